@@ -1,0 +1,49 @@
+# The two commands of the README: `make run` and `make test`. Both set up .venv first and are idempotent.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+# The CPU wheel of torch 2.13.0 is what this project is tested with; pip takes a local wheel if one
+# is on its find-links path. With a GPU, override: make run TORCH_SPEC="torch>=2.13,<2.16".
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: run test setup world bench lab clean-runs browser
+
+run: setup world
+	$(PY) -m kit run --profile tiny
+
+test: setup browser
+	$(PY) -m pytest
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (kit)" >/dev/null
+	@touch $(STAMP)
+
+world: setup
+	$(PY) -m kit zoo build --world tiny
+
+bench: setup
+	$(PY) -m kit bench
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+# The concept-explorer test drives a real headless Chromium (Debian's package).
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian chromium + chromium-driver for the explorer test"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	      || echo "could not install chromium: the browser test will be skipped"; \
+	  else echo "chromium not found and not root: the browser test will be skipped"; fi; \
+	fi
+
+clean-runs:
+	rm -rf runs/

@@ -1,0 +1,29 @@
+"""``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "run": ("kit.runner", "execute the notebooks with papermill into runs/<profile>/<timestamp>/"),
+    "bench": ("kit.bench", "time workloads against their baselines, as ratios"),
+    "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        lines = [f"  {name:6s} {doc}" for name, (_, doc) in COMMANDS.items()]
+        print("usage: python -m kit {" + ",".join(COMMANDS) + "} ...\n" + "\n".join(lines))
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"\nunknown command {argv[0]!r}; allowed: {', '.join(COMMANDS)}", file=sys.stderr)
+            return 2
+        return 0
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return int(module.main(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

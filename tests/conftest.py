@@ -1,0 +1,30 @@
+"""Shared fixtures: every RNG seeded per test; the micro world built once per session when asked for."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _seed_everything():
+    import torch
+
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+    yield
+
+
+@pytest.fixture(scope="session")
+def micro_world():
+    """The micro world in the default cache (content-addressed, so built once and then reused).
+
+    Notebook smoke tests run kernels in other processes, which find it through the same cache path.
+    """
+    import kit.world
+
+    kit.world.build("micro")
+    return "micro"

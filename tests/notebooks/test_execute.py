@@ -1,0 +1,77 @@
+"""Execute notebooks through the runner, as `make run` does, on the micro world (profile smoke)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from kit import runner
+from kit.paths import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+NOTEBOOKS = sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def run_runner(tmp_path, *args):
+    return runner.main(["--profile", "smoke", "--out", str(tmp_path / "runs"), *args])
+
+
+def test_runner_executes_quickstart_into_its_run_dir(tmp_path, micro_world, capsys):
+    figures = tmp_path / "figures"
+    rc = run_runner(tmp_path, "--only", "00", "--figures", str(figures))
+    out = capsys.readouterr().out
+    assert rc == 0, f"quickstart failed on the micro world:\n{out}"
+    latest = tmp_path / "runs" / "smoke" / "latest"
+    assert latest.is_symlink(), "runs/<profile>/latest should point at the newest run"
+    nb_dir = latest / "00_quickstart"
+    assert (nb_dir / "00_quickstart.ipynb").is_file(), "the executed notebook belongs in the run dir"
+    assert "world: micro" in (nb_dir / "params.yaml").read_text(), "resolved params should be saved beside outputs"
+    results = json.loads((nb_dir / "results.json").read_text())
+    assert 0.0 <= results["accuracy"] <= 1.0 and results["n_eval"] > 0
+    assert (nb_dir / "figures" / "quickstart_mlp_activations.png").is_file()
+    assert (figures / "00_quickstart" / "quickstart_mlp_activations.pdf").is_file(), "figures are exported"
+    summary = json.loads((latest / "run.json").read_text())
+    assert summary["notebooks"][0]["status"] == "ok"
+    assert "00_quickstart" in out and "ok" in out
+
+
+def test_runner_names_a_failing_notebook_and_keeps_going(tmp_path, capsys):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    for name, code in [("01_broken", "raise RuntimeError('planted failure')"), ("02_fine", "x = 1")]:
+        nb = new_notebook(cells=[new_code_cell("profile = 'smoke'\nout_dir = None", metadata={"tags": ["parameters"]}),
+                                 new_code_cell(code)])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, nbs / f"{name}.ipynb")
+    rc = run_runner(tmp_path, "--notebooks", str(nbs))
+    out = capsys.readouterr()
+    assert rc == 1, "a failed notebook must make the run exit non-zero"
+    assert "01_broken" in out.err and "planted failure" in out.out
+    summary = json.loads((tmp_path / "runs" / "smoke" / "latest" / "run.json").read_text())
+    assert [n["status"] for n in summary["notebooks"]] == ["failed", "ok"], "the run should go on past a failure"
+
+
+def test_runner_rejects_unknown_notebook_before_running(tmp_path):
+    with pytest.raises(SystemExit, match="00_quickstart"):
+        runner.main(["--only", "99", "--out", str(tmp_path)])
+    assert not (tmp_path / "tiny").exists(), "nothing should be written when the selection is wrong"
+
+
+def test_existing_run_dir_is_not_overwritten(tmp_path):
+    first = runner.new_run_dir(tmp_path, "smoke")
+    second = runner.new_run_dir(tmp_path, "smoke")
+    assert first != second and first.exists() and second.exists()
+
+
+@pytest.mark.parametrize("notebook", [n for n in NOTEBOOKS if n != "00_quickstart"])
+def test_notebook_runs_on_smoke_profile(notebook, tmp_path, micro_world, capsys):
+    rc = run_runner(tmp_path, "--only", notebook[:2])
+    out = capsys.readouterr().out
+    assert rc == 0, f"{notebook} failed on the smoke profile:\n{out[-3000:]}"
+    results = json.loads((tmp_path / "runs" / "smoke" / "latest" / notebook / "results.json").read_text())
+    assert results, f"{notebook} recorded no numbers in results.json"
