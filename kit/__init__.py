@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = {
     "world", "mui", "trajectories", "patching", "shortcut", "cg", "cg_explorer", "neuronvote",
-    "encoders", "audits", "benchmarks", "bench", "runner", "hub", "models", "paper_tables",
+    "encoders", "audits", "benchmarks", "scorers", "bench", "runner", "hub", "models", "paper_tables",
 }
 
 

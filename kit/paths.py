@@ -56,11 +56,14 @@ def verify_checksums(path: Path) -> None:
     if not listing.is_file():
         raise DataError(f"{listing} is missing: cannot verify the data directory {path}.")
     bad: list[str] = []
-    for line in listing.read_text().splitlines():
-        if not line.strip():
-            continue
-        digest, name = line.split(maxsplit=1)
-        name = name.lstrip("*")
+    entries = [line for line in listing.read_text().splitlines() if line.strip()]
+    if not entries:
+        raise DataError(f"{listing} lists no files: nothing in {path} can be verified.")
+    for n, line in enumerate(entries, 1):
+        digest, _, name = line.partition(" ")
+        name = name.strip().lstrip("*")
+        if len(digest) != 64 or not name:
+            raise DataError(f"{listing}, entry {n}: expected '<sha256> <file>', got {line!r}")
         target = path / name
         if not target.is_file():
             bad.append(f"{name}: missing")
