@@ -12,6 +12,7 @@ and one module per paper method, imported on first use: ``kit.mui``, ``kit.traje
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import warnings
 from typing import Any
 
@@ -28,11 +29,6 @@ from .paths import DataError, cache_dir, data_dir
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {
-    "world", "mui", "trajectories", "patching", "shortcut", "cg", "cg_explorer", "neuronvote",
-    "encoders", "audits", "benchmarks", "scorers", "bench", "runner", "hub", "models", "paper_tables",
-}
-
 
 def load_benchmark(name: str, split: str = "test", **kwargs: Any) -> list[Item]:
     """Items of a benchmark (real: ``gsm8k``, ``mmlu``, ``bbh/<task>``...; synthetic: ``tiny/<task>``)."""
@@ -42,7 +38,8 @@ def load_benchmark(name: str, split: str = "test", **kwargs: Any) -> list[Item]:
 
 
 def __getattr__(name: str):
-    if name in _SUBMODULES:
+    # Submodules (kit.mui, kit.cg, kit.world...) import on first use: `import kit` stays cheap.
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'kit' has no attribute {name!r}")
 

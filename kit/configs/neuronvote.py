@@ -1,0 +1,85 @@
+"""Config of notebooks/05_neuronvote.ipynb (NeuronVote: comparing neuron-ranking methods)."""
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from ..concepts import PAPER_POS_TAGS
+from ..neuronvote import METHODS, PAPER_METHODS
+from ..params import BaseConfig
+
+Method = Literal["probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"]
+
+
+class Config(BaseConfig):
+    encoder: str = "minilm"
+    """Encoder whose word representations are ranked: ``minilm`` (offline all-MiniLM-L6-v2) or a
+    Hugging Face id (``bert-base-cased``, ``roberta-base``, ``xlm-roberta-base``; needs network)."""
+    extra_encoders: list[str] = []
+    """Further encoders run the same way (the ``paper`` profile's RoBERTa and XLM-R)."""
+    site: Literal["hook_resid_post", "mlp.hook_post"] = "hook_resid_post"
+    """Which neurons: ``hook_resid_post`` = the layer's output hidden state (the paper's BERT
+    "neurons", d_model wide) or ``mlp.hook_post`` (the MLP's GELU activations, d_mlp wide)."""
+    layers: list[int] | None = None
+    """Encoder blocks (0-based) to analyse; ``None`` = first, middle and last (the paper's 1/6/12)."""
+    source: Literal["ud_ewt", "conll2000"] = "ud_ewt"
+    """POS-tagged corpus: UD English EWT dev+test (XPOS) or CoNLL-2000 (PTB POS)."""
+    second_source: Literal["ud_ewt", "conll2000"] | None = None
+    """Optional second corpus: NeuronVote (Table 3 analogue) of the encoder on it too."""
+    tags: list[str] | None = list(PAPER_POS_TAGS)
+    """Concepts (tags) to consider; ``None`` = every tag with enough examples. Default: the paper's 20 POS tags."""
+    min_examples: int = Field(200, ge=1)
+    """Drop tags with fewer words than this in the corpus (the paper: 200)."""
+    max_per_class: int | None = Field(200, ge=10)
+    """Subsample each concept to at most this many positive (and as many negative) words; ``None`` = all."""
+    max_sentences: int | None = Field(None, ge=10)
+    """Use a seeded sample of this many sentences of the corpus; ``None`` = all."""
+    methods: list[Method] = list(METHODS)
+    """Ranking methods to run (Random and MeanSelect included: the baseline and the case study)."""
+    voters: list[Method] = list(PAPER_METHODS)
+    """Methods forming the consensus of AvgOverlap / NeuronVote (the paper's six); others are only scored."""
+    s_values: list[int] = [10, 30, 50]
+    """Top-s sizes for AvgOverlap and NeuronVote (Tables 2-4)."""
+    accuracy_s: list[int] = [30, 50, 70, 100]
+    """Top-s sizes for the classifier-accuracy evaluation (Table 1)."""
+    pairwise_s: list[int] = [10, 20, 30, 40, 50]
+    """Top-s sizes averaged in the pairwise-overlap heatmaps (Figure 1: top 10-50)."""
+    iou_percentile: float = Field(90.0, ge=0.0, lt=100.0)
+    """IoU method: a neuron is "on" for a word when its activation exceeds this percentile of its activations."""
+    lambda1: float = Field(0.01, gt=0.0)
+    """L1 strength of the Lasso / LCA probes, per mean loss (the paper: 0.01)."""
+    lambda2: float = Field(0.01, gt=0.0)
+    """L2 strength of the Ridge / LCA probes, per mean loss (the paper: 0.01)."""
+    probe_standardize: bool = False
+    """Fit the Lasso / Ridge / LCA probes on z-scored activations instead of the raw ones (the
+    paper's eqs. 3-5 use raw activations; then |weight| also reflects a neuron's scale)."""
+    gaussian_max_neurons: int | None = Field(100, ge=1)
+    """Greedy steps of the Gaussian method (the rest of its ranking follows its last-step scores);
+    ``None`` = the full greedy ranking. Only the top max(s) neurons are ever used."""
+    batch_size: int = Field(32, ge=1, le=1024)
+    """Sentences per encoder forward pass."""
+    decoder_model: str | None = "zoo/base-m"
+    """Zoo decoder analysed second, on the tiny world's word-role concepts; ``None`` skips it."""
+    decoder_site: Literal["hook_resid_post", "mlp.hook_post"] = "mlp.hook_post"
+    """Decoder neurons: the MLP activations (d_mlp: 384 for the tiny world's base-m, as wide as
+    MiniLM's hidden state) or the residual stream (only 96 wide there)."""
+    decoder_layers: list[int] | None = None
+    """Decoder blocks to analyse; ``None`` = first, middle and last."""
+    decoder_n_per_task: int = Field(60, ge=5)
+    """Prompts per tiny-world task in the word-role concept corpus."""
+    decoder_min_examples: int = Field(200, ge=1)
+    """Minimum words per role for the decoder's concepts."""
+
+    @field_validator("s_values", "accuracy_s", "pairwise_s")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if not v or min(v) < 1:
+            raise ValueError("must be a non-empty list of positive integers")
+        return v
+
+    @field_validator("voters")
+    @classmethod
+    def _two_voters(cls, v: list[str]) -> list[str]:
+        if len(set(v)) < 2:
+            raise ValueError("need at least two distinct voters for leave-one-out consensus")
+        return v

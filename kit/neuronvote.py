@@ -1,0 +1,515 @@
+"""Neuron-ranking methods and their consensus evaluation (NeuronVote paper, seed 004).
+
+Every ranking method takes the activations of one layer on a binary concept task and returns a
+*full* ranking of that layer's neurons, most salient first:
+
+    x: Float[ndarray, "n_words n_neurons"]   activations z(n, w) of words w (paper section 2)
+    y: Int[ndarray, "n_words"]               1 if the word belongs to concept C, 0 if to C-hat
+    -> Int[ndarray, "n_neurons"]              neuron indices, best first (a permutation)
+
+Methods (``METHODS``; display names in ``DISPLAY``):
+
+- ``probeless``: |mu(C) - mu(C-hat)| (eq. 1; Antverg & Belinkov rank by the magnitude);
+- ``iou``: Mu & Andreas IoU of the neuron mask z > its ``iou_percentile``-th percentile over the
+  data with the concept mask (eq. 2);
+- ``iou_ap``: the variant the NeuroX toolkit ships under the name "IoU": the average precision of
+  the neuron's activation as a score for the concept (threshold-free). Named separately, never
+  mixed with ``iou``;
+- ``lasso``, ``ridge``, ``lca``: logistic probes with L1, L2 and ElasticNet penalties (eqs. 3-5),
+  ranked by |weight|; the paper's lambda1 = lambda2 = 0.01 per *mean* loss are mapped exactly onto
+  scikit-learn's (C, l1_ratio), see :func:`probe_penalty`;
+- ``gaussian``: greedy selection under a MAP multivariate Gaussian per class (eq. 6, Hennigen et
+  al. 2020; each subset's MAP estimate read off one fit through the NIW prior's marginals), by
+  rank-one (Schur complement) updates: O(C (N + k) d) per step, O(C (N + d) d k) for k selected
+  neurons, instead of the public toolkit's re-factorisation of every candidate subset
+  (O(d (k^3 + N k^2)) per step); :func:`gaussian_ranking_naive` is that reference;
+- ``meanselect``: |mu(C) - mu(C-hat)| / (max_C z - min_C z) (eq. 10, the paper's case study);
+- ``random``: a seeded permutation (the baseline).
+
+Ties are broken by a seeded random permutation (so that e.g. Lasso's many zero weights do not
+fall back to neuron-index order, which would correlate across methods).
+
+Consensus metrics (section 3.2), all on the top-``s`` sets S_m:
+
+- ``o(m1, m2) = |S_m1 ∩ S_m2| / |S_m1 ∪ S_m2|`` (eq. 7), :func:`pairwise_overlap`;
+- ``AvgOverlap_m`` = mean of o(m, v) over the voters v != m (eq. 8), :func:`avg_overlap`;
+- ``NeuronVote_m = o(S_m, S_best)`` with S_best the top-s of the Borda aggregate of the voters
+  v != m (leave-one-out), points ``s - index`` (0-based index, so a voter's first neuron gets s
+  points and neurons outside its top-s get 0) (eq. 9), :func:`neuron_vote`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+METHODS = ("probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random")
+PAPER_METHODS = ("probeless", "iou", "lasso", "ridge", "lca", "gaussian")
+"""The paper's six interpretation methods: the voters of the main tables."""
+DISPLAY = {
+    "probeless": "Probeless", "iou": "IoU", "iou_ap": "IoU-AP (NeuroX)", "lasso": "Lasso",
+    "ridge": "Ridge", "lca": "LCA", "gaussian": "Gaussian", "meanselect": "MeanSelect", "random": "Random",
+}
+PAPER_LAMBDA = 0.01
+"""lambda1 = lambda2 = 0.01 for the regularised probes (paper section 4.1)."""
+
+
+# ------------------------------------------------------------------ input checks and ranking
+
+
+def _check_xy(x, y) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y).astype(np.int64).ravel()
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-D (n_words, n_neurons), got shape {x.shape}")
+    if y.shape[0] != x.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} labels but x has {x.shape[0]} rows")
+    if not set(np.unique(y)) <= {0, 1} or len(np.unique(y)) != 2:
+        raise ValueError(f"y must be binary with both classes present (1 = concept), got values {np.unique(y)}")
+    if not np.isfinite(x).all():
+        raise ValueError("x contains NaN or inf activations")
+    return x, y
+
+
+def rank_by_score(scores, seed: int = 0) -> np.ndarray:
+    """Neuron indices sorted by ``scores`` descending; ties in a seeded random order.
+
+    ``scores``: Float[ndarray, "n_neurons"] (NaN counts as the lowest score).
+    Returns Int[ndarray, "n_neurons"].
+    """
+    scores = np.asarray(scores, dtype=np.float64).copy()
+    scores[np.isnan(scores)] = -np.inf
+    tiebreak = np.random.default_rng(seed).permutation(scores.shape[0])
+    return np.lexsort((tiebreak, -scores))  # primary key last: -score, then the random key
+
+
+# ------------------------------------------------------------------ corpus-based methods
+
+
+def probeless_scores(x, y) -> np.ndarray:
+    """Eq. 1: |mu(C) - mu(C-hat)| per neuron. Float[ndarray, "n_neurons"]."""
+    x, y = _check_xy(x, y)
+    return np.abs(x[y == 1].mean(0) - x[y == 0].mean(0))
+
+
+def meanselect_scores(x, y) -> np.ndarray:
+    """Eq. 10 (MeanSelect): |mu(C) - mu(C-hat)| / (max_C z - min_C z); a constant neuron scores 0."""
+    x, y = _check_xy(x, y)
+    pos = x[y == 1]
+    spread = pos.max(0) - pos.min(0)
+    diff = np.abs(pos.mean(0) - x[y == 0].mean(0))
+    return np.divide(diff, spread, out=np.zeros_like(diff), where=spread > 0)
+
+
+def iou_scores(x, y, percentile: float = 90.0) -> np.ndarray:
+    """Eq. 2 (Mu & Andreas): IoU of the mask z(n, w) > delta_n with the concept mask.
+
+    delta_n is the ``percentile``-th percentile of neuron n's activations over all words given.
+    Returns Float[ndarray, "n_neurons"] in [0, 1].
+    """
+    x, y = _check_xy(x, y)
+    if not 0.0 <= percentile < 100.0:
+        raise ValueError(f"percentile must be in [0, 100), got {percentile}")
+    delta = np.percentile(x, percentile, axis=0)
+    active = x > delta
+    concept = (y == 1)[:, None]
+    inter = (active & concept).sum(0)
+    union = (active | concept).sum(0)
+    return inter / np.maximum(union, 1)
+
+
+def iou_ap_scores(x, y) -> np.ndarray:
+    """NeuroX's "IoU" method: average precision of each neuron's activation as a concept score.
+
+    AP = (1/n_pos) sum over positives of precision at their rank (activations sorted descending),
+    equal to ``sklearn.metrics.average_precision_score`` when activations have no ties.
+    Vectorised over neurons: O(N log N d). Returns Float[ndarray, "n_neurons"].
+    """
+    x, y = _check_xy(x, y)
+    order = np.argsort(-x, axis=0, kind="stable")
+    hits = (y[order] == 1).astype(np.float64)  # (N, d): is the k-th highest word a concept word?
+    precision = np.cumsum(hits, axis=0) / np.arange(1, x.shape[0] + 1)[:, None]
+    return (precision * hits).sum(0) / hits.sum(0)
+
+
+# ------------------------------------------------------------------ probing methods
+
+
+def probe_penalty(method: str, n_train: int, lambda1: float = PAPER_LAMBDA,
+                  lambda2: float = PAPER_LAMBDA) -> tuple[float, float]:
+    """scikit-learn ``(C, l1_ratio)`` equal to the paper's penalties (eqs. 3-5).
+
+    The paper (NeuroX) minimises mean cross-entropy + lambda1 |w|_1 + lambda2 |w|_2^2; sklearn
+    minimises C * sum(loss) + l1_ratio |w|_1 + (1 - l1_ratio)/2 |w|_2^2. Equal up to a factor
+    when C = 1 / (N (l1 + 2 l2)) and l1_ratio = l1 / (l1 + 2 l2), with l2 = 0 for Lasso and
+    l1 = 0 for Ridge.
+    """
+    l1 = {"lasso": lambda1, "ridge": 0.0, "lca": lambda1}.get(method)
+    l2 = {"lasso": 0.0, "ridge": lambda2, "lca": lambda2}.get(method)
+    if l1 is None:
+        raise ValueError(f"method={method!r} is not a probe; allowed: lasso, ridge, lca")
+    total = l1 + 2 * l2
+    if total <= 0 or n_train <= 0:
+        raise ValueError(f"penalties must be positive (lambda1={lambda1}, lambda2={lambda2}) and n_train > 0")
+    return 1.0 / (n_train * total), l1 / total
+
+
+def _standardise(x: np.ndarray, ref: np.ndarray | None = None) -> np.ndarray:
+    # z-score with the statistics of ``ref`` (the training rows), so test rows are scaled alike.
+    ref = x if ref is None else ref
+    mu, sd = ref.mean(0), ref.std(0)
+    return (x - mu) / np.where(sd > 0, sd, 1.0)
+
+
+def _sklearn_before_1_8() -> bool:
+    import sklearn
+
+    major, minor = (int(p) for p in sklearn.__version__.split(".")[:2])
+    return (major, minor) < (1, 8)
+
+
+def probe_weights(x, y, method: str, lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA,
+                  seed: int = 0, max_iter: int = 2000, standardize: bool = False) -> np.ndarray:
+    """Weights of a logistic probe (Lasso / Ridge / LCA).
+
+    ``standardize``: fit on z-scored activations (weights comparable across neurons of different
+    scale) or on the raw activations, as NeuroX does by default (then |weight| also reflects
+    the neuron's scale). Returns Float[ndarray, "n_neurons"] (the coefficient of the concept class).
+    """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = _check_xy(x, y)
+    C, l1_ratio = probe_penalty(method, x.shape[0], lambda1, lambda2)
+    # liblinear solves pure L1 / L2 exactly and fast; only saga does ElasticNet.
+    solver = "saga" if 0.0 < l1_ratio < 1.0 else "liblinear"
+    # tol 1e-3: saga on raw activations needs ~2x the epochs for 1e-4 and the top-30 barely moves.
+    extra = {}
+    if _sklearn_before_1_8():  # older scikit-learn ignores l1_ratio unless the penalty is named
+        extra["penalty"] = {1.0: "l1", 0.0: "l2"}.get(l1_ratio, "elasticnet")
+    clf = LogisticRegression(C=C, l1_ratio=l1_ratio, solver=solver, max_iter=max_iter, tol=1e-3,
+                             random_state=seed, **extra)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(_standardise(x) if standardize else x, y)
+    return clf.coef_[0].copy()
+
+
+# ------------------------------------------------------------------ Gaussian (Hennigen et al.)
+
+
+@dataclass
+class GaussianMAP:
+    """Per-class Gaussians fitted once on all neurons; any subset's MAP estimate is read off them.
+
+    Prior: Normal-Inverse-Wishart with mu0 = overall mean, kappa0, nu0 (default d + 2) and
+    Lambda0 = (nu0 - d - 1) diag(overall variance), so that the prior's mean covariance is diagonal
+    with the data's variances. The NIW family is closed under marginalisation (Hennigen et al.'s
+    "decomposable"): a subset F of m neurons has prior NIW(nu0 - d + m, Lambda0_FF), hence MAP
+    covariance ``scatter_c[F, F] / (nu0 - d + 2 m + n_c + 2)``, where
+    ``scatter_c = Lambda0 + S_c + kappa0 n_c/(kappa0+n_c) (xbar_c - mu0)(xbar_c - mu0)^T``.
+    (Using the full-d denominator for every subset would shrink small subsets' covariances by
+    ~n/(n + 2d) and make the probe wildly over-confident.)
+    """
+
+    log_prior: np.ndarray
+    """Float["C"]: log class frequencies (class 0, class 1)."""
+    means: np.ndarray
+    """Float["C d"]: MAP means."""
+    scatter: np.ndarray
+    """Float["C d d"]: posterior scatter matrices (see above)."""
+    counts: np.ndarray
+    """Int["C"]: examples per class."""
+    nu0: float
+
+    def denominator(self, c: int, m: int) -> float:
+        """MAP covariance divisor of class ``c`` for a subset of ``m`` neurons."""
+        d = self.means.shape[1]
+        return self.nu0 - d + 2 * m + float(self.counts[c]) + 2
+
+    def cov(self, c: int, idx) -> np.ndarray:
+        idx = list(idx)
+        return self.scatter[c][np.ix_(idx, idx)] / self.denominator(c, len(idx))
+
+
+def gaussian_map_params(x, y, kappa0: float = 1.0, nu0: float | None = None) -> GaussianMAP:
+    """Fit :class:`GaussianMAP` (classes 0 and 1) on activations x: Float["N d"], labels y: Int["N"]."""
+    x, y = _check_xy(x, y)
+    n, d = x.shape
+    nu0 = float(d + 2) if nu0 is None else float(nu0)
+    if nu0 <= d - 1:
+        raise ValueError(f"nu0 must exceed d - 1 = {d - 1} for a proper Inverse-Wishart prior, got {nu0}")
+    mu0 = x.mean(0)
+    lam0 = (nu0 - d - 1) * np.diag(np.maximum(x.var(0), 1e-12))
+    log_prior, means, scatters, counts = [], [], [], []
+    for c in (0, 1):
+        xc = x[y == c]
+        nc = xc.shape[0]
+        xbar = xc.mean(0)
+        centred = xc - xbar
+        dev = (xbar - mu0)[:, None]
+        scatters.append(lam0 + centred.T @ centred + kappa0 * nc / (kappa0 + nc) * (dev @ dev.T))
+        means.append((kappa0 * mu0 + nc * xbar) / (kappa0 + nc))
+        log_prior.append(np.log(nc / n))
+        counts.append(nc)
+    return GaussianMAP(np.array(log_prior), np.stack(means), np.stack(scatters), np.array(counts), nu0)
+
+
+def _label_loglik(joint: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """sum_i log p(y_i | x_i) from per-class joint log densities ``joint`` (2, N, K) -> (K,)."""
+    sign = np.where(y == 1, 1.0, -1.0)[:, None]
+    return -np.logaddexp(0.0, -sign * (joint[1] - joint[0])).sum(0)
+
+
+def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float = 1.0,
+                     nu0: float | None = None) -> np.ndarray:
+    """Eq. 6: greedy ranking under the MAP Gaussian probe, by rank-one conditional updates.
+
+    At each step every unselected neuron n is scored by the training-set label log-likelihood
+    sum_i log p(c_i | x_i[F + n]) and the best is appended to F. Because
+    log N(x_{F+n}) = log N(x_F) + log N(x_n | x_F), we keep per class the residuals
+    x_n - E[x_n | x_F] (N x d) and conditional variances Var[x_n | x_F] (d), and update both
+    with one Schur-complement step when F grows: O(C (N + k) d) per step, O(C (N + d) d k) for
+    k steps, instead of factorising every candidate's (k+1) x (k+1) covariance and re-evaluating
+    N densities (O(d (k^3 + N k^2)) per step). Output equals :func:`gaussian_ranking_naive`.
+
+    ``max_neurons``: stop after that many greedy steps; the rest follow by their score at that
+    step (so the result is still a full ranking). Returns Int[ndarray, "n_neurons"].
+    """
+    import torch
+
+    x, y = _check_xy(x, y)
+    n, d = x.shape
+    k_max = d if max_neurons is None else min(int(max_neurons), d)
+    fit = gaussian_map_params(x, y, kappa0, nu0)
+    C = 2
+    # torch's vectorised log-sigmoid is several times faster than numpy's logaddexp on CPU.
+    f64 = dict(dtype=torch.float64)
+    covs = torch.as_tensor(fit.scatter, **f64)                    # work on the scatter; scale per step
+    resid = torch.stack([torch.as_tensor(x - fit.means[c], **f64) for c in range(C)])  # (C, N, d): x_n - E[x_n | x_F]
+    var = torch.diagonal(covs, dim1=1, dim2=2).clone()            # (C, d): Var[x_n | x_F] (unscaled)
+    quad = torch.zeros((C, n), **f64)                             # (x_F - mu_F)^T scatter_FF^-1 (x_F - mu_F)
+    logdet = torch.zeros(C, **f64)                                # log det scatter_FF
+    log_prior = torch.as_tensor(fit.log_prior, **f64)
+    sign = torch.as_tensor(np.where(y == 1, 1.0, -1.0), **f64)[:, None]
+    whitened = torch.zeros((k_max, C, d), **f64)                  # rows of L^{-1} scatter_{F, :}
+    selected: list[int] = []
+    available = torch.ones(d, dtype=torch.bool)
+    score = torch.zeros(d, **f64)
+    for k in range(k_max):
+        m = k + 1  # subset size of every candidate at this step: the MAP scale is shared by all of them
+        denom = torch.tensor([fit.denominator(c, m) for c in range(C)], **f64)
+        v = var.clamp_min(1e-300)
+        # Per class: log N = -0.5 [m log 2pi + logdet(scatter_FF) - m log D + D * quad], D the MAP divisor;
+        # the candidate adds log v_n to the log-det and r_n^2 / v_n to the quadratic form.
+        cand_quad = quad[:, :, None] + resid.square() / v[:, None, :]               # (C, N, d)
+        cand_logdet = logdet[:, None] + v.log()                                      # (C, d)
+        ll = -0.5 * (cand_logdet[:, None, :] - m * denom.log()[:, None, None] + denom[:, None, None] * cand_quad)
+        logodds = (log_prior[1] - log_prior[0]) + ll[1] - ll[0]
+        score = torch.nn.functional.logsigmoid(sign * logodds).sum(0)
+        score[~available] = -torch.inf
+        j = int(torch.argmax(score))
+        selected.append(j)
+        available[j] = False
+        quad = cand_quad[:, :, j].clone()
+        logdet = cand_logdet[:, j].clone()
+        # Conditional covariance of every neuron with j given F: scatter_{:, j} - W^T W[:, j].
+        cov_j = covs[:, :, j] - torch.einsum("kc,kcd->cd", whitened[:k, :, j], whitened[:k])
+        vj = v[:, j]
+        coef = cov_j / vj[:, None]                                # regression of each neuron on x_j | F
+        resid -= resid[:, :, j:j + 1] * coef[:, None, :]
+        var = var - cov_j * coef
+        whitened[k] = cov_j / vj.sqrt()[:, None]
+    selected_arr = np.array(selected, dtype=np.int64)
+    if k_max < d:
+        rest = np.flatnonzero(available.numpy())
+        rest = rest[np.argsort(-score.numpy()[rest], kind="stable")]
+        return np.concatenate([selected_arr, rest])
+    return selected_arr
+
+
+def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float = 1.0,
+                           nu0: float | None = None) -> np.ndarray:
+    """The reference greedy loop (what the public toolkit does): for every step and every
+    candidate, slice the (k+1) x (k+1) covariance, factorise it and evaluate all N densities.
+    O(d (k^3 + N k^2)) per step. Returns the first ``max_neurons`` (default all) of the ranking.
+    """
+    from scipy.stats import multivariate_normal
+
+    x, y = _check_xy(x, y)
+    n, d = x.shape
+    k_max = d if max_neurons is None else min(int(max_neurons), d)
+    fit = gaussian_map_params(x, y, kappa0, nu0)
+    selected: list[int] = []
+    for _ in range(k_max):
+        best, best_score = -1, -np.inf
+        for cand in range(d):
+            if cand in selected:
+                continue
+            idx = selected + [cand]
+            joint = np.stack([fit.log_prior[c] + multivariate_normal.logpdf(
+                x[:, idx], fit.means[c][idx], fit.cov(c, idx)).reshape(n) for c in (0, 1)])
+            s = float(_label_loglik(joint[:, :, None], y)[0])
+            if s > best_score:
+                best, best_score = cand, s
+        selected.append(best)
+    return np.array(selected, dtype=np.int64)
+
+
+# ------------------------------------------------------------------ dispatch
+
+
+def rank_neurons(x, y, method: str, seed: int = 0, iou_percentile: float = 90.0,
+                 lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA,
+                 gaussian_max_neurons: int | None = None, probe_standardize: bool = False) -> np.ndarray:
+    """Full ranking of the neurons of ``x`` for concept labels ``y`` by ``method`` (see module doc).
+
+    x: Float[ndarray, "n_words n_neurons"], y: Int[ndarray, "n_words"] (1 = concept).
+    Returns Int[ndarray, "n_neurons"], most salient first.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} unknown; allowed: {', '.join(METHODS)}")
+    x, y = _check_xy(x, y)
+    if method == "random":
+        return np.random.default_rng(seed).permutation(x.shape[1])
+    if method == "gaussian":
+        return gaussian_ranking(x, y, max_neurons=gaussian_max_neurons)
+    if method in ("lasso", "ridge", "lca"):
+        scores = np.abs(probe_weights(x, y, method, lambda1, lambda2, seed=seed, standardize=probe_standardize))
+    elif method == "probeless":
+        scores = probeless_scores(x, y)
+    elif method == "meanselect":
+        scores = meanselect_scores(x, y)
+    elif method == "iou":
+        scores = iou_scores(x, y, iou_percentile)
+    else:
+        scores = iou_ap_scores(x, y)
+    return rank_by_score(scores, seed)
+
+
+def rank_all(x, y, methods: Sequence[str] = METHODS, **kwargs) -> dict[str, np.ndarray]:
+    """``{method: rank_neurons(x, y, method, **kwargs)}`` for each of ``methods``."""
+    return {m: rank_neurons(x, y, m, **kwargs) for m in methods}
+
+
+# ------------------------------------------------------------------ consensus metrics
+
+
+def _top_sets(rankings: Mapping[str, Sequence[int]], s: int) -> dict[str, set[int]]:
+    if not isinstance(s, (int, np.integer)) or s < 1:
+        raise ValueError(f"s (number of top neurons) must be a positive integer, got {s!r}")
+    if len(rankings) < 2:
+        raise ValueError(f"need at least two methods' rankings, got {list(rankings)}")
+    out = {}
+    for m, r in rankings.items():
+        r = np.asarray(r).ravel()
+        if r.shape[0] < s:
+            raise ValueError(f"ranking of {m!r} has {r.shape[0]} neurons, fewer than s={s}")
+        top = r[:s]
+        if len(set(top.tolist())) != s:
+            raise ValueError(f"ranking of {m!r} repeats neurons in its top {s}")
+        out[m] = set(int(v) for v in top)
+    return out
+
+
+def overlap(a: Iterable[int], b: Iterable[int]) -> float:
+    """Eq. 7: intersection over union of two neuron sets."""
+    a, b = set(a), set(b)
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0
+
+
+def _voters_for(method: str, rankings: Mapping, voters: Sequence[str] | None) -> list[str]:
+    pool = list(rankings) if voters is None else list(voters)
+    unknown = [v for v in pool if v not in rankings]
+    if unknown:
+        raise ValueError(f"voters {unknown} have no ranking; rankings given: {list(rankings)}")
+    others = [v for v in pool if v != method]
+    if not others:
+        raise ValueError(f"method {method!r} has no other voter to be compared with (voters={pool})")
+    return others
+
+
+def avg_overlap(rankings: Mapping[str, Sequence[int]], s: int,
+                voters: Sequence[str] | None = None) -> dict[str, float]:
+    """Eq. 8: AvgOverlap_m = mean over the voters v != m of o(S_m, S_v).
+
+    ``rankings``: method -> ranking (best first). ``voters``: which methods form the reference
+    (default: all given); a method outside ``voters`` (e.g. Random, or a new method under test)
+    is still scored against all of them. Returns method -> score in [0, 1].
+    """
+    tops = _top_sets(rankings, s)
+    return {m: float(np.mean([overlap(tops[m], tops[v]) for v in _voters_for(m, rankings, voters)]))
+            for m in rankings}
+
+
+def borda_top(rankings: Mapping[str, Sequence[int]], s: int, voters: Sequence[str] | None = None) -> list[int]:
+    """Eq. 9: the top-``s`` neurons of the Borda aggregate of ``voters`` (default all).
+
+    Each voter gives its neuron at 0-based position i of its top-s list ``s - i`` points.
+    Tie rule (documented, deterministic, independent of any method under test): more points
+    first; then the neuron named by more voters; then the smaller neuron index.
+    """
+    voters = list(rankings) if voters is None else list(voters)
+    points: dict[int, int] = {}
+    votes: dict[int, int] = {}
+    for v in voters:
+        r = np.asarray(rankings[v]).ravel()
+        if r.shape[0] < s:
+            raise ValueError(f"ranking of {v!r} has {r.shape[0]} neurons, fewer than s={s}")
+        for i, neuron in enumerate(r[:s].tolist()):
+            points[neuron] = points.get(neuron, 0) + (s - i)
+            votes[neuron] = votes.get(neuron, 0) + 1
+    ordered = sorted(points, key=lambda nrn: (-points[nrn], -votes[nrn], nrn))
+    return ordered[:s]
+
+
+def neuron_vote(rankings: Mapping[str, Sequence[int]], s: int,
+                voters: Sequence[str] | None = None) -> dict[str, float]:
+    """NeuronVote_m = o(S_m, S_best(-m)), S_best(-m) the Borda top-s of the voters v != m
+    (leave-one-out: a method never votes for itself). Returns method -> score in [0, 1]."""
+    tops = _top_sets(rankings, s)
+    return {m: overlap(tops[m], borda_top(rankings, s, _voters_for(m, rankings, voters))) for m in rankings}
+
+
+def pairwise_overlap(rankings: Mapping[str, Sequence[int]], s: int | Sequence[int]) -> pd.DataFrame:
+    """Method x method matrix of o(S_m1, S_m2) (eq. 7); a list of ``s`` averages the matrices
+    (the paper's Figure 1 averages s = 10..50). Diagonal is 1."""
+    s_list = [s] if isinstance(s, (int, np.integer)) else list(s)
+    names = list(rankings)
+    mats = []
+    for s_ in s_list:
+        tops = _top_sets(rankings, s_)
+        mats.append([[overlap(tops[a], tops[b]) for b in names] for a in names])
+    return pd.DataFrame(np.mean(mats, axis=0), index=names, columns=names)
+
+
+# ------------------------------------------------------------------ classifier accuracy
+
+
+def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int], max_iter: int = 500) -> float:
+    """Section 3.1: accuracy on the test rows of an *unregularised* logistic regression trained
+    on the train rows, using only the columns ``neurons`` (standardised with train statistics)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    x_train, y_train = _check_xy(x_train, y_train)
+    x_test = np.asarray(x_test, dtype=np.float64)
+    y_test = np.asarray(y_test).ravel()
+    cols = np.asarray(list(neurons), dtype=np.int64)
+    if cols.size == 0 or cols.min() < 0 or cols.max() >= x_train.shape[1]:
+        raise ValueError(f"neurons must be non-empty indices in [0, {x_train.shape[1]}), got {cols[:10]}...")
+    tr = _standardise(x_train[:, cols])
+    te = _standardise(x_test[:, cols], ref=x_train[:, cols])
+    unpenalised = {"penalty": None} if _sklearn_before_1_8() else {"C": np.inf}
+    clf = LogisticRegression(solver="lbfgs", max_iter=max_iter, **unpenalised)
+    with warnings.catch_warnings():
+        # Separable data drives unregularised weights to infinity; the decision rule is still fine.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        clf.fit(tr, y_train)
+    return float((clf.predict(te) == y_test).mean())
