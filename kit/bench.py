@@ -23,6 +23,7 @@ WORKLOADS: dict[str, str] = {
     "patching": "kit.patching_bench:run",
     "cg": "kit.cg_bench:run",
     "neuronvote": "kit.neuronvote_bench:run",
+    "audits": "kit.audits.bench:run",
 }
 """Workload name -> ``module:function``."""
 

@@ -1,0 +1,107 @@
+"""Measurement-theory audits of interpretability metrics (seed 003): is the instrument trustworthy?
+
+One module per metric family, each metric a function returning an :class:`AuditResult`
+(value(s), pass condition, verdict, inputs; JSON-serialisable):
+
+- ``kit.audits.stability``: M09 core stability, EX25 reproducibility (also of ``kit.mui``/``kit.cg``);
+- ``kit.audits.sae_validity``: M07, M08, M10, M11, M12, M13, EX24, EX34;
+- ``kit.audits.psychophysics``: EX1 d-prime, EX2 DIF, EX11 Weber/JND;
+- ``kit.audits.safety``: M14 Safety SVE;
+- ``kit.audits.circuits``: IOI circuit discovery by mean-ablation patching and the MIB curve.
+
+``REGISTRY`` maps each metric id of the seed's summary table to its function. Around them:
+``kit.audits.activations`` (token-level activations at TransformerLens hooks), ``kit.audits.suite``
+(notebook 06's steps on the tiny world or GPT-2), ``kit.audits.plots`` (its figures) and
+``kit.audits.bench`` (``python -m kit bench audits``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from . import circuits, psychophysics, safety, sae_validity, stability
+from .result import AuditInputs, AuditResult, dumps, jsonable
+
+REGISTRY: dict[str, Callable[..., object]] = {
+    "M07": sae_validity.architecture_duality,
+    "M08": sae_validity.weightlens,
+    "M09": stability.core_stability,
+    "M10": sae_validity.prism,
+    "M11": sae_validity.matryoshka,
+    "M12": sae_validity.adaptive_sparsity,
+    "M13": sae_validity.superposition_regime,
+    "M14": safety.safety_sve,
+    "EX1": psychophysics.dprime_audit,
+    "EX2": psychophysics.dif_audit,
+    "EX11": psychophysics.weber_audit,
+    "EX24": sae_validity.saebench_audit,
+    "EX25": stability.reproducibility,
+    "EX34": sae_validity.nla_sae_convergence,
+    "MIB": circuits.mib_audit,
+}
+"""Metric id -> the function computing it (each returns an ``AuditResult``)."""
+
+ORDER = list(REGISTRY)
+
+
+def get_audit(metric: str) -> Callable[..., object]:
+    """The function of metric ``metric`` (e.g. ``"M07"``); unknown ids list the allowed ones."""
+    if metric not in REGISTRY:
+        raise ValueError(f"metric={metric!r} is not an audit; allowed values: {', '.join(REGISTRY)}")
+    return REGISTRY[metric]
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        return f"{x:.3g}"
+    return str(x)
+
+
+def summary_table(results: list[AuditResult]) -> pd.DataFrame:
+    """One row per result: metric, name, value, pass condition, verdict (pass / FAIL / report)."""
+    key = {m: i for i, m in enumerate(ORDER)}
+    rows = sorted(results, key=lambda r: (key.get(r.metric, len(key)), r.name))
+    return pd.DataFrame([{"metric": r.metric, "name": r.name, "value": r.value,
+                          "pass_condition": r.pass_condition, "verdict": r.verdict(),
+                          "passed": r.passed, "notes": r.notes} for r in rows])
+
+
+def save_audits(results: list[AuditResult], path: str | Path) -> Path:
+    """Write ``results`` as a JSON list (``audits.json``), atomically."""
+    from ..paths import atomic_write_text
+
+    path = Path(path)
+    atomic_write_text(path, dumps(results) + "\n")
+    return path
+
+
+def load_audits(path: str | Path) -> list[AuditResult]:
+    import json
+
+    return [AuditResult.model_validate(x) for x in json.loads(Path(path).read_text())]
+
+
+def findings_text(results: list[AuditResult], paper_note: bool = False) -> str:
+    """A plain-text findings summary with every headline number and verdict."""
+    lines = []
+    for r in sorted(results, key=lambda r: ORDER.index(r.metric) if r.metric in ORDER else 99):
+        extra = {k: v for k, v in r.values.items() if isinstance(v, (int, float, str, bool)) and k != "metric"}
+        shown = ", ".join(f"{k}={_fmt(v)}" for k, v in list(extra.items())[:5])
+        lines.append(f"{r.metric:5s} {r.name}: {_fmt(r.value)} [{r.verdict()}: {r.pass_condition}] {shown}"
+                     + (f"  NOTE: {r.notes}" if r.notes else ""))
+    n_fail = sum(1 for r in results if not r.diagnostic and not r.passed)
+    n_pass = sum(1 for r in results if not r.diagnostic and r.passed)
+    lines.append(f"{n_pass} audits pass, {n_fail} fail, {sum(r.diagnostic for r in results)} report-only.")
+    if paper_note:
+        lines.append("Seed 003 publishes no result numbers (paper_tables/README.md): these verdicts compare "
+                     "with its pass conditions only, not with published values.")
+    return "\n".join(lines)
+
+
+__all__ = ["AuditInputs", "AuditResult", "REGISTRY", "get_audit", "summary_table", "save_audits", "load_audits",
+           "findings_text", "jsonable", "circuits", "psychophysics", "safety", "sae_validity", "stability"]

@@ -1,0 +1,127 @@
+"""Token-level activations at TransformerLens hooks, the raw material of the SAE audits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+
+@dataclass
+class TokenActivations:
+    """Activations of every real (non-pad) token of a prompt set, flattened over prompts.
+
+    ``acts[hook]`` is ``Float[Tensor, "n_tokens d_model"]``; row ``i`` is token ``token_ids[i]``
+    at ``position[i]`` of prompt ``prompt_index[i]``; ``next_ids[i]`` is the token after it
+    (``-1`` at a prompt's last token).
+    """
+
+    acts: dict[str, Float[Tensor, "n_tokens d"]]
+    token_ids: Int[Tensor, " n_tokens"]
+    next_ids: Int[Tensor, " n_tokens"]
+    prompt_index: Int[Tensor, " n_tokens"]
+    position: Int[Tensor, " n_tokens"]
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.token_ids.shape[0])
+
+    def last_token_rows(self) -> Int[Tensor, " n_prompts"]:
+        """Row index of each prompt's last token (prompt order)."""
+        n = int(self.prompt_index.max()) + 1 if self.n_tokens else 0
+        last = torch.full((n,), -1, dtype=torch.long)
+        rows = torch.arange(self.n_tokens)
+        # rows are in (prompt, position) order, so the last write per prompt wins
+        last[self.prompt_index] = rows
+        return last
+
+
+def tokenize(model, prompts: list[str]) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, " batch"]]:
+    """Right-padded tokens (BOS prepended as the model's config says) and each prompt's length."""
+    if not prompts:
+        raise ValueError("prompts is empty: need at least one prompt")
+    seqs = [model.to_tokens(p)[0].cpu() for p in prompts]
+    lengths = torch.tensor([len(s) for s in seqs])
+    pad = getattr(getattr(model, "tokenizer", None), "pad_token_id", None)
+    tokens = torch.full((len(seqs), int(lengths.max())), 0 if pad is None else int(pad), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        tokens[i, : len(s)] = s
+    return tokens, lengths
+
+
+@torch.no_grad()
+def token_activations(model, prompts: list[str], hooks: list[str], batch_size: int = 32,
+                      skip_bos: bool = True) -> TokenActivations:
+    """Run ``prompts`` and keep every real token's activation at each hook in ``hooks``.
+
+    ``skip_bos`` drops position 0 when it is the BOS token: its residual is a huge constant
+    vector that would dominate norms, spectra and SAE statistics.
+    """
+    if not hooks:
+        raise ValueError("hooks is empty: name at least one hook, e.g. 'blocks.0.hook_resid_post'")
+    tokens, lengths = tokenize(model, prompts)
+    layers = [int(h.split(".")[1]) for h in hooks if h.startswith("blocks.")]
+    stop = max(layers) + 1 if layers and len(layers) == len(hooks) else None
+    device = next(model.parameters()).device
+    out: dict[str, list[Tensor]] = {h: [] for h in hooks}
+    tok_ids, nxt_ids, p_idx, pos_idx = [], [], [], []
+    bos = getattr(model.cfg, "default_prepend_bos", True)
+    start = 1 if (skip_bos and bos) else 0
+    for b0 in range(0, len(prompts), batch_size):
+        tb = tokens[b0 : b0 + batch_size]
+        lb = lengths[b0 : b0 + batch_size]
+        _, cache = model.run_with_cache(tb.to(device), names_filter=lambda n: n in hooks,
+                                        stop_at_layer=stop)
+        for j in range(tb.shape[0]):
+            n = int(lb[j])
+            for h in hooks:
+                out[h].append(cache[h][j, start:n].float().cpu())
+            tok_ids.append(tb[j, start:n])
+            nxt = torch.full((n - start,), -1, dtype=torch.long)
+            nxt[:-1] = tb[j, start + 1 : n]
+            nxt_ids.append(nxt)
+            p_idx.append(torch.full((n - start,), b0 + j, dtype=torch.long))
+            pos_idx.append(torch.arange(start, n))
+    return TokenActivations(
+        acts={h: torch.cat(v) for h, v in out.items()},
+        token_ids=torch.cat(tok_ids), next_ids=torch.cat(nxt_ids),
+        prompt_index=torch.cat(p_idx), position=torch.cat(pos_idx),
+    )
+
+
+@torch.no_grad()
+def sae_features(sae, acts: Float[Tensor, "n d_in"], batch_size: int = 4096) -> Float[Tensor, "n d_sae"]:
+    """SAE feature activations of ``acts`` (encoded in chunks, on the SAE's device, returned on CPU)."""
+    dev = sae.W_dec.device
+    chunks = [sae.encode(acts[i : i + batch_size].to(dev, sae.W_dec.dtype)).float().cpu()
+              for i in range(0, acts.shape[0], batch_size)]
+    return torch.cat(chunks) if chunks else torch.zeros(0, sae.cfg.d_sae)
+
+
+def sae_hook(sae, default: str | None = None) -> str:
+    """The hook an SAE was trained at (``sae.cfg.metadata.hook_name``), else ``default``."""
+    hook = getattr(getattr(sae.cfg, "metadata", None), "hook_name", None) or default
+    if not hook:
+        raise ValueError("the SAE's config names no hook (cfg.metadata.hook_name) and no default hook was given")
+    return hook
+
+
+def unit_rows(x: Float[Tensor, "n d"], eps: float = 1e-12) -> Float[Tensor, "n d"]:
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(eps)
+
+
+def max_cosine(a: Float[Tensor, "n d"], b: Float[Tensor, "m d"], chunk: int = 2048
+               ) -> tuple[Float[Tensor, " n"], Int[Tensor, " n"]]:
+    """For each row of ``a``, the largest cosine with any row of ``b`` and its index.
+
+    Chunked so two 24k-feature dictionaries never form a full 24k x 24k matrix at once.
+    """
+    an, bn = unit_rows(a.float()), unit_rows(b.float())
+    vals, idx = [], []
+    for i in range(0, an.shape[0], chunk):
+        v, j = (an[i : i + chunk] @ bn.T).max(dim=1)
+        vals.append(v)
+        idx.append(j)
+    return torch.cat(vals), torch.cat(idx)

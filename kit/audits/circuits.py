@@ -1,0 +1,392 @@
+"""IOI-like circuit discovery and the MIB faithfulness curve (CPR / CMD).
+
+Pipeline (Wang et al. 2023 for the task and mean ablation; Mueller et al. 2025, MIB, for the curve):
+
+1. ``ioi_batch``: prompts "... {S} gave a {thing} to" with the indirect object IO as answer;
+   the metric is the logit difference ``logit(IO) - logit(S)`` at the last prompt token.
+2. ``head_means``: the mean of every head's ``blocks.{L}.attn.hook_z`` over a reference set,
+   per position. Mean ablation *by definition* replaces a head's output by this expectation.
+3. ``head_scores``: activation patching per head: ``m(N) - m(N with head h mean-ablated)``.
+4. ``edge_scores``: the same per edge ``u -> v`` of the head graph (input, heads, logits): only
+   the path from ``u`` into ``v``'s query/key/value input (or into the logits) sees ``u``'s mean.
+5. ``faithfulness_curve``: keep the top edges **by score** at each threshold, keep the heads they
+   touch, mean-ablate every other head, and normalise
+   ``f = (m(C) - m(empty)) / (m(N) - m(empty))``. CPR = area under f, CMD = area of |1 - f|.
+
+The public sketch sorted edges by layer and reported the raw logit-diff ratio; both are fixed here.
+MLPs are never ablated (as in Wang et al.): they belong to every circuit.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from .activations import tokenize
+from .result import AuditInputs, AuditResult
+
+Head = tuple[int, int]
+"""(layer, head index) of ``blocks.{layer}.attn.hook_z``."""
+
+# Wang et al. (2023), "Interpretability in the Wild", Fig. 2: the IOI circuit of GPT-2 small.
+IOI_HEADS_GPT2: dict[str, list[Head]] = {
+    "name_mover": [(9, 6), (9, 9), (10, 0)],
+    "negative_name_mover": [(10, 7), (11, 10)],
+    "backup_name_mover": [(9, 0), (9, 7), (10, 1), (10, 2), (10, 6), (10, 10), (11, 2), (11, 9)],
+    "s_inhibition": [(7, 3), (7, 9), (8, 6), (8, 10)],
+    "induction": [(5, 5), (6, 9)],
+    "duplicate_token": [(0, 1), (3, 0)],
+    "previous_token": [(2, 2), (4, 11)],
+}
+MIB_THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+INPUT, LOGITS = "input", "logits"
+
+
+def ioi_heads_gpt2() -> list[Head]:
+    """All heads of Wang et al.'s GPT-2 small IOI circuit, sorted."""
+    return sorted({h for heads in IOI_HEADS_GPT2.values() for h in heads})
+
+
+@dataclass
+class IOIBatch:
+    """Tokenised IOI prompts with the two answer tokens."""
+
+    tokens: Int[Tensor, "batch pos"]
+    last: Int[Tensor, " batch"]
+    """Index of each prompt's last real token (right padding)."""
+    io: Int[Tensor, " batch"]
+    """Token of the indirect object (the right answer)."""
+    s: Int[Tensor, " batch"]
+    """Token of the subject (the repeated name, the wrong answer)."""
+    ids: list[str]
+    groups: list[str]
+    """``metadata['name_group']`` per prompt (frequent / rare), ``''`` if absent."""
+
+    def __len__(self) -> int:
+        return int(self.tokens.shape[0])
+
+    def subset(self, idx: Iterable[int]) -> "IOIBatch":
+        idx = list(idx)
+        t = torch.tensor(idx, dtype=torch.long)
+        return IOIBatch(self.tokens[t], self.last[t], self.io[t], self.s[t],
+                        [self.ids[i] for i in idx], [self.groups[i] for i in idx])
+
+
+def name_token(model, name: str) -> int:
+    """Single token of a name: `` Name`` for BPE vocabularies (GPT-2), ``name`` for word-level ones."""
+    unk = getattr(getattr(model, "tokenizer", None), "unk_token_id", None)
+    for text in (" " + name, name):
+        toks = model.to_tokens(text, prepend_bos=False)[0]
+        if len(toks) == 1 and (unk is None or int(toks[0]) != unk):
+            return int(toks[0])
+    raise ValueError(f"name {name!r} is not a single token of the model's vocabulary; IOI needs single-token names")
+
+
+def ioi_batch(model, items) -> IOIBatch:
+    """Batch from IOI ``Item``s whose metadata has ``io`` and ``s`` names (``kit.world`` task ``ioi``)."""
+    missing = [it.id for it in items if "io" not in it.metadata or "s" not in it.metadata]
+    if missing:
+        raise ValueError(f"items {missing[:3]} lack metadata 'io'/'s': pass items of the IOI task")
+    tokens, lengths = tokenize(model, [it.prompt for it in items])
+    io = torch.tensor([name_token(model, it.metadata["io"]) for it in items])
+    s = torch.tensor([name_token(model, it.metadata["s"]) for it in items])
+    return IOIBatch(tokens, lengths - 1, io, s, [it.id for it in items],
+                    [str(it.metadata.get("name_group", "")) for it in items])
+
+
+def logit_diff(logits: Float[Tensor, "batch pos vocab"], batch: IOIBatch) -> Float[Tensor, " batch"]:
+    """``logit(IO) - logit(S)`` at each prompt's last token (Wang et al.'s metric)."""
+    rows = torch.arange(len(batch), device=logits.device)
+    last = logits[rows, batch.last.to(logits.device)]
+    return (last[rows, batch.io.to(logits.device)] - last[rows, batch.s.to(logits.device)]).float().cpu()
+
+
+def _device(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _pos_mask(batch: IOIBatch) -> Bool[Tensor, "batch pos"]:
+    return torch.arange(batch.tokens.shape[1])[None, :] <= batch.last[:, None]
+
+
+@torch.no_grad()
+def head_means(model, reference: IOIBatch) -> Float[Tensor, "n_layers pos n_heads d_head"]:
+    """Mean of ``hook_z`` per layer, position and head over the reference prompts' real tokens.
+
+    Positions no reference prompt reaches get the mean over all real tokens.
+    """
+    names = [f"blocks.{L}.attn.hook_z" for L in range(model.cfg.n_layers)]
+    _, cache = model.run_with_cache(reference.tokens.to(_device(model)), names_filter=lambda n: n in names)
+    mask = _pos_mask(reference).float()[:, :, None, None]
+    out = []
+    for n in names:
+        z = cache[n].float().cpu()
+        per_pos = (z * mask).sum(0) / mask.sum(0).clamp_min(1)
+        overall = (z * mask).sum((0, 1)) / mask.sum().clamp_min(1)
+        empty = mask.sum(0)[:, 0, 0] == 0
+        per_pos[empty] = overall
+        out.append(per_pos)
+    return torch.stack(out)
+
+
+def _fit_means(means: Tensor, n_pos: int) -> Tensor:
+    if means.shape[1] >= n_pos:
+        return means[:, :n_pos]
+    pad = means[:, -1:].expand(-1, n_pos - means.shape[1], -1, -1)
+    return torch.cat([means, pad], dim=1)
+
+
+@torch.no_grad()
+def run_heads(model, batch: IOIBatch, means: Tensor, ablate: Iterable[Head] = (),
+              scale: dict[Head, float] | None = None) -> Float[Tensor, " batch"]:
+    """Per-prompt logit diff with ``ablate`` heads mean-ablated and ``scale`` heads' outputs scaled.
+
+    ``scale[h] = s`` multiplies head ``h``'s ``hook_z`` by ``s`` (EX11's stimulus intensity).
+    """
+    dev = _device(model)
+    m = _fit_means(means, batch.tokens.shape[1]).to(dev)
+    by_layer: dict[int, list[int]] = {}
+    for L, H in ablate:
+        by_layer.setdefault(int(L), []).append(int(H))
+    scales: dict[int, list[tuple[int, float]]] = {}
+    for (L, H), s in (scale or {}).items():
+        scales.setdefault(int(L), []).append((int(H), float(s)))
+    hooks = []
+    for L in set(by_layer) | set(scales):
+        def hook(z, hook, L=L):
+            for H in by_layer.get(L, []):
+                z[:, :, H] = m[L, :, H].to(z.dtype)
+            for H, s in scales.get(L, []):
+                z[:, :, H] = z[:, :, H] * s
+            return z
+        hooks.append((f"blocks.{L}.attn.hook_z", hook))
+    logits = model.run_with_hooks(batch.tokens.to(dev), fwd_hooks=hooks)
+    return logit_diff(logits, batch)
+
+
+def all_heads(model) -> list[Head]:
+    return [(L, H) for L in range(model.cfg.n_layers) for H in range(model.cfg.n_heads)]
+
+
+def head_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False) -> Float[Tensor, "n_layers n_heads"]:
+    """Activation patching per head: ``m(N) - m(N with h mean-ablated)`` (mean logit diff)."""
+    full = run_heads(model, batch, means).mean()
+    out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+    for L, H in tqdm(all_heads(model), desc="head patching", disable=not progress):
+        out[L, H] = full - run_heads(model, batch, means, ablate=[(L, H)]).mean()
+    return out
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A path ``sender -> receiver`` of the head graph with its patching score."""
+
+    sender: str
+    """``input`` or ``L.H``."""
+    receiver: str
+    """``L.H`` (its q/k/v input) or ``logits``."""
+    score: float
+
+    def heads(self) -> list[Head]:
+        return [tuple(int(x) for x in n.split(".")) for n in (self.sender, self.receiver)
+                if n not in (INPUT, LOGITS)]
+
+
+def _node(h: Head) -> str:
+    return f"{h[0]}.{h[1]}"
+
+
+def graph_edges(n_layers: int, n_heads: int) -> list[tuple[str, str]]:
+    """Every (sender, receiver) pair: input and each head feed later-layer heads and the logits."""
+    heads = [(L, H) for L in range(n_layers) for H in range(n_heads)]
+    edges = [(INPUT, _node(v)) for v in heads] + [(INPUT, LOGITS)]
+    for u in heads:
+        edges += [(_node(u), _node(v)) for v in heads if v[0] > u[0]]
+        edges.append((_node(u), LOGITS))
+    return edges
+
+
+@contextmanager
+def _split_qkv(model):
+    old = model.cfg.use_split_qkv_input
+    model.set_use_split_qkv_input(True)
+    try:
+        yield
+    finally:
+        model.set_use_split_qkv_input(old)
+
+
+@torch.no_grad()
+def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
+                edges: list[tuple[str, str]] | None = None) -> list[Edge]:
+    """Patching score of every edge (or of ``edges``), sorted by score (largest first).
+
+    Ablating edge ``u -> v`` subtracts ``u``'s deviation from its mean output,
+    ``(z_u - mean z_u) W_O[u]``, from ``v``'s query, key and value inputs only (or from the final
+    residual for ``v = logits``): every other path still sees ``u``'s real output.
+    """
+    dev = _device(model)
+    cfg = model.cfg
+    mask = _pos_mask(batch).to(dev)[:, :, None].float()
+    names = [f"blocks.{L}.attn.hook_z" for L in range(cfg.n_layers)] + ["blocks.0.hook_resid_pre"]
+    logits, cache = model.run_with_cache(batch.tokens.to(dev), names_filter=lambda n: n in names)
+    full = logit_diff(logits, batch).mean()
+    m = _fit_means(means, batch.tokens.shape[1]).to(dev)
+    resid0 = cache["blocks.0.hook_resid_pre"]
+    r_mean = (resid0 * mask).sum(0, keepdim=True) / mask.sum(0, keepdim=True).clamp_min(1)
+
+    def delta(node: str) -> Tensor:
+        if node == INPUT:
+            return resid0 - r_mean
+        L, H = (int(x) for x in node.split("."))
+        dz = cache[f"blocks.{L}.attn.hook_z"][:, :, H] - m[L, :, H]
+        return dz @ model.W_O[L, H]
+
+    scores = []
+    with _split_qkv(model):
+        for sender, receiver in tqdm(edges if edges is not None else graph_edges(cfg.n_layers, cfg.n_heads), desc="edge patching",
+                                     disable=not progress):
+            d = delta(sender)
+            if receiver == LOGITS:
+                hooks = [(f"blocks.{cfg.n_layers - 1}.hook_resid_post", lambda x, hook, d=d: x - d)]
+            else:
+                L, H = (int(x) for x in receiver.split("."))
+                hooks = []
+                for kind in ("q", "k", "v"):
+                    def hook(x, hook, H=H, d=d):
+                        # grouped-query models share k/v inputs between heads
+                        h = H if x.shape[2] == cfg.n_heads else H * x.shape[2] // cfg.n_heads
+                        x[:, :, h] = x[:, :, h] - d
+                        return x
+                    hooks.append((f"blocks.{L}.hook_{kind}_input", hook))
+            ld = logit_diff(model.run_with_hooks(batch.tokens.to(dev), fwd_hooks=hooks), batch).mean()
+            scores.append(Edge(sender, receiver, float(full - ld)))
+    return sorted(scores, key=lambda e: -e.score)
+
+
+def faithfulness(m_circuit: float, m_full: float, m_empty: float) -> float:
+    """MIB's normalised faithfulness ``(m(C) - m(empty)) / (m(N) - m(empty))``; NaN if N = empty."""
+    denom = m_full - m_empty
+    return float("nan") if abs(denom) < 1e-12 else (m_circuit - m_empty) / denom
+
+
+def cpr_cmd(thresholds: Iterable[float], f: Iterable[float]) -> tuple[float, float]:
+    """CPR = area under f(t), CMD = area of |1 - f(t)| (trapezoid over the thresholds'
+    span, divided by that span so that f = 1 gives CPR = 1 and CMD = 0 exactly).
+
+    MIB takes the absolute deficit: an over-faithful f > 1 is also a deviation from the model.
+    """
+    t, y = np.asarray(list(thresholds), float), np.asarray(list(f), float)
+    if t.shape != y.shape or len(t) < 2:
+        raise ValueError(f"need >= 2 thresholds with one f each, got {len(t)} thresholds and {len(y)} values")
+    if np.any(np.diff(t) <= 0):
+        raise ValueError(f"thresholds must be strictly increasing, got {t.tolist()}")
+    span = t[-1] - t[0]
+    return float(np.trapezoid(y, t) / span), float(np.trapezoid(np.abs(1 - y), t) / span)
+
+
+def edges_to_heads(edges: list[Edge]) -> set[Head]:
+    return {h for e in edges for h in e.heads()}
+
+
+def circuit_performance(model, batch: IOIBatch, means: Tensor, circuit: Iterable[Head]) -> float:
+    """Mean logit diff with every head outside ``circuit`` mean-ablated."""
+    keep = set(circuit)
+    return float(run_heads(model, batch, means, ablate=[h for h in all_heads(model) if h not in keep]).mean())
+
+
+def faithfulness_curve(model, batch: IOIBatch, means: Tensor, edges: list[Edge],
+                       thresholds: Iterable[float] = MIB_THRESHOLDS) -> dict[str, list]:
+    """f(t) at each edge fraction t: the top ``max(1, floor(t * E))`` edges by score.
+
+    ``edges`` are re-sorted by score here, so a caller's order (e.g. by layer) cannot leak in.
+    """
+    ranked = sorted(edges, key=lambda e: -e.score)
+    m_full = float(run_heads(model, batch, means).mean())
+    m_empty = circuit_performance(model, batch, means, [])
+    cache: dict[frozenset, float] = {}
+    out: dict[str, list] = {"threshold": [], "n_edges": [], "n_heads": [], "f": []}
+    for t in thresholds:
+        n = max(1, int(np.floor(t * len(ranked))))
+        heads = frozenset(edges_to_heads(ranked[:n]))
+        if heads not in cache:
+            cache[heads] = circuit_performance(model, batch, means, heads)
+        out["threshold"].append(float(t))
+        out["n_edges"].append(n)
+        out["n_heads"].append(len(heads))
+        out["f"].append(faithfulness(cache[heads], m_full, m_empty))
+    out["m_full"], out["m_empty"] = [m_full], [m_empty]
+    return out
+
+
+@dataclass
+class Circuit:
+    """Discovered circuit: its heads, all head scores and all edge scores."""
+
+    heads: list[Head]
+    head_scores: Float[Tensor, "n_layers n_heads"]
+    edges: list[Edge] = field(default_factory=list)
+
+
+def select_heads(scores: Float[Tensor, "n_layers n_heads"], frac: float = 0.2, max_heads: int = 12,
+                 fixed: list[Head] | None = None) -> list[Head]:
+    """Heads whose patching score is at least ``frac`` x the largest score (at most ``max_heads``),
+    or ``fixed`` heads (e.g. Wang et al.'s for GPT-2) when given."""
+    if fixed:
+        return sorted(tuple(h) for h in fixed)
+    if not 0 < frac <= 1:
+        raise ValueError(f"frac={frac} must be in (0, 1]")
+    top = float(scores.max())
+    if top <= 0:
+        return []
+    flat = [((L, H), float(scores[L, H])) for L in range(scores.shape[0]) for H in range(scores.shape[1])]
+    keep = sorted([x for x in flat if x[1] >= frac * top], key=lambda x: -x[1])[:max_heads]
+    return sorted(h for h, _ in keep)
+
+
+def discover_circuit(model, batch: IOIBatch, means: Tensor, frac: float = 0.2, max_heads: int = 12,
+                     fixed: list[Head] | None = None, with_edges: bool = True,
+                     progress: bool = False) -> Circuit:
+    """Head patching -> circuit heads; edge patching -> ranked edges (for the MIB curve)."""
+    scores = head_scores(model, batch, means, progress=progress)
+    edges = edge_scores(model, batch, means, progress=progress) if with_edges else []
+    return Circuit(select_heads(scores, frac, max_heads, fixed), scores, edges)
+
+
+def _mib_note(cpr: float, m_full: float, m_empty: float) -> str:
+    if not np.isfinite(cpr):
+        return "m(N) = m(empty): ablating every head changes nothing, f undefined"
+    if m_full < m_empty:
+        return (f"m(N)={m_full:.3g} < m(empty)={m_empty:.3g}: the heads lower the task metric on average, "
+                "so f's sign is flipped and CPR is not interpretable")
+    if abs(m_full - m_empty) < 0.1 * max(abs(m_full), abs(m_empty), 1e-12) or abs(m_full - m_empty) < 0.05:
+        return (f"m(N)={m_full:.3g} and m(empty)={m_empty:.3g} nearly coincide: the heads barely carry the task, "
+                "so the normalised f is dominated by noise")
+    return ""
+
+
+def mib_audit(model, batch: IOIBatch, means: Tensor, edges: list[Edge],
+              thresholds: Iterable[float] = MIB_THRESHOLDS, inputs: AuditInputs | None = None,
+              min_cpr: float = 0.5) -> tuple[AuditResult, dict[str, list]]:
+    """MIB faithfulness curve; pass condition ``CPR > 0.5``. Returns the result and the curve."""
+    curve = faithfulness_curve(model, batch, means, edges, thresholds)
+    f = np.asarray(curve["f"], float)
+    if np.isnan(f).any():
+        cpr = cmd = float("nan")
+    else:
+        cpr, cmd = cpr_cmd(curve["threshold"], f)
+    res = AuditResult(
+        metric="MIB", name="MIB faithfulness curve", value=cpr,
+        values={"cpr": cpr, "cmd": cmd, "n_edges_total": len(edges), **curve},
+        pass_condition=f"CPR > {min_cpr} (f = (m(C)-m(empty))/(m(N)-m(empty)), edges ranked by score)",
+        passed=bool(np.isfinite(cpr) and cpr > min_cpr), inputs=inputs or AuditInputs(n=len(batch)),
+        notes=_mib_note(cpr, curve["m_full"][0], curve["m_empty"][0]),
+    )
+    return res, curve

@@ -1,0 +1,122 @@
+"""Figures of notebook 06 (one function per figure, each returns a matplotlib Figure)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .result import AuditResult
+
+
+def summary_table_figure(table: pd.DataFrame):
+    """The summary table (metric, value, pass condition, verdict) rendered as a figure."""
+    import matplotlib.pyplot as plt
+
+    cols = ["metric", "name", "value", "pass_condition", "verdict"]
+    cells = [[r["metric"], r["name"], "n/a" if pd.isna(r["value"]) else f"{r['value']:.3g}",
+              r["pass_condition"][:90], r["verdict"]] for _, r in table.iterrows()]
+    fig, ax = plt.subplots(figsize=(11, 0.32 * (len(cells) + 2)))
+    ax.axis("off")
+    t = ax.table(cellText=cells, colLabels=cols, loc="center", cellLoc="left", colLoc="left")
+    t.auto_set_font_size(False)
+    t.set_fontsize(7)
+    t.auto_set_column_width(list(range(len(cols))))
+    colors = {"pass": "#d9f2d9", "FAIL": "#f8d0d0", "report": "#e8e8f4"}
+    for i, row in enumerate(cells, start=1):
+        t[i, 4].set_facecolor(colors.get(row[4], "white"))
+    return fig
+
+
+def mib_curve_figure(curve: dict, cpr: float | None = None):
+    """Faithfulness f(t) against the fraction of edges kept (log axis)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    ax.plot(curve["threshold"], curve["f"], marker="o")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_xlabel("fraction of edges kept (top by score)")
+    ax.set_ylabel("faithfulness (m(C)-m(∅))/(m(N)-m(∅))")
+    ax.set_title(f"MIB faithfulness curve (CPR={cpr:.2f})" if cpr is not None else "MIB faithfulness curve")
+    return fig
+
+
+def roc_figure(ex1: AuditResult):
+    """ROC of the circuit as a detector (full-model vs circuit-ablated logit diff)."""
+    import matplotlib.pyplot as plt
+
+    v = ex1.values
+    fig, ax = plt.subplots(figsize=(3.4, 3.2))
+    ax.plot(v["roc_fpr"], v["roc_tpr"], marker=".")
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+    ax.scatter([v["false_alarm_rate"]], [v["hit_rate"]], color="C3", zorder=3, label="threshold 0")
+    ax.set_xlabel("false-alarm rate (circuit ablated)")
+    ax.set_ylabel("hit rate (full model)")
+    ax.set_title(f"EX1: d'={v['dprime']:.2f}, AUC={v['auc']:.2f}")
+    ax.legend(loc="lower right")
+    return fig
+
+
+def dif_figure(values: np.ndarray, groups: list[str], full_values: np.ndarray | None = None):
+    """Logit diff by name group (circuit alone, and the full model if given)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    df = pd.DataFrame({"logit diff": np.asarray(values), "name group": groups, "run": "circuit only"})
+    if full_values is not None:
+        df = pd.concat([df, pd.DataFrame({"logit diff": np.asarray(full_values), "name group": groups,
+                                          "run": "full model"})])
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    sns.boxplot(data=df, x="run", y="logit diff", hue="name group", ax=ax)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_title("EX2: IOI logit diff by name group")
+    return fig
+
+
+def weber_figure(ex11: AuditResult):
+    """Mean logit diff against each circuit head's output scale, one panel per baseline."""
+    import matplotlib.pyplot as plt
+
+    curves, scales = ex11.values["curves"], ex11.values["scales"]
+    baselines = sorted({b for c in curves.values() for b in c}, key=float, reverse=True)
+    fig, axes = plt.subplots(1, max(1, len(baselines)), figsize=(3.6 * max(1, len(baselines)), 3), squeeze=False)
+    for ax, b in zip(axes[0], baselines):
+        for head, c in curves.items():
+            ax.plot([float(b) * s for s in scales], c[b], marker=".", label=f"head {head}")
+        ax.set_xlabel("head output scale")
+        ax.set_ylabel("mean logit diff")
+        ax.set_title(f"EX11: baseline {b}")
+    if curves:
+        axes[0][-1].legend(fontsize=6, ncol=2)
+    return fig
+
+
+def participation_figure(m13: AuditResult):
+    """Participation ratio (effective rank) and d_model per layer, regime in the labels."""
+    import matplotlib.pyplot as plt
+
+    per = m13.values["per_layer"]
+    names = list(per)
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    ax.bar(range(len(names)), [per[n]["participation_ratio"] for n in names], label="participation ratio")
+    ax.plot(range(len(names)), [per[n]["d_model"] for n in names], color="C3", ls="--", label="d_model")
+    ax.set_xticks(range(len(names)), [f"{n.split('.')[1]}\n{per[n]['regime']}" for n in names])
+    ax.set_xlabel("layer (regime)")
+    ax.set_ylabel("effective rank")
+    ax.set_title("M13: participation ratio per layer")
+    ax.legend()
+    return fig
+
+
+def correspondence_figure(m11: AuditResult):
+    """Distribution of each small feature's best correlation with a large feature."""
+    import matplotlib.pyplot as plt
+
+    best = np.asarray(m11.values["best_corr"], float)
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    ax.hist(best[np.isfinite(best)], bins=30, range=(-0.1, 1.0))
+    ax.set_xlabel("best correlation with a large-SAE feature")
+    ax.set_ylabel("small-SAE features")
+    ax.set_title(f"M11: consistency={m11.value:.2f} (split {m11.values['splitting_rate']:.2f}, "
+                 f"absorb {m11.values['absorption_rate']:.2f})", fontsize=8)
+    return fig

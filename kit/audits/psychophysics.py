@@ -1,0 +1,215 @@
+"""Psychophysics audits of a circuit: EX1 d-prime (signal detection), EX2 DIF, EX11 Weber/JND.
+
+All three read the circuit's behaviour through the IOI logit difference (``kit.audits.circuits``).
+
+- EX1 (Green & Swets 1966): hits = prompts the full model gets right (logit diff > 0); false
+  alarms = prompts still right with every circuit head mean-ablated.
+  ``d' = Z(H) - Z(F)``, ``beta = -(Z(H) + Z(F)) / 2``; rates are clipped to
+  ``[1/(2n), 1 - 1/(2n)]`` (Macmillan & Creelman's correction) so a perfect detector has the
+  finite d' ``2 Z(1 - 1/(2n))``. AUC sweeps the threshold over both logit-diff distributions.
+- EX2 (Holland & Wainer 1993): Cohen's d of the circuit's logit diff between name groups of
+  different training frequency, every pair; DIF magnitude = max |d|; the *circuit's* output is
+  the model with every non-circuit head mean-ablated (the public sketch used the whole model).
+- EX11 (Weber, Fechner): scale each circuit head's output by ``b * s`` at baselines ``b`` in
+  {1, 0.5}; the JND is the smallest ``1 - s`` whose logit diff differs from the baseline's by more
+  than 5% of it *in either direction* (the sketch only looked for drops). Weber fraction =
+  JND / b in units of the baseline; consistency = 1 - std / mean over heads and baselines.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Iterable
+
+import numpy as np
+from jaxtyping import Float
+from scipy.stats import norm
+from torch import Tensor
+
+from .circuits import Head, IOIBatch, all_heads, run_heads
+from .result import AuditInputs, AuditResult
+
+WEBER_SCALES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0)
+WEBER_BASELINES = (1.0, 0.5)
+
+
+# ------------------------------------------------------------------ EX1: signal detection
+def clip_rate(rate: float, n: int) -> float:
+    """Clip a rate to ``[1/(2n), 1 - 1/(2n)]`` so its z-score is finite."""
+    if n < 1:
+        raise ValueError(f"n={n} must be >= 1")
+    lo = 1 / (2 * n)
+    return float(min(max(rate, lo), 1 - lo))
+
+
+def dprime(hit_rate: float, fa_rate: float, n_signal: int, n_noise: int) -> tuple[float, float]:
+    """``(d', beta)`` from hit and false-alarm rates (clipped by trial counts)."""
+    zh = norm.ppf(clip_rate(hit_rate, n_signal))
+    zf = norm.ppf(clip_rate(fa_rate, n_noise))
+    return float(zh - zf), float(-0.5 * (zh + zf))
+
+
+def roc_curve(signal: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(false-alarm rates, hit rates) sweeping a threshold ``score > c`` over all observed values,
+    from c = +inf (0, 0) to c = -inf (1, 1)."""
+    signal, noise = np.asarray(signal, float), np.asarray(noise, float)
+    cuts = np.concatenate([[np.inf], np.unique(np.concatenate([signal, noise]))[::-1], [-np.inf]])
+    tpr = np.array([(signal > c).mean() for c in cuts])
+    fpr = np.array([(noise > c).mean() for c in cuts])
+    # at c = -inf every score passes
+    tpr[-1] = fpr[-1] = 1.0
+    return fpr, tpr
+
+
+def auc(signal: np.ndarray, noise: np.ndarray) -> float:
+    """P(signal score > noise score) + 0.5 P(tie) (Mann-Whitney), the exact ROC area."""
+    s, n = np.asarray(signal, float)[:, None], np.asarray(noise, float)[None, :]
+    return float((s > n).mean() + 0.5 * (s == n).mean())
+
+
+def dprime_audit(full_ld: np.ndarray, ablated_ld: np.ndarray, inputs: AuditInputs | None = None,
+                 min_dprime: float = 1.0, min_auc: float = 0.7) -> AuditResult:
+    """EX1 from per-prompt logit diffs of the full model (signal) and of the model with the
+    circuit mean-ablated (noise). Pass: ``d' > 1`` and ``AUC > 0.7``."""
+    full_ld, ablated_ld = np.asarray(full_ld, float), np.asarray(ablated_ld, float)
+    hr, fa = float((full_ld > 0).mean()), float((ablated_ld > 0).mean())
+    d, beta = dprime(hr, fa, len(full_ld), len(ablated_ld))
+    a = auc(full_ld, ablated_ld)
+    fpr, tpr = roc_curve(full_ld, ablated_ld)
+    return AuditResult(
+        metric="EX1", name="d-prime (signal detection)", value=d,
+        values={"dprime": d, "beta": beta, "hit_rate": hr, "false_alarm_rate": fa, "auc": a,
+                "clip_bound": 2 * norm.ppf(1 - 1 / (2 * len(full_ld))), "roc_fpr": fpr, "roc_tpr": tpr},
+        pass_condition=f"d' > {min_dprime} and AUC > {min_auc}",
+        passed=bool(d > min_dprime and a > min_auc), inputs=inputs or AuditInputs(n=len(full_ld)),
+    )
+
+
+# ------------------------------------------------------------------ EX2: DIF
+def cohens_d(a: np.ndarray, b: np.ndarray) -> float:
+    """``(mean a - mean b) / s_pooled`` with ``s_pooled^2 = ((n_a-1) s_a^2 + (n_b-1) s_b^2) / (n_a+n_b-2)``."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"Cohen's d needs >= 2 values per group, got {len(a)} and {len(b)}")
+    pooled = np.sqrt(((len(a) - 1) * a.var(ddof=1) + (len(b) - 1) * b.var(ddof=1)) / (len(a) + len(b) - 2))
+    diff = a.mean() - b.mean()
+    if pooled == 0:
+        return 0.0 if diff == 0 else float(np.sign(diff) * np.inf)
+    return float(diff / pooled)
+
+
+def dif_audit(values: np.ndarray, groups: list[str], inputs: AuditInputs | None = None,
+              max_d: float = 0.5, full_model_values: np.ndarray | None = None) -> AuditResult:
+    """EX2: Cohen's d of ``values`` (the circuit's logit diffs) for every pair of ``groups``.
+    Pass: max |d| < 0.5. ``full_model_values`` adds the whole model's DIF for comparison."""
+    values = np.asarray(values, float)
+    names = sorted(set(groups))
+    if len(names) < 2:
+        raise ValueError(f"DIF needs >= 2 name groups, got {names}: pass items with metadata 'name_group'")
+    g = np.asarray(groups)
+
+    def pairs(v: np.ndarray) -> dict[str, float]:
+        return {f"{x}-{y}": cohens_d(v[g == x], v[g == y]) for x, y in itertools.combinations(names, 2)}
+
+    d = pairs(values)
+    mag = max(abs(x) for x in d.values())
+    vals = {"max_abs_d": mag, "pairwise_d": d,
+            "group_mean": {k: float(values[g == k].mean()) for k in names},
+            "group_std": {k: float(values[g == k].std(ddof=1)) for k in names},
+            "group_n": {k: int((g == k).sum()) for k in names},
+            "group_accuracy": {k: float((values[g == k] > 0).mean()) for k in names}}
+    if full_model_values is not None:
+        fm = np.asarray(full_model_values, float)
+        vals["full_model_pairwise_d"] = pairs(fm)
+        vals["full_model_group_mean"] = {k: float(fm[g == k].mean()) for k in names}
+    return AuditResult(metric="EX2", name="Differential item functioning", value=mag, values=vals,
+                       pass_condition=f"max |Cohen's d| < {max_d} over name-group pairs",
+                       passed=bool(mag < max_d), inputs=inputs or AuditInputs(n=len(values)))
+
+
+# ------------------------------------------------------------------ EX11: Weber / JND
+def jnd(scales: Iterable[float], responses: Iterable[float], baseline_response: float,
+        rel_threshold: float = 0.05) -> float | None:
+    """Smallest ``1 - s`` whose response differs from the baseline by more than
+    ``rel_threshold * |baseline|`` in either direction; ``None`` if no scale is detectable.
+
+    ``scales`` are relative to the baseline (1.0 = the baseline itself).
+    """
+    best = None
+    tol = rel_threshold * abs(baseline_response)
+    for s, r in zip(scales, responses):
+        if s == 1.0:
+            continue
+        if abs(r - baseline_response) > tol and (best is None or abs(1 - s) < best):
+            best = abs(1 - s)
+    return best
+
+
+def weber_consistency(fractions: Iterable[float]) -> float | None:
+    """``1 - std / mean`` of the Weber fractions (``None`` with fewer than two or mean 0)."""
+    x = np.asarray([f for f in fractions if f is not None], float)
+    if len(x) < 2 or x.mean() == 0:
+        return None
+    return float(1 - x.std() / x.mean())
+
+
+def weber_curves(model, batch: IOIBatch, means: Tensor, heads: list[Head],
+                 scales: Iterable[float] = WEBER_SCALES, baselines: Iterable[float] = WEBER_BASELINES
+                 ) -> dict[str, dict[str, list[float]]]:
+    """Mean logit diff with each head's output scaled by ``b * s``: ``{head: {str(b): [...]}}``."""
+    scales, baselines = list(scales), list(baselines)
+    out: dict[str, dict[str, list[float]]] = {}
+    for h in heads:
+        out[f"{h[0]}.{h[1]}"] = {
+            str(b): [float(run_heads(model, batch, means, scale={tuple(h): b * s}).mean()) for s in scales]
+            for b in baselines
+        }
+    return out
+
+
+def weber_audit(curves: dict[str, dict[str, list[float]]], scales: Iterable[float] = WEBER_SCALES,
+                rel_threshold: float = 0.05, inputs: AuditInputs | None = None) -> AuditResult:
+    """EX11 from ``weber_curves``. Pass: every circuit head has a detectable JND at full baseline."""
+    scales = list(scales)
+    if 1.0 not in scales:
+        raise ValueError(f"scales must include 1.0 (the baseline itself), got {scales}")
+    i1 = scales.index(1.0)
+    jnds: dict[str, dict[str, float | None]] = {}
+    fractions: list[float] = []
+    for head, per_base in curves.items():
+        jnds[head] = {}
+        for b, resp in per_base.items():
+            j = jnd(scales, resp, resp[i1], rel_threshold)
+            jnds[head][b] = j
+            # scales are relative to the baseline, so j is already JND / baseline
+            if j is not None:
+                fractions.append(j)
+    detectable = {h: jnds[h].get("1.0") is not None for h in jnds}
+    all_ok = bool(detectable) and all(detectable.values())
+    cons = weber_consistency(fractions)
+    return AuditResult(
+        metric="EX11", name="Weber-Fechner / JND", value=float(np.mean(list(detectable.values()))) if detectable else None,
+        values={"frac_heads_detectable": float(np.mean(list(detectable.values()))) if detectable else None,
+                "detectable": detectable, "jnd": jnds, "weber_fractions": fractions,
+                "weber_consistency": cons, "scales": scales, "curves": curves},
+        pass_condition=f"every circuit head has a JND (|change| > {rel_threshold:.0%} of baseline, either direction)",
+        passed=all_ok, inputs=inputs or AuditInputs(),
+        notes="" if detectable else "empty circuit: no heads to test",
+    )
+
+
+# ------------------------------------------------------------------ model-level helpers
+def circuit_logit_diffs(model, batch: IOIBatch, means: Tensor, circuit: list[Head]
+                        ) -> dict[str, Float[Tensor, " batch"]]:
+    """Per-prompt logit diffs: ``full`` model, ``ablated`` (circuit heads mean-ablated) and
+    ``circuit_only`` (every other head mean-ablated)."""
+    keep = set(map(tuple, circuit))
+    return {
+        "full": run_heads(model, batch, means),
+        "ablated": run_heads(model, batch, means, ablate=list(keep)),
+        "circuit_only": run_heads(model, batch, means, ablate=[h for h in all_heads(model) if h not in keep]),
+    }
+
+
+__all__ = ["clip_rate", "dprime", "roc_curve", "auc", "dprime_audit", "cohens_d", "dif_audit", "jnd",
+           "weber_consistency", "weber_curves", "weber_audit", "circuit_logit_diffs"]

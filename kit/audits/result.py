@@ -1,0 +1,104 @@
+"""The typed, JSON-serialisable result every audit returns."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON for numpy / torch numbers and arrays; NaN and inf become ``None``."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    return value
+
+
+class AuditInputs(BaseModel):
+    """What an audit was computed on: enough to rerun it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    """Model name (``zoo/base-m``, ``gpt2``...)."""
+    hook: str | None = None
+    """TransformerLens hook name the activations were read at (``blocks.1.hook_resid_post``)."""
+    sae: list[str] = Field(default_factory=list)
+    """SAE name(s) used, in the order the metric takes them."""
+    task: str | None = None
+    """Task / prompt set name."""
+    n: int | None = None
+    """Number of prompts (or token samples, as the metric's ``values`` say)."""
+    seeds: list[int] = Field(default_factory=list)
+    """Every seed that influenced the result."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Any other knob (thresholds, top-k, circuit heads...)."""
+
+    @field_validator("extra")
+    @classmethod
+    def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return jsonable(v)
+
+
+class AuditResult(BaseModel):
+    """One metric's outcome: headline value, all quantities, pass condition and verdict."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    """Metric id of the seed's summary table (``M07`` ... ``M14``, ``EX1``..., ``MIB``)."""
+    name: str
+    """Human name (``Architecture Duality``)."""
+    value: float | None
+    """The headline number the pass condition is about (``None`` if undefined)."""
+    values: dict[str, Any] = Field(default_factory=dict)
+    """Every key quantity, JSON-plain (numbers, lists, nested dicts)."""
+    pass_condition: str
+    """The condition in words, with thresholds, e.g. ``architecture_agreement > 0.3``."""
+    passed: bool
+    """Whether the pass condition holds (diagnostics: ``True``, see ``diagnostic``)."""
+    diagnostic: bool = False
+    """Report-only metric: the seed defines no failing outcome."""
+    inputs: AuditInputs = Field(default_factory=AuditInputs)
+    """What it was computed on."""
+    notes: str = ""
+    """Caveats (e.g. why a sub-part was skipped)."""
+
+    @field_validator("values")
+    @classmethod
+    def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return jsonable(v)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _finite(cls, v: Any) -> float | None:
+        v = jsonable(v)
+        return None if v is None else float(v)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    def verdict(self) -> str:
+        """``pass`` / ``FAIL`` / ``report`` (diagnostics)."""
+        return "report" if self.diagnostic else ("pass" if self.passed else "FAIL")
+
+
+def dumps(results: list[AuditResult]) -> str:
+    """JSON text of a list of results (what ``audits.json`` holds)."""
+    return json.dumps([r.model_dump(mode="json") for r in results], indent=2)

@@ -1,0 +1,317 @@
+"""Notebook 06's steps: load what a config names and run each metric family on it.
+
+Each step returns ``AuditResult``s plus whatever its figures need, so the notebook stays a
+sequence of calls. Works for the tiny world (``zoo/...`` + ``zoo-sae/...``) and for the paper
+profile (``gpt2`` + ``gpt2-small-res-jb/...`` SAEs, Wang et al.'s heads).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import circuits as C
+from . import psychophysics as P
+from . import safety as S
+from . import sae_validity as V
+from . import stability as ST
+from .activations import TokenActivations, sae_features, sae_hook, token_activations
+from .result import AuditInputs, AuditResult
+
+_SAE_NAME = re.compile(r"^(?P<prefix>.*/)(?P<arch>[a-z_]+?)-(?P<width>\d+)$")
+
+
+def choose_saes(available: list[str], model: str, arch_a: str | None = None, arch_b: str | None = None,
+                small: str | None = None, large: str | None = None) -> dict[str, str]:
+    """Pick the four SAE roles from world SAE names like ``zoo-sae/base-m/topk-512``:
+    ``arch_a``/``arch_b`` two architectures at one width (M07), ``small``/``large`` one
+    architecture at two widths (M11). Explicit names win; otherwise chosen among the SAEs of
+    ``model``'s member (``zoo/base-m`` -> ``zoo-sae/base-m/...``)."""
+    member = model.removeprefix("zoo/")
+    mine = [n for n in available if f"/{member}/" in n and _SAE_NAME.match(n)]
+    parsed = [(n, _SAE_NAME.match(n)["arch"], int(_SAE_NAME.match(n)["width"])) for n in mine]
+    out: dict[str, str] = {}
+    if not (arch_a and arch_b):
+        pairs = [(a, b) for a in parsed for b in parsed if a[2] == b[2] and a[1] < b[1]]
+        if not pairs and not (arch_a and arch_b):
+            raise ValueError(f"no two SAEs of different architectures at one width for {model} among {available}; "
+                             "set sae_arch_a and sae_arch_b")
+        a, b = sorted(pairs, key=lambda p: p[0][2])[0]
+        arch_a, arch_b = arch_a or a[0], arch_b or b[0]
+    if not (small and large):
+        pairs = [(a, b) for a in parsed for b in parsed if a[1] == b[1] and a[2] < b[2]]
+        if not pairs:
+            raise ValueError(f"no two SAEs of one architecture at two widths for {model} among {available}; "
+                             "set sae_small and sae_large")
+        a, b = pairs[0]
+        small, large = small or a[0], large or b[0]
+    out.update(arch_a=arch_a, arch_b=arch_b, small=small, large=large)
+    return out
+
+
+def task_prompts(tasks: list[str], n: int, seed: int = 0, split: str = "test") -> tuple[list[str], list[str]]:
+    """Prompts of the world's tasks (text works for any tokenizer) and each prompt's task."""
+    from kit.world.tasks import get_task
+
+    prompts, labels = [], []
+    for t in tasks:
+        items = get_task(t).items(split, n, seed=seed) if split not in ("test", "test-syn") else get_task(t).items(split, n)
+        prompts += [it.prompt for it in items]
+        labels += [t] * len(items)
+    return prompts, labels
+
+
+def ioi_items(task: str, n: int, split: str = "test", seed: int = 0, model=None, capitalize: bool = False):
+    """``n`` IOI items; ``fresh`` draws unlimited items (both name groups equally often).
+
+    For a BPE model (GPT-2) pass ``capitalize=True``: names become ``Mary`` in prompt and metadata,
+    as in Wang et al.; with ``model`` given, items whose names are not single tokens are dropped.
+    """
+    from dataclasses import replace
+
+    from kit.world.tasks import get_task
+
+    items = get_task(task).items(split, n, seed=seed) if split != "test" else get_task(task).items(split, n)
+    if capitalize:
+        def cap(it):
+            io, s = it.metadata["io"], it.metadata["s"]
+            words = [w.capitalize() if w in (io, s) else w for w in it.prompt.split(" ")]
+            return replace(it, prompt=" ".join(words), answer=io.capitalize(),
+                           metadata={**it.metadata, "io": io.capitalize(), "s": s.capitalize()})
+        items = [cap(it) for it in items]
+    if model is not None:
+        def single(name: str) -> bool:
+            try:
+                C.name_token(model, name)
+                return True
+            except ValueError:
+                return False
+        items = [it for it in items if single(it.metadata["io"]) and single(it.metadata["s"])]
+        if len(items) < 4:
+            raise ValueError(f"fewer than 4 IOI items have single-token names for this model (task {task!r})")
+    return items
+
+
+# ------------------------------------------------------------------ SAE family
+@dataclass
+class SAEContext:
+    model_name: str
+    hook: str
+    saes: dict[str, Any]
+    names: dict[str, str]
+    ta: TokenActivations
+    labels: list[str]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def acts(self) -> torch.Tensor:
+        return self.ta.acts[self.hook]
+
+    def inputs(self, *roles: str, **extra: Any) -> AuditInputs:
+        return AuditInputs(model=self.model_name, hook=self.hook, sae=[self.names[r] for r in roles],
+                           task="+".join(sorted(set(self.labels))), n=self.ta.n_tokens, extra=extra)
+
+
+def sae_context(model, model_name: str, saes: dict[str, Any], names: dict[str, str], prompts: list[str],
+                labels: list[str], hook: str | None = None, all_layers: bool = True) -> SAEContext:
+    """Token activations of ``prompts`` at the SAEs' hook (and every layer's resid_post for M13)."""
+    hook = hook or sae_hook(next(iter(saes.values())))
+    hooks = [hook] + ([f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)] if all_layers else [])
+    hooks = list(dict.fromkeys(hooks))
+    ta = token_activations(model, prompts, hooks)
+    return SAEContext(model_name, hook, saes, names, ta, labels)
+
+
+def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict[str, Any]]:
+    """M07, M08, M10, M11, M12, M13, EX24, EX34 on the context's real SAE features."""
+    s, acts, seed = ctx.saes, ctx.acts, cfg.seed
+    W_U = model.W_U.detach()
+    out: list[AuditResult] = []
+    out.append(V.architecture_duality(s["arch_a"], s["arch_b"], acts, inputs=ctx.inputs("arch_a", "arch_b")))
+    target = ctx.ta.next_ids if cfg.weightlens_side == "next" else ctx.ta.token_ids
+    out.append(V.weightlens(s["arch_a"], acts, target, W_U, top_k=cfg.weightlens_top_k,
+                            n_features=cfg.n_features, seed=seed,
+                            inputs=ctx.inputs("arch_a", side=cfg.weightlens_side, top_k=cfg.weightlens_top_k)))
+    out.append(V.prism(s["arch_a"], acts, ctx.ta.prompt_index, ctx.ta.position, n_features=cfg.n_features,
+                       top_n=cfg.prism_top_n, window=cfg.prism_window, threshold=cfg.prism_threshold, seed=seed,
+                       inputs=ctx.inputs("arch_a", window=cfg.prism_window)))
+    m11 = V.matryoshka(s["small"], s["large"], acts, top_k=cfg.matryoshka_top_k, min_corr=cfg.matryoshka_min_corr,
+                       inputs=ctx.inputs("small", "large"))
+    out.append(m11)
+    for role in ("arch_a", "arch_b"):
+        r = V.adaptive_sparsity(s[role], acts, threshold=cfg.mismatch_threshold, inputs=ctx.inputs(role))
+        r.name = f"Adaptive sparsity ({ctx.names[role].split('/')[-1]})"
+        out.append(r)
+    layer_hooks = [h for h in ctx.ta.acts if h.endswith("hook_resid_post")]
+    m13 = V.superposition_regime({h: ctx.ta.acts[h] for h in layer_hooks}, ctx.ta.token_ids,
+                                 n_directions=cfg.m13_directions,
+                                 inputs=AuditInputs(model=ctx.model_name, hook="blocks.*.hook_resid_post",
+                                                    n=ctx.ta.n_tokens))
+    out.append(m13)
+    out.append(ex24(ctx, cfg))
+    out.append(V.nla_sae_convergence(s["arch_a"], acts, W_U, n_features=min(cfg.n_features, cfg.nla_features),
+                                     top_k=cfg.nla_top_k, top_tokens=cfg.weightlens_top_k, seed=seed,
+                                     inputs=ctx.inputs("arch_a")))
+    return out, {"m11": m11, "m13": m13}
+
+
+def ex24(ctx: SAEContext, cfg) -> AuditResult:
+    """EX24 with SAEBench's k-sparse probe on the prompts' last-token SAE features: trained SAE
+    vs an untrained copy of it (``random_like``), ``n_reseeds`` reseeds each."""
+    a, b = cfg.probe_tasks
+    rows = ctx.ta.last_token_rows()
+    labels = np.asarray(ctx.labels)
+    keep = np.flatnonzero((labels == a) | (labels == b))
+    if len(keep) < 10:
+        raise ValueError(f"probe_tasks {cfg.probe_tasks}: need prompts of both tasks among {sorted(set(ctx.labels))}")
+    y = (labels[keep] == b).astype(int)
+    x = ctx.acts[rows[keep]]
+    sae = ctx.saes["arch_a"]
+    trained = _probe_runs(sae, x, y, cfg)
+    control = _probe_runs(V.random_like(sae, seed=cfg.seed), x, y, cfg)
+    return V.saebench_audit(trained, control, metric_name=f"{cfg.probe_k}-sparse probe accuracy ({a} vs {b})",
+                            inputs=ctx.inputs("arch_a", control="untrained copy", k=cfg.probe_k,
+                                              n_reseeds=cfg.n_reseeds))
+
+
+def _probe_runs(sae, x, y, cfg) -> list[float]:
+    """Sparse-probe accuracy of ``sae``'s features of ``x`` over ``cfg.n_reseeds`` reseeds."""
+    return V.probe_reseeds(sae_features(sae, x), y, cfg.n_reseeds, k=cfg.probe_k, seed=cfg.seed)
+
+
+# ------------------------------------------------------------------ circuit family
+@dataclass
+class CircuitContext:
+    batch: C.IOIBatch
+    means: torch.Tensor
+    circuit: C.Circuit
+    lds: dict[str, torch.Tensor]
+
+
+def circuit_context(model, items, cfg, fixed_heads: list[C.Head] | None = None,
+                    progress: bool = False) -> CircuitContext:
+    """IOI batch, mean-ablation means over the same prompts, discovered (or fixed) circuit."""
+    batch = C.ioi_batch(model, items)
+    means = C.head_means(model, batch)
+    circuit = C.discover_circuit(model, batch, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
+                                 fixed=fixed_heads, with_edges=True, progress=progress)
+    return CircuitContext(batch, means, circuit, P.circuit_logit_diffs(model, batch, means, circuit.heads))
+
+
+def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple[list[AuditResult], dict[str, Any]]:
+    """MIB, EX1, EX2, EX11 on the circuit."""
+    inp = AuditInputs(model=model_name, hook="blocks.*.attn.hook_z", task=cfg.ioi_task, n=len(cc.batch),
+                      seeds=[cfg.seed], extra={"circuit": [f"{L}.{H}" for L, H in cc.circuit.heads]})
+    mib, curve = C.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds, inputs=inp)
+    ex1 = P.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
+    ex2 = P.dif_audit(cc.lds["circuit_only"].numpy(), cc.batch.groups, inputs=inp,
+                      full_model_values=cc.lds["full"].numpy())
+    curves = P.weber_curves(model, cc.batch, cc.means, cc.circuit.heads, cfg.weber_scales, cfg.weber_baselines)
+    ex11 = P.weber_audit(curves, cfg.weber_scales, cfg.jnd_threshold, inputs=inp)
+    return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11}
+
+
+# ------------------------------------------------------------------ stability / safety
+def run_m09(ctx: SAEContext, cfg) -> AuditResult:
+    acts = ctx.acts
+    g = torch.Generator().manual_seed(cfg.seed)
+    if acts.shape[0] > cfg.m09_max_tokens:
+        acts = acts[torch.randperm(acts.shape[0], generator=g)[: cfg.m09_max_tokens]]
+    return ST.core_stability(acts, d_sae=cfg.m09_d_sae, n_cycles=cfg.m09_cycles, core_frac=cfg.m09_core_frac,
+                             steps=cfg.m09_steps, seed=cfg.seed,
+                             inputs=AuditInputs(model=ctx.model_name, hook=ctx.hook, n=acts.shape[0],
+                                                seeds=[cfg.seed], extra={"sae": "TinySAE trained here"}))
+
+
+def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg) -> list[AuditResult]:
+    """EX25 on (a) the circuit's per-prompt logit diff with mean-ablation means from seeded
+    reference subsamples, (b) our MUI pipeline per task, (c) our CG X_bench per concept."""
+    seeds = [cfg.seed + i for i in range(cfg.ex25_runs)]
+    ids = cc.batch.ids
+    pos = {i: k for k, i in enumerate(ids)}
+
+    def circuit_run(seed: int) -> dict[str, float]:
+        sub = ST.subsample_ids(ids, cfg.ex25_subsample, seed)
+        idx = [pos[i] for i in sub]
+        means = C.head_means(model, cc.batch.subset(idx))
+        keep = set(cc.circuit.heads)
+        ld = C.run_heads(model, cc.batch.subset(idx), means,
+                         ablate=[h for h in C.all_heads(model) if h not in keep])
+        return {i: float(v) for i, v in zip(sub, ld)}
+
+    base = AuditInputs(model=model_name, task=cfg.ioi_task, n=len(ids), seeds=seeds,
+                       extra={"subsample": cfg.ex25_subsample})
+    out = [ST.reproducibility(ST.run_seeds(circuit_run, seeds), name="circuit logit diff", inputs=base)]
+
+    from kit.world.tasks import get_task
+
+    items_by_task = {t: get_task(t).items("test", cfg.ex25_items) for t in cfg.ex25_tasks}
+    mui = ST.mui_runs(model, items_by_task, seeds, frac=cfg.ex25_subsample)
+    mui_in = AuditInputs(model=model_name, task="+".join(cfg.ex25_tasks), n=cfg.ex25_items, seeds=seeds)
+    out.append(_skipped("MUI pipeline", mui, mui_in) if isinstance(mui, str)
+               else ST.reproducibility(mui, name="MUI pipeline", inputs=mui_in))
+
+    feats = sae_features(ctx.saes["arch_a"], ctx.acts)
+    per_item: dict[str, list[np.ndarray]] = {}
+    for p in range(int(ctx.ta.prompt_index.max()) + 1):
+        m = ctx.ta.prompt_index == p
+        per_item.setdefault(ctx.labels[p], []).append(feats[m].mean(0).numpy())
+    cg = ST.cg_runs({b: np.stack(v) for b, v in per_item.items()}, seeds, frac=cfg.ex25_subsample)
+    cg_in = AuditInputs(model=model_name, hook=ctx.hook, sae=[ctx.names["arch_a"]], task="+".join(per_item),
+                        n=len(ctx.labels), seeds=seeds)
+    if isinstance(cg, str):
+        out.append(_skipped("CG pipeline", cg, cg_in))
+    else:
+        r = ST.reproducibility(cg, name="CG X_bench pipeline", inputs=cg_in)
+        r.notes = "X_bench averages to 1 over concepts by construction, so run-level deviation is trivially 0: coherence is the informative part"
+        out.append(r)
+    return out
+
+
+def _skipped(name: str, reason: str, inputs: AuditInputs) -> AuditResult:
+    return AuditResult(metric="EX25", name=f"Reproducibility ({name})", value=None, values={"skipped": True},
+                       pass_condition="dev_rate < 0.05 (skipped)", passed=True, diagnostic=True, inputs=inputs,
+                       notes=f"skipped: {reason}")
+
+
+def run_m14(model, model_name: str, cfg) -> AuditResult:
+    """M14 with the world's stand-in contrast: prompts of ``safety_tasks[0]`` vs ``[1]`` (no
+    safety data exists offline; the paper profile can name refusal/harmful prompt tasks)."""
+    hooks = [f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)]
+    a, b = cfg.safety_tasks
+    pa, _ = task_prompts([a], cfg.n_prompts_per_task)
+    pb, _ = task_prompts([b], cfg.n_prompts_per_task)
+    return S.safety_sve(S.last_token_resid(model, pa, hooks), S.last_token_resid(model, pb, hooks),
+                        n_stability_runs=cfg.sve_stability_runs, seed=cfg.seed,
+                        inputs=AuditInputs(model=model_name, hook="blocks.*.hook_resid_post", task=f"{a} vs {b}",
+                                           n=len(pa) + len(pb), seeds=[cfg.seed]))
+
+
+def load_saes(cfg) -> tuple[dict[str, str], dict[str, Any]]:
+    """The four SAE roles named by ``cfg`` (or chosen among the world's SAEs), loaded."""
+    import kit
+
+    available: list[str] = []
+    if cfg.model.startswith("zoo/"):
+        from kit import world
+
+        available = list(world.saes(cfg.world))
+    names = choose_saes(available, cfg.model, cfg.sae_arch_a, cfg.sae_arch_b, cfg.sae_small, cfg.sae_large)
+    loaded: dict[str, Any] = {}
+    saes = {}
+    for role, name in names.items():
+        if name not in loaded:
+            loaded[name] = kit.load_sae(name, device=cfg.device, world=cfg.world)
+        saes[role] = loaded[name]
+    return names, saes
+
+
+def circuit_heads_for(cfg) -> list[C.Head] | None:
+    """Wang et al.'s GPT-2 heads for ``circuit: wang2023``; ``None`` means discover."""
+    if cfg.circuit == "wang2023":
+        return C.ioi_heads_gpt2()
+    return None

@@ -1,0 +1,115 @@
+"""Config of notebooks/06_measurement_audits.ipynb (seed 003: measurement-theory audits)."""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ..params import BaseConfig
+
+
+class Config(BaseConfig):
+    model: str = "zoo/base-m"
+    """Model audited (a zoo name, or ``gpt2`` in the paper profile)."""
+    sae_arch_a: str | None = None
+    """First SAE of M07 (and the SAE of M08, M10, M12, EX24, EX34); ``None``: chosen from the world's SAEs."""
+    sae_arch_b: str | None = None
+    """Second SAE of M07: another architecture at the same hook and width; ``None``: chosen automatically."""
+    sae_small: str | None = None
+    """Narrower SAE of M11; ``None``: chosen automatically (same architecture as ``sae_large``)."""
+    sae_large: str | None = None
+    """Wider SAE of M11; ``None``: chosen automatically."""
+    hook: str | None = None
+    """Hook the SAEs read (``blocks.{L}.hook_resid_post``...); ``None``: the SAE's own metadata."""
+    sae_tasks: list[str] = Field(default_factory=lambda: ["add", "code", "facts", "boolean", "dyck", "sort", "count", "ioi"], min_length=2)
+    """World tasks whose test prompts feed the SAE audits (token-level activations)."""
+    n_prompts_per_task: int = Field(40, ge=4, le=2000)
+    """Prompts per task for the SAE audits and M14."""
+    n_features: int = Field(100, ge=4, le=5000)
+    """Features sampled (alive ones) for M08 and M10."""
+    weightlens_top_k: int = Field(10, ge=1, le=100)
+    """Top-k tokens compared in M08 and EX34."""
+    weightlens_side: Literal["next", "current"] = "next"
+    """M08: credit an activation to the next token (what W_dec @ W_U predicts) or the current one."""
+    prism_top_n: int = Field(10, ge=2, le=100)
+    """M10: top-activating contexts per feature."""
+    prism_window: int = Field(4, ge=1, le=64)
+    """M10: tokens mean-pooled into a context embedding (ending at the activating token)."""
+    prism_threshold: float = Field(0.5, gt=0, le=2)
+    """M10: cosine-distance cut of the agglomerative clustering."""
+    matryoshka_top_k: int = Field(3, ge=2, le=50)
+    """M11: correlated large features examined per small feature."""
+    matryoshka_min_corr: float = Field(0.3, gt=0, lt=1)
+    """M11: correlation for a large feature to count as a partner / best match."""
+    mismatch_threshold: float = Field(0.5, gt=0, le=10)
+    """M12: |k - k_fit| / k_fit above this flags a token."""
+    m13_directions: int = Field(32, ge=2, le=1000)
+    """M13: most frequent tokens whose mean residual directions enter the interference score."""
+    probe_tasks: tuple[str, str] = ("add", "code")
+    """EX24: the two tasks the sparse probe separates."""
+    probe_k: int = Field(1, ge=1, le=100)
+    """EX24: features the sparse probe may use (SAEBench's k)."""
+    n_reseeds: int = Field(10, ge=2, le=100)
+    """EX24: reseeds per configuration."""
+    nla_features: int = Field(30, ge=2, le=1000)
+    """EX34: features sampled."""
+    nla_top_k: int = Field(20, ge=2, le=500)
+    """EX34: top activations whose principal direction is compared with the decoder direction."""
+    ioi_task: str = "ioi"
+    """World task of IOI prompts (items carry ``io``, ``s``, ``name_group``)."""
+    ioi_split: Literal["test", "fresh"] = "test"
+    """Split of the IOI prompts."""
+    n_ioi: int = Field(80, ge=8, le=2000)
+    """IOI prompts for circuit discovery and the circuit audits."""
+    circuit: Literal["discover", "wang2023"] = "discover"
+    """Circuit heads: discovered by mean-ablation patching, or Wang et al.'s GPT-2 IOI heads."""
+    circuit_frac: float = Field(0.2, gt=0, le=1)
+    """Discovery: keep heads whose patching score is at least this fraction of the best."""
+    max_circuit_heads: int = Field(8, ge=1, le=200)
+    """Discovery: at most this many heads."""
+    mib_thresholds: list[float] = Field(default_factory=lambda: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], min_length=2)
+    """MIB: fractions of edges kept (increasing, in (0, 1])."""
+    weber_scales: list[float] = Field(default_factory=lambda: [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0], min_length=2)
+    """EX11: head output scales relative to the baseline (must include 1.0)."""
+    weber_baselines: list[float] = Field(default_factory=lambda: [1.0, 0.5], min_length=1)
+    """EX11: baseline intensities (the full output and half of it)."""
+    jnd_threshold: float = Field(0.05, gt=0, lt=1)
+    """EX11: relative logit-diff change that counts as noticeable (either direction)."""
+    m09_d_sae: int = Field(256, ge=8, le=65536)
+    """M09: width of the SAE trained and distilled here."""
+    m09_cycles: int = Field(4, ge=2, le=20)
+    """M09: distillation cycles."""
+    m09_core_frac: float = Field(0.1, gt=0, lt=1)
+    """M09: fraction of features marked core each cycle (top by gradient x activation)."""
+    m09_steps: int = Field(300, ge=1, le=100000)
+    """M09: Adam steps per cycle."""
+    m09_max_tokens: int = Field(8000, ge=64)
+    """M09: token activations used (subsampled with the seed)."""
+    ex25_runs: int = Field(5, ge=2, le=50)
+    """EX25: runs (seeds) per pipeline."""
+    ex25_subsample: float = Field(0.8, gt=0, le=1)
+    """EX25: fraction of prompts each run sees."""
+    ex25_tasks: list[str] = Field(default_factory=lambda: ["add", "code", "facts", "boolean", "sort"], min_length=3)
+    """EX25: tasks of the MUI pipeline audit (>= 3, so rank coherence is defined)."""
+    ex25_items: int = Field(40, ge=4, le=2000)
+    """EX25: items per task in the MUI pipeline audit."""
+    safety_tasks: tuple[str, str] = ("facts", "code")
+    """M14: (positive, contrast) prompt tasks; the tiny world has no safety data, this is a stand-in."""
+    sve_stability_runs: int = Field(5, ge=2, le=100)
+    """M14: prompt-subset reruns for the stability score."""
+
+    @model_validator(mode="after")
+    def _check(self):
+        from kit.world.tasks import TASKS
+
+        for name in ["probe_tasks", "safety_tasks", "sae_tasks", "ex25_tasks"]:
+            bad = [t for t in getattr(self, name) if t not in TASKS]
+            if bad:
+                raise ValueError(f"{name}: unknown task(s) {bad}; allowed values: {', '.join(TASKS)}")
+        if self.ioi_task not in TASKS:
+            raise ValueError(f"ioi_task={self.ioi_task!r}; allowed values: {', '.join(TASKS)}")
+        if any(b <= a for a, b in zip(self.mib_thresholds, self.mib_thresholds[1:])) or not (
+                0 < self.mib_thresholds[0] and self.mib_thresholds[-1] <= 1):
+            raise ValueError(f"mib_thresholds must increase strictly within (0, 1], got {self.mib_thresholds}")
+        if 1.0 not in self.weber_scales:
+            raise ValueError(f"weber_scales must include 1.0 (the baseline), got {self.weber_scales}")
+        return self

@@ -1,0 +1,85 @@
+import numpy as np
+import pytest
+import torch
+from scipy.stats import norm
+
+from kit.audits import circuits as C
+from kit.audits import psychophysics as P
+
+
+def test_perfect_detector_hits_clip_bound():
+    n = 40
+    r = P.dprime_audit(np.ones(n), -np.ones(n))
+    bound = 2 * norm.ppf(1 - 1 / (2 * n))
+    assert r.value == pytest.approx(bound), "hit=1, fa=0 must give d' = 2 Z(1 - 1/(2n)) (clipped rates)"
+    assert r.values["auc"] == 1.0 and r.passed
+
+
+def test_dprime_hand_computed():
+    d, beta = P.dprime(norm.cdf(1.0), 0.5, 10_000, 10_000)
+    assert d == pytest.approx(1.0) and beta == pytest.approx(-0.5)
+
+
+def test_chance_detector_fails():
+    x = np.linspace(-1, 1, 50)
+    r = P.dprime_audit(x, x)
+    assert r.value == pytest.approx(0.0) and r.values["auc"] == pytest.approx(0.5) and not r.passed
+
+
+def test_roc_endpoints_and_auc_match():
+    rng = np.random.default_rng(0)
+    s, n = rng.normal(1, 1, 200), rng.normal(0, 1, 200)
+    fpr, tpr = P.roc_curve(s, n)
+    assert (fpr[0], tpr[0]) == (0, 0) and (fpr[-1], tpr[-1]) == (1, 1)
+    assert np.trapezoid(tpr, fpr) == pytest.approx(P.auc(s, n), abs=1e-9)
+
+
+def test_cohens_d_hand_computed():
+    assert P.cohens_d([1, 2, 3], [2, 3, 4]) == pytest.approx(-1.0)
+    assert P.cohens_d([1, 1], [1, 1]) == 0.0
+
+
+def test_dif_identical_groups_pass_and_shift_fails():
+    v = np.array([1.0, 2.0, 3.0, 1.0, 2.0, 3.0])
+    g = ["frequent"] * 3 + ["rare"] * 3
+    assert P.dif_audit(v, g).value == pytest.approx(0.0)
+    shifted = v + np.array([0, 0, 0, 1, 1, 1])
+    r = P.dif_audit(shifted, g)
+    assert r.value == pytest.approx(1.0) and not r.passed
+    with pytest.raises(ValueError, match="name group"):
+        P.dif_audit(v, ["a"] * 6)
+
+
+def test_jnd_detects_either_direction():
+    scales = [0.5, 0.8, 0.9, 1.0]
+    # an *increase* at 0.9 (an inhibitory head): the one-sided sketch would miss it
+    assert P.jnd(scales, [3.0, 2.0, 1.1, 1.0], 1.0) == pytest.approx(0.1)
+    assert P.jnd(scales, [0.5, 0.9, 0.97, 1.0], 1.0) == pytest.approx(0.2), "3% is below the 5% threshold, 10% is above"
+    assert P.jnd(scales, [1.0, 1.0, 1.0, 1.0], 1.0) is None, "a constant response has no JND"
+
+
+def test_weber_consistency():
+    assert P.weber_consistency([0.1, 0.1]) == pytest.approx(1.0)
+    assert P.weber_consistency([0.1, 0.3]) == pytest.approx(0.5)
+    assert P.weber_consistency([0.1]) is None
+
+
+def test_constant_response_head_has_no_jnd(ioi_items, make_model):
+    m = make_model(seed=3)
+    with torch.no_grad():
+        m.blocks[1].attn.W_O[0].zero_()
+    b = C.ioi_batch(m, ioi_items)
+    means = C.head_means(m, b)
+    curves = P.weber_curves(m, b, means, [(1, 0)])
+    r = P.weber_audit(curves)
+    assert r.values["detectable"] == {"1.0": False}
+    assert not r.passed, "a head whose scaling changes nothing must fail 'all heads detectable'"
+
+
+def test_circuit_logit_diffs_keys(model, ioi_items):
+    b = C.ioi_batch(model, ioi_items)
+    means = C.head_means(model, b)
+    out = P.circuit_logit_diffs(model, b, means, [(0, 0)])
+    assert set(out) == {"full", "ablated", "circuit_only"}
+    everything = P.circuit_logit_diffs(model, b, means, C.all_heads(model))
+    assert torch.allclose(everything["full"], everything["circuit_only"]), "circuit = all heads must equal the model"

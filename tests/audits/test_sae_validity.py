@@ -1,0 +1,219 @@
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
+
+from kit.audits import sae_validity as V
+
+
+def topk_sae(d_in=16, d_sae=32, k=4, seed=0):
+    torch.manual_seed(seed)
+    return TopKSAE(TopKSAEConfig(d_in=d_in, d_sae=d_sae, k=k))
+
+
+def identity_sae(d: int) -> StandardSAE:
+    """Feature f = relu(x_f), decoder row f = e_f."""
+    sae = StandardSAE(StandardSAEConfig(d_in=d, d_sae=d))
+    with torch.no_grad():
+        sae.W_enc.copy_(torch.eye(d))
+        sae.W_dec.copy_(torch.eye(d))
+        sae.b_enc.zero_()
+        sae.b_dec.zero_()
+    return sae
+
+
+# ---------------------------------------------------------------- M07
+def test_identical_saes_agree_fully():
+    sae = topk_sae()
+    acts = torch.randn(200, 16)
+    r = V.architecture_duality(sae, copy.deepcopy(sae), acts)
+    assert r.values["feature_overlap"] == pytest.approx(1.0), "identical SAEs must activate the same (matched) features"
+    assert r.values["direction_agreement"] == pytest.approx(1.0, abs=1e-5)
+    assert r.value == pytest.approx(1.0, abs=1e-5) and r.passed
+
+
+def test_orthogonal_directions_disagree():
+    a = torch.eye(8)[:4]
+    b = torch.eye(8)[4:]
+    assert V.direction_agreement(a, b) == pytest.approx(0.0)
+    assert V.direction_agreement(a, a) == pytest.approx(1.0)
+
+
+def test_feature_overlap_uses_matching_not_indices():
+    # B is A with features permuted: raw-index Jaccard would be ~0, matched must be 1
+    fa = torch.tensor([[1, 0, 0], [0, 1, 1]], dtype=torch.bool)
+    perm = torch.tensor([2, 0, 1])  # feature j of A is feature perm[j] of B
+    fb = torch.zeros_like(fa)
+    fb[:, perm] = fa
+    inv = torch.argsort(perm)
+    assert V.feature_overlap(fa, fb, perm, inv) == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- M08
+def test_weightlens_agreement_one_when_descriptions_coincide():
+    d = 8
+    sae = identity_sae(d)
+    tokens = torch.arange(d).repeat(5)
+    acts = torch.nn.functional.one_hot(tokens, d).float()  # token t activates feature t only
+    W_U = torch.eye(d)  # feature f promotes token f
+    r = V.weightlens(sae, acts, tokens, W_U, top_k=1, n_features=None)
+    assert r.value == pytest.approx(1.0), "feature f promotes token f and fires before token f: agreement 1"
+    shifted = (tokens + 1) % d
+    r2 = V.weightlens(sae, acts, shifted, W_U, top_k=1, n_features=None)
+    assert r2.value == pytest.approx(0.0) and not r2.passed
+
+
+def test_activation_top_tokens_ignores_last_position():
+    feats = torch.tensor([[1.0], [5.0], [2.0]])
+    ids = torch.tensor([3, -1, 4])
+    assert V.activation_top_tokens(feats, ids, 6, 2) == [[4, 3]]
+
+
+# ---------------------------------------------------------------- M10
+def test_count_clusters():
+    g = torch.Generator().manual_seed(0)
+    one = torch.tensor([1.0, 0, 0, 0]) + 0.01 * torch.randn(6, 4, generator=g)
+    two = torch.cat([one[:3], torch.tensor([0, 0, 1.0, 0]) + 0.01 * torch.randn(3, 4, generator=g)])
+    assert V.count_clusters(one, 0.5) == 1
+    assert V.count_clusters(two, 0.5) == 2, "orthogonal context groups must split into 2 clusters"
+
+
+def test_prism_runs_on_real_sae():
+    sae = topk_sae()
+    acts = torch.randn(300, 16)
+    pidx = torch.arange(300) // 10
+    pos = torch.arange(300) % 10
+    r = V.prism(sae, acts, pidx, pos, n_features=8)
+    assert 0 <= r.value <= 1 and r.diagnostic and r.passed
+
+
+# ---------------------------------------------------------------- M11
+def test_identical_scales_fully_consistent():
+    f = torch.relu(torch.randn(500, 6))
+    dec = torch.eye(6)
+    v = V.cross_scale_consistency(f, f.clone(), dec)
+    assert v["cross_scale_consistency"] == pytest.approx(1.0)
+
+
+def test_absorption_and_incoherent_split():
+    g = torch.Generator().manual_seed(0)
+    s = (torch.rand(2000, 2, generator=g) < 0.3).float() * torch.rand(2000, 2, generator=g)
+    # large feature 0 absorbs both small features; large features 1, 2 are unrelated noise
+    large = torch.stack([s[:, 0] + s[:, 1], torch.rand(2000, generator=g), torch.rand(2000, generator=g)], 1)
+    v = V.cross_scale_consistency(s, large, torch.eye(3), top_k=1)
+    assert v["absorption_rate"] == pytest.approx(1.0), "one large feature best-matching two small ones is absorption"
+    # small feature = sum of two large features with orthogonal decoders: an incoherent split
+    a, b = (torch.rand(2000, 2, generator=g) < 0.3).float().unbind(1)
+    small = (a + b)[:, None]
+    v2 = V.cross_scale_consistency(small, torch.stack([a, b], 1), torch.eye(2), top_k=2)
+    assert v2["splitting_rate"] == pytest.approx(1.0)
+    v3 = V.cross_scale_consistency(small, torch.stack([a, b], 1), torch.tensor([[1.0, 0], [1.0, 0]]), top_k=2)
+    assert v3["splitting_rate"] == 0.0, "a split into parallel decoder directions is coherent"
+
+
+def test_matryoshka_rejects_swapped_widths():
+    with pytest.raises(ValueError, match="swap"):
+        V.matryoshka(topk_sae(d_sae=64), topk_sae(d_sae=32), torch.randn(10, 16))
+
+
+# ---------------------------------------------------------------- M12
+def test_fixed_k_has_no_mismatch_and_undefined_correlation():
+    v = V.sparsity_mismatch(torch.full((100,), 8.0), torch.rand(100) + 1)
+    assert v["k_mismatch_rate"] == 0.0 and math.isnan(v["complexity_k_correlation"])
+
+
+def test_mismatch_flags_outliers():
+    c = torch.linspace(1, 2, 100)
+    k = 10 * c
+    k[50] = 3 * k[50]  # one token with 3x the expected active count
+    v = V.sparsity_mismatch(k, c, threshold=0.5)
+    assert v["k_mismatch_rate"] == pytest.approx(0.01) and v["over_activation_rate"] == pytest.approx(0.01)
+    assert v["under_activation_rate"] == 0.0
+    assert V.sparsity_mismatch(10 * c, c)["complexity_k_correlation"] == pytest.approx(1.0)
+
+
+def test_topk_sae_passes_m12():
+    r = V.adaptive_sparsity(topk_sae(k=4), torch.randn(100, 16))
+    assert r.values["mean_k"] == pytest.approx(4.0) and r.passed
+
+
+# ---------------------------------------------------------------- M13
+def test_participation_ratio_cases():
+    g = torch.Generator().manual_seed(0)
+    iso = torch.randn(8000, 16, generator=g)
+    assert V.participation_ratio(iso) == pytest.approx(16, rel=0.05), "isotropic data: PR = d"
+    rank1 = torch.randn(500, 1, generator=g) * torch.randn(1, 16, generator=g)
+    assert V.participation_ratio(rank1) == pytest.approx(1.0, abs=1e-6)
+    few = torch.randn(5, 64, generator=g)
+    assert V.participation_ratio(few) <= 4 + 1e-6, "n samples cap PR at n - 1: the public sketch's bug"
+
+
+def test_interference_orthogonal_and_identical():
+    g = torch.Generator().manual_seed(0)
+    q, _ = torch.linalg.qr(torch.randn(64, 10, generator=g))
+    assert V.interference(q.T) == pytest.approx(0.0, abs=1e-6)
+    rand = torch.randn(10, 4096, generator=g)
+    assert V.interference(rand) < 0.05, "random high-dimensional directions are nearly orthogonal"
+    v = torch.randn(1, 8, generator=g)
+    assert V.interference(v.repeat(3, 1)) == pytest.approx(1.0)
+
+
+def test_regimes():
+    assert V.classify_regime(0.5, 0.05) == "weak"
+    assert V.classify_regime(1.0, 0.05) == "transition"
+    assert V.classify_regime(1.3, 0.05) == "strong"
+    assert V.classify_regime(0.5, 0.9) == "strong"
+
+
+def test_superposition_flags_rank_capped():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.arange(40) % 5
+    r = V.superposition_regime({"blocks.0.hook_resid_post": torch.randn(40, 32, generator=g)}, ids)
+    assert r.values["rank_capped"] is True
+    ids = torch.arange(1000) % 5
+    r = V.superposition_regime({"blocks.0.hook_resid_post": torch.randn(1000, 32, generator=g)}, ids)
+    assert r.values["rank_capped"] is False and r.diagnostic
+
+
+# ---------------------------------------------------------------- EX24
+def test_cv_and_saebench():
+    assert V.coefficient_of_variation([0.9, 0.9, 0.9]) == 0.0
+    assert V.coefficient_of_variation([1.0, 3.0]) == pytest.approx(0.5)
+    r = V.saebench_audit([0.90, 0.91, 0.92, 0.91], [0.60, 0.62, 0.61, 0.60])
+    assert r.passed and r.values["discriminability_d"] > 0.8
+    noisy = V.saebench_audit([0.5, 0.9, 0.4, 0.95], [0.6, 0.62, 0.61, 0.6])
+    assert not noisy.passed
+
+
+def test_sparse_probe_on_separable_feature():
+    y = np.array([0, 1] * 50)
+    x = np.random.default_rng(0).normal(size=(100, 5))
+    x[:, 3] = y * 5.0
+    assert V.sparse_probe_accuracy(x, y, k=1) == 1.0
+    runs = V.probe_reseeds(torch.tensor(x), y, 3, k=1)
+    assert runs == [1.0, 1.0, 1.0]
+
+
+def test_random_like_is_a_different_sae_of_same_shape():
+    sae = topk_sae()
+    r = V.random_like(sae, seed=1)
+    assert type(r) is type(sae) and r.W_dec.shape == sae.W_dec.shape
+    assert not torch.allclose(r.W_dec, sae.W_dec)
+    assert torch.allclose(r.W_dec.norm(dim=1), torch.ones(32))
+
+
+# ---------------------------------------------------------------- EX34
+def test_nla_direction_recovers_feature_direction():
+    d = 16
+    sae = identity_sae(d)
+    g = torch.Generator().manual_seed(0)
+    acts = 0.01 * torch.randn(400, d, generator=g)
+    acts[:50, 3] += torch.rand(50, generator=g) + 1.0  # feature 3 fires along e_3
+    r = V.nla_sae_convergence(sae, acts, torch.eye(d), n_features=d, top_k=20, top_tokens=1)
+    per = dict(zip(range(d), r.values["per_feature_cosine"]))
+    assert max(r.values["per_feature_cosine"]) > 0.95, "top activations along the decoder direction give cosine ~1"
+    assert r.values["n_features"] >= 1
+    assert 3 in per
