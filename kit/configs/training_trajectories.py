@@ -1,0 +1,48 @@
+"""Config of notebooks/02_training_trajectories.ipynb (seed 000, sections 3.3–3.4, B.2/B.3)."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..params import BaseConfig
+
+
+class Config(BaseConfig):
+    published_tol_perf: float = Field(0.0, ge=0.0, le=100.0)
+    """Tolerance on |Δperformance| (percentage points) for labelling the published tables; below it a change is ``flat``."""
+    published_tol_mui: float = Field(0.0, ge=0.0, le=100.0)
+    """Tolerance on |ΔMUI| (percentage points of MUI) for the published tables; the tables print one decimal."""
+    tol_perf: float = Field(2.0, ge=0.0, le=100.0)
+    """Tolerance on |Δperformance| (points) for the computed trajectories: accuracy on n_items items is noisy."""
+    tol_mui: float = Field(0.05, ge=0.0, le=100.0)
+    """Tolerance on |ΔMUI| (points of MUI) for the computed trajectories."""
+    late_steps: int = Field(2, ge=1, le=20)
+    """How many final checkpoint steps of the computed trajectory count as "late" pre-training (the published OLMo table always uses the paper's 2: 3T->3.5T->4T)."""
+    coarse_checkpoints: int = Field(5, ge=2, le=100)
+    """How many evenly spaced checkpoints (first and last included) the coarse trajectory keeps; its last step is its "late" step (5 -> the last quarter of training, like the paper's 3T->4T)."""
+    checkpoints: list[str] | None = None
+    """Checkpoint trajectory in training order (kit.load_model names); None: every ``@step-`` member of the world's base with the most checkpoints, then that base."""
+    specialised: dict[str, str] | None = None
+    """Specialised fine-tune -> its base; None: the world's ``+math``/``+code`` members."""
+    specialised_targets: dict[str, str] | None = None
+    """Specialised fine-tune -> the task group it targets (``math``, ``code``); None: the name's ``+<group>`` suffix."""
+    contaminated: dict[str, str] | None = None
+    """Contaminated fine-tune -> its base; None: the world's ``+<task>-test-xN`` / ``+<task>-test-syn-xN`` members."""
+    controls: dict[str, str] | None = None
+    """Uncontaminated fine-tune -> its base; None: the world's ``+<task>-train``, ``+other-task``, ``+general`` members."""
+    contaminated_tasks: list[str] | None = None
+    """Tasks whose test split leaked into the contaminated fine-tunes; None: ``[kit.world.CONTAMINATED_TASK]``."""
+    tasks: list[str] | None = None
+    """Tasks to evaluate: ``kit.world.TASKS`` names for zoo models, ``kit.load_benchmark`` names for hub models; None: every task of the world."""
+    n_items: int = Field(100, ge=4, le=200)
+    """Items per task and split (the public test split has 200)."""
+    splits: list[Literal["test", "fresh", "test-syn", "fresh-syn"]] = ["test", "fresh"]
+    """Splits evaluated: the public ``test`` split and unseen ``fresh`` items (the true capability)."""
+    score: Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"] = "score"
+    """Neuron contribution score for MUI (kit.mui)."""
+    threshold: Literal["topk", "global_topk", "top_pct", "topscore"] = "topk"
+    """Key-neuron threshold for MUI (kit.mui); ``topk`` keeps max(1, round(d_mlp/1000)) per layer and token."""
+    max_new_tokens: int = Field(1, ge=1, le=512)
+    """Greedy response length whose tokens MUI is measured on (every tiny-world answer is one token)."""
+    mui_batch_size: int = Field(32, ge=1, le=4096)
+    """Batch size of the MUI scoring pass."""
