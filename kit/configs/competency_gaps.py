@@ -1,0 +1,107 @@
+"""Config of notebooks/04_competency_gaps.ipynb (Competency Gaps, seed 002)."""
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..params import BaseConfig
+
+REAL_BENCHMARKS = ("gsm8k", "math500", "arc_challenge", "mmlu", "bbh", "mbpp", "humaneval", "svamp")
+
+
+class Config(BaseConfig):
+    concept_space: Literal["minilm", "model"] = "minilm"
+    """Where concepts come from: ``minilm`` = SAEs we train on the offline all-MiniLM-L6-v2 encoder
+    (another model's SAE, the paper's section 4.2.3); ``model`` = the evaluated model's own SAEs
+    (``model_saes``, needs network + GPU)."""
+    sae_layer: int = Field(4, ge=0, le=5)
+    """MiniLM layer whose residual stream (``blocks.{L}.hook_resid_post``) the SAEs read."""
+    sae_widths: list[int] = Field(default_factory=lambda: [1536, 6144], min_length=2, max_length=2)
+    """The two dictionary sizes compared (the paper's Table 3 uses two SAEs); the second is the main one."""
+    sae_k: int = Field(32, ge=1, le=256)
+    """TopK sparsity: active concepts per token."""
+    sae_train_tokens: int = Field(100_000, ge=1000, le=50_000_000)
+    """MiniLM tokens (corpus + benchmark text) the SAEs are trained on."""
+    benchmarks: list[str] = Field(default_factory=lambda: list(REAL_BENCHMARKS), min_length=2)
+    """Real benchmarks for coverage (``bbh`` pools several BBH tasks); any ``kit.load_benchmark`` name."""
+    n_items: int = Field(200, ge=4, le=20_000)
+    """Items sampled (seeded) per benchmark for coverage."""
+    response_sets: list[str] = Field(default_factory=lambda: ["arc/llama3.1-8b-instruct", "arc/qwen2.5-7b-instruct",
+                                                               "gsm8k/gemma2-9b-base"])
+    """Published response sets giving real models' per-item correctness (``kit.cg_responses.RESPONSE_SETS``)."""
+    n_response_items: int = Field(300, ge=4, le=2000)
+    """Items (file order) taken from each response set."""
+    include_responses: bool = True
+    """Concept activations of scored items read prompt + response (as the paper does for generations)."""
+    max_length: int = Field(256, ge=16, le=512)
+    """Tokens per text fed to the encoder (longer texts are truncated)."""
+    eps: float = Field(1e-5, gt=0, le=0.1)
+    """Epsilon for missing concepts and model gaps (paper: 1e-5)."""
+    n_reruns: int = Field(100, ge=2, le=1000)
+    """Robustness: reruns, each dropping ``drop_frac`` of every benchmark's items."""
+    drop_frac: float = Field(0.2, gt=0, lt=1)
+    """Robustness: fraction of items dropped per rerun."""
+    adv_n_concepts: int = Field(100, ge=1)
+    """Adversarial removal: how many best / worst concepts."""
+    adv_n_items: int = Field(100, ge=1)
+    """Adversarial removal: how many most salient datapoints are removed."""
+    adv_repeats: int = Field(10, ge=1, le=100)
+    """Adversarial removal: repetitions (each on a random 90% subsample)."""
+    n_table: int = Field(5, ge=1, le=50)
+    """Rows per best/worst list in the tables."""
+    explorer_concepts: int = Field(2000, ge=10, le=100_000)
+    """Concepts embedded in the explorer (all missing/flagged ones first, then the most covered)."""
+    explorer_examples: int = Field(3, ge=1, le=20)
+    """Datapoints shown per concept and kind (correct / incorrect) in the explorer."""
+    zoo_model: str = "zoo/base-m"
+    """Tiny-world suite: the zoo model whose correctness is analysed."""
+    zoo_sae: str = "auto"
+    """Tiny-world suite: the zoo model's own SAE (``kit.world.saes(world)`` lists them); ``auto`` = its widest TopK SAE."""
+    zoo_n_items: int = Field(100, ge=4, le=5000)
+    """Tiny-world suite: test items per task."""
+    zoo_tasks: list[str] = Field(default_factory=list)
+    """Tiny-world suite: task names (empty = every task in ``kit.world.TASKS``)."""
+    models: list[str] = Field(default_factory=list)
+    """``concept_space=model`` / ``responses=generate``: Hugging Face ids of the evaluated models."""
+    model_saes: list[str] = Field(default_factory=list)
+    """``concept_space=model``: one sae_lens ``<release>/<sae_id>`` per model (its own SAE)."""
+    responses: Literal["published", "generate"] = "published"
+    """``published``: the shipped greedy responses; ``generate``: generate with ``models`` (network + GPU)."""
+    max_new_tokens: int = Field(512, ge=1, le=4096)
+    """``responses=generate``: generation length."""
+
+    @field_validator("sae_widths")
+    @classmethod
+    def _widths(cls, v: list[int]) -> list[int]:
+        if any(not 16 <= w <= 131072 for w in v) or v[0] == v[1]:
+            raise ValueError(f"sae_widths={v}: two different widths in 16..131072")
+        return v
+
+    @field_validator("response_sets")
+    @classmethod
+    def _sets(cls, v: list[str]) -> list[str]:
+        from ..cg_responses import RESPONSE_SETS
+
+        bad = [s for s in v if s not in RESPONSE_SETS]
+        if bad:
+            raise ValueError(f"unknown response set(s) {bad}; allowed values: {', '.join(RESPONSE_SETS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _setting(self) -> "Config":
+        if self.concept_space == "minilm" and self.responses != "published":
+            raise ValueError("concept_space='minilm' reads the published responses: set responses='published' "
+                             "(generation needs concept_space='model' with models and model_saes)")
+        if self.concept_space == "model":
+            if not self.models or len(self.models) != len(self.model_saes):
+                raise ValueError(f"concept_space='model' needs models and model_saes paired one to one; got "
+                                 f"models={self.models}, model_saes={self.model_saes}")
+            if self.responses != "generate":
+                raise ValueError("concept_space='model' generates responses with the models: set responses='generate'")
+        return self
+
+    def sae_names(self) -> list[str]:
+        """``minilm-sae/...`` names of the two SAEs (width order as configured)."""
+        from ..cg_saes import MinilmSAESpec
+
+        return [MinilmSAESpec(self.sae_layer, w, self.sae_k, self.sae_train_tokens).name for w in self.sae_widths]
