@@ -1,0 +1,77 @@
+"""Config of notebooks/01_utility_law.ipynb (seed 000: sections 2, 3.2, 3.5-3.8, B.1, B.6)."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..params import BaseConfig
+
+Score = Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"]
+Threshold = Literal["topk", "global_topk", "top_pct", "topscore"]
+
+
+class Config(BaseConfig):
+    models: list[str] | None = None
+    """Models of the law/PUR study (kit.load_model names); None: every zoo member except training checkpoints."""
+    include_contaminated: bool = True
+    """With ``models: null``, also include the contaminated fine-tunes (``+<task>-test-x*``, ``-syn-x*``)."""
+    tasks: list[str] | None = None
+    """Task families: ``kit.world.TASKS`` names for zoo models, ``kit.load_benchmark`` names for hub models; None: every world task."""
+    n_items: int = Field(100, ge=4, le=2000)
+    """Test items per task for performance and MUI (tiny world test splits hold 200)."""
+    n_fresh: int = Field(100, ge=0, le=2000)
+    """Fresh (never published) items per task whose accuracy is the true capability (tiny world only; 0 to skip)."""
+    reference_order: list[str] | None = None
+    """True ranking of ``models``, best first; None: by mean fresh-item accuracy (tiny world)."""
+    max_new_tokens: int = Field(1, ge=1, le=8192)
+    """Greedy response length (every tiny-world answer is one token; the paper used 1024)."""
+    score: Score = "score"
+    """Neuron contribution score (kit.mui.SCORES): Eq. 3 ``score`` is the paper's choice."""
+    threshold: Threshold = "topk"
+    """Key-neuron threshold (kit.mui.THRESHOLDS): per-token per-layer top-k is the paper's choice."""
+    k: int | None = Field(None, ge=1)
+    """k of ``topk``/``global_topk``; None: max(1, round(d_mlp/1000)) per layer (x n_layers for global)."""
+    frac: float | None = Field(None, gt=0.0, le=1.0)
+    """Fraction of ``top_pct`` (default 0.001) or ``topscore`` (default 0.2 of the layer max)."""
+    alpha: float = Field(0.5, ge=0.0, le=2.0)
+    """PUR penalty exponent: PUR = performance / MUI**alpha (0.5 reproduces Table 1 from Table 5)."""
+    batch_size: int = Field(32, ge=1, le=4096)
+    """Batch size of the MUI scoring passes."""
+    focus_model: str | None = None
+    """Model of sections 3.6-3.8; None: ``zoo/base-m`` if present, else the first model."""
+    growth_tasks: list[str] | None = None
+    """Single-capability pools of section 3.6; None: the first task of each task group."""
+    growth_pool_size: int = Field(100, ge=2, le=2000)
+    """Items per pool (the mixed pool draws the same number evenly from the single pools' tasks)."""
+    growth_sizes: list[int] = [1, 2, 5, 10, 20, 50, 100]
+    """Sample counts at which the union MUI is measured."""
+    growth_repeats: int = Field(5, ge=1, le=100)
+    """Random subsets per sample count."""
+    correctness_n: int = Field(60, ge=4, le=2000)
+    """Test items per task pooled for section 3.7 (correct vs incorrect, equal counts)."""
+    masking_task_a: str | None = None
+    """Task whose key neurons are masked in section 3.8; None: the first math task."""
+    masking_task_b: str | None = None
+    """Control task of section 3.8; None: the first task of another group."""
+    masking_ks: list[int] = [1, 2, 4, 8, 16, 32, 64, 128]
+    """Numbers of neurons masked."""
+    masking_n_items: int = Field(100, ge=4, le=2000)
+    """Items to find key neurons (test split) and to evaluate (fresh split) on each task."""
+    masking_random_repeats: int = Field(3, ge=1, le=50)
+    """Random-neuron draws per k (their accuracy is averaged)."""
+    grid_models: list[str] | None = None
+    """Models of the B.6 score x threshold grid; None: the base models (no ``+`` fine-tunes)."""
+    grid_tasks: list[str] | None = None
+    """Tasks of the B.6 grid; None: the first task of each group."""
+    grid_n_items: int = Field(30, ge=2, le=2000)
+    """Items per (model, task) cell of the B.6 grid (``gradient`` costs n_layers x 10 backward passes)."""
+    grid_scores: list[Score] = ["score", "activate", "gradient", "score_sum", "activate_sum"]
+    """Contribution scores of the B.6 grid."""
+    grid_thresholds: list[Threshold] = ["topk", "global_topk", "top_pct", "topscore"]
+    """Thresholds of the B.6 grid (each at its default parameter)."""
+    sae_names: list[str] | None = None
+    """SAEs for the SAE-based MUI (kit.load_sae names); None: every SAE of the world."""
+    sae_top: int = Field(50, ge=1, le=100000)
+    """Features kept per layer and token at the reference width (A.3: top 50 at 128K)."""
+    sae_reference_width: int | None = Field(131072, ge=1)
+    """Width at which ``sae_top`` applies; the count is scaled to each SAE's width (None: no scaling)."""
