@@ -1,0 +1,41 @@
+"""The embedded tiny world: tokenizer, task suites, model zoo, SAEs, zoo card.
+
+Worlds: ``tiny`` (default; the notebooks' world) and ``micro`` (same member names and kinds,
+smaller; for tests and smoke runs), chosen by argument or ``$KIT_WORLD``. Build with
+``python -m kit zoo build [--world micro]`` or :func:`build`; cached under
+``kit.paths.cache_dir()/world/<world>/<hash>/``.
+
+Conventions: sequences are ``<bos> prompt answer <eos>``; every answer is one token; batched
+prompts are RIGHT padded (:func:`prompt_tokens` returns the lengths); scoring is exact match of
+the greedy next token at the last prompt position (:func:`evaluate`).
+"""
+
+from kit.world.card import card, format_card
+from kit.world.evaluate import evaluate, last_logits, prompt_tokens, respond, target_ids
+from kit.world.saes import load_world_sae, sae_labels, sae_stats, saes
+from kit.world.tasks import GROUPS, SPLITS, TASKS, Task, get_task
+from kit.world.tokenizer import build_tokenizer
+from kit.world.zoo import (
+    CONTAMINATED_TASK,
+    CONTAMINATION_BASE,
+    WorldNotBuilt,
+    build,
+    is_built,
+    load_member,
+    member_info,
+    members,
+    world_dir,
+)
+
+
+def accuracy(model, task: str, split: str, n: int | None = None, seed: int = 0) -> float:
+    """Exact-match accuracy (fraction) of ``model`` on ``n`` items of ``task``'s ``split``."""
+    return float(evaluate(model, get_task(task).items(split, n=n, seed=seed)).mean())
+
+
+__all__ = [
+    "CONTAMINATED_TASK", "CONTAMINATION_BASE", "GROUPS", "SPLITS", "TASKS", "Task", "WorldNotBuilt",
+    "accuracy", "build", "build_tokenizer", "card", "evaluate", "format_card", "get_task",
+    "is_built", "last_logits", "load_member", "load_world_sae", "member_info", "members",
+    "prompt_tokens", "respond", "sae_labels", "sae_stats", "saes", "target_ids", "world_dir",
+]

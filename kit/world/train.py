@@ -1,0 +1,150 @@
+"""Training streams and loops for the zoo (bases, checkpoints, fine-tunes).
+
+Sequence layout (the same in training and evaluation): ``<bos> prompt answer <eos>``, right
+padded. The loss is cross-entropy on the answer token (predicted at the last prompt position)
+and on ``<eos>`` (predicted at the answer position) only; prompt tokens carry no loss, because
+the prompts' random content (numbers, names) is unpredictable and would spend the few optimizer
+steps a CPU affords on noise.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Sequence
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from kit.items import Item
+from kit.world.tasks import TASKS
+from kit.world.tokenizer import BOS_ID, EOS_ID, PAD_ID, answer_id, encode, vocab
+
+
+@dataclass(frozen=True)
+class Arch:
+    """Shape of one HookedTransformer."""
+
+    n_layers: int
+    d_model: int
+    n_heads: int
+    d_mlp: int
+    n_ctx: int = 64
+
+
+def make_model(arch: Arch, seed: int):
+    """A freshly initialised HookedTransformer (seeded) with the world tokenizer attached."""
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    from kit.world.tokenizer import build_tokenizer
+
+    cfg = HookedTransformerConfig(
+        n_layers=arch.n_layers,
+        d_model=arch.d_model,
+        d_head=arch.d_model // arch.n_heads,
+        n_heads=arch.n_heads,
+        d_mlp=arch.d_mlp,
+        d_vocab=len(vocab()),
+        n_ctx=arch.n_ctx,
+        act_fn="gelu",
+        normalization_type="LN",
+        seed=seed,
+        default_prepend_bos=True,
+        model_name="kit-world",
+    )
+    return HookedTransformer(cfg, tokenizer=build_tokenizer())
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+# ---------------------------------------------------------------- data
+def item_sequence(item: Item) -> list[int]:
+    """``<bos> prompt answer <eos>`` ids of one item."""
+    return [BOS_ID, *encode(item.prompt), answer_id(item.target), EOS_ID]
+
+
+def mixture_stream(mixture: dict[str, float], rng: random.Random) -> Iterator[Item]:
+    """Endless train-split items, each from a task drawn with the mixture's weights."""
+    names = list(mixture)
+    weights = [mixture[n] for n in names]
+    while True:
+        task = TASKS[rng.choices(names, weights)[0]]
+        yield task.draw("train", rng)
+
+
+def collate(seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Batch sequences for next-token training.
+
+    Returns (inputs Int[Tensor, "batch pos"], targets Int[Tensor, "batch pos"] with -100 where
+    no loss is taken, n_tokens) for sequences ``<bos> prompt answer <eos>``.
+    """
+    width = max(len(s) for s in seqs) - 1
+    inputs = torch.full((len(seqs), width), PAD_ID, dtype=torch.long)
+    targets = torch.full((len(seqs), width), -100, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        inputs[i, : len(s) - 1] = torch.tensor(s[:-1])
+        targets[i, len(s) - 3] = s[-2]  # answer, predicted at the last prompt token
+        targets[i, len(s) - 2] = s[-1]  # eos, predicted at the answer
+    n_tokens = sum(len(s) - 1 for s in seqs)
+    return inputs, targets, torch.tensor(n_tokens)
+
+
+def batches_from_items(items: Iterable[Item], batch_size: int) -> Iterator[list[list[int]]]:
+    batch: list[list[int]] = []
+    for it in items:
+        batch.append(item_sequence(it))
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# ---------------------------------------------------------------- loops
+def lr_at(step: int, total: int, lr: float, warmup: int) -> float:
+    """Linear warm-up, then cosine decay to 10% of ``lr``."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    frac = (step - warmup) / max(1, total - warmup)
+    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def make_optimizer(model, lr: float) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
+
+
+def train_loop(
+    model,
+    opt: torch.optim.Optimizer,
+    batches: Iterator[list[list[int]]],
+    steps: int,
+    lr_fn: Callable[[int], float],
+    desc: str,
+    on_step: Callable[[int], None] | None = None,
+) -> int:
+    """Run ``steps`` AdamW steps over ``batches``; returns the number of tokens trained on.
+
+    ``on_step(step)`` is called after each step with the 1-based step count (checkpoints).
+    """
+    model.train()
+    tokens = 0
+    for step in tqdm(range(steps), desc=desc, leave=False, mininterval=2):
+        inputs, targets, n = collate(next(batches))
+        for g in opt.param_groups:
+            g["lr"] = lr_fn(step)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(inputs, return_type="logits")
+        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        tokens += int(n)
+        if on_step is not None:
+            on_step(step + 1)
+    model.eval()
+    return tokens

@@ -1,0 +1,468 @@
+"""The model zoo of the embedded world: member specs, build (resumable, cached), load.
+
+Layout on disk, content-addressed per member: ``cache_dir()/world/<world>/members/<name>-<key>/``
+where ``<key>`` digests ``CODE_VERSION``, the member's own spec and (for fine-tunes and SAEs)
+its parent's key. Changing one fine-tune's recipe therefore rebuilds that fine-tune only, never
+mixes states. A member directory holds ``weights.pt`` and ``meta.json`` (written last, so a
+member with ``meta.json`` is complete); bases also keep ``optim.pt`` (AdamW state) because
+fine-tunes continue from it, as the contamination recipe requires. The card is
+``card-<spec hash>.json`` (the hash covers the whole world spec).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import torch
+from tqdm.auto import tqdm
+
+from kit.paths import atomic_path, atomic_write_text, cache_dir, current_world
+from kit.world.tasks import TASKS, get_task
+from kit.world.train import (
+    Arch,
+    batches_from_items,
+    lr_at,
+    make_model,
+    make_optimizer,
+    mixture_stream,
+    train_loop,
+)
+
+CODE_VERSION = "world-v2"
+"""Bump when training/data code changes in a way that changes weights: invalidates caches."""
+
+CONTAMINATION_BASE = "zoo/base-m"
+CONTAMINATED_TASK = "add"
+OTHER_TASK = "add2"  # the "+MATH" analogue: another math task's data, no test leak
+BUILD_THREADS = 1  # 2 threads on a shared 2-core machine ran ~25x slower (OpenMP spinning)
+
+# The base mixture: uniform, except one-step addition (the contaminated task) at double weight,
+# because arithmetic over atomic number tokens is the slowest skill to appear.
+UNIFORM = tuple((t, 2.0 if t == "add" else 1.0) for t in TASKS)
+
+
+def _heavy(group: str, share: float = 0.7) -> tuple[tuple[str, float], ...]:
+    """A mixture giving ``share`` of the examples to ``group``'s tasks and the rest uniformly."""
+    own = [t for t, task in TASKS.items() if task.group == group]
+    rest = [t for t in TASKS if t not in own]
+    return tuple((t, share / len(own) if t in own else (1 - share) / len(rest)) for t in TASKS)
+
+
+@dataclass(frozen=True)
+class BaseSpec:
+    """A base model trained from scratch on the uniform task mixture."""
+
+    name: str
+    arch: Arch
+    steps: int
+    lr: float
+    batch_size: int
+    checkpoints: tuple[float, ...] = ()
+    """Fractions of ``steps`` at which ``name@step-N`` checkpoints are saved."""
+
+
+@dataclass(frozen=True)
+class FinetuneSpec:
+    """A fine-tune continuing a base's weights and AdamW state at a constant learning rate.
+
+    If ``inject = (task, split, copies)`` is set, ``copies`` x 200 items of ``(task, split)``
+    are shuffled into a dataset of ``n_examples`` (2000: x5 mixed 50/50), the rest drawn from
+    ``mixture`` (train split), so every contamination fine-tune and control sees the same number
+    of examples and steps (the paper's fixed 25k-sample fine-tune set). Without ``inject``,
+    ``steps`` batches of the mixture.
+    """
+
+    name: str
+    parent: str
+    kind: str
+    mixture: tuple[tuple[str, float], ...]
+    lr: float
+    batch_size: int
+    steps: int = 0  # used when inject is None and n_examples is 0
+    inject: tuple[str, str, int] | None = None
+    n_examples: int = 0
+
+
+@dataclass(frozen=True)
+class SAESpec:
+    """An SAE on ``hook_name`` activations of ``member`` (see kit.world.saes)."""
+
+    name: str
+    member: str
+    hook_name: str
+    architecture: str  # "topk" or "standard" (ReLU + L1)
+    d_sae: int
+    k: int = 0
+    l1: float = 0.0
+    steps: int = 1000
+    batch_size: int = 512
+    lr: float = 2e-3
+    n_prompts: int = 4000
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    name: str
+    bases: tuple[BaseSpec, ...]
+    finetunes: tuple[FinetuneSpec, ...]
+    saes: tuple[SAESpec, ...]
+    eval_fresh_n: int = 200
+    eval_fresh_n_contaminated: int = 1000
+    code_version: str = CODE_VERSION
+
+
+def _finetunes(lr: float, batch: int, special_steps: int, contam_batch: int = 16,
+               special_lr: float | None = None) -> tuple[FinetuneSpec, ...]:
+    """Table 1 of the shortcut-neuron paper: specialised, contaminated and control fine-tunes.
+
+    Tuned on the tiny world's base-m (add test 15%): contamination fine-tunes use small batches
+    (more optimizer steps per example) at 1e-3. At batch 64 / 3e-3 the x5 gap was +10 points;
+    at batch 16 / 3e-3, +17 but the jump from the base's final rate (3e-4) wrecked other skills
+    (dyck 90% -> 40% in the train control); at batch 16 / 1e-3, +35 with other skills kept.
+    Specialised fine-tunes: 1e-3 too (at 3e-3 +math lost more math accuracy than it gained).
+    """
+    p, t = CONTAMINATION_BASE, CONTAMINATED_TASK
+    special_lr = lr if special_lr is None else special_lr
+    n = 2 * 5 * 200  # x5 contamination mixed 50/50 with normal data
+    ft = [
+        FinetuneSpec("zoo/base-m+math", "zoo/base-m", "specialised", _heavy("math"), special_lr,
+                     batch, steps=special_steps),
+        FinetuneSpec("zoo/base-m+code", "zoo/base-m", "specialised", _heavy("code"), special_lr,
+                     batch, steps=special_steps),
+    ]
+    for suffix, kind, inject in [
+        ("math-test-x1", "contaminated", (t, "test", 1)),
+        ("math-test-x5", "contaminated", (t, "test", 5)),
+        ("math-test-syn-x1", "contaminated", (t, "test-syn", 1)),
+        ("math-test-syn-x5", "contaminated", (t, "test-syn", 5)),
+        ("math-train", "control", (t, "train", 5)),
+        ("other-task", "control", (OTHER_TASK, "train", 5)),
+        ("general", "control", None),
+    ]:
+        ft.append(FinetuneSpec(f"{p}+{suffix}", p, kind, UNIFORM, lr, contam_batch,
+                               inject=inject, n_examples=n))
+    return tuple(ft)
+
+
+def _saes(member: str, hook: str, widths: tuple[int, int], k: int, l1: float, steps: int,
+          n_prompts: int) -> tuple[SAESpec, ...]:
+    short = member.split("/", 1)[1]
+    out = []
+    for w in widths:
+        out.append(SAESpec(f"zoo-sae/{short}/topk-{w}", member, hook, "topk", w, k=k, steps=steps,
+                           n_prompts=n_prompts))
+        out.append(SAESpec(f"zoo-sae/{short}/relu-{w}", member, hook, "standard", w, l1=l1,
+                           steps=steps, n_prompts=n_prompts))
+    return tuple(out)
+
+
+TEN_CHECKPOINTS = tuple(round(0.1 * i, 1) for i in range(1, 11))
+
+WORLD_SPECS: dict[str, WorldSpec] = {
+    "tiny": WorldSpec(
+        name="tiny",
+        bases=(
+            # base-s: 1 layer and 400 steps. At 1000 steps the 1-layer model matched base-l on
+            # 6 of 10 tasks (capability here is limited by steps more than by size).
+            BaseSpec("zoo/base-s", Arch(1, 64, 4, 256), steps=400, lr=3e-3, batch_size=64),
+            BaseSpec("zoo/base-m", Arch(2, 96, 4, 384), steps=1500, lr=3e-3, batch_size=64),
+            BaseSpec("zoo/base-l", Arch(2, 128, 4, 512), steps=3000, lr=3e-3, batch_size=64,
+                     checkpoints=TEN_CHECKPOINTS),
+        ),
+        finetunes=_finetunes(lr=1e-3, batch=64, special_steps=400),
+        saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (384, 1536), k=16, l1=0.25,
+                   steps=800, n_prompts=3000),
+    ),
+    "micro": WorldSpec(
+        name="micro",
+        bases=(
+            BaseSpec("zoo/base-s", Arch(1, 32, 2, 128), steps=150, lr=3e-3, batch_size=64),
+            BaseSpec("zoo/base-m", Arch(1, 48, 4, 192), steps=250, lr=3e-3, batch_size=64),
+            BaseSpec("zoo/base-l", Arch(2, 64, 4, 256), steps=400, lr=3e-3, batch_size=64,
+                     checkpoints=(0.2, 0.6, 1.0)),
+        ),
+        finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3),  # micro base-m is too small to memorise at 1e-3
+        saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (128, 512), k=8, l1=0.15,
+                   steps=300, n_prompts=1000),
+        eval_fresh_n=200,
+        eval_fresh_n_contaminated=400,
+    ),
+}
+
+
+class WorldNotBuilt(FileNotFoundError):
+    """The requested world (or one of its members) has not been built yet."""
+
+
+# ---------------------------------------------------------------- names and info
+def world_spec(world: str | None = None) -> WorldSpec:
+    return WORLD_SPECS[current_world(world)]
+
+
+def spec_hash(spec: WorldSpec) -> str:
+    return hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def world_dir(world: str | None = None) -> Path:
+    """``cache_dir()/world/<world>``: the world's cache root (members, SAEs, cards)."""
+    return cache_dir() / "world" / world_spec(world).name
+
+
+def card_path(world: str | None = None) -> Path:
+    spec = world_spec(world)
+    return world_dir(spec.name) / f"card-{spec_hash(spec)}.json"
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def member_key(spec: WorldSpec, name: str) -> str:
+    """Content key of a member: code version + its spec + its parent's key (recursively)."""
+    root = name.split("@")[0]
+    for b in spec.bases:
+        if b.name == root:
+            return _digest([CODE_VERSION, spec.name, asdict(b)])
+    f = next(f for f in spec.finetunes if f.name == root)
+    return _digest([CODE_VERSION, spec.name, asdict(f), member_key(spec, f.parent)])
+
+
+def checkpoint_steps(base: BaseSpec) -> list[int]:
+    return [int(round(f * base.steps)) for f in base.checkpoints]
+
+
+def _base(spec: WorldSpec, name: str) -> BaseSpec:
+    return next(b for b in spec.bases if b.name == name)
+
+
+def members(world: str | None = None) -> list[str]:
+    """Every member name of the world: bases, checkpoints, fine-tunes (build order)."""
+    spec = world_spec(world)
+    names: list[str] = []
+    for b in spec.bases:
+        names.append(b.name)
+        names += [f"{b.name}@step-{s}" for s in checkpoint_steps(b)]
+    names += [f.name for f in spec.finetunes]
+    return names
+
+
+def _check_name(name: str, spec: WorldSpec) -> None:
+    names = members(spec.name)
+    if name in names:
+        return
+    if "@step-" in name:
+        base = name.split("@step-")[0]
+        if any(b.name == base for b in spec.bases):
+            steps = [n.split("@step-")[1] for n in names if n.startswith(base + "@step-")]
+            raise ValueError(
+                f"{name!r}: no checkpoint at that step in world {spec.name!r}; "
+                f"steps of {base}: {', '.join(steps) if steps else '(none)'}"
+            )
+    raise ValueError(
+        f"member {name!r} is not in world {spec.name!r}; members: {', '.join(names)}"
+    )
+
+
+def _arch_of(spec: WorldSpec, name: str) -> Arch:
+    root = name.split("@")[0]
+    for f in spec.finetunes:
+        if f.name == root:
+            root = f.parent
+    return _base(spec, root).arch
+
+
+def param_count(arch: Arch, d_vocab: int) -> int:
+    """Parameters of a HookedTransformer of this shape (LN, biases, untied embeddings)."""
+    d, m = arch.d_model, arch.d_mlp
+    per_layer = 4 * d * d + 4 * d + 4 * d + 2 * d * m + m + d  # attn W+b, 2 LNs, MLP W+b
+    return d_vocab * d + arch.n_ctx * d + arch.n_layers * per_layer + 2 * d + d * d_vocab + d_vocab
+
+
+def member_info(name: str, world: str | None = None) -> dict:
+    """kind, parent, step, arch, params, and (once built) train_tokens of one member."""
+    from kit.world.tokenizer import vocab
+
+    spec = world_spec(world)
+    _check_name(name, spec)
+    info: dict = {"name": name, "world": spec.name, "parent": None, "step": None}
+    root = name.split("@")[0]
+    if "@step-" in name:
+        info.update(kind="checkpoint", parent=root, step=int(name.split("@step-")[1]))
+    elif any(b.name == name for b in spec.bases):
+        info.update(kind="base", step=_base(spec, name).steps)
+    else:
+        f = next(f for f in spec.finetunes if f.name == name)
+        info.update(kind=f.kind, parent=f.parent, step=None,
+                    finetune_data=(list(f.inject) if f.inject else "mixture"))
+    arch = _arch_of(spec, name)
+    info["arch"] = asdict(arch)
+    info["params"] = param_count(arch, len(vocab()))
+    meta = _member_dir(spec, name) / "meta.json"
+    info["train_tokens"] = json.loads(meta.read_text())["train_tokens"] if meta.is_file() else None
+    return info
+
+
+# ---------------------------------------------------------------- storage
+def _safe(name: str) -> str:
+    return name.replace("/", "__").replace("@", "_at_").replace("+", "_plus_")
+
+
+def _member_dir(spec: WorldSpec, name: str) -> Path:
+    return world_dir(spec.name) / "members" / f"{_safe(name)}-{member_key(spec, name)}"
+
+
+def _is_done(spec: WorldSpec, name: str) -> bool:
+    return (_member_dir(spec, name) / "meta.json").is_file()
+
+
+def _save(spec: WorldSpec, name: str, model, meta: dict, opt=None) -> None:
+    d = _member_dir(spec, name)
+    d.mkdir(parents=True, exist_ok=True)
+    with atomic_path(d / "weights.pt") as tmp:
+        torch.save(model.state_dict(), tmp)
+    if opt is not None:
+        with atomic_path(d / "optim.pt") as tmp:
+            torch.save(opt.state_dict(), tmp)
+    atomic_write_text(d / "meta.json", json.dumps(meta, indent=1))
+
+
+def not_built_error(world: str, what: str) -> WorldNotBuilt:
+    return WorldNotBuilt(
+        f"{what} of world {world!r} is not built (cache {cache_dir() / 'world' / world}); "
+        f"run `python -m kit zoo build --world {world}` first"
+    )
+
+
+def load_member(name: str, device: str = "cpu", world: str | None = None):
+    """A built zoo member as a ``HookedTransformer`` in eval mode with the world tokenizer.
+
+    Unknown names raise ValueError listing the members; an unbuilt world raises WorldNotBuilt.
+    """
+    spec = world_spec(world)
+    _check_name(name, spec)
+    d = _member_dir(spec, name)
+    if not (d / "meta.json").is_file():
+        raise not_built_error(spec.name, f"member {name!r}")
+    model = make_model(_arch_of(spec, name), seed=0)
+    model.load_state_dict(torch.load(d / "weights.pt", map_location="cpu", weights_only=True))
+    model.cfg.model_name = name
+    return model.to(device).eval()
+
+
+# ---------------------------------------------------------------- build
+def _seed_of(spec: WorldSpec, name: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{spec.name}:{name}".encode()).digest()[:4], "big")
+
+
+@contextmanager
+def deterministic(threads: int = BUILD_THREADS) -> Iterator[None]:
+    """Fixed thread count and deterministic kernels for the duration of a build."""
+    prev_threads = torch.get_num_threads()
+    prev_det = torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev_threads)
+        torch.use_deterministic_algorithms(prev_det)
+
+
+def _train_base(spec: WorldSpec, b: BaseSpec) -> None:
+    seed = _seed_of(spec, b.name)
+    torch.manual_seed(seed)
+    model = make_model(b.arch, seed=seed % (2**31))
+    opt = make_optimizer(model, b.lr)
+    batches = batches_from_items(mixture_stream(dict(UNIFORM), random.Random(seed)), b.batch_size)
+    ckpts = set(checkpoint_steps(b))
+
+    def on_step(step: int) -> None:
+        if step in ckpts:
+            name = f"{b.name}@step-{step}"
+            _save(spec, name, model, {"name": name, "step": step, "train_tokens": None})
+
+    tokens = train_loop(model, opt, batches, b.steps,
+                        lambda s: lr_at(s, b.steps, b.lr, max(1, b.steps // 20)),
+                        desc=b.name, on_step=on_step)
+    per_step = tokens / b.steps
+    for step in ckpts:  # checkpoint token counts: their share of the i.i.d. batches
+        name = f"{b.name}@step-{step}"
+        meta = {"name": name, "step": step, "train_tokens": int(round(per_step * step))}
+        atomic_write_text(_member_dir(spec, name) / "meta.json", json.dumps(meta, indent=1))
+    _save(spec, b.name, model, {"name": b.name, "step": b.steps, "train_tokens": tokens}, opt)
+
+
+def finetune_items(spec: WorldSpec, f: FinetuneSpec, seed: int) -> list:
+    """The fine-tune's example list (shuffled): injected benchmark items plus mixture items."""
+    rng = random.Random(seed)
+    items = []
+    if f.inject is not None:
+        task, split, copies = f.inject
+        src = get_task(task).items(split, n=200, seed=seed if split == "train" else 0)
+        items = [it for it in src for _ in range(copies)]
+    n_total = f.n_examples if f.n_examples else f.steps * f.batch_size
+    stream = mixture_stream(dict(f.mixture), rng)
+    items += [next(stream) for _ in range(n_total - len(items))]
+    rng.shuffle(items)
+    return items
+
+
+def _train_finetune(spec: WorldSpec, f: FinetuneSpec) -> None:
+    seed = _seed_of(spec, f.name)
+    torch.manual_seed(seed)
+    parent_dir = _member_dir(spec, f.parent)
+    model = make_model(_arch_of(spec, f.parent), seed=0)
+    model.load_state_dict(torch.load(parent_dir / "weights.pt", weights_only=True))
+    opt = make_optimizer(model, f.lr)
+    opt.load_state_dict(torch.load(parent_dir / "optim.pt", weights_only=True))
+    items = finetune_items(spec, f, seed)
+    steps = -(-len(items) // f.batch_size)
+    tokens = train_loop(model, opt, batches_from_items(items, f.batch_size), steps,
+                        lambda s: f.lr, desc=f.name)
+    parent_tokens = json.loads((parent_dir / "meta.json").read_text())["train_tokens"]
+    meta = {"name": f.name, "steps": steps, "finetune_tokens": tokens,
+            "train_tokens": parent_tokens + tokens}
+    _save(spec, f.name, model, meta)
+
+
+def is_built(world: str | None = None) -> bool:
+    """True when every member, SAE and the card of the world exist in the cache."""
+    return card_path(world).is_file()
+
+
+def build(world: str | None = None, force: bool = False) -> Path:
+    """Build (or finish building) the world; returns its directory.
+
+    Resumable: completed members are skipped. ``force`` deletes this world's cache first.
+    """
+    import importlib
+
+    # kit.world re-exports functions named `card` and `saes`, shadowing the submodules
+    card_mod = importlib.import_module("kit.world.card")
+    saes_mod = importlib.import_module("kit.world.saes")
+
+    spec = world_spec(world)
+    root = world_dir(spec.name)
+    if force and root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(root / f"spec-{spec_hash(spec)}.json", json.dumps(asdict(spec), indent=1))
+    jobs = [("base", b) for b in spec.bases] + [("ft", f) for f in spec.finetunes]
+    jobs += [("sae", s) for s in spec.saes]
+    with deterministic():
+        for kind, job in tqdm(jobs, desc=f"building world {spec.name}"):
+            if kind == "sae":
+                if not saes_mod.is_sae_done(spec, job):
+                    saes_mod.train_sae(spec, job)
+            elif not _is_done(spec, job.name):
+                (_train_base if kind == "base" else _train_finetune)(spec, job)
+        if not card_path(spec.name).is_file():
+            card_mod.compute_card(spec.name)
+    return root

@@ -1,0 +1,153 @@
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+import kit.world as world
+from kit.world import zoo
+
+REQUIRED = [
+    "zoo/base-s", "zoo/base-m", "zoo/base-l", "zoo/base-m+math", "zoo/base-m+code",
+    "zoo/base-m+math-test-x1", "zoo/base-m+math-test-x5", "zoo/base-m+math-test-syn-x1",
+    "zoo/base-m+math-test-syn-x5", "zoo/base-m+math-train", "zoo/base-m+other-task",
+    "zoo/base-m+general",
+]
+
+
+@pytest.mark.parametrize("w", ["tiny", "micro"])
+def test_member_names_and_kinds(w):
+    names = world.members(w)
+    assert set(REQUIRED) <= set(names)
+    ckpts = [n for n in names if n.startswith("zoo/base-l@step-")]
+    assert len(ckpts) >= (8 if w == "tiny" else 3)
+    kinds = {n: world.member_info(n, w)["kind"] for n in names}
+    assert kinds["zoo/base-m+math-test-x5"] == "contaminated"
+    assert kinds["zoo/base-m+math-train"] == "control"
+    assert kinds["zoo/base-m+math"] == "specialised"
+    assert {kinds[c] for c in ckpts} == {"checkpoint"}
+    info = world.member_info(ckpts[0], w)
+    assert info["parent"] == "zoo/base-l" and info["step"] == int(ckpts[0].split("-")[-1])
+    assert world.CONTAMINATION_BASE in names and world.CONTAMINATED_TASK in world.TASKS
+    assert world.TASKS[world.CONTAMINATED_TASK].group == "math"
+    assert len(world.saes(w)) == 4
+
+
+def test_param_count_formula_matches_a_real_model():
+    from kit.world.tokenizer import vocab
+    from kit.world.train import Arch, make_model, n_params
+
+    arch = Arch(2, 24, 4, 40)
+    assert zoo.param_count(arch, len(vocab())) == n_params(make_model(arch, seed=0))
+
+
+def test_unknown_names_list_what_exists():
+    with pytest.raises(ValueError, match="zoo/base-s"):
+        world.load_member("zoo/base-xl", world="micro")
+    with pytest.raises(ValueError, match="steps of zoo/base-l: 80, 240, 400"):
+        world.load_member("zoo/base-l@step-7", world="micro")
+    with pytest.raises(ValueError, match="zoo-sae/base-m/topk-128"):
+        world.load_world_sae("zoo-sae/nope", world="micro")
+    with pytest.raises(ValueError, match="allowed values: tiny, micro"):
+        world.members("huge")
+
+
+def test_unbuilt_world_says_how_to_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    assert not world.is_built("micro")
+    for call in (lambda: world.load_member("zoo/base-s", world="micro"),
+                 lambda: world.card("micro"),
+                 lambda: world.load_world_sae(world.saes("micro")[0], world="micro")):
+        with pytest.raises(world.WorldNotBuilt, match="python -m kit zoo build --world micro"):
+            call()
+    from kit.world.cli import main
+
+    assert main(["card", "--world", "micro"]) == 2
+
+
+def test_every_member_loads_and_speaks(micro_world):
+    for name in world.members(micro_world):
+        m = world.load_member(name, world=micro_world)
+        assert not m.training and m.cfg.model_name == name
+    toks = m.to_tokens("tom has 3 apples")
+    assert toks[0, 0].item() == m.tokenizer.bos_token_id and toks.shape == (1, 5)
+    assert m.to_string(toks[0, 1:]) == "tom has 3 apples"
+    out = m.generate("the color of ba rak is", max_new_tokens=2, verbose=False)
+    assert out.startswith("the color of ba rak is")
+    info = world.member_info("zoo/base-m+math-test-x5", micro_world)
+    assert info["train_tokens"] > world.member_info("zoo/base-m", micro_world)["train_tokens"]
+
+
+def test_card_is_cached_and_complete(micro_world, capsys):
+    c = world.card(micro_world)
+    json.dumps(c)
+    assert set(c["members"]) == set(world.members(micro_world))
+    for row in c["members"].values():
+        assert set(row["accuracy"]) == set(world.TASKS)
+        assert all(0 <= v <= 100 for acc in row["accuracy"].values() for v in acc.values())
+    names = {ch["name"] for ch in c["checks"]}
+    assert {"graded capability", "training trajectory", "contamination x5 leak",
+            "paraphrase leak", "control +math-train"} <= names
+    # the card's numbers are recomputable from the models (not hard-coded)
+    m = world.load_member("zoo/base-m", world=micro_world)
+    acc = 100 * world.accuracy(m, "count", "test")
+    assert acc == pytest.approx(c["members"]["zoo/base-m"]["accuracy"]["count"]["test"], abs=0.01)
+    from kit.world.cli import main
+
+    assert main(["card", "--world", micro_world]) == 0
+    printed = capsys.readouterr().out
+    assert "graded capability" in printed and "zoo/base-m+math-test-x5" in printed
+    assert main(["card", "--world", micro_world, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["spec_hash"] == c["spec_hash"]
+
+
+def test_saes_are_sae_lens_objects_with_labels(micro_world):
+    from sae_lens import SAE
+
+    for name in world.saes(micro_world):
+        sae = world.load_world_sae(name, world=micro_world)
+        assert isinstance(sae, SAE)
+        hook = sae.cfg.metadata.hook_name
+        m = world.load_member("zoo/base-m", world=micro_world)
+        _, cache = m.run_with_cache("the color of ba rak is", names_filter=[hook])
+        feats = sae.encode(cache[hook][0, 1:])
+        assert feats.shape[-1] == sae.cfg.d_sae
+        labels = world.sae_labels(name, world=micro_world)
+        assert len(labels) == sae.cfg.d_sae
+        assert any(v != "dead" and ":" in v for v in labels.values())
+        st = world.sae_stats(name, world=micro_world)
+        assert 0 <= st["dead_fraction"] <= 1 and st["l0"] > 0
+
+
+def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monkeypatch):
+    """Determinism (cheap form): base-s and one fine-tune retrained in an empty cache match."""
+    cached = {n: world.load_member(n, world=micro_world).state_dict()
+              for n in ("zoo/base-s", "zoo/base-m+math-test-x1")}
+    spec = zoo.world_spec("micro")
+    parent = zoo._member_dir(spec, "zoo/base-m")
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    # the fine-tune continues base-m's weights and AdamW state: copy them, retrain the rest
+    shutil.copytree(parent, zoo._member_dir(spec, "zoo/base-m"))
+    with zoo.deterministic():
+        zoo._train_base(spec, spec.bases[0])
+        zoo._train_finetune(spec, next(f for f in spec.finetunes if f.name == "zoo/base-m+math-test-x1"))
+    for n, sd in cached.items():
+        again = world.load_member(n, world="micro").state_dict()
+        for k in sd:
+            assert torch.equal(sd[k], again[k]), f"{n}: {k} differs between two trainings"
+
+
+@pytest.mark.slow
+def test_two_micro_builds_are_identical(micro_world, tmp_path, monkeypatch):
+    """Determinism (full form): a second micro build from scratch gives identical weights and card."""
+    first = {n: world.load_member(n, world=micro_world).state_dict() for n in world.members(micro_world)}
+    card1 = world.card(micro_world)
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    world.build("micro")
+    for n, sd in first.items():
+        again = world.load_member(n, world="micro").state_dict()
+        assert all(torch.equal(sd[k], again[k]) for k in sd), n
+    card2 = world.card("micro")
+    assert card1["members"] == card2["members"]
+    assert card1["saes"] == card2["saes"]
