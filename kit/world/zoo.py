@@ -353,7 +353,7 @@ def load_member(name: str, device: str = "cpu", world: str | None = None):
     model = make_model(_arch_of(spec, name), seed=0)
     model.load_state_dict(torch.load(d / "weights.pt", map_location="cpu", weights_only=True))
     model.cfg.model_name = name
-    return model.to(device).eval()
+    return model.to(device, print_details=False).eval()
 
 
 # ---------------------------------------------------------------- build
