@@ -48,20 +48,8 @@ class Suite:
 
 
 def benchmark_prompts(name: str, n: int, seed: int = 0) -> list[str]:
-    """``n`` prompts of a real benchmark (seeded sample of its test split; ``bbh`` pools
-    :data:`BBH_SUITE_TASKS` in equal shares)."""
-    from .benchmarks import load_benchmark
-
-    rng = random.Random(f"{seed}/{name}")
-    if name == "bbh":
-        per = max(1, n // len(BBH_SUITE_TASKS))
-        out = []
-        for task in BBH_SUITE_TASKS:
-            items = load_benchmark(f"bbh/{task}", "test")
-            out += [it.prompt for it in rng.sample(items, min(per, len(items)))]
-        return out[:n]
-    items = load_benchmark(name, "test")
-    return [it.prompt for it in rng.sample(items, min(n, len(items)))]
+    """``n`` prompts of a real benchmark (the items of :func:`benchmark_items`)."""
+    return [item.prompt for _, item in benchmark_items(name, n, seed)]
 
 
 def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int, response_sets: Sequence[str],

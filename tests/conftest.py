@@ -1,4 +1,5 @@
-"""Shared fixtures: every RNG seeded per test; the micro world built once per session when asked for."""
+"""Shared fixtures: every RNG seeded and torch on one thread per test; the micro world built once
+per session when asked for."""
 
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ def _seed_everything():
     random.seed(0)
     np.random.seed(0)
     torch.manual_seed(0)
+    # One thread: on a 2-core machine, OpenMP threads spin against each other and the other test
+    # processes (kernels), running many times slower; results do not depend on it.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

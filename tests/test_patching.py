@@ -13,16 +13,6 @@ from kit.models import random_model
 SHAPES = ["tiny-gelu", "tiny-gated"]
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    # one thread: on a shared 2-core machine two OpenMP threads spin and run many times slower
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _prompts(n=4, pos=7, seed=0):
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(4, 97, (n, pos), generator=g)

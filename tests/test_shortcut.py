@@ -17,16 +17,6 @@ from kit.models import random_model
 PLANT_LAYER, PLANT_INDEX, TARGET = 1, 37, 42
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    # one thread: on a shared 2-core machine two OpenMP threads spin and run many times slower
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    yield
-    torch.set_num_threads(threads)
-
-
 # --------------------------------------------------------------------------- formulas by hand
 def test_comparative_score_hand_computed_and_streaming():
     con = torch.tensor([[[1.0, 2.0]], [[3.0, 4.0]], [[0.0, 0.0]]])  # [prompt=3, layer=1, d_mlp=2]
