@@ -44,7 +44,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from .cg import SparseRows, segment_mean
-from .paths import atomic_path, atomic_write_text, cache_dir, data_dir
+from .paths import atomic_path, cache_dir, data_dir
 
 BUILD_VERSION = 4
 """Bump when the training recipe changes: old caches are then not reused."""

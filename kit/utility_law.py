@@ -394,7 +394,6 @@ def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, 
     Returns columns model, task, method, score, threshold, mui."""
     from tqdm.auto import tqdm
 
-    from . import world as W
     from .models import load_model
 
     rows = []
@@ -429,7 +428,6 @@ def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world
     The SAE's hook comes from ``sae.cfg.metadata.hook_name``. Returns columns sae, model, hook,
     d_sae, task, performance, sae_mui, neuron_mui, features_per_token.
     """
-    from . import world as W
     from .models import load_model, load_sae
 
     rows = []

@@ -28,7 +28,6 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from kit.paths import atomic_write_text
 from kit.world.tasks import TASKS
 from kit.world.train import item_sequence, mixture_stream
 from kit.world.tokenizer import PAD_ID, pad_right

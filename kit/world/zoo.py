@@ -16,7 +16,7 @@ import json
 import random
 import shutil
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 

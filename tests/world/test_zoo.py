@@ -1,7 +1,6 @@
 import json
 import shutil
 
-import numpy as np
 import pytest
 import torch
 
