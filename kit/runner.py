@@ -98,7 +98,6 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None) -> Noteb
         _, profiles = read_profiles(params_path)
         if profile not in profiles:
             return NotebookOutcome(stem, "skipped", 0.0, error=f"no profile {profile!r} in {params_path.name}")
-        load_params(stem, profile)  # fail here, with the params error, rather than deep in a kernel
     try:
         pm.execute_notebook(
             str(nb), str(out_dir / nb.name),
