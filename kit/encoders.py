@@ -63,7 +63,9 @@ def load_encoder(name: str = "minilm", device: str = "cpu") -> "Encoder":
         raise ValueError(f"encoder name must be a non-empty string, got {name!r}; e.g. 'minilm'")
     if name in MINILM_NAMES:
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # a 103-step "Loading weights" bar for a local 90 MB file
         path = minilm_path()
         # Same semantics as HF_HUB_OFFLINE=1 for this one load: a local directory, never the hub.
         old = os.environ.get("HF_HUB_OFFLINE")
