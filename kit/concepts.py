@@ -91,25 +91,15 @@ def read_conllu(path: str | Path, column: Literal["xpos", "upos"] = "xpos") -> l
     col = {"xpos": 4, "upos": 3}.get(column)
     if col is None:
         raise ValueError(f"column={column!r}; allowed: xpos, upos")
-    sentences, words, tags = [], [], []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            if words:
-                sentences.append(TaggedSentence(tuple(words), tuple(tags)))
-            words, tags = [], []
-            continue
+    def word_tag(line: str) -> tuple[str, str] | None:
         if line.startswith("#"):
-            continue
+            return None
         fields = line.split("\t")
         if len(fields) != 10:
             raise ValueError(f"{path}: malformed CoNLL-U line (expected 10 tab-separated fields): {line[:80]!r}")
-        if not fields[0].isdigit():
-            continue
-        words.append(fields[1])
-        tags.append(fields[col])
-    if words:
-        sentences.append(TaggedSentence(tuple(words), tuple(tags)))
-    return sentences
+        return (fields[1], fields[col]) if fields[0].isdigit() else None
+
+    return _sentences(path, word_tag)
 
 
 def read_conll2000(path: str | Path, column: Literal["pos", "chunk"] = "pos") -> list[TaggedSentence]:
@@ -117,6 +107,18 @@ def read_conll2000(path: str | Path, column: Literal["pos", "chunk"] = "pos") ->
     col = {"pos": 1, "chunk": 2}.get(column)
     if col is None:
         raise ValueError(f"column={column!r}; allowed: pos, chunk")
+    def word_tag(line: str) -> tuple[str, str]:
+        fields = line.split()
+        if len(fields) != 3:
+            raise ValueError(f"{path}: malformed CoNLL-2000 line (expected 'word POS chunk'): {line[:80]!r}")
+        return fields[0], fields[col]
+
+    return _sentences(path, word_tag)
+
+
+def _sentences(path: str | Path, word_tag) -> list[TaggedSentence]:
+    """Group a CoNLL-style file into sentences (blank line between them); ``word_tag(line)``
+    returns (word, tag) or None for a line that carries no word."""
     sentences, words, tags = [], [], []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         if not line.strip():
@@ -124,11 +126,10 @@ def read_conll2000(path: str | Path, column: Literal["pos", "chunk"] = "pos") ->
                 sentences.append(TaggedSentence(tuple(words), tuple(tags)))
             words, tags = [], []
             continue
-        fields = line.split()
-        if len(fields) != 3:
-            raise ValueError(f"{path}: malformed CoNLL-2000 line (expected 'word POS chunk'): {line[:80]!r}")
-        words.append(fields[0])
-        tags.append(fields[col])
+        pair = word_tag(line)
+        if pair is not None:
+            words.append(pair[0])
+            tags.append(pair[1])
     if words:
         sentences.append(TaggedSentence(tuple(words), tuple(tags)))
     return sentences

@@ -250,30 +250,24 @@ def table3_neuronvote(result: StudyResult, with_paper: bool = True, paper_model:
     df = result.scores[result.scores.metric == "NeuronVote"]
     if methods is not None:
         df = df[df.method.isin(methods)]
-    ours = _display(df).pivot_table(index="method", columns="position", values="score", aggfunc="mean")
-    ours = ours[[c for c in POSITIONS if c in ours.columns] + [c for c in ours.columns if c not in POSITIONS]]
-    ours.columns = [f"ours {c}" for c in ours.columns]
-    if with_paper:
-        from .paper_tables import load_table
-
-        paper = load_table("004_table03_neuronvote_pos")
-        paper = paper[paper.model == paper_model].pivot_table(index="method", columns="layer", values="score",
-                                                              aggfunc="first")
-        paper.columns = [f"paper {paper_model} L{c}" for c in paper.columns]
-        ours = ours.join(paper, how="left")
-    return ours.round(3)
+    return _by_position_with_paper(df, "004_table03_neuronvote_pos" if with_paper else None, paper_model)
 
 
 def table4_meanselect(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> pd.DataFrame:
     """Table 4 analogue: NeuronVote of MeanSelect and Random per layer position, paper beside."""
     df = result.scores[(result.scores.metric == "NeuronVote") & result.scores.method.isin(["meanselect", "random"])]
+    return _by_position_with_paper(df, "004_table04_meanselect_neuronvote_pos" if with_paper else None, paper_model)
+
+
+def _by_position_with_paper(df: pd.DataFrame, paper_table: str | None, paper_model: str) -> pd.DataFrame:
+    """Mean NeuronVote per method and layer position, with the published table's row beside it."""
     ours = _display(df).pivot_table(index="method", columns="position", values="score", aggfunc="mean")
     ours = ours[[c for c in POSITIONS if c in ours.columns] + [c for c in ours.columns if c not in POSITIONS]]
     ours.columns = [f"ours {c}" for c in ours.columns]
-    if with_paper:
+    if paper_table:
         from .paper_tables import load_table
 
-        paper = load_table("004_table04_meanselect_neuronvote_pos")
+        paper = load_table(paper_table)
         paper = paper[paper.model == paper_model].pivot_table(index="method", columns="layer", values="score",
                                                               aggfunc="first")
         paper.columns = [f"paper {paper_model} L{c}" for c in paper.columns]
