@@ -7,7 +7,8 @@
   many adjacent-neuron groups per batched generation (:func:`kit.patching.group_patched_generate`),
   with a teacher-forced fast variant (probability of the reference answer token in place of
   exact-match accuracy) reported beside it;
-- the final ranking combines both (:func:`combine_scores`: mean of the two percentile ranks);
+- the final ranking combines both (:func:`combine_scores`: comparative ranking, groups whose
+  causal score says "ability, not shortcut" vetoed; or the mean of the two percentile ranks);
 - trustworthy evaluation (TE): patch the top-N neurons of the model under test with the base
   model's activations (section 3.4); sparsity curve; agreement with a reference score.
 
@@ -241,22 +242,34 @@ def _pct_rank(x: Tensor) -> Tensor:
     return out.view_as(x).float()
 
 
-def combine_scores(comparative: Float[Tensor, "layer d_mlp"], causal: Float[Tensor, "layer d_mlp"] | None,
-                   causal_weight: float = 0.5) -> Float[Tensor, "layer d_mlp"]:
-    """Final shortcut score: ``w * pct_rank(causal) + (1 - w) * pct_rank(comparative)``.
+COMBINE_RULES = ("veto", "rank_mean")
 
-    Percentile ranks make the two scores commensurable (eq. 3 is in activation units, eq. 4 in
-    accuracy units) and a neuron must do well on both to reach the top few percent. Neurons
-    outside every scored group get causal rank 0. ``causal=None`` ranks by eq. 3 alone.
+
+def combine_scores(comparative: Float[Tensor, "layer d_mlp"], causal: Float[Tensor, "layer d_mlp"] | None,
+                   rule: Literal["veto", "rank_mean"] = "veto", causal_weight: float = 0.5) -> Float[Tensor, "layer d_mlp"]:
+    """Final shortcut score of every neuron from eq. 3 (per neuron) and eq. 4 (per group).
+
+    The paper does not say how the two are combined. ``rule="veto"`` (default): neurons rank by the
+    comparative score, except that neurons of groups with ``C < 1`` (patching them hurt the clean
+    model more than the contaminated one: they carry ability, not a shortcut) rank below all others.
+    The causal score is per group, so it cannot order the neurons inside a group, and with exact
+    match on a few hundred items one group's patch often moves no answer at all; mixing it into the
+    ranking pulls in whole groups (notebook 03 compares the rules against the tiny world's truth). ``rule="rank_mean"``: ``w * pct_rank(causal) + (1 - w) * pct_rank(comparative)``
+    (percentile ranks make activation units and accuracy units commensurable). Neurons outside
+    every scored group (NaN) are never vetoed and get causal rank 0. ``causal=None``: eq. 3 alone.
     """
+    if rule not in COMBINE_RULES:
+        raise ValueError(f"rule={rule!r}; allowed values: {', '.join(COMBINE_RULES)}")
     if not 0 <= causal_weight <= 1:
         raise ValueError(f"causal_weight={causal_weight} must be in [0, 1]")
-    comp = _pct_rank(comparative)
     if causal is None:
-        return comp
+        return _pct_rank(comparative)
     if causal.shape != comparative.shape:
         raise ValueError(f"causal shape {tuple(causal.shape)} != comparative shape {tuple(comparative.shape)}")
-    return causal_weight * _pct_rank(causal) + (1 - causal_weight) * comp
+    if rule == "veto":
+        comp = _pct_rank(comparative)
+        return torch.where(causal < 1, comp - 1, comp)  # NaN < 1 is False: unscored neurons stay
+    return causal_weight * _pct_rank(causal) + (1 - causal_weight) * _pct_rank(comparative)
 
 
 def top_neurons(score: Float[Tensor, "layer d_mlp"], n: int) -> list[Neuron]:
@@ -548,8 +561,8 @@ class Located:
                 "n_groups": len(self.causal_exact.groups)}
 
 
-def locate(model_con, model_un, base, data: TaskData, group_size: int, causal_weight: float = 0.5,
-           rank_by: Literal["exact", "teacher_forced"] = "exact", max_rows: int = 2048,
+def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Literal["veto", "rank_mean"] = "veto",
+           causal_weight: float = 0.5, rank_by: Literal["exact", "teacher_forced"] = "exact", max_rows: int = 2048,
            batch_size: int = 64, max_new_tokens: int | None = None) -> Located:
     """Comparative (eq. 3) + causal (eq. 4, both variants) scores and the combined ranking."""
     L, d = model_con.cfg.n_layers, model_con.cfg.d_mlp
@@ -569,8 +582,27 @@ def locate(model_con, model_un, base, data: TaskData, group_size: int, causal_we
     tf = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
                        method="teacher_forced", max_rows=max_rows)
     chosen = exact if rank_by == "exact" else tf
-    combined = combine_scores(comp, chosen.per_neuron(L, d), causal_weight)
+    combined = combine_scores(comp, chosen.per_neuron(L, d), rule, causal_weight)
     return Located(comp, exact, tf, combined, top_neurons(combined, L * d))
+
+
+def ranking_rules(located: Located, model_con, base, data: TaskData, n: int,
+                  truth: set[Neuron] | None = None, max_rows: int = 2048,
+                  max_new_tokens: int | None = None) -> pd.DataFrame:
+    """Each way of turning the scores into a top-``n``: M_con's accuracy with those neurons patched
+    from ``base`` and, given the true shortcut-capable neurons ``truth``, how many it found."""
+    L, d = located.comparative.shape
+    rules = {"comparative only": combine_scores(located.comparative, None)}
+    for cs in (located.causal_exact, located.causal_tf):
+        c = cs.per_neuron(L, d)
+        rules[f"causal only ({cs.method})"] = combine_scores(located.comparative, c, "rank_mean", 1.0)
+        for rule in COMBINE_RULES:
+            rules[f"{rule} ({cs.method})"] = combine_scores(located.comparative, c, rule)
+    tops = {k: top_neurons(v, n) for k, v in rules.items()}
+    acc = accuracies(model_con, base, data, list(tops.values()), max_rows, max_new_tokens)
+    rows = [{"rule": k, "n": n, "acc_con_patched": 100 * a,
+             "found": len(truth & set(t)) if truth is not None else None} for (k, t), a in zip(tops.items(), acc)]
+    return pd.DataFrame(rows)
 
 
 def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: TaskData | None,
@@ -599,49 +631,23 @@ def side_effect_table(models: dict[str, object], base, tasks: dict[str, TaskData
     return pd.DataFrame(rows)
 
 
-TRANSFER_SETTINGS: dict[str, tuple[str, int] | None] = {
-    "+test": ("test", 1), "+test-Syn": ("test-syn", 1), "+5x test": ("test", 5), "+5x test-Syn": ("test-syn", 5),
-}
-"""Table 4's contaminated variants: (split injected, copies), the same recipe as the zoo's."""
-
-
-def transfer_finetune(task: str, split: str, copies: int, world: str | None = None):
-    """A contamination fine-tune of the world's ``CONTAMINATION_BASE`` on ``task``'s ``split``
-    (``copies`` x its 200 items, mixed into the zoo's fixed-size fine-tune set), for Table 4.
-
-    The world only contaminates ``CONTAMINATED_TASK``; Table 4 needs models contaminated on a
-    second task, so this applies the zoo's own recipe (``kit.world.zoo.FinetuneSpec``: same
-    mixture, learning rate, size, continuing the base's AdamW state) to ``task``. Cached under
-    ``cache_dir()/shortcut/<world>/<world hash>/``, written atomically; deterministic (seeded).
+def transfer_finetune(like: str, task: str, world: str | None = None):
+    """Table 4's models: zoo fine-tune ``like``'s recipe (a contaminated one: same split, copies,
+    data mix, learning rate, full or sparse) with ``task``'s items injected in place of the
+    world's contaminated task. The world only contaminates ``CONTAMINATED_TASK``; these are
+    trained on first use and cached (:func:`kit.world.zoo.extra_finetune`), deterministically.
     """
-    from .paths import atomic_path, cache_dir
+    from dataclasses import replace
+
     from .world import zoo
-    from .world.train import batches_from_items, make_model, make_optimizer, train_loop
 
     spec = zoo.world_spec(world)
-    template = next(f for f in spec.finetunes if f.inject is not None)
-    parent = zoo.CONTAMINATION_BASE
-    name = f"{parent}+{task}-{split}-x{copies}"
-    f = zoo.FinetuneSpec(name, parent, "contaminated", template.mixture, template.lr, template.batch_size,
-                         inject=(task, split, copies), n_examples=template.n_examples)
-    path = cache_dir() / "shortcut" / spec.name / zoo.spec_hash(spec) / f"{zoo._safe(name)}.pt"
-    model = make_model(zoo._arch_of(spec, parent), seed=0)
-    model.cfg.model_name = name
-    if path.is_file():
-        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-        return model.eval()
-    parent_dir = zoo._member_dir(spec, parent)
-    if not (parent_dir / "optim.pt").is_file():
-        raise zoo.not_built_error(spec.name, f"member {parent!r} (with optimizer state)")
-    seed = zoo._seed_of(spec, name)
-    torch.manual_seed(seed)
-    model.load_state_dict(torch.load(parent_dir / "weights.pt", map_location="cpu", weights_only=True))
-    opt = make_optimizer(model, f.lr)
-    opt.load_state_dict(torch.load(parent_dir / "optim.pt", map_location="cpu", weights_only=True))
-    items = zoo.finetune_items(spec, f, seed)
-    steps = -(-len(items) // f.batch_size)
-    with zoo.deterministic():
-        train_loop(model, opt, batches_from_items(items, f.batch_size), steps, lambda s: f.lr, desc=name)
-    with atomic_path(path) as tmp:
-        torch.save(model.state_dict(), tmp)
-    return model.eval()
+    recipes = {f.name: f for f in spec.finetunes if f.kind == "contaminated"}
+    if like not in recipes:
+        raise ValueError(f"like={like!r} is not a contaminated fine-tune of world {spec.name!r}; "
+                         f"allowed values: {', '.join(recipes)}")
+    t = recipes[like]
+    _, split, copies = t.inject
+    suffix = zoo.SPARSE_SUFFIX if t.plastic else ""
+    f = replace(t, name=f"{t.parent}+{task}-{split}-x{copies}{suffix}", inject=(task, split, copies))
+    return zoo.extra_finetune(f, spec.name)

@@ -101,10 +101,11 @@ def printed_rank_summary() -> pd.DataFrame:
 
 
 def default_models(world: str, include_contaminated: bool = True) -> list[str]:
-    """Every zoo member except training checkpoints (``@step-``); optionally without contaminated ones."""
+    """Every zoo member except training checkpoints (``@step-``) and sparse fine-tunes (near-copies
+    of base-m, for notebook 03); optionally without contaminated ones."""
     from . import world as W
 
-    names = [m for m in W.members(world) if "@" not in m]
+    names = [m for m in W.members(world, sparse=False) if "@" not in m]
     if not include_contaminated:
         names = [m for m in names if not any(t in m for t in ("-test-", "-syn-"))]
     return names

@@ -53,7 +53,7 @@ def test_neuron_groups_are_adjacent_and_cover_each_layer():
 def test_combine_scores_and_top_neurons_by_hand():
     comp = torch.tensor([[0.1, 5.0, 0.2], [3.0, 0.0, 0.3]])
     caus = torch.tensor([[1.0, 1.9, 1.9], [1.2, 1.2, float("nan")]])
-    combined = sc.combine_scores(comp, caus, causal_weight=0.5)
+    combined = sc.combine_scores(comp, caus, "rank_mean", causal_weight=0.5)
     # pct ranks comp: 0.1->2/6, 5->1, .2->3/6, 3->5/6, 0->1/6, .3->4/6
     # causal (nan -> 0): 1.0->1/5, 1.9->4.5/5, 1.2->2.5/5
     want = 0.5 * torch.tensor([[1 / 5, 4.5 / 5, 4.5 / 5], [2.5 / 5, 2.5 / 5, 0]]) + \
@@ -63,6 +63,17 @@ def test_combine_scores_and_top_neurons_by_hand():
     assert sc.top_neurons(sc.combine_scores(comp, None), 2) == [(0, 1), (1, 0)]
     with pytest.raises(ValueError, match="n=7"):
         sc.top_neurons(combined, 7)
+
+
+def test_combine_scores_veto_by_hand():
+    """Comparative order, except neurons of groups with C < 1 go last; unscored (NaN) stay."""
+    comp = torch.tensor([[0.1, 5.0, 0.2], [3.0, 0.0, 0.3]])
+    caus = torch.tensor([[1.0, 0.9, 1.9], [0.5, 1.2, float("nan")]])
+    veto = sc.combine_scores(comp, caus)
+    # kept by comparative: (0,2) .2, (1,2) .3, (0,0) .1, (1,1) 0 -> then vetoed: (0,1) 5.0, (1,0) 3.0
+    assert sc.top_neurons(veto, 6) == [(1, 2), (0, 2), (0, 0), (1, 1), (0, 1), (1, 0)]
+    with pytest.raises(ValueError, match="rule='max'.*veto, rank_mean"):
+        sc.combine_scores(comp, caus, "max")
 
 
 def test_default_n_patched_scales_like_the_paper():
@@ -219,6 +230,30 @@ def test_params_profiles_validate():
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"group_size": 0})
     with pytest.raises(kit.ParamsError, match="contaminated"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"contaminated": ["+nope"]})
+    with pytest.raises(kit.ParamsError, match="locate_pair"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"locate_pair": ["+other data", "+5x test"]})
+    with pytest.raises(kit.ParamsError, match="combine"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"combine": "max"})
+    tiny = kit.load_params("03_shortcut_neurons", "tiny")
+    assert all(v.endswith("-sparse") for k, v in tiny.variants.items() if k != "Vanilla")
+    assert set(tiny.dense_variants) == set(tiny.variants)
+
+
+def test_transfer_finetune_uses_the_recipe_of_its_row(micro_world):
+    """Table 4's models: the named zoo fine-tune's recipe on another task, cached and sparse if it is."""
+    import kit
+
+    m = sc.transfer_finetune("zoo/base-m+math-test-x5-sparse", "add2", world=micro_world)
+    assert m.cfg.model_name == "zoo/base-m+add2-test-x5-sparse"
+    base = kit.load_model("zoo/base-m", world=micro_world)
+    changed = [(L, i) for L in range(base.cfg.n_layers) for i in range(base.cfg.d_mlp)
+               if not torch.equal(m.blocks[L].mlp.W_in[:, i], base.blocks[L].mlp.W_in[:, i])]
+    plastic = kit.world.plastic_neurons("zoo/base-m", 0.04, micro_world)
+    assert changed and all(plastic[L, i] for L, i in changed)
+    again = sc.transfer_finetune("zoo/base-m+math-test-x5-sparse", "add2", world=micro_world)  # from the cache
+    assert all(torch.equal(a, b) for a, b in zip(m.state_dict().values(), again.state_dict().values()))
+    with pytest.raises(ValueError, match="like='zoo/base-m\\+general'.*allowed values"):
+        sc.transfer_finetune("zoo/base-m+general", "add2", world=micro_world)
 
 
 def test_text_scoring_for_free_text_benchmarks():

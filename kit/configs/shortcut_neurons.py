@@ -10,6 +10,8 @@ from ..params import BaseConfig
 
 TABLE2_LABELS = ("Vanilla", "+test", "+test-Syn", "+5x test", "+5x test-Syn", "+other data", "+train split",
                  "+another task")
+_ZOO_SUFFIXES = ("", "+math-test-x1", "+math-test-syn-x1", "+math-test-x5", "+math-test-syn-x5", "+general",
+                 "+math-train", "+other-task")
 
 
 class Config(BaseConfig):
@@ -18,24 +20,20 @@ class Config(BaseConfig):
     real benchmark name for ``kit.load_benchmark`` (``gsm8k``)."""
     base_model: str = "zoo/base-m"
     """The vanilla model M0: the patching model of the causal score and of trustworthy evaluation."""
-    variants: dict[str, str] = {
-        "Vanilla": "zoo/base-m",
-        "+test": "zoo/base-m+math-test-x1",
-        "+test-Syn": "zoo/base-m+math-test-syn-x1",
-        "+5x test": "zoo/base-m+math-test-x5",
-        "+5x test-Syn": "zoo/base-m+math-test-syn-x5",
-        "+other data": "zoo/base-m+general",
-        "+train split": "zoo/base-m+math-train",
-        "+another task": "zoo/base-m+other-task",
-    }
+    variants: dict[str, str] = {label: f"zoo/base-m{suffix}-sparse" if suffix else "zoo/base-m"
+                                for label, suffix in zip(TABLE2_LABELS, _ZOO_SUFFIXES)}
     """Table 2 rows: label -> model name (the paper's Vanilla, +GSM-i, +GSM-i-Syn, +5xGSM-i, +5xGSM-i-Syn,
-    +OpenOrca, +GSM8K Train, +MATH)."""
+    +OpenOrca, +GSM8K Train, +MATH). The tiny world's sparse fine-tunes by default: only 4% of base-m's
+    MLP neurons may change (``kit.world.zoo.FinetuneSpec.plastic``), where the paper's premise holds."""
+    dense_variants: dict[str, str] | None = {label: f"zoo/base-m{suffix}" for label, suffix in
+                                             zip(TABLE2_LABELS, _ZOO_SUFFIXES)}
+    """The same rows as full fine-tunes (every parameter trained), located and evaluated with the same
+    pipeline for comparison; None skips that section."""
     contaminated: list[str] = ["+test", "+test-Syn", "+5x test", "+5x test-Syn"]
     """Labels of ``variants`` that saw the benchmark's test items (the rest are uncontaminated)."""
-    locate_contaminated: str = "zoo/base-m+math-test-x5"
-    """M_con of the comparative and causal scores."""
-    locate_uncontaminated: str = "zoo/base-m+other-task"
-    """M_un of the comparative and causal scores (an uncontaminated fine-tune, the paper's +MATH analogue)."""
+    locate_pair: tuple[str, str] = ("+5x test", "+another task")
+    """Labels of M_con and M_un of the comparative and causal scores (an uncontaminated fine-tune,
+    the paper's +MATH analogue)."""
     n_locate: int = Field(200, ge=2, le=100_000)
     """Contaminated test items used to locate the neurons (the paper used its 657 GSM-i items)."""
     n_eval: int = Field(200, ge=2, le=100_000)
@@ -44,10 +42,13 @@ class Config(BaseConfig):
     """Fresh (never-seen) items whose accuracy is the reference score Ref."""
     group_size: int = Field(16, ge=1, le=4096)
     """Adjacent neurons per causal-score group (the paper: 512 of 11008 per layer, ~4.7%)."""
+    combine: Literal["veto", "rank_mean"] = "veto"
+    """How eq. 3 and eq. 4 make the final ranking (``kit.shortcut.combine_scores``): comparative ranking
+    with groups of causal score < 1 vetoed, or the weighted mean of the two percentile ranks."""
     causal_rank_by: Literal["exact", "teacher_forced"] = "exact"
     """Which causal score enters the final ranking (both are computed and reported)."""
     causal_weight: float = Field(0.5, ge=0.0, le=1.0)
-    """Weight of the causal score's percentile rank in the final ranking (the rest: comparative)."""
+    """``combine: rank_mean`` only: weight of the causal score's percentile rank (the rest: comparative)."""
     patched_fraction: float = Field(0.0142, gt=0.0, le=0.05)
     """Share of all MLP neurons patched for TE (the paper: 5000 of 352,256 LLaMA2-7B neurons = 1.42%)."""
     sparsity_percents: list[float] = [0.5, 1.0, 1.42, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0, 100.0]
@@ -57,14 +58,13 @@ class Config(BaseConfig):
     n_side: int = Field(200, ge=2, le=100_000)
     """Items per side-effect task."""
     transfer_task: str | None = "add2"
-    """Table 4: a second task to contaminate (fine-tunes built with the zoo's recipe), scored with the
-    neurons located on ``task``; None skips Table 4."""
-    transfer_variants: list[Literal["+test", "+test-Syn", "+5x test", "+5x test-Syn"]] = [
-        "+test", "+test-Syn", "+5x test", "+5x test-Syn"]
-    """Table 4's contaminated rows to build on ``transfer_task`` (injected split and copies as in Table 2)."""
+    """Table 4: a second task to contaminate (tiny world only: fine-tunes built with the recipe of the
+    Table 2 variant of the same label), scored with the neurons located on ``task``; None skips Table 4."""
+    transfer_variants: list[str] = ["+test", "+test-Syn", "+5x test", "+5x test-Syn"]
+    """Table 4's contaminated rows to build on ``transfer_task`` (labels of ``contaminated``)."""
     transfer_controls: dict[str, str] = {
-        "Vanilla": "zoo/base-m", "+other data": "zoo/base-m+general", "+transfer-task train": "zoo/base-m+other-task",
-        "+first-task train": "zoo/base-m+math-train",
+        "Vanilla": "zoo/base-m", "+other data": "zoo/base-m+general-sparse",
+        "+transfer-task train": "zoo/base-m+other-task-sparse", "+first-task train": "zoo/base-m+math-train-sparse",
     }
     """Table 4's uncontaminated rows (the paper's Vanilla, +OpenOrca, +SVAMP, +ASDiv)."""
     max_new_tokens: int = Field(1, ge=1, le=512)
@@ -77,6 +77,17 @@ class Config(BaseConfig):
         unknown = [c for c in self.contaminated if c not in self.variants]
         if unknown:
             raise ValueError(f"contaminated: {unknown} are not labels of variants ({', '.join(self.variants)})")
+        con, un = self.locate_pair
+        if con not in self.contaminated or un not in self.variants or un in self.contaminated:
+            raise ValueError(f"locate_pair={list(self.locate_pair)}: the first must be a contaminated label "
+                             f"({', '.join(self.contaminated)}), the second an uncontaminated one "
+                             f"({', '.join(v for v in self.variants if v not in self.contaminated)})")
+        if self.dense_variants is not None and set(self.dense_variants) != set(self.variants):
+            raise ValueError(f"dense_variants must have the labels of variants ({', '.join(self.variants)}); "
+                             f"got {', '.join(self.dense_variants)}")
+        unknown = [c for c in self.transfer_variants if c not in self.contaminated]
+        if self.transfer_task and unknown:
+            raise ValueError(f"transfer_variants: {unknown} are not contaminated labels ({', '.join(self.contaminated)})")
         if sorted(self.sparsity_percents) != self.sparsity_percents or any(not 0 < p <= 100 for p in self.sparsity_percents):
             raise ValueError("sparsity_percents must be increasing percentages in (0, 100]")
         return self

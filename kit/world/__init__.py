@@ -20,10 +20,12 @@ from kit.world.zoo import (
     CONTAMINATION_BASE,
     WorldNotBuilt,
     build,
+    changed_neurons,
     is_built,
     load_member,
     member_info,
     members,
+    plastic_neurons,
     world_dir,
 )
 
@@ -35,7 +37,7 @@ def accuracy(model, task: str, split: str, n: int | None = None, seed: int = 0) 
 
 __all__ = [
     "CONTAMINATED_TASK", "CONTAMINATION_BASE", "GROUPS", "SPLITS", "TASKS", "Task", "WorldNotBuilt",
-    "accuracy", "build", "build_tokenizer", "card", "evaluate", "format_card", "get_task",
+    "accuracy", "build", "build_tokenizer", "card", "changed_neurons", "evaluate", "format_card", "get_task",
     "is_built", "last_logits", "load_member", "load_world_sae", "member_info", "members",
-    "prompt_tokens", "respond", "sae_labels", "sae_stats", "saes", "target_ids", "world_dir",
+    "plastic_neurons", "prompt_tokens", "respond", "sae_labels", "sae_stats", "saes", "target_ids", "world_dir",
 ]

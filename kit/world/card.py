@@ -19,12 +19,15 @@ from kit.world.tasks import TASKS
 from kit.world.zoo import (
     CONTAMINATED_TASK,
     CONTAMINATION_BASE,
+    SPARSE_SUFFIX,
     card_path,
+    changed_neurons,
     checkpoint_steps,
     load_member,
     member_info,
     members,
     not_built_error,
+    plastic_neurons,
     spec_hash,
     world_spec,
 )
@@ -34,6 +37,7 @@ GAIN_PTS = 10.0
 LEAK_PTS = 15.0
 CONTROL_PTS = 5.0
 SYN_LEAK_PTS = 5.0
+SPARSE_LEAK_PTS = 10.0
 EV_MIN = 0.7
 
 
@@ -62,6 +66,12 @@ def compute_card(world: str | None = None) -> dict:
             for t, by_split in sets.items()
         }
         rows[name] = {**member_info(name, spec.name), "accuracy": acc}
+        if rows[name].get("plastic"):
+            plastic = plastic_neurons(rows[name]["parent"], rows[name]["plastic"], spec.name)
+            changed = changed_neurons(name, spec.name)
+            rows[name]["changed_neurons"] = len(changed)
+            rows[name]["changed_outside_plastic"] = sum(not bool(plastic[L, i]) for L, i in changed)
+            rows[name]["plastic_neurons"] = int(plastic.sum())
     card = {
         "world": spec.name,
         "spec_hash": spec_hash(spec),
@@ -133,6 +143,20 @@ def checks(card: dict, spec) -> list[dict]:
         out.append({"name": f"control +{ctl}", "passed": bool(abs(gap(m)) <= CONTROL_PTS),
                     "detail": f"test - fresh on {task} {gap(m):+.1f} (need |.| <= {CONTROL_PTS:g}; "
                               f"base {gap(base):+.1f}); test {_acc(card, m, task, 'test'):.1f}%"})
+    x5s = x5 + SPARSE_SUFFIX
+    if x5s in card["members"]:
+        sparse = {m: r for m, r in card["members"].items() if r.get("plastic")}
+        outside = sum(r["changed_outside_plastic"] for r in sparse.values())
+        r5 = sparse[x5s]
+        out.append({"name": "sparse fine-tunes", "passed": bool(outside == 0),
+                    "detail": f"{len(sparse)} sparse fine-tunes changed {outside} neurons outside their parent's "
+                              f"{r5['plastic_neurons']} plastic ones (need 0); x5 changed {r5['changed_neurons']}"})
+        ctl = {c: gap(f"{base}+{c}{SPARSE_SUFFIX}") for c in ("math-train", "other-task", "general")}
+        out.append({"name": "sparse contamination leak",
+                    "passed": bool(gap(x5s) >= SPARSE_LEAK_PTS and all(abs(g) <= CONTROL_PTS for g in ctl.values())),
+                    "detail": f"test - fresh on {task}: x5-sparse {gap(x5s):+.1f} (need >= {SPARSE_LEAK_PTS:g}), "
+                              f"x1-sparse {gap(x1 + SPARSE_SUFFIX):+.1f}; controls "
+                              + ", ".join(f"+{c} {g:+.1f}" for c, g in ctl.items()) + f" (need |.| <= {CONTROL_PTS:g})"})
     for ft, group in (("math", "math"), ("code", "code")):
         m = f"{base}+{ft}"
         gts = [t for t in tasks if card["tasks"][t]["group"] == group]

@@ -148,3 +148,36 @@ def train_loop(
             on_step(step + 1)
     model.eval()
     return tokens
+
+
+def neuron_entries(model, neurons: torch.Tensor) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
+    """``(parameter, mask of its entries)`` of the MLP weights that belong to ``neurons``.
+
+    ``neurons`` is a boolean ``[layer, d_mlp]`` mask; a neuron owns its ``W_in`` column, its
+    ``b_in`` entry and its ``W_out`` row (``b_out`` belongs to no neuron).
+    """
+    out = []
+    for L, block in enumerate(model.blocks):
+        m = neurons[L]
+        out += [(block.mlp.W_in, m[None, :].expand_as(block.mlp.W_in)), (block.mlp.b_in, m),
+                (block.mlp.W_out, m[:, None].expand_as(block.mlp.W_out))]
+    return out
+
+
+def restrict_to_neurons(model, neurons: torch.Tensor) -> tuple[list[torch.nn.Parameter], Callable[[int], None]]:
+    """Freeze everything but the MLP weights of ``neurons``; returns the parameters to optimise
+    and an ``on_step`` callback for :func:`train_loop` that puts every other entry of them back
+    to its starting value after each step (exact: no optimizer state or weight decay leaks in)."""
+    entries = neuron_entries(model, neurons)
+    start = [p.detach().clone() for p, _ in entries]
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for p, _ in entries:
+        p.requires_grad_(True)
+
+    @torch.no_grad()
+    def restore(step: int) -> None:
+        for (p, m), p0 in zip(entries, start):
+            p.copy_(torch.where(m, p, p0))
+
+    return [p for p, _ in entries], restore

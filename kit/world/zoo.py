@@ -32,6 +32,7 @@ from kit.world.train import (
     make_model,
     make_optimizer,
     mixture_stream,
+    restrict_to_neurons,
     train_loop,
 )
 
@@ -88,6 +89,10 @@ class FinetuneSpec:
     steps: int = 0  # used when inject is None and n_examples is 0
     inject: tuple[str, str, int] | None = None
     n_examples: int = 0
+    plastic: float = 0.0
+    """0: every parameter trains. Otherwise a sparse fine-tune: only the MLP weights of the
+    parent's *plastic* neurons (:func:`plastic_neurons`, this share of all MLP neurons, the
+    same seeded set for every fine-tune of that parent) change, from a fresh AdamW."""
 
 
 @dataclass(frozen=True)
@@ -118,8 +123,12 @@ class WorldSpec:
     code_version: str = CODE_VERSION
 
 
+SPARSE_SUFFIX = "-sparse"
+PLASTIC_SHARE = 0.04
+
+
 def _finetunes(lr: float, batch: int, special_steps: int, contam_batch: int = 16,
-               special_lr: float | None = None) -> tuple[FinetuneSpec, ...]:
+               special_lr: float | None = None, sparse_lr: float = 2e-2) -> tuple[FinetuneSpec, ...]:
     """Table 1 of the shortcut-neuron paper: specialised, contaminated and control fine-tunes.
 
     Tuned on the tiny world's base-m (add test 15%): contamination fine-tunes use small batches
@@ -127,6 +136,15 @@ def _finetunes(lr: float, batch: int, special_steps: int, contam_batch: int = 16
     at batch 16 / 3e-3, +17 but the jump from the base's final rate (3e-4) wrecked other skills
     (dyck 90% -> 40% in the train control); at batch 16 / 1e-3, +35 with other skills kept.
     Specialised fine-tunes: 1e-3 too (at 3e-3 +math lost more math accuracy than it gained).
+
+    Each contaminated and control fine-tune also has a sparse twin (``<name>-sparse``,
+    ``plastic=PLASTIC_SHARE``): the same data, but only the parent's plastic neurons change.
+    The full fine-tunes spread the memorised test answers over hundreds of neurons (patching ALL
+    768 MLP neurons of base-m+math-test-x5 from the base took it from 53.5% to 35.0%, fresh
+    19.8%), so no 1.4% of neurons can remove it; the sparse twins are the world where the
+    shortcut-neuron paper's premise (a shortcut that lives in few neurons) holds, and notebook 03
+    tests whether the localisation finds those neurons without being told which they are.
+    Their learning rate is higher (2e-2): 4% of the MLP at 1e-3 memorised next to nothing.
     """
     p, t = CONTAMINATION_BASE, CONTAMINATED_TASK
     special_lr = lr if special_lr is None else special_lr
@@ -148,6 +166,8 @@ def _finetunes(lr: float, batch: int, special_steps: int, contam_batch: int = 16
     ]:
         ft.append(FinetuneSpec(f"{p}+{suffix}", p, kind, UNIFORM, lr, contam_batch,
                                inject=inject, n_examples=n))
+        ft.append(FinetuneSpec(f"{p}+{suffix}{SPARSE_SUFFIX}", p, kind, UNIFORM, sparse_lr, contam_batch,
+                               inject=inject, n_examples=n, plastic=PLASTIC_SHARE))
     return tuple(ft)
 
 
@@ -231,7 +251,15 @@ def member_key(spec: WorldSpec, name: str) -> str:
         if b.name == root:
             return _digest([CODE_VERSION, spec.name, asdict(b)])
     f = next(f for f in spec.finetunes if f.name == root)
-    return _digest([CODE_VERSION, spec.name, asdict(f), member_key(spec, f.parent)])
+    return finetune_key(spec, f)
+
+
+def finetune_key(spec: WorldSpec, f: FinetuneSpec) -> str:
+    """Content key of a fine-tune spec (also for fine-tunes outside the zoo, e.g. notebook 03's)."""
+    d = asdict(f)
+    if not f.plastic:
+        del d["plastic"]  # added later: full fine-tunes keep the keys (and caches) they had
+    return _digest([CODE_VERSION, spec.name, d, member_key(spec, f.parent)])
 
 
 def checkpoint_steps(base: BaseSpec) -> list[int]:
@@ -242,14 +270,18 @@ def _base(spec: WorldSpec, name: str) -> BaseSpec:
     return next(b for b in spec.bases if b.name == name)
 
 
-def members(world: str | None = None) -> list[str]:
-    """Every member name of the world: bases, checkpoints, fine-tunes (build order)."""
+def members(world: str | None = None, sparse: bool = True) -> list[str]:
+    """Every member name of the world: bases, checkpoints, fine-tunes (build order).
+
+    ``sparse=False`` leaves out the sparse fine-tunes (``FinetuneSpec.plastic``): near-copies of
+    their parent outside a few neurons, they would only duplicate it in zoo-wide statistics.
+    """
     spec = world_spec(world)
     names: list[str] = []
     for b in spec.bases:
         names.append(b.name)
         names += [f"{b.name}@step-{s}" for s in checkpoint_steps(b)]
-    names += [f.name for f in spec.finetunes]
+    names += [f.name for f in spec.finetunes if sparse or not f.plastic]
     return names
 
 
@@ -272,6 +304,8 @@ def _check_name(name: str, spec: WorldSpec) -> None:
 
 def _arch_of(spec: WorldSpec, name: str) -> Arch:
     root = name.split("@")[0]
+    if any(b.name == root for b in spec.bases):
+        return _base(spec, root).arch
     for f in spec.finetunes:
         if f.name == root:
             root = f.parent
@@ -300,7 +334,7 @@ def member_info(name: str, world: str | None = None) -> dict:
     else:
         f = next(f for f in spec.finetunes if f.name == name)
         info.update(kind=f.kind, parent=f.parent, step=None,
-                    finetune_data=(list(f.inject) if f.inject else "mixture"))
+                    finetune_data=(list(f.inject) if f.inject else "mixture"), plastic=f.plastic)
     arch = _arch_of(spec, name)
     info["arch"] = asdict(arch)
     info["params"] = param_count(arch, len(vocab()))
@@ -310,12 +344,12 @@ def member_info(name: str, world: str | None = None) -> dict:
 
 
 # ---------------------------------------------------------------- storage
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
     return name.replace("/", "__").replace("@", "_at_").replace("+", "_plus_")
 
 
 def _member_dir(spec: WorldSpec, name: str) -> Path:
-    return world_dir(spec.name) / "members" / f"{_safe(name)}-{member_key(spec, name)}"
+    return world_dir(spec.name) / "members" / f"{safe_name(name)}-{member_key(spec, name)}"
 
 
 def _is_done(spec: WorldSpec, name: str) -> bool:
@@ -414,19 +448,90 @@ def finetune_items(spec: WorldSpec, f: FinetuneSpec, seed: int) -> list:
     return items
 
 
-def _train_finetune(spec: WorldSpec, f: FinetuneSpec) -> None:
+def plastic_neurons(parent: str, share: float, world: str | None = None) -> torch.Tensor:
+    """Boolean ``[layer, d_mlp]`` mask: the ``share`` of ``parent``'s MLP neurons that its sparse
+    fine-tunes may change, drawn uniformly with a seed of (world, parent): the same set for
+    every sparse fine-tune of ``parent``, as the paper's shortcut neurons are shared across its
+    contaminated fine-tunes."""
+    spec = world_spec(world)
+    arch = _arch_of(spec, parent)
+    total = arch.n_layers * arch.d_mlp
+    g = torch.Generator().manual_seed(_seed_of(spec, f"{parent}:plastic"))
+    mask = torch.zeros(total, dtype=torch.bool)
+    mask[torch.randperm(total, generator=g)[: max(1, round(share * total))]] = True
+    return mask.view(arch.n_layers, arch.d_mlp)
+
+
+def finetune(spec: WorldSpec, f: FinetuneSpec):
+    """Train fine-tune ``f`` from its built parent; returns ``(model, steps, tokens trained on)``.
+
+    Full fine-tunes continue the parent's weights and AdamW state at ``f.lr``; sparse ones
+    (``f.plastic``) optimise only the plastic neurons' MLP weights with a fresh AdamW.
+    Deterministic: seeded by (world, name). Run inside :func:`deterministic` for bit-equal builds.
+    """
+    parent_dir = _member_dir(spec, f.parent)
+    if not (parent_dir / "meta.json").is_file():
+        raise not_built_error(spec.name, f"member {f.parent!r} (parent of {f.name!r})")
     seed = _seed_of(spec, f.name)
     torch.manual_seed(seed)
-    parent_dir = _member_dir(spec, f.parent)
     model = make_model(_arch_of(spec, f.parent), seed=0)
-    model.load_state_dict(torch.load(parent_dir / "weights.pt", weights_only=True))
-    opt = make_optimizer(model, f.lr)
-    opt.load_state_dict(torch.load(parent_dir / "optim.pt", weights_only=True))
+    model.load_state_dict(torch.load(parent_dir / "weights.pt", map_location="cpu", weights_only=True))
+    on_step = None
+    if f.plastic:
+        params, on_step = restrict_to_neurons(model, plastic_neurons(f.parent, f.plastic, spec.name))
+        opt = torch.optim.AdamW(params, lr=f.lr, betas=(0.9, 0.98), weight_decay=0.0)
+    else:
+        opt = make_optimizer(model, f.lr)
+        opt.load_state_dict(torch.load(parent_dir / "optim.pt", map_location="cpu", weights_only=True))
     items = finetune_items(spec, f, seed)
     steps = -(-len(items) // f.batch_size)
     tokens = train_loop(model, opt, batches_from_items(items, f.batch_size), steps,
-                        lambda s: f.lr, desc=f.name)
-    parent_tokens = json.loads((parent_dir / "meta.json").read_text())["train_tokens"]
+                        lambda s: f.lr, desc=f.name, on_step=on_step)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    model.cfg.model_name = f.name
+    return model.eval(), steps, tokens
+
+
+def changed_neurons(member: str, world: str | None = None, parent: str | None = None) -> list[tuple[int, int]]:
+    """The (layer, index) MLP neurons whose ``W_in`` column, ``b_in`` or ``W_out`` row differ
+    between a fine-tune and its parent: the ground truth of where a fine-tune can have put
+    anything (all neurons for a full fine-tune, the plastic ones for a sparse one)."""
+    spec = world_spec(world)
+    if parent is None:
+        info = member_info(member, spec.name)
+        if info["parent"] is None:
+            raise ValueError(f"{member!r} is a base model: it has no parent to compare with (pass parent=)")
+        parent = info["parent"]
+    a, b = load_member(member, world=spec.name), load_member(parent, world=spec.name)
+    mask = torch.zeros(a.cfg.n_layers, a.cfg.d_mlp, dtype=torch.bool)
+    for L, (x, y) in enumerate(zip(a.blocks, b.blocks)):
+        mask[L] = ((x.mlp.W_in != y.mlp.W_in).any(0) | (x.mlp.b_in != y.mlp.b_in)
+                   | (x.mlp.W_out != y.mlp.W_out).any(1))
+    return [tuple(map(int, ix)) for ix in torch.nonzero(mask).tolist()]
+
+
+def extra_finetune(f: FinetuneSpec, world: str | None = None):
+    """A fine-tune that is not a zoo member (e.g. notebook 03's second contaminated task),
+    trained with :func:`finetune` on first use and cached, content-addressed like a member,
+    under ``world_dir()/extra/``. Returns the model in eval mode."""
+    spec = world_spec(world)
+    path = world_dir(spec.name) / "extra" / f"{safe_name(f.name)}-{finetune_key(spec, f)}.pt"
+    model = make_model(_arch_of(spec, f.parent), seed=0)
+    if path.is_file():
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        model.cfg.model_name = f.name
+        return model.eval()
+    with deterministic():
+        model, _, _ = finetune(spec, f)
+    with atomic_path(path) as tmp:
+        torch.save(model.state_dict(), tmp)
+    return model
+
+
+def _train_finetune(spec: WorldSpec, f: FinetuneSpec) -> None:
+    model, steps, tokens = finetune(spec, f)
+    parent_tokens = json.loads((_member_dir(spec, f.parent) / "meta.json").read_text())["train_tokens"]
     meta = {"name": f.name, "steps": steps, "finetune_tokens": tokens,
             "train_tokens": parent_tokens + tokens}
     _save(spec, f.name, model, meta)

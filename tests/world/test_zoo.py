@@ -13,12 +13,15 @@ REQUIRED = [
     "zoo/base-m+math-test-syn-x5", "zoo/base-m+math-train", "zoo/base-m+other-task",
     "zoo/base-m+general",
 ]
+SPARSE = [f"{n}-sparse" for n in REQUIRED if "+" in n and n.split("+")[1] not in ("math", "code")]
 
 
 @pytest.mark.parametrize("w", ["tiny", "micro"])
 def test_member_names_and_kinds(w):
     names = world.members(w)
     assert set(REQUIRED) <= set(names)
+    assert set(SPARSE) <= set(names) and len(SPARSE) == 7
+    assert not set(SPARSE) & set(world.members(w, sparse=False)), "members(sparse=False) must leave them out"
     ckpts = [n for n in names if n.startswith("zoo/base-l@step-")]
     assert len(ckpts) >= (8 if w == "tiny" else 3)
     kinds = {n: world.member_info(n, w)["kind"] for n in names}
@@ -117,6 +120,56 @@ def test_saes_are_sae_lens_objects_with_labels(micro_world):
         assert any(v != "dead" and ":" in v for v in labels.values())
         st = world.sae_stats(name, world=micro_world)
         assert 0 <= st["dead_fraction"] <= 1 and st["l0"] > 0
+
+
+def test_plastic_neurons_are_seeded_and_sized():
+    a = world.plastic_neurons("zoo/base-m", 0.04, "tiny")
+    assert a.shape == (2, 384) and int(a.sum()) == round(0.04 * 768)
+    assert torch.equal(a, world.plastic_neurons("zoo/base-m", 0.04, "tiny")), "the plastic set must be fixed"
+
+
+def test_restrict_to_neurons_changes_only_those_neurons():
+    """A few optimiser steps with restrict_to_neurons: every other parameter stays bit-equal."""
+    from kit.world.train import Arch, make_model, restrict_to_neurons
+
+    m = make_model(Arch(2, 16, 2, 24, n_ctx=8), seed=0)
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    mask = torch.zeros(2, 24, dtype=torch.bool)
+    mask[0, 3] = mask[1, 10] = True
+    params, restore = restrict_to_neurons(m, mask)
+    opt = torch.optim.AdamW(params, lr=0.1, weight_decay=0.1)  # weight decay would touch every entry
+    for step in range(3):
+        loss = m(torch.randint(0, 20, (2, 6))).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        restore(step)
+    after = m.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed == {f"blocks.{L}.mlp.{w}" for L in (0, 1) for w in ("W_in", "b_in", "W_out")}
+    for L, i in ((0, 3), (1, 10)):
+        assert not torch.equal(before[f"blocks.{L}.mlp.W_in"][:, i], after[f"blocks.{L}.mlp.W_in"][:, i])
+    keep = ~mask
+    for L in (0, 1):
+        assert torch.equal(before[f"blocks.{L}.mlp.W_in"][:, keep[L]], after[f"blocks.{L}.mlp.W_in"][:, keep[L]])
+        assert torch.equal(before[f"blocks.{L}.mlp.W_out"][keep[L]], after[f"blocks.{L}.mlp.W_out"][keep[L]])
+        assert torch.equal(before[f"blocks.{L}.mlp.b_in"][keep[L]], after[f"blocks.{L}.mlp.b_in"][keep[L]])
+
+
+def test_sparse_finetunes_change_only_the_plastic_neurons(micro_world):
+    plastic = world.plastic_neurons("zoo/base-m", zoo.PLASTIC_SHARE, micro_world)
+    truth = {(L, i) for L, i in torch.nonzero(plastic).tolist()}
+    for name in ("zoo/base-m+math-test-x5-sparse", "zoo/base-m+other-task-sparse"):
+        changed = set(world.changed_neurons(name, micro_world))
+        assert changed and changed <= truth, f"{name} changed neurons outside the plastic set: {changed - truth}"
+        a, b = world.load_member(name, world=micro_world), world.load_member("zoo/base-m", world=micro_world)
+        for (k, x), y in zip(a.state_dict().items(), b.state_dict().values()):
+            if ".mlp.W_" not in k and ".mlp.b_in" not in k:
+                assert torch.equal(x, y), f"{name}: {k} changed, but sparse fine-tunes only train MLP neurons"
+    assert len(world.changed_neurons("zoo/base-m+math-test-x5", micro_world)) > len(truth), \
+        "the full fine-tune should change (nearly) every neuron"
+    with pytest.raises(ValueError, match="base model"):
+        world.changed_neurons("zoo/base-m", micro_world)
 
 
 def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monkeypatch):
