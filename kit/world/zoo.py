@@ -304,8 +304,6 @@ def _check_name(name: str, spec: WorldSpec) -> None:
 
 def _arch_of(spec: WorldSpec, name: str) -> Arch:
     root = name.split("@")[0]
-    if any(b.name == root for b in spec.bases):
-        return _base(spec, root).arch
     for f in spec.finetunes:
         if f.name == root:
             root = f.parent
@@ -344,12 +342,12 @@ def member_info(name: str, world: str | None = None) -> dict:
 
 
 # ---------------------------------------------------------------- storage
-def safe_name(name: str) -> str:
+def _safe(name: str) -> str:
     return name.replace("/", "__").replace("@", "_at_").replace("+", "_plus_")
 
 
 def _member_dir(spec: WorldSpec, name: str) -> Path:
-    return world_dir(spec.name) / "members" / f"{safe_name(name)}-{member_key(spec, name)}"
+    return world_dir(spec.name) / "members" / f"{_safe(name)}-{member_key(spec, name)}"
 
 
 def _is_done(spec: WorldSpec, name: str) -> bool:
@@ -516,7 +514,7 @@ def extra_finetune(f: FinetuneSpec, world: str | None = None):
     trained with :func:`finetune` on first use and cached, content-addressed like a member,
     under ``world_dir()/extra/``. Returns the model in eval mode."""
     spec = world_spec(world)
-    path = world_dir(spec.name) / "extra" / f"{safe_name(f.name)}-{finetune_key(spec, f)}.pt"
+    path = world_dir(spec.name) / "extra" / f"{_safe(f.name)}-{finetune_key(spec, f)}.pt"
     model = make_model(_arch_of(spec, f.parent), seed=0)
     if path.is_file():
         model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
