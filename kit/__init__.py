@@ -4,45 +4,54 @@ The flat public API::
 
     from kit import load_model, load_sae, load_benchmark, start, save_figure, record_results
 
-and one module per paper method, imported on first use: ``kit.mui``, ``kit.trajectories``,
-``kit.patching``, ``kit.shortcut``, ``kit.cg``, ``kit.neuronvote``, ``kit.audits``; the tiny world is
-``kit.world``.
+and one package per paper, imported on first use:
+
+- ``kit.mui``         seed 000: MUI, the Utility Law, training trajectories (notebooks 01, 02)
+- ``kit.shortcut``    seed 001: dynamic patching, shortcut neurons, trustworthy evaluation (03)
+- ``kit.cg``          seed 002: Competency Gaps (04)
+- ``kit.neuronvote``  seed 004: neuron-ranking methods, AvgOverlap, NeuronVote (05)
+- ``kit.audits``      seed 003: measurement-theory audits (06)
+
+beside ``kit.core`` (params, notebook start/record, figures, runner, paths, bench harness),
+``kit.models`` (loading; ``kit.models.tl`` is the one TransformerLens adapter), ``kit.data``
+(items, benchmarks, scorers, published responses, paper tables) and ``kit.world`` (the tiny world).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import warnings
 from typing import Any
 
-# We chose HookedTransformer deliberately (pinned transformer-lens<4): the tiny world is native
-# HookedTransformers, and TransformerBridge needs a Hugging Face model to boot from.
+# We chose HookedTransformer deliberately (pinned transformer-lens<4) for the tiny world; every
+# TransformerLens internal sits behind kit.models.tl so the move to TransformerBridge is one file.
 warnings.filterwarnings("ignore", message="HookedTransformer is deprecated", category=DeprecationWarning)
 
-from .figures import record_results, save_figure, use_paper_style
-from .items import Item
-from .models import load_model, load_sae
-from .notebook import NotebookRun, start
-from .params import ParamsError, load_params
-from .paths import DataError, cache_dir, data_dir
+from kit.core.figures import record_results, save_figure, use_paper_style
+from kit.core.lazy import lazy_submodules
+from kit.core.notebook import NotebookRun, start
+from kit.core.params import ParamsError, load_params
+from kit.core.paths import DataError, cache_dir, data_dir
+from kit.data.items import Item
+from kit.models.load import load_model, load_sae
 
 __version__ = "0.1.0"
 
 
 def load_benchmark(name: str, split: str = "test", **kwargs: Any) -> list[Item]:
     """Items of a benchmark (real: ``gsm8k``, ``mmlu``, ``bbh/<task>``...; synthetic: ``tiny/<task>``)."""
-    from .benchmarks import load_benchmark as _load
+    from kit.data.benchmarks import load_benchmark as _load
 
     return _load(name, split=split, **kwargs)
 
 
-def __getattr__(name: str):
-    # Submodules (kit.mui, kit.cg, kit.world...) import on first use: `import kit` stays cheap.
-    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'kit' has no attribute {name!r}")
-
+# Names of the modules that lived at kit's root before the per-paper layout, kept for notebooks.
+_MOVED = {
+    "patching": "kit.shortcut.patching", "utility_law": "kit.mui.law", "trajectories": "kit.mui.trajectories",
+    "paper_tables": "kit.data.paper_tables", "scorers": "kit.data.scorers", "benchmarks": "kit.data.benchmarks",
+}
+__getattr__, __dir__ = lazy_submodules(
+    __name__, ["audits", "cg", "configs", "core", "data", "models", "mui", "neuronvote", "shortcut", "world"],
+    globals(), aliases=_MOVED)
 
 __all__ = [
     "Item", "NotebookRun", "ParamsError", "DataError", "load_model", "load_sae", "load_benchmark",

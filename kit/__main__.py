@@ -6,8 +6,8 @@ import importlib
 import sys
 
 COMMANDS = {
-    "run": ("kit.runner", "execute the notebooks with papermill into runs/<profile>/<timestamp>/"),
-    "bench": ("kit.bench", "time workloads against their baselines, as ratios"),
+    "run": ("kit.core.runner", "execute the notebooks with papermill into runs/<profile>/<timestamp>/"),
+    "bench": ("kit.core.bench", "time workloads against their baselines, as ratios"),
     "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
 }
 

@@ -3,7 +3,7 @@
 One module per metric family, each metric a function returning an :class:`AuditResult`
 (value(s), pass condition, verdict, inputs; JSON-serialisable):
 
-- ``kit.audits.stability``: M09 core stability, EX25 reproducibility (also of ``kit.mui``/``kit.cg``);
+- ``kit.audits.stability``: M09 core stability, EX25 reproducibility (also of ``kit.mui.metric``/``kit.cg.metrics``);
 - ``kit.audits.sae_validity``: M07, M08, M10, M11, M12, M13, EX24, EX34;
 - ``kit.audits.psychophysics``: EX1 d-prime, EX2 DIF, EX11 Weber/JND;
 - ``kit.audits.safety``: M14 Safety SVE;
@@ -73,7 +73,7 @@ def summary_table(results: list[AuditResult]) -> pd.DataFrame:
 
 def save_audits(results: list[AuditResult], path: str | Path) -> Path:
     """Write ``results`` as a JSON list (``audits.json``), atomically."""
-    from ..paths import atomic_write_text
+    from kit.core.paths import atomic_write_text
 
     path = Path(path)
     atomic_write_text(path, dumps(results) + "\n")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
+from kit.models import tl
 
 
 @dataclass
@@ -72,8 +73,7 @@ def token_activations(model, prompts: list[str], hooks: list[str], batch_size: i
     for b0 in range(0, len(prompts), batch_size):
         tb = tokens[b0 : b0 + batch_size]
         lb = lengths[b0 : b0 + batch_size]
-        _, cache = model.run_with_cache(tb.to(device), names_filter=lambda n: n in hooks,
-                                        stop_at_layer=stop)
+        _, cache = tl.run_with_cache(model, tb.to(device), list(hooks), stop_at_layer=stop)
         for j in range(tb.shape[0]):
             n = int(lb[j])
             for h in hooks:

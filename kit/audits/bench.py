@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from kit.bench import BenchLine, median_time
+from kit.core.bench import BenchLine, median_time
 
 from . import circuits as C
 

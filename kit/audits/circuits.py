@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from .activations import tokenize
 from .result import AuditInputs, AuditResult
+from kit.models import tl
 
 Head = tuple[int, int]
 """(layer, head index) of ``blocks.{layer}.attn.hook_z``."""
@@ -123,7 +124,7 @@ def head_means(model, reference: IOIBatch) -> Float[Tensor, "n_layers pos n_head
     Positions no reference prompt reaches get the mean over all real tokens.
     """
     names = [f"blocks.{L}.attn.hook_z" for L in range(model.cfg.n_layers)]
-    _, cache = model.run_with_cache(reference.tokens.to(_device(model)), names_filter=lambda n: n in names)
+    _, cache = tl.run_with_cache(model, reference.tokens.to(_device(model)), names)
     mask = _pos_mask(reference).float()[:, :, None, None]
     out = []
     for n in names:
@@ -167,7 +168,7 @@ def run_heads(model, batch: IOIBatch, means: Tensor, ablate: Iterable[Head] = ()
                 z[:, :, H] = z[:, :, H] * s
             return z
         hooks.append((f"blocks.{L}.attn.hook_z", hook))
-    logits = model.run_with_hooks(batch.tokens.to(dev), fwd_hooks=hooks)
+    logits = tl.run_with_hooks(model, batch.tokens.to(dev), hooks)
     return logit_diff(logits, batch)
 
 
@@ -213,16 +214,6 @@ def graph_edges(n_layers: int, n_heads: int) -> list[tuple[str, str]]:
     return edges
 
 
-@contextmanager
-def _split_qkv(model):
-    old = model.cfg.use_split_qkv_input
-    model.set_use_split_qkv_input(True)
-    try:
-        yield
-    finally:
-        model.set_use_split_qkv_input(old)
-
-
 @torch.no_grad()
 def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
                 edges: list[tuple[str, str]] | None = None) -> list[Edge]:
@@ -236,7 +227,7 @@ def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
     cfg = model.cfg
     mask = _pos_mask(batch).to(dev)[:, :, None].float()
     names = [f"blocks.{L}.attn.hook_z" for L in range(cfg.n_layers)] + ["blocks.0.hook_resid_pre"]
-    logits, cache = model.run_with_cache(batch.tokens.to(dev), names_filter=lambda n: n in names)
+    logits, cache = tl.run_with_cache(model, batch.tokens.to(dev), names)
     full = logit_diff(logits, batch).mean()
     m = _fit_means(means, batch.tokens.shape[1]).to(dev)
     resid0 = cache["blocks.0.hook_resid_pre"]
@@ -247,10 +238,10 @@ def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
             return resid0 - r_mean
         L, H = (int(x) for x in node.split("."))
         dz = cache[f"blocks.{L}.attn.hook_z"][:, :, H] - m[L, :, H]
-        return dz @ model.W_O[L, H]
+        return dz @ tl.attn_out(model, L, H)
 
     scores = []
-    with _split_qkv(model):
+    with tl.split_qkv_input(model):
         for sender, receiver in tqdm(edges if edges is not None else graph_edges(cfg.n_layers, cfg.n_heads), desc="edge patching",
                                      disable=not progress):
             d = delta(sender)
@@ -266,7 +257,7 @@ def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
                         x[:, :, h] = x[:, :, h] - d
                         return x
                     hooks.append((f"blocks.{L}.hook_{kind}_input", hook))
-            ld = logit_diff(model.run_with_hooks(batch.tokens.to(dev), fwd_hooks=hooks), batch).mean()
+            ld = logit_diff(tl.run_with_hooks(model, batch.tokens.to(dev), hooks), batch).mean()
             scores.append(Edge(sender, receiver, float(full - ld)))
     return sorted(scores, key=lambda e: -e.score)
 

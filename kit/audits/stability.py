@@ -1,6 +1,6 @@
 """Reliability audits: M09 core stability (Martin-Linares & Ling 2025) and EX25 reproducibility
-(Bai et al. 2026), the latter also applied to our own MUI (``kit.mui``) and Competency-Gaps
-(``kit.cg``) pipelines.
+(Bai et al. 2026), the latter also applied to our own MUI (``kit.mui.metric``) and Competency-Gaps
+(``kit.cg.metrics``) pipelines.
 
 M09: train a small SAE on stored activations, mark the top ``core_frac`` features by
 gradient x activation importance as the core, re-initialise every non-core feature *in the SAE's
@@ -199,15 +199,15 @@ def run_seeds(fn: Callable[[int], Mapping[str, float]], seeds: list[int]) -> lis
 
 def mui_runs(model, items_by_task: Mapping[str, list], seeds: list[int], frac: float = 0.8,
              **mui_kwargs) -> list[dict[str, float]] | str:
-    """Our MUI pipeline (``kit.mui.utilization_for_items``, reference answers as responses) per
-    task on seeded subsamples: run ``s`` maps task -> MUI. Returns a reason string if ``kit.mui``
+    """Our MUI pipeline (``kit.mui.metric.utilization_for_items``, reference answers as responses) per
+    task on seeded subsamples: run ``s`` maps task -> MUI. Returns a reason string if ``kit.mui.metric``
     is unavailable."""
     try:
-        from kit import mui
+        from kit.mui import metric as mui
     except ImportError as e:
-        return f"kit.mui unavailable ({e})"
+        return f"kit.mui.metric unavailable ({e})"
     if not hasattr(mui, "utilization_for_items"):
-        return "kit.mui has no utilization_for_items"
+        return "kit.mui.metric has no utilization_for_items"
 
     def one(seed: int) -> dict[str, float]:
         out = {}
@@ -222,15 +222,15 @@ def mui_runs(model, items_by_task: Mapping[str, list], seeds: list[int], frac: f
 
 def cg_runs(item_concepts: Mapping[str, np.ndarray], seeds: list[int], frac: float = 0.8
             ) -> list[dict[str, float]] | str:
-    """Our Competency-Gaps pipeline (``kit.cg.x_bench``) on seeded item subsamples of each
+    """Our Competency-Gaps pipeline (``kit.cg.metrics.x_bench``) on seeded item subsamples of each
     benchmark: run ``s`` maps concept index -> X_bench (concepts active somewhere only).
     ``item_concepts[benchmark]`` is items x concepts (eq. 1's length-normalised sums)."""
     try:
-        from kit import cg
+        from kit.cg import metrics as cg
     except ImportError as e:
-        return f"kit.cg unavailable ({e})"
+        return f"kit.cg.metrics unavailable ({e})"
     if not hasattr(cg, "x_bench"):
-        return "kit.cg has no x_bench"
+        return "kit.cg.metrics has no x_bench"
     alive = np.flatnonzero(sum(np.asarray(a).sum(0) for a in item_concepts.values()) > 0)
 
     def one(seed: int) -> dict[str, float]:

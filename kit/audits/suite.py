@@ -21,6 +21,7 @@ from . import sae_validity as V
 from . import stability as ST
 from .activations import TokenActivations, sae_features, sae_hook, token_activations
 from .result import AuditInputs, AuditResult
+from kit.models import tl
 
 _SAE_NAME = re.compile(r"^(?P<prefix>.*/)(?P<arch>[a-z_]+?)-(?P<width>\d+)$")
 
@@ -129,7 +130,7 @@ def sae_context(model, model_name: str, saes: dict[str, Any], names: dict[str, s
 def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict[str, Any]]:
     """M07, M08, M10, M11, M12, M13, EX24, EX34 on the context's real SAE features."""
     s, acts, seed = ctx.saes, ctx.acts, cfg.seed
-    W_U = model.W_U.detach()
+    W_U = tl.unembed(model).detach()
     out: list[AuditResult] = []
     out.append(V.architecture_duality(s["arch_a"], s["arch_b"], acts, inputs=ctx.inputs("arch_a", "arch_b")))
     target = ctx.ta.next_ids if cfg.weightlens_side == "next" else ctx.ta.token_ids

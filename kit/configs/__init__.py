@@ -1,1 +1,1 @@
-"""One config class per notebook (``Config``), loaded by ``kit.params.load_params``."""
+"""One config class per notebook (``Config``), loaded by ``kit.core.params.load_params``."""

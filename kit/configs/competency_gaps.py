@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..params import BaseConfig
+from kit.core.params import BaseConfig
 
 REAL_BENCHMARKS = ("gsm8k", "math500", "arc_challenge", "mmlu", "bbh", "mbpp", "humaneval", "svamp")
 
@@ -28,7 +28,7 @@ class Config(BaseConfig):
     """Items sampled (seeded) per benchmark for coverage."""
     response_sets: list[str] = Field(default_factory=lambda: ["arc/llama3.1-8b-instruct", "arc/qwen2.5-7b-instruct",
                                                                "gsm8k/gemma2-9b-base"])
-    """Published response sets giving real models' per-item correctness (``kit.cg_responses.RESPONSE_SETS``)."""
+    """Published response sets giving real models' per-item correctness (``kit.data.responses.RESPONSE_SETS``)."""
     n_response_items: int = Field(300, ge=4, le=2000)
     """Items (file order) taken from each response set."""
     include_responses: bool = True
@@ -80,7 +80,7 @@ class Config(BaseConfig):
     @field_validator("response_sets")
     @classmethod
     def _sets(cls, v: list[str]) -> list[str]:
-        from ..cg_responses import RESPONSE_SETS
+        from kit.data.responses import RESPONSE_SETS
 
         bad = [s for s in v if s not in RESPONSE_SETS]
         if bad:
@@ -102,6 +102,6 @@ class Config(BaseConfig):
 
     def sae_names(self) -> list[str]:
         """``minilm-sae/...`` names of the two SAEs (width order as configured)."""
-        from ..cg_saes import MinilmSAESpec
+        from kit.cg.saes import MinilmSAESpec
 
         return [MinilmSAESpec(self.sae_layer, w, self.sae_k, self.sae_train_tokens).name for w in self.sae_widths]

@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..params import BaseConfig
+from kit.core.params import BaseConfig
 
 
 class Config(BaseConfig):

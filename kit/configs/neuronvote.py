@@ -4,9 +4,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ..concepts import PAPER_POS_TAGS
-from ..neuronvote import METHODS, PAPER_METHODS
-from ..params import BaseConfig
+from kit.neuronvote.concepts import PAPER_POS_TAGS
+from kit.neuronvote.methods import METHODS, PAPER_METHODS
+from kit.core.params import BaseConfig
 
 Method = Literal["probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"]
 

@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from ..params import BaseConfig
+from kit.core.params import BaseConfig
 
 
 class Config(BaseConfig):

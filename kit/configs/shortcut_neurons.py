@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..params import BaseConfig
+from kit.core.params import BaseConfig
 
 TABLE2_LABELS = ("Vanilla", "+test", "+test-Syn", "+5x test", "+5x test-Syn", "+other data", "+train split",
                  "+another task")
@@ -43,7 +43,7 @@ class Config(BaseConfig):
     group_size: int = Field(16, ge=1, le=4096)
     """Adjacent neurons per causal-score group (the paper: 512 of 11008 per layer, ~4.7%)."""
     combine: Literal["veto", "rank_mean"] = "veto"
-    """How eq. 3 and eq. 4 make the final ranking (``kit.shortcut.combine_scores``): comparative ranking
+    """How eq. 3 and eq. 4 make the final ranking (``kit.shortcut.neurons.combine_scores``): comparative ranking
     with groups of causal score < 1 vetoed, or the weighted mean of the two percentile ranks."""
     causal_rank_by: Literal["exact", "teacher_forced"] = "exact"
     """Which causal score enters the final ranking (both are computed and reported)."""

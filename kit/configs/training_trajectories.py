@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..params import BaseConfig
+from kit.core.params import BaseConfig
 
 
 class Config(BaseConfig):
@@ -39,9 +39,9 @@ class Config(BaseConfig):
     splits: list[Literal["test", "fresh", "test-syn", "fresh-syn"]] = ["test", "fresh"]
     """Splits evaluated: the public ``test`` split and unseen ``fresh`` items (the true capability)."""
     score: Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"] = "score"
-    """Neuron contribution score for MUI (kit.mui)."""
+    """Neuron contribution score for MUI (kit.mui.metric)."""
     threshold: Literal["topk", "global_topk", "top_pct", "topscore"] = "topk"
-    """Key-neuron threshold for MUI (kit.mui); ``topk`` keeps max(1, round(d_mlp/1000)) per layer and token."""
+    """Key-neuron threshold for MUI (kit.mui.metric); ``topk`` keeps max(1, round(d_mlp/1000)) per layer and token."""
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Greedy response length whose tokens MUI is measured on (every tiny-world answer is one token)."""
     mui_batch_size: int = Field(32, ge=1, le=4096)

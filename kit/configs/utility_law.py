@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..params import BaseConfig
+from kit.core.params import BaseConfig
 
 Score = Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"]
 Threshold = Literal["topk", "global_topk", "top_pct", "topscore"]
@@ -26,9 +26,9 @@ class Config(BaseConfig):
     max_new_tokens: int = Field(1, ge=1, le=8192)
     """Greedy response length (every tiny-world answer is one token; the paper used 1024)."""
     score: Score = "score"
-    """Neuron contribution score (kit.mui.SCORES): Eq. 3 ``score`` is the paper's choice."""
+    """Neuron contribution score (kit.mui.metric.SCORES): Eq. 3 ``score`` is the paper's choice."""
     threshold: Threshold = "topk"
-    """Key-neuron threshold (kit.mui.THRESHOLDS): per-token per-layer top-k is the paper's choice."""
+    """Key-neuron threshold (kit.mui.metric.THRESHOLDS): per-token per-layer top-k is the paper's choice."""
     k: int | None = Field(None, ge=1)
     """k of ``topk``/``global_topk``; None: max(1, round(d_mlp/1000)) per layer (x n_layers for global)."""
     frac: float | None = Field(None, gt=0.0, le=1.0)

@@ -3,13 +3,14 @@
 Worlds: ``tiny`` (default; the notebooks' world) and ``micro`` (same member names and kinds,
 smaller; for tests and smoke runs), chosen by argument or ``$KIT_WORLD``. Build with
 ``python -m kit zoo build [--world micro]`` or :func:`build`; cached under
-``kit.paths.cache_dir()/world/<world>/<hash>/``.
+``kit.core.paths.cache_dir()/world/<world>/<hash>/``.
 
 Conventions: sequences are ``<bos> prompt answer <eos>``; every answer is one token; batched
 prompts are RIGHT padded (:func:`prompt_tokens` returns the lengths); scoring is exact match of
 the greedy next token at the last prompt position (:func:`evaluate`).
 """
 
+from kit.world.build import build, is_built
 from kit.world.card import card, format_card
 from kit.world.evaluate import evaluate, last_logits, prompt_tokens, respond, target_ids
 from kit.world.saes import load_world_sae, sae_labels, sae_stats, saes
@@ -19,9 +20,7 @@ from kit.world.zoo import (
     CONTAMINATED_TASK,
     CONTAMINATION_BASE,
     WorldNotBuilt,
-    build,
     changed_neurons,
-    is_built,
     load_member,
     member_info,
     members,

@@ -13,8 +13,9 @@ import json
 import numpy as np
 from tqdm.auto import tqdm
 
-from kit.paths import atomic_write_text
+from kit.core.paths import atomic_write_text
 from kit.world.evaluate import evaluate
+from kit.world.saes import sae_stats, saes
 from kit.world.tasks import TASKS
 from kit.world.zoo import (
     CONTAMINATED_TASK,
@@ -53,8 +54,6 @@ def _eval_sets(spec) -> dict[str, dict[str, list]]:
 
 def compute_card(world: str | None = None) -> dict:
     """Evaluate every member and SAE of a built world; writes and returns ``card.json``."""
-    from kit.world.saes import sae_stats, saes
-
     spec = world_spec(world)
     sets = _eval_sets(spec)
     rows = {}

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from kit.paths import WORLDS
+from kit.core.paths import WORLDS
 
 
 def main(argv: list[str] | None = None) -> int:

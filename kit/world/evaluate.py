@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from kit.items import Item
+from kit.data.items import Item
 from kit.world.tokenizer import BOS_ID, EOS_ID, pad_right
 
 

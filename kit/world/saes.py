@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from kit.models import tl
 from kit.world.tasks import TASKS
 from kit.world.train import item_sequence, mixture_stream
 from kit.world.tokenizer import PAD_ID, pad_right
@@ -81,7 +82,7 @@ def collect_activations(model, hook_name: str, n_prompts: int, seed: int):
         items = [next(stream) for _ in range(min(256, n_prompts - start))]
         seqs = [item_sequence(it)[:-1] for it in items]  # <bos> prompt answer
         tokens, lengths = pad_right(seqs)
-        _, cache = model.run_with_cache(tokens, names_filter=[hook_name])
+        _, cache = tl.run_with_cache(model, tokens, [hook_name])
         a = cache[hook_name]
         mask = tokens != PAD_ID
         mask[:, 0] = False  # BOS activations are outliers in norm; no SAE models them

@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kit.items import Item
+from kit.data.items import Item
 
 MAX_NUMBER = 63  # numbers 0..63 are whole-word tokens
 SPLITS = ("train", "test", "test-syn", "fresh", "fresh-syn")

@@ -18,9 +18,10 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from kit.items import Item
+from kit.data.items import Item
 from kit.world.tasks import TASKS
 from kit.world.tokenizer import BOS_ID, EOS_ID, PAD_ID, answer_id, encode, vocab
+from kit.models import tl
 
 
 @dataclass(frozen=True)
@@ -157,10 +158,9 @@ def neuron_entries(model, neurons: torch.Tensor) -> list[tuple[torch.nn.Paramete
     ``b_in`` entry and its ``W_out`` row (``b_out`` belongs to no neuron).
     """
     out = []
-    for L, block in enumerate(model.blocks):
+    for L, W_in, b_in, W_out in tl.mlp_neuron_params(model):
         m = neurons[L]
-        out += [(block.mlp.W_in, m[None, :].expand_as(block.mlp.W_in)), (block.mlp.b_in, m),
-                (block.mlp.W_out, m[:, None].expand_as(block.mlp.W_out))]
+        out += [(W_in, m[None, :].expand_as(W_in)), (b_in, m), (W_out, m[:, None].expand_as(W_out))]
     return out
 
 

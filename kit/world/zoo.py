@@ -23,7 +23,8 @@ from typing import Iterator
 import torch
 from tqdm.auto import tqdm
 
-from kit.paths import atomic_path, atomic_write_text, cache_dir, current_world
+from kit.models import tl
+from kit.core.paths import atomic_path, atomic_write_text, cache_dir, current_world
 from kit.world.tasks import TASKS, get_task
 from kit.world.train import (
     Arch,
@@ -503,9 +504,8 @@ def changed_neurons(member: str, world: str | None = None, parent: str | None = 
         parent = info["parent"]
     a, b = load_member(member, world=spec.name), load_member(parent, world=spec.name)
     mask = torch.zeros(a.cfg.n_layers, a.cfg.d_mlp, dtype=torch.bool)
-    for L, (x, y) in enumerate(zip(a.blocks, b.blocks)):
-        mask[L] = ((x.mlp.W_in != y.mlp.W_in).any(0) | (x.mlp.b_in != y.mlp.b_in)
-                   | (x.mlp.W_out != y.mlp.W_out).any(1))
+    for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(tl.mlp_neuron_params(a), tl.mlp_neuron_params(b)):
+        mask[L] = (wi_a != wi_b).any(0) | (bi_a != bi_b) | (wo_a != wo_b).any(1)
     return [tuple(map(int, ix)) for ix in torch.nonzero(mask).tolist()]
 
 
@@ -533,39 +533,3 @@ def _train_finetune(spec: WorldSpec, f: FinetuneSpec) -> None:
     meta = {"name": f.name, "steps": steps, "finetune_tokens": tokens,
             "train_tokens": parent_tokens + tokens}
     _save(spec, f.name, model, meta)
-
-
-def is_built(world: str | None = None) -> bool:
-    """True when every member, SAE and the card of the world exist in the cache."""
-    return card_path(world).is_file()
-
-
-def build(world: str | None = None, force: bool = False) -> Path:
-    """Build (or finish building) the world; returns its directory.
-
-    Resumable: completed members are skipped. ``force`` deletes this world's cache first.
-    """
-    import importlib
-
-    # kit.world re-exports functions named `card` and `saes`, shadowing the submodules
-    card_mod = importlib.import_module("kit.world.card")
-    saes_mod = importlib.import_module("kit.world.saes")
-
-    spec = world_spec(world)
-    root = world_dir(spec.name)
-    if force and root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(root / f"spec-{spec_hash(spec)}.json", json.dumps(asdict(spec), indent=1))
-    jobs = [("base", b) for b in spec.bases] + [("ft", f) for f in spec.finetunes]
-    jobs += [("sae", s) for s in spec.saes]
-    with deterministic():
-        for kind, job in tqdm(jobs, desc=f"building world {spec.name}"):
-            if kind == "sae":
-                if not saes_mod.is_sae_done(spec, job):
-                    saes_mod.train_sae(spec, job)
-            elif not _is_done(spec, job.name):
-                (_train_base if kind == "base" else _train_finetune)(spec, job)
-        if not card_path(spec.name).is_file():
-            card_mod.compute_card(spec.name)
-    return root

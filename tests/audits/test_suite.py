@@ -2,7 +2,7 @@ import pytest
 
 import kit
 from kit.audits import suite
-from kit.params import ParamsError
+from kit.core.params import ParamsError
 
 WORLD_SAES = ["zoo-sae/base-m/topk-512", "zoo-sae/base-m/relu-512", "zoo-sae/base-m/topk-1024",
               "zoo-sae/base-s/topk-512"]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kit import runner
-from kit.paths import REPO_ROOT
+from kit.core import runner as runner
+from kit.core.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

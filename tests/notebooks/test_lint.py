@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kit.paths import REPO_ROOT
+from kit.core.paths import REPO_ROOT
 
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 PARAMETERS = {"profile", "out_dir"}

@@ -1,0 +1,116 @@
+"""Figures of the Competency Gaps notebook (paper Figs. 3, 4, 12, 13, 14), one function each.
+
+Each takes plain arrays / DataFrames and returns a matplotlib Figure; saving is the caller's
+(``run.save_figure``).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from kit.cg.metrics import EPSILON
+
+
+def _log_values(x: np.ndarray, eps: float = EPSILON) -> np.ndarray:
+    x = np.asarray(x, float)
+    return np.log10(x[x >= eps])
+
+
+def coverage_distribution(x_by_name: Mapping[str, np.ndarray], eps: float = EPSILON):
+    """Fig. 3: distribution of X_bench (log10, missing concepts excluded), one curve per SAE."""
+    fig, ax = plt.subplots(figsize=(5, 3))
+    for name, x in x_by_name.items():
+        v = _log_values(x, eps)
+        ax.hist(v, bins=50, histtype="step", density=True, label=f"{name} (median {np.median(x):.2f})")
+    ax.set_xlabel("log10 X_bench(c)  (1 = average concept)")
+    ax.set_ylabel("density")
+    ax.set_title("Cross-benchmark coverage")
+    ax.legend()
+    return fig
+
+
+def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
+    """Fig. 4: distribution of X_model / chi_model over the defined concepts, one curve per entry."""
+    fig, ax = plt.subplots(figsize=(5, 3))
+    bins = np.linspace(0, 1, 41)
+    for name, x in x_by_name.items():
+        x = np.asarray(x, float)
+        x = x[~np.isnan(x)]
+        ax.hist(x, bins=bins, histtype="step", density=True, label=f"{name} (median {np.median(x):.2f})")
+    ax.set_xlabel("X_model(c)  (activation-weighted accuracy)")
+    ax.set_ylabel("density")
+    ax.set_title("Model performance per concept")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def per_benchmark_coverage(chi_bench: pd.DataFrame, eps: float = EPSILON):
+    """Fig. 12: per-benchmark distributions of chi_bench (log10, missing excluded); red: median."""
+    cols = list(chi_bench.columns)
+    fig, axes = plt.subplots(1, len(cols), figsize=(1.7 * len(cols), 2.6), sharey=True, squeeze=False)
+    for ax, b in zip(axes[0], cols):
+        v = _log_values(chi_bench[b].to_numpy(), eps)
+        ax.hist(v, bins=40, orientation="horizontal", color="C0")
+        if len(v):
+            ax.axhline(np.median(v), color="red", lw=1)
+        ax.set_title(b, fontsize=8)
+        ax.set_xticks([])
+    axes[0][0].set_ylabel("log10 chi_bench(b, c)")
+    fig.suptitle("Coverage within individual benchmarks", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return fig
+
+
+def per_benchmark_performance(chi_model: pd.DataFrame):
+    """Fig. 11/15: per-benchmark distributions of chi_model; red: median."""
+    cols = list(chi_model.columns)
+    fig, axes = plt.subplots(1, len(cols), figsize=(1.7 * len(cols), 2.6), sharey=True, squeeze=False)
+    for ax, b in zip(axes[0], cols):
+        v = chi_model[b].dropna().to_numpy()
+        ax.hist(v, bins=np.linspace(0, 1, 31), orientation="horizontal", color="C1")
+        if len(v):
+            ax.axhline(np.median(v), color="red", lw=1)
+        ax.set_title(b, fontsize=7)
+        ax.set_xticks([])
+    axes[0][0].set_ylabel("chi_model(b, c)")
+    fig.suptitle("Model performance within individual benchmarks", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return fig
+
+
+def missing_fraction_bars(frac: pd.Series):
+    """Fig. 13: fraction of the dictionary each benchmark does not test (chi_bench < eps)."""
+    fig, ax = plt.subplots(figsize=(5, 2.8))
+    frac.sort_values().plot.barh(ax=ax, color="C3")
+    ax.set_xlabel("fraction of SAE concepts missing")
+    ax.set_xlim(0, 1)
+    ax.set_title("Missing concepts per benchmark")
+    return fig
+
+
+def overlap_heatmap(jaccard: pd.DataFrame):
+    """Fig. 14: Jaccard similarity of covered-concept sets between benchmarks."""
+    n = len(jaccard)
+    fig, ax = plt.subplots(figsize=(0.55 * n + 2, 0.5 * n + 1.5))
+    sns.heatmap(jaccard, annot=True, fmt=".2f", cmap="Blues", vmin=0, vmax=1, ax=ax, cbar=False,
+                annot_kws={"fontsize": 7})
+    ax.grid(False)  # the paper style's grid would cross the cells
+    ax.set_title("Cross-benchmark concept overlap (Jaccard)")
+    return fig
+
+
+def profile_scatter(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str):
+    """chi_model of two models on the same benchmark, one point per concept."""
+    ok = ~(np.isnan(a) | np.isnan(b))
+    fig, ax = plt.subplots(figsize=(3.6, 3.4))
+    ax.scatter(a[ok], b[ok], s=3, alpha=0.3)
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
+    ax.set_xlabel(f"chi_model {name_a}")
+    ax.set_ylabel(f"chi_model {name_b}")
+    ax.set_title("Concept profiles on the same benchmark")
+    return fig

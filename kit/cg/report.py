@@ -1,0 +1,250 @@
+"""Tables and key numbers of the Competency Gaps notebook, computed from :class:`kit.cg.suite.Suite`s.
+
+Tables mirror the paper's: Table 1 (missing concepts of the suite), Table 2 (missing per
+benchmark), Table 3 (best/worst performance and coverage concepts, two SAEs side by side).
+:func:`findings_text` turns the recorded numbers into the notebook's plain-language summary.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from kit.cg import metrics as cg
+from kit.cg.suite import Suite, best_match
+
+
+def coverage_summary(suite: Suite, eps: float = cg.EPSILON) -> dict:
+    """Counts of missing / under / over-represented concepts for the suite and per benchmark.
+
+    Dead latents (labelled ``(dead)``: never active on the SAE's own training text) are missing
+    trivially; ``n_missing_alive`` counts the informative ones, concepts the SAE knows from its
+    corpus that no benchmark exercises.
+    """
+    xb = cg.x_bench(suite.acts)
+    cls = cg.coverage_classes(xb, eps)
+    dead = np.array([lab == "(dead)" for lab in suite.labels])
+    frac = cg.missing_fraction(suite.acts, eps)
+    chib = cg.chi_bench_table(suite.acts)
+    jac = cg.jaccard_overlap(suite.acts, eps).to_numpy()
+    off = jac[~np.eye(len(jac), dtype=bool)]
+    return {
+        "n_concepts": int(len(xb)),
+        "n_missing_suite": int((cls == "missing").sum()),
+        "frac_missing_suite": float((cls == "missing").mean()),
+        "n_dead": int(dead.sum()),
+        "n_missing_alive": int(((cls == "missing") & ~dead).sum()),
+        "frac_missing_alive": float(((cls == "missing") & ~dead).sum() / max(1, (~dead).sum())),
+        "n_under": int((cls == "under").sum()),
+        "n_over": int((cls == "over").sum()),
+        "median_x_bench": float(np.median(xb)),
+        "missing_frac_per_benchmark": {b: float(v) for b, v in frac.items()},
+        "min_missing_frac_benchmark": float(frac.min()),
+        "missing_frac_per_benchmark_alive": {b: float(((chib[b].to_numpy() < eps) & ~dead).sum() / max(1, (~dead).sum()))
+                                             for b in chib.columns},
+        "mean_jaccard_offdiag": float(off.mean()) if off.size else float("nan"),
+    }
+
+
+def missing_suite_table(suite: Suite, n: int = 10, eps: float = cg.EPSILON) -> pd.DataFrame:
+    """Table 1: concepts missing from the whole suite that the SAE does know (they fired on the
+    training corpus: the label's contexts), strongest corpus activation first."""
+    xb = cg.x_bench(suite.acts)
+    missing = np.flatnonzero(xb < eps)
+    strength = np.array([max((c["value"] for c in suite.contexts[i]), default=0) if suite.contexts else 0
+                         for i in missing])
+    order = missing[np.argsort(-strength, kind="stable")]
+    rows = [{"concept": int(c), "label": suite.labels[c],
+             "example context": (suite.contexts[c][0]["context"] if suite.contexts and suite.contexts[c] else "")}
+            for c in order if suite.labels[c] != "(dead)"][:n]
+    return pd.DataFrame(rows, columns=["concept", "label", "example context"])
+
+
+def missing_per_benchmark_table(suite: Suite, n: int = 3, eps: float = cg.EPSILON) -> pd.DataFrame:
+    """Table 2: per benchmark, concepts it misses that the *other* benchmarks cover best."""
+    chib = cg.chi_bench_table(suite.acts)
+    rows = []
+    for b in chib.columns:
+        others = chib.drop(columns=b).mean(axis=1)
+        cand = chib.index[(chib[b] < eps).to_numpy()]
+        top = others.loc[cand].sort_values(ascending=False).head(n)
+        rows += [{"benchmark": b, "concept": int(c), "label": suite.labels[c], "mean chi_bench elsewhere": float(v)}
+                 for c, v in top.items()]
+    return pd.DataFrame(rows, columns=["benchmark", "concept", "label", "mean chi_bench elsewhere"])
+
+
+def best_worst_table(suite: Suite, model: str | None, n: int = 5, min_activation_items: int = 3) -> pd.DataFrame:
+    """Best/worst concepts by coverage (X_bench) and, given ``model``, by performance (X_model).
+
+    Performance ranks only concepts active on at least ``min_activation_items`` scored items: a
+    concept seen once has X_model 0 or 1 by chance (the paper's suite is large enough not to care).
+    """
+    xb = cg.x_bench(suite.acts)
+    rows = []
+    order = np.argsort(xb, kind="stable")
+    for rank, idx in (("best coverage", order[::-1][:n]), ("worst coverage (not missing)", order[xb[order] >= cg.EPSILON][:n])):
+        rows += [{"analysis": rank, "concept": int(c), "label": suite.labels[c], "score": float(xb[c])} for c in idx]
+    if model is not None:
+        xm = cg.x_model(suite.model_acts[model], suite.model_scores[model])
+        support = sum((a > 0).sum(0).A1 if hasattr((a > 0).sum(0), "A1") else np.asarray((a > 0).sum(0)).ravel()
+                      for a in suite.model_acts[model].values())
+        ok = np.flatnonzero(~np.isnan(xm) & (support >= min_activation_items))
+        # ties (many concepts at exactly 1.0 or 0.0) go to the concept seen on more items
+        best = ok[np.lexsort((-support[ok], -xm[ok]))]
+        worst = ok[np.lexsort((-support[ok], xm[ok]))]
+        for rank, idx in (("best performance", best[:n]), ("worst performance", worst[:n])):
+            rows += [{"analysis": rank, "concept": int(c), "label": suite.labels[c], "score": float(xm[c])} for c in idx]
+    return pd.DataFrame(rows, columns=["analysis", "concept", "label", "score"])
+
+
+def cross_sae_table(a: Suite, b: Suite, model: str | None, n: int = 3) -> pd.DataFrame:
+    """Table 3: the best/worst concepts of SAE ``a`` with their best-matching concept of SAE ``b``
+    (co-activation cosine over the same datapoints, :func:`kit.cg.suite.best_match`)."""
+    t = best_worst_table(a, model, n)
+    acts_a = {**a.acts, **(a.model_acts.get(model, {}) if model else {})}
+    acts_b = {**b.acts, **(b.model_acts.get(model, {}) if model else {})}
+    acts_a = {f"{k}#{i}": v for i, (k, v) in enumerate(acts_a.items())}
+    acts_b = {f"{k}#{i}": v for i, (k, v) in enumerate(acts_b.items())}
+    matches = best_match(acts_a, {k: acts_b[k] for k in acts_a}, t["concept"].tolist())
+    t = t.rename(columns={"concept": f"{a.sae} concept", "label": f"{a.sae} label"})
+    t[f"{b.sae} concept"] = [m for m, _ in matches]
+    t[f"{b.sae} label"] = [b.labels[m] if m >= 0 else "" for m, _ in matches]
+    t["cosine"] = [s for _, s in matches]
+    return t
+
+
+def cross_sae_summary(a: Suite, b: Suite, model: str | None) -> dict:
+    """Distribution-level agreement of two SAEs (the paper's Figs. 3-4 orange vs blue curves)."""
+    out = {}
+    for s in (a, b):
+        xb = cg.x_bench(s.acts)
+        out[s.sae] = {"n_concepts": s.n_concepts, "median_x_bench": float(np.median(xb)),
+                      "frac_missing_suite": float((xb < cg.EPSILON).mean())}
+        if model is not None:
+            xm = cg.x_model(s.model_acts[model], s.model_scores[model])
+            out[s.sae]["median_x_model"] = float(np.nanmedian(xm))
+    # per-benchmark missing fractions should rank benchmarks alike under both SAEs
+    fa, fb = cg.missing_fraction(a.acts), cg.missing_fraction(b.acts)
+    out["spearman_missing_frac_per_benchmark"] = float(spearmanr(fa, fb[fa.index]).statistic) if len(fa) > 2 else float("nan")
+    return out
+
+
+def profile_comparison(acts_prompt, scores_a: np.ndarray, scores_b: np.ndarray, labels: Sequence[str],
+                       n: int = 5, min_items: int = 3) -> tuple[dict, pd.DataFrame]:
+    """Two models on the same items (concepts read from the prompts only): correlation of their
+    chi_model profiles and the concepts where they differ most."""
+    ca, cb = cg.chi_model(acts_prompt, scores_a), cg.chi_model(acts_prompt, scores_b)
+    support = np.asarray((acts_prompt > 0).sum(0)).ravel()
+    ok = ~np.isnan(ca) & ~np.isnan(cb) & (support >= min_items)
+    d = ca - cb
+    idx = np.flatnonzero(ok)
+    order = idx[np.argsort(d[idx], kind="stable")]
+    rows = [{"direction": "A better", "concept": int(c), "label": labels[c], "chi_model A": ca[c], "chi_model B": cb[c]}
+            for c in order[::-1][:n]]
+    rows += [{"direction": "B better", "concept": int(c), "label": labels[c], "chi_model A": ca[c], "chi_model B": cb[c]}
+             for c in order[:n]]
+    summary = {"spearman": float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else float("nan"),
+               "mean_abs_diff": float(np.abs(d[ok]).mean()) if ok.any() else float("nan"),
+               "accuracy_A": float(np.mean(scores_a)), "accuracy_B": float(np.mean(scores_b)),
+               "n_concepts_compared": int(ok.sum())}
+    return summary, pd.DataFrame(rows)
+
+
+def robustness(suite: Suite, model: str | None, n_reruns: int, drop_frac: float, adv_n_concepts: int,
+               adv_n_items: int, adv_repeats: int, seed: int = 0) -> dict:
+    """The paper's section 4.2.3 numbers for one suite: dropout std of X_bench / X_model and
+    the adversarial median shifts."""
+    out = {}
+    r = cg.dropout_robustness(suite.acts, None, n_reruns, drop_frac, seed)
+    out["std_x_bench"] = r.mean_std_x_bench
+    if model is not None:
+        acts, scores = suite.model_acts[model], suite.model_scores[model]
+        rm = cg.dropout_robustness(acts, scores, n_reruns, drop_frac, seed)
+        out["std_x_model"] = rm.mean_std_x_model
+        adv = cg.adversarial_removal(acts, scores, adv_n_concepts, adv_n_items, adv_repeats, seed=seed)
+        out.update(adv_median_before=adv.median_before, adv_shift_best_pct=adv.mean_shift_best_pct,
+                   adv_shift_worst_pct=adv.mean_shift_worst_pct, adv_removed_frac=adv.removed_frac,
+                   adv_best_lowers=bool(np.mean(adv.shift_best) < 0), adv_worst_raises=bool(np.mean(adv.shift_worst) > 0))
+    return out
+
+
+def findings_text(r: dict) -> str:
+    """Plain-language findings from the recorded numbers ``r`` (the notebook's results dict)."""
+    lines = []
+    main = r.get("main_sae", "")
+    cov = r.get("coverage", {}).get(main, {})
+    if cov:
+        lines.append(
+            f"Coverage ({main}, {cov['n_concepts']} concepts, {len(cov['missing_frac_per_benchmark'])} real benchmarks): "
+            f"{cov['n_missing_suite']} concepts ({100 * cov['frac_missing_suite']:.1f}%) are missing from the whole suite, "
+            f"{cov['n_dead']} of them dead latents; {cov['n_missing_alive']} live concepts "
+            f"({100 * cov['frac_missing_alive']:.1f}% of the live ones) fire on the corpus but on no benchmark "
+            f"(paper, Llama SAE: 314, 1%); every benchmark misses at least {100 * cov['min_missing_frac_benchmark']:.0f}% "
+            f"of the dictionary ({100 * min(cov['missing_frac_per_benchmark_alive'].values()):.0f}% of the live concepts; paper: >= 30%); mean pairwise Jaccard overlap of covered sets {cov['mean_jaccard_offdiag']:.2f}.")
+    for name, acc in r.get("response_accuracy", {}).items():
+        lines.append(f"Published responses {name}: accuracy {acc:.3f} (parse rate {r['response_parse_rate'][name]:.3f}).")
+    for model, s in r.get("model_performance", {}).items():
+        lines.append(f"{model}: median chi_model {s['median']:.3f} over {s['n_defined']} concepts; "
+                     f"{s['n_gaps']} model gaps (X_model < eps), worst decile <= {s['worst_decile']:.3f}.")
+    pc = r.get("llama_vs_qwen")
+    if pc:
+        lines.append(f"Llama vs Qwen on the same ARC items: Spearman of chi_model profiles {pc['spearman']:.2f}, "
+                     f"mean |difference| {pc['mean_abs_diff']:.3f} (accuracies {pc['accuracy_A']:.3f} vs {pc['accuracy_B']:.3f}).")
+    rb = r.get("robustness", {})
+    if rb:
+        lines.append(f"Robustness ({r.get('robustness_model', '')}): std over {r.get('n_reruns')} reruns dropping "
+                     f"{100 * r.get('drop_frac', 0):.0f}%: X_bench {rb['std_x_bench']:.3f} (paper 0.025), X_model "
+                     f"{rb.get('std_x_model', float('nan')):.3f} (paper 0.014). Adversarial removal of "
+                     f"{100 * rb.get('adv_removed_frac', 0):.1f}% of items: median X_model {rb.get('adv_shift_best_pct', float('nan')):+.1f}% "
+                     f"(best concepts' items; paper -0.6%), {rb.get('adv_shift_worst_pct', float('nan')):+.1f}% (worst; paper +1.3%).")
+    xs = r.get("cross_sae", {})
+    if xs:
+        sp_ = xs.get("spearman_missing_frac_per_benchmark", float("nan"))
+        meds = "; ".join(f"{k}: median X_bench {v['median_x_bench']:.3f}, missing {100 * v['frac_missing_suite']:.1f}%"
+                         for k, v in xs.items() if isinstance(v, dict))
+        lines.append(f"Two SAEs: {meds}; benchmarks' missing fractions rank alike (Spearman {sp_:.2f}).")
+    z = r.get("zoo", {})
+    if z:
+        lines.append(f"Tiny-world suite ({z['model']} with its own SAE {z['sae']}, {z['n_tasks']} tasks): "
+                     f"{z['n_missing_suite']} of {z['n_concepts']} features missing, median X_model {z['median_x_model']:.3f}, "
+                     f"{z['n_gaps']} model gaps; dropout std X_bench {z['std_x_bench']:.3f}, X_model {z['std_x_model']:.3f}; "
+                     f"adversarial {z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%.")
+    elif r.get("zoo_error"):
+        lines.append(f"Tiny-world suite not run: {r['zoo_error']}")
+    tokens = {m.get("train_tokens") for m in r.get("sae_meta", {}).values()}
+    n_bench = len(cov.get("missing_frac_per_benchmark", {}))
+    if tokens:
+        lines.append(f"Gaps vs the paper: the concept space is a 6-layer sentence encoder's SAE trained on "
+                     f"{max(tokens):,} tokens, not an 8B model's own 65k-concept SAE (dead latents inflate 'missing'); "
+                     f"each real model has scores on one benchmark, so its X_model is that benchmark's chi_model; "
+                     f"the suite is {n_bench} benchmarks with a sample of items each; labels are top-activating words, "
+                     f"not LLM-written descriptions.")
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def model_summary(acts_by_benchmark: dict, scores_by_benchmark: dict, eps: float = cg.EPSILON) -> dict:
+    """X_model of one model: median, defined concepts, model gaps, worst-decile threshold."""
+    xm = cg.x_model(acts_by_benchmark, scores_by_benchmark)
+    cls = cg.model_gap_classes(xm, eps)
+    defined = xm[~np.isnan(xm)]
+    worst = defined[cls[~np.isnan(xm)] == "worst-decile"]
+    return {"median": float(np.median(defined)) if defined.size else float("nan"), "n_defined": int(defined.size),
+            "n_gaps": int((cls == "gap").sum()), "worst_decile": float(worst.max()) if worst.size else float("nan"),
+            "accuracy": float(np.mean(np.concatenate([np.asarray(s, float) for s in scores_by_benchmark.values()])))}
+
+
+def explorer_concepts(suite: Suite, model: str | None, limit: int) -> list[int]:
+    """Which concepts the explorer embeds when the dictionary is large: every flagged concept
+    (missing / under / over / model gap / deciles) first, then the most covered, up to ``limit``."""
+    xb = cg.x_bench(suite.acts)
+    flagged = cg.coverage_classes(xb) != "normal"
+    if model is not None:
+        flagged |= np.isin(cg.model_gap_classes(cg.x_model(suite.model_acts[model], suite.model_scores[model])),
+                           ["gap", "worst-decile", "best-decile"])
+    first = np.flatnonzero(flagged)
+    rest = np.setdiff1d(np.argsort(-xb, kind="stable"), first, assume_unique=True)
+    rest = [c for c in np.argsort(-xb, kind="stable") if not flagged[c]]
+    return sorted(int(c) for c in list(first[:limit]) + rest[: max(0, limit - len(first))])

@@ -1,0 +1,90 @@
+"""``python -m kit bench [name ...] [--model M] [--device D]``: speed as ratios in one process run.
+
+Each workload times our implementation against its baseline (the naive reference algorithm, or
+the plain forward pass) on the same model and data, in this process, and prints one line:
+``name: ratio=X.XX (details)``. Ratios, not seconds, so results compare across machines.
+
+A workload is a function ``run(model: str, device: str) -> list[BenchLine]`` registered in
+``WORKLOADS`` by dotted path, so importing the harness stays cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+WORKLOADS: dict[str, str] = {
+    "mui": "kit.mui.bench:run",
+    "patching": "kit.shortcut.bench:run",
+    "cg": "kit.cg.bench:run",
+    "neuronvote": "kit.neuronvote.bench:run",
+    "audits": "kit.audits.bench:run",
+}
+"""Workload name -> ``module:function``."""
+
+DEFAULT_MODEL = "random/gpt2-small"
+
+
+@dataclass
+class BenchLine:
+    name: str
+    """Workload (and variant), e.g. ``mui/score_vs_forward``."""
+    ratio: float
+    """The headline ratio; ``detail`` says which way round it is."""
+    detail: str
+    """What was compared, on what, and the raw times."""
+
+    def __str__(self) -> str:
+        return f"{self.name}: ratio={self.ratio:.2f} ({self.detail})"
+
+
+def median_time(fn: Callable[[], object], repeat: int = 5, warmup: int = 1, device: str = "cpu") -> float:
+    """Median wall-clock seconds of ``fn()`` over ``repeat`` runs after ``warmup`` runs."""
+    import torch
+
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kit bench", description=__doc__.split("\n")[0])
+    parser.add_argument("names", nargs="*", help=f"workloads (default: all): {', '.join(WORKLOADS)}")
+    parser.add_argument("--model", default=None,
+                        help=f"model for the workloads that take one (default per workload; e.g. {DEFAULT_MODEL}, random/llama-1b, zoo/base-m)")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload(s) {unknown}; allowed values: {', '.join(WORKLOADS)}")
+    failed = 0
+    for name in args.names or list(WORKLOADS):
+        module, func = WORKLOADS[name].split(":")
+        try:
+            run = getattr(importlib.import_module(module), func)
+            kwargs = {"device": args.device}
+            if args.model:
+                kwargs["model"] = args.model
+            for line in run(**kwargs):
+                print(line, flush=True)
+        except Exception as e:  # one broken workload must not hide the others' numbers
+            failed += 1
+            print(f"{name}: FAILED ({type(e).__name__}: {e})", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

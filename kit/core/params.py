@@ -1,0 +1,153 @@
+"""Named parameter profiles: ``params/NN_name.yaml`` -> a typed, documented config.
+
+A params file looks like::
+
+    default: tiny
+    profiles:
+      tiny:            # CPU, offline, minutes (the default)
+        world: tiny
+        n_items: 200
+      smoke:           # what the test suite executes: the micro world, tiny sizes
+        inherit: tiny
+        world: micro
+        n_items: 8
+      paper:           # the paper's own models and benchmarks (needs network and GPUs)
+        ...
+
+Each notebook's config class lives in ``kit/configs/<name>.py`` (``01_utility_law`` ->
+``kit.configs.utility_law``) as a pydantic model named ``Config``; its fields carry a docstring
+each. Profiles may ``inherit`` another profile of the same file and override some fields.
+Every error names the file, the profile, the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from kit.core.paths import REPO_ROOT
+
+PARAMS_DIR = REPO_ROOT / "params"
+
+
+class ParamsError(ValueError):
+    """A params file, profile or field is invalid; the message says which and what is allowed."""
+
+
+class BaseConfig(BaseModel):
+    """Fields every notebook config has. Subclass it in ``kit/configs/<name>.py`` as ``Config``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    world: Literal["tiny", "micro"] = "tiny"
+    """Embedded world that ``zoo/...`` names load from (``micro`` is the test suite's small one)."""
+    seed: int = 0
+    """Seed for every RNG the notebook touches (python, numpy, torch)."""
+    device: str = "cpu"
+    """Torch device for models (``cpu``, ``cuda``, ``cuda:1``...)."""
+
+
+def notebook_names() -> list[str]:
+    """Notebook ids that have a params file, e.g. ``['00_quickstart', '01_utility_law']``."""
+    return sorted(p.stem for p in PARAMS_DIR.glob("[0-9][0-9]_*.yaml"))
+
+
+def config_class(notebook: str) -> type[BaseConfig]:
+    stem = re.sub(r"^\d\d_", "", notebook)
+    try:
+        module = importlib.import_module(f"kit.configs.{stem}")
+    except ModuleNotFoundError as e:
+        raise ParamsError(
+            f"notebook {notebook!r} has no config module kit/configs/{stem}.py; "
+            f"notebooks with params: {', '.join(notebook_names())}"
+        ) from e
+    return module.Config
+
+
+def read_profiles(path: Path) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Parse a params file: (default profile name, raw profiles). Malformed YAML names the file."""
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as e:
+        raise ParamsError(f"{path}: malformed YAML: {e}") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("profiles"), dict) or not doc["profiles"]:
+        raise ParamsError(f"{path}: expected a mapping with a non-empty 'profiles:' mapping at the top")
+    unknown = set(doc) - {"default", "profiles"}
+    if unknown:
+        raise ParamsError(f"{path}: unknown top-level key(s) {sorted(unknown)}; allowed: default, profiles")
+    profiles = doc["profiles"]
+    for name, body in profiles.items():
+        if body is not None and not isinstance(body, dict):
+            raise ParamsError(f"{path}: profile {name!r} must be a mapping of field: value")
+    default = doc.get("default", "tiny")
+    if default not in profiles:
+        raise ParamsError(f"{path}: default profile {default!r} is not defined; profiles: {', '.join(profiles)}")
+    return default, {k: dict(v or {}) for k, v in profiles.items()}
+
+
+def resolve_profile(path: Path, profiles: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+    """Fields of profile ``name`` with ``inherit`` chains applied (child fields win)."""
+    chain: list[str] = []
+    fields: dict[str, Any] = {}
+    while name is not None:
+        if name not in profiles:
+            where = f"profile {chain[-1]!r} inherits" if chain else "profile"
+            raise ParamsError(
+                f"{path}: {where} {name!r} unknown; allowed values: {', '.join(profiles)}"
+            )
+        if name in chain:
+            raise ParamsError(f"{path}: profile inheritance loops: {' -> '.join(chain + [name])}")
+        chain.append(name)
+        body = dict(profiles[name])
+        parent = body.pop("inherit", None)
+        fields = {**body, **fields}
+        name = parent
+    return fields
+
+
+def load_params(notebook: str, profile: str | None = None, overrides: dict[str, Any] | None = None,
+                path: Path | None = None) -> BaseConfig:
+    """Load ``params/<notebook>.yaml``, pick ``profile`` (default: the file's default), validate.
+
+    ``overrides`` replace single fields (what papermill or a user passes) and are validated too.
+    """
+    path = Path(path) if path else PARAMS_DIR / f"{notebook}.yaml"
+    if not path.is_file():
+        raise ParamsError(f"no params file {path}; notebooks with params: {', '.join(notebook_names())}")
+    default, profiles = read_profiles(path)
+    profile = profile or default
+    fields = resolve_profile(path, profiles, profile)
+    fields.update(overrides or {})
+    cls = config_class(notebook)
+    try:
+        return cls(**fields)
+    except ValidationError as e:
+        raise ParamsError(explain(e, cls, f"{path}, profile {profile!r}")) from None
+
+
+def explain(error: ValidationError, cls: type[BaseModel], where: str) -> str:
+    """Turn a pydantic error into lines naming the field, what was given and what is allowed."""
+    lines = []
+    for err in error.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(config)"
+        top = str(err["loc"][0]) if err["loc"] else ""
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(cls.model_fields)
+            lines.append(f"{where}: unknown field {field!r}; allowed fields: {allowed}")
+            continue
+        info = cls.model_fields.get(top)
+        doc = f" ({info.description})" if info is not None and info.description else ""
+        ctx = err.get("ctx") or {}
+        allowed = ctx.get("expected")
+        hint = f"; allowed values: {allowed}" if allowed else ""
+        lines.append(f"{where}: field {field!r}{doc}: {err['msg']} (got {err.get('input')!r}){hint}")
+    return "\n".join(lines)
+
+
+def to_yaml(cfg: BaseConfig) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,646 @@
+"""The experiments and figures of notebook 01 (MUI and the Utility Law, seed 000).
+
+Each function is one section of the notebook: it takes models/items (or the published tables)
+and returns plain tables (pandas) or dicts; the ``plot_*`` functions draw them. The metric itself
+lives in :mod:`kit.mui.metric`; this module only arranges experiments around it.
+
+World access goes through ``kit.world`` (``members``, ``get_task``, ``evaluate``, ``respond``,
+``saes``) and ``kit.load_model`` / ``kit.load_sae``; nothing here depends on how the world is built.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from kit.mui import metric as mui
+from kit.models import tl
+
+# --------------------------------------------------------------------------------------------
+# 1. published numbers
+
+
+def published_mui_table() -> pd.DataFrame:
+    """Table 5 (App. B.1): model, benchmark, benchmark_category, performance, mui."""
+    from kit.data.paper_tables import load_table
+
+    return load_table("000_table05_neuron_mui_main").dropna(subset=["performance", "mui"])
+
+
+def law_fits(df: pd.DataFrame, by: str = "benchmark", perf: str = "performance", m: str = "mui") -> pd.DataFrame:
+    """:func:`kit.mui.metric.fit_law` per group of ``df`` (plus ``all`` pooled): slope, CI, R^2, n."""
+    rows = []
+    groups = list(df.groupby(by)) + [("all", df)]
+    for name, g in groups:
+        g = g[(g[m] > 0) & g[perf].notna()]
+        if len(g) < 3 or g[m].nunique() < 2 or g[perf].nunique() < 2:
+            rows.append({by: name, "n": len(g)})
+            continue
+        f = mui.fit_law(g[perf].to_numpy(), g[m].to_numpy())
+        rows.append({by: name, "slope": f.slope, "intercept": f.intercept, "ci_low": f.ci_low,
+                     "ci_high": f.ci_high, "r2": f.r2, "pvalue": f.pvalue, "n": f.n})
+    return pd.DataFrame(rows)
+
+
+def published_pur_comparison(alpha: float = 0.5) -> pd.DataFrame:
+    """PUR recomputed from Table 5 (perf / MUI^alpha) beside Table 1's printed PUR.
+
+    Models of Table 1 that Table 5 does not list (Llama-3-8B-Instruct, Gemma-2-9B-Instruct) get
+    NaN for the recomputed value.
+    """
+    from kit.data.paper_tables import load_table
+
+    t1 = load_table("000_table01_perf_pur_ranking")
+    rows = t1[t1.row_type == "model"][["row_label", "benchmark", "perf_value", "pur_value", "reference_rank"]]
+    t5 = published_mui_table()[["model", "benchmark", "performance", "mui"]]
+    out = rows.merge(t5, left_on=["row_label", "benchmark"], right_on=["model", "benchmark"], how="left")
+    out = out.drop(columns="model").rename(columns={"row_label": "model", "pur_value": "pur_paper",
+                                                    "perf_value": "perf_table1"})
+    ok = out.mui.notna()
+    out["pur_ours"] = np.nan
+    out.loc[ok, "pur_ours"] = mui.pur(out.loc[ok, "performance"].to_numpy(), out.loc[ok, "mui"].to_numpy(), alpha)
+    out["diff"] = out.pur_ours - out.pur_paper
+    return out
+
+
+def _by_dataset(df: pd.DataFrame, col: str, model: str = "model", dataset: str = "benchmark") -> dict[str, dict[str, float]]:
+    d = df.dropna(subset=[col])
+    return {b: dict(zip(g[model], g[col])) for b, g in d.groupby(dataset)}
+
+
+def published_rank_agreement(comparison: pd.DataFrame) -> dict[str, Any]:
+    """Spearman/Kendall vs Table 1's reference order of: performance and printed PUR (all nine
+    models), and of recomputed PUR and performance over the models Table 5 covers."""
+    ref = comparison.drop_duplicates("model").sort_values("reference_rank").model.tolist()
+    covered = comparison.dropna(subset=["pur_ours"])
+    ref_cov = [m for m in ref if m in set(covered.model)]
+    return {
+        "perf_table1": mui.rank_agreement(_by_dataset(comparison, "perf_table1"), ref),
+        "pur_table1": mui.rank_agreement(_by_dataset(comparison, "pur_paper"), ref),
+        "perf_covered": mui.rank_agreement(_by_dataset(covered, "perf_table1"), ref_cov),
+        "pur_recomputed": mui.rank_agreement(_by_dataset(covered, "pur_ours"), ref_cov),
+        "n_models": len(ref), "n_models_covered": len(ref_cov),
+    }
+
+
+def printed_rank_summary() -> pd.DataFrame:
+    """Table 1's printed correlation rows (Spearman/Kendall, x100) as a small table."""
+    from kit.data.paper_tables import load_table
+
+    t1 = load_table("000_table01_perf_pur_ranking")
+    return t1[t1.row_type == "correlation"][["row_label", "benchmark", "perf_value", "pur_value",
+                                             "perf_variance", "pur_variance"]].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# 2. the tiny world: performance and MUI per (model, task)
+
+
+def default_models(world: str, include_contaminated: bool = True) -> list[str]:
+    """Every zoo member except training checkpoints (``@step-``) and sparse fine-tunes (near-copies
+    of base-m, for notebook 03); optionally without contaminated ones."""
+    from kit import world as W
+
+    names = [m for m in W.members(world, sparse=False) if "@" not in m]
+    if not include_contaminated:
+        names = [m for m in names if not any(t in m for t in ("-test-", "-syn-"))]
+    return names
+
+
+def is_zoo(name: str) -> bool:
+    return name.startswith("zoo/")
+
+
+def task_items(task: str, split: str, n: int, seed: int = 0, zoo: bool = True, skip: int = 0) -> list:
+    """``n`` items of a world task split, or (``zoo=False``) items ``skip .. skip+n`` of a real
+    benchmark's test split (real benchmarks have no fresh split: ``skip`` keeps sets disjoint)."""
+    if not zoo:
+        from kit.data.benchmarks import load_benchmark
+
+        return load_benchmark(task, "test", limit=n + skip)[skip:]
+    from kit import world as W
+
+    return W.get_task(task).items(split, n, seed)
+
+
+def task_group(task: str, zoo: bool = True) -> str:
+    if zoo:
+        from kit import world as W
+
+        return W.get_task(task).group
+    return task.split("/")[0]
+
+
+def respond_and_score(model, items: list, task: str, zoo: bool = True,
+                      max_new_tokens: int = 1) -> tuple[list[str], np.ndarray]:
+    """Greedy responses and their correctness: ``kit.world.respond``/``evaluate`` for zoo models,
+    ``model.generate`` + ``kit.data.scorers.score`` for hub models."""
+    if zoo:
+        from kit import world as W
+
+        return W.respond(model, items, max_new_tokens=max_new_tokens), np.asarray(W.evaluate(model, items), dtype=bool)
+    from kit.data.scorers import score
+
+    responses = []
+    for it in items:
+        out = model.generate(it.prompt, max_new_tokens=max_new_tokens, do_sample=False, verbose=False)
+        responses.append(out[len(it.prompt):] if out.startswith(it.prompt) else out)
+    return responses, np.array([score(task, it, r) for it, r in zip(items, responses)], dtype=bool)
+
+
+def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_fresh: int, world: str,
+                  device: str = "cpu", score: str = "score", threshold: str = "topk", k: int | None = None,
+                  frac: float | None = None, batch_size: int = 32, seed: int = 0,
+                  max_new_tokens: int = 1) -> pd.DataFrame:
+    """Performance (test accuracy %), true capability (fresh accuracy %) and MUI per (model, task).
+
+    MUI is measured on each model's own greedy responses to the test items (Eq. 5).
+    Returns columns model, task, group, performance, fresh, mui, n_items.
+    """
+    from tqdm.auto import tqdm
+
+    from kit import world as W
+    from kit.models.load import load_model
+
+    rows = []
+    for name in tqdm(models, desc="models"):
+        zoo = is_zoo(name)
+        model = load_model(name, device=device, world=world)
+        for task in tasks:
+            items = task_items(task, "test", n_items, seed, zoo)
+            responses, correct = respond_and_score(model, items, task, zoo, max_new_tokens)
+            res = mui.utilization_for_items(model, items, responses, score=score, threshold=threshold,
+                                            k=k, frac=frac, batch_size=batch_size)
+            fresh_acc = np.nan
+            if zoo and n_fresh > 0:
+                fresh_acc = 100 * np.asarray(W.evaluate(model, task_items(task, "fresh", n_fresh, seed))).mean()
+            rows.append({"model": name, "task": task, "group": task_group(task, zoo),
+                         "performance": 100 * correct.mean(), "fresh": fresh_acc,
+                         "mui": res.mui, "n_items": len(items)})
+        del model
+    return pd.DataFrame(rows)
+
+
+def pur_ranking(grid: pd.DataFrame, alpha: float = 0.5,
+                reference_order: Sequence[str] | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Rank agreement of performance and of PUR with the true order, per task as in Table 1.
+
+    The true order is ``reference_order`` if given, else mean fresh-item accuracy over tasks
+    (ties broken by name). Returns (summary, the grid with a ``pur`` column).
+    """
+    g = grid.copy()
+    g["pur"] = [mui.pur(p, m, alpha) if m > 0 else np.nan for p, m in zip(g.performance, g.mui)]
+    if reference_order is None:
+        true = g.groupby("model").fresh.mean().reset_index().sort_values(["fresh", "model"], ascending=[False, True])
+        ref = true.model.tolist()
+    else:
+        ref = list(reference_order)
+    summary = {
+        "reference_order": ref,
+        "performance": mui.rank_agreement(_by_dataset(g, "performance", dataset="task"), ref),
+        "pur": mui.rank_agreement(_by_dataset(g, "pur", dataset="task"), ref),
+    }
+    if reference_order is None:
+        # a second truth: each task's own fresh-item order (ties broken by name)
+        for col in ("performance", "pur"):
+            coefs = {}
+            for task, t in g.groupby("task"):
+                order = t.sort_values(["fresh", "model"], ascending=[False, True]).model.tolist()
+                coefs[task] = mui.rank_agreement({task: dict(zip(t.model, t[col]))}, order)["per_dataset"][task]
+            sp = np.array([c["spearman"] for c in coefs.values()])
+            kd = np.array([c["kendall"] for c in coefs.values()])
+            summary[f"{col}_vs_task_truth"] = {
+                "per_dataset": coefs, "spearman_mean": float(100 * np.nanmean(sp)), "spearman_var": float(100 * np.nanvar(sp)),
+                "kendall_mean": float(100 * np.nanmean(kd)), "kendall_var": float(100 * np.nanvar(kd))}
+    return summary, g
+
+
+# --------------------------------------------------------------------------------------------
+# 3. section 3.6: MUI growth with sample count
+
+
+def growth_curves(model, pools: dict[str, list], responses: dict[str, list[str]], sizes: Sequence[int],
+                  repeats: int = 3, seed: int = 0, **mui_kwargs: Any) -> pd.DataFrame:
+    """MUI of random subsets of size n of each item pool (union of per-sample key sets).
+
+    ``pools``: name -> items (e.g. one single-capability pool per task, one ``mixed`` pool);
+    ``responses``: name -> the model's responses to them. Returns columns pool, n, repeat, mui.
+    """
+    rows = []
+    rng = random.Random(seed)
+    for name, items in pools.items():
+        res = mui.utilization_for_items(model, items, responses[name], per_sample=True, **mui_kwargs)
+        masks = res.sample_masks
+        for n in sizes:
+            if n > len(items):
+                continue
+            for r in range(repeats):
+                idx = rng.sample(range(len(items)), n)
+                rows.append({"pool": name, "n": n, "repeat": r, "mui": mui.mui_of_mask(masks[idx].any(dim=0))})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# 4. section 3.7: correct vs incorrect responses
+
+
+def correct_vs_incorrect(model, items: list, responses: list[str], correct: np.ndarray, seed: int = 0,
+                         strata: Sequence[str] | None = None, chunk_size: int | None = None,
+                         **mui_kwargs: Any) -> dict[str, Any]:
+    """Per-sample MUI of correct vs incorrect responses with equal counts, Mann-Whitney U
+    (two-sided); plus the dataset MUI of each equal-size set.
+
+    Equal counts are drawn within each stratum (e.g. the task of each item: ``min(correct,
+    incorrect)`` of each), so a task mix that differs between the two sides cannot masquerade
+    as a correctness effect. ``strata=None`` treats all items as one stratum. The test is run
+    on per-sample MUI (when it varies) and on the MUI of disjoint chunks of ``chunk_size``
+    samples (default ``max(2, n // 10)``).
+    """
+    from scipy.stats import mannwhitneyu
+
+    correct = np.asarray(correct, dtype=bool)
+    strata = list(strata) if strata is not None else ["all"] * len(items)
+    rng = random.Random(seed)
+    pos: list[int] = []
+    neg: list[int] = []
+    for s in dict.fromkeys(strata):
+        idx = [i for i, t in enumerate(strata) if t == s]
+        p = [i for i in idx if correct[i]]
+        q = [i for i in idx if not correct[i]]
+        n_s = min(len(p), len(q))
+        pos += rng.sample(p, n_s)
+        neg += rng.sample(q, n_s)
+    pos, neg = sorted(pos), sorted(neg)
+    n = len(pos)
+    out: dict[str, Any] = {"n_each": n, "n_correct_total": int(correct.sum()), "n_incorrect_total": int((~correct).sum()),
+                           "n_strata_used": len({strata[i] for i in pos})}
+    if n < 2:
+        return out
+    sets = {}
+    for label, idx in (("correct", pos), ("incorrect", neg)):
+        sets[label] = mui.utilization_for_items(model, [items[i] for i in idx], [responses[i] for i in idx],
+                                                per_sample=True, **mui_kwargs)
+    a, b = np.array(sets["correct"].per_sample), np.array(sets["incorrect"].per_sample)
+    out.update({"mui_correct": sets["correct"].mui, "mui_incorrect": sets["incorrect"].mui,
+                "sample_mui_correct_mean": float(a.mean()), "sample_mui_incorrect_mean": float(b.mean()),
+                "per_sample_correct": a.tolist(), "per_sample_incorrect": b.tolist(),
+                "per_sample_constant": bool(np.ptp(np.r_[a, b]) == 0)})
+    if not out["per_sample_constant"]:
+        test = mannwhitneyu(a, b, alternative="two-sided")
+        out.update({"mannwhitney_u": float(test.statistic), "mannwhitney_p": float(test.pvalue)})
+    # One-token answers make every sample's own MUI the same (n_layers * k key neurons), so the
+    # test is also run on the MUI of disjoint chunks of samples (independent unions).
+    c = chunk_size or max(2, n // 10)
+    chunk = {label: [mui.mui_of_mask(sets[label].sample_masks[i:i + c].any(dim=0))
+                     for i in range(0, n - c + 1, c)] for label in sets}
+    out.update({"chunk_size": c, "chunk_mui_correct": chunk["correct"], "chunk_mui_incorrect": chunk["incorrect"]})
+    if len(chunk["correct"]) >= 2 and np.ptp(chunk["correct"] + chunk["incorrect"]) > 0:
+        test = mannwhitneyu(chunk["correct"], chunk["incorrect"], alternative="two-sided")
+        out.update({"chunk_mannwhitney_u": float(test.statistic), "chunk_mannwhitney_p": float(test.pvalue)})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# 5. section 3.8: masking key neurons
+
+
+def key_neuron_ranking(model, items: list, responses: list[str], score: str = "score",
+                       batch_size: int = 32, **mui_kwargs: Any) -> list[tuple[int, int]]:
+    """Neurons of a task, most important first: (layer, neuron) pairs ordered by how many samples
+    select them as key neurons, then by their contribution summed over all response tokens
+    (Eq. 15 summed over samples), so k may exceed the number of key neurons. Neurons with a
+    non-positive summed contribution that no sample selects are left out."""
+    tokens, mask = mui.item_tokens(model, items, responses)
+    res = mui.utilization(model, tokens, mask, score=score, batch_size=batch_size, per_sample=True, **mui_kwargs)
+    counts = res.sample_masks.sum(dim=0).float()  # [layer, d_mlp]
+    total = torch.zeros_like(counts)
+    pos = mask[:, 1:]
+    for piece in mui.iter_neuron_scores(model, tokens, score=score.split("_")[0], batch_size=batch_size):
+        s = piece.scores.float().cpu() * pos[piece.rows, :, None]
+        total[piece.layer] += s.sum(dim=(0, 1))
+    d = counts.shape[1]
+    flat_c, flat_t = counts.flatten().numpy(), total.flatten().numpy()
+    keep = np.flatnonzero((flat_c > 0) | (flat_t > 0))
+    order = sorted(keep.tolist(), key=lambda i: (-flat_c[i], -flat_t[i], i))
+    return [(i // d, i % d) for i in order]
+
+
+def ablation_hooks(neurons: Sequence[tuple[int, int]]) -> list[tuple[str, Any]]:
+    """Zero-ablation hooks on ``blocks.{L}.mlp.hook_post`` for the given (layer, neuron) pairs."""
+    by_layer: dict[int, list[int]] = {}
+    for L, i in neurons:
+        by_layer.setdefault(int(L), []).append(int(i))
+    hooks = []
+    for L, idx in sorted(by_layer.items()):
+        index = torch.tensor(sorted(idx))
+
+        def zero(act, hook, index=index):
+            act[..., index.to(act.device)] = 0.0
+            return act
+
+        hooks.append((f"blocks.{L}.mlp.hook_post", zero))
+    return hooks
+
+
+def masking_curve(model, ranking: list[tuple[int, int]], eval_sets: dict[str, list], ks: Sequence[int],
+                  random_repeats: int = 3, seed: int = 0, zoo: bool = True, max_new_tokens: int = 1) -> pd.DataFrame:
+    """Accuracy (%) on each eval set after zero-ablating the top-k key neurons vs k random neurons.
+
+    ``eval_sets``: task name -> items. Returns columns k, kind (``key``/``random``), set,
+    accuracy (random: mean over repeats). ``k = 0`` is the unablated model; ks larger than the
+    ranking are skipped for ``key`` (the task has fewer key neurons than that).
+    """
+    n_layers, d_mlp = model.cfg.n_layers, model.cfg.d_mlp
+    rng = np.random.default_rng(seed)
+    rows = []
+
+    def acc(hooks, items, task):
+        with tl.hooks(model, hooks):
+            return 100 * float(respond_and_score(model, items, task, zoo, max_new_tokens)[1].mean())
+
+    for k in sorted(set([0, *ks])):
+        for name, items in eval_sets.items():
+            if k == 0:
+                base = acc([], items, name)
+                rows += [{"k": 0, "kind": kind, "set": name, "accuracy": base} for kind in ("key", "random")]
+                continue
+            if k <= len(ranking):
+                rows.append({"k": k, "kind": "key", "set": name, "accuracy": acc(ablation_hooks(ranking[:k]), items, name)})
+            vals = []
+            for _ in range(random_repeats):
+                flat = rng.choice(n_layers * d_mlp, size=k, replace=False)
+                vals.append(acc(ablation_hooks([(int(f) // d_mlp, int(f) % d_mlp) for f in flat]), items, name))
+            rows.append({"k": k, "kind": "random", "set": name, "accuracy": float(np.mean(vals))})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# 6. appendix B.6: score x threshold grid
+
+
+DEFAULT_METHODS: list[tuple[str, str]] = [
+    (s, t) for s in ("score", "activate", "gradient", "score_sum", "activate_sum") for t in mui.THRESHOLDS
+]
+
+
+def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
+                methods: Sequence[tuple[str, str]] = DEFAULT_METHODS, batch_size: int = 32,
+                seed: int = 0, max_new_tokens: int = 1) -> pd.DataFrame:
+    """MUI under every (score, threshold) method for each (model, task) cell (default parameters
+    of each threshold: top one-thousandth per layer, topscore at 0.2 of the layer max).
+    Returns columns model, task, method, score, threshold, mui."""
+    from tqdm.auto import tqdm
+
+    from kit.models.load import load_model
+
+    rows = []
+    for name in tqdm(model_names, desc="B.6 grid"):
+        model = load_model(name, device=device, world=world)
+        for task in tasks:
+            items = task_items(task, "test", n_items, seed, is_zoo(name))
+            responses, _ = respond_and_score(model, items, task, is_zoo(name), max_new_tokens)
+            for score, threshold in methods:
+                res = mui.utilization_for_items(model, items, responses, score=score, threshold=threshold,
+                                                batch_size=batch_size)
+                rows.append({"model": name, "task": task, "method": f"{score}/{threshold}", "score": score,
+                             "threshold": threshold, "mui": res.mui})
+    return pd.DataFrame(rows)
+
+
+def method_correlations(grid: pd.DataFrame) -> pd.DataFrame:
+    """Spearman between methods across (model, task) cells (method x method)."""
+    wide = grid.pivot_table(index=["model", "task"], columns="method", values="mui")
+    return wide.corr(method="spearman")
+
+
+# --------------------------------------------------------------------------------------------
+# 7. SAE-based MUI
+
+
+def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
+             top: int = 50, reference_width: int | None = mui.SAE_REFERENCE_WIDTH, batch_size: int = 32,
+             seed: int = 0, score: str = "score", threshold: str = "topk") -> pd.DataFrame:
+    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses).
+
+    The SAE's hook comes from ``sae.cfg.metadata.hook_name``. Returns columns sae, model, hook,
+    d_sae, task, performance, sae_mui, neuron_mui, features_per_token.
+    """
+    from kit.models.load import load_model, load_sae
+
+    rows = []
+    cache: dict[str, Any] = {}
+    for sae_name in sae_names:
+        model_name = "zoo/" + sae_name.split("/")[1]
+        if model_name not in cache:
+            cache.clear()
+            cache[model_name] = load_model(model_name, device=device, world=world)
+        model = cache[model_name]
+        sae = load_sae(sae_name, device=device, world=world)
+        hook = sae.cfg.metadata.hook_name
+        for task in tasks:
+            items = task_items(task, "test", n_items, seed)
+            responses, correct = respond_and_score(model, items, task, True)
+            tokens, mask = mui.item_tokens(model, items, responses)
+            s = mui.sae_utilization(model, {hook: sae}, tokens, mask, top=top, reference_width=reference_width,
+                                    batch_size=batch_size)
+            nres = mui.utilization(model, tokens, mask, score=score, threshold=threshold, batch_size=batch_size)
+            rows.append({"sae": sae_name, "model": model_name, "hook": hook, "d_sae": int(sae.cfg.d_sae), "task": task,
+                         "performance": 100 * float(correct.mean()),
+                         "sae_mui": s.mui, "neuron_mui": nres.mui,
+                         "features_per_token": top if reference_width is None else mui.sae_top(int(sae.cfg.d_sae), top, reference_width)})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# figures
+
+
+def plot_law(df: pd.DataFrame, fits: pd.DataFrame, by: str = "benchmark", perf: str = "performance",
+             m: str = "mui", hue: str = "model", ncols: int = 4, title: str = ""):
+    """One panel per group: points (MUI, performance) and the fitted ``a + b ln MUI`` curve."""
+    import matplotlib.pyplot as plt
+
+    groups = sorted(df[by].unique())
+    nrows = int(np.ceil(len(groups) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 2.6 * nrows), squeeze=False)
+    hues = sorted(df[hue].unique())
+    colors = dict(zip(hues, plt.cm.tab20(np.linspace(0, 1, max(len(hues), 2)))))
+    fit_by = fits.set_index(by) if by in fits else pd.DataFrame()
+    for ax, name in zip(axes.flat, groups):
+        g = df[df[by] == name]
+        for h, gg in g.groupby(hue):
+            ax.scatter(gg[m], gg[perf], s=18, color=colors[h], label=h)
+        if name in fit_by.index and pd.notna(fit_by.loc[name].get("slope", np.nan)):
+            f = fit_by.loc[name]
+            xs = np.linspace(max(g[m].min(), 1e-6), g[m].max(), 50)
+            ax.plot(xs, f.intercept + f.slope * np.log(xs), color="k", lw=1)
+            ax.set_title(f"{name}: b={f.slope:.1f}, R²={f.r2:.2f}")
+        else:
+            ax.set_title(str(name))
+        ax.set_xlabel("MUI (%)")
+        ax.set_ylabel("performance (%)")
+    for ax in list(axes.flat)[len(groups):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7,
+               bbox_to_anchor=(0.5, -0.02 - 0.03 * int(np.ceil(len(labels) / 6))))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_pur_diff(comparison: pd.DataFrame):
+    """Recomputed vs printed PUR (Table 1), one point per (model, benchmark)."""
+    import matplotlib.pyplot as plt
+
+    c = comparison.dropna(subset=["pur_ours"])
+    fig, axes = plt.subplots(1, 2, figsize=(7, 3))
+    axes[0].scatter(c.pur_paper, c.pur_ours, s=12)
+    lim = [0, float(max(c.pur_paper.max(), c.pur_ours.max())) * 1.05]
+    axes[0].plot(lim, lim, "k--", lw=0.8)
+    axes[0].set_xlabel("PUR printed (Table 1)")
+    axes[0].set_ylabel("PUR recomputed from Table 5")
+    axes[1].hist(c["diff"], bins=15)
+    axes[1].set_xlabel("recomputed - printed")
+    fig.tight_layout()
+    return fig
+
+
+def plot_growth(curves: pd.DataFrame):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 3))
+    for name, g in curves.groupby("pool"):
+        s = g.groupby("n").mui.agg(["mean", "std"]).reset_index()
+        ax.errorbar(s.n, s["mean"], yerr=s["std"].fillna(0), marker="o", ms=3, capsize=2,
+                    label=name, lw=2.0 if name == "mixed" else 1.0)
+    ax.set_xlabel("number of samples")
+    ax.set_ylabel("MUI (%)")
+    ax.set_xscale("log")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_correctness(result: dict[str, Any]):
+    """MUI of disjoint sample chunks, correct vs incorrect responses (box plots)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3.5, 3))
+    data = [result.get("chunk_mui_correct", []), result.get("chunk_mui_incorrect", [])]
+    ax.boxplot(data)
+    ax.set_xticks([1, 2], ["correct", "incorrect"])
+    ax.set_ylabel(f"MUI of {result.get('chunk_size', '?')}-sample chunks (%)")
+    p = result.get("chunk_mannwhitney_p")
+    ax.set_title(f"n={result.get('n_each', 0)} each" + (f", Mann-Whitney p={p:.3g}" if p is not None else ""), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_masking(curve: pd.DataFrame, task_a: str):
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker as mticker
+
+    sets = list(dict.fromkeys(curve.set))
+    fig, axes = plt.subplots(1, len(sets), figsize=(3.5 * len(sets), 3), squeeze=False)
+    for ax, name in zip(axes.flat, sets):
+        for kind, g in curve[curve.set == name].groupby("kind"):
+            g = g.sort_values("k")
+            ax.plot(g.k, g.accuracy, marker="o", ms=3, label=f"{kind} neurons")
+        ax.set_xscale("symlog", linthresh=1)  # k = 0 (unmasked) stays on the axis
+        ax.xaxis.set_major_formatter(mticker.ScalarFormatter())
+        ax.set_xlabel("neurons masked (k)")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"eval on {name}" + (" (= task A)" if name == task_a else ""))
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_method_correlations(corr: pd.DataFrame):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    n = len(corr)
+    fig, ax = plt.subplots(figsize=(0.35 * n + 2.5, 0.35 * n + 2))
+    sns.heatmap(corr, ax=ax, vmin=-1, vmax=1, cmap="RdBu_r", square=True, cbar_kws={"label": "Spearman"},
+                xticklabels=True, yticklabels=True)
+    ax.tick_params(labelsize=6)
+    ax.grid(False)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# findings
+
+
+def fmt_fit(row: pd.Series | dict) -> str:
+    if pd.isna(row.get("slope", np.nan)):
+        return f"n={row.get('n', 0)}: too few points to fit"
+    return (f"slope {row['slope']:.2f} [95% CI {row['ci_low']:.2f}, {row['ci_high']:.2f}], "
+            f"R²={row['r2']:.2f}, n={int(row['n'])}")
+
+
+# --------------------------------------------------------------------------------------------
+# choices the notebook makes from its config
+
+
+def first_task_per_group(tasks: Sequence[str], zoo: bool = True) -> list[str]:
+    """One task per capability group, in the given order (the single-capability pools)."""
+    seen: dict[str, str] = {}
+    for t in tasks:
+        seen.setdefault(task_group(t, zoo), t)
+    return list(seen.values())
+
+
+def focus_model(models: Sequence[str], preferred: str | None = None) -> str:
+    """The model of sections 3.6-3.8: ``preferred``, else ``zoo/base-m`` if listed, else the first."""
+    if preferred:
+        return preferred
+    return "zoo/base-m" if "zoo/base-m" in models else models[0]
+
+
+def base_models(models: Sequence[str]) -> list[str]:
+    """Models that are not fine-tunes or checkpoints (no ``+`` or ``@`` in the name)."""
+    return [m for m in models if "+" not in m and "@" not in m]
+
+
+def masking_tasks(tasks: Sequence[str], task_a: str | None, task_b: str | None, zoo: bool = True) -> tuple[str, str]:
+    """Task A (default: first math task) and control task B (default: first task of another group)."""
+    a = task_a or next((t for t in tasks if task_group(t, zoo) == "math"), tasks[0])
+    b = task_b or next((t for t in tasks if task_group(t, zoo) != task_group(a, zoo)), tasks[-1])
+    return a, b
+
+
+def mixed_pool(pools: dict[str, list], size: int, seed: int = 0) -> list:
+    """``size`` items drawn evenly (round robin, shuffled) from the single-capability pools."""
+    rng = random.Random(seed)
+    shuffled = {k: rng.sample(v, len(v)) for k, v in pools.items()}
+    out, i = [], 0
+    while len(out) < size and any(shuffled.values()):
+        key = list(shuffled)[i % len(shuffled)]
+        if shuffled[key]:
+            out.append(shuffled[key].pop())
+        i += 1
+    return out
+
+
+def masking_summary(curve: pd.DataFrame, task_a: str, task_b: str) -> dict[str, Any]:
+    """Accuracy drop (points) at the largest k that has key neurons, key vs random, on A and B."""
+    key = curve[curve.kind == "key"]
+    kmax = int(key.k.max()) if len(key) else 0
+    out: dict[str, Any] = {"k_max": kmax}
+    for name, label in ((task_a, "a"), (task_b, "b")):
+        base = curve[(curve.k == 0) & (curve.set == name) & (curve.kind == "key")].accuracy
+        for kind in ("key", "random"):
+            v = curve[(curve.k == kmax) & (curve.set == name) & (curve.kind == kind)].accuracy
+            if len(base) and len(v):
+                out[f"drop_{kind}_{label}"] = float(base.iloc[0] - v.iloc[0])
+    return out

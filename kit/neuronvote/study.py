@@ -1,0 +1,403 @@
+"""The NeuronVote study: rank neurons for every concept and layer, score the methods, tabulate.
+
+``run_study`` is what notebook 05 calls once per model; the ``table*`` functions turn its long
+tables into the paper's Tables 1-4 (with the published numbers beside ours, loaded from
+``../shared/paper_tables``), ``plot_*`` draw Figures 1-2, ``findings_text`` states the results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from kit.neuronvote import methods as nv
+from kit.neuronvote.concepts import ConceptTask
+
+POSITIONS = ("first", "middle", "last")
+PAPER_LAYER = {"first": 1, "middle": 6, "last": 12}
+"""Which of BERT's 12 layers the paper reports for our first/middle/last layer."""
+
+
+def first_middle_last(n_layers: int) -> list[int]:
+    """Layer indices 0, n_layers // 2 - 1 ... : the first, middle and last block (0-based).
+
+    The paper's layers 1/6/12 of 12 are blocks 0/5/11; for 6 layers this gives 0/2/5.
+    """
+    if n_layers < 1:
+        raise ValueError(f"n_layers must be >= 1, got {n_layers}")
+    return sorted({0, max(0, n_layers // 2 - 1), n_layers - 1})
+
+
+def position_names(layers: Sequence[int]) -> dict[int, str]:
+    """Layer -> "first"/"middle"/"last" when there are three layers, else "L<k>"."""
+    layers = list(layers)
+    if len(layers) == 3:
+        return dict(zip(layers, POSITIONS))
+    return {L: f"L{L}" for L in layers}
+
+
+@dataclass
+class StudyResult:
+    """Long tables of one model's study."""
+
+    model: str
+    site: str
+    scores: pd.DataFrame
+    """Columns layer, position, concept, s, method, metric (AvgOverlap / NeuronVote), score."""
+    accuracy: pd.DataFrame
+    """Columns layer, position, concept, s, method, accuracy (test split)."""
+    pairwise: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """Position -> method x method overlap, averaged over concepts and ``pairwise_s``."""
+    n_neurons: int = 0
+    pairwise_s: tuple[int, ...] = ()
+    """The top-s sizes averaged in ``pairwise``."""
+
+    @property
+    def s_label(self) -> str:
+        s = sorted(self.pairwise_s)
+        return f"top {s[0]}-{s[-1]}" if len(s) > 1 else (f"top {s[0]}" if s else "")
+
+
+def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], model: str, site: str,
+              methods: Sequence[str] = nv.METHODS, voters: Sequence[str] = nv.PAPER_METHODS,
+              s_values: Sequence[int] = (10, 30, 50), accuracy_s: Sequence[int] = (30, 50, 70, 100),
+              pairwise_s: Sequence[int] = (10, 20, 30, 40, 50), seed: int = 0,
+              progress: bool = True, **rank_kwargs) -> StudyResult:
+    """Rank, score and evaluate every method on every concept task and layer.
+
+    ``vectors``: layer -> Float[ndarray, "n_flat_words d"] word activations (rows = the tasks'
+    flat word indices). Rankings use the train split only; classifier accuracy trains on train
+    and reports test. ``voters`` form the consensus (methods outside it, e.g. Random or
+    MeanSelect, are scored against it but do not vote). ``rank_kwargs`` go to
+    :func:`kit.neuronvote.methods.rank_neurons` (iou_percentile, lambda1, lambda2, gaussian_max_neurons,
+    probe_standardize).
+    """
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread: the problems are small, and threads spinning on a shared CPU made the
+    # scikit-learn fits ~10x slower here.
+    with threadpool_limits(limits=1):
+        return _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s,
+                          seed, progress, rank_kwargs)
+
+
+def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s, seed,
+               progress, rank_kwargs) -> StudyResult:
+    from tqdm.auto import tqdm
+
+    unknown = [m for m in list(methods) + list(voters) if m not in nv.METHODS]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; allowed: {', '.join(nv.METHODS)}")
+    missing = [v for v in voters if v not in methods]
+    if missing:
+        raise ValueError(f"voters {missing} are not among the methods run ({list(methods)})")
+    names = position_names(sorted(vectors))
+    widths = {np.asarray(v).shape[1] for v in vectors.values()}
+    d = min(widths)
+    too_big = [s for s in list(s_values) + list(accuracy_s) + list(pairwise_s) if s > d]
+    if too_big:
+        raise ValueError(f"s values {too_big} exceed the number of neurons per layer ({d})")
+    score_rows, acc_rows = [], []
+    pair_sum: dict[str, pd.DataFrame] = {}
+    jobs = [(L, t) for L in sorted(vectors) for t in tasks]
+    for L, task in tqdm(jobs, desc=f"{model} rank+score", disable=not progress):
+        arr = task.arrays(vectors[L])
+        rankings = nv.rank_all(arr["x_train"], arr["y_train"], methods, seed=seed, **rank_kwargs)
+        pos = names[L]
+        for s in s_values:
+            for metric, fn in (("AvgOverlap", nv.avg_overlap), ("NeuronVote", nv.neuron_vote)):
+                for m, v in fn(rankings, s, voters=voters).items():
+                    score_rows.append((L, pos, task.concept, s, m, metric, v))
+        for s in accuracy_s:
+            for m in methods:
+                acc = nv.classifier_accuracy(arr["x_train"], arr["y_train"], arr["x_test"], arr["y_test"],
+                                             rankings[m][:s])
+                acc_rows.append((L, pos, task.concept, s, m, acc))
+        pw = nv.pairwise_overlap(rankings, list(pairwise_s))
+        pair_sum[pos] = pw if pos not in pair_sum else pair_sum[pos] + pw
+    scores = pd.DataFrame(score_rows, columns=["layer", "position", "concept", "s", "method", "metric", "score"])
+    accuracy = pd.DataFrame(acc_rows, columns=["layer", "position", "concept", "s", "method", "accuracy"])
+    pairwise = {pos: m / max(len(tasks), 1) for pos, m in pair_sum.items()}
+    return StudyResult(model=model, site=site, scores=scores, accuracy=accuracy, pairwise=pairwise, n_neurons=d,
+                       pairwise_s=tuple(pairwise_s))
+
+
+def _rank_kwargs(cfg) -> dict:
+    return dict(iou_percentile=cfg.iou_percentile, lambda1=cfg.lambda1, lambda2=cfg.lambda2,
+                gaussian_max_neurons=cfg.gaussian_max_neurons, probe_standardize=cfg.probe_standardize)
+
+
+def study_encoder(cfg, encoder: str | None = None, source: str | None = None,
+                  progress: bool = True) -> tuple[StudyResult, pd.DataFrame]:
+    """The whole pipeline for one encoder on one POS corpus, from a notebook 05 ``Config``.
+
+    Loads the corpus, builds the concept tasks (tags below ``cfg.min_examples`` dropped), computes
+    word vectors (mean of subtokens) at ``blocks.{L}.{cfg.site}`` for the chosen layers, and runs
+    :func:`run_study`. Returns (result, concept summary with counts and kept flags).
+    """
+    from kit.neuronvote import concepts as concepts
+    from kit.models.encoders import load_encoder
+
+    encoder = encoder or cfg.encoder
+    source = source or cfg.source
+    sentences = concepts.load_sentences(source, max_sentences=None, seed=cfg.seed)
+    summary = concepts.concept_summary(sentences, cfg.tags, cfg.min_examples)
+    if cfg.max_sentences is not None and cfg.max_sentences < len(sentences):
+        # Subsample after counting: which tags are kept is decided on the whole corpus, as in the paper.
+        sentences = concepts.load_sentences(source, max_sentences=cfg.max_sentences, seed=cfg.seed)
+    kept = summary.concept[summary.kept].tolist()
+    tasks = concepts.build_concept_tasks(sentences, kept, min_examples=1, max_per_class=cfg.max_per_class,
+                                         seed=cfg.seed)
+    tasks = [t for t in tasks if min(len(t.test), int(t.y_train.sum()), int((1 - t.y_train).sum())) > 1]
+    if not tasks:
+        raise ValueError(f"no concept of {cfg.tags} has >= {cfg.min_examples} examples in {source}")
+    sentences, tasks = concepts.compact(sentences, tasks)
+    enc = load_encoder(encoder, device=cfg.device)
+    layers = cfg.layers if cfg.layers is not None else first_middle_last(enc.n_layers)
+    bad = [L for L in layers if not 0 <= L < enc.n_layers]
+    if bad:
+        raise ValueError(f"layers {bad} out of range for {encoder} ({enc.n_layers} layers: 0..{enc.n_layers - 1})")
+    sites = {L: f"blocks.{L}.{cfg.site}" for L in layers}
+    acts = enc.word_activations([list(s.words) for s in sentences], list(sites.values()), batch_size=cfg.batch_size)
+    vectors = {L: acts[site].numpy() for L, site in sites.items()}
+    result = run_study(tasks, vectors, model=f"{encoder} ({source})" if source != cfg.source else encoder,
+                       site=f"blocks.{{L}}.{cfg.site}", methods=cfg.methods, voters=cfg.voters,
+                       s_values=cfg.s_values, accuracy_s=cfg.accuracy_s, pairwise_s=cfg.pairwise_s,
+                       seed=cfg.seed, progress=progress, **_rank_kwargs(cfg))
+    return result, summary
+
+
+def study_decoder(cfg, progress: bool = True) -> tuple[StudyResult, pd.DataFrame]:
+    """The pipeline for the zoo decoder ``cfg.decoder_model`` on the tiny world's word roles
+    (``kit.neuronvote.concepts.world_role_sentences``), at ``blocks.{L}.{cfg.decoder_site}``."""
+    from kit.neuronvote import concepts as concepts
+    from kit.models.encoders import decoder_word_activations
+    from kit.models.load import load_model
+
+    sentences = concepts.load_sentences("world-roles", seed=cfg.seed, world_n_per_task=cfg.decoder_n_per_task)
+    summary = concepts.concept_summary(sentences, None, cfg.decoder_min_examples)
+    kept = summary.concept[summary.kept].tolist()
+    tasks = concepts.build_concept_tasks(sentences, kept, min_examples=1, max_per_class=cfg.max_per_class,
+                                         seed=cfg.seed)
+    sentences, tasks = concepts.compact(sentences, tasks)
+    model = load_model(cfg.decoder_model, device=cfg.device, world=cfg.world)
+    n_layers = model.cfg.n_layers
+    layers = cfg.decoder_layers if cfg.decoder_layers is not None else first_middle_last(n_layers)
+    bad = [L for L in layers if not 0 <= L < n_layers]
+    if bad:
+        raise ValueError(f"decoder_layers {bad} out of range for {cfg.decoder_model} ({n_layers} layers)")
+    sites = {L: f"blocks.{L}.{cfg.decoder_site}" for L in layers}
+    acts = decoder_word_activations(model, [list(s.words) for s in sentences], list(sites.values()),
+                                    batch_size=cfg.batch_size)
+    vectors = {L: acts[site].numpy() for L, site in sites.items()}
+    d = min(v.shape[1] for v in vectors.values())
+    # Small decoders may have fewer neurons than the largest s; an s >= d would make every top-s
+    # set the whole layer (overlap 1), so such s are left out.
+    clip = lambda xs: [s for s in xs if s < d] or [max(1, d // 4)]  # noqa: E731
+    result = run_study(tasks, vectors, model=cfg.decoder_model, site=f"blocks.{{L}}.{cfg.decoder_site}",
+                       methods=cfg.methods, voters=cfg.voters, s_values=clip(cfg.s_values),
+                       accuracy_s=clip(cfg.accuracy_s), pairwise_s=clip(cfg.pairwise_s), seed=cfg.seed,
+                       progress=progress, **_rank_kwargs(cfg))
+    return result, summary
+
+
+# ------------------------------------------------------------------ tables (ours beside the paper's)
+
+
+def _display(df: pd.DataFrame, col: str = "method") -> pd.DataFrame:
+    df = df.copy()
+    df[col] = df[col].map(lambda m: nv.DISPLAY.get(m, m))
+    return df
+
+
+def table1_accuracy(result: StudyResult, with_paper: bool = True) -> pd.DataFrame:
+    """Table 1 analogue: mean test accuracy (over concepts and layers) per method x s, with the
+    paper's BERT values (``paper s=..`` columns) where the paper has that method."""
+    ours = _display(result.accuracy).pivot_table(index="method", columns="s", values="accuracy", aggfunc="mean")
+    ours.columns = [f"ours s={c}" for c in ours.columns]
+    if with_paper:
+        from kit.data.paper_tables import load_table
+
+        paper = load_table("004_table01_classifier_accuracy_pos_bert").pivot_table(
+            index="method", columns="n_neurons", values="accuracy", aggfunc="first")
+        paper.columns = [f"paper s={c}" for c in paper.columns]
+        ours = ours.join(paper, how="left")
+    return ours.round(3)
+
+
+def table2_compatibility(result: StudyResult, with_paper: bool = True) -> pd.DataFrame:
+    """Table 2 analogue: AvgOverlap and NeuronVote per method, averaged over concepts, layers
+    (first/middle/last) and s (10/30/50), with the paper's BERT values beside."""
+    ours = _display(result.scores).pivot_table(index="method", columns="metric", values="score", aggfunc="mean")
+    ours.columns = [f"ours {c}" for c in ours.columns]
+    if with_paper:
+        from kit.data.paper_tables import load_table
+
+        paper = load_table("004_table02_avgoverlap_neuronvote_pos_bert").pivot_table(
+            index="method", columns="metric", values="score", aggfunc="first")
+        paper.columns = [f"paper {c}" for c in paper.columns]
+        ours = ours.join(paper, how="left")
+    return ours.round(3)
+
+
+def table3_neuronvote(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT",
+                      methods: Sequence[str] | None = None) -> pd.DataFrame:
+    """Table 3 analogue: NeuronVote per method x layer position (mean over concepts and s), with
+    the paper's ``paper_model`` values at its layers 1/6/12 beside ours."""
+    df = result.scores[result.scores.metric == "NeuronVote"]
+    if methods is not None:
+        df = df[df.method.isin(methods)]
+    return _by_position_with_paper(df, "004_table03_neuronvote_pos" if with_paper else None, paper_model)
+
+
+def table4_meanselect(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> pd.DataFrame:
+    """Table 4 analogue: NeuronVote of MeanSelect and Random per layer position, paper beside."""
+    df = result.scores[(result.scores.metric == "NeuronVote") & result.scores.method.isin(["meanselect", "random"])]
+    return _by_position_with_paper(df, "004_table04_meanselect_neuronvote_pos" if with_paper else None, paper_model)
+
+
+def _by_position_with_paper(df: pd.DataFrame, paper_table: str | None, paper_model: str) -> pd.DataFrame:
+    """Mean NeuronVote per method and layer position, with the published table's row beside it."""
+    ours = _display(df).pivot_table(index="method", columns="position", values="score", aggfunc="mean")
+    ours = ours[[c for c in POSITIONS if c in ours.columns] + [c for c in ours.columns if c not in POSITIONS]]
+    ours.columns = [f"ours {c}" for c in ours.columns]
+    if paper_table:
+        from kit.data.paper_tables import load_table
+
+        paper = load_table(paper_table)
+        paper = paper[paper.model == paper_model].pivot_table(index="method", columns="layer", values="score",
+                                                              aggfunc="first")
+        paper.columns = [f"paper {paper_model} L{c}" for c in paper.columns]
+        ours = ours.join(paper, how="left")
+    return ours.round(3)
+
+
+def ranking_of(table: pd.DataFrame, column: str) -> list[str]:
+    """Methods ordered by ``column`` descending (NaN last)."""
+    return table[column].sort_values(ascending=False, na_position="last").index.tolist()
+
+
+# ------------------------------------------------------------------ figures
+
+
+def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, title: str = ""):
+    """Figure 1 analogue: one heatmap per layer position of the method x method overlap
+    (averaged over concepts and s = 10..50). Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    positions = list(result.pairwise)
+    fig, axes = plt.subplots(1, len(positions), figsize=(4.2 * len(positions), 3.8), squeeze=False)
+    for ax, pos in zip(axes[0], positions):
+        mat = result.pairwise[pos]
+        keep = [m for m in (methods or list(mat.index)) if m in mat.index]
+        mat = mat.loc[keep, keep].rename(index=nv.DISPLAY, columns=nv.DISPLAY)
+        sns.heatmap(mat, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 6},
+                    cbar=ax is axes[0][-1], square=True, ax=ax)
+        ax.set_title(f"{result.model}, {pos} layer, {result.s_label}")
+        ax.tick_params(axis="x", rotation=60)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_method_overlap(results: Sequence[StudyResult], method: str = "meanselect", others: Sequence[str] | None = None):
+    """Figure 2 analogue: overlap (top 10-50) of ``method`` with every other method, one
+    heatmap row per model x layer position. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    rows, labels = [], []
+    for r in results:
+        for pos, mat in r.pairwise.items():
+            cols = [m for m in (others or list(mat.columns)) if m != method and m in mat.columns]
+            rows.append(mat.loc[method, cols].rename(nv.DISPLAY))
+            labels.append(f"{r.model} {pos}")
+    table = pd.DataFrame(rows, index=labels)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * table.shape[1], 0.9 + 0.45 * table.shape[0]))
+    sns.heatmap(table, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 7}, ax=ax)
+    ax.set_title(f"{nv.DISPLAY.get(method, method)}: overlap with other methods ({results[0].s_label})")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ findings
+
+
+def findings_text(result: StudyResult, table1: pd.DataFrame, table2: pd.DataFrame, table3: pd.DataFrame,
+                  table4: pd.DataFrame) -> str:
+    """Plain-language findings with our numbers and the paper's, computed from the tables
+    (``all_tables(result)``)."""
+    t1, t2, t3, t4 = table1, table2, table3, table4
+    lines = [f"[{result.model}, site {result.site}, {result.n_neurons} neurons/layer, "
+             f"{result.scores.concept.nunique()} concepts]"]
+    nv_col = "ours NeuronVote"
+    order = ranking_of(t2, nv_col)
+    s_used = sorted(result.scores.s.unique().tolist())
+    layers = sorted(result.scores.position.unique().tolist(), key=lambda p: (p not in POSITIONS, POSITIONS.index(p) if p in POSITIONS else p))
+    lines.append(f"NeuronVote ranking (mean over concepts, layers {'/'.join(layers)}, s={'/'.join(map(str, s_used))}): "
+                 + ", ".join(f"{m} {t2.loc[m, nv_col]:.3f}" for m in order))
+    if "paper NeuronVote" in t2:
+        paper_order = [m for m in ranking_of(t2, "paper NeuronVote") if not np.isnan(t2.loc[m, "paper NeuronVote"])]
+        lines.append("paper (BERT): " + ", ".join(f"{m} {t2.loc[m, 'paper NeuronVote']:.3f}" for m in paper_order))
+        gaps = (t2[nv_col] - t2["paper NeuronVote"]).dropna()
+        lines.append("gap ours - paper NeuronVote: " + ", ".join(f"{m} {g:+.3f}" for m, g in gaps.items()))
+        core = [m for m in order if m in paper_order and m != "Random"]
+        lines.append(f"top method here: {core[0] if core else '-'}; in the paper (BERT, POS): {paper_order[0]}.")
+    if "Random" in t2.index:
+        d = result.n_neurons
+        chance = float(np.mean([s / (2 * d - s) for s in s_used]))  # E|A∩B| / E|A∪B| for random top-s sets
+        lines.append(f"Random baseline: AvgOverlap {t2.loc['Random', 'ours AvgOverlap']:.3f}, "
+                     f"NeuronVote {t2.loc['Random', nv_col]:.3f} (chance IoU of random top-s sets ~ {chance:.3f}).")
+    acc_cols = [c for c in t1.columns if c.startswith("ours s=")]
+    if acc_cols:
+        best = t1[acc_cols[0]].idxmax()
+        lines.append(f"classifier accuracy at {acc_cols[0][5:]}: best {best} {t1.loc[best, acc_cols[0]]:.3f}, "
+                     f"Random {t1.loc['Random', acc_cols[0]]:.3f}" if "Random" in t1.index else "")
+        if "Random" in t1.index:
+            lines.append(f"classifier accuracy at {acc_cols[-1][5:]}: Random {t1.loc['Random', acc_cols[-1]]:.3f} vs "
+                         f"best {t1[acc_cols[-1]].max():.3f} (the paper's point: more neurons let even Random score well).")
+    pos_cols = [c for c in t3.columns if c.startswith("ours ")]
+    if "Probeless" in t3.index and len(pos_cols) >= 2:
+        lines.append("Probeless NeuronVote by layer: " + ", ".join(f"{c[5:]} {t3.loc['Probeless', c]:.3f}" for c in pos_cols))
+    for m in ("LCA", "Lasso"):
+        if m in t3.index and len(pos_cols) >= 2:
+            lines.append(f"{m} NeuronVote by layer: " + ", ".join(f"{c[5:]} {t3.loc[m, c]:.3f}" for c in pos_cols)
+                         + " (paper: drops at the last layer)")
+    if "MeanSelect" in t4.index:
+        cols = [c for c in t4.columns if c.startswith("ours ")]
+        lines.append("MeanSelect NeuronVote by layer: " + ", ".join(f"{c[5:]} {t4.loc['MeanSelect', c]:.3f}" for c in cols))
+    return "\n".join(l for l in lines if l)
+
+
+def all_tables(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> dict[str, pd.DataFrame]:
+    """Tables 1-4 analogues of one study, the paper's numbers beside ours."""
+    return {
+        "table1": table1_accuracy(result, with_paper),
+        "table2": table2_compatibility(result, with_paper),
+        "table3": table3_neuronvote(result, with_paper, paper_model),
+        "table4": table4_meanselect(result, with_paper, paper_model),
+    }
+
+
+def key_numbers(result: StudyResult, tables: Mapping[str, pd.DataFrame]) -> dict:
+    """Our numbers (never the paper's) of one study, as plain dicts for ``run.record``."""
+    ours = lambda df: df[[c for c in df.columns if c.startswith("ours ")]]  # noqa: E731
+    t2 = tables["table2"]
+    core = [m for m in ranking_of(t2, "ours NeuronVote") if m not in ("Random", "MeanSelect", "IoU-AP (NeuroX)")]
+    return {
+        "model": result.model,
+        "site": result.site,
+        "n_neurons": result.n_neurons,
+        "concepts": sorted(result.scores.concept.unique().tolist()),
+        "classifier_accuracy": ours(tables["table1"]).to_dict(),
+        "compatibility": ours(t2).to_dict(),
+        "neuronvote_by_layer": ours(tables["table3"]).to_dict(),
+        "meanselect_by_layer": ours(tables["table4"]).to_dict(),
+        "pairwise_overlap": {pos: m.round(4).to_dict() for pos, m in result.pairwise.items()},
+        "top_method_neuronvote": core[0] if core else None,
+    }

@@ -1,0 +1,654 @@
+"""Shortcut neurons (seed 001): locate them, patch them, evaluate trustworthily.
+
+- comparative score (eq. 3): RMS over prompts of the activation difference between the
+  contaminated and the uncontaminated model, per (layer, neuron), streamed over prompt batches;
+- causal score (eq. 4) of a neuron group N:
+  ``C_N = a(M_con) - a_patch(M_con|M0) + 1 - (a(M_un) - a_patch(M_un|M0))``,
+  many adjacent-neuron groups per batched generation (:func:`kit.shortcut.patching.group_patched_generate`),
+  with a teacher-forced fast variant (probability of the reference answer token in place of
+  exact-match accuracy) reported beside it;
+- the final ranking combines both (:func:`combine_scores`: comparative ranking, groups whose
+  causal score says "ability, not shortcut" vetoed; or the mean of the two percentile ranks);
+- trustworthy evaluation (TE): patch the top-N neurons of the model under test with the base
+  model's activations (section 3.4); sparsity curve; agreement with a reference score.
+
+Targets are single tokens here (the tiny world's answers are one word; exact match is "the
+first generated token is the answer", as in ``kit.world.evaluate``). For multi-token answers
+pass ``targets`` as lists of ids: exact match then compares the first ``len(target)`` tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+
+from kit.shortcut.patching import Neuron, group_patched_generate, group_patched_logprobs, hook_name
+from kit.models import tl
+
+PAPER_N_PATCHED = 5000
+"""Shortcut neurons patched in the paper (section 4.3)."""
+PAPER_TOTAL_NEURONS = 32 * 11008
+"""MLP neurons of LLaMA2-7B (32 layers x 11008): 5000 of them are the paper's 1.4%."""
+PAPER_FRACTION = PAPER_N_PATCHED / PAPER_TOTAL_NEURONS
+
+
+# --------------------------------------------------------------------------- comparative score
+class ComparativeAccumulator:
+    """Streaming eq. 3: add prompt batches with :meth:`update`, read :meth:`scores` at the end.
+
+    Keeps only the running sum of squared differences (float64) and the prompt count, so the
+    activations of a whole benchmark are never held at once.
+    """
+
+    def __init__(self) -> None:
+        self.sum_sq: Tensor | None = None
+        self.count = 0
+
+    def update(self, acts_con: Float[Tensor, "prompt layer d_mlp"], acts_un: Float[Tensor, "prompt layer d_mlp"]) -> None:
+        if acts_con.shape != acts_un.shape:
+            raise ValueError(f"acts_con shape {tuple(acts_con.shape)} != acts_un shape {tuple(acts_un.shape)}: "
+                             "both models must see the same prompts (same order) and have the same layers/d_mlp")
+        if acts_con.ndim != 3:
+            raise ValueError(f"activations must be Float[Tensor, 'prompt layer d_mlp'], got shape {tuple(acts_con.shape)}")
+        diff = acts_con.double() - acts_un.double()
+        part = (diff * diff).sum(0)
+        self.sum_sq = part if self.sum_sq is None else self.sum_sq + part.to(self.sum_sq.device)
+        self.count += acts_con.shape[0]
+
+    def scores(self) -> Float[Tensor, "layer d_mlp"]:
+        if self.sum_sq is None or self.count == 0:
+            raise ValueError("no prompts were added: the comparative score needs at least one prompt")
+        return (self.sum_sq / self.count).sqrt().float()
+
+
+def comparative_scores(acts_con: Float[Tensor, "prompt layer d_mlp"], acts_un: Float[Tensor, "prompt layer d_mlp"],
+                       chunk: int = 256) -> Float[Tensor, "layer d_mlp"]:
+    """Eq. 3: ``S[l, i] = sqrt(mean over prompts of (a_con[p, l, i] - a_un[p, l, i])^2)``.
+
+    Inputs are the activations at the last prompt token (or, for the all-completion-tokens
+    option, one row per completion token, see :func:`neuron_acts`); summed ``chunk`` prompts at a
+    time. For activations that do not fit in memory use :class:`ComparativeAccumulator` or
+    :func:`comparative_scores_of_models`.
+    """
+    acc = ComparativeAccumulator()
+    if acts_con.shape[0] != acts_un.shape[0]:
+        raise ValueError(f"acts_con has {acts_con.shape[0]} prompts, acts_un {acts_un.shape[0]}")
+    for start in range(0, acts_con.shape[0], chunk):
+        acc.update(acts_con[start : start + chunk], acts_un[start : start + chunk])
+    return acc.scores()
+
+
+@torch.inference_mode()
+def neuron_acts(model, tokens: Int[Tensor, "batch pos"], lengths: Int[Tensor, "batch"],
+                position: Literal["last", "completion"] = "last",
+                completion_lengths: Int[Tensor, "batch"] | None = None) -> Float[Tensor, "row layer d_mlp"]:
+    """MLP neuron activations (``blocks.{L}.mlp.hook_post``) of right-padded sequences.
+
+    ``position="last"``: one row per prompt, at its last prompt token ``lengths - 1`` (the
+    paper's choice). ``position="completion"``: one row per completion token, the
+    ``completion_lengths[i]`` positions after the prompt (``tokens`` then hold prompt + completion).
+    """
+    if position not in ("last", "completion"):
+        raise ValueError(f"position={position!r}; allowed values: 'last', 'completion'")
+    names = {hook_name(L) for L in range(model.cfg.n_layers)}
+    _, cache = tl.run_with_cache(model, tokens.to(model.cfg.device), names)
+    acts = torch.stack([cache[hook_name(L)] for L in range(model.cfg.n_layers)], dim=2)  # [b, pos, L, d]
+    lengths = lengths.to(acts.device)
+    if position == "last":
+        return acts[torch.arange(acts.shape[0], device=acts.device), lengths - 1].float()
+    if completion_lengths is None:
+        raise ValueError("position='completion' needs completion_lengths (tokens after each prompt)")
+    rows = []
+    for i, (l, c) in enumerate(zip(lengths.tolist(), completion_lengths.tolist())):
+        rows.append(acts[i, l : l + c])
+    return torch.cat(rows).float()
+
+
+def comparative_scores_of_models(model_con, model_un, batches: Iterable[tuple[Tensor, Tensor]],
+                                 position: Literal["last"] = "last") -> Float[Tensor, "layer d_mlp"]:
+    """Eq. 3 streamed over ``(tokens, lengths)`` batches (right-padded prompts)."""
+    acc = ComparativeAccumulator()
+    for tokens, lengths in batches:
+        acc.update(neuron_acts(model_con, tokens, lengths, position).cpu(),
+                   neuron_acts(model_un, tokens, lengths, position).cpu())
+    return acc.scores()
+
+
+# --------------------------------------------------------------------------- causal score
+def causal_score(acc_con, acc_con_patched, acc_un, acc_un_patched):
+    """Eq. 4: ``C = a(M_con) - a_patch(M_con|M0) + 1 - (a(M_un) - a_patch(M_un|M0))``.
+
+    Accuracies are fractions in [0, 1] (scalars or arrays of the same shape). High when patching
+    lowers the contaminated model's accuracy and leaves the uncontaminated model's alone;
+    1 when the patch changes nothing.
+    """
+    vals = {"acc_con": acc_con, "acc_con_patched": acc_con_patched, "acc_un": acc_un, "acc_un_patched": acc_un_patched}
+    arrs = {}
+    for name, v in vals.items():
+        a = np.asarray(v.cpu() if isinstance(v, Tensor) else v, dtype=float)
+        if np.isnan(a).any() or (a < 0).any() or (a > 1).any():
+            raise ValueError(f"{name} must be accuracies in [0, 1] (fractions, not percent); got {v!r}")
+        arrs[name] = a
+    c = arrs["acc_con"] - arrs["acc_con_patched"] + 1 - (arrs["acc_un"] - arrs["acc_un_patched"])
+    return float(c) if c.ndim == 0 else c
+
+
+def neuron_groups(n_layers: int, d_mlp: int, group_size: int, layers: Sequence[int] | None = None) -> list[list[Neuron]]:
+    """Adjacent-neuron groups (the paper uses 512 per group): ``[(L, i), ..., (L, i + size - 1)]``,
+    layer by layer; the last group of a layer may be smaller."""
+    if group_size < 1:
+        raise ValueError(f"group_size={group_size} must be >= 1")
+    layers = range(n_layers) if layers is None else layers
+    return [[(L, i) for i in range(s, min(s + group_size, d_mlp))] for L in layers for s in range(0, d_mlp, group_size)]
+
+
+def _targets_list(targets) -> list[list[int]]:
+    if isinstance(targets, Tensor):
+        return [[int(t)] for t in targets.tolist()] if targets.ndim == 1 else [list(map(int, r)) for r in targets.tolist()]
+    return [[int(t)] if isinstance(t, (int, np.integer)) else list(map(int, t)) for t in targets]
+
+
+def exact_match(generated: Int[Tensor, "group batch pos_plus_new"], lengths: Int[Tensor, "batch"],
+                targets) -> Bool[Tensor, "group batch"]:
+    """Whether the tokens right after each (right-padded) prompt equal its target ids."""
+    tl = _targets_list(targets)
+    G, P, _ = generated.shape
+    out = torch.zeros(G, P, dtype=torch.bool)
+    gen = generated.cpu()
+    for p, (l, t) in enumerate(zip(lengths.tolist(), tl)):
+        seg = gen[:, p, l : l + len(t)]
+        if seg.shape[1] < len(t):
+            continue
+        out[:, p] = (seg == torch.tensor(t)).all(1)
+    return out
+
+
+def group_accuracy(model, patching_model, tokens: Int[Tensor, "batch pos"], lengths: Int[Tensor, "batch"],
+                   targets, groups: Sequence[Sequence[Neuron]], *, method: Literal["exact", "teacher_forced"] = "exact",
+                   max_new_tokens: int | None = None, max_rows: int = 2048) -> Float[Tensor, "group"]:
+    """Accuracy of ``model`` with each group patched from ``patching_model``, all groups batched.
+
+    ``method="exact"``: dynamic-patching greedy generation, exact match of the target ids.
+    ``method="teacher_forced"``: mean probability of the (first) target token at the prompt's last
+    position, the fast option (no generation; only the layers from the first patched one run
+    per group). Right-padded prompts (``lengths``).
+    """
+    if method == "exact":
+        tl = _targets_list(targets)
+        n_new = max_new_tokens or max(len(t) for t in tl)
+        gen = group_patched_generate(model, patching_model, tokens, groups, n_new, lengths=lengths, max_rows=max_rows)
+        return exact_match(gen, lengths, tl).float().mean(1)
+    if method == "teacher_forced":
+        first = torch.tensor([t[0] for t in _targets_list(targets)])
+        lp, _ = group_patched_logprobs(model, patching_model, tokens, lengths - 1, first, groups, max_rows=max_rows)
+        return lp.exp().mean(1).cpu()
+    raise ValueError(f"method={method!r}; allowed values: 'exact', 'teacher_forced'")
+
+
+@dataclass
+class CausalScores:
+    """Eq. 4 per group, with the four accuracies it is made of."""
+
+    groups: list[list[Neuron]]
+    acc_con: float
+    acc_un: float
+    acc_con_patched: np.ndarray
+    acc_un_patched: np.ndarray
+    score: np.ndarray
+    method: str
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame({
+            "layer": [g[0][0] for g in self.groups], "first": [g[0][1] for g in self.groups],
+            "size": [len(g) for g in self.groups], "acc_con_patched": self.acc_con_patched,
+            "acc_un_patched": self.acc_un_patched, "causal_score": self.score,
+        })
+
+    def per_neuron(self, n_layers: int, d_mlp: int) -> Float[Tensor, "layer d_mlp"]:
+        """Each neuron gets its group's score (NaN where no group covers it)."""
+        out = torch.full((n_layers, d_mlp), float("nan"))
+        for g, s in zip(self.groups, self.score):
+            for L, i in g:
+                out[L, i] = float(s)
+        return out
+
+
+def causal_scores(model_con, model_un, base, tokens: Int[Tensor, "batch pos"], lengths: Int[Tensor, "batch"],
+                  targets, groups: Sequence[Sequence[Neuron]], *, method: Literal["exact", "teacher_forced"] = "exact",
+                  max_rows: int = 2048) -> CausalScores:
+    """Eq. 4 for every group, ``base`` (M0) patching ``model_con`` and ``model_un`` on the
+    contaminated prompts; the unpatched accuracies come from the same code path (empty group)."""
+    groups = [list(g) for g in groups]
+    allg = [[]] + groups
+    con = group_accuracy(model_con, base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
+    un = group_accuracy(model_un, base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
+    score = causal_score(np.full(len(groups), con[0]), con[1:], np.full(len(groups), un[0]), un[1:])
+    return CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:], np.atleast_1d(score), method)
+
+
+# --------------------------------------------------------------------------- ranking
+def _pct_rank(x: Tensor) -> Tensor:
+    """Percentile rank in (0, 1], ties averaged; NaN ranks lowest (0)."""
+    flat = x.flatten().double()
+    nan = torch.isnan(flat)
+    s = pd.Series(flat.numpy()).rank(method="average", pct=True, na_option="keep")
+    out = torch.tensor(s.fillna(0.0).to_numpy())
+    out[nan] = 0.0
+    return out.view_as(x).float()
+
+
+COMBINE_RULES = ("veto", "rank_mean")
+
+
+def combine_scores(comparative: Float[Tensor, "layer d_mlp"], causal: Float[Tensor, "layer d_mlp"] | None,
+                   rule: Literal["veto", "rank_mean"] = "veto", causal_weight: float = 0.5) -> Float[Tensor, "layer d_mlp"]:
+    """Final shortcut score of every neuron from eq. 3 (per neuron) and eq. 4 (per group).
+
+    The paper does not say how the two are combined. ``rule="veto"`` (default): neurons rank by the
+    comparative score, except that neurons of groups with ``C < 1`` (patching them hurt the clean
+    model more than the contaminated one: they carry ability, not a shortcut) rank below all others.
+    The causal score is per group, so it cannot order the neurons inside a group, and with exact
+    match on a few hundred items one group's patch often moves no answer at all; mixing it into the
+    ranking pulls in whole groups (notebook 03 compares the rules against the tiny world's truth). ``rule="rank_mean"``: ``w * pct_rank(causal) + (1 - w) * pct_rank(comparative)``
+    (percentile ranks make activation units and accuracy units commensurable). Neurons outside
+    every scored group (NaN) are never vetoed and get causal rank 0. ``causal=None``: eq. 3 alone.
+    """
+    if rule not in COMBINE_RULES:
+        raise ValueError(f"rule={rule!r}; allowed values: {', '.join(COMBINE_RULES)}")
+    if not 0 <= causal_weight <= 1:
+        raise ValueError(f"causal_weight={causal_weight} must be in [0, 1]")
+    if causal is None:
+        return _pct_rank(comparative)
+    if causal.shape != comparative.shape:
+        raise ValueError(f"causal shape {tuple(causal.shape)} != comparative shape {tuple(comparative.shape)}")
+    if rule == "veto":
+        comp = _pct_rank(comparative)
+        return torch.where(causal < 1, comp - 1, comp)  # NaN < 1 is False: unscored neurons stay
+    return causal_weight * _pct_rank(causal) + (1 - causal_weight) * _pct_rank(comparative)
+
+
+def top_neurons(score: Float[Tensor, "layer d_mlp"], n: int) -> list[Neuron]:
+    """The ``n`` highest-scoring (layer, index) pairs, best first (ties: lower layer, index first)."""
+    if not 0 <= n <= score.numel():
+        raise ValueError(f"n={n} must be in 0..{score.numel()} (layers x d_mlp)")
+    flat = score.flatten()
+    order = torch.from_numpy(np.argsort(-flat.numpy(), kind="stable"))[:n]
+    d = score.shape[1]
+    return [(int(k) // d, int(k) % d) for k in order]
+
+
+def random_neurons(n_layers: int, d_mlp: int, n: int, seed: int = 0) -> list[Neuron]:
+    """``n`` distinct neurons drawn uniformly (seeded), the sparsity curve's control."""
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randperm(n_layers * d_mlp, generator=g)[:n]
+    return [(int(k) // d_mlp, int(k) % d_mlp) for k in idx]
+
+
+def default_n_patched(n_layers: int, d_mlp: int, fraction: float = PAPER_FRACTION) -> int:
+    """The paper's 5000 of LLaMA2-7B's 352,256 MLP neurons (1.42%), scaled to this model."""
+    return max(1, round(fraction * n_layers * d_mlp))
+
+
+# --------------------------------------------------------------------------- evaluation
+def patched_accuracy(model, base, tokens, lengths, targets, neuron_sets: Sequence[Sequence[Neuron]],
+                     max_rows: int = 2048) -> np.ndarray:
+    """Exact-match accuracy of ``model`` with each neuron set patched from ``base`` (TE when the
+    set is the located top-N; the empty set gives Ori)."""
+    return group_accuracy(model, base, tokens, lengths, targets, neuron_sets, method="exact", max_rows=max_rows).numpy()
+
+
+def sparsity_curve(model_con, model_un, base, tokens, lengths, targets, ranked: Sequence[Neuron], ns: Sequence[int],
+                   seed: int = 0, max_rows: int = 2048, data: "TaskData | None" = None,
+                   max_new_tokens: int | None = None) -> pd.DataFrame:
+    """Figure 3: accuracy vs number of patched neurons, located (top of ``ranked``) vs random.
+
+    Long format: columns ``model`` (contaminated/uncontaminated), ``neurons`` (located/random),
+    ``n``, ``accuracy``. All N of one model run as groups of one batched generation.
+    """
+    n_layers, d_mlp = model_con.cfg.n_layers, model_con.cfg.d_mlp
+    located = [list(ranked[:n]) for n in ns]
+    rand = [random_neurons(n_layers, d_mlp, n, seed=seed + k) for k, n in enumerate(ns)]
+    rows = []
+    for label, m in (("contaminated", model_con), ("uncontaminated", model_un)):
+        if data is not None:  # study path: also handles free-text benchmarks
+            acc = accuracies(m, base, data, located + rand, max_rows, max_new_tokens)
+        else:
+            acc = patched_accuracy(m, base, tokens, lengths, targets, located + rand, max_rows=max_rows)
+        for k, n in enumerate(ns):
+            rows.append({"model": label, "neurons": "located", "n": n, "accuracy": acc[k]})
+            rows.append({"model": label, "neurons": "random", "n": n, "accuracy": acc[len(ns) + k]})
+    return pd.DataFrame(rows)
+
+
+def agreement(scores: Sequence[float], reference: Sequence[float]) -> dict[str, float]:
+    """Spearman rho and RMSE of the least-squares line ``scores ~ a * reference + b`` (Figure 4's
+    rho and e), plus the mean absolute difference. Same units in, same units out."""
+    from scipy.stats import spearmanr
+
+    x = np.asarray(reference, dtype=float)
+    y = np.asarray(scores, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
+        raise ValueError(f"scores and reference must be 1-D of the same length >= 3; got {y.shape} and {x.shape}")
+    rho = spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + intercept)
+    return {"spearman": float(rho), "rmse": float(np.sqrt(np.mean(resid**2))), "slope": float(slope),
+            "intercept": float(intercept), "mean_abs_diff": float(np.mean(np.abs(y - x)))}
+
+
+def table9_agreement(table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Figure 4 (right) recomputed from the printed Table 9: TE vs Ref and Ori vs Ref (MixEval)."""
+    if table is None:
+        from kit.data.paper_tables import load_table
+
+        table = load_table("001_table09_real_world_models")
+    rows = []
+    for col in ("te", "ori"):
+        a = agreement(table[col].to_numpy(float), table["ref_mixeval"].to_numpy(float))
+        rows.append({"score": col.upper(), **a})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- figures and findings
+def plot_sparsity_curve(curve: pd.DataFrame, total_neurons: int, n_selected: int | None = None):
+    """Figure 3 analogue: accuracy vs patched neurons (% of all MLP neurons)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.6, 3.0))
+    styles = {("contaminated", "located"): ("C3", "-"), ("contaminated", "random"): ("C3", ":"),
+              ("uncontaminated", "located"): ("C0", "-"), ("uncontaminated", "random"): ("C0", ":")}
+    for (model, kind), sub in curve.groupby(["model", "neurons"]):
+        sub = sub.sort_values("n")
+        c, ls = styles[(model, kind)]
+        ax.plot(100 * sub["n"] / total_neurons, 100 * sub["accuracy"], color=c, ls=ls, marker="o", ms=3,
+                label=f"{model}, {kind}")
+    if n_selected:
+        ax.axvline(100 * n_selected / total_neurons, color="gray", lw=0.8, ls="--")
+    ax.set_xlabel("patched neurons (% of MLP neurons)")
+    ax.set_ylabel("accuracy on the contaminated test (%)")
+    ax.legend(frameon=False)
+    return fig
+
+
+def plot_agreement(table: pd.DataFrame, ref_col: str = "ref", cols: Sequence[str] = ("te", "ori"),
+                   label_col: str = "variant", title: str = ""):
+    """Figure 4 analogue: each score against the reference, with rho and RMSE in the legend."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(cols), figsize=(3.3 * len(cols), 3.0), sharex=True, sharey=True)
+    axes = np.atleast_1d(axes)
+    x = table[ref_col].to_numpy(float)
+    for ax, col in zip(axes, cols):
+        y = table[col].to_numpy(float)
+        a = agreement(y, x)
+        ax.scatter(x, y, s=14)
+        xs = np.linspace(np.nanmin(x), np.nanmax(x), 10)
+        ax.plot(xs, a["slope"] * xs + a["intercept"], lw=0.8, color="C1")
+        lo, hi = min(np.nanmin(x), np.nanmin(y)), max(np.nanmax(x), np.nanmax(y))
+        ax.plot([lo, hi], [lo, hi], lw=0.6, color="gray", ls="--")
+        if label_col in table:
+            for xi, yi, t in zip(x, y, table[label_col]):
+                ax.annotate(str(t), (xi, yi), fontsize=6, alpha=0.7)
+        ax.set_title(f"{col.upper()} vs {ref_col}: rho={a['spearman']:.3f}, e={a['rmse']:.2f}")
+        ax.set_xlabel(f"{ref_col} (%)")
+        ax.set_ylabel(f"{col.upper()} (%)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def table2_summary(table: pd.DataFrame) -> dict[str, float]:
+    """Mean |TE - Ref| and |Ori - Ref| over contaminated and uncontaminated rows, mean |Δacc|.
+
+    ``table`` has columns ``contaminated`` (bool), ``ref``, ``ori``, ``te`` (in %).
+    """
+    out = {}
+    for label, sub in (("contaminated", table[table.contaminated]), ("uncontaminated", table[~table.contaminated])):
+        if len(sub) == 0:
+            continue
+        out[f"{label}_mean_abs_te_minus_ref"] = float((sub.te - sub.ref).abs().mean())
+        out[f"{label}_mean_abs_ori_minus_ref"] = float((sub.ori - sub.ref).abs().mean())
+        out[f"{label}_mean_delta_acc"] = float((sub.te - sub.ori).mean())
+        out[f"{label}_mean_abs_delta_acc"] = float((sub.te - sub.ori).abs().mean())
+    return out
+
+
+def paper_text_numbers() -> dict[str, float]:
+    """The running-text numbers the findings compare against, loaded from ``001_text_numbers.csv``."""
+    from kit.data.paper_tables import load_table
+
+    t = load_table("001_text_numbers", numeric=False).set_index("quantity")["value"]
+
+    def pick(fragment: str) -> float:
+        hits = [v for k, v in t.items() if fragment in k]
+        return float(hits[0].replace(",", ""))
+
+    return {"rho": pick("Spearman correlation of TE"), "con_drop": pick("average accuracy drop of contaminated"),
+            "un_change": pick("average accuracy change of uncontaminated"), "percent": pick("share of LLaMA2-7B")}
+
+
+def findings_text(summary: dict[str, float], n_patched: int, total_neurons: int,
+                  agree_te: dict[str, float] | None = None, agree_ori: dict[str, float] | None = None,
+                  paper: dict[str, float] | None = None) -> str:
+    """A short plain-text summary of Table 2 / Figure 4 numbers; ``paper`` (from
+    :func:`paper_text_numbers`) adds the published values beside ours, labelled as such."""
+    paper = paper or {}
+    lines = [f"Patched {n_patched} of {total_neurons} MLP neurons ({100 * n_patched / total_neurons:.2f}%"
+             + (f"; paper: {paper['percent']}% of LLaMA2-7B)." if "percent" in paper else ").")]
+    if "contaminated_mean_abs_te_minus_ref" in summary:
+        c_te, c_ori = summary["contaminated_mean_abs_te_minus_ref"], summary["contaminated_mean_abs_ori_minus_ref"]
+        verdict = (f"TE is {c_ori - c_te:.1f} pts closer to" if c_te < c_ori
+                   else f"TE is NOT closer to ({c_te - c_ori:.1f} pts farther from)")
+        lines.append(f"Contaminated models: mean |Ori-Ref| = {c_ori:.1f} pts, mean |TE-Ref| = {c_te:.1f} pts "
+                     f"({verdict} the fresh-item score); mean Δacc = {summary['contaminated_mean_delta_acc']:+.1f} pts.")
+    if "uncontaminated_mean_abs_delta_acc" in summary:
+        u = summary["uncontaminated_mean_abs_delta_acc"]
+        c = summary.get("contaminated_mean_abs_delta_acc", float("nan"))
+        lines.append(f"Uncontaminated models move by {u:.1f} pts on average vs {c:.1f} pts for contaminated "
+                     f"({'less' if u < c else 'NOT less'})"
+                     + (f"; paper: {paper['un_change']}% vs a {paper['con_drop']}% average drop." if "con_drop" in paper
+                        else "."))
+    if agree_te and agree_ori:
+        lines.append(f"Agreement with Ref: TE rho={agree_te['spearman']:.3f}, RMSE={agree_te['rmse']:.2f}; "
+                     f"Ori rho={agree_ori['spearman']:.3f}, RMSE={agree_ori['rmse']:.2f}"
+                     + (f" (paper, simulation: rho={paper['rho']:.3f})." if "rho" in paper else "."))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the study (notebook 03)
+@dataclass
+class TaskData:
+    """Right-padded prompts of one benchmark split, tokenised for one model family."""
+
+    tokens: Int[Tensor, "batch pos"]
+    lengths: Int[Tensor, "batch"]
+    targets: list[list[int]]
+    n: int
+    items: list | None = None
+    """Set for free-text benchmarks (real models): responses are decoded and scored as text
+    (``text_correct``) instead of comparing the first target ids."""
+
+
+def benchmark_items(task: str, split: str, n: int, seed: int = 0):
+    """Items of a tiny-world task (``add``, ``add2``...) or of a real benchmark (``gsm8k``...)."""
+    from kit.world import TASKS, get_task
+
+    if task in TASKS:
+        return get_task(task).items(split, n=n, seed=seed)
+    from kit import load_benchmark
+
+    items = load_benchmark(task, split="test" if split in ("test", "fresh") else split)
+    return items[:n]
+
+
+def task_data(model, items) -> TaskData:
+    """Tokenise ``items`` for ``model``: world models through ``kit.world.prompt_tokens`` (one-token
+    answers), other models through their tokenizer (answer ids without BOS, right padding)."""
+    if not items:
+        raise ValueError("no items: the benchmark split is empty")
+    if str(getattr(model.cfg, "model_name", "")).startswith("zoo/") or model.cfg.model_name == "kit-world":
+        from kit.world import prompt_tokens, target_ids
+
+        tokens, lengths = prompt_tokens(model, items)
+        return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items))
+    tok = model.tokenizer
+    seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]
+    lengths = torch.tensor([len(s) for s in seqs])
+    tokens = torch.full((len(seqs), int(lengths.max())), tok.pad_token_id or 0, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        tokens[i, : len(s)] = torch.tensor(s)
+    targets = [tok.encode(" " + it.target, add_special_tokens=False) for it in items]
+    return TaskData(tokens, lengths, targets, len(items), items=list(items))
+
+
+def text_correct(response: str, item) -> bool:
+    """Free-text scoring for real benchmarks: the choice letter for multiple choice, the final
+    number for numeric answers (GSM8K), else the response starting with the target."""
+    from kit.data.scorers import extract_choice_letter, extract_final_number, numbers_equal
+
+    if item.choices is not None:
+        return extract_choice_letter(response, len(item.choices)) == item.target
+    try:
+        float(item.target.replace(",", ""))
+        return numbers_equal(extract_final_number(response), item.target)
+    except ValueError:
+        return response.strip().startswith(item.target.strip())
+
+
+def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
+               max_new_tokens: int | None = None) -> np.ndarray:
+    """Accuracy (fraction) of ``model`` with each neuron set patched from ``base``: exact match of
+    the target ids, or for free-text data (``data.items``) the decoded response scored as text."""
+    if data.items is not None:
+        tok = model.tokenizer
+        stop = [tok.eos_token_id] if tok.eos_token_id is not None else []
+        n_new = max_new_tokens or 256
+        gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths,
+                                     stop_token_ids=stop, max_rows=max_rows).cpu()
+        acc = np.zeros(len(neuron_sets))
+        for g in range(len(neuron_sets)):
+            for p, (l, it) in enumerate(zip(data.lengths.tolist(), data.items)):
+                acc[g] += text_correct(tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True), it)
+        return acc / data.n
+    return group_accuracy(model, base, data.tokens, data.lengths, data.targets, neuron_sets, method="exact",
+                          max_new_tokens=max_new_tokens, max_rows=max_rows).numpy()
+
+
+@dataclass
+class Located:
+    """Result of locating shortcut neurons on one (contaminated, uncontaminated) pair."""
+
+    comparative: Tensor
+    causal_exact: CausalScores
+    causal_tf: CausalScores
+    combined: Tensor
+    ranked: list[Neuron]
+
+    def summary(self) -> dict[str, float]:
+        from scipy.stats import spearmanr
+
+        rho = spearmanr(self.causal_exact.score, self.causal_tf.score).statistic
+        return {"acc_con": self.causal_exact.acc_con, "acc_un": self.causal_exact.acc_un,
+                "max_causal_exact": float(np.max(self.causal_exact.score)),
+                "max_causal_tf": float(np.max(self.causal_tf.score)),
+                "spearman_exact_vs_teacher_forced": float(rho) if np.isfinite(rho) else float("nan"),
+                "n_groups": len(self.causal_exact.groups)}
+
+
+def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Literal["veto", "rank_mean"] = "veto",
+           causal_weight: float = 0.5, rank_by: Literal["exact", "teacher_forced"] = "exact", max_rows: int = 2048,
+           batch_size: int = 64, max_new_tokens: int | None = None) -> Located:
+    """Comparative (eq. 3) + causal (eq. 4, both variants) scores and the combined ranking."""
+    L, d = model_con.cfg.n_layers, model_con.cfg.d_mlp
+    batches = [(data.tokens[s : s + batch_size], data.lengths[s : s + batch_size])
+               for s in range(0, data.n, batch_size)]
+    comp = comparative_scores_of_models(model_con, model_un, batches)
+    groups = neuron_groups(L, d, group_size)
+    if data.items is None:
+        exact = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
+                              method="exact", max_rows=max_rows)
+    else:  # free-text answers: generate and score the decoded responses
+        con = accuracies(model_con, base, data, [[]] + groups, max_rows, max_new_tokens)
+        un = accuracies(model_un, base, data, [[]] + groups, max_rows, max_new_tokens)
+        exact = CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:],
+                             np.atleast_1d(causal_score(np.full(len(groups), con[0]), con[1:],
+                                                        np.full(len(groups), un[0]), un[1:])), "exact")
+    tf = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
+                       method="teacher_forced", max_rows=max_rows)
+    chosen = exact if rank_by == "exact" else tf
+    combined = combine_scores(comp, chosen.per_neuron(L, d), rule, causal_weight)
+    return Located(comp, exact, tf, combined, top_neurons(combined, L * d))
+
+
+def ranking_rules(located: Located, model_con, base, data: TaskData, n: int,
+                  truth: set[Neuron] | None = None, max_rows: int = 2048,
+                  max_new_tokens: int | None = None) -> pd.DataFrame:
+    """Each way of turning the scores into a top-``n``: M_con's accuracy with those neurons patched
+    from ``base`` and, given the true shortcut-capable neurons ``truth``, how many it found."""
+    L, d = located.comparative.shape
+    rules = {"comparative only": combine_scores(located.comparative, None)}
+    for cs in (located.causal_exact, located.causal_tf):
+        c = cs.per_neuron(L, d)
+        rules[f"causal only ({cs.method})"] = combine_scores(located.comparative, c, "rank_mean", 1.0)
+        for rule in COMBINE_RULES:
+            rules[f"{rule} ({cs.method})"] = combine_scores(located.comparative, c, rule)
+    tops = {k: top_neurons(v, n) for k, v in rules.items()}
+    acc = accuracies(model_con, base, data, list(tops.values()), max_rows, max_new_tokens)
+    rows = [{"rule": k, "n": n, "acc_con_patched": 100 * a,
+             "found": len(truth & set(t)) if truth is not None else None} for (k, t), a in zip(tops.items(), acc)]
+    return pd.DataFrame(rows)
+
+
+def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: TaskData | None,
+                      neurons: Sequence[Neuron], contaminated: Sequence[str], max_rows: int = 2048,
+                      max_new_tokens: int | None = None) -> pd.DataFrame:
+    """Table 2: per variant Ref (fresh-item accuracy), Ori (test), TE (test, top-N patched from
+    ``base``), Δacc = TE - Ori, all in %. ``fresh=None`` leaves Ref empty."""
+    rows = []
+    for label, m in models.items():
+        ori, te = accuracies(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
+        ref = accuracies(m, None, fresh, [[]], max_rows, max_new_tokens)[0] if fresh is not None else float("nan")
+        rows.append({"variant": label, "contaminated": label in contaminated, "ref": 100 * ref,
+                     "ori": 100 * ori, "te": 100 * te, "delta_acc": 100 * (te - ori)})
+    return pd.DataFrame(rows)
+
+
+def side_effect_table(models: dict[str, object], base, tasks: dict[str, TaskData], neurons: Sequence[Neuron],
+                      max_rows: int = 2048, max_new_tokens: int | None = None) -> pd.DataFrame:
+    """Table 3: Ori and TE (in %) of every variant on other tasks, same patched neurons."""
+    rows = []
+    for label, m in models.items():
+        for task, data in tasks.items():
+            ori, te = accuracies(m, base, data, [[], list(neurons)], max_rows, max_new_tokens)
+            rows.append({"variant": label, "task": task, "ori": 100 * ori, "te": 100 * te,
+                         "delta_acc": 100 * (te - ori)})
+    return pd.DataFrame(rows)
+
+
+def transfer_finetune(like: str, task: str, world: str | None = None):
+    """Table 4's models: zoo fine-tune ``like``'s recipe (a contaminated one: same split, copies,
+    data mix, learning rate, full or sparse) with ``task``'s items injected in place of the
+    world's contaminated task. The world only contaminates ``CONTAMINATED_TASK``; these are
+    trained on first use and cached (:func:`kit.world.zoo.extra_finetune`), deterministically.
+    """
+    from dataclasses import replace
+
+    from kit.world import zoo
+
+    spec = zoo.world_spec(world)
+    recipes = {f.name: f for f in spec.finetunes if f.kind == "contaminated"}
+    if like not in recipes:
+        raise ValueError(f"like={like!r} is not a contaminated fine-tune of world {spec.name!r}; "
+                         f"allowed values: {', '.join(recipes)}")
+    t = recipes[like]
+    _, split, copies = t.inject
+    suffix = zoo.SPARSE_SUFFIX if t.plastic else ""
+    f = replace(t, name=f"{t.parent}+{task}-{split}-x{copies}{suffix}", inject=(task, split, copies))
+    return zoo.extra_finetune(f, spec.name)

@@ -1,0 +1,207 @@
+"""Hand-computed cases for kit.cg.metrics (Competency Gaps, seed 002, section 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from kit.cg import metrics as cg
+
+# Two items, three concepts. Column sums: [3, 1, 0]; mean concept total = 4/3.
+A = np.array([[1.0, 1.0, 0.0],
+              [2.0, 0.0, 0.0]])
+# Second benchmark: column sums [0, 2, 2]; mean = 4/3.
+B = np.array([[0.0, 2.0, 1.0],
+              [0.0, 0.0, 1.0]])
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    np.random.seed(0)
+    torch.manual_seed(0)
+
+
+def test_item_activation_is_sum_over_tokens_divided_by_length():
+    feats = torch.tensor([[1.0, 0.0], [3.0, 2.0], [2.0, 1.0]])
+    out = cg.item_concept_activation(feats)
+    assert torch.allclose(out, torch.tensor([2.0, 1.0])), "eq. 1: s~ = (sum over tokens)/|x_i|, not the max or the sum"
+
+
+def test_segment_mean_splits_items_laid_end_to_end():
+    feats = torch.tensor([[1.0, 0.0], [3.0, 2.0], [2.0, 1.0], [4.0, 4.0]])
+    out = cg.segment_mean(feats, [3, 1])
+    assert torch.allclose(out, torch.tensor([[2.0, 1.0], [4.0, 4.0]]))
+    with pytest.raises(ValueError, match="lengths sum"):
+        cg.segment_mean(feats, [2, 1])
+    with pytest.raises(ValueError, match="at least one token"):
+        cg.segment_mean(feats, [4, 0])
+
+
+def test_concept_activations_streams_into_sparse_rows():
+    b1 = (torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 2.0], [0.0, 0.0, 0.0]]), [2, 1])
+    b2 = (torch.tensor([[0.0, 6.0, 0.0]]), [1])
+    m = cg.concept_activations([b1, b2], n_concepts=3)
+    assert sp.issparse(m) and m.shape == (3, 3)
+    assert np.allclose(m.toarray(), [[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 6.0, 0.0]])
+    assert m.nnz == 3, "only active concepts may be stored (sparse rows)"
+
+
+def test_chi_bench_hand_computed():
+    # eq. 2: column sums / mean column sum = [3, 1, 0] / (4/3)
+    assert np.allclose(cg.chi_bench(A), [9 / 4, 3 / 4, 0.0])
+    assert np.isclose(cg.chi_bench(A).mean(), 1.0), "chi_bench is relative to the average concept: its mean is 1"
+
+
+def test_chi_bench_same_for_sparse_and_dense():
+    assert np.allclose(cg.chi_bench(sp.csr_matrix(A)), cg.chi_bench(A))
+
+
+def test_chi_bench_rejects_benchmark_without_activation_and_negative_acts():
+    with pytest.raises(ValueError, match="no concept is active"):
+        cg.chi_bench(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="non-negative"):
+        cg.chi_bench(-A)
+
+
+def test_x_bench_is_mean_over_all_benchmarks():
+    # chi(B) = [0, 2, 2]/(4/3) = [0, 1.5, 1.5]; X = mean([2.25, .75, 0], [0, 1.5, 1.5])
+    assert np.allclose(cg.x_bench({"a": A, "b": B}), [1.125, 1.125, 0.75])
+
+
+def test_x_bench_weights_benchmarks_equally_regardless_of_size():
+    big = np.vstack([A] * 50)
+    assert np.allclose(cg.x_bench({"a": big, "b": B}), cg.x_bench({"a": A, "b": B})), \
+        "X_bench must weigh every benchmark equally (eq. 3), not pool items"
+
+
+def test_chi_model_hand_computed_and_undefined():
+    # item scores m = [1, 0]: concept 0: (1*1 + 0*2)/3 = 1/3; concept 1: 1/1; concept 2: undefined
+    out = cg.chi_model(A, [1, 0])
+    assert np.isclose(out[0], 1 / 3) and np.isclose(out[1], 1.0)
+    assert np.isnan(out[2]), "chi_model must be NaN (undefined) where no item activates the concept, not 0"
+
+
+def test_chi_model_validates_scores():
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        cg.chi_model(A, [2, 0])
+    with pytest.raises(ValueError, match="2 items"):
+        cg.chi_model(A, [1, 0, 1])
+
+
+def test_x_model_means_over_defined_benchmarks_only():
+    # chi_model(A, [1,0]) = [1/3, 1, nan]; chi_model(B, [0,1]) = [nan, 0, 1/2]
+    out = cg.x_model({"a": A, "b": B}, {"a": [1, 0], "b": [0, 1]})
+    assert np.allclose(out, [1 / 3, 0.5, 0.5]), \
+        "X_model averages only where chi_model is defined (eq. 5); NaN must not count as 0"
+
+
+def test_x_model_nan_when_no_benchmark_activates():
+    out = cg.x_model({"a": A}, {"a": [1, 1]})
+    assert np.isnan(out[2]) and np.allclose(out[:2], [1, 1])
+
+
+def test_x_model_requires_scores_for_each_benchmark():
+    with pytest.raises(ValueError, match="lacks benchmark"):
+        cg.x_model({"a": A, "b": B}, {"a": [1, 0]})
+
+
+def test_coverage_classes_decile_rule():
+    # 1 missing + 10 values 1..10: 10th pct of the rest = 1.9 -> only 1 is under; 90th = 9.1 -> only 10 over
+    x = np.array([0.0] + list(range(1, 11)), dtype=float)
+    cls = cg.coverage_classes(x)
+    assert cls[0] == "missing"
+    assert list(np.flatnonzero(cls == "under")) == [1]
+    assert list(np.flatnonzero(cls == "over")) == [10]
+    assert (cls[2:10] == "normal").all()
+
+
+def test_coverage_classes_percentiles_exclude_missing():
+    # with missing zeros included the 10th percentile would be 0 and nothing would be "under"
+    x = np.array([0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10], dtype=float)
+    cls = cg.coverage_classes(x)
+    assert (cls == "under").sum() == 1 and cls[5] == "under", \
+        "deciles are computed among the non-missing concepts only"
+
+
+def test_coverage_classes_inclusive_at_percentile():
+    # 10th percentile of [1, 2, 3, 4, 5, 6, 7, 8, 9, 1]: two ties at 1 -> both under ("at or below")
+    x = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 1], dtype=float)
+    assert (cg.coverage_classes(x) == "under").sum() == 2
+
+
+def test_coverage_epsilon_boundary():
+    x = np.array([0.99e-5, 1e-5, 1, 2, 3])
+    cls = cg.coverage_classes(x)
+    assert cls[0] == "missing" and cls[1] != "missing", "missing is strictly X < eps"
+
+
+def test_model_gap_classes():
+    x = np.array([np.nan, 0.0, *np.linspace(0.1, 1.0, 10)])
+    cls = cg.model_gap_classes(x)
+    assert cls[0] == "undefined" and cls[1] == "gap"
+    assert cls[2] == "worst-decile" and cls[-1] == "best-decile"
+    assert (cls[3:-1] == "normal").all()
+
+
+def test_missing_fraction_per_benchmark():
+    frac = cg.missing_fraction({"a": A, "b": B})
+    assert np.isclose(frac["a"], 1 / 3) and np.isclose(frac["b"], 1 / 3)
+
+
+def test_jaccard_overlap_hand_computed():
+    # covered: a = {0, 1}, b = {1, 2} -> J = 1/3
+    j = cg.jaccard_overlap({"a": A, "b": B})
+    assert np.isclose(j.loc["a", "b"], 1 / 3) and np.isclose(j.loc["a", "a"], 1.0)
+    assert cg.jaccard(np.zeros(3, bool), np.zeros(3, bool)) == 1.0
+
+
+def test_profile_difference():
+    d = cg.profile_difference(A, [1, 0], [0, 1])
+    assert np.allclose(d[:2], [1 / 3 - 2 / 3, 1.0]) and np.isnan(d[2])
+
+
+def test_dropout_robustness_zero_std_when_items_identical():
+    acts = {"a": np.tile([1.0, 2.0, 0.5], (20, 1)), "b": np.tile([0.5, 0.0, 1.0], (10, 1))}
+    scores = {"a": np.ones(20), "b": np.zeros(10)}
+    r = cg.dropout_robustness(acts, scores, n_reruns=5, drop_frac=0.2)
+    assert np.allclose(r.std_x_bench, 0) and np.allclose(r.std_x_model, 0)
+
+
+def test_dropout_robustness_positive_std_with_heterogeneous_items():
+    rng = np.random.default_rng(0)
+    acts = {"a": rng.exponential(size=(30, 4))}
+    scores = {"a": rng.integers(0, 2, 30)}
+    r = cg.dropout_robustness(acts, scores, n_reruns=20, drop_frac=0.2)
+    assert r.mean_std_x_bench > 0 and r.mean_std_x_model > 0
+    r2 = cg.dropout_robustness(acts, scores, n_reruns=20, drop_frac=0.2)
+    assert np.allclose(r.std_x_model, r2.std_x_model), "same seed must give the same reruns"
+
+
+def test_salient_items_pick_items_of_chosen_concepts():
+    acts = {"a": np.array([[5.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), "b": np.array([[0.0, 3.0], [1.0, 0.0]])}
+    remove = cg.salient_items(acts, [0], n_items=2)
+    # shares for concept 0: a: 5/6, 0, 1/6; b: 0, 1/1 -> top two are b[1] (1.0) and a[0] (0.83)
+    assert remove["a"].tolist() == [True, False, False] and remove["b"].tolist() == [False, True]
+
+
+def test_adversarial_removal_moves_median_in_expected_direction():
+    rng = np.random.default_rng(0)
+    n, c = 200, 20
+    acts = rng.exponential(size=(n, c)) * (rng.random((n, c)) < 0.3)
+    # concept 0..4 are "easy": items using them are correct; 15..19 "hard"
+    easy = acts[:, :5].sum(1) > 0.5
+    hard = acts[:, 15:].sum(1) > 0.5
+    scores = np.where(easy & ~hard, 1.0, np.where(hard & ~easy, 0.0, 0.5))
+    r = cg.adversarial_removal({"a": acts}, {"a": scores}, n_concepts=5, n_items=30, repeats=3)
+    assert np.mean(r.shift_best) < 0 < np.mean(r.shift_worst), \
+        "removing the best concepts' items must lower median X_model and the worst ones' raise it"
+
+
+def test_concept_table_columns():
+    df = cg.concept_table({"a": A, "b": B}, {"a": [1, 0], "b": [0, 1]}, labels=["x", "y", "z"])
+    assert list(df.columns) == ["concept", "label", "x_bench", "coverage", "x_model", "model_gap"]
+    assert df.loc[2, "label"] == "z"
+    tb = cg.top_bottom(df, "x_model", n=1)
+    assert tb.loc[0, "concept"] == 2 and tb.loc[1, "concept"] == 0

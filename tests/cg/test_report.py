@@ -1,0 +1,119 @@
+"""kit.cg.suite / kit.cg.report on small hand-built suites (no encoder, no world)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from kit.cg import metrics as cg
+
+from kit.cg import report as cg_report
+from kit.cg.suite import Suite, best_match
+
+
+def _suite(name="s", seed=0, n_concepts=12):
+    rng = np.random.default_rng(seed)
+    dense = {b: rng.exponential(size=(20, n_concepts)) * (rng.random((20, n_concepts)) < 0.4) for b in ("a", "b", "c")}
+    for a in dense.values():
+        a[:, 0] = 0  # concept 0 is missing everywhere
+    acts = {b: sp.csr_matrix(a) for b, a in dense.items()}
+    labels = [f"concept {i}" for i in range(n_concepts)]
+    contexts = [[{"value": 1.0 + i, "word": f"w{i}", "context": f"ctx {i}"}] for i in range(n_concepts)]
+    scores = {"a": rng.integers(0, 2, 20).astype(float)}
+    return Suite(name, labels, {b: a.tocsr() for b, a in acts.items()}, {b: [f"{b}{i}" for i in range(20)] for b in acts},
+                 {"m": {"a": acts["a"].tocsr()}}, {"m": scores}, {"m": {"a": [f"a{i}" for i in range(20)]}}, contexts)
+
+
+def test_coverage_summary_counts_missing():
+    s = _suite()
+    cov = cg_report.coverage_summary(s)
+    assert cov["n_concepts"] == 12 and cov["n_missing_suite"] >= 1
+    assert cov["n_missing_suite"] == int((cg.x_bench(s.acts) < cg.EPSILON).sum())
+    assert set(cov["missing_frac_per_benchmark"]) == {"a", "b", "c"}
+
+
+def test_missing_suite_table_lists_concept_zero():
+    t = cg_report.missing_suite_table(_suite())
+    assert 0 in t["concept"].tolist() and t.loc[t.concept == 0, "example context"].item() == "ctx 0"
+
+
+def test_best_worst_table_respects_support():
+    s = _suite()
+    t = cg_report.best_worst_table(s, "m", n=2, min_activation_items=3)
+    perf = t[t.analysis.str.contains("performance")]
+    support = np.asarray((s.model_acts["m"]["a"] > 0).sum(0)).ravel()
+    assert (support[perf.concept.to_numpy()] >= 3).all(), "rarely active concepts must not be ranked by performance"
+    best = t[t.analysis == "best performance"].score.to_numpy()
+    assert (np.diff(best) <= 0).all()
+
+
+def test_best_match_finds_identical_profile():
+    s = _suite()
+    perm = np.array([3, 1, 2, 0, 5, 4, 6, 7, 8, 9, 11, 10])  # SAE B = SAE A with concepts permuted
+    b_acts = {k: a[:, perm] for k, a in s.acts.items()}
+    inv = np.argsort(perm)
+    got = best_match(s.acts, b_acts, [1, 3, 4])
+    assert [g[0] for g in got] == [inv[1], inv[3], inv[4]]
+    assert all(np.isclose(g[1], 1.0) for g in got)
+    assert best_match(s.acts, b_acts, [0])[0][0] == -1, "a never-active concept has no partner"
+
+
+def test_profile_comparison_identical_models():
+    s = _suite()
+    acts = s.model_acts["m"]["a"]
+    sc = s.model_scores["m"]["a"]
+    summary, table = cg_report.profile_comparison(acts, sc, sc, s.labels, n=2)
+    assert np.isclose(summary["mean_abs_diff"], 0) and np.isclose(summary["spearman"], 1.0)
+
+
+def test_robustness_and_findings_text():
+    s = _suite()
+    r = cg_report.robustness(s, "m", n_reruns=5, drop_frac=0.2, adv_n_concepts=2, adv_n_items=2, adv_repeats=2)
+    assert {"std_x_bench", "std_x_model", "adv_shift_best_pct", "adv_shift_worst_pct"} <= set(r)
+    text = cg_report.findings_text({"main_sae": "s", "coverage": {"s": cg_report.coverage_summary(s)}, "robustness": r,
+                                    "robustness_model": "m", "n_reruns": 5, "drop_frac": 0.2})
+    assert "missing from the whole suite" in text and "paper 0.025" in text
+
+
+def test_explorer_concepts_puts_flagged_first_and_limits():
+    s = _suite()
+    chosen = cg_report.explorer_concepts(s, "m", limit=5)
+    assert len(chosen) == 5 and 0 in chosen, "missing concepts must be in the explorer"
+
+
+def test_config_profiles_validate_and_settings_are_coherent():
+    import kit
+    from kit.core.params import ParamsError
+
+    for profile in ("tiny", "smoke", "paper"):
+        cfg = kit.load_params("04_competency_gaps", profile)
+        assert len(cfg.sae_names()) == 2
+    with pytest.raises(ParamsError, match="responses='published'"):
+        kit.load_params("04_competency_gaps", "tiny", overrides={"responses": "generate"})
+    with pytest.raises(ParamsError, match="paired one to one"):
+        kit.load_params("04_competency_gaps", "paper", overrides={"model_saes": []})
+    with pytest.raises(ParamsError, match="sae_widths"):
+        kit.load_params("04_competency_gaps", "tiny", overrides={"sae_widths": [64, 64]})
+    with pytest.raises(ParamsError, match="allowed values"):
+        kit.load_params("04_competency_gaps", "tiny", overrides={"response_sets": ["arc/gpt-5"]})
+
+
+def test_hooked_item_concepts_matches_manual_encoding():
+    """The paper-setting path (model + its own SAE) on a tiny random HookedTransformer."""
+    import torch
+
+    from kit.cg.bench import synthetic_sae
+    from kit.cg.suite import hooked_item_concepts
+    from kit.models.load import random_model
+
+    model = random_model("tiny-gelu")
+    model.to_tokens = lambda text, prepend_bos=True: torch.tensor([[1] + [3 + len(w) for w in text.split()]])
+    sae = synthetic_sae(32, d_sae=64, k=4)
+    sae.cfg.metadata.hook_name = "blocks.0.hook_resid_post"
+    texts = ["a bb ccc", "dddd"]
+    m = hooked_item_concepts(model, sae, texts)
+    assert m.shape == (2, 64)
+    _, cache = model.run_with_cache(model.to_tokens(texts[0]))
+    expected = sae.encode(cache["blocks.0.hook_resid_post"][0, 1:]).detach().mean(0).numpy()
+    assert np.allclose(m[0].toarray().ravel(), expected, atol=1e-5), "BOS must be excluded and tokens averaged (eq. 1)"

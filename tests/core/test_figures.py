@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import json
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from kit.core.figures import record_results, save_figure
+
+
+def test_save_figure_writes_png_and_pdf(tmp_path):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    paths = save_figure(fig, "line", tmp_path / "figs")
+    assert [p.name for p in paths] == ["line.png", "line.pdf"]
+    assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:4] == b"%PDF"
+    assert not list((tmp_path / "figs").glob(".*tmp")), "temporary files must be renamed or removed"
+
+
+def test_save_figure_rejects_path_like_names(tmp_path):
+    fig, _ = plt.subplots()
+    with pytest.raises(ValueError, match="letters, digits"):
+        save_figure(fig, "../escape", tmp_path)
+
+
+def test_record_results_merges_and_makes_json_safe(tmp_path):
+    path = tmp_path / "results.json"
+    record_results(path, a=1, arr=np.array([1.5, 2.5]))
+    merged = record_results(path, b=np.float32(0.25), missing=math.nan, flag=np.bool_(True))
+    on_disk = json.loads(path.read_text())
+    assert on_disk == merged == {"a": 1, "arr": [1.5, 2.5], "b": 0.25, "missing": None, "flag": True}

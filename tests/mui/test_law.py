@@ -1,0 +1,113 @@
+"""Tests of kit.mui.law (notebook 01's experiments) that need no built world."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import kit.mui.metric as mui
+import kit.mui.law as ul
+from kit.models.load import random_model
+
+
+def test_law_fits_per_group_and_pooled():
+    m = np.array([1.0, 2.0, 4.0, 8.0])
+    df = pd.DataFrame({"benchmark": ["a"] * 4 + ["b"] * 4, "mui": np.r_[m, m],
+                       "performance": np.r_[10 - 2 * np.log(m), 50 - 5 * np.log(m)]})
+    fits = ul.law_fits(df).set_index("benchmark")
+    assert fits.loc["a", "slope"] == pytest.approx(-2) and fits.loc["b", "slope"] == pytest.approx(-5)
+    assert fits.loc["all", "n"] == 8
+    flat = ul.law_fits(pd.DataFrame({"benchmark": ["c"] * 3, "mui": [1.0, 2, 3], "performance": [5.0, 5, 5]}))
+    assert pd.isna(flat.set_index("benchmark").loc["c"].get("slope", np.nan)), "constant performance: no fit"
+
+
+def test_published_pur_comparison_and_ranking():
+    cmp = ul.published_pur_comparison()
+    covered = cmp.dropna(subset=["pur_ours"])
+    assert len(cmp) == 54 and len(covered) == 42, "9 models x 6 benchmarks, 7 of them in Table 5"
+    assert covered["diff"].abs().max() <= 0.1
+    ranks = ul.published_rank_agreement(cmp)
+    assert round(ranks["pur_table1"]["spearman_mean"], 1) == 88.6
+    assert ranks["n_models_covered"] == 7
+
+
+def test_ablation_hooks_zero_exactly_the_chosen_neurons():
+    model = random_model("tiny-gelu")
+    tokens = torch.randint(0, 97, (2, 5))
+    seen = {}
+
+    def look(act, hook):
+        seen[hook.name] = act.clone()
+
+    hooks = ul.ablation_hooks([(0, 3), (1, 5), (1, 7)])
+    with model.hooks(fwd_hooks=hooks + [("blocks.0.mlp.hook_post", look), ("blocks.1.mlp.hook_post", look)]):
+        model(tokens)
+    _, clean = model.run_with_cache(tokens)
+    assert (seen["blocks.0.mlp.hook_post"][..., 3] == 0).all()
+    assert (seen["blocks.1.mlp.hook_post"][..., [5, 7]] == 0).all()
+    keep = [i for i in range(64) if i != 3]
+    assert torch.allclose(seen["blocks.0.mlp.hook_post"][..., keep], clean["blocks.0.mlp.hook_post"][..., keep]), (
+        "other neurons of the ablated layer must be untouched"
+    )
+
+
+def test_mixed_pool_draws_evenly():
+    pools = {"a": list(range(10)), "b": list(range(100, 110)), "c": list(range(200, 210))}
+    mixed = ul.mixed_pool(pools, 9)
+    assert sorted(x // 100 for x in mixed) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def test_correct_vs_incorrect_equal_counts_within_tasks(monkeypatch):
+    calls = []
+
+    def fake(model, items, responses, per_sample=False, **kw):
+        calls.append(list(items))
+        masks = torch.zeros(len(items), 1, 10, dtype=torch.bool)
+        for i, it in enumerate(items):
+            masks[i, 0, : it % 10 + 1] = True
+        return mui.MUIResult(mui=10.0, mask=masks.any(0), n_samples=len(items),
+                             per_sample=[mui.mui_of_mask(m) for m in masks], sample_masks=masks)
+
+    monkeypatch.setattr(mui, "utilization_for_items", fake)
+    items = list(range(12))
+    correct = np.array([1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0], dtype=bool)
+    strata = ["x"] * 6 + ["y"] * 6  # x: 5 correct / 1 wrong; y: 0 correct / 6 wrong
+    out = ul.correct_vs_incorrect(None, items, [""] * 12, correct, strata=strata)
+    assert out["n_each"] == 1, "only task x has both sides: one of each"
+    assert all(i < 6 for c in calls for i in c), "task y (no correct answers) must not enter either side"
+    assert "mannwhitney_p" not in out, "with one sample a side there is no test"
+
+
+def test_masking_summary():
+    curve = pd.DataFrame([
+        {"k": 0, "kind": "key", "set": "A", "accuracy": 80.0}, {"k": 0, "kind": "random", "set": "A", "accuracy": 80.0},
+        {"k": 0, "kind": "key", "set": "B", "accuracy": 60.0}, {"k": 0, "kind": "random", "set": "B", "accuracy": 60.0},
+        {"k": 4, "kind": "key", "set": "A", "accuracy": 20.0}, {"k": 4, "kind": "random", "set": "A", "accuracy": 78.0},
+        {"k": 4, "kind": "key", "set": "B", "accuracy": 55.0}, {"k": 4, "kind": "random", "set": "B", "accuracy": 60.0},
+    ])
+    s = ul.masking_summary(curve, "A", "B")
+    assert s == {"k_max": 4, "drop_key_a": 60.0, "drop_random_a": 2.0, "drop_key_b": 5.0, "drop_random_b": 0.0}
+
+
+def test_task_choices_from_the_registry():
+    tasks = ["add", "add2", "code", "facts", "boolean", "dyck"]
+    assert ul.first_task_per_group(tasks) == ["add", "code", "facts", "boolean"]
+    assert ul.masking_tasks(tasks, None, None) == ("add", "code")
+    assert ul.masking_tasks(tasks, "facts", None) == ("facts", "add")
+    assert ul.base_models(["zoo/base-s", "zoo/base-m+math", "zoo/base-l@step-3"]) == ["zoo/base-s"]
+    assert ul.focus_model(["zoo/base-s", "zoo/base-m"]) == "zoo/base-m"
+
+
+def test_pur_ranking_against_fresh_truth():
+    grid = pd.DataFrame({
+        "model": ["A", "B", "C"], "task": ["t"] * 3, "fresh": [60.0, 50.0, 10.0],
+        "performance": [40.0, 50.0, 10.0], "mui": [1.0, 4.0, 1.0],  # PUR: 40, 25, 10
+    })
+    summary, g = ul.pur_ranking(grid)
+    assert summary["reference_order"] == ["A", "B", "C"]
+    assert g.pur.tolist() == pytest.approx([40.0, 25.0, 10.0])
+    assert summary["pur"]["spearman_mean"] == pytest.approx(100.0)
+    assert summary["performance"]["spearman_mean"] == pytest.approx(50.0), "one swap of three: 1 - 6*2/24"
+    assert summary["pur_vs_task_truth"]["spearman_mean"] == pytest.approx(100.0)

@@ -1,0 +1,108 @@
+"""kit.neuronvote.study: the per-layer/per-concept driver, the tables and figures, on synthetic data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kit.neuronvote import study as nvs
+from kit.neuronvote.concepts import TaggedSentence, build_concept_tasks
+
+
+def test_first_middle_last_matches_paper_layers():
+    assert nvs.first_middle_last(12) == [0, 5, 11], "paper layers 1/6/12 of 12 are blocks 0/5/11"
+    assert nvs.first_middle_last(6) == [0, 2, 5]
+    assert nvs.first_middle_last(1) == [0]
+    with pytest.raises(ValueError):
+        nvs.first_middle_last(0)
+
+
+@pytest.fixture(scope="module")
+def study():
+    rng = np.random.default_rng(0)
+    tags = rng.choice(["A", "B", "O"], size=1200, p=[0.3, 0.3, 0.4])
+    sents = [TaggedSentence(tuple(f"w{i + j}" for j in range(10)), tuple(tags[i:i + 10])) for i in range(0, 1200, 10)]
+    tasks = build_concept_tasks(sents, ["A", "B"], min_examples=200, max_per_class=150, seed=0)
+    vectors = {}
+    for layer in (0, 1, 2):
+        v = rng.normal(size=(1200, 40))
+        v[:, 3] += 2.5 * (tags == "A")   # the planted A neuron
+        v[:, 11] += 2.5 * (tags == "B")  # the planted B neuron
+        vectors[layer] = v
+    return nvs.run_study(tasks, vectors, model="synthetic", site="blocks.{L}.hook_resid_post",
+                         s_values=(5, 10), accuracy_s=(5,), pairwise_s=(5, 10), progress=False,
+                         gaussian_max_neurons=10, iou_percentile=50)
+
+
+def test_run_study_long_tables(study):
+    s = study.scores
+    assert set(s.position) == {"first", "middle", "last"} and set(s.concept) == {"A", "B"}
+    assert set(s.metric) == {"AvgOverlap", "NeuronVote"} and set(s.s) == {5, 10}
+    # 3 layers x 2 concepts x 2 s x 2 metrics x 9 methods
+    assert len(s) == 3 * 2 * 2 * 2 * 9
+    assert s.score.between(0, 1).all()
+    assert len(study.accuracy) == 3 * 2 * 1 * 9 and study.accuracy.accuracy.between(0, 1).all()
+    assert set(study.pairwise) == {"first", "middle", "last"}
+
+
+def test_random_is_least_compatible(study):
+    t2 = nvs.table2_compatibility(study, with_paper=False)
+    assert t2["ours NeuronVote"].idxmin() == "Random", t2
+    assert t2.loc["Probeless", "ours NeuronVote"] > 2 * t2.loc["Random", "ours NeuronVote"]
+
+
+def test_tables_with_paper_and_key_numbers(study):
+    tables = nvs.all_tables(study)
+    assert "paper NeuronVote" in tables["table2"] and "paper s=30" in tables["table1"]
+    assert tables["table2"].loc["Probeless", "paper NeuronVote"] == pytest.approx(0.532)
+    assert list(tables["table3"].columns[:3]) == ["ours first", "ours middle", "ours last"]
+    assert set(tables["table4"].index) == {"MeanSelect", "Random"}
+    numbers = nvs.key_numbers(study, tables)
+    assert all(not k.startswith("paper") for col in numbers["compatibility"] for k in [col]), \
+        "key numbers must hold only our computed values"
+    from kit.core.figures import _jsonable
+
+    json.dumps(_jsonable(numbers))
+    text = nvs.findings_text(study, **tables)
+    assert "NeuronVote ranking" in text and "Random baseline" in text
+
+
+def test_figures(study):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = nvs.plot_pairwise(study, methods=["random", "probeless", "lca"])
+    assert len(fig.axes) >= 3
+    fig2 = nvs.plot_method_overlap([study], "meanselect", others=["probeless", "lca", "random"])
+    assert fig2.axes
+
+
+def test_run_study_rejects_bad_methods_and_s():
+    vectors = {0: np.zeros((10, 4))}
+    with pytest.raises(ValueError, match="unknown methods"):
+        nvs.run_study([], vectors, "m", "s", methods=["probeless", "nope"], voters=["probeless"])
+    with pytest.raises(ValueError, match="exceed"):
+        nvs.run_study([], vectors, "m", "s", s_values=(10,), progress=False)
+
+
+@pytest.mark.parametrize("profile", ["tiny", "smoke", "paper"])
+def test_params_profiles_validate(profile):
+    from kit import load_params
+
+    cfg = load_params("05_neuronvote", profile)
+    assert set(cfg.voters) <= set(cfg.methods)
+    if profile == "paper":
+        assert cfg.encoder == "bert-base-cased" and set(cfg.extra_encoders) == {"roberta-base", "xlm-roberta-base"}
+
+
+def test_config_rejects_bad_values():
+    from kit import ParamsError, load_params
+
+    with pytest.raises(ParamsError, match="methods"):
+        load_params("05_neuronvote", "smoke", overrides={"methods": ["probeless", "svm"]})
+    with pytest.raises(ParamsError, match="iou_percentile"):
+        load_params("05_neuronvote", "smoke", overrides={"iou_percentile": 100})
+    with pytest.raises(ParamsError, match="voters"):
+        load_params("05_neuronvote", "smoke", overrides={"voters": ["lca"]})

@@ -1,0 +1,289 @@
+"""kit.shortcut.neurons: comparative (eq. 3) and causal (eq. 4) scores, ranking, trustworthy evaluation."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from kit.shortcut import patching as pt
+from kit.shortcut import neurons as sc
+from kit.models.load import random_model
+
+PLANT_LAYER, PLANT_INDEX, TARGET = 1, 37, 42
+
+
+# --------------------------------------------------------------------------- formulas by hand
+def test_comparative_score_hand_computed_and_streaming():
+    con = torch.tensor([[[1.0, 2.0]], [[3.0, 4.0]], [[0.0, 0.0]]])  # [prompt=3, layer=1, d_mlp=2]
+    un = torch.tensor([[[0.0, 4.0]], [[0.0, 4.0]], [[1.0, 0.0]]])
+    # diffs: neuron 0: 1, 3, -1 -> sqrt(11/3); neuron 1: -2, 0, 0 -> sqrt(4/3)
+    want = torch.tensor([[math.sqrt(11 / 3), math.sqrt(4 / 3)]])
+    assert torch.allclose(sc.comparative_scores(con, un), want), "eq. 3 is the RMS over prompts of the difference"
+    assert torch.allclose(sc.comparative_scores(con, un, chunk=1), want), "streaming over chunks changed the result"
+    assert torch.allclose(sc.comparative_scores(un, con), want), "the score is symmetric in the two models"
+    with pytest.raises(ValueError, match="shape"):
+        sc.comparative_scores(con, un[:, :, :1])
+    with pytest.raises(ValueError, match="no prompts"):
+        sc.ComparativeAccumulator().scores()
+
+
+def test_causal_score_hand_computed():
+    # contaminated drops 0.8 -> 0.3 under the patch, uncontaminated 0.6 -> 0.55
+    assert sc.causal_score(0.8, 0.3, 0.6, 0.55) == pytest.approx(0.8 - 0.3 + 1 - (0.6 - 0.55))  # 1.45
+    assert sc.causal_score(0.5, 0.5, 0.4, 0.4) == pytest.approx(1.0), "a patch that changes nothing scores 1"
+    assert sc.causal_score(0.5, 0.5, 0.9, 0.1) == pytest.approx(0.2), "hurting the clean model must lower C"
+    arr = sc.causal_score(np.array([1.0, 0.5]), np.array([0.0, 0.5]), np.array([0.2, 0.2]), np.array([0.2, 0.0]))
+    assert np.allclose(arr, [2.0, 0.8])
+    with pytest.raises(ValueError, match="acc_con.*fractions"):
+        sc.causal_score(80.0, 30.0, 60.0, 55.0)
+
+
+def test_neuron_groups_are_adjacent_and_cover_each_layer():
+    groups = sc.neuron_groups(2, 10, 4)
+    assert [len(g) for g in groups] == [4, 4, 2, 4, 4, 2]
+    assert groups[1] == [(0, 4), (0, 5), (0, 6), (0, 7)] and groups[3][0] == (1, 0)
+    assert sc.neuron_groups(3, 10, 5, layers=[2]) == [[(2, i) for i in range(5)], [(2, i) for i in range(5, 10)]]
+
+
+def test_combine_scores_and_top_neurons_by_hand():
+    comp = torch.tensor([[0.1, 5.0, 0.2], [3.0, 0.0, 0.3]])
+    caus = torch.tensor([[1.0, 1.9, 1.9], [1.2, 1.2, float("nan")]])
+    combined = sc.combine_scores(comp, caus, "rank_mean", causal_weight=0.5)
+    # pct ranks comp: 0.1->2/6, 5->1, .2->3/6, 3->5/6, 0->1/6, .3->4/6
+    # causal (nan -> 0): 1.0->1/5, 1.9->4.5/5, 1.2->2.5/5
+    want = 0.5 * torch.tensor([[1 / 5, 4.5 / 5, 4.5 / 5], [2.5 / 5, 2.5 / 5, 0]]) + \
+        0.5 * torch.tensor([[2 / 6, 1, 3 / 6], [5 / 6, 1 / 6, 4 / 6]])
+    assert torch.allclose(combined, want)
+    assert sc.top_neurons(combined, 3) == [(0, 1), (0, 2), (1, 0)]
+    assert sc.top_neurons(sc.combine_scores(comp, None), 2) == [(0, 1), (1, 0)]
+    with pytest.raises(ValueError, match="n=7"):
+        sc.top_neurons(combined, 7)
+
+
+def test_combine_scores_veto_by_hand():
+    """Comparative order, except neurons of groups with C < 1 go last; unscored (NaN) stay."""
+    comp = torch.tensor([[0.1, 5.0, 0.2], [3.0, 0.0, 0.3]])
+    caus = torch.tensor([[1.0, 0.9, 1.9], [0.5, 1.2, float("nan")]])
+    veto = sc.combine_scores(comp, caus)
+    # kept by comparative: (0,2) .2, (1,2) .3, (0,0) .1, (1,1) 0 -> then vetoed: (0,1) 5.0, (1,0) 3.0
+    assert sc.top_neurons(veto, 6) == [(1, 2), (0, 2), (0, 0), (1, 1), (0, 1), (1, 0)]
+    with pytest.raises(ValueError, match="rule='max'.*veto, rank_mean"):
+        sc.combine_scores(comp, caus, "max")
+
+
+def test_default_n_patched_scales_like_the_paper():
+    assert sc.default_n_patched(32, 11008) == 5000
+    assert sc.default_n_patched(4, 512) == round(5000 / 352256 * 2048)  # 29 neurons, 1.42%
+
+
+def test_agreement_hand_computed():
+    ref = [10.0, 20.0, 30.0, 40.0]
+    a = sc.agreement([12.0, 22.0, 32.0, 42.0], ref)
+    assert a["spearman"] == pytest.approx(1.0) and a["rmse"] == pytest.approx(0.0, abs=1e-9)
+    assert a["mean_abs_diff"] == pytest.approx(2.0)
+    # y = [1, 3, 2, 4] on x = [1, 2, 3, 4]: fit y = 0.8x + 0.5, residuals -.3, .9, -.9, .3
+    b = sc.agreement([1.0, 3.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0])
+    assert b["slope"] == pytest.approx(0.8) and b["rmse"] == pytest.approx(math.sqrt((0.09 + 0.81) * 2 / 4))
+    assert b["spearman"] == pytest.approx(0.8)
+
+
+def test_table9_recomputed_from_printed_values():
+    t9 = sc.table9_agreement()
+    te, ori = t9.set_index("score").loc["TE"], t9.set_index("score").loc["ORI"]
+    assert te["spearman"] > ori["spearman"], "the paper's point: TE ranks models closer to MixEval than Ori"
+    assert te["rmse"] < ori["rmse"]
+    assert 0.8 < te["spearman"] <= 1.0
+
+
+# --------------------------------------------------------------------------- a planted shortcut neuron
+def _perturbed(model, seed: int, scale: float = 0.01):
+    m = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g) * (p.std() if p.numel() > 1 else 1))
+    return m
+
+
+def _planted():
+    """M0 with neuron (1, 37) silent; M_un a lightly perturbed copy; M_con another perturbed copy
+    whose neuron (1, 37) fires on every token and writes the TARGET token's unembedding direction."""
+    base = random_model("tiny-gelu", seed=3)
+    with torch.no_grad():
+        base.blocks[PLANT_LAYER].mlp.W_in[:, PLANT_INDEX] = 0
+        base.blocks[PLANT_LAYER].mlp.b_in[PLANT_INDEX] = -10
+    un = _perturbed(base, 1)
+    con = _perturbed(base, 2)
+    with torch.no_grad():
+        mlp = con.blocks[PLANT_LAYER].mlp
+        mlp.W_in[:, PLANT_INDEX] = 0
+        mlp.b_in[PLANT_INDEX] = 10
+        u = con.W_U[:, TARGET] - con.W_U.mean(1)
+        mlp.W_out[PLANT_INDEX] = 3 * u / u.norm()
+    g = torch.Generator().manual_seed(7)
+    tokens = torch.randint(4, 97, (10, 6), generator=g)
+    lengths = torch.tensor([6, 4, 5, 6, 3, 6, 5, 4, 6, 5])
+    tokens = tokens * pt.mask_from_lengths(lengths, 6)
+    targets = torch.full((10,), TARGET)
+    return base, con, un, tokens, lengths, targets
+
+
+def test_planted_model_really_has_a_shortcut():
+    base, con, un, tokens, lengths, targets = _planted()
+    acc = [sc.patched_accuracy(m, base, tokens, lengths, targets, [[]])[0] for m in (con, un, base)]
+    assert acc[0] == 1.0 and acc[1] <= 0.2 and acc[2] <= 0.2, f"planting failed: accuracies {acc}"
+
+
+def test_planted_neuron_is_found_by_the_comparative_score():
+    base, con, un, tokens, lengths, targets = _planted()
+    s = sc.comparative_scores(sc.neuron_acts(con, tokens, lengths), sc.neuron_acts(un, tokens, lengths))
+    assert s.shape == (2, 64)
+    assert sc.top_neurons(s, 1) == [(PLANT_LAYER, PLANT_INDEX)], \
+        "eq. 3 did not rank the planted neuron first: wrong position (last prompt token is lengths-1)?"
+    streamed = sc.comparative_scores_of_models(con, un, [(tokens[:4], lengths[:4]), (tokens[4:], lengths[4:])])
+    assert torch.allclose(streamed, s, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["exact", "teacher_forced"])
+def test_planted_neuron_is_found_by_the_causal_score(method):
+    base, con, un, tokens, lengths, targets = _planted()
+    groups = sc.neuron_groups(2, 64, 8)
+    cs = sc.causal_scores(con, un, base, tokens, lengths, targets, groups, method=method)
+    best = int(np.argmax(cs.score))
+    assert (PLANT_LAYER, PLANT_INDEX) in cs.groups[best], f"top causal group is {cs.groups[best][:2]}..."
+    if method == "exact":
+        assert cs.acc_con == 1.0 and cs.score[best] >= 1.8, "patching the planted group should remove the shortcut"
+        others = np.delete(cs.score, best)
+        assert np.all(others < cs.score[best] - 0.5)
+    per = cs.per_neuron(2, 64)
+    assert per[PLANT_LAYER, PLANT_INDEX] == pytest.approx(cs.score[best])
+    assert len(cs.table()) == len(groups)
+
+
+def test_trustworthy_evaluation_on_the_planted_case():
+    base, con, un, tokens, lengths, targets = _planted()
+    s = sc.comparative_scores(sc.neuron_acts(con, tokens, lengths), sc.neuron_acts(un, tokens, lengths))
+    cs = sc.causal_scores(con, un, base, tokens, lengths, targets, sc.neuron_groups(2, 64, 8))
+    ranked = sc.top_neurons(sc.combine_scores(s, cs.per_neuron(2, 64)), 128)
+    assert ranked[0] == (PLANT_LAYER, PLANT_INDEX)
+    top = ranked[:2]
+    ori_con, te_con = sc.patched_accuracy(con, base, tokens, lengths, targets, [[], top])
+    ori_un, te_un = sc.patched_accuracy(un, base, tokens, lengths, targets, [[], top])
+    assert ori_con == 1.0 and te_con <= 0.2, "TE must bring the contaminated model down to its real level"
+    assert abs(te_un - ori_un) <= 0.1, "TE must leave the uncontaminated model (almost) alone"
+    curve = sc.sparsity_curve(con, un, base, tokens, lengths, targets, ranked, [1, 4], seed=0)
+    assert set(curve.columns) == {"model", "neurons", "n", "accuracy"} and len(curve) == 8
+    loc = curve[(curve.model == "contaminated") & (curve.neurons == "located")].sort_values("n")
+    assert loc.accuracy.iloc[0] <= 0.2
+
+
+def test_table2_summary_and_findings_text():
+    t = pd.DataFrame({"contaminated": [True, True, False], "ref": [20.0, 30.0, 25.0],
+                      "ori": [60.0, 50.0, 26.0], "te": [25.0, 28.0, 24.0]})
+    s = sc.table2_summary(t)
+    assert s["contaminated_mean_abs_ori_minus_ref"] == pytest.approx(30.0)
+    assert s["contaminated_mean_abs_te_minus_ref"] == pytest.approx(3.5)
+    assert s["uncontaminated_mean_abs_delta_acc"] == pytest.approx(2.0)
+    text = sc.findings_text(s, 29, 2048)
+    assert "1.42%" in text and "closer to" in text and "NOT" not in text
+
+
+# --------------------------------------------------------------------------- the study on world-shaped random models
+def _world_model(seed: int):
+    from kit.world.train import Arch, make_model
+
+    m = make_model(Arch(1, 32, 2, 64, n_ctx=64), seed=seed)
+    m.cfg.model_name = f"zoo/test-{seed}"
+    return m.eval()
+
+
+def test_trustworthy_table_vanilla_row_is_unchanged_by_patching_itself():
+    base, other = _world_model(0), _world_model(1)
+    test = sc.task_data(base, sc.benchmark_items("add", "test", 16))
+    fresh = sc.task_data(base, sc.benchmark_items("add", "fresh", 16))
+    assert test.tokens.shape[0] == 16 and all(len(t) == 1 for t in test.targets)
+    assert (test.tokens[torch.arange(16), test.lengths - 1] != 0).all(), "lengths must point at the last prompt token"
+    neurons = [(0, i) for i in range(0, 64, 2)]
+    t2 = sc.trustworthy_table({"Vanilla": base, "+x": other}, base, test, fresh, neurons, ["+x"])
+    assert list(t2.columns) == ["variant", "contaminated", "ref", "ori", "te", "delta_acc"]
+    van = t2.set_index("variant").loc["Vanilla"]
+    assert van.te == van.ori and van.delta_acc == 0, "TE of the base model patched with itself must equal Ori"
+    assert t2[["ref", "ori", "te"]].apply(lambda c: c.between(0, 100)).all().all(), "scores are percentages"
+    t3 = sc.side_effect_table({"+x": other}, base, {"add2": sc.task_data(base, sc.benchmark_items("add2", "test", 8))},
+                              neurons)
+    assert list(t3.columns) == ["variant", "task", "ori", "te", "delta_acc"] and len(t3) == 1
+
+
+def test_params_profiles_validate():
+    import kit
+
+    for profile in ("tiny", "smoke", "paper"):
+        cfg = kit.load_params("03_shortcut_neurons", profile)
+        assert cfg.patched_fraction <= 0.05
+    assert kit.load_params("03_shortcut_neurons", "smoke").world == "micro"
+    with pytest.raises(kit.ParamsError, match="group_size"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"group_size": 0})
+    with pytest.raises(kit.ParamsError, match="contaminated"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"contaminated": ["+nope"]})
+    with pytest.raises(kit.ParamsError, match="locate_pair"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"locate_pair": ["+other data", "+5x test"]})
+    with pytest.raises(kit.ParamsError, match="combine"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"combine": "max"})
+    tiny = kit.load_params("03_shortcut_neurons", "tiny")
+    assert all(v.endswith("-sparse") for k, v in tiny.variants.items() if k != "Vanilla")
+    assert set(tiny.dense_variants) == set(tiny.variants)
+
+
+def test_transfer_finetune_uses_the_recipe_of_its_row(micro_world):
+    """Table 4's models: the named zoo fine-tune's recipe on another task, cached and sparse if it is."""
+    import kit
+
+    m = sc.transfer_finetune("zoo/base-m+math-test-x5-sparse", "add2", world=micro_world)
+    assert m.cfg.model_name == "zoo/base-m+add2-test-x5-sparse"
+    base = kit.load_model("zoo/base-m", world=micro_world)
+    changed = [(L, i) for L in range(base.cfg.n_layers) for i in range(base.cfg.d_mlp)
+               if not torch.equal(m.blocks[L].mlp.W_in[:, i], base.blocks[L].mlp.W_in[:, i])]
+    plastic = kit.world.plastic_neurons("zoo/base-m", 0.04, micro_world)
+    assert changed and all(plastic[L, i] for L, i in changed)
+    again = sc.transfer_finetune("zoo/base-m+math-test-x5-sparse", "add2", world=micro_world)  # from the cache
+    assert all(torch.equal(a, b) for a, b in zip(m.state_dict().values(), again.state_dict().values()))
+    with pytest.raises(ValueError, match="like='zoo/base-m\\+general'.*allowed values"):
+        sc.transfer_finetune("zoo/base-m+general", "add2", world=micro_world)
+
+
+def test_text_scoring_for_free_text_benchmarks():
+    from kit.data.items import Item
+
+    num = Item("g/1", "q", answer="18")
+    assert sc.text_correct("so 9 + 9 = 18 .", num) and not sc.text_correct("the answer is 17", num)
+    mc = Item("m/1", "q", choices=("a", "b", "c", "d"), label=2)
+    assert sc.text_correct("C", mc) and not sc.text_correct("A", mc)
+    word = Item("w/1", "q", answer="alice")
+    assert sc.text_correct(" alice went", word) and not sc.text_correct("bob", word)
+    # the free-text path runs end to end on a model that is not a zoo member (tokenizer path)
+    m = _world_model(0)
+    m.cfg.model_name = "not-a-zoo-model"
+    data = sc.task_data(m, sc.benchmark_items("add", "test", 6))
+    assert data.items is not None and data.tokens.shape[0] == 6
+    acc = sc.accuracies(m, _world_model(1), data, [[], [(0, 1), (0, 2)]], max_new_tokens=2)
+    assert acc.shape == (2,) and ((acc >= 0) & (acc <= 1)).all()
+
+
+def test_neuron_acts_last_token_and_completion_rows():
+    m = random_model("tiny-gelu", seed=0)
+    tokens = torch.randint(4, 97, (2, 6))
+    lengths = torch.tensor([4, 3])
+    _, cache = m.run_with_cache(tokens)
+    last = sc.neuron_acts(m, tokens, lengths)
+    assert last.shape == (2, 2, 64)
+    assert torch.allclose(last[1, 1], cache["blocks.1.mlp.hook_post"][1, 2]), "last prompt token is lengths - 1"
+    comp = sc.neuron_acts(m, tokens, lengths, "completion", torch.tensor([2, 1]))
+    assert comp.shape == (3, 2, 64)
+    assert torch.allclose(comp[2, 0], cache["blocks.0.mlp.hook_post"][1, 3])
+    with pytest.raises(ValueError, match="position"):
+        sc.neuron_acts(m, tokens, lengths, "first")
