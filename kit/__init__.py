@@ -27,6 +27,7 @@ from typing import Any
 warnings.filterwarnings("ignore", message="HookedTransformer is deprecated", category=DeprecationWarning)
 
 from kit.core.figures import record_results, save_figure, use_paper_style
+from kit.core.findings import Section, findings_text, publish
 from kit.core.lazy import lazy_submodules
 from kit.core.notebook import NotebookRun, start
 from kit.core.params import ParamsError, load_params
@@ -56,4 +57,5 @@ __getattr__, __dir__ = lazy_submodules(
 __all__ = [
     "Item", "NotebookRun", "ParamsError", "DataError", "load_model", "load_sae", "load_benchmark",
     "load_params", "start", "save_figure", "record_results", "use_paper_style", "data_dir", "cache_dir",
+    "Section", "publish", "findings_text",
 ]

@@ -86,7 +86,7 @@ def load_audits(path: str | Path) -> list[AuditResult]:
     return [AuditResult.model_validate(x) for x in json.loads(Path(path).read_text())]
 
 
-def findings_text(results: list[AuditResult], paper_note: bool = False) -> str:
+def findings(results: list[AuditResult], paper_note: bool = False) -> list[str]:
     """A plain-text findings summary with every headline number and verdict."""
     lines = []
     for r in sorted(results, key=lambda r: ORDER.index(r.metric) if r.metric in ORDER else 99):
@@ -100,8 +100,8 @@ def findings_text(results: list[AuditResult], paper_note: bool = False) -> str:
     if paper_note:
         lines.append("Seed 003 publishes no result numbers (paper_tables/README.md): these verdicts compare "
                      "with its pass conditions only, not with published values.")
-    return "\n".join(lines)
+    return lines
 
 
 __all__ = ["AuditInputs", "AuditResult", "REGISTRY", "get_audit", "summary_table", "save_audits", "load_audits",
-           "findings_text", "jsonable", "circuits", "psychophysics", "safety", "sae_validity", "stability"]
+           "findings", "jsonable", "circuits", "psychophysics", "safety", "sae_validity", "stability"]

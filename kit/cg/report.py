@@ -2,7 +2,7 @@
 
 Tables mirror the paper's: Table 1 (missing concepts of the suite), Table 2 (missing per
 benchmark), Table 3 (best/worst performance and coverage concepts, two SAEs side by side).
-:func:`findings_text` turns the recorded numbers into the notebook's plain-language summary.
+:func:`findings` turns the recorded numbers into the notebook's plain-language summary.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def robustness(suite: Suite, model: str | None, n_reruns: int, drop_frac: float,
     return out
 
 
-def findings_text(r: dict) -> str:
+def findings(r: dict) -> list[str]:
     """Plain-language findings from the recorded numbers ``r`` (the notebook's results dict)."""
     lines = []
     main = r.get("main_sae", "")
@@ -222,7 +222,7 @@ def findings_text(r: dict) -> str:
                      f"each real model has scores on one benchmark, so its X_model is that benchmark's chi_model; "
                      f"the suite is {n_bench} benchmarks with a sample of items each; labels are top-activating words, "
                      f"not LLM-written descriptions.")
-    return "\n".join(f"- {line}" for line in lines)
+    return lines
 
 
 def model_summary(acts_by_benchmark: dict, scores_by_benchmark: dict, eps: float = cg.EPSILON) -> dict:

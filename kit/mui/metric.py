@@ -644,8 +644,3 @@ def naive_public_scores(model, tokens: Int[Tensor, "batch seq"], offset: int = 1
                 for p in range(S - 1):
                     out[b, p, L] = (acts[b, p] * proj[:, tokens[b, p + offset]]).cpu()
     return out
-
-
-def findings_text(lines: Sequence[str]) -> str:
-    """Join computed finding sentences into the notebook's printed summary."""
-    return "Findings (computed in this run):\n" + "\n".join(f"- {line}" for line in lines)

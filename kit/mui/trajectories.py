@@ -844,7 +844,7 @@ def plot_direction_counts(counts: dict[str, dict[str, int]], title: str | None =
 # Findings
 
 
-def findings_text(checks: dict[str, pd.DataFrame], reference: str | None = None) -> str:
+def corollary_findings(checks: dict[str, pd.DataFrame], reference: str | None = None) -> list[str]:
     """Plain-language findings: each corollary claim on each source, and where they differ.
 
     ``checks``: source name (``"paper tables"``, ``"tiny world, test split"``...) -> output of
@@ -877,7 +877,7 @@ def findings_text(checks: dict[str, pd.DataFrame], reference: str | None = None)
                   f"{name}: {r['verdict_other']})" for _, r in both.iterrows() if r["verdict_ref"] != r["verdict_other"]]
         lines.append(f"  {name} vs {reference}: same verdict on {len(both) - len(differ)} of {len(both)} claims"
                      + (f"; different on {'; '.join(differ)}." if differ else "."))
-    return "\n".join(lines)
+    return lines
 
 
 def contamination_text(contaminated: pd.DataFrame, controls: pd.DataFrame | None = None) -> str:

@@ -2,7 +2,7 @@
 
 ``run_study`` is what notebook 05 calls once per model; the ``table*`` functions turn its long
 tables into the paper's Tables 1-4 (with the published numbers beside ours, loaded from
-``../shared/paper_tables``), ``plot_*`` draw Figures 1-2, ``findings_text`` states the results.
+``../shared/paper_tables``), ``plot_*`` draw Figures 1-2, ``findings`` states the results.
 """
 
 from __future__ import annotations
@@ -328,8 +328,8 @@ def plot_method_overlap(results: Sequence[StudyResult], method: str = "meanselec
 # ------------------------------------------------------------------ findings
 
 
-def findings_text(result: StudyResult, table1: pd.DataFrame, table2: pd.DataFrame, table3: pd.DataFrame,
-                  table4: pd.DataFrame) -> str:
+def findings(result: StudyResult, table1: pd.DataFrame, table2: pd.DataFrame, table3: pd.DataFrame,
+                  table4: pd.DataFrame) -> list[str]:
     """Plain-language findings with our numbers and the paper's, computed from the tables
     (``all_tables(result)``)."""
     t1, t2, t3, t4 = table1, table2, table3, table4
@@ -371,7 +371,7 @@ def findings_text(result: StudyResult, table1: pd.DataFrame, table2: pd.DataFram
     if "MeanSelect" in t4.index:
         cols = [c for c in t4.columns if c.startswith("ours ")]
         lines.append("MeanSelect NeuronVote by layer: " + ", ".join(f"{c[5:]} {t4.loc['MeanSelect', c]:.3f}" for c in cols))
-    return "\n".join(l for l in lines if l)
+    return [l for l in lines if l]
 
 
 def all_tables(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> dict[str, pd.DataFrame]:

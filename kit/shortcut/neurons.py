@@ -434,9 +434,9 @@ def paper_text_numbers() -> dict[str, float]:
             "un_change": pick("average accuracy change of uncontaminated"), "percent": pick("share of LLaMA2-7B")}
 
 
-def findings_text(summary: dict[str, float], n_patched: int, total_neurons: int,
+def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
                   agree_te: dict[str, float] | None = None, agree_ori: dict[str, float] | None = None,
-                  paper: dict[str, float] | None = None) -> str:
+                  paper: dict[str, float] | None = None) -> list[str]:
     """A short plain-text summary of Table 2 / Figure 4 numbers; ``paper`` (from
     :func:`paper_text_numbers`) adds the published values beside ours, labelled as such."""
     paper = paper or {}
@@ -459,7 +459,7 @@ def findings_text(summary: dict[str, float], n_patched: int, total_neurons: int,
         lines.append(f"Agreement with Ref: TE rho={agree_te['spearman']:.3f}, RMSE={agree_te['rmse']:.2f}; "
                      f"Ori rho={agree_ori['spearman']:.3f}, RMSE={agree_ori['rmse']:.2f}"
                      + (f" (paper, simulation: rho={paper['rho']:.3f})." if "rho" in paper else "."))
-    return "\n".join(lines)
+    return lines
 
 
 # --------------------------------------------------------------------------- the study (notebook 03)

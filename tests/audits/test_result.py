@@ -38,5 +38,5 @@ def test_summary_table_and_findings():
     t = audits.summary_table(rs)
     assert list(t["metric"]) == ["M07", "M13", "MIB"], "rows follow the seed's table order"
     assert list(t["verdict"]) == ["FAIL", "report", "pass"]
-    text = audits.findings_text(rs)
+    text = "\n".join(audits.findings(rs))
     assert "1 audits pass, 1 fail, 1 report-only" in text and "0.8" in text

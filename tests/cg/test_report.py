@@ -67,12 +67,12 @@ def test_profile_comparison_identical_models():
     assert np.isclose(summary["mean_abs_diff"], 0) and np.isclose(summary["spearman"], 1.0)
 
 
-def test_robustness_and_findings_text():
+def test_robustness_and_findings():
     s = _suite()
     r = cg_report.robustness(s, "m", n_reruns=5, drop_frac=0.2, adv_n_concepts=2, adv_n_items=2, adv_repeats=2)
     assert {"std_x_bench", "std_x_model", "adv_shift_best_pct", "adv_shift_worst_pct"} <= set(r)
-    text = cg_report.findings_text({"main_sae": "s", "coverage": {"s": cg_report.coverage_summary(s)}, "robustness": r,
-                                    "robustness_model": "m", "n_reruns": 5, "drop_frac": 0.2})
+    text = "\n".join(cg_report.findings({"main_sae": "s", "coverage": {"s": cg_report.coverage_summary(s)}, "robustness": r,
+                                    "robustness_model": "m", "n_reruns": 5, "drop_frac": 0.2}))
     assert "missing from the whole suite" in text and "paper 0.025" in text
 
 

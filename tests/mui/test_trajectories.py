@@ -187,16 +187,16 @@ def test_corollary_checks_verdicts():
     assert empty.empty
 
 
-def test_findings_text_names_numbers_and_differences():
+def test_corollary_findings_name_numbers_and_differences():
     a = tr.corollary_checks(specialised=pd.DataFrame({"domain": ["in-domain"], "direction": ["accumulating"]}))
     b = tr.corollary_checks(specialised=pd.DataFrame({"domain": ["in-domain", "in-domain"],
                                                       "direction": ["coarsening", "coarsening"]}))
-    text = tr.findings_text({"paper tables": a, "tiny world": b})
+    text = "\n".join(tr.corollary_findings({"paper tables": a, "tiny world": b}))
     assert "1/1 (100%)" in text and "0/2 (0%)" in text
     assert "AGREES" in text and "DISAGREES" in text
     assert "same verdict on 0 of 1 claims" in text and "paper tables: agrees" in text
     with pytest.raises(ValueError, match="reference"):
-        tr.findings_text({"x": a}, reference="y")
+        tr.corollary_findings({"x": a}, reference="y")
 
 
 # --- regression report ------------------------------------------------------------------------

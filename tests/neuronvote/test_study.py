@@ -65,7 +65,7 @@ def test_tables_with_paper_and_key_numbers(study):
     from kit.core.figures import _jsonable
 
     json.dumps(_jsonable(numbers))
-    text = nvs.findings_text(study, **tables)
+    text = "\n".join(nvs.findings(study, **tables))
     assert "NeuronVote ranking" in text and "Random baseline" in text
 
 

@@ -182,14 +182,14 @@ def test_trustworthy_evaluation_on_the_planted_case():
     assert loc.accuracy.iloc[0] <= 0.2
 
 
-def test_table2_summary_and_findings_text():
+def test_table2_summary_and_findings():
     t = pd.DataFrame({"contaminated": [True, True, False], "ref": [20.0, 30.0, 25.0],
                       "ori": [60.0, 50.0, 26.0], "te": [25.0, 28.0, 24.0]})
     s = sc.table2_summary(t)
     assert s["contaminated_mean_abs_ori_minus_ref"] == pytest.approx(30.0)
     assert s["contaminated_mean_abs_te_minus_ref"] == pytest.approx(3.5)
     assert s["uncontaminated_mean_abs_delta_acc"] == pytest.approx(2.0)
-    text = sc.findings_text(s, 29, 2048)
+    text = "\n".join(sc.findings(s, 29, 2048))
     assert "1.42%" in text and "closer to" in text and "NOT" not in text
 
 
