@@ -644,3 +644,234 @@ def masking_summary(curve: pd.DataFrame, task_a: str, task_b: str) -> dict[str, 
             if len(base) and len(v):
                 out[f"drop_{kind}_{label}"] = float(base.iloc[0] - v.iloc[0])
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# notebook sections: each computes one section's numbers, findings, tables and figures
+
+
+def _rank_row(label: str, summary: dict[str, Any]) -> dict[str, Any]:
+    return {"ranking by": label, "spearman": summary["spearman_mean"], "spearman_var": summary["spearman_var"],
+            "kendall": summary["kendall_mean"], "kendall_var": summary["kendall_var"]}
+
+
+def published_rank_section(comparison: pd.DataFrame, published_fits: pd.DataFrame, alpha: float):
+    """§1 (Table 1, Table 5): rank agreement of performance and PUR with Table 1's reference order,
+    recomputed from Table 1's values and from Table 5, beside the printed summary."""
+    from kit.core.findings import Section
+
+    covered = comparison.dropna(subset=["pur_ours"])
+    ranks = published_rank_agreement(comparison)
+    printed = printed_rank_summary()
+
+    def avg(name: str, col: str) -> float:
+        return float(printed[(printed.row_label == name) & (printed.benchmark == "Average")][col].iloc[0])
+
+    n_cov = ranks["n_models_covered"]
+    rows = [_rank_row("performance (Table 1 values, 9 models)", ranks["perf_table1"]),
+            _rank_row("PUR (Table 1 values, 9 models)", ranks["pur_table1"]),
+            _rank_row(f"performance ({n_cov} models in Table 5)", ranks["perf_covered"]),
+            _rank_row(f"PUR recomputed from Table 5 ({n_cov} models)", ranks["pur_recomputed"])]
+    for who, pre in (("performance", "perf"), ("PUR", "pur")):
+        rows.append({"ranking by": f"paper, {who} (printed)", "spearman": avg("Spearman", f"{pre}_value"),
+                     "spearman_var": avg("Spearman", f"{pre}_variance"), "kendall": avg("Kendall", f"{pre}_value"),
+                     "kendall_var": avg("Kendall", f"{pre}_variance")})
+    per_ds = pd.DataFrame({k: {ds: 100 * v["kendall"] for ds, v in ranks[k]["per_dataset"].items()}
+                           for k in ("perf_table1", "pur_table1")})
+    kendall_rows = printed[(printed.row_label == "Kendall") & (printed.benchmark != "Average")].set_index("benchmark")
+    per_ds["printed_perf"] = kendall_rows.perf_value
+    per_ds["printed_pur"] = kendall_rows.pur_value
+    record = dict(
+        published_law_fit={r.benchmark: {k: r[k] for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+                           for _, r in published_fits.iterrows()},
+        published_pur_max_abs_diff=float(covered["diff"].abs().max()),
+        published_pur_cells_recomputed=int(len(covered)),
+        published_rank_agreement={k: {kk: vv for kk, vv in v.items() if kk != "per_dataset"} if isinstance(v, dict) else v
+                                  for k, v in ranks.items()},
+    )
+    per_bench = published_fits[published_fits.benchmark != "all"]
+    pt, pu = ranks["perf_table1"], ranks["pur_table1"]
+    findings = [
+        f"Published law (Table 5): {int((per_bench.slope < 0).sum())} of {len(per_bench)} per-benchmark slopes of performance "
+        f"on ln MUI are negative (median R² {per_bench.r2.median():.2f}; e.g. GSM8K "
+        f"{fmt_fit(per_bench[per_bench.benchmark == 'GSM8K'].iloc[0])}); pooled over benchmarks the law does not hold "
+        f"({fmt_fit(published_fits[published_fits.benchmark == 'all'].iloc[0])}): MUI scales differ by benchmark.",
+        f"PUR with alpha={alpha} recomputed from Table 5 matches Table 1 on {len(covered)} cells, max |diff| "
+        f"{covered['diff'].abs().max():.3f}.",
+        f"From Table 1's per-model values we get Spearman {pt['spearman_mean']:.1f}/{pu['spearman_mean']:.1f} "
+        f"(perf/PUR, var {pt['spearman_var']:.1f}/{pu['spearman_var']:.1f}) and Kendall "
+        f"{pt['kendall_mean']:.1f}/{pu['kendall_mean']:.1f} (var {pt['kendall_var']:.1f}/{pu['kendall_var']:.1f}); "
+        f"paper prints 86.4/88.6 (1.8/1.0) and 76.9/80.6 (3.2/1.2). Table 1's printed per-benchmark Kendall cells do not "
+        f"all match the values recomputed from its own rows (see the table below).",
+    ]
+    return Section(record=record, findings=findings,
+                   tables={"rank": pd.DataFrame(rows), "kendall_per_benchmark": per_ds})
+
+
+def tiny_rank_section(grid: pd.DataFrame, fits_task: pd.DataFrame, fits_group: pd.DataFrame, alpha: float,
+                      reference_order: Sequence[str] | None, n_models: int, n_tasks: int):
+    """§2 (tiny world): the law per task and group, PUR vs performance ranking against the fresh-item
+    truth, and the verdict that follows from those numbers."""
+    from kit.core.findings import Section
+
+    rank_summary, grid_pur = pur_ranking(grid, alpha, reference_order)
+    keys = [k for k in ("performance", "pur", "performance_vs_task_truth", "pur_vs_task_truth") if k in rank_summary]
+    table = pd.DataFrame([_rank_row(k, rank_summary[k]) for k in keys])
+    record = dict(
+        tiny_law_fit_per_task={r.task: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")} for _, r in fits_task.iterrows()},
+        tiny_law_fit_per_group={r.group: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")} for _, r in fits_group.iterrows()},
+        tiny_rank_agreement={k: {kk: vv for kk, vv in rank_summary[k].items() if kk != "per_dataset"} for k in keys},
+        tiny_rank_per_task={k: rank_summary[k]["per_dataset"] for k in keys},
+        tiny_reference_order=rank_summary["reference_order"],
+        tiny_grid=grid_pur.to_dict(orient="records"),
+    )
+    pooled = fits_task[fits_task.task == "all"].iloc[0]
+    per_task = fits_task[fits_task.task != "all"]
+    neg, n_fit = int((per_task.slope < 0).sum()), int(per_task.slope.notna().sum())
+    perf, pur_ = rank_summary["performance"], rank_summary["pur"]
+    own = (f"; against each task's own fresh-item order: performance {rank_summary['performance_vs_task_truth']['spearman_mean']:.1f}, "
+           f"PUR {rank_summary['pur_vs_task_truth']['spearman_mean']:.1f}" if "pur_vs_task_truth" in rank_summary else "")
+    better = pur_["spearman_mean"] > perf["spearman_mean"]
+    law_holds = pooled.get("ci_high", 0) < 0 and neg > n_fit / 2
+    findings = [
+        f"Tiny world ({n_models} models x {n_tasks} tasks): pooled law fit {fmt_fit(pooled)}; "
+        f"{neg} of {n_fit} per-task slopes are negative (the paper's law predicts negative).",
+        f"Tiny-world ranking vs fresh-item truth: performance Spearman {perf['spearman_mean']:.1f} (Kendall "
+        f"{perf['kendall_mean']:.1f}), PUR Spearman {pur_['spearman_mean']:.1f} (Kendall {pur_['kendall_mean']:.1f}){own}.",
+        "Verdict on the tiny world: the Utility Law "
+        + ("holds (most per-task slopes negative, pooled CI below 0)" if law_holds else
+           "does not hold clearly (per-task slopes are mixed in sign or the pooled CI reaches 0)")
+        + "; PUR " + ("ranks closer to the fresh-item truth than performance, as Table 1 reports for the paper's models"
+                      if better else "ranks further from the fresh-item truth than performance, unlike Table 1 (88.6 vs 86.4)") + ".",
+    ]
+    return Section(record=record, findings=findings, tables={"rank": table},
+                   data={"reference_order": rank_summary["reference_order"]})
+
+
+def growth_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any):
+    """§3.6: MUI against the number of samples, single-capability pools vs a mixed pool."""
+    from kit.core.findings import Section
+
+    zoo = focus.startswith("zoo/")
+    growth_tasks = cfg.growth_tasks or first_task_per_group(tasks, zoo)
+    pools = {t: task_items(t, "test", cfg.growth_pool_size, cfg.seed, zoo) for t in growth_tasks}
+    pools["mixed"] = mixed_pool({t: pools[t] for t in growth_tasks}, cfg.growth_pool_size, cfg.seed)
+    responses = {t: respond_and_score(model, pools[t], t, zoo, cfg.max_new_tokens)[0] for t in growth_tasks}
+    # the mixed pool's items come from the single pools: reuse their responses
+    lookup = {it.id: r for t in growth_tasks for it, r in zip(pools[t], responses[t])}
+    responses["mixed"] = [lookup[it.id] for it in pools["mixed"]]
+    curves = growth_curves(model, pools, responses, cfg.growth_sizes, cfg.growth_repeats, cfg.seed, **mui_kw)
+    table = curves.groupby(["pool", "n"]).mui.mean().unstack("pool")
+    n_top = int(curves.n.max())
+    single_at, mixed_at = table.loc[n_top, growth_tasks], table.loc[n_top, "mixed"]
+    return Section(
+        record={"growth_mui_at_max_n": {"n": n_top, "mixed": mixed_at, **{t: single_at[t] for t in growth_tasks}},
+                "focus_model": focus},
+        findings=[f"§3.6 ({focus}): at n={n_top} samples the mixed pool's MUI is {mixed_at:.2f}% vs single-capability "
+                  f"{single_at.min():.2f}-{single_at.max():.2f}% (mean {single_at.mean():.2f}%)."],
+        tables={"growth": table}, figures={"sec36_growth": plot_growth(curves)})
+
+
+def correctness_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any):
+    """§3.7: MUI of correct vs incorrect responses, equal counts within each task."""
+    from kit.core.findings import Section
+
+    zoo = focus.startswith("zoo/")
+    items, resp, ok, strata = [], [], [], []
+    for t in tasks:
+        its = task_items(t, "test", cfg.correctness_n, cfg.seed, zoo)
+        r, good = respond_and_score(model, its, t, zoo, cfg.max_new_tokens)
+        items += its
+        resp += r
+        ok += good.tolist()
+        strata += [t] * len(its)
+    ci = correct_vs_incorrect(model, items, resp, np.array(ok), cfg.seed, strata=strata, **mui_kw)
+    if ci["n_each"] >= 2:
+        per_sample = ("every sample's own MUI is identical (one-token answers: n_layers x k key neurons each), so no per-sample test"
+                      if ci["per_sample_constant"] else
+                      f"per-sample MUI {ci['sample_mui_correct_mean']:.3f}% vs {ci['sample_mui_incorrect_mean']:.3f}%, "
+                      f"Mann-Whitney p={ci['mannwhitney_p']:.3g}")
+        test = (f", Mann-Whitney U={ci['chunk_mannwhitney_u']:.0f}, p={ci['chunk_mannwhitney_p']:.3g})"
+                if "chunk_mannwhitney_p" in ci else ", no test)")
+        chunk = (f"MUI of disjoint {ci['chunk_size']}-sample chunks {np.mean(ci['chunk_mui_correct']):.2f}% vs "
+                 f"{np.mean(ci['chunk_mui_incorrect']):.2f}% ({len(ci['chunk_mui_correct'])} chunks a side" + test)
+        finding = (f"§3.7 ({focus}): {ci['n_each']} correct vs {ci['n_each']} incorrect responses (equal counts within "
+                   f"each task): dataset MUI {ci['mui_correct']:.2f}% vs {ci['mui_incorrect']:.2f}%; {chunk}; {per_sample}.")
+    else:
+        finding = (f"§3.7: too few incorrect or correct responses ({ci['n_correct_total']} correct, "
+                   f"{ci['n_incorrect_total']} incorrect) to compare.")
+    return Section(
+        record={"correct_vs_incorrect": {k: v for k, v in ci.items() if not k.startswith(("per_sample_c", "per_sample_i"))}},
+        findings=[finding], figures={"sec37_correct_vs_incorrect": plot_correctness(ci)},
+        tables={"summary": {k: v for k, v in ci.items() if not k.startswith(("per_sample_c", "per_sample_i", "chunk_mui"))}})
+
+
+def masking_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any):
+    """§3.8: zero-ablate task A's top key neurons (vs random neurons); accuracy on A and on B."""
+    from kit.core.findings import Section
+
+    zoo = focus.startswith("zoo/")
+    task_a, task_b = masking_tasks(tasks, cfg.masking_task_a, cfg.masking_task_b, zoo)
+    items_a = task_items(task_a, "test", cfg.masking_n_items, cfg.seed, zoo)
+    resp_a, _ = respond_and_score(model, items_a, task_a, zoo, cfg.max_new_tokens)
+    ranking = key_neuron_ranking(model, items_a, resp_a, **mui_kw)
+    n_key_a = mui.utilization_for_items(model, items_a, resp_a, **mui_kw).mask.sum().item()
+    eval_split = "fresh" if zoo else "test"
+    eval_sets = {t: task_items(t, eval_split, cfg.masking_n_items, cfg.seed + 1, zoo, skip=0 if zoo else cfg.masking_n_items)
+                 for t in (task_a, task_b)}
+    curve = masking_curve(model, ranking, eval_sets, cfg.masking_ks, cfg.masking_random_repeats, cfg.seed, zoo,
+                          cfg.max_new_tokens)
+    ms = masking_summary(curve, task_a, task_b)
+    nan = float("nan")
+    finding = (f"§3.8 ({focus}, {model.cfg.n_layers * model.cfg.d_mlp} MLP neurons): task A={task_a} has {n_key_a} key "
+               f"neurons; masking the top {ms['k_max']} drops fresh-item accuracy on A by {ms.get('drop_key_a', nan):.1f} "
+               f"points (random neurons: {ms.get('drop_random_a', nan):.1f}) and on B={task_b} by "
+               f"{ms.get('drop_key_b', nan):.1f} (random: {ms.get('drop_random_b', nan):.1f}).")
+    return Section(
+        record={"masking": {"task_a": task_a, "task_b": task_b, "n_key_neurons_a": n_key_a, "n_ranked_a": len(ranking),
+                            **ms, "curve": curve.to_dict(orient="records")}},
+        findings=[finding], figures={"sec38_masking": plot_masking(curve, task_a)},
+        tables={"curve": curve.pivot_table(index="k", columns=["set", "kind"], values="accuracy")})
+
+
+def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg):
+    """App. B.6: MUI under every score x threshold; Spearman of each method with the selected one."""
+    from kit.core.findings import Section
+    from kit.data.paper_tables import load_table
+
+    methods = [(s, t) for s in cfg.grid_scores for t in cfg.grid_thresholds]
+    mgrid = method_grid(model_names, tasks, cfg.grid_n_items, cfg.world, cfg.device, methods, cfg.batch_size, cfg.seed,
+                        cfg.max_new_tokens)
+    corr = method_correlations(mgrid)
+    ref_method = f"{cfg.grid_scores[0]}/{cfg.grid_thresholds[0]}"
+    others = corr[ref_method].drop(ref_method) if ref_method in corr else pd.Series(dtype=float)
+    text = load_table("000_text_numbers")
+    paper_b6 = text[text.quantity.str.contains("Spearman correlation of MUI from alternative")].value.iloc[0]
+    return Section(
+        record={"b6_method_spearman": corr, "b6_mean_spearman_vs_selected": float(others.mean()) if len(others) else None,
+                "b6_cells": int(len(mgrid))},
+        findings=[f"B.6 ({len(model_names)} models x {len(tasks)} tasks, {len(methods)} methods): mean Spearman of the "
+                  f"other methods with {ref_method} is {others.mean():.3f} (range {others.min():.3f} to {others.max():.3f}); "
+                  f"paper: {paper_b6} (its own method pairs)."],
+        figures={"b6_method_spearman": plot_method_correlations(corr)},
+        tables={"grid": mgrid.pivot_table(index=["model", "task"], columns="method", values="mui")})
+
+
+def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):
+    """§7: SAE-feature MUI beside neuron MUI, per SAE and task."""
+    from scipy.stats import spearmanr
+
+    from kit.core.findings import Section
+
+    if not sae_names:
+        return Section(findings=["SAE MUI: no SAEs in this world/profile, section skipped."])
+    sgrid = sae_grid(sae_names, tasks, cfg.n_items, cfg.world, cfg.device, cfg.sae_top, cfg.sae_reference_width,
+                     cfg.batch_size, cfg.seed, cfg.score, cfg.threshold)
+    rho = {s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic) if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1
+           else None for s, g in sgrid.groupby("sae")}
+    finding = "SAE MUI (one layer): " + "; ".join(
+        f"{s} ({g.hook.iloc[0]}, {g.features_per_token.iloc[0]} features/token): mean {g.sae_mui.mean():.2f}% vs neuron "
+        f"MUI {g.neuron_mui.mean():.2f}%, Spearman across tasks {rho[s] if rho[s] is None else round(rho[s], 2)}"
+        for s, g in sgrid.groupby("sae"))
+    return Section(record={"sae_mui": sgrid.to_dict(orient="records"), "sae_vs_neuron_spearman": rho},
+                   findings=[finding], tables={"grid": sgrid})

@@ -916,3 +916,127 @@ def _require(df: pd.DataFrame, cols: Sequence[str], name: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
         raise ValueError(f"{name} lacks column(s) {missing}; it has {list(df.columns)}")
+
+
+# --------------------------------------------------------------------------- notebook sections (notebook 02)
+
+
+def published_section(olmo_steps: pd.DataFrame, specialised: pd.DataFrame, contamination: pd.DataFrame,
+                      tol_perf: float, tol_mui: float):
+    """Part 1: the corollary checks and direction counts of the paper's own tables (Tables 8-10)."""
+    from kit.core.findings import Section
+
+    checks = corollary_checks(olmo_steps, specialised, contamination, late_steps=PAPER_LATE_STEPS,
+                              ood_tasks=PAPER_OOD_CONTAMINATION)
+    late = olmo_steps["step"] > olmo_steps["n_steps"] - PAPER_LATE_STEPS
+    sp, co = specialised, contamination
+    counts = {
+        "pretraining_all": counts_dict(olmo_steps),
+        "pretraining_early": counts_dict(olmo_steps[~late]),
+        "pretraining_late": counts_dict(olmo_steps[late]),
+        "specialised_in_domain": counts_dict(sp[sp["domain"] == "in-domain"]),
+        "specialised_ood": counts_dict(sp[sp["domain"] == "ood"]),
+        "contamination_in_domain": counts_dict(co[co["domain"] == "in-domain"]),
+        "contamination_ood": counts_dict(co[co["domain"] == "ood"]),
+        "contamination_ood_arc_mmlu": counts_dict(co[co["task"].isin(PAPER_OOD_CONTAMINATION)]),
+    }
+    return Section(record={"published_direction_counts": counts,
+                           "published_corollary_checks": checks.to_dict(orient="records"),
+                           "published_tolerance": {"perf": tol_perf, "mui": tol_mui}},
+                   tables={"checks": checks}, data={"checks": checks, "counts": counts})
+
+
+def checkpoint_section(measurements: pd.DataFrame, pretraining: pd.DataFrame, checkpoints: Sequence[str], cfg):
+    """Part 2, checkpoints: the direction of every step per split, the same over a few evenly spaced
+    checkpoints (``cfg.coarse_checkpoints``), and the regression report over the checkpoints."""
+    from kit.core.findings import Section
+
+    order = {m: i for i, m in enumerate(checkpoints)}
+    points = measurements[measurements["model"].isin(list(order))].assign(order=lambda d: d["model"].map(order))
+    short = lambda name: name.split("@")[-1].replace("zoo/", "")  # noqa: E731
+    sec = Section()
+    for split in cfg.splits:
+        st = pretraining[pretraining["split"] == split]
+        if len(st):
+            sec.tables[f"every step, {split} split"] = st.assign(to=st["to"].map(short)).pivot(
+                index="task", columns="step", values="direction")
+        sec.figures[f"tiny_checkpoints_{split}"] = plot_trajectories(
+            points[points["split"] == split], st, series="task", label="model", short=short,
+            title=f"tiny world checkpoints, {split} split")
+    coarse = coarse_checkpoints(checkpoints, cfg.coarse_checkpoints)
+    coarse_points = points[points["model"].isin(coarse)]
+    pre_coarse = step_directions(coarse_points, series=["task", "split"], order="order", label="model",
+                                 tol_perf=cfg.tol_perf, tol_mui=cfg.tol_mui)
+    for split in cfg.splits:
+        st = pre_coarse[pre_coarse["split"] == split]
+        if len(st):
+            sec.tables[f"{len(coarse)} checkpoints {[short(c) for c in coarse]}, {split} split"] = st.assign(
+                to=st["to"].map(short)).pivot(index="task", columns="to", values="direction")[[short(c) for c in coarse[1:]]]
+    split = cfg.splits[0]
+    sec.figures[f"tiny_checkpoints_coarse_{split}"] = plot_trajectories(
+        coarse_points[coarse_points["split"] == split], pre_coarse[pre_coarse["split"] == split], series="task",
+        label="model", short=short, title=f"tiny world, {len(coarse)} evenly spaced checkpoints, {split} split")
+    if len(points):
+        sec.tables[f"regression report over the checkpoints ({split} split)"] = regression_report(
+            points[points["split"] == split].rename(columns={"model": "checkpoint"}), cfg.tol_perf, cfg.tol_mui, order="order")
+    sec.data.update(coarse=coarse, pre_coarse=pre_coarse)
+    return sec
+
+
+def corollary_section(computed: dict[str, pd.DataFrame], pre_coarse: pd.DataFrame, coarse: Sequence[str],
+                      published: "Section", settings: Settings, cfg):
+    """Corollaries 1 and 2: direction counts and checks of the tiny world per split, beside the
+    paper's tables (``published``: :func:`published_section`'s output)."""
+    from kit.core.findings import Section
+
+    pre, spec, cont, ctrl = (computed[k] for k in ("pretraining", "specialised", "contaminated", "controls"))
+    pairs_all = pd.concat([cont.assign(kind="contaminated"), ctrl.assign(kind="control")], ignore_index=True)
+
+    def split_counts(split: str) -> dict[str, dict[str, int]]:
+        st, sp = pre[pre["split"] == split], spec[spec["split"] == split]
+        co, cc = cont[cont["split"] == split], ctrl[ctrl["split"] == split]
+        late = st["step"] > st["n_steps"] - cfg.late_steps
+        pc = pre_coarse[pre_coarse["split"] == split]
+        return {
+            "pretraining_all": counts_dict(st), "pretraining_early": counts_dict(st[~late]),
+            "pretraining_late": counts_dict(st[late]),
+            "specialised_in_domain": counts_dict(sp[sp["domain"] == "in-domain"]),
+            "specialised_ood": counts_dict(sp[sp["domain"] == "ood"]),
+            "contamination_in_domain": counts_dict(co[co["domain"] == "in-domain"]),
+            "contamination_in_group": counts_dict(co[co["domain"] == "in-group"]),
+            "contamination_ood": counts_dict(co[co["domain"] == "ood"]),
+            "control_in_domain": counts_dict(cc[cc["domain"] == "in-domain"]),
+            "control_ood": counts_dict(cc[cc["domain"] == "ood"]),
+            # the coarse trajectory's last step is its late one (see cfg.coarse_checkpoints)
+            "pretraining_coarse_early": counts_dict(pc[pc["step"] < pc["n_steps"]]),
+            "pretraining_coarse_late": counts_dict(pc[pc["step"] == pc["n_steps"]]),
+        }
+
+    counts = {split: split_counts(split) for split in cfg.splits}
+    checks = {"paper tables": published.data["checks"]}
+    for split in cfg.splits:
+        checks[f"tiny world, {split} split"] = corollary_checks(
+            pre[pre["split"] == split], spec[spec["split"] == split], cont[cont["split"] == split],
+            late_steps=cfg.late_steps, controls=ctrl[ctrl["split"] == split])
+        checks[f"tiny world, {split} split, {len(coarse)} checkpoints"] = corollary_checks(
+            pre_coarse[pre_coarse["split"] == split], late_steps=1)
+    record = dict(
+        computed_direction_counts=counts,
+        computed_corollary_checks={k: v.to_dict(orient="records") for k, v in checks.items() if k != "paper tables"},
+        computed_tolerance={"perf": cfg.tol_perf, "mui": cfg.tol_mui},
+        contamination_leaked_task=pairs_all[pairs_all["domain"] == "in-domain"][
+            ["kind", "model", "task", "split", "base_perf", "perf", "base_mui", "mui", "direction"]].to_dict(orient="records"),
+        tiny_settings={"checkpoints": settings.checkpoints, "specialised": settings.specialised,
+                       "contaminated": settings.contaminated, "controls": settings.controls,
+                       "contaminated_tasks": settings.contaminated_tasks, "tasks": settings.tasks,
+                       "n_items": cfg.n_items},
+    )
+    paper_keys = ("pretraining_early", "pretraining_late", "specialised_in_domain", "specialised_ood",
+                  "contamination_in_domain", "contamination_ood")
+    tiny_keys = ("pretraining_coarse_early", "pretraining_coarse_late", "specialised_in_domain", "specialised_ood",
+                 "contamination_in_domain", "contamination_ood", "control_ood")
+    bars = {f"paper: {k}": v for k, v in published.data["counts"].items() if k in paper_keys}
+    bars.update({f"tiny ({cfg.splits[0]}): {k}": v for k, v in counts[cfg.splits[0]].items() if k in tiny_keys})
+    fig = plot_direction_counts(bars, title="Share of each direction per setting")
+    return Section(record=record, figures={"direction_counts": fig},
+                   findings=corollary_findings(checks) + [contamination_text(cont, ctrl)], data={"checks": checks})

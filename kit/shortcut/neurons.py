@@ -652,3 +652,141 @@ def transfer_finetune(like: str, task: str, world: str | None = None):
     suffix = zoo.SPARSE_SUFFIX if t.plastic else ""
     f = replace(t, name=f"{t.parent}+{task}-{split}-x{copies}{suffix}", inject=(task, split, copies))
     return zoo.extra_finetune(f, spec.name)
+
+
+# --------------------------------------------------------------------------- notebook sections (notebook 03)
+
+
+@dataclass
+class Setup:
+    """The models and item sets notebook 03 works on (``setup(cfg)``)."""
+
+    base: object
+    models: dict[str, object]
+    """Table 2's variants by label (``cfg.variants``)."""
+    model_con: object
+    model_un: object
+    locate: TaskData
+    test: TaskData
+    fresh: TaskData
+
+    @property
+    def n_layers(self) -> int:
+        return self.base.cfg.n_layers
+
+    @property
+    def d_mlp(self) -> int:
+        return self.base.cfg.d_mlp
+
+    @property
+    def total_neurons(self) -> int:
+        return self.n_layers * self.d_mlp
+
+
+def setup(cfg) -> Setup:
+    """Load the base and every Table 2 variant; the locating pair is ``cfg.locate_pair``."""
+    from kit.models.load import load_model
+
+    def load(name):
+        return load_model(name, device=cfg.device, world=cfg.world)
+
+    base = load(cfg.base_model)
+    models = {label: load(name) for label, name in cfg.variants.items()}
+    con, un = cfg.locate_pair
+
+    def data(split: str, n: int) -> TaskData:
+        return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed))
+
+    return Setup(base=base, models=models, model_con=models[con], model_un=models[un],
+                 locate=data("test", cfg.n_locate), test=data("test", cfg.n_eval), fresh=data("fresh", cfg.n_ref))
+
+
+def ground_truth(member: str, located: Sequence[Neuron], total_neurons: int, world: str | None = None) -> dict | None:
+    """For a zoo fine-tune, how many of the located neurons are ones it changed (the world knows);
+    ``None`` for other models. ``changed`` holds the changed set itself."""
+    if not member.startswith("zoo/"):
+        return None
+    from kit.world import changed_neurons
+
+    changed = set(changed_neurons(member, world=world))
+    return {"changed_by_m_con": len(changed), "located_and_changed": len(changed & set(located)),
+            "expected_by_chance": len(located) * len(changed) / total_neurons, "changed": changed}
+
+
+def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, float] | None:
+    """Spearman, per group, of each causal score with the number of truly changed neurons in the group."""
+    if changed is None:
+        return None
+    from scipy.stats import spearmanr
+
+    return {cs.method: float(spearmanr([sum(n in changed for n in g) for g in cs.groups], cs.score).statistic)
+            for cs in (located.causal_exact, located.causal_tf)}
+
+
+def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: int):
+    """§7: the pipeline again on full fine-tunes (every parameter may change), and the ceiling with
+    every MLP neuron of M_con patched from the base."""
+    from kit.core.findings import Section
+    from kit.models.load import load_model
+
+    con, un = cfg.locate_pair
+    models = {label: load_model(name, device=cfg.device, world=cfg.world) for label, name in variants.items()}
+    located = locate(models[con], models[un], s.base, s.locate, cfg.group_size, rule=cfg.combine,
+                     causal_weight=cfg.causal_weight, rank_by=cfg.causal_rank_by, max_rows=cfg.max_rows,
+                     max_new_tokens=cfg.max_new_tokens)
+    table = trustworthy_table(models, s.base, s.test, s.fresh, located.ranked[:n_patched], cfg.contaminated,
+                              cfg.max_rows, cfg.max_new_tokens)
+    all_neurons = [(L, i) for L in range(s.n_layers) for i in range(s.d_mlp)]
+    ceiling = accuracies(models[con], s.base, s.test, [[], all_neurons], cfg.max_rows, cfg.max_new_tokens)
+    summary = table2_summary(table)
+    dense = {"table2": table.to_dict(orient="records"), "table2_summary": summary, "locate": located.summary(),
+             "ceiling_all_mlp_patched": 100 * float(ceiling[1])}
+    lines = findings(summary, n_patched, s.total_neurons)[1:]
+    return Section(record={}, tables={"table2": table}, data={"full_finetunes": dense}, findings=[
+        "full fine-tunes: " + "\n".join(lines),
+        f"all {s.total_neurons} MLP neurons of the full {con} patched from the base: {100 * ceiling[0]:.1f}% -> "
+        f"{100 * ceiling[1]:.1f}% (its fresh-item score: {table.set_index('variant').ref[con]:.1f}%)"])
+
+
+def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron], table2: pd.DataFrame,
+                    curve: pd.DataFrame, table3: pd.DataFrame, table4: pd.DataFrame | None, table9_stats: pd.DataFrame,
+                    truth: dict | None, rules: pd.DataFrame, causal_tracks: dict | None, dense: dict | None):
+    """Everything notebook 03 records, and its findings in words."""
+    from kit.core.findings import Section
+
+    n_patched, total = len(shortcut), s.total_neurons
+    summary2 = table2_summary(table2)
+    agree_te, agree_ori = agreement(table2.te, table2.ref), agreement(table2.ori, table2.ref)
+    record = dict(
+        n_layers=s.n_layers, d_mlp=s.d_mlp, n_patched=n_patched, patched_percent=100 * n_patched / total,
+        locate=located.summary(), shortcut_neurons=list(shortcut),
+        table2=table2.to_dict(orient="records"), table2_summary=summary2,
+        agreement_te=agree_te, agreement_ori=agree_ori,
+        sparsity_curve=curve.to_dict(orient="records"),
+        table3=table3.to_dict(orient="records"),
+        table4=None if table4 is None else table4.to_dict(orient="records"),
+        table4_summary=None if table4 is None else table2_summary(table4),
+        table9_recomputed=table9_stats.to_dict(orient="records"),
+        ground_truth=None if truth is None else {k: v for k, v in truth.items() if k != "changed"},
+        ranking_rules=rules.to_dict(orient="records"),
+        causal_tracks_truth=causal_tracks, full_finetunes=dense,
+    )
+    lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_text_numbers())
+    if table4 is not None:
+        s4 = table2_summary(table4)
+        lines.append(f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = {s4['contaminated_mean_abs_ori_minus_ref']:.1f}, "
+                     f"|TE-Ref| = {s4['contaminated_mean_abs_te_minus_ref']:.1f} pts; uncontaminated mean |Δacc| = "
+                     f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
+    lines.append(f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts.")
+    full = curve[(curve.n == total) & (curve.neurons == "located")].set_index("model").accuracy
+    vanilla = table2.set_index("variant").ori.get("Vanilla", float("nan"))
+    if len(full):
+        lines.append(f"Ceiling: with ALL {total} MLP neurons patched from the base, the locating models score "
+                     f"{100 * full['contaminated']:.1f}% (contaminated; unpatched {100 * located.causal_exact.acc_con:.1f}%) and "
+                     f"{100 * full['uncontaminated']:.1f}% (uncontaminated; unpatched {100 * located.causal_exact.acc_un:.1f}%); "
+                     f"the vanilla base scores {vanilla:.1f}%.")
+        record["ceiling_all_mlp_patched"] = {k: 100 * v for k, v in full.items()}
+    t9 = table9_stats.set_index("score")
+    lines.append(f"Paper Table 9 recomputed: TE rho={t9.loc['TE', 'spearman']:.3f} (RMSE {t9.loc['TE', 'rmse']:.2f}), "
+                 f"Ori rho={t9.loc['ORI', 'spearman']:.3f} (RMSE {t9.loc['ORI', 'rmse']:.2f}).")
+    return Section(record=record, findings=lines)
