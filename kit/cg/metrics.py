@@ -116,7 +116,9 @@ def concept_activations(
 
 def _check_acts(acts: Acts, what: str = "acts") -> Acts:
     if sp.issparse(acts):
-        acts = sp.csr_matrix(acts)
+        # float64 throughout: a float32 column sum beside a float64 numerator gives an all-correct
+        # concept chi_model 0.9999997, and "best concepts" would be chosen by rounding
+        acts = sp.csr_matrix(acts, dtype=np.float64)
         data = acts.data
     else:
         acts = np.asarray(acts, dtype=np.float64)
@@ -176,10 +178,27 @@ def _check_suite(acts_by_benchmark: Mapping[str, Acts]) -> int:
     return next(iter(widths.values()))
 
 
-def x_bench(acts_by_benchmark: Mapping[str, Acts]) -> np.ndarray:
-    """Eq. 3: mean over all benchmarks of ``chi_bench`` (each benchmark weighs the same)."""
+X_BENCH_DENOMINATORS = ("all", "active")
+
+
+def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> np.ndarray:
+    """Eq. 3: overall coverage of every concept in a benchmark suite.
+
+    The paper writes two things: Eq. 3 prints ``1/|B| * sum over B_c`` (``denominator="all"``: the
+    mean over all benchmarks, since chi_bench is 0 outside B_c), while its text says "the mean across
+    B_c (all benchmarks where c is activated)" (``"active"``: the sum over B_c divided by |B_c|; 0
+    for a concept no benchmark activates). No public code exists. Default ``"all"``: a concept that
+    only one benchmark of the suite covers is under-represented in the suite, which is what a
+    benchmark gap means; with ``"active"`` it would look as covered as one every benchmark has.
+    """
     _check_suite(acts_by_benchmark)
-    return np.mean([chi_bench(a) for a in acts_by_benchmark.values()], axis=0)
+    if denominator not in X_BENCH_DENOMINATORS:
+        raise ValueError(f"denominator={denominator!r}; allowed values: {', '.join(X_BENCH_DENOMINATORS)}")
+    chis = np.stack([chi_bench(a) for a in acts_by_benchmark.values()])
+    if denominator == "all":
+        return chis.mean(axis=0)
+    n_active = (chis > 0).sum(axis=0)
+    return np.divide(chis.sum(axis=0), n_active, out=np.zeros(chis.shape[1]), where=n_active > 0)
 
 
 def x_model(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]]) -> np.ndarray:

@@ -24,7 +24,7 @@ def coverage_summary(suite: Suite, eps: float = cg.EPSILON) -> dict:
     trivially; ``n_missing_alive`` counts the informative ones, concepts the SAE knows from its
     corpus that no benchmark exercises.
     """
-    xb = cg.x_bench(suite.acts)
+    xb = suite.x_bench()
     cls = cg.coverage_classes(xb, eps)
     dead = np.array([lab == "(dead)" for lab in suite.labels])
     frac = cg.missing_fraction(suite.acts, eps)
@@ -52,7 +52,7 @@ def coverage_summary(suite: Suite, eps: float = cg.EPSILON) -> dict:
 def missing_suite_table(suite: Suite, n: int = 10, eps: float = cg.EPSILON) -> pd.DataFrame:
     """Table 1: concepts missing from the whole suite that the SAE does know (they fired on the
     training corpus: the label's contexts), strongest corpus activation first."""
-    xb = cg.x_bench(suite.acts)
+    xb = suite.x_bench()
     missing = np.flatnonzero(xb < eps)
     strength = np.array([max((c["value"] for c in suite.contexts[i]), default=0) if suite.contexts else 0
                          for i in missing])
@@ -82,7 +82,7 @@ def best_worst_table(suite: Suite, model: str | None, n: int = 5, min_activation
     Performance ranks only concepts active on at least ``min_activation_items`` scored items: a
     concept seen once has X_model 0 or 1 by chance (the paper's suite is large enough not to care).
     """
-    xb = cg.x_bench(suite.acts)
+    xb = suite.x_bench()
     rows = []
     order = np.argsort(xb, kind="stable")
     for rank, idx in (("best coverage", order[::-1][:n]), ("worst coverage (not missing)", order[xb[order] >= cg.EPSILON][:n])):
@@ -120,7 +120,7 @@ def cross_sae_summary(a: Suite, b: Suite, model: str | None) -> dict:
     """Distribution-level agreement of two SAEs (the paper's Figs. 3-4 orange vs blue curves)."""
     out = {}
     for s in (a, b):
-        xb = cg.x_bench(s.acts)
+        xb = s.x_bench()
         out[s.sae] = {"n_concepts": s.n_concepts, "median_x_bench": float(np.median(xb)),
                       "frac_missing_suite": float((xb < cg.EPSILON).mean())}
         if model is not None:
@@ -239,7 +239,7 @@ def model_summary(acts_by_benchmark: dict, scores_by_benchmark: dict, eps: float
 def explorer_concepts(suite: Suite, model: str | None, limit: int) -> list[int]:
     """Which concepts the explorer embeds when the dictionary is large: every flagged concept
     (missing / under / over / model gap / deciles) first, then the most covered, up to ``limit``."""
-    xb = cg.x_bench(suite.acts)
+    xb = suite.x_bench()
     flagged = cg.coverage_classes(xb) != "normal"
     if model is not None:
         flagged |= np.isin(cg.model_gap_classes(cg.x_model(suite.model_acts[model], suite.model_scores[model])),
@@ -248,3 +248,15 @@ def explorer_concepts(suite: Suite, model: str | None, limit: int) -> list[int]:
     rest = np.setdiff1d(np.argsort(-xb, kind="stable"), first, assume_unique=True)
     rest = [c for c in np.argsort(-xb, kind="stable") if not flagged[c]]
     return sorted(int(c) for c in list(first[:limit]) + rest[: max(0, limit - len(first))])
+
+
+def denominator_comparison(suite: Suite, eps: float = cg.EPSILON) -> dict[str, float]:
+    """Eq. 3's two readings (:func:`kit.cg.metrics.x_bench`) on the same suite: Jaccard of the
+    concepts each calls under- and over-represented, and how many missing concepts they share."""
+    classes = {d: cg.coverage_classes(cg.x_bench(suite.acts, d), eps) for d in cg.X_BENCH_DENOMINATORS}
+    out = {}
+    for cls in ("missing", "under", "over"):
+        a, b = (set(np.flatnonzero(classes[d] == cls)) for d in cg.X_BENCH_DENOMINATORS)
+        out[f"jaccard_{cls}"] = len(a & b) / len(a | b) if a | b else 1.0
+        out[f"n_{cls}_all"], out[f"n_{cls}_active"] = len(a), len(b)
+    return out

@@ -42,10 +42,18 @@ class Suite:
     model_scores: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     model_texts: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     contexts: list[list[dict]] | None = None
+    x_bench_denominator: str = "all"
+    """Eq. 3's denominator (:func:`kit.cg.metrics.x_bench`): ``all`` (the equation) or ``active`` (the text)."""
 
     @property
     def n_concepts(self) -> int:
         return len(self.labels)
+
+    def x_bench(self):
+        """Eq. 3 over this suite, with its chosen denominator."""
+        from kit.cg import metrics as cg
+
+        return cg.x_bench(self.acts, self.x_bench_denominator)
 
 
 def benchmark_prompts(name: str, n: int, seed: int = 0) -> list[str]:
@@ -177,12 +185,16 @@ def build_suites(cfg) -> tuple[list[str], dict[str, Suite]]:
     with published responses, or (``concept_space='model'``) the paper's setting."""
     if cfg.concept_space == "minilm":
         names = cfg.sae_names()
-        return names, real_suite(names, cfg.benchmarks, cfg.n_items, cfg.response_sets, cfg.n_response_items,
-                                 include_responses=cfg.include_responses, max_length=cfg.max_length, seed=cfg.seed,
-                                 device=cfg.device)
-    names = list(cfg.model_saes)
-    return names, model_suites(cfg.models, names, cfg.benchmarks, cfg.n_items, cfg.max_new_tokens, cfg.max_length,
-                               cfg.seed, cfg.device)
+        suites = real_suite(names, cfg.benchmarks, cfg.n_items, cfg.response_sets, cfg.n_response_items,
+                            include_responses=cfg.include_responses, max_length=cfg.max_length, seed=cfg.seed,
+                            device=cfg.device)
+    else:
+        names = list(cfg.model_saes)
+        suites = model_suites(cfg.models, names, cfg.benchmarks, cfg.n_items, cfg.max_new_tokens, cfg.max_length,
+                              cfg.seed, cfg.device)
+    for suite in suites.values():
+        suite.x_bench_denominator = cfg.x_bench_denominator
+    return names, suites
 
 
 def two_model_comparison(cfg, suite: Suite, sae_names: Sequence[str], main_sae: str):

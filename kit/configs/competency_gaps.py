@@ -37,6 +37,9 @@ class Config(BaseConfig):
     """Tokens per text fed to the encoder (longer texts are truncated)."""
     eps: float = Field(1e-5, gt=0, le=0.1)
     """Epsilon for missing concepts and model gaps (paper: 1e-5)."""
+    x_bench_denominator: Literal["all", "active"] = "all"
+    """Eq. 3: ``all`` divides by |B| as the equation prints (default: a concept only one benchmark covers is
+    under-represented in the suite); ``active`` divides by |B_c| as the text says ("mean across B_c")."""
     n_reruns: int = Field(100, ge=2, le=1000)
     """Robustness: reruns, each dropping ``drop_frac`` of every benchmark's items."""
     drop_frac: float = Field(0.2, gt=0, lt=1)

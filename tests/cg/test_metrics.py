@@ -70,6 +70,22 @@ def test_x_bench_is_mean_over_all_benchmarks():
     assert np.allclose(cg.x_bench({"a": A, "b": B}), [1.125, 1.125, 0.75])
 
 
+def test_x_bench_active_denominator_is_the_texts_mean_over_b_c():
+    # chi(A) = [2.25, .75, 0], chi(B) = [0, 1.5, 1.5]: concept 0 is active in A only, 1 in both, 2 in B only
+    assert np.allclose(cg.x_bench({"a": A, "b": B}, denominator="active"), [2.25, 1.125, 1.5])
+    none = np.zeros((2, 3)); none[0, 0] = 1.0
+    assert cg.x_bench({"a": none}, denominator="active")[1] == 0.0, "no activating benchmark: missing, not NaN"
+    with pytest.raises(ValueError, match="allowed values: all, active"):
+        cg.x_bench({"a": A}, denominator="mean")
+
+
+def test_chi_model_all_correct_concept_is_exactly_one_for_float32_sparse_acts():
+    rng = np.random.default_rng(0)
+    acts = sp.csr_matrix(rng.random((500, 4)).astype(np.float32))
+    out = cg.chi_model(acts, np.ones(500))
+    assert (out == 1.0).all(), f"an all-correct concept must be exactly 1.0, got {out}"
+
+
 def test_x_bench_weights_benchmarks_equally_regardless_of_size():
     big = np.vstack([A] * 50)
     assert np.allclose(cg.x_bench({"a": big, "b": B}), cg.x_bench({"a": A, "b": B})), \

@@ -117,3 +117,12 @@ def test_hooked_item_concepts_matches_manual_encoding():
     _, cache = model.run_with_cache(model.to_tokens(texts[0]))
     expected = sae.encode(cache["blocks.0.hook_resid_post"][0, 1:]).detach().mean(0).numpy()
     assert np.allclose(m[0].toarray().ravel(), expected, atol=1e-5), "BOS must be excluded and tokens averaged (eq. 1)"
+
+
+def test_denominator_comparison_counts_both_readings():
+    s = _suite()
+    out = cg_report.denominator_comparison(s)
+    for cls in ("missing", "under", "over"):
+        assert 0.0 <= out[f"jaccard_{cls}"] <= 1.0
+    # a concept is missing under both readings exactly when no benchmark activates it
+    assert out["n_missing_all"] == out["n_missing_active"] and out["jaccard_missing"] == 1.0
