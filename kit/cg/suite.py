@@ -62,13 +62,13 @@ def benchmark_prompts(name: str, n: int, seed: int = 0) -> list[str]:
 
 
 def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int, response_sets: Sequence[str],
-               n_response_items: int, include_responses: bool = True, max_length: int = 256, seed: int = 0,
+               n_response_items: int, include_responses: bool = False, max_length: int = 256, seed: int = 0,
                device: str = "cpu", encoder=None) -> dict[str, Suite]:
     """One :class:`Suite` per SAE over the real benchmarks and published responses.
 
     The encoder runs once per text; every SAE encodes its activations (cached on disk).
     Response sets: the first ``n_response_items`` items of each file; their texts are prompt +
-    response when ``include_responses`` (the paper's choice for generated answers).
+    response when ``include_responses`` (the paper does so for LMSYS-Chat only).
     """
     from kit.data import responses as cg_responses
     from kit.cg import saes as cg_saes

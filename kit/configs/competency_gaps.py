@@ -31,8 +31,9 @@ class Config(BaseConfig):
     """Published response sets giving real models' per-item correctness (``kit.data.responses.RESPONSE_SETS``)."""
     n_response_items: int = Field(300, ge=4, le=2000)
     """Items (file order) taken from each response set."""
-    include_responses: bool = True
-    """Concept activations of scored items read prompt + response (as the paper does for generations)."""
+    include_responses: bool = False
+    """X_model's concept activations read prompt + response (True) or the prompt only (False, default): the paper
+    reads the response only for LMSYS-Chat, whose items are conversations; benchmark items are scored by prompt."""
     max_length: int = Field(256, ge=16, le=512)
     """Tokens per text fed to the encoder (longer texts are truncated)."""
     eps: float = Field(1e-5, gt=0, le=0.1)
