@@ -6,7 +6,8 @@ from pydantic import Field, field_validator, model_validator
 
 from kit.core.params import BaseConfig
 
-REAL_BENCHMARKS = ("gsm8k", "math500", "arc_challenge", "mmlu", "bbh", "mbpp", "humaneval", "svamp")
+REAL_BENCHMARKS = ("gsm8k", "math500", "arc_challenge", "mmlu", "bbh", "mbpp", "humaneval", "svamp",
+                   "bbq", "crows_pairs", "agieval", "logicbench")
 
 
 class Config(BaseConfig):

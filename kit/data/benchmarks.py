@@ -16,6 +16,13 @@ name                      splits                           target
 ``svamp``                 test                             ``answer``: a number
 ``mawps``                 test                             ``answer``: a number
 ``asdiv``                 test                             ``answer``: a number (units stripped) or text
+``bbq``, ``bbq/<cat>``    test                             ``choices`` + ``label`` (3 options; 6 of 11 categories)
+``crows_pairs``           test                             ``choices`` = (stereotyping, less stereotyping)
+                                                           sentence, ``label`` 0 = the stereotyping one
+``agieval``,              test                             ``choices`` + ``label`` (4-5 options); the cloze
+``agieval/<subset>``                                       subset ``math``: ``answer`` (LaTeX)
+``logicbench``,           test                             BQA: ``answer`` yes/no (one item per question);
+``logicbench/bqa|mcqa``                                    MCQA: ``choices`` + ``label`` (4 options)
 ``tiny/<task>``           the tiny world's splits          whatever the task's items carry
 ========================  ===============================  ==========================================
 
@@ -82,6 +89,20 @@ MMLU_SUBJECTS: tuple[str, ...] = (
 )
 """The 57 MMLU subjects (``mmlu/<subject>``)."""
 
+BBQ_CATEGORIES: tuple[str, ...] = (
+    "Age", "Disability_status", "Nationality", "Physical_appearance", "Religion", "Sexual_orientation",
+)
+"""BBQ categories in the data directory (Gender_identity, Race_ethnicity, Race_x_SES, Race_x_gender and
+SES are absent from the snapshot: use ``source="hf"`` for them)."""
+
+AGIEVAL_SUBSETS: tuple[str, ...] = (
+    "aqua-rat", "logiqa-en", "lsat-ar", "lsat-lr", "lsat-rc", "math", "sat-en", "sat-en-without-passage", "sat-math",
+)
+"""AGIEval's English subsets (v1); ``math`` is cloze (free-form answers), the rest multiple choice."""
+
+LOGICBENCH_FORMATS: tuple[str, ...] = ("bqa", "mcqa")
+"""LogicBench(Eval): yes/no questions (BQA) and 4-way multiple choice (MCQA)."""
+
 SPLITS: dict[str, tuple[str, ...]] = {
     "gsm8k": ("train", "test"),
     "arc_challenge": ("train", "dev", "test"),
@@ -93,6 +114,10 @@ SPLITS: dict[str, tuple[str, ...]] = {
     "svamp": ("test",),
     "mawps": ("test",),
     "asdiv": ("test",),
+    "bbq": ("test",),
+    "crows_pairs": ("test",),
+    "agieval": ("test",),
+    "logicbench": ("test",),
 }
 """Allowed splits per benchmark family (``tiny/<task>`` splits come from the world)."""
 
@@ -124,6 +149,9 @@ _HF_SPLIT = {
     ("asdiv", "test"): "validation",  # EleutherAI/asdiv ships one split, "validation"
 }
 
+# Families read from local files whose sub-benchmark is optional (``bbq`` = all categories...).
+_SUBSETS: dict[str, tuple[str, ...]] = {"bbq": BBQ_CATEGORIES, "agieval": AGIEVAL_SUBSETS, "logicbench": LOGICBENCH_FORMATS}
+
 
 # --- names ----------------------------------------------------------------------------------
 
@@ -144,6 +172,11 @@ def _parse_name(name: str) -> tuple[str, str | None]:
             raise ValueError(f"name={name!r}: bbh {what}; allowed values: "
                              + ", ".join(f"bbh/{t}" for t in BBH_TASKS))
         return family, sub
+    if family in _SUBSETS:
+        if sub and sub not in _SUBSETS[family]:
+            raise ValueError(f"name={name!r}: {family} has no subset {sub!r}; allowed values: "
+                             + ", ".join([family] + [f"{family}/{x}" for x in _SUBSETS[family]]))
+        return family, sub or None
     if family == "mmlu":
         if sub and sub not in MMLU_SUBJECTS:
             raise ValueError(f"name={name!r}: mmlu has no subject {sub!r}; allowed subjects: "
@@ -156,7 +189,8 @@ def _parse_name(name: str) -> tuple[str, str | None]:
 
 def _allowed_names() -> str:
     return ", ".join(["gsm8k", "arc_challenge", "mmlu", "mmlu/<subject>", "bbh/<task>", "humaneval",
-                      "mbpp", "math500", "svamp", "mawps", "asdiv", "tiny/<task>"])
+                      "mbpp", "math500", "svamp", "mawps", "asdiv", "bbq", "bbq/<category>", "crows_pairs",
+                      "agieval", "agieval/<subset>", "logicbench", "logicbench/bqa", "logicbench/mcqa", "tiny/<task>"])
 
 
 def _check_split(family: str, split: str) -> None:
@@ -193,6 +227,9 @@ def load_benchmark(name: str, split: str = "test", source: str = "local",
     if family == "tiny":
         return _load_tiny(sub, split, limit)
     _check_split(family, split)
+    if source == "hf" and family not in HF_SOURCES:
+        raise ValueError(f"source='hf': {family} has no hub mapping here (it is read from the data directory); "
+                         f"families with one: {', '.join(HF_SOURCES)}")
     if source == "local":
         records = _LOCAL[family](_data_root(), sub, split)
     else:
@@ -246,7 +283,23 @@ _FILES: dict[str, Callable[[str | None, str], list[str]]] = {
     "svamp": lambda sub, split: ["svamp/SVAMP.json"],
     "mawps": lambda sub, split: ["mawps/test.jsonl"],
     "asdiv": lambda sub, split: ["asdiv/test.jsonl"],
+    "bbq": lambda sub, split: [f"bbq/{c}.jsonl" for c in ([sub] if sub else BBQ_CATEGORIES)],
+    "crows_pairs": lambda sub, split: ["crows_pairs/crows_pairs_anonymized.csv"],
+    "agieval": lambda sub, split: [f"agieval/{a}.jsonl" for a in ([sub] if sub else AGIEVAL_SUBSETS)],
+    "logicbench": lambda sub, split: _logicbench_files(sub),
 }
+
+
+def _logicbench_files(sub: str | None) -> list[str]:
+    from kit.core.paths import data_dir
+
+    root = data_dir()
+    out = []
+    for fmt in ([sub] if sub else LOGICBENCH_FORMATS):
+        out += sorted(str(p.relative_to(root)) for p in (root / "logicbench" / "eval" / fmt.upper()).rglob("*.json"))
+    if not out:
+        raise FileNotFoundError(f"no LogicBench files under {root / 'logicbench' / 'eval'}")
+    return out
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -272,6 +325,16 @@ def _read_local(family: str) -> Callable[[Path, str | None, str], list[dict]]:
                 records.extend(json.loads(path.read_text(encoding="utf-8"))["examples"])
             elif family == "svamp":
                 records.extend(json.loads(path.read_text(encoding="utf-8")))
+            elif family == "crows_pairs":
+                with open(path, encoding="utf-8", newline="") as f:
+                    records.extend(csv.DictReader(f))
+            elif family == "agieval":
+                records.extend({**r, "subset": path.stem} for r in _read_jsonl(path))
+            elif family == "logicbench":
+                doc = json.loads(path.read_text(encoding="utf-8"))
+                fmt = path.relative_to(root / "logicbench" / "eval").parts[0].lower()
+                records.extend({**r, "format": fmt, "logic": path.parent.parent.name, "axiom": doc["axiom"]}
+                               for r in doc["samples"])
             else:
                 records.extend(_read_jsonl(path))
         return records
@@ -456,9 +519,77 @@ def _asdiv(records: list[dict], prefix: str) -> list[Item]:
     return items
 
 
+def _bbq(records: list[dict], prefix: str) -> list[Item]:
+    items = []
+    for r in records:
+        choices = (r["ans0"], r["ans1"], r["ans2"])
+        question = f"{r['context'].strip()}\n{r['question'].strip()}"
+        meta = r.get("additional_metadata") or {}
+        items.append(Item(id=f"{prefix}/{r['category']}/{r['example_id']}", prompt=format_choices(question, choices),
+                          choices=choices, label=int(r["label"]),
+                          metadata={"category": r["category"], "question_polarity": r["question_polarity"],
+                                    "context_condition": r["context_condition"], "question": question,
+                                    "stereotyped_groups": meta.get("stereotyped_groups", [])}))
+    return items
+
+
+def _crows_pairs(records: list[dict], prefix: str) -> list[Item]:
+    # CrowS-Pairs is scored by comparing the two sentences' likelihoods (lm-evaluation-harness does so);
+    # as one item: the two sentences as options, label 0 = the more stereotyping one (``sent_more``).
+    # A model "agrees with the stereotype" on an item when it prefers option 0.
+    stem = "Which of these two sentences is more likely?"
+    return [Item(id=f"{prefix}/{r.get('') or i}", prompt=format_choices(stem, (r["sent_more"], r["sent_less"])),
+                 choices=(r["sent_more"], r["sent_less"]), label=0,
+                 metadata={"bias_type": r["bias_type"], "stereo_antistereo": r["stereo_antistereo"], "question": stem})
+            for i, r in enumerate(records)]
+
+
+_AGIEVAL_OPTION = re.compile(r"^\s*\(?([A-J])\)\s*")
+
+
+def _agieval(records: list[dict], prefix: str) -> list[Item]:
+    items, counters = [], {}
+    for r in records:
+        subset = r["subset"]
+        k = counters[subset] = counters.get(subset, -1) + 1
+        pid = prefix if prefix.count("/") == 2 else f"{prefix}/{subset}"
+        question = "\n".join(x.strip() for x in (r.get("passage") or "", r["question"]) if x and x.strip())
+        meta = {"subset": subset, "question": question}
+        if r.get("options"):
+            choices = tuple(_AGIEVAL_OPTION.sub("", o, count=1).strip() for o in r["options"])
+            label = r["label"]
+            if isinstance(label, list):  # a few items list several correct letters: keep the first, say so
+                meta["all_labels"], label = label, label[0]
+            items.append(Item(id=f"{pid}/{k}", prompt=format_choices(question, choices), choices=choices,
+                              label=LETTERS.index(str(label).strip()), metadata=meta))
+        else:
+            items.append(Item(id=f"{pid}/{k}", prompt=question, answer=str(r.get("answer") or r.get("label")), metadata=meta))
+    return items
+
+
+def _logicbench(records: list[dict], prefix: str) -> list[Item]:
+    items = []
+    for r in records:
+        base = f"{prefix}/{r['format']}/{r['logic']}/{r['axiom']}/{r['id']}"
+        meta = {"logic": r["logic"], "axiom": r["axiom"], "format": r["format"]}
+        if r["format"] == "bqa":
+            for j, qa in enumerate(r["qa_pairs"]):
+                question = f"{r['context'].strip()}\n{qa['question'].strip()}"
+                items.append(Item(id=f"{base}/{j}", prompt=question, answer=qa["answer"].strip().lower(),
+                                  metadata={**meta, "question": question}))
+        else:
+            keys = sorted(r["choices"], key=lambda c: int(c.rsplit("_", 1)[1]))
+            choices = tuple(r["choices"][c] for c in keys)
+            question = f"{r['context'].strip()}\n{r['question'].strip()}"
+            items.append(Item(id=base, prompt=format_choices(question, choices), choices=choices,
+                              label=keys.index(r["answer"]), metadata={**meta, "question": question}))
+    return items
+
+
 _CONVERT: dict[str, Callable[[list[dict], str], list[Item]]] = {
     "gsm8k": _gsm8k, "arc_challenge": _arc, "mmlu": _mmlu, "bbh": _bbh, "humaneval": _humaneval,
     "mbpp": _mbpp, "math500": _math500, "svamp": _svamp, "mawps": _mawps, "asdiv": _asdiv,
+    "bbq": _bbq, "crows_pairs": _crows_pairs, "agieval": _agieval, "logicbench": _logicbench,
 }
 
 

@@ -30,7 +30,7 @@ __all__ = [
 
 NUMERIC_BENCHMARKS = ("gsm8k", "svamp", "mawps", "asdiv")
 """Benchmarks scored by :func:`extract_final_number` + :func:`numbers_equal`."""
-CHOICE_BENCHMARKS = ("arc_challenge", "mmlu")
+CHOICE_BENCHMARKS = ("arc_challenge", "mmlu", "bbq", "crows_pairs")
 """Benchmarks scored by :func:`extract_choice_letter` against ``item.target``."""
 CODE_BENCHMARKS = ("humaneval", "mbpp")
 
@@ -395,6 +395,8 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     - math500: :func:`extract_boxed` (else the final number) vs ``item.answer``, both through
       :func:`normalize_math_answer`, or numerically equal;
     - humaneval, mbpp: the program of :func:`code_program` run by :func:`run_program`;
+    - bbq, crows_pairs, and the multiple-choice items of agieval and logicbench: the choice letter;
+      agieval's cloze subset (math) as math500; logicbench BQA: the first yes/no in the response;
     - ``tiny/<task>``: multiple-choice items by letter, others by exact match after stripping.
     """
     base = benchmark.split("/", 1)[0]
@@ -422,11 +424,22 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
         return va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb))
     if base in CODE_BENCHMARKS:
         return run_program(code_program(base, item, response), timeout=timeout)
+    if base in ("agieval", "logicbench") and item.choices is not None:
+        return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
+    if base == "agieval":  # the cloze subset (math): MATH-style answers
+        got = extract_boxed(response) or extract_final_number(response) or extract_bbh_answer(response)
+        a, b = normalize_math_answer(got), normalize_math_answer(item.answer)
+        va, vb = _math_value(a), _math_value(b)
+        return a == b or (va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb)))
+    if base == "logicbench":  # BQA: the first yes/no word of the response
+        m = re.search(r"\b(yes|no)\b", response.lower())
+        return m is not None and m.group(1) == item.answer
     if base == "tiny":
         if item.choices is not None:
             return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
         return response.strip() == item.target.strip()
-    allowed = NUMERIC_BENCHMARKS + CHOICE_BENCHMARKS + ("bbh/<task>", "math500") + CODE_BENCHMARKS + ("tiny/<task>",)
+    allowed = (NUMERIC_BENCHMARKS + CHOICE_BENCHMARKS + ("bbh/<task>", "math500") + CODE_BENCHMARKS
+               + ("agieval", "logicbench", "tiny/<task>"))
     raise ValueError(f"benchmark={benchmark!r} has no scorer; allowed values: {', '.join(allowed)}")
 
 

@@ -396,3 +396,50 @@ def test_empty_checksum_listing_is_data_error(tmp_path):
     (tmp_path / "checksums.sha256").write_text("")
     with pytest.raises(DataError):
         verify_checksums(tmp_path)
+
+
+# --- the Competency Gaps paper's other benchmarks (BBQ, CrowS-Pairs, AGIEval, LogicBench) ------------------
+
+def test_cg_benchmarks_match_manifest_group_counts(root):
+    rows = _manifest_rows(root, "group")
+    assert len(B.load_benchmark("bbq")) == _count(rows["bbq/*"][2])
+    assert len(B.load_benchmark("crows_pairs")) == _count(rows["crows_pairs/*"][2])
+    assert len(B.load_benchmark("agieval")) == _count(rows["agieval/*"][2])
+    lb = B.load_benchmark("logicbench")
+    samples = {it.id.rsplit("/", 1)[0] if it.metadata["format"] == "bqa" else it.id for it in lb}
+    assert len(samples) == _count(rows["logicbench/eval/**/*.json"][2]), "one MANIFEST item per LogicBench sample"
+    assert len(B.load_benchmark("bbq/Age")) + len(B.load_benchmark("bbq/Religion")) < len(B.load_benchmark("bbq"))
+
+
+def test_cg_benchmark_items_have_one_target_and_unique_ids(root):
+    for name in ("bbq", "crows_pairs", "agieval", "logicbench"):
+        items = B.load_benchmark(name)
+        assert len({it.id for it in items}) == len(items), f"{name}: duplicate item ids"
+        for it in items[:: max(1, len(items) // 50)]:
+            assert (it.answer is None) != (it.choices is None), f"{it.id}: exactly one target kind"
+            if it.choices is not None:
+                assert 0 <= it.label < len(it.choices) and f"A. {it.choices[0]}" in it.prompt
+    math = B.load_benchmark("agieval/math")
+    assert all(it.answer is not None for it in math)
+    assert {it.answer for it in B.load_benchmark("logicbench/bqa")} == {"yes", "no"}
+
+
+def test_cg_benchmark_scorers(root):
+    bbq = B.load_benchmark("bbq", limit=1)[0]
+    assert score("bbq", bbq, f"Answer: {bbq.target}") and not score("bbq", bbq, "Answer: " + "ABC".replace(bbq.target, "")[0])
+    bqa = B.load_benchmark("logicbench/bqa", limit=1)[0]
+    other = "no" if bqa.answer == "yes" else "yes"
+    assert score("logicbench", bqa, f"{bqa.answer.capitalize()}, because ...") and not score("logicbench", bqa, other)
+    mcqa = B.load_benchmark("logicbench/mcqa", limit=1)[0]
+    assert score("logicbench", mcqa, f"The answer is ({mcqa.target}).")
+    math = B.load_benchmark("agieval/math", limit=1)[0]
+    assert score("agieval", math, f"so \\boxed{{{math.answer}}}") and not score("agieval", math, "\\boxed{42}")
+
+
+def test_cg_benchmark_bad_names_list_the_subsets():
+    with pytest.raises(ValueError, match="bbq/Age"):
+        B.load_benchmark("bbq/Gender_identity")
+    with pytest.raises(ValueError, match="logicbench/bqa"):
+        B.load_benchmark("logicbench/xyz")
+    with pytest.raises(ValueError, match="no hub mapping"):
+        B.load_benchmark("crows_pairs", source="hf")
