@@ -78,10 +78,13 @@ Let's think step by step. First, add the numbers: 12 + 30 = 42. Then subtract 7 
 True and not False or ( True ) is True. Sort the words: apple banana cherry. [ ( ) ] < > { }
 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 25 30 40 50 60 70 80 90 100 1000
 """
+# Numbers 0-255 as whole tokens (alone and after a space), as GPT-2's and Llama-3's tokenizers have them:
+# the tiny-world tasks' answers are single tokens.
+_CORPUS += (" ".join(str(n) for n in range(256)) + "\n" + "\n".join(str(n) for n in range(256)) + "\n") * 2
 _CAUSAL_SPECIALS = ["<unk>", "<s>", "</s>", "<pad>", "<|system|>", "<|user|>", "<|assistant|>"]
 _ENCODER_SPECIALS = {"bert": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
                      "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]}
-_VOCAB = 512
+_VOCAB = 1024
 
 
 def twins_root() -> Path:
