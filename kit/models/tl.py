@@ -12,7 +12,15 @@ What is here: hook points (:func:`hook_names`, :func:`check_hooks`), running wit
 :func:`repeat_kv_cache`), the last position's logits (:func:`last_logits`), raw weights
 (:func:`mlp_in`, :func:`mlp_out`, :func:`unembed`, :func:`attn_out`, :func:`mlp_neuron_params`),
 split q/k/v inputs (:func:`split_qkv_input`) and model construction (:func:`build_model`,
-:func:`official_model_names`, :func:`hooked_from_pretrained`).
+:func:`official_model_names`, :func:`hf_to_tl_config`, :func:`hooked_from_hf`: any Hugging Face
+directory of a supported architecture into a ``HookedTransformer`` with raw weights).
+
+Why ``HookedTransformer`` and not TransformerLens 3.9's ``TransformerBridge``: the bridge wraps the
+HF module and gives raw weights and the same hook names, but delegates the forward to HF, so it
+has no ``start_at_layer`` and no TransformerLens KV cache (NotImplementedError), which dynamic
+patching needs (two models stepping in lockstep, each with its own cache). A ``HookedTransformer``
+built from the HF config and the HF weights without processing gives the HF logits (tests check
+1e-4 on every twin) and every internal the methods use.
 """
 
 from __future__ import annotations
@@ -225,18 +233,94 @@ def build_model(device: str = "cpu", dtype: torch.dtype = torch.float32, tokeniz
     return HookedTransformer(config, tokenizer=tokenizer) if tokenizer is not None else HookedTransformer(config)
 
 
+# Hugging Face model_type -> how its config maps onto HookedTransformerConfig. TransformerLens's own
+# converter (loading_from_pretrained.convert_hf_model_config) picks Llama and Gemma-2 configs by
+# *name* ("llama" anywhere in a local path, and an HF cache path has it) and has no config-based
+# Gemma-2 / OLMo-2 branch, so local directories of those fail; this reads the HF config instead.
+SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "gemma2", "olmo2", "gpt2")
+
+
+def hf_to_tl_config(hf_config) -> dict[str, Any]:
+    """``HookedTransformerConfig`` fields for a ``transformers`` decoder config (see ``SUPPORTED_ARCHITECTURES``)."""
+    from transformer_lens.loading_from_pretrained import _apply_llama3_rope_scaling, _get_rope_theta
+
+    kind = hf_config.model_type
+    arch = (hf_config.architectures or [None])[0]
+    if kind == "gpt2":
+        return dict(d_model=hf_config.n_embd, d_head=hf_config.n_embd // hf_config.n_head, n_heads=hf_config.n_head,
+                    d_mlp=hf_config.n_inner or 4 * hf_config.n_embd, n_layers=hf_config.n_layer,
+                    n_ctx=hf_config.n_positions, eps=hf_config.layer_norm_epsilon, d_vocab=hf_config.vocab_size,
+                    act_fn=hf_config.activation_function, use_attn_scale=getattr(hf_config, "scale_attn_weights", True),
+                    scale_attn_by_inverse_layer_idx=hf_config.scale_attn_by_inverse_layer_idx,
+                    normalization_type="LN", original_architecture="GPT2LMHeadModel")
+    if kind not in SUPPORTED_ARCHITECTURES:
+        raise ValueError(f"model_type {kind!r} ({arch}) is not supported by kit's TransformerLens loader; "
+                         f"allowed: {', '.join(SUPPORTED_ARCHITECTURES)}")
+    n_heads = hf_config.num_attention_heads
+    d_head = getattr(hf_config, "head_dim", None) or hf_config.hidden_size // n_heads
+    n_kv = getattr(hf_config, "num_key_value_heads", None) or n_heads
+    cfg: dict[str, Any] = dict(
+        d_model=hf_config.hidden_size, d_head=d_head, n_heads=n_heads, d_mlp=hf_config.intermediate_size,
+        n_layers=hf_config.num_hidden_layers, n_ctx=hf_config.max_position_embeddings, eps=hf_config.rms_norm_eps,
+        d_vocab=hf_config.vocab_size, act_fn=getattr(hf_config, "hidden_act", None) or hf_config.hidden_activation,
+        n_key_value_heads=n_kv if n_kv != n_heads else None, normalization_type="RMS",
+        positional_embedding_type="rotary", rotary_dim=d_head, rotary_adjacent_pairs=False,
+        rotary_base=_get_rope_theta(hf_config), final_rms=True, gated_mlp=True,
+        original_architecture={"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                               "gemma2": "Gemma2ForCausalLM", "olmo2": "Olmo2ForCausalLM"}[kind])
+    if kind == "llama":
+        _apply_llama3_rope_scaling(cfg, hf_config)
+    if kind == "qwen2":
+        cfg.update(use_attn_scale=True, tokenizer_prepends_bos=True, default_prepend_bos=False)
+    if kind == "mistral" and hf_config.sliding_window:
+        cfg.update(use_local_attn=True, window_size=hf_config.sliding_window, attn_types=["local"] * cfg["n_layers"])
+    if kind == "olmo2":
+        if n_kv != n_heads:  # TransformerLens's OLMo-2 weight conversion has no grouped-query attention
+            raise ValueError(f"OLMo-2 with num_key_value_heads={n_kv} != num_attention_heads={n_heads} is not supported")
+        cfg.update(attn_types=["global"] * cfg["n_layers"])
+    if kind == "gemma2":
+        types = getattr(hf_config, "layer_types", None) or ["sliding_attention", "full_attention"] * (cfg["n_layers"] // 2)
+        cfg.update(use_attn_scale=True, attn_scale=float(hf_config.query_pre_attn_scalar) ** 0.5,
+                   use_local_attn=True, window_size=hf_config.sliding_window,
+                   attn_types=["local" if t == "sliding_attention" else "global" for t in types],
+                   attn_scores_soft_cap=hf_config.attn_logit_softcapping or -1.0,
+                   output_logits_soft_cap=hf_config.final_logit_softcapping or -1.0,
+                   use_normalization_before_and_after=True)
+    return cfg
+
+
+def hooked_from_hf(hf_model, tokenizer, path: str, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                   n_devices: int = 1, process_weights: bool = False):
+    """A ``HookedTransformer`` holding ``hf_model``'s weights (``hf_model`` loaded from the local
+    directory ``path``).
+
+    ``process_weights=False`` (the default) keeps the raw weights: ``W_out`` is ``down_proj.weight.T``
+    and ``W_U`` is ``lm_head.weight.T``, as the papers' code reads them. ``True`` applies
+    TransformerLens's default processing (fold_ln, center_writing_weights, center_unembed,
+    fold_value_biases), which leaves the logits unchanged but changes ``W_out . W_U`` and so MUI.
+    """
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+    from transformer_lens.loading_from_pretrained import POST_NORM_ARCHITECTURES, get_pretrained_state_dict
+
+    fields = hf_to_tl_config(hf_model.config)
+    name = str(path).rstrip("/").split("/")[-1]
+    cfg = HookedTransformerConfig(**fields, model_name=name, tokenizer_name=str(path), device=device, dtype=dtype,
+                                  n_devices=n_devices, init_weights=False, from_checkpoint=False)
+    state = get_pretrained_state_dict(str(path), cfg, hf_model, dtype=dtype)
+    model = HookedTransformer(cfg, tokenizer=tokenizer, move_to_device=False, default_padding_side="right")
+    # TransformerLens refuses these for post-norm blocks (OLMo-2) and soft-capped logits (Gemma-2).
+    post_norm = cfg.original_architecture in POST_NORM_ARCHITECTURES
+    softcap = cfg.output_logits_soft_cap > 0
+    model.load_and_process_state_dict(
+        state, fold_ln=process_weights and not post_norm, center_writing_weights=process_weights and not post_norm,
+        center_unembed=process_weights and not softcap, fold_value_biases=process_weights,
+        refactor_factored_attn_matrices=False)
+    model.move_model_modules_to_device()
+    return model.eval()
+
+
 def official_model_names() -> list[str]:
     """The Hugging Face ids TransformerLens knows how to convert."""
     from transformer_lens.loading_from_pretrained import OFFICIAL_MODEL_NAMES
 
     return list(OFFICIAL_MODEL_NAMES)
-
-
-def hooked_from_pretrained(name: str, device: str = "cpu", dtype: str = "float32",
-                           checkpoint_value: int | None = None, **kwargs: Any):
-    """``HookedTransformer.from_pretrained`` (called by ``kit.models.hub``, the network boundary)."""
-    from transformer_lens import HookedTransformer
-
-    if checkpoint_value is not None:
-        kwargs["checkpoint_value"] = checkpoint_value
-    return HookedTransformer.from_pretrained(name, device=device, dtype=dtype, **kwargs)

@@ -34,30 +34,65 @@ def test_unknown_random_shape_lists_shapes():
         kit.load_model("random/llama-99b")
 
 
-def test_hub_names_go_through_kit_hub_with_revision(monkeypatch):
+@pytest.fixture
+def fake_hub(monkeypatch):
+    """``kit.models.hub.snapshot`` answering every repo id with a twin's local directory (the
+    repo's files as a download would leave them); records the calls."""
+    from kit.models import twins
+
     calls = []
-    monkeypatch.setattr(hub, "hooked_transformer", lambda name, **kw: calls.append((name, kw)) or "model")
-    assert kit.load_model("allenai/OLMo-2-1124-7B@stage1-step1000-tokens5B") == "model"
-    assert calls == [("allenai/OLMo-2-1124-7B", {"device": "cpu", "revision": "stage1-step1000-tokens5B"})]
+
+    def snapshot(repo_id, revision=None):
+        calls.append((repo_id, revision))
+        return str(twins.twin_path("qwen2" if "qwen" in repo_id.lower() else "llama"))
+
+    monkeypatch.setattr(hub, "snapshot", snapshot)
+    return calls
+
+
+@pytest.mark.parametrize("name", ["lmsys/vicuna-7b-v1.3", "lmsys/vicuna-7b-v1.5", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+                                  "Qwen/Qwen2.5-Coder-7B-Instruct", "your-org/llama2-7b-gsm8k-contaminated"])
+def test_any_hub_id_loads_through_the_snapshot_boundary(name, fake_hub):
+    model = kit.load_model(name)
+    assert fake_hub == [(name, None)]
+    assert model.cfg.original_architecture in ("LlamaForCausalLM", "Qwen2ForCausalLM") and model.kit_name == name
+
+
+def test_hub_revision_from_the_name_or_the_argument(fake_hub):
+    kit.load_model("allenai/OLMo-2-1124-7B@stage1-step1000-tokens5B")
+    kit.load_model("EleutherAI/pythia-160m", revision="step3000")
+    assert fake_hub == [("allenai/OLMo-2-1124-7B", "stage1-step1000-tokens5B"), ("EleutherAI/pythia-160m", "step3000")]
 
 
 def test_offline_hub_failure_says_what_to_do(monkeypatch):
-    def offline(name, **kw):
+    def offline(repo_id, revision=None):
         raise OSError("We couldn't connect to 'https://huggingface.co'")
 
-    monkeypatch.setattr(hub, "hooked_transformer", offline)
+    monkeypatch.setattr(hub, "snapshot", offline)
     with pytest.raises(OSError, match="network access"):
         kit.load_model("gpt2")
 
 
-def test_pythia_revision_uses_checkpoint_value(monkeypatch):
-    import transformer_lens
+@pytest.mark.parametrize("files,weights", [(["config.json", "model-00001-of-00002.safetensors"], "*.safetensors"),
+                                           (["config.json", "pytorch_model-00001-of-00002.bin"], "pytorch_model*.bin")])
+def test_snapshot_fetches_safetensors_or_else_bin_weights(monkeypatch, files, weights):
+    import huggingface_hub
 
     seen = {}
-    monkeypatch.setattr(transformer_lens.HookedTransformer, "from_pretrained",
-                        classmethod(lambda cls, name, **kw: seen.update(name=name, **kw) or "m"))
-    hub.hooked_transformer("EleutherAI/pythia-160m", revision="step3000")
-    assert seen["name"] == "EleutherAI/pythia-160m" and seen["checkpoint_value"] == 3000
+    monkeypatch.setattr(huggingface_hub, "list_repo_files", lambda repo, revision=None: files)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download",
+                        lambda repo, revision=None, allow_patterns=None: seen.update(patterns=allow_patterns) or "/x")
+    assert hub.snapshot("lmsys/vicuna-7b-v1.3", revision="main") == "/x"
+    assert weights in seen["patterns"] and "*.json" in seen["patterns"]
+    assert ("*.bin" not in seen["patterns"]) and (("*.safetensors" in seen["patterns"]) == (weights == "*.safetensors"))
+
+
+def test_local_dir_without_config_and_unsupported_architectures(tmp_path):
+    with pytest.raises(models.UnknownModelError, match="no config.json"):
+        kit.load_model(str(tmp_path))
+    (tmp_path / "config.json").write_text('{"model_type": "mamba", "architectures": ["MambaForCausalLM"]}')
+    with pytest.raises(models.UnknownModelError, match="allowed: llama"):
+        kit.load_model(str(tmp_path))
 
 
 def test_sae_names_resolve_through_sae_lens_directory(monkeypatch):

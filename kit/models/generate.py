@@ -1,0 +1,209 @@
+"""Responses apart from internals: batched generation, or responses a user already has.
+
+Internals (MUI scores, concept activations, comparative scores) never need the model to
+*generate* through TransformerLens: responses come from here, then :mod:`kit.models.internals`
+runs teacher-forced forward passes over prompt + response.
+
+- :func:`generate_responses`: batched generation with a KV cache through ``transformers``'
+  ``generate`` (or vLLM when installed and asked for), with the model's chat template on by
+  default when the tokenizer has one (instruct models), prompts truncated to the context window
+  with a warning, greedy by default, sampling as an option (:data:`SHORTCUT_PAPER_SAMPLING`:
+  the shortcut-neuron paper samples at T=1, top-k 50);
+- :func:`read_lm_eval_samples`: lm-evaluation-harness ``--log_samples`` jsonl files;
+- the published responses in ``../shared/data/model_responses`` are read by
+  :func:`kit.data.responses.load_responses`.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from kit.models.cache import ItemCache, map_items
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Decoding settings; part of every response cache key."""
+
+    max_new_tokens: int = 256
+    do_sample: bool = False
+    """Greedy (the MUI and Competency-Gaps papers) unless True."""
+    temperature: float = 1.0
+    top_k: int = 50
+    top_p: float = 1.0
+    seed: int = 0
+    chat: bool | None = None
+    """Apply the tokenizer's chat template: None = when the tokenizer has one (instruct models)."""
+    system_prompt: str | None = None
+
+    def __post_init__(self):
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens={self.max_new_tokens} must be >= 1")
+        if self.do_sample and (self.temperature <= 0 or self.top_k < 0 or not 0 < self.top_p <= 1):
+            raise ValueError(f"sampling needs temperature > 0, top_k >= 0, 0 < top_p <= 1; got {self}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+SHORTCUT_PAPER_SAMPLING = GenerationSettings(do_sample=True, temperature=1.0, top_k=50)
+"""Seed 001 (shortcut neurons) samples with temperature 1 and top-k 50 (its section 4.1)."""
+
+
+def use_chat(tokenizer, chat: bool | None) -> bool:
+    has = getattr(tokenizer, "chat_template", None) is not None
+    if chat and not has:
+        raise ValueError("chat=True but this tokenizer has no chat_template; use chat=None or False")
+    return has if chat is None else bool(chat)
+
+
+def prompt_text(tokenizer, prompt: str, chat: bool, system_prompt: str | None = None) -> str:
+    """The text the model sees: the prompt, or the prompt in the chat template with the
+    assistant turn opened."""
+    if not chat:
+        return prompt
+    messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
+        {"role": "user", "content": prompt}]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def encode(tokenizer, text: str) -> list[int]:
+    """Token ids of ``text`` with the tokenizer's special tokens, except a BOS that a chat template
+    already wrote (Llama-3's template starts with ``<|begin_of_text|>``: no second one)."""
+    bos = getattr(tokenizer, "bos_token", None)
+    add = not (bos and text.startswith(bos))
+    return tokenizer(text, add_special_tokens=add)["input_ids"]
+
+
+def truncate_left(ids: list[int], limit: int, what: str) -> list[int]:
+    """Keep the last ``limit`` tokens (the question sits at the end of a few-shot prompt), warning."""
+    if len(ids) <= limit:
+        return ids
+    warnings.warn(f"{what}: {len(ids)} tokens exceed the model's context ({limit} available); "
+                  f"keeping the last {limit}", stacklevel=3)
+    return ids[-limit:]
+
+
+def context_length(config) -> int:
+    for field in ("max_position_embeddings", "n_positions", "n_ctx", "seq_length"):
+        if getattr(config, field, None):
+            return int(getattr(config, field))
+    raise ValueError("cannot tell the model's context length from its config")
+
+
+def generate_responses(model_path: str | Path, prompts: Sequence[str], settings: GenerationSettings = GenerationSettings(),
+                       device: str = "cpu", dtype: str | None = None, batch_size: int = 16,
+                       backend: str = "hf", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
+                       progress: bool = False) -> list[str]:
+    """Responses of the Hugging Face model at ``model_path`` (a local directory: see
+    :func:`kit.models.load.resolve`) to ``prompts``, in order.
+
+    ``backend``: ``"hf"`` (``transformers.generate``: left-padded batches of ``batch_size``
+    prompts, KV cache) or ``"vllm"`` (needs the vllm package and a GPU). Responses are decoded
+    without special tokens. With ``cache`` (an :class:`~kit.models.cache.ItemCache` keyed by the
+    model, the benchmark and ``settings.as_dict()``), finished batches are kept and a rerun
+    generates only the missing items (``ids`` name the items; default their positions).
+    """
+    if backend not in ("hf", "vllm"):
+        raise ValueError(f"backend={backend!r} is not allowed; allowed: hf, vllm")
+    if not prompts:
+        raise ValueError("prompts is empty")
+    if backend == "vllm":
+        return _generate_vllm(str(model_path), list(prompts), settings, dtype)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from kit.models.load import torch_dtype
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer.padding_side = "left"  # generation continues the right end of every row
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype(dtype)).to(device).eval()
+    chat = use_chat(tokenizer, settings.chat)
+    limit = context_length(model.config) - settings.max_new_tokens
+    rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
+            for i, p in enumerate(prompts)]
+    gen_kwargs: dict[str, Any] = dict(max_new_tokens=settings.max_new_tokens, do_sample=settings.do_sample,
+                                      pad_token_id=tokenizer.pad_token_id, use_cache=True)
+    if settings.do_sample:
+        gen_kwargs.update(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
+    else:  # a generation_config may carry sampling defaults: greedy must not warn about them or use them
+        gen_kwargs.update(temperature=None, top_k=None, top_p=None)
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths: little padding
+    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+    def compute(idx: list[int]) -> list[str]:
+        batch = tokenizer.pad({"input_ids": [rows[i] for i in idx]}, return_tensors="pt").to(device)
+        torch.manual_seed(settings.seed + min(idx))  # sampling reproducible per batch, also on resume
+        with torch.no_grad():
+            gen = model.generate(**batch, **gen_kwargs)
+        return [tokenizer.decode(gen[row, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+                for row in range(len(idx))]
+
+    return map_items(list(range(len(rows))) if ids is None else list(ids), compute, batches, cache=cache,
+                     progress=progress)
+
+
+def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None) -> list[str]:
+    try:
+        from vllm import LLM, SamplingParams
+    except ImportError as e:
+        raise ImportError("backend='vllm' needs the vllm package (pip install vllm) and a GPU; "
+                          "backend='hf' needs neither") from e
+    from kit.models.load import DTYPES
+
+    llm = LLM(model=model_path, dtype=DTYPES[dtype] if dtype else "auto", seed=settings.seed)
+    tokenizer = llm.get_tokenizer()
+    chat = use_chat(tokenizer, settings.chat)
+    texts = [prompt_text(tokenizer, p, chat, settings.system_prompt) for p in prompts]
+    params = SamplingParams(max_tokens=settings.max_new_tokens, seed=settings.seed,
+                            **(dict(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
+                               if settings.do_sample else dict(temperature=0.0)))
+    return [o.outputs[0].text for o in llm.generate(texts, params)]
+
+
+def read_lm_eval_samples(path: str | Path) -> list[dict[str, Any]]:
+    """Read an lm-evaluation-harness ``--log_samples`` file (``samples_<task>_<date>.jsonl``).
+
+    Each record becomes ``{"doc_id", "prompt", "response", "filtered", "target", "metrics"}``:
+    ``prompt`` is the context the harness sent (``arguments.gen_args_0.arg_0``, or
+    ``arguments[0][0]`` in older versions), ``response`` the raw generation (``resps``: what the
+    model's internals produced), ``filtered`` the harness's extracted answer, ``metrics``
+    the per-item scores the harness computed (``exact_match``, ``acc``...). Generation tasks only:
+    log-likelihood tasks have no response text to score internals on.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"lm-eval samples file {path} does not exist (write it with --log_samples)")
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        args = rec.get("arguments")
+        if isinstance(args, dict):
+            first = args.get("gen_args_0") or next(iter(args.values()))
+            prompt = first.get("arg_0")
+        elif isinstance(args, list) and args:
+            prompt = args[0][0] if isinstance(args[0], list) else args[0]
+        else:
+            prompt = None
+        resp, filtered = rec.get("resps"), rec.get("filtered_resps")
+        while isinstance(resp, list):
+            resp = resp[0] if resp else None
+        while isinstance(filtered, list):
+            filtered = filtered[0] if filtered else None
+        if not isinstance(prompt, str) or not isinstance(resp, str):
+            raise ValueError(f"{path}, line {n}: not a generation sample (need a prompt string in 'arguments' "
+                             "and a response string in 'resps'/'filtered_resps')")
+        metrics = {k: v for k, v in rec.items() if isinstance(v, (int, float)) and k != "doc_id"}
+        out.append({"doc_id": rec.get("doc_id", n - 1), "prompt": prompt, "response": resp, "filtered": filtered,
+                    "target": rec.get("target"), "metrics": metrics})
+    if not out:
+        raise ValueError(f"{path} holds no samples")
+    return out

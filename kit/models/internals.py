@@ -1,0 +1,116 @@
+"""Teacher-forced internals over prompt + response, batched by a token budget, cached per item.
+
+Given responses (from :mod:`kit.models.generate`, lm-eval logs or the published files), the
+internals are forward passes over ``prompt + response``:
+
+- :func:`teacher_forced_rows`: token ids and the response span of each item, the prompt in the
+  chat template when the responses were generated with it, truncated to the model's context with
+  a warning (the prompt loses its left end first, then the response its right end);
+- :func:`token_budget_batches`: length-sorted batches whose padded size ``rows x longest`` stays
+  within ``max_batch_tokens`` (an item longer than the budget runs alone);
+- :class:`kit.models.cache.ItemCache`: per-item records per (model, benchmark, settings), so a
+  killed run resumes;
+- :func:`mui_key_neurons`: per-item key neurons (MUI, seed 000 Eq. 4) through all of that, and
+  :func:`mui_from_items`, the dataset's MUI (Eq. 5) from the cached per-item sets.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Sequence
+
+import torch
+from jaxtyping import Bool, Int
+from torch import Tensor
+
+from kit.models.cache import ItemCache, map_items
+from kit.models.generate import encode, prompt_text, use_chat
+
+
+def teacher_forced_rows(model, prompts: Sequence[str], responses: Sequence[str], chat: bool | None = False,
+                        system_prompt: str | None = None) -> list[tuple[list[int], int]]:
+    """``(ids, n_prompt)`` per item: ids of prompt (+ chat template) followed by the response.
+
+    The response is tokenised after the prompt text (``encode(prompt + response)``), so merges
+    across the boundary behave as at generation time; ``n_prompt`` counts the prompt's own tokens.
+    """
+    if len(prompts) != len(responses):
+        raise ValueError(f"prompts ({len(prompts)}) and responses ({len(responses)}) must have the same length")
+    if not prompts:
+        raise ValueError("prompts is empty: nothing to score")
+    tok = model.tokenizer
+    chat = use_chat(tok, chat)
+    n_ctx = int(model.cfg.n_ctx)
+    rows = []
+    for i, (p, r) in enumerate(zip(prompts, responses)):
+        text = prompt_text(tok, p, chat, system_prompt)
+        head = encode(tok, text)
+        ids = encode(tok, text + r) if r else head
+        n_prompt = len(head)
+        if len(ids) > n_ctx:
+            # The response is what is scored: cut the prompt's left end first (keeping one token,
+            # the position that predicts the first response token), then the response's tail.
+            cut = min(len(ids) - n_ctx, max(n_prompt - 1, 0))
+            ids, n_prompt = ids[cut:], n_prompt - cut
+            tail = max(len(ids) - n_ctx, 0)
+            ids = ids[:n_ctx]
+            warnings.warn(f"item {i}: prompt + response is longer than the model's context ({n_ctx} tokens); "
+                          f"dropped {cut} prompt tokens from the left"
+                          + (f" and {tail} response tokens from the right" if tail else ""), stacklevel=2)
+        rows.append((ids, n_prompt))
+    return rows
+
+
+def token_budget_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[list[int]]:
+    """Indices grouped so that ``len(batch) * max(length in batch) <= max_batch_tokens`` (an item
+    longer than the budget forms its own batch). Sorted by length: padding stays small."""
+    if max_batch_tokens < 1:
+        raise ValueError(f"max_batch_tokens={max_batch_tokens} must be >= 1")
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * lengths[i] <= max_batch_tokens:
+            batches[-1].append(i)  # sorted: lengths[i] is the batch's longest
+        else:
+            batches.append([i])
+    return batches
+
+
+def pad_rows(rows: Sequence[tuple[list[int], int]], pad_id: int) -> tuple[Int[Tensor, "batch seq"], Bool[Tensor, "batch seq"]]:
+    """Right-padded tokens and the response mask (True at response tokens)."""
+    width = max(len(ids) for ids, _ in rows)
+    tokens = torch.full((len(rows), width), int(pad_id), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    for r, (ids, n) in enumerate(rows):
+        tokens[r, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        mask[r, n: len(ids)] = True
+    return tokens, mask
+
+
+def mui_key_neurons(model, prompts: Sequence[str], responses: Sequence[str], ids: Sequence[Any] | None = None,
+                    max_batch_tokens: int = 8192, chat: bool | None = False, cache: ItemCache | None = None,
+                    progress: bool = False, **mui_kwargs: Any) -> list[list[int]]:
+    """Per item, its key neurons (flat indices ``layer * d_mlp + i``) under
+    :func:`kit.mui.metric.utilization`'s ``score`` / ``threshold`` / ``k`` (``mui_kwargs``),
+    teacher-forced in token-budget batches and cached per item."""
+    from kit.mui.metric import utilization
+
+    rows = teacher_forced_rows(model, prompts, responses, chat=chat)
+    ids = list(range(len(rows))) if ids is None else list(ids)
+    if len(set(map(str, ids))) != len(ids):
+        raise ValueError("ids must be unique (they key the per-item cache)")
+    pad = model.tokenizer.pad_token_id if model.tokenizer.pad_token_id is not None else 0
+
+    def compute(batch: list[int]) -> list[list[int]]:
+        tokens, mask = pad_rows([rows[i] for i in batch], pad)
+        res = utilization(model, tokens, mask, per_sample=True, batch_size=len(batch), **mui_kwargs)
+        return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]
+
+    return map_items(ids, compute, token_budget_batches([len(r[0]) for r in rows], max_batch_tokens),
+                     cache=cache, progress=progress)
+
+
+def mui_from_items(model, key_neurons: Sequence[Sequence[int]]) -> float:
+    """MUI (Eq. 5, in %) of the union of per-item key-neuron sets."""
+    union = set().union(*map(set, key_neurons)) if key_neurons else set()
+    return 100.0 * len(union) / (model.cfg.n_layers * model.cfg.d_mlp)

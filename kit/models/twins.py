@@ -1,0 +1,256 @@
+"""Tiny random *twins* of the papers' architectures, as real Hugging Face directories.
+
+``python -m kit twins build`` writes, for each architecture in :data:`TWINS`, a directory that
+``transformers`` (and ``kit.load_model``) load exactly like a downloaded checkpoint:
+``config.json``, ``model.safetensors``, ``tokenizer.json`` + ``tokenizer_config.json`` (with a chat
+template for the causal ones), ``generation_config.json``. Decoder twins also get sae_lens-format
+SAE directories (``cfg.json`` + ``sae_weights.safetensors``) on ``blocks.{L}.hook_resid_post``.
+
+Why: the real-model path (HF config -> TransformerLens config, raw weights, chat templates, batched
+generation, sae_lens loading) must run in tests without a download. A twin has the real
+architecture (gated MLP, GQA, Gemma-2's soft-caps and sliding windows, OLMo-2's post-norms...) at
+a size that runs in milliseconds. Weights are random (seeded), so only *code paths* and *numbers
+against a reference computed on the same weights* are meaningful on a twin, never accuracy.
+
+Names: ``twin/<arch>`` (``kit.load_model``), ``twin-sae/<arch>/blocks.<L>.hook_resid_post``
+(``kit.load_sae``). Everything is deterministic: two builds give byte-identical weight files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+# Shared tiny sizes: 2 layers, d_model 64, 4 query heads of 16, 2 KV heads (GQA), d_mlp 128.
+_D, _L, _H, _KV, _DH, _MLP, _CTX = 64, 2, 4, 2, 16, 128, 256
+_GATED = dict(hidden_size=_D, num_hidden_layers=_L, num_attention_heads=_H, num_key_value_heads=_KV,
+              head_dim=_DH, intermediate_size=_MLP, max_position_embeddings=_CTX, tie_word_embeddings=False)
+
+TWINS: dict[str, dict[str, Any]] = {
+    # model_type -> config fields (vocab and special-token ids are filled in from the tokenizer).
+    "llama": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_act="silu",
+                  rope_parameters={"rope_theta": 500000.0, "rope_type": "default"}, **_GATED),
+    "qwen2": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_act="silu", **_GATED),
+    "gemma2": dict(model_type="gemma2", architectures=["Gemma2ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
+                   query_pre_attn_scalar=_DH, sliding_window=8, attn_logit_softcapping=50.0,
+                   final_logit_softcapping=30.0, layer_types=["sliding_attention", "full_attention"],
+                   **{**_GATED, "tie_word_embeddings": True}),
+    "mistral": dict(model_type="mistral", architectures=["MistralForCausalLM"], hidden_act="silu",
+                    sliding_window=None, **_GATED),
+    # OLMo-2 7B has as many KV heads as query heads (and TransformerLens's conversion assumes it).
+    "olmo2": dict(model_type="olmo2", architectures=["Olmo2ForCausalLM"], hidden_act="silu",
+                  **{**{k: v for k, v in _GATED.items() if k != "head_dim"}, "num_key_value_heads": _H}),
+    "gpt2": dict(model_type="gpt2", architectures=["GPT2LMHeadModel"], n_embd=_D, n_layer=_L, n_head=_H,
+                 n_inner=_MLP, n_positions=_CTX, activation_function="gelu_new"),
+    "bert": dict(model_type="bert", architectures=["BertModel"], hidden_size=_D, num_hidden_layers=_L,
+                 num_attention_heads=_H, intermediate_size=_MLP, max_position_embeddings=_CTX),
+    "roberta": dict(model_type="roberta", architectures=["RobertaModel"], hidden_size=_D, num_hidden_layers=_L,
+                    num_attention_heads=_H, intermediate_size=_MLP, max_position_embeddings=_CTX + 2),
+}
+"""The twins, keyed by their ``twin/<arch>`` name."""
+
+ENCODER_TWINS = ("bert", "roberta")
+TWIN_D_SAE = 128
+VERSION = 1  # bump when the build changes: the cache directory is keyed by it and the specs
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+"""A minimal chat template (Zephyr-like): enough to exercise ``apply_chat_template``."""
+
+_CORPUS = """\
+Question: Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May.
+How many clips did Natalia sell altogether in April and May? Answer: 72. The answer is 72.
+Which of the following is the best way to keep warm in winter? (A) wear a coat (B) open a window.
+An astronaut on the moon drops a feather and a hammer at the same time. Both reach the ground together.
+def f(x): return x * 2 + 1
+print(f(3)) # 7
+The quick brown fox jumps over the lazy dog. She said that they would go home after the game.
+Let's think step by step. First, add the numbers: 12 + 30 = 42. Then subtract 7 to get 35.
+True and not False or ( True ) is True. Sort the words: apple banana cherry. [ ( ) ] < > { }
+0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 25 30 40 50 60 70 80 90 100 1000
+"""
+# Numbers 0-255 as whole tokens (alone and after a space), as GPT-2's and Llama-3's tokenizers have them:
+# the tiny-world tasks' answers are single tokens.
+_CORPUS += (" ".join(str(n) for n in range(256)) + "\n" + "\n".join(str(n) for n in range(256)) + "\n") * 2
+_CAUSAL_SPECIALS = ["<unk>", "<s>", "</s>", "<pad>", "<|system|>", "<|user|>", "<|assistant|>"]
+_ENCODER_SPECIALS = {"bert": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+                     "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]}
+_VOCAB = 1024
+
+
+def twins_root() -> Path:
+    """``<KIT_CACHE_DIR>/twins/v<VERSION>-<hash of the specs>``."""
+    from kit.core.paths import cache_dir
+
+    spec = json.dumps({"v": VERSION, "twins": TWINS, "chat": CHAT_TEMPLATE, "corpus": _CORPUS,
+                       "d_sae": TWIN_D_SAE}, sort_keys=True)
+    return cache_dir() / "twins" / f"v{VERSION}-{hashlib.sha256(spec.encode()).hexdigest()[:10]}"
+
+
+def twin_path(arch: str, build: bool = True) -> Path:
+    """Directory of ``twin/<arch>``; built on first use unless ``build=False``."""
+    if arch not in TWINS:
+        raise ValueError(f"twin/{arch}: unknown architecture; allowed: {', '.join('twin/' + a for a in TWINS)}")
+    path = twins_root() / arch
+    if not (path / "config.json").exists():
+        if not build:
+            raise FileNotFoundError(f"twin/{arch} is not built; run: python -m kit twins build")
+        build_twin(arch)
+    return path
+
+
+def sae_path(arch: str, hook: str) -> Path:
+    """Directory of the SAE ``twin-sae/<arch>/<hook>`` (built with its twin)."""
+    twin_path(arch)
+    path = twins_root() / f"{arch}-sae" / hook
+    if not (path / "cfg.json").exists():
+        allowed = sorted(p.name for p in (twins_root() / f"{arch}-sae").glob("*"))
+        raise ValueError(f"SAE twin-sae/{arch}/{hook}: unknown hook; allowed: {', '.join(allowed) or '(none: encoder twin)'}")
+    return path
+
+
+def _tokenizer(arch: str):
+    """A byte-level BPE (WordPiece for BERT) trained on ``_CORPUS``, wrapped for ``transformers``."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    if arch == "bert":
+        specials = _ENCODER_SPECIALS["bert"]
+        # tokenizers' WordPiece trainer breaks ties by hash order (two builds differ): the vocabulary
+        # is written out instead, sorted: every character, alone and as a "##" suffix, and every word.
+        pre = pre_tokenizers.BertPreTokenizer()
+        words = {w for line in _CORPUS.splitlines() for w, _ in pre.pre_tokenize_str(line)}
+        chars = sorted(set("".join(words)))
+        vocab = specials + chars + ["##" + c for c in chars] + sorted(words - set(chars))
+        tok = Tokenizer(models.WordPiece(vocab={t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=False)
+        tok.pre_tokenizer = pre
+        tok.decoder = decoders.WordPiece()
+        cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+        tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+                                                           special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+        return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                       sep_token="[SEP]", mask_token="[MASK]", model_max_length=_CTX)
+    specials = _ENCODER_SPECIALS["roberta"] if arch == "roberta" else _CAUSAL_SPECIALS
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(_CORPUS.splitlines(), trainers.BpeTrainer(
+        vocab_size=_VOCAB, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    if arch == "roberta":
+        tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
+        return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                       pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>",
+                                       model_max_length=_CTX)
+    if arch != "gpt2":  # Llama-style tokenizers prepend <s>; GPT-2's does not
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                           special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="<pad>", model_max_length=_CTX, chat_template=CHAT_TEMPLATE)
+
+
+def _config(arch: str, tokenizer):
+    from transformers import AutoConfig
+
+    fields = dict(TWINS[arch])
+    model_type = fields.pop("model_type")
+    ids = dict(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+               bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.cls_token_id,
+               eos_token_id=tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id)
+    # A wide init makes activations and logits far from uniform, so rankings (MUI's top-k) have no ties.
+    return AutoConfig.for_model(model_type, initializer_range=0.2, **ids, **fields)
+
+
+def build_twin(arch: str, root: Path | None = None, seed: int = 0) -> Path:
+    """Write ``twin/<arch>`` (and its SAEs) under ``root`` (default :func:`twins_root`); atomic per directory."""
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Writing model shards" bars for a 100 kB file
+    root = Path(root) if root is not None else twins_root()
+    tokenizer = _tokenizer(arch)
+    config = _config(arch, tokenizer)
+    torch.manual_seed(seed)
+    auto = AutoModel if arch in ENCODER_TWINS else AutoModelForCausalLM
+    model = auto.from_config(config, dtype=torch.float32).eval()
+    with _atomic_dir(root / arch) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+    if arch not in ENCODER_TWINS:
+        for layer in range(config.num_hidden_layers if arch != "gpt2" else config.n_layer):
+            _write_sae(root / f"{arch}-sae" / f"blocks.{layer}.hook_resid_post", f"twin/{arch}",
+                       layer, d_in=_D, seed=seed + 1 + layer)
+    return root / arch
+
+
+def _write_sae(path: Path, model_name: str, layer: int, d_in: int, seed: int) -> None:
+    """A random standard (ReLU) SAE in sae_lens's on-disk format."""
+    import torch
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(seed)
+    W_enc = torch.randn(d_in, TWIN_D_SAE, generator=g) / d_in ** 0.5
+    weights = {"W_enc": W_enc, "b_enc": torch.zeros(TWIN_D_SAE), "W_dec": W_enc.T.contiguous(),
+               "b_dec": torch.zeros(d_in)}
+    cfg = {"architecture": "standard", "d_in": d_in, "d_sae": TWIN_D_SAE, "dtype": "float32", "device": "cpu",
+           "apply_b_dec_to_input": True, "normalize_activations": "none", "reshape_activations": "none",
+           # sae_lens reads metadata only when the training version is set (else: its older flat format).
+           "metadata": {"sae_lens_version": "6.54.12", "sae_lens_training_version": "6.54.12", "model_name": model_name,
+                        "hook_name": f"blocks.{layer}.hook_resid_post", "prepend_bos": True, "context_size": 128}}
+    with _atomic_dir(path) as tmp:
+        (tmp / "cfg.json").write_text(json.dumps(cfg, indent=1))
+        save_file(weights, str(tmp / "sae_weights.safetensors"))
+
+
+def build_all(archs: list[str] | None = None, root: Path | None = None) -> list[Path]:
+    """Build every twin (or ``archs``); existing ones are kept (the directory is content-keyed)."""
+    out = []
+    for arch in archs or list(TWINS):
+        path = (Path(root) if root else twins_root()) / arch
+        out.append(path if (path / "config.json").exists() else build_twin(arch, root=root))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kit twins", description="tiny random twins of real architectures")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="write the twins (HF directories + sae_lens SAEs) into the cache")
+    b.add_argument("--arch", nargs="*", choices=list(TWINS), help="only these (default: all)")
+    sub.add_parser("list", help="print each twin's name and directory")
+    args = parser.parse_args(argv)
+    if args.cmd == "build":
+        for path in build_all(args.arch):
+            print(f"twin/{path.name}: {path}")
+        return 0
+    for arch in TWINS:
+        path = twins_root() / arch
+        print(f"twin/{arch}: {path}{'' if (path / 'config.json').exists() else ' (not built)'}")
+    return 0
+
+
+@contextmanager
+def _atomic_dir(target: Path) -> Iterator[Path]:
+    """Write a directory under a temporary name, then rename it into place: a killed build
+    leaves no half-written twin that later loads would trust."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():  # built meanwhile by another process: same content, keep theirs
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

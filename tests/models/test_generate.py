@@ -1,0 +1,91 @@
+"""Batched generation (HF generate, KV cache, chat templates, truncation) and lm-eval sample files."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+from kit.models import generate as gen
+from kit.models import twins
+
+PROMPTS = ["Question: 12 + 30 =", "The astronaut drops a feather and a hammer on the moon. Which lands first?", "Sort:"]
+
+
+@pytest.fixture(scope="module")
+def llama():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = twins.twin_path("llama")
+    return path, AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+
+
+def test_batched_greedy_equals_one_at_a_time(llama):
+    path, model, tok = llama
+    settings = gen.GenerationSettings(max_new_tokens=5)
+    got = gen.generate_responses(path, PROMPTS, settings, batch_size=2)
+    for prompt, response in zip(PROMPTS, got):  # unbatched, no padding, the chat template by hand
+        text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        ids = torch.tensor([gen.encode(tok, text)])
+        out = model.generate(ids, max_new_tokens=5, do_sample=False, pad_token_id=tok.pad_token_id)
+        assert response == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+
+def test_chat_template_on_when_the_tokenizer_has_one(llama):
+    _, _, tok = llama
+    assert gen.use_chat(tok, None) and not gen.use_chat(tok, False)
+    assert gen.prompt_text(tok, "hi", True) == "<|user|>\nhi</s>\n<|assistant|>\n"
+    assert gen.encode(tok, "<s>hi")[:2] != [tok.bos_token_id, tok.bos_token_id], "BOS written twice"
+    from transformers import AutoTokenizer
+
+    plain = AutoTokenizer.from_pretrained(twins.twin_path("gpt2"))
+    plain.chat_template = None
+    assert not gen.use_chat(plain, None)
+    with pytest.raises(ValueError, match="no chat_template"):
+        gen.use_chat(plain, True)
+
+
+def test_sampling_is_seeded_and_differs_from_greedy(llama):
+    path = llama[0]
+    sample = gen.GenerationSettings(max_new_tokens=8, do_sample=True, temperature=1.0, top_k=50, seed=3)
+    a = gen.generate_responses(path, PROMPTS, sample)
+    assert a == gen.generate_responses(path, PROMPTS, sample)
+    assert a != gen.generate_responses(path, PROMPTS, gen.GenerationSettings(max_new_tokens=8))
+    assert gen.SHORTCUT_PAPER_SAMPLING.do_sample and gen.SHORTCUT_PAPER_SAMPLING.top_k == 50
+    with pytest.raises(ValueError, match="temperature"):
+        gen.GenerationSettings(do_sample=True, temperature=0.0)
+
+
+def test_long_prompts_are_truncated_with_a_warning(llama):
+    path = llama[0]
+    with pytest.warns(UserWarning, match="exceed the model's context"):
+        out = gen.generate_responses(path, ["one two three " * 200], gen.GenerationSettings(max_new_tokens=3))
+    assert len(out) == 1
+
+
+def test_bad_backend_and_empty_prompts(llama):
+    with pytest.raises(ValueError, match="allowed: hf, vllm"):
+        gen.generate_responses(llama[0], PROMPTS, backend="tgi")
+    with pytest.raises(ValueError, match="empty"):
+        gen.generate_responses(llama[0], [])
+
+
+def test_read_lm_eval_samples(tmp_path):
+    # The shape lm-evaluation-harness 0.4 writes with --log_samples (gsm8k, generate_until).
+    rec = {"doc_id": 7, "doc": {"question": "q"}, "target": "72",
+           "arguments": {"gen_args_0": {"arg_0": "Question: q\nAnswer:", "arg_1": {"until": ["Question:"]}}},
+           "resps": [["She sold 48 + 24 = 72 clips. #### 72"]], "filtered_resps": ["72"],
+           "doc_hash": "ab", "prompt_hash": "cd", "target_hash": "ef", "exact_match": 1.0}
+    older = dict(rec, doc_id=8, arguments=[["Question: r\nAnswer:", {"until": ["\n"]}]], exact_match=0.0)
+    path = tmp_path / "samples_gsm8k_2025-01-01T00-00-00.jsonl"
+    path.write_text(json.dumps(rec) + "\n" + json.dumps(older) + "\n")
+    got = gen.read_lm_eval_samples(path)
+    assert got[0] == {"doc_id": 7, "prompt": "Question: q\nAnswer:", "response": "She sold 48 + 24 = 72 clips. #### 72",
+                      "filtered": "72", "target": "72", "metrics": {"exact_match": 1.0}}
+    assert got[1]["prompt"] == "Question: r\nAnswer:" and got[1]["metrics"] == {"exact_match": 0.0}
+    path.write_text(json.dumps({"doc_id": 1, "arguments": {"gen_args_0": {"arg_0": "x", "arg_1": " y"}},
+                                "resps": [[[-1.2, True]]]}) + "\n")
+    with pytest.raises(ValueError, match="not a generation sample"):
+        gen.read_lm_eval_samples(path)

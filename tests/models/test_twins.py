@@ -1,0 +1,161 @@
+"""Twins: real HF directories of real architectures, loaded by kit with raw weights, checked
+against references computed directly on the ``transformers`` model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import kit
+from kit.models import twins
+from kit.shortcut import patching as pt
+
+CAUSAL = [a for a in twins.TWINS if a not in twins.ENCODER_TWINS]
+TEXT = "Question: 12 + 30 = ? Let's think step by step. The answer is 42, said the astronaut."
+
+
+@pytest.fixture(scope="module")
+def hf_models():
+    """The ``transformers`` causal twins, eager attention (the same kernels TransformerLens uses)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = {}
+    for arch in CAUSAL:
+        path = twins.twin_path(arch)
+        out[arch] = (AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval(),
+                     AutoTokenizer.from_pretrained(path))
+    return out
+
+
+def _w_out_rows(hf, arch: str, layer: int) -> torch.Tensor:
+    """``[d_mlp, d_model]``: what each MLP neuron writes, read from the HF module itself."""
+    if arch == "gpt2":
+        return hf.transformer.h[layer].mlp.c_proj.weight  # Conv1D stores [in, out]
+    return hf.model.layers[layer].mlp.down_proj.weight.T
+
+
+def _reference_scores(hf, arch: str, tokens: torch.Tensor) -> torch.Tensor:
+    """Eq. 3 computed on the transformers model: ``a_i^l(p) * (W_out^l[i] . lm_head[y_{p+1}])`` with
+    ``a`` the input of down_proj / c_proj captured by a plain torch hook. ``[batch, pos-1, layer, d_mlp]``."""
+    layers = hf.transformer.h if arch == "gpt2" else hf.model.layers
+    acts = {}
+    handles = [(layer.mlp.c_proj if arch == "gpt2" else layer.mlp.down_proj).register_forward_hook(
+        lambda m, inp, out, L=L: acts.__setitem__(L, inp[0].detach())) for L, layer in enumerate(layers)]
+    try:
+        with torch.no_grad():
+            hf(tokens)
+    finally:
+        for h in handles:
+            h.remove()
+    W_U = hf.lm_head.weight  # [vocab, d_model], raw
+    target = W_U[tokens[:, 1:]]  # [batch, pos-1, d_model]
+    out = []
+    for L in range(len(layers)):
+        proj = torch.einsum("bpd,nd->bpn", target, _w_out_rows(hf, arch, L))  # W_out[i] . W_U[:, y]
+        out.append(acts[L][:, :-1] * proj)
+    return torch.stack(out, dim=2)
+
+
+def test_twins_are_real_hf_directories_with_chat_templates():
+    for arch in twins.TWINS:
+        path = twins.twin_path(arch)
+        names = {p.name for p in path.iterdir()}
+        assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= names, names
+        assert json.loads((path / "config.json").read_text())["model_type"] == twins.TWINS[arch]["model_type"]
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(twins.twin_path("llama"))
+    text = tok.apply_chat_template([{"role": "user", "content": "2+2?"}], tokenize=False, add_generation_prompt=True)
+    assert text == "<|user|>\n2+2?</s>\n<|assistant|>\n"
+
+
+def test_twin_build_is_deterministic(tmp_path):
+    for arch in ("llama", "bert"):  # BPE and WordPiece tokenizers
+        a, b = twins.build_twin(arch, root=tmp_path / "a"), twins.build_twin(arch, root=tmp_path / "b")
+        for name in ("model.safetensors", "tokenizer.json", "config.json"):
+            assert (a / name).read_bytes() == (b / name).read_bytes(), f"{arch}/{name} differs between two builds"
+
+
+def test_unknown_twin_names_the_allowed_ones():
+    with pytest.raises(ValueError, match="twin/llama"):
+        kit.load_model("twin/gpt-17")
+    with pytest.raises(ValueError, match="blocks.0.hook_resid_post"):
+        kit.load_sae("twin-sae/llama/blocks.9.hook_resid_post")
+
+
+@pytest.mark.parametrize("arch", CAUSAL)
+def test_load_model_from_local_dir_matches_transformers(arch, hf_models):
+    hf, tok = hf_models[arch]
+    model = kit.load_model(str(twins.twin_path(arch)))  # a plain local directory, not the twin/ name
+    tokens = tok([TEXT], return_tensors="pt")["input_ids"]
+    assert tokens.shape[1] > 16  # longer than Gemma-2's sliding window (8): the window is exercised
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens), hf(tokens).logits, atol=1e-4, rtol=1e-4)
+    assert torch.equal(kit.models.tl.unembed(model), hf.lm_head.weight.T), "W_U is not the raw lm_head"
+    for L in range(model.cfg.n_layers):
+        assert torch.equal(kit.models.tl.mlp_out(model, L), _w_out_rows(hf, arch, L)), "W_out is not the raw down_proj"
+
+
+@pytest.mark.parametrize("arch", CAUSAL)
+def test_mui_scores_match_raw_weight_reference(arch, hf_models):
+    hf, tok = hf_models[arch]
+    model = kit.load_model(f"twin/{arch}")
+    tokens = tok([TEXT, TEXT[::-1][:40]], return_tensors="pt", padding=True)["input_ids"]
+    got = kit.mui.neuron_scores(model, tokens)
+    ref = _reference_scores(hf, arch, tokens)
+    torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
+    # The key neurons (per-token, per-layer top-k) are the same sets.
+    k = 3
+    assert torch.equal(got.topk(k, dim=-1).indices.sort(-1).values, ref.topk(k, dim=-1).indices.sort(-1).values)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_processed_weights_only_when_asked(arch, hf_models):
+    hf, tok = hf_models[arch]
+    raw = kit.load_model(f"twin/{arch}")
+    proc = kit.load_model(f"twin/{arch}", process_weights=True)
+    tokens = tok([TEXT], return_tensors="pt")["input_ids"]
+    with torch.no_grad():  # same predictions (centring the unembedding shifts logits by a constant)
+        torch.testing.assert_close(proc(tokens).log_softmax(-1), raw(tokens).log_softmax(-1), atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(kit.mui.neuron_scores(proc, tokens), kit.mui.neuron_scores(raw, tokens), atol=1e-3), \
+        "processing left W_out . W_U unchanged: is process_weights reaching TransformerLens?"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "float16"])
+def test_dtypes(dtype):
+    model = kit.load_model("twin/qwen2", dtype=dtype)
+    assert str(kit.models.tl.unembed(model).dtype) == "torch." + {"bf16": "bfloat16", "float16": "float16"}[dtype]
+    with pytest.raises(ValueError, match="allowed: float32"):
+        kit.load_model("twin/qwen2", dtype="int3")
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma2"])
+def test_identity_patching_on_a_twin_pair(arch, hf_models):
+    _, tok = hf_models[arch]
+    a, b = kit.load_model(f"twin/{arch}"), kit.load_model(f"twin/{arch}")  # two loads: a real pair
+    enc = tok(["The answer is", "Question: 12 + 30 ="], return_tensors="pt", padding=True)
+    tokens, lengths = enc["input_ids"], enc["attention_mask"].sum(1)
+    plain = pt.generate(a, tokens, 6, lengths=lengths)
+    neurons = [(0, 1), (1, 5), (1, 127)]
+    assert torch.equal(pt.patched_generate(a, b, tokens, neurons, 6, lengths=lengths), plain)
+    if arch == "llama":  # (Gemma-2's tied embedding makes its greedy output copy the input: no signal)
+        other = kit.load_model("twin/qwen2")  # same shape, other weights: patching must change the output
+        every = [(L, i) for L in range(2) for i in range(128)]
+        assert not torch.equal(pt.patched_generate(a, other, tokens, every, 6, lengths=lengths), plain)
+
+
+@pytest.mark.parametrize("arch", twins.ENCODER_TWINS)
+def test_encoder_twins_load_as_encoders(arch):
+    enc = kit.load_model(f"twin/{arch}")
+    assert type(enc).__name__ == "Encoder" and enc.d_mlp == 128
+    acts = enc.word_activations([["The", "astronaut", "drops", "feathers"]], "blocks.1.mlp.hook_post")
+    assert acts.shape == (4, 128) and torch.isfinite(acts).all()
+
+
+def test_twin_saes_load_through_sae_lens():
+    sae = kit.load_sae("twin-sae/llama/blocks.1.hook_resid_post")
+    assert sae.cfg.metadata.hook_name == "blocks.1.hook_resid_post" and sae.cfg.d_sae == twins.TWIN_D_SAE
+    same = kit.load_sae(str(twins.sae_path("llama", "blocks.1.hook_resid_post")))  # a plain directory
+    assert torch.equal(sae.W_enc, same.W_enc)
