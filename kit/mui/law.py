@@ -898,7 +898,10 @@ def tiny_rank_section(grid: pd.DataFrame, fits_task: pd.DataFrame, fits_group: p
     law_holds = pooled.get("ci_high", 0) < 0 and neg > n_fit / 2
     findings = [
         f"Tiny world ({n_models} models x {n_tasks} tasks): pooled law fit {fmt_fit(pooled)}; "
-        f"{neg} of {n_fit} per-task slopes are negative (the paper's law predicts negative).",
+        f"{neg} of {n_fit} per-task slopes are negative (the paper's law predicts negative; "
+        + ("form MUI = -α ln P + β, so cells with 0% performance, outside ln P, are left out)."
+           if fits_task.get("form", pd.Series(["mui_vs_log_perf"])).dropna().eq("mui_vs_log_perf").all()
+           else "form performance = a + b ln MUI)."),
         f"Tiny-world ranking vs fresh-item truth: performance Spearman {perf['spearman_mean']:.1f} (Kendall "
         f"{perf['kendall_mean']:.1f}), PUR Spearman {pur_['spearman_mean']:.1f} (Kendall {pur_['kendall_mean']:.1f}){own}.",
         "Verdict on the tiny world: the Utility Law "
@@ -1050,15 +1053,18 @@ def public_code_section(model, focus: str, task: str, cfg, k: int | None = None)
         k_pub = 1
         note = (f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = 1 is passed "
                 "explicitly so its other choices can be compared.")
+    paper = mui.utilization(model, tokens, mask, batch_size=cfg.batch_size).mask
     rows = [{"variant": "paper (per-token top-k, act*up, next token)", "k": mui.default_k(d),
-             "mui": mui.utilization(model, tokens, mask, batch_size=cfg.batch_size).mui}]
+             "mui": mui.mui_of_mask(paper), "jaccard_with_paper": 1.0}]
     for g in (1, 2):
         res = mui.utilization(model, tokens, mask, variant="public_code", k=k_pub, n_gpus=g, batch_size=cfg.batch_size)
-        rows.append({"variant": f"public_code, {g} GPU(s)", "k": k_pub, "mui": res.mui})
+        jac = float((res.mask & paper).sum() / max(1, int((res.mask | paper).sum())))
+        rows.append({"variant": f"public_code, {g} GPU(s)", "k": k_pub, "mui": res.mui, "jaccard_with_paper": jac})
     table = pd.DataFrame(rows)
     p, c1, c2 = table.mui
     finding = (f"Item 6 ({focus}, {task}, {len(items)} items): MUI {p:.3f}% by the paper's definition vs {c1:.3f}% by "
-               f"MUI-Eval's code (1 GPU; {c2:.3f}% with 2 GPUs). Table 5's absolute MUI values come from MUI-Eval's "
+               f"MUI-Eval's code (1 GPU; {c2:.3f}% with 2 GPUs); the two key-neuron sets share "
+               f"{table.jaccard_with_paper.iloc[1]:.2f} of their union (Jaccard). Table 5's absolute MUI values come from MUI-Eval's "
                f"code (off-by-one target, act(gate), top-k per response, floor k, per-GPU duplicates), not from the "
                f"definition in the paper's text; our default is the text's definition.{note}")
     return Section(record={"public_code_vs_paper": table.to_dict(orient="records")}, findings=[finding],
