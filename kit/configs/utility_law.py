@@ -68,7 +68,13 @@ class Config(BaseConfig):
     grid_scores: list[Score] = ["score", "activate", "gradient", "score_sum", "activate_sum"]
     """Contribution scores of the B.6 grid."""
     grid_thresholds: list[Threshold] = ["topk", "global_topk", "top_pct", "topscore"]
-    """Thresholds of the B.6 grid (each at its default parameter)."""
+    """Thresholds of the B.6 grid (each at its default parameter; ``topscore`` at every ``grid_topscore_fracs``)."""
+    grid_topscore_fracs: list[float] = Field([0.2, 0.8, 0.85, 0.9, 0.95], min_length=1)
+    """``topscore`` fractions of the B.6 grid: 0.2 (A.4, Dai et al.) and MUI-Eval's 0.8-0.95."""
+    law_form: Literal["mui_vs_log_perf", "perf_vs_log_mui"] = "mui_vs_log_perf"
+    """Utility Law regression (kit.mui.metric.LAW_FORMS): the paper's MUI = -alpha ln P + beta, or the inverse."""
+    public_code_k: int | None = Field(None, ge=1)
+    """k of the ``public_code`` variant (item 6); None: MUI-Eval's int(d_mlp/1000), replaced by 1 (and said so) when 0."""
     sae_names: list[str] | None = None
     """SAEs for the SAE-based MUI (kit.load_sae names); None: every SAE of the world."""
     sae_top: int = Field(50, ge=1, le=100000)

@@ -13,7 +13,8 @@ from kit.mui.metric import (
     default_k, LayerScores, iter_neuron_scores, neuron_scores, layer_key_mask, token_key_masks,
     response_scores, key_neuron_mask, mui_of_mask, MUIResult, utilization, is_world_model,
     item_tokens, utilization_for_items, sae_top, sae_utilization, LawFit, fit_law, pur, direction,
-    rank_agreement, naive_public_scores,
+    rank_agreement, naive_public_scores, IG_OUTPUTS, IG_MODES, LAW_FORMS, PAPER_LAW, VARIANTS,
+    public_code_k, public_code_key_neurons, public_code_utilization,
 )
 
 __getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'law', 'metric', 'trajectories'], globals())

@@ -25,47 +25,125 @@ from kit.models import tl
 # 1. published numbers
 
 
-def published_mui_table() -> pd.DataFrame:
-    """Table 5 (App. B.1): model, benchmark, benchmark_category, performance, mui."""
+PUBLISHED_GENERAL_MODELS = ("Vicuna-7B", "Llama-2-7B-Chat", "Qwen1.5-7B-Chat", "Llama-3.1-8B-Instruct",
+                            "Qwen2.5-7B-Instruct", "Gemma2-9B-Instruct", "DeepSeek-Llama3.1-8B", "DeepSeek-Qwen2.5-7B")
+"""Table 5's general 7-9B models: §3.2 excludes specialised ones (CodeLlama, Qwen2.5-Coder/Math) and Figure 3
+shows these eight; the larger sizes (13B-33B) are Table 5's scaling rows."""
+FIGURE3_EXCLUDED = ("MMLU",)
+"""§3.2: Figure 3 aggregates every benchmark except MMLU ("due to its high inference cost")."""
+
+
+def published_mui_table(models: str | Sequence[str] = "all") -> pd.DataFrame:
+    """Table 5 (App. B.1): model, benchmark, benchmark_category, performance, mui.
+
+    ``models``: ``"all"`` (18 models), ``"general"`` (:data:`PUBLISHED_GENERAL_MODELS`, the set of §3.2 /
+    Figure 3) or a list of Table 5 names."""
     from kit.data.paper_tables import load_table
 
-    return load_table("000_table05_neuron_mui_main").dropna(subset=["performance", "mui"])
+    t = load_table("000_table05_neuron_mui_main").dropna(subset=["performance", "mui"])
+    if isinstance(models, str):
+        if models not in ("all", "general"):
+            raise ValueError(f"models={models!r}; allowed values: all, general, or a list of Table 5 model names")
+        if models == "all":
+            return t
+        models = PUBLISHED_GENERAL_MODELS
+    unknown = set(models) - set(t.model)
+    if unknown:
+        raise ValueError(f"models {sorted(unknown)} are not in Table 5; allowed: {', '.join(sorted(set(t.model)))}")
+    return t[t.model.isin(list(models))].reset_index(drop=True)
 
 
-def law_fits(df: pd.DataFrame, by: str = "benchmark", perf: str = "performance", m: str = "mui") -> pd.DataFrame:
-    """:func:`kit.mui.metric.fit_law` per group of ``df`` (plus ``all`` pooled): slope, CI, R^2, n."""
+def published_per_model(df: pd.DataFrame, exclude: Sequence[str] = FIGURE3_EXCLUDED) -> pd.DataFrame:
+    """Figure 3's view, one point per model: mean performance and mean MUI over the benchmarks not in
+    ``exclude``. Figure 3's MUI is the union over all those benchmarks' samples, which Table 5 cannot
+    give; the mean of per-benchmark MUI is the nearest the printed numbers allow (so the absolute MUI
+    differs from Figure 3's, the ordering need not)."""
+    d = df[~df.benchmark.isin(list(exclude))]
+    out = d.groupby("model", sort=False)[["performance", "mui"]].mean().reset_index()
+    return out.assign(benchmark="per model (mean over " + ", ".join(sorted(d.benchmark.unique())) + ")")
+
+
+def law_fits(df: pd.DataFrame, by: str = "benchmark", perf: str = "performance", m: str = "mui",
+             form: str = "mui_vs_log_perf") -> pd.DataFrame:
+    """:func:`kit.mui.metric.fit_law` per group of ``df`` (plus ``all`` pooled): slope, CI, R^2, n, and
+    for the paper's form alpha, beta and the MUI the fit gives at P = 100."""
     rows = []
     groups = list(df.groupby(by)) + [("all", df)]
     for name, g in groups:
-        g = g[(g[m] > 0) & g[perf].notna()]
+        g = g[(g[m] > 0) & g[perf].notna() & ((g[perf] > 0) if form == "mui_vs_log_perf" else True)]
         if len(g) < 3 or g[m].nunique() < 2 or g[perf].nunique() < 2:
             rows.append({by: name, "n": len(g)})
             continue
-        f = mui.fit_law(g[perf].to_numpy(), g[m].to_numpy())
+        f = mui.fit_law(g[perf].to_numpy(), g[m].to_numpy(), form=form)
         rows.append({by: name, "slope": f.slope, "intercept": f.intercept, "ci_low": f.ci_low,
-                     "ci_high": f.ci_high, "r2": f.r2, "pvalue": f.pvalue, "n": f.n})
+                     "ci_high": f.ci_high, "r2": f.r2, "pvalue": f.pvalue, "n": f.n, "form": form,
+                     "alpha": f.alpha, "beta": f.beta, "mui_at_100": f.mui_at(100.0)})
     return pd.DataFrame(rows)
+
+
+def name_key(name: str) -> str:
+    """Model-name key that ignores case, spaces and punctuation: Table 1's ``Gemma-2-9B-Instruct`` and
+    Table 5's ``Gemma2-9B-Instruct`` are the same model."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
 def published_pur_comparison(alpha: float = 0.5) -> pd.DataFrame:
     """PUR recomputed from Table 5 (perf / MUI^alpha) beside Table 1's printed PUR.
 
-    Models of Table 1 that Table 5 does not list (Llama-3-8B-Instruct, Gemma-2-9B-Instruct) get
-    NaN for the recomputed value.
+    Models are matched by :func:`name_key` (the two tables spell Gemma differently). Table 1's
+    Llama-3-8B-Instruct is not in Table 5: its recomputed value is NaN.
     """
     from kit.data.paper_tables import load_table
 
     t1 = load_table("000_table01_perf_pur_ranking")
     rows = t1[t1.row_type == "model"][["row_label", "benchmark", "perf_value", "pur_value", "reference_rank"]]
     t5 = published_mui_table()[["model", "benchmark", "performance", "mui"]]
-    out = rows.merge(t5, left_on=["row_label", "benchmark"], right_on=["model", "benchmark"], how="left")
-    out = out.drop(columns="model").rename(columns={"row_label": "model", "pur_value": "pur_paper",
-                                                    "perf_value": "perf_table1"})
+    out = rows.assign(key=rows.row_label.map(name_key)).merge(
+        t5.assign(key=t5.model.map(name_key)).rename(columns={"model": "table5_model"}),
+        on=["key", "benchmark"], how="left").drop(columns="key")
+    out = out.rename(columns={"row_label": "model", "pur_value": "pur_paper", "perf_value": "perf_table1"})
     ok = out.mui.notna()
     out["pur_ours"] = np.nan
     out.loc[ok, "pur_ours"] = mui.pur(out.loc[ok, "performance"].to_numpy(), out.loc[ok, "mui"].to_numpy(), alpha)
     out["diff"] = out.pur_ours - out.pur_paper
     return out
+
+
+B6_NEURON_TABLES = {"selected (Table 11)": "000_table11_b6_pos1_neuron_mui_selected_method",
+                    "Table 12": "000_table12_b6_pos2_neuron_mui_alt_method",
+                    "Table 13": "000_table13_b6_pos3_neuron_mui_alt_method",
+                    "Table 14": "000_table14_b6_pos4_neuron_mui_alt_method"}
+B6_SAE_TABLES = {"selected (Table 15)": "000_table15_b6_pos5_sae_mui_selected_threshold",
+                 "Table 16": "000_table16_b6_pos6_sae_mui_alt_threshold",
+                 "Table 17": "000_table17_b6_pos7_sae_mui_alt_threshold"}
+
+
+def published_b6_correlations() -> pd.DataFrame:
+    """B.6.3 from the printed Tables 11-17: Spearman of each alternative method's MUI with the selected
+    method's, over all (model, benchmark) cells and as the mean of per-benchmark Spearmans across models
+    (the paper does not say which it averaged). Columns: family, method, pooled, per_benchmark_mean,
+    n_cells, quoted (the paper's 0.723 / 0.984, for Tables 13-14 and 16-17)."""
+    from scipy.stats import spearmanr
+
+    from kit.data.paper_tables import load_table
+
+    text = load_table("000_text_numbers")
+    quoted = {fam: float(text[text.quantity.str.contains(pat)].value.iloc[0])
+              for fam, pat in (("neuron", "alternative neuron methods"), ("sae", "SAE MUI at alternative"))}
+    rows = []
+    for fam, tables in (("neuron", B6_NEURON_TABLES), ("sae", B6_SAE_TABLES)):
+        frames = {k: load_table(v).set_index(["model", "benchmark"]).mui for k, v in tables.items()}
+        ref_name = next(iter(frames))
+        ref = frames[ref_name]
+        for name, col in list(frames.items())[1:]:
+            both = pd.concat([ref, col], axis=1, keys=["ref", "alt"]).dropna()
+            per_b = [spearmanr(g.ref, g.alt).statistic for _, g in both.groupby(level="benchmark")
+                     if g.ref.nunique() > 1 and g.alt.nunique() > 1]
+            rows.append({"family": fam, "method": name, "vs": ref_name,
+                         "pooled": float(spearmanr(both.ref, both.alt).statistic),
+                         "per_benchmark_mean": float(np.mean(per_b)) if per_b else np.nan, "n_cells": len(both),
+                         "quoted": quoted[fam] if name in ("Table 13", "Table 14", "Table 16", "Table 17") else np.nan})
+    return pd.DataFrame(rows)
 
 
 def _by_dataset(df: pd.DataFrame, col: str, model: str = "model", dataset: str = "benchmark") -> dict[str, dict[str, float]]:
@@ -386,14 +464,21 @@ def masking_curve(model, ranking: list[tuple[int, int]], eval_sets: dict[str, li
 DEFAULT_METHODS: list[tuple[str, str]] = [
     (s, t) for s in ("score", "activate", "gradient", "score_sum", "activate_sum") for t in mui.THRESHOLDS
 ]
+PUBLIC_TOPSCORE_FRACS = (0.8, 0.85, 0.9, 0.95)
+"""MUI-Eval's ``depict_neuron.py`` topscore values; the paper's A.4 default is 0.2 (Dai et al.)."""
+
+
+def method_name(score: str, threshold: str, frac: float | None = None) -> str:
+    return f"{score}/{threshold}" + (f"@{frac:g}" if frac is not None else "")
 
 
 def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
-                methods: Sequence[tuple[str, str]] = DEFAULT_METHODS, batch_size: int = 32,
+                methods: Sequence[tuple] = DEFAULT_METHODS, batch_size: int = 32,
                 seed: int = 0, max_new_tokens: int = 1) -> pd.DataFrame:
-    """MUI under every (score, threshold) method for each (model, task) cell (default parameters
-    of each threshold: top one-thousandth per layer, topscore at 0.2 of the layer max).
-    Returns columns model, task, method, score, threshold, mui."""
+    """MUI under every method for each (model, task) cell. A method is ``(score, threshold)`` (the
+    threshold's default parameter) or ``(score, threshold, frac)``. Returns columns model, task,
+    method, score, threshold, frac, mui, d_mlp, max_response_tokens (the longest response of the cell,
+    which decides whether ``*_sum`` can differ from the token score)."""
     from tqdm.auto import tqdm
 
     from kit.models.load import load_model
@@ -404,12 +489,35 @@ def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, 
         for task in tasks:
             items = task_items(task, "test", n_items, seed, is_zoo(name))
             responses, _ = respond_and_score(model, items, task, is_zoo(name), max_new_tokens)
-            for score, threshold in methods:
-                res = mui.utilization_for_items(model, items, responses, score=score, threshold=threshold,
-                                                batch_size=batch_size)
-                rows.append({"model": name, "task": task, "method": f"{score}/{threshold}", "score": score,
-                             "threshold": threshold, "mui": res.mui})
+            tokens, mask = mui.item_tokens(model, items, responses)
+            longest = int(mask.sum(dim=1).max())
+            for method in methods:
+                score, threshold, frac = (*method, None)[:3]
+                res = mui.utilization(model, tokens, mask, score=score, threshold=threshold, frac=frac,
+                                      batch_size=batch_size)
+                rows.append({"model": name, "task": task, "method": method_name(score, threshold, frac), "score": score,
+                             "threshold": threshold, "frac": frac, "mui": res.mui, "d_mlp": model.cfg.d_mlp,
+                             "max_response_tokens": longest})
     return pd.DataFrame(rows)
+
+
+def coincident_methods(grid: pd.DataFrame) -> dict[str, str]:
+    """Methods of ``grid`` that equal another BY CONSTRUCTION in every cell: ``top_pct`` (default 0.001)
+    keeps ``max(1, round(d_mlp/1000))`` = topk's default k; ``<s>_sum`` equals ``<s>`` when no response has
+    more than one token (the sum over one position is that position). Returns dropped -> kept."""
+    methods = set(grid.method)
+    out = {}
+    if len(grid):
+        same_k = all(mui.default_k(int(d)) == max(1, round(0.001 * int(d))) for d in grid.d_mlp.unique())
+        one_token = int(grid.max_response_tokens.max()) <= 1
+        for m in sorted(methods):
+            score, _, rest = m.partition("/")
+            threshold = rest.split("@")[0]
+            if same_k and threshold == "top_pct" and "@" not in rest and f"{score}/topk" in methods:
+                out[m] = f"{score}/topk"
+            elif one_token and score.endswith("_sum") and f"{score[:-4]}/{rest}" in methods:
+                out[m] = f"{score[:-4]}/{rest}"
+    return out
 
 
 def method_correlations(grid: pd.DataFrame) -> pd.DataFrame:
@@ -477,9 +585,14 @@ def plot_law(df: pd.DataFrame, fits: pd.DataFrame, by: str = "benchmark", perf: 
             ax.scatter(gg[m], gg[perf], s=18, color=colors[h], label=h)
         if name in fit_by.index and pd.notna(fit_by.loc[name].get("slope", np.nan)):
             f = fit_by.loc[name]
-            xs = np.linspace(max(g[m].min(), 1e-6), g[m].max(), 50)
-            ax.plot(xs, f.intercept + f.slope * np.log(xs), color="k", lw=1)
-            ax.set_title(f"{name}: b={f.slope:.1f}, R²={f.r2:.2f}")
+            if f.get("form", "perf_vs_log_mui") == "mui_vs_log_perf":  # MUI = beta - alpha ln P, drawn on the same axes
+                ps = np.linspace(max(g[perf].min(), 1e-6), g[perf].max(), 50)
+                ax.plot(f.intercept + f.slope * np.log(ps), ps, color="k", lw=1)
+                ax.set_title(f"{name}: α={-f.slope:.2f}, R²={f.r2:.2f}", fontsize=8)
+            else:
+                xs = np.linspace(max(g[m].min(), 1e-6), g[m].max(), 50)
+                ax.plot(xs, f.intercept + f.slope * np.log(xs), color="k", lw=1)
+                ax.set_title(f"{name}: b={f.slope:.1f}, R²={f.r2:.2f}", fontsize=8)
         else:
             ax.set_title(str(name))
         ax.set_xlabel("MUI (%)")
@@ -655,7 +768,62 @@ def _rank_row(label: str, summary: dict[str, Any]) -> dict[str, Any]:
             "kendall": summary["kendall_mean"], "kendall_var": summary["kendall_var"]}
 
 
-def published_rank_section(comparison: pd.DataFrame, published_fits: pd.DataFrame, alpha: float):
+def published_law_section():
+    """Items 1-2: the Utility Law on Table 5 in the paper's form ``MUI = -alpha ln P + beta`` (and the
+    inverse regression as an option), on §3.2's 8 general models and on all 18, per benchmark and per
+    model (Figure 3's view), beside the constants MUI-Eval's figure prints (4.632 / 28.305 / 6.97%)."""
+    from kit.core.findings import Section
+
+    general, every = published_mui_table("general"), published_mui_table("all")
+    per_model = published_per_model(general)
+    fits = {}
+    for form in mui.LAW_FORMS:
+        fits[("general", form)] = law_fits(general, form=form)
+        fits[("all", form)] = law_fits(every, form=form)
+    pm = mui.fit_law(per_model.performance.to_numpy(), per_model.mui.to_numpy())
+    pm_row = {"benchmark": per_model.benchmark.iloc[0], "slope": pm.slope, "intercept": pm.intercept, "ci_low": pm.ci_low,
+              "ci_high": pm.ci_high, "r2": pm.r2, "pvalue": pm.pvalue, "n": pm.n, "form": pm.form, "alpha": pm.alpha,
+              "beta": pm.beta, "mui_at_100": pm.mui_at(100.0)}
+    paper = mui.PAPER_LAW
+    summary = []
+    for (models, form), f in fits.items():
+        b = f[f.benchmark != "all"].dropna(subset=["slope"])
+        summary.append({"models": models, "form": form, "negative_slopes": int((b.slope < 0).sum()), "benchmarks": len(b),
+                        "ci_below_0": int((b.ci_high < 0).sum()), "median_r2": float(b.r2.median())})
+    summary = pd.DataFrame(summary)
+    g = summary[(summary.models == "general") & (summary.form == "mui_vs_log_perf")].iloc[0]
+    a = summary[(summary.models == "all") & (summary.form == "mui_vs_log_perf")].iloc[0]
+    verdict = "supported" if pm.ci_high < 0 else "inconclusive"
+    findings = [
+        f"Published law (items 1-2, Table 5, the paper's form MUI = -α ln P + β): on §3.2's {len(PUBLISHED_GENERAL_MODELS)} "
+        f"general models {g.negative_slopes} of {g.benchmarks} per-benchmark slopes are negative ({g.ci_below_0} with 95% CI "
+        f"below 0, median R² {g.median_r2:.2f}); on all 18 models of Table 5 (specialised and larger ones included, which "
+        f"§3.2 excludes) {a.negative_slopes} of {a.benchmarks} (median R² {a.median_r2:.2f}).",
+        f"Figure 3's view (one point per general model, mean over the benchmarks except MMLU): α = {pm.alpha:.3f} "
+        f"[95% CI {-pm.ci_high:.3f}, {-pm.ci_low:.3f}], β = {pm.beta:.3f}, R² = {pm.r2:.2f}, n = {pm.n}, MUI at P = 100: "
+        f"{pm.mui_at(100):.2f}% -> {verdict} ({'its CI excludes 0' if verdict == 'supported' else 'its CI reaches 0'}). "
+        f"MUI-Eval's figure prints α = {paper['alpha']}, β = {paper['beta']}, {paper['mui_at_100']}% (published, not "
+        f"computed here); its MUI is the union over all benchmarks' samples, which Table 5's per-benchmark values cannot "
+        f"give, so our α/β (from mean MUI) are on another scale.",
+    ]
+    record = dict(
+        published_law_fit={r.benchmark: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n", "alpha", "beta", "mui_at_100")}
+                           for _, r in fits[("general", "mui_vs_log_perf")].iterrows()},
+        published_law_fit_per_model={k: pm_row[k] for k in ("slope", "ci_low", "ci_high", "r2", "n", "alpha", "beta", "mui_at_100")},
+        published_law_summary=summary.to_dict(orient="records"),
+        published_law_paper_constants=dict(paper),
+    )
+    figs = {"fig2_published_law_general": plot_law(general, fits[("general", "mui_vs_log_perf")], by="benchmark",
+                                                   title="Table 5, 8 general models: MUI = -α ln P + β per benchmark"),
+            "fig3_published_per_model": plot_law(per_model, pd.DataFrame([pm_row]), by="benchmark", ncols=1,
+                                                 title="Figure 3 view: one point per general model")}
+    tables = {"summary": summary, "general": fits[("general", "mui_vs_log_perf")],
+              "inverse_general": fits[("general", "perf_vs_log_mui")], "all_models": fits[("all", "mui_vs_log_perf")],
+              "per_model_points": per_model, "per_model_fit": pd.DataFrame([pm_row])}
+    return Section(record=record, findings=findings, tables=tables, figures=figs)
+
+
+def published_rank_section(comparison: pd.DataFrame, alpha: float):
     """§1 (Table 1, Table 5): rank agreement of performance and PUR with Table 1's reference order,
     recomputed from Table 1's values and from Table 5, beside the printed summary."""
     from kit.core.findings import Section
@@ -682,22 +850,17 @@ def published_rank_section(comparison: pd.DataFrame, published_fits: pd.DataFram
     per_ds["printed_perf"] = kendall_rows.perf_value
     per_ds["printed_pur"] = kendall_rows.pur_value
     record = dict(
-        published_law_fit={r.benchmark: {k: r[k] for k in ("slope", "ci_low", "ci_high", "r2", "n")}
-                           for _, r in published_fits.iterrows()},
         published_pur_max_abs_diff=float(covered["diff"].abs().max()),
         published_pur_cells_recomputed=int(len(covered)),
         published_rank_agreement={k: {kk: vv for kk, vv in v.items() if kk != "per_dataset"} if isinstance(v, dict) else v
                                   for k, v in ranks.items()},
     )
-    per_bench = published_fits[published_fits.benchmark != "all"]
     pt, pu = ranks["perf_table1"], ranks["pur_table1"]
+    missing = sorted(set(comparison.model) - set(covered.model))
     findings = [
-        f"Published law (Table 5): {int((per_bench.slope < 0).sum())} of {len(per_bench)} per-benchmark slopes of performance "
-        f"on ln MUI are negative (median R² {per_bench.r2.median():.2f}; e.g. GSM8K "
-        f"{fmt_fit(per_bench[per_bench.benchmark == 'GSM8K'].iloc[0])}); pooled over benchmarks the law does not hold "
-        f"({fmt_fit(published_fits[published_fits.benchmark == 'all'].iloc[0])}): MUI scales differ by benchmark.",
-        f"PUR with alpha={alpha} recomputed from Table 5 matches Table 1 on {len(covered)} cells, max |diff| "
-        f"{covered['diff'].abs().max():.3f}.",
+        f"PUR with alpha={alpha} recomputed from Table 5 matches Table 1 on {len(covered)} of {len(comparison)} cells "
+        f"(names matched case/punctuation-blind: Table 1's Gemma-2-9B-Instruct is Table 5's Gemma2-9B-Instruct), max |diff| "
+        f"{covered['diff'].abs().max():.3f}; not in Table 5: {', '.join(missing) or 'none'}.",
         f"From Table 1's per-model values we get Spearman {pt['spearman_mean']:.1f}/{pu['spearman_mean']:.1f} "
         f"(perf/PUR, var {pt['spearman_var']:.1f}/{pu['spearman_var']:.1f}) and Kendall "
         f"{pt['kendall_mean']:.1f}/{pu['kendall_mean']:.1f} (var {pt['kendall_var']:.1f}/{pu['kendall_var']:.1f}); "
@@ -735,7 +898,10 @@ def tiny_rank_section(grid: pd.DataFrame, fits_task: pd.DataFrame, fits_group: p
     law_holds = pooled.get("ci_high", 0) < 0 and neg > n_fit / 2
     findings = [
         f"Tiny world ({n_models} models x {n_tasks} tasks): pooled law fit {fmt_fit(pooled)}; "
-        f"{neg} of {n_fit} per-task slopes are negative (the paper's law predicts negative).",
+        f"{neg} of {n_fit} per-task slopes are negative (the paper's law predicts negative; "
+        + ("form MUI = -α ln P + β, so cells with 0% performance, outside ln P, are left out)."
+           if fits_task.get("form", pd.Series(["mui_vs_log_perf"])).dropna().eq("mui_vs_log_perf").all()
+           else "form performance = a + b ln MUI)."),
         f"Tiny-world ranking vs fresh-item truth: performance Spearman {perf['spearman_mean']:.1f} (Kendall "
         f"{perf['kendall_mean']:.1f}), PUR Spearman {pur_['spearman_mean']:.1f} (Kendall {pur_['kendall_mean']:.1f}){own}.",
         "Verdict on the tiny world: the Utility Law "
@@ -835,26 +1001,74 @@ def masking_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any)
 
 
 def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg):
-    """App. B.6: MUI under every score x threshold; Spearman of each method with the selected one."""
+    """App. B.6 (item 5): the published Tables 11-17 re-read, then MUI under every score x threshold in
+    the world (``topscore`` at 0.2 and at MUI-Eval's 0.8-0.95), methods equal by construction dropped,
+    and Spearman of each remaining method with the selected one."""
     from kit.core.findings import Section
-    from kit.data.paper_tables import load_table
 
-    methods = [(s, t) for s in cfg.grid_scores for t in cfg.grid_thresholds]
+    pub = published_b6_correlations()
+    alt = pub[pub.quoted.notna() & (pub.family == "neuron")]
+    sae = pub[pub.quoted.notna() & (pub.family == "sae")]
+    methods = [(s, t, f) if t == "topscore" else (s, t) for s in cfg.grid_scores for t in cfg.grid_thresholds
+               for f in (cfg.grid_topscore_fracs if t == "topscore" else [None])]
     mgrid = method_grid(model_names, tasks, cfg.grid_n_items, cfg.world, cfg.device, methods, cfg.batch_size, cfg.seed,
                         cfg.max_new_tokens)
-    corr = method_correlations(mgrid)
-    ref_method = f"{cfg.grid_scores[0]}/{cfg.grid_thresholds[0]}"
-    others = corr[ref_method].drop(ref_method) if ref_method in corr else pd.Series(dtype=float)
-    text = load_table("000_text_numbers")
-    paper_b6 = text[text.quantity.str.contains("Spearman correlation of MUI from alternative")].value.iloc[0]
+    dropped = coincident_methods(mgrid)
+    kept = mgrid[~mgrid.method.isin(list(dropped))]
+    corr = method_correlations(kept)
+    ref_method = method_name(*methods[0])
+    others = corr[ref_method].drop(ref_method).dropna() if ref_method in corr else pd.Series(dtype=float)
+    drop_text = ("; ".join(f"{d} = {k}" for d, k in dropped.items()) if dropped else "none")
+    findings = [
+        f"B.6 published (item 5): from the printed Tables 13/14 vs Table 11, Spearman over the {int(alt.n_cells.iloc[0])} "
+        f"(model, benchmark) cells is {alt.pooled.iloc[0]:.3f} / {alt.pooled.iloc[1]:.3f} (mean {alt.pooled.mean():.3f}); "
+        f"mean of per-benchmark Spearmans {alt.per_benchmark_mean.mean():.3f}; the paper quotes {alt.quoted.iloc[0]} "
+        f"(published, not recomputable exactly from the rounded tables). SAE Tables 16/17 vs 15: pooled "
+        f"{sae.pooled.mean():.3f} (quoted {sae.quoted.iloc[0]}).",
+        f"B.6 world ({len(model_names)} models x {len(tasks)} tasks, {len(methods)} methods, {len(dropped)} dropped as equal "
+        f"by construction: {drop_text}): mean Spearman of the other {len(others)} methods with {ref_method} is "
+        + (f"{others.mean():.3f} (range {others.min():.3f} to {others.max():.3f})." if len(others) else "undefined."),
+    ]
     return Section(
         record={"b6_method_spearman": corr, "b6_mean_spearman_vs_selected": float(others.mean()) if len(others) else None,
-                "b6_cells": int(len(mgrid))},
-        findings=[f"B.6 ({len(model_names)} models x {len(tasks)} tasks, {len(methods)} methods): mean Spearman of the "
-                  f"other methods with {ref_method} is {others.mean():.3f} (range {others.min():.3f} to {others.max():.3f}); "
-                  f"paper: {paper_b6} (its own method pairs)."],
-        figures={"b6_method_spearman": plot_method_correlations(corr)},
-        tables={"grid": mgrid.pivot_table(index=["model", "task"], columns="method", values="mui")})
+                "b6_cells": int(len(mgrid)), "b6_dropped_equal_by_construction": dropped,
+                "b6_published": pub.to_dict(orient="records")},
+        findings=findings, figures={"b6_method_spearman": plot_method_correlations(corr)},
+        tables={"published": pub, "grid": kept.pivot_table(index=["model", "task"], columns="method", values="mui")})
+
+
+def public_code_section(model, focus: str, task: str, cfg, k: int | None = None):
+    """Item 6: the paper's definition and MUI-Eval's code (``variant="public_code"``) on the same model,
+    items and responses; the code with 1 and with 2 visible GPUs (its per-GPU duplicates)."""
+    from kit.core.findings import Section
+
+    zoo = focus.startswith("zoo/")
+    items = task_items(task, "test", cfg.n_items, cfg.seed, zoo)
+    responses, _ = respond_and_score(model, items, task, zoo, cfg.max_new_tokens)
+    tokens, mask = mui.item_tokens(model, items, responses)
+    d = model.cfg.d_mlp
+    k_pub = mui.public_code_k(d) if k is None else k
+    note = ""
+    if k_pub < 1:
+        k_pub = 1
+        note = (f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = 1 is passed "
+                "explicitly so its other choices can be compared.")
+    paper = mui.utilization(model, tokens, mask, batch_size=cfg.batch_size).mask
+    rows = [{"variant": "paper (per-token top-k, act*up, next token)", "k": mui.default_k(d),
+             "mui": mui.mui_of_mask(paper), "jaccard_with_paper": 1.0}]
+    for g in (1, 2):
+        res = mui.utilization(model, tokens, mask, variant="public_code", k=k_pub, n_gpus=g, batch_size=cfg.batch_size)
+        jac = float((res.mask & paper).sum() / max(1, int((res.mask | paper).sum())))
+        rows.append({"variant": f"public_code, {g} GPU(s)", "k": k_pub, "mui": res.mui, "jaccard_with_paper": jac})
+    table = pd.DataFrame(rows)
+    p, c1, c2 = table.mui
+    finding = (f"Item 6 ({focus}, {task}, {len(items)} items): MUI {p:.3f}% by the paper's definition vs {c1:.3f}% by "
+               f"MUI-Eval's code (1 GPU; {c2:.3f}% with 2 GPUs); the two key-neuron sets share "
+               f"{table.jaccard_with_paper.iloc[1]:.2f} of their union (Jaccard). Table 5's absolute MUI values come from MUI-Eval's "
+               f"code (off-by-one target, act(gate), top-k per response, floor k, per-GPU duplicates), not from the "
+               f"definition in the paper's text; our default is the text's definition.{note}")
+    return Section(record={"public_code_vs_paper": table.to_dict(orient="records")}, findings=[finding],
+                   tables={"variants": table})
 
 
 def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):

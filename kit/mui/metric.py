@@ -9,7 +9,7 @@ The pieces, in the paper's order:
 - :func:`utilization` / :func:`utilization_for_items` — MUI of a dataset (Eq. 4/5), streamed
   layer by layer so no ``batch x pos x layer x d_mlp`` tensor is ever kept;
   :func:`sae_utilization` — the SAE-feature variant (Eq. 6/9);
-- :func:`fit_law` (performance ~ log MUI), :func:`pur` (Eq. 7), :func:`direction`
+- :func:`fit_law` (MUI ~ log performance, the paper's form; the inverse as an option), :func:`pur` (Eq. 7), :func:`direction`
   (the four corollary directions) and :func:`rank_agreement` (Table 1).
 
 Alignment convention (the public code gets this wrong): position ``p`` of a score tensor is the
@@ -114,54 +114,118 @@ def _score_from_acts(model, layer: int, acts: Float[Tensor, "batch seq d_mlp"], 
     return a * proj.T[inverse]  # [batch, pos, d_mlp]
 
 
-def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
-                          steps: int = IG_STEPS) -> Float[Tensor, "batch pos d_mlp"]:
-    """Eq. 14: ``a_i * mean_{k=1..m} d logit_y / d a_i (k/m * a)``, zero baseline, m Riemann steps.
+IG_OUTPUTS = ("logit", "prob")
+"""What integrated gradients attributes: the target's logit (our default) or its probability
+(Dai et al. 2022, the paper's ref. [11]). MUI-Eval's ``get_neuron_grad.py`` uses a third: the
+cross-entropy loss of the whole response, all layers and positions interpolated at once, |attribution|."""
+IG_MODES = ("per_token", "shared")
+"""``per_token`` (Eq. 14): for each scored position p only ``a(p)`` is interpolated and the gradient is
+that of p's own target; ``shared``: every scored position of a row interpolated at once and the
+gradient of the sum of the row's own targets (one backward per step; a neuron at p is also credited
+with its effect through attention on later targets of the same row)."""
 
-    The layer's ``hook_post`` is scaled by ``k/m`` at every position at once and the gradient is
-    that of the summed next-token logits, so a neuron at position p is also credited with its
-    effect (through attention) on later positions' predictions: one backward per step instead of
-    one per token, a documented approximation of the per-token integral. The m steps run as one
-    batch (rows repeated m times) that starts at ``layer`` from the cached residual stream.
+
+def _check_ig(ig_output: str, ig_mode: str) -> None:
+    if ig_output not in IG_OUTPUTS:
+        raise ValueError(f"ig_output={ig_output!r}; allowed values: {', '.join(IG_OUTPUTS)}")
+    if ig_mode not in IG_MODES:
+        raise ValueError(f"ig_mode={ig_mode!r}; allowed values: {', '.join(IG_MODES)}")
+
+
+def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
+                          positions: Bool[Tensor, "batch pos"] | None = None, steps: int = IG_STEPS,
+                          ig_output: str = "logit", ig_mode: str = "per_token") -> Float[Tensor, "batch pos d_mlp"]:
+    """Eq. 14: ``a_i(p) * mean_{k=1..m} dF_p / da_i(p) (k/m * a(p))``, zero baseline, m Riemann steps,
+    where ``F_p`` is the logit (or probability, ``ig_output``) of ``tokens[:, p+1]`` at position p.
+
+    Only the positions in ``positions`` (score positions, ``[batch, seq-1]``; None: all) are scored,
+    the rest are 0. Each row's gradient is that of its OWN targets at its own scored positions, so a
+    row's scores do not depend on the other rows of the batch or on right padding (causal attention:
+    position p never sees later positions). ``ig_mode`` (:data:`IG_MODES`): ``per_token`` runs one
+    interpolation per scored position (rows in parallel, the k steps as one batch); ``shared``
+    interpolates all of a row's scored positions at once. Starts at ``layer`` from the cached
+    residual stream.
     """
+    _check_ig(ig_output, ig_mode)
+    B, S = tokens.shape
     targets = tokens[:, 1:]
     post, pre = f"blocks.{layer}.mlp.hook_post", f"blocks.{layer}.hook_resid_pre"
-    store: dict[str, Tensor] = {}
-
-    def grab(act, hook):
-        store[hook.name] = act.detach()
-        return act
-
     with torch.no_grad():
-        tl.run_with_hooks(model, tokens, [(post, grab), (pre, grab)], stop_at_layer=layer + 1)
-    a, resid = store[post], store[pre]
-    B = tokens.shape[0]
-    alphas = torch.arange(1, steps + 1, device=a.device, dtype=a.dtype).repeat_interleave(B) / steps
-    scaled = (a.repeat(steps, 1, 1) * alphas[:, None, None]).requires_grad_(True)
+        _, cache = tl.run_with_cache(model, tokens, [post, pre], stop_at_layer=layer + 1)
+    a, resid = cache[post], cache[pre]  # [B, S, d_mlp], [B, S, d_model]
+    positions = torch.ones(B, S - 1, dtype=torch.bool) if positions is None else positions.bool().cpu()
+    if tuple(positions.shape) != (B, S - 1):
+        raise ValueError(f"positions shape {tuple(positions.shape)} must be [batch, seq-1] = {(B, S - 1)}")
+    out = torch.zeros(B, S - 1, a.shape[-1])
+    alphas = torch.arange(1, steps + 1, device=a.device, dtype=a.dtype) / steps
 
-    def replace(act, hook):
-        return scaled
+    def target_value(logits: Tensor, rr: Tensor, pp: Tensor, yy: Tensor) -> Tensor:
+        sel = logits[rr, pp]  # [n, d_vocab]
+        if ig_output == "prob":
+            sel = sel.float().softmax(-1)
+        return sel.gather(-1, yy[:, None]).sum()
 
-    with torch.enable_grad(), tl.hooks(model, [(post, replace)]):
-        logits = model(resid.repeat(steps, 1, 1), start_at_layer=layer, return_type="logits")
-        target_logits = logits[:, :-1].gather(-1, targets.repeat(steps, 1)[..., None]).sum()
-        (grad,) = torch.autograd.grad(target_logits, scaled)
-    mean_grad = grad.float().reshape(steps, B, *grad.shape[1:]).mean(dim=0)
-    return (a.float() * mean_grad)[:, :-1]
+    if ig_mode == "shared":
+        rows = torch.nonzero(positions.any(dim=1)).flatten()
+        if len(rows) == 0:
+            return out
+        R = len(rows)
+        m = positions[rows].to(a.device)  # [R, S-1]
+        scale = torch.ones(steps, R, S, 1, device=a.device, dtype=a.dtype)
+        scale[:, :, :-1] = torch.where(m[None, :, :, None], alphas[:, None, None, None], 1.0)
+        base = a[rows]
+        scaled = (base[None] * scale).reshape(steps * R, S, -1).detach().requires_grad_(True)
+        rr, pp = torch.nonzero(m.repeat(steps, 1), as_tuple=True)
+        yy = targets[rows].repeat(steps, 1)[rr, pp]
+        with torch.enable_grad(), tl.hooks(model, [(post, lambda act, hook: scaled)]):
+            logits = tl.forward(model, resid[rows].repeat(steps, 1, 1), start_at_layer=layer)
+            (grad,) = torch.autograd.grad(target_value(logits, rr, pp, yy), scaled)
+        mean_grad = grad.float().reshape(steps, R, S, -1).mean(dim=0)[:, :-1]
+        out[rows.cpu()] = ((base[:, :-1].float() * mean_grad) * m[..., None]).cpu()
+        return out
+
+    # per_token: the j-th scored position of every row that has one, rows in parallel
+    per_row = [torch.nonzero(positions[b]).flatten().tolist() for b in range(B)]
+    for j in range(max((len(p) for p in per_row), default=0)):
+        rows = torch.tensor([b for b in range(B) if len(per_row[b]) > j], device=a.device)
+        p = torch.tensor([per_row[b][j] for b in rows.tolist()], device=a.device)
+        R, width = len(rows), int(p.max()) + 1  # later positions cannot affect position p's logits
+        a_sel = a[rows, p]  # [R, d_mlp]
+        x = (a_sel.repeat(steps, 1) * alphas.repeat_interleave(R)[:, None]).detach().requires_grad_(True)
+        rr = torch.arange(steps * R, device=a.device)
+        pp = p.repeat(steps)
+
+        def replace(act, hook, rr=rr, pp=pp, x=x):
+            act = act.clone()
+            act[rr, pp] = x  # only position p of each row is interpolated; the rest keep a
+            return act
+
+        with torch.enable_grad(), tl.hooks(model, [(post, replace)]):
+            logits = tl.forward(model, resid[rows, :width].repeat(steps, 1, 1), start_at_layer=layer)
+            yy = targets[rows, p].repeat(steps)
+            (grad,) = torch.autograd.grad(target_value(logits, rr, pp, yy), x)
+        mean_grad = grad.float().reshape(steps, R, -1).mean(dim=0)
+        out[rows.cpu(), p.cpu()] = (a_sel.float() * mean_grad).cpu()
+    return out
 
 
 def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
-                       batch_size: int | None = None) -> Iterator[LayerScores]:
+                       batch_size: int | None = None, positions: Bool[Tensor, "batch pos"] | None = None,
+                       ig_output: str = "logit", ig_mode: str = "per_token") -> Iterator[LayerScores]:
     """Stream neuron contribution scores one (row chunk, layer) at a time.
 
     Inputs: a ``HookedTransformer``; ``tokens`` right-padded ``[batch, seq]``; ``score`` in
     ``score`` (Eq. 3: ``a_i^l(p) * W_out^l[i] . W_U[:, tokens[p+1]]``, ``a`` the input of
     ``W_out`` — ``act(gate) * up`` for gated MLPs, which is what ``blocks.{L}.mlp.hook_post``
-    holds), ``activate`` (Eq. 13: ``a_i^l(p)``) or ``gradient`` (Eq. 14, integrated gradients).
-    Yields :class:`LayerScores` with ``scores`` of shape ``[rows, seq-1, d_mlp]``; only one
-    layer of one chunk is alive at a time.
+    holds), ``activate`` (Eq. 13: ``a_i^l(p)``) or ``gradient`` (Eq. 14, integrated gradients
+    of the target's ``ig_output`` in ``ig_mode``, see :func:`_integrated_gradients`; it scores only
+    ``positions`` — score positions ``[batch, seq-1]``, None: all — and 0 elsewhere; the other
+    scores ignore ``positions``). Yields :class:`LayerScores` with ``scores`` of shape
+    ``[rows, seq-1, d_mlp]``; only one layer of one chunk is alive at a time. Every score of a row
+    depends on that row's tokens only (right padding and the other rows change nothing).
     """
     _check_score(score, TOKEN_SCORES)
+    _check_ig(ig_output, ig_mode)
     tokens = _check_tokens(tokens)
     n = tokens.shape[0]
     step = n if batch_size is None else int(batch_size)
@@ -172,8 +236,10 @@ def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "sc
         rows = slice(start, min(n, start + step))
         chunk = tokens[rows]
         if score == "gradient":
+            pos = None if positions is None else positions[rows]
             for L in range(model.cfg.n_layers):
-                yield LayerScores(rows, L, _integrated_gradients(model, chunk, L))
+                yield LayerScores(rows, L, _integrated_gradients(model, chunk, L, pos, ig_output=ig_output,
+                                                                 ig_mode=ig_mode))
             continue
         cols = inverse = None
         if score == "score":
@@ -183,17 +249,18 @@ def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "sc
 
 
 def neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
-                  batch_size: int | None = None) -> Float[Tensor, "batch pos layer d_mlp"]:
+                  batch_size: int | None = None, **kwargs: Any) -> Float[Tensor, "batch pos layer d_mlp"]:
     """All neuron contribution scores of ``tokens`` (see :func:`iter_neuron_scores`).
 
     Returns ``[batch, seq-1, n_layers, d_mlp]`` where ``[b, p]`` is each neuron's contribution
-    to predicting ``tokens[b, p+1]`` from position ``p``. Keeps the whole tensor: for long
+    to predicting ``tokens[b, p+1]`` from position ``p`` (``kwargs``: ``positions``, ``ig_output``,
+    ``ig_mode`` of :func:`iter_neuron_scores`). Keeps the whole tensor: for long
     responses or big models use :func:`iter_neuron_scores` or :func:`utilization` instead.
     """
     tokens = _check_tokens(tokens)
     cfg = model.cfg
     out = torch.zeros(tokens.shape[0], tokens.shape[1] - 1, cfg.n_layers, cfg.d_mlp)
-    for piece in iter_neuron_scores(model, tokens, score=score, batch_size=batch_size):
+    for piece in iter_neuron_scores(model, tokens, score=score, batch_size=batch_size, **kwargs):
         out[piece.rows, :, piece.layer] = piece.scores.cpu()
     return out
 
@@ -335,7 +402,9 @@ def _score_positions(response_mask: Tensor, tokens: Tensor) -> Bool[Tensor, "bat
 
 def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Tensor, "batch seq"],
                 score: str = "score", threshold: str = "topk", k: int | None = None, frac: float | None = None,
-                batch_size: int = 16, per_sample: bool = False, progress: bool = False) -> MUIResult:
+                batch_size: int = 16, per_sample: bool = False, progress: bool = False,
+                variant: str = "paper", n_gpus: int = 1, ig_output: str = "logit",
+                ig_mode: str = "per_token") -> MUIResult:
     """MUI of a dataset (Eq. 5): key neurons of every response token of every sample, united.
 
     Inputs: ``tokens`` right-padded prompt+response ``[batch, seq]``; ``response_mask`` over the
@@ -343,10 +412,22 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
     ``score`` in :data:`SCORES`, ``threshold`` in :data:`THRESHOLDS`. Streams layer by layer:
     per-layer thresholds never see more than one layer; ``global_topk`` keeps each token's
     per-layer top-k candidates (a token's global top-k lies within them) and ranks at the end.
-    ``per_sample`` also returns each sample's MUI and mask.
+    ``per_sample`` also returns each sample's MUI and mask. ``variant`` (:data:`VARIANTS`):
+    ``paper`` (the definitions above) or ``public_code`` (MUI-Eval's choices, see
+    :func:`public_code_utilization`; ``score``/``threshold``/``frac`` must stay at their defaults there,
+    ``k`` and ``n_gpus`` go to it). ``ig_output``/``ig_mode``: see :func:`_integrated_gradients`.
     """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r}; allowed values: {', '.join(VARIANTS)}")
+    if variant == "public_code":
+        if (score, threshold, frac) != ("score", "topk", None):
+            raise ValueError(f"variant='public_code' reproduces MUI-Eval's score/topk only, got score={score!r}, "
+                             f"threshold={threshold!r}, frac={frac!r}")
+        return public_code_utilization(model, tokens, response_mask, k=k, n_gpus=n_gpus, batch_size=batch_size,
+                                       per_sample=per_sample)
     _check_score(score)
     _check_threshold(threshold)
+    _check_ig(ig_output, ig_mode)
     tokens = _check_tokens(tokens)
     pos_mask = _score_positions(response_mask.cpu(), tokens.cpu())
     base, _, level = score.partition("_")
@@ -359,7 +440,8 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
     device = torch.device(model.cfg.device)
     union = union.to(device)
     pos_mask = pos_mask.to(device)
-    pieces = iter_neuron_scores(model, tokens, score=base, batch_size=batch_size)
+    pieces = iter_neuron_scores(model, tokens, score=base, batch_size=batch_size, positions=pos_mask.cpu(),
+                                ig_output=ig_output, ig_mode=ig_mode)
     if progress:
         from tqdm.auto import tqdm
 
@@ -401,6 +483,102 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
         per_sample=[mui_of_mask(sm) for sm in sample_masks] if sample_masks is not None else None,
         sample_masks=sample_masks,
     )
+
+
+VARIANTS = ("paper", "public_code")
+"""``paper``: the definitions of the paper's text (Eq. 3/5, per-token top-k, k = max(1, round(d_mlp/1000)));
+``public_code``: what MUI-Eval's ``get_neuron.py`` + ``depict_neuron.py`` compute (Table 5's absolute values)."""
+PUBLIC_CODE_STORED = 2000
+"""MUI-Eval stores the top 2000 (position, neuron) entries per response and layer before thresholding."""
+_ACTS = {"relu": torch.relu, "silu": torch.nn.functional.silu, "swish": torch.nn.functional.silu,
+         "gelu": torch.nn.functional.gelu,
+         "gelu_new": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+         "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+         "gelu_fast": lambda x: torch.nn.functional.gelu(x, approximate="tanh")}
+
+
+def public_code_k(d_mlp: int) -> int:
+    """MUI-Eval's per-layer k: ``int(1/1000 * d_mlp)``, a floor (14 for 14336, 18 for 18944), 0 below 1000."""
+    return int(1 / 1000 * d_mlp)
+
+
+def public_code_key_neurons(scores: Float[Tensor, "pos d_mlp"], k: int, n_gpus: int = 1) -> Bool[Tensor, "d_mlp"]:
+    """One response's key neurons in one layer as MUI-Eval selects them.
+
+    ``scores[q, i]``: neuron i's score at the response's q-th token. The code appends every
+    position's scores once per visible GPU (``for cuda_index in range(num_cuda_devices)``), flattens
+    the ``[positions * n_gpus, d_mlp]`` entries, keeps the top ``PUBLIC_CODE_STORED`` and then the
+    first ``k`` of them: key neurons are the distinct neurons among the response's top-k
+    (position, neuron) entries, so at most ``k`` per response and layer (fewer when one neuron
+    wins at several positions, or with duplicates: about ``ceil(k / n_gpus)``).
+    """
+    if k < 1:
+        raise ValueError(f"k={k} must be >= 1 (MUI-Eval's floor gives 0 below d_mlp=1000: pass k explicitly)")
+    if n_gpus < 1:
+        raise ValueError(f"n_gpus={n_gpus} must be >= 1")
+    d = scores.shape[-1]
+    flat = scores.repeat(n_gpus, 1).flatten()  # [positions * n_gpus * d_mlp], duplicates block by block
+    top = flat.topk(min(k, PUBLIC_CODE_STORED, flat.numel())).indices
+    mask = torch.zeros(d, dtype=torch.bool, device=scores.device)
+    mask[top % d] = True
+    return mask
+
+
+def public_code_utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Tensor, "batch seq"],
+                            k: int | None = None, n_gpus: int = 1, batch_size: int = 16,
+                            per_sample: bool = False) -> MUIResult:
+    """MUI as MUI-Eval's public code computes it (the code behind Table 5's absolute values).
+
+    Its departures from the paper's text, each reproduced here:
+
+    - off by one: the activation at a response token's OWN position q is scored against
+      ``tokens[q]`` (the token it reads, not the one it predicts), over the response positions q;
+    - the activation is the output of ``mlp.act_fn``: ``act(gate)`` for gated MLPs (Llama, Qwen,
+      Gemma), not the ``act(gate) * up`` that enters ``down_proj``; the same for plain MLPs;
+    - top-k per whole response (see :func:`public_code_key_neurons`) instead of per token;
+    - per-GPU duplicates (``n_gpus``: GPUs visible to the run; 1 = none);
+    - ``k = int(d_mlp / 1000)`` (:func:`public_code_k`, a floor) instead of ``max(1, round(.))``;
+      ``k=None`` uses it and raises when it is 0 (the public code would find no neuron at all).
+
+    Not reproduced: fp16 arithmetic. ``tokens``/``response_mask`` as for :func:`utilization`.
+    """
+    tokens = _check_tokens(tokens)
+    response_mask = response_mask.bool().cpu()
+    if tuple(response_mask.shape) != tuple(tokens.shape):
+        raise ValueError(f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape {tuple(tokens.shape)}")
+    cfg = model.cfg
+    kk = public_code_k(cfg.d_mlp) if k is None else int(k)
+    if kk < 1:
+        raise ValueError(f"the public code's k = int(d_mlp/1000) = {kk} for d_mlp={cfg.d_mlp}: it selects no neuron; "
+                         "pass k explicitly (k >= 1)")
+    gated = bool(getattr(cfg, "gated_mlp", False))
+    if gated and cfg.act_fn not in _ACTS:
+        raise ValueError(f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: {', '.join(_ACTS)}")
+    site = "hook_pre" if gated else "hook_post"  # gated: act(gate) = act_fn(hook_pre); plain: hook_post = act(pre)
+    names = [f"blocks.{L}.mlp.{site}" for L in range(cfg.n_layers)]
+    union = torch.zeros(cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
+    sample_masks = torch.zeros(tokens.shape[0], cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
+    W_U = tl.unembed(model)
+    for start in range(0, tokens.shape[0], batch_size):
+        rows = slice(start, min(tokens.shape[0], start + batch_size))
+        chunk = tokens[rows].to(cfg.device)
+        with torch.no_grad():
+            _, cache = tl.run_with_cache(model, chunk, names)
+            for L, name in enumerate(names):
+                acts = _ACTS[cfg.act_fn](cache[name]) if gated else cache[name]  # [rows, seq, d_mlp]
+                W_out = _w_out(model, L)
+                for j, m in enumerate(response_mask[rows]):
+                    q = torch.nonzero(m).flatten().to(acts.device)
+                    if len(q) == 0:
+                        continue
+                    y = chunk[j, q]  # the token AT q: the off-by-one
+                    proj = (W_out @ W_U[:, y].to(W_out.dtype)).float()  # [d_mlp, n_q]
+                    s = acts[j, q].float() * proj.T  # [n_q, d_mlp]
+                    sample_masks[start + j, L] = public_code_key_neurons(s, kk, n_gpus).cpu()
+    union = sample_masks.any(dim=0)
+    return MUIResult(mui=mui_of_mask(union), mask=union, n_samples=int(tokens.shape[0]),
+                     per_sample=[mui_of_mask(sm) for sm in sample_masks] if per_sample else None,
+                     sample_masks=sample_masks if per_sample else None)
 
 
 def is_world_model(model) -> bool:
@@ -509,14 +687,26 @@ def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, 
 # the law, PUR, directions, rank agreement
 
 
+LAW_FORMS = ("mui_vs_log_perf", "perf_vs_log_mui")
+"""The Utility Law's regression: ``mui_vs_log_perf`` is the paper's form, ``MUI = -alpha ln(P) + beta``
+(P in %; MUI-Eval's figure prints alpha 4.632, beta 28.305, so MUI -> 6.97% at P = 100 and -> inf at
+P -> 0); ``perf_vs_log_mui`` is the inverse regression ``performance = a + b ln(MUI)``."""
+PAPER_LAW = {"alpha": 4.632, "beta": 28.305, "mui_at_100": 6.97}
+"""Published constants (MUI-Eval's ``figures/Utility_Law.png`` / §3.2's 6.97%): labels, never results."""
+
+
 @dataclass
 class LawFit:
-    """OLS fit of performance ~ a + b * ln(MUI) (the Utility Law's functional form)."""
+    """OLS fit of the Utility Law in one of :data:`LAW_FORMS`: ``y = intercept + slope * ln(x)``.
+
+    ``mui_vs_log_perf`` (default): y = MUI, x = performance, so slope = -alpha, intercept = beta.
+    ``perf_vs_log_mui``: y = performance, x = MUI. The law predicts slope < 0 in both forms.
+    """
 
     slope: float
-    """b: change in performance per unit of ln(MUI)."""
+    """Coefficient of ln(x)."""
     intercept: float
-    """a."""
+    """Constant term."""
     ci_low: float
     """Lower end of the 95% confidence interval of the slope."""
     ci_high: float
@@ -527,27 +717,53 @@ class LawFit:
     """Number of (MUI, performance) points."""
     pvalue: float
     """Two-sided p-value of the slope."""
+    form: str = "perf_vs_log_mui"
+    """Which regression (:data:`LAW_FORMS`)."""
 
-    def predict(self, mui: np.ndarray | float) -> np.ndarray:
-        return self.intercept + self.slope * np.log(np.asarray(mui, dtype=float))
+    @property
+    def alpha(self) -> float:
+        """The paper's alpha (``MUI = -alpha ln P + beta``); NaN for the inverse form."""
+        return -self.slope if self.form == "mui_vs_log_perf" else float("nan")
+
+    @property
+    def beta(self) -> float:
+        """The paper's beta; NaN for the inverse form."""
+        return self.intercept if self.form == "mui_vs_log_perf" else float("nan")
+
+    def mui_at(self, performance: float = 100.0) -> float:
+        """MUI the law gives at ``performance`` (%): the paper's 'limit' at 100 (6.97% in §3.2).
+        For the inverse form, the fitted line solved for MUI."""
+        if self.form == "mui_vs_log_perf":
+            return float(self.intercept + self.slope * np.log(performance))
+        return float(np.exp((performance - self.intercept) / self.slope)) if self.slope else float("nan")
+
+    def predict(self, x: np.ndarray | float) -> np.ndarray:
+        """y at x (MUI at performance x for the paper's form, performance at MUI x for the inverse)."""
+        return self.intercept + self.slope * np.log(np.asarray(x, dtype=float))
 
 
-def fit_law(performance: Numbers, mui: Numbers) -> LawFit:
-    """Fit ``performance ~ ln(MUI)`` with statsmodels OLS; needs >= 3 points and MUI > 0."""
+def fit_law(performance: Numbers, mui: Numbers, form: str = "mui_vs_log_perf") -> LawFit:
+    """Fit the Utility Law with statsmodels OLS (:data:`LAW_FORMS`; default the paper's
+    ``MUI = -alpha ln(P) + beta``); needs >= 3 points, performance > 0 and MUI > 0 (both in %)."""
     import statsmodels.api as sm
 
-    y = np.asarray(performance, dtype=float)
-    x = np.asarray(mui, dtype=float)
-    if y.shape != x.shape or y.ndim != 1:
-        raise ValueError(f"performance {y.shape} and mui {x.shape} must be 1-d of equal length")
-    if len(y) < 3:
-        raise ValueError(f"fit_law needs at least 3 points, got {len(y)}")
-    if (x <= 0).any():
-        raise ValueError("mui must be > 0 everywhere (the law is in log MUI)")
+    if form not in LAW_FORMS:
+        raise ValueError(f"form={form!r}; allowed values: {', '.join(LAW_FORMS)}")
+    perf = np.asarray(performance, dtype=float)
+    m = np.asarray(mui, dtype=float)
+    if perf.shape != m.shape or perf.ndim != 1:
+        raise ValueError(f"performance {perf.shape} and mui {m.shape} must be 1-d of equal length")
+    if len(perf) < 3:
+        raise ValueError(f"fit_law needs at least 3 points, got {len(perf)}")
+    if (m <= 0).any():
+        raise ValueError("mui must be > 0 everywhere (the law is in log MUI or fits MUI on log performance)")
+    if form == "mui_vs_log_perf" and (perf <= 0).any():
+        raise ValueError("performance must be > 0 everywhere for form='mui_vs_log_perf' (the law is in ln P)")
+    y, x = (m, perf) if form == "mui_vs_log_perf" else (perf, m)
     res = sm.OLS(y, sm.add_constant(np.log(x))).fit()
     lo, hi = res.conf_int(0.05)[1]
     return LawFit(slope=float(res.params[1]), intercept=float(res.params[0]), ci_low=float(lo),
-                  ci_high=float(hi), r2=float(res.rsquared), n=len(y), pvalue=float(res.pvalues[1]))
+                  ci_high=float(hi), r2=float(res.rsquared), n=len(y), pvalue=float(res.pvalues[1]), form=form)
 
 
 def pur(performance: Numbers, mui: Numbers, alpha: float = 0.5) -> float | np.ndarray:

@@ -271,7 +271,8 @@ def published_contamination() -> pd.DataFrame:
 def corollary_checks(pretraining: pd.DataFrame | None = None, specialised: pd.DataFrame | None = None,
                      contamination: pd.DataFrame | None = None, late_steps: int = 2,
                      ood_tasks: Sequence[str] | None = None,
-                     controls: pd.DataFrame | None = None) -> pd.DataFrame:
+                     controls: pd.DataFrame | None = None,
+                     uncontaminated: pd.DataFrame | None = None) -> pd.DataFrame:
     """The paper's direction claims, each checked on a labelled table.
 
     - Corollary 1, pre-training (sec. 3.3): ``accumulating`` dominates the early steps, ``evolving``
@@ -283,6 +284,9 @@ def corollary_checks(pretraining: pd.DataFrame | None = None, specialised: pd.Da
     - Corollary 2, specificity (sec. 3.3: collapsing is "only observed when data contamination
       occurs"): uncontaminated ``controls`` should *not* collapse OOD; expected ``not collapsing``
       (share = changes that are not collapsing; agrees when collapsing is not the most frequent).
+    - Corollary 2, "only under contamination" read strictly: ``uncontaminated`` fine-tunes (e.g. the
+      paper's own specialised models of Table 9) must show NO collapsing OOD change; expected
+      ``no collapsing``, ``disagrees`` as soon as one change collapses.
 
     Inputs: outputs of ``step_directions`` (with ``step``/``n_steps``) and ``pair_directions``
     (with ``domain``). Returns one row per claim: ``corollary, setting, subset, expected, n,
@@ -298,11 +302,13 @@ def corollary_checks(pretraining: pd.DataFrame | None = None, specialised: pd.Da
         hits = int(sum(counts.get(e, 0) for e in expected))
         top = counts.max() if n else 0
         modal = sorted((d for d in counts.index if counts[d] == top), key=DIRECTIONS.index) if n else []
-        negated = expected == ("not collapsing",)
+        negated = expected in (("not collapsing",), ("no collapsing",))
         if negated:
             hits = n - int(counts.get("collapsing", 0))
         if not n:
             verdict = "no data"
+        elif expected == ("no collapsing",):
+            verdict = "agrees" if hits == n else "disagrees"
         elif negated:
             verdict = "disagrees" if "collapsing" in modal else "agrees"
         elif any(e in modal for e in expected):
@@ -332,6 +338,9 @@ def corollary_checks(pretraining: pd.DataFrame | None = None, specialised: pd.Da
                 ood[ood["task"].isin(list(ood_tasks))])
     if controls is not None and len(controls):
         add("2", "uncontaminated controls", "ood", ("not collapsing",), controls[controls["domain"] == "ood"])
+    if uncontaminated is not None and len(uncontaminated):
+        add("2", "uncontaminated fine-tunes", "ood (strict)", ("no collapsing",),
+            uncontaminated[uncontaminated["domain"] == "ood"])
     return pd.DataFrame(rows, columns=["corollary", "setting", "subset", "expected", "n", "n_expected",
                                        "share_expected", "modal", "verdict"])
 
@@ -927,7 +936,7 @@ def published_section(olmo_steps: pd.DataFrame, specialised: pd.DataFrame, conta
     from kit.core.findings import Section
 
     checks = corollary_checks(olmo_steps, specialised, contamination, late_steps=PAPER_LATE_STEPS,
-                              ood_tasks=PAPER_OOD_CONTAMINATION)
+                              ood_tasks=PAPER_OOD_CONTAMINATION, uncontaminated=specialised)
     late = olmo_steps["step"] > olmo_steps["n_steps"] - PAPER_LATE_STEPS
     sp, co = specialised, contamination
     counts = {
@@ -940,10 +949,18 @@ def published_section(olmo_steps: pd.DataFrame, specialised: pd.DataFrame, conta
         "contamination_ood": counts_dict(co[co["domain"] == "ood"]),
         "contamination_ood_arc_mmlu": counts_dict(co[co["task"].isin(PAPER_OOD_CONTAMINATION)]),
     }
+    # item 8: "collapsing is only observed when data contamination occurs" (sec. 3.3), on the paper's own Table 9
+    sp_ood = sp[sp["domain"] == "ood"]
+    col = sp_ood[sp_ood["direction"] == "collapsing"]
+    finding = (f"Item 8, paper tables: {len(col)} of {len(sp_ood)} OOD changes of the uncontaminated specialised models "
+               f"(Table 9) are collapsing" + (f" ({', '.join(f'{r.model} on {r.task}' for r in col.itertuples())})" if len(col) else "")
+               + f" -> the claim that collapsing occurs only under contamination is "
+               + ("contradicted by the paper's own table." if len(col) else "consistent with the paper's own table."))
     return Section(record={"published_direction_counts": counts,
                            "published_corollary_checks": checks.to_dict(orient="records"),
-                           "published_tolerance": {"perf": tol_perf, "mui": tol_mui}},
-                   tables={"checks": checks}, data={"checks": checks, "counts": counts})
+                           "published_tolerance": {"perf": tol_perf, "mui": tol_mui},
+                           "published_uncontaminated_ood_collapsing": {"n": int(len(col)), "of": int(len(sp_ood))}},
+                   findings=[finding], tables={"checks": checks}, data={"checks": checks, "counts": counts})
 
 
 def checkpoint_section(measurements: pd.DataFrame, pretraining: pd.DataFrame, checkpoints: Sequence[str], cfg):
@@ -1017,7 +1034,8 @@ def corollary_section(computed: dict[str, pd.DataFrame], pre_coarse: pd.DataFram
     for split in cfg.splits:
         checks[f"tiny world, {split} split"] = corollary_checks(
             pre[pre["split"] == split], spec[spec["split"] == split], cont[cont["split"] == split],
-            late_steps=cfg.late_steps, controls=ctrl[ctrl["split"] == split])
+            late_steps=cfg.late_steps, controls=ctrl[ctrl["split"] == split],
+            uncontaminated=pd.concat([spec[spec["split"] == split], ctrl[ctrl["split"] == split]], ignore_index=True))
         checks[f"tiny world, {split} split, {len(coarse)} checkpoints"] = corollary_checks(
             pre_coarse[pre_coarse["split"] == split], late_steps=1)
     record = dict(

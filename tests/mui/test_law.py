@@ -16,9 +16,14 @@ def test_law_fits_per_group_and_pooled():
     m = np.array([1.0, 2.0, 4.0, 8.0])
     df = pd.DataFrame({"benchmark": ["a"] * 4 + ["b"] * 4, "mui": np.r_[m, m],
                        "performance": np.r_[10 - 2 * np.log(m), 50 - 5 * np.log(m)]})
-    fits = ul.law_fits(df).set_index("benchmark")
+    fits = ul.law_fits(df, form="perf_vs_log_mui").set_index("benchmark")
     assert fits.loc["a", "slope"] == pytest.approx(-2) and fits.loc["b", "slope"] == pytest.approx(-5)
     assert fits.loc["all", "n"] == 8
+    p = np.array([10.0, 20.0, 40.0, 80.0])
+    paper = ul.law_fits(pd.DataFrame({"benchmark": ["a"] * 4, "performance": p, "mui": 28.305 - 4.632 * np.log(p)}))
+    row = paper.set_index("benchmark").loc["a"]
+    assert row["alpha"] == pytest.approx(4.632) and row["beta"] == pytest.approx(28.305)
+    assert round(row["mui_at_100"], 2) == 6.97, "the default is the paper's form: MUI = -alpha ln P + beta"
     flat = ul.law_fits(pd.DataFrame({"benchmark": ["c"] * 3, "mui": [1.0, 2, 3], "performance": [5.0, 5, 5]}))
     assert pd.isna(flat.set_index("benchmark").loc["c"].get("slope", np.nan)), "constant performance: no fit"
 
@@ -26,11 +31,46 @@ def test_law_fits_per_group_and_pooled():
 def test_published_pur_comparison_and_ranking():
     cmp = ul.published_pur_comparison()
     covered = cmp.dropna(subset=["pur_ours"])
-    assert len(cmp) == 54 and len(covered) == 42, "9 models x 6 benchmarks, 7 of them in Table 5"
+    assert len(cmp) == 54 and len(covered) == 48, (
+        "9 models x 6 benchmarks, 8 of them in Table 5 (Gemma-2-9B-Instruct = Gemma2-9B-Instruct)")
+    assert set(cmp.model) - set(covered.model) == {"Llama-3-8B-Instruct"}
     assert covered["diff"].abs().max() <= 0.1
     ranks = ul.published_rank_agreement(cmp)
     assert round(ranks["pur_table1"]["spearman_mean"], 1) == 88.6
-    assert ranks["n_models_covered"] == 7
+    assert ranks["n_models_covered"] == 8
+
+
+def test_name_key_matches_the_two_gemma_spellings():
+    assert ul.name_key("Gemma-2-9B-Instruct") == ul.name_key("Gemma2-9B-Instruct")
+    assert ul.name_key("Llama-3-8B-Instruct") != ul.name_key("Llama-3.1-8B-Instruct")
+
+
+def test_published_law_on_the_general_models():
+    general = ul.published_mui_table("general")
+    assert sorted(general.model.unique()) == sorted(ul.PUBLISHED_GENERAL_MODELS) and len(ul.PUBLISHED_GENERAL_MODELS) == 8
+    fits = ul.law_fits(general)
+    per_bench = fits[fits.benchmark != "all"]
+    assert (per_bench.slope < 0).all(), "on §3.2's general models every per-benchmark slope is negative"
+    every = ul.law_fits(ul.published_mui_table("all"))
+    assert every[every.benchmark != "all"].r2.median() < 0.1 < per_bench.r2.median()
+    pm = ul.published_per_model(general)
+    assert len(pm) == 8 and "MMLU" not in pm.benchmark.iloc[0]
+    with pytest.raises(ValueError, match="allowed values: all, general"):
+        ul.published_mui_table("some")
+
+
+def test_published_b6_correlations_from_the_printed_tables():
+    b6 = ul.published_b6_correlations().set_index("method")
+    alt = b6.loc[["Table 13", "Table 14"], "pooled"]
+    assert 0.65 < alt.mean() < 0.75 and b6.loc["Table 13", "quoted"] == 0.723, (
+        "the printed Tables 13/14 give about 0.70 against Table 11 (the paper quotes 0.723)")
+
+
+def test_coincident_methods_are_found_by_construction():
+    grid = pd.DataFrame({"method": ["score/topk", "score/top_pct", "score_sum/topk", "score/topscore@0.2"],
+                         "d_mlp": 512, "max_response_tokens": 1, "model": "m", "task": "t", "mui": 1.0})
+    assert ul.coincident_methods(grid) == {"score/top_pct": "score/topk", "score_sum/topk": "score/topk"}
+    assert ul.coincident_methods(grid.assign(max_response_tokens=3)) == {"score/top_pct": "score/topk"}
 
 
 def test_ablation_hooks_zero_exactly_the_chosen_neurons():

@@ -266,12 +266,28 @@ def test_sae_utilization_denominator_and_top():
 # ------------------------------------------------------------------ law, PUR, directions, ranking
 
 
+def test_fit_law_paper_form_by_hand():
+    # MUI = -4.632 ln(P) + 28.305 exactly (the constants MUI-Eval's figure prints): the fit must give
+    # them back, and MUI at P = 100 is 28.305 - 4.632 * ln(100) = 6.9738 (the paper's "6.97%").
+    p = np.array([10.0, 20.0, 50.0, 80.0, 100.0])
+    fit = mui.fit_law(p, -4.632 * np.log(p) + 28.305)
+    assert fit.form == "mui_vs_log_perf", "the paper's form is the default"
+    assert fit.alpha == pytest.approx(4.632) and fit.beta == pytest.approx(28.305)
+    assert fit.mui_at(100) == pytest.approx(28.305 - 4.632 * math.log(100)) and round(fit.mui_at(100), 2) == 6.97
+    assert fit.predict(50.0) == pytest.approx(-4.632 * math.log(50) + 28.305)
+    with pytest.raises(ValueError, match="performance must be > 0"):
+        mui.fit_law([0.0, 2, 3], [1.0, 2, 3])
+    with pytest.raises(ValueError, match="allowed values: mui_vs_log_perf, perf_vs_log_mui"):
+        mui.fit_law(p, p, form="linear")
+
+
 def test_fit_law_recovers_a_log_law():
     m = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
-    fit = mui.fit_law(3 + 2 * np.log(m), m)
+    fit = mui.fit_law(3 + 2 * np.log(m), m, form="perf_vs_log_mui")
+    assert math.isnan(fit.alpha) and fit.mui_at(3 + 2 * np.log(4.0)) == pytest.approx(4.0)
     assert fit.slope == pytest.approx(2.0) and fit.intercept == pytest.approx(3.0)
     assert fit.r2 == pytest.approx(1.0) and fit.n == 5
-    noisy = mui.fit_law(3 + 2 * np.log(m) + np.array([0.1, -0.2, 0.05, 0.1, -0.05]), m)
+    noisy = mui.fit_law(3 + 2 * np.log(m) + np.array([0.1, -0.2, 0.05, 0.1, -0.05]), m, form="perf_vs_log_mui")
     assert noisy.ci_low < 2.0 < noisy.ci_high and 0.9 < noisy.r2 < 1.0
     with pytest.raises(ValueError, match="> 0"):
         mui.fit_law([1, 2, 3], [1, 0, 2])
@@ -358,8 +374,110 @@ def test_gradient_matches_a_plain_riemann_loop(shape):
         (g,) = torch.autograd.grad(logits[:, :-1].gather(-1, tokens[:, 1:, None]).sum(), scaled)
         total += g
     want = (a * total / mui.IG_STEPS)[:, :-1]
-    got = mui.neuron_scores(model, tokens, "gradient")[:, :, 1]
+    got = mui.neuron_scores(model, tokens, "gradient", ig_mode="shared")[:, :, 1]
     assert torch.allclose(got, want, atol=1e-5), "batched integrated gradients differ from the step-by-step Riemann sum"
+
+
+@pytest.mark.parametrize("ig_output", ["logit", "prob"])
+@pytest.mark.parametrize("shape", ["tiny-gelu", "tiny-gated"])
+def test_gradient_per_token_matches_eq14_loop(shape, ig_output):
+    # Eq. 14 per response token: only a(p) is interpolated, the gradient is that of p's own target.
+    model = random_model(shape)
+    tokens = torch.randint(0, 97, (2, 6))
+    positions = torch.tensor([[False, True, False, True, True], [True, False, False, False, True]])
+    name = "blocks.1.mlp.hook_post"
+    _, cache = model.run_with_cache(tokens)
+    a = cache[name]
+    want = torch.zeros(2, 5, a.shape[-1])
+    for b, p in positions.nonzero().tolist():
+        total = torch.zeros(a.shape[-1])
+        for k in range(1, mui.IG_STEPS + 1):
+            x = (a[b, p] * k / mui.IG_STEPS).clone().requires_grad_(True)
+
+            def patch(act, hook, b=b, p=p, x=x):
+                act = act.clone()
+                act[b, p] = x
+                return act
+
+            logits = model.run_with_hooks(tokens, fwd_hooks=[(name, patch)])
+            out = logits[b, p].softmax(-1) if ig_output == "prob" else logits[b, p]
+            (g,) = torch.autograd.grad(out[tokens[b, p + 1]], x)
+            total += g
+        want[b, p] = a[b, p] * total / mui.IG_STEPS
+    got = mui.neuron_scores(model, tokens, "gradient", positions=positions, ig_output=ig_output)[:, :, 1]
+    assert torch.allclose(got, want, atol=1e-5), "per-token integrated gradients differ from the Eq. 14 loop"
+
+
+@pytest.mark.parametrize("kwargs", [dict(score="score"), dict(score="activate"), dict(score="gradient"),
+                                    dict(score="gradient", ig_mode="shared"),
+                                    dict(score="gradient", ig_output="prob")])
+def test_every_token_score_is_padding_invariant(kwargs):
+    # A row's scores must not change when a longer row (more right padding for it) joins its batch.
+    model = random_model("tiny-gated")
+    short = torch.randint(1, 97, (1, 5))
+    pad = torch.zeros(1, 4, dtype=torch.long)
+    batch = torch.cat([torch.cat([short, pad], 1), torch.randint(1, 97, (1, 9))])
+    pos_short = torch.tensor([[False, False, True, True]])
+    pos_batch = torch.zeros(2, 8, dtype=torch.bool)
+    pos_batch[0, :4] = pos_short[0]
+    pos_batch[1, 3:] = True
+    alone = mui.neuron_scores(model, short, positions=pos_short, **kwargs)
+    together = mui.neuron_scores(model, batch, positions=pos_batch, **kwargs)
+    assert torch.allclose(alone[0], together[0, :4], atol=1e-5), (
+        f"{kwargs}: max |diff| {(alone[0] - together[0, :4]).abs().max():.2e} from the batch's padding")
+
+
+@pytest.mark.parametrize("kwargs", [dict(score=s) for s in mui.SCORES] + [dict(variant="public_code", k=2)])
+def test_every_mui_variant_is_padding_invariant(kwargs):
+    model = random_model("tiny-gated")
+    short = torch.randint(1, 97, (1, 5))
+    batch = torch.cat([torch.cat([short, torch.zeros(1, 4, dtype=torch.long)], 1), torch.randint(1, 97, (1, 9))])
+    m_short = torch.tensor([[False, False, False, True, True]])
+    m_batch = torch.zeros(2, 9, dtype=torch.bool)
+    m_batch[0, :5] = m_short[0]
+    m_batch[1, 4:] = True
+    alone = mui.utilization(model, short, m_short, per_sample=True, **kwargs)
+    together = mui.utilization(model, batch, m_batch, per_sample=True, **kwargs)
+    assert torch.equal(alone.sample_masks[0], together.sample_masks[0]), f"{kwargs}: key neurons depend on padding"
+
+
+# ------------------------------------------------------------------ the public code's variant
+
+
+def test_public_code_key_neurons_by_hand():
+    s = torch.tensor([[1.0, 5.0, 0.0], [4.0, 2.0, 0.0]])
+    assert mui.public_code_key_neurons(s, 2).tolist() == [True, True, False], "top-2 entries: 5 (n1), 4 (n0)"
+    assert mui.public_code_key_neurons(s, 2, n_gpus=2).tolist() == [False, True, False], (
+        "two GPUs duplicate every entry: the top-2 entries are 5 and its copy, one neuron")
+    same = torch.tensor([[5.0, 0.0, 0.0], [4.0, 1.0, 0.0]])
+    assert mui.public_code_key_neurons(same, 2).tolist() == [True, False, False], (
+        "top-k over the whole response: a neuron that wins at two positions fills both slots")
+    assert (mui.public_code_k(14336), mui.public_code_k(18944), mui.public_code_k(512)) == (14, 18, 0)
+    assert (mui.default_k(18944), mui.default_k(512)) == (19, 1), "the paper's k rounds and is at least 1"
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_public_code_variant_reproduces_the_off_by_one_by_hand(gated):
+    # Hand model, tokens [0, 2, 1, 3], response = the last two tokens (positions 2 and 3).
+    # Paper: position 1 (neuron 2) predicts token 1 -> 2*(20+1) = 42; position 2 (neuron 1) predicts 3 -> 26;
+    #        per-token k=1 keeps neurons {2, 1}: MUI 2/4 = 50%.
+    # Public code: position 2 (neuron 1) scored against the token AT 2 (1) -> 2*(10+1) = 22; position 3
+    #        (neuron 3) against 3 -> 2*(30+3) = 66; top-1 over the response keeps {3}: MUI 25%.
+    model = hand_model(gated)
+    if gated:  # up = 0.25 * 2 = 0.5: act(gate) * up = 1 enters W_out, but the public code reads act(gate) = 2
+        with torch.no_grad():
+            model.blocks[0].mlp.W_in.copy_(0.25 * torch.eye(4))
+    mask = torch.tensor([[False, False, True, True]])
+    paper = mui.utilization(model, TOKENS, mask, k=1)
+    public = mui.utilization(model, TOKENS, mask, variant="public_code", k=1)
+    assert paper.mask[0].tolist() == [False, True, True, False] and paper.mui == 50.0
+    assert public.mask[0].tolist() == [False, False, False, True] and public.mui == 25.0
+    scores = mui.neuron_scores(model, TOKENS)
+    assert scores[0, 1, 0, 2] == pytest.approx(42 / (2 if gated else 1)), "the paper scores act(gate)*up"
+    with pytest.raises(ValueError, match="pass k explicitly"):
+        mui.utilization(model, TOKENS, mask, variant="public_code")
+    with pytest.raises(ValueError, match="allowed values: paper, public_code"):
+        mui.utilization(model, TOKENS, mask, variant="mui-eval")
 
 
 def test_item_tokens_marks_exactly_the_response_words():
