@@ -137,13 +137,18 @@ def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, n
 
     ``ci``: our 95% interval ``(low, high)``; ``null``: the null value; ``null_range``: a null band
     (overrides ``null`` for the verdict). ``caveat``: appended to ``why`` (e.g. "passes by
-    construction"). ``extra``: any other JSON-plain numbers worth keeping.
+    construction"). A zero-width interval supports nothing unless ``interval_how`` says it is a
+    ``deterministic`` recomputation. ``extra``: any other JSON-plain numbers worth keeping.
     """
     # A percentile bootstrap interval may miss the point estimate of a skewed statistic; that is
     # legitimate. Only an inverted interval is bad input.
     if ci is not None and None not in (_num(ci[0]), _num(ci[1])) and _num(ci[0]) > _num(ci[1]):
         raise ValueError(f"claim {id!r}: ci low {ci[0]} > high {ci[1]}")
     verdict, why = decide(ours, ci, null, null_range, direction, paper_value, not_testable)
+    if (ci is not None and verdict in ("supported", "contradicted") and direction != "match"
+            and not interval_how.startswith("deterministic") and _num(ci[0]) == _num(ci[1])):
+        # Resampling that never varies measures no uncertainty (identical repeats, constant items).
+        verdict, why = "inconclusive", f"{why}, but the interval has zero width: the resampling saw no variation"
     if caveat:
         why = f"{why}; {caveat}"
     pv = paper_value

@@ -111,3 +111,11 @@ def test_bootstrap_groups_and_permutation_null():
     mean, lo, hi = C.null_band(np.arange(101, dtype=float))
     assert (mean, lo, hi) == pytest.approx((50.0, 2.5, 97.5))
     assert C.seed_repeats(lambda s: s * 2, [1, 2]) == [2.0, 4.0]
+
+
+def test_zero_width_interval_supports_nothing_unless_deterministic():
+    c = C.claim("000", "§3.6", "g", "mixed > single", 2.0, ci=(2.0, 2.0), null=0.0)
+    assert c.verdict == "inconclusive" and "zero width" in c.why
+    d = C.claim("000", "T1", "p", "recomputed", 0.04, ci=(0.04, 0.04), null_range=(0, 0.05), direction="within",
+                interval_how="deterministic recomputation")
+    assert d.verdict == "supported"
