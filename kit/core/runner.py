@@ -171,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_text(run_dir / "run.json", json.dumps(
         {"profile": args.profile, "notebooks": [asdict(o) for o in outcomes]}, indent=2) + "\n")
     point_latest(run_dir)
+    from kit.core.report import write_report  # the claims of every notebook, one table per paper
+    print(f"report: {write_report(run_dir)[1]}")
     figures = args.figures or (str(REPO_ROOT / "figures") if args.profile == DEFAULT_PROFILE else None)
     if figures:
         n = export_figures(run_dir, Path(figures))

@@ -6,10 +6,17 @@ import json
 
 import pytest
 
+from kit.audits.claims import REQUIRED_IDS as AUDIT_CLAIMS
+from kit.cg.claims import REQUIRED_IDS as CG_CLAIMS
 from kit.core import runner as runner
+from kit.core.claims import check_consistent
 from kit.core.paths import REPO_ROOT
+from kit.mui.claims import REQUIRED_IDS as MUI_CLAIMS
+from kit.neuronvote.claims import REQUIRED_IDS as NV_CLAIMS
+from kit.shortcut.claims import REQUIRED_IDS as SC_CLAIMS
 
 pytestmark = pytest.mark.slow
+REQUIRED_CLAIMS = {**MUI_CLAIMS, **SC_CLAIMS, **CG_CLAIMS, **NV_CLAIMS, **AUDIT_CLAIMS}
 NOTEBOOKS = sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -33,6 +40,7 @@ def test_runner_executes_quickstart_into_its_run_dir(tmp_path, micro_world, caps
     assert (figures / "00_quickstart" / "quickstart_mlp_activations.pdf").is_file(), "figures are exported"
     summary = json.loads((latest / "run.json").read_text())
     assert summary["notebooks"][0]["status"] == "ok"
+    assert (latest / "report.md").is_file() and (latest / "report.html").is_file(), "every run writes its report"
     assert "00_quickstart" in out and "ok" in out
 
 
@@ -74,3 +82,9 @@ def test_notebook_runs_on_smoke_profile(notebook, tmp_path, micro_world, capsys)
     assert rc == 0, f"{notebook} failed on the smoke profile:\n{out[-3000:]}"
     results = json.loads((tmp_path / "runs" / "smoke" / "latest" / notebook / "results.json").read_text())
     assert results, f"{notebook} recorded no numbers in results.json"
+    claims = results.get("claims", [])
+    missing = set(REQUIRED_CLAIMS.get(notebook, [])) - {c["id"] for c in claims}
+    assert not missing, f"{notebook} did not emit its listed claims {sorted(missing)}"
+    for c in claims:  # each verdict must follow from its own interval and null
+        check_consistent(c)
+    assert notebook in (tmp_path / "runs" / "smoke" / "latest" / "report.md").read_text()

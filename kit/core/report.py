@@ -1,0 +1,163 @@
+"""The reproduction report of a run: ``report.md`` and a self-contained ``report.html``.
+
+Read from the run directory alone (``<run>/<notebook>/results.json`` under ``claims``, written by
+:func:`kit.core.claims.record`), so it works for any profile and for a run made elsewhere. One
+table per paper; every claim with the paper's value, ours, our interval, the null and the verdict;
+the figure a claim names is linked (markdown) or embedded (HTML, base64, so the file can be mailed).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections import Counter
+from pathlib import Path
+
+from kit.core.claims import VERDICTS, _fmt
+from kit.core.paths import atomic_write_text
+
+PAPERS = {
+    "000": "MUI and the Utility Law (seed 000)",
+    "001": "Shortcut neurons and trustworthy evaluation (seed 001)",
+    "002": "Competency Gaps (seed 002)",
+    "003": "Measurement-theory audits (seed 003)",
+    "004": "NeuronVote (seed 004)",
+}
+
+
+def collect(run_dir: str | Path) -> tuple[list[dict], list[str]]:
+    """All claims of a run (each with its notebook) and the notebooks that recorded none."""
+    run_dir = Path(run_dir)
+    claims, silent = [], []
+    for nb_dir in sorted(p for p in run_dir.iterdir() if p.is_dir() and p.name[:2].isdigit()):
+        res = nb_dir / "results.json"
+        found = json.loads(res.read_text()).get("claims", []) if res.exists() else []
+        if not found:
+            silent.append(nb_dir.name)
+        for c in found:
+            claims.append({**c, "notebook": c.get("notebook") or nb_dir.name})
+    return claims, silent
+
+
+def _interval(c: dict) -> str:
+    return "" if c.get("ci_low") is None else f"[{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
+
+
+def _null(c: dict) -> str:
+    if c.get("null_low") is not None:
+        return f"{_fmt(c.get('null'))} [{_fmt(c['null_low'])}, {_fmt(c['null_high'])}]"
+    return _fmt(c.get("null"))
+
+
+def _paper(c: dict) -> str:
+    v = c.get("paper_value")
+    return "" if v is None else (_fmt(v) if isinstance(v, (int, float)) else str(v))
+
+
+def _figure(run_dir: Path, c: dict) -> Path | None:
+    if not c.get("figure"):
+        return None
+    p = run_dir / c["notebook"] / "figures" / f"{c['figure']}.png"
+    return p if p.exists() else None
+
+
+def _counts(claims: list[dict]) -> str:
+    n = Counter(c["verdict"] for c in claims)
+    return ", ".join(f"{n[v]} {v}" for v in VERDICTS if n[v])
+
+
+def _header(run_dir: Path) -> tuple[str, list[dict]]:
+    meta = run_dir / "run.json"
+    info = json.loads(meta.read_text()) if meta.exists() else {}
+    return info.get("profile", "?"), info.get("notebooks", [])
+
+
+RULE = ("A claim is **supported** only when our 95% interval excludes its null on the predicted side "
+        "(or lies inside the tolerance, for 'unchanged' claims; or holds the paper's value, for reproductions), "
+        "**contradicted** when it excludes it on the other side, **inconclusive** otherwise; "
+        "**not testable here** names its reason. Verdicts are computed by the notebooks, never typed.")
+
+
+def markdown(run_dir: str | Path) -> str:
+    run_dir = Path(run_dir)
+    claims, silent = collect(run_dir)
+    profile, outcomes = _header(run_dir)
+    lines = [f"# Reproduction report: `{run_dir.name}` (profile {profile})", "",
+             f"{len(claims)} claims: {_counts(claims) or 'none'}.", "", RULE, ""]
+    failed = [o["notebook"] for o in outcomes if o.get("status") == "failed"]
+    if failed:
+        lines += [f"**Failed notebooks** (their claims are missing): {', '.join(failed)}.", ""]
+    if silent:
+        lines += [f"Notebooks with no claims in this run: {', '.join(silent)}.", ""]
+    for paper, title in PAPERS.items():
+        rows = [c for c in claims if c["paper"] == paper]
+        if not rows:
+            continue
+        lines += [f"## {title}", "", f"{_counts(rows)}.", "",
+                  "| notebook | section | claim | paper | ours | 95% interval | null | null is | verdict | why |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for c in rows:
+            fig = _figure(run_dir, c)
+            claim_text = c["statement"] + (f" ([figure]({fig.relative_to(run_dir).as_posix()}))" if fig else "")
+            cells = [c["notebook"], c["section"], claim_text, _paper(c), _fmt(c.get("ours")), _interval(c), _null(c),
+                     c.get("null_how", ""), f"**{c['verdict']}**", c.get("why", "")]
+            lines.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;width:100%;
+margin-bottom:2em;font-size:13px}th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
+th{background:#f3f3f3}.supported{background:#e3f4e3}.contradicted{background:#f8dede}.inconclusive{background:#fdf6dc}
+.not-testable-here{background:#eee}img{max-width:420px;display:block;margin-top:4px}details{margin-top:4px}"""
+
+
+def html_report(run_dir: str | Path) -> str:
+    run_dir = Path(run_dir)
+    claims, silent = collect(run_dir)
+    profile, outcomes = _header(run_dir)
+    esc = html.escape
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report {esc(run_dir.name)}</title>",
+           f"<style>{_CSS}</style></head><body>",
+           f"<h1>Reproduction report: {esc(run_dir.name)} (profile {esc(str(profile))})</h1>",
+           f"<p>{len(claims)} claims: {esc(_counts(claims) or 'none')}.</p>",
+           f"<p>{esc(RULE).replace('**', '')}</p>"]
+    failed = [o["notebook"] for o in outcomes if o.get("status") == "failed"]
+    if failed:
+        out.append(f"<p><b>Failed notebooks</b> (their claims are missing): {esc(', '.join(failed))}.</p>")
+    if silent:
+        out.append(f"<p>Notebooks with no claims in this run: {esc(', '.join(silent))}.</p>")
+    embedded: dict[Path, str] = {}
+    for paper, title in PAPERS.items():
+        rows = [c for c in claims if c["paper"] == paper]
+        if not rows:
+            continue
+        out += [f"<h2>{esc(title)}</h2><p>{esc(_counts(rows))}.</p><table><tr>",
+                "".join(f"<th>{h}</th>" for h in ("notebook", "section", "claim", "paper", "ours", "95% interval",
+                                                   "null", "null is", "verdict", "why")), "</tr>"]
+        for c in rows:
+            fig = _figure(run_dir, c)
+            figure_html = ""
+            if fig is not None:
+                if fig not in embedded:  # each figure once in full; later claims link to it
+                    embedded[fig] = base64.b64encode(fig.read_bytes()).decode()
+                figure_html = (f"<details><summary>figure {esc(c['figure'])}</summary>"
+                               f"<img src='data:image/png;base64,{embedded[fig]}' alt='{esc(c['figure'])}'></details>")
+            cls = c["verdict"].replace(" ", "-")
+            cells = [esc(c["notebook"]), esc(c["section"]), esc(c["statement"]) + figure_html, esc(_paper(c)),
+                     esc(_fmt(c.get("ours"))), esc(_interval(c)), esc(_null(c)), esc(c.get("null_how", "")),
+                     f"<b>{esc(c['verdict'])}</b>", esc(c.get("why", ""))]
+            out.append(f"<tr class='{cls}'>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+        out.append("</table>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write_report(run_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.html`` into ``run_dir``; returns their paths."""
+    run_dir = Path(run_dir)
+    md, page = run_dir / "report.md", run_dir / "report.html"
+    atomic_write_text(md, markdown(run_dir) + "\n")
+    atomic_write_text(page, html_report(run_dir) + "\n")
+    return md, page

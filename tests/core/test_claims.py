@@ -1,0 +1,121 @@
+"""The verdict rule and the interval/null helpers, on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kit.core import claims as C
+
+
+@pytest.mark.parametrize("ci,null,null_range,direction,expected", [
+    ((0.1, 0.3), 0.0, None, "greater", "supported"),
+    ((-0.1, 0.3), 0.0, None, "greater", "inconclusive"),
+    ((-0.3, -0.1), 0.0, None, "greater", "contradicted"),
+    ((-0.3, -0.1), 0.0, None, "less", "supported"),
+    ((0.1, 0.3), None, (0.0, 0.2), "greater", "inconclusive"),   # interval overlaps the null band
+    ((0.25, 0.3), None, (0.0, 0.2), "greater", "supported"),
+    ((-1.0, 1.0), None, (-2.0, 2.0), "within", "supported"),     # equivalence: inside the tolerance
+    ((-1.0, 3.0), None, (-2.0, 2.0), "within", "inconclusive"),
+    ((2.5, 3.0), None, (-2.0, 2.0), "within", "contradicted"),
+])
+def test_verdict_rule(ci, null, null_range, direction, expected):
+    ours = sum(ci) / 2
+    assert C.decide(ours, ci, null, null_range, direction)[0] == expected
+
+
+def test_a_point_without_interval_is_never_supported():
+    # 58 gaps vs 61 with shuffled labels: one number against one number excludes nothing
+    verdict, why = C.decide(58, None, 61, None, "greater")
+    assert verdict == "inconclusive" and "no interval" in why
+    # but a point outside a permutation band is a permutation test
+    assert C.decide(80, None, 61, (50, 72), "greater")[0] == "supported"
+    assert C.decide(58, None, 61, (50, 72), "greater")[0] == "inconclusive"
+
+
+def test_match_and_not_testable():
+    assert C.decide(0.5, (0.4, 0.6), None, None, "match", paper_value=0.55)[0] == "supported"
+    assert C.decide(0.5, (0.4, 0.6), None, None, "match", paper_value=0.7)[0] == "contradicted"
+    assert C.decide(float("nan"), None, 0, None, "greater")[0] == "not testable here"
+    assert C.decide(1.0, (0, 2), 0, None, "greater", not_testable="no SAE")[1] == "no SAE"
+    with pytest.raises(ValueError, match="direction"):
+        C.decide(1.0, None, 0, None, "bigger")
+
+
+def test_claim_record_and_consistency(tmp_path):
+    from kit.core.notebook import NotebookRun
+
+    c = C.claim("001", "Table 2", "te.delta", "TE lowers accuracy", -3.0, ci=(-5.0, -1.0), null=0.0, direction="less")
+    assert c.verdict == "supported" and "predicted side" in c.why
+    C.check_consistent(c)
+    bad = c.row() | {"verdict": "supported", "ci_high": 1.0}
+    with pytest.raises(ValueError, match="inconclusive"):
+        C.check_consistent(bad)
+    weak = C.weaken(C.claim("003", "MIB", "mib", "x", 0.9, ci=(0.8, 1.0), null=0.5), "passes by construction")
+    assert weak.verdict == "inconclusive" and "by construction" in weak.why
+    C.check_consistent(weak)  # demoting is always allowed
+    with pytest.raises(ValueError, match="ci low"):
+        C.claim("001", "s", "x", "x", 1.0, ci=(2.0, 0.0), null=0.0)
+    run = NotebookRun("03_shortcut_neurons", "smoke", None, tmp_path)
+    df = C.record(run, [c, weak])
+    assert list(df.verdict) == ["supported", "inconclusive"]
+    import json
+    saved = json.loads((tmp_path / "results.json").read_text())["claims"]
+    assert saved[0]["notebook"] == "03_shortcut_neurons" and saved[0]["ci_low"] == -5.0
+    with pytest.raises(ValueError, match="duplicate"):
+        C.record(run, [c, c])
+
+
+def test_wilson_interval_hand_case():
+    # k=2, n=4, z=1.95996: centre 0.5, half = z*sqrt(0.0625 + z^2/64)/(1 + z^2/4) = 0.3825...
+    p, lo, hi = C.wilson_interval(2, 4)
+    z = 1.959963984540054
+    half = z * math.sqrt(0.25 / 4 + z * z / 64) / (1 + z * z / 4)
+    assert p == 0.5 and lo == pytest.approx(0.5 - half) and hi == pytest.approx(0.5 + half)
+    assert C.wilson_interval(0, 5)[1] == 0.0
+
+
+def test_t_and_welch_intervals_hand_case():
+    m, lo, hi = C.t_interval([1.0, 2.0, 3.0])  # mean 2, sd 1, t(0.975, 2) = 4.3027
+    assert m == 2.0 and hi - m == pytest.approx(4.302652729911275 / math.sqrt(3))
+    assert math.isnan(C.t_interval([1.0])[1])
+    d, lo, hi = C.welch_interval([1.0, 1.0], [0.0, 0.0])
+    assert (d, lo, hi) == (1.0, 1.0, 1.0)  # no spread: a zero-width interval
+    d, lo, hi = C.welch_interval([0.5, 0.5, 0.75], [0.75, 0.5, 1.0])
+    assert d == pytest.approx(-1 / 6) and lo < d < hi
+
+
+def test_paired_bootstrap_keeps_items_together():
+    a = np.arange(50, dtype=float)
+    point, lo, hi = C.bootstrap_ci(lambda x, y: float(np.mean(x - y)), a, a + 2.0, n_boot=200)
+    assert point == lo == hi == -2.0  # paired: the difference is the same for every resample
+    point, lo, hi = C.mean_diff_ci(a, a + 2.0, paired=False, n_boot=200)
+    assert point == -2.0 and lo < -2.0 < hi  # unpaired: the spread of a shows up
+    with pytest.raises(ValueError, match="one length"):
+        C.bootstrap_ci(np.mean, a, a[:3])
+    # deterministic under its seed
+    assert C.bootstrap_ci(np.mean, a, seed=3) == C.bootstrap_ci(np.mean, a, seed=3)
+
+
+def test_bootstrap_groups_and_permutation_null():
+    groups = [(np.ones(10), np.zeros(10)), (np.ones(5), np.ones(5))]
+    point, lo, hi = C.bootstrap_groups_ci(lambda g: float(np.mean([np.mean(x - y) for x, y in g])), groups, n_boot=100)
+    assert point == lo == hi == 0.5
+    # shuffling within groups keeps each group's label counts: a per-group sum is invariant
+    labels = np.array([1, 1, 0, 0, 1, 0])
+    grp = np.array([0, 0, 0, 1, 1, 1])
+    null = C.permutation_null(lambda y: float(y[grp == 0].sum()), labels, n_perm=30, groups=grp)
+    assert set(null) == {2.0}
+    mean, lo, hi = C.null_band(np.arange(101, dtype=float))
+    assert (mean, lo, hi) == pytest.approx((50.0, 2.5, 97.5))
+    assert C.seed_repeats(lambda s: s * 2, [1, 2]) == [2.0, 4.0]
+
+
+def test_zero_width_interval_supports_nothing_unless_deterministic():
+    c = C.claim("000", "§3.6", "g", "mixed > single", 2.0, ci=(2.0, 2.0), null=0.0)
+    assert c.verdict == "inconclusive" and "zero width" in c.why
+    d = C.claim("000", "T1", "p", "recomputed", 0.04, ci=(0.04, 0.04), null_range=(0, 0.05), direction="within",
+                interval_how="deterministic recomputation")
+    assert d.verdict == "supported"

@@ -1,0 +1,50 @@
+"""report.md and report.html from a run directory's results.json files."""
+
+from __future__ import annotations
+
+import json
+
+from kit.core import claims as C
+from kit.core.report import collect, write_report
+
+
+def _fake_run(tmp_path):
+    run = tmp_path / "20260101-000000"
+    (run / "03_shortcut_neurons" / "figures").mkdir(parents=True)
+    (run / "03_shortcut_neurons" / "figures" / "fig3_sparsity_curve.png").write_bytes(b"\x89PNG fake")
+    (run / "05_neuronvote").mkdir()
+    (run / "05_neuronvote" / "results.json").write_text(json.dumps({"n": 1}))  # no claims recorded
+    rows = [C.claim("001", "Table 2", "te", "TE lowers a | contaminated model", -3.0, ci=(-5.0, -1.0), null=0.0,
+                    direction="less", figure="fig3_sparsity_curve", notebook="03_shortcut_neurons").row(),
+            C.claim("001", "Fig. 4", "agree", "TE agrees <better>", 0.1, ci=(-0.2, 0.4), null=0.0,
+                    notebook="03_shortcut_neurons").row()]
+    (run / "03_shortcut_neurons" / "results.json").write_text(json.dumps({"claims": rows}))
+    (run / "run.json").write_text(json.dumps({"profile": "smoke", "notebooks": [
+        {"notebook": "03_shortcut_neurons", "status": "ok"}, {"notebook": "04_competency_gaps", "status": "failed"}]}))
+    return run
+
+
+def test_report_has_one_table_per_paper_and_names_gaps(tmp_path):
+    run = _fake_run(tmp_path)
+    claims, silent = collect(run)
+    assert [c["id"] for c in claims] == ["te", "agree"] and silent == ["05_neuronvote"]
+    md, page = write_report(run)
+    text = md.read_text()
+    assert "## Shortcut neurons" in text and "Competency Gaps" not in text.split("## ")[-1]
+    assert "1 supported, 1 inconclusive" in text
+    assert "[-5, -1]" in text and "**supported**" in text
+    assert "TE lowers a \\| contaminated model" in text, "a pipe in a statement must not break the table"
+    assert "(03_shortcut_neurons/figures/fig3_sparsity_curve.png)" in text, "claims link their figure"
+    assert "Failed notebooks" in text and "04_competency_gaps" in text
+    assert "05_neuronvote" in text, "a notebook without claims is named"
+    body = page.read_text()
+    assert body.startswith("<!doctype html>") and "data:image/png;base64," in body, "figures are embedded"
+    assert "&lt;better&gt;" in body and "http" not in body, "escaped, and nothing loaded from the network"
+    assert "class='supported'" in body and "class='inconclusive'" in body
+
+
+def test_report_for_a_run_without_claims(tmp_path):
+    run = tmp_path / "r"
+    (run / "00_quickstart").mkdir(parents=True)
+    md, page = write_report(run)
+    assert "0 claims" in md.read_text() and "00_quickstart" in md.read_text()

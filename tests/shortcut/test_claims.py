@@ -1,0 +1,79 @@
+"""Seed 001 claims: per-item accuracies that reproduce Table 2, and verdicts from bootstrap intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kit.core.claims import check_consistent
+from kit.data.paper_tables import load_table
+from kit.shortcut import claims as scc
+from kit.shortcut import neurons as sc
+
+
+def _world_model(seed: int):
+    from kit.world.train import Arch, make_model
+
+    m = make_model(Arch(1, 32, 2, 64, n_ctx=64), seed=seed)
+    m.cfg.model_name = f"zoo/test-{seed}"
+    return m.eval()
+
+
+def test_item_correct_is_the_per_item_twin_of_accuracies():
+    base, other = _world_model(0), _world_model(1)
+    test = sc.task_data(base, sc.benchmark_items("add", "test", 16))
+    fresh = sc.task_data(base, sc.benchmark_items("add", "fresh", 12))
+    neurons = [(0, i) for i in range(0, 64, 2)]
+    per_item = scc.item_correct(other, base, test, [[], neurons])
+    assert per_item.shape == (2, 16) and set(np.unique(per_item)) <= {0.0, 1.0}
+    assert np.allclose(per_item.mean(1), sc.accuracies(other, base, test, [[], neurons]))
+    te = scc.te_items({"Vanilla": base, "+x": other}, base, test, fresh, neurons)
+    assert (te["Vanilla"]["ori"] == te["Vanilla"]["te"]).all(), "patching the base with itself changes nothing"
+    assert te["+x"]["ref"].shape == (12,)
+
+
+def _te(n=100, con_drop=30, clean_change=0, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for label, drop in (("+test", con_drop), ("+5x test", con_drop), ("Vanilla", clean_change), ("+train", clean_change)):
+        ori = (rng.random(n) < 0.6).astype(float)
+        te = ori.copy()
+        te[np.flatnonzero(ori)[:drop]] = 0.0  # the first `drop` correct items become wrong
+        ref = (rng.random(n) < 0.6 - drop / n).astype(float)
+        out[label] = {"ori": ori, "te": te, "ref": ref}
+    return out
+
+
+def _table2(te):
+    return pd.DataFrame([{"variant": v, "ori": 100 * d["ori"].mean(), "te": 100 * d["te"].mean(),
+                          "ref": 100 * d["ref"].mean()} for v, d in te.items()])
+
+
+def test_shortcut_claims_follow_the_intervals():
+    te = _te()
+    side = {("+test", "add2"): np.ones((2, 50))}
+    sparsity = np.stack([np.zeros(60), np.r_[np.ones(40), np.zeros(20)]])  # located 0%, random 67%
+    claims = {c.id: c for c in scc.shortcut_claims(te, ["+test", "+5x test"], side, sparsity, _table2(te),
+                                                   load_table("001_table09_real_world_models"), 3, n_boot=300)}
+    assert set(scc.REQUIRED_IDS["03_shortcut_neurons"]) <= set(claims)
+    for c in claims.values():
+        check_consistent(c)
+    assert claims["te.contaminated_drop"].verdict == "supported" and claims["te.contaminated_drop"].ours == -30.0
+    assert claims["te.delta[+test]"].verdict == "supported"
+    assert claims["te.toward_ref"].verdict == "supported"
+    # clean models: nothing changes -> zero-width interval, which supports nothing
+    assert claims["te.clean_unchanged"].verdict == "inconclusive" and "zero width" in claims["te.clean_unchanged"].why
+    assert claims["sparsity.located_vs_random"].verdict == "supported"
+    assert "Table 2" in claims["te.contaminated_drop"].paper_value
+
+
+def test_small_deltas_are_inconclusive_and_a_mismatch_with_table2_fails():
+    te = _te(n=40, con_drop=1)
+    claims = {c.id: c for c in scc.shortcut_claims(te, ["+test"], {}, None, _table2(te),
+                                                   load_table("001_table09_real_world_models"), 3, n_boot=300)}
+    assert claims["te.delta[+test]"].verdict == "inconclusive", "1 item of 40 must not count as a TE effect"
+    assert claims["side_effects.unchanged"].verdict == "not testable here"
+    bad = _table2(te).assign(ori=lambda d: d.ori + 5)
+    with pytest.raises(ValueError, match="differs from Table 2"):
+        scc.shortcut_claims(te, ["+test"], {}, None, bad, load_table("001_table09_real_world_models"), 3)
