@@ -17,7 +17,7 @@ from kit.core.claims import Claim, claim, mean_diff_ci, wilson_interval
 
 PAPER = "000"
 REQUIRED_IDS = {
-    "01_utility_law": ["law.published_pooled", "law.tiny_pooled", "law.tiny_per_task_sign", "pur.table1_recomputed",
+    "01_utility_law": ["law.published_per_model", "law.published_pooled", "law.tiny_pooled", "law.tiny_per_task_sign", "pur.table1_recomputed",
                        "pur.ranking_vs_performance", "diversity.mixed_grows_faster", "correctness.no_difference",
                        "masking.key_vs_random"],
     "02_training_trajectories": ["corollary1.early_accumulating", "corollary1.late_evolving",
@@ -28,16 +28,21 @@ EQUIVALENCE_FRACTION = 0.10
 paper only reports a non-significant Mann-Whitney test, which cannot show absence of a difference)."""
 
 
-def _fit_claim(id: str, fit: Mapping[str, Any] | None, where: str, figure: str | None) -> Claim:
+def _fit_claim(id: str, fit: Mapping[str, Any] | None, where: str, figure: str | None,
+               form: str = "mui_vs_log_perf") -> Claim:
+    """The law's sign on one fit. Both forms predict a negative slope: the paper's ``MUI = -alpha ln P
+    + beta`` (slope -alpha) and the inverse ``P = a + b ln MUI`` (slope b)."""
     fit = fit or {}
     r2 = fit.get("r2")
+    what = ("MUI falls as performance rises (OLS slope of MUI % on ln P, i.e. -alpha, < 0"
+            if form == "mui_vs_log_perf" else "performance falls as MUI rises (OLS slope of performance % on ln MUI < 0")
     return claim(PAPER, "§2, Fig. 3", id,
-                 f"Utility Law, {where}: performance falls as MUI rises (OLS slope of performance % on ln MUI < 0; "
-                 f"R² {r2:.2f}, n {fit.get('n')})" if r2 is not None else
-                 f"Utility Law, {where}: OLS slope of performance on ln MUI < 0",
+                 f"Utility Law, {where}: {what}; R² {r2:.2f}, n {fit.get('n')})" if r2 is not None else
+                 f"Utility Law, {where}: {what})",
                  fit.get("slope"), ci=(fit.get("ci_low"), fit.get("ci_high")) if fit.get("ci_low") is not None else None,
                  null=0.0, null_how="no relation (slope 0)", direction="less",
-                 paper_value="inverse log relation (alpha 4.632 in MUI = -alpha ln P + beta)",
+                 paper_value="-4.632 (MUI-Eval's figure: MUI = -4.632 ln P + 28.305)" if form == "mui_vs_log_perf"
+                 else "negative (inverse log relation)",
                  interval_how="OLS 95% CI of the slope (statsmodels)", figure=figure,
                  caveat="" if r2 is None or r2 >= 0.3 else f"weak fit: R² {r2:.2f}, the law explains little of the spread",
                  r2=r2)
@@ -48,10 +53,12 @@ def utility_law_claims(results: Mapping[str, Any], curves: pd.DataFrame | None =
     """Notebook 01's claims from its recorded ``results`` (``published_law_fit``,
     ``tiny_law_fit_per_task``, ``tiny_rank_per_task``, ``published_pur_max_abs_diff``, ``masking``),
     the §3.6 growth ``curves`` (columns pool, n, repeat, mui) and the §3.7 ``correctness`` dict."""
-    out = [_fit_claim("law.published_pooled", results.get("published_law_fit", {}).get("all"),
-                      "published Table 5, pooled over benchmarks", "fig2_published_law"),
+    out = [_fit_claim("law.published_per_model", results.get("published_law_fit_per_model"),
+                      "published Table 5, Figure 3's view (one point per general model)", "fig3_published_per_model"),
+           _fit_claim("law.published_pooled", results.get("published_law_fit", {}).get("all"),
+                      "published Table 5, the 8 general models pooled over benchmarks", "fig2_published_law_general"),
            _fit_claim("law.tiny_pooled", results.get("tiny_law_fit_per_task", {}).get("all"),
-                      "tiny world, pooled over tasks", "tiny_law_per_task")]
+                      "tiny world, pooled over tasks", "tiny_law_per_task", form=results.get("law_form", "mui_vs_log_perf"))]
     per_task = {k: v for k, v in results.get("tiny_law_fit_per_task", {}).items() if k != "all" and v.get("slope") is not None}
     k = sum(v["slope"] < 0 for v in per_task.values())
     share, lo, hi = wilson_interval(k, len(per_task))
