@@ -935,7 +935,7 @@ def growth_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any):
                 "focus_model": focus},
         findings=[f"§3.6 ({focus}): at n={n_top} samples the mixed pool's MUI is {mixed_at:.2f}% vs single-capability "
                   f"{single_at.min():.2f}-{single_at.max():.2f}% (mean {single_at.mean():.2f}%)."],
-        tables={"growth": table}, figures={"sec36_growth": plot_growth(curves)})
+        tables={"growth": table}, figures={"sec36_growth": plot_growth(curves)}, data={"curves": curves})
 
 
 def correctness_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any):
@@ -968,7 +968,7 @@ def correctness_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: 
                    f"{ci['n_incorrect_total']} incorrect) to compare.")
     return Section(
         record={"correct_vs_incorrect": {k: v for k, v in ci.items() if not k.startswith(("per_sample_c", "per_sample_i"))}},
-        findings=[finding], figures={"sec37_correct_vs_incorrect": plot_correctness(ci)},
+        findings=[finding], figures={"sec37_correct_vs_incorrect": plot_correctness(ci)}, data={"ci": ci},
         tables={"summary": {k: v for k, v in ci.items() if not k.startswith(("per_sample_c", "per_sample_i", "chunk_mui"))}})
 
 
