@@ -35,7 +35,22 @@ def main(argv: list[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return 2
     print(json.dumps(c, indent=1) if args.json else world.format_card(c))
+    failed = [ch["name"] for ch in c["checks"] if not ch["passed"]]
+    if failed:
+        print(explain_failed_checks(c["world"], failed, len(c["checks"])), file=sys.stderr)
+        return 1
     return 0
+
+
+def explain_failed_checks(world_name: str, failed: list[str], n_checks: int) -> str:
+    """What a [FAIL] on the card means, and what (not) to do about it."""
+    why = ("expected in the micro world, which is sized for the test suite's speed, not to show every effect"
+           if world_name == "micro" else
+           "the build is deterministic, so rebuilding gives the same result; the effect is weaker than the "
+           "world's design asks")
+    return (f"{len(failed)} of {n_checks} zoo card checks failed ({', '.join(failed)}): the world is built and "
+            f"every member loads, but it does not show these properties ({why}); notebook results that "
+            "measure them are weak or absent in this world.")
 
 
 if __name__ == "__main__":
