@@ -20,10 +20,10 @@ import subprocess
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from contextlib import contextmanager
 from typing import Any, Iterator
 
 from kit.core.params import (ParamsError, config_class, load_params, notebook_names, parse_assignment,
