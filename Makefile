@@ -7,6 +7,13 @@ PY := $(VENV)/bin/python
 # is on its find-links path. With a GPU, override: make run TORCH_SPEC="torch>=2.13,<2.16".
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
+# pip warns once per package about index or find-links locations that do not exist on this machine
+# ("WARNING: Location '...' is ignored"); keep pip's other output and its exit status.
+QUIET_PIP = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
+# Written to a log (stdout not a terminal), tqdm's nested bars become hundreds of redraw fragments.
+BARS = $$(test -t 1 || echo TQDM_DISABLE=1)
+# JupyterLab refuses to start as root unless told it may (containers often run as root).
+ALLOW_ROOT = $$(test "$$(id -u)" = 0 && echo --allow-root)
 
 .PHONY: run test setup world bench lab clean-runs browser
 
@@ -20,20 +27,20 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test]"
+	set -o pipefail; $(PY) -m pip install -q --upgrade pip $(QUIET_PIP)
+	set -o pipefail; $(PY) -m pip install -q "$(TORCH_SPEC)" $(QUIET_PIP)
+	set -o pipefail; $(PY) -m pip install -q -e ".[test]" $(QUIET_PIP)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (kit)" >/dev/null
 	@touch $(STAMP)
 
 world: setup
-	$(PY) -m kit zoo build --world tiny
+	env $(BARS) $(PY) -m kit zoo build --world tiny
 
 bench: setup
 	$(PY) -m kit bench
 
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab notebooks/ $(ALLOW_ROOT)
 
 # The concept-explorer test drives a real headless Chromium (Debian's package).
 browser:

@@ -35,6 +35,8 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
+from kit.core.checks import require_finite
+
 EPSILON = 1e-5
 """The paper's epsilon for missing concepts and model gaps (section 3.1: e^-5 printed; 1e-5 used)."""
 
@@ -48,6 +50,7 @@ def item_concept_activation(feature_acts: Float[Tensor, "n_tokens d_sae"]) -> Fl
     """Eq. 1 for one datapoint: the SAE activations summed over its tokens, divided by its length."""
     if feature_acts.ndim != 2 or feature_acts.shape[0] == 0:
         raise ValueError(f"feature_acts must be (n_tokens>0, d_sae), got shape {tuple(feature_acts.shape)}")
+    require_finite("item_concept_activation feature_acts", feature_acts)
     return feature_acts.sum(0) / feature_acts.shape[0]
 
 
@@ -56,6 +59,7 @@ def segment_mean(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[in
 
     One ``index_add_`` for the whole batch instead of a Python loop over items.
     """
+    require_finite("segment_mean token_values", token_values)
     lengths_t = torch.as_tensor(list(lengths), dtype=torch.long, device=token_values.device)
     if (lengths_t <= 0).any():
         raise ValueError("every item needs at least one token (an empty text has no concept activation)")

@@ -14,5 +14,5 @@ class Config(BaseConfig):
     """Layer whose MLP activations (``blocks.{layer}.mlp.hook_post``) are shown."""
     top_neurons: int = Field(16, ge=1, le=512)
     """How many neurons (largest mean |activation| over the prompt) the activation views show."""
-    n_eval: int = Field(100, ge=1, le=10_000)
-    """Test items of ``task`` scored to report the model's accuracy."""
+    n_eval: int = Field(100, ge=1, le=200)
+    """Test items of ``task`` scored to report the model's accuracy (a task's test split holds 200: ``kit.world.tasks.TEST_SIZE``)."""

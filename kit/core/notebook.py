@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from kit.core.figures import record_results, save_figure, use_paper_style
-from kit.core.params import BaseConfig, load_params, to_yaml
+from kit.core.params import BaseConfig, ParamsError, config_class, format_overrides, load_params, to_yaml
 from kit.core.paths import REPO_ROOT, atomic_write_text
 
 
@@ -47,17 +47,61 @@ class NotebookRun:
 
 
 def start(notebook: str, profile: str | None = None, out_dir: str | Path | None = None,
-          overrides: dict[str, Any] | None = None) -> NotebookRun:
-    """Begin a notebook run: validate params, make the output dir, save resolved params, seed RNGs.
+          overrides: dict[str, Any] | None = None, namespace: dict[str, Any] | None = None) -> NotebookRun:
+    """Begin a notebook run: validate params, clean the output dir, save resolved params, seed RNGs.
 
     ``out_dir`` is set by the runner; run by hand in JupyterLab it defaults to
-    ``runs/<profile>/interactive/<notebook>/``.
+    ``runs/<profile>/interactive/<notebook>/``. Either way a start begins an empty
+    ``results.json`` and removes the figures of an earlier start, so an interrupted rerun never
+    looks complete with the old run's numbers.
+
+    ``namespace`` is the notebook's ``globals()``: its parameters cell declares every config field
+    (``None`` keeps the profile's value), papermill ``-p field value`` or ``kit run --set`` put
+    values there, and they are validated like the YAML and recorded in ``params.yaml``. The fields
+    are then removed from the namespace (the notebook reads ``run.cfg``), so a later cell that
+    reuses such a name can never feed it back into a rerun of the start cell.
     """
-    cfg = load_params(notebook, profile, overrides)
+    cls = config_class(notebook)
+    given = dict(_take_parameters(notebook, cls, namespace) if namespace is not None else {})
+    given.update(overrides or {})
+    cfg = load_params(notebook, profile, given)
     profile = profile or "tiny"
     run_dir = Path(out_dir) if out_dir else REPO_ROOT / "runs" / profile / "interactive" / notebook
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "params.yaml", f"# {notebook}, profile {profile}\n" + to_yaml(cfg))
+    _clear_outputs(run_dir)
+    header = f"# {notebook}, profile {profile}\n"
+    if given:
+        header += f"# overrides (papermill -p / kit run --set): {format_overrides(given)}\n"
+    atomic_write_text(run_dir / "params.yaml", header + to_yaml(cfg))
     seed_everything(cfg.seed)
     use_paper_style()
+    if os.environ.get("KIT_BATCH") == "1":  # set by the runner for its kernels
+        _plain_progress_bars()
     return NotebookRun(notebook=notebook, profile=profile, cfg=cfg, dir=run_dir)
+
+
+def _take_parameters(notebook: str, cls: type[BaseConfig], namespace: dict[str, Any]) -> dict[str, Any]:
+    """The config fields the parameters cell (and papermill) set to something other than None."""
+    missing = [f for f in cls.model_fields if f not in namespace]
+    if missing:
+        raise ParamsError(
+            f"{notebook}: parameter(s) {', '.join(missing)} are not defined: run the parameters cell "
+            "(it declares every field of the config) before kit.start; kit.start takes them out of the "
+            "namespace each time it runs")
+    return {f: v for f in cls.model_fields if (v := namespace.pop(f)) is not None}
+
+
+def _plain_progress_bars() -> None:
+    """In batch kernels, ``tqdm.auto`` gives text bars: papermill saves widgets as bars frozen at 0%."""
+    import tqdm.auto
+    import tqdm.std
+
+    tqdm.auto.tqdm = tqdm.std.tqdm
+
+
+def _clear_outputs(run_dir: Path) -> None:
+    """Forget an earlier start's results and figures (only the files a run writes, nothing else)."""
+    atomic_write_text(run_dir / "results.json", "{}\n")
+    for old in (run_dir / "figures").glob("*"):
+        if old.is_file() and old.suffix in (".png", ".pdf"):
+            old.unlink()

@@ -114,7 +114,8 @@ def load_params(notebook: str, profile: str | None = None, overrides: dict[str, 
                 path: Path | None = None) -> BaseConfig:
     """Load ``params/<notebook>.yaml``, pick ``profile`` (default: the file's default), validate.
 
-    ``overrides`` replace single fields (what papermill or a user passes) and are validated too.
+    ``overrides`` replace single fields (what papermill ``-p``, ``kit run --set`` or a user passes)
+    and are validated exactly like the file's values; the error then says the value was an override.
     """
     path = Path(path) if path else PARAMS_DIR / f"{notebook}.yaml"
     if not path.is_file():
@@ -124,10 +125,88 @@ def load_params(notebook: str, profile: str | None = None, overrides: dict[str, 
     fields = resolve_profile(path, profiles, profile)
     fields.update(overrides or {})
     cls = config_class(notebook)
+    where = f"{path}, profile {profile!r}"
+    if overrides:
+        where += f" with overrides {format_overrides(overrides)}"
     try:
-        return cls(**fields)
+        cfg = cls(**fields)
     except ValidationError as e:
-        raise ParamsError(explain(e, cls, f"{path}, profile {profile!r}")) from None
+        raise ParamsError(explain(e, cls, where)) from None
+    errors = name_errors(cfg)
+    if errors:  # a typo in a name should fail here, not minutes into the run
+        raise ParamsError("\n".join(f"{where}: {e}" for e in errors))
+    return cfg
+
+
+def _is_task_field(field: str) -> bool:
+    return field in ("task", "tasks") or field.endswith(("_task", "_tasks", "_task_a", "_task_b"))
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a field's value (list items, tuple items, dict keys and values)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(k) + _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def name_errors(cfg: BaseConfig) -> list[str]:
+    """Names that cannot load, found without loading anything: ``zoo/`` members, ``zoo-sae/`` SAEs,
+    ``random/`` shapes and ``tiny/`` tasks in any field (checked against the config's world), task
+    fields (``task``, ``*_tasks``...: a world task or a ``kit.load_benchmark`` name) and
+    ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) cannot be checked offline and pass.
+    """
+    from kit.data.benchmarks import BENCHMARKS, _parse_name
+    from kit.models.load import RANDOM_SHAPES
+    from kit.world import TASKS, members, saes
+
+    world = cfg.world
+    kinds = {"zoo/": ("zoo member", members(world)), "zoo-sae/": ("SAE", saes(world)),
+             "random/": ("random shape", [f"random/{s}" for s in RANDOM_SHAPES]),
+             "tiny/": ("tiny-world task", [f"tiny/{t}" for t in TASKS])}
+    errors = []
+    for field in type(cfg).model_fields:
+        for name in _strings(getattr(cfg, field)):
+            prefix = next((p for p in kinds if name.startswith(p)), None)
+            if prefix is not None:
+                what, allowed = kinds[prefix]
+                if name not in allowed:
+                    errors.append(f"field {field!r}: {name!r} is not a {what} of world {world!r}; "
+                                  f"allowed values: {', '.join(allowed)}")
+            elif _is_task_field(field) or field == "benchmarks":
+                if name in (BENCHMARKS if field == "benchmarks" else TASKS):  # benchmarks may pool a family ("bbh")
+                    continue
+                try:
+                    _parse_name(name)
+                except ValueError as e:
+                    allowed = "" if field == "benchmarks" else f"a task of the world ({', '.join(TASKS)}) or "
+                    errors.append(f"field {field!r}: {name!r} is not {allowed}a benchmark ({e})")
+    return errors
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``"field=value"`` (as ``kit run --set`` takes it) -> ``(field, value)``, the value read as YAML.
+
+    YAML makes ``n_eval=5`` an int, ``tasks=[add, code]`` a list and ``models=null`` None, exactly
+    as the same text would be read from a params file.
+    """
+    field, sep, raw = text.partition("=")
+    field = field.strip()
+    if not sep or not field.isidentifier():
+        raise ParamsError(f"--set {text!r}: expected field=value, e.g. --set n_items=20 or --set tasks=[add,code]")
+    try:
+        return field, yaml.safe_load(raw)
+    except yaml.YAMLError as e:
+        raise ParamsError(f"--set {text!r}: the value is not valid YAML: {e}") from None
+
+
+def format_overrides(overrides: dict[str, Any]) -> str:
+    """One line naming the overridden fields, for ``params.yaml`` and logs (``n_eval=5, tasks=[add]``)."""
+    return ", ".join(f"{k}={yaml.safe_dump(v, default_flow_style=True).strip().removesuffix('...').strip()}"
+                     for k, v in overrides.items())
 
 
 def explain(error: ValidationError, cls: type[BaseModel], where: str) -> str:

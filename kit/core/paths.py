@@ -25,6 +25,10 @@ class DataError(RuntimeError):
     """The data directory is missing, incomplete or fails its checksums."""
 
 
+class PathError(OSError):
+    """A folder the project must write to cannot be used; the message names it and what to do."""
+
+
 def data_dir(verify: bool = True) -> Path:
     """The real-benchmark data directory, checksum-verified once per process.
 
@@ -87,7 +91,13 @@ def cache_dir() -> Path:
     """Root of all caches (worlds, SAEs, activations); ``$KIT_CACHE_DIR`` or ``<repo>/.cache``."""
     env = os.environ.get("KIT_CACHE_DIR")
     path = Path(env).expanduser() if env else REPO_ROOT / ".cache"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        source = f"KIT_CACHE_DIR={env}" if env else "the default <repo>/.cache"
+        why = "it is a file, not a folder" if path.is_file() else (e.strerror or str(e))
+        raise PathError(f"cache folder {path} (from {source}) cannot be used: {why}. "
+                        "Point KIT_CACHE_DIR at a writable folder (it is created if missing).") from None
     return path
 
 

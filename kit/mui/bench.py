@@ -54,7 +54,11 @@ def _seq_lens(model) -> dict[str, int]:
     """Sequence lengths (batch of 4) for a short-answer and a long-response workload, sized so
     one plain forward takes a second or two on one CPU thread."""
     n_params = sum(p.numel() for p in model.parameters())
-    return {"short": 16, "long": 64} if n_params > 5e8 else {"short": 64, "long": 256}
+    lens = {"short": 16, "long": 64} if n_params > 5e8 else {"short": 64, "long": 256}
+    n_ctx = model.cfg.n_ctx  # zoo models have short contexts (64 in the micro world): never exceed it
+    if lens["long"] > n_ctx:
+        lens = {"short": max(2, n_ctx // 4), "long": n_ctx}
+    return lens
 
 
 def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, proj_cols: int) -> float:

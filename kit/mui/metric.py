@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
+from kit.core.checks import require_finite
 from kit.models import tl
 
 SCORES = ("score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum")
@@ -238,14 +239,17 @@ def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "sc
         if score == "gradient":
             pos = None if positions is None else positions[rows]
             for L in range(model.cfg.n_layers):
-                yield LayerScores(rows, L, _integrated_gradients(model, chunk, L, pos, ig_output=ig_output,
-                                                                 ig_mode=ig_mode))
+                yield LayerScores(rows, L, require_finite(
+                    f"gradient scores at blocks.{L}.mlp.hook_post",
+                    _integrated_gradients(model, chunk, L, pos, ig_output=ig_output, ig_mode=ig_mode)))
             continue
         cols = inverse = None
         if score == "score":
             cols, inverse = _unembed_columns(model, chunk[:, 1:])
         for L, acts in tl.iter_mlp_post(model, chunk):
-            yield LayerScores(rows, L, _score_from_acts(model, L, acts, score, cols, inverse))
+            # a NaN would be ranked the top key neuron by topk: stop here, naming the layer
+            yield LayerScores(rows, L, require_finite(f"{score} scores at blocks.{L}.mlp.hook_post",
+                                                      _score_from_acts(model, L, acts, score, cols, inverse)))
 
 
 def neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
@@ -303,6 +307,7 @@ def layer_key_mask(scores: Float[Tensor, "*tokens width"], threshold: str = "top
     ``>= frac * (the token's max in this layer)`` and > 0 (Eq. 12, Dai et al.; default frac 0.2).
     """
     _check_threshold(threshold)
+    require_finite("scores", scores)  # topk ranks NaN above every number
     if threshold == "global_topk":
         raise ValueError("threshold='global_topk' ranks across layers: use key_neuron_mask on [.., layer, d_mlp] scores")
     width = scores.shape[-1]
@@ -322,7 +327,7 @@ def token_key_masks(scores: Float[Tensor, "tokens layer width"], threshold: str 
     _check_threshold(threshold)
     if threshold != "global_topk":
         return layer_key_mask(scores, threshold, k, frac)
-    t, n_layers, width = scores.shape
+    t, n_layers, width = require_finite("scores", scores).shape
     kk = _k_for("global_topk", width, n_layers, k, frac)
     return _topk_mask(scores.reshape(t, n_layers * width), kk).reshape(t, n_layers, width)
 
@@ -675,7 +680,7 @@ def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, 
             m = pos_mask[rows]
             for j, h in enumerate(hooks):
                 feats = sae_by_layer[h].encode(cache[h][:, :-1].to(next(sae_by_layer[h].parameters()).device)).float().cpu()
-                picked = feats[m]  # [tokens, d_sae]
+                picked = require_finite(f"SAE features at {h}", feats[m])  # [tokens, d_sae]
                 if picked.shape[0] == 0:
                     continue
                 key = _topk_mask(picked, kk) & (picked > 0)
@@ -749,8 +754,8 @@ def fit_law(performance: Numbers, mui: Numbers, form: str = "mui_vs_log_perf") -
 
     if form not in LAW_FORMS:
         raise ValueError(f"form={form!r}; allowed values: {', '.join(LAW_FORMS)}")
-    perf = np.asarray(performance, dtype=float)
-    m = np.asarray(mui, dtype=float)
+    perf = require_finite("fit_law performance", np.asarray(performance, dtype=float))
+    m = require_finite("fit_law mui", np.asarray(mui, dtype=float))
     if perf.shape != m.shape or perf.ndim != 1:
         raise ValueError(f"performance {perf.shape} and mui {m.shape} must be 1-d of equal length")
     if len(perf) < 3:
@@ -769,12 +774,12 @@ def fit_law(performance: Numbers, mui: Numbers, form: str = "mui_vs_log_perf") -
 def pur(performance: Numbers, mui: Numbers, alpha: float = 0.5) -> float | np.ndarray:
     """Performance-to-utilization ratio (Eq. 7): ``performance / MUI**alpha`` (alpha 0.5 reproduces
     Table 1 from Table 5)."""
-    m = np.asarray(mui, dtype=float)
+    m = require_finite("pur mui", np.asarray(mui, dtype=float))
     if (m <= 0).any():
         raise ValueError("mui must be > 0 for PUR")
     if alpha < 0:
         raise ValueError(f"alpha={alpha} must be >= 0")
-    out = np.asarray(performance, dtype=float) / m ** alpha
+    out = require_finite("pur performance", np.asarray(performance, dtype=float)) / m ** alpha
     return float(out) if out.ndim == 0 else out
 
 
@@ -817,9 +822,10 @@ def rank_agreement(scores_by_dataset: Mapping[str, Mapping[str, SupportsFloat]],
             raise ValueError(f"dataset {ds!r}: models {sorted(unknown)} are not in reference_order")
         if len(models) < 3:
             raise ValueError(f"dataset {ds!r}: need >= 3 models to rank, got {len(models)}")
-        s = np.array([scores[m] for m in models], dtype=float)
+        s = require_finite(f"rank_agreement scores of dataset {ds!r} ({', '.join(models)})",
+                           np.array([scores[m] for m in models], dtype=float))
         r = -np.array([ref_rank[m] for m in models], dtype=float)  # higher = better on both sides
-        if np.isnan(s).any() or np.ptp(s) == 0:  # a constant score ranks nothing: undefined, not 0
+        if np.ptp(s) == 0:  # a constant score ranks nothing: undefined, not 0
             per[ds] = {"spearman": float("nan"), "kendall": float("nan")}
             continue
         per[ds] = {"spearman": float(spearmanr(s, r).statistic), "kendall": float(kendalltau(s, r).statistic)}

@@ -27,7 +27,11 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.time()
         path = world.build(args.world, force=args.force)
         print(f"world built in {path} ({time.time() - t0:.0f} s)")
-        print(world.format_card(world.card(args.world)))
+        c = world.card(args.world)
+        print(world.format_card(c))
+        failed = [ch["name"] for ch in c["checks"] if not ch["passed"]]
+        if failed:  # the build itself succeeded: explain, but do not fail `make run`
+            print(explain_failed_checks(c["world"], failed, len(c["checks"])))
         return 0
     try:
         c = world.card(args.world)
@@ -35,7 +39,22 @@ def main(argv: list[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return 2
     print(json.dumps(c, indent=1) if args.json else world.format_card(c))
+    failed = [ch["name"] for ch in c["checks"] if not ch["passed"]]
+    if failed:
+        print(explain_failed_checks(c["world"], failed, len(c["checks"])), file=sys.stderr)
+        return 1
     return 0
+
+
+def explain_failed_checks(world_name: str, failed: list[str], n_checks: int) -> str:
+    """What a [FAIL] on the card means, and what (not) to do about it."""
+    why = ("expected in the micro world, which is sized for the test suite's speed, not to show every effect"
+           if world_name == "micro" else
+           "the build is deterministic, so rebuilding gives the same result; the effect is weaker than the "
+           "world's design asks")
+    return (f"{len(failed)} of {n_checks} zoo card checks failed ({', '.join(failed)}): the world is built and "
+            f"every member loads, but it does not show these properties ({why}); notebook results that "
+            "measure them are weak or absent in this world.")
 
 
 if __name__ == "__main__":

@@ -221,3 +221,15 @@ def test_concept_table_columns():
     assert df.loc[2, "label"] == "z"
     tb = cg.top_bottom(df, "x_model", n=1)
     assert tb.loc[0, "concept"] == 2 and tb.loc[1, "concept"] == 0
+
+
+def test_item_concept_activation_refuses_nan():
+    """Issue 16.3: a NaN SAE activation used to make the item's concept vector NaN silently."""
+    from kit.core.checks import NonFiniteError
+
+    acts = torch.ones(3, 4)
+    acts[1, 2] = float("nan")
+    with pytest.raises(NonFiniteError, match=r"feature_acts.*index \(1, 2\)"):
+        cg.item_concept_activation(acts)
+    with pytest.raises(NonFiniteError, match="token_values"):
+        cg.segment_mean(acts, [1, 2])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit.core.params import ParamsError, load_params, notebook_names, read_profiles
+from kit.core.params import ParamsError, load_params, notebook_names, parse_assignment, read_profiles
 from kit.core.paths import REPO_ROOT
 
 
@@ -99,3 +99,50 @@ def test_every_shipped_profile_validates(notebook):
     assert {"tiny", "smoke", "paper"} <= set(profiles), f"{notebook}: profiles {sorted(profiles)}"
     for profile in profiles:
         load_params(notebook, profile)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("n_eval=5", ("n_eval", 5)),
+    ("tasks=[add, code]", ("tasks", ["add", "code"])),
+    ("models=null", ("models", None)),
+    ("model=zoo/base-m", ("model", "zoo/base-m")),
+    ("frac=0.5", ("frac", 0.5)),
+])
+def test_parse_assignment_reads_values_as_yaml(text, expected):
+    assert parse_assignment(text) == expected
+
+
+@pytest.mark.parametrize("text", ["n_eval", "=5", "n eval=5", "tasks=[add"])
+def test_parse_assignment_rejects_malformed(text):
+    with pytest.raises(ParamsError, match="--set"):
+        parse_assignment(text)
+
+
+@pytest.mark.parametrize("notebook, override, fragment", [
+    ("00_quickstart", {"task": "addd"}, "'addd' is not a task of the world"),
+    ("00_quickstart", {"model": "zoo/base-xl"}, "'zoo/base-xl' is not a zoo member of world 'micro'"),
+    ("00_quickstart", {"model": "random/gpt3"}, "'random/gpt3' is not a random shape"),
+    ("01_utility_law", {"sae_names": ["zoo-sae/base-m/topk-9"]}, "'zoo-sae/base-m/topk-9' is not a SAE"),
+    ("01_utility_law", {"tasks": ["add", "gsm9k"]}, "'gsm9k' is not a task of the world"),
+    ("02_training_trajectories", {"specialised": {"zoo/base-m+maths": "zoo/base-m"}}, "'zoo/base-m+maths'"),
+    ("04_competency_gaps", {"benchmarks": ["gsm8k", "mmlu/astrology"]}, "mmlu has no subject 'astrology'"),
+])
+def test_names_are_checked_in_the_loader(notebook, override, fragment):
+    """Issue 16.5: `task: addd` used to be caught 11 s into the run, after a run directory existed."""
+    with pytest.raises(ParamsError) as e:
+        load_params(notebook, "smoke", override)
+    msg = str(e.value)
+    assert fragment in msg and f"{notebook}.yaml" in msg and repr(next(iter(override))) in msg
+
+
+def test_hub_names_and_world_names_pass():
+    cfg = load_params("01_utility_law", "smoke", {"tasks": ["add", "gsm8k", "bbh/navigate"], "models": ["gpt2", "zoo/base-s"]})
+    assert cfg.tasks == ["add", "gsm8k", "bbh/navigate"]
+
+
+def test_quickstart_n_eval_cannot_exceed_the_test_split():
+    """Issue 16.5: n_eval 10000 was silently cut to the 200 test items while params.yaml said 10000."""
+    from kit.world.tasks import TEST_SIZE
+
+    with pytest.raises(ParamsError, match=f"'n_eval'.*less than or equal to {TEST_SIZE}"):
+        load_params("00_quickstart", "tiny", {"n_eval": 10_000})

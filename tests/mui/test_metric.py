@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import kit.mui.metric as mui
+from kit.core.checks import NonFiniteError
 from kit.models.load import random_model
 
 
@@ -495,3 +496,43 @@ def test_item_tokens_marks_exactly_the_response_words():
     assert not mask[1].any(), "an empty response has no response token"
     res = mui.utilization(model, tokens, mask, per_sample=True)
     assert res.per_sample[1] == 0.0 and res.mask.sum() == 1, "one response token, one layer, k=1: one key neuron"
+
+
+# --------------------------------------------------------------------------------------------
+# non-finite inputs (issue 16.3): a NaN neuron used to be chosen as the key neuron (topk ranks NaN highest)
+
+
+def nan_neuron_model():
+    model = hand_model()
+    with torch.no_grad():
+        model.blocks[0].mlp.W_in[:, 3] = float("nan")  # neuron 3's activation is NaN everywhere
+    return model
+
+
+@pytest.mark.parametrize("score, threshold", [("score", "topk"), ("activate", "global_topk"), ("score", "topscore")])
+def test_nan_activation_stops_utilization_naming_the_hook(score, threshold):
+    resp = torch.tensor([[False, True, True, True]])
+    with pytest.raises(NonFiniteError, match=rf"{score} scores at blocks\.0\.mlp\.hook_post"):
+        mui.utilization(nan_neuron_model(), TOKENS, resp, score=score, threshold=threshold)
+
+
+def test_nan_scores_are_not_ranked_as_key_neurons():
+    scores = hand_expected()
+    scores[0, 1, 0, 3] = float("nan")
+    with pytest.raises(NonFiniteError, match="scores"):
+        mui.key_neuron_mask(scores, "topk", k=1)
+    with pytest.raises(NonFiniteError, match="scores"):
+        mui.key_neuron_mask(scores, "global_topk", k=1)
+
+
+def test_law_pur_and_rank_agreement_refuse_nan():
+    with pytest.raises(NonFiniteError, match="fit_law performance"):
+        mui.fit_law([50.0, float("nan"), 70.0], [1.0, 2.0, 3.0])
+    with pytest.raises(NonFiniteError, match="fit_law mui"):
+        mui.fit_law([50.0, 60.0, 70.0], [1.0, float("inf"), 3.0])
+    with pytest.raises(NonFiniteError, match="pur mui"):
+        mui.pur([50.0, 60.0], [float("nan"), 4.0])
+    with pytest.raises(NonFiniteError, match="pur performance"):
+        mui.pur([float("nan"), 60.0], [1.0, 4.0])
+    with pytest.raises(NonFiniteError, match="dataset 'x'"):
+        mui.rank_agreement({"x": {"a": 1.0, "b": float("nan"), "c": 3.0}}, ["a", "b", "c"])

@@ -26,16 +26,18 @@ def run_runner(tmp_path, *args):
 
 def test_runner_executes_quickstart_into_its_run_dir(tmp_path, micro_world, capsys):
     figures = tmp_path / "figures"
-    rc = run_runner(tmp_path, "--only", "00", "--figures", str(figures))
+    rc = run_runner(tmp_path, "--only", "00", "--figures", str(figures), "--set", "n_eval=5")
     out = capsys.readouterr().out
     assert rc == 0, f"quickstart failed on the micro world:\n{out}"
     latest = tmp_path / "runs" / "smoke" / "latest"
     assert latest.is_symlink(), "runs/<profile>/latest should point at the newest run"
     nb_dir = latest / "00_quickstart"
     assert (nb_dir / "00_quickstart.ipynb").is_file(), "the executed notebook belongs in the run dir"
-    assert "world: micro" in (nb_dir / "params.yaml").read_text(), "resolved params should be saved beside outputs"
+    params = (nb_dir / "params.yaml").read_text()
+    assert "world: micro" in params, "resolved params should be saved beside outputs"
+    assert "n_eval: 5" in params and "overrides (papermill -p / kit run --set): n_eval=5" in params
     results = json.loads((nb_dir / "results.json").read_text())
-    assert 0.0 <= results["accuracy"] <= 1.0 and results["n_eval"] > 0
+    assert 0.0 <= results["accuracy"] <= 1.0 and results["n_eval"] == 5, "--set n_eval=5 reached the notebook"
     assert (nb_dir / "figures" / "quickstart_mlp_activations.png").is_file()
     assert (figures / "00_quickstart" / "quickstart_mlp_activations.pdf").is_file(), "figures are exported"
     summary = json.loads((latest / "run.json").read_text())

@@ -97,10 +97,12 @@ def test_card_is_cached_and_complete(micro_world, capsys):
     assert acc == pytest.approx(c["members"]["zoo/base-m"]["accuracy"]["count"]["test"], abs=0.01)
     from kit.world.cli import main
 
-    assert main(["card", "--world", micro_world]) == 0
-    printed = capsys.readouterr().out
-    assert "graded capability" in printed and "zoo/base-m+math-test-x5" in printed
-    assert main(["card", "--world", micro_world, "--json"]) == 0
+    failed = [ch["name"] for ch in c["checks"] if not ch["passed"]]
+    assert main(["card", "--world", micro_world]) == (1 if failed else 0), "a failed check makes the card exit 1"
+    printed = capsys.readouterr()
+    assert "graded capability" in printed.out and "zoo/base-m+math-test-x5" in printed.out
+    assert all(name in printed.err for name in failed), "each failed check is named in the explanation"
+    assert main(["card", "--world", micro_world, "--json"]) == (1 if failed else 0)
     assert json.loads(capsys.readouterr().out)["spec_hash"] == c["spec_hash"]
 
 

@@ -1,0 +1,36 @@
+"""The Makefile's quieting pieces do what they say (issue 16.8), run through make itself."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from kit.core.paths import REPO_ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+def make_probe(recipe: str) -> subprocess.CompletedProcess:
+    """Run ``recipe`` as a target appended to the project's Makefile (its variables in scope)."""
+    probe = f"probe:\n\t@{recipe}\n"
+    return subprocess.run(["make", "-s", "-f", "Makefile", "-f", "-", "probe"], input=probe, cwd=REPO_ROOT,
+                          capture_output=True, text=True)
+
+
+def test_pip_location_warnings_are_dropped_and_failures_kept():
+    out = make_probe("""set -o pipefail; (echo "WARNING: Location 'file:///opt/x/six/' is ignored: it is neither a file nor a directory."; echo "ERROR: real problem"; exit 3) $(QUIET_PIP)""")
+    assert out.stdout.splitlines() == ["ERROR: real problem"], "only the Location warnings are filtered"
+    assert out.returncode != 0, "pip's failure must still fail the make target"
+
+
+def test_lab_allows_root_only_as_root():
+    out = make_probe("echo [$(ALLOW_ROOT)]")
+    assert out.stdout.strip() == ("[--allow-root]" if os.geteuid() == 0 else "[]")
+
+
+def test_progress_bars_are_off_when_written_to_a_log():
+    out = make_probe("echo [$(BARS)]")  # stdout is a pipe here, as in `make run > log`
+    assert out.stdout.strip() == "[TQDM_DISABLE=1]"

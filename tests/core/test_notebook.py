@@ -1,0 +1,57 @@
+"""kit.start: a clean results file per start, parameters from the notebook's namespace, validated."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kit.core.notebook import start
+from kit.core.params import ParamsError, config_class
+
+FIELDS = list(config_class("00_quickstart").model_fields)
+
+
+def namespace(**given):
+    """What the quickstart's parameters cell leaves in globals(), plus papermill's injected values."""
+    ns = {"profile": "smoke", "out_dir": None, "unrelated": 1}
+    ns.update({f: None for f in FIELDS})
+    ns.update(given)
+    return ns
+
+
+def test_a_start_forgets_the_last_runs_results_and_figures(tmp_path):
+    """Issue 16.4: an interrupted hand rerun must not look complete with the previous run's numbers."""
+    run = start("00_quickstart", "smoke", tmp_path)
+    run.record(accuracy=0.5)
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "old.png").write_bytes(b"png")
+    (tmp_path / "notes.txt").write_text("mine")
+    start("00_quickstart", "smoke", tmp_path)
+    assert json.loads((tmp_path / "results.json").read_text()) == {}, "a new start begins an empty results file"
+    assert not (tmp_path / "figures" / "old.png").exists(), "the earlier start's figures are removed"
+    assert (tmp_path / "notes.txt").read_text() == "mine", "files a run does not write are left alone"
+
+
+def test_namespace_values_override_and_are_recorded(tmp_path):
+    """Issue 16.7: papermill -p n_eval 5 puts n_eval=5 in the namespace; it must reach the config."""
+    ns = namespace(n_eval=5)
+    run = start("00_quickstart", "smoke", tmp_path, namespace=ns)
+    assert run.cfg.n_eval == 5 and run.cfg.world == "micro", "None keeps the profile's value"
+    params = (tmp_path / "params.yaml").read_text()
+    assert "n_eval: 5" in params and "overrides (papermill -p / kit run --set): n_eval=5" in params
+    assert not set(FIELDS) & set(ns) and ns["unrelated"] == 1, "fields are taken out, other names stay"
+
+
+def test_namespace_values_are_validated_like_yaml(tmp_path):
+    with pytest.raises(ParamsError, match=r"'n_eval'.*with overrides n_eval=0|with overrides n_eval=0.*'n_eval'"):
+        start("00_quickstart", "smoke", tmp_path, namespace=namespace(n_eval=0))
+
+
+def test_rerunning_start_without_the_parameters_cell_is_refused(tmp_path):
+    """After a start the fields are gone; a later cell's ``model = ...`` must not become a parameter."""
+    ns = namespace()
+    start("00_quickstart", "smoke", tmp_path, namespace=ns)
+    ns["model"] = object()  # what a later cell of the notebook binds
+    with pytest.raises(ParamsError, match="run the parameters cell"):
+        start("00_quickstart", "smoke", tmp_path, namespace=ns)

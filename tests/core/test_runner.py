@@ -1,0 +1,185 @@
+"""The runner never destroys good outputs, never accepts what it cannot run, and fails in one line.
+
+Figures are exported into a temporary git repository, never the real ``figures/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kit.core import runner
+from kit.core.paths import REPO_ROOT
+
+
+def fake_notebooks(tmp_path, notebooks: dict[str, str]):
+    """Notebooks with a parameters cell whose body writes ``figures/<name>.png`` then runs ``code``."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    for name, code in notebooks.items():
+        save = ("from pathlib import Path\nd = Path(out_dir) / 'figures'\nd.mkdir(exist_ok=True)\n"
+                f"(d / '{name}.png').write_bytes(b'new {name}')\n")
+        nb = new_notebook(cells=[new_code_cell("profile = 'smoke'\nout_dir = None", metadata={"tags": ["parameters"]}),
+                                 new_code_cell(save + code)])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, folder / f"{name}.ipynb")
+    return folder
+
+
+def committed_figures(tmp_path, notebooks: list[str]):
+    """A git repository holding one committed figure per notebook, as figures/ does."""
+    figures = tmp_path / "figures"
+    for name in notebooks:
+        (figures / name).mkdir(parents=True)
+        (figures / name / "committed.png").write_bytes(b"committed")
+    git = ["git", "-C", str(figures), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(figures)], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "figures"], check=True)
+    return figures
+
+
+def run(tmp_path, *args):
+    return runner.main(["--profile", "smoke", "--out", str(tmp_path / "runs"), *args])
+
+
+def test_a_failed_notebook_keeps_its_committed_figures(tmp_path, capsys):
+    """Issue 16.1: a notebook that fails after saving a figure must not replace or delete figures/."""
+    nbs = fake_notebooks(tmp_path, {"01_broken": "raise RuntimeError('planted failure')", "02_fine": "x = 1"})
+    figures = committed_figures(tmp_path, ["01_broken", "02_fine"])
+    rc = run(tmp_path, "--notebooks", str(nbs), "--figures", str(figures))
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert (figures / "01_broken" / "committed.png").read_bytes() == b"committed", "a failed run deleted figures"
+    assert not (figures / "01_broken" / "01_broken.png").exists(), "a failed notebook's figures are not exported"
+    assert sorted(p.name for p in (figures / "02_fine").iterdir()) == ["02_fine.png"], "a success replaces its folder"
+    assert "WARNING: differs from the committed figure: 02_fine/02_fine.png (new, not committed)" in out
+    assert "WARNING: differs from the committed figure: 02_fine/committed.png (deleted)" in out
+    assert "01_broken/" not in out.split("exported")[1], "no warning for a notebook that was not exported"
+    assert not list(figures.glob(".*.new-*")) and not list(figures.glob(".*.old-*")), "no staging debris"
+
+
+def test_export_of_unchanged_figures_warns_nothing(tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / "02_fine" / "figures").mkdir(parents=True)
+    (run_dir / "02_fine" / "figures" / "committed.png").write_bytes(b"committed")
+    figures = committed_figures(tmp_path, ["02_fine"])
+    assert runner.export_figures(run_dir, figures, ["02_fine"]) == 1
+    assert runner.changed_figures(figures, ["02_fine"]) == []
+    assert runner.changed_figures(tmp_path / "run", ["02_fine"]) == [], "outside git there is nothing to compare"
+
+
+def test_unknown_profile_fails_before_anything_exists(tmp_path, capsys):
+    """Issue 16.2: --profile papr used to exit 0, create runs/papr/<ts>/ and repoint latest."""
+    rc = runner.main(["--profile", "papr", "--out", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "profile 'papr' is not defined" in err and "allowed profiles: paper, smoke, tiny" in err
+    assert not (tmp_path / "runs").exists(), "nothing is created for a profile that cannot run"
+
+
+@pytest.mark.parametrize("setting, fragment", [
+    ("n_evl=5", "--set n_evl: no selected notebook has such a field"),
+    ("n_eval=0", "field 'n_eval'"),
+    ("task=addd", "'task'"),
+    ("n_eval", "expected field=value"),
+])
+def test_bad_set_fails_before_anything_exists(tmp_path, capsys, setting, fragment):
+    """Issue 16.5/16.7: --set values are validated like the YAML, before a run directory exists."""
+    rc = run(tmp_path, "--only", "00", "--set", setting)
+    assert rc == 2 and fragment in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_set_reaches_only_notebooks_that_have_the_field():
+    notebooks = runner.discover(["00", "03"])
+    plan = runner.plan(notebooks, "smoke", {"n_eval": 7})
+    assert plan == {"00_quickstart": {"n_eval": 7}, "03_shortcut_neurons": {"n_eval": 7}}
+    plan = runner.plan(notebooks, "smoke", {"top_neurons": 7})
+    assert plan == {"00_quickstart": {"top_neurons": 7}, "03_shortcut_neurons": {}}
+
+
+def test_out_under_a_file_is_one_line(tmp_path, capsys):
+    """Issue 16.6: --out under a file used to end in a traceback."""
+    (tmp_path / "file").write_text("")
+    rc = runner.main(["--profile", "smoke", "--only", "00", "--out", str(tmp_path / "file" / "runs")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "cannot create the run directory" in err and "--out" in err
+
+
+def test_read_only_runs_is_one_line(tmp_path, capsys, monkeypatch):
+    """Issue 16.6: a read-only runs/ (simulated: the tests may run as root, who may write anywhere)."""
+    mkdir = runner.Path.mkdir
+
+    def refuse(self, *args, **kwargs):
+        if str(self).startswith(str(tmp_path / "runs")):
+            raise PermissionError(13, "Permission denied", str(self))
+        return mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(runner.Path, "mkdir", refuse)
+    rc = runner.main(["--profile", "smoke", "--only", "00", "--out", str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "Permission denied" in err and "--out" in err
+
+
+def test_cache_dir_that_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
+    """Issue 16.6: KIT_CACHE_DIR naming a file fails before the run, naming the variable."""
+    (tmp_path / "cache").write_text("")
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    rc = run(tmp_path, "--only", "00")
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "KIT_CACHE_DIR" in err and "not a folder" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_interrupted_run_is_marked_and_exports_nothing(tmp_path, capsys, monkeypatch):
+    """Issue 16.6: Ctrl-C leaves run.json saying 'interrupted' and touches no exported figure."""
+    def interrupt(nb, profile, run_dir, timeout, overrides=None):
+        (run_dir / nb.stem / "figures").mkdir(parents=True)
+        (run_dir / nb.stem / "figures" / "half.png").write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "execute", interrupt)
+    figures = committed_figures(tmp_path, ["00_quickstart"])
+    rc = run(tmp_path, "--only", "00", "--figures", str(figures))
+    err = capsys.readouterr().err.strip()
+    assert rc == 130 and "interrupted during 00_quickstart" in err and len(err.splitlines()) == 1
+    (run_dir,) = (tmp_path / "runs" / "smoke").iterdir()
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "interrupted" and record["notebooks"][0]["status"] == "interrupted"
+    assert sorted(p.name for p in (figures / "00_quickstart").iterdir()) == ["committed.png"]
+    assert not (tmp_path / "runs" / "smoke" / "latest").exists(), "latest keeps pointing at a complete run"
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_real_kernel_prints_one_line(tmp_path):
+    """Ctrl-C to the runner's process group (as a terminal sends it): no zmq tracebacks, run.json marked."""
+    nbs = fake_notebooks(tmp_path, {"01_sleep": "import time\ntime.sleep(120)"})
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "kit", "run", "--profile", "smoke", "--notebooks", str(nbs),
+                             "--out", str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    record = None
+    for _ in range(120):  # wait until the notebook is running (run.json exists), then press Ctrl-C
+        time.sleep(0.5)
+        found = list((tmp_path / "runs" / "smoke").glob("*/01_sleep"))
+        if found:
+            record = found[0].parent / "run.json"
+            break
+    time.sleep(5)  # let the kernel start and enter the cell
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == [err.strip().splitlines()[0]] and "interrupted during 01_sleep" in err, err
+    assert json.loads(record.read_text())["status"] == "interrupted"

@@ -1,0 +1,30 @@
+"""The MUI bench on models with short contexts (issue 16.8: `kit bench mui --model zoo/base-m` failed)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from kit.mui import bench
+
+
+def fake_model(n_params: int, n_ctx: int):
+    return SimpleNamespace(parameters=lambda: [torch.zeros(n_params)], cfg=SimpleNamespace(n_ctx=n_ctx))
+
+
+@pytest.mark.parametrize("n_params, n_ctx, expected", [
+    (1000, 64, {"short": 16, "long": 64}),       # the micro world's zoo/base-m: 256 tokens used to overflow
+    (1000, 2048, {"short": 64, "long": 256}),
+    (10**9, 2048, {"short": 16, "long": 64}),
+])
+def test_sequence_lengths_fit_the_context(n_params, n_ctx, expected):
+    assert bench._seq_lens(fake_model(n_params, n_ctx)) == expected
+
+
+@pytest.mark.slow
+def test_bench_runs_on_a_zoo_model(micro_world, monkeypatch):
+    monkeypatch.setenv("KIT_WORLD", micro_world)
+    lines = bench.run("zoo/base-m")
+    assert len(lines) == 4 and all(line.ratio > 0 for line in lines)
