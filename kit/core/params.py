@@ -230,3 +230,36 @@ def explain(error: ValidationError, cls: type[BaseModel], where: str) -> str:
 
 def to_yaml(cfg: BaseConfig) -> str:
     return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+def parameters_cell(notebook: str) -> str:
+    """The source of ``notebook``'s papermill ``parameters`` cell: ``profile``, ``out_dir`` and every
+    config field set to ``None`` (keep the profile's value). ``tests/notebooks/test_lint.py`` checks each
+    notebook's cell is exactly this; ``python -m kit.core.params --sync`` rewrites the cells."""
+    profiles = ", ".join(read_profiles(PARAMS_DIR / f"{notebook}.yaml")[1])
+    stem = config_class(notebook).__module__.rsplit(".", 1)[-1]
+    lines = [f'profile = "tiny"  # a profile of params/{notebook}.yaml: {profiles}',
+             f"out_dir = None  # None: runs/<profile>/interactive/{notebook}/",
+             "# Overrides of the profile (papermill -p NAME VALUE, kit run --set NAME=VALUE), validated like",
+             f"# the YAML; None keeps the profile's value. kit/configs/{stem}.py documents each field."]
+    lines += [f"{field} = None" for field in config_class(notebook).model_fields]
+    return "\n".join(lines)
+
+
+def _sync_parameters_cells() -> None:
+    import json
+
+    for notebook in notebook_names():
+        path = REPO_ROOT / "notebooks" / f"{notebook}.ipynb"
+        nb = json.loads(path.read_text())
+        cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+        cell["source"] = parameters_cell(notebook).splitlines(keepends=True)
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--sync"]:
+        raise SystemExit("usage: python -m kit.core.params --sync  (rewrite every notebook's parameters cell)")
+    _sync_parameters_cells()

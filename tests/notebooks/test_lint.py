@@ -100,3 +100,12 @@ def test_notebook_has_params_and_starts_a_run(path):
     call = f'kit.start("{path.stem}", profile, out_dir, namespace=globals())'
     assert call in source, f"{path.name} should call {call} (the parameters cell's values reach the config that way)"
     assert "sys.path" not in source, f"{path.name}: no sys.path manipulation; kit is installed editable"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_parameters_cell_is_the_generated_one(path):
+    from kit.core.params import parameters_cell
+
+    cell = next(c for c in cells(path) if "parameters" in c.get("metadata", {}).get("tags", []))
+    assert "".join(cell["source"]) == parameters_cell(path.stem), (
+        f"{path.name}: the parameters cell is out of date with kit/configs; run python -m kit.core.params --sync")
