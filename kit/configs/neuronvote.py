@@ -8,6 +8,7 @@ from kit.neuronvote.concepts import PAPER_POS_TAGS
 from kit.neuronvote.methods import METHODS, PAPER_METHODS
 from kit.core.params import BaseConfig
 
+Definitions = Literal["paper_text", "neurox"]
 Method = Literal["probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"]
 
 
@@ -24,6 +25,20 @@ class Config(BaseConfig):
     """Encoder blocks (0-based) to analyse; ``None`` = first, middle and last (the paper's 1/6/12)."""
     source: Literal["ud_ewt", "conll2000"] = "ud_ewt"
     """POS-tagged corpus: UD English EWT dev+test (XPOS) or CoNLL-2000 (PTB POS)."""
+    definitions: list[Definitions] = ["paper_text", "neurox"]
+    """Definition sets to run (``kit.neuronvote.methods`` module doc): ``paper_text`` (eqs. 2-6 as
+    printed) and/or ``neurox`` (the NeuroX code behind the paper's tables: AP "IoU", Adam-trained
+    probes with an unsquared L2 norm, class-mean Gaussian prior). The further experiments (chunking,
+    all layers) use the one closer to the paper's Tables 2-4."""
+    random_draws: int = Field(20, ge=1)
+    """Independent Random permutations averaged for Random's AvgOverlap / NeuronVote."""
+    chunking: bool = True
+    """Also run the CoNLL-2000 chunking concepts (the paper's Table 6, its 10 chunk tags)."""
+    all_layers: bool = True
+    """Also run every layer including the embedding output (Tables 7-14, Figures 3-7); needs
+    ``site: hook_resid_post``."""
+    n_boot: int = Field(1000, ge=100)
+    """Bootstrap resamples (over concepts) for the intervals of every AvgOverlap / NeuronVote number."""
     second_source: Literal["ud_ewt", "conll2000"] | None = None
     """Optional second corpus: NeuronVote (Table 3 analogue) of the encoder on it too."""
     tags: list[str] | None = list(PAPER_POS_TAGS)
@@ -75,6 +90,13 @@ class Config(BaseConfig):
     def _positive(cls, v: list[int]) -> list[int]:
         if not v or min(v) < 1:
             raise ValueError("must be a non-empty list of positive integers")
+        return v
+
+    @field_validator("definitions")
+    @classmethod
+    def _some_definitions(cls, v: list[str]) -> list[str]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError("must list paper_text and/or neurox, each at most once")
         return v
 
     @field_validator("voters")

@@ -98,6 +98,13 @@ def load_encoder(name: str = "minilm", device: str = "cpu") -> "Encoder":
     return Encoder(name=name, model=model, tokenizer=tokenizer, device=device)
 
 
+def _is_byte_level(tokenizer) -> bool:
+    """True for byte-level BPE tokenizers (their pre-tokenizer or decoder is ``ByteLevel``)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    parts = [getattr(backend, "pre_tokenizer", None), getattr(backend, "decoder", None)] if backend else []
+    return any("ByteLevel" in repr(p) for p in parts if p is not None)
+
+
 @dataclass
 class Encoder:
     """A Hugging Face BERT-family encoder with TransformerLens-named activation sites."""
@@ -228,9 +235,11 @@ class Encoder:
     def _encode_words(self, sentences: list[list[str]], max_length: int,
                       manual: bool = False) -> tuple[list[list[int]], list[list[int | None]]]:
         """Input ids (with special tokens) and, per position, the index of its word (None for
-        specials). Uses ``is_split_into_words``; RoBERTa-style BPE tokenizers refuse that unless
-        built with ``add_prefix_space=True``, so then each word is tokenised alone with a leading
-        space (its mid-sentence form), which is what ``add_prefix_space`` does."""
+        specials). WordPiece tokenizers use ``is_split_into_words``. Byte-level BPE tokenizers
+        (RoBERTa, GPT-2) mark a leading space inside the token ("Ġ"), and with transformers 5.x
+        ``is_split_into_words`` encodes every word *without* it; so for them each word is encoded
+        as in running text: the first word of a sentence bare, every later word after a space."""
+        manual = manual or _is_byte_level(self.tokenizer)
         if not manual:
             try:
                 enc = self.tokenizer(sentences, is_split_into_words=True, truncation=True, max_length=max_length)
@@ -245,9 +254,10 @@ class Encoder:
             ids: list[int] = []
             wids: list[int | None] = []
             for j, w in enumerate(sent):
-                if w not in vocab_cache:
-                    vocab_cache[w] = tok(" " + w, add_special_tokens=False)["input_ids"]
-                piece = vocab_cache[w]
+                text = w if j == 0 else " " + w
+                if text not in vocab_cache:
+                    vocab_cache[text] = tok(text, add_special_tokens=False)["input_ids"]
+                piece = vocab_cache[text]
                 ids += piece
                 wids += [j] * len(piece)
             ids, wids = ids[: max_length - 2], wids[: max_length - 2]  # room for the two specials

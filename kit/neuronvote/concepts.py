@@ -4,6 +4,8 @@ Sources (real, offline, in ``kit.data_dir()``; see its MANIFEST.md):
 
 - ``ud_ewt``: UD English EWT dev + test (CoNLL-U), PTB-style XPOS tags (column 5);
 - ``conll2000``: CoNLL-2000 train + test, PTB POS tags (column 2; the paper's chunking data);
+- ``conll2000_chunk``: the same sentences with their chunk tags (column 3, IOB: ``B-NP``...),
+  the paper's Chunking task (Table 6; its 10 concepts are ``CHUNK_TAGS``);
 - ``world-roles``: the tiny world's own task prompts, each word tagged with its role (number,
   name, noun, variable, operator, bracket, boolean, logic word, punctuation, function word). The
   zoo decoders have a ~250-word vocabulary, so English POS text would be mostly ``<unk>``; these
@@ -32,11 +34,14 @@ import pandas as pd
 POS_SOURCES: dict[str, tuple[str, ...]] = {
     "ud_ewt": ("ud_ewt/en_ewt-ud-dev.conllu", "ud_ewt/en_ewt-ud-test.conllu"),
     "conll2000": ("conll2000/train.txt", "conll2000/test.txt"),
+    "conll2000_chunk": ("conll2000/train.txt", "conll2000/test.txt"),
 }
-SOURCES = ("ud_ewt", "conll2000", "world-roles")
+SOURCES = ("ud_ewt", "conll2000", "conll2000_chunk", "world-roles")
 PAPER_POS_TAGS = ("VBG", "VBZ", "NNPS", "DT", "TO", "CD", "JJ", "PRP", "MD", "RB", "VBP", "VB", "NNS",
                   "VBN", "POS", "IN", "NN", "CC", "NNP", "VBD")
 """The 20 POS concepts of the paper (appendix 7.2)."""
+CHUNK_TAGS = ("B-ADJP", "B-ADVP", "B-NP", "B-PP", "B-VP", "I-ADJP", "I-ADVP", "I-NP", "I-PP", "I-VP")
+"""The 10 chunking concepts of the paper (appendix 7.2)."""
 WORLD_ROLES = ("NUM", "NAME", "NOUN", "ENTITY", "VAR", "OP", "BRACKET", "BOOL", "LOGIC", "PUNCT", "FUNC")
 
 
@@ -142,7 +147,7 @@ def _printable(word: str) -> bool:
 
 def load_sentences(source: str = "ud_ewt", max_sentences: int | None = None, max_words: int = 100,
                    seed: int = 0, world_n_per_task: int = 60) -> list[TaggedSentence]:
-    """Tagged sentences of ``source`` (``ud_ewt``, ``conll2000`` or ``world-roles``).
+    """Tagged sentences of ``source`` (``ud_ewt``, ``conll2000``, ``conll2000_chunk`` or ``world-roles``).
 
     Sentences longer than ``max_words`` or holding a word with no printable character are left
     out (they would be truncated or untokenisable); ``max_sentences`` keeps a seeded random
@@ -158,8 +163,10 @@ def load_sentences(source: str = "ud_ewt", max_sentences: int | None = None, max
         root = data_dir()
         sentences = []
         for rel in POS_SOURCES[source]:
-            reader = read_conllu if rel.endswith(".conllu") else read_conll2000
-            sentences += reader(root / rel)
+            if rel.endswith(".conllu"):
+                sentences += read_conllu(root / rel)
+            else:
+                sentences += read_conll2000(root / rel, "chunk" if source == "conll2000_chunk" else "pos")
     sentences = [s for s in sentences if len(s.words) <= max_words and all(_printable(w) for w in s.words)]
     if max_sentences is not None and max_sentences < len(sentences):
         keep = sorted(random.Random(seed).sample(range(len(sentences)), max_sentences))

@@ -26,8 +26,24 @@ Methods (``METHODS``; display names in ``DISPLAY``):
 - ``meanselect``: |mu(C) - mu(C-hat)| / (max_C z - min_C z) (eq. 10, the paper's case study);
 - ``random``: a seeded permutation (the baseline).
 
+Two definition sets (``definitions``; the paper's text and the code behind its numbers differ):
+
+==========  ==========================================  =============================================
+ method      ``paper_text`` (eqs. 2-6 as printed)        ``neurox`` (NeuroX, which made the tables)
+==========  ==========================================  =============================================
+ IoU         eq. 2, mask z > 90th percentile             average precision after zeroing |z| < 0.05
+ Lasso etc.  exact optimum (scikit-learn), lambda2       softmax probe, Adam lr 1e-3, 10 epochs, batch
+             |w|_2^2 per mean loss, ranked by |w|        32, lambda2 |W|_2 (norm, *not* squared),
+                                                         ranked by NeuroX's weight-mass ordering
+ Gaussian    NIW prior: overall mean, kappa0 = 1,        class means, kappa0 = 0.01, Lambda0 =
+             subset-marginal MAP covariance              diag(class cov), full-d divisor for subsets
+ Probeless   eq. 1 (identical in both)
+==========  ==========================================  =============================================
+
 Ties are broken by a seeded random permutation (so that e.g. Lasso's many zero weights do not
-fall back to neuron-index order, which would correlate across methods).
+fall back to neuron-index order, which would correlate across methods). :func:`rank_all` gives
+every method its own tie-break seed (:func:`method_seed`, from the study seed, the method and the
+task), so no two methods, and no two concepts, share a tie order; Random is one more such draw.
 
 Consensus metrics (section 3.2), all on the top-``s`` sets S_m:
 
@@ -47,6 +63,10 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+DEFINITIONS = ("paper_text", "neurox")
+"""Definition sets of IoU, the probes and the Gaussian prior (module doc)."""
+NEUROX_IOU_THRESHOLD = 0.05
+"""NeuroX ``iou_probe.get_neuron_ordering``: activations with |z| below this are set to 0 first."""
 METHODS = ("probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random")
 PAPER_METHODS = ("probeless", "iou", "lasso", "ridge", "lca", "gaussian")
 """The paper's six interpretation methods: the voters of the main tables."""
@@ -73,6 +93,16 @@ def _check_xy(x, y) -> tuple[np.ndarray, np.ndarray]:
     if not np.isfinite(x).all():
         raise ValueError("x contains NaN or inf activations")
     return x, y
+
+
+def method_seed(seed: int, method: str, *task) -> int:
+    """Tie-break seed of ``method`` on one task (e.g. concept and layer): independent streams per
+    method and task, reproducible from the study ``seed`` (crc32, unlike ``hash``, is stable)."""
+    import zlib
+
+    keys = [int(seed), zlib.crc32(method.encode())]
+    keys += [k if isinstance(k, (int, np.integer)) else zlib.crc32(str(k).encode()) for k in task]
+    return int(np.random.SeedSequence([int(k) for k in keys]).generate_state(1)[0])
 
 
 def rank_by_score(scores, seed: int = 0) -> np.ndarray:
@@ -122,17 +152,31 @@ def iou_scores(x, y, percentile: float = 90.0) -> np.ndarray:
     return inter / np.maximum(union, 1)
 
 
-def iou_ap_scores(x, y) -> np.ndarray:
+def iou_ap_scores(x, y, threshold: float = 0.0) -> np.ndarray:
     """NeuroX's "IoU" method: average precision of each neuron's activation as a concept score.
 
-    AP = (1/n_pos) sum over positives of precision at their rank (activations sorted descending),
-    equal to ``sklearn.metrics.average_precision_score`` when activations have no ties.
-    Vectorised over neurons: O(N log N d). Returns Float[ndarray, "n_neurons"].
+    ``threshold``: activations with |z| < threshold are set to 0 first (NeuroX uses 0.05, see
+    ``NEUROX_IOU_THRESHOLD``; it also overwrites the caller's array, which we do not).
+    AP = sum over distinct thresholds of (recall step) x (precision there), tied activations
+    forming one threshold: ``sklearn.metrics.average_precision_score`` exactly. Vectorised over
+    neurons: O(N log N d). Returns Float[ndarray, "n_neurons"].
     """
     x, y = _check_xy(x, y)
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    if threshold > 0:
+        x = np.where(np.abs(x) < threshold, 0.0, x)
+    n = x.shape[0]
     order = np.argsort(-x, axis=0, kind="stable")
+    xs = np.take_along_axis(x, order, axis=0)
     hits = (y[order] == 1).astype(np.float64)  # (N, d): is the k-th highest word a concept word?
-    precision = np.cumsum(hits, axis=0) / np.arange(1, x.shape[0] + 1)[:, None]
+    # Every word of a tie group gets the precision at the group's end (one threshold per value).
+    is_end = np.ones_like(xs, dtype=bool)
+    is_end[:-1] = xs[:-1] != xs[1:]
+    end = np.where(is_end, np.arange(n)[:, None], n - 1)
+    end = np.minimum.accumulate(end[::-1], axis=0)[::-1]
+    cum = np.cumsum(hits, axis=0)
+    precision = np.take_along_axis(cum, end, axis=0) / (end + 1)
     return (precision * hits).sum(0) / hits.sum(0)
 
 
@@ -199,6 +243,55 @@ def probe_weights(x, y, method: str, lambda1: float = PAPER_LAMBDA, lambda2: flo
     return clf.coef_[0].copy()
 
 
+def neurox_probe_weights(x, y, lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA, seed: int = 0,
+                         epochs: int = 10, batch_size: int = 32, lr: float = 1e-3) -> np.ndarray:
+    """NeuroX's ``train_logistic_regression_probe`` on a binary task: a 2-class softmax probe
+    (``nn.Linear(d, 2)``, torch's default init after ``torch.manual_seed(seed)``), Adam, mini-batches
+    in data order (no shuffling), loss = mean cross-entropy + lambda1 sum|W| + lambda2 sqrt(sum W^2)
+    per batch: the L2 term is the *norm*, not its square as in eq. 4. Returns Float["2 n_neurons"].
+    """
+    import torch
+
+    x, y = _check_xy(x, y)
+    with torch.random.fork_rng(devices=[]):  # seed the init without touching the caller's torch RNG
+        torch.manual_seed(int(seed))
+        probe = torch.nn.Linear(x.shape[1], 2)
+    xt, yt = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y)
+    opt = torch.optim.Adam(probe.parameters(), lr=lr)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(epochs):
+        for start in range(0, xt.shape[0], batch_size):
+            opt.zero_grad()
+            w = probe.weight
+            loss = loss_fn(probe(xt[start:start + batch_size]), yt[start:start + batch_size])
+            loss = loss + lambda1 * w.abs().sum() + lambda2 * w.pow(2).sum().sqrt()
+            loss.backward()
+            opt.step()
+    return probe.weight.detach().double().numpy().copy()
+
+
+def neurox_weight_mass_ordering(weights, search_stride: int = 100, seed: int = 0) -> np.ndarray:
+    """NeuroX's ``linear_probe.get_neuron_ordering``: for p = 0, 1/stride, ..., 1, the smallest set
+    of neurons holding a fraction p of each class's |weight| mass (union over classes); neurons
+    enter the ordering at the first p that selects them. NeuroX leaves the order *within* one
+    step arbitrary (a Python set); we break it with a seeded permutation.
+
+    ``weights``: Float["n_classes n_neurons"]. Returns Int["n_neurons"].
+    """
+    w = np.abs(np.atleast_2d(np.asarray(weights, dtype=np.float64)))
+    d = w.shape[1]
+    entry = np.full(d, search_stride + 1, dtype=np.int64)   # the step at which each neuron enters
+    for row in w:
+        sort_idx = np.argsort(row, kind="stable")[::-1]       # NeuroX: np.argsort(...)[::-1]
+        cum = np.cumsum(row[sort_idx])
+        for step in range(search_stride + 1):
+            over = np.flatnonzero(cum >= row.sum() * step / search_stride)
+            n_sel = d if over.size == 0 else over[0] + 1
+            chosen = sort_idx[:n_sel]
+            entry[chosen] = np.minimum(entry[chosen], step)
+    return rank_by_score(-entry.astype(np.float64), seed)
+
+
 # ------------------------------------------------------------------ Gaussian (Hennigen et al.)
 
 
@@ -225,10 +318,15 @@ class GaussianMAP:
     counts: np.ndarray
     """Int["C"]: examples per class."""
     nu0: float
+    marginal: bool = True
+    """True: a subset's divisor follows its NIW marginal (above); False: NeuroX's full-d divisor
+    ``nu0 + n_c + d + 2`` for every subset."""
 
     def denominator(self, c: int, m: int) -> float:
         """MAP covariance divisor of class ``c`` for a subset of ``m`` neurons."""
         d = self.means.shape[1]
+        if not self.marginal:
+            return self.nu0 + float(self.counts[c]) + d + 2
         return self.nu0 - d + 2 * m + float(self.counts[c]) + 2
 
     def cov(self, c: int, idx) -> np.ndarray:
@@ -236,27 +334,44 @@ class GaussianMAP:
         return self.scatter[c][np.ix_(idx, idx)] / self.denominator(c, len(idx))
 
 
-def gaussian_map_params(x, y, kappa0: float = 1.0, nu0: float | None = None) -> GaussianMAP:
-    """Fit :class:`GaussianMAP` (classes 0 and 1) on activations x: Float["N d"], labels y: Int["N"]."""
+def gaussian_map_params(x, y, kappa0: float | None = None, nu0: float | None = None,
+                        prior: str = "paper_text") -> GaussianMAP:
+    """Fit :class:`GaussianMAP` (classes 0 and 1) on activations x: Float["N d"], labels y: Int["N"].
+
+    ``prior="paper_text"``: mu0 = overall mean, kappa0 = 1, Lambda0 = (nu0 - d - 1) diag(overall
+    variance), subset-marginal divisors. ``prior="neurox"`` (NeuroX ``gaussian_probe``, after
+    Torroba Hennigen et al.'s code): mu0 = the class's own mean (so the MAP mean is the class
+    mean), kappa0 = 0.01, Lambda0 = diag(class covariance, ddof 1), nu0 = d + 2 and the full-d
+    divisor ``nu0 + n_c + d + 2`` for every subset. ``kappa0`` / ``nu0`` override the defaults.
+    """
+    if prior not in DEFINITIONS:
+        raise ValueError(f"prior={prior!r}; allowed: {', '.join(DEFINITIONS)}")
     x, y = _check_xy(x, y)
     n, d = x.shape
+    neurox = prior == "neurox"
+    kappa0 = (0.01 if neurox else 1.0) if kappa0 is None else float(kappa0)
     nu0 = float(d + 2) if nu0 is None else float(nu0)
     if nu0 <= d - 1:
         raise ValueError(f"nu0 must exceed d - 1 = {d - 1} for a proper Inverse-Wishart prior, got {nu0}")
-    mu0 = x.mean(0)
-    lam0 = (nu0 - d - 1) * np.diag(np.maximum(x.var(0), 1e-12))
     log_prior, means, scatters, counts = [], [], [], []
     for c in (0, 1):
         xc = x[y == c]
         nc = xc.shape[0]
         xbar = xc.mean(0)
+        if neurox:
+            mu0 = xbar
+            lam0 = np.diag(np.var(xc, axis=0, ddof=1) if nc > 1 else np.ones(d))
+        else:
+            mu0 = x.mean(0)
+            lam0 = (nu0 - d - 1) * np.diag(np.maximum(x.var(0), 1e-12))
         centred = xc - xbar
         dev = (xbar - mu0)[:, None]
         scatters.append(lam0 + centred.T @ centred + kappa0 * nc / (kappa0 + nc) * (dev @ dev.T))
         means.append((kappa0 * mu0 + nc * xbar) / (kappa0 + nc))
         log_prior.append(np.log(nc / n))
         counts.append(nc)
-    return GaussianMAP(np.array(log_prior), np.stack(means), np.stack(scatters), np.array(counts), nu0)
+    return GaussianMAP(np.array(log_prior), np.stack(means), np.stack(scatters), np.array(counts), nu0,
+                       marginal=not neurox)
 
 
 def _label_loglik(joint: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -265,8 +380,8 @@ def _label_loglik(joint: np.ndarray, y: np.ndarray) -> np.ndarray:
     return -np.logaddexp(0.0, -sign * (joint[1] - joint[0])).sum(0)
 
 
-def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float = 1.0,
-                     nu0: float | None = None) -> np.ndarray:
+def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float | None = None,
+                     nu0: float | None = None, prior: str = "paper_text") -> np.ndarray:
     """Eq. 6: greedy ranking under the MAP Gaussian probe, by rank-one conditional updates.
 
     At each step every unselected neuron n is scored by the training-set label log-likelihood
@@ -285,7 +400,7 @@ def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float = 1.0,
     x, y = _check_xy(x, y)
     n, d = x.shape
     k_max = d if max_neurons is None else min(int(max_neurons), d)
-    fit = gaussian_map_params(x, y, kappa0, nu0)
+    fit = gaussian_map_params(x, y, kappa0, nu0, prior)
     C = 2
     # torch's vectorised log-sigmoid is several times faster than numpy's logaddexp on CPU.
     f64 = dict(dtype=torch.float64)
@@ -332,8 +447,8 @@ def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float = 1.0,
     return selected_arr
 
 
-def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float = 1.0,
-                           nu0: float | None = None) -> np.ndarray:
+def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float | None = None,
+                           nu0: float | None = None, prior: str = "paper_text") -> np.ndarray:
     """The reference greedy loop (what the public toolkit does): for every step and every
     candidate, slice the (k+1) x (k+1) covariance, factorise it and evaluate all N densities.
     O(d (k^3 + N k^2)) per step. Returns the first ``max_neurons`` (default all) of the ranking.
@@ -343,7 +458,7 @@ def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float =
     x, y = _check_xy(x, y)
     n, d = x.shape
     k_max = d if max_neurons is None else min(int(max_neurons), d)
-    fit = gaussian_map_params(x, y, kappa0, nu0)
+    fit = gaussian_map_params(x, y, kappa0, nu0, prior)
     selected: list[int] = []
     for _ in range(k_max):
         best, best_score = -1, -np.inf
@@ -365,35 +480,53 @@ def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float =
 
 def rank_neurons(x, y, method: str, seed: int = 0, iou_percentile: float = 90.0,
                  lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA,
-                 gaussian_max_neurons: int | None = None, probe_standardize: bool = False) -> np.ndarray:
+                 gaussian_max_neurons: int | None = None, probe_standardize: bool = False,
+                 definitions: str = "paper_text") -> np.ndarray:
     """Full ranking of the neurons of ``x`` for concept labels ``y`` by ``method`` (see module doc).
 
     x: Float[ndarray, "n_words n_neurons"], y: Int[ndarray, "n_words"] (1 = concept).
+    ``definitions``: ``paper_text`` or ``neurox`` (IoU, probes, Gaussian prior; module doc).
+    ``seed``: this method's tie-break (and probe-init) seed; :func:`rank_all` derives one per method.
     Returns Int[ndarray, "n_neurons"], most salient first.
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r} unknown; allowed: {', '.join(METHODS)}")
+    if definitions not in DEFINITIONS:
+        raise ValueError(f"definitions={definitions!r} unknown; allowed: {', '.join(DEFINITIONS)}")
     x, y = _check_xy(x, y)
+    neurox = definitions == "neurox"
     if method == "random":
         return np.random.default_rng(seed).permutation(x.shape[1])
     if method == "gaussian":
-        return gaussian_ranking(x, y, max_neurons=gaussian_max_neurons)
+        return gaussian_ranking(x, y, max_neurons=gaussian_max_neurons, prior=definitions)
+    if method in ("lasso", "ridge", "lca") and neurox:
+        l1 = 0.0 if method == "ridge" else lambda1
+        l2 = 0.0 if method == "lasso" else lambda2
+        return neurox_weight_mass_ordering(neurox_probe_weights(x, y, l1, l2, seed=seed), seed=seed)
     if method in ("lasso", "ridge", "lca"):
         scores = np.abs(probe_weights(x, y, method, lambda1, lambda2, seed=seed, standardize=probe_standardize))
     elif method == "probeless":
         scores = probeless_scores(x, y)
     elif method == "meanselect":
         scores = meanselect_scores(x, y)
-    elif method == "iou":
+    elif method == "iou" and not neurox:
         scores = iou_scores(x, y, iou_percentile)
+    elif method == "iou":
+        scores = iou_ap_scores(x, y, NEUROX_IOU_THRESHOLD)
     else:
         scores = iou_ap_scores(x, y)
     return rank_by_score(scores, seed)
 
 
-def rank_all(x, y, methods: Sequence[str] = METHODS, **kwargs) -> dict[str, np.ndarray]:
-    """``{method: rank_neurons(x, y, method, **kwargs)}`` for each of ``methods``."""
-    return {m: rank_neurons(x, y, m, **kwargs) for m in methods}
+def rank_all(x, y, methods: Sequence[str] = METHODS, seed: int = 0, task: tuple = (),
+             **kwargs) -> dict[str, np.ndarray]:
+    """``{method: rank_neurons(x, y, method, seed=method_seed(seed, method, *task), **kwargs)}``.
+
+    Each method gets its own tie-break stream (a shared one would make zero-weight neurons agree
+    across methods and inflate their overlap); ``task`` (e.g. ``(concept, layer)``) makes the
+    streams differ between tasks too.
+    """
+    return {m: rank_neurons(x, y, m, seed=method_seed(seed, m, *task), **kwargs) for m in methods}
 
 
 # ------------------------------------------------------------------ consensus metrics

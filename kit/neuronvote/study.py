@@ -54,6 +54,11 @@ class StudyResult:
     n_neurons: int = 0
     pairwise_s: tuple[int, ...] = ()
     """The top-s sizes averaged in ``pairwise``."""
+    definitions: str = "paper_text"
+    """Which definition set ranked the neurons (``kit.neuronvote.methods.DEFINITIONS``)."""
+    rankings: dict = field(default_factory=dict)
+    """(layer, concept) -> method -> ranking: kept for consensus subsets and the lobby check."""
+    voters: tuple[str, ...] = ()
 
     @property
     def s_label(self) -> str:
@@ -65,7 +70,7 @@ def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], m
               methods: Sequence[str] = nv.METHODS, voters: Sequence[str] = nv.PAPER_METHODS,
               s_values: Sequence[int] = (10, 30, 50), accuracy_s: Sequence[int] = (30, 50, 70, 100),
               pairwise_s: Sequence[int] = (10, 20, 30, 40, 50), seed: int = 0,
-              progress: bool = True, **rank_kwargs) -> StudyResult:
+              progress: bool = True, random_draws: int = 20, **rank_kwargs) -> StudyResult:
     """Rank, score and evaluate every method on every concept task and layer.
 
     ``vectors``: layer -> Float[ndarray, "n_flat_words d"] word activations (rows = the tasks'
@@ -73,7 +78,9 @@ def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], m
     and reports test. ``voters`` form the consensus (methods outside it, e.g. Random or
     MeanSelect, are scored against it but do not vote). ``rank_kwargs`` go to
     :func:`kit.neuronvote.methods.rank_neurons` (iou_percentile, lambda1, lambda2, gaussian_max_neurons,
-    probe_standardize).
+    probe_standardize, definitions). Every method gets its own tie-break stream per concept and
+    layer (:func:`kit.neuronvote.methods.rank_all`); Random's AvgOverlap / NeuronVote are the mean
+    over ``random_draws`` independent permutations (its classifier accuracy uses the first one).
     """
     from threadpoolctl import threadpool_limits
 
@@ -81,11 +88,11 @@ def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], m
     # scikit-learn fits ~10x slower here.
     with threadpool_limits(limits=1):
         return _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s,
-                          seed, progress, rank_kwargs)
+                          seed, progress, random_draws, rank_kwargs)
 
 
 def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s, seed,
-               progress, rank_kwargs) -> StudyResult:
+               progress, random_draws, rank_kwargs) -> StudyResult:
     from tqdm.auto import tqdm
 
     unknown = [m for m in list(methods) + list(voters) if m not in nv.METHODS]
@@ -100,16 +107,29 @@ def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_
     too_big = [s for s in list(s_values) + list(accuracy_s) + list(pairwise_s) if s > d]
     if too_big:
         raise ValueError(f"s values {too_big} exceed the number of neurons per layer ({d})")
+    if random_draws < 1:
+        raise ValueError(f"random_draws must be >= 1, got {random_draws}")
     score_rows, acc_rows = [], []
     pair_sum: dict[str, pd.DataFrame] = {}
+    kept_rankings = {}
     jobs = [(L, t) for L in sorted(vectors) for t in tasks]
     for L, task in tqdm(jobs, desc=f"{model} rank+score", disable=not progress):
         arr = task.arrays(vectors[L])
-        rankings = nv.rank_all(arr["x_train"], arr["y_train"], methods, seed=seed, **rank_kwargs)
+        rankings = nv.rank_all(arr["x_train"], arr["y_train"], methods, seed=seed, task=(task.concept, L),
+                               **rank_kwargs)
+        kept_rankings[(L, task.concept)] = rankings
         pos = names[L]
+        d_here = arr["x_train"].shape[1]
+        draws = [np.random.default_rng(nv.method_seed(seed, f"random#{r}", task.concept, L)).permutation(d_here)
+                 for r in range(1, random_draws)] if "random" in rankings else []
         for s in s_values:
             for metric, fn in (("AvgOverlap", nv.avg_overlap), ("NeuronVote", nv.neuron_vote)):
-                for m, v in fn(rankings, s, voters=voters).items():
+                values = fn(rankings, s, voters=voters)
+                if draws:  # Random = mean over independent draws (the voters' consensus is unchanged)
+                    pool = {v: rankings[v] for v in voters}
+                    values["random"] = float(np.mean([values["random"]] + [
+                        fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]))
+                for m, v in values.items():
                     score_rows.append((L, pos, task.concept, s, m, metric, v))
         for s in accuracy_s:
             for m in methods:
@@ -122,29 +142,35 @@ def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_
     accuracy = pd.DataFrame(acc_rows, columns=["layer", "position", "concept", "s", "method", "accuracy"])
     pairwise = {pos: m / max(len(tasks), 1) for pos, m in pair_sum.items()}
     return StudyResult(model=model, site=site, scores=scores, accuracy=accuracy, pairwise=pairwise, n_neurons=d,
-                       pairwise_s=tuple(pairwise_s))
+                       pairwise_s=tuple(pairwise_s), definitions=rank_kwargs.get("definitions", "paper_text"),
+                       rankings=kept_rankings, voters=tuple(voters))
 
 
-def _rank_kwargs(cfg) -> dict:
+def _rank_kwargs(cfg, definitions: str | None = None) -> dict:
     return dict(iou_percentile=cfg.iou_percentile, lambda1=cfg.lambda1, lambda2=cfg.lambda2,
-                gaussian_max_neurons=cfg.gaussian_max_neurons, probe_standardize=cfg.probe_standardize)
+                gaussian_max_neurons=cfg.gaussian_max_neurons, probe_standardize=cfg.probe_standardize,
+                definitions=definitions or cfg.definitions[0], random_draws=cfg.random_draws)
 
 
-def study_encoder(cfg, encoder: str | None = None, source: str | None = None,
-                  progress: bool = True) -> tuple[StudyResult, pd.DataFrame]:
-    """The whole pipeline for one encoder on one POS corpus, from a notebook 05 ``Config``.
+_PREPARED: dict = {}
 
-    Loads the corpus, builds the concept tasks (tags below ``cfg.min_examples`` dropped), computes
-    word vectors (mean of subtokens) at ``blocks.{L}.{cfg.site}`` for the chosen layers, and runs
-    :func:`run_study`. Returns (result, concept summary with counts and kept flags).
+
+def encoder_data(cfg, encoder: str, source: str, tags) -> tuple[list[ConceptTask], dict[str, np.ndarray], pd.DataFrame, int]:
+    """Concept tasks and word vectors of one encoder on one corpus, computed once per session.
+
+    Returns (tasks, site -> Float["n_flat_words d"], concept summary, n_layers). With
+    ``cfg.site == "hook_resid_post"`` every layer's output and the embedding output
+    (``blocks.0.hook_resid_pre``) are computed in the same forward pass (for the all-layer study).
     """
     from kit.neuronvote import concepts as concepts
     from kit.models.encoders import load_encoder
 
-    encoder = encoder or cfg.encoder
-    source = source or cfg.source
+    key = (encoder, source, None if tags is None else tuple(tags), cfg.site, cfg.min_examples, cfg.max_per_class,
+           cfg.max_sentences, cfg.seed, cfg.device)
+    if key in _PREPARED:
+        return _PREPARED[key]
     sentences = concepts.load_sentences(source, max_sentences=None, seed=cfg.seed)
-    summary = concepts.concept_summary(sentences, cfg.tags, cfg.min_examples)
+    summary = concepts.concept_summary(sentences, tags, cfg.min_examples)
     if cfg.max_sentences is not None and cfg.max_sentences < len(sentences):
         # Subsample after counting: which tags are kept is decided on the whole corpus, as in the paper.
         sentences = concepts.load_sentences(source, max_sentences=cfg.max_sentences, seed=cfg.seed)
@@ -153,20 +179,53 @@ def study_encoder(cfg, encoder: str | None = None, source: str | None = None,
                                          seed=cfg.seed)
     tasks = [t for t in tasks if min(len(t.test), int(t.y_train.sum()), int((1 - t.y_train).sum())) > 1]
     if not tasks:
-        raise ValueError(f"no concept of {cfg.tags} has >= {cfg.min_examples} examples in {source}")
+        raise ValueError(f"no concept of {tags} has >= {cfg.min_examples} examples in {source}")
     sentences, tasks = concepts.compact(sentences, tasks)
     enc = load_encoder(encoder, device=cfg.device)
-    layers = cfg.layers if cfg.layers is not None else first_middle_last(enc.n_layers)
-    bad = [L for L in layers if not 0 <= L < enc.n_layers]
-    if bad:
-        raise ValueError(f"layers {bad} out of range for {encoder} ({enc.n_layers} layers: 0..{enc.n_layers - 1})")
-    sites = {L: f"blocks.{L}.{cfg.site}" for L in layers}
-    acts = enc.word_activations([list(s.words) for s in sentences], list(sites.values()), batch_size=cfg.batch_size)
-    vectors = {L: acts[site].numpy() for L, site in sites.items()}
-    result = run_study(tasks, vectors, model=f"{encoder} ({source})" if source != cfg.source else encoder,
-                       site=f"blocks.{{L}}.{cfg.site}", methods=cfg.methods, voters=cfg.voters,
+    sites = [f"blocks.{L}.{cfg.site}" for L in range(enc.n_layers)]
+    if cfg.site == "hook_resid_post":
+        sites = ["blocks.0.hook_resid_pre"] + sites
+    acts = enc.word_activations([list(s.words) for s in sentences], sites, batch_size=cfg.batch_size)
+    _PREPARED[key] = (tasks, {k: v.numpy() for k, v in acts.items()}, summary, enc.n_layers)
+    return _PREPARED[key]
+
+
+def study_encoder(cfg, encoder: str | None = None, source: str | None = None, progress: bool = True,
+                  definitions: str | None = None, all_layers: bool = False,
+                  tags=None) -> tuple[StudyResult, pd.DataFrame]:
+    """The whole pipeline for one encoder on one tagged corpus, from a notebook 05 ``Config``.
+
+    Loads the corpus, builds the concept tasks (tags below ``cfg.min_examples`` dropped), computes
+    word vectors (mean of subtokens) at ``blocks.{L}.{cfg.site}`` and runs :func:`run_study` with
+    the definition set ``definitions`` (default ``cfg.definitions[0]``). Layers: ``cfg.layers``
+    (default first/middle/last block, keyed by block index); ``all_layers``: the embedding output
+    and every block, keyed by the paper's numbering (0 = embeddings, k = output of block k - 1;
+    Tables 7-14). ``tags``: default ``cfg.tags`` for POS sources, ``concepts.CHUNK_TAGS`` for
+    ``conll2000_chunk``. Returns (result, concept summary with counts and kept flags).
+    """
+    from kit.neuronvote import concepts as concepts
+
+    encoder = encoder or cfg.encoder
+    source = source or cfg.source
+    if tags is None:
+        tags = list(concepts.CHUNK_TAGS) if source == "conll2000_chunk" else cfg.tags
+    tasks, acts, summary, n_layers = encoder_data(cfg, encoder, source, tags)
+    if all_layers:
+        if cfg.site != "hook_resid_post":
+            raise ValueError(f"all_layers needs site='hook_resid_post' (the embedding output has no {cfg.site})")
+        sites = {0: "blocks.0.hook_resid_pre"} | {L + 1: f"blocks.{L}.hook_resid_post" for L in range(n_layers)}
+    else:
+        layers = cfg.layers if cfg.layers is not None else first_middle_last(n_layers)
+        bad = [L for L in layers if not 0 <= L < n_layers]
+        if bad:
+            raise ValueError(f"layers {bad} out of range for {encoder} ({n_layers} layers: 0..{n_layers - 1})")
+        sites = {L: f"blocks.{L}.{cfg.site}" for L in layers}
+    vectors = {L: acts[site] for L, site in sites.items()}
+    name = encoder if source == cfg.source else f"{encoder} ({source})"
+    result = run_study(tasks, vectors, model=name, site="all layers (0 = embeddings)" if all_layers
+                       else f"blocks.{{L}}.{cfg.site}", methods=cfg.methods, voters=cfg.voters,
                        s_values=cfg.s_values, accuracy_s=cfg.accuracy_s, pairwise_s=cfg.pairwise_s,
-                       seed=cfg.seed, progress=progress, **_rank_kwargs(cfg))
+                       seed=cfg.seed, progress=progress, **_rank_kwargs(cfg, definitions))
     return result, summary
 
 
@@ -244,13 +303,15 @@ def table2_compatibility(result: StudyResult, with_paper: bool = True) -> pd.Dat
 
 
 def table3_neuronvote(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT",
-                      methods: Sequence[str] | None = None) -> pd.DataFrame:
+                      methods: Sequence[str] | None = None,
+                      paper_table: str = "004_table03_neuronvote_pos") -> pd.DataFrame:
     """Table 3 analogue: NeuronVote per method x layer position (mean over concepts and s), with
-    the paper's ``paper_model`` values at its layers 1/6/12 beside ours."""
+    the paper's ``paper_model`` values at its layers 1/6/12 beside ours (``paper_table``: Table 3
+    for POS, ``004_table06_neuronvote_chunking`` for chunking)."""
     df = result.scores[result.scores.metric == "NeuronVote"]
     if methods is not None:
         df = df[df.method.isin(methods)]
-    return _by_position_with_paper(df, "004_table03_neuronvote_pos" if with_paper else None, paper_model)
+    return _by_position_with_paper(df, paper_table if with_paper else None, paper_model)
 
 
 def table4_meanselect(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> pd.DataFrame:
@@ -280,6 +341,95 @@ def ranking_of(table: pd.DataFrame, column: str) -> list[str]:
     return table[column].sort_values(ascending=False, na_position="last").index.tolist()
 
 
+# ------------------------------------------------------------------ which definitions match the paper
+
+
+def paper_closeness(studies: Mapping[str, StudyResult]) -> pd.DataFrame:
+    """Per definition set: mean |ours - paper| over the methods of Tables 2, 3 (BERT, layers
+    1/6/12 vs our first/middle/last) and 4, and the Spearman correlation of the NeuronVote order
+    of Table 2. Lower MAE = closer; the ``closest`` column marks the smallest mean of the three."""
+    from scipy.stats import spearmanr
+
+    rows = {}
+    for name, res in studies.items():
+        t = all_tables(res)
+        maes = {}
+        for key in ("table2", "table3", "table4"):
+            ours = [c for c in t[key].columns if c.startswith("ours ")]
+            paper = [c for c in t[key].columns if c.startswith("paper ")]
+            pairs = list(zip(ours, paper))
+            maes[f"{key} MAE"] = float(np.nanmean([np.abs(t[key][a] - t[key][b]).mean() for a, b in pairs]))
+        t2 = t["table2"].dropna(subset=["paper NeuronVote"])
+        maes["table2 NeuronVote Spearman"] = float(spearmanr(t2["ours NeuronVote"], t2["paper NeuronVote"])[0])
+        rows[name] = maes
+    out = pd.DataFrame(rows).T
+    out["mean MAE"] = out[["table2 MAE", "table3 MAE", "table4 MAE"]].mean(axis=1)
+    out["closest"] = out["mean MAE"] == out["mean MAE"].min()
+    return out.round(4)
+
+
+# ------------------------------------------------------------------ intervals, consensus subsets, lobby
+
+
+def score_intervals(result: StudyResult, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Bootstrap intervals over concepts of every AvgOverlap / NeuronVote number: per position
+    (and ``all``), method and metric, the mean over concepts of each concept's mean over s (and
+    layers for ``all``), with the ``level`` percentile interval of ``n_boot`` concept resamples."""
+    rng = np.random.default_rng(seed)
+    df = result.scores
+    rows = []
+    per = {pos: g.groupby(["method", "metric", "concept"]).score.mean() for pos, g in df.groupby("position")}
+    per["all"] = df.groupby(["method", "metric", "concept"]).score.mean()
+    for pos, series in per.items():
+        for (m, metric), vals in series.groupby(level=[0, 1]):
+            v = vals.to_numpy()
+            boot = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(1)
+            lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+            rows.append((pos, nv.DISPLAY.get(m, m), metric, float(v.mean()), float(lo), float(hi), len(v)))
+    return pd.DataFrame(rows, columns=["position", "method", "metric", "mean", "lo", "hi", "n_concepts"])
+
+
+def consensus_subsets(result: StudyResult, a: str = "probeless", b: str = "lca") -> pd.DataFrame:
+    """Tables 15-17 analogue: NeuronVote of ``a`` and ``b`` against the Borda top-s of every
+    non-empty subset of the other voters, mean over layers, concepts and s."""
+    from itertools import combinations
+
+    others = [v for v in result.voters if v not in (a, b)]
+    s_values = sorted(result.scores.s.unique().tolist())
+    rows = []
+    for k in range(1, len(others) + 1):
+        for subset in combinations(others, k):
+            got = {m: [] for m in (a, b)}
+            for rankings in result.rankings.values():
+                for s in s_values:
+                    best = nv.borda_top(rankings, s, voters=list(subset))
+                    for m in (a, b):
+                        got[m].append(nv.overlap(rankings[m][:s], best))
+            rows.append((k, ", ".join(nv.DISPLAY[v] for v in subset), np.mean(got[a]), np.mean(got[b])))
+    return pd.DataFrame(rows, columns=["n_consensus_methods", "consensus_methods", nv.DISPLAY[a], nv.DISPLAY[b]]).round(3)
+
+
+def lobby_effect(result: StudyResult, lobby: str = "lasso", copies: Sequence[int] = (0, 1, 2, 4)) -> pd.DataFrame:
+    """The paper's "lobby" limitation, measured: NeuronVote of every voter when ``k`` identical
+    clones of ``lobby`` join the voters (a bloc of methods with near-identical rankings). Rows k,
+    columns methods; mean over layers, concepts and s."""
+    s_values = sorted(result.scores.s.unique().tolist())
+    rows = {}
+    for k in copies:
+        clones = [f"{lobby}#{i}" for i in range(k)]
+        vals = {m: [] for m in result.voters}
+        for rankings in result.rankings.values():
+            pool = {v: rankings[v] for v in result.voters} | {c: rankings[lobby] for c in clones}
+            for s in s_values:
+                scores = nv.neuron_vote(pool, s, voters=list(pool))
+                for m in result.voters:
+                    vals[m].append(scores[m])
+        rows[k] = {nv.DISPLAY[m]: float(np.mean(v)) for m, v in vals.items()}
+    out = pd.DataFrame(rows).T
+    out.index.name = f"clones of {nv.DISPLAY[lobby]}"
+    return out.round(3)
+
+
 # ------------------------------------------------------------------ figures
 
 
@@ -290,8 +440,12 @@ def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, tit
     import seaborn as sns
 
     positions = list(result.pairwise)
-    fig, axes = plt.subplots(1, len(positions), figsize=(4.2 * len(positions), 3.8), squeeze=False)
-    for ax, pos in zip(axes[0], positions):
+    ncol = min(4, len(positions))  # all-layer studies (Figures 5-7) wrap into rows of four
+    nrow = -(-len(positions) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
+    for ax in axes.flat[len(positions):]:
+        ax.axis("off")
+    for ax, pos in zip(axes.flat, positions):
         mat = result.pairwise[pos]
         keep = [m for m in (methods or list(mat.index)) if m in mat.index]
         mat = mat.loc[keep, keep].rename(index=nv.DISPLAY, columns=nv.DISPLAY)
@@ -384,8 +538,9 @@ def all_tables(result: StudyResult, with_paper: bool = True, paper_model: str = 
     }
 
 
-def key_numbers(result: StudyResult, tables: Mapping[str, pd.DataFrame]) -> dict:
-    """Our numbers (never the paper's) of one study, as plain dicts for ``run.record``."""
+def key_numbers(result: StudyResult, tables: Mapping[str, pd.DataFrame], n_boot: int = 0) -> dict:
+    """Our numbers (never the paper's) of one study, as plain dicts for ``run.record``; with
+    ``n_boot`` > 0 also ``intervals``: :func:`score_intervals` as a list of records."""
     ours = lambda df: df[[c for c in df.columns if c.startswith("ours ")]]  # noqa: E731
     t2 = tables["table2"]
     core = [m for m in ranking_of(t2, "ours NeuronVote") if m not in ("Random", "MeanSelect", "IoU-AP (NeuroX)")]
@@ -400,4 +555,6 @@ def key_numbers(result: StudyResult, tables: Mapping[str, pd.DataFrame]) -> dict
         "meanselect_by_layer": ours(tables["table4"]).to_dict(),
         "pairwise_overlap": {pos: m.round(4).to_dict() for pos, m in result.pairwise.items()},
         "top_method_neuronvote": core[0] if core else None,
+        "definitions": result.definitions,
+        "intervals": score_intervals(result, n_boot).round(4).to_dict("records") if n_boot else [],
     }

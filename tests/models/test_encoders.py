@@ -183,3 +183,23 @@ def test_manual_word_encoding_matches_split_into_words(tiny_encoder):
     ids_a, wid_a = tiny_encoder._encode_words(sentences, 512)
     ids_b, wid_b = tiny_encoder._encode_words(sentences, 512, manual=True)
     assert ids_a == ids_b and wid_a == wid_b
+
+
+def test_byte_level_bpe_words_encoded_as_in_running_text(tmp_path):
+    """A locally trained byte-level BPE tokenizer (RoBERTa's kind): a sentence's words must get
+    the ids of the running text, i.e. the leading-space marker on every word but the first."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    corpus = ["the quick brown fox jumps over the lazy dog", "a quick fox and a lazy dog run"] * 50
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(corpus, vocab_size=300, min_frequency=1, special_tokens=["<s>", "</s>", "<pad>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    enc = Encoder(name="bpe", model=None, tokenizer=tok)
+    words = ["the", "quick", "fox", "jumps"]
+    ids, wids = enc._encode_words([words], 512)
+    running = tok(" ".join(words), add_special_tokens=False)["input_ids"]
+    assert ids[0] == [tok.bos_token_id] + running + [tok.eos_token_id], \
+        "words lost their leading-space marker (Ġ): encoded as sentence-initial words"
+    assert wids[0][0] is None and wids[0][-1] is None and sorted(set(wids[0][1:-1])) == [0, 1, 2, 3]
+    assert tok.convert_ids_to_tokens(ids[0][2:3])[0].startswith("Ġ")

@@ -134,3 +134,11 @@ def test_load_sentences_ud_ewt_has_paper_tags():
     assert summary.loc["NN", "n_examples"] > 5000 and summary.loc["DT", "kept"]
     with pytest.raises(ValueError, match="allowed"):
         c.load_sentences("ptb")
+
+
+def test_load_sentences_conll2000_chunk_reads_chunk_tags():
+    pos, chunk = c.load_sentences("conll2000"), c.load_sentences("conll2000_chunk")
+    assert [s.words for s in pos[:50]] == [s.words for s in chunk[:50]], "same sentences, other column"
+    summary = c.concept_summary(chunk, c.CHUNK_TAGS).set_index("concept")
+    assert summary.kept.all(), "all 10 of the paper's chunk concepts have >= 200 examples in CoNLL-2000"
+    assert summary.loc["B-NP", "n_examples"] > 60000 and "NN" not in set(c.flat_tags(chunk[:200]))

@@ -277,3 +277,112 @@ def test_probes_find_planted_neuron_raw_or_standardised(method, standardize):
     x[:, 0] *= 50.0  # a high-variance noise neuron: must not win just by its scale
     ranking = nv.rank_neurons(x, y, method, probe_standardize=standardize)
     assert ranking[0] == neuron, f"{method} (standardize={standardize}) top neurons {ranking[:5]}"
+
+
+# ------------------------------------------------------------------ the neurox definition set
+
+
+def test_iou_ap_handles_ties_and_threshold_like_sklearn():
+    from sklearn.metrics import average_precision_score
+
+    rng = np.random.default_rng(4)
+    x = np.round(rng.normal(size=(60, 5)), 1)  # many ties
+    y = (rng.random(60) < 0.5).astype(int)
+    x[:, 0] = 0.0
+    x[:30, 0] = 0.03  # below the NeuroX threshold: zeroed, so one tie group with AP = base rate
+    for thr in (0.0, 0.05):
+        xt = np.where(np.abs(x) < thr, 0.0, x)
+        want = [average_precision_score(y, xt[:, j]) for j in range(5)]
+        np.testing.assert_allclose(nv.iou_ap_scores(x, y, threshold=thr), want,
+                                   err_msg=f"tied activations must form one threshold (sklearn), thr={thr}")
+    assert nv.iou_ap_scores(x, y, threshold=0.05)[0] == pytest.approx(y.mean())
+    # Hand case: scores [3, 2, 2, 1], labels [1, 0, 1, 0]: thresholds 3 (P 1, R 1/2), 2 (P 2/3, R 1)
+    # -> AP = 1/2 * 1 + 1/2 * 2/3 = 5/6.
+    assert nv.iou_ap_scores(np.array([[3.0], [2], [2], [1]]), [1, 0, 1, 0])[0] == pytest.approx(5 / 6)
+
+
+def test_neurox_weight_mass_ordering_hand_computed():
+    # Class 0 |w| = [4, 3, 2, 1] (mass 10), class 1 |w| = [0, 0, 0, 10]. Stride 10:
+    # p = 0 selects the top neuron of each class: {0, 3}; neuron 1 joins at p = 0.5 (4 < 5 <= 7),
+    # neuron 2 at p = 0.8 (7 < 8 <= 9).
+    w = np.array([[4.0, -3.0, 2.0, 1.0], [0.0, 0.0, 0.0, -10.0]])
+    order = nv.neurox_weight_mass_ordering(w, search_stride=10)
+    assert set(order[:2].tolist()) == {0, 3} and order[2:].tolist() == [1, 2]
+
+
+def test_method_seeds_independent_per_method_and_task():
+    seeds = {(m, c): nv.method_seed(0, m, c, 1) for m in nv.METHODS for c in ("NN", "VB")}
+    assert len(set(seeds.values())) == len(seeds), "every method and concept needs its own tie-break stream"
+    assert nv.method_seed(0, "lasso", "NN", 1) == nv.method_seed(0, "lasso", "NN", 1)
+    assert nv.method_seed(1, "lasso", "NN", 1) != nv.method_seed(0, "lasso", "NN", 1)
+
+
+def test_rank_all_tie_orders_differ_between_methods():
+    # Lasso leaves most weights at 0; with one shared seed its tie order equalled Random's.
+    x, y, neuron = planted()
+    ranks = nv.rank_all(x, y, ["lasso", "lca", "random"], seed=0, task=("NN", 0), lambda1=0.05)
+    assert not np.array_equal(ranks["lasso"][5:], ranks["lca"][5:])
+    assert not np.array_equal(ranks["random"], ranks["lasso"])
+
+
+def test_gaussian_neurox_prior_hand_computed():
+    # Class 1 rows (1, 2), (3, 2); class 0 rows (0, 0), (2, 4). d = 2, nu0 = 4.
+    x = np.array([[1.0, 2.0], [3.0, 2.0], [0.0, 0.0], [2.0, 4.0]])
+    y = np.array([1, 1, 0, 0])
+    fit = nv.gaussian_map_params(x, y, prior="neurox")
+    np.testing.assert_allclose(fit.means, [[1.0, 2.0], [2.0, 2.0]], err_msg="NeuroX's MAP mean is the class mean")
+    # class 1: Lambda0 = diag(var ddof 1) = diag(2, 0); S = [[2, 0], [0, 0]] -> scatter diag(4, 0).
+    np.testing.assert_allclose(fit.scatter[1], [[4.0, 0.0], [0.0, 0.0]])
+    # class 0: var = (2, 8); S = [[2, 4], [4, 8]] -> [[4, 4], [4, 16]].
+    np.testing.assert_allclose(fit.scatter[0], [[4.0, 4.0], [4.0, 16.0]])
+    # divisor nu0 + n_c + d + 2 = 4 + 2 + 2 + 2 = 10, whatever the subset size.
+    assert fit.denominator(0, 1) == fit.denominator(0, 2) == 10.0
+    with pytest.raises(ValueError, match="allowed: paper_text, neurox"):
+        nv.gaussian_map_params(x, y, prior="mle")
+
+
+def test_gaussian_neurox_prior_fast_equals_naive():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(120, 8))
+    y = (rng.random(120) < 0.5).astype(int)
+    x[:, 2] += 1.0 * y
+    x[:, 5] = 0.6 * x[:, 2] + 0.5 * rng.normal(size=120)
+    np.testing.assert_array_equal(nv.gaussian_ranking(x, y, prior="neurox"),
+                                  nv.gaussian_ranking_naive(x, y, prior="neurox"))
+
+
+@pytest.mark.parametrize("method", ["iou", "lasso", "ridge", "lca", "gaussian"])
+def test_neurox_definitions_find_planted_neuron(method):
+    x, y, neuron = planted()
+    # NeuroX's weight-mass ordering admits each class's top neuron at its first step, in no order.
+    top = 2 if method in ("lasso", "ridge", "lca") else 1
+    assert neuron in nv.rank_neurons(x, y, method, definitions="neurox")[:top]
+    with pytest.raises(ValueError, match="definitions"):
+        nv.rank_neurons(x, y, method, definitions="code")
+
+
+def test_neurox_mode_equals_the_neurox_package():
+    """kit's ``neurox`` definitions against PyPI ``neurox`` (1.0.9 ships probes and Probeless; its
+    IoU and Gaussian are only on GitHub). Skipped when neurox is not installed: its pins (torch
+    1.8, numpy 1.19) do not resolve on Python 3.11, so it is not a test dependency."""
+    pytest.importorskip("neurox")
+    import torch
+    from neurox.interpretation import linear_probe as lp
+    from neurox.interpretation import probeless as pl
+
+    x, y, _ = planted(n=200, d=12, neuron=5)
+    x = x.astype(np.float32)
+    # Probeless: NeuroX's tag-wise ranking of the concept class.
+    want = pl.get_neuron_ordering_for_tag(x, y, {"C": 1, "O": 0}, "C")
+    np.testing.assert_array_equal(nv.rank_neurons(x, y, "probeless")[:6], want[:6])
+    for method, l1, l2 in (("lasso", 0.01, 0.0), ("ridge", 0.0, 0.01), ("lca", 0.01, 0.01)):
+        torch.manual_seed(7)
+        probe = lp.train_logistic_regression_probe(x, y, lambda_l1=l1, lambda_l2=l2)
+        theirs = list(probe.parameters())[0].detach().double().numpy()
+        ours = nv.neurox_probe_weights(x, y, l1, l2, seed=7)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{method}: NeuroX loss, init or batch order differs")
+        order, cutoffs = lp.get_neuron_ordering(probe, {"O": 0, "C": 1})
+        mine = nv.neurox_weight_mass_ordering(ours)
+        for a, b in zip([0] + cutoffs[:-1], cutoffs):  # same neurons between consecutive cutoffs
+            assert set(mine[a:b].tolist()) == set(order[a:b])

@@ -106,3 +106,42 @@ def test_config_rejects_bad_values():
         load_params("05_neuronvote", "smoke", overrides={"iou_percentile": 100})
     with pytest.raises(ParamsError, match="voters"):
         load_params("05_neuronvote", "smoke", overrides={"voters": ["lca"]})
+
+
+def test_tie_breaks_independent_random_differs_across_concepts(study):
+    """Random's ranking differs across concepts and layers, and is no method's tie order."""
+    randoms = [r["random"] for r in study.rankings.values()]
+    assert len({tuple(r) for r in randoms}) == len(randoms), "Random must be a fresh draw per concept and layer"
+    for rankings in study.rankings.values():
+        lasso_tail = rankings["lasso"][10:]  # the zero-weight tail is ordered by the tie-break alone
+        for m, r in rankings.items():
+            if m != "random":
+                assert not np.array_equal(rankings["random"], r), f"Random equals {m}'s ranking"
+        assert not np.array_equal(lasso_tail, [n for n in rankings["random"] if n in set(lasso_tail)]), \
+            "Lasso's ties must not follow Random's permutation (one shared seed)"
+
+
+def test_random_averaged_over_draws(study):
+    nv_random = study.scores[(study.scores.method == "random") & (study.scores.metric == "AvgOverlap")]
+    # A mean of 20 draws of IoU(top-s) is not on the 1/(2s-1) lattice of a single draw's values.
+    lattice = {k / (2 * s - k) for s in (5, 10) for k in range(s + 1)}
+    assert any(min(abs(v - q) for q in lattice) > 1e-9 for v in nv_random.score), "Random is a single draw"
+
+
+def test_intervals_consensus_subsets_lobby(study):
+    iv = nvs.score_intervals(study, n_boot=200)
+    assert ((iv.lo <= iv["mean"] + 1e-12) & (iv["mean"] <= iv.hi + 1e-12)).all()
+    assert set(iv.position) == {"first", "middle", "last", "all"}
+    sub = nvs.consensus_subsets(study, "probeless", "lca")
+    assert len(sub) == 2 ** 4 - 1 and sub.n_consensus_methods.max() == 4  # subsets of Gaussian, IoU, Lasso, Ridge
+    lobby = nvs.lobby_effect(study, "lasso", copies=(0, 3))
+    # Clones of Lasso vote for Lasso's own neurons: Lasso's NeuronVote can only rise (here to 1: the clones
+    # outvote the rest), and at k = 0 it equals the study's own NeuronVote.
+    assert lobby.loc[3, "Lasso"] >= lobby.loc[0, "Lasso"]
+    own = study.scores[(study.scores.method == "lasso") & (study.scores.metric == "NeuronVote")].score.mean()
+    assert lobby.loc[0, "Lasso"] == pytest.approx(own, abs=1e-3)
+
+
+def test_paper_closeness_marks_one_definition_set(study):
+    out = nvs.paper_closeness({"a": study, "b": study})
+    assert out["closest"].all() and (out["mean MAE"] >= 0).all()
