@@ -12,7 +12,7 @@ from kit.cg.metrics import (
     chi_bench, chi_model, x_bench, x_model, COVERAGE_CLASSES, coverage_classes, model_gap_classes,
     chi_bench_table, chi_model_table, missing_fraction, profile_difference, covered_sets, jaccard,
     jaccard_overlap, DropoutRobustness, dropout_robustness, salient_items, AdversarialRemoval,
-    adversarial_removal, concept_table, top_bottom,
+    adversarial_removal, concept_table, top_bottom, concept_support, bh_qvalues, GAP_TEST_CLASSES, GapTest, gap_test,
 )
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'explorer', 'metrics', 'plots', 'report', 'saes', 'suite'], globals())
+__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'claims', 'explorer', 'metrics', 'plots', 'report', 'saes', 'suite'], globals())

@@ -24,9 +24,10 @@ from kit.cg import metrics as cg
 from kit.core.claims import Claim, claim, null_band
 
 PAPER = "002"
-REQUIRED_IDS = {"04_competency_gaps": ["benchmark_gaps.missing_alive", "model_gaps.vs_shuffled",
-                                       "model_gaps.split_half", "robustness.adversarial_best",
-                                       "robustness.adversarial_worst", "sae_swap.missing_frac_rank"]}
+MODEL_IDS = ("model_gaps.vs_shuffled", "model_gaps.significant", "model_gaps.split_half",
+             "model_gaps.split_half_supported", "robustness.dropout_vs_shuffled", "robustness.adversarial_best",
+             "robustness.adversarial_worst")
+REQUIRED_IDS = {"04_competency_gaps": ["benchmark_gaps.missing_alive", *MODEL_IDS, "sae_swap.missing_frac_rank"]}
 
 
 def shuffled_scores(scores: Mapping[str, Sequence[float]], rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -44,12 +45,14 @@ def gap_null(acts, scores, eps: float = cg.EPSILON, n_perm: int = 100, seed: int
     return np.array([n_gaps(acts, shuffled_scores(scores, rng), eps) for _ in range(n_perm)], dtype=float)
 
 
-def split_half(acts, scores, n_splits: int = 50, seed: int = 0) -> np.ndarray:
+def split_half(acts, scores, n_splits: int = 50, seed: int = 0, min_support: int = 1) -> np.ndarray:
     """Spearman over concepts of X_model on two random halves of every benchmark's items
-    (concepts defined on both halves), for ``n_splits`` random splits."""
+    (concepts defined on both halves and active on at least ``min_support`` items of the whole
+    suite), for ``n_splits`` random splits."""
     from scipy.stats import spearmanr
 
     rng = np.random.default_rng(seed)
+    keep = cg.concept_support(acts) >= min_support
     out = []
     for _ in range(n_splits):
         halves = [{}, {}]
@@ -58,7 +61,7 @@ def split_half(acts, scores, n_splits: int = 50, seed: int = 0) -> np.ndarray:
             for h, idx in enumerate((perm[: a.shape[0] // 2], perm[a.shape[0] // 2:])):
                 halves[h][b] = idx
         xs = [cg.x_model({b: acts[b][k[b]] for b in acts}, {b: np.asarray(scores[b])[k[b]] for b in acts}) for k in halves]
-        ok = np.isfinite(xs[0]) & np.isfinite(xs[1])
+        ok = np.isfinite(xs[0]) & np.isfinite(xs[1]) & keep
         out.append(spearmanr(xs[0][ok], xs[1][ok]).statistic if ok.sum() >= 3 else np.nan)
     return np.asarray(out, dtype=float)
 
@@ -74,6 +77,57 @@ def adversarial_null(acts, scores, n_concepts: int, n_items: int, repeats: int, 
         best.append(adv.mean_shift_best_pct)
         worst.append(adv.mean_shift_worst_pct)
     return {"best": np.asarray(best), "worst": np.asarray(worst)}
+
+
+def dropout_null(acts, scores, n_reruns: int, drop_frac: float, n_perm: int = 20, seed: int = 0) -> np.ndarray:
+    """Mean dropout std of X_model (:func:`kit.cg.metrics.dropout_robustness`) on ``n_perm``
+    shuffled-correctness copies: how stable a profile of noise looks under the same dropout."""
+    rng = np.random.default_rng(seed)
+    return np.array([cg.dropout_robustness(acts, shuffled_scores(scores, rng), n_reruns, drop_frac, seed + p).mean_std_x_model
+                     for p in range(n_perm)], dtype=float)
+
+
+def model_nulls(acts, scores, eps: float, adv_n_concepts: int, adv_n_items: int, adv_repeats: int, n_reruns: int,
+                drop_frac: float, min_support: int, seed: int = 0, n_perm: int = 50, n_adv_perm: int = 10,
+                n_splits: int = 20, n_drop_perm: int = 10) -> dict[str, np.ndarray]:
+    """Every null of one model's analysis, computed once (the notebook's table and :func:`cg_claims` share them):
+    ``gaps`` (gap counts), ``split_half`` / ``split_half_supported`` (Spearman of two halves; all concepts /
+    those on >= ``min_support`` items), ``dropout`` (mean std of X_model), ``adv_best`` / ``adv_worst``."""
+    adv = adversarial_null(acts, scores, adv_n_concepts, adv_n_items, adv_repeats, n_adv_perm, seed)
+    return {"gaps": gap_null(acts, scores, eps, n_perm, seed),
+            "split_half": split_half(acts, scores, n_splits, seed),
+            "split_half_supported": split_half(acts, scores, n_splits, seed, min_support),
+            "dropout": dropout_null(acts, scores, min(n_reruns, 20), drop_frac, n_drop_perm, seed),
+            "adv_best": adv["best"], "adv_worst": adv["worst"]}
+
+
+def null_table(observed: Mapping[str, float], nulls: Mapping[str, np.ndarray]) -> "pd.DataFrame":
+    """Observed value beside its null (mean and 95% range) and whether it lies beyond the range, in
+    the direction the claim needs. ``observed`` keys: gaps, dropout, adv_best, adv_worst,
+    split_half, split_half_supported (the last two are observed *distributions* over splits)."""
+    import pandas as pd
+
+    rows = []
+    spec = {"gaps": ("model gaps (X_model < eps), count", "shuffled correctness", "greater"),
+            "dropout": ("dropout: mean std of X_model", "shuffled correctness", "less"),
+            "adv_best": ("adversarial removal, best concepts: median shift %", "shuffled correctness", "less"),
+            "adv_worst": ("adversarial removal, worst concepts: median shift %", "shuffled correctness", "greater")}
+    for key, (what, how, direction) in spec.items():
+        if key not in observed or key not in nulls:
+            continue
+        m, lo, hi = null_band(nulls[key])
+        x = observed[key]
+        beats = x is not None and np.isfinite(x) and (x > hi if direction == "greater" else x < lo)
+        rows.append({"quantity": what, "observed": x, "null": how, "null mean": m, "null 2.5%": lo,
+                     "null 97.5%": hi, "beats null": bool(beats)})
+    for key, what in (("split_half", "split-half Spearman, all concepts"),
+                      ("split_half_supported", "split-half Spearman, concepts with minimum support")):
+        if key in nulls:  # observed: a distribution over random splits; the null is a fixed 0
+            m, lo, hi = null_band(nulls[key])
+            rows.append({"quantity": what, "observed": m, "observed 2.5%": lo, "observed 97.5%": hi,
+                         "null": "a profile of noise", "null mean": 0.0, "null 2.5%": 0.0, "null 97.5%": 0.0,
+                         "beats null": bool(lo > 0)})
+    return pd.DataFrame(rows)
 
 
 def bootstrap_missing_alive(acts, dead: np.ndarray, eps: float = cg.EPSILON, n_boot: int = 200,
@@ -103,9 +157,13 @@ def rank_permutation_null(a: Sequence[float], b: Sequence[float]) -> tuple[float
 
 def cg_claims(suites: Mapping[str, Any], main_sae: str, small_sae: str, model: str | None, results: Mapping[str, Any],
               eps: float, adv_n_concepts: int, adv_n_items: int, adv_repeats: int, seed: int = 0,
-              n_perm: int = 50, n_adv_perm: int = 10, n_splits: int = 20) -> list[Claim]:
-    """Notebook 04's claims: benchmark gaps, model gaps (vs shuffled correctness, split-half),
-    adversarial robustness (vs its shuffled null) and the SAE swap."""
+              n_perm: int = 50, n_adv_perm: int = 10, n_splits: int = 20, nulls: Mapping[str, np.ndarray] | None = None,
+              n_reruns: int = 20, drop_frac: float = 0.2, min_support: int = 5) -> list[Claim]:
+    """Notebook 04's claims: benchmark gaps, model gaps (vs shuffled correctness, per-concept FDR,
+    split-half), dropout and adversarial robustness (vs their shuffled nulls) and the SAE swap.
+
+    ``nulls``: :func:`model_nulls` of ``model`` if already computed (else computed here);
+    ``results["significance"]`` (from :func:`kit.cg.report.gap_significance`) gives the FDR count."""
     from kit.data.paper_tables import load_table
 
     suite = suites[main_sae]
@@ -117,8 +175,7 @@ def cg_claims(suites: Mapping[str, Any], main_sae: str, small_sae: str, model: s
 
     out = []
     cov = results["coverage"][main_sae]
-    dead = np.array([lab == "(dead)" for lab in suite.labels])
-    boot = bootstrap_missing_alive(suite.acts, dead, eps, n_boot=100, seed=seed)
+    boot = bootstrap_missing_alive(suite.acts, suite.dead(), eps, n_boot=100, seed=seed)
     _, lo, hi = null_band(boot)
     out.append(claim(PAPER, "§4.2.1", "benchmark_gaps.missing_alive",
                      "The suite leaves concepts uncovered that the SAE uses on its own text (share of alive concepts "
@@ -129,36 +186,52 @@ def cg_claims(suites: Mapping[str, Any], main_sae: str, small_sae: str, model: s
                      figure="fig03_coverage_distribution"))
 
     if model is None:
-        for cid in ("model_gaps.vs_shuffled", "model_gaps.split_half", "robustness.adversarial_best",
-                    "robustness.adversarial_worst"):
+        for cid in MODEL_IDS:
             out.append(claim(PAPER, "§4.2.2-4.2.3", cid, cid, None, not_testable="no model with per-item scores"))
     else:
         acts, scores = suite.model_acts[model], suite.model_scores[model]
-        observed = n_gaps(acts, scores, eps)
-        null = gap_null(acts, scores, eps, n_perm, seed)
-        m, lo, hi = null_band(null)
+        if nulls is None:
+            nulls = model_nulls(acts, scores, eps, adv_n_concepts, adv_n_items, adv_repeats, n_reruns, drop_frac,
+                                min_support, seed, n_perm, n_adv_perm, n_splits)
+        m, lo, hi = null_band(nulls["gaps"])
         out.append(claim(PAPER, "§4.2.2, Fig. 4", "model_gaps.vs_shuffled",
                          f"{model} has more model gaps (concepts with X_model < eps) than the same model with its "
-                         "correctness shuffled within each benchmark (count)", observed, null=m, null_range=(lo, hi),
-                         direction="greater", null_how=f"shuffled correctness, {len(null)} permutations (95% range)",
+                         "correctness shuffled within each benchmark (count)", n_gaps(acts, scores, eps), null=m,
+                         null_range=(lo, hi), direction="greater",
+                         null_how=f"shuffled correctness, {len(nulls['gaps'])} permutations (95% range)",
                          paper_value="gaps reveal concept-specific weaknesses", figure="fig04_performance_distribution"))
-        halves = split_half(acts, scores, n_splits, seed)
-        mh, lo, hi = null_band(halves)
-        out.append(claim(PAPER, "§4.2.2", "model_gaps.split_half",
-                         f"{model}'s X_model profile is reproducible: Spearman over concepts between two random halves "
-                         "of the items", mh, ci=(lo, hi), null=0.0, direction="greater", null_how="a profile of noise (0)",
-                         paper_value="stable under 20% dropout (std of X_model " + printed("robustness: randomly", "std of X_model") + ")",
-                         interval_how=f"2.5-97.5% range over {int(np.isfinite(halves).sum())} random half-splits"))
+        sig = results.get("significance", {}).get(model)
+        out.append(claim(PAPER, "§4.2.2", "model_gaps.significant",
+                         f"{model} has concept gaps that beat their own null: X_model < eps, active on >= "
+                         f"{min_support} items, and significantly below the model's accuracy (permutation test, "
+                         "Benjamini-Hochberg)", None if sig is None else sig["n_gaps_significant"], null=0.0,
+                         null_range=(0.0, 0.0), direction="greater",
+                         null_how="BH false discovery control: with no real gap, any discovery has probability <= alpha",
+                         not_testable=None if sig is not None else "per-concept test not run",
+                         interval_how="deterministic count of FDR discoveries"))
+        for key, what in (("split_half", "all concepts"), ("split_half_supported", f"concepts on >= {min_support} items")):
+            mh, lo, hi = null_band(nulls[key])
+            out.append(claim(PAPER, "§4.2.2", f"model_gaps.{key}",
+                             f"{model}'s X_model profile is reproducible ({what}): Spearman over concepts between two "
+                             "random halves of the items", mh, ci=(lo, hi), null=0.0, direction="greater",
+                             null_how="a profile of noise (0)",
+                             paper_value="stable under 20% dropout (std of X_model " + printed("robustness: randomly", "std of X_model") + ")",
+                             interval_how=f"2.5-97.5% range over {int(np.isfinite(nulls[key]).sum())} random half-splits"))
         rob = results.get("robustness", {})
-        adv = adversarial_null(acts, scores, adv_n_concepts, adv_n_items, adv_repeats, n_adv_perm, seed)
+        m, lo, hi = null_band(nulls["dropout"])
+        out.append(claim(PAPER, "§4.2.3", "robustness.dropout_vs_shuffled",
+                         f"{model}'s X_model is more stable under 20% item dropout than a profile of noise (mean std "
+                         "over concepts)", rob.get("std_x_model"), null=m, null_range=(lo, hi), direction="less",
+                         null_how=f"shuffled correctness, {len(nulls['dropout'])} permutations (95% range)",
+                         paper_value=printed("robustness: randomly", "std of X_model")))
         for which, direction in (("best", "less"), ("worst", "greater")):
-            m, lo, hi = null_band(adv[which])
+            m, lo, hi = null_band(nulls[f"adv_{which}"])
             out.append(claim(PAPER, "§4.2.3", f"robustness.adversarial_{which}",
                              f"Removing the items most salient for the {which} concepts moves the median X_model "
                              f"{'down' if which == 'best' else 'up'} more than the same removal under shuffled "
                              "correctness (% of the median)", rob.get(f"adv_shift_{which}_pct"), null=m,
                              null_range=(lo, hi), direction=direction,
-                             null_how=f"shuffled correctness, {len(adv[which])} permutations (95% range)",
+                             null_how=f"shuffled correctness, {len(nulls[f'adv_{which}'])} permutations (95% range)",
                              paper_value=printed(f"{which}-performing", "average change in median X_model")))
 
     a = results["coverage"][main_sae]["missing_frac_per_benchmark"]

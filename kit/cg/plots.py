@@ -114,3 +114,21 @@ def profile_scatter(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str):
     ax.set_ylabel(f"chi_model {name_b}")
     ax.set_title("Concept profiles on the same benchmark")
     return fig
+
+
+def missing_calibration(df: pd.DataFrame):
+    """Review item 8: share of the dictionary missing (chi_bench < eps) against items per benchmark, one
+    line per SAE width (the whole suite solid, each benchmark faint); error bars: std over subsamples."""
+    fig, ax = plt.subplots(figsize=(5, 3))
+    for k, (name, d) in enumerate(df.groupby("sae", sort=False)):
+        width = int(d.width.iloc[0])
+        for b, g in d.groupby("benchmark"):
+            suite = b == "(suite)"
+            ax.errorbar(g["items"], g["mean"], yerr=g["std"].fillna(0), color=f"C{k}", lw=1.5 if suite else 0.6,
+                        alpha=1 if suite else 0.35, label=f"{width} concepts, whole suite" if suite else None)
+    ax.set_xscale("log")
+    ax.set_xlabel("items per benchmark")
+    ax.set_ylabel("fraction of concepts missing")
+    ax.set_title("Missing fraction vs items and dictionary width")
+    ax.legend(fontsize=7)
+    return fig

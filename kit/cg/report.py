@@ -20,13 +20,14 @@ from kit.cg.suite import Suite, best_match
 def coverage_summary(suite: Suite, eps: float = cg.EPSILON) -> dict:
     """Counts of missing / under / over-represented concepts for the suite and per benchmark.
 
-    Dead latents (labelled ``(dead)``: never active on the SAE's own training text) are missing
-    trivially; ``n_missing_alive`` counts the informative ones, concepts the SAE knows from its
-    corpus that no benchmark exercises.
+    Dead latents (:meth:`Suite.dead`: active neither on the SAE's own training text nor on any
+    benchmark or response text read) are missing trivially; ``n_missing_alive`` counts the
+    informative ones. ``n_dead_label_fires``: concepts labelled ``(dead)`` (no training-text
+    context) that do fire on the benchmarks.
     """
     xb = suite.x_bench()
     cls = cg.coverage_classes(xb, eps)
-    dead = np.array([lab == "(dead)" for lab in suite.labels])
+    dead = suite.dead()
     frac = cg.missing_fraction(suite.acts, eps)
     chib = cg.chi_bench_table(suite.acts)
     jac = cg.jaccard_overlap(suite.acts, eps).to_numpy()
@@ -36,6 +37,7 @@ def coverage_summary(suite: Suite, eps: float = cg.EPSILON) -> dict:
         "n_missing_suite": int((cls == "missing").sum()),
         "frac_missing_suite": float((cls == "missing").mean()),
         "n_dead": int(dead.sum()),
+        "n_dead_label_fires": int(sum(lab == "(dead)" for lab in suite.labels) - dead.sum()),
         "n_missing_alive": int(((cls == "missing") & ~dead).sum()),
         "frac_missing_alive": float(((cls == "missing") & ~dead).sum() / max(1, (~dead).sum())),
         "n_under": int((cls == "under").sum()),
@@ -180,7 +182,8 @@ def findings(r: dict) -> list[str]:
         lines.append(
             f"Coverage ({main}, {cov['n_concepts']} concepts, {len(cov['missing_frac_per_benchmark'])} real benchmarks): "
             f"{cov['n_missing_suite']} concepts ({100 * cov['frac_missing_suite']:.1f}%) are missing from the whole suite, "
-            f"{cov['n_dead']} of them dead latents; {cov['n_missing_alive']} live concepts "
+            f"{cov['n_dead']} of them dead latents (firing neither on the SAE's training text nor on any benchmark text; "
+            f"{cov.get('n_dead_label_fires', 0)} concepts without a training-text context do fire); {cov['n_missing_alive']} live concepts "
             f"({100 * cov['frac_missing_alive']:.1f}% of the live ones) fire on the corpus but on no benchmark "
             f"(paper, Llama SAE: 314, 1%); every benchmark misses at least {100 * cov['min_missing_frac_benchmark']:.0f}% "
             f"of the dictionary ({100 * min(cov['missing_frac_per_benchmark_alive'].values()):.0f}% of the live concepts; paper: >= 30%); mean pairwise Jaccard overlap of covered sets {cov['mean_jaccard_offdiag']:.2f}.")
@@ -189,6 +192,17 @@ def findings(r: dict) -> list[str]:
     for model, s in r.get("model_performance", {}).items():
         lines.append(f"{model}: median chi_model {s['median']:.3f} over {s['n_defined']} concepts; "
                      f"{s['n_gaps']} model gaps (X_model < eps), worst decile <= {s['worst_decile']:.3f}.")
+    for model, g in r.get("significance", {}).items():
+        lines.append(f"{model}: of its {g['n_gaps_paper']} gaps (X_model < eps; median support {g['median_support_of_gaps']:.0f} "
+                     f"items), {g['n_gaps_with_support']} are active on >= {g['min_support']} items and "
+                     f"{g['n_gaps_significant']} beat their null (permutation test, BH at {g['alpha']}; {g['n_weak']} more "
+                     f"concepts significantly weak, {g['n_strong']} strong, of {g['n_tested']} tested).")
+    for row in r.get("nulls", []):
+        lo = row.get("observed 2.5%")
+        rng = f" [{lo:.3g}, {row['observed 97.5%']:.3g}]" if lo is not None and np.isfinite(lo) else ""
+        lines.append(f"{row['quantity']}: {row['observed']:.3g}{rng} vs null {row['null mean']:.3g} "
+                     f"[{row['null 2.5%']:.3g}, {row['null 97.5%']:.3g}] ({row['null']}): "
+                     f"{'beats' if row['beats null'] else 'does not beat'} its null.")
     pc = r.get("llama_vs_qwen")
     if pc:
         lines.append(f"Llama vs Qwen on the same ARC items: Spearman of chi_model profiles {pc['spearman']:.2f}, "
@@ -236,18 +250,67 @@ def model_summary(acts_by_benchmark: dict, scores_by_benchmark: dict, eps: float
             "accuracy": float(np.mean(np.concatenate([np.asarray(s, float) for s in scores_by_benchmark.values()])))}
 
 
-def explorer_concepts(suite: Suite, model: str | None, limit: int) -> list[int]:
-    """Which concepts the explorer embeds when the dictionary is large: every flagged concept
-    (missing / under / over / model gap / deciles) first, then the most covered, up to ``limit``."""
-    xb = suite.x_bench()
-    flagged = cg.coverage_classes(xb) != "normal"
-    if model is not None:
-        flagged |= np.isin(cg.model_gap_classes(cg.x_model(suite.model_acts[model], suite.model_scores[model])),
-                           ["gap", "worst-decile", "best-decile"])
-    first = np.flatnonzero(flagged)
-    rest = np.setdiff1d(np.argsort(-xb, kind="stable"), first, assume_unique=True)
-    rest = [c for c in np.argsort(-xb, kind="stable") if not flagged[c]]
-    return sorted(int(c) for c in list(first[:limit]) + rest[: max(0, limit - len(first))])
+def gap_significance(suite: Suite, model: str, n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05,
+                     eps: float = cg.EPSILON, seed: int = 0) -> tuple[dict, cg.GapTest]:
+    """:func:`kit.cg.metrics.gap_test` of one model, with its counts: the paper's gaps (X_model < eps),
+    how many of them have the minimum support, and how many beat their null after FDR control."""
+    t = cg.gap_test(suite.model_acts[model], suite.model_scores[model], n_perm, min_support, alpha, seed)
+    cls = t.classes(eps)
+    paper_gap = t.x_model < eps
+    summary = {"n_perm": n_perm, "min_support": min_support, "alpha": alpha,
+               "n_gaps_paper": int(paper_gap.sum()), "n_gaps_with_support": int((paper_gap & (t.support >= min_support)).sum()),
+               "median_support_of_gaps": float(np.median(t.support[paper_gap])) if paper_gap.any() else float("nan"),
+               "n_tested": int(np.isfinite(t.p_low).sum()),
+               **{f"n_{k.replace(' ', '_')}": int((cls == k).sum()) for k in ("gap", "weak", "strong")}}
+    summary["n_gaps_significant"] = summary.pop("n_gap")
+    return summary, t
+
+
+def significant_concepts_table(t: cg.GapTest, labels: Sequence[str], n: int = 10, eps: float = cg.EPSILON) -> pd.DataFrame:
+    """Concepts that beat their null (gap / weak / strong), most significant first; empty if none."""
+    df = t.table(labels, eps)
+    df = df[df["class"].isin(["gap", "weak", "strong"])]
+    df = df.assign(q=np.fmin(df.q_low.fillna(1), df.q_high.fillna(1))).sort_values(["q", "support"], ascending=[True, False])
+    return df.head(n).drop(columns="q")
+
+
+def per_benchmark_classes(suite: Suite, n: int = 3, eps: float = cg.EPSILON) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Section 3.1's classes within each benchmark (chi_bench): counts per benchmark of missing /
+    under / over-represented concepts, and per benchmark its ``n`` most under- and over-represented
+    concepts (lowest / highest chi_bench among the non-missing)."""
+    chib = cg.chi_bench_table(suite.acts)
+    counts, rows = {}, []
+    for b in chib.columns:
+        x = chib[b].to_numpy()
+        cls = cg.coverage_classes(x, eps)
+        counts[b] = {k: int((cls == k).sum()) for k in cg.COVERAGE_CLASSES}
+        for k, order in (("under", np.argsort(x, kind="stable")), ("over", np.argsort(-x, kind="stable"))):
+            picked = [c for c in order if cls[c] == k][:n]
+            rows += [{"benchmark": b, "class": k, "concept": int(c), "label": suite.labels[c], "chi_bench": float(x[c])}
+                     for c in picked]
+    return pd.DataFrame(counts).T, pd.DataFrame(rows, columns=["benchmark", "class", "concept", "label", "chi_bench"])
+
+
+def missing_calibration(suites: dict[str, Suite], sizes: Sequence[int], n_repeats: int = 5, seed: int = 0,
+                        eps: float = cg.EPSILON) -> pd.DataFrame:
+    """How the missing fraction moves with items per benchmark and dictionary width: for every SAE
+    and every size in ``sizes`` (capped at each benchmark's item count), the per-benchmark share of
+    the dictionary with ``chi_bench < eps`` on random subsamples of that many items (mean and std
+    over ``n_repeats``), and the share missing from the whole suite."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, s in suites.items():
+        for size in sorted(set(int(x) for x in sizes)):
+            for rep in range(n_repeats):
+                sub = {b: a[np.sort(rng.choice(a.shape[0], min(size, a.shape[0]), replace=False))] for b, a in s.acts.items()}
+                miss = {b: float((cg.chi_bench(a) < eps).mean()) for b, a in sub.items()}
+                suite_miss = float((cg.x_bench(sub, s.x_bench_denominator) < eps).mean())
+                rows += [{"sae": name, "width": s.n_concepts, "items": size, "repeat": rep, "benchmark": b,
+                          "missing_frac": v} for b, v in miss.items()]
+                rows.append({"sae": name, "width": s.n_concepts, "items": size, "repeat": rep, "benchmark": "(suite)",
+                             "missing_frac": suite_miss})
+    df = pd.DataFrame(rows)
+    return (df.groupby(["sae", "width", "benchmark", "items"]).missing_frac.agg(["mean", "std"]).reset_index())
 
 
 def denominator_comparison(suite: Suite, eps: float = cg.EPSILON) -> dict[str, float]:

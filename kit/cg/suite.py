@@ -44,6 +44,8 @@ class Suite:
     contexts: list[list[dict]] | None = None
     x_bench_denominator: str = "all"
     """Eq. 3's denominator (:func:`kit.cg.metrics.x_bench`): ``all`` (the equation) or ``active`` (the text)."""
+    model_responses: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """model -> benchmark -> the model's responses (shown by the explorer; absent for the tiny world)."""
 
     @property
     def n_concepts(self) -> int:
@@ -54,6 +56,16 @@ class Suite:
         from kit.cg import metrics as cg
 
         return cg.x_bench(self.acts, self.x_bench_denominator)
+
+    def fires(self) -> np.ndarray:
+        """Per concept: active on at least one item this suite read (coverage or any model's texts)."""
+        mats = [*self.acts.values(), *(a for per in self.model_acts.values() for a in per.values())]
+        return np.logical_or.reduce([np.asarray((a > 0).sum(axis=0)).ravel() > 0 for a in mats])
+
+    def dead(self) -> np.ndarray:
+        """Dead latents: no activation on the SAE's own training text (label ``(dead)``) *and* none on
+        any benchmark text read here. A ``(dead)``-labelled concept that fires on a benchmark is alive."""
+        return np.array([lab == "(dead)" for lab in self.labels]) & ~self.fires()
 
 
 def benchmark_prompts(name: str, n: int, seed: int = 0) -> list[str]:
@@ -68,7 +80,9 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
 
     The encoder runs once per text; every SAE encodes its activations (cached on disk).
     Response sets: the first ``n_response_items`` items of each file; their texts are prompt +
-    response when ``include_responses`` (the paper does so for LMSYS-Chat only).
+    response when ``include_responses`` (the paper does so for LMSYS-Chat only). A benchmark with a
+    response set is covered through that set's prompts (the first set's items; every set of one
+    benchmark must list the same items), so coverage and performance read the same items.
     """
     from kit.data import responses as cg_responses
     from kit.cg import saes as cg_saes
@@ -77,7 +91,15 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
     encoder = encoder or load_encoder("minilm", device=device)
     for name in sae_names:
         cg_saes.build_minilm_sae(name, device=device, encoder=encoder)
-    texts = {b: benchmark_prompts(b, n_items, seed) for b in benchmarks}
+    sets = {n: cg_responses.load_responses(n, limit=n_response_items) for n in response_sets}
+    scored = {}
+    for n, rs in sets.items():
+        first = scored.setdefault(rs.benchmark, rs)
+        if first.ids != rs.ids:
+            raise ValueError(f"response sets {first.name} and {n} do not list the same {rs.benchmark} items in the "
+                             "same order; coverage and performance must read the same items")
+    texts = {b: scored[b].texts(include_response=False) if b in scored else benchmark_prompts(b, n_items, seed)
+             for b in benchmarks}
     suites = {n: Suite(n, cg_saes.minilm_sae_labels(n), {}, texts, contexts=cg_saes.minilm_sae_contexts(n))
               for n in sae_names}
     for b, t in texts.items():
@@ -85,8 +107,7 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
                                         desc=f"concepts: {b}")
         for n in sae_names:
             suites[n].acts[b] = acts[n]
-    for rs_name in response_sets:
-        rs = cg_responses.load_responses(rs_name, limit=n_response_items)
+    for rs_name, rs in sets.items():
         model = rs_name.split("/", 1)[1]
         rs_texts = rs.texts(include_response=include_responses)
         acts, _ = cg_saes.item_concepts(encoder, sae_names, rs_texts, max_length=max_length, device=device,
@@ -95,6 +116,7 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
             suites[n].model_acts.setdefault(model, {})[rs.benchmark] = acts[n]
             suites[n].model_scores.setdefault(model, {})[rs.benchmark] = rs.scores
             suites[n].model_texts.setdefault(model, {})[rs.benchmark] = rs_texts
+            suites[n].model_responses.setdefault(model, {})[rs.benchmark] = list(rs.responses)
     return suites
 
 
@@ -191,7 +213,7 @@ def build_suites(cfg) -> tuple[list[str], dict[str, Suite]]:
     else:
         names = list(cfg.model_saes)
         suites = model_suites(cfg.models, names, cfg.benchmarks, cfg.n_items, cfg.max_new_tokens, cfg.max_length,
-                              cfg.seed, cfg.device)
+                              cfg.seed, cfg.device, cfg.include_responses)
     for suite in suites.values():
         suite.x_bench_denominator = cfg.x_bench_denominator
     return names, suites
@@ -286,11 +308,13 @@ def generate_responses(model, prompts: Sequence[str], max_new_tokens: int) -> li
 
 
 def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: Sequence[str], n_items: int,
-                 max_new_tokens: int, max_length: int = 512, seed: int = 0, device: str = "cuda") -> dict[str, Suite]:
+                 max_new_tokens: int, max_length: int = 512, seed: int = 0, device: str = "cuda",
+                 include_responses: bool = False) -> dict[str, Suite]:
     """The paper's setting (needs network + GPU): each model answers ``n_items`` items of every
     benchmark (greedy, scored by ``kit.data.scorers.score``); each (model, own SAE) pair is one concept
-    space, through which every model's prompts + responses are read (the paper's section 4.2.3
-    reads Llama through Gemma's activations and SAE the same way). Returns {SAE name: Suite}."""
+    space, through which every model's prompts (+ responses with ``include_responses``) are read (the
+    paper's section 4.2.3 reads Llama through Gemma's activations and SAE the same way). Returns
+    {SAE name: Suite}."""
     import kit
 
     from kit.data.scorers import score
@@ -298,15 +322,15 @@ def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: S
     if len(models) != len(model_saes) or not models:
         raise ValueError(f"models ({len(models)}) and model_saes ({len(model_saes)}) must pair up one to one")
     items = {b: benchmark_items(b, n_items, seed) for b in benchmarks}
-    answered: dict[str, dict[str, tuple[list[str], np.ndarray]]] = {}
+    answered: dict[str, dict[str, tuple[list[str], np.ndarray, list[str]]]] = {}
     for m in models:
         model = kit.load_model(m, device=device)
         answered[m] = {}
         for b, pairs in items.items():
             responses = generate_responses(model, [it.prompt for _, it in pairs], max_new_tokens)
             correct = np.array([score(name, it, r) for (name, it), r in zip(pairs, responses)], dtype=float)
-            texts = [f"{it.prompt}\n\n{r}" for (_, it), r in zip(pairs, responses)]
-            answered[m][b] = (texts, correct)
+            texts = [f"{it.prompt}\n\n{r}" if include_responses else it.prompt for (_, it), r in zip(pairs, responses)]
+            answered[m][b] = (texts, correct, responses)
         del model
     suites = {}
     for m, sae_name in zip(models, model_saes):
@@ -317,9 +341,11 @@ def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: S
                   {b: hooked_item_concepts(model, sae, t, max_length) for b, t in prompts.items()}, prompts)
         for other, per_b in answered.items():
             key = other.split("/")[-1]
-            s.model_acts[key] = {b: hooked_item_concepts(model, sae, t, max_length) for b, (t, _) in per_b.items()}
-            s.model_scores[key] = {b: c for b, (_, c) in per_b.items()}
-            s.model_texts[key] = {b: t for b, (t, _) in per_b.items()}
+            s.model_acts[key] = {b: hooked_item_concepts(model, sae, t, max_length) if include_responses else s.acts[b]
+                                 for b, (t, _, _) in per_b.items()}
+            s.model_scores[key] = {b: c for b, (_, c, _) in per_b.items()}
+            s.model_texts[key] = {b: t for b, (t, _, _) in per_b.items()}
+            s.model_responses[key] = {b: r for b, (_, _, r) in per_b.items()}
         suites[sae_name] = s
         del model
     return suites

@@ -52,10 +52,20 @@ class Config(BaseConfig):
     """Adversarial removal: how many most salient datapoints are removed."""
     adv_repeats: int = Field(10, ge=1, le=100)
     """Adversarial removal: repetitions (each on a random 90% subsample)."""
+    gap_n_perm: int = Field(1000, ge=20, le=100_000)
+    """Per-concept gap test: within-benchmark permutations of the scores (``kit.cg.metrics.gap_test``)."""
+    min_support: int = Field(5, ge=1, le=1000)
+    """Per-concept gap test and split-half: a concept is tested only if active on at least this many scored items."""
+    alpha: float = Field(0.05, gt=0, lt=1)
+    """Per-concept gap test: Benjamini-Hochberg false discovery rate, per side (gaps / strengths)."""
+    null_perms: int = Field(50, ge=5, le=1000)
+    """Shuffled-correctness copies for the gap-count null (the adversarial and dropout nulls use a fifth, >= 5)."""
+    calibration_sizes: list[int] = Field(default_factory=lambda: [10, 25, 50, 100, 150, 300], min_length=1)
+    """Item 8: items per benchmark at which the missing fraction is recomputed (capped at what the suite has)."""
+    calibration_repeats: int = Field(5, ge=1, le=100)
+    """Item 8: random subsamples per size."""
     n_table: int = Field(5, ge=1, le=50)
     """Rows per best/worst list in the tables."""
-    explorer_concepts: int = Field(2000, ge=10, le=100_000)
-    """Concepts embedded in the explorer (all missing/flagged ones first, then the most covered)."""
     explorer_examples: int = Field(3, ge=1, le=20)
     """Datapoints shown per concept and kind (correct / incorrect) in the explorer."""
     zoo_model: str = "zoo/base-m"
@@ -80,6 +90,13 @@ class Config(BaseConfig):
     def _widths(cls, v: list[int]) -> list[int]:
         if any(not 16 <= w <= 131072 for w in v) or v[0] == v[1]:
             raise ValueError(f"sae_widths={v}: two different widths in 16..131072")
+        return v
+
+    @field_validator("calibration_sizes")
+    @classmethod
+    def _sizes(cls, v: list[int]) -> list[int]:
+        if any(x < 1 for x in v):
+            raise ValueError(f"calibration_sizes={v}: every size must be >= 1 item")
         return v
 
     @field_validator("response_sets")

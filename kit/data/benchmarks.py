@@ -26,6 +26,19 @@ name                      splits                           target
 ``tiny/<task>``           the tiny world's splits          whatever the task's items carry
 ========================  ===============================  ==========================================
 
+Hub only (``source="hf"``, network; the paper's other benchmarks, not in the data directory):
+
+========================  ===============================  ==========================================
+``natural_questions``     train, validation                ``answer``: the first short answer (NQ-open);
+                                                           all of them in ``metadata["answers"]``
+``socialiqa``             train, validation                ``choices`` + ``label`` (3 options)
+``winogrande``            train, validation                ``choices`` + ``label`` (the 2 fillers of ``_``)
+``lmsys_arena``           train                            one item per single-turn battle of
+                                                           ``metadata["model_a"]`` vs ``model_b``; no
+                                                           target: :func:`arena_scores` gives a model's
+                                                           win (1) / loss (0) per item
+========================  ===============================  ==========================================
+
 ``source="local"`` reads the files in :func:`kit.core.paths.data_dir` (checksum-verified once per
 process; never copied). ``source="hf"`` asks :func:`kit.models.hub.hf_dataset` (the one hub boundary)
 for the Hugging Face dataset named in :data:`HF_SOURCES` and converts its rows to the same items.
@@ -52,7 +65,7 @@ from kit.data.items import Item
 
 __all__ = [
     "load_benchmark", "BENCHMARKS", "SPLITS", "BBH_TASKS", "MMLU_SUBJECTS", "HF_SOURCES",
-    "bbh_cot_prompt", "benchmark_files", "format_choices",
+    "bbh_cot_prompt", "benchmark_files", "format_choices", "HUB_ONLY", "arena_scores",
 ]
 
 LETTERS = "ABCDEFGHIJ"
@@ -118,6 +131,10 @@ SPLITS: dict[str, tuple[str, ...]] = {
     "crows_pairs": ("test",),
     "agieval": ("test",),
     "logicbench": ("test",),
+    "natural_questions": ("train", "validation"),
+    "socialiqa": ("train", "validation"),
+    "winogrande": ("train", "validation"),
+    "lmsys_arena": ("train",),
 }
 """Allowed splits per benchmark family (``tiny/<task>`` splits come from the world)."""
 
@@ -140,8 +157,15 @@ HF_SOURCES: dict[str, tuple[str, str | None]] = {
     "svamp": ("ChilleD/SVAMP", None),
     "mawps": ("MU-NLPC/Calc-mawps", None),
     "asdiv": ("EleutherAI/asdiv", None),
+    "natural_questions": ("google-research-datasets/nq_open", "nq_open"),
+    "socialiqa": ("allenai/social_i_qa", None),
+    "winogrande": ("allenai/winogrande", "winogrande_xl"),
+    "lmsys_arena": ("lmsys/chatbot_arena_conversations", None),
 }
 """Hugging Face ``(path, config)`` per benchmark for ``source="hf"``."""
+
+HUB_ONLY: tuple[str, ...] = ("natural_questions", "socialiqa", "winogrande", "lmsys_arena")
+"""Families with no local copy (the data directory's MANIFEST lists them as not available offline)."""
 
 # Our split name -> the hub's split name, where they differ.
 _HF_SPLIT = {
@@ -190,7 +214,8 @@ def _parse_name(name: str) -> tuple[str, str | None]:
 def _allowed_names() -> str:
     return ", ".join(["gsm8k", "arc_challenge", "mmlu", "mmlu/<subject>", "bbh/<task>", "humaneval",
                       "mbpp", "math500", "svamp", "mawps", "asdiv", "bbq", "bbq/<category>", "crows_pairs",
-                      "agieval", "agieval/<subset>", "logicbench", "logicbench/bqa", "logicbench/mcqa", "tiny/<task>"])
+                      "agieval", "agieval/<subset>", "logicbench", "logicbench/bqa", "logicbench/mcqa",
+                      *HUB_ONLY, "tiny/<task>"])
 
 
 def _check_split(family: str, split: str) -> None:
@@ -230,6 +255,8 @@ def load_benchmark(name: str, split: str = "test", source: str = "local",
     if source == "hf" and family not in HF_SOURCES:
         raise ValueError(f"source='hf': {family} has no hub mapping here (it is read from the data directory); "
                          f"families with one: {', '.join(HF_SOURCES)}")
+    if source == "local" and family in HUB_ONLY:
+        raise ValueError(f"{family} is not in the data directory (no offline copy); use source='hf' (network)")
     if source == "local":
         records = _LOCAL[family](_data_root(), sub, split)
     else:
@@ -342,7 +369,7 @@ def _read_local(family: str) -> Callable[[Path, str | None, str], list[dict]]:
     return read
 
 
-_LOCAL = {family: _read_local(family) for family in SPLITS}
+_LOCAL = {family: _read_local(family) for family in SPLITS if family not in HUB_ONLY}
 
 
 # --- Hugging Face ---------------------------------------------------------------------------
@@ -586,10 +613,66 @@ def _logicbench(records: list[dict], prefix: str) -> list[Item]:
     return items
 
 
+def _natural_questions(records: list[dict], prefix: str) -> list[Item]:
+    return [Item(id=f"{prefix}/{i}", prompt=r["question"].strip().rstrip("?") + "?", answer=str(r["answer"][0]),
+                 metadata={"answers": [str(a) for a in r["answer"]]}) for i, r in enumerate(records)]
+
+
+def _socialiqa(records: list[dict], prefix: str) -> list[Item]:
+    items = []
+    for i, r in enumerate(records):
+        choices = (r["answerA"], r["answerB"], r["answerC"])
+        question = f"{r['context'].strip()}\n{r['question'].strip()}"
+        items.append(Item(id=f"{prefix}/{i}", prompt=format_choices(question, choices), choices=choices,
+                          label=int(r["label"]) - 1, metadata={"question": question}))  # hub labels are "1".."3"
+    return items
+
+
+def _winogrande(records: list[dict], prefix: str) -> list[Item]:
+    stem = "Which option fills the blank (_)?"
+    return [Item(id=f"{prefix}/{i}", prompt=format_choices(f"{r['sentence'].strip()}\n{stem}", (r["option1"], r["option2"])),
+                 choices=(r["option1"], r["option2"]), label=int(r["answer"]) - 1,
+                 metadata={"sentence": r["sentence"]}) for i, r in enumerate(records) if str(r.get("answer", "")).strip()]
+
+
+def _lmsys_arena(records: list[dict], prefix: str) -> list[Item]:
+    # Appendix D of the CG paper: the user's turn is the item; scores come from who won (arena_scores).
+    # Multi-turn battles are skipped (their later turns depend on each model's own earlier answers).
+    items = []
+    for r in records:
+        conv = r["conversation_a"]
+        if r.get("turn", 1) != 1 or not conv or conv[0]["role"] != "user":
+            continue
+        items.append(Item(id=f"{prefix}/{r['question_id']}", prompt=conv[0]["content"],
+                          metadata={"model_a": r["model_a"], "model_b": r["model_b"], "winner": r["winner"],
+                                    "response_a": conv[1]["content"] if len(conv) > 1 else "",
+                                    "response_b": r["conversation_b"][1]["content"] if len(r["conversation_b"]) > 1 else ""}))
+    return items
+
+
+def arena_scores(items: list[Item], model: str) -> tuple[list[Item], list[float], list[str]]:
+    """The ``lmsys_arena`` battles of ``model`` that it won or lost (ties dropped): (items, m_b(i) =
+    1 for a win / 0 for a loss, the model's response), as in the CG paper's Appendix D."""
+    kept, scores, responses = [], [], []
+    for it in items:
+        m = it.metadata
+        if model not in (m["model_a"], m["model_b"]) or m["winner"] not in ("model_a", "model_b"):
+            continue
+        side = "model_a" if m["model_a"] == model else "model_b"
+        kept.append(it)
+        scores.append(1.0 if m["winner"] == side else 0.0)
+        responses.append(m["response_a" if side == "model_a" else "response_b"])
+    if not kept:
+        raise ValueError(f"model={model!r} won or lost no battle among these {len(items)} items")
+    return kept, scores, responses
+
+
 _CONVERT: dict[str, Callable[[list[dict], str], list[Item]]] = {
     "gsm8k": _gsm8k, "arc_challenge": _arc, "mmlu": _mmlu, "bbh": _bbh, "humaneval": _humaneval,
     "mbpp": _mbpp, "math500": _math500, "svamp": _svamp, "mawps": _mawps, "asdiv": _asdiv,
     "bbq": _bbq, "crows_pairs": _crows_pairs, "agieval": _agieval, "logicbench": _logicbench,
+    "natural_questions": _natural_questions, "socialiqa": _socialiqa, "winogrande": _winogrande,
+    "lmsys_arena": _lmsys_arena,
 }
 
 

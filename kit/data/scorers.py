@@ -30,7 +30,7 @@ __all__ = [
 
 NUMERIC_BENCHMARKS = ("gsm8k", "svamp", "mawps", "asdiv")
 """Benchmarks scored by :func:`extract_final_number` + :func:`numbers_equal`."""
-CHOICE_BENCHMARKS = ("arc_challenge", "mmlu", "bbq", "crows_pairs")
+CHOICE_BENCHMARKS = ("arc_challenge", "mmlu", "bbq", "crows_pairs", "socialiqa", "winogrande")
 """Benchmarks scored by :func:`extract_choice_letter` against ``item.target``."""
 CODE_BENCHMARKS = ("humaneval", "mbpp")
 
@@ -384,6 +384,12 @@ def run_program(program: str, timeout: float = 10.0, memory_mb: int = 1024) -> b
 
 # --- dispatch -------------------------------------------------------------------------------
 
+def normalize_short_answer(text: str | None) -> str:
+    """SQuAD/NQ-open normalisation: lower case, no punctuation, no articles (a, an, the), single spaces."""
+    text = re.sub(r"[^\w\s]", " ", (text or "").lower())
+    return " ".join(w for w in text.split() if w not in ("a", "an", "the"))
+
+
 def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> bool:
     """Whether ``response`` answers ``item`` of ``benchmark`` correctly.
 
@@ -397,6 +403,9 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     - humaneval, mbpp: the program of :func:`code_program` run by :func:`run_program`;
     - bbq, crows_pairs, and the multiple-choice items of agieval and logicbench: the choice letter;
       agieval's cloze subset (math) as math500; logicbench BQA: the first yes/no in the response;
+    - socialiqa, winogrande: the choice letter; natural_questions: the final answer line
+      (:func:`extract_bbh_answer`) equal to any reference after :func:`normalize_short_answer`;
+    - ``lmsys_arena`` has no scorer: a battle is won or lost (:func:`kit.data.benchmarks.arena_scores`);
     - ``tiny/<task>``: multiple-choice items by letter, others by exact match after stripping.
     """
     base = benchmark.split("/", 1)[0]
@@ -434,12 +443,15 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     if base == "logicbench":  # BQA: the first yes/no word of the response
         m = re.search(r"\b(yes|no)\b", response.lower())
         return m is not None and m.group(1) == item.answer
+    if base == "natural_questions":  # NQ-open: normalised exact match against any short answer
+        got = normalize_short_answer(extract_bbh_answer(response))
+        return any(got == normalize_short_answer(a) for a in item.metadata.get("answers", [item.answer]))
     if base == "tiny":
         if item.choices is not None:
             return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
         return response.strip() == item.target.strip()
     allowed = (NUMERIC_BENCHMARKS + CHOICE_BENCHMARKS + ("bbh/<task>", "math500") + CODE_BENCHMARKS
-               + ("agieval", "logicbench", "tiny/<task>"))
+               + ("agieval", "logicbench", "natural_questions", "tiny/<task>"))
     raise ValueError(f"benchmark={benchmark!r} has no scorer; allowed values: {', '.join(allowed)}")
 
 

@@ -76,10 +76,49 @@ def test_robustness_and_findings():
     assert "missing from the whole suite" in text and "paper 0.025" in text
 
 
-def test_explorer_concepts_puts_flagged_first_and_limits():
+def test_dead_counts_only_concepts_that_fire_nowhere():
     s = _suite()
-    chosen = cg_report.explorer_concepts(s, "m", limit=5)
-    assert len(chosen) == 5 and 0 in chosen, "missing concepts must be in the explorer"
+    s.labels[0] = s.labels[1] = "(dead)"  # no training-text context; concept 1 does fire on the benchmarks
+    cov = cg_report.coverage_summary(s)
+    assert s.dead().tolist() == [True] + [False] * 11
+    assert cov["n_dead"] == 1 and cov["n_dead_label_fires"] == 1, "a '(dead)' label that fires on a benchmark is alive"
+    s.model_acts["m"]["a"] = s.model_acts["m"]["a"].tolil()
+    s.model_acts["m"]["a"][3, 0] = 1.0  # concept 0 fires on a model's text only: alive, but still missing
+    assert not s.dead()[0] and cg_report.coverage_summary(s)["n_missing_alive"] >= 1
+
+
+def test_gap_significance_counts_and_table():
+    s = _suite()
+    a = np.zeros((60, 12))
+    a[np.arange(60), np.arange(60) % 12] = 1.0
+    sc = np.ones(60)
+    sc[np.arange(60) % 12 == 3] = 0  # concept 3: all 5 items wrong
+    s.model_acts["m"], s.model_scores["m"] = {"a": sp.csr_matrix(a)}, {"a": sc}
+    summary, t = cg_report.gap_significance(s, "m", n_perm=400, min_support=5)
+    assert summary["n_gaps_paper"] == 1 and summary["n_gaps_with_support"] == 1 and summary["n_tested"] == 12
+    assert summary["n_gaps_significant"] == 1
+    table = cg_report.significant_concepts_table(t, s.labels)
+    assert table.concept.tolist() == [3] and table["class"].tolist() == ["gap"]
+
+
+def test_per_benchmark_classes_match_coverage_classes():
+    s = _suite()
+    counts, table = cg_report.per_benchmark_classes(s, n=2)
+    for b in s.acts:
+        cls = cg.coverage_classes(cg.chi_bench(s.acts[b]))
+        assert counts.loc[b, "under"] == (cls == "under").sum() and counts.loc[b, "missing"] == (cls == "missing").sum()
+        under = table[(table.benchmark == b) & (table["class"] == "under")]
+        assert (cls[under.concept.to_numpy()] == "under").all() and under.chi_bench.is_monotonic_increasing
+
+
+def test_missing_calibration_falls_with_more_items_and_caps_at_the_suite():
+    s = _suite()
+    df = cg_report.missing_calibration({"s": s}, [2, 20, 50], n_repeats=3)
+    suite_rows = df[df.benchmark == "(suite)"].set_index("items")["mean"]
+    assert suite_rows[2] >= suite_rows[20], "fewer items can only leave more concepts missing"
+    full = (cg.x_bench(s.acts) < cg.EPSILON).mean()
+    assert np.isclose(suite_rows[50], full) and np.isclose(suite_rows[20], full), "sizes are capped at the items there are"
+    assert set(df.width) == {12}
 
 
 def test_config_profiles_validate_and_settings_are_coherent():

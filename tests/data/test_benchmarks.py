@@ -264,6 +264,24 @@ HF_ROWS = {
     "MU-NLPC/Calc-mawps": [{"id": "m1", "question": "1+1?", "result_float": 2.0}],
     "EleutherAI/asdiv": [{"body": "B.", "question": "Q?", "solution_type": "Addition", "answer": "9 (apples)",
                           "formula": "7+2=9"}],
+    "google-research-datasets/nq_open": [{"question": "who wrote hamlet", "answer": ["William Shakespeare", "Shakespeare"]}],
+    "allenai/social_i_qa": [{"context": "Tracy lent Bo a pen.", "question": "How would Bo feel?", "answerA": "grateful",
+                             "answerB": "angry", "answerC": "bored", "label": "1"}],
+    "allenai/winogrande": [{"sentence": "The cup did not fit in the bag because _ was too big.", "option1": "cup",
+                            "option2": "bag", "answer": "1"},
+                           {"sentence": "A test item _ without a key.", "option1": "x", "option2": "y", "answer": ""}],
+    "lmsys/chatbot_arena_conversations": [
+        {"question_id": "q1", "model_a": "llama-13b", "model_b": "vicuna-13b", "winner": "model_b", "turn": 1,
+         "conversation_a": [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "A says hi"}],
+         "conversation_b": [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "B says hi"}]},
+        {"question_id": "q2", "model_a": "vicuna-13b", "model_b": "llama-13b", "winner": "model_b", "turn": 1,
+         "conversation_a": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "5"}],
+         "conversation_b": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]},
+        {"question_id": "q3", "model_a": "llama-13b", "model_b": "alpaca-13b", "winner": "tie", "turn": 1,
+         "conversation_a": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}],
+         "conversation_b": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "z"}]},
+        {"question_id": "q4", "model_a": "llama-13b", "model_b": "alpaca-13b", "winner": "model_a", "turn": 2,
+         "conversation_a": [{"role": "user", "content": "x"}], "conversation_b": [{"role": "user", "content": "x"}]}],
 }
 
 
@@ -294,6 +312,9 @@ def fake_hub(monkeypatch):
     ("svamp", "test", ("ChilleD/SVAMP", None, "test"), "3"),
     ("mawps", "test", ("MU-NLPC/Calc-mawps", None, "test"), "2"),
     ("asdiv", "test", ("EleutherAI/asdiv", None, "validation"), "9"),
+    ("natural_questions", "validation", ("google-research-datasets/nq_open", "nq_open", "validation"), "William Shakespeare"),
+    ("socialiqa", "validation", ("allenai/social_i_qa", None, "validation"), "A"),
+    ("winogrande", "validation", ("allenai/winogrande", "winogrande_xl", "validation"), "A"),
 ])
 def test_hf_source_converts_rows(fake_hub, name, split, hub_call, target):
     items = B.load_benchmark(name, split, source="hf")
@@ -443,3 +464,32 @@ def test_cg_benchmark_bad_names_list_the_subsets():
         B.load_benchmark("logicbench/xyz")
     with pytest.raises(ValueError, match="no hub mapping"):
         B.load_benchmark("crows_pairs", source="hf")
+
+
+def test_hub_only_benchmarks_say_so_offline():
+    for name in B.HUB_ONLY:
+        with pytest.raises(ValueError, match=rf"{name} is not in the data directory.*source='hf'"):
+            B.load_benchmark(name, B.SPLITS[name][0])
+
+
+def test_hf_hub_only_items_have_the_one_schema_and_scorers(fake_hub):
+    nq = B.load_benchmark("natural_questions", "validation", source="hf")[0]
+    assert nq.prompt == "who wrote hamlet?" and nq.metadata["answers"] == ["William Shakespeare", "Shakespeare"]
+    assert score("natural_questions", nq, "So the answer is shakespeare.") and not score("natural_questions", nq, "Marlowe")
+    siqa = B.load_benchmark("socialiqa", "validation", source="hf")[0]
+    assert siqa.prompt == "Tracy lent Bo a pen.\nHow would Bo feel?\nA. grateful\nB. angry\nC. bored", "hub labels 1-3 -> 0-2"
+    assert score("socialiqa", siqa, "The answer is A") and not score("socialiqa", siqa, "(B)")
+    wg = B.load_benchmark("winogrande", "validation", source="hf")
+    assert len(wg) == 1, "an item without an answer key (the hub's test split) is not scorable and is dropped"
+    assert wg[0].choices == ("cup", "bag") and score("winogrande", wg[0], "A")
+
+
+def test_hf_lmsys_arena_gives_wins_and_losses_of_one_model(fake_hub):
+    items = B.load_benchmark("lmsys_arena", "train", source="hf")
+    assert [it.id for it in items] == ["lmsys_arena/train/q1", "lmsys_arena/train/q2", "lmsys_arena/train/q3"], \
+        "multi-turn battles are skipped"
+    kept, scores, responses = B.arena_scores(items, "llama-13b")
+    assert [it.id.rsplit("/", 1)[1] for it in kept] == ["q1", "q2"] and scores == [0.0, 1.0], "ties dropped"
+    assert responses == ["A says hi", "4"]
+    with pytest.raises(ValueError, match="gpt-9"):
+        B.arena_scores(items, "gpt-9")
