@@ -591,7 +591,7 @@ def item_tokens(model, items: Sequence[Any], responses: Sequence[str]) -> tuple[
 
     World models (the world's word-level tokenizer): ``kit.world.prompt_tokens`` (BOS +
     prompt words) followed by the response's words. Other models:
-    :func:`kit.models.internals.teacher_forced_rows` with the chat template when the tokenizer has
+    :func:`kit.models.rows.teacher_forced_rows` with the chat template when the tokenizer has
     one (as :func:`kit.models.generate.respond` generates): the prompt and prompt+response are
     tokenised and the response is everything after the prompt's tokens (as the public code does,
     so BPE merges across the boundary behave the same), cut to the context with a warning.
@@ -616,7 +616,7 @@ def item_tokens(model, items: Sequence[Any], responses: Sequence[str]) -> tuple[
             n_prompt.append(len(p))
     else:
         # the text the responses were generated from: the chat template when the tokenizer has one
-        from kit.models.internals import teacher_forced_rows
+        from kit.models.rows import teacher_forced_rows
 
         for ids, n in teacher_forced_rows(model, [it.prompt for it in items], responses, chat=None):
             rows.append(ids)
