@@ -40,6 +40,11 @@ class Config(BaseConfig):
     """Test items scored for Ori and TE."""
     n_ref: int = Field(400, ge=2, le=100_000)
     """Fresh (never-seen) items whose accuracy is the reference score Ref."""
+    ref_task: str | None = None
+    """Where Ref's items come from (``kit.shortcut.neurons.reference_items``): None = the tiny-world task's
+    fresh split; a real ``task`` needs another benchmark no variant saw (the paper: OpenMathInstruct-2; e.g. mawps)."""
+    ref_split: str = "test"
+    """Split of ``ref_task`` (``ref_task == task`` on ``test`` is refused: Ref would equal Ori)."""
     group_size: int = Field(16, ge=1, le=4096)
     """Adjacent neurons per causal-score group (the paper: 512 of 11008 per layer, ~4.7%)."""
     combine: Literal["veto", "rank_mean"] = "veto"
@@ -88,6 +93,14 @@ class Config(BaseConfig):
         unknown = [c for c in self.transfer_variants if c not in self.contaminated]
         if self.transfer_task and unknown:
             raise ValueError(f"transfer_variants: {unknown} are not contaminated labels ({', '.join(self.contaminated)})")
+        from kit.world import TASKS
+
+        if self.ref_task is None and self.task not in TASKS:
+            raise ValueError(f"ref_task: required for the real benchmark task={self.task!r} (Ref is the accuracy on items no "
+                             "variant saw, never its test items); e.g. mawps, svamp or asdiv for gsm8k")
+        if self.ref_task == self.task and self.ref_split == "test":
+            raise ValueError(f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
+                             "choose another benchmark or a split no variant trained on")
         if sorted(self.sparsity_percents) != self.sparsity_percents or any(not 0 < p <= 100 for p in self.sparsity_percents):
             raise ValueError("sparsity_percents must be increasing percentages in (0, 100]")
         return self

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from kit.models.cache import ItemCache, map_items
 
@@ -95,12 +96,87 @@ def context_length(config) -> int:
     raise ValueError("cannot tell the model's context length from its config")
 
 
+_HELD: dict[tuple[str, str, str], Any] = {}
+"""The one Hugging Face model held for generation (a notebook asks one model for several task's
+responses in a row: loading 16 GB per task would dominate), keyed by (path, device, dtype)."""
+
+
+def hf_model(model_path: str | Path, device: str = "cpu", dtype: str | None = None):
+    """``(model, tokenizer)`` for generation; loading another one first releases the one held."""
+    key = (str(model_path), str(device), str(dtype))
+    if key not in _HELD:
+        release()
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        from kit.models.load import torch_dtype
+
+        hf_logging.disable_progress_bar()
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        tokenizer.padding_side = "left"  # generation continues the right end of every row
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype(dtype)).to(device).eval()
+        _HELD[key] = (model, tokenizer)
+    return _HELD[key]
+
+
+def release() -> None:
+    """Free the Hugging Face model held for generation (one model at a time on the GPU)."""
+    import gc
+
+    import torch
+
+    _HELD.clear()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def mlp_inputs(model, layer: int):
+    """The MLP output projection of ``layer`` in a Hugging Face causal LM: its input is what
+    TransformerLens calls ``blocks.{layer}.mlp.hook_post`` (act(gate) * up, or act(fc))."""
+    blocks = model.transformer.h if hasattr(model, "transformer") else model.get_decoder().layers
+    mlp = blocks[layer].mlp
+    for name in ("down_proj", "c_proj", "fc_out", "dense_4h_to_h"):
+        if hasattr(mlp, name):
+            return getattr(mlp, name)
+    raise ValueError(f"{type(model).__name__}: no MLP output projection found in layer {layer}")
+
+
+@contextmanager
+def ablated(model, neurons: Sequence[tuple[int, int]]) -> Iterator[None]:
+    """Zero the (layer, neuron) MLP neurons of a Hugging Face causal LM inside the block, as
+    zeroing TransformerLens's ``blocks.{layer}.mlp.hook_post`` does (the input of the output projection)."""
+    import torch
+
+    by_layer: dict[int, list[int]] = {}
+    for layer, neuron in neurons:
+        by_layer.setdefault(int(layer), []).append(int(neuron))
+    handles = []
+    try:
+        for layer, idx in sorted(by_layer.items()):
+            proj = mlp_inputs(model, layer)
+            index = torch.tensor(sorted(idx), device=proj.weight.device)
+
+            def zero(module, args, index=index):
+                x = args[0].clone()
+                x[..., index] = 0.0
+                return (x, *args[1:])
+
+            handles.append(proj.register_forward_pre_hook(zero))
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
 def generate_responses(model_path: str | Path, prompts: Sequence[str], settings: GenerationSettings = GenerationSettings(),
                        device: str = "cpu", dtype: str | None = None, batch_size: int = 16,
                        backend: str = "hf", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
-                       progress: bool = False) -> list[str]:
-    """Responses of the Hugging Face model at ``model_path`` (a local directory: see
-    :func:`kit.models.load.resolve`) to ``prompts``, in order.
+                       progress: bool = False, ablate: Sequence[tuple[int, int]] = ()) -> list[str]:
+    """Responses of the Hugging Face model at ``model_path`` (a local directory:
+    :func:`kit.models.hub.snapshot` gives one for a hub id) to ``prompts``, in order.
 
     ``backend``: ``"hf"`` (``transformers.generate``: left-padded batches of ``batch_size``
     prompts, KV cache) or ``"vllm"`` (needs the vllm package and a GPU). Responses are decoded
@@ -112,18 +188,15 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
         raise ValueError(f"backend={backend!r} is not allowed; allowed: hf, vllm")
     if not prompts:
         raise ValueError("prompts is empty")
+    if ablate and cache is not None:
+        raise ValueError("ablate and cache exclude each other: ablated responses must not be cached as the model's")
     if backend == "vllm":
+        if ablate:
+            raise ValueError("ablate needs backend='hf' (vLLM runs no forward hooks)")
         return _generate_vllm(str(model_path), list(prompts), settings, dtype)
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from kit.models.load import torch_dtype
-
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    tokenizer.padding_side = "left"  # generation continues the right end of every row
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype(dtype)).to(device).eval()
+    model, tokenizer = hf_model(model_path, device, dtype)
     chat = use_chat(tokenizer, settings.chat)
     limit = context_length(model.config) - settings.max_new_tokens
     rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
@@ -140,13 +213,28 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
     def compute(idx: list[int]) -> list[str]:
         batch = tokenizer.pad({"input_ids": [rows[i] for i in idx]}, return_tensors="pt").to(device)
         torch.manual_seed(settings.seed + min(idx))  # sampling reproducible per batch, also on resume
-        with torch.no_grad():
+        with ablated(model, ablate), torch.no_grad():
             gen = model.generate(**batch, **gen_kwargs)
         return [tokenizer.decode(gen[row, batch["input_ids"].shape[1]:], skip_special_tokens=True)
                 for row in range(len(idx))]
 
     return map_items(list(range(len(rows))) if ids is None else list(ids), compute, batches, cache=cache,
                      progress=progress)
+
+
+def respond(model, prompts: Sequence[str], settings: GenerationSettings, benchmark: str | None = None,
+            ids: Sequence[Any] | None = None, batch_size: int = 16, ablate: Sequence[tuple[int, int]] = ()) -> list[str]:
+    """Responses of a model loaded by ``kit.load_model`` (a Hugging Face id, directory or twin),
+    generated by its Hugging Face copy on the same device and dtype. With ``benchmark`` (and no
+    ``ablate``) they are cached per (model directory, benchmark, settings) under the item ``ids``."""
+    path = getattr(model, "kit_path", None)
+    if path is None:
+        raise ValueError("this model was not loaded from a Hugging Face directory (kit.load_model of an id, a local "
+                         "directory or twin/<arch>); tiny-world models respond through kit.world.respond")
+    cache = ItemCache(path, benchmark, settings.as_dict()) if benchmark and not ablate else None
+    return generate_responses(path, prompts, settings, device=str(model.cfg.device),
+                              dtype=str(model.cfg.dtype).removeprefix("torch."), batch_size=batch_size,
+                              cache=cache, ids=ids, ablate=ablate)
 
 
 def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None) -> list[str]:

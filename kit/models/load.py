@@ -177,6 +177,7 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
                               process_weights=process_weights)
     del hf  # the HookedTransformer holds its own copy of the weights
     model.kit_name = name or str(path)  # what caches key on (responses, per-item scores)
+    model.kit_path = str(path)  # where kit.models.generate.respond loads the Hugging Face copy from
     return model
 
 

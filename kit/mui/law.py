@@ -78,7 +78,9 @@ def law_fits(df: pd.DataFrame, by: str = "benchmark", perf: str = "performance",
         rows.append({by: name, "slope": f.slope, "intercept": f.intercept, "ci_low": f.ci_low,
                      "ci_high": f.ci_high, "r2": f.r2, "pvalue": f.pvalue, "n": f.n, "form": form,
                      "alpha": f.alpha, "beta": f.beta, "mui_at_100": f.mui_at(100.0)})
-    return pd.DataFrame(rows)
+    # every column even when no group could be fitted (e.g. 0% performance everywhere)
+    cols = [by, "slope", "intercept", "ci_low", "ci_high", "r2", "pvalue", "n", "form", "alpha", "beta", "mui_at_100"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def name_key(name: str) -> str:
@@ -214,20 +216,23 @@ def task_group(task: str, zoo: bool = True) -> str:
     return task.split("/")[0]
 
 
-def respond_and_score(model, items: list, task: str, zoo: bool = True,
-                      max_new_tokens: int = 1) -> tuple[list[str], np.ndarray]:
-    """Greedy responses and their correctness: ``kit.world.respond``/``evaluate`` for zoo models,
-    ``model.generate`` + ``kit.data.scorers.score`` for hub models."""
+def respond_and_score(model, items: list, task: str, zoo: bool = True, max_new_tokens: int = 1,
+                      ablate: Sequence[tuple[int, int]] = ()) -> tuple[list[str], np.ndarray]:
+    """Greedy responses and their correctness, with the (layer, neuron) MLP neurons ``ablate``
+    zeroed: ``kit.world.respond``/``evaluate`` for zoo models; for Hugging Face models (ids,
+    directories, twins) batched generation by their HF copy with the chat template when the
+    tokenizer has one (``kit.models.generate.respond``, cached per model and benchmark) and
+    ``kit.data.scorers.score``."""
     if zoo:
         from kit import world as W
 
-        return W.respond(model, items, max_new_tokens=max_new_tokens), np.asarray(W.evaluate(model, items), dtype=bool)
+        with tl.hooks(model, ablation_hooks(ablate)):
+            return W.respond(model, items, max_new_tokens=max_new_tokens), np.asarray(W.evaluate(model, items), dtype=bool)
     from kit.data.scorers import score
+    from kit.models.generate import GenerationSettings, respond
 
-    responses = []
-    for it in items:
-        out = model.generate(it.prompt, max_new_tokens=max_new_tokens, do_sample=False, verbose=False)
-        responses.append(out[len(it.prompt):] if out.startswith(it.prompt) else out)
+    responses = respond(model, [it.prompt for it in items], GenerationSettings(max_new_tokens=max_new_tokens),
+                        benchmark=task, ids=[it.id for it in items], ablate=ablate)
     return responses, np.array([score(task, it, r) for it, r in zip(items, responses)], dtype=bool)
 
 
@@ -243,6 +248,7 @@ def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_f
     from tqdm.auto import tqdm
 
     from kit import world as W
+    from kit.models.generate import release
     from kit.models.load import load_model
 
     rows = []
@@ -261,6 +267,7 @@ def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_f
                          "performance": 100 * correct.mean(), "fresh": fresh_acc,
                          "mui": res.mui, "n_items": len(items)})
         del model
+        release()  # the Hugging Face copy that generated: one model on the device at a time
     return pd.DataFrame(rows)
 
 
@@ -437,9 +444,8 @@ def masking_curve(model, ranking: list[tuple[int, int]], eval_sets: dict[str, li
     rng = np.random.default_rng(seed)
     rows = []
 
-    def acc(hooks, items, task):
-        with tl.hooks(model, hooks):
-            return 100 * float(respond_and_score(model, items, task, zoo, max_new_tokens)[1].mean())
+    def acc(neurons, items, task):
+        return 100 * float(respond_and_score(model, items, task, zoo, max_new_tokens, ablate=neurons)[1].mean())
 
     for k in sorted(set([0, *ks])):
         for name, items in eval_sets.items():
@@ -448,11 +454,11 @@ def masking_curve(model, ranking: list[tuple[int, int]], eval_sets: dict[str, li
                 rows += [{"k": 0, "kind": kind, "set": name, "accuracy": base} for kind in ("key", "random")]
                 continue
             if k <= len(ranking):
-                rows.append({"k": k, "kind": "key", "set": name, "accuracy": acc(ablation_hooks(ranking[:k]), items, name)})
+                rows.append({"k": k, "kind": "key", "set": name, "accuracy": acc(ranking[:k], items, name)})
             vals = []
             for _ in range(random_repeats):
                 flat = rng.choice(n_layers * d_mlp, size=k, replace=False)
-                vals.append(acc(ablation_hooks([(int(f) // d_mlp, int(f) % d_mlp) for f in flat]), items, name))
+                vals.append(acc([(int(f) // d_mlp, int(f) % d_mlp) for f in flat], items, name))
             rows.append({"k": k, "kind": "random", "set": name, "accuracy": float(np.mean(vals))})
     return pd.DataFrame(rows)
 
@@ -481,6 +487,7 @@ def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, 
     which decides whether ``*_sum`` can differ from the token score)."""
     from tqdm.auto import tqdm
 
+    from kit.models.generate import release
     from kit.models.load import load_model
 
     rows = []
@@ -498,6 +505,8 @@ def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, 
                 rows.append({"model": name, "task": task, "method": method_name(score, threshold, frac), "score": score,
                              "threshold": threshold, "frac": frac, "mui": res.mui, "d_mlp": model.cfg.d_mlp,
                              "max_response_tokens": longest})
+        del model
+        release()
     return pd.DataFrame(rows)
 
 
@@ -532,27 +541,33 @@ def method_correlations(grid: pd.DataFrame) -> pd.DataFrame:
 
 def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
              top: int = 50, reference_width: int | None = mui.SAE_REFERENCE_WIDTH, batch_size: int = 32,
-             seed: int = 0, score: str = "score", threshold: str = "topk") -> pd.DataFrame:
+             seed: int = 0, score: str = "score", threshold: str = "topk", max_new_tokens: int = 1) -> pd.DataFrame:
     """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses).
 
-    The SAE's hook comes from ``sae.cfg.metadata.hook_name``. Returns columns sae, model, hook,
-    d_sae, task, performance, sae_mui, neuron_mui, features_per_token.
+    The SAE's hook comes from ``sae.cfg.metadata.hook_name``, its model from the name
+    (``zoo-sae/<member>/...``) or else ``sae.cfg.metadata.model_name`` (the Hugging Face id of
+    Llama Scope / Gemma Scope SAEs, ``twin/<arch>`` for the twins' SAEs). Returns columns sae,
+    model, hook, d_sae, task, performance, sae_mui, neuron_mui, features_per_token.
     """
+    from kit.models.generate import release
     from kit.models.load import load_model, load_sae
 
     rows = []
     cache: dict[str, Any] = {}
     for sae_name in sae_names:
-        model_name = "zoo/" + sae_name.split("/")[1]
+        sae = load_sae(sae_name, device=device, world=world)
+        model_name = ("zoo/" + sae_name.split("/")[1] if sae_name.startswith("zoo-sae/")
+                      else sae.cfg.metadata.model_name)
         if model_name not in cache:
             cache.clear()
+            release()
             cache[model_name] = load_model(model_name, device=device, world=world)
         model = cache[model_name]
-        sae = load_sae(sae_name, device=device, world=world)
         hook = sae.cfg.metadata.hook_name
+        zoo = is_zoo(model_name)
         for task in tasks:
-            items = task_items(task, "test", n_items, seed)
-            responses, correct = respond_and_score(model, items, task, True)
+            items = task_items(task, "test", n_items, seed, zoo)
+            responses, correct = respond_and_score(model, items, task, zoo, max_new_tokens)
             tokens, mask = mui.item_tokens(model, items, responses)
             s = mui.sae_utilization(model, {hook: sae}, tokens, mask, top=top, reference_width=reference_width,
                                     batch_size=batch_size)
@@ -1080,7 +1095,7 @@ def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):
     if not sae_names:
         return Section(findings=["SAE MUI: no SAEs in this world/profile, section skipped."])
     sgrid = sae_grid(sae_names, tasks, cfg.n_items, cfg.world, cfg.device, cfg.sae_top, cfg.sae_reference_width,
-                     cfg.batch_size, cfg.seed, cfg.score, cfg.threshold)
+                     cfg.batch_size, cfg.seed, cfg.score, cfg.threshold, cfg.max_new_tokens)
     rho = {s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic) if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1
            else None for s, g in sgrid.groupby("sae")}
     finding = "SAE MUI (one layer): " + "; ".join(

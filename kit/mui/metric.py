@@ -595,9 +595,11 @@ def item_tokens(model, items: Sequence[Any], responses: Sequence[str]) -> tuple[
     """Right-padded prompt+response tokens and the mask of the response tokens.
 
     World models (the world's word-level tokenizer): ``kit.world.prompt_tokens`` (BOS +
-    prompt words) followed by the response's words. Other models: the prompt and prompt+response
-    are tokenised with the model's tokenizer and the response is everything after the prompt's
-    tokens (as the public code does, so BPE merges across the boundary behave the same).
+    prompt words) followed by the response's words. Other models:
+    :func:`kit.models.rows.teacher_forced_rows` with the chat template when the tokenizer has
+    one (as :func:`kit.models.generate.respond` generates): the prompt and prompt+response are
+    tokenised and the response is everything after the prompt's tokens (as the public code does,
+    so BPE merges across the boundary behave the same), cut to the context with a warning.
     An empty response gives a row with no response token (it contributes nothing to MUI).
     """
     if len(items) != len(responses):
@@ -618,10 +620,12 @@ def item_tokens(model, items: Sequence[Any], responses: Sequence[str]) -> tuple[
             rows.append(p + [vocab[w] for w in r.split()])
             n_prompt.append(len(p))
     else:
-        for it, r in zip(items, responses):
-            p = model.to_tokens(it.prompt)[0].tolist()
-            rows.append(model.to_tokens(it.prompt + r)[0].tolist() if r else p)
-            n_prompt.append(len(p))
+        # the text the responses were generated from: the chat template when the tokenizer has one
+        from kit.models.rows import teacher_forced_rows
+
+        for ids, n in teacher_forced_rows(model, [it.prompt for it in items], responses, chat=None):
+            rows.append(ids)
+            n_prompt.append(n)
     tok = getattr(model, "tokenizer", None)
     pad = tok.pad_token_id if tok is not None and tok.pad_token_id is not None else 0
     width = max(len(r) for r in rows)

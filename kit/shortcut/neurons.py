@@ -477,15 +477,41 @@ class TaskData:
 
 
 def benchmark_items(task: str, split: str, n: int, seed: int = 0):
-    """Items of a tiny-world task (``add``, ``add2``...) or of a real benchmark (``gsm8k``...)."""
+    """Items of a tiny-world task (``add``, ``add2``...) or the first ``n`` of a real benchmark's
+    split (``gsm8k``...). Real benchmarks have no ``fresh`` split: see :func:`reference_items`."""
     from kit.world import TASKS, get_task
 
     if task in TASKS:
         return get_task(task).items(split, n=n, seed=seed)
+    if split == "fresh":
+        raise ValueError(f"{task} has no 'fresh' split: its never-seen reference items must come from another "
+                         "benchmark or split (reference_items, ref_task / ref_split)")
     from kit import load_benchmark
 
-    items = load_benchmark(task, split="test" if split in ("test", "fresh") else split)
-    return items[:n]
+    return load_benchmark(task, split=split, limit=n)
+
+
+def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: str = "test", seed: int = 0):
+    """The items whose accuracy is Ref, the trustworthy reference score (seed 001, section 4.4).
+
+    Ref must be measured on items no variant saw, or it is inflated exactly as Ori is:
+    ``ref_task=None`` takes a tiny-world task's ``fresh`` split (items no fine-tune trained on); a
+    real benchmark needs ``ref_task`` (+ ``ref_split``), another benchmark or split (the paper: a
+    fresh set of OpenMathInstruct-2 questions; offline, e.g. ``mawps``). ``ref_task == task`` on
+    the ``test`` split is refused: those are the evaluated, contaminated items.
+    """
+    from kit.world import TASKS
+
+    if ref_task is None:
+        if task in TASKS:
+            return benchmark_items(task, "fresh", n, seed)
+        raise ValueError(f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on items "
+                         "no variant saw (the paper: OpenMathInstruct-2), never the test items; set ref_task to another "
+                         "benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a split no variant trained on")
+    if ref_task == task and ref_split == "test":
+        raise ValueError(f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would equal Ori. "
+                         "Choose another benchmark or a split no variant trained on")
+    return benchmark_items(ref_task, ref_split, n, seed)
 
 
 def task_data(model, items) -> TaskData:
@@ -698,7 +724,8 @@ def setup(cfg) -> Setup:
         return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed))
 
     return Setup(base=base, models=models, model_con=models[con], model_un=models[un],
-                 locate=data("test", cfg.n_locate), test=data("test", cfg.n_eval), fresh=data("fresh", cfg.n_ref))
+                 locate=data("test", cfg.n_locate), test=data("test", cfg.n_eval),
+                 fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)))
 
 
 def ground_truth(member: str, located: Sequence[Neuron], total_neurons: int, world: str | None = None) -> dict | None:

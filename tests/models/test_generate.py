@@ -89,3 +89,42 @@ def test_read_lm_eval_samples(tmp_path):
                                 "resps": [[[-1.2, True]]]}) + "\n")
     with pytest.raises(ValueError, match="not a generation sample"):
         gen.read_lm_eval_samples(path)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_ablated_hf_forward_equals_transformer_lens_hook_post_ablation(arch):
+    """``ablate`` zeroes the input of the HF MLP output projection: the logits must equal
+    TransformerLens's with ``blocks.{L}.mlp.hook_post`` zeroed at the same neurons."""
+    from kit.models import tl
+    from kit.models.load import load_model
+    from kit.mui.law import ablation_hooks
+
+    hooked = load_model(f"twin/{arch}")
+    hf, tok = gen.hf_model(hooked.kit_path)
+    ids = torch.tensor([tok("Question: 12 + 30 =")["input_ids"]])
+    neurons = [(0, 3), (0, 70), (1, 5)]
+    with gen.ablated(hf, neurons), torch.no_grad():
+        hf_logits = hf(ids).logits
+    with torch.no_grad(), tl.hooks(hooked, ablation_hooks(neurons)):
+        tl_logits = hooked(ids)
+    with torch.no_grad():
+        plain = hooked(ids)
+    assert (tl_logits - plain).abs().max() > 1e-3, "the ablation changed nothing: the test would not catch a wrong hook"
+    torch.testing.assert_close(hf_logits, tl_logits, atol=1e-4, rtol=1e-4)
+
+
+def test_respond_ablates_and_refuses_to_cache_ablated_responses(tmp_path):
+    from kit.models.cache import ItemCache
+    from kit.models.load import load_model
+
+    hooked = load_model("twin/llama")
+    settings = gen.GenerationSettings(max_new_tokens=6)
+    plain = gen.respond(hooked, PROMPTS, settings)
+    every = [(L, i) for L in range(hooked.cfg.n_layers) for i in range(hooked.cfg.d_mlp)]
+    assert gen.respond(hooked, PROMPTS, settings, ablate=every) != plain
+    assert gen.respond(hooked, PROMPTS, settings) == plain, "the ablation hooks outlived the call"
+    with pytest.raises(ValueError, match="ablate and cache"):
+        gen.generate_responses(hooked.kit_path, PROMPTS, settings, ablate=every,
+                               cache=ItemCache("m", "b", settings.as_dict(), root=tmp_path))
+    with pytest.raises(ValueError, match="not loaded from a Hugging Face directory"):
+        gen.respond(object(), PROMPTS, settings)

@@ -287,3 +287,28 @@ def test_neuron_acts_last_token_and_completion_rows():
     assert torch.allclose(comp[2, 0], cache["blocks.0.mlp.hook_post"][1, 3])
     with pytest.raises(ValueError, match="position"):
         sc.neuron_acts(m, tokens, lengths, "first")
+
+
+# --------------------------------------------------------------------------- Ref is never the test set
+def test_reference_items_are_never_the_evaluated_test_items():
+    test = sc.benchmark_items("gsm8k", "test", 5)
+    ref = sc.reference_items("gsm8k", 5, ref_task="mawps")
+    assert len(ref) == 5 and not {it.id for it in ref} & {it.id for it in test}
+    assert [it.id for it in sc.reference_items("gsm8k", 3, ref_task="gsm8k", ref_split="train")][0].startswith("gsm8k/train/")
+    with pytest.raises(ValueError, match="ref_task is required"):
+        sc.reference_items("gsm8k", 5)
+    with pytest.raises(ValueError, match="Ref would equal Ori"):
+        sc.reference_items("gsm8k", 5, ref_task="gsm8k")
+    with pytest.raises(ValueError, match="no 'fresh' split"):
+        sc.benchmark_items("gsm8k", "fresh", 5)
+
+
+def test_config_refuses_a_reference_that_is_the_test_set():
+    from kit.configs.shortcut_neurons import Config
+
+    with pytest.raises(ValueError, match="ref_task: required"):
+        Config(task="gsm8k")
+    with pytest.raises(ValueError, match="evaluated test set"):
+        Config(task="gsm8k", ref_task="gsm8k")
+    assert Config(task="gsm8k", ref_task="gsm8k", ref_split="train").ref_split == "train"
+    assert Config().ref_task is None  # the tiny world: the task's fresh split
