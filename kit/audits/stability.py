@@ -179,7 +179,7 @@ def align_runs(runs: list[Mapping[str, float]]) -> tuple[list[str], np.ndarray]:
 
 
 def reproducibility(runs: list[Mapping[str, float]], max_deviation: float = 0.08, max_dev_rate: float = 0.05,
-                    min_coherence: float = 0.9, name: str = "pipeline",
+                    min_coherence: float = 0.9, name: str = "pipeline", n_null: int = 20,
                     inputs: AuditInputs | None = None) -> AuditResult:
     """EX25 over runs (id -> value). A run's summary is the mean of its own values.
 
@@ -187,30 +187,43 @@ def reproducibility(runs: list[Mapping[str, float]], max_deviation: float = 0.08
     ``deviation_rate``: fraction of run pairs whose summaries differ by more than
     ``max_deviation`` x |mean|; ``coherence_score``: mean pairwise Spearman of the per-id values
     on the ids all runs share. Pass: rate < 0.05, max dev < 0.08, coherence > 0.9.
+    Null (of ``coherence_score``): each run's values shuffled across ids.
     """
     ids, mat = align_runs(runs)
+    pairs = list(itertools.combinations(range(len(runs)), 2))
+
+    def coherence_of(m: np.ndarray) -> float:
+        rhos = []
+        for a, b in pairs:
+            if np.ptp(m[a]) == 0 or np.ptp(m[b]) == 0:
+                rhos.append(1.0 if np.array_equal(m[a], m[b]) else 0.0)
+            else:
+                rhos.append(float(spearmanr(m[a], m[b]).statistic))
+        return float(np.mean(rhos)) if rhos else float("nan")
+
     summaries = np.array([np.mean(list(r.values())) for r in runs], float)
     mu = summaries.mean()
     denom = abs(mu) if mu != 0 else np.nan
     dev = np.abs(summaries - mu) / denom
-    pairs = list(itertools.combinations(range(len(runs)), 2))
     rate = float(np.mean([abs(summaries[a] - summaries[b]) / denom > max_deviation for a, b in pairs]))
-    rhos = []
-    if len(ids) >= 3:
-        for a, b in pairs:
-            if np.ptp(mat[a]) == 0 or np.ptp(mat[b]) == 0:
-                rhos.append(1.0 if np.array_equal(mat[a], mat[b]) else 0.0)
-            else:
-                rhos.append(float(spearmanr(mat[a], mat[b]).statistic))
-    coherence = float(np.mean(rhos)) if rhos else float("nan")
+    coherence = coherence_of(mat) if len(ids) >= 3 else float("nan")
     md = float(np.nanmax(dev))
     passed = bool(rate < max_dev_rate and md < max_deviation and coherence > min_coherence)
-    return AuditResult(metric="EX25", name=f"Reproducibility ({name})", value=rate,
+    res = AuditResult(metric="EX25", name=f"Reproducibility ({name})", value=rate,
                        values={"deviation_rate": rate, "max_deviation": md, "coherence_score": coherence,
                                "n_runs": len(runs), "n_common_ids": len(ids), "summaries": summaries},
                        pass_condition=f"deviation_rate < {max_dev_rate}, max_deviation < {max_deviation}, coherence > {min_coherence}",
                        passed=passed, inputs=inputs or AuditInputs(),
                        notes="" if len(ids) >= 3 else "fewer than 3 shared ids: coherence undefined")
+    if len(ids) >= 3:
+        rng = np.random.default_rng(0)
+        null = [coherence_of(np.stack([row[rng.permutation(len(ids))] for row in mat])) for _ in range(n_null)]
+        res.with_null(null, f"each run's values shuffled across ids, {n_null} permutations", of="coherence_score",
+                      passed=bool(np.mean(null) > min_coherence))
+    if len(runs) >= 2 and np.ptp(summaries) == 0:
+        res.by_construction = ("every run has the same summary: deviation_rate and max_deviation are 0 "
+                               "(only coherence can fail)")
+    return res
 
 
 def subsample_ids(ids: list[str], frac: float, seed: int) -> list[str]:
