@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-
 from kit.core.claims import Claim, claim, null_band, welch_interval
 
 PAPER = "003"
