@@ -63,12 +63,15 @@ def _fmt(x) -> str:
 
 
 def summary_table(results: list[AuditResult]) -> pd.DataFrame:
-    """One row per result: metric, name, value, pass condition, verdict (pass / FAIL / report)."""
+    """One row per result: metric, name, value, its null (and what the null is of), pass
+    condition, verdict (pass / FAIL / report), whether the verdict could fail and why not."""
     key = {m: i for i, m in enumerate(ORDER)}
     rows = sorted(results, key=lambda r: (key.get(r.metric, len(key)), r.name))
     return pd.DataFrame([{"metric": r.metric, "name": r.name, "value": r.value,
-                          "pass_condition": r.pass_condition, "verdict": r.verdict(),
-                          "passed": r.passed, "notes": r.notes} for r in rows])
+                          "null": r.null, "null_of": r.null_of or "value", "null_passes": r.null_passed,
+                          "pass_condition": r.pass_condition, "verdict": r.verdict(), "passed": r.passed,
+                          "can_fail": r.can_fail, "by_construction": r.by_construction, "notes": r.notes}
+                         for r in rows])
 
 
 def save_audits(results: list[AuditResult], path: str | Path) -> Path:
@@ -92,8 +95,11 @@ def findings(results: list[AuditResult], paper_note: bool = False) -> list[str]:
     for r in sorted(results, key=lambda r: ORDER.index(r.metric) if r.metric in ORDER else 99):
         extra = {k: v for k, v in r.values.items() if isinstance(v, (int, float, str, bool)) and k != "metric"}
         shown = ", ".join(f"{k}={_fmt(v)}" for k, v in list(extra.items())[:5])
-        lines.append(f"{r.metric:5s} {r.name}: {_fmt(r.value)} [{r.verdict()}: {r.pass_condition}] {shown}"
-                     + (f"  NOTE: {r.notes}" if r.notes else ""))
+        null = (f" null{'(' + r.null_of + ')' if r.null_of else ''}={_fmt(r.null)}"
+                + (" (passes too)" if r.null_passed else "")) if r.null is not None else ""
+        lines.append(f"{r.metric:5s} {r.name}: {_fmt(r.value)}{null} [{r.verdict()}: {r.pass_condition}] {shown}"
+                     + (f"  NOTE: {r.notes}" if r.notes else "")
+                     + ("" if r.can_fail else f"  CANNOT FAIL: {r.by_construction}"))
     n_fail = sum(1 for r in results if not r.diagnostic and not r.passed)
     n_pass = sum(1 for r in results if not r.diagnostic and r.passed)
     lines.append(f"{n_pass} audits pass, {n_fail} fail, {sum(r.diagnostic for r in results)} report-only.")

@@ -92,11 +92,14 @@ def token_activations(model, prompts: list[str], hooks: list[str], batch_size: i
 
 
 @torch.no_grad()
-def sae_features(sae, acts: Float[Tensor, "n d_in"], batch_size: int = 4096) -> Float[Tensor, "n d_sae"]:
-    """SAE feature activations of ``acts`` (encoded in chunks, on the SAE's device, returned on CPU)."""
+def sae_features(sae, acts: Float[Tensor, "n d_in"], batch_size: int = 4096, cpu: bool = True
+                 ) -> Float[Tensor, "n d_sae"]:
+    """SAE feature activations of ``acts`` (encoded in chunks on the SAE's device; returned on CPU,
+    or left on that device with ``cpu=False``)."""
     dev = sae.W_dec.device
-    chunks = [sae.encode(acts[i : i + batch_size].to(dev, sae.W_dec.dtype)).float().cpu()
+    chunks = [sae.encode(acts[i : i + batch_size].to(dev, sae.W_dec.dtype)).float()
               for i in range(0, acts.shape[0], batch_size)]
+    chunks = [c.cpu() for c in chunks] if cpu else chunks
     return torch.cat(chunks) if chunks else torch.zeros(0, sae.cfg.d_sae)
 
 

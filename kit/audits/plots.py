@@ -27,17 +27,26 @@ def summary_table_figure(table: pd.DataFrame):
     return fig
 
 
-def mib_curve_figure(curve: dict, cpr: float | None = None):
-    """Faithfulness f(t) against the fraction of edges kept (log axis)."""
+def mib_curve_figure(curve: dict, mib: AuditResult | None = None):
+    """Faithfulness f(t) against the fraction of edges kept, on the page's linear axis (left) and
+    MIB's log axis (right), with each CPR, the random-ranking null and the saturation point."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(4.2, 3))
-    ax.plot(curve["threshold"], curve["f"], marker="o")
-    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.set_xscale("log")
-    ax.set_xlabel("fraction of edges kept (top by score)")
-    ax.set_ylabel("faithfulness (m(C)-m(∅))/(m(N)-m(∅))")
-    ax.set_title(f"MIB faithfulness curve (CPR={cpr:.2f})" if cpr is not None else "MIB faithfulness curve")
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3), sharey=True)
+    v = mib.values if mib is not None else {}
+    for ax, scale, key in ((axes[0], "linear", "cpr"), (axes[1], "log", "cpr_log")):
+        ax.plot(curve["threshold"], curve["f"], marker="o")
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        if v.get("saturation_threshold") is not None:
+            ax.axvline(v["saturation_threshold"], color="C3", lw=0.8, ls=":", label="every head in")
+            ax.legend(fontsize=7)
+        ax.set_xscale(scale)
+        ax.set_xlabel(f"fraction of edges kept ({scale} axis)")
+        null = np.mean(v.get("null_" + key, [])) if key == "cpr_log" and v.get("null_cpr_log") else (
+            mib.null if (mib is not None and key == "cpr") else None)
+        title = f"CPR{'_log' if key == 'cpr_log' else ''}={v[key]:.2f}" if v.get(key) is not None else "MIB"
+        ax.set_title(title + (f" (random ranking {null:.2f})" if null is not None else ""), fontsize=9)
+    axes[0].set_ylabel("faithfulness (m(C)-m(∅))/(m(N)-m(∅))")
     return fig
 
 

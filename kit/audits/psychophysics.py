@@ -99,17 +99,20 @@ def cohens_d(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def dif_audit(values: np.ndarray, groups: list[str], inputs: AuditInputs | None = None,
-              max_d: float = 0.5, full_model_values: np.ndarray | None = None) -> AuditResult:
+              max_d: float = 0.5, full_model_values: np.ndarray | None = None, n_null: int = 20,
+              seed: int = 0) -> AuditResult:
     """EX2: Cohen's d of ``values`` (the circuit's logit diffs) for every pair of ``groups``.
-    Pass: max |d| < 0.5. ``full_model_values`` adds the whole model's DIF for comparison."""
+    Pass: max |d| < 0.5. ``full_model_values`` adds the whole model's DIF for comparison.
+    Null: max |d| with the group labels shuffled (``n_null`` permutations): what sampling noise
+    alone gives with these group sizes. Constant values give d = 0: passes by construction."""
     values = np.asarray(values, float)
     names = sorted(set(groups))
     if len(names) < 2:
         raise ValueError(f"DIF needs >= 2 name groups, got {names}: pass items with metadata 'name_group'")
     g = np.asarray(groups)
 
-    def pairs(v: np.ndarray) -> dict[str, float]:
-        return {f"{x}-{y}": cohens_d(v[g == x], v[g == y]) for x, y in itertools.combinations(names, 2)}
+    def pairs(v: np.ndarray, lab: np.ndarray = g) -> dict[str, float]:
+        return {f"{x}-{y}": cohens_d(v[lab == x], v[lab == y]) for x, y in itertools.combinations(names, 2)}
 
     d = pairs(values)
     mag = max(abs(x) for x in d.values())
@@ -122,9 +125,17 @@ def dif_audit(values: np.ndarray, groups: list[str], inputs: AuditInputs | None 
         fm = np.asarray(full_model_values, float)
         vals["full_model_pairwise_d"] = pairs(fm)
         vals["full_model_group_mean"] = {k: float(fm[g == k].mean()) for k in names}
-    return AuditResult(metric="EX2", name="Differential item functioning", value=mag, values=vals,
-                       pass_condition=f"max |Cohen's d| < {max_d} over name-group pairs",
-                       passed=bool(mag < max_d), inputs=inputs or AuditInputs(n=len(values)))
+    r = AuditResult(metric="EX2", name="Differential item functioning", value=mag, values=vals,
+                    pass_condition=f"max |Cohen's d| < {max_d} over name-group pairs",
+                    passed=bool(mag < max_d), inputs=inputs or AuditInputs(n=len(values)))
+    rng = np.random.default_rng(seed)
+    null = []
+    for _ in range(n_null):
+        null.append(max(abs(x) for x in pairs(values, g[rng.permutation(len(g))]).values()))
+    r.with_null(null, f"group labels shuffled, {n_null} permutations", passed=bool(np.mean(null) < max_d))
+    if np.ptp(values) == 0:
+        r.decided("the circuit's logit diff is the same on every prompt: every d is 0")
+    return r
 
 
 # ------------------------------------------------------------------ EX11: Weber / JND
@@ -196,6 +207,44 @@ def weber_audit(curves: dict[str, dict[str, list[float]]], scales: Iterable[floa
         passed=all_ok, inputs=inputs or AuditInputs(),
         notes="" if detectable else "empty circuit: no heads to test",
     )
+
+
+# ------------------------------------------------------------------ null controls
+def random_circuits(model, circuit: list[Head], n: int, seed: int = 0) -> list[list[Head]]:
+    """``n`` random sets of heads of the circuit's size drawn from the heads outside it (from all
+    heads when too few remain)."""
+    keep = set(map(tuple, circuit))
+    pool = [h for h in all_heads(model) if h not in keep]
+    pool = pool if len(pool) >= len(circuit) else all_heads(model)
+    rng = np.random.default_rng(seed)
+    return [sorted(pool[i] for i in rng.choice(len(pool), len(circuit), replace=False)) for _ in range(n)]
+
+
+def attach_random_circuit_nulls(model, batch: IOIBatch, means: Tensor, circuit: list[Head], ex1: AuditResult,
+                                ex11: AuditResult, scales: Iterable[float], baselines: Iterable[float],
+                                rel_threshold: float, n: int = 3, seed: int = 0) -> None:
+    """EX1's d' and EX11's detectable fraction for random circuits of the same size (in place).
+
+    EX11 is decided by construction when every random circuit passes too: at these scales and
+    threshold every head of the model has a JND, so "every circuit head has one" holds for any
+    circuit (a one-head circuit chosen for its large effect is the extreme case)."""
+    if not circuit:
+        return
+    d, d_passes, frac, passes = [], [], [], []
+    for heads in random_circuits(model, circuit, n, seed):
+        lds = circuit_logit_diffs(model, batch, means, heads)
+        r1 = dprime_audit(lds["full"].numpy(), lds["ablated"].numpy())
+        d.append(r1.value)
+        d_passes.append(r1.passed)
+        r = weber_audit(weber_curves(model, batch, means, heads, scales, baselines), scales, rel_threshold)
+        frac.append(r.value)
+        passes.append(r.passed)
+    how = f"random circuits of {len(circuit)} head(s) outside the circuit, {n} draws"
+    ex1.with_null(d, how, passed=all(d_passes))
+    ex11.with_null(frac, how, passed=all(passes))
+    if all(passes):
+        ex11.decided(f"all {n} random {len(circuit)}-head circuits pass too: at scales down to {min(scales)} and a "
+                     f"{rel_threshold:.0%} threshold every head tried has a JND")
 
 
 # ------------------------------------------------------------------ model-level helpers

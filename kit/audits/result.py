@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 def jsonable(value: Any) -> Any:
@@ -79,13 +79,28 @@ class AuditResult(BaseModel):
     """What it was computed on."""
     notes: str = ""
     """Caveats (e.g. why a sub-part was skipped)."""
+    null: float | None = None
+    """The same quantity on a null control (an instrument with nothing to measure); ``None``: none computed."""
+    null_values: list[float] = Field(default_factory=list)
+    """The null control's value per seed / permutation (``null`` is their mean)."""
+    null_of: str = ""
+    """Which quantity ``null`` is about: ``""`` = the headline ``value``, else a key of ``values``."""
+    null_how: str = ""
+    """How the null was made (``untrained copies (random_like), 3 seeds``...)."""
+    null_passed: bool | None = None
+    """Whether the null control meets the same pass condition (``True``: a pass says nothing)."""
+    can_fail: bool = True
+    """Whether both outcomes of the pass condition were reachable with these inputs (computed by
+    each audit: a bound, a constant quantity, a degenerate comparison curve). Report-only audits: ``False``."""
+    by_construction: str = ""
+    """Which part of the verdict is decided by construction, and why (with the computed bound)."""
 
     @field_validator("values")
     @classmethod
     def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
         return jsonable(v)
 
-    @field_validator("value", mode="before")
+    @field_validator("value", "null", mode="before")
     @classmethod
     def _finite(cls, v: Any) -> float | None:
         v = jsonable(v)
@@ -93,6 +108,31 @@ class AuditResult(BaseModel):
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
+
+    @field_validator("null_values", mode="before")
+    @classmethod
+    def _plain_list(cls, v: Any) -> list:
+        return [x for x in jsonable(list(v)) if x is not None]
+
+    @model_validator(mode="after")
+    def _report_only_cannot_fail(self) -> "AuditResult":
+        if self.diagnostic and self.can_fail:
+            self.can_fail = False
+            self.by_construction = "report-only: the page defines no failing outcome" + (
+                f"; {self.by_construction}" if self.by_construction else "")
+        return self
+
+    def with_null(self, values, how: str, passed: bool | None = None, of: str = "") -> "AuditResult":
+        """Attach a null control (``values``: one number per seed / permutation) and return ``self``."""
+        vals = [float(x) for x in jsonable(list(values)) if x is not None]
+        self.null_values, self.null_how, self.null_passed, self.null_of = vals, how, passed, of
+        self.null = float(np.mean(vals)) if vals else None
+        return self
+
+    def decided(self, why: str) -> "AuditResult":
+        """Mark the verdict as decided by construction (``why`` names the computed bound)."""
+        self.can_fail, self.by_construction = False, why
+        return self
 
     def verdict(self) -> str:
         """``pass`` / ``FAIL`` / ``report`` (diagnostics)."""

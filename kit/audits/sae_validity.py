@@ -190,40 +190,51 @@ def prism(sae, acts: Float[Tensor, "n d_in"], prompt_index: Int[Tensor, " n"], p
 
 
 # ------------------------------------------------------------------ M11 Matryoshka cross-scale
-def top_correlations(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"], top_k: int, chunk: int = 1024
+def _zscore(x: Tensor) -> Tensor:
+    """Columns centred and scaled to unit population std (constant columns become 0)."""
+    x = x.float() - x.float().mean(0)
+    sd = x.norm(dim=0) / np.sqrt(max(x.shape[0], 1))
+    return x / sd.clamp_min(1e-12) * (sd > 1e-12)
+
+
+def top_correlations(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"], top_k: int, chunk: int = 8192
                      ) -> tuple[Float[Tensor, "ds k"], Int[Tensor, "ds k"]]:
     """Pearson correlation of every small feature with every large one, top ``top_k`` per small
-    feature (constant features correlate 0)."""
-    def z(x: Tensor) -> Tensor:
-        x = x.float() - x.float().mean(0)
-        sd = x.norm(dim=0) / np.sqrt(max(x.shape[0], 1))
-        return x / sd.clamp_min(1e-12) * (sd > 1e-12)
+    feature (constant features correlate 0), returned on CPU.
 
-    zs, zl = z(fs), z(fl)
-    vals, idx = [], []
-    for i in range(0, zs.shape[1], chunk):
-        c = zs[:, i : i + chunk].T @ zl / zs.shape[0]
-        v, j = c.topk(min(top_k, zl.shape[1]), dim=1)
-        vals.append(v)
-        idx.append(j)
-    return torch.cat(vals), torch.cat(idx)
+    Runs on ``fl``'s device, ``chunk`` large features at a time with a running top-k, so memory is
+    ``fl`` itself plus ``n x chunk`` (a 131k-feature SAE needs no n x 131k z-scored copies)."""
+    zs = _zscore(fs.to(fl.device))
+    k = min(top_k, fl.shape[1])
+    vals = torch.full((zs.shape[1], 0), -torch.inf, device=fl.device)
+    idx = torch.zeros((zs.shape[1], 0), dtype=torch.long, device=fl.device)
+    for j in range(0, fl.shape[1], chunk):
+        c = zs.T @ _zscore(fl[:, j : j + chunk]) / zs.shape[0]
+        v, i = c.topk(min(k, c.shape[1]), dim=1)
+        vals, order = torch.cat([vals, v], 1).topk(min(k, vals.shape[1] + v.shape[1]), dim=1)
+        idx = torch.cat([idx, i + j], 1).gather(1, order)
+    return vals.cpu(), idx.cpu()
 
 
 def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"],
                             dec_l: Float[Tensor, "dl d"], top_k: int = 3, min_corr: float = 0.3,
-                            min_cos: float = 0.5) -> dict[str, float | list]:
+                            min_cos: float = 0.5, absorption: str = "all") -> dict[str, float | list]:
     """``1 - (splitting_rate + absorption_rate) / 2``.
 
     splitting: fraction of alive small features whose correlated large features (top ``top_k``
     with correlation >= ``min_corr``; at least two) have mean pairwise decoder cosine < ``min_cos``
     (an incoherent split). A feature with one partner is kept as-is, not split: requiring the
     2nd and 3rd best to be coherent too would flag every clean one-to-one match.
-    absorption: of the large features that are some small feature's best match (corr >=
-    ``min_corr``), the fraction that are the best match of two or more small features.
+    absorption: large features that are the best match (corr >= ``min_corr``) of two or more small
+    features, divided by ``absorption="all"`` large features (the page: "fraction of large
+    features that are the top match for multiple small features") or by ``"matched"`` ones (those
+    that are some small feature's best match: the rate among features that take part at all).
     """
-    alive = (fs > 0).any(0)
+    if absorption not in ("all", "matched"):
+        raise ValueError(f"absorption={absorption!r}; allowed values: all, matched")
+    alive = (fs > 0).any(0).cpu()
     corr, idx = top_correlations(fs, fl, top_k)
-    dec = unit_rows(dec_l.float())
+    dec = unit_rows(dec_l.float().cpu())
     split_flags = []
     for i in torch.nonzero(alive).flatten().tolist():
         partners = idx[i][corr[i] >= min_corr].tolist()
@@ -235,20 +246,28 @@ def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"]
     best = idx[:, 0][alive & (corr[:, 0] >= min_corr)]
     counts = torch.bincount(best, minlength=fl.shape[1]) if len(best) else torch.zeros(fl.shape[1])
     matched = int((counts > 0).sum())
-    absorption = float((counts > 1).sum() / matched) if matched else 0.0
+    denom = fl.shape[1] if absorption == "all" else matched
+    absorption = float((counts > 1).sum() / denom) if denom else 0.0
     splitting = float(np.mean(split_flags)) if split_flags else 0.0
     return {"cross_scale_consistency": 1 - (splitting + absorption) / 2, "splitting_rate": splitting,
-            "absorption_rate": absorption, "n_small_alive": int(alive.sum()), "n_large_matched": matched,
+            "absorption_rate": absorption, "absorption_denominator": absorption_name(absorption, denom),
+            "n_small_alive": int(alive.sum()), "n_large_matched": matched,
             "best_corr": corr[:, 0][alive].tolist(), "frac_small_matched": float((corr[:, 0][alive] >= min_corr).float().mean()) if alive.any() else 0.0}
 
 
+def absorption_name(absorption: str, denom: int) -> str:
+    return f"{denom} {'large features (all)' if absorption == 'all' else 'matched large features'}"
+
+
 def matryoshka(sae_small, sae_large, acts: Float[Tensor, "n d_in"], top_k: int = 3, min_corr: float = 0.3,
-               min_cos: float = 0.5, min_consistency: float = 0.7, inputs: AuditInputs | None = None) -> AuditResult:
-    """M11 on two SAEs of different widths at one hook. Pass: consistency > 0.7."""
+               min_cos: float = 0.5, min_consistency: float = 0.7, absorption: str = "all",
+               inputs: AuditInputs | None = None) -> AuditResult:
+    """M11 on two SAEs of different widths at one hook, on the large SAE's device (features of
+    both SAEs stay there; correlations in chunks). Pass: consistency > 0.7."""
     if sae_small.cfg.d_sae > sae_large.cfg.d_sae:
         raise ValueError(f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: swap them")
-    v = cross_scale_consistency(sae_features(sae_small, acts), sae_features(sae_large, acts),
-                                sae_large.W_dec.detach().cpu(), top_k, min_corr, min_cos)
+    v = cross_scale_consistency(sae_features(sae_small, acts, cpu=False), sae_features(sae_large, acts, cpu=False),
+                                sae_large.W_dec.detach(), top_k, min_corr, min_cos, absorption)
     c = v["cross_scale_consistency"]
     return AuditResult(metric="M11", name="Matryoshka cross-scale consistency", value=c, values=v,
                        pass_condition=f"cross_scale_consistency > {min_consistency}",
@@ -257,7 +276,7 @@ def matryoshka(sae_small, sae_large, acts: Float[Tensor, "n d_in"], top_k: int =
 
 # ------------------------------------------------------------------ M12 adaptive sparsity
 def sparsity_mismatch(k_active: Float[Tensor, " n"], complexity: Float[Tensor, " n"],
-                      threshold: float = 0.5) -> dict[str, float]:
+                      threshold: float = 2.0) -> dict[str, float]:
     """Fit ``k ~ a + b * complexity`` (least squares); flag ``|k - k_hat| / k_hat > threshold``.
 
     over/under-activation: flagged with k above / below the fit. A fixed-k SAE fits exactly
@@ -276,14 +295,22 @@ def sparsity_mismatch(k_active: Float[Tensor, " n"], complexity: Float[Tensor, "
             "mean_k": float(k.mean()), "fit_intercept": float(coef[0]), "fit_slope": float(coef[1])}
 
 
-def adaptive_sparsity(sae, acts: Float[Tensor, "n d_in"], threshold: float = 0.5, max_mismatch: float = 0.2,
+def adaptive_sparsity(sae, acts: Float[Tensor, "n d_in"], threshold: float = 2.0, max_mismatch: float = 0.2,
                       inputs: AuditInputs | None = None) -> AuditResult:
-    """M12: active features per token vs the residual norm. Pass: k_mismatch_rate < 0.2."""
+    """M12: active features per token vs the residual norm. Pass: k_mismatch_rate < 0.2
+    (the page's run uses ``--mismatch-threshold 2.0``).
+
+    Decided by construction when every token has the same k (a TopK SAE): the fit is exact and
+    nothing is flagged, so the audit passes exactly the SAEs whose non-adaptivity it is meant to find."""
     k = (sae_features(sae, acts) > 0).sum(1).float()
     v = sparsity_mismatch(k, acts.float().norm(dim=1), threshold)
-    return AuditResult(metric="M12", name="Adaptive sparsity", value=v["k_mismatch_rate"], values=v,
-                       pass_condition=f"k_mismatch_rate < {max_mismatch} (|k - k_fit| / k_fit > {threshold} flags)",
-                       passed=bool(v["k_mismatch_rate"] < max_mismatch), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    r = AuditResult(metric="M12", name="Adaptive sparsity", value=v["k_mismatch_rate"], values=v,
+                    pass_condition=f"k_mismatch_rate < {max_mismatch} (|k - k_fit| / k_fit > {threshold} flags)",
+                    passed=bool(v["k_mismatch_rate"] < max_mismatch), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    if float(k.std()) == 0:
+        r.decided(f"every token has k = {int(k[0]) if len(k) else 0} active features: the linear fit is exact, "
+                  "mismatch 0, pass by construction")
+    return r
 
 
 # ------------------------------------------------------------------ M13 superposition regime
@@ -325,16 +352,28 @@ def token_directions(acts: Float[Tensor, "n d"], token_ids: Int[Tensor, " n"], k
     return torch.stack([acts[token_ids == t].mean(0) - center for t in top])
 
 
+def diagonal_participation_ratio(x: Float[Tensor, "n d"]) -> float:
+    """PR of the samples with every dimension shuffled across tokens independently (in
+    expectation): the covariance becomes diagonal, PR = ``(sum var_i)^2 / sum var_i^2``."""
+    v = x.double().var(0, unbiased=False)
+    return float(v.sum() ** 2 / (v**2).sum()) if v.sum() > 0 else 0.0
+
+
 def superposition_regime(acts_by_layer: dict[str, Float[Tensor, "n d"]], token_ids: Int[Tensor, " n"],
                          n_directions: int = 32, high_interference: float = 0.3, min_samples_per_dim: float = 4.0,
-                         inputs: AuditInputs | None = None) -> AuditResult:
+                         seed: int = 0, inputs: AuditInputs | None = None) -> AuditResult:
     """M13 per layer: participation ratio PR, packing = PR / d_model, interference, regime.
+
+    Nulls per layer: ``null_packing`` with every dimension shuffled across tokens
+    (:func:`diagonal_participation_ratio`), ``null_interference`` with token ids shuffled (the
+    "token directions" of random token groups); the headline's null is the mean ``null_packing``.
 
     Needs at least ``min_samples_per_dim * d_model`` token-level samples (else ``rank_capped``
     is set and the note says so). Diagnostic.
     """
     per_layer = {}
     capped = False
+    shuffled = token_ids[torch.randperm(len(token_ids), generator=torch.Generator().manual_seed(seed))]
     for hook, x in acts_by_layer.items():
         n, d = x.shape
         pr = participation_ratio(x)
@@ -342,17 +381,24 @@ def superposition_regime(acts_by_layer: dict[str, Float[Tensor, "n d"]], token_i
         packing = pr / d
         capped |= n < min_samples_per_dim * d
         per_layer[hook] = {"participation_ratio": pr, "packing_ratio": packing, "interference": inter,
-                           "regime": classify_regime(packing, inter, high_interference), "n_samples": n, "d_model": d}
+                           "regime": classify_regime(packing, inter, high_interference), "n_samples": n, "d_model": d,
+                           "max_packing": min(n - 1, d) / d, "null_packing": diagonal_participation_ratio(x) / d,
+                           "null_interference": interference(token_directions(x, shuffled, n_directions))}
     regimes = [v["regime"] for v in per_layer.values()]
+    max_pack = max(v["max_packing"] for v in per_layer.values())
     agg = max(set(regimes), key=regimes.count) if regimes else None
     mean_pack = float(np.mean([v["packing_ratio"] for v in per_layer.values()]))
-    return AuditResult(metric="M13", name="Superposition regime", value=mean_pack,
+    res = AuditResult(metric="M13", name="Superposition regime", value=mean_pack,
                        values={"per_layer": per_layer, "aggregate_regime": agg, "mean_packing_ratio": mean_pack,
                                "rank_capped": capped},
                        pass_condition="diagnostic (regime per layer)", passed=True, diagnostic=True,
                        inputs=inputs or AuditInputs(),
-                       notes=("too few token samples: PR is capped by the sample count" if capped else
-                              "PR <= d_model by construction, so packing > 1.2 cannot occur: only interference can make a layer 'strong'"))
+                       notes="too few token samples: PR is capped by the sample count" if capped else "",
+                       by_construction=(f"packing = PR / d_model <= min(n - 1, d_model) / d_model = {max_pack:.2f} <= 1.2: "
+                                        "packing can never mark a layer 'strong', only interference can"
+                                        if max_pack <= 1.2 else ""))
+    return res.with_null([v["null_packing"] for v in per_layer.values()],
+                         "every dimension shuffled across tokens (diagonal covariance), mean over layers")
 
 
 # ------------------------------------------------------------------ EX24 SAEBench audit
@@ -408,7 +454,8 @@ def saebench_audit(metric_runs: list[float], control_runs: list[float], max_cv: 
                                "runs": metric_runs, "control_runs": control_runs,
                                "mean": float(np.mean(metric_runs)), "control_mean": float(np.mean(control_runs))},
                        pass_condition=f"CV < {max_cv} and Cohen's d > {min_d}",
-                       passed=bool(cv < max_cv and d > min_d), inputs=inputs or AuditInputs())
+                       passed=bool(cv < max_cv and d > min_d), inputs=inputs or AuditInputs()
+                       ).with_null(control_runs, "the control configuration (untrained copy), same reseeds", of="mean")
 
 
 def probe_reseeds(feats: Float[Tensor, "n f"], labels: np.ndarray, n_reseeds: int, k: int = 1,

@@ -20,70 +20,78 @@ import numpy as np
 import torch
 from jaxtyping import Bool, Float
 from scipy.stats import spearmanr
-from torch import Tensor, nn
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from .result import AuditInputs, AuditResult
 
 
 # ------------------------------------------------------------------ M09 core stability
-class TinySAE(nn.Module):
-    """ReLU SAE ``f = relu((x - b_dec) W_enc + b_enc)``, ``x_hat = f W_dec + b_dec``, unit-norm decoder rows."""
+def make_sae(d_in: int, d_sae: int, l1: float, seed: int, device: str | torch.device = "cpu"):
+    """SAELens's ``StandardTrainingSAE`` (ReLU, sparsity penalty ``l1 * sum_j f_j ||W_dec[j]||``),
+    seeded; its own initialisation (tied ``W_enc = W_dec.T``, decoder rows of norm 0.1)."""
+    from sae_lens import StandardTrainingSAE, StandardTrainingSAEConfig
 
-    def __init__(self, d_in: int, d_sae: int, generator: torch.Generator):
-        super().__init__()
-        self.W_enc = nn.Parameter(torch.empty(d_in, d_sae))
-        self.b_enc = nn.Parameter(torch.zeros(d_sae))
-        self.W_dec = nn.Parameter(torch.empty(d_sae, d_in))
-        self.b_dec = nn.Parameter(torch.zeros(d_in))
-        reinitialize_features(self, torch.ones(d_sae, dtype=torch.bool), generator)
-
-    def encode(self, x: Float[Tensor, "n d_in"]) -> Float[Tensor, "n d_sae"]:
-        return torch.relu((x - self.b_dec) @ self.W_enc + self.b_enc)
-
-    def decode(self, f: Float[Tensor, "n d_sae"]) -> Float[Tensor, "n d_in"]:
-        return f @ self.W_dec + self.b_dec
+    torch.manual_seed(seed)
+    cfg = StandardTrainingSAEConfig(d_in=d_in, d_sae=d_sae, l1_coefficient=l1, device=str(device))
+    return StandardTrainingSAE(cfg)
 
 
 @torch.no_grad()
-def reinitialize_features(sae: TinySAE, which: Bool[Tensor, " d_sae"], generator: torch.Generator) -> None:
-    """Fresh random unit-norm directions (tied init: ``W_enc = W_dec.T``) and zero encoder bias
-    for the features in ``which``, written **in place** into ``sae``'s parameters."""
-    idx = torch.nonzero(which).flatten()
+def reinitialize_features(sae, which: Bool[Tensor, " d_sae"], generator: torch.Generator) -> None:
+    """Fresh random directions (SAELens's tied init: ``W_enc = W_dec.T``, rows of its
+    ``decoder_init_norm``) and zero encoder bias for the features in ``which``, written **in place**
+    into ``sae``'s own parameters."""
+    idx = torch.nonzero(which.cpu()).flatten()
     if len(idx) == 0:
         return
+    norm = getattr(sae.cfg, "decoder_init_norm", None) or 1.0
     w = torch.randn(len(idx), sae.W_dec.shape[1], generator=generator)
-    w = w / w.norm(dim=1, keepdim=True)
+    w = (w / w.norm(dim=1, keepdim=True) * norm).to(sae.W_dec.device, sae.W_dec.dtype)
+    idx = idx.to(sae.W_dec.device)
     sae.W_dec.data[idx] = w
     sae.W_enc.data[:, idx] = w.T
     sae.b_enc.data[idx] = 0.0
 
 
-def train_sae(sae: TinySAE, acts: Float[Tensor, "n d_in"], steps: int, lr: float = 1e-3, l1: float = 1e-3,
+def train_sae(sae, acts: Float[Tensor, "n d_in"], steps: int, lr: float = 1e-3, l1: float | None = None,
               batch_size: int = 256, generator: torch.Generator | None = None) -> float:
-    """Adam on ``MSE + l1 * sum|f|`` (a fresh optimiser, so re-initialised features carry no
-    stale moments); decoder rows renormalised each step. Returns the final batch loss."""
+    """Adam on SAELens's ``training_forward_pass`` loss (MSE + its sparsity penalty, coefficient
+    ``l1`` or the config's), a fresh optimiser so re-initialised features carry no stale moments.
+    Returns the final batch loss."""
+    from sae_lens.saes.sae import TrainStepInput
+
+    coef = float(sae.cfg.l1_coefficient if l1 is None else l1)
     opt = torch.optim.Adam(sae.parameters(), lr=lr)
     loss = torch.tensor(float("nan"))
-    for _ in range(steps):
+    for step in range(steps):
         idx = torch.randint(0, acts.shape[0], (min(batch_size, acts.shape[0]),), generator=generator)
-        x = acts[idx]
-        f = sae.encode(x)
-        loss = ((sae.decode(f) - x) ** 2).sum(-1).mean() + l1 * f.abs().sum(-1).mean()
+        out = sae.training_forward_pass(TrainStepInput(sae_in=acts[idx.to(acts.device)], coefficients={"l1": coef},
+                                                       dead_neuron_mask=None, n_training_steps=step,
+                                                       is_logging_step=False))
         opt.zero_grad()
-        loss.backward()
+        out.loss.backward()
         opt.step()
-        with torch.no_grad():
-            sae.W_dec.data /= sae.W_dec.data.norm(dim=1, keepdim=True).clamp_min(1e-8)
+        loss = out.loss
     return float(loss.detach())
 
 
-def feature_importance(sae: TinySAE, acts: Float[Tensor, "n d_in"]) -> Float[Tensor, " d_sae"]:
+@torch.no_grad()
+def sparsity_and_fit(sae, acts: Float[Tensor, "n d_in"]) -> tuple[float, float]:
+    """``(L0, variance explained)``: mean active features per token and
+    ``1 - sum ||x - x_hat||^2 / sum ||x - mean x||^2``."""
+    f = sae.encode(acts)
+    resid = ((sae.decode(f) - acts) ** 2).sum()
+    total = ((acts - acts.mean(0)) ** 2).sum().clamp_min(1e-12)
+    return float((f > 0).sum(1).float().mean()), float(1 - resid / total)
+
+
+def feature_importance(sae, acts: Float[Tensor, "n d_in"]) -> Float[Tensor, " d_sae"]:
     """Mean over tokens of ``|f_j * dL/df_j|`` with L the reconstruction MSE (gradient x activation)."""
     f = sae.encode(acts).detach().requires_grad_(True)
     loss = ((sae.decode(f) - acts) ** 2).sum(-1).mean()
     (g,) = torch.autograd.grad(loss, f)
-    return (f * g).abs().mean(0).detach()
+    return (f * g).abs().mean(0).detach().cpu()
 
 
 def core_set(importance: Float[Tensor, " d_sae"], core_frac: float) -> set[int]:
@@ -97,46 +105,68 @@ def jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b) if (a or b) else 1.0
 
 
+def random_core_null(d_sae: int, core_frac: float, n_cycles: int) -> dict[str, float]:
+    """What cores drawn uniformly at random (same size ``k``, independent per cycle) give:
+    expected stable fraction ``(k/d)^n_cycles`` and expected consecutive Jaccard ``q / (2 - q)``
+    with ``q = k/d`` (``E|A & B| = k^2/d``)."""
+    q = max(1, round(core_frac * d_sae)) / d_sae
+    return {"core_fraction": q**n_cycles, "mean_overlap": q / (2 - q)}
+
+
 def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: int = 4, core_frac: float = 0.1,
-                   steps: int = 300, lr: float = 1e-3, l1: float = 1e-3, seed: int = 0, stable_overlap: float = 0.8,
-                   progress: bool = False, inputs: AuditInputs | None = None) -> AuditResult:
-    """M09: distillation cycles of train -> core -> re-initialise the rest -> retrain.
+                   steps: int = 300, lr: float = 1e-3, l1: float = 0.3, seed: int = 0, stable_overlap: float = 0.8,
+                   device: str | torch.device = "cpu", progress: bool = False,
+                   inputs: AuditInputs | None = None) -> AuditResult:
+    """M09: distillation cycles of train -> core -> re-initialise the rest -> retrain, with
+    SAELens's standard (ReLU + L1) training SAE at sparsity coefficient ``l1``.
 
     Values: ``core_fraction`` (features in the core of every cycle / d_sae), ``mean_overlap``
     (Jaccard of consecutive cycles' cores), ``is_stable`` (mean_overlap > 0.8), per-cycle cores,
-    and ``reinit_changed_frac`` (share of non-core decoder rows that really changed on
-    re-initialisation: 1.0 unless the re-init is a no-op). Report-only.
+    ``l0`` and ``variance_explained`` of every cycle's SAE (a dense SAE, L0 near d_sae, makes the
+    core meaningless), and ``reinit_changed_frac`` (share of non-core decoder rows that really
+    changed on re-initialisation: 1.0 unless the re-init is a no-op). Null: random cores of the
+    same size (:func:`random_core_null`). Report-only.
     """
     if n_cycles < 2:
         raise ValueError(f"n_cycles={n_cycles} must be >= 2 to compare cores between cycles")
     g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
     acts = acts.float()
     # scale-free hyperparameters: the residual norm differs wildly between models
-    acts = (acts - acts.mean(0)) / acts.norm(dim=1).mean().clamp_min(1e-8) * np.sqrt(acts.shape[1])
-    sae = TinySAE(acts.shape[1], d_sae, g)
+    acts = ((acts - acts.mean(0)) / acts.norm(dim=1).mean().clamp_min(1e-8) * np.sqrt(acts.shape[1])).to(device)
+    sae = make_sae(acts.shape[1], d_sae, l1, seed, device)
     cores: list[set[int]] = []
-    losses, changed = [], []
+    losses, changed, l0s, fves = [], [], [], []
     for c in tqdm(range(n_cycles), desc="M09 cycles", disable=not progress):
         if c > 0:
             non_core = torch.ones(d_sae, dtype=torch.bool)
             non_core[list(cores[-1])] = False
-            before = sae.W_dec.detach().clone()
+            before = sae.W_dec.detach().cpu().clone()
             reinitialize_features(sae, non_core, g)
-            changed.append(float((sae.W_dec.detach()[non_core] != before[non_core]).any(1).float().mean()))
+            changed.append(float((sae.W_dec.detach().cpu()[non_core] != before[non_core]).any(1).float().mean()))
         losses.append(train_sae(sae, acts, steps, lr, l1, generator=g))
+        l0, fve = sparsity_and_fit(sae, acts)
+        l0s.append(l0)
+        fves.append(fve)
         cores.append(core_set(feature_importance(sae, acts), core_frac))
     stable = set.intersection(*cores)
     overlaps = [jaccard(a, b) for a, b in zip(cores, cores[1:])]
     mean_overlap = float(np.mean(overlaps))
-    return AuditResult(metric="M09", name="DMSAE core stability", value=len(stable) / d_sae,
-                       values={"core_fraction": len(stable) / d_sae, "n_stable": len(stable),
-                               "mean_overlap": mean_overlap, "is_stable": mean_overlap > stable_overlap,
-                               "overlaps": overlaps, "core_sizes": [len(c) for c in cores],
-                               "final_losses": losses, "reinit_changed_frac": float(np.mean(changed)),
-                               "d_sae": d_sae, "n_cycles": n_cycles, "core_frac": core_frac},
-                       pass_condition="report-only (diagnostic); is_stable: mean_overlap > %.1f" % stable_overlap,
-                       passed=True, diagnostic=True, inputs=inputs or AuditInputs(n=acts.shape[0], seeds=[seed]))
+    null = random_core_null(d_sae, core_frac, n_cycles)
+    res = AuditResult(metric="M09", name="DMSAE core stability", value=len(stable) / d_sae,
+                      values={"core_fraction": len(stable) / d_sae, "n_stable": len(stable),
+                              "mean_overlap": mean_overlap, "is_stable": mean_overlap > stable_overlap,
+                              "l0": l0s[-1], "variance_explained": fves[-1], "l0_per_cycle": l0s,
+                              "variance_explained_per_cycle": fves, "l1_coefficient": l1,
+                              "overlaps": overlaps, "core_sizes": [len(c) for c in cores],
+                              "final_losses": losses, "reinit_changed_frac": float(np.mean(changed)),
+                              "null_mean_overlap": null["mean_overlap"],
+                              "d_sae": d_sae, "n_cycles": n_cycles, "core_frac": core_frac},
+                      pass_condition="report-only (diagnostic); is_stable: mean_overlap > %.1f" % stable_overlap,
+                      passed=True, diagnostic=True, inputs=inputs or AuditInputs(n=acts.shape[0], seeds=[seed]),
+                      notes=(f"dense SAE: L0 = {l0s[-1]:.0f} of {d_sae} features; raise l1" if l0s[-1] > 0.25 * d_sae
+                             else ""))
+    return res.with_null([null["core_fraction"]], "random cores of the same size, independent per cycle: "
+                         "(k/d_sae)^n_cycles (expected)")
 
 
 # ------------------------------------------------------------------ EX25 reproducibility
@@ -149,7 +179,7 @@ def align_runs(runs: list[Mapping[str, float]]) -> tuple[list[str], np.ndarray]:
 
 
 def reproducibility(runs: list[Mapping[str, float]], max_deviation: float = 0.08, max_dev_rate: float = 0.05,
-                    min_coherence: float = 0.9, name: str = "pipeline",
+                    min_coherence: float = 0.9, name: str = "pipeline", n_null: int = 20,
                     inputs: AuditInputs | None = None) -> AuditResult:
     """EX25 over runs (id -> value). A run's summary is the mean of its own values.
 
@@ -157,30 +187,43 @@ def reproducibility(runs: list[Mapping[str, float]], max_deviation: float = 0.08
     ``deviation_rate``: fraction of run pairs whose summaries differ by more than
     ``max_deviation`` x |mean|; ``coherence_score``: mean pairwise Spearman of the per-id values
     on the ids all runs share. Pass: rate < 0.05, max dev < 0.08, coherence > 0.9.
+    Null (of ``coherence_score``): each run's values shuffled across ids.
     """
     ids, mat = align_runs(runs)
+    pairs = list(itertools.combinations(range(len(runs)), 2))
+
+    def coherence_of(m: np.ndarray) -> float:
+        rhos = []
+        for a, b in pairs:
+            if np.ptp(m[a]) == 0 or np.ptp(m[b]) == 0:
+                rhos.append(1.0 if np.array_equal(m[a], m[b]) else 0.0)
+            else:
+                rhos.append(float(spearmanr(m[a], m[b]).statistic))
+        return float(np.mean(rhos)) if rhos else float("nan")
+
     summaries = np.array([np.mean(list(r.values())) for r in runs], float)
     mu = summaries.mean()
     denom = abs(mu) if mu != 0 else np.nan
     dev = np.abs(summaries - mu) / denom
-    pairs = list(itertools.combinations(range(len(runs)), 2))
     rate = float(np.mean([abs(summaries[a] - summaries[b]) / denom > max_deviation for a, b in pairs]))
-    rhos = []
-    if len(ids) >= 3:
-        for a, b in pairs:
-            if np.ptp(mat[a]) == 0 or np.ptp(mat[b]) == 0:
-                rhos.append(1.0 if np.array_equal(mat[a], mat[b]) else 0.0)
-            else:
-                rhos.append(float(spearmanr(mat[a], mat[b]).statistic))
-    coherence = float(np.mean(rhos)) if rhos else float("nan")
+    coherence = coherence_of(mat) if len(ids) >= 3 else float("nan")
     md = float(np.nanmax(dev))
     passed = bool(rate < max_dev_rate and md < max_deviation and coherence > min_coherence)
-    return AuditResult(metric="EX25", name=f"Reproducibility ({name})", value=rate,
+    res = AuditResult(metric="EX25", name=f"Reproducibility ({name})", value=rate,
                        values={"deviation_rate": rate, "max_deviation": md, "coherence_score": coherence,
                                "n_runs": len(runs), "n_common_ids": len(ids), "summaries": summaries},
                        pass_condition=f"deviation_rate < {max_dev_rate}, max_deviation < {max_deviation}, coherence > {min_coherence}",
                        passed=passed, inputs=inputs or AuditInputs(),
                        notes="" if len(ids) >= 3 else "fewer than 3 shared ids: coherence undefined")
+    if len(ids) >= 3:
+        rng = np.random.default_rng(0)
+        null = [coherence_of(np.stack([row[rng.permutation(len(ids))] for row in mat])) for _ in range(n_null)]
+        res.with_null(null, f"each run's values shuffled across ids, {n_null} permutations", of="coherence_score",
+                      passed=bool(np.mean(null) > min_coherence))
+    if len(runs) >= 2 and np.ptp(summaries) == 0:
+        res.by_construction = ("every run has the same summary: deviation_rate and max_deviation are 0 "
+                               "(only coherence can fail)")
+    return res
 
 
 def subsample_ids(ids: list[str], frac: float, seed: int) -> list[str]:

@@ -54,16 +54,27 @@ def choose_saes(available: list[str], model: str, arch_a: str | None = None, arc
     return out
 
 
-def task_prompts(tasks: list[str], n: int, seed: int = 0, split: str = "test") -> tuple[list[str], list[str]]:
-    """Prompts of the world's tasks (text works for any tokenizer) and each prompt's task."""
-    from kit.world.tasks import get_task
+def task_prompts(tasks: list[str], n: int, max_chars: int = 400) -> tuple[list[str], list[str]]:
+    """Prompts of each source (a world task's test items, or an ``hf:`` dataset column, see
+    :mod:`kit.audits.sources`) and each prompt's source."""
+    from .sources import source_prompts
 
     prompts, labels = [], []
     for t in tasks:
-        items = get_task(t).items(split, n, seed=seed) if split not in ("test", "test-syn") else get_task(t).items(split, n)
-        prompts += [it.prompt for it in items]
-        labels += [t] * len(items)
+        p = source_prompts(t, n, max_chars=max_chars, field="sae_tasks")
+        prompts += p
+        labels += [t] * len(p)
     return prompts, labels
+
+
+def dif_items(items, cfg, model):
+    """EX2's items: the world's name groups, or ``cfg.dif_name_groups`` substituted into the
+    prompts (single-token names only). Returns ``(items, dropped names per group)``."""
+    from .sources import regroup_names
+
+    if cfg.dif_name_groups is None:
+        return items, {}
+    return regroup_names(items, cfg.dif_name_groups, model, seed=cfg.seed)
 
 
 def ioi_items(task: str, n: int, split: str = "test", seed: int = 0, model=None, capitalize: bool = False):
@@ -129,35 +140,64 @@ def sae_context(model, model_name: str, saes: dict[str, Any], names: dict[str, s
 
 def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict[str, Any]]:
     """M07, M08, M10, M11, M12, M13, EX24, EX34 on the context's real SAE features."""
-    s, acts, seed = ctx.saes, ctx.acts, cfg.seed
-    W_U = tl.unembed(model).detach()
-    out: list[AuditResult] = []
-    out.append(V.architecture_duality(s["arch_a"], s["arch_b"], acts, inputs=ctx.inputs("arch_a", "arch_b")))
-    target = ctx.ta.next_ids if cfg.weightlens_side == "next" else ctx.ta.token_ids
-    out.append(V.weightlens(s["arch_a"], acts, target, W_U, top_k=cfg.weightlens_top_k,
-                            n_features=cfg.n_features, seed=seed,
-                            inputs=ctx.inputs("arch_a", side=cfg.weightlens_side, top_k=cfg.weightlens_top_k)))
-    out.append(V.prism(s["arch_a"], acts, ctx.ta.prompt_index, ctx.ta.position, n_features=cfg.n_features,
-                       top_n=cfg.prism_top_n, window=cfg.prism_window, threshold=cfg.prism_threshold, seed=seed,
-                       inputs=ctx.inputs("arch_a", window=cfg.prism_window)))
-    m11 = V.matryoshka(s["small"], s["large"], acts, top_k=cfg.matryoshka_top_k, min_corr=cfg.matryoshka_min_corr,
-                       inputs=ctx.inputs("small", "large"))
-    out.append(m11)
-    for role in ("arch_a", "arch_b"):
-        r = V.adaptive_sparsity(s[role], acts, threshold=cfg.mismatch_threshold, inputs=ctx.inputs(role))
-        r.name = f"Adaptive sparsity ({ctx.names[role].split('/')[-1]})"
-        out.append(r)
+    r = _sae_metrics(ctx.saes, ctx, model, cfg)
+    roles = {"M07": ("arch_a", "arch_b"), "M08": ("arch_a",), "M10": ("arch_a",), "M11": ("small", "large"),
+             "EX34": ("arch_a",)}
+    extra = {"M08": {"side": cfg.weightlens_side, "top_k": cfg.weightlens_top_k}, "M10": {"window": cfg.prism_window},
+             "M11": {"absorption": cfg.matryoshka_absorption}, "M12": {"threshold": cfg.mismatch_threshold}}
+    for metric, rs in r.items():
+        for res, role in zip(rs, roles.get(metric, ("arch_a", "arch_b"))):
+            res.inputs = ctx.inputs(*roles.get(metric, (role,)), **extra.get(metric, {}))
+    for res, role in zip(r["M12"], ("arch_a", "arch_b")):
+        res.name = f"Adaptive sparsity ({ctx.names[role].split('/')[-1]})"
     layer_hooks = [h for h in ctx.ta.acts if h.endswith("hook_resid_post")]
     m13 = V.superposition_regime({h: ctx.ta.acts[h] for h in layer_hooks}, ctx.ta.token_ids,
-                                 n_directions=cfg.m13_directions,
+                                 n_directions=cfg.m13_directions, seed=cfg.seed,
                                  inputs=AuditInputs(model=ctx.model_name, hook="blocks.*.hook_resid_post",
                                                     n=ctx.ta.n_tokens))
-    out.append(m13)
-    out.append(ex24(ctx, cfg))
-    out.append(V.nla_sae_convergence(s["arch_a"], acts, W_U, n_features=min(cfg.n_features, cfg.nla_features),
-                                     top_k=cfg.nla_top_k, top_tokens=cfg.weightlens_top_k, seed=seed,
-                                     inputs=ctx.inputs("arch_a")))
+    m11 = r["M11"][0]
+    out = r["M07"] + r["M08"] + r["M10"] + [m11] + r["M12"] + [m13, ex24(ctx, cfg)] + r["EX34"]
+    attach_untrained_nulls(out, ctx, model, cfg)
     return out, {"m11": m11, "m13": m13}
+
+
+def _sae_metrics(saes: dict[str, Any], ctx: SAEContext, model, cfg) -> dict[str, list[AuditResult]]:
+    """M07, M08, M10, M11, M12 (both SAEs), EX34 on ``saes`` (the same calls as :func:`run_sae_audits`)."""
+    acts, seed = ctx.acts, cfg.seed
+    W_U = tl.unembed(model).detach()
+    target = ctx.ta.next_ids if cfg.weightlens_side == "next" else ctx.ta.token_ids
+    return {
+        "M07": [V.architecture_duality(saes["arch_a"], saes["arch_b"], acts)],
+        "M08": [V.weightlens(saes["arch_a"], acts, target, W_U, top_k=cfg.weightlens_top_k, n_features=cfg.n_features,
+                             seed=seed)],
+        "M10": [V.prism(saes["arch_a"], acts, ctx.ta.prompt_index, ctx.ta.position, n_features=cfg.n_features,
+                        top_n=cfg.prism_top_n, window=cfg.prism_window, threshold=cfg.prism_threshold, seed=seed)],
+        "M11": [V.matryoshka(saes["small"], saes["large"], acts, top_k=cfg.matryoshka_top_k,
+                             min_corr=cfg.matryoshka_min_corr, absorption=cfg.matryoshka_absorption)],
+        "M12": [V.adaptive_sparsity(saes[r], acts, threshold=cfg.mismatch_threshold) for r in ("arch_a", "arch_b")],
+        "EX34": [V.nla_sae_convergence(saes["arch_a"], acts, W_U, n_features=min(cfg.n_features, cfg.nla_features),
+                                       top_k=cfg.nla_top_k, top_tokens=cfg.weightlens_top_k, seed=seed)],
+    }
+
+
+def attach_untrained_nulls(results: list[AuditResult], ctx: SAEContext, model, cfg) -> None:
+    """Null of M07, M08, M10, M11, M12, EX34: the same metric on untrained copies of every SAE
+    (:func:`kit.audits.sae_validity.random_like`), ``cfg.n_null_seeds`` seeds; in place."""
+    runs: dict[str, list[list[AuditResult]]] = {}
+    for i in range(cfg.n_null_seeds):
+        seed = cfg.seed + 1 + i
+        rand = {role: V.random_like(sae, seed=seed + 1000 * k) for k, (role, sae) in enumerate(ctx.saes.items())}
+        for metric, rs in _sae_metrics(rand, ctx, model, cfg).items():
+            runs.setdefault(metric, []).append(rs)
+    seen: dict[str, int] = {}
+    for r in results:
+        if r.metric not in runs:
+            continue
+        j = seen.get(r.metric, 0)
+        seen[r.metric] = j + 1
+        nulls = [rs[j] for rs in runs[r.metric]]
+        r.with_null([n.value for n in nulls], f"untrained copies of the SAEs (random_like), {len(nulls)} seeds",
+                    passed=None if r.diagnostic else all(n.passed for n in nulls))
 
 
 def ex24(ctx: SAEContext, cfg) -> AuditResult:
@@ -207,12 +247,16 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
     """MIB, EX1, EX2, EX11 on the circuit."""
     inp = AuditInputs(model=model_name, hook="blocks.*.attn.hook_z", task=cfg.ioi_task, n=len(cc.batch),
                       seeds=[cfg.seed], extra={"circuit": [f"{L}.{H}" for L, H in cc.circuit.heads]})
-    mib, curve = C.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds, inputs=inp)
+    null_seeds = [cfg.seed + 1 + i for i in range(cfg.n_null_seeds)]
+    mib, curve = C.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds, inputs=inp,
+                             null_seeds=null_seeds)
     ex1 = P.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
     ex2 = P.dif_audit(cc.lds["circuit_only"].numpy(), cc.batch.groups, inputs=inp,
-                      full_model_values=cc.lds["full"].numpy())
+                      full_model_values=cc.lds["full"].numpy(), seed=cfg.seed)
     curves = P.weber_curves(model, cc.batch, cc.means, cc.circuit.heads, cfg.weber_scales, cfg.weber_baselines)
     ex11 = P.weber_audit(curves, cfg.weber_scales, cfg.jnd_threshold, inputs=inp)
+    P.attach_random_circuit_nulls(model, cc.batch, cc.means, cc.circuit.heads, ex1, ex11, cfg.weber_scales,
+                                  cfg.weber_baselines, cfg.jnd_threshold, n=cfg.n_null_seeds, seed=cfg.seed)
     return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11}
 
 
@@ -223,9 +267,10 @@ def run_m09(ctx: SAEContext, cfg) -> AuditResult:
     if acts.shape[0] > cfg.m09_max_tokens:
         acts = acts[torch.randperm(acts.shape[0], generator=g)[: cfg.m09_max_tokens]]
     return ST.core_stability(acts, d_sae=cfg.m09_d_sae, n_cycles=cfg.m09_cycles, core_frac=cfg.m09_core_frac,
-                             steps=cfg.m09_steps, seed=cfg.seed,
+                             steps=cfg.m09_steps, l1=cfg.m09_l1, seed=cfg.seed, device=cfg.device,
                              inputs=AuditInputs(model=ctx.model_name, hook=ctx.hook, n=acts.shape[0],
-                                                seeds=[cfg.seed], extra={"sae": "TinySAE trained here"}))
+                                                seeds=[cfg.seed], extra={"sae": "SAELens StandardTrainingSAE trained here",
+                                                                         "l1": cfg.m09_l1}))
 
 
 def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg) -> list[AuditResult]:
@@ -268,7 +313,8 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg) -
         out.append(_skipped("CG pipeline", cg, cg_in))
     else:
         r = ST.reproducibility(cg, name="CG X_bench pipeline", inputs=cg_in)
-        r.notes = "X_bench averages to 1 over concepts by construction, so run-level deviation is trivially 0: coherence is the informative part"
+        if r.by_construction:
+            r.by_construction = "X_bench averages to 1 over concepts: " + r.by_construction
         out.append(r)
     return out
 
@@ -280,12 +326,13 @@ def _skipped(name: str, reason: str, inputs: AuditInputs) -> AuditResult:
 
 
 def run_m14(model, model_name: str, cfg) -> AuditResult:
-    """M14 with the world's stand-in contrast: prompts of ``safety_tasks[0]`` vs ``[1]`` (no
-    safety data exists offline; the paper profile can name refusal/harmful prompt tasks)."""
+    """M14 on prompts of ``safety_tasks[0]`` vs ``[1]``: harmful vs harmless ``hf:`` sources in the
+    paper profile; offline, two world tasks stand in (no safety data exists in the tiny world)."""
+    from .sources import source_prompts
+
     hooks = [f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)]
     a, b = cfg.safety_tasks
-    pa, _ = task_prompts([a], cfg.n_prompts_per_task)
-    pb, _ = task_prompts([b], cfg.n_prompts_per_task)
+    pa, pb = (source_prompts(t, cfg.n_prompts_per_task, cfg.hf_max_chars, field="safety_tasks") for t in (a, b))
     return S.safety_sve(S.last_token_resid(model, pa, hooks), S.last_token_resid(model, pb, hooks),
                         n_stability_runs=cfg.sve_stability_runs, seed=cfg.seed,
                         inputs=AuditInputs(model=model_name, hook="blocks.*.hook_resid_post", task=f"{a} vs {b}",

@@ -21,15 +21,20 @@ class Config(BaseConfig):
     hook: str | None = None
     """Hook the SAEs read (``blocks.{L}.hook_resid_post``...); ``None``: the SAE's own metadata."""
     sae_tasks: list[str] = Field(default_factory=lambda: ["add", "code", "facts", "boolean", "dyck", "sort", "count", "ioi"], min_length=2)
-    """World tasks whose test prompts feed the SAE audits (token-level activations)."""
+    """Prompt sources of the SAE audits and M13 (token-level activations): world task names, or
+    ``hf:<dataset>[@<config>]:<split>:<column>`` Hugging Face datasets (network; e.g.
+    ``hf:NeelNanda/pile-10k:train:text`` for M13's diverse text)."""
+    hf_max_chars: int = Field(400, ge=16, le=100000)
+    """``hf:`` sources: each text is cut to this many characters (a prompt, not a document)."""
     n_prompts_per_task: int = Field(40, ge=4, le=2000)
     """Prompts per task for the SAE audits and M14."""
     n_features: int = Field(100, ge=4, le=5000)
     """Features sampled (alive ones) for M08 and M10."""
     weightlens_top_k: int = Field(10, ge=1, le=100)
     """Top-k tokens compared in M08 and EX34."""
-    weightlens_side: Literal["next", "current"] = "next"
-    """M08: credit an activation to the next token (what W_dec @ W_U predicts) or the current one."""
+    weightlens_side: Literal["next", "current"] = "current"
+    """M08: credit an activation to the token it fires on (``current``, the page) or to the next
+    token (``next``: what ``W_dec @ W_U`` predicts)."""
     prism_top_n: int = Field(10, ge=2, le=100)
     """M10: top-activating contexts per feature."""
     prism_window: int = Field(4, ge=1, le=64)
@@ -40,12 +45,14 @@ class Config(BaseConfig):
     """M11: correlated large features examined per small feature."""
     matryoshka_min_corr: float = Field(0.3, gt=0, lt=1)
     """M11: correlation for a large feature to count as a partner / best match."""
-    mismatch_threshold: float = Field(0.5, gt=0, le=10)
-    """M12: |k - k_fit| / k_fit above this flags a token."""
+    matryoshka_absorption: Literal["all", "matched"] = "all"
+    """M11: absorption rate over all large features (the page) or over matched ones only."""
+    mismatch_threshold: float = Field(2.0, gt=0, le=10)
+    """M12: |k - k_fit| / k_fit above this flags a token (the page runs 2.0)."""
     m13_directions: int = Field(32, ge=2, le=1000)
     """M13: most frequent tokens whose mean residual directions enter the interference score."""
     probe_tasks: tuple[str, str] = ("add", "code")
-    """EX24: the two tasks the sparse probe separates."""
+    """EX24: the two prompt sources (among ``sae_tasks``) the sparse probe separates."""
     probe_k: int = Field(1, ge=1, le=100)
     """EX24: features the sparse probe may use (SAEBench's k)."""
     n_reseeds: int = Field(10, ge=2, le=100)
@@ -74,10 +81,17 @@ class Config(BaseConfig):
     """EX11: baseline intensities (the full output and half of it)."""
     jnd_threshold: float = Field(0.05, gt=0, lt=1)
     """EX11: relative logit-diff change that counts as noticeable (either direction)."""
+    dif_name_groups: dict[str, list[str]] | None = None
+    """EX2: name categories (>= 2) substituted into the IOI prompts; ``None``: the world's
+    frequent/rare groups. Names that are not single tokens of the model are dropped (counted)."""
+    n_null_seeds: int = Field(3, ge=1, le=50)
+    """Seeds / draws of every null control (untrained SAEs, random circuits, random edge rankings)."""
     m09_d_sae: int = Field(256, ge=8, le=65536)
     """M09: width of the SAE trained and distilled here."""
     m09_cycles: int = Field(4, ge=2, le=20)
     """M09: distillation cycles."""
+    m09_l1: float = Field(0.3, gt=0, le=100)
+    """M09: SAELens's L1 coefficient (activations scaled to mean norm sqrt(d_in)); 1e-3 gives a dense SAE."""
     m09_core_frac: float = Field(0.1, gt=0, lt=1)
     """M09: fraction of features marked core each cycle (top by gradient x activation)."""
     m09_steps: int = Field(300, ge=1, le=100000)
@@ -93,7 +107,8 @@ class Config(BaseConfig):
     ex25_items: int = Field(40, ge=4, le=2000)
     """EX25: items per task in the MUI pipeline audit."""
     safety_tasks: tuple[str, str] = ("facts", "code")
-    """M14: (positive, contrast) prompt tasks; the tiny world has no safety data, this is a stand-in."""
+    """M14: (positive, contrast) prompt sources (world tasks or ``hf:`` specs, e.g. harmful vs
+    harmless instructions); the tiny world has no safety data, two tasks stand in."""
     sve_stability_runs: int = Field(5, ge=2, le=100)
     """M14: prompt-subset reruns for the stability score."""
 
@@ -101,10 +116,20 @@ class Config(BaseConfig):
     def _check(self):
         from kit.world.tasks import TASKS
 
-        for name in ["probe_tasks", "safety_tasks", "sae_tasks", "ex25_tasks"]:
-            bad = [t for t in getattr(self, name) if t not in TASKS]
-            if bad:
-                raise ValueError(f"{name}: unknown task(s) {bad}; allowed values: {', '.join(TASKS)}")
+        from kit.audits.sources import parse_source
+
+        for name in ["probe_tasks", "safety_tasks", "sae_tasks"]:
+            for t in getattr(self, name):
+                parse_source(t, field=name)
+        bad = [t for t in self.ex25_tasks if t not in TASKS]
+        if bad:
+            raise ValueError(f"ex25_tasks: unknown task(s) {bad}; allowed values: {', '.join(TASKS)}")
+        if not set(self.probe_tasks) <= set(self.sae_tasks):
+            raise ValueError(f"probe_tasks {list(self.probe_tasks)} must be among sae_tasks {self.sae_tasks}")
+        if self.dif_name_groups is not None and (len(self.dif_name_groups) < 2 or
+                                                 any(len(v) < 2 for v in self.dif_name_groups.values())):
+            raise ValueError("dif_name_groups: need >= 2 groups of >= 2 names each, got "
+                             f"{ {k: len(v) for k, v in self.dif_name_groups.items()} }")
         if self.ioi_task not in TASKS:
             raise ValueError(f"ioi_task={self.ioi_task!r}; allowed values: {', '.join(TASKS)}")
         if any(b <= a for a, b in zip(self.mib_thresholds, self.mib_thresholds[1:])) or not (

@@ -27,6 +27,24 @@ def test_cmd_counts_overshoot_as_deficit():
     assert cmd_hi == pytest.approx(cmd_lo) == pytest.approx(0.5)
 
 
+def test_log_scale_cpr_by_hand():
+    # f = 0 at t = 0.01, 1 at 0.1 and 1: in ln t the ramp spans half the range -> area 0.25 + 0.5
+    t, f = [0.01, 0.1, 1.0], [0.0, 1.0, 1.0]
+    assert C.cpr_cmd(t, f, log_scale=True) == pytest.approx((0.75, 0.25))
+    # linear: ramp 0.01..0.1 (0.045) + 0.9 over a span of 0.99
+    assert C.cpr_cmd(t, f)[0] == pytest.approx(0.945 / 0.99)
+
+
+def test_cpr_floor_is_what_saturation_gives_for_free():
+    t = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
+    # every head is in from 10% of the edges: f = 1 there by construction, 0 assumed below
+    sat = [x >= 0.1 for x in t]
+    assert C.cpr_floor(t, sat) == pytest.approx((0.9 + 0.05 * 0.5) / 0.999)  # ramp 0.05 -> 0.1
+    assert C.cpr_floor(t, sat, log_scale=True) == pytest.approx((np.log(10) + 0.5 * np.log(2)) / np.log(1000))
+    assert C.cpr_floor(t, sat, log_scale=True) < 0.5 < C.cpr_floor(t, sat), "only the linear CPR passes for free"
+    assert C.cpr_floor(t, [x >= 1.0 for x in t]) < 0.5
+
+
 def test_cpr_rejects_unsorted_thresholds():
     with pytest.raises(ValueError, match="increasing"):
         C.cpr_cmd([0.5, 0.1], [1, 1])
@@ -117,9 +135,15 @@ def test_select_heads():
 def test_mib_audit_result(model, ioi_items):
     b = C.ioi_batch(model, ioi_items)
     means = C.head_means(model, b)
-    res, curve = C.mib_audit(model, b, means, C.edge_scores(model, b, means))
+    edges = C.edge_scores(model, b, means)
+    res, curve = C.mib_audit(model, b, means, edges, null_seeds=[1, 2])
     assert res.metric == "MIB" and np.isfinite(res.value)
     assert res.passed == (res.value > 0.5)
+    v = res.values
+    assert np.isfinite(v["cpr_log"]) and len(res.null_values) == 2 and res.null_passed == (res.null > 0.5)
+    sat = [n == v["n_heads_total"] for n in v["n_heads"]]
+    assert v["cpr_floor"] == pytest.approx(C.cpr_floor(v["threshold"], sat))
+    assert res.can_fail == (v["cpr_floor"] <= 0.5)
     res.model_dump_json()
 
 

@@ -48,6 +48,15 @@ def test_dif_identical_groups_pass_and_shift_fails():
     assert r.value == pytest.approx(1.0) and not r.passed
     with pytest.raises(ValueError, match="name group"):
         P.dif_audit(v, ["a"] * 6)
+    assert r.null < r.value and len(r.null_values) == 20, "shuffled labels mostly remove the shift"
+    const = P.dif_audit(np.ones(6), g)
+    assert const.passed and not const.can_fail, "a constant circuit output passes by construction"
+
+
+def test_random_circuits_same_size_outside(model):
+    rc = P.random_circuits(model, [(0, 0), (1, 1)], 4, seed=0)
+    assert all(len(h) == 2 and not {(0, 0), (1, 1)} & set(h) for h in rc)
+    assert rc == P.random_circuits(model, [(0, 0), (1, 1)], 4, seed=0)
 
 
 def test_jnd_detects_either_direction():
@@ -74,6 +83,10 @@ def test_constant_response_head_has_no_jnd(ioi_items, make_model):
     r = P.weber_audit(curves)
     assert r.values["detectable"] == {"1.0": False}
     assert not r.passed, "a head whose scaling changes nothing must fail 'all heads detectable'"
+    ex1 = P.dprime_audit(np.ones(4), -np.ones(4))
+    P.attach_random_circuit_nulls(m, b, means, [(1, 0)], ex1, r, P.WEBER_SCALES, P.WEBER_BASELINES, 0.05, n=2)
+    assert len(ex1.null_values) == 2 and len(r.null_values) == 2
+    assert r.can_fail == (not r.null_passed)
 
 
 def test_circuit_logit_diffs_keys(model, ioi_items):

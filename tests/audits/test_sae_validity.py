@@ -104,7 +104,11 @@ def test_absorption_and_incoherent_split():
     # large feature 0 absorbs both small features; large features 1, 2 are unrelated noise
     large = torch.stack([s[:, 0] + s[:, 1], torch.rand(2000, generator=g), torch.rand(2000, generator=g)], 1)
     v = V.cross_scale_consistency(s, large, torch.eye(3), top_k=1)
-    assert v["absorption_rate"] == pytest.approx(1.0), "one large feature best-matching two small ones is absorption"
+    assert v["absorption_rate"] == pytest.approx(1 / 3), "the page's denominator: all 3 large features"
+    v = V.cross_scale_consistency(s, large, torch.eye(3), top_k=1, absorption="matched")
+    assert v["absorption_rate"] == pytest.approx(1.0), "the 1 matched large feature is the best match of both"
+    with pytest.raises(ValueError, match="absorption.*all, matched"):
+        V.cross_scale_consistency(s, large, torch.eye(3), absorption="some")
     # small feature = sum of two large features with orthogonal decoders: an incoherent split
     a, b = (torch.rand(2000, 2, generator=g) < 0.3).float().unbind(1)
     small = (a + b)[:, None]
@@ -112,6 +116,18 @@ def test_absorption_and_incoherent_split():
     assert v2["splitting_rate"] == pytest.approx(1.0)
     v3 = V.cross_scale_consistency(small, torch.stack([a, b], 1), torch.tensor([[1.0, 0], [1.0, 0]]), top_k=2)
     assert v3["splitting_rate"] == 0.0, "a split into parallel decoder directions is coherent"
+
+
+def test_chunked_correlations_match_one_block():
+    g = torch.Generator().manual_seed(0)
+    fs, fl = torch.relu(torch.randn(300, 5, generator=g)), torch.relu(torch.randn(300, 37, generator=g))
+    fl[:, 3] = 2 * fs[:, 1]  # a perfect partner, found across blocks
+    v1, i1 = V.top_correlations(fs, fl, top_k=3, chunk=4)
+    v2, i2 = V.top_correlations(fs, fl, top_k=3, chunk=1000)
+    assert torch.allclose(v1, v2, atol=1e-5) and torch.equal(i1, i2)
+    assert i1[1, 0] == 3 and v1[1, 0] == pytest.approx(1.0, abs=1e-5)
+    ref = torch.corrcoef(torch.cat([fs, fl], 1).T)[:5, 5:]
+    assert torch.allclose(v1, ref.topk(3, dim=1).values, atol=1e-5)
 
 
 def test_matryoshka_rejects_swapped_widths():
@@ -135,9 +151,19 @@ def test_mismatch_flags_outliers():
     assert V.sparsity_mismatch(10 * c, c)["complexity_k_correlation"] == pytest.approx(1.0)
 
 
-def test_topk_sae_passes_m12():
+def test_topk_sae_passes_m12_by_construction():
     r = V.adaptive_sparsity(topk_sae(k=4), torch.randn(100, 16))
     assert r.values["mean_k"] == pytest.approx(4.0) and r.passed
+    assert not r.can_fail and "by construction" in r.by_construction
+
+
+def test_m12_threshold_is_the_pages_and_can_fail():
+    c = torch.linspace(1, 2, 100)
+    k = 10 * c
+    k[:30] = 4 * k[:30]  # 30% of tokens far above the fit: flagged at 0.5
+    assert V.sparsity_mismatch(k, c, threshold=0.5)["k_mismatch_rate"] > 0.2
+    r = V.adaptive_sparsity(identity_sae(16), torch.randn(100, 16, generator=torch.Generator().manual_seed(0)))
+    assert r.can_fail and "2.0" in r.pass_condition, "a ReLU SAE's k varies per token: the verdict is open"
 
 
 # ---------------------------------------------------------------- M13
@@ -176,6 +202,17 @@ def test_superposition_flags_rank_capped():
     ids = torch.arange(1000) % 5
     r = V.superposition_regime({"blocks.0.hook_resid_post": torch.randn(1000, 32, generator=g)}, ids)
     assert r.values["rank_capped"] is False and r.diagnostic
+    assert not r.can_fail and "<= 1.2" in r.by_construction, "packing can never exceed 1: said, computed"
+
+
+def test_m13_nulls_by_hand():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4000, 1, generator=g) * torch.tensor([[2.0, 1.0, 0.0, 0.0]])  # rank 1, variances 4, 1, 0, 0
+    assert V.participation_ratio(x) == pytest.approx(1.0, abs=1e-6)
+    assert V.diagonal_participation_ratio(x) == pytest.approx(25 / 17, rel=0.02)
+    ids = torch.arange(4000) % 4
+    r = V.superposition_regime({"blocks.0.hook_resid_post": x}, ids, n_directions=4)
+    assert r.null == pytest.approx(25 / 17 / 4, rel=0.02) and r.value == pytest.approx(0.25, abs=1e-6)
 
 
 # ---------------------------------------------------------------- EX24

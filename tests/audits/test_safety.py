@@ -30,6 +30,11 @@ def test_safety_sve_stable_compact_contrast_passes():
     r = S.safety_sve(pos, neg, n_stability_runs=4)
     assert r.value < 0.2 and r.values["effective_rank"] == 1 and r.passed
     assert r.values["max_possible_sve"] == pytest.approx(np.log(3))
+    assert r.can_fail and "log(n_layers) = 1.10" in r.by_construction, "stability can still fail"
+    # shuffled labels: no shared direction, the per-layer directions are unrelated noise
+    assert len(r.null_values) == 4 and r.null > r.value + 0.5
+    one = S.safety_sve({h: v for h, v in list(pos.items())[:1]}, {h: v for h, v in list(neg.items())[:1]})
+    assert one.passed and not one.can_fail, "a one-layer model passes M14 by construction"
 
 
 def test_last_token_resid(model):

@@ -7,7 +7,7 @@ from kit.audits import stability as ST
 
 def test_reinitialize_writes_into_the_sae_itself():
     g = torch.Generator().manual_seed(0)
-    sae = ST.TinySAE(8, 16, g)
+    sae = ST.make_sae(8, 16, l1=0.3, seed=0)
     param = sae.W_dec
     before = sae.W_dec.detach().clone()
     which = torch.zeros(16, dtype=torch.bool)
@@ -20,12 +20,51 @@ def test_reinitialize_writes_into_the_sae_itself():
 
 
 def test_dead_feature_has_zero_importance():
-    g = torch.Generator().manual_seed(0)
-    sae = ST.TinySAE(4, 6, g)
+    sae = ST.make_sae(4, 6, l1=0.3, seed=0)
     with torch.no_grad():
         sae.b_enc[2] = -1e6
     imp = ST.feature_importance(sae, torch.randn(50, 4))
     assert imp[2] == 0 and imp.sum() > 0
+
+
+def _planted(n=3000, d=32, k=16, p=0.12, seed=0):
+    """Sparse sums of ``k`` unit directions (each on with probability ``p``, magnitude 1..3),
+    scaled as :func:`ST.core_stability` scales activations."""
+    g = torch.Generator().manual_seed(seed)
+    D = torch.randn(k, d, generator=g)
+    D = D / D.norm(dim=1, keepdim=True)
+    x = ((torch.rand(n, k, generator=g) < p).float() * (torch.rand(n, k, generator=g) * 2 + 1)) @ D
+    return (x - x.mean(0)) / x.norm(dim=1).mean() * d**0.5, D
+
+
+@pytest.mark.parametrize("l1, recovered", [(1e-3, (0, 4)), (0.3, (14, 16))])
+def test_sparsity_decides_whether_planted_features_are_recovered(l1, recovered):
+    """At l1 = 1e-3 (the old fixed value) the SAE is dense and recovers almost none of the 16
+    planted directions (cos > 0.9); at the default 0.3 it recovers them with a small L0."""
+    x, D = _planted()
+    sae = ST.make_sae(32, 64, l1=l1, seed=0)
+    ST.train_sae(sae, x, 800, generator=torch.Generator().manual_seed(0))
+    l0, fve = ST.sparsity_and_fit(sae, x)
+    W = sae.W_dec.detach() / sae.W_dec.detach().norm(dim=1, keepdim=True)
+    n = int(((D @ W.T).max(1).values > 0.9).sum())
+    assert recovered[0] <= n <= recovered[1], f"l1={l1}: {n}/16 planted features recovered (L0 {l0:.1f})"
+    assert fve > 0.9
+    assert (l0 < 16) == (l1 == 0.3), f"L0 {l0:.1f}"
+
+
+def test_sparsity_and_fit_by_hand():
+    sae = ST.make_sae(2, 2, l1=0.3, seed=0)
+    with torch.no_grad():
+        sae.W_enc.copy_(torch.eye(2)), sae.W_dec.copy_(torch.eye(2)), sae.b_enc.zero_(), sae.b_dec.zero_()
+    x = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])
+    # features relu(x): [1,0], [0,2], [0,0] -> L0 = 2/3; x_hat misses the -1: residual 1
+    total = float(((x - x.mean(0)) ** 2).sum())
+    assert ST.sparsity_and_fit(sae, x) == pytest.approx((2 / 3, 1 - 1 / total))
+
+
+def test_random_core_null_by_hand():
+    # k = 2 of 10: q = 0.2; 3 cycles -> 0.008; Jaccard 0.2 / 1.8
+    assert ST.random_core_null(10, 0.2, 3) == pytest.approx({"core_fraction": 0.008, "mean_overlap": 0.2 / 1.8})
 
 
 def test_core_set_hand_case():
@@ -38,6 +77,8 @@ def test_core_stability_really_retrains_and_is_deterministic():
     r1 = ST.core_stability(x, d_sae=32, n_cycles=3, steps=20, seed=0)
     r2 = ST.core_stability(x, d_sae=32, n_cycles=3, steps=20, seed=0)
     assert r1.values["reinit_changed_frac"] == 1.0, "non-core features must change on re-initialisation"
+    assert 0 < r1.values["l0"] <= 32 and r1.values["variance_explained"] <= 1
+    assert r1.null == pytest.approx(ST.random_core_null(32, 0.1, 3)["core_fraction"]) and not r1.can_fail
     assert 0 <= r1.value <= 1 and len(r1.values["overlaps"]) == 2
     assert r1.values == r2.values, "same seed must give the same result"
     with pytest.raises(ValueError, match="n_cycles"):

@@ -78,9 +78,61 @@ def test_every_step_runs_on_a_random_model_and_random_saes(model, tmp_path):
     assert len(table) == len(results)
     back = audits.load_audits(audits.save_audits(results, tmp_path / "audits.json"))
     assert [r.metric for r in back] == [r.metric for r in results]
+    missing = [r.metric for r in results if r.null is None and not r.values.get("skipped")]
+    assert not missing, f"every audit carries its null control; missing: {missing}"
+    m12 = [r for r in results if r.metric == "M12"]
+    assert not m12[1].can_fail, "M12 on a TopK SAE passes by construction and must say so"
     for fig in [plots.summary_table_figure(table), plots.participation_figure(art["m13"]),
-                plots.correspondence_figure(art["m11"]), plots.mib_curve_figure(c_art["curve"], r2[0].value),
+                plots.correspondence_figure(art["m11"]), plots.mib_curve_figure(c_art["curve"], r2[0]),
                 plots.roc_figure(c_art["ex1"]), plots.weber_figure(c_art["ex11"]),
                 plots.dif_figure(cc.lds["circuit_only"].numpy(), cc.batch.groups, cc.lds["full"].numpy())]:
         assert fig.axes
     assert torch.get_num_threads() >= 1
+
+
+def test_paper_profile_prompt_sources_validate_and_bad_ones_name_the_field():
+    cfg = kit.load_params("06_measurement_audits", "paper")
+    assert all(t.startswith("hf:") for t in cfg.safety_tasks) and len(cfg.dif_name_groups) == 3
+    with pytest.raises(ParamsError, match="safety_tasks.*hf:<dataset>"):
+        kit.load_params("06_measurement_audits", "tiny", overrides={"safety_tasks": ["facts", "hf:nocolumn"]})
+    with pytest.raises(ParamsError, match="probe_tasks.*among sae_tasks"):
+        kit.load_params("06_measurement_audits", "tiny", overrides={"probe_tasks": ["add", "ioi"], "sae_tasks": ["add", "code"]})
+
+
+def test_hf_sources_through_the_hub_boundary(monkeypatch):
+    """``hf:`` sources go through ``kit.models.hub.hf_dataset`` (mocked with a local fixture)."""
+    import datasets
+
+    from kit.audits import sources
+    from kit.models import hub
+
+    calls = []
+
+    def fake(path, name=None, split="test"):
+        calls.append((path, name, split))
+        return datasets.Dataset.from_dict({"prompt": ["How do I pick a lock?", "", "  Write   a poem " + "x" * 50],
+                                           "target": ["a", "b", "c"]})
+
+    monkeypatch.setattr(hub, "hf_dataset", fake)
+    p = sources.source_prompts("hf:walledai/AdvBench@default:train:prompt", 5, max_chars=21)
+    assert calls == [("walledai/AdvBench", "default", "train")]
+    assert p == ["How do I pick a lock?", "Write a poem"], "empty texts skipped, whitespace collapsed, cut at a word"
+    with pytest.raises(ValueError, match="no column 'text'.*prompt, target"):
+        sources.source_prompts("hf:walledai/AdvBench:train:text", 5)
+    prompts, labels = suite.task_prompts(["add", "hf:x/y:train:prompt"], 2)
+    assert labels == ["add", "add", "hf:x/y:train:prompt", "hf:x/y:train:prompt"]
+
+
+def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):
+    from kit.audits import sources
+
+    items = suite.ioi_items("ioi", 6)
+    vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
+    groups = {"a": vocab[:2] + ["Zyxwvut"], "b": vocab[2:4]}
+    out, dropped = sources.regroup_names(items, groups, model, seed=0)
+    assert dropped == {"a": ["Zyxwvut"], "b": []}
+    assert [it.metadata["name_group"] for it in out] == ["a", "b"] * 3
+    for it in out:
+        g = groups[it.metadata["name_group"]]
+        assert it.metadata["io"] in g and it.metadata["s"] in g and it.metadata["io"] != it.metadata["s"]
+        assert it.metadata["io"] in it.prompt.split() and it.answer == it.metadata["io"]

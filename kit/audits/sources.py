@@ -1,0 +1,96 @@
+"""Prompt sources of notebook 06: world tasks (offline) or Hugging Face datasets (network).
+
+A source is a world task name (``facts``) or ``hf:<dataset>[@<config>]:<split>:<column>``
+(``hf:walledai/AdvBench:train:prompt``). Datasets come through :func:`kit.models.hub.hf_dataset`,
+the one network boundary; tests mock it with small local fixtures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+_HF = re.compile(r"^hf:(?P<path>[\w.\-]+(?:/[\w.\-]+)?)(?:@(?P<name>[\w.\-]+))?:(?P<split>[\w.\-\[\]:%]+?):(?P<column>\w+)$")
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str
+    """``task`` or ``hf``."""
+    name: str
+    """World task name, or the dataset path."""
+    config: str | None = None
+    split: str = "test"
+    column: str = ""
+
+
+def parse_source(spec: str, field: str = "source") -> Source:
+    """A world task name or an ``hf:`` spec; anything else fails naming ``field`` and the forms allowed."""
+    from kit.world.tasks import TASKS
+
+    if spec in TASKS:
+        return Source("task", spec)
+    m = _HF.match(spec)
+    if spec.startswith("hf:") and m:
+        return Source("hf", m["path"], m["name"], m["split"], m["column"])
+    raise ValueError(f"{field}: {spec!r} is neither a world task ({', '.join(TASKS)}) nor "
+                     "'hf:<dataset>[@<config>]:<split>:<column>'")
+
+
+def source_prompts(spec: str, n: int, max_chars: int = 400, seed: int = 0, field: str = "source") -> list[str]:
+    """``n`` prompts of a source: the world task's test items, or the first ``n`` non-empty texts
+    of the dataset column, each cut to ``max_chars`` characters (at a word boundary)."""
+    src = parse_source(spec, field)
+    if src.kind == "task":
+        from kit.world.tasks import get_task
+
+        return [it.prompt for it in get_task(src.name).items("test", n)]
+    from kit.models.hub import hf_dataset
+
+    ds = hf_dataset(src.name, src.config, split=src.split)
+    if src.column not in ds.column_names:
+        raise ValueError(f"{field}: {spec!r} has no column {src.column!r}; allowed values: {', '.join(ds.column_names)}")
+    out = []
+    for text in ds[src.column]:
+        text = " ".join(str(text or "").split())
+        if text:
+            out.append(text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0])
+        if len(out) == n:
+            break
+    if len(out) < 2:
+        raise ValueError(f"{field}: {spec!r} gave {len(out)} non-empty texts; need >= 2")
+    return out
+
+
+def regroup_names(items, groups: dict[str, list[str]], model, seed: int = 0):
+    """IOI items with their two names replaced by two distinct names of one category each
+    (round-robin over categories), ``name_group`` = the category. Names that are not single tokens
+    of ``model`` are dropped first. Returns ``(items, dropped)`` with ``dropped[group]`` the
+    names removed."""
+    import numpy as np
+
+    from kit.audits.circuits import name_token
+
+    def single(name: str) -> bool:
+        try:
+            name_token(model, name)
+            return True
+        except ValueError:
+            return False
+
+    kept = {g: [x for x in names if single(x)] for g, names in groups.items()}
+    dropped = {g: [x for x in groups[g] if x not in kept[g]] for g in groups}
+    short = {g: len(v) for g, v in kept.items() if len(v) < 2}
+    if short:
+        raise ValueError(f"dif_name_groups: fewer than 2 single-token names left in {short} (dropped {dropped})")
+    rng = np.random.default_rng(seed)
+    names = sorted(kept)
+    out = []
+    for i, it in enumerate(items):
+        g = names[i % len(names)]
+        io, s = (kept[g][j] for j in rng.choice(len(kept[g]), 2, replace=False))
+        old_io, old_s = it.metadata["io"], it.metadata["s"]
+        words = [io if w == old_io else s if w == old_s else w for w in it.prompt.split(" ")]
+        out.append(replace(it, prompt=" ".join(words), answer=io,
+                           metadata={**it.metadata, "io": io, "s": s, "name_group": g}))
+    return out, dropped
