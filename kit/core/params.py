@@ -157,7 +157,8 @@ def name_errors(cfg: BaseConfig) -> list[str]:
     """Names that cannot load, found without loading anything: ``zoo/`` members, ``zoo-sae/`` SAEs,
     ``random/`` shapes and ``tiny/`` tasks in any field (checked against the config's world), task
     fields (``task``, ``*_tasks``...: a world task or a ``kit.load_benchmark`` name) and
-    ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) cannot be checked offline and pass.
+    ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) and ``hf:`` prompt sources cannot be checked
+    offline and pass here (the audits config checks the form of ``hf:`` sources).
     """
     from kit.data.benchmarks import BENCHMARKS, _parse_name
     from kit.models.load import RANDOM_SHAPES
@@ -179,6 +180,8 @@ def name_errors(cfg: BaseConfig) -> list[str]:
             elif _is_task_field(field) or field == "benchmarks":
                 if name in (BENCHMARKS if field == "benchmarks" else TASKS):  # benchmarks may pool a family ("bbh")
                     continue
+                if name.startswith("hf:") and field != "benchmarks":
+                    continue  # a hub prompt source (kit.audits.sources), checked by its notebook's config
                 try:
                     _parse_name(name)
                 except ValueError as e:
