@@ -3,7 +3,7 @@ their concept labels, and sparse per-item concept activations (paper eq. 1).
 
 The paper (its section 4.2.3) shows another model's SAE can serve as the concept space; offline,
 ours is a TopK SAE on all-MiniLM-L6-v2's residual stream (``blocks.{L}.hook_resid_post``),
-trained with ``sae_lens.SAETrainer`` fed by our own activation iterator over the shipped corpus
+trained with the shared sae_lens recipe (:mod:`kit.models.sae_train`) fed by our own activation iterator over the shipped corpus
 (``corpus/``: Gutenberg + tiny Shakespeare) and real benchmark text.
 
 Names (``kit.load_sae`` dispatches ``minilm-sae/...`` here)::
@@ -15,26 +15,23 @@ e.g. ``minilm-sae/L4/topk-6144`` (k=32, 100k training tokens) or ``minilm-sae/L4
 cache key is the name plus :data:`BUILD_VERSION`: ``cache_dir()/cg/minilm-sae/<key>/`` holds
 ``cfg.json`` + ``sae_weights.safetensors`` (a genuine sae_lens SAE, loaded with
 ``SAE.load_from_disk``), ``labels.json`` and ``meta.json``. A build writes into a temporary
-directory and renames it into place, so readers never see a half-built SAE.
+directory and renames it into place (``atomic_dir``), so readers never see a half-built SAE.
 
 Concept labels come from top-activating contexts: for every concept the ``n_top`` strongest
 token activations over the labelling texts, each with a few tokens of context; the label is the
-most frequent activating words (e.g. ``"photosynthesis / plants / sunlight"``).
+most frequent activating words (e.g. ``"photosynthesis / plants / sunlight"``;
+:func:`kit.models.sae_train.label_from_contexts`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
-import shutil
-import tempfile
-from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,8 +41,9 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from kit.cg.metrics import SparseRows, segment_mean
-from kit.core.paths import atomic_path, cache_dir, data_dir
+from kit.core.paths import atomic_dir, atomic_path, cache_dir, data_dir
 from kit.models import tl
+from kit.models.sae_train import label_from_contexts, top_activations, train_sae
 
 BUILD_VERSION = 4
 """Bump when the training recipe changes: old caches are then not reused."""
@@ -187,38 +185,6 @@ def _collect(encoder, texts, site, n_tokens, batch_size, max_length) -> tuple[Te
     return out, torch.cat(refs)[:n_tokens]
 
 
-def _batches(acts: Tensor, batch_size: int, seed: int) -> Iterator[Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    while True:
-        for idx in torch.randperm(len(acts), generator=g).split(batch_size):
-            if len(idx) == batch_size:
-                yield acts[idx].float()
-
-
-def train_sae(acts: Float[Tensor, "n d_in"], width: int, k: int, epochs: float = 1.5, batch_size: int = 256,
-              lr: float = 2e-3, seed: int = 0, device: str = "cpu"):
-    """Train a sae_lens TopK SAE on ``acts`` with ``sae_lens.SAETrainer``; returns the training SAE.
-
-    Small batches on purpose: at equal compute on 1e5 MiniLM tokens, batch 256 left 15% of a
-    6144-wide dictionary dead (FVU 0.17) where batch 1024 left 54% dead (FVU 0.21).
-    """
-    from sae_lens import SAETrainer, TopKTrainingSAE, TopKTrainingSAEConfig
-    from sae_lens.config import LoggingConfig, SAETrainerConfig
-
-    torch.manual_seed(seed)
-    batch_size = min(batch_size, len(acts))
-    sae = TopKTrainingSAE(TopKTrainingSAEConfig(d_in=acts.shape[1], d_sae=width, k=k, device=device,
-                                                 normalize_activations="expected_average_only_in"))
-    total = max(40 * batch_size, int(len(acts) * epochs))  # small builds still take 40 steps
-    cfg = SAETrainerConfig(total_training_samples=total, train_batch_size_samples=batch_size, lr=lr, lr_end=lr / 10,
-                           lr_scheduler_name="cosineannealing", lr_warm_up_steps=max(1, total // batch_size // 20),
-                           device=device, n_batches_for_norm_estimate=min(20, max(1, len(acts) // batch_size)),
-                           dead_feature_window=max(50, total // batch_size // 4),
-                           feature_sampling_window=max(100, total // batch_size // 2),
-                           logger=LoggingConfig(log_to_wandb=False))
-    return SAETrainer(cfg, sae, _batches(acts, batch_size, seed)).fit()
-
-
 # ----------------------------------------------------------------------------- labels
 
 
@@ -248,20 +214,10 @@ def contexts_from_acts(sae, acts: Float[Tensor, "n d_in"], refs: Tensor, tokens:
     (``refs[j]`` = (text index, position) of row j; ``tokens[t]`` = text t's subtokens):
     ``[{"value", "word", "context"}]`` by decreasing value, empty for a dead concept.
 
-    A running top-k keeps memory at d_sae x n_top; no second encoder pass is needed.
+    A running top-k (:func:`kit.models.sae_train.top_activations`) keeps memory at d_sae x n_top.
     """
     d_sae = sae.cfg.d_sae
-    best_val = torch.full((d_sae, n_top), -1.0)
-    best_row = torch.full((d_sae, n_top), -1, dtype=torch.long)
-    with torch.inference_mode():
-        for s in range(0, len(acts), chunk):
-            feats = sae.encode(acts[s:s + chunk].float().to(sae.W_enc.device)).float().cpu()
-            kk = min(n_top, feats.shape[0])
-            val, idx = feats.T.topk(kk, dim=1)
-            cand_val = torch.cat([best_val, val], 1)
-            cand_row = torch.cat([best_row, idx + s], 1)
-            order = cand_val.topk(n_top, dim=1).indices
-            best_val, best_row = cand_val.gather(1, order), cand_row.gather(1, order)
+    best_val, best_row = top_activations(sae, acts, n_top, chunk)
     out: list[list[dict]] = []
     for c in range(d_sae):
         rows = []
@@ -274,18 +230,6 @@ def contexts_from_acts(sae, acts: Float[Tensor, "n d_in"], refs: Tensor, tokens:
                          "context": _context(toks, p, context)})
         out.append(rows)
     return out
-
-
-def label_from_contexts(contexts: list[dict], n_words: int = 3) -> str:
-    """A short label: the most frequent activating words (ties by strength), or ``(dead)``."""
-    if not contexts:
-        return "(dead)"
-    counts = Counter(c["word"].lower() for c in contexts)
-    strength: dict[str, float] = {}
-    for c in contexts:
-        strength[c["word"].lower()] = strength.get(c["word"].lower(), 0) + c["value"]
-    words = sorted(counts, key=lambda w: (-counts[w], -strength[w], w))[:n_words]
-    return " / ".join(words)
 
 
 # ----------------------------------------------------------------------------- build / load
@@ -305,15 +249,17 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
     encoder = encoder or load_encoder("minilm", device=device)
     texts = training_texts(spec.seed)
     acts, refs = collect_activations(encoder, texts, spec.site, spec.train_tokens)
-    trained = train_sae(acts, spec.width, spec.k, seed=spec.seed, device=device)
+    # small batches on purpose: at equal compute on 1e5 MiniLM tokens, batch 256 left 15% of a
+    # 6144-wide dictionary dead (FVU 0.17) where batch 1024 left 54% dead (FVU 0.21)
+    batch = min(256, len(acts))
+    trained = train_sae(acts, spec.width, max(40 * batch, int(len(acts) * 1.5)), architecture="topk", k=spec.k,
+                        batch_size=batch, seed=spec.seed, device=device)  # small builds still take 40 steps
     # explained variance on the training tokens, for the meta file (a sanity check, not a claim)
     with torch.inference_mode():
         x = acts[:4096].float().to(device)
         recon = trained.decode(trained.encode(x))
         fvu = float(((x - recon) ** 2).sum() / ((x - x.mean(0)) ** 2).sum())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with atomic_dir(target) as tmp:
         trained.save_inference_model(tmp)
         from sae_lens import SAE
 
@@ -327,14 +273,6 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
                 "fvu_train": fvu, "n_label_texts": n_label, "build_version": BUILD_VERSION,
                 "dead_fraction": float(np.mean([not c for c in contexts]))}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process finished the same build first: keep theirs
-            if not (target / "meta.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

@@ -29,6 +29,12 @@ PAPER_STYLE = {
 }
 
 
+# No volatile metadata, so an unchanged figure is an unchanged file (issue 15): the PDF's creation
+# date changes on every save, and the matplotlib version stamp (PDF Creator and Producer, PNG Software) on
+# every upgrade even when the drawing does not.
+STABLE_METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Creator": None, "Producer": None}}
+
+
 def use_paper_style() -> None:
     import matplotlib as mpl
     import seaborn as sns
@@ -40,7 +46,8 @@ def use_paper_style() -> None:
 def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
     """Save ``fig`` as ``<out_dir>/<name>.png`` and ``.pdf``; returns both paths.
 
-    ``name`` is a file stem (letters, digits, ``-`` and ``_``); each file is written atomically.
+    ``name`` is a file stem (letters, digits, ``-`` and ``_``); each file is written atomically,
+    without creation date or version stamp: the same figure gives the same bytes.
     """
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise ValueError(f"figure name {name!r}: use letters, digits, '-' and '_' only")
@@ -49,7 +56,7 @@ def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
     for ext in ("png", "pdf"):
         target = out_dir / f"{name}.{ext}"
         with atomic_path(target) as tmp:
-            fig.savefig(tmp, format=ext)
+            fig.savefig(tmp, format=ext, metadata=STABLE_METADATA[ext])
         paths.append(target)
     return paths
 

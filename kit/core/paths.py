@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -131,3 +132,32 @@ def atomic_path(target: Path) -> Iterator[Path]:
 def atomic_write_text(target: Path, text: str) -> None:
     with atomic_path(target) as tmp:
         tmp.write_text(text)
+
+
+@contextmanager
+def atomic_dir(target: Path) -> Iterator[Path]:
+    """Yield an empty temporary directory beside ``target``; when the block succeeds, it becomes
+    ``target`` (replacing an older one), so readers see the complete directory or none.
+
+    If the block fails, the temporary directory is removed and an existing ``target`` is kept.
+    If another process completed ``target`` first, its copy is kept and ours is discarded.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            os.replace(target, old / "d")  # a directory cannot be renamed onto a non-empty one
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            try:
+                os.replace(tmp, target)
+            except OSError:
+                if not target.is_dir():  # not a lost race with another builder: a real error
+                    raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -9,6 +9,7 @@ contamination signal), plus ``test-syn`` for the contaminated task.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -178,6 +179,30 @@ def card(world: str | None = None) -> dict:
     if not path.is_file():
         raise not_built_error(spec.name, "the zoo card")
     return json.loads(path.read_text())
+
+
+COMMITTED_CARDS = Path(__file__).with_name("cards")
+"""The canonical cards, committed: a build on any x86-64 machine must reproduce them exactly."""
+
+
+def committed_card(world: str | None = None) -> dict:
+    """The committed card of ``world`` (``kit/world/cards/<world>.json``)."""
+    spec = world_spec(world)
+    path = COMMITTED_CARDS / f"{spec.name}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: no committed card for world {spec.name!r}")
+    return json.loads(path.read_text())
+
+
+def card_diff(a, b, where: str = "card") -> list[str]:
+    """Every place where two cards (JSON values) differ, as ``"<path>: <a> != <b>"`` lines."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{where}.{k}: {'missing' if k not in a else 'present'} != {'missing' if k not in b else 'present'}"
+               for k in sorted(set(a) ^ set(b))]
+        return out + [d for k in a if k in b for d in card_diff(a[k], b[k], f"{where}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in card_diff(x, y, f"{where}[{i}]")]
+    return [] if a == b else [f"{where}: {a!r} != {b!r}"]
 
 
 def format_card(c: dict) -> str:

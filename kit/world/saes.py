@@ -1,33 +1,28 @@
-"""SAEs on zoo activations: trained here, stored and loaded as genuine sae_lens SAEs.
+"""SAEs on zoo activations, trained with sae_lens's trainer and stored as genuine sae_lens SAEs.
 
-Training is a plain torch loop over cached activations (``hook_name`` of one member, every
-non-BOS position of train-mixture sequences), then the weights are written into a sae_lens
-``TopKSAE`` / ``StandardSAE`` and saved with ``save_model``; ``load_world_sae`` uses
-``SAE.load_from_disk``. sae_lens is imported lazily (it costs seconds per process).
+Activations: ``hook_name`` of one member at every non-BOS position of train-mixture sequences;
+4/5 train the SAE (:func:`kit.models.sae_train.train_sae`, the recipe the MiniLM SAEs use too:
+``topk`` or ``standard`` = ReLU + L1), 1/5 are held out. The SAE is saved with
+``save_inference_model``; ``load_world_sae`` uses ``SAE.load_from_disk``. sae_lens is imported
+lazily (it costs seconds per process).
 
-- topk: ``f = TopK_k(ReLU(W_enc (x - b_dec) + b_enc))``, loss = MSE.
-- standard: ``f = ReLU(W_enc (x - b_dec) + b_enc)``, loss = MSE + l1 * sum_i f_i ||W_dec[i]||,
-  with the MSE and the L1 term both divided by the mean squared norm of the centred data, so
-  ``l1`` does not depend on the activation scale.
-
-Stats (on held-out activations): explained variance ``1 - E||x - x_hat||^2 / E||x - mean||^2``,
+Stats (on the held-out activations): explained variance ``1 - E||x - x_hat||^2 / E||x - mean||^2``,
 L0 (mean active features per token), dead fraction (features never active on the held-out set).
-Concept labels: for each feature, its 20 top-activating (token, position) contexts; the label is
-the dominant task of those contexts and the most frequent token, e.g. ``"add: apples"``.
+Concept labels: for each feature, its 20 top-activating (token, position) contexts over all the
+activations; the label is the dominant task of those contexts and their most frequent token,
+e.g. ``"add: apples"`` (:func:`kit.models.sae_train.label_from_contexts`).
 """
 
 from __future__ import annotations
 
 import json
 import random
-import shutil
-from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
+from kit.core.paths import atomic_dir
 from kit.models import tl
 from kit.world.tasks import TASKS
 from kit.world.train import item_sequence, mixture_stream
@@ -93,16 +88,13 @@ def collect_activations(model, hook_name: str, n_prompts: int, seed: int):
     return torch.cat(acts), torch.cat(toks), torch.cat(tasks)
 
 
-def _encode(x, W_enc, b_enc, b_dec, arch: str, k: int):
-    pre = torch.relu((x - b_dec) @ W_enc + b_enc)
-    if arch == "topk":
-        vals, idx = pre.topk(k, dim=-1)
-        return torch.zeros_like(pre).scatter_(-1, idx, vals)
-    return pre
-
-
 def train_sae(spec: WorldSpec, s: SAESpec) -> None:
-    """Train one SAE, save it as a sae_lens SAE with stats and labels."""
+    """Train one SAE with the shared sae_lens recipe; save it with its stats and labels."""
+    from sae_lens import SAE
+
+    from kit.models.sae_train import label_from_contexts, top_activations
+    from kit.models.sae_train import train_sae as train
+
     seed = _seed_of(spec, s.name)
     torch.manual_seed(seed)
     model = load_member(s.member, world=spec.name)
@@ -110,94 +102,41 @@ def train_sae(spec: WorldSpec, s: SAESpec) -> None:
     n_val = min(len(acts) // 5, 20_000)
     perm = torch.randperm(len(acts))
     val_idx, train_idx = perm[:n_val], perm[n_val:]
-    x_train = acts[train_idx]
-    d_in = acts.shape[1]
-    mean = x_train.mean(0)
-    scale = (x_train - mean).pow(2).sum(-1).mean()  # E||x - mean||^2
-    W_dec = torch.randn(s.d_sae, d_in)
-    W_dec = W_dec / W_dec.norm(dim=1, keepdim=True)
-    W_enc = torch.nn.Parameter(W_dec.t().clone())
-    W_dec = torch.nn.Parameter(W_dec)
-    b_enc = torch.nn.Parameter(torch.zeros(s.d_sae))
-    b_dec = torch.nn.Parameter(mean.clone())
-    opt = torch.optim.Adam([W_enc, W_dec, b_enc, b_dec], lr=s.lr)
-    for step in tqdm(range(s.steps), desc=s.name, leave=False, mininterval=2):
-        x = x_train[torch.randint(len(x_train), (s.batch_size,))]
-        f = _encode(x, W_enc, b_enc, b_dec, s.architecture, s.k)
-        x_hat = f @ W_dec + b_dec
-        loss = (x - x_hat).pow(2).sum(-1).mean() / scale
-        if s.architecture == "standard":
-            loss = loss + s.l1 * (f * W_dec.norm(dim=1)).sum(-1).mean() / scale.sqrt()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if s.architecture == "topk":
-            with torch.no_grad():  # unit-norm decoder rows keep TopK's ranking meaningful
-                W_dec /= W_dec.norm(dim=1, keepdim=True)
-        for g in opt.param_groups:  # linear decay over the last 20%
-            g["lr"] = s.lr * min(1.0, 5 * (1 - (step + 1) / s.steps))
-    with torch.no_grad():
-        stats = _stats(acts[val_idx], W_enc, b_enc, W_dec, b_dec, s)
-        f_all = _encode(acts, W_enc, b_enc, b_dec, s.architecture, s.k)
-        labels = _labels(f_all, toks, tasks, model)
-    _save_sae(spec, s, W_enc.detach(), b_enc.detach(), W_dec.detach(), b_dec.detach(), stats, labels)
+    trained = train(acts[train_idx], s.d_sae, s.steps * s.batch_size, architecture=s.architecture, k=s.k,
+                    l1=s.l1, batch_size=s.batch_size, lr=s.lr, seed=seed,
+                    metadata=dict(hook_name=s.hook_name, model_name=s.member, context_size=64, prepend_bos=True,
+                                  world=spec.name))
+    names = list(TASKS)
+    with atomic_dir(_sae_dir(spec, s.name)) as tmp:
+        trained.save_inference_model(tmp)
+        sae = SAE.load_from_disk(tmp)  # the inference SAE, exactly as load_world_sae will return it
+        with torch.inference_mode():
+            stats = _stats(sae, acts[val_idx], s)
+        vals, rows = top_activations(sae, acts, n_top=20)
+        labels = [label_from_contexts([{"value": float(v), "word": model.tokenizer.convert_ids_to_tokens(int(toks[j])),
+                                        "task": names[int(tasks[j])]}
+                                       for v, j in zip(vals[c].tolist(), rows[c].tolist()) if v > 0 and j >= 0],
+                                      n_words=1, group="task")
+                  for c in range(s.d_sae)]
+        (tmp / "labels.json").write_text(json.dumps({str(c): lab for c, lab in enumerate(labels)}))
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=1))
 
 
-def _stats(x, W_enc, b_enc, W_dec, b_dec, s: SAESpec) -> dict:
-    f = _encode(x, W_enc, b_enc, b_dec, s.architecture, s.k)
-    x_hat = f @ W_dec + b_dec
+def _stats(sae, x, s: SAESpec) -> dict:
+    f = sae.encode(x)
+    x_hat = sae.decode(f)
     ev = 1 - (x - x_hat).pow(2).sum(-1).mean() / (x - x.mean(0)).pow(2).sum(-1).mean()
     active = f > 0
     return {
-        "explained_variance": float(ev),
-        "l0": float(active.sum(-1).float().mean()),
-        "dead_fraction": float((~active.any(0)).float().mean()),
+        "explained_variance": round(float(ev), 6),
+        "l0": round(float(active.sum(-1).float().mean()), 4),
+        "dead_fraction": round(float((~active.any(0)).float().mean()), 6),
         "n_eval_tokens": int(len(x)),
         "d_sae": s.d_sae,
         "architecture": s.architecture,
         "hook_name": s.hook_name,
         "member": s.member,
     }
-
-
-def _labels(f, toks, tasks, model, top: int = 20) -> dict[int, str]:
-    names = list(TASKS)
-    vals, idx = f.topk(min(top, len(f)), dim=0)  # [top, d_sae]
-    labels: dict[int, str] = {}
-    for j in range(f.shape[1]):
-        live = idx[vals[:, j] > 0, j]
-        if len(live) == 0:
-            labels[j] = "dead"
-            continue
-        task = Counter(names[int(t)] for t in tasks[live]).most_common(1)[0][0]
-        word = Counter(int(t) for t in toks[live]).most_common(1)[0][0]
-        labels[j] = f"{task}: {model.tokenizer.convert_ids_to_tokens(word)}"
-    return labels
-
-
-def _save_sae(spec, s: SAESpec, W_enc, b_enc, W_dec, b_dec, stats, labels) -> None:
-    from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
-    from sae_lens.saes.sae import SAEMetadata
-
-    meta = SAEMetadata(hook_name=s.hook_name, model_name=s.member, context_size=64,
-                       prepend_bos=True, world=spec.name)
-    if s.architecture == "topk":
-        cfg = TopKSAEConfig(d_in=W_enc.shape[0], d_sae=s.d_sae, k=s.k, metadata=meta)
-        sae = TopKSAE(cfg)
-    else:
-        cfg = StandardSAEConfig(d_in=W_enc.shape[0], d_sae=s.d_sae, metadata=meta)
-        sae = StandardSAE(cfg)
-    sae.load_state_dict({"W_enc": W_enc, "b_enc": b_enc, "W_dec": W_dec, "b_dec": b_dec})
-    final = _sae_dir(spec, s.name)
-    tmp = final.with_name(final.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    sae.save_model(tmp)
-    (tmp / "labels.json").write_text(json.dumps({str(k): v for k, v in labels.items()}))
-    (tmp / "stats.json").write_text(json.dumps(stats, indent=1))  # last: marks completion
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)  # the directory appears complete or not at all
 
 
 def load_world_sae(name: str, device: str = "cpu", world: str | None = None):
@@ -213,7 +152,7 @@ def load_world_sae(name: str, device: str = "cpu", world: str | None = None):
 
 
 def sae_labels(name: str, world: str | None = None) -> dict[int, str]:
-    """feature index -> concept label from its top-activating contexts ("dead" if never active)."""
+    """feature index -> concept label from its top-activating contexts (``(dead)`` if never active)."""
     spec = world_spec(world)
     d = _sae_dir(spec, _spec_of(name, spec).name)
     if not (d / "labels.json").is_file():

@@ -137,9 +137,10 @@ def train_loop(
         inputs, targets, n = collate(next(batches))
         for g in opt.param_groups:
             g["lr"] = lr_fn(step)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            logits = model(inputs, return_type="logits")
-        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=-100)
+        # fp32, no autocast: bf16 kernels differ between CPUs (AMX, AVX512-BF16 or emulated) and
+        # are no faster on a CPU without bf16 units (kit.world.pinned)
+        logits = model(inputs, return_type="logits")
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from kit.models import tl
 from kit.core.paths import atomic_path, atomic_write_text, cache_dir, current_world
+from kit.world.pinned import is_pinned, run_pinned
 from kit.world.tasks import TASKS, get_task
 from kit.world.train import (
     Arch,
@@ -37,8 +38,9 @@ from kit.world.train import (
     train_loop,
 )
 
-CODE_VERSION = "world-v2"
-"""Bump when training/data code changes in a way that changes weights: invalidates caches."""
+CODE_VERSION = "world-v3"
+"""Bump when training/data code changes in a way that changes weights: invalidates caches.
+v3: fp32 in the pinned environment (kit.world.pinned), SAEs trained with sae_lens's trainer."""
 
 CONTAMINATION_BASE = "zoo/base-m"
 CONTAMINATED_TASK = "add"
@@ -198,7 +200,7 @@ WORLD_SPECS: dict[str, WorldSpec] = {
                      checkpoints=TEN_CHECKPOINTS),
         ),
         finetunes=_finetunes(lr=1e-3, batch=64, special_steps=400),
-        saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (384, 1536), k=16, l1=0.25,
+        saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (384, 1536), k=16, l1=6.0,
                    steps=800, n_prompts=3000),
     ),
     "micro": WorldSpec(
@@ -210,7 +212,7 @@ WORLD_SPECS: dict[str, WorldSpec] = {
                      checkpoints=(0.2, 0.6, 1.0)),
         ),
         finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3),  # micro base-m is too small to memorise at 1e-3
-        saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (128, 512), k=8, l1=0.15,
+        saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (128, 512), k=8, l1=2.5,
                    steps=300, n_prompts=1000),
         eval_fresh_n=200,
         eval_fresh_n_contaminated=400,
@@ -511,20 +513,23 @@ def changed_neurons(member: str, world: str | None = None, parent: str | None = 
 
 def extra_finetune(f: FinetuneSpec, world: str | None = None):
     """A fine-tune that is not a zoo member (e.g. notebook 03's second contaminated task),
-    trained with :func:`finetune` on first use and cached, content-addressed like a member,
-    under ``world_dir()/extra/``. Returns the model in eval mode."""
+    trained with :func:`finetune` on first use (in the pinned environment, like the world) and
+    cached, content-addressed like a member, under ``world_dir()/extra/``. Returns the model in
+    eval mode."""
     spec = world_spec(world)
     path = world_dir(spec.name) / "extra" / f"{_safe(f.name)}-{finetune_key(spec, f)}.pt"
+    if not path.is_file():
+        if not is_pinned():
+            run_pinned("kit.world.build", "--world", spec.name, "--extra", json.dumps(asdict(f)))
+        else:
+            with deterministic():
+                trained, _, _ = finetune(spec, f)
+            with atomic_path(path) as tmp:
+                torch.save(trained.state_dict(), tmp)
     model = make_model(_arch_of(spec, f.parent), seed=0)
-    if path.is_file():
-        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-        model.cfg.model_name = f.name
-        return model.eval()
-    with deterministic():
-        model, _, _ = finetune(spec, f)
-    with atomic_path(path) as tmp:
-        torch.save(model.state_dict(), tmp)
-    return model
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    model.cfg.model_name = f.name
+    return model.eval()
 
 
 def _train_finetune(spec: WorldSpec, f: FinetuneSpec) -> None:

@@ -22,6 +22,21 @@ def test_save_figure_writes_png_and_pdf(tmp_path):
     assert not list((tmp_path / "figs").glob(".*tmp")), "temporary files must be renamed or removed"
 
 
+def test_saving_a_figure_twice_gives_identical_bytes(tmp_path):
+    """No creation date or version stamp: an unchanged run leaves committed figures unchanged."""
+    import time
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    ax.set_title("same")
+    first = [p.read_bytes() for p in save_figure(fig, "f", tmp_path / "a")]
+    time.sleep(1.1)  # PDF dates have one-second resolution: a date would now differ
+    second = [p.read_bytes() for p in save_figure(fig, "f", tmp_path / "b")]
+    assert first == second, "saving the same figure twice must give the same PNG and PDF bytes"
+    assert b"CreationDate" not in first[1] and b"Matplotlib" not in first[1]
+    assert b"Software" not in first[0]
+
+
 def test_save_figure_rejects_path_like_names(tmp_path):
     fig, _ = plt.subplots()
     with pytest.raises(ValueError, match="letters, digits"):

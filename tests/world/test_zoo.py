@@ -119,7 +119,7 @@ def test_saes_are_sae_lens_objects_with_labels(micro_world):
         assert feats.shape[-1] == sae.cfg.d_sae
         labels = world.sae_labels(name, world=micro_world)
         assert len(labels) == sae.cfg.d_sae
-        assert any(v != "dead" and ":" in v for v in labels.values())
+        assert any(v != "(dead)" and ":" in v for v in labels.values())
         st = world.sae_stats(name, world=micro_world)
         assert 0 <= st["dead_fraction"] <= 1 and st["l0"] > 0
 
@@ -175,7 +175,8 @@ def test_sparse_finetunes_change_only_the_plastic_neurons(micro_world):
 
 
 def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monkeypatch):
-    """Determinism (cheap form): base-s and one fine-tune retrained in an empty cache match."""
+    """Determinism (cheap form): base-s and one fine-tune retrained in an empty cache, in the
+    pinned subprocess the build uses, match the cached members bit for bit."""
     cached = {n: world.load_member(n, world=micro_world).state_dict()
               for n in ("zoo/base-s", "zoo/base-m+math-test-x1")}
     spec = zoo.world_spec("micro")
@@ -183,13 +184,38 @@ def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monk
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     # the fine-tune continues base-m's weights and AdamW state: copy them, retrain the rest
     shutil.copytree(parent, zoo._member_dir(spec, "zoo/base-m"))
-    with zoo.deterministic():
-        zoo._train_base(spec, spec.bases[0])
-        zoo._train_finetune(spec, next(f for f in spec.finetunes if f.name == "zoo/base-m+math-test-x1"))
+    world.build("micro", only=list(cached))
     for n, sd in cached.items():
         again = world.load_member(n, world="micro").state_dict()
         for k in sd:
             assert torch.equal(sd[k], again[k]), f"{n}: {k} differs between two trainings"
+
+
+def test_the_micro_card_equals_the_committed_one(micro_world):
+    """Worlds are the same bits on every x86-64 CPU (kit.world.pinned), so the card this machine
+    built (from scratch on a fresh clone or CI) equals kit/world/cards/micro.json exactly."""
+    from kit.world.card import card_diff, committed_card
+
+    diffs = card_diff(world.card(micro_world), committed_card(micro_world))
+    assert not diffs, ("the micro card differs from the committed one; if the world's code changed on purpose, "
+                       "bump zoo.CODE_VERSION and commit the new card. Differences:\n" + "\n".join(diffs[:20]))
+
+
+def test_card_diff_names_every_difference():
+    from kit.world.card import card_diff
+
+    a = {"m": {"acc": [1.0, 2.0], "x": 1}, "only_a": 0}
+    b = {"m": {"acc": [1.0, 2.5], "x": 1}, "only_b": 0}
+    assert card_diff(a, a) == []
+    assert card_diff(a, b) == ["card.only_a: present != missing", "card.only_b: missing != present",
+                               "card.m.acc[1]: 2.0 != 2.5"]
+
+
+def test_training_refuses_an_unpinned_process():
+    from kit.world.pinned import enter_pinned
+
+    with pytest.raises(RuntimeError, match="run_pinned"):
+        enter_pinned()
 
 
 @pytest.mark.slow

@@ -1,0 +1,63 @@
+"""The pinned numerical environment in which worlds and SAEs are trained: the same bits on any x86-64 CPU.
+
+Float results on a CPU depend on which kernels run, and torch, MKL and oneDNN each pick kernels by
+the CPU's instruction set (SSE4, AVX2, AVX-512, AMX): a different CPU sums in a different order and
+rounds differently, and over a few thousand training steps the difference grows into different
+models (issue 15: a contamination gap of +25 points on one machine, +35 on another). Measured on
+micro base-m (120 steps, fp32, one thread), emulating other CPUs in-process, every one of these
+changed the weights' bits: ``ATEN_CPU_CAPABILITY`` default/avx2/avx512, MKL with and without
+``MKL_CBWR``, ``ONEDNN_MAX_CPU_ISA`` SSE41/AVX2/AVX512_CORE (oneDNN computes GELU), 1 vs 2 threads,
+and bf16 autocast (oneDNN/MKL bf16 paths differ with and without AMX or AVX512-BF16). With
+everything below pinned, the weights were bit-identical under every emulated ISA (README, "The tiny
+world"). So training runs:
+
+- in fp32, no autocast, on one thread, with deterministic algorithms (``zoo.deterministic``);
+- with torch's portable kernels (``ATEN_CPU_CAPABILITY=default``: no AVX2/AVX-512 paths);
+- with MKL's conditional numerical reproducibility (``MKL_CBWR=COMPATIBLE``: the same code path on
+  every Intel-compatible CPU; ``MKL_CBWR=AVX2`` did not survive ``MKL_ENABLE_INSTRUCTIONS=AVX512``);
+- without oneDNN (``torch.backends.mkldnn.enabled = False``), whose kernels follow the CPU's ISA.
+
+Each variable must be set before torch (and MKL) initialise, hence a subprocess:
+:func:`run_pinned` runs ``python -m <module> <args>`` with :data:`PINNED_ENV` added.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+PINNED_ENV = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_CBWR": "COMPATIBLE",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+
+def is_pinned() -> bool:
+    """True when this process was started with :data:`PINNED_ENV` (torch's dispatch confirms it)."""
+    import torch
+
+    return (all(os.environ.get(k) == v for k, v in PINNED_ENV.items())
+            and torch.backends.cpu.get_cpu_capability() == "DEFAULT")
+
+
+def enter_pinned() -> None:
+    """In a pinned process: switch off oneDNN (its kernels follow the CPU's ISA) and use one thread."""
+    import torch
+
+    if not is_pinned():
+        raise RuntimeError("enter_pinned() needs a process started with kit.world.pinned.PINNED_ENV; "
+                           "use run_pinned()")
+    torch.backends.mkldnn.enabled = False
+    torch.set_num_threads(1)
+
+
+def run_pinned(module: str, *args: str, env: dict[str, str] | None = None) -> None:
+    """Run ``python -m module *args`` in a fresh process with :data:`PINNED_ENV` (and ``env``);
+    raise if it fails."""
+    cmd = [sys.executable, "-m", module, *args]
+    done = subprocess.run(cmd, env={**os.environ, **(env or {}), **PINNED_ENV})
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed with exit code {done.returncode} (its output is above)")
