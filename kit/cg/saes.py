@@ -45,8 +45,9 @@ from kit.core.paths import atomic_dir, atomic_path, cache_dir, data_dir
 from kit.models import tl
 from kit.models.sae_train import label_from_contexts, top_activations, train_sae
 
-BUILD_VERSION = 4
-"""Bump when the training recipe changes: old caches are then not reused."""
+BUILD_VERSION = 5
+"""Bump when the training recipe changes: old caches are then not reused. 5: trained in the runner's
+pinned kernels (kit/world/pinned.py), so the same bits on any CPU."""
 
 NAME_RE = re.compile(r"^minilm-sae/L(\d+)/topk-(\d+)(?:-k(\d+))?(?:-t(\d+))?$")
 DEFAULT_K = 32

@@ -75,6 +75,10 @@ def start(notebook: str, profile: str | None = None, out_dir: str | Path | None 
     atomic_write_text(run_dir / "params.yaml", header + to_yaml(cfg))
     seed_everything(cfg.seed)
     use_paper_style()
+    from kit.world.pinned import enter_pinned, is_pinned
+
+    if is_pinned():  # the runner's kernels: same bits on any CPU (kit/world/pinned.py)
+        enter_pinned()
     if os.environ.get("KIT_BATCH") == "1":  # set by the runner for its kernels
         _plain_progress_bars()
     return NotebookRun(notebook=notebook, profile=profile, cfg=cfg, dir=run_dir)

@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 from kit.core.params import (ParamsError, config_class, load_params, notebook_names, parse_assignment,
                              read_profiles)
+from kit.world.pinned import PINNED_ENV
 from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
@@ -129,7 +130,10 @@ def point_latest(run_dir: Path) -> None:
 # Kernels the runner starts: no progress bars (papermill saves tqdm widgets as bars frozen at 0%,
 # and text bars as redraw fragments); KIT_BATCH makes kit.start turn tqdm.auto into plain tqdm for
 # the bars a caller forces on. IPC transport: no "running over TCP without encryption" warning.
-KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1"}
+# PINNED_ENV: the kernels compute in the numerical environment the worlds are trained in (torch's
+# portable kernels, MKL's reproducible path, one thread; kit.start switches oneDNN off), so the
+# numbers and figures of a run are the same bits on any x86-64 CPU (kit/world/pinned.py).
+KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1", **PINNED_ENV}
 KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
 
 
