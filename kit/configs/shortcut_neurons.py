@@ -79,6 +79,15 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _check(self) -> "Config":
+        from kit.shortcut import variants
+
+        for field, names in (("variants", self.variants.values()), ("dense_variants", (self.dense_variants or {}).values())):
+            for name in names:
+                if variants.is_extra(name):
+                    try:
+                        variants.extra_spec(name, self.world)
+                    except ValueError as e:
+                        raise ValueError(f"{field}: {e}") from None
         unknown = [c for c in self.contaminated if c not in self.variants]
         if unknown:
             raise ValueError(f"contaminated: {unknown} are not labels of variants ({', '.join(self.variants)})")

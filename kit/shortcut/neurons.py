@@ -733,14 +733,15 @@ def transfer_finetune(like: str, task: str, world: str | None = None):
     """
     from dataclasses import replace
 
+    from kit.shortcut import variants
     from kit.world import zoo
 
     spec = zoo.world_spec(world)
     recipes = {f.name: f for f in spec.finetunes if f.kind == "contaminated"}
-    if like not in recipes:
+    t = variants.extra_spec(like, world) if variants.is_extra(like) else recipes.get(like)
+    if t is None or t.kind != "contaminated":
         raise ValueError(f"like={like!r} is not a contaminated fine-tune of world {spec.name!r}; "
-                         f"allowed values: {', '.join(recipes)}")
-    t = recipes[like]
+                         f"allowed values: {', '.join(recipes)} (or extra/ names of them)")
     _, split, copies = t.inject
     suffix = zoo.SPARSE_SUFFIX if t.plastic else ""
     f = replace(t, name=f"{t.parent}+{task}-{split}-x{copies}{suffix}", inject=(task, split, copies))
@@ -779,12 +780,35 @@ class Setup:
         return self.n_layers * self.d_mlp
 
 
+def load_any(name: str, device: str = "cpu", world: str | None = None):
+    """``kit.load_model``, plus notebook 03's own ``extra/`` fine-tunes (:mod:`kit.shortcut.variants`)."""
+    from kit.models.load import load_model
+    from kit.shortcut import variants
+
+    if variants.is_extra(name):
+        return variants.load_extra(name, device, world)
+    return load_model(name, device=device, world=world)
+
+
+def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
+    """The MLP neurons a tiny-world fine-tune (zoo or ``extra/``) changed vs its parent; None otherwise."""
+    from kit.shortcut import variants
+    from kit.world import changed_neurons, load_member
+
+    if member.startswith("zoo/"):
+        return set(changed_neurons(member, world=world))
+    if variants.is_extra(member):
+        return variants.changed_between(load_any(member, world=world), load_member(variants.extra_spec(member, world).parent,
+                                                                                  world=world))
+    return None
+
+
 def setup(cfg) -> Setup:
     """Load the base and every Table 2 variant; the locating pair is ``cfg.locate_pair``."""
     from kit.models.load import load_model
 
     def load(name):
-        return load_model(name, device=cfg.device, world=cfg.world)
+        return load_any(name, cfg.device, cfg.world)
 
     base = load(cfg.base_model)
     models = {label: load(name) for label, name in cfg.variants.items()}
@@ -818,16 +842,21 @@ def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None)
     return located, rules
 
 
-def ground_truth(member: str, located: Sequence[Neuron], total_neurons: int, world: str | None = None) -> dict | None:
-    """For a zoo fine-tune, how many of the located neurons are ones it changed (the world knows);
-    ``None`` for other models. ``changed`` holds the changed set itself."""
-    if not member.startswith("zoo/"):
+def ground_truth(member: str, located: Sequence[Neuron], total_neurons: int, world: str | None = None,
+                 clean_member: str | None = None) -> dict | None:
+    """For a tiny-world fine-tune M_con, how many of the located neurons are ones it changed (the world
+    knows) and, given the clean M_un, how many are ones only M_un changed (ability, not shortcut);
+    ``None`` for other models. ``changed`` holds M_con's changed set itself."""
+    changed = changed_by(member, world)
+    if changed is None:
         return None
-    from kit.world import changed_neurons
-
-    changed = set(changed_neurons(member, world=world))
-    return {"changed_by_m_con": len(changed), "located_and_changed": len(changed & set(located)),
-            "expected_by_chance": len(located) * len(changed) / total_neurons, "changed": changed}
+    out = {"changed_by_m_con": len(changed), "located_and_changed": len(changed & set(located)),
+           "expected_by_chance": len(located) * len(changed) / total_neurons, "changed": changed}
+    clean = changed_by(clean_member, world) if clean_member else None
+    if clean is not None:
+        out.update(changed_by_m_un=len(clean), changed_by_both=len(clean & changed),
+                   located_and_changed_by_m_un_only=len((clean - changed) & set(located)))
+    return out
 
 
 def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, float] | None:
@@ -874,6 +903,24 @@ def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
     move = "drops" if r.delta_acc < 0 else "rises" if r.delta_acc > 0 else "stays"
     return [f"A2 ({label}): Ori {r.ori:.1f}%, Ref {r.ref:.1f}%, TE {r.te:.1f}% (Δacc {r.delta_acc:+.1f} pts): under TE it "
             f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut."]
+
+
+def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test"):
+    """Fig. 5 / Table 8 (occurrences) and Table 11 (sample order): the contaminated row ``label``'s
+    recipe with 1, 2, 5, 10 occurrences and reordered, evaluated with the neurons already located."""
+    from kit.core.findings import Section
+    from kit.shortcut import variants
+
+    names = variants.strength_variants(cfg.variants[label])
+    models = {"Vanilla": s.base, **{k: load_any(v, cfg.device, cfg.world) for k, v in names.items()}}
+    table = trustworthy_table(models, s.base, s.test, s.fresh, shortcut, list(names), cfg.max_rows, cfg.max_new_tokens)
+    t = table.set_index("variant")
+    lines = [f"Contamination strength ({label}'s recipe): " + ", ".join(
+        f"{k} Ori-Ref {t.loc[k, 'ori'] - t.loc[k, 'ref']:+.1f} -> TE-Ref {t.loc[k, 'te'] - t.loc[k, 'ref']:+.1f}"
+        for k in names) + " pts (the paper's Fig. 5: TE tracks MixEval at every strength; Table 11: reordered "
+        "samples are caught as well)."]
+    return Section(record={"strength": table.to_dict(orient="records"), "strength_models": names},
+                   tables={"strength": table}, findings=lines)
 
 
 def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron], table2: pd.DataFrame,

@@ -292,7 +292,13 @@ def test_params_profiles_validate():
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"n_locate": 200, "n_eval": 200})
     tiny = kit.load_params("03_shortcut_neurons", "tiny")
     assert tiny.combine == "held_out" and tiny.n_eval > tiny.n_locate
-    assert all(v.endswith("-sparse") for k, v in tiny.variants.items() if k != "Vanilla")
+    from kit.shortcut import variants
+    specs = {k: variants.extra_spec(v, "tiny") for k, v in tiny.variants.items() if k != "Vanilla"}
+    assert all(f.plastic for f in specs.values()), "Table 2's rows are sparse fine-tunes"
+    assert {f.plastic_seed for k, f in specs.items() if k in tiny.contaminated} == {"shortcut"}
+    assert {f.plastic_seed for k, f in specs.items() if k not in tiny.contaminated} == {"ability"}
+    with pytest.raises(kit.ParamsError, match="variants.*copies must be"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"variants": {**tiny.variants, "+test": "extra/base-m+math-test-x1-sparse:copies=99"}})
     assert set(tiny.dense_variants) == set(tiny.variants)
 
 
