@@ -34,8 +34,9 @@ class Config(BaseConfig):
     locate_pair: tuple[str, str] = ("+5x test", "+another task")
     """Labels of M_con and M_un of the comparative and causal scores (an uncontaminated fine-tune,
     the paper's +MATH analogue)."""
-    n_locate: int = Field(200, ge=2, le=100_000)
-    """Contaminated test items used to locate the neurons (the paper used its 657 GSM-i items)."""
+    n_locate: int = Field(100, ge=2, le=100_000)
+    """Contaminated test items used to locate the neurons: the first ``n_locate`` of the test split (the paper
+    used its 657 GSM-i items). The items after them, up to ``n_eval``, are held out to choose the ranking rule."""
     n_eval: int = Field(200, ge=2, le=100_000)
     """Test items scored for Ori and TE."""
     n_ref: int = Field(400, ge=2, le=100_000)
@@ -47,11 +48,15 @@ class Config(BaseConfig):
     """Split of ``ref_task`` (``ref_task == task`` on ``test`` is refused: Ref would equal Ori)."""
     group_size: int = Field(16, ge=1, le=4096)
     """Adjacent neurons per causal-score group (the paper: 512 of 11008 per layer, ~4.7%)."""
-    combine: Literal["veto", "rank_mean"] = "veto"
-    """How eq. 3 and eq. 4 make the final ranking (``kit.shortcut.neurons.combine_scores``): comparative ranking
-    with groups of causal score < 1 vetoed, or the weighted mean of the two percentile ranks."""
+    combine: Literal["held_out", "sum", "veto", "rank_mean"] = "held_out"
+    """How eq. 3 and eq. 4 make the final ranking (``kit.shortcut.neurons.combine_scores``; the paper does not
+    say). ``held_out`` (default): every rule is scored on the test items after the first ``n_locate`` (needs
+    ``n_eval > n_locate``) and the best one ranks (``kit.shortcut.neurons.best_rule``); ``sum``: the public
+    code's ``S + C - 1``; ``veto``: comparative ranking with groups of causal score < 1 last; ``rank_mean``:
+    the weighted mean of the two percentile ranks."""
     causal_rank_by: Literal["exact", "teacher_forced"] = "exact"
-    """Which causal score enters the final ranking (both are computed and reported)."""
+    """Which causal score enters the final ranking when ``combine`` names a rule (both are computed and
+    reported; ``held_out`` chooses the variant too)."""
     causal_weight: float = Field(0.5, ge=0.0, le=1.0)
     """``combine: rank_mean`` only: weight of the causal score's percentile rank (the rest: comparative)."""
     patched_fraction: float = Field(0.0142, gt=0.0, le=0.05)
@@ -79,6 +84,15 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _check(self) -> "Config":
+        from kit.shortcut import variants
+
+        for field, names in (("variants", self.variants.values()), ("dense_variants", (self.dense_variants or {}).values())):
+            for name in names:
+                if variants.is_extra(name):
+                    try:
+                        variants.extra_spec(name, self.world)
+                    except ValueError as e:
+                        raise ValueError(f"{field}: {e}") from None
         unknown = [c for c in self.contaminated if c not in self.variants]
         if unknown:
             raise ValueError(f"contaminated: {unknown} are not labels of variants ({', '.join(self.variants)})")
@@ -90,6 +104,10 @@ class Config(BaseConfig):
         if self.dense_variants is not None and set(self.dense_variants) != set(self.variants):
             raise ValueError(f"dense_variants must have the labels of variants ({', '.join(self.variants)}); "
                              f"got {', '.join(self.dense_variants)}")
+        if self.combine == "held_out" and self.n_eval <= self.n_locate:
+            raise ValueError(f"combine='held_out' compares the ranking rules on the test items after the first n_locate: "
+                             f"needs n_eval > n_locate (got n_eval={self.n_eval}, n_locate={self.n_locate}); or set "
+                             "combine to one of sum, veto, rank_mean")
         unknown = [c for c in self.transfer_variants if c not in self.contaminated]
         if self.transfer_task and unknown:
             raise ValueError(f"transfer_variants: {unknown} are not contaminated labels ({', '.join(self.contaminated)})")

@@ -4,6 +4,7 @@
   log-probs;
 - ``neurons``: comparative and causal scores, localisation, trustworthy evaluation, sparsity curve,
   agreement with a reference (re-exported here: ``kit.shortcut.locate``...);
+- ``variants``: notebook 03's own ``extra/`` fine-tunes (separate plastic sets, strength, order);
 - ``bench``: patched vs plain generation, batched vs serial groups.
 """
 
@@ -15,7 +16,8 @@ from kit.shortcut.neurons import (
     top_neurons, random_neurons, default_n_patched, patched_accuracy, sparsity_curve, agreement,
     table9_agreement, plot_sparsity_curve, plot_agreement, table2_summary, paper_text_numbers,
     findings, TaskData, benchmark_items, reference_items, task_data, text_correct, accuracies, Located, locate,
-    ranking_rules, trustworthy_table, side_effect_table, transfer_finetune,
+    ranking_rules, trustworthy_table, side_effect_table, transfer_finetune, rule_specs, best_rule,
+    paper_relative_changes, load_any,
 )
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'neurons', 'patching'], globals())
+__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'neurons', 'patching', 'variants'], globals())

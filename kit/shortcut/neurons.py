@@ -19,7 +19,7 @@ pass ``targets`` as lists of ids: exact match then compares the first ``len(targ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Literal, Sequence
 
 import numpy as np
@@ -110,13 +110,29 @@ def neuron_acts(model, tokens: Int[Tensor, "batch pos"], lengths: Int[Tensor, "b
     return torch.cat(rows).float()
 
 
+POSITIONS = ("last", "completion")
+
+
 def comparative_scores_of_models(model_con, model_un, batches: Iterable[tuple[Tensor, Tensor]],
-                                 position: Literal["last"] = "last") -> Float[Tensor, "layer d_mlp"]:
-    """Eq. 3 streamed over ``(tokens, lengths)`` batches (right-padded prompts)."""
+                                 position: Literal["last", "completion"] = "last",
+                                 max_new_tokens: int = 1) -> Float[Tensor, "layer d_mlp"]:
+    """Eq. 3 streamed over ``(tokens, lengths)`` batches (right-padded prompts).
+
+    ``position="last"``: the last prompt token (the paper's text, section 3.2). ``"completion"``:
+    every token of ``model_con``'s greedy completion (``max_new_tokens`` tokens), both models read on
+    that same sequence: the public code's default (``token_type`` ``completion``/``completion_all`` in
+    its ``activation_processor_SFT.py``, where the contaminated model generates the completions).
+    """
+    if position not in POSITIONS:
+        raise ValueError(f"position={position!r}; allowed values: {', '.join(POSITIONS)}")
     acc = ComparativeAccumulator()
     for tokens, lengths in batches:
-        acc.update(neuron_acts(model_con, tokens, lengths, position).cpu(),
-                   neuron_acts(model_un, tokens, lengths, position).cpu())
+        comp = None
+        if position == "completion":
+            tokens = group_patched_generate(model_con, None, tokens, [[]], max_new_tokens, lengths=lengths)[0]
+            comp = torch.full_like(lengths, max_new_tokens)
+        acc.update(neuron_acts(model_con, tokens, lengths, position, comp).cpu(),
+                   neuron_acts(model_un, tokens, lengths, position, comp).cpu())
     return acc.scores()
 
 
@@ -243,21 +259,28 @@ def _pct_rank(x: Tensor) -> Tensor:
     return out.view_as(x).float()
 
 
-COMBINE_RULES = ("veto", "rank_mean")
+COMBINE_RULES = ("veto", "rank_mean", "sum")
 
 
 def combine_scores(comparative: Float[Tensor, "layer d_mlp"], causal: Float[Tensor, "layer d_mlp"] | None,
-                   rule: Literal["veto", "rank_mean"] = "veto", causal_weight: float = 0.5) -> Float[Tensor, "layer d_mlp"]:
+                   rule: Literal["veto", "rank_mean", "sum"] = "veto", causal_weight: float = 0.5) -> Float[Tensor, "layer d_mlp"]:
     """Final shortcut score of every neuron from eq. 3 (per neuron) and eq. 4 (per group).
 
-    The paper does not say how the two are combined. ``rule="veto"`` (default): neurons rank by the
-    comparative score, except that neurons of groups with ``C < 1`` (patching them hurt the clean
-    model more than the contaminated one: they carry ability, not a shortcut) rank below all others.
-    The causal score is per group, so it cannot order the neurons inside a group, and with exact
-    match on a few hundred items one group's patch often moves no answer at all; mixing it into the
-    ranking pulls in whole groups (notebook 03 compares the rules against the tiny world's truth). ``rule="rank_mean"``: ``w * pct_rank(causal) + (1 - w) * pct_rank(comparative)``
-    (percentile ranks make activation units and accuracy units commensurable). Neurons outside
-    every scored group (NaN) are never vetoed and get causal rank 0. ``causal=None``: eq. 3 alone.
+    The paper does not say how the two are combined; its public code (``src/change_scores_SFT.py``)
+    adds them. The rules offered (notebook 03 compares them on held-out items and, with
+    ``combine: held_out``, uses the best):
+
+    - ``"sum"``, the public code's: ``S + C - 1`` in raw units, i.e. the RMS activation difference
+      plus ``(a_con - a_con_patched) - (a_un - a_un_patched)`` as fractions; unscored neurons
+      (NaN) get ``C - 1 = 0``. The two terms are on different scales (activation units vs
+      accuracy), so which one dominates depends on the model's activation size;
+    - ``"veto"``: neurons rank by the comparative score, except that neurons of groups with ``C < 1``
+      (patching them hurt the clean model more than the contaminated one: ability, not shortcut)
+      rank below all others; unscored neurons are never vetoed;
+    - ``"rank_mean"``: ``w * pct_rank(causal) + (1 - w) * pct_rank(comparative)`` (percentile ranks make
+      activation and accuracy units commensurable); unscored neurons get causal rank 0.
+
+    ``causal=None``: eq. 3 alone (its percentile rank).
     """
     if rule not in COMBINE_RULES:
         raise ValueError(f"rule={rule!r}; allowed values: {', '.join(COMBINE_RULES)}")
@@ -270,6 +293,8 @@ def combine_scores(comparative: Float[Tensor, "layer d_mlp"], causal: Float[Tens
     if rule == "veto":
         comp = _pct_rank(comparative)
         return torch.where(causal < 1, comp - 1, comp)  # NaN < 1 is False: unscored neurons stay
+    if rule == "sum":
+        return comparative.float() + torch.nan_to_num(causal.float() - 1, nan=0.0)
     return causal_weight * _pct_rank(causal) + (1 - causal_weight) * _pct_rank(comparative)
 
 
@@ -417,7 +442,25 @@ def table2_summary(table: pd.DataFrame) -> dict[str, float]:
         out[f"{label}_mean_abs_ori_minus_ref"] = float((sub.ori - sub.ref).abs().mean())
         out[f"{label}_mean_delta_acc"] = float((sub.te - sub.ori).mean())
         out[f"{label}_mean_abs_delta_acc"] = float((sub.te - sub.ori).abs().mean())
+        rel = 100 * (sub.te - sub.ori) / sub.ori.where(sub.ori > 0)  # the paper's "drop of 37%" is relative to Ori
+        out[f"{label}_mean_relative_delta_acc"] = float(rel.mean())
+        out[f"{label}_mean_abs_relative_delta_acc"] = float(rel.abs().mean())
     return out
+
+
+def paper_relative_changes(exclude_clean: Sequence[str] = ("+GSM8K Train",)) -> dict[str, float]:
+    """Relative Δacc (% of Ori) recomputed from the printed Table 2: the mean drop of contaminated rows
+    (the text's 37%) and the mean |change| of clean rows without ``exclude_clean`` (the text's 3%:
+    2.7% without +GSM8K Train, 5.4% with it; the text does not say which rows it averaged)."""
+    from kit.data.paper_tables import load_table
+
+    t = load_table("001_table02_trustworthy_eval_gsm8k")
+    t = t[t.model_variant != "Vanilla"].assign(ori=lambda d: d.ori.astype(float), te=lambda d: d.te.astype(float))
+    rel = 100 * (t.te - t.ori) / t.ori
+    con = t.model_variant.str.contains("GSM-i")
+    clean = ~con & ~t.model_variant.isin(list(exclude_clean))
+    return {"con_drop_table2": float(-rel[con].mean()), "un_change_table2": float(rel[clean].abs().mean()),
+            "un_change_table2_all_clean": float(rel[~con].abs().mean())}
 
 
 def paper_text_numbers() -> dict[str, float]:
@@ -451,10 +494,19 @@ def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
     if "uncontaminated_mean_abs_delta_acc" in summary:
         u = summary["uncontaminated_mean_abs_delta_acc"]
         c = summary.get("contaminated_mean_abs_delta_acc", float("nan"))
+        ur = summary["uncontaminated_mean_abs_relative_delta_acc"]
+        cr = -summary.get("contaminated_mean_relative_delta_acc", float("nan"))
         lines.append(f"Uncontaminated models move by {u:.1f} pts on average vs {c:.1f} pts for contaminated "
-                     f"({'less' if u < c else 'NOT less'})"
-                     + (f"; paper: {paper['un_change']}% vs a {paper['con_drop']}% average drop." if "con_drop" in paper
-                        else "."))
+                     f"({'less' if u < c else 'NOT less'}); relative to Ori, as the paper counts: clean |change| "
+                     f"{ur:.1f}%, contaminated drop {cr:.1f}%"
+                     + (f" (paper text: {paper['un_change']:g}% and {paper['con_drop']:g}%" if "con_drop" in paper else "")
+                     + (f"; recomputed from its Table 2: {paper['un_change_table2']:.1f}% (clean rows without +GSM8K "
+                        f"Train; {paper['un_change_table2_all_clean']:.1f}% with it) and {paper['con_drop_table2']:.1f}%"
+                        if "con_drop_table2" in paper else "") + (")." if "con_drop" in paper or "con_drop_table2" in paper else "."))
+    if "uncontaminated_mean_abs_te_minus_ref" in summary:
+        u_te, u_ori = summary["uncontaminated_mean_abs_te_minus_ref"], summary["uncontaminated_mean_abs_ori_minus_ref"]
+        lines.append(f"Clean models: mean |TE-Ref| = {u_te:.1f} vs |Ori-Ref| = {u_ori:.1f} pts: TE moves them "
+                     + ("toward" if u_te < u_ori else "AWAY from") + " the fresh-item score.")
     if agree_te and agree_ori:
         lines.append(f"Agreement with Ref: TE rho={agree_te['spearman']:.3f}, RMSE={agree_te['rmse']:.2f}; "
                      f"Ori rho={agree_ori['spearman']:.3f}, RMSE={agree_ori['rmse']:.2f}"
@@ -567,6 +619,19 @@ def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuro
                           max_new_tokens=max_new_tokens, max_rows=max_rows).numpy()
 
 
+def rule_specs(causal_weight: float = 0.5) -> dict[str, tuple[str | None, str | None, float]]:
+    """Every way of turning the scores into a ranking: label -> (``combine_scores`` rule or None for
+    eq. 3 alone, causal variant, weight). The public code's sum comes first (it wins ties)."""
+    out: dict[str, tuple[str | None, str | None, float]] = {}
+    for m in ("exact", "teacher_forced"):
+        for r in ("sum", "veto", "rank_mean"):
+            out[f"{r} ({m})"] = (r, m, causal_weight)
+    out["comparative only"] = (None, None, 0.0)
+    for m in ("exact", "teacher_forced"):
+        out[f"causal only ({m})"] = ("rank_mean", m, 1.0)
+    return out
+
+
 @dataclass
 class Located:
     """Result of locating shortcut neurons on one (contaminated, uncontaminated) pair."""
@@ -576,6 +641,24 @@ class Located:
     causal_tf: CausalScores
     combined: Tensor
     ranked: list[Neuron]
+    rule: str = ""
+    """Label of the ranking rule behind ``combined`` (a key of :func:`rule_specs`)."""
+
+    def scores_by(self, label: str, causal_weight: float = 0.5) -> Tensor:
+        """The combined score of rule ``label`` (a key of :func:`rule_specs`)."""
+        specs = rule_specs(causal_weight)
+        if label not in specs:
+            raise ValueError(f"rule {label!r}; allowed values: {', '.join(specs)}")
+        rule, method, w = specs[label]
+        if rule is None:
+            return combine_scores(self.comparative, None)
+        cs = self.causal_exact if method == "exact" else self.causal_tf
+        return combine_scores(self.comparative, cs.per_neuron(*self.comparative.shape), rule, w)
+
+    def rerank(self, label: str, causal_weight: float = 0.5) -> "Located":
+        """The same scores ranked by rule ``label``."""
+        combined = self.scores_by(label, causal_weight)
+        return replace(self, combined=combined, ranked=top_neurons(combined, combined.numel()), rule=label)
 
     def summary(self) -> dict[str, float]:
         from scipy.stats import spearmanr
@@ -585,17 +668,22 @@ class Located:
                 "max_causal_exact": float(np.max(self.causal_exact.score)),
                 "max_causal_tf": float(np.max(self.causal_tf.score)),
                 "spearman_exact_vs_teacher_forced": float(rho) if np.isfinite(rho) else float("nan"),
-                "n_groups": len(self.causal_exact.groups)}
+                "n_groups": len(self.causal_exact.groups), "rule": self.rule}
 
 
-def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Literal["veto", "rank_mean"] = "veto",
+def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Literal["veto", "rank_mean", "sum"] = "veto",
            causal_weight: float = 0.5, rank_by: Literal["exact", "teacher_forced"] = "exact", max_rows: int = 2048,
-           batch_size: int = 64, max_new_tokens: int | None = None) -> Located:
-    """Comparative (eq. 3) + causal (eq. 4, both variants) scores and the combined ranking."""
+           batch_size: int = 64, max_new_tokens: int | None = None,
+           position: Literal["last", "completion"] = "last") -> Located:
+    """Comparative (eq. 3, at ``position``: see :func:`comparative_scores_of_models`) + causal (eq. 4,
+    both variants) scores and the combined ranking."""
+    if rank_by not in ("exact", "teacher_forced"):
+        raise ValueError(f"rank_by={rank_by!r}; allowed values: 'exact', 'teacher_forced'")
     L, d = model_con.cfg.n_layers, model_con.cfg.d_mlp
     batches = [(data.tokens[s : s + batch_size], data.lengths[s : s + batch_size])
                for s in range(0, data.n, batch_size)]
-    comp = comparative_scores_of_models(model_con, model_un, batches)
+    n_new = max_new_tokens or max(len(t) for t in _targets_list(data.targets))
+    comp = comparative_scores_of_models(model_con, model_un, batches, position, n_new)
     groups = neuron_groups(L, d, group_size)
     if data.items is None:
         exact = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
@@ -608,28 +696,33 @@ def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Lit
                                                         np.full(len(groups), un[0]), un[1:])), "exact")
     tf = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
                        method="teacher_forced", max_rows=max_rows)
-    chosen = exact if rank_by == "exact" else tf
-    combined = combine_scores(comp, chosen.per_neuron(L, d), rule, causal_weight)
-    return Located(comp, exact, tf, combined, top_neurons(combined, L * d))
+    located = Located(comp, exact, tf, comp, [], "")
+    return located.rerank(f"{rule} ({rank_by})", causal_weight)
 
 
-def ranking_rules(located: Located, model_con, base, data: TaskData, n: int,
-                  truth: set[Neuron] | None = None, max_rows: int = 2048,
-                  max_new_tokens: int | None = None) -> pd.DataFrame:
-    """Each way of turning the scores into a top-``n``: M_con's accuracy with those neurons patched
-    from ``base`` and, given the true shortcut-capable neurons ``truth``, how many it found."""
-    L, d = located.comparative.shape
-    rules = {"comparative only": combine_scores(located.comparative, None)}
-    for cs in (located.causal_exact, located.causal_tf):
-        c = cs.per_neuron(L, d)
-        rules[f"causal only ({cs.method})"] = combine_scores(located.comparative, c, "rank_mean", 1.0)
-        for rule in COMBINE_RULES:
-            rules[f"{rule} ({cs.method})"] = combine_scores(located.comparative, c, rule)
-    tops = {k: top_neurons(v, n) for k, v in rules.items()}
-    acc = accuracies(model_con, base, data, list(tops.values()), max_rows, max_new_tokens)
-    rows = [{"rule": k, "n": n, "acc_con_patched": 100 * a,
-             "found": len(truth & set(t)) if truth is not None else None} for (k, t), a in zip(tops.items(), acc)]
+def ranking_rules(located: Located, model_con, model_un, base, data: TaskData, n: int,
+                  truth: set[Neuron] | None = None, max_rows: int = 2048, max_new_tokens: int | None = None,
+                  causal_weight: float = 0.5) -> pd.DataFrame:
+    """Each way of turning the scores into a top-``n`` (:func:`rule_specs`), scored on ``data``
+    (held-out items: not those the scores were computed on). In points: M_con's and M_un's accuracy
+    unpatched and with those neurons patched from ``base``, ``drop_con`` (M_con's loss, wanted
+    large), ``change_un`` (M_un's change, wanted 0) and ``objective = drop_con - |change_un|`` (the
+    two features of a shortcut neuron, section 3.3). ``found``: how many of the truly shortcut-
+    carrying neurons ``truth`` (tiny world only) the top-``n`` holds; never used for the choice."""
+    tops = {k: top_neurons(located.scores_by(k, causal_weight), n) for k in rule_specs(causal_weight)}
+    sets = [[]] + list(tops.values())
+    con = 100 * accuracies(model_con, base, data, sets, max_rows, max_new_tokens)
+    un = 100 * accuracies(model_un, base, data, sets, max_rows, max_new_tokens)
+    rows = [{"rule": k, "n": n, "acc_con": con[0], "acc_con_patched": c, "acc_un": un[0], "acc_un_patched": u,
+             "drop_con": con[0] - c, "change_un": u - un[0], "objective": (con[0] - c) - abs(u - un[0]),
+             "found": len(truth & set(t)) if truth is not None else None}
+            for (k, t), c, u in zip(tops.items(), con[1:], un[1:])]
     return pd.DataFrame(rows)
+
+
+def best_rule(rules: pd.DataFrame) -> str:
+    """The rule with the highest held-out ``objective`` (first in :func:`rule_specs` order on ties)."""
+    return str(rules.rule.iloc[int(np.argmax(rules.objective.to_numpy()))])
 
 
 def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: TaskData | None,
@@ -666,14 +759,15 @@ def transfer_finetune(like: str, task: str, world: str | None = None):
     """
     from dataclasses import replace
 
+    from kit.shortcut import variants
     from kit.world import zoo
 
     spec = zoo.world_spec(world)
     recipes = {f.name: f for f in spec.finetunes if f.kind == "contaminated"}
-    if like not in recipes:
+    t = variants.extra_spec(like, world) if variants.is_extra(like) else recipes.get(like)
+    if t is None or t.kind != "contaminated":
         raise ValueError(f"like={like!r} is not a contaminated fine-tune of world {spec.name!r}; "
-                         f"allowed values: {', '.join(recipes)}")
-    t = recipes[like]
+                         f"allowed values: {', '.join(recipes)} (or extra/ names of them)")
     _, split, copies = t.inject
     suffix = zoo.SPARSE_SUFFIX if t.plastic else ""
     f = replace(t, name=f"{t.parent}+{task}-{split}-x{copies}{suffix}", inject=(task, split, copies))
@@ -695,6 +789,9 @@ class Setup:
     locate: TaskData
     test: TaskData
     fresh: TaskData
+    heldout: TaskData | None = None
+    """Test items after the first ``n_locate`` (up to ``n_eval``): the ranking rules are compared on
+    them (``combine: held_out``). None when ``n_eval <= n_locate``."""
 
     @property
     def n_layers(self) -> int:
@@ -709,12 +806,34 @@ class Setup:
         return self.n_layers * self.d_mlp
 
 
+def load_any(name: str, device: str = "cpu", world: str | None = None):
+    """``kit.load_model``, plus notebook 03's own ``extra/`` fine-tunes (:mod:`kit.shortcut.variants`)."""
+    from kit.models.load import load_model
+    from kit.shortcut import variants
+
+    if variants.is_extra(name):
+        return variants.load_extra(name, device, world)
+    return load_model(name, device=device, world=world)
+
+
+def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
+    """The MLP neurons a tiny-world fine-tune (zoo or ``extra/``) changed vs its parent; None otherwise."""
+    from kit.shortcut import variants
+    from kit.world import changed_neurons, load_member
+
+    if member.startswith("zoo/"):
+        return set(changed_neurons(member, world=world))
+    if variants.is_extra(member):
+        return variants.changed_between(load_any(member, world=world), load_member(variants.extra_spec(member, world).parent,
+                                                                                  world=world))
+    return None
+
+
 def setup(cfg) -> Setup:
     """Load the base and every Table 2 variant; the locating pair is ``cfg.locate_pair``."""
-    from kit.models.load import load_model
 
     def load(name):
-        return load_model(name, device=cfg.device, world=cfg.world)
+        return load_any(name, cfg.device, cfg.world)
 
     base = load(cfg.base_model)
     models = {label: load(name) for label, name in cfg.variants.items()}
@@ -723,21 +842,47 @@ def setup(cfg) -> Setup:
     def data(split: str, n: int) -> TaskData:
         return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed))
 
+    held = benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)[cfg.n_locate :]
     return Setup(base=base, models=models, model_con=models[con], model_un=models[un],
                  locate=data("test", cfg.n_locate), test=data("test", cfg.n_eval),
-                 fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)))
+                 fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)),
+                 heldout=task_data(base, held) if held else None)
 
 
-def ground_truth(member: str, located: Sequence[Neuron], total_neurons: int, world: str | None = None) -> dict | None:
-    """For a zoo fine-tune, how many of the located neurons are ones it changed (the world knows);
-    ``None`` for other models. ``changed`` holds the changed set itself."""
-    if not member.startswith("zoo/"):
+def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None) -> tuple[Located, pd.DataFrame | None]:
+    """Section 1: locate on ``s.locate`` and compare every ranking rule (:func:`ranking_rules`) on the
+    held-out test items; ``cfg.combine == "held_out"`` ranks by the rule with the best objective there,
+    another value by that rule (with ``cfg.causal_rank_by``). No held-out items: no comparison."""
+    rule = "sum" if cfg.combine == "held_out" else cfg.combine
+    located = locate(s.model_con, s.model_un, s.base, s.locate, cfg.group_size, rule=rule,
+                     causal_weight=cfg.causal_weight, rank_by=cfg.causal_rank_by, max_rows=cfg.max_rows,
+                     max_new_tokens=cfg.max_new_tokens)
+    if s.heldout is None:
+        if cfg.combine == "held_out":
+            raise ValueError("combine='held_out' needs held-out test items: set n_eval > n_locate")
+        return located, None
+    rules = ranking_rules(located, s.model_con, s.model_un, s.base, s.heldout, n_patched, changed, cfg.max_rows,
+                          cfg.max_new_tokens, cfg.causal_weight)
+    if cfg.combine == "held_out":
+        located = located.rerank(best_rule(rules), cfg.causal_weight)
+    return located, rules
+
+
+def ground_truth(member: str, located: Sequence[Neuron], total_neurons: int, world: str | None = None,
+                 clean_member: str | None = None) -> dict | None:
+    """For a tiny-world fine-tune M_con, how many of the located neurons are ones it changed (the world
+    knows) and, given the clean M_un, how many are ones only M_un changed (ability, not shortcut);
+    ``None`` for other models. ``changed`` holds M_con's changed set itself."""
+    changed = changed_by(member, world)
+    if changed is None:
         return None
-    from kit.world import changed_neurons
-
-    changed = set(changed_neurons(member, world=world))
-    return {"changed_by_m_con": len(changed), "located_and_changed": len(changed & set(located)),
-            "expected_by_chance": len(located) * len(changed) / total_neurons, "changed": changed}
+    out = {"changed_by_m_con": len(changed), "located_and_changed": len(changed & set(located)),
+           "expected_by_chance": len(located) * len(changed) / total_neurons, "changed": changed}
+    clean = changed_by(clean_member, world) if clean_member else None
+    if clean is not None:
+        out.update(changed_by_m_un=len(clean), changed_by_both=len(clean & changed),
+                   located_and_changed_by_m_un_only=len((clean - changed) & set(located)))
+    return out
 
 
 def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, float] | None:
@@ -750,17 +895,16 @@ def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, floa
             for cs in (located.causal_exact, located.causal_tf)}
 
 
-def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: int):
-    """§7: the pipeline again on full fine-tunes (every parameter may change), and the ceiling with
-    every MLP neuron of M_con patched from the base."""
+def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: int, rule: str):
+    """§7: the pipeline again on full fine-tunes (every parameter may change), ranked by ``rule`` (a
+    :func:`rule_specs` label: section 1's), and the ceiling with every MLP neuron of M_con patched."""
     from kit.core.findings import Section
     from kit.models.load import load_model
 
     con, un = cfg.locate_pair
     models = {label: load_model(name, device=cfg.device, world=cfg.world) for label, name in variants.items()}
-    located = locate(models[con], models[un], s.base, s.locate, cfg.group_size, rule=cfg.combine,
-                     causal_weight=cfg.causal_weight, rank_by=cfg.causal_rank_by, max_rows=cfg.max_rows,
-                     max_new_tokens=cfg.max_new_tokens)
+    located = locate(models[con], models[un], s.base, s.locate, cfg.group_size, max_rows=cfg.max_rows,
+                     max_new_tokens=cfg.max_new_tokens).rerank(rule, cfg.causal_weight)
     table = trustworthy_table(models, s.base, s.test, s.fresh, located.ranked[:n_patched], cfg.contaminated,
                               cfg.max_rows, cfg.max_new_tokens)
     all_neurons = [(L, i) for L in range(s.n_layers) for i in range(s.d_mlp)]
@@ -773,6 +917,36 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
         "full fine-tunes: " + "\n".join(lines),
         f"all {s.total_neurons} MLP neurons of the full {con} patched from the base: {100 * ceiling[0]:.1f}% -> "
         f"{100 * ceiling[1]:.1f}% (its fresh-item score: {table.set_index('variant').ref[con]:.1f}%)"])
+
+
+def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
+    """A2 (section 3.4): the paper's train-split fine-tune (+GSM8K Train) gains without a leak and TE
+    lowers it (Table 2: -6.5 / -4.3 pts, read as a behaviour shortcut TE should remove); ours, in words."""
+    t = table2.set_index("variant")
+    if label not in t.index:
+        return []
+    r = t.loc[label]
+    move = "drops" if r.delta_acc < 0 else "rises" if r.delta_acc > 0 else "stays"
+    return [f"A2 ({label}): Ori {r.ori:.1f}%, Ref {r.ref:.1f}%, TE {r.te:.1f}% (Δacc {r.delta_acc:+.1f} pts): under TE it "
+            f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut."]
+
+
+def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test"):
+    """Fig. 5 / Table 8 (occurrences) and Table 11 (sample order): the contaminated row ``label``'s
+    recipe with 1, 2, 5, 10 occurrences and reordered, evaluated with the neurons already located."""
+    from kit.core.findings import Section
+    from kit.shortcut import variants
+
+    names = variants.strength_variants(cfg.variants[label])
+    models = {"Vanilla": s.base, **{k: load_any(v, cfg.device, cfg.world) for k, v in names.items()}}
+    table = trustworthy_table(models, s.base, s.test, s.fresh, shortcut, list(names), cfg.max_rows, cfg.max_new_tokens)
+    t = table.set_index("variant")
+    lines = [f"Contamination strength ({label}'s recipe): " + ", ".join(
+        f"{k} Ori-Ref {t.loc[k, 'ori'] - t.loc[k, 'ref']:+.1f} -> TE-Ref {t.loc[k, 'te'] - t.loc[k, 'ref']:+.1f}"
+        for k in names) + " pts (the paper's Fig. 5: TE tracks MixEval at every strength; Table 11: reordered "
+        "samples are caught as well)."]
+    return Section(record={"strength": table.to_dict(orient="records"), "strength_models": names},
+                   tables={"strength": table}, findings=lines)
 
 
 def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron], table2: pd.DataFrame,
@@ -795,16 +969,25 @@ def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron],
         table4_summary=None if table4 is None else table2_summary(table4),
         table9_recomputed=table9_stats.to_dict(orient="records"),
         ground_truth=None if truth is None else {k: v for k, v in truth.items() if k != "changed"},
-        ranking_rules=rules.to_dict(orient="records"),
+        ranking_rules=None if rules is None else rules.to_dict(orient="records"), ranking_rule=located.rule,
         causal_tracks_truth=causal_tracks, full_finetunes=dense,
     )
-    lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_text_numbers())
+    lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
+    if rules is not None:
+        r = rules.set_index("rule")
+        lines.append(f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "
+                     "objective (M_con drop - |M_un change|, pts): "
+                     + ", ".join(f"{k} {r.loc[k, 'objective']:+.1f}" for k in ("sum (exact)", "veto (exact)", "rank_mean (exact)",
+                                                                                "comparative only") if k in r.index) + ".")
     if table4 is not None:
         s4 = table2_summary(table4)
         lines.append(f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = {s4['contaminated_mean_abs_ori_minus_ref']:.1f}, "
                      f"|TE-Ref| = {s4['contaminated_mean_abs_te_minus_ref']:.1f} pts; uncontaminated mean |Δacc| = "
                      f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
-    lines.append(f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts.")
+    worst = table3.loc[table3.delta_acc.abs().idxmax()]
+    lines.append(f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts; "
+                 f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%).")
+    lines += a2_findings(table2)
     full = curve[(curve.n == total) & (curve.neurons == "located")].set_index("model").accuracy
     vanilla = table2.set_index("variant").ori.get("Vanilla", float("nan"))
     if len(full):

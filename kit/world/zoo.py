@@ -96,6 +96,12 @@ class FinetuneSpec:
     """0: every parameter trains. Otherwise a sparse fine-tune: only the MLP weights of the
     parent's *plastic* neurons (:func:`plastic_neurons`, this share of all MLP neurons, the
     same seeded set for every fine-tune of that parent) change, from a fresh AdamW."""
+    plastic_seed: str = ""
+    """Sparse fine-tunes only: another seeded plastic set of the same share (``""``: the parent's
+    shared set), e.g. different sets for contaminated and clean fine-tunes (notebook 03)."""
+    order_seed: int = 0
+    """0: the examples in the order of the name's seed. Otherwise the same examples reshuffled with
+    this seed (the paper's Table 11, random sample order)."""
 
 
 @dataclass(frozen=True)
@@ -229,8 +235,22 @@ def world_spec(world: str | None = None) -> WorldSpec:
     return WORLD_SPECS[current_world(world)]
 
 
+_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0))
+"""FinetuneSpec fields added later, left out of digests at their defaults (existing caches keep their keys)."""
+
+
+def _finetune_dict(f: FinetuneSpec) -> dict:
+    d = asdict(f)
+    for field, default in _LATER_FIELDS:
+        if d[field] == default:
+            del d[field]
+    return d
+
+
 def spec_hash(spec: WorldSpec) -> str:
-    return hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode()).hexdigest()[:12]
+    d = asdict(spec)
+    d["finetunes"] = [_finetune_dict(f) for f in spec.finetunes]
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def world_dir(world: str | None = None) -> Path:
@@ -259,7 +279,7 @@ def member_key(spec: WorldSpec, name: str) -> str:
 
 def finetune_key(spec: WorldSpec, f: FinetuneSpec) -> str:
     """Content key of a fine-tune spec (also for fine-tunes outside the zoo, e.g. notebook 03's)."""
-    d = asdict(f)
+    d = _finetune_dict(f)
     if not f.plastic:
         del d["plastic"]  # added later: full fine-tunes keep the keys (and caches) they had
     return _digest([CODE_VERSION, spec.name, d, member_key(spec, f.parent)])
@@ -446,18 +466,20 @@ def finetune_items(spec: WorldSpec, f: FinetuneSpec, seed: int) -> list:
     stream = mixture_stream(dict(f.mixture), rng)
     items += [next(stream) for _ in range(n_total - len(items))]
     rng.shuffle(items)
+    if f.order_seed:
+        random.Random(f.order_seed).shuffle(items)
     return items
 
 
-def plastic_neurons(parent: str, share: float, world: str | None = None) -> torch.Tensor:
+def plastic_neurons(parent: str, share: float, world: str | None = None, seed: str = "") -> torch.Tensor:
     """Boolean ``[layer, d_mlp]`` mask: the ``share`` of ``parent``'s MLP neurons that its sparse
     fine-tunes may change, drawn uniformly with a seed of (world, parent): the same set for
     every sparse fine-tune of ``parent``, as the paper's shortcut neurons are shared across its
-    contaminated fine-tunes."""
+    contaminated fine-tunes. ``seed`` (non-empty) draws another set of the same share."""
     spec = world_spec(world)
     arch = _arch_of(spec, parent)
     total = arch.n_layers * arch.d_mlp
-    g = torch.Generator().manual_seed(_seed_of(spec, f"{parent}:plastic"))
+    g = torch.Generator().manual_seed(_seed_of(spec, f"{parent}:plastic" + (f":{seed}" if seed else "")))
     mask = torch.zeros(total, dtype=torch.bool)
     mask[torch.randperm(total, generator=g)[: max(1, round(share * total))]] = True
     return mask.view(arch.n_layers, arch.d_mlp)
@@ -479,7 +501,7 @@ def finetune(spec: WorldSpec, f: FinetuneSpec):
     model.load_state_dict(torch.load(parent_dir / "weights.pt", map_location="cpu", weights_only=True))
     on_step = None
     if f.plastic:
-        params, on_step = restrict_to_neurons(model, plastic_neurons(f.parent, f.plastic, spec.name))
+        params, on_step = restrict_to_neurons(model, plastic_neurons(f.parent, f.plastic, spec.name, f.plastic_seed))
         opt = torch.optim.AdamW(params, lr=f.lr, betas=(0.9, 0.98), weight_decay=0.0)
     else:
         opt = make_optimizer(model, f.lr)

@@ -72,8 +72,54 @@ def test_combine_scores_veto_by_hand():
     veto = sc.combine_scores(comp, caus)
     # kept by comparative: (0,2) .2, (1,2) .3, (0,0) .1, (1,1) 0 -> then vetoed: (0,1) 5.0, (1,0) 3.0
     assert sc.top_neurons(veto, 6) == [(1, 2), (0, 2), (0, 0), (1, 1), (0, 1), (1, 0)]
-    with pytest.raises(ValueError, match="rule='max'.*veto, rank_mean"):
+    with pytest.raises(ValueError, match="rule='max'.*veto, rank_mean, sum"):
         sc.combine_scores(comp, caus, "max")
+
+
+def test_combine_scores_sum_is_the_public_codes_rule_by_hand():
+    """Public code: change_scores + (a_con - a_con_p) - (a_un - a_un_p) = S + C - 1, raw units."""
+    comp = torch.tensor([[0.1, 5.0, 0.2], [3.0, 0.0, 0.3]])
+    caus = torch.tensor([[1.0, 0.9, 1.9], [0.5, 1.2, float("nan")]])
+    got = sc.combine_scores(comp, caus, "sum")
+    want = torch.tensor([[0.1, 4.9, 1.1], [2.5, 0.2, 0.3]])  # NaN (unscored): C - 1 taken as 0
+    assert torch.allclose(got, want), "sum rule is S + C - 1 (not percentile ranks)"
+    assert sc.top_neurons(got, 3) == [(0, 1), (1, 0), (0, 2)]
+    # public code's two causal terms with hand accuracies: con 0.8 -> 0.3, un 0.6 -> 0.55
+    c = sc.causal_score(0.8, 0.3, 0.6, 0.55)
+    assert float(sc.combine_scores(torch.tensor([[2.0]]), torch.tensor([[c]]), "sum")) == pytest.approx(2.0 + 0.5 - 0.05)
+
+
+def test_rule_specs_rerank_and_best_rule():
+    comp = torch.tensor([[0.1, 5.0, 0.2], [3.0, 0.0, 0.3]])
+    groups = [[(0, 0), (0, 1), (0, 2)], [(1, 0), (1, 1), (1, 2)]]
+    cs = lambda score, m: sc.CausalScores(groups, 1.0, 1.0, np.zeros(2), np.zeros(2), np.array(score), m)
+    loc = sc.Located(comp, cs([0.5, 1.5], "exact"), cs([1.5, 0.5], "teacher_forced"), comp, [])
+    specs = sc.rule_specs()
+    assert list(specs)[0] == "sum (exact)" and "comparative only" in specs and "causal only (exact)" in specs
+    veto = loc.rerank("veto (exact)")
+    assert veto.rule == "veto (exact)" and veto.ranked[:3] == [(1, 0), (1, 2), (1, 1)], "layer 0 vetoed (C < 1)"
+    assert loc.rerank("veto (teacher_forced)").ranked[:3] == [(0, 1), (0, 2), (0, 0)]
+    assert torch.equal(loc.rerank("sum (exact)").combined, sc.combine_scores(comp, loc.causal_exact.per_neuron(2, 3), "sum"))
+    with pytest.raises(ValueError, match="rule 'max'.*allowed values"):
+        loc.rerank("max")
+    rules = pd.DataFrame({"rule": ["sum (exact)", "veto (exact)", "comparative only"], "objective": [3.0, 5.0, 5.0]})
+    assert sc.best_rule(rules) == "veto (exact)", "highest objective, first on ties"
+
+
+def test_paper_relative_changes_from_table2():
+    r = sc.paper_relative_changes()
+    # LLaMA +GSM-i: (27.0 - 40.5) / 40.5 = -33.3%; the text's 37% and 3% are such relative numbers
+    assert 35 < r["con_drop_table2"] < 38 and 2 < r["un_change_table2"] < 3.5
+    t = pd.DataFrame({"contaminated": [True, False], "ref": [20.0, 25.0], "ori": [40.0, 20.0], "te": [30.0, 21.0]})
+    s = sc.table2_summary(t)
+    assert s["contaminated_mean_relative_delta_acc"] == pytest.approx(-25.0)
+    assert s["uncontaminated_mean_abs_relative_delta_acc"] == pytest.approx(5.0)
+    text = "\n".join(sc.findings(s, 29, 2048, paper=r | {"con_drop": 37.0, "un_change": 3.0}))
+    assert "clean |change| 5.0%, contaminated drop 25.0%" in text and "paper text: 3% and 37%" in text
+    assert "|TE-Ref| = 4.0 vs |Ori-Ref| = 5.0 pts: TE moves them toward" in text
+    a2 = sc.a2_findings(pd.DataFrame({"variant": ["+train split"], "ori": [30.0], "ref": [28.0], "te": [32.0],
+                                      "delta_acc": [2.0]}))
+    assert "rises" in a2[0] and "drops (-6.5 / -4.3 pts)" in a2[0]
 
 
 def test_default_n_patched_scales_like_the_paper():
@@ -165,6 +211,14 @@ def test_planted_neuron_is_found_by_the_causal_score(method):
     assert len(cs.table()) == len(groups)
 
 
+@pytest.mark.parametrize("position", ["last", "completion"])
+def test_locate_finds_the_planted_neuron_at_either_position(position):
+    base, con, un, tokens, lengths, targets = _planted()
+    data = sc.TaskData(tokens, lengths, [[int(t)] for t in targets], len(targets))
+    loc = sc.locate(con, un, base, data, 8, rule="sum", position=position)
+    assert loc.ranked[0] == (PLANT_LAYER, PLANT_INDEX) and loc.rule == "sum (exact)"
+
+
 def test_trustworthy_evaluation_on_the_planted_case():
     base, con, un, tokens, lengths, targets = _planted()
     s = sc.comparative_scores(sc.neuron_acts(con, tokens, lengths), sc.neuron_acts(un, tokens, lengths))
@@ -234,8 +288,17 @@ def test_params_profiles_validate():
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"locate_pair": ["+other data", "+5x test"]})
     with pytest.raises(kit.ParamsError, match="combine"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"combine": "max"})
+    with pytest.raises(kit.ParamsError, match="combine='held_out'.*n_eval > n_locate"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"n_locate": 200, "n_eval": 200})
     tiny = kit.load_params("03_shortcut_neurons", "tiny")
-    assert all(v.endswith("-sparse") for k, v in tiny.variants.items() if k != "Vanilla")
+    assert tiny.combine == "held_out" and tiny.n_eval > tiny.n_locate
+    from kit.shortcut import variants
+    specs = {k: variants.extra_spec(v, "tiny") for k, v in tiny.variants.items() if k != "Vanilla"}
+    assert all(f.plastic for f in specs.values()), "Table 2's rows are sparse fine-tunes"
+    assert {f.plastic_seed for k, f in specs.items() if k in tiny.contaminated} == {"shortcut"}
+    assert {f.plastic_seed for k, f in specs.items() if k not in tiny.contaminated} == {"ability"}
+    with pytest.raises(kit.ParamsError, match="variants.*copies must be"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"variants": {**tiny.variants, "+test": "extra/base-m+math-test-x1-sparse:copies=99"}})
     assert set(tiny.dense_variants) == set(tiny.variants)
 
 
@@ -283,6 +346,16 @@ def test_neuron_acts_last_token_and_completion_rows():
     assert last.shape == (2, 2, 64)
     assert torch.allclose(last[1, 1], cache["blocks.1.mlp.hook_post"][1, 2]), "last prompt token is lengths - 1"
     comp = sc.neuron_acts(m, tokens, lengths, "completion", torch.tensor([2, 1]))
+    # comparative over M_con's greedy completion: both models read on the same generated sequence
+    other = random_model("tiny-gelu", seed=1)
+    gen = pt.generate(m, tokens, 2, lengths=lengths)
+    want = sc.comparative_scores(sc.neuron_acts(m, gen, lengths, "completion", torch.tensor([2, 2])),
+                                 sc.neuron_acts(other, gen, lengths, "completion", torch.tensor([2, 2])))
+    got = sc.comparative_scores_of_models(m, other, [(tokens, lengths)], "completion", max_new_tokens=2)
+    assert torch.allclose(got, want, atol=1e-6)
+    assert not torch.allclose(got, sc.comparative_scores_of_models(m, other, [(tokens, lengths)]))
+    with pytest.raises(ValueError, match="position='all'.*last, completion"):
+        sc.comparative_scores_of_models(m, other, [(tokens, lengths)], "all")
     assert comp.shape == (3, 2, 64)
     assert torch.allclose(comp[2, 0], cache["blocks.0.mlp.hook_post"][1, 3])
     with pytest.raises(ValueError, match="position"):

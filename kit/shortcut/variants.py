@@ -1,0 +1,104 @@
+"""Notebook 03's own fine-tunes of the tiny world (not zoo members): ``extra/`` model names.
+
+``extra/<zoo fine-tune>[:option...]`` is the zoo fine-tune's recipe (``kit.world.zoo.FinetuneSpec``)
+changed by the options, trained on first use and cached (:func:`kit.world.zoo.extra_finetune`):
+
+- ``split``: sparse fine-tunes change their own seeded plastic set by kind, ``shortcut`` for
+  contaminated ones and ``ability`` for the rest (the zoo's sparse fine-tunes all share one set, so
+  any neuron outside it has comparative score 0 and every rule "finds" the shortcut by construction);
+- ``lr=<float>``: the learning rate (a one-occurrence leak needs more than the zoo's 2e-2 to show);
+- ``copies=<int>``: occurrences of each injected item (the paper's Fig. 5 / Table 8: 1 to 20);
+- ``order=<int>``: the same examples in another order (the paper's Table 11).
+
+Example: ``extra/base-m+math-test-x1-sparse:split:lr=0.05``. The examples are drawn with the
+recipe's own seed (its zoo name), so options change only what they say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+PREFIX = "extra/"
+PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
+OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>")
+
+
+def is_extra(name: str) -> bool:
+    return isinstance(name, str) and name.startswith(PREFIX)
+
+
+def extra_spec(name: str, world: str | None = None):
+    """The ``FinetuneSpec`` an ``extra/`` name stands for; a bad name fails naming what is allowed."""
+    from kit.world import zoo
+
+    if not is_extra(name):
+        raise ValueError(f"{name!r} is not an extra/ name (extra/<zoo fine-tune>[:option...])")
+    spec = zoo.world_spec(world)
+    recipe, *opts = name[len(PREFIX):].split(":")
+    recipes = {f.name: f for f in spec.finetunes}
+    f = recipes.get(f"zoo/{recipe}")
+    if f is None:
+        raise ValueError(f"{name!r}: zoo/{recipe} is not a fine-tune of world {spec.name!r}; "
+                         f"allowed values: {', '.join(r[len('zoo/'):] for r in recipes)}")
+    for opt in opts:
+        key, _, value = opt.partition("=")
+        try:
+            if key == "split" and not value:
+                if not f.plastic:
+                    raise ValueError("split needs a sparse recipe (a '-sparse' fine-tune)")
+                f = replace(f, plastic_seed=PLASTIC_SETS[f.kind])
+            elif key == "lr":
+                f = replace(f, lr=float(value))
+                if not f.lr > 0:
+                    raise ValueError("lr must be > 0")
+            elif key == "copies":
+                if f.inject is None:
+                    raise ValueError("copies needs a recipe that injects items")
+                copies, most = int(value), f.n_examples // 200
+                if not 1 <= copies <= most:
+                    raise ValueError(f"copies must be in 1..{most} (n_examples {f.n_examples} / 200 items)")
+                f = replace(f, inject=(f.inject[0], f.inject[1], copies))
+            elif key == "order":
+                f = replace(f, order_seed=int(value))
+                if f.order_seed < 1:
+                    raise ValueError("order must be >= 1")
+            else:
+                raise ValueError("unknown option")
+        except ValueError as e:
+            raise ValueError(f"{name!r}: option {opt!r}: {e}; allowed options: {', '.join(OPTIONS)}") from None
+    return f
+
+
+def load_extra(name: str, device: str = "cpu", world: str | None = None):
+    """The model of an ``extra/`` name (built on first use, cached), named ``name``."""
+    from kit.world import zoo
+
+    model = zoo.extra_finetune(extra_spec(name, world), world)
+    model.cfg.model_name = name
+    return model.to(device)
+
+
+def changed_between(model, parent) -> set[tuple[int, int]]:
+    """(layer, index) MLP neurons whose ``W_in`` column, ``b_in`` or ``W_out`` row differ between two
+    models of one shape: what a fine-tune changed (the world's ground truth)."""
+    from kit.models import tl
+
+    out = set()
+    for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(tl.mlp_neuron_params(model), tl.mlp_neuron_params(parent)):
+        mask = (wi_a != wi_b).any(0) | (bi_a != bi_b) | (wo_a != wo_b).any(1)
+        out |= {(L, int(i)) for i in torch.nonzero(mask).flatten().tolist()}
+    return out
+
+
+def strength_variants(name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2)) -> dict[str, str]:
+    """Fig. 5 / Table 8 and Table 11 rows from a contaminated fine-tune ``name`` (``zoo/...-sparse`` or
+    ``extra/...``): its recipe with each occurrence count, and with its examples reordered.
+    Labels -> ``extra/`` names (later options override earlier ones)."""
+    short = name[len("zoo/"):] if name.startswith("zoo/") else name[len(PREFIX):] if is_extra(name) else None
+    if short is None:
+        raise ValueError(f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)")
+    out = {f"x{c}": f"{PREFIX}{short}:copies={c}" for c in copies}
+    out.update({f"order {s}": f"{PREFIX}{short}:order={s}" for s in order_seeds})
+    return out
