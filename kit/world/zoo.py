@@ -38,7 +38,7 @@ from kit.world.train import (
     train_loop,
 )
 
-CODE_VERSION = "world-v3"
+CODE_VERSION = "world-v4"
 """Bump when training/data code changes in a way that changes weights: invalidates caches.
 v3: fp32 in the pinned environment (kit.world.pinned), SAEs trained with sae_lens's trainer."""
 
