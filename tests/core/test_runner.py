@@ -102,8 +102,8 @@ def test_bad_set_fails_before_anything_exists(tmp_path, capsys, setting, fragmen
 
 def test_set_reaches_only_notebooks_that_have_the_field():
     notebooks = runner.discover(["00", "03"])
-    plan = runner.plan(notebooks, "smoke", {"n_eval": 7})
-    assert plan == {"00_quickstart": {"n_eval": 7}, "03_shortcut_neurons": {"n_eval": 7}}
+    plan = runner.plan(notebooks, "smoke", {"n_eval": 30})
+    assert plan == {"00_quickstart": {"n_eval": 30}, "03_shortcut_neurons": {"n_eval": 30}}
     plan = runner.plan(notebooks, "smoke", {"top_neurons": 7})
     assert plan == {"00_quickstart": {"top_neurons": 7}, "03_shortcut_neurons": {}}
 

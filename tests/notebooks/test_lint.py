@@ -109,3 +109,9 @@ def test_parameters_cell_is_the_generated_one(path):
     cell = next(c for c in cells(path) if "parameters" in c.get("metadata", {}).get("tags", []))
     assert "".join(cell["source"]) == parameters_cell(path.stem), (
         f"{path.name}: the parameters cell is out of date with kit/configs; run python -m kit.core.params --sync")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_cell_has_an_id(path):
+    missing = [i for i, c in enumerate(cells(path)) if not c.get("id")]
+    assert not missing, f"{path.name}: cells {missing} have no id (nbformat will make this an error)"
