@@ -164,7 +164,8 @@ def test_interrupted_run_is_marked_and_exports_nothing(tmp_path, capsys, monkeyp
 @pytest.mark.slow
 def test_ctrl_c_on_a_real_kernel_prints_one_line(tmp_path):
     """Ctrl-C to the runner's process group (as a terminal sends it): no zmq tracebacks, run.json marked."""
-    nbs = fake_notebooks(tmp_path, {"01_sleep": "import time\ntime.sleep(120)"})
+    started = tmp_path / "cell-started"
+    nbs = fake_notebooks(tmp_path, {"01_sleep": f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)"})
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "kit", "run", "--profile", "smoke", "--notebooks", str(nbs),
                              "--out", str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -177,7 +178,11 @@ def test_ctrl_c_on_a_real_kernel_prints_one_line(tmp_path):
         if found:
             record = found[0].parent / "run.json"
             break
-    time.sleep(5)  # let the kernel start and enter the cell
+    for _ in range(240):  # the kernel has started and entered the cell (slow on a loaded machine)
+        if started.exists():
+            break
+        time.sleep(0.5)
+    time.sleep(1)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
