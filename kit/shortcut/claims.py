@@ -1,7 +1,7 @@
 """Claims of seed 001 (shortcut neurons, trustworthy evaluation) tested by notebook 03.
 
 Table 2's Δacc of a few points on a few hundred items needs an interval, so the accuracies are
-re-measured per item here (:func:`item_correct`, the same greedy dynamic-patching generation as
+re-measured per item here (:func:`kit.shortcut.neurons.item_correct`, the same greedy dynamic-patching generation as
 :func:`kit.shortcut.neurons.accuracies`, which returns means only) and bootstrapped over items.
 """
 
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from kit.core.claims import Claim, bootstrap_ci, bootstrap_groups_ci, claim
-from kit.shortcut.neurons import (TaskData, _targets_list, exact_match, random_neurons, text_correct)
-from kit.shortcut.patching import Neuron, group_patched_generate
+from kit.shortcut.neurons import TaskData, item_correct, random_neurons
+from kit.shortcut.patching import Neuron
 
 PAPER = "001"
 REQUIRED_IDS = {"03_shortcut_neurons": ["te.contaminated_drop", "te.toward_ref", "te.clean_unchanged",
@@ -23,25 +23,6 @@ REQUIRED_IDS = {"03_shortcut_neurons": ["te.contaminated_drop", "te.toward_ref",
 UNCHANGED_MARGIN = 2.0
 """'Leaves clean models / other tasks unchanged' is tested as equivalence within ±2 accuracy
 points (our choice; the paper's Tables 2-3 show changes of about 1 point and call them small)."""
-
-
-def item_correct(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
-                 max_new_tokens: int | None = None) -> np.ndarray:
-    """Float[ndarray, "group item"]: 1 where ``model`` (each neuron set patched from ``base``)
-    answers the item correctly. Per-item twin of :func:`kit.shortcut.neurons.accuracies`."""
-    if data.items is not None:
-        tok = model.tokenizer
-        stop = [tok.eos_token_id] if tok.eos_token_id is not None else []
-        n_new = max_new_tokens or 256
-        gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths,
-                                     stop_token_ids=stop, max_rows=max_rows).cpu()
-        return np.array([[float(text_correct(tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True), it))
-                          for p, (l, it) in enumerate(zip(data.lengths.tolist(), data.items))]
-                         for g in range(len(neuron_sets))])
-    targets = _targets_list(data.targets)
-    n_new = max_new_tokens or max(len(t) for t in targets)
-    gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths, max_rows=max_rows)
-    return exact_match(gen, data.lengths, targets).float().cpu().numpy()
 
 
 def te_items(models: Mapping[str, object], base, test: TaskData, fresh: TaskData, neurons: Sequence[Neuron],

@@ -600,21 +600,31 @@ def text_correct(response: str, item) -> bool:
         return response.strip().startswith(item.target.strip())
 
 
-def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
-               max_new_tokens: int | None = None) -> np.ndarray:
-    """Accuracy (fraction) of ``model`` with each neuron set patched from ``base``: exact match of
-    the target ids, or for free-text data (``data.items``) the decoded response scored as text."""
+def item_correct(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
+                 max_new_tokens: int | None = None) -> np.ndarray:
+    """Float[ndarray, "group item"]: 1 where ``model`` (each neuron set patched from ``base``)
+    answers the item correctly. Per-item twin of :func:`accuracies`."""
     if data.items is not None:
         tok = model.tokenizer
         stop = [tok.eos_token_id] if tok.eos_token_id is not None else []
         n_new = max_new_tokens or 256
         gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths,
                                      stop_token_ids=stop, max_rows=max_rows).cpu()
-        acc = np.zeros(len(neuron_sets))
-        for g in range(len(neuron_sets)):
-            for p, (l, it) in enumerate(zip(data.lengths.tolist(), data.items)):
-                acc[g] += text_correct(tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True), it)
-        return acc / data.n
+        return np.array([[float(text_correct(tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True), it))
+                          for p, (l, it) in enumerate(zip(data.lengths.tolist(), data.items))]
+                         for g in range(len(neuron_sets))])
+    targets = _targets_list(data.targets)
+    n_new = max_new_tokens or max(len(t) for t in targets)
+    gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths, max_rows=max_rows)
+    return exact_match(gen, data.lengths, targets).float().cpu().numpy()
+
+
+def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
+               max_new_tokens: int | None = None) -> np.ndarray:
+    """Accuracy (fraction) of ``model`` with each neuron set patched from ``base``: exact match of
+    the target ids, or for free-text data (``data.items``) the decoded response scored as text."""
+    if data.items is not None:
+        return item_correct(model, base, data, neuron_sets, max_rows, max_new_tokens).mean(axis=1)
     return group_accuracy(model, base, data.tokens, data.lengths, data.targets, neuron_sets, method="exact",
                           max_new_tokens=max_new_tokens, max_rows=max_rows).numpy()
 
