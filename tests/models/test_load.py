@@ -109,3 +109,62 @@ def test_unknown_sae_release_and_id():
         kit.load_sae("gpt2-small-res-jb/blocks.99.hook_resid_pre")
     with pytest.raises(ValueError, match="must look like"):
         kit.load_sae("nonsense")
+
+
+@pytest.mark.parametrize("name, revision, expected", [
+    ("allenai/OLMo-2-1124-7B", None, ("allenai/OLMo-2-1124-7B", None)),
+    ("allenai/OLMo-2-1124-7B@stage1-step1000-tokens5B", None, ("allenai/OLMo-2-1124-7B", "stage1-step1000-tokens5B")),
+    ("EleutherAI/pythia-160m", "step3000", ("EleutherAI/pythia-160m", "step3000")),
+    ("EleutherAI/pythia-160m@step3000", "step3000", ("EleutherAI/pythia-160m", "step3000")),  # the same, twice
+    ("olmo2@step1", None, ("olmo2", "step1")),
+])
+def test_split_revision(name, revision, expected):
+    assert models.split_revision(name, revision) == expected
+
+
+@pytest.mark.parametrize("name, revision, match", [
+    ("allenai/OLMo-2-1124-7B@", None, "empty revision after '@'"),
+    ("@step1", None, "nothing before '@'"),
+    ("a/b@step1@step2", None, "has 2 '@'"),
+    ("a/b@step1", "step2", "names revision 'step1' but revision='step2'"),
+    ("a/b", "", "revision=''"),
+    ("a/b", "  ", "revision='  '"),
+])
+def test_bad_revisions_name_the_field_and_the_allowed_forms(name, revision, match):
+    with pytest.raises(ValueError, match=match) as e:
+        models.split_revision(name, revision)
+    assert "allowed forms" in str(e.value) and "org/name@<revision>" in str(e.value)
+
+
+def test_bad_revision_fails_before_any_hub_call(fake_hub):
+    with pytest.raises(ValueError, match="empty revision"):
+        kit.load_model("allenai/OLMo-2-1124-7B@")
+    with pytest.raises(ValueError, match="empty revision"):
+        kit.load_model("twin/olmo2@")
+    assert fake_hub == []
+
+
+def test_revision_reaches_the_hub_and_picks_the_revision_weights(monkeypatch):
+    """The mocked hub answers each revision with a differently seeded twin (as the hub answers
+    each checkpoint branch with other weights): the revision must reach it, and the loaded
+    weights must be that revision's."""
+    from kit.models import twins
+
+    calls = []
+
+    def snapshot(repo_id, revision=None):
+        calls.append((repo_id, revision))
+        return str(twins.twin_path("olmo2", revision=revision))
+
+    monkeypatch.setattr(hub, "snapshot", snapshot)
+    a = kit.load_model("allenai/OLMo-2-1124-7B@step1")
+    b = kit.load_model("allenai/OLMo-2-1124-7B", revision="step2")
+    plain = kit.load_model("allenai/OLMo-2-1124-7B")
+    assert calls == [("allenai/OLMo-2-1124-7B", "step1"), ("allenai/OLMo-2-1124-7B", "step2"),
+                     ("allenai/OLMo-2-1124-7B", None)]
+    assert (a.kit_name, b.kit_name, plain.kit_name) == ("allenai/OLMo-2-1124-7B@step1", "allenai/OLMo-2-1124-7B@step2",
+                                                        "allenai/OLMo-2-1124-7B")
+    assert not torch.equal(a.W_out, b.W_out) and not torch.equal(a.W_out, plain.W_out)
+    assert torch.equal(a.W_out, kit.load_model("twin/olmo2@step1").W_out)  # same revision, same weights
+    with pytest.raises(ValueError, match="local directory"):
+        kit.load_model(str(twins.twin_path("olmo2")), revision="step1")

@@ -159,3 +159,22 @@ def test_twin_saes_load_through_sae_lens():
     assert sae.cfg.metadata.hook_name == "blocks.1.hook_resid_post" and sae.cfg.d_sae == twins.TWIN_D_SAE
     same = kit.load_sae(str(twins.sae_path("llama", "blocks.1.hook_resid_post")))  # a plain directory
     assert torch.equal(sae.W_enc, same.W_enc)
+
+
+def test_revision_twins_are_seeded_variants_of_the_same_architecture(tmp_path):
+    a, b = twins.twin_path("olmo2", revision="step1"), twins.twin_path("olmo2", revision="step2")
+    base = twins.twin_path("olmo2")
+    assert a.name == "olmo2@step1" and a.parent == base.parent
+    assert json.loads((a / "config.json").read_text()) == json.loads((base / "config.json").read_text())
+    assert (a / "tokenizer.json").read_bytes() == (base / "tokenizer.json").read_bytes()
+    weights = {p: (p / "model.safetensors").read_bytes() for p in (a, b, base)}
+    assert len(set(weights.values())) == 3  # three different models
+    again = twins.build_twin("olmo2", root=tmp_path, seed=twins.revision_seed("step1"), revision="step1")
+    assert (again / "model.safetensors").read_bytes() == weights[a]  # reproducible
+    assert not (tmp_path / "olmo2@step1-sae").exists()
+    assert twins.revision_seed("step1") == twins.revision_seed("step1") != twins.revision_seed("step2")
+    for bad in ("", None):
+        with pytest.raises(ValueError, match="non-empty"):
+            twins.revision_seed(bad)
+    with pytest.raises(ValueError, match="cannot contain '/'"):
+        twins.twin_path("olmo2", revision="a/b")
