@@ -21,7 +21,7 @@ class Config(BaseConfig):
     coarse_checkpoints: int = Field(5, ge=2, le=100)
     """How many evenly spaced checkpoints (first and last included) the coarse trajectory keeps; its last step is its "late" step (5 -> the last quarter of training, like the paper's 3T->4T)."""
     checkpoints: list[str] | None = None
-    """Checkpoint trajectory in training order (kit.load_model names); None: every ``@step-`` member of the world's base with the most checkpoints, then that base."""
+    """Checkpoint trajectory in training order (kit.load_model names; hub checkpoints as ``org/model@<revision>``, e.g. ``allenai/OLMo-2-1124-7B@stage1-step122000-tokens512B``); None: every ``@step-`` member of the world's base with the most checkpoints, then that base."""
     specialised: dict[str, str] | None = None
     """Specialised fine-tune -> its base; None: the world's ``+math``/``+code`` members."""
     specialised_targets: dict[str, str] | None = None
@@ -45,4 +45,8 @@ class Config(BaseConfig):
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Greedy response length whose tokens MUI is measured on (every tiny-world answer is one token)."""
     mui_batch_size: int = Field(32, ge=1, le=4096)
-    """Batch size of the MUI scoring pass."""
+    """Zoo models: rows per MUI scoring pass (real models are batched by ``max_batch_tokens``)."""
+    max_batch_tokens: int = Field(8192, ge=1)
+    """Real models: padded tokens per teacher-forced MUI pass (rows x longest row); lower it when the GPU runs out of memory."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Real models: weight dtype (``bfloat16`` for 7B checkpoints: ~15 GB each, one loaded at a time); zoo models are float32."""

@@ -177,11 +177,13 @@ def corollary_claims(checks: pd.DataFrame | list[dict], where: str, id_prefix: s
     return out
 
 
-def trajectory_claims(published_checks, computed_checks: Mapping[str, Any], split: str) -> list[Claim]:
-    """Notebook 02: corollaries 1-2 on the paper's own tables (prefix ``paper.``) and on the tiny
-    world's ``split`` (no prefix: these are the required ids)."""
+def trajectory_claims(published_checks, computed_checks: Mapping[str, Any], split: str,
+                      source: str = "tiny world") -> list[Claim]:
+    """Notebook 02: corollaries 1-2 on the paper's own tables (prefix ``paper.``) and on the
+    measured models' ``split`` (no prefix: these are the required ids); ``source`` is
+    ``kit.mui.trajectories.source_label`` of the measured models (``tiny world`` or ``measured``)."""
     out = corollary_claims(published_checks, "paper tables (OLMo, Tables 8-10)", "paper.",
                            figure="fig08_contamination_published")
-    out += corollary_claims(computed_checks[f"tiny world, {split} split"], f"tiny world ({split} split)")
+    out += corollary_claims(computed_checks[f"{source}, {split} split"], f"{source} ({split} split)")
     return out
 

@@ -508,20 +508,26 @@ def task_group(task: str) -> str:
 def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] = ("test", "fresh"),
             n_items: int = 100, world: str | None = None, device: str = "cpu", seed: int = 0,
             score: str = "score", threshold: str = "topk", max_new_tokens: int = 1,
-            batch_size: int = 32) -> pd.DataFrame:
-    """Performance and MUI of every model on every task and split.
+            batch_size: int = 32, dtype: str | None = None, max_batch_tokens: int = 8192) -> pd.DataFrame:
+    """Performance and MUI of every model on every task and split, one model in memory at a time
+    (load, measure every task, free).
 
     Zoo models (``zoo/...``) on tiny-world tasks: exact-match accuracy (the greedy next token
-    equals the one-token target, as ``kit.world.evaluate``) on ``n_items`` items of each split, and MUI (``kit.mui.metric.utilization_for_items``) over the
-    model's own greedy responses (``kit.world.respond``) to the same items. Hub models on real
-    benchmarks (``kit.load_benchmark`` names, ``test`` split only): greedy responses of
-    ``max_new_tokens`` tokens scored by ``kit.data.scorers.score``. Performance and MUI in percent.
-    Returns the tidy schema: ``model, task, group, split, n, perf, mui`` (one row per model,
-    task and split).
+    equals the one-token target, as ``kit.world.evaluate``) on ``n_items`` items of each split, and
+    MUI (``kit.mui.metric.utilization_for_items``, ``batch_size`` rows a pass) over the model's own
+    greedy responses (``kit.world.respond``) to the same items. Real models (Hugging Face ids with
+    ``@revision``, local directories, twins) on real benchmarks (``kit.load_benchmark`` names, ``test``
+    split only), loaded in ``dtype``: greedy responses of ``max_new_tokens`` tokens by batched
+    generation with the chat template when the tokenizer has one (``kit.models.generate.respond``)
+    scored by ``kit.data.scorers.score``, and MUI from teacher-forced passes over prompt + response
+    in batches of at most ``max_batch_tokens`` padded tokens (``kit.models.internals.mui_key_neurons``);
+    responses and per-item key neurons are cached per (model, benchmark, settings), so a killed run
+    resumes. Performance and MUI in percent. Returns the tidy schema: ``model, task, group, split,
+    n, perf, mui`` (one row per model, task and split).
     """
     from tqdm.auto import tqdm
 
-    from kit.mui import metric as kmui
+    from kit.models.generate import release
     from kit.models.load import load_model
 
     allowed = ("test", "fresh", "test-syn", "fresh-syn", "train")
@@ -535,20 +541,33 @@ def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] =
     rows = []
     for name in tqdm(list(dict.fromkeys(models)), desc="models"):
         zoo = name.startswith("zoo/")
-        model = load_model(name, device=device, world=world)
-        for t in tasks:
-            for s in splits:
-                key = (zoo, t, s)
-                if key not in item_cache:
-                    item_cache[key] = _items(zoo, t, s, n_items, seed)
-                its = item_cache[key]
-                correct, responses = _answer(zoo, model, t, its, max_new_tokens)
-                res = kmui.utilization_for_items(model, its, responses, score=score, threshold=threshold,
-                                                 batch_size=batch_size)
-                rows.append({"model": name, "task": t, "group": groups[t], "split": s, "n": len(its),
-                             "perf": 100.0 * float(np.mean(correct)), "mui": float(res.mui)})
-        del model
+        model = load_model(name, device=device, world=world, **({} if zoo else {"dtype": dtype}))
+        try:
+            for t in tasks:
+                for s in splits:
+                    key = (zoo, t, s)
+                    if key not in item_cache:
+                        item_cache[key] = _items(zoo, t, s, n_items, seed)
+                    its = item_cache[key]
+                    if zoo:
+                        correct, responses = _answer(True, model, t, its, max_new_tokens)
+                        mui = float(_zoo_mui(model, its, responses, score, threshold, batch_size))
+                    else:
+                        correct, mui = _measure_real(model, t, its, max_new_tokens, score, threshold, max_batch_tokens)
+                    rows.append({"model": name, "task": t, "group": groups[t], "split": s, "n": len(its),
+                                 "perf": 100.0 * float(np.mean(correct)), "mui": mui})
+        finally:
+            del model
+            release()  # the Hugging Face copy that generated, and the GPU cache: one model at a time
     return pd.DataFrame(rows, columns=["model", "task", "group", "split", "n", "perf", "mui"])
+
+
+def _zoo_mui(model, items: list, responses: list[str], score: str, threshold: str, batch_size: int) -> float:
+    """MUI (%) of a zoo model on its responses (``kit.mui.metric.utilization_for_items``)."""
+    from kit.mui import metric as kmui
+
+    return kmui.utilization_for_items(model, items, responses, score=score, threshold=threshold,
+                                      batch_size=batch_size).mui
 
 
 def _items(zoo: bool, task: str, split: str, n: int, seed: int) -> list:
@@ -560,10 +579,12 @@ def _items(zoo: bool, task: str, split: str, n: int, seed: int) -> list:
         raise ValueError(f"split {split!r}: real benchmarks have only the public 'test' split here; set splits: [test]")
     from kit import load_benchmark
 
-    return list(load_benchmark(task, split="test"))[:n]
+    return list(load_benchmark(task, split="test", limit=n))
 
 
 def _answer(zoo: bool, model, task: str, items: list, max_new_tokens: int) -> tuple[np.ndarray, list[str]]:
+    """Correctness and responses of a zoo model (``zoo=True``) or of a real model (batched
+    generation by its Hugging Face copy, cached per model, benchmark and settings)."""
     if zoo:
         from kit import world as kworld
 
@@ -574,13 +595,28 @@ def _answer(zoo: bool, model, task: str, items: list, max_new_tokens: int) -> tu
         correct = np.array([(r.split()[:1] or [""])[0] == it.target for it, r in zip(items, responses)], dtype=bool)
         return correct, responses
     from kit.data.scorers import score as score_response
+    from kit.models.generate import GenerationSettings, respond
 
-    responses = []
-    for it in items:  # greedy, one item at a time: prompts differ in length and padding changes outputs
-        toks = model.to_tokens(it.prompt)
-        out = model.generate(toks, max_new_tokens=max_new_tokens, do_sample=False, verbose=False)
-        responses.append(model.to_string(out[0, toks.shape[1]:]))
-    return np.array([score_response(task, it, r) for it, r in zip(items, responses)], dtype=bool), responses
+    responses = respond(model, [it.prompt for it in items], GenerationSettings(max_new_tokens=max_new_tokens),
+                        benchmark=task, ids=[it.id for it in items])
+    return np.array([bool(score_response(task, it, r)) for it, r in zip(items, responses)], dtype=bool), responses
+
+
+def _measure_real(model, task: str, items: list, max_new_tokens: int, score: str, threshold: str,
+                  max_batch_tokens: int) -> tuple[np.ndarray, float]:
+    """Correctness and MUI (%) of a real model: responses from :func:`_answer`, key neurons from
+    teacher-forced passes batched by ``max_batch_tokens`` with the prompt shown as it was when
+    responding (the chat template when the tokenizer has one), cached per item."""
+    from kit.models.cache import ItemCache
+    from kit.models.internals import mui_from_items, mui_key_neurons
+
+    correct, responses = _answer(False, model, task, items, max_new_tokens)
+    cache = ItemCache(getattr(model, "kit_path", None) or model.kit_name, task,
+                      {"responses": {"max_new_tokens": max_new_tokens, "greedy": True, "chat": None},
+                       "score": score, "threshold": threshold, "dtype": str(model.cfg.dtype)})
+    keys = mui_key_neurons(model, [it.prompt for it in items], responses, ids=[it.id for it in items],
+                           max_batch_tokens=max_batch_tokens, chat=None, cache=cache, score=score, threshold=threshold)
+    return correct, mui_from_items(model, keys)
 
 
 def tiny_pairs(measurements: pd.DataFrame, pairs: dict[str, str], domain_of: Callable[[str, pd.Series], str]) -> pd.DataFrame:
@@ -963,6 +999,12 @@ def published_section(olmo_steps: pd.DataFrame, specialised: pd.DataFrame, conta
                    findings=[finding], tables={"checks": checks}, data={"checks": checks, "counts": counts})
 
 
+def source_label(models: Sequence[str]) -> str:
+    """What part 2 measured, for titles and check names: ``tiny world`` (zoo members) or
+    ``measured`` (real models: Hugging Face ids, directories, twins)."""
+    return "tiny world" if all(str(m).startswith("zoo/") for m in models) else "measured"
+
+
 def checkpoint_section(measurements: pd.DataFrame, pretraining: pd.DataFrame, checkpoints: Sequence[str], cfg):
     """Part 2, checkpoints: the direction of every step per split, the same over a few evenly spaced
     checkpoints (``cfg.coarse_checkpoints``), and the regression report over the checkpoints."""
@@ -971,6 +1013,7 @@ def checkpoint_section(measurements: pd.DataFrame, pretraining: pd.DataFrame, ch
     order = {m: i for i, m in enumerate(checkpoints)}
     points = measurements[measurements["model"].isin(list(order))].assign(order=lambda d: d["model"].map(order))
     short = lambda name: name.split("@")[-1].replace("zoo/", "")  # noqa: E731
+    src = source_label(checkpoints or list(measurements["model"]))
     sec = Section()
     for split in cfg.splits:
         st = pretraining[pretraining["split"] == split]
@@ -979,7 +1022,7 @@ def checkpoint_section(measurements: pd.DataFrame, pretraining: pd.DataFrame, ch
                 index="task", columns="step", values="direction")
         sec.figures[f"tiny_checkpoints_{split}"] = plot_trajectories(
             points[points["split"] == split], st, series="task", label="model", short=short,
-            title=f"tiny world checkpoints, {split} split")
+            title=f"{src} checkpoints, {split} split")
     coarse = coarse_checkpoints(checkpoints, cfg.coarse_checkpoints)
     coarse_points = points[points["model"].isin(coarse)]
     pre_coarse = step_directions(coarse_points, series=["task", "split"], order="order", label="model",
@@ -992,7 +1035,7 @@ def checkpoint_section(measurements: pd.DataFrame, pretraining: pd.DataFrame, ch
     split = cfg.splits[0]
     sec.figures[f"tiny_checkpoints_coarse_{split}"] = plot_trajectories(
         coarse_points[coarse_points["split"] == split], pre_coarse[pre_coarse["split"] == split], series="task",
-        label="model", short=short, title=f"tiny world, {len(coarse)} evenly spaced checkpoints, {split} split")
+        label="model", short=short, title=f"{src}, {len(coarse)} evenly spaced checkpoints, {split} split")
     if len(points):
         sec.tables[f"regression report over the checkpoints ({split} split)"] = regression_report(
             points[points["split"] == split].rename(columns={"model": "checkpoint"}), cfg.tol_perf, cfg.tol_mui, order="order")
@@ -1007,6 +1050,7 @@ def corollary_section(computed: dict[str, pd.DataFrame], pre_coarse: pd.DataFram
     from kit.core.findings import Section
 
     pre, spec, cont, ctrl = (computed[k] for k in ("pretraining", "specialised", "contaminated", "controls"))
+    src = source_label(settings.models())
     pairs_all = pd.concat([cont.assign(kind="contaminated"), ctrl.assign(kind="control")], ignore_index=True)
 
     def split_counts(split: str) -> dict[str, dict[str, int]]:
@@ -1032,11 +1076,11 @@ def corollary_section(computed: dict[str, pd.DataFrame], pre_coarse: pd.DataFram
     counts = {split: split_counts(split) for split in cfg.splits}
     checks = {"paper tables": published.data["checks"]}
     for split in cfg.splits:
-        checks[f"tiny world, {split} split"] = corollary_checks(
+        checks[f"{src}, {split} split"] = corollary_checks(
             pre[pre["split"] == split], spec[spec["split"] == split], cont[cont["split"] == split],
             late_steps=cfg.late_steps, controls=ctrl[ctrl["split"] == split],
             uncontaminated=pd.concat([spec[spec["split"] == split], ctrl[ctrl["split"] == split]], ignore_index=True))
-        checks[f"tiny world, {split} split, {len(coarse)} checkpoints"] = corollary_checks(
+        checks[f"{src}, {split} split, {len(coarse)} checkpoints"] = corollary_checks(
             pre_coarse[pre_coarse["split"] == split], late_steps=1)
     record = dict(
         computed_direction_counts=counts,
@@ -1054,7 +1098,7 @@ def corollary_section(computed: dict[str, pd.DataFrame], pre_coarse: pd.DataFram
     tiny_keys = ("pretraining_coarse_early", "pretraining_coarse_late", "specialised_in_domain", "specialised_ood",
                  "contamination_in_domain", "contamination_ood", "control_ood")
     bars = {f"paper: {k}": v for k, v in published.data["counts"].items() if k in paper_keys}
-    bars.update({f"tiny ({cfg.splits[0]}): {k}": v for k, v in counts[cfg.splits[0]].items() if k in tiny_keys})
+    bars.update({f"{'tiny' if src == 'tiny world' else src} ({cfg.splits[0]}): {k}": v for k, v in counts[cfg.splits[0]].items() if k in tiny_keys})
     fig = plot_direction_counts(bars, title="Share of each direction per setting")
     return Section(record=record, figures={"direction_counts": fig},
                    findings=corollary_findings(checks) + [contamination_text(cont, ctrl)], data={"checks": checks})

@@ -368,7 +368,7 @@ def test_measure_tabulates_perf_and_mui(monkeypatch):
 # --- config and figures -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("profile", ["tiny", "smoke", "paper", "paper-pythia"])
+@pytest.mark.parametrize("profile", ["tiny", "smoke", "paper", "paper-pythia", "dryrun"])
 def test_every_profile_validates(profile):
     cfg = load_params("02_training_trajectories", profile)
     assert cfg.tol_perf >= 0 and cfg.n_items >= 4
@@ -491,3 +491,58 @@ def test_strict_only_under_contamination_check_on_table9():
     assert row["verdict"] == "disagrees", "one collapsing change without contamination contradicts the strict claim"
     clean = spec.assign(direction="coarsening")
     assert tr.corollary_checks(uncontaminated=clean).iloc[0]["verdict"] == "agrees"
+
+
+def test_dryrun_profile_is_the_paper_profile_on_revision_twins():
+    paper, dry = load_params("02_training_trajectories", "paper"), load_params("02_training_trajectories", "dryrun")
+    # the same OLMo-2 revisions, in order, on the OLMo-2 twin
+    assert [c.split("@")[1] if "@" in c else None for c in dry.checkpoints] == \
+        [c.split("@")[1] if "@" in c else None for c in paper.checkpoints]
+    assert all(c.startswith("twin/olmo2") for c in dry.checkpoints)
+    assert len(dry.specialised) == len(paper.specialised) and set(dry.specialised_targets) == set(dry.specialised)
+    assert sorted(dry.specialised_targets.values()) == sorted(paper.specialised_targets.values())
+    assert all(m.startswith("twin/") for m in tr.resolve_settings(dry).models())
+    assert (dry.tasks, dry.splits, dry.contaminated_tasks) == (paper.tasks, paper.splits, paper.contaminated_tasks)
+    assert tr.source_label(dry.checkpoints) == "measured" and tr.source_label(["zoo/base-s"]) == "tiny world"
+
+
+def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, tmp_path):
+    """Revision twins through the real-model path: each model is freed (and its HF generation copy
+    released) before the next loads; MUI equals kit.mui.metric on the same responses in one batch."""
+    import gc
+    import weakref
+
+    import kit
+    import kit.models.load
+    from kit import load_benchmark
+    from kit.models import generate as gen
+    from kit.models import twins
+    from kit.mui import metric as kmui
+
+    names = ["twin/olmo2@step1", "twin/olmo2@step2"]
+    for n in names:  # built in the shared cache before the per-item caches move to tmp_path
+        twins.twin_path("olmo2", revision=n.split("@")[1])
+    monkeypatch.setattr(twins, "twins_root", lambda root=twins.twins_root(): root)
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    real_load, alive, held_at_load = kit.models.load.load_model, [], []
+
+    def load(name, **kw):
+        gc.collect()
+        alive.append(sum(r() is not None for r in alive_refs))
+        held_at_load.append(len(gen._HELD))
+        model = real_load(name, **kw)
+        alive_refs.append(weakref.ref(model))
+        return model
+
+    alive_refs: list = []
+    monkeypatch.setattr(kit.models.load, "load_model", load)
+    df = tr.measure(names, ["gsm8k"], splits=["test"], n_items=4, max_new_tokens=4, max_batch_tokens=64)
+    assert alive == [0, 0] and held_at_load == [0, 0], "a previous model was still in memory"
+    assert list(df["model"]) == names and (df["n"] == 4).all()
+    items = load_benchmark("gsm8k", "test", limit=4)
+    for name, mui in zip(names, df["mui"]):
+        model = real_load(name)
+        responses = gen.respond(model, [it.prompt for it in items], gen.GenerationSettings(max_new_tokens=4))
+        assert mui == pytest.approx(kmui.utilization_for_items(model, items, responses).mui, abs=1e-9)
+    assert df["mui"].iloc[0] != df["mui"].iloc[1], "two revisions are two different models"
+    assert len(list((tmp_path / "items").glob("*.jsonl"))) == 4  # responses and key neurons, per model
