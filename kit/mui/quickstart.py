@@ -96,8 +96,10 @@ def probe(model, item, layer: int, zoo: bool = True, chat: bool | None = None) -
             raise ValueError(f"item {item.id}: the answer {item.target!r} adds no token after the prompt")
         answer_id = ids[n_prompt]
         tokens = torch.tensor([ids[:n_prompt]], dtype=torch.long, device=model.cfg.device)
+    from kit.models import tl
+
     with torch.no_grad():
-        logits, cache = model.run_with_cache(tokens, names_filter=lambda name: name == hook)
+        logits, cache = tl.run_with_cache(model, tokens, [hook])
     probs = logits[0, -1].float().softmax(-1)
     return Probe(tokens=tokens, str_tokens=model.to_str_tokens(tokens[0]), acts=cache[hook][0].float().cpu(),
                  prompt=item.prompt, answer=item.target, predicted=model.to_string(probs.argmax()),

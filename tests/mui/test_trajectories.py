@@ -404,28 +404,26 @@ def test_plots_draw_one_arrow_per_change_in_direction_colours():
     plt.close(fig)
 
 
-def test_hub_answers_are_the_generated_continuation_only():
-    """Real-benchmark path: the response is the generated tail (not the echoed prompt), scored by
-    kit.data.scorers (gsm8k: last number)."""
-    import torch
-
+def test_hub_answers_are_generated_in_one_batched_call_and_scored(monkeypatch):
+    """Real-benchmark path: every item's prompt goes to kit.models.generate.respond at once (batched,
+    greedy, cached under the benchmark and the item ids), responses are scored by kit.data.scorers
+    (gsm8k: last number)."""
     from kit.data.items import Item
+    from kit.models import generate as gen
 
-    class FakeHub:
-        def to_tokens(self, text):
-            return torch.arange(len(text.split()))[None]
+    calls = []
 
-        def generate(self, toks, max_new_tokens, do_sample, verbose):
-            assert do_sample is False, "answers must be greedy"
-            return torch.cat([toks, torch.tensor([[100, 8]])[:, :max_new_tokens]], dim=1)
+    def respond(model, prompts, settings, benchmark=None, ids=None, **kw):
+        calls.append((list(prompts), settings, benchmark, list(ids)))
+        return ["100 8", "100 8"]
 
-        def to_string(self, toks):
-            return " ".join(str(int(t)) for t in toks)
-
+    monkeypatch.setattr(gen, "respond", respond)
     items = [Item("q1", "two plus 6 is", answer="8"), Item("q2", "a b c d e", answer="100")]
-    correct, responses = tr._answer(False, FakeHub(), "gsm8k", items, max_new_tokens=2)
-    assert responses == ["100 8", "100 8"], "the prompt's own tokens leaked into the response"
-    assert list(correct) == [True, False]
+    correct, responses = tr._answer(False, object(), "gsm8k", items, max_new_tokens=2)
+    (prompts, settings, benchmark, ids), = calls
+    assert prompts == ["two plus 6 is", "a b c d e"] and ids == ["q1", "q2"] and benchmark == "gsm8k"
+    assert settings.max_new_tokens == 2 and settings.do_sample is False, "answers must be greedy"
+    assert responses == ["100 8", "100 8"] and list(correct) == [True, False]
 
 
 def test_contamination_text_reports_leak_and_ood_collapse():
