@@ -236,13 +236,46 @@ def respond_and_score(model, items: list, task: str, zoo: bool = True, max_new_t
     return responses, np.array([score(task, it, r) for it, r in zip(items, responses)], dtype=bool)
 
 
+def items_mui(model, items: list, responses: list[str], task: str, zoo: bool = True, score: str = "score",
+              threshold: str = "topk", k: int | None = None, frac: float | None = None, batch_size: int = 32,
+              max_batch_tokens: int = 8192) -> float:
+    """MUI (Eq. 5, in %) of ``model`` on its ``responses`` to ``items``.
+
+    Zoo models: ``kit.mui.metric.utilization_for_items`` in ``batch_size`` rows. Hugging Face models
+    (ids, directories, twins): per-item key neurons by teacher-forced passes over prompt (through the
+    chat template when the tokenizer has one, as :func:`respond_and_score` generated) + response, in
+    length-sorted batches of at most ``max_batch_tokens`` padded tokens, cached per (model, benchmark,
+    MUI settings, responses) so a killed run resumes (``kit.models.internals.mui_key_neurons``), then
+    their union. Both give the same MUI (per-token thresholds; tests/mui/test_law_real.py).
+    """
+    if zoo:
+        return float(mui.utilization_for_items(model, items, responses, score=score, threshold=threshold, k=k,
+                                               frac=frac, batch_size=batch_size).mui)
+    import hashlib
+    import json
+
+    from kit.models.cache import ItemCache
+    from kit.models.internals import mui_from_items, mui_key_neurons
+
+    digest = hashlib.sha256(json.dumps([[str(it.id), r] for it, r in zip(items, responses)]).encode()).hexdigest()[:16]
+    cache = ItemCache(getattr(model, "kit_path", None) or getattr(model, "kit_name", "model"), task,
+                      {"score": score, "threshold": threshold, "k": k, "frac": frac, "chat": None,
+                       "dtype": str(model.cfg.dtype), "responses": digest})
+    keys = mui_key_neurons(model, [it.prompt for it in items], responses, ids=[it.id for it in items],
+                           max_batch_tokens=max_batch_tokens, chat=None, cache=cache, score=score,
+                           threshold=threshold, k=k, frac=frac)
+    return mui_from_items(model, keys)
+
+
 def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_fresh: int, world: str,
                   device: str = "cpu", score: str = "score", threshold: str = "topk", k: int | None = None,
                   frac: float | None = None, batch_size: int = 32, seed: int = 0,
-                  max_new_tokens: int = 1) -> pd.DataFrame:
+                  max_new_tokens: int = 1, max_batch_tokens: int = 8192) -> pd.DataFrame:
     """Performance (test accuracy %), true capability (fresh accuracy %) and MUI per (model, task).
 
-    MUI is measured on each model's own greedy responses to the test items (Eq. 5).
+    MUI is measured on each model's own greedy responses to the test items (Eq. 5) by
+    :func:`items_mui`: zoo models in ``batch_size`` rows, Hugging Face models teacher-forced in
+    batches of ``max_batch_tokens`` padded tokens with a per-item cache.
     Returns columns model, task, group, performance, fresh, mui, n_items.
     """
     from tqdm.auto import tqdm
@@ -258,14 +291,13 @@ def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_f
         for task in tasks:
             items = task_items(task, "test", n_items, seed, zoo)
             responses, correct = respond_and_score(model, items, task, zoo, max_new_tokens)
-            res = mui.utilization_for_items(model, items, responses, score=score, threshold=threshold,
-                                            k=k, frac=frac, batch_size=batch_size)
+            m = items_mui(model, items, responses, task, zoo, score, threshold, k, frac, batch_size, max_batch_tokens)
             fresh_acc = np.nan
             if zoo and n_fresh > 0:
                 fresh_acc = 100 * np.asarray(W.evaluate(model, task_items(task, "fresh", n_fresh, seed))).mean()
             rows.append({"model": name, "task": task, "group": task_group(task, zoo),
                          "performance": 100 * correct.mean(), "fresh": fresh_acc,
-                         "mui": res.mui, "n_items": len(items)})
+                         "mui": m, "n_items": len(items)})
         del model
         release()  # the Hugging Face copy that generated: one model on the device at a time
     return pd.DataFrame(rows)

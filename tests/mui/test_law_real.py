@@ -1,0 +1,55 @@
+"""Notebook 01 on Hugging Face models: the law grid's MUI by teacher-forced passes in token-budget
+batches with a per-item cache (``kit.mui.law.items_mui``) equals the one-batch
+``kit.mui.metric.utilization_for_items`` path, and a rerun reads the cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+import kit
+from kit.mui import law as ul
+from kit.mui import metric as kmui
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    prompt: str
+
+
+ITEMS = [Item("a", "Question: 12 + 30 ="), Item("b", "Sort the words: pear apple"), Item("c", "True and not False is"),
+         Item("d", "Count: 1 2 3")]
+RESPONSES = [" 42. The answer is 42.", " apple pear", " True", ""]
+
+
+@pytest.fixture(scope="module")
+def twin():
+    return kit.load_model("twin/qwen2")
+
+
+@pytest.mark.parametrize("threshold,k,frac", [("topk", None, None), ("topk", 3, None), ("topscore", None, 0.5),
+                                              ("global_topk", 4, None)])
+def test_token_budget_mui_equals_the_batch_size_path(twin, tmp_path, monkeypatch, threshold, k, frac):
+    old = kmui.utilization_for_items(twin, ITEMS, RESPONSES, threshold=threshold, k=k, frac=frac, batch_size=4).mui
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # the per-item cache lands here
+    new = ul.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, threshold=threshold, k=k, frac=frac,
+                       max_batch_tokens=1)  # one item a pass
+    assert new == pytest.approx(old, abs=1e-9)
+    assert 0 < new < 100
+
+
+def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    first = ul.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=20)
+    files = list((tmp_path / "items").glob("*.jsonl"))
+    assert len(files) == 1 and len(files[0].read_text().splitlines()) == 4
+
+    def no_pass(*a, **kw):
+        raise AssertionError("the rerun computed an item the cache holds")
+
+    monkeypatch.setattr(kmui, "utilization", no_pass)
+    assert ul.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=10**6) == first
+    with pytest.raises(AssertionError, match="cache holds"):  # other responses are never read from that cache
+        ul.items_mui(twin, ITEMS, RESPONSES[:3] + [" 4 5"], "toy", zoo=False)
