@@ -4,8 +4,10 @@ Two workloads, batches of 4 like the public code: ``[short]`` (4 x 64 tokens, sh
 ARC/MMLU) and ``[long]`` (4 x 256); for models over 5e8 parameters 4 x 16 and 4 x 64. Per workload:
 
 - ``mui/score_vs_forward[...]``: time of :func:`kit.mui.metric.utilization` (scores of every position,
-  per-token top-k, union) / time of the plain forward pass (logits) on the same tokens.
-  Target <= 1.3.
+  per-token top-k, union) / time of the plain forward pass (logits) on the same tokens; the detail
+  gives both as tokens/s and, on a GPU, the peak memory allocated. Target <= 1.3. Any
+  ``kit.load_model`` name: ``random/llama-8b`` (real shape), ``twin/<arch>`` (the real-model
+  loading path), a Hugging Face id or directory (``--device cuda``).
 - ``mui/speedup_vs_public[...]``: time of a faithful re-implementation of the public MUI-Eval
   scoring (``get_neuron.py``: batches of 4; per batch and layer the full ``d_mlp x vocab``
   projection ``W_out @ W_U``; a Python loop appending every response token's scores; per
@@ -59,6 +61,14 @@ def _seq_lens(model) -> dict[str, int]:
     if lens["long"] > n_ctx:
         lens = {"short": max(2, n_ctx // 4), "long": n_ctx}
     return lens
+
+
+def throughput(n_tokens: int, t_ours: float, t_fwd: float, device: str) -> str:
+    """``"<scored> vs <forward> tokens/s"`` and, on a GPU, the peak memory allocated since the last reset."""
+    text = f"{n_tokens / t_ours:,.0f} vs {n_tokens / t_fwd:,.0f} tokens/s"
+    if device.startswith("cuda"):
+        text += f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB"
+    return text
 
 
 def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, proj_cols: int) -> float:
@@ -129,11 +139,14 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu") -> list[BenchLine]:
             mui.utilization(m, tokens, resp, batch_size=batch)
 
         repeat = 3 if label == "short" else 2  # keeps the default run near two minutes on one CPU thread
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
         t_fwd, t_ours = interleaved_medians(forward, ours, repeat, device)
         lines.append(BenchLine(
             f"mui/score_vs_forward[{label}]", t_ours / t_fwd,
             f"utilization(score, topk) / plain forward, {model} {batch}x{seq} tokens on {device}: "
-            f"{t_ours:.3f}s vs {t_fwd:.3f}s (medians of {repeat}, timed alternately); target <= 1.3",
+            f"{t_ours:.3f}s vs {t_fwd:.3f}s (medians of {repeat}, timed alternately); "
+            f"{throughput(batch * seq, t_ours, t_fwd, device)}; target <= 1.3",
         ))
         t_run = public_algorithm(m, tokens, resp, cols)
         t_slice = public_algorithm.t_proj_slice

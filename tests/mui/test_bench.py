@@ -28,3 +28,14 @@ def test_bench_runs_on_a_zoo_model(micro_world, monkeypatch):
     monkeypatch.setenv("KIT_WORLD", micro_world)
     lines = bench.run("zoo/base-m")
     assert len(lines) == 4 and all(line.ratio > 0 for line in lines)
+
+
+def test_throughput_text_hand_case():
+    assert bench.throughput(1000, 0.5, 0.25, "cpu") == "2,000 vs 4,000 tokens/s"
+
+
+@pytest.mark.slow
+def test_bench_runs_through_the_real_model_path_on_a_twin():
+    lines = bench.run("twin/llama")
+    assert len(lines) == 4 and all(line.ratio > 0 for line in lines)
+    assert "twin/llama 4x256" in lines[2].detail and "tokens/s" in lines[2].detail
