@@ -81,7 +81,11 @@ def encode(tokenizer, text: str) -> list[int]:
 
 
 def truncate_left(ids: list[int], limit: int, what: str) -> list[int]:
-    """Keep the last ``limit`` tokens (the question sits at the end of a few-shot prompt), warning."""
+    """Keep the last ``limit`` tokens (the question sits at the end of a few-shot prompt), warning.
+    ``limit < 1`` (``max_new_tokens`` fills the whole context) fails: no prompt token would be left."""
+    if limit < 1:
+        raise ValueError(f"{what}: max_new_tokens leaves {limit} of the model's context for the prompt; "
+                         "allowed: max_new_tokens < the context length")
     if len(ids) <= limit:
         return ids
     warnings.warn(f"{what}: {len(ids)} tokens exceed the model's context ({limit} available); "
@@ -193,7 +197,8 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
     if backend == "vllm":
         if ablate:
             raise ValueError("ablate needs backend='hf' (vLLM runs no forward hooks)")
-        return _generate_vllm(str(model_path), list(prompts), settings, dtype)
+        return _generate_vllm(str(model_path), list(prompts), settings, dtype, cache=cache, ids=ids,
+                              progress=progress)
     import torch
 
     model, tokenizer = hf_model(model_path, device, dtype)
@@ -237,22 +242,36 @@ def respond(model, prompts: Sequence[str], settings: GenerationSettings, benchma
                               cache=cache, ids=ids, ablate=ablate)
 
 
-def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None) -> list[str]:
+def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None,
+                   cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
+                   progress: bool = False) -> list[str]:
+    """vLLM generation on the same token rows as the HF path (the chat template through
+    :func:`encode`, so no second BOS; prompts cut to the context with a warning), one vLLM call
+    for every item ``cache`` does not hold yet."""
     try:
         from vllm import LLM, SamplingParams
     except ImportError as e:
         raise ImportError("backend='vllm' needs the vllm package (pip install vllm) and a GPU; "
                           "backend='hf' needs neither") from e
+    from transformers import AutoConfig
+
     from kit.models.load import DTYPES
 
-    llm = LLM(model=model_path, dtype=DTYPES[dtype] if dtype else "auto", seed=settings.seed)
+    llm = LLM(model=model_path, dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto", seed=settings.seed)
     tokenizer = llm.get_tokenizer()
     chat = use_chat(tokenizer, settings.chat)
-    texts = [prompt_text(tokenizer, p, chat, settings.system_prompt) for p in prompts]
+    limit = context_length(AutoConfig.from_pretrained(model_path)) - settings.max_new_tokens
+    rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
+            for i, p in enumerate(prompts)]
     params = SamplingParams(max_tokens=settings.max_new_tokens, seed=settings.seed,
                             **(dict(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
                                if settings.do_sample else dict(temperature=0.0)))
-    return [o.outputs[0].text for o in llm.generate(texts, params)]
+
+    def compute(idx: list[int]) -> list[str]:
+        return [o.outputs[0].text for o in llm.generate([{"prompt_token_ids": rows[i]} for i in idx], params)]
+
+    return map_items(list(range(len(rows))) if ids is None else list(ids), compute, [list(range(len(rows)))],
+                     cache=cache, progress=progress)
 
 
 def read_lm_eval_samples(path: str | Path) -> list[dict[str, Any]]:

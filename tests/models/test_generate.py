@@ -128,3 +128,50 @@ def test_respond_ablates_and_refuses_to_cache_ablated_responses(tmp_path):
                                cache=ItemCache("m", "b", settings.as_dict(), root=tmp_path))
     with pytest.raises(ValueError, match="not loaded from a Hugging Face directory"):
         gen.respond(object(), PROMPTS, settings)
+
+
+def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, monkeypatch, tmp_path):
+    # vLLM is not installed here: a stand-in module records what kit hands to it.
+    import sys
+    import types
+
+    path, _, tok = llama
+    calls = {}
+
+    class LLM:
+        def __init__(self, model, dtype, seed):
+            calls["init"] = (model, dtype, seed)
+
+        def get_tokenizer(self):
+            return tok
+
+        def generate(self, prompts, params):
+            calls["prompts"], calls["params"] = prompts, params
+            return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text=f"r{i}")]) for i in range(len(prompts))]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM, fake.SamplingParams = LLM, lambda **kw: kw
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    from dataclasses import replace
+
+    paper = replace(gen.SHORTCUT_PAPER_SAMPLING, max_new_tokens=8)  # the twin's context is 256 tokens
+    out = gen.generate_responses(path, PROMPTS[:2], paper, backend="vllm", dtype="bf16")
+    assert out == ["r0", "r1"] and calls["init"] == (str(path), "bfloat16", 0)
+    # the token rows of the HF path: the chat template, one BOS
+    assert calls["prompts"][0] == {"prompt_token_ids": gen.encode(tok, gen.prompt_text(tok, PROMPTS[0], True))}
+    assert calls["params"] == {"max_tokens": 8, "seed": 0,
+                               "temperature": 1.0, "top_k": 50, "top_p": 1.0}
+    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm")
+    assert calls["params"] == {"max_tokens": 4, "seed": 0, "temperature": 0.0}  # greedy
+    with pytest.raises(ValueError, match="max_new_tokens leaves 0"):  # no room for the prompt
+        gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=256), backend="vllm")
+    with pytest.raises(ValueError, match="ablate needs backend='hf'"):
+        gen.generate_responses(path, PROMPTS[:1], backend="vllm", ablate=[(0, 1)])
+    from kit.models.cache import ItemCache
+
+    cache = ItemCache("twin/llama", "toy", {"vllm": True}, root=tmp_path)
+    greedy = gen.GenerationSettings(max_new_tokens=4)
+    gen.generate_responses(path, PROMPTS[:2], greedy, backend="vllm", cache=cache, ids=["a", "b"])
+    calls.clear()
+    assert gen.generate_responses(path, PROMPTS, greedy, backend="vllm", cache=cache, ids=["a", "b", "c"]) == ["r0", "r1", "r0"]
+    assert len(calls["prompts"]) == 1, "a rerun generated items the cache holds"

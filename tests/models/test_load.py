@@ -168,3 +168,26 @@ def test_revision_reaches_the_hub_and_picks_the_revision_weights(monkeypatch):
     assert torch.equal(a.W_out, kit.load_model("twin/olmo2@step1").W_out)  # same revision, same weights
     with pytest.raises(ValueError, match="local directory"):
         kit.load_model(str(twins.twin_path("olmo2")), revision="step1")
+
+
+def test_device_map_auto_splits_the_blocks_over_every_gpu(monkeypatch):
+    # No GPU here: what is checked is that "auto" asks TransformerLens for one device per visible
+    # GPU on cuda, and that any other device_map is refused naming the allowed values.
+    import torch
+
+    from kit.models import tl
+
+    seen = {}
+    real = tl.hooked_from_hf
+
+    def spy(hf, tok, path, *, device="cpu", dtype=torch.float32, n_devices=1, **kw):
+        seen.update(device=device, n_devices=n_devices)
+        return real(hf, tok, path, device="cpu", dtype=dtype, n_devices=1, **kw)
+
+    monkeypatch.setattr(tl, "hooked_from_hf", spy)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    kit.load_model("twin/llama", device_map="auto")
+    assert seen == {"device": "cuda", "n_devices": 2}
+    with pytest.raises(ValueError, match="allowed: None .* or 'auto'"):
+        kit.load_model("twin/llama", device_map="balanced")
