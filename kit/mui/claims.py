@@ -19,7 +19,8 @@ PAPER = "000"
 REQUIRED_IDS = {
     "01_utility_law": ["law.published_per_model", "law.published_pooled", "law.tiny_pooled", "law.tiny_per_task_sign", "pur.table1_recomputed",
                        "pur.ranking_vs_performance", "diversity.mixed_grows_faster", "correctness.no_difference",
-                       "masking.key_vs_random"],
+                       "masking.key_vs_random",
+                       "law.multi_token", "correctness.no_difference_multi_token"],
     "02_training_trajectories": ["corollary1.early_accumulating", "corollary1.late_evolving",
                                  "corollary2.contamination_in_domain", "corollary2.contamination_ood"],
 }
@@ -49,10 +50,13 @@ def _fit_claim(id: str, fit: Mapping[str, Any] | None, where: str, figure: str |
 
 
 def utility_law_claims(results: Mapping[str, Any], curves: pd.DataFrame | None = None,
-                       correctness: Mapping[str, Any] | None = None, seed: int = 0, n_boot: int = 1000) -> list[Claim]:
+                       correctness: Mapping[str, Any] | None = None, seed: int = 0, n_boot: int = 1000,
+                       multi_token: Mapping[str, Any] | None = None) -> list[Claim]:
     """Notebook 01's claims from its recorded ``results`` (``published_law_fit``,
     ``tiny_law_fit_per_task``, ``tiny_rank_per_task``, ``published_pur_max_abs_diff``, ``masking``),
-    the §3.6 growth ``curves`` (columns pool, n, repeat, mui) and the §3.7 ``correctness`` dict."""
+    the §3.6 growth ``curves`` (columns pool, n, repeat, mui), the §3.7 ``correctness`` dict and
+    item 7's ``multi_token`` data (``law``, ``ci`` of :func:`kit.mui.law.multi_token_section`;
+    None: those two claims are "not testable here")."""
     out = [_fit_claim("law.published_per_model", results.get("published_law_fit_per_model"),
                       "published Table 5, Figure 3's view (one point per general model)", "fig3_published_per_model"),
            _fit_claim("law.published_pooled", results.get("published_law_fit", {}).get("all"),
@@ -97,6 +101,7 @@ def utility_law_claims(results: Mapping[str, Any], curves: pd.DataFrame | None =
 
     out.append(_growth_claim(curves, seed, n_boot))
     out.append(_correctness_claim(correctness, seed, n_boot))
+    out += multi_token_claims(multi_token, seed, n_boot, form=results.get("law_form", "mui_vs_log_perf"))
     m = results.get("masking", {})
     ours = None if m.get("drop_key_a") is None else m["drop_key_a"] - m.get("drop_random_a", np.nan)
     out.append(claim(PAPER, "§3.8", "masking.key_vs_random",
@@ -137,6 +142,39 @@ def _correctness_claim(ci: Mapping[str, Any] | None, seed: int, n_boot: int) -> 
                  null=0.0, direction="within", null_how=f"tolerance ±{margin:.3g} (10% of mean chunk MUI)",
                  paper_value="no significant difference (Mann-Whitney)",
                  interval_how=f"bootstrap over {len(a)} chunks a side", figure="sec37_correct_vs_incorrect")
+
+
+def multi_token_claims(data: Mapping[str, Any] | None, seed: int = 0, n_boot: int = 1000,
+                       form: str = "mui_vs_log_perf") -> list[Claim]:
+    """Item 7: the law across models on the multi-token families, and §3.7 on per-sample MUI where
+    it can vary (multi-token answers). ``data``: ``{"law": ..., "ci": ...}`` of
+    :func:`kit.mui.law.multi_token_section`."""
+    data = data or {}
+    law = data.get("law") or {}
+    if law.get("slope") is None:
+        c_law = claim(PAPER, "§2, Fig. 3", "law.multi_token", "Utility Law on the multi-token families (tiny world)",
+                      None, not_testable=law.get("not_testable", "no multi-token section run (hub models or multi_token_tasks: [])"))
+    else:
+        c_law = _fit_claim("law.multi_token", law, "tiny world, multi-token families pooled", "item7_per_sample_mui", form=form)
+    ci = data.get("ci") or {}
+    statement = ("§3.7 where per-sample MUI can vary (multi-token answers): a sample's own MUI does not differ between "
+                 f"correct and incorrect responses (mean per-sample MUI, correct - incorrect, %; equivalence within "
+                 f"±{EQUIVALENCE_FRACTION:.0%} of the mean)")
+    a, b = np.asarray(ci.get("per_sample_correct", []), float), np.asarray(ci.get("per_sample_incorrect", []), float)
+    if min(len(a), len(b)) < 2:
+        c_ok = claim(PAPER, "§3.7", "correctness.no_difference_multi_token", statement, None,
+                     not_testable="fewer than 2 correct or incorrect multi-token responses")
+    else:
+        est = mean_diff_ci(a, b, paired=False, n_boot=n_boot, seed=seed)
+        margin = EQUIVALENCE_FRACTION * float(np.mean(np.concatenate([a, b])))
+        c_ok = claim(PAPER, "§3.7", "correctness.no_difference_multi_token", statement, est[0], ci=est[1:],
+                     null_range=(-margin, margin), null=0.0, direction="within",
+                     null_how=f"tolerance ±{margin:.3g} (10% of mean per-sample MUI)",
+                     paper_value="no significant difference (Mann-Whitney)",
+                     interval_how=f"bootstrap over {len(a)} samples a side", figure="item7_per_sample_mui",
+                     caveat="a wrong answer can stop early (fewer response tokens, so fewer key neurons): "
+                            "response length is not controlled")
+    return [c_law, c_ok]
 
 
 # ----------------------------------------------------------------------------- notebook 02

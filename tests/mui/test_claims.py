@@ -55,3 +55,26 @@ def test_corollary_claims_use_wilson_against_a_random_direction():
     assert claims["corollary1.late_evolving"].verdict == "inconclusive"      # 0/3: [0, 0.56]
     assert claims["corollary2.contamination_ood"].verdict == "contradicted"  # 0/40: upper < 0.25
     assert claims["paper.corollary1.early_accumulating"].verdict == "supported"
+
+
+def test_multi_token_claims_follow_the_numbers():
+    from kit.mui.claims import multi_token_claims
+
+    none = {c.id: c for c in multi_token_claims(None)}
+    assert set(none) == {"law.multi_token", "correctness.no_difference_multi_token"}
+    assert {c.verdict for c in none.values()} == {"not testable here"}
+    reason = "inconclusive: only 1 model(s) answer a multi-token family above 0%"
+    one = {c.id: c for c in multi_token_claims({"law": {"slope": None, "not_testable": reason},
+                                                "ci": {"per_sample_correct": [1.0, 1.02, 0.98, 1.0],
+                                                       "per_sample_incorrect": [1.0, 0.99, 1.01, 1.0]}},
+                                               n_boot=200)}
+    assert one["law.multi_token"].verdict == "not testable here" and one["law.multi_token"].why == reason
+    eq = one["correctness.no_difference_multi_token"]
+    check_consistent(eq)
+    assert eq.verdict == "supported" and abs(eq.null_high - 0.1) < 1e-9  # 10% of the mean per-sample MUI 1.0
+    assert "response length" in eq.why
+    apart = {c.id: c for c in multi_token_claims({"law": {"slope": -2.0, "ci_low": -3.0, "ci_high": -1.0, "r2": 0.6, "n": 8},
+                                                  "ci": {"per_sample_correct": [2.0, 2.1, 1.9, 2.0],
+                                                         "per_sample_incorrect": [1.0, 1.1, 0.9, 1.0]}}, n_boot=200)}
+    assert apart["law.multi_token"].verdict == "supported"
+    assert apart["correctness.no_difference_multi_token"].verdict == "contradicted"

@@ -151,3 +151,34 @@ def test_pur_ranking_against_fresh_truth():
     assert summary["pur"]["spearman_mean"] == pytest.approx(100.0)
     assert summary["performance"]["spearman_mean"] == pytest.approx(50.0), "one swap of three: 1 - 6*2/24"
     assert summary["pur_vs_task_truth"]["spearman_mean"] == pytest.approx(100.0)
+
+
+def test_width_k_table_gives_base_xl_k_2():
+    from kit.mui.law import width_k_table
+
+    t = width_k_table(["zoo/base-s", "zoo/base-l", "zoo/base-xl", "twin/llama"], "micro").set_index("model")
+    assert list(t.index) == ["zoo/base-s", "zoo/base-l", "zoo/base-xl"], "hub models are left out"
+    assert t.loc["zoo/base-xl", "k"] == 2 and t.loc["zoo/base-xl", "d_mlp"] == 1536
+    assert (t.drop("zoo/base-xl").k == 1).all()
+    # one response token: n_layers * k key neurons of n_layers * d_mlp
+    assert abs(t.loc["zoo/base-xl", "one_token_sample_mui"] - 100 * 2 / 1536) < 1e-12
+    assert width_k_table(["zoo/base-xl"], "micro", k=5).k.tolist() == [5]
+
+
+def test_multi_token_section_on_micro(micro_world):
+    from types import SimpleNamespace
+
+    from kit.mui.law import multi_token_section
+
+    cfg = SimpleNamespace(world=micro_world, multi_token_n_items=8, seed=0, law_form="mui_vs_log_perf")
+    with pytest.raises(ValueError, match="allowed values: sort-list, add-steps"):
+        multi_token_section(["zoo/base-xl"], ["add"], "add", cfg)
+    sec = multi_token_section(["zoo/base-s", "zoo/base-xl"], ["sort-list", "add-steps"], "add", cfg)
+    s = sec.data["samples"]
+    assert sec.record["multi_token"]["focus"] == "zoo/base-xl"
+    one = s[(s.model == "zoo/base-xl") & (s.task == "add")]
+    assert one.mui.nunique() == 1 and abs(one.mui.iloc[0] - 100 * 2 / 1536) < 1e-9, "one token: k / d_mlp"
+    multi = s[(s.model == "zoo/base-xl") & (s.task == "sort-list")]
+    assert (multi.mui <= 100 * 2 * multi.response_tokens / 1536 + 1e-9).all()  # at most k per token and layer
+    assert multi.mui.nunique() > 1, "multi-token responses: per-sample MUI varies"
+    assert sec.data["law"]["slope"] is None and "inconclusive" in sec.data["law"]["not_testable"]

@@ -46,7 +46,7 @@ def test_param_count_formula_matches_a_real_model():
 
 def test_unknown_names_list_what_exists():
     with pytest.raises(ValueError, match="zoo/base-s"):
-        world.load_member("zoo/base-xl", world="micro")
+        world.load_member("zoo/base-xxl", world="micro")
     with pytest.raises(ValueError, match="steps of zoo/base-l: 80, 240, 400"):
         world.load_member("zoo/base-l@step-7", world="micro")
     with pytest.raises(ValueError, match="zoo-sae/base-m/topk-128"):
