@@ -46,6 +46,10 @@ class Config(BaseConfig):
     fresh split; a real ``task`` needs another benchmark no variant saw (the paper: OpenMathInstruct-2; e.g. mawps)."""
     ref_split: str = "test"
     """Split of ``ref_task`` (``ref_task == task`` on ``test`` is refused: Ref would equal Ori)."""
+    comparative_position: Literal["last", "completion"] = "last"
+    """Where eq. 3 reads the activations (``kit.shortcut.neurons.comparative_scores_of_models``): ``last``,
+    the last prompt token (the paper's text, section 3.2); ``completion``, every token of M_con's greedy
+    completion of ``max_new_tokens`` tokens, both models read on it (the public code's default)."""
     group_size: int = Field(16, ge=1, le=4096)
     """Adjacent neurons per causal-score group (the paper: 512 of 11008 per layer, ~4.7%)."""
     combine: Literal["held_out", "sum", "veto", "rank_mean"] = "held_out"
@@ -80,7 +84,11 @@ class Config(BaseConfig):
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Tokens generated per item (tiny-world answers are one token; GSM8K needs a few hundred)."""
     max_rows: int = Field(4096, ge=1)
-    """Batch rows per patched generation (groups x prompts are split into chunks of this size)."""
+    """Most rows (groups x prompts) in one forward of a patched generation or teacher-forced pass: prompts
+    are taken ``max_rows`` at a time, groups ``max_rows // prompts`` at a time (results do not depend on it)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights of Hugging Face models and twins (``kit.load_model``); tiny-world models stay float32. Models
+    are held one at a time beside the base (``kit.shortcut.pool``): at 7B, bf16 needs ~2 x 13.5 GB."""
 
     @model_validator(mode="after")
     def _check(self) -> "Config":

@@ -48,8 +48,10 @@ def sparsity_items(model, base, test: TaskData, ranked: Sequence[Neuron], n: int
                    max_rows: int = 2048, max_new_tokens: int | None = None) -> np.ndarray:
     """(2, items) correctness of ``model`` with the top ``n`` located neurons patched, then ``n``
     random ones (Figure 3 at one N, per item)."""
-    L, d = model.cfg.n_layers, model.cfg.d_mlp
-    return item_correct(model, base, test, [list(ranked[:n]), random_neurons(L, d, n, seed=seed)], max_rows, max_new_tokens)
+    from kit.shortcut.pool import resolve
+
+    L, d = base.cfg.n_layers, base.cfg.d_mlp
+    return item_correct(resolve(model), base, test, [list(ranked[:n]), random_neurons(L, d, n, seed=seed)], max_rows, max_new_tokens)
 
 
 def _paper_range(contaminated: bool) -> str:

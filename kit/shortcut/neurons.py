@@ -20,7 +20,7 @@ pass ``targets`` as lists of ids: exact match then compares the first ``len(targ
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ from torch import Tensor
 
 from kit.shortcut.patching import Neuron, group_patched_generate, group_patched_logprobs, hook_name
 from kit.models import tl
+
+if TYPE_CHECKING:
+    from kit.shortcut.pool import Lazy, ModelPool
 
 PAPER_N_PATCHED = 5000
 """Shortcut neurons patched in the paper (section 4.3)."""
@@ -116,23 +119,35 @@ POSITIONS = ("last", "completion")
 def comparative_scores_of_models(model_con, model_un, batches: Iterable[tuple[Tensor, Tensor]],
                                  position: Literal["last", "completion"] = "last",
                                  max_new_tokens: int = 1) -> Float[Tensor, "layer d_mlp"]:
-    """Eq. 3 streamed over ``(tokens, lengths)`` batches (right-padded prompts).
+    """Eq. 3 over ``(tokens, lengths)`` batches (right-padded prompts).
 
     ``position="last"``: the last prompt token (the paper's text, section 3.2). ``"completion"``:
     every token of ``model_con``'s greedy completion (``max_new_tokens`` tokens), both models read on
     that same sequence: the public code's default (``token_type`` ``completion``/``completion_all`` in
     its ``activation_processor_SFT.py``, where the contaminated model generates the completions).
+
+    The two models are used one after the other, never together (either may be a
+    :class:`kit.shortcut.pool.Lazy` handle, loaded at its turn): ``model_con``'s activations are kept
+    on the CPU in float32 meanwhile, rows x layers x d_mlp floats (the paper's 657 last-token rows of
+    LLaMA2-7B: 0.9 GB; ``completion`` multiplies that by ``max_new_tokens``).
     """
+    from kit.shortcut.pool import resolve
+
     if position not in POSITIONS:
         raise ValueError(f"position={position!r}; allowed values: {', '.join(POSITIONS)}")
-    acc = ComparativeAccumulator()
+    con = resolve(model_con)
+    seen = []
     for tokens, lengths in batches:
         comp = None
         if position == "completion":
-            tokens = group_patched_generate(model_con, None, tokens, [[]], max_new_tokens, lengths=lengths)[0]
+            tokens = group_patched_generate(con, None, tokens, [[]], max_new_tokens, lengths=lengths)[0].cpu()
             comp = torch.full_like(lengths, max_new_tokens)
-        acc.update(neuron_acts(model_con, tokens, lengths, position, comp).cpu(),
-                   neuron_acts(model_un, tokens, lengths, position, comp).cpu())
+        seen.append((tokens, lengths, comp, neuron_acts(con, tokens, lengths, position, comp).cpu()))
+    del con
+    un = resolve(model_un)
+    acc = ComparativeAccumulator()
+    for tokens, lengths, comp, acts_con in seen:
+        acc.update(acts_con, neuron_acts(un, tokens, lengths, position, comp).cpu())
     return acc.scores()
 
 
@@ -240,10 +255,12 @@ def causal_scores(model_con, model_un, base, tokens: Int[Tensor, "batch pos"], l
                   max_rows: int = 2048) -> CausalScores:
     """Eq. 4 for every group, ``base`` (M0) patching ``model_con`` and ``model_un`` on the
     contaminated prompts; the unpatched accuracies come from the same code path (empty group)."""
+    from kit.shortcut.pool import resolve
+
     groups = [list(g) for g in groups]
     allg = [[]] + groups
-    con = group_accuracy(model_con, base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
-    un = group_accuracy(model_un, base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
+    con = group_accuracy(resolve(model_con), base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
+    un = group_accuracy(resolve(model_un), base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
     score = causal_score(np.full(len(groups), con[0]), con[1:], np.full(len(groups), un[0]), un[1:])
     return CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:], np.atleast_1d(score), method)
 
@@ -336,11 +353,14 @@ def sparsity_curve(model_con, model_un, base, tokens, lengths, targets, ranked: 
     Long format: columns ``model`` (contaminated/uncontaminated), ``neurons`` (located/random),
     ``n``, ``accuracy``. All N of one model run as groups of one batched generation.
     """
-    n_layers, d_mlp = model_con.cfg.n_layers, model_con.cfg.d_mlp
+    from kit.shortcut.pool import resolve
+
+    n_layers, d_mlp = base.cfg.n_layers, base.cfg.d_mlp
     located = [list(ranked[:n]) for n in ns]
     rand = [random_neurons(n_layers, d_mlp, n, seed=seed + k) for k, n in enumerate(ns)]
     rows = []
     for label, m in (("contaminated", model_con), ("uncontaminated", model_un)):
+        m = resolve(m)  # Lazy handles: one model at a time
         if data is not None:  # study path: also handles free-text benchmarks
             acc = accuracies(m, base, data, located + rand, max_rows, max_new_tokens)
         else:
@@ -685,28 +705,43 @@ def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Lit
            causal_weight: float = 0.5, rank_by: Literal["exact", "teacher_forced"] = "exact", max_rows: int = 2048,
            batch_size: int = 64, max_new_tokens: int | None = None,
            position: Literal["last", "completion"] = "last") -> Located:
-    """Comparative (eq. 3, at ``position``: see :func:`comparative_scores_of_models`) + causal (eq. 4,
-    both variants) scores and the combined ranking."""
+    """Comparative (eq. 3, at ``position``: ``last`` = the last prompt token, the paper's text;
+    ``completion`` = every token of M_con's completion, the public code's default; see
+    :func:`comparative_scores_of_models`) + causal (eq. 4, both variants) scores and the combined ranking.
+
+    ``model_con`` / ``model_un`` may be :class:`kit.shortcut.pool.Lazy` handles: each is then loaded
+    when its turn comes (comparative: M_con, then M_un; causal: M_un, then M_con), so with a
+    one-model pool only the donor ``base`` and one of them are ever held together."""
+    from kit.shortcut.pool import resolve
+
     if rank_by not in ("exact", "teacher_forced"):
         raise ValueError(f"rank_by={rank_by!r}; allowed values: 'exact', 'teacher_forced'")
-    L, d = model_con.cfg.n_layers, model_con.cfg.d_mlp
+    if position not in POSITIONS:
+        raise ValueError(f"position={position!r}; allowed values: {', '.join(POSITIONS)}")
+    L, d = base.cfg.n_layers, base.cfg.d_mlp
     batches = [(data.tokens[s : s + batch_size], data.lengths[s : s + batch_size])
                for s in range(0, data.n, batch_size)]
     n_new = max_new_tokens or max(len(t) for t in _targets_list(data.targets))
     comp = comparative_scores_of_models(model_con, model_un, batches, position, n_new)
     groups = neuron_groups(L, d, group_size)
-    if data.items is None:
-        exact = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
-                              method="exact", max_rows=max_rows)
-    else:  # free-text answers: generate and score the decoded responses
-        con = accuracies(model_con, base, data, [[]] + groups, max_rows, max_new_tokens)
-        un = accuracies(model_un, base, data, [[]] + groups, max_rows, max_new_tokens)
-        exact = CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:],
-                             np.atleast_1d(causal_score(np.full(len(groups), con[0]), con[1:],
-                                                        np.full(len(groups), un[0]), un[1:])), "exact")
-    tf = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
-                       method="teacher_forced", max_rows=max_rows)
-    located = Located(comp, exact, tf, comp, [], "")
+    accs = {}
+    for key, m in (("un", model_un), ("con", model_con)):  # M_un is the one held after eq. 3
+        m = resolve(m)
+        if data.items is None:
+            exact = group_accuracy(m, base, data.tokens, data.lengths, data.targets, [[]] + groups, method="exact",
+                                   max_rows=max_rows).numpy()
+        else:  # free-text answers: generate and score the decoded responses
+            exact = accuracies(m, base, data, [[]] + groups, max_rows, max_new_tokens)
+        tf = group_accuracy(m, base, data.tokens, data.lengths, data.targets, [[]] + groups, method="teacher_forced",
+                            max_rows=max_rows).numpy()
+        accs[key] = {"exact": exact, "teacher_forced": tf}
+        del m
+    cs = {}
+    for method in ("exact", "teacher_forced"):
+        con, un = accs["con"][method], accs["un"][method]
+        score = causal_score(np.full(len(groups), con[0]), con[1:], np.full(len(groups), un[0]), un[1:])
+        cs[method] = CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:], np.atleast_1d(score), method)
+    located = Located(comp, cs["exact"], cs["teacher_forced"], comp, [], "")
     return located.rerank(f"{rule} ({rank_by})", causal_weight)
 
 
@@ -721,8 +756,10 @@ def ranking_rules(located: Located, model_con, model_un, base, data: TaskData, n
     carrying neurons ``truth`` (tiny world only) the top-``n`` holds; never used for the choice."""
     tops = {k: top_neurons(located.scores_by(k, causal_weight), n) for k in rule_specs(causal_weight)}
     sets = [[]] + list(tops.values())
-    con = 100 * accuracies(model_con, base, data, sets, max_rows, max_new_tokens)
-    un = 100 * accuracies(model_un, base, data, sets, max_rows, max_new_tokens)
+    from kit.shortcut.pool import resolve
+
+    con = 100 * accuracies(resolve(model_con), base, data, sets, max_rows, max_new_tokens)
+    un = 100 * accuracies(resolve(model_un), base, data, sets, max_rows, max_new_tokens)
     rows = [{"rule": k, "n": n, "acc_con": con[0], "acc_con_patched": c, "acc_un": un[0], "acc_un_patched": u,
              "drop_con": con[0] - c, "change_un": u - un[0], "objective": (con[0] - c) - abs(u - un[0]),
              "found": len(truth & set(t)) if truth is not None else None}
@@ -784,6 +821,21 @@ def transfer_finetune(like: str, task: str, world: str | None = None):
     return zoo.extra_finetune(f, spec.name)
 
 
+def transfer_models(s: "Setup", cfg) -> "ModelPool":
+    """Table 4's models, held one at a time: Vanilla (the base), the contaminated rows rebuilt on
+    ``cfg.transfer_task`` (:func:`transfer_finetune`) and ``cfg.transfer_controls``."""
+    built = {f"transfer/{label}": cfg.variants[label] for label in cfg.transfer_variants}
+
+    def load(name):
+        if name in built:
+            return transfer_finetune(built[name], cfg.transfer_task, world=cfg.world)
+        return s.load(name)
+
+    names = {"Vanilla": cfg.base_model, **{label: f"transfer/{label}" for label in cfg.transfer_variants},
+             **{k: v for k, v in cfg.transfer_controls.items() if k != "Vanilla"}}
+    return s.pool(names, load)
+
+
 # --------------------------------------------------------------------------- notebook sections (notebook 03)
 
 
@@ -792,16 +844,27 @@ class Setup:
     """The models and item sets notebook 03 works on (``setup(cfg)``)."""
 
     base: object
-    models: dict[str, object]
-    """Table 2's variants by label (``cfg.variants``)."""
-    model_con: object
-    model_un: object
+    """The base model M0, the donor of every patch: the one model always held."""
+    models: "ModelPool"
+    """Table 2's variants by label (``cfg.variants``), loaded on access, one at a time
+    (:class:`kit.shortcut.pool.ModelPool`)."""
+    model_con: "Lazy"
+    model_un: "Lazy"
+    """The locating pair as lazy handles (loaded at use: ``kit.shortcut.pool.resolve``)."""
     locate: TaskData
     test: TaskData
     fresh: TaskData
     heldout: TaskData | None = None
     """Test items after the first ``n_locate`` (up to ``n_eval``): the ranking rules are compared on
     them (``combine: held_out``). None when ``n_eval <= n_locate``."""
+    load: "Callable[[str], object] | None" = None
+    """Name -> model, with the notebook's device, dtype and world (:func:`load_any`)."""
+
+    def pool(self, names: dict[str, str], load: "Callable[[str], object] | None" = None) -> "ModelPool":
+        """Another set of models sharing this base, held one at a time like ``models``."""
+        from kit.shortcut.pool import ModelPool
+
+        return ModelPool(names, load or self.load, base=self.base, base_name=self.models.base_name)
 
     @property
     def n_layers(self) -> int:
@@ -816,14 +879,17 @@ class Setup:
         return self.n_layers * self.d_mlp
 
 
-def load_any(name: str, device: str = "cpu", world: str | None = None):
-    """``kit.load_model``, plus notebook 03's own ``extra/`` fine-tunes (:mod:`kit.shortcut.variants`)."""
+def load_any(name: str, device: str = "cpu", world: str | None = None, dtype: str | None = None):
+    """``kit.load_model``, plus notebook 03's own ``extra/`` fine-tunes (:mod:`kit.shortcut.variants`).
+    ``dtype`` applies to Hugging Face models and twins; tiny-world models stay float32."""
     from kit.models.load import load_model
     from kit.shortcut import variants
 
     if variants.is_extra(name):
         return variants.load_extra(name, device, world)
-    return load_model(name, device=device, world=world)
+    if name.startswith("zoo/"):
+        return load_model(name, device=device, world=world)
+    return load_model(name, device=device, world=world, dtype=dtype)
 
 
 def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
@@ -840,20 +906,22 @@ def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
 
 
 def setup(cfg) -> Setup:
-    """Load the base and every Table 2 variant; the locating pair is ``cfg.locate_pair``."""
+    """Load the base; the Table 2 variants are loaded on use, one at a time (a
+    :class:`kit.shortcut.pool.ModelPool`); the locating pair is ``cfg.locate_pair``."""
+    from kit.shortcut.pool import ModelPool
 
     def load(name):
-        return load_any(name, cfg.device, cfg.world)
+        return load_any(name, cfg.device, cfg.world, cfg.dtype)
 
     base = load(cfg.base_model)
-    models = {label: load(name) for label, name in cfg.variants.items()}
+    models = ModelPool(cfg.variants, load, base=base, base_name=cfg.base_model)
     con, un = cfg.locate_pair
 
     def data(split: str, n: int) -> TaskData:
         return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed))
 
     held = benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)[cfg.n_locate :]
-    return Setup(base=base, models=models, model_con=models[con], model_un=models[un],
+    return Setup(base=base, models=models, model_con=models.lazy(con), model_un=models.lazy(un), load=load,
                  locate=data("test", cfg.n_locate), test=data("test", cfg.n_eval),
                  fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)),
                  heldout=task_data(base, held) if held else None)
@@ -866,7 +934,7 @@ def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None)
     rule = "sum" if cfg.combine == "held_out" else cfg.combine
     located = locate(s.model_con, s.model_un, s.base, s.locate, cfg.group_size, rule=rule,
                      causal_weight=cfg.causal_weight, rank_by=cfg.causal_rank_by, max_rows=cfg.max_rows,
-                     max_new_tokens=cfg.max_new_tokens)
+                     max_new_tokens=cfg.max_new_tokens, position=cfg.comparative_position)
     if s.heldout is None:
         if cfg.combine == "held_out":
             raise ValueError("combine='held_out' needs held-out test items: set n_eval > n_locate")
@@ -909,12 +977,11 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
     """§7: the pipeline again on full fine-tunes (every parameter may change), ranked by ``rule`` (a
     :func:`rule_specs` label: section 1's), and the ceiling with every MLP neuron of M_con patched."""
     from kit.core.findings import Section
-    from kit.models.load import load_model
 
     con, un = cfg.locate_pair
-    models = {label: load_model(name, device=cfg.device, world=cfg.world) for label, name in variants.items()}
-    located = locate(models[con], models[un], s.base, s.locate, cfg.group_size, max_rows=cfg.max_rows,
-                     max_new_tokens=cfg.max_new_tokens).rerank(rule, cfg.causal_weight)
+    models = s.pool(variants)
+    located = locate(models.lazy(con), models.lazy(un), s.base, s.locate, cfg.group_size, max_rows=cfg.max_rows,
+                     max_new_tokens=cfg.max_new_tokens, position=cfg.comparative_position).rerank(rule, cfg.causal_weight)
     table = trustworthy_table(models, s.base, s.test, s.fresh, located.ranked[:n_patched], cfg.contaminated,
                               cfg.max_rows, cfg.max_new_tokens)
     all_neurons = [(L, i) for L in range(s.n_layers) for i in range(s.d_mlp)]
@@ -948,7 +1015,7 @@ def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+t
     from kit.shortcut import variants
 
     names = variants.strength_variants(cfg.variants[label])
-    models = {"Vanilla": s.base, **{k: load_any(v, cfg.device, cfg.world) for k, v in names.items()}}
+    models = s.pool({"Vanilla": cfg.base_model, **names})
     table = trustworthy_table(models, s.base, s.test, s.fresh, shortcut, list(names), cfg.max_rows, cfg.max_new_tokens)
     t = table.set_index("variant")
     lines = [f"Contamination strength ({label}'s recipe): " + ", ".join(

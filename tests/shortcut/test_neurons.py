@@ -385,3 +385,35 @@ def test_config_refuses_a_reference_that_is_the_test_set():
         Config(task="gsm8k", ref_task="gsm8k")
     assert Config(task="gsm8k", ref_task="gsm8k", ref_split="train").ref_split == "train"
     assert Config().ref_task is None  # the tiny world: the task's fresh split
+
+
+def test_a_pool_holds_one_model_beside_the_base_and_changes_no_result():
+    """Notebook 03 holds the donor base and ONE other model (kit.shortcut.pool): locating through lazy
+    handles and Table 2 through a pool give exactly the results of models held all at once."""
+    from kit.shortcut.pool import ModelPool, release
+
+    base, con, un, tokens, lengths, targets = _planted()
+    data = sc.TaskData(tokens, lengths, [[int(t)] for t in targets], len(targets))
+    ref_loc = sc.locate(con, un, base, data, 8, rule="sum")
+    ref_t2 = sc.trustworthy_table({"Vanilla": base, "con": con, "un": un}, base, data, data, ref_loc.ranked[:2], ["con"])
+    resident_at_load: list[list[str]] = []
+
+    def load(name):
+        resident_at_load.append(pool.resident())
+        return copy.deepcopy({"m/con": con, "m/un": un}[name])
+
+    pool = ModelPool({"Vanilla": "m/base", "con": "m/con", "un": "m/un"}, load, base=base, base_name="m/base")
+    loc = sc.locate(pool.lazy("con"), pool.lazy("un"), base, data, 8, rule="sum")
+    t2 = sc.trustworthy_table(pool, base, data, data, loc.ranked[:2], ["con"])
+    assert torch.equal(loc.comparative, ref_loc.comparative) and loc.ranked == ref_loc.ranked
+    assert np.array_equal(loc.causal_exact.score, ref_loc.causal_exact.score)
+    pd.testing.assert_frame_equal(t2, ref_t2)
+    assert all(r == ["m/base"] for r in resident_at_load), f"more than one model beside the base: {resident_at_load}"
+    assert pool.loads == ["m/con", "m/un", "m/con", "m/un"]  # eq. 3, eq. 4 (un held first), Table 2 (con held)
+    assert pool["Vanilla"] is base
+    held = pool["un"]
+    pool["con"]  # loading con releases un: a stale reference fails loudly instead of holding memory
+    assert held.kit_released and all(p.is_meta for p in held.parameters())
+    with pytest.raises(KeyError, match="allowed: Vanilla, con, un"):
+        pool["other"]
+    release(held)  # releasing twice is harmless
