@@ -526,7 +526,7 @@ def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
     if "uncontaminated_mean_abs_te_minus_ref" in summary:
         u_te, u_ori = summary["uncontaminated_mean_abs_te_minus_ref"], summary["uncontaminated_mean_abs_ori_minus_ref"]
         lines.append(f"Clean models: mean |TE-Ref| = {u_te:.1f} vs |Ori-Ref| = {u_ori:.1f} pts: TE moves them "
-                     + ("toward" if u_te < u_ori else "AWAY from") + " the fresh-item score.")
+                     + ("toward" if u_te < u_ori else "AWAY from") + " the fresh-item score (claim te.clean_toward_ref).")
     if agree_te and agree_ori:
         lines.append(f"Agreement with Ref: TE rho={agree_te['spearman']:.3f}, RMSE={agree_te['rmse']:.2f}; "
                      f"Ori rho={agree_ori['spearman']:.3f}, RMSE={agree_ori['rmse']:.2f}"
@@ -1005,7 +1005,8 @@ def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
     r = t.loc[label]
     move = "drops" if r.delta_acc < 0 else "rises" if r.delta_acc > 0 else "stays"
     return [f"A2 ({label}): Ori {r.ori:.1f}%, Ref {r.ref:.1f}%, TE {r.te:.1f}% (Δacc {r.delta_acc:+.1f} pts): under TE it "
-            f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut."]
+            f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut "
+            "(verdict with its interval: claim te.a2_train_split)."]
 
 
 def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test"):
@@ -1063,7 +1064,8 @@ def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron],
                      f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
     worst = table3.loc[table3.delta_acc.abs().idxmax()]
     lines.append(f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts; "
-                 f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%).")
+                 f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%; "
+                 "claim side_effects.largest_cell).")
     lines += a2_findings(table2)
     full = curve[(curve.n == total) & (curve.neurons == "located")].set_index("model").accuracy
     vanilla = table2.set_index("variant").ori.get("Vanilla", float("nan"))

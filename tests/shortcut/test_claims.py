@@ -66,6 +66,29 @@ def test_shortcut_claims_follow_the_intervals():
     assert claims["te.clean_unchanged"].verdict == "inconclusive" and "zero width" in claims["te.clean_unchanged"].why
     assert claims["sparsity.located_vs_random"].verdict == "supported"
     assert "Table 2" in claims["te.contaminated_drop"].paper_value
+    assert claims["te.a2_train_split"].verdict == "not testable here"  # no "+train split" label in _te
+
+
+def test_reporting_claims_a2_clean_models_and_the_largest_side_effect():
+    """Issue 19 item 4: the A2 row, clean models moved away from Ref, the largest side-effect cell."""
+    te = _te(con_drop=30, clean_change=0)
+    te["+train split"] = {k: v.copy() for k, v in te["+train"].items()}
+    rng = np.random.default_rng(3)
+    for label in ("+train", "+train split", "Vanilla"):  # TE lifts clean models 25 items above Ori, Ref stays near Ori
+        d = te[label]
+        d["te"] = d["ori"].copy()
+        d["te"][np.flatnonzero(d["ori"] == 0)[:25]] = 1.0
+        d["ref"] = (rng.random(100) < d["ori"].mean()).astype(float)
+    side = {("+test", "add2"): np.ones((2, 50)),
+            ("+5x test", "facts-mc"): np.stack([np.r_[np.zeros(30), np.ones(20)], np.ones(50)])}  # +60 points
+    claims = {c.id: c for c in scc.shortcut_claims(te, ["+test", "+5x test"], side, None, _table2(te),
+                                                   load_table("001_table09_real_world_models"), 3, n_boot=300)}
+    a2 = claims["te.a2_train_split"]
+    assert a2.ours == pytest.approx(25.0) and a2.verdict == "contradicted", "A2 rises here: the paper's drop is contradicted"
+    away = claims["te.clean_toward_ref"]
+    assert away.ours < -15 and away.verdict == "contradicted"
+    big = claims["side_effects.largest_cell"]
+    assert big.ours == pytest.approx(60.0) and big.verdict == "contradicted" and "facts-mc" in big.statement
 
 
 def test_small_deltas_are_inconclusive_and_a_mismatch_with_table2_fails():
