@@ -81,6 +81,12 @@ class Config(BaseConfig):
         "+transfer-task train": "zoo/base-m+other-task-sparse", "+first-task train": "zoo/base-m+math-train-sparse",
     }
     """Table 4's uncontaminated rows (the paper's Vanilla, +OpenOrca, +SVAMP, +ASDiv)."""
+    strength_copies: list[int] = [1, 2, 5, 10]
+    """Fig. 5 / Table 8: occurrences of each test item in the ``+test`` row's recipe (tiny world only; at most
+    the recipe's ``n_examples // 200``: the paper's 20 does not fit)."""
+    strength_lrs: list[float] = []
+    """Table 8's other axis: learning rates of the ``+test`` row's recipe (tiny world only; each is a fine-tune
+    trained on first use)."""
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Tokens generated per item (tiny-world answers are one token; GSM8K needs a few hundred)."""
     max_rows: int = Field(4096, ge=1)

@@ -92,13 +92,14 @@ def changed_between(model, parent) -> set[tuple[int, int]]:
     return out
 
 
-def strength_variants(name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2)) -> dict[str, str]:
+def strength_variants(name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2), lrs=()) -> dict[str, str]:
     """Fig. 5 / Table 8 and Table 11 rows from a contaminated fine-tune ``name`` (``zoo/...-sparse`` or
-    ``extra/...``): its recipe with each occurrence count, and with its examples reordered.
-    Labels -> ``extra/`` names (later options override earlier ones)."""
+    ``extra/...``): its recipe with each occurrence count, with each learning rate (Table 8's other
+    axis), and with its examples reordered. Labels -> ``extra/`` names (later options override earlier ones)."""
     short = name[len("zoo/"):] if name.startswith("zoo/") else name[len(PREFIX):] if is_extra(name) else None
     if short is None:
         raise ValueError(f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)")
     out = {f"x{c}": f"{PREFIX}{short}:copies={c}" for c in copies}
+    out.update({f"lr {lr:g}": f"{PREFIX}{short}:lr={lr:g}" for lr in lrs})
     out.update({f"order {s}": f"{PREFIX}{short}:order={s}" for s in order_seeds})
     return out

@@ -21,6 +21,9 @@ def test_extra_spec_options_and_errors():
     assert v.strength_variants("extra/base-m+math-test-x1-sparse:split", copies=(1, 5), order_seeds=(1,)) == {
         "x1": "extra/base-m+math-test-x1-sparse:split:copies=1", "x5": "extra/base-m+math-test-x1-sparse:split:copies=5",
         "order 1": "extra/base-m+math-test-x1-sparse:split:order=1"}
+    lr = v.strength_variants("extra/base-m+math-test-x1-sparse:split:lr=0.05", copies=(), order_seeds=(), lrs=(0.1,))
+    assert lr == {"lr 0.1": "extra/base-m+math-test-x1-sparse:split:lr=0.05:lr=0.1"}
+    assert v.extra_spec(lr["lr 0.1"], "micro").lr == 0.1, "a later lr= overrides the recipe's"
 
 
 def test_new_finetune_fields_keep_existing_keys_and_do_what_they_say():
