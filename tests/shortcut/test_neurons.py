@@ -276,9 +276,14 @@ def test_trustworthy_table_vanilla_row_is_unchanged_by_patching_itself():
 def test_params_profiles_validate():
     import kit
 
-    for profile in ("tiny", "smoke", "paper"):
+    for profile in ("tiny", "smoke", "paper", "dryrun"):
         cfg = kit.load_params("03_shortcut_neurons", profile)
         assert cfg.patched_fraction <= 0.05
+    paper, dry = kit.load_params("03_shortcut_neurons", "paper"), kit.load_params("03_shortcut_neurons", "dryrun")
+    assert paper.dtype == dry.dtype == "bfloat16" and paper.ref_task not in (None, paper.task)
+    assert all(v.startswith("twin/llama") for v in dry.variants.values()) and dry.base_model == "twin/llama"
+    assert len(set(dry.variants.values())) == len(dry.variants), "each fine-tune stand-in is its own twin revision"
+    assert dry.max_rows < dry.n_locate * (2 * 128 // dry.group_size + 1), "dryrun must exercise the capped forwards"
     assert kit.load_params("03_shortcut_neurons", "smoke").world == "micro"
     with pytest.raises(kit.ParamsError, match="group_size"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"group_size": 0})
@@ -417,3 +422,9 @@ def test_a_pool_holds_one_model_beside_the_base_and_changes_no_result():
     with pytest.raises(KeyError, match="allowed: Vanilla, con, un"):
         pool["other"]
     release(held)  # releasing twice is harmless
+
+
+def test_load_any_dtype_applies_to_hf_models_and_twins_only():
+    bf = sc.load_any("twin/llama@perturbed-1", dtype="bfloat16")
+    assert {p.dtype for p in bf.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in sc.load_any("twin/llama").parameters()} == {torch.float32}
