@@ -586,9 +586,12 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
     return benchmark_items(ref_task, ref_split, n, seed)
 
 
-def task_data(model, items) -> TaskData:
+def task_data(model, items, max_new_tokens: int = 0) -> TaskData:
     """Tokenise ``items`` for ``model``: world models through ``kit.world.prompt_tokens`` (one-token
-    answers), other models through their tokenizer (answer ids without BOS, right padding)."""
+    answers), other models through their tokenizer (answer ids without BOS, right padding).
+
+    A prompt longer than the context minus ``max_new_tokens`` (the room its answer needs) keeps its
+    first token (BOS) and its last tokens, with a warning: the question sits at a prompt's end."""
     if not items:
         raise ValueError("no items: the benchmark split is empty")
     if str(getattr(model.cfg, "model_name", "")).startswith("zoo/") or model.cfg.model_name == "kit-world":
@@ -598,6 +601,18 @@ def task_data(model, items) -> TaskData:
         return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items))
     tok = model.tokenizer
     seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]
+    limit = model.cfg.n_ctx - max_new_tokens
+    if limit < 2:
+        raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the context of "
+                         f"{model.cfg.n_ctx} tokens; allowed: max_new_tokens <= {model.cfg.n_ctx - 2}")
+    long = [i for i, q in enumerate(seqs) if len(q) > limit]
+    if long:
+        import warnings
+
+        warnings.warn(f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) minus "
+                      f"max_new_tokens ({max_new_tokens}): truncated to their first and last {limit - 1} tokens",
+                      stacklevel=2)
+        seqs = [q[:1] + q[len(q) - limit + 1 :] if i in long else q for i, q in enumerate(seqs)]
     lengths = torch.tensor([len(s) for s in seqs])
     tokens = torch.full((len(seqs), int(lengths.max())), tok.pad_token_id or 0, dtype=torch.long)
     for i, s in enumerate(seqs):
@@ -918,13 +933,14 @@ def setup(cfg) -> Setup:
     con, un = cfg.locate_pair
 
     def data(split: str, n: int) -> TaskData:
-        return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed))
+        return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed), cfg.max_new_tokens)
 
     held = benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)[cfg.n_locate :]
     return Setup(base=base, models=models, model_con=models.lazy(con), model_un=models.lazy(un), load=load,
                  locate=data("test", cfg.n_locate), test=data("test", cfg.n_eval),
-                 fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)),
-                 heldout=task_data(base, held) if held else None)
+                 fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed),
+                                 cfg.max_new_tokens),
+                 heldout=task_data(base, held, cfg.max_new_tokens) if held else None)
 
 
 def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None) -> tuple[Located, pd.DataFrame | None]:

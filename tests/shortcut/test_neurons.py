@@ -428,3 +428,20 @@ def test_load_any_dtype_applies_to_hf_models_and_twins_only():
     bf = sc.load_any("twin/llama@perturbed-1", dtype="bfloat16")
     assert {p.dtype for p in bf.parameters()} == {torch.bfloat16}
     assert {p.dtype for p in sc.load_any("twin/llama").parameters()} == {torch.float32}
+
+
+def test_task_data_truncates_prompts_to_the_context_left_for_the_answer():
+    """A prompt + its answer must fit the context (GSM8K item 4 is 256 twin tokens, the twin's n_ctx):
+    long prompts keep BOS and their last tokens, with a warning; a generation then runs."""
+    m = sc.load_any("twin/llama")
+    items = sc.benchmark_items("gsm8k", "test", 5)
+    full = m.to_tokens(items[4].prompt, prepend_bos=True)[0].tolist()
+    assert len(full) >= m.cfg.n_ctx - 8
+    with pytest.warns(UserWarning, match="1 of 5 prompts.*truncated"):
+        d = sc.task_data(m, items, max_new_tokens=8)
+    L = int(d.lengths[4])
+    assert L == m.cfg.n_ctx - 8 and d.tokens[4, :L].tolist() == full[:1] + full[-(L - 1):]
+    assert d.lengths[:4].tolist() == [len(m.to_tokens(it.prompt)[0]) for it in items[:4]], "short prompts untouched"
+    assert sc.item_correct(m, None, d, [[]], max_new_tokens=8).shape == (1, 5)
+    with pytest.raises(ValueError, match="max_new_tokens=300"):
+        sc.task_data(m, items, max_new_tokens=300)
