@@ -879,7 +879,7 @@ class Setup:
         """Another set of models sharing this base, held one at a time like ``models``."""
         from kit.shortcut.pool import ModelPool
 
-        return ModelPool(names, load or self.load, base=self.base, base_name=self.models.base_name)
+        return ModelPool(names, load or self.load, base=self.base, base_name=self.models.base_name, share=self.models)
 
     @property
     def n_layers(self) -> int:

@@ -52,15 +52,16 @@ class ModelPool(Mapping):
 
     ``names``: label -> model name; ``load``: name -> model; ``base``: the donor model, always held
     (a label whose name is ``base_name`` returns it). ``hold_all=True`` keeps every loaded model
-    (small worlds, where reloading costs more than memory).
+    (small worlds, where reloading costs more than memory). ``share``: another pool whose held model
+    counts here too (one model held across both: a section's own pool cannot add a third).
     """
 
     def __init__(self, names: Mapping[str, str], load: Callable[[str], object], base=None,
-                 base_name: str | None = None, hold_all: bool = False) -> None:
+                 base_name: str | None = None, hold_all: bool = False, share: "ModelPool | None" = None) -> None:
         self.names, self.load, self.base, self.base_name, self.hold_all = dict(names), load, base, base_name, hold_all
-        self._held: dict[str, object] = {}
-        self.loads: list[str] = []
-        """Every name loaded, in order (what tests and the notebook's log read)."""
+        self._held: dict[str, object] = share._held if share is not None else {}
+        self.loads: list[str] = share.loads if share is not None else []
+        """Every name loaded, in order (what tests and the notebook's log read); shared with ``share``."""
 
     def __getitem__(self, label: str):
         if label not in self.names:

@@ -422,6 +422,9 @@ def test_a_pool_holds_one_model_beside_the_base_and_changes_no_result():
     with pytest.raises(KeyError, match="allowed: Vanilla, con, un"):
         pool["other"]
     release(held)  # releasing twice is harmless
+    other = ModelPool({"un again": "m/un"}, load, base=base, base_name="m/base", share=pool)
+    other["un again"]  # a second pool (a later section's models) shares the one-model budget
+    assert pool.resident() == ["m/base", "m/un"] and pool._held is other._held
 
 
 def test_load_any_dtype_applies_to_hf_models_and_twins_only():
