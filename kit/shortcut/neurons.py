@@ -373,7 +373,9 @@ def sparsity_curve(model_con, model_un, base, tokens, lengths, targets, ranked: 
 
 def agreement(scores: Sequence[float], reference: Sequence[float]) -> dict[str, float]:
     """Spearman rho and RMSE of the least-squares line ``scores ~ a * reference + b`` (Figure 4's
-    rho and e), plus the mean absolute difference. Same units in, same units out."""
+    rho and e), plus the mean absolute difference. Same units in, same units out. A constant
+    reference defines no line (slope, intercept and rho NaN): e is then the spread of ``scores``
+    about their mean, the best any fit on a constant reference can do."""
     from scipy.stats import spearmanr
 
     x = np.asarray(reference, dtype=float)
@@ -381,8 +383,11 @@ def agreement(scores: Sequence[float], reference: Sequence[float]) -> dict[str, 
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
         raise ValueError(f"scores and reference must be 1-D of the same length >= 3; got {y.shape} and {x.shape}")
     rho = spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")
-    slope, intercept = np.polyfit(x, y, 1)
-    resid = y - (slope * x + intercept)
+    if np.ptp(x) > 0:
+        slope, intercept = np.polyfit(x, y, 1)
+        resid = y - (slope * x + intercept)
+    else:
+        slope, intercept, resid = float("nan"), float("nan"), y - y.mean()
     return {"spearman": float(rho), "rmse": float(np.sqrt(np.mean(resid**2))), "slope": float(slope),
             "intercept": float(intercept), "mean_abs_diff": float(np.mean(np.abs(y - x)))}
 
@@ -434,7 +439,8 @@ def plot_agreement(table: pd.DataFrame, ref_col: str = "ref", cols: Sequence[str
         a = agreement(y, x)
         ax.scatter(x, y, s=14)
         xs = np.linspace(np.nanmin(x), np.nanmax(x), 10)
-        ax.plot(xs, a["slope"] * xs + a["intercept"], lw=0.8, color="C1")
+        if np.isfinite(a["slope"]):
+            ax.plot(xs, a["slope"] * xs + a["intercept"], lw=0.8, color="C1")
         lo, hi = min(np.nanmin(x), np.nanmin(y)), max(np.nanmax(x), np.nanmax(y))
         ax.plot([lo, hi], [lo, hi], lw=0.6, color="gray", ls="--")
         if label_col in table:

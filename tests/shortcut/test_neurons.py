@@ -136,6 +136,9 @@ def test_agreement_hand_computed():
     b = sc.agreement([1.0, 3.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0])
     assert b["slope"] == pytest.approx(0.8) and b["rmse"] == pytest.approx(math.sqrt((0.09 + 0.81) * 2 / 4))
     assert b["spearman"] == pytest.approx(0.8)
+    # a constant reference (every variant at 0% on a twin): no line, e = spread of the scores about their mean
+    c = sc.agreement([1.0, 3.0, 2.0], [5.0, 5.0, 5.0])
+    assert math.isnan(c["slope"]) and math.isnan(c["spearman"]) and c["rmse"] == pytest.approx(math.sqrt(2 / 3))
 
 
 def test_table9_recomputed_from_printed_values():
