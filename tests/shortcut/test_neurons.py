@@ -451,3 +451,24 @@ def test_task_data_truncates_prompts_to_the_context_left_for_the_answer():
     assert sc.item_correct(m, None, d, [[]], max_new_tokens=8).shape == (1, 5)
     with pytest.raises(ValueError, match="max_new_tokens=300"):
         sc.task_data(m, items, max_new_tokens=300)
+
+
+def test_comparative_position_reaches_locate_from_the_config():
+    """Issue 19 item 5: ``comparative_position: completion`` (the public code's default) is what
+    section 1's ``locate_and_choose`` uses for eq. 3."""
+    from types import SimpleNamespace
+
+    from kit.shortcut.pool import ModelPool
+
+    base, con, un, tokens, lengths, targets = _planted()
+    data = sc.TaskData(tokens, lengths, [[int(t)] for t in targets], len(targets))
+    pool = ModelPool({"con": "con", "un": "un"}, {"con": con, "un": un}.__getitem__, base=base, base_name="base",
+                     hold_all=True)
+    s = sc.Setup(base, pool, pool.lazy("con"), pool.lazy("un"), data, data, data)
+    want = {p: sc.comparative_scores_of_models(con, un, [(tokens, lengths)], p, 2) for p in ("last", "completion")}
+    assert not torch.allclose(want["last"], want["completion"])
+    for position in ("last", "completion"):
+        cfg = SimpleNamespace(combine="sum", causal_weight=0.5, causal_rank_by="exact", max_rows=64, max_new_tokens=2,
+                              group_size=8, comparative_position=position)
+        located, rules = sc.locate_and_choose(s, cfg, 2)
+        assert rules is None and torch.allclose(located.comparative, want[position], atol=1e-5), position
