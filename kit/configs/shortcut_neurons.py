@@ -133,6 +133,8 @@ class Config(BaseConfig):
         if self.ref_task == self.task and self.ref_split == "test":
             raise ValueError(f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
                              "choose another benchmark or a split no variant trained on")
+        if any(c < 1 for c in self.strength_copies) or any(not lr > 0 for lr in self.strength_lrs):
+            raise ValueError(f"strength_copies must be >= 1 and strength_lrs > 0; got {self.strength_copies}, {self.strength_lrs}")
         if sorted(self.sparsity_percents) != self.sparsity_percents or any(not 0 < p <= 100 for p in self.sparsity_percents):
             raise ValueError("sparsity_percents must be increasing percentages in (0, 100]")
         return self

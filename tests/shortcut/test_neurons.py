@@ -296,6 +296,10 @@ def test_params_profiles_validate():
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"locate_pair": ["+other data", "+5x test"]})
     with pytest.raises(kit.ParamsError, match="combine"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"combine": "max"})
+    with pytest.raises(kit.ParamsError, match="strength_lrs > 0"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"strength_lrs": [0.0]})
+    with pytest.raises(kit.ParamsError, match="comparative_position"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"comparative_position": "all"})
     with pytest.raises(kit.ParamsError, match="combine='held_out'.*n_eval > n_locate"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"n_locate": 200, "n_eval": 200})
     tiny = kit.load_params("03_shortcut_neurons", "tiny")
