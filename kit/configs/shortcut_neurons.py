@@ -81,6 +81,11 @@ class Config(BaseConfig):
         "+transfer-task train": "zoo/base-m+other-task-sparse", "+first-task train": "zoo/base-m+math-train-sparse",
     }
     """Table 4's uncontaminated rows (the paper's Vanilla, +OpenOrca, +SVAMP, +ASDiv)."""
+    table5_task: str | None = "sort"
+    """Table 5 (the paper's MATH, a second transfer benchmark): a task of another family contaminated like
+    Table 4's (the same ``transfer_variants`` recipes and ``transfer_controls``), scored with the neurons
+    located on ``task``; tiny world only (``kit.world.TASKS``: the tiny world's only other math task is
+    Table 4's ``add2``); None skips it."""
     strength_copies: list[int] = [1, 2, 5, 10]
     """Fig. 5 / Table 8: occurrences of each test item in the ``+test`` row's recipe (tiny world only; at most
     the recipe's ``n_examples // 200``: the paper's 20 does not fit)."""
@@ -130,6 +135,11 @@ class Config(BaseConfig):
         if self.ref_task is None and self.task not in TASKS:
             raise ValueError(f"ref_task: required for the real benchmark task={self.task!r} (Ref is the accuracy on items no "
                              "variant saw, never its test items); e.g. mawps, svamp or asdiv for gsm8k")
+        if self.table5_task is not None and (self.table5_task not in TASKS or self.table5_task == self.task
+                                             or self.task not in TASKS):
+            raise ValueError(f"table5_task={self.table5_task!r}: a tiny-world task other than task={self.task!r}; allowed "
+                             f"values: {', '.join(t for t in TASKS if t != self.task)} or None (None for a real benchmark task: its "
+                             "contaminated fine-tunes are tiny-world ones)")
         if self.ref_task == self.task and self.ref_split == "test":
             raise ValueError(f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
                              "choose another benchmark or a split no variant trained on")

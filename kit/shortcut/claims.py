@@ -192,6 +192,30 @@ def shortcut_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Se
     return out
 
 
+PUBLIC_RULE = "sum (exact)"
+"""The public code's ranking (``src/change_scores_SFT.py``: S + C - 1, exact-match causal score)."""
+
+
+def rule_choice_claim(rules: pd.DataFrame | None, chosen: str) -> Claim:
+    """Whether the chosen ranking rule beats the public code's sum on the held-out items: the
+    chosen rule's objective minus the public rule's, with the interval of
+    :func:`kit.shortcut.neurons.rule_intervals` (``rules`` with its ``vs_chosen`` columns)."""
+    st = (f"The chosen ranking rule {chosen!r} beats the public code's {PUBLIC_RULE!r} on held-out test items: "
+          "objective (M_con drop - |M_un change|) of the chosen minus the public rule's (points)")
+    kw = dict(paper_value="the paper does not say how eq. 3 and eq. 4 combine; its code adds them")
+    if rules is None or "vs_chosen" not in rules:
+        return claim(PAPER, "§3.3 ranking", "rules.chosen_vs_public", st, None, not_testable="no held-out items", **kw)
+    if chosen == PUBLIC_RULE:
+        return claim(PAPER, "§3.3 ranking", "rules.chosen_vs_public", st, None,
+                     not_testable="the chosen rule is the public code's", **kw)
+    r = rules.set_index("rule").loc[PUBLIC_RULE]
+    n = rules.attrs["items"]["con"].shape[1] if "items" in rules.attrs else "the"
+    return claim(PAPER, "§3.3 ranking", "rules.chosen_vs_public", st, -float(r.vs_chosen),
+                 ci=(-float(r.vs_chosen_high), -float(r.vs_chosen_low)), null=0.0, direction="greater",
+                 null_how="no difference (0)", interval_how=f"paired bootstrap over {n} held-out test items",
+                 caveat="the chosen rule is the best of 9 on these same items (selection inflates the gap)", **kw)
+
+
 def _agreement_claim(cid, where, te, ori, ref, kw, figure) -> Claim:
     from scipy.stats import spearmanr
 

@@ -774,23 +774,60 @@ def ranking_rules(located: Located, model_con, model_un, base, data: TaskData, n
     unpatched and with those neurons patched from ``base``, ``drop_con`` (M_con's loss, wanted
     large), ``change_un`` (M_un's change, wanted 0) and ``objective = drop_con - |change_un|`` (the
     two features of a shortcut neuron, section 3.3). ``found``: how many of the truly shortcut-
-    carrying neurons ``truth`` (tiny world only) the top-``n`` holds; never used for the choice."""
+    carrying neurons ``truth`` (tiny world only) the top-``n`` holds; never used for the choice.
+    ``attrs["items"]``: the per-item correctness behind it, ``{"con": (1 + rules, items), "un": ...}``
+    (row 0 unpatched, then the rules in row order), for :func:`rule_intervals`."""
     tops = {k: top_neurons(located.scores_by(k, causal_weight), n) for k in rule_specs(causal_weight)}
     sets = [[]] + list(tops.values())
     from kit.shortcut.pool import resolve
 
-    con = 100 * accuracies(resolve(model_con), base, data, sets, max_rows, max_new_tokens)
-    un = 100 * accuracies(resolve(model_un), base, data, sets, max_rows, max_new_tokens)
+    con_items = item_correct(resolve(model_con), base, data, sets, max_rows, max_new_tokens)
+    un_items = item_correct(resolve(model_un), base, data, sets, max_rows, max_new_tokens)
+    con, un = 100 * con_items.mean(axis=1), 100 * un_items.mean(axis=1)
     rows = [{"rule": k, "n": n, "acc_con": con[0], "acc_con_patched": c, "acc_un": un[0], "acc_un_patched": u,
              "drop_con": con[0] - c, "change_un": u - un[0], "objective": (con[0] - c) - abs(u - un[0]),
              "found": len(truth & set(t)) if truth is not None else None}
             for (k, t), c, u in zip(tops.items(), con[1:], un[1:])]
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["items"] = {"con": con_items, "un": un_items}
+    return out
 
 
 def best_rule(rules: pd.DataFrame) -> str:
     """The rule with the highest held-out ``objective`` (first in :func:`rule_specs` order on ties)."""
     return str(rules.rule.iloc[int(np.argmax(rules.objective.to_numpy()))])
+
+
+def objective_items(con0, con_p, un0, un_p) -> float:
+    """Held-out objective in points from per-item correctness (0/1 arrays over the same items):
+    ``drop_con - |change_un|`` = ``100 * (mean(con0 - con_p) - |mean(un_p - un0)|)``."""
+    return float(100 * (np.mean(con0 - con_p) - abs(np.mean(un_p - un0))))
+
+
+def rule_intervals(rules: pd.DataFrame, chosen: str, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Each rule's held-out objective minus the ``chosen`` rule's, with a 95% paired bootstrap
+    interval over the held-out items (M_con and M_un answer the same items, resampled together):
+    columns ``vs_chosen``, ``vs_chosen_low``, ``vs_chosen_high``. An interval that holds 0 means the
+    held-out items cannot tell that rule from the chosen one. Needs ``rules.attrs["items"]``
+    (:func:`ranking_rules`)."""
+    from kit.core.claims import bootstrap_ci
+
+    items = rules.attrs.get("items")
+    if items is None:
+        raise ValueError("rules has no attrs['items'] (per-item correctness): make it with ranking_rules")
+    labels = list(rules.rule)
+    if chosen not in labels:
+        raise ValueError(f"chosen={chosen!r}; allowed values: {', '.join(labels)}")
+    con, un = items["con"], items["un"]
+    c = 1 + labels.index(chosen)
+    out = []
+    for k in range(len(labels)):
+        est = bootstrap_ci(lambda c0, cp, u0, up, cc, uc: objective_items(c0, cp, u0, up) - objective_items(c0, cc, u0, uc),
+                           con[0], con[1 + k], un[0], un[1 + k], con[c], un[c], n_boot=n_boot, seed=seed)
+        out.append(est)
+    res = rules.copy()
+    res["vs_chosen"], res["vs_chosen_low"], res["vs_chosen_high"] = (np.array([e[i] for e in out]) for i in range(3))
+    return res
 
 
 def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: TaskData | None,
@@ -842,14 +879,16 @@ def transfer_finetune(like: str, task: str, world: str | None = None):
     return zoo.extra_finetune(f, spec.name)
 
 
-def transfer_models(s: "Setup", cfg) -> "ModelPool":
+def transfer_models(s: "Setup", cfg, task: str | None = None) -> "ModelPool":
     """Table 4's models, held one at a time: Vanilla (the base), the contaminated rows rebuilt on
-    ``cfg.transfer_task`` (:func:`transfer_finetune`) and ``cfg.transfer_controls``."""
+    ``task`` (default ``cfg.transfer_task``; Table 5: ``cfg.table5_task``) (:func:`transfer_finetune`)
+    and ``cfg.transfer_controls``."""
+    task = task or cfg.transfer_task
     built = {f"transfer/{label}": cfg.variants[label] for label in cfg.transfer_variants}
 
     def load(name):
         if name in built:
-            return transfer_finetune(built[name], cfg.transfer_task, world=cfg.world)
+            return transfer_finetune(built[name], task, world=cfg.world)
         return s.load(name)
 
     names = {"Vanilla": cfg.base_model, **{label: f"transfer/{label}" for label in cfg.transfer_variants},
@@ -952,7 +991,9 @@ def setup(cfg) -> Setup:
 def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None) -> tuple[Located, pd.DataFrame | None]:
     """Section 1: locate on ``s.locate`` and compare every ranking rule (:func:`ranking_rules`) on the
     held-out test items; ``cfg.combine == "held_out"`` ranks by the rule with the best objective there,
-    another value by that rule (with ``cfg.causal_rank_by``). No held-out items: no comparison."""
+    another value by that rule (with ``cfg.causal_rank_by``). The table says, per rule, how far its
+    objective is from the chosen rule's with an interval (:func:`rule_intervals`). No held-out items:
+    no comparison."""
     rule = "sum" if cfg.combine == "held_out" else cfg.combine
     located = locate(s.model_con, s.model_un, s.base, s.locate, cfg.group_size, rule=rule,
                      causal_weight=cfg.causal_weight, rank_by=cfg.causal_rank_by, max_rows=cfg.max_rows,
@@ -965,7 +1006,7 @@ def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None)
                           cfg.max_new_tokens, cfg.causal_weight)
     if cfg.combine == "held_out":
         located = located.rerank(best_rule(rules), cfg.causal_weight)
-    return located, rules
+    return located, rule_intervals(rules, located.rule, seed=cfg.seed)
 
 
 def ground_truth(member: str, located: Sequence[Neuron], total_neurons: int, world: str | None = None,
@@ -1016,6 +1057,26 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
         "full fine-tunes: " + "\n".join(lines),
         f"all {s.total_neurons} MLP neurons of the full {con} patched from the base: {100 * ceiling[0]:.1f}% -> "
         f"{100 * ceiling[1]:.1f}% (its fresh-item score: {table.set_index('variant').ref[con]:.1f}%)"])
+
+
+def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: str = "table5"):
+    """Table 4 / Table 5: the contaminated rows rebuilt on ``task`` (:func:`transfer_models`), scored with
+    the neurons located on ``cfg.task``; recorded under ``key`` and ``<key>_summary``."""
+    from kit.core.findings import Section
+
+    models = transfer_models(s, cfg, task)
+    test, fresh = (task_data(s.base, benchmark_items(task, split, n, seed=cfg.seed), cfg.max_new_tokens)
+                   for split, n in (("test", cfg.n_eval), ("fresh", cfg.n_ref)))
+    table = trustworthy_table(models, s.base, test, fresh, shortcut, cfg.transfer_variants, cfg.max_rows,
+                              cfg.max_new_tokens)
+    summ = table2_summary(table)
+    line = (f"{key} ({task}, neurons located on {cfg.task}): contaminated mean Ori-Ref "
+            f"{table[table.contaminated].eval('ori - ref').mean():+.1f} pts, mean |Ori-Ref| = "
+            f"{summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = {summ['contaminated_mean_abs_te_minus_ref']:.1f} pts "
+            f"(mean Δacc {summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
+            f"{summ['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
+    return Section(record={key: table.to_dict(orient="records"), f"{key}_summary": summ, f"{key}_task": task},
+                   tables={key: table}, findings=[line])
 
 
 def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
@@ -1083,10 +1144,17 @@ def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron],
     lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
     if rules is not None:
         r = rules.set_index("rule")
+        ci = "vs_chosen" in r
         lines.append(f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "
-                     "objective (M_con drop - |M_un change|, pts): "
-                     + ", ".join(f"{k} {r.loc[k, 'objective']:+.1f}" for k in ("sum (exact)", "veto (exact)", "rank_mean (exact)",
-                                                                                "comparative only") if k in r.index) + ".")
+                     "objective (M_con drop - |M_un change|, pts"
+                     + ("; in brackets the 95% interval of its difference to the chosen rule" if ci else "") + "): "
+                     + ", ".join(f"{k} {r.loc[k, 'objective']:+.1f}"
+                                 + (f" [{r.loc[k, 'vs_chosen_low']:+.1f}, {r.loc[k, 'vs_chosen_high']:+.1f}]" if ci else "")
+                                 for k in r.index) + ".")
+        if ci:
+            tied = [k for k in r.index if k != located.rule and r.loc[k, "vs_chosen_high"] >= 0]
+            lines.append(f"{len(tied)} of the other {len(r) - 1} rules are not worse than {located.rule!r} beyond chance on "
+                         f"these items ({', '.join(tied) or 'none'}); the public code's sum: claim rules.chosen_vs_public.")
     if table4 is not None:
         s4 = table2_summary(table4)
         lines.append(f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = {s4['contaminated_mean_abs_ori_minus_ref']:.1f}, "

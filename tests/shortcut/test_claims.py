@@ -100,3 +100,19 @@ def test_small_deltas_are_inconclusive_and_a_mismatch_with_table2_fails():
     bad = _table2(te).assign(ori=lambda d: d.ori + 5)
     with pytest.raises(ValueError, match="differs from Table 2"):
         scc.shortcut_claims(te, ["+test"], {}, None, bad, load_table("001_table09_real_world_models"), 3)
+
+
+def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
+    # 8 items: the chosen veto drops M_con on all eight (100 pts), the public sum on one (12.5); M_un unchanged
+    con = np.array([[1] * 8, [0, 1, 1, 1, 1, 1, 1, 1], [0] * 8], float)  # rows: unpatched, sum, veto
+    un = np.zeros((3, 8))
+    rules = pd.DataFrame({"rule": ["sum (exact)", "veto (exact)"], "objective": [12.5, 100.0]})
+    rules.attrs["items"] = {"con": con, "un": un}
+    c = scc.rule_choice_claim(sc.rule_intervals(rules, "veto (exact)", n_boot=300), "veto (exact)")
+    assert c.id == "rules.chosen_vs_public" and c.ours == 87.5 and c.verdict == "supported"
+    assert 0 < c.ci_low <= 87.5 <= c.ci_high <= 100
+    assert scc.rule_choice_claim(sc.rule_intervals(rules, "sum (exact)"), "sum (exact)").verdict == "not testable here"
+    assert scc.rule_choice_claim(None, "sum (exact)").verdict == "not testable here"
+    same = rules.copy()
+    same.attrs["items"] = {"con": np.stack([con[0], con[1], con[1]]), "un": un}
+    assert scc.rule_choice_claim(sc.rule_intervals(same, "veto (exact)"), "veto (exact)").verdict == "inconclusive"

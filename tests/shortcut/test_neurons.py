@@ -106,6 +106,24 @@ def test_rule_specs_rerank_and_best_rule():
     assert sc.best_rule(rules) == "veto (exact)", "highest objective, first on ties"
 
 
+def test_rule_intervals_by_hand():
+    # 4 held-out items; row 0 unpatched, then rules A and B
+    con = np.array([[1, 1, 1, 1], [0, 0, 1, 1], [0, 1, 1, 1]], float)  # drop: A 50 pts, B 25 pts
+    un = np.array([[1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]], float)    # change: A 0, B -25 pts
+    assert sc.objective_items(con[0], con[1], un[0], un[1]) == 50.0
+    assert sc.objective_items(con[0], con[2], un[0], un[2]) == 0.0, "25 drop - |−25| change"
+    rules = pd.DataFrame({"rule": ["A", "B"], "objective": [50.0, 0.0]})
+    rules.attrs["items"] = {"con": con, "un": un}
+    out = sc.rule_intervals(rules, "A", n_boot=200, seed=0)
+    a, b = out.set_index("rule").loc["A"], out.set_index("rule").loc["B"]
+    assert a.vs_chosen == 0 and a.vs_chosen_low == 0 and a.vs_chosen_high == 0, "the chosen rule vs itself"
+    assert b.vs_chosen == -50.0 and b.vs_chosen_low <= -50.0 <= b.vs_chosen_high and b.vs_chosen_high <= 0
+    with pytest.raises(ValueError, match="chosen='C'; allowed values: A, B"):
+        sc.rule_intervals(rules, "C")
+    with pytest.raises(ValueError, match="attrs"):
+        sc.rule_intervals(pd.DataFrame({"rule": ["A"]}), "A")
+
+
 def test_paper_relative_changes_from_table2():
     r = sc.paper_relative_changes()
     # LLaMA +GSM-i: (27.0 - 40.5) / 40.5 = -33.3%; the text's 37% and 3% are such relative numbers
@@ -298,6 +316,10 @@ def test_params_profiles_validate():
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"combine": "max"})
     with pytest.raises(kit.ParamsError, match="strength_lrs > 0"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"strength_lrs": [0.0]})
+    with pytest.raises(kit.ParamsError, match="table5_task='add'.*allowed values: add2, "):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"table5_task": "add"})
+    with pytest.raises(kit.ParamsError, match="table5_task='sort'"):
+        kit.load_params("03_shortcut_neurons", "paper", overrides={"table5_task": "sort"})
     with pytest.raises(kit.ParamsError, match="comparative_position"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"comparative_position": "all"})
     with pytest.raises(kit.ParamsError, match="combine='held_out'.*n_eval > n_locate"):
