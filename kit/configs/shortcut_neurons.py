@@ -86,6 +86,11 @@ class Config(BaseConfig):
     Table 4's (the same ``transfer_variants`` recipes and ``transfer_controls``), scored with the neurons
     located on ``task``; tiny world only (``kit.world.TASKS``: the tiny world's only other math task is
     Table 4's ``add2``); None skips it."""
+    second_base: str | None = "zoo/base-l"
+    """Table 6 (the paper's LLaMA3-8B, a second architecture): another base of the tiny world; every
+    ``variants`` recipe is rebuilt from it (``kit.shortcut.variants.rebase``, trained on first use), the
+    neurons located on its own pair and Table 2 repeated (``kit.shortcut.neurons.second_base_section``). The
+    tiny world's bases differ in width and depth, not in architecture family. None skips it."""
     strength_copies: list[int] = [1, 2, 5, 10]
     """Fig. 5 / Table 8: occurrences of each test item in the ``+test`` row's recipe (tiny world only; at most
     the recipe's ``n_examples // 200``: the paper's 20 does not fit)."""
@@ -140,6 +145,17 @@ class Config(BaseConfig):
             raise ValueError(f"table5_task={self.table5_task!r}: a tiny-world task other than task={self.task!r}; allowed "
                              f"values: {', '.join(t for t in TASKS if t != self.task)} or None (None for a real benchmark task: its "
                              "contaminated fine-tunes are tiny-world ones)")
+        if self.second_base is not None:
+            if self.task not in TASKS or self.second_base == self.base_model:
+                raise ValueError(f"second_base={self.second_base!r}: a tiny-world base other than base_model "
+                                 f"({self.base_model!r}) on a tiny-world task, or None")
+            for label, name in self.variants.items():
+                try:
+                    moved = variants.rebase(name, self.second_base, self.base_model)
+                    if variants.is_extra(moved):
+                        variants.extra_spec(moved, self.world)
+                except ValueError as e:
+                    raise ValueError(f"second_base={self.second_base!r}: variants[{label!r}]: {e}") from None
         if self.ref_task == self.task and self.ref_split == "test":
             raise ValueError(f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
                              "choose another benchmark or a split no variant trained on")

@@ -1079,6 +1079,45 @@ def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: 
                    tables={key: table}, findings=[line])
 
 
+def second_base_section(cfg, base: str):
+    """Table 6 (a second architecture): the whole pipeline again from another base of the world. Every
+    Table 2 row's recipe is moved onto ``base`` (:func:`kit.shortcut.variants.rebase`: same examples,
+    built on first use and cached); the neurons are located on that base's own (M_con, M_un) pair and
+    the ranking rule chosen on its held-out items as in section 1 (same settings, the patched count
+    scaled by ``cfg.patched_fraction``). Tiny world only."""
+    from kit.core.findings import Section
+    from kit.shortcut import variants
+
+    names = {k: variants.rebase(v, base, cfg.base_model) for k, v in cfg.variants.items()}
+    cfg2 = cfg.model_copy(update={"base_model": base, "variants": names})
+    s2 = setup(cfg2)
+    n2 = default_n_patched(s2.n_layers, s2.d_mlp, cfg.patched_fraction)
+    con, un = cfg.locate_pair
+    changed = changed_by(names[con], cfg.world)
+    located, rules = locate_and_choose(s2, cfg2, n2, changed)
+    shortcut = located.ranked[:n2]
+    table = trustworthy_table(s2.models, s2.base, s2.test, s2.fresh, shortcut, cfg.contaminated, cfg.max_rows,
+                              cfg.max_new_tokens)
+    s2.models.release_all()
+    truth = ground_truth(names[con], shortcut, s2.total_neurons, cfg.world, names[un])
+    summ = table2_summary(table)
+    lines = [f"Table 6 (second base {base}: {s2.n_layers} layers x {s2.d_mlp} MLP neurons, top {n2} patched, rule "
+             f"{located.rule!r} chosen on its held-out items): contaminated mean |Ori-Ref| = "
+             f"{summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = {summ['contaminated_mean_abs_te_minus_ref']:.1f} "
+             f"pts (mean Δacc {summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
+             f"{summ['uncontaminated_mean_abs_delta_acc']:.1f} pts."]
+    if truth:
+        lines.append(f" ground truth on {base}: {truth['located_and_changed']} of the {n2} located neurons are M_con's "
+                     f"(chance {truth['expected_by_chance']:.1f}), {truth.get('located_and_changed_by_m_un_only')} are "
+                     "M_un's alone.")
+    gt = None if truth is None else {k: v for k, v in truth.items() if k != "changed"}
+    return Section(record={"table6": table.to_dict(orient="records"), "table6_summary": summ, "table6_base": base,
+                           "table6_models": names, "table6_rule": located.rule, "table6_n_patched": n2,
+                           "table6_ground_truth": gt,
+                           "table6_rules": None if rules is None else rules.to_dict(orient="records")},
+                   tables={"table6": table, "table6_rules": rules}, findings=lines)
+
+
 def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
     """A2 (section 3.4): the paper's train-split fine-tune (+GSM8K Train) gains without a leak and TE
     lowers it (Table 2: -6.5 / -4.3 pts, read as a behaviour shortcut TE should remove); ours, in words."""
@@ -1113,7 +1152,7 @@ def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+t
         "learning rate; Table 11: reordered samples are caught as well).",
         f"Not reproducible here: the paper's Fig. 5 goes to 20 occurrences, this recipe has room for at most "
         f"{recipe.n_examples // 200} copies of its 200 test items (copies=); the pretraining-stage 'cheaters' (Table 12) "
-        "and a second architecture (Table 6) need worlds the tiny world does not build."]
+        "need continued-pretraining contamination, which the tiny world does not build."]
     return Section(record={"strength": table.to_dict(orient="records"), "strength_models": names},
                    tables={"strength": table}, findings=lines)
 
