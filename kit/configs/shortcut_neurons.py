@@ -81,16 +81,17 @@ class Config(BaseConfig):
         "+transfer-task train": "zoo/base-m+other-task-sparse", "+first-task train": "zoo/base-m+math-train-sparse",
     }
     """Table 4's uncontaminated rows (the paper's Vanilla, +OpenOrca, +SVAMP, +ASDiv)."""
-    table5_task: str | None = "sort"
+    table5_task: str | None = None
     """Table 5 (the paper's MATH, a second transfer benchmark): a task of another family contaminated like
     Table 4's (the same ``transfer_variants`` recipes and ``transfer_controls``), scored with the neurons
     located on ``task``; tiny world only (``kit.world.TASKS``: the tiny world's only other math task is
-    Table 4's ``add2``); None skips it."""
-    second_base: str | None = "zoo/base-l"
+    Table 4's ``add2``; the tiny profile: ``sort``); None skips it."""
+    second_base: str | None = None
     """Table 6 (the paper's LLaMA3-8B, a second architecture): another base of the tiny world; every
     ``variants`` recipe is rebuilt from it (``kit.shortcut.variants.rebase``, trained on first use), the
     neurons located on its own pair and Table 2 repeated (``kit.shortcut.neurons.second_base_section``). The
-    tiny world's bases differ in width and depth, not in architecture family. None skips it."""
+    tiny world's bases differ in width and depth, not in architecture family. None (the tiny profile:
+    ``zoo/base-l``) skips it."""
     strength_copies: list[int] = [1, 2, 5, 10]
     """Fig. 5 / Table 8: occurrences of each test item in the ``+test`` row's recipe (tiny world only; at most
     the recipe's ``n_examples // 200``: the paper's 20 does not fit)."""
