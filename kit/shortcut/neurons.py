@@ -1131,16 +1131,21 @@ def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
             "(verdict with its interval: claim te.a2_train_split)."]
 
 
-def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test"):
+def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test", order_label: str = "+5x test"):
     """Fig. 5 / Table 8 (occurrences ``cfg.strength_copies``, learning rates ``cfg.strength_lrs``) and
     Table 11 (sample order): the contaminated row ``label``'s recipe varied, evaluated with the neurons
-    already located."""
+    already located; Table 11's reordered rows also for row ``order_label`` (when it is a tiny-world
+    fine-tune)."""
     from kit.core.findings import Section
     from kit.shortcut import variants
     from kit.world import zoo
 
     name = cfg.variants[label]
     names = variants.strength_variants(name, cfg.strength_copies, (1, 2), cfg.strength_lrs)
+    if order_label in cfg.variants and order_label != label and changed_by(cfg.variants[order_label], cfg.world) is not None:
+        # Table 11 reorders every contaminated row; a one-occurrence row that barely leaks tests little alone
+        names.update({f"{k} ({order_label})": v for k, v in
+                      variants.strength_variants(cfg.variants[order_label], (), (1, 2)).items()})
     models = s.pool({"Vanilla": cfg.base_model, **names})
     table = trustworthy_table(models, s.base, s.test, s.fresh, shortcut, list(names), cfg.max_rows, cfg.max_new_tokens)
     t = table.set_index("variant")
