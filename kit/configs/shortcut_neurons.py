@@ -46,6 +46,10 @@ class Config(BaseConfig):
     fresh split; a real ``task`` needs another benchmark no variant saw (the paper: OpenMathInstruct-2; e.g. mawps)."""
     ref_split: str = "test"
     """Split of ``ref_task`` (``ref_task == task`` on ``test`` is refused: Ref would equal Ori)."""
+    comparative_position: Literal["last", "completion"] = "last"
+    """Where eq. 3 reads the activations (``kit.shortcut.neurons.comparative_scores_of_models``): ``last``,
+    the last prompt token (the paper's text, section 3.2); ``completion``, every token of M_con's greedy
+    completion of ``max_new_tokens`` tokens, both models read on it (the public code's default)."""
     group_size: int = Field(16, ge=1, le=4096)
     """Adjacent neurons per causal-score group (the paper: 512 of 11008 per layer, ~4.7%)."""
     combine: Literal["held_out", "sum", "veto", "rank_mean"] = "held_out"
@@ -77,10 +81,31 @@ class Config(BaseConfig):
         "+transfer-task train": "zoo/base-m+other-task-sparse", "+first-task train": "zoo/base-m+math-train-sparse",
     }
     """Table 4's uncontaminated rows (the paper's Vanilla, +OpenOrca, +SVAMP, +ASDiv)."""
+    table5_task: str | None = None
+    """Table 5 (the paper's MATH, a second transfer benchmark): a task of another family contaminated like
+    Table 4's (the same ``transfer_variants`` recipes and ``transfer_controls``), scored with the neurons
+    located on ``task``; tiny world only (``kit.world.TASKS``: the tiny world's only other math task is
+    Table 4's ``add2``; the tiny profile: ``sort``); None skips it."""
+    second_base: str | None = None
+    """Table 6 (the paper's LLaMA3-8B, a second architecture): another base of the tiny world; every
+    ``variants`` recipe is rebuilt from it (``kit.shortcut.variants.rebase``, trained on first use), the
+    neurons located on its own pair and Table 2 repeated (``kit.shortcut.neurons.second_base_section``). The
+    tiny world's bases differ in width and depth, not in architecture family. None (the tiny profile:
+    ``zoo/base-l``) skips it."""
+    strength_copies: list[int] = [1, 2, 5, 10]
+    """Fig. 5 / Table 8: occurrences of each test item in the ``+test`` row's recipe (tiny world only; at most
+    the recipe's ``n_examples // 200``: the paper's 20 does not fit)."""
+    strength_lrs: list[float] = []
+    """Table 8's other axis: learning rates of the ``+test`` row's recipe (tiny world only; each is a fine-tune
+    trained on first use)."""
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Tokens generated per item (tiny-world answers are one token; GSM8K needs a few hundred)."""
     max_rows: int = Field(4096, ge=1)
-    """Batch rows per patched generation (groups x prompts are split into chunks of this size)."""
+    """Most rows (groups x prompts) in one forward of a patched generation or teacher-forced pass: prompts
+    are taken ``max_rows`` at a time, groups ``max_rows // prompts`` at a time (results do not depend on it)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights of Hugging Face models and twins (``kit.load_model``); tiny-world models stay float32. Models
+    are held one at a time beside the base (``kit.shortcut.pool``): at 7B, bf16 needs ~2 x 13.5 GB."""
 
     @model_validator(mode="after")
     def _check(self) -> "Config":
@@ -116,9 +141,27 @@ class Config(BaseConfig):
         if self.ref_task is None and self.task not in TASKS:
             raise ValueError(f"ref_task: required for the real benchmark task={self.task!r} (Ref is the accuracy on items no "
                              "variant saw, never its test items); e.g. mawps, svamp or asdiv for gsm8k")
+        if self.table5_task is not None and (self.table5_task not in TASKS or self.table5_task == self.task
+                                             or self.task not in TASKS):
+            raise ValueError(f"table5_task={self.table5_task!r}: a tiny-world task other than task={self.task!r}; allowed "
+                             f"values: {', '.join(t for t in TASKS if t != self.task)} or None (None for a real benchmark task: its "
+                             "contaminated fine-tunes are tiny-world ones)")
+        if self.second_base is not None:
+            if self.task not in TASKS or self.second_base == self.base_model:
+                raise ValueError(f"second_base={self.second_base!r}: a tiny-world base other than base_model "
+                                 f"({self.base_model!r}) on a tiny-world task, or None")
+            for label, name in self.variants.items():
+                try:
+                    moved = variants.rebase(name, self.second_base, self.base_model)
+                    if variants.is_extra(moved):
+                        variants.extra_spec(moved, self.world)
+                except ValueError as e:
+                    raise ValueError(f"second_base={self.second_base!r}: variants[{label!r}]: {e}") from None
         if self.ref_task == self.task and self.ref_split == "test":
             raise ValueError(f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
                              "choose another benchmark or a split no variant trained on")
+        if any(c < 1 for c in self.strength_copies) or any(not lr > 0 for lr in self.strength_lrs):
+            raise ValueError(f"strength_copies must be >= 1 and strength_lrs > 0; got {self.strength_copies}, {self.strength_lrs}")
         if sorted(self.sparsity_percents) != self.sparsity_percents or any(not 0 < p <= 100 for p in self.sparsity_percents):
             raise ValueError("sparsity_percents must be increasing percentages in (0, 100]")
         return self

@@ -9,6 +9,8 @@ Names:
 - ``twin/<arch>`` — tiny random twins of real architectures as local Hugging Face directories
   (``kit.models.twins``; ``python -m kit twins build``), for offline tests of the real-model path;
   ``twin/<arch>@<revision>`` is a differently seeded twin standing for a checkpoint revision;
+  ``twin/<arch>@perturbed-<seed>``: the twin with a seeded few of its MLP neurons perturbed (a
+  stand-in for a sparse fine-tune of it);
 - any local directory of a Hugging Face causal LM (Llama, Mistral, Qwen2, Gemma-2, OLMo-2, GPT-2
   architectures) or BERT-family encoder;
 - any Hugging Face id (``lmsys/vicuna-7b-v1.3``, ``your-org/llama-contaminated``...), optionally
@@ -115,10 +117,13 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
 
         return load_encoder(name, device=device)
     if name.startswith("twin/"):
-        from kit.models.twins import twin_path
+        from kit.models.twins import PERTURBED, perturbed_path, twin_path
 
         arch, rev = split_revision(name.removeprefix("twin/"), revision)
-        return load_local(twin_path(arch, revision=rev), device=device, dtype=dtype, device_map=device_map,
+        # twin/<arch>@perturbed-<seed>: a seeded sparse perturbation (fine-tune stand-in); any other
+        # revision: a twin with revision-seeded weights (checkpoint stand-in)
+        path = perturbed_path(arch, rev) if rev and rev.startswith(PERTURBED) else twin_path(arch, revision=rev)
+        return load_local(path, device=device, dtype=dtype, device_map=device_map,
                           process_weights=process_weights, name=f"twin/{arch}" + (f"@{rev}" if rev else ""))
     local = Path(name).expanduser()
     if local.is_dir():

@@ -131,6 +131,66 @@ def twin_path(arch: str, build: bool = True, revision: str | None = None) -> Pat
     return path
 
 
+PERTURBED = "perturbed-"
+"""Revision prefix of a twin's perturbed copies: ``twin/<arch>@perturbed-<seed>``."""
+PERTURB_FRACTION = 0.05
+PERTURB_SCALE = 0.5
+
+
+def perturbed_path(arch: str, revision: str) -> Path:
+    """Directory of ``twin/<arch>@perturbed-<seed>``: the twin with a seeded ``PERTURB_FRACTION`` of
+    each layer's MLP neurons changed (their input rows and output column get seeded noise of
+    ``PERTURB_SCALE`` x the weights' std), everything else byte-identical. It stands in for a sparse
+    fine-tune of the twin (notebook 03's contaminated and clean variants) in ``dryrun`` profiles;
+    differently seeded revisions change different neurons. Built on first use, cached."""
+    if not revision.startswith(PERTURBED) or not revision[len(PERTURBED):].isdigit():
+        raise ValueError(f"twin/{arch}@{revision}: unknown twin revision; allowed: {PERTURBED}<seed> (e.g. "
+                         f"twin/{arch}@{PERTURBED}1)")
+    if arch not in TWINS or arch in ENCODER_TWINS:
+        raise ValueError(f"twin/{arch}@{revision}: perturbed revisions exist for the causal twins only: "
+                         f"{', '.join('twin/' + a for a in TWINS if a not in ENCODER_TWINS)}")
+    path = twins_root() / f"{arch}@{revision}"
+    if not (path / "config.json").exists():
+        _build_perturbed(arch, int(revision[len(PERTURBED):]), path)
+    return path
+
+
+def perturbed_neurons(arch: str, seed: int) -> list[tuple[int, int]]:
+    """The (layer, neuron) pairs ``twin/<arch>@perturbed-<seed>`` changes (seeded, sorted)."""
+    import torch
+
+    fields = TWINS[arch]
+    n_layers, d_mlp = fields.get("num_hidden_layers", fields.get("n_layer")), fields.get("intermediate_size", fields.get("n_inner"))
+    k = max(1, round(PERTURB_FRACTION * d_mlp))
+    g = torch.Generator().manual_seed(1000 + seed)
+    return sorted((L, int(i)) for L in range(n_layers) for i in torch.randperm(d_mlp, generator=g)[:k])
+
+
+def _build_perturbed(arch: str, seed: int, path: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    base = twin_path(arch)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(seed)
+    neurons = perturbed_neurons(arch, seed)
+    with torch.no_grad():
+        for L, i in neurons:
+            if arch == "gpt2":  # Conv1D: c_fc.weight [d_model, d_mlp], c_proj.weight [d_mlp, d_model]
+                mlp = model.transformer.h[L].mlp
+                ins, outs = [mlp.c_fc.weight[:, i]], [mlp.c_proj.weight[i, :]]
+            else:
+                mlp = model.model.layers[L].mlp
+                ins, outs = [mlp.gate_proj.weight[i, :], mlp.up_proj.weight[i, :]], [mlp.down_proj.weight[:, i]]
+            for w in ins + outs:
+                w.add_(PERTURB_SCALE * w.std() * torch.randn(w.shape, generator=g))
+    with _atomic_dir(path) as tmp:
+        model.save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(base).save_pretrained(tmp)
+
+
 def sae_path(arch: str, hook: str) -> Path:
     """Directory of the SAE ``twin-sae/<arch>/<hook>`` (built with its twin)."""
     twin_path(arch)

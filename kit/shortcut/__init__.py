@@ -16,7 +16,7 @@ from kit.shortcut.neurons import (
     top_neurons, random_neurons, default_n_patched, patched_accuracy, sparsity_curve, agreement,
     table9_agreement, plot_sparsity_curve, plot_agreement, table2_summary, paper_text_numbers,
     findings, TaskData, benchmark_items, reference_items, task_data, text_correct, accuracies, Located, locate,
-    ranking_rules, trustworthy_table, side_effect_table, transfer_finetune, rule_specs, best_rule,
+    ranking_rules, trustworthy_table, side_effect_table, transfer_finetune, rule_specs, best_rule, rule_intervals,
     paper_relative_changes, load_any,
 )
 

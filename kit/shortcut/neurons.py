@@ -20,7 +20,7 @@ pass ``targets`` as lists of ids: exact match then compares the first ``len(targ
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ from torch import Tensor
 
 from kit.shortcut.patching import Neuron, group_patched_generate, group_patched_logprobs, hook_name
 from kit.models import tl
+
+if TYPE_CHECKING:
+    from kit.shortcut.pool import Lazy, ModelPool
 
 PAPER_N_PATCHED = 5000
 """Shortcut neurons patched in the paper (section 4.3)."""
@@ -116,23 +119,35 @@ POSITIONS = ("last", "completion")
 def comparative_scores_of_models(model_con, model_un, batches: Iterable[tuple[Tensor, Tensor]],
                                  position: Literal["last", "completion"] = "last",
                                  max_new_tokens: int = 1) -> Float[Tensor, "layer d_mlp"]:
-    """Eq. 3 streamed over ``(tokens, lengths)`` batches (right-padded prompts).
+    """Eq. 3 over ``(tokens, lengths)`` batches (right-padded prompts).
 
     ``position="last"``: the last prompt token (the paper's text, section 3.2). ``"completion"``:
     every token of ``model_con``'s greedy completion (``max_new_tokens`` tokens), both models read on
     that same sequence: the public code's default (``token_type`` ``completion``/``completion_all`` in
     its ``activation_processor_SFT.py``, where the contaminated model generates the completions).
+
+    The two models are used one after the other, never together (either may be a
+    :class:`kit.shortcut.pool.Lazy` handle, loaded at its turn): ``model_con``'s activations are kept
+    on the CPU in float32 meanwhile, rows x layers x d_mlp floats (the paper's 657 last-token rows of
+    LLaMA2-7B: 0.9 GB; ``completion`` multiplies that by ``max_new_tokens``).
     """
+    from kit.shortcut.pool import resolve
+
     if position not in POSITIONS:
         raise ValueError(f"position={position!r}; allowed values: {', '.join(POSITIONS)}")
-    acc = ComparativeAccumulator()
+    con = resolve(model_con)
+    seen = []
     for tokens, lengths in batches:
         comp = None
         if position == "completion":
-            tokens = group_patched_generate(model_con, None, tokens, [[]], max_new_tokens, lengths=lengths)[0]
+            tokens = group_patched_generate(con, None, tokens, [[]], max_new_tokens, lengths=lengths)[0].cpu()
             comp = torch.full_like(lengths, max_new_tokens)
-        acc.update(neuron_acts(model_con, tokens, lengths, position, comp).cpu(),
-                   neuron_acts(model_un, tokens, lengths, position, comp).cpu())
+        seen.append((tokens, lengths, comp, neuron_acts(con, tokens, lengths, position, comp).cpu()))
+    del con
+    un = resolve(model_un)
+    acc = ComparativeAccumulator()
+    for tokens, lengths, comp, acts_con in seen:
+        acc.update(acts_con, neuron_acts(un, tokens, lengths, position, comp).cpu())
     return acc.scores()
 
 
@@ -240,10 +255,12 @@ def causal_scores(model_con, model_un, base, tokens: Int[Tensor, "batch pos"], l
                   max_rows: int = 2048) -> CausalScores:
     """Eq. 4 for every group, ``base`` (M0) patching ``model_con`` and ``model_un`` on the
     contaminated prompts; the unpatched accuracies come from the same code path (empty group)."""
+    from kit.shortcut.pool import resolve
+
     groups = [list(g) for g in groups]
     allg = [[]] + groups
-    con = group_accuracy(model_con, base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
-    un = group_accuracy(model_un, base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
+    con = group_accuracy(resolve(model_con), base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
+    un = group_accuracy(resolve(model_un), base, tokens, lengths, targets, allg, method=method, max_rows=max_rows).numpy()
     score = causal_score(np.full(len(groups), con[0]), con[1:], np.full(len(groups), un[0]), un[1:])
     return CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:], np.atleast_1d(score), method)
 
@@ -336,11 +353,14 @@ def sparsity_curve(model_con, model_un, base, tokens, lengths, targets, ranked: 
     Long format: columns ``model`` (contaminated/uncontaminated), ``neurons`` (located/random),
     ``n``, ``accuracy``. All N of one model run as groups of one batched generation.
     """
-    n_layers, d_mlp = model_con.cfg.n_layers, model_con.cfg.d_mlp
+    from kit.shortcut.pool import resolve
+
+    n_layers, d_mlp = base.cfg.n_layers, base.cfg.d_mlp
     located = [list(ranked[:n]) for n in ns]
     rand = [random_neurons(n_layers, d_mlp, n, seed=seed + k) for k, n in enumerate(ns)]
     rows = []
     for label, m in (("contaminated", model_con), ("uncontaminated", model_un)):
+        m = resolve(m)  # Lazy handles: one model at a time
         if data is not None:  # study path: also handles free-text benchmarks
             acc = accuracies(m, base, data, located + rand, max_rows, max_new_tokens)
         else:
@@ -353,7 +373,9 @@ def sparsity_curve(model_con, model_un, base, tokens, lengths, targets, ranked: 
 
 def agreement(scores: Sequence[float], reference: Sequence[float]) -> dict[str, float]:
     """Spearman rho and RMSE of the least-squares line ``scores ~ a * reference + b`` (Figure 4's
-    rho and e), plus the mean absolute difference. Same units in, same units out."""
+    rho and e), plus the mean absolute difference. Same units in, same units out. A constant
+    reference defines no line (slope, intercept and rho NaN): e is then the spread of ``scores``
+    about their mean, the best any fit on a constant reference can do."""
     from scipy.stats import spearmanr
 
     x = np.asarray(reference, dtype=float)
@@ -361,8 +383,11 @@ def agreement(scores: Sequence[float], reference: Sequence[float]) -> dict[str, 
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
         raise ValueError(f"scores and reference must be 1-D of the same length >= 3; got {y.shape} and {x.shape}")
     rho = spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")
-    slope, intercept = np.polyfit(x, y, 1)
-    resid = y - (slope * x + intercept)
+    if np.ptp(x) > 0:
+        slope, intercept = np.polyfit(x, y, 1)
+        resid = y - (slope * x + intercept)
+    else:
+        slope, intercept, resid = float("nan"), float("nan"), y - y.mean()
     return {"spearman": float(rho), "rmse": float(np.sqrt(np.mean(resid**2))), "slope": float(slope),
             "intercept": float(intercept), "mean_abs_diff": float(np.mean(np.abs(y - x)))}
 
@@ -414,7 +439,8 @@ def plot_agreement(table: pd.DataFrame, ref_col: str = "ref", cols: Sequence[str
         a = agreement(y, x)
         ax.scatter(x, y, s=14)
         xs = np.linspace(np.nanmin(x), np.nanmax(x), 10)
-        ax.plot(xs, a["slope"] * xs + a["intercept"], lw=0.8, color="C1")
+        if np.isfinite(a["slope"]):
+            ax.plot(xs, a["slope"] * xs + a["intercept"], lw=0.8, color="C1")
         lo, hi = min(np.nanmin(x), np.nanmin(y)), max(np.nanmax(x), np.nanmax(y))
         ax.plot([lo, hi], [lo, hi], lw=0.6, color="gray", ls="--")
         if label_col in table:
@@ -506,7 +532,7 @@ def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
     if "uncontaminated_mean_abs_te_minus_ref" in summary:
         u_te, u_ori = summary["uncontaminated_mean_abs_te_minus_ref"], summary["uncontaminated_mean_abs_ori_minus_ref"]
         lines.append(f"Clean models: mean |TE-Ref| = {u_te:.1f} vs |Ori-Ref| = {u_ori:.1f} pts: TE moves them "
-                     + ("toward" if u_te < u_ori else "AWAY from") + " the fresh-item score.")
+                     + ("toward" if u_te < u_ori else "AWAY from") + " the fresh-item score (claim te.clean_toward_ref).")
     if agree_te and agree_ori:
         lines.append(f"Agreement with Ref: TE rho={agree_te['spearman']:.3f}, RMSE={agree_te['rmse']:.2f}; "
                      f"Ori rho={agree_ori['spearman']:.3f}, RMSE={agree_ori['rmse']:.2f}"
@@ -566,9 +592,12 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
     return benchmark_items(ref_task, ref_split, n, seed)
 
 
-def task_data(model, items) -> TaskData:
+def task_data(model, items, max_new_tokens: int = 0) -> TaskData:
     """Tokenise ``items`` for ``model``: world models through ``kit.world.prompt_tokens`` (one-token
-    answers), other models through their tokenizer (answer ids without BOS, right padding)."""
+    answers), other models through their tokenizer (answer ids without BOS, right padding).
+
+    A prompt longer than the context minus ``max_new_tokens`` (the room its answer needs) keeps its
+    first token (BOS) and its last tokens, with a warning: the question sits at a prompt's end."""
     if not items:
         raise ValueError("no items: the benchmark split is empty")
     if str(getattr(model.cfg, "model_name", "")).startswith("zoo/") or model.cfg.model_name == "kit-world":
@@ -578,6 +607,18 @@ def task_data(model, items) -> TaskData:
         return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items))
     tok = model.tokenizer
     seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]
+    limit = model.cfg.n_ctx - max_new_tokens
+    if limit < 2:
+        raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the context of "
+                         f"{model.cfg.n_ctx} tokens; allowed: max_new_tokens <= {model.cfg.n_ctx - 2}")
+    long = [i for i, q in enumerate(seqs) if len(q) > limit]
+    if long:
+        import warnings
+
+        warnings.warn(f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) minus "
+                      f"max_new_tokens ({max_new_tokens}): truncated to their first and last {limit - 1} tokens",
+                      stacklevel=2)
+        seqs = [q[:1] + q[len(q) - limit + 1 :] if i in long else q for i, q in enumerate(seqs)]
     lengths = torch.tensor([len(s) for s in seqs])
     tokens = torch.full((len(seqs), int(lengths.max())), tok.pad_token_id or 0, dtype=torch.long)
     for i, s in enumerate(seqs):
@@ -685,28 +726,43 @@ def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Lit
            causal_weight: float = 0.5, rank_by: Literal["exact", "teacher_forced"] = "exact", max_rows: int = 2048,
            batch_size: int = 64, max_new_tokens: int | None = None,
            position: Literal["last", "completion"] = "last") -> Located:
-    """Comparative (eq. 3, at ``position``: see :func:`comparative_scores_of_models`) + causal (eq. 4,
-    both variants) scores and the combined ranking."""
+    """Comparative (eq. 3, at ``position``: ``last`` = the last prompt token, the paper's text;
+    ``completion`` = every token of M_con's completion, the public code's default; see
+    :func:`comparative_scores_of_models`) + causal (eq. 4, both variants) scores and the combined ranking.
+
+    ``model_con`` / ``model_un`` may be :class:`kit.shortcut.pool.Lazy` handles: each is then loaded
+    when its turn comes (comparative: M_con, then M_un; causal: M_un, then M_con), so with a
+    one-model pool only the donor ``base`` and one of them are ever held together."""
+    from kit.shortcut.pool import resolve
+
     if rank_by not in ("exact", "teacher_forced"):
         raise ValueError(f"rank_by={rank_by!r}; allowed values: 'exact', 'teacher_forced'")
-    L, d = model_con.cfg.n_layers, model_con.cfg.d_mlp
+    if position not in POSITIONS:
+        raise ValueError(f"position={position!r}; allowed values: {', '.join(POSITIONS)}")
+    L, d = base.cfg.n_layers, base.cfg.d_mlp
     batches = [(data.tokens[s : s + batch_size], data.lengths[s : s + batch_size])
                for s in range(0, data.n, batch_size)]
     n_new = max_new_tokens or max(len(t) for t in _targets_list(data.targets))
     comp = comparative_scores_of_models(model_con, model_un, batches, position, n_new)
     groups = neuron_groups(L, d, group_size)
-    if data.items is None:
-        exact = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
-                              method="exact", max_rows=max_rows)
-    else:  # free-text answers: generate and score the decoded responses
-        con = accuracies(model_con, base, data, [[]] + groups, max_rows, max_new_tokens)
-        un = accuracies(model_un, base, data, [[]] + groups, max_rows, max_new_tokens)
-        exact = CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:],
-                             np.atleast_1d(causal_score(np.full(len(groups), con[0]), con[1:],
-                                                        np.full(len(groups), un[0]), un[1:])), "exact")
-    tf = causal_scores(model_con, model_un, base, data.tokens, data.lengths, data.targets, groups,
-                       method="teacher_forced", max_rows=max_rows)
-    located = Located(comp, exact, tf, comp, [], "")
+    accs = {}
+    for key, m in (("un", model_un), ("con", model_con)):  # M_un is the one held after eq. 3
+        m = resolve(m)
+        if data.items is None:
+            exact = group_accuracy(m, base, data.tokens, data.lengths, data.targets, [[]] + groups, method="exact",
+                                   max_rows=max_rows).numpy()
+        else:  # free-text answers: generate and score the decoded responses
+            exact = accuracies(m, base, data, [[]] + groups, max_rows, max_new_tokens)
+        tf = group_accuracy(m, base, data.tokens, data.lengths, data.targets, [[]] + groups, method="teacher_forced",
+                            max_rows=max_rows).numpy()
+        accs[key] = {"exact": exact, "teacher_forced": tf}
+        del m
+    cs = {}
+    for method in ("exact", "teacher_forced"):
+        con, un = accs["con"][method], accs["un"][method]
+        score = causal_score(np.full(len(groups), con[0]), con[1:], np.full(len(groups), un[0]), un[1:])
+        cs[method] = CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:], np.atleast_1d(score), method)
+    located = Located(comp, cs["exact"], cs["teacher_forced"], comp, [], "")
     return located.rerank(f"{rule} ({rank_by})", causal_weight)
 
 
@@ -718,21 +774,60 @@ def ranking_rules(located: Located, model_con, model_un, base, data: TaskData, n
     unpatched and with those neurons patched from ``base``, ``drop_con`` (M_con's loss, wanted
     large), ``change_un`` (M_un's change, wanted 0) and ``objective = drop_con - |change_un|`` (the
     two features of a shortcut neuron, section 3.3). ``found``: how many of the truly shortcut-
-    carrying neurons ``truth`` (tiny world only) the top-``n`` holds; never used for the choice."""
+    carrying neurons ``truth`` (tiny world only) the top-``n`` holds; never used for the choice.
+    ``attrs["items"]``: the per-item correctness behind it, ``{"con": (1 + rules, items), "un": ...}``
+    (row 0 unpatched, then the rules in row order), for :func:`rule_intervals`."""
     tops = {k: top_neurons(located.scores_by(k, causal_weight), n) for k in rule_specs(causal_weight)}
     sets = [[]] + list(tops.values())
-    con = 100 * accuracies(model_con, base, data, sets, max_rows, max_new_tokens)
-    un = 100 * accuracies(model_un, base, data, sets, max_rows, max_new_tokens)
+    from kit.shortcut.pool import resolve
+
+    con_items = item_correct(resolve(model_con), base, data, sets, max_rows, max_new_tokens)
+    un_items = item_correct(resolve(model_un), base, data, sets, max_rows, max_new_tokens)
+    con, un = 100 * con_items.mean(axis=1), 100 * un_items.mean(axis=1)
     rows = [{"rule": k, "n": n, "acc_con": con[0], "acc_con_patched": c, "acc_un": un[0], "acc_un_patched": u,
              "drop_con": con[0] - c, "change_un": u - un[0], "objective": (con[0] - c) - abs(u - un[0]),
              "found": len(truth & set(t)) if truth is not None else None}
             for (k, t), c, u in zip(tops.items(), con[1:], un[1:])]
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["items"] = {"con": con_items, "un": un_items}
+    return out
 
 
 def best_rule(rules: pd.DataFrame) -> str:
     """The rule with the highest held-out ``objective`` (first in :func:`rule_specs` order on ties)."""
     return str(rules.rule.iloc[int(np.argmax(rules.objective.to_numpy()))])
+
+
+def objective_items(con0, con_p, un0, un_p) -> float:
+    """Held-out objective in points from per-item correctness (0/1 arrays over the same items):
+    ``drop_con - |change_un|`` = ``100 * (mean(con0 - con_p) - |mean(un_p - un0)|)``."""
+    return float(100 * (np.mean(con0 - con_p) - abs(np.mean(un_p - un0))))
+
+
+def rule_intervals(rules: pd.DataFrame, chosen: str, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Each rule's held-out objective minus the ``chosen`` rule's, with a 95% paired bootstrap
+    interval over the held-out items (M_con and M_un answer the same items, resampled together):
+    columns ``vs_chosen``, ``vs_chosen_low``, ``vs_chosen_high``. An interval that holds 0 means the
+    held-out items cannot tell that rule from the chosen one. Needs ``rules.attrs["items"]``
+    (:func:`ranking_rules`)."""
+    from kit.core.claims import bootstrap_ci
+
+    items = rules.attrs.get("items")
+    if items is None:
+        raise ValueError("rules has no attrs['items'] (per-item correctness): make it with ranking_rules")
+    labels = list(rules.rule)
+    if chosen not in labels:
+        raise ValueError(f"chosen={chosen!r}; allowed values: {', '.join(labels)}")
+    con, un = items["con"], items["un"]
+    c = 1 + labels.index(chosen)
+    out = []
+    for k in range(len(labels)):
+        est = bootstrap_ci(lambda c0, cp, u0, up, cc, uc: objective_items(c0, cp, u0, up) - objective_items(c0, cc, u0, uc),
+                           con[0], con[1 + k], un[0], un[1 + k], con[c], un[c], n_boot=n_boot, seed=seed)
+        out.append(est)
+    res = rules.copy()
+    res["vs_chosen"], res["vs_chosen_low"], res["vs_chosen_high"] = (np.array([e[i] for e in out]) for i in range(3))
+    return res
 
 
 def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: TaskData | None,
@@ -784,6 +879,23 @@ def transfer_finetune(like: str, task: str, world: str | None = None):
     return zoo.extra_finetune(f, spec.name)
 
 
+def transfer_models(s: "Setup", cfg, task: str | None = None) -> "ModelPool":
+    """Table 4's models, held one at a time: Vanilla (the base), the contaminated rows rebuilt on
+    ``task`` (default ``cfg.transfer_task``; Table 5: ``cfg.table5_task``) (:func:`transfer_finetune`)
+    and ``cfg.transfer_controls``."""
+    task = task or cfg.transfer_task
+    built = {f"transfer/{label}": cfg.variants[label] for label in cfg.transfer_variants}
+
+    def load(name):
+        if name in built:
+            return transfer_finetune(built[name], task, world=cfg.world)
+        return s.load(name)
+
+    names = {"Vanilla": cfg.base_model, **{label: f"transfer/{label}" for label in cfg.transfer_variants},
+             **{k: v for k, v in cfg.transfer_controls.items() if k != "Vanilla"}}
+    return s.pool(names, load)
+
+
 # --------------------------------------------------------------------------- notebook sections (notebook 03)
 
 
@@ -792,16 +904,27 @@ class Setup:
     """The models and item sets notebook 03 works on (``setup(cfg)``)."""
 
     base: object
-    models: dict[str, object]
-    """Table 2's variants by label (``cfg.variants``)."""
-    model_con: object
-    model_un: object
+    """The base model M0, the donor of every patch: the one model always held."""
+    models: "ModelPool"
+    """Table 2's variants by label (``cfg.variants``), loaded on access, one at a time
+    (:class:`kit.shortcut.pool.ModelPool`)."""
+    model_con: "Lazy"
+    model_un: "Lazy"
+    """The locating pair as lazy handles (loaded at use: ``kit.shortcut.pool.resolve``)."""
     locate: TaskData
     test: TaskData
     fresh: TaskData
     heldout: TaskData | None = None
     """Test items after the first ``n_locate`` (up to ``n_eval``): the ranking rules are compared on
     them (``combine: held_out``). None when ``n_eval <= n_locate``."""
+    load: "Callable[[str], object] | None" = None
+    """Name -> model, with the notebook's device, dtype and world (:func:`load_any`)."""
+
+    def pool(self, names: dict[str, str], load: "Callable[[str], object] | None" = None) -> "ModelPool":
+        """Another set of models sharing this base, held one at a time like ``models``."""
+        from kit.shortcut.pool import ModelPool
+
+        return ModelPool(names, load or self.load, base=self.base, base_name=self.models.base_name, share=self.models)
 
     @property
     def n_layers(self) -> int:
@@ -816,14 +939,17 @@ class Setup:
         return self.n_layers * self.d_mlp
 
 
-def load_any(name: str, device: str = "cpu", world: str | None = None):
-    """``kit.load_model``, plus notebook 03's own ``extra/`` fine-tunes (:mod:`kit.shortcut.variants`)."""
+def load_any(name: str, device: str = "cpu", world: str | None = None, dtype: str | None = None):
+    """``kit.load_model``, plus notebook 03's own ``extra/`` fine-tunes (:mod:`kit.shortcut.variants`).
+    ``dtype`` applies to Hugging Face models and twins; tiny-world models stay float32."""
     from kit.models.load import load_model
     from kit.shortcut import variants
 
     if variants.is_extra(name):
         return variants.load_extra(name, device, world)
-    return load_model(name, device=device, world=world)
+    if name.startswith("zoo/"):
+        return load_model(name, device=device, world=world)
+    return load_model(name, device=device, world=world, dtype=dtype)
 
 
 def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
@@ -840,33 +966,38 @@ def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
 
 
 def setup(cfg) -> Setup:
-    """Load the base and every Table 2 variant; the locating pair is ``cfg.locate_pair``."""
+    """Load the base; the Table 2 variants are loaded on use, one at a time (a
+    :class:`kit.shortcut.pool.ModelPool`); the locating pair is ``cfg.locate_pair``."""
+    from kit.shortcut.pool import ModelPool
 
     def load(name):
-        return load_any(name, cfg.device, cfg.world)
+        return load_any(name, cfg.device, cfg.world, cfg.dtype)
 
     base = load(cfg.base_model)
-    models = {label: load(name) for label, name in cfg.variants.items()}
+    models = ModelPool(cfg.variants, load, base=base, base_name=cfg.base_model)
     con, un = cfg.locate_pair
 
     def data(split: str, n: int) -> TaskData:
-        return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed))
+        return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed), cfg.max_new_tokens)
 
     held = benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)[cfg.n_locate :]
-    return Setup(base=base, models=models, model_con=models[con], model_un=models[un],
+    return Setup(base=base, models=models, model_con=models.lazy(con), model_un=models.lazy(un), load=load,
                  locate=data("test", cfg.n_locate), test=data("test", cfg.n_eval),
-                 fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)),
-                 heldout=task_data(base, held) if held else None)
+                 fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed),
+                                 cfg.max_new_tokens),
+                 heldout=task_data(base, held, cfg.max_new_tokens) if held else None)
 
 
 def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None) -> tuple[Located, pd.DataFrame | None]:
     """Section 1: locate on ``s.locate`` and compare every ranking rule (:func:`ranking_rules`) on the
     held-out test items; ``cfg.combine == "held_out"`` ranks by the rule with the best objective there,
-    another value by that rule (with ``cfg.causal_rank_by``). No held-out items: no comparison."""
+    another value by that rule (with ``cfg.causal_rank_by``). The table says, per rule, how far its
+    objective is from the chosen rule's with an interval (:func:`rule_intervals`). No held-out items:
+    no comparison."""
     rule = "sum" if cfg.combine == "held_out" else cfg.combine
     located = locate(s.model_con, s.model_un, s.base, s.locate, cfg.group_size, rule=rule,
                      causal_weight=cfg.causal_weight, rank_by=cfg.causal_rank_by, max_rows=cfg.max_rows,
-                     max_new_tokens=cfg.max_new_tokens)
+                     max_new_tokens=cfg.max_new_tokens, position=cfg.comparative_position)
     if s.heldout is None:
         if cfg.combine == "held_out":
             raise ValueError("combine='held_out' needs held-out test items: set n_eval > n_locate")
@@ -875,7 +1006,7 @@ def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None)
                           cfg.max_new_tokens, cfg.causal_weight)
     if cfg.combine == "held_out":
         located = located.rerank(best_rule(rules), cfg.causal_weight)
-    return located, rules
+    return located, rule_intervals(rules, located.rule, seed=cfg.seed)
 
 
 def ground_truth(member: str, located: Sequence[Neuron], total_neurons: int, world: str | None = None,
@@ -909,12 +1040,11 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
     """§7: the pipeline again on full fine-tunes (every parameter may change), ranked by ``rule`` (a
     :func:`rule_specs` label: section 1's), and the ceiling with every MLP neuron of M_con patched."""
     from kit.core.findings import Section
-    from kit.models.load import load_model
 
     con, un = cfg.locate_pair
-    models = {label: load_model(name, device=cfg.device, world=cfg.world) for label, name in variants.items()}
-    located = locate(models[con], models[un], s.base, s.locate, cfg.group_size, max_rows=cfg.max_rows,
-                     max_new_tokens=cfg.max_new_tokens).rerank(rule, cfg.causal_weight)
+    models = s.pool(variants)
+    located = locate(models.lazy(con), models.lazy(un), s.base, s.locate, cfg.group_size, max_rows=cfg.max_rows,
+                     max_new_tokens=cfg.max_new_tokens, position=cfg.comparative_position).rerank(rule, cfg.causal_weight)
     table = trustworthy_table(models, s.base, s.test, s.fresh, located.ranked[:n_patched], cfg.contaminated,
                               cfg.max_rows, cfg.max_new_tokens)
     all_neurons = [(L, i) for L in range(s.n_layers) for i in range(s.d_mlp)]
@@ -929,6 +1059,65 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
         f"{100 * ceiling[1]:.1f}% (its fresh-item score: {table.set_index('variant').ref[con]:.1f}%)"])
 
 
+def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: str = "table5"):
+    """Table 4 / Table 5: the contaminated rows rebuilt on ``task`` (:func:`transfer_models`), scored with
+    the neurons located on ``cfg.task``; recorded under ``key`` and ``<key>_summary``."""
+    from kit.core.findings import Section
+
+    models = transfer_models(s, cfg, task)
+    test, fresh = (task_data(s.base, benchmark_items(task, split, n, seed=cfg.seed), cfg.max_new_tokens)
+                   for split, n in (("test", cfg.n_eval), ("fresh", cfg.n_ref)))
+    table = trustworthy_table(models, s.base, test, fresh, shortcut, cfg.transfer_variants, cfg.max_rows,
+                              cfg.max_new_tokens)
+    summ = table2_summary(table)
+    line = (f"{key} ({task}, neurons located on {cfg.task}): contaminated mean Ori-Ref "
+            f"{table[table.contaminated].eval('ori - ref').mean():+.1f} pts, mean |Ori-Ref| = "
+            f"{summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = {summ['contaminated_mean_abs_te_minus_ref']:.1f} pts "
+            f"(mean Δacc {summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
+            f"{summ['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
+    return Section(record={key: table.to_dict(orient="records"), f"{key}_summary": summ, f"{key}_task": task},
+                   tables={key: table}, findings=[line])
+
+
+def second_base_section(cfg, base: str):
+    """Table 6 (a second architecture): the whole pipeline again from another base of the world. Every
+    Table 2 row's recipe is moved onto ``base`` (:func:`kit.shortcut.variants.rebase`: same examples,
+    built on first use and cached); the neurons are located on that base's own (M_con, M_un) pair and
+    the ranking rule chosen on its held-out items as in section 1 (same settings, the patched count
+    scaled by ``cfg.patched_fraction``). Tiny world only."""
+    from kit.core.findings import Section
+    from kit.shortcut import variants
+
+    names = {k: variants.rebase(v, base, cfg.base_model) for k, v in cfg.variants.items()}
+    cfg2 = cfg.model_copy(update={"base_model": base, "variants": names})
+    s2 = setup(cfg2)
+    n2 = default_n_patched(s2.n_layers, s2.d_mlp, cfg.patched_fraction)
+    con, un = cfg.locate_pair
+    changed = changed_by(names[con], cfg.world)
+    located, rules = locate_and_choose(s2, cfg2, n2, changed)
+    shortcut = located.ranked[:n2]
+    table = trustworthy_table(s2.models, s2.base, s2.test, s2.fresh, shortcut, cfg.contaminated, cfg.max_rows,
+                              cfg.max_new_tokens)
+    s2.models.release_all()
+    truth = ground_truth(names[con], shortcut, s2.total_neurons, cfg.world, names[un])
+    summ = table2_summary(table)
+    lines = [f"Table 6 (second base {base}: {s2.n_layers} layers x {s2.d_mlp} MLP neurons, top {n2} patched, rule "
+             f"{located.rule!r} chosen on its held-out items): contaminated mean |Ori-Ref| = "
+             f"{summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = {summ['contaminated_mean_abs_te_minus_ref']:.1f} "
+             f"pts (mean Δacc {summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
+             f"{summ['uncontaminated_mean_abs_delta_acc']:.1f} pts."]
+    if truth:
+        lines.append(f" ground truth on {base}: {truth['located_and_changed']} of the {n2} located neurons are M_con's "
+                     f"(chance {truth['expected_by_chance']:.1f}), {truth.get('located_and_changed_by_m_un_only')} are "
+                     "M_un's alone.")
+    gt = None if truth is None else {k: v for k, v in truth.items() if k != "changed"}
+    return Section(record={"table6": table.to_dict(orient="records"), "table6_summary": summ, "table6_base": base,
+                           "table6_models": names, "table6_rule": located.rule, "table6_n_patched": n2,
+                           "table6_ground_truth": gt,
+                           "table6_rules": None if rules is None else rules.to_dict(orient="records")},
+                   tables={"table6": table, "table6_rules": rules}, findings=lines)
+
+
 def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
     """A2 (section 3.4): the paper's train-split fine-tune (+GSM8K Train) gains without a leak and TE
     lowers it (Table 2: -6.5 / -4.3 pts, read as a behaviour shortcut TE should remove); ours, in words."""
@@ -938,23 +1127,37 @@ def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
     r = t.loc[label]
     move = "drops" if r.delta_acc < 0 else "rises" if r.delta_acc > 0 else "stays"
     return [f"A2 ({label}): Ori {r.ori:.1f}%, Ref {r.ref:.1f}%, TE {r.te:.1f}% (Δacc {r.delta_acc:+.1f} pts): under TE it "
-            f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut."]
+            f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut "
+            "(verdict with its interval: claim te.a2_train_split)."]
 
 
-def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test"):
-    """Fig. 5 / Table 8 (occurrences) and Table 11 (sample order): the contaminated row ``label``'s
-    recipe with 1, 2, 5, 10 occurrences and reordered, evaluated with the neurons already located."""
+def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test", order_label: str = "+5x test"):
+    """Fig. 5 / Table 8 (occurrences ``cfg.strength_copies``, learning rates ``cfg.strength_lrs``) and
+    Table 11 (sample order): the contaminated row ``label``'s recipe varied, evaluated with the neurons
+    already located; Table 11's reordered rows also for row ``order_label`` (when it is a tiny-world
+    fine-tune)."""
     from kit.core.findings import Section
     from kit.shortcut import variants
+    from kit.world import zoo
 
-    names = variants.strength_variants(cfg.variants[label])
-    models = {"Vanilla": s.base, **{k: load_any(v, cfg.device, cfg.world) for k, v in names.items()}}
+    name = cfg.variants[label]
+    names = variants.strength_variants(name, cfg.strength_copies, (1, 2), cfg.strength_lrs)
+    if order_label in cfg.variants and order_label != label and changed_by(cfg.variants[order_label], cfg.world) is not None:
+        # Table 11 reorders every contaminated row; a one-occurrence row that barely leaks tests little alone
+        names.update({f"{k} ({order_label})": v for k, v in
+                      variants.strength_variants(cfg.variants[order_label], (), (1, 2)).items()})
+    models = s.pool({"Vanilla": cfg.base_model, **names})
     table = trustworthy_table(models, s.base, s.test, s.fresh, shortcut, list(names), cfg.max_rows, cfg.max_new_tokens)
     t = table.set_index("variant")
+    recipe = variants.extra_spec(name, cfg.world) if variants.is_extra(name) else \
+        {f.name: f for f in zoo.world_spec(cfg.world).finetunes}[name]
     lines = [f"Contamination strength ({label}'s recipe): " + ", ".join(
         f"{k} Ori-Ref {t.loc[k, 'ori'] - t.loc[k, 'ref']:+.1f} -> TE-Ref {t.loc[k, 'te'] - t.loc[k, 'ref']:+.1f}"
-        for k in names) + " pts (the paper's Fig. 5: TE tracks MixEval at every strength; Table 11: reordered "
-        "samples are caught as well)."]
+        for k in names) + " pts (the paper's Fig. 5: TE tracks MixEval at every strength; Table 8 also varies the "
+        "learning rate; Table 11: reordered samples are caught as well).",
+        f"Not reproducible here: the paper's Fig. 5 goes to 20 occurrences, this recipe has room for at most "
+        f"{recipe.n_examples // 200} copies of its 200 test items (copies=); the pretraining-stage 'cheaters' (Table 12) "
+        "need continued-pretraining contamination, which the tiny world does not build."]
     return Section(record={"strength": table.to_dict(orient="records"), "strength_models": names},
                    tables={"strength": table}, findings=lines)
 
@@ -985,10 +1188,17 @@ def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron],
     lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
     if rules is not None:
         r = rules.set_index("rule")
+        ci = "vs_chosen" in r
         lines.append(f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "
-                     "objective (M_con drop - |M_un change|, pts): "
-                     + ", ".join(f"{k} {r.loc[k, 'objective']:+.1f}" for k in ("sum (exact)", "veto (exact)", "rank_mean (exact)",
-                                                                                "comparative only") if k in r.index) + ".")
+                     "objective (M_con drop - |M_un change|, pts"
+                     + ("; in brackets the 95% interval of its difference to the chosen rule" if ci else "") + "): "
+                     + ", ".join(f"{k} {r.loc[k, 'objective']:+.1f}"
+                                 + (f" [{r.loc[k, 'vs_chosen_low']:+.1f}, {r.loc[k, 'vs_chosen_high']:+.1f}]" if ci else "")
+                                 for k in r.index) + ".")
+        if ci:
+            tied = [k for k in r.index if k != located.rule and r.loc[k, "vs_chosen_high"] >= 0]
+            lines.append(f"{len(tied)} of the other {len(r) - 1} rules are not worse than {located.rule!r} beyond chance on "
+                         f"these items ({', '.join(tied) or 'none'}); the public code's sum: claim rules.chosen_vs_public.")
     if table4 is not None:
         s4 = table2_summary(table4)
         lines.append(f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = {s4['contaminated_mean_abs_ori_minus_ref']:.1f}, "
@@ -996,7 +1206,8 @@ def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron],
                      f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
     worst = table3.loc[table3.delta_acc.abs().idxmax()]
     lines.append(f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts; "
-                 f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%).")
+                 f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%; "
+                 "claim side_effects.largest_cell).")
     lines += a2_findings(table2)
     full = curve[(curve.n == total) & (curve.neurons == "located")].set_index("model").accuracy
     vanilla = table2.set_index("variant").ori.get("Vanilla", float("nan"))

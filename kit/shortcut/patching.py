@@ -256,6 +256,20 @@ def _hits_stop_string(gen: Tensor, finished: Tensor, stop_strings: Sequence[str]
     return hit
 
 
+def prompt_chunks(n_prompts: int, max_rows: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` slices of at most ``max_rows`` prompts covering ``0..n_prompts``: a forward
+    then holds at most ``max_rows`` rows (groups x prompts), however many prompts a benchmark has."""
+    if max_rows < 1:
+        raise ValueError(f"max_rows={max_rows} must be >= 1")
+    return [(s, min(s + max_rows, n_prompts)) for s in range(0, n_prompts, max_rows)]
+
+
+def _trim_left(tokens: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Drop the leading columns that are padding in every row of a left-padded slice."""
+    first = int(tokens.shape[1] - mask.sum(1).max())
+    return tokens[:, first:], mask[:, first:]
+
+
 def group_patched_generate(
     model, patching_model, tokens: Int[Tensor, "batch pos"], groups: Sequence[Sequence[Neuron]],
     max_new_tokens: int, *, attention_mask: Int[Tensor, "batch pos"] | None = None,
@@ -269,7 +283,9 @@ def group_patched_generate(
     Row ``g * batch + p`` decodes prompt ``p`` with group ``g``'s neurons patched, so every group
     gets its own continuation (and its own patching-model run on that continuation); the
     prompt pass of the patching model, and of the patched model's layers below the first patched
-    layer, is shared by all groups. Groups are processed ``max_rows // batch`` at a time.
+    layer, is shared by all groups. ``max_rows`` caps the rows of every forward: prompts are taken
+    ``max_rows`` at a time (:func:`prompt_chunks`), and groups ``max_rows // prompts`` at a time.
+    Seeded sampling draws per chunk, so sampled continuations depend on ``max_rows`` (greedy ones do not).
 
     Returns ``Int[Tensor, "group batch pos+max_new_tokens"]``; ``[g]`` is what
     :func:`patched_generate` returns for ``neurons=groups[g]`` (up to float rounding of batched
@@ -335,19 +351,24 @@ def group_patched_generate(
     kwargs = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p,
                   generator=generator, stop_token_ids=stop_token_ids, stop_strings=stop_strings,
                   tokenizer=tokenizer, pad_token_id=pad_token_id)
-    per_chunk = max(1, max_rows // P)
-    outs = []
-    for start in range(0, len(groups), per_chunk):
-        chunk = groups[start : start + per_chunk]
-        masks = {} if plain else group_masks(model, chunk, P)
-        if not masks:  # no group in this chunk patches anything: decode once, copy per group
-            gen = _generate_rows(model, None, left_tokens, left_mask, {}, 1, max_new_tokens, **kwargs)
-            gen = gen.repeat(len(chunk), 1)
-        else:
-            gen = _generate_rows(model, patching_model, left_tokens, left_mask, masks, len(chunk),
-                                 max_new_tokens, **kwargs)
-        outs.append(gen.view(len(chunk), P, max_new_tokens))
-    gen = torch.cat(outs, 0)  # [group, P, new]
+    parts = []
+    for p0, p1 in prompt_chunks(P, max_rows):  # never more than max_rows rows in one forward
+        rows_tok, rows_mask = _trim_left(left_tokens[p0:p1], left_mask[p0:p1])
+        Pc = p1 - p0
+        per_chunk = max(1, max_rows // Pc)
+        outs = []
+        for start in range(0, len(groups), per_chunk):
+            chunk = groups[start : start + per_chunk]
+            masks = {} if plain else group_masks(model, chunk, Pc)
+            if not masks:  # no group in this chunk patches anything: decode once, copy per group
+                gen = _generate_rows(model, None, rows_tok, rows_mask, {}, 1, max_new_tokens, **kwargs)
+                gen = gen.repeat(len(chunk), 1)
+            else:
+                gen = _generate_rows(model, patching_model, rows_tok, rows_mask, masks, len(chunk),
+                                     max_new_tokens, **kwargs)
+            outs.append(gen.view(len(chunk), Pc, max_new_tokens))
+        parts.append(torch.cat(outs, 0))
+    gen = torch.cat(parts, 1)  # [group, P, new]
     G = gen.shape[0]
     if side == "right":
         out = torch.full((G, P, T + max_new_tokens), pad_token_id, dtype=torch.long, device=device)
@@ -409,6 +430,10 @@ def group_patched_logprobs(
     groups = [list(g) for g in groups]
     device = model.cfg.device
     tokens, target_pos, targets = tokens.to(device), target_pos.to(device), targets.to(device)
+    if tokens.shape[0] > max_rows:  # at most max_rows rows per forward: prompts in slices
+        parts = [group_patched_logprobs(model, patching_model, tokens[a:b], target_pos[a:b], targets[a:b], groups,
+                                        max_rows) for a, b in prompt_chunks(tokens.shape[0], max_rows)]
+        return torch.cat([p[0] for p in parts], 1), torch.cat([p[1] for p in parts], 1)
     P = tokens.shape[0]
     rows_idx = torch.arange(P, device=device)
     per_chunk = max(1, max_rows // P)

@@ -8,7 +8,9 @@ changed by the options, trained on first use and cached (:func:`kit.world.zoo.ex
   any neuron outside it has comparative score 0 and every rule "finds" the shortcut by construction);
 - ``lr=<float>``: the learning rate (a one-occurrence leak needs more than the zoo's 2e-2 to show);
 - ``copies=<int>``: occurrences of each injected item (the paper's Fig. 5 / Table 8: 1 to 20);
-- ``order=<int>``: the same examples in another order (the paper's Table 11).
+- ``order=<int>``: the same examples in another order (the paper's Table 11);
+- ``parent=<zoo base>``: the same recipe (same examples: the name, hence the seed, is kept) from
+  another base of the world, e.g. ``parent=base-l`` (the paper's Table 6, a second architecture).
 
 Example: ``extra/base-m+math-test-x1-sparse:split:lr=0.05``. The examples are drawn with the
 recipe's own seed (its zoo name), so options change only what they say.
@@ -22,7 +24,7 @@ import torch
 
 PREFIX = "extra/"
 PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
-OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>")
+OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>", "parent=<zoo base>")
 
 
 def is_extra(name: str) -> bool:
@@ -60,6 +62,12 @@ def extra_spec(name: str, world: str | None = None):
                 if not 1 <= copies <= most:
                     raise ValueError(f"copies must be in 1..{most} (n_examples {f.n_examples} / 200 items)")
                 f = replace(f, inject=(f.inject[0], f.inject[1], copies))
+            elif key == "parent":
+                bases = [b.name for b in spec.bases]
+                if f"zoo/{value}" not in bases:
+                    raise ValueError(f"parent must be a base of world {spec.name!r}: "
+                                     f"{', '.join(b[len('zoo/'):] for b in bases)}")
+                f = replace(f, parent=f"zoo/{value}")
             elif key == "order":
                 f = replace(f, order_seed=int(value))
                 if f.order_seed < 1:
@@ -80,6 +88,22 @@ def load_extra(name: str, device: str = "cpu", world: str | None = None):
     return model.to(device)
 
 
+def rebase(name: str, parent: str, old_base: str) -> str:
+    """Model ``name`` of a notebook 03 row moved onto another base ``parent`` (``zoo/<base>``): the
+    old base itself becomes ``parent``; a sparse zoo fine-tune or an ``extra/`` name gets
+    ``:parent=<base>`` (same recipe and examples). Anything else fails naming what is allowed."""
+    if name == old_base:
+        return parent
+    short = parent[len("zoo/"):] if parent.startswith("zoo/") else None
+    if short is None:
+        raise ValueError(f"parent={parent!r} must be a zoo base (zoo/<name>)")
+    if is_extra(name):
+        return f"{name}:parent={short}"
+    if name.startswith("zoo/"):
+        return f"{PREFIX}{name[len('zoo/'):]}:parent={short}"
+    raise ValueError(f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be rebased")
+
+
 def changed_between(model, parent) -> set[tuple[int, int]]:
     """(layer, index) MLP neurons whose ``W_in`` column, ``b_in`` or ``W_out`` row differ between two
     models of one shape: what a fine-tune changed (the world's ground truth)."""
@@ -92,13 +116,14 @@ def changed_between(model, parent) -> set[tuple[int, int]]:
     return out
 
 
-def strength_variants(name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2)) -> dict[str, str]:
+def strength_variants(name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2), lrs=()) -> dict[str, str]:
     """Fig. 5 / Table 8 and Table 11 rows from a contaminated fine-tune ``name`` (``zoo/...-sparse`` or
-    ``extra/...``): its recipe with each occurrence count, and with its examples reordered.
-    Labels -> ``extra/`` names (later options override earlier ones)."""
+    ``extra/...``): its recipe with each occurrence count, with each learning rate (Table 8's other
+    axis), and with its examples reordered. Labels -> ``extra/`` names (later options override earlier ones)."""
     short = name[len("zoo/"):] if name.startswith("zoo/") else name[len(PREFIX):] if is_extra(name) else None
     if short is None:
         raise ValueError(f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)")
     out = {f"x{c}": f"{PREFIX}{short}:copies={c}" for c in copies}
+    out.update({f"lr {lr:g}": f"{PREFIX}{short}:lr={lr:g}" for lr in lrs})
     out.update({f"order {s}": f"{PREFIX}{short}:order={s}" for s in order_seeds})
     return out

@@ -178,3 +178,23 @@ def test_revision_twins_are_seeded_variants_of_the_same_architecture(tmp_path):
             twins.revision_seed(bad)
     with pytest.raises(ValueError, match="cannot contain '/'"):
         twins.twin_path("olmo2", revision="a/b")
+
+
+def test_perturbed_twin_revisions_change_only_their_seeded_neurons():
+    """``twin/llama@perturbed-<seed>``: a sparse fine-tune stand-in (notebook 03's dryrun) that changes
+    exactly the seeded MLP neurons of ``twin/llama`` and nothing else; other seeds, other neurons."""
+    from kit.shortcut import variants
+
+    base = kit.load_model("twin/llama")
+    a, b = kit.load_model("twin/llama@perturbed-1"), kit.load_model("twin/llama", revision="perturbed-2")
+    assert variants.changed_between(a, base) == set(twins.perturbed_neurons("llama", 1))
+    assert variants.changed_between(b, base) == set(twins.perturbed_neurons("llama", 2))
+    assert twins.perturbed_neurons("llama", 1) != twins.perturbed_neurons("llama", 2)
+    assert len(twins.perturbed_neurons("llama", 1)) == 2 * round(twins.PERTURB_FRACTION * 128)
+    for name, pa in a.named_parameters():  # attention, embeddings, norms: identical
+        if ".mlp." not in name:
+            assert torch.equal(pa, dict(base.named_parameters())[name]), name
+    with pytest.raises(ValueError, match="perturbed-<seed>"):
+        twins.perturbed_path("llama", "v2")
+    with pytest.raises(ValueError, match="causal twins only"):
+        twins.perturbed_path("bert", "perturbed-1")

@@ -66,6 +66,29 @@ def test_shortcut_claims_follow_the_intervals():
     assert claims["te.clean_unchanged"].verdict == "inconclusive" and "zero width" in claims["te.clean_unchanged"].why
     assert claims["sparsity.located_vs_random"].verdict == "supported"
     assert "Table 2" in claims["te.contaminated_drop"].paper_value
+    assert claims["te.a2_train_split"].verdict == "not testable here"  # no "+train split" label in _te
+
+
+def test_reporting_claims_a2_clean_models_and_the_largest_side_effect():
+    """Issue 19 item 4: the A2 row, clean models moved away from Ref, the largest side-effect cell."""
+    te = _te(con_drop=30, clean_change=0)
+    te["+train split"] = {k: v.copy() for k, v in te["+train"].items()}
+    rng = np.random.default_rng(3)
+    for label in ("+train", "+train split", "Vanilla"):  # TE lifts clean models 25 items above Ori, Ref stays near Ori
+        d = te[label]
+        d["te"] = d["ori"].copy()
+        d["te"][np.flatnonzero(d["ori"] == 0)[:25]] = 1.0
+        d["ref"] = (rng.random(100) < d["ori"].mean()).astype(float)
+    side = {("+test", "add2"): np.ones((2, 50)),
+            ("+5x test", "facts-mc"): np.stack([np.r_[np.zeros(30), np.ones(20)], np.ones(50)])}  # +60 points
+    claims = {c.id: c for c in scc.shortcut_claims(te, ["+test", "+5x test"], side, None, _table2(te),
+                                                   load_table("001_table09_real_world_models"), 3, n_boot=300)}
+    a2 = claims["te.a2_train_split"]
+    assert a2.ours == pytest.approx(25.0) and a2.verdict == "contradicted", "A2 rises here: the paper's drop is contradicted"
+    away = claims["te.clean_toward_ref"]
+    assert away.ours < -15 and away.verdict == "contradicted"
+    big = claims["side_effects.largest_cell"]
+    assert big.ours == pytest.approx(60.0) and big.verdict == "contradicted" and "facts-mc" in big.statement
 
 
 def test_small_deltas_are_inconclusive_and_a_mismatch_with_table2_fails():
@@ -77,3 +100,19 @@ def test_small_deltas_are_inconclusive_and_a_mismatch_with_table2_fails():
     bad = _table2(te).assign(ori=lambda d: d.ori + 5)
     with pytest.raises(ValueError, match="differs from Table 2"):
         scc.shortcut_claims(te, ["+test"], {}, None, bad, load_table("001_table09_real_world_models"), 3)
+
+
+def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
+    # 8 items: the chosen veto drops M_con on all eight (100 pts), the public sum on one (12.5); M_un unchanged
+    con = np.array([[1] * 8, [0, 1, 1, 1, 1, 1, 1, 1], [0] * 8], float)  # rows: unpatched, sum, veto
+    un = np.zeros((3, 8))
+    rules = pd.DataFrame({"rule": ["sum (exact)", "veto (exact)"], "objective": [12.5, 100.0]})
+    rules.attrs["items"] = {"con": con, "un": un}
+    c = scc.rule_choice_claim(sc.rule_intervals(rules, "veto (exact)", n_boot=300), "veto (exact)")
+    assert c.id == "rules.chosen_vs_public" and c.ours == 87.5 and c.verdict == "supported"
+    assert 0 < c.ci_low <= 87.5 <= c.ci_high <= 100
+    assert scc.rule_choice_claim(sc.rule_intervals(rules, "sum (exact)"), "sum (exact)").verdict == "not testable here"
+    assert scc.rule_choice_claim(None, "sum (exact)").verdict == "not testable here"
+    same = rules.copy()
+    same.attrs["items"] = {"con": np.stack([con[0], con[1], con[1]]), "un": un}
+    assert scc.rule_choice_claim(sc.rule_intervals(same, "veto (exact)"), "veto (exact)").verdict == "inconclusive"

@@ -106,6 +106,24 @@ def test_rule_specs_rerank_and_best_rule():
     assert sc.best_rule(rules) == "veto (exact)", "highest objective, first on ties"
 
 
+def test_rule_intervals_by_hand():
+    # 4 held-out items; row 0 unpatched, then rules A and B
+    con = np.array([[1, 1, 1, 1], [0, 0, 1, 1], [0, 1, 1, 1]], float)  # drop: A 50 pts, B 25 pts
+    un = np.array([[1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]], float)    # change: A 0, B -25 pts
+    assert sc.objective_items(con[0], con[1], un[0], un[1]) == 50.0
+    assert sc.objective_items(con[0], con[2], un[0], un[2]) == 0.0, "25 drop - |−25| change"
+    rules = pd.DataFrame({"rule": ["A", "B"], "objective": [50.0, 0.0]})
+    rules.attrs["items"] = {"con": con, "un": un}
+    out = sc.rule_intervals(rules, "A", n_boot=200, seed=0)
+    a, b = out.set_index("rule").loc["A"], out.set_index("rule").loc["B"]
+    assert a.vs_chosen == 0 and a.vs_chosen_low == 0 and a.vs_chosen_high == 0, "the chosen rule vs itself"
+    assert b.vs_chosen == -50.0 and b.vs_chosen_low <= -50.0 <= b.vs_chosen_high and b.vs_chosen_high <= 0
+    with pytest.raises(ValueError, match="chosen='C'; allowed values: A, B"):
+        sc.rule_intervals(rules, "C")
+    with pytest.raises(ValueError, match="attrs"):
+        sc.rule_intervals(pd.DataFrame({"rule": ["A"]}), "A")
+
+
 def test_paper_relative_changes_from_table2():
     r = sc.paper_relative_changes()
     # LLaMA +GSM-i: (27.0 - 40.5) / 40.5 = -33.3%; the text's 37% and 3% are such relative numbers
@@ -136,6 +154,9 @@ def test_agreement_hand_computed():
     b = sc.agreement([1.0, 3.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0])
     assert b["slope"] == pytest.approx(0.8) and b["rmse"] == pytest.approx(math.sqrt((0.09 + 0.81) * 2 / 4))
     assert b["spearman"] == pytest.approx(0.8)
+    # a constant reference (every variant at 0% on a twin): no line, e = spread of the scores about their mean
+    c = sc.agreement([1.0, 3.0, 2.0], [5.0, 5.0, 5.0])
+    assert math.isnan(c["slope"]) and math.isnan(c["spearman"]) and c["rmse"] == pytest.approx(math.sqrt(2 / 3))
 
 
 def test_table9_recomputed_from_printed_values():
@@ -276,9 +297,14 @@ def test_trustworthy_table_vanilla_row_is_unchanged_by_patching_itself():
 def test_params_profiles_validate():
     import kit
 
-    for profile in ("tiny", "smoke", "paper"):
+    for profile in ("tiny", "smoke", "paper", "dryrun"):
         cfg = kit.load_params("03_shortcut_neurons", profile)
         assert cfg.patched_fraction <= 0.05
+    paper, dry = kit.load_params("03_shortcut_neurons", "paper"), kit.load_params("03_shortcut_neurons", "dryrun")
+    assert paper.dtype == dry.dtype == "bfloat16" and paper.ref_task not in (None, paper.task)
+    assert all(v.startswith("twin/llama") for v in dry.variants.values()) and dry.base_model == "twin/llama"
+    assert len(set(dry.variants.values())) == len(dry.variants), "each fine-tune stand-in is its own twin revision"
+    assert dry.max_rows < dry.n_locate * (2 * 128 // dry.group_size + 1), "dryrun must exercise the capped forwards"
     assert kit.load_params("03_shortcut_neurons", "smoke").world == "micro"
     with pytest.raises(kit.ParamsError, match="group_size"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"group_size": 0})
@@ -288,6 +314,14 @@ def test_params_profiles_validate():
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"locate_pair": ["+other data", "+5x test"]})
     with pytest.raises(kit.ParamsError, match="combine"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"combine": "max"})
+    with pytest.raises(kit.ParamsError, match="strength_lrs > 0"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"strength_lrs": [0.0]})
+    with pytest.raises(kit.ParamsError, match="table5_task='add'.*allowed values: add2, "):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"table5_task": "add"})
+    with pytest.raises(kit.ParamsError, match="table5_task='sort'"):
+        kit.load_params("03_shortcut_neurons", "paper", overrides={"table5_task": "sort"})
+    with pytest.raises(kit.ParamsError, match="comparative_position"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"comparative_position": "all"})
     with pytest.raises(kit.ParamsError, match="combine='held_out'.*n_eval > n_locate"):
         kit.load_params("03_shortcut_neurons", "tiny", overrides={"n_locate": 200, "n_eval": 200})
     tiny = kit.load_params("03_shortcut_neurons", "tiny")
@@ -385,3 +419,82 @@ def test_config_refuses_a_reference_that_is_the_test_set():
         Config(task="gsm8k", ref_task="gsm8k")
     assert Config(task="gsm8k", ref_task="gsm8k", ref_split="train").ref_split == "train"
     assert Config().ref_task is None  # the tiny world: the task's fresh split
+
+
+def test_a_pool_holds_one_model_beside_the_base_and_changes_no_result():
+    """Notebook 03 holds the donor base and ONE other model (kit.shortcut.pool): locating through lazy
+    handles and Table 2 through a pool give exactly the results of models held all at once."""
+    from kit.shortcut.pool import ModelPool, release
+
+    base, con, un, tokens, lengths, targets = _planted()
+    data = sc.TaskData(tokens, lengths, [[int(t)] for t in targets], len(targets))
+    ref_loc = sc.locate(con, un, base, data, 8, rule="sum")
+    ref_t2 = sc.trustworthy_table({"Vanilla": base, "con": con, "un": un}, base, data, data, ref_loc.ranked[:2], ["con"])
+    resident_at_load: list[list[str]] = []
+
+    def load(name):
+        resident_at_load.append(pool.resident())
+        return copy.deepcopy({"m/con": con, "m/un": un}[name])
+
+    pool = ModelPool({"Vanilla": "m/base", "con": "m/con", "un": "m/un"}, load, base=base, base_name="m/base")
+    loc = sc.locate(pool.lazy("con"), pool.lazy("un"), base, data, 8, rule="sum")
+    t2 = sc.trustworthy_table(pool, base, data, data, loc.ranked[:2], ["con"])
+    assert torch.equal(loc.comparative, ref_loc.comparative) and loc.ranked == ref_loc.ranked
+    assert np.array_equal(loc.causal_exact.score, ref_loc.causal_exact.score)
+    pd.testing.assert_frame_equal(t2, ref_t2)
+    assert all(r == ["m/base"] for r in resident_at_load), f"more than one model beside the base: {resident_at_load}"
+    assert pool.loads == ["m/con", "m/un", "m/con", "m/un"]  # eq. 3, eq. 4 (un held first), Table 2 (con held)
+    assert pool["Vanilla"] is base
+    held = pool["un"]
+    pool["con"]  # loading con releases un: a stale reference fails loudly instead of holding memory
+    assert held.kit_released and all(p.is_meta for p in held.parameters())
+    with pytest.raises(KeyError, match="allowed: Vanilla, con, un"):
+        pool["other"]
+    release(held)  # releasing twice is harmless
+    other = ModelPool({"un again": "m/un"}, load, base=base, base_name="m/base", share=pool)
+    other["un again"]  # a second pool (a later section's models) shares the one-model budget
+    assert pool.resident() == ["m/base", "m/un"] and pool._held is other._held
+
+
+def test_load_any_dtype_applies_to_hf_models_and_twins_only():
+    bf = sc.load_any("twin/llama@perturbed-1", dtype="bfloat16")
+    assert {p.dtype for p in bf.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in sc.load_any("twin/llama").parameters()} == {torch.float32}
+
+
+def test_task_data_truncates_prompts_to_the_context_left_for_the_answer():
+    """A prompt + its answer must fit the context (GSM8K item 4 is 256 twin tokens, the twin's n_ctx):
+    long prompts keep BOS and their last tokens, with a warning; a generation then runs."""
+    m = sc.load_any("twin/llama")
+    items = sc.benchmark_items("gsm8k", "test", 5)
+    full = m.to_tokens(items[4].prompt, prepend_bos=True)[0].tolist()
+    assert len(full) >= m.cfg.n_ctx - 8
+    with pytest.warns(UserWarning, match="1 of 5 prompts.*truncated"):
+        d = sc.task_data(m, items, max_new_tokens=8)
+    L = int(d.lengths[4])
+    assert L == m.cfg.n_ctx - 8 and d.tokens[4, :L].tolist() == full[:1] + full[-(L - 1):]
+    assert d.lengths[:4].tolist() == [len(m.to_tokens(it.prompt)[0]) for it in items[:4]], "short prompts untouched"
+    assert sc.item_correct(m, None, d, [[]], max_new_tokens=8).shape == (1, 5)
+    with pytest.raises(ValueError, match="max_new_tokens=300"):
+        sc.task_data(m, items, max_new_tokens=300)
+
+
+def test_comparative_position_reaches_locate_from_the_config():
+    """Issue 19 item 5: ``comparative_position: completion`` (the public code's default) is what
+    section 1's ``locate_and_choose`` uses for eq. 3."""
+    from types import SimpleNamespace
+
+    from kit.shortcut.pool import ModelPool
+
+    base, con, un, tokens, lengths, targets = _planted()
+    data = sc.TaskData(tokens, lengths, [[int(t)] for t in targets], len(targets))
+    pool = ModelPool({"con": "con", "un": "un"}, {"con": con, "un": un}.__getitem__, base=base, base_name="base",
+                     hold_all=True)
+    s = sc.Setup(base, pool, pool.lazy("con"), pool.lazy("un"), data, data, data)
+    want = {p: sc.comparative_scores_of_models(con, un, [(tokens, lengths)], p, 2) for p in ("last", "completion")}
+    assert not torch.allclose(want["last"], want["completion"])
+    for position in ("last", "completion"):
+        cfg = SimpleNamespace(combine="sum", causal_weight=0.5, causal_rank_by="exact", max_rows=64, max_new_tokens=2,
+                              group_size=8, comparative_position=position)
+        located, rules = sc.locate_and_choose(s, cfg, 2)
+        assert rules is None and torch.allclose(located.comparative, want[position], atol=1e-5), position

@@ -209,3 +209,38 @@ def test_bench_workload_runs_on_a_tiny_shape():
     assert [l.name for l in lines] == ["patching/patched_vs_plain", "patching/groups_vs_serial",
                                        "patching/teacher_forced_vs_serial"]
     assert all(l.ratio > 0 for l in lines)
+
+
+def test_max_rows_caps_prompt_rows_per_forward_and_changes_no_result(monkeypatch):
+    """``max_rows`` caps the rows of every forward, prompts included (a benchmark of 657 prompts
+    must not run as one batch): results equal the unbatched ones token for token."""
+    from kit.models import tl
+
+    model, base = random_model("tiny-gated", seed=1), random_model("tiny-gated", seed=2)
+    g = torch.Generator().manual_seed(5)
+    P, T = 10, 7
+    lengths = torch.tensor([7, 3, 5, 6, 2, 7, 4, 4, 1, 6])
+    tokens = torch.randint(4, 97, (P, T), generator=g) * pt.mask_from_lengths(lengths, T)
+    groups = [[(L, i) for i in range(s, s + 16)] for L in (0, 1) for s in range(0, 64, 16)] + [[]]
+    seen: list[int] = []
+    real_forward = tl.forward
+
+    def counting_forward(m, x, **kw):
+        seen.append(x.shape[0])
+        return real_forward(m, x, **kw)
+
+    ref_gen = pt.group_patched_generate(model, base, tokens, groups, 4, lengths=lengths)
+    ref_lp = pt.group_patched_logprobs(model, base, tokens, lengths - 1, tokens[:, 0], groups)
+    assert pt.prompt_chunks(10, 3) == [(0, 3), (3, 6), (6, 9), (9, 10)]
+    monkeypatch.setattr(tl, "forward", counting_forward)
+    for cap in (1, 3, 7):
+        seen.clear()
+        gen = pt.group_patched_generate(model, base, tokens, groups, 4, lengths=lengths, max_rows=cap)
+        assert seen and max(seen) <= cap, f"max_rows={cap}: a forward had {max(seen)} rows"
+        assert torch.equal(gen, ref_gen), f"max_rows={cap} changed the generations"
+        seen.clear()
+        lp, hit = pt.group_patched_logprobs(model, base, tokens, lengths - 1, tokens[:, 0], groups, max_rows=cap)
+        assert max(seen) <= cap, f"teacher-forced, max_rows={cap}: a forward had {max(seen)} rows"
+        assert torch.equal(hit, ref_lp[1]) and torch.allclose(lp, ref_lp[0], atol=1e-5)
+    with pytest.raises(ValueError, match="max_rows"):
+        pt.prompt_chunks(10, 0)
