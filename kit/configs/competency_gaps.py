@@ -84,6 +84,18 @@ class Config(BaseConfig):
     """``published``: the shipped greedy responses; ``generate``: generate with ``models`` (network + GPU)."""
     max_new_tokens: int = Field(512, ge=1, le=4096)
     """``responses=generate``: generation length."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """``concept_space=model``: weights' dtype of the evaluated models (generation and concept reads)."""
+    gen_batch_size: int = Field(16, ge=1, le=1024)
+    """``responses=generate``: prompts per batched ``generate`` call (KV cache, left padding)."""
+    max_batch_tokens: int = Field(8192, ge=16, le=1_000_000)
+    """``concept_space=model``: padded tokens per forward pass when the model's SAE reads the datapoints."""
+    labels: Literal["auto", "local", "neuronpedia"] = "auto"
+    """``concept_space=model``: concept labels. ``auto`` = the SAE's Neuronpedia explanations when it has a
+    Neuronpedia id and the hub answers, else local; ``local`` = top-activating words over ``label_texts`` prompts,
+    stop-words and punctuation filtered (``kit.cg.labels``); ``neuronpedia`` = Neuronpedia or fail."""
+    label_texts: int = Field(200, ge=1, le=100_000)
+    """``concept_space=model``, local labels: prompts (spread over the benchmarks) whose tokens label the concepts."""
 
     @field_validator("sae_widths")
     @classmethod
