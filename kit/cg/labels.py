@@ -9,9 +9,12 @@ write them) into one label per concept. Three sources:
   labelled by the content words among its contexts; one firing only on function words says so).
 - :func:`neuronpedia_labels`: the published explanations of an sae_lens SAE that has a Neuronpedia
   id (read through :func:`kit.models.hub.neuronpedia_explanations`, the network boundary).
-- anything with the :class:`Labeller` signature, e.g. the paper's App. E pipeline (an LLM names
-  clusters of top contexts and filters them for relevance): pass it as ``labeller=``. It is not
-  built in here (it needs an LLM); the interface is what the rest of the notebook depends on.
+- anything with the :class:`Labeller` signature (e.g. an LLM writing a description from each
+  concept's top contexts): pass it as ``labeller=``.
+
+The paper's App. E analysis of the labelled results (an LLM keeps the *relevant* missing concepts,
+E.1/E.2, and matches concepts to another framework's categories, E.3) is :mod:`kit.cg.llm`, with the
+LLM as a plug-in callable.
 
 :func:`sae_labels` picks the source and says which one it used: offline (or with no Neuronpedia
 id) the labels are local, and the returned source string says so.
