@@ -228,6 +228,20 @@ def findings(r: dict) -> list[str]:
                      f"adversarial {z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%.")
     elif r.get("zoo_error"):
         lines.append(f"Tiny-world suite not run: {r['zoo_error']}")
+    pg = r.get("planted_gap")
+    if pg:
+        verdict = ("recovered" if pg["recovered"] else "NOT recovered (no planted concept among the found ones beats "
+                   "the random-draw null)")
+        rest = ("and nothing else" if pg["only_planted"] else
+                f"with {pg['n_found_other']} other concept(s) also flagged")
+        lines.append(f"Planted gap ({pg['member']} vs its parent {pg['parent']}: {pg['gap']}; {pg['n_planted_items']} "
+                     f"planted items): accuracy there {pg['accuracy_planted_member']:.2f} vs {pg['accuracy_planted_parent']:.2f}, "
+                     f"on the other tasks {pg['accuracy_other_member']:.2f} vs {pg['accuracy_other_parent']:.2f}. CG flags "
+                     f"{pg['n_found']} concept(s) significantly low for the member and not the parent ({pg['n_perm']} "
+                     f"permutations, BH), {pg['n_found_planted']} of them planted concepts (of {pg['n_planted_concepts_tested']} "
+                     f"tested; base rate {pg['base_rate']:.3f}, overlap p = {pg['p_overlap']:.2g}): the gap is {verdict} {rest}.")
+    elif r.get("planted_gap_error"):
+        lines.append(f"Planted-gap check not run: {r['planted_gap_error']}")
     per_model = {}
     for row in r.get("model_benchmarks", []):
         per_model.setdefault(row["model"], []).append(row["benchmark"])

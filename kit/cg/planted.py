@@ -1,0 +1,189 @@
+"""Ground truth for Competency Gaps (review item 2): a zoo member fine-tuned to fail exactly one
+concept, read against its parent.
+
+The tiny world's ``zoo/base-m+gap-dyck-curly`` is ``zoo/base-m`` fine-tuned on its own answers
+except on one concept (Dyck items whose next closing bracket is ``}``), whose answers it was taught
+to draw at random (``kit.world.zoo.GAPS``). CG should find that concept as a gap of the member,
+and nothing else. Both models are scored on the same items, read through the *parent's* activations
+and SAE: the concept space is identical, so only the per-item correctness differs between them.
+
+Per SAE concept its *planted share* is the fraction of its activation mass on the planted items
+(ground truth, not used by CG). The member's and the parent's concepts are each tested against
+their own accuracy with :func:`kit.cg.metrics.gap_test` (permutation null, Benjamini-Hochberg);
+a concept is *found* when it is significantly low (class ``gap`` or ``weak``) for the member and
+not for the parent. Recovery is judged against a null too: if the found concepts were a random
+draw from the tested ones, how many planted concepts (share >= ``planted_share``) would they hold
+(hypergeometric tail)?
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy import stats
+
+from kit.cg import metrics as cg
+from kit.cg.suite import Suite
+
+
+def planted_share(acts_by_benchmark: dict[str, sp.csr_matrix], planted: dict[str, np.ndarray]) -> np.ndarray:
+    """Per concept: its activation mass on the planted items over its total mass (NaN if it never fires)."""
+    inside = sum(np.asarray(a[np.flatnonzero(planted[b])].sum(0), float).ravel() for b, a in acts_by_benchmark.items())
+    total = sum(np.asarray(a.sum(0), float).ravel() for a in acts_by_benchmark.values())
+    return np.divide(inside, total, out=np.full(total.shape, np.nan), where=total > 0)
+
+
+@dataclass
+class PlantedGapResult:
+    summary: dict
+    table: pd.DataFrame
+    """Per concept: planted share, support, X_model of both models, q-values and classes."""
+    accuracy: pd.DataFrame
+    """Accuracy of both models on the planted items and on the rest (the gap was planted)."""
+
+
+def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[str, np.ndarray],
+                         n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05, eps: float = cg.EPSILON,
+                         share_threshold: float = 0.5, seed: int = 0) -> PlantedGapResult:
+    """Does CG recover the planted gap of ``member`` (and nothing else), against ``parent``?
+
+    ``suite``: both models scored on the same items (``model_acts`` the same for both);
+    ``planted``: per benchmark, a boolean mask of the planted items. ``share_threshold``: a concept
+    whose planted share is at least this is a *planted concept*. ``n_perm`` is raised to
+    ``ceil(m / alpha)`` for m testable concepts, so that one concept can pass Benjamini-Hochberg at all.
+    """
+    for m in (member, parent):
+        if m not in suite.model_scores:
+            raise ValueError(f"model {m!r} is not scored in this suite; it has {list(suite.model_scores)}")
+    if set(planted) != set(suite.acts):
+        raise ValueError(f"planted masks are for {sorted(planted)}, the suite's benchmarks are {sorted(suite.acts)}")
+    if not 0 < share_threshold <= 1:
+        raise ValueError(f"share_threshold={share_threshold}: must be in (0, 1]")
+    share = planted_share(suite.acts, planted)
+    # Resolution: with m tested concepts, BH can pass the single most extreme one only if the smallest
+    # permutation p-value, 1 / (1 + n_perm), is <= alpha / m; fewer permutations could find nothing.
+    n_testable = int((cg.concept_support(suite.model_acts[member]) >= min_support).sum())
+    n_perm = max(int(n_perm), int(np.ceil(n_testable / alpha)))
+    tests = {m: cg.gap_test(suite.model_acts[m], suite.model_scores[m], n_perm, min_support, alpha, seed)
+             for m in (member, parent)}
+    cls = {m: t.classes(eps) for m, t in tests.items()}
+    low = {m: np.isin(c, ["gap", "weak"]) for m, c in cls.items()}
+    tested = np.isfinite(tests[member].p_low)
+    is_planted = np.nan_to_num(share, nan=0.0) >= share_threshold
+    found = low[member] & ~low[parent]
+    n_t, n_p, n_f = int(tested.sum()), int((is_planted & tested).sum()), int(found.sum())
+    hit = int((found & is_planted).sum())
+    p_overlap = float(stats.hypergeom.sf(hit - 1, n_t, n_p, n_f)) if n_f and n_t else float("nan")
+    summary = {
+        "member": member, "parent": parent, "n_concepts": int(share.size), "n_tested": n_t, "n_perm": n_perm,
+        "share_threshold": share_threshold, "n_planted_concepts_tested": n_p,
+        "n_low_member": int(low[member].sum()), "n_low_parent": int(low[parent].sum()),
+        "n_found": n_f, "n_found_planted": hit, "n_found_other": n_f - hit,
+        "precision": hit / n_f if n_f else float("nan"),
+        "recall": hit / n_p if n_p else float("nan"),
+        "base_rate": n_p / n_t if n_t else float("nan"),
+        "p_overlap": p_overlap,
+        "recovered": bool(hit > 0 and p_overlap < alpha),
+        "only_planted": bool(hit > 0 and hit == n_f),
+    }
+    table = pd.DataFrame({"concept": np.arange(share.size), "label": list(suite.labels), "planted_share": share,
+                          "support": tests[member].support, "x_model_member": tests[member].x_model,
+                          "x_model_parent": tests[parent].x_model, "q_low_member": tests[member].q_low,
+                          "q_low_parent": tests[parent].q_low, "class_member": cls[member],
+                          "class_parent": cls[parent], "found": found})
+    table = table.sort_values(["found", "q_low_member", "planted_share"], ascending=[False, True, False],
+                              na_position="last").reset_index(drop=True)
+    return PlantedGapResult(summary, table, planted_accuracy(suite, (member, parent), planted))
+
+
+def planted_accuracy(suite: Suite, models: Sequence[str], planted: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Accuracy of each model on the planted items, on the other items of the planted items'
+    benchmarks, and on every other benchmark."""
+    rows = []
+    hosts = [b for b, mask in planted.items() if np.any(mask)]
+    for m in models:
+        sc = suite.model_scores[m]
+        inside = np.concatenate([np.asarray(sc[b], float)[planted[b]] for b in hosts]) if hosts else np.zeros(0)
+        rest_host = np.concatenate([np.asarray(sc[b], float)[~planted[b]] for b in hosts]) if hosts else np.zeros(0)
+        others = [np.asarray(sc[b], float) for b in sc if b not in hosts]
+        rest = np.concatenate(others) if others else np.zeros(0)
+        rows.append({"model": m, "planted items": int(inside.size),
+                     "accuracy (planted)": float(inside.mean()) if inside.size else float("nan"),
+                     "accuracy (rest of " + "/".join(hosts) + ")": float(rest_host.mean()) if rest_host.size else float("nan"),
+                     "accuracy (other tasks)": float(rest.mean()) if rest.size else float("nan")})
+    return pd.DataFrame(rows).set_index("model")
+
+
+def planted_gap_suite(member: str, parent: str, in_gap: Callable[[object], bool], sae_name: str = "auto",
+                      n_items: int = 200, tasks: Sequence[str] | None = None, world: str | None = None, seed: int = 0,
+                      device: str = "cpu") -> tuple[Suite, dict[str, np.ndarray]]:
+    """The tiny-world suite read through ``parent`` and its SAE, with ``parent`` and ``member``
+    both scored (exact match) on the same ``n_items`` test items of every task, and the planted
+    masks (``in_gap(item)``). Each model is loaded once, used, and freed."""
+    import gc
+
+    import kit
+    from kit import world as kw
+    from kit.cg.saes import zoo_item_concepts
+    from kit.cg.suite import resolve_zoo_sae
+
+    tasks = list(tasks) if tasks else list(kw.TASKS)
+    items = {t: kw.get_task(t).items("test", n_items, seed) for t in tasks}
+    planted = {t: np.array([bool(in_gap(it)) for it in its], dtype=bool) for t, its in items.items()}
+    sae_name = resolve_zoo_sae(parent, sae_name, world)
+    model = kit.load_model(parent, device=device, world=world)
+    sae = kit.load_sae(sae_name, device=device, world=world)
+    acts = {t: zoo_item_concepts(model, sae, its) for t, its in items.items()}
+    scores = {parent: {t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()}}
+    del model
+    gc.collect()
+    model = kit.load_model(member, device=device, world=world)
+    scores[member] = {t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()}
+    del model
+    gc.collect()
+    by_index = kw.sae_labels(sae_name, world=world)
+    labels = [by_index.get(i, f"feature {i}") for i in range(sae.cfg.d_sae)]
+    texts = {t: [it.prompt for it in its] for t, its in items.items()}
+    suite = Suite(sae_name, labels, acts, texts, {m: acts for m in scores}, scores, {m: texts for m in scores},
+                  label_source=f"tiny world: {sae_name} labels")
+    return suite, planted
+
+
+def planted_gap_member(member: str, world: str | None = None) -> tuple[str, object]:
+    """``(parent, gap)`` of a planted-gap zoo member, from the world's spec (``kit.world.zoo``:
+    the fine-tune's ``parent`` and its ``gap``, a key of ``GAPS``). Raises ``ValueError`` naming the
+    members that have one when ``member`` has none (or the world defines no planted gaps)."""
+    from kit.world import zoo as kz
+
+    spec = kz.world_spec(world)
+    gaps = getattr(kz, "GAPS", {})
+    planted = {f.name: f for f in spec.finetunes if getattr(f, "gap", "")}
+    if member not in planted or not gaps:
+        raise ValueError(f"gap_member={member!r} is not a planted-gap member of world {spec.name!r}; "
+                         f"allowed values: {', '.join(planted) or '(none: this world has no planted gap)'}")
+    f = planted[member]
+    return f.parent, gaps[f.gap]
+
+
+def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", world: str | None = None,
+                    n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05, eps: float = cg.EPSILON,
+                    share_threshold: float = 0.5, seed: int = 0, device: str = "cpu") -> PlantedGapResult:
+    """:func:`planted_gap_analysis` of ``member`` against its parent on the tiny-world suite (the
+    parent's SAE; ``sae_name="auto"``: its widest TopK SAE)."""
+    parent, gap = planted_gap_member(member, world)
+    suite, planted = planted_gap_suite(member, parent, gap.applies, sae_name, n_items, world=world, seed=seed,
+                                       device=device)
+    result = planted_gap_analysis(suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold,
+                                  seed)
+    acc = result.accuracy
+    result.summary.update({"gap": getattr(gap, "description", ""), "sae": suite.sae, "n_items_per_task": n_items,
+                           "n_planted_items": int(acc.loc[member, "planted items"]),
+                           "accuracy_planted_member": float(acc.loc[member, "accuracy (planted)"]),
+                           "accuracy_planted_parent": float(acc.loc[parent, "accuracy (planted)"]),
+                           "accuracy_other_member": float(acc.loc[member, "accuracy (other tasks)"]),
+                           "accuracy_other_parent": float(acc.loc[parent, "accuracy (other tasks)"])})
+    return result

@@ -1,0 +1,86 @@
+"""The planted-gap analysis (review item 2) on hand-built suites with a known gap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from kit.cg import planted as P
+from kit.cg.suite import Suite
+
+
+def test_planted_share_by_hand():
+    a = sp.csr_matrix(np.array([[2.0, 0.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.0, 3.0]]))
+    share = P.planted_share({"a": a}, {"a": np.array([True, False, False])})
+    # concept 0: 2 of 4; concept 1 never fires; concept 2: 1 of 4
+    assert share[0] == 0.5 and np.isnan(share[1]) and share[2] == 0.25
+
+
+def _suite(member_fails_planted: bool, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    n, d = 120, 60
+    planted = {"dyck": np.arange(n) < 30, "add": np.zeros(n, bool)}
+    acts, parent, member = {}, {}, {}
+    for b, mask in planted.items():
+        dense = rng.exponential(size=(n, d)) * (rng.random((n, d)) < 0.3)
+        dense[:, 0] = np.where(mask, 1.0 + rng.random(n), 0.0)  # concept 0: the planted items only
+        acts[b] = sp.csr_matrix(dense)
+        parent[b] = (rng.random(n) < 0.9).astype(float)
+        member[b] = parent[b].copy()
+        if member_fails_planted:
+            member[b][mask] = 0.0
+    labels = [f"c{i}" for i in range(d)]
+    s = Suite("sae", labels, acts, {b: [""] * n for b in acts}, {"member": acts, "parent": acts},
+              {"member": member, "parent": parent})
+    return s, planted
+
+
+def test_a_planted_gap_is_recovered_and_nothing_else():
+    s, planted = _suite(True)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+    assert r.summary["n_found"] >= 1 and r.table.concept.iloc[0] == 0 and r.table.found.iloc[0]
+    assert r.summary["recovered"] and r.summary["precision"] == 1.0 and r.summary["only_planted"]
+    assert r.summary["p_overlap"] < 0.05
+    acc = r.accuracy
+    assert acc.loc["member", "accuracy (planted)"] == 0.0 and acc.loc["parent", "accuracy (planted)"] > 0.7
+    assert acc.loc["member", "planted items"] == 30
+
+
+def test_no_planted_gap_means_nothing_found():
+    s, planted = _suite(False)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+    assert r.summary["n_found"] == 0 and not r.summary["recovered"] and not r.summary["only_planted"]
+
+
+def test_bad_inputs_name_the_field():
+    s, planted = _suite(True)
+    with pytest.raises(ValueError, match="model 'other' is not scored"):
+        P.planted_gap_analysis(s, "other", "parent", planted)
+    with pytest.raises(ValueError, match="planted masks are for"):
+        P.planted_gap_analysis(s, "member", "parent", {"dyck": planted["dyck"]})
+    with pytest.raises(ValueError, match="share_threshold"):
+        P.planted_gap_analysis(s, "member", "parent", planted, share_threshold=0)
+
+
+def test_permutations_are_raised_until_one_concept_can_pass_bh():
+    s, planted = _suite(True)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=20, min_support=5, alpha=0.05)
+    assert r.summary["n_perm"] == 60 / 0.05, "60 testable concepts at alpha 0.05 need 1200 permutations"
+
+
+def test_findings_state_the_verdict_honestly():
+    from kit.cg.report import findings
+
+    for fails, word in ((True, "the gap is recovered and nothing else"), (False, "the gap is NOT recovered")):
+        s, planted = _suite(fails)
+        r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+        acc = r.accuracy
+        summary = {**r.summary, "gap": "dyck '}'", "n_planted_items": 30,
+                   "accuracy_planted_member": acc.loc["member", "accuracy (planted)"],
+                   "accuracy_planted_parent": acc.loc["parent", "accuracy (planted)"],
+                   "accuracy_other_member": acc.loc["member", "accuracy (other tasks)"],
+                   "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"]}
+        (line,) = [x for x in findings({"planted_gap": summary}) if x.startswith("Planted gap")]
+        assert word in line, line
+    assert findings({"planted_gap_error": "ValueError: no member"}) == ["Planted-gap check not run: ValueError: no member"]
