@@ -76,9 +76,9 @@ class Config(BaseConfig):
     """Tiny-world suite: test items per task."""
     zoo_tasks: list[str] = Field(default_factory=list)
     """Tiny-world suite: task names (empty = every task in ``kit.world.TASKS``)."""
-    gap_member: str = "zoo/base-m+gap-dyck-curly"
-    """Planted-gap check (review item 2): the zoo member fine-tuned to fail one concept, read against its parent
-    (the world's spec names both and the concept); skipped with a message where the world has no such member."""
+    gap_member: str = ""
+    """Planted-gap check (review item 2): the zoo member fine-tuned to fail one concept (``zoo/base-m+gap-dyck-curly``
+    in worlds that have it), read against its parent (the world's spec names both and the concept); empty: skipped."""
     gap_n_items: int = Field(200, ge=4, le=200)
     """Planted-gap check: test items per tiny-world task (the test split has 200)."""
     gap_share: float = Field(0.5, gt=0, le=1)
