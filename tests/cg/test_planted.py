@@ -84,3 +84,15 @@ def test_findings_state_the_verdict_honestly():
         (line,) = [x for x in findings({"planted_gap": summary}) if x.startswith("Planted gap")]
         assert word in line, line
     assert findings({"planted_gap_error": "ValueError: no member"}) == ["Planted-gap check not run: ValueError: no member"]
+
+
+def test_planted_gap_suite_reads_both_models_in_the_parents_concept_space(micro_world):
+    """The plumbing on the micro world (which has no planted-gap member): a math fine-tune against
+    base-m, with dyck items whose answer is '}' marked as the 'planted' concept."""
+    s, planted = P.planted_gap_suite("zoo/base-m+math", "zoo/base-m", lambda it: it.target == "}",
+                                     n_items=12, tasks=["add", "dyck"], world=micro_world)
+    assert s.sae == "zoo-sae/base-m/topk-512" and set(s.model_scores) == {"zoo/base-m+math", "zoo/base-m"}
+    assert s.model_acts["zoo/base-m"] is s.model_acts["zoo/base-m+math"] is s.acts, "one concept space"
+    assert s.acts["dyck"].shape == (12, 512) and planted["dyck"].any() and not planted["add"].any()
+    with pytest.raises(ValueError, match="not a planted-gap member of world 'micro'"):
+        P.planted_gap_member("zoo/base-m+math", "micro")
