@@ -4,8 +4,10 @@ concept, read against its parent.
 The tiny world's ``zoo/base-m+gap-dyck-curly`` is ``zoo/base-m`` fine-tuned on its own answers
 except on one concept (Dyck items whose next closing bracket is ``}``), whose answers it was taught
 to draw at random (``kit.world.zoo.GAPS``). CG should find that concept as a gap of the member,
-and nothing else. Both models are scored on the same items, read through the *parent's* activations
-and SAE: the concept space is identical, so only the per-item correctness differs between them.
+and nothing else. Both models are scored on the same items (the gap's task: fresh items from
+``kit.world.planted_gap_items``, the planted ones its ``inside`` list; every other task: test items),
+read through the *parent's* activations and SAE: the concept space is identical, so only the
+per-item correctness differs between them.
 
 Per SAE concept its *planted share* is the fraction of its activation mass on the planted items
 (ground truth, not used by CG). The member's and the parent's concepts are each tested against
@@ -19,7 +21,7 @@ draw from the tested ones, how many planted concepts (share >= ``planted_share``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -88,6 +90,8 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
         "base_rate": n_p / n_t if n_t else float("nan"),
         "p_overlap": p_overlap,
         "recovered": bool(hit > 0 and p_overlap < alpha),
+        # the tested concept most concentrated on the planted items (why recovery can fail: no concept is planted)
+        **_most_planted(share, tested, tests[member].q_low, list(suite.labels)),
         "only_planted": bool(hit > 0 and hit == n_f),
     }
     table = pd.DataFrame({"concept": np.arange(share.size), "label": list(suite.labels), "planted_share": share,
@@ -98,6 +102,16 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
     table = table.sort_values(["found", "q_low_member", "planted_share"], ascending=[False, True, False],
                               na_position="last").reset_index(drop=True)
     return PlantedGapResult(summary, table, planted_accuracy(suite, (member, parent), planted))
+
+
+def _most_planted(share: np.ndarray, tested: np.ndarray, q_low: np.ndarray, labels: list[str]) -> dict:
+    s = np.where(tested, np.nan_to_num(share, nan=-1.0), -1.0)
+    if not tested.any():
+        return {"max_planted_share": float("nan"), "max_planted_concept": -1, "max_planted_label": "",
+                "max_planted_q_member": float("nan")}
+    i = int(np.argmax(s))
+    return {"max_planted_share": float(share[i]), "max_planted_concept": i, "max_planted_label": labels[i],
+            "max_planted_q_member": float(q_low[i])}
 
 
 def planted_accuracy(suite: Suite, models: Sequence[str], planted: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -118,12 +132,16 @@ def planted_accuracy(suite: Suite, models: Sequence[str], planted: dict[str, np.
     return pd.DataFrame(rows).set_index("model")
 
 
-def planted_gap_suite(member: str, parent: str, in_gap: Callable[[object], bool], sae_name: str = "auto",
-                      n_items: int = 200, tasks: Sequence[str] | None = None, world: str | None = None, seed: int = 0,
+def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto", n_items: int = 200,
+                      tasks: Sequence[str] | None = None, world: str | None = None, seed: int = 0,
                       device: str = "cpu") -> tuple[Suite, dict[str, np.ndarray]]:
     """The tiny-world suite read through ``parent`` and its SAE, with ``parent`` and ``member``
-    both scored (exact match) on the same ``n_items`` test items of every task, and the planted
-    masks (``in_gap(item)``). Each model is loaded once, used, and freed."""
+    both scored (exact match) on the same items, and the planted masks.
+
+    ``gap`` is a key of ``kit.world.GAPS``. Its task's items are ``kit.world.planted_gap_items(gap,
+    n_items, seed)`` (fresh items, never trained on; the planted ones are its ``inside`` list, the
+    same ground truth as the zoo card's planted-gap check); every other task gives ``n_items`` test
+    items (none planted). Each model is loaded once, used, and freed."""
     import gc
 
     import kit
@@ -131,9 +149,19 @@ def planted_gap_suite(member: str, parent: str, in_gap: Callable[[object], bool]
     from kit.cg.saes import zoo_item_concepts
     from kit.cg.suite import resolve_zoo_sae
 
+    g = kw.GAPS[gap]
     tasks = list(tasks) if tasks else list(kw.TASKS)
-    items = {t: kw.get_task(t).items("test", n_items, seed) for t in tasks}
-    planted = {t: np.array([bool(in_gap(it)) for it in its], dtype=bool) for t, its in items.items()}
+    if g.task not in tasks:
+        raise ValueError(f"tasks={tasks}: must include the planted gap's task {g.task!r}")
+    inside, outside = kw.planted_gap_items(gap, n_items, seed)
+    items, planted = {}, {}
+    for t in tasks:
+        if t == g.task:
+            items[t] = list(inside) + list(outside)
+            planted[t] = np.arange(len(items[t])) < len(inside)
+        else:
+            items[t] = kw.get_task(t).items("test", n_items, seed)
+            planted[t] = np.zeros(len(items[t]), dtype=bool)
     sae_name = resolve_zoo_sae(parent, sae_name, world)
     model = kit.load_model(parent, device=device, world=world)
     sae = kit.load_sae(sae_name, device=device, world=world)
@@ -153,20 +181,40 @@ def planted_gap_suite(member: str, parent: str, in_gap: Callable[[object], bool]
     return suite, planted
 
 
-def planted_gap_member(member: str, world: str | None = None) -> tuple[str, object]:
+def planted_gap_members(world: str | None = None) -> dict[str, tuple[str, str]]:
+    """The world's planted-gap members: ``{member: (parent, gap)}`` (``gap`` a key of
+    ``kit.world.GAPS``), read from the world's spec without loading or building anything."""
+    from kit.world import zoo as kz
+
+    return {f.name: (f.parent, f.gap) for f in kz.world_spec(world).finetunes if getattr(f, "gap", "")}
+
+
+def resolve_gap_member(member: str, world: str | None = None) -> str:
+    """The ``gap_member`` setting resolved against ``world``: ``""`` = skipped; ``"auto"`` = the
+    world's planted-gap member (``""`` if it has none); any other name must be one of them.
+    Raises ``ValueError`` naming the field and the allowed values."""
+    found = planted_gap_members(world)
+    if member == "":
+        return ""
+    if member == "auto":
+        return next(iter(found), "")
+    if member not in found:
+        raise ValueError(f"gap_member={member!r} is not a planted-gap member of world {world!r}; allowed values: "
+                         + ", ".join(["auto", '""', *found]))
+    return member
+
+
+def planted_gap_member(member: str, world: str | None = None) -> tuple[str, str]:
     """``(parent, gap)`` of a planted-gap zoo member, from the world's spec (``kit.world.zoo``:
     the fine-tune's ``parent`` and its ``gap``, a key of ``GAPS``). Raises ``ValueError`` naming the
     members that have one when ``member`` has none (or the world defines no planted gaps)."""
     from kit.world import zoo as kz
 
-    spec = kz.world_spec(world)
-    gaps = getattr(kz, "GAPS", {})
-    planted = {f.name: f for f in spec.finetunes if getattr(f, "gap", "")}
-    if member not in planted or not gaps:
-        raise ValueError(f"gap_member={member!r} is not a planted-gap member of world {spec.name!r}; "
-                         f"allowed values: {', '.join(planted) or '(none: this world has no planted gap)'}")
-    f = planted[member]
-    return f.parent, gaps[f.gap]
+    found = planted_gap_members(world)
+    if member not in found:
+        raise ValueError(f"gap_member={member!r} is not a planted-gap member of world {kz.world_spec(world).name!r}; "
+                         f"allowed values: {', '.join(found) or '(none: this world has no planted gap)'}")
+    return found[member]
 
 
 def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", world: str | None = None,
@@ -174,16 +222,32 @@ def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", wor
                     share_threshold: float = 0.5, seed: int = 0, device: str = "cpu") -> PlantedGapResult:
     """:func:`planted_gap_analysis` of ``member`` against its parent on the tiny-world suite (the
     parent's SAE; ``sae_name="auto"``: its widest TopK SAE)."""
+    from kit.world import GAPS
+
     parent, gap = planted_gap_member(member, world)
-    suite, planted = planted_gap_suite(member, parent, gap.applies, sae_name, n_items, world=world, seed=seed,
-                                       device=device)
+    suite, planted = planted_gap_suite(member, parent, gap, sae_name, n_items, world=world, seed=seed, device=device)
     result = planted_gap_analysis(suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold,
                                   seed)
     acc = result.accuracy
-    result.summary.update({"gap": getattr(gap, "description", ""), "sae": suite.sae, "n_items_per_task": n_items,
+    result.summary.update({"gap": GAPS[gap].description, "gap_key": gap, "chance": 1 / len(GAPS[gap].relabel),
+                           "sae": suite.sae, "n_items_per_task": n_items,
                            "n_planted_items": int(acc.loc[member, "planted items"]),
                            "accuracy_planted_member": float(acc.loc[member, "accuracy (planted)"]),
                            "accuracy_planted_parent": float(acc.loc[parent, "accuracy (planted)"]),
                            "accuracy_other_member": float(acc.loc[member, "accuracy (other tasks)"]),
                            "accuracy_other_parent": float(acc.loc[parent, "accuracy (other tasks)"])})
     return result
+
+
+def planted_gap_section(cfg) -> tuple[PlantedGapResult | None, str]:
+    """Notebook 04 section 8b: ``(result, "")``, or ``(None, reason)`` when the check cannot run
+    (no planted-gap member in the profile's world, or the world / member is not built)."""
+    member = resolve_gap_member(cfg.gap_member, cfg.world)
+    if not member:
+        return None, (f"gap_member={cfg.gap_member!r}: " + ("set to skip" if cfg.gap_member == "" else
+                                                             f"world {cfg.world!r} has no planted-gap member"))
+    try:
+        return planted_gap_run(member, cfg.gap_n_items, "auto", cfg.world, cfg.gap_n_perm, cfg.min_support,
+                               cfg.alpha, cfg.eps, cfg.gap_share, cfg.seed, cfg.device), ""
+    except FileNotFoundError as e:  # the world or the member is not built in the cache
+        return None, f"{type(e).__name__}: {e}"

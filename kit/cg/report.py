@@ -239,7 +239,10 @@ def findings(r: dict) -> list[str]:
                      f"on the other tasks {pg['accuracy_other_member']:.2f} vs {pg['accuracy_other_parent']:.2f}. CG flags "
                      f"{pg['n_found']} concept(s) significantly low for the member and not the parent ({pg['n_perm']} "
                      f"permutations, BH), {pg['n_found_planted']} of them planted concepts (of {pg['n_planted_concepts_tested']} "
-                     f"tested; base rate {pg['base_rate']:.3f}, overlap p = {pg['p_overlap']:.2g}): the gap is {verdict} {rest}.")
+                     f"tested; base rate {pg['base_rate']:.3f}, overlap p = {pg['p_overlap']:.2g}): the gap is {verdict} {rest}."
+                     + (f" The tested concept most concentrated on the planted items, {pg['max_planted_concept']} "
+                        f"({pg['max_planted_label']!r}), holds {pg['max_planted_share']:.2f} of its activation mass there "
+                        f"(member q = {pg['max_planted_q_member']:.2g})." if "max_planted_share" in pg else ""))
     elif r.get("planted_gap_error"):
         lines.append(f"Planted-gap check not run: {r['planted_gap_error']}")
     per_model = {}

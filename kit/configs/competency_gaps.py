@@ -76,11 +76,14 @@ class Config(BaseConfig):
     """Tiny-world suite: test items per task."""
     zoo_tasks: list[str] = Field(default_factory=list)
     """Tiny-world suite: task names (empty = every task in ``kit.world.TASKS``)."""
-    gap_member: str = ""
-    """Planted-gap check (review item 2): the zoo member fine-tuned to fail one concept (``zoo/base-m+gap-dyck-curly``
-    in worlds that have it), read against its parent (the world's spec names both and the concept); empty: skipped."""
+    gap_member: str = "auto"
+    """Planted-gap check (review item 2): the zoo member fine-tuned to fail one concept, read against its parent
+    (the world's spec names both and the concept; ``kit.world.planted_gap_items`` gives the planted items).
+    ``auto`` = the world's planted-gap member (``zoo/base-m+gap-dyck-curly`` in the tiny and micro worlds; skipped
+    with the reason if the world has none); ``""`` = skipped; any other value must be a planted-gap member of ``world``."""
     gap_n_items: int = Field(200, ge=4, le=200)
-    """Planted-gap check: test items per tiny-world task (the test split has 200)."""
+    """Planted-gap check: items per tiny-world task (the test split has 200; the gap's task takes this many fresh
+    items, about a quarter of them planted)."""
     gap_share: float = Field(0.5, gt=0, le=1)
     """Planted-gap check: a concept whose activation mass is at least this share on the planted items is a planted concept."""
     models: list[str] = Field(default_factory=list)
@@ -127,6 +130,13 @@ class Config(BaseConfig):
         if bad:
             raise ValueError(f"unknown response set(s) {bad}; allowed values: {', '.join(RESPONSE_SETS)}")
         return v
+
+    @model_validator(mode="after")
+    def _gap_member(self) -> "Config":
+        from kit.cg.planted import resolve_gap_member
+
+        resolve_gap_member(self.gap_member, self.world)  # raises naming the allowed values
+        return self
 
     @model_validator(mode="after")
     def _setting(self) -> "Config":

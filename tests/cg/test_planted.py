@@ -42,6 +42,8 @@ def test_a_planted_gap_is_recovered_and_nothing_else():
     assert r.summary["n_found"] >= 1 and r.table.concept.iloc[0] == 0 and r.table.found.iloc[0]
     assert r.summary["recovered"] and r.summary["precision"] == 1.0 and r.summary["only_planted"]
     assert r.summary["p_overlap"] < 0.05
+    assert r.summary["max_planted_concept"] == 0 and r.summary["max_planted_share"] == 1.0
+    assert r.summary["max_planted_q_member"] < 0.05
     acc = r.accuracy
     assert acc.loc["member", "accuracy (planted)"] == 0.0 and acc.loc["parent", "accuracy (planted)"] > 0.7
     assert acc.loc["member", "planted items"] == 30
@@ -83,16 +85,56 @@ def test_findings_state_the_verdict_honestly():
                    "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"]}
         (line,) = [x for x in findings({"planted_gap": summary}) if x.startswith("Planted gap")]
         assert word in line, line
+        assert "most concentrated on the planted items, 0 ('c0'), holds 1.00 of its activation mass" in line, line
     assert findings({"planted_gap_error": "ValueError: no member"}) == ["Planted-gap check not run: ValueError: no member"]
 
 
 def test_planted_gap_suite_reads_both_models_in_the_parents_concept_space(micro_world):
-    """The plumbing on the micro world (which has no planted-gap member): a math fine-tune against
-    base-m, with dyck items whose answer is '}' marked as the 'planted' concept."""
-    s, planted = P.planted_gap_suite("zoo/base-m+math", "zoo/base-m", lambda it: it.target == "}",
-                                     n_items=12, tasks=["add", "dyck"], world=micro_world)
-    assert s.sae == "zoo-sae/base-m/topk-512" and set(s.model_scores) == {"zoo/base-m+math", "zoo/base-m"}
-    assert s.model_acts["zoo/base-m"] is s.model_acts["zoo/base-m+math"] is s.acts, "one concept space"
-    assert s.acts["dyck"].shape == (12, 512) and planted["dyck"].any() and not planted["add"].any()
+    """The micro world's planted-gap member against its parent: one concept space, both scored,
+    the planted items exactly kit.world.planted_gap_items' inside list."""
+    from kit.world import GAP_MEMBER, planted_gap_items
+
+    parent, gap = P.planted_gap_member(GAP_MEMBER, micro_world)
+    assert (parent, gap) == ("zoo/base-m", "dyck-curly")
+    s, planted = P.planted_gap_suite(GAP_MEMBER, parent, gap, n_items=12, tasks=["add", "dyck"], world=micro_world)
+    assert s.sae == "zoo-sae/base-m/topk-512" and set(s.model_scores) == {GAP_MEMBER, parent}
+    assert s.model_acts[parent] is s.model_acts[GAP_MEMBER] is s.acts, "one concept space"
+    inside, outside = planted_gap_items(gap, 12, 0)
+    assert s.acts["dyck"].shape == (12, 512) and int(planted["dyck"].sum()) == len(inside) > 0
+    assert s.texts["dyck"] == [it.prompt for it in inside + outside] and not planted["add"].any()
+    with pytest.raises(ValueError, match="must include the planted gap's task 'dyck'"):
+        P.planted_gap_suite(GAP_MEMBER, parent, gap, n_items=12, tasks=["add"], world=micro_world)
+
+
+def test_gap_member_resolves_against_the_world():
+    from kit.world import GAP_MEMBER
+
+    assert P.planted_gap_members("micro") == {GAP_MEMBER: ("zoo/base-m", "dyck-curly")}
+    assert P.resolve_gap_member("auto", "micro") == GAP_MEMBER == P.resolve_gap_member(GAP_MEMBER, "tiny")
+    assert P.resolve_gap_member("", "micro") == ""
+    with pytest.raises(ValueError, match=r"gap_member='zoo/base-m\+math' is not a planted-gap member of world 'micro'; "
+                                         r"allowed values: auto, \"\", zoo/base-m\+gap-dyck-curly"):
+        P.resolve_gap_member("zoo/base-m+math", "micro")
     with pytest.raises(ValueError, match="not a planted-gap member of world 'micro'"):
         P.planted_gap_member("zoo/base-m+math", "micro")
+
+
+def test_config_validates_gap_member_naming_the_allowed_values():
+    from kit.configs.competency_gaps import Config
+    from kit.core.params import ParamsError, load_params
+
+    assert Config(world="micro").gap_member == "auto"
+    with pytest.raises(ValueError, match=r"allowed values: auto, .*zoo/base-m\+gap-dyck-curly"):
+        Config(world="micro", gap_member="zoo/base-m")
+    for profile in ("tiny", "smoke"):
+        cfg = load_params("04_competency_gaps", profile)
+        assert P.resolve_gap_member(cfg.gap_member, cfg.world) == "zoo/base-m+gap-dyck-curly", profile
+    with pytest.raises(ParamsError, match="gap_member"):
+        load_params("04_competency_gaps", "smoke", {"gap_member": "zoo/nope"})
+
+
+def test_section_is_skipped_with_its_reason_when_set_empty():
+    from kit.configs.competency_gaps import Config
+
+    result, reason = P.planted_gap_section(Config(world="micro", gap_member=""))
+    assert result is None and "set to skip" in reason
