@@ -92,6 +92,8 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
         "recovered": bool(hit > 0 and p_overlap < alpha),
         # the tested concept most concentrated on the planted items (why recovery can fail: no concept is planted)
         **_most_planted(share, tested, tests[member].q_low, list(suite.labels)),
+        **drop_vs_share(share, tests[parent].x_model - tests[member].x_model, tested, list(suite.labels),
+                        min(int(n_perm), 10_000), seed),
         "only_planted": bool(hit > 0 and hit == n_f),
     }
     table = pd.DataFrame({"concept": np.arange(share.size), "label": list(suite.labels), "planted_share": share,
@@ -102,6 +104,31 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
     table = table.sort_values(["found", "q_low_member", "planted_share"], ascending=[False, True, False],
                               na_position="last").reset_index(drop=True)
     return PlantedGapResult(summary, table, planted_accuracy(suite, (member, parent), planted))
+
+
+def drop_vs_share(share: np.ndarray, drop: np.ndarray, tested: np.ndarray, labels: Sequence[str], n_perm: int = 1000,
+                  seed: int = 0) -> dict:
+    """Does CG's profile point at the gap, significant or not? Over the tested concepts, the Spearman
+    correlation between a concept's planted share and its X_model drop (parent minus member), with a
+    permutation null (shares shuffled across concepts; one-sided p, ``(1 + #{null >= rho}) / (1 + n_perm)``),
+    and the concept with the largest drop (its planted share). NaN where the drop is constant."""
+    ok = tested & np.isfinite(share) & np.isfinite(drop)
+    out = {"drop_share_spearman": float("nan"), "drop_share_p": float("nan"), "top_drop_concept": -1,
+           "top_drop_label": "", "top_drop": float("nan"), "top_drop_share": float("nan")}
+    if ok.sum() < 3:
+        return out
+    idx = np.flatnonzero(ok)
+    top = int(idx[np.argmax(drop[idx])])
+    out.update(top_drop_concept=top, top_drop_label=labels[top], top_drop=float(drop[top]),
+               top_drop_share=float(share[top]))
+    x, y = stats.rankdata(share[idx]), stats.rankdata(drop[idx])
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return out
+    rho = float(np.corrcoef(x, y)[0, 1])
+    rng = np.random.default_rng(seed)
+    null = np.array([np.corrcoef(rng.permutation(x), y)[0, 1] for _ in range(n_perm)])
+    out.update(drop_share_spearman=rho, drop_share_p=float((1 + (null >= rho - 1e-12).sum()) / (1 + n_perm)))
+    return out
 
 
 def _most_planted(share: np.ndarray, tested: np.ndarray, q_low: np.ndarray, labels: list[str]) -> dict:

@@ -242,7 +242,11 @@ def findings(r: dict) -> list[str]:
                      f"tested; base rate {pg['base_rate']:.3f}, overlap p = {pg['p_overlap']:.2g}): the gap is {verdict} {rest}."
                      + (f" The tested concept most concentrated on the planted items, {pg['max_planted_concept']} "
                         f"({pg['max_planted_label']!r}), holds {pg['max_planted_share']:.2f} of its activation mass there "
-                        f"(member q = {pg['max_planted_q_member']:.2g})." if "max_planted_share" in pg else ""))
+                        f"(member q = {pg['max_planted_q_member']:.2g})." if "max_planted_share" in pg else "")
+                     + (f" Significant or not, the X_model drop (parent - member) follows the planted share: Spearman "
+                        f"{pg['drop_share_spearman']:.2f} (shuffled-share null p = {pg['drop_share_p']:.2g}); the largest "
+                        f"drop ({pg['top_drop']:.3f}) is concept {pg['top_drop_concept']} ({pg['top_drop_label']!r}, planted "
+                        f"share {pg['top_drop_share']:.2f})." if np.isfinite(pg.get("drop_share_spearman", np.nan)) else ""))
     elif r.get("planted_gap_error"):
         lines.append(f"Planted-gap check not run: {r['planted_gap_error']}")
     per_model = {}

@@ -44,6 +44,8 @@ def test_a_planted_gap_is_recovered_and_nothing_else():
     assert r.summary["p_overlap"] < 0.05
     assert r.summary["max_planted_concept"] == 0 and r.summary["max_planted_share"] == 1.0
     assert r.summary["max_planted_q_member"] < 0.05
+    assert r.summary["top_drop_concept"] == 0 and r.summary["top_drop_share"] == 1.0
+    assert r.summary["drop_share_spearman"] > 0 and r.summary["drop_share_p"] < 0.05
     acc = r.accuracy
     assert acc.loc["member", "accuracy (planted)"] == 0.0 and acc.loc["parent", "accuracy (planted)"] > 0.7
     assert acc.loc["member", "planted items"] == 30
@@ -53,6 +55,19 @@ def test_no_planted_gap_means_nothing_found():
     s, planted = _suite(False)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
     assert r.summary["n_found"] == 0 and not r.summary["recovered"] and not r.summary["only_planted"]
+    assert np.isnan(r.summary["drop_share_spearman"]), "same correctness: no drop anywhere, no correlation"
+
+
+def test_drop_vs_share_by_hand():
+    share = np.array([0.9, 0.5, 0.1, 0.0, np.nan])
+    tested = np.array([True, True, True, True, False])
+    up = P.drop_vs_share(share, np.array([0.3, 0.2, 0.1, 0.0, 9.0]), tested, list("abcde"), n_perm=200)
+    # ranks agree exactly (rho 1); of 4! = 24 orders only the identity reaches 1, so p is about 1/24
+    assert up["drop_share_spearman"] == pytest.approx(1.0) and up["top_drop_concept"] == 0 and up["top_drop_label"] == "a"
+    assert 0.01 < up["drop_share_p"] < 0.15
+    down = P.drop_vs_share(share, np.array([0.0, 0.1, 0.2, 0.3, 9.0]), tested, list("abcde"), n_perm=200)
+    assert down["drop_share_spearman"] == pytest.approx(-1.0) and down["drop_share_p"] == 1.0
+    assert down["top_drop_concept"] == 3 and down["top_drop_share"] == 0.0
 
 
 def test_bad_inputs_name_the_field():
@@ -86,6 +101,7 @@ def test_findings_state_the_verdict_honestly():
         (line,) = [x for x in findings({"planted_gap": summary}) if x.startswith("Planted gap")]
         assert word in line, line
         assert "most concentrated on the planted items, 0 ('c0'), holds 1.00 of its activation mass" in line, line
+        assert ("the largest drop" in line and "concept 0 ('c0', planted share 1.00)" in line) == fails, line
     assert findings({"planted_gap_error": "ValueError: no member"}) == ["Planted-gap check not run: ValueError: no member"]
 
 
