@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from kit.core.params import BaseConfig
 
@@ -131,12 +131,13 @@ class Config(BaseConfig):
             raise ValueError(f"unknown response set(s) {bad}; allowed values: {', '.join(RESPONSE_SETS)}")
         return v
 
-    @model_validator(mode="after")
-    def _gap_member(self) -> "Config":
+    @field_validator("gap_member")
+    @classmethod
+    def _gap_member(cls, v: str, info: ValidationInfo) -> str:
         from kit.cg.planted import resolve_gap_member
 
-        resolve_gap_member(self.gap_member, self.world)  # raises naming the allowed values
-        return self
+        resolve_gap_member(v, info.data.get("world", "tiny"))  # raises naming the allowed values
+        return v
 
     @model_validator(mode="after")
     def _setting(self) -> "Config":
