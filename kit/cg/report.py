@@ -228,14 +228,42 @@ def findings(r: dict) -> list[str]:
                      f"adversarial {z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%.")
     elif r.get("zoo_error"):
         lines.append(f"Tiny-world suite not run: {r['zoo_error']}")
+    pg = r.get("planted_gap")
+    if pg:
+        verdict = ("recovered" if pg["recovered"] else "NOT recovered (no planted concept among the found ones beats "
+                   "the random-draw null)")
+        rest = ("and nothing else" if pg["only_planted"] else
+                f"with {pg['n_found_other']} other concept(s) also flagged")
+        lines.append(f"Planted gap ({pg['member']} vs its parent {pg['parent']}: {pg['gap']}; {pg['n_planted_items']} "
+                     f"planted items): accuracy there {pg['accuracy_planted_member']:.2f} vs {pg['accuracy_planted_parent']:.2f}, "
+                     f"on the other tasks {pg['accuracy_other_member']:.2f} vs {pg['accuracy_other_parent']:.2f}. CG flags "
+                     f"{pg['n_found']} concept(s) significantly low for the member and not the parent ({pg['n_perm']} "
+                     f"permutations, BH), {pg['n_found_planted']} of them planted concepts (of {pg['n_planted_concepts_tested']} "
+                     f"tested; base rate {pg['base_rate']:.3f}, overlap p = {pg['p_overlap']:.2g}): the gap is {verdict} {rest}."
+                     + (f" The tested concept most concentrated on the planted items, {pg['max_planted_concept']} "
+                        f"({pg['max_planted_label']!r}), holds {pg['max_planted_share']:.2f} of its activation mass there "
+                        f"(member q = {pg['max_planted_q_member']:.2g})." if "max_planted_share" in pg else "")
+                     + (f" Significant or not, the X_model drop (parent - member) follows the planted share: Spearman "
+                        f"{pg['drop_share_spearman']:.2f} (shuffled-share null p = {pg['drop_share_p']:.2g}); the largest "
+                        f"drop ({pg['top_drop']:.3f}) is concept {pg['top_drop_concept']} ({pg['top_drop_label']!r}, planted "
+                        f"share {pg['top_drop_share']:.2f})." if np.isfinite(pg.get("drop_share_spearman", np.nan)) else ""))
+    elif r.get("planted_gap_error"):
+        lines.append(f"Planted-gap check not run: {r['planted_gap_error']}")
+    per_model = {}
+    for row in r.get("model_benchmarks", []):
+        per_model.setdefault(row["model"], []).append(row["benchmark"])
+    for m, bs in per_model.items():
+        lines.append(f"{m}: X_model averages chi_model over {len(bs)} scored benchmark(s) ({', '.join(bs)}).")
     tokens = {m.get("train_tokens") for m in r.get("sae_meta", {}).values()}
     n_bench = len(cov.get("missing_frac_per_benchmark", {}))
     if tokens:
+        one = all(len(bs) == 1 for bs in per_model.values())
         lines.append(f"Gaps vs the paper: the concept space is a 6-layer sentence encoder's SAE trained on "
                      f"{max(tokens):,} tokens, not an 8B model's own 65k-concept SAE (dead latents inflate 'missing'); "
-                     f"each real model has scores on one benchmark, so its X_model is that benchmark's chi_model; "
-                     f"the suite is {n_bench} benchmarks with a sample of items each; labels are top-activating words, "
-                     f"not LLM-written descriptions.")
+                     + ("each published response set scores its model on one benchmark, so its X_model is that "
+                        "benchmark's chi_model; " if one else "")
+                     + f"the suite is {n_bench} benchmarks with a sample of items each; labels are top-activating words "
+                     f"({r.get('label_source', 'local')}), not LLM-written descriptions.")
     return lines
 
 
@@ -248,6 +276,18 @@ def model_summary(acts_by_benchmark: dict, scores_by_benchmark: dict, eps: float
     return {"median": float(np.median(defined)) if defined.size else float("nan"), "n_defined": int(defined.size),
             "n_gaps": int((cls == "gap").sum()), "worst_decile": float(worst.max()) if worst.size else float("nan"),
             "accuracy": float(np.mean(np.concatenate([np.asarray(s, float) for s in scores_by_benchmark.values()])))}
+
+
+def model_benchmarks(suite: Suite) -> pd.DataFrame:
+    """Per (model, benchmark) it was scored on: items, accuracy, and how many concepts its chi_model
+    defines (active on >= 1 item). X_model (eq. 5) averages chi_model over these rows' benchmarks."""
+    rows = []
+    for m, per in suite.model_scores.items():
+        for b, sc in per.items():
+            chi = cg.chi_model(suite.model_acts[m][b], sc)
+            rows.append({"model": m, "benchmark": b, "items": int(len(sc)), "accuracy": float(np.mean(sc)),
+                         "concepts defined": int(np.isfinite(chi).sum())})
+    return pd.DataFrame(rows, columns=["model", "benchmark", "items", "accuracy", "concepts defined"])
 
 
 def gap_significance(suite: Suite, model: str, n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05,

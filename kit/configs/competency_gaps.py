@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from kit.core.params import BaseConfig
 
@@ -76,6 +76,16 @@ class Config(BaseConfig):
     """Tiny-world suite: test items per task."""
     zoo_tasks: list[str] = Field(default_factory=list)
     """Tiny-world suite: task names (empty = every task in ``kit.world.TASKS``)."""
+    gap_member: str = "auto"
+    """Planted-gap check (review item 2): the zoo member fine-tuned to fail one concept, read against its parent
+    (the world's spec names both and the concept; ``kit.world.planted_gap_items`` gives the planted items).
+    ``auto`` = the world's planted-gap member (``zoo/base-m+gap-dyck-curly`` in the tiny and micro worlds; skipped
+    with the reason if the world has none); ``""`` = skipped; any other value must be a planted-gap member of ``world``."""
+    gap_n_items: int = Field(200, ge=4, le=200)
+    """Planted-gap check: items per tiny-world task (the test split has 200; the gap's task takes this many fresh
+    items, about a quarter of them planted)."""
+    gap_share: float = Field(0.5, gt=0, le=1)
+    """Planted-gap check: a concept whose activation mass is at least this share on the planted items is a planted concept."""
     models: list[str] = Field(default_factory=list)
     """``concept_space=model`` / ``responses=generate``: Hugging Face ids of the evaluated models."""
     model_saes: list[str] = Field(default_factory=list)
@@ -84,6 +94,18 @@ class Config(BaseConfig):
     """``published``: the shipped greedy responses; ``generate``: generate with ``models`` (network + GPU)."""
     max_new_tokens: int = Field(512, ge=1, le=4096)
     """``responses=generate``: generation length."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """``concept_space=model``: weights' dtype of the evaluated models (generation and concept reads)."""
+    gen_batch_size: int = Field(16, ge=1, le=1024)
+    """``responses=generate``: prompts per batched ``generate`` call (KV cache, left padding)."""
+    max_batch_tokens: int = Field(8192, ge=16, le=1_000_000)
+    """``concept_space=model``: padded tokens per forward pass when the model's SAE reads the datapoints."""
+    labels: Literal["auto", "local", "neuronpedia"] = "auto"
+    """``concept_space=model``: concept labels. ``auto`` = the SAE's Neuronpedia explanations when it has a
+    Neuronpedia id and the hub answers, else local; ``local`` = top-activating words over ``label_texts`` prompts,
+    stop-words and punctuation filtered (``kit.cg.labels``); ``neuronpedia`` = Neuronpedia or fail."""
+    label_texts: int = Field(200, ge=1, le=100_000)
+    """``concept_space=model``, local labels: prompts (spread over the benchmarks) whose tokens label the concepts."""
 
     @field_validator("sae_widths")
     @classmethod
@@ -107,6 +129,14 @@ class Config(BaseConfig):
         bad = [s for s in v if s not in RESPONSE_SETS]
         if bad:
             raise ValueError(f"unknown response set(s) {bad}; allowed values: {', '.join(RESPONSE_SETS)}")
+        return v
+
+    @field_validator("gap_member")
+    @classmethod
+    def _gap_member(cls, v: str, info: ValidationInfo) -> str:
+        from kit.cg.planted import resolve_gap_member
+
+        resolve_gap_member(v, info.data.get("world", "tiny"))  # raises naming the allowed values
         return v
 
     @model_validator(mode="after")

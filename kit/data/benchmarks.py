@@ -37,6 +37,10 @@ Hub only (``source="hf"``, network; the paper's other benchmarks, not in the dat
                                                            ``metadata["model_a"]`` vs ``model_b``; no
                                                            target: :func:`arena_scores` gives a model's
                                                            win (1) / loss (0) per item
+``vectara_hallucination`` train                            one item per source document of Vectara's
+                                                           hallucination leaderboard (its summarisation
+                                                           prompt); no target: judged by a factual-
+                                                           consistency model (HHEM), not by a rule
 ========================  ===============================  ==========================================
 
 ``source="local"`` reads the files in :func:`kit.core.paths.data_dir` (checksum-verified once per
@@ -135,6 +139,7 @@ SPLITS: dict[str, tuple[str, ...]] = {
     "socialiqa": ("train", "validation"),
     "winogrande": ("train", "validation"),
     "lmsys_arena": ("train",),
+    "vectara_hallucination": ("train",),
 }
 """Allowed splits per benchmark family (``tiny/<task>`` splits come from the world)."""
 
@@ -161,10 +166,11 @@ HF_SOURCES: dict[str, tuple[str, str | None]] = {
     "socialiqa": ("allenai/social_i_qa", None),
     "winogrande": ("allenai/winogrande", "winogrande_xl"),
     "lmsys_arena": ("lmsys/chatbot_arena_conversations", None),
+    "vectara_hallucination": ("vectara/leaderboard_results", None),
 }
 """Hugging Face ``(path, config)`` per benchmark for ``source="hf"``."""
 
-HUB_ONLY: tuple[str, ...] = ("natural_questions", "socialiqa", "winogrande", "lmsys_arena")
+HUB_ONLY: tuple[str, ...] = ("natural_questions", "socialiqa", "winogrande", "lmsys_arena", "vectara_hallucination")
 """Families with no local copy (the data directory's MANIFEST lists them as not available offline)."""
 
 # Our split name -> the hub's split name, where they differ.
@@ -650,6 +656,23 @@ def _lmsys_arena(records: list[dict], prefix: str) -> list[Item]:
     return items
 
 
+VECTARA_PROMPT = ("You are a chat bot answering questions using data. You must stick to the answers provided solely by "
+                  "the text in the passage provided. You are asked the question 'Provide a concise summary of the "
+                  "following passage, covering the core pieces of information described.' {passage}")
+"""The prompt of Vectara's hallucination leaderboard (its README, "Prompt Used"); ``{passage}`` is the source document."""
+
+
+def _vectara_hallucination(records: list[dict], prefix: str) -> list[Item]:
+    # vectara/leaderboard_results holds one row per (source document, model summary): columns ``source``,
+    # ``summary``, ``model`` (the leaderboard's README; we could not run it offline). One item per distinct
+    # document, in first-seen order; the item id is that order.
+    seen: dict[str, int] = {}
+    for r in records:
+        seen.setdefault(str(r["source"]).strip(), len(seen))
+    return [Item(id=f"{prefix}/{i}", prompt=VECTARA_PROMPT.format(passage=doc), metadata={"source": doc})
+            for doc, i in seen.items() if doc]
+
+
 def arena_scores(items: list[Item], model: str) -> tuple[list[Item], list[float], list[str]]:
     """The ``lmsys_arena`` battles of ``model`` that it won or lost (ties dropped): (items, m_b(i) =
     1 for a win / 0 for a loss, the model's response), as in the CG paper's Appendix D."""
@@ -673,6 +696,7 @@ _CONVERT: dict[str, Callable[[list[dict], str], list[Item]]] = {
     "bbq": _bbq, "crows_pairs": _crows_pairs, "agieval": _agieval, "logicbench": _logicbench,
     "natural_questions": _natural_questions, "socialiqa": _socialiqa, "winogrande": _winogrande,
     "lmsys_arena": _lmsys_arena,
+    "vectara_hallucination": _vectara_hallucination,
 }
 
 

@@ -406,6 +406,8 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     - socialiqa, winogrande: the choice letter; natural_questions: the final answer line
       (:func:`extract_bbh_answer`) equal to any reference after :func:`normalize_short_answer`;
     - ``lmsys_arena`` has no scorer: a battle is won or lost (:func:`kit.data.benchmarks.arena_scores`);
+    - ``vectara_hallucination`` has no rule: a summary is judged by a factual-consistency model
+      (Vectara's HHEM); the error says so;
     - ``tiny/<task>``: multiple-choice items by letter, others by exact match after stripping.
     """
     base = benchmark.split("/", 1)[0]
@@ -450,6 +452,10 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
         if item.choices is not None:
             return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
         return response.strip() == item.target.strip()
+    if base == "vectara_hallucination":
+        raise ValueError("benchmark='vectara_hallucination' has no rule-based scorer: a summary is judged by a "
+                         "factual-consistency model (Vectara's HHEM, vectara/hallucination_evaluation_model; "
+                         "consistent = 1 when its score >= 0.5); pass those per-item scores instead")
     allowed = (NUMERIC_BENCHMARKS + CHOICE_BENCHMARKS + ("bbh/<task>", "math500") + CODE_BENCHMARKS
                + ("agieval", "logicbench", "natural_questions", "tiny/<task>"))
     raise ValueError(f"benchmark={benchmark!r} has no scorer; allowed values: {', '.join(allowed)}")

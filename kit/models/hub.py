@@ -48,3 +48,51 @@ def hf_encoder(name: str, device: str = "cpu"):
     tokenizer = AutoTokenizer.from_pretrained(name)
     model = AutoModel.from_pretrained(name).to(device).eval()
     return model, tokenizer
+
+
+NEURONPEDIA_EXPORTS = "https://neuronpedia-datasets.s3.us-east-1.amazonaws.com/v1"
+"""Neuronpedia's public bulk exports (docs.neuronpedia.org, "Exports"): ``<model>/<source>/explanations/
+batch-<i>.jsonl.gz``, one JSON object per line. (The older ``/api/explanation/export`` endpoint is retired.)"""
+
+
+def _read_url(url: str, timeout: float) -> bytes | None:
+    """The body of ``url``; None on HTTP 404 (past the last batch). Offline: ``OSError`` (``URLError``)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.read()
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise
+
+
+def neuronpedia_explanations(neuronpedia_id: str, timeout: float = 120.0, max_batches: int = 1000) -> dict[int, str]:
+    """Published explanations of one Neuronpedia SAE (``<modelId>/<sourceId>``, e.g.
+    ``gemma-2-2b/20-gemmascope-res-16k``: sae_lens's ``neuronpedia_id``), as ``{feature index:
+    description}``: the first non-empty description of a feature when it has several. Reads the
+    export batches ``batch-0``, ``batch-1``, ... until one is absent (404). Offline it raises ``OSError``;
+    an SAE with no exported explanation raises ``FileNotFoundError`` (an ``OSError`` too)."""
+    import gzip
+    import json
+
+    model_id, _, source_id = neuronpedia_id.partition("/")
+    if not model_id or not source_id or "/" in source_id:
+        raise ValueError(f"neuronpedia_id={neuronpedia_id!r} must look like '<modelId>/<sourceId>'")
+    out: dict[int, str] = {}
+    for i in range(max_batches):
+        raw = _read_url(f"{NEURONPEDIA_EXPORTS}/{model_id}/{source_id}/explanations/batch-{i}.jsonl.gz", timeout)
+        if raw is None:
+            break
+        for line in gzip.decompress(raw).decode("utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                text = str(row.get("description") or "").strip()
+                if text:
+                    out.setdefault(int(row["index"]), text)
+    if not out:
+        raise FileNotFoundError(f"Neuronpedia has no exported explanations under {NEURONPEDIA_EXPORTS}/{model_id}/"
+                                f"{source_id}/explanations/")
+    return out

@@ -173,10 +173,41 @@ def split_revision(name: str, revision: str | None = None) -> tuple[str, str | N
     return base, (rev if at else revision)
 
 
+def model_dir(name: str, revision: str | None = None) -> Path:
+    """The local Hugging Face directory of ``name``: a twin's, a local directory, or a hub id's
+    snapshot (fetched once through :func:`kit.models.hub.snapshot`, ``name@revision`` allowed).
+    For callers that use a model's Hugging Face copy before (or instead of) its HookedTransformer,
+    e.g. batched generation (:func:`kit.models.generate.generate_responses`)."""
+    if not isinstance(name, str) or not name:
+        raise UnknownModelError(f"model name must be a non-empty string, got {name!r}")
+    if name.startswith("twin/"):
+        from kit.models.twins import twin_path
+
+        return twin_path(name.removeprefix("twin/"))
+    local = Path(name).expanduser()
+    if local.is_dir():
+        if not (local / "config.json").is_file():
+            raise UnknownModelError(f"model directory {local} has no config.json: is it a Hugging Face model directory?")
+        return local
+    if name.startswith(("zoo/", "random/")) or name in ENCODERS:
+        raise UnknownModelError(f"{name!r} has no Hugging Face directory (tiny-world, random and bundled encoder "
+                                "models load with kit.load_model only)")
+    base, _, at = name.partition("@")
+    if "/" not in base and base not in hub_model_names():
+        raise UnknownModelError(_unknown_message(name, hub_model_names(), None))
+    from kit.models import hub as hub
+
+    return Path(hub.snapshot(base, revision=revision or at or None))
+
+
 def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device_map: str | None = None,
-               process_weights: bool = False, name: str | None = None):
+               process_weights: bool = False, name: str | None = None, hf_model=None):
     """Load a Hugging Face model directory: a causal LM into a ``HookedTransformer`` with raw
-    weights (unless ``process_weights``), an encoder into :class:`kit.models.encoders.Encoder`."""
+    weights (unless ``process_weights``), an encoder into :class:`kit.models.encoders.Encoder`.
+
+    ``hf_model``: this directory's causal LM already in memory (e.g. the copy that just generated
+    responses, :func:`kit.models.generate.hf_model`): its weights are converted instead of reading
+    the directory a second time."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -202,7 +233,8 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
 
     hf_logging.disable_progress_bar()  # a "Loading weights" bar per model says nothing in a notebook
     # "eager" attention: the same kernels TransformerLens reimplements (no sdpa drift).
-    hf = AutoModelForCausalLM.from_pretrained(path, dtype=td, attn_implementation="eager").eval()
+    hf = hf_model if hf_model is not None else AutoModelForCausalLM.from_pretrained(
+        path, dtype=td, attn_implementation="eager").eval()
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = tl.hooked_from_hf(hf, tokenizer, str(path), device=device, dtype=td, n_devices=n_devices,
                               process_weights=process_weights)

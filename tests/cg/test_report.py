@@ -165,3 +165,16 @@ def test_denominator_comparison_counts_both_readings():
         assert 0.0 <= out[f"jaccard_{cls}"] <= 1.0
     # a concept is missing under both readings exactly when no benchmark activates it
     assert out["n_missing_all"] == out["n_missing_active"] and out["jaccard_missing"] == 1.0
+
+
+def test_model_benchmarks_lists_what_x_model_averages_over():
+    s = _suite()
+    s.model_acts["m"]["b"] = s.acts["b"]
+    s.model_scores["m"]["b"] = np.r_[np.ones(10), np.zeros(10)]
+    t = cg_report.model_benchmarks(s)
+    assert list(t.benchmark) == ["a", "b"] and list(t["items"]) == [20, 20]
+    assert t.accuracy.iloc[1] == 0.5
+    active_b = int((np.asarray((s.acts["b"] > 0).sum(0)).ravel() > 0).sum())
+    assert t["concepts defined"].iloc[1] == active_b
+    lines = cg_report.findings({"model_benchmarks": t.to_dict(orient="records")})
+    assert lines == ["m: X_model averages chi_model over 2 scored benchmark(s) (a, b)."]

@@ -270,6 +270,11 @@ HF_ROWS = {
     "allenai/winogrande": [{"sentence": "The cup did not fit in the bag because _ was too big.", "option1": "cup",
                             "option2": "bag", "answer": "1"},
                            {"sentence": "A test item _ without a key.", "option1": "x", "option2": "y", "answer": ""}],
+    "vectara/leaderboard_results": [
+        {"source": "The cat sat on the mat all day.", "summary": "A cat sat.", "model": "m1"},
+        {"source": "Rain fell in Paris on Monday.", "summary": "It rained.", "model": "m1"},
+        {"source": "The cat sat on the mat all day.", "summary": "The cat sat on a mat.", "model": "m2"},
+        {"source": "  ", "summary": "", "model": "m2"}],
     "lmsys/chatbot_arena_conversations": [
         {"question_id": "q1", "model_a": "llama-13b", "model_b": "vicuna-13b", "winner": "model_b", "turn": 1,
          "conversation_a": [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "A says hi"}],
@@ -493,3 +498,15 @@ def test_hf_lmsys_arena_gives_wins_and_losses_of_one_model(fake_hub):
     assert responses == ["A says hi", "4"]
     with pytest.raises(ValueError, match="gpt-9"):
         B.arena_scores(items, "gpt-9")
+
+
+def test_hf_vectara_gives_one_summarisation_item_per_document_and_no_rule_scorer(fake_hub):
+    items = B.load_benchmark("vectara_hallucination", "train", source="hf")
+    assert fake_hub == [("vectara/leaderboard_results", None, "train")]
+    assert [it.id for it in items] == ["vectara_hallucination/train/0", "vectara_hallucination/train/1"], \
+        "one item per distinct non-empty document, in first-seen order"
+    assert items[0].metadata["source"] == "The cat sat on the mat all day."
+    assert items[0].prompt.startswith("You are a chat bot answering questions using data.")
+    assert items[0].prompt.endswith("covering the core pieces of information described.' The cat sat on the mat all day.")
+    with pytest.raises(ValueError, match="factual-consistency model"):
+        score("vectara_hallucination", items[0], "A cat sat.")

@@ -1,0 +1,156 @@
+"""The planted-gap analysis (review item 2) on hand-built suites with a known gap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from kit.cg import planted as P
+from kit.cg.suite import Suite
+
+
+def test_planted_share_by_hand():
+    a = sp.csr_matrix(np.array([[2.0, 0.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.0, 3.0]]))
+    share = P.planted_share({"a": a}, {"a": np.array([True, False, False])})
+    # concept 0: 2 of 4; concept 1 never fires; concept 2: 1 of 4
+    assert share[0] == 0.5 and np.isnan(share[1]) and share[2] == 0.25
+
+
+def _suite(member_fails_planted: bool, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    n, d = 120, 60
+    planted = {"dyck": np.arange(n) < 30, "add": np.zeros(n, bool)}
+    acts, parent, member = {}, {}, {}
+    for b, mask in planted.items():
+        dense = rng.exponential(size=(n, d)) * (rng.random((n, d)) < 0.3)
+        dense[:, 0] = np.where(mask, 1.0 + rng.random(n), 0.0)  # concept 0: the planted items only
+        acts[b] = sp.csr_matrix(dense)
+        parent[b] = (rng.random(n) < 0.9).astype(float)
+        member[b] = parent[b].copy()
+        if member_fails_planted:
+            member[b][mask] = 0.0
+    labels = [f"c{i}" for i in range(d)]
+    s = Suite("sae", labels, acts, {b: [""] * n for b in acts}, {"member": acts, "parent": acts},
+              {"member": member, "parent": parent})
+    return s, planted
+
+
+def test_a_planted_gap_is_recovered_and_nothing_else():
+    s, planted = _suite(True)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+    assert r.summary["n_found"] >= 1 and r.table.concept.iloc[0] == 0 and r.table.found.iloc[0]
+    assert r.summary["recovered"] and r.summary["precision"] == 1.0 and r.summary["only_planted"]
+    assert r.summary["p_overlap"] < 0.05
+    assert r.summary["max_planted_concept"] == 0 and r.summary["max_planted_share"] == 1.0
+    assert r.summary["max_planted_q_member"] < 0.05
+    assert r.summary["top_drop_concept"] == 0 and r.summary["top_drop_share"] == 1.0
+    assert r.summary["drop_share_spearman"] > 0 and r.summary["drop_share_p"] < 0.05
+    acc = r.accuracy
+    assert acc.loc["member", "accuracy (planted)"] == 0.0 and acc.loc["parent", "accuracy (planted)"] > 0.7
+    assert acc.loc["member", "planted items"] == 30
+
+
+def test_no_planted_gap_means_nothing_found():
+    s, planted = _suite(False)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+    assert r.summary["n_found"] == 0 and not r.summary["recovered"] and not r.summary["only_planted"]
+    assert np.isnan(r.summary["drop_share_spearman"]), "same correctness: no drop anywhere, no correlation"
+
+
+def test_drop_vs_share_by_hand():
+    share = np.array([0.9, 0.5, 0.1, 0.0, np.nan])
+    tested = np.array([True, True, True, True, False])
+    up = P.drop_vs_share(share, np.array([0.3, 0.2, 0.1, 0.0, 9.0]), tested, list("abcde"), n_perm=200)
+    # ranks agree exactly (rho 1); of 4! = 24 orders only the identity reaches 1, so p is about 1/24
+    assert up["drop_share_spearman"] == pytest.approx(1.0) and up["top_drop_concept"] == 0 and up["top_drop_label"] == "a"
+    assert 0.01 < up["drop_share_p"] < 0.15
+    down = P.drop_vs_share(share, np.array([0.0, 0.1, 0.2, 0.3, 9.0]), tested, list("abcde"), n_perm=200)
+    assert down["drop_share_spearman"] == pytest.approx(-1.0) and down["drop_share_p"] == 1.0
+    assert down["top_drop_concept"] == 3 and down["top_drop_share"] == 0.0
+
+
+def test_bad_inputs_name_the_field():
+    s, planted = _suite(True)
+    with pytest.raises(ValueError, match="model 'other' is not scored"):
+        P.planted_gap_analysis(s, "other", "parent", planted)
+    with pytest.raises(ValueError, match="planted masks are for"):
+        P.planted_gap_analysis(s, "member", "parent", {"dyck": planted["dyck"]})
+    with pytest.raises(ValueError, match="share_threshold"):
+        P.planted_gap_analysis(s, "member", "parent", planted, share_threshold=0)
+
+
+def test_permutations_are_raised_until_one_concept_can_pass_bh():
+    s, planted = _suite(True)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=20, min_support=5, alpha=0.05)
+    assert r.summary["n_perm"] == 60 / 0.05, "60 testable concepts at alpha 0.05 need 1200 permutations"
+
+
+def test_findings_state_the_verdict_honestly():
+    from kit.cg.report import findings
+
+    for fails, word in ((True, "the gap is recovered and nothing else"), (False, "the gap is NOT recovered")):
+        s, planted = _suite(fails)
+        r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+        acc = r.accuracy
+        summary = {**r.summary, "gap": "dyck '}'", "n_planted_items": 30,
+                   "accuracy_planted_member": acc.loc["member", "accuracy (planted)"],
+                   "accuracy_planted_parent": acc.loc["parent", "accuracy (planted)"],
+                   "accuracy_other_member": acc.loc["member", "accuracy (other tasks)"],
+                   "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"]}
+        (line,) = [x for x in findings({"planted_gap": summary}) if x.startswith("Planted gap")]
+        assert word in line, line
+        assert "most concentrated on the planted items, 0 ('c0'), holds 1.00 of its activation mass" in line, line
+        assert ("the largest drop" in line and "concept 0 ('c0', planted share 1.00)" in line) == fails, line
+    assert findings({"planted_gap_error": "ValueError: no member"}) == ["Planted-gap check not run: ValueError: no member"]
+
+
+def test_planted_gap_suite_reads_both_models_in_the_parents_concept_space(micro_world):
+    """The micro world's planted-gap member against its parent: one concept space, both scored,
+    the planted items exactly kit.world.planted_gap_items' inside list."""
+    from kit.world import GAP_MEMBER, planted_gap_items
+
+    parent, gap = P.planted_gap_member(GAP_MEMBER, micro_world)
+    assert (parent, gap) == ("zoo/base-m", "dyck-curly")
+    s, planted = P.planted_gap_suite(GAP_MEMBER, parent, gap, n_items=12, tasks=["add", "dyck"], world=micro_world)
+    assert s.sae == "zoo-sae/base-m/topk-512" and set(s.model_scores) == {GAP_MEMBER, parent}
+    assert s.model_acts[parent] is s.model_acts[GAP_MEMBER] is s.acts, "one concept space"
+    inside, outside = planted_gap_items(gap, 12, 0)
+    assert s.acts["dyck"].shape == (12, 512) and int(planted["dyck"].sum()) == len(inside) > 0
+    assert s.texts["dyck"] == [it.prompt for it in inside + outside] and not planted["add"].any()
+    with pytest.raises(ValueError, match="must include the planted gap's task 'dyck'"):
+        P.planted_gap_suite(GAP_MEMBER, parent, gap, n_items=12, tasks=["add"], world=micro_world)
+
+
+def test_gap_member_resolves_against_the_world():
+    from kit.world import GAP_MEMBER
+
+    assert P.planted_gap_members("micro") == {GAP_MEMBER: ("zoo/base-m", "dyck-curly")}
+    assert P.resolve_gap_member("auto", "micro") == GAP_MEMBER == P.resolve_gap_member(GAP_MEMBER, "tiny")
+    assert P.resolve_gap_member("", "micro") == ""
+    with pytest.raises(ValueError, match=r"gap_member='zoo/base-m\+math' is not a planted-gap member of world 'micro'; "
+                                         r"allowed values: auto, \"\", zoo/base-m\+gap-dyck-curly"):
+        P.resolve_gap_member("zoo/base-m+math", "micro")
+    with pytest.raises(ValueError, match="not a planted-gap member of world 'micro'"):
+        P.planted_gap_member("zoo/base-m+math", "micro")
+
+
+def test_config_validates_gap_member_naming_the_allowed_values():
+    from kit.configs.competency_gaps import Config
+    from kit.core.params import ParamsError, load_params
+
+    assert Config(world="micro").gap_member == "auto"
+    with pytest.raises(ValueError, match=r"allowed values: auto, .*zoo/base-m\+gap-dyck-curly"):
+        Config(world="micro", gap_member="zoo/base-m")
+    for profile in ("tiny", "smoke"):
+        cfg = load_params("04_competency_gaps", profile)
+        assert P.resolve_gap_member(cfg.gap_member, cfg.world) == "zoo/base-m+gap-dyck-curly", profile
+    with pytest.raises(ParamsError, match="gap_member"):
+        load_params("04_competency_gaps", "smoke", {"gap_member": "zoo/nope"})
+
+
+def test_section_is_skipped_with_its_reason_when_set_empty():
+    from kit.configs.competency_gaps import Config
+
+    result, reason = P.planted_gap_section(Config(world="micro", gap_member=""))
+    assert result is None and "set to skip" in reason
