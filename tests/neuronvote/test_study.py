@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from kit.neuronvote import study as nvs
@@ -145,3 +146,38 @@ def test_intervals_consensus_subsets_lobby(study):
 def test_paper_closeness_marks_one_definition_set(study):
     out = nvs.paper_closeness({"a": study, "b": study})
     assert out["closest"].all() and (out["mean MAE"] >= 0).all()
+
+
+def test_reseeds_rerank_all_but_the_seedless_gaussian():
+    rng = np.random.default_rng(1)
+    tags = rng.choice(["A", "O"], size=600, p=[0.4, 0.6])
+    sents = [TaggedSentence(tuple(f"w{i + j}" for j in range(10)), tuple(tags[i:i + 10])) for i in range(0, 600, 10)]
+    tasks = build_concept_tasks(sents, ["A"], min_examples=100, max_per_class=100, seed=0)
+    v = rng.normal(size=(600, 30))
+    v[:, 3] += 2.0 * (tags == "A")
+    res = nvs.run_study(tasks, {0: v, 1: v + 0.1 * rng.normal(size=v.shape)}, model="syn", site="x",
+                        s_values=(5,), accuracy_s=(5,), pairwise_s=(5,), progress=False, gaussian_max_neurons=5,
+                        random_draws=2, reseeds=2, seed=4)
+    rs = res.reseed_scores
+    assert sorted(rs.seed.unique()) == [4, 5, 6]
+    own = rs[rs.seed == 4].drop(columns="seed").reset_index(drop=True)
+    pd.testing.assert_frame_equal(own, res.scores.reset_index(drop=True))
+    by = rs.groupby(["method", "metric", "seed"]).score.mean().unstack("seed")
+    assert by.loc[("random", "AvgOverlap")].nunique() > 1, "Random must be redrawn under each seed"
+    st = nvs.seed_stability(res)
+    assert set(st.columns) >= {"method", "metric", "spread", "n_seeds"} and (st.n_seeds == 3).all()
+    assert (st.spread >= 0).all()
+    with pytest.raises(ValueError, match="reseeds"):
+        nvs.run_study(tasks, {0: v}, model="syn", site="x", s_values=(5,), accuracy_s=(5,), pairwise_s=(5,),
+                      progress=False, reseeds=-1)
+
+
+def test_closeness_findings_name_the_closer_set():
+    import pandas as pd
+
+    c = pd.DataFrame({"table2 MAE": [0.08, 0.12], "table3 MAE": [0.09, 0.18], "table4 MAE": [0.03, 0.04],
+                      "table2 NeuronVote Spearman": [0.64, 0.96]}, index=["paper_text", "neurox"])
+    c["mean MAE"] = c[["table2 MAE", "table3 MAE", "table4 MAE"]].mean(axis=1)
+    lines = nvs.closeness_findings(c)
+    assert "Closer by the mean absolute gap: paper_text (by 0.047)" in lines[1]
+    assert "the two criteria disagree" in lines[1]
