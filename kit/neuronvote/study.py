@@ -492,21 +492,23 @@ def consensus_subsets(result: StudyResult, a: str = "probeless", b: str = "lca")
 
 
 def lobby_effect(result: StudyResult, lobby: str = "lasso", copies: Sequence[int] = (0, 1, 2, 4)) -> pd.DataFrame:
-    """The paper's "lobby" limitation, measured: NeuronVote of every voter when ``k`` identical
-    clones of ``lobby`` join the voters (a bloc of methods with near-identical rankings). Rows k,
-    columns methods; mean over layers, concepts and s."""
+    """The paper's "lobby" limitation, measured: NeuronVote of every method when ``k`` identical
+    clones of ``lobby`` join the voters (a bloc of methods with near-identical rankings). The
+    non-voters (MeanSelect, IoU-AP, Random: "a new method" in the paper's words) are scored against
+    the enlarged consensus too. Rows k, columns methods; mean over layers, concepts and s."""
     s_values = sorted(result.scores.s.unique().tolist())
     rows = {}
     for k in copies:
         clones = [f"{lobby}#{i}" for i in range(k)]
-        vals = {m: [] for m in result.voters}
+        voters = list(result.voters) + clones
+        vals: dict[str, list[float]] = {}
         for rankings in result.rankings.values():
-            pool = {v: rankings[v] for v in result.voters} | {c: rankings[lobby] for c in clones}
+            pool = dict(rankings) | {c: rankings[lobby] for c in clones}
             for s in s_values:
-                scores = nv.neuron_vote(pool, s, voters=list(pool))
-                for m in result.voters:
-                    vals[m].append(scores[m])
-        rows[k] = {nv.DISPLAY[m]: float(np.mean(v)) for m, v in vals.items()}
+                scores = nv.neuron_vote(pool, s, voters=voters)
+                for m in rankings:
+                    vals.setdefault(m, []).append(scores[m])
+        rows[k] = {nv.DISPLAY.get(m, m): float(np.mean(v)) for m, v in vals.items()}
     out = pd.DataFrame(rows).T
     out.index.name = f"clones of {nv.DISPLAY[lobby]}"
     return out.round(3)
@@ -537,6 +539,34 @@ def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, tit
         ax.tick_params(axis="x", rotation=60)
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_by_layer(result: StudyResult, methods: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0):
+    """Figures 3-4 analogue: AvgOverlap (left) and NeuronVote (right) of every method per layer
+    (mean over concepts and s), with the 95% bootstrap interval over concepts as a band.
+    Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    iv = score_intervals(result, n_boot=n_boot, seed=seed)
+    iv = iv[iv.position != "all"]
+    layer_of = result.scores.drop_duplicates("position").set_index("position").layer
+    iv = iv.assign(layer=iv.position.map(layer_of)).sort_values("layer")
+    keep = [nv.DISPLAY.get(m, m) for m in (methods or list(dict.fromkeys(result.scores.method)))]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, metric in zip(axes, ("AvgOverlap", "NeuronVote")):
+        for m in keep:
+            g = iv[(iv.method == m) & (iv.metric == metric)]
+            if g.empty:
+                continue
+            line, = ax.plot(g.layer, g["mean"], marker="o", ms=3, label=m)
+            ax.fill_between(g.layer, g.lo, g.hi, color=line.get_color(), alpha=0.15)
+        ax.set_xlabel("layer")
+        ax.set_title(f"{result.model}: {metric} by layer")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("score (95% interval over concepts)")
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
 

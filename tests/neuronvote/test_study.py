@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kit.neuronvote import methods as nv
 from kit.neuronvote import study as nvs
 from kit.neuronvote.concepts import TaggedSentence, build_concept_tasks
 
@@ -78,6 +79,13 @@ def test_figures(study):
     assert len(fig.axes) >= 3
     fig2 = nvs.plot_method_overlap([study], "meanselect", others=["probeless", "lca", "random"])
     assert fig2.axes
+    fig3 = nvs.plot_by_layer(study, methods=["probeless", "lca", "random"], n_boot=100)
+    ax = fig3.axes[1]
+    assert ax.get_title().endswith("NeuronVote by layer") and len(ax.lines) == 3
+    # The plotted points are the per-layer means of the long table (layers 0, 1, 2 here).
+    want = study.scores[(study.scores.method == "lca") & (study.scores.metric == "NeuronVote")] \
+        .groupby("layer").score.mean().to_numpy()
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), want)
 
 
 def test_run_study_rejects_bad_methods_and_s():
@@ -135,12 +143,18 @@ def test_intervals_consensus_subsets_lobby(study):
     assert set(iv.position) == {"first", "middle", "last", "all"}
     sub = nvs.consensus_subsets(study, "probeless", "lca")
     assert len(sub) == 2 ** 4 - 1 and sub.n_consensus_methods.max() == 4  # subsets of Gaussian, IoU, Lasso, Ridge
-    lobby = nvs.lobby_effect(study, "lasso", copies=(0, 3))
+    lobby = nvs.lobby_effect(study, "lasso", copies=(0, 3, 60))
     # Clones of Lasso vote for Lasso's own neurons: Lasso's NeuronVote can only rise (here to 1: the clones
     # outvote the rest), and at k = 0 it equals the study's own NeuronVote.
     assert lobby.loc[3, "Lasso"] >= lobby.loc[0, "Lasso"]
     own = study.scores[(study.scores.method == "lasso") & (study.scores.metric == "NeuronVote")].score.mean()
     assert lobby.loc[0, "Lasso"] == pytest.approx(own, abs=1e-3)
+    # Non-voters (a "new method") are scored against the lobbied consensus too. With 60 clones Lasso's
+    # s-th neuron has >= 61 points and any other neuron <= 5 voters x s = 50, so the consensus is Lasso's
+    # own top-s and a non-voter's NeuronVote is its overlap with Lasso.
+    assert {"MeanSelect", "Random"} <= set(lobby.columns)
+    ms = [nv.overlap(r["meanselect"][:s], r["lasso"][:s]) for r in study.rankings.values() for s in (5, 10)]
+    assert lobby.loc[60, "MeanSelect"] == pytest.approx(np.mean(ms), abs=1e-3)
 
 
 def test_paper_closeness_marks_one_definition_set(study):
