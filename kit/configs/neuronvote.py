@@ -37,6 +37,10 @@ class Config(BaseConfig):
     all_layers: bool = True
     """Also run every layer including the embedding output (Tables 7-14, Figures 3-7); needs
     ``site: hook_resid_post``."""
+    reseeds: int = Field(2, ge=0)
+    """Further study seeds under which every method but the seedless Gaussian re-ranks (new
+    tie-breaks, probe initialisations, Random draws) in the main study: the seed-stability of
+    every AvgOverlap / NeuronVote number; the claims' intervals span all seeds."""
     n_boot: int = Field(1000, ge=100)
     """Bootstrap resamples (over concepts) for the intervals of every AvgOverlap / NeuronVote number."""
     second_source: Literal["ud_ewt", "conll2000"] | None = None
@@ -46,7 +50,12 @@ class Config(BaseConfig):
     min_examples: int = Field(200, ge=1)
     """Drop tags with fewer words than this in the corpus (the paper: 200)."""
     max_per_class: int | None = Field(200, ge=10)
-    """Subsample each concept to at most this many positive (and as many negative) words; ``None`` = all."""
+    """Subsample each concept to at most this many positive (and as many negative) words; ``None`` = all
+    (UD EWT: 725-6672 per tag, so 1015-9341 training words per concept for 384 neurons)."""
+    extra_max_per_class: int | None = Field(200, ge=10)
+    """``max_per_class`` of the further studies (chunking, every layer), which multiply the work by
+    their 10 concepts x 3 layers and 18 concepts x 7 layers; ``None`` = all. With all POS examples
+    already encoded, the all-layer study draws its capped tasks from them (no second forward pass)."""
     max_sentences: int | None = Field(None, ge=10)
     """Use a seeded sample of this many sentences of the corpus; ``None`` = all."""
     methods: list[Method] = list(METHODS)

@@ -6,6 +6,9 @@ Lines printed (ratios measured in this process):
 - ``neuronvote/gaussian_naive_vs_fast``: the public toolkit's greedy loop (refactorise each
   candidate subset: O(d (k^3 + N k^2)) per step) over ours (rank-one updates: O(C (N + k) d) per
   step) for the same first greedy steps on the same data, rankings checked equal;
+- ``neuronvote/neurox_probe_torch_vs_numpy``: NeuroX's probe training (torch autograd and
+  ``torch.optim.Adam``, one step per 32-word mini-batch) over the same Adam steps written out
+  in numpy, on the same data, weights checked equal;
 - ``neuronvote/all_methods_vs_forward``: all methods on all concepts / the encoder forward pass
   that produced the word vectors.
 
@@ -106,6 +109,16 @@ def _run(model: str, device: str) -> list[BenchLine]:
                            f"first {NAIVE_STEPS} greedy steps, N={n}, d={d}: naive {naive_s:.2f}s "
                            f"(O(d (k^3 + N k^2)) per step) vs rank-one {fast_s:.3f}s (O(C (N+k) d) per step); "
                            f"same neurons: {same}"))
+    t0 = time.perf_counter()
+    ref = nv.neurox_probe_weights(x, y, 0.01, 0.01, seed=0, engine="torch")
+    torch_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fast = nv.neurox_probe_weights(x, y, 0.01, 0.01, seed=0)
+    numpy_s = time.perf_counter() - t0
+    lines.append(BenchLine("neuronvote/neurox_probe_torch_vs_numpy", torch_s / max(numpy_s, 1e-9),
+                           f"NeuroX LCA probe, 10 epochs of 32-word batches, N={n}, d={d}: torch autograd "
+                           f"{torch_s:.2f}s vs numpy Adam {numpy_s:.3f}s; max |dW| "
+                           f"{float(np.abs(ref - fast).max()):.1e}"))
     total = sum(times.values())
     if forward_s:
         lines.append(BenchLine("neuronvote/all_methods_vs_forward", total / forward_s,

@@ -59,6 +59,10 @@ class StudyResult:
     rankings: dict = field(default_factory=dict)
     """(layer, concept) -> method -> ranking: kept for consensus subsets and the lobby check."""
     voters: tuple[str, ...] = ()
+    reseed_scores: pd.DataFrame | None = None
+    """``scores`` again under every study seed (column ``seed``: the study's own seed first, then
+    ``reseeds`` more): new tie-breaks, probe initialisations and Random draws; the Gaussian, which
+    uses no seed, keeps its ranking. ``None`` when no reseeds were run."""
 
     @property
     def s_label(self) -> str:
@@ -70,7 +74,7 @@ def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], m
               methods: Sequence[str] = nv.METHODS, voters: Sequence[str] = nv.PAPER_METHODS,
               s_values: Sequence[int] = (10, 30, 50), accuracy_s: Sequence[int] = (30, 50, 70, 100),
               pairwise_s: Sequence[int] = (10, 20, 30, 40, 50), seed: int = 0,
-              progress: bool = True, random_draws: int = 20, **rank_kwargs) -> StudyResult:
+              progress: bool = True, random_draws: int = 20, reseeds: int = 0, **rank_kwargs) -> StudyResult:
     """Rank, score and evaluate every method on every concept task and layer.
 
     ``vectors``: layer -> Float[ndarray, "n_flat_words d"] word activations (rows = the tasks'
@@ -81,6 +85,8 @@ def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], m
     probe_standardize, definitions). Every method gets its own tie-break stream per concept and
     layer (:func:`kit.neuronvote.methods.rank_all`); Random's AvgOverlap / NeuronVote are the mean
     over ``random_draws`` independent permutations (its classifier accuracy uses the first one).
+    ``reseeds``: rerank with that many further study seeds (every method but the seedless Gaussian)
+    and score again: ``StudyResult.reseed_scores``, the seed-stability of every number.
     """
     from threadpoolctl import threadpool_limits
 
@@ -88,11 +94,34 @@ def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], m
     # scikit-learn fits ~10x slower here.
     with threadpool_limits(limits=1):
         return _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s,
-                          seed, progress, random_draws, rank_kwargs)
+                          seed, progress, random_draws, rank_kwargs, reseeds)
+
+
+SEEDLESS = ("gaussian",)
+"""Methods whose ranking uses no seed (no tie-break, no initialisation): reused across reseeds."""
+
+
+def _consensus_rows(rankings, voters, s_values, draws, L, pos, concept, extra=()):
+    rows = []
+    for s in s_values:
+        for metric, fn in (("AvgOverlap", nv.avg_overlap), ("NeuronVote", nv.neuron_vote)):
+            values = fn(rankings, s, voters=voters)
+            if draws:  # Random = mean over independent draws (the voters' consensus is unchanged)
+                pool = {v: rankings[v] for v in voters}
+                values["random"] = float(np.mean([values["random"]] + [
+                    fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]))
+            for m, v in values.items():
+                rows.append((L, pos, concept, s, m, metric, v, *extra))
+    return rows
+
+
+def _random_draws(seed, concept, L, d, random_draws):
+    return [np.random.default_rng(nv.method_seed(seed, f"random#{r}", concept, L)).permutation(d)
+            for r in range(1, random_draws)]
 
 
 def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s, seed,
-               progress, random_draws, rank_kwargs) -> StudyResult:
+               progress, random_draws, rank_kwargs, reseeds=0) -> StudyResult:
     from tqdm.auto import tqdm
 
     unknown = [m for m in list(methods) + list(voters) if m not in nv.METHODS]
@@ -109,7 +138,9 @@ def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_
         raise ValueError(f"s values {too_big} exceed the number of neurons per layer ({d})")
     if random_draws < 1:
         raise ValueError(f"random_draws must be >= 1, got {random_draws}")
-    score_rows, acc_rows = [], []
+    if reseeds < 0:
+        raise ValueError(f"reseeds must be >= 0, got {reseeds}")
+    score_rows, acc_rows, reseed_rows = [], [], []
     pair_sum: dict[str, pd.DataFrame] = {}
     kept_rankings = {}
     jobs = [(L, t) for L in sorted(vectors) for t in tasks]
@@ -120,17 +151,14 @@ def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_
         kept_rankings[(L, task.concept)] = rankings
         pos = names[L]
         d_here = arr["x_train"].shape[1]
-        draws = [np.random.default_rng(nv.method_seed(seed, f"random#{r}", task.concept, L)).permutation(d_here)
-                 for r in range(1, random_draws)] if "random" in rankings else []
-        for s in s_values:
-            for metric, fn in (("AvgOverlap", nv.avg_overlap), ("NeuronVote", nv.neuron_vote)):
-                values = fn(rankings, s, voters=voters)
-                if draws:  # Random = mean over independent draws (the voters' consensus is unchanged)
-                    pool = {v: rankings[v] for v in voters}
-                    values["random"] = float(np.mean([values["random"]] + [
-                        fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]))
-                for m, v in values.items():
-                    score_rows.append((L, pos, task.concept, s, m, metric, v))
+        draws = _random_draws(seed, task.concept, L, d_here, random_draws) if "random" in rankings else []
+        score_rows += _consensus_rows(rankings, voters, s_values, draws, L, pos, task.concept)
+        for r in range(1, reseeds + 1):
+            again = nv.rank_all(arr["x_train"], arr["y_train"], [m for m in methods if m not in SEEDLESS],
+                                seed=seed + r, task=(task.concept, L), **rank_kwargs)
+            again = {m: again.get(m, rankings[m]) for m in methods}
+            d_r = _random_draws(seed + r, task.concept, L, d_here, random_draws) if "random" in again else []
+            reseed_rows += _consensus_rows(again, voters, s_values, d_r, L, pos, task.concept, extra=(seed + r,))
         for s in accuracy_s:
             for m in methods:
                 acc = nv.classifier_accuracy(arr["x_train"], arr["y_train"], arr["x_test"], arr["y_test"],
@@ -141,42 +169,72 @@ def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_
     scores = pd.DataFrame(score_rows, columns=["layer", "position", "concept", "s", "method", "metric", "score"])
     accuracy = pd.DataFrame(acc_rows, columns=["layer", "position", "concept", "s", "method", "accuracy"])
     pairwise = {pos: m / max(len(tasks), 1) for pos, m in pair_sum.items()}
+    reseed_scores = None
+    if reseeds:
+        cols = list(scores.columns) + ["seed"]
+        reseed_scores = pd.concat([scores.assign(seed=seed), pd.DataFrame(reseed_rows, columns=cols)],
+                                  ignore_index=True)
     return StudyResult(model=model, site=site, scores=scores, accuracy=accuracy, pairwise=pairwise, n_neurons=d,
                        pairwise_s=tuple(pairwise_s), definitions=rank_kwargs.get("definitions", "paper_text"),
-                       rankings=kept_rankings, voters=tuple(voters))
+                       rankings=kept_rankings, voters=tuple(voters), reseed_scores=reseed_scores)
 
 
 def _rank_kwargs(cfg, definitions: str | None = None) -> dict:
     return dict(iou_percentile=cfg.iou_percentile, lambda1=cfg.lambda1, lambda2=cfg.lambda2,
                 gaussian_max_neurons=cfg.gaussian_max_neurons, probe_standardize=cfg.probe_standardize,
-                definitions=definitions or cfg.definitions[0], random_draws=cfg.random_draws)
+                definitions=definitions or cfg.definitions[0], random_draws=cfg.random_draws, reseeds=cfg.reseeds)
+
+
+def seed_stability(result: StudyResult) -> pd.DataFrame:
+    """Per method and metric: the overall mean (over layers, concepts, s) under each study seed,
+    their mean and spread (max - min). Empty without reseeds."""
+    rs = result.reseed_scores
+    if rs is None or rs.empty:
+        return pd.DataFrame(columns=["method", "metric", "mean", "min", "max", "spread", "n_seeds"])
+    by = rs.groupby(["method", "metric", "seed"]).score.mean().unstack("seed")
+    out = pd.DataFrame({"mean": by.mean(axis=1), "min": by.min(axis=1), "max": by.max(axis=1)})
+    out["spread"] = out["max"] - out["min"]
+    out["n_seeds"] = by.shape[1]
+    out = out.reset_index()
+    out["method"] = out["method"].map(lambda m: nv.DISPLAY.get(m, m))
+    return out.round(4)
 
 
 _PREPARED: dict = {}
 
 
-def encoder_data(cfg, encoder: str, source: str, tags) -> tuple[list[ConceptTask], dict[str, np.ndarray], pd.DataFrame, int]:
+def encoder_data(cfg, encoder: str, source: str, tags, max_per_class: int | None | str = "cfg"
+                 ) -> tuple[list[ConceptTask], dict[str, np.ndarray], pd.DataFrame, int]:
     """Concept tasks and word vectors of one encoder on one corpus, computed once per session.
 
     Returns (tasks, site -> Float["n_flat_words d"], concept summary, n_layers). With
     ``cfg.site == "hook_resid_post"`` every layer's output and the embedding output
     (``blocks.0.hook_resid_pre``) are computed in the same forward pass (for the all-layer study).
+    ``max_per_class`` (default ``cfg.max_per_class``): when the same corpus was already encoded
+    with all examples, a capped variant is drawn from those words (no second forward pass).
     """
     from kit.neuronvote import concepts as concepts
     from kit.models.encoders import load_encoder
 
-    key = (encoder, source, None if tags is None else tuple(tags), cfg.site, cfg.min_examples, cfg.max_per_class,
-           cfg.max_sentences, cfg.seed, cfg.device)
-    if key in _PREPARED:
-        return _PREPARED[key]
+    cap = cfg.max_per_class if max_per_class == "cfg" else max_per_class
+    base = (encoder, source, None if tags is None else tuple(tags), cfg.site, cfg.min_examples,
+            cfg.max_sentences, cfg.seed, cfg.device)
+    if base + (cap,) in _PREPARED:
+        return _PREPARED[base + (cap,)][:4]
+    if cap is not None and base + (None,) in _PREPARED:
+        tasks_all, acts, summary, n_layers, sentences = _PREPARED[base + (None,)]
+        kept = [t.concept for t in tasks_all]
+        tasks = concepts.build_concept_tasks(sentences, kept, min_examples=1, max_per_class=cap, seed=cfg.seed)
+        tasks = [t for t in tasks if min(len(t.test), int(t.y_train.sum()), int((1 - t.y_train).sum())) > 1]
+        _PREPARED[base + (cap,)] = (tasks, acts, summary, n_layers, sentences)
+        return _PREPARED[base + (cap,)][:4]
     sentences = concepts.load_sentences(source, max_sentences=None, seed=cfg.seed)
     summary = concepts.concept_summary(sentences, tags, cfg.min_examples)
     if cfg.max_sentences is not None and cfg.max_sentences < len(sentences):
         # Subsample after counting: which tags are kept is decided on the whole corpus, as in the paper.
         sentences = concepts.load_sentences(source, max_sentences=cfg.max_sentences, seed=cfg.seed)
     kept = summary.concept[summary.kept].tolist()
-    tasks = concepts.build_concept_tasks(sentences, kept, min_examples=1, max_per_class=cfg.max_per_class,
-                                         seed=cfg.seed)
+    tasks = concepts.build_concept_tasks(sentences, kept, min_examples=1, max_per_class=cap, seed=cfg.seed)
     tasks = [t for t in tasks if min(len(t.test), int(t.y_train.sum()), int((1 - t.y_train).sum())) > 1]
     if not tasks:
         raise ValueError(f"no concept of {tags} has >= {cfg.min_examples} examples in {source}")
@@ -186,13 +244,13 @@ def encoder_data(cfg, encoder: str, source: str, tags) -> tuple[list[ConceptTask
     if cfg.site == "hook_resid_post":
         sites = ["blocks.0.hook_resid_pre"] + sites
     acts = enc.word_activations([list(s.words) for s in sentences], sites, batch_size=cfg.batch_size)
-    _PREPARED[key] = (tasks, {k: v.numpy() for k, v in acts.items()}, summary, enc.n_layers)
-    return _PREPARED[key]
+    _PREPARED[base + (cap,)] = (tasks, {k: v.numpy() for k, v in acts.items()}, summary, enc.n_layers, sentences)
+    return _PREPARED[base + (cap,)][:4]
 
 
 def study_encoder(cfg, encoder: str | None = None, source: str | None = None, progress: bool = True,
                   definitions: str | None = None, all_layers: bool = False,
-                  tags=None) -> tuple[StudyResult, pd.DataFrame]:
+                  tags=None, max_per_class: int | None | str = "cfg") -> tuple[StudyResult, pd.DataFrame]:
     """The whole pipeline for one encoder on one tagged corpus, from a notebook 05 ``Config``.
 
     Loads the corpus, builds the concept tasks (tags below ``cfg.min_examples`` dropped), computes
@@ -201,7 +259,9 @@ def study_encoder(cfg, encoder: str | None = None, source: str | None = None, pr
     (default first/middle/last block, keyed by block index); ``all_layers``: the embedding output
     and every block, keyed by the paper's numbering (0 = embeddings, k = output of block k - 1;
     Tables 7-14). ``tags``: default ``cfg.tags`` for POS sources, ``concepts.CHUNK_TAGS`` for
-    ``conll2000_chunk``. Returns (result, concept summary with counts and kept flags).
+    ``conll2000_chunk``. ``max_per_class``: default ``cfg.max_per_class`` (the notebook passes
+    ``cfg.extra_max_per_class`` for chunking and the all-layer study). Returns (result, concept
+    summary with counts and kept flags).
     """
     from kit.neuronvote import concepts as concepts
 
@@ -209,7 +269,7 @@ def study_encoder(cfg, encoder: str | None = None, source: str | None = None, pr
     source = source or cfg.source
     if tags is None:
         tags = list(concepts.CHUNK_TAGS) if source == "conll2000_chunk" else cfg.tags
-    tasks, acts, summary, n_layers = encoder_data(cfg, encoder, source, tags)
+    tasks, acts, summary, n_layers = encoder_data(cfg, encoder, source, tags, max_per_class)
     if all_layers:
         if cfg.site != "hook_resid_post":
             raise ValueError(f"all_layers needs site='hook_resid_post' (the embedding output has no {cfg.site})")
@@ -368,6 +428,28 @@ def paper_closeness(studies: Mapping[str, StudyResult]) -> pd.DataFrame:
     return out.round(4)
 
 
+def closeness_findings(closeness: pd.DataFrame) -> list[str]:
+    """Which definition set reproduces the paper's Tables 2-4 closer, from :func:`paper_closeness`
+    (our numbers against ``../shared/paper_tables``; the verdict follows the mean absolute gap)."""
+    if closeness.empty:
+        return []
+    best = closeness["mean MAE"].idxmin()
+    parts = [f"{d}: mean |ours - paper| {r['mean MAE']:.3f} (Table 2 {r['table2 MAE']:.3f}, Table 3 "
+             f"{r['table3 MAE']:.3f}, Table 4 {r['table4 MAE']:.3f}; Spearman of Table 2's NeuronVote order "
+             f"{r['table2 NeuronVote Spearman']:+.2f})" for d, r in closeness.iterrows()]
+    lines = ["Definition sets against the paper's Tables 2-4: " + "; ".join(parts) + "."]
+    if len(closeness) > 1:
+        other = closeness["mean MAE"].drop(best)
+        margin = float(other.min() - closeness.loc[best, "mean MAE"])
+        rho = closeness["table2 NeuronVote Spearman"]
+        agree = rho.idxmax() == best
+        lines.append(f"Closer by the mean absolute gap: {best} (by {margin:.3f})"
+                     + ("; it also has the higher rank agreement." if agree else
+                        f"; but {rho.idxmax()} orders the methods more like Table 2 (Spearman "
+                        f"{rho.max():+.2f} vs {rho[best]:+.2f}): the two criteria disagree."))
+    return lines
+
+
 # ------------------------------------------------------------------ intervals, consensus subsets, lobby
 
 
@@ -410,21 +492,23 @@ def consensus_subsets(result: StudyResult, a: str = "probeless", b: str = "lca")
 
 
 def lobby_effect(result: StudyResult, lobby: str = "lasso", copies: Sequence[int] = (0, 1, 2, 4)) -> pd.DataFrame:
-    """The paper's "lobby" limitation, measured: NeuronVote of every voter when ``k`` identical
-    clones of ``lobby`` join the voters (a bloc of methods with near-identical rankings). Rows k,
-    columns methods; mean over layers, concepts and s."""
+    """The paper's "lobby" limitation, measured: NeuronVote of every method when ``k`` identical
+    clones of ``lobby`` join the voters (a bloc of methods with near-identical rankings). The
+    non-voters (MeanSelect, IoU-AP, Random: "a new method" in the paper's words) are scored against
+    the enlarged consensus too. Rows k, columns methods; mean over layers, concepts and s."""
     s_values = sorted(result.scores.s.unique().tolist())
     rows = {}
     for k in copies:
         clones = [f"{lobby}#{i}" for i in range(k)]
-        vals = {m: [] for m in result.voters}
+        voters = list(result.voters) + clones
+        vals: dict[str, list[float]] = {}
         for rankings in result.rankings.values():
-            pool = {v: rankings[v] for v in result.voters} | {c: rankings[lobby] for c in clones}
+            pool = dict(rankings) | {c: rankings[lobby] for c in clones}
             for s in s_values:
-                scores = nv.neuron_vote(pool, s, voters=list(pool))
-                for m in result.voters:
-                    vals[m].append(scores[m])
-        rows[k] = {nv.DISPLAY[m]: float(np.mean(v)) for m, v in vals.items()}
+                scores = nv.neuron_vote(pool, s, voters=voters)
+                for m in rankings:
+                    vals.setdefault(m, []).append(scores[m])
+        rows[k] = {nv.DISPLAY.get(m, m): float(np.mean(v)) for m, v in vals.items()}
     out = pd.DataFrame(rows).T
     out.index.name = f"clones of {nv.DISPLAY[lobby]}"
     return out.round(3)
@@ -455,6 +539,34 @@ def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, tit
         ax.tick_params(axis="x", rotation=60)
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_by_layer(result: StudyResult, methods: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0):
+    """Figures 3-4 analogue: AvgOverlap (left) and NeuronVote (right) of every method per layer
+    (mean over concepts and s), with the 95% bootstrap interval over concepts as a band.
+    Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    iv = score_intervals(result, n_boot=n_boot, seed=seed)
+    iv = iv[iv.position != "all"]
+    layer_of = result.scores.drop_duplicates("position").set_index("position").layer
+    iv = iv.assign(layer=iv.position.map(layer_of)).sort_values("layer")
+    keep = [nv.DISPLAY.get(m, m) for m in (methods or list(dict.fromkeys(result.scores.method)))]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, metric in zip(axes, ("AvgOverlap", "NeuronVote")):
+        for m in keep:
+            g = iv[(iv.method == m) & (iv.metric == metric)]
+            if g.empty:
+                continue
+            line, = ax.plot(g.layer, g["mean"], marker="o", ms=3, label=m)
+            ax.fill_between(g.layer, g.lo, g.hi, color=line.get_color(), alpha=0.15)
+        ax.set_xlabel("layer")
+        ax.set_title(f"{result.model}: {metric} by layer")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("score (95% interval over concepts)")
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
 

@@ -41,3 +41,27 @@ def test_neuronvote_claims_follow_the_numbers():
     assert claims["meanselect.above_random"].verdict == "supported"
     one = {c.id: c for c in neuronvote_claims(_result(layers=(0,)), n_boot=50, prefix="d.")}
     assert one["d.layer.probing_trend"].verdict == "not testable here"
+
+
+def test_method_claims_against_random_union_over_seeds():
+    from kit.neuronvote.claims import method_claims
+
+    res = _result()
+    claims = {c.id: c for c in method_claims(res, n_boot=200)}
+    assert {"neuronvote.lca_above_random", "avgoverlap.gaussian_above_random"} <= set(claims)
+    assert claims["neuronvote.lca_above_random"].verdict == "supported"
+    assert abs(claims["neuronvote.lca_above_random"].ours - (per_concept(res.scores, "NeuronVote")["lca"]
+                                                              - per_concept(res.scores, "NeuronVote")["random"]).mean()) < 1e-12
+    # A second seed under which LCA collapses to Random's level: the union interval reaches 0, so no support.
+    bad = res.scores.copy()
+    rnd = bad[bad.method == "random"].set_index(["layer", "concept", "s", "metric"]).score
+    lca = bad.method == "lca"
+    bad.loc[lca, "score"] = [rnd[(r.layer, r.concept, r.s, r.metric)] + (0.01 if r.concept == "c0" else -0.001)
+                             for r in bad[lca].itertuples()]
+    res.reseed_scores = pd.concat([res.scores.assign(seed=0), bad.assign(seed=1)], ignore_index=True)
+    two = {c.id: c for c in method_claims(res, n_boot=200)}
+    c = two["neuronvote.lca_above_random"]
+    assert c.verdict != "supported" and c.ci_low <= 0 and "2 study seeds" in c.interval_how
+    assert len(c.extra["seed_means"]) == 2
+    for c in two.values():
+        check_consistent(c)

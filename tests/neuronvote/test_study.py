@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from kit.neuronvote import methods as nv
 from kit.neuronvote import study as nvs
 from kit.neuronvote.concepts import TaggedSentence, build_concept_tasks
 
@@ -77,6 +79,13 @@ def test_figures(study):
     assert len(fig.axes) >= 3
     fig2 = nvs.plot_method_overlap([study], "meanselect", others=["probeless", "lca", "random"])
     assert fig2.axes
+    fig3 = nvs.plot_by_layer(study, methods=["probeless", "lca", "random"], n_boot=100)
+    ax = fig3.axes[1]
+    assert ax.get_title().endswith("NeuronVote by layer") and len(ax.lines) == 3
+    # The plotted points are the per-layer means of the long table (layers 0, 1, 2 here).
+    want = study.scores[(study.scores.method == "lca") & (study.scores.metric == "NeuronVote")] \
+        .groupby("layer").score.mean().to_numpy()
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), want)
 
 
 def test_run_study_rejects_bad_methods_and_s():
@@ -134,14 +143,55 @@ def test_intervals_consensus_subsets_lobby(study):
     assert set(iv.position) == {"first", "middle", "last", "all"}
     sub = nvs.consensus_subsets(study, "probeless", "lca")
     assert len(sub) == 2 ** 4 - 1 and sub.n_consensus_methods.max() == 4  # subsets of Gaussian, IoU, Lasso, Ridge
-    lobby = nvs.lobby_effect(study, "lasso", copies=(0, 3))
+    lobby = nvs.lobby_effect(study, "lasso", copies=(0, 3, 60))
     # Clones of Lasso vote for Lasso's own neurons: Lasso's NeuronVote can only rise (here to 1: the clones
     # outvote the rest), and at k = 0 it equals the study's own NeuronVote.
     assert lobby.loc[3, "Lasso"] >= lobby.loc[0, "Lasso"]
     own = study.scores[(study.scores.method == "lasso") & (study.scores.metric == "NeuronVote")].score.mean()
     assert lobby.loc[0, "Lasso"] == pytest.approx(own, abs=1e-3)
+    # Non-voters (a "new method") are scored against the lobbied consensus too. With 60 clones Lasso's
+    # s-th neuron has >= 61 points and any other neuron <= 5 voters x s = 50, so the consensus is Lasso's
+    # own top-s and a non-voter's NeuronVote is its overlap with Lasso.
+    assert {"MeanSelect", "Random"} <= set(lobby.columns)
+    ms = [nv.overlap(r["meanselect"][:s], r["lasso"][:s]) for r in study.rankings.values() for s in (5, 10)]
+    assert lobby.loc[60, "MeanSelect"] == pytest.approx(np.mean(ms), abs=1e-3)
 
 
 def test_paper_closeness_marks_one_definition_set(study):
     out = nvs.paper_closeness({"a": study, "b": study})
     assert out["closest"].all() and (out["mean MAE"] >= 0).all()
+
+
+def test_reseeds_rerank_all_but_the_seedless_gaussian():
+    rng = np.random.default_rng(1)
+    tags = rng.choice(["A", "O"], size=600, p=[0.4, 0.6])
+    sents = [TaggedSentence(tuple(f"w{i + j}" for j in range(10)), tuple(tags[i:i + 10])) for i in range(0, 600, 10)]
+    tasks = build_concept_tasks(sents, ["A"], min_examples=100, max_per_class=100, seed=0)
+    v = rng.normal(size=(600, 30))
+    v[:, 3] += 2.0 * (tags == "A")
+    res = nvs.run_study(tasks, {0: v, 1: v + 0.1 * rng.normal(size=v.shape)}, model="syn", site="x",
+                        s_values=(5,), accuracy_s=(5,), pairwise_s=(5,), progress=False, gaussian_max_neurons=5,
+                        random_draws=2, reseeds=2, seed=4)
+    rs = res.reseed_scores
+    assert sorted(rs.seed.unique()) == [4, 5, 6]
+    own = rs[rs.seed == 4].drop(columns="seed").reset_index(drop=True)
+    pd.testing.assert_frame_equal(own, res.scores.reset_index(drop=True))
+    by = rs.groupby(["method", "metric", "seed"]).score.mean().unstack("seed")
+    assert by.loc[("random", "AvgOverlap")].nunique() > 1, "Random must be redrawn under each seed"
+    st = nvs.seed_stability(res)
+    assert set(st.columns) >= {"method", "metric", "spread", "n_seeds"} and (st.n_seeds == 3).all()
+    assert (st.spread >= 0).all()
+    with pytest.raises(ValueError, match="reseeds"):
+        nvs.run_study(tasks, {0: v}, model="syn", site="x", s_values=(5,), accuracy_s=(5,), pairwise_s=(5,),
+                      progress=False, reseeds=-1)
+
+
+def test_closeness_findings_name_the_closer_set():
+    import pandas as pd
+
+    c = pd.DataFrame({"table2 MAE": [0.08, 0.12], "table3 MAE": [0.09, 0.18], "table4 MAE": [0.03, 0.04],
+                      "table2 NeuronVote Spearman": [0.64, 0.96]}, index=["paper_text", "neurox"])
+    c["mean MAE"] = c[["table2 MAE", "table3 MAE", "table4 MAE"]].mean(axis=1)
+    lines = nvs.closeness_findings(c)
+    assert "Closer by the mean absolute gap: paper_text (by 0.047)" in lines[1]
+    assert "the two criteria disagree" in lines[1]
