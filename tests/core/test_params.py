@@ -120,7 +120,7 @@ def test_parse_assignment_rejects_malformed(text):
 
 @pytest.mark.parametrize("notebook, override, fragment", [
     ("00_quickstart", {"task": "addd"}, "'addd' is not a task of the world"),
-    ("00_quickstart", {"model": "zoo/base-xl"}, "'zoo/base-xl' is not a zoo member of world 'micro'"),
+    ("00_quickstart", {"model": "zoo/base-xxl"}, "'zoo/base-xxl' is not a zoo member of world 'micro'"),
     ("00_quickstart", {"model": "random/gpt3"}, "'random/gpt3' is not a random shape"),
     ("01_utility_law", {"sae_names": ["zoo-sae/base-m/topk-9"]}, "'zoo-sae/base-m/topk-9' is not a SAE"),
     ("01_utility_law", {"tasks": ["add", "gsm9k"]}, "'gsm9k' is not a task of the world"),
