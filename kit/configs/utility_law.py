@@ -23,6 +23,8 @@ class Config(BaseConfig):
     """Fresh (never published) items per task whose accuracy is the true capability (tiny world only; 0 to skip)."""
     reference_order: list[str] | None = None
     """True ranking of ``models``, best first; None: by mean fresh-item accuracy (tiny world)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Hugging Face models: weight dtype (``bfloat16`` holds a 7B model in ~15 GB); zoo models are always float32."""
     max_new_tokens: int = Field(1, ge=1, le=8192)
     """Greedy response length (every tiny-world answer is one token; the paper used 1024)."""
     score: Score = "score"

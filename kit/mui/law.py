@@ -270,13 +270,13 @@ def items_mui(model, items: list, responses: list[str], task: str, zoo: bool = T
 def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_fresh: int, world: str,
                   device: str = "cpu", score: str = "score", threshold: str = "topk", k: int | None = None,
                   frac: float | None = None, batch_size: int = 32, seed: int = 0,
-                  max_new_tokens: int = 1, max_batch_tokens: int = 8192) -> pd.DataFrame:
+                  max_new_tokens: int = 1, max_batch_tokens: int = 8192, dtype: str | None = None) -> pd.DataFrame:
     """Performance (test accuracy %), true capability (fresh accuracy %) and MUI per (model, task).
 
     MUI is measured on each model's own greedy responses to the test items (Eq. 5) by
     :func:`items_mui`: zoo models in ``batch_size`` rows, Hugging Face models teacher-forced in
-    batches of ``max_batch_tokens`` padded tokens with a per-item cache.
-    Returns columns model, task, group, performance, fresh, mui, n_items.
+    batches of ``max_batch_tokens`` padded tokens with a per-item cache. ``dtype``: Hugging Face
+    models' weight dtype (zoo models are float32). Returns columns model, task, group, performance, fresh, mui, n_items.
     """
     from tqdm.auto import tqdm
 
@@ -287,7 +287,7 @@ def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_f
     rows = []
     for name in tqdm(models, desc="models"):
         zoo = is_zoo(name)
-        model = load_model(name, device=device, world=world)
+        model = load_model(name, device=device, world=world, dtype=dtype)
         for task in tasks:
             items = task_items(task, "test", n_items, seed, zoo)
             responses, correct = respond_and_score(model, items, task, zoo, max_new_tokens)
@@ -512,7 +512,7 @@ def method_name(score: str, threshold: str, frac: float | None = None) -> str:
 
 def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
                 methods: Sequence[tuple] = DEFAULT_METHODS, batch_size: int = 32,
-                seed: int = 0, max_new_tokens: int = 1) -> pd.DataFrame:
+                seed: int = 0, max_new_tokens: int = 1, dtype: str | None = None) -> pd.DataFrame:
     """MUI under every method for each (model, task) cell. A method is ``(score, threshold)`` (the
     threshold's default parameter) or ``(score, threshold, frac)``. Returns columns model, task,
     method, score, threshold, frac, mui, d_mlp, max_response_tokens (the longest response of the cell,
@@ -524,7 +524,7 @@ def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, 
 
     rows = []
     for name in tqdm(model_names, desc="B.6 grid"):
-        model = load_model(name, device=device, world=world)
+        model = load_model(name, device=device, world=world, dtype=dtype)
         for task in tasks:
             items = task_items(task, "test", n_items, seed, is_zoo(name))
             responses, _ = respond_and_score(model, items, task, is_zoo(name), max_new_tokens)
@@ -573,7 +573,8 @@ def method_correlations(grid: pd.DataFrame) -> pd.DataFrame:
 
 def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
              top: int = 50, reference_width: int | None = mui.SAE_REFERENCE_WIDTH, batch_size: int = 32,
-             seed: int = 0, score: str = "score", threshold: str = "topk", max_new_tokens: int = 1) -> pd.DataFrame:
+             seed: int = 0, score: str = "score", threshold: str = "topk", max_new_tokens: int = 1,
+             dtype: str | None = None) -> pd.DataFrame:
     """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses).
 
     The SAE's hook comes from ``sae.cfg.metadata.hook_name``, its model from the name
@@ -593,7 +594,7 @@ def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world
         if model_name not in cache:
             cache.clear()
             release()
-            cache[model_name] = load_model(model_name, device=device, world=world)
+            cache[model_name] = load_model(model_name, device=device, world=world, dtype=dtype)
         model = cache[model_name]
         hook = sae.cfg.metadata.hook_name
         zoo = is_zoo(model_name)
@@ -1059,7 +1060,7 @@ def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg):
     methods = [(s, t, f) if t == "topscore" else (s, t) for s in cfg.grid_scores for t in cfg.grid_thresholds
                for f in (cfg.grid_topscore_fracs if t == "topscore" else [None])]
     mgrid = method_grid(model_names, tasks, cfg.grid_n_items, cfg.world, cfg.device, methods, cfg.batch_size, cfg.seed,
-                        cfg.max_new_tokens)
+                        cfg.max_new_tokens, dtype=cfg.dtype)
     dropped = coincident_methods(mgrid)
     kept = mgrid[~mgrid.method.isin(list(dropped))]
     corr = method_correlations(kept)
@@ -1127,7 +1128,7 @@ def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):
     if not sae_names:
         return Section(findings=["SAE MUI: no SAEs in this world/profile, section skipped."])
     sgrid = sae_grid(sae_names, tasks, cfg.n_items, cfg.world, cfg.device, cfg.sae_top, cfg.sae_reference_width,
-                     cfg.batch_size, cfg.seed, cfg.score, cfg.threshold, cfg.max_new_tokens)
+                     cfg.batch_size, cfg.seed, cfg.score, cfg.threshold, cfg.max_new_tokens, dtype=cfg.dtype)
     rho = {s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic) if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1
            else None for s, g in sgrid.groupby("sae")}
     finding = "SAE MUI (one layer): " + "; ".join(
