@@ -218,7 +218,8 @@ def top_correlations(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"], top_k
 
 def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"],
                             dec_l: Float[Tensor, "dl d"], top_k: int = 3, min_corr: float = 0.3,
-                            min_cos: float = 0.5, absorption: str = "all") -> dict[str, float | list]:
+                            min_cos: float = 0.5, absorption: str = "all", chunk: int = 8192
+                            ) -> dict[str, float | list]:
     """``1 - (splitting_rate + absorption_rate) / 2``.
 
     splitting: fraction of alive small features whose correlated large features (top ``top_k``
@@ -229,11 +230,12 @@ def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"]
     features, divided by ``absorption="all"`` large features (the page: "fraction of large
     features that are the top match for multiple small features") or by ``"matched"`` ones (those
     that are some small feature's best match: the rate among features that take part at all).
+    ``chunk``: large features correlated per block (:func:`top_correlations`; no effect on the result).
     """
     if absorption not in ("all", "matched"):
         raise ValueError(f"absorption={absorption!r}; allowed values: all, matched")
     alive = (fs > 0).any(0).cpu()
-    corr, idx = top_correlations(fs, fl, top_k)
+    corr, idx = top_correlations(fs, fl, top_k, chunk=chunk)
     dec = unit_rows(dec_l.float().cpu())
     split_flags = []
     for i in torch.nonzero(alive).flatten().tolist():
@@ -261,13 +263,14 @@ def absorption_name(absorption: str, denom: int) -> str:
 
 def matryoshka(sae_small, sae_large, acts: Float[Tensor, "n d_in"], top_k: int = 3, min_corr: float = 0.3,
                min_cos: float = 0.5, min_consistency: float = 0.7, absorption: str = "all",
-               inputs: AuditInputs | None = None) -> AuditResult:
+               chunk: int = 8192, inputs: AuditInputs | None = None) -> AuditResult:
     """M11 on two SAEs of different widths at one hook, on the large SAE's device (features of
-    both SAEs stay there; correlations in chunks). Pass: consistency > 0.7."""
+    both SAEs stay there; correlations ``chunk`` large features at a time, so a 131k-feature SAE
+    needs its n x 131k features plus n x ``chunk``, not several n x 131k copies). Pass: consistency > 0.7."""
     if sae_small.cfg.d_sae > sae_large.cfg.d_sae:
         raise ValueError(f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: swap them")
     v = cross_scale_consistency(sae_features(sae_small, acts, cpu=False), sae_features(sae_large, acts, cpu=False),
-                                sae_large.W_dec.detach(), top_k, min_corr, min_cos, absorption)
+                                sae_large.W_dec.detach(), top_k, min_corr, min_cos, absorption, chunk=chunk)
     c = v["cross_scale_consistency"]
     return AuditResult(metric="M11", name="Matryoshka cross-scale consistency", value=c, values=v,
                        pass_condition=f"cross_scale_consistency > {min_consistency}",

@@ -254,3 +254,16 @@ def test_nla_direction_recovers_feature_direction():
     assert max(r.values["per_feature_cosine"]) > 0.95, "top activations along the decoder direction give cosine ~1"
     assert r.values["n_features"] >= 1
     assert 3 in per
+
+
+def test_m11_chunked_equals_unchunked():
+    """M11's result does not depend on how many large features are correlated at once."""
+    small, large = topk_sae(d_sae=16, seed=1), topk_sae(d_sae=48, seed=2)
+    acts = torch.randn(400, 16, generator=torch.Generator().manual_seed(0))
+    one = V.matryoshka(small, large, acts, min_corr=0.1, chunk=10_000)
+    chunked = V.matryoshka(small, large, acts, min_corr=0.1, chunk=5)  # 48 features in 10 blocks
+    assert one.values["n_large_matched"] > 0, "the case must have matches for the comparison to mean anything"
+    assert chunked.value == pytest.approx(one.value, abs=1e-9)
+    for k in ("splitting_rate", "absorption_rate", "n_large_matched", "n_small_alive"):
+        assert chunked.values[k] == pytest.approx(one.values[k], abs=1e-9), k
+    assert np.allclose(chunked.values["best_corr"], one.values["best_corr"], atol=1e-5)
