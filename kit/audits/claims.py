@@ -61,6 +61,12 @@ def audit_claims(results: Sequence[Any]) -> list[Claim]:
                              interval_how=f"Welch t over {len(runs)} + {len(ctrl)} reseeds", **common))
             continue
         direction = DIRECTION.get(r.metric, "greater")
+        signal = r.values.get("task_signal") or {}
+        if signal.get("does_task") is False:
+            out.append(claim(PAPER, r.metric, cid, f"{r.metric} {r.name}: {what} above its null", ours,
+                             not_testable="the model does not do the task, so there is no circuit to audit "
+                             f"(mean logit diff {signal.get('mean_logit_diff', float('nan')):.3g})", **common))
+            continue
         statement = (f"{r.metric} {r.name}: {what} {'above' if direction == 'greater' else 'below'} its null "
                      f"(audit {_verdict(r)}: {r.pass_condition})")
         if ours is None or not r.null_values:

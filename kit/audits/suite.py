@@ -67,14 +67,21 @@ def task_prompts(tasks: list[str], n: int, max_chars: int = 400) -> tuple[list[s
     return prompts, labels
 
 
-def dif_items(items, cfg, model):
-    """EX2's items: the world's name groups, or ``cfg.dif_name_groups`` substituted into the
-    prompts (single-token names only). Returns ``(items, dropped names per group)``."""
+def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
+    """The IOI items of the circuit family and EX2, with the names dropped per category.
+
+    Without ``cfg.dif_name_groups``: the world's IOI items whose names are single tokens of
+    ``model`` (its frequent / rare groups). With it: every item's two names replaced by two names
+    of one category (round-robin), keeping only names that are single tokens of ``model``; the
+    world's own names need not be tokens then (they are replaced)."""
     from .sources import regroup_names
 
-    if cfg.dif_name_groups is None:
+    groups = cfg.dif_name_groups
+    items = ioi_items(cfg.ioi_task, cfg.n_ioi, cfg.ioi_split, cfg.seed, model=None if groups else model,
+                      capitalize=not cfg.model.startswith("zoo/"))
+    if groups is None:
         return items, {}
-    return regroup_names(items, cfg.dif_name_groups, model, seed=cfg.seed)
+    return regroup_names(items, groups, model, seed=cfg.seed)
 
 
 def ioi_items(task: str, n: int, split: str = "test", seed: int = 0, model=None, capitalize: bool = False):
@@ -173,7 +180,8 @@ def _sae_metrics(saes: dict[str, Any], ctx: SAEContext, model, cfg) -> dict[str,
         "M10": [V.prism(saes["arch_a"], acts, ctx.ta.prompt_index, ctx.ta.position, n_features=cfg.n_features,
                         top_n=cfg.prism_top_n, window=cfg.prism_window, threshold=cfg.prism_threshold, seed=seed)],
         "M11": [V.matryoshka(saes["small"], saes["large"], acts, top_k=cfg.matryoshka_top_k,
-                             min_corr=cfg.matryoshka_min_corr, absorption=cfg.matryoshka_absorption)],
+                             min_corr=cfg.matryoshka_min_corr, absorption=cfg.matryoshka_absorption,
+                             chunk=cfg.matryoshka_chunk)],
         "M12": [V.adaptive_sparsity(saes[r], acts, threshold=cfg.mismatch_threshold) for r in ("arch_a", "arch_b")],
         "EX34": [V.nla_sae_convergence(saes["arch_a"], acts, W_U, n_features=min(cfg.n_features, cfg.nla_features),
                                        top_k=cfg.nla_top_k, top_tokens=cfg.weightlens_top_k, seed=seed)],
@@ -236,6 +244,12 @@ class CircuitContext:
 def circuit_context(model, items, cfg, fixed_heads: list[C.Head] | None = None,
                     progress: bool = False) -> CircuitContext:
     """IOI batch, mean-ablation means over the same prompts, discovered (or fixed) circuit."""
+    if fixed_heads:
+        L, H = model.cfg.n_layers, model.cfg.n_heads
+        bad = [h for h in fixed_heads if not (0 <= h[0] < L and 0 <= h[1] < H)]
+        if bad:
+            raise ValueError(f"circuit={cfg.circuit!r} names heads {bad[:4]} outside this model ({L} layers x {H} heads): "
+                             "it is GPT-2 small's circuit; allowed values for another model: discover")
     batch = C.ioi_batch(model, items)
     means = C.head_means(model, batch)
     circuit = C.discover_circuit(model, batch, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
@@ -257,7 +271,14 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
     ex11 = P.weber_audit(curves, cfg.weber_scales, cfg.jnd_threshold, inputs=inp)
     P.attach_random_circuit_nulls(model, cc.batch, cc.means, cc.circuit.heads, ex1, ex11, cfg.weber_scales,
                                   cfg.weber_baselines, cfg.jnd_threshold, n=cfg.n_null_seeds, seed=cfg.seed)
-    return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11}
+    signal = C.task_signal(cc.lds["full"].numpy())
+    scope = C.circuit_scope(known=cfg.circuit != "discover", signal=signal, n_heads=len(cc.circuit.heads),
+                            frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads)
+    for r in (mib, ex1, ex2, ex11):
+        r.values["circuit_source"] = "known" if cfg.circuit != "discover" else "discovered"
+        r.values["task_signal"] = signal
+        r.notes = "; ".join(x for x in (scope, r.notes) if x)
+    return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11, "signal": signal, "scope": scope}
 
 
 # ------------------------------------------------------------------ stability / safety

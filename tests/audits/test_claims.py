@@ -30,3 +30,13 @@ def test_audit_claims_read_each_null_and_flag_by_construction():
     assert claims["M12.vs_null.2"].verdict == "contradicted", "mismatch above the untrained SAEs' is the wrong side"
     assert claims["EX1.vs_null"].verdict == "not testable here" and "no null" in claims["EX1.vs_null"].why
     assert set(REQUIRED_IDS["06_measurement_audits"]) >= {"M07.vs_null", "EX24.vs_null", "MIB.vs_null"}
+
+
+def test_circuit_audits_on_a_model_that_does_not_do_the_task_are_not_testable():
+    no = {"does_task": False, "mean_logit_diff": -0.01}
+    r = _r("EX1", 2.0, [0.1, 0.2], task_signal=no)
+    ok = _r("EX1", 2.0, [0.1, 0.2], task_signal={**no, "does_task": True})
+    c_no, c_ok = audit_claims([r, ok])
+    check_consistent(c_no)
+    assert c_no.verdict == "not testable here" and "does not do the task" in c_no.why
+    assert c_ok.verdict == "supported", "the same numbers on a model that does the task are read against the null"

@@ -11,7 +11,7 @@ import pytest
 from kit.core import runner as runner
 
 pytestmark = pytest.mark.slow
-PASSING = ["01", "05"]  # 00, 02-04 and 06 have no passing dryrun yet (see README, "Running on your models")
+PASSING = ["01", "05", "06"]  # 00 and 02-04 have no passing dryrun yet (see README, "Running on your models")
 
 
 @pytest.mark.parametrize("nb", PASSING)
