@@ -163,6 +163,21 @@ def test_a_gpt2_circuit_on_a_smaller_model_is_refused(model, ioi_items):
         suite.circuit_context(model, ioi_items, cfg, fixed_heads=suite.circuit_heads_for(cfg))
 
 
+def test_circuit_items_regroup_before_the_single_token_filter(model):
+    """A non-zoo model gets capitalised world names, none a token of the word-level test model: with
+    name categories the world's names are replaced first, so only the categories' names must be tokens."""
+    items = suite.ioi_items("ioi", 6)
+    vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
+    groups = {"a": vocab[:2] + ["Zyxwvut", "Qwertz"], "b": vocab[2:4], "c": vocab[4:6]}
+    cfg = kit.load_params("06_measurement_audits", "smoke", overrides={"model": "twin/gpt2", "n_ioi": 9,
+                                                                         "dif_name_groups": groups})
+    out, dropped = suite.circuit_items(model, cfg)
+    assert len(out) == 9 and {it.metadata["name_group"] for it in out} == {"a", "b", "c"}
+    assert dropped == {"a": ["Zyxwvut", "Qwertz"], "b": [], "c": []}
+    with pytest.raises(ValueError, match="single-token"):
+        suite.circuit_items(model, cfg.model_copy(update={"dif_name_groups": None}))
+
+
 def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):
     from kit.audits import sources
 
