@@ -67,6 +67,15 @@ def task_prompts(tasks: list[str], n: int, max_chars: int = 400) -> tuple[list[s
     return prompts, labels
 
 
+def load_circuit_model(cfg, model):
+    """The circuit family's model and its name: ``cfg.circuit_model`` loaded, or ``model`` itself."""
+    if cfg.circuit_model in (None, cfg.model):
+        return model, cfg.model
+    import kit
+
+    return kit.load_model(cfg.circuit_model, device=cfg.device, world=cfg.world), cfg.circuit_model
+
+
 def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
     """The IOI items of the circuit family and EX2, with the names dropped per category.
 
@@ -78,7 +87,7 @@ def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
 
     groups = cfg.dif_name_groups
     items = ioi_items(cfg.ioi_task, cfg.n_ioi, cfg.ioi_split, cfg.seed, model=None if groups else model,
-                      capitalize=not cfg.model.startswith("zoo/"))
+                      capitalize=not (cfg.circuit_model or cfg.model).startswith("zoo/"))
     if groups is None:
         return items, {}
     return regroup_names(items, groups, model, seed=cfg.seed)
@@ -294,9 +303,12 @@ def run_m09(ctx: SAEContext, cfg) -> AuditResult:
                                                                          "l1": cfg.m09_l1}))
 
 
-def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg) -> list[AuditResult]:
+def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, circuit_model=None,
+             circuit_model_name: str | None = None) -> list[AuditResult]:
     """EX25 on (a) the circuit's per-prompt logit diff with mean-ablation means from seeded
-    reference subsamples, (b) our MUI pipeline per task, (c) our CG X_bench per concept."""
+    reference subsamples (on ``circuit_model``, default ``model``), (b) our MUI pipeline per task,
+    (c) our CG X_bench per concept."""
+    cmodel = model if circuit_model is None else circuit_model
     seeds = [cfg.seed + i for i in range(cfg.ex25_runs)]
     ids = cc.batch.ids
     pos = {i: k for k, i in enumerate(ids)}
@@ -304,13 +316,13 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg) -
     def circuit_run(seed: int) -> dict[str, float]:
         sub = ST.subsample_ids(ids, cfg.ex25_subsample, seed)
         idx = [pos[i] for i in sub]
-        means = C.head_means(model, cc.batch.subset(idx))
+        means = C.head_means(cmodel, cc.batch.subset(idx))
         keep = set(cc.circuit.heads)
-        ld = C.run_heads(model, cc.batch.subset(idx), means,
-                         ablate=[h for h in C.all_heads(model) if h not in keep])
+        ld = C.run_heads(cmodel, cc.batch.subset(idx), means,
+                         ablate=[h for h in C.all_heads(cmodel) if h not in keep])
         return {i: float(v) for i, v in zip(sub, ld)}
 
-    base = AuditInputs(model=model_name, task=cfg.ioi_task, n=len(ids), seeds=seeds,
+    base = AuditInputs(model=circuit_model_name or model_name, task=cfg.ioi_task, n=len(ids), seeds=seeds,
                        extra={"subsample": cfg.ex25_subsample})
     out = [ST.reproducibility(ST.run_seeds(circuit_run, seeds), name="circuit logit diff", inputs=base)]
 

@@ -65,6 +65,9 @@ class Config(BaseConfig):
     """EX34: features sampled."""
     nla_top_k: int = Field(20, ge=2, le=500)
     """EX34: top activations whose principal direction is compared with the decoder direction."""
+    circuit_model: str | None = None
+    """Model of the circuit family (MIB, EX1, EX2, EX11 and EX25's circuit part), when it is not
+    ``model``: e.g. a deeper zoo member with a multi-head IOI circuit; ``None``: ``model``."""
     ioi_task: str = "ioi"
     """World task of IOI prompts (items carry ``io``, ``s``, ``name_group``)."""
     ioi_split: Literal["test", "fresh"] = "test"

@@ -176,6 +176,7 @@ def test_circuit_items_regroup_before_the_single_token_filter(model):
     assert dropped == {"a": ["Zyxwvut", "Qwertz"], "b": [], "c": []}
     with pytest.raises(ValueError, match="single-token"):
         suite.circuit_items(model, cfg.model_copy(update={"dif_name_groups": None}))
+    assert suite.load_circuit_model(cfg, model) == (model, "twin/gpt2"), "no circuit_model: the audited model"
 
 
 def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):
