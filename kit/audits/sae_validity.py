@@ -16,7 +16,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from .activations import max_cosine, sae_features, unit_rows
+from .activations import FeatureBlocks, max_cosine, sae_features, unit_rows
 from .result import AuditInputs, AuditResult
 
 
@@ -197,26 +197,31 @@ def _zscore(x: Tensor) -> Tensor:
     return x / sd.clamp_min(1e-12) * (sd > 1e-12)
 
 
-def top_correlations(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"], top_k: int, chunk: int = 8192
+def top_correlations(fs: Float[Tensor, "n ds"], fl, top_k: int, chunk: int = 8192
                      ) -> tuple[Float[Tensor, "ds k"], Int[Tensor, "ds k"]]:
     """Pearson correlation of every small feature with every large one, top ``top_k`` per small
     feature (constant features correlate 0), returned on CPU.
 
-    Runs on ``fl``'s device, ``chunk`` large features at a time with a running top-k, so memory is
-    ``fl`` itself plus ``n x chunk`` (a 131k-feature SAE needs no n x 131k z-scored copies)."""
-    zs = _zscore(fs.to(fl.device))
-    k = min(top_k, fl.shape[1])
-    vals = torch.full((zs.shape[1], 0), -torch.inf, device=fl.device)
-    idx = torch.zeros((zs.shape[1], 0), dtype=torch.long, device=fl.device)
-    for j in range(0, fl.shape[1], chunk):
-        c = zs.T @ _zscore(fl[:, j : j + chunk]) / zs.shape[0]
+    ``fl``: the large features (``n x dl`` tensor) or a :class:`kit.audits.activations.FeatureBlocks`
+    that encodes them a block at a time. Runs on ``fl``'s device, ``chunk`` large features at a time
+    with a running top-k, so memory is ``n x chunk`` plus the small features (with
+    ``FeatureBlocks``, the ``n x dl`` large features never exist at once)."""
+    block = fl.block if hasattr(fl, "block") else (lambda j0, j1: fl[:, j0:j1])
+    d_l = fl.d_sae if hasattr(fl, "block") else fl.shape[1]
+    device = fl.device
+    zs = _zscore(fs.to(device))
+    k = min(top_k, d_l)
+    vals = torch.full((zs.shape[1], 0), -torch.inf, device=device)
+    idx = torch.zeros((zs.shape[1], 0), dtype=torch.long, device=device)
+    for j in range(0, d_l, chunk):
+        c = zs.T @ _zscore(block(j, min(j + chunk, d_l))) / zs.shape[0]
         v, i = c.topk(min(k, c.shape[1]), dim=1)
         vals, order = torch.cat([vals, v], 1).topk(min(k, vals.shape[1] + v.shape[1]), dim=1)
         idx = torch.cat([idx, i + j], 1).gather(1, order)
     return vals.cpu(), idx.cpu()
 
 
-def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"],
+def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl,
                             dec_l: Float[Tensor, "dl d"], top_k: int = 3, min_corr: float = 0.3,
                             min_cos: float = 0.5, absorption: str = "all", chunk: int = 8192
                             ) -> dict[str, float | list]:
@@ -246,9 +251,10 @@ def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"]
         cos = [float(dec[a] @ dec[b]) for a, b in itertools.combinations(partners, 2)]
         split_flags.append(float(np.mean(cos)) < min_cos)
     best = idx[:, 0][alive & (corr[:, 0] >= min_corr)]
-    counts = torch.bincount(best, minlength=fl.shape[1]) if len(best) else torch.zeros(fl.shape[1])
+    d_l = fl.d_sae if hasattr(fl, "block") else fl.shape[1]
+    counts = torch.bincount(best, minlength=d_l) if len(best) else torch.zeros(d_l)
     matched = int((counts > 0).sum())
-    denom = fl.shape[1] if absorption == "all" else matched
+    denom = d_l if absorption == "all" else matched
     absorption = float((counts > 1).sum() / denom) if denom else 0.0
     splitting = float(np.mean(split_flags)) if split_flags else 0.0
     return {"cross_scale_consistency": 1 - (splitting + absorption) / 2, "splitting_rate": splitting,
@@ -269,8 +275,10 @@ def matryoshka(sae_small, sae_large, acts: Float[Tensor, "n d_in"], top_k: int =
     needs its n x 131k features plus n x ``chunk``, not several n x 131k copies). Pass: consistency > 0.7."""
     if sae_small.cfg.d_sae > sae_large.cfg.d_sae:
         raise ValueError(f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: swap them")
-    v = cross_scale_consistency(sae_features(sae_small, acts, cpu=False), sae_features(sae_large, acts, cpu=False),
+    large = FeatureBlocks(sae_large, acts, chunk)
+    v = cross_scale_consistency(sae_features(sae_small, acts, cpu=False), large,
                                 sae_large.W_dec.detach(), top_k, min_corr, min_cos, absorption, chunk=chunk)
+    v["large_features_blockwise"] = large.blockwise
     c = v["cross_scale_consistency"]
     return AuditResult(metric="M11", name="Matryoshka cross-scale consistency", value=c, values=v,
                        pass_condition=f"cross_scale_consistency > {min_consistency}",

@@ -49,8 +49,8 @@ class Config(BaseConfig):
     matryoshka_absorption: Literal["all", "matched"] = "all"
     """M11: absorption rate over all large features (the page) or over matched ones only."""
     matryoshka_chunk: int = Field(8192, ge=1, le=1_000_000)
-    """M11: large-SAE features correlated per block, on the SAE's device (memory ~ tokens x this;
-    the result does not depend on it)."""
+    """M11: large-SAE features encoded and correlated per block, on the SAE's device (memory ~
+    tokens x this, never tokens x the large SAE's width; the result does not depend on it)."""
     mismatch_threshold: float = Field(2.0, gt=0, le=10)
     """M12: |k - k_fit| / k_fit above this flags a token (the page runs 2.0)."""
     m13_directions: int = Field(32, ge=2, le=1000)

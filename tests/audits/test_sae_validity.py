@@ -267,3 +267,28 @@ def test_m11_chunked_equals_unchunked():
     for k in ("splitting_rate", "absorption_rate", "n_large_matched", "n_small_alive"):
         assert chunked.values[k] == pytest.approx(one.values[k], abs=1e-9), k
     assert np.allclose(chunked.values["best_corr"], one.values["best_corr"], atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["standard", "jumprelu", "topk"])
+def test_feature_blocks_equal_the_full_encoding(arch):
+    """M11's large SAE is encoded a block of features at a time; every block equals sae.encode's columns."""
+    from sae_lens import JumpReLUSAE, JumpReLUSAEConfig
+
+    from kit.audits.activations import FeatureBlocks, sae_features
+
+    torch.manual_seed(3)
+    sae = {"standard": lambda: StandardSAE(StandardSAEConfig(d_in=16, d_sae=40)),
+           "jumprelu": lambda: JumpReLUSAE(JumpReLUSAEConfig(d_in=16, d_sae=40)),
+           "topk": lambda: TopKSAE(TopKSAEConfig(d_in=16, d_sae=40, k=5))}[arch]()
+    with torch.no_grad():
+        for p in sae.parameters():
+            p.copy_(torch.randn_like(p) * 0.5)
+    acts = torch.randn(200, 16, generator=torch.Generator().manual_seed(1))
+    full = sae_features(sae, acts)
+    fb = FeatureBlocks(sae, acts, chunk=7)  # 40 features in 6 blocks, the last one short
+    assert fb.blockwise
+    got = torch.cat([fb.block(j, min(j + 7, 40)) for j in range(0, 40, 7)], 1)
+    assert (full > 0).float().mean() > 0.05, "the case must have active features"
+    assert torch.allclose(got, full, atol=1e-5)
+    if arch == "topk":
+        assert ((got > 0).sum(1) <= 5).all()
