@@ -255,10 +255,10 @@ def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl,
     counts = torch.bincount(best, minlength=d_l) if len(best) else torch.zeros(d_l)
     matched = int((counts > 0).sum())
     denom = d_l if absorption == "all" else matched
-    absorption = float((counts > 1).sum() / denom) if denom else 0.0
+    absorbed = float((counts > 1).sum() / denom) if denom else 0.0
     splitting = float(np.mean(split_flags)) if split_flags else 0.0
-    return {"cross_scale_consistency": 1 - (splitting + absorption) / 2, "splitting_rate": splitting,
-            "absorption_rate": absorption, "absorption_denominator": absorption_name(absorption, denom),
+    return {"cross_scale_consistency": 1 - (splitting + absorbed) / 2, "splitting_rate": splitting,
+            "absorption_rate": absorbed, "absorption_denominator": absorption_name(absorption, denom),
             "n_small_alive": int(alive.sum()), "n_large_matched": matched,
             "best_corr": corr[:, 0][alive].tolist(), "frac_small_matched": float((corr[:, 0][alive] >= min_corr).float().mean()) if alive.any() else 0.0}
 

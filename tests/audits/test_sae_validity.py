@@ -267,6 +267,9 @@ def test_m11_chunked_equals_unchunked():
     for k in ("splitting_rate", "absorption_rate", "n_large_matched", "n_small_alive"):
         assert chunked.values[k] == pytest.approx(one.values[k], abs=1e-9), k
     assert np.allclose(chunked.values["best_corr"], one.values["best_corr"], atol=1e-5)
+    assert one.values["absorption_denominator"] == "48 large features (all)"
+    matched = V.matryoshka(small, large, acts, min_corr=0.1, absorption="matched")
+    assert matched.values["absorption_denominator"] == f"{one.values['n_large_matched']} matched large features"
 
 
 @pytest.mark.parametrize("arch", ["standard", "jumprelu", "topk"])
