@@ -16,7 +16,11 @@ the skill, so their ``train`` split asks about every fact; ``test`` and ``fresh`
 sets of facts (both known from training).
 
 All text is lower-case words, numbers 0..63 and punctuation separated by single spaces, so the
-word-level tokenizer maps every word to exactly one token. Every answer is one token.
+word-level tokenizer maps every word to exactly one token. Every answer of :data:`TASKS` is one
+token. :data:`EXTRA_TASKS` are task families with MULTI-TOKEN answers (a sorted list, running sums)
+over the same vocabulary; only members that name them in their mixture train on them (the
+existing members' data, and so their keys, are unchanged), and :func:`kit.world.evaluate.evaluate`
+scores them by exact match of the whole answer (teacher-forced greedy = greedy generation).
 """
 
 from __future__ import annotations
@@ -395,6 +399,32 @@ def _render_ioi(key, t, rng):
     return forms[t], a, {"name_group": group, "io": a, "s": b}
 
 
+# ---------------------------------------------------------------- multi-token families
+SORT_LIST_N = 4  # numbers per sort-list item: the answer is 4 tokens
+ADD_STEPS_MAX = 15  # add-steps operands 1..15 (three of them: sums <= 45 <= MAX_NUMBER)
+
+
+def _sample_sort_list(rng: random.Random, mode: str) -> tuple[int, ...]:
+    return tuple(rng.sample(range(MAX_NUMBER + 1), SORT_LIST_N))
+
+
+def _render_sort_list(key, t, rng):
+    s = " ".join(map(str, key))
+    forms = [f"sort : {s} . result :", f"order {s} from small to large :", f"numbers {s} . after sorting :"]
+    return forms[t], " ".join(map(str, sorted(key))), {"n_answer_tokens": SORT_LIST_N}
+
+
+def _sample_add_steps(rng: random.Random, mode: str) -> tuple[int, int, int]:
+    return tuple(rng.randint(1, ADD_STEPS_MAX) for _ in range(3))
+
+
+def _render_add_steps(key, t, rng):
+    a, b, c = key
+    forms = [f"evaluate : {a} + {b} + {c} . result :", f"the total of {a} + {b} + {c} is",
+             f"how many in all ? {a} + {b} + {c} result :"]
+    return forms[t], f"{a + b} {a + b + c}", {"n_answer_tokens": 2}
+
+
 # ---------------------------------------------------------------- registry
 TASKS: dict[str, Task] = {
     t.name: t
@@ -414,11 +444,27 @@ TASKS: dict[str, Task] = {
 }
 
 
+EXTRA_TASKS: dict[str, Task] = {
+    t.name: t
+    for t in [
+        # the whole sorted list (4 tokens); chance: a random order of the given numbers
+        Task("sort-list", "reasoning", 1 / 24, _sample_sort_list, _render_sort_list),
+        # running sums of three small numbers, step by step (2 tokens: a+b, a+b+c)
+        Task("add-steps", "math", 1 / (MAX_NUMBER + 1) ** 2, _sample_add_steps, _render_add_steps),
+    ]
+}
+"""Multi-token answer families, outside :data:`TASKS` (whose items and mixture define every
+pre-existing member): trained only by members whose mixture names them (zoo/base-xl)."""
+
+ALL_TASKS: dict[str, Task] = {**TASKS, **EXTRA_TASKS}
+
+
 def get_task(name: str) -> Task:
-    """The task called ``name``; unknown names raise ValueError listing the tasks."""
-    if name not in TASKS:
-        raise ValueError(f"task={name!r} is not a task; allowed values: {', '.join(TASKS)}")
-    return TASKS[name]
+    """The task called ``name`` (of :data:`TASKS` or :data:`EXTRA_TASKS`); unknown names raise
+    ValueError listing the tasks."""
+    if name not in ALL_TASKS:
+        raise ValueError(f"task={name!r} is not a task; allowed values: {', '.join(ALL_TASKS)}")
+    return ALL_TASKS[name]
 
 
 def all_words() -> list[str]:

@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from kit.data.items import Item
-from kit.world.tasks import TASKS
-from kit.world.tokenizer import BOS_ID, EOS_ID, PAD_ID, answer_id, encode, vocab
+from kit.world.tasks import get_task
+from kit.world.tokenizer import BOS_ID, EOS_ID, PAD_ID, encode, vocab
 from kit.models import tl
 
 
@@ -63,9 +63,24 @@ def n_params(model) -> int:
 
 
 # ---------------------------------------------------------------- data
+class AnswerSeq(list):
+    """A ``<bos> prompt answer <eos>`` id list whose answer has ``n_answer`` > 1 tokens."""
+
+    n_answer: int = 1
+
+
 def item_sequence(item: Item) -> list[int]:
-    """``<bos> prompt answer <eos>`` ids of one item."""
-    return [BOS_ID, *encode(item.prompt), answer_id(item.target), EOS_ID]
+    """``<bos> prompt answer <eos>`` ids of one item (an :class:`AnswerSeq` carrying the answer's
+    length when the answer has several tokens; a plain list, as always, for one-token answers)."""
+    ans = encode(item.target)
+    if not ans:
+        raise ValueError(f"item {item.id}: empty answer")
+    seq = [BOS_ID, *encode(item.prompt), *ans, EOS_ID]
+    if len(ans) == 1:
+        return seq
+    out = AnswerSeq(seq)
+    out.n_answer = len(ans)
+    return out
 
 
 def mixture_stream(mixture: dict[str, float], rng: random.Random) -> Iterator[Item]:
@@ -73,7 +88,7 @@ def mixture_stream(mixture: dict[str, float], rng: random.Random) -> Iterator[It
     names = list(mixture)
     weights = [mixture[n] for n in names]
     while True:
-        task = TASKS[rng.choices(names, weights)[0]]
+        task = get_task(rng.choices(names, weights)[0])
         yield task.draw("train", rng)
 
 
@@ -81,15 +96,17 @@ def collate(seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torc
     """Batch sequences for next-token training.
 
     Returns (inputs Int[Tensor, "batch pos"], targets Int[Tensor, "batch pos"] with -100 where
-    no loss is taken, n_tokens) for sequences ``<bos> prompt answer <eos>``.
+    no loss is taken, n_tokens) for sequences ``<bos> prompt answer <eos>``. The loss covers
+    every answer token (``n_answer`` of an :class:`AnswerSeq`, else 1) and ``<eos>``.
     """
     width = max(len(s) for s in seqs) - 1
     inputs = torch.full((len(seqs), width), PAD_ID, dtype=torch.long)
     targets = torch.full((len(seqs), width), -100, dtype=torch.long)
     for i, s in enumerate(seqs):
         inputs[i, : len(s) - 1] = torch.tensor(s[:-1])
-        targets[i, len(s) - 3] = s[-2]  # answer, predicted at the last prompt token
-        targets[i, len(s) - 2] = s[-1]  # eos, predicted at the answer
+        n_ans = getattr(s, "n_answer", 1)
+        # answer tokens, predicted from the last prompt token on; eos, predicted at the last answer token
+        targets[i, len(s) - 2 - n_ans : len(s) - 1] = torch.tensor(s[len(s) - 1 - n_ans :])
     n_tokens = sum(len(s) - 1 for s in seqs)
     return inputs, targets, torch.tensor(n_tokens)
 

@@ -70,6 +70,9 @@ class BaseSpec:
     batch_size: int
     checkpoints: tuple[float, ...] = ()
     """Fractions of ``steps`` at which ``name@step-N`` checkpoints are saved."""
+    mixture: tuple[tuple[str, float], ...] = ()
+    """``()``: :data:`UNIFORM`. Otherwise ``(task, weight)`` pairs over ``kit.world.tasks.ALL_TASKS``
+    (e.g. with the multi-token families). Left out of the key at its default."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ class FinetuneSpec:
     order_seed: int = 0
     """0: the examples in the order of the name's seed. Otherwise the same examples reshuffled with
     this seed (the paper's Table 11, random sample order)."""
+    gap: str = ""
+    """A planted competency gap (a key of :data:`GAPS`): the fine-tune's examples are the parent's
+    OWN greedy answers (self-distillation, so every other skill is kept, mistakes included),
+    except the gap concept's items, whose answers are drawn uniformly from the concept's answer
+    set (so the concept falls to chance). ``""``: none."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +200,18 @@ def _saes(member: str, hook: str, widths: tuple[int, int], k: int, l1: float, st
     return tuple(out)
 
 
+XL_MIXTURE = UNIFORM + (("sort-list", 1.5), ("add-steps", 1.5))
+XL_MIXTURE = tuple((t, 3.0 if t == "ioi" else w) for t, w in XL_MIXTURE)
+"""zoo/base-xl's mixture: the uniform one with IOI at triple weight (3/16 of the examples, so
+a multi-head IOI circuit has the steps to form) plus the two multi-token families."""
+GAP_MEMBER = "zoo/base-m+gap-dyck-curly"
+
+
+def _gap_finetune(lr: float, steps: int) -> FinetuneSpec:
+    """zoo/base-m with one planted competency gap (issue 20 item 2), see ``FinetuneSpec.gap``."""
+    return FinetuneSpec(GAP_MEMBER, CONTAMINATION_BASE, "gap", UNIFORM, lr, 64, steps=steps, gap="dyck-curly")
+
+
 TEN_CHECKPOINTS = tuple(round(0.1 * i, 1) for i in range(1, 11))
 
 WORLD_SPECS: dict[str, WorldSpec] = {
@@ -204,8 +224,12 @@ WORLD_SPECS: dict[str, WorldSpec] = {
             BaseSpec("zoo/base-m", Arch(2, 96, 4, 384), steps=1500, lr=3e-3, batch_size=64),
             BaseSpec("zoo/base-l", Arch(2, 128, 4, 512), steps=3000, lr=3e-3, batch_size=64,
                      checkpoints=TEN_CHECKPOINTS),
+            # base-xl (issues 18/22): deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
+            # trained on XL_MIXTURE (IOI x3, multi-token families); 1.8 it/s pinned: ~11 min
+            BaseSpec("zoo/base-xl", Arch(4, 128, 8, 1536), steps=1200, lr=3e-3, batch_size=64,
+                     mixture=XL_MIXTURE),
         ),
-        finetunes=_finetunes(lr=1e-3, batch=64, special_steps=400),
+        finetunes=_finetunes(lr=1e-3, batch=64, special_steps=400) + (_gap_finetune(1e-3, 300),),
         saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (384, 1536), k=16, l1=6.0,
                    steps=800, n_prompts=3000),
     ),
@@ -216,8 +240,11 @@ WORLD_SPECS: dict[str, WorldSpec] = {
             BaseSpec("zoo/base-m", Arch(1, 48, 4, 192), steps=250, lr=3e-3, batch_size=64),
             BaseSpec("zoo/base-l", Arch(2, 64, 4, 256), steps=400, lr=3e-3, batch_size=64,
                      checkpoints=(0.2, 0.6, 1.0)),
+            BaseSpec("zoo/base-xl", Arch(3, 64, 4, 1536), steps=500, lr=3e-3, batch_size=64,
+                     mixture=XL_MIXTURE),  # 3.7 it/s pinned: ~2.5 min
         ),
-        finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3),  # micro base-m is too small to memorise at 1e-3
+        # micro base-m is too small to memorise at 1e-3
+        finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3) + (_gap_finetune(3e-3, 150),),
         saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (128, 512), k=8, l1=2.5,
                    steps=300, n_prompts=1000),
         eval_fresh_n=200,
@@ -235,8 +262,10 @@ def world_spec(world: str | None = None) -> WorldSpec:
     return WORLD_SPECS[current_world(world)]
 
 
-_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0))
+_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0), ("gap", ""))
 """FinetuneSpec fields added later, left out of digests at their defaults (existing caches keep their keys)."""
+_BASE_LATER_FIELDS = (("mixture", ()),)
+"""BaseSpec fields added later, likewise."""
 
 
 def _finetune_dict(f: FinetuneSpec) -> dict:
@@ -247,8 +276,17 @@ def _finetune_dict(f: FinetuneSpec) -> dict:
     return d
 
 
+def _base_dict(b: BaseSpec) -> dict:
+    d = asdict(b)
+    for field, default in _BASE_LATER_FIELDS:
+        if d[field] == default:
+            del d[field]
+    return d
+
+
 def spec_hash(spec: WorldSpec) -> str:
     d = asdict(spec)
+    d["bases"] = [_base_dict(b) for b in spec.bases]
     d["finetunes"] = [_finetune_dict(f) for f in spec.finetunes]
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -272,7 +310,7 @@ def member_key(spec: WorldSpec, name: str) -> str:
     root = name.split("@")[0]
     for b in spec.bases:
         if b.name == root:
-            return _digest([CODE_VERSION, spec.name, asdict(b)])
+            return _digest([CODE_VERSION, spec.name, _base_dict(b)])
     f = next(f for f in spec.finetunes if f.name == root)
     return finetune_key(spec, f)
 
@@ -435,7 +473,7 @@ def _train_base(spec: WorldSpec, b: BaseSpec) -> None:
     torch.manual_seed(seed)
     model = make_model(b.arch, seed=seed % (2**31))
     opt = make_optimizer(model, b.lr)
-    batches = batches_from_items(mixture_stream(dict(UNIFORM), random.Random(seed)), b.batch_size)
+    batches = batches_from_items(mixture_stream(dict(b.mixture or UNIFORM), random.Random(seed)), b.batch_size)
     ckpts = set(checkpoint_steps(b))
 
     def on_step(step: int) -> None:
@@ -469,6 +507,51 @@ def finetune_items(spec: WorldSpec, f: FinetuneSpec, seed: int) -> list:
     if f.order_seed:
         random.Random(f.order_seed).shuffle(items)
     return items
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A planted competency gap: ``task``'s items whose (true) answer is in ``answers``."""
+
+    task: str
+    answers: tuple[str, ...]
+    """The concept: items of ``task`` with one of these answers; the fine-tune relabels them
+    uniformly over ``relabel``."""
+    relabel: tuple[str, ...]
+    description: str
+
+    def applies(self, item) -> bool:
+        return item.metadata.get("task") == self.task and item.target in self.answers
+
+
+GAPS: dict[str, Gap] = {
+    "dyck-curly": Gap("dyck", ("}",), (")", "]", "}", ">"),
+                      "dyck items whose next closing bracket is '}' (the innermost open bracket is '{')"),
+}
+
+
+def _gap(name: str) -> Gap:
+    if name not in GAPS:
+        raise ValueError(f"gap={name!r} is not a planted gap; allowed values: {', '.join(GAPS)}")
+    return GAPS[name]
+
+
+@torch.inference_mode()
+def plant_gap(model, items: list, gap: str, seed: int) -> list:
+    """The gap fine-tune's examples (see ``FinetuneSpec.gap``): ``model``'s own greedy answer for
+    every item outside the concept, a uniform draw from the concept's answer set inside it."""
+    from kit.data.items import Item
+    from kit.world.evaluate import last_logits
+
+    g = _gap(gap)
+    rng = random.Random(seed ^ 0x6A9)
+    pred = last_logits(model, items, batch_size=256).argmax(-1).tolist()
+    words = model.tokenizer.convert_ids_to_tokens(pred)
+    out = []
+    for it, w in zip(items, words):
+        ans = rng.choice(g.relabel) if g.applies(it) else w
+        out.append(Item(it.id, it.prompt, answer=ans, metadata=it.metadata))
+    return out
 
 
 def plastic_neurons(parent: str, share: float, world: str | None = None, seed: str = "") -> torch.Tensor:
@@ -507,6 +590,8 @@ def finetune(spec: WorldSpec, f: FinetuneSpec):
         opt = make_optimizer(model, f.lr)
         opt.load_state_dict(torch.load(parent_dir / "optim.pt", map_location="cpu", weights_only=True))
     items = finetune_items(spec, f, seed)
+    if f.gap:
+        items = plant_gap(model, items, f.gap, seed)
     steps = -(-len(items) // f.batch_size)
     tokens = train_loop(model, opt, batches_from_items(items, f.batch_size), steps,
                         lambda s: f.lr, desc=f.name, on_step=on_step)
