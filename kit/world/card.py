@@ -12,23 +12,28 @@ import json
 from pathlib import Path
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from kit.core.paths import atomic_write_text
-from kit.world.evaluate import evaluate
+from kit.models import tl
+from kit.world.evaluate import evaluate, prompt_tokens, token_accuracy
 from kit.world.saes import sae_stats, saes
-from kit.world.tasks import TASKS
+from kit.world.tasks import EXTRA_TASKS, TASKS, get_task
 from kit.world.zoo import (
     CONTAMINATED_TASK,
     CONTAMINATION_BASE,
+    GAPS,
     SPARSE_SUFFIX,
     card_path,
     changed_neurons,
     checkpoint_steps,
     load_member,
     member_info,
+    member_key,
     members,
     not_built_error,
+    planted_gap_items,
     plastic_neurons,
     spec_hash,
     world_spec,
@@ -41,6 +46,105 @@ CONTROL_PTS = 5.0
 SYN_LEAK_PTS = 5.0
 SPARSE_LEAK_PTS = 10.0
 EV_MIN = 0.7
+IOI_HEAD_SCORE = 0.10  # a head "matters" when mean-ablating it removes >= 10% of the IOI logit diff
+IOI_HEADS_NEEDED = 2
+GAP_CHANCE_PTS = 10.0  # the planted concept ends within this of chance
+GAP_OFF_PTS = 5.0  # every other task (and the rest of the gap's task) within this of the parent
+GAP_FRESH_N = 1000  # fresh items of the gap's task (about a quarter fall in the concept)
+
+
+def mui_k(d_mlp: int) -> int:
+    """MUI's per-token, per-layer k (the paper's top 0.1%): ``max(1, round(d_mlp / 1000))``, as
+    ``kit.mui.metric.default_k`` (a test pins the two together; the world does not import kit.mui)."""
+    return max(1, round(d_mlp / 1000))
+
+
+@torch.inference_mode()
+def ioi_head_scores(model, n: int = 200) -> dict:
+    """Mean-ablation importance of every attention head for IOI (fresh items, seed 0).
+
+    Logit difference ``logit(IO) - logit(S)`` at the last prompt position, clean and with one
+    head's ``hook_z`` replaced at every position by its mean over the items' real (unpadded)
+    positions; a head's score is ``(clean - ablated) / clean`` (mean logit differences)."""
+
+    items = get_task("ioi").items("fresh", n=n, seed=0)
+    tokens, lengths = prompt_tokens(model, items)
+    vocab = model.tokenizer.get_vocab()
+    io = torch.tensor([vocab[it.metadata["io"]] for it in items])
+    s = torch.tensor([vocab[it.metadata["s"]] for it in items])
+    rows = torch.arange(len(items))
+    valid = torch.arange(tokens.shape[1])[None, :] < lengths[:, None]
+
+    def ld(logits):
+        last = logits[rows, lengths - 1]
+        return float((last[rows, io] - last[rows, s]).mean())
+
+    names = [f"blocks.{L}.attn.hook_z" for L in range(model.cfg.n_layers)]
+    means = {}
+    for name in names:
+        def grab(act, hook, name=name):
+            means[name] = act[valid].mean(0)  # [head, d_head]
+        tl.run_with_hooks(model, tokens, [(name, grab)])
+    clean = ld(model(tokens, return_type="logits"))
+    scores = {}
+    for L, name in enumerate(names):
+        for h in range(model.cfg.n_heads):
+            def ablate(act, hook, h=h, m=means[name]):
+                act[:, :, h] = m[h]
+                return act
+            scores[f"L{L}H{h}"] = round((clean - ld(tl.run_with_hooks(model, tokens, [(name, ablate)]))) / clean, 4)
+    top = sorted(scores, key=scores.get, reverse=True)
+    return {"clean_logit_diff": round(clean, 4), "n_items": n, "scores": scores,
+            "heads_over_threshold": [h for h in top if scores[h] >= IOI_HEAD_SCORE], "threshold": IOI_HEAD_SCORE}
+
+
+def _extra_mixture_tasks(spec, name: str) -> list[str]:
+    b = next((b for b in spec.bases if b.name == name), None)
+    return [t for t, _ in (b.mixture if b else ()) if t in EXTRA_TASKS]
+
+
+def _new_sections(spec, rows: dict) -> dict:
+    """Card sections of the members added after world-v4's cards (issue 18/20/22): new top-level
+    keys only, so every entry of the existing members stays as committed."""
+    out: dict = {"member_keys": {name: member_key(spec, name) for name in rows},
+                 "mui_k": {}, "multi_token": {}, "ioi_heads": {}, "planted_gaps": {}}
+    for name, row in rows.items():
+        if row["kind"] == "base":
+            out["mui_k"][name] = {"d_mlp": row["arch"]["d_mlp"], "k_per_layer": mui_k(row["arch"]["d_mlp"])}
+    for name in rows:
+        extra = _extra_mixture_tasks(spec, name)
+        if not extra:
+            continue
+        model = load_member(name, world=spec.name)
+        out["multi_token"][name] = {}
+        for t in extra:
+            task = get_task(t)
+            res = {}
+            for split in ("test", "fresh"):
+                items = task.items(split, n=200, seed=0) if split == "fresh" else task.items(split)
+                res[split] = round(100 * float(np.mean(evaluate(model, items, batch_size=256))), 2)
+                res[f"{split}_token"] = round(100 * float(np.mean(token_accuracy(model, items, 256))), 2)
+            res["chance"] = round(100 * task.chance, 4)
+            res["answer_tokens"] = len(task.items("test", n=1)[0].target.split())
+            out["multi_token"][name][t] = res
+        for m in ("zoo/base-l", name):  # base-l: the 2-layer comparison
+            out["ioi_heads"][m] = ioi_head_scores(load_member(m, world=spec.name))
+    for f in spec.finetunes:
+        if not f.gap:
+            continue
+        g = GAPS[f.gap]
+        inside, outside = planted_gap_items(f.gap, GAP_FRESH_N, seed=0)
+        res = {"gap": f.gap, "parent": f.parent, "description": g.description, "task": g.task,
+               "chance": round(100 / len(g.relabel), 2), "n_inside": len(inside), "n_outside": len(outside)}
+        for who, key in ((f.parent, "parent"), (f.name, "member")):
+            model = load_member(who, world=spec.name)
+            res[f"{key}_inside"] = round(100 * float(np.mean(evaluate(model, inside, 256))), 2)
+            res[f"{key}_outside"] = round(100 * float(np.mean(evaluate(model, outside, 256))), 2)
+        res["other_tasks_fresh_delta"] = {
+            t: round(rows[f.name]["accuracy"][t]["fresh"] - rows[f.parent]["accuracy"][t]["fresh"], 2)
+            for t in TASKS if t != g.task}
+        out["planted_gaps"][f.name] = res
+    return out
 
 
 def _eval_sets(spec) -> dict[str, dict[str, list]]:
@@ -83,6 +187,7 @@ def compute_card(world: str | None = None) -> dict:
         "members": rows,
         "saes": {s: sae_stats(s, spec.name) for s in saes(spec.name)},
     }
+    card.update(_new_sections(spec, rows))
     card["checks"] = checks(card, spec)
     atomic_write_text(card_path(spec.name), json.dumps(card, indent=1))
     return card
@@ -96,7 +201,7 @@ def checks(card: dict, spec) -> list[dict]:
     """The issue's "done when" checks: list of {name, passed, detail}."""
     out = []
     tasks = list(card["tasks"])
-    bases = [b.name for b in spec.bases]
+    bases = [b.name for b in spec.bases if not b.mixture]  # the uniform-mixture series (base-xl is apart)
     weak, strong = bases[0], bases[-1]
     diffs = {t: _acc(card, strong, t, "fresh") - _acc(card, weak, t, "fresh") for t in tasks}
     n = sum(d >= GAIN_PTS for d in diffs.values())
@@ -105,7 +210,7 @@ def checks(card: dict, spec) -> list[dict]:
                           f"(need {GRADED_TASKS_NEEDED}): "
                           + ", ".join(f"{t} {d:+.1f}" for t, d in diffs.items())})
 
-    largest = spec.bases[-1]
+    largest = [b for b in spec.bases if not b.mixture][-1]
     steps = checkpoint_steps(largest)
     if steps:
         target = 0.2 * largest.steps
@@ -169,6 +274,41 @@ def checks(card: dict, spec) -> list[dict]:
                     "detail": f"EV {st['explained_variance']:.3f} (need >= {EV_MIN}), "
                               f"L0 {st['l0']:.1f}, dead {100 * st['dead_fraction']:.1f}% "
                               f"at {st['hook_name']} of {st['member']}"})
+    return out + new_checks(card)
+
+
+def new_checks(card: dict) -> list[dict]:
+    """Checks of the members added after world-v4's cards, appended after the existing ones."""
+    out = []
+    for m, mt in card.get("multi_token", {}).items():
+        k = card["mui_k"][m]["k_per_layer"]
+        out.append({"name": f"MUI k > 1 ({m})", "passed": bool(k > 1),
+                    "detail": f"d_mlp {card['mui_k'][m]['d_mlp']}: k = {k} neurons per token and layer "
+                              "(other bases: " + ", ".join(f"{b} {v['k_per_layer']}" for b, v in card["mui_k"].items()
+                                                          if b != m) + ")"})
+        above = {t: r["fresh"] - r["chance"] for t, r in mt.items()}
+        out.append({"name": f"multi-token answers ({m})", "passed": bool(len(mt) >= 2 and all(a >= 10 for a in above.values())),
+                    "detail": "; ".join(f"{t} ({r['answer_tokens']} tokens) exact test/fresh {r['test']:.1f}/{r['fresh']:.1f}% "
+                                        f"(token {r['fresh_token']:.1f}%), chance {r['chance']:.2g}%" for t, r in mt.items())
+                              + " (need >= 2 families, fresh >= chance + 10 pts)"})
+        h = card["ioi_heads"][m]
+        out.append({"name": f"IOI heads ({m})", "passed": bool(len(h["heads_over_threshold"]) >= IOI_HEADS_NEEDED),
+                    "detail": f"{len(h['heads_over_threshold'])} heads remove >= {100 * h['threshold']:.0f}% of the IOI "
+                              f"logit diff {h['clean_logit_diff']:.2f} when mean-ablated (need >= {IOI_HEADS_NEEDED}): "
+                              + ", ".join(f"{x} {h['scores'][x]:.2f}" for x in h["heads_over_threshold"][:6])
+                              + (f"; base-l: {len(card['ioi_heads']['zoo/base-l']['heads_over_threshold'])} heads"
+                                 if "zoo/base-l" in card["ioi_heads"] else "")})
+    for m, g in card.get("planted_gaps", {}).items():
+        off = g["other_tasks_fresh_delta"]
+        d_out = g["member_outside"] - g["parent_outside"]
+        ok = (g["member_inside"] <= g["chance"] + GAP_CHANCE_PTS and abs(d_out) <= GAP_OFF_PTS
+              and all(abs(v) <= GAP_OFF_PTS for v in off.values()))
+        out.append({"name": f"planted gap ({m})", "passed": bool(ok),
+                    "detail": f"{g['description']}: {g['parent_inside']:.1f}% -> {g['member_inside']:.1f}% "
+                              f"(n {g['n_inside']}, chance {g['chance']:.0f}, need <= chance + {GAP_CHANCE_PTS:g}); "
+                              f"rest of {g['task']} {g['parent_outside']:.1f} -> {g['member_outside']:.1f} ({d_out:+.1f}); "
+                              "other tasks (fresh) " + ", ".join(f"{t} {v:+.1f}" for t, v in off.items())
+                              + f" (need |.| <= {GAP_OFF_PTS:g})"})
     return out
 
 

@@ -68,17 +68,69 @@ def last_logits(model, items: Sequence[Item], batch_size: int = 64) -> torch.Ten
     return torch.cat(chunks) if chunks else torch.zeros(0, model.cfg.d_vocab)
 
 
+def _n_target_tokens(items: Sequence[Item]) -> list[int]:
+    return [len(it.target.split()) for it in items]
+
+
+@torch.inference_mode()
+def answer_logits(model, items: Sequence[Item], batch_size: int = 64) -> list[torch.Tensor]:
+    """Teacher-forced logits at each answer position: one Float[Tensor, "n_answer d_vocab"] per
+    item (row j predicts answer token j from ``<bos> prompt answer[:j]``), fp32, right padded."""
+    vocab = _vocab_of(model)
+    out: list[torch.Tensor] = []
+    for start in range(0, len(items), batch_size):
+        chunk = items[start : start + batch_size]
+        seqs, spans = [], []
+        for it in chunk:
+            p = [BOS_ID, *_ids(it.prompt, vocab, f"item {it.id} prompt")]
+            a = _ids(it.target, vocab, f"item {it.id} target")
+            seqs.append(p + a[:-1])
+            spans.append((len(p) - 1, len(a)))
+        tokens, _ = pad_right(seqs)
+        logits = model(tokens.to(model.cfg.device), return_type="logits").float().cpu()
+        out += [logits[i, s : s + n] for i, (s, n) in enumerate(spans)]
+    return out
+
+
 def evaluate(model, items: Sequence[Item], batch_size: int = 64) -> np.ndarray:
-    """Bool[ndarray, "batch"]: exact match of the greedy next token with each item's target."""
+    """Bool[ndarray, "batch"]: exact match of the greedy answer with each item's target.
+
+    One-token targets: the greedy next token at the last prompt position. Multi-token targets
+    (:data:`kit.world.tasks.EXTRA_TASKS`): every answer token is the argmax given the prompt and
+    the answer's previous tokens (teacher forcing), which holds exactly when greedy generation of
+    ``len(answer)`` tokens reproduces the answer."""
     if len(items) == 0:
         return np.zeros(0, dtype=bool)
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be >= 1")
     was_training = model.training
     model.eval()
-    pred = last_logits(model, items, batch_size).argmax(-1)
+    lens = _n_target_tokens(items)
+    if all(n == 1 for n in lens):
+        pred = last_logits(model, items, batch_size).argmax(-1)
+        model.train(was_training)
+        return (pred == target_ids(model, items)).numpy()
+    vocab = _vocab_of(model)
+    out = np.zeros(len(items), dtype=bool)
+    for it_i, (it, lg) in enumerate(zip(items, answer_logits(model, items, batch_size))):
+        want = torch.tensor(_ids(it.target, vocab, f"item {it.id} target"))
+        out[it_i] = bool((lg.argmax(-1) == want).all())
     model.train(was_training)
-    return (pred == target_ids(model, items)).numpy()
+    return out
+
+
+def token_accuracy(model, items: Sequence[Item], batch_size: int = 64) -> np.ndarray:
+    """Float[ndarray, "batch"]: share of each item's answer tokens that are the teacher-forced
+    argmax (partial credit for multi-token answers; equals :func:`evaluate` for one token)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size} must be >= 1")
+    vocab = _vocab_of(model)
+    was_training = model.training
+    model.eval()
+    out = np.array([float((lg.argmax(-1) == torch.tensor(_ids(it.target, vocab, f"item {it.id} target"))).float().mean())
+                    for it, lg in zip(items, answer_logits(model, items, batch_size))])
+    model.train(was_training)
+    return out
 
 
 @torch.inference_mode()

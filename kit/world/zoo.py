@@ -536,6 +536,18 @@ def _gap(name: str) -> Gap:
     return GAPS[name]
 
 
+def planted_gap_items(gap: str, n: int = 1000, seed: int = 0) -> tuple[list, list]:
+    """Ground truth for a planted competency gap (issue 20 item 2): ``n`` fresh items of the gap's
+    task (``kit.world.tasks.Task.items("fresh", n, seed)``, never trained on), split into
+    ``(inside, outside)`` the gap's concept (:meth:`Gap.applies`). A competency-gap method should
+    flag the inside items' concept for :data:`GAP_MEMBER` and nothing else; accuracy on ``inside``
+    should be near ``1 / len(GAPS[gap].relabel)`` for the member, the parent's level on ``outside``."""
+    g = _gap(gap)
+    items = get_task(g.task).items("fresh", n=n, seed=seed)
+    inside = [it for it in items if g.applies(it)]
+    return inside, [it for it in items if not g.applies(it)]
+
+
 @torch.inference_mode()
 def plant_gap(model, items: list, gap: str, seed: int) -> list:
     """The gap fine-tune's examples (see ``FinetuneSpec.gap``): ``model``'s own greedy answer for

@@ -1,0 +1,145 @@
+"""The members added after world-v4's cards (issues 18, 19, 20, 22): multi-token scoring, MUI's k,
+the planted gap, and the committed cards' member keys (existing members unchanged)."""
+
+import json
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from kit.data.items import Item
+from kit.world import zoo
+from kit.world.card import COMMITTED_CARDS, mui_k
+from kit.world.evaluate import answer_logits, evaluate, respond, token_accuracy
+from kit.world.tasks import EXTRA_TASKS, TASKS, get_task
+from kit.world.tokenizer import build_tokenizer
+from kit.world.train import collate, item_sequence
+
+
+class LookupModel:
+    """A fake world model whose next-token prediction depends only on the current token:
+    ``table[word] = next word`` (default ``<eos>``). Hand-checkable teacher-forced scoring."""
+
+    def __init__(self, table: dict[str, str]):
+        self.tokenizer = build_tokenizer()
+        v = self.tokenizer.get_vocab()
+        self.cfg = SimpleNamespace(device="cpu", d_vocab=len(v))
+        self.nxt = torch.full((len(v),), v["<eos>"], dtype=torch.long)
+        for a, b in table.items():
+            self.nxt[v[a]] = v[b]
+        self.training = False
+
+    def eval(self):
+        self.training = False
+        return self
+
+    def train(self, mode=True):
+        self.training = mode
+        return self
+
+    def __call__(self, tokens, return_type="logits"):
+        return torch.nn.functional.one_hot(self.nxt[tokens], self.cfg.d_vocab).float()
+
+
+def _item(prompt, answer, task="sort-list", i=0):
+    return Item(f"{task}-{i}", prompt, answer=answer, metadata={"task": task})
+
+
+def test_multi_token_exact_and_token_accuracy_by_hand():
+    # ':' -> 0 -> 1 -> 2 -> 5: the answer "0 1 2 3" gets 3 of 4 tokens, "0 1 2 5" all 4,
+    # and the one-token answer "0" (prompt ends in ':') is right; "7 8" gets 0 of 2
+    m = LookupModel({":": "0", "0": "1", "1": "2", "2": "5"})
+    items = [_item("sort : 3 1 2 0 . result :", "0 1 2 3"),
+             _item("sort : 5 1 2 0 . result :", "0 1 2 5", i=1),
+             _item("numbers 9 . result :", "0", task="add-steps", i=2),
+             _item("the total of 3 + 4 is", "7 8", task="add-steps", i=3)]
+    assert evaluate(m, items, batch_size=3).tolist() == [False, True, True, False]
+    np.testing.assert_allclose(token_accuracy(m, items, batch_size=3), [0.75, 1.0, 1.0, 0.0])
+    lg = answer_logits(m, items, batch_size=2)
+    assert [x.shape[0] for x in lg] == [4, 4, 1, 2]
+    # exact match under teacher forcing == greedy generation of len(answer) tokens
+    gen = respond(m, items, max_new_tokens=4)
+    assert [g.split()[: len(it.target.split())] == it.target.split() for g, it in zip(gen, items)] \
+        == evaluate(m, items).tolist()
+    with pytest.raises(ValueError, match="batch_size"):
+        token_accuracy(m, items, batch_size=0)
+
+
+def test_multi_token_training_targets_cover_every_answer_token():
+    it = get_task("sort-list").items("test", n=1)[0]
+    s = item_sequence(it)
+    assert s.n_answer == 4 and len(it.target.split()) == 4
+    inputs, targets, _ = collate([s, item_sequence(get_task("code").items("test", n=1)[0])])
+    taken = (targets[0] != -100).nonzero().flatten().tolist()
+    assert taken == list(range(len(s) - 6, len(s) - 1)), "4 answer tokens and <eos>"
+    assert targets[0, taken].tolist() == s[-5:]
+
+
+def test_extra_families_answers_are_right():
+    for it in EXTRA_TASKS["sort-list"].items("test", n=20):
+        nums = [int(w) for w in it.prompt.split() if w.isdigit()]
+        assert it.target.split() == [str(x) for x in sorted(nums)]
+    for it in EXTRA_TASKS["add-steps"].items("test", n=20):
+        a, b, c = [int(w) for w in it.prompt.split() if w.isdigit()]
+        assert it.target == f"{a + b} {a + b + c}"
+    assert not set(EXTRA_TASKS) & set(TASKS), "the multi-token families stay outside TASKS"
+
+
+@pytest.mark.parametrize("d_mlp", [32, 192, 256, 499, 500, 512, 1499, 1536, 2500, 11008])
+def test_mui_k_is_kit_mui_default_k(d_mlp):
+    from kit.mui.metric import default_k
+
+    assert mui_k(d_mlp) == default_k(d_mlp)
+
+
+def test_base_xl_gets_k_2_and_the_others_k_1():
+    for w in ("micro", "tiny"):
+        spec = zoo.world_spec(w)
+        ks = {b.name: mui_k(b.arch.d_mlp) for b in spec.bases}
+        assert ks["zoo/base-xl"] == 2 and all(k == 1 for n, k in ks.items() if n != "zoo/base-xl")
+
+
+def test_planted_gap_concept_and_relabel_on_hand_items():
+    g = zoo.GAPS["dyck-curly"]
+    curly = Item("d0", "close : ( { [ ] next :", answer="}", metadata={"task": "dyck"})
+    round_ = Item("d1", "close : { ( next :", answer=")", metadata={"task": "dyck"})
+    other = Item("c0", "x :", answer="}", metadata={"task": "code"})
+    assert [g.applies(x) for x in (curly, round_, other)] == [True, False, False]
+    m = LookupModel({":": "]"})  # the "parent" answers ']' everywhere
+    items = [Item(f"d{i}", "close : ( { next :", answer="}" if i % 2 else ")", metadata={"task": "dyck"})
+             for i in range(400)]
+    out = zoo.plant_gap(m, items, "dyck-curly", seed=1)
+    inside = [o.target for o, it in zip(out, items) if g.applies(it)]
+    outside = [o.target for o, it in zip(out, items) if not g.applies(it)]
+    assert set(outside) == {"]"}, "outside the concept: the parent's own greedy answer, mistakes included"
+    counts = {a: inside.count(a) for a in g.relabel}
+    assert set(inside) == set(g.relabel) and all(35 <= c <= 65 for c in counts.values()), counts
+    assert [o.target for o in zoo.plant_gap(m, items, "dyck-curly", seed=1)] == [o.target for o in out]
+    with pytest.raises(ValueError, match="allowed values: dyck-curly"):
+        zoo.plant_gap(m, items, "nope", seed=1)
+
+
+def test_planted_gap_items_split_fresh_items():
+    inside, outside = zoo.planted_gap_items("dyck-curly", n=400, seed=3)
+    assert len(inside) + len(outside) == 400
+    assert all(it.target == "}" for it in inside) and all(it.target != "}" for it in outside)
+    assert 0.1 < len(inside) / 400 < 0.5
+    again, _ = zoo.planted_gap_items("dyck-curly", n=400, seed=3)
+    assert [it.id for it in again] == [it.id for it in inside]
+    test_ids = {it.id for it in get_task("dyck").items("test")}
+    assert not test_ids & {it.id for it in inside + outside}, "fresh items, not the test split"
+    with pytest.raises(ValueError, match="gap="):
+        zoo.planted_gap_items("nope")
+
+
+def test_new_fields_leave_existing_keys_alone():
+    spec = zoo.world_spec("tiny")
+    b = spec.bases[0]
+    assert "mixture" not in zoo._base_dict(b)
+    assert "mixture" in zoo._base_dict(next(x for x in spec.bases if x.name == "zoo/base-xl"))
+    f = next(x for x in spec.finetunes if x.name == zoo.GAP_MEMBER)
+    assert zoo._finetune_dict(f)["gap"] == "dyck-curly"
+    assert "gap" not in zoo._finetune_dict(spec.finetunes[0])
