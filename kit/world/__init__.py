@@ -12,18 +12,21 @@ the greedy next token at the last prompt position (:func:`evaluate`).
 
 from kit.world.build import build, is_built
 from kit.world.card import card, format_card
-from kit.world.evaluate import evaluate, last_logits, prompt_tokens, respond, target_ids
+from kit.world.evaluate import evaluate, last_logits, prompt_tokens, respond, target_ids, token_accuracy
 from kit.world.saes import load_world_sae, sae_labels, sae_stats, saes
-from kit.world.tasks import GROUPS, SPLITS, TASKS, Task, get_task
+from kit.world.tasks import EXTRA_TASKS, GROUPS, SPLITS, TASKS, Task, get_task
 from kit.world.tokenizer import build_tokenizer
 from kit.world.zoo import (
     CONTAMINATED_TASK,
     CONTAMINATION_BASE,
+    GAP_MEMBER,
+    GAPS,
     WorldNotBuilt,
     changed_neurons,
     load_member,
     member_info,
     members,
+    planted_gap_items,
     plastic_neurons,
     world_dir,
 )
@@ -35,8 +38,9 @@ def accuracy(model, task: str, split: str, n: int | None = None, seed: int = 0) 
 
 
 __all__ = [
-    "CONTAMINATED_TASK", "CONTAMINATION_BASE", "GROUPS", "SPLITS", "TASKS", "Task", "WorldNotBuilt",
+    "CONTAMINATED_TASK", "CONTAMINATION_BASE", "EXTRA_TASKS", "GAPS", "GAP_MEMBER", "GROUPS", "SPLITS", "TASKS", "Task", "WorldNotBuilt",
     "accuracy", "build", "build_tokenizer", "card", "changed_neurons", "evaluate", "format_card", "get_task",
     "is_built", "last_logits", "load_member", "load_world_sae", "member_info", "members",
-    "plastic_neurons", "prompt_tokens", "respond", "sae_labels", "sae_stats", "saes", "target_ids", "world_dir",
+    "planted_gap_items", "plastic_neurons", "prompt_tokens", "respond", "sae_labels", "sae_stats", "saes", "target_ids",
+    "token_accuracy", "world_dir",
 ]
