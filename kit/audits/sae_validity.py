@@ -70,11 +70,15 @@ def architecture_duality(sae_a, sae_b, acts: Float[Tensor, "n d_in"], threshold:
     direc = direction_agreement(enc_a, enc_b)
     dec = direction_agreement(sae_a.W_dec.detach().float().cpu(), sae_b.W_dec.detach().float().cpu())
     agree = float(np.nanmean([overlap, direc]))
-    return AuditResult(metric="M07", name="Architecture duality", value=agree,
-                       values={"architecture_agreement": agree, "feature_overlap": overlap,
-                               "direction_agreement": direc, "decoder_direction_agreement": dec},
-                       pass_condition=f"architecture_agreement > {min_agreement}",
-                       passed=bool(agree > min_agreement), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    r = AuditResult(metric="M07", name="Architecture duality", value=agree,
+                    values={"architecture_agreement": agree, "feature_overlap": overlap,
+                            "direction_agreement": direc, "decoder_direction_agreement": dec},
+                    pass_condition=f"architecture_agreement > {min_agreement}",
+                    passed=bool(agree > min_agreement), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    if enc_a.shape == enc_b.shape and torch.equal(enc_a, enc_b):
+        r.decided("the two SAEs have the same encoder: agreement is 1 whatever they learned (one SAE compared "
+                  "with itself, not two architectures)")
+    return r
 
 
 # ------------------------------------------------------------------ M08 WeightLens
@@ -466,7 +470,9 @@ def saebench_audit(metric_runs: list[float], control_runs: list[float], max_cv: 
                                "mean": float(np.mean(metric_runs)), "control_mean": float(np.mean(control_runs))},
                        pass_condition=f"CV < {max_cv} and Cohen's d > {min_d}",
                        passed=bool(cv < max_cv and d > min_d), inputs=inputs or AuditInputs()
-                       ).with_null(control_runs, "the control configuration (untrained copy), same reseeds", of="mean")
+                       # the control against itself has d = 0, so it passes only if min_d < 0
+                       ).with_null(control_runs, "the control configuration (untrained copy), same reseeds", of="mean",
+                                   passed=bool(coefficient_of_variation(control_runs) < max_cv and 0.0 > min_d))
 
 
 def probe_reseeds(feats: Float[Tensor, "n f"], labels: np.ndarray, n_reseeds: int, k: int = 1,

@@ -33,6 +33,9 @@ def test_identical_saes_agree_fully():
     assert r.values["feature_overlap"] == pytest.approx(1.0), "identical SAEs must activate the same (matched) features"
     assert r.values["direction_agreement"] == pytest.approx(1.0, abs=1e-5)
     assert r.value == pytest.approx(1.0, abs=1e-5) and r.passed
+    assert not r.can_fail and "same encoder" in r.by_construction, "an SAE compared with itself passes by construction"
+    other = V.architecture_duality(sae, topk_sae(seed=1), acts)
+    assert other.can_fail, "two different SAEs: the verdict is open"
 
 
 def test_orthogonal_directions_disagree():
@@ -223,6 +226,8 @@ def test_cv_and_saebench():
     assert r.passed and r.values["discriminability_d"] > 0.8
     noisy = V.saebench_audit([0.5, 0.9, 0.4, 0.95], [0.6, 0.62, 0.61, 0.6])
     assert not noisy.passed
+    assert r.null == pytest.approx(0.6075) and r.null_passed is False, \
+        "the control against itself has d = 0 < 0.8: its null verdict is a fail"
 
 
 def test_sparse_probe_on_separable_feature():
