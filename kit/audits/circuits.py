@@ -463,7 +463,9 @@ def mib_audit(model, batch: IOIBatch, means: Tensor, edges: list[Edge],
     )
     if floor > min_cpr:
         res.decided(f"every head is in from {sat_t:.3g} of the edges, so f = 1 there and CPR >= {floor:.2f} > {min_cpr} "
-                    "for any circuit no worse than the empty one below it")
+                    "for any circuit no worse than the empty one below it"
+                    + (f"; MIB's log-scale CPR ({cpr_log:.2f}, floor {floor_log:.2f}) is not decided"
+                       if floor_log <= min_cpr else ""))
     null = random_ranking_cprs(model, batch, means, edges, thresholds, null_seeds)
     res.values["null_cpr_log"] = null["cpr_log"]
     res.with_null(null["cpr"], f"the same edges ranked at random, {len(null['cpr'])} seeds",

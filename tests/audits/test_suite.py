@@ -22,6 +22,13 @@ def test_choose_saes_roles():
 def test_profiles_validate(profile):
     cfg = kit.load_params("06_measurement_audits", profile)
     assert cfg.world in ("tiny", "micro")
+    if profile in ("tiny", "smoke"):
+        from kit.world import members
+
+        assert cfg.circuit_model == "zoo/base-xl" and cfg.circuit_model in members(cfg.world), \
+            "the circuit family runs on the deeper member, a member of the profile's world"
+    else:
+        assert cfg.circuit_model is None, "paper/dryrun: the circuit family on the audited model itself"
     if profile == "paper":
         assert cfg.model == "gpt2" and cfg.circuit == "wang2023"
         assert suite.circuit_heads_for(cfg)[0] == (0, 1)
@@ -33,6 +40,8 @@ def test_profiles_validate(profile):
 
 
 def test_bad_config_names_field():
+    with pytest.raises(ParamsError, match="circuit_model.*zoo/base-xxl.*allowed values"):
+        kit.load_params("06_measurement_audits", "smoke", overrides={"circuit_model": "zoo/base-xxl"})
     with pytest.raises(ParamsError, match="weber_scales"):
         kit.load_params("06_measurement_audits", "tiny", overrides={"weber_scales": [0.5, 0.9]})
     with pytest.raises(ParamsError, match="probe_tasks"):
@@ -170,6 +179,7 @@ def test_circuit_items_regroup_before_the_single_token_filter(model):
     vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
     groups = {"a": vocab[:2] + ["Zyxwvut", "Qwertz"], "b": vocab[2:4], "c": vocab[4:6]}
     cfg = kit.load_params("06_measurement_audits", "smoke", overrides={"model": "twin/gpt2", "n_ioi": 9,
+                                                                         "circuit_model": None,
                                                                          "dif_name_groups": groups})
     out, dropped = suite.circuit_items(model, cfg)
     assert len(out) == 9 and {it.metadata["name_group"] for it in out} == {"a", "b", "c"}
