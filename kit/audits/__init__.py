@@ -23,7 +23,7 @@ from typing import Callable
 import pandas as pd
 
 from . import circuits, psychophysics, safety, sae_validity, stability
-from .result import AuditInputs, AuditResult, dumps, jsonable
+from .result import AuditInputs, AuditResult, dumps, fail_check, jsonable
 
 REGISTRY: dict[str, Callable[..., object]] = {
     "M07": sae_validity.architecture_duality,
@@ -64,13 +64,15 @@ def _fmt(x) -> str:
 
 def summary_table(results: list[AuditResult]) -> pd.DataFrame:
     """One row per result: metric, name, value, its null (and what the null is of), pass
-    condition, verdict (pass / FAIL / report), whether the verdict could fail and why not."""
+    condition, verdict (pass / FAIL / report), whether the verdict could fail and why not, and
+    the computed can-fail check (:func:`kit.audits.result.fail_check`)."""
     key = {m: i for i, m in enumerate(ORDER)}
     rows = sorted(results, key=lambda r: (key.get(r.metric, len(key)), r.name))
     return pd.DataFrame([{"metric": r.metric, "name": r.name, "value": r.value,
                           "null": r.null, "null_of": r.null_of or "value", "null_passes": r.null_passed,
                           "pass_condition": r.pass_condition, "verdict": r.verdict(), "passed": r.passed,
-                          "can_fail": r.can_fail, "by_construction": r.by_construction, "notes": r.notes}
+                          "can_fail": r.can_fail, "fail_check": fail_check(r), "by_construction": r.by_construction,
+                          "notes": r.notes}
                          for r in rows])
 
 
@@ -99,7 +101,8 @@ def findings(results: list[AuditResult], paper_note: bool = False) -> list[str]:
                 + (" (passes too)" if r.null_passed else "")) if r.null is not None else ""
         lines.append(f"{r.metric:5s} {r.name}: {_fmt(r.value)}{null} [{r.verdict()}: {r.pass_condition}] {shown}"
                      + (f"  NOTE: {r.notes}" if r.notes else "")
-                     + ("" if r.can_fail else f"  CANNOT FAIL: {r.by_construction}"))
+                     + ("" if r.can_fail else f"  CANNOT FAIL: {r.by_construction}")
+                     + (f"  CAN FAIL? {fail_check(r)}" if r.can_fail and not r.diagnostic else ""))
     n_fail = sum(1 for r in results if not r.diagnostic and not r.passed)
     n_pass = sum(1 for r in results if not r.diagnostic and r.passed)
     lines.append(f"{n_pass} audits pass, {n_fail} fail, {sum(r.diagnostic for r in results)} report-only.")
@@ -110,4 +113,4 @@ def findings(results: list[AuditResult], paper_note: bool = False) -> list[str]:
 
 
 __all__ = ["AuditInputs", "AuditResult", "REGISTRY", "get_audit", "summary_table", "save_audits", "load_audits",
-           "findings", "jsonable", "circuits", "psychophysics", "safety", "sae_validity", "stability"]
+           "findings", "fail_check", "jsonable", "circuits", "psychophysics", "safety", "sae_validity", "stability"]

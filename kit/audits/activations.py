@@ -103,6 +103,61 @@ def sae_features(sae, acts: Float[Tensor, "n d_in"], batch_size: int = 4096, cpu
     return torch.cat(chunks) if chunks else torch.zeros(0, sae.cfg.d_sae)
 
 
+class FeatureBlocks:
+    """An SAE's features of ``acts``, ``block(j0, j1)`` = features ``j0:j1`` for every token, on the
+    SAE's device, without ever forming the ``n x d_sae`` matrix (a 131k-feature SAE on 30k tokens
+    would be 16 GB). Exact for sae_lens's standard (ReLU), JumpReLU and TopK SAEs (TopK: each token's
+    k-th largest pre-activation is found first, block by block); any other SAE is encoded in full
+    once and sliced (``blockwise`` False)."""
+
+    @torch.no_grad()
+    def __init__(self, sae, acts: Float[Tensor, "n d_in"], chunk: int = 8192):
+        from sae_lens import JumpReLUSAE, StandardSAE, TopKSAE
+
+        self.sae, self.chunk, self.d_sae = sae, int(chunk), int(sae.cfg.d_sae)
+        self.device = sae.W_dec.device
+        self.n = int(acts.shape[0])
+        self.kind = ("topk" if isinstance(sae, TopKSAE) else "jumprelu" if isinstance(sae, JumpReLUSAE)
+                     else "standard" if isinstance(sae, StandardSAE) else "")
+        if self.kind == "topk" and getattr(sae.activation_fn, "use_sparse_activations", False):
+            self.kind = ""
+        act = getattr(sae, "activation_fn", None)
+        if self.kind in ("standard", "jumprelu") and not isinstance(act, torch.nn.ReLU):
+            self.kind = ""
+        self.blockwise = bool(self.kind)
+        if not self.blockwise:
+            self._full = sae_features(sae, acts, cpu=False)
+            return
+        self._in = sae.process_sae_in(acts.to(self.device, sae.W_dec.dtype))
+        if self.kind == "topk":
+            k = sae.activation_fn.k
+            top = torch.full((self.n, 0), -torch.inf, device=self.device)
+            for j in range(0, self.d_sae, self.chunk):
+                pre = self._pre(j, min(j + self.chunk, self.d_sae))
+                top = torch.cat([top, pre.topk(min(k, pre.shape[1]), dim=1).values], 1)
+                top = top.topk(min(k, top.shape[1]), dim=1).values
+            self._kth = top[:, -1:]
+
+    def _pre(self, j0: int, j1: int) -> Tensor:
+        sae = self.sae
+        pre = self._in @ sae.W_enc[:, j0:j1] + sae.b_enc[j0:j1]
+        if self.kind == "topk" and getattr(sae.cfg, "rescale_acts_by_decoder_norm", False):
+            pre = pre * sae.W_dec[j0:j1].norm(dim=-1)
+        return pre
+
+    @torch.no_grad()
+    def block(self, j0: int, j1: int) -> Float[Tensor, "n c"]:
+        if not self.blockwise:
+            return self._full[:, j0:j1]
+        pre = self._pre(j0, j1)
+        out = pre.relu()
+        if self.kind == "jumprelu":
+            out = out * (pre > self.sae.threshold[j0:j1])
+        elif self.kind == "topk":
+            out = out * (pre >= self._kth)
+        return out.float()
+
+
 def sae_hook(sae, default: str | None = None) -> str:
     """The hook an SAE was trained at (``sae.cfg.metadata.hook_name``), else ``default``."""
     hook = getattr(getattr(sae.cfg, "metadata", None), "hook_name", None) or default

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import torch
@@ -359,6 +359,39 @@ def discover_circuit(model, batch: IOIBatch, means: Tensor, frac: float = 0.2, m
     return Circuit(select_heads(scores, frac, max_heads, fixed), scores, edges)
 
 
+def task_signal(full_ld, level: float = 0.95) -> dict[str, Any]:
+    """Does the model do the task at all? Mean full-model logit difference IO - S over prompts, its
+    t interval, and the fraction of prompts it gets right (``does_task``: the interval is above 0)."""
+    from scipy import stats
+
+    x = np.asarray(full_ld, float)
+    m = float(x.mean()) if len(x) else float("nan")
+    if len(x) > 1 and x.std(ddof=1) > 0:
+        lo, hi = stats.t.interval(level, len(x) - 1, loc=m, scale=x.std(ddof=1) / np.sqrt(len(x)))
+    else:
+        lo = hi = m
+    return {"mean_logit_diff": m, "ci": [float(lo), float(hi)], "frac_io_preferred": float((x > 0).mean()) if len(x) else None,
+            "n": int(len(x)), "does_task": bool(len(x) > 1 and lo > 0)}
+
+
+def circuit_scope(known: bool, signal: dict[str, Any], n_heads: int, frac: float, max_heads: int) -> str:
+    """What the circuit audits (MIB, EX1, EX2, EX11) can and cannot say about this model, in words:
+    a known circuit (Wang et al.'s heads) is audited as given; a discovered one is whatever heads
+    patching ranks highest; a model that does not do the task has no circuit to audit."""
+    m, (lo, hi) = signal["mean_logit_diff"], signal["ci"]
+    if not signal["does_task"]:
+        return (f"the model does not do the task (mean logit diff IO - S {m:.3g}, 95% CI [{lo:.3g}, {hi:.3g}] not above 0; "
+                f"IO preferred on {signal['frac_io_preferred']:.0%} of prompts): there is no circuit to find. Computed: "
+                f"each instrument end to end on the {n_heads} head(s) patching ranks highest. Not computable: whether a "
+                "circuit is faithful (MIB), detectable (EX1), name-fair (EX2) or Weber-like (EX11); these verdicts say "
+                "nothing about one")
+    if known:
+        return ""
+    return (f"no known circuit for this model: the {n_heads} head(s) scoring >= {frac:g} of the best head's patching "
+            f"score (at most {max_heads}) stand in; the audits measure these heads, and whether they are the "
+            "model's circuit is not checked against a reference")
+
+
 def _mib_note(cpr: float, m_full: float, m_empty: float) -> str:
     if not np.isfinite(cpr):
         return "m(N) = m(empty): ablating every head changes nothing, f undefined"
@@ -430,7 +463,9 @@ def mib_audit(model, batch: IOIBatch, means: Tensor, edges: list[Edge],
     )
     if floor > min_cpr:
         res.decided(f"every head is in from {sat_t:.3g} of the edges, so f = 1 there and CPR >= {floor:.2f} > {min_cpr} "
-                    "for any circuit no worse than the empty one below it")
+                    "for any circuit no worse than the empty one below it"
+                    + (f"; MIB's log-scale CPR ({cpr_log:.2f}, floor {floor_log:.2f}) is not decided"
+                       if floor_log <= min_cpr else ""))
     null = random_ranking_cprs(model, batch, means, edges, thresholds, null_seeds)
     res.values["null_cpr_log"] = null["cpr_log"]
     res.with_null(null["cpr"], f"the same edges ranked at random, {len(null['cpr'])} seeds",

@@ -76,13 +76,19 @@ def dprime_audit(full_ld: np.ndarray, ablated_ld: np.ndarray, inputs: AuditInput
     d, beta = dprime(hr, fa, len(full_ld), len(ablated_ld))
     a = auc(full_ld, ablated_ld)
     fpr, tpr = roc_curve(full_ld, ablated_ld)
-    return AuditResult(
+    # the clipped rates bound d' by ppf(1 - 1/(2 n_signal)) + ppf(1 - 1/(2 n_noise))
+    bound = float(norm.ppf(1 - 1 / (2 * len(full_ld))) + norm.ppf(1 - 1 / (2 * len(ablated_ld))))
+    r = AuditResult(
         metric="EX1", name="d-prime (signal detection)", value=d,
         values={"dprime": d, "beta": beta, "hit_rate": hr, "false_alarm_rate": fa, "auc": a,
-                "clip_bound": 2 * norm.ppf(1 - 1 / (2 * len(full_ld))), "roc_fpr": fpr, "roc_tpr": tpr},
+                "clip_bound": bound, "roc_fpr": fpr, "roc_tpr": tpr},
         pass_condition=f"d' > {min_dprime} and AUC > {min_auc}",
         passed=bool(d > min_dprime and a > min_auc), inputs=inputs or AuditInputs(n=len(full_ld)),
     )
+    if bound <= min_dprime:
+        r.decided(f"with {len(full_ld)} + {len(ablated_ld)} prompts the clipped rates bound d' by {bound:.2f} <= "
+                  f"{min_dprime}: the audit fails whatever the circuit")
+    return r
 
 
 # ------------------------------------------------------------------ EX2: DIF

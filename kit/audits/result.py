@@ -139,6 +139,31 @@ class AuditResult(BaseModel):
         return "report" if self.diagnostic else ("pass" if self.passed else "FAIL")
 
 
+def fail_check(r: AuditResult) -> str:
+    """The computed answer to "could this verdict have failed here?", from what the audit computed:
+
+    - ``report-only``: a diagnostic (the page defines no failing outcome);
+    - ``no``: decided by construction (a bound, a constant quantity, a saturated curve: ``by_construction``);
+    - ``yes``: the audit failed, or its null control (an instrument with nothing to measure) fails
+      the same pass condition, so a fail is reachable with these inputs;
+    - ``uninformative pass``: it passed and its null control passes the same condition too;
+    - ``unchecked``: no null verdict was computed.
+    """
+    if r.diagnostic:
+        return "report-only" + (f" ({r.by_construction})" if r.by_construction and not
+                                r.by_construction.startswith("report-only") else "")
+    if not r.can_fail:
+        return f"no: {r.by_construction}"
+    null = "" if r.null is None else f" (null {'of ' + r.null_of + ' ' if r.null_of else ''}{r.null:.3g})"
+    if not r.passed:
+        return "yes: the audit fails" + (" (its null control passes)" if r.null_passed else "")
+    if r.null_passed is False:
+        return f"yes: the null control fails the same condition{null}"
+    if r.null_passed:
+        return f"uninformative pass: the null control ({r.null_how}) passes the same condition too{null}"
+    return "unchecked: no null verdict computed"
+
+
 def dumps(results: list[AuditResult]) -> str:
     """JSON text of a list of results (what ``audits.json`` holds)."""
     return json.dumps([r.model_dump(mode="json") for r in results], indent=2)

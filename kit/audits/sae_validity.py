@@ -16,7 +16,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from .activations import max_cosine, sae_features, unit_rows
+from .activations import FeatureBlocks, max_cosine, sae_features, unit_rows
 from .result import AuditInputs, AuditResult
 
 
@@ -70,11 +70,15 @@ def architecture_duality(sae_a, sae_b, acts: Float[Tensor, "n d_in"], threshold:
     direc = direction_agreement(enc_a, enc_b)
     dec = direction_agreement(sae_a.W_dec.detach().float().cpu(), sae_b.W_dec.detach().float().cpu())
     agree = float(np.nanmean([overlap, direc]))
-    return AuditResult(metric="M07", name="Architecture duality", value=agree,
-                       values={"architecture_agreement": agree, "feature_overlap": overlap,
-                               "direction_agreement": direc, "decoder_direction_agreement": dec},
-                       pass_condition=f"architecture_agreement > {min_agreement}",
-                       passed=bool(agree > min_agreement), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    r = AuditResult(metric="M07", name="Architecture duality", value=agree,
+                    values={"architecture_agreement": agree, "feature_overlap": overlap,
+                            "direction_agreement": direc, "decoder_direction_agreement": dec},
+                    pass_condition=f"architecture_agreement > {min_agreement}",
+                    passed=bool(agree > min_agreement), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    if enc_a.shape == enc_b.shape and torch.equal(enc_a, enc_b):
+        r.decided("the two SAEs have the same encoder: agreement is 1 whatever they learned (one SAE compared "
+                  "with itself, not two architectures)")
+    return r
 
 
 # ------------------------------------------------------------------ M08 WeightLens
@@ -197,28 +201,34 @@ def _zscore(x: Tensor) -> Tensor:
     return x / sd.clamp_min(1e-12) * (sd > 1e-12)
 
 
-def top_correlations(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"], top_k: int, chunk: int = 8192
+def top_correlations(fs: Float[Tensor, "n ds"], fl, top_k: int, chunk: int = 8192
                      ) -> tuple[Float[Tensor, "ds k"], Int[Tensor, "ds k"]]:
     """Pearson correlation of every small feature with every large one, top ``top_k`` per small
     feature (constant features correlate 0), returned on CPU.
 
-    Runs on ``fl``'s device, ``chunk`` large features at a time with a running top-k, so memory is
-    ``fl`` itself plus ``n x chunk`` (a 131k-feature SAE needs no n x 131k z-scored copies)."""
-    zs = _zscore(fs.to(fl.device))
-    k = min(top_k, fl.shape[1])
-    vals = torch.full((zs.shape[1], 0), -torch.inf, device=fl.device)
-    idx = torch.zeros((zs.shape[1], 0), dtype=torch.long, device=fl.device)
-    for j in range(0, fl.shape[1], chunk):
-        c = zs.T @ _zscore(fl[:, j : j + chunk]) / zs.shape[0]
+    ``fl``: the large features (``n x dl`` tensor) or a :class:`kit.audits.activations.FeatureBlocks`
+    that encodes them a block at a time. Runs on ``fl``'s device, ``chunk`` large features at a time
+    with a running top-k, so memory is ``n x chunk`` plus the small features (with
+    ``FeatureBlocks``, the ``n x dl`` large features never exist at once)."""
+    block = fl.block if hasattr(fl, "block") else (lambda j0, j1: fl[:, j0:j1])
+    d_l = fl.d_sae if hasattr(fl, "block") else fl.shape[1]
+    device = fl.device
+    zs = _zscore(fs.to(device))
+    k = min(top_k, d_l)
+    vals = torch.full((zs.shape[1], 0), -torch.inf, device=device)
+    idx = torch.zeros((zs.shape[1], 0), dtype=torch.long, device=device)
+    for j in range(0, d_l, chunk):
+        c = zs.T @ _zscore(block(j, min(j + chunk, d_l))) / zs.shape[0]
         v, i = c.topk(min(k, c.shape[1]), dim=1)
         vals, order = torch.cat([vals, v], 1).topk(min(k, vals.shape[1] + v.shape[1]), dim=1)
         idx = torch.cat([idx, i + j], 1).gather(1, order)
     return vals.cpu(), idx.cpu()
 
 
-def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"],
+def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl,
                             dec_l: Float[Tensor, "dl d"], top_k: int = 3, min_corr: float = 0.3,
-                            min_cos: float = 0.5, absorption: str = "all") -> dict[str, float | list]:
+                            min_cos: float = 0.5, absorption: str = "all", chunk: int = 8192
+                            ) -> dict[str, float | list]:
     """``1 - (splitting_rate + absorption_rate) / 2``.
 
     splitting: fraction of alive small features whose correlated large features (top ``top_k``
@@ -229,11 +239,12 @@ def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"]
     features, divided by ``absorption="all"`` large features (the page: "fraction of large
     features that are the top match for multiple small features") or by ``"matched"`` ones (those
     that are some small feature's best match: the rate among features that take part at all).
+    ``chunk``: large features correlated per block (:func:`top_correlations`; no effect on the result).
     """
     if absorption not in ("all", "matched"):
         raise ValueError(f"absorption={absorption!r}; allowed values: all, matched")
     alive = (fs > 0).any(0).cpu()
-    corr, idx = top_correlations(fs, fl, top_k)
+    corr, idx = top_correlations(fs, fl, top_k, chunk=chunk)
     dec = unit_rows(dec_l.float().cpu())
     split_flags = []
     for i in torch.nonzero(alive).flatten().tolist():
@@ -244,13 +255,14 @@ def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl: Float[Tensor, "n dl"]
         cos = [float(dec[a] @ dec[b]) for a, b in itertools.combinations(partners, 2)]
         split_flags.append(float(np.mean(cos)) < min_cos)
     best = idx[:, 0][alive & (corr[:, 0] >= min_corr)]
-    counts = torch.bincount(best, minlength=fl.shape[1]) if len(best) else torch.zeros(fl.shape[1])
+    d_l = fl.d_sae if hasattr(fl, "block") else fl.shape[1]
+    counts = torch.bincount(best, minlength=d_l) if len(best) else torch.zeros(d_l)
     matched = int((counts > 0).sum())
-    denom = fl.shape[1] if absorption == "all" else matched
-    absorption = float((counts > 1).sum() / denom) if denom else 0.0
+    denom = d_l if absorption == "all" else matched
+    absorbed = float((counts > 1).sum() / denom) if denom else 0.0
     splitting = float(np.mean(split_flags)) if split_flags else 0.0
-    return {"cross_scale_consistency": 1 - (splitting + absorption) / 2, "splitting_rate": splitting,
-            "absorption_rate": absorption, "absorption_denominator": absorption_name(absorption, denom),
+    return {"cross_scale_consistency": 1 - (splitting + absorbed) / 2, "splitting_rate": splitting,
+            "absorption_rate": absorbed, "absorption_denominator": absorption_name(absorption, denom),
             "n_small_alive": int(alive.sum()), "n_large_matched": matched,
             "best_corr": corr[:, 0][alive].tolist(), "frac_small_matched": float((corr[:, 0][alive] >= min_corr).float().mean()) if alive.any() else 0.0}
 
@@ -261,13 +273,16 @@ def absorption_name(absorption: str, denom: int) -> str:
 
 def matryoshka(sae_small, sae_large, acts: Float[Tensor, "n d_in"], top_k: int = 3, min_corr: float = 0.3,
                min_cos: float = 0.5, min_consistency: float = 0.7, absorption: str = "all",
-               inputs: AuditInputs | None = None) -> AuditResult:
+               chunk: int = 8192, inputs: AuditInputs | None = None) -> AuditResult:
     """M11 on two SAEs of different widths at one hook, on the large SAE's device (features of
-    both SAEs stay there; correlations in chunks). Pass: consistency > 0.7."""
+    both SAEs stay there; correlations ``chunk`` large features at a time, so a 131k-feature SAE
+    needs its n x 131k features plus n x ``chunk``, not several n x 131k copies). Pass: consistency > 0.7."""
     if sae_small.cfg.d_sae > sae_large.cfg.d_sae:
         raise ValueError(f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: swap them")
-    v = cross_scale_consistency(sae_features(sae_small, acts, cpu=False), sae_features(sae_large, acts, cpu=False),
-                                sae_large.W_dec.detach(), top_k, min_corr, min_cos, absorption)
+    large = FeatureBlocks(sae_large, acts, chunk)
+    v = cross_scale_consistency(sae_features(sae_small, acts, cpu=False), large,
+                                sae_large.W_dec.detach(), top_k, min_corr, min_cos, absorption, chunk=chunk)
+    v["large_features_blockwise"] = large.blockwise
     c = v["cross_scale_consistency"]
     return AuditResult(metric="M11", name="Matryoshka cross-scale consistency", value=c, values=v,
                        pass_condition=f"cross_scale_consistency > {min_consistency}",
@@ -455,7 +470,9 @@ def saebench_audit(metric_runs: list[float], control_runs: list[float], max_cv: 
                                "mean": float(np.mean(metric_runs)), "control_mean": float(np.mean(control_runs))},
                        pass_condition=f"CV < {max_cv} and Cohen's d > {min_d}",
                        passed=bool(cv < max_cv and d > min_d), inputs=inputs or AuditInputs()
-                       ).with_null(control_runs, "the control configuration (untrained copy), same reseeds", of="mean")
+                       # the control against itself has d = 0, so it passes only if min_d < 0
+                       ).with_null(control_runs, "the control configuration (untrained copy), same reseeds", of="mean",
+                                   passed=bool(coefficient_of_variation(control_runs) < max_cv and 0.0 > min_d))
 
 
 def probe_reseeds(feats: Float[Tensor, "n f"], labels: np.ndarray, n_reseeds: int, k: int = 1,

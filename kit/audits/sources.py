@@ -1,8 +1,11 @@
 """Prompt sources of notebook 06: world tasks (offline) or Hugging Face datasets (network).
 
 A source is a world task name (``facts``) or ``hf:<dataset>[@<config>]:<split>:<column>``
-(``hf:walledai/AdvBench:train:prompt``). Datasets come through :func:`kit.models.hub.hf_dataset`,
-the one network boundary; tests mock it with small local fixtures.
+(``hf:walledai/AdvBench:train:prompt``). ``<dataset>`` is a hub id (network) or a local directory of
+data files (``./...``, ``../...`` or ``/...``; relative to the repository root), which
+``datasets.load_dataset`` reads the same way offline: the ``dryrun`` profile's small fixtures
+(``tests/fixtures/hf/``) and a user's own prompt sets. Datasets come through
+:func:`kit.models.hub.hf_dataset`, the one network boundary; tests mock it with small local fixtures.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-_HF = re.compile(r"^hf:(?P<path>[\w.\-]+(?:/[\w.\-]+)?)(?:@(?P<name>[\w.\-]+))?:(?P<split>[\w.\-\[\]:%]+?):(?P<column>\w+)$")
+_HF = re.compile(r"^hf:(?P<path>[\w.\-]+(?:/[\w.\-]+)?|\.{0,2}/[\w.\-/]+?)(?:@(?P<name>[\w.\-]+))?:(?P<split>[\w.\-\[\]:%]+?):(?P<column>\w+)$")
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,26 @@ def parse_source(spec: str, field: str = "source") -> Source:
     if spec.startswith("hf:") and m:
         return Source("hf", m["path"], m["name"], m["split"], m["column"])
     raise ValueError(f"{field}: {spec!r} is neither a world task ({', '.join(TASKS)}) nor "
-                     "'hf:<dataset>[@<config>]:<split>:<column>'")
+                     "'hf:<dataset>[@<config>]:<split>:<column>' (<dataset>: a hub id or a ./local/dir)")
+
+
+def is_local(src: Source) -> bool:
+    """Whether an ``hf:`` source names a local directory rather than a hub id."""
+    return src.kind == "hf" and src.name.startswith(("/", "./", "../"))
+
+
+def dataset_path(src: Source, field: str = "source") -> str:
+    """The hub id, or the local directory resolved against the repository root (which must exist)."""
+    if not is_local(src):
+        return src.name
+    from pathlib import Path
+
+    from kit.core.paths import REPO_ROOT
+
+    path = Path(src.name) if src.name.startswith("/") else (REPO_ROOT / src.name).resolve()
+    if not path.is_dir():
+        raise ValueError(f"{field}: local dataset directory {src.name!r} not found (looked at {path})")
+    return str(path)
 
 
 def source_prompts(spec: str, n: int, max_chars: int = 400, seed: int = 0, field: str = "source") -> list[str]:
@@ -47,7 +69,7 @@ def source_prompts(spec: str, n: int, max_chars: int = 400, seed: int = 0, field
         return [it.prompt for it in get_task(src.name).items("test", n)]
     from kit.models.hub import hf_dataset
 
-    ds = hf_dataset(src.name, src.config, split=src.split)
+    ds = hf_dataset(dataset_path(src, field), src.config, split=src.split)
     if src.column not in ds.column_names:
         raise ValueError(f"{field}: {spec!r} has no column {src.column!r}; allowed values: {', '.join(ds.column_names)}")
     out = []

@@ -153,9 +153,9 @@ def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: in
     mean_overlap = float(np.mean(overlaps))
     null = random_core_null(d_sae, core_frac, n_cycles)
     res = AuditResult(metric="M09", name="DMSAE core stability", value=len(stable) / d_sae,
-                      values={"core_fraction": len(stable) / d_sae, "n_stable": len(stable),
-                              "mean_overlap": mean_overlap, "is_stable": mean_overlap > stable_overlap,
-                              "l0": l0s[-1], "variance_explained": fves[-1], "l0_per_cycle": l0s,
+                      values={"core_fraction": len(stable) / d_sae, "l0": l0s[-1], "variance_explained": fves[-1],
+                              "mean_overlap": mean_overlap, "n_stable": len(stable),
+                              "is_stable": mean_overlap > stable_overlap, "l0_per_cycle": l0s,
                               "variance_explained_per_cycle": fves, "l1_coefficient": l1,
                               "overlaps": overlaps, "core_sizes": [len(c) for c in cores],
                               "final_losses": losses, "reinit_changed_frac": float(np.mean(changed)),

@@ -67,14 +67,30 @@ def task_prompts(tasks: list[str], n: int, max_chars: int = 400) -> tuple[list[s
     return prompts, labels
 
 
-def dif_items(items, cfg, model):
-    """EX2's items: the world's name groups, or ``cfg.dif_name_groups`` substituted into the
-    prompts (single-token names only). Returns ``(items, dropped names per group)``."""
+def load_circuit_model(cfg, model):
+    """The circuit family's model and its name: ``cfg.circuit_model`` loaded, or ``model`` itself."""
+    if cfg.circuit_model in (None, cfg.model):
+        return model, cfg.model
+    import kit
+
+    return kit.load_model(cfg.circuit_model, device=cfg.device, world=cfg.world), cfg.circuit_model
+
+
+def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
+    """The IOI items of the circuit family and EX2, with the names dropped per category.
+
+    Without ``cfg.dif_name_groups``: the world's IOI items whose names are single tokens of
+    ``model`` (its frequent / rare groups). With it: every item's two names replaced by two names
+    of one category (round-robin), keeping only names that are single tokens of ``model``; the
+    world's own names need not be tokens then (they are replaced)."""
     from .sources import regroup_names
 
-    if cfg.dif_name_groups is None:
+    groups = cfg.dif_name_groups
+    items = ioi_items(cfg.ioi_task, cfg.n_ioi, cfg.ioi_split, cfg.seed, model=None if groups else model,
+                      capitalize=not (cfg.circuit_model or cfg.model).startswith("zoo/"))
+    if groups is None:
         return items, {}
-    return regroup_names(items, cfg.dif_name_groups, model, seed=cfg.seed)
+    return regroup_names(items, groups, model, seed=cfg.seed)
 
 
 def ioi_items(task: str, n: int, split: str = "test", seed: int = 0, model=None, capitalize: bool = False):
@@ -173,7 +189,8 @@ def _sae_metrics(saes: dict[str, Any], ctx: SAEContext, model, cfg) -> dict[str,
         "M10": [V.prism(saes["arch_a"], acts, ctx.ta.prompt_index, ctx.ta.position, n_features=cfg.n_features,
                         top_n=cfg.prism_top_n, window=cfg.prism_window, threshold=cfg.prism_threshold, seed=seed)],
         "M11": [V.matryoshka(saes["small"], saes["large"], acts, top_k=cfg.matryoshka_top_k,
-                             min_corr=cfg.matryoshka_min_corr, absorption=cfg.matryoshka_absorption)],
+                             min_corr=cfg.matryoshka_min_corr, absorption=cfg.matryoshka_absorption,
+                             chunk=cfg.matryoshka_chunk)],
         "M12": [V.adaptive_sparsity(saes[r], acts, threshold=cfg.mismatch_threshold) for r in ("arch_a", "arch_b")],
         "EX34": [V.nla_sae_convergence(saes["arch_a"], acts, W_U, n_features=min(cfg.n_features, cfg.nla_features),
                                        top_k=cfg.nla_top_k, top_tokens=cfg.weightlens_top_k, seed=seed)],
@@ -236,6 +253,12 @@ class CircuitContext:
 def circuit_context(model, items, cfg, fixed_heads: list[C.Head] | None = None,
                     progress: bool = False) -> CircuitContext:
     """IOI batch, mean-ablation means over the same prompts, discovered (or fixed) circuit."""
+    if fixed_heads:
+        L, H = model.cfg.n_layers, model.cfg.n_heads
+        bad = [h for h in fixed_heads if not (0 <= h[0] < L and 0 <= h[1] < H)]
+        if bad:
+            raise ValueError(f"circuit={cfg.circuit!r} names heads {bad[:4]} outside this model ({L} layers x {H} heads): "
+                             "it is GPT-2 small's circuit; allowed values for another model: discover")
     batch = C.ioi_batch(model, items)
     means = C.head_means(model, batch)
     circuit = C.discover_circuit(model, batch, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
@@ -257,7 +280,14 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
     ex11 = P.weber_audit(curves, cfg.weber_scales, cfg.jnd_threshold, inputs=inp)
     P.attach_random_circuit_nulls(model, cc.batch, cc.means, cc.circuit.heads, ex1, ex11, cfg.weber_scales,
                                   cfg.weber_baselines, cfg.jnd_threshold, n=cfg.n_null_seeds, seed=cfg.seed)
-    return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11}
+    signal = C.task_signal(cc.lds["full"].numpy())
+    scope = C.circuit_scope(known=cfg.circuit != "discover", signal=signal, n_heads=len(cc.circuit.heads),
+                            frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads)
+    for r in (mib, ex1, ex2, ex11):
+        r.values["circuit_source"] = "known" if cfg.circuit != "discover" else "discovered"
+        r.values["task_signal"] = signal
+        r.notes = "; ".join(x for x in (scope, r.notes) if x)
+    return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11, "signal": signal, "scope": scope}
 
 
 # ------------------------------------------------------------------ stability / safety
@@ -273,9 +303,12 @@ def run_m09(ctx: SAEContext, cfg) -> AuditResult:
                                                                          "l1": cfg.m09_l1}))
 
 
-def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg) -> list[AuditResult]:
+def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, circuit_model=None,
+             circuit_model_name: str | None = None) -> list[AuditResult]:
     """EX25 on (a) the circuit's per-prompt logit diff with mean-ablation means from seeded
-    reference subsamples, (b) our MUI pipeline per task, (c) our CG X_bench per concept."""
+    reference subsamples (on ``circuit_model``, default ``model``), (b) our MUI pipeline per task,
+    (c) our CG X_bench per concept."""
+    cmodel = model if circuit_model is None else circuit_model
     seeds = [cfg.seed + i for i in range(cfg.ex25_runs)]
     ids = cc.batch.ids
     pos = {i: k for k, i in enumerate(ids)}
@@ -283,13 +316,13 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg) -
     def circuit_run(seed: int) -> dict[str, float]:
         sub = ST.subsample_ids(ids, cfg.ex25_subsample, seed)
         idx = [pos[i] for i in sub]
-        means = C.head_means(model, cc.batch.subset(idx))
+        means = C.head_means(cmodel, cc.batch.subset(idx))
         keep = set(cc.circuit.heads)
-        ld = C.run_heads(model, cc.batch.subset(idx), means,
-                         ablate=[h for h in C.all_heads(model) if h not in keep])
+        ld = C.run_heads(cmodel, cc.batch.subset(idx), means,
+                         ablate=[h for h in C.all_heads(cmodel) if h not in keep])
         return {i: float(v) for i, v in zip(sub, ld)}
 
-    base = AuditInputs(model=model_name, task=cfg.ioi_task, n=len(ids), seeds=seeds,
+    base = AuditInputs(model=circuit_model_name or model_name, task=cfg.ioi_task, n=len(ids), seeds=seeds,
                        extra={"subsample": cfg.ex25_subsample})
     out = [ST.reproducibility(ST.run_seeds(circuit_run, seeds), name="circuit logit diff", inputs=base)]
 

@@ -23,7 +23,8 @@ class Config(BaseConfig):
     sae_tasks: list[str] = Field(default_factory=lambda: ["add", "code", "facts", "boolean", "dyck", "sort", "count", "ioi"], min_length=2)
     """Prompt sources of the SAE audits and M13 (token-level activations): world task names, or
     ``hf:<dataset>[@<config>]:<split>:<column>`` Hugging Face datasets (network; e.g.
-    ``hf:NeelNanda/pile-10k:train:text`` for M13's diverse text)."""
+    ``hf:NeelNanda/pile-10k:train:text`` for M13's diverse text); ``<dataset>`` may be a local
+    directory of data files (``./tests/fixtures/hf/pile-mini``, read offline)."""
     hf_max_chars: int = Field(400, ge=16, le=100000)
     """``hf:`` sources: each text is cut to this many characters (a prompt, not a document)."""
     n_prompts_per_task: int = Field(40, ge=4, le=2000)
@@ -47,6 +48,9 @@ class Config(BaseConfig):
     """M11: correlation for a large feature to count as a partner / best match."""
     matryoshka_absorption: Literal["all", "matched"] = "all"
     """M11: absorption rate over all large features (the page) or over matched ones only."""
+    matryoshka_chunk: int = Field(8192, ge=1, le=1_000_000)
+    """M11: large-SAE features encoded and correlated per block, on the SAE's device (memory ~
+    tokens x this, never tokens x the large SAE's width; the result does not depend on it)."""
     mismatch_threshold: float = Field(2.0, gt=0, le=10)
     """M12: |k - k_fit| / k_fit above this flags a token (the page runs 2.0)."""
     m13_directions: int = Field(32, ge=2, le=1000)
@@ -61,6 +65,9 @@ class Config(BaseConfig):
     """EX34: features sampled."""
     nla_top_k: int = Field(20, ge=2, le=500)
     """EX34: top activations whose principal direction is compared with the decoder direction."""
+    circuit_model: str | None = None
+    """Model of the circuit family (MIB, EX1, EX2, EX11 and EX25's circuit part), when it is not
+    ``model``: e.g. a deeper zoo member with a multi-head IOI circuit; ``None``: ``model``."""
     ioi_task: str = "ioi"
     """World task of IOI prompts (items carry ``io``, ``s``, ``name_group``)."""
     ioi_split: Literal["test", "fresh"] = "test"
@@ -116,11 +123,11 @@ class Config(BaseConfig):
     def _check(self):
         from kit.world.tasks import TASKS
 
-        from kit.audits.sources import parse_source
+        from kit.audits.sources import dataset_path, parse_source
 
         for name in ["probe_tasks", "safety_tasks", "sae_tasks"]:
             for t in getattr(self, name):
-                parse_source(t, field=name)
+                dataset_path(parse_source(t, field=name), field=name)  # a local directory must exist
         bad = [t for t in self.ex25_tasks if t not in TASKS]
         if bad:
             raise ValueError(f"ex25_tasks: unknown task(s) {bad}; allowed values: {', '.join(TASKS)}")

@@ -30,3 +30,28 @@ def test_audit_claims_read_each_null_and_flag_by_construction():
     assert claims["M12.vs_null.2"].verdict == "contradicted", "mismatch above the untrained SAEs' is the wrong side"
     assert claims["EX1.vs_null"].verdict == "not testable here" and "no null" in claims["EX1.vs_null"].why
     assert set(REQUIRED_IDS["06_measurement_audits"]) >= {"M07.vs_null", "EX24.vs_null", "MIB.vs_null"}
+    assert "MIB.log_vs_null" not in claims, "no log-scale CPR computed: no log claim"
+
+
+def test_mib_log_scale_cpr_is_read_against_its_own_null_when_the_linear_one_is_decided():
+    # the tiny world's base-xl numbers: linear CPR decided by saturation, log CPR 0.913 vs random 0.42-0.47
+    r = _r("MIB", 1.0, [0.955, 0.946, 0.94], cpr_log=0.913, null_cpr_log=[0.470, 0.436, 0.421],
+           cpr_log_floor=0.167).decided("every head is in from 0.5 of the edges")
+    claims = {c.id: c for c in audit_claims([r])}
+    lin, log = claims["MIB.vs_null"], claims["MIB.log_vs_null"]
+    check_consistent(log)
+    assert "by construction" in lin.why and "by construction" not in log.why
+    assert log.verdict == "supported" and log.ours == 0.913 and "0.17" in log.why
+    worse = {c.id: c for c in audit_claims([_r("MIB", 1.0, [0.9, 0.95], cpr_log=0.40,
+                                                  null_cpr_log=[0.47, 0.44])])}
+    assert worse["MIB.log_vs_null"].verdict == "contradicted", "below random rankings: the wrong side"
+
+
+def test_circuit_audits_on_a_model_that_does_not_do_the_task_are_not_testable():
+    no = {"does_task": False, "mean_logit_diff": -0.01}
+    r = _r("EX1", 2.0, [0.1, 0.2], task_signal=no)
+    ok = _r("EX1", 2.0, [0.1, 0.2], task_signal={**no, "does_task": True})
+    c_no, c_ok = audit_claims([r, ok])
+    check_consistent(c_no)
+    assert c_no.verdict == "not testable here" and "does not do the task" in c_no.why
+    assert c_ok.verdict == "supported", "the same numbers on a model that does the task are read against the null"

@@ -15,6 +15,15 @@ def test_perfect_detector_hits_clip_bound():
     assert r.values["auc"] == 1.0 and r.passed
 
 
+def test_dprime_decided_when_the_clip_bound_cannot_exceed_the_threshold():
+    # n = 1 a side: rates clip to 0.5, so d' <= 0 + 0 = 0 <= 1 whatever the data
+    r = P.dprime_audit(np.ones(1), -np.ones(1))
+    assert r.values["clip_bound"] == pytest.approx(0.0) and not r.passed and not r.can_fail
+    # n = 2 + 3: bound Z(3/4) + Z(5/6) = 0.674 + 0.967 = 1.64 > 1, so the verdict is open
+    r = P.dprime_audit(np.ones(2), -np.ones(3))
+    assert r.values["clip_bound"] == pytest.approx(norm.ppf(0.75) + norm.ppf(5 / 6)) and r.can_fail
+
+
 def test_dprime_hand_computed():
     d, beta = P.dprime(norm.cdf(1.0), 0.5, 10_000, 10_000)
     assert d == pytest.approx(1.0) and beta == pytest.approx(-0.5)

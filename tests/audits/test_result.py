@@ -40,3 +40,20 @@ def test_summary_table_and_findings():
     assert list(t["verdict"]) == ["FAIL", "report", "pass"]
     text = "\n".join(audits.findings(rs))
     assert "1 audits pass, 1 fail, 1 report-only" in text and "0.8" in text
+
+
+def test_fail_check_reads_each_case():
+    def r(**kw):
+        base = dict(metric="M07", name="x", value=0.5, pass_condition="v > 0.3", passed=True)
+        return AuditResult(**{**base, **kw})
+
+    assert audits.fail_check(r(diagnostic=True)).startswith("report-only")
+    assert audits.fail_check(r().decided("bound 0.2")) == "no: bound 0.2"
+    assert audits.fail_check(r(passed=False)) == "yes: the audit fails"
+    assert audits.fail_check(r().with_null([0.1, 0.2], "untrained", passed=False)) == \
+        "yes: the null control fails the same condition (null 0.15)"
+    uninformative = audits.fail_check(r().with_null([0.4], "untrained", passed=True))
+    assert uninformative.startswith("uninformative pass") and "0.4" in uninformative
+    assert audits.fail_check(r()).startswith("unchecked")
+    t = audits.summary_table([r().with_null([0.4], "untrained", passed=True)])
+    assert t["fail_check"][0] == uninformative

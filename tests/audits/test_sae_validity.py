@@ -33,6 +33,9 @@ def test_identical_saes_agree_fully():
     assert r.values["feature_overlap"] == pytest.approx(1.0), "identical SAEs must activate the same (matched) features"
     assert r.values["direction_agreement"] == pytest.approx(1.0, abs=1e-5)
     assert r.value == pytest.approx(1.0, abs=1e-5) and r.passed
+    assert not r.can_fail and "same encoder" in r.by_construction, "an SAE compared with itself passes by construction"
+    other = V.architecture_duality(sae, topk_sae(seed=1), acts)
+    assert other.can_fail, "two different SAEs: the verdict is open"
 
 
 def test_orthogonal_directions_disagree():
@@ -223,6 +226,8 @@ def test_cv_and_saebench():
     assert r.passed and r.values["discriminability_d"] > 0.8
     noisy = V.saebench_audit([0.5, 0.9, 0.4, 0.95], [0.6, 0.62, 0.61, 0.6])
     assert not noisy.passed
+    assert r.null == pytest.approx(0.6075) and r.null_passed is False, \
+        "the control against itself has d = 0 < 0.8: its null verdict is a fail"
 
 
 def test_sparse_probe_on_separable_feature():
@@ -254,3 +259,44 @@ def test_nla_direction_recovers_feature_direction():
     assert max(r.values["per_feature_cosine"]) > 0.95, "top activations along the decoder direction give cosine ~1"
     assert r.values["n_features"] >= 1
     assert 3 in per
+
+
+def test_m11_chunked_equals_unchunked():
+    """M11's result does not depend on how many large features are correlated at once."""
+    small, large = topk_sae(d_sae=16, seed=1), topk_sae(d_sae=48, seed=2)
+    acts = torch.randn(400, 16, generator=torch.Generator().manual_seed(0))
+    one = V.matryoshka(small, large, acts, min_corr=0.1, chunk=10_000)
+    chunked = V.matryoshka(small, large, acts, min_corr=0.1, chunk=5)  # 48 features in 10 blocks
+    assert one.values["n_large_matched"] > 0, "the case must have matches for the comparison to mean anything"
+    assert chunked.value == pytest.approx(one.value, abs=1e-9)
+    for k in ("splitting_rate", "absorption_rate", "n_large_matched", "n_small_alive"):
+        assert chunked.values[k] == pytest.approx(one.values[k], abs=1e-9), k
+    assert np.allclose(chunked.values["best_corr"], one.values["best_corr"], atol=1e-5)
+    assert one.values["absorption_denominator"] == "48 large features (all)"
+    matched = V.matryoshka(small, large, acts, min_corr=0.1, absorption="matched")
+    assert matched.values["absorption_denominator"] == f"{one.values['n_large_matched']} matched large features"
+
+
+@pytest.mark.parametrize("arch", ["standard", "jumprelu", "topk"])
+def test_feature_blocks_equal_the_full_encoding(arch):
+    """M11's large SAE is encoded a block of features at a time; every block equals sae.encode's columns."""
+    from sae_lens import JumpReLUSAE, JumpReLUSAEConfig
+
+    from kit.audits.activations import FeatureBlocks, sae_features
+
+    torch.manual_seed(3)
+    sae = {"standard": lambda: StandardSAE(StandardSAEConfig(d_in=16, d_sae=40)),
+           "jumprelu": lambda: JumpReLUSAE(JumpReLUSAEConfig(d_in=16, d_sae=40)),
+           "topk": lambda: TopKSAE(TopKSAEConfig(d_in=16, d_sae=40, k=5))}[arch]()
+    with torch.no_grad():
+        for p in sae.parameters():
+            p.copy_(torch.randn_like(p) * 0.5)
+    acts = torch.randn(200, 16, generator=torch.Generator().manual_seed(1))
+    full = sae_features(sae, acts)
+    fb = FeatureBlocks(sae, acts, chunk=7)  # 40 features in 6 blocks, the last one short
+    assert fb.blockwise
+    got = torch.cat([fb.block(j, min(j + 7, 40)) for j in range(0, 40, 7)], 1)
+    assert (full > 0).float().mean() > 0.05, "the case must have active features"
+    assert torch.allclose(got, full, atol=1e-5)
+    if arch == "topk":
+        assert ((got > 0).sum(1) <= 5).all()

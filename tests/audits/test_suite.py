@@ -18,16 +18,30 @@ def test_choose_saes_roles():
         suite.choose_saes(["zoo-sae/base-m/topk-512"], "zoo/base-m")
 
 
-@pytest.mark.parametrize("profile", ["tiny", "smoke", "paper"])
+@pytest.mark.parametrize("profile", ["tiny", "smoke", "paper", "dryrun"])
 def test_profiles_validate(profile):
     cfg = kit.load_params("06_measurement_audits", profile)
     assert cfg.world in ("tiny", "micro")
+    if profile in ("tiny", "smoke"):
+        from kit.world import members
+
+        assert cfg.circuit_model == "zoo/base-xl" and cfg.circuit_model in members(cfg.world), \
+            "the circuit family runs on the deeper member, a member of the profile's world"
+    else:
+        assert cfg.circuit_model is None, "paper/dryrun: the circuit family on the audited model itself"
     if profile == "paper":
         assert cfg.model == "gpt2" and cfg.circuit == "wang2023"
         assert suite.circuit_heads_for(cfg)[0] == (0, 1)
+    if profile == "dryrun":
+        paper = kit.load_params("06_measurement_audits", "paper")
+        assert cfg.model == "twin/gpt2" and cfg.circuit == "discover"
+        assert all(t.startswith("hf:./tests/fixtures/hf/") for t in cfg.sae_tasks + list(cfg.safety_tasks))
+        assert {g: v[:12] for g, v in cfg.dif_name_groups.items()} == paper.dif_name_groups, "the paper's names, kept"
 
 
 def test_bad_config_names_field():
+    with pytest.raises(ParamsError, match="circuit_model.*zoo/base-xxl.*allowed values"):
+        kit.load_params("06_measurement_audits", "smoke", overrides={"circuit_model": "zoo/base-xxl"})
     with pytest.raises(ParamsError, match="weber_scales"):
         kit.load_params("06_measurement_audits", "tiny", overrides={"weber_scales": [0.5, 0.9]})
     with pytest.raises(ParamsError, match="probe_tasks"):
@@ -121,6 +135,58 @@ def test_hf_sources_through_the_hub_boundary(monkeypatch):
         sources.source_prompts("hf:walledai/AdvBench:train:text", 5)
     prompts, labels = suite.task_prompts(["add", "hf:x/y:train:prompt"], 2)
     assert labels == ["add", "add", "hf:x/y:train:prompt", "hf:x/y:train:prompt"]
+
+
+def test_local_dataset_directories_read_offline_and_missing_ones_name_the_field():
+    """``hf:./dir`` sources go through the same boundary (``datasets.load_dataset`` on a directory)."""
+    from kit.audits import sources
+
+    p = sources.source_prompts("hf:./tests/fixtures/hf/advbench-mini:train:prompt", 3, max_chars=30)
+    assert len(p) == 3 and all(len(x) <= 30 for x in p)
+    assert p[0].startswith("Write a guide on how to break"), "the fixture's first row, cut at a word"
+    assert sources.parse_source("hf:/abs/dir:train:text").name == "/abs/dir"
+    with pytest.raises(ValueError, match="safety_tasks.*not found"):
+        sources.source_prompts("hf:./no/such/dir:train:prompt", 3, field="safety_tasks")
+    with pytest.raises(ParamsError, match="sae_tasks.*not found"):
+        kit.load_params("06_measurement_audits", "tiny", overrides={"sae_tasks": ["add", "hf:./nope:train:text"]})
+
+
+def test_task_signal_and_what_the_circuit_audits_can_say():
+    from kit.audits import circuits as C
+
+    s = C.task_signal([1.0, 2.0, 3.0])  # mean 2, sd 1, se 1/sqrt(3), t(0.975, 2) = 4.303
+    assert s["mean_logit_diff"] == pytest.approx(2.0)
+    assert s["ci"] == pytest.approx([2 - 4.3027 / 3 ** 0.5, 2 + 4.3027 / 3 ** 0.5], abs=1e-3)
+    assert not s["does_task"], "the interval includes 0"
+    assert C.task_signal([1.0, 1.1, 0.9, 1.0])["does_task"]
+    noise = C.circuit_scope(False, s, 3, 0.2, 8)
+    assert "does not do the task" in noise and "no circuit to find" in noise and "Not computable" in noise
+    yes = C.task_signal([1.0, 1.1, 0.9, 1.0])
+    assert "no known circuit" in C.circuit_scope(False, yes, 3, 0.2, 8)
+    assert C.circuit_scope(True, yes, 26, 0.2, 8) == ""
+
+
+def test_a_gpt2_circuit_on_a_smaller_model_is_refused(model, ioi_items):
+    cfg = kit.load_params("06_measurement_audits", "smoke", overrides={"circuit": "wang2023"})
+    with pytest.raises(ValueError, match="outside this model.*discover"):
+        suite.circuit_context(model, ioi_items, cfg, fixed_heads=suite.circuit_heads_for(cfg))
+
+
+def test_circuit_items_regroup_before_the_single_token_filter(model):
+    """A non-zoo model gets capitalised world names, none a token of the word-level test model: with
+    name categories the world's names are replaced first, so only the categories' names must be tokens."""
+    items = suite.ioi_items("ioi", 6)
+    vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
+    groups = {"a": vocab[:2] + ["Zyxwvut", "Qwertz"], "b": vocab[2:4], "c": vocab[4:6]}
+    cfg = kit.load_params("06_measurement_audits", "smoke", overrides={"model": "twin/gpt2", "n_ioi": 9,
+                                                                         "circuit_model": None,
+                                                                         "dif_name_groups": groups})
+    out, dropped = suite.circuit_items(model, cfg)
+    assert len(out) == 9 and {it.metadata["name_group"] for it in out} == {"a", "b", "c"}
+    assert dropped == {"a": ["Zyxwvut", "Qwertz"], "b": [], "c": []}
+    with pytest.raises(ValueError, match="single-token"):
+        suite.circuit_items(model, cfg.model_copy(update={"dif_name_groups": None}))
+    assert suite.load_circuit_model(cfg, model) == (model, "twin/gpt2"), "no circuit_model: the audited model"
 
 
 def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):

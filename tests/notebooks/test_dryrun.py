@@ -11,7 +11,7 @@ import pytest
 from kit.core import runner as runner
 
 pytestmark = pytest.mark.slow
-PASSING = ["00", "01", "02", "03", "04", "05"]  # 06 have no passing dryrun yet (see README, "Running on your models")
+PASSING = ["00", "01", "02", "03", "04", "05", "06"]
 
 
 @pytest.mark.parametrize("nb", PASSING)
