@@ -1235,7 +1235,7 @@ def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron],
         ground_truth=None if truth is None else {k: v for k, v in truth.items() if k != "changed"},
         ranking_rules=None if rules is None else rules.to_dict(orient="records"), ranking_rule=located.rule,
         causal_tracks_truth=causal_tracks, full_finetunes=dense,
-        decoding=None if s.decoding is None else s.decoding.as_dict(),
+        decoding=None if s.test.decoding is None else s.test.decoding.as_dict(),  # chat resolved to True/False
     )
     lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
     if rules is not None:
