@@ -103,6 +103,26 @@ class Config(BaseConfig):
     max_rows: int = Field(4096, ge=1)
     """Most rows (groups x prompts) in one forward of a patched generation or teacher-forced pass: prompts
     are taken ``max_rows`` at a time, groups ``max_rows // prompts`` at a time (results do not depend on it)."""
+    decoding: Literal["greedy", "sample"] = "greedy"
+    """How Hugging Face models generate every scored answer of this notebook (the accuracies under patching of
+    the causal score, Ori, TE and Ref, the sparsity curve and side tasks; ``kit.shortcut.neurons.item_correct``):
+    ``greedy`` (argmax) or ``sample`` (``temperature``, ``top_k``, seeded by ``generation_seed``: the same profile
+    gives the same numbers). The paper samples at T=1, top-k 50 (section 4.1; the paper profile). Tiny-world
+    (``zoo/``, ``extra/``) models keep the world's evaluation, the argmax first token, so ``sample`` is refused on
+    them; ``comparative_position: completion`` reads M_con's greedy completion either way."""
+    temperature: float = Field(1.0, gt=0.0, le=100.0)
+    """``decoding: sample`` only: logits are divided by it before sampling (the paper: 1)."""
+    top_k: int = Field(50, ge=0)
+    """``decoding: sample`` only: sample among the ``top_k`` most likely tokens; 0 = the whole vocabulary (the
+    paper: 50)."""
+    generation_seed: int | None = None
+    """``decoding: sample`` only: seed of every sampled generation (each batched generation call restarts from
+    it); None = ``seed``. Sampled answers also depend on ``max_rows`` (prompts are drawn per forward chunk)."""
+    chat: bool | None = None
+    """Wrap each prompt of a Hugging Face model in its tokenizer's chat template (user turn, assistant turn
+    opened; ``kit.models.generate.prompt_text``): None = when the tokenizer has one (instruct models; the twins
+    have one), True = always (fails on a tokenizer without one), False = the raw prompt. Tiny-world models have
+    no template: True is refused on them, None means off."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weights of Hugging Face models and twins (``kit.load_model``); tiny-world models stay float32. Models
     are held one at a time beside the base (``kit.shortcut.pool``): at 7B, bf16 needs ~2 x 13.5 GB."""
@@ -160,6 +180,14 @@ class Config(BaseConfig):
         if self.ref_task == self.task and self.ref_split == "test":
             raise ValueError(f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
                              "choose another benchmark or a split no variant trained on")
+        world_base = self.base_model.startswith("zoo/") or variants.is_extra(self.base_model)
+        if world_base and self.decoding != "greedy":
+            raise ValueError(f"decoding={self.decoding!r}: tiny-world models (base_model={self.base_model!r}) are scored by "
+                             "the world's evaluation (the argmax first token); allowed values on them: greedy ('sample' "
+                             "applies to Hugging Face models and twins)")
+        if world_base and self.chat:
+            raise ValueError(f"chat=True: tiny-world models (base_model={self.base_model!r}) have no chat template; "
+                             "allowed values on them: None or False")
         if any(c < 1 for c in self.strength_copies) or any(not lr > 0 for lr in self.strength_lrs):
             raise ValueError(f"strength_copies must be >= 1 and strength_lrs > 0; got {self.strength_copies}, {self.strength_lrs}")
         if sorted(self.sparsity_percents) != self.sparsity_percents or any(not 0 < p <= 100 for p in self.sparsity_percents):

@@ -1,8 +1,9 @@
 """Claims of seed 001 (shortcut neurons, trustworthy evaluation) tested by notebook 03.
 
 Table 2's Δacc of a few points on a few hundred items needs an interval, so the accuracies are
-re-measured per item here (:func:`kit.shortcut.neurons.item_correct`, the same greedy dynamic-patching generation as
-:func:`kit.shortcut.neurons.accuracies`, which returns means only) and bootstrapped over items.
+re-measured per item here (:func:`kit.shortcut.neurons.item_correct`, the same dynamic-patching generation,
+greedy or seeded sampling by ``TaskData.decoding``, as :func:`kit.shortcut.neurons.accuracies`, which returns
+means only) and bootstrapped over items.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from kit.shortcut.patching import Neuron, group_patched_generate, group_patched_
 from kit.models import tl
 
 if TYPE_CHECKING:
+    from kit.models.generate import GenerationSettings
     from kit.shortcut.pool import Lazy, ModelPool
 
 PAPER_N_PATCHED = 5000
@@ -552,6 +553,31 @@ class TaskData:
     items: list | None = None
     """Set for free-text benchmarks (real models): responses are decoded and scored as text
     (``text_correct``) instead of comparing the first target ids."""
+    decoding: "GenerationSettings | None" = None
+    """How answers to these prompts are generated (:func:`generation_kwargs`): sampling settings and whether
+    the chat template wrapped the prompts (``chat`` resolved to True/False); None = greedy, raw prompts
+    (tiny-world models)."""
+
+
+def decoding_settings(cfg) -> "GenerationSettings":
+    """Notebook 03's decoding from its config (``decoding``, ``temperature``, ``top_k``,
+    ``generation_seed``, ``chat``, ``max_new_tokens``; :class:`kit.models.generate.GenerationSettings`)."""
+    from kit.models.generate import GenerationSettings
+
+    if cfg.decoding not in ("greedy", "sample"):
+        raise ValueError(f"decoding={cfg.decoding!r}; allowed values: greedy, sample")
+    seed = cfg.seed if cfg.generation_seed is None else cfg.generation_seed
+    return GenerationSettings(max_new_tokens=cfg.max_new_tokens, do_sample=cfg.decoding == "sample",
+                              temperature=cfg.temperature, top_k=cfg.top_k, seed=seed, chat=cfg.chat)
+
+
+def generation_kwargs(data: "TaskData") -> dict:
+    """``group_patched_generate`` keyword arguments of ``data.decoding`` (greedy when None)."""
+    d = data.decoding
+    if d is None or not d.do_sample:
+        return {}
+    return dict(do_sample=True, temperature=d.temperature, top_k=d.top_k or None,
+                top_p=None if d.top_p >= 1 else d.top_p, seed=d.seed)
 
 
 def benchmark_items(task: str, split: str, n: int, seed: int = 0):
@@ -592,9 +618,13 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
     return benchmark_items(ref_task, ref_split, n, seed)
 
 
-def task_data(model, items, max_new_tokens: int = 0) -> TaskData:
+def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None) -> TaskData:
     """Tokenise ``items`` for ``model``: world models through ``kit.world.prompt_tokens`` (one-token
     answers), other models through their tokenizer (answer ids without BOS, right padding).
+
+    ``decoding`` (:func:`decoding_settings`) travels with the data to every generation on it; its
+    ``chat`` wraps each prompt in the tokenizer's chat template (None: when the tokenizer has one).
+    ``decoding=None``: greedy on the raw prompts. World models accept only greedy decoding without chat.
 
     A prompt longer than the context minus ``max_new_tokens`` (the room its answer needs) keeps its
     first token (BOS) and its last tokens, with a warning: the question sits at a prompt's end."""
@@ -603,10 +633,24 @@ def task_data(model, items, max_new_tokens: int = 0) -> TaskData:
     if str(getattr(model.cfg, "model_name", "")).startswith("zoo/") or model.cfg.model_name == "kit-world":
         from kit.world import prompt_tokens, target_ids
 
+        if decoding is not None and (decoding.do_sample or decoding.chat):
+            raise ValueError("decoding: tiny-world models are scored by the world's evaluation (argmax first token, raw "
+                             "prompts); allowed on them: decoding='greedy' with chat None or False")
         tokens, lengths = prompt_tokens(model, items)
         return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items))
     tok = model.tokenizer
-    seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]
+    chat = False
+    if decoding is not None:
+        from dataclasses import replace as _replace
+
+        from kit.models.generate import encode, prompt_text, use_chat
+
+        chat = use_chat(tok, decoding.chat)
+        decoding = _replace(decoding, chat=chat)
+    if chat:  # the template writes BOS itself when it has one (encode adds no second one)
+        seqs = [encode(tok, prompt_text(tok, it.prompt, True, decoding.system_prompt)) for it in items]
+    else:
+        seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]
     limit = model.cfg.n_ctx - max_new_tokens
     if limit < 2:
         raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the context of "
@@ -624,7 +668,7 @@ def task_data(model, items, max_new_tokens: int = 0) -> TaskData:
     for i, s in enumerate(seqs):
         tokens[i, : len(s)] = torch.tensor(s)
     targets = [tok.encode(" " + it.target, add_special_tokens=False) for it in items]
-    return TaskData(tokens, lengths, targets, len(items), items=list(items))
+    return TaskData(tokens, lengths, targets, len(items), items=list(items), decoding=decoding)
 
 
 def text_correct(response: str, item) -> bool:
@@ -644,19 +688,21 @@ def text_correct(response: str, item) -> bool:
 def item_correct(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
                  max_new_tokens: int | None = None) -> np.ndarray:
     """Float[ndarray, "group item"]: 1 where ``model`` (each neuron set patched from ``base``)
-    answers the item correctly. Per-item twin of :func:`accuracies`."""
+    answers the item correctly. Per-item twin of :func:`accuracies`. Generated greedily, or sampled
+    with the seeded settings of ``data.decoding`` (:func:`generation_kwargs`)."""
     if data.items is not None:
         tok = model.tokenizer
         stop = [tok.eos_token_id] if tok.eos_token_id is not None else []
         n_new = max_new_tokens or 256
         gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths,
-                                     stop_token_ids=stop, max_rows=max_rows).cpu()
+                                     stop_token_ids=stop, max_rows=max_rows, **generation_kwargs(data)).cpu()
         return np.array([[float(text_correct(tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True), it))
                           for p, (l, it) in enumerate(zip(data.lengths.tolist(), data.items))]
                          for g in range(len(neuron_sets))])
     targets = _targets_list(data.targets)
     n_new = max_new_tokens or max(len(t) for t in targets)
-    gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths, max_rows=max_rows)
+    gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths, max_rows=max_rows,
+                                 **generation_kwargs(data))
     return exact_match(gen, data.lengths, targets).float().cpu().numpy()
 
 
@@ -664,7 +710,7 @@ def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuro
                max_new_tokens: int | None = None) -> np.ndarray:
     """Accuracy (fraction) of ``model`` with each neuron set patched from ``base``: exact match of
     the target ids, or for free-text data (``data.items``) the decoded response scored as text."""
-    if data.items is not None:
+    if data.items is not None or generation_kwargs(data):
         return item_correct(model, base, data, neuron_sets, max_rows, max_new_tokens).mean(axis=1)
     return group_accuracy(model, base, data.tokens, data.lengths, data.targets, neuron_sets, method="exact",
                           max_new_tokens=max_new_tokens, max_rows=max_rows).numpy()
@@ -748,10 +794,10 @@ def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Lit
     accs = {}
     for key, m in (("un", model_un), ("con", model_con)):  # M_un is the one held after eq. 3
         m = resolve(m)
-        if data.items is None:
+        if data.items is None and not generation_kwargs(data):
             exact = group_accuracy(m, base, data.tokens, data.lengths, data.targets, [[]] + groups, method="exact",
                                    max_rows=max_rows).numpy()
-        else:  # free-text answers: generate and score the decoded responses
+        else:  # free-text answers (or sampled ones): generate and score the decoded responses
             exact = accuracies(m, base, data, [[]] + groups, max_rows, max_new_tokens)
         tf = group_accuracy(m, base, data.tokens, data.lengths, data.targets, [[]] + groups, method="teacher_forced",
                             max_rows=max_rows).numpy()
@@ -919,6 +965,9 @@ class Setup:
     them (``combine: held_out``). None when ``n_eval <= n_locate``."""
     load: "Callable[[str], object] | None" = None
     """Name -> model, with the notebook's device, dtype and world (:func:`load_any`)."""
+    decoding: "GenerationSettings | None" = None
+    """The notebook's decoding (:func:`decoding_settings`); None (tiny-world models) = greedy, raw prompts.
+    Pass it to :func:`task_data` for every further item set (side tasks, transfer tasks)."""
 
     def pool(self, names: dict[str, str], load: "Callable[[str], object] | None" = None) -> "ModelPool":
         """Another set of models sharing this base, held one at a time like ``models``."""
@@ -976,16 +1025,18 @@ def setup(cfg) -> Setup:
     base = load(cfg.base_model)
     models = ModelPool(cfg.variants, load, base=base, base_name=cfg.base_model)
     con, un = cfg.locate_pair
+    world = str(getattr(base.cfg, "model_name", "")).startswith("zoo/") or base.cfg.model_name == "kit-world"
+    decoding = None if world else decoding_settings(cfg)  # the config refuses sampling / chat on world models
 
-    def data(split: str, n: int) -> TaskData:
-        return task_data(base, benchmark_items(cfg.task, split, n, seed=cfg.seed), cfg.max_new_tokens)
+    def data(items) -> TaskData:
+        return task_data(base, items, cfg.max_new_tokens, decoding)
 
     held = benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)[cfg.n_locate :]
     return Setup(base=base, models=models, model_con=models.lazy(con), model_un=models.lazy(un), load=load,
-                 locate=data("test", cfg.n_locate), test=data("test", cfg.n_eval),
-                 fresh=task_data(base, reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed),
-                                 cfg.max_new_tokens),
-                 heldout=task_data(base, held, cfg.max_new_tokens) if held else None)
+                 locate=data(benchmark_items(cfg.task, "test", cfg.n_locate, seed=cfg.seed)),
+                 test=data(benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)),
+                 fresh=data(reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)),
+                 heldout=data(held) if held else None, decoding=decoding)
 
 
 def locate_and_choose(s: Setup, cfg, n_patched: int, changed: set | None = None) -> tuple[Located, pd.DataFrame | None]:
@@ -1065,7 +1116,7 @@ def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: 
     from kit.core.findings import Section
 
     models = transfer_models(s, cfg, task)
-    test, fresh = (task_data(s.base, benchmark_items(task, split, n, seed=cfg.seed), cfg.max_new_tokens)
+    test, fresh = (task_data(s.base, benchmark_items(task, split, n, seed=cfg.seed), cfg.max_new_tokens, s.decoding)
                    for split, n in (("test", cfg.n_eval), ("fresh", cfg.n_ref)))
     table = trustworthy_table(models, s.base, test, fresh, shortcut, cfg.transfer_variants, cfg.max_rows,
                               cfg.max_new_tokens)
@@ -1184,6 +1235,7 @@ def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron],
         ground_truth=None if truth is None else {k: v for k, v in truth.items() if k != "changed"},
         ranking_rules=None if rules is None else rules.to_dict(orient="records"), ranking_rule=located.rule,
         causal_tracks_truth=causal_tracks, full_finetunes=dense,
+        decoding=None if s.test.decoding is None else s.test.decoding.as_dict(),  # chat resolved to True/False
     )
     lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
     if rules is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import math
 
 import numpy as np
@@ -498,3 +499,139 @@ def test_comparative_position_reaches_locate_from_the_config():
                               group_size=8, comparative_position=position)
         located, rules = sc.locate_and_choose(s, cfg, 2)
         assert rules is None and torch.allclose(located.comparative, want[position], atol=1e-5), position
+
+
+# --------------------------------------------------------------------------- decoding and chat (issue 14 item 3)
+def test_decoding_fields_validate_and_reach_the_settings():
+    """The paper samples at T=1, top-k 50 (section 4.1): the paper profile does, dryrun inherits it, the tiny world
+    stays greedy; bad values fail naming the field and the allowed values."""
+    import kit
+
+    paper, dry, tiny = (kit.load_params("03_shortcut_neurons", p) for p in ("paper", "dryrun", "tiny"))
+    assert (paper.decoding, paper.temperature, paper.top_k) == (dry.decoding, dry.temperature, dry.top_k) == ("sample", 1.0, 50)
+    assert tiny.decoding == "greedy" and tiny.chat is None and paper.chat is None
+    st = sc.decoding_settings(paper)
+    assert (st.do_sample, st.temperature, st.top_k, st.seed, st.chat, st.max_new_tokens) == (True, 1.0, 50, 0, None, 256)
+    assert sc.decoding_settings(paper.model_copy(update={"generation_seed": 7, "seed": 3})).seed == 7
+    assert sc.decoding_settings(paper.model_copy(update={"seed": 3})).seed == 3, "generation_seed None = seed"
+    assert not sc.decoding_settings(tiny).do_sample
+    d = sc.TaskData(torch.zeros(1, 1), torch.ones(1), [[0]], 1, decoding=st)
+    assert sc.generation_kwargs(d) == dict(do_sample=True, temperature=1.0, top_k=50, top_p=None, seed=0)
+    d.decoding = replace(st, top_k=0, temperature=0.5)
+    assert sc.generation_kwargs(d)["top_k"] is None and sc.generation_kwargs(d)["temperature"] == 0.5
+    d.decoding = sc.decoding_settings(tiny)
+    assert sc.generation_kwargs(d) == {} and sc.generation_kwargs(replace(d, decoding=None)) == {}
+    with pytest.raises(kit.ParamsError, match=r"(?s)field 'decoding'.*allowed values: 'greedy' or 'sample'"):
+        kit.load_params("03_shortcut_neurons", "paper", overrides={"decoding": "beam"})
+    with pytest.raises(kit.ParamsError, match="temperature"):
+        kit.load_params("03_shortcut_neurons", "paper", overrides={"temperature": 0})
+    with pytest.raises(kit.ParamsError, match="top_k"):
+        kit.load_params("03_shortcut_neurons", "paper", overrides={"top_k": -1})
+    with pytest.raises(kit.ParamsError, match="chat"):
+        kit.load_params("03_shortcut_neurons", "paper", overrides={"chat": "yes please"})
+    with pytest.raises(kit.ParamsError, match="(?s)decoding=.sample..*allowed values on them: greedy"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"decoding": "sample"})
+    with pytest.raises(kit.ParamsError, match="(?s)chat=True.*allowed values on them: None or False"):
+        kit.load_params("03_shortcut_neurons", "tiny", overrides={"chat": True})
+    assert kit.load_params("03_shortcut_neurons", "tiny", overrides={"chat": False}).chat is False
+
+
+def test_world_models_refuse_sampling_and_chat_in_task_data():
+    from types import SimpleNamespace
+
+    from kit.models.generate import GenerationSettings
+
+    world = SimpleNamespace(cfg=SimpleNamespace(model_name="kit-world"))
+    for bad in (GenerationSettings(do_sample=True), GenerationSettings(chat=True)):
+        with pytest.raises(ValueError, match="decoding: tiny-world models.*allowed on them: decoding='greedy'"):
+            sc.task_data(world, [object()], 1, bad)
+
+
+def _gsm8k_twin(n: int = 3):
+    m = sc.load_any("twin/llama")
+    items = [it for it in sc.benchmark_items("gsm8k", "test", 8) if len(m.to_tokens(it.prompt)[0]) < 200][:n]
+    return m, items
+
+
+def test_chat_switch_changes_the_prompt_tokens_of_a_tokenizer_with_a_template():
+    """chat=None/True wrap the prompt in the twin's template (it has one), chat=False is the old raw prompt; a
+    tokenizer without a template: None = raw, True fails naming the field."""
+    from kit.models.generate import GenerationSettings
+
+    m, items = _gsm8k_twin()
+    tok = m.tokenizer
+    raw = sc.task_data(m, items, 8)
+    off = sc.task_data(m, items, 8, GenerationSettings(chat=False))
+    auto = sc.task_data(m, items, 8, GenerationSettings(chat=None))
+    on = sc.task_data(m, items, 8, GenerationSettings(chat=True))
+    assert torch.equal(off.tokens, raw.tokens) and off.decoding.chat is False, "chat off = the old prompt tokens"
+    assert torch.equal(auto.tokens, on.tokens) and auto.decoding.chat is True
+    L0 = int(on.lengths[0])
+    want = tok(f"<|user|>\n{items[0].prompt}{tok.eos_token}\n<|assistant|>\n")["input_ids"]  # the template by hand
+    assert on.tokens[0, :L0].tolist() == want and want[0] == tok.bos_token_id and want.count(tok.bos_token_id) == 1
+    assert (on.lengths > raw.lengths).all(), "the template adds the role markers"
+    saved = tok.chat_template
+    try:
+        tok.chat_template = None
+        assert torch.equal(sc.task_data(m, items, 8, GenerationSettings(chat=None)).tokens, raw.tokens)
+        with pytest.raises(ValueError, match="chat=True.*no chat_template"):
+            sc.task_data(m, items, 8, GenerationSettings(chat=True))
+    finally:
+        tok.chat_template = saved
+
+
+def test_decoding_reaches_the_patched_generator(monkeypatch):
+    """Greedy = the old behaviour (the same generator call, the same tokens); sampling at T=1, top-k 50 reaches
+    the generator, differs from greedy and repeats exactly under the same seed (another seed differs)."""
+    from kit.models.generate import GenerationSettings, SHORTCUT_PAPER_SAMPLING
+
+    m, items = _gsm8k_twin()
+    base = sc.load_any("twin/llama@perturbed-1")
+    calls = []
+
+    def spy(*args, **kwargs):
+        out = pt.group_patched_generate(*args, **kwargs)
+        calls.append((kwargs, out.clone()))
+        return out
+
+    monkeypatch.setattr(sc, "group_patched_generate", spy)
+    neurons = [[], [(0, i) for i in range(16)]]
+    old = sc.task_data(m, items, 8)
+    sc.item_correct(m, base, old, neurons, max_new_tokens=8)
+    greedy = sc.task_data(m, items, 8, GenerationSettings(max_new_tokens=8, chat=False))
+    sc.item_correct(m, base, greedy, neurons, max_new_tokens=8)
+    (k_old, g_old), (k_greedy, g_greedy) = calls[-2:]
+    assert k_old.keys() == k_greedy.keys() and "do_sample" not in k_greedy and torch.equal(g_old, g_greedy)
+    ref = pt.group_patched_generate(m, base, old.tokens, neurons, 8, lengths=old.lengths, max_rows=2048,
+                                    stop_token_ids=[m.tokenizer.eos_token_id])
+    assert torch.equal(g_greedy, ref), "greedy is the generator's default (argmax) decoding"
+
+    sampled = {}
+    for seed in (0, 0, 1):
+        data = sc.task_data(m, items, 8, replace(SHORTCUT_PAPER_SAMPLING, max_new_tokens=8, seed=seed, chat=False))
+        acc = sc.accuracies(m, base, data, neurons, max_new_tokens=8)
+        kw, gen = calls[-1]
+        assert (kw["do_sample"], kw["temperature"], kw["top_k"], kw["seed"]) == (True, 1.0, 50, seed)
+        sampled.setdefault(seed, []).append((gen, acc))
+    (a, acc_a), (b, acc_b) = sampled[0]
+    assert torch.equal(a, b) and np.array_equal(acc_a, acc_b), "same seed, same samples, same accuracies"
+    assert not torch.equal(a, g_greedy), "sampling at T=1 over the twin's near-flat logits must leave the argmax path"
+    assert not torch.equal(a, sampled[1][0][0]), "another generation_seed draws other samples"
+
+
+def test_setup_threads_the_profiles_decoding_into_every_item_set():
+    """Notebook 03's setup on the dryrun profile: the locate, test, held-out and Ref items carry the paper's
+    sampling and the twin's chat template; the tiny world carries none."""
+    import kit
+
+    cfg = kit.load_params("03_shortcut_neurons", "dryrun")
+    s = sc.setup(cfg)
+    for name in ("locate", "test", "heldout", "fresh"):
+        d = getattr(s, name).decoding
+        assert (d.do_sample, d.temperature, d.top_k, d.seed, d.chat) == (True, 1.0, 50, cfg.seed, True), name
+    off = sc.setup(cfg.model_copy(update={"chat": False, "decoding": "greedy"}))
+    assert not off.test.decoding.do_sample and off.test.decoding.chat is False
+    assert (s.test.lengths >= off.test.lengths).all() and (s.test.tokens[:, 1] != off.test.tokens[:, 1]).all(), \
+        "the chat template wraps the dryrun prompts (its role marker follows BOS)"
+    s.models.release_all()
+    off.models.release_all()
