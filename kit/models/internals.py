@@ -62,6 +62,18 @@ def mui_key_neurons(model, prompts: Sequence[str], responses: Sequence[str], ids
                      cache=cache, progress=progress)
 
 
+def cached_items_mui(model, items: Sequence[Any], responses: Sequence[str], benchmark: str, settings: dict,
+                     max_batch_tokens: int = 8192, chat: bool | None = None, **mui_kwargs: Any) -> float:
+    """MUI (%) of ``items`` (objects with ``prompt`` and ``id``) answered by ``responses``: key neurons
+    by :func:`mui_key_neurons`, cached per item under (the model's directory or name, ``benchmark``,
+    ``settings``): the caller's settings name everything that decides the responses and the scores."""
+    cache = ItemCache(getattr(model, "kit_path", None) or getattr(model, "kit_name", "model"), benchmark,
+                      {**settings, "dtype": str(model.cfg.dtype)})
+    keys = mui_key_neurons(model, [it.prompt for it in items], responses, ids=[it.id for it in items],
+                           max_batch_tokens=max_batch_tokens, chat=chat, cache=cache, **mui_kwargs)
+    return mui_from_items(model, keys)
+
+
 def mui_from_items(model, key_neurons: Sequence[Sequence[int]]) -> float:
     """MUI (Eq. 5, in %) of the union of per-item key-neuron sets."""
     union = set().union(*map(set, key_neurons)) if key_neurons else set()

@@ -254,17 +254,13 @@ def items_mui(model, items: list, responses: list[str], task: str, zoo: bool = T
     import hashlib
     import json
 
-    from kit.models.cache import ItemCache
-    from kit.models.internals import mui_from_items, mui_key_neurons
+    from kit.models.internals import cached_items_mui
 
     digest = hashlib.sha256(json.dumps([[str(it.id), r] for it, r in zip(items, responses)]).encode()).hexdigest()[:16]
-    cache = ItemCache(getattr(model, "kit_path", None) or getattr(model, "kit_name", "model"), task,
-                      {"score": score, "threshold": threshold, "k": k, "frac": frac, "chat": None,
-                       "dtype": str(model.cfg.dtype), "responses": digest})
-    keys = mui_key_neurons(model, [it.prompt for it in items], responses, ids=[it.id for it in items],
-                           max_batch_tokens=max_batch_tokens, chat=None, cache=cache, score=score,
-                           threshold=threshold, k=k, frac=frac)
-    return mui_from_items(model, keys)
+    return cached_items_mui(model, items, responses, task,
+                            {"score": score, "threshold": threshold, "k": k, "frac": frac, "chat": None,
+                             "responses": digest},
+                            max_batch_tokens, chat=None, score=score, threshold=threshold, k=k, frac=frac)
 
 
 def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_fresh: int, world: str,

@@ -238,13 +238,8 @@ def mui(model, ans: Answers, zoo: bool = True, max_batch_tokens: int = 8192, sco
         from kit.mui import metric as kmui
 
         return float(kmui.utilization_for_items(model, ans.items, ans.responses, score=score, threshold=threshold).mui)
-    from kit.models.cache import ItemCache
-    from kit.models.internals import mui_from_items, mui_key_neurons
+    from kit.models.internals import cached_items_mui
 
-    cache = ItemCache(getattr(model, "kit_path", None) or getattr(model, "kit_name", "model"), ans.benchmark,
-                      {"source": ans.source, "chat": ans.chat, "score": score, "threshold": threshold,
-                       "dtype": str(model.cfg.dtype)})
-    keys = mui_key_neurons(model, [it.prompt for it in ans.items], ans.responses, ids=[it.id for it in ans.items],
-                           max_batch_tokens=max_batch_tokens, chat=ans.chat, cache=cache, score=score,
-                           threshold=threshold)
-    return mui_from_items(model, keys)
+    return cached_items_mui(model, ans.items, ans.responses, ans.benchmark,
+                            {"source": ans.source, "chat": ans.chat, "score": score, "threshold": threshold},
+                            max_batch_tokens, chat=ans.chat, score=score, threshold=threshold)

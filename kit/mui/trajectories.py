@@ -607,16 +607,13 @@ def _measure_real(model, task: str, items: list, max_new_tokens: int, score: str
     """Correctness and MUI (%) of a real model: responses from :func:`_answer`, key neurons from
     teacher-forced passes batched by ``max_batch_tokens`` with the prompt shown as it was when
     responding (the chat template when the tokenizer has one), cached per item."""
-    from kit.models.cache import ItemCache
-    from kit.models.internals import mui_from_items, mui_key_neurons
+    from kit.models.internals import cached_items_mui
 
     correct, responses = _answer(False, model, task, items, max_new_tokens)
-    cache = ItemCache(getattr(model, "kit_path", None) or model.kit_name, task,
-                      {"responses": {"max_new_tokens": max_new_tokens, "greedy": True, "chat": None},
-                       "score": score, "threshold": threshold, "dtype": str(model.cfg.dtype)})
-    keys = mui_key_neurons(model, [it.prompt for it in items], responses, ids=[it.id for it in items],
-                           max_batch_tokens=max_batch_tokens, chat=None, cache=cache, score=score, threshold=threshold)
-    return correct, mui_from_items(model, keys)
+    return correct, cached_items_mui(model, items, responses, task,
+                                     {"responses": {"max_new_tokens": max_new_tokens, "greedy": True, "chat": None},
+                                      "score": score, "threshold": threshold},
+                                     max_batch_tokens, chat=None, score=score, threshold=threshold)
 
 
 def tiny_pairs(measurements: pd.DataFrame, pairs: dict[str, str], domain_of: Callable[[str, pd.Series], str]) -> pd.DataFrame:
