@@ -38,9 +38,10 @@ class Config(BaseConfig):
     alpha: float = Field(0.5, ge=0.0, le=2.0)
     """PUR penalty exponent: PUR = performance / MUI**alpha (0.5 reproduces Table 1 from Table 5)."""
     batch_size: int = Field(32, ge=1, le=4096)
-    """Rows per MUI scoring pass (zoo models everywhere; Hugging Face models in sections 3.6-B.6)."""
+    """Rows per MUI scoring pass of zoo models (their prompts are a few words long)."""
     max_batch_tokens: int = Field(8192, ge=1)
-    """Hugging Face models, law grid: padded tokens per teacher-forced MUI pass (kit.models.internals.mui_key_neurons)."""
+    """Hugging Face models: padded tokens per teacher-forced MUI pass, in every section (length-sorted batches cut
+    after their last response token; kit.models.internals.mui_key_neurons, kit.mui.metric.token_budget_chunks)."""
     focus_model: str | None = None
     """Model of sections 3.6-3.8; None: ``zoo/base-m`` if present, else the first model."""
     growth_tasks: list[str] | None = None

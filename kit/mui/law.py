@@ -423,19 +423,26 @@ def correct_vs_incorrect(model, items: list, responses: list[str], correct: np.n
 
 
 def key_neuron_ranking(model, items: list, responses: list[str], score: str = "score",
-                       batch_size: int = 32, **mui_kwargs: Any) -> list[tuple[int, int]]:
+                       batch_size: int = 32, max_batch_tokens: int | None = None,
+                       **mui_kwargs: Any) -> list[tuple[int, int]]:
     """Neurons of a task, most important first: (layer, neuron) pairs ordered by how many samples
     select them as key neurons, then by their contribution summed over all response tokens
     (Eq. 15 summed over samples), so k may exceed the number of key neurons. Neurons with a
-    non-positive summed contribution that no sample selects are left out."""
+    non-positive summed contribution that no sample selects are left out. ``max_batch_tokens``:
+    token-budget batches instead of ``batch_size`` rows (:func:`kit.mui.metric.token_budget_chunks`)."""
     tokens, mask = mui.item_tokens(model, items, responses)
-    res = mui.utilization(model, tokens, mask, score=score, batch_size=batch_size, per_sample=True, **mui_kwargs)
+    res = mui.utilization(model, tokens, mask, score=score, batch_size=batch_size, per_sample=True,
+                          max_batch_tokens=max_batch_tokens, **mui_kwargs)
     counts = res.sample_masks.sum(dim=0).float()  # [layer, d_mlp]
     total = torch.zeros_like(counts)
-    pos = mask[:, 1:]
-    for piece in mui.iter_neuron_scores(model, tokens, score=score.split("_")[0], batch_size=batch_size):
-        s = piece.scores.float().cpu() * pos[piece.rows, :, None]
-        total[piece.layer] += s.sum(dim=(0, 1))
+    chunks = ([(None, tokens, mask)] if max_batch_tokens is None
+              else mui.token_budget_chunks(tokens, mask, max_batch_tokens))
+    for _, chunk, chunk_mask in chunks:
+        pos = chunk_mask[:, 1:]
+        step = batch_size if max_batch_tokens is None else len(chunk)
+        for piece in mui.iter_neuron_scores(model, chunk, score=score.split("_")[0], batch_size=step):
+            s = piece.scores.float().cpu() * pos[piece.rows, :, None]
+            total[piece.layer] += s.sum(dim=(0, 1))
     d = counts.shape[1]
     flat_c, flat_t = counts.flatten().numpy(), total.flatten().numpy()
     keep = np.flatnonzero((flat_c > 0) | (flat_t > 0))
@@ -508,8 +515,10 @@ def method_name(score: str, threshold: str, frac: float | None = None) -> str:
 
 def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
                 methods: Sequence[tuple] = DEFAULT_METHODS, batch_size: int = 32,
-                seed: int = 0, max_new_tokens: int = 1, dtype: str | None = None) -> pd.DataFrame:
-    """MUI under every method for each (model, task) cell. A method is ``(score, threshold)`` (the
+                seed: int = 0, max_new_tokens: int = 1, dtype: str | None = None,
+                max_batch_tokens: int | None = None) -> pd.DataFrame:
+    """MUI under every method for each (model, task) cell (zoo models in ``batch_size`` rows,
+    Hugging Face models in batches of ``max_batch_tokens`` padded tokens). A method is ``(score, threshold)`` (the
     threshold's default parameter) or ``(score, threshold, frac)``. Returns columns model, task,
     method, score, threshold, frac, mui, d_mlp, max_response_tokens (the longest response of the cell,
     which decides whether ``*_sum`` can differ from the token score)."""
@@ -529,7 +538,7 @@ def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, 
             for method in methods:
                 score, threshold, frac = (*method, None)[:3]
                 res = mui.utilization(model, tokens, mask, score=score, threshold=threshold, frac=frac,
-                                      batch_size=batch_size)
+                                      batch_size=batch_size, max_batch_tokens=None if is_zoo(name) else max_batch_tokens)
                 rows.append({"model": name, "task": task, "method": method_name(score, threshold, frac), "score": score,
                              "threshold": threshold, "frac": frac, "mui": res.mui, "d_mlp": model.cfg.d_mlp,
                              "max_response_tokens": longest})
@@ -570,8 +579,9 @@ def method_correlations(grid: pd.DataFrame) -> pd.DataFrame:
 def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
              top: int = 50, reference_width: int | None = mui.SAE_REFERENCE_WIDTH, batch_size: int = 32,
              seed: int = 0, score: str = "score", threshold: str = "topk", max_new_tokens: int = 1,
-             dtype: str | None = None) -> pd.DataFrame:
-    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses).
+             dtype: str | None = None, max_batch_tokens: int | None = None) -> pd.DataFrame:
+    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses;
+    zoo models in ``batch_size`` rows, Hugging Face models in batches of ``max_batch_tokens`` padded tokens).
 
     The SAE's hook comes from ``sae.cfg.metadata.hook_name``, its model from the name
     (``zoo-sae/<member>/...``) or else ``sae.cfg.metadata.model_name`` (the Hugging Face id of
@@ -598,9 +608,9 @@ def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world
             items = task_items(task, "test", n_items, seed, zoo)
             responses, correct = respond_and_score(model, items, task, zoo, max_new_tokens)
             tokens, mask = mui.item_tokens(model, items, responses)
-            s = mui.sae_utilization(model, {hook: sae}, tokens, mask, top=top, reference_width=reference_width,
-                                    batch_size=batch_size)
-            nres = mui.utilization(model, tokens, mask, score=score, threshold=threshold, batch_size=batch_size)
+            budget = dict(batch_size=batch_size, max_batch_tokens=None if zoo else max_batch_tokens)
+            s = mui.sae_utilization(model, {hook: sae}, tokens, mask, top=top, reference_width=reference_width, **budget)
+            nres = mui.utilization(model, tokens, mask, score=score, threshold=threshold, **budget)
             rows.append({"sae": sae_name, "model": model_name, "hook": hook, "d_sae": int(sae.cfg.d_sae), "task": task,
                          "performance": 100 * float(correct.mean()),
                          "sae_mui": s.mui, "neuron_mui": nres.mui,
@@ -1056,7 +1066,7 @@ def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg):
     methods = [(s, t, f) if t == "topscore" else (s, t) for s in cfg.grid_scores for t in cfg.grid_thresholds
                for f in (cfg.grid_topscore_fracs if t == "topscore" else [None])]
     mgrid = method_grid(model_names, tasks, cfg.grid_n_items, cfg.world, cfg.device, methods, cfg.batch_size, cfg.seed,
-                        cfg.max_new_tokens, dtype=cfg.dtype)
+                        cfg.max_new_tokens, dtype=cfg.dtype, max_batch_tokens=cfg.max_batch_tokens)
     dropped = coincident_methods(mgrid)
     kept = mgrid[~mgrid.method.isin(list(dropped))]
     corr = method_correlations(kept)
@@ -1097,11 +1107,12 @@ def public_code_section(model, focus: str, task: str, cfg, k: int | None = None)
         k_pub = 1
         note = (f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = 1 is passed "
                 "explicitly so its other choices can be compared.")
-    paper = mui.utilization(model, tokens, mask, batch_size=cfg.batch_size).mask
+    budget = dict(batch_size=cfg.batch_size, max_batch_tokens=None if zoo else cfg.max_batch_tokens)
+    paper = mui.utilization(model, tokens, mask, **budget).mask
     rows = [{"variant": "paper (per-token top-k, act*up, next token)", "k": mui.default_k(d),
              "mui": mui.mui_of_mask(paper), "jaccard_with_paper": 1.0}]
     for g in (1, 2):
-        res = mui.utilization(model, tokens, mask, variant="public_code", k=k_pub, n_gpus=g, batch_size=cfg.batch_size)
+        res = mui.utilization(model, tokens, mask, variant="public_code", k=k_pub, n_gpus=g, **budget)
         jac = float((res.mask & paper).sum() / max(1, int((res.mask | paper).sum())))
         rows.append({"variant": f"public_code, {g} GPU(s)", "k": k_pub, "mui": res.mui, "jaccard_with_paper": jac})
     table = pd.DataFrame(rows)
@@ -1124,7 +1135,8 @@ def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):
     if not sae_names:
         return Section(findings=["SAE MUI: no SAEs in this world/profile, section skipped."])
     sgrid = sae_grid(sae_names, tasks, cfg.n_items, cfg.world, cfg.device, cfg.sae_top, cfg.sae_reference_width,
-                     cfg.batch_size, cfg.seed, cfg.score, cfg.threshold, cfg.max_new_tokens, dtype=cfg.dtype)
+                     cfg.batch_size, cfg.seed, cfg.score, cfg.threshold, cfg.max_new_tokens, dtype=cfg.dtype,
+                     max_batch_tokens=cfg.max_batch_tokens)
     rho = {s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic) if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1
            else None for s, g in sgrid.groupby("sae")}
     finding = "SAE MUI (one layer): " + "; ".join(

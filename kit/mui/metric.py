@@ -409,7 +409,7 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
                 score: str = "score", threshold: str = "topk", k: int | None = None, frac: float | None = None,
                 batch_size: int = 16, per_sample: bool = False, progress: bool = False,
                 variant: str = "paper", n_gpus: int = 1, ig_output: str = "logit",
-                ig_mode: str = "per_token") -> MUIResult:
+                ig_mode: str = "per_token", max_batch_tokens: int | None = None) -> MUIResult:
     """MUI of a dataset (Eq. 5): key neurons of every response token of every sample, united.
 
     Inputs: ``tokens`` right-padded prompt+response ``[batch, seq]``; ``response_mask`` over the
@@ -421,9 +421,15 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
     ``paper`` (the definitions above) or ``public_code`` (MUI-Eval's choices, see
     :func:`public_code_utilization`; ``score``/``threshold``/``frac`` must stay at their defaults there,
     ``k`` and ``n_gpus`` go to it). ``ig_output``/``ig_mode``: see :func:`_integrated_gradients`.
+    ``max_batch_tokens``: batch by a token budget instead of ``batch_size`` rows (see
+    :func:`token_budget_chunks`; the same key neurons, since no row's scores depend on its batch).
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}; allowed values: {', '.join(VARIANTS)}")
+    if max_batch_tokens is not None:
+        return budgeted(utilization, model, tokens, response_mask, max_batch_tokens, per_sample=per_sample,
+                        score=score, threshold=threshold, k=k, frac=frac, variant=variant, n_gpus=n_gpus,
+                        ig_output=ig_output, ig_mode=ig_mode)
     if variant == "public_code":
         if (score, threshold, frac) != ("score", "topk", None):
             raise ValueError(f"variant='public_code' reproduces MUI-Eval's score/topk only, got score={score!r}, "
@@ -488,6 +494,48 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
         per_sample=[mui_of_mask(sm) for sm in sample_masks] if sample_masks is not None else None,
         sample_masks=sample_masks,
     )
+
+
+def token_budget_chunks(tokens: Int[Tensor, "batch seq"], response_mask: Bool[Tensor, "batch seq"],
+                        max_batch_tokens: int) -> Iterator[tuple[Int[Tensor, "rows"], Int[Tensor, "rows width"],
+                                                                 Bool[Tensor, "rows width"]]]:
+    """Rows of right-padded ``tokens`` in length-sorted batches of at most ``max_batch_tokens``
+    padded tokens (:func:`kit.models.internals.token_budget_batches`), each batch cut after its
+    last response token: attention is causal, so later tokens change no score of a response
+    position. Yields (row indices, tokens, response_mask) of each batch."""
+    from kit.models.internals import token_budget_batches
+
+    tokens = _check_tokens(tokens)
+    response_mask = response_mask.bool().cpu()
+    if tuple(response_mask.shape) != tuple(tokens.shape):
+        raise ValueError(f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape {tuple(tokens.shape)}")
+    last = torch.where(response_mask.any(dim=1),
+                       response_mask.shape[1] - 1 - response_mask.flip(1).int().argmax(dim=1), torch.zeros(len(tokens), dtype=torch.long))
+    lengths = [max(2, int(x) + 1) for x in last]  # a row with no response token needs nothing: 2 (the minimum)
+    for batch in token_budget_batches(lengths, max_batch_tokens):
+        idx = torch.tensor(batch, dtype=torch.long)
+        width = max(lengths[i] for i in batch)
+        yield idx, tokens[idx, :width], response_mask[idx, :width]
+
+
+def budgeted(fn, model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Tensor, "batch seq"],
+             max_batch_tokens: int, per_sample: bool = False, **kwargs: Any) -> MUIResult:
+    """``fn`` (:func:`utilization`, :func:`sae_utilization`) over :func:`token_budget_chunks`, each
+    chunk one batch, the results united (the union of the chunks' unions; per-sample masks put
+    back in the rows' order)."""
+    union: Tensor | None = None
+    sample_masks: Tensor | None = None
+    for idx, chunk, mask in token_budget_chunks(tokens, response_mask, max_batch_tokens):
+        extra = {"per_sample": True} if per_sample else {}
+        res = fn(model, tokens=chunk, response_mask=mask, batch_size=len(idx), **extra, **kwargs)
+        union = res.mask.clone() if union is None else union | res.mask
+        if per_sample:
+            if sample_masks is None:
+                sample_masks = torch.zeros(tokens.shape[0], *res.mask.shape, dtype=torch.bool)
+            sample_masks[idx] = res.sample_masks
+    return MUIResult(mui=mui_of_mask(union), mask=union, n_samples=int(tokens.shape[0]),
+                     per_sample=[mui_of_mask(sm) for sm in sample_masks] if per_sample else None,
+                     sample_masks=sample_masks)
 
 
 VARIANTS = ("paper", "public_code")
@@ -654,17 +702,21 @@ def sae_top(d_sae: int, top: int = 50, reference_width: int = SAE_REFERENCE_WIDT
 
 def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, "batch seq"],
                     response_mask: Bool[Tensor, "batch seq"], top: int = 50,
-                    reference_width: int | None = SAE_REFERENCE_WIDTH, batch_size: int = 16) -> MUIResult:
+                    reference_width: int | None = SAE_REFERENCE_WIDTH, batch_size: int = 16,
+                    max_batch_tokens: int | None = None) -> MUIResult:
     """SAE-based MUI (Eqs. 6, 9): per layer and response position, the top features of the SAE
     on that hook (``top`` at 128K width scaled to the SAE width; ``reference_width=None`` keeps
     ``top`` as is), positive activations only; denominator = number of SAEs x d_sae.
 
     ``sae_by_layer`` maps TransformerLens hook names (``blocks.{L}.hook_resid_post``) to sae_lens
     SAEs of equal width. Position alignment is the neuron one: the position predicting a
-    response token is read.
+    response token is read. ``max_batch_tokens``: token-budget batches (see :func:`utilization`).
     """
     if not sae_by_layer:
         raise ValueError("sae_by_layer is empty: pass {hook_name: SAE}")
+    if max_batch_tokens is not None:
+        return budgeted(sae_utilization, model, tokens, response_mask, max_batch_tokens, sae_by_layer=sae_by_layer,
+                        top=top, reference_width=reference_width)
     tokens = _check_tokens(tokens)
     pos_mask = _score_positions(response_mask.cpu(), tokens.cpu())
     hooks = list(sae_by_layer)

@@ -53,3 +53,11 @@ def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path,
     assert ul.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=10**6) == first
     with pytest.raises(AssertionError, match="cache holds"):  # other responses are never read from that cache
         ul.items_mui(twin, ITEMS, RESPONSES[:3] + [" 4 5"], "toy", zoo=False)
+
+
+def test_sections_3x_key_neuron_ranking_is_the_same_in_token_budget_batches(twin):
+    # sections 3.6-B.6 on a Hugging Face model: rows cut after their last response token, batched by
+    # padded tokens (one item a pass here), rank the same neurons in the same order as batch_size rows
+    rows = ul.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4)
+    budget = ul.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4, max_batch_tokens=1)
+    assert len(rows) > 0 and rows == budget

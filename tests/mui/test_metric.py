@@ -442,6 +442,57 @@ def test_every_mui_variant_is_padding_invariant(kwargs):
     assert torch.equal(alone.sample_masks[0], together.sample_masks[0]), f"{kwargs}: key neurons depend on padding"
 
 
+def _ragged_batch(n: int = 7, width: int = 12, seed: int = 0):
+    """Right-padded rows of different lengths, a response at the end of each (one row without any)."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.zeros(n, width, dtype=torch.long)
+    mask = torch.zeros(n, width, dtype=torch.bool)
+    for i in range(n):
+        length = int(torch.randint(3, width + 1, (1,), generator=g))
+        tokens[i, :length] = torch.randint(1, 97, (length,), generator=g)
+        if i != 2:  # row 2: prompt only
+            mask[i, length - 1 - int(torch.randint(0, 2, (1,), generator=g)): length] = True
+    return tokens, mask
+
+
+def test_token_budget_chunks_cover_every_row_once_within_the_budget():
+    tokens, mask = _ragged_batch()
+    seen = []
+    for idx, chunk, cmask in mui.token_budget_chunks(tokens, mask, max_batch_tokens=20):
+        seen += idx.tolist()
+        assert chunk.shape == cmask.shape
+        assert len(idx) == 1 or chunk.numel() <= 20, "a batch of several rows stays within the budget"
+        assert torch.equal(chunk, tokens[idx, : chunk.shape[1]]) and torch.equal(cmask, mask[idx, : chunk.shape[1]])
+        assert not mask[idx, chunk.shape[1]:].any(), "no response token is cut off"
+    assert sorted(seen) == list(range(len(tokens)))
+
+
+@pytest.mark.parametrize("kwargs", [dict(score=s) for s in mui.SCORES]
+                         + [dict(threshold="global_topk"), dict(variant="public_code", k=2)])
+def test_token_budget_gives_the_same_key_neurons_as_row_batches(kwargs):
+    model = random_model("tiny-gated")
+    tokens, mask = _ragged_batch()
+    rows = mui.utilization(model, tokens, mask, per_sample=True, batch_size=3, **kwargs)
+    budget = mui.utilization(model, tokens, mask, per_sample=True, max_batch_tokens=20, **kwargs)
+    assert torch.equal(rows.sample_masks, budget.sample_masks), f"{kwargs}: per-sample key neurons differ"
+    assert torch.equal(rows.mask, budget.mask) and rows.mui == budget.mui and rows.per_sample == budget.per_sample
+    assert not budget.sample_masks[2].any(), "the prompt-only row has no key neuron"
+
+
+def test_sae_utilization_token_budget_equals_row_batches():
+    from sae_lens import StandardSAE, StandardSAEConfig
+
+    model = random_model("tiny-gelu")
+    sae = StandardSAE(StandardSAEConfig(d_in=32, d_sae=16))
+    with torch.no_grad():
+        sae.W_enc.copy_(torch.randn(32, 16))
+    tokens, mask = _ragged_batch()
+    saes = {"blocks.1.hook_resid_post": sae}
+    rows = mui.sae_utilization(model, saes, tokens, mask, top=2, reference_width=None, batch_size=2)
+    budget = mui.sae_utilization(model, saes, tokens, mask, top=2, reference_width=None, max_batch_tokens=16)
+    assert rows.mask.any() and torch.equal(rows.mask, budget.mask)
+
+
 # ------------------------------------------------------------------ the public code's variant
 
 
