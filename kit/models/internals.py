@@ -6,7 +6,7 @@ internals are forward passes over ``prompt + response``:
 - :func:`teacher_forced_rows`: token ids and the response span of each item, the prompt in the
   chat template when the responses were generated with it, truncated to the model's context with
   a warning (the prompt loses its left end first, then the response its right end);
-- :func:`token_budget_batches`: length-sorted batches whose padded size ``rows x longest`` stays
+- :func:`kit.models.rows.token_budget_batches`: length-sorted batches whose padded size ``rows x longest`` stays
   within ``max_batch_tokens`` (an item longer than the budget runs alone);
 - :class:`kit.models.cache.ItemCache`: per-item records per (model, benchmark, settings), so a
   killed run resumes;
@@ -21,22 +21,7 @@ from typing import Any, Sequence
 import torch
 
 from kit.models.cache import ItemCache, map_items
-from kit.models.rows import pad_rows, teacher_forced_rows  # noqa: F401 (re-exported: the rows live apart from MUI)
-
-
-def token_budget_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[list[int]]:
-    """Indices grouped so that ``len(batch) * max(length in batch) <= max_batch_tokens`` (an item
-    longer than the budget forms its own batch). Sorted by length: padding stays small."""
-    if max_batch_tokens < 1:
-        raise ValueError(f"max_batch_tokens={max_batch_tokens} must be >= 1")
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    batches: list[list[int]] = []
-    for i in order:
-        if batches and (len(batches[-1]) + 1) * lengths[i] <= max_batch_tokens:
-            batches[-1].append(i)  # sorted: lengths[i] is the batch's longest
-        else:
-            batches.append([i])
-    return batches
+from kit.models.rows import pad_rows, teacher_forced_rows, token_budget_batches  # noqa: F401 (re-exported: the rows live apart from MUI)
 
 
 def mui_key_neurons(model, prompts: Sequence[str], responses: Sequence[str], ids: Sequence[Any] | None = None,

@@ -57,3 +57,18 @@ def pad_rows(rows: Sequence[tuple[list[int], int]], pad_id: int) -> tuple[Int[Te
         tokens[r, : len(ids)] = torch.tensor(ids, dtype=torch.long)
         mask[r, n: len(ids)] = True
     return tokens, mask
+
+
+def token_budget_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[list[int]]:
+    """Indices grouped so that ``len(batch) * max(length in batch) <= max_batch_tokens`` (an item
+    longer than the budget forms its own batch). Sorted by length: padding stays small."""
+    if max_batch_tokens < 1:
+        raise ValueError(f"max_batch_tokens={max_batch_tokens} must be >= 1")
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * lengths[i] <= max_batch_tokens:
+            batches[-1].append(i)  # sorted: lengths[i] is the batch's longest
+        else:
+            batches.append([i])
+    return batches

@@ -500,10 +500,10 @@ def token_budget_chunks(tokens: Int[Tensor, "batch seq"], response_mask: Bool[Te
                         max_batch_tokens: int) -> Iterator[tuple[Int[Tensor, "rows"], Int[Tensor, "rows width"],
                                                                  Bool[Tensor, "rows width"]]]:
     """Rows of right-padded ``tokens`` in length-sorted batches of at most ``max_batch_tokens``
-    padded tokens (:func:`kit.models.internals.token_budget_batches`), each batch cut after its
+    padded tokens (:func:`kit.models.rows.token_budget_batches`), each batch cut after its
     last response token: attention is causal, so later tokens change no score of a response
     position. Yields (row indices, tokens, response_mask) of each batch."""
-    from kit.models.internals import token_budget_batches
+    from kit.models.rows import token_budget_batches
 
     tokens = _check_tokens(tokens)
     response_mask = response_mask.bool().cpu()
