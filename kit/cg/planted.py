@@ -82,7 +82,7 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
     p_overlap = float(stats.hypergeom.sf(hit - 1, n_t, n_p, n_f)) if n_f and n_t else float("nan")
     summary = {
         "member": member, "parent": parent, "n_concepts": int(share.size), "n_tested": n_t, "n_perm": n_perm,
-        "share_threshold": share_threshold, "n_planted_concepts_tested": n_p,
+        "share_threshold": share_threshold, "alpha": alpha, "n_planted_concepts_tested": n_p,
         "n_low_member": int(low[member].sum()), "n_low_parent": int(low[parent].sum()),
         "n_found": n_f, "n_found_planted": hit, "n_found_other": n_f - hit,
         "precision": hit / n_f if n_f else float("nan"),
@@ -161,9 +161,13 @@ def planted_accuracy(suite: Suite, models: Sequence[str], planted: dict[str, np.
 
 def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto", n_items: int = 200,
                       tasks: Sequence[str] | None = None, world: str | None = None, seed: int = 0,
-                      device: str = "cpu") -> tuple[Suite, dict[str, np.ndarray]]:
+                      device: str = "cpu", hook: str = "") -> tuple[Suite, dict[str, np.ndarray]]:
     """The tiny-world suite read through ``parent`` and its SAE, with ``parent`` and ``member``
     both scored (exact match) on the same items, and the planted masks.
+
+    ``hook``: ``""`` = the world's SAE ``sae_name`` at its own site; a hook name = the same SAE
+    recipe trained at that site of ``parent`` on demand (``kit.world.saes.site_sae``, cached;
+    the suite's ``sae`` is then ``"<sae_name>@<hook>"``).
 
     ``gap`` is a key of ``kit.world.GAPS``. Its task's items are ``kit.world.planted_gap_items(gap,
     n_items, seed)`` (fresh items, never trained on; the planted ones are its ``inside`` list, the
@@ -190,8 +194,15 @@ def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto"
             items[t] = kw.get_task(t).items("test", n_items, seed)
             planted[t] = np.zeros(len(items[t]), dtype=bool)
     sae_name = resolve_zoo_sae(parent, sae_name, world)
+    if hook:
+        from kit.world.saes import site_sae, site_sae_name
+
+        sae, by_index, _ = site_sae(sae_name, hook, world, device)
+        sae_name = site_sae_name(sae_name, hook)
+    else:
+        sae = kit.load_sae(sae_name, device=device, world=world)
+        by_index = kw.sae_labels(sae_name, world=world)
     model = kit.load_model(parent, device=device, world=world)
-    sae = kit.load_sae(sae_name, device=device, world=world)
     acts = {t: zoo_item_concepts(model, sae, its) for t, its in items.items()}
     scores = {parent: {t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()}}
     del model
@@ -200,7 +211,6 @@ def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto"
     scores[member] = {t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()}
     del model
     gc.collect()
-    by_index = kw.sae_labels(sae_name, world=world)
     labels = [by_index.get(i, f"feature {i}") for i in range(sae.cfg.d_sae)]
     texts = {t: [it.prompt for it in its] for t, its in items.items()}
     suite = Suite(sae_name, labels, acts, texts, {m: acts for m in scores}, scores, {m: texts for m in scores},
@@ -246,18 +256,20 @@ def planted_gap_member(member: str, world: str | None = None) -> tuple[str, str]
 
 def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", world: str | None = None,
                     n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05, eps: float = cg.EPSILON,
-                    share_threshold: float = 0.5, seed: int = 0, device: str = "cpu") -> PlantedGapResult:
+                    share_threshold: float = 0.5, seed: int = 0, device: str = "cpu", hook: str = "") -> PlantedGapResult:
     """:func:`planted_gap_analysis` of ``member`` against its parent on the tiny-world suite (the
-    parent's SAE; ``sae_name="auto"``: its widest TopK SAE)."""
+    parent's SAE; ``sae_name="auto"``: its widest TopK SAE; ``hook``: see :func:`planted_gap_suite`)."""
     from kit.world import GAPS
 
     parent, gap = planted_gap_member(member, world)
-    suite, planted = planted_gap_suite(member, parent, gap, sae_name, n_items, world=world, seed=seed, device=device)
+    suite, planted = planted_gap_suite(member, parent, gap, sae_name, n_items, world=world, seed=seed, device=device,
+                                       hook=hook)
     result = planted_gap_analysis(suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold,
                                   seed)
     acc = result.accuracy
     result.summary.update({"gap": GAPS[gap].description, "gap_key": gap, "chance": 1 / len(GAPS[gap].relabel),
-                           "sae": suite.sae, "n_items_per_task": n_items,
+                           "sae": suite.sae, "sae_hook": hook or _world_sae_hook(sae_name, parent, world),
+                           "n_items_per_task": n_items,
                            "n_planted_items": int(acc.loc[member, "planted items"]),
                            "accuracy_planted_member": float(acc.loc[member, "accuracy (planted)"]),
                            "accuracy_planted_parent": float(acc.loc[parent, "accuracy (planted)"]),
@@ -266,15 +278,130 @@ def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", wor
     return result
 
 
-def planted_gap_section(cfg) -> tuple[PlantedGapResult | None, str]:
-    """Notebook 04 section 8b: ``(result, "")``, or ``(None, reason)`` when the check cannot run
-    (no planted-gap member in the profile's world, or the world / member is not built)."""
+GAP_SAE_SITES = ("world", "last")
+"""Symbolic entries of ``gap_sae_hooks``: ``world`` = the world's SAE at its own site; ``last`` = the
+same recipe at the parent's last residual stream, ``blocks.{n_layers - 1}.hook_resid_post``."""
+HOOK_PATTERN = r"blocks\.\d+\.([a-z0-9_]+\.)?hook_[a-z0-9_]+"
+"""What an explicit ``gap_sae_hooks`` entry must look like (a TransformerLens block hook)."""
+
+
+def _world_sae_hook(sae_name: str, parent: str, world: str | None) -> str:
+    from kit.cg.suite import resolve_zoo_sae
+    from kit.world import zoo as kz
+
+    name = resolve_zoo_sae(parent, sae_name, world)
+    return next(s.hook_name for s in kz.world_spec(world).saes if s.name == name)
+
+
+def _n_layers(model: str, world: str | None) -> int:
+    """Layers of a zoo member, from the world's spec (a fine-tune has its root base's shape)."""
+    from kit.world import zoo as kz
+
+    spec = kz.world_spec(world)
+    parents = {f.name: f.parent for f in spec.finetunes}
+    name = model.split("@")[0]
+    while name in parents:
+        name = parents[name]
+    base = next((b for b in spec.bases if b.name == name), None)
+    if base is None:
+        raise ValueError(f"{model!r} is not a member of world {spec.name!r}")
+    return base.arch.n_layers
+
+
+def gap_sae_sites(hooks: Sequence[str], parent: str, world: str | None = None,
+                  sae_name: str = "auto") -> list[tuple[str, str, str]]:
+    """``gap_sae_hooks`` resolved for ``parent``: per entry ``(entry, hook, skip)``, ``hook`` the
+    site read and ``skip`` ``""`` or why the entry is not run (its site equals an earlier entry's,
+    e.g. ``last`` where the parent has one layer and the world's SAE reads ``blocks.0``).
+    ``"world"`` resolves to ``hook=""`` run-wise (the world's own SAE); see :data:`GAP_SAE_SITES`.
+    Raises ``ValueError`` naming ``gap_sae_hooks`` for a layer the parent does not have."""
+    import re
+
+    n_layers = _n_layers(parent, world)
+    world_hook = _world_sae_hook(sae_name, parent, world)
+    out, seen = [], {}
+    for entry in hooks:
+        hook = {"world": world_hook, "last": f"blocks.{n_layers - 1}.hook_resid_post"}.get(entry, entry)
+        m = re.fullmatch(HOOK_PATTERN, hook)
+        if m is None or int(hook.split(".")[1]) >= n_layers:
+            raise ValueError(f"gap_sae_hooks entry {entry!r}: {parent} has {n_layers} layer(s); allowed values: "
+                             f"{', '.join(GAP_SAE_SITES)} or blocks.L.hook_... with L in 0..{n_layers - 1}")
+        skip = (f"same site as {seen[hook]!r} ({hook}): {parent} has {n_layers} layer(s)" if hook in seen else "")
+        seen.setdefault(hook, entry)
+        out.append((entry, hook, skip))
+    return out
+
+
+def planted_gap_section(cfg) -> dict[str, tuple[PlantedGapResult | None, str]]:
+    """Notebook 04 section 8b: per ``cfg.gap_sae_hooks`` entry (the concept dictionary),
+    ``(result, "")`` or ``(None, reason)`` when it cannot run (no planted-gap member in the profile's
+    world, the world / member not built, or the same site as an earlier entry). An entry whose site
+    is the world SAE's reads that SAE; any other trains the same recipe there on demand."""
     member = resolve_gap_member(cfg.gap_member, cfg.world)
     if not member:
-        return None, (f"gap_member={cfg.gap_member!r}: " + ("set to skip" if cfg.gap_member == "" else
-                                                             f"world {cfg.world!r} has no planted-gap member"))
-    try:
-        return planted_gap_run(member, cfg.gap_n_items, "auto", cfg.world, cfg.gap_n_perm, cfg.min_support,
-                               cfg.alpha, cfg.eps, cfg.gap_share, cfg.seed, cfg.device), ""
-    except FileNotFoundError as e:  # the world or the member is not built in the cache
-        return None, f"{type(e).__name__}: {e}"
+        reason = (f"gap_member={cfg.gap_member!r}: " + ("set to skip" if cfg.gap_member == "" else
+                                                        f"world {cfg.world!r} has no planted-gap member"))
+        return {e: (None, reason) for e in cfg.gap_sae_hooks}
+    parent, _ = planted_gap_member(member, cfg.world)
+    out = {}
+    sites = gap_sae_sites(cfg.gap_sae_hooks, parent, cfg.world)
+    world_hook = _world_sae_hook("auto", parent, cfg.world)
+    for entry, hook, skip in sites:
+        if skip:
+            out[entry] = (None, skip)
+            continue
+        try:
+            out[entry] = (planted_gap_run(member, cfg.gap_n_items, "auto", cfg.world, cfg.gap_n_perm, cfg.min_support,
+                                          cfg.alpha, cfg.eps, cfg.gap_share, cfg.seed, cfg.device,
+                                          hook="" if hook == world_hook else hook), "")
+        except FileNotFoundError as e:  # the world or the member is not built in the cache
+            out[entry] = (None, f"{type(e).__name__}: {e}")
+    return out
+
+
+def planted_verdict(pg: dict) -> str:
+    """One honest sentence on a planted-gap summary: recovered or not (against the random-draw
+    null), anything else flagged, and whether the X_model profile points at the gap anyway."""
+    if pg["recovered"]:
+        head = ("recovered and nothing else" if pg["only_planted"] else
+                f"recovered, with {pg['n_found_other']} other concept(s) also flagged")
+    elif pg["n_planted_concepts_tested"] == 0:
+        head = "NOT recovered: no tested concept is a planted one (the dictionary has no concept for the gap)"
+    else:
+        head = (f"NOT recovered: {pg['n_found_planted']} of {pg['n_found']} found concept(s) are planted "
+                f"(of {pg['n_planted_concepts_tested']} planted concepts tested; overlap p = {pg['p_overlap']:.2g})")
+    rho, p = pg.get("drop_share_spearman", float("nan")), pg.get("drop_share_p", float("nan"))
+    if not np.isfinite(rho):
+        return head
+    points = "points at the gap" if p < pg.get("alpha", 0.05) and rho > 0 else "does not point at the gap"
+    return f"{head}; the X_model drop profile {points} (Spearman {rho:.2f}, p = {p:.2g})"
+
+
+def planted_gap_results(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> dict:
+    """The notebook's ``results`` entries of :func:`planted_gap_section`: ``planted_gap`` (the first
+    dictionary that ran), ``planted_gap_by_sae`` (every entry: its summary, or ``{"skipped": why}``),
+    or ``planted_gap_error`` when none ran."""
+    by = {e: (r.summary if r is not None else {"skipped": why}) for e, (r, why) in sections.items()}
+    ran = [r for r, _ in sections.values() if r is not None]
+    if not ran:
+        return {"planted_gap_error": "; ".join(f"{e}: {why}" for e, (_, why) in sections.items()),
+                "planted_gap_by_sae": by}
+    return {"planted_gap": ran[0].summary, "planted_gap_by_sae": by}
+
+
+COMPARE_FIELDS = ("sae", "sae_hook", "n_tested", "n_planted_concepts_tested", "n_found", "n_found_planted",
+                  "n_found_other", "precision", "recall", "p_overlap", "recovered", "only_planted",
+                  "max_planted_share", "max_planted_label", "max_planted_q_member", "drop_share_spearman",
+                  "drop_share_p", "top_drop_label", "top_drop_share")
+
+
+def compare_dictionaries(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> pd.DataFrame:
+    """The dictionaries side by side: one column per ``gap_sae_hooks`` entry, one row per
+    :data:`COMPARE_FIELDS` plus ``verdict`` (:func:`planted_verdict`); a skipped entry shows why."""
+    cols = {}
+    for entry, (r, why) in sections.items():
+        if r is None:
+            cols[entry] = {**{f: None for f in COMPARE_FIELDS}, "verdict": f"skipped: {why}"}
+        else:
+            cols[entry] = {**{f: r.summary.get(f) for f in COMPARE_FIELDS}, "verdict": planted_verdict(r.summary)}
+    return pd.DataFrame(cols, index=[*COMPARE_FIELDS, "verdict"])

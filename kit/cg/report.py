@@ -228,13 +228,17 @@ def findings(r: dict) -> list[str]:
                      f"adversarial {z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%.")
     elif r.get("zoo_error"):
         lines.append(f"Tiny-world suite not run: {r['zoo_error']}")
-    pg = r.get("planted_gap")
-    if pg:
+    by_sae = r.get("planted_gap_by_sae") or ({"": r["planted_gap"]} if r.get("planted_gap") else {})
+    for entry, pg in by_sae.items():
+        if "skipped" in pg:
+            lines.append(f"Planted gap, dictionary {entry!r}: skipped ({pg['skipped']}).")
+            continue
+        where = f", dictionary {entry!r} ({pg['sae']} at {pg['sae_hook']})" if entry else ""
         verdict = ("recovered" if pg["recovered"] else "NOT recovered (no planted concept among the found ones beats "
                    "the random-draw null)")
         rest = ("and nothing else" if pg["only_planted"] else
                 f"with {pg['n_found_other']} other concept(s) also flagged")
-        lines.append(f"Planted gap ({pg['member']} vs its parent {pg['parent']}: {pg['gap']}; {pg['n_planted_items']} "
+        lines.append(f"Planted gap{where} ({pg['member']} vs its parent {pg['parent']}: {pg['gap']}; {pg['n_planted_items']} "
                      f"planted items): accuracy there {pg['accuracy_planted_member']:.2f} vs {pg['accuracy_planted_parent']:.2f}, "
                      f"on the other tasks {pg['accuracy_other_member']:.2f} vs {pg['accuracy_other_parent']:.2f}. CG flags "
                      f"{pg['n_found']} concept(s) significantly low for the member and not the parent ({pg['n_perm']} "
@@ -247,7 +251,7 @@ def findings(r: dict) -> list[str]:
                         f"{pg['drop_share_spearman']:.2f} (shuffled-share null p = {pg['drop_share_p']:.2g}); the largest "
                         f"drop ({pg['top_drop']:.3f}) is concept {pg['top_drop_concept']} ({pg['top_drop_label']!r}, planted "
                         f"share {pg['top_drop_share']:.2f})." if np.isfinite(pg.get("drop_share_spearman", np.nan)) else ""))
-    elif r.get("planted_gap_error"):
+    if not by_sae and r.get("planted_gap_error"):
         lines.append(f"Planted-gap check not run: {r['planted_gap_error']}")
     per_model = {}
     for row in r.get("model_benchmarks", []):

@@ -84,6 +84,13 @@ class Config(BaseConfig):
     gap_n_items: int = Field(200, ge=4, le=200)
     """Planted-gap check: items per tiny-world task (the test split has 200; the gap's task takes this many fresh
     items, about a quarter of them planted)."""
+    gap_sae_hooks: list[str] = Field(default_factory=lambda: ["world", "last"], min_length=1)
+    """Planted-gap check: the concept dictionaries, one analysis each, shown side by side. ``world`` = the world's
+    SAE of the parent at its own site (layer 0's residual stream in tiny and micro: mostly token identity);
+    ``last`` = the same SAE recipe (``kit.world.saes.site_sae``) trained on demand and cached at the parent's last
+    residual stream ``blocks.{n_layers - 1}.hook_resid_post``, where contextual concepts such as "the innermost open
+    bracket is '{'" can live (the same site as ``world`` for a one-layer parent, as micro's base-m: then skipped,
+    saying so); or an explicit hook ``blocks.L.hook_...`` of the parent."""
     gap_share: float = Field(0.5, gt=0, le=1)
     """Planted-gap check: a concept whose activation mass is at least this share on the planted items is a planted concept."""
     models: list[str] = Field(default_factory=list)
@@ -137,6 +144,21 @@ class Config(BaseConfig):
         from kit.cg.planted import resolve_gap_member
 
         resolve_gap_member(v, info.data.get("world", "tiny"))  # raises naming the allowed values
+        return v
+
+    @field_validator("gap_sae_hooks")
+    @classmethod
+    def _gap_sae_hooks(cls, v: list[str]) -> list[str]:
+        import re
+
+        from kit.cg.planted import GAP_SAE_SITES, HOOK_PATTERN
+
+        bad = [h for h in v if h not in GAP_SAE_SITES and not re.fullmatch(HOOK_PATTERN, h)]
+        if bad:
+            raise ValueError(f"gap_sae_hooks={v}: {bad} not allowed; allowed values: {', '.join(GAP_SAE_SITES)} "
+                             "or a hook name blocks.L.hook_... (e.g. blocks.1.hook_resid_post)")
+        if len(set(v)) != len(v):
+            raise ValueError(f"gap_sae_hooks={v}: each entry once")
         return v
 
     @model_validator(mode="after")

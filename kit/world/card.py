@@ -49,7 +49,8 @@ EV_MIN = 0.7
 IOI_HEAD_SCORE = 0.10  # a head "matters" when mean-ablating it removes >= 10% of the IOI logit diff
 IOI_HEADS_NEEDED = 2
 GAP_CHANCE_PTS = 10.0  # the planted concept ends within this of chance
-GAP_OFF_PTS = 5.0  # every other task (and the rest of the gap's task) within this of the parent
+GAP_OFF_PTS = 5.0  # every other task (and the rest of the gap's task) within this of the parent ...
+GAP_Z = 1.96  # ... up to sampling noise: the delta's 95% interval must meet the band +-GAP_OFF_PTS
 GAP_FRESH_N = 1000  # fresh items of the gap's task (about a quarter fall in the concept)
 
 
@@ -277,6 +278,54 @@ def checks(card: dict, spec) -> list[dict]:
     return out + new_checks(card)
 
 
+def delta_interval(after: float, before: float, n: int, z: float = GAP_Z) -> tuple[float, float, float]:
+    """``(delta, lo, hi)`` of a change in accuracy (percent points) from ``before`` to ``after``,
+    both measured on ``n`` items: ``delta +- z * SE`` with the two-proportion (unpaired) binomial
+    ``SE = sqrt(p1 (1 - p1) / n + p0 (1 - p0) / n)``. The card keeps accuracies, not per-item
+    results, so the pairing of the items (the same fresh items for both models) is not used: the
+    paired interval is narrower, this one is the conservative bound the card can compute."""
+    if n <= 0:
+        raise ValueError(f"n={n!r}: the number of items must be positive")
+    p1, p0 = after / 100, before / 100
+    se = 100 * float(np.sqrt(p1 * (1 - p1) / n + p0 * (1 - p0) / n))
+    d = after - before
+    return d, d - z * se, d + z * se
+
+
+def meets_band(lo: float, hi: float, band: float) -> bool:
+    """Whether the interval ``[lo, hi]`` meets ``[-band, band]``: the data do not show a change
+    larger than ``band`` (a drift counts as one only when its whole 95% interval lies outside)."""
+    return bool(lo <= band and hi >= -band)
+
+
+def planted_gap_check(card: dict, member: str, g: dict) -> dict:
+    """The planted-gap check of ``member`` (its ``card["planted_gaps"]`` entry ``g``): the concept's
+    items end within ``GAP_CHANCE_PTS`` of chance, and neither the rest of the gap's task nor any
+    other task (fresh items, ``card["tasks"][t]["n_fresh"]`` of them) moves by more than
+    ``GAP_OFF_PTS`` from the parent, where "moves" means the change's 95% interval
+    (:func:`delta_interval`) lies wholly outside ``+-GAP_OFF_PTS`` (with 200 items the interval's
+    half-width is 3-10 points, so a point estimate alone would fail or pass on noise). The detail
+    shows the world's control fine-tune ``<parent>+general`` on the same tasks for comparison."""
+    parent = g["parent"]
+    d_out = delta_interval(g["member_outside"], g["parent_outside"], g["n_outside"])
+    off = {t: delta_interval(card["members"][member]["accuracy"][t]["fresh"],
+                             card["members"][parent]["accuracy"][t]["fresh"], card["tasks"][t]["n_fresh"])
+           for t in g["other_tasks_fresh_delta"]}
+    ok = (g["member_inside"] <= g["chance"] + GAP_CHANCE_PTS and meets_band(d_out[1], d_out[2], GAP_OFF_PTS)
+          and all(meets_band(lo, hi, GAP_OFF_PTS) for _, lo, hi in off.values()))
+    ctl = f"{parent}+general"
+    ctl_txt = ("; control " + ctl + " " + ", ".join(
+        f"{t} {_acc(card, ctl, t, 'fresh') - _acc(card, parent, t, 'fresh'):+.1f}" for t in off)
+        if ctl in card["members"] else "")
+    return {"name": f"planted gap ({member})", "passed": bool(ok),
+            "detail": f"{g['description']}: {g['parent_inside']:.1f}% -> {g['member_inside']:.1f}% "
+                      f"(n {g['n_inside']}, chance {g['chance']:.0f}, need <= chance + {GAP_CHANCE_PTS:g}); "
+                      f"rest of {g['task']} {g['parent_outside']:.1f} -> {g['member_outside']:.1f} "
+                      f"({d_out[0]:+.1f} [{d_out[1]:+.1f}, {d_out[2]:+.1f}]); other tasks (fresh) "
+                      + ", ".join(f"{t} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for t, (d, lo, hi) in off.items())
+                      + f" (need each 95% interval to meet +-{GAP_OFF_PTS:g})" + ctl_txt}
+
+
 def new_checks(card: dict) -> list[dict]:
     """Checks of the members added after world-v4's cards, appended after the existing ones."""
     out = []
@@ -299,26 +348,21 @@ def new_checks(card: dict) -> list[dict]:
                               + (f"; base-l: {len(card['ioi_heads']['zoo/base-l']['heads_over_threshold'])} heads"
                                  if "zoo/base-l" in card["ioi_heads"] else "")})
     for m, g in card.get("planted_gaps", {}).items():
-        off = g["other_tasks_fresh_delta"]
-        d_out = g["member_outside"] - g["parent_outside"]
-        ok = (g["member_inside"] <= g["chance"] + GAP_CHANCE_PTS and abs(d_out) <= GAP_OFF_PTS
-              and all(abs(v) <= GAP_OFF_PTS for v in off.values()))
-        out.append({"name": f"planted gap ({m})", "passed": bool(ok),
-                    "detail": f"{g['description']}: {g['parent_inside']:.1f}% -> {g['member_inside']:.1f}% "
-                              f"(n {g['n_inside']}, chance {g['chance']:.0f}, need <= chance + {GAP_CHANCE_PTS:g}); "
-                              f"rest of {g['task']} {g['parent_outside']:.1f} -> {g['member_outside']:.1f} ({d_out:+.1f}); "
-                              "other tasks (fresh) " + ", ".join(f"{t} {v:+.1f}" for t, v in off.items())
-                              + f" (need |.| <= {GAP_OFF_PTS:g})"})
+        out.append(planted_gap_check(card, m, g))
     return out
 
 
 def card(world: str | None = None) -> dict:
-    """The cached zoo card of a built world (JSON-serialisable dict)."""
+    """The cached zoo card of a built world (JSON-serialisable dict). Its ``checks`` are derived
+    again from its numbers with the current criteria (:func:`checks`), so a criterion change needs
+    no rebuild."""
     spec = world_spec(world)
     path = card_path(spec.name)
     if not path.is_file():
         raise not_built_error(spec.name, "the zoo card")
-    return json.loads(path.read_text())
+    c = json.loads(path.read_text())
+    c["checks"] = checks(c, spec)
+    return c
 
 
 COMMITTED_CARDS = Path(__file__).with_name("cards")

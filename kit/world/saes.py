@@ -90,12 +90,15 @@ def collect_activations(model, hook_name: str, n_prompts: int, seed: int):
 
 def train_sae(spec: WorldSpec, s: SAESpec) -> None:
     """Train one SAE with the shared sae_lens recipe; save it with its stats and labels."""
+    _train_into(spec, s, _sae_dir(spec, s.name), _seed_of(spec, s.name))
+
+
+def _train_into(spec: WorldSpec, s: SAESpec, target: Path, seed: int) -> None:
     from sae_lens import SAE
 
     from kit.models.sae_train import label_from_contexts, top_activations
     from kit.models.sae_train import train_sae as train
 
-    seed = _seed_of(spec, s.name)
     torch.manual_seed(seed)
     model = load_member(s.member, world=spec.name)
     acts, toks, tasks = collect_activations(model, s.hook_name, s.n_prompts, seed)
@@ -107,7 +110,7 @@ def train_sae(spec: WorldSpec, s: SAESpec) -> None:
                     metadata=dict(hook_name=s.hook_name, model_name=s.member, context_size=64, prepend_bos=True,
                                   world=spec.name))
     names = list(TASKS)
-    with atomic_dir(_sae_dir(spec, s.name)) as tmp:
+    with atomic_dir(target) as tmp:
         trained.save_inference_model(tmp)
         sae = SAE.load_from_disk(tmp)  # the inference SAE, exactly as load_world_sae will return it
         with torch.inference_mode():
@@ -167,3 +170,49 @@ def sae_stats(name: str, world: str | None = None) -> dict:
     if not (d / "stats.json").is_file():
         raise not_built_error(spec.name, f"SAE {name!r}")
     return json.loads((d / "stats.json").read_text())
+
+
+# ------------------------------------------------------------- the same recipe at another site
+
+
+def site_sae_name(name: str, hook_name: str) -> str:
+    """Name of the world SAE ``name``'s recipe retrained at ``hook_name``: ``"<name>@<hook_name>"``."""
+    return f"{name}@{hook_name}"
+
+
+def site_sae_dir(name: str, hook_name: str, world: str | None = None) -> Path:
+    """Cache folder of :func:`site_sae`: ``<cache>/site-saes/<world>/<name>@<hook>-<key>``, ``key`` a
+    digest of the retargeted spec and the member's content key (a rebuilt member gets a new SAE)."""
+    from dataclasses import replace
+
+    from kit.core.paths import cache_dir
+
+    spec = world_spec(world)
+    s = replace(_spec_of(name, spec), name=site_sae_name(name, hook_name), hook_name=hook_name)
+    key = _digest([asdict(s), member_key(spec, s.member)])
+    return cache_dir() / "site-saes" / spec.name / f"{s.name.replace('/', '__')}-{key}"
+
+
+def site_sae(name: str, hook_name: str, world: str | None = None, device: str = "cpu"):
+    """The world SAE ``name``'s recipe (member, architecture, width, k, steps, prompts, lr) trained
+    at another site ``hook_name`` of the same member, on demand: not part of the world's spec or
+    card, cached in :func:`site_sae_dir` (``atomic_dir``: readers see a complete SAE or none),
+    seeded by ``(world, site_sae_name(name, hook_name))``. Returns ``(sae, labels, stats)`` as
+    :func:`load_world_sae`, :func:`sae_labels` and :func:`sae_stats` do for the world's SAEs.
+    Raises ``ValueError`` naming the member's hooks when ``hook_name`` is not one of them."""
+    from dataclasses import replace
+
+    from sae_lens import SAE
+
+    from kit.world.zoo import deterministic
+
+    spec = world_spec(world)
+    base = _spec_of(name, spec)
+    s = replace(base, name=site_sae_name(name, hook_name), hook_name=hook_name)
+    target = site_sae_dir(name, hook_name, spec.name)
+    if not (target / "stats.json").is_file():
+        tl.check_hooks(load_member(s.member, world=spec.name), [hook_name], field="gap_sae_hooks")
+        with deterministic():
+            _train_into(spec, s, target, _seed_of(spec, s.name))
+    labels = {int(k): v for k, v in json.loads((target / "labels.json").read_text()).items()}
+    return SAE.load_from_disk(target, device=device), labels, json.loads((target / "stats.json").read_text())

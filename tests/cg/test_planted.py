@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -152,5 +153,122 @@ def test_config_validates_gap_member_naming_the_allowed_values():
 def test_section_is_skipped_with_its_reason_when_set_empty():
     from kit.configs.competency_gaps import Config
 
-    result, reason = P.planted_gap_section(Config(world="micro", gap_member=""))
-    assert result is None and "set to skip" in reason
+    sections = P.planted_gap_section(Config(world="micro", gap_member=""))
+    assert list(sections) == ["world", "last"]
+    assert all(r is None and "set to skip" in why for r, why in sections.values())
+    res = P.planted_gap_results(sections)
+    assert "planted_gap" not in res and "set to skip" in res["planted_gap_error"]
+    assert res["planted_gap_by_sae"]["last"] == {"skipped": "gap_member='': set to skip"}
+
+
+def test_gap_sae_sites_resolve_world_and_last_layer():
+    # tiny base-m: 2 layers, the world SAE reads layer 0; micro base-m: 1 layer, so `last` is the world's site
+    assert P.gap_sae_sites(["world", "last"], "zoo/base-m", "tiny") == [
+        ("world", "blocks.0.hook_resid_post", ""), ("last", "blocks.1.hook_resid_post", "")]
+    assert P.gap_sae_sites(["world", "last"], "zoo/base-m", "micro") == [
+        ("world", "blocks.0.hook_resid_post", ""),
+        ("last", "blocks.0.hook_resid_post", "same site as 'world' (blocks.0.hook_resid_post): zoo/base-m has 1 layer(s)")]
+    # an explicit hook is kept; a fine-tune has its base's layers
+    assert P.gap_sae_sites(["blocks.1.hook_mlp_out"], "zoo/base-m", "tiny") == [
+        ("blocks.1.hook_mlp_out", "blocks.1.hook_mlp_out", "")]
+    assert P._n_layers("zoo/base-m+gap-dyck-curly", "tiny") == 2 and P._n_layers("zoo/base-l@step-300", "tiny") == 2
+    with pytest.raises(ValueError, match=r"gap_sae_hooks entry 'blocks.2.hook_resid_post': zoo/base-m has 2 layer"):
+        P.gap_sae_sites(["blocks.2.hook_resid_post"], "zoo/base-m", "tiny")
+
+
+def test_config_validates_gap_sae_hooks():
+    from kit.configs.competency_gaps import Config
+    from kit.core.params import ParamsError, load_params
+
+    assert Config(world="micro").gap_sae_hooks == ["world", "last"]
+    assert Config(world="micro", gap_sae_hooks=["blocks.1.attn.hook_z"]).gap_sae_hooks == ["blocks.1.attn.hook_z"]
+    with pytest.raises(ValueError, match=r"\['deep'\] not allowed; allowed values: world, last or a hook name"):
+        Config(world="micro", gap_sae_hooks=["world", "deep"])
+    with pytest.raises(ValueError, match="each entry once"):
+        Config(world="micro", gap_sae_hooks=["last", "last"])
+    with pytest.raises(ValueError, match="gap_sae_hooks"):
+        Config(world="micro", gap_sae_hooks=[])
+    with pytest.raises(ParamsError, match="gap_sae_hooks"):
+        load_params("04_competency_gaps", "smoke", {"gap_sae_hooks": ["resid"]})
+
+
+def _summary(**kw):
+    base = {"recovered": False, "only_planted": False, "n_found": 0, "n_found_planted": 0, "n_found_other": 0,
+            "n_planted_concepts_tested": 0, "p_overlap": float("nan"), "alpha": 0.05,
+            "drop_share_spearman": float("nan"), "drop_share_p": float("nan")}
+    return {**base, **kw}
+
+
+def test_planted_verdict_by_hand():
+    assert P.planted_verdict(_summary(recovered=True, only_planted=True, n_found=1, n_found_planted=1,
+                                      n_planted_concepts_tested=1)) == "recovered and nothing else"
+    assert P.planted_verdict(_summary(recovered=True, n_found=3, n_found_planted=1, n_found_other=2,
+                                      n_planted_concepts_tested=2, drop_share_spearman=0.5, drop_share_p=0.001)) == (
+        "recovered, with 2 other concept(s) also flagged; the X_model drop profile points at the gap "
+        "(Spearman 0.50, p = 0.001)")
+    assert P.planted_verdict(_summary(n_found=4, n_found_other=4, drop_share_spearman=0.42, drop_share_p=1e-4)) == (
+        "NOT recovered: no tested concept is a planted one (the dictionary has no concept for the gap); "
+        "the X_model drop profile points at the gap (Spearman 0.42, p = 0.0001)")
+    assert P.planted_verdict(_summary(n_found=2, n_found_planted=1, n_found_other=1, n_planted_concepts_tested=5,
+                                      p_overlap=0.3, drop_share_spearman=0.1, drop_share_p=0.2)) == (
+        "NOT recovered: 1 of 2 found concept(s) are planted (of 5 planted concepts tested; overlap p = 0.3); "
+        "the X_model drop profile does not point at the gap (Spearman 0.10, p = 0.2)")
+
+
+def test_dictionaries_side_by_side():
+    s, planted = _suite(True)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+    r.summary.update(sae="sae", sae_hook="blocks.1.hook_resid_post")
+    sections = {"world": (None, "same site"), "last": (r, "")}
+    t = P.compare_dictionaries(sections)
+    assert list(t.columns) == ["world", "last"] and list(t.index) == [*P.COMPARE_FIELDS, "verdict"]
+    assert t.loc["verdict", "world"] == "skipped: same site" and pd.isna(t.loc["n_found", "world"])
+    assert t.loc["recovered", "last"] and t.loc["precision", "last"] == 1.0
+    assert t.loc["verdict", "last"].startswith("recovered and nothing else")
+    res = P.planted_gap_results(sections)
+    assert res["planted_gap"] is r.summary and res["planted_gap_by_sae"]["world"] == {"skipped": "same site"}
+
+
+def test_findings_name_each_dictionary():
+    from kit.cg.report import findings
+
+    s, planted = _suite(True)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+    acc = r.accuracy
+    summary = {**r.summary, "gap": "dyck '}'", "n_planted_items": 30, "sae": "sae@blocks.1.hook_resid_post",
+               "sae_hook": "blocks.1.hook_resid_post",
+               "accuracy_planted_member": acc.loc["member", "accuracy (planted)"],
+               "accuracy_planted_parent": acc.loc["parent", "accuracy (planted)"],
+               "accuracy_other_member": acc.loc["member", "accuracy (other tasks)"],
+               "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"]}
+    lines = [x for x in findings({"planted_gap": summary, "planted_gap_by_sae": {"world": {"skipped": "why"},
+                                                                                "last": summary}})
+             if x.startswith("Planted gap")]
+    assert lines[0] == "Planted gap, dictionary 'world': skipped (why)."
+    assert lines[1].startswith("Planted gap, dictionary 'last' (sae@blocks.1.hook_resid_post at blocks.1.hook_resid_post)")
+    assert "the gap is recovered and nothing else" in lines[1] and len(lines) == 2
+
+
+def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(micro_world, tmp_path, monkeypatch):
+    """The micro world's SAE recipe retrained at another site of base-m: a sae_lens SAE reading that
+    hook, labels and stats beside it, the same bits when trained again, a bad hook named."""
+    import torch
+
+    import kit.core.paths
+    from kit.world.saes import site_sae, site_sae_dir
+
+    monkeypatch.setattr(kit.core.paths, "cache_dir", lambda: tmp_path)
+    name, hook = "zoo-sae/base-m/topk-512", "blocks.0.hook_mlp_out"
+    sae, labels, stats = site_sae(name, hook, micro_world)
+    assert sae.cfg.metadata.hook_name == hook == stats["hook_name"] and sae.cfg.d_sae == 512 == len(labels)
+    assert stats["member"] == "zoo/base-m" and 0 < stats["l0"] <= 8
+    d = site_sae_dir(name, hook, micro_world)
+    assert d.parent == tmp_path / "site-saes" / "micro" and (d / "labels.json").is_file()
+    first = {k: v.clone() for k, v in sae.state_dict().items()}
+    import shutil
+
+    shutil.rmtree(d)
+    again, _, _ = site_sae(name, hook, micro_world)
+    assert all(torch.equal(first[k], again.state_dict()[k]) for k in first), "seeded: the same SAE twice"
+    with pytest.raises(ValueError, match="gap_sae_hooks 'blocks.3.hook_resid_post' does not exist"):
+        site_sae(name, "blocks.3.hook_resid_post", micro_world)

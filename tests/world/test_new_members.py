@@ -143,3 +143,53 @@ def test_new_fields_leave_existing_keys_alone():
     f = next(x for x in spec.finetunes if x.name == zoo.GAP_MEMBER)
     assert zoo._finetune_dict(f)["gap"] == "dyck-curly"
     assert "gap" not in zoo._finetune_dict(spec.finetunes[0])
+
+
+def test_delta_interval_by_hand():
+    from kit.world.card import delta_interval
+
+    # 49.0% -> 42.5% on 200 items: SE = sqrt(.49*.51/200 + .425*.575/200) = 0.0497130 -> 9.744 pts at z 1.96
+    d, lo, hi = delta_interval(42.5, 49.0, 200)
+    assert d == pytest.approx(-6.5)
+    assert (lo, hi) == pytest.approx((-6.5 - 9.7437, -6.5 + 9.7437), abs=1e-3)
+    # both at 0% or 100%: no sampling noise
+    assert delta_interval(100.0, 100.0, 50) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="n=0"):
+        delta_interval(50.0, 50.0, 0)
+
+
+def test_meets_band_by_hand():
+    from kit.world.card import meets_band
+
+    assert meets_band(-16.2, 3.2, 5.0) and meets_band(-12.7, -0.3, 5.0)  # drifts not shown beyond 5 points
+    assert meets_band(-5.0, -4.0, 5.0)  # touching the band counts
+    assert not meets_band(-12.0, -5.1, 5.0) and not meets_band(5.1, 9.0, 5.0)
+
+
+def _gap_card(member_fresh: dict, n_fresh: int = 200, inside: float = 12.0, outside=(93.0, 92.5)) -> tuple:
+    tasks = {"sort": 49.0, "ioi": 92.0}
+    card = {"tasks": {t: {"n_fresh": n_fresh} for t in tasks},
+            "members": {"p": {"accuracy": {t: {"fresh": v} for t, v in tasks.items()}},
+                        "p+gap": {"accuracy": {t: {"fresh": v} for t, v in member_fresh.items()}},
+                        "p+general": {"accuracy": {t: {"fresh": v - 9.5} for t, v in tasks.items()}}}}
+    g = {"parent": "p", "description": "d", "task": "dyck", "chance": 25.0, "n_inside": 244, "n_outside": 756,
+         "parent_inside": 88.9, "member_inside": inside, "parent_outside": outside[0], "member_outside": outside[1],
+         "other_tasks_fresh_delta": {t: member_fresh[t] - v for t, v in tasks.items()}}
+    return card, g
+
+
+def test_planted_gap_check_uses_the_interval_and_names_the_control():
+    from kit.world.card import planted_gap_check
+
+    card, g = _gap_card({"sort": 42.5, "ioi": 85.5})  # the tiny member's -6.5 / -6.5 on 200 items
+    ch = planted_gap_check(card, "p+gap", g)
+    assert ch["passed"] and ch["name"] == "planted gap (p+gap)"
+    assert "sort -6.5 [-16.2, +3.2]" in ch["detail"] and "control p+general sort -9.5, ioi -9.5" in ch["detail"]
+    # the same drift on 5000 items is measured well enough to fail: ioi [-7.7, -5.3] lies beyond -5
+    card, g = _gap_card({"sort": 42.5, "ioi": 85.5}, n_fresh=5000)
+    assert not planted_gap_check(card, "p+gap", g)["passed"]
+    # a concept left well above chance fails; so does a rest-of-task drift beyond the band
+    card, g = _gap_card({"sort": 49.0, "ioi": 92.0}, inside=40.0)
+    assert not planted_gap_check(card, "p+gap", g)["passed"]
+    card, g = _gap_card({"sort": 49.0, "ioi": 92.0}, outside=(93.0, 80.0))
+    assert not planted_gap_check(card, "p+gap", g)["passed"]
