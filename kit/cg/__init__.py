@@ -8,7 +8,7 @@
 
 from kit.core.lazy import lazy_submodules
 from kit.cg.metrics import (
-    EPSILON, Acts, item_concept_activation, segment_mean, SparseRows, concept_activations,
+    EPSILON, Acts, item_concept_activation, segment_mean, segment_pool, POOLINGS, SparseRows, concept_activations,
     chi_bench, chi_model, x_bench, x_model, COVERAGE_CLASSES, coverage_classes, model_gap_classes,
     chi_bench_table, chi_model_table, missing_fraction, profile_difference, covered_sets, jaccard,
     jaccard_overlap, DropoutRobustness, dropout_robustness, salient_items, AdversarialRemoval,

@@ -71,6 +71,26 @@ def segment_mean(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[in
     return out / lengths_t[:, None].to(token_values.dtype)
 
 
+POOLINGS = ("mean", "last")
+"""How an item's token activations become its concept activations: ``mean`` = eq. 1 (the paper's,
+:func:`segment_mean`; the default everywhere); ``last`` = the item's last token only (our ablation,
+:func:`segment_pool`: a contextual concept that lives at the last prompt position is not diluted)."""
+
+
+def segment_pool(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int],
+                 pooling: str = "mean") -> Float[Tensor, "n_items d"]:
+    """Per-item rows of consecutive token rows (items laid end to end, ``lengths`` tokens each), pooled
+    by ``pooling`` (:data:`POOLINGS`): ``mean`` is :func:`segment_mean` (eq. 1), ``last`` each item's
+    last row. Same checks as :func:`segment_mean` (which ``last`` runs too, so bad lengths fail alike)."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling={pooling!r}: allowed values: {', '.join(POOLINGS)}")
+    mean = segment_mean(token_values, lengths)
+    if pooling == "mean":
+        return mean
+    ends = torch.as_tensor(list(lengths), dtype=torch.long, device=token_values.device).cumsum(0) - 1
+    return token_values[ends]
+
+
 class SparseRows:
     """Accumulates length-normalised item rows into a CSR matrix, keeping only active concepts.
 

@@ -161,13 +161,15 @@ def planted_accuracy(suite: Suite, models: Sequence[str], planted: dict[str, np.
 
 def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto", n_items: int = 200,
                       tasks: Sequence[str] | None = None, world: str | None = None, seed: int = 0,
-                      device: str = "cpu", hook: str = "") -> tuple[Suite, dict[str, np.ndarray]]:
+                      device: str = "cpu", hook: str = "", pooling: str = "mean") -> tuple[Suite, dict[str, np.ndarray]]:
     """The tiny-world suite read through ``parent`` and its SAE, with ``parent`` and ``member``
     both scored (exact match) on the same items, and the planted masks.
 
     ``hook``: ``""`` = the world's SAE ``sae_name`` at its own site; a hook name = the same SAE
     recipe trained at that site of ``parent`` on demand (``kit.world.saes.site_sae``, cached;
-    the suite's ``sae`` is then ``"<sae_name>@<hook>"``).
+    the suite's ``sae`` is then ``"<sae_name>@<hook>"``). ``pooling``: how an item's token
+    activations become its concept activations (``kit.cg.metrics.POOLINGS``: ``mean`` = eq. 1,
+    ``last`` = the prompt's last token, our ablation).
 
     ``gap`` is a key of ``kit.world.GAPS``. Its task's items are ``kit.world.planted_gap_items(gap,
     n_items, seed)`` (fresh items, never trained on; the planted ones are its ``inside`` list, the
@@ -181,6 +183,8 @@ def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto"
     from kit.cg.suite import resolve_zoo_sae
 
     g = kw.GAPS[gap]
+    if pooling not in cg.POOLINGS:
+        raise ValueError(f"gap_pooling entry {pooling!r}: allowed values: {', '.join(cg.POOLINGS)}")
     tasks = list(tasks) if tasks else list(kw.TASKS)
     if g.task not in tasks:
         raise ValueError(f"tasks={tasks}: must include the planted gap's task {g.task!r}")
@@ -203,7 +207,7 @@ def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto"
         sae = kit.load_sae(sae_name, device=device, world=world)
         by_index = kw.sae_labels(sae_name, world=world)
     model = kit.load_model(parent, device=device, world=world)
-    acts = {t: zoo_item_concepts(model, sae, its) for t, its in items.items()}
+    acts = {t: zoo_item_concepts(model, sae, its, pooling=pooling) for t, its in items.items()}
     scores = {parent: {t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()}}
     del model
     gc.collect()
@@ -256,19 +260,22 @@ def planted_gap_member(member: str, world: str | None = None) -> tuple[str, str]
 
 def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", world: str | None = None,
                     n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05, eps: float = cg.EPSILON,
-                    share_threshold: float = 0.5, seed: int = 0, device: str = "cpu", hook: str = "") -> PlantedGapResult:
+                    share_threshold: float = 0.5, seed: int = 0, device: str = "cpu", hook: str = "",
+                    pooling: str = "mean") -> PlantedGapResult:
     """:func:`planted_gap_analysis` of ``member`` against its parent on the tiny-world suite (the
-    parent's SAE; ``sae_name="auto"``: its widest TopK SAE; ``hook``: see :func:`planted_gap_suite`)."""
+    parent's SAE; ``sae_name="auto"``: its widest TopK SAE; ``hook`` and ``pooling``: see
+    :func:`planted_gap_suite`)."""
     from kit.world import GAPS
 
     parent, gap = planted_gap_member(member, world)
     suite, planted = planted_gap_suite(member, parent, gap, sae_name, n_items, world=world, seed=seed, device=device,
-                                       hook=hook)
+                                       hook=hook, pooling=pooling)
     result = planted_gap_analysis(suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold,
                                   seed)
     acc = result.accuracy
     result.summary.update({"gap": GAPS[gap].description, "gap_key": gap, "chance": 1 / len(GAPS[gap].relabel),
                            "sae": suite.sae, "sae_hook": hook or _world_sae_hook(sae_name, parent, world),
+                           "pooling": pooling,
                            "n_items_per_task": n_items,
                            "n_planted_items": int(acc.loc[member, "planted items"]),
                            "accuracy_planted_member": float(acc.loc[member, "accuracy (planted)"]),
@@ -332,30 +339,39 @@ def gap_sae_sites(hooks: Sequence[str], parent: str, world: str | None = None,
     return out
 
 
+def pair_key(entry: str, pooling: str) -> str:
+    """The key of one (dictionary, pooling) run of section 8b: ``"<gap_sae_hooks entry>/<pooling>"``."""
+    return f"{entry}/{pooling}"
+
+
 def planted_gap_section(cfg) -> dict[str, tuple[PlantedGapResult | None, str]]:
-    """Notebook 04 section 8b: per ``cfg.gap_sae_hooks`` entry (the concept dictionary),
+    """Notebook 04 section 8b: per ``cfg.gap_sae_hooks`` entry (the concept dictionary) and per
+    ``cfg.gap_pooling`` value (``mean`` = eq. 1, ``last`` = our ablation), keyed by :func:`pair_key`:
     ``(result, "")`` or ``(None, reason)`` when it cannot run (no planted-gap member in the profile's
     world, the world / member not built, or the same site as an earlier entry). An entry whose site
     is the world SAE's reads that SAE; any other trains the same recipe there on demand."""
+    pairs = [(e, p) for e in cfg.gap_sae_hooks for p in cfg.gap_pooling]
     member = resolve_gap_member(cfg.gap_member, cfg.world)
     if not member:
         reason = (f"gap_member={cfg.gap_member!r}: " + ("set to skip" if cfg.gap_member == "" else
                                                         f"world {cfg.world!r} has no planted-gap member"))
-        return {e: (None, reason) for e in cfg.gap_sae_hooks}
+        return {pair_key(e, p): (None, reason) for e, p in pairs}
     parent, _ = planted_gap_member(member, cfg.world)
     out = {}
-    sites = gap_sae_sites(cfg.gap_sae_hooks, parent, cfg.world)
+    sites = {entry: (hook, skip) for entry, hook, skip in gap_sae_sites(cfg.gap_sae_hooks, parent, cfg.world)}
     world_hook = _world_sae_hook("auto", parent, cfg.world)
-    for entry, hook, skip in sites:
+    for entry, pooling in pairs:
+        hook, skip = sites[entry]
         if skip:
-            out[entry] = (None, skip)
+            out[pair_key(entry, pooling)] = (None, skip)
             continue
         try:
-            out[entry] = (planted_gap_run(member, cfg.gap_n_items, "auto", cfg.world, cfg.gap_n_perm, cfg.min_support,
-                                          cfg.alpha, cfg.eps, cfg.gap_share, cfg.seed, cfg.device,
-                                          hook="" if hook == world_hook else hook), "")
+            out[pair_key(entry, pooling)] = (
+                planted_gap_run(member, cfg.gap_n_items, "auto", cfg.world, cfg.gap_n_perm, cfg.min_support, cfg.alpha,
+                                cfg.eps, cfg.gap_share, cfg.seed, cfg.device, hook="" if hook == world_hook else hook,
+                                pooling=pooling), "")
         except FileNotFoundError as e:  # the world or the member is not built in the cache
-            out[entry] = (None, f"{type(e).__name__}: {e}")
+            out[pair_key(entry, pooling)] = (None, f"{type(e).__name__}: {e}")
     return out
 
 
@@ -379,7 +395,8 @@ def planted_verdict(pg: dict) -> str:
 
 def planted_gap_results(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> dict:
     """The notebook's ``results`` entries of :func:`planted_gap_section`: ``planted_gap`` (the first
-    dictionary that ran), ``planted_gap_by_sae`` (every entry: its summary, or ``{"skipped": why}``),
+    (dictionary, pooling) run that ran), ``planted_gap_by_sae`` (every :func:`pair_key`: its summary, or
+    ``{"skipped": why}``),
     or ``planted_gap_error`` when none ran."""
     by = {e: (r.summary if r is not None else {"skipped": why}) for e, (r, why) in sections.items()}
     ran = [r for r, _ in sections.values() if r is not None]
@@ -389,14 +406,14 @@ def planted_gap_results(sections: dict[str, tuple[PlantedGapResult | None, str]]
     return {"planted_gap": ran[0].summary, "planted_gap_by_sae": by}
 
 
-COMPARE_FIELDS = ("sae", "sae_hook", "n_tested", "n_planted_concepts_tested", "n_found", "n_found_planted",
+COMPARE_FIELDS = ("sae", "sae_hook", "pooling", "n_tested", "n_planted_concepts_tested", "n_found", "n_found_planted",
                   "n_found_other", "precision", "recall", "p_overlap", "recovered", "only_planted",
                   "max_planted_share", "max_planted_label", "max_planted_q_member", "drop_share_spearman",
                   "drop_share_p", "top_drop_label", "top_drop_share")
 
 
 def compare_dictionaries(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> pd.DataFrame:
-    """The dictionaries side by side: one column per ``gap_sae_hooks`` entry, one row per
+    """The (dictionary, pooling) runs side by side: one column per :func:`planted_gap_section` key, one row per
     :data:`COMPARE_FIELDS` plus ``verdict`` (:func:`planted_verdict`); a skipped entry shows why."""
     cols = {}
     for entry, (r, why) in sections.items():

@@ -173,6 +173,10 @@ def robustness(suite: Suite, model: str | None, n_reruns: int, drop_frac: float,
     return out
 
 
+POOLING_NOTE = {"mean": "eq. 1, CG as published", "last": "last token, our ablation"}
+"""How the findings name each ``gap_pooling`` value (:data:`kit.cg.metrics.POOLINGS`)."""
+
+
 def findings(r: dict) -> list[str]:
     """Plain-language findings from the recorded numbers ``r`` (the notebook's results dict)."""
     lines = []
@@ -230,14 +234,21 @@ def findings(r: dict) -> list[str]:
         lines.append(f"Tiny-world suite not run: {r['zoo_error']}")
     by_sae = r.get("planted_gap_by_sae") or ({"": r["planted_gap"]} if r.get("planted_gap") else {})
     for entry, pg in by_sae.items():
+        name = f"dictionary {entry!r}"
+        if "/" in entry:  # a (dictionary, pooling) run, kit.cg.planted.pair_key
+            d, pool = entry.rsplit("/", 1)
+            name = f"dictionary {d!r}, {pool} pooling ({POOLING_NOTE.get(pool, pool)})"
         if "skipped" in pg:
-            lines.append(f"Planted gap, dictionary {entry!r}: skipped ({pg['skipped']}).")
+            lines.append(f"Planted gap, {name}: skipped ({pg['skipped']}).")
             continue
-        where = f", dictionary {entry!r} ({pg['sae']} at {pg['sae_hook']})" if entry else ""
+        where = f", {name}: {pg['sae']} at {pg['sae_hook']}" if entry else ""
         verdict = ("recovered" if pg["recovered"] else "NOT recovered (no planted concept among the found ones beats "
                    "the random-draw null)")
         rest = ("and nothing else" if pg["only_planted"] else
                 f"with {pg['n_found_other']} other concept(s) also flagged")
+        rho, p_rho = pg.get("drop_share_spearman", np.nan), pg.get("drop_share_p", np.nan)
+        follows = ("follows the planted share" if p_rho < pg.get("alpha", 0.05) and rho > 0 else
+                   f"does not show the planted share (p >= {pg.get('alpha', 0.05):g} or rho <= 0)")
         lines.append(f"Planted gap{where} ({pg['member']} vs its parent {pg['parent']}: {pg['gap']}; {pg['n_planted_items']} "
                      f"planted items): accuracy there {pg['accuracy_planted_member']:.2f} vs {pg['accuracy_planted_parent']:.2f}, "
                      f"on the other tasks {pg['accuracy_other_member']:.2f} vs {pg['accuracy_other_parent']:.2f}. CG flags "
@@ -247,10 +258,20 @@ def findings(r: dict) -> list[str]:
                      + (f" The tested concept most concentrated on the planted items, {pg['max_planted_concept']} "
                         f"({pg['max_planted_label']!r}), holds {pg['max_planted_share']:.2f} of its activation mass there "
                         f"(member q = {pg['max_planted_q_member']:.2g})." if "max_planted_share" in pg else "")
-                     + (f" Significant or not, the X_model drop (parent - member) follows the planted share: Spearman "
-                        f"{pg['drop_share_spearman']:.2f} (shuffled-share null p = {pg['drop_share_p']:.2g}); the largest "
-                        f"drop ({pg['top_drop']:.3f}) is concept {pg['top_drop_concept']} ({pg['top_drop_label']!r}, planted "
-                        f"share {pg['top_drop_share']:.2f})." if np.isfinite(pg.get("drop_share_spearman", np.nan)) else ""))
+                     + (f" The X_model drop (parent - member) {follows}: Spearman {rho:.2f} (shuffled-share null "
+                        f"p = {p_rho:.2g}); the largest drop ({pg['top_drop']:.3f}) is concept {pg['top_drop_concept']} "
+                        f"({pg['top_drop_label']!r}, planted share {pg['top_drop_share']:.2f})." if np.isfinite(rho) else ""))
+    by_pool: dict[str, dict[str, bool]] = {}
+    for entry, pg in by_sae.items():
+        if "/" in entry and "skipped" not in pg:
+            d, pool = entry.rsplit("/", 1)
+            by_pool.setdefault(pool, {})[d] = bool(pg["recovered"])
+    for pool, rec in by_pool.items():
+        yes = [d for d, ok in rec.items() if ok]
+        lines.append(f"Planted gap, {pool} pooling ({POOLING_NOTE.get(pool, pool)}): "
+                     + (f"CG recovers the planted gap with dictionary {', '.join(map(repr, yes))}" if yes else
+                        "CG does NOT recover the planted gap with any dictionary")
+                     + f" (of {', '.join(map(repr, rec))}).")
     if not by_sae and r.get("planted_gap_error"):
         lines.append(f"Planted-gap check not run: {r['planted_gap_error']}")
     per_model = {}

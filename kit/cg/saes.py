@@ -40,7 +40,7 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from kit.cg.metrics import SparseRows, segment_mean
+from kit.cg.metrics import SparseRows, segment_pool
 from kit.core.paths import atomic_dir, atomic_path, cache_dir, data_dir
 from kit.models import tl
 from kit.models.sae_train import label_from_contexts, top_activations, train_sae
@@ -382,10 +382,11 @@ def item_concepts(encoder, sae_names: Sequence[str], texts: Sequence[str], batch
 # ----------------------------------------------------------------------------- tiny world suite
 
 
-def zoo_item_concepts(model, sae, items, batch_size: int = 64) -> sp.csr_matrix:
+def zoo_item_concepts(model, sae, items, batch_size: int = 64, pooling: str = "mean") -> sp.csr_matrix:
     """Eq. 1 for tiny-world items under a zoo model and its own SAE: the SAE reads the model's
     activations at ``sae.cfg.metadata.hook_name`` over each prompt's tokens (``<bos>`` excluded:
-    an attention sink, not content), averaged over those tokens. Returns CSR items x d_sae."""
+    an attention sink, not content), averaged over those tokens (``pooling="mean"``; ``"last"``: the
+    prompt's last token only, see :data:`kit.cg.metrics.POOLINGS`). Returns CSR items x d_sae."""
     from kit.world import prompt_tokens
 
     hook = sae.cfg.metadata.hook_name
@@ -400,5 +401,5 @@ def zoo_item_concepts(model, sae, items, batch_size: int = 64) -> sp.csr_matrix:
             token_acts = [acts[i, 1:int(lengths[i])] for i in range(len(chunk))]
             lens = [len(a) for a in token_acts]
             feats = sae.encode(torch.cat(token_acts).to(sae.W_enc.device)).float().cpu()
-            rows.add(segment_mean(feats, lens))
+            rows.add(segment_pool(feats, lens, pooling))
     return rows.to_csr()

@@ -91,6 +91,11 @@ class Config(BaseConfig):
     residual stream ``blocks.{n_layers - 1}.hook_resid_post``, where contextual concepts such as "the innermost open
     bracket is '{'" can live (the same site as ``world`` for a one-layer parent, as micro's base-m: then skipped,
     saying so); or an explicit hook ``blocks.L.hook_...`` of the parent."""
+    gap_pooling: list[str] = Field(default_factory=lambda: ["mean", "last"], min_length=1)
+    """Planted-gap check only (the main CG tables always use eq. 1): how an item's token activations become its
+    concept activations, one analysis per value and dictionary. ``mean`` = eq. 1, the paper's (SAE activations
+    averaged over the prompt's tokens); ``last`` = our ablation, the prompt's last token only (where a contextual
+    concept such as "the next closing bracket is '}'" is read, undiluted by the other tokens)."""
     gap_share: float = Field(0.5, gt=0, le=1)
     """Planted-gap check: a concept whose activation mass is at least this share on the planted items is a planted concept."""
     models: list[str] = Field(default_factory=list)
@@ -159,6 +164,18 @@ class Config(BaseConfig):
                              "or a hook name blocks.L.hook_... (e.g. blocks.1.hook_resid_post)")
         if len(set(v)) != len(v):
             raise ValueError(f"gap_sae_hooks={v}: each entry once")
+        return v
+
+    @field_validator("gap_pooling")
+    @classmethod
+    def _gap_pooling(cls, v: list[str]) -> list[str]:
+        from kit.cg.metrics import POOLINGS
+
+        bad = [p for p in v if p not in POOLINGS]
+        if bad:
+            raise ValueError(f"gap_pooling={v}: {bad} not allowed; allowed values: {', '.join(POOLINGS)}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"gap_pooling={v}: each entry once")
         return v
 
     @model_validator(mode="after")

@@ -39,6 +39,19 @@ def test_segment_mean_splits_items_laid_end_to_end():
         cg.segment_mean(feats, [4, 0])
 
 
+def test_segment_pool_last_takes_each_items_last_token_in_a_batch_of_different_lengths():
+    # three items laid end to end, 3, 1 and 2 tokens: rows 0-2, 3, 4-5; their last tokens are rows 2, 3, 5
+    feats = torch.tensor([[1.0, 0.0], [3.0, 2.0], [2.0, 1.0], [4.0, 4.0], [0.0, 5.0], [6.0, 0.0]])
+    last = cg.segment_pool(feats, [3, 1, 2], "last")
+    assert torch.equal(last, torch.tensor([[2.0, 1.0], [4.0, 4.0], [6.0, 0.0]]))
+    assert torch.allclose(cg.segment_pool(feats, [3, 1, 2], "mean"), torch.tensor([[2.0, 1.0], [4.0, 4.0], [3.0, 2.5]]))
+    assert torch.equal(cg.segment_pool(feats, [3, 1, 2]), cg.segment_mean(feats, [3, 1, 2])), "default = eq. 1"
+    with pytest.raises(ValueError, match="pooling='max': allowed values: mean, last"):
+        cg.segment_pool(feats, [3, 1, 2], "max")
+    with pytest.raises(ValueError, match="lengths sum"):
+        cg.segment_pool(feats, [3, 1, 1], "last")
+
+
 def test_concept_activations_streams_into_sparse_rows():
     b1 = (torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 2.0], [0.0, 0.0, 0.0]]), [2, 1])
     b2 = (torch.tensor([[0.0, 6.0, 0.0]]), [1])

@@ -154,11 +154,13 @@ def test_section_is_skipped_with_its_reason_when_set_empty():
     from kit.configs.competency_gaps import Config
 
     sections = P.planted_gap_section(Config(world="micro", gap_member=""))
-    assert list(sections) == ["world", "last"]
+    assert list(sections) == ["world/mean", "world/last", "last/mean", "last/last"], "every (dictionary, pooling)"
     assert all(r is None and "set to skip" in why for r, why in sections.values())
     res = P.planted_gap_results(sections)
     assert "planted_gap" not in res and "set to skip" in res["planted_gap_error"]
-    assert res["planted_gap_by_sae"]["last"] == {"skipped": "gap_member='': set to skip"}
+    assert res["planted_gap_by_sae"]["last/mean"] == {"skipped": "gap_member='': set to skip"}
+    one = P.planted_gap_section(Config(world="micro", gap_member="", gap_sae_hooks=["last"], gap_pooling=["last"]))
+    assert list(one) == ["last/last"]
 
 
 def test_gap_sae_sites_resolve_world_and_last_layer():
@@ -190,6 +192,21 @@ def test_config_validates_gap_sae_hooks():
         Config(world="micro", gap_sae_hooks=[])
     with pytest.raises(ParamsError, match="gap_sae_hooks"):
         load_params("04_competency_gaps", "smoke", {"gap_sae_hooks": ["resid"]})
+
+
+def test_config_validates_gap_pooling():
+    from kit.configs.competency_gaps import Config
+    from kit.core.params import ParamsError, load_params
+
+    assert Config(world="micro").gap_pooling == ["mean", "last"]
+    with pytest.raises(ValueError, match=r"\['max'\] not allowed; allowed values: mean, last"):
+        Config(world="micro", gap_pooling=["mean", "max"])
+    with pytest.raises(ValueError, match="each entry once"):
+        Config(world="micro", gap_pooling=["last", "last"])
+    with pytest.raises(ValueError, match="gap_pooling"):
+        Config(world="micro", gap_pooling=[])
+    with pytest.raises(ParamsError, match="gap_pooling"):
+        load_params("04_competency_gaps", "smoke", {"gap_pooling": ["sum"]})
 
 
 def _summary(**kw):
@@ -245,8 +262,36 @@ def test_findings_name_each_dictionary():
                                                                                 "last": summary}})
              if x.startswith("Planted gap")]
     assert lines[0] == "Planted gap, dictionary 'world': skipped (why)."
-    assert lines[1].startswith("Planted gap, dictionary 'last' (sae@blocks.1.hook_resid_post at blocks.1.hook_resid_post)")
+    assert lines[1].startswith("Planted gap, dictionary 'last': sae@blocks.1.hook_resid_post at blocks.1.hook_resid_post")
     assert "the gap is recovered and nothing else" in lines[1] and len(lines) == 2
+    # (dictionary, pooling) runs: each named, and one plain line per pooling on whether CG recovers the gap
+    missed = {**summary, "recovered": False, "only_planted": False}
+    lines = [x for x in findings({"planted_gap_by_sae": {"world/mean": {"skipped": "why"}, "last/mean": missed,
+                                                          "last/last": summary}}) if x.startswith("Planted gap")]
+    assert lines[0] == "Planted gap, dictionary 'world', mean pooling (eq. 1, CG as published): skipped (why)."
+    assert lines[1].startswith("Planted gap, dictionary 'last', mean pooling (eq. 1, CG as published): sae@")
+    assert "the gap is NOT recovered" in lines[1]
+    assert lines[2].startswith("Planted gap, dictionary 'last', last pooling (last token, our ablation): sae@")
+    assert lines[3] == ("Planted gap, mean pooling (eq. 1, CG as published): CG does NOT recover the planted gap with "
+                        "any dictionary (of 'last').")
+    assert lines[4] == ("Planted gap, last pooling (last token, our ablation): CG recovers the planted gap with "
+                        "dictionary 'last' (of 'last').") and len(lines) == 5
+
+
+def test_findings_word_the_drop_profile_from_its_p_value():
+    from kit.cg.report import findings
+
+    s, planted = _suite(True)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+    base = {**r.summary, "gap": "g", "n_planted_items": 30, "sae": "s", "sae_hook": "h",
+            "accuracy_planted_member": 0.1, "accuracy_planted_parent": 0.9, "accuracy_other_member": 0.9,
+            "accuracy_other_parent": 0.9}
+    for rho, p, follows in [(0.3, 0.01, True), (0.3, 0.2, False), (-0.3, 0.01, False)]:
+        (line,) = [x for x in findings({"planted_gap": {**base, "drop_share_spearman": rho, "drop_share_p": p}})
+                   if x.startswith("Planted gap")]
+        assert ("drop (parent - member) follows the planted share" in line) == follows, line
+        assert ("drop (parent - member) does not show the planted share" in line) == (not follows), line
+        assert "Significant or not" not in line
 
 
 def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(micro_world, tmp_path, monkeypatch):
@@ -272,3 +317,32 @@ def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(micro_wo
     assert all(torch.equal(first[k], again.state_dict()[k]) for k in first), "seeded: the same SAE twice"
     with pytest.raises(ValueError, match="gap_sae_hooks 'blocks.3.hook_resid_post' does not exist"):
         site_sae(name, "blocks.3.hook_resid_post", micro_world)
+
+
+def test_zoo_item_concepts_last_pooling_reads_each_prompts_last_token(micro_world):
+    """``pooling="last"`` in a right-padded batch of prompts of different lengths: each row is the SAE
+    encoding of the model's activation at that prompt's last token (not a pad, not the mean)."""
+    import torch
+
+    import kit
+    from kit import world as kw
+    from kit.cg.saes import zoo_item_concepts
+    from kit.models import tl
+
+    model = kit.load_model("zoo/base-m", world=micro_world)
+    sae = kit.load_sae("zoo-sae/base-m/topk-512", world=micro_world)
+    items = kw.get_task("dyck").items("test", 6, 0)
+    tokens, lengths = kw.prompt_tokens(model, items)
+    assert len(set(lengths.tolist())) > 1, "the batch must mix prompt lengths"
+    last = zoo_item_concepts(model, sae, items, batch_size=4, pooling="last").toarray()
+    mean = zoo_item_concepts(model, sae, items, batch_size=4).toarray()
+    hook = sae.cfg.metadata.hook_name
+    with torch.inference_mode():
+        for i, it in enumerate(items):
+            t, n = kw.prompt_tokens(model, [it])
+            _, cache = tl.run_with_cache(model, t, [hook])
+            want = sae.encode(cache[hook][0, int(n[0]) - 1][None]).float().cpu().numpy()[0]
+            assert np.allclose(last[i], want, atol=1e-5), i
+    assert not np.allclose(last, mean), "last differs from eq. 1's mean"
+    with pytest.raises(ValueError, match="pooling='max': allowed values: mean, last"):
+        zoo_item_concepts(model, sae, items, pooling="max")
