@@ -241,7 +241,7 @@ WORLD_SPECS: dict[str, WorldSpec] = {
             BaseSpec("zoo/base-l", Arch(2, 64, 4, 256), steps=400, lr=3e-3, batch_size=64,
                      checkpoints=(0.2, 0.6, 1.0)),
             BaseSpec("zoo/base-xl", Arch(3, 64, 4, 1536), steps=500, lr=3e-3, batch_size=64,
-                     mixture=XL_MIXTURE),  # 3.7 it/s pinned: ~2.5 min
+                     checkpoints=(0.2, 0.6, 1.0), mixture=XL_MIXTURE),  # 3.7 it/s pinned: ~2.5 min
         ),
         # micro base-m is too small to memorise at 1e-3
         finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3) + (_gap_finetune(3e-3, 150),),
