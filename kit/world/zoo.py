@@ -226,8 +226,10 @@ WORLD_SPECS: dict[str, WorldSpec] = {
                      checkpoints=TEN_CHECKPOINTS),
             # base-xl (issues 18/22): deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
             # trained on XL_MIXTURE (IOI x3, multi-token families); 1.8 it/s pinned: ~11 min
+            # checkpoints (issue 18 item 7): capability series on the multi-token families, which
+            # only base-xl is trained on (saving reads the weights only: the final model is unchanged)
             BaseSpec("zoo/base-xl", Arch(4, 128, 8, 1536), steps=1200, lr=3e-3, batch_size=64,
-                     mixture=XL_MIXTURE),
+                     checkpoints=TEN_CHECKPOINTS, mixture=XL_MIXTURE),
         ),
         finetunes=_finetunes(lr=1e-3, batch=64, special_steps=400) + (_gap_finetune(1e-3, 300),),
         saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (384, 1536), k=16, l1=6.0,
