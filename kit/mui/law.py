@@ -1237,7 +1237,7 @@ def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_t
     mt = cells[cells.task.isin(tasks)]
     answered = sorted(mt[mt.performance > 0].model.unique())
     series = None
-    if len(answered) == 1 and checkpoint_series(answered[0], W.members(cfg.world))[:-1]:
+    if len(answered) == 1 and checkpoint_series(answered[0], W.members(cfg.world))[:-1]:  # it has checkpoints
         series = _checkpoint_cells(answered[0], tasks, cfg, mui_kw, mt)
     law, law_note = multi_token_law(mt, cfg.law_form, series, world=cfg.world)
     fx = mt[mt.model == focus]
@@ -1274,14 +1274,12 @@ def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_t
                    data={"samples": samples, "ci": ci, "law": law})
 
 
-def checkpoint_series(model: str, members: Sequence[str]) -> list[str]:
+def checkpoint_series(model: str, members: Sequence[str], final_step: int | None = None) -> list[str]:
     """``model``'s training checkpoints among ``members`` by step, then ``model`` itself (last); a
-    checkpoint at the final step is left out (the same weights as ``model``)."""
+    checkpoint at ``final_step`` (the model's total steps) is left out: the same weights as ``model``."""
     pre = f"{model}@step-"
     steps = sorted(int(n[len(pre):]) for n in members if n.startswith(pre))
-    if steps:
-        steps = steps[:-1]  # the last checkpoint is taken at the final step: the model itself
-    return [f"{pre}{s}" for s in steps] + [model]
+    return [f"{pre}{s}" for s in steps if s != final_step] + [model]
 
 
 def _checkpoint_cells(model: str, tasks: Sequence[str], cfg, mui_kw: Mapping[str, Any],
@@ -1292,7 +1290,8 @@ def _checkpoint_cells(model: str, tasks: Sequence[str], cfg, mui_kw: Mapping[str
     from kit.models.load import load_model
 
     rows = []
-    for name in checkpoint_series(model, W.members(cfg.world))[:-1]:
+    final_step = W.member_info(model, cfg.world)["step"]
+    for name in checkpoint_series(model, W.members(cfg.world), final_step)[:-1]:
         m = load_model(name, world=cfg.world)
         for t in tasks:
             items = task_items(t, "test", cfg.multi_token_n_items, cfg.seed)

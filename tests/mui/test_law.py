@@ -192,7 +192,9 @@ def test_checkpoint_series_orders_steps_and_drops_the_final_step():
 
     members = ["zoo/base-s", "zoo/base-xl", "zoo/base-xl@step-500", "zoo/base-xl@step-100", "zoo/base-xl@step-300",
                "zoo/base-l@step-80"]
-    assert checkpoint_series("zoo/base-xl", members) == ["zoo/base-xl@step-100", "zoo/base-xl@step-300", "zoo/base-xl"]
+    assert checkpoint_series("zoo/base-xl", members, final_step=500) == [
+        "zoo/base-xl@step-100", "zoo/base-xl@step-300", "zoo/base-xl"]
+    assert checkpoint_series("zoo/base-xl", members)[-2:] == ["zoo/base-xl@step-500", "zoo/base-xl"]  # 500 not final
     assert checkpoint_series("zoo/base-s", members) == ["zoo/base-s"]  # no checkpoints: the model alone
 
 
