@@ -30,7 +30,7 @@ paper only reports a non-significant Mann-Whitney test, which cannot show absenc
 
 
 def _fit_claim(id: str, fit: Mapping[str, Any] | None, where: str, figure: str | None,
-               form: str = "mui_vs_log_perf") -> Claim:
+               form: str = "mui_vs_log_perf", caveat: str = "") -> Claim:
     """The law's sign on one fit. Both forms predict a negative slope: the paper's ``MUI = -alpha ln P
     + beta`` (slope -alpha) and the inverse ``P = a + b ln MUI`` (slope b)."""
     fit = fit or {}
@@ -45,7 +45,8 @@ def _fit_claim(id: str, fit: Mapping[str, Any] | None, where: str, figure: str |
                  paper_value="-4.632 (MUI-Eval's figure: MUI = -4.632 ln P + 28.305)" if form == "mui_vs_log_perf"
                  else "negative (inverse log relation)",
                  interval_how="OLS 95% CI of the slope (statsmodels)", figure=figure,
-                 caveat="" if r2 is None or r2 >= 0.3 else f"weak fit: R² {r2:.2f}, the law explains little of the spread",
+                 caveat="; ".join(x for x in (caveat, "" if r2 is None or r2 >= 0.3 else
+                                              f"weak fit: R² {r2:.2f}, the law explains little of the spread") if x),
                  r2=r2)
 
 
@@ -155,7 +156,10 @@ def multi_token_claims(data: Mapping[str, Any] | None, seed: int = 0, n_boot: in
         c_law = claim(PAPER, "§2, Fig. 3", "law.multi_token", "Utility Law on the multi-token families (tiny world)",
                       None, not_testable=law.get("not_testable", "no multi-token section run (hub models or multi_token_tasks: [])"))
     else:
-        c_law = _fit_claim("law.multi_token", law, "tiny world, multi-token families pooled", "item7_per_sample_mui", form=form)
+        c_law = _fit_claim("law.multi_token", law, law.get("where", "tiny world, multi-token families pooled"),
+                           "item7_per_sample_mui", form=form,
+                           caveat=(f"the points are {law.get('n_models')} checkpoints of one training run of "
+                                   f"{law.get('model')}, not independent models") if law.get("over") == "checkpoints" else "")
     ci = data.get("ci") or {}
     statement = ("§3.7 where per-sample MUI can vary (multi-token answers): a sample's own MUI does not differ between "
                  f"correct and incorrect responses (mean per-sample MUI, correct - incorrect, %; equivalence within "

@@ -11,7 +11,7 @@ World access goes through ``kit.world`` (``members``, ``get_task``, ``evaluate``
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -1235,21 +1235,11 @@ def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_t
     samples = pd.concat(samples, ignore_index=True)
     cells = pd.DataFrame(cells)
     mt = cells[cells.task.isin(tasks)]
-    fit_cells = mt[mt.performance > 0]
-    n_models_fit = int(fit_cells.model.nunique())
-    if n_models_fit >= 3:
-        fit = law_fits(mt, by="task", form=cfg.law_form)
-        pooled = fit[fit.task == "all"].iloc[0].to_dict()
-        law = {k: (None if pd.isna(pooled.get(k)) else pooled.get(k)) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
-        law_note = f"law on the multi-token families: {fmt_fit(pooled)}"
-        if law["slope"] is None:
-            law["not_testable"] = f"too few distinct (performance, MUI) cells to fit: {fmt_fit(pooled)}"
-    else:
-        law = {"slope": None, "n": int(len(fit_cells)), "n_models": n_models_fit,
-               "not_testable": (f"inconclusive: only {n_models_fit} model(s) answer a multi-token family above 0% "
-                                f"({', '.join(sorted(fit_cells.model.unique())) or 'none'}; the others were not trained "
-                                "on them), and a law across models needs at least 3")}
-        law_note = "law on the multi-token families " + law["not_testable"]
+    answered = sorted(mt[mt.performance > 0].model.unique())
+    series = None
+    if len(answered) == 1 and checkpoint_series(answered[0], W.members(cfg.world))[:-1]:  # it has checkpoints
+        series = _checkpoint_cells(answered[0], tasks, cfg, mui_kw, mt)
+    law, law_note = multi_token_law(mt, cfg.law_form, series, world=cfg.world)
     fx = mt[mt.model == focus]
     one = cells[(cells.model == focus) & (cells.task == one_token_task)].iloc[0]
     k_text = ", ".join(f"{r.model} k={r.k} (d_mlp {r.d_mlp}, one-token sample MUI {r.one_token_sample_mui:.3f}%)"
@@ -1282,6 +1272,77 @@ def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_t
                    tables={"widths": widths, "cells": cells},
                    figures={"item7_per_sample_mui": plot_per_sample_mui(samples, focus)},
                    data={"samples": samples, "ci": ci, "law": law})
+
+
+def checkpoint_series(model: str, members: Sequence[str], final_step: int | None = None) -> list[str]:
+    """``model``'s training checkpoints among ``members`` by step, then ``model`` itself (last); a
+    checkpoint at ``final_step`` (the model's total steps) is left out: the same weights as ``model``."""
+    pre = f"{model}@step-"
+    steps = sorted(int(n[len(pre):]) for n in members if n.startswith(pre))
+    return [f"{pre}{s}" for s in steps if s != final_step] + [model]
+
+
+def _checkpoint_cells(model: str, tasks: Sequence[str], cfg, mui_kw: Mapping[str, Any],
+                      final: pd.DataFrame) -> pd.DataFrame:
+    """Performance and dataset MUI of ``model``'s checkpoints on ``tasks`` (the items of the section),
+    with the final model's cells (``final``) appended."""
+    from kit import world as W
+    from kit.models.load import load_model
+
+    rows = []
+    final_step = W.member_info(model, cfg.world)["step"]
+    for name in checkpoint_series(model, W.members(cfg.world), final_step)[:-1]:
+        m = load_model(name, world=cfg.world)
+        for t in tasks:
+            items = task_items(t, "test", cfg.multi_token_n_items, cfg.seed)
+            df = per_sample_mui(m, items, mui_kw)
+            rows.append({"model": name, "task": t, "performance": 100 * df.correct.mean(),
+                         "mui": mui.utilization_for_items(m, items, df.response.tolist(), **mui_kw).mui})
+        del m
+    fin = final[final.model == model][["model", "task", "performance", "mui"]]
+    return pd.concat([pd.DataFrame(rows), fin], ignore_index=True)
+
+
+def multi_token_law(mt: pd.DataFrame, form: str, series: pd.DataFrame | None = None,
+                    world: str = "tiny") -> tuple[dict, str]:
+    """The law on the multi-token families: ``(law, note)``; ``law`` is what ``law.multi_token`` reads.
+
+    ``mt``: cells (model, task, performance, mui) of the section's models. With >= 3 models above
+    0%, the law across them (pooled over the families). Otherwise, if ``series`` (the cells of the one
+    answering model's checkpoints and itself) is given, the law across that series, per family and
+    pooled; the claim reads the pooled fit, noting that its points are one training run."""
+    fit_cells = mt[mt.performance > 0]
+    n_models_fit = int(fit_cells.model.nunique())
+    if n_models_fit >= 3:
+        fit = law_fits(mt, by="task", form=form)
+        pooled = fit[fit.task == "all"].iloc[0].to_dict()
+        law = {k: (None if pd.isna(pooled.get(k)) else pooled.get(k)) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+        note = f"law on the multi-token families: {fmt_fit(pooled)}"
+        if law["slope"] is None:
+            law["not_testable"] = f"too few distinct (performance, MUI) cells to fit: {fmt_fit(pooled)}"
+        return law, note
+    if series is not None and n_models_fit == 1:
+        model = fit_cells.model.iloc[0]
+        n_ck = int(series.model.nunique())
+        fit = law_fits(series, by="task", form=form)
+        pooled = fit[fit.task == "all"].iloc[0].to_dict()
+        law = {k: (None if pd.isna(pooled.get(k)) else pooled.get(k)) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+        law.update(over="checkpoints", model=model, n_models=n_ck,
+                   per_task={r.task: fmt_fit(r._asdict()) for r in fit.itertuples() if r.task != "all"},
+                   where=(f"{world} world, multi-token families pooled, across {n_ck} training checkpoints of {model} "
+                          "(one training run, not independent models)"))
+        per = "; ".join(f"{t}: {v}" for t, v in law["per_task"].items())
+        note = (f"law on the multi-token families: only {model} answers them, so it is fit across {n_ck} checkpoints "
+                f"of its training run ({', '.join(series.model.unique())}; not independent models): pooled "
+                f"{fmt_fit(pooled)}; {per}")
+        if law["slope"] is None:
+            law["not_testable"] = f"too few distinct (performance, MUI) checkpoint cells to fit: {fmt_fit(pooled)}"
+        return law, note
+    law = {"slope": None, "n": int(len(fit_cells)), "n_models": n_models_fit,
+           "not_testable": (f"inconclusive: only {n_models_fit} model(s) answer a multi-token family above 0% "
+                            f"({', '.join(sorted(fit_cells.model.unique())) or 'none'}; the others were not trained "
+                            "on them) and none has checkpoints, and a law across models needs at least 3")}
+    return law, "law on the multi-token families " + law["not_testable"]
 
 
 def plot_per_sample_mui(samples: pd.DataFrame, focus: str):

@@ -226,8 +226,10 @@ WORLD_SPECS: dict[str, WorldSpec] = {
                      checkpoints=TEN_CHECKPOINTS),
             # base-xl (issues 18/22): deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
             # trained on XL_MIXTURE (IOI x3, multi-token families); 1.8 it/s pinned: ~11 min
+            # checkpoints (issue 18 item 7): capability series on the multi-token families, which
+            # only base-xl is trained on (saving reads the weights only: the final model is unchanged)
             BaseSpec("zoo/base-xl", Arch(4, 128, 8, 1536), steps=1200, lr=3e-3, batch_size=64,
-                     mixture=XL_MIXTURE),
+                     checkpoints=TEN_CHECKPOINTS, mixture=XL_MIXTURE),
         ),
         finetunes=_finetunes(lr=1e-3, batch=64, special_steps=400) + (_gap_finetune(1e-3, 300),),
         saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (384, 1536), k=16, l1=6.0,
@@ -241,7 +243,7 @@ WORLD_SPECS: dict[str, WorldSpec] = {
             BaseSpec("zoo/base-l", Arch(2, 64, 4, 256), steps=400, lr=3e-3, batch_size=64,
                      checkpoints=(0.2, 0.6, 1.0)),
             BaseSpec("zoo/base-xl", Arch(3, 64, 4, 1536), steps=500, lr=3e-3, batch_size=64,
-                     mixture=XL_MIXTURE),  # 3.7 it/s pinned: ~2.5 min
+                     checkpoints=(0.2, 0.6, 1.0), mixture=XL_MIXTURE),  # 3.7 it/s pinned: ~2.5 min
         ),
         # micro base-m is too small to memorise at 1e-3
         finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3) + (_gap_finetune(3e-3, 150),),

@@ -78,3 +78,10 @@ def test_multi_token_claims_follow_the_numbers():
                                                          "per_sample_incorrect": [1.0, 1.1, 0.9, 1.0]}}, n_boot=200)}
     assert apart["law.multi_token"].verdict == "supported"
     assert apart["correctness.no_difference_multi_token"].verdict == "contradicted"
+    ck = {c.id: c for c in multi_token_claims({"law": {"slope": 0.5, "ci_low": -1.0, "ci_high": 2.0, "r2": 0.1, "n": 6,
+                                                       "over": "checkpoints", "model": "zoo/base-xl", "n_models": 3,
+                                                       "where": "across 3 training checkpoints of zoo/base-xl"}})}
+    c = ck["law.multi_token"]
+    check_consistent(c)
+    assert c.verdict == "inconclusive" and "checkpoints of zoo/base-xl" in c.statement
+    assert "3 checkpoints of one training run" in c.why and "weak fit" in c.why

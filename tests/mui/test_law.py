@@ -181,4 +181,44 @@ def test_multi_token_section_on_micro(micro_world):
     multi = s[(s.model == "zoo/base-xl") & (s.task == "sort-list")]
     assert (multi.mui <= 100 * 2 * multi.response_tokens / 1536 + 1e-9).all()  # at most k per token and layer
     assert multi.mui.nunique() > 1, "multi-token responses: per-sample MUI varies"
-    assert sec.data["law"]["slope"] is None and "inconclusive" in sec.data["law"]["not_testable"]
+    # only base-xl answers them: the law is taken across its checkpoints (step 100, 300 and the final model)
+    law = sec.data["law"]
+    assert law["over"] == "checkpoints" and law["model"] == "zoo/base-xl" and law["n_models"] == 3
+    assert (law["slope"] is None) == ("not_testable" in law) and "micro world" in law["where"]
+
+
+def test_checkpoint_series_orders_steps_and_drops_the_final_step():
+    from kit.mui.law import checkpoint_series
+
+    members = ["zoo/base-s", "zoo/base-xl", "zoo/base-xl@step-500", "zoo/base-xl@step-100", "zoo/base-xl@step-300",
+               "zoo/base-l@step-80"]
+    assert checkpoint_series("zoo/base-xl", members, final_step=500) == [
+        "zoo/base-xl@step-100", "zoo/base-xl@step-300", "zoo/base-xl"]
+    assert checkpoint_series("zoo/base-xl", members)[-2:] == ["zoo/base-xl@step-500", "zoo/base-xl"]  # 500 not final
+    assert checkpoint_series("zoo/base-s", members) == ["zoo/base-s"]  # no checkpoints: the model alone
+
+
+def test_multi_token_law_across_models_or_checkpoints():
+    import math
+
+    from kit.mui.law import multi_token_law
+
+    # MUI = -2 ln P + 10 exactly: slope -2 on both families
+    def cells(models, perfs):
+        return pd.DataFrame([{"model": m, "task": t, "performance": p, "mui": -2 * math.log(p) + 10}
+                             for m, p in zip(models, perfs) for t in ("sort-list", "add-steps")])
+
+    three = cells(["a", "b", "c"], [5.0, 20.0, 60.0])
+    law, note = multi_token_law(three, "mui_vs_log_perf")
+    assert abs(law["slope"] + 2) < 1e-9 and law["n"] == 6 and "over" not in law
+    one = pd.concat([cells(["xl"], [40.0]), cells(["s", "m"], [1.0, 1.0]).assign(performance=0.0)])
+    law, note = multi_token_law(one, "mui_vs_log_perf")
+    assert law["slope"] is None and "only 1 model(s)" in law["not_testable"] and "none has checkpoints" in law["not_testable"]
+    series = cells(["xl@step-10", "xl@step-20", "xl"], [2.0, 10.0, 40.0])
+    law, note = multi_token_law(one, "mui_vs_log_perf", series)
+    assert abs(law["slope"] + 2) < 1e-9 and law["n"] == 6 and law["over"] == "checkpoints"
+    assert law["model"] == "xl" and law["n_models"] == 3 and set(law["per_task"]) == {"sort-list", "add-steps"}
+    assert "slope -2.00" in law["per_task"]["sort-list"] and "not independent models" in note
+    flat = series.assign(performance=[0.0, 0.0, 0.0, 0.0, 40.0, 40.0])  # one checkpoint answers: no fit
+    law, _ = multi_token_law(one, "mui_vs_log_perf", flat)
+    assert law["slope"] is None and "too few distinct" in law["not_testable"]

@@ -260,6 +260,8 @@ def test_checkpoint_series_numeric_order_and_final():
     # the last checkpoint is the final model (1000 = the base's steps): do not add a zero step
     assert tr.checkpoint_series(MEMBERS, final_step=1000)[-1] == "zoo/base-l@step-1000"
     assert tr.checkpoint_series(MEMBERS, final_step=1200)[-1] == "zoo/base-l"
+    tie = MEMBERS + ["zoo/base-xl", "zoo/base-xl@step-100", "zoo/base-xl@step-300", "zoo/base-xl@step-500"]
+    assert tr.checkpoint_series(tie)[0] == "zoo/base-l@step-200", "ties: the base listed first"
     with pytest.raises(ValueError, match="no '<base>@step-<N>'"):
         tr.checkpoint_series(["zoo/base-s"])
     with pytest.raises(ValueError, match="bases with checkpoints"):

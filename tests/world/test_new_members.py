@@ -193,3 +193,30 @@ def test_planted_gap_check_uses_the_interval_and_names_the_control():
     assert not planted_gap_check(card, "p+gap", g)["passed"]
     card, g = _gap_card({"sort": 49.0, "ioi": 92.0}, outside=(93.0, 80.0))
     assert not planted_gap_check(card, "p+gap", g)["passed"]
+
+
+def test_checkpoints_leave_the_final_weights_alone(tmp_path, monkeypatch):
+    """Saving checkpoints only reads the weights (no RNG, no training change): base-xl got its
+    checkpoints (issue 18 item 7) without its final weights moving."""
+    import torch
+
+    for w in ("tiny", "micro"):
+        xl = next(x for x in zoo.world_spec(w).bases if x.name == "zoo/base-xl")
+        assert xl.checkpoints and zoo.checkpoint_steps(xl)[-1] == xl.steps
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # a throwaway "micro" world in tmp_path
+    arch = zoo.Arch(1, 16, 2, 32)
+    finals = {}
+    for ckpts in ((), (0.5, 1.0)):
+        b = zoo.BaseSpec("zoo/base-t", arch, steps=4, lr=3e-3, batch_size=4, checkpoints=ckpts)
+        spec = zoo.WorldSpec(name="micro", bases=(b,), finetunes=(), saes=())
+        monkeypatch.setitem(zoo.WORLD_SPECS, "micro", spec)
+        with zoo.deterministic():
+            zoo._train_base(spec, b)
+        finals[ckpts] = zoo.load_member("zoo/base-t", world="micro").state_dict()
+        if ckpts:
+            half = zoo.load_member("zoo/base-t@step-2", world="micro").state_dict()
+            last = zoo.load_member("zoo/base-t@step-4", world="micro").state_dict()
+    a, c = finals[()], finals[(0.5, 1.0)]
+    assert all(torch.equal(a[k], c[k]) for k in a), "checkpoints changed the final weights"
+    assert all(torch.equal(last[k], c[k]) for k in c), "the step-4 checkpoint is the final model"
+    assert not all(torch.equal(half[k], c[k]) for k in c), "step 2 is an earlier model"
