@@ -1313,10 +1313,14 @@ def multi_token_law(mt: pd.DataFrame, form: str, series: pd.DataFrame | None = N
     pooled; the claim reads the pooled fit, noting that its points are one training run."""
     fit_cells = mt[mt.performance > 0]
     n_models_fit = int(fit_cells.model.nunique())
-    if n_models_fit >= 3:
-        fit = law_fits(mt, by="task", form=form)
+    def pooled_fit(cells: pd.DataFrame) -> tuple[pd.DataFrame, dict, dict]:
+        fit = law_fits(cells, by="task", form=form)
         pooled = fit[fit.task == "all"].iloc[0].to_dict()
-        law = {k: (None if pd.isna(pooled.get(k)) else pooled.get(k)) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+        return fit, pooled, {k: (None if pd.isna(pooled.get(k)) else pooled.get(k))
+                             for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+
+    if n_models_fit >= 3:
+        _, pooled, law = pooled_fit(mt)
         note = f"law on the multi-token families: {fmt_fit(pooled)}"
         if law["slope"] is None:
             law["not_testable"] = f"too few distinct (performance, MUI) cells to fit: {fmt_fit(pooled)}"
@@ -1324,9 +1328,7 @@ def multi_token_law(mt: pd.DataFrame, form: str, series: pd.DataFrame | None = N
     if series is not None and n_models_fit == 1:
         model = fit_cells.model.iloc[0]
         n_ck = int(series.model.nunique())
-        fit = law_fits(series, by="task", form=form)
-        pooled = fit[fit.task == "all"].iloc[0].to_dict()
-        law = {k: (None if pd.isna(pooled.get(k)) else pooled.get(k)) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+        fit, pooled, law = pooled_fit(series)
         law.update(over="checkpoints", model=model, n_models=n_ck,
                    per_task={r.task: fmt_fit(r._asdict()) for r in fit.itertuples() if r.task != "all"},
                    where=(f"{world} world, multi-token families pooled, across {n_ck} training checkpoints of {model} "
