@@ -10,6 +10,13 @@ REAL_BENCHMARKS = ("gsm8k", "math500", "arc_challenge", "mmlu", "bbh", "mbpp", "
                    "bbq", "crows_pairs", "agieval", "logicbench")
 
 
+def _once(field: str, v: list[str]) -> list[str]:
+    """``v`` if no entry repeats, else a ValueError naming ``field``."""
+    if len(set(v)) != len(v):
+        raise ValueError(f"{field}={v}: each entry once")
+    return v
+
+
 class Config(BaseConfig):
     concept_space: Literal["minilm", "model"] = "minilm"
     """Where concepts come from: ``minilm`` = SAEs we train on the offline all-MiniLM-L6-v2 encoder
@@ -162,9 +169,7 @@ class Config(BaseConfig):
         if bad:
             raise ValueError(f"gap_sae_hooks={v}: {bad} not allowed; allowed values: {', '.join(GAP_SAE_SITES)} "
                              "or a hook name blocks.L.hook_... (e.g. blocks.1.hook_resid_post)")
-        if len(set(v)) != len(v):
-            raise ValueError(f"gap_sae_hooks={v}: each entry once")
-        return v
+        return _once("gap_sae_hooks", v)
 
     @field_validator("gap_pooling")
     @classmethod
@@ -174,9 +179,7 @@ class Config(BaseConfig):
         bad = [p for p in v if p not in POOLINGS]
         if bad:
             raise ValueError(f"gap_pooling={v}: {bad} not allowed; allowed values: {', '.join(POOLINGS)}")
-        if len(set(v)) != len(v):
-            raise ValueError(f"gap_pooling={v}: each entry once")
-        return v
+        return _once("gap_pooling", v)
 
     @model_validator(mode="after")
     def _setting(self) -> "Config":
