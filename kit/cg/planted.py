@@ -305,14 +305,9 @@ def _n_layers(model: str, world: str | None) -> int:
     from kit.world import zoo as kz
 
     spec = kz.world_spec(world)
-    parents = {f.name: f.parent for f in spec.finetunes}
-    name = model.split("@")[0]
-    while name in parents:
-        name = parents[name]
-    base = next((b for b in spec.bases if b.name == name), None)
-    if base is None:
+    if model.split("@")[0] not in {m.name for m in (*spec.bases, *spec.finetunes)}:
         raise ValueError(f"{model!r} is not a member of world {spec.name!r}")
-    return base.arch.n_layers
+    return kz._arch_of(spec, model).n_layers
 
 
 def gap_sae_sites(hooks: Sequence[str], parent: str, world: str | None = None,
