@@ -31,6 +31,12 @@ class ItemCache:
         self.path = (Path(root) if root else cache_dir() / "items") / f"{safe}-{digest}.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.key = key
+        self._args = (model, benchmark, settings, root)
+
+    def extended(self, **settings: Any) -> "ItemCache":
+        """The cache of the same model and benchmark with ``settings`` added to the key."""
+        model, benchmark, old, root = self._args
+        return ItemCache(model, benchmark, {**old, **settings}, root=root)
 
     def load(self) -> dict[str, Any]:
         """``{item id: record}`` of every complete line."""

@@ -4,8 +4,9 @@ Internals (MUI scores, concept activations, comparative scores) never need the m
 *generate* through TransformerLens: responses come from here, then :mod:`kit.models.internals`
 runs teacher-forced forward passes over prompt + response.
 
-- :func:`generate_responses`: batched generation with a KV cache through ``transformers``'
-  ``generate`` (or vLLM when installed and asked for), with the model's chat template on by
+- :func:`generate_responses`: batched generation with a KV cache through vLLM when it is
+  installed and the model fits beside what the GPU already holds (:func:`choose_backend`), else
+  ``transformers``' ``generate``, with the model's chat template on by
   default when the tokenizer has one (instruct models), prompts truncated to the context window
   with a warning, greedy by default, sampling as an option (:data:`SHORTCUT_PAPER_SAMPLING`:
   the shortcut-neuron paper samples at T=1, top-k 50);
@@ -100,9 +101,70 @@ def context_length(config) -> int:
     raise ValueError("cannot tell the model's context length from its config")
 
 
-_HELD: dict[tuple[str, str, str], Any] = {}
-"""The one Hugging Face model held for generation (a notebook asks one model for several task's
-responses in a row: loading 16 GB per task would dominate), keyed by (path, device, dtype)."""
+_HELD: dict[tuple[str, ...], Any] = {}
+"""The one model held for generation, a Hugging Face copy keyed by (path, device, dtype) or a vLLM
+engine keyed by ("vllm", path, dtype, seed): a notebook asks one model for several tasks'
+responses in a row, and loading 16 GB per task would dominate."""
+
+BACKENDS = ("auto", "hf", "vllm")
+VLLM_MEMORY_SHARE = 0.5
+"""Share of the GPU memory free when a vLLM engine starts that it may take (weights + KV cache;
+vLLM's ``gpu_memory_utilization`` is set to this budget over the card's total). The rest stays for
+the HookedTransformer the notebook already holds and its teacher-forced passes."""
+VLLM_WEIGHT_SHARE = 0.6
+"""``auto`` picks vLLM only when the weights take at most this share of its budget: the rest is
+its KV cache (below ~40% vLLM batches few sequences and gains little over ``generate``)."""
+
+
+_ANNOUNCED: set[tuple[str, str]] = set()
+
+
+def weight_bytes(model_path: str | Path, dtype: str | None) -> int:
+    """Bytes of the model's parameters in ``dtype``, counted on the meta device (nothing loaded)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from kit.models.load import torch_dtype
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_path))
+    return sum(p.numel() for p in model.parameters()) * torch_dtype(dtype).itemsize
+
+
+def _gpu_memory(device: str) -> tuple[int, int]:
+    """(free, total) bytes of ``device``'s GPU."""
+    import torch
+
+    return torch.cuda.mem_get_info(torch.device(device))
+
+
+def choose_backend(model_path: str | Path, device: str, dtype: str | None, ablate: Sequence = (),
+                   memory_share: float = VLLM_MEMORY_SHARE) -> tuple[str, str]:
+    """``(backend, why)`` of ``backend="auto"``: vLLM when it is installed, the device is a GPU,
+    nothing is ablated (vLLM runs no forward hooks) and the weights fit in ``VLLM_WEIGHT_SHARE`` of
+    ``memory_share`` of the GPU memory free now (the notebook's HookedTransformer is already
+    resident and stays); otherwise ``transformers``' ``generate``."""
+    import importlib.util
+
+    if ablate:
+        return "hf", "ablated generation needs forward hooks, which vLLM does not run"
+    try:
+        installed = importlib.util.find_spec("vllm") is not None
+    except ValueError:  # a module without a spec is already imported (a stand-in)
+        installed = True
+    if not installed:
+        return "hf", "vllm is not installed"
+    if not str(device).startswith("cuda"):
+        return "hf", f"device {device!r} is not a GPU"
+    held = [k for k in _HELD if k[0] == "vllm" and k[1] == str(model_path) and k[2] == str(dtype)]
+    if held:
+        return "vllm", "this model's engine is already held"
+    free, _ = _gpu_memory(device)
+    need, budget = weight_bytes(model_path, dtype), memory_share * free
+    if need > VLLM_WEIGHT_SHARE * budget:
+        return "hf", (f"weights {need / 2**30:.1f} GiB > {VLLM_WEIGHT_SHARE:.0%} of vLLM's budget "
+                      f"{budget / 2**30:.1f} GiB ({memory_share:.0%} of {free / 2**30:.1f} GiB free)")
+    return "vllm", f"weights {need / 2**30:.1f} GiB fit in vLLM's budget {budget / 2**30:.1f} GiB"
 
 
 def hf_model(model_path: str | Path, device: str = "cpu", dtype: str | None = None):
@@ -132,6 +194,13 @@ def release() -> None:
     import torch
 
     _HELD.clear()
+    try:  # vLLM keeps a process group that must go before another engine can start
+        from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+    except ImportError:
+        pass
+    else:
+        destroy_model_parallel()
+        destroy_distributed_environment()
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -177,28 +246,39 @@ def ablated(model, neurons: Sequence[tuple[int, int]]) -> Iterator[None]:
 
 def generate_responses(model_path: str | Path, prompts: Sequence[str], settings: GenerationSettings = GenerationSettings(),
                        device: str = "cpu", dtype: str | None = None, batch_size: int = 16,
-                       backend: str = "hf", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
-                       progress: bool = False, ablate: Sequence[tuple[int, int]] = ()) -> list[str]:
+                       backend: str = "auto", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
+                       progress: bool = False, ablate: Sequence[tuple[int, int]] = (),
+                       vllm_memory_share: float = VLLM_MEMORY_SHARE) -> list[str]:
     """Responses of the Hugging Face model at ``model_path`` (a local directory:
     :func:`kit.models.hub.snapshot` gives one for a hub id) to ``prompts``, in order.
 
-    ``backend``: ``"hf"`` (``transformers.generate``: left-padded batches of ``batch_size``
-    prompts, KV cache) or ``"vllm"`` (needs the vllm package and a GPU). Responses are decoded
+    ``backend``: ``"auto"`` (:func:`choose_backend`: vLLM when installed, on a GPU, and the model
+    fits in ``vllm_memory_share`` of the free GPU memory; the choice is printed), ``"hf"``
+    (``transformers.generate``: left-padded batches of ``batch_size`` prompts, KV cache) or
+    ``"vllm"`` (needs the vllm package and a GPU). Responses are decoded
     without special tokens. With ``cache`` (an :class:`~kit.models.cache.ItemCache` keyed by the
     model, the benchmark and ``settings.as_dict()``), finished batches are kept and a rerun
     generates only the missing items (``ids`` name the items; default their positions).
     """
-    if backend not in ("hf", "vllm"):
-        raise ValueError(f"backend={backend!r} is not allowed; allowed: hf, vllm")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is not allowed; allowed: {', '.join(BACKENDS)}")
+    if not 0 < vllm_memory_share <= 1:
+        raise ValueError(f"vllm_memory_share={vllm_memory_share} must be in (0, 1]")
     if not prompts:
         raise ValueError("prompts is empty")
     if ablate and cache is not None:
         raise ValueError("ablate and cache exclude each other: ablated responses must not be cached as the model's")
+    if backend == "auto":
+        backend, why = choose_backend(model_path, device, dtype, ablate, vllm_memory_share)
+        if (str(model_path), backend) not in _ANNOUNCED:  # once per model, not per benchmark
+            _ANNOUNCED.add((str(model_path), backend))
+            print(f"generation backend for {Path(str(model_path)).name}: {backend} ({why})")
     if backend == "vllm":
         if ablate:
             raise ValueError("ablate needs backend='hf' (vLLM runs no forward hooks)")
-        return _generate_vllm(str(model_path), list(prompts), settings, dtype, cache=cache, ids=ids,
-                              progress=progress)
+        cache = cache.extended(backend="vllm") if cache is not None else None  # HF keys stay as they were
+        return _generate_vllm(str(model_path), list(prompts), settings, dtype, device=device, cache=cache, ids=ids,
+                              progress=progress, memory_share=vllm_memory_share)
     import torch
 
     model, tokenizer = hf_model(model_path, device, dtype)
@@ -228,10 +308,12 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
 
 
 def respond(model, prompts: Sequence[str], settings: GenerationSettings, benchmark: str | None = None,
-            ids: Sequence[Any] | None = None, batch_size: int = 16, ablate: Sequence[tuple[int, int]] = ()) -> list[str]:
+            ids: Sequence[Any] | None = None, batch_size: int = 16, ablate: Sequence[tuple[int, int]] = (),
+            backend: str = "auto") -> list[str]:
     """Responses of a model loaded by ``kit.load_model`` (a Hugging Face id, directory or twin),
-    generated by its Hugging Face copy on the same device and dtype. With ``benchmark`` (and no
-    ``ablate``) they are cached per (model directory, benchmark, settings) under the item ``ids``."""
+    generated from its directory on the same device and dtype (``backend``: see
+    :func:`generate_responses`). With ``benchmark`` (and no ``ablate``) they are cached per (model
+    directory, benchmark, settings; vLLM's responses under their own key) under the item ``ids``."""
     path = getattr(model, "kit_path", None)
     if path is None:
         raise ValueError("this model was not loaded from a Hugging Face directory (kit.load_model of an id, a local "
@@ -239,25 +321,42 @@ def respond(model, prompts: Sequence[str], settings: GenerationSettings, benchma
     cache = ItemCache(path, benchmark, settings.as_dict()) if benchmark and not ablate else None
     return generate_responses(path, prompts, settings, device=str(model.cfg.device),
                               dtype=str(model.cfg.dtype).removeprefix("torch."), batch_size=batch_size,
-                              cache=cache, ids=ids, ablate=ablate)
+                              cache=cache, ids=ids, ablate=ablate, backend=backend)
 
 
-def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None,
-                   cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
-                   progress: bool = False) -> list[str]:
-    """vLLM generation on the same token rows as the HF path (the chat template through
-    :func:`encode`, so no second BOS; prompts cut to the context with a warning), one vLLM call
-    for every item ``cache`` does not hold yet."""
+def vllm_engine(model_path: str, dtype: str | None, seed: int = 0, device: str = "cuda",
+                memory_share: float = VLLM_MEMORY_SHARE):
+    """The vLLM engine of ``model_path``, held like :func:`hf_model` (starting one releases the model
+    held before). It may take ``memory_share`` of the GPU memory free now (``gpu_memory_utilization``
+    is a share of the card's total: the budget over the total), so the HookedTransformer already
+    resident keeps its memory."""
     try:
-        from vllm import LLM, SamplingParams
+        from vllm import LLM
     except ImportError as e:
         raise ImportError("backend='vllm' needs the vllm package (pip install vllm) and a GPU; "
                           "backend='hf' needs neither") from e
-    from transformers import AutoConfig
-
     from kit.models.load import DTYPES
 
-    llm = LLM(model=model_path, dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto", seed=settings.seed)
+    key = ("vllm", str(model_path), str(dtype), str(seed))
+    if key not in _HELD:
+        release()
+        free, total = _gpu_memory(device)
+        _HELD[key] = LLM(model=model_path, dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto",
+                         seed=seed, gpu_memory_utilization=memory_share * free / total)
+    return _HELD[key]
+
+
+def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None,
+                   device: str = "cuda", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
+                   progress: bool = False, memory_share: float = VLLM_MEMORY_SHARE) -> list[str]:
+    """vLLM generation on the same token rows as the HF path (the chat template through
+    :func:`encode`, so no second BOS; prompts cut to the context with a warning), one vLLM call
+    for every item ``cache`` does not hold yet."""
+    from transformers import AutoConfig
+
+    llm = vllm_engine(model_path, dtype, settings.seed, device, memory_share)
+    from vllm import SamplingParams
+
     tokenizer = llm.get_tokenizer()
     chat = use_chat(tokenizer, settings.chat)
     limit = context_length(AutoConfig.from_pretrained(model_path)) - settings.max_new_tokens

@@ -114,13 +114,14 @@ def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, p
     return time.perf_counter() - t0
 
 
-def run(model: str = DEFAULT_MODEL, device: str = "cpu") -> list[BenchLine]:
+def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = None) -> list[BenchLine]:
     from kit.mui import metric as mui
     from kit.models.load import load_model
 
     if device == "cpu":
         torch.set_num_threads(1)
-    m = load_model(model, device=device)
+    m = load_model(model, device=device, dtype=dtype)
+    model = model + (f" ({dtype})" if dtype else "")
     vocab, L = m.cfg.d_vocab, m.cfg.n_layers
     cols = min(vocab, 4096 if m.cfg.d_mlp * m.cfg.d_model < 1e7 else 1024)
     lines = []

@@ -22,17 +22,15 @@ from kit.shortcut.patching import generate, group_patched_generate, group_patche
 from kit.shortcut.neurons import PAPER_FRACTION, neuron_groups, random_neurons
 
 
-def _load(model: str, device: str, seed: int):
-    from kit.models.load import load_model, random_model
+def _load(model: str, device: str, seed: int, dtype: str | None = None):
+    from kit.models.load import load_model
 
-    if model.startswith("random/"):
-        return random_model(model.removeprefix("random/"), device=device, seed=seed)
-    return load_model(model, device=device)
+    return load_model(model, device=device, dtype=dtype, **({"seed": seed} if model.startswith("random/") else {}))
 
 
 def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 4, prompt_len: int = 12,
         max_new_tokens: int = 3, group_size: int | None = None, layer: int | None = None,
-        rounds: int = 4) -> list[BenchLine]:
+        rounds: int = 4, dtype: str | None = None) -> list[BenchLine]:
     """Time the three workloads on ``model`` (a second model of the same shape patches it).
 
     ``group_size`` defaults to d_mlp / 16 (16 groups in the layer, e.g. 192 for GPT-2 small;
@@ -40,9 +38,9 @@ def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 
     """
     if device == "cpu":
         torch.set_num_threads(1)  # shared 2-core machines: 2 OpenMP threads spin and run far slower
-    m = _load(model, device, seed=0)
+    m = _load(model, device, seed=0, dtype=dtype)
     if model.startswith("random/"):
-        base = _load(model, device, seed=1)
+        base = _load(model, device, seed=1, dtype=dtype)
     else:  # a real model patched by a perturbed copy of itself: same architecture, different values
         import copy
 
@@ -51,6 +49,7 @@ def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 
             for p in base.parameters():
                 p.mul_(1.01)
     cfg = m.cfg
+    model = model + (f" ({dtype})" if dtype else "")
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(10, cfg.d_vocab, (n_prompts, prompt_len), generator=g).to(device)
     lengths = torch.tensor([prompt_len - (i % 4) for i in range(n_prompts)], device=device)  # ragged, right-padded

@@ -40,3 +40,30 @@ def test_median_time_runs_the_function():
 def test_cli_unknown_command(capsys):
     assert kit_main(["frobnicate"]) == 2
     assert "allowed: run, bench, zoo" in capsys.readouterr().err
+
+
+def test_dtype_reaches_the_workloads_that_take_it(monkeypatch, capsys):
+    import types
+
+    seen = {}
+
+    def run(model="m", device="cpu", dtype=None):
+        seen["dtype"] = dtype
+        return [bench.BenchLine("fake", 1.0, "ok")]
+
+    monkeypatch.setitem(__import__("sys").modules, "kit_fake_bench", types.SimpleNamespace(run=run))
+    monkeypatch.setitem(bench.WORKLOADS, "fake", "kit_fake_bench:run")
+    assert bench.main(["fake", "--dtype", "bf16"]) == 0 and seen["dtype"] == "bf16"
+    assert bench.main(["cg", "--dtype", "bf16"]) == 1  # cg's encoders have no dtype option
+    assert "not taken by this workload" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["fake", "--dtype", "bf17"])
+    assert "allowed values" in capsys.readouterr().err
+
+
+def test_mui_bench_runs_in_bfloat16():
+    from kit.mui import bench as mui_bench
+
+    lines = mui_bench.run("random/tiny-gated", dtype="bf16")
+    assert [line.name for line in lines][:2] == ["mui/score_vs_forward[short]", "mui/speedup_vs_public[short]"]
+    assert all(line.ratio > 0 and "(bf16)" in line.detail for line in lines)

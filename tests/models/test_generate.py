@@ -66,7 +66,7 @@ def test_long_prompts_are_truncated_with_a_warning(llama):
 
 
 def test_bad_backend_and_empty_prompts(llama):
-    with pytest.raises(ValueError, match="allowed: hf, vllm"):
+    with pytest.raises(ValueError, match="allowed: auto, hf, vllm"):
         gen.generate_responses(llama[0], PROMPTS, backend="tgi")
     with pytest.raises(ValueError, match="empty"):
         gen.generate_responses(llama[0], [])
@@ -130,17 +130,21 @@ def test_respond_ablates_and_refuses_to_cache_ablated_responses(tmp_path):
         gen.respond(object(), PROMPTS, settings)
 
 
-def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, monkeypatch, tmp_path):
-    # vLLM is not installed here: a stand-in module records what kit hands to it.
+@pytest.fixture
+def fake_vllm(llama, monkeypatch):
+    """vLLM is not installed here: a stand-in module records what kit hands to it; a 80 GiB GPU
+    with ``gpu["free"]`` bytes free stands in for torch.cuda's memory query."""
     import sys
     import types
 
-    path, _, tok = llama
-    calls = {}
+    _, _, tok = llama
+    calls, gpu = {"engines": 0}, {"free": 60 * 2**30, "total": 80 * 2**30}
 
     class LLM:
-        def __init__(self, model, dtype, seed):
+        def __init__(self, model, dtype, seed, gpu_memory_utilization):
             calls["init"] = (model, dtype, seed)
+            calls["utilization"] = gpu_memory_utilization
+            calls["engines"] += 1
 
         def get_tokenizer(self):
             return tok
@@ -152,26 +156,74 @@ def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, mo
     fake = types.ModuleType("vllm")
     fake.LLM, fake.SamplingParams = LLM, lambda **kw: kw
     monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setattr(gen, "_gpu_memory", lambda device: (gpu["free"], gpu["total"]))
+    yield calls, gpu
+    gen.release()
+
+
+def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, fake_vllm, tmp_path):
+    path, _, tok = llama
+    calls, _ = fake_vllm
     from dataclasses import replace
 
     paper = replace(gen.SHORTCUT_PAPER_SAMPLING, max_new_tokens=8)  # the twin's context is 256 tokens
     out = gen.generate_responses(path, PROMPTS[:2], paper, backend="vllm", dtype="bf16")
     assert out == ["r0", "r1"] and calls["init"] == (str(path), "bfloat16", 0)
+    # the engine's budget: half of the 60 GiB free, as a share of the 80 GiB card
+    assert calls["utilization"] == pytest.approx(0.5 * 60 / 80)
     # the token rows of the HF path: the chat template, one BOS
     assert calls["prompts"][0] == {"prompt_token_ids": gen.encode(tok, gen.prompt_text(tok, PROMPTS[0], True))}
     assert calls["params"] == {"max_tokens": 8, "seed": 0,
                                "temperature": 1.0, "top_k": 50, "top_p": 1.0}
-    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm")
+    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm", dtype="bf16")
     assert calls["params"] == {"max_tokens": 4, "seed": 0, "temperature": 0.0}  # greedy
+    assert calls["engines"] == 1, "the engine of the same model was not kept"
     with pytest.raises(ValueError, match="max_new_tokens leaves 0"):  # no room for the prompt
         gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=256), backend="vllm")
     with pytest.raises(ValueError, match="ablate needs backend='hf'"):
         gen.generate_responses(path, PROMPTS[:1], backend="vllm", ablate=[(0, 1)])
     from kit.models.cache import ItemCache
 
-    cache = ItemCache("twin/llama", "toy", {"vllm": True}, root=tmp_path)
+    cache = ItemCache("twin/llama", "toy", {"max_new_tokens": 4}, root=tmp_path)
     greedy = gen.GenerationSettings(max_new_tokens=4)
     gen.generate_responses(path, PROMPTS[:2], greedy, backend="vllm", cache=cache, ids=["a", "b"])
-    calls.clear()
+    calls.pop("prompts")
     assert gen.generate_responses(path, PROMPTS, greedy, backend="vllm", cache=cache, ids=["a", "b", "c"]) == ["r0", "r1", "r0"]
     assert len(calls["prompts"]) == 1, "a rerun generated items the cache holds"
+    assert not cache.load() and cache.extended(backend="vllm").load(), "vLLM's responses went under the HF key"
+
+
+def test_weight_bytes_counts_the_parameters_without_loading(llama):
+    path, model, _ = llama
+    n = sum(p.numel() for p in model.parameters())
+    assert gen.weight_bytes(path, "bf16") == 2 * n and gen.weight_bytes(path, None) == 4 * n
+
+
+def test_auto_backend_takes_vllm_only_when_installed_on_a_gpu_and_the_model_fits(llama, fake_vllm, monkeypatch):
+    path, _, _ = llama
+    calls, gpu = fake_vllm
+    need = gen.weight_bytes(path, "bf16")
+    assert gen.choose_backend(path, "cpu", "bf16")[0] == "hf"
+    assert gen.choose_backend(path, "cuda", "bf16", ablate=[(0, 1)])[0] == "hf"
+    assert gen.choose_backend(path, "cuda:0", "bf16")[0] == "vllm"
+    # the weights must fit in 60% of half the free memory: just below and just above the line
+    gpu["free"] = int(need / (gen.VLLM_WEIGHT_SHARE * gen.VLLM_MEMORY_SHARE)) + 8
+    assert gen.choose_backend(path, "cuda", "bf16")[0] == "vllm"
+    gpu["free"] = int(need / (gen.VLLM_WEIGHT_SHARE * gen.VLLM_MEMORY_SHARE)) - 8
+    backend, why = gen.choose_backend(path, "cuda", "bf16")
+    assert backend == "hf" and "budget" in why
+    # auto on a GPU that fits: the engine generates; on the CPU: transformers does (same as hf)
+    gpu["free"] = 60 * 2**30
+    assert gen.generate_responses(path, PROMPTS[:2], gen.GenerationSettings(max_new_tokens=4), device="cuda",
+                                  dtype="bf16") == ["r0", "r1"]
+    assert calls["engines"] == 1
+    cpu = gen.generate_responses(path, PROMPTS[:2], gen.GenerationSettings(max_new_tokens=4))
+    assert cpu == gen.generate_responses(path, PROMPTS[:2], gen.GenerationSettings(max_new_tokens=4), backend="hf")
+    assert cpu != ["r0", "r1"]
+    monkeypatch.delitem(__import__("sys").modules, "vllm")
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    assert gen.choose_backend(path, "cuda", "bf16") == ("hf", "vllm is not installed")
+    with pytest.raises(ValueError, match="allowed: auto, hf, vllm"):
+        gen.generate_responses(path, PROMPTS, backend="tgi")
+    with pytest.raises(ValueError, match="vllm_memory_share"):
+        gen.generate_responses(path, PROMPTS, vllm_memory_share=0)
