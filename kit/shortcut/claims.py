@@ -193,6 +193,48 @@ def shortcut_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Se
     return out
 
 
+def _paper_table12() -> dict[str, str]:
+    from kit.data.paper_tables import load_table
+
+    t = load_table("001_table12_kieval_arc_challenge")
+    return {str(r["model"]): str(r["delta_acc"]) for _, r in t.iterrows()}
+
+
+def cheater_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Sequence[str], table12: pd.DataFrame,
+                   seed: int = 0, n_boot: int = 1000, margin: float = UNCHANGED_MARGIN) -> list[Claim]:
+    """Table 12's claims (``te`` from :func:`te_items` on the cheater rows): per cheater its leak
+    (Ori - Ref > 0: the test score is inflated, the precondition of detecting it) and TE's drop
+    (Δacc < 0, the paper: -16.0 SFT, -17.5 PT); per clean row Δacc within ±``margin`` (the paper: +2.9)."""
+    t12 = table12.set_index("variant")
+    for v, d in te.items():
+        if v in t12.index and not np.isclose(100 * d["ori"].mean(), t12.loc[v, "ori"], atol=1e-3):
+            raise ValueError(f"per-item Ori of {v} differs from Table 12's: not the same models, items or neurons?")
+    try:
+        paper = _paper_table12()
+    except Exception:  # the printed table is context only
+        paper = {}
+    kw = dict(n_boot=n_boot, seed=seed)
+    out = []
+    for label, d in te.items():
+        pv = next((v for k, v in paper.items() if k.startswith(label)), None)
+        pv = f"Δacc {pv} (Table 12, ARC-Challenge)" if pv else "Table 12"
+        est = bootstrap_ci(lambda o, t: float(100 * np.mean(t - o)), d["ori"], d["te"], **kw)
+        common = dict(ci=est[1:], null=0.0, paper_value=pv, interval_how=f"paired bootstrap over {len(d['ori'])} test items")
+        if label in contaminated:
+            leak = bootstrap_groups_ci(lambda g: float(100 * (g[0][0].mean() - g[1][0].mean())), [(d["ori"],), (d["ref"],)], **kw)
+            out.append(claim(PAPER, "Table 12", f"cheaters.leak[{label}]", f"{label}'s test score is inflated: Ori - Ref "
+                             "(points; the precondition of detecting it)", leak[0], ci=leak[1:], null=0.0, direction="greater",
+                             null_how="no leak (0)", paper_value="Ori above Normal's (Table 12: no Ref there)",
+                             interval_how=f"bootstrap over {len(d['ori'])} test and {len(d['ref'])} fresh items"))
+            out.append(claim(PAPER, "Table 12", f"cheaters.delta[{label}]", f"TE lowers the cheater {label}'s test "
+                             "accuracy (Δacc = TE - Ori, points)", est[0], direction="less", null_how="no change (0)", **common))
+        else:
+            out.append(claim(PAPER, "Table 12", f"cheaters.delta[{label}]", f"TE leaves the clean {label} unchanged "
+                             "(Δacc, points)", est[0], null_range=(-margin, margin), direction="within",
+                             null_how=f"tolerance ±{margin:g} points", **common))
+    return out
+
+
 PUBLIC_RULE = "sum (exact)"
 """The public code's ranking (``src/change_scores_SFT.py``: S + C - 1, exact-match causal score)."""
 

@@ -629,8 +629,15 @@ def finetune(spec: WorldSpec, f: FinetuneSpec):
     parent_dir = _member_dir(spec, f.parent)
     if not (parent_dir / "meta.json").is_file():
         raise not_built_error(spec.name, f"member {f.parent!r} (parent of {f.name!r})")
-    start = (extra_finetune(f.after, spec.name).state_dict() if f.after is not None else
-             torch.load(parent_dir / "weights.pt", map_location="cpu", weights_only=True))
+    if f.after is not None and f.after in spec.finetunes:  # a zoo member: its built weights
+        start_dir = _member_dir(spec, f.after.name)
+        if not (start_dir / "meta.json").is_file():
+            raise not_built_error(spec.name, f"member {f.after.name!r} (after= of {f.name!r})")
+        start = torch.load(start_dir / "weights.pt", map_location="cpu", weights_only=True)
+    elif f.after is not None:
+        start = extra_finetune(f.after, spec.name).state_dict()
+    else:
+        start = torch.load(parent_dir / "weights.pt", map_location="cpu", weights_only=True)
     seed = _seed_of(spec, f.name)
     torch.manual_seed(seed)
     model = make_model(_arch_of(spec, f.parent), seed=0)

@@ -125,7 +125,7 @@ def test_after_chain_trains_from_the_earlier_fine_tune(monkeypatch, tmp_path):
             p.add_(0.01)
     seen = []
     monkeypatch.setattr(zoo, "extra_finetune", lambda f, world=None: seen.append(f) or earlier)
-    f = v.extra_spec("extra/base-m+general-sparse:split:after=base-m+math-test-x1", "micro")
+    f = v.extra_spec("extra/base-m+general-sparse:split:after=base-m+math-test-x1:lr=0.002", "micro")
     f = replace(f, n_examples=32)  # a few steps
     model, steps, _ = zoo.finetune(spec, f)
     assert seen == [f.after] and steps == 2
@@ -135,3 +135,13 @@ def test_after_chain_trains_from_the_earlier_fine_tune(monkeypatch, tmp_path):
     assert torch.equal(w[:, frozen], we[:, frozen]) and not torch.equal(w[:, frozen], wp[:, frozen]), \
         "neurons outside the plastic set keep the earlier fine-tune's weights"
     assert torch.equal(model.W_E, earlier.W_E)
+
+    member = v.extra_spec("extra/base-m+general-sparse:split:after=base-m+math-test-x1", "micro")
+    assert member.after in spec.finetunes, "the zoo's own recipe, unchanged"
+    try:
+        built = zoo.load_member(member.after.name, world="micro")
+    except zoo.WorldNotBuilt:
+        return
+    model, _, _ = zoo.finetune(spec, replace(member, n_examples=32))
+    assert seen == [f.after], "a zoo member is loaded, not rebuilt"
+    assert torch.equal(model.W_E, built.W_E) and not torch.equal(model.W_E, parent.W_E)
