@@ -1214,27 +1214,31 @@ def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+t
 
 def cheater_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
     """Table 12 (pretraining-stage "cheaters"): ``cfg.cheaters`` (label -> model; ``cfg.cheaters_contaminated``
-    the cheaters) scored like Table 2 (Ori, Ref, TE, Δacc) with the neurons already located in section 1,
-    and their claims (:func:`kit.shortcut.claims.cheater_claims`: each cheater's leak Ori - Ref, each row's
-    Δacc). The paper's rows are KIEval's released ARC-Challenge models and it locates neurons on ARC; here
-    the PT-Cheater is a full-parameter continuation of the base (its mixture, its AdamW state) with the test
-    items injected, followed by the Normal row's clean SFT (``extra/...:after=...``)."""
+    the cheaters) scored like Table 2 (Ori, Ref, TE, Δacc) with the neurons already located in section 1.
+    ``data["per_item"]`` holds the per-item correctness behind it (the same generations, as
+    ``kit.shortcut.claims.te_items`` returns) for ``kit.shortcut.claims.cheater_claims``. The paper's rows are
+    KIEval's released ARC-Challenge models and it locates neurons on ARC; here the PT-Cheater is a
+    full-parameter continuation of the base (its mixture, its AdamW state) with the test items injected,
+    followed by the Normal row's clean SFT (``extra/...:after=...``)."""
     from kit.core.findings import Section
-    from kit.shortcut import claims as sc_claims
 
     models = s.pool(dict(cfg.cheaters))
-    table = trustworthy_table(models, s.base, s.test, s.fresh, shortcut, cfg.cheaters_contaminated, cfg.max_rows,
-                              cfg.max_new_tokens)
-    per_item = sc_claims.te_items(models, s.base, s.test, s.fresh, shortcut, cfg.max_rows, cfg.max_new_tokens)
+    per_item, rows = {}, []
+    for label, m in models.items():
+        ori, te = item_correct(m, s.base, s.test, [[], list(shortcut)], cfg.max_rows, cfg.max_new_tokens)
+        ref = item_correct(m, None, s.fresh, [[]], cfg.max_rows, cfg.max_new_tokens)[0]
+        per_item[label] = {"ori": ori, "te": te, "ref": ref}
+        rows.append({"variant": label, "contaminated": label in cfg.cheaters_contaminated, "ref": 100 * ref.mean(),
+                     "ori": 100 * ori.mean(), "te": 100 * te.mean(), "delta_acc": 100 * (te.mean() - ori.mean())})
     models.release_all()
-    claims = sc_claims.cheater_claims(per_item, cfg.cheaters_contaminated, table, seed=cfg.seed)
+    table = pd.DataFrame(rows)
     t = table.set_index("variant")
     lines = ["Table 12 analogue (neurons located in section 1): " + "; ".join(
         f"{k} Ori {t.loc[k, 'ori']:.1f}, Ref {t.loc[k, 'ref']:.1f}, TE {t.loc[k, 'te']:.1f} (Ori-Ref "
         f"{t.loc[k, 'ori'] - t.loc[k, 'ref']:+.1f}, Δacc {t.loc[k, 'delta_acc']:+.1f})" for k in t.index)
         + " %. The paper (ARC-Challenge, KIEval's models): Normal Δacc +2.9, SFT-Cheater -16.0, PT-Cheater -17.5."]
     return Section(record={"table12": table.to_dict(orient="records"), "table12_models": dict(cfg.cheaters)},
-                   tables={"table12": table}, data={"claims": claims}, findings=lines)
+                   tables={"table12": table}, data={"per_item": per_item}, findings=lines)
 
 
 def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron], table2: pd.DataFrame,
