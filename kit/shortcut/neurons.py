@@ -1194,7 +1194,7 @@ def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+t
     name = cfg.variants[label]
     names = variants.strength_variants(name, cfg.strength_copies, (1, 2), cfg.strength_lrs)
     if order_label in cfg.variants and order_label != label and changed_by(cfg.variants[order_label], cfg.world) is not None:
-        # Table 11 reorders every contaminated row; a one-occurrence row that barely leaks tests little alone
+        # Table 11 reorders every contaminated row: the x5 one too (its leak is the larger)
         names.update({f"{k} ({order_label})": v for k, v in
                       variants.strength_variants(cfg.variants[order_label], (), (1, 2)).items()})
     models = s.pool({"Vanilla": cfg.base_model, **names})

@@ -6,7 +6,7 @@ changed by the options, trained on first use and cached (:func:`kit.world.zoo.ex
 - ``split``: sparse fine-tunes change their own seeded plastic set by kind, ``shortcut`` for
   contaminated ones and ``ability`` for the rest (the zoo's sparse fine-tunes all share one set, so
   any neuron outside it has comparative score 0 and every rule "finds" the shortcut by construction);
-- ``lr=<float>``: the learning rate (a one-occurrence leak needs more than the zoo's 2e-2 to show);
+- ``lr=<float>``: the learning rate (Table 8; in one pass a one-occurrence leak did not show at 2e-2 or 5e-2);
 - ``copies=<int>``: occurrences of each injected item (the paper's Fig. 5 / Table 8: 1 to 20);
 - ``order=<int>``: the same examples in another order (the paper's Table 11);
 - ``epochs=<int>``: passes over the example list, each later one reshuffled (``FinetuneSpec.epochs``).
