@@ -216,7 +216,7 @@ def cheater_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Seq
     kw = dict(n_boot=n_boot, seed=seed)
     out = []
     for label, d in te.items():
-        pv = next((v for k, v in paper.items() if k.startswith(label)), None)
+        pv = next((v for k, v in paper.items() if k.startswith(label) or label.startswith(k)), None)
         pv = f"Δacc {pv} (Table 12, ARC-Challenge)" if pv else "Table 12"
         est = bootstrap_ci(lambda o, t: float(100 * np.mean(t - o)), d["ori"], d["te"], **kw)
         common = dict(ci=est[1:], null=0.0, paper_value=pv, interval_how=f"paired bootstrap over {len(d['ori'])} test items")
