@@ -67,6 +67,9 @@ def test_shortcut_claims_follow_the_intervals():
     assert claims["sparsity.located_vs_random"].verdict == "supported"
     assert "Table 2" in claims["te.contaminated_drop"].paper_value
     assert claims["te.a2_train_split"].verdict == "not testable here"  # no "+train split" label in _te
+    leak = claims["te.leak[+test]"]  # Ori - Ref by hand from the same arrays
+    assert leak.ours == pytest.approx(100 * (te["+test"]["ori"].mean() - te["+test"]["ref"].mean()))
+    assert leak.ours > 15 and leak.verdict == "supported" and "te.leak[Vanilla]" not in claims
 
 
 def test_reporting_claims_a2_clean_models_and_the_largest_side_effect():
