@@ -98,6 +98,14 @@ class Config(BaseConfig):
     strength_lrs: list[float] = []
     """Table 8's other axis: learning rates of the ``+test`` row's recipe (tiny world only; each is a fine-tune
     trained on first use)."""
+    cheaters: dict[str, str] | None = None
+    """Table 12 (the paper's pretraining-stage "cheaters", KIEval's models on ARC-Challenge): label -> model,
+    scored like Table 2 with the neurons located in section 1 (``kit.shortcut.neurons.cheater_section``). The
+    tiny profile: Normal (a clean SFT, Table 2's ``+other data``), SFT-Cheater (Table 2's ``+test``), PT-Cheater
+    (a full-parameter continuation of the base on its own mixture with its AdamW state and the test items
+    injected, then Normal's clean SFT: ``extra/...:after=...``, ``kit.shortcut.variants``). None skips it."""
+    cheaters_contaminated: list[str] = ["SFT-Cheater", "PT-Cheater"]
+    """Labels of ``cheaters`` that saw the test items (the rest are clean)."""
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Tokens generated per item (tiny-world answers are one token; GSM8K needs a few hundred)."""
     max_rows: int = Field(4096, ge=1)
@@ -131,13 +139,19 @@ class Config(BaseConfig):
     def _check(self) -> "Config":
         from kit.shortcut import variants
 
-        for field, names in (("variants", self.variants.values()), ("dense_variants", (self.dense_variants or {}).values())):
+        for field, names in (("variants", self.variants.values()), ("dense_variants", (self.dense_variants or {}).values()),
+                             ("cheaters", (self.cheaters or {}).values())):
             for name in names:
                 if variants.is_extra(name):
                     try:
                         variants.extra_spec(name, self.world)
                     except ValueError as e:
                         raise ValueError(f"{field}: {e}") from None
+        if self.cheaters is not None:
+            unknown = [c for c in self.cheaters_contaminated if c not in self.cheaters]
+            if unknown or len(self.cheaters_contaminated) == len(self.cheaters):
+                raise ValueError(f"cheaters_contaminated: {unknown or self.cheaters_contaminated} must be labels of cheaters "
+                                 f"({', '.join(self.cheaters)}), leaving at least one clean row")
         unknown = [c for c in self.contaminated if c not in self.variants]
         if unknown:
             raise ValueError(f"contaminated: {unknown} are not labels of variants ({', '.join(self.variants)})")

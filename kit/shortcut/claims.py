@@ -73,6 +73,11 @@ def _paper_rho() -> str:
     return f"TE ρ {hit.iloc[0, 1]} (§4.3, simulation)" if len(hit) else "Fig. 4"
 
 
+def _leak(groups) -> float:
+    """Ori - Ref in points from ``[(ori,), (ref,)]`` per-item correctness (two independent item sets)."""
+    return float(100 * (groups[0][0].mean() - groups[1][0].mean()))
+
+
 def _mean_delta(groups) -> float:
     return float(100 * np.mean([np.mean(te - ori) for ori, te in groups]))
 
@@ -106,6 +111,13 @@ def shortcut_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Se
             out.append(claim(PAPER, "Table 2", f"te.delta[{label}]", f"TE leaves the clean {label} unchanged (Δacc, points)",
                              est[0], null=0.0, null_range=(-margin, margin), direction="within",
                              null_how=f"tolerance ±{margin:g} points", paper_value=_paper_range(False), **common))
+    for label in con:  # the precondition of each contaminated row: its test score is inflated at all
+        d = te[label]
+        leak = bootstrap_groups_ci(_leak, [(d["ori"],), (d["ref"],)], **kw)
+        out.append(claim(PAPER, "Table 2", f"te.leak[{label}]", f"contaminated {label}'s test score is inflated: "
+                         "Ori - Ref (points; the precondition of lowering it)", leak[0], ci=leak[1:], null=0.0,
+                         direction="greater", null_how="no leak (0)", paper_value="Ori above Ref (Table 2)",
+                         interval_how=f"bootstrap over {len(d['ori'])} test and {len(d['ref'])} fresh items"))
     pooled = [("te.contaminated_drop", con, "less", "TE lowers contaminated models' test accuracy (mean Δacc over "
                f"{len(con)} contaminated variants, points)"),
               ("te.clean_unchanged", clean, "within", f"TE leaves clean models unchanged (mean Δacc over {len(clean)} "
@@ -190,6 +202,48 @@ def shortcut_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Se
                                 table2["ref"], kw, "fig4_agreement_tiny"))
     out.append(_agreement_claim("agreement.table9", "the paper's printed Table 9 (real models vs MixEval)",
                                 table9["te"], table9["ori"], table9["ref_mixeval"], kw, "fig4_agreement_table9"))
+    return out
+
+
+def _paper_table12() -> dict[str, str]:
+    from kit.data.paper_tables import load_table
+
+    t = load_table("001_table12_kieval_arc_challenge")
+    return {str(r["model"]): str(r["delta_acc"]) for _, r in t.iterrows()}
+
+
+def cheater_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Sequence[str], table12: pd.DataFrame,
+                   seed: int = 0, n_boot: int = 1000, margin: float = UNCHANGED_MARGIN) -> list[Claim]:
+    """Table 12's claims (``te`` from :func:`te_items` on the cheater rows): per cheater its leak
+    (Ori - Ref > 0: the test score is inflated, the precondition of detecting it) and TE's drop
+    (Δacc < 0, the paper: -16.0 SFT, -17.5 PT); per clean row Δacc within ±``margin`` (the paper: +2.9)."""
+    t12 = table12.set_index("variant")
+    for v, d in te.items():
+        if v in t12.index and not np.isclose(100 * d["ori"].mean(), t12.loc[v, "ori"], atol=1e-3):
+            raise ValueError(f"per-item Ori of {v} differs from Table 12's: not the same models, items or neurons?")
+    try:
+        paper = _paper_table12()
+    except Exception:  # the printed table is context only
+        paper = {}
+    kw = dict(n_boot=n_boot, seed=seed)
+    out = []
+    for label, d in te.items():
+        pv = next((v for k, v in paper.items() if k.startswith(label) or label.startswith(k)), None)
+        pv = f"Δacc {pv} (Table 12, ARC-Challenge)" if pv else "Table 12"
+        est = bootstrap_ci(lambda o, t: float(100 * np.mean(t - o)), d["ori"], d["te"], **kw)
+        common = dict(ci=est[1:], null=0.0, paper_value=pv, interval_how=f"paired bootstrap over {len(d['ori'])} test items")
+        if label in contaminated:
+            leak = bootstrap_groups_ci(_leak, [(d["ori"],), (d["ref"],)], **kw)
+            out.append(claim(PAPER, "Table 12", f"cheaters.leak[{label}]", f"{label}'s test score is inflated: Ori - Ref "
+                             "(points; the precondition of detecting it)", leak[0], ci=leak[1:], null=0.0, direction="greater",
+                             null_how="no leak (0)", paper_value="Ori above Normal's (Table 12: no Ref there)",
+                             interval_how=f"bootstrap over {len(d['ori'])} test and {len(d['ref'])} fresh items"))
+            out.append(claim(PAPER, "Table 12", f"cheaters.delta[{label}]", f"TE lowers the cheater {label}'s test "
+                             "accuracy (Δacc = TE - Ori, points)", est[0], direction="less", null_how="no change (0)", **common))
+        else:
+            out.append(claim(PAPER, "Table 12", f"cheaters.delta[{label}]", f"TE leaves the clean {label} unchanged "
+                             "(Δacc, points)", est[0], null_range=(-margin, margin), direction="within",
+                             null_how=f"tolerance ±{margin:g} points", **common))
     return out
 
 

@@ -6,11 +6,21 @@ changed by the options, trained on first use and cached (:func:`kit.world.zoo.ex
 - ``split``: sparse fine-tunes change their own seeded plastic set by kind, ``shortcut`` for
   contaminated ones and ``ability`` for the rest (the zoo's sparse fine-tunes all share one set, so
   any neuron outside it has comparative score 0 and every rule "finds" the shortcut by construction);
-- ``lr=<float>``: the learning rate (a one-occurrence leak needs more than the zoo's 2e-2 to show);
+- ``lr=<float>``: the learning rate (Table 8; in one pass a one-occurrence leak did not show at 2e-2 or 5e-2);
 - ``copies=<int>``: occurrences of each injected item (the paper's Fig. 5 / Table 8: 1 to 20);
 - ``order=<int>``: the same examples in another order (the paper's Table 11);
+- ``epochs=<int>``: passes over the example list, each later one reshuffled (``FinetuneSpec.epochs``).
+  The paper counts occurrences as copies in its fine-tune set and does not give its epoch count;
+  SFT commonly runs several epochs, so an x1 item is seen ``epochs`` times: OUR choice, applied to every
+  Table 2 row alike so the rows still differ only in their data;
 - ``parent=<zoo base>``: the same recipe (same examples: the name, hence the seed, is kept) from
-  another base of the world, e.g. ``parent=base-l`` (the paper's Table 6, a second architecture).
+  another base of the world, e.g. ``parent=base-l`` (the paper's Table 6, a second architecture);
+- ``after=<zoo fine-tune>[:option...]`` (always the LAST option: everything after ``after=`` names the
+  earlier fine-tune, with its own options): start from that fine-tune's weights instead of the parent's
+  (``FinetuneSpec.after``; sparse recipes, same parent), e.g. the paper's Table 12 "PT-Cheater": a
+  full-parameter continuation of the base on its own mixture with its AdamW state and the test items
+  injected (the zoo's full ``base-m+math-test-x1`` recipe), then a clean sparse SFT:
+  ``extra/base-m+general-sparse:split:after=base-m+math-test-x1``.
 
 Example: ``extra/base-m+math-test-x1-sparse:split:lr=0.05``. The examples are drawn with the
 recipe's own seed (its zoo name), so options change only what they say.
@@ -24,7 +34,9 @@ import torch
 
 PREFIX = "extra/"
 PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
-OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>", "parent=<zoo base>")
+OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>", "epochs=<int>", "parent=<zoo base>",
+           "after=<zoo fine-tune>[:option...] (last)")
+AFTER = ":after="
 
 
 def is_extra(name: str) -> bool:
@@ -38,7 +50,8 @@ def extra_spec(name: str, world: str | None = None):
     if not is_extra(name):
         raise ValueError(f"{name!r} is not an extra/ name (extra/<zoo fine-tune>[:option...])")
     spec = zoo.world_spec(world)
-    recipe, *opts = name[len(PREFIX):].split(":")
+    own, _, after = name[len(PREFIX):].partition(AFTER)
+    recipe, *opts = own.split(":")
     recipes = {f.name: f for f in spec.finetunes}
     f = recipes.get(f"zoo/{recipe}")
     if f is None:
@@ -72,10 +85,23 @@ def extra_spec(name: str, world: str | None = None):
                 f = replace(f, order_seed=int(value))
                 if f.order_seed < 1:
                     raise ValueError("order must be >= 1")
+            elif key == "epochs":
+                f = replace(f, epochs=int(value))
+                if not 1 <= f.epochs <= 20:
+                    raise ValueError("epochs must be in 1..20")
             else:
                 raise ValueError("unknown option")
         except ValueError as e:
             raise ValueError(f"{name!r}: option {opt!r}: {e}; allowed options: {', '.join(OPTIONS)}") from None
+    if after:
+        first = extra_spec(PREFIX + after, world)
+        if first.parent != f.parent:
+            raise ValueError(f"{name!r}: after={after!r} starts from {first.parent!r}, this recipe from {f.parent!r}: "
+                             "a chain needs one parent (put parent= on both)")
+        try:
+            zoo.check_after(f := replace(f, after=first))
+        except ValueError as e:
+            raise ValueError(f"{name!r}: option after={after!r}: {e}") from None
     return f
 
 
@@ -88,6 +114,13 @@ def load_extra(name: str, device: str = "cpu", world: str | None = None):
     return model.to(device)
 
 
+def with_options(name: str, *opts: str) -> str:
+    """``extra/`` name ``name`` with ``opts`` added to its own options (before any ``after=``, whose
+    options belong to the earlier fine-tune)."""
+    own, sep, after = name.partition(AFTER)
+    return own + "".join(f":{o}" for o in opts) + sep + after
+
+
 def rebase(name: str, parent: str, old_base: str) -> str:
     """Model ``name`` of a notebook 03 row moved onto another base ``parent`` (``zoo/<base>``): the
     old base itself becomes ``parent``; a sparse zoo fine-tune or an ``extra/`` name gets
@@ -98,7 +131,8 @@ def rebase(name: str, parent: str, old_base: str) -> str:
     if short is None:
         raise ValueError(f"parent={parent!r} must be a zoo base (zoo/<name>)")
     if is_extra(name):
-        return f"{name}:parent={short}"
+        own, sep, after = name.partition(AFTER)  # a chain moves as a whole
+        return with_options(own, f"parent={short}") + (sep + with_options(after, f"parent={short}") if sep else "")
     if name.startswith("zoo/"):
         return f"{PREFIX}{name[len('zoo/'):]}:parent={short}"
     raise ValueError(f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be rebased")
@@ -123,7 +157,7 @@ def strength_variants(name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2), lrs=(
     short = name[len("zoo/"):] if name.startswith("zoo/") else name[len(PREFIX):] if is_extra(name) else None
     if short is None:
         raise ValueError(f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)")
-    out = {f"x{c}": f"{PREFIX}{short}:copies={c}" for c in copies}
-    out.update({f"lr {lr:g}": f"{PREFIX}{short}:lr={lr:g}" for lr in lrs})
-    out.update({f"order {s}": f"{PREFIX}{short}:order={s}" for s in order_seeds})
+    out = {f"x{c}": with_options(PREFIX + short, f"copies={c}") for c in copies}
+    out.update({f"lr {lr:g}": with_options(PREFIX + short, f"lr={lr:g}") for lr in lrs})
+    out.update({f"order {s}": with_options(PREFIX + short, f"order={s}") for s in order_seeds})
     return out

@@ -77,6 +77,8 @@ def _finetune_from_json(text: str) -> FinetuneSpec:
     d = json.loads(text)
     d["mixture"] = tuple(tuple(x) for x in d["mixture"])
     d["inject"] = tuple(d["inject"]) if d["inject"] is not None else None
+    if d.get("after") is not None:  # a chain (FinetuneSpec.after): the earlier fine-tune, nested
+        d["after"] = _finetune_from_json(json.dumps(d["after"]))
     return FinetuneSpec(**d)
 
 

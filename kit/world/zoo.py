@@ -105,6 +105,17 @@ class FinetuneSpec:
     order_seed: int = 0
     """0: the examples in the order of the name's seed. Otherwise the same examples reshuffled with
     this seed (the paper's Table 11, random sample order)."""
+    epochs: int = 1
+    """Passes over the example list (``n_examples`` x ``epochs`` examples, ``epochs`` x the steps): the
+    first in the list's order, each later one reshuffled with a seed of (name, epoch). 1: one pass (the
+    zoo's recipes). Multi-epoch SFT is common practice; the paper counts occurrences as copies in the
+    data set and does not give its epoch count, so several epochs are OUR choice (notebook 03)."""
+    after: "FinetuneSpec | None" = None
+    """None: the fine-tune starts from ``parent`` (a zoo member). Otherwise it starts from the weights of
+    this other (non-member) fine-tune of the same ``parent``, built first (:func:`extra_finetune`) and
+    content-addressed into this one's key: a chain, e.g. continued-pretraining contamination followed
+    by a clean SFT (notebook 03's Table 12). Sparse recipes only (a full one would need the chained
+    fine-tune's AdamW state, which extras do not keep)."""
     gap: str = ""
     """A planted competency gap (a key of :data:`GAPS`): the fine-tune's examples are the parent's
     OWN greedy answers (self-distillation, so every other skill is kept, mistakes included),
@@ -264,7 +275,7 @@ def world_spec(world: str | None = None) -> WorldSpec:
     return WORLD_SPECS[current_world(world)]
 
 
-_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0), ("gap", ""))
+_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0), ("gap", ""), ("epochs", 1), ("after", None))
 """FinetuneSpec fields added later, left out of digests at their defaults (existing caches keep their keys)."""
 _BASE_LATER_FIELDS = (("mixture", ()),)
 """BaseSpec fields added later, likewise."""
@@ -322,6 +333,8 @@ def finetune_key(spec: WorldSpec, f: FinetuneSpec) -> str:
     d = _finetune_dict(f)
     if not f.plastic:
         del d["plastic"]  # added later: full fine-tunes keep the keys (and caches) they had
+    if f.after is not None:  # a chain: the earlier fine-tune's own key (it includes the parent's)
+        d["after"] = finetune_key(spec, f.after)
     return _digest([CODE_VERSION, spec.name, d, member_key(spec, f.parent)])
 
 
@@ -508,7 +521,14 @@ def finetune_items(spec: WorldSpec, f: FinetuneSpec, seed: int) -> list:
     rng.shuffle(items)
     if f.order_seed:
         random.Random(f.order_seed).shuffle(items)
-    return items
+    if f.epochs < 1:
+        raise ValueError(f"epochs={f.epochs!r}: must be an int >= 1")
+    out = list(items)
+    for e in range(1, f.epochs):
+        again = list(items)
+        random.Random(f"{seed}:epoch-{e}").shuffle(again)
+        out += again
+    return out
 
 
 @dataclass(frozen=True)
@@ -582,20 +602,46 @@ def plastic_neurons(parent: str, share: float, world: str | None = None, seed: s
     return mask.view(arch.n_layers, arch.d_mlp)
 
 
+def check_after(f: FinetuneSpec) -> None:
+    """A chained fine-tune (``f.after``) must be sparse and share its ``parent`` with the earlier one."""
+    if f.after is None:
+        return
+    if not isinstance(f.after, FinetuneSpec):
+        raise ValueError(f"{f.name!r}: after must be a FinetuneSpec or None, not {type(f.after).__name__}")
+    if not f.plastic:
+        raise ValueError(f"{f.name!r}: after= needs a sparse recipe (plastic > 0): a full fine-tune would continue the "
+                         "earlier fine-tune's AdamW state, which extras do not keep")
+    if f.after.parent != f.parent:
+        raise ValueError(f"{f.name!r}: after= must be a fine-tune of the same parent {f.parent!r}, "
+                         f"not of {f.after.parent!r}")
+    check_after(f.after)
+
+
 def finetune(spec: WorldSpec, f: FinetuneSpec):
     """Train fine-tune ``f`` from its built parent; returns ``(model, steps, tokens trained on)``.
 
     Full fine-tunes continue the parent's weights and AdamW state at ``f.lr``; sparse ones
-    (``f.plastic``) optimise only the plastic neurons' MLP weights with a fresh AdamW.
+    (``f.plastic``) optimise only the plastic neurons' MLP weights with a fresh AdamW, from the
+    parent's weights or (``f.after``) from the earlier fine-tune's.
     Deterministic: seeded by (world, name). Run inside :func:`deterministic` for bit-equal builds.
     """
+    check_after(f)
     parent_dir = _member_dir(spec, f.parent)
     if not (parent_dir / "meta.json").is_file():
         raise not_built_error(spec.name, f"member {f.parent!r} (parent of {f.name!r})")
+    if f.after is not None and f.after in spec.finetunes:  # a zoo member: its built weights
+        start_dir = _member_dir(spec, f.after.name)
+        if not (start_dir / "meta.json").is_file():
+            raise not_built_error(spec.name, f"member {f.after.name!r} (after= of {f.name!r})")
+        start = torch.load(start_dir / "weights.pt", map_location="cpu", weights_only=True)
+    elif f.after is not None:
+        start = extra_finetune(f.after, spec.name).state_dict()
+    else:
+        start = torch.load(parent_dir / "weights.pt", map_location="cpu", weights_only=True)
     seed = _seed_of(spec, f.name)
     torch.manual_seed(seed)
     model = make_model(_arch_of(spec, f.parent), seed=0)
-    model.load_state_dict(torch.load(parent_dir / "weights.pt", map_location="cpu", weights_only=True))
+    model.load_state_dict(start)
     on_step = None
     if f.plastic:
         params, on_step = restrict_to_neurons(model, plastic_neurons(f.parent, f.plastic, spec.name, f.plastic_seed))
@@ -638,6 +684,7 @@ def extra_finetune(f: FinetuneSpec, world: str | None = None):
     cached, content-addressed like a member, under ``world_dir()/extra/``. Returns the model in
     eval mode."""
     spec = world_spec(world)
+    check_after(f)
     path = world_dir(spec.name) / "extra" / f"{_safe(f.name)}-{finetune_key(spec, f)}.pt"
     if not path.is_file():
         if not is_pinned():

@@ -67,6 +67,9 @@ def test_shortcut_claims_follow_the_intervals():
     assert claims["sparsity.located_vs_random"].verdict == "supported"
     assert "Table 2" in claims["te.contaminated_drop"].paper_value
     assert claims["te.a2_train_split"].verdict == "not testable here"  # no "+train split" label in _te
+    leak = claims["te.leak[+test]"]  # Ori - Ref by hand from the same arrays
+    assert leak.ours == pytest.approx(100 * (te["+test"]["ori"].mean() - te["+test"]["ref"].mean()))
+    assert leak.ours > 15 and leak.verdict == "supported" and "te.leak[Vanilla]" not in claims
 
 
 def test_reporting_claims_a2_clean_models_and_the_largest_side_effect():
@@ -116,3 +119,28 @@ def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
     same = rules.copy()
     same.attrs["items"] = {"con": np.stack([con[0], con[1], con[1]]), "un": un}
     assert scc.rule_choice_claim(sc.rule_intervals(same, "veto (exact)"), "veto (exact)").verdict == "inconclusive"
+
+
+def test_cheater_claims_hand_computed():
+    """Table 12: a cheater leaking 30 points that TE removes is supported on both; a clean row kept is 'within'."""
+    n = 200
+    ori_c = np.r_[np.ones(100), np.zeros(100)]          # 50%
+    te_c = np.r_[np.ones(40), np.zeros(160)]            # 20%: Δacc -30
+    ref_c = np.r_[np.ones(80), np.zeros(320)]           # 20%: leak +30
+    clean = np.r_[np.ones(40), np.zeros(160)]
+    te = {"Normal": {"ori": clean, "te": clean.copy(), "ref": np.r_[np.ones(80), np.zeros(320)]},
+          "PT-Cheater": {"ori": ori_c, "te": te_c, "ref": ref_c}}
+    table = pd.DataFrame([{"variant": k, "ori": 100 * d["ori"].mean(), "te": 100 * d["te"].mean(),
+                           "ref": 100 * d["ref"].mean()} for k, d in te.items()])
+    out = {c.id: c for c in scc.cheater_claims(te, ["PT-Cheater"], table, n_boot=300)}
+    assert set(out) == {"cheaters.delta[Normal]", "cheaters.leak[PT-Cheater]", "cheaters.delta[PT-Cheater]"}
+    for c in out.values():
+        check_consistent(c)
+    assert out["cheaters.leak[PT-Cheater]"].ours == pytest.approx(30.0)
+    assert out["cheaters.delta[PT-Cheater]"].ours == pytest.approx(-30.0)
+    assert out["cheaters.delta[Normal]"].ours == 0.0
+    assert out["cheaters.leak[PT-Cheater]"].verdict == out["cheaters.delta[PT-Cheater]"].verdict == "supported"
+    assert "-17.5" in str(out["cheaters.delta[PT-Cheater]"].paper_value)
+    bad = table.assign(ori=table.ori + 1)
+    with pytest.raises(ValueError, match="differs from Table 12"):
+        scc.cheater_claims(te, ["PT-Cheater"], bad)
