@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.model:
                 kwargs["model"] = args.model
             if args.dtype is not None:
-                if "dtype" not in inspect.signature(run).parameters:
+                if not _takes_dtype(WORKLOADS[name]):
                     raise ValueError(f"--dtype is not taken by this workload; workloads that take it: "
                                      f"{', '.join(n for n, t in WORKLOADS.items() if _takes_dtype(t))}")
                 kwargs["dtype"] = args.dtype

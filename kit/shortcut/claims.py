@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from kit.core.claims import Claim, bootstrap_ci, bootstrap_groups_ci, claim
-from kit.shortcut.neurons import TaskData, item_correct, random_neurons
+from kit.shortcut.neurons import TaskData, item_correct, random_neurons, te_items  # noqa: F401 (te_items: API)
 from kit.shortcut.patching import Neuron
 
 PAPER = "001"
@@ -24,18 +24,6 @@ REQUIRED_IDS = {"03_shortcut_neurons": ["te.contaminated_drop", "te.toward_ref",
 UNCHANGED_MARGIN = 2.0
 """'Leaves clean models / other tasks unchanged' is tested as equivalence within ±2 accuracy
 points (our choice; the paper's Tables 2-3 show changes of about 1 point and call them small)."""
-
-
-def te_items(models: Mapping[str, object], base, test: TaskData, fresh: TaskData, neurons: Sequence[Neuron],
-             max_rows: int = 2048, max_new_tokens: int | None = None) -> dict[str, dict[str, np.ndarray]]:
-    """Per variant the per-item correctness behind Table 2: ``ori`` and ``te`` on the test items
-    (same items, so paired), ``ref`` on the fresh items."""
-    out = {}
-    for label, m in models.items():
-        ori, te = item_correct(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
-        ref = item_correct(m, None, fresh, [[]], max_rows, max_new_tokens)[0]
-        out[label] = {"ori": ori, "te": te, "ref": ref}
-    return out
 
 
 def side_items(models: Mapping[str, object], base, tasks: Mapping[str, TaskData], neurons: Sequence[Neuron],
@@ -78,6 +66,14 @@ def _leak(groups) -> float:
     return float(100 * (groups[0][0].mean() - groups[1][0].mean()))
 
 
+def _leak_claim(table: str, cid: str, statement: str, d: Mapping[str, np.ndarray], paper_value: str, kw) -> Claim:
+    """Ori - Ref > 0 of one row (per-item ``d["ori"]``, ``d["ref"]``), bootstrapped over both item sets."""
+    leak = bootstrap_groups_ci(_leak, [(d["ori"],), (d["ref"],)], **kw)
+    return claim(PAPER, table, cid, statement, leak[0], ci=leak[1:], null=0.0, direction="greater",
+                 null_how="no leak (0)", paper_value=paper_value,
+                 interval_how=f"bootstrap over {len(d['ori'])} test and {len(d['ref'])} fresh items")
+
+
 def _mean_delta(groups) -> float:
     return float(100 * np.mean([np.mean(te - ori) for ori, te in groups]))
 
@@ -112,12 +108,9 @@ def shortcut_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Se
                              est[0], null=0.0, null_range=(-margin, margin), direction="within",
                              null_how=f"tolerance ±{margin:g} points", paper_value=_paper_range(False), **common))
     for label in con:  # the precondition of each contaminated row: its test score is inflated at all
-        d = te[label]
-        leak = bootstrap_groups_ci(_leak, [(d["ori"],), (d["ref"],)], **kw)
-        out.append(claim(PAPER, "Table 2", f"te.leak[{label}]", f"contaminated {label}'s test score is inflated: "
-                         "Ori - Ref (points; the precondition of lowering it)", leak[0], ci=leak[1:], null=0.0,
-                         direction="greater", null_how="no leak (0)", paper_value="Ori above Ref (Table 2)",
-                         interval_how=f"bootstrap over {len(d['ori'])} test and {len(d['ref'])} fresh items"))
+        out.append(_leak_claim("Table 2", f"te.leak[{label}]", f"contaminated {label}'s test score is inflated: "
+                               "Ori - Ref (points; the precondition of lowering it)", te[label],
+                               "Ori above Ref (Table 2)", kw))
     pooled = [("te.contaminated_drop", con, "less", "TE lowers contaminated models' test accuracy (mean Δacc over "
                f"{len(con)} contaminated variants, points)"),
               ("te.clean_unchanged", clean, "within", f"TE leaves clean models unchanged (mean Δacc over {len(clean)} "
@@ -233,11 +226,9 @@ def cheater_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Seq
         est = bootstrap_ci(lambda o, t: float(100 * np.mean(t - o)), d["ori"], d["te"], **kw)
         common = dict(ci=est[1:], null=0.0, paper_value=pv, interval_how=f"paired bootstrap over {len(d['ori'])} test items")
         if label in contaminated:
-            leak = bootstrap_groups_ci(_leak, [(d["ori"],), (d["ref"],)], **kw)
-            out.append(claim(PAPER, "Table 12", f"cheaters.leak[{label}]", f"{label}'s test score is inflated: Ori - Ref "
-                             "(points; the precondition of detecting it)", leak[0], ci=leak[1:], null=0.0, direction="greater",
-                             null_how="no leak (0)", paper_value="Ori above Normal's (Table 12: no Ref there)",
-                             interval_how=f"bootstrap over {len(d['ori'])} test and {len(d['ref'])} fresh items"))
+            out.append(_leak_claim("Table 12", f"cheaters.leak[{label}]", f"{label}'s test score is inflated: Ori - Ref "
+                                   "(points; the precondition of detecting it)", d,
+                                   "Ori above Normal's (Table 12: no Ref there)", kw))
             out.append(claim(PAPER, "Table 12", f"cheaters.delta[{label}]", f"TE lowers the cheater {label}'s test "
                              "accuracy (Δacc = TE - Ori, points)", est[0], direction="less", null_how="no change (0)", **common))
         else:

@@ -20,7 +20,7 @@ pass ``targets`` as lists of ids: exact match then compares the first ``len(targ
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -706,6 +706,17 @@ def item_correct(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neu
     return exact_match(gen, data.lengths, targets).float().cpu().numpy()
 
 
+def te_items(models: Mapping[str, object], base, test: TaskData, fresh: TaskData, neurons: Sequence[Neuron],
+             max_rows: int = 2048, max_new_tokens: int | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """Per variant the per-item correctness behind Table 2: ``ori`` and ``te`` on the test items
+    (same items, so paired), ``ref`` on the fresh items."""
+    out = {}
+    for label, m in models.items():
+        ori, te = item_correct(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
+        ref = item_correct(m, None, fresh, [[]], max_rows, max_new_tokens)[0]
+        out[label] = {"ori": ori, "te": te, "ref": ref}
+    return out
+
 def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
                max_new_tokens: int | None = None) -> np.ndarray:
     """Accuracy (fraction) of ``model`` with each neuron set patched from ``base``: exact match of
@@ -1215,22 +1226,18 @@ def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+t
 def cheater_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
     """Table 12 (pretraining-stage "cheaters"): ``cfg.cheaters`` (label -> model; ``cfg.cheaters_contaminated``
     the cheaters) scored like Table 2 (Ori, Ref, TE, Δacc) with the neurons already located in section 1.
-    ``data["per_item"]`` holds the per-item correctness behind it (the same generations, as
-    ``kit.shortcut.claims.te_items`` returns) for ``kit.shortcut.claims.cheater_claims``. The paper's rows are
+    ``data["per_item"]`` holds the per-item correctness behind it (:func:`te_items`) for ``kit.shortcut.claims.cheater_claims``. The paper's rows are
     KIEval's released ARC-Challenge models and it locates neurons on ARC; here the PT-Cheater is a
     full-parameter continuation of the base (its mixture, its AdamW state) with the test items injected,
     followed by the Normal row's clean SFT (``extra/...:after=...``)."""
     from kit.core.findings import Section
 
     models = s.pool(dict(cfg.cheaters))
-    per_item, rows = {}, []
-    for label, m in models.items():
-        ori, te = item_correct(m, s.base, s.test, [[], list(shortcut)], cfg.max_rows, cfg.max_new_tokens)
-        ref = item_correct(m, None, s.fresh, [[]], cfg.max_rows, cfg.max_new_tokens)[0]
-        per_item[label] = {"ori": ori, "te": te, "ref": ref}
-        rows.append({"variant": label, "contaminated": label in cfg.cheaters_contaminated, "ref": 100 * ref.mean(),
-                     "ori": 100 * ori.mean(), "te": 100 * te.mean(), "delta_acc": 100 * (te.mean() - ori.mean())})
+    per_item = te_items(models, s.base, s.test, s.fresh, shortcut, cfg.max_rows, cfg.max_new_tokens)
     models.release_all()
+    rows = [{"variant": label, "contaminated": label in cfg.cheaters_contaminated, "ref": 100 * d["ref"].mean(),
+             "ori": 100 * d["ori"].mean(), "te": 100 * d["te"].mean(),
+             "delta_acc": 100 * (d["te"].mean() - d["ori"].mean())} for label, d in per_item.items()]
     table = pd.DataFrame(rows)
     t = table.set_index("variant")
     lines = ["Table 12 analogue (neurons located in section 1): " + "; ".join(
