@@ -106,6 +106,19 @@ class Config(BaseConfig):
     injected, then Normal's clean SFT: ``extra/...:after=...``, ``kit.shortcut.variants``). None skips it."""
     cheaters_contaminated: list[str] = ["SFT-Cheater", "PT-Cheater"]
     """Labels of ``cheaters`` that saw the test items (the rest are clean)."""
+    benchmark_format: str | None = None
+    """Section 11 (the paper's A2, an input-format shortcut): the benchmark's fixed input format, a key of
+    ``kit.world.tasks.FORMATS`` wrapped around the test items (tiny-world task only: a real benchmark has its
+    own format); the rows ``format_variants`` are scored in it (``kit.shortcut.neurons.format_section``). None
+    (the tiny profile: ``answer-cue``) skips it."""
+    format_variants: dict[str, str] = {}
+    """Section 11's rows: label -> model; must hold ``base_model`` (the vanilla row the format advantage is
+    measured against) and ``format_label``."""
+    format_label: str = "+format train"
+    """The row fine-tuned on the train split in ``benchmark_format`` (the paper's +GSM8K Train; the tiny profile:
+    Table 2's ``+train split`` recipe with ``:format=...``, ``kit.shortcut.variants``)."""
+    n_format: int = Field(2000, ge=2, le=100_000)
+    """Section 11: fresh items scored with and without ``benchmark_format`` (the format advantage, paired by item)."""
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Tokens generated per item (tiny-world answers are one token; GSM8K needs a few hundred)."""
     max_rows: int = Field(4096, ge=1)
@@ -152,6 +165,22 @@ class Config(BaseConfig):
             if unknown or len(self.cheaters_contaminated) == len(self.cheaters):
                 raise ValueError(f"cheaters_contaminated: {unknown or self.cheaters_contaminated} must be labels of cheaters "
                                  f"({', '.join(self.cheaters)}), leaving at least one clean row")
+        if self.benchmark_format is not None:
+            from kit.world import TASKS
+            from kit.world.tasks import FORMATS
+
+            if self.benchmark_format not in FORMATS or self.task not in TASKS:
+                raise ValueError(f"benchmark_format={self.benchmark_format!r}: a tiny-world task's input format; allowed "
+                                 f"values: {', '.join(FORMATS)} or None (None for a real benchmark task={self.task!r})")
+            if self.format_label not in self.format_variants or self.base_model not in self.format_variants.values():
+                raise ValueError(f"format_variants must hold format_label={self.format_label!r} and a row of base_model "
+                                 f"{self.base_model!r}; got {dict(self.format_variants)}")
+            for label, name in self.format_variants.items():
+                if variants.is_extra(name):
+                    try:
+                        variants.extra_spec(name, self.world)
+                    except ValueError as e:
+                        raise ValueError(f"format_variants[{label!r}]: {e}") from None
         unknown = [c for c in self.contaminated if c not in self.variants]
         if unknown:
             raise ValueError(f"contaminated: {unknown} are not labels of variants ({', '.join(self.variants)})")

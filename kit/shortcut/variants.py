@@ -13,6 +13,9 @@ changed by the options, trained on first use and cached (:func:`kit.world.zoo.ex
   The paper counts occurrences as copies in its fine-tune set and does not give its epoch count;
   SFT commonly runs several epochs, so an x1 item is seen ``epochs`` times: OUR choice, applied to every
   Table 2 row alike so the rows still differ only in their data;
+- ``format=<name>``: the injected items in a benchmark input format (``kit.world.tasks.FORMATS``,
+  ``FinetuneSpec.prompt_format``), e.g. the train split in the benchmark's format (the paper's A2:
+  ``extra/base-m+math-train-sparse:split:format=answer-cue``);
 - ``parent=<zoo base>``: the same recipe (same examples: the name, hence the seed, is kept) from
   another base of the world, e.g. ``parent=base-l`` (the paper's Table 6, a second architecture);
 - ``after=<zoo fine-tune>[:option...]`` (always the LAST option: everything after ``after=`` names the
@@ -34,7 +37,7 @@ import torch
 
 PREFIX = "extra/"
 PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
-OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>", "epochs=<int>", "parent=<zoo base>",
+OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>", "epochs=<int>", "format=<name>", "parent=<zoo base>",
            "after=<zoo fine-tune>[:option...] (last)")
 AFTER = ":after="
 
@@ -89,6 +92,14 @@ def extra_spec(name: str, world: str | None = None):
                 f = replace(f, epochs=int(value))
                 if not 1 <= f.epochs <= 20:
                     raise ValueError("epochs must be in 1..20")
+            elif key == "format":
+                from kit.world.tasks import FORMATS
+
+                if value not in FORMATS:
+                    raise ValueError(f"format must be one of {', '.join(FORMATS)}")
+                if f.inject is None:
+                    raise ValueError("format needs a recipe that injects items (it wraps them)")
+                f = replace(f, prompt_format=value)
             else:
                 raise ValueError("unknown option")
         except ValueError as e:

@@ -467,6 +467,36 @@ def get_task(name: str) -> Task:
     return ALL_TASKS[name]
 
 
+# ---------------------------------------------------------------- benchmark input formats
+FORMATS: dict[str, tuple[str, str]] = {
+    "answer-cue": ("", " answer :"),
+}
+"""A benchmark's fixed input format (the shortcut-neuron paper's assumption A2): name -> (prefix,
+suffix) wrapped around every prompt. ``answer-cue`` ends the question with ``answer :``, a cue the
+world's mixture uses only after multiple-choice options (``facts-mc``), so a model that never saw it
+after a free-form question is thrown by it (the tiny world's base-m on 2000 fresh add items: 16.0% ->
+4.3%) and a fine-tune on train items in that format learns it (notebook 03's ``+format train``: 16.0%
+plain, 11.2% in the format): a gain on the benchmark that is format, not ability. Measured before
+choosing (other 2000 items), that fine-tune's format advantage over the base was +6.9 points with this
+cue, +4.2 with ``output :``, +1.7 with ``result :`` and about 0 with a prefix ``run :``."""
+
+
+def formatted(items: list[Item], fmt: str) -> list[Item]:
+    """``items`` in benchmark input format ``fmt`` (a key of :data:`FORMATS`): prompts wrapped, ids
+    suffixed ``@fmt``, ``metadata["format"] = fmt``; answers unchanged. Only free-form items: a
+    multiple-choice prompt already ends with its own cue."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format={fmt!r} is not a benchmark input format; allowed values: {', '.join(FORMATS)}")
+    prefix, suffix = FORMATS[fmt]
+    out = []
+    for it in items:
+        if it.choices is not None:
+            raise ValueError(f"format={fmt!r}: item {it.id!r} is multiple choice; formats wrap free-form items only")
+        out.append(Item(f"{it.id}@{fmt}", prefix + it.prompt + suffix, answer=it.answer,
+                        metadata={**it.metadata, "format": fmt}))
+    return out
+
+
 def all_words() -> list[str]:
     """Every word any task can emit, in a fixed order (the tokenizer's vocabulary)."""
     words = [str(i) for i in range(MAX_NUMBER + 1)]

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from kit.models import tl
 from kit.core.paths import atomic_path, atomic_write_text, cache_dir, current_world
 from kit.world.pinned import is_pinned, run_pinned
-from kit.world.tasks import TASKS, get_task
+from kit.world.tasks import TASKS, formatted, get_task
 from kit.world.train import (
     Arch,
     batches_from_items,
@@ -116,6 +116,10 @@ class FinetuneSpec:
     content-addressed into this one's key: a chain, e.g. continued-pretraining contamination followed
     by a clean SFT (notebook 03's Table 12). Sparse recipes only (a full one would need the chained
     fine-tune's AdamW state, which extras do not keep)."""
+    prompt_format: str = ""
+    """A benchmark input format (a key of :data:`kit.world.tasks.FORMATS`) the INJECTED items are
+    wrapped in (the mixture's are not): a fine-tune on a benchmark's train split in the benchmark's
+    format (the shortcut-neuron paper's A2, notebook 03). ``""``: the items as the task renders them."""
     gap: str = ""
     """A planted competency gap (a key of :data:`GAPS`): the fine-tune's examples are the parent's
     OWN greedy answers (self-distillation, so every other skill is kept, mistakes included),
@@ -275,7 +279,8 @@ def world_spec(world: str | None = None) -> WorldSpec:
     return WORLD_SPECS[current_world(world)]
 
 
-_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0), ("gap", ""), ("epochs", 1), ("after", None))
+_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0), ("gap", ""), ("epochs", 1), ("after", None),
+                 ("prompt_format", ""))
 """FinetuneSpec fields added later, left out of digests at their defaults (existing caches keep their keys)."""
 _BASE_LATER_FIELDS = (("mixture", ()),)
 """BaseSpec fields added later, likewise."""
@@ -514,6 +519,8 @@ def finetune_items(spec: WorldSpec, f: FinetuneSpec, seed: int) -> list:
     if f.inject is not None:
         task, split, copies = f.inject
         src = get_task(task).items(split, n=200, seed=seed if split == "train" else 0)
+        if f.prompt_format:
+            src = formatted(src, f.prompt_format)
         items = [it for it in src for _ in range(copies)]
     n_total = f.n_examples if f.n_examples else f.steps * f.batch_size
     stream = mixture_stream(dict(f.mixture), rng)

@@ -422,6 +422,24 @@ def test_config_refuses_a_reference_that_is_the_test_set():
     assert Config().ref_task is None  # the tiny world: the task's fresh split
 
 
+def test_config_checks_the_a2_format_section():
+    from kit.configs.shortcut_neurons import Config
+
+    rows = {"Vanilla": "zoo/base-m", "+format train": "extra/base-m+math-train-sparse:split:format=answer-cue"}
+    assert Config(world="micro", benchmark_format="answer-cue", format_variants=rows).format_label == "+format train"
+    with pytest.raises(ValueError, match="benchmark_format='gsm'.*allowed values: answer-cue"):
+        Config(world="micro", benchmark_format="gsm", format_variants=rows)
+    with pytest.raises(ValueError, match="format_variants must hold format_label"):
+        Config(world="micro", benchmark_format="answer-cue", format_variants={"Vanilla": "zoo/base-m"})
+    with pytest.raises(ValueError, match="format_variants must hold.*base_model"):
+        Config(world="micro", benchmark_format="answer-cue", format_variants={"+format train": rows["+format train"]})
+    with pytest.raises(ValueError, match=r"format_variants\['\+format train'\].*format must be one of"):
+        Config(world="micro", benchmark_format="answer-cue",
+               format_variants=rows | {"+format train": "extra/base-m+math-train-sparse:format=x"})
+    with pytest.raises(ValueError, match="real benchmark task='gsm8k'"):
+        Config(task="gsm8k", ref_task="mawps", benchmark_format="answer-cue", format_variants=rows)
+
+
 def test_a_pool_holds_one_model_beside_the_base_and_changes_no_result():
     """Notebook 03 holds the donor base and ONE other model (kit.shortcut.pool): locating through lazy
     handles and Table 2 through a pool give exactly the results of models held all at once."""

@@ -42,6 +42,30 @@ def test_new_finetune_fields_keep_existing_keys_and_do_what_they_say():
         "order_seed must reorder the same examples"
 
 
+def test_format_option_wraps_only_the_injected_items_and_keeps_old_keys():
+    from dataclasses import replace
+
+    spec = zoo.world_spec("micro")
+    f = v.extra_spec("extra/base-m+math-train-sparse:split", "micro")
+    g = v.extra_spec("extra/base-m+math-train-sparse:split:format=answer-cue", "micro")
+    assert g.prompt_format == "answer-cue" and g == replace(f, prompt_format="answer-cue")
+    assert zoo.finetune_key(spec, replace(g, prompt_format="")) == zoo.finetune_key(spec, f), "'' is the old key"
+    assert zoo.finetune_key(spec, g) != zoo.finetune_key(spec, f)
+    plain, wrapped = zoo.finetune_items(spec, f, 3), zoo.finetune_items(spec, g, 3)
+    assert len(plain) == len(wrapped) == f.n_examples
+    add = [it for it in wrapped if it.metadata["task"] == "add"]
+    fmt = [it for it in add if it.metadata.get("format") == "answer-cue"]
+    assert len(fmt) == 5 * 200 and all(it.prompt.endswith(" answer :") for it in fmt), "the 5 x 200 injected items"
+    assert len(add) > len(fmt), "the mixture's own add items keep the task's format"
+    injected = [it for it in plain if it.id.startswith("add/train-s")]  # mixture items have no id
+    assert sorted(it.prompt + " answer :" for it in injected) == sorted(it.prompt for it in fmt), "the same items, wrapped"
+    assert sorted(it.prompt for it in plain if not it.id) == sorted(it.prompt for it in wrapped if "format" not in it.metadata)
+    for bad, match in [("extra/base-m+math-train-sparse:format=gsm", "format must be one of answer-cue"),
+                       ("extra/base-m+general-sparse:format=answer-cue", "format needs a recipe that injects")]:
+        with pytest.raises(ValueError, match=match):
+            v.extra_spec(bad, "micro")
+
+
 def test_parent_option_and_rebase_move_a_recipe_onto_another_base():
     f = v.extra_spec("extra/base-m+math-test-x5-sparse:split:parent=base-l", "micro")
     same = v.extra_spec("extra/base-m+math-test-x5-sparse:split", "micro")

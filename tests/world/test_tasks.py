@@ -94,3 +94,21 @@ def test_bad_input_names_the_field():
     with pytest.raises(ValueError, match="task='gsm'.*add"):
         get_task("gsm")
     assert set(SPLITS) >= {"train", "test", "test-syn", "fresh"}
+
+
+def test_formatted_wraps_prompts_in_a_benchmark_format_and_keeps_answers():
+    from kit.world.tasks import FORMATS, all_words, formatted
+
+    items = get_task("add").items("test", n=3)
+    out = formatted(items, "answer-cue")
+    assert [o.prompt for o in out] == [it.prompt + " answer :" for it in items]
+    assert [o.answer for o in out] == [it.answer for it in items] and out[0].id == items[0].id + "@answer-cue"
+    assert out[0].metadata["format"] == "answer-cue" and out[0].metadata["content"] == items[0].metadata["content"]
+    assert "format" not in items[0].metadata, "the input items are not changed"
+    vocab = set(all_words())
+    for prefix, suffix in FORMATS.values():  # one token per word, as every world prompt
+        assert set((prefix + suffix).split()) <= vocab
+    with pytest.raises(ValueError, match="format='gsm'.*allowed values: answer-cue"):
+        formatted(items, "gsm")
+    with pytest.raises(ValueError, match="multiple choice"):
+        formatted(get_task("facts-mc").items("test", n=1), "answer-cue")
