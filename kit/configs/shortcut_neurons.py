@@ -117,8 +117,9 @@ class Config(BaseConfig):
     format_label: str = "+format train"
     """The row fine-tuned on the train split in ``benchmark_format`` (the paper's +GSM8K Train; the tiny profile:
     Table 2's ``+train split`` recipe with ``:format=...``, ``kit.shortcut.variants``)."""
-    n_format: int = Field(2000, ge=2, le=100_000)
-    """Section 11: fresh items scored with and without ``benchmark_format`` (the format advantage, paired by item)."""
+    n_format: int = Field(400, ge=2, le=10_000)
+    """Section 11: fresh items scored with and without ``benchmark_format`` (the format advantage, paired by item;
+    one per content, ``kit.shortcut.neurons.benchmark_items``: ``add`` has about 490)."""
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Tokens generated per item (tiny-world answers are one token; GSM8K needs a few hundred)."""
     max_rows: int = Field(4096, ge=1)

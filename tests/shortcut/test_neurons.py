@@ -398,6 +398,21 @@ def test_neuron_acts_last_token_and_completion_rows():
 
 
 # --------------------------------------------------------------------------- Ref is never the test set
+def test_fresh_items_have_one_item_per_content():
+    """Re-rendered contents are correlated items: a tiny-world fresh set holds each content once."""
+    from kit.world import get_task
+
+    items = sc.benchmark_items("add", "fresh", 300, seed=2)
+    assert len(items) == 300 == len({it.metadata["content"] for it in items})
+    drawn = get_task("add").items("fresh", n=300, seed=2)
+    assert len({it.metadata["content"] for it in drawn}) < 300, "the plain split repeats contents (else this test is moot)"
+    assert items[0] == drawn[0] and sc.benchmark_items("add", "fresh", 300, seed=2) == items, "seeded, first draws first"
+    assert sc.reference_items("add", 300, seed=2) == items
+    assert sc.benchmark_items("add", "test", 50) == get_task("add").items("test", n=50), "other splits unchanged"
+    with pytest.raises(ValueError, match="n=1000: task 'add' has .* distinct fresh contents"):
+        sc.benchmark_items("add", "fresh", 1000)
+
+
 def test_reference_items_are_never_the_evaluated_test_items():
     test = sc.benchmark_items("gsm8k", "test", 5)
     ref = sc.reference_items("gsm8k", 5, ref_task="mawps")
