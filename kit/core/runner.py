@@ -135,6 +135,8 @@ def point_latest(run_dir: Path) -> None:
 # numbers and figures of a run are the same bits on any x86-64 CPU (kit/world/pinned.py).
 KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1", **PINNED_ENV}
 KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
+KERNEL_START_TIMEOUT_S = 300
+"""Seconds a notebook's kernel may take to answer its first request (papermill's ``start_timeout``)."""
 
 
 @contextmanager
@@ -169,6 +171,9 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
                 parameters={"profile": profile, "out_dir": str(out_dir), **(overrides or {})},
                 cwd=str(nb.parent), kernel_name="python3", progress_bar=False,
                 execution_timeout=timeout, config=Config(KERNEL_CONFIG),
+                # papermill's default 60 s for the kernel's first reply failed two notebooks when two test
+                # suites shared the 2 cores; a slow start is not a failed notebook
+                start_timeout=KERNEL_START_TIMEOUT_S,
                 shutdown_kernel="immediate",  # on Ctrl-C a graceful shutdown makes the kernel print zmq errors
             )
         status, error = "ok", ""
