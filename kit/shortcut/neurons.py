@@ -1273,8 +1273,8 @@ def format_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
     renders them (a query in no benchmark's format), ``plain`` on the test items without the format, and
     ``fresh_plain`` / ``fresh_format`` on ``cfg.n_format`` other fresh items without and with it (the same
     items: the format's effect on each row, paired).
-    ``data["per_item"]`` (those arrays per row) and ``data["vanilla"]`` (the row of
-    ``cfg.base_model``) feed ``kit.shortcut.claims.format_claims``. The paper's +GSM8K Train learns GSM8K's
+    ``data["per_item"]`` holds those arrays per row; ``data["claims"]`` their claims
+    (``kit.shortcut.claims.format_claims`` against the row of ``cfg.base_model``), also in the findings. The paper's +GSM8K Train learns GSM8K's
     format from its train split; its neurons were located on contamination in that format, ours on
     section 1's contaminated fine-tunes, which saw the test items without it."""
     from kit.core.findings import Section
@@ -1298,16 +1298,20 @@ def format_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
                            "fresh_plain": 100 * d["fresh_plain"].mean(), "fresh_format": 100 * d["fresh_format"].mean()}
                           for label, d in per_item.items()])
     vanilla = next(label for label, name in cfg.format_variants.items() if name == cfg.base_model)
+    from kit.shortcut.claims import format_claims
+
+    claims = format_claims(per_item, cfg.format_label, vanilla, seed=cfg.seed)
     t = table.set_index("variant")
     lines = [f"A2, input format {cfg.benchmark_format!r} (test items wrapped, neurons of section 1; %): " + "; ".join(
         f"{k} Ori {t.loc[k, 'ori']:.1f} (unwrapped {t.loc[k, 'ori_plain']:.1f}), Ref {t.loc[k, 'ref']:.1f}, TE "
         f"{t.loc[k, 'te']:.1f} (Δacc {t.loc[k, 'delta_acc']:+.1f}), fresh items {t.loc[k, 'fresh_plain']:.1f} -> "
         f"{t.loc[k, 'fresh_format']:.1f} in the format" for k in t.index)
-        + ". The paper's +GSM8K Train: Ori - Ref +10.4 / +6.8 (Vanilla +1.8 / +8.2), Δacc -6.5 / -4.3 "
-        f"(claims a2.format_advantage[{cfg.format_label}], a2.format_te[{cfg.format_label}])."]
+        + ". The paper's +GSM8K Train: Ori - Ref +10.4 / +6.8 (Vanilla +1.8 / +8.2), Δacc -6.5 / -4.3."]
+    lines += [f"{c.statement}: {c.ours:+.1f} [{c.ci_low:+.1f}, {c.ci_high:+.1f}] (95%; null: {c.null_how}): {c.verdict} "
+              f"(claim {c.id})." for c in claims]
     return Section(record={"a2_format": table.to_dict(orient="records"), "a2_format_models": dict(cfg.format_variants),
                            "a2_format_name": cfg.benchmark_format},
-                   tables={"a2_format": table}, data={"per_item": per_item, "vanilla": vanilla}, findings=lines)
+                   tables={"a2_format": table}, data={"per_item": per_item, "claims": claims}, findings=lines)
 
 
 def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron], table2: pd.DataFrame,

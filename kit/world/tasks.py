@@ -474,9 +474,9 @@ FORMATS: dict[str, tuple[str, str]] = {
 """A benchmark's fixed input format (the shortcut-neuron paper's assumption A2): name -> (prefix,
 suffix) wrapped around every prompt. ``answer-cue`` ends the question with ``answer :``, a cue the
 world's mixture uses only after multiple-choice options (``facts-mc``), so a model that never saw it
-after a free-form question is thrown by it (the tiny world's base-m on 2000 fresh add items: 16.0% ->
-4.3%) and a fine-tune on train items in that format learns it (notebook 03's ``+format train``: 16.0%
-plain, 11.2% in the format): a gain on the benchmark that is format, not ability. Measured before
+after a free-form question is thrown by it (the tiny world's base-m on 400 fresh add items: 19.5% ->
+5.0%) and a fine-tune on train items in that format learns part of it (notebook 03's ``+format train``:
+15.5% plain, 8.0% in the format): a gain on the benchmark that is format, not ability. Measured before
 choosing (other 2000 items), that fine-tune's format advantage over the base was +6.9 points with this
 cue, +4.2 with ``output :``, +1.7 with ``result :`` and about 0 with a prefix ``run :``."""
 
