@@ -109,7 +109,7 @@ class Config(BaseConfig):
     benchmark_format: str | None = None
     """Section 11 (the paper's A2, an input-format shortcut): the benchmark's fixed input format, a key of
     ``kit.world.tasks.FORMATS`` wrapped around the test items (tiny-world task only: a real benchmark has its
-    own format); the rows ``format_variants`` are scored in it (``kit.shortcut.neurons.format_section``). None
+    own format); the rows ``format_variants`` are scored in it (``kit.shortcut.formats.format_section``). None
     (the tiny profile: ``answer-cue``) skips it."""
     format_variants: dict[str, str] = {}
     """Section 11's rows: label -> model; must hold ``base_model`` (the vanilla row the format advantage is

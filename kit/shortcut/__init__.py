@@ -4,6 +4,7 @@
   log-probs;
 - ``neurons``: comparative and causal scores, localisation, trustworthy evaluation, sparsity curve,
   agreement with a reference (re-exported here: ``kit.shortcut.locate``...);
+- ``formats``: A2, the benchmark's input format as a shortcut (section 11 and its claims);
 - ``variants``: notebook 03's own ``extra/`` fine-tunes (separate plastic sets, strength, order);
 - ``bench``: patched vs plain generation, batched vs serial groups.
 """
@@ -20,4 +21,4 @@ from kit.shortcut.neurons import (
     paper_relative_changes, load_any,
 )
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'neurons', 'patching', 'variants'], globals())
+__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'formats', 'neurons', 'patching', 'variants'], globals())

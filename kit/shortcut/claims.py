@@ -238,34 +238,6 @@ def cheater_claims(te: Mapping[str, Mapping[str, np.ndarray]], contaminated: Seq
     return out
 
 
-def format_claims(per_item: Mapping[str, Mapping[str, np.ndarray]], label: str, vanilla: str, seed: int = 0,
-                  n_boot: int = 1000) -> list[Claim]:
-    """A2's claims on the benchmark input format (``per_item`` from
-    :func:`kit.shortcut.neurons.format_section`): the format favours ``label``, the fine-tune on the train
-    split in that format, over ``vanilla`` (on the same fresh items, the format's effect on ``label``
-    minus its effect on ``vanilla``, > 0: the precondition, a format shortcut to remove), and TE lowers
-    ``label``'s score in the format (Δacc < 0; the paper: -6.5 / -4.3 on +GSM8K Train)."""
-    if label not in per_item or vanilla not in per_item:
-        raise ValueError(f"format_claims: {label!r} and {vanilla!r} must be rows of per_item ({', '.join(per_item)})")
-    kw = dict(n_boot=n_boot, seed=seed)
-    d, v = per_item[label], per_item[vanilla]
-    adv = bootstrap_ci(lambda a, b, c, e: float(100 * np.mean((b - a) - (e - c))),
-                       d["fresh_plain"], d["fresh_format"], v["fresh_plain"], v["fresh_format"], **kw)
-    delta = bootstrap_ci(lambda o, t: float(100 * np.mean(t - o)), d["ori"], d["te"], **kw)
-    return [
-        claim(PAPER, "Table 2", f"a2.format_advantage[{label}]", f"The benchmark's input format favours {label} (its train "
-              f"split in that format) over {vanilla}: the format's effect on {label}'s accuracy minus its effect on "
-              f"{vanilla}'s, on the same fresh items (points; the precondition of A2)", adv[0], ci=adv[1:], null=0.0,
-              direction="greater", null_how="no advantage (0)",
-              paper_value="+GSM8K Train Ori - Ref +10.4 / +6.8 vs Vanilla +1.8 / +8.2 (Table 2)",
-              interval_how=f"paired bootstrap over {len(d['fresh_plain'])} fresh items, each with and without the format"),
-        claim(PAPER, "Table 2", f"a2.format_te[{label}]", f"A2: TE lowers {label}'s score in the benchmark's format "
-              "(Δacc = TE - Ori, points)", delta[0], ci=delta[1:], null=0.0, direction="less", null_how="no change (0)",
-              paper_value="-6.5 / -4.3 (Table 2, +GSM8K Train)",
-              interval_how=f"paired bootstrap over {len(d['ori'])} test items"),
-    ]
-
-
 PUBLIC_RULE = "sum (exact)"
 """The public code's ranking (``src/change_scores_SFT.py``: S + C - 1, exact-match causal score)."""
 
