@@ -41,6 +41,30 @@ def use_paper_style() -> None:
 
     sns.set_palette("colorblind")
     mpl.rcParams.update(PAPER_STYLE)
+    bundled_fonts_first()
+
+
+def bundled_fonts_first() -> Path:
+    """Let matplotlib's own fonts (DejaVu 2.35 in its ``mpl-data``) win every tie with a system copy of
+    the same family (Debian's fonts-dejavu is 2.37); returns their folder.
+
+    Why: among equally good matches ``findfont`` takes the first in its font list, and that list's
+    order comes from the user-wide cache (``~/.cache/matplotlib``), written by whichever matplotlib
+    install built it last, so one machine embedded 2.35 in a PDF and the next 2.37 (same drawing,
+    same PNG, a different PDF). Putting the bundled fonts first makes the PDF a function of the figure.
+    """
+    import matplotlib as mpl
+    from matplotlib import font_manager as fm
+
+    bundled = Path(mpl.get_data_path(), "fonts", "ttf")
+    manager = fm.fontManager
+    known = {Path(f.fname) for f in manager.ttflist}
+    for path in sorted(bundled.glob("*.ttf")):
+        if path not in known:  # a cache written by an install since deleted lists none of ours
+            manager.addfont(path)
+    manager.ttflist.sort(key=lambda f: Path(f.fname).parent != bundled)  # stable: keeps each group's order
+    manager._findfont_cached.cache_clear()  # what addfont does after changing the list
+    return bundled
 
 
 def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from kit.core.figures import record_results, save_figure
+from kit.core.figures import bundled_fonts_first, record_results, save_figure
 
 
 def test_save_figure_writes_png_and_pdf(tmp_path):
@@ -35,6 +35,28 @@ def test_saving_a_figure_twice_gives_identical_bytes(tmp_path):
     assert first == second, "saving the same figure twice must give the same PNG and PDF bytes"
     assert b"CreationDate" not in first[1] and b"Matplotlib" not in first[1]
     assert b"Software" not in first[0]
+
+
+def test_bundled_fonts_win_ties_with_a_system_copy(tmp_path, monkeypatch):
+    """A second DejaVu Sans listed first (as a user-wide font cache may list Debian's) is what findfont
+    takes, and the PDF embeds it; after bundled_fonts_first it is matplotlib's own file again."""
+    import shutil
+
+    from matplotlib import font_manager as fm
+
+    bundled = bundled_fonts_first()
+    own = bundled / "DejaVuSans.ttf"
+    copy = tmp_path / "system" / "DejaVuSans.ttf"
+    copy.parent.mkdir()
+    shutil.copyfile(own, copy)
+    monkeypatch.setattr(fm.fontManager, "ttflist", [fm.ttfFontProperty(fm.get_font(str(copy))), *fm.fontManager.ttflist])
+    try:
+        fm.fontManager._findfont_cached.cache_clear()
+        assert fm.findfont("DejaVu Sans") == str(copy), "the tie rule this guards against"
+        assert bundled_fonts_first() == bundled
+        assert fm.findfont("DejaVu Sans") == str(own)
+    finally:
+        fm.fontManager._findfont_cached.cache_clear()
 
 
 def test_save_figure_rejects_path_like_names(tmp_path):
