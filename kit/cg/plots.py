@@ -51,34 +51,28 @@ def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
 
 def per_benchmark_coverage(chi_bench: pd.DataFrame, eps: float = EPSILON):
     """Fig. 12: per-benchmark distributions of chi_bench (log10, missing excluded); red: median."""
-    cols = list(chi_bench.columns)
-    fig, axes = plt.subplots(1, len(cols), figsize=(1.7 * len(cols), 2.6), sharey=True, squeeze=False)
-    for ax, b in zip(axes[0], cols):
-        v = _log_values(chi_bench[b].to_numpy(), eps)
-        ax.hist(v, bins=40, orientation="horizontal", color="C0")
-        if len(v):
-            ax.axhline(np.median(v), color="red", lw=1)
-        ax.set_title(b, fontsize=8)
-        ax.set_xticks([])
-    axes[0][0].set_ylabel("log10 chi_bench(b, c)")
-    fig.suptitle("Coverage within individual benchmarks", fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
-    return fig
+    return _per_benchmark_hists({b: _log_values(chi_bench[b].to_numpy(), eps) for b in chi_bench.columns}, 40, "C0", 8,
+                                "log10 chi_bench(b, c)", "Coverage within individual benchmarks")
 
 
 def per_benchmark_performance(chi_model: pd.DataFrame):
     """Fig. 11/15: per-benchmark distributions of chi_model; red: median."""
-    cols = list(chi_model.columns)
-    fig, axes = plt.subplots(1, len(cols), figsize=(1.7 * len(cols), 2.6), sharey=True, squeeze=False)
-    for ax, b in zip(axes[0], cols):
-        v = chi_model[b].dropna().to_numpy()
-        ax.hist(v, bins=np.linspace(0, 1, 31), orientation="horizontal", color="C1")
+    return _per_benchmark_hists({b: chi_model[b].dropna().to_numpy() for b in chi_model.columns},
+                                np.linspace(0, 1, 31), "C1", 7, "chi_model(b, c)",
+                                "Model performance within individual benchmarks")
+
+
+def _per_benchmark_hists(values: dict[str, np.ndarray], bins, color: str, title_size: int, ylabel: str, title: str):
+    """One horizontal histogram per benchmark side by side, a shared y axis, the median in red."""
+    fig, axes = plt.subplots(1, len(values), figsize=(1.7 * len(values), 2.6), sharey=True, squeeze=False)
+    for ax, (b, v) in zip(axes[0], values.items()):
+        ax.hist(v, bins=bins, orientation="horizontal", color=color)
         if len(v):
             ax.axhline(np.median(v), color="red", lw=1)
-        ax.set_title(b, fontsize=7)
+        ax.set_title(b, fontsize=title_size)
         ax.set_xticks([])
-    axes[0][0].set_ylabel("chi_model(b, c)")
-    fig.suptitle("Model performance within individual benchmarks", fontsize=9)
+    axes[0][0].set_ylabel(ylabel)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     return fig
 
