@@ -3,7 +3,7 @@
 The paper's +GSM8K Train learns GSM8K's format from its train split, and TE lowers its score in that
 format. Here a fine-tune on the task's train split wrapped in ``kit.world.tasks.FORMATS[name]`` plays
 it: :func:`format_section` scores it and the base in and out of the format, :func:`format_claims`
-tests that the format favours the fine-tune (the precondition) and that TE removes that advantage.
+tests that the format favours the fine-tune (the precondition) and that TE lowers its score in the format.
 """
 
 from __future__ import annotations
