@@ -195,8 +195,9 @@ def local_dir(name: str) -> Path:
 
 def _no_revision(name: str, revision: str | None) -> None:
     if revision is not None:
-        raise ValueError(f"revision={revision!r} was given for the local model {name}: it holds one revision; "
-                         "allowed: revision=None for local paths and real/ models, or a Hugging Face id")
+        raise ValueError(f"revision={revision!r} was given for the local model {name}: a local directory or "
+                         "real/ model holds one revision; "
+                         "allowed: revision=None for those, or a Hugging Face id")
 
 
 def _snapshot(name: str, base: str, revision: str | None, gguf: str | None) -> Path:
