@@ -71,3 +71,60 @@ def test_zero_width_interval_supports_nothing_unless_deterministic():
     d = C.claim("000", "T1", "p", "recomputed", 0.04, ci=(0.04, 0.04), null_range=(0, 0.05), direction="within",
                 interval_how="deterministic recomputation")
     assert d.verdict == "supported"
+
+
+@pytest.mark.parametrize("kind", C.KINDS)
+def test_every_kind_is_inconclusive_on_a_null_equivalent_input_and_decided_otherwise(kind):
+    null_like = C.claim("000", "s", "x", "x", 0.01, ci=(-0.2, 0.22), null=0.0, kind=kind)
+    assert null_like.verdict == "inconclusive" and not C.decided(null_like)
+    clear = C.claim("000", "s", "x", "x", 0.5, ci=(0.3, 0.7), null=0.0, kind=kind)
+    assert C.decided(clear)
+    assert clear.verdict == ("pass" if kind == "audit" else "supported")
+    wrong = C.claim("000", "s", "x", "x", -0.5, ci=(-0.7, -0.3), null=0.0, kind=kind)
+    assert wrong.verdict == ("fail" if kind == "audit" else "contradicted")
+    for c in (null_like, clear, wrong):
+        C.check_consistent(c)
+
+
+def test_audits_never_read_supported_and_bad_kinds_are_refused():
+    a = C.claim("003", "M07", "m07", "test-retest r >= 0.8", 0.9, ci=(0.85, 0.95), null_range=(0.0, 0.8),
+                kind="audit")
+    assert a.verdict == "pass"
+    with pytest.raises(ValueError, match="verdict 'supported'"):
+        C.check_consistent(a.row() | {"verdict": "supported"})
+    assert C.weaken(a, "decided by construction").verdict == "inconclusive"
+    with pytest.raises(ValueError, match="kind='replication'.*reproduction"):
+        C.claim("000", "s", "x", "x", 1.0, kind="replication")
+
+
+@pytest.mark.parametrize("ci,null,null_range,direction,paper_value,expected", [
+    ((0.2, 0.4), 0.0, None, "greater", None, 0.2),         # low end above the null
+    ((0.2, 0.4), None, (0.1, 0.3), "greater", None, -0.1),  # overlaps the band: negative
+    ((-0.4, -0.2), 0.0, None, "less", None, 0.2),
+    ((-1.0, 1.5), None, (-2.0, 2.0), "within", None, 0.5),  # nearer edge: 2.0 - 1.5
+    ((0.4, 0.6), None, None, "match", 0.55, 0.05),          # paper value 0.05 inside the top end
+])
+def test_margin_by_hand(ci, null, null_range, direction, paper_value, expected):
+    assert C.margin(sum(ci) / 2, ci, null, null_range, direction, paper_value) == pytest.approx(expected)
+
+
+def test_fragile_marks_a_verdict_that_holds_by_a_hair():
+    hair = C.claim("002", "s", "x", "x", 0.5, ci=(0.26, 0.74), null=0.25)   # margin 0.01 of width 0.48
+    assert hair.verdict == "supported" and hair.fragile
+    assert not C.claim("002", "s", "x", "x", 0.5, ci=(0.4, 0.6), null=0.25).fragile
+
+
+def test_stability_marks_flips_and_findings_say_no_more_than_the_verdict():
+    first = [C.claim("001", "s", "a", "TE lowers accuracy", -3.0, ci=(-5.0, -1.0), null=0.0, direction="less"),
+             C.claim("001", "s", "b", "TE spares clean models", 0.5, ci=(-1.0, 2.0), null_range=(-2.0, 2.0),
+                     direction="within")]
+    rerun = [C.claim("001", "s", "a", "TE lowers accuracy", -1.0, ci=(-3.0, 1.0), null=0.0, direction="less"),
+             C.claim("001", "s", "b", "TE spares clean models", 0.4, ci=(-1.0, 1.9), null_range=(-2.0, 2.0),
+                     direction="within")]
+    C.mark_stability(first, [rerun], "bootstrap seed 1")
+    assert first[0].stability.startswith("flips") and "inconclusive" in first[0].stability
+    assert first[1].stability.startswith("stable")
+    text = C.finding(first[0])
+    assert "**supported**" in text and "flips" in text and "margin 1" in text
+    nt = C.claim("001", "s", "c", "x", None, not_testable="all accuracies 0 on these items")
+    assert C.finding(nt).endswith("all accuracies 0 on these items.")
