@@ -1,0 +1,40 @@
+"""``python -m kit.core.jobs worker|selftest|overhead``: the worker process of the local engine, and
+checks of an engine (or a Ray cluster) from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kit.core.jobs.schedule import ENGINES
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kit.core.jobs", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("worker", help="(internal) run jobs from stdin: the local engine starts these")
+    w.add_argument("--once", action="store_true", help="exit after one job")
+    w.add_argument("--pinned", action="store_true", help="enter the pinned numerical environment first")
+    for name, what in (("selftest", "run a small DAG of toy jobs (one killed mid-job) and compare with inline"),
+                       ("overhead", "time trivial jobs: seconds per job of an engine")):
+        s = sub.add_parser(name, help=what)
+        s.add_argument("--engine", choices=ENGINES, default="local")
+        s.add_argument("--max-workers", type=int, default=None)
+        s.add_argument("--ray-address", default=None, help="e.g. auto or ray://head:10001 (engine ray)")
+        if name == "overhead":
+            s.add_argument("--n", type=int, default=50, help="number of jobs (default 50)")
+    args = parser.parse_args(argv)
+    if args.command == "worker":
+        from kit.core.jobs.local import worker_main
+
+        return worker_main(once=args.once, pinned=args.pinned)
+    from kit.core.jobs import selftest
+
+    options = {"engine": args.engine, "max_workers": args.max_workers, "ray_address": args.ray_address}
+    if args.command == "selftest":
+        return selftest.main_selftest(**options)
+    return selftest.main_overhead(n=args.n, **options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
