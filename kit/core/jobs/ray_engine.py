@@ -77,6 +77,7 @@ class RayExecutor:
                 ray.init(address=ray_address, log_to_driver=True)
             self.started_here = True
         self.remote = ray.remote(ray_call)
+        self.remote_fresh = ray.remote(max_calls=1)(ray_call)  # its worker exits after one call
         self.retries = retries
         self.refs: dict[ray.ObjectRef, Job] = {}
         env = {k: v for k, v in os.environ.items() if k.startswith("KIT_")}
@@ -99,9 +100,8 @@ class RayExecutor:
         options: dict[str, Any] = {"num_cpus": job.num_cpus, "num_gpus": job.num_gpus,
                                    "max_retries": self.retries, "retry_exceptions": False,
                                    "runtime_env": {"env_vars": env}}
-        if job.pinned:
-            options["max_calls"] = 1  # a fresh worker process for each pinned job
-        ref = self.remote.options(**options).remote(job.fn, job.args_json, job.pinned)
+        remote = self.remote_fresh if job.pinned else self.remote  # a fresh process for each pinned job
+        ref = remote.options(**options).remote(job.fn, job.args_json, job.pinned)
         self.refs[ref] = job
 
     def running(self) -> int:
