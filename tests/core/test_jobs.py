@@ -4,6 +4,7 @@ pinned jobs and Ctrl-C. The toy jobs (kit.core.jobs.selftest) write content-addr
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -25,7 +26,7 @@ WANT = {"a": 1, "b": 2, "c": 3, "d": 4, "ab": 13, "cd": 27, "all": 140}
 
 
 def files(root: Path) -> dict[str, str]:
-    """The content-addressed files a toy sweep wrote (name -> content), markers of killed runs aside."""
+    """The content-addressed files a toy sweep wrote (name -> content)."""
     return {p.name: p.read_text() for p in sorted(root.glob("*.json"))}
 
 
@@ -40,7 +41,7 @@ def alive(pid: int) -> bool:
         return True
 
 
-# --- jobs and sweeps, before anything runs ---------------------------------------------------------
+# --- jobs and sweeps, before anything runs --------------------------------------------------
 
 def test_job_id_is_a_hash_of_function_and_canonical_arguments():
     a = Job(f"{TOY}:write_value", {"root": "/r", "key": "a", "value": 1})
@@ -49,7 +50,8 @@ def test_job_id_is_a_hash_of_function_and_canonical_arguments():
     assert Job(f"{TOY}:write_value", {"root": "/r", "key": "a", "value": 2}).id != a.id
     assert Job(f"{TOY}:noop", {"i": 1}, id="mine").id == "mine"
     # a tuple is stored as the list every engine passes on, so it is the same job
-    assert Job(f"{TOY}:record_call", {"path": "p", "text": ("x",)}).kwargs == {"path": "p", "text": ["x"]}
+    job = Job(f"{TOY}:record_call", {"path": "p", "text": ("x",)})
+    assert job.kwargs == {"path": "p", "text": ["x"]}
     from kit.core.jobs.selftest import noop
 
     assert Job(noop, {"i": 3}).fn == f"{TOY}:noop"
@@ -103,10 +105,10 @@ def test_a_gpu_job_on_a_machine_without_gpus_fails_before_running(monkeypatch):
         run_jobs([Job(f"{TOY}:noop", {"i": 1}, num_gpus=1)], engine="local")
 
 
-# --- inline and local -------------------------------------------------------------------------------
+# --- inline and local -------------------------------------------------------------------------
 
 def test_inline_follows_dependencies_and_returns_values(tmp_path):
-    jobs = toy_dag(tmp_path, kill=False)  # given sink first: write_value raises if an input is missing
+    jobs = toy_dag(tmp_path, kill=False)  # sink first: write_value raises if an input is missing
     report = run_jobs(jobs, engine="inline")
     assert report.ok and dag_totals(report.results) == WANT
     assert len(report.jobs) == 7  # leaf "a" was given twice
@@ -139,7 +141,8 @@ def test_local_gives_up_on_a_job_that_always_dies(tmp_path):
 def test_identical_jobs_run_once(tmp_path):
     calls = tmp_path / "calls"
     job = Job(f"{TOY}:record_call", {"path": str(calls), "text": "x"})
-    report = run_jobs([job, Job(f"{TOY}:record_call", {"path": str(calls), "text": "x"})], engine="local")
+    twin = Job(f"{TOY}:record_call", {"path": str(calls), "text": "x"})
+    report = run_jobs([job, twin], engine="local")
     assert report.results == {job.id: 1} and calls.read_text() == "x\n"
 
 
@@ -153,7 +156,8 @@ def test_a_failed_job_is_named_with_its_arguments_after_the_others_finish(tmp_pa
             run_jobs([bad, child, grandchild, *others], engine=engine, max_workers=2)
         message, report = str(e.value), e.value.report
         assert f"job {bad.id} = {TOY}:fail(message='boom', number=3)" in message
-        assert "ValueError: boom (3)" in message and 'raise ValueError(f"{message} ({number})")' in message
+        assert "ValueError: boom (3)" in message
+        assert 'raise ValueError(f"{message} ({number})")' in message  # the job's own line
         assert dag_totals(report.results) == WANT  # everything that did not depend on it ran
         assert report.failed[bad.id].kind == "raised"
         assert f"dependency {bad.id} failed (raised)" in report.skipped[child.id].error
@@ -170,16 +174,48 @@ def test_a_job_that_returns_something_not_json_fails(tmp_path):
 
 @pytest.mark.parametrize("engine", ["inline", "local"])
 def test_a_pinned_job_runs_in_a_fresh_process_with_the_pinned_environment(engine):
-    job = Job(f"{TOY}:environment", {"names": sorted(PINNED_ENV)}, pinned=True)
+    job = Job(f"{TOY}:numerics", {"names": sorted(PINNED_ENV)}, pinned=True)
     result = run_jobs([job], engine=engine).results[job.id]
     assert result["env"] == PINNED_ENV and result["pid"] != os.getpid()
+    assert result["mkldnn"] is False  # enter_pinned ran: oneDNN off
+
+
+def test_a_pinned_sweep_runs_every_job_pinned_and_pinned_jobs_inline_here():
+    """A process that computes pinned (the runner's kernels) gets the same numerics in its local
+    workers, for unpinned jobs too; inline, a pinned job then runs in that process itself."""
+    script = textwrap.dedent(f"""
+        import json, os
+        from kit.world.pinned import PINNED_ENV, enter_pinned
+        enter_pinned()
+        from kit.core.jobs import Job, run_jobs
+        plain = Job("{TOY}:numerics", {{"names": sorted(PINNED_ENV)}})
+        pinned = Job("{TOY}:numerics", {{"names": sorted(PINNED_ENV)}}, pinned=True)
+        local = run_jobs([plain], engine="local").results[plain.id]
+        inline = run_jobs([pinned], engine="inline").results[pinned.id]
+        print(json.dumps({{"local": local, "inline": inline, "pid": os.getpid()}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, **PINNED_ENV},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["local"]["env"] == PINNED_ENV and out["local"]["mkldnn"] is False
+    assert out["local"]["pid"] != out["pid"]
+    assert out["inline"]["pid"] == out["pid"] and out["inline"]["mkldnn"] is False
+
+
+def test_the_selftest_command_checks_an_engine(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "kit.core.jobs", "selftest", "--engine", "local",
+                           "--root", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "the same results and files as inline" in done.stdout
 
 
 def test_ctrl_c_stops_the_sweep_and_its_worker_processes(tmp_path):
     pid_file = tmp_path / "pid"
     script = textwrap.dedent(f"""
         from kit.core.jobs import Job, run_jobs
-        run_jobs([Job("{TOY}:sleep_job", {{"pid_file": {str(pid_file)!r}, "seconds": 600}})], engine="local")
+        job = Job("{TOY}:sleep_job", {{"pid_file": {str(pid_file)!r}, "seconds": 600}})
+        run_jobs([job], engine="local")
     """)
     sweep = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     try:
@@ -201,7 +237,7 @@ def test_ctrl_c_stops_the_sweep_and_its_worker_processes(tmp_path):
         sweep.kill()
 
 
-# --- configuration ----------------------------------------------------------------------------------
+# --- configuration ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("field, value, allowed", [
     ("engine", "threads", "'inline', 'local' or 'ray'"),
@@ -211,22 +247,24 @@ def test_ctrl_c_stops_the_sweep_and_its_worker_processes(tmp_path):
 def test_engine_fields_are_validated_naming_field_value_and_allowed(field, value, allowed):
     with pytest.raises(ParamsError) as e:
         load_params("00_quickstart", "smoke", {field: value})
-    assert f"field {field!r}" in str(e.value) and repr(value) in str(e.value) and allowed in str(e.value)
+    message = str(e.value)
+    assert f"field {field!r}" in message and repr(value) in message and allowed in message
 
 
 def test_engine_options_turn_a_config_into_run_jobs_arguments():
     cfg = load_params("00_quickstart", "smoke", {"engine": "ray", "ray_address": "ray://head:10001",
                                                  "max_workers": 3})
-    assert engine_options(cfg) == {"engine": "ray", "max_workers": 3, "ray_address": "ray://head:10001"}
-    assert engine_options(load_params("00_quickstart", "smoke")) == {"engine": "local", "max_workers": None,
-                                                                    "ray_address": None}
+    assert engine_options(cfg) == {"engine": "ray", "max_workers": 3,
+                                   "ray_address": "ray://head:10001"}
+    default = load_params("00_quickstart", "smoke")
+    assert engine_options(default) == {"engine": "local", "max_workers": None, "ray_address": None}
 
 
-# --- a local Ray cluster ----------------------------------------------------------------------------
+# --- a local Ray cluster ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A two-CPU Ray on 127.0.0.1 for this module (no dashboard, 150 MB object store), then stopped."""
+    """A two-CPU Ray on 127.0.0.1 for this module (no dashboard, 150 MB object store)."""
     import ray
 
     from kit.core.jobs.ray_engine import init_local_ray
@@ -243,7 +281,7 @@ def test_ray_gives_inline_results_and_survives_a_killed_worker(tmp_path, local_r
     assert files(tmp_path / "ray") == files(tmp_path / "inline")
     dead = int((tmp_path / "ray" / "cd.died").read_text())
     assert dead != os.getpid() and not alive(dead)
-    assert local_ray.is_initialized()  # a Ray started by the caller is left running for the next sweep
+    assert local_ray.is_initialized()  # a Ray the caller started is left running
 
 
 def test_ray_reports_a_failed_job_and_skips_its_dependents(tmp_path, local_ray):
@@ -251,11 +289,13 @@ def test_ray_reports_a_failed_job_and_skips_its_dependents(tmp_path, local_ray):
     child = Job(f"{TOY}:noop", {"i": 1}, after=[bad])
     with pytest.raises(JobsFailed) as e:
         run_jobs([bad, child, Job(f"{TOY}:noop", {"i": 2})], engine="ray")
-    assert "ValueError: ray boom (0)" in str(e.value) and e.value.report.results == {Job(f"{TOY}:noop", {"i": 2}).id: 2}
+    assert "ValueError: ray boom (0)" in str(e.value)
+    assert e.value.report.results == {Job(f"{TOY}:noop", {"i": 2}).id: 2}
     assert set(e.value.report.skipped) == {child.id}
 
 
 def test_a_pinned_job_on_ray_runs_with_the_pinned_environment(local_ray):
-    job = Job(f"{TOY}:environment", {"names": sorted(PINNED_ENV)}, pinned=True)
+    job = Job(f"{TOY}:numerics", {"names": sorted(PINNED_ENV)}, pinned=True)
     result = run_jobs([job], engine="ray").results[job.id]
     assert result["env"] == PINNED_ENV and result["pid"] != os.getpid()
+    assert result["mkldnn"] is False

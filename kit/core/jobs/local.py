@@ -1,15 +1,17 @@
 """The ``local`` engine: worker processes on this machine, and the worker's own side of it.
 
 A worker is ``python -m kit.core.jobs worker``: it reads jobs from its stdin and writes outcomes to
-its stdout (length-prefixed JSON, :mod:`multiprocessing.connection` framing); a job's own prints go to
-stderr. Workers for ordinary CPU jobs are kept and reused (imports are paid once per worker, not per
-job), one per ``num_cpus`` shape, started with that many OpenMP/MKL threads. A pinned job, or one that
-needs GPUs, gets a fresh worker that exits after it: the pinned environment (``PINNED_ENV``) and
-``CUDA_VISIBLE_DEVICES`` must be in place before torch loads.
+its stdout (length-prefixed JSON, :mod:`multiprocessing.connection` framing); a job's own prints go
+to stderr. Workers for ordinary CPU jobs are kept and reused (imports are paid once per worker, not
+per job), one per ``num_cpus`` shape, started with that many OpenMP/MKL threads. A pinned job, or
+one that needs GPUs, gets a fresh worker that exits after it: the pinned environment
+(``PINNED_ENV``) and ``CUDA_VISIBLE_DEVICES`` must be in place before torch loads. When the process
+that runs the sweep computes in the pinned environment itself (the runner's notebook kernels, the
+world build), every worker enters it too, so a job gives the bits it would give inline.
 
 Each worker runs in its own session (process group), so stopping it stops whatever it started; on
-Linux it also dies with the process that started it (``PR_SET_PDEATHSIG``), so a killed sweep leaves
-no orphans. A worker that dies in a job (SIGKILL, out of memory) costs that job one attempt.
+Linux it also dies with the process that started it (``PR_SET_PDEATHSIG``), so a killed sweep
+leaves no orphans. A worker that dies in a job (SIGKILL, out of memory) costs that job one attempt.
 """
 
 from __future__ import annotations
@@ -43,6 +45,18 @@ def pinned_env() -> dict[str, str]:
     return dict(PINNED_ENV)
 
 
+def env_is_pinned() -> bool:
+    """True when this process was started with ``PINNED_ENV`` (so it may enter it)."""
+    return all(os.environ.get(k) == v for k, v in pinned_env().items())
+
+
+def computes_pinned() -> bool:
+    """True when this process computes in the pinned environment: started with ``PINNED_ENV`` and
+    entered it (``kit.world.pinned.enter_pinned``, which ``kit.start`` and the world build call).
+    Cheap when it is not: a process that never imported ``kit.world.pinned`` never entered it."""
+    return "kit.world.pinned" in sys.modules and env_is_pinned()
+
+
 @dataclass
 class Finished:
     """A job's attempt ended: ``outcome`` is :func:`call_job`'s dict, or None when its process died
@@ -57,16 +71,18 @@ class Worker:
     """One worker process and the two pipe ends that talk to it."""
 
     def __init__(self, env: dict[str, str], once: bool, pinned: bool):
-        stdin_r, self._stdin_w = os.pipe()
-        self._stdout_r, stdout_w = os.pipe()
-        args = [sys.executable, "-m", "kit.core.jobs", "worker"] + ["--once"] * once + ["--pinned"] * pinned
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        args = [sys.executable, "-m", "kit.core.jobs", "worker"]
+        args += ["--once"] * once + ["--pinned"] * pinned
         try:
-            self.proc = subprocess.Popen(args, stdin=stdin_r, stdout=stdout_w, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(args, stdin=stdin_r, stdout=stdout_w, env=env,
+                                         start_new_session=True)
         finally:
             os.close(stdin_r)
             os.close(stdout_w)
-        self.send = Connection(self._stdin_w, readable=False)
-        self.recv = Connection(self._stdout_r, writable=False)
+        self.send = Connection(stdin_w, readable=False)
+        self.recv = Connection(stdout_r, writable=False)
         self.once = once
         self.job: Job | None = None
 
@@ -84,24 +100,29 @@ class Worker:
     def how_it_died(self) -> str:
         try:
             code = self.proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            self.stop()
+        except subprocess.TimeoutExpired:  # its pipe closed but it lingers: stop it
+            stop_workers([self])
             code = self.proc.returncode
         if code is not None and code < 0:
             return f"its process was killed by {signal.Signals(-code).name}"
         return f"its process exited with code {code} before returning a result"
 
-    def stop(self) -> None:
-        """Close the pipes; terminate the worker's process group if it is still running."""
-        for conn in (self.send, self.recv):
-            conn.close()
-        if self.proc.poll() is None:
-            _signal_group(self.proc, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.proc, signal.SIGKILL)
-                self.proc.wait()
+
+def stop_workers(workers: list[Worker]) -> None:
+    """Close the workers' pipes and end their process groups: SIGTERM to all, then SIGKILL to
+    those still running after :data:`STOP_GRACE_S` (one grace period for all of them)."""
+    for w in workers:
+        w.send.close()
+        w.recv.close()
+        if w.proc.poll() is None:
+            _signal_group(w.proc, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for w in workers:
+        try:
+            w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(w.proc, signal.SIGKILL)
+            w.proc.wait()
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
@@ -122,11 +143,13 @@ def visible_gpus() -> list[str]:
 
 
 class LocalExecutor:
-    """Runs up to ``max_workers`` CPU slots of jobs at once in worker processes (see module doc)."""
+    """Runs up to ``max_workers`` CPU slots of jobs at once in worker processes (see the module's
+    doc); a job that needs GPUs gets whole GPUs of this machine (``CUDA_VISIBLE_DEVICES``)."""
 
     def __init__(self, max_workers: int, need_gpus: bool):
         self.max_workers = max_workers
         self.gpus_free = visible_gpus() if need_gpus else []
+        self.pinned_here = computes_pinned()
         self.busy: dict[Connection, Worker] = {}
         self.idle: dict[int, list[Worker]] = {}
         self.cpus_used = 0
@@ -141,28 +164,29 @@ class LocalExecutor:
 
     def submit(self, job: Job) -> None:
         cpus, gpus = self.cpus(job), math.ceil(job.num_gpus)
+        pinned = job.pinned or self.pinned_here
+        env = {**os.environ, **_threads(cpus), **WORKER_ENV}
+        if pinned:
+            env.update(pinned_env())  # last: the pinned thread counts win
         if job.pinned or gpus:
-            env = {**os.environ, **_threads(cpus), **WORKER_ENV}
             if gpus:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus_free[:gpus])
-            if job.pinned:
-                env.update(pinned_env())  # last: the pinned thread counts win
-            worker = self._spawn(env, once=True, pinned=job.pinned)
+            worker = self._spawn(env, once=True, pinned=pinned)
             self._gpus_of[worker] = self.gpus_free[:gpus]
             del self.gpus_free[:gpus]
         elif self.idle.get(cpus):
             worker = self.idle[cpus].pop()
         else:
-            worker = self._spawn({**os.environ, **_threads(cpus), **WORKER_ENV}, once=False, pinned=False)
+            worker = self._spawn(env, once=False, pinned=pinned)
         self.cpus_used += cpus
         self.busy[worker.recv] = worker
         worker.start(job)
 
     def _spawn(self, env: dict[str, str], once: bool, pinned: bool) -> Worker:
         n_idle = sum(len(v) for v in self.idle.values())
-        if n_idle and len(self.busy) + n_idle >= self.max_workers:  # keep at most max_workers processes
+        if n_idle and len(self.busy) + n_idle >= self.max_workers:  # at most max_workers processes
             shape = next(k for k, v in self.idle.items() if v)
-            self.idle[shape].pop().stop()
+            stop_workers([self.idle[shape].pop()])
         return Worker(env, once=once, pinned=pinned)
 
     def running(self) -> int:
@@ -179,33 +203,22 @@ class LocalExecutor:
             outcome = worker.read()
             if outcome is None:
                 done.append(Finished(job, None, worker.how_it_died()))
-                worker.stop()
-            elif worker.once:
-                done.append(Finished(job, outcome))
-                worker.stop()
+                stop_workers([worker])
+                continue
+            done.append(Finished(job, outcome))
+            if worker.once:
+                stop_workers([worker])
             else:
-                done.append(Finished(job, outcome))
                 worker.job = None
                 self.idle.setdefault(self.cpus(job), []).append(worker)
         return done
 
     def close(self) -> None:
-        """Stop every worker, busy or idle (their process groups get SIGTERM, then SIGKILL)."""
+        """Stop every worker, busy or idle (and whatever their jobs started)."""
         workers = list(self.busy.values()) + [w for ws in self.idle.values() for w in ws]
         self.busy.clear()
         self.idle.clear()
-        for w in workers:  # signal all first, then wait: stopping N workers costs one grace period
-            for conn in (w.send, w.recv):
-                conn.close()
-            if w.proc.poll() is None:
-                _signal_group(w.proc, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
-        for w in workers:
-            try:
-                w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(w.proc, signal.SIGKILL)
-                w.proc.wait()
+        stop_workers(workers)
 
 
 def _threads(n: int) -> dict[str, str]:
@@ -225,7 +238,8 @@ def _die_with_parent() -> None:
 
 
 def worker_main(once: bool, pinned: bool) -> int:
-    """The worker process: run jobs from stdin until it closes (one job if ``once``)."""
+    """The worker process: run jobs from stdin until it closes (one job if ``once``); with
+    ``pinned``, enter the pinned environment first (the process must have been started in it)."""
     _die_with_parent()
     recv = Connection(os.dup(0), writable=False)
     send = Connection(os.dup(1), readable=False)

@@ -15,7 +15,8 @@ from typing import Any, Iterable, Literal, Protocol
 
 from tqdm.auto import tqdm
 
-from kit.core.jobs.local import WORKER_ENV, Finished, LocalExecutor, Worker, pinned_env
+from kit.core.jobs.local import (WORKER_ENV, Finished, LocalExecutor, Worker, env_is_pinned,
+                                 pinned_env, stop_workers)
 from kit.core.jobs.spec import Job, JobFailure, JobsFailed, JobsReport, call_job, resolve
 
 ENGINES = ("inline", "local", "ray")
@@ -35,7 +36,8 @@ class Executor(Protocol):
 
 
 def default_workers() -> int:
-    """The cores this process may use (its CPU affinity where the OS tells it, else ``os.cpu_count``)."""
+    """The cores this process may use: its CPU affinity where the OS tells it, else
+    ``os.cpu_count()``."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
@@ -61,11 +63,13 @@ def plan(jobs: Iterable[Job]) -> dict[str, Job]:
             raise ValueError(f"run_jobs takes Job objects, got {job!r}")
         seen = graph.setdefault(job.id, job)
         if seen != job:
-            raise ValueError(f"job id {job.id} is given twice with different settings:\n  {seen}\n  {job}")
+            raise ValueError(f"job id {job.id} is given twice with different settings:\n  {seen}\n"
+                             f"  {job}")
     for job in graph.values():
         missing = [d for d in job.after if d not in graph]
         if missing:
-            raise ValueError(f"job {job.id} = {job.describe()} depends on {missing}, which are not in this sweep")
+            raise ValueError(f"job {job.id} = {job.describe()} depends on {missing}, which are not "
+                             "in this sweep")
     _check_acyclic(graph)
     for fn in dict.fromkeys(j.fn for j in graph.values()):
         resolve(fn)  # a typo in a function path fails here, before any job runs
@@ -98,32 +102,32 @@ def _check_acyclic(graph: dict[str, Job]) -> None:
 
 
 class InlineExecutor:
-    """Runs each job here, now, when it is submitted; a pinned job in a pinned subprocess unless this
-    process is already pinned (as the runner's kernels and the world's build process are)."""
+    """Runs each job here, now, when it is submitted. A pinned job runs here too when this process
+    was started with ``PINNED_ENV`` (the runner's kernels, the world's build process: it enters the
+    pinned environment first), else in a fresh pinned worker process, as on the local engine."""
 
     def __init__(self) -> None:
         self.done: list[Finished] = []
-        self._here_pinned: bool | None = None
-
-    def here_pinned(self) -> bool:
-        if self._here_pinned is None:  # asked only when a pinned job comes
-            self._here_pinned = all(os.environ.get(k) == v for k, v in pinned_env().items())
-        return self._here_pinned
 
     def can_start(self, job: Job) -> bool:
         return not self.done
 
     def submit(self, job: Job) -> None:
-        if job.pinned and not self.here_pinned():
+        if job.pinned and not env_is_pinned():
             worker = Worker({**os.environ, **WORKER_ENV, **pinned_env()}, once=True, pinned=True)
             try:
                 worker.start(job)
                 outcome = worker.read()
-                self.done.append(Finished(job, outcome, "" if outcome else worker.how_it_died()))
+                died = worker.how_it_died() if outcome is None else ""
+                self.done.append(Finished(job, outcome, died))
             finally:
-                worker.stop()
-        else:
-            self.done.append(Finished(job, call_job(job.fn, job.args_json)))
+                stop_workers([worker])
+            return
+        if job.pinned:
+            from kit.world.pinned import enter_pinned  # lazy: imports torch
+
+            enter_pinned()
+        self.done.append(Finished(job, call_job(job.fn, job.args_json)))
 
     def running(self) -> int:
         return len(self.done)
@@ -158,9 +162,10 @@ def run_jobs(jobs: Iterable[Job], engine: Engine = "local", max_workers: int | N
     """
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r}; allowed values: {', '.join(ENGINES)}")
-    if max_workers is not None and (isinstance(max_workers, bool) or not isinstance(max_workers, int)
-                                    or max_workers < 1):
-        raise ValueError(f"max_workers={max_workers!r}; allowed values: an int >= 1, or None (all cores)")
+    if max_workers is not None and (isinstance(max_workers, bool)
+                                    or not isinstance(max_workers, int) or max_workers < 1):
+        raise ValueError(f"max_workers={max_workers!r}; allowed values: an int >= 1, or None "
+                         "(all cores)")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries={retries!r}; allowed values: an int >= 0")
     graph = plan(jobs)
@@ -184,16 +189,21 @@ def _executor(engine: str, graph: dict[str, Job], max_workers: int | None, ray_a
         executor = LocalExecutor(max_workers or default_workers(), need_gpus)
         short = [j for j in graph.values() if not executor.can_start(j)]
         if short:  # only GPUs can be short here: a job wider than max_workers runs alone
-            raise ValueError(f"job {short[0].id} = {short[0].describe()} needs {short[0].num_gpus} GPU(s); "
-                             f"this machine shows {len(executor.gpus_free)}. Use engine 'ray' on a cluster "
-                             "with GPUs, or num_gpus=0")
+            job = short[0]
+            raise ValueError(f"job {job.id} = {job.describe()} needs {job.num_gpus} GPU(s); this "
+                             f"machine shows {len(executor.gpus_free)}. Use engine 'ray' on a "
+                             "cluster with GPUs, or num_gpus=0")
         return executor
-    from kit.core.jobs.ray_engine import RayExecutor  # lazy: ray is an optional extra
-
+    try:
+        from kit.core.jobs.ray_engine import RayExecutor  # lazy: ray is an optional extra
+    except ImportError as e:
+        raise ImportError(f"engine 'ray' needs Ray ({e}): pip install -e '.[ray]' (make setup "
+                          "installs it with the test extra)") from None
     return RayExecutor(graph, ray_address, max_workers, retries)
 
 
-def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, desc: str, retries: int) -> None:
+def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, desc: str,
+              retries: int) -> None:
     waiting = dict(graph)  # not started yet, in the order given
     dependents: dict[str, list[str]] = {i: [] for i in graph}
     for job in graph.values():
@@ -220,7 +230,8 @@ def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, des
     shown = ["", 0.0]
 
     def show() -> None:  # redraw when the counts change, and every few seconds for the elapsed time
-        text = f"running {executor.running()}, failed {len(report.failed)}, skipped {len(report.skipped)}"
+        text = (f"running {executor.running()}, failed {len(report.failed)}, "
+                f"skipped {len(report.skipped)}")
         if text != shown[0] or time.monotonic() - shown[1] > REDRAW_S:
             bar.set_postfix_str(text, refresh=True)
             shown[:] = [text, time.monotonic()]
@@ -241,11 +252,12 @@ def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, des
                 job = event.job
                 report.seconds[job.id] = time.perf_counter() - started[job.id]
                 if event.outcome is None and report.attempts[job.id] <= retries:
-                    waiting = {job.id: job, **waiting}  # retried first: it was started before the others
+                    waiting = {job.id: job, **waiting}  # retried first: it started before the rest
                     continue
                 if event.outcome is None:
                     attempts = report.attempts.get(job.id, 1)
-                    report.failed[job.id] = JobFailure(job, "died", f"{event.died} ({attempts} attempt(s))")
+                    report.failed[job.id] = JobFailure(job, "died",
+                                                       f"{event.died} ({attempts} attempt(s))")
                 elif not event.outcome["ok"]:
                     report.failed[job.id] = JobFailure(job, "raised", event.outcome["error"])
                 else:
@@ -255,7 +267,8 @@ def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, des
                 bar.update(1)
                 if job.id in report.failed:
                     skip_dependents(job.id, report.failed[job.id].kind)
-        left = [i for i in graph if i not in report.results and i not in report.failed and i not in report.skipped]
+        left = [i for i in graph
+                if i not in report.results and i not in report.failed and i not in report.skipped]
         assert not left, f"scheduler bug: jobs {left} neither ran nor were skipped"
     finally:
         report.wall_seconds = time.perf_counter() - t0

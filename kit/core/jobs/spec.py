@@ -3,8 +3,8 @@
 A :class:`Job` is a top-level function named by an importable path (``"module:function"``) and
 JSON-able keyword arguments. Its id is a content hash of the two, so the same work gets the same id
 wherever it is built, and a sweep runs each id once. Every engine calls the function the same way,
-through :func:`call_job`: with the arguments decoded from their canonical JSON (so a tuple arrives as
-a list on every engine, never only on some), and with its return value checked to be JSON-able.
+through :func:`call_job`: with the arguments decoded from their canonical JSON (so a tuple arrives
+as a list on every engine, never only on some), and with its return value checked to be JSON-able.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ class JobsFailed(RuntimeError):
 class Job:
     """One unit of work: ``fn(**kwargs)``, run once per sweep, in any process of any engine.
 
-    - ``fn``: ``"package.module:function"`` (a top-level function; a callable is turned into its path);
-    - ``kwargs``: JSON-able keyword arguments (stored as canonical JSON; :attr:`kwargs` decodes them);
+    - ``fn``: ``"package.module:function"`` (a top-level function; a callable becomes its path);
+    - ``kwargs``: JSON-able keyword arguments (kept as canonical JSON; :attr:`kwargs` decodes them);
     - ``id``: the content hash of ``fn`` and the canonical arguments unless given;
     - ``after``: ids (or :class:`Job` objects) of jobs of the same sweep that must finish first;
-    - ``num_cpus`` (>= 1) and ``num_gpus`` (>= 0, fractions share a GPU under Ray): what it occupies;
-    - ``pinned``: run in a fresh process started with ``kit.world.pinned.PINNED_ENV`` (same bits on
-      any x86-64 CPU), as the world's training does.
+    - ``num_cpus`` (>= 1), ``num_gpus`` (>= 0; fractions share a GPU under Ray): what it occupies;
+    - ``pinned``: run in a fresh process started with ``kit.world.pinned.PINNED_ENV`` (same bits
+      on any x86-64 CPU), as the world's training does.
 
     The function writes its work into the content-addressed caches (atomically, ``kit.core.paths``)
     and may return a small JSON-able value. It must be deterministic in its arguments (seed every
@@ -60,7 +60,7 @@ class Job:
                  id: str | None = None, after: Iterable[str | Job] = (), num_cpus: int = 1,
                  num_gpus: float = 0, pinned: bool = False):
         path = function_path(fn)
-        args_json = canonical_json(dict(kwargs or {}), f"job {path}")
+        args_json = canonical_json(dict(kwargs or {}), f"job {path}: its arguments")
         if isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1:
             raise ValueError(f"job {path}: num_cpus={num_cpus!r}; allowed values: an int >= 1")
         if (isinstance(num_gpus, bool) or not isinstance(num_gpus, (int, float))
@@ -68,7 +68,8 @@ class Job:
             raise ValueError(f"job {path}: num_gpus={num_gpus!r}; allowed values: a number >= 0")
         deps = tuple(d.id if isinstance(d, Job) else d for d in after)
         if not all(isinstance(d, str) and d for d in deps):
-            raise ValueError(f"job {path}: after={list(after)!r}; allowed values: job ids (str) or Job objects")
+            raise ValueError(f"job {path}: after={list(after)!r}; allowed values: job ids (str) or "
+                             "Job objects")
         set_ = object.__setattr__  # frozen: set once here
         set_(self, "fn", path)
         set_(self, "args_json", args_json)
@@ -78,7 +79,8 @@ class Job:
         set_(self, "num_gpus", num_gpus)
         set_(self, "pinned", bool(pinned))
         if not isinstance(self.id, str) or not self.id:
-            raise ValueError(f"job {path}: id={id!r}; allowed values: a non-empty str, or None (content hash)")
+            raise ValueError(f"job {path}: id={id!r}; allowed values: a non-empty str, or None "
+                             "(the content hash)")
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -92,12 +94,14 @@ class Job:
 
 
 def canonical_json(value: Any, what: str = "value") -> str:
-    """``value`` as canonical JSON (sorted keys, no spaces, no NaN); a non-JSON value names ``what``."""
+    """``value`` as canonical JSON (sorted keys, no spaces, no NaN); if it is not JSON-able, the
+    error names ``what``."""
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{what}: arguments must be JSON-able (str, int, float, bool, None, lists and "
-                         f"dicts with str keys): {e}") from None
+        raise ValueError(f"{what} must be JSON-able (str, int, float, bool, None, lists and dicts "
+                         f"with str keys): {e}") from None
 
 
 def job_id(fn: str, args_json: str) -> str:
@@ -110,15 +114,17 @@ def function_path(fn: str | Callable[..., Any]) -> str:
     if callable(fn) and not isinstance(fn, str):
         module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
         if not module or module == "__main__" or not name.isidentifier():
-            raise ValueError(f"{fn!r} is not a top-level function of an importable module (a job's function "
-                             "must be importable by name in another process: define it in a module, not in "
-                             "__main__, a notebook or another function)")
+            raise ValueError(f"{fn!r} is not a top-level function of an importable module (a "
+                             "job's function must be importable by name in another process: define "
+                             "it in a module, not in __main__, a notebook or another function)")
         return f"{module}:{name}"
     if not isinstance(fn, str):
-        raise ValueError(f"job function {fn!r}; allowed values: 'package.module:function' or a top-level function")
+        raise ValueError(f"job function {fn!r}; allowed values: 'package.module:function' or a "
+                         "top-level function")
     module, sep, name = fn.partition(":")
     if not sep or not name.isidentifier() or not all(p.isidentifier() for p in module.split(".")):
-        raise ValueError(f"job function {fn!r}; allowed values: 'package.module:function' (a top-level function)")
+        raise ValueError(f"job function {fn!r}; allowed values: 'package.module:function' (a "
+                         "top-level function)")
     return fn
 
 
@@ -128,7 +134,8 @@ def resolve(fn: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise ValueError(f"job function {fn!r}: module {module_name!r} cannot be imported ({e})") from None
+        raise ValueError(f"job function {fn!r}: module {module_name!r} cannot be imported ({e})"
+                         ) from None
     target = getattr(module, name, None)
     if not callable(target):
         raise ValueError(f"job function {fn!r}: module {module_name!r} has no function {name!r}")
@@ -144,8 +151,9 @@ def call_job(fn: str, args_json: str) -> dict[str, Any]:
     try:
         value = resolve(fn)(**json.loads(args_json))
         return {"ok": True, "value": json.loads(canonical_json(value, f"the return value of {fn}"))}
-    except (Exception, SystemExit) as e:  # the job's own error (sys.exit too) is its failure; Ctrl-C propagates
-        lines = traceback.format_exception(type(e), e, e.__traceback__.tb_next)  # from the job's own frame
+    except (Exception, SystemExit) as e:  # the job's error (sys.exit too); Ctrl-C propagates
+        # from the job's own frame on: the line of call_job above says nothing
+        lines = traceback.format_exception(type(e), e, e.__traceback__.tb_next)
         return {"ok": False, "error": last_lines("".join(lines))}
 
 
@@ -155,8 +163,9 @@ def last_lines(text: str, n: int = ERROR_LINES) -> str:
 
 @dataclass(frozen=True)
 class JobFailure:
-    """A job that did not finish: ``kind`` is ``raised`` (its function raised), ``died`` (its process
-    died on every attempt: killed, out of memory, a crash) or ``skipped`` (a dependency failed)."""
+    """A job that did not finish: ``kind`` is ``raised`` (its function raised), ``died`` (its
+    process died on every attempt: killed, out of memory, a crash) or ``skipped`` (a dependency
+    failed or was skipped)."""
 
     job: Job
     kind: str
@@ -195,7 +204,7 @@ class JobsReport:
         return not self.failed and not self.skipped
 
     def describe_failures(self) -> str:
-        lines = [f"{len(self.failed)} of {len(self.jobs)} job(s) failed and {len(self.skipped)} were skipped "
-                 f"(engine {self.engine}):"]
+        lines = [f"{len(self.failed)} of {len(self.jobs)} job(s) failed and {len(self.skipped)} "
+                 f"were skipped (engine {self.engine}):"]
         lines += [f.describe() for f in [*self.failed.values(), *self.skipped.values()]]
         return "\n".join(lines)
