@@ -264,7 +264,7 @@ def test_engine_options_turn_a_config_into_run_jobs_arguments():
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A two-CPU Ray on 127.0.0.1 for this module (no dashboard, 150 MB object store)."""
+    """A two-CPU local Ray for this module (no dashboard, 150 MB object store)."""
     import ray
 
     from kit.core.jobs.ray_engine import init_local_ray

@@ -43,17 +43,19 @@ def ray_call(fn: str, args_json: str, pinned: bool) -> dict[str, Any]:
 
 def init_local_ray(num_cpus: int | None = None, object_store_bytes: int = OBJECT_STORE_BYTES,
                    attempts: int = 3) -> None:
-    """Start a single-node Ray on this machine and connect to it: it advertises 127.0.0.1, has no
-    dashboard, a small object store and sends no usage statistics. ``ray.shutdown()`` stops it.
+    """Start a single-node Ray on this machine and connect to it: no dashboard, a small object
+    store, no usage statistics. ``ray.shutdown()`` stops it (and it stops when this process dies).
 
-    Retried: Ray's raylet gives its helper processes 15 s to start, and each imports ``ray`` (about
-    a CPU-second), which a heavily loaded machine may not give them in time.
+    Ray (2.60) listens on every interface and cannot be bound to 127.0.0.1 alone; its token
+    authentication (on by default, the token in ``~/.ray``) keeps other users out. Retried: Ray's
+    raylet gives its helper processes 15 s to start, and each imports ``ray`` (about a CPU-second),
+    which a heavily loaded machine may not give them in time.
     """
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report over the network
     for attempt in range(1, attempts + 1):
         try:
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=True,
-                     object_store_memory=object_store_bytes, _node_ip_address="127.0.0.1")
+                     object_store_memory=object_store_bytes)
             return
         except Exception as e:  # Ray raises a bare Exception when its node times out starting
             ray.shutdown()
