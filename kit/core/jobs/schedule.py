@@ -252,6 +252,8 @@ def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, des
                 job = event.job
                 report.seconds[job.id] = time.perf_counter() - started[job.id]
                 if event.outcome is None and report.attempts[job.id] <= retries:
+                    bar.write(f"job {job.id} = {job.describe()}: {event.died}; retrying (attempt "
+                              f"{report.attempts[job.id] + 1} of {retries + 1})")
                     waiting = {job.id: job, **waiting}  # retried first: it started before the rest
                     continue
                 if event.outcome is None:
