@@ -45,7 +45,10 @@ class Job:
 
     The function writes its work into the content-addressed caches (atomically, ``kit.core.paths``)
     and may return a small JSON-able value. It must be deterministic in its arguments (seed every
-    RNG it uses): the engine only schedules, so every engine gives the same results.
+    RNG it uses): the engine only schedules, so every engine gives the same results. It should
+    return early when its cache entry exists, so that rerunning an interrupted sweep redoes only
+    what did not finish; and its arguments should name its output, so that two jobs with different
+    ids never write the same file (identical jobs are run once).
     """
 
     fn: str
