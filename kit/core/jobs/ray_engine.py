@@ -54,8 +54,9 @@ def init_local_ray(num_cpus: int | None = None, object_store_bytes: int = OBJECT
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report over the network
     for attempt in range(1, attempts + 1):
         try:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=True,
-                     object_store_memory=object_store_bytes)
+            # "local": a new Ray of our own, never one found on the machine (another user's)
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                     log_to_driver=True, object_store_memory=object_store_bytes)
             return
         except Exception as e:  # Ray raises a bare Exception when its node times out starting
             ray.shutdown()
