@@ -4,7 +4,10 @@
 - ``robustness``: covered-concept overlap, dropout and adversarial robustness (re-exported);
 - ``significance``: our per-concept gap test with FDR (re-exported);
 - ``saes``: concept spaces (MiniLM SAEs trained with sae_lens, zoo SAEs) and per-item concept sums;
-- ``suite``: the benchmark suite and models of a run; ``report``: its tables and key numbers;
+- ``suite``: the benchmark suite and models of a run; ``model_space``: the paper's setting (the
+  evaluated models' own SAEs); ``answers``: models' own answers, one job per (model, benchmark);
+- ``size_control``: coverage at equal size (the coverage claims' nulls); ``study``: the notebook's
+  typed study result; ``report``: its tables and key numbers;
 - ``explorer``: the self-contained HTML concept explorer; ``plots``; ``claims``; ``bench``.
 """
 
@@ -22,5 +25,5 @@ from kit.cg.significance import GAP_TEST_CLASSES, GapTest, bh_qvalues, concept_s
 from kit.core.lazy import lazy_submodules
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["bench", "claims", "explorer", "labels", "llm", "metrics", "planted", "plots", "report",
-               "robustness", "saes", "significance", "suite"], globals())
+    __name__, ["answers", "bench", "claims", "explorer", "labels", "llm", "metrics", "model_space", "planted",
+               "plots", "report", "robustness", "saes", "significance", "size_control", "study", "suite"], globals())

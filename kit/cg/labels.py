@@ -1,7 +1,7 @@
 """Concept labels for Competency Gaps (review item 6): a pluggable labeller interface.
 
 A *labeller* turns each concept's top-activating contexts (``[{"value", "word", "context"}]`` by
-decreasing value, as :func:`kit.cg.saes.contexts_from_acts` and :func:`kit.cg.suite.hooked_contexts`
+decreasing value, as :func:`kit.cg.saes.contexts_from_acts` and :func:`kit.cg.model_space.hooked_contexts`
 write them) into one label per concept. Three sources:
 
 - :class:`TopContextLabeller` (local SAEs, the default): the most frequent activating words, with

@@ -20,6 +20,7 @@ draw from the tested ones, how many planted concepts (share >= ``planted_share``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -47,6 +48,10 @@ class PlantedGapResult:
     """Per concept: planted share, support, X_model of both models, q-values and classes."""
     accuracy: pd.DataFrame
     """Accuracy of both models on the planted items and on the rest (the gap was planted)."""
+    suite: Suite | None = None
+    """The suite analysed (both models scored on the same items): reanalyses and claims read it."""
+    planted: dict[str, np.ndarray] | None = None
+    """Per benchmark, the mask of planted items (ground truth)."""
 
 
 def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[str, np.ndarray],
@@ -90,12 +95,10 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
         "recall": hit / n_p if n_p else float("nan"),
         "base_rate": n_p / n_t if n_t else float("nan"),
         "p_overlap": p_overlap,
-        "recovered": bool(hit > 0 and p_overlap < alpha),
         # the tested concept most concentrated on the planted items (why recovery can fail: no concept is planted)
         **_most_planted(share, tested, tests[member].q_low, list(suite.labels)),
         **drop_vs_share(share, tests[parent].x_model - tests[member].x_model, tested, list(suite.labels),
                         min(int(n_perm), 10_000), seed),
-        "only_planted": bool(hit > 0 and hit == n_f),
     }
     table = pd.DataFrame({"concept": np.arange(share.size), "label": list(suite.labels), "planted_share": share,
                           "support": tests[member].support, "x_model_member": tests[member].x_model,
@@ -104,7 +107,7 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
                           "class_parent": cls[parent], "found": found})
     table = table.sort_values(["found", "q_low_member", "planted_share"], ascending=[False, True, False],
                               na_position="last").reset_index(drop=True)
-    return PlantedGapResult(summary, table, planted_accuracy(suite, (member, parent), planted))
+    return PlantedGapResult(summary, table, planted_accuracy(suite, (member, parent), planted), suite, planted)
 
 
 def drop_vs_share(share: np.ndarray, drop: np.ndarray, tested: np.ndarray, labels: Sequence[str], n_perm: int = 1000,
@@ -112,10 +115,12 @@ def drop_vs_share(share: np.ndarray, drop: np.ndarray, tested: np.ndarray, label
     """Does CG's profile point at the gap, significant or not? Over the tested concepts, the Spearman
     correlation between a concept's planted share and its X_model drop (parent minus member), with a
     permutation null (shares shuffled across concepts; one-sided p, ``(1 + #{null >= rho}) / (1 + n_perm)``),
-    and the concept with the largest drop (its planted share). NaN where the drop is constant."""
+    and the concept with the largest drop (its planted share). NaN where the drop is constant.
+    ``drop_share_null_low`` / ``_high``: the null's 2.5% and 97.5% quantiles."""
     ok = tested & np.isfinite(share) & np.isfinite(drop)
     out = {"drop_share_spearman": float("nan"), "drop_share_p": float("nan"), "top_drop_concept": -1,
-           "top_drop_label": "", "top_drop": float("nan"), "top_drop_share": float("nan")}
+           "top_drop_label": "", "top_drop": float("nan"), "top_drop_share": float("nan"),
+           "drop_share_null_low": float("nan"), "drop_share_null_high": float("nan")}
     if ok.sum() < 3:
         return out
     idx = np.flatnonzero(ok)
@@ -128,7 +133,8 @@ def drop_vs_share(share: np.ndarray, drop: np.ndarray, tested: np.ndarray, label
     rho = float(np.corrcoef(x, y)[0, 1])
     rng = np.random.default_rng(seed)
     null = np.array([np.corrcoef(rng.permutation(x), y)[0, 1] for _ in range(n_perm)])
-    out.update(drop_share_spearman=rho, drop_share_p=float((1 + (null >= rho - 1e-12).sum()) / (1 + n_perm)))
+    out.update(drop_share_spearman=rho, drop_share_p=float((1 + (null >= rho - 1e-12).sum()) / (1 + n_perm)),
+               drop_share_null_low=float(np.quantile(null, 0.025)), drop_share_null_high=float(np.quantile(null, 0.975)))
     return out
 
 
@@ -318,8 +324,6 @@ def gap_sae_sites(hooks: Sequence[str], parent: str, world: str | None = None,
     e.g. ``last`` where the parent has one layer and the world's SAE reads ``blocks.0``).
     ``"world"`` resolves to ``hook=""`` run-wise (the world's own SAE); see :data:`GAP_SAE_SITES`.
     Raises ``ValueError`` naming ``gap_sae_hooks`` for a layer the parent does not have."""
-    import re
-
     n_layers = _n_layers(parent, world)
     world_hook = _world_sae_hook(sae_name, parent, world)
     out, seen = [], {}
@@ -371,50 +375,46 @@ def planted_gap_section(cfg) -> dict[str, tuple[PlantedGapResult | None, str]]:
     return out
 
 
-def planted_verdict(pg: dict) -> str:
-    """One honest sentence on a planted-gap summary: recovered or not (against the random-draw
-    null), anything else flagged, and whether the X_model profile points at the gap anyway."""
-    if pg["recovered"]:
-        head = ("recovered and nothing else" if pg["only_planted"] else
-                f"recovered, with {pg['n_found_other']} other concept(s) also flagged")
-    elif pg["n_planted_concepts_tested"] == 0:
-        head = "NOT recovered: no tested concept is a planted one (the dictionary has no concept for the gap)"
-    else:
-        head = (f"NOT recovered: {pg['n_found_planted']} of {pg['n_found']} found concept(s) are planted "
-                f"(of {pg['n_planted_concepts_tested']} planted concepts tested; overlap p = {pg['p_overlap']:.2g})")
-    rho, p = pg.get("drop_share_spearman", float("nan")), pg.get("drop_share_p", float("nan"))
-    if not np.isfinite(rho):
-        return head
-    points = "points at the gap" if p < pg.get("alpha", 0.05) and rho > 0 else "does not point at the gap"
-    return f"{head}; the X_model drop profile {points} (Spearman {rho:.2f}, p = {p:.2g})"
+def primary_setting(planted: dict[str, tuple[PlantedGapResult | None, str]]) -> str | None:
+    """The setting of section 8b closest to the paper's (eq. 1's mean pooling; among the
+    dictionaries that ran, the one read deepest in the model; the first listed on a tie); None when
+    none ran."""
+    ran = [k for k, (r, _) in planted.items() if r is not None]
+    if not ran:
+        return None
+
+    def rank(k: str) -> tuple:
+        s = planted[k][0].summary
+        layer = re.match(r"blocks\.(\d+)\.", s.get("sae_hook", ""))
+        return s.get("pooling", "mean") == "mean", int(layer.group(1)) if layer else -1, -ran.index(k)
+
+    return max(ran, key=rank)
 
 
 def planted_gap_results(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> dict:
-    """The notebook's ``results`` entries of :func:`planted_gap_section`: ``planted_gap`` (the first
-    (dictionary, pooling) run that ran), ``planted_gap_by_sae`` (every :func:`pair_key`: its summary, or
-    ``{"skipped": why}``),
-    or ``planted_gap_error`` when none ran."""
+    """The notebook's ``results`` entries of :func:`planted_gap_section`: ``planted_gap`` (the summary of
+    :func:`primary_setting`'s run) with ``planted_gap_primary`` (its key), ``planted_gap_by_sae`` (every
+    :func:`pair_key`: its summary, or ``{"skipped": why}``), or ``planted_gap_error`` when none ran."""
     by = {e: (r.summary if r is not None else {"skipped": why}) for e, (r, why) in sections.items()}
-    ran = [r for r, _ in sections.values() if r is not None]
-    if not ran:
+    main = primary_setting(sections)
+    if main is None:
         return {"planted_gap_error": "; ".join(f"{e}: {why}" for e, (_, why) in sections.items()),
                 "planted_gap_by_sae": by}
-    return {"planted_gap": ran[0].summary, "planted_gap_by_sae": by}
+    return {"planted_gap": by[main], "planted_gap_primary": main, "planted_gap_by_sae": by}
 
 
 COMPARE_FIELDS = ("sae", "sae_hook", "pooling", "n_tested", "n_planted_concepts_tested", "n_found", "n_found_planted",
-                  "n_found_other", "precision", "recall", "p_overlap", "recovered", "only_planted",
+                  "n_found_other", "precision", "recall", "p_overlap",
                   "max_planted_share", "max_planted_label", "max_planted_q_member", "drop_share_spearman",
                   "drop_share_p", "top_drop_label", "top_drop_share")
 
 
 def compare_dictionaries(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> pd.DataFrame:
     """The (dictionary, pooling) runs side by side: one column per :func:`planted_gap_section` key, one row per
-    :data:`COMPARE_FIELDS` plus ``verdict`` (:func:`planted_verdict`); a skipped entry shows why."""
+    :data:`COMPARE_FIELDS` (numbers only: the verdicts are the claims', :func:`kit.cg.claims.planted_claims`), and
+    ``skipped`` (why an entry did not run, else empty)."""
     cols = {}
     for entry, (r, why) in sections.items():
-        if r is None:
-            cols[entry] = {**{f: None for f in COMPARE_FIELDS}, "verdict": f"skipped: {why}"}
-        else:
-            cols[entry] = {**{f: r.summary.get(f) for f in COMPARE_FIELDS}, "verdict": planted_verdict(r.summary)}
-    return pd.DataFrame(cols, index=[*COMPARE_FIELDS, "verdict"])
+        cols[entry] = {**{f: None if r is None else r.summary.get(f) for f in COMPARE_FIELDS},
+                       "skipped": why if r is None else ""}
+    return pd.DataFrame(cols, index=[*COMPARE_FIELDS, "skipped"])

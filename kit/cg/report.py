@@ -181,7 +181,10 @@ POOLING_NOTE = {"mean": "eq. 1, CG as published", "last": "last token, our ablat
 
 
 def findings(r: dict) -> list[str]:
-    """Plain-language findings from the recorded numbers ``r`` (the notebook's results dict)."""
+    """What was measured, in plain language, from the recorded numbers ``r`` (:meth:`kit.cg.study.CGStudy.results`).
+
+    Descriptive only: counts, accuracies and distances as measured. Whether any of them supports
+    a claim of the paper is said by the claims (:func:`kit.core.claims.findings`), not here."""
     lines = []
     main = r.get("main_sae", "")
     cov = r.get("coverage", {}).get(main, {})
@@ -190,29 +193,34 @@ def findings(r: dict) -> list[str]:
             f"Coverage ({main}, {cov['n_concepts']} concepts, {len(cov['missing_frac_per_benchmark'])} real benchmarks): "
             f"{cov['n_missing_suite']} concepts ({100 * cov['frac_missing_suite']:.1f}%) are missing from the whole suite, "
             f"{cov['n_dead']} of them dead latents (firing neither on the SAE's training text nor on any benchmark text; "
-            f"{cov.get('n_dead_label_fires', 0)} concepts without a training-text context do fire); {cov['n_missing_alive']} live concepts "
-            f"({100 * cov['frac_missing_alive']:.1f}% of the live ones) fire on the corpus but on no benchmark "
+            f"{cov.get('n_dead_label_fires', 0)} concepts without a training-text context do fire); {cov['n_missing_alive']} "
+            f"live concepts ({100 * cov['frac_missing_alive']:.1f}% of the live ones) fire on the corpus but on no benchmark "
             f"(paper, Llama SAE: 314, 1%); every benchmark misses at least {100 * cov['min_missing_frac_benchmark']:.0f}% "
-            f"of the dictionary ({100 * min(cov['missing_frac_per_benchmark_alive'].values()):.0f}% of the live concepts; paper: >= 30%); mean pairwise Jaccard overlap of covered sets {cov['mean_jaccard_offdiag']:.2f}.")
+            f"of the dictionary ({100 * min(cov['missing_frac_per_benchmark_alive'].values()):.0f}% of the live concepts; "
+            f"paper: >= 30%); mean pairwise Jaccard overlap of covered sets {cov['mean_jaccard_offdiag']:.2f}.")
+    ct = r.get("coverage_vs_text")
+    if ct:
+        lines.append(f"At equal size ({ct['tokens']:,} tokens, {ct['draws']} draws): the suite misses "
+                     f"{100 * ct['suite_mean']:.1f}% of {ct['n_live']} live concepts, {ct['text_source']} "
+                     f"{100 * ct['text_mean']:.1f}%; the whole suite ({ct['suite_tokens']:,} tokens) misses "
+                     f"{100 * cov.get('frac_missing_alive', float('nan')):.1f}%.")
     for name, acc in r.get("response_accuracy", {}).items():
         lines.append(f"Published responses {name}: accuracy {acc:.3f} (parse rate {r['response_parse_rate'][name]:.3f}).")
+    for a in r.get("answers", []):
+        lines.append(f"{a['model']} on {a['benchmark']}: accuracy {a['accuracy']:.3f} [{a['accuracy_low']:.3f}, "
+                     f"{a['accuracy_high']:.3f}] over {a['items']} items, {a['truncated']} cut at "
+                     f"{a['max_new_tokens']} tokens.")
     for model, s in r.get("model_performance", {}).items():
         lines.append(f"{model}: median chi_model {s['median']:.3f} over {s['n_defined']} concepts; "
                      f"{s['n_gaps']} model gaps (X_model < eps), worst decile <= {s['worst_decile']:.3f}.")
     for model, g in r.get("significance", {}).items():
         lines.append(f"{model}: of its {g['n_gaps_paper']} gaps (X_model < eps; median support {g['median_support_of_gaps']:.0f} "
                      f"items), {g['n_gaps_with_support']} are active on >= {g['min_support']} items and "
-                     f"{g['n_gaps_significant']} beat their null (permutation test, BH at {g['alpha']}; {g['n_weak']} more "
-                     f"concepts significantly weak, {g['n_strong']} strong, of {g['n_tested']} tested).")
-    for row in r.get("nulls", []):
-        lo = row.get("observed 2.5%")
-        rng = f" [{lo:.3g}, {row['observed 97.5%']:.3g}]" if lo is not None and np.isfinite(lo) else ""
-        lines.append(f"{row['quantity']}: {row['observed']:.3g}{rng} vs null {row['null mean']:.3g} "
-                     f"[{row['null 2.5%']:.3g}, {row['null 97.5%']:.3g}] ({row['null']}): "
-                     f"{'beats' if row['beats null'] else 'does not beat'} its null.")
+                     f"{g['n_gaps_significant']} have a BH q-value <= {g['alpha']} ({g['n_weak']} more concepts with "
+                     f"q <= {g['alpha']} on the low side above eps, {g['n_strong']} on the high side, of {g['n_tested']} tested).")
     pc = r.get("llama_vs_qwen")
     if pc:
-        lines.append(f"Llama vs Qwen on the same ARC items: Spearman of chi_model profiles {pc['spearman']:.2f}, "
+        lines.append(f"{pc['A']} vs {pc['B']} on the same ARC items: Spearman of chi_model profiles {pc['spearman']:.2f}, "
                      f"mean |difference| {pc['mean_abs_diff']:.3f} (accuracies {pc['accuracy_A']:.3f} vs {pc['accuracy_B']:.3f}).")
     rb = r.get("robustness", {})
     if rb:
@@ -223,10 +231,13 @@ def findings(r: dict) -> list[str]:
                      f"(best concepts' items; paper -0.6%), {rb.get('adv_shift_worst_pct', float('nan')):+.1f}% (worst; paper +1.3%).")
     xs = r.get("cross_sae", {})
     if xs:
-        sp_ = xs.get("spearman_missing_frac_per_benchmark", float("nan"))
         meds = "; ".join(f"{k}: median X_bench {v['median_x_bench']:.3f}, missing {100 * v['frac_missing_suite']:.1f}%"
                          for k, v in xs.items() if isinstance(v, dict))
-        lines.append(f"Two SAEs: {meds}; benchmarks' missing fractions rank alike (Spearman {sp_:.2f}).")
+        sw = r.get("sae_swap")
+        lines.append(f"Two SAEs: {meds}." + (
+            f" Spearman of the benchmarks' missing fractions: {sw['rho_full_size']:.2f} at full size, where benchmark "
+            f"length alone gives {sw['rho_missing_vs_tokens']:.2f}; {sw['rho']:.2f} with every benchmark cut to "
+            f"{sw['tokens']:,} tokens." if sw else ""))
     z = r.get("zoo", {})
     if z:
         lines.append(f"Tiny-world suite ({z['model']} with its own SAE {z['sae']}, {z['n_tasks']} tasks): "
@@ -235,47 +246,19 @@ def findings(r: dict) -> list[str]:
                      f"adversarial {z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%.")
     elif r.get("zoo_error"):
         lines.append(f"Tiny-world suite not run: {r['zoo_error']}")
-    by_sae = r.get("planted_gap_by_sae") or ({"": r["planted_gap"]} if r.get("planted_gap") else {})
-    for entry, pg in by_sae.items():
-        name = f"dictionary {entry!r}"
-        if "/" in entry:  # a (dictionary, pooling) run, kit.cg.planted.pair_key
-            d, pool = entry.rsplit("/", 1)
-            name = f"dictionary {d!r}, {pool} pooling ({POOLING_NOTE.get(pool, pool)})"
+    for entry, pg in (r.get("planted_gap_by_sae") or {}).items():
+        d, pool = entry.rsplit("/", 1) if "/" in entry else (entry, "")
+        name = f"dictionary {d!r}" + (f", {pool} pooling ({POOLING_NOTE.get(pool, pool)})" if pool else "")
         if "skipped" in pg:
             lines.append(f"Planted gap, {name}: skipped ({pg['skipped']}).")
             continue
-        where = f", {name}: {pg['sae']} at {pg['sae_hook']}" if entry else ""
-        verdict = ("recovered" if pg["recovered"] else "NOT recovered (no planted concept among the found ones beats "
-                   "the random-draw null)")
-        rest = ("and nothing else" if pg["only_planted"] else
-                f"with {pg['n_found_other']} other concept(s) also flagged")
-        rho, p_rho = pg.get("drop_share_spearman", np.nan), pg.get("drop_share_p", np.nan)
-        follows = ("follows the planted share" if p_rho < pg.get("alpha", 0.05) and rho > 0 else
-                   f"does not show the planted share (p >= {pg.get('alpha', 0.05):g} or rho <= 0)")
-        lines.append(f"Planted gap{where} ({pg['member']} vs its parent {pg['parent']}: {pg['gap']}; {pg['n_planted_items']} "
-                     f"planted items): accuracy there {pg['accuracy_planted_member']:.2f} vs {pg['accuracy_planted_parent']:.2f}, "
-                     f"on the other tasks {pg['accuracy_other_member']:.2f} vs {pg['accuracy_other_parent']:.2f}. CG flags "
-                     f"{pg['n_found']} concept(s) significantly low for the member and not the parent ({pg['n_perm']} "
-                     f"permutations, BH), {pg['n_found_planted']} of them planted concepts (of {pg['n_planted_concepts_tested']} "
-                     f"tested; base rate {pg['base_rate']:.3f}, overlap p = {pg['p_overlap']:.2g}): the gap is {verdict} {rest}."
-                     + (f" The tested concept most concentrated on the planted items, {pg['max_planted_concept']} "
-                        f"({pg['max_planted_label']!r}), holds {pg['max_planted_share']:.2f} of its activation mass there "
-                        f"(member q = {pg['max_planted_q_member']:.2g})." if "max_planted_share" in pg else "")
-                     + (f" The X_model drop (parent - member) {follows}: Spearman {rho:.2f} (shuffled-share null "
-                        f"p = {p_rho:.2g}); the largest drop ({pg['top_drop']:.3f}) is concept {pg['top_drop_concept']} "
-                        f"({pg['top_drop_label']!r}, planted share {pg['top_drop_share']:.2f})." if np.isfinite(rho) else ""))
-    by_pool: dict[str, dict[str, bool]] = {}
-    for entry, pg in by_sae.items():
-        if "/" in entry and "skipped" not in pg:
-            d, pool = entry.rsplit("/", 1)
-            by_pool.setdefault(pool, {})[d] = bool(pg["recovered"])
-    for pool, rec in by_pool.items():
-        yes = [d for d, ok in rec.items() if ok]
-        lines.append(f"Planted gap, {pool} pooling ({POOLING_NOTE.get(pool, pool)}): "
-                     + (f"CG recovers the planted gap with dictionary {', '.join(map(repr, yes))}" if yes else
-                        "CG does NOT recover the planted gap with any dictionary")
-                     + f" (of {', '.join(map(repr, rec))}).")
-    if not by_sae and r.get("planted_gap_error"):
+        lines.append(f"Planted gap, {name} ({pg['sae']} at {pg['sae_hook']}; {pg['member']} vs {pg['parent']}: "
+                     f"{pg['gap']}; {pg['n_planted_items']} planted items): accuracy there {pg['accuracy_planted_member']:.2f} "
+                     f"vs {pg['accuracy_planted_parent']:.2f}, on the other tasks {pg['accuracy_other_member']:.2f} vs "
+                     f"{pg['accuracy_other_parent']:.2f}. The gap test flags {pg['n_found']} concept(s) low for the member "
+                     f"and not the parent, {pg['n_found_planted']} of them planted concepts (of "
+                     f"{pg['n_planted_concepts_tested']} planted among {pg['n_tested']} tested).")
+    if not r.get("planted_gap_by_sae") and r.get("planted_gap_error"):
         lines.append(f"Planted-gap check not run: {r['planted_gap_error']}")
     per_model = {}
     for row in r.get("model_benchmarks", []):

@@ -7,8 +7,9 @@
    the zoo model's own SAE (model and SAE both ours, like the paper's main setting).
 
 Each suite is a :class:`Suite`: per benchmark, a sparse items x concepts matrix of eq. 1's
-``s~`` and the item texts, and per model, per benchmark, the item scores m_b(i) (with their
-own activation matrices when the texts include the model's response).
+``s~``, the item texts and their token counts, and per model, per benchmark, the item scores
+m_b(i) (with their own activation matrices when the texts include the model's response). The
+paper's own setting (the evaluated models' SAEs) is :mod:`kit.cg.model_space`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from kit.cg import metrics as cg
-from kit.models import tl
 
 BBH_SUITE_TASKS = ("boolean_expressions", "date_understanding", "logical_deduction_three_objects", "navigate",
                    "object_counting", "web_of_lies", "word_sorting", "causal_judgement")
@@ -48,6 +48,14 @@ class Suite:
     """model -> benchmark -> the model's responses (shown by the explorer; absent for the tiny world)."""
     label_source: str = ""
     """Where the concept labels come from (:func:`kit.cg.labels.sae_labels`)."""
+    n_tokens: dict[str, np.ndarray] = field(default_factory=dict)
+    """benchmark -> tokens per item of ``acts`` (eq. 1's ``|x_i|``); empty where unknown."""
+    text_acts: sp.csr_matrix | None = None
+    """General text (paragraphs x concepts) read like the benchmarks: the size-controlled null of
+    the coverage claim (:func:`kit.cg.size_control.coverage_vs_text`); None where not read."""
+    text_tokens: np.ndarray | None = None
+    """Tokens per paragraph of ``text_acts``."""
+    text_source: str = ""
 
     @property
     def n_concepts(self) -> int:
@@ -69,6 +77,13 @@ class Suite:
         any benchmark text read here. A ``(dead)``-labelled concept that fires on a benchmark is alive."""
         return np.array([lab == "(dead)" for lab in self.labels]) & ~self.fires()
 
+    def live(self) -> np.ndarray:
+        """Concepts the SAE uses: not :meth:`dead`, or firing on the general text (``text_acts``)."""
+        live = ~self.dead()
+        if self.text_acts is not None:
+            live |= np.asarray((self.text_acts > 0).sum(axis=0)).ravel() > 0
+        return live
+
 
 def benchmark_prompts(name: str, n: int, seed: int = 0) -> list[str]:
     """``n`` prompts of a real benchmark (the items of :func:`benchmark_items`)."""
@@ -77,8 +92,9 @@ def benchmark_prompts(name: str, n: int, seed: int = 0) -> list[str]:
 
 def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int, response_sets: Sequence[str],
                n_response_items: int, include_responses: bool = False, max_length: int = 256, seed: int = 0,
-               device: str = "cpu", encoder=None, labeller=None) -> dict[str, Suite]:
-    """One :class:`Suite` per SAE over the real benchmarks and published responses.
+               device: str = "cpu", encoder=None, labeller=None, answers=None,
+               n_text_items: int = 0) -> dict[str, Suite]:
+    """One :class:`Suite` per SAE over the real benchmarks, with published and/or generated responses.
 
     Labels: ``labeller`` (a :class:`kit.cg.labels.Labeller`; default the top-context words with
     stop-words and punctuation filtered) over each SAE's stored top-activating contexts.
@@ -88,9 +104,14 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
     response when ``include_responses`` (the paper does so for LMSYS-Chat only). A benchmark with a
     response set is covered through that set's prompts (the first set's items; every set of one
     benchmark must list the same items), so coverage and performance read the same items.
+    ``answers``: ``{model: {benchmark: ModelAnswers}}`` of models that answered rows of the coverage
+    samples themselves (:func:`kit.cg.answers.run_answers`); their concepts are those rows' (the
+    prompt only). ``n_text_items``: held-out corpus paragraphs read as general text
+    (``Suite.text_acts``, the coverage claim's size-controlled null); 0 = none.
     """
     from kit.cg import saes as cg_saes
     from kit.cg.labels import TopContextLabeller
+    from kit.cg.size_control import general_text
     from kit.data import responses as cg_responses
     from kit.models.encoders import load_encoder
 
@@ -104,6 +125,8 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
         if first.ids != rs.ids:
             raise ValueError(f"response sets {first.name} and {n} do not list the same {rs.benchmark} items in the "
                              "same order; coverage and performance must read the same items")
+    if answers and include_responses:
+        raise ValueError("include_responses reads prompt + response; generated answers are read by prompt only here")
     texts = {b: scored[b].texts(include_response=False) if b in scored else benchmark_prompts(b, n_items, seed)
              for b in benchmarks}
     labeller = labeller or TopContextLabeller()
@@ -111,10 +134,11 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
     suites = {n: Suite(n, labeller(contexts[n]), {}, texts, contexts=contexts[n],
                        label_source=f"local: {labeller.name} (MiniLM SAE training text)") for n in sae_names}
     for b, t in texts.items():
-        acts, _ = cg_saes.item_concepts(encoder, sae_names, t, max_length=max_length, device=device,
-                                        desc=f"concepts: {b}")
+        acts, lengths = cg_saes.item_concepts(encoder, sae_names, t, max_length=max_length, device=device,
+                                              desc=f"concepts: {b}")
         for n in sae_names:
             suites[n].acts[b] = acts[n]
+            suites[n].n_tokens[b] = np.asarray(lengths)
     for rs_name, rs in sets.items():
         model = rs_name.split("/", 1)[1]
         rs_texts = rs.texts(include_response=include_responses)
@@ -125,6 +149,23 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
             suites[n].model_scores.setdefault(model, {})[rs.benchmark] = rs.scores
             suites[n].model_texts.setdefault(model, {})[rs.benchmark] = rs_texts
             suites[n].model_responses.setdefault(model, {})[rs.benchmark] = list(rs.responses)
+    for model, per in (answers or {}).items():
+        for b, a in per.items():
+            if b not in texts:
+                raise ValueError(f"answers of {model} on {b!r}: not a benchmark of this suite ({list(texts)})")
+            for n in sae_names:
+                suites[n].model_acts.setdefault(model, {})[b] = suites[n].acts[b][a.positions]
+                suites[n].model_scores.setdefault(model, {})[b] = a.correct.astype(float)
+                suites[n].model_texts.setdefault(model, {})[b] = [texts[b][i] for i in a.positions]
+                suites[n].model_responses.setdefault(model, {})[b] = list(a.responses)
+    if n_text_items:
+        exclude = [t for n in sae_names for t in cg_saes.minilm_sae_training_texts(n)]
+        general = general_text(n_text_items, exclude, seed)
+        acts, lengths = cg_saes.item_concepts(encoder, sae_names, general, max_length=max_length, device=device,
+                                              desc="concepts: general text")
+        for n in sae_names:
+            suites[n].text_acts, suites[n].text_tokens = acts[n], np.asarray(lengths)
+            suites[n].text_source = f"{n_text_items} held-out corpus paragraphs (Gutenberg, tiny Shakespeare)"
     return suites
 
 
@@ -210,20 +251,23 @@ def model_x(suite: Suite, model: str) -> np.ndarray:
     return cg.x_model(suite.model_acts[model], suite.model_scores[model])
 
 
-def build_suites(cfg) -> tuple[list[str], dict[str, Suite]]:
-    """(SAE names, {SAE name: Suite}) for a notebook config: the offline MiniLM concept space
-    with published responses, or (``concept_space='model'``) the paper's setting."""
+def build_suites(cfg, answers=None) -> tuple[list[str], dict[str, Suite]]:
+    """(SAE names, {SAE name: Suite}) for a notebook config: the offline MiniLM concept space with
+    published responses and/or the models' own ``answers`` (:func:`kit.cg.answers.run_answers`), or
+    (``concept_space='model'``) the paper's setting."""
     if cfg.concept_space == "minilm":
         names = cfg.sae_names()
         suites = real_suite(names, cfg.benchmarks, cfg.n_items, cfg.response_sets, cfg.n_response_items,
                             include_responses=cfg.include_responses, max_length=cfg.max_length, seed=cfg.seed,
-                            device=cfg.device)
+                            device=cfg.device, answers=answers, n_text_items=cfg.null_text_items)
     else:
+        from kit.cg.model_space import model_suites  # lazy: model_space imports this module
+
         names = list(cfg.model_saes)
         suites = model_suites(cfg.models, names, cfg.benchmarks, cfg.n_items, cfg.max_new_tokens, cfg.max_length,
                               cfg.seed, cfg.device, cfg.include_responses, dtype=cfg.dtype,
                               max_batch_tokens=cfg.max_batch_tokens, gen_batch_size=cfg.gen_batch_size,
-                              labels=cfg.labels, label_texts=cfg.label_texts)
+                              labels=cfg.labels, label_texts=cfg.label_texts, n_text_items=cfg.null_text_items)
     for suite in suites.values():
         suite.x_bench_denominator = cfg.x_bench_denominator
     return names, suites
@@ -234,9 +278,9 @@ def two_model_comparison(cfg, suite: Suite, sae_names: Sequence[str], main_sae: 
 
     Returns (name A, name B, prompt acts, scores A, scores B) or None when the config has no two
     models on ARC. Published responses: the first two ``arc/`` response sets (same items, same
-    order, checked); generated: the first two models' scores on the suite's ARC sample.
+    order, checked); generated: the first two models' scores on the ARC items they answered.
     """
-    if cfg.concept_space == "minilm":
+    if cfg.concept_space == "minilm" and cfg.responses == "published":
         from kit.data import responses as cg_responses
 
         arc_sets = [n for n in cfg.response_sets if n.startswith("arc/")]
@@ -252,7 +296,11 @@ def two_model_comparison(cfg, suite: Suite, sae_names: Sequence[str], main_sae: 
     if len(models) < 2 or "arc_challenge" not in suite.acts:
         return None
     a, b = models[:2]
-    return a, b, suite.acts["arc_challenge"], suite.model_scores[a]["arc_challenge"], suite.model_scores[b]["arc_challenge"]
+    acts = suite.model_acts[a]["arc_challenge"]
+    if acts.shape != suite.model_acts[b]["arc_challenge"].shape or (
+            acts != suite.model_acts[b]["arc_challenge"]).nnz:
+        raise ValueError(f"{a} and {b} did not answer the same ARC items; the comparison needs the same items")
+    return a, b, acts, suite.model_scores[a]["arc_challenge"], suite.model_scores[b]["arc_challenge"]
 
 
 # ----------------------------------------------------------------------------- the paper's setting
@@ -291,236 +339,3 @@ def benchmark_items(name: str, n: int, seed: int = 0) -> list[tuple[str, object]
     split, source = benchmark_split(name)
     items = load_benchmark(name, split, source=source)
     return [(name, it) for it in rng.sample(items, min(n, len(items)))]
-
-
-def _item_rows(model, texts: Sequence[str], max_length: int) -> list[list[int]]:
-    """Token ids (BOS first) of each text, cut to ``max_length`` and the model's context, with one
-    warning naming how many texts were cut."""
-    import warnings
-
-    limit = min(int(max_length), int(model.cfg.n_ctx))
-    rows = [model.to_tokens(t, prepend_bos=True)[0].tolist() for t in texts]
-    cut = sum(len(r) > limit for r in rows)
-    if cut:
-        warnings.warn(f"{cut} of {len(rows)} texts are longer than {limit} tokens (max_length / the model's "
-                      "context) and were cut to their first tokens", stacklevel=3)
-    return [r[:limit] for r in rows]
-
-
-def _forward_batches(model, hook: str, rows: Sequence[list[int]], batch: Sequence[int]):
-    """Activations at ``hook`` of the rows ``batch``, right-padded into one forward pass: per row
-    its real tokens only (causal attention: right padding changes no real position)."""
-    import torch
-
-    layer = int(hook.split(".")[1]) if hook.startswith("blocks.") else None
-    tok = getattr(model, "tokenizer", None)
-    pad = tok.pad_token_id if tok is not None and tok.pad_token_id is not None else 0  # any id: causal attention keeps padding from real positions
-    width = max(len(rows[i]) for i in batch)
-    tokens = torch.full((len(batch), width), int(pad), dtype=torch.long)
-    for r, i in enumerate(batch):
-        tokens[r, :len(rows[i])] = torch.tensor(rows[i], dtype=torch.long)
-    _, cache = tl.run_with_cache(model, tokens.to(model.cfg.device), [hook],
-                                 stop_at_layer=None if layer is None else layer + 1)
-    return [cache[hook][r, :len(rows[i])] for r, i in enumerate(batch)]
-
-
-def hooked_item_concepts(model, sae, texts: Sequence[str], max_length: int = 512, max_batch_tokens: int = 8192,
-                         cache=None) -> sp.csr_matrix:
-    """Eq. 1 under a ``HookedTransformer`` and its own SAE: activations at
-    ``sae.cfg.metadata.hook_name`` over each text's tokens (BOS excluded), averaged per text.
-
-    Texts run in right-padded batches of at most ``max_batch_tokens`` padded tokens
-    (:func:`kit.models.internals.token_budget_batches`), each cut to ``max_length`` tokens and the
-    model's context (with a warning). With ``cache`` (a :class:`kit.models.cache.ItemCache` keyed by
-    model, SAE and settings), each finished batch's sparse rows are kept under the text's hash, so a
-    rerun reads them and a killed run resumes. Returns CSR items x d_sae."""
-    import hashlib
-
-    import torch
-
-    from kit.cg.metrics import segment_mean
-    from kit.models.cache import map_items
-    from kit.models.internals import token_budget_batches
-
-    if not texts:
-        raise ValueError("texts is empty: no datapoint to read concepts from")
-    hook = sae.cfg.metadata.hook_name
-    tl.check_hooks(model, [hook], field="SAE hook_name")
-    rows = _item_rows(model, texts, max_length)
-
-    def compute(batch: list[int]) -> list[dict]:
-        out = []
-        with torch.inference_mode():
-            for acts in _forward_batches(model, hook, rows, batch):
-                acts = acts[1:] if acts.shape[0] > 1 else acts
-                feats = sae.encode(acts.to(sae.W_enc.device, sae.W_enc.dtype)).float().cpu()
-                mean = segment_mean(feats, [feats.shape[0]])[0]
-                nz = torch.nonzero(mean).flatten()
-                out.append({"i": nz.tolist(), "v": mean[nz].tolist()})
-        return out
-
-    ids = [hashlib.sha256(t.encode()).hexdigest()[:24] for t in texts]
-    values = map_items(ids, compute, token_budget_batches([len(r) for r in rows], max_batch_tokens), cache=cache)
-    indptr = np.concatenate([[0], np.cumsum([len(v["i"]) for v in values])]).astype(np.int64)
-    indices = np.asarray([j for v in values for j in v["i"]], dtype=np.int32)
-    data = np.asarray([x for v in values for x in v["v"]], dtype=np.float32)
-    return sp.csr_matrix((data, indices, indptr), shape=(len(texts), sae.cfg.d_sae))
-
-
-def hooked_contexts(model, sae, texts: Sequence[str], n_top: int = 8, context: int = 4, max_length: int = 512,
-                    max_batch_tokens: int = 8192) -> list[list[dict]]:
-    """Per concept of ``sae``, its ``n_top`` strongest token activations over ``texts`` under
-    ``model``: ``[{"value", "word", "context"}]`` by decreasing value (the input of a
-    :mod:`kit.cg.labels` labeller; empty for a concept that never fires on these texts)."""
-    import torch
-
-    from kit.models.internals import token_budget_batches
-
-    hook = sae.cfg.metadata.hook_name
-    tl.check_hooks(model, [hook], field="SAE hook_name")
-    rows = _item_rows(model, texts, max_length)
-    d_sae = sae.cfg.d_sae
-    best_val = torch.full((d_sae, n_top), -1.0)
-    best_ref = torch.full((d_sae, n_top, 2), -1, dtype=torch.long)
-    with torch.inference_mode():
-        for batch in token_budget_batches([len(r) for r in rows], max_batch_tokens):
-            for i, acts in zip(batch, _forward_batches(model, hook, rows, batch)):
-                if acts.shape[0] < 2:
-                    continue
-                feats = sae.encode(acts[1:].to(sae.W_enc.device, sae.W_enc.dtype)).float().cpu()  # BOS excluded
-                val, pos = feats.T.topk(min(n_top, feats.shape[0]), dim=1)
-                ref = torch.stack([torch.full_like(pos, i), pos + 1], -1)
-                cand_val, cand_ref = torch.cat([best_val, val], 1), torch.cat([best_ref, ref], 1)
-                order = cand_val.topk(n_top, dim=1).indices
-                best_val = cand_val.gather(1, order)
-                best_ref = cand_ref.gather(1, order[..., None].expand(-1, -1, 2))
-    tok = model.tokenizer
-    pieces: dict[int, list[str]] = {}
-    out: list[list[dict]] = []
-    for c in range(d_sae):
-        found = []
-        for v, (t, p) in zip(best_val[c].tolist(), best_ref[c].tolist()):
-            if v <= 0 or t < 0:
-                continue
-            if t not in pieces:
-                pieces[t] = [tok.decode([x]) for x in rows[t]]
-            ps = pieces[t]
-            left, right = "".join(ps[max(1, p - context):p]), "".join(ps[p + 1:p + 1 + context])
-            found.append({"value": round(float(v), 4), "word": ps[p].strip(), "context": f"{left}[{ps[p]}]{right}"})
-        out.append(found)
-    return out
-
-
-def model_responses(name: str, items: dict[str, list[tuple[str, object]]], settings, device: str = "cpu",
-                    dtype: str | None = None, batch_size: int = 16) -> dict[str, tuple[list[str], np.ndarray]]:
-    """``{benchmark: (responses, correct)}`` of model ``name`` on ``items`` (from
-    :func:`benchmark_items`): batched generation by its Hugging Face copy with a KV cache and its chat
-    template (:func:`kit.models.generate.generate_responses`), cached per (model directory,
-    benchmark, settings) under the items' ids, scored by :func:`kit.data.scorers.score`. The copy
-    stays held (:func:`kit.models.generate.hf_model`) until :func:`kit.models.generate.release`."""
-    from kit.data.scorers import score
-    from kit.models import generate
-    from kit.models.cache import ItemCache
-    from kit.models.load import model_dir
-
-    path = model_dir(name)
-    out = {}
-    for b, pairs in items.items():
-        ids = [f"{n}/{getattr(it, 'id', j)}" for j, (n, it) in enumerate(pairs)]
-        responses = generate.generate_responses(path, [it.prompt for _, it in pairs], settings, device=device,
-                                                dtype=dtype, batch_size=batch_size,
-                                                cache=ItemCache(str(path), b, {**settings.as_dict(), "dtype": dtype}),
-                                                ids=ids)
-        out[b] = (responses, np.array([score(n, it, r) for (n, it), r in zip(pairs, responses)], dtype=float))
-    return out
-
-
-def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: Sequence[str], n_items: int,
-                 max_new_tokens: int, max_length: int = 512, seed: int = 0, device: str = "cuda",
-                 include_responses: bool = False, dtype: str | None = None, max_batch_tokens: int = 8192,
-                 gen_batch_size: int = 16, labels: str = "auto", label_texts: int = 200) -> dict[str, Suite]:
-    """The paper's setting: each model answers ``n_items`` items of every benchmark (greedy, chat
-    template, scored by ``kit.data.scorers.score``), so its X_model averages over all of them (those
-    of :data:`UNSCORED` count for coverage only);
-    each (model, own SAE) pair is one concept space through which every model's datapoints are read
-    (the paper's section 4.2.3 reads Llama through Gemma's activations and SAE the same way).
-    Returns {SAE name: Suite}.
-
-    One model at a time, each read from disk once: its Hugging Face copy generates (batched, KV
-    cache, responses cached per model / benchmark / settings), then that same copy is converted to
-    the ``HookedTransformer`` whose activations the SAE reads (token-budget batches, per-item cache),
-    then both are freed before the next model. Only ``include_responses`` with several models needs
-    every model's responses before any concepts are read: the responses are then generated first (one
-    model at a time, cached) and each model is read once more for its concepts.
-
-    ``labels``: how concepts are named (:func:`kit.cg.labels.sae_labels`): ``auto`` = the SAE's
-    Neuronpedia explanations when it has a Neuronpedia id and the hub answers, else top-activating
-    contexts over ``label_texts`` of the suite's prompts (stop-words and punctuation filtered);
-    ``local`` = always the latter; ``neuronpedia`` = fail without them."""
-    import gc
-
-    import torch
-
-    import kit
-    from kit.cg import labels as cg_labels
-    from kit.models import generate
-    from kit.models.cache import ItemCache
-    from kit.models.load import load_local, model_dir
-
-    if len(models) != len(model_saes) or not models:
-        raise ValueError(f"models ({len(models)}) and model_saes ({len(model_saes)}) must pair up one to one")
-    items = {b: benchmark_items(b, n_items, seed) for b in benchmarks}
-    prompts = {b: [it.prompt for _, it in pairs] for b, pairs in items.items()}
-    scored_items = {b: pairs for b, pairs in items.items() if b.split("/", 1)[0] not in UNSCORED}
-    if not scored_items:
-        raise ValueError(f"benchmarks={list(benchmarks)}: none has a scorer ({', '.join(UNSCORED)} count for "
-                         "coverage only); add a scored benchmark")
-    settings = generate.GenerationSettings(max_new_tokens=max_new_tokens, seed=seed)
-    answered: dict[str, dict[str, tuple[list[str], np.ndarray]]] = {}
-    if include_responses and len(models) > 1:
-        for m in models:
-            answered[m] = model_responses(m, scored_items, settings, device, dtype, gen_batch_size)
-            generate.release()
-
-    def texts_of(m: str) -> dict[str, list[str]]:
-        return {b: [f"{p}\n\n{r}" if include_responses else p for p, r in zip(prompts[b], answered[m][b][0])]
-                for b in scored_items}
-
-    suites: dict[str, Suite] = {}
-    for m, sae_name in zip(models, model_saes):
-        answered[m] = model_responses(m, scored_items, settings, device, dtype, gen_batch_size)
-        path = model_dir(m)
-        hf, _ = generate.hf_model(path, device, dtype)
-        model = load_local(path, device=device, dtype=dtype, name=m, hf_model=hf)
-        del hf
-        generate.release()
-        sae = kit.load_sae(sae_name, device=device)
-        key = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
-
-        def read(texts: list[str], b: str) -> sp.csr_matrix:
-            return hooked_item_concepts(model, sae, texts, max_length, max_batch_tokens,
-                                        cache=ItemCache(f"{path}|{sae_name}", b, key))
-
-        acts = {b: read(t, b) for b, t in prompts.items()}
-        label_pool = [p for b in benchmarks for p in prompts[b][:max(1, label_texts // len(benchmarks))]]
-        names, source, contexts = cg_labels.sae_labels(sae_name, sae.cfg.d_sae, labels, lambda: hooked_contexts(
-            model, sae, label_pool, max_length=max_length, max_batch_tokens=max_batch_tokens))
-        s = Suite(sae_name, names, acts, prompts, contexts=contexts, label_source=source)
-        if include_responses:
-            for other in models:
-                if other in answered:
-                    s.model_acts[other.split("/")[-1]] = {b: read(t, b) for b, t in texts_of(other).items()}
-        suites[sae_name] = s
-        del model, sae
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    for s in suites.values():
-        for m in models:
-            key = m.split("/")[-1]
-            if not include_responses:
-                s.model_acts[key] = {b: s.acts[b] for b in scored_items}
-            s.model_scores[key] = {b: c for b, (_, c) in answered[m].items()}
-            s.model_texts[key] = texts_of(m)
-            s.model_responses[key] = {b: r for b, (r, _) in answered[m].items()}
-    return suites

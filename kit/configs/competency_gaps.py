@@ -36,9 +36,12 @@ class Config(BaseConfig):
     """Items sampled (seeded) per benchmark for coverage."""
     response_sets: list[str] = Field(default_factory=lambda: ["arc/llama3.1-8b-instruct", "arc/qwen2.5-7b-instruct",
                                                                "gsm8k/gemma2-9b-base"])
-    """Published response sets giving real models' per-item correctness (``kit.data.responses.RESPONSE_SETS``)."""
-    n_response_items: int = Field(300, ge=4, le=2000)
-    """Items (file order) taken from each response set."""
+    """Published response sets giving real models' per-item correctness (``kit.data.responses.RESPONSE_SETS``);
+    may be empty when ``responses: generate`` gives the models' own answers."""
+    n_response_items: int = Field(300, ge=1, le=2000)
+    """Published responses: items (file order) taken from each response set. ``responses: generate`` on the MiniLM
+    space: items each model answers per benchmark, a seeded subset of the ``n_items`` coverage sample
+    (:func:`kit.cg.answers.answered_positions`)."""
     include_responses: bool = False
     """X_model's concept activations read prompt + response (True) or the prompt only (False, default): the paper
     reads the response only for LMSYS-Chat, whose items are conversations; benchmark items are scored by prompt."""
@@ -65,8 +68,22 @@ class Config(BaseConfig):
     """Per-concept gap test and split-half: a concept is tested only if active on at least this many scored items."""
     alpha: float = Field(0.05, gt=0, lt=1)
     """Per-concept gap test: Benjamini-Hochberg false discovery rate, per side (gaps / strengths)."""
-    null_perms: int = Field(50, ge=5, le=1000)
-    """Shuffled-correctness copies for the gap-count null (the adversarial and dropout nulls use a fifth, >= 5)."""
+    null_perms: int = Field(200, ge=100, le=5000)
+    """Shuffled-correctness copies for every model null (gap count, split half, dropout, adversarial removal):
+    at least 100, so that a 2.5-97.5% range is a 95% band (:mod:`kit.cg.nulls`)."""
+    claim_reruns: int = Field(20, ge=2, le=1000)
+    """Dropout claim: reruns per copy (the observed value and each shuffled copy get the same reruns; the
+    robustness table keeps ``n_reruns``, the paper's 100)."""
+    null_text_items: int = Field(1000, ge=0, le=20_000)
+    """Coverage claim: held-out corpus paragraphs read as general text, the size-controlled null
+    (:func:`kit.cg.size_control.coverage_vs_text`); 0 = the claim is not testable."""
+    size_draws: int = Field(200, ge=100, le=10_000)
+    """Coverage claim: equal-size subsamples drawn of the suite and of the general text each."""
+    swap_draws: int = Field(20, ge=1, le=1000)
+    """SAE-swap claim: random equal-size cuts per benchmark averaged into its missing fraction."""
+    stability_seeds: list[int] = Field(default_factory=lambda: [1, 2], max_length=10)
+    """Seeds the claims are recomputed under (permutations, splits, reruns, subsamples; not the items or the
+    world) to mark verdicts that flip (:func:`kit.core.claims.mark_stability`); empty = not checked."""
     calibration_sizes: list[int] = Field(default_factory=lambda: [10, 25, 50, 100, 150, 300], min_length=1)
     """Item 8: items per benchmark at which the missing fraction is recomputed (capped at what the suite has)."""
     calibration_repeats: int = Field(5, ge=1, le=100)
@@ -106,11 +123,13 @@ class Config(BaseConfig):
     gap_share: float = Field(0.5, gt=0, le=1)
     """Planted-gap check: a concept whose activation mass is at least this share on the planted items is a planted concept."""
     models: list[str] = Field(default_factory=list)
-    """``concept_space=model`` / ``responses=generate``: Hugging Face ids of the evaluated models."""
+    """``responses=generate``: the evaluated models, any ``kit.load_model`` name of a Hugging Face causal LM (hub
+    ids, local directories, ``real/...``, ``twin/...``)."""
     model_saes: list[str] = Field(default_factory=list)
     """``concept_space=model``: one sae_lens ``<release>/<sae_id>`` per model (its own SAE)."""
     responses: Literal["published", "generate"] = "published"
-    """``published``: the shipped greedy responses; ``generate``: generate with ``models`` (network + GPU)."""
+    """``published``: the shipped greedy responses; ``generate``: ``models`` answer the suite's items here (one job
+    per model and benchmark, :mod:`kit.cg.answers`; the paper's setting: with their own SAEs, network + GPU)."""
     max_new_tokens: int = Field(512, ge=1, le=4096)
     """``responses=generate``: generation length."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
@@ -150,6 +169,19 @@ class Config(BaseConfig):
             raise ValueError(f"unknown response set(s) {bad}; allowed values: {', '.join(RESPONSE_SETS)}")
         return v
 
+    @field_validator("models")
+    @classmethod
+    def _models(cls, v: list[str]) -> list[str]:
+        from kit.models import real  # lazy: reads package metadata only
+
+        for name in v:
+            if name.startswith("real/"):
+                if name.removeprefix("real/") not in real.REAL_MODELS:
+                    raise ValueError(f"models: {name!r} unknown; allowed real models: "
+                                     + ", ".join("real/" + n for n in real.REAL_MODELS))
+                real.part_paths(name.removeprefix("real/"))  # not installed: the install command
+        return _once("models", v)
+
     @field_validator("gap_member")
     @classmethod
     def _gap_member(cls, v: str, info: ValidationInfo) -> str:
@@ -183,9 +215,21 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _setting(self) -> "Config":
-        if self.concept_space == "minilm" and self.responses != "published":
-            raise ValueError("concept_space='minilm' reads the published responses: set responses='published' "
-                             "(generation needs concept_space='model' with models and model_saes)")
+        if self.responses == "generate" and not self.models:
+            raise ValueError("responses='generate' needs models (e.g. [real/smollm2-135m-instruct]); got models=[]")
+        if self.concept_space == "minilm" and self.responses == "generate":
+            if self.model_saes:
+                raise ValueError(f"model_saes={self.model_saes}: the MiniLM space reads concepts with its own SAEs; "
+                                 "model_saes go with concept_space='model'")
+            if self.response_sets:
+                raise ValueError(f"response_sets={self.response_sets}: with responses='generate' the models answer the "
+                                 "suite's own coverage samples; set response_sets: []")
+            if self.n_response_items > self.n_items:
+                raise ValueError(f"n_response_items={self.n_response_items} > n_items={self.n_items}: the models "
+                                 "answer a subset of each benchmark's coverage sample")
+        if self.responses == "published" and not self.response_sets:
+            raise ValueError("responses='published' needs response_sets; allowed values: "
+                             "arc/llama3.1-8b-instruct, arc/qwen2.5-7b-instruct, gsm8k/gemma2-9b-base")
         if self.concept_space == "model":
             if not self.models or len(self.models) != len(self.model_saes):
                 raise ValueError(f"concept_space='model' needs models and model_saes paired one to one; got "

@@ -1,73 +1,130 @@
-"""Seed 002 claims: controls that separate a real concept-failure tie from noise."""
+"""Seed 002 claims (kit.cg.claims): every claim comes out inconclusive on a null-equivalent input
+and decided on one with a real effect; kinds, ids and stability marks."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from kit.cg import claims as cgc
+from kit.cg import planted as P
+from kit.cg.nulls import model_nulls
+from kit.cg.study import CGStudy
 from kit.cg.suite import Suite
-from kit.core.claims import check_consistent
+from kit.configs.competency_gaps import Config
+from kit.core.claims import check_consistent, mark_stability
 
 
-def _suite(tied: bool, n=200, d=20, seed=0):
-    """Two benchmarks; concept c is active on items c, c+d, ... . With ``tied`` the model fails
-    exactly the items of concepts 0-4 (real gaps); otherwise it fails random items at the same rate."""
-    rng = np.random.default_rng(seed)
-    acts, scores = {}, {}
-    for b in ("b1", "b2"):
-        rows = np.arange(n)
-        dense = np.zeros((n, d))
-        dense[rows, rows % d] = 1.0
-        dense[rows, (rows * 7 + 3) % d] += 0.1  # a weak second concept per item
-        acts[b] = sp.csr_matrix(dense)
-        fail = (rows % d) < 5 if tied else rng.random(n) < 0.25
-        scores[b] = (~fail).astype(float)
-    labels = [f"c{i}" for i in range(d - 1)] + ["(dead)"]
-    return Suite("big", labels, acts, {b: [""] * n for b in acts}, {"m": acts}, {"m": scores})
+
+def _nulls(suite_of, tied: bool):
+    acts, scores = suite_of(tied)
+    return model_nulls("m", acts, scores, adv_n_concepts=3, adv_n_items=20, adv_repeats=2, n_reruns=5, n_draws=100,
+                       n_splits=5)
 
 
-def test_gap_null_and_split_half_separate_real_gaps_from_noise():
-    real, noise = _suite(True), _suite(False)
-    null = cgc.gap_null(real.acts, real.model_scores["m"], n_perm=20)
-    assert null.shape == (20,)
-    # concepts whose every item fails are gaps; shuffled correctness almost never makes one
-    assert cgc.n_gaps(real.acts, real.model_scores["m"]) == 2 and null.mean() < 1
-    tied = cgc.split_half(real.acts, real.model_scores["m"], n_splits=10)
-    rand = cgc.split_half(noise.acts, noise.model_scores["m"], n_splits=10)
-    assert tied.mean() > 0.8 and abs(rand.mean()) < 0.4, "split-half must see a real profile and not noise"
-
-
-def test_cg_claims_verdicts_follow_their_nulls():
-    s = _suite(True)
-    results = {"coverage": {"big": {"frac_missing_alive": 0.0, "missing_frac_per_benchmark": {"b1": 0.1, "b2": 0.2}}},
-               "robustness": {"adv_shift_best_pct": -1.0, "adv_shift_worst_pct": 1.0}}
-    results["significance"] = {"m": {"n_gaps_significant": 2}}
-    claims = {c.id: c for c in cgc.cg_claims({"big": s}, "big", "big", "m", results, 1e-5, 3, 20, 2,
-                                             n_perm=20, n_adv_perm=5, n_splits=10, n_reruns=5)}
-    assert set(cgc.REQUIRED_IDS["04_competency_gaps"]) <= set(claims)
-    for c in claims.values():
+def test_model_claims_inconclusive_on_noise_and_decided_on_real_gaps(model_suite_of):
+    noise = {c.id: c for c in cgc.model_claims(_nulls(model_suite_of, False), {"n_gaps_significant": 0}, "noise")}
+    real = {c.id: c for c in cgc.model_claims(_nulls(model_suite_of, True), {"n_gaps_significant": 2}, "tied")}
+    assert set(noise) == set(real) == set(cgc.MODEL_IDS)
+    for cid in ("model_gaps.vs_shuffled", "model_gaps.significant", "model_gaps.split_half"):
+        assert noise[cid].verdict == "inconclusive", (cid, noise[cid].why)
+        assert real[cid].verdict == "supported", (cid, real[cid].why)
+    for c in [*noise.values(), *real.values()]:
         check_consistent(c)
-    assert claims["model_gaps.split_half"].verdict == "supported"
-    assert claims["model_gaps.significant"].verdict == "supported" and claims["model_gaps.significant"].ours == 2
-    assert claims["sae_swap.missing_frac_rank"].verdict == "not testable here"
-    assert claims["model_gaps.vs_shuffled"].null_low is not None, "the shuffled null is shown beside the count"
+        assert c.kind == "reproduction" and c.rests_on
+    assert real["model_gaps.vs_shuffled"].extra["p_value"] == pytest.approx(1 / 101)
+    assert "100 draws" in real["model_gaps.vs_shuffled"].null_how
 
 
-def test_null_table_puts_each_observation_beside_its_null():
-    real = _suite(True)
-    acts, scores = real.acts, real.model_scores["m"]
-    nulls = cgc.model_nulls(acts, scores, 1e-5, 3, 20, 2, n_reruns=5, drop_frac=0.2, min_support=5, n_perm=20,
-                            n_adv_perm=5, n_splits=10, n_drop_perm=5)
-    assert set(nulls) == {"gaps", "split_half", "split_half_supported", "dropout", "adv_best", "adv_worst"}
-    t = cgc.null_table({"gaps": cgc.n_gaps(acts, scores), "dropout": 0.0}, nulls).set_index("quantity")
-    assert t.loc["model gaps (X_model < eps), count", "beats null"], "2 real gaps vs a shuffled null near 0"
-    assert t.loc["dropout: mean std of X_model", "beats null"]
-    assert t.loc["split-half Spearman, all concepts", "beats null"]
-    noise = _suite(False)
-    nn = cgc.model_nulls(noise.acts, noise.model_scores["m"], 1e-5, 3, 20, 2, 5, 0.2, 5, n_perm=20, n_adv_perm=5,
-                         n_splits=10, n_drop_perm=5)
-    tn = cgc.null_table({"gaps": cgc.n_gaps(noise.acts, noise.model_scores["m"])}, nn).set_index("quantity")
-    assert not tn.loc["split-half Spearman, all concepts", "beats null"], "a profile of noise must not pass"
+def test_robustness_claims_decide_against_a_null_that_can_fail(model_suite_of):
+    n = _nulls(model_suite_of, True)
+    # the real gaps make X_model exactly 0 under any dropout: less spread than shuffled correctness
+    (drop,) = [c for c in cgc.model_claims(n, None, "t") if c.id == "robustness.dropout_vs_shuffled"]
+    assert drop.verdict == "supported", drop.why
+    # fed a value inside its null band, the adversarial claim must come out inconclusive
+    n.adv_worst = float(np.median(n.adv_worst_null))
+    (adv,) = [c for c in cgc.model_claims(n, None, "t") if c.id == "robustness.adversarial_worst"]
+    assert adv.verdict == "inconclusive"
+    n.adv_worst = float(np.max(n.adv_worst_null)) + 1.0
+    (adv,) = [c for c in cgc.model_claims(n, None, "t") if c.id == "robustness.adversarial_worst"]
+    assert adv.verdict == "supported" and adv.margin > 0
 
 
+def test_a_model_without_per_item_variation_is_not_testable_with_its_cause():
+    claims = cgc.model_claims(None, None, "t", "[gemma]", "every scored answer is wrong (40 items)")
+    assert {c.id for c in claims} == {f"{i}[gemma]" for i in cgc.MODEL_IDS}
+    assert all(c.verdict == "not testable here" and "wrong" in c.why for c in claims)
+    assert cgc._constant_scores({"a": np.zeros(4), "b": np.zeros(2)}).startswith("every scored answer is wrong")
+    assert cgc._constant_scores({"a": np.array([0.0, 1.0])}) == ""
+
+
+def _planted_runs(planted_suite_of, fails: bool):
+    s, planted = planted_suite_of(fails)
+    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+    r.summary.update(gap="g", sae="sae", sae_hook="blocks.1.hook_resid_post", pooling="mean", chance=0.25)
+    return {"last/mean": (r, ""), "world/mean": (None, "same site")}
+
+
+def test_planted_claims_decided_with_a_gap_and_inconclusive_without(planted_suite_of):
+    with_gap = {c.id: c for c in cgc.planted_claims(_planted_runs(planted_suite_of, True))}
+    assert set(with_gap) == set(cgc.PLANTED_IDS)
+    assert with_gap["planted_gap.recovered"].verdict == "supported", with_gap["planted_gap.recovered"].why
+    assert with_gap["planted_gap.setup_drop"].verdict == "supported"
+    assert with_gap["planted_gap.setup_drop"].kind == "set-up check"
+    assert with_gap["planted_gap.profile_points"].verdict == "supported"
+    without = {c.id: c for c in cgc.planted_claims(_planted_runs(planted_suite_of, False))}
+    assert without["planted_gap.recovered"].verdict == "inconclusive", "nothing found: nothing decided"
+    assert without["planted_gap.setup_drop"].verdict == "inconclusive"
+    assert without["planted_gap.profile_points"].verdict in ("inconclusive", "not testable here")
+    for c in [*with_gap.values(), *without.values()]:
+        check_consistent(c)
+    none = cgc.planted_claims({"world/mean": (None, "world not built")})
+    assert [c.verdict for c in none] == ["not testable here"] * 3 and "world not built" in none[0].why
+
+
+def test_recovered_band_is_the_hypergeometric_range_bonferroni_over_settings(planted_suite_of):
+    runs = _planted_runs(planted_suite_of, True)
+    r = runs["last/mean"][0]
+    s = r.summary
+    one, four = cgc.recovered_claim("x", r, 1), cgc.recovered_claim("x", r, 4)
+    from scipy import stats
+
+    dist = stats.hypergeom(s["n_tested"], s["n_planted_concepts_tested"], s["n_found"])
+    assert (one.null_low, one.null_high) == (dist.ppf(0.025), dist.ppf(0.975))
+    assert four.null_high == dist.ppf(1 - 0.05 / 8) and "Bonferroni over 4" in four.null_how
+    r.summary = {**s, "n_planted_concepts_tested": 0, "max_planted_share": 0.3}
+    assert cgc.recovered_claim("x", r, 1).verdict == "not testable here"
+
+
+def _study(model_suite_of, planted_suite_of, tied: bool) -> CGStudy:
+    acts, scores = model_suite_of(tied)
+    labels = [f"c{i}" for i in range(20)]
+    lengths = {b: np.full(a.shape[0], 12) for b, a in acts.items()}
+    suites = {}
+    for name in ("small", "big"):
+        s = Suite(name, labels, dict(acts), {b: [""] * a.shape[0] for b, a in acts.items()}, {"m": acts},
+                  {"m": scores}, n_tokens=lengths)
+        s.text_acts, s.text_tokens, s.text_source = sp.csr_matrix(np.eye(20)), np.full(20, 12), "text"
+        suites[name] = s
+    cfg = Config(world="micro", null_perms=100, claim_reruns=5, adv_n_concepts=3, adv_n_items=20, adv_repeats=2,
+                 gap_n_perm=100, size_draws=100, swap_draws=2)
+    st = CGStudy(cfg, ["small", "big"], suites)
+    st.nulls["m"] = model_nulls("m", acts, scores, cfg.eps, 3, 20, 2, 5, 0.2, 5, 0, 100, 5)
+    st.planted = _planted_runs(planted_suite_of, tied)
+    return st
+
+
+def test_cg_claims_over_a_study_cover_the_required_ids_and_mark_stability(model_suite_of, planted_suite_of):
+    st = _study(model_suite_of, planted_suite_of, True)
+    claims = cgc.cg_claims(st)
+    ids = [c.id for c in claims]
+    assert set(cgc.REQUIRED_IDS["04_competency_gaps"]) <= set(ids) and len(ids) == len(set(ids))
+    by = {c.id: c for c in claims}
+    assert by["sae_swap.missing_frac_rank"].verdict == "not testable here", "2 benchmarks: no swap computed"
+    assert by["benchmark_gaps.missing_alive"].verdict == "not testable here", "no equal-size coverage computed"
+    reruns = cgc.stability_reruns(st, [1])
+    mark_stability(claims, reruns, "seed 1")
+    assert by["model_gaps.vs_shuffled"].stability == "stable under seed 1"
+    for c in claims:
+        check_consistent(c)

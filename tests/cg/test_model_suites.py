@@ -8,6 +8,7 @@ import functools
 import numpy as np
 import pytest
 
+from kit.cg import model_space as cg_space
 from kit.cg import suite as cg_suite
 from kit.models import cache as item_cache
 from kit.models import load as models
@@ -51,7 +52,7 @@ def test_model_suites_read_each_model_once_and_score_every_benchmark(tmp_items, 
     monkeypatch.setattr(hub, "hf_dataset", lambda path, name=None, split="test": docs)  # Vectara's set, offline
     benchmarks = ["gsm8k", "arc_challenge"]
     saes = ["twin-sae/gemma2/blocks.1.hook_resid_post", "twin-sae/llama/blocks.1.hook_resid_post"]
-    suites = cg_suite.model_suites(["twin/gemma2", "twin/llama"], saes, benchmarks + ["vectara_hallucination"], n_items=3, max_new_tokens=2,
+    suites = cg_space.model_suites(["twin/gemma2", "twin/llama"], saes, benchmarks + ["vectara_hallucination"], n_items=3, max_new_tokens=2,
                                    max_length=64, device="cpu", labels="local", label_texts=4, max_batch_tokens=64)
     assert loads == ["gemma2", "llama"], f"each model is read from disk once, one after the other; got {loads}"
     assert list(suites) == saes
@@ -71,15 +72,15 @@ def test_model_suites_read_each_model_once_and_score_every_benchmark(tmp_items, 
         per = [cg.chi_model(s.model_acts["llama"][b], s.model_scores["llama"][b]) for b in benchmarks]
         assert np.allclose(x, np.mean(per, axis=0))
     # a rerun reads the cached responses and concepts: the same numbers
-    again = cg_suite.model_suites(["twin/gemma2", "twin/llama"], saes, benchmarks + ["vectara_hallucination"], n_items=3, max_new_tokens=2,
+    again = cg_space.model_suites(["twin/gemma2", "twin/llama"], saes, benchmarks + ["vectara_hallucination"], n_items=3, max_new_tokens=2,
                                   max_length=64, device="cpu", labels="local", label_texts=4, max_batch_tokens=64)
     for n in saes:
         for b in benchmarks:
             assert (again[n].acts[b] != suites[n].acts[b]).nnz == 0
     with pytest.raises(ValueError, match="none has a scorer"):
-        cg_suite.model_suites(["twin/llama"], saes[1:], ["vectara_hallucination"], 2, 2)
+        cg_space.model_suites(["twin/llama"], saes[1:], ["vectara_hallucination"], 2, 2)
     with pytest.raises(ValueError, match="pair up one to one"):
-        cg_suite.model_suites(["twin/llama"], saes, benchmarks, 2, 2)
+        cg_space.model_suites(["twin/llama"], saes, benchmarks, 2, 2)
 
 
 def test_batched_concepts_equal_one_text_at_a_time(tmp_items):
@@ -87,13 +88,13 @@ def test_batched_concepts_equal_one_text_at_a_time(tmp_items):
 
     model, sae = kit.load_model("twin/llama"), kit.load_sae("twin-sae/llama/blocks.1.hook_resid_post")
     texts = ["A short one.", "A somewhat longer text, to make the padding matter in this batch.", "Mid length text."]
-    batched = cg_suite.hooked_item_concepts(model, sae, texts, max_batch_tokens=1000)
-    single = [cg_suite.hooked_item_concepts(model, sae, [t], max_batch_tokens=1) for t in texts]
+    batched = cg_space.hooked_item_concepts(model, sae, texts, max_batch_tokens=1000)
+    single = [cg_space.hooked_item_concepts(model, sae, [t], max_batch_tokens=1) for t in texts]
     for i, s in enumerate(single):
         assert np.allclose(batched[i].toarray(), s.toarray(), atol=1e-4), "right padding must change no real position"
     with pytest.warns(UserWarning, match="longer than 4 tokens"):
-        cg_suite.hooked_item_concepts(model, sae, texts, max_length=4)
-    contexts = cg_suite.hooked_contexts(model, sae, texts, n_top=2)
+        cg_space.hooked_item_concepts(model, sae, texts, max_length=4)
+    contexts = cg_space.hooked_contexts(model, sae, texts, n_top=2)
     assert len(contexts) == sae.cfg.d_sae
     fired = [c for c in contexts if c]
     assert fired and all(c[0]["value"] >= c[-1]["value"] > 0 and "[" in c[0]["context"] for c in fired)

@@ -8,7 +8,6 @@ import pytest
 import scipy.sparse as sp
 
 from kit.cg import planted as P
-from kit.cg.suite import Suite
 
 
 def test_planted_share_by_hand():
@@ -18,30 +17,12 @@ def test_planted_share_by_hand():
     assert share[0] == 0.5 and np.isnan(share[1]) and share[2] == 0.25
 
 
-def _suite(member_fails_planted: bool, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    n, d = 120, 60
-    planted = {"dyck": np.arange(n) < 30, "add": np.zeros(n, bool)}
-    acts, parent, member = {}, {}, {}
-    for b, mask in planted.items():
-        dense = rng.exponential(size=(n, d)) * (rng.random((n, d)) < 0.3)
-        dense[:, 0] = np.where(mask, 1.0 + rng.random(n), 0.0)  # concept 0: the planted items only
-        acts[b] = sp.csr_matrix(dense)
-        parent[b] = (rng.random(n) < 0.9).astype(float)
-        member[b] = parent[b].copy()
-        if member_fails_planted:
-            member[b][mask] = 0.0
-    labels = [f"c{i}" for i in range(d)]
-    s = Suite("sae", labels, acts, {b: [""] * n for b in acts}, {"member": acts, "parent": acts},
-              {"member": member, "parent": parent})
-    return s, planted
-
-
-def test_a_planted_gap_is_recovered_and_nothing_else():
-    s, planted = _suite(True)
+def test_a_planted_gap_is_recovered_and_nothing_else(planted_suite_of):
+    s, planted = planted_suite_of(True)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
     assert r.summary["n_found"] >= 1 and r.table.concept.iloc[0] == 0 and r.table.found.iloc[0]
-    assert r.summary["recovered"] and r.summary["precision"] == 1.0 and r.summary["only_planted"]
+    assert r.summary["precision"] == 1.0 and r.summary["n_found"] == r.summary["n_found_planted"] > 0
+    assert r.summary["p_overlap"] < 0.05
     assert r.summary["p_overlap"] < 0.05
     assert r.summary["max_planted_concept"] == 0 and r.summary["max_planted_share"] == 1.0
     assert r.summary["max_planted_q_member"] < 0.05
@@ -52,10 +33,10 @@ def test_a_planted_gap_is_recovered_and_nothing_else():
     assert acc.loc["member", "planted items"] == 30
 
 
-def test_no_planted_gap_means_nothing_found():
-    s, planted = _suite(False)
+def test_no_planted_gap_means_nothing_found(planted_suite_of):
+    s, planted = planted_suite_of(False)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
-    assert r.summary["n_found"] == 0 and not r.summary["recovered"] and not r.summary["only_planted"]
+    assert r.summary["n_found"] == 0 and r.summary["n_found_planted"] == 0
     assert np.isnan(r.summary["drop_share_spearman"]), "same correctness: no drop anywhere, no correlation"
 
 
@@ -71,8 +52,8 @@ def test_drop_vs_share_by_hand():
     assert down["top_drop_concept"] == 3 and down["top_drop_share"] == 0.0
 
 
-def test_bad_inputs_name_the_field():
-    s, planted = _suite(True)
+def test_bad_inputs_name_the_field(planted_suite_of):
+    s, planted = planted_suite_of(True)
     with pytest.raises(ValueError, match="model 'other' is not scored"):
         P.planted_gap_analysis(s, "other", "parent", planted)
     with pytest.raises(ValueError, match="planted masks are for"):
@@ -81,28 +62,32 @@ def test_bad_inputs_name_the_field():
         P.planted_gap_analysis(s, "member", "parent", planted, share_threshold=0)
 
 
-def test_permutations_are_raised_until_one_concept_can_pass_bh():
-    s, planted = _suite(True)
+def test_permutations_are_raised_until_one_concept_can_pass_bh(planted_suite_of):
+    s, planted = planted_suite_of(True)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=20, min_support=5, alpha=0.05)
     assert r.summary["n_perm"] == 60 / 0.05, "60 testable concepts at alpha 0.05 need 1200 permutations"
 
 
-def test_findings_state_the_verdict_honestly():
+def _with_run_fields(r):
+    acc = r.accuracy
+    return {**r.summary, "gap": "dyck '}'", "n_planted_items": 30, "sae": "sae@blocks.1.hook_resid_post",
+            "sae_hook": "blocks.1.hook_resid_post",
+            "accuracy_planted_member": acc.loc["member", "accuracy (planted)"],
+            "accuracy_planted_parent": acc.loc["parent", "accuracy (planted)"],
+            "accuracy_other_member": acc.loc["member", "accuracy (other tasks)"],
+            "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"]}
+
+
+def test_findings_state_numbers_not_verdicts(planted_suite_of):
+    """The findings say what was measured; whether the gap is recovered is the claims' to say."""
     from kit.cg.report import findings
 
-    for fails, word in ((True, "the gap is recovered and nothing else"), (False, "the gap is NOT recovered")):
-        s, planted = _suite(fails)
-        r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
-        acc = r.accuracy
-        summary = {**r.summary, "gap": "dyck '}'", "n_planted_items": 30,
-                   "accuracy_planted_member": acc.loc["member", "accuracy (planted)"],
-                   "accuracy_planted_parent": acc.loc["parent", "accuracy (planted)"],
-                   "accuracy_other_member": acc.loc["member", "accuracy (other tasks)"],
-                   "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"]}
-        (line,) = [x for x in findings({"planted_gap": summary}) if x.startswith("Planted gap")]
-        assert word in line, line
-        assert "most concentrated on the planted items, 0 ('c0'), holds 1.00 of its activation mass" in line, line
-        assert ("the largest drop" in line and "concept 0 ('c0', planted share 1.00)" in line) == fails, line
+    for fails in (True, False):
+        s, planted = planted_suite_of(fails)
+        summary = _with_run_fields(P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5))
+        (line,) = [x for x in findings({"planted_gap_by_sae": {"last/mean": summary}}) if x.startswith("Planted gap")]
+        assert f"flags {summary['n_found']} concept(s)" in line and "recover" not in line.lower(), line
+        assert line.startswith("Planted gap, dictionary 'last', mean pooling (eq. 1, CG as published) (sae@"), line
     assert findings({"planted_gap_error": "ValueError: no member"}) == ["Planted-gap check not run: ValueError: no member"]
 
 
@@ -209,89 +194,34 @@ def test_config_validates_gap_pooling():
         load_params("04_competency_gaps", "smoke", {"gap_pooling": ["sum"]})
 
 
-def _summary(**kw):
-    base = {"recovered": False, "only_planted": False, "n_found": 0, "n_found_planted": 0, "n_found_other": 0,
-            "n_planted_concepts_tested": 0, "p_overlap": float("nan"), "alpha": 0.05,
-            "drop_share_spearman": float("nan"), "drop_share_p": float("nan")}
-    return {**base, **kw}
-
-
-def test_planted_verdict_by_hand():
-    assert P.planted_verdict(_summary(recovered=True, only_planted=True, n_found=1, n_found_planted=1,
-                                      n_planted_concepts_tested=1)) == "recovered and nothing else"
-    assert P.planted_verdict(_summary(recovered=True, n_found=3, n_found_planted=1, n_found_other=2,
-                                      n_planted_concepts_tested=2, drop_share_spearman=0.5, drop_share_p=0.001)) == (
-        "recovered, with 2 other concept(s) also flagged; the X_model drop profile points at the gap "
-        "(Spearman 0.50, p = 0.001)")
-    assert P.planted_verdict(_summary(n_found=4, n_found_other=4, drop_share_spearman=0.42, drop_share_p=1e-4)) == (
-        "NOT recovered: no tested concept is a planted one (the dictionary has no concept for the gap); "
-        "the X_model drop profile points at the gap (Spearman 0.42, p = 0.0001)")
-    assert P.planted_verdict(_summary(n_found=2, n_found_planted=1, n_found_other=1, n_planted_concepts_tested=5,
-                                      p_overlap=0.3, drop_share_spearman=0.1, drop_share_p=0.2)) == (
-        "NOT recovered: 1 of 2 found concept(s) are planted (of 5 planted concepts tested; overlap p = 0.3); "
-        "the X_model drop profile does not point at the gap (Spearman 0.10, p = 0.2)")
-
-
-def test_dictionaries_side_by_side():
-    s, planted = _suite(True)
+def test_dictionaries_side_by_side(planted_suite_of):
+    s, planted = planted_suite_of(True)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
     r.summary.update(sae="sae", sae_hook="blocks.1.hook_resid_post")
     sections = {"world": (None, "same site"), "last": (r, "")}
     t = P.compare_dictionaries(sections)
-    assert list(t.columns) == ["world", "last"] and list(t.index) == [*P.COMPARE_FIELDS, "verdict"]
-    assert t.loc["verdict", "world"] == "skipped: same site" and pd.isna(t.loc["n_found", "world"])
-    assert t.loc["recovered", "last"] and t.loc["precision", "last"] == 1.0
-    assert t.loc["verdict", "last"].startswith("recovered and nothing else")
+    assert list(t.columns) == ["world", "last"] and list(t.index) == [*P.COMPARE_FIELDS, "skipped"]
+    assert t.loc["skipped", "world"] == "same site" and pd.isna(t.loc["n_found", "world"])
+    assert t.loc["precision", "last"] == 1.0 and t.loc["skipped", "last"] == ""
     res = P.planted_gap_results(sections)
     assert res["planted_gap"] is r.summary and res["planted_gap_by_sae"]["world"] == {"skipped": "same site"}
+    assert res["planted_gap_primary"] == "last"
 
 
-def test_findings_name_each_dictionary():
-    from kit.cg.report import findings
-
-    s, planted = _suite(True)
-    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
-    acc = r.accuracy
-    summary = {**r.summary, "gap": "dyck '}'", "n_planted_items": 30, "sae": "sae@blocks.1.hook_resid_post",
-               "sae_hook": "blocks.1.hook_resid_post",
-               "accuracy_planted_member": acc.loc["member", "accuracy (planted)"],
-               "accuracy_planted_parent": acc.loc["parent", "accuracy (planted)"],
-               "accuracy_other_member": acc.loc["member", "accuracy (other tasks)"],
-               "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"]}
-    lines = [x for x in findings({"planted_gap": summary, "planted_gap_by_sae": {"world": {"skipped": "why"},
-                                                                                "last": summary}})
-             if x.startswith("Planted gap")]
-    assert lines[0] == "Planted gap, dictionary 'world': skipped (why)."
-    assert lines[1].startswith("Planted gap, dictionary 'last': sae@blocks.1.hook_resid_post at blocks.1.hook_resid_post")
-    assert "the gap is recovered and nothing else" in lines[1] and len(lines) == 2
-    # (dictionary, pooling) runs: each named, and one plain line per pooling on whether CG recovers the gap
-    missed = {**summary, "recovered": False, "only_planted": False}
-    lines = [x for x in findings({"planted_gap_by_sae": {"world/mean": {"skipped": "why"}, "last/mean": missed,
-                                                          "last/last": summary}}) if x.startswith("Planted gap")]
-    assert lines[0] == "Planted gap, dictionary 'world', mean pooling (eq. 1, CG as published): skipped (why)."
-    assert lines[1].startswith("Planted gap, dictionary 'last', mean pooling (eq. 1, CG as published): sae@")
-    assert "the gap is NOT recovered" in lines[1]
-    assert lines[2].startswith("Planted gap, dictionary 'last', last pooling (last token, our ablation): sae@")
-    assert lines[3] == ("Planted gap, mean pooling (eq. 1, CG as published): CG does NOT recover the planted gap with "
-                        "any dictionary (of 'last').")
-    assert lines[4] == ("Planted gap, last pooling (last token, our ablation): CG recovers the planted gap with "
-                        "dictionary 'last' (of 'last').") and len(lines) == 5
-
-
-def test_findings_word_the_drop_profile_from_its_p_value():
-    from kit.cg.report import findings
-
-    s, planted = _suite(True)
-    r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
-    base = {**r.summary, "gap": "g", "n_planted_items": 30, "sae": "s", "sae_hook": "h",
-            "accuracy_planted_member": 0.1, "accuracy_planted_parent": 0.9, "accuracy_other_member": 0.9,
-            "accuracy_other_parent": 0.9}
-    for rho, p, follows in [(0.3, 0.01, True), (0.3, 0.2, False), (-0.3, 0.01, False)]:
-        (line,) = [x for x in findings({"planted_gap": {**base, "drop_share_spearman": rho, "drop_share_p": p}})
-                   if x.startswith("Planted gap")]
-        assert ("drop (parent - member) follows the planted share" in line) == follows, line
-        assert ("drop (parent - member) does not show the planted share" in line) == (not follows), line
-        assert "Significant or not" not in line
+def test_primary_setting_is_mean_pooling_on_the_deepest_dictionary(planted_suite_of):
+    s, planted = planted_suite_of(True)
+    runs = {}
+    for key, hook, pooling in (("world/mean", "blocks.0.hook_resid_post", "mean"),
+                               ("world/last", "blocks.0.hook_resid_post", "last"),
+                               ("last/mean", "blocks.1.hook_resid_post", "mean"),
+                               ("last/last", "blocks.1.hook_resid_post", "last")):
+        r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=100, min_support=5)
+        r.summary.update(sae_hook=hook, pooling=pooling)
+        runs[key] = (r, "")
+    assert P.primary_setting(runs) == "last/mean"
+    runs["last/mean"] = (None, "skipped")
+    assert P.primary_setting(runs) == "world/mean"
+    assert P.primary_setting({"a": (None, "why")}) is None
 
 
 def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(micro_world, tmp_path, monkeypatch):

@@ -125,11 +125,20 @@ def test_config_profiles_validate_and_settings_are_coherent():
     import kit
     from kit.core.params import ParamsError
 
-    for profile in ("tiny", "smoke", "paper"):
+    for profile in ("tiny", "smoke", "paper", "real", "realsmoke", "dryrun"):
         cfg = kit.load_params("04_competency_gaps", profile)
-        assert len(cfg.sae_names()) == 2
-    with pytest.raises(ParamsError, match="responses='published'"):
+        assert len(cfg.sae_names()) == 2 and cfg.null_perms >= 100 and cfg.size_draws >= 100
+    with pytest.raises(ParamsError, match="needs models"):
         kit.load_params("04_competency_gaps", "tiny", overrides={"responses": "generate"})
+    with pytest.raises(ParamsError, match="set response_sets: \\[\\]"):
+        kit.load_params("04_competency_gaps", "tiny", overrides={"responses": "generate",
+                                                                 "models": ["real/smollm2-135m-instruct"]})
+    with pytest.raises(ParamsError, match="n_response_items=200 > n_items=150"):
+        kit.load_params("04_competency_gaps", "real", overrides={"n_response_items": 200})
+    with pytest.raises(ParamsError, match="allowed real models: real/smollm2-135m-instruct"):
+        kit.load_params("04_competency_gaps", "real", overrides={"models": ["real/gpt-5"]})
+    with pytest.raises(ParamsError, match="null_perms"):
+        kit.load_params("04_competency_gaps", "tiny", overrides={"null_perms": 10})
     with pytest.raises(ParamsError, match="paired one to one"):
         kit.load_params("04_competency_gaps", "paper", overrides={"model_saes": []})
     with pytest.raises(ParamsError, match="sae_widths"):
@@ -143,7 +152,7 @@ def test_hooked_item_concepts_matches_manual_encoding():
     import torch
 
     from kit.cg.bench import synthetic_sae
-    from kit.cg.suite import hooked_item_concepts
+    from kit.cg.model_space import hooked_item_concepts
     from kit.models.load import random_model
 
     model = random_model("tiny-gelu")
