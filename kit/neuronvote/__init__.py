@@ -1,7 +1,8 @@
 """NeuronVote and AvgOverlap (seed 004; notebook 05).
 
-- ``methods``: neuron-ranking methods, AvgOverlap, NeuronVote, classifier accuracy (re-exported:
-  ``kit.neuronvote.rank_all``...);
+- ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built from
+  ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's probe,
+  classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap, NeuronVote);
 - ``concepts``: POS concept datasets from UD EWT / CoNLL; ``study``: the notebook's experiments;
 - ``bench``: the Gaussian greedy search against its naive loop.
 """
@@ -14,4 +15,6 @@ from kit.neuronvote.methods import (
     avg_overlap, borda_top, neuron_vote, pairwise_overlap, classifier_accuracy,
 )
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'concepts', 'methods', 'study'], globals())
+__getattr__, __dir__ = lazy_submodules(
+    __name__, ['bench', 'concepts', 'consensus', 'corpus_scores', 'gaussian', 'methods', 'probes', 'study'],
+    globals())
