@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from kit.models.cache import ItemCache, map_items
+from kit.models.decoding import resolve_decoding
 
 
 @dataclass(frozen=True)
@@ -41,15 +42,23 @@ class GenerationSettings:
     chat: bool | None = None
     """Apply the tokenizer's chat template: None = when the tokenizer has one (instruct models)."""
     system_prompt: str | None = None
+    repetition_penalty: float | None = None
+    """None: the model's ``generation_config`` value (what ``transformers`` applies by default), on
+    both backends; a number overrides it on both (1.0 = none). See :mod:`kit.models.decoding`."""
 
     def __post_init__(self):
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={self.max_new_tokens} must be >= 1")
         if self.do_sample and (self.temperature <= 0 or self.top_k < 0 or not 0 < self.top_p <= 1):
             raise ValueError(f"sampling needs temperature > 0, top_k >= 0, 0 < top_p <= 1; got {self}")
+        if self.repetition_penalty is not None and not self.repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty={self.repetition_penalty} must be None or > 0")
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["repetition_penalty"] is None:  # the default: keys of caches written before it existed hold
+            del out["repetition_penalty"]
+        return out
 
 
 SHORTCUT_PAPER_SAMPLING = GenerationSettings(do_sample=True, temperature=1.0, top_k=50)
@@ -139,15 +148,20 @@ def _gpu_memory(device: str) -> tuple[int, int]:
 
 
 def choose_backend(model_path: str | Path, device: str, dtype: str | None, ablate: Sequence = (),
-                   memory_share: float = VLLM_MEMORY_SHARE) -> tuple[str, str]:
+                   memory_share: float = VLLM_MEMORY_SHARE,
+                   settings: GenerationSettings | None = None) -> tuple[str, str]:
     """``(backend, why)`` of ``backend="auto"``: vLLM when it is installed, the device is a GPU,
-    nothing is ablated (vLLM runs no forward hooks) and the weights fit in ``VLLM_WEIGHT_SHARE`` of
+    nothing is ablated (vLLM runs no forward hooks), the model's generation_config holds nothing
+    vLLM cannot apply (:mod:`kit.models.decoding`) and the weights fit in ``VLLM_WEIGHT_SHARE`` of
     ``memory_share`` of the GPU memory free now (the notebook's HookedTransformer is already
     resident and stays); otherwise ``transformers``' ``generate``."""
     import importlib.util
 
     if ablate:
         return "hf", "ablated generation needs forward hooks, which vLLM does not run"
+    unsupported = resolve_decoding(model_path, settings or GenerationSettings()).unsupported
+    if unsupported:
+        return "hf", f"vLLM cannot apply the model's generation_config {', '.join(unsupported)}"
     try:
         installed = importlib.util.find_spec("vllm") is not None
     except ValueError:  # a module without a spec is already imported (a stand-in)
@@ -269,7 +283,7 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
     if ablate and cache is not None:
         raise ValueError("ablate and cache exclude each other: ablated responses must not be cached as the model's")
     if backend == "auto":
-        backend, why = choose_backend(model_path, device, dtype, ablate, vllm_memory_share)
+        backend, why = choose_backend(model_path, device, dtype, ablate, vllm_memory_share, settings)
         if (str(model_path), backend) not in _ANNOUNCED:  # once per model, not per benchmark
             _ANNOUNCED.add((str(model_path), backend))
             print(f"generation backend for {Path(str(model_path)).name}: {backend} ({why})")
@@ -286,12 +300,7 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
     limit = context_length(model.config) - settings.max_new_tokens
     rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
             for i, p in enumerate(prompts)]
-    gen_kwargs: dict[str, Any] = dict(max_new_tokens=settings.max_new_tokens, do_sample=settings.do_sample,
-                                      pad_token_id=tokenizer.pad_token_id, use_cache=True)
-    if settings.do_sample:
-        gen_kwargs.update(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
-    else:  # a generation_config may carry sampling defaults: greedy must not warn about them or use them
-        gen_kwargs.update(temperature=None, top_k=None, top_p=None)
+    gen_kwargs = resolve_decoding(model_path, settings).hf_kwargs(tokenizer.pad_token_id)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths: little padding
     batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
@@ -327,33 +336,86 @@ def respond(model, prompts: Sequence[str], settings: GenerationSettings, benchma
 def vllm_engine(model_path: str, dtype: str | None, seed: int = 0, device: str = "cuda",
                 memory_share: float = VLLM_MEMORY_SHARE):
     """The vLLM engine of ``model_path``, held like :func:`hf_model` (starting one releases the model
-    held before). It may take ``memory_share`` of the GPU memory free now (``gpu_memory_utilization``
-    is a share of the card's total: the budget over the total), so the HookedTransformer already
-    resident keeps its memory."""
+    held before). It may take ``memory_share`` of the GPU memory free now on ``device``
+    (``gpu_memory_utilization`` is a share of the card's total: the budget over the total), so the
+    HookedTransformer already resident keeps its memory; and it starts on that same GPU
+    (:func:`vllm_device_environment`: vLLM takes no device argument and uses the first visible GPU)."""
     try:
         from vllm import LLM
     except ImportError as e:
-        raise ImportError("backend='vllm' needs the vllm package (pip install vllm) and a GPU; "
+        raise ImportError("backend='vllm' needs the vllm package (pip install 'kit[vllm]') and a GPU; "
                           "backend='hf' needs neither") from e
     from kit.models.load import DTYPES
 
-    key = ("vllm", str(model_path), str(dtype), str(seed))
+    key = ("vllm", str(model_path), str(dtype), str(seed), str(device))
     if key not in _HELD:
+        environment = vllm_device_environment(device)  # a device that is no GPU fails before anything
         release()
         free, total = _gpu_memory(device)
-        _HELD[key] = LLM(model=model_path, dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto",
-                         seed=seed, gpu_memory_utilization=memory_share * free / total)
+        with _environment(environment):
+            _HELD[key] = LLM(model=model_path, dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto",
+                             seed=seed, gpu_memory_utilization=memory_share * free / total)
     return _HELD[key]
+
+
+def vllm_device_environment(device: str) -> dict[str, str]:
+    """Environment under which a vLLM engine starts on ``device`` (``cuda`` = the current GPU,
+    ``cuda:N``): ``CUDA_VISIBLE_DEVICES`` naming that one GPU (mapped through a
+    ``CUDA_VISIBLE_DEVICES`` already set, as torch numbers the visible GPUs), and vLLM's engine in
+    its own process (``VLLM_ENABLE_V1_MULTIPROCESSING=1``), which reads it when it starts; this
+    process, whose CUDA is already initialised, is unaffected."""
+    import os
+
+    import torch
+
+    where = torch.device(device)
+    if where.type != "cuda":
+        raise ValueError(f"device={device!r}: vLLM runs on a GPU ('cuda' or 'cuda:N')")
+    index = where.index if where.index is not None else (torch.cuda.current_device()
+                                                         if torch.cuda.is_available() else 0)
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if visible and index >= len(visible):
+        raise ValueError(f"device={device!r}: only {len(visible)} GPU(s) visible (CUDA_VISIBLE_DEVICES="
+                         f"{os.environ['CUDA_VISIBLE_DEVICES']})")
+    return {"CUDA_VISIBLE_DEVICES": visible[index] if visible else str(index), "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    import os
+
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def item_seed(seed: int, item_id: Any) -> int:
+    """The sampling seed of one item: a hash of the settings' ``seed`` and the item's id (31 bits),
+    so an item draws the same tokens whichever batch, order or resumed run it comes in."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(f"{int(seed)}/{item_id}".encode()).digest()[:4], "big") >> 1
 
 
 def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None,
                    device: str = "cuda", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
                    progress: bool = False, memory_share: float = VLLM_MEMORY_SHARE) -> list[str]:
     """vLLM generation on the same token rows as the HF path (the chat template through
-    :func:`encode`, so no second BOS; prompts cut to the context with a warning), one vLLM call
-    for every item ``cache`` does not hold yet."""
+    :func:`encode`, so no second BOS; prompts cut to the context with a warning) and the same
+    decoding (:func:`kit.models.decoding.resolve_decoding`: the model's generation_config honoured
+    or overridden as on the HF path), each request seeded by its item (:func:`item_seed`), one vLLM
+    call for every item ``cache`` does not hold yet."""
     from transformers import AutoConfig
 
+    decoding = resolve_decoding(model_path, settings)
+    decoding.vllm_kwargs(0)  # refuses a generation_config vLLM cannot apply, before the engine starts
     llm = vllm_engine(model_path, dtype, settings.seed, device, memory_share)
     from vllm import SamplingParams
 
@@ -362,15 +424,13 @@ def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSett
     limit = context_length(AutoConfig.from_pretrained(model_path)) - settings.max_new_tokens
     rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
             for i, p in enumerate(prompts)]
-    params = SamplingParams(max_tokens=settings.max_new_tokens, seed=settings.seed,
-                            **(dict(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
-                               if settings.do_sample else dict(temperature=0.0)))
+    keys = list(range(len(rows))) if ids is None else list(ids)
 
     def compute(idx: list[int]) -> list[str]:
+        params = [SamplingParams(**decoding.vllm_kwargs(item_seed(settings.seed, keys[i]))) for i in idx]
         return [o.outputs[0].text for o in llm.generate([{"prompt_token_ids": rows[i]} for i in idx], params)]
 
-    return map_items(list(range(len(rows))) if ids is None else list(ids), compute, [list(range(len(rows)))],
-                     cache=cache, progress=progress)
+    return map_items(keys, compute, [list(range(len(rows)))], cache=cache, progress=progress)
 
 
 def read_lm_eval_samples(path: str | Path, filter: str | None = None) -> list[dict[str, Any]]:

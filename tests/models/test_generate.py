@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -185,9 +185,13 @@ def fake_vllm(llama, monkeypatch):
 
     class LLM:
         def __init__(self, model, dtype, seed, gpu_memory_utilization):
+            import os
+
             calls["init"] = (model, dtype, seed)
             calls["utilization"] = gpu_memory_utilization
             calls["engines"] += 1
+            # where the engine would start: vLLM's engine process uses the first GPU it sees
+            calls["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "VLLM_ENABLE_V1_MULTIPROCESSING")}
 
         def get_tokenizer(self):
             return tok
@@ -199,7 +203,12 @@ def fake_vllm(llama, monkeypatch):
     fake = types.ModuleType("vllm")
     fake.LLM, fake.SamplingParams = LLM, lambda **kw: kw
     monkeypatch.setitem(sys.modules, "vllm", fake)
-    monkeypatch.setattr(gen, "_gpu_memory", lambda device: (gpu["free"], gpu["total"]))
+    def memory(device):
+        calls["measured"] = device
+        return gpu["free"], gpu["total"]
+
+    monkeypatch.setattr(gen, "_gpu_memory", memory)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     yield calls, gpu
     gen.release()
 
@@ -207,33 +216,112 @@ def fake_vllm(llama, monkeypatch):
 def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, fake_vllm, tmp_path):
     path, _, tok = llama
     calls, _ = fake_vllm
-    from dataclasses import replace
 
     paper = replace(gen.SHORTCUT_PAPER_SAMPLING, max_new_tokens=8)  # the twin's context is 256 tokens
-    out = gen.generate_responses(path, PROMPTS[:2], paper, backend="vllm", dtype="bf16")
+    out = gen.generate_responses(path, PROMPTS[:2], paper, backend="vllm", dtype="bf16", device="cuda")
     assert out == ["r0", "r1"] and calls["init"] == (str(path), "bfloat16", 0)
     # the engine's budget: half of the 60 GiB free, as a share of the 80 GiB card
     assert calls["utilization"] == pytest.approx(0.5 * 60 / 80)
     # the token rows of the HF path: the chat template, one BOS
     assert calls["prompts"][0] == {"prompt_token_ids": gen.encode(tok, gen.prompt_text(tok, PROMPTS[0], True))}
-    assert calls["params"] == {"max_tokens": 8, "seed": 0,
-                               "temperature": 1.0, "top_k": 50, "top_p": 1.0}
-    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm", dtype="bf16")
-    assert calls["params"] == {"max_tokens": 4, "seed": 0, "temperature": 0.0}  # greedy
+    eos = [tok.eos_token_id]  # the twin's generation_config stops at its eos, as transformers does
+    assert calls["params"][0] == {"max_tokens": 8, "seed": gen.item_seed(0, 0), "repetition_penalty": 1.0,
+                                  "stop_token_ids": eos, "temperature": 1.0, "top_k": 50, "top_p": 1.0}
+    assert calls["params"][1]["seed"] == gen.item_seed(0, 1) != calls["params"][0]["seed"], "one seed per item"
+    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm", dtype="bf16",
+                           device="cuda")
+    assert calls["params"] == [{"max_tokens": 4, "seed": gen.item_seed(0, 0), "repetition_penalty": 1.0,
+                                "stop_token_ids": eos, "temperature": 0.0}]  # greedy
     assert calls["engines"] == 1, "the engine of the same model was not kept"
     with pytest.raises(ValueError, match="max_new_tokens leaves 0"):  # no room for the prompt
-        gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=256), backend="vllm")
+        gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=256), backend="vllm",
+                               device="cuda")
     with pytest.raises(ValueError, match="ablate needs backend='hf'"):
-        gen.generate_responses(path, PROMPTS[:1], backend="vllm", ablate=[(0, 1)])
+        gen.generate_responses(path, PROMPTS[:1], backend="vllm", ablate=[(0, 1)], device="cuda")
     from kit.models.cache import ItemCache
 
     cache = ItemCache("twin/llama", "toy", {"max_new_tokens": 4}, root=tmp_path)
     greedy = gen.GenerationSettings(max_new_tokens=4)
-    gen.generate_responses(path, PROMPTS[:2], greedy, backend="vllm", cache=cache, ids=["a", "b"])
+    gen.generate_responses(path, PROMPTS[:2], greedy, backend="vllm", cache=cache, ids=["a", "b"],
+                           device="cuda")
     calls.pop("prompts")
-    assert gen.generate_responses(path, PROMPTS, greedy, backend="vllm", cache=cache, ids=["a", "b", "c"]) == ["r0", "r1", "r0"]
+    assert gen.generate_responses(path, PROMPTS, greedy, backend="vllm", cache=cache, ids=["a", "b", "c"],
+                                  device="cuda") == ["r0", "r1", "r0"]
     assert len(calls["prompts"]) == 1, "a rerun generated items the cache holds"
+    assert calls["params"][0]["seed"] == gen.item_seed(0, "c"), "a resumed item is seeded by its id, not its batch"
     assert not cache.load() and cache.extended(backend="vllm").load(), "vLLM's responses went under the HF key"
+
+
+def test_vllm_starts_on_the_gpu_whose_memory_it_measured(llama, fake_vllm, monkeypatch):
+    """vLLM takes no device: its engine process uses the first GPU it sees. kit measures the free
+    memory of ``device`` and starts the engine with only that GPU visible."""
+    import os
+
+    path = llama[0]
+    calls, _ = fake_vllm
+    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
+                           device="cuda:1")
+    assert calls["measured"] == "cuda:1"
+    assert calls["env"] == {"CUDA_VISIBLE_DEVICES": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ, "this process's environment was left changed"
+    gen.release()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")  # torch's cuda:1 is the machine's GPU 6
+    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
+                           device="cuda:1")
+    assert calls["env"]["CUDA_VISIBLE_DEVICES"] == "6" and os.environ["CUDA_VISIBLE_DEVICES"] == "4,6"
+    with pytest.raises(ValueError, match="only 2 GPU.s. visible"):
+        gen.vllm_device_environment("cuda:2")
+    with pytest.raises(ValueError, match="vLLM runs on a GPU"):
+        gen.generate_responses(path, PROMPTS[:1], backend="vllm", device="cpu")
+
+
+@pytest.fixture
+def penalised_twin(llama, tmp_path):
+    """twin/llama whose generation_config.json carries repetition_penalty 1.3, as some instruct
+    models ship one."""
+    import shutil
+
+    path = tmp_path / "llama-rp"
+    shutil.copytree(llama[0], path)
+    config = json.loads((path / "generation_config.json").read_text())
+    (path / "generation_config.json").write_text(json.dumps({**config, "repetition_penalty": 1.3}))
+    yield path
+    gen.release()
+
+
+def test_the_models_generation_config_is_honoured_or_overridden_on_both_backends(penalised_twin, llama, fake_vllm):
+    from transformers import AutoModelForCausalLM
+
+    _, _, tok = llama
+    calls, _ = fake_vllm
+    settings = gen.GenerationSettings(max_new_tokens=12, chat=False)
+    hf = gen.generate_responses(penalised_twin, PROMPTS, settings, backend="hf")
+    plain = gen.generate_responses(penalised_twin, PROMPTS, replace(settings, repetition_penalty=1.0), backend="hf")
+    assert hf != plain, "the penalty changes nothing here: the test would not see it"
+    model = AutoModelForCausalLM.from_pretrained(penalised_twin).eval()
+    ids = torch.tensor([gen.encode(tok, PROMPTS[0])])
+    want = model.generate(ids, max_new_tokens=12, do_sample=False, pad_token_id=tok.pad_token_id)  # its config
+    assert hf[0] == tok.decode(want[0, ids.shape[1]:], skip_special_tokens=True)
+    gen.generate_responses(penalised_twin, PROMPTS[:1], settings, backend="vllm", device="cuda")
+    assert calls["params"][0]["repetition_penalty"] == 1.3, "vLLM was not given the model's penalty"
+    gen.generate_responses(penalised_twin, PROMPTS[:1], replace(settings, repetition_penalty=1.0), backend="vllm",
+                           device="cuda")
+    assert calls["params"][0]["repetition_penalty"] == 1.0, "an explicit setting is not applied on both"
+    assert settings.as_dict() == replace(settings, repetition_penalty=None).as_dict()
+    assert "repetition_penalty" not in settings.as_dict(), "the default keeps the cache keys written before it"
+    with pytest.raises(ValueError, match="repetition_penalty"):
+        gen.GenerationSettings(repetition_penalty=0)
+
+
+def test_a_generation_config_vllm_cannot_apply_keeps_generation_on_transformers(penalised_twin, fake_vllm):
+    config = json.loads((penalised_twin / "generation_config.json").read_text())
+    (penalised_twin / "generation_config.json").write_text(json.dumps({**config, "no_repeat_ngram_size": 3}))
+    backend, why = gen.choose_backend(penalised_twin, "cuda", "bf16")
+    assert backend == "hf" and "no_repeat_ngram_size=3" in why
+    with pytest.raises(ValueError, match="vLLM cannot apply the model's generation_config no_repeat_ngram_size=3"):
+        gen.generate_responses(penalised_twin, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
+                               device="cuda")
+    assert fake_vllm[0]["engines"] == 0, "the engine started before the refusal"
 
 
 def test_weight_bytes_counts_the_parameters_without_loading(llama):
