@@ -4,6 +4,7 @@
   ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's probe,
   classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap, NeuronVote);
 - ``concepts``: POS concept datasets from UD EWT / CoNLL; ``study``: the notebook's experiments;
+  ``tables``: Tables 1-4 beside the paper's, findings, key numbers; ``plots``: its figures;
 - ``bench``: the Gaussian greedy search against its naive loop.
 """
 
@@ -16,5 +17,6 @@ from kit.neuronvote.methods import (
 )
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ['bench', 'concepts', 'consensus', 'corpus_scores', 'gaussian', 'methods', 'probes', 'study'],
+    __name__, ['bench', 'claims', 'concepts', 'consensus', 'corpus_scores', 'gaussian', 'methods', 'plots',
+               'probes', 'study', 'tables'],
     globals())
