@@ -33,7 +33,7 @@ from kit.world.members import _train_base, _train_finetune, base_outputs, determ
 from kit.world.pinned import EXIT_NO_SPACE, enter_pinned, is_pinned, pinned_report, run_pinned
 from kit.world.recipes import SEED_ENV, world_spec
 from kit.world.saes import sae_status, train_sae
-from kit.world.specs import FinetuneSpec, WorldSpec, param_count, spec_hash
+from kit.world.specs import FinetuneSpec, WorldSpec, param_count, spec_hash, world_id
 from kit.world.storage import (
     MemberDamaged,
     NoSpaceLeft,
@@ -182,9 +182,24 @@ def plan(spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, wo
         group.sort(key=lambda u: (_chain_depth(u[1], chain), order[u[1]]))
         deps = sorted({job_of[d] for _, _, ds in group for d in ds})
         jobs.append(WorldJob(f"members:{i}", tuple((k, n) for k, n, _ in group), tuple(deps), loads[i]))
+    jobs = _critical_first(jobs)
     if only is None and status.card != "ok":
         jobs.append(WorldJob("card", (("card", spec.name),), tuple(j.id for j in jobs)))
     return jobs
+
+
+def _critical_first(jobs: list[WorldJob]) -> list[WorldJob]:
+    """The jobs ordered by the cost of the longest path from each to the end (its own cost plus its
+    costliest chain of dependents), highest first: the scheduler starts ready jobs in the order given,
+    so the critical path starts first (base-m before the long base-xl, whose dependents are none)."""
+    below: dict[str, float] = {}
+
+    def level(j: WorldJob) -> float:
+        if j.id not in below:
+            below[j.id] = j.cost + max((level(d) for d in jobs if j.id in d.after), default=0.0)
+        return below[j.id]
+
+    return sorted(jobs, key=lambda j: -level(j))
 
 
 def _chain_depth(name: str, chain: dict[str, str]) -> int:
@@ -193,12 +208,12 @@ def _chain_depth(name: str, chain: dict[str, str]) -> int:
 
 def run_job(world: str, seed: int, units: list[list[str]]) -> list[dict]:
     """The job function (``kit.world.build:run_job``): train ``units`` (``[kind, name]`` pairs) of world
-    ``(world, seed)`` in this pinned process, in order; returns each unit's seconds."""
+    ``(world, seed)`` in this pinned process, in order; returns each unit's wall and CPU seconds."""
     spec = world_spec(world, seed)
     out = []
     with deterministic():
         for kind, name in units:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             if kind == "base":
                 _train_base(spec, next(b for b in spec.bases if b.name == name))
             elif kind == "finetune":
@@ -209,9 +224,10 @@ def run_job(world: str, seed: int, units: list[list[str]]) -> list[dict]:
                 compute_card(spec)
             else:
                 raise ValueError(f"unit kind {kind!r}; allowed values: base, finetune, sae, card")
-            out.append({"kind": kind, "name": name, "seconds": round(time.perf_counter() - t0, 1)})
-            print(f"[world {world_label(spec)}] {kind} {name}: {out[-1]['seconds']:.0f} s", file=sys.stderr,
-                  flush=True)
+            out.append({"kind": kind, "name": name, "seconds": round(time.perf_counter() - t0, 1),
+                        "cpu_seconds": round(time.process_time() - c0, 1)})
+            print(f"[world {world_label(spec)}] {kind} {name}: {out[-1]['seconds']:.0f} s "
+                  f"({out[-1]['cpu_seconds']:.0f} s CPU)", file=sys.stderr, flush=True)
     return out
 
 
@@ -252,7 +268,7 @@ def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: 
         if unknown:
             raise ValueError(f"only={unknown!r}: not members or SAEs of world {spec.name!r}; allowed values: "
                              + ", ".join(sorted(known)))
-    workers = 1 if engine == "inline" else (max_workers or os.cpu_count() or 1)
+    workers = 1 if engine == "inline" else (max_workers or len(os.sched_getaffinity(0)))
     jobs = plan(spec, status, only, workers)
     if not jobs:
         return
@@ -280,7 +296,7 @@ def _run_engine(spec: WorldSpec, jobs: list[WorldJob], engine: str, workers: int
     from kit.core.jobs import Job, JobsFailed, run_jobs  # lazy: the job layer (and Ray) only for these engines
 
     todo = [Job("kit.world.build:run_job", {"world": spec.name, "seed": spec.seed, "units": [list(u) for u in j.units]},
-                id=f"{world_label(spec)}:{j.id}", after=[f"{world_label(spec)}:{d}" for d in j.after], pinned=True)
+                id=f"{world_id(spec)}/{j.id}", after=[f"{world_id(spec)}/{d}" for d in j.after], pinned=True)
             for j in jobs]
     try:
         run_jobs(todo, engine=engine, max_workers=workers, desc=f"building world {world_label(spec)}")

@@ -407,7 +407,8 @@ def format_card(c: dict) -> str:
     tasks = list(c["tasks"])
     width = max(len(m) for m in c["members"]) + 2
     head = f"{'member':<{width}}{'params':>9}{'tokens':>10} " + "".join(f"{t[:9]:>11}" for t in tasks)
-    lines = [f"zoo card: world {c['world']} ({c['spec_hash']}); cells are test/fresh accuracy %",
+    seed = f", seed {c['seed']}" if c.get("seed") else ""
+    lines = [f"zoo card: world {c['world']}{seed} ({c['spec_hash']}); cells are test/fresh accuracy %",
              head,
              f"{'chance':<{width}}{'':>9}{'':>10} " + "".join(f"{c['tasks'][t]['chance']:>11.0f}" for t in tasks)]
     for name, row in c["members"].items():

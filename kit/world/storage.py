@@ -137,8 +137,8 @@ def disk_full_named(folder: Path, what: str) -> Iterator[None]:
         yield
     except NoSpaceLeft:
         raise
-    except (OSError, RuntimeError) as e:
-        if is_disk_full(e) or _nearly_full(folder):
+    except Exception as e:  # noqa: BLE001 - any writer's error (safetensors' is its own class), re-raised if not
+        if is_disk_full(e) or (isinstance(e, (OSError, RuntimeError)) and _nearly_full(folder)):
             raise no_space_error(folder, what) from e
         raise
 
