@@ -116,21 +116,28 @@ class WorldJob:
     cost: float = 0.0
 
 
+UNIT_OVERHEAD = 2e8
+"""Cost of a unit beyond its training (loading its parent, saving): a micro fine-tune's ~2 CPU s."""
+
+
 def unit_cost(spec: WorldSpec, kind: str, name: str) -> float:
-    """A rough cost (parameter-steps) to balance the jobs: only the schedule depends on it."""
-    from kit.world.tokenizer import vocab
+    """A rough cost to balance the jobs (only the schedule depends on it): examples x parameters for a
+    transformer (~12 CPU s per 1e9 here, measured on the tiny world's bases and fine-tunes; a sparse
+    fine-tune ~0.75 of a full one), steps x batch x width x 10 for an SAE (measured: an SAE step costs
+    ~25x less per example x feature than a transformer step per example x parameter)."""
+    from kit.world.tokenizer import vocab  # lazy: the tokenizer builds its vocabulary on first use
 
     if kind == "base":
         b = next(b for b in spec.bases if b.name == name)
-        return b.steps * b.batch_size * param_count(b.arch, len(vocab()))
+        return UNIT_OVERHEAD + b.steps * b.batch_size * param_count(b.arch, len(vocab()))
     if kind == "finetune":
         f = next(f for f in spec.finetunes if f.name == name)
         b = next(b for b in spec.bases if b.name == f.parent)
         n = (f.n_examples or f.steps * f.batch_size) * f.epochs
-        return n * param_count(b.arch, len(vocab())) * (0.6 if f.plastic else 1.0)
+        return UNIT_OVERHEAD + n * param_count(b.arch, len(vocab())) * (0.75 if f.plastic else 1.0)
     if kind == "sae":
         s = next(s for s in spec.saes if s.name == name)
-        return s.steps * s.batch_size * s.d_sae * 64 * 4
+        return UNIT_OVERHEAD + s.steps * s.batch_size * s.d_sae * 10
     return 0.0
 
 
