@@ -33,6 +33,11 @@ import numpy as np
 from kit.core.jobs import Job, engine_options, run_jobs
 from kit.core.paths import atomic_write_text, cache_dir
 from kit.core.stats import wilson_interval
+from kit.data.scorers import math_checker
+
+MATH_STYLE = ("math500", "agieval")
+"""Benchmarks whose answers :func:`kit.data.scorers.score` may check with math-verify (agieval: its
+cloze subset)."""
 
 ANSWERS_VERSION = 1
 """Bump when generation or scoring changes what a file holds: older files are then not read."""
@@ -86,15 +91,25 @@ def _settings(n_items: int, n_answer: int, seed: int, max_new_tokens: int, dtype
             "dtype": dtype, "v": ANSWERS_VERSION}
 
 
+def _checker(benchmark: str) -> dict[str, str]:
+    """MATH-style answers are scored by math-verify when it is installed, else by a normaliser
+    (:func:`kit.data.scorers.math_checker`): the checker is part of what a file's scores mean, so it
+    names the file; other benchmarks' keys are unchanged."""
+    if benchmark.split("/", 1)[0] not in MATH_STYLE:
+        return {}
+    return {"checker": math_checker()}
+
+
 def answers_path(model: str, benchmark: str, n_items: int, n_answer: int, seed: int, max_new_tokens: int,
                  dtype: str | None) -> Path:
     """Where :func:`answer_benchmark` keeps one (model, benchmark)'s answers: named by a hash of the
     model (its name and its directory's name: for ``real/`` models the GGUF's sha256), the benchmark,
-    the item sample and the decoding settings."""
+    the item sample, the decoding settings and, for MATH-style answers, the checker that scores them."""
     from kit.models.load import model_dir  # lazy: loads transformers
 
     key = json.dumps({"model": model, "dir": model_dir(model).name, "benchmark": benchmark,
-                      **_settings(n_items, n_answer, seed, max_new_tokens, dtype)}, sort_keys=True)
+                      **_settings(n_items, n_answer, seed, max_new_tokens, dtype), **_checker(benchmark)},
+                     sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     safe = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{model_key(model)}__{benchmark}")
     return cache_dir() / "cg" / "answers" / f"{safe}-{digest}.json"
@@ -132,7 +147,8 @@ def answer_benchmark(model: str, benchmark: str, n_items: int, n_answer: int, se
     n_tokens = [len(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in responses]
     record = {"model": model, "benchmark": benchmark, "positions": pos.tolist(), "ids": ids, "responses": responses,
               "correct": [bool(score(name, it, r)) for (name, it), r in zip(chosen, responses)],
-              "truncated": [n >= max_new_tokens for n in n_tokens], "max_new_tokens": max_new_tokens}
+              "truncated": [n >= max_new_tokens for n in n_tokens], "max_new_tokens": max_new_tokens,
+              **_checker(benchmark)}
     atomic_write_text(path, json.dumps(record))
     return read_answers(path).summary()
 

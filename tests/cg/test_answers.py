@@ -31,6 +31,18 @@ def test_model_answers_summary_has_its_interval():
     assert s["accuracy"] == 0.5 and s["accuracy_low"] < 0.5 < s["accuracy_high"] and s["truncated"] == 1
 
 
+def test_math_answers_are_keyed_by_their_checker(monkeypatch):
+    """A MATH-style file scored by the normaliser is not read back once math-verify is installed;
+    other benchmarks' files keep their names."""
+    def path(benchmark, checker):
+        monkeypatch.setattr(A, "math_checker", lambda: checker)
+        return A.answers_path("twin/llama", benchmark, 6, 3, 0, 4, None)
+
+    assert path("math500", "normaliser (math-verify not installed)") != path("math500", "math-verify 0.8.0")
+    assert path("arc_challenge", "normaliser (math-verify not installed)") == path("arc_challenge",
+                                                                                    "math-verify 0.8.0")
+
+
 @pytest.mark.slow
 def test_answer_jobs_give_the_same_answers_inline_and_local(tmp_path, monkeypatch):
     """Issue 37: one job per (model, benchmark) writes its scored answers into the cache; the inline
