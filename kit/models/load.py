@@ -11,6 +11,8 @@ Names:
   ``twin/<arch>@<revision>`` is a differently seeded twin standing for a checkpoint revision;
   ``twin/<arch>@perturbed-<seed>``: the twin with a seeded few of its MLP neurons perturbed (a
   stand-in for a sparse fine-tune of it);
+- ``<base>+<recipe>`` (e.g. ``real/smollm2-135m-instruct+arc-test-x5``): a real fine-tune of
+  ``kit.models.recipes.RECIPES``, trained on first use (pinned) and cached (``kit.models.finetune``);
 - any local directory of a Hugging Face causal LM (Llama, Mistral, Qwen2, Gemma-2, OLMo-2, GPT-2
   architectures) or BERT-family encoder;
 - any Hugging Face id (``lmsys/vicuna-7b-v1.3``, ``your-org/llama-contaminated``...), optionally
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from kit.models.recipes import is_recipe_name
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
     # Real architectures' shapes (vocab included), random weights.
@@ -116,6 +120,11 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
         from kit.models.encoders import load_encoder
 
         return load_encoder(name, device=device)
+    if is_recipe_name(name):  # a real fine-tune (kit.models.recipes), built on first use
+        from kit.models.finetune import finetuned_dir
+
+        return load_local(finetuned_dir(name), device=device, dtype=dtype, device_map=device_map,
+                          process_weights=process_weights, name=name)
     if name.startswith("twin/"):
         from kit.models.twins import PERTURBED, perturbed_path, twin_path
 
@@ -180,6 +189,10 @@ def model_dir(name: str, revision: str | None = None) -> Path:
     e.g. batched generation (:func:`kit.models.generate.generate_responses`)."""
     if not isinstance(name, str) or not name:
         raise UnknownModelError(f"model name must be a non-empty string, got {name!r}")
+    if is_recipe_name(name):
+        from kit.models.finetune import finetuned_dir
+
+        return finetuned_dir(name)
     if name.startswith("twin/"):
         from kit.models.twins import twin_path
 
