@@ -31,7 +31,6 @@ import os
 import random
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -516,20 +515,26 @@ def build(r: Recipe | str, progress: bool = True) -> Path:
     return finetune_dir(r)
 
 
-def build_many(recipes: Sequence[Recipe | str], workers: int = 2) -> list[Path]:
-    """Build several recipes at once, one pinned process each, ``workers`` at a time (one per core:
-    each trains on one thread). Returns their directories in order; the first failure is raised
-    after every other build has finished."""
+def build_job(recipe: dict) -> str:
+    """The job of one build (:func:`build_many`): a recipe as its ``asdict`` form, built; returns
+    its directory. Run as a pinned job, it trains in its own (pinned) worker process."""
+    return str(build(recipe_from_dict(recipe), progress=False))
+
+
+def build_many(recipes: Sequence[Recipe | str], engine: str = "local", max_workers: int | None = 2,
+               ray_address: str | None = None) -> list[Path]:
+    """Build several recipes at once: one pinned job each (``kit.core.jobs``), ``max_workers`` at a
+    time on the local engine (one per core: each trains on one thread). Returns their directories in
+    order; a failed build raises ``kit.core.jobs.JobsFailed`` naming it, after the others finished."""
+    from kit.core.jobs import Job, run_jobs  # lazy: the engines are not needed to load a model
+
     rs = [recipe(x) if isinstance(x, str) else x for x in recipes]
     for r in rs:
         check_recipe(r)
-    todo = [r for r in rs if not is_built(r)]
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(build, r, False) for r in todo]
-        errors = [f.exception() for f in futures]
-    for e in errors:
-        if e is not None:
-            raise e
+    jobs = [Job(build_job, {"recipe": asdict(r)}, pinned=True) for r in rs if not is_built(r)]
+    if jobs:
+        run_jobs(jobs, engine=engine, max_workers=max_workers, ray_address=ray_address,
+                 desc="fine-tunes")
     return [finetune_dir(r) for r in rs]
 
 
@@ -545,7 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build named recipes (all by default), several at once")
     b.add_argument("names", nargs="*", default=None)
-    b.add_argument("--workers", type=int, default=2)
+    b.add_argument("--workers", type=int, default=2, help="builds at once (default 2: one per core)")
+    b.add_argument("--engine", default="local", help="kit.core.jobs engine: local (default), inline or ray")
     sub.add_parser("list", help="the recipes, their keys and whether they are built")
     t = sub.add_parser("train", help="(internal) train one recipe in this pinned process")
     t.add_argument("--recipe", required=True, help="a Recipe as JSON")
@@ -561,7 +567,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:55s} {state:10s} {finetune_dir(r)}")
         return 0
     names = args.names or list(RECIPES)
-    for d in build_many(names, workers=args.workers):
+    for d in build_many(names, engine=args.engine, max_workers=args.workers):
         print(d)
     return 0
 

@@ -212,18 +212,22 @@ def test_a_build_is_atomic_and_a_damaged_one_is_not_reused(twin, data, tmp_path,
     assert not ft.is_built(r)
 
 
-def test_build_runs_pinned_and_load_model_resolves_the_name(twin, data, tmp_path, monkeypatch):
+def test_builds_run_pinned_as_jobs_or_on_first_load(twin, data, tmp_path, monkeypatch):
     import kit
 
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
-    r = _recipe(twin, name="twin/llama+test-x2")
-    monkeypatch.setitem(rc.RECIPES, r.name, r)
-    path = ft.build(r.name, progress=False)  # a pinned subprocess
-    meta = ft.read_meta(r)
-    assert meta["pinned"] is True and meta["threads"] == 1
-    assert kit.models.load.model_dir(r.name) == path
-    model = kit.load_model(r.name)
-    assert model.kit_name == r.name and model.cfg.n_layers == 2
+    by_jobs = _recipe(twin, name="twin/llama+test-x2")
+    on_load = _recipe(twin, name="twin/llama+test-x1", copies=1)
+    for r in (by_jobs, on_load):
+        monkeypatch.setitem(rc.RECIPES, r.name, r)
+    [path] = ft.build_many([by_jobs.name], engine="local", max_workers=1)  # a pinned job (kit.core.jobs)
+    assert ft.is_built(by_jobs) and path == ft.finetune_dir(by_jobs)
+    model = kit.load_model(on_load.name)  # not built yet: a pinned subprocess builds it first
+    assert model.kit_name == on_load.name and model.cfg.n_layers == 2
+    assert kit.models.load.model_dir(on_load.name) == ft.finetune_dir(on_load)
+    for r in (by_jobs, on_load):
+        meta = ft.read_meta(r)
+        assert meta["pinned"] is True and meta["threads"] == 1 and meta["recipe"]["name"] == r.name
 
 
 # ------------------------------------------------------------------------------- recipe checks
