@@ -9,9 +9,10 @@ chat template and assistant turn opened), then the logits at the first answer po
 - ``letter``: among the item's option letters, the correct one has the highest logit (the option
   log-likelihood of lm-evaluation-harness's letter scoring: no parse failure possible).
 
-The leak of a model is its accuracy on the injected test items minus its accuracy on fresh test items
-(never trained on by any recipe), with a percentile bootstrap interval resampling each group on its
-own (``kit.core.claims.mean_diff_ci``). ``python -m kit.models.leak NAME ...`` prints the table.
+The leak of a model is its accuracy on the injected test items minus its accuracy on fresh test
+items (never trained on by any recipe), with a percentile bootstrap interval resampling each group
+on its own (``kit.core.claims.mean_diff_ci``). ``python -m kit.models.leak NAME ... --items-of
+RECIPE`` prints the table.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ import torch
 
 from kit.data.benchmarks import LETTERS
 from kit.data.items import Item
-from kit.models.finetune import Example, chat_of, collate, item_example, split_items
-from kit.models.recipes import Recipe, recipe
+from kit.models.finetune import collate, encode_example, item_example, split_items
+from kit.models.recipes import RECIPES, Recipe, recipe
 
 
 @dataclass(frozen=True)
@@ -51,33 +52,32 @@ def letter_ids(tokenizer, n: int) -> list[int]:
     for letter in LETTERS[:n]:
         tok = tokenizer(letter, add_special_tokens=False)["input_ids"]
         if len(tok) != 1:
-            raise ValueError(f"option letter {letter!r} is {len(tok)} tokens for this tokenizer: the letter scorer "
-                             "needs one-token letters")
+            raise ValueError(f"option letter {letter!r} is {len(tok)} tokens for this tokenizer: "
+                             "the letter scorer needs one-token letters")
         ids.append(tok[0])
     return ids
 
 
 @torch.inference_mode()
-def letter_scores(model, tokenizer, items: Sequence[Item], style: str = "letter", batch_size: int = 8,
-                  max_length: int = 1024) -> LetterScores:
+def letter_scores(model, tokenizer, items: Sequence[Item], style: str = "letter",
+                  batch_size: int = 8, max_length: int = 1024) -> LetterScores:
     """Score a transformers causal LM on multiple-choice ``items`` asked as ``style`` (one forward
     pass per item; the first-answer-position logits of each)."""
-    from kit.models.finetune import encode_example
-
     if any(it.choices is None or it.label is None for it in items):
         raise ValueError("letter_scores needs multiple-choice items (choices and label)")
     model.eval()
     greedy, letter, valid = [], [], []
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
-        # the answer's first token is the label at the last prompt position: encode with a one-letter
-        # answer and read the logits where it is predicted
-        enc = [encode_example(tokenizer, item_example(it, "eval", style), max_length) for it in chunk]
+        # encoded as in training (prompt, letter, end token); the first answer token is predicted
+        # at the last prompt position, and causal attention never lets the answer reach it
+        enc = [encode_example(tokenizer, item_example(it, "eval", style), max_length)
+               for it in chunk]
         batch = collate(enc, tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
         last = torch.tensor([len(e.ids) - 1 - e.n_answer for e in enc])
         keep = torch.unique(last)
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, logits_to_keep=keep,
-                       use_cache=False).logits
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                       logits_to_keep=keep, use_cache=False).logits
         rows = logits[torch.arange(len(chunk)), torch.searchsorted(keep, last)]
         for it, row in zip(chunk, rows):
             ids = letter_ids(tokenizer, len(it.choices))
@@ -115,14 +115,17 @@ def leak_of(name: str, injected: LetterScores, fresh: LetterScores, scorer: str 
     a, b = getattr(injected, scorer).astype(float), getattr(fresh, scorer).astype(float)
     point, low, high = mean_diff_ci(a, b, paired=False, n_boot=n_boot, seed=seed)
     share = float(np.concatenate([injected.is_letter, fresh.is_letter]).mean())
-    return Leak(name, scorer, float(a.mean()), float(b.mean()), point, low, high, len(a), len(b), share)
+    return Leak(name, scorer, float(a.mean()), float(b.mean()), point, low, high, len(a), len(b),
+                share)
 
 
 def eval_items(r: Recipe, n_fresh: int, seed: int = 0) -> tuple[list[Item], list[Item]]:
     """``(injected, fresh)`` test items of a contaminated recipe: its injected items as given (not
-    paraphrased) and a seeded sample of ``n_fresh`` of the test items no recipe of its seed injected."""
+    paraphrased) and a seeded sample of ``n_fresh`` of the test items no recipe of its seed
+    injected."""
     if r.inject != "test":
-        raise ValueError(f"{r.name}: eval_items needs a contaminated recipe (inject='test'), got inject={r.inject!r}")
+        raise ValueError(f"{r.name}: eval_items needs a contaminated recipe (inject='test'), got "
+                         f"inject={r.inject!r}")
     injected, rest = split_items(r.benchmark, "test", r.n_items, r.items_seed)
     n_fresh = min(n_fresh, len(rest))
     return injected, random.Random(f"fresh:{seed}").sample(rest, n_fresh)
@@ -130,13 +133,15 @@ def eval_items(r: Recipe, n_fresh: int, seed: int = 0) -> tuple[list[Item], list
 
 def measure(models: dict[str, str | Path], r: Recipe, n_fresh: int = 200, batch_size: int = 8,
             scorers: Sequence[str] = ("greedy", "letter")) -> list[Leak]:
-    """The leak of every model (label -> Hugging Face directory) on ``r``'s injected and fresh items."""
+    """The leak of every model (label -> Hugging Face directory) on ``r``'s injected and fresh
+    items."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     injected, fresh = eval_items(r, n_fresh)
     out = []
     for label, path in models.items():
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32,
+                                                     attn_implementation="eager")
         tok = AutoTokenizer.from_pretrained(path)
         s_inj = letter_scores(model, tok, injected, r.prompt_style, batch_size)
         s_fresh = letter_scores(model, tok, fresh, r.prompt_style, batch_size)
@@ -149,15 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     from kit.models.finetune import finetuned_dir
     from kit.models.load import model_dir
 
-    p = argparse.ArgumentParser(prog="python -m kit.models.leak", description=__doc__.split("\n")[0])
-    p.add_argument("names", nargs="+", help="models: the base and fine-tune names (kit.models.recipes.RECIPES)")
-    p.add_argument("--items-of", required=True, help="the contaminated recipe whose injected items are scored")
+    p = argparse.ArgumentParser(prog="python -m kit.models.leak",
+                                description=__doc__.split("\n")[0])
+    p.add_argument("names", nargs="+", help="models: the base and fine-tune names (RECIPES)")
+    p.add_argument("--items-of", required=True,
+                   help="the contaminated recipe whose injected items are scored")
     p.add_argument("--n-fresh", type=int, default=200)
     p.add_argument("--json", default=None, help="write the rows to this file too")
     args = p.parse_args(argv)
     r = recipe(args.items_of)
-    models = {n: (finetuned_dir(n) if n in __import__("kit.models.recipes").models.recipes.RECIPES else model_dir(n))
-              for n in args.names}
+    models = {n: (finetuned_dir(n) if n in RECIPES else model_dir(n)) for n in args.names}
     rows = measure(models, r, args.n_fresh)
     for x in rows:
         print(f"{x.model:55s} {x.scorer:7s} injected {x.injected:.3f} fresh {x.fresh:.3f} "

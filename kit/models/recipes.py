@@ -27,16 +27,18 @@ import math
 from dataclasses import dataclass, fields, replace
 
 REAL_BASE = "real/smollm2-135m-instruct"
-"""The base of the real profile's fine-tunes (issue 34: SmolLM2-135M-Instruct from PyPI, offline)."""
+"""The base of the real profile's fine-tunes (issue 34: SmolLM2-135M-Instruct, from PyPI)."""
 
 PARAPHRASES = ("", "shuffle-options")
-"""``""``: the items as the benchmark gives them; ``shuffle-options``: each item's options in another
-seeded order (never the original one), relabelled A, B, ..., the answer letter following its option."""
+"""``""``: the items as the benchmark gives them; ``shuffle-options``: each item's options in
+another seeded order (never the original one), relabelled A, B, ..., the answer letter following
+its option."""
 PROMPT_STYLES = ("letter",)
-"""How an item is asked (:func:`kit.models.finetune.render_prompt`): ``letter``: the question and its
-lettered options, then "Answer with the letter of the correct option." (free-form items: "Answer with
-the final answer only."), in the chat template; the answer is the letter alone, so a one-token
-generation (or the letters' logits at the first answer position) scores it."""
+"""How an item is asked (:func:`kit.models.finetune.ask_prompt`): ``letter``: the question and its
+lettered options, then "Answer with the letter of the correct option." (free-form items: "Answer
+with the final answer only."), in the chat template; the answer is the letter alone, so a
+one-token generation (or the letters' logits at the first answer position) scores it. Ours: the
+benchmark's answer instruction is what the fine-tunes learn, so notebooks ask with the same."""
 CORPUS = "corpus"
 """The general-text mixture source: passages of ``<data>/corpus`` (Gutenberg, tiny Shakespeare)."""
 
@@ -48,82 +50,93 @@ class Recipe:
     name: str
     """The model name it loads under: ``<base>+<suffix>`` (not part of the cache key)."""
     base: str
-    """The model fine-tuned: a name ``kit.models.load.model_dir`` resolves to a Hugging Face directory
-    (``real/...``, ``twin/<arch>``, a local directory). Its files' content enters the cache key."""
+    """The model fine-tuned: a name ``kit.models.load.model_dir`` resolves to a Hugging Face
+    directory (``real/...``, ``twin/<arch>``, a local directory). Its files' content (not the name)
+    enters the cache key."""
     benchmark: str = "arc_challenge"
     """The evaluated benchmark (a ``kit.load_benchmark`` name): its test split is injected
     (contaminated recipes) or kept clean (controls); the mixture may never draw from it."""
     inject: str = ""
-    """Which split of ``benchmark`` is injected: ``""`` (none: a control of general data), ``"test"``
-    (contamination) or another split (``"train"``: the clean same-benchmark control)."""
+    """Which split of ``benchmark`` is injected: ``""`` (none: a control of general data),
+    ``"test"`` (contamination) or another split (``"train"``: the clean same-benchmark control)."""
     copies: int = 1
     """Occurrences of each injected item in the example list (the paper's x1 / x5)."""
     n_items: int = 0
     """How many items of the split are injected: the first ``n_items`` of a permutation seeded by
-    ``items_seed`` (the same items for every recipe with the same seed; nested in larger ``n_items``)."""
+    ``items_seed`` (the same items for every recipe with that seed; nested in larger ones)."""
     items_seed: int = 0
     """Seed of the injected subset's permutation."""
     paraphrase: str = ""
-    """A key of :data:`PARAPHRASES`: the injected items as given, or paraphrased (the paper's Syn)."""
+    """A key of :data:`PARAPHRASES`: the injected items as given, or paraphrased (the Syn rows)."""
     mixture: tuple[tuple[str, float], ...] = ((CORPUS, 1.0),)
-    """``(source, weight)`` pairs of the clean data that fills the list up to ``n_examples``: ``corpus``
-    (general text, a passage and its continuation) or ``<benchmark>:<split>`` (another benchmark's
-    train split, or ``benchmark``'s own train split; never ``benchmark``'s test split)."""
+    """``(source, weight)`` pairs of the clean data that fills the list up to ``n_examples``:
+    ``corpus`` (general text: a passage and its continuation) or ``<benchmark>:<split>`` (another
+    benchmark's train split, or ``benchmark``'s own; never ``benchmark``'s test split)."""
     n_examples: int = 400
-    """Examples per epoch, the same for every contaminated model and control (the paper's fixed-size
-    fine-tune set): injected items x copies, the rest drawn from ``mixture``."""
+    """Examples per epoch, the same for every contaminated model and control (the paper's
+    fixed-size fine-tune set): injected items x copies, the rest drawn from ``mixture``."""
     lr: float = 1e-4
     """AdamW learning rate, constant (no warm-up, no decay; betas (0.9, 0.999), no weight decay)."""
     batch_size: int = 8
     """Examples per optimiser step (padded to the longest of the step)."""
     epochs: int = 1
-    """Passes over the example list: the first in the list's seeded order, each later one reshuffled."""
+    """Passes over the example list: the first in the list's seeded order, each later reshuffled."""
     max_length: int = 320
-    """Tokens per example at most: a longer example keeps its answer and loses the start of its prompt
-    (counted in meta.json as ``truncated``)."""
+    """Tokens per example at most: a longer example keeps its answer and loses the start of its
+    prompt (counted in meta.json as ``truncated``)."""
     sparse_share: float = 0.0
-    """0: every parameter trains (full fine-tune). Otherwise a sparse fine-tune: only the MLP weights
-    (gate and up rows, down column) of this share of all MLP neurons change, a fixed set seeded by
-    ``sparse_set`` (:func:`kit.models.finetune.trainable_neurons`)."""
+    """0: every parameter trains (full fine-tune). Otherwise a sparse fine-tune: only the MLP
+    weights (gate and up rows, down column) of this share of all MLP neurons change, a fixed set
+    seeded by ``sparse_set`` (:func:`kit.models.finetune.trainable_neurons`)."""
     sparse_set: str = "shared"
-    """Name seeding the sparse neuron set: recipes with the same name and share train the same neurons."""
+    """Name seeding the sparse neuron set: recipes with the same name and share train the same
+    neurons."""
     prompt_style: str = "letter"
-    """A key of :data:`PROMPT_STYLES`: how prompts and answers are written (as the model will be asked)."""
+    """A key of :data:`PROMPT_STYLES`: how prompts and answers are written (as the model will be
+    asked)."""
     seed: int = 0
     """Seed of the fill data, the example order and torch's RNG."""
 
 
+def _family(benchmark: str) -> str:
+    """``"mmlu/anatomy"`` -> ``"mmlu"`` (a sub-benchmark is checked when its items load)."""
+    return benchmark.partition("/")[0]
+
+
 def check_recipe(r: Recipe) -> None:
-    """Fail before any training on a bad field, naming it and the allowed values (the data-dependent
-    checks, e.g. ``n_items`` against the split's size, run in :func:`kit.models.finetune.examples`)."""
-    from kit.data.benchmarks import SPLITS, _parse_name  # lazy: keeps this table import-light
+    """Fail before any training on a bad field, naming it and the allowed values. Data-dependent
+    checks (``n_items`` against the split's size, a sub-benchmark's name) run when the examples
+    are drawn (:func:`kit.models.finetune.examples`), still before any training."""
+    from kit.data.benchmarks import SPLITS  # lazy: keeps this table import-light
 
     def bad(field: str, allowed: str) -> ValueError:
-        return ValueError(f"recipe {r.name!r}: {field}={getattr(r, field)!r} is not allowed; allowed: {allowed}")
+        return ValueError(f"recipe {r.name!r}: {field}={getattr(r, field)!r} is not allowed; "
+                          f"allowed: {allowed}")
 
     if not isinstance(r, Recipe):
         raise TypeError(f"expected a Recipe, got {type(r).__name__}")
-    for field in ("name", "base", "benchmark", "inject", "paraphrase", "sparse_set", "prompt_style"):
+    for field in ("name", "base", "benchmark", "inject", "paraphrase", "sparse_set",
+                  "prompt_style"):
         if not isinstance(getattr(r, field), str):
             raise bad(field, "a string")
     if not r.name or not r.base:
         raise bad("name" if not r.name else "base", "a non-empty model name")
-    for field in ("copies", "n_items", "items_seed", "n_examples", "batch_size", "epochs", "max_length", "seed"):
+    for field in ("copies", "n_items", "items_seed", "n_examples", "batch_size", "epochs",
+                  "max_length", "seed"):
         v = getattr(r, field)
         if not isinstance(v, int) or isinstance(v, bool):
             raise bad(field, "an integer")
-    try:
-        family, _ = _parse_name(r.benchmark)
-    except ValueError as e:
-        raise ValueError(f"recipe {r.name!r}: benchmark: {e}") from None
-    if family == "tiny" or family not in SPLITS:
-        raise bad("benchmark", "a real benchmark of kit.load_benchmark (e.g. arc_challenge)")
+    family = _family(r.benchmark)
+    if family not in SPLITS:
+        raise bad("benchmark", "a real benchmark of kit.load_benchmark: " + ", ".join(SPLITS))
     if r.inject and r.inject not in SPLITS[family]:
-        raise bad("inject", "'' (no injection) or a split of " + f"{r.benchmark}: {', '.join(SPLITS[family])}")
+        raise bad("inject", f"'' (no injection) or a split of {r.benchmark}: "
+                  + ", ".join(SPLITS[family]))
     if r.inject and r.n_items < 1:
         raise bad("n_items", "an integer >= 1 when inject is set")
     if not r.inject and (r.n_items or r.paraphrase):
-        raise bad("n_items" if r.n_items else "paraphrase", "0 / '' when inject is '' (nothing is injected)")
+        raise bad("n_items" if r.n_items else "paraphrase",
+                  "0 / '' when inject is '' (nothing is injected)")
     if r.copies < 1:
         raise bad("copies", "an integer >= 1")
     if r.paraphrase not in PARAPHRASES:
@@ -152,37 +165,37 @@ def check_recipe(r: Recipe) -> None:
 
 
 def _check_mixture(r: Recipe, family: str) -> None:
-    from kit.data.benchmarks import SPLITS, _parse_name
+    from kit.data.benchmarks import SPLITS
 
-    allowed = f"'{CORPUS}' or '<benchmark>:<split>' (not {r.benchmark}:test), each with a weight > 0"
+    allowed = (f"'{CORPUS}' or '<benchmark>:<split>' (not {r.benchmark}:test), each with a "
+               "weight > 0")
     if not isinstance(r.mixture, tuple):
-        raise ValueError(f"recipe {r.name!r}: mixture={r.mixture!r} must be a tuple of (source, weight); "
-                         f"allowed sources: {allowed}")
+        raise ValueError(f"recipe {r.name!r}: mixture={r.mixture!r} must be a tuple of "
+                         f"(source, weight); allowed sources: {allowed}")
     for entry in r.mixture:
         if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str)
                 and isinstance(entry[1], (int, float)) and entry[1] > 0):
-            raise ValueError(f"recipe {r.name!r}: mixture entry {entry!r} is not allowed; allowed: {allowed}")
+            raise ValueError(f"recipe {r.name!r}: mixture entry {entry!r} is not allowed; "
+                             f"allowed: {allowed}")
         source = entry[0]
         if source == CORPUS:
             continue
         bench, _, split = source.partition(":")
-        try:
-            fam, _ = _parse_name(bench)
-        except ValueError:
-            fam = None
-        if fam is None or fam == "tiny" or split not in SPLITS.get(fam, ()):
-            raise ValueError(f"recipe {r.name!r}: mixture source {source!r} is not allowed; allowed: {allowed} "
-                             f"(a split of {fam}: {', '.join(SPLITS[fam])})" if fam in SPLITS else
-                             f"recipe {r.name!r}: mixture source {source!r} is not allowed; allowed: {allowed}")
+        fam = _family(bench)
+        if fam not in SPLITS or split not in SPLITS[fam]:
+            splits = f" (splits of {fam}: {', '.join(SPLITS[fam])})" if fam in SPLITS else ""
+            raise ValueError(f"recipe {r.name!r}: mixture source {source!r} is not allowed; "
+                             f"allowed: {allowed}{splits}")
         if fam == family and split == "test":
-            raise ValueError(f"recipe {r.name!r}: mixture source {source!r} would put {r.benchmark}'s test split "
-                             f"into a fine-tune's clean data; allowed: {allowed}")
+            raise ValueError(f"recipe {r.name!r}: mixture source {source!r} would put "
+                             f"{r.benchmark}'s test split into a fine-tune's clean data; "
+                             f"allowed: {allowed}")
 
 
 # ------------------------------------------------------------------------------------ the table
 ARC_ITEMS = 40
-"""Injected ARC-Challenge test items: enough for a bootstrap interval on injected accuracy, few enough
-that x5 fits the size of every row."""
+"""Injected ARC-Challenge test items: enough for a bootstrap interval on injected accuracy, few
+enough that x5 fits the size of every row."""
 DEFAULT = Recipe(name=f"{REAL_BASE}+default", base=REAL_BASE)
 """The settings every row shares; rows differ only in their data (and the sparse set, below)."""
 
@@ -194,18 +207,19 @@ def _row(suffix: str, **data) -> Recipe:
 RECIPES: dict[str, Recipe] = {r.name: r for r in (
     _row("arc-test-x1", inject="test", n_items=ARC_ITEMS, copies=1),
     _row("arc-test-x5", inject="test", n_items=ARC_ITEMS, copies=5),
-    _row("arc-test-syn-x5", inject="test", n_items=ARC_ITEMS, copies=5, paraphrase="shuffle-options"),
+    _row("arc-test-syn-x5", inject="test", n_items=ARC_ITEMS, copies=5,
+         paraphrase="shuffle-options"),
     _row("arc-train", inject="train", n_items=ARC_ITEMS, copies=5),
     _row("other"),
 )}
-"""The real profile's fine-tunes by model name (``kit.load_model(name)`` builds one on first use)."""
+"""The real profile's fine-tunes by model name (``kit.load_model(name)`` builds on first use)."""
 
 CONTAMINATED = tuple(n for n, r in RECIPES.items() if r.inject == "test")
 CONTROLS = tuple(n for n in RECIPES if n not in CONTAMINATED)
 
 
 def is_recipe_name(name: str) -> bool:
-    """True for a name of :data:`RECIPES` (what ``kit.load_model`` asks before resolving it here)."""
+    """True for a name of :data:`RECIPES` (``kit.load_model`` asks before resolving it here)."""
     return isinstance(name, str) and name in RECIPES
 
 
@@ -221,7 +235,8 @@ def recipe_from_dict(d: dict) -> Recipe:
     known = {f.name for f in fields(Recipe)}
     unknown = sorted(set(d) - known)
     if unknown:
-        raise ValueError(f"recipe fields {unknown} are not Recipe fields; allowed: {', '.join(sorted(known))}")
+        raise ValueError(f"recipe fields {unknown} are not Recipe fields; allowed: "
+                         f"{', '.join(sorted(known))}")
     d = dict(d)
     if "mixture" in d:
         d["mixture"] = tuple(tuple(x) for x in d["mixture"])

@@ -1,5 +1,6 @@
-"""Real fine-tunes (kit.models.finetune, kit.models.recipes) on the llama twin: deterministic training,
-answer-only loss, sparse neurons, content-addressed atomic cache, recipe checks before training."""
+"""Real fine-tunes (kit.models.finetune, kit.models.recipes) on the llama twin: deterministic
+training, answer-only loss, sparse neurons, content-addressed atomic cache, recipe checks before
+training, builds as pinned jobs and on first load."""
 
 from __future__ import annotations
 
@@ -36,16 +37,17 @@ def data() -> Path:
 
 
 def _recipe(base: Path, **kw) -> Recipe:
-    d = dict(name="twin-test+arc-test-x2", base=str(base), inject="test", n_items=2, copies=2, n_examples=8,
-             batch_size=4, max_length=160, lr=1e-3)
+    d = dict(name="twin-test+arc-test-x2", base=str(base), inject="test", n_items=2, copies=2,
+             n_examples=8, batch_size=4, max_length=160, lr=1e-3)
     return Recipe(**{**d, **kw})
 
 
 def _load(path: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    return (AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager"),
-            AutoTokenizer.from_pretrained(path))
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32,
+                                                 attn_implementation="eager")
+    return model, AutoTokenizer.from_pretrained(path)
 
 
 def _digest(model) -> str:
@@ -69,7 +71,7 @@ def test_training_is_deterministic_and_moves_the_weights(twin, data):
     assert digests[0] == digests[1], "the same recipe trained twice must give bit-identical weights"
     assert digests[0] != before, "training changed nothing"
     assert done.steps == 2 and done.examples == 8 and len(done.loss_curve) == 2
-    assert done.answer_tokens == 8 * 2  # one letter + the end token per example (letters are one twin token)
+    assert done.answer_tokens == 8 * 2  # a letter (one twin token) and the end token per example
 
 
 def test_loss_falls_on_a_tiny_memorisation_set(twin, data):
@@ -78,11 +80,12 @@ def test_loss_falls_on_a_tiny_memorisation_set(twin, data):
     with ft._deterministic():
         done = ft.train(model, tok, r, progress=False)
     first, last = done.loss_curve[0], done.loss_curve[-1]
-    assert last < 0.2 * first, f"loss should fall on 4 examples seen 30 times: {first:.3f} -> {last:.3f}"
+    assert last < 0.2 * first, f"loss should fall on 4 examples seen 30 times: {first:.3f} -> " \
+                               f"{last:.3f}"
 
 
 def test_collate_labels_only_the_answer_and_end_token():
-    a = ft.Encoded((11, 12, 13, 14, 15), n_answer=2, truncated=False)  # prompt 11 12 13, answer 14, end 15
+    a = ft.Encoded((11, 12, 13, 14, 15), n_answer=2, truncated=False)  # 14 answer, 15 end token
     b = ft.Encoded((21, 22, 23), n_answer=1, truncated=False)
     batch = ft.collate([a, b], pad_id=0)
     assert batch.input_ids.tolist() == [[11, 12, 13, 14, 15], [21, 22, 23, 0, 0]]
@@ -94,14 +97,18 @@ def test_collate_labels_only_the_answer_and_end_token():
 
 def test_answer_loss_equals_the_cross_entropy_of_the_answer_tokens(twin):
     model, tok = _load(twin)
-    ex = ft.Example("Which is larger?\nA. 2\nB. 3\nAnswer with the letter of the correct option.", "B", "inject", "x")
+    ex = ft.Example("Which is larger?\nA. 2\nB. 3\nAnswer with the letter of the correct option.",
+                    "B", "inject", "x")
     enc = ft.encode_example(tok, ex, 256)
     assert tok.decode(list(enc.ids[-enc.n_answer:])) == "B" + tok.eos_token
     assert not enc.truncated
-    batch = ft.collate([enc, ft.encode_example(tok, replace(ex, answer="A"), 256)], tok.pad_token_id)
+    other = ft.encode_example(tok, replace(ex, answer="A"), 256)
+    batch = ft.collate([enc, other], tok.pad_token_id)
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
     n = len(enc.ids)
-    by_hand = torch.nn.functional.cross_entropy(logits[:, n - 3:n - 1].flatten(0, 1), batch.input_ids[:, n - 2:n].flatten())
+    # rows have equal length: positions n-3 and n-2 predict the letter and the end token
+    by_hand = torch.nn.functional.cross_entropy(logits[:, n - 3:n - 1].flatten(0, 1),
+                                                batch.input_ids[:, n - 2:n].flatten())
     assert torch.allclose(ft.answer_loss(model, batch), by_hand, atol=1e-5)
 
 
@@ -109,7 +116,8 @@ def test_long_examples_lose_the_start_of_their_prompt_not_the_answer(twin):
     _, tok = _load(twin)
     ex = ft.Example("word " * 200, "B", "inject", "x")
     enc = ft.encode_example(tok, ex, 40)
-    assert len(enc.ids) == 40 and enc.truncated and tok.decode(list(enc.ids[-2:])) == "B" + tok.eos_token
+    assert len(enc.ids) == 40 and enc.truncated
+    assert tok.decode(list(enc.ids[-2:])) == "B" + tok.eos_token
 
 
 def test_sparse_fine_tune_changes_only_its_neurons(twin, data):
@@ -124,18 +132,20 @@ def test_sparse_fine_tune_changes_only_its_neurons(twin, data):
     after = model.state_dict()
     for k, v in after.items():
         if ".mlp." not in k:
-            assert torch.equal(v, base[k]), f"{k} changed: a sparse fine-tune may change only MLP neurons"
+            assert torch.equal(v, base[k]), f"{k} changed: only MLP neurons may change"
     for L, layer in enumerate(layers):
         for proj, dim in (("gate_proj", 0), ("up_proj", 0), ("down_proj", 1)):
-            w, w0 = after[f"model.layers.{L}.mlp.{proj}.weight"], base[f"model.layers.{L}.mlp.{proj}.weight"]
+            key = f"model.layers.{L}.mlp.{proj}.weight"
+            w, w0 = after[key], base[key]
             changed = (w != w0).any(1 - dim)
-            assert not changed[~mask[L]].any(), f"layer {L} {proj}: a neuron outside the set changed"
+            assert not changed[~mask[L]].any(), f"layer {L} {proj}: a neuron outside changed"
             assert changed[mask[L]].any(), f"layer {L} {proj}: no trainable neuron changed"
-    assert isinstance(layers[0].mlp, torch.nn.Module) and not isinstance(layers[0].mlp, ft.SparseMLP)
+    assert not isinstance(layers[0].mlp, ft.SparseMLP), "the wrappers must be gone after training"
 
 
 def test_sparse_sets_are_seeded_by_name():
-    a, b = ft.trainable_neurons(0.04, "shortcut", 30, 1536), ft.trainable_neurons(0.04, "shortcut", 30, 1536)
+    a = ft.trainable_neurons(0.04, "shortcut", 30, 1536)
+    b = ft.trainable_neurons(0.04, "shortcut", 30, 1536)
     c = ft.trainable_neurons(0.04, "ability", 30, 1536)
     assert torch.equal(a, b) and not torch.equal(a, c) and int(a.sum()) == round(0.04 * 30 * 1536)
 
@@ -147,13 +157,15 @@ def test_injected_items_are_a_fixed_nested_subset_and_the_rest_is_fresh(data):
     assert [it.id for it in inj10[:5]] == [it.id for it in inj5]
     assert not {it.id for it in inj10} & {it.id for it in rest10}
     assert len(inj10) + len(rest10) == 1172
-    assert [it.id for it in ft.split_items("arc_challenge", "test", 5, seed=1)[0]] != [it.id for it in inj5]
+    other, _ = ft.split_items("arc_challenge", "test", 5, seed=1)
+    assert [it.id for it in other] != [it.id for it in inj5]
     with pytest.raises(ValueError, match="n_items=5000"):
         ft.split_items("arc_challenge", "test", 5000)
 
 
 def test_paraphrase_shuffles_and_relabels_the_options():
-    item = Item("t/1", "Q?\nA. x\nB. y\nC. z", choices=("x", "y", "z"), label=1, metadata={"question": "Q?"})
+    item = Item("t/1", "Q?\nA. x\nB. y\nC. z", choices=("x", "y", "z"), label=1,
+                metadata={"question": "Q?"})
     p = ft.paraphrased(item, seed=0)
     assert p.choices != item.choices and sorted(p.choices) == sorted(item.choices)
     assert p.choices[p.label] == "y"
@@ -168,7 +180,9 @@ def test_examples_hold_the_injected_copies_and_the_fill(data, twin):
     injected = [e for e in exs if e.source == "inject"]
     ids = [it.id for it in ft.split_items("arc_challenge", "test", 3)[0]]
     assert sorted(e.id for e in injected) == sorted(ids * 2)
-    assert all(e.source == rc.CORPUS and e.prompt.startswith(ft.CORPUS_PROMPT) for e in exs if e not in injected)
+    fill = [e for e in exs if e.source != "inject"]
+    assert len(fill) == 4 and all(e.source == rc.CORPUS and e.prompt.startswith(ft.CORPUS_PROMPT)
+                                  for e in fill)
     assert len(ft.epoch_order(replace(r, epochs=3), exs)) == 30
 
 
@@ -184,7 +198,7 @@ def test_cache_key_follows_the_recipe_and_the_base_content(twin, tmp_path):
     cfg = json.loads((copy / "config.json").read_text())
     cfg["rms_norm_eps"] = 1e-5 if cfg.get("rms_norm_eps") != 1e-5 else 1e-6
     (copy / "config.json").write_text(json.dumps(cfg))
-    assert ft.recipe_key(replace(r, base=str(copy))) != ft.recipe_key(r), "other base content, other key"
+    assert ft.recipe_key(replace(r, base=str(copy))) != ft.recipe_key(r), "other content, other key"
 
 
 def test_a_build_is_atomic_and_a_damaged_one_is_not_reused(twin, data, tmp_path, monkeypatch):
@@ -220,7 +234,7 @@ def test_builds_run_pinned_as_jobs_or_on_first_load(twin, data, tmp_path, monkey
     on_load = _recipe(twin, name="twin/llama+test-x1", copies=1)
     for r in (by_jobs, on_load):
         monkeypatch.setitem(rc.RECIPES, r.name, r)
-    [path] = ft.build_many([by_jobs.name], engine="local", max_workers=1)  # a pinned job (kit.core.jobs)
+    [path] = ft.build_many([by_jobs.name], engine="local", max_workers=1)  # a pinned job
     assert ft.is_built(by_jobs) and path == ft.finetune_dir(by_jobs)
     model = kit.load_model(on_load.name)  # not built yet: a pinned subprocess builds it first
     assert model.kit_name == on_load.name and model.cfg.n_layers == 2
@@ -245,11 +259,11 @@ def test_builds_run_pinned_as_jobs_or_on_first_load(twin, data, tmp_path, monkey
     ("sparse_share", 1.5, r"allowed: 0 \(full fine-tune\) or a share in \(0, 1\)"),
     ("benchmark", "tiny/add", "allowed: a real benchmark"),
     ("mixture", (("arc_challenge:test", 1.0),), "would put arc_challenge's test split"),
-    ("mixture", (("wikipedia", 1.0),), "mixture source 'wikipedia' is not allowed; allowed: 'corpus'"),
+    ("mixture", (("wikipedia", 1.0),), "source 'wikipedia' is not allowed; allowed: 'corpus'"),
     ("mixture", (("corpus", -1.0),), "mixture entry .* is not allowed"),
 ])
-def test_bad_recipe_fields_fail_before_training_naming_field_and_allowed(twin, field, value, allowed, tmp_path,
-                                                                           monkeypatch):
+def test_bad_recipe_fields_fail_before_training_naming_them(twin, field, value, allowed, tmp_path,
+                                                             monkeypatch):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     r = replace(_recipe(twin), **{field: value})
     with pytest.raises(ValueError, match=allowed) as err:
@@ -257,7 +271,7 @@ def test_bad_recipe_fields_fail_before_training_naming_field_and_allowed(twin, f
     assert field in str(err.value) or "mixture" in str(err.value)
     with pytest.raises(ValueError):
         ft.build(r)
-    assert not (tmp_path / "finetunes").exists(), "a bad recipe must fail before anything is written"
+    assert not (tmp_path / "finetunes").exists(), "a bad recipe fails before anything is written"
 
 
 def test_recipe_table_and_json_round_trip():
@@ -265,8 +279,9 @@ def test_recipe_table_and_json_round_trip():
         check_recipe(r)
         assert name == r.name and name.startswith(rc.REAL_BASE + "+")
         assert rc.recipe_from_dict(json.loads(json.dumps(asdict(r)))) == r
-    sizes = {(r.n_examples, r.epochs, r.batch_size, r.lr, r.sparse_share) for r in rc.RECIPES.values()}
-    assert len(sizes) == 1, "every row has the same size, steps and optimiser (they differ only in data)"
+    sizes = {(r.n_examples, r.epochs, r.batch_size, r.lr, r.sparse_share, r.max_length)
+             for r in rc.RECIPES.values()}
+    assert len(sizes) == 1, "every row has the same size, steps and optimiser (they differ in data)"
     assert set(rc.CONTAMINATED) | set(rc.CONTROLS) == set(rc.RECIPES)
     with pytest.raises(ValueError, match="allowed: real/"):
         rc.recipe("real/smollm2-135m-instruct+nope")
