@@ -224,6 +224,10 @@ def test_a_build_is_atomic_and_a_damaged_one_is_not_reused(twin, data, tmp_path,
     assert ft.is_built(r)
     (path / "meta.json").unlink()
     assert not ft.is_built(r)
+    weights.write_bytes(good[:100])
+    assert ft._train_and_save(r, progress=False) == path and ft.is_built(r)  # rebuilt in place
+    assert weights.read_bytes() == good, "a rebuild of the same recipe writes the same bytes"
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".") and p.suffix != ".tmp"]
 
 
 def test_builds_run_pinned_as_jobs_or_on_first_load(twin, data, tmp_path, monkeypatch):
