@@ -62,8 +62,9 @@ def audit_claims(results: Sequence[Any]) -> list[Claim]:
             continue
         direction = DIRECTION.get(r.metric, "greater")
         if r.values.get("not_run"):  # a part switched off (e.g. MIB's edge patching): say so first
-            out.append(claim(PAPER, r.metric, cid, f"{r.metric} {r.name}: {what} above its null", ours,
-                             not_testable=r.values["not_run"], **common))
+            statement = f"{r.metric} {r.name}: {what} above its null"
+            why = r.values["not_run"]
+            out.append(claim(PAPER, r.metric, cid, statement, ours, not_testable=why, **common))
             continue
         signal = r.values.get("task_signal") or {}
         if signal.get("does_task") is False:

@@ -1,4 +1,4 @@
-"""What circuit discovery's edge patching will cost, known before any weights load (issue 34, item 5).
+"""What circuit discovery's edge patching will cost, known before any weights load (issue 34.5).
 
 Edge patching (:func:`kit.audits.circuits.edge_scores`) runs one forward pass over the IOI batch
 per edge of the head graph: input -> every head, every head -> every head of a later layer and
@@ -25,7 +25,7 @@ on a core shared with about five other processes)."""
 GPU_FLOPS = 1e13
 """Assumed throughput on a GPU, FLOP/s (not measured)."""
 PASS_OVERHEAD_S = 0.05
-"""Seconds of hooks and Python per patched pass, whatever the size (measured: ~0.1 s for micro base-xl)."""
+"""Seconds of hooks and Python per patched pass, whatever the size (micro base-xl: ~0.1 s here)."""
 IOI_PROMPT_TOKENS = 20
 """Tokens of one IOI prompt (the world's and GPT-2's IOI sentences are 15-20 tokens)."""
 
@@ -45,7 +45,7 @@ class ModelShape:
 
 @dataclass(frozen=True)
 class EdgeCost:
-    """The estimate of edge patching: how many edges, how many seconds (None: shape unknown), how."""
+    """The estimate of edge patching: edges, seconds (None: shape unknown), how it was made."""
 
     n_edges: int | None
     seconds: float | None
@@ -69,7 +69,7 @@ def duration(seconds: float) -> str:
 
 
 def n_edges(n_layers: int, n_heads: int) -> int:
-    """Edges of the head graph (:func:`kit.audits.circuits.graph_edges`, counted without listing)."""
+    """Edges of the head graph (:func:`kit.audits.circuits.graph_edges`, counted, not listed)."""
     n = n_layers * n_heads
     return 2 * n + 1 + n_heads * n_heads * n_layers * (n_layers - 1) // 2
 
@@ -78,7 +78,7 @@ def forward_flops(shape: ModelShape, tokens: int) -> float:
     """Multiply-adds x 2 of one forward over ``tokens`` tokens: attention projections (4 d_model^2),
     the MLP (2 or 3 d_model x d_mlp) per layer, and the unembedding (d_model x d_vocab)."""
     mlp = (3 if shape.gated else 2) * shape.d_model * shape.d_mlp
-    per_token = shape.n_layers * (4 * shape.d_model ** 2 + mlp) + shape.d_model * shape.d_vocab
+    per_token = shape.n_layers * (4 * shape.d_model**2 + mlp) + shape.d_model * shape.d_vocab
     return 2.0 * tokens * per_token
 
 
@@ -89,8 +89,11 @@ def edge_patching_cost(shape: ModelShape | None, n_prompts: int, device: str) ->
     rate = CPU_FLOPS if device == "cpu" else GPU_FLOPS
     per_pass = PASS_OVERHEAD_S + forward_flops(shape, n_prompts * IOI_PROMPT_TOKENS) / rate
     edges = n_edges(shape.n_layers, shape.n_heads)
-    how = (f"{shape.n_layers} layers x {shape.n_heads} heads, {n_prompts} prompts x {IOI_PROMPT_TOKENS} tokens "
-           f"at an assumed {rate / 1e9:.0f} GFLOP/s on {device}")
+    how = (
+        f"{shape.n_layers} layers x {shape.n_heads} heads, "
+        f"{n_prompts} prompts x {IOI_PROMPT_TOKENS} tokens "
+        f"at an assumed {rate / 1e9:.0f} GFLOP/s on {device}"
+    )
     return EdgeCost(edges, edges * per_pass, how)
 
 
@@ -111,14 +114,20 @@ def model_shape(name: str, world: str) -> ModelShape | None:
         s = RANDOM_SHAPES.get(name.removeprefix("random/"))
         if s is None:
             return None
-        return ModelShape(s["n_layers"], s["n_heads"], s["d_model"], s["d_mlp"], s["d_vocab"],
-                          gated=bool(s.get("gated_mlp")))
+        return ModelShape(
+            s["n_layers"],
+            s["n_heads"],
+            s["d_model"],
+            s["d_mlp"],
+            s["d_vocab"],
+            gated=bool(s.get("gated_mlp")),
+        )
     config = _hf_config(name)
     return None if config is None else _shape_of(config)
 
 
 def config_dir(name: str) -> Path | None:
-    """The local directory holding ``name``'s ``config.json`` (a twin's, a local directory, a hub id's
+    """The local directory with ``name``'s ``config.json`` (a twin's, a local directory, a hub id's
     cached snapshot), never fetched; None when there is none."""
     path: Path | None = None
     if name.startswith("twin/"):
@@ -160,5 +169,16 @@ def _shape_of(c: dict) -> ModelShape | None:
     if None in (n_layers, n_heads, d_model, d_vocab):
         return None
     d_mlp = get("intermediate_size", "n_inner") or 4 * d_model
-    gated = c.get("model_type") not in ("gpt2", "gpt_neox", "gptj", "gpt_neo", "opt", "bloom", "bert", "roberta")
-    return ModelShape(int(n_layers), int(n_heads), int(d_model), int(d_mlp), int(d_vocab), gated=gated)
+    gated = c.get("model_type") not in (
+        "gpt2",
+        "gpt_neox",
+        "gptj",
+        "gpt_neo",
+        "opt",
+        "bloom",
+        "bert",
+        "roberta",
+    )
+    return ModelShape(
+        int(n_layers), int(n_heads), int(d_model), int(d_mlp), int(d_vocab), gated=gated
+    )

@@ -119,8 +119,8 @@ def regroup_names(items, groups: dict[str, list[str]], model, seed: int = 0):
 
 
 def single_token_names(tokenizer, names: list[str]) -> list[str]:
-    """The ``names`` that are one token of ``tokenizer`` (`` Name`` for BPE vocabularies, ``name`` for
-    word-level ones, never the unknown token), read from the tokenizer alone: what
+    """The ``names`` that are one token of ``tokenizer`` (`` Name`` for BPE vocabularies, ``name``
+    for word-level ones, never the unknown token), read from the tokenizer alone: what
     :func:`kit.audits.circuits.name_token` accepts, checked before any weights load."""
     unk = getattr(tokenizer, "unk_token_id", None)
 
@@ -136,7 +136,7 @@ def single_token_names(tokenizer, names: list[str]) -> list[str]:
 
 def offline_tokenizer(model: str):
     """The tokenizer of ``model`` without its weights: the world's for ``zoo/`` members, a twin's or
-    a local directory's, a hub id's when it is already cached; None when none is readable offline."""
+    a local directory's, a hub id's when already cached; None when none is readable offline."""
     if model.startswith("zoo/"):
         from kit.world.tokenizer import build_tokenizer
 

@@ -261,7 +261,7 @@ def circuit_context(model, items, cfg, fixed_heads: list[C.Head] | None = None,
                              "it is GPT-2 small's circuit; allowed values for another model: discover")
     batch = C.ioi_batch(model, items)
     means = C.head_means(model, batch)
-    with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost's estimate)
+    with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost)
     circuit = C.discover_circuit(model, batch, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
                                  fixed=fixed_heads, with_edges=with_edges, progress=progress)
     return CircuitContext(batch, means, circuit, P.circuit_logit_diffs(model, batch, means, circuit.heads))
@@ -273,8 +273,8 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
                       seeds=[cfg.seed], extra={"circuit": [f"{L}.{H}" for L, H in cc.circuit.heads]})
     null_seeds = [cfg.seed + 1 + i for i in range(cfg.n_null_seeds)]
     if cc.circuit.edges:
-        mib, curve = C.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds, inputs=inp,
-                                 null_seeds=null_seeds)
+        mib, curve = C.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds,
+                                 inputs=inp, null_seeds=null_seeds)
     else:
         mib, curve = mib_not_run(cfg.edge_plan().reason, inp), None
     ex1 = P.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
@@ -299,8 +299,8 @@ def mib_not_run(reason: str, inputs: AuditInputs) -> AuditResult:
     reason (``values['not_run']``, read by the claims as why MIB is not testable)."""
     return AuditResult(metric="MIB", name="MIB faithfulness curve", value=None,
                        values={"not_run": f"edge patching was not run: {reason}", "cmd": None},
-                       pass_condition="CPR > 0.5 (needs the scored edges of the head graph)", passed=False,
-                       diagnostic=True, inputs=inputs, notes=f"not run: {reason}")
+                       pass_condition="CPR > 0.5 (needs the scored edges of the head graph)",
+                       passed=False, diagnostic=True, inputs=inputs, notes=f"not run: {reason}")
 
 
 # ------------------------------------------------------------------ stability / safety

@@ -90,12 +90,12 @@ def _take_parameters(notebook: str, cls: type[BaseConfig], namespace: dict[str, 
 
     A name papermill injected (``-p NAME VALUE``) that is neither a field nor ``profile`` /
     ``out_dir`` is refused, naming it and the allowed names: a typo must not run the default."""
+    allowed = [*RUN_PARAMETERS, *cls.model_fields]
     unknown = [n for n in injected_parameters(namespace)
-               if n not in cls.model_fields and n not in RUN_PARAMETERS and not n.startswith("PAPERMILL_")]
+               if n not in allowed and not n.startswith("PAPERMILL_")]  # papermill's own injections
     if unknown:
-        raise ParamsError(
-            f"{notebook}: unknown parameter(s) {', '.join(unknown)} (papermill -p); allowed parameters: "
-            f"{', '.join([*RUN_PARAMETERS, *cls.model_fields])}")
+        raise ParamsError(f"{notebook}: unknown parameter(s) {', '.join(unknown)} (papermill -p); "
+                          f"allowed parameters: {', '.join(allowed)}")
     missing = [f for f in cls.model_fields if f not in namespace]
     if missing:
         raise ParamsError(

@@ -36,7 +36,7 @@ PARAMS_DIR = REPO_ROOT / "params"
 
 
 MAX_SEED = 2**31 - 1
-"""Largest seed: numpy's legacy seeding takes < 2**32, and notebooks add small offsets to the seed."""
+"""Largest seed: numpy's legacy seeding takes < 2**32, and notebooks add small offsets to it."""
 DEVICE_PATTERN = re.compile(r"cpu|mps|cuda(:\d+)?")
 DEVICES = "cpu, cuda, cuda:N (N = 0, 1, ...), mps"
 
@@ -58,9 +58,10 @@ class BaseConfig(BaseModel):
     """Torch device for models (``cpu``, ``cuda``, ``cuda:1``..., ``mps``)."""
 
     def requirements(self) -> list[str]:
-        """What the notebook's sections need beyond well-formed fields (enough models to rank, an SAE
-        per model, names the tokenizer has, an affordable cost), each a line naming the field; checked
-        by :func:`load_params` after the names, before anything runs. Notebooks override it."""
+        """What the notebook's sections need beyond well-formed fields (enough models to rank, an
+        SAE per model, names the tokenizer has, an affordable cost), each a line naming the field;
+        checked by :func:`load_params` after the names, before anything runs (configs override
+        it)."""
         return []
 
     @field_validator("device")
@@ -89,7 +90,8 @@ def distinct(field: str, values: list[Any] | tuple[Any, ...] | None) -> None:
             twice.append(v)
         seen.add(v)
     if twice:
-        raise ValueError(f"field {field!r}: {twice} listed more than once (got {list(values)}); list each once")
+        raise ValueError(f"field {field!r}: {twice} listed more than once (got {list(values)}); "
+                         "list each once")
 
 
 def notebook_names() -> list[str]:
@@ -255,8 +257,13 @@ def format_overrides(overrides: dict[str, Any]) -> str:
                      for k, v in overrides.items())
 
 
-_BOUNDS = (("ge", ">= {}"), ("gt", "> {}"), ("le", "<= {}"), ("lt", "< {}"), ("min_length", "at least {} item(s)"),
-           ("max_length", "at most {} item(s)"), ("pattern", "matching {}"))
+_BOUNDS = (("ge", ">= {}"), ("gt", "> {}"), ("le", "<= {}"), ("lt", "< {}"),
+           ("min_length", "at least {} item(s)"), ("max_length", "at most {} item(s)"),
+           ("pattern", "matching {}"))
+
+
+_BOUND_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short",
+                 "too_long")
 
 
 def _allowed(ctx: dict[str, Any], metadata: list[Any] | None = None) -> str:
@@ -273,10 +280,11 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit - 5] + " ...]"
 
 
-def explain(error: ValidationError, cls: type[BaseModel], where: str, given: dict[str, Any] | None = None) -> str:
+def explain(error: ValidationError, cls: type[BaseModel], where: str,
+            given: dict[str, Any] | None = None) -> str:
     """Turn a pydantic error into lines naming the field, what was given and what is allowed.
 
-    A list item's error names the item and the whole list (``growth_sizes[0]``: ``-1`` in ``[-1, 0]``).
+    A list item's error names the item and the whole list (``growth_sizes[0]``: -1 in [-1, 0]).
     A check across fields (a model validator) prints its own message, which names the fields; never
     the whole config."""
     lines = []
@@ -297,9 +305,8 @@ def explain(error: ValidationError, cls: type[BaseModel], where: str, given: dic
         got = f"got {_short(err.get('input'))}"
         if len(loc) > 1 and given is not None and top in given:
             got += f" in {top}={_short(given[top])}"
-        same_bounds = len(loc) == 1 and err["type"] in ("greater_than", "greater_than_equal", "less_than",
-                                                        "less_than_equal", "too_short", "too_long")
-        allowed = _allowed(err.get("ctx") or {}, info.metadata if info is not None and same_bounds else None)
+        whole_field = len(loc) == 1 and err["type"] in _BOUND_ERRORS and info is not None
+        allowed = _allowed(err.get("ctx") or {}, info.metadata if whole_field else None)
         hint = f"; allowed values: {allowed}" if allowed and "allowed" not in msg else ""
         lines.append(f"{where}: field {field!r}{doc}: {msg} ({got}){hint}")
     return "\n".join(lines)

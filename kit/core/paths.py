@@ -111,6 +111,10 @@ def current_world(world: str | None = None) -> str:
     return name
 
 
+FULL = (errno.ENOSPC, errno.EDQUOT)
+"""errno values of a full disk and of an exceeded quota."""
+
+
 class DiskFullError(PathError):
     """No space left on the device (or quota) while writing a file; the message names the file."""
 
@@ -126,14 +130,14 @@ def is_disk_full(e: BaseException | None) -> bool:
     seen = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if isinstance(e, DiskFullError) or (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)):
+        if isinstance(e, DiskFullError) or (isinstance(e, OSError) and e.errno in FULL):
             return True
         e = e.__cause__ or e.__context__
     return False
 
 
 def disk_full_error(path: str | Path) -> DiskFullError:
-    """The error to raise when writing ``path`` ran out of space (``raise disk_full_error(p) from e``)."""
+    """The error for a write of ``path`` that ran out of space (``raise ... from e``)."""
     return DiskFullError(path)
 
 
@@ -185,7 +189,7 @@ def atomic_path(target: Path) -> Iterator[Path]:
     tmp_path = _create_temp_file(target)
     try:
         yield tmp_path
-        _fsync(tmp_path)  # a full disk may surface only here; never rename an incomplete file into place
+        _fsync(tmp_path)  # a full disk may surface only here: never rename an incomplete file
         os.replace(tmp_path, target)
     except OSError as e:
         if is_disk_full(e) and not isinstance(e, DiskFullError):

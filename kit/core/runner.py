@@ -228,12 +228,14 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
         status, error = "ok", ""
     except Exception as e:  # keep going: the summary names the notebook and the cause
         status = "failed"
-        error = str(disk_full_error(getattr(e, "filename", None) or staging)) if is_disk_full(e) else _short_error(e)
+        error = _short_error(e)
+        if is_disk_full(e):
+            error = str(disk_full_error(getattr(e, "filename", None) or staging))
     except BaseException:  # Ctrl-C or SIGTERM: no half-executed notebook is left behind
         remove_staging(out_dir)
         raise
-    if staging.exists() and not is_disk_full_text(error):  # the executed notebook, complete (with its error, if any)
-        os.replace(staging, final)
+    if staging.exists() and not is_disk_full_text(error):
+        os.replace(staging, final)  # the executed notebook, complete (with its error, if any)
     remove_staging(out_dir)
     results = out_dir / "results.json"
     n_results = len(json.loads(results.read_text())) if results.exists() else 0
@@ -242,7 +244,8 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
 
 
 STAGING = (".*.partial.ipynb", ".*.tmp")
-"""Hidden files a run writes before renaming them into place (papermill's notebook, atomic writes)."""
+"""Hidden files a run writes before renaming them into place (papermill's notebook, atomic
+writes)."""
 
 
 def remove_staging(folder: Path) -> None:
@@ -256,7 +259,7 @@ def remove_staging(folder: Path) -> None:
 
 
 def is_disk_full_text(error: str) -> bool:
-    """Whether a notebook's error text says the disk was full (raised in its kernel or by papermill)."""
+    """Whether a notebook's error text says the disk was full (in its kernel or in papermill)."""
     return "no space left on device" in error.lower()
 
 
@@ -285,7 +288,7 @@ def export_figures(run_dir: Path, dest: Path, notebooks: list[str]) -> int:
         staging, old = dest / f".{stem}.new-{os.getpid()}", dest / f".{stem}.old-{os.getpid()}"
         try:
             staging.mkdir(parents=True)
-            for src in sorted(p for p in fig_dir.iterdir() if p.is_file() and not p.name.startswith(".")):
+            for src in sorted(p for p in fig_dir.iterdir() if p.is_file()):
                 try:
                     shutil.copyfile(src, staging / src.name)
                 except OSError as e:
@@ -367,7 +370,8 @@ def run(args: argparse.Namespace) -> int:
         run_dir = new_run_dir(Path(args.out), args.profile)
         print(f"run directory: {run_dir}", flush=True)
         outcomes: list[NotebookOutcome] = []
-        record: dict[str, Any] = {"profile": args.profile, "overrides": sets, "status": "running", "notebooks": []}
+        record: dict[str, Any] = {"profile": args.profile, "overrides": sets, "status": "running",
+                                  "notebooks": []}
 
         def save(status: str, error: str = "") -> None:
             record.update(status=status, notebooks=[asdict(o) for o in outcomes])
@@ -392,7 +396,8 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt as e:
             why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
             if current and not any(o.notebook == current for o in outcomes):
-                outcomes.append(NotebookOutcome(current, "interrupted", time.perf_counter() - t0, error=why))
+                seconds = time.perf_counter() - t0
+                outcomes.append(NotebookOutcome(current, "interrupted", seconds, error=why))
             _save_quietly(save, "interrupted", why)
             where = f"during {current}" if current else "after the notebooks"
             print(f"\ninterrupted {where} ({why}): outputs so far are in {run_dir} (run.json says "
@@ -406,7 +411,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _save_quietly(save, status: str, error: str) -> None:
-    """Record the final status; if even run.json cannot be written (a full disk), say so and go on."""
+    """Record the final status; if run.json cannot be written (a full disk), say so and go on."""
     try:
         save(status, error)
     except OSError as e:

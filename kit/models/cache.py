@@ -21,7 +21,6 @@ next run starts clean.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import math
@@ -31,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from kit.core.paths import atomic_write_bytes, cache_dir, disk_full_error, is_disk_full
 from kit.models.identity import name_identity
 
 Check = Callable[[Any], "str | None"]
@@ -75,16 +75,32 @@ class ItemCache:
     ``settings`` (any JSON-able dict) is part of the key too: other settings never reuse records.
     """
 
-    def __init__(self, model: str, benchmark: str, settings: dict[str, Any], root: Path | None = None,
-                 identity: str | None = None):
-        from kit.core.paths import cache_dir
-
+    def __init__(
+        self,
+        model: str,
+        benchmark: str,
+        settings: dict[str, Any],
+        root: Path | None = None,
+        identity: str | None = None,
+    ):
         self.identity = identity if identity is not None else name_identity(str(model))
-        key = json.dumps({"format": CACHE_FORMAT, "model": self.identity, "benchmark": benchmark,
-                          "settings": settings}, sort_keys=True, default=str)
+        key = json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "model": self.identity,
+                "benchmark": benchmark,
+                "settings": settings,
+            },
+            sort_keys=True,
+            default=str,
+        )
         self.digest = hashlib.sha256(key.encode()).hexdigest()
-        safe = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{model}__{benchmark}")[-80:]
-        self.path = (Path(root) if root else cache_dir() / "items") / f"{safe}-{self.digest[:16]}.jsonl"
+        safe = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{model}__{benchmark}")[
+            -80:
+        ]
+        self.path = (
+            Path(root) if root else cache_dir() / "items"
+        ) / f"{safe}-{self.digest[:16]}.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.key = key
         self._args = (model, benchmark, settings, root, self.identity)
@@ -94,19 +110,23 @@ class ItemCache:
         model, benchmark, old, root, identity = self._args
         return ItemCache(model, benchmark, {**old, **settings}, root=root, identity=identity)
 
-    def load(self, fingerprints: dict[str, str] | None = None, check: Check | None = None) -> dict[str, Any]:
+    def load(
+        self, fingerprints: dict[str, str] | None = None, check: Check | None = None
+    ) -> dict[str, Any]:
         """``{item id: value}`` of every usable record (the last one of an id wins).
 
-        ``fingerprints``: ``{item id: fingerprint}`` of the items asked for; a record of one of these
-        ids made with another fingerprint is refused. ``check``: the caller's value check (after
-        the finite-numbers check). Refused lines are counted per reason in one
+        ``fingerprints``: ``{item id: fingerprint}`` of the items asked for; a record of one of
+        these ids made with another fingerprint is refused. ``check``: the caller's value check
+        (after the finite-numbers check). Refused lines are counted per reason in one
         :class:`DamagedCacheWarning` naming the file, and the file is rewritten without them.
         """
         if not self.path.exists():
             return {}
         raw = self.path.read_bytes()
         lines = raw.split(b"\n")
-        torn = lines.pop() if lines else b""  # after the last newline: empty, or a killed run's torn line
+        torn = (
+            lines.pop() if lines else b""
+        )  # after the last newline: empty, or a killed run's torn line
         done: dict[str, Any] = {}
         keep: dict[str, bytes] = {}
         refused: Counter[str] = Counter()
@@ -122,11 +142,14 @@ class ItemCache:
             done[rec["id"]] = rec["value"]
             keep[rec["id"]] = line
         if refused:
-            self._report(refused, repaired=set(refused) != {"torn last line"} and self._rewrite(raw, keep))
+            self._report(
+                refused, repaired=set(refused) != {"torn last line"} and self._rewrite(raw, keep)
+            )
         return done
 
-    def _parse(self, line: bytes, fingerprints: dict[str, str] | None,
-               check: Check | None) -> tuple[dict[str, Any], None] | tuple[None, str]:
+    def _parse(
+        self, line: bytes, fingerprints: dict[str, str] | None, check: Check | None
+    ) -> tuple[dict[str, Any], None] | tuple[None, str]:
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
@@ -135,11 +158,19 @@ class ItemCache:
             rec = json.loads(text)
         except json.JSONDecodeError:
             return None, "not JSON"
-        if not isinstance(rec, dict) or not {"id", "value"} <= set(rec) or not isinstance(rec["id"], str):
+        if (
+            not isinstance(rec, dict)
+            or not {"id", "value"} <= set(rec)
+            or not isinstance(rec["id"], str)
+        ):
             return None, "not a record (id, value)"
         if rec.get("key") != self.digest:
             return None, "made for another key (older format or another model/settings)"
-        if fingerprints is not None and rec["id"] in fingerprints and rec.get("fp") != fingerprints[rec["id"]]:
+        if (
+            fingerprints is not None
+            and rec["id"] in fingerprints
+            and rec.get("fp") != fingerprints[rec["id"]]
+        ):
             return None, "made for another prompt/response under the same id"
         why = non_finite(rec["value"])
         if why is None and check is not None:
@@ -148,14 +179,14 @@ class ItemCache:
 
     def _rewrite(self, raw: bytes, keep: dict[str, bytes]) -> bool:
         """Replace the file by its usable lines, unless another process appended meanwhile."""
-        from kit.core.paths import atomic_write_bytes
-
         try:
             if self.path.read_bytes() != raw:  # someone appended: leave it; the next read repairs
                 return False
             atomic_write_bytes(self.path, b"".join(line + b"\n" for line in keep.values()))
             return True
-        except OSError:  # a read-only or full disk: reading still works, the warning says it was not repaired
+        except (
+            OSError
+        ):  # a read-only or full disk: reading still works, the warning says it was not repaired
             return False
 
     def _report(self, refused: Counter[str], repaired: bool) -> None:
@@ -165,16 +196,19 @@ class ItemCache:
         _WARNED.add(sig)
         what = ", ".join(f"{n} {why}" for why, n in sorted(refused.items()))
         after = "rewritten without them" if repaired else "left as it is"
-        warnings.warn(f"item cache {self.path}: skipped {sum(refused.values())} line(s) ({what}); those items "
-                      f"are recomputed; the file was {after}", DamagedCacheWarning, stacklevel=3)
+        warnings.warn(
+            f"item cache {self.path}: skipped {sum(refused.values())} line(s) ({what}); those "
+            "items "
+            f"are recomputed; the file was {after}",
+            DamagedCacheWarning,
+            stacklevel=3,
+        )
 
     def add(self, records: dict[str, Any], fingerprints: dict[str, str] | None = None) -> None:
         """Append ``{item id: value}`` (with each item's fingerprint when given), fsynced.
 
         A value holding NaN or an infinity is not written (it would be refused on reading). A full
         disk raises :class:`kit.core.paths.DiskFullError` naming this file."""
-        from kit.core.paths import disk_full_error
-
         lines = []
         for k, v in records.items():
             rec = {"key": self.digest, "id": str(k), "value": v}
@@ -192,7 +226,7 @@ class ItemCache:
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as e:
-            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            if is_disk_full(e):
                 raise disk_full_error(self.path) from e
             raise
 
@@ -202,14 +236,20 @@ class ItemCache:
             return f.read(1) == b"\n"
 
 
-def map_items(ids: Sequence[Any], compute: Callable[[list[int]], list[Any]], batches: list[list[int]],
-              cache: ItemCache | None = None, progress: bool = False, fingerprints: Sequence[str] | None = None,
-              check: Check | None = None) -> list[Any]:
+def map_items(
+    ids: Sequence[Any],
+    compute: Callable[[list[int]], list[Any]],
+    batches: list[list[int]],
+    cache: ItemCache | None = None,
+    progress: bool = False,
+    fingerprints: Sequence[str] | None = None,
+    check: Check | None = None,
+) -> list[Any]:
     """``compute(batch indices) -> values`` over ``batches``, skipping items ``cache`` already
     holds and recording each finished batch; returns the values in ``ids`` order.
 
-    ``fingerprints`` (one per item: :func:`kit.models.identity.fingerprints` of its prompt, or prompt
-    and response) and ``check`` (a value check) decide which cached records are usable
+    ``fingerprints`` (one per item: :func:`kit.models.identity.fingerprints` of its prompt, or
+    prompt and response) and ``check`` (a value check) decide which cached records are usable
     (:meth:`ItemCache.load`); a freshly computed value that fails ``check`` raises ``ValueError``
     naming the item (a bug to see, not a number to pass on)."""
     keys = [str(i) for i in ids]
@@ -230,8 +270,10 @@ def map_items(ids: Sequence[Any], compute: Callable[[list[int]], list[Any]], bat
             bad = {k: why for k, v in new.items() if (why := check(v)) is not None}
             if bad:
                 k, why = next(iter(bad.items()))
-                raise ValueError(f"computed value of item {k!r} is invalid ({why}); {len(bad)} item(s) of this "
-                                 "batch fail the same check: nothing was cached")
+                raise ValueError(
+                    f"computed value of item {k!r} is invalid ({why}); {len(bad)} item(s) of this "
+                    "batch fail the same check: nothing was cached"
+                )
         if cache:
             cache.add(new, fps)
         done.update(new)

@@ -371,7 +371,8 @@ def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSett
         return [o.outputs[0].text for o in llm.generate([{"prompt_token_ids": rows[i]} for i in idx], params)]
 
     return map_items(list(range(len(rows))) if ids is None else list(ids), compute, [list(range(len(rows)))],
-                     cache=cache, progress=progress, fingerprints=fingerprints(prompts), check=is_text)
+                     cache=cache, progress=progress, fingerprints=fingerprints(prompts),
+                     check=is_text)
 
 
 def read_lm_eval_samples(path: str | Path) -> list[dict[str, Any]]:

@@ -26,6 +26,8 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from kit.core.paths import atomic_write_text, cache_dir, current_world, sha256
+
 IDENTITY_VERSION = 1
 """Part of every identity: bump it when what is hashed changes."""
 
@@ -37,19 +39,15 @@ def _stat_key(st: os.stat_result) -> tuple[int, ...]:
 
 
 def _memo_path(real: str) -> Path:
-    from kit.core.paths import cache_dir
-
     return cache_dir() / "identity" / f"{hashlib.sha256(real.encode()).hexdigest()[:24]}.json"
 
 
 def file_sha256(path: str | Path) -> str:
-    """sha256 (hex) of the bytes of ``path`` (symlinks followed), hashed once per version of the file.
+    """sha256 (hex) of the bytes of ``path`` (symlinks followed), hashed once per version of it.
 
     The digest is remembered in memory and under ``<KIT_CACHE_DIR>/identity/`` with the file's
     ``stat``; it is reused only while size, mtime, ctime, inode and device are all unchanged.
     """
-    from kit.core.paths import atomic_write_text, sha256
-
     real = os.path.realpath(path)
     st = os.stat(real)
     key = _stat_key(st)
@@ -59,7 +57,11 @@ def file_sha256(path: str | Path) -> str:
     memo = _memo_path(real)
     try:
         rec = json.loads(memo.read_text())
-        if rec.get("path") == real and tuple(rec.get("stat", ())) == key and len(rec.get("sha256", "")) == 64:
+        if (
+            rec.get("path") == real
+            and tuple(rec.get("stat", ())) == key
+            and len(rec.get("sha256", "")) == 64
+        ):
             _MEMO[real] = (key, rec["sha256"])
             return rec["sha256"]
     except (OSError, ValueError, AttributeError):  # no memo yet, or a damaged one: hash again
@@ -68,7 +70,9 @@ def file_sha256(path: str | Path) -> str:
     if _stat_key(os.stat(real)) == key:  # not changed while we read it: safe to remember
         _MEMO[real] = (key, digest)
         try:
-            atomic_write_text(memo, json.dumps({"path": real, "stat": list(key), "sha256": digest}) + "\n")
+            atomic_write_text(
+                memo, json.dumps({"path": real, "stat": list(key), "sha256": digest}) + "\n"
+            )
         except OSError:  # a read-only cache only costs a re-hash next time
             pass
     return digest
@@ -78,12 +82,14 @@ def model_files(directory: str | Path) -> list[Path]:
     """The files of a model directory that define it: every top-level regular file (symlinks
     followed, as in a Hugging Face snapshot) except hidden ones, sorted by name."""
     d = Path(directory)
-    return sorted((p for p in d.iterdir() if not p.name.startswith(".") and p.is_file()), key=lambda p: p.name)
+    return sorted(
+        (p for p in d.iterdir() if not p.name.startswith(".") and p.is_file()), key=lambda p: p.name
+    )
 
 
 def path_identity(path: str | Path) -> str:
     """``sha256:<hex>`` of a file, or ``dir-sha256:<hex>`` of a model directory (its
-    :func:`model_files`' names and content hashes). Raises ``FileNotFoundError`` for a missing path."""
+    :func:`model_files`' names and content hashes). A missing path raises ``FileNotFoundError``."""
     p = Path(path)
     if p.is_file():
         return f"sha256:{file_sha256(p)}"
@@ -100,8 +106,7 @@ def name_identity(name: str, world: str | None = None) -> str:
     content-addressed: recipe, code version and parent), anything else by the name itself
     (a hub id: its files are fetched into a snapshot directory, which callers pass instead)."""
     if name.startswith("zoo/"):
-        # lazy: kit.world imports torch and the world's specs; cache keys of hub models never need it
-        from kit.core.paths import current_world
+        # lazy: kit.world imports torch and the world's specs; hub models' keys never need it
         from kit.world.zoo import member_key, world_spec
 
         spec = world_spec(current_world(world))
@@ -124,8 +129,10 @@ def model_identity(model: Any) -> str:
     name = getattr(model, "kit_name", None)
     if name:
         return name_identity(str(name))
-    raise ValueError("this model carries neither kit_path nor kit_name (load it with kit.load_model): "
-                     "a cache cannot tell it from another model")
+    raise ValueError(
+        "this model carries neither kit_path nor kit_name (load it with kit.load_model): "
+        "a cache cannot tell it from another model"
+    )
 
 
 def text_fingerprint(*texts: str | None) -> str:

@@ -47,7 +47,8 @@ def mui_key_neurons(model, prompts: Sequence[str], responses: Sequence[str], ids
         return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]
 
     return map_items(ids, compute, token_budget_batches([len(r[0]) for r in rows], max_batch_tokens),
-                     cache=cache, progress=progress, fingerprints=fingerprints(list(prompts), list(responses)),
+                     cache=cache, progress=progress,
+                     fingerprints=fingerprints(list(prompts), list(responses)),
                      check=neuron_ids_check(model.cfg.n_layers * model.cfg.d_mlp))
 
 
@@ -87,6 +88,7 @@ def mui_from_items(model, key_neurons: Sequence[Sequence[int]]) -> float:
     union = set().union(*map(set, key_neurons)) if key_neurons else set()
     bad = [i for i in union if not (isinstance(i, int) and 0 <= i < n)]
     if bad:
-        raise ValueError(f"key neurons {sorted(map(str, bad))[:5]} are not neurons of this model (flat ids in "
-                         f"[0, {n}) = n_layers x d_mlp): they come from another model or a damaged cache")
+        raise ValueError(f"key neurons {sorted(map(str, bad))[:5]} are not neurons of this model "
+                         f"(flat ids in [0, {n}) = n_layers x d_mlp): they come from another model "
+                         "or a damaged cache")
     return 100.0 * len(union) / n

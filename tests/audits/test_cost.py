@@ -13,7 +13,8 @@ from kit.core.params import ParamsError
 
 
 def test_edge_count_by_hand_and_against_the_graph():
-    # 2 layers x 2 heads: input -> 4 heads, input -> logits, 4 heads -> logits, 2 x 2 layer-0 -> layer-1 pairs
+    # 2 layers x 2 heads: input -> 4 heads, input -> logits, 4 heads -> logits,
+    # and 2 x 2 layer-0 -> layer-1 pairs
     assert K.n_edges(2, 2) == 4 + 1 + 4 + 4 == 13
     assert K.n_edges(30, 9) == 35_776  # SmolLM2-135M, the figure of issue 34
     for L in range(1, 6):
@@ -37,11 +38,17 @@ def test_cost_of_a_known_shape_and_of_an_unknown_one():
     assert "2 layers x 2 heads" in c.text() and "assumed 30 GFLOP/s on cpu" in c.text()
     unknown = K.edge_patching_cost(None, 4, "cpu")
     assert unknown.seconds is None and "cost unknown" in unknown.text()
-    assert K.duration(30) == "30 s" and K.duration(600) == "10 min" and K.duration(172_800) == "2.0 days"
+    assert (
+        K.duration(30) == "30 s"
+        and K.duration(600) == "10 min"
+        and K.duration(172_800) == "2.0 days"
+    )
 
 
 def test_model_shapes_come_from_configs_without_weights():
-    assert K.model_shape("random/llama-1b", "micro") == K.ModelShape(16, 32, 2048, 8192, 128256, gated=True)
+    assert K.model_shape("random/llama-1b", "micro") == K.ModelShape(
+        16, 32, 2048, 8192, 128256, gated=True
+    )
     assert K.model_shape("zoo/base-xl", "micro").n_heads == 4
     assert K.model_shape("no-such-org/no-such-model", "micro") is None  # not cached, never fetched
 
@@ -49,16 +56,34 @@ def test_model_shapes_come_from_configs_without_weights():
 def test_auto_turns_edges_off_over_the_budget_and_says_why():
     cfg = kit.load_params("06_measurement_audits", "smoke", {"circuit_model": "random/llama-1b"})
     plan = cfg.edge_plan()
-    assert not plan.on and "123,905 edges" in plan.reason and "over edge_budget_s = 60 min" in plan.reason
+    assert (
+        not plan.on
+        and "123,905 edges" in plan.reason
+        and "over edge_budget_s = 60 min" in plan.reason
+    )
     assert kit.load_params("06_measurement_audits", "smoke").edge_plan().on, "smoke keeps its edges"
-    assert not kit.load_params("06_measurement_audits", "smoke", {"circuit_edges": "off"}).edge_plan().on
+    assert (
+        not kit.load_params("06_measurement_audits", "smoke", {"circuit_edges": "off"})
+        .edge_plan()
+        .on
+    )
 
 
 def test_edges_forced_on_over_the_budget_fail_at_load():
-    with pytest.raises(ParamsError, match="field 'circuit_edges': 'on' but edge patching is 123,905 edges.*edge_budget_s"):
-        kit.load_params("06_measurement_audits", "smoke", {"circuit_model": "random/llama-1b", "circuit_edges": "on"})
-    cfg = kit.load_params("06_measurement_audits", "smoke", {"circuit_model": "random/llama-1b", "circuit_edges": "on",
-                                                             "edge_budget_s": 1e12})
+    with pytest.raises(
+        ParamsError,
+        match="field 'circuit_edges': 'on' but edge patching is 123,905 edges.*edge_budget_s",
+    ):
+        kit.load_params(
+            "06_measurement_audits",
+            "smoke",
+            {"circuit_model": "random/llama-1b", "circuit_edges": "on"},
+        )
+    cfg = kit.load_params(
+        "06_measurement_audits",
+        "smoke",
+        {"circuit_model": "random/llama-1b", "circuit_edges": "on", "edge_budget_s": 1e12},
+    )
     assert cfg.edge_plan().on
 
 
@@ -73,29 +98,50 @@ def test_mib_without_edges_is_not_testable_and_says_why(make_model):
     mib = results[0]
     assert mib.metric == "MIB" and mib.value is None and art["curve"] is None
     (claim,) = [c for c in audit_claims(results) if c.id == "MIB.vs_null"]
-    assert claim.verdict == "not testable here" and "edge patching was not run: off (circuit_edges: off)" in claim.why
+    assert (
+        claim.verdict == "not testable here"
+        and "edge patching was not run: off (circuit_edges: off)" in claim.why
+    )
 
 
 def test_notebook_01_needs_three_models_before_anything_loads():
     """Issue 34.5: one real model generated everything, then failed at kit/mui/metric.py:880."""
     with pytest.raises(ParamsError, match="field 'models'.*at least 3 items"):
-        kit.load_params("01_utility_law", "dryrun", {"models": ["twin/llama"], "reference_order": ["twin/llama"]})
+        kit.load_params(
+            "01_utility_law",
+            "dryrun",
+            {"models": ["twin/llama"], "reference_order": ["twin/llama"]},
+        )
     with pytest.raises(ParamsError, match="field 'reference_order': lacks \\['twin/mistral'\\]"):
-        kit.load_params("01_utility_law", "dryrun", {"reference_order": ["twin/gemma2", "twin/qwen2", "twin/llama"]})
-    with pytest.raises(ParamsError, match="field 'reference_order': required when models are not tiny-world"):
+        kit.load_params(
+            "01_utility_law",
+            "dryrun",
+            {"reference_order": ["twin/gemma2", "twin/qwen2", "twin/llama"]},
+        )
+    with pytest.raises(
+        ParamsError, match="field 'reference_order': required when models are not tiny-world"
+    ):
         kit.load_params("01_utility_law", "dryrun", {"reference_order": None})
 
 
 def test_notebook_06_names_need_to_be_single_tokens_of_the_tokenizer():
     """Issue 34.5: EX2's rare-name group had one single-token name, found after the run started."""
     groups = {"frequent": ["Mary", "John"], "rare": ["Thaddeus", "Philippa"]}
-    with pytest.raises(ParamsError, match="field 'dif_name_groups': fewer than 2 single-token names of twin/gpt2"):
+    with pytest.raises(
+        ParamsError, match="field 'dif_name_groups': fewer than 2 single-token names of twin/gpt2"
+    ):
         kit.load_params("06_measurement_audits", "dryrun", {"dif_name_groups": groups})
     with pytest.raises(ParamsError, match="of zoo/base-xl's tokenizer in \\{'a': 1\\}"):
-        kit.load_params("06_measurement_audits", "smoke", {"dif_name_groups": {"a": ["alice", "Zyxwvut"],
-                                                                                  "b": ["hugo", "ivan"]}})
+        kit.load_params(
+            "06_measurement_audits",
+            "smoke",
+            {"dif_name_groups": {"a": ["alice", "Zyxwvut"], "b": ["hugo", "ivan"]}},
+        )
     ok = {"a": ["alice", "david"], "b": ["hugo", "ivan"]}  # words of the world's vocabulary
-    assert kit.load_params("06_measurement_audits", "smoke", {"dif_name_groups": ok}).dif_name_groups == ok
+    assert (
+        kit.load_params("06_measurement_audits", "smoke", {"dif_name_groups": ok}).dif_name_groups
+        == ok
+    )
 
 
 def test_single_token_names_agree_with_the_model_check(make_model):
@@ -116,7 +162,20 @@ def test_single_token_names_agree_with_the_model_check(make_model):
 
 
 def test_notebook_06_needs_an_sae_of_the_audited_model_per_role():
-    with pytest.raises(ParamsError, match="fields sae_arch_a, sae_arch_b, sae_small, sae_large: required for model='twin/gpt2'"):
-        kit.load_params("06_measurement_audits", "smoke", {"model": "twin/gpt2", "circuit_model": None})
-    with pytest.raises(ParamsError, match="field 'sae_arch_a': 'twin-sae/llama/blocks.1.hook_resid_post' is an SAE of twin/llama"):
-        kit.load_params("06_measurement_audits", "dryrun", {"sae_arch_a": "twin-sae/llama/blocks.1.hook_resid_post"})
+    with pytest.raises(
+        ParamsError,
+        match="fields sae_arch_a, sae_arch_b, sae_small, sae_large: required for model='twin/gpt2'",
+    ):
+        kit.load_params(
+            "06_measurement_audits", "smoke", {"model": "twin/gpt2", "circuit_model": None}
+        )
+    with pytest.raises(
+        ParamsError,
+        match="field 'sae_arch_a': 'twin-sae/llama/blocks.1.hook_resid_post' is an SAE of "
+        "twin/llama",
+    ):
+        kit.load_params(
+            "06_measurement_audits",
+            "dryrun",
+            {"sae_arch_a": "twin-sae/llama/blocks.1.hook_resid_post"},
+        )

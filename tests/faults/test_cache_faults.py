@@ -29,7 +29,9 @@ def _published(n: int = 4) -> qs.Answers:
 
 
 @pytest.mark.parametrize("damage", ["0xff bytes", "{}", "out-of-range neuron ids"])
-def test_a_damaged_line_neither_breaks_a_rerun_nor_gives_a_wrong_mui(twin, tmp_path, monkeypatch, damage):
+def test_a_damaged_line_neither_breaks_a_rerun_nor_gives_a_wrong_mui(
+    twin, tmp_path, monkeypatch, damage
+):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     ans = _published()
     reference = kmui.utilization_for_items(twin, ans.items, ans.responses).mui
@@ -50,12 +52,14 @@ def test_a_damaged_line_neither_breaks_a_rerun_nor_gives_a_wrong_mui(twin, tmp_p
         warnings.simplefilter("always")
         again = qs.mui(twin, ans, zoo=False)
     assert again == pytest.approx(reference, abs=1e-9) and 0 < again <= 100
-    named = [w for w in seen if issubclass(w.category, UserWarning) and str(cached) in str(w.message)]
+    named = [
+        w for w in seen if issubclass(w.category, UserWarning) and str(cached) in str(w.message)
+    ]
     assert len(named) == 1, "the damaged file is named in one warning"
 
 
 def test_a_model_retrained_in_place_gets_new_responses_and_a_new_mui(tmp_path, monkeypatch):
-    """Issue 33.1: MUI 55.86 reused from the old model (fresh 42.58) while the rest came from the new."""
+    """Issue 33.1: MUI 55.86 reused from the old model (fresh 42.58), the rest from the new."""
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     model_dir = tmp_path / "my-model"
     shutil.copytree(twin_path("llama"), model_dir)
@@ -66,25 +70,44 @@ def test_a_model_retrained_in_place_gets_new_responses_and_a_new_mui(tmp_path, m
 
     def measure():
         model = kit.load_model(str(model_dir))
-        cached = (generate.respond(model, prompts, settings, benchmark="toy", ids=ids), qs.mui(model, ans, zoo=False))
-        fresh = (generate.generate_responses(model_dir, prompts, settings),
-                 kmui.utilization_for_items(model, ans.items, ans.responses).mui)
+        cached = (
+            generate.respond(model, prompts, settings, benchmark="toy", ids=ids),
+            qs.mui(model, ans, zoo=False),
+        )
+        fresh = (
+            generate.generate_responses(model_dir, prompts, settings),
+            kmui.utilization_for_items(model, ans.items, ans.responses).mui,
+        )
         generate.release()  # the Hugging Face copy held for the next benchmark
         return cached, fresh
 
     (old_responses, old_mui), (fresh_old_responses, fresh_old_mui) = measure()
-    assert old_responses == fresh_old_responses and old_mui == pytest.approx(fresh_old_mui, abs=1e-9)
-    shutil.copyfile(retrained / "model.safetensors", model_dir / "model.safetensors")  # same path, new weights
+    assert old_responses == fresh_old_responses and old_mui == pytest.approx(
+        fresh_old_mui, abs=1e-9
+    )
+    shutil.copyfile(
+        retrained / "model.safetensors", model_dir / "model.safetensors"
+    )  # same path, new weights
     (responses, mui), (fresh_responses, fresh_mui) = measure()
-    assert fresh_mui != pytest.approx(old_mui) and fresh_responses != old_responses, "retraining changed nothing"
+    assert fresh_mui != pytest.approx(old_mui) and fresh_responses != old_responses, (
+        "retraining changed nothing"
+    )
     assert responses == fresh_responses, "responses of the old weights were read from the cache"
     assert mui == pytest.approx(fresh_mui, abs=1e-9), "the old model's MUI was read from the cache"
 
 
 def _lm_eval(path, responses):
-    recs = [{"doc_id": i, "arguments": {"gen_args_0": {"arg_0": f"Question: {i} + 1 =", "arg_1": {}}},
-             "resps": [[r]], "filtered_resps": [r], "target": str(i + 1), "exact_match": 1.0}
-            for i, r in enumerate(responses)]
+    recs = [
+        {
+            "doc_id": i,
+            "arguments": {"gen_args_0": {"arg_0": f"Question: {i} + 1 =", "arg_1": {}}},
+            "resps": [[r]],
+            "filtered_resps": [r],
+            "target": str(i + 1),
+            "exact_match": 1.0,
+        }
+        for i, r in enumerate(responses)
+    ]
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     return str(path)
 
@@ -95,10 +118,14 @@ def test_a_responses_file_replaced_under_the_same_name_is_scored_anew(twin, tmp_
     path = tmp_path / "samples_arc_2025-01-01.jsonl"
     first = qs.file_answers(_lm_eval(path, [" 1", " 2", " 3", " 4"]), n=4)
     mui_first = qs.mui(twin, first, zoo=False)
-    second = qs.file_answers(_lm_eval(path, [" The sum is one, since zero plus one is one and nothing else."] * 4), n=4)
+    second = qs.file_answers(
+        _lm_eval(path, [" The sum is one, since zero plus one is one and nothing else."] * 4), n=4
+    )
     assert second.source != first.source  # the file's hash is part of the source
     reused = qs.mui(twin, second, zoo=False)
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "empty-cache"))
     fresh = qs.mui(twin, second, zoo=False)
-    assert fresh != pytest.approx(mui_first), "the two files must give different MUIs for this test to mean anything"
+    assert fresh != pytest.approx(mui_first), (
+        "the two files must give different MUIs for this test to mean anything"
+    )
     assert reused == pytest.approx(fresh, abs=1e-9), "the first file's MUI was read from the cache"

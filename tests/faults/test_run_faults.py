@@ -22,30 +22,45 @@ from kit.core.paths import REPO_ROOT, atomic_dir, atomic_write_text
 
 
 def _run(tmp_path, nbs, *args, out=None):
-    return runner.main(["--profile", "smoke", "--notebooks", str(nbs), "--out", str(out or tmp_path / "runs"), *args])
+    return runner.main(
+        [
+            "--profile",
+            "smoke",
+            "--notebooks",
+            str(nbs),
+            "--out",
+            str(out or tmp_path / "runs"),
+            *args,
+        ]
+    )
 
 
 def _record(out: Path) -> tuple[Path, dict]:
-    (run_dir,) = [p for p in (out / "smoke").iterdir() if not p.is_symlink() and not p.name.startswith(".")]
+    (run_dir,) = [
+        p for p in (out / "smoke").iterdir() if not p.is_symlink() and not p.name.startswith(".")
+    ]
     return run_dir, json.loads((run_dir / "run.json").read_text())
 
 
 def _enospc_after(limit: int, real):
-    """``real(src_or_text, path)`` that writes at most ``limit`` bytes of a bigger output, then fails
+    """``real(src_or_text, path)`` writing at most ``limit`` bytes of a bigger output, then failing
     as a full disk does (errno ENOSPC, no file name)."""
+
     def write(data, path, *a, **kw):
         size = len(data) if isinstance(data, (str, bytes)) else os.path.getsize(data)
         if size > limit:
             Path(path).write_bytes(b"x" * limit)
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(data, path, *a, **kw)
+
     return write
 
 
 @pytest.mark.slow
-def test_disk_full_under_out_is_named_and_leaves_no_half_written_notebook(tmp_path, small_disk, helpers,
-                                                                          monkeypatch, capsys):
-    """Issue 33.5: a truncated 00_quickstart.ipynb, run.json 'running', 'No space left on device: None'."""
+def test_disk_full_under_out_is_named_and_leaves_no_half_written_notebook(
+    tmp_path, small_disk, helpers, monkeypatch, capsys
+):
+    """Issue 33.5: a truncated notebook, run.json 'running', 'No space left on device: None'."""
     nbs = helpers.notebooks(tmp_path, {"01_big": "print('x' * 3_000_000)"})
     if small_disk is None:  # no tmpfs here: papermill's notebook write fails as on a full disk
         import nbformat
@@ -69,7 +84,9 @@ def test_disk_full_under_out_is_named_and_leaves_no_half_written_notebook(tmp_pa
     run_dir, record = _record(out)
     assert rc == 1 and record["status"] == "failed", record
     (nb,) = record["notebooks"]
-    assert nb["status"] == "failed" and "no space left on device writing" in nb["error"], nb["error"]
+    assert nb["status"] == "failed" and "no space left on device writing" in nb["error"], nb[
+        "error"
+    ]
     assert str(run_dir / "01_big") in nb["error"], "the message names the file being written"
     assert "None" not in err and "None" not in nb["error"]
     assert not helpers.staging_debris(run_dir), "staging files left behind"
@@ -79,17 +96,22 @@ def test_disk_full_under_out_is_named_and_leaves_no_half_written_notebook(tmp_pa
 
 
 @pytest.mark.slow
-def test_disk_full_under_figures_keeps_the_old_figures_and_fails_the_run(tmp_path, small_disk, helpers,
-                                                                       monkeypatch, capsys):
+def test_disk_full_under_figures_keeps_the_old_figures_and_fails_the_run(
+    tmp_path, small_disk, helpers, monkeypatch, capsys
+):
     """Issue 33.5: '.00_quickstart.new-<pid>/' with a partial PNG while run.json said 'ok'."""
-    code = ("from pathlib import Path\nd = Path(out_dir) / 'figures'\nd.mkdir()\n"
-            "(d / 'big.png').write_bytes(b'p' * 700_000)\n(d / 'big.pdf').write_bytes(b'd' * 700_000)\n")
+    code = (
+        "from pathlib import Path\nd = Path(out_dir) / 'figures'\nd.mkdir()\n"
+        "(d / 'big.png').write_bytes(b'p' * 700_000)\n(d / 'big.pdf').write_bytes(b'd' * 700_000)\n"
+    )
     nbs = helpers.notebooks(tmp_path, {"01_figs": code})
     figures = (small_disk or tmp_path) / "figures"
     (figures / "01_figs").mkdir(parents=True)
     (figures / "01_figs" / "committed.png").write_bytes(b"committed")
     if small_disk is None:
-        monkeypatch.setattr(runner.shutil, "copyfile", _enospc_after(500_000, runner.shutil.copyfile))
+        monkeypatch.setattr(
+            runner.shutil, "copyfile", _enospc_after(500_000, runner.shutil.copyfile)
+        )
     rc = _run(tmp_path, nbs, "--figures", str(figures))
     err = capsys.readouterr().err
     run_dir, record = _record(tmp_path / "runs")
@@ -104,19 +126,38 @@ def test_disk_full_under_figures_keeps_the_old_figures_and_fails_the_run(tmp_pat
 
 @pytest.mark.slow
 def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, helpers):
-    """Issue 33.9: SIGTERM left run.json 'running'. Now: 'interrupted', no staging, figures untouched,
+    """Issue 33.9: SIGTERM left run.json 'running'. Now: 'interrupted', no staging, figures kept,
     the kernel gone."""
     started, pid_file = tmp_path / "cell-started", tmp_path / "kernel-pid"
-    code = (f"import os, pathlib, time\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
-            f"pathlib.Path({str(started)!r}).touch()\ntime.sleep(300)")
+    code = (
+        f"import os, pathlib, time\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
+        f"pathlib.Path({str(started)!r}).touch()\ntime.sleep(300)"
+    )
     nbs = helpers.notebooks(tmp_path, {"01_sleep": code})
     figures = tmp_path / "figures"
     (figures / "01_sleep").mkdir(parents=True)
     (figures / "01_sleep" / "committed.png").write_bytes(b"committed")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "kit", "run", "--profile", "smoke", "--notebooks", str(nbs),
-                             "--out", str(tmp_path / "runs"), "--figures", str(figures)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kit",
+            "run",
+            "--profile",
+            "smoke",
+            "--notebooks",
+            str(nbs),
+            "--out",
+            str(tmp_path / "runs"),
+            "--figures",
+            str(figures),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     for _ in range(600):  # the kernel has started and entered the cell (slow on a loaded machine)
         if started.exists() or proc.poll() is not None:
             break
@@ -129,7 +170,10 @@ def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, helpers):
     run_dir, record = _record(tmp_path / "runs")
     assert record["status"] == "interrupted" and record["error"] == "SIGTERM", record
     assert record["notebooks"][0]["status"] == "interrupted"
-    assert not helpers.staging_debris(run_dir) and not (run_dir / "01_sleep" / "01_sleep.ipynb").exists()
+    assert (
+        not helpers.staging_debris(run_dir)
+        and not (run_dir / "01_sleep" / "01_sleep.ipynb").exists()
+    )
     assert sorted(p.name for p in (figures / "01_sleep").iterdir()) == ["committed.png"]
     kernel = int(pid_file.read_text())
     for _ in range(60):
@@ -179,10 +223,14 @@ def test_six_racing_runners_get_six_run_directories(tmp_path):
 
 def test_latest_points_at_the_newest_complete_run(tmp_path, monkeypatch, capsys):
     """Issue 33.9: latest moved to failed runs; a runner finishing late must not move it back."""
+
     def outcome(status):
         def execute(nb, profile, run_dir, timeout, overrides=None):
             (run_dir / nb.stem).mkdir()
-            return runner.NotebookOutcome(nb.stem, status, 0.1, error="planted" if status == "failed" else "")
+            return runner.NotebookOutcome(
+                nb.stem, status, 0.1, error="planted" if status == "failed" else ""
+            )
+
         return execute
 
     monkeypatch.setattr(runner, "execute", outcome("ok"))
@@ -195,7 +243,9 @@ def test_latest_points_at_the_newest_complete_run(tmp_path, monkeypatch, capsys)
     newer = tmp_path / "runs" / "smoke" / "29991231-235959-12"
     newer.mkdir()
     runner.point_latest(newer)
-    runner.point_latest(tmp_path / "runs" / "smoke" / good)  # an older run finishing after a newer one
+    runner.point_latest(
+        tmp_path / "runs" / "smoke" / good
+    )  # an older run finishing after a newer one
     assert os.readlink(latest) == newer.name
     assert runner._run_order("20260101-000000-10") > runner._run_order("20260101-000000-9")
 

@@ -1,4 +1,4 @@
-"""Per-item caches: keys that name content, records bound to their key and text, every value checked,
+"""Per-item caches: keys that name content, records bound to their key and text, values checked,
 any damaged line skipped, counted, named once and repaired (issue 33, items 1 and 2)."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def _square(calls):
     def compute(batch):
         calls.extend(batch)
         return [[i, i * i] for i in batch]
+
     return compute
 
 
@@ -38,7 +39,9 @@ def test_a_directory_model_is_keyed_by_its_files_not_its_path(tmp_path):
     assert _cache(tmp_path, str(d)).load() == {"0": [1]}
     (d / "model.safetensors").write_bytes(b"new weights")  # retrained in place
     new = _cache(tmp_path, str(d))
-    assert new.path != old.path and new.load() == {}, "a retrained model read the old model's records"
+    assert new.path != old.path and new.load() == {}, (
+        "a retrained model read the old model's records"
+    )
 
 
 def test_records_made_for_another_key_are_refused(tmp_path):
@@ -68,15 +71,29 @@ def test_a_record_for_other_text_under_the_same_id_is_refused(tmp_path):
 def test_damaged_lines_are_skipped_counted_named_once_and_repaired(tmp_path):
     c = _cache(tmp_path)
     calls = []
-    assert C.map_items([0, 1, 2, 3], _square(calls), [[0, 1], [2, 3]], cache=c) == [[0, 0], [1, 1], [2, 4], [3, 9]]
+    assert C.map_items([0, 1, 2, 3], _square(calls), [[0, 1], [2, 3]], cache=c) == [
+        [0, 0],
+        [1, 1],
+        [2, 4],
+        [3, 9],
+    ]
     good = c.path.read_bytes().splitlines(keepends=True)
-    c.path.write_bytes(good[0] + b"\xff" * 16 + b"\n" + b"{}\n" + b"[1, 2]\n" + good[1] + b'{"id": "7", "val')
+    c.path.write_bytes(
+        good[0] + b"\xff" * 16 + b"\n" + b"{}\n" + b"[1, 2]\n" + good[1] + b'{"id": "7", "val'
+    )
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         calls.clear()
-        assert C.map_items([0, 1, 2, 3], _square(calls), [[0, 1], [2, 3]], cache=c) == [[0, 0], [1, 1], [2, 4], [3, 9]]
+        assert C.map_items([0, 1, 2, 3], _square(calls), [[0, 1], [2, 3]], cache=c) == [
+            [0, 0],
+            [1, 1],
+            [2, 4],
+            [3, 9],
+        ]
         assert calls == [2, 3], "the good records were not reused"
-        C.ItemCache("m", "bench", {"k": 1}, root=tmp_path / "items").load()  # read again: repaired, no warning
+        C.ItemCache(
+            "m", "bench", {"k": 1}, root=tmp_path / "items"
+        ).load()  # read again: repaired, no warning
     msgs = [str(w.message) for w in seen if issubclass(w.category, C.DamagedCacheWarning)]
     assert len(msgs) == 1, msgs
     assert str(c.path) in msgs[0] and "4 line(s)" in msgs[0]
@@ -97,14 +114,23 @@ def test_an_append_after_a_torn_line_keeps_its_first_record(tmp_path):
 def test_values_are_checked_invalid_ones_recomputed(tmp_path):
     c = _cache(tmp_path)
     key = c.digest
-    c.path.write_text("".join(json.dumps({"key": key, "id": str(i), "value": v}) + "\n"
-                              for i, v in enumerate([[1, 2], [5, 99], "x", [3, 3]])) +
-                      json.dumps({"key": key, "id": "4", "value": float("nan")}) + "\n")
+    c.path.write_text(
+        "".join(
+            json.dumps({"key": key, "id": str(i), "value": v}) + "\n"
+            for i, v in enumerate([[1, 2], [5, 99], "x", [3, 3]])
+        )
+        + json.dumps({"key": key, "id": "4", "value": float("nan")})
+        + "\n"
+    )
 
     def in_range(v):
         if not isinstance(v, list):
             return "not a list"
-        return None if all(0 <= x < 10 for x in v) and len(set(v)) == len(v) else "out of range or repeated"
+        return (
+            None
+            if all(0 <= x < 10 for x in v) and len(set(v)) == len(v)
+            else "out of range or repeated"
+        )
 
     with pytest.warns(C.DamagedCacheWarning) as w:
         done = c.load(check=in_range)
@@ -117,8 +143,13 @@ def test_values_are_checked_invalid_ones_recomputed(tmp_path):
 def test_a_freshly_computed_invalid_value_is_an_error_not_a_number(tmp_path):
     c = _cache(tmp_path)
     with pytest.raises(ValueError, match="item '1' is invalid .too big.*nothing was cached"):
-        C.map_items([0, 1], lambda b: [5, 50], [[0, 1]], cache=c,
-                    check=lambda v: None if v < 10 else "too big")
+        C.map_items(
+            [0, 1],
+            lambda b: [5, 50],
+            [[0, 1]],
+            cache=c,
+            check=lambda v: None if v < 10 else "too big",
+        )
     assert not c.path.exists() or c.load() == {}
 
 
