@@ -12,7 +12,8 @@ Threshold = Literal["topk", "global_topk", "top_pct", "topscore"]
 
 class Config(BaseConfig):
     models: list[str] | None = Field(None, min_length=3)
-    """Models of the law/PUR study (kit.load_model names, >= 3: the ranking needs three); None: every zoo member except training checkpoints."""
+    """Models of the law/PUR study (kit.load_model names, >= 3: the ranking needs three); None:
+    every zoo member except training checkpoints."""
     include_contaminated: bool = True
     """With ``models: null``, also include the contaminated fine-tunes (``+<task>-test-x*``, ``-syn-x*``)."""
     tasks: list[str] | None = Field(None, min_length=1)
@@ -22,8 +23,8 @@ class Config(BaseConfig):
     n_fresh: int = Field(100, ge=0, le=2000)
     """Fresh (never published) items per task whose accuracy is the true capability (tiny world only; 0 to skip)."""
     reference_order: list[str] | None = Field(None, min_length=3)
-    """True ranking of ``models`` (every one of them), best first; None: by mean fresh-item accuracy (tiny world
-    only: Hugging Face models have no fresh items, so they need it)."""
+    """True ranking of ``models`` (every one of them), best first; None: by mean fresh-item
+    accuracy (tiny world only: Hugging Face models have no fresh items, so they need it)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Hugging Face models: weight dtype (``bfloat16`` holds a 7B model in ~15 GB); zoo models are always float32."""
     max_new_tokens: int = Field(1, ge=1, le=8192)
@@ -71,9 +72,11 @@ class Config(BaseConfig):
     """Tasks of the B.6 grid; None: the first task of each group."""
     grid_n_items: int = Field(30, ge=2, le=2000)
     """Items per (model, task) cell of the B.6 grid (``gradient`` costs n_layers x 10 backward passes)."""
-    grid_scores: list[Score] = Field(["score", "activate", "gradient", "score_sum", "activate_sum"], min_length=1)
+    grid_scores: list[Score] = Field(["score", "activate", "gradient", "score_sum", "activate_sum"],
+                                     min_length=1)
     """Contribution scores of the B.6 grid."""
-    grid_thresholds: list[Threshold] = Field(["topk", "global_topk", "top_pct", "topscore"], min_length=1)
+    grid_thresholds: list[Threshold] = Field(["topk", "global_topk", "top_pct", "topscore"],
+                                             min_length=1)
     """Thresholds of the B.6 grid (each at its default parameter; ``topscore`` at every ``grid_topscore_fracs``)."""
     grid_topscore_fracs: list[Fraction] = Field([0.2, 0.8, 0.85, 0.9, 0.95], min_length=1)
     """``topscore`` fractions of the B.6 grid: 0.2 (A.4, Dai et al.) and MUI-Eval's 0.8-0.95."""
@@ -90,7 +93,8 @@ class Config(BaseConfig):
     multi_token_focus: str | None = None
     """Item 7: model whose correct vs incorrect per-sample MUI is compared on the multi-token families; None: the model with the largest k (zoo/base-xl)."""
     sae_names: list[str] | None = None
-    """SAEs for the SAE-based MUI (kit.load_sae names); None: every SAE of the world (zoo models); []: skip the section."""
+    """SAEs for the SAE-based MUI (kit.load_sae names); None: every SAE of the world (zoo models);
+    []: skip the section."""
     sae_top: int = Field(50, ge=1, le=100000)
     """Features kept per layer and token at the reference width (A.3: top 50 at 128K)."""
     sae_reference_width: int | None = Field(131072, ge=1)
@@ -98,13 +102,15 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _lists(self) -> "Config":
-        for field in ("models", "tasks", "reference_order", "growth_tasks", "growth_sizes", "masking_ks",
-                      "grid_models", "grid_tasks", "grid_scores", "grid_thresholds", "multi_token_models"):
+        for field in ("models", "tasks", "reference_order", "growth_tasks", "growth_sizes",
+                      "masking_ks", "grid_models", "grid_tasks", "grid_scores", "grid_thresholds",
+                      "multi_token_models"):
             distinct(field, getattr(self, field))
         too_big = [n for n in self.growth_sizes if n > self.growth_pool_size]
         if too_big:
-            raise ValueError(f"field 'growth_sizes': {too_big} exceed growth_pool_size={self.growth_pool_size} (got "
-                             f"{self.growth_sizes}); allowed values: 1 .. growth_pool_size")
+            raise ValueError(f"field 'growth_sizes': {too_big} exceed growth_pool_size="
+                             f"{self.growth_pool_size} (got {self.growth_sizes}); allowed values: "
+                             "1 .. growth_pool_size")
         return self
 
     def requirements(self) -> list[str]:
@@ -116,13 +122,13 @@ class Config(BaseConfig):
 
             models = default_models(self.world, self.include_contaminated)
             if len(models) < 3:
-                return [f"field 'models': None gives {len(models)} model(s) of world {self.world!r} "
-                        f"({', '.join(models)}); the ranking needs >= 3: name them in models"]
+                return [f"field 'models': None gives {len(models)} model(s) of world "
+                        f"{self.world!r} ({', '.join(models)}); the ranking needs >= 3: name them"]
         if self.reference_order is not None:
             missing = [m for m in models if m not in self.reference_order]
             if missing:
-                return [f"field 'reference_order': lacks {missing}; it must rank every model of models "
-                        f"({', '.join(models)})"]
+                return [f"field 'reference_order': lacks {missing}; it must rank every model of "
+                        f"models ({', '.join(models)})"]
         elif any(not m.startswith("zoo/") for m in models):
             return ["field 'reference_order': required when models are not tiny-world members (got "
                     f"models={models}): only the tiny world has fresh items to rank them by"]
