@@ -75,32 +75,16 @@ class ItemCache:
     ``settings`` (any JSON-able dict) is part of the key too: other settings never reuse records.
     """
 
-    def __init__(
-        self,
-        model: str,
-        benchmark: str,
-        settings: dict[str, Any],
-        root: Path | None = None,
-        identity: str | None = None,
-    ):
+    def __init__(self, model: str, benchmark: str, settings: dict[str, Any],
+                 root: Path | None = None, identity: str | None = None):
         self.identity = identity if identity is not None else name_identity(str(model))
-        key = json.dumps(
-            {
-                "format": CACHE_FORMAT,
-                "model": self.identity,
-                "benchmark": benchmark,
-                "settings": settings,
-            },
-            sort_keys=True,
-            default=str,
-        )
+        key = json.dumps({"format": CACHE_FORMAT, "model": self.identity, "benchmark": benchmark,
+                          "settings": settings}, sort_keys=True, default=str)
         self.digest = hashlib.sha256(key.encode()).hexdigest()
-        safe = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{model}__{benchmark}")[
-            -80:
-        ]
-        self.path = (
-            Path(root) if root else cache_dir() / "items"
-        ) / f"{safe}-{self.digest[:16]}.jsonl"
+        name = f"{model}__{benchmark}"
+        safe = "".join(c if c.isalnum() or c in "-." else "_" for c in name)[-80:]
+        folder = Path(root) if root else cache_dir() / "items"
+        self.path = folder / f"{safe}-{self.digest[:16]}.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.key = key
         self._args = (model, benchmark, settings, root, self.identity)
@@ -110,9 +94,8 @@ class ItemCache:
         model, benchmark, old, root, identity = self._args
         return ItemCache(model, benchmark, {**old, **settings}, root=root, identity=identity)
 
-    def load(
-        self, fingerprints: dict[str, str] | None = None, check: Check | None = None
-    ) -> dict[str, Any]:
+    def load(self, fingerprints: dict[str, str] | None = None,
+             check: Check | None = None) -> dict[str, Any]:
         """``{item id: value}`` of every usable record (the last one of an id wins).
 
         ``fingerprints``: ``{item id: fingerprint}`` of the items asked for; a record of one of
@@ -124,9 +107,7 @@ class ItemCache:
             return {}
         raw = self.path.read_bytes()
         lines = raw.split(b"\n")
-        torn = (
-            lines.pop() if lines else b""
-        )  # after the last newline: empty, or a killed run's torn line
+        torn = lines.pop() if lines else b""  # after the last newline: a killed run's torn line
         done: dict[str, Any] = {}
         keep: dict[str, bytes] = {}
         refused: Counter[str] = Counter()
@@ -158,19 +139,13 @@ class ItemCache:
             rec = json.loads(text)
         except json.JSONDecodeError:
             return None, "not JSON"
-        if (
-            not isinstance(rec, dict)
-            or not {"id", "value"} <= set(rec)
-            or not isinstance(rec["id"], str)
-        ):
+        is_record = isinstance(rec, dict) and {"id", "value"} <= set(rec)
+        if not (is_record and isinstance(rec["id"], str)):
             return None, "not a record (id, value)"
         if rec.get("key") != self.digest:
             return None, "made for another key (older format or another model/settings)"
-        if (
-            fingerprints is not None
-            and rec["id"] in fingerprints
-            and rec.get("fp") != fingerprints[rec["id"]]
-        ):
+        wanted = (fingerprints or {}).get(rec["id"])
+        if wanted is not None and rec.get("fp") != wanted:
             return None, "made for another prompt/response under the same id"
         why = non_finite(rec["value"])
         if why is None and check is not None:
@@ -184,9 +159,7 @@ class ItemCache:
                 return False
             atomic_write_bytes(self.path, b"".join(line + b"\n" for line in keep.values()))
             return True
-        except (
-            OSError
-        ):  # a read-only or full disk: reading still works, the warning says it was not repaired
+        except OSError:  # a read-only or full disk: reading works, the warning says "left as it is"
             return False
 
     def _report(self, refused: Counter[str], repaired: bool) -> None:
@@ -196,13 +169,9 @@ class ItemCache:
         _WARNED.add(sig)
         what = ", ".join(f"{n} {why}" for why, n in sorted(refused.items()))
         after = "rewritten without them" if repaired else "left as it is"
-        warnings.warn(
-            f"item cache {self.path}: skipped {sum(refused.values())} line(s) ({what}); those "
-            "items "
-            f"are recomputed; the file was {after}",
-            DamagedCacheWarning,
-            stacklevel=3,
-        )
+        warnings.warn(f"item cache {self.path}: skipped {sum(refused.values())} line(s) ({what}); "
+                      f"those items are recomputed; the file was {after}", DamagedCacheWarning,
+                      stacklevel=3)
 
     def add(self, records: dict[str, Any], fingerprints: dict[str, str] | None = None) -> None:
         """Append ``{item id: value}`` (with each item's fingerprint when given), fsynced.
@@ -236,15 +205,9 @@ class ItemCache:
             return f.read(1) == b"\n"
 
 
-def map_items(
-    ids: Sequence[Any],
-    compute: Callable[[list[int]], list[Any]],
-    batches: list[list[int]],
-    cache: ItemCache | None = None,
-    progress: bool = False,
-    fingerprints: Sequence[str] | None = None,
-    check: Check | None = None,
-) -> list[Any]:
+def map_items(ids: Sequence[Any], compute: Callable[[list[int]], list[Any]],
+              batches: list[list[int]], cache: ItemCache | None = None, progress: bool = False,
+              fingerprints: Sequence[str] | None = None, check: Check | None = None) -> list[Any]:
     """``compute(batch indices) -> values`` over ``batches``, skipping items ``cache`` already
     holds and recording each finished batch; returns the values in ``ids`` order.
 
@@ -270,10 +233,8 @@ def map_items(
             bad = {k: why for k, v in new.items() if (why := check(v)) is not None}
             if bad:
                 k, why = next(iter(bad.items()))
-                raise ValueError(
-                    f"computed value of item {k!r} is invalid ({why}); {len(bad)} item(s) of this "
-                    "batch fail the same check: nothing was cached"
-                )
+                raise ValueError(f"computed value of item {k!r} is invalid ({why}); {len(bad)} "
+                                 "item(s) of this batch fail the same check: nothing was cached")
         if cache:
             cache.add(new, fps)
         done.update(new)
