@@ -33,9 +33,9 @@ def test_items(task: str, n: int, seed: int = 0, zoo: bool = True) -> list:
     """The first ``n`` test items of a world task (``zoo``) or of a real benchmark
     (``kit.load_benchmark`` name: ``arc_challenge``, ``gsm8k``, ``mmlu/<subject>``...)."""
     if zoo:
-        from kit import world as W
+        from kit import world as kworld
 
-        return W.get_task(task).items("test", n=n, seed=seed)
+        return kworld.get_task(task).items("test", n=n, seed=seed)
     from kit.data.benchmarks import load_benchmark
 
     items = load_benchmark(task, "test", limit=n)
@@ -48,9 +48,9 @@ def chance(task: str, items: Sequence[Any], zoo: bool = True) -> float | None:
     """Accuracy of a random guess: the world task's ``chance``; for a real multiple-choice benchmark
     the mean of 1/number of options; None for free-form benchmarks (no meaningful chance level)."""
     if zoo:
-        from kit import world as W
+        from kit import world as kworld
 
-        return float(W.get_task(task).chance)
+        return float(kworld.get_task(task).chance)
     if all(getattr(it, "choices", None) for it in items):
         return float(np.mean([1.0 / len(it.choices) for it in items]))
     return None
@@ -154,10 +154,10 @@ def answers(model, task: str, items: Sequence[Any], zoo: bool = True, max_new_to
     """
     items = list(items)
     if zoo:
-        from kit import world as W
+        from kit import world as kworld
 
-        return Answers(items, list(W.respond(model, items, max_new_tokens=1)),
-                       np.asarray(W.evaluate(model, items), dtype=bool), False, "generated (world, greedy)", task)
+        return Answers(items, list(kworld.respond(model, items, max_new_tokens=1)),
+                       np.asarray(kworld.evaluate(model, items), dtype=bool), False, "generated (world, greedy)", task)
     from kit.data.scorers import score
     from kit.models.generate import GenerationSettings, respond
 
