@@ -301,7 +301,7 @@ def explain(error: ValidationError, cls: type[BaseModel], where: str,
             lines.append(f"{where}: unknown field {field!r}; allowed fields: {allowed}")
             continue
         info = cls.model_fields.get(top)
-        doc = f" ({info.description})" if info is not None and info.description else ""
+        doc = f" ({' '.join(info.description.split())})" if info is not None and info.description else ""
         got = f"got {_short(err.get('input'))}"
         if len(loc) > 1 and given is not None and top in given:
             got += f" in {top}={_short(given[top])}"
