@@ -127,16 +127,23 @@ def model_shape(name: str, world: str) -> ModelShape | None:
 
 
 def config_dir(name: str) -> Path | None:
-    """The local directory with ``name``'s ``config.json`` (a twin's, a local directory, a hub id's
-    cached snapshot), never fetched; None when there is none."""
+    """The local directory with ``name``'s ``config.json`` (a twin's, built if missing; a ``real/``
+    model's, dequantised if missing; a local directory; a hub id's cached snapshot, never fetched);
+    None when there is none."""
     path: Path | None = None
     if name.startswith("twin/"):
         from kit.models.twins import twin_path
 
-        arch, _, revision = name.removeprefix("twin/").partition("@")
-        try:
-            path = twin_path(arch, build=False, revision=revision or None)
+        try:  # a revision twin has its twin's shape and tokenizer; built offline in seconds if missing
+            path = twin_path(name.removeprefix("twin/").partition("@")[0])
         except (FileNotFoundError, ValueError):
+            return None
+    elif name.startswith("real/"):
+        from kit.models import real
+
+        try:  # dequantised once (as kit.load_model would next), then cached
+            path = real.real_path(name.removeprefix("real/"))
+        except Exception:  # noqa: BLE001 (package not installed, unknown name: the cost is unknown)
             return None
     elif Path(name).expanduser().is_dir():
         path = Path(name).expanduser()

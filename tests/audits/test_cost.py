@@ -10,6 +10,7 @@ from kit.audits import cost as K
 from kit.audits import suite
 from kit.audits.circuits import graph_edges
 from kit.core.params import ParamsError
+from kit.core.paths import REPO_ROOT
 
 
 def test_edge_count_by_hand_and_against_the_graph():
@@ -179,3 +180,23 @@ def test_notebook_06_needs_an_sae_of_the_audited_model_per_role():
             "dryrun",
             {"sae_arch_a": "twin-sae/llama/blocks.1.hook_resid_post"},
         )
+
+
+def test_smollm2_the_issues_case_is_refused_or_switched_off_at_load():
+    """Issue 34.5 on SmolLM2-135M (30 x 9 heads): its 35,776 edges (~48 h here) turn off under
+    ``auto``, and the paper's rare-name group has one single-token name in its vocabulary."""
+    import yaml
+
+    from kit.models import real
+
+    try:
+        real.part_paths("smollm2-135m-instruct")
+    except Exception as e:  # noqa: BLE001 (the real model's package is installed by make setup)
+        pytest.skip(f"real/smollm2-135m-instruct not installed: {e}")
+    smol = {"circuit_model": "real/smollm2-135m-instruct"}
+    plan = kit.load_params("06_measurement_audits", "smoke", smol).edge_plan()
+    assert not plan.on and "35,776 edges" in plan.reason and "30 layers x 9 heads" in plan.reason
+    params = yaml.safe_load((REPO_ROOT / "params" / "06_measurement_audits.yaml").read_text())
+    paper = params["profiles"]["paper"]["dif_name_groups"]
+    with pytest.raises(ParamsError, match="real/smollm2-135m-instruct's tokenizer in \\{'rare': 1\\}"):
+        kit.load_params("06_measurement_audits", "smoke", {**smol, "dif_name_groups": paper})
