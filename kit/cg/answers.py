@@ -8,7 +8,7 @@ as ``kit.load_benchmark`` gives them, as the paper path does), scored by
 
 Each (model, benchmark) is a :class:`kit.core.jobs.Job` running :func:`answer_benchmark`: it writes
 one JSON file under ``<cache>/cg/answers/`` named by the hash of everything that determines it (the
-model, its directory, the benchmark, the items, the decoding settings, :data:`ANSWERS_VERSION`) and
+model, its files' content, the benchmark, the items, the decoding settings, :data:`ANSWERS_VERSION`) and
 returns a small summary. Generation keeps finished batches in a per-item cache, so a killed job
 resumes; a rerun finds the file and returns at once. :func:`run_answers` hands the jobs to the
 config's engine (``inline``, ``local``, ``ray``: the same files and numbers on each) and reads them
@@ -34,6 +34,7 @@ from kit.core.jobs import Job, engine_options, run_jobs
 from kit.core.paths import atomic_write_text, cache_dir
 from kit.core.stats import wilson_interval
 from kit.data.scorers import math_checker
+from kit.models.identity import name_identity
 
 MATH_STYLE = ("math500", "agieval")
 """Benchmarks whose answers :func:`kit.data.scorers.score` may check with math-verify (agieval: its
@@ -103,11 +104,11 @@ def _checker(benchmark: str) -> dict[str, str]:
 def answers_path(model: str, benchmark: str, n_items: int, n_answer: int, seed: int, max_new_tokens: int,
                  dtype: str | None) -> Path:
     """Where :func:`answer_benchmark` keeps one (model, benchmark)'s answers: named by a hash of the
-    model (its name and its directory's name: for ``real/`` models the GGUF's sha256), the benchmark,
+    model (its name and its files' content, :func:`kit.models.identity.name_identity`), the benchmark,
     the item sample, the decoding settings and, for MATH-style answers, the checker that scores them."""
     from kit.models.load import model_dir  # lazy: loads transformers
 
-    key = json.dumps({"model": model, "dir": model_dir(model).name, "benchmark": benchmark,
+    key = json.dumps({"model": model, "files": name_identity(str(model_dir(model))), "benchmark": benchmark,
                       **_settings(n_items, n_answer, seed, max_new_tokens, dtype), **_checker(benchmark)},
                      sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
@@ -141,7 +142,7 @@ def answer_benchmark(model: str, benchmark: str, n_items: int, n_answer: int, se
     where = model_dir(model)
     responses = generate.generate_responses(where, [it.prompt for _, it in chosen], settings, device=device,
                                             dtype=dtype, batch_size=batch_size, ids=ids,
-                                            cache=ItemCache(str(where.name), benchmark,
+                                            cache=ItemCache(str(where), benchmark,
                                                             {**settings.as_dict(), "dtype": dtype}))
     _, tokenizer = generate.hf_model(where, device, dtype)
     n_tokens = [len(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in responses]

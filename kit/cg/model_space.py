@@ -24,6 +24,7 @@ from kit.cg.size_control import general_text
 from kit.cg.suite import UNSCORED, Suite, benchmark_items
 from kit.models import tl
 from kit.models import cache as item_cache
+from kit.models.identity import name_identity
 from kit.models.internals import token_budget_batches
 
 
@@ -219,10 +220,11 @@ def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: S
         generate.release()
         sae = kit.load_sae(sae_name, device=device)
         key = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
+        label, ident = f"{path}|{sae_name}", f"{name_identity(str(path))}|{sae_name}"  # files, SAE
 
         def read(texts: list[str], b: str) -> sp.csr_matrix:
             return hooked_item_concepts(model, sae, texts, max_length, max_batch_tokens,
-                                        cache=item_cache.ItemCache(f"{path}|{sae_name}", b, key))
+                                        cache=item_cache.ItemCache(label, b, key, identity=ident))
 
         acts = {b: read(t, b) for b, t in prompts.items()}
         n_tokens = {b: hooked_token_counts(model, t, max_length) for b, t in prompts.items()}
