@@ -2,8 +2,12 @@
 
 - ``methods``: neuron-ranking methods, AvgOverlap, NeuronVote, classifier accuracy (re-exported:
   ``kit.neuronvote.rank_all``...);
-- ``concepts``: POS concept datasets from UD EWT / CoNLL; ``study``: the notebook's experiments;
-  ``tables``: Tables 1-4 beside the paper's, findings, key numbers; ``plots``: its figures;
+- ``concepts``: POS concept datasets from UD EWT / CoNLL;
+- ``units``: one concept at one layer (rankings, scores, reseeds, shuffled labels), also as jobs;
+- ``study``: a study as its units, and its analyses; ``settings``: the settings notebook 05 runs
+  and its typed result; ``published``: which of the paper's tables applies to a setting;
+- ``tables``: Tables 1-4 beside the paper's, key numbers; ``plots``: its figures; ``claims``: the
+  claims declared over the settings;
 - ``bench``: the Gaussian greedy search against its naive loop.
 """
 
@@ -15,4 +19,6 @@ from kit.neuronvote.methods import (
     avg_overlap, borda_top, neuron_vote, pairwise_overlap, classifier_accuracy,
 )
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'claims', 'concepts', 'methods', 'plots', 'study', 'tables'], globals())
+__getattr__, __dir__ = lazy_submodules(
+    __name__, ['bench', 'claims', 'concepts', 'methods', 'plots', 'published', 'settings', 'study', 'tables',
+               'units'], globals())
