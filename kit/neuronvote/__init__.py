@@ -1,7 +1,8 @@
 """NeuronVote and AvgOverlap (seed 004; notebook 05).
 
-- ``methods``: neuron-ranking methods, AvgOverlap, NeuronVote, classifier accuracy (re-exported:
-  ``kit.neuronvote.rank_all``...);
+- ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built from
+  ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's probe,
+  classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap, NeuronVote);
 - ``concepts``: POS concept datasets from UD EWT / CoNLL;
 - ``units``: one concept at one layer (rankings, scores, reseeds, shuffled labels), also as jobs;
 - ``study``: a study as its units, and its analyses; ``settings``: the settings notebook 05 runs
@@ -20,5 +21,6 @@ from kit.neuronvote.methods import (
 )
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ['bench', 'claims', 'concepts', 'methods', 'plots', 'published', 'settings', 'study', 'tables',
-               'units'], globals())
+    __name__, ['bench', 'claims', 'concepts', 'consensus', 'corpus_scores', 'gaussian', 'methods', 'plots',
+               'probes', 'published', 'settings', 'study', 'tables', 'units'],
+    globals())
