@@ -261,7 +261,8 @@ def setting(name: str, result: StudyResult, counts: pd.DataFrame, cfg, source: s
 
 def testability(cfg, study: NeuronVoteStudy) -> list[str]:
     """Which of the paper's claims this run tests, on what, and which it cannot test and why."""
-    ran = [f"{st.title} ({st.result.scores.layer.nunique()} layers)" for st in study.settings]
+    n_layers = lambda st: st.result.scores.layer.nunique()  # noqa: E731
+    ran = [f"{st.title} ({n_layers(st)} layer{'s' * (n_layers(st) != 1)})" for st in study.settings]
     lines = ["Tested here, each as a claim on our own rankings: the voters' order against the paper's table "
              "(Table 2 / 6 / 8), their agreement against shuffled labels (Figure 1, Table 2), Probeless as the "
              "most compatible method (Table 3, abstract), the probing methods' drop at the last layer (Table 3, "
@@ -277,8 +278,8 @@ def testability(cfg, study: NeuronVoteStudy) -> list[str]:
     if cfg.decoder_model is None:
         missing.append("a decoder: none configured")
     elif study.decoder is not None:
-        missing.append(f"a reproduction on a decoder: {PAPER_RAN}, so {study.decoder.title}'s claims say whether "
-                       "its findings carry over to a decoder, and show no paper value")
+        missing.append(f"a reproduction on a decoder: {PAPER_RAN}, so the claims on {study.decoder.title} say "
+                       "whether its findings carry over to a decoder, and show no paper value")
     if not cfg.chunking:
         missing.append("chunking (Table 6): switched off (chunking: false)")
     if not cfg.all_layers:
