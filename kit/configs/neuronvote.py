@@ -109,7 +109,7 @@ class Config(BaseConfig):
     """Minimum words per role for the decoder's concepts."""
 
     @model_validator(mode="after")
-    def _decoder_vocabulary(self):
+    def _decoder_vocabulary(self) -> "Config":
         if (self.decoder_model or "").startswith("zoo/") and self.decoder_source != "world-roles":
             raise ValueError(f"decoder_source={self.decoder_source!r} with decoder_model={self.decoder_model!r}: "
                              "a zoo decoder's ~250-word vocabulary has no English, so its POS words would be "
