@@ -40,10 +40,16 @@ class Config(BaseConfig):
     ``site: hook_resid_post``."""
     reseeds: int = Field(2, ge=0)
     """Further study seeds under which every method but the seedless Gaussian re-ranks (new
-    tie-breaks, probe initialisations, Random draws) in the main study: the seed-stability of
-    every AvgOverlap / NeuronVote number; the claims' intervals span all seeds."""
+    tie-breaks, probe initialisations, Random draws): the seed-stability of every AvgOverlap /
+    NeuronVote number, and the claims recomputed under each (their ``stability``)."""
+    shuffles: int = Field(3, ge=0)
+    """Shuffled-label copies per (concept, layer): the voters and MeanSelect rank the concept's
+    training labels shuffled among its words, the null of the agreement claims (what the methods
+    agree on without the concept). 0 skips it (those claims are then not testable)."""
     n_boot: int = Field(1000, ge=100)
     """Bootstrap resamples (over concepts) for the intervals of every AvgOverlap / NeuronVote number."""
+    n_null: int = Field(1000, ge=100)
+    """Draws of a setting's mean under shuffled labels (each picks one shuffled copy per unit)."""
     second_source: Literal["ud_ewt", "conll2000"] | None = None
     """Optional second corpus: NeuronVote (Table 3 analogue) of the encoder on it too."""
     tags: list[str] | None = Field(list(PAPER_POS_TAGS), min_length=1)
@@ -84,7 +90,14 @@ class Config(BaseConfig):
     batch_size: int = Field(32, ge=1, le=1024)
     """Sentences per encoder forward pass."""
     decoder_model: str | None = "zoo/base-m"
-    """Zoo decoder analysed second, on the tiny world's word-role concepts; ``None`` skips it."""
+    """Decoder analysed beside the encoder: a zoo member (on the tiny world's word roles) or a real
+    model (``real/smollm2-135m-instruct``, on ``decoder_source``); ``None`` skips it. The paper ran
+    encoders only: a decoder tests its claims on another kind of model."""
+    decoder_source: Literal["world-roles", "ud_ewt", "conll2000"] = "world-roles"
+    """The decoder's concepts: the tiny world's word roles (zoo decoders: their vocabulary has no
+    English) or a POS corpus with ``tags`` and ``min_examples`` as for the encoder (real decoders)."""
+    decoder_max_sentences: int | None = Field(None, ge=10)
+    """Seeded sample of the POS corpus for the decoder (its forward pass is the cost); ``None`` = all."""
     decoder_site: Literal["hook_resid_post", "mlp.hook_post"] = "mlp.hook_post"
     """Decoder neurons: the MLP activations (d_mlp: 384 for the tiny world's base-m, as wide as
     MiniLM's hidden state) or the residual stream (only 96 wide there)."""
@@ -94,6 +107,14 @@ class Config(BaseConfig):
     """Prompts per tiny-world task in the word-role concept corpus."""
     decoder_min_examples: int = Field(200, ge=1)
     """Minimum words per role for the decoder's concepts."""
+
+    @model_validator(mode="after")
+    def _decoder_vocabulary(self) -> "Config":
+        if (self.decoder_model or "").startswith("zoo/") and self.decoder_source != "world-roles":
+            raise ValueError(f"decoder_source={self.decoder_source!r} with decoder_model={self.decoder_model!r}: "
+                             "a zoo decoder's ~250-word vocabulary has no English, so its POS words would be "
+                             "<unk>; allowed for zoo decoders: world-roles")
+        return self
 
     @field_validator("s_values", "accuracy_s", "pairwise_s")
     @classmethod

@@ -3,8 +3,12 @@
 - ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built from
   ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's probe,
   classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap, NeuronVote);
-- ``concepts``: POS concept datasets from UD EWT / CoNLL; ``study``: the notebook's experiments;
-  ``tables``: Tables 1-4 beside the paper's, findings, key numbers; ``plots``: its figures;
+- ``concepts``: POS concept datasets from UD EWT / CoNLL;
+- ``units``: one concept at one layer (rankings, scores, reseeds, shuffled labels), also as jobs;
+- ``study``: a study as its units, and its analyses; ``settings``: the settings notebook 05 runs
+  and its typed result; ``published``: which of the paper's tables applies to a setting;
+- ``tables``: Tables 1-4 beside the paper's, key numbers; ``plots``: its figures; ``claims``: the
+  claims declared over the settings;
 - ``bench``: the Gaussian greedy search against its naive loop.
 """
 
@@ -18,5 +22,5 @@ from kit.neuronvote.methods import (
 
 __getattr__, __dir__ = lazy_submodules(
     __name__, ['bench', 'claims', 'concepts', 'consensus', 'corpus_scores', 'gaussian', 'methods', 'plots',
-               'probes', 'study', 'tables'],
+               'probes', 'published', 'settings', 'study', 'tables', 'units'],
     globals())

@@ -1,26 +1,52 @@
-"""Claims of seed 004 (NeuronVote) tested by notebook 05.
+"""Claims of seed 004 (NeuronVote) tested by notebook 05, declared over its settings.
 
-The paper's tables average over concepts; so do ours, and the intervals come from a bootstrap over
-concepts (each concept's scores averaged over layers and s first). That is the variation a new
-concept set would bring. Seed-stability: when the study was rerun under further seeds (new
-tie-breaks, probe initialisations and Random draws; ``StudyResult.reseed_scores``), every
-per-method claim (``{metric}.{method}_above_random``) is bootstrapped under each seed and its
-interval is the union of the per-seed intervals, so it is "supported" only when every seed's
-interval excludes the null (Random's score).
+Each setting (:class:`kit.neuronvote.settings.Setting`: MiniLM on POS, on chunks, at every layer, a
+decoder) gets the claims :data:`DECLARED` lists for its kind, one per question:
+
+- ``order.paper_agreement``: the six methods' NeuronVote order matches the paper's table for the
+  same task (Spearman; Random left out, since its last place holds by construction);
+- ``agreement.beats_shuffled``: the methods agree on a concept's neurons (mean AvgOverlap of the
+  voters) more than they agree when every one of them ranks the concept's labels shuffled among its
+  words. Agreement above Random's (the chance IoU ~ s / (2d - s)) says nothing: any method that
+  reads activations picks high-variance neurons and beats it; a method that beats shuffled labels
+  has found label information;
+- ``probeless.most_compatible``: Probeless's NeuronVote exceeds the best of the other voters'
+  (the maximum re-taken in every resample, so picking the best is part of the interval);
+- ``layer.probing_trend``: the probing methods' NeuronVote is lower at the last layer than the first;
+- ``meanselect.beats_shuffled`` (main setting): MeanSelect's NeuronVote exceeds what it gets when
+  all methods rank shuffled labels (Table 4's case study).
+
+Intervals: bootstrap over concepts, each concept's scores averaged over its layers and s first: a
+concept is a cluster (its layers share words and labels), never resampled as independent units.
+Shuffled-label nulls: ``n_null`` draws of the setting's mean, each taking one of the K shuffled
+copies of every (concept, layer) unit (the copies are independent across units), and an empirical
+p-value. The paper value comes from the table for the setting's task and model
+(:mod:`kit.neuronvote.published`); a setting the paper did not run shows none. Stability: the
+claims recomputed under every further study seed (:func:`study_claims`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Callable, Sequence
+
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, claim
-from kit.core.stats import bootstrap_ci
+from kit.core.claims import Claim, claim, mark_stability
+from kit.core.stats import bootstrap_ci, null_band
+from kit.neuronvote import published
+from kit.neuronvote.methods import DISPLAY, PAPER_METHODS
+from kit.neuronvote.published import PROBING
 
 PAPER = "004"
-REQUIRED_IDS = {"05_neuronvote": ["order.paper_agreement", "order.random_lowest", "layer.probing_trend",
-                                  "overlap.above_random", "meanselect.above_random"]}
-PROBING = ("lca", "lasso", "ridge")
+MIN_CONCEPTS = 8
+"""Fewest concepts (clusters) a bootstrap interval is computed from: a percentile bootstrap over a
+handful of clusters covers far less than 95% (with 3 it has 10 distinct resample sets of 3), so
+with fewer the claims are not testable."""
+REQUIRED_IDS = {"05_neuronvote": ["order.paper_agreement", "agreement.beats_shuffled",
+                                  "probeless.most_compatible", "layer.probing_trend",
+                                  "meanselect.beats_shuffled"]}
 
 
 def per_concept(scores: pd.DataFrame, metric: str, layers=None) -> pd.DataFrame:
@@ -31,143 +57,220 @@ def per_concept(scores: pd.DataFrame, metric: str, layers=None) -> pd.DataFrame:
     return d.groupby(["concept", "method"])["score"].mean().unstack("method")
 
 
-def _paper_table2(metric: str) -> pd.Series:
-    from kit.data.paper_tables import load_table
-
-    from kit.neuronvote.methods import DISPLAY
-
-    t = load_table("004_table02_avgoverlap_neuronvote_pos_bert")
-    key = {v: k for k, v in DISPLAY.items()}
-    t = t[t["metric"] == metric]
-    return pd.Series(t["score"].to_numpy(float), index=[key.get(m, m.lower()) for m in t["method"]])
+def _voters(setting) -> list[str]:
+    return [v for v in (setting.result.voters or PAPER_METHODS) if v in set(setting.result.scores.method)]
 
 
-def _paper_overlap_text() -> str:
-    ao = _paper_table2("AvgOverlap")
-    rest = ao.drop("random", errors="ignore")
-    return f"AvgOverlap {rest.min():.3f}-{rest.max():.3f} vs Random {ao.get('random', float('nan')):.3f} (BERT)"
+def _too_few(setting) -> str | None:
+    n = setting.result.scores.concept.nunique()
+    if n < MIN_CONCEPTS:
+        return (f"{n} concepts: a bootstrap over fewer than {MIN_CONCEPTS} concepts (clusters) gives no usable "
+                "95% interval")
+    return None
 
 
-def _paper_layer_trend() -> float:
-    from kit.data.paper_tables import load_table
-
-    t = load_table("004_table03_neuronvote_pos")
-    t = t[(t["model"] == "BERT") & t["method"].str.lower().isin(PROBING)]
-    by = t.groupby("layer")["score"].mean()
-    return float(by.loc[by.index.max()] - by.loc[by.index.min()])
+def _how(setting) -> str:
+    n = setting.result.scores.concept.nunique()
+    k = setting.result.scores.layer.nunique()
+    return f"bootstrap over {n} concepts (clusters of {k} layer(s) each)"
 
 
-def neuronvote_claims(result, seed: int = 0, n_boot: int = 1000, prefix: str = "") -> list[Claim]:
-    """Claims from one :class:`kit.neuronvote.study.StudyResult`; ``prefix`` tells models apart."""
+def shuffled_null(setting, metric: str, methods: Sequence[str], n_null: int = 1000,
+                  seed: int = 0) -> np.ndarray | None:
+    """``n_null`` draws of the setting-level mean of ``metric`` over ``methods`` when all methods rank
+    shuffled labels: each draw picks one of the K shuffled copies of every (concept, layer) unit and
+    averages. ``None`` when no shuffles were run. Float[ndarray, "n_null"]."""
+    sh = setting.result.shuffled_scores
+    if sh is None or sh.empty:
+        return None
+    d = sh[(sh["metric"] == metric) & sh["method"].isin(methods)]
+    per = d.groupby(["concept", "layer", "shuffle"])["score"].mean().unstack("shuffle")
+    vals = per.to_numpy(float)                                    # (units, K)
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, vals.shape[1], size=(n_null, vals.shape[0]))
+    return vals[np.arange(vals.shape[0]), pick].mean(axis=1)
+
+
+def _p_value(null: np.ndarray, observed: float) -> float:
+    return float((1 + np.sum(null >= observed)) / (null.size + 1))
+
+
+def order_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     from scipy.stats import spearmanr
 
-    kw = dict(n_boot=n_boot, seed=seed)
-    who = f"{result.model} ({result.site})"
-    nv = per_concept(result.scores, "NeuronVote")
-    n = len(nv)
-    how = f"bootstrap over {n} concepts"
-    out = []
-
-    paper = _paper_table2("NeuronVote")
-    methods = [m for m in paper.index if m in nv.columns]
-    M = nv[methods].to_numpy(float)
+    ref = setting.paper
+    paper = published.mean_scores(ref, "NeuronVote")
+    nv = per_concept(setting.result.scores, "NeuronVote")
+    methods = [m for m in _voters(setting) if m in paper.index]
+    statement = (f"{setting.title}: the voters' NeuronVote order matches the paper's ({ref.label}; Spearman "
+                 f"over {len(methods)} methods, Random left out)")
+    if len(methods) < 3:
+        return claim(PAPER, "Table 2", setting.prefix + "order.paper_agreement", statement, None,
+                     not_testable=f"only {len(methods)} of the paper's methods run", rests_on=setting.rests_on)
+    target = paper[methods].to_numpy(float)
 
     def agree(rows):
         ours = np.nanmean(rows, axis=0)
-        return float(spearmanr(ours, paper[methods].to_numpy()).statistic) if np.ptp(ours) > 0 else float("nan")
+        return float(spearmanr(ours, target).statistic) if np.ptp(ours) > 0 else float("nan")
 
-    est = bootstrap_ci(agree, M, **kw)
-    out.append(claim(PAPER, "Table 2", prefix + "order.paper_agreement",
-                     f"{who}: the methods' NeuronVote order matches the paper's (Spearman over {len(methods)} methods "
-                     "with Table 2's BERT values)", est[0], ci=est[1:], null=0.0, direction="greater",
-                     null_how="unrelated orders (0)", paper_value="LCA/Probeless top, Random last",
-                     interval_how=how, figure="fig1_pairwise_overlap_encoder" if not prefix else None))
+    est = bootstrap_ci(agree, nv[methods].to_numpy(float), n_boot=n_boot, seed=seed)
+    order = ", ".join(DISPLAY[m] for m in paper[methods].sort_values(ascending=False).index)
+    return claim(PAPER, published.table_label(ref.compatibility or ref.neuronvote_by_layer),
+                 setting.prefix + "order.paper_agreement", statement, est[0], ci=est[1:], null=0.0,
+                 direction="greater", null_how="unrelated orders (Spearman 0)", paper_value=f"order {order}",
+                 interval_how=_how(setting), rests_on=setting.rests_on)
 
-    others = [m for m in methods if m != "random"]
-    if "random" in nv.columns and others:
-        R = nv[others].to_numpy(float) - nv[["random"]].to_numpy(float)
-        est = bootstrap_ci(lambda r: float(np.nanmin(np.nanmean(r, axis=0))), R, **kw)
-        out.append(claim(PAPER, "Table 2", prefix + "order.random_lowest",
-                         f"{who}: every method's NeuronVote beats Random's (smallest mean margin over the methods)",
-                         est[0], ci=est[1:], null=0.0, direction="greater", null_how="Random's NeuronVote",
-                         paper_value=f"Random {paper.get('random', float('nan')):.3f}, lowest", interval_how=how))
 
-    layers = sorted(result.scores["layer"].unique())
-    probing = [m for m in PROBING if m in nv.columns]
+def agreement_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
+    voters = _voters(setting)
+    ao = per_concept(setting.result.scores, "AvgOverlap")[voters].mean(axis=1).to_numpy(float)
+    statement = (f"{setting.title}: the voters agree on a concept's top-s neurons (mean AvgOverlap) more than "
+                 "when each ranks the concept's labels shuffled among its words")
+    cid = setting.prefix + "agreement.beats_shuffled"
+    null = shuffled_null(setting, "AvgOverlap", voters, n_null, seed)
+    paper = _paper_agreement(setting.paper)
+    if null is None:
+        return claim(PAPER, "Fig. 1, Table 2", cid, statement, float(ao.mean()), paper_value=paper,
+                     not_testable="no shuffled-label copies were run (shuffles: 0)", rests_on=setting.rests_on)
+    est = bootstrap_ci(np.mean, ao, n_boot=n_boot, seed=seed)
+    band = null_band(null)
+    k = int(setting.result.shuffled_scores["shuffle"].nunique())
+    return claim(PAPER, "Fig. 1, Table 2", cid, statement, est[0], ci=est[1:], null_range=band[1:],
+                 direction="greater", paper_value=paper, interval_how=_how(setting),
+                 null_how=(f"voters on shuffled labels: {null.size} draws of the mean, each one of {k} shuffled "
+                           "copies per (concept, layer)"),
+                 rests_on=setting.rests_on, p_value=_p_value(null, est[0]), null_mean=band[0])
+
+
+def _paper_agreement(ref) -> str | None:
+    if ref is None:
+        return None
+    ao = published.mean_scores(ref, "AvgOverlap")
+    if ao.empty:
+        return None
+    six = ao.drop("random", errors="ignore")
+    return (f"AvgOverlap {six.min():.3f}-{six.max():.3f} vs Random {ao.get('random', float('nan')):.3f} "
+            f"({ref.label}; no shuffled-label control)")
+
+
+def probeless_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
+    voters = _voters(setting)
+    cid = setting.prefix + "probeless.most_compatible"
+    statement = (f"{setting.title}: Probeless has the highest NeuronVote of the voters (Probeless minus the "
+                 "best other voter, the best re-picked in every resample)")
+    others = [v for v in voters if v != "probeless"]
+    if "probeless" not in voters or not others:
+        return claim(PAPER, "Table 3", cid, statement, None, not_testable="Probeless or the other voters not run",
+                     rests_on=setting.rests_on)
+    nv = per_concept(setting.result.scores, "NeuronVote")[["probeless"] + others].to_numpy(float)
+    stat: Callable[[np.ndarray], float] = lambda rows: float(  # noqa: E731
+        np.mean(rows[:, 0]) - np.max(np.mean(rows[:, 1:], axis=0)))
+    est = bootstrap_ci(stat, nv, n_boot=n_boot, seed=seed)
+    means = nv.mean(axis=0)
+    best = others[int(np.argmax(means[1:]))]
+    return claim(PAPER, "Table 3, abstract", cid, statement, est[0], ci=est[1:], null=0.0, direction="greater",
+                 null_how="tied with the best other voter (0)", paper_value=_paper_probeless(setting.paper),
+                 interval_how=_how(setting), rests_on=setting.rests_on, best_other=best,
+                 means={m: round(float(v), 4) for m, v in zip(["probeless"] + others, means)})
+
+
+def _paper_probeless(ref) -> str | None:
+    if ref is None:
+        return None
+    nv = published.mean_scores(ref, "NeuronVote").drop(["random", "meanselect"], errors="ignore")
+    best = nv.drop("probeless").idxmax()
+    return (f"{nv['probeless'] - nv[best]:+.3f} (Probeless {nv['probeless']:.3f} vs {DISPLAY[best]} "
+            f"{nv[best]:.3f}; {ref.label})")
+
+
+def trend_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
+    scores = setting.result.scores
+    layers = sorted(scores["layer"].unique())
+    probing = [m for m in PROBING if m in set(scores.method)]
+    cid = setting.prefix + "layer.probing_trend"
+    statement = (f"{setting.title}: NeuronVote of the probing methods (LCA, Lasso, Ridge) is lower at the last "
+                 f"layer than at the first (last - first, layers {layers[0]} and {layers[-1]})")
     if len(layers) < 2 or not probing:
-        out.append(claim(PAPER, "Table 3", prefix + "layer.probing_trend", f"{who}: probing methods' NeuronVote falls "
-                         "at the last layer", None, not_testable="one layer only"))
-    else:
-        first = per_concept(result.scores, "NeuronVote", [layers[0]])[probing].mean(axis=1)
-        last = per_concept(result.scores, "NeuronVote", [layers[-1]])[probing].mean(axis=1)
-        idx = first.index.intersection(last.index)
-        est = bootstrap_ci(lambda a, b: float(np.mean(b - a)), first[idx].to_numpy(), last[idx].to_numpy(), **kw)
-        out.append(claim(PAPER, "Table 3", prefix + "layer.probing_trend",
-                         f"{who}: NeuronVote of the probing methods (LCA, Lasso, Ridge) is lower at the last layer than "
-                         f"at the first (last - first, layers {layers[0]} and {layers[-1]})", est[0], ci=est[1:], null=0.0,
-                         direction="less", null_how="no change (0)",
-                         paper_value=f"{_paper_layer_trend():+.3f} (BERT, layer 12 - layer 1)", interval_how=how))
+        return claim(PAPER, "Table 3", cid, statement, None, rests_on=setting.rests_on,
+                     not_testable="one layer only" if len(layers) < 2 else "no probing method run")
+    first = per_concept(scores, "NeuronVote", [layers[0]])[probing].mean(axis=1)
+    last = per_concept(scores, "NeuronVote", [layers[-1]])[probing].mean(axis=1)
+    idx = first.index.intersection(last.index)
+    est = bootstrap_ci(lambda a, b: float(np.mean(b - a)), first[idx].to_numpy(), last[idx].to_numpy(),
+                       n_boot=n_boot, seed=seed)
+    ref = setting.paper
+    pv = None if ref is None else f"{published.layer_trend(ref):+.3f} ({ref.label}, last - first printed layer)"
+    return claim(PAPER, "Table 3, §4.2", cid, statement, est[0], ci=est[1:], null=0.0, direction="less",
+                 null_how="no change (0)", paper_value=pv, interval_how=f"bootstrap over {len(idx)} concepts "
+                 "(paired: each concept's first and last layer)", rests_on=setting.rests_on)
 
-    ao = per_concept(result.scores, "AvgOverlap")
-    ao_methods = [m for m in PROBING + ("probeless", "iou", "gaussian") if m in ao.columns]
-    if "random" in ao.columns and ao_methods:
-        est = bootstrap_ci(lambda a, r: float(np.mean(a - r)), ao[ao_methods].mean(axis=1).to_numpy(),
-                           ao["random"].to_numpy(), **kw)
-        out.append(claim(PAPER, "Fig. 1, Table 2", prefix + "overlap.above_random",
-                         f"{who}: the methods' top-s sets overlap each other more than Random's overlap them "
-                         "(mean AvgOverlap of the paper's methods - Random's)", est[0], ci=est[1:], null=0.0,
-                         direction="greater", null_how="Random's AvgOverlap",
-                         paper_value=_paper_overlap_text(),
-                         interval_how=how))
 
-    if {"meanselect", "random"} <= set(nv.columns):
-        est = bootstrap_ci(lambda a, r: float(np.mean(a - r)), nv["meanselect"].to_numpy(), nv["random"].to_numpy(), **kw)
-        out.append(claim(PAPER, "Table 4", prefix + "meanselect.above_random",
-                         f"{who}: MeanSelect's NeuronVote exceeds Random's (difference)", est[0], ci=est[1:], null=0.0,
-                         direction="greater", null_how="Random's NeuronVote", paper_value="MeanSelect ≫ Random (Table 4)",
-                         interval_how=how, figure="fig2_meanselect_overlap_encoder" if not prefix else None))
-    else:
-        out.append(claim(PAPER, "Table 4", prefix + "meanselect.above_random", f"{who}: MeanSelect beats Random", None,
-                         not_testable="MeanSelect or Random not run"))
-    out += method_claims(result, seed=seed, n_boot=n_boot, prefix=prefix)
+def meanselect_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
+    cid = setting.prefix + "meanselect.beats_shuffled"
+    statement = (f"{setting.title}: MeanSelect's NeuronVote exceeds its NeuronVote when every method ranks the "
+                 "concept's labels shuffled among its words")
+    ref = setting.paper
+    pv = None if ref is None else published.meanselect_mean(ref)
+    pv = None if pv is None else f"{pv:.3f} ({ref.label}, mean over layers; vs Random only)"
+    nv = per_concept(setting.result.scores, "NeuronVote")
+    if "meanselect" not in nv.columns:
+        return claim(PAPER, "Table 4", cid, statement, None, not_testable="MeanSelect not run",
+                     rests_on=setting.rests_on)
+    ms = nv["meanselect"].to_numpy(float)
+    null = shuffled_null(setting, "NeuronVote", ["meanselect"], n_null, seed)
+    if null is None:
+        return claim(PAPER, "Table 4", cid, statement, float(ms.mean()), paper_value=pv, rests_on=setting.rests_on,
+                     not_testable="no shuffled-label copies were run (shuffles: 0)")
+    est = bootstrap_ci(np.mean, ms, n_boot=n_boot, seed=seed)
+    band = null_band(null)
+    return claim(PAPER, "Table 4", cid, statement, est[0], ci=est[1:], null_range=band[1:], direction="greater",
+                 null_how=f"MeanSelect with all methods on shuffled labels ({null.size} draws of the mean)",
+                 paper_value=pv, interval_how=_how(setting), rests_on=setting.rests_on,
+                 p_value=_p_value(null, est[0]), null_mean=band[0])
+
+
+DECLARED: dict[str, tuple[Callable, ...]] = {
+    "encoder": (order_claim, agreement_claim, probeless_claim, trend_claim, meanselect_claim),
+    "chunking": (order_claim, agreement_claim, probeless_claim, trend_claim),
+    "layers": (order_claim, agreement_claim, probeless_claim, trend_claim),
+    "decoder": (agreement_claim, probeless_claim, trend_claim),
+}
+"""Which claims each kind of setting gets (the order claim needs a paper table for the setting)."""
+
+
+def setting_claims(setting, seed: int = 0, n_boot: int = 1000, n_null: int = 1000) -> list[Claim]:
+    """The claims :data:`DECLARED` for ``setting.name``, kind ``reproduction`` (a paper claim on
+    our models' numbers); not testable when the setting has fewer than :data:`MIN_CONCEPTS` concepts."""
+    out = [fn(setting, seed, n_boot, n_null) for fn in DECLARED[setting.name]
+           if not (fn is order_claim and setting.paper is None)]
+    few = _too_few(setting)
+    if few:
+        out = [claim(c.paper, c.section, c.id, c.statement, c.ours, paper_value=c.paper_value, not_testable=few,
+                     rests_on=c.rests_on) for c in out]
     return out
 
 
-def _seed_tables(result) -> dict[int, pd.DataFrame]:
-    rs = getattr(result, "reseed_scores", None)
-    if rs is None or rs.empty:
-        return {None: result.scores}
-    return {int(k): g.drop(columns="seed") for k, g in rs.groupby("seed")}
-
-
-def method_claims(result, seed: int = 0, n_boot: int = 1000, prefix: str = "") -> list[Claim]:
-    """One claim per method and metric: its AvgOverlap / NeuronVote exceeds Random's (the mean over
-    concepts of the paired difference, bootstrap over concepts; with reseeds, the union of the
-    per-seed intervals and the mean over seeds). The paper's value is its Table 2 number for the
-    method (BERT) beside Random's."""
-    from kit.neuronvote.methods import DISPLAY
-
-    who = f"{result.model} ({result.site})"
-    tables = _seed_tables(result)
-    out = []
-    for metric in ("AvgOverlap", "NeuronVote"):
-        paper = _paper_table2(metric)
-        per = {k: per_concept(t, metric) for k, t in tables.items()}
-        first = next(iter(per.values()))
-        if "random" not in first.columns:
-            continue
-        for m in [c for c in first.columns if c != "random"]:
-            ests = [bootstrap_ci(lambda a, r: float(np.mean(a - r)), p[m].to_numpy(float), p["random"].to_numpy(float),
-                                 n_boot=n_boot, seed=seed) for p in per.values()]
-            ours = float(np.mean([e[0] for e in ests]))
-            lo, hi = float(min(e[1] for e in ests)), float(max(e[2] for e in ests))
-            n_seeds = len(ests)
-            how = f"bootstrap over {len(first)} concepts" + (f", union over {n_seeds} study seeds" if n_seeds > 1 else "")
-            pv = (f"{paper[m]:.3f} vs Random {paper.get('random', float('nan')):.3f} (BERT)" if m in paper.index
-                  else None)
-            out.append(claim(PAPER, "Table 2", f"{prefix}{metric.lower()}.{m}_above_random",
-                             f"{who}: {DISPLAY.get(m, m)}'s {metric} exceeds Random's (mean over concepts of the "
-                             "difference, layers and s averaged)", ours, ci=(lo, hi), null=0.0, direction="greater",
-                             null_how=f"Random's {metric} (mean of its draws)", paper_value=pv, interval_how=how,
-                             seed_means=[round(e[0], 4) for e in ests]))
-    return out
+def study_claims(settings: Sequence, seed: int = 0, n_boot: int = 1000, n_null: int = 1000) -> list[Claim]:
+    """Every setting's claims, with their stability: each claim recomputed under every further study
+    seed of its setting (new tie-breaks, probe initialisations, Random draws; the seedless Gaussian
+    and the shuffled copies kept) and with other bootstrap and null-draw seeds; a claim whose verdict
+    changes is marked ``flips`` (:func:`kit.core.claims.mark_stability`). Without reseeds, only the
+    resampling seeds change."""
+    claims = [c for s in settings for c in setting_claims(s, seed, n_boot, n_null)]
+    reseeds = sorted({int(x) for s in settings if s.result.reseed_scores is not None
+                      for x in s.result.reseed_scores["seed"].unique()} - {seed})
+    runs = reseeds or [seed + 1, seed + 2]
+    reruns = []
+    for r, study_seed in enumerate(runs, 1):
+        again = []
+        for s in settings:
+            rs = s.result.reseed_scores
+            if reseeds and rs is not None:
+                view = rs[rs["seed"] == study_seed].drop(columns="seed").reset_index(drop=True)
+                s = replace(s, result=s.result.with_scores(view))
+            again += setting_claims(s, seed + r, n_boot, n_null)
+        reruns.append(again)
+    how = (f"study seeds {', '.join(map(str, runs))} (tie-breaks, probe initialisations, Random draws) with "
+           "bootstrap and null-draw seeds " if reseeds else "bootstrap and null-draw seeds ")
+    how += ", ".join(str(seed + r) for r in range(1, len(runs) + 1))
+    return mark_stability(claims, reruns, how)

@@ -1,20 +1,30 @@
-"""Notebook 05's experiments (seed 004): every neuron-ranking method on every POS concept at three
-layers of an encoder (or a decoder), AvgOverlap and NeuronVote over them, classifier accuracy at a
-few budgets; seed stability, bootstrap intervals of the scores, consensus subsets and the lobby
-effect of duplicated voters. Tables beside the paper's are in :mod:`kit.neuronvote.tables`, the
-figures in :mod:`kit.neuronvote.plots`.
+"""Notebook 05's experiments (seed 004): every neuron-ranking method on every concept at a few layers
+of a model, AvgOverlap and NeuronVote over them, classifier accuracy at a few budgets, their
+seed-stability and shuffled-label null; bootstrap intervals of the scores, consensus subsets and
+the lobby effect of duplicated voters.
+
+A study is a set of (concept, layer) units (:mod:`kit.neuronvote.units`). :func:`plan_study` checks
+its arguments and lays the units out; :func:`run_plans` computes the units of one or more plans,
+either here (``jobs=None``) or as jobs of :mod:`kit.core.jobs` on any engine (the same numbers),
+and assembles each plan's :class:`StudyResult`. The settings the notebook runs (MiniLM on POS,
+chunking, every layer, a decoder) are built in :mod:`kit.neuronvote.settings`; tables beside the
+paper's are in :mod:`kit.neuronvote.tables`, the figures in :mod:`kit.neuronvote.plots`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
+from kit.core.jobs import Job, run_jobs
 from kit.neuronvote import methods as nv
+from kit.neuronvote import units as nv_units
 from kit.neuronvote.concepts import ConceptTask
+from kit.neuronvote.units import ACCURACY_COLUMNS, SCORE_COLUMNS, UnitResult, UnitSettings
 
 POSITIONS = ("first", "middle", "last")
 
@@ -64,18 +74,150 @@ class StudyResult:
     """``scores`` again under every study seed (column ``seed``: the study's own seed first, then
     ``reseeds`` more): new tie-breaks, probe initialisations and Random draws; the Gaussian, which
     uses no seed, keeps its ranking. ``None`` when no reseeds were run."""
+    shuffled_scores: pd.DataFrame | None = None
+    """``scores`` of the voters and MeanSelect when every one of them ranks the concept's labels
+    shuffled among its training words (column ``shuffle``: 1..K, K copies per unit): the
+    shuffled-label null. ``None`` when no shuffles were run."""
 
     @property
     def s_label(self) -> str:
         s = sorted(self.pairwise_s)
         return f"top {s[0]}-{s[-1]}" if len(s) > 1 else (f"top {s[0]}" if s else "")
 
+    def with_scores(self, scores: pd.DataFrame) -> StudyResult:
+        """A copy whose ``scores`` are replaced (e.g. by one reseed's), for a rerun of the claims."""
+        from dataclasses import replace
+
+        return replace(self, scores=scores)
+
+
+@dataclass
+class StudyPlan:
+    """One study laid out as (concept, layer) units, before anything is computed."""
+
+    model: str
+    site: str
+    settings: UnitSettings
+    units: list[tuple[int, str, ConceptTask]]
+    """(layer, position, task) in the order of the result's rows: layers ascending, tasks as given."""
+    vectors: Mapping[int, np.ndarray]
+    n_neurons: int
+    n_tasks: int
+
+    def arrays(self, layer: int, task: ConceptTask) -> tuple[np.ndarray, ...]:
+        arr = task.arrays(self.vectors[layer])
+        return arr["x_train"], arr["y_train"], arr["x_test"], arr["y_test"]
+
+    def compute_here(self, progress: bool = True) -> list[UnitResult]:
+        """Every unit in this process, one after another (no cache, no job layer)."""
+        from threadpoolctl import threadpool_limits
+
+        out = []
+        # One BLAS thread: the problems are small, and threads spinning on a shared CPU made the
+        # scikit-learn fits ~10x slower here.
+        with threadpool_limits(limits=1):
+            for L, pos, task in tqdm(self.units, desc=f"{self.model} rank+score", disable=not progress):
+                out.append(nv_units.compute_unit(*self.arrays(L, task), task.concept, L, pos, self.settings))
+        return out
+
+    def jobs(self, code: str | None = None) -> list[list[Job]]:
+        """Stage the layers' vectors and the tasks in the cache; the jobs of each unit, in order."""
+        code = code or nv_units.code_digest()
+        keys = {L: nv_units.stage_array(np.asarray(self.vectors[L])) for L in {u[0] for u in self.units}}
+        out = []
+        for L, pos, task in self.units:
+            table = nv_units.task_table(task.train, task.y_train, task.test, task.y_test)
+            out.append(nv_units.unit_jobs(keys[L], nv_units.stage_array(table), task.concept, L, pos,
+                                          self.settings, code))
+        return out
+
+    def collect(self, units: Sequence[UnitResult]) -> StudyResult:
+        """The :class:`StudyResult` of computed units (in :attr:`units` order)."""
+        st = self.settings
+        score_rows, acc_rows, reseed_rows, shuffled_rows = [], [], [], []
+        pair_sum: dict[str, pd.DataFrame] = {}
+        rankings = {}
+        for u in units:
+            score_rows += u.scores
+            acc_rows += u.accuracy
+            reseed_rows += u.reseed_scores
+            shuffled_rows += u.shuffled_scores
+            rankings[(u.layer, u.concept)] = {m: np.asarray(r, dtype=np.int64) for m, r in u.rankings.items()}
+            names = list(u.rankings)
+            pw = pd.DataFrame(u.pairwise, index=names, columns=names)
+            pair_sum[u.position] = pw if u.position not in pair_sum else pair_sum[u.position] + pw
+        scores = pd.DataFrame(score_rows, columns=SCORE_COLUMNS)
+        accuracy = pd.DataFrame(acc_rows, columns=ACCURACY_COLUMNS)
+        reseed_scores = None
+        if st.reseeds:
+            reseed_scores = pd.concat([scores.assign(seed=st.seed),
+                                       pd.DataFrame(reseed_rows, columns=SCORE_COLUMNS + ["seed"])],
+                                      ignore_index=True)
+        shuffled = pd.DataFrame(shuffled_rows, columns=SCORE_COLUMNS + ["shuffle"]) if st.shuffles else None
+        return StudyResult(model=self.model, site=self.site, scores=scores, accuracy=accuracy,
+                           pairwise={pos: m / max(self.n_tasks, 1) for pos, m in pair_sum.items()},
+                           n_neurons=self.n_neurons, pairwise_s=tuple(st.pairwise_s),
+                           definitions=st.rank_kwargs.get("definitions", "paper_text"), rankings=rankings,
+                           voters=tuple(st.voters), reseed_scores=reseed_scores, shuffled_scores=shuffled)
+
+
+def plan_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], model: str, site: str,
+               methods: Sequence[str] = nv.METHODS, voters: Sequence[str] = nv.PAPER_METHODS,
+               s_values: Sequence[int] = (10, 30, 50), accuracy_s: Sequence[int] = (30, 50, 70, 100),
+               pairwise_s: Sequence[int] = (10, 20, 30, 40, 50), seed: int = 0, random_draws: int = 20,
+               reseeds: int = 0, shuffles: int = 0, **rank_kwargs: Any) -> StudyPlan:
+    """Check a study's arguments and lay out its units (see :func:`run_study`)."""
+    unknown = [m for m in list(methods) + list(voters) if m not in nv.METHODS]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; allowed: {', '.join(nv.METHODS)}")
+    missing = [v for v in voters if v not in methods]
+    if missing:
+        raise ValueError(f"voters {missing} are not among the methods run ({list(methods)})")
+    d = min(np.asarray(v).shape[1] for v in vectors.values())
+    too_big = [s for s in list(s_values) + list(accuracy_s) + list(pairwise_s) if s > d]
+    if too_big:
+        raise ValueError(f"s values {too_big} exceed the number of neurons per layer ({d})")
+    for name, value in (("random_draws", random_draws), ("reseeds", reseeds), ("shuffles", shuffles)):
+        if value < (1 if name == "random_draws" else 0):
+            raise ValueError(f"{name} must be >= {1 if name == 'random_draws' else 0}, got {value}")
+    names = position_names(sorted(vectors))
+    settings = UnitSettings(methods=tuple(methods), voters=tuple(voters), s_values=tuple(int(s) for s in s_values),
+                            accuracy_s=tuple(int(s) for s in accuracy_s),
+                            pairwise_s=tuple(int(s) for s in pairwise_s), seed=int(seed),
+                            random_draws=int(random_draws), reseeds=int(reseeds), shuffles=int(shuffles),
+                            rank_kwargs=dict(rank_kwargs))
+    units = [(L, names[L], t) for L in sorted(vectors) for t in tasks]
+    return StudyPlan(model=model, site=site, settings=settings, units=units, vectors=vectors, n_neurons=d,
+                     n_tasks=len(tasks))
+
+
+def run_plans(plans: Sequence[StudyPlan], jobs: Mapping[str, Any] | None = None, progress: bool = True,
+              desc: str = "NeuronVote units") -> list[StudyResult]:
+    """Compute every unit of ``plans`` and return one :class:`StudyResult` per plan.
+
+    ``jobs``: ``None`` computes here, unit after unit; otherwise the keyword arguments of
+    :func:`kit.core.jobs.run_jobs` (``engine``, ``max_workers``, ``ray_address``: a notebook passes
+    ``engine_options(cfg)``), and all plans' units run as one sweep of jobs whose results are read
+    back from the cache (a unit computed before, with the same code, is not computed again).
+    """
+    if jobs is None:
+        return [p.collect(p.compute_here(progress)) for p in plans]
+    code = nv_units.code_digest()
+    per_plan = [p.jobs(code) for p in plans]
+    # Shuffles are the longest jobs: submitted first, they do not end the sweep on one core.
+    flat = [j for unit in (u for jobs_ in per_plan for u in jobs_) for j in unit]
+    ordered = sorted(flat, key=lambda j: not j.fn.endswith(":shuffle_unit_job"))
+    run_jobs(ordered, desc=desc, **dict(jobs))
+    return [p.collect([nv_units.merge_units([nv_units.read_unit(j) for j in unit]) for unit in jobs_])
+            for p, jobs_ in zip(plans, per_plan)]
+
 
 def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], model: str, site: str,
               methods: Sequence[str] = nv.METHODS, voters: Sequence[str] = nv.PAPER_METHODS,
               s_values: Sequence[int] = (10, 30, 50), accuracy_s: Sequence[int] = (30, 50, 70, 100),
               pairwise_s: Sequence[int] = (10, 20, 30, 40, 50), seed: int = 0,
-              progress: bool = True, random_draws: int = 20, reseeds: int = 0, **rank_kwargs) -> StudyResult:
+              progress: bool = True, random_draws: int = 20, reseeds: int = 0, shuffles: int = 0,
+              jobs: Mapping[str, Any] | None = None, **rank_kwargs: Any) -> StudyResult:
     """Rank, score and evaluate every method on every concept task and layer.
 
     ``vectors``: layer -> Float[ndarray, "n_flat_words d"] word activations (rows = the tasks'
@@ -88,102 +230,13 @@ def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], m
     over ``random_draws`` independent permutations (its classifier accuracy uses the first one).
     ``reseeds``: rerank with that many further study seeds (every method but the seedless Gaussian)
     and score again: ``StudyResult.reseed_scores``, the seed-stability of every number.
+    ``shuffles``: rank that many copies of each concept's training labels shuffled among its words
+    with the voters and MeanSelect: ``StudyResult.shuffled_scores``, the shuffled-label null.
+    ``jobs``: see :func:`run_plans`.
     """
-    from threadpoolctl import threadpool_limits
-
-    # One BLAS thread: the problems are small, and threads spinning on a shared CPU made the
-    # scikit-learn fits ~10x slower here.
-    with threadpool_limits(limits=1):
-        return _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s,
-                          seed, progress, random_draws, rank_kwargs, reseeds)
-
-
-SEEDLESS = ("gaussian",)
-"""Methods whose ranking uses no seed (no tie-break, no initialisation): reused across reseeds."""
-
-
-def _consensus_rows(rankings, voters, s_values, draws, L, pos, concept, extra=()):
-    rows = []
-    for s in s_values:
-        for metric, fn in (("AvgOverlap", nv.avg_overlap), ("NeuronVote", nv.neuron_vote)):
-            values = fn(rankings, s, voters=voters)
-            if draws:  # Random = mean over independent draws (the voters' consensus is unchanged)
-                pool = {v: rankings[v] for v in voters}
-                values["random"] = float(np.mean([values["random"]] + [
-                    fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]))
-            for m, v in values.items():
-                rows.append((L, pos, concept, s, m, metric, v, *extra))
-    return rows
-
-
-def _random_draws(seed, concept, L, d, random_draws):
-    return [np.random.default_rng(nv.method_seed(seed, f"random#{r}", concept, L)).permutation(d)
-            for r in range(1, random_draws)]
-
-
-def _run_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s, seed,
-               progress, random_draws, rank_kwargs, reseeds=0) -> StudyResult:
-    from tqdm.auto import tqdm
-
-    unknown = [m for m in list(methods) + list(voters) if m not in nv.METHODS]
-    if unknown:
-        raise ValueError(f"unknown methods {unknown}; allowed: {', '.join(nv.METHODS)}")
-    missing = [v for v in voters if v not in methods]
-    if missing:
-        raise ValueError(f"voters {missing} are not among the methods run ({list(methods)})")
-    names = position_names(sorted(vectors))
-    widths = {np.asarray(v).shape[1] for v in vectors.values()}
-    d = min(widths)
-    too_big = [s for s in list(s_values) + list(accuracy_s) + list(pairwise_s) if s > d]
-    if too_big:
-        raise ValueError(f"s values {too_big} exceed the number of neurons per layer ({d})")
-    if random_draws < 1:
-        raise ValueError(f"random_draws must be >= 1, got {random_draws}")
-    if reseeds < 0:
-        raise ValueError(f"reseeds must be >= 0, got {reseeds}")
-    score_rows, acc_rows, reseed_rows = [], [], []
-    pair_sum: dict[str, pd.DataFrame] = {}
-    kept_rankings = {}
-    jobs = [(L, t) for L in sorted(vectors) for t in tasks]
-    for L, task in tqdm(jobs, desc=f"{model} rank+score", disable=not progress):
-        arr = task.arrays(vectors[L])
-        rankings = nv.rank_all(arr["x_train"], arr["y_train"], methods, seed=seed, task=(task.concept, L),
-                               **rank_kwargs)
-        kept_rankings[(L, task.concept)] = rankings
-        pos = names[L]
-        d_here = arr["x_train"].shape[1]
-        draws = _random_draws(seed, task.concept, L, d_here, random_draws) if "random" in rankings else []
-        score_rows += _consensus_rows(rankings, voters, s_values, draws, L, pos, task.concept)
-        for r in range(1, reseeds + 1):
-            again = nv.rank_all(arr["x_train"], arr["y_train"], [m for m in methods if m not in SEEDLESS],
-                                seed=seed + r, task=(task.concept, L), **rank_kwargs)
-            again = {m: again.get(m, rankings[m]) for m in methods}
-            d_r = _random_draws(seed + r, task.concept, L, d_here, random_draws) if "random" in again else []
-            reseed_rows += _consensus_rows(again, voters, s_values, d_r, L, pos, task.concept, extra=(seed + r,))
-        for s in accuracy_s:
-            for m in methods:
-                acc = nv.classifier_accuracy(arr["x_train"], arr["y_train"], arr["x_test"], arr["y_test"],
-                                             rankings[m][:s])
-                acc_rows.append((L, pos, task.concept, s, m, acc))
-        pw = nv.pairwise_overlap(rankings, list(pairwise_s))
-        pair_sum[pos] = pw if pos not in pair_sum else pair_sum[pos] + pw
-    scores = pd.DataFrame(score_rows, columns=["layer", "position", "concept", "s", "method", "metric", "score"])
-    accuracy = pd.DataFrame(acc_rows, columns=["layer", "position", "concept", "s", "method", "accuracy"])
-    pairwise = {pos: m / max(len(tasks), 1) for pos, m in pair_sum.items()}
-    reseed_scores = None
-    if reseeds:
-        cols = list(scores.columns) + ["seed"]
-        reseed_scores = pd.concat([scores.assign(seed=seed), pd.DataFrame(reseed_rows, columns=cols)],
-                                  ignore_index=True)
-    return StudyResult(model=model, site=site, scores=scores, accuracy=accuracy, pairwise=pairwise, n_neurons=d,
-                       pairwise_s=tuple(pairwise_s), definitions=rank_kwargs.get("definitions", "paper_text"),
-                       rankings=kept_rankings, voters=tuple(voters), reseed_scores=reseed_scores)
-
-
-def _rank_kwargs(cfg, definitions: str | None = None) -> dict:
-    return dict(iou_percentile=cfg.iou_percentile, lambda1=cfg.lambda1, lambda2=cfg.lambda2,
-                gaussian_max_neurons=cfg.gaussian_max_neurons, probe_standardize=cfg.probe_standardize,
-                definitions=definitions or cfg.definitions[0], random_draws=cfg.random_draws, reseeds=cfg.reseeds)
+    plan = plan_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s, seed,
+                      random_draws, reseeds, shuffles, **rank_kwargs)
+    return run_plans([plan], jobs, progress, desc=f"{model} rank+score")[0]
 
 
 def seed_stability(result: StudyResult) -> pd.DataFrame:
@@ -201,127 +254,20 @@ def seed_stability(result: StudyResult) -> pd.DataFrame:
     return out.round(4)
 
 
-_PREPARED: dict = {}
-
-
-def encoder_data(cfg, encoder: str, source: str, tags, max_per_class: int | None | str = "cfg"
-                 ) -> tuple[list[ConceptTask], dict[str, np.ndarray], pd.DataFrame, int]:
-    """Concept tasks and word vectors of one encoder on one corpus, computed once per session.
-
-    Returns (tasks, site -> Float["n_flat_words d"], concept summary, n_layers). With
-    ``cfg.site == "hook_resid_post"`` every layer's output and the embedding output
-    (``blocks.0.hook_resid_pre``) are computed in the same forward pass (for the all-layer study).
-    ``max_per_class`` (default ``cfg.max_per_class``): when the same corpus was already encoded
-    with all examples, a capped variant is drawn from those words (no second forward pass).
-    """
-    from kit.models.encoders import load_encoder
-    from kit.neuronvote import concepts as concepts
-
-    cap = cfg.max_per_class if max_per_class == "cfg" else max_per_class
-    base = (encoder, source, None if tags is None else tuple(tags), cfg.site, cfg.min_examples,
-            cfg.max_sentences, cfg.seed, cfg.device)
-    if base + (cap,) in _PREPARED:
-        return _PREPARED[base + (cap,)][:4]
-    if cap is not None and base + (None,) in _PREPARED:
-        tasks_all, acts, summary, n_layers, sentences = _PREPARED[base + (None,)]
-        kept = [t.concept for t in tasks_all]
-        tasks = concepts.build_concept_tasks(sentences, kept, min_examples=1, max_per_class=cap, seed=cfg.seed)
-        tasks = [t for t in tasks if min(len(t.test), int(t.y_train.sum()), int((1 - t.y_train).sum())) > 1]
-        _PREPARED[base + (cap,)] = (tasks, acts, summary, n_layers, sentences)
-        return _PREPARED[base + (cap,)][:4]
-    sentences = concepts.load_sentences(source, max_sentences=None, seed=cfg.seed)
-    summary = concepts.concept_summary(sentences, tags, cfg.min_examples)
-    if cfg.max_sentences is not None and cfg.max_sentences < len(sentences):
-        # Subsample after counting: which tags are kept is decided on the whole corpus, as in the paper.
-        sentences = concepts.load_sentences(source, max_sentences=cfg.max_sentences, seed=cfg.seed)
-    kept = summary.concept[summary.kept].tolist()
-    tasks = concepts.build_concept_tasks(sentences, kept, min_examples=1, max_per_class=cap, seed=cfg.seed)
-    tasks = [t for t in tasks if min(len(t.test), int(t.y_train.sum()), int((1 - t.y_train).sum())) > 1]
-    if not tasks:
-        raise ValueError(f"no concept of {tags} has >= {cfg.min_examples} examples in {source}")
-    sentences, tasks = concepts.compact(sentences, tasks)
-    enc = load_encoder(encoder, device=cfg.device)
-    sites = [f"blocks.{L}.{cfg.site}" for L in range(enc.n_layers)]
-    if cfg.site == "hook_resid_post":
-        sites = ["blocks.0.hook_resid_pre"] + sites
-    acts = enc.word_activations([list(s.words) for s in sentences], sites, batch_size=cfg.batch_size)
-    _PREPARED[base + (cap,)] = (tasks, {k: v.numpy() for k, v in acts.items()}, summary, enc.n_layers, sentences)
-    return _PREPARED[base + (cap,)][:4]
-
-
-def study_encoder(cfg, encoder: str | None = None, source: str | None = None, progress: bool = True,
-                  definitions: str | None = None, all_layers: bool = False,
-                  tags=None, max_per_class: int | None | str = "cfg") -> tuple[StudyResult, pd.DataFrame]:
-    """The whole pipeline for one encoder on one tagged corpus, from a notebook 05 ``Config``.
-
-    Loads the corpus, builds the concept tasks (tags below ``cfg.min_examples`` dropped), computes
-    word vectors (mean of subtokens) at ``blocks.{L}.{cfg.site}`` and runs :func:`run_study` with
-    the definition set ``definitions`` (default ``cfg.definitions[0]``). Layers: ``cfg.layers``
-    (default first/middle/last block, keyed by block index); ``all_layers``: the embedding output
-    and every block, keyed by the paper's numbering (0 = embeddings, k = output of block k - 1;
-    Tables 7-14). ``tags``: default ``cfg.tags`` for POS sources, ``concepts.CHUNK_TAGS`` for
-    ``conll2000_chunk``. ``max_per_class``: default ``cfg.max_per_class`` (the notebook passes
-    ``cfg.extra_max_per_class`` for chunking and the all-layer study). Returns (result, concept
-    summary with counts and kept flags).
-    """
-    from kit.neuronvote import concepts as concepts
-
-    encoder = encoder or cfg.encoder
-    source = source or cfg.source
-    if tags is None:
-        tags = list(concepts.CHUNK_TAGS) if source == "conll2000_chunk" else cfg.tags
-    tasks, acts, summary, n_layers = encoder_data(cfg, encoder, source, tags, max_per_class)
-    if all_layers:
-        if cfg.site != "hook_resid_post":
-            raise ValueError(f"all_layers needs site='hook_resid_post' (the embedding output has no {cfg.site})")
-        sites = {0: "blocks.0.hook_resid_pre"} | {L + 1: f"blocks.{L}.hook_resid_post" for L in range(n_layers)}
-    else:
-        layers = cfg.layers if cfg.layers is not None else first_middle_last(n_layers)
-        bad = [L for L in layers if not 0 <= L < n_layers]
-        if bad:
-            raise ValueError(f"layers {bad} out of range for {encoder} ({n_layers} layers: 0..{n_layers - 1})")
-        sites = {L: f"blocks.{L}.{cfg.site}" for L in layers}
-    vectors = {L: acts[site] for L, site in sites.items()}
-    name = encoder if source == cfg.source else f"{encoder} ({source})"
-    result = run_study(tasks, vectors, model=name, site="all layers (0 = embeddings)" if all_layers
-                       else f"blocks.{{L}}.{cfg.site}", methods=cfg.methods, voters=cfg.voters,
-                       s_values=cfg.s_values, accuracy_s=cfg.accuracy_s, pairwise_s=cfg.pairwise_s,
-                       seed=cfg.seed, progress=progress, **_rank_kwargs(cfg, definitions))
-    return result, summary
-
-
-def study_decoder(cfg, progress: bool = True) -> tuple[StudyResult, pd.DataFrame]:
-    """The pipeline for the zoo decoder ``cfg.decoder_model`` on the tiny world's word roles
-    (``kit.neuronvote.concepts.world_role_sentences``), at ``blocks.{L}.{cfg.decoder_site}``."""
-    from kit.models.encoders import decoder_word_activations
-    from kit.models.load import load_model
-    from kit.neuronvote import concepts as concepts
-
-    sentences = concepts.load_sentences("world-roles", seed=cfg.seed, world_n_per_task=cfg.decoder_n_per_task)
-    summary = concepts.concept_summary(sentences, None, cfg.decoder_min_examples)
-    kept = summary.concept[summary.kept].tolist()
-    tasks = concepts.build_concept_tasks(sentences, kept, min_examples=1, max_per_class=cfg.max_per_class,
-                                         seed=cfg.seed)
-    sentences, tasks = concepts.compact(sentences, tasks)
-    model = load_model(cfg.decoder_model, device=cfg.device, world=cfg.world)
-    n_layers = model.cfg.n_layers
-    layers = cfg.decoder_layers if cfg.decoder_layers is not None else first_middle_last(n_layers)
-    bad = [L for L in layers if not 0 <= L < n_layers]
-    if bad:
-        raise ValueError(f"decoder_layers {bad} out of range for {cfg.decoder_model} ({n_layers} layers)")
-    sites = {L: f"blocks.{L}.{cfg.decoder_site}" for L in layers}
-    acts = decoder_word_activations(model, [list(s.words) for s in sentences], list(sites.values()),
-                                    batch_size=cfg.batch_size)
-    vectors = {L: acts[site].numpy() for L, site in sites.items()}
-    d = min(v.shape[1] for v in vectors.values())
-    # Small decoders may have fewer neurons than the largest s; an s >= d would make every top-s
-    # set the whole layer (overlap 1), so such s are left out.
-    clip = lambda xs: [s for s in xs if s < d] or [max(1, d // 4)]  # noqa: E731
-    result = run_study(tasks, vectors, model=cfg.decoder_model, site=f"blocks.{{L}}.{cfg.decoder_site}",
-                       methods=cfg.methods, voters=cfg.voters, s_values=clip(cfg.s_values),
-                       accuracy_s=clip(cfg.accuracy_s), pairwise_s=clip(cfg.pairwise_s), seed=cfg.seed,
-                       progress=progress, **_rank_kwargs(cfg))
-    return result, summary
+def shuffled_table(result: StudyResult) -> pd.DataFrame:
+    """Per method and metric: the mean score on the concepts' labels and on the shuffled copies
+    (mean over concepts, layers, s and copies), and their difference. Empty without shuffles."""
+    sh = result.shuffled_scores
+    cols = ["method", "metric", "labels", "shuffled", "difference"]
+    if sh is None or sh.empty:
+        return pd.DataFrame(columns=cols)
+    real = result.scores.groupby(["method", "metric"]).score.mean()
+    null = sh.groupby(["method", "metric"]).score.mean()
+    out = pd.DataFrame({"labels": real.reindex(null.index), "shuffled": null})
+    out["difference"] = out["labels"] - out["shuffled"]
+    out = out.reset_index()
+    out["method"] = out["method"].map(lambda m: nv.DISPLAY.get(m, m))
+    return out[cols].round(4)
 
 
 def score_intervals(result: StudyResult, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:

@@ -9,7 +9,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from kit.data.paper_tables import load_table
 from kit.neuronvote import methods as nv
+from kit.neuronvote import published
+from kit.neuronvote.published import POS_BERT, PaperRef
 from kit.neuronvote.study import POSITIONS, StudyResult, score_intervals
 
 
@@ -19,67 +22,69 @@ def _display(df: pd.DataFrame, col: str = "method") -> pd.DataFrame:
     return df
 
 
-def table1_accuracy(result: StudyResult, with_paper: bool = True) -> pd.DataFrame:
+def table1_accuracy(result: StudyResult, paper: PaperRef | None = POS_BERT) -> pd.DataFrame:
     """Table 1 analogue: mean test accuracy (over concepts and layers) per method x s, with the
-    paper's BERT values (``paper s=..`` columns) where the paper has that method."""
+    paper's values (``paper s=..`` columns) where ``paper`` prints them (POS, BERT)."""
     ours = _display(result.accuracy).pivot_table(index="method", columns="s", values="accuracy", aggfunc="mean")
     ours.columns = [f"ours s={c}" for c in ours.columns]
-    if with_paper:
-        from kit.data.paper_tables import load_table
-
-        paper = load_table("004_table01_classifier_accuracy_pos_bert").pivot_table(
-            index="method", columns="n_neurons", values="accuracy", aggfunc="first")
-        paper.columns = [f"paper s={c}" for c in paper.columns]
-        ours = ours.join(paper, how="left")
+    if paper is not None and paper.accuracy is not None:
+        printed = load_table(paper.accuracy).pivot_table(index="method", columns="n_neurons", values="accuracy",
+                                                         aggfunc="first")
+        printed.columns = [f"paper s={c}" for c in printed.columns]
+        ours = ours.join(printed, how="left")
     return ours.round(3)
 
 
-def table2_compatibility(result: StudyResult, with_paper: bool = True) -> pd.DataFrame:
+def table2_compatibility(result: StudyResult, paper: PaperRef | None = POS_BERT) -> pd.DataFrame:
     """Table 2 analogue: AvgOverlap and NeuronVote per method, averaged over concepts, layers
-    (first/middle/last) and s (10/30/50), with the paper's BERT values beside."""
+    (first/middle/last) and s (10/30/50), with ``paper``'s values beside: Table 2 for POS/BERT, the
+    mean of the printed layers elsewhere (Table 6 for chunking prints NeuronVote only); none when
+    ``paper`` is ``None`` (a setting the paper did not run)."""
     ours = _display(result.scores).pivot_table(index="method", columns="metric", values="score", aggfunc="mean")
     ours.columns = [f"ours {c}" for c in ours.columns]
-    if with_paper:
-        from kit.data.paper_tables import load_table
-
-        paper = load_table("004_table02_avgoverlap_neuronvote_pos_bert").pivot_table(
-            index="method", columns="metric", values="score", aggfunc="first")
-        paper.columns = [f"paper {c}" for c in paper.columns]
-        ours = ours.join(paper, how="left")
+    if paper is not None:
+        for metric in ("AvgOverlap", "NeuronVote"):
+            printed = published.mean_scores(paper, metric)
+            if not printed.empty:
+                printed.index = [nv.DISPLAY.get(m, m) for m in printed.index]
+                ours[f"paper {metric}"] = printed.reindex(ours.index)
     return ours.round(3)
 
 
-def table3_neuronvote(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT",
-                      methods: Sequence[str] | None = None,
-                      paper_table: str = "004_table03_neuronvote_pos") -> pd.DataFrame:
+def table3_neuronvote(result: StudyResult, paper: PaperRef | None = POS_BERT,
+                      methods: Sequence[str] | None = None) -> pd.DataFrame:
     """Table 3 analogue: NeuronVote per method x layer position (mean over concepts and s), with
-    the paper's ``paper_model`` values at its layers 1/6/12 beside ours (``paper_table``: Table 3
-    for POS, ``004_table06_neuronvote_chunking`` for chunking)."""
+    ``paper``'s per-layer table beside (Table 3 for POS, Table 6 for chunking, Table 8 for every
+    layer), or none."""
     df = result.scores[result.scores.metric == "NeuronVote"]
     if methods is not None:
         df = df[df.method.isin(methods)]
-    return _by_position_with_paper(df, paper_table if with_paper else None, paper_model)
+    printed = None if paper is None else published.by_layer(paper)
+    return _by_position_with_paper(df, printed, paper)
 
 
-def table4_meanselect(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> pd.DataFrame:
+def table4_meanselect(result: StudyResult, paper: PaperRef | None = POS_BERT) -> pd.DataFrame:
     """Table 4 analogue: NeuronVote of MeanSelect and Random per layer position, paper beside."""
     df = result.scores[(result.scores.metric == "NeuronVote") & result.scores.method.isin(["meanselect", "random"])]
-    return _by_position_with_paper(df, "004_table04_meanselect_neuronvote_pos" if with_paper else None, paper_model)
+    printed = None
+    if paper is not None and paper.meanselect is not None:
+        t = load_table(paper.meanselect)
+        t = t[(t["model"] == paper.model) & t["method"].isin(["MeanSelect", "Random"])]
+        printed = t.pivot_table(index="method", columns="layer", values="score", aggfunc="first")
+        printed.index = [m.lower() for m in printed.index]
+    return _by_position_with_paper(df, printed, paper)
 
 
-def _by_position_with_paper(df: pd.DataFrame, paper_table: str | None, paper_model: str) -> pd.DataFrame:
-    """Mean NeuronVote per method and layer position, with the published table's row beside it."""
+def _by_position_with_paper(df: pd.DataFrame, printed: pd.DataFrame | None, paper: PaperRef | None) -> pd.DataFrame:
+    """Mean NeuronVote per method and layer position, with the printed table's rows beside it."""
     ours = _display(df).pivot_table(index="method", columns="position", values="score", aggfunc="mean")
     ours = ours[[c for c in POSITIONS if c in ours.columns] + [c for c in ours.columns if c not in POSITIONS]]
     ours.columns = [f"ours {c}" for c in ours.columns]
-    if paper_table:
-        from kit.data.paper_tables import load_table
-
-        paper = load_table(paper_table)
-        paper = paper[paper.model == paper_model].pivot_table(index="method", columns="layer", values="score",
-                                                              aggfunc="first")
-        paper.columns = [f"paper {paper_model} L{c}" for c in paper.columns]
-        ours = ours.join(paper, how="left")
+    if printed is not None and paper is not None:
+        printed = printed.copy()
+        printed.index = [nv.DISPLAY.get(m, m) for m in printed.index]
+        printed.columns = [f"paper {paper.model} L{c}" for c in printed.columns]
+        ours = ours.join(printed, how="left")
     return ours.round(3)
 
 
@@ -134,59 +139,37 @@ def closeness_findings(closeness: pd.DataFrame) -> list[str]:
     return lines
 
 
-def findings(result: StudyResult, table1: pd.DataFrame, table2: pd.DataFrame, table3: pd.DataFrame,
-                  table4: pd.DataFrame) -> list[str]:
-    """Plain-language findings with our numbers and the paper's, computed from the tables
-    (``all_tables(result)``)."""
-    t1, t2, t3, t4 = table1, table2, table3, table4
-    lines = [f"[{result.model}, site {result.site}, {result.n_neurons} neurons/layer, "
-             f"{result.scores.concept.nunique()} concepts]"]
+def numbers(result: StudyResult, table2: pd.DataFrame) -> list[str]:
+    """The main numbers of one study, stated as numbers (no verdicts: those are the claims'):
+    the NeuronVote order with the paper's beside where the table has it, and Random's baseline
+    with the chance overlap of two random top-s sets."""
     nv_col = "ours NeuronVote"
-    order = ranking_of(t2, nv_col)
     s_used = sorted(result.scores.s.unique().tolist())
-    layers = sorted(result.scores.position.unique().tolist(), key=lambda p: (p not in POSITIONS, POSITIONS.index(p) if p in POSITIONS else p))
-    lines.append(f"NeuronVote ranking (mean over concepts, layers {'/'.join(layers)}, s={'/'.join(map(str, s_used))}): "
-                 + ", ".join(f"{m} {t2.loc[m, nv_col]:.3f}" for m in order))
-    if "paper NeuronVote" in t2:
-        paper_order = [m for m in ranking_of(t2, "paper NeuronVote") if not np.isnan(t2.loc[m, "paper NeuronVote"])]
-        lines.append("paper (BERT): " + ", ".join(f"{m} {t2.loc[m, 'paper NeuronVote']:.3f}" for m in paper_order))
-        gaps = (t2[nv_col] - t2["paper NeuronVote"]).dropna()
-        lines.append("gap ours - paper NeuronVote: " + ", ".join(f"{m} {g:+.3f}" for m, g in gaps.items()))
-        core = [m for m in order if m in paper_order and m != "Random"]
-        lines.append(f"top method here: {core[0] if core else '-'}; in the paper (BERT, POS): {paper_order[0]}.")
-    if "Random" in t2.index:
+    layers = sorted(result.scores.position.unique().tolist(),
+                    key=lambda p: (p not in POSITIONS, POSITIONS.index(p) if p in POSITIONS else p))
+    lines = [f"[{result.model}, site {result.site}, {result.n_neurons} neurons/layer, "
+             f"{result.scores.concept.nunique()} concepts] NeuronVote (mean over concepts, layers "
+             f"{'/'.join(layers)}, s={'/'.join(map(str, s_used))}): "
+             + ", ".join(f"{m} {table2.loc[m, nv_col]:.3f}" for m in ranking_of(table2, nv_col))]
+    if "paper NeuronVote" in table2:
+        printed = table2["paper NeuronVote"].dropna().sort_values(ascending=False)
+        lines.append("paper: " + ", ".join(f"{m} {v:.3f}" for m, v in printed.items()))
+    if "Random" in table2.index:
         d = result.n_neurons
         chance = float(np.mean([s / (2 * d - s) for s in s_used]))  # E|A∩B| / E|A∪B| for random top-s sets
-        lines.append(f"Random baseline: AvgOverlap {t2.loc['Random', 'ours AvgOverlap']:.3f}, "
-                     f"NeuronVote {t2.loc['Random', nv_col]:.3f} (chance IoU of random top-s sets ~ {chance:.3f}).")
-    acc_cols = [c for c in t1.columns if c.startswith("ours s=")]
-    if acc_cols:
-        best = t1[acc_cols[0]].idxmax()
-        lines.append(f"classifier accuracy at {acc_cols[0][5:]}: best {best} {t1.loc[best, acc_cols[0]]:.3f}, "
-                     f"Random {t1.loc['Random', acc_cols[0]]:.3f}" if "Random" in t1.index else "")
-        if "Random" in t1.index:
-            lines.append(f"classifier accuracy at {acc_cols[-1][5:]}: Random {t1.loc['Random', acc_cols[-1]]:.3f} vs "
-                         f"best {t1[acc_cols[-1]].max():.3f} (the paper's point: more neurons let even Random score well).")
-    pos_cols = [c for c in t3.columns if c.startswith("ours ")]
-    if "Probeless" in t3.index and len(pos_cols) >= 2:
-        lines.append("Probeless NeuronVote by layer: " + ", ".join(f"{c[5:]} {t3.loc['Probeless', c]:.3f}" for c in pos_cols))
-    for m in ("LCA", "Lasso"):
-        if m in t3.index and len(pos_cols) >= 2:
-            lines.append(f"{m} NeuronVote by layer: " + ", ".join(f"{c[5:]} {t3.loc[m, c]:.3f}" for c in pos_cols)
-                         + " (paper: drops at the last layer)")
-    if "MeanSelect" in t4.index:
-        cols = [c for c in t4.columns if c.startswith("ours ")]
-        lines.append("MeanSelect NeuronVote by layer: " + ", ".join(f"{c[5:]} {t4.loc['MeanSelect', c]:.3f}" for c in cols))
-    return [l for l in lines if l]
+        lines.append(f"Random: AvgOverlap {table2.loc['Random', 'ours AvgOverlap']:.3f}, NeuronVote "
+                     f"{table2.loc['Random', nv_col]:.3f} (chance overlap of two random top-s sets ~ {chance:.3f})")
+    return lines
 
 
-def all_tables(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> dict[str, pd.DataFrame]:
-    """Tables 1-4 analogues of one study, the paper's numbers beside ours."""
+def all_tables(result: StudyResult, paper: PaperRef | None = POS_BERT) -> dict[str, pd.DataFrame]:
+    """Tables 1-4 analogues of one study, with ``paper``'s printed numbers beside ours where the
+    paper ran that setting (``None``: ours only)."""
     return {
-        "table1": table1_accuracy(result, with_paper),
-        "table2": table2_compatibility(result, with_paper),
-        "table3": table3_neuronvote(result, with_paper, paper_model),
-        "table4": table4_meanselect(result, with_paper, paper_model),
+        "table1": table1_accuracy(result, paper),
+        "table2": table2_compatibility(result, paper),
+        "table3": table3_neuronvote(result, paper),
+        "table4": table4_meanselect(result, paper),
     }
 
 

@@ -37,7 +37,7 @@ def test_run_study_rejects_bad_methods_and_s():
         nvs.run_study([], vectors, "m", "s", s_values=(10,), progress=False)
 
 
-@pytest.mark.parametrize("profile", ["tiny", "smoke", "paper"])
+@pytest.mark.parametrize("profile", ["tiny", "smoke", "paper", "dryrun", "real", "realsmoke"])
 def test_params_profiles_validate(profile):
     from kit import load_params
 
@@ -56,6 +56,24 @@ def test_config_rejects_bad_values():
         load_params("05_neuronvote", "smoke", overrides={"iou_percentile": 100})
     with pytest.raises(ParamsError, match="voters"):
         load_params("05_neuronvote", "smoke", overrides={"voters": ["lca"]})
+    with pytest.raises(ParamsError, match="decoder_source"):  # a zoo decoder has no English vocabulary
+        load_params("05_neuronvote", "smoke", overrides={"decoder_source": "ud_ewt"})
+
+
+def test_testability_names_what_ran_and_what_did_not(study):
+    from kit import load_params
+    from kit.neuronvote.settings import NeuronVoteStudy, setting, testability
+
+    cfg = load_params("05_neuronvote", "smoke", overrides={"chunking": False, "all_layers": False})
+    one = nvs.StudyResult(study.model, study.site, study.scores[study.scores.layer == study.scores.layer.min()],
+                          study.accuracy)
+    st = NeuronVoteStudy(encoder=setting("encoder", study, pd.DataFrame(), cfg, "ud_ewt", 50, None),
+                         decoder=setting("decoder", one, pd.DataFrame(), cfg, "world-roles", 50, None))
+    text = "\n".join(testability(cfg, st))
+    assert "(3 layers)" in text and "(1 layer)" in text
+    assert "chunking (Table 6): switched off" in text and "every layer (Tables 7-14): switched off" in text
+    assert "SEM (Table 5)" in text and "a reproduction on a decoder" in text
+
 
 
 def test_tie_breaks_independent_random_differs_across_concepts(study):

@@ -11,7 +11,8 @@ from kit.neuronvote import tables as nv_tables
 
 
 def test_random_is_least_compatible(study):
-    t2 = nv_tables.table2_compatibility(study, with_paper=False)
+    t2 = nv_tables.table2_compatibility(study, paper=None)
+    assert not [c for c in t2.columns if c.startswith("paper")], "no paper column without a paper table"
     assert t2["ours NeuronVote"].idxmin() == "Random", t2
     assert t2.loc["Probeless", "ours NeuronVote"] > 2 * t2.loc["Random", "ours NeuronVote"]
 
@@ -28,8 +29,32 @@ def test_tables_with_paper_and_key_numbers(study):
     from kit.core.figures import _jsonable
 
     json.dumps(_jsonable(numbers))
-    text = "\n".join(nv_tables.findings(study, **tables))
-    assert "NeuronVote ranking" in text and "Random baseline" in text
+    text = "\n".join(nv_tables.numbers(study, tables["table2"]))
+    assert "NeuronVote (mean over concepts" in text and "Random: AvgOverlap" in text and "paper: " in text
+    for verdict in ("supported", "contradicted", "beats", "most compatible"):
+        assert verdict not in text, "the numbers lines state numbers, never verdicts (those are the claims')"
+
+
+def test_paper_columns_follow_the_setting(study):
+    """Chunking rows show Table 6 (chunking), not Table 2 (POS); a decoder shows no paper column."""
+    from kit.data.paper_tables import load_table
+    from kit.neuronvote.published import ALL_LAYERS_BERT, CHUNKING_BERT
+
+    t6 = load_table("004_table06_neuronvote_chunking")
+    t6 = t6[t6.model == "BERT"]
+    chunk = nv_tables.all_tables(study, CHUNKING_BERT)
+    assert chunk["table2"].loc["Probeless", "paper NeuronVote"] == pytest.approx(
+        t6[t6.method == "Probeless"].score.mean(), abs=5e-4), "chunking: the mean of Table 6's printed layers"
+    assert chunk["table2"].loc["Probeless", "paper NeuronVote"] != pytest.approx(0.532), "not POS Table 2"
+    assert "paper AvgOverlap" not in chunk["table2"], "Table 6 prints no AvgOverlap"
+    assert "paper s=30" not in chunk["table1"], "Table 1 is POS only"
+    assert chunk["table3"].loc["LCA", "paper BERT L12"] == pytest.approx(
+        float(t6[(t6.method == "LCA") & (t6.layer == 12)].score.iloc[0]))
+    for t in nv_tables.all_tables(study, None).values():
+        assert not [c for c in t.columns if c.startswith("paper")], "a decoder has no paper column"
+    every = nv_tables.table2_compatibility(study, ALL_LAYERS_BERT)
+    t8 = load_table("004_table08_neuronvote_bert_all_layers")
+    assert every.loc["LCA", "paper NeuronVote"] == pytest.approx(t8[t8.method == "LCA"].score.mean(), abs=5e-4)
 
 
 def test_paper_closeness_marks_one_definition_set(study):
