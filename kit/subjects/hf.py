@@ -127,14 +127,17 @@ class HFSubject:
         return loglik_answers(self, task, items, scoring, ablate, max_batch_tokens)
 
     def tokens(self, items: Sequence[Any], responses: Sequence[str]):
-        """Right-padded prompt + response tokens (chat template when the tokenizer has one) and the
-        response mask (``kit.mui.metric.item_tokens``)."""
-        from kit.mui.metric import item_tokens
+        """Right-padded prompt + response tokens, the prompt shown as this subject shows it (``chat``),
+        and the response mask (:func:`kit.models.rows.teacher_forced_rows`, cut to the context with a
+        warning; with ``chat=None`` the rows of ``kit.mui.metric.item_tokens``)."""
+        from kit.models.rows import pad_rows, teacher_forced_rows
 
-        return item_tokens(self.model, items, responses)
+        rows = teacher_forced_rows(self.model, [it.prompt for it in items], list(responses), chat=self.chat)
+        pad = self.model.tokenizer.pad_token_id
+        return pad_rows(rows, pad if pad is not None else 0)
 
     def key_neurons(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-                    frac: float | None = None, batch_size: int = 32, max_batch_tokens: int | None = 8192
+                    frac: float | None = None, batch_size: int = 16, max_batch_tokens: int | None = 8192
                     ) -> list[list[int]]:
         """Per item of ``answers``, its key neurons (Eq. 4, flat ``layer * d_mlp + i``), teacher-forced
         over prompt (shown as ``answers.chat`` says) + response in length-sorted batches of at most
@@ -152,7 +155,7 @@ class HFSubject:
                                threshold=threshold, k=k, frac=frac)
 
     def mui(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-            frac: float | None = None, batch_size: int = 32, max_batch_tokens: int | None = 8192) -> float:
+            frac: float | None = None, batch_size: int = 16, max_batch_tokens: int | None = 8192) -> float:
         """MUI (Eq. 5, in %): the union of :meth:`key_neurons` over the items."""
         from kit.models.internals import mui_from_items
 

@@ -71,13 +71,13 @@ class Subject(Protocol):
         ...
 
     def key_neurons(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-                    frac: float | None = None, batch_size: int = 32,
+                    frac: float | None = None, batch_size: int = 16,
                     max_batch_tokens: int | None = None) -> list[list[int]]:
         """Per item, its MUI key neurons (seed 000 Eq. 4) as flat indices ``layer * d_mlp + i``."""
         ...
 
     def mui(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-            frac: float | None = None, batch_size: int = 32, max_batch_tokens: int | None = None) -> float:
+            frac: float | None = None, batch_size: int = 16, max_batch_tokens: int | None = None) -> float:
         """MUI (seed 000 Eq. 5, in %) of ``answers``' responses."""
         ...
 

@@ -123,7 +123,7 @@ class WorldSubject:
         return item_tokens(self.model, items, responses)
 
     def mui(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-            frac: float | None = None, batch_size: int = 32, max_batch_tokens: int | None = None) -> float:
+            frac: float | None = None, batch_size: int = 16, max_batch_tokens: int | None = None) -> float:
         """MUI (seed 000 Eq. 5, in %) of ``answers``' responses, teacher-forced in ``batch_size`` rows
         (``kit.mui.metric.utilization_for_items``; ``max_batch_tokens`` is the Hugging Face subject's
         budget: world models are small)."""
@@ -133,7 +133,7 @@ class WorldSubject:
                                            threshold=threshold, k=k, frac=frac, batch_size=batch_size).mui)
 
     def key_neurons(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-                    frac: float | None = None, batch_size: int = 32, max_batch_tokens: int | None = None
+                    frac: float | None = None, batch_size: int = 16, max_batch_tokens: int | None = None
                     ) -> list[list[int]]:
         """Per item of ``answers``, its key neurons (Eq. 4) as flat indices ``layer * d_mlp + i``."""
         from kit.mui.metric import utilization
