@@ -53,15 +53,10 @@ def load_subject(name: str, device: str = "cpu", world: str | None = None, **kwa
     return _load(name, device=device, world=world, **kwargs)
 
 
-# Names of the modules that lived at kit's root before the per-paper layout, kept for notebooks.
-_MOVED = {
-    "patching": "kit.shortcut.patching", "utility_law": "kit.mui.law", "trajectories": "kit.mui.trajectories",
-    "paper_tables": "kit.data.paper_tables", "scorers": "kit.data.scorers", "benchmarks": "kit.data.benchmarks",
-}
 __getattr__, __dir__ = lazy_submodules(
     __name__, ["audits", "cg", "configs", "core", "data", "models", "mui", "neuronvote", "shortcut", "subjects",
-                "world"],
-    globals(), aliases=_MOVED)
+               "world"],
+    globals())
 
 __all__ = [
     "Item", "NotebookRun", "ParamsError", "DataError", "load_model", "load_sae", "load_benchmark", "load_subject",

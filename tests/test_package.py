@@ -1,6 +1,7 @@
 """The flat API and the per-paper packages: what a notebook user types must keep working."""
 
 import importlib
+from pathlib import Path
 
 import kit
 
@@ -19,16 +20,27 @@ def test_subpackages_are_listed_and_lazy():
 
 
 def test_each_paper_package_reexports_its_main_module():
-    assert kit.mui.neuron_scores is kit.mui.metric.neuron_scores
-    assert kit.shortcut.locate is kit.shortcut.neurons.locate
+    assert kit.mui.neuron_scores is kit.mui.scores.neuron_scores
+    assert kit.shortcut.locate is kit.shortcut.ranking.locate
     assert kit.cg.chi_bench is kit.cg.metrics.chi_bench
     assert kit.neuronvote.rank_all is kit.neuronvote.methods.rank_all
 
 
-def test_moved_module_names_still_resolve():
-    assert kit.patching is kit.shortcut.patching
-    assert kit.utility_law is kit.mui.law
-    assert kit.paper_tables is kit.data.paper_tables
+def test_every_module_of_each_paper_package_is_listed_for_tab_completion():
+    for pkg in (kit.mui, kit.shortcut, kit.cg, kit.neuronvote):
+        modules = {p.stem for p in Path(pkg.__file__).parent.glob("*.py") if p.stem != "__init__"}
+        assert modules <= set(dir(pkg)), f"dir({pkg.__name__}) misses {sorted(modules - set(dir(pkg)))}"
+        for name in modules:
+            assert getattr(pkg, name) is importlib.import_module(f"{pkg.__name__}.{name}")
+
+
+def test_the_root_names_of_moved_modules_are_gone():
+    import pytest
+
+    for name in ("patching", "utility_law", "trajectories", "paper_tables", "scorers", "benchmarks"):
+        assert name not in dir(kit)
+        with pytest.raises(AttributeError, match="submodules"):
+            getattr(kit, name)
 
 
 def test_unknown_attribute_names_the_submodules():

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from kit.core.claims import Claim, claim, null_band, welch_interval
+from kit.core.claims import Claim, claim
+from kit.core.stats import null_band, welch_interval
 
 PAPER = "003"
 DIRECTION = {"M07": "greater", "M08": "greater", "M09": "greater", "M10": "less", "M11": "greater",

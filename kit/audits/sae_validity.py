@@ -16,6 +16,8 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
+from kit.core.stats import jaccard
+
 from .activations import FeatureBlocks, max_cosine, sae_features, unit_rows
 from .result import AuditInputs, AuditResult
 
@@ -82,10 +84,6 @@ def architecture_duality(sae_a, sae_b, acts: Float[Tensor, "n d_in"], threshold:
 
 
 # ------------------------------------------------------------------ M08 WeightLens
-def jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if (a or b) else float("nan")
-
-
 def activation_top_tokens(feats: Float[Tensor, "n f"], target_ids: Int[Tensor, " n"], d_vocab: int,
                           top_k: int) -> list[list[int]]:
     """Per feature, the ``top_k`` token ids with the highest max activation (only tokens it fires on)."""
@@ -124,7 +122,7 @@ def weightlens(sae, acts: Float[Tensor, "n d_in"], target_ids: Int[Tensor, " n"]
         idx = chosen[i : i + chunk]
         w_top = (W_dec[idx] @ W_U).topk(top_k, dim=1).indices.tolist()
         a_top = activation_top_tokens(feats[:, idx], target_ids, W_U.shape[1], top_k)
-        scores += [jaccard(set(w), set(a)) for w, a in zip(w_top, a_top)]
+        scores += [jaccard(set(w), set(a), empty=float("nan")) for w, a in zip(w_top, a_top)]
     s = np.asarray(scores, float)
     mean = float(np.nanmean(s))
     return AuditResult(metric="M08", name="WeightLens convergence", value=mean,
@@ -521,7 +519,7 @@ def nla_sae_convergence(sae, acts: Float[Tensor, "n d_in"], W_U: Float[Tensor, "
         cosines.append(float(v @ d))
         t_nla = set((v @ W_U).topk(top_tokens).indices.tolist())
         t_sae = set((d @ W_U).topk(top_tokens).indices.tolist())
-        overlaps.append(jaccard(t_nla, t_sae))
+        overlaps.append(jaccard(t_nla, t_sae, empty=float("nan")))
     mc, mo = float(np.mean(cosines)), float(np.mean(overlaps))
     return AuditResult(metric="EX34", name="NLA-SAE convergence", value=mo,
                        values={"mean_token_overlap": mo, "mean_direction_cosine": mc, "n_features": len(chosen),

@@ -23,6 +23,8 @@ from scipy.stats import spearmanr
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from kit.core.stats import jaccard
+
 from .result import AuditInputs, AuditResult
 
 
@@ -101,10 +103,6 @@ def core_set(importance: Float[Tensor, " d_sae"], core_frac: float) -> set[int]:
     return {int(i) for i in top if importance[i] > 0}
 
 
-def jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if (a or b) else 1.0
-
-
 def random_core_null(d_sae: int, core_frac: float, n_cycles: int) -> dict[str, float]:
     """What cores drawn uniformly at random (same size ``k``, independent per cycle) give:
     expected stable fraction ``(k/d)^n_cycles`` and expected consecutive Jaccard ``q / (2 - q)``
@@ -149,7 +147,7 @@ def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: in
         fves.append(fve)
         cores.append(core_set(feature_importance(sae, acts), core_frac))
     stable = set.intersection(*cores)
-    overlaps = [jaccard(a, b) for a, b in zip(cores, cores[1:])]
+    overlaps = [jaccard(a, b, empty=1.0) for a, b in zip(cores, cores[1:])]
     mean_overlap = float(np.mean(overlaps))
     null = random_core_null(d_sae, core_frac, n_cycles)
     res = AuditResult(metric="M09", name="DMSAE core stability", value=len(stable) / d_sae,

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import circuits as C
-from . import psychophysics as P
-from . import safety as S
-from . import sae_validity as V
-from . import stability as ST
+from . import circuits
+from . import psychophysics
+from . import safety
+from . import sae_validity
+from . import stability
 from .activations import TokenActivations, sae_features, sae_hook, token_activations
 from .result import AuditInputs, AuditResult
 from kit.models import tl
@@ -114,7 +114,7 @@ def ioi_items(task: str, n: int, split: str = "test", seed: int = 0, model=None,
     if model is not None:
         def single(name: str) -> bool:
             try:
-                C.name_token(model, name)
+                circuits.name_token(model, name)
                 return True
             except ValueError:
                 return False
@@ -167,7 +167,7 @@ def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict
     for res, role in zip(r["M12"], ("arch_a", "arch_b")):
         res.name = f"Adaptive sparsity ({ctx.names[role].split('/')[-1]})"
     layer_hooks = [h for h in ctx.ta.acts if h.endswith("hook_resid_post")]
-    m13 = V.superposition_regime({h: ctx.ta.acts[h] for h in layer_hooks}, ctx.ta.token_ids,
+    m13 = sae_validity.superposition_regime({h: ctx.ta.acts[h] for h in layer_hooks}, ctx.ta.token_ids,
                                  n_directions=cfg.m13_directions, seed=cfg.seed,
                                  inputs=AuditInputs(model=ctx.model_name, hook="blocks.*.hook_resid_post",
                                                     n=ctx.ta.n_tokens))
@@ -183,16 +183,16 @@ def _sae_metrics(saes: dict[str, Any], ctx: SAEContext, model, cfg) -> dict[str,
     W_U = tl.unembed(model).detach()
     target = ctx.ta.next_ids if cfg.weightlens_side == "next" else ctx.ta.token_ids
     return {
-        "M07": [V.architecture_duality(saes["arch_a"], saes["arch_b"], acts)],
-        "M08": [V.weightlens(saes["arch_a"], acts, target, W_U, top_k=cfg.weightlens_top_k, n_features=cfg.n_features,
+        "M07": [sae_validity.architecture_duality(saes["arch_a"], saes["arch_b"], acts)],
+        "M08": [sae_validity.weightlens(saes["arch_a"], acts, target, W_U, top_k=cfg.weightlens_top_k, n_features=cfg.n_features,
                              seed=seed)],
-        "M10": [V.prism(saes["arch_a"], acts, ctx.ta.prompt_index, ctx.ta.position, n_features=cfg.n_features,
+        "M10": [sae_validity.prism(saes["arch_a"], acts, ctx.ta.prompt_index, ctx.ta.position, n_features=cfg.n_features,
                         top_n=cfg.prism_top_n, window=cfg.prism_window, threshold=cfg.prism_threshold, seed=seed)],
-        "M11": [V.matryoshka(saes["small"], saes["large"], acts, top_k=cfg.matryoshka_top_k,
+        "M11": [sae_validity.matryoshka(saes["small"], saes["large"], acts, top_k=cfg.matryoshka_top_k,
                              min_corr=cfg.matryoshka_min_corr, absorption=cfg.matryoshka_absorption,
                              chunk=cfg.matryoshka_chunk)],
-        "M12": [V.adaptive_sparsity(saes[r], acts, threshold=cfg.mismatch_threshold) for r in ("arch_a", "arch_b")],
-        "EX34": [V.nla_sae_convergence(saes["arch_a"], acts, W_U, n_features=min(cfg.n_features, cfg.nla_features),
+        "M12": [sae_validity.adaptive_sparsity(saes[r], acts, threshold=cfg.mismatch_threshold) for r in ("arch_a", "arch_b")],
+        "EX34": [sae_validity.nla_sae_convergence(saes["arch_a"], acts, W_U, n_features=min(cfg.n_features, cfg.nla_features),
                                        top_k=cfg.nla_top_k, top_tokens=cfg.weightlens_top_k, seed=seed)],
     }
 
@@ -203,7 +203,7 @@ def attach_untrained_nulls(results: list[AuditResult], ctx: SAEContext, model, c
     runs: dict[str, list[list[AuditResult]]] = {}
     for i in range(cfg.n_null_seeds):
         seed = cfg.seed + 1 + i
-        rand = {role: V.random_like(sae, seed=seed + 1000 * k) for k, (role, sae) in enumerate(ctx.saes.items())}
+        rand = {role: sae_validity.random_like(sae, seed=seed + 1000 * k) for k, (role, sae) in enumerate(ctx.saes.items())}
         for metric, rs in _sae_metrics(rand, ctx, model, cfg).items():
             runs.setdefault(metric, []).append(rs)
     seen: dict[str, int] = {}
@@ -230,27 +230,27 @@ def ex24(ctx: SAEContext, cfg) -> AuditResult:
     x = ctx.acts[rows[keep]]
     sae = ctx.saes["arch_a"]
     trained = _probe_runs(sae, x, y, cfg)
-    control = _probe_runs(V.random_like(sae, seed=cfg.seed), x, y, cfg)
-    return V.saebench_audit(trained, control, metric_name=f"{cfg.probe_k}-sparse probe accuracy ({a} vs {b})",
+    control = _probe_runs(sae_validity.random_like(sae, seed=cfg.seed), x, y, cfg)
+    return sae_validity.saebench_audit(trained, control, metric_name=f"{cfg.probe_k}-sparse probe accuracy ({a} vs {b})",
                             inputs=ctx.inputs("arch_a", control="untrained copy", k=cfg.probe_k,
                                               n_reseeds=cfg.n_reseeds))
 
 
 def _probe_runs(sae, x, y, cfg) -> list[float]:
     """Sparse-probe accuracy of ``sae``'s features of ``x`` over ``cfg.n_reseeds`` reseeds."""
-    return V.probe_reseeds(sae_features(sae, x), y, cfg.n_reseeds, k=cfg.probe_k, seed=cfg.seed)
+    return sae_validity.probe_reseeds(sae_features(sae, x), y, cfg.n_reseeds, k=cfg.probe_k, seed=cfg.seed)
 
 
 # ------------------------------------------------------------------ circuit family
 @dataclass
 class CircuitContext:
-    batch: C.IOIBatch
+    batch: circuits.IOIBatch
     means: torch.Tensor
-    circuit: C.Circuit
+    circuit: circuits.Circuit
     lds: dict[str, torch.Tensor]
 
 
-def circuit_context(model, items, cfg, fixed_heads: list[C.Head] | None = None,
+def circuit_context(model, items, cfg, fixed_heads: list[circuits.Head] | None = None,
                     progress: bool = False) -> CircuitContext:
     """IOI batch, mean-ablation means over the same prompts, discovered (or fixed) circuit."""
     if fixed_heads:
@@ -259,11 +259,11 @@ def circuit_context(model, items, cfg, fixed_heads: list[C.Head] | None = None,
         if bad:
             raise ValueError(f"circuit={cfg.circuit!r} names heads {bad[:4]} outside this model ({L} layers x {H} heads): "
                              "it is GPT-2 small's circuit; allowed values for another model: discover")
-    batch = C.ioi_batch(model, items)
-    means = C.head_means(model, batch)
-    circuit = C.discover_circuit(model, batch, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
+    batch = circuits.ioi_batch(model, items)
+    means = circuits.head_means(model, batch)
+    circuit = circuits.discover_circuit(model, batch, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
                                  fixed=fixed_heads, with_edges=True, progress=progress)
-    return CircuitContext(batch, means, circuit, P.circuit_logit_diffs(model, batch, means, circuit.heads))
+    return CircuitContext(batch, means, circuit, psychophysics.circuit_logit_diffs(model, batch, means, circuit.heads))
 
 
 def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple[list[AuditResult], dict[str, Any]]:
@@ -271,17 +271,17 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
     inp = AuditInputs(model=model_name, hook="blocks.*.attn.hook_z", task=cfg.ioi_task, n=len(cc.batch),
                       seeds=[cfg.seed], extra={"circuit": [f"{L}.{H}" for L, H in cc.circuit.heads]})
     null_seeds = [cfg.seed + 1 + i for i in range(cfg.n_null_seeds)]
-    mib, curve = C.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds, inputs=inp,
+    mib, curve = circuits.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds, inputs=inp,
                              null_seeds=null_seeds)
-    ex1 = P.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
-    ex2 = P.dif_audit(cc.lds["circuit_only"].numpy(), cc.batch.groups, inputs=inp,
+    ex1 = psychophysics.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
+    ex2 = psychophysics.dif_audit(cc.lds["circuit_only"].numpy(), cc.batch.groups, inputs=inp,
                       full_model_values=cc.lds["full"].numpy(), seed=cfg.seed)
-    curves = P.weber_curves(model, cc.batch, cc.means, cc.circuit.heads, cfg.weber_scales, cfg.weber_baselines)
-    ex11 = P.weber_audit(curves, cfg.weber_scales, cfg.jnd_threshold, inputs=inp)
-    P.attach_random_circuit_nulls(model, cc.batch, cc.means, cc.circuit.heads, ex1, ex11, cfg.weber_scales,
+    curves = psychophysics.weber_curves(model, cc.batch, cc.means, cc.circuit.heads, cfg.weber_scales, cfg.weber_baselines)
+    ex11 = psychophysics.weber_audit(curves, cfg.weber_scales, cfg.jnd_threshold, inputs=inp)
+    psychophysics.attach_random_circuit_nulls(model, cc.batch, cc.means, cc.circuit.heads, ex1, ex11, cfg.weber_scales,
                                   cfg.weber_baselines, cfg.jnd_threshold, n=cfg.n_null_seeds, seed=cfg.seed)
-    signal = C.task_signal(cc.lds["full"].numpy())
-    scope = C.circuit_scope(known=cfg.circuit != "discover", signal=signal, n_heads=len(cc.circuit.heads),
+    signal = circuits.task_signal(cc.lds["full"].numpy())
+    scope = circuits.circuit_scope(known=cfg.circuit != "discover", signal=signal, n_heads=len(cc.circuit.heads),
                             frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads)
     for r in (mib, ex1, ex2, ex11):
         r.values["circuit_source"] = "known" if cfg.circuit != "discover" else "discovered"
@@ -296,7 +296,7 @@ def run_m09(ctx: SAEContext, cfg) -> AuditResult:
     g = torch.Generator().manual_seed(cfg.seed)
     if acts.shape[0] > cfg.m09_max_tokens:
         acts = acts[torch.randperm(acts.shape[0], generator=g)[: cfg.m09_max_tokens]]
-    return ST.core_stability(acts, d_sae=cfg.m09_d_sae, n_cycles=cfg.m09_cycles, core_frac=cfg.m09_core_frac,
+    return stability.core_stability(acts, d_sae=cfg.m09_d_sae, n_cycles=cfg.m09_cycles, core_frac=cfg.m09_core_frac,
                              steps=cfg.m09_steps, l1=cfg.m09_l1, seed=cfg.seed, device=cfg.device,
                              inputs=AuditInputs(model=ctx.model_name, hook=ctx.hook, n=acts.shape[0],
                                                 seeds=[cfg.seed], extra={"sae": "SAELens StandardTrainingSAE trained here",
@@ -314,38 +314,38 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, c
     pos = {i: k for k, i in enumerate(ids)}
 
     def circuit_run(seed: int) -> dict[str, float]:
-        sub = ST.subsample_ids(ids, cfg.ex25_subsample, seed)
+        sub = stability.subsample_ids(ids, cfg.ex25_subsample, seed)
         idx = [pos[i] for i in sub]
-        means = C.head_means(cmodel, cc.batch.subset(idx))
+        means = circuits.head_means(cmodel, cc.batch.subset(idx))
         keep = set(cc.circuit.heads)
-        ld = C.run_heads(cmodel, cc.batch.subset(idx), means,
-                         ablate=[h for h in C.all_heads(cmodel) if h not in keep])
+        ld = circuits.run_heads(cmodel, cc.batch.subset(idx), means,
+                         ablate=[h for h in circuits.all_heads(cmodel) if h not in keep])
         return {i: float(v) for i, v in zip(sub, ld)}
 
     base = AuditInputs(model=circuit_model_name or model_name, task=cfg.ioi_task, n=len(ids), seeds=seeds,
                        extra={"subsample": cfg.ex25_subsample})
-    out = [ST.reproducibility(ST.run_seeds(circuit_run, seeds), name="circuit logit diff", inputs=base)]
+    out = [stability.reproducibility(stability.run_seeds(circuit_run, seeds), name="circuit logit diff", inputs=base)]
 
     from kit.world.tasks import get_task
 
     items_by_task = {t: get_task(t).items("test", cfg.ex25_items) for t in cfg.ex25_tasks}
-    mui = ST.mui_runs(model, items_by_task, seeds, frac=cfg.ex25_subsample)
+    mui = stability.mui_runs(model, items_by_task, seeds, frac=cfg.ex25_subsample)
     mui_in = AuditInputs(model=model_name, task="+".join(cfg.ex25_tasks), n=cfg.ex25_items, seeds=seeds)
     out.append(_skipped("MUI pipeline", mui, mui_in) if isinstance(mui, str)
-               else ST.reproducibility(mui, name="MUI pipeline", inputs=mui_in))
+               else stability.reproducibility(mui, name="MUI pipeline", inputs=mui_in))
 
     feats = sae_features(ctx.saes["arch_a"], ctx.acts)
     per_item: dict[str, list[np.ndarray]] = {}
     for p in range(int(ctx.ta.prompt_index.max()) + 1):
         m = ctx.ta.prompt_index == p
         per_item.setdefault(ctx.labels[p], []).append(feats[m].mean(0).numpy())
-    cg = ST.cg_runs({b: np.stack(v) for b, v in per_item.items()}, seeds, frac=cfg.ex25_subsample)
+    cg = stability.cg_runs({b: np.stack(v) for b, v in per_item.items()}, seeds, frac=cfg.ex25_subsample)
     cg_in = AuditInputs(model=model_name, hook=ctx.hook, sae=[ctx.names["arch_a"]], task="+".join(per_item),
                         n=len(ctx.labels), seeds=seeds)
     if isinstance(cg, str):
         out.append(_skipped("CG pipeline", cg, cg_in))
     else:
-        r = ST.reproducibility(cg, name="CG X_bench pipeline", inputs=cg_in)
+        r = stability.reproducibility(cg, name="CG X_bench pipeline", inputs=cg_in)
         if r.by_construction:
             r.by_construction = "X_bench averages to 1 over concepts: " + r.by_construction
         out.append(r)
@@ -366,7 +366,7 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
     hooks = [f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)]
     a, b = cfg.safety_tasks
     pa, pb = (source_prompts(t, cfg.n_prompts_per_task, cfg.hf_max_chars, field="safety_tasks") for t in (a, b))
-    return S.safety_sve(S.last_token_resid(model, pa, hooks), S.last_token_resid(model, pb, hooks),
+    return safety.safety_sve(safety.last_token_resid(model, pa, hooks), safety.last_token_resid(model, pb, hooks),
                         n_stability_runs=cfg.sve_stability_runs, seed=cfg.seed,
                         inputs=AuditInputs(model=model_name, hook="blocks.*.hook_resid_post", task=f"{a} vs {b}",
                                            n=len(pa) + len(pb), seeds=[cfg.seed]))
@@ -391,8 +391,8 @@ def load_saes(cfg) -> tuple[dict[str, str], dict[str, Any]]:
     return names, saes
 
 
-def circuit_heads_for(cfg) -> list[C.Head] | None:
+def circuit_heads_for(cfg) -> list[circuits.Head] | None:
     """Wang et al.'s GPT-2 heads for ``circuit: wang2023``; ``None`` means discover."""
     if cfg.circuit == "wang2023":
-        return C.ioi_heads_gpt2()
+        return circuits.ioi_heads_gpt2()
     return None

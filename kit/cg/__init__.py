@@ -1,18 +1,26 @@
 """Competency Gaps (seed 002; notebook 04).
 
-- ``metrics``: Eq. 1-5, coverage and gap classes, robustness (re-exported: ``kit.cg.chi_bench``...);
+- ``metrics``: Eq. 1-5, coverage and gap classes (re-exported: ``kit.cg.chi_bench``...);
+- ``robustness``: covered-concept overlap, dropout and adversarial robustness (re-exported);
+- ``significance``: our per-concept gap test with FDR (re-exported);
 - ``saes``: concept spaces (MiniLM SAEs trained with sae_lens, zoo SAEs) and per-item concept sums;
 - ``suite``: the benchmark suite and models of a run; ``report``: its tables and key numbers;
-- ``explorer``: the self-contained HTML concept explorer; ``plots``; ``bench``.
+- ``explorer``: the self-contained HTML concept explorer; ``plots``; ``claims``; ``bench``.
 """
 
-from kit.core.lazy import lazy_submodules
 from kit.cg.metrics import (
-    EPSILON, Acts, item_concept_activation, segment_mean, segment_pool, POOLINGS, SparseRows, concept_activations,
-    chi_bench, chi_model, x_bench, x_model, COVERAGE_CLASSES, coverage_classes, model_gap_classes,
-    chi_bench_table, chi_model_table, missing_fraction, profile_difference, covered_sets, jaccard,
-    jaccard_overlap, DropoutRobustness, dropout_robustness, salient_items, AdversarialRemoval,
-    adversarial_removal, concept_table, top_bottom, concept_support, bh_qvalues, GAP_TEST_CLASSES, GapTest, gap_test,
+    COVERAGE_CLASSES, EPSILON, POOLINGS, Acts, SparseRows, chi_bench, chi_bench_table, chi_model,
+    chi_model_table, concept_activations, concept_table, coverage_classes, item_concept_activation,
+    missing_fraction, model_gap_classes, profile_difference, segment_mean, segment_pool, top_bottom,
+    x_bench, x_model,
 )
+from kit.cg.robustness import (
+    AdversarialRemoval, DropoutRobustness, adversarial_removal, covered_sets, dropout_robustness,
+    jaccard_overlap, salient_items,
+)
+from kit.cg.significance import GAP_TEST_CLASSES, GapTest, bh_qvalues, concept_support, gap_test
+from kit.core.lazy import lazy_submodules
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'claims', 'explorer', 'metrics', 'plots', 'report', 'saes', 'suite'], globals())
+__getattr__, __dir__ = lazy_submodules(
+    __name__, ["bench", "claims", "explorer", "labels", "llm", "metrics", "planted", "plots", "report",
+               "robustness", "saes", "significance", "suite"], globals())

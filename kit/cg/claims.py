@@ -15,13 +15,15 @@ The controls (no public code exists; these are ours):
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from kit.cg import metrics as cg
-from kit.core.claims import Claim, claim, null_band
+from kit.cg import robustness as cg_robustness
+from kit.cg import significance as cg_significance
+from kit.core.claims import Claim, claim
+from kit.core.stats import null_band, rank_permutation_null
 
 PAPER = "002"
 MODEL_IDS = ("model_gaps.vs_shuffled", "model_gaps.significant", "model_gaps.split_half",
@@ -52,7 +54,7 @@ def split_half(acts, scores, n_splits: int = 50, seed: int = 0, min_support: int
     from scipy.stats import spearmanr
 
     rng = np.random.default_rng(seed)
-    keep = cg.concept_support(acts) >= min_support
+    keep = cg_significance.concept_support(acts) >= min_support
     out = []
     for _ in range(n_splits):
         halves = [{}, {}]
@@ -73,17 +75,17 @@ def adversarial_null(acts, scores, n_concepts: int, n_items: int, repeats: int, 
     rng = np.random.default_rng(seed)
     best, worst = [], []
     for p in range(n_perm):
-        adv = cg.adversarial_removal(acts, shuffled_scores(scores, rng), n_concepts, n_items, repeats, seed=seed + p)
+        adv = cg_robustness.adversarial_removal(acts, shuffled_scores(scores, rng), n_concepts, n_items, repeats, seed=seed + p)
         best.append(adv.mean_shift_best_pct)
         worst.append(adv.mean_shift_worst_pct)
     return {"best": np.asarray(best), "worst": np.asarray(worst)}
 
 
 def dropout_null(acts, scores, n_reruns: int, drop_frac: float, n_perm: int = 20, seed: int = 0) -> np.ndarray:
-    """Mean dropout std of X_model (:func:`kit.cg.metrics.dropout_robustness`) on ``n_perm``
+    """Mean dropout std of X_model (:func:`kit.cg.robustness.dropout_robustness`) on ``n_perm``
     shuffled-correctness copies: how stable a profile of noise looks under the same dropout."""
     rng = np.random.default_rng(seed)
-    return np.array([cg.dropout_robustness(acts, shuffled_scores(scores, rng), n_reruns, drop_frac, seed + p).mean_std_x_model
+    return np.array([cg_robustness.dropout_robustness(acts, shuffled_scores(scores, rng), n_reruns, drop_frac, seed + p).mean_std_x_model
                      for p in range(n_perm)], dtype=float)
 
 
@@ -140,23 +142,6 @@ def bootstrap_missing_alive(acts, dead: np.ndarray, eps: float = cg.EPSILON, n_b
         miss = cg.coverage_classes(cg.x_bench(res), eps) == "missing"
         out.append((miss & ~dead).sum() / max(1, (~dead).sum()))
     return np.asarray(out, dtype=float)
-
-
-def rank_permutation_null(a: Sequence[float], b: Sequence[float], n_perm: int = 5000,
-                          seed: int = 0) -> tuple[float, np.ndarray]:
-    """Spearman of ``a`` and ``b`` and its permutation distribution: every order of ``b`` for up to 8
-    entries (exact), else ``n_perm`` seeded random orders (12 benchmarks have 479M orders)."""
-    from scipy.stats import spearmanr
-
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    rho = float(spearmanr(a, b).statistic)
-    if len(a) <= 8:
-        orders = (np.asarray(p) for p in itertools.permutations(b))
-    else:
-        rng = np.random.default_rng(seed)
-        orders = (rng.permutation(b) for _ in range(n_perm))
-    null = [spearmanr(a, o).statistic for o in orders]
-    return rho, np.asarray([x for x in null if np.isfinite(x)], dtype=float)
 
 
 def cg_claims(suites: Mapping[str, Any], main_sae: str, small_sae: str, model: str | None, results: Mapping[str, Any],

@@ -32,6 +32,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from kit.cg import metrics as cg
+from kit.cg import robustness as cg_robustness
 from kit.core.paths import atomic_write_text
 
 
@@ -87,7 +88,7 @@ def explorer_data(acts_by_benchmark: Mapping[str, cg.Acts], texts_by_benchmark: 
     ``acts_by_benchmark`` (items x concepts) with texts ``texts_by_benchmark``. ``models``: per model a
     mapping with ``acts``, ``scores``, ``texts`` (per benchmark it was scored on) and optionally
     ``responses`` (per benchmark) and ``significance`` (per concept, a class of
-    :meth:`kit.cg.metrics.GapTest.classes`). ``labels`` / ``contexts``: per concept; ``meta``: shown
+    :meth:`kit.cg.significance.GapTest.classes`). ``labels`` / ``contexts``: per concept; ``meta``: shown
     in the analysis panel. Item texts are kept whole (shown truncated, full text on demand).
     """
     models = dict(models or {})
@@ -147,7 +148,7 @@ def explorer_data(acts_by_benchmark: Mapping[str, cg.Acts], texts_by_benchmark: 
                          "coverage": [str(x) for x in cg.coverage_classes(xb, eps)],
                          "chi_bench": {b: _nums(chib[b]) for b in chib.columns}},
             "models": model_payload,
-            "overlap": _grid(cg.jaccard_overlap(acts_by_benchmark, eps)),
+            "overlap": _grid(cg_robustness.jaccard_overlap(acts_by_benchmark, eps)),
             "correlation": {"coverage (chi_bench)": _corr(chib), "performance (chi_model)": _corr(perf)}}
     return {"data": data, "details": details, "items": items}
 

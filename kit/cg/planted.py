@@ -11,7 +11,7 @@ per-item correctness differs between them.
 
 Per SAE concept its *planted share* is the fraction of its activation mass on the planted items
 (ground truth, not used by CG). The member's and the parent's concepts are each tested against
-their own accuracy with :func:`kit.cg.metrics.gap_test` (permutation null, Benjamini-Hochberg);
+their own accuracy with :func:`kit.cg.significance.gap_test` (permutation null, Benjamini-Hochberg);
 a concept is *found* when it is significantly low (class ``gap`` or ``weak``) for the member and
 not for the parent. Recovery is judged against a null too: if the found concepts were a random
 draw from the tested ones, how many planted concepts (share >= ``planted_share``) would they hold
@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from scipy import stats
 
 from kit.cg import metrics as cg
+from kit.cg import significance as cg_significance
 from kit.cg.suite import Suite
 
 
@@ -68,9 +69,9 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
     share = planted_share(suite.acts, planted)
     # Resolution: with m tested concepts, BH can pass the single most extreme one only if the smallest
     # permutation p-value, 1 / (1 + n_perm), is <= alpha / m; fewer permutations could find nothing.
-    n_testable = int((cg.concept_support(suite.model_acts[member]) >= min_support).sum())
+    n_testable = int((cg_significance.concept_support(suite.model_acts[member]) >= min_support).sum())
     n_perm = max(int(n_perm), int(np.ceil(n_testable / alpha)))
-    tests = {m: cg.gap_test(suite.model_acts[m], suite.model_scores[m], n_perm, min_support, alpha, seed)
+    tests = {m: cg_significance.gap_test(suite.model_acts[m], suite.model_scores[m], n_perm, min_support, alpha, seed)
              for m in (member, parent)}
     cls = {m: t.classes(eps) for m, t in tests.items()}
     low = {m: np.isin(c, ["gap", "weak"]) for m, c in cls.items()}

@@ -14,7 +14,10 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from kit.cg import metrics as cg
+from kit.cg import robustness as cg_robustness
+from kit.cg import significance as cg_significance
 from kit.cg.suite import Suite, best_match
+from kit.core.stats import jaccard
 
 
 def coverage_summary(suite: Suite, eps: float = cg.EPSILON) -> dict:
@@ -30,7 +33,7 @@ def coverage_summary(suite: Suite, eps: float = cg.EPSILON) -> dict:
     dead = suite.dead()
     frac = cg.missing_fraction(suite.acts, eps)
     chib = cg.chi_bench_table(suite.acts)
-    jac = cg.jaccard_overlap(suite.acts, eps).to_numpy()
+    jac = cg_robustness.jaccard_overlap(suite.acts, eps).to_numpy()
     off = jac[~np.eye(len(jac), dtype=bool)]
     return {
         "n_concepts": int(len(xb)),
@@ -160,13 +163,13 @@ def robustness(suite: Suite, model: str | None, n_reruns: int, drop_frac: float,
     """The paper's section 4.2.3 numbers for one suite: dropout std of X_bench / X_model and
     the adversarial median shifts."""
     out = {}
-    r = cg.dropout_robustness(suite.acts, None, n_reruns, drop_frac, seed)
+    r = cg_robustness.dropout_robustness(suite.acts, None, n_reruns, drop_frac, seed)
     out["std_x_bench"] = r.mean_std_x_bench
     if model is not None:
         acts, scores = suite.model_acts[model], suite.model_scores[model]
-        rm = cg.dropout_robustness(acts, scores, n_reruns, drop_frac, seed)
+        rm = cg_robustness.dropout_robustness(acts, scores, n_reruns, drop_frac, seed)
         out["std_x_model"] = rm.mean_std_x_model
-        adv = cg.adversarial_removal(acts, scores, adv_n_concepts, adv_n_items, adv_repeats, seed=seed)
+        adv = cg_robustness.adversarial_removal(acts, scores, adv_n_concepts, adv_n_items, adv_repeats, seed=seed)
         out.update(adv_median_before=adv.median_before, adv_shift_best_pct=adv.mean_shift_best_pct,
                    adv_shift_worst_pct=adv.mean_shift_worst_pct, adv_removed_frac=adv.removed_frac,
                    adv_best_lowers=bool(np.mean(adv.shift_best) < 0), adv_worst_raises=bool(np.mean(adv.shift_worst) > 0))
@@ -316,10 +319,10 @@ def model_benchmarks(suite: Suite) -> pd.DataFrame:
 
 
 def gap_significance(suite: Suite, model: str, n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05,
-                     eps: float = cg.EPSILON, seed: int = 0) -> tuple[dict, cg.GapTest]:
-    """:func:`kit.cg.metrics.gap_test` of one model, with its counts: the paper's gaps (X_model < eps),
+                     eps: float = cg.EPSILON, seed: int = 0) -> tuple[dict, cg_significance.GapTest]:
+    """:func:`kit.cg.significance.gap_test` of one model, with its counts: the paper's gaps (X_model < eps),
     how many of them have the minimum support, and how many beat their null after FDR control."""
-    t = cg.gap_test(suite.model_acts[model], suite.model_scores[model], n_perm, min_support, alpha, seed)
+    t = cg_significance.gap_test(suite.model_acts[model], suite.model_scores[model], n_perm, min_support, alpha, seed)
     cls = t.classes(eps)
     paper_gap = t.x_model < eps
     summary = {"n_perm": n_perm, "min_support": min_support, "alpha": alpha,
@@ -331,7 +334,7 @@ def gap_significance(suite: Suite, model: str, n_perm: int = 1000, min_support: 
     return summary, t
 
 
-def significant_concepts_table(t: cg.GapTest, labels: Sequence[str], n: int = 10, eps: float = cg.EPSILON) -> pd.DataFrame:
+def significant_concepts_table(t: cg_significance.GapTest, labels: Sequence[str], n: int = 10, eps: float = cg.EPSILON) -> pd.DataFrame:
     """Concepts that beat their null (gap / weak / strong), most significant first; empty if none."""
     df = t.table(labels, eps)
     df = df[df["class"].isin(["gap", "weak", "strong"])]
@@ -385,6 +388,6 @@ def denominator_comparison(suite: Suite, eps: float = cg.EPSILON) -> dict[str, f
     out = {}
     for cls in ("missing", "under", "over"):
         a, b = (set(np.flatnonzero(classes[d] == cls)) for d in cg.X_BENCH_DENOMINATORS)
-        out[f"jaccard_{cls}"] = len(a & b) / len(a | b) if a | b else 1.0
+        out[f"jaccard_{cls}"] = jaccard(a, b, empty=1.0)
         out[f"n_{cls}_all"], out[f"n_{cls}_active"] = len(a), len(b)
     return out

@@ -13,23 +13,44 @@ typed by hand). The rule, for the claim's ``direction``:
   interval, *contradicted* otherwise.
 - *not testable here* when a reason is given or our value could not be computed.
 
+Every claim also has a **kind** (:data:`KINDS`), kept apart in every table and report:
+
+- ``reproduction``: a paper claim tested on our own measurements (the tiny world's models or real
+  models run here). Only these count in a report's headline.
+- ``re-analysis``: a claim recomputed from the paper's own printed tables (no model run here).
+- ``set-up check``: the world does what it was built to do (a planted leak exists, a control is
+  clean); it tests our construction, not the paper.
+- ``audit``: a pass condition of the measurement-theory page (seed 003). Its verdicts read
+  **pass** / **fail** (same rule: pass when the interval clears the threshold on the required side),
+  never "supported".
+
+and a **margin** (:func:`margin`): how far the interval sits from its null on the predicted side, in
+the claim's units (negative when it overlaps or lies on the wrong side), so a verdict that holds by a
+hair says so. :func:`mark_stability` records whether a verdict survives a rerun with other seeds.
+
 The null is either one value (``null``: 0 for an effect, the untrained model's score) or a band
 (``null_range``: the 2.5-97.5% range of a permutation or random-control distribution, or an
-equivalence tolerance). Helpers below make the intervals and nulls: paired bootstrap over items,
-permutation nulls, Student-t intervals over seeds or reseeds, Wilson intervals for shares.
+equivalence tolerance). :mod:`kit.core.stats` makes the intervals and nulls: paired bootstrap over
+items, permutation nulls, Student-t intervals over seeds or reseeds, Wilson intervals for shares.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 VERDICTS = ("supported", "contradicted", "inconclusive", "not testable here")
+AUDIT_VERDICTS = ("pass", "fail", "inconclusive", "not testable here")
+"""An audit's verdicts: ``pass`` / ``fail`` stand where other kinds say supported / contradicted."""
+_AUDIT_WORD = {"supported": "pass", "contradicted": "fail"}
+ALL_VERDICTS = VERDICTS + AUDIT_VERDICTS[:2]
 DIRECTIONS = ("greater", "less", "within", "match")
-LEVEL = 0.95
+KINDS = ("reproduction", "re-analysis", "set-up check", "audit")
+FRAGILE = 0.1
+"""A decided verdict is *fragile* when its margin is below this share of its interval's width."""
 
 
 @dataclass
@@ -63,6 +84,19 @@ class Claim:
     """Figure name (without extension) in the notebook's ``figures/`` that shows it."""
     interval_how: str = ""
     """Where the interval comes from (bootstrap over N items, t over seeds, OLS...)."""
+    kind: str = "reproduction"
+    """One of :data:`KINDS`: what the claim tests (the paper on our models, the paper's tables, our
+    own set-up, or a measurement-theory pass condition)."""
+    rests_on: str = ""
+    """What the number rests on: the models and their construction (``tiny world, sparse fine-tunes
+    with separate plastic sets``), or the printed table it re-analyses."""
+    margin: float | None = None
+    """Distance of the interval from the null on the predicted side (:func:`margin`), in the claim's
+    units; negative when they overlap or the interval lies on the wrong side."""
+    fragile: bool = False
+    """A decided verdict whose margin is under :data:`FRAGILE` of its interval's width."""
+    stability: str = ""
+    """``""`` (not checked), ``stable`` or ``flips: ...`` (:func:`mark_stability`)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
@@ -129,17 +163,51 @@ def decide(ours: float | None, ci: tuple[float, float] | None, null: float | Non
     return "inconclusive", f"{ours_s} overlaps {band}"
 
 
-def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, null=None, null_range=None,
-          null_how: str = "", direction: str = "greater", paper_value: Any = None, not_testable: str | None = None,
-          interval_how: str = "", figure: str | None = None, caveat: str = "", notebook: str = "",
+def margin(ours: float | None, ci: tuple[float, float] | None, null: float | None,
+           null_range: tuple[float, float] | None, direction: str,
+           paper_value: Any = None) -> float | None:
+    """How far the interval ``ci`` (or the point ``ours``) sits from the null on the predicted side,
+    in the claim's units: ``greater``: low - null high; ``less``: null low - high; ``within``: the
+    smaller distance from an interval end to the tolerance's edge (inside positive); ``match``: the
+    paper's value's distance to the nearer interval end (inside positive). Negative: the interval
+    overlaps the null or lies on the wrong side. ``None`` when a number is missing.
+
+    >>> margin(0.3, (0.2, 0.4), 0.0, None, "greater")
+    0.2
+    """
+    lo, hi = (ours, ours) if ci is None else ci
+    lo, hi = _num(lo), _num(hi)
+    if lo is None or hi is None:
+        return None
+    if direction == "match":
+        pv = _num(paper_value) if isinstance(paper_value, (int, float, np.floating, np.integer)) else None
+        return None if pv is None else min(pv - lo, hi - pv)
+    nlo, nhi = (null, null) if null_range is None else null_range
+    nlo, nhi = _num(nlo), _num(nhi)
+    if nlo is None or nhi is None:
+        return None
+    if direction == "greater":
+        return lo - nhi
+    if direction == "less":
+        return nlo - hi
+    return min(lo - nlo, nhi - hi)
+
+
+def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, null=None,
+          null_range=None, null_how: str = "", direction: str = "greater", paper_value: Any = None,
+          not_testable: str | None = None, interval_how: str = "", figure: str | None = None,
+          caveat: str = "", notebook: str = "", kind: str = "reproduction", rests_on: str = "",
           **extra: Any) -> Claim:
     """Build a :class:`Claim` with its verdict computed by :func:`decide`.
 
     ``ci``: our 95% interval ``(low, high)``; ``null``: the null value; ``null_range``: a null band
     (overrides ``null`` for the verdict). ``caveat``: appended to ``why`` (e.g. "passes by
     construction"). A zero-width interval supports nothing unless ``interval_how`` says it is a
-    ``deterministic`` recomputation. ``extra``: any other JSON-plain numbers worth keeping.
+    ``deterministic`` recomputation. ``kind``: one of :data:`KINDS` (an ``audit`` reads pass/fail);
+    ``rests_on``: the models or tables the number comes from. ``extra``: any other JSON-plain numbers.
     """
+    if kind not in KINDS:
+        raise ValueError(f"claim {id!r}: kind={kind!r}; allowed values: {', '.join(KINDS)}")
     # A percentile bootstrap interval may miss the point estimate of a skewed statistic; that is
     # legitimate. Only an inverted interval is bad input.
     if ci is not None and None not in (_num(ci[0]), _num(ci[1])) and _num(ci[0]) > _num(ci[1]):
@@ -148,209 +216,118 @@ def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, n
     if (ci is not None and verdict in ("supported", "contradicted") and direction != "match"
             and not interval_how.startswith("deterministic") and _num(ci[0]) == _num(ci[1])):
         # Resampling that never varies measures no uncertainty (identical repeats, constant items).
-        verdict, why = "inconclusive", f"{why}, but the interval has zero width: the resampling saw no variation"
+        verdict = "inconclusive"
+        why = f"{why}, but the interval has zero width: the resampling saw no variation"
     if caveat:
         why = f"{why}; {caveat}"
     pv = paper_value
     if isinstance(pv, (np.floating, np.integer)):
         pv = pv.item()
-    return Claim(paper=paper, section=section, id=id, statement=statement, paper_value=pv, ours=_num(ours),
-                 ci_low=None if ci is None else _num(ci[0]), ci_high=None if ci is None else _num(ci[1]),
-                 null=_num(null) if null is not None else (None if null_range is None else _num(np.mean(null_range))),
+    m = None if verdict == "not testable here" else margin(ours, ci, null, null_range, direction, pv)
+    width = None if ci is None else _num(ci[1]) - _num(ci[0]) if None not in (_num(ci[0]), _num(ci[1])) else None
+    fragile = bool(verdict in ("supported", "contradicted") and m is not None and width
+                   and abs(m) < FRAGILE * width)
+    if kind == "audit":
+        verdict = _AUDIT_WORD.get(verdict, verdict)
+    null_mid = None if null_range is None else _num(np.mean(null_range))
+    return Claim(paper=paper, section=section, id=id, statement=statement, paper_value=pv,
+                 ours=_num(ours), ci_low=None if ci is None else _num(ci[0]),
+                 ci_high=None if ci is None else _num(ci[1]),
+                 null=_num(null) if null is not None else null_mid,
                  null_low=None if null_range is None else _num(null_range[0]),
                  null_high=None if null_range is None else _num(null_range[1]),
-                 null_how=null_how, direction=direction, verdict=verdict, why=why, notebook=notebook,
-                 figure=figure, interval_how=interval_how, extra=extra)
+                 null_how=null_how, direction=direction, verdict=verdict, why=why,
+                 notebook=notebook, figure=figure, interval_how=interval_how, kind=kind,
+                 rests_on=rests_on or ("the paper's printed tables" if kind == "re-analysis" else ""),
+                 margin=None if m is None else float(m), fragile=fragile, extra=extra)
 
 
-# ----------------------------------------------------------------------------- intervals
-
-
-def bootstrap_ci(stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: int = 0,
-                 level: float = LEVEL) -> tuple[float, float, float]:
-    """Paired percentile bootstrap over items: every array is resampled with the SAME item
-    indices (they are columns of one item table). Returns ``(stat(arrays), low, high)``.
-
-    Non-finite replicates (a resample where the statistic is undefined) are dropped.
-    """
-    arrays = [np.asarray(a) for a in arrays]
-    n = {len(a) for a in arrays}
-    if len(n) != 1:
-        raise ValueError(f"paired bootstrap needs arrays of one length (one row per item); got lengths {sorted(n)}")
-    n = n.pop()
-    if n < 2:
-        raise ValueError(f"bootstrap needs at least 2 items, got {n}")
-    rng = np.random.default_rng(seed)
-    reps = np.array([stat(*(a[idx] for a in arrays)) for idx in rng.integers(0, n, size=(n_boot, n))], dtype=float)
-    reps = reps[np.isfinite(reps)]
-    point = float(stat(*arrays))
-    if reps.size == 0:
-        return point, float("nan"), float("nan")
-    a = (1 - level) / 2
-    return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
-
-
-def bootstrap_groups_ci(stat: Callable[[list[tuple[np.ndarray, ...]]], float], groups: Sequence[Sequence],
-                        n_boot: int = 1000, seed: int = 0, level: float = LEVEL) -> tuple[float, float, float]:
-    """Stratified paired bootstrap: ``groups`` is a list of item tables (tuples of equal-length
-    arrays, e.g. per model the Ori and TE correctness of its test items); each replicate resamples
-    the items of every group independently and calls ``stat`` on the list of resampled groups."""
-    groups = [tuple(np.asarray(a) for a in g) for g in groups]
-    for g in groups:
-        if len({len(a) for a in g}) != 1 or len(g[0]) < 1:
-            raise ValueError("each group must hold non-empty arrays of one length")
-    rng = np.random.default_rng(seed)
-    reps = []
-    for _ in range(n_boot):
-        sample = []
-        for g in groups:
-            idx = rng.integers(0, len(g[0]), size=len(g[0]))
-            sample.append(tuple(a[idx] for a in g))
-        reps.append(stat(sample))
-    reps = np.asarray(reps, dtype=float)
-    reps = reps[np.isfinite(reps)]
-    point = float(stat(groups))
-    a = (1 - level) / 2
-    if reps.size == 0:
-        return point, float("nan"), float("nan")
-    return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
-
-
-def mean_diff_ci(a: Sequence[float], b: Sequence[float] | None = None, paired: bool = True, n_boot: int = 1000,
-                 seed: int = 0) -> tuple[float, float, float]:
-    """Mean of ``a - b`` with a bootstrap interval: paired over items (same index = same item), or
-    for independent samples each side resampled on its own. ``b=None``: the mean of ``a``."""
-    a = np.asarray(a, dtype=float)
-    if b is None:
-        return bootstrap_ci(np.mean, a, n_boot=n_boot, seed=seed)
-    b = np.asarray(b, dtype=float)
-    if paired:
-        return bootstrap_ci(lambda x, y: float(np.mean(x - y)), a, b, n_boot=n_boot, seed=seed)
-    return bootstrap_groups_ci(lambda g: float(np.mean(g[0][0]) - np.mean(g[1][0])), [(a,), (b,)],
-                               n_boot=n_boot, seed=seed)
-
-
-def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """Mean and Student-t interval of a few repeats (seeds, reseeds). One value: no interval (NaN)."""
-    from scipy.stats import t
-
-    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
-    if v.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    m = float(v.mean())
-    if v.size < 2:
-        return m, float("nan"), float("nan")
-    half = float(t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
-    return m, m - half, m + half
-
-
-def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """Difference of means ``mean(a) - mean(b)`` of two independent small samples (trained vs
-    control reseeds) with Welch's t interval. Needs 2+ values a side; equal zero variance gives a
-    zero-width interval."""
-    from scipy.stats import t
-
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if a.size < 2 or b.size < 2:
-        raise ValueError(f"welch_interval needs at least 2 values per side, got {a.size} and {b.size}")
-    d = float(a.mean() - b.mean())
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    se = math.sqrt(va + vb)
-    if se == 0:
-        return d, d, d
-    dof = (va + vb) ** 2 / ((va**2 / (a.size - 1) if va else 0) + (vb**2 / (b.size - 1) if vb else 0))
-    half = float(t.ppf(0.5 + level / 2, dof) * se)
-    return d, d - half, d + half
-
-
-def wilson_interval(k: int, n: int, level: float = LEVEL) -> tuple[float, float, float]:
-    """Share ``k/n`` with the Wilson score interval (sound for small n and shares near 0 or 1)."""
-    from scipy.stats import norm
-
-    if n <= 0:
-        return float("nan"), float("nan"), float("nan")
-    if not 0 <= k <= n:
-        raise ValueError(f"k={k} must lie in [0, n={n}]")
-    z = float(norm.ppf(0.5 + level / 2))
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return p, max(0.0, centre - half), min(1.0, centre + half)
-
-
-# ----------------------------------------------------------------------------- nulls
-
-
-def permutation_null(stat: Callable[[np.ndarray], float], labels: Sequence, n_perm: int = 200, seed: int = 0,
-                     groups: Sequence | None = None) -> np.ndarray:
-    """``stat`` of ``n_perm`` shuffles of ``labels`` (within each group of ``groups`` when given:
-    e.g. correctness shuffled within each benchmark). Returns the null distribution (finite values)."""
-    labels = np.asarray(labels)
-    rng = np.random.default_rng(seed)
-    idx_by_group = None
-    if groups is not None:
-        groups = np.asarray(groups)
-        if groups.shape[0] != labels.shape[0]:
-            raise ValueError(f"groups has {groups.shape[0]} entries but labels has {labels.shape[0]}")
-        idx_by_group = [np.flatnonzero(groups == g) for g in np.unique(groups)]
-    out = []
-    for _ in range(n_perm):
-        if idx_by_group is None:
-            perm = rng.permutation(labels)
-        else:
-            perm = labels.copy()
-            for idx in idx_by_group:
-                perm[idx] = labels[rng.permutation(idx)]
-        out.append(stat(perm))
-    out = np.asarray(out, dtype=float)
-    return out[np.isfinite(out)]
-
-
-def null_band(samples: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """Mean and central ``level`` range of a null distribution (permutations, random controls)."""
-    s = np.asarray([x for x in samples if x is not None and np.isfinite(x)], dtype=float)
-    if s.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    a = (1 - level) / 2
-    return float(s.mean()), float(np.quantile(s, a)), float(np.quantile(s, 1 - a))
-
-
-def seed_repeats(fn: Callable[[int], float], seeds: Sequence[int]) -> list[float]:
-    """``fn(seed)`` for every seed (a random-model control, a rerun of a pipeline)."""
-    return [float(fn(int(s))) for s in seeds]
-
-
-# ----------------------------------------------------------------------------- ledger
+def decided(c: "Claim | dict") -> bool:
+    """True when a claim's verdict excludes its null either way (supported, contradicted, pass, fail)."""
+    v = c.verdict if isinstance(c, Claim) else c["verdict"]
+    return v in ("supported", "contradicted", "pass", "fail")
 
 
 def check_consistent(c: Claim | dict) -> None:
     """Raise if a recorded claim's verdict does not follow from its own numbers (used by tests
     and by :func:`record`). Caveats may only weaken a verdict, never strengthen one."""
     d = c.row() if isinstance(c, Claim) else dict(c)
-    if d["verdict"] not in VERDICTS:
-        raise ValueError(f"claim {d['id']!r}: verdict {d['verdict']!r}; allowed: {', '.join(VERDICTS)}")
+    kind = d.get("kind", "reproduction")
+    if kind not in KINDS:
+        raise ValueError(f"claim {d['id']!r}: kind {kind!r}; allowed: {', '.join(KINDS)}")
+    allowed = AUDIT_VERDICTS if kind == "audit" else VERDICTS
+    if d["verdict"] not in allowed:
+        raise ValueError(f"claim {d['id']!r} ({kind}): verdict {d['verdict']!r}; "
+                         f"allowed: {', '.join(allowed)}")
     ci = None if d["ci_low"] is None or d["ci_high"] is None else (d["ci_low"], d["ci_high"])
     nr = None if d["null_low"] is None or d["null_high"] is None else (d["null_low"], d["null_high"])
     if d["verdict"] == "not testable here":
         return
     expected, _ = decide(d["ours"], ci, d["null"], nr, d["direction"], d["paper_value"])
-    if d["verdict"] == "supported" and expected != "supported":
-        raise ValueError(f"claim {d['id']!r} says supported but its numbers give {expected}")
-    if d["verdict"] == "contradicted" and expected != "contradicted":
-        raise ValueError(f"claim {d['id']!r} says contradicted but its numbers give {expected}")
+    if kind == "audit":
+        expected = _AUDIT_WORD.get(expected, expected)
+    for strong in ("supported", "contradicted", "pass", "fail"):
+        if d["verdict"] == strong and expected != strong:
+            raise ValueError(f"claim {d['id']!r} says {strong} but its numbers give {expected}")
 
 
 def weaken(c: Claim, reason: str) -> Claim:
-    """Demote a *supported* claim to *inconclusive* (e.g. the metric passes by construction)."""
-    if c.verdict == "supported":
+    """Demote a *supported* claim (an audit's *pass*) to *inconclusive*: e.g. the metric passes by
+    construction, so passing says nothing."""
+    if c.verdict in ("supported", "pass"):
         c.verdict = "inconclusive"
     c.why = f"{c.why}; {reason}"
     return c
 
 
+def mark_stability(claims: Sequence[Claim], reruns: Sequence[Sequence[Claim]], how: str) -> list[Claim]:
+    """Set each claim's ``stability`` from the same claims computed again under other seeds
+    (``reruns``: one list per rerun, matched by id; ``how`` names what changed, e.g. "bootstrap and
+    permutation seeds 1, 2" or "world seed 1"). A claim whose verdict differs in any rerun is marked
+    ``flips: <verdicts>``; one missing from a rerun stays unmarked."""
+    for c in claims:
+        again = [next((r for r in run if r.id == c.id), None) for run in reruns]
+        if not again or any(r is None for r in again):
+            continue
+        verdicts = [r.verdict for r in again]
+        c.stability = (f"stable under {how}" if all(v == c.verdict for v in verdicts)
+                       else f"flips under {how}: {c.verdict} -> {', '.join(verdicts)}")
+    return claims
+
+
+def finding(c: Claim | dict) -> str:
+    """One sentence that states exactly what a claim's verdict says, no more: the statement, the
+    verdict, our number and interval against the null, the margin, and what it rests on."""
+    d = c.row() if isinstance(c, Claim) else dict(c)
+    ours = _fmt(d["ours"]) + ("" if d["ci_low"] is None else f" [{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}]")
+    if d["null_low"] is not None:
+        null = f"null [{_fmt(d['null_low'])}, {_fmt(d['null_high'])}]"
+    else:
+        null = f"null {_fmt(d['null'])}" if d["null"] is not None else ""
+    if d["direction"] == "match" and d["paper_value"] is not None:
+        null = f"paper {d['paper_value']}"
+    parts = [f"{d['statement']}: **{d['verdict']}** ({d.get('kind', 'reproduction')})"]
+    if d["verdict"] == "not testable here":
+        return f"{parts[0]}: {d['why']}."
+    parts.append(f"ours {ours}" + (f" vs {null}" if null else ""))
+    if d.get("margin") is not None:
+        parts.append(f"margin {_fmt(d['margin'])}" + (" (fragile)" if d.get("fragile") else ""))
+    if d.get("stability"):
+        parts.append(d["stability"])
+    if d.get("rests_on"):
+        parts.append(f"rests on {d['rests_on']}")
+    return "; ".join(parts) + "."
+
+
+def findings(claims: Sequence[Claim | dict]) -> list[str]:
+    """:func:`finding` for each claim, reproductions first."""
+    order = {k: i for i, k in enumerate(KINDS)}
+    rows = sorted(claims, key=lambda c: order[(c.kind if isinstance(c, Claim) else c.get("kind", "reproduction"))])
+    return [finding(c) for c in rows]
+
+
 def table(claims: Sequence[Claim]):
-    """A display DataFrame: one row per claim, the verdict last."""
+    """A display DataFrame: one row per claim, reproductions first, the verdict last."""
     import pandas as pd
 
     def interval(c):
@@ -361,10 +338,13 @@ def table(claims: Sequence[Claim]):
             return f"{_fmt(c.null)} [{_fmt(c.null_low)}, {_fmt(c.null_high)}]"
         return _fmt(c.null)
 
-    return pd.DataFrame([{"paper": c.paper, "section": c.section, "claim": c.statement,
+    order = {k: i for i, k in enumerate(KINDS)}
+    rows = sorted(claims, key=lambda c: order[c.kind])
+    return pd.DataFrame([{"kind": c.kind, "paper": c.paper, "section": c.section, "claim": c.statement,
                           "paper value": "" if c.paper_value is None else c.paper_value,
                           "ours": _fmt(c.ours), "95% interval": interval(c), "null": nul(c),
-                          "null is": c.null_how, "verdict": c.verdict, "why": c.why} for c in claims])
+                          "null is": c.null_how, "margin": _fmt(c.margin) + (" !" if c.fragile else ""),
+                          "verdict": c.verdict, "why": c.why} for c in rows])
 
 
 def record(run, claims: Sequence[Claim]):

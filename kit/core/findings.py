@@ -1,6 +1,6 @@
 """What a notebook section hands back, and the one printed summary of findings every notebook ends with.
 
-A section function in a paper package (``kit.mui.law.growth_section``...) computes its numbers and
+A section function in a paper package (``kit.mui.growth.growth_section``...) computes its numbers and
 returns a :class:`Section`; the notebook cell is then a call, :func:`publish`, and a display.
 """
 

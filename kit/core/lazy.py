@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
 
-def lazy_submodules(package: str, submodules: Iterable[str], namespace: dict[str, Any],
-                    aliases: Mapping[str, str] | None = None) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for ``package``: ``submodules`` import on first attribute access,
-    ``aliases`` map an extra attribute name to a full module path (kept names of moved modules)."""
+def lazy_submodules(package: str, submodules: Iterable[str],
+                    namespace: dict[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` for ``package``: ``submodules`` import on first attribute access
+    (``namespace`` is the package's ``globals()``, where each is kept once imported)."""
     targets = {name: f"{package}.{name}" for name in submodules}
-    targets.update(aliases or {})
 
     def __getattr__(name: str) -> Any:
         if name in targets:

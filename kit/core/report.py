@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from kit.core.claims import VERDICTS, _fmt
+from kit.core.claims import ALL_VERDICTS, KINDS, _fmt
 from kit.core.paths import atomic_write_text
 
 PAPERS = {
@@ -64,7 +64,44 @@ def _figure(run_dir: Path, c: dict) -> Path | None:
 
 def _counts(claims: list[dict]) -> str:
     n = Counter(c["verdict"] for c in claims)
-    return ", ".join(f"{n[v]} {v}" for v in VERDICTS if n[v])
+    return ", ".join(f"{n[v]} {v}" for v in ALL_VERDICTS if n[v])
+
+
+def _kind(c: dict) -> str:
+    return c.get("kind", "reproduction")
+
+
+KIND_TITLES = {
+    "reproduction": "Reproduction: the paper's claims tested on our own measurements",
+    "re-analysis": "Re-analysis of the paper's printed tables (no model run here)",
+    "set-up check": "Set-up checks: the world does what it was built to do (tests our construction, not the paper)",
+    "audit": "Audits: the measurement-theory page's pass conditions (pass / fail)",
+}
+
+
+def headline(claims: list[dict]) -> str:
+    """The report's first line: reproduction claims only; the other kinds counted apart."""
+    rep = [c for c in claims if _kind(c) == "reproduction"]
+    others = Counter(_kind(c) for c in claims if _kind(c) != "reproduction")
+    line = f"{len(rep)} reproduction claims: {_counts(rep) or 'none'}."
+    if others:
+        line += " Not counted here: " + ", ".join(f"{others[k]} {k}" for k in KINDS if others[k]) + "."
+    fragile = [c for c in rep if c.get("fragile")]
+    if fragile:
+        line += f" {len(fragile)} decided reproduction verdicts are fragile (margin under a tenth of the interval)."
+    flips = [c for c in claims if str(c.get("stability", "")).startswith("flips")]
+    if flips:
+        line += f" {len(flips)} verdicts flip under a stability rerun."
+    return line
+
+
+def _by_kind(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    return [(k, [c for c in rows if _kind(c) == k]) for k in KINDS if any(_kind(c) == k for c in rows)]
+
+
+def _margin(c: dict) -> str:
+    m = c.get("margin")
+    return "" if m is None else _fmt(m) + (" (fragile)" if c.get("fragile") else "")
 
 
 def _header(run_dir: Path) -> tuple[str, list[dict]]:
@@ -84,33 +121,37 @@ def markdown(run_dir: str | Path) -> str:
     claims, silent = collect(run_dir)
     profile, outcomes = _header(run_dir)
     lines = [f"# Reproduction report: `{run_dir.name}` (profile {profile})", "",
-             f"{len(claims)} claims: {_counts(claims) or 'none'}.", "", RULE, ""]
+             headline(claims) if claims else "0 claims.", "", RULE, ""]
     failed = [o["notebook"] for o in outcomes if o.get("status") == "failed"]
     if failed:
         lines += [f"**Failed notebooks** (their claims are missing): {', '.join(failed)}.", ""]
     if silent:
         lines += [f"Notebooks with no claims in this run: {', '.join(silent)}.", ""]
+    head = ["notebook", "section", "claim", "paper", "ours", "95% interval", "null", "null is", "margin",
+            "verdict", "why", "rests on", "stability"]
     for paper, title in PAPERS.items():
         rows = [c for c in claims if c["paper"] == paper]
         if not rows:
             continue
-        lines += [f"## {title}", "", f"{_counts(rows)}.", "",
-                  "| notebook | section | claim | paper | ours | 95% interval | null | null is | verdict | why |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
-        for c in rows:
-            fig = _figure(run_dir, c)
-            claim_text = c["statement"] + (f" ([figure]({fig.relative_to(run_dir).as_posix()}))" if fig else "")
-            cells = [c["notebook"], c["section"], claim_text, _paper(c), _fmt(c.get("ours")), _interval(c), _null(c),
-                     c.get("null_how", ""), f"**{c['verdict']}**", c.get("why", "")]
-            lines.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
-        lines.append("")
+        lines += [f"## {title}", ""]
+        for kind, group in _by_kind(rows):
+            lines += [f"### {KIND_TITLES[kind]}", "", f"{_counts(group)}.", "",
+                      "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            for c in group:
+                fig = _figure(run_dir, c)
+                text = c["statement"] + (f" ([figure]({fig.relative_to(run_dir).as_posix()}))" if fig else "")
+                cells = [c["notebook"], c["section"], text, _paper(c), _fmt(c.get("ours")), _interval(c),
+                         _null(c), c.get("null_how", ""), _margin(c), f"**{c['verdict']}**", c.get("why", ""),
+                         c.get("rests_on", ""), c.get("stability", "")]
+                lines.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+            lines.append("")
     return "\n".join(lines)
 
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;width:100%;
 margin-bottom:2em;font-size:13px}th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
 th{background:#f3f3f3}.supported{background:#e3f4e3}.contradicted{background:#f8dede}.inconclusive{background:#fdf6dc}
-.not-testable-here{background:#eee}img{max-width:420px;display:block;margin-top:4px}details{margin-top:4px}"""
+.not-testable-here{background:#eee}.pass{background:#e3f4e3}.fail{background:#f8dede}img{max-width:420px;display:block;margin-top:4px}details{margin-top:4px}"""
 
 
 def html_report(run_dir: str | Path) -> str:
@@ -121,7 +162,7 @@ def html_report(run_dir: str | Path) -> str:
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report {esc(run_dir.name)}</title>",
            f"<style>{_CSS}</style></head><body>",
            f"<h1>Reproduction report: {esc(run_dir.name)} (profile {esc(str(profile))})</h1>",
-           f"<p>{len(claims)} claims: {esc(_counts(claims) or 'none')}.</p>",
+           f"<p>{esc(headline(claims) if claims else '0 claims.')}</p>",
            f"<p>{esc(RULE).replace('**', '')}</p>"]
     failed = [o["notebook"] for o in outcomes if o.get("status") == "failed"]
     if failed:
@@ -129,27 +170,32 @@ def html_report(run_dir: str | Path) -> str:
     if silent:
         out.append(f"<p>Notebooks with no claims in this run: {esc(', '.join(silent))}.</p>")
     embedded: dict[Path, str] = {}
+    head = ("notebook", "section", "claim", "paper", "ours", "95% interval", "null", "null is", "margin",
+            "verdict", "why", "rests on", "stability")
     for paper, title in PAPERS.items():
         rows = [c for c in claims if c["paper"] == paper]
         if not rows:
             continue
-        out += [f"<h2>{esc(title)}</h2><p>{esc(_counts(rows))}.</p><table><tr>",
-                "".join(f"<th>{h}</th>" for h in ("notebook", "section", "claim", "paper", "ours", "95% interval",
-                                                   "null", "null is", "verdict", "why")), "</tr>"]
-        for c in rows:
-            fig = _figure(run_dir, c)
-            figure_html = ""
-            if fig is not None:
-                if fig not in embedded:  # each figure once in full; later claims link to it
-                    embedded[fig] = base64.b64encode(fig.read_bytes()).decode()
-                figure_html = (f"<details><summary>figure {esc(c['figure'])}</summary>"
-                               f"<img src='data:image/png;base64,{embedded[fig]}' alt='{esc(c['figure'])}'></details>")
-            cls = c["verdict"].replace(" ", "-")
-            cells = [esc(c["notebook"]), esc(c["section"]), esc(c["statement"]) + figure_html, esc(_paper(c)),
-                     esc(_fmt(c.get("ours"))), esc(_interval(c)), esc(_null(c)), esc(c.get("null_how", "")),
-                     f"<b>{esc(c['verdict'])}</b>", esc(c.get("why", ""))]
-            out.append(f"<tr class='{cls}'>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
-        out.append("</table>")
+        out.append(f"<h2>{esc(title)}</h2>")
+        for kind, group in _by_kind(rows):
+            out += [f"<h3>{esc(KIND_TITLES[kind])}</h3><p>{esc(_counts(group))}.</p><table><tr>",
+                    "".join(f"<th>{h}</th>" for h in head), "</tr>"]
+            for c in group:
+                fig = _figure(run_dir, c)
+                figure_html = ""
+                if fig is not None:
+                    if fig not in embedded:  # each figure once in full; later claims link to it
+                        embedded[fig] = base64.b64encode(fig.read_bytes()).decode()
+                    figure_html = (f"<details><summary>figure {esc(c['figure'])}</summary>"
+                                   f"<img src='data:image/png;base64,{embedded[fig]}' alt='{esc(c['figure'])}'>"
+                                   "</details>")
+                cls = c["verdict"].replace(" ", "-")
+                cells = [esc(c["notebook"]), esc(c["section"]), esc(c["statement"]) + figure_html,
+                         esc(_paper(c)), esc(_fmt(c.get("ours"))), esc(_interval(c)), esc(_null(c)),
+                         esc(c.get("null_how", "")), esc(_margin(c)), f"<b>{esc(c['verdict'])}</b>",
+                         esc(c.get("why", "")), esc(c.get("rests_on", "")), esc(c.get("stability", ""))]
+                out.append(f"<tr class='{cls}'>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+            out.append("</table>")
     out.append("</body></html>")
     return "\n".join(out)
 

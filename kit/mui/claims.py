@@ -13,7 +13,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, claim, mean_diff_ci, wilson_interval
+from kit.core.claims import Claim, claim
+from kit.core.stats import mean_diff_ci, wilson_interval
 
 PAPER = "000"
 REQUIRED_IDS = {
@@ -56,7 +57,7 @@ def utility_law_claims(results: Mapping[str, Any], curves: pd.DataFrame | None =
     """Notebook 01's claims from its recorded ``results`` (``published_law_fit``,
     ``tiny_law_fit_per_task``, ``tiny_rank_per_task``, ``published_pur_max_abs_diff``, ``masking``),
     the §3.6 growth ``curves`` (columns pool, n, repeat, mui), the §3.7 ``correctness`` dict and
-    item 7's ``multi_token`` data (``law``, ``ci`` of :func:`kit.mui.law.multi_token_section`;
+    item 7's ``multi_token`` data (``law``, ``ci`` of :func:`kit.mui.multi_token.multi_token_section`;
     None: those two claims are "not testable here")."""
     out = [_fit_claim("law.published_per_model", results.get("published_law_fit_per_model"),
                       "published Table 5, Figure 3's view (one point per general model)", "fig3_published_per_model"),
@@ -149,7 +150,7 @@ def multi_token_claims(data: Mapping[str, Any] | None, seed: int = 0, n_boot: in
                        form: str = "mui_vs_log_perf") -> list[Claim]:
     """Item 7: the law across models on the multi-token families, and §3.7 on per-sample MUI where
     it can vary (multi-token answers). ``data``: ``{"law": ..., "ci": ...}`` of
-    :func:`kit.mui.law.multi_token_section`."""
+    :func:`kit.mui.multi_token.multi_token_section`."""
     data = data or {}
     law = data.get("law") or {}
     if law.get("slope") is None:
@@ -184,7 +185,7 @@ def multi_token_claims(data: Mapping[str, Any] | None, seed: int = 0, n_boot: in
 # ----------------------------------------------------------------------------- notebook 02
 
 _COROLLARY_ROWS = {
-    # id: (corollary, setting, subset) of kit.mui.trajectories.corollary_checks rows
+    # id: (corollary, setting, subset) of kit.mui.directions.corollary_checks rows
     "corollary1.early_accumulating": ("1", "pre-training", "early steps"),
     "corollary1.late_evolving": ("1", "pre-training", "late steps"),
     "corollary1.specialised_in_domain": ("1", "specialisation", "in-domain"),
@@ -197,7 +198,7 @@ _COROLLARY_ROWS = {
 
 def corollary_claims(checks: pd.DataFrame | list[dict], where: str, id_prefix: str = "",
                      figure: str | None = "direction_counts") -> list[Claim]:
-    """Corollaries 1-2 from :func:`kit.mui.trajectories.corollary_checks` rows: the share of
+    """Corollaries 1-2 from :func:`kit.mui.directions.corollary_checks` rows: the share of
     changes in the predicted direction, with a Wilson interval, against the share one of the four
     directions gets at random (1/4; 3/4 for "not collapsing"). Flat changes count against."""
     rows = pd.DataFrame(checks)

@@ -1,16 +1,14 @@
-"""Model Utilization Index (MUI), the Utility Law and its ranking tool PUR (seed 000).
+"""Key neurons and the Model Utilization Index (MUI, seed 000).
 
-The pieces, in the paper's order:
-
-- :func:`neuron_scores` / :func:`iter_neuron_scores` — each MLP neuron's contribution to
-  predicting the *next* token (Eq. 3 ``score``, Eq. 13 ``activate``, Eq. 14 ``gradient``);
 - :func:`key_neuron_mask` — the threshold functions (Eqs. 10-12 of A.4: ``topk``,
-  ``global_topk``, ``top_pct``, ``topscore``) turned into boolean key-neuron masks;
+  ``global_topk``, ``top_pct``, ``topscore``) turned into boolean key-neuron masks over the neuron
+  scores of :mod:`kit.mui.scores`;
 - :func:`utilization` / :func:`utilization_for_items` — MUI of a dataset (Eq. 4/5), streamed
-  layer by layer so no ``batch x pos x layer x d_mlp`` tensor is ever kept;
-  :func:`sae_utilization` — the SAE-feature variant (Eq. 6/9);
-- :func:`fit_law` (MUI ~ log performance, the paper's form; the inverse as an option), :func:`pur` (Eq. 7), :func:`direction`
-  (the four corollary directions) and :func:`rank_agreement` (Table 1).
+  layer by layer so no ``batch x pos x layer x d_mlp`` tensor is ever kept; ``variant="public_code"``
+  computes it as MUI-Eval's code does (:func:`public_code_utilization`).
+
+Beside it: SAE-feature MUI in :mod:`kit.mui.sae`, the law fit, PUR (Eq. 7) and rank agreement
+(Table 1) in :mod:`kit.mui.law`, the four corollary directions in :mod:`kit.mui.directions`.
 
 Alignment convention (the public code gets this wrong): position ``p`` of a score tensor is the
 residual position whose output predicts ``tokens[:, p + 1]``; a score tensor therefore has
@@ -21,38 +19,20 @@ over score positions.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, SupportsFloat
+from typing import Any
 
-import numpy as np
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
+
 from kit.core.checks import require_finite
 from kit.models import tl
+from kit.mui.scores import _check_ig, _check_score, _check_tokens, _w_out, iter_neuron_scores
 
-SCORES = ("score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum")
-"""Contribution scores: token level (Eqs. 3, 13, 14) and response level (``*_sum``, Eq. 15)."""
-TOKEN_SCORES = ("score", "activate", "gradient")
 THRESHOLDS = ("topk", "global_topk", "top_pct", "topscore")
 """Threshold functions of A.4 (Eqs. 10-12)."""
-DIRECTIONS = ("evolving", "accumulating", "coarsening", "collapsing", "flat")
-Numbers = float | int | np.ndarray | Sequence[float | int]
-"""A number or a 1-d collection of numbers (list, numpy array; pass pandas columns as ``.to_numpy()``)."""
-IG_STEPS = 10
-"""Riemann steps of the integrated-gradients score (B.6.1: "we deploy m = 10")."""
-SAE_REFERENCE_WIDTH = 131072
-"""Width (128K) at which the paper keeps the top 50 SAE features per layer and token (A.3)."""
-
-
-# --------------------------------------------------------------------------------------------
-# validation helpers
-
-
-def _check_score(score: str, allowed: Sequence[str] = SCORES) -> None:
-    if score not in allowed:
-        raise ValueError(f"score={score!r} is not a contribution score; allowed values: {', '.join(allowed)}")
 
 
 def _check_threshold(threshold: str) -> None:
@@ -60,217 +40,9 @@ def _check_threshold(threshold: str) -> None:
         raise ValueError(f"threshold={threshold!r} is not a threshold function; allowed values: {', '.join(THRESHOLDS)}")
 
 
-def _check_tokens(tokens: Tensor) -> Tensor:
-    if not isinstance(tokens, Tensor) or tokens.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"tokens must be an integer tensor [batch, seq], got {type(tokens).__name__} "
-                         f"{getattr(tokens, 'dtype', '')}")
-    if tokens.ndim == 1:
-        tokens = tokens[None]
-    if tokens.ndim != 2 or tokens.shape[1] < 2:
-        raise ValueError(f"tokens must have shape [batch, seq] with seq >= 2 (one token to predict), "
-                         f"got {tuple(tokens.shape)}")
-    return tokens.long()
-
-
 def default_k(d_mlp: int) -> int:
     """The paper's per-layer top-k: the top one-thousandth of a layer (Sec. 3.8), at least 1."""
     return max(1, round(d_mlp / 1000))
-
-
-# --------------------------------------------------------------------------------------------
-# neuron contribution scores
-
-
-class LayerScores(NamedTuple):
-    """One streamed piece of :func:`iter_neuron_scores`."""
-
-    rows: slice
-    """Which rows (samples) of the input ``tokens`` these scores belong to."""
-    layer: int
-    """Layer index ``L`` (the site is ``blocks.{L}.mlp.hook_post``)."""
-    scores: Float[Tensor, "batch pos d_mlp"]
-    """``scores[b, p, i]``: neuron ``i``'s contribution to predicting ``tokens[b, p + 1]``."""
-
-
-def _w_out(model, layer: int) -> Float[Tensor, "d_mlp d_model"]:
-    return tl.mlp_out(model, layer)
-
-
-def _unembed_columns(model, targets: Int[Tensor, "batch pos"]) -> tuple[Float[Tensor, "d_model n_uniq"], Int[Tensor, "batch pos"]]:
-    """The unembedding columns of the distinct target tokens (never the d_mlp x vocab product)."""
-    uniq, inverse = torch.unique(targets, return_inverse=True)
-    return tl.unembed(model)[:, uniq], inverse
-
-
-def _score_from_acts(model, layer: int, acts: Float[Tensor, "batch seq d_mlp"], score: str,
-                     cols: Tensor | None, inverse: Tensor | None) -> Float[Tensor, "batch pos d_mlp"]:
-    """Eq. 3 / Eq. 13 for one layer; drops the last position (it predicts nothing)."""
-    a = acts[:, :-1].float()
-    if score == "activate":
-        return a
-    # (W_out[L] @ W_U[:, y]) for the distinct targets y: [d_mlp, n_uniq] — as cheap as one
-    # W_out matmul over the distinct tokens, instead of a d_mlp x vocab projection.
-    W_out = _w_out(model, layer)
-    proj = (W_out @ cols.to(W_out.dtype)).float()  # [d_mlp, n_uniq]
-    return a * proj.T[inverse]  # [batch, pos, d_mlp]
-
-
-IG_OUTPUTS = ("logit", "prob")
-"""What integrated gradients attributes: the target's logit (our default) or its probability
-(Dai et al. 2022, the paper's ref. [11]). MUI-Eval's ``get_neuron_grad.py`` uses a third: the
-cross-entropy loss of the whole response, all layers and positions interpolated at once, |attribution|."""
-IG_MODES = ("per_token", "shared")
-"""``per_token`` (Eq. 14): for each scored position p only ``a(p)`` is interpolated and the gradient is
-that of p's own target; ``shared``: every scored position of a row interpolated at once and the
-gradient of the sum of the row's own targets (one backward per step; a neuron at p is also credited
-with its effect through attention on later targets of the same row)."""
-
-
-def _check_ig(ig_output: str, ig_mode: str) -> None:
-    if ig_output not in IG_OUTPUTS:
-        raise ValueError(f"ig_output={ig_output!r}; allowed values: {', '.join(IG_OUTPUTS)}")
-    if ig_mode not in IG_MODES:
-        raise ValueError(f"ig_mode={ig_mode!r}; allowed values: {', '.join(IG_MODES)}")
-
-
-def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
-                          positions: Bool[Tensor, "batch pos"] | None = None, steps: int = IG_STEPS,
-                          ig_output: str = "logit", ig_mode: str = "per_token") -> Float[Tensor, "batch pos d_mlp"]:
-    """Eq. 14: ``a_i(p) * mean_{k=1..m} dF_p / da_i(p) (k/m * a(p))``, zero baseline, m Riemann steps,
-    where ``F_p`` is the logit (or probability, ``ig_output``) of ``tokens[:, p+1]`` at position p.
-
-    Only the positions in ``positions`` (score positions, ``[batch, seq-1]``; None: all) are scored,
-    the rest are 0. Each row's gradient is that of its OWN targets at its own scored positions, so a
-    row's scores do not depend on the other rows of the batch or on right padding (causal attention:
-    position p never sees later positions). ``ig_mode`` (:data:`IG_MODES`): ``per_token`` runs one
-    interpolation per scored position (rows in parallel, the k steps as one batch); ``shared``
-    interpolates all of a row's scored positions at once. Starts at ``layer`` from the cached
-    residual stream.
-    """
-    _check_ig(ig_output, ig_mode)
-    B, S = tokens.shape
-    targets = tokens[:, 1:]
-    post, pre = f"blocks.{layer}.mlp.hook_post", f"blocks.{layer}.hook_resid_pre"
-    with torch.no_grad():
-        _, cache = tl.run_with_cache(model, tokens, [post, pre], stop_at_layer=layer + 1)
-    a, resid = cache[post], cache[pre]  # [B, S, d_mlp], [B, S, d_model]
-    positions = torch.ones(B, S - 1, dtype=torch.bool) if positions is None else positions.bool().cpu()
-    if tuple(positions.shape) != (B, S - 1):
-        raise ValueError(f"positions shape {tuple(positions.shape)} must be [batch, seq-1] = {(B, S - 1)}")
-    out = torch.zeros(B, S - 1, a.shape[-1])
-    alphas = torch.arange(1, steps + 1, device=a.device, dtype=a.dtype) / steps
-
-    def target_value(logits: Tensor, rr: Tensor, pp: Tensor, yy: Tensor) -> Tensor:
-        sel = logits[rr, pp]  # [n, d_vocab]
-        if ig_output == "prob":
-            sel = sel.float().softmax(-1)
-        return sel.gather(-1, yy[:, None]).sum()
-
-    if ig_mode == "shared":
-        rows = torch.nonzero(positions.any(dim=1)).flatten()
-        if len(rows) == 0:
-            return out
-        R = len(rows)
-        m = positions[rows].to(a.device)  # [R, S-1]
-        scale = torch.ones(steps, R, S, 1, device=a.device, dtype=a.dtype)
-        scale[:, :, :-1] = torch.where(m[None, :, :, None], alphas[:, None, None, None], 1.0)
-        base = a[rows]
-        scaled = (base[None] * scale).reshape(steps * R, S, -1).detach().requires_grad_(True)
-        rr, pp = torch.nonzero(m.repeat(steps, 1), as_tuple=True)
-        yy = targets[rows].repeat(steps, 1)[rr, pp]
-        with torch.enable_grad(), tl.hooks(model, [(post, lambda act, hook: scaled)]):
-            logits = tl.forward(model, resid[rows].repeat(steps, 1, 1), start_at_layer=layer)
-            (grad,) = torch.autograd.grad(target_value(logits, rr, pp, yy), scaled)
-        mean_grad = grad.float().reshape(steps, R, S, -1).mean(dim=0)[:, :-1]
-        out[rows.cpu()] = ((base[:, :-1].float() * mean_grad) * m[..., None]).cpu()
-        return out
-
-    # per_token: the j-th scored position of every row that has one, rows in parallel
-    per_row = [torch.nonzero(positions[b]).flatten().tolist() for b in range(B)]
-    for j in range(max((len(p) for p in per_row), default=0)):
-        rows = torch.tensor([b for b in range(B) if len(per_row[b]) > j], device=a.device)
-        p = torch.tensor([per_row[b][j] for b in rows.tolist()], device=a.device)
-        R, width = len(rows), int(p.max()) + 1  # later positions cannot affect position p's logits
-        a_sel = a[rows, p]  # [R, d_mlp]
-        x = (a_sel.repeat(steps, 1) * alphas.repeat_interleave(R)[:, None]).detach().requires_grad_(True)
-        rr = torch.arange(steps * R, device=a.device)
-        pp = p.repeat(steps)
-
-        def replace(act, hook, rr=rr, pp=pp, x=x):
-            act = act.clone()
-            act[rr, pp] = x  # only position p of each row is interpolated; the rest keep a
-            return act
-
-        with torch.enable_grad(), tl.hooks(model, [(post, replace)]):
-            logits = tl.forward(model, resid[rows, :width].repeat(steps, 1, 1), start_at_layer=layer)
-            yy = targets[rows, p].repeat(steps)
-            (grad,) = torch.autograd.grad(target_value(logits, rr, pp, yy), x)
-        mean_grad = grad.float().reshape(steps, R, -1).mean(dim=0)
-        out[rows.cpu(), p.cpu()] = (a_sel.float() * mean_grad).cpu()
-    return out
-
-
-def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
-                       batch_size: int | None = None, positions: Bool[Tensor, "batch pos"] | None = None,
-                       ig_output: str = "logit", ig_mode: str = "per_token") -> Iterator[LayerScores]:
-    """Stream neuron contribution scores one (row chunk, layer) at a time.
-
-    Inputs: a ``HookedTransformer``; ``tokens`` right-padded ``[batch, seq]``; ``score`` in
-    ``score`` (Eq. 3: ``a_i^l(p) * W_out^l[i] . W_U[:, tokens[p+1]]``, ``a`` the input of
-    ``W_out`` — ``act(gate) * up`` for gated MLPs, which is what ``blocks.{L}.mlp.hook_post``
-    holds), ``activate`` (Eq. 13: ``a_i^l(p)``) or ``gradient`` (Eq. 14, integrated gradients
-    of the target's ``ig_output`` in ``ig_mode``, see :func:`_integrated_gradients`; it scores only
-    ``positions`` — score positions ``[batch, seq-1]``, None: all — and 0 elsewhere; the other
-    scores ignore ``positions``). Yields :class:`LayerScores` with ``scores`` of shape
-    ``[rows, seq-1, d_mlp]``; only one layer of one chunk is alive at a time. Every score of a row
-    depends on that row's tokens only (right padding and the other rows change nothing).
-    """
-    _check_score(score, TOKEN_SCORES)
-    _check_ig(ig_output, ig_mode)
-    tokens = _check_tokens(tokens)
-    n = tokens.shape[0]
-    step = n if batch_size is None else int(batch_size)
-    if step < 1:
-        raise ValueError(f"batch_size={batch_size} must be >= 1")
-    tokens = tokens.to(model.cfg.device)
-    for start in range(0, n, step):
-        rows = slice(start, min(n, start + step))
-        chunk = tokens[rows]
-        if score == "gradient":
-            pos = None if positions is None else positions[rows]
-            for L in range(model.cfg.n_layers):
-                yield LayerScores(rows, L, require_finite(
-                    f"gradient scores at blocks.{L}.mlp.hook_post",
-                    _integrated_gradients(model, chunk, L, pos, ig_output=ig_output, ig_mode=ig_mode)))
-            continue
-        cols = inverse = None
-        if score == "score":
-            cols, inverse = _unembed_columns(model, chunk[:, 1:])
-        for L, acts in tl.iter_mlp_post(model, chunk):
-            # a NaN would be ranked the top key neuron by topk: stop here, naming the layer
-            yield LayerScores(rows, L, require_finite(f"{score} scores at blocks.{L}.mlp.hook_post",
-                                                      _score_from_acts(model, L, acts, score, cols, inverse)))
-
-
-def neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
-                  batch_size: int | None = None, **kwargs: Any) -> Float[Tensor, "batch pos layer d_mlp"]:
-    """All neuron contribution scores of ``tokens`` (see :func:`iter_neuron_scores`).
-
-    Returns ``[batch, seq-1, n_layers, d_mlp]`` where ``[b, p]`` is each neuron's contribution
-    to predicting ``tokens[b, p+1]`` from position ``p`` (``kwargs``: ``positions``, ``ig_output``,
-    ``ig_mode`` of :func:`iter_neuron_scores`). Keeps the whole tensor: for long
-    responses or big models use :func:`iter_neuron_scores` or :func:`utilization` instead.
-    """
-    tokens = _check_tokens(tokens)
-    cfg = model.cfg
-    out = torch.zeros(tokens.shape[0], tokens.shape[1] - 1, cfg.n_layers, cfg.d_mlp)
-    for piece in iter_neuron_scores(model, tokens, score=score, batch_size=batch_size, **kwargs):
-        out[piece.rows, :, piece.layer] = piece.scores.cpu()
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# thresholds -> key-neuron masks
 
 
 def _k_for(threshold: str, width: int, n_layers: int, k: int | None, frac: float | None) -> int:
@@ -369,10 +141,6 @@ def key_neuron_mask(scores: Float[Tensor, "*batch pos layer d_mlp"], threshold: 
 def mui_of_mask(mask: Bool[Tensor, "layer width"]) -> float:
     """MUI in percent: key units / all units (Eq. 4: ``|N_key| / (N * n_layers)`` x 100)."""
     return 100.0 * float(mask.sum()) / mask.numel()
-
-
-# --------------------------------------------------------------------------------------------
-# MUI of a dataset
 
 
 @dataclass
@@ -541,8 +309,10 @@ def budgeted(fn, model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Te
 VARIANTS = ("paper", "public_code")
 """``paper``: the definitions of the paper's text (Eq. 3/5, per-token top-k, k = max(1, round(d_mlp/1000)));
 ``public_code``: what MUI-Eval's ``get_neuron.py`` + ``depict_neuron.py`` compute (Table 5's absolute values)."""
+
 PUBLIC_CODE_STORED = 2000
 """MUI-Eval stores the top 2000 (position, neuron) entries per response and layer before thresholding."""
+
 _ACTS = {"relu": torch.relu, "silu": torch.nn.functional.silu, "swish": torch.nn.functional.silu,
          "gelu": torch.nn.functional.gelu,
          "gelu_new": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
@@ -689,236 +459,3 @@ def utilization_for_items(model, items: Sequence[Any], responses: Sequence[str],
     """:func:`utilization` of prompt+response texts (``kwargs`` go to :func:`utilization`)."""
     tokens, mask = item_tokens(model, items, responses)
     return utilization(model, tokens, mask, **kwargs)
-
-
-# --------------------------------------------------------------------------------------------
-# SAE-based MUI
-
-
-def sae_top(d_sae: int, top: int = 50, reference_width: int = SAE_REFERENCE_WIDTH) -> int:
-    """Features kept per layer and token: ``top`` at the paper's 128K width, scaled by width."""
-    return max(1, round(top * d_sae / reference_width))
-
-
-def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, "batch seq"],
-                    response_mask: Bool[Tensor, "batch seq"], top: int = 50,
-                    reference_width: int | None = SAE_REFERENCE_WIDTH, batch_size: int = 16,
-                    max_batch_tokens: int | None = None) -> MUIResult:
-    """SAE-based MUI (Eqs. 6, 9): per layer and response position, the top features of the SAE
-    on that hook (``top`` at 128K width scaled to the SAE width; ``reference_width=None`` keeps
-    ``top`` as is), positive activations only; denominator = number of SAEs x d_sae.
-
-    ``sae_by_layer`` maps TransformerLens hook names (``blocks.{L}.hook_resid_post``) to sae_lens
-    SAEs of equal width. Position alignment is the neuron one: the position predicting a
-    response token is read. ``max_batch_tokens``: token-budget batches (see :func:`utilization`).
-    """
-    if not sae_by_layer:
-        raise ValueError("sae_by_layer is empty: pass {hook_name: SAE}")
-    if max_batch_tokens is not None:
-        return budgeted(sae_utilization, model, tokens, response_mask, max_batch_tokens, sae_by_layer=sae_by_layer,
-                        top=top, reference_width=reference_width)
-    tokens = _check_tokens(tokens)
-    pos_mask = _score_positions(response_mask.cpu(), tokens.cpu())
-    hooks = list(sae_by_layer)
-    widths = {int(sae.cfg.d_sae) for sae in sae_by_layer.values()}
-    if len(widths) != 1:
-        raise ValueError(f"SAEs must share one width for a common denominator, got widths {sorted(widths)}")
-    d_sae = widths.pop()
-    kk = top if reference_width is None else sae_top(d_sae, top, reference_width)
-    if not 1 <= kk <= d_sae:
-        raise ValueError(f"top={top} gives {kk} features per token, must be in [1, {d_sae}]")
-    union = torch.zeros(len(hooks), d_sae, dtype=torch.bool)
-    tokens = tokens.to(model.cfg.device)
-    for start in range(0, tokens.shape[0], batch_size):
-        rows = slice(start, min(tokens.shape[0], start + batch_size))
-        with torch.no_grad():
-            _, cache = tl.run_with_cache(model, tokens[rows], list(sae_by_layer))
-            m = pos_mask[rows]
-            for j, h in enumerate(hooks):
-                feats = sae_by_layer[h].encode(cache[h][:, :-1].to(next(sae_by_layer[h].parameters()).device)).float().cpu()
-                picked = require_finite(f"SAE features at {h}", feats[m])  # [tokens, d_sae]
-                if picked.shape[0] == 0:
-                    continue
-                key = _topk_mask(picked, kk) & (picked > 0)
-                union[j] |= key.any(dim=0)
-    return MUIResult(mui=mui_of_mask(union), mask=union, n_samples=int(tokens.shape[0]))
-
-
-# --------------------------------------------------------------------------------------------
-# the law, PUR, directions, rank agreement
-
-
-LAW_FORMS = ("mui_vs_log_perf", "perf_vs_log_mui")
-"""The Utility Law's regression: ``mui_vs_log_perf`` is the paper's form, ``MUI = -alpha ln(P) + beta``
-(P in %; MUI-Eval's figure prints alpha 4.632, beta 28.305, so MUI -> 6.97% at P = 100 and -> inf at
-P -> 0); ``perf_vs_log_mui`` is the inverse regression ``performance = a + b ln(MUI)``."""
-PAPER_LAW = {"alpha": 4.632, "beta": 28.305, "mui_at_100": 6.97}
-"""Published constants (MUI-Eval's ``figures/Utility_Law.png`` / §3.2's 6.97%): labels, never results."""
-
-
-@dataclass
-class LawFit:
-    """OLS fit of the Utility Law in one of :data:`LAW_FORMS`: ``y = intercept + slope * ln(x)``.
-
-    ``mui_vs_log_perf`` (default): y = MUI, x = performance, so slope = -alpha, intercept = beta.
-    ``perf_vs_log_mui``: y = performance, x = MUI. The law predicts slope < 0 in both forms.
-    """
-
-    slope: float
-    """Coefficient of ln(x)."""
-    intercept: float
-    """Constant term."""
-    ci_low: float
-    """Lower end of the 95% confidence interval of the slope."""
-    ci_high: float
-    """Upper end of the 95% confidence interval of the slope."""
-    r2: float
-    """R^2 of the fit."""
-    n: int
-    """Number of (MUI, performance) points."""
-    pvalue: float
-    """Two-sided p-value of the slope."""
-    form: str = "perf_vs_log_mui"
-    """Which regression (:data:`LAW_FORMS`)."""
-
-    @property
-    def alpha(self) -> float:
-        """The paper's alpha (``MUI = -alpha ln P + beta``); NaN for the inverse form."""
-        return -self.slope if self.form == "mui_vs_log_perf" else float("nan")
-
-    @property
-    def beta(self) -> float:
-        """The paper's beta; NaN for the inverse form."""
-        return self.intercept if self.form == "mui_vs_log_perf" else float("nan")
-
-    def mui_at(self, performance: float = 100.0) -> float:
-        """MUI the law gives at ``performance`` (%): the paper's 'limit' at 100 (6.97% in §3.2).
-        For the inverse form, the fitted line solved for MUI."""
-        if self.form == "mui_vs_log_perf":
-            return float(self.intercept + self.slope * np.log(performance))
-        return float(np.exp((performance - self.intercept) / self.slope)) if self.slope else float("nan")
-
-    def predict(self, x: np.ndarray | float) -> np.ndarray:
-        """y at x (MUI at performance x for the paper's form, performance at MUI x for the inverse)."""
-        return self.intercept + self.slope * np.log(np.asarray(x, dtype=float))
-
-
-def fit_law(performance: Numbers, mui: Numbers, form: str = "mui_vs_log_perf") -> LawFit:
-    """Fit the Utility Law with statsmodels OLS (:data:`LAW_FORMS`; default the paper's
-    ``MUI = -alpha ln(P) + beta``); needs >= 3 points, performance > 0 and MUI > 0 (both in %)."""
-    import statsmodels.api as sm
-
-    if form not in LAW_FORMS:
-        raise ValueError(f"form={form!r}; allowed values: {', '.join(LAW_FORMS)}")
-    perf = require_finite("fit_law performance", np.asarray(performance, dtype=float))
-    m = require_finite("fit_law mui", np.asarray(mui, dtype=float))
-    if perf.shape != m.shape or perf.ndim != 1:
-        raise ValueError(f"performance {perf.shape} and mui {m.shape} must be 1-d of equal length")
-    if len(perf) < 3:
-        raise ValueError(f"fit_law needs at least 3 points, got {len(perf)}")
-    if (m <= 0).any():
-        raise ValueError("mui must be > 0 everywhere (the law is in log MUI or fits MUI on log performance)")
-    if form == "mui_vs_log_perf" and (perf <= 0).any():
-        raise ValueError("performance must be > 0 everywhere for form='mui_vs_log_perf' (the law is in ln P)")
-    y, x = (m, perf) if form == "mui_vs_log_perf" else (perf, m)
-    res = sm.OLS(y, sm.add_constant(np.log(x))).fit()
-    lo, hi = res.conf_int(0.05)[1]
-    return LawFit(slope=float(res.params[1]), intercept=float(res.params[0]), ci_low=float(lo),
-                  ci_high=float(hi), r2=float(res.rsquared), n=len(y), pvalue=float(res.pvalues[1]), form=form)
-
-
-def pur(performance: Numbers, mui: Numbers, alpha: float = 0.5) -> float | np.ndarray:
-    """Performance-to-utilization ratio (Eq. 7): ``performance / MUI**alpha`` (alpha 0.5 reproduces
-    Table 1 from Table 5)."""
-    m = require_finite("pur mui", np.asarray(mui, dtype=float))
-    if (m <= 0).any():
-        raise ValueError("mui must be > 0 for PUR")
-    if alpha < 0:
-        raise ValueError(f"alpha={alpha} must be >= 0")
-    out = require_finite("pur performance", np.asarray(performance, dtype=float)) / m ** alpha
-    return float(out) if out.ndim == 0 else out
-
-
-def direction(d_perf: SupportsFloat, d_mui: SupportsFloat, tol_perf: SupportsFloat = 0.0,
-              tol_mui: SupportsFloat = 0.0) -> str:
-    """Which of the four corollary directions a change (Δperformance, ΔMUI) is:
-    ``evolving`` (+, -), ``accumulating`` (+, +), ``coarsening`` (-, +), ``collapsing`` (-, -);
-    ``flat`` when either change is within its tolerance."""
-    d_perf, d_mui, tol_perf, tol_mui = float(d_perf), float(d_mui), float(tol_perf), float(tol_mui)
-    if tol_perf < 0 or tol_mui < 0:
-        raise ValueError("tol_perf and tol_mui must be >= 0")
-    if abs(d_perf) <= tol_perf or abs(d_mui) <= tol_mui:
-        return "flat"
-    if d_perf > 0:
-        return "evolving" if d_mui < 0 else "accumulating"
-    return "coarsening" if d_mui > 0 else "collapsing"
-
-
-def rank_agreement(scores_by_dataset: Mapping[str, Mapping[str, SupportsFloat]],
-                   reference_order: Sequence[str]) -> dict[str, Any]:
-    """Spearman and Kendall of a score against a reference ranking, per dataset and summarised.
-
-    ``scores_by_dataset``: dataset -> {model: score} (higher = better); ``reference_order``:
-    models best first. Models missing from a dataset are skipped there. Returns
-    ``{"per_dataset": {ds: {"spearman", "kendall"}}, "spearman_mean", "kendall_mean"`` (in %),
-    ``"spearman_var", "kendall_var"`` (population variance of the coefficients x 100, Table 1's
-    Δ numbers), ``"n_datasets"``}``. A dataset where the score is constant has undefined
-    coefficients (NaN) and is left out of the mean and variance.
-    """
-    from scipy.stats import kendalltau, spearmanr
-
-    if len(set(reference_order)) != len(reference_order):
-        raise ValueError("reference_order has duplicate models")
-    ref_rank = {m: i for i, m in enumerate(reference_order)}
-    per: dict[str, dict[str, float]] = {}
-    for ds, scores in scores_by_dataset.items():
-        models = [m for m in reference_order if m in scores]
-        unknown = set(scores) - set(ref_rank)
-        if unknown:
-            raise ValueError(f"dataset {ds!r}: models {sorted(unknown)} are not in reference_order")
-        if len(models) < 3:
-            raise ValueError(f"dataset {ds!r}: need >= 3 models to rank, got {len(models)}")
-        s = require_finite(f"rank_agreement scores of dataset {ds!r} ({', '.join(models)})",
-                           np.array([scores[m] for m in models], dtype=float))
-        r = -np.array([ref_rank[m] for m in models], dtype=float)  # higher = better on both sides
-        if np.ptp(s) == 0:  # a constant score ranks nothing: undefined, not 0
-            per[ds] = {"spearman": float("nan"), "kendall": float("nan")}
-            continue
-        per[ds] = {"spearman": float(spearmanr(s, r).statistic), "kendall": float(kendalltau(s, r).statistic)}
-    sp = np.array([v["spearman"] for v in per.values()])
-    kd = np.array([v["kendall"] for v in per.values()])
-    if np.isnan(sp).all():
-        nan = float("nan")
-        return {"per_dataset": per, "spearman_mean": nan, "spearman_var": nan, "kendall_mean": nan,
-                "kendall_var": nan, "n_datasets": 0}
-    return {
-        "per_dataset": per,
-        "spearman_mean": float(100 * np.nanmean(sp)), "spearman_var": float(100 * np.nanvar(sp)),
-        "kendall_mean": float(100 * np.nanmean(kd)), "kendall_var": float(100 * np.nanvar(kd)),
-        "n_datasets": int((~np.isnan(sp)).sum()),
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# the public algorithm (MUI-Eval), kept as the benchmark's and the tests' reference
-
-
-def naive_public_scores(model, tokens: Int[Tensor, "batch seq"], offset: int = 1) -> Float[Tensor, "batch pos layer d_mlp"]:
-    """A faithful re-implementation of the public MUI-Eval scoring loop, for comparison only.
-
-    Per batch and layer it forms the full ``d_mlp x vocab`` projection ``W_out @ W_U``, then loops
-    over tokens in Python. ``offset=1`` scores position p against ``tokens[p+1]`` (correct);
-    ``offset=0`` reproduces the public code's off-by-one (scored against ``tokens[p]``).
-    """
-    tokens = _check_tokens(tokens).to(model.cfg.device)
-    B, S = tokens.shape
-    out = torch.zeros(B, S - 1, model.cfg.n_layers, model.cfg.d_mlp)
-    with torch.no_grad():
-        _, cache = tl.run_with_cache(model, tokens, lambda n: n.endswith("mlp.hook_post"))
-        for L in range(model.cfg.n_layers):
-            proj = _w_out(model, L).float() @ tl.unembed(model).float()  # d_mlp x vocab, every batch, every layer
-            acts = cache[f"blocks.{L}.mlp.hook_post"].float()
-            for b in range(B):
-                for p in range(S - 1):
-                    out[b, p, L] = (acts[b, p] * proj[:, tokens[b, p + offset]]).cpu()
-    return out

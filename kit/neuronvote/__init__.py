@@ -3,6 +3,7 @@
 - ``methods``: neuron-ranking methods, AvgOverlap, NeuronVote, classifier accuracy (re-exported:
   ``kit.neuronvote.rank_all``...);
 - ``concepts``: POS concept datasets from UD EWT / CoNLL; ``study``: the notebook's experiments;
+  ``tables``: Tables 1-4 beside the paper's, findings, key numbers; ``plots``: its figures;
 - ``bench``: the Gaussian greedy search against its naive loop.
 """
 
@@ -14,4 +15,4 @@ from kit.neuronvote.methods import (
     avg_overlap, borda_top, neuron_vote, pairwise_overlap, classifier_accuracy,
 )
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'concepts', 'methods', 'study'], globals())
+__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'claims', 'concepts', 'methods', 'plots', 'study', 'tables'], globals())

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, bootstrap_ci, claim
+from kit.core.claims import Claim, claim
+from kit.core.stats import bootstrap_ci
 
 PAPER = "004"
 REQUIRED_IDS = {"05_neuronvote": ["order.paper_agreement", "order.random_lowest", "layer.probing_trend",

@@ -1,8 +1,8 @@
-"""The NeuronVote study: rank neurons for every concept and layer, score the methods, tabulate.
-
-``run_study`` is what notebook 05 calls once per model; the ``table*`` functions turn its long
-tables into the paper's Tables 1-4 (with the published numbers beside ours, loaded from
-``../shared/paper_tables``), ``plot_*`` draw Figures 1-2, ``findings`` states the results.
+"""Notebook 05's experiments (seed 004): every neuron-ranking method on every POS concept at three
+layers of an encoder (or a decoder), AvgOverlap and NeuronVote over them, classifier accuracy at a
+few budgets; seed stability, bootstrap intervals of the scores, consensus subsets and the lobby
+effect of duplicated voters. Tables beside the paper's are in :mod:`kit.neuronvote.tables`, the
+figures in :mod:`kit.neuronvote.plots`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from kit.neuronvote import methods as nv
 from kit.neuronvote.concepts import ConceptTask
 
 POSITIONS = ("first", "middle", "last")
+
 PAPER_LAYER = {"first": 1, "middle": 6, "last": 12}
 """Which of BERT's 12 layers the paper reports for our first/middle/last layer."""
 
@@ -213,8 +214,8 @@ def encoder_data(cfg, encoder: str, source: str, tags, max_per_class: int | None
     ``max_per_class`` (default ``cfg.max_per_class``): when the same corpus was already encoded
     with all examples, a capped variant is drawn from those words (no second forward pass).
     """
-    from kit.neuronvote import concepts as concepts
     from kit.models.encoders import load_encoder
+    from kit.neuronvote import concepts as concepts
 
     cap = cfg.max_per_class if max_per_class == "cfg" else max_per_class
     base = (encoder, source, None if tags is None else tuple(tags), cfg.site, cfg.min_examples,
@@ -292,9 +293,9 @@ def study_encoder(cfg, encoder: str | None = None, source: str | None = None, pr
 def study_decoder(cfg, progress: bool = True) -> tuple[StudyResult, pd.DataFrame]:
     """The pipeline for the zoo decoder ``cfg.decoder_model`` on the tiny world's word roles
     (``kit.neuronvote.concepts.world_role_sentences``), at ``blocks.{L}.{cfg.decoder_site}``."""
-    from kit.neuronvote import concepts as concepts
     from kit.models.encoders import decoder_word_activations
     from kit.models.load import load_model
+    from kit.neuronvote import concepts as concepts
 
     sentences = concepts.load_sentences("world-roles", seed=cfg.seed, world_n_per_task=cfg.decoder_n_per_task)
     summary = concepts.concept_summary(sentences, None, cfg.decoder_min_examples)
@@ -321,136 +322,6 @@ def study_decoder(cfg, progress: bool = True) -> tuple[StudyResult, pd.DataFrame
                        accuracy_s=clip(cfg.accuracy_s), pairwise_s=clip(cfg.pairwise_s), seed=cfg.seed,
                        progress=progress, **_rank_kwargs(cfg))
     return result, summary
-
-
-# ------------------------------------------------------------------ tables (ours beside the paper's)
-
-
-def _display(df: pd.DataFrame, col: str = "method") -> pd.DataFrame:
-    df = df.copy()
-    df[col] = df[col].map(lambda m: nv.DISPLAY.get(m, m))
-    return df
-
-
-def table1_accuracy(result: StudyResult, with_paper: bool = True) -> pd.DataFrame:
-    """Table 1 analogue: mean test accuracy (over concepts and layers) per method x s, with the
-    paper's BERT values (``paper s=..`` columns) where the paper has that method."""
-    ours = _display(result.accuracy).pivot_table(index="method", columns="s", values="accuracy", aggfunc="mean")
-    ours.columns = [f"ours s={c}" for c in ours.columns]
-    if with_paper:
-        from kit.data.paper_tables import load_table
-
-        paper = load_table("004_table01_classifier_accuracy_pos_bert").pivot_table(
-            index="method", columns="n_neurons", values="accuracy", aggfunc="first")
-        paper.columns = [f"paper s={c}" for c in paper.columns]
-        ours = ours.join(paper, how="left")
-    return ours.round(3)
-
-
-def table2_compatibility(result: StudyResult, with_paper: bool = True) -> pd.DataFrame:
-    """Table 2 analogue: AvgOverlap and NeuronVote per method, averaged over concepts, layers
-    (first/middle/last) and s (10/30/50), with the paper's BERT values beside."""
-    ours = _display(result.scores).pivot_table(index="method", columns="metric", values="score", aggfunc="mean")
-    ours.columns = [f"ours {c}" for c in ours.columns]
-    if with_paper:
-        from kit.data.paper_tables import load_table
-
-        paper = load_table("004_table02_avgoverlap_neuronvote_pos_bert").pivot_table(
-            index="method", columns="metric", values="score", aggfunc="first")
-        paper.columns = [f"paper {c}" for c in paper.columns]
-        ours = ours.join(paper, how="left")
-    return ours.round(3)
-
-
-def table3_neuronvote(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT",
-                      methods: Sequence[str] | None = None,
-                      paper_table: str = "004_table03_neuronvote_pos") -> pd.DataFrame:
-    """Table 3 analogue: NeuronVote per method x layer position (mean over concepts and s), with
-    the paper's ``paper_model`` values at its layers 1/6/12 beside ours (``paper_table``: Table 3
-    for POS, ``004_table06_neuronvote_chunking`` for chunking)."""
-    df = result.scores[result.scores.metric == "NeuronVote"]
-    if methods is not None:
-        df = df[df.method.isin(methods)]
-    return _by_position_with_paper(df, paper_table if with_paper else None, paper_model)
-
-
-def table4_meanselect(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> pd.DataFrame:
-    """Table 4 analogue: NeuronVote of MeanSelect and Random per layer position, paper beside."""
-    df = result.scores[(result.scores.metric == "NeuronVote") & result.scores.method.isin(["meanselect", "random"])]
-    return _by_position_with_paper(df, "004_table04_meanselect_neuronvote_pos" if with_paper else None, paper_model)
-
-
-def _by_position_with_paper(df: pd.DataFrame, paper_table: str | None, paper_model: str) -> pd.DataFrame:
-    """Mean NeuronVote per method and layer position, with the published table's row beside it."""
-    ours = _display(df).pivot_table(index="method", columns="position", values="score", aggfunc="mean")
-    ours = ours[[c for c in POSITIONS if c in ours.columns] + [c for c in ours.columns if c not in POSITIONS]]
-    ours.columns = [f"ours {c}" for c in ours.columns]
-    if paper_table:
-        from kit.data.paper_tables import load_table
-
-        paper = load_table(paper_table)
-        paper = paper[paper.model == paper_model].pivot_table(index="method", columns="layer", values="score",
-                                                              aggfunc="first")
-        paper.columns = [f"paper {paper_model} L{c}" for c in paper.columns]
-        ours = ours.join(paper, how="left")
-    return ours.round(3)
-
-
-def ranking_of(table: pd.DataFrame, column: str) -> list[str]:
-    """Methods ordered by ``column`` descending (NaN last)."""
-    return table[column].sort_values(ascending=False, na_position="last").index.tolist()
-
-
-# ------------------------------------------------------------------ which definitions match the paper
-
-
-def paper_closeness(studies: Mapping[str, StudyResult]) -> pd.DataFrame:
-    """Per definition set: mean |ours - paper| over the methods of Tables 2, 3 (BERT, layers
-    1/6/12 vs our first/middle/last) and 4, and the Spearman correlation of the NeuronVote order
-    of Table 2. Lower MAE = closer; the ``closest`` column marks the smallest mean of the three."""
-    from scipy.stats import spearmanr
-
-    rows = {}
-    for name, res in studies.items():
-        t = all_tables(res)
-        maes = {}
-        for key in ("table2", "table3", "table4"):
-            ours = [c for c in t[key].columns if c.startswith("ours ")]
-            paper = [c for c in t[key].columns if c.startswith("paper ")]
-            pairs = list(zip(ours, paper))
-            maes[f"{key} MAE"] = float(np.nanmean([np.abs(t[key][a] - t[key][b]).mean() for a, b in pairs]))
-        t2 = t["table2"].dropna(subset=["paper NeuronVote"])
-        maes["table2 NeuronVote Spearman"] = float(spearmanr(t2["ours NeuronVote"], t2["paper NeuronVote"])[0])
-        rows[name] = maes
-    out = pd.DataFrame(rows).T
-    out["mean MAE"] = out[["table2 MAE", "table3 MAE", "table4 MAE"]].mean(axis=1)
-    out["closest"] = out["mean MAE"] == out["mean MAE"].min()
-    return out.round(4)
-
-
-def closeness_findings(closeness: pd.DataFrame) -> list[str]:
-    """Which definition set reproduces the paper's Tables 2-4 closer, from :func:`paper_closeness`
-    (our numbers against ``../shared/paper_tables``; the verdict follows the mean absolute gap)."""
-    if closeness.empty:
-        return []
-    best = closeness["mean MAE"].idxmin()
-    parts = [f"{d}: mean |ours - paper| {r['mean MAE']:.3f} (Table 2 {r['table2 MAE']:.3f}, Table 3 "
-             f"{r['table3 MAE']:.3f}, Table 4 {r['table4 MAE']:.3f}; Spearman of Table 2's NeuronVote order "
-             f"{r['table2 NeuronVote Spearman']:+.2f})" for d, r in closeness.iterrows()]
-    lines = ["Definition sets against the paper's Tables 2-4: " + "; ".join(parts) + "."]
-    if len(closeness) > 1:
-        other = closeness["mean MAE"].drop(best)
-        margin = float(other.min() - closeness.loc[best, "mean MAE"])
-        rho = closeness["table2 NeuronVote Spearman"]
-        agree = rho.idxmax() == best
-        lines.append(f"Closer by the mean absolute gap: {best} (by {margin:.3f})"
-                     + ("; it also has the higher rank agreement." if agree else
-                        f"; but {rho.idxmax()} orders the methods more like Table 2 (Spearman "
-                        f"{rho.max():+.2f} vs {rho[best]:+.2f}): the two criteria disagree."))
-    return lines
-
-
-# ------------------------------------------------------------------ intervals, consensus subsets, lobby
 
 
 def score_intervals(result: StudyResult, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
@@ -512,161 +383,3 @@ def lobby_effect(result: StudyResult, lobby: str = "lasso", copies: Sequence[int
     out = pd.DataFrame(rows).T
     out.index.name = f"clones of {nv.DISPLAY[lobby]}"
     return out.round(3)
-
-
-# ------------------------------------------------------------------ figures
-
-
-def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, title: str = ""):
-    """Figure 1 analogue: one heatmap per layer position of the method x method overlap
-    (averaged over concepts and s = 10..50). Returns the matplotlib figure."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    positions = list(result.pairwise)
-    ncol = min(4, len(positions))  # all-layer studies (Figures 5-7) wrap into rows of four
-    nrow = -(-len(positions) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
-    for ax in axes.flat[len(positions):]:
-        ax.axis("off")
-    for ax, pos in zip(axes.flat, positions):
-        mat = result.pairwise[pos]
-        keep = [m for m in (methods or list(mat.index)) if m in mat.index]
-        mat = mat.loc[keep, keep].rename(index=nv.DISPLAY, columns=nv.DISPLAY)
-        sns.heatmap(mat, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 6},
-                    cbar=ax is axes[0][-1], square=True, ax=ax)
-        ax.set_title(f"{result.model}, {pos} layer, {result.s_label}")
-        ax.tick_params(axis="x", rotation=60)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-def plot_by_layer(result: StudyResult, methods: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0):
-    """Figures 3-4 analogue: AvgOverlap (left) and NeuronVote (right) of every method per layer
-    (mean over concepts and s), with the 95% bootstrap interval over concepts as a band.
-    Returns the matplotlib figure."""
-    import matplotlib.pyplot as plt
-
-    iv = score_intervals(result, n_boot=n_boot, seed=seed)
-    iv = iv[iv.position != "all"]
-    layer_of = result.scores.drop_duplicates("position").set_index("position").layer
-    iv = iv.assign(layer=iv.position.map(layer_of)).sort_values("layer")
-    keep = [nv.DISPLAY.get(m, m) for m in (methods or list(dict.fromkeys(result.scores.method)))]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    for ax, metric in zip(axes, ("AvgOverlap", "NeuronVote")):
-        for m in keep:
-            g = iv[(iv.method == m) & (iv.metric == metric)]
-            if g.empty:
-                continue
-            line, = ax.plot(g.layer, g["mean"], marker="o", ms=3, label=m)
-            ax.fill_between(g.layer, g.lo, g.hi, color=line.get_color(), alpha=0.15)
-        ax.set_xlabel("layer")
-        ax.set_title(f"{result.model}: {metric} by layer")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("score (95% interval over concepts)")
-    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    return fig
-
-
-def plot_method_overlap(results: Sequence[StudyResult], method: str = "meanselect", others: Sequence[str] | None = None):
-    """Figure 2 analogue: overlap (top 10-50) of ``method`` with every other method, one
-    heatmap row per model x layer position. Returns the figure."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    rows, labels = [], []
-    for r in results:
-        for pos, mat in r.pairwise.items():
-            cols = [m for m in (others or list(mat.columns)) if m != method and m in mat.columns]
-            rows.append(mat.loc[method, cols].rename(nv.DISPLAY))
-            labels.append(f"{r.model} {pos}")
-    table = pd.DataFrame(rows, index=labels)
-    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * table.shape[1], 0.9 + 0.45 * table.shape[0]))
-    sns.heatmap(table, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 7}, ax=ax)
-    ax.set_title(f"{nv.DISPLAY.get(method, method)}: overlap with other methods ({results[0].s_label})")
-    fig.tight_layout()
-    return fig
-
-
-# ------------------------------------------------------------------ findings
-
-
-def findings(result: StudyResult, table1: pd.DataFrame, table2: pd.DataFrame, table3: pd.DataFrame,
-                  table4: pd.DataFrame) -> list[str]:
-    """Plain-language findings with our numbers and the paper's, computed from the tables
-    (``all_tables(result)``)."""
-    t1, t2, t3, t4 = table1, table2, table3, table4
-    lines = [f"[{result.model}, site {result.site}, {result.n_neurons} neurons/layer, "
-             f"{result.scores.concept.nunique()} concepts]"]
-    nv_col = "ours NeuronVote"
-    order = ranking_of(t2, nv_col)
-    s_used = sorted(result.scores.s.unique().tolist())
-    layers = sorted(result.scores.position.unique().tolist(), key=lambda p: (p not in POSITIONS, POSITIONS.index(p) if p in POSITIONS else p))
-    lines.append(f"NeuronVote ranking (mean over concepts, layers {'/'.join(layers)}, s={'/'.join(map(str, s_used))}): "
-                 + ", ".join(f"{m} {t2.loc[m, nv_col]:.3f}" for m in order))
-    if "paper NeuronVote" in t2:
-        paper_order = [m for m in ranking_of(t2, "paper NeuronVote") if not np.isnan(t2.loc[m, "paper NeuronVote"])]
-        lines.append("paper (BERT): " + ", ".join(f"{m} {t2.loc[m, 'paper NeuronVote']:.3f}" for m in paper_order))
-        gaps = (t2[nv_col] - t2["paper NeuronVote"]).dropna()
-        lines.append("gap ours - paper NeuronVote: " + ", ".join(f"{m} {g:+.3f}" for m, g in gaps.items()))
-        core = [m for m in order if m in paper_order and m != "Random"]
-        lines.append(f"top method here: {core[0] if core else '-'}; in the paper (BERT, POS): {paper_order[0]}.")
-    if "Random" in t2.index:
-        d = result.n_neurons
-        chance = float(np.mean([s / (2 * d - s) for s in s_used]))  # E|A∩B| / E|A∪B| for random top-s sets
-        lines.append(f"Random baseline: AvgOverlap {t2.loc['Random', 'ours AvgOverlap']:.3f}, "
-                     f"NeuronVote {t2.loc['Random', nv_col]:.3f} (chance IoU of random top-s sets ~ {chance:.3f}).")
-    acc_cols = [c for c in t1.columns if c.startswith("ours s=")]
-    if acc_cols:
-        best = t1[acc_cols[0]].idxmax()
-        lines.append(f"classifier accuracy at {acc_cols[0][5:]}: best {best} {t1.loc[best, acc_cols[0]]:.3f}, "
-                     f"Random {t1.loc['Random', acc_cols[0]]:.3f}" if "Random" in t1.index else "")
-        if "Random" in t1.index:
-            lines.append(f"classifier accuracy at {acc_cols[-1][5:]}: Random {t1.loc['Random', acc_cols[-1]]:.3f} vs "
-                         f"best {t1[acc_cols[-1]].max():.3f} (the paper's point: more neurons let even Random score well).")
-    pos_cols = [c for c in t3.columns if c.startswith("ours ")]
-    if "Probeless" in t3.index and len(pos_cols) >= 2:
-        lines.append("Probeless NeuronVote by layer: " + ", ".join(f"{c[5:]} {t3.loc['Probeless', c]:.3f}" for c in pos_cols))
-    for m in ("LCA", "Lasso"):
-        if m in t3.index and len(pos_cols) >= 2:
-            lines.append(f"{m} NeuronVote by layer: " + ", ".join(f"{c[5:]} {t3.loc[m, c]:.3f}" for c in pos_cols)
-                         + " (paper: drops at the last layer)")
-    if "MeanSelect" in t4.index:
-        cols = [c for c in t4.columns if c.startswith("ours ")]
-        lines.append("MeanSelect NeuronVote by layer: " + ", ".join(f"{c[5:]} {t4.loc['MeanSelect', c]:.3f}" for c in cols))
-    return [l for l in lines if l]
-
-
-def all_tables(result: StudyResult, with_paper: bool = True, paper_model: str = "BERT") -> dict[str, pd.DataFrame]:
-    """Tables 1-4 analogues of one study, the paper's numbers beside ours."""
-    return {
-        "table1": table1_accuracy(result, with_paper),
-        "table2": table2_compatibility(result, with_paper),
-        "table3": table3_neuronvote(result, with_paper, paper_model),
-        "table4": table4_meanselect(result, with_paper, paper_model),
-    }
-
-
-def key_numbers(result: StudyResult, tables: Mapping[str, pd.DataFrame], n_boot: int = 0) -> dict:
-    """Our numbers (never the paper's) of one study, as plain dicts for ``run.record``; with
-    ``n_boot`` > 0 also ``intervals``: :func:`score_intervals` as a list of records."""
-    ours = lambda df: df[[c for c in df.columns if c.startswith("ours ")]]  # noqa: E731
-    t2 = tables["table2"]
-    core = [m for m in ranking_of(t2, "ours NeuronVote") if m not in ("Random", "MeanSelect", "IoU-AP (NeuroX)")]
-    return {
-        "model": result.model,
-        "site": result.site,
-        "n_neurons": result.n_neurons,
-        "concepts": sorted(result.scores.concept.unique().tolist()),
-        "classifier_accuracy": ours(tables["table1"]).to_dict(),
-        "compatibility": ours(t2).to_dict(),
-        "neuronvote_by_layer": ours(tables["table3"]).to_dict(),
-        "meanselect_by_layer": ours(tables["table4"]).to_dict(),
-        "pairwise_overlap": {pos: m.round(4).to_dict() for pos, m in result.pairwise.items()},
-        "top_method_neuronvote": core[0] if core else None,
-        "definitions": result.definitions,
-        "intervals": score_intervals(result, n_boot).round(4).to_dict("records") if n_boot else [],
-    }

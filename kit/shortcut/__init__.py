@@ -2,23 +2,37 @@
 
 - ``patching``: dynamic patching during generation (KV caches, grouped batches) and teacher-forced
   log-probs;
-- ``neurons``: comparative and causal scores, localisation, trustworthy evaluation, sparsity curve,
-  agreement with a reference (re-exported here: ``kit.shortcut.locate``...);
+- ``scores``: the comparative (eq. 3) and causal (eq. 4) scores and their combination;
+- ``ranking``: localisation (``locate``) and the ranking rules compared on held-out items;
+- ``evaluate``: accuracy with patched neurons, trustworthy evaluation, side effects, sparsity curve,
+  agreement with a reference;
+- ``items``: the item sets tokenised for one model, decoding, free-text scoring;
+- ``study``: notebook 03's set-up and sections; ``published``: the paper's tables; ``plots``;
 - ``formats``: A2, the benchmark's input format as a shortcut (section 11 and its claims);
 - ``variants``: notebook 03's own ``extra/`` fine-tunes (separate plastic sets, strength, order);
+- ``pool``: models held one at a time; ``claims``: notebook 03's claims;
 - ``bench``: patched vs plain generation, batched vs serial groups.
+
+The building blocks are re-exported here (``kit.shortcut.locate``, ``kit.shortcut.causal_scores``...).
 """
 
 from kit.core.lazy import lazy_submodules
-from kit.shortcut.neurons import (
-    PAPER_N_PATCHED, PAPER_TOTAL_NEURONS, PAPER_FRACTION, ComparativeAccumulator,
-    comparative_scores, neuron_acts, comparative_scores_of_models, causal_score, neuron_groups,
-    exact_match, group_accuracy, CausalScores, causal_scores, COMBINE_RULES, combine_scores,
-    top_neurons, random_neurons, default_n_patched, patched_accuracy, sparsity_curve, agreement,
-    table9_agreement, plot_sparsity_curve, plot_agreement, table2_summary, paper_text_numbers,
-    findings, TaskData, benchmark_items, reference_items, task_data, text_correct, accuracies, Located, locate,
-    ranking_rules, trustworthy_table, side_effect_table, transfer_finetune, rule_specs, best_rule, rule_intervals,
-    paper_relative_changes, load_any,
+from kit.shortcut.evaluate import (
+    accuracies, agreement, patched_accuracy, side_effect_table, sparsity_curve, table2_summary,
+    trustworthy_table,
 )
+from kit.shortcut.items import TaskData, benchmark_items, reference_items, task_data, text_correct
+from kit.shortcut.plots import plot_agreement, plot_sparsity_curve
+from kit.shortcut.published import paper_relative_changes, paper_text_numbers, table9_agreement
+from kit.shortcut.ranking import Located, best_rule, locate, ranking_rules, rule_intervals, rule_specs
+from kit.shortcut.scores import (
+    COMBINE_RULES, PAPER_FRACTION, PAPER_N_PATCHED, PAPER_TOTAL_NEURONS, CausalScores,
+    ComparativeAccumulator, causal_score, causal_scores, combine_scores, comparative_scores,
+    comparative_scores_of_models, default_n_patched, exact_match, group_accuracy, neuron_acts,
+    neuron_groups, random_neurons, top_neurons,
+)
+from kit.shortcut.study import findings, load_any, transfer_finetune
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'formats', 'neurons', 'patching', 'variants'], globals())
+__getattr__, __dir__ = lazy_submodules(
+    __name__, ["bench", "claims", "evaluate", "formats", "items", "patching", "plots", "pool", "published",
+               "ranking", "scores", "study", "variants"], globals())

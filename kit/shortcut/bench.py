@@ -19,7 +19,7 @@ import torch
 
 from kit.core.bench import BenchLine, median_time
 from kit.shortcut.patching import generate, group_patched_generate, group_patched_logprobs, patched_generate
-from kit.shortcut.neurons import PAPER_FRACTION, neuron_groups, random_neurons
+from kit.shortcut.scores import PAPER_FRACTION, neuron_groups, random_neurons
 
 
 def _load(model: str, device: str, seed: int, dtype: str | None = None):

@@ -1,8 +1,8 @@
 """Claims of seed 001 (shortcut neurons, trustworthy evaluation) tested by notebook 03.
 
 Table 2's Δacc of a few points on a few hundred items needs an interval, so the accuracies are
-re-measured per item here (:func:`kit.shortcut.neurons.item_correct`, the same dynamic-patching generation,
-greedy or seeded sampling by ``TaskData.decoding``, as :func:`kit.shortcut.neurons.accuracies`, which returns
+re-measured per item here (:func:`kit.shortcut.evaluate.item_correct`, the same dynamic-patching generation,
+greedy or seeded sampling by ``TaskData.decoding``, as :func:`kit.shortcut.evaluate.accuracies`, which returns
 means only) and bootstrapped over items.
 """
 
@@ -13,8 +13,11 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, bootstrap_ci, bootstrap_groups_ci, claim
-from kit.shortcut.neurons import TaskData, item_correct, random_neurons, te_items  # noqa: F401 (te_items: API)
+from kit.core.claims import Claim, claim
+from kit.core.stats import bootstrap_ci, bootstrap_groups_ci
+from kit.shortcut.evaluate import item_correct, te_items  # noqa: F401 (te_items: API)
+from kit.shortcut.items import TaskData
+from kit.shortcut.scores import random_neurons
 from kit.shortcut.patching import Neuron
 
 PAPER = "001"
@@ -245,7 +248,7 @@ PUBLIC_RULE = "sum (exact)"
 def rule_choice_claim(rules: pd.DataFrame | None, chosen: str) -> Claim:
     """Whether the chosen ranking rule beats the public code's sum on the held-out items: the
     chosen rule's objective minus the public rule's, with the interval of
-    :func:`kit.shortcut.neurons.rule_intervals` (``rules`` with its ``vs_chosen`` columns)."""
+    :func:`kit.shortcut.ranking.rule_intervals` (``rules`` with its ``vs_chosen`` columns)."""
     st = (f"The chosen ranking rule {chosen!r} beats the public code's {PUBLIC_RULE!r} on held-out test items: "
           "objective (M_con drop - |M_un change|) of the chosen minus the public rule's (points)")
     kw = dict(paper_value="the paper does not say how eq. 3 and eq. 4 combine; its code adds them")

@@ -13,10 +13,13 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, bootstrap_ci, claim
+from kit.core.claims import Claim, claim
+from kit.core.stats import bootstrap_ci
 from kit.core.findings import Section
 from kit.shortcut.claims import PAPER
-from kit.shortcut.neurons import Setup, benchmark_items, item_correct, task_data
+from kit.shortcut.evaluate import item_correct
+from kit.shortcut.items import benchmark_items, task_data
+from kit.shortcut.study import Setup
 from kit.shortcut.patching import Neuron
 from kit.world.tasks import formatted
 

@@ -4,7 +4,7 @@ The paper's Table 2 has nine 7B models; holding them all needs ~226 GiB in fp32.
 :class:`ModelPool` keeps the base model M0 (the donor of every patch) and at most ONE other model
 in memory: asking for a model loads it and first releases the one held before, so the donor and
 its recipient are the only pair ever resident. The comparative score (eq. 3) compares two
-fine-tunes; :func:`kit.shortcut.neurons.comparative_scores_of_models` reads them one after the
+fine-tunes; :func:`kit.shortcut.scores.comparative_scores_of_models` reads them one after the
 other (see there), so it needs no third model either.
 
 A released model is emptied in place (its tensors move to the ``meta`` device): a stale reference

@@ -1,4 +1,5 @@
-"""Hand-computed cases for kit.cg.metrics (Competency Gaps, seed 002, section 3)."""
+"""Hand-computed cases for kit.cg.metrics (Competency Gaps, seed 002, section 3), and the parts of
+kit.cg.robustness and kit.cg.significance that read the same hand-computed matrices."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from kit.cg import metrics as cg
+from kit.cg import metrics as cg, robustness, significance
+
 
 # Two items, three concepts. Column sums: [3, 1, 0]; mean concept total = 4/3.
 A = np.array([[1.0, 1.0, 0.0],
               [2.0, 0.0, 0.0]])
+
+
 # Second benchmark: column sums [0, 2, 2]; mean = 4/3.
 B = np.array([[0.0, 2.0, 1.0],
               [0.0, 0.0, 1.0]])
@@ -181,51 +185,13 @@ def test_missing_fraction_per_benchmark():
 
 def test_jaccard_overlap_hand_computed():
     # covered: a = {0, 1}, b = {1, 2} -> J = 1/3
-    j = cg.jaccard_overlap({"a": A, "b": B})
+    j = robustness.jaccard_overlap({"a": A, "b": B})
     assert np.isclose(j.loc["a", "b"], 1 / 3) and np.isclose(j.loc["a", "a"], 1.0)
-    assert cg.jaccard(np.zeros(3, bool), np.zeros(3, bool)) == 1.0
 
 
 def test_profile_difference():
     d = cg.profile_difference(A, [1, 0], [0, 1])
     assert np.allclose(d[:2], [1 / 3 - 2 / 3, 1.0]) and np.isnan(d[2])
-
-
-def test_dropout_robustness_zero_std_when_items_identical():
-    acts = {"a": np.tile([1.0, 2.0, 0.5], (20, 1)), "b": np.tile([0.5, 0.0, 1.0], (10, 1))}
-    scores = {"a": np.ones(20), "b": np.zeros(10)}
-    r = cg.dropout_robustness(acts, scores, n_reruns=5, drop_frac=0.2)
-    assert np.allclose(r.std_x_bench, 0) and np.allclose(r.std_x_model, 0)
-
-
-def test_dropout_robustness_positive_std_with_heterogeneous_items():
-    rng = np.random.default_rng(0)
-    acts = {"a": rng.exponential(size=(30, 4))}
-    scores = {"a": rng.integers(0, 2, 30)}
-    r = cg.dropout_robustness(acts, scores, n_reruns=20, drop_frac=0.2)
-    assert r.mean_std_x_bench > 0 and r.mean_std_x_model > 0
-    r2 = cg.dropout_robustness(acts, scores, n_reruns=20, drop_frac=0.2)
-    assert np.allclose(r.std_x_model, r2.std_x_model), "same seed must give the same reruns"
-
-
-def test_salient_items_pick_items_of_chosen_concepts():
-    acts = {"a": np.array([[5.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), "b": np.array([[0.0, 3.0], [1.0, 0.0]])}
-    remove = cg.salient_items(acts, [0], n_items=2)
-    # shares for concept 0: a: 5/6, 0, 1/6; b: 0, 1/1 -> top two are b[1] (1.0) and a[0] (0.83)
-    assert remove["a"].tolist() == [True, False, False] and remove["b"].tolist() == [False, True]
-
-
-def test_adversarial_removal_moves_median_in_expected_direction():
-    rng = np.random.default_rng(0)
-    n, c = 200, 20
-    acts = rng.exponential(size=(n, c)) * (rng.random((n, c)) < 0.3)
-    # concept 0..4 are "easy": items using them are correct; 15..19 "hard"
-    easy = acts[:, :5].sum(1) > 0.5
-    hard = acts[:, 15:].sum(1) > 0.5
-    scores = np.where(easy & ~hard, 1.0, np.where(hard & ~easy, 0.0, 0.5))
-    r = cg.adversarial_removal({"a": acts}, {"a": scores}, n_concepts=5, n_items=30, repeats=3)
-    assert np.mean(r.shift_best) < 0 < np.mean(r.shift_worst), \
-        "removing the best concepts' items must lower median X_model and the worst ones' raise it"
 
 
 def test_concept_table_columns():
@@ -249,58 +215,11 @@ def test_item_concept_activation_refuses_nan():
 
 
 def test_concept_support_counts_active_items_over_benchmarks():
-    assert cg.concept_support({"a": A, "b": sp.csr_matrix(B)}).tolist() == [2, 2, 2]
-
-
-def test_bh_qvalues_hand_computed_and_nan_is_not_a_test():
-    # sorted p = .01, .02, .03, .5 (m = 4): raw .04, .04, .04, .5; the running min from the top keeps them
-    q = cg.bh_qvalues(np.array([0.03, np.nan, 0.01, 0.5, 0.02]))
-    assert np.isnan(q[1])
-    assert np.allclose(q[[0, 2, 3, 4]], [0.04, 0.04, 0.5, 0.04]), "BH: q_(i) = min_{j>=i} p_(j) m / j over the tests only"
-    assert np.allclose(cg.bh_qvalues([0.04, 0.03]), [0.04, 0.04])
-
-
-def test_gap_test_with_binary_activations_is_fishers_exact_test():
-    from scipy.stats import hypergeom
-
-    rng = np.random.default_rng(1)
-    n = 40
-    acts = np.zeros((n, 2))
-    acts[:10, 0] = 1.0                      # concept 0: items 0-9, 3 of them correct
-    acts[:, 1] = 1.0                        # concept 1: every item (X_model = accuracy: p about 1)
-    scores = np.ones(n)
-    scores[rng.choice(np.arange(10, n), 6, replace=False)] = 0
-    scores[:10] = 0
-    scores[:3] = 1
-    t = cg.gap_test({"b": acts}, {"b": scores}, n_perm=20000, min_support=1, seed=0)
-    exact = hypergeom.cdf(3, n, int(scores.sum()), 10)   # P(<= 3 correct among the 10 active items)
-    assert abs(t.p_low[0] - exact) < 0.005, "the permutation null of binary X_model is the hypergeometric"
-    assert t.p_low[1] == 1.0 and np.isclose(t.null_mean[1], scores.mean())
-
-
-def test_gap_test_reports_only_gaps_that_beat_their_null():
-    n, d = 200, 10
-    rows = np.arange(n)
-    acts = np.zeros((n, d))
-    acts[rows, rows % d] = 1.0
-    scores = np.ones(n)
-    scores[rows % d == 0] = 0                # concept 0: all 20 items wrong, a real gap
-    scores[[1, 11]] = 0                      # concept 1: 2 of 20 wrong, what chance gives
-    rare = np.zeros((n, 1))
-    rare[[5, 15], 0] = 1.0                   # concept 10: on 2 items only, both wrong
-    scores[[5, 15]] = 0
-    acts = np.hstack([acts, rare])
-    t = cg.gap_test({"b": sp.csr_matrix(acts)}, {"b": scores}, n_perm=500, min_support=5, seed=0)
-    cls = t.classes()
-    assert cls[0] == "gap" and t.q_low[0] <= 0.05
-    assert cls[10] == "too few items" and np.isnan(t.p_low[10]), "X_model 0 on 2 items is no evidence"
-    assert (cls[1:10] == "not significant").all()
-    assert cg.gap_test({"b": acts}, {"b": scores}, n_perm=500, min_support=5, seed=0).p_low.tolist() == \
-        pytest.approx(t.p_low.tolist(), nan_ok=True), "deterministic for a seed, dense or sparse"
+    assert significance.concept_support({"a": A, "b": sp.csr_matrix(B)}).tolist() == [2, 2, 2]
 
 
 def test_gap_test_validates_its_settings():
     with pytest.raises(ValueError, match="min_support"):
-        cg.gap_test({"a": A}, {"a": [1, 0]}, min_support=0)
+        significance.gap_test({"a": A}, {"a": [1, 0]}, min_support=0)
     with pytest.raises(ValueError, match="alpha"):
-        cg.gap_test({"a": A}, {"a": [1, 0]}, alpha=1.5)
+        significance.gap_test({"a": A}, {"a": [1, 0]}, alpha=1.5)

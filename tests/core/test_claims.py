@@ -1,10 +1,7 @@
-"""The verdict rule and the interval/null helpers, on hand-computed cases."""
+"""The verdict rule of the claims ledger, on hand-computed cases."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 
 from kit.core import claims as C
@@ -68,54 +65,66 @@ def test_claim_record_and_consistency(tmp_path):
         C.record(run, [c, c])
 
 
-def test_wilson_interval_hand_case():
-    # k=2, n=4, z=1.95996: centre 0.5, half = z*sqrt(0.0625 + z^2/64)/(1 + z^2/4) = 0.3825...
-    p, lo, hi = C.wilson_interval(2, 4)
-    z = 1.959963984540054
-    half = z * math.sqrt(0.25 / 4 + z * z / 64) / (1 + z * z / 4)
-    assert p == 0.5 and lo == pytest.approx(0.5 - half) and hi == pytest.approx(0.5 + half)
-    assert C.wilson_interval(0, 5)[1] == 0.0
-
-
-def test_t_and_welch_intervals_hand_case():
-    m, lo, hi = C.t_interval([1.0, 2.0, 3.0])  # mean 2, sd 1, t(0.975, 2) = 4.3027
-    assert m == 2.0 and hi - m == pytest.approx(4.302652729911275 / math.sqrt(3))
-    assert math.isnan(C.t_interval([1.0])[1])
-    d, lo, hi = C.welch_interval([1.0, 1.0], [0.0, 0.0])
-    assert (d, lo, hi) == (1.0, 1.0, 1.0)  # no spread: a zero-width interval
-    d, lo, hi = C.welch_interval([0.5, 0.5, 0.75], [0.75, 0.5, 1.0])
-    assert d == pytest.approx(-1 / 6) and lo < d < hi
-
-
-def test_paired_bootstrap_keeps_items_together():
-    a = np.arange(50, dtype=float)
-    point, lo, hi = C.bootstrap_ci(lambda x, y: float(np.mean(x - y)), a, a + 2.0, n_boot=200)
-    assert point == lo == hi == -2.0  # paired: the difference is the same for every resample
-    point, lo, hi = C.mean_diff_ci(a, a + 2.0, paired=False, n_boot=200)
-    assert point == -2.0 and lo < -2.0 < hi  # unpaired: the spread of a shows up
-    with pytest.raises(ValueError, match="one length"):
-        C.bootstrap_ci(np.mean, a, a[:3])
-    # deterministic under its seed
-    assert C.bootstrap_ci(np.mean, a, seed=3) == C.bootstrap_ci(np.mean, a, seed=3)
-
-
-def test_bootstrap_groups_and_permutation_null():
-    groups = [(np.ones(10), np.zeros(10)), (np.ones(5), np.ones(5))]
-    point, lo, hi = C.bootstrap_groups_ci(lambda g: float(np.mean([np.mean(x - y) for x, y in g])), groups, n_boot=100)
-    assert point == lo == hi == 0.5
-    # shuffling within groups keeps each group's label counts: a per-group sum is invariant
-    labels = np.array([1, 1, 0, 0, 1, 0])
-    grp = np.array([0, 0, 0, 1, 1, 1])
-    null = C.permutation_null(lambda y: float(y[grp == 0].sum()), labels, n_perm=30, groups=grp)
-    assert set(null) == {2.0}
-    mean, lo, hi = C.null_band(np.arange(101, dtype=float))
-    assert (mean, lo, hi) == pytest.approx((50.0, 2.5, 97.5))
-    assert C.seed_repeats(lambda s: s * 2, [1, 2]) == [2.0, 4.0]
-
-
 def test_zero_width_interval_supports_nothing_unless_deterministic():
     c = C.claim("000", "§3.6", "g", "mixed > single", 2.0, ci=(2.0, 2.0), null=0.0)
     assert c.verdict == "inconclusive" and "zero width" in c.why
     d = C.claim("000", "T1", "p", "recomputed", 0.04, ci=(0.04, 0.04), null_range=(0, 0.05), direction="within",
                 interval_how="deterministic recomputation")
     assert d.verdict == "supported"
+
+
+@pytest.mark.parametrize("kind", C.KINDS)
+def test_every_kind_is_inconclusive_on_a_null_equivalent_input_and_decided_otherwise(kind):
+    null_like = C.claim("000", "s", "x", "x", 0.01, ci=(-0.2, 0.22), null=0.0, kind=kind)
+    assert null_like.verdict == "inconclusive" and not C.decided(null_like)
+    clear = C.claim("000", "s", "x", "x", 0.5, ci=(0.3, 0.7), null=0.0, kind=kind)
+    assert C.decided(clear)
+    assert clear.verdict == ("pass" if kind == "audit" else "supported")
+    wrong = C.claim("000", "s", "x", "x", -0.5, ci=(-0.7, -0.3), null=0.0, kind=kind)
+    assert wrong.verdict == ("fail" if kind == "audit" else "contradicted")
+    for c in (null_like, clear, wrong):
+        C.check_consistent(c)
+
+
+def test_audits_never_read_supported_and_bad_kinds_are_refused():
+    a = C.claim("003", "M07", "m07", "test-retest r >= 0.8", 0.9, ci=(0.85, 0.95), null_range=(0.0, 0.8),
+                kind="audit")
+    assert a.verdict == "pass"
+    with pytest.raises(ValueError, match="verdict 'supported'"):
+        C.check_consistent(a.row() | {"verdict": "supported"})
+    assert C.weaken(a, "decided by construction").verdict == "inconclusive"
+    with pytest.raises(ValueError, match="kind='replication'.*reproduction"):
+        C.claim("000", "s", "x", "x", 1.0, kind="replication")
+
+
+@pytest.mark.parametrize("ci,null,null_range,direction,paper_value,expected", [
+    ((0.2, 0.4), 0.0, None, "greater", None, 0.2),         # low end above the null
+    ((0.2, 0.4), None, (0.1, 0.3), "greater", None, -0.1),  # overlaps the band: negative
+    ((-0.4, -0.2), 0.0, None, "less", None, 0.2),
+    ((-1.0, 1.5), None, (-2.0, 2.0), "within", None, 0.5),  # nearer edge: 2.0 - 1.5
+    ((0.4, 0.6), None, None, "match", 0.55, 0.05),          # paper value 0.05 inside the top end
+])
+def test_margin_by_hand(ci, null, null_range, direction, paper_value, expected):
+    assert C.margin(sum(ci) / 2, ci, null, null_range, direction, paper_value) == pytest.approx(expected)
+
+
+def test_fragile_marks_a_verdict_that_holds_by_a_hair():
+    hair = C.claim("002", "s", "x", "x", 0.5, ci=(0.26, 0.74), null=0.25)   # margin 0.01 of width 0.48
+    assert hair.verdict == "supported" and hair.fragile
+    assert not C.claim("002", "s", "x", "x", 0.5, ci=(0.4, 0.6), null=0.25).fragile
+
+
+def test_stability_marks_flips_and_findings_say_no_more_than_the_verdict():
+    first = [C.claim("001", "s", "a", "TE lowers accuracy", -3.0, ci=(-5.0, -1.0), null=0.0, direction="less"),
+             C.claim("001", "s", "b", "TE spares clean models", 0.5, ci=(-1.0, 2.0), null_range=(-2.0, 2.0),
+                     direction="within")]
+    rerun = [C.claim("001", "s", "a", "TE lowers accuracy", -1.0, ci=(-3.0, 1.0), null=0.0, direction="less"),
+             C.claim("001", "s", "b", "TE spares clean models", 0.4, ci=(-1.0, 1.9), null_range=(-2.0, 2.0),
+                     direction="within")]
+    C.mark_stability(first, [rerun], "bootstrap seed 1")
+    assert first[0].stability.startswith("flips") and "inconclusive" in first[0].stability
+    assert first[1].stability.startswith("stable")
+    text = C.finding(first[0])
+    assert "**supported**" in text and "flips" in text and "margin 1" in text
+    nt = C.claim("001", "s", "c", "x", None, not_testable="all accuracies 0 on these items")
+    assert C.finding(nt).endswith("all accuracies 0 on these items.")

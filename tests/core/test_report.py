@@ -48,3 +48,15 @@ def test_report_for_a_run_without_claims(tmp_path):
     (run / "00_quickstart").mkdir(parents=True)
     md, page = write_report(run)
     assert "0 claims" in md.read_text() and "00_quickstart" in md.read_text()
+
+
+def test_headline_counts_reproduction_claims_only(tmp_path):
+    from kit.core.report import headline
+
+    claims = [C.claim("000", "s", "a", "a", 1.0, ci=(0.5, 1.5), null=0.0).row(),
+              C.claim("000", "s", "b", "b", 1.0, ci=(0.5, 1.5), null=0.0, kind="re-analysis").row(),
+              C.claim("001", "s", "c", "c", 1.0, ci=(0.5, 1.5), null=0.0, kind="set-up check").row(),
+              C.claim("003", "s", "d", "d", 1.0, ci=(0.5, 1.5), null=0.0, kind="audit").row()]
+    line = headline(claims)
+    assert line.startswith("1 reproduction claims: 1 supported.")
+    assert "1 re-analysis, 1 set-up check, 1 audit" in line

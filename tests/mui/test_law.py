@@ -1,15 +1,111 @@
-"""Tests of kit.mui.law (notebook 01's experiments) that need no built world."""
+"""Tests of kit.mui.law: the law fit, PUR, rank agreement (by hand and against Table 1), the law per
+group and PUR ranking against the fresh-item truth, and notebook 01's task choices."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
-import kit.mui.metric as mui
 import kit.mui.law as ul
-from kit.models.load import random_model
+from kit.core.checks import NonFiniteError
+from kit.mui import growth, law, masking, responses as mui_responses
+
+
+def test_fit_law_paper_form_by_hand():
+    # MUI = -4.632 ln(P) + 28.305 exactly (the constants MUI-Eval's figure prints): the fit must give
+    # them back, and MUI at P = 100 is 28.305 - 4.632 * ln(100) = 6.9738 (the paper's "6.97%").
+    p = np.array([10.0, 20.0, 50.0, 80.0, 100.0])
+    fit = law.fit_law(p, -4.632 * np.log(p) + 28.305)
+    assert fit.form == "mui_vs_log_perf", "the paper's form is the default"
+    assert fit.alpha == pytest.approx(4.632) and fit.beta == pytest.approx(28.305)
+    assert fit.mui_at(100) == pytest.approx(28.305 - 4.632 * math.log(100)) and round(fit.mui_at(100), 2) == 6.97
+    assert fit.predict(50.0) == pytest.approx(-4.632 * math.log(50) + 28.305)
+    with pytest.raises(ValueError, match="performance must be > 0"):
+        law.fit_law([0.0, 2, 3], [1.0, 2, 3])
+    with pytest.raises(ValueError, match="allowed values: mui_vs_log_perf, perf_vs_log_mui"):
+        law.fit_law(p, p, form="linear")
+
+
+def test_fit_law_recovers_a_log_law():
+    m = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    fit = law.fit_law(3 + 2 * np.log(m), m, form="perf_vs_log_mui")
+    assert math.isnan(fit.alpha) and fit.mui_at(3 + 2 * np.log(4.0)) == pytest.approx(4.0)
+    assert fit.slope == pytest.approx(2.0) and fit.intercept == pytest.approx(3.0)
+    assert fit.r2 == pytest.approx(1.0) and fit.n == 5
+    noisy = law.fit_law(3 + 2 * np.log(m) + np.array([0.1, -0.2, 0.05, 0.1, -0.05]), m, form="perf_vs_log_mui")
+    assert noisy.ci_low < 2.0 < noisy.ci_high and 0.9 < noisy.r2 < 1.0
+    with pytest.raises(ValueError, match="> 0"):
+        law.fit_law([1, 2, 3], [1, 0, 2])
+
+
+def test_pur_by_hand():
+    assert law.pur(11.9, 5.4) == pytest.approx(11.9 / math.sqrt(5.4))
+    assert law.pur(50.0, 4.0, alpha=1.0) == pytest.approx(12.5)
+    np.testing.assert_allclose(law.pur(np.array([10.0, 20.0]), np.array([4.0, 16.0])), [5.0, 5.0])
+
+
+def test_pur_reproduces_table1_from_table5():
+    from kit.data.paper_tables import load_table
+
+    t1 = load_table("000_table01_perf_pur_ranking")
+    t5 = load_table("000_table05_neuron_mui_main")
+    m = t1[t1.row_type == "model"].merge(t5, left_on=["row_label", "benchmark"], right_on=["model", "benchmark"])
+    assert len(m) >= 40, "expected the 7 Table-1 models that Table 5 lists"
+    diff = np.abs(law.pur(m.performance.to_numpy(), m.mui.to_numpy(), alpha=0.5) - m.pur_value.to_numpy())
+    assert diff.max() <= 0.1, f"PUR(alpha=0.5) misses Table 1 by up to {diff.max():.2f}"
+    off = np.abs(law.pur(m.performance.to_numpy(), m.mui.to_numpy(), alpha=1.0) - m.pur_value.to_numpy())
+    assert off.max() > 1, "alpha=1 must not reproduce Table 1 (else this test proves nothing)"
+
+
+def test_rank_agreement_by_hand():
+    ref = ["a", "b", "c", "d"]
+    perfect = law.rank_agreement({"x": {"a": 4, "b": 3, "c": 2, "d": 1}}, ref)
+    assert perfect["spearman_mean"] == pytest.approx(100) and perfect["kendall_mean"] == pytest.approx(100)
+    mixed = law.rank_agreement({"x": {"a": 4, "b": 3, "c": 1, "d": 2}, "y": {"a": 1, "b": 2, "c": 3, "d": 4}}, ref)
+    # x: one swap -> spearman 1 - 6*2/(4*15) = 0.8, kendall (5-1)/6; y reversed: -1, -1
+    assert mixed["per_dataset"]["x"]["spearman"] == pytest.approx(0.8)
+    assert mixed["per_dataset"]["x"]["kendall"] == pytest.approx(4 / 6)
+    assert mixed["spearman_mean"] == pytest.approx(100 * (0.8 - 1) / 2)
+    assert mixed["spearman_var"] == pytest.approx(100 * np.var([0.8, -1.0])), "population variance x 100"
+
+
+def test_rank_agreement_reproduces_table1_summary():
+    from kit.data.paper_tables import load_table
+
+    t1 = load_table("000_table01_perf_pur_ranking")
+    rows = t1[t1.row_type == "model"]
+    ref = rows.drop_duplicates("row_label").sort_values("reference_rank").row_label.tolist()
+    got = {}
+    for col in ("perf_value", "pur_value"):
+        by_ds = {b: dict(zip(g.row_label, g[col])) for b, g in rows.groupby("benchmark")}
+        got[col] = law.rank_agreement(by_ds, ref)
+    summary = [round(got[c][k], 1) for k in ("spearman_mean", "spearman_var", "kendall_mean", "kendall_var")
+               for c in ("perf_value", "pur_value")]
+    assert summary == [86.4, 88.6, 1.8, 1.0, 76.9, 80.6, 3.2, 1.2], (
+        f"got {summary}: mean in %, population variance of the coefficients x 100"
+    )
+
+
+def test_rank_agreement_constant_score_is_undefined_not_zero():
+    got = law.rank_agreement({"x": {"a": 1, "b": 1, "c": 1}, "y": {"a": 3, "b": 2, "c": 1}}, ["a", "b", "c"])
+    assert math.isnan(got["per_dataset"]["x"]["spearman"]), "a constant score cannot rank: NaN, left out of the mean"
+    assert got["spearman_mean"] == pytest.approx(100) and got["n_datasets"] == 1
+
+
+def test_law_pur_and_rank_agreement_refuse_nan():
+    with pytest.raises(NonFiniteError, match="fit_law performance"):
+        law.fit_law([50.0, float("nan"), 70.0], [1.0, 2.0, 3.0])
+    with pytest.raises(NonFiniteError, match="fit_law mui"):
+        law.fit_law([50.0, 60.0, 70.0], [1.0, float("inf"), 3.0])
+    with pytest.raises(NonFiniteError, match="pur mui"):
+        law.pur([50.0, 60.0], [float("nan"), 4.0])
+    with pytest.raises(NonFiniteError, match="pur performance"):
+        law.pur([float("nan"), 60.0], [1.0, 4.0])
+    with pytest.raises(NonFiniteError, match="dataset 'x'"):
+        law.rank_agreement({"x": {"a": 1.0, "b": float("nan"), "c": 3.0}}, ["a", "b", "c"])
 
 
 def test_law_fits_per_group_and_pooled():
@@ -28,116 +124,13 @@ def test_law_fits_per_group_and_pooled():
     assert pd.isna(flat.set_index("benchmark").loc["c"].get("slope", np.nan)), "constant performance: no fit"
 
 
-def test_published_pur_comparison_and_ranking():
-    cmp = ul.published_pur_comparison()
-    covered = cmp.dropna(subset=["pur_ours"])
-    assert len(cmp) == 54 and len(covered) == 48, (
-        "9 models x 6 benchmarks, 8 of them in Table 5 (Gemma-2-9B-Instruct = Gemma2-9B-Instruct)")
-    assert set(cmp.model) - set(covered.model) == {"Llama-3-8B-Instruct"}
-    assert covered["diff"].abs().max() <= 0.1
-    ranks = ul.published_rank_agreement(cmp)
-    assert round(ranks["pur_table1"]["spearman_mean"], 1) == 88.6
-    assert ranks["n_models_covered"] == 8
-
-
-def test_name_key_matches_the_two_gemma_spellings():
-    assert ul.name_key("Gemma-2-9B-Instruct") == ul.name_key("Gemma2-9B-Instruct")
-    assert ul.name_key("Llama-3-8B-Instruct") != ul.name_key("Llama-3.1-8B-Instruct")
-
-
-def test_published_law_on_the_general_models():
-    general = ul.published_mui_table("general")
-    assert sorted(general.model.unique()) == sorted(ul.PUBLISHED_GENERAL_MODELS) and len(ul.PUBLISHED_GENERAL_MODELS) == 8
-    fits = ul.law_fits(general)
-    per_bench = fits[fits.benchmark != "all"]
-    assert (per_bench.slope < 0).all(), "on §3.2's general models every per-benchmark slope is negative"
-    every = ul.law_fits(ul.published_mui_table("all"))
-    assert every[every.benchmark != "all"].r2.median() < 0.1 < per_bench.r2.median()
-    pm = ul.published_per_model(general)
-    assert len(pm) == 8 and "MMLU" not in pm.benchmark.iloc[0]
-    with pytest.raises(ValueError, match="allowed values: all, general"):
-        ul.published_mui_table("some")
-
-
-def test_published_b6_correlations_from_the_printed_tables():
-    b6 = ul.published_b6_correlations().set_index("method")
-    alt = b6.loc[["Table 13", "Table 14"], "pooled"]
-    assert 0.65 < alt.mean() < 0.75 and b6.loc["Table 13", "quoted"] == 0.723, (
-        "the printed Tables 13/14 give about 0.70 against Table 11 (the paper quotes 0.723)")
-
-
-def test_coincident_methods_are_found_by_construction():
-    grid = pd.DataFrame({"method": ["score/topk", "score/top_pct", "score_sum/topk", "score/topscore@0.2"],
-                         "d_mlp": 512, "max_response_tokens": 1, "model": "m", "task": "t", "mui": 1.0})
-    assert ul.coincident_methods(grid) == {"score/top_pct": "score/topk", "score_sum/topk": "score/topk"}
-    assert ul.coincident_methods(grid.assign(max_response_tokens=3)) == {"score/top_pct": "score/topk"}
-
-
-def test_ablation_hooks_zero_exactly_the_chosen_neurons():
-    model = random_model("tiny-gelu")
-    tokens = torch.randint(0, 97, (2, 5))
-    seen = {}
-
-    def look(act, hook):
-        seen[hook.name] = act.clone()
-
-    hooks = ul.ablation_hooks([(0, 3), (1, 5), (1, 7)])
-    with model.hooks(fwd_hooks=hooks + [("blocks.0.mlp.hook_post", look), ("blocks.1.mlp.hook_post", look)]):
-        model(tokens)
-    _, clean = model.run_with_cache(tokens)
-    assert (seen["blocks.0.mlp.hook_post"][..., 3] == 0).all()
-    assert (seen["blocks.1.mlp.hook_post"][..., [5, 7]] == 0).all()
-    keep = [i for i in range(64) if i != 3]
-    assert torch.allclose(seen["blocks.0.mlp.hook_post"][..., keep], clean["blocks.0.mlp.hook_post"][..., keep]), (
-        "other neurons of the ablated layer must be untouched"
-    )
-
-
-def test_mixed_pool_draws_evenly():
-    pools = {"a": list(range(10)), "b": list(range(100, 110)), "c": list(range(200, 210))}
-    mixed = ul.mixed_pool(pools, 9)
-    assert sorted(x // 100 for x in mixed) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
-
-
-def test_correct_vs_incorrect_equal_counts_within_tasks(monkeypatch):
-    calls = []
-
-    def fake(model, items, responses, per_sample=False, **kw):
-        calls.append(list(items))
-        masks = torch.zeros(len(items), 1, 10, dtype=torch.bool)
-        for i, it in enumerate(items):
-            masks[i, 0, : it % 10 + 1] = True
-        return mui.MUIResult(mui=10.0, mask=masks.any(0), n_samples=len(items),
-                             per_sample=[mui.mui_of_mask(m) for m in masks], sample_masks=masks)
-
-    monkeypatch.setattr(mui, "utilization_for_items", fake)
-    items = list(range(12))
-    correct = np.array([1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0], dtype=bool)
-    strata = ["x"] * 6 + ["y"] * 6  # x: 5 correct / 1 wrong; y: 0 correct / 6 wrong
-    out = ul.correct_vs_incorrect(None, items, [""] * 12, correct, strata=strata)
-    assert out["n_each"] == 1, "only task x has both sides: one of each"
-    assert all(i < 6 for c in calls for i in c), "task y (no correct answers) must not enter either side"
-    assert "mannwhitney_p" not in out, "with one sample a side there is no test"
-
-
-def test_masking_summary():
-    curve = pd.DataFrame([
-        {"k": 0, "kind": "key", "set": "A", "accuracy": 80.0}, {"k": 0, "kind": "random", "set": "A", "accuracy": 80.0},
-        {"k": 0, "kind": "key", "set": "B", "accuracy": 60.0}, {"k": 0, "kind": "random", "set": "B", "accuracy": 60.0},
-        {"k": 4, "kind": "key", "set": "A", "accuracy": 20.0}, {"k": 4, "kind": "random", "set": "A", "accuracy": 78.0},
-        {"k": 4, "kind": "key", "set": "B", "accuracy": 55.0}, {"k": 4, "kind": "random", "set": "B", "accuracy": 60.0},
-    ])
-    s = ul.masking_summary(curve, "A", "B")
-    assert s == {"k_max": 4, "drop_key_a": 60.0, "drop_random_a": 2.0, "drop_key_b": 5.0, "drop_random_b": 0.0}
-
-
 def test_task_choices_from_the_registry():
     tasks = ["add", "add2", "code", "facts", "boolean", "dyck"]
-    assert ul.first_task_per_group(tasks) == ["add", "code", "facts", "boolean"]
-    assert ul.masking_tasks(tasks, None, None) == ("add", "code")
-    assert ul.masking_tasks(tasks, "facts", None) == ("facts", "add")
+    assert growth.first_task_per_group(tasks) == ["add", "code", "facts", "boolean"]
+    assert masking.masking_tasks(tasks, None, None) == ("add", "code")
+    assert masking.masking_tasks(tasks, "facts", None) == ("facts", "add")
     assert ul.base_models(["zoo/base-s", "zoo/base-m+math", "zoo/base-l@step-3"]) == ["zoo/base-s"]
-    assert ul.focus_model(["zoo/base-s", "zoo/base-m"]) == "zoo/base-m"
+    assert mui_responses.focus_model(["zoo/base-s", "zoo/base-m"]) == "zoo/base-m"
 
 
 def test_pur_ranking_against_fresh_truth():
@@ -151,74 +144,3 @@ def test_pur_ranking_against_fresh_truth():
     assert summary["pur"]["spearman_mean"] == pytest.approx(100.0)
     assert summary["performance"]["spearman_mean"] == pytest.approx(50.0), "one swap of three: 1 - 6*2/24"
     assert summary["pur_vs_task_truth"]["spearman_mean"] == pytest.approx(100.0)
-
-
-def test_width_k_table_gives_base_xl_k_2():
-    from kit.mui.law import width_k_table
-
-    t = width_k_table(["zoo/base-s", "zoo/base-l", "zoo/base-xl", "twin/llama"], "micro").set_index("model")
-    assert list(t.index) == ["zoo/base-s", "zoo/base-l", "zoo/base-xl"], "hub models are left out"
-    assert t.loc["zoo/base-xl", "k"] == 2 and t.loc["zoo/base-xl", "d_mlp"] == 1536
-    assert (t.drop("zoo/base-xl").k == 1).all()
-    # one response token: n_layers * k key neurons of n_layers * d_mlp
-    assert abs(t.loc["zoo/base-xl", "one_token_sample_mui"] - 100 * 2 / 1536) < 1e-12
-    assert width_k_table(["zoo/base-xl"], "micro", k=5).k.tolist() == [5]
-
-
-def test_multi_token_section_on_micro(micro_world):
-    from types import SimpleNamespace
-
-    from kit.mui.law import multi_token_section
-
-    cfg = SimpleNamespace(world=micro_world, multi_token_n_items=8, seed=0, law_form="mui_vs_log_perf")
-    with pytest.raises(ValueError, match="allowed values: sort-list, add-steps"):
-        multi_token_section(["zoo/base-xl"], ["add"], "add", cfg)
-    sec = multi_token_section(["zoo/base-s", "zoo/base-xl"], ["sort-list", "add-steps"], "add", cfg)
-    s = sec.data["samples"]
-    assert sec.record["multi_token"]["focus"] == "zoo/base-xl"
-    one = s[(s.model == "zoo/base-xl") & (s.task == "add")]
-    assert one.mui.nunique() == 1 and abs(one.mui.iloc[0] - 100 * 2 / 1536) < 1e-9, "one token: k / d_mlp"
-    multi = s[(s.model == "zoo/base-xl") & (s.task == "sort-list")]
-    assert (multi.mui <= 100 * 2 * multi.response_tokens / 1536 + 1e-9).all()  # at most k per token and layer
-    assert multi.mui.nunique() > 1, "multi-token responses: per-sample MUI varies"
-    # only base-xl answers them: the law is taken across its checkpoints (step 100, 300 and the final model)
-    law = sec.data["law"]
-    assert law["over"] == "checkpoints" and law["model"] == "zoo/base-xl" and law["n_models"] == 3
-    assert (law["slope"] is None) == ("not_testable" in law) and "micro world" in law["where"]
-
-
-def test_checkpoint_series_orders_steps_and_drops_the_final_step():
-    from kit.mui.law import checkpoint_series
-
-    members = ["zoo/base-s", "zoo/base-xl", "zoo/base-xl@step-500", "zoo/base-xl@step-100", "zoo/base-xl@step-300",
-               "zoo/base-l@step-80"]
-    assert checkpoint_series("zoo/base-xl", members, final_step=500) == [
-        "zoo/base-xl@step-100", "zoo/base-xl@step-300", "zoo/base-xl"]
-    assert checkpoint_series("zoo/base-xl", members)[-2:] == ["zoo/base-xl@step-500", "zoo/base-xl"]  # 500 not final
-    assert checkpoint_series("zoo/base-s", members) == ["zoo/base-s"]  # no checkpoints: the model alone
-
-
-def test_multi_token_law_across_models_or_checkpoints():
-    import math
-
-    from kit.mui.law import multi_token_law
-
-    # MUI = -2 ln P + 10 exactly: slope -2 on both families
-    def cells(models, perfs):
-        return pd.DataFrame([{"model": m, "task": t, "performance": p, "mui": -2 * math.log(p) + 10}
-                             for m, p in zip(models, perfs) for t in ("sort-list", "add-steps")])
-
-    three = cells(["a", "b", "c"], [5.0, 20.0, 60.0])
-    law, note = multi_token_law(three, "mui_vs_log_perf")
-    assert abs(law["slope"] + 2) < 1e-9 and law["n"] == 6 and "over" not in law
-    one = pd.concat([cells(["xl"], [40.0]), cells(["s", "m"], [1.0, 1.0]).assign(performance=0.0)])
-    law, note = multi_token_law(one, "mui_vs_log_perf")
-    assert law["slope"] is None and "only 1 model(s)" in law["not_testable"] and "none has checkpoints" in law["not_testable"]
-    series = cells(["xl@step-10", "xl@step-20", "xl"], [2.0, 10.0, 40.0])
-    law, note = multi_token_law(one, "mui_vs_log_perf", series)
-    assert abs(law["slope"] + 2) < 1e-9 and law["n"] == 6 and law["over"] == "checkpoints"
-    assert law["model"] == "xl" and law["n_models"] == 3 and set(law["per_task"]) == {"sort-list", "add-steps"}
-    assert "slope -2.00" in law["per_task"]["sort-list"] and "not independent models" in note
-    flat = series.assign(performance=[0.0, 0.0, 0.0, 0.0, 40.0, 40.0])  # one checkpoint answers: no fit
-    law, _ = multi_token_law(one, "mui_vs_log_perf", flat)
-    assert law["slope"] is None and "too few distinct" in law["not_testable"]

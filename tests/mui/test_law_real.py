@@ -1,5 +1,5 @@
 """Notebook 01 on Hugging Face models: the law grid's MUI by teacher-forced passes in token-budget
-batches with a per-item cache (``kit.mui.law.items_mui``) equals the one-batch
+batches with a per-item cache (``kit.mui.responses.items_mui``) equals the one-batch
 ``kit.mui.metric.utilization_for_items`` path, and a rerun reads the cache."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 import kit
-from kit.mui import law as ul
+from kit.mui import masking
+from kit.mui import responses as mui_responses
 from kit.mui import metric as kmui
 
 
@@ -34,7 +35,7 @@ def twin():
 def test_token_budget_mui_equals_the_batch_size_path(twin, tmp_path, monkeypatch, threshold, k, frac):
     old = kmui.utilization_for_items(twin, ITEMS, RESPONSES, threshold=threshold, k=k, frac=frac, batch_size=4).mui
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # the per-item cache lands here
-    new = ul.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, threshold=threshold, k=k, frac=frac,
+    new = mui_responses.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, threshold=threshold, k=k, frac=frac,
                        max_batch_tokens=1)  # one item a pass
     assert new == pytest.approx(old, abs=1e-9)
     assert 0 < new < 100
@@ -42,7 +43,7 @@ def test_token_budget_mui_equals_the_batch_size_path(twin, tmp_path, monkeypatch
 
 def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
-    first = ul.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=20)
+    first = mui_responses.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=20)
     files = list((tmp_path / "items").glob("*.jsonl"))
     assert len(files) == 1 and len(files[0].read_text().splitlines()) == 4
 
@@ -50,14 +51,14 @@ def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path,
         raise AssertionError("the rerun computed an item the cache holds")
 
     monkeypatch.setattr(kmui, "utilization", no_pass)
-    assert ul.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=10**6) == first
+    assert mui_responses.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=10**6) == first
     with pytest.raises(AssertionError, match="cache holds"):  # other responses are never read from that cache
-        ul.items_mui(twin, ITEMS, RESPONSES[:3] + [" 4 5"], "toy", zoo=False)
+        mui_responses.items_mui(twin, ITEMS, RESPONSES[:3] + [" 4 5"], "toy", zoo=False)
 
 
 def test_sections_3x_key_neuron_ranking_is_the_same_in_token_budget_batches(twin):
     # sections 3.6-B.6 on a Hugging Face model: rows cut after their last response token, batched by
     # padded tokens (one item a pass here), rank the same neurons in the same order as batch_size rows
-    rows = ul.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4)
-    budget = ul.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4, max_batch_tokens=1)
+    rows = masking.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4)
+    budget = masking.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4, max_batch_tokens=1)
     assert len(rows) > 0 and rows == budget

@@ -1,16 +1,13 @@
-"""kit.neuronvote.study: the per-layer/per-concept driver, the tables and figures, on synthetic data."""
+"""kit.neuronvote.study: the per-layer/per-concept driver and its analyses, on synthetic data."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from kit.neuronvote import methods as nv
-from kit.neuronvote import study as nvs
-from kit.neuronvote.concepts import TaggedSentence, build_concept_tasks
+from kit.neuronvote import methods as nv, study as nvs
+from kit.neuronvote.concepts import build_concept_tasks, TaggedSentence
 
 
 def test_first_middle_last_matches_paper_layers():
@@ -19,23 +16,6 @@ def test_first_middle_last_matches_paper_layers():
     assert nvs.first_middle_last(1) == [0]
     with pytest.raises(ValueError):
         nvs.first_middle_last(0)
-
-
-@pytest.fixture(scope="module")
-def study():
-    rng = np.random.default_rng(0)
-    tags = rng.choice(["A", "B", "O"], size=1200, p=[0.3, 0.3, 0.4])
-    sents = [TaggedSentence(tuple(f"w{i + j}" for j in range(10)), tuple(tags[i:i + 10])) for i in range(0, 1200, 10)]
-    tasks = build_concept_tasks(sents, ["A", "B"], min_examples=200, max_per_class=150, seed=0)
-    vectors = {}
-    for layer in (0, 1, 2):
-        v = rng.normal(size=(1200, 40))
-        v[:, 3] += 2.5 * (tags == "A")   # the planted A neuron
-        v[:, 11] += 2.5 * (tags == "B")  # the planted B neuron
-        vectors[layer] = v
-    return nvs.run_study(tasks, vectors, model="synthetic", site="blocks.{L}.hook_resid_post",
-                         s_values=(5, 10), accuracy_s=(5,), pairwise_s=(5, 10), progress=False,
-                         gaussian_max_neurons=10, iou_percentile=50)
 
 
 def test_run_study_long_tables(study):
@@ -47,45 +27,6 @@ def test_run_study_long_tables(study):
     assert s.score.between(0, 1).all()
     assert len(study.accuracy) == 3 * 2 * 1 * 9 and study.accuracy.accuracy.between(0, 1).all()
     assert set(study.pairwise) == {"first", "middle", "last"}
-
-
-def test_random_is_least_compatible(study):
-    t2 = nvs.table2_compatibility(study, with_paper=False)
-    assert t2["ours NeuronVote"].idxmin() == "Random", t2
-    assert t2.loc["Probeless", "ours NeuronVote"] > 2 * t2.loc["Random", "ours NeuronVote"]
-
-
-def test_tables_with_paper_and_key_numbers(study):
-    tables = nvs.all_tables(study)
-    assert "paper NeuronVote" in tables["table2"] and "paper s=30" in tables["table1"]
-    assert tables["table2"].loc["Probeless", "paper NeuronVote"] == pytest.approx(0.532)
-    assert list(tables["table3"].columns[:3]) == ["ours first", "ours middle", "ours last"]
-    assert set(tables["table4"].index) == {"MeanSelect", "Random"}
-    numbers = nvs.key_numbers(study, tables)
-    assert all(not k.startswith("paper") for col in numbers["compatibility"] for k in [col]), \
-        "key numbers must hold only our computed values"
-    from kit.core.figures import _jsonable
-
-    json.dumps(_jsonable(numbers))
-    text = "\n".join(nvs.findings(study, **tables))
-    assert "NeuronVote ranking" in text and "Random baseline" in text
-
-
-def test_figures(study):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    fig = nvs.plot_pairwise(study, methods=["random", "probeless", "lca"])
-    assert len(fig.axes) >= 3
-    fig2 = nvs.plot_method_overlap([study], "meanselect", others=["probeless", "lca", "random"])
-    assert fig2.axes
-    fig3 = nvs.plot_by_layer(study, methods=["probeless", "lca", "random"], n_boot=100)
-    ax = fig3.axes[1]
-    assert ax.get_title().endswith("NeuronVote by layer") and len(ax.lines) == 3
-    # The plotted points are the per-layer means of the long table (layers 0, 1, 2 here).
-    want = study.scores[(study.scores.method == "lca") & (study.scores.metric == "NeuronVote")] \
-        .groupby("layer").score.mean().to_numpy()
-    np.testing.assert_allclose(ax.lines[1].get_ydata(), want)
 
 
 def test_run_study_rejects_bad_methods_and_s():
@@ -157,11 +98,6 @@ def test_intervals_consensus_subsets_lobby(study):
     assert lobby.loc[60, "MeanSelect"] == pytest.approx(np.mean(ms), abs=1e-3)
 
 
-def test_paper_closeness_marks_one_definition_set(study):
-    out = nvs.paper_closeness({"a": study, "b": study})
-    assert out["closest"].all() and (out["mean MAE"] >= 0).all()
-
-
 def test_reseeds_rerank_all_but_the_seedless_gaussian():
     rng = np.random.default_rng(1)
     tags = rng.choice(["A", "O"], size=600, p=[0.4, 0.6])
@@ -184,14 +120,3 @@ def test_reseeds_rerank_all_but_the_seedless_gaussian():
     with pytest.raises(ValueError, match="reseeds"):
         nvs.run_study(tasks, {0: v}, model="syn", site="x", s_values=(5,), accuracy_s=(5,), pairwise_s=(5,),
                       progress=False, reseeds=-1)
-
-
-def test_closeness_findings_name_the_closer_set():
-    import pandas as pd
-
-    c = pd.DataFrame({"table2 MAE": [0.08, 0.12], "table3 MAE": [0.09, 0.18], "table4 MAE": [0.03, 0.04],
-                      "table2 NeuronVote Spearman": [0.64, 0.96]}, index=["paper_text", "neurox"])
-    c["mean MAE"] = c[["table2 MAE", "table3 MAE", "table4 MAE"]].mean(axis=1)
-    lines = nvs.closeness_findings(c)
-    assert "Closer by the mean absolute gap: paper_text (by 0.047)" in lines[1]
-    assert "the two criteria disagree" in lines[1]

@@ -9,7 +9,9 @@ import pytest
 from kit.core.claims import check_consistent
 from kit.data.paper_tables import load_table
 from kit.shortcut import claims as scc
-from kit.shortcut import neurons as sc
+from kit.shortcut import evaluate
+from kit.shortcut import items as shortcut_items
+from kit.shortcut import ranking
 
 
 def _world_model(seed: int):
@@ -22,12 +24,12 @@ def _world_model(seed: int):
 
 def test_item_correct_is_the_per_item_twin_of_accuracies():
     base, other = _world_model(0), _world_model(1)
-    test = sc.task_data(base, sc.benchmark_items("add", "test", 16))
-    fresh = sc.task_data(base, sc.benchmark_items("add", "fresh", 12))
+    test = shortcut_items.task_data(base, shortcut_items.benchmark_items("add", "test", 16))
+    fresh = shortcut_items.task_data(base, shortcut_items.benchmark_items("add", "fresh", 12))
     neurons = [(0, i) for i in range(0, 64, 2)]
     per_item = scc.item_correct(other, base, test, [[], neurons])
     assert per_item.shape == (2, 16) and set(np.unique(per_item)) <= {0.0, 1.0}
-    assert np.allclose(per_item.mean(1), sc.accuracies(other, base, test, [[], neurons]))
+    assert np.allclose(per_item.mean(1), evaluate.accuracies(other, base, test, [[], neurons]))
     te = scc.te_items({"Vanilla": base, "+x": other}, base, test, fresh, neurons)
     assert (te["Vanilla"]["ori"] == te["Vanilla"]["te"]).all(), "patching the base with itself changes nothing"
     assert te["+x"]["ref"].shape == (12,)
@@ -111,14 +113,14 @@ def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
     un = np.zeros((3, 8))
     rules = pd.DataFrame({"rule": ["sum (exact)", "veto (exact)"], "objective": [12.5, 100.0]})
     rules.attrs["items"] = {"con": con, "un": un}
-    c = scc.rule_choice_claim(sc.rule_intervals(rules, "veto (exact)", n_boot=300), "veto (exact)")
+    c = scc.rule_choice_claim(ranking.rule_intervals(rules, "veto (exact)", n_boot=300), "veto (exact)")
     assert c.id == "rules.chosen_vs_public" and c.ours == 87.5 and c.verdict == "supported"
     assert 0 < c.ci_low <= 87.5 <= c.ci_high <= 100
-    assert scc.rule_choice_claim(sc.rule_intervals(rules, "sum (exact)"), "sum (exact)").verdict == "not testable here"
+    assert scc.rule_choice_claim(ranking.rule_intervals(rules, "sum (exact)"), "sum (exact)").verdict == "not testable here"
     assert scc.rule_choice_claim(None, "sum (exact)").verdict == "not testable here"
     same = rules.copy()
     same.attrs["items"] = {"con": np.stack([con[0], con[1], con[1]]), "un": un}
-    assert scc.rule_choice_claim(sc.rule_intervals(same, "veto (exact)"), "veto (exact)").verdict == "inconclusive"
+    assert scc.rule_choice_claim(ranking.rule_intervals(same, "veto (exact)"), "veto (exact)").verdict == "inconclusive"
 
 
 def test_cheater_claims_hand_computed():

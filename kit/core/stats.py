@@ -1,0 +1,215 @@
+"""Intervals, nulls and set overlap shared by every paper package and the claims ledger.
+
+- intervals: :func:`bootstrap_ci` (paired percentile bootstrap over items),
+  :func:`bootstrap_groups_ci` (stratified), :func:`mean_diff_ci`, :func:`t_interval` (repeats over
+  seeds), :func:`welch_interval` (two small independent samples), :func:`wilson_interval` (shares);
+- nulls: :func:`permutation_null` (shuffled labels, optionally within groups),
+  :func:`rank_permutation_null` (Spearman against every or random orders), :func:`null_band`,
+  :func:`seed_repeats`;
+- :func:`jaccard`: the overlap of two sets, with the two-empty-sets case chosen by the caller.
+
+Every interval is ``(point, low, high)`` at ``level`` (default :data:`LEVEL`, 95%).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+LEVEL = 0.95
+
+
+def bootstrap_ci(stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: int = 0,
+                 level: float = LEVEL) -> tuple[float, float, float]:
+    """Paired percentile bootstrap over items: every array is resampled with the SAME item
+    indices (they are columns of one item table). Returns ``(stat(arrays), low, high)``.
+
+    Non-finite replicates (a resample where the statistic is undefined) are dropped.
+    """
+    arrays = [np.asarray(a) for a in arrays]
+    n = {len(a) for a in arrays}
+    if len(n) != 1:
+        raise ValueError(f"paired bootstrap needs arrays of one length (one row per item); got lengths {sorted(n)}")
+    n = n.pop()
+    if n < 2:
+        raise ValueError(f"bootstrap needs at least 2 items, got {n}")
+    rng = np.random.default_rng(seed)
+    reps = np.array([stat(*(a[idx] for a in arrays)) for idx in rng.integers(0, n, size=(n_boot, n))], dtype=float)
+    reps = reps[np.isfinite(reps)]
+    point = float(stat(*arrays))
+    if reps.size == 0:
+        return point, float("nan"), float("nan")
+    a = (1 - level) / 2
+    return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
+
+
+def bootstrap_groups_ci(stat: Callable[[list[tuple[np.ndarray, ...]]], float], groups: Sequence[Sequence],
+                        n_boot: int = 1000, seed: int = 0, level: float = LEVEL) -> tuple[float, float, float]:
+    """Stratified paired bootstrap: ``groups`` is a list of item tables (tuples of equal-length
+    arrays, e.g. per model the Ori and TE correctness of its test items); each replicate resamples
+    the items of every group independently and calls ``stat`` on the list of resampled groups."""
+    groups = [tuple(np.asarray(a) for a in g) for g in groups]
+    for g in groups:
+        if len({len(a) for a in g}) != 1 or len(g[0]) < 1:
+            raise ValueError("each group must hold non-empty arrays of one length")
+    rng = np.random.default_rng(seed)
+    reps = []
+    for _ in range(n_boot):
+        sample = []
+        for g in groups:
+            idx = rng.integers(0, len(g[0]), size=len(g[0]))
+            sample.append(tuple(a[idx] for a in g))
+        reps.append(stat(sample))
+    reps = np.asarray(reps, dtype=float)
+    reps = reps[np.isfinite(reps)]
+    point = float(stat(groups))
+    a = (1 - level) / 2
+    if reps.size == 0:
+        return point, float("nan"), float("nan")
+    return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
+
+
+def mean_diff_ci(a: Sequence[float], b: Sequence[float] | None = None, paired: bool = True, n_boot: int = 1000,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``a - b`` with a bootstrap interval: paired over items (same index = same item), or
+    for independent samples each side resampled on its own. ``b=None``: the mean of ``a``."""
+    a = np.asarray(a, dtype=float)
+    if b is None:
+        return bootstrap_ci(np.mean, a, n_boot=n_boot, seed=seed)
+    b = np.asarray(b, dtype=float)
+    if paired:
+        return bootstrap_ci(lambda x, y: float(np.mean(x - y)), a, b, n_boot=n_boot, seed=seed)
+    return bootstrap_groups_ci(lambda g: float(np.mean(g[0][0]) - np.mean(g[1][0])), [(a,), (b,)],
+                               n_boot=n_boot, seed=seed)
+
+
+def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """Mean and Student-t interval of a few repeats (seeds, reseeds). One value: no interval (NaN)."""
+    from scipy.stats import t
+
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    m = float(v.mean())
+    if v.size < 2:
+        return m, float("nan"), float("nan")
+    half = float(t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    return m, m - half, m + half
+
+
+def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """Difference of means ``mean(a) - mean(b)`` of two independent small samples (trained vs
+    control reseeds) with Welch's t interval. Needs 2+ values a side; equal zero variance gives a
+    zero-width interval."""
+    from scipy.stats import t
+
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.size < 2 or b.size < 2:
+        raise ValueError(f"welch_interval needs at least 2 values per side, got {a.size} and {b.size}")
+    d = float(a.mean() - b.mean())
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return d, d, d
+    dof = (va + vb) ** 2 / ((va**2 / (a.size - 1) if va else 0) + (vb**2 / (b.size - 1) if vb else 0))
+    half = float(t.ppf(0.5 + level / 2, dof) * se)
+    return d, d - half, d + half
+
+
+def wilson_interval(k: int, n: int, level: float = LEVEL) -> tuple[float, float, float]:
+    """Share ``k/n`` with the Wilson score interval (sound for small n and shares near 0 or 1)."""
+    from scipy.stats import norm
+
+    if n <= 0:
+        return float("nan"), float("nan"), float("nan")
+    if not 0 <= k <= n:
+        raise ValueError(f"k={k} must lie in [0, n={n}]")
+    z = float(norm.ppf(0.5 + level / 2))
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return p, max(0.0, centre - half), min(1.0, centre + half)
+
+
+def permutation_null(stat: Callable[[np.ndarray], float], labels: Sequence, n_perm: int = 200, seed: int = 0,
+                     groups: Sequence | None = None) -> np.ndarray:
+    """``stat`` of ``n_perm`` shuffles of ``labels`` (within each group of ``groups`` when given:
+    e.g. correctness shuffled within each benchmark). Returns the null distribution (finite values)."""
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    idx_by_group = None
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape[0] != labels.shape[0]:
+            raise ValueError(f"groups has {groups.shape[0]} entries but labels has {labels.shape[0]}")
+        idx_by_group = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    out = []
+    for _ in range(n_perm):
+        if idx_by_group is None:
+            perm = rng.permutation(labels)
+        else:
+            perm = labels.copy()
+            for idx in idx_by_group:
+                perm[idx] = labels[rng.permutation(idx)]
+        out.append(stat(perm))
+    out = np.asarray(out, dtype=float)
+    return out[np.isfinite(out)]
+
+
+def rank_permutation_null(a: Sequence[float], b: Sequence[float], n_perm: int = 5000,
+                          seed: int = 0) -> tuple[float, np.ndarray]:
+    """Spearman of ``a`` and ``b`` and its permutation distribution: every order of ``b`` for up to 8
+    entries (exact), else ``n_perm`` seeded random orders (12 benchmarks have 479M orders)."""
+    from scipy.stats import spearmanr
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    rho = float(spearmanr(a, b).statistic)
+    if len(a) <= 8:
+        orders = (np.asarray(p) for p in itertools.permutations(b))
+    else:
+        rng = np.random.default_rng(seed)
+        orders = (rng.permutation(b) for _ in range(n_perm))
+    null = [spearmanr(a, o).statistic for o in orders]
+    return rho, np.asarray([x for x in null if np.isfinite(x)], dtype=float)
+
+
+def null_band(samples: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """Mean and central ``level`` range of a null distribution (permutations, random controls)."""
+    s = np.asarray([x for x in samples if x is not None and np.isfinite(x)], dtype=float)
+    if s.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    a = (1 - level) / 2
+    return float(s.mean()), float(np.quantile(s, a)), float(np.quantile(s, 1 - a))
+
+
+def seed_repeats(fn: Callable[[int], float], seeds: Sequence[int]) -> list[float]:
+    """``fn(seed)`` for every seed (a random-model control, a rerun of a pipeline)."""
+    return [float(fn(int(s))) for s in seeds]
+
+
+def jaccard(a: set | np.ndarray, b: set | np.ndarray, empty: float | None = None) -> float:
+    """Jaccard index ``|A & B| / |A | B|`` of two sets: Python sets, or boolean masks of one shape
+    (``True`` = member; any shape, compared elementwise).
+
+    Two empty sets give ``0 / 0``, which has no value by the formula; ``empty`` is what the caller
+    returns then, chosen where that case can occur: ``1.0`` when two empty sets count as identical
+    (covered-concept sets of two benchmarks, the cores of two runs) or ``float("nan")`` when there
+    is nothing to compare (two explanations that both name no token). ``empty=None`` (the default)
+    raises instead of choosing.
+    """
+    if isinstance(a, (set, frozenset)) or isinstance(b, (set, frozenset)):
+        inter, union = len(set(a) & set(b)), len(set(a) | set(b))
+    else:
+        a, b = np.asarray(a, bool), np.asarray(b, bool)
+        if a.shape != b.shape:
+            raise ValueError(f"jaccard of two masks needs one shape, got {a.shape} and {b.shape}")
+        inter, union = (a & b).sum(), (a | b).sum()
+    if union == 0:
+        if empty is None:
+            raise ValueError("jaccard of two empty sets is 0/0: pass empty=1.0 (identical) or empty=nan (undefined)")
+        return float(empty)
+    return float(inter / union)

@@ -1,0 +1,178 @@
+"""The item sets of notebook 03 (seed 001) tokenised for one model: a tiny-world task or a real
+benchmark (:func:`benchmark_items`), the trustworthy reference items (:func:`reference_items`),
+their right-padded prompts and targets (:class:`TaskData`), the notebook's decoding, and free-text
+scoring of real models' responses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from jaxtyping import Int
+from torch import Tensor
+
+if TYPE_CHECKING:
+    from kit.models.generate import GenerationSettings
+
+
+@dataclass
+class TaskData:
+    """Right-padded prompts of one benchmark split, tokenised for one model family."""
+
+    tokens: Int[Tensor, "batch pos"]
+    lengths: Int[Tensor, "batch"]
+    targets: list[list[int]]
+    n: int
+    items: list | None = None
+    """Set for free-text benchmarks (real models): responses are decoded and scored as text
+    (``text_correct``) instead of comparing the first target ids."""
+    decoding: "GenerationSettings | None" = None
+    """How answers to these prompts are generated (:func:`generation_kwargs`): sampling settings and whether
+    the chat template wrapped the prompts (``chat`` resolved to True/False); None = greedy, raw prompts
+    (tiny-world models)."""
+
+
+def decoding_settings(cfg) -> "GenerationSettings":
+    """Notebook 03's decoding from its config (``decoding``, ``temperature``, ``top_k``,
+    ``generation_seed``, ``chat``, ``max_new_tokens``; :class:`kit.models.generate.GenerationSettings`)."""
+    from kit.models.generate import GenerationSettings
+
+    if cfg.decoding not in ("greedy", "sample"):
+        raise ValueError(f"decoding={cfg.decoding!r}; allowed values: greedy, sample")
+    seed = cfg.seed if cfg.generation_seed is None else cfg.generation_seed
+    return GenerationSettings(max_new_tokens=cfg.max_new_tokens, do_sample=cfg.decoding == "sample",
+                              temperature=cfg.temperature, top_k=cfg.top_k, seed=seed, chat=cfg.chat)
+
+
+def generation_kwargs(data: "TaskData") -> dict:
+    """``group_patched_generate`` keyword arguments of ``data.decoding`` (greedy when None)."""
+    d = data.decoding
+    if d is None or not d.do_sample:
+        return {}
+    return dict(do_sample=True, temperature=d.temperature, top_k=d.top_k or None,
+                top_p=None if d.top_p >= 1 else d.top_p, seed=d.seed)
+
+
+_FRESH_DRAWS = 20
+"""Seeded draws per requested fresh item when collecting distinct contents (:func:`benchmark_items`)."""
+
+
+def benchmark_items(task: str, split: str, n: int, seed: int = 0):
+    """Items of a tiny-world task (``add``, ``add2``...) or the first ``n`` of a real benchmark's
+    split (``gsm8k``...). Real benchmarks have no ``fresh`` split: see :func:`reference_items`.
+
+    A tiny-world ``fresh`` split gives one item per content (the first ``n`` distinct contents of its
+    seeded draws): the split re-renders a content with other names and objects (``add`` has about 490
+    fresh contents), and such items are correlated, so a bootstrap over items would count them as
+    independent evidence (measured on ``add``: the item bootstrap's SE of a fresh accuracy was 1.4-1.7x
+    too small). Asking for more than the task has fails naming how many there are."""
+    from kit.world import TASKS, get_task
+
+    if task in TASKS:
+        if not split.startswith("fresh"):
+            return get_task(task).items(split, n=n, seed=seed)
+        first: dict = {}
+        for it in get_task(task).items(split, n=_FRESH_DRAWS * n, seed=seed):
+            first.setdefault(it.metadata["content"], it)
+        if len(first) < n:
+            raise ValueError(f"n={n}: task {task!r} has {len(first)} distinct {split} contents in {_FRESH_DRAWS * n} draws; "
+                             f"ask for at most {len(first)} (n_ref, n_format, or the transfer tasks' n_eval)")
+        return list(first.values())[:n]
+    if split == "fresh":
+        raise ValueError(f"{task} has no 'fresh' split: its never-seen reference items must come from another "
+                         "benchmark or split (reference_items, ref_task / ref_split)")
+    from kit import load_benchmark
+
+    return load_benchmark(task, split=split, limit=n)
+
+
+def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: str = "test", seed: int = 0):
+    """The items whose accuracy is Ref, the trustworthy reference score (seed 001, section 4.4).
+
+    Ref must be measured on items no variant saw, or it is inflated exactly as Ori is:
+    ``ref_task=None`` takes a tiny-world task's ``fresh`` split (items no fine-tune trained on); a
+    real benchmark needs ``ref_task`` (+ ``ref_split``), another benchmark or split (the paper: a
+    fresh set of OpenMathInstruct-2 questions; offline, e.g. ``mawps``). ``ref_task == task`` on
+    the ``test`` split is refused: those are the evaluated, contaminated items.
+    """
+    from kit.world import TASKS
+
+    if ref_task is None:
+        if task in TASKS:
+            return benchmark_items(task, "fresh", n, seed)
+        raise ValueError(f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on items "
+                         "no variant saw (the paper: OpenMathInstruct-2), never the test items; set ref_task to another "
+                         "benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a split no variant trained on")
+    if ref_task == task and ref_split == "test":
+        raise ValueError(f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would equal Ori. "
+                         "Choose another benchmark or a split no variant trained on")
+    return benchmark_items(ref_task, ref_split, n, seed)
+
+
+def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None) -> TaskData:
+    """Tokenise ``items`` for ``model``: world models through ``kit.world.prompt_tokens`` (one-token
+    answers), other models through their tokenizer (answer ids without BOS, right padding).
+
+    ``decoding`` (:func:`decoding_settings`) travels with the data to every generation on it; its
+    ``chat`` wraps each prompt in the tokenizer's chat template (None: when the tokenizer has one).
+    ``decoding=None``: greedy on the raw prompts. World models accept only greedy decoding without chat.
+
+    A prompt longer than the context minus ``max_new_tokens`` (the room its answer needs) keeps its
+    first token (BOS) and its last tokens, with a warning: the question sits at a prompt's end."""
+    if not items:
+        raise ValueError("no items: the benchmark split is empty")
+    if str(getattr(model.cfg, "model_name", "")).startswith("zoo/") or model.cfg.model_name == "kit-world":
+        from kit.world import prompt_tokens, target_ids
+
+        if decoding is not None and (decoding.do_sample or decoding.chat):
+            raise ValueError("decoding: tiny-world models are scored by the world's evaluation (argmax first token, raw "
+                             "prompts); allowed on them: decoding='greedy' with chat None or False")
+        tokens, lengths = prompt_tokens(model, items)
+        return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items))
+    tok = model.tokenizer
+    chat = False
+    if decoding is not None:
+        from dataclasses import replace as _replace
+
+        from kit.models.generate import encode, prompt_text, use_chat
+
+        chat = use_chat(tok, decoding.chat)
+        decoding = _replace(decoding, chat=chat)
+    if chat:  # the template writes BOS itself when it has one (encode adds no second one)
+        seqs = [encode(tok, prompt_text(tok, it.prompt, True, decoding.system_prompt)) for it in items]
+    else:
+        seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]
+    limit = model.cfg.n_ctx - max_new_tokens
+    if limit < 2:
+        raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the context of "
+                         f"{model.cfg.n_ctx} tokens; allowed: max_new_tokens <= {model.cfg.n_ctx - 2}")
+    long = [i for i, q in enumerate(seqs) if len(q) > limit]
+    if long:
+        import warnings
+
+        warnings.warn(f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) minus "
+                      f"max_new_tokens ({max_new_tokens}): truncated to their first and last {limit - 1} tokens",
+                      stacklevel=2)
+        seqs = [q[:1] + q[len(q) - limit + 1 :] if i in long else q for i, q in enumerate(seqs)]
+    lengths = torch.tensor([len(s) for s in seqs])
+    tokens = torch.full((len(seqs), int(lengths.max())), tok.pad_token_id or 0, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        tokens[i, : len(s)] = torch.tensor(s)
+    targets = [tok.encode(" " + it.target, add_special_tokens=False) for it in items]
+    return TaskData(tokens, lengths, targets, len(items), items=list(items), decoding=decoding)
+
+
+def text_correct(response: str, item) -> bool:
+    """Free-text scoring for real benchmarks: the choice letter for multiple choice, the final
+    number for numeric answers (GSM8K), else the response starting with the target."""
+    from kit.data.scorers import extract_choice_letter, extract_final_number, numbers_equal
+
+    if item.choices is not None:
+        return extract_choice_letter(response, len(item.choices)) == item.target
+    try:
+        float(item.target.replace(",", ""))
+        return numbers_equal(extract_final_number(response), item.target)
+    except ValueError:
+        return response.strip().startswith(item.target.strip())

@@ -1,0 +1,82 @@
+"""kit.core.stats: the interval, null and overlap helpers, on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kit.core import stats
+
+
+def test_wilson_interval_hand_case():
+    # k=2, n=4, z=1.95996: centre 0.5, half = z*sqrt(0.0625 + z^2/64)/(1 + z^2/4) = 0.3825...
+    p, lo, hi = stats.wilson_interval(2, 4)
+    z = 1.959963984540054
+    half = z * math.sqrt(0.25 / 4 + z * z / 64) / (1 + z * z / 4)
+    assert p == 0.5 and lo == pytest.approx(0.5 - half) and hi == pytest.approx(0.5 + half)
+    assert stats.wilson_interval(0, 5)[1] == 0.0
+
+
+def test_t_and_welch_intervals_hand_case():
+    m, lo, hi = stats.t_interval([1.0, 2.0, 3.0])  # mean 2, sd 1, t(0.975, 2) = 4.3027
+    assert m == 2.0 and hi - m == pytest.approx(4.302652729911275 / math.sqrt(3))
+    assert math.isnan(stats.t_interval([1.0])[1])
+    d, lo, hi = stats.welch_interval([1.0, 1.0], [0.0, 0.0])
+    assert (d, lo, hi) == (1.0, 1.0, 1.0)  # no spread: a zero-width interval
+    d, lo, hi = stats.welch_interval([0.5, 0.5, 0.75], [0.75, 0.5, 1.0])
+    assert d == pytest.approx(-1 / 6) and lo < d < hi
+
+
+def test_paired_bootstrap_keeps_items_together():
+    a = np.arange(50, dtype=float)
+    point, lo, hi = stats.bootstrap_ci(lambda x, y: float(np.mean(x - y)), a, a + 2.0, n_boot=200)
+    assert point == lo == hi == -2.0  # paired: the difference is the same for every resample
+    point, lo, hi = stats.mean_diff_ci(a, a + 2.0, paired=False, n_boot=200)
+    assert point == -2.0 and lo < -2.0 < hi  # unpaired: the spread of a shows up
+    with pytest.raises(ValueError, match="one length"):
+        stats.bootstrap_ci(np.mean, a, a[:3])
+    # deterministic under its seed
+    assert stats.bootstrap_ci(np.mean, a, seed=3) == stats.bootstrap_ci(np.mean, a, seed=3)
+
+
+def test_bootstrap_groups_and_permutation_null():
+    groups = [(np.ones(10), np.zeros(10)), (np.ones(5), np.ones(5))]
+    point, lo, hi = stats.bootstrap_groups_ci(lambda g: float(np.mean([np.mean(x - y) for x, y in g])), groups, n_boot=100)
+    assert point == lo == hi == 0.5
+    # shuffling within groups keeps each group's label counts: a per-group sum is invariant
+    labels = np.array([1, 1, 0, 0, 1, 0])
+    grp = np.array([0, 0, 0, 1, 1, 1])
+    null = stats.permutation_null(lambda y: float(y[grp == 0].sum()), labels, n_perm=30, groups=grp)
+    assert set(null) == {2.0}
+    mean, lo, hi = stats.null_band(np.arange(101, dtype=float))
+    assert (mean, lo, hi) == pytest.approx((50.0, 2.5, 97.5))
+    assert stats.seed_repeats(lambda s: s * 2, [1, 2]) == [2.0, 4.0]
+
+
+def test_rank_permutation_null_is_exact():
+    rho, null = stats.rank_permutation_null([1, 2, 3, 4], [10, 20, 30, 40])
+    assert rho == 1.0 and len(null) == 24 and np.isclose(null.mean(), 0.0)
+
+
+def test_rank_permutation_null_samples_past_eight_entries():
+    """Twelve benchmarks (the default suite) have 479M orders: the null is sampled, seeded."""
+    a = np.arange(12.0)
+    rho, null = stats.rank_permutation_null(a, a[::-1], n_perm=400, seed=1)
+    assert rho == -1.0 and len(null) == 400 and abs(null.mean()) < 0.1
+    assert np.array_equal(null, stats.rank_permutation_null(a, a[::-1], n_perm=400, seed=1)[1])
+
+
+def test_jaccard_by_hand_and_the_empty_set_rule():
+    assert stats.jaccard({1, 2}, {2, 3}) == pytest.approx(1 / 3)
+    assert stats.jaccard(np.array([1, 1, 0], bool), np.array([0, 1, 1], bool)) == pytest.approx(1 / 3)
+    # two empty sets: 0/0, the caller's choice (covered concepts, cores: identical; explanations: undefined)
+    assert stats.jaccard(set(), set(), empty=1.0) == 1.0
+    assert stats.jaccard(np.zeros(3, bool), np.zeros(3, bool), empty=1.0) == 1.0
+    assert math.isnan(stats.jaccard(set(), set(), empty=float("nan")))
+    assert stats.jaccard({1}, set(), empty=1.0) == 0.0, "one empty set is disjoint from the other, not identical"
+    with pytest.raises(ValueError, match="empty"):
+        stats.jaccard(set(), set())
+    with pytest.raises(ValueError, match="shape"):
+        stats.jaccard(np.zeros(3, bool), np.zeros(4, bool))
