@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kit.core.claims import wilson_interval
+from kit.core.stats import wilson_interval
 
 SCORINGS = ("generate", "loglik-letter", "loglik-text")
 """How an answer is read: ``generate`` (a greedy response, scored by the benchmark's rule),
@@ -84,7 +84,7 @@ class Answers:
 
     @property
     def interval(self) -> tuple[float, float]:
-        """Wilson 95% interval of the accuracy (``kit.core.claims.wilson_interval``)."""
+        """Wilson 95% interval of the accuracy (``kit.core.stats.wilson_interval``)."""
         _, lo, hi = wilson_interval(self.n_correct, self.n)
         return lo, hi
 
