@@ -78,6 +78,15 @@ class HFSubject:
                              f"(kit.load_benchmark names: gsm8k, arc_challenge, mmlu/<subject>...; the world's task as "
                              f"a benchmark: tiny/{task})")
 
+    def fresh_items(self, task: str, n: int, seed: int = 0) -> list | None:
+        """None: a public benchmark has no split its model is known never to have seen."""
+        return None
+
+    def token_budget(self, max_batch_tokens: int | None) -> int | None:
+        """``max_batch_tokens``: teacher-forced passes run in length-sorted batches of at most that
+        many padded tokens (``kit.mui.metric.utilization``'s budget)."""
+        return max_batch_tokens
+
     def group(self, task: str) -> str:
         return task_group(task)
 

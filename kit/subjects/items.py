@@ -90,6 +90,14 @@ def task_group(task: str) -> str:
     return BENCHMARK_GROUPS.get(family, family)
 
 
+def benchmark_of(item: Any) -> str:
+    """The benchmark (family) an item belongs to, read from its id: ``kit.load_benchmark`` ids start
+    with their family (``gsm8k/test/17`` -> ``gsm8k``, ``mmlu/test/anatomy/3`` -> ``mmlu``); a world
+    task's ids start with the task (``add/test/0`` -> ``tiny/add``, the task as a benchmark)."""
+    family = str(item.id).split("/", 1)[0]
+    return f"tiny/{family}" if is_world_task(family) else family
+
+
 def task_chance(task: str, items: Sequence[Any]) -> float | None:
     """Accuracy of a random guess: the world task's ``chance`` (one answer token among its answer
     vocabulary); for real multiple-choice items the mean of 1/number of options; None for free-form

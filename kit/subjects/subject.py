@@ -44,6 +44,14 @@ class Subject(Protocol):
         """Items ``skip .. skip + n`` of ``task``'s ``split``, prompts as this subject is shown them."""
         ...
 
+    def fresh_items(self, task: str, n: int, seed: int = 0) -> list | None:
+        """``n`` items the model never saw (the world's ``fresh`` split), or None where no such split exists."""
+        ...
+
+    def token_budget(self, max_batch_tokens: int | None) -> int | None:
+        """The padded-token budget of teacher-forced passes for this model (None: ``batch_size`` rows)."""
+        ...
+
     def group(self, task: str) -> str:
         """Capability group of ``task`` (``math``, ``code``, ``reasoning``, ``general``...)."""
         ...

@@ -82,6 +82,15 @@ class WorldSubject:
             raise ValueError(f"task={task!r} is not a tiny-world task, and {self.name} reads only the world's "
                              f"vocabulary; allowed: {', '.join(ALL_TASKS)}")
 
+    def fresh_items(self, task: str, n: int, seed: int = 0) -> list | None:
+        """``n`` items of the task's ``fresh`` split: seeded draws that no training stream holds (the
+        world can promise never-seen items)."""
+        return self.items(task, "fresh", n, seed)
+
+    def token_budget(self, max_batch_tokens: int | None) -> int | None:
+        """None: world models are small, their teacher-forced passes run in ``batch_size`` rows."""
+        return None
+
     def group(self, task: str) -> str:
         return task_group(task)
 

@@ -121,3 +121,23 @@ def test_a_model_without_a_hugging_face_directory_is_no_subject():
 
     with pytest.raises(ValueError, match="cannot generate"):
         subject_of(kit.load_model("random/tiny-gelu"))
+
+
+def test_generation_is_one_batched_greedy_call_keyed_by_benchmark_and_ids(monkeypatch, llama):
+    """Every item's prompt goes to kit.models.generate.respond at once (batched, greedy, cached under
+    the benchmark, its prompt style and the item ids); responses are scored by kit.data.scorers
+    (gsm8k: the last number)."""
+    calls = []
+
+    def respond(model, prompts, settings, benchmark=None, ids=None, **kw):
+        calls.append((list(prompts), settings, benchmark, list(ids)))
+        return ["100 8", "100 8"]
+
+    monkeypatch.setattr(gen, "respond", respond)
+    plain = HFSubject("twin/llama", llama.model, prompt_style="plain")
+    items = [Item("q1", "two plus 6 is", answer="8"), Item("q2", "a b c d e", answer="100")]
+    ans = plain.answer("gsm8k", items, max_new_tokens=2)
+    (prompts, settings, benchmark, ids), = calls
+    assert prompts == ["two plus 6 is", "a b c d e"] and ids == ["q1", "q2"] and benchmark == "gsm8k"
+    assert settings.max_new_tokens == 2 and settings.do_sample is False, "answers must be greedy"
+    assert ans.responses == ["100 8", "100 8"] and ans.correct.tolist() == [True, False]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-from kit import world as W
+from kit import world as kworld
 from kit.data.items import Item
 from kit.subjects import WorldSubject, load_subject, task_group, task_items, world_correct
 
@@ -19,9 +20,9 @@ def base_m(micro_world):
 
 def test_items_groups_and_chance_of_world_tasks(base_m):
     items = base_m.items("add", "test", n=5)
-    assert items == W.get_task("add").items("test", n=5) and items[2:] == base_m.items("add", "test", n=3, skip=2)
+    assert items == kworld.get_task("add").items("test", n=5) and items[2:] == base_m.items("add", "test", n=3, skip=2)
     assert base_m.group("add") == "math" == task_group("gsm8k") and task_group("bbq/Age") == "bbq"
-    assert base_m.chance("facts-mc", items) == W.get_task("facts-mc").chance
+    assert base_m.chance("facts-mc", items) == kworld.get_task("facts-mc").chance
     fresh = task_items("add", "fresh", 30, seed=2, one_per_content=True)
     assert len({it.metadata["content"] for it in fresh}) == 30
     with pytest.raises(ValueError, match="reads only the world's vocabulary"):
@@ -35,7 +36,7 @@ def test_scoring_the_response_agrees_with_the_worlds_evaluate(base_m, task):
     items = base_m.items(task, "test", n=64)
     n_words = max(len(it.target.split()) for it in items)
     ans = base_m.answer(task, items, max_new_tokens=n_words)
-    expected = np.asarray(W.evaluate(base_m.model, items), dtype=bool)
+    expected = np.asarray(kworld.evaluate(base_m.model, items), dtype=bool)
     assert ans.correct.tolist() == expected.tolist()
     assert ans.n_truncated == 0 and ans.accuracy == pytest.approx(expected.mean())
 
@@ -72,3 +73,26 @@ def test_mui_is_the_union_of_per_item_key_neurons(base_m):
     d = base_m.model.cfg.n_layers * base_m.model.cfg.d_mlp
     assert base_m.mui(ans) == pytest.approx(100 * len(union) / d)
     assert isinstance(base_m, WorldSubject) and base_m.kind == "world"
+
+
+def test_ablation_hooks_zero_exactly_the_chosen_neurons():
+    from kit.models.load import random_model
+    from kit.subjects import ablation_hooks
+
+    model = random_model("tiny-gelu")
+    tokens = torch.randint(0, 97, (2, 5))
+    seen = {}
+
+    def look(act, hook):
+        seen[hook.name] = act.clone()
+
+    hooks = ablation_hooks([(0, 3), (1, 5), (1, 7)])
+    with model.hooks(fwd_hooks=hooks + [("blocks.0.mlp.hook_post", look), ("blocks.1.mlp.hook_post", look)]):
+        model(tokens)
+    _, clean = model.run_with_cache(tokens)
+    assert (seen["blocks.0.mlp.hook_post"][..., 3] == 0).all()
+    assert (seen["blocks.1.mlp.hook_post"][..., [5, 7]] == 0).all()
+    keep = [i for i in range(64) if i != 3]
+    assert torch.allclose(seen["blocks.0.mlp.hook_post"][..., keep], clean["blocks.0.mlp.hook_post"][..., keep]), (
+        "other neurons of the ablated layer must be untouched"
+    )
