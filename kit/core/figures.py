@@ -63,8 +63,27 @@ def bundled_fonts_first() -> Path:
         if path not in known:  # a cache written by an install since deleted lists none of ours
             manager.addfont(path)
     manager.ttflist.sort(key=lambda f: Path(f.fname).parent != bundled)  # stable: keeps each group's order
-    manager._findfont_cached.cache_clear()  # what addfont does after changing the list
+    clear_findfont_cache(manager)
     return bundled
+
+
+def clear_findfont_cache(manager) -> None:
+    """Forget ``manager``'s cached ``findfont`` answers after its font list changed, as matplotlib's
+    own ``FontManager.addfont`` does (there is no public call for it in matplotlib 3.9-3.11).
+
+    It reaches the private ``FontManager._findfont_cached`` (an ``lru_cache``); if a matplotlib
+    release renames or removes it, this raises naming the version instead of leaving stale answers
+    (figures would then embed whichever font was cached first), and
+    tests/core/test_figures.py::test_findfont_cache_is_what_addfont_clears fails the same way.
+    """
+    cached = getattr(manager, "_findfont_cached", None)
+    if not callable(getattr(cached, "cache_clear", None)):
+        import matplotlib
+
+        raise RuntimeError(f"matplotlib {matplotlib.__version__}: FontManager._findfont_cached.cache_clear() "
+                           "is gone; kit.core.figures.clear_findfont_cache must follow what "
+                           "FontManager.addfont now does to drop its findfont cache")
+    cached.cache_clear()
 
 
 def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:

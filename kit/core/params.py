@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kit.core.paths import REPO_ROOT
 
@@ -50,6 +50,21 @@ class BaseConfig(BaseModel):
     """Seed for every RNG the notebook touches (python, numpy, torch)."""
     device: str = "cpu"
     """Torch device for models (``cpu``, ``cuda``, ``cuda:1``...)."""
+    engine: Literal["inline", "local", "ray"] = "local"
+    """Where ``kit.core.jobs`` runs the notebook's jobs: ``inline`` (this process, one after another), ``local``
+    (worker processes over this machine's cores) or ``ray`` (a Ray cluster, see ``ray_address``)."""
+    ray_address: str | None = None
+    """Ray cluster for ``engine: ray``: ``auto`` (on a node of it), ``ray://head:10001`` (Ray Client) or
+    ``head:6379``; None starts a local Ray for each sweep. Not used by the other engines."""
+    max_workers: int | None = Field(default=None, ge=1)
+    """Worker processes (CPU slots) of ``engine: local``, and the CPUs of a Ray started here; None: all cores."""
+
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address_form(cls, value: str | None) -> str | None:
+        if value is None or value in ("auto", "local") or re.fullmatch(r"(ray://)?[\w.\-\[\]:]+:\d+", value):
+            return value
+        raise ValueError("allowed values: null, auto, local, ray://HOST:PORT (Ray Client) or HOST:PORT")
 
 
 def notebook_names() -> list[str]:

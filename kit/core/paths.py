@@ -106,7 +106,9 @@ def current_world(world: str | None = None) -> str:
     """The embedded world that ``zoo/...`` names resolve in: argument, ``$KIT_WORLD``, ``tiny``."""
     name = world or os.environ.get("KIT_WORLD") or "tiny"
     if name not in WORLDS:
-        raise ValueError(f"world={name!r} is not a known world; allowed values: {', '.join(WORLDS)}")
+        source = f"world={name!r}" if world else f"KIT_WORLD={name!r} (environment variable)"
+        raise ValueError(f"{source} is not a known world; allowed values: {', '.join(WORLDS)}"
+                         + ("" if world else "; unset KIT_WORLD for the default 'tiny'"))
     return name
 
 

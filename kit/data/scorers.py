@@ -17,6 +17,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,7 +27,8 @@ from kit.data.items import Item
 __all__ = [
     "score", "extract_final_number", "extract_choice_letter", "extract_boxed",
     "score_all", "normalize_math_answer", "numbers_equal", "extract_bbh_answer", "bbh_match",
-    "extract_code", "code_program", "run_program", "NUMERIC_BENCHMARKS", "CHOICE_BENCHMARKS", "parse_failed",
+    "extract_code", "code_program", "run_program", "NUMERIC_BENCHMARKS", "CHOICE_BENCHMARKS",
+    "check_math_answer", "math_checker", "MathVerdict", "MATH_CHECKERS", "parse_failed",
 ]
 
 NUMERIC_BENCHMARKS = ("gsm8k", "svamp", "mawps", "asdiv")
@@ -259,6 +262,81 @@ def normalize_math_answer(answer: str | None) -> str:
     return s
 
 
+MATH_CHECKERS = ("auto", "math-verify", "normaliser")
+"""``auto``: math-verify when it is installed (``pip install 'kit[math]'``), else the normaliser."""
+MATH_VERIFY_TIMEOUT = 5
+"""Seconds math-verify may spend parsing or comparing one answer (its signal-based timeout works in
+the main thread only; elsewhere it runs without one)."""
+
+
+@dataclass(frozen=True)
+class MathVerdict:
+    """Whether a response's final answer equals a MATH-style reference, and who decided."""
+
+    correct: bool
+    checker: str
+    """``math-verify <version>``, or ``normaliser`` (:func:`normalize_math_answer`), with why when
+    math-verify was wanted but did not decide."""
+    answer: str | None
+    """The answer read from the response (math-verify: its parsed expression; else the boxed text or
+    final number)."""
+
+
+def _math_verify():
+    try:  # lazy: an optional dependency, and it imports sympy
+        import math_verify
+    except ImportError:
+        return None
+    return math_verify
+
+
+def math_checker() -> str:
+    """The checker :func:`score` uses for MATH-style answers in this environment: ``math-verify
+    <version>`` when it is installed, else ``normaliser`` (record it beside an accuracy)."""
+    mv = _math_verify()
+    if mv is None:
+        return "normaliser (math-verify not installed)"
+    from importlib.metadata import version
+
+    return f"math-verify {version('math-verify')}"
+
+
+def check_math_answer(response: str, target: str, checker: str = "auto") -> MathVerdict:
+    """Is the final answer of ``response`` (the last ``\\boxed{}``, else the final number) equal to the
+    MATH-style reference ``target`` (LaTeX without ``$``)?
+
+    ``checker``: ``math-verify`` (Hugging Face's Math-Verify: both sides parsed to sympy and compared
+    symbolically and numerically, so ``\\sqrt{12}`` equals ``2\\sqrt{3}``, ``\\{2,1\\}`` equals
+    ``\\{1, 2\\}``, ``(x+1)^2`` equals ``x^2+2x+1``), ``normaliser`` (:func:`normalize_math_answer`
+    then string or numeric equality: lighter, it underestimates accuracy), or ``auto`` (math-verify
+    when installed, else the normaliser). A reference math-verify cannot parse falls back to the
+    normaliser, and the verdict's ``checker`` says so.
+    """
+    if checker not in MATH_CHECKERS:
+        raise ValueError(f"checker={checker!r}; allowed values: {', '.join(MATH_CHECKERS)}")
+    mv = _math_verify() if checker != "normaliser" else None
+    if checker == "math-verify" and mv is None:
+        raise ImportError("checker='math-verify' needs the math-verify package: pip install 'kit[math]'")
+    note = ""
+    if mv is not None:
+        seconds = MATH_VERIFY_TIMEOUT if threading.current_thread() is threading.main_thread() else None
+        gold = mv.parse(f"${target}$", parsing_timeout=seconds)
+        if gold:
+            pred = mv.parse(response or "", parsing_timeout=seconds)
+            ok = bool(pred) and bool(mv.verify(gold, pred, timeout_seconds=seconds))
+            return MathVerdict(ok, math_checker(), str(pred[-1]) if pred else None)
+        note = " (math-verify could not parse the reference)"
+    got = extract_boxed(response)
+    if got is None:
+        got = extract_final_number(response)
+    if got is None:
+        return MathVerdict(False, "normaliser" + note, None)
+    a, b = normalize_math_answer(got), normalize_math_answer(target)
+    va, vb = _math_value(a), _math_value(b)
+    same = a == b or (va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb)))
+    return MathVerdict(same, "normaliser" + note, got)
+
+
 def _math_value(s: str) -> float | None:
     """The value of a normalised answer that is a plain number, ``a/b`` or ``\\frac{a}{b}``."""
     m = re.fullmatch(r"(-?)\\frac\{(-?[\d.]+)\}\{(-?[\d.]+)\}", s)
@@ -398,11 +476,13 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
       case-insensitively equal to it);
     - arc_challenge, mmlu, ``mmlu/<subject>``: :func:`extract_choice_letter` vs ``item.target``;
     - ``bbh/<task>``: :func:`bbh_match`;
-    - math500: :func:`extract_boxed` (else the final number) vs ``item.answer``, both through
-      :func:`normalize_math_answer`, or numerically equal;
+    - math500: :func:`check_math_answer` (math-verify when installed, else :func:`extract_boxed`, or
+      the final number, vs ``item.answer`` through :func:`normalize_math_answer`, or numerically
+      equal); :func:`math_checker` names the one in use;
     - humaneval, mbpp: the program of :func:`code_program` run by :func:`run_program`;
     - bbq, crows_pairs, and the multiple-choice items of agieval and logicbench: the choice letter;
-      agieval's cloze subset (math) as math500; logicbench BQA: the first yes/no in the response;
+      agieval's cloze subset (math) as math500 (without math-verify, the text after "answer is"
+      also counts as the answer); logicbench BQA: the first yes/no in the response;
     - socialiqa, winogrande: the choice letter; natural_questions: the final answer line
       (:func:`extract_bbh_answer`) equal to any reference after :func:`normalize_short_answer`;
     - ``lmsys_arena`` has no scorer: a battle is won or lost (:func:`kit.data.benchmarks.arena_scores`);
@@ -423,21 +503,14 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     if base == "bbh":
         return bbh_match(item.target, response)
     if base == "math500":
-        got = extract_boxed(response)
-        if got is None:
-            got = extract_final_number(response)
-        if got is None:
-            return False
-        a, b = normalize_math_answer(got), normalize_math_answer(item.answer)
-        if a == b:
-            return True
-        va, vb = _math_value(a), _math_value(b)
-        return va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb))
+        return check_math_answer(response, item.answer).correct
     if base in CODE_BENCHMARKS:
         return run_program(code_program(base, item, response), timeout=timeout)
     if base in ("agieval", "logicbench") and item.choices is not None:
         return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
-    if base == "agieval":  # the cloze subset (math): MATH-style answers
+    if base == "agieval" and _math_verify() is not None:  # the cloze subset (math): MATH-style answers
+        return check_math_answer(response, item.answer).correct
+    if base == "agieval":
         got = extract_boxed(response) or extract_final_number(response) or extract_bbh_answer(response)
         a, b = normalize_math_answer(got), normalize_math_answer(item.answer)
         va, vb = _math_value(a), _math_value(b)

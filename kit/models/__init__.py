@@ -5,6 +5,9 @@
 - ``hub``: every call that would reach the network (mocked in tests);
 - ``encoders``: BERT-family encoders for NeuronVote and Competency Gaps;
 - ``twins``: tiny random twins of real architectures as Hugging Face directories (offline tests);
+- ``architectures``: which HF causal LMs convert, how (config fields, RoPE), and what works on each;
+- ``gguf``: GGUF files dequantised once into Hugging Face directories; ``real``: the ``real/`` models;
+- ``checks``: loading errors named with the damaged file and the likely cause;
 - ``tl``: the ONLY module that touches TransformerLens internals (hook points, hook contexts, the
   block loop, KV caches, the final norm + unembedding). Everything else goes through it.
 """
@@ -12,5 +15,6 @@
 from kit.core.lazy import lazy_submodules
 from kit.models.load import ENCODERS, RANDOM_SHAPES, UnknownModelError, load_model, load_sae, random_model
 
-__getattr__, __dir__ = lazy_submodules(__name__, ["encoders", "hub", "load", "tl", "twins"], globals())
+__getattr__, __dir__ = lazy_submodules(__name__, ["architectures", "checks", "encoders", "gguf", "hub", "load", "real",
+                                                       "tl", "twins"], globals())
 __all__ = ["ENCODERS", "RANDOM_SHAPES", "UnknownModelError", "load_model", "load_sae", "random_model"]

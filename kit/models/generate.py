@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from kit.models.cache import ItemCache, map_items
+from kit.models.decoding import resolve_decoding
 
 
 @dataclass(frozen=True)
@@ -41,15 +42,23 @@ class GenerationSettings:
     chat: bool | None = None
     """Apply the tokenizer's chat template: None = when the tokenizer has one (instruct models)."""
     system_prompt: str | None = None
+    repetition_penalty: float | None = None
+    """None: the model's ``generation_config`` value (what ``transformers`` applies by default), on
+    both backends; a number overrides it on both (1.0 = none). See :mod:`kit.models.decoding`."""
 
     def __post_init__(self):
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={self.max_new_tokens} must be >= 1")
         if self.do_sample and (self.temperature <= 0 or self.top_k < 0 or not 0 < self.top_p <= 1):
             raise ValueError(f"sampling needs temperature > 0, top_k >= 0, 0 < top_p <= 1; got {self}")
+        if self.repetition_penalty is not None and not self.repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty={self.repetition_penalty} must be None or > 0")
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["repetition_penalty"] is None:  # the default: keys of caches written before it existed hold
+            del out["repetition_penalty"]
+        return out
 
 
 SHORTCUT_PAPER_SAMPLING = GenerationSettings(do_sample=True, temperature=1.0, top_k=50)
@@ -139,15 +148,20 @@ def _gpu_memory(device: str) -> tuple[int, int]:
 
 
 def choose_backend(model_path: str | Path, device: str, dtype: str | None, ablate: Sequence = (),
-                   memory_share: float = VLLM_MEMORY_SHARE) -> tuple[str, str]:
+                   memory_share: float = VLLM_MEMORY_SHARE,
+                   settings: GenerationSettings | None = None) -> tuple[str, str]:
     """``(backend, why)`` of ``backend="auto"``: vLLM when it is installed, the device is a GPU,
-    nothing is ablated (vLLM runs no forward hooks) and the weights fit in ``VLLM_WEIGHT_SHARE`` of
+    nothing is ablated (vLLM runs no forward hooks), the model's generation_config holds nothing
+    vLLM cannot apply (:mod:`kit.models.decoding`) and the weights fit in ``VLLM_WEIGHT_SHARE`` of
     ``memory_share`` of the GPU memory free now (the notebook's HookedTransformer is already
     resident and stays); otherwise ``transformers``' ``generate``."""
     import importlib.util
 
     if ablate:
         return "hf", "ablated generation needs forward hooks, which vLLM does not run"
+    unsupported = resolve_decoding(model_path, settings or GenerationSettings()).unsupported
+    if unsupported:
+        return "hf", f"vLLM cannot apply the model's generation_config {', '.join(unsupported)}"
     try:
         installed = importlib.util.find_spec("vllm") is not None
     except ValueError:  # a module without a spec is already imported (a stand-in)
@@ -269,7 +283,7 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
     if ablate and cache is not None:
         raise ValueError("ablate and cache exclude each other: ablated responses must not be cached as the model's")
     if backend == "auto":
-        backend, why = choose_backend(model_path, device, dtype, ablate, vllm_memory_share)
+        backend, why = choose_backend(model_path, device, dtype, ablate, vllm_memory_share, settings)
         if (str(model_path), backend) not in _ANNOUNCED:  # once per model, not per benchmark
             _ANNOUNCED.add((str(model_path), backend))
             print(f"generation backend for {Path(str(model_path)).name}: {backend} ({why})")
@@ -286,12 +300,7 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
     limit = context_length(model.config) - settings.max_new_tokens
     rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
             for i, p in enumerate(prompts)]
-    gen_kwargs: dict[str, Any] = dict(max_new_tokens=settings.max_new_tokens, do_sample=settings.do_sample,
-                                      pad_token_id=tokenizer.pad_token_id, use_cache=True)
-    if settings.do_sample:
-        gen_kwargs.update(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
-    else:  # a generation_config may carry sampling defaults: greedy must not warn about them or use them
-        gen_kwargs.update(temperature=None, top_k=None, top_p=None)
+    gen_kwargs = resolve_decoding(model_path, settings).hf_kwargs(tokenizer.pad_token_id)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths: little padding
     batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
@@ -327,33 +336,86 @@ def respond(model, prompts: Sequence[str], settings: GenerationSettings, benchma
 def vllm_engine(model_path: str, dtype: str | None, seed: int = 0, device: str = "cuda",
                 memory_share: float = VLLM_MEMORY_SHARE):
     """The vLLM engine of ``model_path``, held like :func:`hf_model` (starting one releases the model
-    held before). It may take ``memory_share`` of the GPU memory free now (``gpu_memory_utilization``
-    is a share of the card's total: the budget over the total), so the HookedTransformer already
-    resident keeps its memory."""
+    held before). It may take ``memory_share`` of the GPU memory free now on ``device``
+    (``gpu_memory_utilization`` is a share of the card's total: the budget over the total), so the
+    HookedTransformer already resident keeps its memory; and it starts on that same GPU
+    (:func:`vllm_device_environment`: vLLM takes no device argument and uses the first visible GPU)."""
     try:
         from vllm import LLM
     except ImportError as e:
-        raise ImportError("backend='vllm' needs the vllm package (pip install vllm) and a GPU; "
+        raise ImportError("backend='vllm' needs the vllm package (pip install 'kit[vllm]') and a GPU; "
                           "backend='hf' needs neither") from e
     from kit.models.load import DTYPES
 
-    key = ("vllm", str(model_path), str(dtype), str(seed))
+    key = ("vllm", str(model_path), str(dtype), str(seed), str(device))
     if key not in _HELD:
+        environment = vllm_device_environment(device)  # a device that is no GPU fails before anything
         release()
         free, total = _gpu_memory(device)
-        _HELD[key] = LLM(model=model_path, dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto",
-                         seed=seed, gpu_memory_utilization=memory_share * free / total)
+        with _environment(environment):
+            _HELD[key] = LLM(model=model_path, dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto",
+                             seed=seed, gpu_memory_utilization=memory_share * free / total)
     return _HELD[key]
+
+
+def vllm_device_environment(device: str) -> dict[str, str]:
+    """Environment under which a vLLM engine starts on ``device`` (``cuda`` = the current GPU,
+    ``cuda:N``): ``CUDA_VISIBLE_DEVICES`` naming that one GPU (mapped through a
+    ``CUDA_VISIBLE_DEVICES`` already set, as torch numbers the visible GPUs), and vLLM's engine in
+    its own process (``VLLM_ENABLE_V1_MULTIPROCESSING=1``), which reads it when it starts; this
+    process, whose CUDA is already initialised, is unaffected."""
+    import os
+
+    import torch
+
+    where = torch.device(device)
+    if where.type != "cuda":
+        raise ValueError(f"device={device!r}: vLLM runs on a GPU ('cuda' or 'cuda:N')")
+    index = where.index if where.index is not None else (torch.cuda.current_device()
+                                                         if torch.cuda.is_available() else 0)
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if visible and index >= len(visible):
+        raise ValueError(f"device={device!r}: only {len(visible)} GPU(s) visible (CUDA_VISIBLE_DEVICES="
+                         f"{os.environ['CUDA_VISIBLE_DEVICES']})")
+    return {"CUDA_VISIBLE_DEVICES": visible[index] if visible else str(index), "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    import os
+
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def item_seed(seed: int, item_id: Any) -> int:
+    """The sampling seed of one item: a hash of the settings' ``seed`` and the item's id (31 bits),
+    so an item draws the same tokens whichever batch, order or resumed run it comes in."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(f"{int(seed)}/{item_id}".encode()).digest()[:4], "big") >> 1
 
 
 def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None,
                    device: str = "cuda", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
                    progress: bool = False, memory_share: float = VLLM_MEMORY_SHARE) -> list[str]:
     """vLLM generation on the same token rows as the HF path (the chat template through
-    :func:`encode`, so no second BOS; prompts cut to the context with a warning), one vLLM call
-    for every item ``cache`` does not hold yet."""
+    :func:`encode`, so no second BOS; prompts cut to the context with a warning) and the same
+    decoding (:func:`kit.models.decoding.resolve_decoding`: the model's generation_config honoured
+    or overridden as on the HF path), each request seeded by its item (:func:`item_seed`), one vLLM
+    call for every item ``cache`` does not hold yet."""
     from transformers import AutoConfig
 
+    decoding = resolve_decoding(model_path, settings)
+    decoding.vllm_kwargs(0)  # refuses a generation_config vLLM cannot apply, before the engine starts
     llm = vllm_engine(model_path, dtype, settings.seed, device, memory_share)
     from vllm import SamplingParams
 
@@ -362,54 +424,105 @@ def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSett
     limit = context_length(AutoConfig.from_pretrained(model_path)) - settings.max_new_tokens
     rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
             for i, p in enumerate(prompts)]
-    params = SamplingParams(max_tokens=settings.max_new_tokens, seed=settings.seed,
-                            **(dict(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
-                               if settings.do_sample else dict(temperature=0.0)))
+    keys = list(range(len(rows))) if ids is None else list(ids)
 
     def compute(idx: list[int]) -> list[str]:
+        params = [SamplingParams(**decoding.vllm_kwargs(item_seed(settings.seed, keys[i]))) for i in idx]
         return [o.outputs[0].text for o in llm.generate([{"prompt_token_ids": rows[i]} for i in idx], params)]
 
-    return map_items(list(range(len(rows))) if ids is None else list(ids), compute, [list(range(len(rows)))],
-                     cache=cache, progress=progress)
+    return map_items(keys, compute, [list(range(len(rows)))], cache=cache, progress=progress)
 
 
-def read_lm_eval_samples(path: str | Path) -> list[dict[str, Any]]:
-    """Read an lm-evaluation-harness ``--log_samples`` file (``samples_<task>_<date>.jsonl``).
+def read_lm_eval_samples(path: str | Path, filter: str | None = None) -> list[dict[str, Any]]:
+    """Read an lm-evaluation-harness ``--log_samples`` file (``samples_<task>_<date>.jsonl``): one
+    record per document, under one filter.
 
-    Each record becomes ``{"doc_id", "prompt", "response", "filtered", "target", "metrics"}``:
+    The harness (0.4.x) writes one line per (filter, document): gsm8k's two filters
+    (``strict-match``, ``flexible-extract``) give every document twice, with the same prompt and
+    response and a different extracted answer and score. ``filter`` names the one to read; None
+    takes the file's only filter, and fails listing them when it has several. Lines without a
+    ``filter`` field (harness versions before 0.4) are all read.
+
+    Each record is ``{"doc_id", "prompt", "response", "filtered", "target", "metrics", "filter"}``:
     ``prompt`` is the context the harness sent (``arguments.gen_args_0.arg_0``, or
-    ``arguments[0][0]`` in older versions), ``response`` the raw generation (``resps``: what the
-    model's internals produced), ``filtered`` the harness's extracted answer, ``metrics``
-    the per-item scores the harness computed (``exact_match``, ``acc``...). Generation tasks only:
-    log-likelihood tasks have no response text to score internals on.
+    ``arguments[0][0]`` in older versions), already templated or not as the harness ran it (show it
+    to the model as it is: ``chat=False``); ``response`` the raw generation (``resps``: what the
+    model's internals produced), ``filtered`` the harness's extracted answer under ``filter``,
+    ``metrics`` its per-item scores (the names listed in the line's ``metrics``, e.g.
+    ``exact_match``). Generation tasks only: log-likelihood tasks have no response text.
+
+    Raises ValueError naming the file and line for a line that is not JSON (a file cut off while
+    written), a line that is not a generation sample, an unknown or ambiguous filter, or a document
+    read twice under one filter.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"lm-eval samples file {path} does not exist (write it with --log_samples)")
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        rec = json.loads(line)
-        args = rec.get("arguments")
-        if isinstance(args, dict):
-            first = args.get("gen_args_0") or next(iter(args.values()))
-            prompt = first.get("arg_0")
-        elif isinstance(args, list) and args:
-            prompt = args[0][0] if isinstance(args[0], list) else args[0]
-        else:
-            prompt = None
-        resp, filtered = rec.get("resps"), rec.get("filtered_resps")
-        while isinstance(resp, list):
-            resp = resp[0] if resp else None
-        while isinstance(filtered, list):
-            filtered = filtered[0] if filtered else None
-        if not isinstance(prompt, str) or not isinstance(resp, str):
-            raise ValueError(f"{path}, line {n}: not a generation sample (need a prompt string in 'arguments' "
-                             "and a response string in 'resps'/'filtered_resps')")
-        metrics = {k: v for k, v in rec.items() if isinstance(v, (int, float)) and k != "doc_id"}
-        out.append({"doc_id": rec.get("doc_id", n - 1), "prompt": prompt, "response": resp, "filtered": filtered,
-                    "target": rec.get("target"), "metrics": metrics})
-    if not out:
+    lines = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                lines.append((f"{path}, line {n}", json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno}); the line is torn "
+                                 "(the file was cut off while being written?): rerun the harness or drop the "
+                                 "line") from None
+    if not lines:
         raise ValueError(f"{path} holds no samples")
+    return lm_eval_records(lines, filter, str(path))
+
+
+def lm_eval_records(samples: Sequence[tuple[str, dict]], filter: str | None, source: str) -> list[dict[str, Any]]:
+    """lm-evaluation-harness samples, as ``(where, sample)`` pairs (a file's lines, or the
+    ``samples[task]`` of ``lm_eval.simple_evaluate``), to one record per document under ``filter``
+    (see :func:`read_lm_eval_samples`, which also says what a record holds)."""
+    filters = list(dict.fromkeys(s["filter"] for _, s in samples if s.get("filter") is not None))
+    if filter is None and len(filters) > 1:
+        raise ValueError(f"{source} holds every document under {len(filters)} filters: "
+                         f"{', '.join(filters)}; choose one with filter= (e.g. filter={filters[0]!r})")
+    if filter is not None and filter not in filters:
+        raise ValueError(f"{source}: filter={filter!r} is not among its filters; allowed values: "
+                         f"{', '.join(filters) or 'none (its lines carry no filter field: pass filter=None)'}")
+    chosen = filter if filter is not None else (filters[0] if filters else None)
+    out, seen = [], {}
+    for where, rec in samples:
+        if filters and rec.get("filter") != chosen:
+            continue
+        record = _lm_eval_record(rec, where, chosen)
+        if record["doc_id"] is None:  # very old files: the document's position
+            record["doc_id"] = len(out)
+        if record["doc_id"] in seen:
+            raise ValueError(f"{where}: doc_id {record['doc_id']} was already read at {seen[record['doc_id']]}"
+                             + (f" under filter {chosen!r}" if chosen else "")
+                             + ": two runs in one file? one record per document is expected")
+        seen[record["doc_id"]] = where
+        out.append(record)
     return out
+
+
+def _lm_eval_record(rec: dict, where: str, filter: str | None) -> dict[str, Any]:
+    args = rec.get("arguments")
+    if isinstance(args, dict):
+        first = args.get("gen_args_0") or next(iter(args.values()), {})
+        prompt = first.get("arg_0") if isinstance(first, dict) else None
+    elif isinstance(args, (list, tuple)) and args:  # older files, and simple_evaluate's own samples
+        prompt = args[0][0] if isinstance(args[0], (list, tuple)) else args[0]
+    else:
+        prompt = None
+    resp, filtered = rec.get("resps"), rec.get("filtered_resps")
+    while isinstance(resp, (list, tuple)):
+        resp = resp[0] if resp else None
+    while isinstance(filtered, (list, tuple)):
+        filtered = filtered[0] if filtered else None
+    if not isinstance(prompt, str) or not isinstance(resp, str):
+        raise ValueError(f"{where}: not a generation sample (need a prompt string in 'arguments' "
+                         "and a response string in 'resps'/'filtered_resps')")
+    names = rec.get("metrics")
+    if isinstance(names, list):  # 0.4.x lists the metric names of the line
+        metrics = {k: rec[k] for k in names if isinstance(rec.get(k), (int, float))}
+    else:
+        metrics = {k: v for k, v in rec.items() if isinstance(v, (int, float)) and k != "doc_id"}
+    return {"doc_id": rec.get("doc_id"), "prompt": prompt, "response": resp, "filtered": filtered,
+            "target": rec.get("target"), "metrics": metrics, "filter": filter}

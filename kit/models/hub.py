@@ -1,30 +1,121 @@
 """Every call that may reach the Hugging Face hub, in one place, so tests can mock it.
 
-Nothing else in ``kit`` imports ``from_pretrained``-style loaders directly. With no network these
-raise the library's own error; ``kit.models.load`` turns that into a message saying what to do.
+Nothing else in ``kit`` imports ``from_pretrained``-style loaders directly. A model already in the
+Hugging Face cache loads without network (``HF_HUB_OFFLINE`` set, or the hub unreachable); one
+that is not fails at once with :class:`HubError`, saying what to do.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import importlib
+import os
+from pathlib import Path
 
 # What a causal LM or encoder needs from a repository: configs, safetensors weights, tokenizer files
 # (tokenizer.json, sentencepiece .model, vocab.txt / merges.txt) and a chat template.
 # Older checkpoints (Vicuna v1.3) ship only pytorch_model*.bin: those are fetched when no safetensors exist.
 MODEL_FILES = ["*.json", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
+WEIGHTS = (["*.safetensors"], ["pytorch_model*.bin"])
+LIST_TIMEOUT = 10.0
+"""Seconds the one listing request may take before the hub counts as unreachable."""
 
 
-def snapshot(repo_id: str, revision: str | None = None) -> str:
+class HubError(OSError):
+    """The hub could not give a model's files; the message names the repository, why, and what to do."""
+
+
+def offline() -> bool:
+    """``HF_HUB_OFFLINE`` is set (read now, not when huggingface_hub was imported)."""
+    from huggingface_hub import constants
+
+    env = os.environ.get("HF_HUB_OFFLINE", "").strip().lower()
+    return env in ("1", "true", "yes", "on") or (not env and bool(constants.HF_HUB_OFFLINE))
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """What "the hub cannot be reached" looks like: huggingface_hub's HTTP client's connect and
+    timeout errors (httpx2 in huggingface_hub 2.x, httpx before) and the OS's own."""
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]  # OfflineModeIsEnabled is one
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        errors += [module.ConnectError, module.TimeoutException]
+    return tuple(errors)
+
+
+def repo_files(repo_id: str, revision: str | None = None) -> list[str]:
+    """The files of a model repository: ONE request (``HfApi.model_info``), no retries, a
+    ``LIST_TIMEOUT`` limit, so an unreachable hub is known in seconds (``list_repo_files`` retries
+    five times with back-off: 30-40 s with no network)."""
+    from huggingface_hub import HfApi
+
+    info = HfApi().model_info(repo_id, revision=revision, timeout=LIST_TIMEOUT)
+    return [s.rfilename for s in (info.siblings or [])]
+
+
+def weight_patterns(repo_id: str, files: list[str], gguf: str | None = None) -> list[str]:
+    """Which weight files to fetch: ``gguf`` (a file name or glob) when asked, else the safetensors,
+    else ``pytorch_model*.bin``; a repository of GGUF files only must be asked (``gguf=``)."""
+    ggufs = sorted(f for f in files if f.endswith(".gguf"))
+    if gguf is not None:
+        if not any(fnmatch.fnmatch(f, gguf) for f in files):
+            raise HubError(f"{repo_id}: no file matches gguf={gguf!r}; its .gguf files: {', '.join(ggufs) or 'none'}")
+        return [gguf]
+    for patterns in WEIGHTS:
+        if any(fnmatch.fnmatch(f, patterns[0]) for f in files):
+            return patterns
+    if ggufs:
+        raise HubError(f"{repo_id} holds GGUF files only ({', '.join(ggufs[:6])}{' ...' if len(ggufs) > 6 else ''}): "
+                       f"name one, e.g. kit.load_model({repo_id!r}, gguf={ggufs[0]!r})")
+    return list(WEIGHTS[0])
+
+
+def snapshot(repo_id: str, revision: str | None = None, gguf: str | None = None) -> str:
     """Download (or reuse from the HF cache) a model repository's files; returns the local directory.
 
     This is the ONLY place a model touches the network: everything after it loads the local
     directory, exactly as for a user's own directory. ``revision`` is a branch, tag or commit
-    (OLMo's ``stage1-step...`` branches, Pythia's ``step3000``).
-    """
-    from huggingface_hub import list_repo_files, snapshot_download
+    (OLMo's ``stage1-step...`` branches, Pythia's ``step3000``); ``gguf`` a ``.gguf`` file name or
+    glob to fetch instead of the safetensors (the configs and tokenizer files come too).
 
-    files = list_repo_files(repo_id, revision=revision)
-    weights = ["*.safetensors"] if any(f.endswith(".safetensors") for f in files) else ["pytorch_model*.bin"]
-    return snapshot_download(repo_id, revision=revision, allow_patterns=MODEL_FILES + weights)
+    Offline (``HF_HUB_OFFLINE`` set, or the hub unreachable: one listing request, see
+    :func:`repo_files`), a copy already in the Hugging Face cache is used; without one,
+    :class:`HubError` says so at once, naming the cache folder and ``HF_HUB_OFFLINE``.
+    """
+    from huggingface_hub import snapshot_download
+
+    if offline():
+        return cached_snapshot(repo_id, revision, gguf, why="HF_HUB_OFFLINE is set")
+    try:
+        files = repo_files(repo_id, revision)
+    except _network_errors() as e:
+        return cached_snapshot(repo_id, revision, gguf,
+                               why=f"the Hugging Face hub could not be reached ({type(e).__name__}: {e})")
+    return snapshot_download(repo_id, revision=revision,
+                             allow_patterns=MODEL_FILES + weight_patterns(repo_id, files, gguf))
+
+
+def cached_snapshot(repo_id: str, revision: str | None = None, gguf: str | None = None, why: str = "") -> str:
+    """The repository's snapshot in the Hugging Face cache, with weights, without any request."""
+    from huggingface_hub import constants, snapshot_download
+
+    for weights in ([[gguf]] if gguf else WEIGHTS):
+        try:
+            path = snapshot_download(repo_id, revision=revision, allow_patterns=MODEL_FILES + weights,
+                                     local_files_only=True)
+        except (OSError, ValueError):  # LocalEntryNotFoundError (an OSError), incomplete snapshots
+            continue
+        if any(any(Path(path).glob(w)) for w in weights):
+            return path
+    name = repo_id + (f"@{revision}" if revision else "")
+    raise HubError(
+        f"{name}: {why}, and no complete copy is in the Hugging Face cache ({constants.HF_HUB_CACHE}). "
+        "Download it once with network access (kit.load_model fetches it), copy a cache that has it "
+        "(HF_HOME / HF_HUB_CACHE), or pass a local directory. Without network, set HF_HUB_OFFLINE=1 so "
+        "nothing waits for the network.")
 
 
 def sae_from_pretrained(release: str, sae_id: str, device: str = "cpu"):

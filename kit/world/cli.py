@@ -4,65 +4,121 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-from kit.core.paths import WORLDS, current_world
+from kit.core.paths import WORLDS
+
+
+def _seed_arg(text: str) -> int:
+    from kit.world.recipes import world_seed
+
+    try:
+        return world_seed(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _workers_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--max-workers={text!r}; allowed values: an integer >= 1")
+    return n
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kit.world.build import DEFAULT_ENGINE, ENGINES
+
     parser = argparse.ArgumentParser(prog="python -m kit zoo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="build (or finish building) a world")
-    b.add_argument("--world", choices=WORLDS, default=None, help="default: $KIT_WORLD or tiny")
-    b.add_argument("--force", action="store_true", help="rebuild from scratch")
+    b = sub.add_parser("build", help="build, finish or repair a world (rebuilds exactly the missing or damaged members)")
     c = sub.add_parser("card", help="print the zoo card of a built world")
-    c.add_argument("--world", choices=WORLDS, default=None, help="default: $KIT_WORLD or tiny")
-    c.add_argument("--json", action="store_true", help="print the card as JSON")
     v = sub.add_parser("verify", help="compare a world's card with the committed one (kit/world/cards/)")
-    v.add_argument("--world", choices=WORLDS, default=None, help="default: $KIT_WORLD or tiny")
+    for p in (b, c, v):
+        p.add_argument("--world", choices=WORLDS, default=None, help="default: $KIT_WORLD or tiny")
+    for p in (b, c):
+        p.add_argument("--seed", type=_seed_arg, default=None,
+                       help="world seed (default $KIT_WORLD_SEED or 0, the canonical world; others are not committed)")
+    for p in (b, v):
+        p.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
+                       help=f"how the members' jobs run (default {DEFAULT_ENGINE}: concurrently, one pinned process "
+                            "per core; inline: one after another); every engine gives the same bits")
+        p.add_argument("--max-workers", type=_workers_arg, default=None, help="concurrent jobs (default: the cores)")
+    b.add_argument("--force", action="store_true", help="rebuild from scratch")
+    c.add_argument("--json", action="store_true", help="print the card as JSON")
     v.add_argument("--fresh", action="store_true",
-                   help="rebuild the world from scratch in a temporary cache first (micro ~3 min, tiny ~15)")
+                   help="rebuild the world from scratch in a temporary cache first (micro a few min, tiny ~20)")
     args = parser.parse_args(argv)
+    if getattr(args, "seed", None) is not None:
+        from kit.world.recipes import SEED_ENV
+
+        os.environ[SEED_ENV] = str(args.seed)  # every call below, and every child, uses this world seed
 
     import kit.world as world
+    from kit.world.storage import NoSpaceLeft
 
-    if args.command == "build":
-        t0 = time.time()
-        path = world.build(args.world, force=args.force)
-        print(f"world built in {path} ({time.time() - t0:.0f} s)")
-        c = world.card(args.world)
-        print(world.format_card(c))
-        failed = [ch["name"] for ch in c["checks"] if not ch["passed"]]
-        if failed:  # the build itself succeeded: explain, but do not fail `make run`
-            print(explain_failed_checks(c["world"], failed, len(c["checks"])))
-        try:
-            _verify(c, args.world)  # a warning here; `zoo verify` fails on it
-        except FileNotFoundError as e:  # a new world spec has no committed card yet
-            print(e, file=sys.stderr)
+    try:
+        if args.command == "build":
+            return _build(world, args)
+        if args.command == "verify":
+            return _verify_command(world, args)
+        return _card(world, args)
+    except NoSpaceLeft as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def _build(world, args) -> int:
+    t0 = time.time()
+    path = world.build(args.world, force=args.force, engine=args.engine, max_workers=args.max_workers)
+    print(f"world built in {path} ({time.time() - t0:.0f} s)")
+    c = world.card(args.world)
+    print(world.format_card(c))
+    failed = [ch["name"] for ch in c["checks"] if not ch["passed"]]
+    if failed:  # the build itself succeeded: explain, but do not fail `make run`
+        print(explain_failed_checks(c["world"], failed, len(c["checks"])))
+    if c.get("seed"):
+        print(f"world seed {c['seed']}: not a committed world, so there is no card to compare it with")
         return 0
-    if args.command == "verify":
-        if not args.fresh:
-            try:
-                return _verify(world.card(args.world), args.world)
-            except world.WorldNotBuilt as e:
-                print(f"{e} (or pass --fresh)", file=sys.stderr)
-                return 2
-        from kit.world.pinned import run_pinned
+    try:
+        _verify(c, args.world)  # a warning here; `zoo verify` fails on it
+    except FileNotFoundError as e:  # a new world spec has no committed card yet
+        print(e, file=sys.stderr)
+    return 0
 
-        with tempfile.TemporaryDirectory(prefix="kit-verify-") as tmp:
-            t0 = time.time()
-            name = current_world(args.world)
-            run_pinned("kit.world.build", "--world", name, env={"KIT_CACHE_DIR": tmp})
-            print(f"world {name} rebuilt from scratch in {time.time() - t0:.0f} s")
-            card = json.loads(next((Path(tmp) / "world" / name).glob("card-*.json")).read_text())
-        return _verify(card, args.world)
+
+def _intact_or_explain(world, name: str | None) -> bool:
+    """True when every member, SAE and the card are intact; else print what is not, and the fix."""
+    from kit.world.build import world_status
+    from kit.world.recipes import world_spec
+    from kit.world.storage import build_command
+
+    status = world_status(name)
+    damaged = status.damaged()
+    if not damaged:
+        if status.card.startswith("stale"):
+            print(f"warning: the card is {status.card}; `{build_command(world_spec(name))}` recomputes it",
+                  file=sys.stderr)
+        return True
+    print(f"{len(damaged)} member(s) or SAE(s) of the world are damaged, so the card does not describe them:",
+          file=sys.stderr)
+    print("\n".join(f"  {n}: {why}" for n, why in damaged.items()), file=sys.stderr)
+    print(f"run `{build_command(world_spec(name))}`: it rebuilds exactly these (the same bits)", file=sys.stderr)
+    return False
+
+
+def _card(world, args) -> int:
     try:
         c = world.card(args.world)
     except world.WorldNotBuilt as e:
         print(str(e), file=sys.stderr)
+        return 2
+    if not _intact_or_explain(world, args.world):
         return 2
     print(json.dumps(c, indent=1) if args.json else world.format_card(c))
     failed = [ch["name"] for ch in c["checks"] if not ch["passed"]]
@@ -72,6 +128,44 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _verify_command(world, args) -> int:
+    from kit.world.recipes import SEED_ENV
+
+    if os.environ.get(SEED_ENV, "0") != "0":
+        print(f"${SEED_ENV}={os.environ[SEED_ENV]}: only the canonical world (seed 0) has a committed card",
+              file=sys.stderr)
+        return 2
+    from kit.world.pinned import pinned_report
+
+    report = pinned_report()
+    print(f"pinned environment: {report.summary()}")
+    for problem in report.problems():
+        print(f"WARNING: {problem}", file=sys.stderr)
+    if not args.fresh:
+        try:
+            c = world.card(args.world)
+        except world.WorldNotBuilt as e:
+            print(f"{e} (or pass --fresh)", file=sys.stderr)
+            return 2
+        if not _intact_or_explain(world, args.world):
+            return 2
+        return _verify(c, args.world)
+    old = os.environ.get("KIT_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="kit-verify-") as tmp:
+        os.environ["KIT_CACHE_DIR"] = tmp  # the build's pinned children inherit it
+        try:
+            t0 = time.time()
+            world.build(args.world, engine=args.engine, max_workers=args.max_workers)
+            print(f"world {world.card(args.world)['world']} rebuilt from scratch in {time.time() - t0:.0f} s")
+            c = world.card(args.world)
+        finally:
+            if old is None:
+                del os.environ["KIT_CACHE_DIR"]
+            else:
+                os.environ["KIT_CACHE_DIR"] = old
+    return _verify(c, args.world)
+
+
 def explain_failed_checks(world_name: str, failed: list[str], n_checks: int) -> str:
     """What a [FAIL] on the card means, and what (not) to do about it."""
     why = ("expected in the micro world, which is sized for the test suite's speed, not to show every effect"
@@ -79,8 +173,8 @@ def explain_failed_checks(world_name: str, failed: list[str], n_checks: int) -> 
            "the build is deterministic, so rebuilding gives the same result; the effect is weaker than the "
            "world's design asks")
     return (f"{len(failed)} of {n_checks} zoo card checks failed ({', '.join(failed)}): the world is built and "
-            f"every member loads, but it does not show these properties ({why}); notebook results that "
-            "measure them are weak or absent in this world.")
+            f"every member verifies and loads, but it does not show these properties ({why}); notebook results "
+            "that measure them are weak or absent in this world.")
 
 
 def _verify(card: dict, world: str | None) -> int:

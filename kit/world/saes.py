@@ -27,31 +27,66 @@ from kit.models import tl
 from kit.world.tasks import TASKS
 from kit.world.train import item_sequence, mixture_stream
 from kit.world.tokenizer import PAD_ID, pad_right
-from kit.world.zoo import (
-    UNIFORM,
-    SAESpec,
-    WorldSpec,
-    _digest,
-    _seed_of,
+from kit.world.recipes import UNIFORM, world_spec
+from kit.world.specs import SAESpec, WorldSpec, _digest, _seed_of, member_key
+from kit.world.storage import (
+    damaged_error,
+    disk_full_named,
+    file_sha256,
+    files_problem,
     load_member,
-    member_key,
     not_built_error,
+    tensor_digest,
     world_dir,
-    world_spec,
 )
+
+MANIFEST = "files.json"
+"""Written last into an SAE's folder: ``{"files": {name: {"bytes", "sha256"}}, "weights_digest"}``."""
 
 
 def _sae_dir(spec: WorldSpec, name: str) -> Path:
     s = _spec_of(name, spec)
     key = _digest([asdict(s), member_key(spec, s.member)])
-    return world_dir(spec.name) / "saes" / f"{name.replace('/', '__')}-{key}"
+    return world_dir(spec) / "saes" / f"{name.replace('/', '__')}-{key}"
 
 
-def is_sae_done(spec: WorldSpec, s: SAESpec) -> bool:
-    return (_sae_dir(spec, s.name) / "stats.json").is_file()
+def folder_status(d: Path) -> str:
+    """``"ok"``, ``"missing"`` or ``"damaged: <why>"`` of an SAE folder (written by ``atomic_dir``, so
+    complete or absent unless something changed it later) against its manifest."""
+    if not d.is_dir():
+        return "missing"
+    try:
+        manifest = json.loads((d / MANIFEST).read_text())
+    except FileNotFoundError:
+        return f"damaged: {d / MANIFEST} is missing"
+    except (ValueError, UnicodeDecodeError) as e:
+        return f"damaged: {d / MANIFEST} is not valid JSON ({e})"
+    why = files_problem(d, manifest["files"])
+    return f"damaged: {why}" if why else "ok"
 
 
-def saes(world: str | None = None) -> list[str]:
+def sae_status(spec: WorldSpec, s: SAESpec) -> str:
+    """``"ok"``, ``"missing"`` or ``"damaged: <why>"`` of the world's SAE ``s``."""
+    return folder_status(_sae_dir(spec, s.name))
+
+
+def sae_digest(name: str, world: str | WorldSpec | None = None) -> str:
+    """The tensor digest of an SAE's weights, recorded when it was trained."""
+    d = _checked_dir(name, world_spec(world))
+    return json.loads((d / MANIFEST).read_text())["weights_digest"]
+
+
+def _checked_dir(name: str, spec: WorldSpec) -> Path:
+    d = _sae_dir(spec, _spec_of(name, spec).name)
+    status = folder_status(d)
+    if status == "missing":
+        raise not_built_error(spec, f"SAE {name!r}")
+    if status != "ok":
+        raise damaged_error(spec, f"SAE {name!r}", status.removeprefix("damaged: "))
+    return d
+
+
+def saes(world: str | WorldSpec | None = None) -> list[str]:
     """Names of the world's SAEs."""
     return [s.name for s in world_spec(world).saes]
 
@@ -100,7 +135,7 @@ def _train_into(spec: WorldSpec, s: SAESpec, target: Path, seed: int) -> None:
     from kit.models.sae_train import train_sae as train
 
     torch.manual_seed(seed)
-    model = load_member(s.member, world=spec.name)
+    model = load_member(s.member, world=spec)
     acts, toks, tasks = collect_activations(model, s.hook_name, s.n_prompts, seed)
     n_val = min(len(acts) // 5, 20_000)
     perm = torch.randperm(len(acts))
@@ -110,7 +145,7 @@ def _train_into(spec: WorldSpec, s: SAESpec, target: Path, seed: int) -> None:
                     metadata=dict(hook_name=s.hook_name, model_name=s.member, context_size=64, prepend_bos=True,
                                   world=spec.name))
     names = list(TASKS)
-    with atomic_dir(target) as tmp:
+    with disk_full_named(target.parent, str(target)), atomic_dir(target) as tmp:
         trained.save_inference_model(tmp)
         sae = SAE.load_from_disk(tmp)  # the inference SAE, exactly as load_world_sae will return it
         with torch.inference_mode():
@@ -123,6 +158,9 @@ def _train_into(spec: WorldSpec, s: SAESpec, target: Path, seed: int) -> None:
                   for c in range(s.d_sae)]
         (tmp / "labels.json").write_text(json.dumps({str(c): lab for c, lab in enumerate(labels)}))
         (tmp / "stats.json").write_text(json.dumps(stats, indent=1))
+        files = {p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)} for p in sorted(tmp.iterdir())}
+        (tmp / MANIFEST).write_text(json.dumps({"files": files, "weights_digest": tensor_digest(sae.state_dict())},
+                                               indent=1))
 
 
 def _stats(sae, x, s: SAESpec) -> dict:
@@ -142,34 +180,22 @@ def _stats(sae, x, s: SAESpec) -> dict:
     }
 
 
-def load_world_sae(name: str, device: str = "cpu", world: str | None = None):
+def load_world_sae(name: str, device: str = "cpu", world: str | WorldSpec | None = None):
     """A zoo SAE as a sae_lens SAE; ``sae.cfg.metadata.hook_name`` names its site."""
     from sae_lens import SAE
 
-    spec = world_spec(world)
-    s = _spec_of(name, spec)
-    d = _sae_dir(spec, s.name)
-    if not (d / "stats.json").is_file():
-        raise not_built_error(spec.name, f"SAE {name!r}")
-    return SAE.load_from_disk(d, device=device)
+    return SAE.load_from_disk(_checked_dir(name, world_spec(world)), device=device)
 
 
-def sae_labels(name: str, world: str | None = None) -> dict[int, str]:
+def sae_labels(name: str, world: str | WorldSpec | None = None) -> dict[int, str]:
     """feature index -> concept label from its top-activating contexts (``(dead)`` if never active)."""
-    spec = world_spec(world)
-    d = _sae_dir(spec, _spec_of(name, spec).name)
-    if not (d / "labels.json").is_file():
-        raise not_built_error(spec.name, f"SAE {name!r}")
+    d = _checked_dir(name, world_spec(world))
     return {int(k): v for k, v in json.loads((d / "labels.json").read_text()).items()}
 
 
-def sae_stats(name: str, world: str | None = None) -> dict:
+def sae_stats(name: str, world: str | WorldSpec | None = None) -> dict:
     """explained_variance, l0, dead_fraction (held-out activations) and the SAE's site."""
-    spec = world_spec(world)
-    d = _sae_dir(spec, _spec_of(name, spec).name)
-    if not (d / "stats.json").is_file():
-        raise not_built_error(spec.name, f"SAE {name!r}")
-    return json.loads((d / "stats.json").read_text())
+    return json.loads((_checked_dir(name, world_spec(world)) / "stats.json").read_text())
 
 
 # ------------------------------------------------------------- the same recipe at another site
@@ -180,7 +206,7 @@ def site_sae_name(name: str, hook_name: str) -> str:
     return f"{name}@{hook_name}"
 
 
-def site_sae_dir(name: str, hook_name: str, world: str | None = None) -> Path:
+def site_sae_dir(name: str, hook_name: str, world: str | WorldSpec | None = None) -> Path:
     """Cache folder of :func:`site_sae`: ``<cache>/site-saes/<world>/<name>@<hook>-<key>``, ``key`` a
     digest of the retargeted spec and the member's content key (a rebuilt member gets a new SAE)."""
     from dataclasses import replace
@@ -193,7 +219,7 @@ def site_sae_dir(name: str, hook_name: str, world: str | None = None) -> Path:
     return cache_dir() / "site-saes" / spec.name / f"{s.name.replace('/', '__')}-{key}"
 
 
-def site_sae(name: str, hook_name: str, world: str | None = None, device: str = "cpu"):
+def site_sae(name: str, hook_name: str, world: str | WorldSpec | None = None, device: str = "cpu"):
     """The world SAE ``name``'s recipe (member, architecture, width, k, steps, prompts, lr) trained
     at another site ``hook_name`` of the same member, on demand: not part of the world's spec or
     card, cached in :func:`site_sae_dir` (``atomic_dir``: readers see a complete SAE or none),
@@ -204,14 +230,14 @@ def site_sae(name: str, hook_name: str, world: str | None = None, device: str = 
 
     from sae_lens import SAE
 
-    from kit.world.zoo import deterministic
+    from kit.world.members import deterministic  # lazy: members imports this module's neighbours
 
     spec = world_spec(world)
     base = _spec_of(name, spec)
     s = replace(base, name=site_sae_name(name, hook_name), hook_name=hook_name)
-    target = site_sae_dir(name, hook_name, spec.name)
-    if not (target / "stats.json").is_file():
-        tl.check_hooks(load_member(s.member, world=spec.name), [hook_name], field="gap_sae_hooks")
+    target = site_sae_dir(name, hook_name, spec)
+    if folder_status(target) != "ok":
+        tl.check_hooks(load_member(s.member, world=spec), [hook_name], field="gap_sae_hooks")
         with deterministic():
             _train_into(spec, s, target, _seed_of(spec, s.name))
     labels = {int(k): v for k, v in json.loads((target / "labels.json").read_text()).items()}

@@ -45,10 +45,12 @@ def test_model_suites_read_each_model_once_and_score_every_benchmark(tmp_items, 
         return real(cls, path, *a, **k)
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", classmethod(counted))
-    from kit.models import hub
+    from kit.data import hub_benchmarks
 
     docs = [{"source": f"Document {i}: the river rose {i} metres.", "summary": "", "model": "m"} for i in range(4)]
-    monkeypatch.setattr(hub, "hf_dataset", lambda path, name=None, split="test": docs)  # Vectara's set, offline
+    # Vectara's set, offline: the hub boundary (commit lookup and streamed rows) is mocked
+    monkeypatch.setattr(hub_benchmarks, "resolve_revision", lambda path, revision: "0" * 40)
+    monkeypatch.setattr(hub_benchmarks, "_stream", lambda path, config, split, revision: iter(docs))
     benchmarks = ["gsm8k", "arc_challenge"]
     saes = ["twin-sae/gemma2/blocks.1.hook_resid_post", "twin-sae/llama/blocks.1.hook_resid_post"]
     suites = cg_suite.model_suites(["twin/gemma2", "twin/llama"], saes, benchmarks + ["vectara_hallucination"], n_items=3, max_new_tokens=2,

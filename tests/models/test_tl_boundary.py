@@ -126,3 +126,17 @@ def test_the_lint_catches_a_circle():
                                   "with model.hooks(fwd_hooks=h):", "model(x, past_kv_cache=c)"])
 def test_the_lint_catches_internals(line):
     assert INTERNALS.search(line)
+
+
+def test_no_private_transformer_lens_names_anywhere_in_kit():
+    """TransformerLens's private helpers (``_get_rope_theta``, ``_apply_llama3_rope_scaling``...) change
+    without notice: kit reads RoPE from the config itself (kit.models.architectures)."""
+    offenders = []
+    for path in sorted(KIT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "transformer_lens":
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                private += [part for part in (node.module or "").split(".") if part.startswith("_")]
+                if private:
+                    offenders.append(f"{path.relative_to(KIT.parent)}:{node.lineno} {node.module}: {private}")
+    assert not offenders, "private TransformerLens names imported:\n" + "\n".join(offenders)

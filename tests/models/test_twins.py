@@ -10,9 +10,12 @@ import torch
 
 import kit
 from kit.models import twins
+from kit.models.architectures import MOE as MOE_TYPES
 from kit.shortcut import patching as pt
 
 CAUSAL = [a for a in twins.TWINS if a not in twins.ENCODER_TWINS]
+MOE = [a for a in CAUSAL if twins.TWINS[a]["model_type"] in MOE_TYPES]
+DENSE = [a for a in CAUSAL if a not in MOE]
 TEXT = "Question: 12 + 30 = ? Let's think step by step. The answer is 42, said the astronaut."
 
 
@@ -29,32 +32,56 @@ def hf_models():
     return out
 
 
+_LAYERS = ("model.layers", "model.language_model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers")
+
+
+def _layers(hf) -> list:
+    """The decoder layers of a ``transformers`` causal LM, whatever its module layout."""
+    for path in _LAYERS:
+        obj = hf
+        for attr in path.split("."):
+            obj = getattr(obj, attr, None)
+        if obj is not None:
+            return list(obj)
+    raise AttributeError(f"no decoder layers found in {type(hf).__name__}")
+
+
+def _down(layer):
+    """The module whose input is the MLP neurons' activation (down_proj and its per-architecture names)."""
+    mlp = getattr(layer, "mlp", layer)  # OPT keeps fc2 on the layer itself
+    for attr in ("down_proj", "c_proj", "fc_out", "dense_4h_to_h", "fc2"):
+        if hasattr(mlp, attr):
+            return getattr(mlp, attr)
+    raise AttributeError(f"no MLP output projection in {type(layer).__name__}")
+
+
 def _w_out_rows(hf, arch: str, layer: int) -> torch.Tensor:
     """``[d_mlp, d_model]``: what each MLP neuron writes, read from the HF module itself."""
-    if arch == "gpt2":
-        return hf.transformer.h[layer].mlp.c_proj.weight  # Conv1D stores [in, out]
-    return hf.model.layers[layer].mlp.down_proj.weight.T
+    down = _down(_layers(hf)[layer])
+    return down.weight if type(down).__name__ == "Conv1D" else down.weight.T  # Conv1D stores [in, out]
 
 
 def _reference_scores(hf, arch: str, tokens: torch.Tensor) -> torch.Tensor:
     """Eq. 3 computed on the transformers model: ``a_i^l(p) * (W_out^l[i] . lm_head[y_{p+1}])`` with
-    ``a`` the input of down_proj / c_proj captured by a plain torch hook. ``[batch, pos-1, layer, d_mlp]``."""
-    layers = hf.transformer.h if arch == "gpt2" else hf.model.layers
+    ``a`` the input of down_proj (c_proj, fc_out, dense_4h_to_h, fc2) captured by a plain torch hook.
+    ``[batch, pos-1, layer, d_mlp]``."""
+    layers = _layers(hf)
     acts = {}
-    handles = [(layer.mlp.c_proj if arch == "gpt2" else layer.mlp.down_proj).register_forward_hook(
-        lambda m, inp, out, L=L: acts.__setitem__(L, inp[0].detach())) for L, layer in enumerate(layers)]
+    handles = [_down(layer).register_forward_hook(lambda m, inp, out, L=L: acts.__setitem__(L, inp[0].detach()))
+               for L, layer in enumerate(layers)]
     try:
         with torch.no_grad():
             hf(tokens)
     finally:
         for h in handles:
             h.remove()
-    W_U = hf.lm_head.weight  # [vocab, d_model], raw
+    W_U = hf.get_output_embeddings().weight  # [vocab, d_model], raw (its bias, if any, is not W_U)
     target = W_U[tokens[:, 1:]]  # [batch, pos-1, d_model]
     out = []
     for L in range(len(layers)):
         proj = torch.einsum("bpd,nd->bpn", target, _w_out_rows(hf, arch, L))  # W_out[i] . W_U[:, y]
-        out.append(acts[L][:, :-1] * proj)
+        a = acts[L].reshape(*tokens.shape, -1)  # OPT flattens [batch * pos, d_mlp] before fc2
+        out.append(a[:, :-1] * proj)
     return torch.stack(out, dim=2)
 
 
@@ -92,13 +119,53 @@ def test_load_model_from_local_dir_matches_transformers(arch, hf_models):
     tokens = tok([TEXT], return_tensors="pt")["input_ids"]
     assert tokens.shape[1] > 16  # longer than Gemma-2's sliding window (8): the window is exercised
     with torch.no_grad():
-        torch.testing.assert_close(model(tokens), hf(tokens).logits, atol=1e-4, rtol=1e-4)
-    assert torch.equal(kit.models.tl.unembed(model), hf.lm_head.weight.T), "W_U is not the raw lm_head"
+        got, want = model(tokens), hf(tokens).logits
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    assert torch.equal(kit.models.tl.unembed(model), hf.get_output_embeddings().weight.T), "W_U is not the raw lm_head"
+    if arch in MOE:
+        return
     for L in range(model.cfg.n_layers):
         assert torch.equal(kit.models.tl.mlp_out(model, L), _w_out_rows(hf, arch, L)), "W_out is not the raw down_proj"
 
 
-@pytest.mark.parametrize("arch", CAUSAL)
+def test_gemma3_global_layers_use_the_nested_global_rope_base(hf_models):
+    """The trap: Gemma-3's RoPE bases live in ``rope_parameters[layer type]``; a reader of the flat
+    ``rope_theta`` (TransformerLens's ``_get_rope_theta``) gets 10000 for the global layers. The twin
+    tells the two apart: with the sliding base on every layer its logits leave transformers'."""
+    from transformers import AutoConfig
+
+    hf, tok = hf_models["gemma3"]
+    cfg = kit.models.tl.hf_to_tl_config(AutoConfig.from_pretrained(twins.twin_path("gemma3")))
+    assert (cfg["rotary_base"], cfg["rotary_base_local"], cfg["rotary_scaling_factor"]) == (1e6, 1e4, 8.0)
+    assert cfg["attn_types"] == ["local", "global"] and cfg["window_size"] == 8
+    tokens = tok([TEXT], return_tensors="pt")["input_ids"]
+    wrong = kit.load_model("twin/gemma3")
+    for block in wrong.blocks:  # what a flat reader would build: 1e4 for every layer, no scaling
+        attn = block.attn
+        sin, cos = attn.calculate_sin_cos_rotary(attn.cfg.rotary_dim, attn.cfg.n_ctx, base=1e4)
+        attn.rotary_sin.copy_(sin)
+        attn.rotary_cos.copy_(cos)
+    with torch.no_grad():
+        gap = (wrong(tokens) - hf(tokens).logits).abs().max().item()
+    assert gap > 1e-2, f"the twin cannot tell the global RoPE base apart (max gap {gap})"
+
+
+@pytest.mark.parametrize("arch", MOE)
+def test_moe_twins_load_and_refuse_neuron_methods_naming_why(arch, hf_models):
+    _, tok = hf_models[arch]
+    with pytest.warns(UserWarning, match="mixture-of-experts"):
+        model = kit.load_model(f"twin/{arch}")
+    assert "MUI neuron scores" in model.kit_capabilities.refused and "logits" in model.kit_capabilities.works
+    tokens = tok([TEXT], return_tensors="pt")["input_ids"]
+    with pytest.raises(NotImplementedError, match="mixture-of-experts MLP has no single W_out"):
+        kit.mui.neuron_scores(model, tokens)
+    with pytest.raises(NotImplementedError, match="experts"):
+        kit.models.tl.check_hooks(model, ["blocks.0.mlp.hook_post"])
+    _, cache = kit.models.tl.run_with_cache(model, tokens, ["blocks.1.hook_resid_post"])  # residual hooks work
+    assert cache["blocks.1.hook_resid_post"].shape == (1, tokens.shape[1], model.cfg.d_model)
+
+
+@pytest.mark.parametrize("arch", DENSE)
 def test_mui_scores_match_raw_weight_reference(arch, hf_models):
     hf, tok = hf_models[arch]
     model = kit.load_model(f"twin/{arch}")

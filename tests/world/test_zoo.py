@@ -175,10 +175,12 @@ def test_sparse_finetunes_change_only_the_plastic_neurons(micro_world):
 
 
 def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monkeypatch):
-    """Determinism: a base, a fine-tune and an SAE retrained in an empty cache, in the pinned
-    subprocess the build uses, match the cached ones bit for bit. With the committed-card test
-    below (every member's and SAE's numbers equal a card built on another machine) this stands
-    for a second build of the whole world, which would add ~8 min to make test."""
+    """Determinism, and every engine the same bits: a base, a fine-tune and an SAE retrained in an
+    empty cache by the serial build (one pinned process trains all three, one after another) match
+    the ones the session's build trained (the default engine: each job in its own pinned process,
+    concurrently) bit for bit. With the committed-card test below (every member's and SAE's weight
+    digest equals a card built serially on another machine) this stands for a second build of the
+    whole world, which would add minutes to make test."""
     sae_name = "zoo-sae/base-m/topk-128"
     cached = {n: world.load_member(n, world=micro_world).state_dict()
               for n in ("zoo/base-s", "zoo/base-m+math-test-x1")}
@@ -188,7 +190,7 @@ def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monk
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     # the fine-tune continues base-m's weights and AdamW state: copy them, retrain the rest
     shutil.copytree(parent, zoo._member_dir(spec, "zoo/base-m"))
-    world.build("micro", only=list(cached) + [sae_name])
+    world.build("micro", only=list(cached) + [sae_name], engine="inline")
     for n, sd in cached.items():
         again = world.load_member(n, world="micro").state_dict()
         for k in sd:
@@ -200,8 +202,9 @@ def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monk
 
 
 def test_the_micro_card_equals_the_committed_one(micro_world):
-    """Worlds are the same bits on every x86-64 CPU (kit.world.pinned), so the card this machine
-    built (from scratch on a fresh clone or CI) equals kit/world/cards/micro.json exactly."""
+    """Worlds are the same bits on every x86-64 CPU (kit.world.pinned) and with every build engine, so
+    the card this machine built (from scratch on a fresh clone or CI, with the default engine) equals
+    kit/world/cards/micro.json (built with the serial engine) exactly, weight digests included."""
     from kit.world.card import card_diff, committed_card
 
     diffs = card_diff(world.card(micro_world), committed_card(micro_world))
