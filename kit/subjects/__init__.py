@@ -12,12 +12,34 @@
 
 from kit.subjects.answers import SCORINGS, Answers, chance_of
 from kit.subjects.hf import HFSubject
-from kit.subjects.items import BENCHMARK_GROUPS, benchmark_of, is_world_task, task_chance, task_group, task_items
+from kit.subjects.items import (
+    BENCHMARK_GROUPS,
+    benchmark_of,
+    is_world_task,
+    task_chance,
+    task_group,
+    task_items,
+)
 from kit.subjects.subject import Subject, is_world_name, load_model_any, load_subject, subject_of
 from kit.subjects.world import WorldSubject, ablation_hooks, world_correct
 
 __all__ = [
-    "Answers", "BENCHMARK_GROUPS", "HFSubject", "benchmark_of", "SCORINGS", "Subject", "WorldSubject", "ablation_hooks", "chance_of",
-    "is_world_name", "is_world_task", "load_model_any", "load_subject", "subject_of", "task_chance", "task_group",
-    "task_items", "world_correct",
+    "Answers",
+    "BENCHMARK_GROUPS",
+    "HFSubject",
+    "benchmark_of",
+    "SCORINGS",
+    "Subject",
+    "WorldSubject",
+    "ablation_hooks",
+    "chance_of",
+    "is_world_name",
+    "is_world_task",
+    "load_model_any",
+    "load_subject",
+    "subject_of",
+    "task_chance",
+    "task_group",
+    "task_items",
+    "world_correct",
 ]

@@ -32,7 +32,8 @@ class Answers:
     task: str
     """World task (``add``) or benchmark (``arc_challenge``, ``mmlu/anatomy``, ``tiny/add``)."""
     items: list
-    """Objects with ``id``, ``prompt`` (as the model saw it, instruction included) and ``target``."""
+    """Objects with ``id``, ``prompt`` (as the model saw it, instruction included) and
+    ``target``."""
     responses: list[str]
     correct: np.ndarray
     """Bool[ndarray, "item"]."""
@@ -46,11 +47,13 @@ class Answers:
     source: str = "generated"
     """``generated (<settings>)``, ``lm-eval <file> (<metric>)`` or ``published <set>``."""
     chat: bool | None = None
-    """How prompts were shown: None = the chat template when the tokenizer has one, False = as written."""
+    """How prompts were shown: None = the chat template when the tokenizer has one, False = as
+    written."""
     scoring: str = "generate"
     """One of :data:`SCORINGS`."""
     prompt_style: str | None = None
-    """``instructed`` / ``plain`` (:data:`kit.data.prompts.PROMPT_STYLES`); None for world tasks and files."""
+    """``instructed`` / ``plain`` (:data:`kit.data.prompts.PROMPT_STYLES`); None for world tasks and
+    files."""
     max_new_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else worth recording (per-option log-likelihoods...)."""
@@ -67,7 +70,9 @@ class Answers:
         if self.truncated is not None:
             self.truncated = np.asarray(self.truncated, dtype=bool)
         if self.scoring not in SCORINGS:
-            raise ValueError(f"scoring={self.scoring!r} is not allowed; allowed: {', '.join(SCORINGS)}")
+            raise ValueError(
+                f"scoring={self.scoring!r} is not allowed; allowed: {', '.join(SCORINGS)}"
+            )
 
     @property
     def n(self) -> int:
@@ -99,29 +104,58 @@ class Answers:
     def summary(self) -> dict[str, Any]:
         """The numbers a notebook records (JSON-ready): accuracy, its interval, chance, counts."""
         lo, hi = self.interval
-        return {"task": self.task, "n": self.n, "n_correct": self.n_correct, "accuracy": self.accuracy,
-                "accuracy_ci95": [lo, hi], "chance": self.chance, "parse_failures": self.n_parse_failed,
-                "truncated": self.n_truncated, "scoring": self.scoring, "prompt_style": self.prompt_style,
-                "max_new_tokens": self.max_new_tokens, "responses": self.source}
+        return {
+            "task": self.task,
+            "n": self.n,
+            "n_correct": self.n_correct,
+            "accuracy": self.accuracy,
+            "accuracy_ci95": [lo, hi],
+            "chance": self.chance,
+            "parse_failures": self.n_parse_failed,
+            "truncated": self.n_truncated,
+            "scoring": self.scoring,
+            "prompt_style": self.prompt_style,
+            "max_new_tokens": self.max_new_tokens,
+            "responses": self.source,
+        }
 
     def describe(self) -> str:
-        """One line: ``accuracy 0.240 [0.143, 0.374] (chance 0.250), 12/50 correct, parse failures 3/50,
-        truncated 0/50``."""
+        """One line: ``accuracy 0.240 [0.143, 0.374] (chance 0.250), 12/50 correct, parse failures
+        3/50, truncated 0/50``."""
         lo, hi = self.interval
         text = f"accuracy {self.accuracy:.3f} [{lo:.3f}, {hi:.3f}]"
-        text += f" (chance {self.chance:.3f})" if self.chance is not None else " (no chance level: free-form)"
+        text += (
+            f" (chance {self.chance:.3f})"
+            if self.chance is not None
+            else " (no chance level: free-form)"
+        )
         text += f", {self.n_correct}/{self.n} correct"
-        for name, count in (("parse failures", self.n_parse_failed), ("truncated", self.n_truncated)):
+        for name, count in (
+            ("parse failures", self.n_parse_failed),
+            ("truncated", self.n_truncated),
+        ):
             text += f", {name} " + (f"{count}/{self.n}" if count is not None else "unknown")
         return text
 
     def subset(self, index: Sequence[int]) -> "Answers":
         """The answers of the items at ``index`` (same settings)."""
         idx = list(index)
-        pick = (lambda a: None if a is None else a[idx])
-        return Answers(self.task, [self.items[i] for i in idx], [self.responses[i] for i in idx], self.correct[idx],
-                       pick(self.parse_failed), pick(self.truncated), self.chance, self.source, self.chat,
-                       self.scoring, self.prompt_style, self.max_new_tokens, dict(self.extra))
+        pick = lambda a: None if a is None else a[idx]
+        return Answers(
+            self.task,
+            [self.items[i] for i in idx],
+            [self.responses[i] for i in idx],
+            self.correct[idx],
+            pick(self.parse_failed),
+            pick(self.truncated),
+            self.chance,
+            self.source,
+            self.chat,
+            self.scoring,
+            self.prompt_style,
+            self.max_new_tokens,
+            dict(self.extra),
+        )
 
 
 def chance_of(items: Sequence[Any]) -> float | None:

@@ -15,8 +15,16 @@ from kit.data.items import Item
 from kit.subjects.answers import chance_of
 
 BENCHMARK_GROUPS: dict[str, str] = {
-    "gsm8k": "math", "math500": "math", "svamp": "math", "mawps": "math", "asdiv": "math",
-    "humaneval": "code", "mbpp": "code", "arc_challenge": "reasoning", "bbh": "reasoning", "mmlu": "general",
+    "gsm8k": "math",
+    "math500": "math",
+    "svamp": "math",
+    "mawps": "math",
+    "asdiv": "math",
+    "humaneval": "code",
+    "mbpp": "code",
+    "arc_challenge": "reasoning",
+    "bbh": "reasoning",
+    "mmlu": "general",
 }
 """Capability group of the real benchmarks (``bbh/<task>`` -> ``bbh``), as the world's tasks have
 (``math``, ``code``, ``reasoning``, ``general``): the paper's in-domain / OOD labels and the law's
@@ -33,8 +41,14 @@ def is_world_task(task: str) -> bool:
     return task in ALL_TASKS
 
 
-def task_items(task: str, split: str = "test", n: int | None = None, seed: int = 0, skip: int = 0,
-               one_per_content: bool = False) -> list[Item]:
+def task_items(
+    task: str,
+    split: str = "test",
+    n: int | None = None,
+    seed: int = 0,
+    skip: int = 0,
+    one_per_content: bool = False,
+) -> list[Item]:
     """Items ``skip .. skip + n`` of ``task``'s ``split``.
 
     World tasks: ``kit.world.get_task(task).items(split, n, seed)`` (``test`` has 200 items;
@@ -57,13 +71,19 @@ def task_items(task: str, split: str = "test", n: int | None = None, seed: int =
         items = get_task(task).items(split, n=None if n is None else n + skip, seed=seed)
         return items[skip:]
     if split.startswith("fresh"):
-        raise ValueError(f"split={split!r}: the real benchmark {task!r} has no fresh split (its never-seen items must "
-                         "come from another benchmark or split); allowed here: test, or the benchmark's own splits")
+        raise ValueError(
+            f"split={split!r}: the real benchmark {task!r} has no fresh split (its never-seen "
+            "items must come from another benchmark or split); allowed here: test, or the "
+            "benchmark's own splits"
+        )
     from kit.data.benchmarks import load_benchmark
 
     items = load_benchmark(task, split=split, limit=None if n is None else n + skip)[skip:]
     if not items:
-        raise ValueError(f"task={task!r}: its {split} split has no items" + (f" after skip={skip}" if skip else ""))
+        raise ValueError(
+            f"task={task!r}: its {split} split has no items"
+            + (f" after skip={skip}" if skip else "")
+        )
     return items
 
 
@@ -74,8 +94,11 @@ def _one_per_content(task: str, split: str, n: int, seed: int) -> list[Item]:
     for it in get_task(task).items(split, n=FRESH_DRAWS * n, seed=seed):
         first.setdefault(it.metadata["content"], it)
     if len(first) < n:
-        raise ValueError(f"n={n}: task {task!r} has {len(first)} distinct {split} contents in {FRESH_DRAWS * n} draws; "
-                         f"ask for at most {len(first)}")
+        raise ValueError(
+            f"n={n}: task {task!r} has {len(first)} distinct {split} contents in "
+            f"{FRESH_DRAWS * n} draws; "
+            f"ask for at most {len(first)}"
+        )
     return list(first.values())[:n]
 
 

@@ -1,4 +1,5 @@
-"""One interface for "a model under evaluation", and the factory that picks its implementation by name.
+"""One interface for "a model under evaluation", and the factory that picks its implementation by
+name.
 
 A :class:`Subject` gives the items of a task or benchmark as the model should see them, greedy
 responses (optionally with MLP neurons zero-ablated), their scores (:class:`~kit.subjects.Answers`:
@@ -7,8 +8,8 @@ key neurons per item). Two implementations, chosen by :func:`load_subject` from 
 
 - :class:`~kit.subjects.world.WorldSubject`: tiny-world models (``zoo/...``, notebook 03's
   ``extra/...``) on the world's tasks;
-- :class:`~kit.subjects.hf.HFSubject`: everything ``kit.load_model`` loads as a Hugging Face causal LM
-  (hub ids with ``@revision``, local directories, ``twin/<arch>``; GGUF files and ``real/...`` as
+- :class:`~kit.subjects.hf.HFSubject`: everything ``kit.load_model`` loads as a Hugging Face causal
+  LM (hub ids with ``@revision``, local directories, ``twin/<arch>``; GGUF files and ``real/...`` as
   ``kit.load_model`` learns them) on real benchmarks.
 
 A paper package asks a subject, never "is this a zoo model?"::
@@ -39,17 +40,27 @@ class Subject(Protocol):
     kind: str
     """``world`` or ``hf``."""
 
-    def items(self, task: str, split: str = "test", n: int | None = None, seed: int = 0, skip: int = 0,
-              one_per_content: bool = False) -> list:
-        """Items ``skip .. skip + n`` of ``task``'s ``split``, prompts as this subject is shown them."""
+    def items(
+        self,
+        task: str,
+        split: str = "test",
+        n: int | None = None,
+        seed: int = 0,
+        skip: int = 0,
+        one_per_content: bool = False,
+    ) -> list:
+        """Items ``skip .. skip + n`` of ``task``'s ``split``, prompts as this subject is shown
+        them."""
         ...
 
     def fresh_items(self, task: str, n: int, seed: int = 0) -> list | None:
-        """``n`` items the model never saw (the world's ``fresh`` split), or None where no such split exists."""
+        """``n`` items the model never saw (the world's ``fresh`` split), or None where no such
+        split exists."""
         ...
 
     def token_budget(self, max_batch_tokens: int | None) -> int | None:
-        """The padded-token budget of teacher-forced passes for this model (None: ``batch_size`` rows)."""
+        """The padded-token budget of teacher-forced passes for this model (None: ``batch_size``
+        rows)."""
         ...
 
     def group(self, task: str) -> str:
@@ -60,32 +71,61 @@ class Subject(Protocol):
         """Accuracy of a random guess on ``items`` (None for free-form answers)."""
         ...
 
-    def respond(self, task: str, items: Sequence[Any], max_new_tokens: int = 1,
-                ablate: Sequence[Neuron] = ()) -> list[str]:
+    def respond(
+        self,
+        task: str,
+        items: Sequence[Any],
+        max_new_tokens: int = 1,
+        ablate: Sequence[Neuron] = (),
+    ) -> list[str]:
         """Greedy responses, with the (layer, neuron) MLP neurons ``ablate`` zeroed."""
         ...
 
-    def score(self, task: str, items: Sequence[Any], responses: Sequence[str], max_new_tokens: int = 1) -> Answers:
+    def score(
+        self, task: str, items: Sequence[Any], responses: Sequence[str], max_new_tokens: int = 1
+    ) -> Answers:
         """Correctness, parse failures and truncations of ``responses``."""
         ...
 
-    def answer(self, task: str, items: Sequence[Any], max_new_tokens: int = 1, ablate: Sequence[Neuron] = (),
-               scoring: str = "generate") -> Answers:
+    def answer(
+        self,
+        task: str,
+        items: Sequence[Any],
+        max_new_tokens: int = 1,
+        ablate: Sequence[Neuron] = (),
+        scoring: str = "generate",
+    ) -> Answers:
         """:meth:`respond` then :meth:`score` (or option log-likelihoods: ``scoring``)."""
         ...
 
     def tokens(self, items: Sequence[Any], responses: Sequence[str]) -> tuple[Any, Any]:
-        """Teacher-forced rows: right-padded prompt + response tokens [batch, seq] and the response mask."""
+        """Teacher-forced rows: right-padded prompt + response tokens [batch, seq] and the response
+        mask."""
         ...
 
-    def key_neurons(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-                    frac: float | None = None, batch_size: int = 16,
-                    max_batch_tokens: int | None = None) -> list[list[int]]:
+    def key_neurons(
+        self,
+        answers: Answers,
+        score: str = "score",
+        threshold: str = "topk",
+        k: int | None = None,
+        frac: float | None = None,
+        batch_size: int = 16,
+        max_batch_tokens: int | None = None,
+    ) -> list[list[int]]:
         """Per item, its MUI key neurons (seed 000 Eq. 4) as flat indices ``layer * d_mlp + i``."""
         ...
 
-    def mui(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-            frac: float | None = None, batch_size: int = 16, max_batch_tokens: int | None = None) -> float:
+    def mui(
+        self,
+        answers: Answers,
+        score: str = "score",
+        threshold: str = "topk",
+        k: int | None = None,
+        frac: float | None = None,
+        batch_size: int = 16,
+        max_batch_tokens: int | None = None,
+    ) -> float:
         """MUI (seed 000 Eq. 5, in %) of ``answers``' responses."""
         ...
 
@@ -98,10 +138,12 @@ def is_world_name(name: str) -> bool:
     return isinstance(name, str) and (name.startswith("zoo/") or is_extra(name))
 
 
-def load_model_any(name: str, device: str = "cpu", world: str | None = None, dtype: str | None = None):
+def load_model_any(
+    name: str, device: str = "cpu", world: str | None = None, dtype: str | None = None
+):
     """The model behind a subject name: ``kit.load_model``, plus notebook 03's ``extra/`` fine-tunes
-    (:mod:`kit.shortcut.variants`, trained on first use). ``dtype`` applies to Hugging Face models and
-    twins; tiny-world models stay float32."""
+    (:mod:`kit.shortcut.variants`, trained on first use). ``dtype`` applies to Hugging Face models
+    and twins; tiny-world models stay float32."""
     from kit.models.load import load_model
     from kit.shortcut import variants
 
@@ -112,25 +154,40 @@ def load_model_any(name: str, device: str = "cpu", world: str | None = None, dty
     return load_model(name, device=device, world=world, dtype=dtype)
 
 
-def subject_of(model: Any, name: str | None = None, world: str | None = None, prompt_style: str = "instructed",
-               chat: bool | None = None) -> Subject:
+def subject_of(
+    model: Any,
+    name: str | None = None,
+    world: str | None = None,
+    prompt_style: str = "instructed",
+    chat: bool | None = None,
+) -> Subject:
     """The subject of a model already loaded (``kit.load_model``): a world subject when it speaks
     the world's vocabulary, else a Hugging Face one (it must come from a Hugging Face directory)."""
     from kit.mui.metric import is_world_model
     from kit.subjects.hf import HFSubject
     from kit.subjects.world import WorldSubject
 
-    label = name or str(getattr(model, "kit_name", None) or getattr(model.cfg, "model_name", "model"))
+    label = name or str(
+        getattr(model, "kit_name", None) or getattr(model.cfg, "model_name", "model")
+    )
     if is_world_model(model):
         return WorldSubject(label, model, world)
     if getattr(model, "kit_path", None) is None:
-        raise ValueError(f"{label}: neither a tiny-world model nor one loaded from a Hugging Face directory "
-                         "(kit.load_model of an id, a local directory or twin/<arch>): it cannot generate")
+        raise ValueError(
+            f"{label}: neither a tiny-world model nor one loaded from a Hugging Face directory "
+            "(kit.load_model of an id, a local directory or twin/<arch>): it cannot generate"
+        )
     return HFSubject(label, model, prompt_style, chat)
 
 
-def load_subject(name: str, device: str = "cpu", world: str | None = None, dtype: str | None = None,
-                 prompt_style: str = "instructed", chat: bool | None = None) -> Subject:
+def load_subject(
+    name: str,
+    device: str = "cpu",
+    world: str | None = None,
+    dtype: str | None = None,
+    prompt_style: str = "instructed",
+    chat: bool | None = None,
+) -> Subject:
     """Load ``name`` (:func:`load_model_any`) and wrap it (:func:`subject_of`).
 
     ``prompt_style`` (Hugging Face models on real benchmarks): ``instructed`` (the benchmark's
@@ -139,5 +196,7 @@ def load_subject(name: str, device: str = "cpu", world: str | None = None, dtype
     from kit.data.prompts import PROMPT_STYLES
 
     if prompt_style not in PROMPT_STYLES:  # before loading anything
-        raise ValueError(f"prompt_style={prompt_style!r} is not allowed; allowed: {', '.join(PROMPT_STYLES)}")
+        raise ValueError(
+            f"prompt_style={prompt_style!r} is not allowed; allowed: {', '.join(PROMPT_STYLES)}"
+        )
     return subject_of(load_model_any(name, device, world, dtype), name, world, prompt_style, chat)

@@ -68,10 +68,17 @@ class WorldSubject:
     world: str | None = None
     kind: str = "world"
 
-    def items(self, task: str, split: str = "test", n: int | None = None, seed: int = 0, skip: int = 0,
-              one_per_content: bool = False) -> list:
-        """Items of a world task (:func:`kit.subjects.items.task_items`); real benchmarks are refused:
-        a world model reads only the world's vocabulary."""
+    def items(
+        self,
+        task: str,
+        split: str = "test",
+        n: int | None = None,
+        seed: int = 0,
+        skip: int = 0,
+        one_per_content: bool = False,
+    ) -> list:
+        """Items of a world task (:func:`kit.subjects.items.task_items`); real benchmarks are
+        refused: a world model reads only the world's vocabulary."""
         self.check_task(task)
         return task_items(task, split, n, seed, skip, one_per_content)
 
@@ -79,12 +86,14 @@ class WorldSubject:
         if not is_world_task(task):
             from kit.world.tasks import ALL_TASKS
 
-            raise ValueError(f"task={task!r} is not a tiny-world task, and {self.name} reads only the world's "
-                             f"vocabulary; allowed: {', '.join(ALL_TASKS)}")
+            raise ValueError(
+                f"task={task!r} is not a tiny-world task, and {self.name} reads only the world's "
+                f"vocabulary; allowed: {', '.join(ALL_TASKS)}"
+            )
 
     def fresh_items(self, task: str, n: int, seed: int = 0) -> list | None:
-        """``n`` items of the task's ``fresh`` split: seeded draws that no training stream holds (the
-        world can promise never-seen items)."""
+        """``n`` items of the task's ``fresh`` split: seeded draws that no training stream holds
+        (the world can promise never-seen items)."""
         return self.items(task, "fresh", n, seed)
 
     def token_budget(self, max_batch_tokens: int | None) -> int | None:
@@ -97,57 +106,119 @@ class WorldSubject:
     def chance(self, task: str, items: Sequence[Any]) -> float | None:
         return task_chance(task, items)
 
-    def respond(self, task: str, items: Sequence[Any], max_new_tokens: int = 1,
-                ablate: Sequence[Neuron] = ()) -> list[str]:
+    def respond(
+        self,
+        task: str,
+        items: Sequence[Any],
+        max_new_tokens: int = 1,
+        ablate: Sequence[Neuron] = (),
+    ) -> list[str]:
         """Greedy responses (``kit.world.respond``) with the MLP neurons ``ablate`` zeroed."""
         from kit.world import respond
 
         with tl.hooks(self.model, ablation_hooks(ablate)):
             return list(respond(self.model, list(items), max_new_tokens=max_new_tokens))
 
-    def score(self, task: str, items: Sequence[Any], responses: Sequence[str], max_new_tokens: int = 1) -> Answers:
+    def score(
+        self, task: str, items: Sequence[Any], responses: Sequence[str], max_new_tokens: int = 1
+    ) -> Answers:
         """:func:`world_correct`. A response is truncated when ``max_new_tokens`` is shorter than
         the answer (the answer cannot fit); a parse failure is a response that ended with ``<eos>``
         before the answer could: shorter than ``min(answer words, max_new_tokens)``."""
         items, responses = list(items), list(responses)
         n_words = np.array([len(it.target.split()) for it in items], dtype=int)
         n_said = np.array([len(r.split()) for r in responses], dtype=int)
-        return Answers(task, items, responses, world_correct(items, responses),
-                       parse_failed=n_said < np.minimum(n_words, max_new_tokens), truncated=n_words > max_new_tokens,
-                       chance=self.chance(task, items), source="generated (world, greedy)", chat=False,
-                       max_new_tokens=max_new_tokens)
+        return Answers(
+            task,
+            items,
+            responses,
+            world_correct(items, responses),
+            parse_failed=n_said < np.minimum(n_words, max_new_tokens),
+            truncated=n_words > max_new_tokens,
+            chance=self.chance(task, items),
+            source="generated (world, greedy)",
+            chat=False,
+            max_new_tokens=max_new_tokens,
+        )
 
-    def answer(self, task: str, items: Sequence[Any], max_new_tokens: int = 1, ablate: Sequence[Neuron] = (),
-               scoring: str = "generate") -> Answers:
-        """:meth:`respond`, then :meth:`score`. World answers are generated (``scoring="generate"``)."""
+    def answer(
+        self,
+        task: str,
+        items: Sequence[Any],
+        max_new_tokens: int = 1,
+        ablate: Sequence[Neuron] = (),
+        scoring: str = "generate",
+    ) -> Answers:
+        """:meth:`respond`, then :meth:`score`. World answers are generated
+        (``scoring="generate"``)."""
         if scoring != "generate":
-            raise ValueError(f"scoring={scoring!r}: tiny-world models are scored on their generated answer; "
-                             "allowed: generate")
-        return self.score(task, items, self.respond(task, items, max_new_tokens, ablate), max_new_tokens)
+            raise ValueError(
+                f"scoring={scoring!r}: tiny-world models are scored on their generated answer; "
+                "allowed: generate"
+            )
+        return self.score(
+            task, items, self.respond(task, items, max_new_tokens, ablate), max_new_tokens
+        )
 
     def tokens(self, items: Sequence[Any], responses: Sequence[str]):
-        """Right-padded ``<bos> prompt response`` tokens and the response mask (``kit.mui.metric.item_tokens``)."""
+        """Right-padded ``<bos> prompt response`` tokens and the response mask
+        (``kit.mui.metric.item_tokens``)."""
         from kit.mui.metric import item_tokens
 
         return item_tokens(self.model, items, responses)
 
-    def mui(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-            frac: float | None = None, batch_size: int = 16, max_batch_tokens: int | None = None) -> float:
-        """MUI (seed 000 Eq. 5, in %) of ``answers``' responses, teacher-forced in ``batch_size`` rows
-        (``kit.mui.metric.utilization_for_items``; ``max_batch_tokens`` is the Hugging Face subject's
-        budget: world models are small)."""
+    def mui(
+        self,
+        answers: Answers,
+        score: str = "score",
+        threshold: str = "topk",
+        k: int | None = None,
+        frac: float | None = None,
+        batch_size: int = 16,
+        max_batch_tokens: int | None = None,
+    ) -> float:
+        """MUI (seed 000 Eq. 5, in %) of ``answers``' responses, teacher-forced in ``batch_size``
+        rows (``kit.mui.metric.utilization_for_items``; ``max_batch_tokens`` is the Hugging Face
+        subject's budget: world models are small)."""
         from kit.mui.metric import utilization_for_items
 
-        return float(utilization_for_items(self.model, list(answers.items), list(answers.responses), score=score,
-                                           threshold=threshold, k=k, frac=frac, batch_size=batch_size).mui)
+        return float(
+            utilization_for_items(
+                self.model,
+                list(answers.items),
+                list(answers.responses),
+                score=score,
+                threshold=threshold,
+                k=k,
+                frac=frac,
+                batch_size=batch_size,
+            ).mui
+        )
 
-    def key_neurons(self, answers: Answers, score: str = "score", threshold: str = "topk", k: int | None = None,
-                    frac: float | None = None, batch_size: int = 16, max_batch_tokens: int | None = None
-                    ) -> list[list[int]]:
-        """Per item of ``answers``, its key neurons (Eq. 4) as flat indices ``layer * d_mlp + i``."""
+    def key_neurons(
+        self,
+        answers: Answers,
+        score: str = "score",
+        threshold: str = "topk",
+        k: int | None = None,
+        frac: float | None = None,
+        batch_size: int = 16,
+        max_batch_tokens: int | None = None,
+    ) -> list[list[int]]:
+        """Per item of ``answers``, its key neurons (Eq. 4) as flat indices ``layer * d_mlp +
+        i``."""
         from kit.mui.metric import utilization
 
         tokens, mask = self.tokens(list(answers.items), list(answers.responses))
-        res = utilization(self.model, tokens, mask, score=score, threshold=threshold, k=k, frac=frac,
-                          per_sample=True, batch_size=batch_size)
+        res = utilization(
+            self.model,
+            tokens,
+            mask,
+            score=score,
+            threshold=threshold,
+            k=k,
+            frac=frac,
+            per_sample=True,
+            batch_size=batch_size,
+        )
         return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]

@@ -15,13 +15,16 @@ from kit.subjects import Answers, chance_of
 
 def _answers(correct, failed=None, truncated=None, chance=0.25):
     items = [Item(str(i), "q", choices=("a", "b", "c", "d"), label=0) for i in range(len(correct))]
-    return Answers("arc_challenge", items, ["A"] * len(items), np.array(correct), failed, truncated, chance)
+    return Answers(
+        "arc_challenge", items, ["A"] * len(items), np.array(correct), failed, truncated, chance
+    )
 
 
 def test_accuracy_and_wilson_interval_by_hand():
     ans = _answers([True] * 12 + [False] * 38)
     assert ans.accuracy == pytest.approx(0.24) and ans.n_correct == 12 and ans.n == 50
-    # Wilson, z = 1.959964: centre (p + z^2/2n) / (1 + z^2/n), half z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n)
+    # Wilson, z = 1.959964: centre (p + z^2/2n) / (1 + z^2/n), half z sqrt(p(1-p)/n + z^2/4n^2) / (1
+    # + z^2/n)
     z, p, n = 1.959963984540054, 0.24, 50
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -30,11 +33,24 @@ def test_accuracy_and_wilson_interval_by_hand():
 
 
 def test_counts_summary_and_line():
-    ans = _answers([True, False, False, False], failed=[False, True, True, False], truncated=[False, False, True, False])
+    ans = _answers(
+        [True, False, False, False],
+        failed=[False, True, True, False],
+        truncated=[False, False, True, False],
+    )
     s = ans.summary()
-    assert (s["n"], s["n_correct"], s["parse_failures"], s["truncated"], s["chance"]) == (4, 1, 2, 1, 0.25)
+    assert (s["n"], s["n_correct"], s["parse_failures"], s["truncated"], s["chance"]) == (
+        4,
+        1,
+        2,
+        1,
+        0.25,
+    )
     json.dumps(s)  # results.json takes it as is
-    assert ans.describe().startswith("accuracy 0.250 [") and "parse failures 2/4, truncated 1/4" in ans.describe()
+    assert (
+        ans.describe().startswith("accuracy 0.250 [")
+        and "parse failures 2/4, truncated 1/4" in ans.describe()
+    )
     unknown = _answers([True, False])
     assert unknown.n_parse_failed is None and "parse failures unknown" in unknown.describe()
     sub = ans.subset([1, 2])
@@ -49,6 +65,9 @@ def test_bad_answers_are_refused():
 
 
 def test_chance_is_the_mean_of_one_over_options_and_none_for_free_form():
-    mc = [Item("a", "q", choices=("x", "y"), label=0), Item("b", "q", choices=("x", "y", "z", "w"), label=1)]
+    mc = [
+        Item("a", "q", choices=("x", "y"), label=0),
+        Item("b", "q", choices=("x", "y", "z", "w"), label=1),
+    ]
     assert chance_of(mc) == pytest.approx((1 / 2 + 1 / 4) / 2)
     assert chance_of([Item("c", "q", answer="3")]) is None and chance_of([]) is None

@@ -20,7 +20,9 @@ def base_m(micro_world):
 
 def test_items_groups_and_chance_of_world_tasks(base_m):
     items = base_m.items("add", "test", n=5)
-    assert items == kworld.get_task("add").items("test", n=5) and items[2:] == base_m.items("add", "test", n=3, skip=2)
+    assert items == kworld.get_task("add").items("test", n=5) and items[2:] == base_m.items(
+        "add", "test", n=3, skip=2
+    )
     assert base_m.group("add") == "math" == task_group("gsm8k") and task_group("bbq/Age") == "bbq"
     assert base_m.chance("facts-mc", items) == kworld.get_task("facts-mc").chance
     fresh = task_items("add", "fresh", 30, seed=2, one_per_content=True)
@@ -49,7 +51,9 @@ def test_scoring_rule_by_hand():
 def test_truncation_and_parse_failures(base_m):
     items = base_m.items("sort-list", "test", n=4)
     short = base_m.answer("sort-list", items, max_new_tokens=1)
-    assert short.n_truncated == 4 and not short.correct.any(), "a multi-token answer cannot fit in one token"
+    assert short.n_truncated == 4 and not short.correct.any(), (
+        "a multi-token answer cannot fit in one token"
+    )
     fake = base_m.score("add", [Item("a", "p", answer="3")], [""], max_new_tokens=1)
     assert fake.parse_failed.tolist() == [True] and fake.truncated.tolist() == [False]
     with pytest.raises(ValueError, match="allowed: generate"):
@@ -59,7 +63,11 @@ def test_truncation_and_parse_failures(base_m):
 def test_ablation_changes_answers_and_leaves_no_hook(base_m):
     items = base_m.items("add", "test", n=32)
     before = base_m.answer("add", items)
-    everything = [(layer, i) for layer in range(base_m.model.cfg.n_layers) for i in range(base_m.model.cfg.d_mlp)]
+    everything = [
+        (layer, i)
+        for layer in range(base_m.model.cfg.n_layers)
+        for i in range(base_m.model.cfg.d_mlp)
+    ]
     ablated = base_m.answer("add", items, ablate=everything)
     assert ablated.responses != before.responses
     assert base_m.answer("add", items).responses == before.responses, "hooks removed afterwards"
@@ -87,12 +95,14 @@ def test_ablation_hooks_zero_exactly_the_chosen_neurons():
         seen[hook.name] = act.clone()
 
     hooks = ablation_hooks([(0, 3), (1, 5), (1, 7)])
-    with model.hooks(fwd_hooks=hooks + [("blocks.0.mlp.hook_post", look), ("blocks.1.mlp.hook_post", look)]):
+    with model.hooks(
+        fwd_hooks=hooks + [("blocks.0.mlp.hook_post", look), ("blocks.1.mlp.hook_post", look)]
+    ):
         model(tokens)
     _, clean = model.run_with_cache(tokens)
     assert (seen["blocks.0.mlp.hook_post"][..., 3] == 0).all()
     assert (seen["blocks.1.mlp.hook_post"][..., [5, 7]] == 0).all()
     keep = [i for i in range(64) if i != 3]
-    assert torch.allclose(seen["blocks.0.mlp.hook_post"][..., keep], clean["blocks.0.mlp.hook_post"][..., keep]), (
-        "other neurons of the ablated layer must be untouched"
-    )
+    assert torch.allclose(
+        seen["blocks.0.mlp.hook_post"][..., keep], clean["blocks.0.mlp.hook_post"][..., keep]
+    ), "other neurons of the ablated layer must be untouched"
