@@ -34,11 +34,12 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _scoring_needs_multiple_choice(self) -> "Config":
-        from kit.data.scorers import CHOICE_BENCHMARKS
+        from kit.data.scorers import CHOICE_BENCHMARKS  # lazy: a config loads without kit.data
+        from kit.subjects import is_world_name
 
         if self.scoring == "generate":
             return self
-        if self.model.startswith("zoo/"):
+        if is_world_name(self.model):  # zoo/ members and notebook 03's extra/ fine-tunes
             raise ValueError(f"scoring={self.scoring!r}: tiny-world models are scored on their generated answer; "
                              "allowed for them: generate")
         if self.responses is not None:

@@ -111,4 +111,7 @@ def test_option_scoring_is_refused_before_the_run_where_it_cannot_apply():
         load_params("00_quickstart", "dryrun", overrides={"scoring": "loglik-letter", "task": "gsm8k"})
     with pytest.raises(ParamsError, match="tiny-world models are scored on their generated answer"):
         load_params("00_quickstart", "tiny", overrides={"scoring": "loglik-text"})
+    with pytest.raises(ParamsError, match="tiny-world models are scored on their generated answer"):
+        load_params("00_quickstart", "tiny", overrides={"scoring": "loglik-letter",
+                                                        "model": "extra/base-m+general-sparse"})
     assert load_params("00_quickstart", "dryrun", overrides={"scoring": "loglik-letter"}).scoring == "loglik-letter"
