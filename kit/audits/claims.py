@@ -62,6 +62,11 @@ def audit_claims(results: Sequence[Any]) -> list[Claim]:
                              interval_how=f"Welch t over {len(runs)} + {len(ctrl)} reseeds", **common))
             continue
         direction = DIRECTION.get(r.metric, "greater")
+        if r.values.get("not_run"):  # a part switched off (e.g. MIB's edge patching): say so first
+            statement = f"{r.metric} {r.name}: {what} above its null"
+            why = r.values["not_run"]
+            out.append(claim(PAPER, r.metric, cid, statement, ours, not_testable=why, **common))
+            continue
         signal = r.values.get("task_signal") or {}
         if signal.get("does_task") is False:
             out.append(claim(PAPER, r.metric, cid, f"{r.metric} {r.name}: {what} above its null", ours,

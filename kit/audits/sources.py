@@ -116,3 +116,39 @@ def regroup_names(items, groups: dict[str, list[str]], model, seed: int = 0):
         out.append(replace(it, prompt=" ".join(words), answer=io,
                            metadata={**it.metadata, "io": io, "s": s, "name_group": g}))
     return out, dropped
+
+
+def single_token_names(tokenizer, names: list[str]) -> list[str]:
+    """The ``names`` that are one token of ``tokenizer`` (`` Name`` for BPE vocabularies, ``name``
+    for word-level ones, never the unknown token), read from the tokenizer alone: what
+    :func:`kit.audits.circuits.name_token` accepts, checked before any weights load."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+
+    def single(name: str) -> bool:
+        for text in (" " + name, name):
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            if len(ids) == 1 and (unk is None or ids[0] != unk):
+                return True
+        return False
+
+    return [n for n in names if single(n)]
+
+
+def offline_tokenizer(model: str):
+    """The tokenizer of ``model`` without its weights: the world's for ``zoo/`` members, a twin's or
+    a local directory's, a hub id's when already cached; None when none is readable offline."""
+    if model.startswith("zoo/"):
+        from kit.world.tokenizer import build_tokenizer
+
+        return build_tokenizer()
+    from kit.audits.cost import config_dir  # one resolution of names to local directories
+
+    path = config_dir(model)
+    if path is None:
+        return None
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError):
+        return None

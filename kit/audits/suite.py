@@ -261,8 +261,9 @@ def circuit_context(model, items, cfg, fixed_heads: list[circuits.Head] | None =
                              "it is GPT-2 small's circuit; allowed values for another model: discover")
     batch = circuits.ioi_batch(model, items)
     means = circuits.head_means(model, batch)
+    with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost)
     circuit = circuits.discover_circuit(model, batch, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
-                                 fixed=fixed_heads, with_edges=True, progress=progress)
+                                        fixed=fixed_heads, with_edges=with_edges, progress=progress)
     return CircuitContext(batch, means, circuit, psychophysics.circuit_logit_diffs(model, batch, means, circuit.heads))
 
 
@@ -271,8 +272,11 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
     inp = AuditInputs(model=model_name, hook="blocks.*.attn.hook_z", task=cfg.ioi_task, n=len(cc.batch),
                       seeds=[cfg.seed], extra={"circuit": [f"{L}.{H}" for L, H in cc.circuit.heads]})
     null_seeds = [cfg.seed + 1 + i for i in range(cfg.n_null_seeds)]
-    mib, curve = circuits.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds, inputs=inp,
-                             null_seeds=null_seeds)
+    if cc.circuit.edges:
+        mib, curve = circuits.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds,
+                                        inputs=inp, null_seeds=null_seeds)
+    else:
+        mib, curve = mib_not_run(cfg.edge_plan().reason, inp), None
     ex1 = psychophysics.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
     ex2 = psychophysics.dif_audit(cc.lds["circuit_only"].numpy(), cc.batch.groups, inputs=inp,
                       full_model_values=cc.lds["full"].numpy(), seed=cfg.seed)
@@ -288,6 +292,15 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
         r.values["task_signal"] = signal
         r.notes = "; ".join(x for x in (scope, r.notes) if x)
     return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11, "signal": signal, "scope": scope}
+
+
+def mib_not_run(reason: str, inputs: AuditInputs) -> AuditResult:
+    """MIB's result when circuit discovery scored no edges: no value, marked report-only, with the
+    reason (``values['not_run']``, read by the claims as why MIB is not testable)."""
+    return AuditResult(metric="MIB", name="MIB faithfulness curve", value=None,
+                       values={"not_run": f"edge patching was not run: {reason}", "cmd": None},
+                       pass_condition="CPR > 0.5 (needs the scored edges of the head graph)",
+                       passed=False, diagnostic=True, inputs=inputs, notes=f"not run: {reason}")
 
 
 # ------------------------------------------------------------------ stability / safety

@@ -465,6 +465,7 @@ def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: S
     from kit.cg import labels as cg_labels
     from kit.models import generate
     from kit.models.cache import ItemCache
+    from kit.models.identity import name_identity
     from kit.models.load import load_local, model_dir
 
     if len(models) != len(model_saes) or not models:
@@ -497,9 +498,11 @@ def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: S
         sae = kit.load_sae(sae_name, device=device)
         key = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
 
+        label, ident = f"{path}|{sae_name}", f"{name_identity(str(path))}|{sae_name}"  # files, SAE
+
         def read(texts: list[str], b: str) -> sp.csr_matrix:
             return hooked_item_concepts(model, sae, texts, max_length, max_batch_tokens,
-                                        cache=ItemCache(f"{path}|{sae_name}", b, key))
+                                        cache=ItemCache(label, b, key, identity=ident))
 
         acts = {b: read(t, b) for b, t in prompts.items()}
         label_pool = [p for b in benchmarks for p in prompts[b][:max(1, label_texts // len(benchmarks))]]

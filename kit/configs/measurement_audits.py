@@ -1,10 +1,11 @@
 """Config of notebooks/06_measurement_audits.ipynb (seed 003: measurement-theory audits)."""
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field, model_validator
 
-from kit.core.params import BaseConfig
+from kit.core.params import BaseConfig, Fraction, Positive, distinct
 
 
 class Config(BaseConfig):
@@ -80,11 +81,19 @@ class Config(BaseConfig):
     """Discovery: keep heads whose patching score is at least this fraction of the best."""
     max_circuit_heads: int = Field(8, ge=1, le=200)
     """Discovery: at most this many heads."""
-    mib_thresholds: list[float] = Field(default_factory=lambda: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], min_length=2)
+    circuit_edges: Literal["auto", "on", "off"] = "auto"
+    """Score every edge of the head graph by patching (what MIB's faithfulness curve ranks; one
+    forward pass over the IOI batch per edge: 35,776 edges for 30 layers x 9 heads): ``on``, ``off``
+    (MIB is then not testable, saying why) or ``auto``: on when the estimated cost
+    (``kit.audits.cost``, printed) is within ``edge_budget_s`` or cannot be estimated offline."""
+    edge_budget_s: float = Field(3600.0, gt=0)
+    """Seconds edge patching may take by the estimate: above it ``auto`` turns edges off and ``on``
+    is refused."""
+    mib_thresholds: list[Fraction] = Field(default_factory=lambda: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], min_length=2)
     """MIB: fractions of edges kept (increasing, in (0, 1])."""
-    weber_scales: list[float] = Field(default_factory=lambda: [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0], min_length=2)
+    weber_scales: list[Positive] = Field(default_factory=lambda: [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0], min_length=2)
     """EX11: head output scales relative to the baseline (must include 1.0)."""
-    weber_baselines: list[float] = Field(default_factory=lambda: [1.0, 0.5], min_length=1)
+    weber_baselines: list[Positive] = Field(default_factory=lambda: [1.0, 0.5], min_length=1)
     """EX11: baseline intensities (the full output and half of it)."""
     jnd_threshold: float = Field(0.05, gt=0, lt=1)
     """EX11: relative logit-diff change that counts as noticeable (either direction)."""
@@ -144,4 +153,101 @@ class Config(BaseConfig):
             raise ValueError(f"mib_thresholds must increase strictly within (0, 1], got {self.mib_thresholds}")
         if 1.0 not in self.weber_scales:
             raise ValueError(f"weber_scales must include 1.0 (the baseline), got {self.weber_scales}")
+        for field in ("sae_tasks", "ex25_tasks", "mib_thresholds", "weber_scales",
+                      "weber_baselines"):
+            distinct(field, getattr(self, field))
         return self
+
+    def requirements(self) -> list[str]:
+        """An SAE of the audited model per role, EX2's names in the circuit model's tokenizer, edge
+        patching within its budget when forced on (issue 34, item 5)."""
+        errors = [e for e in (self._check_saes(), self._check_names()) if e]
+        plan = self.edge_plan()
+        if self.circuit_edges == "on" and not plan.on:
+            errors.append(f"field 'circuit_edges': 'on' but {plan.reason}; raise edge_budget_s to "
+                          "run them, or set circuit_edges: auto or off")
+        return errors
+
+    def circuit_model_name(self) -> str:
+        return self.circuit_model or self.model
+
+    def edge_plan(self) -> "EdgePlan":
+        """Whether circuit discovery scores edges, and why (the estimate the notebook prints)."""
+        from kit.audits.cost import edge_patching_cost, model_shape
+
+        shape = model_shape(self.circuit_model_name(), self.world)
+        cost = edge_patching_cost(shape, self.n_ioi, self.device)
+        return decide_edges(self.circuit_edges, self.edge_budget_s, cost)
+
+    def _check_saes(self) -> str:
+        """An SAE for every role, of the audited model: named ones must belong to it, unnamed ones
+        are chosen among the world's SAEs of a zoo member (a hub model's cannot be chosen)."""
+        roles = {"sae_arch_a": self.sae_arch_a, "sae_arch_b": self.sae_arch_b,
+                 "sae_small": self.sae_small, "sae_large": self.sae_large}
+        for field, name in roles.items():
+            owner = _sae_owner(name)
+            if owner is not None and owner != self.model.split("@")[0]:
+                return (f"field {field!r}: {name!r} is an SAE of {owner}, not of "
+                        f"model={self.model!r}; name an SAE trained on the audited model")
+        if not self.model.startswith("zoo/"):
+            missing = [f for f, n in roles.items() if n is None]
+            if missing:
+                return (f"fields {', '.join(missing)}: required for model={self.model!r} (SAEs are "
+                        "chosen automatically only among a tiny-world member's); name an SAE of this "
+                        "model each")
+            return ""
+        from kit.audits.suite import choose_saes
+        from kit.world import saes
+
+        try:
+            choose_saes(list(saes(self.world)), self.model, *roles.values())
+        except ValueError as e:
+            return f"fields sae_arch_a, sae_arch_b, sae_small, sae_large: {e}"
+        return ""
+
+    def _check_names(self) -> str:
+        """EX2's name groups: >= 2 single-token names per group in the circuit model's tokenizer
+        (read without its weights; skipped when the tokenizer is not available offline)."""
+        if self.dif_name_groups is None:
+            return ""
+        from kit.audits.sources import offline_tokenizer, single_token_names
+
+        name = self.circuit_model_name()
+        tokenizer = offline_tokenizer(name)
+        if tokenizer is None:
+            return ""
+        kept = {g: single_token_names(tokenizer, v) for g, v in self.dif_name_groups.items()}
+        short = {g: len(v) for g, v in kept.items() if len(v) < 2}
+        if short:
+            return (f"field 'dif_name_groups': fewer than 2 single-token names of {name}'s "
+                    f"tokenizer in {short} (single-token: {kept}); EX2 needs >= 2 per group: add "
+                    "names that are one token of this model")
+        return ""
+
+
+def _sae_owner(name: str | None) -> str | None:
+    """The model an SAE name says it was trained on (``zoo-sae/base-m/...`` -> ``zoo/base-m``,
+    ``twin-sae/gpt2/...`` -> ``twin/gpt2``); None when the name does not say (hub releases)."""
+    for prefix, model in (("zoo-sae/", "zoo/"), ("twin-sae/", "twin/")):
+        if name is not None and name.startswith(prefix):
+            return model + name.removeprefix(prefix).split("/")[0]
+    return None
+
+
+@dataclass(frozen=True)
+class EdgePlan:
+    on: bool
+    reason: str
+
+
+def decide_edges(mode: str, budget_s: float, cost) -> EdgePlan:
+    """``circuit_edges`` (``auto``/``on``/``off``) against ``edge_budget_s`` and the estimate."""
+    from kit.audits.cost import duration
+
+    if mode == "off":
+        return EdgePlan(False, "off (circuit_edges: off)")
+    if cost.seconds is not None and cost.seconds > budget_s:
+        return EdgePlan(False, f"edge patching is {cost.text()}, over edge_budget_s = "
+                               f"{duration(budget_s)}")
+    why = "within" if cost.seconds is not None else "unknown, so not limited by"
+    return EdgePlan(True, f"on ({cost.text()}; {why} edge_budget_s = {duration(budget_s)})")

@@ -1,15 +1,16 @@
 """Config of notebooks/05_neuronvote.ipynb (NeuronVote: comparing neuron-ranking methods)."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from kit.neuronvote.concepts import PAPER_POS_TAGS
 from kit.neuronvote.methods import METHODS, PAPER_METHODS
-from kit.core.params import BaseConfig
+from kit.core.params import BaseConfig, distinct
 
 Definitions = Literal["paper_text", "neurox"]
 Method = Literal["probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"]
+Layer = Annotated[int, Field(ge=0)]
 
 
 class Config(BaseConfig):
@@ -21,7 +22,7 @@ class Config(BaseConfig):
     site: Literal["hook_resid_post", "mlp.hook_post"] = "hook_resid_post"
     """Which neurons: ``hook_resid_post`` = the layer's output hidden state (the paper's BERT
     "neurons", d_model wide) or ``mlp.hook_post`` (the MLP's GELU activations, d_mlp wide)."""
-    layers: list[int] | None = None
+    layers: list[Layer] | None = Field(None, min_length=1)
     """Encoder blocks (0-based) to analyse; ``None`` = first, middle and last (the paper's 1/6/12)."""
     source: Literal["ud_ewt", "conll2000"] = "ud_ewt"
     """POS-tagged corpus: UD English EWT dev+test (XPOS) or CoNLL-2000 (PTB POS)."""
@@ -45,7 +46,7 @@ class Config(BaseConfig):
     """Bootstrap resamples (over concepts) for the intervals of every AvgOverlap / NeuronVote number."""
     second_source: Literal["ud_ewt", "conll2000"] | None = None
     """Optional second corpus: NeuronVote (Table 3 analogue) of the encoder on it too."""
-    tags: list[str] | None = list(PAPER_POS_TAGS)
+    tags: list[str] | None = Field(list(PAPER_POS_TAGS), min_length=1)
     """Concepts (tags) to consider; ``None`` = every tag with enough examples. Default: the paper's 20 POS tags."""
     min_examples: int = Field(200, ge=1)
     """Drop tags with fewer words than this in the corpus (the paper: 200)."""
@@ -58,7 +59,7 @@ class Config(BaseConfig):
     already encoded, the all-layer study draws its capped tasks from them (no second forward pass)."""
     max_sentences: int | None = Field(None, ge=10)
     """Use a seeded sample of this many sentences of the corpus; ``None`` = all."""
-    methods: list[Method] = list(METHODS)
+    methods: list[Method] = Field(list(METHODS), min_length=1)
     """Ranking methods to run (Random and MeanSelect included: the baseline and the case study)."""
     voters: list[Method] = list(PAPER_METHODS)
     """Methods forming the consensus of AvgOverlap / NeuronVote (the paper's six); others are only scored."""
@@ -87,7 +88,7 @@ class Config(BaseConfig):
     decoder_site: Literal["hook_resid_post", "mlp.hook_post"] = "mlp.hook_post"
     """Decoder neurons: the MLP activations (d_mlp: 384 for the tiny world's base-m, as wide as
     MiniLM's hidden state) or the residual stream (only 96 wide there)."""
-    decoder_layers: list[int] | None = None
+    decoder_layers: list[Layer] | None = Field(None, min_length=1)
     """Decoder blocks to analyse; ``None`` = first, middle and last."""
     decoder_n_per_task: int = Field(60, ge=5)
     """Prompts per tiny-world task in the word-role concept corpus."""
@@ -114,3 +115,9 @@ class Config(BaseConfig):
         if len(set(v)) < 2:
             raise ValueError("need at least two distinct voters for leave-one-out consensus")
         return v
+
+    @model_validator(mode="after")
+    def _once(self) -> "Config":
+        for field in ("extra_encoders", "layers", "tags", "methods", "voters", "decoder_layers"):
+            distinct(field, getattr(self, field))
+        return self

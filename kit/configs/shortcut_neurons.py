@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from kit.core.params import BaseConfig
+from kit.core.params import MAX_SEED, BaseConfig
 
 TABLE2_LABELS = ("Vanilla", "+test", "+test-Syn", "+5x test", "+5x test-Syn", "+other data", "+train split",
                  "+another task")
@@ -137,7 +137,7 @@ class Config(BaseConfig):
     top_k: int = Field(50, ge=0)
     """``decoding: sample`` only: sample among the ``top_k`` most likely tokens; 0 = the whole vocabulary (the
     paper: 50)."""
-    generation_seed: int | None = None
+    generation_seed: int | None = Field(None, ge=0, le=MAX_SEED)
     """``decoding: sample`` only: seed of every sampled generation (each batched generation call restarts from
     it); None = ``seed``. Sampled answers also depend on ``max_rows`` (prompts are drawn per forward chunk)."""
     chat: bool | None = None

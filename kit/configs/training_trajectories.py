@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kit.core.params import BaseConfig
 
@@ -21,7 +21,7 @@ class Config(BaseConfig):
     coarse_checkpoints: int = Field(5, ge=2, le=100)
     """How many evenly spaced checkpoints (first and last included) the coarse trajectory keeps; its last step is its "late" step (5 -> the last quarter of training, like the paper's 3T->4T)."""
     checkpoints: list[str] | None = None
-    """Checkpoint trajectory in training order (kit.load_model names; hub checkpoints as ``org/model@<revision>``, e.g. ``allenai/OLMo-2-1124-7B@stage1-step122000-tokens512B``); None: every ``@step-`` member of the world's base with the most checkpoints, then that base."""
+    """Checkpoint trajectory in training order (kit.load_model names; hub checkpoints as ``org/model@<revision>``, e.g. ``allenai/OLMo-2-1124-7B@stage1-step122000-tokens512B``); None: every ``@step-`` member of the world's base with the most checkpoints, then that base; []: no trajectory (a trajectory needs >= 2)."""
     specialised: dict[str, str] | None = None
     """Specialised fine-tune -> its base; None: the world's ``+math``/``+code`` members."""
     specialised_targets: dict[str, str] | None = None
@@ -30,13 +30,14 @@ class Config(BaseConfig):
     """Contaminated fine-tune -> its base; None: the world's ``+<task>-test-xN`` / ``+<task>-test-syn-xN`` members."""
     controls: dict[str, str] | None = None
     """Uncontaminated fine-tune -> its base; None: the world's ``+<task>-train``, ``+other-task``, ``+general`` members."""
-    contaminated_tasks: list[str] | None = None
+    contaminated_tasks: list[str] | None = Field(None, min_length=1)
     """Tasks whose test split leaked into the contaminated fine-tunes; None: ``[kit.world.CONTAMINATED_TASK]``."""
-    tasks: list[str] | None = None
+    tasks: list[str] | None = Field(None, min_length=1)
     """Tasks to evaluate: ``kit.world.TASKS`` names for zoo models, ``kit.load_benchmark`` names for hub models; None: every task of the world."""
     n_items: int = Field(100, ge=4, le=200)
     """Items per task and split (the public test split has 200)."""
-    splits: list[Literal["test", "fresh", "test-syn", "fresh-syn"]] = ["test", "fresh"]
+    splits: list[Literal["test", "fresh", "test-syn", "fresh-syn"]] = Field(["test", "fresh"],
+                                                                            min_length=1)
     """Splits evaluated: the public ``test`` split and unseen ``fresh`` items (the true capability)."""
     score: Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"] = "score"
     """Neuron contribution score for MUI (kit.mui.metric)."""
@@ -52,3 +53,12 @@ class Config(BaseConfig):
     """Real models: weight dtype (``bfloat16`` for 7B checkpoints: ~15 GB each, one loaded at a time); zoo models are float32."""
     prompt_style: Literal["instructed", "plain"] = "instructed"
     """Real benchmarks: ``instructed`` wraps each question in its benchmark's answer-format instruction (``kit.data.prompts``: lm-evaluation-harness's Llama-3 instruct templates where they exist), ``plain`` shows the bare question (as the MUI paper's code shows instruct models). Tiny-world tasks keep their format."""
+
+    @field_validator("checkpoints")
+    @classmethod
+    def _trajectory(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and len(v) == 1:
+            raise ValueError(f"{v} is one checkpoint: a trajectory needs >= 2 (or [] for none)")
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError(f"{v} lists a checkpoint twice; list each once")
+        return v

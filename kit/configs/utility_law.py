@@ -2,27 +2,29 @@
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from kit.core.params import BaseConfig
+from kit.core.params import BaseConfig, Count, Fraction, distinct
 
 Score = Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"]
 Threshold = Literal["topk", "global_topk", "top_pct", "topscore"]
 
 
 class Config(BaseConfig):
-    models: list[str] | None = None
-    """Models of the law/PUR study (kit.load_model names); None: every zoo member except training checkpoints."""
+    models: list[str] | None = Field(None, min_length=3)
+    """Models of the law/PUR study (kit.load_model names, >= 3: the ranking needs three); None:
+    every zoo member except training checkpoints."""
     include_contaminated: bool = True
     """With ``models: null``, also include the contaminated fine-tunes (``+<task>-test-x*``, ``-syn-x*``)."""
-    tasks: list[str] | None = None
+    tasks: list[str] | None = Field(None, min_length=1)
     """Task families: ``kit.world.TASKS`` names for zoo models, ``kit.load_benchmark`` names for hub models; None: every world task."""
     n_items: int = Field(100, ge=4, le=2000)
     """Test items per task for performance and MUI (tiny world test splits hold 200)."""
     n_fresh: int = Field(100, ge=0, le=2000)
     """Fresh (never published) items per task whose accuracy is the true capability (tiny world only; 0 to skip)."""
-    reference_order: list[str] | None = None
-    """True ranking of ``models``, best first; None: by mean fresh-item accuracy (tiny world)."""
+    reference_order: list[str] | None = Field(None, min_length=3)
+    """True ranking of ``models`` (every one of them), best first; None: by mean fresh-item
+    accuracy (tiny world only: Hugging Face models have no fresh items, so they need it)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Hugging Face models: weight dtype (``bfloat16`` holds a 7B model in ~15 GB); zoo models are always float32."""
     max_new_tokens: int = Field(1, ge=1, le=8192)
@@ -46,12 +48,12 @@ class Config(BaseConfig):
     after their last response token; kit.models.internals.mui_key_neurons, kit.mui.metric.token_budget_chunks)."""
     focus_model: str | None = None
     """Model of sections 3.6-3.8; None: ``zoo/base-m`` if present, else the first model."""
-    growth_tasks: list[str] | None = None
+    growth_tasks: list[str] | None = Field(None, min_length=1)
     """Single-capability pools of section 3.6; None: the first task of each task group."""
     growth_pool_size: int = Field(100, ge=2, le=2000)
     """Items per pool (the mixed pool draws the same number evenly from the single pools' tasks)."""
-    growth_sizes: list[int] = [1, 2, 5, 10, 20, 50, 100]
-    """Sample counts at which the union MUI is measured."""
+    growth_sizes: list[Count] = Field([1, 2, 5, 10, 20, 50, 100], min_length=1)
+    """Sample counts at which the union MUI is measured (each 1 .. ``growth_pool_size``)."""
     growth_repeats: int = Field(5, ge=1, le=100)
     """Random subsets per sample count."""
     correctness_n: int = Field(60, ge=4, le=2000)
@@ -60,23 +62,25 @@ class Config(BaseConfig):
     """Task whose key neurons are masked in section 3.8; None: the first math task."""
     masking_task_b: str | None = None
     """Control task of section 3.8; None: the first task of another group."""
-    masking_ks: list[int] = [1, 2, 4, 8, 16, 32, 64, 128]
-    """Numbers of neurons masked."""
+    masking_ks: list[Count] = Field([1, 2, 4, 8, 16, 32, 64, 128], min_length=1)
+    """Numbers of neurons masked (each >= 1)."""
     masking_n_items: int = Field(100, ge=4, le=2000)
     """Items to find key neurons (test split) and to evaluate (fresh split) on each task."""
     masking_random_repeats: int = Field(3, ge=1, le=50)
     """Random-neuron draws per k (their accuracy is averaged)."""
-    grid_models: list[str] | None = None
+    grid_models: list[str] | None = Field(None, min_length=1)
     """Models of the B.6 score x threshold grid; None: the base models (no ``+`` fine-tunes)."""
-    grid_tasks: list[str] | None = None
+    grid_tasks: list[str] | None = Field(None, min_length=1)
     """Tasks of the B.6 grid; None: the first task of each group."""
     grid_n_items: int = Field(30, ge=2, le=2000)
     """Items per (model, task) cell of the B.6 grid (``gradient`` costs n_layers x 10 backward passes)."""
-    grid_scores: list[Score] = ["score", "activate", "gradient", "score_sum", "activate_sum"]
+    grid_scores: list[Score] = Field(["score", "activate", "gradient", "score_sum", "activate_sum"],
+                                     min_length=1)
     """Contribution scores of the B.6 grid."""
-    grid_thresholds: list[Threshold] = ["topk", "global_topk", "top_pct", "topscore"]
+    grid_thresholds: list[Threshold] = Field(["topk", "global_topk", "top_pct", "topscore"],
+                                             min_length=1)
     """Thresholds of the B.6 grid (each at its default parameter; ``topscore`` at every ``grid_topscore_fracs``)."""
-    grid_topscore_fracs: list[float] = Field([0.2, 0.8, 0.85, 0.9, 0.95], min_length=1)
+    grid_topscore_fracs: list[Fraction] = Field([0.2, 0.8, 0.85, 0.9, 0.95], min_length=1)
     """``topscore`` fractions of the B.6 grid: 0.2 (A.4, Dai et al.) and MUI-Eval's 0.8-0.95."""
     law_form: Literal["mui_vs_log_perf", "perf_vs_log_mui"] = "mui_vs_log_perf"
     """Utility Law regression (kit.mui.metric.LAW_FORMS): the paper's MUI = -alpha ln P + beta, or the inverse."""
@@ -84,15 +88,50 @@ class Config(BaseConfig):
     """k of the ``public_code`` variant (item 6); None: MUI-Eval's int(d_mlp/1000), replaced by 1 (and said so) when 0."""
     multi_token_tasks: list[str] | None = None
     """Item 7: multi-token answer families (kit.world.EXTRA_TASKS names) whose per-sample MUI is shown; None: all of them; []: skip the section (hub models skip it)."""
-    multi_token_models: list[str] | None = None
+    multi_token_models: list[str] | None = Field(None, min_length=1)
     """Item 7: zoo models of the multi-token section; None: the base models (no fine-tunes) of ``models``."""
     multi_token_n_items: int = Field(100, ge=4, le=200)
     """Item 7: test items per multi-token family (and per the one-token comparison task) and model."""
     multi_token_focus: str | None = None
     """Item 7: model whose correct vs incorrect per-sample MUI is compared on the multi-token families; None: the model with the largest k (zoo/base-xl)."""
     sae_names: list[str] | None = None
-    """SAEs for the SAE-based MUI (kit.load_sae names); None: every SAE of the world."""
+    """SAEs for the SAE-based MUI (kit.load_sae names); None: every SAE of the world (zoo models);
+    []: skip the section."""
     sae_top: int = Field(50, ge=1, le=100000)
     """Features kept per layer and token at the reference width (A.3: top 50 at 128K)."""
     sae_reference_width: int | None = Field(131072, ge=1)
     """Width at which ``sae_top`` applies; the count is scaled to each SAE's width (None: no scaling)."""
+
+    @model_validator(mode="after")
+    def _lists(self) -> "Config":
+        for field in ("models", "tasks", "reference_order", "growth_tasks", "growth_sizes",
+                      "masking_ks", "grid_models", "grid_tasks", "grid_scores", "grid_thresholds",
+                      "multi_token_models"):
+            distinct(field, getattr(self, field))
+        too_big = [n for n in self.growth_sizes if n > self.growth_pool_size]
+        if too_big:
+            raise ValueError(f"field 'growth_sizes': {too_big} exceed growth_pool_size="
+                             f"{self.growth_pool_size} (got {self.growth_sizes}); allowed values: "
+                             "1 .. growth_pool_size")
+        return self
+
+    def requirements(self) -> list[str]:
+        """>= 3 models to rank (also when ``models`` is None) and a true order that covers them."""
+        models = self.models
+        if models is None:
+            # lazy: kit.mui.law pulls in the MUI stack; only a default model list needs it
+            from kit.mui.law import default_models
+
+            models = default_models(self.world, self.include_contaminated)
+            if len(models) < 3:
+                return [f"field 'models': None gives {len(models)} model(s) of world "
+                        f"{self.world!r} ({', '.join(models)}); the ranking needs >= 3: name them"]
+        if self.reference_order is not None:
+            missing = [m for m in models if m not in self.reference_order]
+            if missing:
+                return [f"field 'reference_order': lacks {missing}; it must rank every model of "
+                        f"models ({', '.join(models)})"]
+        elif any(not m.startswith("zoo/") for m in models):
+            return ["field 'reference_order': required when models are not tiny-world members (got "
+                    f"models={models}): only the tiny world has fresh items to rank them by"]
+        return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import random
 from dataclasses import dataclass
@@ -85,7 +86,16 @@ def start(notebook: str, profile: str | None = None, out_dir: str | Path | None 
 
 
 def _take_parameters(notebook: str, cls: type[BaseConfig], namespace: dict[str, Any]) -> dict[str, Any]:
-    """The config fields the parameters cell (and papermill) set to something other than None."""
+    """The config fields the parameters cell (and papermill) set to something other than None.
+
+    A name papermill injected (``-p NAME VALUE``) that is neither a field nor ``profile`` /
+    ``out_dir`` is refused, naming it and the allowed names: a typo must not run the default."""
+    allowed = [*RUN_PARAMETERS, *cls.model_fields]
+    unknown = [n for n in injected_parameters(namespace)
+               if n not in allowed and not n.startswith("PAPERMILL_")]  # papermill's own injections
+    if unknown:
+        raise ParamsError(f"{notebook}: unknown parameter(s) {', '.join(unknown)} (papermill -p); "
+                          f"allowed parameters: {', '.join(allowed)}")
     missing = [f for f in cls.model_fields if f not in namespace]
     if missing:
         raise ParamsError(
@@ -93,6 +103,29 @@ def _take_parameters(notebook: str, cls: type[BaseConfig], namespace: dict[str, 
             "(it declares every field of the config) before kit.start; kit.start takes them out of the "
             "namespace each time it runs")
     return {f: v for f in cls.model_fields if (v := namespace.pop(f)) is not None}
+
+
+RUN_PARAMETERS = ("profile", "out_dir")
+"""Parameters every notebook takes besides its config's fields."""
+
+INJECTED_HEADER = "# Parameters"
+"""First line of the cell papermill injects after the parameters cell (its ``comment``)."""
+
+
+def injected_parameters(namespace: dict[str, Any]) -> list[str]:
+    """Names assigned in the last cell papermill injected in this kernel (IPython's input history
+    ``In``), in order; empty outside papermill."""
+    history = namespace.get("In") or namespace.get("_ih") or []
+    for source in reversed(list(history)):
+        if isinstance(source, str) and source.lstrip().startswith(INJECTED_HEADER):
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                return []
+            return [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)]
+    return []
 
 
 def _plain_progress_bars() -> None:

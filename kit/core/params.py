@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -33,6 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kit.core.paths import REPO_ROOT
 
 PARAMS_DIR = REPO_ROOT / "params"
+
+
+MAX_SEED = 2**31 - 1
+"""Largest seed: numpy's legacy seeding takes < 2**32, and notebooks add small offsets to it."""
+DEVICE_PATTERN = re.compile(r"cpu|mps|cuda(:\d+)?")
+DEVICES = "cpu, cuda, cuda:N (N = 0, 1, ...), mps"
 
 
 class ParamsError(ValueError):
@@ -46,10 +52,10 @@ class BaseConfig(BaseModel):
 
     world: Literal["tiny", "micro"] = "tiny"
     """Embedded world that ``zoo/...`` names load from (``micro`` is the test suite's small one)."""
-    seed: int = 0
-    """Seed for every RNG the notebook touches (python, numpy, torch)."""
+    seed: int = Field(0, ge=0, le=MAX_SEED)
+    """Seed for every RNG the notebook touches (python, numpy, torch): 0 .. 2**31 - 1."""
     device: str = "cpu"
-    """Torch device for models (``cpu``, ``cuda``, ``cuda:1``...)."""
+    """Torch device for models (``cpu``, ``cuda``, ``cuda:1``..., ``mps``)."""
     engine: Literal["inline", "local", "ray"] = "local"
     """Where ``kit.core.jobs`` runs the notebook's jobs: ``inline`` (this process, one after another), ``local``
     (worker processes over this machine's cores) or ``ray`` (a Ray cluster, see ``ray_address``)."""
@@ -65,6 +71,42 @@ class BaseConfig(BaseModel):
         if value is None or value in ("auto", "local") or re.fullmatch(r"(ray://)?[\w.\-\[\]:]+:\d+", value):
             return value
         raise ValueError("allowed values: null, auto, local, ray://HOST:PORT (Ray Client) or HOST:PORT")
+
+    def requirements(self) -> list[str]:
+        """What the notebook's sections need beyond well-formed fields (enough models to rank, an
+        SAE per model, names the tokenizer has, an affordable cost), each a line naming the field;
+        checked by :func:`load_params` after the names, before anything runs (configs override
+        it)."""
+        return []
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        if not DEVICE_PATTERN.fullmatch(v):
+            raise ValueError(f"{v!r} is not a torch device; allowed values: {DEVICES}")
+        return v
+
+
+Count = Annotated[int, Field(ge=1)]
+"""A list item that counts something (a sample size, a number of neurons, a top-s): >= 1."""
+Fraction = Annotated[float, Field(gt=0.0, le=1.0)]
+"""A list item that is a fraction in (0, 1]."""
+Positive = Annotated[float, Field(gt=0.0)]
+"""A list item that is a positive number (a scale, a learning rate)."""
+
+
+def distinct(field: str, values: list[Any] | tuple[Any, ...] | None) -> None:
+    """Raise ``ValueError`` naming ``field`` and its repeated entries if an entry occurs twice."""
+    if values is None:
+        return
+    seen, twice = set(), []
+    for v in values:
+        if v in seen and v not in twice:
+            twice.append(v)
+        seen.add(v)
+    if twice:
+        raise ValueError(f"field {field!r}: {twice} listed more than once (got {list(values)}); "
+                         "list each once")
 
 
 def notebook_names() -> list[str]:
@@ -146,9 +188,12 @@ def load_params(notebook: str, profile: str | None = None, overrides: dict[str, 
     try:
         cfg = cls(**fields)
     except ValidationError as e:
-        raise ParamsError(explain(e, cls, where)) from None
+        raise ParamsError(explain(e, cls, where, fields)) from None
     errors = name_errors(cfg)
     if errors:  # a typo in a name should fail here, not minutes into the run
+        raise ParamsError("\n".join(f"{where}: {e}" for e in errors))
+    errors = cfg.requirements()
+    if errors:  # a section that cannot run should fail here, not after the sections before it
         raise ParamsError("\n".join(f"{where}: {e}" for e in errors))
     return cfg
 
@@ -227,22 +272,58 @@ def format_overrides(overrides: dict[str, Any]) -> str:
                      for k, v in overrides.items())
 
 
-def explain(error: ValidationError, cls: type[BaseModel], where: str) -> str:
-    """Turn a pydantic error into lines naming the field, what was given and what is allowed."""
+_BOUNDS = (("ge", ">= {}"), ("gt", "> {}"), ("le", "<= {}"), ("lt", "< {}"),
+           ("min_length", "at least {} item(s)"), ("max_length", "at most {} item(s)"),
+           ("pattern", "matching {}"))
+
+
+_BOUND_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short",
+                 "too_long")
+
+
+def _allowed(ctx: dict[str, Any], metadata: list[Any] | None = None) -> str:
+    """What is allowed: a literal's values, else every bound of the field (``metadata``: its
+    constraints, ``Ge(ge=0)``...) or of the error's context."""
+    if ctx.get("expected"):
+        return str(ctx["expected"])
+    bounds = {k: getattr(m, k) for m in metadata or () for k, _ in _BOUNDS if hasattr(m, k)} or ctx
+    return ", ".join(form.format(bounds[k]) for k, form in _BOUNDS if k in bounds)
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 5] + " ...]"
+
+
+def explain(error: ValidationError, cls: type[BaseModel], where: str,
+            given: dict[str, Any] | None = None) -> str:
+    """Turn a pydantic error into lines naming the field, what was given and what is allowed.
+
+    A list item's error names the item and the whole list (``growth_sizes[0]``: -1 in [-1, 0]).
+    A check across fields (a model validator) prints its own message, which names the fields; never
+    the whole config."""
     lines = []
     for err in error.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(config)"
-        top = str(err["loc"][0]) if err["loc"] else ""
+        loc = err["loc"]
+        msg = err["msg"].removeprefix("Value error, ")
+        if not loc:
+            lines.append(f"{where}: {msg}")
+            continue
+        top = str(loc[0])
+        field = top + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in loc[1:])
         if err["type"] == "extra_forbidden":
             allowed = ", ".join(cls.model_fields)
             lines.append(f"{where}: unknown field {field!r}; allowed fields: {allowed}")
             continue
         info = cls.model_fields.get(top)
-        doc = f" ({info.description})" if info is not None and info.description else ""
-        ctx = err.get("ctx") or {}
-        allowed = ctx.get("expected")
-        hint = f"; allowed values: {allowed}" if allowed else ""
-        lines.append(f"{where}: field {field!r}{doc}: {err['msg']} (got {err.get('input')!r}){hint}")
+        doc = f" ({' '.join(info.description.split())})" if info is not None and info.description else ""
+        got = f"got {_short(err.get('input'))}"
+        if len(loc) > 1 and given is not None and top in given:
+            got += f" in {top}={_short(given[top])}"
+        whole_field = len(loc) == 1 and err["type"] in _BOUND_ERRORS and info is not None
+        allowed = _allowed(err.get("ctx") or {}, info.metadata if whole_field else None)
+        hint = f"; allowed values: {allowed}" if allowed and "allowed" not in msg else ""
+        lines.append(f"{where}: field {field!r}{doc}: {msg} ({got}){hint}")
     return "\n".join(lines)
 
 

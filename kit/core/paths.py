@@ -10,10 +10,11 @@ one environment variable:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import secrets
 import shutil
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -112,20 +113,90 @@ def current_world(world: str | None = None) -> str:
     return name
 
 
+FULL = (errno.ENOSPC, errno.EDQUOT)
+"""errno values of a full disk and of an exceeded quota."""
+
+
+class DiskFullError(PathError):
+    """No space left on the device (or quota) while writing a file; the message names the file."""
+
+    def __init__(self, path: str | Path):
+        super().__init__(errno.ENOSPC, "No space left on device", str(path))
+
+    def __str__(self) -> str:
+        return f"no space left on device writing {self.filename}"
+
+
+def is_disk_full(e: BaseException | None) -> bool:
+    """Whether ``e`` (or an exception it was raised from) is a full disk or an exceeded quota."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, DiskFullError) or (isinstance(e, OSError) and e.errno in FULL):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def disk_full_error(path: str | Path) -> DiskFullError:
+    """The error for a write of ``path`` that ran out of space (``raise ... from e``)."""
+    return DiskFullError(path)
+
+
+def _new_name(parent: Path, stem: str, suffix: str) -> Path:
+    return parent / f".{stem}.{os.getpid()}.{secrets.token_hex(4)}{suffix}"
+
+
+def _create_temp_file(target: Path) -> Path:
+    """An empty file beside ``target``, created with mode 0666 less the umask (as ``open`` would
+    create ``target`` itself; ``mkstemp``'s 0600 made run outputs unreadable by the group)."""
+    while True:
+        tmp = _new_name(target.parent, target.name, ".tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def _create_temp_dir(target: Path, suffix: str = ".tmp") -> Path:
+    """An empty folder beside ``target``, mode 0777 less the umask (``mkdtemp`` makes it 0700)."""
+    while True:
+        tmp = _new_name(target.parent, target.name, suffix)
+        try:
+            tmp.mkdir()
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; rename it onto ``target`` only if the block succeeds.
 
     Readers never see a half-written cache or result: either the old file or the complete new one.
+    The temporary file is removed on any failure; a full disk raises :class:`DiskFullError` naming
+    ``target``. The new file has the permissions ``open`` would give it (0666 less the umask).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = _create_temp_file(target)
     try:
         yield tmp_path
+        _fsync(tmp_path)  # a full disk may surface only here: never rename an incomplete file
         os.replace(tmp_path, target)
+    except OSError as e:
+        if is_disk_full(e) and not isinstance(e, DiskFullError):
+            raise disk_full_error(target) from e
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -134,6 +205,11 @@ def atomic_path(target: Path) -> Iterator[Path]:
 def atomic_write_text(target: Path, text: str) -> None:
     with atomic_path(target) as tmp:
         tmp.write_text(text)
+
+
+def atomic_write_bytes(target: Path, data: bytes) -> None:
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
 
 
 @contextmanager
@@ -146,11 +222,11 @@ def atomic_dir(target: Path) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp = _create_temp_dir(target)
     try:
         yield tmp
         if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            old = _create_temp_dir(target, ".old")
             os.replace(target, old / "d")  # a directory cannot be renamed onto a non-empty one
             os.replace(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
@@ -160,6 +236,10 @@ def atomic_dir(target: Path) -> Iterator[Path]:
             except OSError:
                 if not target.is_dir():  # not a lost race with another builder: a real error
                     raise
+    except OSError as e:
+        if is_disk_full(e) and not isinstance(e, DiskFullError):
+            raise disk_full_error(target) from e
+        raise
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -2,12 +2,19 @@
 
 A run owns ``runs/<profile>/<timestamp>/``: one folder per notebook holding the executed
 notebook, its resolved ``params.yaml``, ``results.json`` and ``figures/``; ``run.json`` summarises
-the run (rewritten after each notebook, so an interrupted run says so). ``runs/<profile>/latest``
-points at the newest run. The figures of notebooks that succeeded are copied to the top-level
-``figures/<notebook>/`` (default profile only); a failed notebook's exported figures are never
-touched. The profile and every ``--set field=value`` are validated against every selected
-notebook before anything is created. A failing notebook is named and the run goes on; the exit
-code is non-zero if any failed. An existing run directory is never overwritten.
+the run (rewritten after each notebook, so an interrupted run says so; ``status`` is ``running``,
+``ok``, ``failed`` or ``interrupted``, and ``error`` names the cause of a run-level failure).
+``runs/<profile>/latest`` points at the newest complete run (every notebook ok). The figures of
+notebooks that succeeded are copied to the top-level ``figures/<notebook>/`` (default profile only);
+a failed notebook's exported figures are never touched. The profile and every ``--set
+field=value`` are validated against every selected notebook before anything is created. A failing
+notebook is named and the run goes on; the exit code is non-zero if any failed. An existing run
+directory is never overwritten; concurrent runners each get their own.
+
+Every file of a run is written whole or not at all: the executed notebook goes to a hidden staging
+file renamed into place when papermill is done (a failed notebook keeps its executed copy, an
+interrupted or disk-full one keeps none), and staging debris is removed after each notebook. A
+full disk is named as such, with the file. SIGTERM is handled like Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -29,7 +38,7 @@ from typing import Any, Iterator
 from kit.core.params import (ParamsError, config_class, load_params, notebook_names, parse_assignment,
                              read_profiles)
 from kit.world.pinned import PINNED_ENV
-from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir
+from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir, disk_full_error, is_disk_full
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 DEFAULT_PROFILE = "tiny"
@@ -104,27 +113,66 @@ def plan(notebooks: list[Path], profile: str, sets: dict[str, Any]) -> dict[str,
 
 
 def new_run_dir(out: Path, profile: str) -> Path:
+    """A new, empty ``out/<profile>/<UTC timestamp>[-n]/``: never an existing one, also when several
+    runners start in the same second (``mkdir`` decides who gets which name)."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     base = out / profile / stamp
-    run_dir, n = base, 1
-    while run_dir.exists():  # never write into an existing run
-        run_dir = base.with_name(f"{stamp}-{n}")
-        n += 1
     try:
-        run_dir.mkdir(parents=True)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        for n in range(10_000):
+            run_dir = base if n == 0 else base.with_name(f"{stamp}-{n}")
+            try:
+                run_dir.mkdir()
+                return run_dir
+            except FileExistsError:  # another run has this name: take the next one
+                continue
+        raise FileExistsError(17, "10,000 runs in one second", str(base))
     except OSError as e:
-        raise RunError(f"cannot create the run directory {run_dir}: {e.strerror or e}. "
+        raise RunError(f"cannot create the run directory {base}: {e.strerror or e}. "
                        "Pass --out DIR naming a writable folder (default: runs/ in the repository).") from None
-    return run_dir
+
+
+def _run_order(name: str) -> tuple[str, int]:
+    """Sort key of run folder names: ``20260101-120000`` < ``...-1`` < ``...-2`` < ``...-10``."""
+    m = re.fullmatch(r"(\d{8}-\d{6})(?:-(\d+))?", name)
+    return (m[1], int(m[2] or 0)) if m else ("", -1)
 
 
 def point_latest(run_dir: Path) -> None:
+    """Point ``<runs>/<profile>/latest`` at ``run_dir`` unless it already points at a newer run
+    (runners that finish out of order must not move it back)."""
     latest = run_dir.parent / "latest"
+    if latest.is_symlink():
+        current = os.readlink(latest)
+        if (run_dir.parent / current).is_dir() and _run_order(current) > _run_order(run_dir.name):
+            return
     tmp = run_dir.parent / f".latest.{os.getpid()}"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
     tmp.symlink_to(run_dir.name)
     os.replace(tmp, latest)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the runner is so that it stops as on Ctrl-C."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside the block SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``): run.json says
+    'interrupted' and staging files are removed, as on Ctrl-C. The old handler comes back after."""
+    def stop(signum, frame):
+        raise Terminated()
+
+    try:
+        old = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 # Kernels the runner starts: no progress bars (papermill saves tqdm widgets as bars frozen at 0%,
@@ -163,11 +211,12 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
     stem = nb.stem
     out_dir = run_dir / stem
     out_dir.mkdir()
+    final, staging = out_dir / nb.name, out_dir / f".{nb.stem}.partial.ipynb"
     t0 = time.perf_counter()
     try:
         with kernel_env(KERNEL_ENV):
             pm.execute_notebook(
-                str(nb), str(out_dir / nb.name),
+                str(nb), str(staging),
                 parameters={"profile": profile, "out_dir": str(out_dir), **(overrides or {})},
                 cwd=str(nb.parent), kernel_name="python3", progress_bar=False,
                 execution_timeout=timeout, config=Config(KERNEL_CONFIG),
@@ -180,10 +229,38 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
     except Exception as e:  # keep going: the summary names the notebook and the cause
         status = "failed"
         error = _short_error(e)
+        if is_disk_full(e):
+            error = str(disk_full_error(getattr(e, "filename", None) or staging))
+    except BaseException:  # Ctrl-C or SIGTERM: no half-executed notebook is left behind
+        remove_staging(out_dir)
+        raise
+    if staging.exists() and not is_disk_full_text(error):
+        os.replace(staging, final)  # the executed notebook, complete (with its error, if any)
+    remove_staging(out_dir)
     results = out_dir / "results.json"
     n_results = len(json.loads(results.read_text())) if results.exists() else 0
     n_figures = len(list((out_dir / "figures").glob("*.png"))) if (out_dir / "figures").exists() else 0
     return NotebookOutcome(stem, status, time.perf_counter() - t0, n_results, n_figures, error)
+
+
+STAGING = (".*.partial.ipynb", ".*.tmp")
+"""Hidden files a run writes before renaming them into place (papermill's notebook, atomic
+writes)."""
+
+
+def remove_staging(folder: Path) -> None:
+    """Remove the staging files under ``folder`` (a notebook's output folder, owned by this run)."""
+    for pattern in STAGING:
+        for p in folder.rglob(pattern):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+
+
+def is_disk_full_text(error: str) -> bool:
+    """Whether a notebook's error text says the disk was full (in its kernel or in papermill)."""
+    return "no space left on device" in error.lower()
 
 
 def _short_error(e: Exception) -> str:
@@ -198,7 +275,9 @@ def export_figures(run_dir: Path, dest: Path, notebooks: list[str]) -> int:
     """Copy the figures of ``notebooks`` (those that succeeded) to ``dest/<notebook>/``.
 
     Each notebook's folder is replaced whole, by a rename of a complete copy, so a reader sees the
-    old set or the new one; a notebook not named here (failed, skipped) keeps its old figures.
+    old set or the new one; a notebook not named here (failed, skipped) keeps its old figures. If a
+    copy fails (a full disk: :class:`kit.core.paths.DiskFullError` naming the file) its staging
+    folder is removed and the notebook's old figures stay.
     """
     n = 0
     for stem in notebooks:
@@ -207,11 +286,25 @@ def export_figures(run_dir: Path, dest: Path, notebooks: list[str]) -> int:
             continue
         target = dest / stem
         staging, old = dest / f".{stem}.new-{os.getpid()}", dest / f".{stem}.old-{os.getpid()}"
-        shutil.copytree(fig_dir, staging)
-        if target.exists():
-            os.replace(target, old)
-        os.replace(staging, target)
-        shutil.rmtree(old, ignore_errors=True)
+        try:
+            staging.mkdir(parents=True)
+            for src in sorted(p for p in fig_dir.iterdir() if p.is_file()):
+                try:
+                    shutil.copyfile(src, staging / src.name)
+                except OSError as e:
+                    if is_disk_full(e):
+                        raise disk_full_error(dest / stem / src.name) from e
+                    raise
+            if target.exists():
+                os.replace(target, old)
+            os.replace(staging, target)
+        except BaseException:
+            if old.exists() and not target.exists():  # put the old figures back
+                os.replace(old, target)
+            raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
         n += len(list(target.glob("*.png")))
     return n
 
@@ -258,7 +351,12 @@ def main(argv: list[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return 2
     except OSError as e:  # PathError says what to do itself; a bare OSError gets the file and a hint
-        hint = f"{e.strerror}: {e.filename} (check that the folder exists and is writable)" if e.strerror else str(e)
+        if is_disk_full(e):
+            hint = str(disk_full_error(e.filename or "the run directory"))
+        elif e.strerror:
+            hint = f"{e.strerror}: {e.filename} (check that the folder exists and is writable)"
+        else:
+            hint = str(e)
         print(hint, file=sys.stderr)
         return 2
 
@@ -268,33 +366,62 @@ def run(args: argparse.Namespace) -> int:
     sets = dict(parse_assignment(a) for a in args.set)
     overrides = plan(notebooks, args.profile, sets)  # a typo should cost seconds, not a run
     cache_dir()  # a KIT_CACHE_DIR that is a file fails here, in one line, not in every kernel
-    run_dir = new_run_dir(Path(args.out), args.profile)
-    print(f"run directory: {run_dir}", flush=True)
-    outcomes: list[NotebookOutcome] = []
-    record = {"profile": args.profile, "overrides": sets, "status": "running", "notebooks": []}
+    with sigterm_as_interrupt():
+        run_dir = new_run_dir(Path(args.out), args.profile)
+        print(f"run directory: {run_dir}", flush=True)
+        outcomes: list[NotebookOutcome] = []
+        record: dict[str, Any] = {"profile": args.profile, "overrides": sets, "status": "running",
+                                  "notebooks": []}
 
-    def save(status: str) -> None:
-        record.update(status=status, notebooks=[asdict(o) for o in outcomes])
-        atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2) + "\n")
+        def save(status: str, error: str = "") -> None:
+            record.update(status=status, notebooks=[asdict(o) for o in outcomes])
+            if error:
+                record["error"] = error
+            atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2) + "\n")
 
-    save("running")
-    for nb in notebooks:
-        print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
+        current = notebooks[0].stem if notebooks else ""
         t0 = time.perf_counter()
         try:
-            outcome = execute(nb, args.profile, run_dir, args.timeout, overrides[nb.stem])
-        except KeyboardInterrupt:
-            outcomes.append(NotebookOutcome(nb.stem, "interrupted", time.perf_counter() - t0, error="Ctrl-C"))
-            save("interrupted")
-            print(f"\ninterrupted during {nb.stem}: outputs so far are in {run_dir} (run.json says "
+            save("running")
+            for nb in notebooks:
+                current, t0 = nb.stem, time.perf_counter()
+                print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
+                outcome = execute(nb, args.profile, run_dir, args.timeout, overrides[nb.stem])
+                print(f"[{nb.stem}] {outcome.status} in {outcome.seconds:.1f}s" +
+                      (f": {outcome.error}" if outcome.error else ""), flush=True)
+                outcomes.append(outcome)
+                save("running")
+            current = ""
+            return _finish(args, run_dir, outcomes, save)
+        except KeyboardInterrupt as e:
+            why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
+            if current and not any(o.notebook == current for o in outcomes):
+                seconds = time.perf_counter() - t0
+                outcomes.append(NotebookOutcome(current, "interrupted", seconds, error=why))
+            _save_quietly(save, "interrupted", why)
+            where = f"during {current}" if current else "after the notebooks"
+            print(f"\ninterrupted {where} ({why}): outputs so far are in {run_dir} (run.json says "
                   "'interrupted'); no figures were exported", file=sys.stderr)
             return 130
-        print(f"[{nb.stem}] {outcome.status} in {outcome.seconds:.1f}s" + (f": {outcome.error}" if outcome.error else ""), flush=True)
-        outcomes.append(outcome)
-        save("running")
+        except Exception as e:  # a run-level failure (disk full, report, export): run.json names it
+            cause = str(e) if isinstance(e, OSError) and is_disk_full(e) else _short_error(e)
+            _save_quietly(save, "failed", cause)
+            print(f"run failed: {cause} (run.json in {run_dir} says 'failed')", file=sys.stderr)
+            return 1
+
+
+def _save_quietly(save, status: str, error: str) -> None:
+    """Record the final status; if run.json cannot be written (a full disk), say so and go on."""
+    try:
+        save(status, error)
+    except OSError as e:
+        print(f"could not record status {status!r} in run.json: {e}", file=sys.stderr)
+
+
+def _finish(args: argparse.Namespace, run_dir: Path, outcomes: list[NotebookOutcome], save) -> int:
+    """Report, figures, final status, ``latest``: the steps after the notebooks, in that order, so
+    run.json says 'ok' only when everything a run writes has been written."""
     failed = [o.notebook for o in outcomes if o.status == "failed"]
-    save("failed" if failed else "ok")
-    point_latest(run_dir)
     from kit.core.report import write_report  # the claims of every notebook, one table per paper
     print(f"report: {write_report(run_dir)[1]}")
     figures = args.figures or (str(REPO_ROOT / "figures") if args.profile == DEFAULT_PROFILE else None)
@@ -304,6 +431,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"exported {n} figures (PNG + PDF) of {len(succeeded)} notebook(s) that succeeded to {figures}")
         for line in changed_figures(Path(figures), succeeded):
             print(f"WARNING: differs from the committed figure: {line}")
+    save("failed" if failed else "ok", f"notebook(s) failed: {', '.join(failed)}" if failed else "")
+    if not failed:
+        point_latest(run_dir)
     print(summary_table(outcomes))
     if failed:
         print(f"FAILED notebooks: {', '.join(failed)}", file=sys.stderr)

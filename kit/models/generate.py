@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from kit.models.cache import ItemCache, map_items
+from kit.models.cache import ItemCache, is_text, map_items
 from kit.models.decoding import resolve_decoding
+from kit.models.identity import fingerprints
 
 
 @dataclass(frozen=True)
@@ -313,7 +314,7 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
                 for row in range(len(idx))]
 
     return map_items(list(range(len(rows))) if ids is None else list(ids), compute, batches, cache=cache,
-                     progress=progress)
+                     progress=progress, fingerprints=fingerprints(list(prompts)), check=is_text)
 
 
 def respond(model, prompts: Sequence[str], settings: GenerationSettings, benchmark: str | None = None,
@@ -430,7 +431,8 @@ def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSett
         params = [SamplingParams(**decoding.vllm_kwargs(item_seed(settings.seed, keys[i]))) for i in idx]
         return [o.outputs[0].text for o in llm.generate([{"prompt_token_ids": rows[i]} for i in idx], params)]
 
-    return map_items(keys, compute, [list(range(len(rows)))], cache=cache, progress=progress)
+    return map_items(keys, compute, [list(range(len(rows)))], cache=cache, progress=progress,
+                     fingerprints=fingerprints(prompts), check=is_text)
 
 
 def read_lm_eval_samples(path: str | Path, filter: str | None = None) -> list[dict[str, Any]]:

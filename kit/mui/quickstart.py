@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -121,12 +121,37 @@ def file_answers(source: str, n: int) -> Answers:
         raise ValueError(f"responses={source!r}: the samples carry no per-item metric among {', '.join(LM_EVAL_METRICS)} "
                          f"(found: {', '.join(sorted(samples[0]['metrics'])) or 'none'})")
     items = [FileItem(str(s["doc_id"]), s["prompt"], "" if s["target"] is None else str(s["target"])) for s in samples]
-    correct = np.array([float(s["metrics"][metric]) > 0 for s in samples], dtype=bool)
+    correct = sample_correctness([s["metrics"][metric] for s in samples],
+                                 [s["doc_id"] for s in samples], source, metric)
     filtered = [s["filtered"] for s in samples]
     failed = np.array([f == LM_EVAL_INVALID for f in filtered]) if all(isinstance(f, str) for f in filtered) else None
     benchmark = path.stem.removeprefix("samples_").rsplit("_", 1)[0] or path.stem
+    from kit.models.identity import file_sha256
+
+    # the file's content, not its name, is what a cache may key on (a file replaced in place)
     return Answers(benchmark, items, [s["response"] for s in samples], correct, parse_failed=failed,
-                   source=f"lm-eval {path.name} ({metric})", chat=False)
+                   source=f"lm-eval {path.name} sha256:{file_sha256(path)[:16]} ({metric})", chat=False)
+
+
+def sample_correctness(values: Sequence[Any], doc_ids: Sequence[Any], source: str,
+                       metric: str) -> np.ndarray:
+    """Correctness (bool per sample) from lm-eval per-sample metric values: value > 0. A value that
+    is not a finite number (NaN: the harness could not score the item) is a named error listing the
+    samples, never a silent wrong answer."""
+    nums = []
+    for v in values:
+        try:
+            nums.append(float(v))
+        except (TypeError, ValueError):
+            nums.append(float("nan"))
+    arr = np.asarray(nums, dtype=float)
+    bad = [str(d) for d, ok in zip(doc_ids, np.isfinite(arr)) if not ok]
+    if bad:
+        shown = ", ".join(bad[:5]) + (" ..." if len(bad) > 5 else "")
+        raise ValueError(f"responses={source!r}: {len(bad)} sample(s) have a {metric} that is "
+                         f"not a finite number (doc_id {shown}): the harness did not score them; "
+                         "rescore the file or remove those samples")
+    return arr > 0
 
 
 def items_and_answers(subject: Subject, task: str, n: int, seed: int = 0,

@@ -227,6 +227,7 @@ class HFSubject:
         MUI settings, the digest of every (id, prompt, response)) so a killed run resumes.
         ``batch_size`` is the world's."""
         from kit.models.cache import ItemCache
+        from kit.models.identity import model_identity
         from kit.models.internals import mui_key_neurons
 
         items, responses = list(answers.items), list(answers.responses)
@@ -240,7 +241,10 @@ class HFSubject:
             "dtype": str(self.model.cfg.dtype),
         }
         cache = ItemCache(
-            getattr(self.model, "kit_path", None) or self.name, answers.task, settings
+            str(getattr(self.model, "kit_path", None) or self.name),
+            answers.task,
+            settings,
+            identity=model_identity(self.model),
         )
         return mui_key_neurons(
             self.model,

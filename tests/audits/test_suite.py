@@ -178,15 +178,17 @@ def test_circuit_items_regroup_before_the_single_token_filter(model):
     items = suite.ioi_items("ioi", 6)
     vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
     groups = {"a": vocab[:2] + ["Zyxwvut", "Qwertz"], "b": vocab[2:4], "c": vocab[4:6]}
-    cfg = kit.load_params("06_measurement_audits", "smoke", overrides={"model": "twin/gpt2", "n_ioi": 9,
+    # a non-zoo model without a tokenizer readable offline (so the config checks no names) and its SAEs named
+    saes = {role: f"test-sae/{role}" for role in ("sae_arch_a", "sae_arch_b", "sae_small", "sae_large")}
+    cfg = kit.load_params("06_measurement_audits", "smoke", overrides={"model": "random/tiny-gated", "n_ioi": 9,
                                                                          "circuit_model": None,
-                                                                         "dif_name_groups": groups})
+                                                                         "dif_name_groups": groups, **saes})
     out, dropped = suite.circuit_items(model, cfg)
     assert len(out) == 9 and {it.metadata["name_group"] for it in out} == {"a", "b", "c"}
     assert dropped == {"a": ["Zyxwvut", "Qwertz"], "b": [], "c": []}
     with pytest.raises(ValueError, match="single-token"):
         suite.circuit_items(model, cfg.model_copy(update={"dif_name_groups": None}))
-    assert suite.load_circuit_model(cfg, model) == (model, "twin/gpt2"), "no circuit_model: the audited model"
+    assert suite.load_circuit_model(cfg, model) == (model, "random/tiny-gated"), "no circuit_model: the audited model"
 
 
 def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):

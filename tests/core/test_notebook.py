@@ -55,3 +55,33 @@ def test_rerunning_start_without_the_parameters_cell_is_refused(tmp_path):
     ns["model"] = object()  # what a later cell of the notebook binds
     with pytest.raises(ParamsError, match="run the parameters cell"):
         start("00_quickstart", "smoke", tmp_path, namespace=ns)
+
+
+def test_an_unknown_papermill_parameter_is_refused_naming_the_allowed_ones(tmp_path):
+    """Issue 33.6: `papermill -p n_evl 5` (a typo) ran with the default n_eval and exited 0."""
+    ns = {f: None for f in config_class("00_quickstart").model_fields}
+    ns["In"] = ["", "profile = 'tiny'\n...", "# Parameters\nprofile = \"smoke\"\nn_evl = 5\n", "import kit"]
+    ns["n_evl"] = 5
+    with pytest.raises(ParamsError) as e:
+        start("00_quickstart", "smoke", tmp_path / "out", namespace=ns)
+    msg = str(e.value)
+    assert "unknown parameter(s) n_evl" in msg and "allowed parameters: profile, out_dir" in msg and "n_eval" in msg
+    assert not (tmp_path / "out").exists(), "nothing is written for a run that cannot start"
+    ns = {f: None for f in config_class("00_quickstart").model_fields}
+    ns["In"] = ["# Parameters\nprofile = \"smoke\"\nn_eval = 5\nPAPERMILL_INPUT_PATH = \"x\"\n"]
+    ns["n_eval"] = 5
+    assert start("00_quickstart", "smoke", tmp_path / "ok", namespace=ns).cfg.n_eval == 5
+
+
+@pytest.mark.slow
+def test_papermill_with_a_misspelt_parameter_fails_before_the_notebook_runs(tmp_path):
+    import papermill as pm
+
+    from kit.core.paths import REPO_ROOT
+
+    with pytest.raises(pm.PapermillExecutionError) as e:
+        pm.execute_notebook(str(REPO_ROOT / "notebooks" / "00_quickstart.ipynb"), str(tmp_path / "out.ipynb"),
+                            parameters={"profile": "smoke", "out_dir": str(tmp_path / "run"), "n_evl": 5},
+                            cwd=str(REPO_ROOT / "notebooks"), kernel_name="python3", progress_bar=False)
+    assert e.value.ename == "ParamsError" and "unknown parameter(s) n_evl" in e.value.evalue
+    assert e.value.exec_count <= 3, "it failed in kit.start, before the notebook's work"

@@ -136,7 +136,9 @@ def test_names_are_checked_in_the_loader(notebook, override, fragment):
 
 
 def test_hub_names_and_world_names_pass():
-    cfg = load_params("01_utility_law", "smoke", {"tasks": ["add", "gsm8k", "bbh/navigate"], "models": ["gpt2", "zoo/base-s"]})
+    models = ["gpt2", "zoo/base-s", "zoo/base-m"]  # three to rank; a hub model needs the true order
+    cfg = load_params("01_utility_law", "smoke", {"tasks": ["add", "gsm8k", "bbh/navigate"], "models": models,
+                                                  "reference_order": models})
     assert cfg.tasks == ["add", "gsm8k", "bbh/navigate"]
 
 
@@ -146,3 +148,46 @@ def test_quickstart_n_eval_cannot_exceed_the_test_split():
 
     with pytest.raises(ParamsError, match=f"'n_eval'.*less than or equal to {TEST_SIZE}"):
         load_params("00_quickstart", "tiny", {"n_eval": 10_000})
+
+
+# Issue 33, item 6: settings that failed late or lied are refused when the config loads, naming the
+# field, its value and what is allowed, in a line or two (never a dump of the whole config).
+@pytest.mark.parametrize("notebook, override, fragments", [
+    ("00_quickstart", {"seed": -1}, ["field 'seed'", "got -1", ">= 0, <= 2147483647"]),
+    ("00_quickstart", {"seed": 2**40}, ["field 'seed'", "<= 2147483647"]),
+    ("00_quickstart", {"device": "nonsense"}, ["field 'device'", "'nonsense'", "cpu, cuda, cuda:N", "mps"]),
+    ("00_quickstart", {"device": "cuda:x"}, ["field 'device'", "'cuda:x'"]),
+    ("01_utility_law", {"growth_sizes": [-1, 0]}, ["field 'growth_sizes[0]'", "got -1 in growth_sizes=[-1, 0]",
+                                                   "field 'growth_sizes[1]'", ">= 1"]),
+    ("01_utility_law", {"growth_sizes": [1, 50]}, ["field 'growth_sizes'", "[50] exceed growth_pool_size=12"]),
+    ("01_utility_law", {"masking_ks": []}, ["field 'masking_ks'", "got []", "at least 1 item"]),
+    ("01_utility_law", {"tasks": []}, ["field 'tasks'", "got []", "None: every world task"]),
+    ("01_utility_law", {"tasks": ["add", "add"]}, ["field 'tasks'", "['add'] listed more than once"]),
+    ("01_utility_law", {"grid_topscore_fracs": [0.2, 1.5]}, ["field 'grid_topscore_fracs[1]'", "got 1.5", "<= 1"]),
+    ("02_training_trajectories", {"checkpoints": ["zoo/base-l"]}, ["field 'checkpoints'", "a trajectory needs >= 2"]),
+    ("03_shortcut_neurons", {"generation_seed": -3}, ["field 'generation_seed'", "got -3"]),
+    ("05_neuronvote", {"layers": [-1]}, ["field 'layers[0]'", ">= 0"]),
+    ("06_measurement_audits", {"weber_baselines": [0.0]}, ["field 'weber_baselines[0]'", "> 0"]),
+])
+def test_bad_settings_fail_at_load_naming_field_value_and_allowed(notebook, override, fragments):
+    with pytest.raises(ParamsError) as e:
+        load_params(notebook, "smoke", override)
+    msg = str(e.value)
+    for fragment in fragments:
+        assert fragment in msg, msg
+    assert "(config)" not in msg and len(msg) < 1200, "a config dump instead of the field"
+
+
+def test_a_check_across_fields_prints_its_message_not_the_config():
+    """Issue 33.6: validator errors printed '(config)' and a 2 KB dump of every field."""
+    with pytest.raises(ParamsError) as e:
+        load_params("03_shortcut_neurons", "smoke", {"locate_pair": ["+test", "+5x test"]})
+    msg = str(e.value)
+    assert "locate_pair=['+test', '+5x test']: the first must be a contaminated label" in msg
+    assert "(config)" not in msg and "'variants'" not in msg and len(msg) < 500, msg
+
+
+def test_meaningful_empty_lists_stay_allowed():
+    """[] where a field documents it: skip the SAE section, no multi-token section, no trajectory."""
+    assert load_params("01_utility_law", "smoke", {"sae_names": [], "multi_token_tasks": []}).sae_names == []
+    assert load_params("02_training_trajectories", "smoke", {"checkpoints": []}).checkpoints == []

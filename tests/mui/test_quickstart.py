@@ -47,6 +47,18 @@ def test_lm_eval_samples_without_a_known_metric_are_refused(tmp_path):
         qs.file_answers(str(_lm_eval_file(tmp_path / "samples_x_1.jsonl", metrics=("bleu",))), n=2)
 
 
+def test_an_unscored_lm_eval_sample_is_an_error_not_a_wrong_answer(tmp_path):
+    """Issue 33.9: an item with exact_match NaN counted as wrong and the run exited 0."""
+    path = _lm_eval_file(tmp_path / "samples_gsm8k_2025-01-01T00-00-00.jsonl")
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["exact_match"] = float("nan")
+    path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    with pytest.raises(ValueError, match="1 sample.s. have a exact_match that is not a finite number .doc_id 1."):
+        qs.file_answers(str(path), n=4)
+    assert qs.file_answers(str(path), n=1).correct.tolist() == [True], "the items before it still read"
+
+
 def test_published_response_sets_keep_their_parsed_correctness():
     ans = qs.file_answers("arc/llama3.1-8b-instruct", n=5)
     rs = load_responses("arc/llama3.1-8b-instruct", limit=5)

@@ -61,8 +61,10 @@ def test_runner_names_a_failing_notebook_and_keeps_going(tmp_path, capsys):
     out = capsys.readouterr()
     assert rc == 1, "a failed notebook must make the run exit non-zero"
     assert "01_broken" in out.err and "planted failure" in out.out
-    summary = json.loads((tmp_path / "runs" / "smoke" / "latest" / "run.json").read_text())
+    (run_dir,) = (tmp_path / "runs" / "smoke").iterdir()  # no 'latest': it names complete runs only
+    summary = json.loads((run_dir / "run.json").read_text())
     assert [n["status"] for n in summary["notebooks"]] == ["failed", "ok"], "the run should go on past a failure"
+    assert summary["status"] == "failed" and summary["error"] == "notebook(s) failed: 01_broken"
 
 
 def test_runner_rejects_unknown_notebook_before_running(tmp_path):

@@ -1,0 +1,149 @@
+"""What a model or a file *is*, for cache keys: a digest of its content, never its name.
+
+A cache keyed by a path or a file name returns old numbers after a model is retrained in place or a
+responses file is replaced under the same name (issue 33, item 1). Every cache asks this module:
+
+- :func:`file_sha256`: the sha256 of a file's bytes, remembered per file under
+  ``<KIT_CACHE_DIR>/identity/`` together with the file's ``stat`` (size, mtime, ctime, inode,
+  device), so a 16 GB checkpoint is hashed once, not on every run; any write, replacement or
+  ``touch`` changes ctime (which no user call can set back) and the file is hashed again;
+- :func:`path_identity`: a file's ``sha256:<hex>``, or for a model directory the digest of its
+  top-level files' names and hashes (config, weights, tokenizer, chat template: what
+  ``from_pretrained`` reads; hidden files and subfolders are not part of the model);
+- :func:`name_identity`: a model name as a cache sees it: a local path by content, a tiny-world
+  member by its content-addressed build key, anything else (a hub id, ``random/<shape>``) by name;
+- :func:`model_identity`: the same for a loaded model (``kit.load_model`` sets ``kit_path`` /
+  ``kit_name``);
+- :func:`text_fingerprint`: a short digest of strings (an item's prompt and response), so a cache
+  record made for other text is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from kit.core.paths import atomic_write_text, cache_dir, current_world, sha256
+
+IDENTITY_VERSION = 1
+"""Part of every identity: bump it when what is hashed changes."""
+
+_MEMO: dict[str, tuple[tuple[int, ...], str]] = {}
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _memo_path(real: str) -> Path:
+    return cache_dir() / "identity" / f"{hashlib.sha256(real.encode()).hexdigest()[:24]}.json"
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 (hex) of the bytes of ``path`` (symlinks followed), hashed once per version of it.
+
+    The digest is remembered in memory and under ``<KIT_CACHE_DIR>/identity/`` with the file's
+    ``stat``; it is reused only while size, mtime, ctime, inode and device are all unchanged.
+    """
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    key = _stat_key(st)
+    hit = _MEMO.get(real)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    memo = _memo_path(real)
+    try:
+        rec = json.loads(memo.read_text())
+        if (
+            rec.get("path") == real
+            and tuple(rec.get("stat", ())) == key
+            and len(rec.get("sha256", "")) == 64
+        ):
+            _MEMO[real] = (key, rec["sha256"])
+            return rec["sha256"]
+    except (OSError, ValueError, AttributeError):  # no memo yet, or a damaged one: hash again
+        pass
+    digest = sha256(Path(real))
+    if _stat_key(os.stat(real)) == key:  # not changed while we read it: safe to remember
+        _MEMO[real] = (key, digest)
+        try:
+            atomic_write_text(
+                memo, json.dumps({"path": real, "stat": list(key), "sha256": digest}) + "\n"
+            )
+        except OSError:  # a read-only cache only costs a re-hash next time
+            pass
+    return digest
+
+
+def model_files(directory: str | Path) -> list[Path]:
+    """The files of a model directory that define it: every top-level regular file (symlinks
+    followed, as in a Hugging Face snapshot) except hidden ones, sorted by name."""
+    d = Path(directory)
+    return sorted(
+        (p for p in d.iterdir() if not p.name.startswith(".") and p.is_file()), key=lambda p: p.name
+    )
+
+
+def path_identity(path: str | Path) -> str:
+    """``sha256:<hex>`` of a file, or ``dir-sha256:<hex>`` of a model directory (its
+    :func:`model_files`' names and content hashes). A missing path raises ``FileNotFoundError``."""
+    p = Path(path)
+    if p.is_file():
+        return f"sha256:{file_sha256(p)}"
+    if not p.is_dir():
+        raise FileNotFoundError(f"no file or directory {p}: its identity cannot be computed")
+    listing = [[f.name, file_sha256(f)] for f in model_files(p)]
+    digest = hashlib.sha256(json.dumps([IDENTITY_VERSION, listing]).encode()).hexdigest()
+    return f"dir-sha256:{digest}"
+
+
+def name_identity(name: str, world: str | None = None) -> str:
+    """The identity of a model as named in a cache key: an existing local path by its content
+    (:func:`path_identity`), ``zoo/<member>`` by its build key (the world's members are
+    content-addressed: recipe, code version and parent), anything else by the name itself
+    (a hub id: its files are fetched into a snapshot directory, which callers pass instead)."""
+    if name.startswith("zoo/"):
+        # lazy: kit.world imports torch and the world's specs; hub models' keys never need it
+        from kit.world.zoo import member_key, world_spec
+
+        spec = world_spec(current_world(world))
+        try:  # the key covers the recipe; the name adds the checkpoint (``base-l@step-300``)
+            return f"zoo:{spec.name}:{name.removeprefix('zoo/')}:{member_key(spec, name)}"
+        except StopIteration:  # not a member of this world: the name is all we know
+            return f"name:{name}"
+    p = Path(name).expanduser()
+    if name and (p.is_file() or p.is_dir()):
+        return path_identity(p)
+    return f"name:{name}"
+
+
+def model_identity(model: Any) -> str:
+    """The identity of a model loaded by ``kit.load_model``: its directory's content when it came
+    from one (``kit_path``), else :func:`name_identity` of its name (``kit_name``)."""
+    path = getattr(model, "kit_path", None)
+    if path:
+        return path_identity(path)
+    name = getattr(model, "kit_name", None)
+    if name:
+        return name_identity(str(name))
+    raise ValueError(
+        "this model carries neither kit_path nor kit_name (load it with kit.load_model): "
+        "a cache cannot tell it from another model"
+    )
+
+
+def text_fingerprint(*texts: str | None) -> str:
+    """A 16-hex digest of ``texts`` (e.g. an item's prompt and response): a cache record made for
+    other text carries another fingerprint and is refused."""
+    return hashlib.sha256(json.dumps(list(texts)).encode()).hexdigest()[:16]
+
+
+def fingerprints(*columns: Sequence[str | None]) -> list[str]:
+    """:func:`text_fingerprint` of each row of equally long ``columns`` (prompts, responses...)."""
+    n = {len(c) for c in columns}
+    if len(n) > 1:
+        raise ValueError(f"fingerprints: columns of different lengths {sorted(n)}")
+    return [text_fingerprint(*row) for row in zip(*columns)]
