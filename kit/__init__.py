@@ -2,7 +2,7 @@
 
 The flat public API::
 
-    from kit import load_model, load_sae, load_benchmark, start, save_figure, record_results
+    from kit import load_model, load_sae, load_benchmark, load_subject, start, save_figure, record_results
 
 and one package per paper, imported on first use:
 
@@ -13,7 +13,8 @@ and one package per paper, imported on first use:
 - ``kit.audits``      seed 003: measurement-theory audits (06)
 
 beside ``kit.core`` (params, notebook start/record, figures, runner, paths, bench harness),
-``kit.models`` (loading; ``kit.models.tl`` is the one TransformerLens adapter), ``kit.data``
+``kit.models`` (loading; ``kit.models.tl`` is the one TransformerLens adapter), ``kit.subjects``
+(a model under evaluation: items, answers, scores, internals, for world and real models alike), ``kit.data``
 (items, benchmarks, scorers, published responses, paper tables) and ``kit.world`` (the tiny world).
 """
 
@@ -45,12 +46,20 @@ def load_benchmark(name: str, split: str = "test", **kwargs: Any) -> list[Item]:
     return _load(name, split=split, **kwargs)
 
 
+def load_subject(name: str, device: str = "cpu", world: str | None = None, **kwargs: Any):
+    """A model under evaluation (``kit.subjects.Subject``): items, answers with their scores, MUI."""
+    from kit.subjects import load_subject as _load
+
+    return _load(name, device=device, world=world, **kwargs)
+
+
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["audits", "cg", "configs", "core", "data", "models", "mui", "neuronvote", "shortcut", "world"],
+    __name__, ["audits", "cg", "configs", "core", "data", "models", "mui", "neuronvote", "shortcut", "subjects",
+               "world"],
     globals())
 
 __all__ = [
-    "Item", "NotebookRun", "ParamsError", "DataError", "load_model", "load_sae", "load_benchmark",
+    "Item", "NotebookRun", "ParamsError", "DataError", "load_model", "load_sae", "load_benchmark", "load_subject",
     "load_params", "start", "save_figure", "record_results", "use_paper_style", "data_dir", "cache_dir",
     "Section", "publish", "findings_text",
 ]

@@ -42,7 +42,7 @@ class Config(BaseConfig):
     n_ref: int = Field(400, ge=2, le=100_000)
     """Fresh (never-seen) items whose accuracy is the reference score Ref."""
     ref_task: str | None = None
-    """Where Ref's items come from (``kit.shortcut.neurons.reference_items``): None = the tiny-world task's
+    """Where Ref's items come from (``kit.shortcut.items.reference_items``): None = the tiny-world task's
     fresh split; a real ``task`` needs another benchmark no variant saw (the paper: OpenMathInstruct-2; e.g. mawps)."""
     ref_split: str = "test"
     """Split of ``ref_task`` (``ref_task == task`` on ``test`` is refused: Ref would equal Ori)."""
@@ -119,7 +119,7 @@ class Config(BaseConfig):
     Table 2's ``+train split`` recipe with ``:format=...``, ``kit.shortcut.variants``)."""
     n_format: int = Field(400, ge=2, le=10_000)
     """Section 11: fresh items scored with and without ``benchmark_format`` (the format advantage, paired by item;
-    one per content, ``kit.shortcut.neurons.benchmark_items``: ``add`` has about 490)."""
+    one per content, ``kit.shortcut.items.study_items``: ``add`` has about 490)."""
     max_new_tokens: int = Field(1, ge=1, le=512)
     """Tokens generated per item (tiny-world answers are one token; GSM8K needs a few hundred)."""
     max_rows: int = Field(4096, ge=1)
@@ -224,7 +224,9 @@ class Config(BaseConfig):
         if self.ref_task == self.task and self.ref_split == "test":
             raise ValueError(f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
                              "choose another benchmark or a split no variant trained on")
-        world_base = self.base_model.startswith("zoo/") or variants.is_extra(self.base_model)
+        from kit.subjects import is_world_name
+
+        world_base = is_world_name(self.base_model)
         if world_base and self.decoding != "greedy":
             raise ValueError(f"decoding={self.decoding!r}: tiny-world models (base_model={self.base_model!r}) are scored by "
                              "the world's evaluation (the argmax first token); allowed values on them: greedy ('sample' "

@@ -51,6 +51,8 @@ class Config(BaseConfig):
     """Real models: padded tokens per teacher-forced MUI pass (rows x longest row); lower it when the GPU runs out of memory."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Real models: weight dtype (``bfloat16`` for 7B checkpoints: ~15 GB each, one loaded at a time); zoo models are float32."""
+    prompt_style: Literal["instructed", "plain"] = "instructed"
+    """Real benchmarks: ``instructed`` wraps each question in its benchmark's answer-format instruction (``kit.data.prompts``: lm-evaluation-harness's Llama-3 instruct templates where they exist), ``plain`` shows the bare question (as the MUI paper's code shows instruct models). Tiny-world tasks keep their format."""
 
     @field_validator("checkpoints")
     @classmethod

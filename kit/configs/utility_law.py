@@ -29,6 +29,8 @@ class Config(BaseConfig):
     """Hugging Face models: weight dtype (``bfloat16`` holds a 7B model in ~15 GB); zoo models are always float32."""
     max_new_tokens: int = Field(1, ge=1, le=8192)
     """Greedy response length (every tiny-world answer is one token; the paper used 1024)."""
+    prompt_style: Literal["instructed", "plain"] = "instructed"
+    """Real benchmarks: ``instructed`` wraps each question in its benchmark's answer-format instruction (``kit.data.prompts``: lm-evaluation-harness's Llama-3 instruct templates where they exist), ``plain`` shows the bare question (as the MUI paper's code shows instruct models). Tiny-world tasks keep their format."""
     score: Score = "score"
     """Neuron contribution score (kit.mui.metric.SCORES): Eq. 3 ``score`` is the paper's choice."""
     threshold: Threshold = "topk"

@@ -28,7 +28,7 @@ __all__ = [
     "score", "extract_final_number", "extract_choice_letter", "extract_boxed",
     "score_all", "normalize_math_answer", "numbers_equal", "extract_bbh_answer", "bbh_match",
     "extract_code", "code_program", "run_program", "NUMERIC_BENCHMARKS", "CHOICE_BENCHMARKS",
-    "check_math_answer", "math_checker", "MathVerdict", "MATH_CHECKERS",
+    "check_math_answer", "math_checker", "MathVerdict", "MATH_CHECKERS", "parse_failed",
 ]
 
 NUMERIC_BENCHMARKS = ("gsm8k", "svamp", "mawps", "asdiv")
@@ -532,6 +532,42 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     allowed = (NUMERIC_BENCHMARKS + CHOICE_BENCHMARKS + ("bbh/<task>", "math500") + CODE_BENCHMARKS
                + ("agieval", "logicbench", "natural_questions", "tiny/<task>"))
     raise ValueError(f"benchmark={benchmark!r} has no scorer; allowed values: {', '.join(allowed)}")
+
+
+def parse_failed(benchmark: str, item: Item, response: str) -> bool:
+    """Whether :func:`score`'s rule reads no answer at all from ``response`` (it then scores it wrong).
+
+    Per benchmark, the extractor :func:`score` applies finds nothing: no number (gsm8k, svamp,
+    mawps, asdiv; a non-numeric ASDiv answer: no text), no choice letter (multiple choice), no
+    ``\\boxed{}`` and no number (math500; agieval's cloze items: nor an answer line), no yes/no
+    (logicbench BQA), no code (humaneval, mbpp: an empty program), an empty answer line (bbh,
+    natural_questions), and for ``tiny/<task>`` no letter / an empty response. A parsed but wrong
+    answer is not a parse failure."""
+    base = benchmark.split("/", 1)[0]
+    response = response or ""
+    if base in NUMERIC_BENCHMARKS:
+        if _to_float(item.answer or "") is None:
+            return not extract_bbh_answer(response)
+        return extract_final_number(response) is None
+    if base in CHOICE_BENCHMARKS:
+        n = len(item.choices) if item.choices else 4
+        return extract_choice_letter(response, n_choices=max(n, 2)) is None
+    if base in ("agieval", "logicbench", "tiny") and item.choices is not None:
+        return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) is None
+    if base in ("bbh", "natural_questions"):
+        return not extract_bbh_answer(response)
+    if base == "math500":
+        return extract_boxed(response) is None and extract_final_number(response) is None
+    if base == "agieval":
+        return not (extract_boxed(response) or extract_final_number(response) or extract_bbh_answer(response))
+    if base == "logicbench":
+        return re.search(r"\b(yes|no)\b", response.lower()) is None
+    if base in CODE_BENCHMARKS:
+        return not extract_code(response).strip()
+    if base == "tiny":
+        return not response.strip()
+    score(benchmark, item, response)  # raises, naming the benchmarks that have a rule
+    raise ValueError(f"benchmark={benchmark!r} has no parse rule")
 
 
 def score_all(benchmark: str, items: list[Item], responses: list[str], timeout: float = 10.0) -> list[bool]:

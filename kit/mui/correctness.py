@@ -12,7 +12,7 @@ import numpy as np
 
 from kit.mui import metric as mui
 from kit.mui.plots import plot_correctness
-from kit.mui.responses import respond_and_score, task_items
+from kit.subjects import Subject
 
 
 def correct_vs_incorrect(model, items: list, responses: list[str], correct: np.ndarray, seed: int = 0,
@@ -71,20 +71,19 @@ def correct_vs_incorrect(model, items: list, responses: list[str], correct: np.n
     return out
 
 
-def correctness_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any):
+def correctness_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
     """§3.7: MUI of correct vs incorrect responses, equal counts within each task."""
     from kit.core.findings import Section
 
-    zoo = focus.startswith("zoo/")
+    focus = subject.name
     items, resp, ok, strata = [], [], [], []
     for t in tasks:
-        its = task_items(t, "test", cfg.correctness_n, cfg.seed, zoo)
-        r, good = respond_and_score(model, its, t, zoo, cfg.max_new_tokens)
-        items += its
-        resp += r
-        ok += good.tolist()
-        strata += [t] * len(its)
-    ci = correct_vs_incorrect(model, items, resp, np.array(ok), cfg.seed, strata=strata, **mui_kw)
+        ans = subject.answer(t, subject.items(t, "test", cfg.correctness_n, cfg.seed), cfg.max_new_tokens)
+        items += ans.items
+        resp += ans.responses
+        ok += ans.correct.tolist()
+        strata += [t] * ans.n
+    ci = correct_vs_incorrect(subject.model, items, resp, np.array(ok), cfg.seed, strata=strata, **mui_kw)
     if ci["n_each"] >= 2:
         per_sample = ("every sample's own MUI is identical (one-token answers: n_layers x k key neurons each), so no per-sample test"
                       if ci["per_sample_constant"] else

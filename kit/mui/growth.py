@@ -11,7 +11,7 @@ import pandas as pd
 
 from kit.mui import metric as mui
 from kit.mui.plots import plot_growth
-from kit.mui.responses import respond_and_score, task_group, task_items
+from kit.subjects import Subject, task_group
 
 
 def growth_curves(model, pools: dict[str, list], responses: dict[str, list[str]], sizes: Sequence[int],
@@ -35,11 +35,12 @@ def growth_curves(model, pools: dict[str, list], responses: dict[str, list[str]]
     return pd.DataFrame(rows)
 
 
-def first_task_per_group(tasks: Sequence[str], zoo: bool = True) -> list[str]:
-    """One task per capability group, in the given order (the single-capability pools)."""
+def first_task_per_group(tasks: Sequence[str]) -> list[str]:
+    """One task per capability group (:func:`kit.subjects.task_group`), in the given order (the
+    single-capability pools)."""
     seen: dict[str, str] = {}
     for t in tasks:
-        seen.setdefault(task_group(t, zoo), t)
+        seen.setdefault(task_group(t), t)
     return list(seen.values())
 
 
@@ -56,15 +57,15 @@ def mixed_pool(pools: dict[str, list], size: int, seed: int = 0) -> list:
     return out
 
 
-def growth_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any):
+def growth_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
     """§3.6: MUI against the number of samples, single-capability pools vs a mixed pool."""
     from kit.core.findings import Section
 
-    zoo = focus.startswith("zoo/")
-    growth_tasks = cfg.growth_tasks or first_task_per_group(tasks, zoo)
-    pools = {t: task_items(t, "test", cfg.growth_pool_size, cfg.seed, zoo) for t in growth_tasks}
+    model, focus = subject.model, subject.name
+    growth_tasks = cfg.growth_tasks or first_task_per_group(tasks)
+    pools = {t: subject.items(t, "test", cfg.growth_pool_size, cfg.seed) for t in growth_tasks}
     pools["mixed"] = mixed_pool({t: pools[t] for t in growth_tasks}, cfg.growth_pool_size, cfg.seed)
-    responses = {t: respond_and_score(model, pools[t], t, zoo, cfg.max_new_tokens)[0] for t in growth_tasks}
+    responses = {t: subject.respond(t, pools[t], cfg.max_new_tokens) for t in growth_tasks}
     # the mixed pool's items come from the single pools: reuse their responses
     lookup = {it.id: r for t in growth_tasks for it, r in zip(pools[t], responses[t])}
     responses["mixed"] = [lookup[it.id] for it in pools["mixed"]]

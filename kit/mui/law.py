@@ -2,7 +2,8 @@
 performance, the paper's form; the inverse as an option), PUR, rank agreement with a reference
 order, and notebook 01's law grid (performance and MUI per model and task) with its ranking section.
 
-World access goes through :mod:`kit.mui.responses`; the metric itself lives in :mod:`kit.mui.metric`.
+Models are asked through :mod:`kit.subjects` (world and Hugging Face alike); the metric itself lives
+in :mod:`kit.mui.metric`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from kit.core.checks import require_finite
-from kit.mui.responses import is_zoo, items_mui, respond_and_score, task_group, task_items
 
 Numbers = float | int | np.ndarray | Sequence[float | int]
 """A number or a 1-d collection of numbers (list, numpy array; pass pandas columns as ``.to_numpy()``)."""
@@ -196,35 +196,38 @@ def default_models(world: str, include_contaminated: bool = True) -> list[str]:
 def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_fresh: int, world: str,
                   device: str = "cpu", score: str = "score", threshold: str = "topk", k: int | None = None,
                   frac: float | None = None, batch_size: int = 32, seed: int = 0,
-                  max_new_tokens: int = 1, max_batch_tokens: int = 8192, dtype: str | None = None) -> pd.DataFrame:
+                  max_new_tokens: int = 1, max_batch_tokens: int = 8192, dtype: str | None = None,
+                  prompt_style: str = "instructed") -> pd.DataFrame:
     """Performance (test accuracy %), true capability (fresh accuracy %) and MUI per (model, task).
 
-    MUI is measured on each model's own greedy responses to the test items (Eq. 5) by
-    :func:`items_mui`: zoo models in ``batch_size`` rows, Hugging Face models teacher-forced in
-    batches of ``max_batch_tokens`` padded tokens with a per-item cache. ``dtype``: Hugging Face
-    models' weight dtype (zoo models are float32). Returns columns model, task, group, performance, fresh, mui, n_items.
+    Each model is a :class:`kit.subjects.Subject` (``prompt_style``: real benchmarks' answer-format
+    instructions, :mod:`kit.data.prompts`). MUI is measured on its own greedy responses to the test
+    items (Eq. 5): world models in ``batch_size`` rows, Hugging Face models teacher-forced in batches
+    of ``max_batch_tokens`` padded tokens with a per-item cache. Fresh accuracy needs items the model
+    never saw (the world's ``fresh`` split; NaN for real benchmarks). ``dtype``: Hugging Face models'
+    weight dtype (world models are float32). Returns columns model, task, group, performance, fresh,
+    mui, n_items, and per cell the accuracy's Wilson interval (``perf_low``, ``perf_high``, in %),
+    chance, parse failures and truncated responses.
     """
     from tqdm.auto import tqdm
 
-    from kit import world as kworld
     from kit.models.generate import release
-    from kit.models.load import load_model
+    from kit.subjects import load_subject
 
     rows = []
     for name in tqdm(models, desc="models"):
-        zoo = is_zoo(name)
-        model = load_model(name, device=device, world=world, dtype=dtype)
+        subject = load_subject(name, device=device, world=world, dtype=dtype, prompt_style=prompt_style)
         for task in tasks:
-            items = task_items(task, "test", n_items, seed, zoo)
-            responses, correct = respond_and_score(model, items, task, zoo, max_new_tokens)
-            m = items_mui(model, items, responses, task, zoo, score, threshold, k, frac, batch_size, max_batch_tokens)
-            fresh_acc = np.nan
-            if zoo and n_fresh > 0:
-                fresh_acc = 100 * np.asarray(kworld.evaluate(model, task_items(task, "fresh", n_fresh, seed))).mean()
-            rows.append({"model": name, "task": task, "group": task_group(task, zoo),
-                         "performance": 100 * correct.mean(), "fresh": fresh_acc,
-                         "mui": m, "n_items": len(items)})
-        del model
+            ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
+            m = subject.mui(ans, score, threshold, k, frac, batch_size, max_batch_tokens)
+            fresh = subject.fresh_items(task, n_fresh, seed) if n_fresh > 0 else None
+            fresh_acc = np.nan if fresh is None else 100 * subject.answer(task, fresh, max_new_tokens).accuracy
+            lo, hi = ans.interval
+            rows.append({"model": name, "task": task, "group": subject.group(task),
+                         "performance": 100 * ans.accuracy, "fresh": fresh_acc, "mui": m, "n_items": ans.n,
+                         "perf_low": 100 * lo, "perf_high": 100 * hi, "chance": ans.chance,
+                         "parse_failures": ans.n_parse_failed, "truncated": ans.n_truncated})
+        del subject
         release()  # the Hugging Face copy that generated: one model on the device at a time
     return pd.DataFrame(rows)
 
@@ -321,3 +324,10 @@ def tiny_rank_section(grid: pd.DataFrame, fits_task: pd.DataFrame, fits_group: p
     ]
     return Section(record=record, findings=findings, tables={"rank": table},
                    data={"reference_order": rank_summary["reference_order"]})
+
+
+def focus_model(models: Sequence[str], preferred: str | None = None) -> str:
+    """The model of sections 3.6-3.8: ``preferred``, else ``zoo/base-m`` if listed, else the first."""
+    if preferred:
+        return preferred
+    return "zoo/base-m" if "zoo/base-m" in models else models[0]

@@ -13,7 +13,7 @@ import torch
 
 from kit.mui import metric as mui
 from kit.mui.plots import plot_masking
-from kit.mui.responses import respond_and_score, task_group, task_items
+from kit.subjects import Subject, task_group
 from kit.mui.scores import iter_neuron_scores
 
 
@@ -45,20 +45,21 @@ def key_neuron_ranking(model, items: list, responses: list[str], score: str = "s
     return [(i // d, i % d) for i in order]
 
 
-def masking_curve(model, ranking: list[tuple[int, int]], eval_sets: dict[str, list], ks: Sequence[int],
-                  random_repeats: int = 3, seed: int = 0, zoo: bool = True, max_new_tokens: int = 1) -> pd.DataFrame:
+def masking_curve(subject: Subject, ranking: list[tuple[int, int]], eval_sets: dict[str, list], ks: Sequence[int],
+                  random_repeats: int = 3, seed: int = 0, max_new_tokens: int = 1) -> pd.DataFrame:
     """Accuracy (%) on each eval set after zero-ablating the top-k key neurons vs k random neurons.
 
     ``eval_sets``: task name -> items. Returns columns k, kind (``key``/``random``), set,
     accuracy (random: mean over repeats). ``k = 0`` is the unablated model; ks larger than the
     ranking are skipped for ``key`` (the task has fewer key neurons than that).
     """
+    model = subject.model
     n_layers, d_mlp = model.cfg.n_layers, model.cfg.d_mlp
     rng = np.random.default_rng(seed)
     rows = []
 
     def acc(neurons, items, task):
-        return 100 * float(respond_and_score(model, items, task, zoo, max_new_tokens, ablate=neurons)[1].mean())
+        return 100 * subject.answer(task, items, max_new_tokens, ablate=neurons).accuracy
 
     for k in sorted(set([0, *ks])):
         for name, items in eval_sets.items():
@@ -76,10 +77,10 @@ def masking_curve(model, ranking: list[tuple[int, int]], eval_sets: dict[str, li
     return pd.DataFrame(rows)
 
 
-def masking_tasks(tasks: Sequence[str], task_a: str | None, task_b: str | None, zoo: bool = True) -> tuple[str, str]:
+def masking_tasks(tasks: Sequence[str], task_a: str | None, task_b: str | None) -> tuple[str, str]:
     """Task A (default: first math task) and control task B (default: first task of another group)."""
-    a = task_a or next((t for t in tasks if task_group(t, zoo) == "math"), tasks[0])
-    b = task_b or next((t for t in tasks if task_group(t, zoo) != task_group(a, zoo)), tasks[-1])
+    a = task_a or next((t for t in tasks if task_group(t) == "math"), tasks[0])
+    b = task_b or next((t for t in tasks if task_group(t) != task_group(a)), tasks[-1])
     return a, b
 
 
@@ -97,20 +98,22 @@ def masking_summary(curve: pd.DataFrame, task_a: str, task_b: str) -> dict[str, 
     return out
 
 
-def masking_section(model, focus: str, tasks: Sequence[str], cfg, **mui_kw: Any):
-    """§3.8: zero-ablate task A's top key neurons (vs random neurons); accuracy on A and on B."""
+def masking_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
+    """§3.8: zero-ablate task A's top key neurons (vs random neurons); accuracy on A and on B, on
+    items the model never saw where they exist (the world's fresh split), else on the test items
+    after the ranked ones."""
     from kit.core.findings import Section
 
-    zoo = focus.startswith("zoo/")
-    task_a, task_b = masking_tasks(tasks, cfg.masking_task_a, cfg.masking_task_b, zoo)
-    items_a = task_items(task_a, "test", cfg.masking_n_items, cfg.seed, zoo)
-    resp_a, _ = respond_and_score(model, items_a, task_a, zoo, cfg.max_new_tokens)
+    model, focus = subject.model, subject.name
+    task_a, task_b = masking_tasks(tasks, cfg.masking_task_a, cfg.masking_task_b)
+    items_a = subject.items(task_a, "test", cfg.masking_n_items, cfg.seed)
+    resp_a = subject.respond(task_a, items_a, cfg.max_new_tokens)
     ranking = key_neuron_ranking(model, items_a, resp_a, **mui_kw)
     n_key_a = mui.utilization_for_items(model, items_a, resp_a, **mui_kw).mask.sum().item()
-    eval_split = "fresh" if zoo else "test"
-    eval_sets = {t: task_items(t, eval_split, cfg.masking_n_items, cfg.seed + 1, zoo, skip=0 if zoo else cfg.masking_n_items)
+    n = cfg.masking_n_items
+    eval_sets = {t: subject.fresh_items(t, n, cfg.seed + 1) or subject.items(t, "test", n, cfg.seed + 1, skip=n)
                  for t in (task_a, task_b)}
-    curve = masking_curve(model, ranking, eval_sets, cfg.masking_ks, cfg.masking_random_repeats, cfg.seed, zoo,
+    curve = masking_curve(subject, ranking, eval_sets, cfg.masking_ks, cfg.masking_random_repeats, cfg.seed,
                           cfg.max_new_tokens)
     ms = masking_summary(curve, task_a, task_b)
     nan = float("nan")

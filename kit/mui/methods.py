@@ -11,7 +11,7 @@ import pandas as pd
 from kit.mui import metric as mui
 from kit.mui.plots import plot_method_correlations
 from kit.mui.published import published_b6_correlations
-from kit.mui.responses import is_zoo, respond_and_score, task_items
+from kit.subjects import Subject
 
 DEFAULT_METHODS: list[tuple[str, str]] = [
     (s, t) for s in ("score", "activate", "gradient", "score_sum", "activate_sum") for t in mui.THRESHOLDS
@@ -28,33 +28,34 @@ def method_name(score: str, threshold: str, frac: float | None = None) -> str:
 def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
                 methods: Sequence[tuple] = DEFAULT_METHODS, batch_size: int = 32,
                 seed: int = 0, max_new_tokens: int = 1, dtype: str | None = None,
-                max_batch_tokens: int | None = None) -> pd.DataFrame:
-    """MUI under every method for each (model, task) cell (zoo models in ``batch_size`` rows,
-    Hugging Face models in batches of ``max_batch_tokens`` padded tokens). A method is ``(score, threshold)`` (the
-    threshold's default parameter) or ``(score, threshold, frac)``. Returns columns model, task,
-    method, score, threshold, frac, mui, d_mlp, max_response_tokens (the longest response of the cell,
-    which decides whether ``*_sum`` can differ from the token score)."""
+                max_batch_tokens: int | None = None, prompt_style: str = "instructed") -> pd.DataFrame:
+    """MUI under every method for each (model, task) cell (world models in ``batch_size`` rows,
+    Hugging Face models in batches of ``max_batch_tokens`` padded tokens: ``Subject.token_budget``).
+    A method is ``(score, threshold)`` (the threshold's default parameter) or ``(score, threshold,
+    frac)``. Returns columns model, task, method, score, threshold, frac, mui, d_mlp,
+    max_response_tokens (the longest response of the cell, which decides whether ``*_sum`` can
+    differ from the token score)."""
     from tqdm.auto import tqdm
 
     from kit.models.generate import release
-    from kit.models.load import load_model
+    from kit.subjects import load_subject
 
     rows = []
     for name in tqdm(model_names, desc="B.6 grid"):
-        model = load_model(name, device=device, world=world, dtype=dtype)
+        subject = load_subject(name, device=device, world=world, dtype=dtype, prompt_style=prompt_style)
+        model = subject.model
         for task in tasks:
-            items = task_items(task, "test", n_items, seed, is_zoo(name))
-            responses, _ = respond_and_score(model, items, task, is_zoo(name), max_new_tokens)
-            tokens, mask = mui.item_tokens(model, items, responses)
+            items = subject.items(task, "test", n_items, seed)
+            tokens, mask = subject.tokens(items, subject.respond(task, items, max_new_tokens))
             longest = int(mask.sum(dim=1).max())
             for method in methods:
                 score, threshold, frac = (*method, None)[:3]
                 res = mui.utilization(model, tokens, mask, score=score, threshold=threshold, frac=frac,
-                                      batch_size=batch_size, max_batch_tokens=None if is_zoo(name) else max_batch_tokens)
+                                      batch_size=batch_size, max_batch_tokens=subject.token_budget(max_batch_tokens))
                 rows.append({"model": name, "task": task, "method": method_name(score, threshold, frac), "score": score,
                              "threshold": threshold, "frac": frac, "mui": res.mui, "d_mlp": model.cfg.d_mlp,
                              "max_response_tokens": longest})
-        del model
+        del model, subject
         release()
     return pd.DataFrame(rows)
 
@@ -96,7 +97,8 @@ def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg):
     methods = [(s, t, f) if t == "topscore" else (s, t) for s in cfg.grid_scores for t in cfg.grid_thresholds
                for f in (cfg.grid_topscore_fracs if t == "topscore" else [None])]
     mgrid = method_grid(model_names, tasks, cfg.grid_n_items, cfg.world, cfg.device, methods, cfg.batch_size, cfg.seed,
-                        cfg.max_new_tokens, dtype=cfg.dtype, max_batch_tokens=cfg.max_batch_tokens)
+                        cfg.max_new_tokens, dtype=cfg.dtype, max_batch_tokens=cfg.max_batch_tokens,
+                        prompt_style=cfg.prompt_style)
     dropped = coincident_methods(mgrid)
     kept = mgrid[~mgrid.method.isin(list(dropped))]
     corr = method_correlations(kept)
@@ -121,15 +123,14 @@ def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg):
         tables={"published": pub, "grid": kept.pivot_table(index=["model", "task"], columns="method", values="mui")})
 
 
-def public_code_section(model, focus: str, task: str, cfg, k: int | None = None):
+def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
     """Item 6: the paper's definition and MUI-Eval's code (``variant="public_code"``) on the same model,
     items and responses; the code with 1 and with 2 visible GPUs (its per-GPU duplicates)."""
     from kit.core.findings import Section
 
-    zoo = focus.startswith("zoo/")
-    items = task_items(task, "test", cfg.n_items, cfg.seed, zoo)
-    responses, _ = respond_and_score(model, items, task, zoo, cfg.max_new_tokens)
-    tokens, mask = mui.item_tokens(model, items, responses)
+    model, focus = subject.model, subject.name
+    items = subject.items(task, "test", cfg.n_items, cfg.seed)
+    tokens, mask = subject.tokens(items, subject.respond(task, items, cfg.max_new_tokens))
     d = model.cfg.d_mlp
     k_pub = mui.public_code_k(d) if k is None else k
     note = ""
@@ -137,7 +138,7 @@ def public_code_section(model, focus: str, task: str, cfg, k: int | None = None)
         k_pub = 1
         note = (f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = 1 is passed "
                 "explicitly so its other choices can be compared.")
-    budget = dict(batch_size=cfg.batch_size, max_batch_tokens=None if zoo else cfg.max_batch_tokens)
+    budget = dict(batch_size=cfg.batch_size, max_batch_tokens=subject.token_budget(cfg.max_batch_tokens))
     paper = mui.utilization(model, tokens, mask, **budget).mask
     rows = [{"variant": "paper (per-token top-k, act*up, next token)", "k": mui.default_k(d),
              "mui": mui.mui_of_mask(paper), "jaccard_with_paper": 1.0}]

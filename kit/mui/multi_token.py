@@ -15,7 +15,7 @@ from kit.mui import metric as mui
 from kit.mui.correctness import correct_vs_incorrect
 from kit.mui.law import fmt_fit, law_fits
 from kit.mui.plots import plot_per_sample_mui
-from kit.mui.responses import is_zoo, task_group, task_items
+from kit.subjects import Subject, is_world_name, load_subject, task_group
 
 
 def width_k_table(models: Sequence[str], world: str, k: int | None = None) -> pd.DataFrame:
@@ -27,7 +27,7 @@ def width_k_table(models: Sequence[str], world: str, k: int | None = None) -> pd
 
     rows = []
     for m in models:
-        if not is_zoo(m):
+        if not is_world_name(m):
             continue
         arch = kworld.member_info(m, world)["arch"]
         kk = k or mui.default_k(arch["d_mlp"])
@@ -37,21 +37,21 @@ def width_k_table(models: Sequence[str], world: str, k: int | None = None) -> pd
     return pd.DataFrame(rows)
 
 
-def per_sample_mui(model, items: list, mui_kw: dict[str, Any]) -> pd.DataFrame:
-    """Greedy responses of a world model (as many tokens as the longest answer), exact-match and
-    token accuracy, and each sample's own MUI (Eq. 5 on that sample alone).
+def per_sample_mui(subject: Subject, task: str, items: list, mui_kw: dict[str, Any]) -> pd.DataFrame:
+    """Greedy responses of a world model (as many tokens as the longest answer), exact match of the
+    answer words (``Subject.answer``) and token accuracy, and each sample's own MUI (Eq. 5 on that
+    sample alone).
 
     Returns columns item, correct, token_accuracy, response_tokens, mui."""
     from kit import world as kworld
 
     n_ans = max(len(it.target.split()) for it in items)
-    responses = kworld.respond(model, items, max_new_tokens=n_ans)
-    correct = np.asarray(kworld.evaluate(model, items), dtype=bool)
-    tok = np.asarray(kworld.token_accuracy(model, items))
-    res = mui.utilization_for_items(model, items, responses, per_sample=True, **mui_kw)
-    return pd.DataFrame({"item": [it.id for it in items], "correct": correct, "token_accuracy": tok,
-                         "response_tokens": [len(r.split()) for r in responses], "mui": res.per_sample,
-                         "response": responses})
+    ans = subject.answer(task, items, max_new_tokens=n_ans)
+    tok = np.asarray(kworld.token_accuracy(subject.model, items))
+    res = mui.utilization_for_items(subject.model, items, ans.responses, per_sample=True, **mui_kw)
+    return pd.DataFrame({"item": [it.id for it in items], "correct": ans.correct, "token_accuracy": tok,
+                         "response_tokens": [len(r.split()) for r in ans.responses], "mui": res.per_sample,
+                         "response": ans.responses})
 
 
 def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_task: str, cfg,
@@ -63,7 +63,6 @@ def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_t
     the §3.7 model (default: the model with the largest k, ties to the last listed)."""
     from kit import world as kworld
     from kit.core.findings import Section
-    from kit.models.load import load_model
 
     if not tasks:
         raise ValueError("tasks is empty: name at least one multi-token family "
@@ -79,10 +78,11 @@ def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_t
     samples, cells = [], []
     focus_frames = []
     for m in models:
-        model = load_model(m, world=cfg.world)
+        subject = load_subject(m, world=cfg.world)
+        model = subject.model
         for t in [*tasks, one_token_task]:
-            items = task_items(t, "test", cfg.multi_token_n_items, cfg.seed)
-            df = per_sample_mui(model, items, mui_kw).assign(model=m, task=t)
+            items = subject.items(t, "test", cfg.multi_token_n_items, cfg.seed)
+            df = per_sample_mui(subject, t, items, mui_kw).assign(model=m, task=t)
             samples.append(df)
             cells.append({"model": m, "task": t, "group": task_group(t), "answer_tokens": len(items[0].target.split()),
                           "performance": 100 * df.correct.mean(), "token_accuracy": 100 * df.token_accuracy.mean(),
@@ -154,18 +154,17 @@ def _checkpoint_cells(model: str, tasks: Sequence[str], cfg, mui_kw: Mapping[str
     """Performance and dataset MUI of ``model``'s checkpoints on ``tasks`` (the items of the section),
     with the final model's cells (``final``) appended."""
     from kit import world as kworld
-    from kit.models.load import load_model
 
     rows = []
     final_step = kworld.member_info(model, cfg.world)["step"]
     for name in checkpoint_series(model, kworld.members(cfg.world), final_step)[:-1]:
-        m = load_model(name, world=cfg.world)
+        subject = load_subject(name, world=cfg.world)
         for t in tasks:
-            items = task_items(t, "test", cfg.multi_token_n_items, cfg.seed)
-            df = per_sample_mui(m, items, mui_kw)
+            items = subject.items(t, "test", cfg.multi_token_n_items, cfg.seed)
+            df = per_sample_mui(subject, t, items, mui_kw)
             rows.append({"model": name, "task": t, "performance": 100 * df.correct.mean(),
-                         "mui": mui.utilization_for_items(m, items, df.response.tolist(), **mui_kw).mui})
-        del m
+                         "mui": mui.utilization_for_items(subject.model, items, df.response.tolist(), **mui_kw).mui})
+        del subject
     fin = final[final.model == model][["model", "task", "performance", "mui"]]
     return pd.concat([pd.DataFrame(rows), fin], ignore_index=True)
 

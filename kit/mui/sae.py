@@ -16,7 +16,6 @@ from kit.core.checks import require_finite
 from kit.models import tl
 from kit.mui import metric as mui
 from kit.mui.metric import MUIResult, _score_positions, _topk_mask, budgeted, mui_of_mask
-from kit.mui.responses import is_zoo, respond_and_score, task_items
 from kit.mui.scores import _check_tokens
 
 SAE_REFERENCE_WIDTH = 131072
@@ -75,9 +74,11 @@ def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, 
 def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
              top: int = 50, reference_width: int | None = SAE_REFERENCE_WIDTH, batch_size: int = 32,
              seed: int = 0, score: str = "score", threshold: str = "topk", max_new_tokens: int = 1,
-             dtype: str | None = None, max_batch_tokens: int | None = None) -> pd.DataFrame:
-    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses;
-    zoo models in ``batch_size`` rows, Hugging Face models in batches of ``max_batch_tokens`` padded tokens).
+             dtype: str | None = None, max_batch_tokens: int | None = None,
+             prompt_style: str = "instructed") -> pd.DataFrame:
+    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses, as a
+    :class:`kit.subjects.Subject` answers; world models in ``batch_size`` rows, Hugging Face models in
+    batches of ``max_batch_tokens`` padded tokens).
 
     The SAE's hook comes from ``sae.cfg.metadata.hook_name``, its model from the name
     (``zoo-sae/<member>/...``) or else ``sae.cfg.metadata.model_name`` (the Hugging Face id of
@@ -85,7 +86,8 @@ def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world
     model, hook, d_sae, task, performance, sae_mui, neuron_mui, features_per_token.
     """
     from kit.models.generate import release
-    from kit.models.load import load_model, load_sae
+    from kit.models.load import load_sae
+    from kit.subjects import load_subject
 
     rows = []
     cache: dict[str, Any] = {}
@@ -96,19 +98,19 @@ def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world
         if model_name not in cache:
             cache.clear()
             release()
-            cache[model_name] = load_model(model_name, device=device, world=world, dtype=dtype)
-        model = cache[model_name]
+            cache[model_name] = load_subject(model_name, device=device, world=world, dtype=dtype,
+                                             prompt_style=prompt_style)
+        subject = cache[model_name]
+        model = subject.model
         hook = sae.cfg.metadata.hook_name
-        zoo = is_zoo(model_name)
         for task in tasks:
-            items = task_items(task, "test", n_items, seed, zoo)
-            responses, correct = respond_and_score(model, items, task, zoo, max_new_tokens)
-            tokens, mask = mui.item_tokens(model, items, responses)
-            budget = dict(batch_size=batch_size, max_batch_tokens=None if zoo else max_batch_tokens)
+            ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
+            tokens, mask = subject.tokens(ans.items, ans.responses)
+            budget = dict(batch_size=batch_size, max_batch_tokens=subject.token_budget(max_batch_tokens))
             s = sae_utilization(model, {hook: sae}, tokens, mask, top=top, reference_width=reference_width, **budget)
             nres = mui.utilization(model, tokens, mask, score=score, threshold=threshold, **budget)
             rows.append({"sae": sae_name, "model": model_name, "hook": hook, "d_sae": int(sae.cfg.d_sae), "task": task,
-                         "performance": 100 * float(correct.mean()),
+                         "performance": 100 * ans.accuracy,
                          "sae_mui": s.mui, "neuron_mui": nres.mui,
                          "features_per_token": top if reference_width is None else sae_top(int(sae.cfg.d_sae), top, reference_width)})
     return pd.DataFrame(rows)
@@ -124,7 +126,7 @@ def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):
         return Section(findings=["SAE MUI: no SAEs in this world/profile, section skipped."])
     sgrid = sae_grid(sae_names, tasks, cfg.n_items, cfg.world, cfg.device, cfg.sae_top, cfg.sae_reference_width,
                      cfg.batch_size, cfg.seed, cfg.score, cfg.threshold, cfg.max_new_tokens, dtype=cfg.dtype,
-                     max_batch_tokens=cfg.max_batch_tokens)
+                     max_batch_tokens=cfg.max_batch_tokens, prompt_style=cfg.prompt_style)
     rho = {s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic) if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1
            else None for s, g in sgrid.groupby("sae")}
     finding = "SAE MUI (one layer): " + "; ".join(

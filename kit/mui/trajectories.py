@@ -30,6 +30,7 @@ from kit.mui.directions import (
 )
 from kit.mui.plots import plot_direction_counts, plot_trajectories
 from kit.mui.regression import regression_report
+from kit.subjects import task_group
 
 _STEP = re.compile(r"^(?P<base>[^@+]+)@step-(?P<step>\d+)$")
 
@@ -111,47 +112,30 @@ def specialised_target(name: str) -> str:
     return name.split("+", 1)[1]
 
 
-HUB_TASK_GROUPS: dict[str, str] = {
-    "gsm8k": "math", "math500": "math", "svamp": "math", "mawps": "math", "asdiv": "math",
-    "humaneval": "code", "mbpp": "code", "arc_challenge": "reasoning", "bbh": "reasoning", "mmlu": "general",
-}
-"""Capability group of the real benchmarks (``bbh/<task>`` -> ``bbh``), for in-domain / OOD labels."""
-
-
-def task_group(task: str) -> str:
-    """Group of a tiny-world task (``kit.world.get_task(task).group``) or of a real benchmark."""
-    base = task.split("/", 1)[0]
-    if base in HUB_TASK_GROUPS:
-        return HUB_TASK_GROUPS[base]
-    from kit import world as kworld
-
-    return kworld.get_task(task).group
-
-
 def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] = ("test", "fresh"),
             n_items: int = 100, world: str | None = None, device: str = "cpu", seed: int = 0,
             score: str = "score", threshold: str = "topk", max_new_tokens: int = 1,
-            batch_size: int = 32, dtype: str | None = None, max_batch_tokens: int = 8192) -> pd.DataFrame:
+            batch_size: int = 32, dtype: str | None = None, max_batch_tokens: int = 8192,
+            prompt_style: str = "instructed") -> pd.DataFrame:
     """Performance and MUI of every model on every task and split, one model in memory at a time
     (load, measure every task, free).
 
-    Zoo models (``zoo/...``) on tiny-world tasks: exact-match accuracy (the greedy next token
-    equals the one-token target, as ``kit.world.evaluate``) on ``n_items`` items of each split, and
-    MUI (``kit.mui.metric.utilization_for_items``, ``batch_size`` rows a pass) over the model's own
-    greedy responses (``kit.world.respond``) to the same items. Real models (Hugging Face ids with
-    ``@revision``, local directories, twins) on real benchmarks (``kit.load_benchmark`` names, ``test``
-    split only), loaded in ``dtype``: greedy responses of ``max_new_tokens`` tokens by batched
-    generation with the chat template when the tokenizer has one (``kit.models.generate.respond``)
-    scored by ``kit.data.scorers.score``, and MUI from teacher-forced passes over prompt + response
-    in batches of at most ``max_batch_tokens`` padded tokens (``kit.models.internals.mui_key_neurons``);
-    responses and per-item key neurons are cached per (model, benchmark, settings), so a killed run
-    resumes. Performance and MUI in percent. Returns the tidy schema: ``model, task, group, split,
-    n, perf, mui`` (one row per model, task and split).
+    Each model is a :class:`kit.subjects.Subject`: its greedy responses (``max_new_tokens``) to
+    ``n_items`` items of each split, scored by the task's rule, and MUI over those responses.
+    Tiny-world models on the world's tasks: exact match of the answer, MUI in ``batch_size`` rows a
+    pass. Real models (Hugging Face ids with ``@revision``, local directories, twins) on real
+    benchmarks (``kit.load_benchmark`` names; no ``fresh`` split), loaded in ``dtype``, prompts in
+    ``prompt_style`` (:mod:`kit.data.prompts`): batched generation with the chat template when the
+    tokenizer has one, MUI from teacher-forced passes in batches of at most ``max_batch_tokens``
+    padded tokens; responses and per-item key neurons are cached, so a killed run resumes.
+    Performance and MUI in percent. Returns the tidy schema: ``model, task, group, split, n, perf,
+    mui`` (one row per model, task and split), plus the accuracy's Wilson interval (``perf_low``,
+    ``perf_high``, %), ``chance``, ``parse_failures`` and ``truncated``.
     """
     from tqdm.auto import tqdm
 
     from kit.models.generate import release
-    from kit.models.load import load_model
+    from kit.subjects import load_subject
 
     allowed = ("test", "fresh", "test-syn", "fresh-syn", "train")
     for split in splits:
@@ -160,83 +144,29 @@ def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] =
     if not models or not tasks:
         raise ValueError(f"measure needs models and tasks (got {len(models)} models, {len(tasks)} tasks)")
     groups = {t: task_group(t) for t in tasks}
-    item_cache: dict[tuple[bool, str, str], list] = {}
+    item_cache: dict[tuple[str, str, str], list] = {}
     rows = []
     for name in tqdm(list(dict.fromkeys(models)), desc="models"):
-        zoo = name.startswith("zoo/")
-        model = load_model(name, device=device, world=world, **({} if zoo else {"dtype": dtype}))
+        subject = load_subject(name, device=device, world=world, dtype=dtype, prompt_style=prompt_style)
         try:
             for t in tasks:
                 for s in splits:
-                    key = (zoo, t, s)
+                    key = (subject.kind, t, s)
                     if key not in item_cache:
-                        item_cache[key] = _items(zoo, t, s, n_items, seed)
-                    its = item_cache[key]
-                    if zoo:
-                        correct, responses = _answer(True, model, t, its, max_new_tokens)
-                        mui = float(_zoo_mui(model, its, responses, score, threshold, batch_size))
-                    else:
-                        correct, mui = _measure_real(model, t, its, max_new_tokens, score, threshold, max_batch_tokens)
-                    rows.append({"model": name, "task": t, "group": groups[t], "split": s, "n": len(its),
-                                 "perf": 100.0 * float(np.mean(correct)), "mui": mui})
+                        item_cache[key] = subject.items(t, s, n_items, seed)
+                    ans = subject.answer(t, item_cache[key], max_new_tokens)
+                    lo, hi = ans.interval
+                    rows.append({"model": name, "task": t, "group": groups[t], "split": s, "n": ans.n,
+                                 "perf": 100.0 * ans.accuracy,
+                                 "mui": subject.mui(ans, score, threshold, batch_size=batch_size,
+                                                    max_batch_tokens=max_batch_tokens),
+                                 "perf_low": 100 * lo, "perf_high": 100 * hi, "chance": ans.chance,
+                                 "parse_failures": ans.n_parse_failed, "truncated": ans.n_truncated})
         finally:
-            del model
+            del subject
             release()  # the Hugging Face copy that generated, and the GPU cache: one model at a time
-    return pd.DataFrame(rows, columns=["model", "task", "group", "split", "n", "perf", "mui"])
-
-
-def _zoo_mui(model, items: list, responses: list[str], score: str, threshold: str, batch_size: int) -> float:
-    """MUI (%) of a zoo model on its responses (``kit.mui.metric.utilization_for_items``)."""
-    from kit.mui import metric as kmui
-
-    return kmui.utilization_for_items(model, items, responses, score=score, threshold=threshold,
-                                      batch_size=batch_size).mui
-
-
-def _items(zoo: bool, task: str, split: str, n: int, seed: int) -> list:
-    if zoo:
-        from kit import world as kworld
-
-        return kworld.get_task(task).items(split, n, seed)
-    if split != "test":
-        raise ValueError(f"split {split!r}: real benchmarks have only the public 'test' split here; set splits: [test]")
-    from kit import load_benchmark
-
-    return list(load_benchmark(task, split="test", limit=n))
-
-
-def _answer(zoo: bool, model, task: str, items: list, max_new_tokens: int) -> tuple[np.ndarray, list[str]]:
-    """Correctness and responses of a zoo model (``zoo=True``) or of a real model (batched
-    generation by its Hugging Face copy, cached per model, benchmark and settings)."""
-    if zoo:
-        from kit import world as kworld
-
-        # Every tiny-world answer is one token and kit.world.evaluate is exact match of the greedy
-        # next token, i.e. of the response's first word: reading it off the responses we need for
-        # MUI anyway saves a third of the forward passes.
-        responses = list(kworld.respond(model, items, max_new_tokens=max_new_tokens))
-        correct = np.array([(r.split()[:1] or [""])[0] == it.target for it, r in zip(items, responses)], dtype=bool)
-        return correct, responses
-    from kit.data.scorers import score as score_response
-    from kit.models.generate import GenerationSettings, respond
-
-    responses = respond(model, [it.prompt for it in items], GenerationSettings(max_new_tokens=max_new_tokens),
-                        benchmark=task, ids=[it.id for it in items])
-    return np.array([bool(score_response(task, it, r)) for it, r in zip(items, responses)], dtype=bool), responses
-
-
-def _measure_real(model, task: str, items: list, max_new_tokens: int, score: str, threshold: str,
-                  max_batch_tokens: int) -> tuple[np.ndarray, float]:
-    """Correctness and MUI (%) of a real model: responses from :func:`_answer`, key neurons from
-    teacher-forced passes batched by ``max_batch_tokens`` with the prompt shown as it was when
-    responding (the chat template when the tokenizer has one), cached per item."""
-    from kit.models.internals import cached_items_mui
-
-    correct, responses = _answer(False, model, task, items, max_new_tokens)
-    return correct, cached_items_mui(model, items, responses, task,
-                                     {"responses": {"max_new_tokens": max_new_tokens, "greedy": True, "chat": None},
-                                      "score": score, "threshold": threshold},
-                                     max_batch_tokens, chat=None, score=score, threshold=threshold)
+    return pd.DataFrame(rows, columns=["model", "task", "group", "split", "n", "perf", "mui", "perf_low", "perf_high",
+                                       "chance", "parse_failures", "truncated"])
 
 
 def tiny_pairs(measurements: pd.DataFrame, pairs: dict[str, str], domain_of: Callable[[str, pd.Series], str]) -> pd.DataFrame:

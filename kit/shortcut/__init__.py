@@ -6,7 +6,7 @@
 - ``ranking``: localisation (``locate``) and the ranking rules compared on held-out items;
 - ``evaluate``: accuracy with patched neurons, trustworthy evaluation, side effects, sparsity curve,
   agreement with a reference;
-- ``items``: the item sets tokenised for one model, decoding, free-text scoring;
+- ``items``: the item sets tokenised for one model, decoding;
 - ``study``: notebook 03's set-up and sections; ``published``: the paper's tables; ``plots``;
 - ``formats``: A2, the benchmark's input format as a shortcut (section 11 and its claims);
 - ``variants``: notebook 03's own ``extra/`` fine-tunes (separate plastic sets, strength, order);
@@ -21,7 +21,7 @@ from kit.shortcut.evaluate import (
     accuracies, agreement, patched_accuracy, side_effect_table, sparsity_curve, table2_summary,
     trustworthy_table,
 )
-from kit.shortcut.items import TaskData, benchmark_items, reference_items, task_data, text_correct
+from kit.shortcut.items import TaskData, reference_items, study_items, task_data
 from kit.shortcut.plots import plot_agreement, plot_sparsity_curve
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers, table9_agreement
 from kit.shortcut.ranking import Located, best_rule, locate, ranking_rules, rule_intervals, rule_specs
@@ -31,7 +31,7 @@ from kit.shortcut.scores import (
     comparative_scores_of_models, default_n_patched, exact_match, group_accuracy, neuron_acts,
     neuron_groups, random_neurons, top_neurons,
 )
-from kit.shortcut.study import findings, load_any, transfer_finetune
+from kit.shortcut.study import findings, transfer_finetune
 
 __getattr__, __dir__ = lazy_submodules(
     __name__, ["bench", "claims", "evaluate", "formats", "items", "patching", "plots", "pool", "published",

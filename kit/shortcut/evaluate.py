@@ -10,7 +10,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.shortcut.items import TaskData, generation_kwargs, text_correct
+from kit.data.scorers import score
+from kit.shortcut.items import TaskData, generation_kwargs
+from kit.subjects import benchmark_of
 from kit.shortcut.patching import Neuron, group_patched_generate
 from kit.shortcut.scores import _targets_list, exact_match, group_accuracy, random_neurons
 
@@ -99,7 +101,7 @@ def item_correct(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neu
         n_new = max_new_tokens or 256
         gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths,
                                      stop_token_ids=stop, max_rows=max_rows, **generation_kwargs(data)).cpu()
-        return np.array([[float(text_correct(tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True), it))
+        return np.array([[float(score(benchmark_of(it), it, tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True)))
                           for p, (l, it) in enumerate(zip(data.lengths.tolist(), data.items))]
                          for g in range(len(neuron_sets))])
     targets = _targets_list(data.targets)

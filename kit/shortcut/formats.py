@@ -18,7 +18,7 @@ from kit.core.stats import bootstrap_ci
 from kit.core.findings import Section
 from kit.shortcut.claims import PAPER
 from kit.shortcut.evaluate import item_correct
-from kit.shortcut.items import benchmark_items, task_data
+from kit.shortcut.items import study_items, task_data
 from kit.shortcut.study import Setup
 from kit.shortcut.patching import Neuron
 from kit.world.tasks import formatted
@@ -35,8 +35,8 @@ def format_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
     (:func:`format_claims` against the row of ``cfg.base_model``), also in the findings. The paper's +GSM8K Train learns GSM8K's
     format from its train split; its neurons were located on contamination in that format, ours on
     section 1's contaminated fine-tunes, which saw the test items without it."""
-    items = formatted(benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed), cfg.benchmark_format)
-    fresh = benchmark_items(cfg.task, "fresh", cfg.n_format, seed=cfg.seed + 1)  # one per content
+    items = formatted(study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed), cfg.benchmark_format)
+    fresh = study_items(cfg.task, "fresh", cfg.n_format, seed=cfg.seed + 1)  # one per content
     data = {"fresh_plain": fresh, "fresh_format": formatted(fresh, cfg.benchmark_format), "ftest": items}
     data = {k: task_data(s.base, v, cfg.max_new_tokens, s.decoding) for k, v in data.items()}
     data |= {"ref": s.fresh, "plain": s.test}

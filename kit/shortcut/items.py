@@ -1,7 +1,8 @@
 """The item sets of notebook 03 (seed 001) tokenised for one model: a tiny-world task or a real
-benchmark (:func:`benchmark_items`), the trustworthy reference items (:func:`reference_items`),
-their right-padded prompts and targets (:class:`TaskData`), the notebook's decoding, and free-text
-scoring of real models' responses.
+benchmark (:func:`study_items`, over :func:`kit.subjects.task_items`), the trustworthy reference
+items (:func:`reference_items`), their right-padded prompts and targets (:class:`TaskData`) and the
+notebook's decoding. Real models' free-text responses are scored by :func:`kit.data.scorers.score`
+(the benchmark read from each item's id: :func:`kit.subjects.benchmark_of`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING
 import torch
 from jaxtyping import Int
 from torch import Tensor
+
+from kit.subjects import is_world_task
 
 if TYPE_CHECKING:
     from kit.models.generate import GenerationSettings
@@ -27,7 +30,7 @@ class TaskData:
     n: int
     items: list | None = None
     """Set for free-text benchmarks (real models): responses are decoded and scored as text
-    (``text_correct``) instead of comparing the first target ids."""
+    (:func:`kit.data.scorers.score`) instead of comparing the first target ids."""
     decoding: "GenerationSettings | None" = None
     """How answers to these prompts are generated (:func:`generation_kwargs`): sampling settings and whether
     the chat template wrapped the prompts (``chat`` resolved to True/False); None = greedy, raw prompts
@@ -55,37 +58,21 @@ def generation_kwargs(data: "TaskData") -> dict:
                 top_p=None if d.top_p >= 1 else d.top_p, seed=d.seed)
 
 
-_FRESH_DRAWS = 20
-"""Seeded draws per requested fresh item when collecting distinct contents (:func:`benchmark_items`)."""
+def study_items(task: str, split: str, n: int, seed: int = 0) -> list:
+    """Items of notebook 03's item sets: :func:`kit.subjects.task_items`, with a tiny-world ``fresh``
+    split giving one item per content (correlated re-renderings of a content are not independent
+    evidence for Ref's bootstrap). Real benchmarks have no ``fresh`` split: see :func:`reference_items`."""
+    from kit.subjects import task_items
 
-
-def benchmark_items(task: str, split: str, n: int, seed: int = 0):
-    """Items of a tiny-world task (``add``, ``add2``...) or the first ``n`` of a real benchmark's
-    split (``gsm8k``...). Real benchmarks have no ``fresh`` split: see :func:`reference_items`.
-
-    A tiny-world ``fresh`` split gives one item per content (the first ``n`` distinct contents of its
-    seeded draws): the split re-renders a content with other names and objects (``add`` has about 490
-    fresh contents), and such items are correlated, so a bootstrap over items would count them as
-    independent evidence (measured on ``add``: the item bootstrap's SE of a fresh accuracy was 1.4-1.7x
-    too small). Asking for more than the task has fails naming how many there are."""
-    from kit.world import TASKS, get_task
-
-    if task in TASKS:
-        if not split.startswith("fresh"):
-            return get_task(task).items(split, n=n, seed=seed)
-        first: dict = {}
-        for it in get_task(task).items(split, n=_FRESH_DRAWS * n, seed=seed):
-            first.setdefault(it.metadata["content"], it)
-        if len(first) < n:
-            raise ValueError(f"n={n}: task {task!r} has {len(first)} distinct {split} contents in {_FRESH_DRAWS * n} draws; "
-                             f"ask for at most {len(first)} (n_ref, n_format, or the transfer tasks' n_eval)")
-        return list(first.values())[:n]
-    if split == "fresh":
+    if split.startswith("fresh") and not is_world_task(task):
         raise ValueError(f"{task} has no 'fresh' split: its never-seen reference items must come from another "
                          "benchmark or split (reference_items, ref_task / ref_split)")
-    from kit import load_benchmark
-
-    return load_benchmark(task, split=split, limit=n)
+    try:
+        return task_items(task, split, n, seed, one_per_content=split.startswith("fresh"))
+    except ValueError as e:
+        if "distinct" in str(e):  # name the fields that ask for that many
+            raise ValueError(f"{e} (n_ref, n_format, or the transfer tasks' n_eval)") from None
+        raise
 
 
 def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: str = "test", seed: int = 0):
@@ -97,18 +84,16 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
     fresh set of OpenMathInstruct-2 questions; offline, e.g. ``mawps``). ``ref_task == task`` on
     the ``test`` split is refused: those are the evaluated, contaminated items.
     """
-    from kit.world import TASKS
-
     if ref_task is None:
-        if task in TASKS:
-            return benchmark_items(task, "fresh", n, seed)
+        if is_world_task(task):
+            return study_items(task, "fresh", n, seed)
         raise ValueError(f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on items "
                          "no variant saw (the paper: OpenMathInstruct-2), never the test items; set ref_task to another "
                          "benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a split no variant trained on")
     if ref_task == task and ref_split == "test":
         raise ValueError(f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would equal Ori. "
                          "Choose another benchmark or a split no variant trained on")
-    return benchmark_items(ref_task, ref_split, n, seed)
+    return study_items(ref_task, ref_split, n, seed)
 
 
 def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None) -> TaskData:
@@ -162,17 +147,3 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
         tokens[i, : len(s)] = torch.tensor(s)
     targets = [tok.encode(" " + it.target, add_special_tokens=False) for it in items]
     return TaskData(tokens, lengths, targets, len(items), items=list(items), decoding=decoding)
-
-
-def text_correct(response: str, item) -> bool:
-    """Free-text scoring for real benchmarks: the choice letter for multiple choice, the final
-    number for numeric answers (GSM8K), else the response starting with the target."""
-    from kit.data.scorers import extract_choice_letter, extract_final_number, numbers_equal
-
-    if item.choices is not None:
-        return extract_choice_letter(response, len(item.choices)) == item.target
-    try:
-        float(item.target.replace(",", ""))
-        return numbers_equal(extract_final_number(response), item.target)
-    except ValueError:
-        return response.strip().startswith(item.target.strip())

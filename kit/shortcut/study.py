@@ -14,11 +14,12 @@ import pandas as pd
 from kit.shortcut.evaluate import accuracies, agreement, table2_summary, te_items, trustworthy_table
 from kit.shortcut.items import (
     TaskData,
-    benchmark_items,
     decoding_settings,
     reference_items,
+    study_items,
     task_data,
 )
+from kit.subjects import load_model_any
 from kit.shortcut.patching import Neuron
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers
 from kit.shortcut.ranking import Located, best_rule, locate, ranking_rules, rule_intervals
@@ -125,7 +126,7 @@ class Setup:
     """Test items after the first ``n_locate`` (up to ``n_eval``): the ranking rules are compared on
     them (``combine: held_out``). None when ``n_eval <= n_locate``."""
     load: "Callable[[str], object] | None" = None
-    """Name -> model, with the notebook's device, dtype and world (:func:`load_any`)."""
+    """Name -> model, with the notebook's device, dtype and world (:func:`kit.subjects.load_model_any`)."""
     decoding: "GenerationSettings | None" = None
     """The notebook's decoding (:func:`decoding_settings`); None (tiny-world models) = greedy, raw prompts.
     Pass it to :func:`task_data` for every further item set (side tasks, transfer tasks)."""
@@ -149,19 +150,6 @@ class Setup:
         return self.n_layers * self.d_mlp
 
 
-def load_any(name: str, device: str = "cpu", world: str | None = None, dtype: str | None = None):
-    """``kit.load_model``, plus notebook 03's own ``extra/`` fine-tunes (:mod:`kit.shortcut.variants`).
-    ``dtype`` applies to Hugging Face models and twins; tiny-world models stay float32."""
-    from kit.models.load import load_model
-    from kit.shortcut import variants
-
-    if variants.is_extra(name):
-        return variants.load_extra(name, device, world)
-    if name.startswith("zoo/"):
-        return load_model(name, device=device, world=world)
-    return load_model(name, device=device, world=world, dtype=dtype)
-
-
 def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
     """The MLP neurons a tiny-world fine-tune (zoo or ``extra/``) changed vs its parent; None otherwise."""
     from kit.shortcut import variants
@@ -170,7 +158,7 @@ def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
     if member.startswith("zoo/"):
         return set(changed_neurons(member, world=world))
     if variants.is_extra(member):
-        return variants.changed_between(load_any(member, world=world), load_member(variants.extra_spec(member, world).parent,
+        return variants.changed_between(load_model_any(member, world=world), load_member(variants.extra_spec(member, world).parent,
                                                                                   world=world))
     return None
 
@@ -181,7 +169,7 @@ def setup(cfg) -> Setup:
     from kit.shortcut.pool import ModelPool
 
     def load(name):
-        return load_any(name, cfg.device, cfg.world, cfg.dtype)
+        return load_model_any(name, cfg.device, cfg.world, cfg.dtype)
 
     base = load(cfg.base_model)
     models = ModelPool(cfg.variants, load, base=base, base_name=cfg.base_model)
@@ -192,10 +180,10 @@ def setup(cfg) -> Setup:
     def data(items) -> TaskData:
         return task_data(base, items, cfg.max_new_tokens, decoding)
 
-    held = benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)[cfg.n_locate :]
+    held = study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)[cfg.n_locate :]
     return Setup(base=base, models=models, model_con=models.lazy(con), model_un=models.lazy(un), load=load,
-                 locate=data(benchmark_items(cfg.task, "test", cfg.n_locate, seed=cfg.seed)),
-                 test=data(benchmark_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)),
+                 locate=data(study_items(cfg.task, "test", cfg.n_locate, seed=cfg.seed)),
+                 test=data(study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)),
                  fresh=data(reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)),
                  heldout=data(held) if held else None, decoding=decoding)
 
@@ -277,7 +265,7 @@ def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: 
     from kit.core.findings import Section
 
     models = transfer_models(s, cfg, task)
-    test, fresh = (task_data(s.base, benchmark_items(task, split, n, seed=cfg.seed), cfg.max_new_tokens, s.decoding)
+    test, fresh = (task_data(s.base, study_items(task, split, n, seed=cfg.seed), cfg.max_new_tokens, s.decoding)
                    for split, n in (("test", cfg.n_eval), ("fresh", cfg.n_ref)))
     table = trustworthy_table(models, s.base, test, fresh, shortcut, cfg.transfer_variants, cfg.max_rows,
                               cfg.max_new_tokens)

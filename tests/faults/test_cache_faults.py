@@ -15,6 +15,7 @@ from kit.models import generate
 from kit.models.twins import build_twin, twin_path
 from kit.mui import metric as kmui
 from kit.mui import quickstart as qs
+from kit.subjects import Answers, subject_of
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,12 @@ def twin():
     return kit.load_model("twin/llama")
 
 
-def _published(n: int = 4) -> qs.Answers:
+def _mui(model, answers: Answers) -> float:
+    """MUI of ``answers`` as notebook 00 measures it: the model's subject, its per-item cache."""
+    return subject_of(model).mui(answers)
+
+
+def _published(n: int = 4) -> Answers:
     ans = qs.file_answers("arc/llama3.1-8b-instruct", n=n)
     ans.responses = [r[:60] for r in ans.responses]  # short: the twin's context is 256 tokens
     return ans
@@ -35,7 +41,7 @@ def test_a_damaged_line_neither_breaks_a_rerun_nor_gives_a_wrong_mui(
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     ans = _published()
     reference = kmui.utilization_for_items(twin, ans.items, ans.responses).mui
-    assert qs.mui(twin, ans, zoo=False) == pytest.approx(reference, abs=1e-9)
+    assert _mui(twin, ans) == pytest.approx(reference, abs=1e-9)
     (cached,) = (tmp_path / "items").glob("*.jsonl")
     lines = cached.read_bytes().splitlines(keepends=True)
     if damage == "0xff bytes":
@@ -50,7 +56,7 @@ def test_a_damaged_line_neither_breaks_a_rerun_nor_gives_a_wrong_mui(
     cached.write_bytes(b"".join(lines))
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        again = qs.mui(twin, ans, zoo=False)
+        again = _mui(twin, ans)
     assert again == pytest.approx(reference, abs=1e-9) and 0 < again <= 100
     named = [
         w for w in seen if issubclass(w.category, UserWarning) and str(cached) in str(w.message)
@@ -72,7 +78,7 @@ def test_a_model_retrained_in_place_gets_new_responses_and_a_new_mui(tmp_path, m
         model = kit.load_model(str(model_dir))
         cached = (
             generate.respond(model, prompts, settings, benchmark="toy", ids=ids),
-            qs.mui(model, ans, zoo=False),
+            _mui(model, ans),
         )
         fresh = (
             generate.generate_responses(model_dir, prompts, settings),
@@ -117,14 +123,14 @@ def test_a_responses_file_replaced_under_the_same_name_is_scored_anew(twin, tmp_
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "samples_arc_2025-01-01.jsonl"
     first = qs.file_answers(_lm_eval(path, [" 1", " 2", " 3", " 4"]), n=4)
-    mui_first = qs.mui(twin, first, zoo=False)
+    mui_first = _mui(twin, first)
     second = qs.file_answers(
         _lm_eval(path, [" The sum is one, since zero plus one is one and nothing else."] * 4), n=4
     )
     assert second.source != first.source  # the file's hash is part of the source
-    reused = qs.mui(twin, second, zoo=False)
+    reused = _mui(twin, second)
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "empty-cache"))
-    fresh = qs.mui(twin, second, zoo=False)
+    fresh = _mui(twin, second)
     assert fresh != pytest.approx(mui_first), (
         "the two files must give different MUIs for this test to mean anything"
     )

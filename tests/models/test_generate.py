@@ -140,7 +140,7 @@ def test_ablated_hf_forward_equals_transformer_lens_hook_post_ablation(arch):
     TransformerLens's with ``blocks.{L}.mlp.hook_post`` zeroed at the same neurons."""
     from kit.models import tl
     from kit.models.load import load_model
-    from kit.mui.responses import ablation_hooks
+    from kit.subjects import ablation_hooks
 
     hooked = load_model(f"twin/{arch}")
     hf, tok = gen.hf_model(hooked.kit_path)

@@ -11,7 +11,7 @@ import pytest
 
 import kit.mui.law as ul
 from kit.core.checks import NonFiniteError
-from kit.mui import growth, law, masking, responses as mui_responses
+from kit.mui import growth, law, masking
 
 
 def test_fit_law_paper_form_by_hand():
@@ -130,7 +130,10 @@ def test_task_choices_from_the_registry():
     assert masking.masking_tasks(tasks, None, None) == ("add", "code")
     assert masking.masking_tasks(tasks, "facts", None) == ("facts", "add")
     assert ul.base_models(["zoo/base-s", "zoo/base-m+math", "zoo/base-l@step-3"]) == ["zoo/base-s"]
-    assert mui_responses.focus_model(["zoo/base-s", "zoo/base-m"]) == "zoo/base-m"
+    assert law.focus_model(["zoo/base-s", "zoo/base-m"]) == "zoo/base-m"
+    real = ["gsm8k", "math500", "humaneval", "mmlu/anatomy", "bbh/navigate"]  # capability groups, as the world's
+    assert growth.first_task_per_group(real) == ["gsm8k", "humaneval", "mmlu/anatomy", "bbh/navigate"]
+    assert masking.masking_tasks(["mmlu", "gsm8k"], None, None) == ("gsm8k", "mmlu")
 
 
 def test_pur_ranking_against_fresh_truth():

@@ -1,17 +1,18 @@
 """Notebook 01 on Hugging Face models: the law grid's MUI by teacher-forced passes in token-budget
-batches with a per-item cache (``kit.mui.responses.items_mui``) equals the one-batch
+batches with a per-item cache (``kit.subjects.HFSubject.mui``) equals the one-batch
 ``kit.mui.metric.utilization_for_items`` path, and a rerun reads the cache."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 import kit
 from kit.mui import masking
-from kit.mui import responses as mui_responses
 from kit.mui import metric as kmui
+from kit.subjects import Answers, subject_of
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,10 @@ ITEMS = [Item("a", "Question: 12 + 30 ="), Item("b", "Sort the words: pear apple
 RESPONSES = [" 42. The answer is 42.", " apple pear", " True", ""]
 
 
+def _answers(responses):
+    return Answers("toy", ITEMS, responses, np.zeros(len(ITEMS), dtype=bool), chat=None)
+
+
 @pytest.fixture(scope="module")
 def twin():
     return kit.load_model("twin/qwen2")
@@ -35,15 +40,16 @@ def twin():
 def test_token_budget_mui_equals_the_batch_size_path(twin, tmp_path, monkeypatch, threshold, k, frac):
     old = kmui.utilization_for_items(twin, ITEMS, RESPONSES, threshold=threshold, k=k, frac=frac, batch_size=4).mui
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # the per-item cache lands here
-    new = mui_responses.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, threshold=threshold, k=k, frac=frac,
-                       max_batch_tokens=1)  # one item a pass
+    new = subject_of(twin).mui(_answers(RESPONSES), threshold=threshold, k=k, frac=frac,
+                               max_batch_tokens=1)  # one item a pass
     assert new == pytest.approx(old, abs=1e-9)
     assert 0 < new < 100
 
 
 def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
-    first = mui_responses.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=20)
+    subject = subject_of(twin)
+    first = subject.mui(_answers(RESPONSES), max_batch_tokens=20)
     files = list((tmp_path / "items").glob("*.jsonl"))
     assert len(files) == 1 and len(files[0].read_text().splitlines()) == 4
 
@@ -51,9 +57,9 @@ def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path,
         raise AssertionError("the rerun computed an item the cache holds")
 
     monkeypatch.setattr(kmui, "utilization", no_pass)
-    assert mui_responses.items_mui(twin, ITEMS, RESPONSES, "toy", zoo=False, max_batch_tokens=10**6) == first
+    assert subject.mui(_answers(RESPONSES), max_batch_tokens=10**6) == first
     with pytest.raises(AssertionError, match="cache holds"):  # other responses are never read from that cache
-        mui_responses.items_mui(twin, ITEMS, RESPONSES[:3] + [" 4 5"], "toy", zoo=False)
+        subject.mui(_answers(RESPONSES[:3] + [" 4 5"]))
 
 
 def test_sections_3x_key_neuron_ranking_is_the_same_in_token_budget_batches(twin):

@@ -1,5 +1,6 @@
-"""Notebook 00's helpers on the real-model path: responses from files, teacher-forced MUI batched by
-a token budget (equal to scoring all items in one batch), the probe on a twin."""
+"""Notebook 00's helpers on the real-model path: responses from files (with their parse failures),
+teacher-forced MUI of a subject batched by a token budget (equal to scoring all items in one batch),
+the probe on a twin."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import kit
 from kit.data.responses import load_responses
 from kit.mui import metric as kmui
 from kit.mui import quickstart as qs
+from kit.subjects import HFSubject, subject_of
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +24,8 @@ def twin():
 
 def _lm_eval_file(path, metrics=("exact_match",)):
     recs = [{"doc_id": i, "arguments": {"gen_args_0": {"arg_0": f"Question: {i} + 1 =", "arg_1": {}}},
-             "resps": [[f" {i + 1 if i != 2 else 7}"]], "filtered_resps": [f"{i + 1}"], "target": str(i + 1),
+             "resps": [[f" {i + 1 if i != 2 else 7}"]], "filtered_resps": [f"{i + 1}" if i != 1 else "[invalid]"],
+             "target": str(i + 1),
              **{m: float(i != 2) for m in metrics}} for i in range(4)]
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     return path
@@ -34,7 +37,9 @@ def test_lm_eval_samples_give_items_responses_and_their_own_scores(tmp_path):
     assert [it.target for it in ans.items] == ["1", "2", "3"] and ans.responses == [" 1", " 2", " 7"]
     assert ans.correct.tolist() == [True, True, False] and ans.accuracy == pytest.approx(2 / 3)
     assert ans.chat is False  # the harness's context is the exact text: no template on top
-    assert ans.benchmark == "gsm8k" and "exact_match" in ans.source
+    assert ans.task == "gsm8k" and "exact_match" in ans.source
+    assert ans.parse_failed.tolist() == [False, True, False], "lm-eval's regex filters write [invalid]"
+    assert ans.truncated is None and "truncated unknown" in ans.describe()
 
 
 def test_lm_eval_samples_without_a_known_metric_are_refused(tmp_path):
@@ -58,15 +63,17 @@ def test_published_response_sets_keep_their_parsed_correctness():
     ans = qs.file_answers("arc/llama3.1-8b-instruct", n=5)
     rs = load_responses("arc/llama3.1-8b-instruct", limit=5)
     assert ans.correct.tolist() == rs.correct.tolist() and ans.responses == rs.responses
-    assert [it.target for it in ans.items] == rs.references and ans.benchmark == "arc_challenge"
+    assert [it.target for it in ans.items] == rs.references and ans.task == "arc_challenge"
     assert ans.chat is None  # bare questions: shown through the chat template when there is one
+    assert ans.parse_failed.tolist() == [p is None for p in rs.predictions]
 
 
 def test_bad_response_sources_name_the_allowed_ones(tmp_path):
     with pytest.raises(ValueError, match="arc/llama3.1-8b-instruct.*--log_samples"):
         qs.file_answers(str(tmp_path / "missing.jsonl"), n=2)
+    world = type("WorldStandIn", (), {"kind": "world"})()
     with pytest.raises(ValueError, match="needs a real model"):
-        qs.items_and_answers("add", 2, zoo=True, responses="arc/llama3.1-8b-instruct")
+        qs.items_and_answers(world, "add", 2, responses="arc/llama3.1-8b-instruct")
 
 
 def test_mui_by_token_budget_equals_one_batch_and_resumes(twin, tmp_path, monkeypatch):
@@ -74,18 +81,20 @@ def test_mui_by_token_budget_equals_one_batch_and_resumes(twin, tmp_path, monkey
     ans.responses = [r[:60] for r in ans.responses]  # short: the twin's context is 256 tokens
     reference = kmui.utilization_for_items(twin, ans.items, ans.responses).mui  # every item in one batch
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # the per-item cache lands here
-    one_by_one = qs.mui(twin, ans, zoo=False, max_batch_tokens=1)
+    subject = subject_of(twin)
+    one_by_one = subject.mui(ans, max_batch_tokens=1)
     assert one_by_one == pytest.approx(reference, abs=1e-9)
     cached = list((tmp_path / "items").glob("*.jsonl"))
     assert len(cached) == 1 and len(cached[0].read_text().splitlines()) == 4
-    assert qs.mui(twin, ans, zoo=False, max_batch_tokens=10**6) == pytest.approx(reference, abs=1e-9)
+    assert subject.mui(ans, max_batch_tokens=10**6) == pytest.approx(reference, abs=1e-9)
     assert len(cached[0].read_text().splitlines()) == 4  # the rerun read the cache, computed nothing
     assert 0 < reference < 100
 
 
 def test_probe_reads_the_layer_and_the_answer_probability(twin):
     item = qs.FileItem("x", "Question: 12 + 30 =", " 42")
-    p = qs.probe(twin, item, layer=1, zoo=False, chat=False)
+    subject = HFSubject("twin/llama", twin, chat=False)
+    p = qs.probe(subject, item, layer=1)
     assert p.acts.shape == (p.tokens.shape[1], twin.cfg.d_mlp) and len(p.str_tokens) == p.tokens.shape[1]
     with torch.no_grad():
         logits = twin(p.tokens)[0, -1].float()
@@ -94,15 +103,27 @@ def test_probe_reads_the_layer_and_the_answer_probability(twin):
     (ids, n), = teacher_forced_rows(twin, [item.prompt], [item.target], chat=False)
     assert p.p_answer == pytest.approx(logits.softmax(-1)[ids[n]].item(), rel=1e-5)
     with pytest.raises(ValueError, match=r"layer=2 is out of range; allowed: 0..1"):
-        qs.probe(twin, item, layer=2, zoo=False)
+        qs.probe(subject, item, layer=2)
     with pytest.raises(ValueError, match=r"top_neurons=999 must be in \[1, 128\]"):
         qs.top_neurons(p.acts, 999)
 
 
-def test_chance_of_multiple_choice_items_and_none_for_free_form():
-    from kit.data.items import Item
-
-    mc = [Item("a", "q", choices=("x", "y"), label=0), Item("b", "q", choices=("x", "y", "z", "w"), label=1)]
-    assert qs.chance("arc_challenge", mc, zoo=False) == pytest.approx((1 / 2 + 1 / 4) / 2)
-    assert qs.chance("gsm8k", [Item("c", "q", answer="3")], zoo=False) is None
+def test_top_neurons_and_a_files_chat_setting_reaches_the_subject(twin):
     assert np.isclose(qs.top_neurons(torch.tensor([[1.0, -3.0, 2.0]]), 2).tolist(), [1, 2]).all()
+    subject = subject_of(twin)
+    assert qs.reading_subject(subject, None) is subject
+    lm_eval = qs.Answers("gsm8k", [], [], np.zeros(0, bool), chat=False)
+    assert qs.reading_subject(subject, lm_eval).chat is False and subject.chat is None
+
+
+def test_option_scoring_is_refused_before_the_run_where_it_cannot_apply():
+    from kit.core.params import ParamsError, load_params
+
+    with pytest.raises(ParamsError, match="needs a multiple-choice benchmark; task='gsm8k'"):
+        load_params("00_quickstart", "dryrun", overrides={"scoring": "loglik-letter", "task": "gsm8k"})
+    with pytest.raises(ParamsError, match="tiny-world models are scored on their generated answer"):
+        load_params("00_quickstart", "tiny", overrides={"scoring": "loglik-text"})
+    with pytest.raises(ParamsError, match="tiny-world models are scored on their generated answer"):
+        load_params("00_quickstart", "tiny", overrides={"scoring": "loglik-letter",
+                                                        "model": "extra/base-m+general-sparse"})
+    assert load_params("00_quickstart", "dryrun", overrides={"scoring": "loglik-letter"}).scoring == "loglik-letter"

@@ -109,14 +109,17 @@ def test_resolve_settings_explicit_config_needs_no_world():
 
 
 def test_measure_tabulates_perf_and_mui(monkeypatch):
-    """measure() with the world and MUI boundaries faked: checks the tidy table it builds."""
-    import kit.models.load
+    """measure() with the subjects faked (the world's respond and MUI boundaries): checks the tidy
+    table it builds."""
     import kit.mui.metric
+    import kit.subjects
     import kit.world as kworld
     from kit.data.items import Item
+    from kit.subjects import WorldSubject
 
     class FakeTask:
         group = "math"
+        chance = 0.5
 
         def items(self, split, n, seed):
             return [Item(f"{split}/{i}", "p", answer="1") for i in range(n)]
@@ -125,21 +128,23 @@ def test_measure_tabulates_perf_and_mui(monkeypatch):
         def __init__(self, mui):
             self.mui = mui
 
-    monkeypatch.setattr(kit.models.load, "load_model", lambda name, device="cpu", world=None: name)
-    monkeypatch.setattr(kworld, "get_task", lambda t: FakeTask(), raising=False)
-    def respond(m, its, max_new_tokens=1):  # right answer ("1") on the first 3 (zoo/a) or 1 (zoo/b) items
-        k = 3 if m.endswith("a") else 1
-        return ["1 x"] * k + ["10"] * (len(its) - k)
+    class Stub(WorldSubject):
+        def respond(self, task, items, max_new_tokens=1, ablate=()):
+            k = 3 if self.name.endswith("a") else 1  # right answer ("1") on the first 3 (zoo/a) or 1 (zoo/b)
+            return ["1 x"] * k + ["10"] * (len(items) - k)
 
-    monkeypatch.setattr(kworld, "respond", respond, raising=False)
+    monkeypatch.setattr(kit.subjects, "load_subject", lambda name, **kw: Stub(name, model=name))
+    monkeypatch.setattr(kworld, "get_task", lambda t: FakeTask(), raising=False)
     monkeypatch.setattr(kit.mui.metric, "utilization_for_items",
                         lambda m, its, resp, **kw: Res(2.5 if kw["score"] == "score" else -1.0))
     df = tr.measure(["zoo/a", "zoo/b"], ["add"], splits=["test", "fresh"], n_items=4)
-    assert list(df.columns) == ["model", "task", "group", "split", "n", "perf", "mui"]
+    assert list(df.columns)[:7] == ["model", "task", "group", "split", "n", "perf", "mui"]
     assert len(df) == 4 and set(df["split"]) == {"test", "fresh"}
     # exact match on the first word: "1 x" counts, "10" does not
     assert list(df[df["model"] == "zoo/a"]["perf"]) == [75.0, 75.0] and list(df[df["model"] == "zoo/b"]["perf"]) == [25.0, 25.0]
     assert (df["mui"] == 2.5).all() and (df["group"] == "math").all()
+    assert (df["chance"] == 0.5).all() and (df["parse_failures"] == 0).all() and (df["truncated"] == 0).all()
+    assert (df["perf_low"] < df["perf"]).all() and (df["perf"] < df["perf_high"]).all(), "Wilson interval around it"
     with pytest.raises(ValueError, match="allowed values"):
         tr.measure(["zoo/a"], ["add"], splits=["dev"])
 
@@ -160,28 +165,6 @@ def test_config_rejects_bad_tolerance_with_field_name():
         load_params("02_training_trajectories", "tiny", overrides={"tol_mui": -0.1})
     with pytest.raises(ParamsError, match="splits"):
         load_params("02_training_trajectories", "tiny", overrides={"splits": ["dev"]})
-
-
-def test_hub_answers_are_generated_in_one_batched_call_and_scored(monkeypatch):
-    """Real-benchmark path: every item's prompt goes to kit.models.generate.respond at once (batched,
-    greedy, cached under the benchmark and the item ids), responses are scored by kit.data.scorers
-    (gsm8k: last number)."""
-    from kit.data.items import Item
-    from kit.models import generate as gen
-
-    calls = []
-
-    def respond(model, prompts, settings, benchmark=None, ids=None, **kw):
-        calls.append((list(prompts), settings, benchmark, list(ids)))
-        return ["100 8", "100 8"]
-
-    monkeypatch.setattr(gen, "respond", respond)
-    items = [Item("q1", "two plus 6 is", answer="8"), Item("q2", "a b c d e", answer="100")]
-    correct, responses = tr._answer(False, object(), "gsm8k", items, max_new_tokens=2)
-    (prompts, settings, benchmark, ids), = calls
-    assert prompts == ["two plus 6 is", "a b c d e"] and ids == ["q1", "q2"] and benchmark == "gsm8k"
-    assert settings.max_new_tokens == 2 and settings.do_sample is False, "answers must be greedy"
-    assert responses == ["100 8", "100 8"] and list(correct) == [True, False]
 
 
 def test_contamination_text_reports_leak_and_ood_collapse():
@@ -242,6 +225,7 @@ def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, 
     import kit
     import kit.models.load
     from kit import load_benchmark
+    from kit.data.prompts import instructed_items
     from kit.models import generate as gen
     from kit.models import twins
     from kit.mui import metric as kmui
@@ -266,7 +250,7 @@ def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, 
     df = tr.measure(names, ["gsm8k"], splits=["test"], n_items=4, max_new_tokens=4, max_batch_tokens=64)
     assert alive == [0, 0] and held_at_load == [0, 0], "a previous model was still in memory"
     assert list(df["model"]) == names and (df["n"] == 4).all()
-    items = load_benchmark("gsm8k", "test", limit=4)
+    items = instructed_items("gsm8k", load_benchmark("gsm8k", "test", limit=4), "instructed")  # the default style
     for name, mui in zip(names, df["mui"]):
         model = real_load(name)
         responses = gen.respond(model, [it.prompt for it in items], gen.GenerationSettings(max_new_tokens=4))

@@ -24,8 +24,8 @@ def _world_model(seed: int):
 
 def test_item_correct_is_the_per_item_twin_of_accuracies():
     base, other = _world_model(0), _world_model(1)
-    test = shortcut_items.task_data(base, shortcut_items.benchmark_items("add", "test", 16))
-    fresh = shortcut_items.task_data(base, shortcut_items.benchmark_items("add", "fresh", 12))
+    test = shortcut_items.task_data(base, shortcut_items.study_items("add", "test", 16))
+    fresh = shortcut_items.task_data(base, shortcut_items.study_items("add", "fresh", 12))
     neurons = [(0, i) for i in range(0, 64, 2)]
     per_item = scc.item_correct(other, base, test, [[], neurons])
     assert per_item.shape == (2, 16) and set(np.unique(per_item)) <= {0.0, 1.0}

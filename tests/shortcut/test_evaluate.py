@@ -47,8 +47,8 @@ def _world_model(seed: int):
 
 def test_trustworthy_table_vanilla_row_is_unchanged_by_patching_itself():
     base, other = _world_model(0), _world_model(1)
-    test = shortcut_items.task_data(base, shortcut_items.benchmark_items("add", "test", 16))
-    fresh = shortcut_items.task_data(base, shortcut_items.benchmark_items("add", "fresh", 16))
+    test = shortcut_items.task_data(base, shortcut_items.study_items("add", "test", 16))
+    fresh = shortcut_items.task_data(base, shortcut_items.study_items("add", "fresh", 16))
     assert test.tokens.shape[0] == 16 and all(len(t) == 1 for t in test.targets)
     assert (test.tokens[torch.arange(16), test.lengths - 1] != 0).all(), "lengths must point at the last prompt token"
     neurons = [(0, i) for i in range(0, 64, 2)]
@@ -57,24 +57,29 @@ def test_trustworthy_table_vanilla_row_is_unchanged_by_patching_itself():
     van = t2.set_index("variant").loc["Vanilla"]
     assert van.te == van.ori and van.delta_acc == 0, "TE of the base model patched with itself must equal Ori"
     assert t2[["ref", "ori", "te"]].apply(lambda c: c.between(0, 100)).all().all(), "scores are percentages"
-    t3 = evaluate.side_effect_table({"+x": other}, base, {"add2": shortcut_items.task_data(base, shortcut_items.benchmark_items("add2", "test", 8))},
+    t3 = evaluate.side_effect_table({"+x": other}, base, {"add2": shortcut_items.task_data(base, shortcut_items.study_items("add2", "test", 8))},
                               neurons)
     assert list(t3.columns) == ["variant", "task", "ori", "te", "delta_acc"] and len(t3) == 1
 
 
 def test_text_scoring_for_free_text_benchmarks():
+    """Free-text responses are scored by the benchmark's own rule (kit.data.scorers.score), the
+    benchmark read from the item's id."""
     from kit.data.items import Item
+    from kit.data.scorers import score
+    from kit.subjects import benchmark_of
 
-    num = Item("g/1", "q", answer="18")
-    assert shortcut_items.text_correct("so 9 + 9 = 18 .", num) and not shortcut_items.text_correct("the answer is 17", num)
-    mc = Item("m/1", "q", choices=("a", "b", "c", "d"), label=2)
-    assert shortcut_items.text_correct("C", mc) and not shortcut_items.text_correct("A", mc)
-    word = Item("w/1", "q", answer="alice")
-    assert shortcut_items.text_correct(" alice went", word) and not shortcut_items.text_correct("bob", word)
+    num = Item("gsm8k/test/1", "q", answer="18")
+    assert benchmark_of(num) == "gsm8k"
+    assert score(benchmark_of(num), num, "so 9 + 9 = 18 .") and not score(benchmark_of(num), num, "the answer is 17")
+    mc = Item("mmlu/test/anatomy/1", "q", choices=("a", "b", "c", "d"), label=2)
+    assert score(benchmark_of(mc), mc, "C") and not score(benchmark_of(mc), mc, "A")
+    word = Item("add/test/0", "q", answer="7")
+    assert benchmark_of(word) == "tiny/add" and score("tiny/add", word, " 7 ") and not score("tiny/add", word, "17")
     # the free-text path runs end to end on a model that is not a zoo member (tokenizer path)
     m = _world_model(0)
     m.cfg.model_name = "not-a-zoo-model"
-    data = shortcut_items.task_data(m, shortcut_items.benchmark_items("add", "test", 6))
+    data = shortcut_items.task_data(m, shortcut_items.study_items("add", "test", 6))
     assert data.items is not None and data.tokens.shape[0] == 6
     acc = evaluate.accuracies(m, _world_model(1), data, [[], [(0, 1), (0, 2)]], max_new_tokens=2)
     assert acc.shape == (2,) and ((acc >= 0) & (acc <= 1)).all()

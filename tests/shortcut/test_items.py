@@ -10,25 +10,26 @@ import pytest
 import torch
 
 from kit.shortcut import evaluate, items as shortcut_items, patching as pt, study
+from kit.subjects import load_model_any
 
 
 def test_fresh_items_have_one_item_per_content():
     """Re-rendered contents are correlated items: a tiny-world fresh set holds each content once."""
     from kit.world import get_task
 
-    items = shortcut_items.benchmark_items("add", "fresh", 300, seed=2)
+    items = shortcut_items.study_items("add", "fresh", 300, seed=2)
     assert len(items) == 300 == len({it.metadata["content"] for it in items})
     drawn = get_task("add").items("fresh", n=300, seed=2)
     assert len({it.metadata["content"] for it in drawn}) < 300, "the plain split repeats contents (else this test is moot)"
-    assert items[0] == drawn[0] and shortcut_items.benchmark_items("add", "fresh", 300, seed=2) == items, "seeded, first draws first"
+    assert items[0] == drawn[0] and shortcut_items.study_items("add", "fresh", 300, seed=2) == items, "seeded, first draws first"
     assert shortcut_items.reference_items("add", 300, seed=2) == items
-    assert shortcut_items.benchmark_items("add", "test", 50) == get_task("add").items("test", n=50), "other splits unchanged"
-    with pytest.raises(ValueError, match="n=1000: task 'add' has .* distinct fresh contents"):
-        shortcut_items.benchmark_items("add", "fresh", 1000)
+    assert shortcut_items.study_items("add", "test", 50) == get_task("add").items("test", n=50), "other splits unchanged"
+    with pytest.raises(ValueError, match="n=1000: task 'add' has .* distinct fresh contents.*n_ref, n_format"):
+        shortcut_items.study_items("add", "fresh", 1000)
 
 
 def test_reference_items_are_never_the_evaluated_test_items():
-    test = shortcut_items.benchmark_items("gsm8k", "test", 5)
+    test = shortcut_items.study_items("gsm8k", "test", 5)
     ref = shortcut_items.reference_items("gsm8k", 5, ref_task="mawps")
     assert len(ref) == 5 and not {it.id for it in ref} & {it.id for it in test}
     assert [it.id for it in shortcut_items.reference_items("gsm8k", 3, ref_task="gsm8k", ref_split="train")][0].startswith("gsm8k/train/")
@@ -37,14 +38,14 @@ def test_reference_items_are_never_the_evaluated_test_items():
     with pytest.raises(ValueError, match="Ref would equal Ori"):
         shortcut_items.reference_items("gsm8k", 5, ref_task="gsm8k")
     with pytest.raises(ValueError, match="no 'fresh' split"):
-        shortcut_items.benchmark_items("gsm8k", "fresh", 5)
+        shortcut_items.study_items("gsm8k", "fresh", 5)
 
 
 def test_task_data_truncates_prompts_to_the_context_left_for_the_answer():
     """A prompt + its answer must fit the context (GSM8K item 4 is 256 twin tokens, the twin's n_ctx):
     long prompts keep BOS and their last tokens, with a warning; a generation then runs."""
-    m = study.load_any("twin/llama")
-    items = shortcut_items.benchmark_items("gsm8k", "test", 5)
+    m = load_model_any("twin/llama")
+    items = shortcut_items.study_items("gsm8k", "test", 5)
     full = m.to_tokens(items[4].prompt, prepend_bos=True)[0].tolist()
     assert len(full) >= m.cfg.n_ctx - 8
     with pytest.warns(UserWarning, match="1 of 5 prompts.*truncated"):
@@ -103,8 +104,8 @@ def test_world_models_refuse_sampling_and_chat_in_task_data():
 
 
 def _gsm8k_twin(n: int = 3):
-    m = study.load_any("twin/llama")
-    items = [it for it in shortcut_items.benchmark_items("gsm8k", "test", 8) if len(m.to_tokens(it.prompt)[0]) < 200][:n]
+    m = load_model_any("twin/llama")
+    items = [it for it in shortcut_items.study_items("gsm8k", "test", 8) if len(m.to_tokens(it.prompt)[0]) < 200][:n]
     return m, items
 
 
@@ -141,7 +142,7 @@ def test_decoding_reaches_the_patched_generator(monkeypatch):
     from kit.models.generate import GenerationSettings, SHORTCUT_PAPER_SAMPLING
 
     m, items = _gsm8k_twin()
-    base = study.load_any("twin/llama@perturbed-1")
+    base = load_model_any("twin/llama@perturbed-1")
     calls = []
 
     def spy(*args, **kwargs):

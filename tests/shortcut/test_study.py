@@ -1,5 +1,5 @@
 """Tests of kit.shortcut.study and notebook 03's config: profiles, the reference and A2 checks,
-Table 4's transfer fine-tunes, load_any's dtype, the decoding threaded into every item set."""
+Table 4's transfer fine-tunes, load_model_any's dtype, the decoding threaded into every item set."""
 
 from __future__ import annotations
 
@@ -97,10 +97,12 @@ def test_config_checks_the_a2_format_section():
         Config(task="gsm8k", ref_task="mawps", benchmark_format="answer-cue", format_variants=rows)
 
 
-def test_load_any_dtype_applies_to_hf_models_and_twins_only():
-    bf = study.load_any("twin/llama@perturbed-1", dtype="bfloat16")
+def test_load_model_any_dtype_applies_to_hf_models_and_twins_only():
+    from kit.subjects import load_model_any
+
+    bf = load_model_any("twin/llama@perturbed-1", dtype="bfloat16")
     assert {p.dtype for p in bf.parameters()} == {torch.bfloat16}
-    assert {p.dtype for p in study.load_any("twin/llama").parameters()} == {torch.float32}
+    assert {p.dtype for p in load_model_any("twin/llama").parameters()} == {torch.float32}
 
 
 def test_setup_threads_the_profiles_decoding_into_every_item_set():

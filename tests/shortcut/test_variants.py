@@ -1,5 +1,7 @@
 """kit.shortcut.variants: notebook 03's extra/ fine-tunes, and the zoo options they use."""
 
+import importlib
+
 import pytest
 
 from kit.shortcut import variants as v
@@ -148,7 +150,10 @@ def test_after_chain_trains_from_the_earlier_fine_tune(monkeypatch, tmp_path):
         for p in earlier.parameters():
             p.add_(0.01)
     seen = []
-    monkeypatch.setattr(zoo, "extra_finetune", lambda f, world=None: seen.append(f) or earlier)
+    # finetune() looks the earlier fine-tune up in its own module (kit.world.zoo re-exports it;
+    # the package attribute kit.world.members is a function, hence import_module)
+    members_module = importlib.import_module("kit.world.members")
+    monkeypatch.setattr(members_module, "extra_finetune", lambda f, world=None: seen.append(f) or earlier)
     f = v.extra_spec("extra/base-m+general-sparse:split:after=base-m+math-test-x1:lr=0.002", "micro")
     f = replace(f, n_examples=32)  # a few steps
     model, steps, _ = zoo.finetune(spec, f)

@@ -1,0 +1,45 @@
+"""Models under evaluation: one way to ask any model, used by every paper package.
+
+- :class:`Subject` (the interface) and :func:`load_subject` / :func:`subject_of` (the factory, by
+  name or from a loaded model): :mod:`kit.subjects.subject`;
+- :class:`WorldSubject` (tiny-world models on the world's tasks): :mod:`kit.subjects.world`;
+- :class:`HFSubject` (Hugging Face causal LMs on real benchmarks): :mod:`kit.subjects.hf`;
+- :class:`Answers` (scored responses: accuracy, Wilson interval, chance, parse failures,
+  truncations): :mod:`kit.subjects.answers`;
+- items, capability groups and chance levels of tasks and benchmarks: :mod:`kit.subjects.items`;
+- option log-likelihood scoring of multiple choice: :mod:`kit.subjects.loglik`.
+"""
+
+from kit.subjects.answers import SCORINGS, Answers, chance_of
+from kit.subjects.hf import HFSubject
+from kit.subjects.items import (
+    BENCHMARK_GROUPS,
+    benchmark_of,
+    is_world_task,
+    task_chance,
+    task_group,
+    task_items,
+)
+from kit.subjects.subject import Subject, is_world_name, load_model_any, load_subject, subject_of
+from kit.subjects.world import WorldSubject, ablation_hooks, world_correct
+
+__all__ = [
+    "Answers",
+    "BENCHMARK_GROUPS",
+    "HFSubject",
+    "benchmark_of",
+    "SCORINGS",
+    "Subject",
+    "WorldSubject",
+    "ablation_hooks",
+    "chance_of",
+    "is_world_name",
+    "is_world_task",
+    "load_model_any",
+    "load_subject",
+    "subject_of",
+    "task_chance",
+    "task_group",
+    "task_items",
+    "world_correct",
+]

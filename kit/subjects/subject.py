@@ -1,0 +1,202 @@
+"""One interface for "a model under evaluation", and the factory that picks its implementation by
+name.
+
+A :class:`Subject` gives the items of a task or benchmark as the model should see them, greedy
+responses (optionally with MLP neurons zero-ablated), their scores (:class:`~kit.subjects.Answers`:
+accuracy with its interval, chance, parse failures, truncations), and teacher-forced internals (MUI
+key neurons per item). Two implementations, chosen by :func:`load_subject` from the name:
+
+- :class:`~kit.subjects.world.WorldSubject`: tiny-world models (``zoo/...``, notebook 03's
+  ``extra/...``) on the world's tasks;
+- :class:`~kit.subjects.hf.HFSubject`: everything ``kit.load_model`` loads as a Hugging Face causal
+  LM (hub ids with ``@revision``, local directories, ``twin/<arch>``; GGUF files and ``real/...`` as
+  ``kit.load_model`` learns them) on real benchmarks.
+
+A paper package asks a subject, never "is this a zoo model?"::
+
+    s = kit.load_subject("zoo/base-m")               # or "twin/llama", "Qwen/Qwen2.5-7B-Instruct"
+    items = s.items("add", "test", n=100)
+    ans = s.answer("add", items, max_new_tokens=1)     # Answers
+    print(ans.describe()); run.record(accuracy=ans.summary())
+    mui = s.mui(ans)                                 # MUI (%) of those responses
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from kit.subjects.answers import Answers
+
+Neuron = tuple[int, int]
+
+
+@runtime_checkable
+class Subject(Protocol):
+    """A model under evaluation (see the module docstring for the two implementations)."""
+
+    name: str
+    model: Any
+    """The ``HookedTransformer`` whose internals are read."""
+    kind: str
+    """``world`` or ``hf``."""
+
+    def items(
+        self,
+        task: str,
+        split: str = "test",
+        n: int | None = None,
+        seed: int = 0,
+        skip: int = 0,
+        one_per_content: bool = False,
+    ) -> list:
+        """Items ``skip .. skip + n`` of ``task``'s ``split``, prompts as this subject is shown
+        them."""
+        ...
+
+    def fresh_items(self, task: str, n: int, seed: int = 0) -> list | None:
+        """``n`` items the model never saw (the world's ``fresh`` split), or None where no such
+        split exists."""
+        ...
+
+    def token_budget(self, max_batch_tokens: int | None) -> int | None:
+        """The padded-token budget of teacher-forced passes for this model (None: ``batch_size``
+        rows)."""
+        ...
+
+    def group(self, task: str) -> str:
+        """Capability group of ``task`` (``math``, ``code``, ``reasoning``, ``general``...)."""
+        ...
+
+    def chance(self, task: str, items: Sequence[Any]) -> float | None:
+        """Accuracy of a random guess on ``items`` (None for free-form answers)."""
+        ...
+
+    def respond(
+        self,
+        task: str,
+        items: Sequence[Any],
+        max_new_tokens: int = 1,
+        ablate: Sequence[Neuron] = (),
+    ) -> list[str]:
+        """Greedy responses, with the (layer, neuron) MLP neurons ``ablate`` zeroed."""
+        ...
+
+    def score(
+        self, task: str, items: Sequence[Any], responses: Sequence[str], max_new_tokens: int = 1
+    ) -> Answers:
+        """Correctness, parse failures and truncations of ``responses``."""
+        ...
+
+    def answer(
+        self,
+        task: str,
+        items: Sequence[Any],
+        max_new_tokens: int = 1,
+        ablate: Sequence[Neuron] = (),
+        scoring: str = "generate",
+    ) -> Answers:
+        """:meth:`respond` then :meth:`score` (or option log-likelihoods: ``scoring``)."""
+        ...
+
+    def tokens(self, items: Sequence[Any], responses: Sequence[str]) -> tuple[Any, Any]:
+        """Teacher-forced rows: right-padded prompt + response tokens [batch, seq] and the response
+        mask."""
+        ...
+
+    def key_neurons(
+        self,
+        answers: Answers,
+        score: str = "score",
+        threshold: str = "topk",
+        k: int | None = None,
+        frac: float | None = None,
+        batch_size: int = 16,
+        max_batch_tokens: int | None = None,
+    ) -> list[list[int]]:
+        """Per item, its MUI key neurons (seed 000 Eq. 4) as flat indices ``layer * d_mlp + i``."""
+        ...
+
+    def mui(
+        self,
+        answers: Answers,
+        score: str = "score",
+        threshold: str = "topk",
+        k: int | None = None,
+        frac: float | None = None,
+        batch_size: int = 16,
+        max_batch_tokens: int | None = None,
+    ) -> float:
+        """MUI (seed 000 Eq. 5, in %) of ``answers``' responses."""
+        ...
+
+
+def is_world_name(name: str) -> bool:
+    """Whether ``name`` is a tiny-world model: a zoo member (``zoo/...``) or notebook 03's own
+    fine-tune of one (``extra/...``)."""
+    from kit.shortcut.variants import is_extra  # lazy: kit.shortcut imports the subjects
+
+    return isinstance(name, str) and (name.startswith("zoo/") or is_extra(name))
+
+
+def load_model_any(
+    name: str, device: str = "cpu", world: str | None = None, dtype: str | None = None
+):
+    """The model behind a subject name: ``kit.load_model``, plus notebook 03's ``extra/`` fine-tunes
+    (:mod:`kit.shortcut.variants`, trained on first use). ``dtype`` applies to Hugging Face models
+    and twins; tiny-world models stay float32."""
+    from kit.models.load import load_model
+    from kit.shortcut import variants
+
+    if variants.is_extra(name):
+        return variants.load_extra(name, device, world)
+    if name.startswith("zoo/"):
+        return load_model(name, device=device, world=world)
+    return load_model(name, device=device, world=world, dtype=dtype)
+
+
+def subject_of(
+    model: Any,
+    name: str | None = None,
+    world: str | None = None,
+    prompt_style: str = "instructed",
+    chat: bool | None = None,
+) -> Subject:
+    """The subject of a model already loaded (``kit.load_model``): a world subject when it speaks
+    the world's vocabulary, else a Hugging Face one (it must come from a Hugging Face directory)."""
+    from kit.mui.metric import is_world_model
+    from kit.subjects.hf import HFSubject
+    from kit.subjects.world import WorldSubject
+
+    label = name or str(
+        getattr(model, "kit_name", None) or getattr(model.cfg, "model_name", "model")
+    )
+    if is_world_model(model):
+        return WorldSubject(label, model, world)
+    if getattr(model, "kit_path", None) is None:
+        raise ValueError(
+            f"{label}: neither a tiny-world model nor one loaded from a Hugging Face directory "
+            "(kit.load_model of an id, a local directory or twin/<arch>): it cannot generate"
+        )
+    return HFSubject(label, model, prompt_style, chat)
+
+
+def load_subject(
+    name: str,
+    device: str = "cpu",
+    world: str | None = None,
+    dtype: str | None = None,
+    prompt_style: str = "instructed",
+    chat: bool | None = None,
+) -> Subject:
+    """Load ``name`` (:func:`load_model_any`) and wrap it (:func:`subject_of`).
+
+    ``prompt_style`` (Hugging Face models on real benchmarks): ``instructed`` (the benchmark's
+    answer-format instruction, :mod:`kit.data.prompts`) or ``plain`` (the bare question);
+    ``chat``: the tokenizer's chat template (None: when it has one)."""
+    from kit.data.prompts import PROMPT_STYLES
+
+    if prompt_style not in PROMPT_STYLES:  # before loading anything
+        raise ValueError(
+            f"prompt_style={prompt_style!r} is not allowed; allowed: {', '.join(PROMPT_STYLES)}"
+        )
+    return subject_of(load_model_any(name, device, world, dtype), name, world, prompt_style, chat)
