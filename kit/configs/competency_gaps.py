@@ -63,7 +63,7 @@ class Config(BaseConfig):
     adv_repeats: int = Field(10, ge=1, le=100)
     """Adversarial removal: repetitions (each on a random 90% subsample)."""
     gap_n_perm: int = Field(1000, ge=20, le=100_000)
-    """Per-concept gap test: within-benchmark permutations of the scores (``kit.cg.metrics.gap_test``)."""
+    """Per-concept gap test: within-benchmark permutations of the scores (``kit.cg.significance.gap_test``)."""
     min_support: int = Field(5, ge=1, le=1000)
     """Per-concept gap test and split-half: a concept is tested only if active on at least this many scored items."""
     alpha: float = Field(0.05, gt=0, lt=1)

@@ -47,15 +47,15 @@ class Config(BaseConfig):
     ref_split: str = "test"
     """Split of ``ref_task`` (``ref_task == task`` on ``test`` is refused: Ref would equal Ori)."""
     comparative_position: Literal["last", "completion"] = "last"
-    """Where eq. 3 reads the activations (``kit.shortcut.neurons.comparative_scores_of_models``): ``last``,
+    """Where eq. 3 reads the activations (``kit.shortcut.scores.comparative_scores_of_models``): ``last``,
     the last prompt token (the paper's text, section 3.2); ``completion``, every token of M_con's greedy
     completion of ``max_new_tokens`` tokens, both models read on it (the public code's default)."""
     group_size: int = Field(16, ge=1, le=4096)
     """Adjacent neurons per causal-score group (the paper: 512 of 11008 per layer, ~4.7%)."""
     combine: Literal["held_out", "sum", "veto", "rank_mean"] = "held_out"
-    """How eq. 3 and eq. 4 make the final ranking (``kit.shortcut.neurons.combine_scores``; the paper does not
+    """How eq. 3 and eq. 4 make the final ranking (``kit.shortcut.scores.combine_scores``; the paper does not
     say). ``held_out`` (default): every rule is scored on the test items after the first ``n_locate`` (needs
-    ``n_eval > n_locate``) and the best one ranks (``kit.shortcut.neurons.best_rule``); ``sum``: the public
+    ``n_eval > n_locate``) and the best one ranks (``kit.shortcut.ranking.best_rule``); ``sum``: the public
     code's ``S + C - 1``; ``veto``: comparative ranking with groups of causal score < 1 last; ``rank_mean``:
     the weighted mean of the two percentile ranks."""
     causal_rank_by: Literal["exact", "teacher_forced"] = "exact"
@@ -89,7 +89,7 @@ class Config(BaseConfig):
     second_base: str | None = None
     """Table 6 (the paper's LLaMA3-8B, a second architecture): another base of the tiny world; every
     ``variants`` recipe is rebuilt from it (``kit.shortcut.variants.rebase``, trained on first use), the
-    neurons located on its own pair and Table 2 repeated (``kit.shortcut.neurons.second_base_section``). The
+    neurons located on its own pair and Table 2 repeated (``kit.shortcut.study.second_base_section``). The
     tiny world's bases differ in width and depth, not in architecture family. None (the tiny profile:
     ``zoo/base-l``) skips it."""
     strength_copies: list[int] = [1, 2, 5, 10]
@@ -100,7 +100,7 @@ class Config(BaseConfig):
     trained on first use)."""
     cheaters: dict[str, str] | None = None
     """Table 12 (the paper's pretraining-stage "cheaters", KIEval's models on ARC-Challenge): label -> model,
-    scored like Table 2 with the neurons located in section 1 (``kit.shortcut.neurons.cheater_section``). The
+    scored like Table 2 with the neurons located in section 1 (``kit.shortcut.study.cheater_section``). The
     tiny profile: Normal (a clean SFT, Table 2's ``+other data``), SFT-Cheater (Table 2's ``+test``), PT-Cheater
     (a full-parameter continuation of the base on its own mixture with its AdamW state and the test items
     injected, then Normal's clean SFT: ``extra/...:after=...``, ``kit.shortcut.variants``). None skips it."""
@@ -127,7 +127,7 @@ class Config(BaseConfig):
     are taken ``max_rows`` at a time, groups ``max_rows // prompts`` at a time (results do not depend on it)."""
     decoding: Literal["greedy", "sample"] = "greedy"
     """How Hugging Face models generate every scored answer of this notebook (the accuracies under patching of
-    the causal score, Ori, TE and Ref, the sparsity curve and side tasks; ``kit.shortcut.neurons.item_correct``):
+    the causal score, Ori, TE and Ref, the sparsity curve and side tasks; ``kit.shortcut.evaluate.item_correct``):
     ``greedy`` (argmax) or ``sample`` (``temperature``, ``top_k``, seeded by ``generation_seed``: the same profile
     gives the same numbers). The paper samples at T=1, top-k 50 (section 4.1; the paper profile). Tiny-world
     (``zoo/``, ``extra/``) models keep the world's evaluation, the argmax first token, so ``sample`` is refused on

@@ -32,7 +32,7 @@ class Config(BaseConfig):
     prompt_style: Literal["instructed", "plain"] = "instructed"
     """Real benchmarks: ``instructed`` wraps each question in its benchmark's answer-format instruction (``kit.data.prompts``: lm-evaluation-harness's Llama-3 instruct templates where they exist), ``plain`` shows the bare question (as the MUI paper's code shows instruct models). Tiny-world tasks keep their format."""
     score: Score = "score"
-    """Neuron contribution score (kit.mui.metric.SCORES): Eq. 3 ``score`` is the paper's choice."""
+    """Neuron contribution score (kit.mui.scores.SCORES): Eq. 3 ``score`` is the paper's choice."""
     threshold: Threshold = "topk"
     """Key-neuron threshold (kit.mui.metric.THRESHOLDS): per-token per-layer top-k is the paper's choice."""
     k: int | None = Field(None, ge=1)
@@ -83,7 +83,7 @@ class Config(BaseConfig):
     grid_topscore_fracs: list[Fraction] = Field([0.2, 0.8, 0.85, 0.9, 0.95], min_length=1)
     """``topscore`` fractions of the B.6 grid: 0.2 (A.4, Dai et al.) and MUI-Eval's 0.8-0.95."""
     law_form: Literal["mui_vs_log_perf", "perf_vs_log_mui"] = "mui_vs_log_perf"
-    """Utility Law regression (kit.mui.metric.LAW_FORMS): the paper's MUI = -alpha ln P + beta, or the inverse."""
+    """Utility Law regression (kit.mui.law.LAW_FORMS): the paper's MUI = -alpha ln P + beta, or the inverse."""
     public_code_k: int | None = Field(None, ge=1)
     """k of the ``public_code`` variant (item 6); None: MUI-Eval's int(d_mlp/1000), replaced by 1 (and said so) when 0."""
     multi_token_tasks: list[str] | None = None
