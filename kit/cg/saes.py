@@ -386,37 +386,6 @@ def item_concepts(encoder, sae_names: Sequence[str], texts: Sequence[str], batch
     return out, lengths
 
 
-def token_features(cfg, texts: Sequence[str]) -> list[Float[Tensor, "n_tokens d_sae"]]:
-    """Per text, its per-token concept activations in the notebook's main concept space, the input
-    of eq. 1 (:func:`kit.cg.metrics.item_concept_activation`): MiniLM's residual stream at the SAE's
-    site encoded by the main MiniLM SAE (``concept_space: minilm``, as :func:`item_concepts` reads
-    it), or the first model's activations encoded by its own SAE, BOS excluded (``model``, as
-    :func:`kit.cg.model_space.hooked_item_concepts` reads it). Texts cut to ``cfg.max_length``."""
-    import kit
-
-    if cfg.concept_space == "minilm":
-        from kit.models.encoders import load_encoder
-
-        name = cfg.sae_names()[-1]
-        sae = load_minilm_sae(name, device=cfg.device)
-        acts = load_encoder("minilm", device=cfg.device).token_activations(
-            list(texts), MinilmSAESpec.from_name(name).site, max_length=cfg.max_length)
-        with torch.inference_mode():
-            return [sae.encode(a.to(sae.W_enc.device)).float().cpu() for a in acts]
-    from kit.cg.model_space import _forward_batches, _item_rows  # lazy: model_space imports the suite
-
-    model = kit.load_model(cfg.models[0], device=cfg.device, dtype=cfg.dtype)
-    sae = kit.load_sae(cfg.model_saes[0], device=cfg.device)
-    rows = _item_rows(model, texts, cfg.max_length)
-    out = []
-    with torch.inference_mode():
-        for i in range(len(rows)):
-            a = _forward_batches(model, sae.cfg.metadata.hook_name, rows, [i])[0]
-            a = a[1:] if a.shape[0] > 1 else a
-            out.append(sae.encode(a.to(sae.W_enc.device, sae.W_enc.dtype)).float().cpu())
-    return out
-
-
 # ----------------------------------------------------------------------------- tiny world suite
 
 

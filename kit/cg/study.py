@@ -10,11 +10,19 @@ field at its empty default.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+import kit
+from kit.cg import model_space
+from kit.cg import saes as cg_saes
+from kit.cg import suite as cg_suite
 from kit.cg.answers import ModelAnswers
 from kit.cg.nulls import ModelNulls
 from kit.cg.planted import PlantedGapResult, planted_gap_results
@@ -163,3 +171,53 @@ def _plain(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     return v
+
+
+# ------------------------------------------------------------------ the notebook's concept space
+def build_suites(cfg, answers=None) -> tuple[list[str], dict[str, Suite]]:
+    """(SAE names, {SAE name: Suite}) for a notebook config: the offline MiniLM concept space with
+    published responses and/or the models' own ``answers`` (:func:`kit.cg.answers.run_answers`), or
+    (``concept_space='model'``) the paper's setting."""
+    if cfg.concept_space == "minilm":
+        names = cfg.sae_names()
+        suites = cg_suite.real_suite(
+            names, cfg.benchmarks, cfg.n_items, cfg.response_sets, cfg.n_response_items,
+            include_responses=cfg.include_responses, max_length=cfg.max_length, seed=cfg.seed,
+            device=cfg.device, answers=answers, n_text_items=cfg.null_text_items)
+    else:
+        names = list(cfg.model_saes)
+        suites = model_space.model_suites(
+            cfg.models, names, cfg.benchmarks, cfg.n_items, cfg.max_new_tokens, cfg.max_length,
+            cfg.seed, cfg.device, cfg.include_responses, dtype=cfg.dtype,
+            max_batch_tokens=cfg.max_batch_tokens, gen_batch_size=cfg.gen_batch_size,
+            labels=cfg.labels, label_texts=cfg.label_texts, n_text_items=cfg.null_text_items)
+    for suite in suites.values():
+        suite.x_bench_denominator = cfg.x_bench_denominator
+    return names, suites
+
+
+def token_features(cfg, texts: Sequence[str]) -> list[Float[Tensor, "n_tokens d_sae"]]:
+    """Per text, its per-token concept activations in the notebook's main concept space, the input
+    of eq. 1 (:func:`kit.cg.metrics.item_concept_activation`): MiniLM's residual stream at the SAE's
+    site encoded by the main MiniLM SAE (``concept_space: minilm``, as
+    :func:`kit.cg.saes.item_concepts` reads it), or the first model's activations encoded by its own SAE, BOS excluded (``model``, as
+    :func:`kit.cg.model_space.hooked_item_concepts` reads it). Texts cut to ``cfg.max_length``."""
+    if cfg.concept_space == "minilm":
+        from kit.models.encoders import load_encoder
+
+        name = cfg.sae_names()[-1]
+        sae = cg_saes.load_minilm_sae(name, device=cfg.device)
+        acts = load_encoder("minilm", device=cfg.device).token_activations(
+            list(texts), cg_saes.MinilmSAESpec.from_name(name).site, max_length=cfg.max_length)
+        with torch.inference_mode():
+            return [sae.encode(a.to(sae.W_enc.device)).float().cpu() for a in acts]
+    model = kit.load_model(cfg.models[0], device=cfg.device, dtype=cfg.dtype)
+    sae = kit.load_sae(cfg.model_saes[0], device=cfg.device)
+    rows = model_space._item_rows(model, texts, cfg.max_length)
+    out = []
+    with torch.inference_mode():
+        for i in range(len(rows)):
+            a = model_space._forward_batches(model, sae.cfg.metadata.hook_name, rows, [i])[0]
+            a = a[1:] if a.shape[0] > 1 else a
+            out.append(sae.encode(a.to(sae.W_enc.device, sae.W_enc.dtype)).float().cpu())
+    return out

@@ -251,28 +251,6 @@ def model_x(suite: Suite, model: str) -> np.ndarray:
     return cg.x_model(suite.model_acts[model], suite.model_scores[model])
 
 
-def build_suites(cfg, answers=None) -> tuple[list[str], dict[str, Suite]]:
-    """(SAE names, {SAE name: Suite}) for a notebook config: the offline MiniLM concept space with
-    published responses and/or the models' own ``answers`` (:func:`kit.cg.answers.run_answers`), or
-    (``concept_space='model'``) the paper's setting."""
-    if cfg.concept_space == "minilm":
-        names = cfg.sae_names()
-        suites = real_suite(names, cfg.benchmarks, cfg.n_items, cfg.response_sets, cfg.n_response_items,
-                            include_responses=cfg.include_responses, max_length=cfg.max_length, seed=cfg.seed,
-                            device=cfg.device, answers=answers, n_text_items=cfg.null_text_items)
-    else:
-        from kit.cg.model_space import model_suites  # lazy: model_space imports this module
-
-        names = list(cfg.model_saes)
-        suites = model_suites(cfg.models, names, cfg.benchmarks, cfg.n_items, cfg.max_new_tokens, cfg.max_length,
-                              cfg.seed, cfg.device, cfg.include_responses, dtype=cfg.dtype,
-                              max_batch_tokens=cfg.max_batch_tokens, gen_batch_size=cfg.gen_batch_size,
-                              labels=cfg.labels, label_texts=cfg.label_texts, n_text_items=cfg.null_text_items)
-    for suite in suites.values():
-        suite.x_bench_denominator = cfg.x_bench_denominator
-    return names, suites
-
-
 def two_model_comparison(cfg, suite: Suite, sae_names: Sequence[str], main_sae: str):
     """Two models' concept profiles on the same ARC items, concepts read from the prompts only.
 

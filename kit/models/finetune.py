@@ -44,7 +44,9 @@ from torch import nn
 from kit.core.paths import atomic_dir, cache_dir, data_dir, sha256
 from kit.data.benchmarks import format_choices, load_benchmark
 from kit.data.items import Item
+from kit.models import real
 from kit.models.recipes import CORPUS, RECIPES, Recipe, check_recipe, recipe, recipe_from_dict
+from kit.models.twins import twin_path
 from kit.world.pinned import enter_pinned, is_pinned, run_pinned
 
 CODE_VERSION = "finetune-v1"
@@ -434,6 +436,22 @@ class _deterministic:
 
 
 # ------------------------------------------------------------------------------------ cache
+def base_dir(base: str) -> Path:
+    """The Hugging Face directory of a recipe's base: ``real/<name>`` (dequantised once,
+    :mod:`kit.models.real`), ``twin/<name>`` or a local model directory. Resolved here, not through
+    ``kit.models.load.model_dir``: load resolves recipe names through this module, so importing it
+    back would make a circle; a hub model is a base once fetched (``kit.models.hub.snapshot``)."""
+    if base.startswith("real/"):
+        return real.real_path(base.removeprefix("real/"))
+    if base.startswith("twin/"):
+        return twin_path(base.removeprefix("twin/"))
+    local = Path(base).expanduser()
+    if local.is_dir():
+        return local
+    raise ValueError(f"recipe base {base!r}: allowed values: real/<name>, twin/<name> or a local "
+                     "Hugging Face model directory (fetch a hub model first: kit.models.hub.snapshot)")
+
+
 _IDENTITY: dict[tuple, str] = {}
 
 
@@ -441,9 +459,7 @@ def base_identity(base: str) -> str:
     """A digest of the content of every file in the base model's Hugging Face directory (weights,
     config, tokenizer): a base with other files gets other keys. Memoised per process by the
     files' sizes and modification times."""
-    from kit.models.load import model_dir  # lazy: load imports recipes, never this module
-
-    root = Path(model_dir(base))
+    root = base_dir(base)
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
     stamp = (str(root), tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
                               for p in files))
@@ -498,10 +514,8 @@ def _train_and_save(r: Recipe, progress: bool = True) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from kit.models.load import model_dir
-
     hf_logging.disable_progress_bar()
-    src = Path(model_dir(r.base))
+    src = base_dir(r.base)
     key = recipe_key(r)
     target = finetune_dir(r)
     with _deterministic():

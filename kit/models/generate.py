@@ -134,7 +134,7 @@ def weight_bytes(model_path: str | Path, dtype: str | None) -> int:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from kit.models.load import torch_dtype
+    from kit.models.dtypes import torch_dtype
 
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_path))
@@ -190,7 +190,7 @@ def hf_model(model_path: str | Path, device: str = "cpu", dtype: str | None = No
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        from kit.models.load import torch_dtype
+        from kit.models.dtypes import torch_dtype
 
         hf_logging.disable_progress_bar()
         tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -346,7 +346,7 @@ def vllm_engine(model_path: str, dtype: str | None, seed: int = 0, device: str =
     except ImportError as e:
         raise ImportError("backend='vllm' needs the vllm package (pip install 'kit[vllm]') and a GPU; "
                           "backend='hf' needs neither") from e
-    from kit.models.load import DTYPES
+    from kit.models.dtypes import DTYPES
 
     key = ("vllm", str(model_path), str(dtype), str(seed), str(device))
     if key not in _HELD:

@@ -38,6 +38,7 @@ from typing import Any
 
 from kit.models import checks
 from kit.models.architectures import UnsupportedArchitecture, capabilities
+from kit.models.dtypes import DTYPES, torch_dtype  # noqa: F401 (re-exported: kit.models.load.DTYPES)
 from kit.models.recipes import is_recipe_name
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
@@ -80,21 +81,8 @@ def random_model(shape: str, device: str = "cpu", seed: int = 0, dtype: str = "f
     return tl.build_model(device=device, dtype=getattr(torch, dtype), seed=seed, **RANDOM_SHAPES[shape]).eval()
 
 
-DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-          "float16": "float16", "fp16": "float16"}
 ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2")
 """``config.json`` model types loaded as encoders (:mod:`kit.models.encoders`), not as causal LMs."""
-
-
-def torch_dtype(dtype: str | None):
-    """``"bf16"`` / ``"bfloat16"`` ... -> ``torch.bfloat16``; None -> float32. Unknown names fail."""
-    import torch
-
-    if dtype is None:
-        return torch.float32
-    if str(dtype).removeprefix("torch.") not in DTYPES:
-        raise ValueError(f"dtype={dtype!r} is not allowed; allowed: {', '.join(DTYPES)}")
-    return getattr(torch, DTYPES[str(dtype).removeprefix("torch.")])
 
 
 def hub_model_names() -> list[str]:
