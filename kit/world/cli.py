@@ -60,8 +60,14 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[SEED_ENV] = str(args.seed)  # every call below, and every child, uses this world seed
 
     import kit.world as world
+    from kit.core.paths import current_world
     from kit.world.storage import NoSpaceLeft
 
+    try:  # a bad --world or $KIT_WORLD is named before anything runs, without a traceback
+        current_world(getattr(args, "world", None))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     try:
         if args.command == "build":
             return _build(world, args)

@@ -68,6 +68,16 @@ def test_unbuilt_world_says_how_to_build(tmp_path, monkeypatch):
     assert main(["card", "--world", "micro"]) == 2
 
 
+def test_an_unknown_kit_world_is_named_without_a_traceback(monkeypatch, capsys):
+    from kit.world.cli import main
+
+    monkeypatch.setenv("KIT_WORLD", "nope")
+    assert main(["card"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: KIT_WORLD='nope'") and "allowed values: tiny, micro" in err
+    assert "Traceback" not in err
+
+
 def test_every_member_loads_and_speaks(micro_world):
     for name in world.members(micro_world):
         m = world.load_member(name, world=micro_world)
