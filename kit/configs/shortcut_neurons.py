@@ -67,6 +67,12 @@ class Config(BaseConfig):
     """Share of all MLP neurons patched for TE (the paper: 5000 of 352,256 LLaMA2-7B neurons = 1.42%)."""
     sparsity_percents: list[float] = [0.5, 1.0, 1.42, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0, 100.0]
     """Figure 3 grid: patched neurons as % of all MLP neurons."""
+    n_null: int = Field(100, ge=2, le=10_000)
+    """Random neuron sets (of the patched count) whose accuracies make the null of the sparsity claim
+    (``kit.shortcut.claims.sparsity_items``): >= 100 for a 95% band and an empirical p-value."""
+    claim_reseeds: list[int] = [1, 2]
+    """Bootstrap seeds the claims are recomputed with to mark each verdict stable or flipping
+    (``kit.shortcut.claims.claims_with_stability``); [] skips the check."""
     side_tasks: list[str] = ["add2", "facts-mc"]
     """Table 3 tasks (the paper's MAWPS and MMLU): another math task and a general-knowledge task."""
     n_side: int = Field(200, ge=2, le=100_000)

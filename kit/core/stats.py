@@ -1,7 +1,7 @@
 """Intervals, nulls and set overlap shared by every paper package and the claims ledger.
 
 - intervals: :func:`bootstrap_ci` (paired percentile bootstrap over items),
-  :func:`bootstrap_groups_ci` (stratified), :func:`mean_diff_ci`, :func:`t_interval` (repeats over
+  :func:`bootstrap_groups_ci` (stratified, optionally by cluster), :func:`mean_diff_ci`, :func:`t_interval` (repeats over
   seeds), :func:`welch_interval` (two small independent samples), :func:`wilson_interval` (shares);
 - nulls: :func:`permutation_null` (shuffled labels, optionally within groups),
   :func:`rank_permutation_null` (Spearman against every or random orders), :func:`null_band`,
@@ -47,20 +47,40 @@ def bootstrap_ci(stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: 
 
 
 def bootstrap_groups_ci(stat: Callable[[list[tuple[np.ndarray, ...]]], float], groups: Sequence[Sequence],
-                        n_boot: int = 1000, seed: int = 0, level: float = LEVEL) -> tuple[float, float, float]:
+                        n_boot: int = 1000, seed: int = 0, level: float = LEVEL,
+                        clusters: Sequence[Sequence | None] | None = None) -> tuple[float, float, float]:
     """Stratified paired bootstrap: ``groups`` is a list of item tables (tuples of equal-length
     arrays, e.g. per model the Ori and TE correctness of its test items); each replicate resamples
-    the items of every group independently and calls ``stat`` on the list of resampled groups."""
+    the items of every group independently and calls ``stat`` on the list of resampled groups.
+
+    ``clusters`` (one entry per group, each None or a label per item): the group's items are
+    resampled by cluster, whole clusters with replacement (a clustered bootstrap: items that share
+    a content are not independent evidence), so a replicate may hold more or fewer items."""
     groups = [tuple(np.asarray(a) for a in g) for g in groups]
     for g in groups:
         if len({len(a) for a in g}) != 1 or len(g[0]) < 1:
             raise ValueError("each group must hold non-empty arrays of one length")
+    if clusters is not None and len(clusters) != len(groups):
+        raise ValueError(f"clusters needs one entry per group ({len(groups)}), got {len(clusters)}")
+    members = []  # per group: None (items resampled one by one) or the item indices of each cluster
+    for k, g in enumerate(groups):
+        c = None if clusters is None else clusters[k]
+        if c is None:
+            members.append(None)
+            continue
+        c = np.asarray(c)
+        if c.shape != (len(g[0]),):
+            raise ValueError(f"clusters[{k}] has {c.shape} labels for {len(g[0])} items")
+        members.append([np.flatnonzero(c == u) for u in np.unique(c)])
     rng = np.random.default_rng(seed)
     reps = []
     for _ in range(n_boot):
         sample = []
-        for g in groups:
-            idx = rng.integers(0, len(g[0]), size=len(g[0]))
+        for g, m in zip(groups, members):
+            if m is None:
+                idx = rng.integers(0, len(g[0]), size=len(g[0]))
+            else:
+                idx = np.concatenate([m[j] for j in rng.integers(0, len(m), size=len(m))])
             sample.append(tuple(a[idx] for a in g))
         reps.append(stat(sample))
     reps = np.asarray(reps, dtype=float)

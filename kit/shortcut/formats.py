@@ -85,11 +85,14 @@ def format_claims(per_item: Mapping[str, Mapping[str, np.ndarray]], label: str, 
         claim(PAPER, "Table 2", f"a2.format_advantage[{label}]", f"The benchmark's input format favours {label} (its train "
               f"split in that format) over {vanilla}: the format's effect on {label}'s accuracy minus its effect on "
               f"{vanilla}'s, on the same fresh items (points; the precondition of A2)", adv[0], ci=adv[1:], null=0.0,
-              direction="greater", null_how="no advantage (0)",
+              direction="greater", null_how="no advantage (0)", kind="set-up check",
+              rests_on=f"tiny world: {label} fine-tuned on train items wrapped in the benchmark's format",
               paper_value="+GSM8K Train Ori - Ref +10.4 / +6.8 vs Vanilla +1.8 / +8.2 (Table 2)",
               interval_how=f"paired bootstrap over {len(d['fresh_plain'])} fresh items, each with and without the format"),
         claim(PAPER, "Table 2", f"a2.format_te[{label}]", f"A2: TE lowers {label}'s score in the benchmark's format "
               "(Δacc = TE - Ori, points)", delta[0], ci=delta[1:], null=0.0, direction="less", null_how="no change (0)",
               paper_value="-6.5 / -4.3 (Table 2, +GSM8K Train)",
+              rests_on=f"tiny world: {label}, a clean sparse fine-tune (the 'ability' neuron set), scored with the "
+              "neurons located on contamination without the format",
               interval_how=f"paired bootstrap over {len(d['ori'])} test items"),
     ]

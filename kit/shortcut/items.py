@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from jaxtyping import Int
 from torch import Tensor
 
-from kit.subjects import is_world_task
+from kit.subjects import WorldSubject, is_world_task, subject_of
 
 if TYPE_CHECKING:
     from kit.models.generate import GenerationSettings
@@ -35,6 +36,27 @@ class TaskData:
     """How answers to these prompts are generated (:func:`generation_kwargs`): sampling settings and whether
     the chat template wrapped the prompts (``chat`` resolved to True/False); None = greedy, raw prompts
     (tiny-world models)."""
+    clusters: np.ndarray | None = None
+    """Content label per item when some items share a content (:func:`content_clusters`), so a
+    bootstrap resamples contents, not renderings; None: every item its own content."""
+
+
+def content_clusters(items) -> np.ndarray | None:
+    """Per item its content (a tiny-world item's ``metadata["content"]``, else its id) when two or
+    more items share one; None when every item is its own content (items are then the units)."""
+    labels = [str(getattr(it, "metadata", {}).get("content", getattr(it, "id", i))) for i, it in enumerate(items)]
+    return np.asarray(labels) if len(set(labels)) < len(labels) else None
+
+
+def is_world(model) -> bool:
+    """Whether ``model`` is asked the tiny world's way (one-token answers, argmax first token): its
+    subject (:func:`kit.subjects.subject_of`) is a :class:`kit.subjects.WorldSubject`, decided by the
+    vocabulary it speaks, not by its name. A model that is neither a world model nor loaded from a
+    Hugging Face directory (a test's bare model) is asked as free text through its tokenizer."""
+    try:
+        return isinstance(subject_of(model), WorldSubject)
+    except ValueError:
+        return False
 
 
 def decoding_settings(cfg) -> "GenerationSettings":
@@ -97,8 +119,8 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
 
 
 def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None) -> TaskData:
-    """Tokenise ``items`` for ``model``: world models through ``kit.world.prompt_tokens`` (one-token
-    answers), other models through their tokenizer (answer ids without BOS, right padding).
+    """Tokenise ``items`` for ``model``: world models (:func:`is_world`) through ``kit.world.prompt_tokens``
+    (one-token answers), other models through their tokenizer (answer ids without BOS, right padding).
 
     ``decoding`` (:func:`decoding_settings`) travels with the data to every generation on it; its
     ``chat`` wraps each prompt in the tokenizer's chat template (None: when the tokenizer has one).
@@ -108,14 +130,15 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
     first token (BOS) and its last tokens, with a warning: the question sits at a prompt's end."""
     if not items:
         raise ValueError("no items: the benchmark split is empty")
-    if str(getattr(model.cfg, "model_name", "")).startswith("zoo/") or model.cfg.model_name == "kit-world":
-        from kit.world import prompt_tokens, target_ids
+    if is_world(model):
+        from kit.world import prompt_tokens, target_ids  # lazy: the world package loads its vocabulary
 
         if decoding is not None and (decoding.do_sample or decoding.chat):
             raise ValueError("decoding: tiny-world models are scored by the world's evaluation (argmax first token, raw "
                              "prompts); allowed on them: decoding='greedy' with chat None or False")
         tokens, lengths = prompt_tokens(model, items)
-        return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items))
+        return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items),
+                        clusters=content_clusters(items))
     tok = model.tokenizer
     chat = False
     if decoding is not None:
@@ -146,4 +169,5 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
     for i, s in enumerate(seqs):
         tokens[i, : len(s)] = torch.tensor(s)
     targets = [tok.encode(" " + it.target, add_special_tokens=False) for it in items]
-    return TaskData(tokens, lengths, targets, len(items), items=list(items), decoding=decoding)
+    return TaskData(tokens, lengths, targets, len(items), items=list(items), decoding=decoding,
+                    clusters=content_clusters(items))

@@ -15,6 +15,7 @@ from kit.shortcut.evaluate import accuracies, agreement, table2_summary, te_item
 from kit.shortcut.items import (
     TaskData,
     decoding_settings,
+    is_world,
     reference_items,
     study_items,
     task_data,
@@ -40,17 +41,16 @@ def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
              + (f"; paper: {paper['percent']}% of LLaMA2-7B)." if "percent" in paper else ").")]
     if "contaminated_mean_abs_te_minus_ref" in summary:
         c_te, c_ori = summary["contaminated_mean_abs_te_minus_ref"], summary["contaminated_mean_abs_ori_minus_ref"]
-        verdict = (f"TE is {c_ori - c_te:.1f} pts closer to" if c_te < c_ori
-                   else f"TE is NOT closer to ({c_te - c_ori:.1f} pts farther from)")
-        lines.append(f"Contaminated models: mean |Ori-Ref| = {c_ori:.1f} pts, mean |TE-Ref| = {c_te:.1f} pts "
-                     f"({verdict} the fresh-item score); mean Δacc = {summary['contaminated_mean_delta_acc']:+.1f} pts.")
+        lines.append(f"Contaminated models: mean |Ori-Ref| = {c_ori:.1f} pts, mean |TE-Ref| = {c_te:.1f} pts; mean "
+                     f"Δacc = {summary['contaminated_mean_delta_acc']:+.1f} pts (point values; the verdict with its "
+                     "interval: claim te.contaminated_drop).")
     if "uncontaminated_mean_abs_delta_acc" in summary:
         u = summary["uncontaminated_mean_abs_delta_acc"]
         c = summary.get("contaminated_mean_abs_delta_acc", float("nan"))
         ur = summary["uncontaminated_mean_abs_relative_delta_acc"]
         cr = -summary.get("contaminated_mean_relative_delta_acc", float("nan"))
         lines.append(f"Uncontaminated models move by {u:.1f} pts on average vs {c:.1f} pts for contaminated "
-                     f"({'less' if u < c else 'NOT less'}); relative to Ori, as the paper counts: clean |change| "
+                     f"(mean |Δacc|, point values); relative to Ori, as the paper counts: clean |change| "
                      f"{ur:.1f}%, contaminated drop {cr:.1f}%"
                      + (f" (paper text: {paper['un_change']:g}% and {paper['con_drop']:g}%" if "con_drop" in paper else "")
                      + (f"; recomputed from its Table 2: {paper['un_change_table2']:.1f}% (clean rows without +GSM8K "
@@ -58,8 +58,8 @@ def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
                         if "con_drop_table2" in paper else "") + (")." if "con_drop" in paper or "con_drop_table2" in paper else "."))
     if "uncontaminated_mean_abs_te_minus_ref" in summary:
         u_te, u_ori = summary["uncontaminated_mean_abs_te_minus_ref"], summary["uncontaminated_mean_abs_ori_minus_ref"]
-        lines.append(f"Clean models: mean |TE-Ref| = {u_te:.1f} vs |Ori-Ref| = {u_ori:.1f} pts: TE moves them "
-                     + ("toward" if u_te < u_ori else "AWAY from") + " the fresh-item score (claim te.clean_toward_ref).")
+        lines.append(f"Clean models: mean |TE-Ref| = {u_te:.1f} vs |Ori-Ref| = {u_ori:.1f} pts (point values; whether "
+                     "TE moves them toward the fresh-item score: claim te.clean_toward_ref).")
     if agree_te and agree_ori:
         lines.append(f"Agreement with Ref: TE rho={agree_te['spearman']:.3f}, RMSE={agree_te['rmse']:.2f}; "
                      f"Ori rho={agree_ori['spearman']:.3f}, RMSE={agree_ori['rmse']:.2f}"
@@ -163,6 +163,33 @@ def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
     return None
 
 
+def construction(names: dict[str, str], world: str | None = None, locate_pair: Sequence[str] = ()) -> tuple[str, str]:
+    """What a set of Table 2 rows (label -> model) rests on, in words, and why TE's transfer to them is
+    built in ("" when it is not): tiny-world sparse fine-tunes that train the seeded neuron sets of
+    :data:`kit.shortcut.variants.PLASTIC_SETS` (every contaminated row one ``shortcut`` set, every clean row
+    the ``ability`` set: ``extra/...:split``), tiny-world full fine-tunes, or other models."""
+    from kit.shortcut import variants
+    from kit.subjects import is_world_name
+    from kit.world import zoo
+
+    pair = f"; neurons located on {locate_pair[0]} vs {locate_pair[1]}" if len(locate_pair) == 2 else ""
+    if not all(is_world_name(n) for n in names.values()):
+        return f"models {', '.join(sorted(set(names.values())))}{pair}", ""
+    recipes = {f.name: f for f in zoo.world_spec(world).finetunes}
+    specs = [variants.extra_spec(n, world) if variants.is_extra(n) else recipes.get(n) for n in names.values()]
+    specs = [f for f in specs if f is not None]  # the base itself has no recipe
+    split = [f for f in specs if f.plastic and isinstance(f.plastic_seed, str)]
+    if specs and len(split) == len(specs):
+        sets = ", ".join(f"{k} rows the {v!r} set" for k, v in variants.PLASTIC_SETS.items())
+        return (f"tiny world, sparse fine-tunes on seeded neuron sets ({sets}; kit.shortcut.variants.PLASTIC_SETS)"
+                f"{pair}", "by construction: every contaminated sparse row trains the same seeded 'shortcut' set "
+                "the neurons were located in and every clean row another set, so TE reaching the one and sparing "
+                "the other is largely built into the world")
+    if specs and not any(f.plastic for f in specs):
+        return f"tiny world, full fine-tunes (every parameter trained: the paper's setting){pair}", ""
+    return f"tiny world, fine-tunes {', '.join(sorted(set(names.values())))}{pair}", ""
+
+
 def setup(cfg) -> Setup:
     """Load the base; the Table 2 variants are loaded on use, one at a time (a
     :class:`kit.shortcut.pool.ModelPool`); the locating pair is ``cfg.locate_pair``."""
@@ -174,7 +201,7 @@ def setup(cfg) -> Setup:
     base = load(cfg.base_model)
     models = ModelPool(cfg.variants, load, base=base, base_name=cfg.base_model)
     con, un = cfg.locate_pair
-    world = str(getattr(base.cfg, "model_name", "")).startswith("zoo/") or base.cfg.model_name == "kit-world"
+    world = is_world(base)  # its subject is a WorldSubject (the vocabulary it speaks, not its name)
     decoding = None if world else decoding_settings(cfg)  # the config refuses sampling / chat on world models
 
     def data(items) -> TaskData:
@@ -249,11 +276,15 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
                               cfg.max_rows, cfg.max_new_tokens)
     all_neurons = [(L, i) for L in range(s.n_layers) for i in range(s.d_mlp)]
     ceiling = accuracies(models[con], s.base, s.test, [[], all_neurons], cfg.max_rows, cfg.max_new_tokens)
+    per_item = te_items(models, s.base, s.test, s.fresh, located.ranked[:n_patched], cfg.max_rows,
+                        cfg.max_new_tokens)  # the claims te_full.* bootstrap these
+    models.release_all()
     summary = table2_summary(table)
     dense = {"table2": table.to_dict(orient="records"), "table2_summary": summary, "locate": located.summary(),
              "ceiling_all_mlp_patched": 100 * float(ceiling[1])}
     lines = findings(summary, n_patched, s.total_neurons)[1:]
-    return Section(record={}, tables={"table2": table}, data={"full_finetunes": dense}, findings=[
+    return Section(record={}, tables={"table2": table}, data={"full_finetunes": dense, "per_item": per_item},
+                   findings=[
         "full fine-tunes: " + "\n".join(lines),
         f"all {s.total_neurons} MLP neurons of the full {con} patched from the base: {100 * ceiling[0]:.1f}% -> "
         f"{100 * ceiling[1]:.1f}% (its fresh-item score: {table.set_index('variant').ref[con]:.1f}%)"])
@@ -328,7 +359,7 @@ def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
     move = "drops" if r.delta_acc < 0 else "rises" if r.delta_acc > 0 else "stays"
     return [f"A2 ({label}): Ori {r.ori:.1f}%, Ref {r.ref:.1f}%, TE {r.te:.1f}% (Δacc {r.delta_acc:+.1f} pts): under TE it "
             f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut "
-            "(verdict with its interval: claim te.a2_train_split)."]
+            "(verdict with its interval: claim te.delta[+train split])."]
 
 
 def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test", order_label: str = "+5x test"):

@@ -35,15 +35,31 @@ def test_item_correct_is_the_per_item_twin_of_accuracies():
     assert te["+x"]["ref"].shape == (12,)
 
 
-def _te(n=100, con_drop=30, clean_change=0, seed=0):
+def _te(n=100, con_drop=30, clean_change=0, seed=0, leak=True):
+    """Per-item Table 2 rows: contaminated rows lose ``con_drop`` correct items under TE, Ref sits
+    ``con_drop`` points lower (``leak``); clean rows change by ``clean_change`` items."""
     rng = np.random.default_rng(seed)
     out = {}
-    for label, drop in (("+test", con_drop), ("+5x test", con_drop), ("Vanilla", clean_change), ("+train", clean_change)):
+    for label, drop in (("+test", con_drop), ("+5x test", con_drop), ("Vanilla", clean_change),
+                        ("+train", clean_change)):
         ori = (rng.random(n) < 0.6).astype(float)
         te = ori.copy()
         te[np.flatnonzero(ori)[:drop]] = 0.0  # the first `drop` correct items become wrong
-        ref = (rng.random(n) < 0.6 - drop / n).astype(float)
+        ref = (rng.random(n) < 0.6 - (drop / n if leak else 0)).astype(float)
         out[label] = {"ori": ori, "te": te, "ref": ref}
+    return out
+
+
+def _noise(n=100, seed=0):
+    """Null-equivalent rows: TE flips as many right answers wrong as wrong ones right, Ref = Ori's rate."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for label in ("+test", "+5x test", "Vanilla", "+train"):
+        ori = (rng.random(n) < 0.5).astype(float)
+        te = ori.copy()
+        te[np.flatnonzero(ori == 1)[:8]] = 0.0
+        te[np.flatnonzero(ori == 0)[:8]] = 1.0
+        out[label] = {"ori": ori, "te": te, "ref": rng.permutation(ori)}
     return out
 
 
@@ -52,59 +68,135 @@ def _table2(te):
                           "ref": 100 * d["ref"].mean()} for v, d in te.items()])
 
 
-def test_shortcut_claims_follow_the_intervals():
-    te = _te()
-    side = {("+test", "add2"): np.ones((2, 50))}
-    sparsity = np.stack([np.zeros(60), np.r_[np.ones(40), np.zeros(20)]])  # located 0%, random 67%
-    claims = {c.id: c for c in scc.shortcut_claims(te, ["+test", "+5x test"], side, sparsity, _table2(te),
-                                                   load_table("001_table09_real_world_models"), 3, n_boot=300)}
-    assert set(scc.REQUIRED_IDS["03_shortcut_neurons"]) <= set(claims)
-    for c in claims.values():
+def _evidence(te, **kw):
+    args = dict(te=te, contaminated=["+test", "+5x test"], table2=_table2(te),
+                table9=load_table("001_table09_real_world_models"), n_patched=3, base_labels=["Vanilla"],
+                rests_on="test rows")
+    args.update(kw)
+    return scc.Evidence(**args)
+
+
+def _claims(ev, **kw):
+    out = {c.id: c for c in scc.shortcut_claims(ev, n_boot=kw.pop("n_boot", 300), **kw)}
+    for c in out.values():
         check_consistent(c)
-    assert claims["te.contaminated_drop"].verdict == "supported" and claims["te.contaminated_drop"].ours == -30.0
-    assert claims["te.delta[+test]"].verdict == "supported"
-    assert claims["te.toward_ref"].verdict == "supported"
-    # clean models: nothing changes -> zero-width interval, which supports nothing
-    assert claims["te.clean_unchanged"].verdict == "inconclusive" and "zero width" in claims["te.clean_unchanged"].why
-    assert claims["sparsity.located_vs_random"].verdict == "supported"
-    assert "Table 2" in claims["te.contaminated_drop"].paper_value
-    assert claims["te.a2_train_split"].verdict == "not testable here"  # no "+train split" label in _te
-    leak = claims["te.leak[+test]"]  # Ori - Ref by hand from the same arrays
+    return out
+
+
+def test_reproduction_claims_decided_on_a_drop_and_inconclusive_on_noise():
+    te = _te()
+    sparsity = np.vstack([np.zeros(60), np.tile(np.r_[np.ones(40), np.zeros(20)], (100, 1))])
+    c = _claims(_evidence(te, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"], sparsity=sparsity))
+    assert set(scc.REQUIRED_IDS["03_shortcut_neurons"]) <= set(c)
+    assert c["te.contaminated_drop"].verdict == "supported" and c["te.contaminated_drop"].ours == -30.0
+    assert c["te.contaminated_drop"].kind == "reproduction" and c["te.contaminated_drop"].rests_on == "test rows"
+    assert c["te.delta[+test]"].verdict == "supported" and c["te_full.contaminated_drop"].verdict == "supported"
+    # the base row is no claim (patching it from itself changes nothing by definition); duplicates are gone
+    assert "te.delta[Vanilla]" not in c and "te.toward_ref" not in c and "te.a2_train_split" not in c
+    # clean rows: nothing changes -> zero-width interval, which supports nothing
+    assert c["te.clean_unchanged"].verdict == "inconclusive" and "zero width" in c["te.clean_unchanged"].why
+    noise = _claims(_evidence(_noise(), te_full=_noise(seed=1), full_contaminated=["+test", "+5x test"]))
+    for cid in ("te.contaminated_drop", "te.delta[+test]", "te_full.contaminated_drop", "te.clean_toward_ref"):
+        assert noise[cid].verdict == "inconclusive", (cid, noise[cid].why)
+
+
+def test_by_construction_weakens_the_sparse_rows_but_not_the_full_fine_tunes():
+    why = "by construction: seeded sets"
+    c = _claims(_evidence(_te(), by_construction=why, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"],
+                          full_rests_on="full rows"))
+    for cid in ("te.contaminated_drop", "te.delta[+test]", "agreement.te_vs_ori"):
+        assert why in c[cid].why and c[cid].verdict != "supported", cid
+    assert c["te_full.contaminated_drop"].verdict == "supported" and c["te_full.contaminated_drop"].rests_on == "full rows"
+    assert c["te.leak[+test]"].verdict == "supported", "a set-up check is no transfer: not weakened"
+    none = _claims(_evidence(_te()))
+    assert none["te_full.contaminated_drop"].verdict == "not testable here"
+
+
+def test_set_up_checks_decided_on_a_leak_and_inconclusive_without_one():
+    te = _te()
+    c = _claims(_evidence(te))
+    leak = c["te.leak[+test]"]  # Ori - Ref by hand from the same arrays
+    assert leak.kind == "set-up check" and leak.verdict == "supported"
     assert leak.ours == pytest.approx(100 * (te["+test"]["ori"].mean() - te["+test"]["ref"].mean()))
-    assert leak.ours > 15 and leak.verdict == "supported" and "te.leak[Vanilla]" not in claims
+    assert "te.leak[Vanilla]" not in c and c["rules.chosen_vs_public"].kind == "set-up check"
+    flat = _noise()
+    assert _claims(_evidence(flat))["te.leak[+test]"].verdict == "inconclusive", "Ref = a permutation of Ori"
+    full = _claims(_evidence(te, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"]))["te_full.leak"]
+    assert full.kind == "set-up check" and full.verdict == "supported"
 
 
-def test_reporting_claims_a2_clean_models_and_the_largest_side_effect():
-    """Issue 19 item 4: the A2 row, clean models moved away from Ref, the largest side-effect cell."""
-    te = _te(con_drop=30, clean_change=0)
-    te["+train split"] = {k: v.copy() for k, v in te["+train"].items()}
-    rng = np.random.default_rng(3)
-    for label in ("+train", "+train split", "Vanilla"):  # TE lifts clean models 25 items above Ori, Ref stays near Ori
-        d = te[label]
-        d["te"] = d["ori"].copy()
-        d["te"][np.flatnonzero(d["ori"] == 0)[:25]] = 1.0
-        d["ref"] = (rng.random(100) < d["ori"].mean()).astype(float)
-    side = {("+test", "add2"): np.ones((2, 50)),
-            ("+5x test", "facts-mc"): np.stack([np.r_[np.zeros(30), np.ones(20)], np.ones(50)])}  # +60 points
-    claims = {c.id: c for c in scc.shortcut_claims(te, ["+test", "+5x test"], side, None, _table2(te),
-                                                   load_table("001_table09_real_world_models"), 3, n_boot=300)}
-    a2 = claims["te.a2_train_split"]
-    assert a2.ours == pytest.approx(25.0) and a2.verdict == "contradicted", "A2 rises here: the paper's drop is contradicted"
-    away = claims["te.clean_toward_ref"]
-    assert away.ours < -15 and away.verdict == "contradicted"
-    big = claims["side_effects.largest_cell"]
-    assert big.ours == pytest.approx(60.0) and big.verdict == "contradicted" and "facts-mc" in big.statement
+def test_re_analysis_of_table9_decided_and_inconclusive_when_te_is_ori():
+    t9 = load_table("001_table09_real_world_models")
+    c = _claims(_evidence(_te(), table9=t9))["agreement.table9"]
+    assert c.kind == "re-analysis" and "Table 9" in c.rests_on
+    better = t9.assign(te=t9.ref_mixeval)  # TE equal to the reference: a gain wherever Ori is not perfect
+    assert _claims(_evidence(_te(), table9=better))["agreement.table9"].verdict == "supported"
+    same = t9.assign(te=t9.ori)  # TE = Ori: no gain in any resample
+    assert _claims(_evidence(_te(), table9=same))["agreement.table9"].verdict == "inconclusive"
 
 
-def test_small_deltas_are_inconclusive_and_a_mismatch_with_table2_fails():
+def test_sparsity_against_100_random_sets():
+    rng = np.random.default_rng(0)
+    rand = (rng.random((100, 80)) < 0.6).astype(float)
+    low = np.vstack([np.r_[np.ones(4), np.zeros(76)], rand])  # located: 5% vs random sets around 60%
+    c = _claims(_evidence(_te(), sparsity=low))["sparsity.located_vs_random"]
+    assert c.verdict == "supported" and c.extra["null_draws"] == 100 and c.extra["empirical_p"] == pytest.approx(1 / 101)
+    assert c.null_low == pytest.approx(np.quantile(100 * rand.mean(1), 0.025))
+    like = np.vstack([(rng.random(80) < 0.6).astype(float), rand])  # located = one more random set
+    assert _claims(_evidence(_te(), sparsity=like))["sparsity.located_vs_random"].verdict == "inconclusive"
+
+
+def test_side_effects_per_cell_absolute_and_a_corrected_maximum():
+    n = 2000
+    base = np.r_[np.ones(1000), np.zeros(1000)]
+    small = base.copy()
+    small[:5], small[-5:] = 0, 1  # 5 flips each way: Δ 0, tiny spread
+    quiet = {("+test", "add2"): np.stack([base, small]), ("+train", "add2"): np.stack([base, np.roll(small, 7)])}
+    c = _claims(_evidence(_te(), side=quiet))
+    assert c["side_effects.unchanged"].verdict == "supported" and c["side_effects.largest_cell"].verdict == "supported"
+    # +6 and -6 points: a signed mean of 0 would hide them; |Δacc| does not
+    up, down = base.copy(), base.copy()
+    up[1000:1120], down[:120] = 1, 0
+    loud = {("+test", "add2"): np.stack([base, up]), ("+train", "add2"): np.stack([base, down])}
+    c = _claims(_evidence(_te(), side=loud))
+    assert c["side_effects.unchanged"].ours == pytest.approx(6.0) and c["side_effects.unchanged"].verdict == "contradicted"
+    big = c["side_effects.largest_cell"]
+    assert big.ours == pytest.approx(6.0) and big.verdict == "contradicted" and "Bonferroni (2 cells)" in big.interval_how
+    # few items, a few flips: neither side can be excluded
+    few = {("+test", "add2"): np.stack([base[990:1010], np.r_[base[990:1000], np.ones(1), base[1001:1010]]])}
+    c = _claims(_evidence(_te(), side=few))
+    assert c["side_effects.largest_cell"].verdict == "inconclusive"
+    assert _claims(_evidence(_te()))["side_effects.unchanged"].verdict == "not testable here"
+
+
+def test_rows_share_their_items_and_contents_resample_together():
+    """Four rows on the same 50 items: the pooled interval resamples the items once (as wide as one row's);
+    each item rendered 4 times (content clusters) is as wide as 50 items, not 200."""
+    rng = np.random.default_rng(1)
+    ori = (rng.random(50) < 0.5).astype(float)
+    te = ori * (rng.random(50) < 0.5)
+    rows = {v: {"ori": ori, "te": te, "ref": ori} for v in ("+test", "+5x test")}
+    one = _claims(_evidence(rows, contaminated=["+test", "+5x test"]))
+    width = one["te.contaminated_drop"].ci_high - one["te.contaminated_drop"].ci_low
+    solo = one["te.delta[+test]"].ci_high - one["te.delta[+test]"].ci_low
+    assert width == pytest.approx(solo, rel=0.05), "the same items count once, not once per row"
+    rep = {v: {k: np.repeat(a, 4) for k, a in d.items()} for v, d in rows.items()}
+    clusters = np.repeat(np.arange(50), 4)
+    flat = _claims(_evidence(rep))["te.contaminated_drop"]
+    clus = _claims(_evidence(rep, test_clusters=clusters, fresh_clusters=clusters))["te.contaminated_drop"]
+    assert (clus.ci_high - clus.ci_low) > 1.6 * (flat.ci_high - flat.ci_low)
+    assert (clus.ci_high - clus.ci_low) == pytest.approx(width, rel=0.25) and "50 contents" in clus.interval_how
+
+
+def test_a_mismatch_with_table2_fails_and_stability_is_marked():
     te = _te(n=40, con_drop=1)
-    claims = {c.id: c for c in scc.shortcut_claims(te, ["+test"], {}, None, _table2(te),
-                                                   load_table("001_table09_real_world_models"), 3, n_boot=300)}
-    assert claims["te.delta[+test]"].verdict == "inconclusive", "1 item of 40 must not count as a TE effect"
-    assert claims["side_effects.unchanged"].verdict == "not testable here"
     bad = _table2(te).assign(ori=lambda d: d.ori + 5)
     with pytest.raises(ValueError, match="differs from Table 2"):
-        scc.shortcut_claims(te, ["+test"], {}, None, bad, load_table("001_table09_real_world_models"), 3)
+        scc.shortcut_claims(_evidence(te, table2=bad))
+    out = scc.claims_with_stability(_evidence(_te()), reseeds=[1, 2], n_boot=200)
+    byid = {c.id: c for c in out}
+    assert byid["te.contaminated_drop"].stability == "stable under bootstrap seeds 1, 2"
+    assert all(c.stability for c in out if c.verdict != "not testable here")
 
 
 def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
@@ -123,26 +215,24 @@ def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
     assert scc.rule_choice_claim(ranking.rule_intervals(same, "veto (exact)"), "veto (exact)").verdict == "inconclusive"
 
 
-def test_cheater_claims_hand_computed():
-    """Table 12: a cheater leaking 30 points that TE removes is supported on both; a clean row kept is 'within'."""
+def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
+    """Table 12: a cheater leaking 30 points that TE removes is decided on both; a row that is a Table 2
+    model (Normal = +other data) is claimed there, not twice."""
     n = 200
     ori_c = np.r_[np.ones(100), np.zeros(100)]          # 50%
     te_c = np.r_[np.ones(40), np.zeros(160)]            # 20%: Δacc -30
     ref_c = np.r_[np.ones(80), np.zeros(320)]           # 20%: leak +30
     clean = np.r_[np.ones(40), np.zeros(160)]
-    te = {"Normal": {"ori": clean, "te": clean.copy(), "ref": np.r_[np.ones(80), np.zeros(320)]},
-          "PT-Cheater": {"ori": ori_c, "te": te_c, "ref": ref_c}}
-    table = pd.DataFrame([{"variant": k, "ori": 100 * d["ori"].mean(), "te": 100 * d["te"].mean(),
-                           "ref": 100 * d["ref"].mean()} for k, d in te.items()])
-    out = {c.id: c for c in scc.cheater_claims(te, ["PT-Cheater"], table, n_boot=300)}
-    assert set(out) == {"cheaters.delta[Normal]", "cheaters.leak[PT-Cheater]", "cheaters.delta[PT-Cheater]"}
-    for c in out.values():
-        check_consistent(c)
-    assert out["cheaters.leak[PT-Cheater]"].ours == pytest.approx(30.0)
-    assert out["cheaters.delta[PT-Cheater]"].ours == pytest.approx(-30.0)
-    assert out["cheaters.delta[Normal]"].ours == 0.0
-    assert out["cheaters.leak[PT-Cheater]"].verdict == out["cheaters.delta[PT-Cheater]"].verdict == "supported"
-    assert "-17.5" in str(out["cheaters.delta[PT-Cheater]"].paper_value)
-    bad = table.assign(ori=table.ori + 1)
-    with pytest.raises(ValueError, match="differs from Table 12"):
-        scc.cheater_claims(te, ["PT-Cheater"], bad)
+    cheat = {"Normal": {"ori": clean, "te": clean.copy(), "ref": np.r_[np.ones(80), np.zeros(320)]},
+             "PT-Cheater": {"ori": ori_c, "te": te_c, "ref": ref_c},
+             "PT-Flat": {"ori": ori_c, "te": ori_c[::-1].copy(), "ref": np.r_[np.ones(200), np.zeros(200)]}}
+    table = _table2(cheat)
+    ev = _evidence(_te(), cheaters=cheat, table12=table, cheaters_contaminated=["PT-Cheater", "PT-Flat"],
+                   cheater_same_as={"Normal": "+other data"}, cheaters_rests_on="cheater rows")
+    out = {k: v for k, v in _claims(ev).items() if k.startswith("cheaters.")}
+    assert set(out) == {"cheaters.leak[PT-Cheater]", "cheaters.delta[PT-Cheater]", "cheaters.leak[PT-Flat]",
+                        "cheaters.delta[PT-Flat]"}
+    assert out["cheaters.leak[PT-Cheater]"].kind == "set-up check" and out["cheaters.leak[PT-Cheater]"].ours == 30.0
+    assert out["cheaters.delta[PT-Cheater]"].ours == -30.0 and out["cheaters.delta[PT-Cheater]"].verdict == "supported"
+    assert out["cheaters.delta[PT-Cheater]"].rests_on == "cheater rows"
+    assert out["cheaters.delta[PT-Flat]"].verdict == "inconclusive" and out["cheaters.leak[PT-Flat]"].verdict == "inconclusive"

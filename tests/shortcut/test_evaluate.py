@@ -34,7 +34,9 @@ def test_table2_summary_and_findings():
     assert s["contaminated_mean_abs_te_minus_ref"] == pytest.approx(3.5)
     assert s["uncontaminated_mean_abs_delta_acc"] == pytest.approx(2.0)
     text = "\n".join(study.findings(s, 29, 2048))
-    assert "1.42%" in text and "closer to" in text and "NOT" not in text
+    assert "1.42%" in text and "|TE-Ref| = 3.5" in text
+    # point values only: the words that would state a verdict come from the claims (issue 36)
+    assert "closer to" not in text and "AWAY" not in text and "claim te.contaminated_drop" in text
 
 
 def _world_model(seed: int):
@@ -78,7 +80,7 @@ def test_text_scoring_for_free_text_benchmarks():
     assert benchmark_of(word) == "tiny/add" and score("tiny/add", word, " 7 ") and not score("tiny/add", word, "17")
     # the free-text path runs end to end on a model that is not a zoo member (tokenizer path)
     m = _world_model(0)
-    m.cfg.model_name = "not-a-zoo-model"
+    m.tokenizer.name_or_path = "not-the-world-vocabulary"  # its subject is no WorldSubject: asked as free text
     data = shortcut_items.task_data(m, shortcut_items.study_items("add", "test", 6))
     assert data.items is not None and data.tokens.shape[0] == 6
     acc = evaluate.accuracies(m, _world_model(1), data, [[], [(0, 1), (0, 2)]], max_new_tokens=2)

@@ -93,11 +93,11 @@ def test_decoding_fields_validate_and_reach_the_settings():
 
 
 def test_world_models_refuse_sampling_and_chat_in_task_data():
-    from types import SimpleNamespace
-
     from kit.models.generate import GenerationSettings
+    from kit.world.train import Arch, make_model
 
-    world = SimpleNamespace(cfg=SimpleNamespace(model_name="kit-world"))
+    world = make_model(Arch(1, 32, 2, 64, n_ctx=64), seed=0)  # a world model by its vocabulary, not its name
+    world.cfg.model_name = "any-name"
     for bad in (GenerationSettings(do_sample=True), GenerationSettings(chat=True)):
         with pytest.raises(ValueError, match="decoding: tiny-world models.*allowed on them: decoding='greedy'"):
             shortcut_items.task_data(world, [object()], 1, bad)

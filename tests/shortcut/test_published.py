@@ -18,7 +18,7 @@ def test_paper_relative_changes_from_table2():
     assert s["uncontaminated_mean_abs_relative_delta_acc"] == pytest.approx(5.0)
     text = "\n".join(study.findings(s, 29, 2048, paper=r | {"con_drop": 37.0, "un_change": 3.0}))
     assert "clean |change| 5.0%, contaminated drop 25.0%" in text and "paper text: 3% and 37%" in text
-    assert "|TE-Ref| = 4.0 vs |Ori-Ref| = 5.0 pts: TE moves them toward" in text
+    assert "|TE-Ref| = 4.0 vs |Ori-Ref| = 5.0 pts (point values" in text and "claim te.clean_toward_ref" in text
     a2 = study.a2_findings(pd.DataFrame({"variant": ["+train split"], "ori": [30.0], "ref": [28.0], "te": [32.0],
                                       "delta_acc": [2.0]}))
     assert "rises" in a2[0] and "drops (-6.5 / -4.3 pts)" in a2[0]
