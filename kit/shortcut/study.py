@@ -29,6 +29,7 @@ from kit.shortcut.scores import default_n_patched
 if TYPE_CHECKING:
     from kit.models.generate import GenerationSettings
     from kit.shortcut.pool import Lazy, ModelPool
+    from kit.shortcut.result import ShortcutStudy
 
 
 def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
@@ -180,7 +181,8 @@ def construction(names: dict[str, str], world: str | None = None, locate_pair: S
     specs = [f for f in specs if f is not None]  # the base itself has no recipe
     split = [f for f in specs if f.plastic and isinstance(f.plastic_seed, str)]
     if specs and len(split) == len(specs):
-        sets = ", ".join(f"{k} rows the {v!r} set" for k, v in variants.PLASTIC_SETS.items())
+        clean = sorted({v for k, v in variants.PLASTIC_SETS.items() if k != "contaminated"})
+        sets = f"contaminated rows the {variants.PLASTIC_SETS['contaminated']!r} set, clean rows {', '.join(clean)!r}"
         return (f"tiny world, sparse fine-tunes on seeded neuron sets ({sets}; kit.shortcut.variants.PLASTIC_SETS)"
                 f"{pair}", "by construction: every contaminated sparse row trains the same seeded 'shortcut' set "
                 "the neurons were located in and every clean row another set, so TE reaching the one and sparing "
@@ -417,12 +419,15 @@ def cheater_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
                    tables={"table12": table}, data={"per_item": per_item}, findings=lines)
 
 
-def summary_section(s: Setup, cfg, located: Located, shortcut: Sequence[Neuron], table2: pd.DataFrame,
-                    curve: pd.DataFrame, table3: pd.DataFrame, table4: pd.DataFrame | None, table9_stats: pd.DataFrame,
-                    truth: dict | None, rules: pd.DataFrame, causal_tracks: dict | None, dense: dict | None):
-    """Everything notebook 03 records, and its findings in words."""
+def summary_section(study: "ShortcutStudy"):
+    """Everything notebook 03 records, and its findings in words, from its filled study
+    (:class:`kit.shortcut.result.ShortcutStudy`: sections 1-7)."""
     from kit.core.findings import Section
 
+    s, cfg, located, shortcut = study.setup, study.cfg, study.located, study.shortcut
+    table2, curve, table3, table4 = study.table2, study.curve, study.table3, study.table4
+    table9_stats, truth, rules = study.table9_stats, study.truth, study.rules
+    causal_tracks, dense = study.causal_tracks, study.dense
     n_patched, total = len(shortcut), s.total_neurons
     summary2 = table2_summary(table2)
     agree_te, agree_ori = agreement(table2.te, table2.ref), agreement(table2.ori, table2.ref)

@@ -236,3 +236,18 @@ def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
     assert out["cheaters.delta[PT-Cheater]"].ours == -30.0 and out["cheaters.delta[PT-Cheater]"].verdict == "supported"
     assert out["cheaters.delta[PT-Cheater]"].rests_on == "cheater rows"
     assert out["cheaters.delta[PT-Flat]"].verdict == "inconclusive" and out["cheaters.leak[PT-Flat]"].verdict == "inconclusive"
+
+
+def test_the_study_result_names_what_is_missing():
+    """The typed study (kit.shortcut.result): fields filled by the sections; asking before they ran fails."""
+    from types import SimpleNamespace
+
+    from kit.shortcut import result
+
+    study = result.ShortcutStudy(cfg=SimpleNamespace(), setup=None)
+    with pytest.raises(ValueError, match="section 1 fills study.located"):
+        study.shortcut
+    with pytest.raises(ValueError, match="needs sections 1, 2 and 6"):
+        result.measure_evidence(study)
+    study.located, study.n_patched = SimpleNamespace(ranked=[(0, 3), (1, 2), (0, 1)]), 2
+    assert study.shortcut == [(0, 3), (1, 2)]
