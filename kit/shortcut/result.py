@@ -1,6 +1,6 @@
 """Notebook 03's typed study result (seed 001): :class:`ShortcutStudy`, filled section by section
-(tab-completable: ``study.table2``, ``study.located``...), and :func:`measure_evidence`, the per-item
-re-measurements its claims are declared over (:class:`kit.shortcut.claims.Evidence`).
+(tab-completable: ``study.table2``, ``study.located``...), and :func:`measure_evidence`, the
+per-item re-measurements its claims are declared over (:class:`kit.shortcut.claims.Evidence`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ class ShortcutStudy:
     changed: set[Neuron] | None = None
     """The neurons M_con's fine-tune changed (tiny world only; never used to locate)."""
     truth: dict | None = None
-    """How many located neurons M_con (and M_un alone) changed (:func:`kit.shortcut.study.ground_truth`)."""
+    """How many located neurons M_con (and M_un alone) changed
+    (:func:`kit.shortcut.study.ground_truth`)."""
     causal_tracks: dict | None = None
     table2: pd.DataFrame | None = None
     """Section 2: Ref, Ori, TE, Δacc per row (%)."""
@@ -77,27 +78,32 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
     with what each rests on (:func:`kit.shortcut.study.construction`)."""
     s, cfg = study.setup, study.cfg
     if study.table2 is None or study.located is None or study.table9 is None:
-        raise ValueError("measure_evidence needs sections 1, 2 and 6 (study.located, study.table2, study.table9)")
+        raise ValueError("measure_evidence needs sections 1, 2 and 6 "
+                         "(study.located, study.table2, study.table9)")
     shortcut, kw = study.shortcut, dict(max_rows=cfg.max_rows, max_new_tokens=cfg.max_new_tokens)
     rests_on, by_construction = construction(cfg.variants, cfg.world, cfg.locate_pair)
     ev = Evidence(
-        te=te_items(s.models, s.base, s.test, s.fresh, shortcut, **kw), contaminated=cfg.contaminated,
-        table2=study.table2, table9=study.table9, n_patched=study.n_patched, rests_on=rests_on,
-        by_construction=by_construction, base_labels=[k for k, v in cfg.variants.items() if v == cfg.base_model],
-        test_clusters=s.test.clusters, fresh_clusters=s.fresh.clusters, rules=study.rules, rule=study.located.rule,
+        te=te_items(s.models, s.base, s.test, s.fresh, shortcut, **kw),
+        contaminated=cfg.contaminated, table2=study.table2, table9=study.table9,
+        n_patched=study.n_patched, rests_on=rests_on, by_construction=by_construction,
+        base_labels=[k for k, v in cfg.variants.items() if v == cfg.base_model],
+        test_clusters=s.test.clusters, fresh_clusters=s.fresh.clusters,
+        rules=study.rules, rule=study.located.rule,
         side=side_items(s.models, s.base, study.side, shortcut, **kw),
         side_clusters={t: d.clusters for t, d in study.side.items()},
-        sparsity=sparsity_items(s.model_con, s.base, s.test, study.located.ranked, study.n_patched, cfg.seed,
-                                n_null=cfg.n_null, **kw),
-        sparsity_rests_on=f"{rests_on}; M_con is the locating model, on the test items it was located on",
+        sparsity=sparsity_items(s.model_con, s.base, s.test, study.located.ranked,
+                                study.n_patched, cfg.seed, n_null=cfg.n_null, **kw),
+        sparsity_rests_on=f"{rests_on}; M_con is the locating model, on its locating items",
         extra_claims=list(study.format_claims))
     if study.dense_items is not None and cfg.dense_variants:  # section 7: the paper's setting
         ev.te_full, ev.full_contaminated = study.dense_items, cfg.contaminated
         ev.full_rests_on = construction(cfg.dense_variants, cfg.world, cfg.locate_pair)[0]
-    if study.cheater_items is not None and cfg.cheaters:  # Table 12; rows that are Table 2 models are claimed there
-        same = {v: k for k, v in cfg.variants.items()}
-        ev.cheaters, ev.table12, ev.cheaters_contaminated = study.cheater_items, study.table12, cfg.cheaters_contaminated
+    if study.cheater_items is not None and cfg.cheaters:  # Table 12
+        same = {v: k for k, v in cfg.variants.items()}  # Table 2's models: claimed there
+        ev.cheaters, ev.table12 = study.cheater_items, study.table12
+        ev.cheaters_contaminated = cfg.cheaters_contaminated
         ev.cheater_same_as = {k: same[v] for k, v in cfg.cheaters.items() if v in same}
-        ev.cheaters_rests_on = (f"{construction(cfg.cheaters, cfg.world)[0]}: PT rows continue the base on its own "
-                                "mixture with the test items (full-parameter), then the clean SFT")
+        built = construction(cfg.cheaters, cfg.world)[0]
+        ev.cheaters_rests_on = (f"{built}: PT rows continue the base on its own mixture with the "
+                                "test items (full-parameter), then the clean SFT")
     return ev
