@@ -290,15 +290,16 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
     intervals (one resampling of each task's items, shared by its rows)."""
     tol = dict(null_range=(-margin, margin), null_how=f"tolerance ±{margin:g} points",
                paper_value="small changes on MAWPS/MMLU (Table 3)", rests_on=ev.rests_on)
-    st_mean = f"Patching leaves other tasks unchanged: mean |Δacc| over {len(ev.side)} (row, task) cells (points)"
-    st_max = f"Patching leaves every (row, task) cell unchanged: the largest |Δacc| of {len(ev.side)} cells (points)"
-    if not ev.side:
+    side = {k: a for k, a in ev.side.items() if k[0] not in ev.base_labels}  # the base: 0 by definition
+    st_mean = f"Patching leaves other tasks unchanged: mean |Δacc| over {len(side)} (row, task) cells (points)"
+    st_max = f"Patching leaves every (row, task) cell unchanged: the largest |Δacc| of {len(side)} cells (points)"
+    if not side:
         return [claim(PAPER, "Table 3", "side_effects.unchanged", st_mean, None, not_testable="no side tasks"),
                 claim(PAPER, "Table 3", "side_effects.largest_cell", st_max, None, not_testable="no side tasks")]
-    tasks = list(dict.fromkeys(t for _, t in ev.side))
-    cells = list(ev.side)
+    tasks = list(dict.fromkeys(t for _, t in side))
+    cells = list(side)
     index = {c: (tasks.index(c[1]), [k for k in cells if k[1] == c[1]].index(c)) for c in cells}
-    groups = [tuple(a for k in cells if k[1] == t for a in ev.side[k]) for t in tasks]
+    groups = [tuple(a for k in cells if k[1] == t for a in side[k]) for t in tasks]
     clusters = [ev.side_clusters.get(t) for t in tasks]
 
     def cell(g, c):

@@ -152,11 +152,13 @@ def test_side_effects_per_cell_absolute_and_a_corrected_maximum():
     small = base.copy()
     small[:5], small[-5:] = 0, 1  # 5 flips each way: Δ 0, tiny spread
     quiet = {("+test", "add2"): np.stack([base, small]), ("+train", "add2"): np.stack([base, np.roll(small, 7)])}
-    c = _claims(_evidence(_te(), side=quiet))
-    assert c["side_effects.unchanged"].verdict == "supported" and c["side_effects.largest_cell"].verdict == "supported"
-    # +6 and -6 points: a signed mean of 0 would hide them; |Δacc| does not
     up, down = base.copy(), base.copy()
     up[1000:1120], down[:120] = 1, 0
+    quiet[("Vanilla", "add2")] = np.stack([base, up])  # the base row is no cell (0 by definition when real)
+    c = _claims(_evidence(_te(), side=quiet))
+    assert c["side_effects.unchanged"].verdict == "supported" and c["side_effects.largest_cell"].verdict == "supported"
+    assert "over 2 (row, task) cells" in c["side_effects.unchanged"].statement
+    # +6 and -6 points: a signed mean of 0 would hide them; |Δacc| does not
     loud = {("+test", "add2"): np.stack([base, up]), ("+train", "add2"): np.stack([base, down])}
     c = _claims(_evidence(_te(), side=loud))
     assert c["side_effects.unchanged"].ours == pytest.approx(6.0) and c["side_effects.unchanged"].verdict == "contradicted"
