@@ -337,3 +337,32 @@ def study_claims(study, split: str, late_steps: int, published_late_steps: int, 
     if reruns:
         mark_stability(mine, reruns, "item draws with seeds " + ", ".join(map(str, study.reseeds)))
     return out + mine
+
+
+def smallest_p(n_treated: int, n_control: int) -> float:
+    """Smallest one-sided p-value an exact label permutation over ``n_treated + n_control`` units can
+    give: one arrangement in C(n, n_treated)."""
+    return 1.0 / math.comb(n_treated + n_control, n_treated)
+
+
+def real_model_scope(contaminated: Sequence[str], controls: Sequence[str],
+                     offline: Sequence[str] = ("real/smollm2-135m-instruct", "real/gemma-3-270m")) -> list[str]:
+    """Which of this notebook's claims the offline real models could test, and why not, computed from
+    the real fine-tunes' counts (``contaminated``, ``controls``: model names, e.g.
+    ``kit.models.recipes.CONTAMINATED`` / ``CONTROLS``; each contaminated one leaks one benchmark)."""
+    n_c, n_u = len(contaminated), len(controls)
+    lo = wilson_interval(n_c, n_c)[1] if n_c else float("nan")
+    p = smallest_p(n_c, n_u) if n_c and n_u else float("nan")
+    return [
+        f"Corollary 1, pre-training: not testable: {' and '.join(offline)} ship their final weights only "
+        "(no training checkpoints offline); the paper and paper-pythia profiles name hub checkpoints.",
+        "Corollary 1, specialisation: not testable: no specialised fine-tune of an offline real model "
+        "(the paper's pairs are 7B hub models).",
+        f"Corollary 2, in domain: {n_c} contaminated fine-tunes, one leaked benchmark each, are {n_c} units: "
+        f"even {n_c} of {n_c} accumulating has a Wilson lower bound of {lo:.3f}, "
+        + ("so it could be decided." if lo > 0.5 else "under 1/2, so it cannot be supported."),
+        f"Corollary 2, out of domain: {n_c} contaminated against {n_u} clean fine-tunes, the model as the unit: "
+        f"{math.comb(n_c + n_u, n_c) if n_c and n_u else 0} label arrangements, smallest one-sided p {p:.3g}"
+        + (", so it cannot be decided at 2.5%." if not p <= 0.025 else "."),
+        "Set-up check (the leak): testable on them (test-minus-fresh accuracy on the leaked benchmark).",
+    ]

@@ -216,3 +216,12 @@ def test_rests_on_names_the_models():
     r = tr.rests_on(s, "tiny world")
     assert "zoo/m+math-test-x5" in r["contamination"] and "zoo/m+general" in r["contamination"]
     assert "2 checkpoints of one training run (zoo/b)" in r["pre-training"]
+
+
+def test_real_model_scope_counts_what_three_and_two_fine_tunes_can_decide():
+    assert dc.smallest_p(3, 2) == pytest.approx(0.1)
+    lines = dc.real_model_scope(["c1", "c2", "c3"], ["u1", "u2"])
+    assert "10 label arrangements, smallest one-sided p 0.1, so it cannot be decided" in lines[3]
+    assert "Wilson lower bound of 0.439" in lines[2] and "cannot be supported" in lines[2]
+    many = dc.real_model_scope([f"c{i}" for i in range(8)], [f"u{i}" for i in range(8)])
+    assert "cannot be decided" not in many[3] and "could be decided" in many[2]
