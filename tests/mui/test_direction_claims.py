@@ -19,9 +19,19 @@ from kit.mui.claims import REQUIRED_IDS, trajectory_claims
 
 
 def test_conditional_share_reads_only_changes_with_the_predicted_performance_sign():
-    changes = pd.DataFrame({"direction": ["accumulating", "evolving", "accumulating", "coarsening",
-                                          "collapsing", "flat"],
-                            "task": ["a", "a", "b", "b", "c", "c"]})
+    changes = pd.DataFrame(
+        {
+            "direction": [
+                "accumulating",
+                "evolving",
+                "accumulating",
+                "coarsening",
+                "collapsing",
+                "flat",
+            ],
+            "task": ["a", "a", "b", "b", "c", "c"],
+        }
+    )
     # accumulating predicts perf up: the perf-up changes are 2 accumulating + 1 evolving
     s = dc.conditional_share(changes, "accumulating", "task")
     assert (s["k"], s["m"], s["clusters"], s["n_changes"]) == (2, 3, 2, 6)
@@ -64,25 +74,50 @@ def _pairs(rates: dict[str, float], n_tasks: int = 8, domain: str = "ood") -> pd
     for model, rate in rates.items():
         k = int(round(rate * n_tasks))
         for i in range(n_tasks):
-            rows.append({"model": model, "task": f"t{i}", "domain": domain,
-                         "direction": "collapsing" if i < k else "coarsening"})
+            rows.append(
+                {
+                    "model": model,
+                    "task": f"t{i}",
+                    "domain": domain,
+                    "direction": "collapsing" if i < k else "coarsening",
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def _series(directions: list[str], n_tasks: int, n_steps: int) -> pd.DataFrame:
-    """Pre-training steps: every task's trajectory has ``n_steps`` steps labelled from the list (cycled)."""
+    """Pre-training steps: every task's trajectory has ``n_steps`` steps, labelled from the list
+    (cycled)."""
     rows = []
     for t in range(n_tasks):
         for s in range(1, n_steps + 1):
-            rows.append({"task": f"t{t}", "step": s, "n_steps": n_steps,
-                         "direction": directions[(t * n_steps + s - 1) % len(directions)]})
+            rows.append(
+                {
+                    "task": f"t{t}",
+                    "step": s,
+                    "n_steps": n_steps,
+                    "direction": directions[(t * n_steps + s - 1) % len(directions)],
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def _tables(pre: pd.DataFrame, spec: pd.DataFrame, cont: pd.DataFrame, ctrl: pd.DataFrame,
-            source: str = "tiny world (test split)") -> dc.DirectionTables:
-    return dc.DirectionTables(source, pre, spec, cont, ctrl, late_steps=1,
-                              rests_on={"pre-training": "one run", "contamination": "fine-tunes"})
+def _tables(
+    pre: pd.DataFrame,
+    spec: pd.DataFrame,
+    cont: pd.DataFrame,
+    ctrl: pd.DataFrame,
+    source: str = "tiny world (test split)",
+) -> dc.DirectionTables:
+    return dc.DirectionTables(
+        source,
+        pre,
+        spec,
+        cont,
+        ctrl,
+        late_steps=1,
+        rests_on={"pre-training": "one run", "contamination": "fine-tunes"},
+    )
 
 
 EMPTY = pd.DataFrame(columns=["model", "task", "domain", "direction"])
@@ -94,7 +129,9 @@ def test_direction_claim_null_equivalent_is_inconclusive_and_a_clear_one_decided
     # null-equivalent: perf rises at every step (the setting fixes it) and MUI's sign is a coin:
     # half accumulating, half evolving. Against 0.5 unconditioned on the sign it would pass nothing
     # either, but a "share of all changes that are accumulating" against 1/4 would have passed.
-    coin = _tables(_series(["accumulating", "evolving"], n_tasks=12, n_steps=5), EMPTY, EMPTY, EMPTY)
+    coin = _tables(
+        _series(["accumulating", "evolving"], n_tasks=12, n_steps=5), EMPTY, EMPTY, EMPTY
+    )
     c = dc.direction_claim(coin, q, "", kind)
     check_consistent(c)
     assert c.verdict == "inconclusive" and c.ours == pytest.approx(0.5) and c.kind == kind
@@ -110,25 +147,45 @@ def test_direction_claim_null_equivalent_is_inconclusive_and_a_clear_one_decided
 
 
 def test_direction_claim_not_testable_without_changes_of_the_predicted_sign():
-    falling = _tables(_series(["coarsening", "collapsing"], n_tasks=4, n_steps=3), EMPTY, EMPTY, EMPTY)
+    falling = _tables(
+        _series(["coarsening", "collapsing"], n_tasks=4, n_steps=3), EMPTY, EMPTY, EMPTY
+    )
     c = dc.direction_claim(falling, dc.QUESTIONS[0], "", "reproduction")
     assert c.verdict == "not testable here" and "performance rose" in c.why
 
 
 @pytest.mark.parametrize("kind", ["reproduction", "re-analysis"])
 def test_contamination_ood_against_controls_null_equivalent_and_decided(kind):
-    same = dc.contamination_ood_claim(_pairs({f"c{i}": 0.375 for i in range(5)}),
-                                      _pairs({f"u{i}": 0.375 for i in range(5)}), "w", "", kind, "x")
+    same = dc.contamination_ood_claim(
+        _pairs({f"c{i}": 0.375 for i in range(5)}),
+        _pairs({f"u{i}": 0.375 for i in range(5)}),
+        "w",
+        "",
+        kind,
+        "x",
+    )
     check_consistent(same)
     assert same.verdict == "inconclusive" and same.ours == pytest.approx(0.0) and same.kind == kind
-    apart = dc.contamination_ood_claim(_pairs({f"c{i}": 0.875 for i in range(5)}),
-                                       _pairs({f"u{i}": 0.125 for i in range(5)}), "w", "", kind, "x")
+    apart = dc.contamination_ood_claim(
+        _pairs({f"c{i}": 0.875 for i in range(5)}),
+        _pairs({f"u{i}": 0.125 for i in range(5)}),
+        "w",
+        "",
+        kind,
+        "x",
+    )
     check_consistent(apart)
     assert apart.verdict == "supported" and apart.ours == pytest.approx(0.75)
     assert apart.extra["exact"] and apart.extra["p_value"] == pytest.approx(1 / math.comb(10, 5))
     # 4 contaminated vs 3 controls, perfectly apart: 35 arrangements cannot reach 2.5%
-    few = dc.contamination_ood_claim(_pairs({f"c{i}": 1.0 for i in range(4)}),
-                                     _pairs({f"u{i}": 0.0 for i in range(3)}), "w", "", kind, "x")
+    few = dc.contamination_ood_claim(
+        _pairs({f"c{i}": 1.0 for i in range(4)}),
+        _pairs({f"u{i}": 0.0 for i in range(3)}),
+        "w",
+        "",
+        kind,
+        "x",
+    )
     assert few.verdict == "inconclusive" and few.extra["p_value"] == pytest.approx(1 / 35)
     # changes of one model are not independent units: 32 changes of 4 models are 4 units
     assert len(few.extra["contaminated_rates"]) == 4
@@ -140,21 +197,29 @@ def _leak_measurements(ft_test: float, ft_fresh: float, n: int = 200) -> pd.Data
     rows = [("base", "test", 40.0), ("base", "fresh", 40.0)]
     for i in range(3):
         rows += [(f"ft{i}", "test", ft_test), (f"ft{i}", "fresh", ft_fresh)]
-    return pd.DataFrame([{"model": m, "task": "add", "split": s, "perf": p, "n": n} for m, s, p in rows])
+    return pd.DataFrame(
+        [{"model": m, "task": "add", "split": s, "perf": p, "n": n} for m, s, p in rows]
+    )
 
 
 def test_leak_set_up_check_null_equivalent_and_decided():
     fts = {f"ft{i}": "base" for i in range(3)}
     flat = dc.leak_claim(_leak_measurements(50.0, 50.0), fts, ["add"], "world")
     check_consistent(flat)
-    assert flat.kind == "set-up check" and flat.verdict == "inconclusive" and flat.ours == pytest.approx(0.0)
+    assert (
+        flat.kind == "set-up check"
+        and flat.verdict == "inconclusive"
+        and flat.ours == pytest.approx(0.0)
+    )
     leak = dc.leak_claim(_leak_measurements(80.0, 45.0), fts, ["add"], "world")
     assert leak.verdict == "supported" and leak.ours == pytest.approx(35.0)
     # by hand: mean over 3 fine-tunes of (t_i - f_i) - (t_b - f_b); each fine-tune's accuracies
     # weigh 1/3, the base's 1 (it is subtracted once per fine-tune, divided by 3)
     var = 3 * (1 / 3) ** 2 * (0.8 * 0.2 + 0.45 * 0.55) / 200 + 2 * 0.4 * 0.6 / 200
     assert leak.ci_high - leak.ours == pytest.approx(1.959964 * 100 * math.sqrt(var))
-    no_fresh = dc.leak_claim(_leak_measurements(80.0, 45.0).query("split == 'test'"), fts, ["add"], "w")
+    no_fresh = dc.leak_claim(
+        _leak_measurements(80.0, 45.0).query("split == 'test'"), fts, ["add"], "w"
+    )
     assert no_fresh.verdict == "not testable here"
 
 
@@ -162,24 +227,51 @@ def test_leak_set_up_check_null_equivalent_and_decided():
 
 
 def _study(reseed: bool = True) -> tr.TrajectoryStudy:
-    s = tr.Settings(checkpoints=["zoo/b@step-1", "zoo/b"], specialised={"zoo/m+math": "zoo/m"},
-                    specialised_targets={"zoo/m+math": "math"}, contaminated={"zoo/m+math-test-x5": "zoo/m"},
-                    controls={"zoo/m+general": "zoo/m"}, contaminated_tasks=["add"], tasks=["add", "code"])
+    s = tr.Settings(
+        checkpoints=["zoo/b@step-1", "zoo/b"],
+        specialised={"zoo/m+math": "zoo/m"},
+        specialised_targets={"zoo/m+math": "math"},
+        contaminated={"zoo/m+math-test-x5": "zoo/m"},
+        controls={"zoo/m+general": "zoo/m"},
+        contaminated_tasks=["add"],
+        tasks=["add", "code"],
+    )
     groups = {"add": "math", "code": "code"}
-    table = {"zoo/b@step-1": {"add": (10, 2.0), "code": (20, 3.0)}, "zoo/b": {"add": (30, 3.0), "code": (25, 3.5)},
-             "zoo/m": {"add": (40, 2.0), "code": (50, 3.0)}, "zoo/m+math": {"add": (60, 3.0), "code": (30, 4.0)},
-             "zoo/m+math-test-x5": {"add": (90, 2.5), "code": (40, 2.0)},
-             "zoo/m+general": {"add": (41, 2.2), "code": (52, 3.1)}}
-    meas = pd.DataFrame([{"model": m, "task": t, "group": groups[t], "split": sp, "n": 100,
-                          "perf": p - (30 if sp == "fresh" and m == "zoo/m+math-test-x5" and t == "add" else 0),
-                          "mui": u} for m, d in table.items() for t, (p, u) in d.items() for sp in ("test", "fresh")])
+    table = {
+        "zoo/b@step-1": {"add": (10, 2.0), "code": (20, 3.0)},
+        "zoo/b": {"add": (30, 3.0), "code": (25, 3.5)},
+        "zoo/m": {"add": (40, 2.0), "code": (50, 3.0)},
+        "zoo/m+math": {"add": (60, 3.0), "code": (30, 4.0)},
+        "zoo/m+math-test-x5": {"add": (90, 2.5), "code": (40, 2.0)},
+        "zoo/m+general": {"add": (41, 2.2), "code": (52, 3.1)},
+    }
+    meas = pd.DataFrame(
+        [
+            {
+                "model": m,
+                "task": t,
+                "group": groups[t],
+                "split": sp,
+                "n": 100,
+                "perf": p
+                - (30 if sp == "fresh" and m == "zoo/m+math-test-x5" and t == "add" else 0),
+                "mui": u,
+            }
+            for m, d in table.items()
+            for t, (p, u) in d.items()
+            for sp in ("test", "fresh")
+        ]
+    )
     from kit.mui import directions, published
 
     study = tr.TrajectoryStudy(
         olmo_steps=directions.step_directions(published.published_olmo(), series="task"),
         published_specialised=directions.pair_directions(published.published_specialised()),
         published_contamination=directions.pair_directions(published.published_contamination()),
-        settings=s, measurements=meas, directions=tr.analyse(meas, s, tol_perf=1.0))
+        settings=s,
+        measurements=meas,
+        directions=tr.analyse(meas, s, tol_perf=1.0),
+    )
     study.rests_on = tr.rests_on(s, study.source)
     if reseed:
         study.reseeds[1] = (meas, tr.analyse(meas, s, tol_perf=1.0))
@@ -197,13 +289,19 @@ def test_study_claims_kinds_ids_and_stability():
         elif c.id.startswith("setup."):
             assert c.kind == "set-up check"
         else:
-            assert c.kind == "reproduction" and c.rests_on and c.stability.startswith("stable under item draws")
-    # the leak of 30 points on 100 items a side is decided; the paper's late evolving changes (9 of 10
-    # over 6 benchmarks) are not, once the sign of the performance change is given
+            assert (
+                c.kind == "reproduction"
+                and c.rests_on
+                and c.stability.startswith("stable under item draws")
+            )
+    # the leak of 30 points on 100 items a side is decided; the paper's late evolving changes
+    # (9 of 10 over 6 benchmarks) are not, once the sign of the performance change is given
     assert claims["setup.leak_on_test_split"].verdict == "supported"
     assert claims["paper.corollary1.late_evolving"].verdict == "inconclusive"
     assert "checkpoints of one training run" in claims["corollary1.early_accumulating"].rests_on
-    assert all(c.ci_low is not None or c.null_low is not None for c in claims.values() if decided(c))
+    assert all(
+        c.ci_low is not None or c.null_low is not None for c in claims.values() if decided(c)
+    )
 
 
 def test_study_claims_without_reseeds_leave_stability_unmarked():
