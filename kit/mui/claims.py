@@ -16,7 +16,7 @@ import pandas as pd
 from kit.core.claims import Claim, claim
 from kit.core.stats import mean_diff_ci, wilson_interval
 from kit.mui.direction_claims import REQUIRED_IDS as TRAJECTORY_IDS
-from kit.mui.direction_claims import study_claims
+from kit.mui.direction_claims import study_claims as trajectory_claims  # noqa: F401 (notebook 02)
 
 PAPER = "000"
 REQUIRED_IDS = {
@@ -181,13 +181,3 @@ def multi_token_claims(data: Mapping[str, Any] | None, seed: int = 0, n_boot: in
                      caveat="a wrong answer can stop early (fewer response tokens, so fewer key neurons): "
                             "response length is not controlled")
     return [c_law, c_ok]
-
-
-# ----------------------------------------------------------------------------- notebook 02
-
-
-def trajectory_claims(study, split: str, late_steps: int, published_late_steps: int = 2,
-                      seed: int = 0) -> list[Claim]:
-    """Notebook 02's claims: :func:`kit.mui.direction_claims.study_claims` (declared there, over a
-    :class:`kit.mui.trajectories.TrajectoryStudy`)."""
-    return study_claims(study, split, late_steps, published_late_steps, seed)

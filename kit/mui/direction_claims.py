@@ -34,13 +34,16 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
 
 from kit.core.claims import Claim, claim, mark_stability
 from kit.core.stats import wilson_interval
+
+if TYPE_CHECKING:  # kit.mui.trajectories imports the world's loaders: only for the annotation
+    from kit.mui.trajectories import TrajectoryStudy
 
 PAPER = "000"
 REQUIRED_IDS = [
@@ -484,7 +487,11 @@ def measured_claims(
 
 
 def study_claims(
-    study, split: str, late_steps: int, published_late_steps: int, seed: int = 0
+    study: TrajectoryStudy,
+    split: str,
+    late_steps: int,
+    published_late_steps: int = 2,
+    seed: int = 0,
 ) -> list[Claim]:
     """Notebook 02's claims from a :class:`kit.mui.trajectories.TrajectoryStudy`: the paper's tables
     (``paper.`` ids, ``re-analysis``), the measured models on ``split`` (``reproduction``) and the
