@@ -15,6 +15,8 @@ import pandas as pd
 
 from kit.core.claims import Claim, claim
 from kit.core.stats import mean_diff_ci, wilson_interval
+from kit.mui.direction_claims import REQUIRED_IDS as TRAJECTORY_IDS
+from kit.mui.direction_claims import study_claims as trajectory_claims  # noqa: F401 (notebook 02)
 
 PAPER = "000"
 REQUIRED_IDS = {
@@ -22,8 +24,7 @@ REQUIRED_IDS = {
                        "pur.ranking_vs_performance", "diversity.mixed_grows_faster", "correctness.no_difference",
                        "masking.key_vs_random",
                        "law.multi_token", "correctness.no_difference_multi_token"],
-    "02_training_trajectories": ["corollary1.early_accumulating", "corollary1.late_evolving",
-                                 "corollary2.contamination_in_domain", "corollary2.contamination_ood"],
+    "02_training_trajectories": TRAJECTORY_IDS,
 }
 EQUIVALENCE_FRACTION = 0.10
 """'No difference' (§3.7) is tested as equivalence within +-10% of the mean MUI (our choice: the
@@ -180,53 +181,3 @@ def multi_token_claims(data: Mapping[str, Any] | None, seed: int = 0, n_boot: in
                      caveat="a wrong answer can stop early (fewer response tokens, so fewer key neurons): "
                             "response length is not controlled")
     return [c_law, c_ok]
-
-
-# ----------------------------------------------------------------------------- notebook 02
-
-_COROLLARY_ROWS = {
-    # id: (corollary, setting, subset) of kit.mui.directions.corollary_checks rows
-    "corollary1.early_accumulating": ("1", "pre-training", "early steps"),
-    "corollary1.late_evolving": ("1", "pre-training", "late steps"),
-    "corollary1.specialised_in_domain": ("1", "specialisation", "in-domain"),
-    "corollary1.specialised_ood": ("1", "specialisation", "ood"),
-    "corollary2.contamination_in_domain": ("2", "contamination", "in-domain"),
-    "corollary2.contamination_ood": ("2", "contamination", "ood"),
-    "corollary2.controls_not_collapsing": ("2", "uncontaminated controls", "ood"),
-}
-
-
-def corollary_claims(checks: pd.DataFrame | list[dict], where: str, id_prefix: str = "",
-                     figure: str | None = "direction_counts") -> list[Claim]:
-    """Corollaries 1-2 from :func:`kit.mui.directions.corollary_checks` rows: the share of
-    changes in the predicted direction, with a Wilson interval, against the share one of the four
-    directions gets at random (1/4; 3/4 for "not collapsing"). Flat changes count against."""
-    rows = pd.DataFrame(checks)
-    out = []
-    for cid, (cor, setting, subset) in _COROLLARY_ROWS.items():
-        r = rows[(rows["corollary"].astype(str) == cor) & (rows["setting"] == setting) & (rows["subset"] == subset)]
-        if r.empty:
-            continue
-        r = r.iloc[0]
-        expected = str(r["expected"])
-        null = 0.75 if expected.startswith("not ") else 0.25
-        share, lo, hi = wilson_interval(int(r["n_expected"]), int(r["n"]))
-        out.append(claim(PAPER, f"§3.3-3.4 (corollary {cor})", id_prefix + cid,
-                         f"{where}: {setting}, {subset}: share of changes that are {expected} "
-                         f"({int(r['n_expected'])} of {int(r['n'])}; modal: {r['modal']})",
-                         share, ci=(lo, hi), null=null, direction="greater",
-                         null_how=f"a direction drawn at random ({null:g})", paper_value=expected,
-                         interval_how=f"Wilson 95% interval over {int(r['n'])} changes", figure=figure))
-    return out
-
-
-def trajectory_claims(published_checks, computed_checks: Mapping[str, Any], split: str,
-                      source: str = "tiny world") -> list[Claim]:
-    """Notebook 02: corollaries 1-2 on the paper's own tables (prefix ``paper.``) and on the
-    measured models' ``split`` (no prefix: these are the required ids); ``source`` is
-    ``kit.mui.trajectories.source_label`` of the measured models (``tiny world`` or ``measured``)."""
-    out = corollary_claims(published_checks, "paper tables (OLMo, Tables 8-10)", "paper.",
-                           figure="fig08_contamination_published")
-    out += corollary_claims(computed_checks[f"{source}, {split} split"], f"{source} ({split} split)")
-    return out
-

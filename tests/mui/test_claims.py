@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kit.core.claims import check_consistent
-from kit.mui.claims import REQUIRED_IDS, trajectory_claims, utility_law_claims
+from kit.mui.claims import REQUIRED_IDS, utility_law_claims
 
 
 def _results(pooled_ci_high=-1.0, r2=0.5):
@@ -41,20 +41,6 @@ def test_utility_law_claims_cover_the_required_ids_and_follow_the_numbers():
     bad = {c.id: c for c in utility_law_claims(_results(pooled_ci_high=2.0), None, None)}
     assert bad["law.tiny_pooled"].verdict == "inconclusive"
     assert bad["diversity.mixed_grows_faster"].verdict == "not testable here"
-
-
-def test_corollary_claims_use_wilson_against_a_random_direction():
-    rows = [{"corollary": "1", "setting": "pre-training", "subset": "early steps", "expected": "accumulating",
-             "modal": "accumulating", "n": 40, "n_expected": 30},
-            {"corollary": "1", "setting": "pre-training", "subset": "late steps", "expected": "evolving",
-             "modal": "flat", "n": 3, "n_expected": 0},
-            {"corollary": "2", "setting": "contamination", "subset": "ood", "expected": "collapsing",
-             "modal": "coarsening", "n": 40, "n_expected": 0}]
-    claims = {c.id: c for c in trajectory_claims(rows, {"tiny world, test split": pd.DataFrame(rows)}, "test")}
-    assert claims["corollary1.early_accumulating"].verdict == "supported"    # 30/40, Wilson low > 0.25
-    assert claims["corollary1.late_evolving"].verdict == "inconclusive"      # 0/3: [0, 0.56]
-    assert claims["corollary2.contamination_ood"].verdict == "contradicted"  # 0/40: upper < 0.25
-    assert claims["paper.corollary1.early_accumulating"].verdict == "supported"
 
 
 def test_multi_token_claims_follow_the_numbers():
