@@ -101,6 +101,9 @@ class Config(BaseConfig):
     """Features kept per layer and token at the reference width (A.3: top 50 at 128K)."""
     sae_reference_width: int | None = Field(131072, ge=1)
     """Width at which ``sae_top`` applies; the count is scaled to each SAE's width (None: no scaling)."""
+    stability_seeds: list[int] = Field(default_factory=lambda: [1, 2], max_length=10)
+    """Bootstrap seeds the claims are recomputed under (``kit.core.claims.mark_stability``: a verdict
+    that differs under any of them is marked as flipping); []: no stability check."""
 
     @model_validator(mode="after")
     def _lists(self) -> "Config":
