@@ -306,7 +306,7 @@ def _checkpoint_claims(law: Mapping[str, Any], form: str) -> list[Claim]:
         rests_on = f"tiny world: one training run of {law.get('model')} (its checkpoints and the final model)"
         if fit.get("slope") is None:
             out.append(claim(PAPER, "§3.3 (corollary 1)", cid, statement, None, rests_on=rests_on,
-                             not_testable=f"too few distinct checkpoint cells to fit (n {fit.get('n')})"))
+                             not_testable=f"too few distinct checkpoint cells to fit (n {int(fit.get('n') or 0)})"))
             continue
         out.append(claim(PAPER, "§3.3 (corollary 1)", cid, statement, fit["slope"],
                          ci=(fit["ci_low"], fit["ci_high"]), null=0.0, direction="greater",
