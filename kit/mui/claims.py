@@ -43,7 +43,8 @@ def grid_rests_on(results: Mapping[str, Any]) -> str:
         contaminated = sum("-test-" in m or "-syn-" in m for m in models)
         return (f"tiny world: {len(models)} zoo models (bases and fine-tunes, {contaminated} contaminated) "
                 f"x {len(tasks)} task families, one-token answers, fresh items as the truth")
-    return f"{len(models)} models ({', '.join(models)}) x {len(tasks)} benchmarks"
+    return (f"{len(models)} model{'s' if len(models) > 1 else ''} ({', '.join(models)}) x {len(tasks)} "
+            f"benchmark{'s' if len(tasks) > 1 else ''}, greedy answers generated here")
 
 
 def _focus_rests_on(focus: str | None, what: str) -> str:
@@ -124,6 +125,26 @@ def utility_law_claims(results: Mapping[str, Any], curves: pd.DataFrame | None =
     form = results.get("law_form", "mui_vs_log_perf")
     grid = grid_rests_on(results)
     out = published_claims(results)
+    cause = results.get("law_not_testable")  # fewer than 3 models (kit.configs.utility_law)
+    if cause:
+        out += [claim(PAPER, section, cid, statement, None, not_testable=cause, rests_on=grid)
+                for cid, section, statement in (
+                    ("law.tiny_pooled", "§2, Fig. 3", "Utility Law across the models, pooled over tasks"),
+                    ("law.tiny_per_task_sign", "§2, Fig. 3", "Utility Law per task: negative slopes across models"),
+                    ("pur.ranking_vs_performance", "§3.5, Table 1 (corollary 3)",
+                     "Corollary 3: PUR ranks models closer to the true order than performance"))]
+    else:
+        out += _grid_law_claims(results, form, grid, seed, n_boot)
+    out.append(_growth_claim(curves, seed, n_boot, focus))
+    out.append(_correctness_claim(correctness, seed, n_boot, focus))
+    out += multi_token_claims(multi_token, seed, n_boot, form=form)
+    out.append(_masking_claim(results.get("masking", {}), focus))
+    return out
+
+
+def _grid_law_claims(results: Mapping[str, Any], form: str, grid: str, seed: int, n_boot: int) -> list[Claim]:
+    """The law across the grid's models (pooled with task effects; per-task signs) and PUR's ranking."""
+    out = []
     tiny = results.get("tiny_law_fit_fe")
     caveat = ""
     if tiny is None:
@@ -142,10 +163,6 @@ def utility_law_claims(results: Mapping[str, Any], curves: pd.DataFrame | None =
                      figure="tiny_law_per_task", rests_on=grid,
                      not_testable=None if per_task else "no task has a fitted slope"))
     out.append(_ranking_claim(results.get("tiny_rank_per_task", {}), seed, n_boot, grid))
-    out.append(_growth_claim(curves, seed, n_boot, focus))
-    out.append(_correctness_claim(correctness, seed, n_boot, focus))
-    out += multi_token_claims(multi_token, seed, n_boot, form=form)
-    out.append(_masking_claim(results.get("masking", {}), focus))
     return out
 
 
