@@ -19,6 +19,8 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from kit.mui.checkpoints import STEP_NAME as _STEP
+from kit.mui.checkpoints import checkpoint_series  # noqa: F401 (one definition; re-exported)
 from kit.mui.directions import (
     _require,
     contamination_text,
@@ -30,36 +32,6 @@ from kit.mui.directions import (
 from kit.mui.plots import plot_direction_counts, plot_trajectories
 from kit.mui.regression import regression_report
 from kit.subjects import task_group
-
-_STEP = re.compile(r"^(?P<base>[^@+]+)@step-(?P<step>\d+)$")
-
-
-def checkpoint_series(members: Sequence[str], base: str | None = None,
-                      final_step: int | None = None) -> list[str]:
-    """The checkpoint trajectory of ``base`` (default: the base with the most ``@step-`` members, ties
-    to the first listed),
-    in step order, followed by the final ``base`` itself when it is a member, unless its last
-    checkpoint already is the final model (``final_step``, the base's total steps, equals it):
-    the same weights twice would add a zero step.
-
-    ``members``: names like ``zoo/base-l@step-300``. Raises if no checkpoint member exists.
-    """
-    by_base: dict[str, list[tuple[int, str]]] = {}
-    for m in members:
-        hit = _STEP.match(m)
-        if hit:
-            by_base.setdefault(hit["base"], []).append((int(hit["step"]), m))
-    if not by_base:
-        raise ValueError(f"no '<base>@step-<N>' checkpoint among the members: {', '.join(members)}")
-    if base is None:  # ties: the base listed first (zoo/base-l before zoo/base-xl, which has as many)
-        order = list(by_base)
-        base = max(by_base, key=lambda b: (len(by_base[b]), -order.index(b)))
-    if base not in by_base:
-        raise ValueError(f"base={base!r} has no checkpoints; bases with checkpoints: {', '.join(sorted(by_base))}")
-    steps = sorted(by_base[base])
-    names = [m for _, m in steps]
-    last_is_final = final_step is not None and steps[-1][0] == final_step
-    return names + ([base] if base in members and not last_is_final else [])
 
 
 def coarse_checkpoints(names: Sequence[str], n: int = 3) -> list[str]:
