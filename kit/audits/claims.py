@@ -7,9 +7,10 @@ land beyond what an instrument with nothing to measure gives? Its null control i
 :class:`kit.audits.result.AuditResult` (``null_values``: untrained SAEs for M07, M08, M10, M11,
 M12, EX34; random cores for M09; dimension-shuffled activations for M13; shuffled labels for M14
 and EX2; random circuits of the same size for EX1 and EX11; random edge rankings for MIB; each
-run's values shuffled across ids for EX25, shown beside its test: EX25's coherence is tested against
-the page's threshold with a bootstrap over ids, since any id-dependent pipeline beats the shuffle). The claim's direction is the side of the null the
-page's pass condition asks for (:data:`DIRECTION`; EX2's "no DIF" is ``within`` the label-noise band).
+run's values shuffled across ids for EX25, shown beside its test: EX25's coherence is tested
+against the page's threshold with a bootstrap over ids, since any id-dependent pipeline beats the
+shuffle). The claim's direction is the side of the null the page's pass condition asks for
+(:data:`DIRECTION`; EX2's "no DIF" is ``within`` the label-noise band).
 
 The verdict (pass / fail / inconclusive) follows from the value against the null band, then:
 
@@ -44,12 +45,27 @@ MIN_DRAWS = 20
 is ``1 / (n + 1)``, below 0.05 only from 20 draws on."""
 N_BOOT = 1000
 """Bootstrap resamples of EX25's coherence interval."""
-DIRECTION = {"M07": "greater", "M08": "greater", "M09": "greater", "M10": "less", "M11": "greater",
-             "M12": "less", "M13": "less", "M14": "less", "EX1": "greater", "EX2": "within",
-             "EX11": "greater", "EX25": "greater", "EX34": "greater", "MIB": "greater"}
-"""The side of its null the page's pass condition asks for (EX2: a circuit's DIF within label noise)."""
-REQUIRED_IDS = {"06_measurement_audits": [f"{m}.vs_null" for m in [*DIRECTION, "EX24"]]
-                + ["MIB.log_vs_null"]}
+DIRECTION = {
+    "M07": "greater",
+    "M08": "greater",
+    "M09": "greater",
+    "M10": "less",
+    "M11": "greater",
+    "M12": "less",
+    "M13": "less",
+    "M14": "less",
+    "EX1": "greater",
+    "EX2": "within",
+    "EX11": "greater",
+    "EX25": "greater",
+    "EX34": "greater",
+    "MIB": "greater",
+}
+"""The side of its null the page's pass condition asks for (EX2: a circuit's DIF within label
+noise)."""
+REQUIRED_IDS = {
+    "06_measurement_audits": [f"{m}.vs_null" for m in [*DIRECTION, "EX24"]] + ["MIB.log_vs_null"]
+}
 
 
 def empirical_p(null: Sequence[float], ours: float, direction: str) -> float:
@@ -75,22 +91,33 @@ def _demote(c: Claim, reason: str) -> Claim:
 
 
 def rests_on(r: Any) -> str:
-    """What an audit's number rests on, from its inputs: the model, its SAEs or circuit, the prompts."""
+    """What an audit's number rests on, from its inputs: the model, its SAEs or circuit, the
+    prompts."""
     i = r.inputs
-    parts = [f"model {i.model}" if i.model else "", f"SAEs {', '.join(dict.fromkeys(i.sae))}" if i.sae else "",
-             f"hook {i.hook}" if i.hook else "", f"prompts of {i.task}" if i.task else "",
-             f"n = {i.n}" if i.n is not None else ""]
+    parts = [
+        f"model {i.model}" if i.model else "",
+        f"SAEs {', '.join(dict.fromkeys(i.sae))}" if i.sae else "",
+        f"hook {i.hook}" if i.hook else "",
+        f"prompts of {i.task}" if i.task else "",
+        f"n = {i.n}" if i.n is not None else "",
+    ]
     circuit = i.extra.get("circuit")
     if circuit is not None:
         src = r.values.get("circuit_source", "")
         found = i.extra.get("discovery_n")
-        parts.append(f"{src} circuit {circuit}" + (f" (found on {found} other IOI prompts)" if found else ""))
+        parts.append(
+            f"{src} circuit {circuit}" + (f" (found on {found} other IOI prompts)" if found else "")
+        )
     return "; ".join(p for p in parts if p) or "the audit's own inputs"
 
 
 def _statement(r: Any, what: str, direction: str) -> str:
     side = {"greater": "above", "less": "below", "within": "within"}[direction]
-    cond = "report-only (no pass condition)" if r.diagnostic else f"{r.pass_condition}: audit {r.verdict()}"
+    cond = (
+        "report-only (no pass condition)"
+        if r.diagnostic
+        else f"{r.pass_condition}: audit {r.verdict()}"
+    )
     return f"{r.metric} {r.name}: {what} {side} its null control; seed 003's condition {cond}"
 
 
@@ -103,23 +130,55 @@ def _null_draws(r: Any, values: Sequence[float], seed: int) -> list[float]:
     return [vals[i] for i in rng.integers(0, len(vals), len(vals))]
 
 
-def _vs_null(r: Any, cid: str, statement: str, ours: float, nulls: list[float], direction: str,
-             null_how: str, **common: Any) -> Claim:
+def _vs_null(
+    r: Any,
+    cid: str,
+    statement: str,
+    ours: float,
+    nulls: list[float],
+    direction: str,
+    null_how: str,
+    **common: Any,
+) -> Claim:
     """The claim of ``ours`` against the null draws, with the draw-count and p-value rule."""
     m, lo, hi = null_band(nulls)
     p = empirical_p(nulls, ours, direction)
-    c = claim(PAPER, r.metric, cid, statement, ours, null=m, null_range=(lo, hi), direction=direction,
-              null_how=null_how, p_value=p, n_null_draws=len(nulls), **common)
+    c = claim(
+        PAPER,
+        r.metric,
+        cid,
+        statement,
+        ours,
+        null=m,
+        null_range=(lo, hi),
+        direction=direction,
+        null_how=null_how,
+        p_value=p,
+        n_null_draws=len(nulls),
+        **common,
+    )
     if len(nulls) < MIN_DRAWS:
-        return _demote(c, f"inconclusive: {len(nulls)} null draws (a 95% test needs >= {MIN_DRAWS}: the "
-                          f"smallest empirical p-value is 1/(n+1) = {1 / (len(nulls) + 1):.2f})")
+        return _demote(
+            c,
+            f"inconclusive: {len(nulls)} null draws (a 95% test needs >= {MIN_DRAWS}: the "
+            f"smallest empirical p-value is 1/(n+1) = {1 / (len(nulls) + 1):.2f})",
+        )
     if c.verdict == "fail":  # the wrong side: its p-value is the other tail's
-        side = ("less" if direction == "greater" else "greater" if direction == "less"
-                else "greater" if ours > hi else "less")
+        side = (
+            "less"
+            if direction == "greater"
+            else "greater"
+            if direction == "less"
+            else "greater"
+            if ours > hi
+            else "less"
+        )
         p = empirical_p(nulls, ours, side)
         c.extra["p_value"] = p
     if decided(c) and (direction != "within" or c.verdict == "fail") and p >= ALPHA:
-        return _demote(c, f"empirical p = {p:.3f} over {len(nulls)} null draws is not below {ALPHA}")
+        return _demote(
+            c, f"empirical p = {p:.3f} over {len(nulls)} null draws is not below {ALPHA}"
+        )
     return c
 
 
@@ -154,49 +213,118 @@ def audit_claim(r: Any, cid: str, seed: int = 0) -> Claim:
     if r.metric == "EX25" and "per_id" in r.values:
         return _ex25_claim(r, cid, seed, common)
     if r.values.get("not_run"):  # a part switched off (e.g. MIB's edge patching): say so first
-        return claim(PAPER, r.metric, cid, statement, ours, not_testable=r.values["not_run"], **common)
+        return claim(
+            PAPER, r.metric, cid, statement, ours, not_testable=r.values["not_run"], **common
+        )
     signal = r.values.get("task_signal") or {}
     if signal.get("does_task") is False:
-        return claim(PAPER, r.metric, cid, statement, ours, not_testable="the model does not do the task, so "
-                     "there is no circuit to audit (mean logit diff "
-                     f"{signal.get('mean_logit_diff', float('nan')):.3g})", **common)
+        return claim(
+            PAPER,
+            r.metric,
+            cid,
+            statement,
+            ours,
+            not_testable="the model does not do the task, so "
+            "there is no circuit to audit (mean logit diff "
+            f"{signal.get('mean_logit_diff', float('nan')):.3g})",
+            **common,
+        )
     if ours is None or not r.null_values:
-        return claim(PAPER, r.metric, cid, statement, ours,
-                     not_testable="no value" if ours is None else "no null control computed", **common)
+        return claim(
+            PAPER,
+            r.metric,
+            cid,
+            statement,
+            ours,
+            not_testable="no value" if ours is None else "no null control computed",
+            **common,
+        )
     nulls = _null_draws(r, r.null_values, seed)
-    c = _vs_null(r, cid, statement, float(ours), nulls, direction, r.null_how,
-                 figure="mib_faithfulness_curve" if r.metric == "MIB" else None, **common)
+    c = _vs_null(
+        r,
+        cid,
+        statement,
+        float(ours),
+        nulls,
+        direction,
+        r.null_how,
+        figure="mib_faithfulness_curve" if r.metric == "MIB" else None,
+        **common,
+    )
     return _weaken_audit(c, r)
 
 
 def _ex24_claim(r: Any, cid: str, common: dict) -> Claim:
     runs, ctrl = r.values.get("runs", []), r.values.get("control_runs", [])
-    statement = (f"EX24: {r.values.get('metric', 'probe accuracy')} of the trained SAE exceeds its untrained "
-                 f"copy's (trained - untrained); seed 003's condition {r.pass_condition}: audit {r.verdict()}")
+    statement = (
+        f"EX24: {r.values.get('metric', 'probe accuracy')} of the trained SAE exceeds its "
+        f"untrained copy's (trained - untrained); seed 003's condition {r.pass_condition}: "
+        f"audit {r.verdict()}"
+    )
     if len(runs) < 2 or len(ctrl) < 2:
-        return claim(PAPER, "EX24", cid, statement, None, not_testable="fewer than 2 reseeds a side", **common)
+        return claim(
+            PAPER,
+            "EX24",
+            cid,
+            statement,
+            None,
+            not_testable="fewer than 2 reseeds a side",
+            **common,
+        )
     d, lo, hi = welch_interval(runs, ctrl)
-    c = claim(PAPER, "EX24", cid, statement, d, ci=(lo, hi), null=0.0, direction="greater", null_how=r.null_how,
-              interval_how=f"Welch t over {len(runs)} + {len(ctrl)} reseeds", **common)
+    c = claim(
+        PAPER,
+        "EX24",
+        cid,
+        statement,
+        d,
+        ci=(lo, hi),
+        null=0.0,
+        direction="greater",
+        null_how=r.null_how,
+        interval_how=f"Welch t over {len(runs)} + {len(ctrl)} reseeds",
+        **common,
+    )
     return _weaken_audit(c, r)
 
 
 def _ex25_claim(r: Any, cid: str, seed: int, common: dict) -> Claim:
     """EX25's coherence against the page's threshold, bootstrapped over the ids every run shares.
     The id-shuffle null is not the test: any pipeline whose values depend on the id beats it, and a
-    fully deterministic pipeline (every run equal) has a zero-width interval, which decides nothing."""
+    fully deterministic pipeline (every run equal) has a zero-width interval, which decides
+    nothing."""
     mat = np.asarray(r.values.get("per_id") or [], float)
     thr = float(r.values.get("min_coherence", 0.9))
-    statement = (f"EX25 {r.name}: coherence of the runs' per-id values (mean pairwise Spearman) above the page's "
-                 f"{thr:g}; seed 003's condition {r.pass_condition}: audit {r.verdict()}")
+    statement = (
+        f"EX25 {r.name}: coherence of the runs' per-id values (mean pairwise Spearman) above "
+        "the page's "
+        f"{thr:g}; seed 003's condition {r.pass_condition}: audit {r.verdict()}"
+    )
     if mat.ndim != 2 or mat.shape[1] < 3:
-        return claim(PAPER, "EX25", cid, statement, r.values.get("coherence_score"),
-                     not_testable="fewer than 3 ids shared by every run: coherence undefined", **common)
+        return claim(
+            PAPER,
+            "EX25",
+            cid,
+            statement,
+            r.values.get("coherence_score"),
+            not_testable="fewer than 3 ids shared by every run: coherence undefined",
+            **common,
+        )
     est = coherence_interval(mat, n_boot=N_BOOT, seed=seed)
     shuffle = f"; the id-shuffle null gives {r.null:.3g}" if r.null is not None else ""
-    c = claim(PAPER, "EX25", cid, statement, est[0], ci=est[1:], null=thr, direction="greater",
-              null_how=f"the page's threshold ({thr:g}){shuffle}, which any id-dependent pipeline beats",
-              interval_how=f"bootstrap over {mat.shape[1]} shared ids ({mat.shape[0]} runs)", **common)
+    c = claim(
+        PAPER,
+        "EX25",
+        cid,
+        statement,
+        est[0],
+        ci=est[1:],
+        null=thr,
+        direction="greater",
+        null_how=f"the page's threshold ({thr:g}){shuffle}, which any id-dependent pipeline beats",
+        interval_how=f"bootstrap over {mat.shape[1]} shared ids ({mat.shape[0]} runs)",
+        **common,
+    )
     return _weaken_audit(c, r)
 
 
@@ -206,12 +334,20 @@ def _mib_log_claim(r: Any, cid: str, seed: int = 0) -> Claim:
     its ``cpr_log_floor`` passes too)."""
     nulls = _null_draws(r, r.values["null_cpr_log"], seed)
     floor = r.values.get("cpr_log_floor")
-    c = _vs_null(r, cid.replace("vs_null", "log_vs_null"),
-                 "MIB faithfulness curve: log-scale CPR (MIB's log_scale option) above random edge rankings'",
-                 float(r.values["cpr_log"]), nulls, "greater",
-                 f"the same edges ranked at random, {len(nulls)} draws (log-scale CPR)",
-                 figure="mib_faithfulness_curve", paper_value="log-scale CPR (MIB's option)", kind="audit",
-                 rests_on=rests_on(r))
+    c = _vs_null(
+        r,
+        cid.replace("vs_null", "log_vs_null"),
+        "MIB faithfulness curve: log-scale CPR (MIB's log_scale option) above random edge "
+        "rankings'",
+        float(r.values["cpr_log"]),
+        nulls,
+        "greater",
+        f"the same edges ranked at random, {len(nulls)} draws (log-scale CPR)",
+        figure="mib_faithfulness_curve",
+        paper_value="log-scale CPR (MIB's option)",
+        kind="audit",
+        rests_on=rests_on(r),
+    )
     if floor is not None and floor > 0.5:
         weaken(c, f"the log-scale CPR's saturation floor {floor:.2f} passes 0.5 by construction")
     elif floor is not None:
@@ -227,8 +363,11 @@ def audit_claims(results: Sequence[Any], seed: int = 0) -> list[Claim]:
         seen[r.metric] = seen.get(r.metric, 0) + 1
         cid = f"{r.metric}.vs_null" + ("" if seen[r.metric] == 1 else f".{seen[r.metric]}")
         out.append(audit_claim(r, cid, seed))
-        if (r.metric == "MIB" and r.values.get("cpr_log") is not None
-                and len(r.values.get("null_cpr_log") or []) > 0):
+        if (
+            r.metric == "MIB"
+            and r.values.get("cpr_log") is not None
+            and len(r.values.get("null_cpr_log") or []) > 0
+        ):
             out.append(_mib_log_claim(r, cid, seed))
     return out
 
@@ -238,4 +377,6 @@ def study_claims(results: Sequence[Any], reseeds: Sequence[int] = (1, 2)) -> lis
     (bootstrap) under each of ``reseeds`` (:func:`kit.core.claims.mark_stability`)."""
     claims = audit_claims(results)
     reruns = [audit_claims(results, s) for s in reseeds]
-    return mark_stability(claims, reruns, f"null draws resampled with seeds {', '.join(map(str, reseeds))}")
+    return mark_stability(
+        claims, reruns, f"null draws resampled with seeds {', '.join(map(str, reseeds))}"
+    )

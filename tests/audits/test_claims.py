@@ -16,9 +16,16 @@ def _draws(lo, hi, n=100, seed=0):
 
 
 def _r(metric, value, null=(), passed=None, diagnostic=False, **values):
-    r = AuditResult(metric=metric, name=metric, value=value, values=values, pass_condition="x > 0.3",
-                    passed=value is not None and value > 0.3 if passed is None else passed,
-                    diagnostic=diagnostic, inputs=AuditInputs(model="zoo/base-m", n=40))
+    r = AuditResult(
+        metric=metric,
+        name=metric,
+        value=value,
+        values=values,
+        pass_condition="x > 0.3",
+        passed=value is not None and value > 0.3 if passed is None else passed,
+        diagnostic=diagnostic,
+        inputs=AuditInputs(model="zoo/base-m", n=40),
+    )
     return r.with_null(null, "test null", passed=bool(null) and min(null) > 0.3) if len(null) else r
 
 
@@ -26,14 +33,19 @@ def _claims(results, seed=0):
     out = {c.id: c for c in audit_claims(results, seed)}
     for c in out.values():
         check_consistent(c)
-        assert c.kind == "audit" and c.verdict in ("pass", "fail", "inconclusive", "not testable here")
+        assert c.kind == "audit" and c.verdict in (
+            "pass",
+            "fail",
+            "inconclusive",
+            "not testable here",
+        )
         assert c.rests_on, f"{c.id} says what it rests on"
     return out
 
 
 def test_empirical_p_by_hand():
-    assert empirical_p([0.1, 0.2, 0.3], 0.25, "greater") == pytest.approx(2 / 4)   # 1 draw >= 0.25
-    assert empirical_p([0.1, 0.2, 0.3], 0.05, "less") == pytest.approx(1 / 4)      # none <= 0.05
+    assert empirical_p([0.1, 0.2, 0.3], 0.25, "greater") == pytest.approx(2 / 4)  # 1 draw >= 0.25
+    assert empirical_p([0.1, 0.2, 0.3], 0.05, "less") == pytest.approx(1 / 4)  # none <= 0.05
     assert empirical_p([0.1] * 19, 0.5, "greater") == pytest.approx(1 / 20)
 
 
@@ -60,12 +72,14 @@ def test_passes_the_audit_cannot_back_are_weakened():
     null = _draws(0.0, 0.1)
     decided = _r("MIB", 0.9, null).decided("every head is in from 5% of the edges")
     report = _r("M10", 0.05, _draws(0.6, 0.8), diagnostic=True)
-    failing = _r("EX1", 0.25, null, passed=False)       # beats its null, fails the page's threshold
+    failing = _r("EX1", 0.25, null, passed=False)  # beats its null, fails the page's threshold
     c = _claims([decided, report, failing])
     assert c["MIB.vs_null"].verdict == "inconclusive" and "by construction" in c["MIB.vs_null"].why
     assert c["M10.vs_null"].verdict == "inconclusive" and "report-only" in c["M10.vs_null"].why
     assert c["EX1.vs_null"].verdict == "inconclusive" and "audit FAIL" in c["EX1.vs_null"].why
-    matched = AuditResult(metric="EX11", name="x", value=1.0, pass_condition="all heads", passed=True)
+    matched = AuditResult(
+        metric="EX11", name="x", value=1.0, pass_condition="all heads", passed=True
+    )
     matched.with_null([0.5] * 50, "random circuits", passed=True)
     assert _claims([matched])["EX11.vs_null"].verdict == "inconclusive"
 
@@ -79,7 +93,9 @@ def test_ex2_dif_within_label_noise_passes_and_beyond_it_fails():
 
 def test_ex24_trained_vs_untrained_by_welch():
     same = _r("EX24", 0.1, runs=[0.68, 0.69, 0.67], control_runs=[0.67, 0.68, 0.675])
-    far = _r("EX24", 0.01, passed=True, runs=[0.9, 0.91, 0.92, 0.9], control_runs=[0.5, 0.52, 0.51, 0.5])
+    far = _r(
+        "EX24", 0.01, passed=True, runs=[0.9, 0.91, 0.92, 0.9], control_runs=[0.5, 0.52, 0.51, 0.5]
+    )
     assert _claims([same])["EX24.vs_null"].verdict == "inconclusive"
     assert _claims([far])["EX24.vs_null"].verdict == "pass"
 
@@ -87,46 +103,76 @@ def test_ex24_trained_vs_untrained_by_welch():
 def test_ex25_coherence_is_tested_against_the_threshold_not_the_shuffle():
     rng = np.random.default_rng(0)
     base = rng.normal(size=40)
-    noisy = np.stack([base + rng.normal(scale=3.0, size=40) for _ in range(4)])   # coherence ~0.1
+    noisy = np.stack([base + rng.normal(scale=3.0, size=40) for _ in range(4)])  # coherence ~0.1
     clean = np.stack([base + rng.normal(scale=0.01, size=40) for _ in range(4)])  # coherence ~1
-    same = np.stack([base] * 4)                                                    # deterministic
+    same = np.stack([base] * 4)  # deterministic
     out = []
     for mat in (noisy, clean, same):
-        r = AuditResult(metric="EX25", name="Reproducibility (x)", value=0.0, pass_condition="coherence > 0.9",
-                        passed=True, values={"per_id": mat, "min_coherence": 0.9}, inputs=AuditInputs(n=40))
+        r = AuditResult(
+            metric="EX25",
+            name="Reproducibility (x)",
+            value=0.0,
+            pass_condition="coherence > 0.9",
+            passed=True,
+            values={"per_id": mat, "min_coherence": 0.9},
+            inputs=AuditInputs(n=40),
+        )
         out.append(_claims([r])["EX25.vs_null"])
     assert out[0].verdict == "fail", "coherence ~0.1 is below the page's 0.9"
     assert out[1].verdict == "pass"
-    assert out[2].verdict == "inconclusive" and "zero width" in out[2].why, \
+    assert out[2].verdict == "inconclusive" and "zero width" in out[2].why, (
         "a deterministic pipeline's interval has zero width: it decides nothing"
+    )
 
 
 def test_mib_log_scale_cpr_is_read_against_its_own_null():
-    r = _r("MIB", 1.0, _draws(0.94, 0.96), cpr_log=0.913, null_cpr_log=_draws(0.42, 0.47),
-           cpr_log_floor=0.167).decided("every head is in from 0.5 of the edges")
+    r = _r(
+        "MIB",
+        1.0,
+        _draws(0.94, 0.96),
+        cpr_log=0.913,
+        null_cpr_log=_draws(0.42, 0.47),
+        cpr_log_floor=0.167,
+    ).decided("every head is in from 0.5 of the edges")
     c = _claims([r])
     lin, log = c["MIB.vs_null"], c["MIB.log_vs_null"]
-    assert lin.verdict == "inconclusive" and "by construction" in lin.why and "by construction" not in log.why
+    assert (
+        lin.verdict == "inconclusive"
+        and "by construction" in lin.why
+        and "by construction" not in log.why
+    )
     assert log.verdict == "pass" and log.ours == 0.913 and "0.17" in log.why
-    worse = _claims([_r("MIB", 1.0, _draws(0.9, 0.95), cpr_log=0.40, null_cpr_log=_draws(0.44, 0.47))])
+    worse = _claims(
+        [_r("MIB", 1.0, _draws(0.9, 0.95), cpr_log=0.40, null_cpr_log=_draws(0.44, 0.47))]
+    )
     assert worse["MIB.log_vs_null"].verdict == "fail", "below random rankings: the wrong side"
 
 
 def test_circuit_audits_on_a_model_that_does_not_do_the_task_are_not_testable():
     no = {"does_task": False, "mean_logit_diff": -0.01}
     null = _draws(0.0, 0.2)
-    c_no, c_ok = audit_claims([_r("EX1", 2.0, null, task_signal=no),
-                               _r("EX1", 2.0, null, task_signal={**no, "does_task": True})])
+    c_no, c_ok = audit_claims(
+        [
+            _r("EX1", 2.0, null, task_signal=no),
+            _r("EX1", 2.0, null, task_signal={**no, "does_task": True}),
+        ]
+    )
     check_consistent(c_no)
     assert c_no.verdict == "not testable here" and "does not do the task" in c_no.why
-    assert c_ok.verdict == "pass", "the same numbers on a model that does the task are read against the null"
+    assert c_ok.verdict == "pass", (
+        "the same numbers on a model that does the task are read against the null"
+    )
     assert _claims([_r("EX1", 2.0)])["EX1.vs_null"].verdict == "not testable here"
 
 
 def test_stability_resamples_the_null_draws_and_marks_flips():
     clear = _r("M07", 0.9, _draws(0.2, 0.3))
-    edge = _r("M11", 0.3, _draws(0.0, 0.3, 40))   # p ~ 0.02-0.05: a resample may flip it
+    edge = _r("M11", 0.3, _draws(0.0, 0.3, 40))  # p ~ 0.02-0.05: a resample may flip it
     claims = {c.id: c for c in study_claims([clear, edge], reseeds=(1, 2, 3, 4, 5))}
     assert claims["M07.vs_null"].stability.startswith("stable under null draws resampled")
     assert claims["M11.vs_null"].stability, "every claim is checked"
-    assert set(REQUIRED_IDS["06_measurement_audits"]) >= {"M07.vs_null", "EX24.vs_null", "MIB.log_vs_null"}
+    assert set(REQUIRED_IDS["06_measurement_audits"]) >= {
+        "M07.vs_null",
+        "EX24.vs_null",
+        "MIB.log_vs_null",
+    }
