@@ -328,25 +328,40 @@ def _ex25_claim(r: Any, cid: str, seed: int, common: dict) -> Claim:
     return _weaken_audit(c, r)
 
 
-def _mib_log_claim(r: Any, cid: str, seed: int = 0) -> Claim:
+def _mib_log_claim(r: Any, linear: Claim, seed: int = 0) -> Claim:
     """MIB's log-scale CPR against the same random edge rankings' log-scale CPR: the curve's
     small-circuit end, which the linear CPR hardly weighs (and saturation cannot decide unless
-    its ``cpr_log_floor`` passes too)."""
+    its ``cpr_log_floor`` passes too). Not testable when the linear claim is not (edges not
+    scored, no task signal) or no log-scale CPR was computed."""
+    cid = linear.id.replace("vs_null", "log_vs_null")
+    statement = (
+        "MIB faithfulness curve: log-scale CPR (MIB's log_scale option) above random edge rankings'"
+    )
+    common = dict(paper_value="log-scale CPR (MIB's option)", kind="audit", rests_on=rests_on(r))
+    if linear.verdict == "not testable here":
+        return claim(PAPER, "MIB", cid, statement, None, not_testable=linear.why, **common)
+    if r.values.get("cpr_log") is None or not r.values.get("null_cpr_log"):
+        return claim(
+            PAPER,
+            "MIB",
+            cid,
+            statement,
+            r.values.get("cpr_log"),
+            not_testable="no log-scale CPR or no null rankings computed",
+            **common,
+        )
     nulls = _null_draws(r, r.values["null_cpr_log"], seed)
     floor = r.values.get("cpr_log_floor")
     c = _vs_null(
         r,
-        cid.replace("vs_null", "log_vs_null"),
-        "MIB faithfulness curve: log-scale CPR (MIB's log_scale option) above random edge "
-        "rankings'",
+        cid,
+        statement,
         float(r.values["cpr_log"]),
         nulls,
         "greater",
         f"the same edges ranked at random, {len(nulls)} draws (log-scale CPR)",
         figure="mib_faithfulness_curve",
-        paper_value="log-scale CPR (MIB's option)",
-        kind="audit",
-        rests_on=rests_on(r),
+        **common,
     )
     if floor is not None and floor > 0.5:
         weaken(c, f"the log-scale CPR's saturation floor {floor:.2f} passes 0.5 by construction")
@@ -363,12 +378,8 @@ def audit_claims(results: Sequence[Any], seed: int = 0) -> list[Claim]:
         seen[r.metric] = seen.get(r.metric, 0) + 1
         cid = f"{r.metric}.vs_null" + ("" if seen[r.metric] == 1 else f".{seen[r.metric]}")
         out.append(audit_claim(r, cid, seed))
-        if (
-            r.metric == "MIB"
-            and r.values.get("cpr_log") is not None
-            and len(r.values.get("null_cpr_log") or []) > 0
-        ):
-            out.append(_mib_log_claim(r, cid, seed))
+        if r.metric == "MIB":
+            out.append(_mib_log_claim(r, out[-1], seed))
     return out
 
 

@@ -176,3 +176,20 @@ def test_stability_resamples_the_null_draws_and_marks_flips():
         "EX24.vs_null",
         "MIB.log_vs_null",
     }
+
+
+def test_mib_with_edges_off_gives_both_claims_not_testable_with_the_reason():
+    r = AuditResult(
+        metric="MIB",
+        name="MIB faithfulness curve",
+        value=None,
+        pass_condition="CPR > 0.5",
+        values={"not_run": "edge patching was not run: off (circuit_edges: off)"},
+        passed=False,
+        diagnostic=True,
+    )
+    c = _claims([r])
+    assert c["MIB.vs_null"].verdict == c["MIB.log_vs_null"].verdict == "not testable here"
+    assert "circuit_edges: off" in c["MIB.log_vs_null"].why
+    plain = _claims([_r("MIB", 0.9, _draws(0.0, 0.2))])
+    assert plain["MIB.log_vs_null"].verdict == "not testable here", "no log-scale CPR computed"
