@@ -370,7 +370,7 @@ def _mib_log_claim(r: Any, linear: Claim, seed: int = 0) -> Claim:
     return c
 
 
-def audit_claims(results: Sequence[Any], seed: int = 0) -> list[Claim]:
+def audit_claims(results: Sequence[Any], seed: int = 0, world: str | None = None) -> list[Claim]:
     """One claim per audit result (ids ``{metric}.vs_null``, then ``.2``, ``.3`` for repeats), plus
     MIB's log-scale claim. ``seed`` > 0 resamples every null's draws (the stability reruns)."""
     out, seen = [], {}
@@ -380,14 +380,20 @@ def audit_claims(results: Sequence[Any], seed: int = 0) -> list[Claim]:
         out.append(audit_claim(r, cid, seed))
         if r.metric == "MIB":
             out.append(_mib_log_claim(r, out[-1], seed))
+    if world:  # the models' construction: which world they were trained in (zoo/ members only)
+        for c in out:
+            if "model zoo/" in c.rests_on:
+                c.rests_on = f"the {world} world's members; {c.rests_on}"
     return out
 
 
-def study_claims(results: Sequence[Any], reseeds: Sequence[int] = (1, 2)) -> list[Claim]:
+def study_claims(
+    results: Sequence[Any], reseeds: Sequence[int] = (1, 2), world: str | None = None
+) -> list[Claim]:
     """:func:`audit_claims` with their stability: recomputed with every null's draws resampled
     (bootstrap) under each of ``reseeds`` (:func:`kit.core.claims.mark_stability`)."""
-    claims = audit_claims(results)
-    reruns = [audit_claims(results, s) for s in reseeds]
+    claims = audit_claims(results, world=world)
+    reruns = [audit_claims(results, s, world) for s in reseeds]
     return mark_stability(
         claims, reruns, f"null draws resampled with seeds {', '.join(map(str, reseeds))}"
     )

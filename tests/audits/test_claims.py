@@ -193,3 +193,8 @@ def test_mib_with_edges_off_gives_both_claims_not_testable_with_the_reason():
     assert "circuit_edges: off" in c["MIB.log_vs_null"].why
     plain = _claims([_r("MIB", 0.9, _draws(0.0, 0.2))])
     assert plain["MIB.log_vs_null"].verdict == "not testable here", "no log-scale CPR computed"
+
+
+def test_rests_on_names_the_world_for_its_members():
+    (c,) = audit_claims([_r("M07", 0.9, _draws(0.2, 0.3))], world="tiny")
+    assert c.rests_on.startswith("the tiny world's members; model zoo/base-m") and "n = 40" in c.rests_on
