@@ -163,21 +163,19 @@ def align_runs(runs: list[Mapping[str, float]]) -> tuple[list[str], np.ndarray]:
 
 def coherence(mat: Float[np.ndarray, "runs ids"]) -> float:
     """Mean pairwise Spearman of the runs' per-id values (rows of ``mat``; Pearson of the ranks,
-    ties averaged); a constant run counts 1 against an identical run, 0 against any other."""
+    ties averaged); two identical runs count exactly 1, a constant run 0 against any other."""
     mat = np.asarray(mat, float)
-    ranks = rankdata(mat, axis=1)
-    const = np.ptp(mat, axis=1) == 0
+    if mat.shape[0] < 2:
+        return float("nan")
+    r = rankdata(mat, axis=1)
+    r = r - r.mean(1, keepdims=True)
+    norm = np.sqrt((r**2).sum(1))
+    a, b = np.triu_indices(mat.shape[0], 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = np.corrcoef(ranks) if mat.shape[0] > 1 else np.ones((1, 1))
-    rhos = []
-    for a, b in itertools.combinations(range(mat.shape[0]), 2):
-        if np.array_equal(mat[a], mat[b]):
-            rhos.append(1.0)  # exactly, not corrcoef's rounding of it
-        elif const[a] or const[b]:
-            rhos.append(0.0)
-        else:
-            rhos.append(float(rho[a, b]))
-    return float(np.mean(rhos)) if rhos else float("nan")
+        rho = (r[a] * r[b]).sum(1) / (norm[a] * norm[b])
+    # identical runs: exactly 1, not the division's rounding of it; a constant run: no order
+    rho = np.where((mat[a] == mat[b]).all(1), 1.0, np.where((norm[a] == 0) | (norm[b] == 0), 0.0, rho))
+    return float(rho.mean())
 
 
 def coherence_interval(mat: Float[np.ndarray, "runs ids"], n_boot: int = 1000, seed: int = 0

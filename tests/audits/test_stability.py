@@ -129,3 +129,15 @@ def test_cg_runs_full_sample_is_reproducible():
     assert not isinstance(runs, str), runs
     r = ST.reproducibility(runs)
     assert r.values["coherence_score"] == pytest.approx(1.0)
+
+
+def test_coherence_is_mean_pairwise_spearman_with_ties_and_identical_runs():
+    from scipy.stats import spearmanr
+
+    m = np.array([[1.0, 2.0, 2.0, 4.0], [4.0, 3.0, 1.0, 2.0], [1.0, 1.0, 3.0, 5.0]])
+    ref = np.mean([spearmanr(m[i], m[j]).statistic for i in range(3) for j in range(i + 1, 3)])
+    assert ST.coherence(m) == pytest.approx(ref)
+    assert ST.coherence(np.stack([m[0]] * 3)) == 1.0, "identical runs: exactly 1"
+    assert ST.coherence(np.stack([m[0], np.zeros(4)])) == 0.0, "a constant run has no order"
+    point, lo, hi = ST.coherence_interval(np.stack([m[0]] * 3), n_boot=50)
+    assert point == lo == hi == 1.0, "a deterministic pipeline: zero-width interval"
