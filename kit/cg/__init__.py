@@ -6,7 +6,8 @@
 - ``saes``: concept spaces (MiniLM SAEs trained with sae_lens, zoo SAEs) and per-item concept sums;
 - ``suite``: the benchmark suite and models of a run; ``model_space``: the paper's setting (the
   evaluated models' own SAEs); ``answers``: models' own answers, one job per (model, benchmark);
-- ``size_control``: coverage at equal size (the coverage claims' nulls); ``study``: the notebook's
+- ``size_control``: coverage at equal size (the coverage claims' nulls); ``nulls``: shuffled-correctness
+  nulls of the model-gap claims; ``study``: the notebook's
   typed study result; ``report``: its tables and key numbers;
 - ``explorer``: the self-contained HTML concept explorer; ``plots``; ``claims``; ``bench``.
 """
@@ -25,5 +26,5 @@ from kit.cg.significance import GAP_TEST_CLASSES, GapTest, bh_qvalues, concept_s
 from kit.core.lazy import lazy_submodules
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["answers", "bench", "claims", "explorer", "labels", "llm", "metrics", "model_space", "planted",
-               "plots", "report", "robustness", "saes", "significance", "size_control", "study", "suite"], globals())
+    __name__, ["answers", "bench", "claims", "explorer", "labels", "llm", "metrics", "model_space", "nulls",
+               "planted", "plots", "report", "robustness", "saes", "significance", "size_control", "study", "suite"], globals())

@@ -54,6 +54,9 @@ class Config(BaseConfig):
     prompt_style: Literal["instructed", "plain"] = "instructed"
     """Real benchmarks: ``instructed`` wraps each question in its benchmark's answer-format instruction (``kit.data.prompts``: lm-evaluation-harness's Llama-3 instruct templates where they exist), ``plain`` shows the bare question (as the MUI paper's code shows instruct models). Tiny-world tasks keep their format."""
 
+    reseeds: int = Field(1, ge=0, le=10)
+    """Further item draws (item seeds ``seed + 1`` ... ``seed + reseeds``) on which every model is measured again and the measured claims recomputed, to mark the verdicts that flip (``kit.core.claims.mark_stability``); each costs one more measurement pass; 0: no stability check."""
+
     @field_validator("checkpoints")
     @classmethod
     def _trajectory(cls, v: list[str] | None) -> list[str] | None:

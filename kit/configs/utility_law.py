@@ -10,10 +10,16 @@ Score = Literal["score", "activate", "gradient", "score_sum", "activate_sum", "g
 Threshold = Literal["topk", "global_topk", "top_pct", "topscore"]
 
 
+RANK_MIN_MODELS = 3
+"""The Utility Law across models and PUR's ranking need at least three models."""
+
+
 class Config(BaseConfig):
-    models: list[str] | None = Field(None, min_length=3)
-    """Models of the law/PUR study (kit.load_model names, >= 3: the ranking needs three); None:
-    every zoo member except training checkpoints."""
+    models: list[str] | None = Field(None, min_length=1)
+    """Models of the law/PUR study (kit.load_model names); None: every zoo member except training
+    checkpoints. Fewer than :data:`RANK_MIN_MODELS` run every per-model section, and the law and
+    PUR ranking read "not testable" with the count as the cause (checked here, before any model
+    loads: see :meth:`Config.law_testable`)."""
     include_contaminated: bool = True
     """With ``models: null``, also include the contaminated fine-tunes (``+<task>-test-x*``, ``-syn-x*``)."""
     tasks: list[str] | None = Field(None, min_length=1)
@@ -101,6 +107,9 @@ class Config(BaseConfig):
     """Features kept per layer and token at the reference width (A.3: top 50 at 128K)."""
     sae_reference_width: int | None = Field(131072, ge=1)
     """Width at which ``sae_top`` applies; the count is scaled to each SAE's width (None: no scaling)."""
+    stability_seeds: list[int] = Field(default_factory=lambda: [1, 2], max_length=10)
+    """Bootstrap seeds the claims are recomputed under (``kit.core.claims.mark_stability``: a verdict
+    that differs under any of them is marked as flipping); []: no stability check."""
 
     @model_validator(mode="after")
     def _lists(self) -> "Config":
@@ -115,8 +124,18 @@ class Config(BaseConfig):
                              "1 .. growth_pool_size")
         return self
 
+    def law_testable(self) -> str | None:
+        """None when the law and PUR ranking can run on ``models``; else why not (the cause the
+        claims print), e.g. ``"1 model (real/smollm2-135m-instruct): ..."``."""
+        if self.models is None or len(self.models) >= RANK_MIN_MODELS:
+            return None
+        n = len(self.models)
+        return (f"not testable: {n} model{'s' if n > 1 else ''} ({', '.join(self.models)}); the law across "
+                f"models and PUR's ranking need >= {RANK_MIN_MODELS}")
+
     def requirements(self) -> list[str]:
-        """>= 3 models to rank (also when ``models`` is None) and a true order that covers them."""
+        """>= 3 models to rank when ``models`` is None (an explicit shorter list runs without the law
+        sections) and a true order that covers them."""
         models = self.models
         if models is None:
             # lazy: kit.mui.law pulls in the MUI stack; only a default model list needs it
@@ -126,6 +145,8 @@ class Config(BaseConfig):
             if len(models) < 3:
                 return [f"field 'models': None gives {len(models)} model(s) of world "
                         f"{self.world!r} ({', '.join(models)}); the ranking needs >= 3: name them"]
+        if len(models) < RANK_MIN_MODELS:
+            return []  # no ranking: no true order needed (law_testable() says why)
         if self.reference_order is not None:
             missing = [m for m in models if m not in self.reference_order]
             if missing:

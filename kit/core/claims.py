@@ -193,6 +193,19 @@ def margin(ours: float | None, ci: tuple[float, float] | None, null: float | Non
     return min(lo - nlo, nhi - hi)
 
 
+def _wrong_side_gap(ours: float | None, ci: tuple[float, float] | None, null: float | None,
+                    null_range: tuple[float, float] | None) -> float | None:
+    """The gap between the interval (or point) and the null band on whichever side they part
+    (positive when they do not overlap); ``None`` when a number is missing."""
+    lo, hi = (ours, ours) if ci is None else ci
+    nlo, nhi = (null, null) if null_range is None else null_range
+    nums = [_num(v) for v in (lo, hi, nlo, nhi)]
+    if None in nums:
+        return None
+    lo, hi, nlo, nhi = nums
+    return max(lo - nhi, nlo - hi)
+
+
 def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, null=None,
           null_range=None, null_how: str = "", direction: str = "greater", paper_value: Any = None,
           not_testable: str | None = None, interval_how: str = "", figure: str | None = None,
@@ -225,8 +238,11 @@ def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, n
         pv = pv.item()
     m = None if verdict == "not testable here" else margin(ours, ci, null, null_range, direction, pv)
     width = None if ci is None else _num(ci[1]) - _num(ci[0]) if None not in (_num(ci[0]), _num(ci[1])) else None
-    fragile = bool(verdict in ("supported", "contradicted") and m is not None and width
-                   and abs(m) < FRAGILE * width)
+    # A contradicted verdict's margin is on the predicted side (far off); its fragility is the gap
+    # between the interval and the null on the side it fell (a hair under the null is fragile too).
+    near = _wrong_side_gap(ours, ci, null, null_range) if verdict == "contradicted" and direction != "match" else m
+    fragile = bool(verdict in ("supported", "contradicted") and near is not None and width
+                   and abs(near) < FRAGILE * width)
     if kind == "audit":
         verdict = _AUDIT_WORD.get(verdict, verdict)
     null_mid = None if null_range is None else _num(np.mean(null_range))

@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from typing import Any, Iterator
 
 from kit.core.params import (ParamsError, config_class, load_params, notebook_names, parse_assignment,
                              read_profiles)
+from kit.core.jobs.schedule import default_workers
 from kit.world.pinned import PINNED_ENV
 from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir, disk_full_error, is_disk_full
 
@@ -213,13 +215,17 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
     out_dir.mkdir()
     final, staging = out_dir / nb.name, out_dir / f".{nb.stem}.partial.ipynb"
     t0 = time.perf_counter()
+    # The kernel's IPC sockets in a folder of its own: by default they are named kernel-ipc-<n> in the
+    # working directory, and two kernels starting at once could pick the same <n>.
+    sockets = Path(tempfile.mkdtemp(prefix="kit-kernel-"))
     try:
         with kernel_env(KERNEL_ENV):
             pm.execute_notebook(
                 str(nb), str(staging),
                 parameters={"profile": profile, "out_dir": str(out_dir), **(overrides or {})},
                 cwd=str(nb.parent), kernel_name="python3", progress_bar=False,
-                execution_timeout=timeout, config=Config(KERNEL_CONFIG),
+                execution_timeout=timeout,
+                config=Config({"KernelManager": {**KERNEL_CONFIG["KernelManager"], "ip": str(sockets / "ipc")}}),
                 # papermill's default 60 s for the kernel's first reply failed two notebooks when two test
                 # suites shared the 2 cores; a slow start is not a failed notebook
                 start_timeout=KERNEL_START_TIMEOUT_S,
@@ -234,6 +240,8 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
     except BaseException:  # Ctrl-C or SIGTERM: no half-executed notebook is left behind
         remove_staging(out_dir)
         raise
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     if staging.exists() and not is_disk_full_text(error):
         os.replace(staging, final)  # the executed notebook, complete (with its error, if any)
     remove_staging(out_dir)
@@ -332,6 +340,16 @@ def summary_table(outcomes: list[NotebookOutcome]) -> str:
     return "\n".join(rows)
 
 
+def _parallel_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--parallel={text!r}; allowed values: an integer >= 1")
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kit run", description="Execute the notebooks with papermill.")
     parser.add_argument("--profile", default=DEFAULT_PROFILE, help="params profile (default: tiny; also smoke, paper)")
@@ -344,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="where to copy exported figures (default: figures/ for the tiny profile, nowhere otherwise)")
     parser.add_argument("--notebooks", default=str(NOTEBOOKS_DIR), help="folder of NN_*.ipynb (default: notebooks/)")
     parser.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
+    parser.add_argument("--parallel", type=_parallel_arg, default=None, metavar="N",
+                        help="notebooks run at once, each in its own process and kernel (default: this "
+                             "machine's cores; 1: one after another in this process)")
     args = parser.parse_args(argv)
     try:
         return run(args)
@@ -366,12 +387,14 @@ def run(args: argparse.Namespace) -> int:
     sets = dict(parse_assignment(a) for a in args.set)
     overrides = plan(notebooks, args.profile, sets)  # a typo should cost seconds, not a run
     cache_dir()  # a KIT_CACHE_DIR that is a file fails here, in one line, not in every kernel
+    parallel = min(args.parallel or default_workers(), max(len(notebooks), 1))
     with sigterm_as_interrupt():
         run_dir = new_run_dir(Path(args.out), args.profile)
         print(f"run directory: {run_dir}", flush=True)
         outcomes: list[NotebookOutcome] = []
+        running: dict[str, float] = {}  # notebook -> start time, for the ones not finished
         record: dict[str, Any] = {"profile": args.profile, "overrides": sets, "status": "running",
-                                  "notebooks": []}
+                                  "parallel": parallel, "notebooks": []}
 
         def save(status: str, error: str = "") -> None:
             record.update(status=status, notebooks=[asdict(o) for o in outcomes])
@@ -379,27 +402,31 @@ def run(args: argparse.Namespace) -> int:
                 record["error"] = error
             atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2) + "\n")
 
-        current = notebooks[0].stem if notebooks else ""
-        t0 = time.perf_counter()
+        def done(outcome: NotebookOutcome) -> None:
+            running.pop(outcome.notebook, None)
+            print(f"[{outcome.notebook}] {outcome.status} in {outcome.seconds:.1f}s" +
+                  (f": {outcome.error}" if outcome.error else ""), flush=True)
+            outcomes.append(outcome)
+            save("running")
+
         try:
             save("running")
-            for nb in notebooks:
-                current, t0 = nb.stem, time.perf_counter()
-                print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
-                outcome = execute(nb, args.profile, run_dir, args.timeout, overrides[nb.stem])
-                print(f"[{nb.stem}] {outcome.status} in {outcome.seconds:.1f}s" +
-                      (f": {outcome.error}" if outcome.error else ""), flush=True)
-                outcomes.append(outcome)
-                save("running")
-            current = ""
+            if parallel == 1:
+                for nb in notebooks:
+                    running[nb.stem] = time.perf_counter()
+                    print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
+                    done(execute(nb, args.profile, run_dir, args.timeout, overrides[nb.stem]))
+            else:
+                order = longest_first(notebooks, Path(args.out), args.profile)
+                run_side_by_side(order, args, overrides, run_dir, parallel, running, done)
+            outcomes.sort(key=lambda o: o.notebook)
             return _finish(args, run_dir, outcomes, save)
         except KeyboardInterrupt as e:
             why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
-            if current and not any(o.notebook == current for o in outcomes):
-                seconds = time.perf_counter() - t0
-                outcomes.append(NotebookOutcome(current, "interrupted", seconds, error=why))
+            for stem, t0 in running.items():
+                outcomes.append(NotebookOutcome(stem, "interrupted", time.perf_counter() - t0, error=why))
             _save_quietly(save, "interrupted", why)
-            where = f"during {current}" if current else "after the notebooks"
+            where = f"during {', '.join(running)}" if running else "after the notebooks"
             print(f"\ninterrupted {where} ({why}): outputs so far are in {run_dir} (run.json says "
                   "'interrupted'); no figures were exported", file=sys.stderr)
             return 130
@@ -408,6 +435,79 @@ def run(args: argparse.Namespace) -> int:
             _save_quietly(save, "failed", cause)
             print(f"run failed: {cause} (run.json in {run_dir} says 'failed')", file=sys.stderr)
             return 1
+
+
+def longest_first(notebooks: list[Path], out: Path, profile: str) -> list[Path]:
+    """``notebooks`` ordered for side-by-side runs: the longest first (so the last to start are short),
+    by each notebook's time in the newest earlier run of ``profile`` under ``out`` that has it;
+    notebooks never timed keep their number order, ahead of the timed ones (they may be long)."""
+    seconds: dict[str, float] = {}
+    runs = sorted((p for p in (out / profile).glob("*/run.json")), key=lambda p: _run_order(p.parent.name))
+    for path in runs:  # oldest first: a newer run's time overwrites an older one
+        try:
+            for o in json.loads(path.read_text()).get("notebooks", []):
+                if o.get("status") == "ok":
+                    seconds[o["notebook"]] = float(o["seconds"])
+        except (OSError, ValueError, KeyError, TypeError):  # a damaged record is only a hint lost
+            continue
+    return sorted(notebooks, key=lambda nb: (nb.stem in seconds, -seconds.get(nb.stem, 0.0), nb.stem))
+
+
+def run_side_by_side(order: list[Path], args: argparse.Namespace, overrides: dict[str, dict[str, Any]],
+                     run_dir: Path, parallel: int, running: dict[str, float], done) -> None:
+    """Run ``order`` with up to ``parallel`` notebooks at once, each in its own process
+    (``python -m kit.core.run_one``) with its own kernel; ``done(outcome)`` as each finishes.
+
+    The notebooks are independent: each reads the world and the caches, which are written whole under
+    content keys (a member is built by one process at a time, under the world's lock), so the results
+    and figures are those of a serial run. On Ctrl-C or SIGTERM the children get SIGTERM (each removes
+    its staging files) and ``running`` keeps the ones that had not finished.
+    """
+    specs = run_dir / ".specs"
+    specs.mkdir()
+    children: dict[str, tuple[subprocess.Popen, Path]] = {}
+    waiting = list(order)
+    try:
+        while waiting or children:
+            while waiting and len(children) < parallel:
+                nb = waiting.pop(0)
+                outcome = specs / f"{nb.stem}.outcome.json"
+                spec = specs / f"{nb.stem}.json"
+                spec.write_text(json.dumps({"notebook": str(nb), "profile": args.profile, "run_dir": str(run_dir),
+                                            "timeout": args.timeout, "overrides": overrides[nb.stem],
+                                            "outcome": str(outcome)}))
+                running[nb.stem] = time.perf_counter()
+                print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
+                children[nb.stem] = (subprocess.Popen([sys.executable, "-m", "kit.core.run_one", str(spec)]),
+                                     outcome)
+            time.sleep(0.2)
+            for stem, (proc, outcome) in list(children.items()):
+                if proc.poll() is None:
+                    continue
+                del children[stem]
+                done(_child_outcome(stem, proc.returncode, outcome, time.perf_counter() - running[stem]))
+    except BaseException:
+        for proc, _ in children.values():
+            proc.send_signal(signal.SIGTERM)
+        for proc, _ in children.values():
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for stem in children:
+            remove_staging(run_dir / stem)
+        raise
+    finally:
+        shutil.rmtree(specs, ignore_errors=True)
+
+
+def _child_outcome(stem: str, returncode: int, path: Path, seconds: float) -> NotebookOutcome:
+    """What a finished ``run_one`` process reported; a process that died before reporting is a failure."""
+    try:
+        return NotebookOutcome(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return NotebookOutcome(stem, "failed", seconds,
+                               error=f"the notebook's process exited with code {returncode} before reporting")
 
 
 def _save_quietly(save, status: str, error: str) -> None:

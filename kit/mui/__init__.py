@@ -11,8 +11,9 @@ The metric (re-exported here: ``kit.mui.neuron_scores``, ``kit.mui.utilization``
 Notebook 01's experiments: ``responses`` (items, responses, correctness, MUI of a model),
 ``published`` (the paper's tables, also notebook 02's), ``growth`` (§3.6), ``correctness`` (§3.7),
 ``masking`` (§3.8), ``methods`` (B.6's grid, the public code), ``multi_token`` (item 7). Notebook 02:
-``trajectories`` (settings, measurements, sections), ``regression`` (the training takeaway). Figures:
-``plots``. ``quickstart``: notebook 00; ``claims``: the claims of 01 and 02; ``bench``: scoring vs the
+``trajectories`` (settings, measurements, sections), ``regression`` (the training takeaway). Both:
+``checkpoints`` (a member's training checkpoints, by name). Figures: ``plots``. ``quickstart``:
+notebook 00; ``claims``: the claims of 01 and 02 (02's declared in ``direction_claims``); ``bench``: scoring vs the
 plain forward pass and the public algorithm.
 """
 
@@ -31,6 +32,7 @@ from kit.mui.scores import (
 )
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["bench", "claims", "correctness", "directions", "growth", "law", "masking", "methods", "metric",
+    __name__, ["bench", "checkpoints", "claims", "correctness", "direction_claims", "directions", "growth", "law",
+               "masking", "methods", "metric",
                "multi_token", "plots", "published", "quickstart", "regression", "responses", "sae", "scores",
                "trajectories"], globals())

@@ -85,7 +85,8 @@ def masking_tasks(tasks: Sequence[str], task_a: str | None, task_b: str | None) 
 
 
 def masking_summary(curve: pd.DataFrame, task_a: str, task_b: str) -> dict[str, Any]:
-    """Accuracy drop (points) at the largest k that has key neurons, key vs random, on A and B."""
+    """Accuracy drop (points) at the largest k that has key neurons, key vs random, on A and B
+    (``drop_<kind>_<a|b>``), and the accuracy after masking (``acc_<kind>_<a|b>``, %)."""
     key = curve[curve.kind == "key"]
     kmax = int(key.k.max()) if len(key) else 0
     out: dict[str, Any] = {"k_max": kmax}
@@ -95,6 +96,7 @@ def masking_summary(curve: pd.DataFrame, task_a: str, task_b: str) -> dict[str, 
             v = curve[(curve.k == kmax) & (curve.set == name) & (curve.kind == kind)].accuracy
             if len(base) and len(v):
                 out[f"drop_{kind}_{label}"] = float(base.iloc[0] - v.iloc[0])
+                out[f"acc_{kind}_{label}"] = float(v.iloc[0])
     return out
 
 
@@ -116,6 +118,7 @@ def masking_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
     curve = masking_curve(subject, ranking, eval_sets, cfg.masking_ks, cfg.masking_random_repeats, cfg.seed,
                           cfg.max_new_tokens)
     ms = masking_summary(curve, task_a, task_b)
+    ms.update(n_eval_a=len(eval_sets[task_a]), random_repeats=cfg.masking_random_repeats)
     nan = float("nan")
     finding = (f"§3.8 ({focus}, {model.cfg.n_layers * model.cfg.d_mlp} MLP neurons): task A={task_a} has {n_key_a} key "
                f"neurons; masking the top {ms['k_max']} drops fresh-item accuracy on A by {ms.get('drop_key_a', nan):.1f} "

@@ -13,7 +13,8 @@ import pandas as pd
 
 from kit.mui import metric as mui
 from kit.mui.correctness import correct_vs_incorrect
-from kit.mui.law import fmt_fit, law_fits
+from kit.mui.checkpoints import checkpoint_series, has_checkpoints
+from kit.mui.law import fe_record, fit_law_fixed_effects, fmt_fit, law_fits
 from kit.mui.plots import plot_per_sample_mui
 from kit.subjects import Subject, is_world_name, load_subject, task_group
 
@@ -104,7 +105,7 @@ def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_t
     mt = cells[cells.task.isin(tasks)]
     answered = sorted(mt[mt.performance > 0].model.unique())
     series = None
-    if len(answered) == 1 and checkpoint_series(answered[0], kworld.members(cfg.world))[:-1]:  # it has checkpoints
+    if len(answered) == 1 and has_checkpoints(kworld.members(cfg.world), answered[0]):
         series = _checkpoint_cells(answered[0], tasks, cfg, mui_kw, mt)
     law, law_note = multi_token_law(mt, cfg.law_form, series, world=cfg.world)
     fx = mt[mt.model == focus]
@@ -141,14 +142,6 @@ def multi_token_section(models: Sequence[str], tasks: Sequence[str], one_token_t
                    data={"samples": samples, "ci": ci, "law": law})
 
 
-def checkpoint_series(model: str, members: Sequence[str], final_step: int | None = None) -> list[str]:
-    """``model``'s training checkpoints among ``members`` by step, then ``model`` itself (last); a
-    checkpoint at ``final_step`` (the model's total steps) is left out: the same weights as ``model``."""
-    pre = f"{model}@step-"
-    steps = sorted(int(n[len(pre):]) for n in members if n.startswith(pre))
-    return [f"{pre}{s}" for s in steps if s != final_step] + [model]
-
-
 def _checkpoint_cells(model: str, tasks: Sequence[str], cfg, mui_kw: Mapping[str, Any],
                       final: pd.DataFrame) -> pd.DataFrame:
     """Performance and dataset MUI of ``model``'s checkpoints on ``tasks`` (the items of the section),
@@ -157,7 +150,7 @@ def _checkpoint_cells(model: str, tasks: Sequence[str], cfg, mui_kw: Mapping[str
 
     rows = []
     final_step = kworld.member_info(model, cfg.world)["step"]
-    for name in checkpoint_series(model, kworld.members(cfg.world), final_step)[:-1]:
+    for name in checkpoint_series(kworld.members(cfg.world), model, final_step)[:-1]:
         subject = load_subject(name, world=cfg.world)
         for t in tasks:
             items = subject.items(t, "test", cfg.multi_token_n_items, cfg.seed)
@@ -174,9 +167,12 @@ def multi_token_law(mt: pd.DataFrame, form: str, series: pd.DataFrame | None = N
     """The law on the multi-token families: ``(law, note)``; ``law`` is what ``law.multi_token`` reads.
 
     ``mt``: cells (model, task, performance, mui) of the section's models. With >= 3 models above
-    0%, the law across them (pooled over the families). Otherwise, if ``series`` (the cells of the one
-    answering model's checkpoints and itself) is given, the law across that series, per family and
-    pooled; the claim reads the pooled fit, noting that its points are one training run."""
+    0%, the law across them (pooled over the families, and with a fixed effect per family: ``fe``,
+    which the claim reads). Otherwise, if ``series`` (the cells of the one
+    answering model's checkpoints and itself) is given, the fit across that series, per family
+    (``per_task_fit``) and pooled: one run's checkpoints test Corollary 1's "accumulating" (MUI and
+    performance rising together in training), not the law across models; the claims read it per
+    family."""
     fit_cells = mt[mt.performance > 0]
     n_models_fit = int(fit_cells.model.nunique())
     def pooled_fit(cells: pd.DataFrame) -> tuple[pd.DataFrame, dict, dict]:
@@ -187,7 +183,10 @@ def multi_token_law(mt: pd.DataFrame, form: str, series: pd.DataFrame | None = N
 
     if n_models_fit >= 3:
         _, pooled, law = pooled_fit(mt)
-        note = f"law on the multi-token families: {fmt_fit(pooled)}"
+        # the families differ in MUI scale: the claim reads the fit with a fixed effect per family
+        law["fe"] = fe_record(fit_law_fixed_effects(mt, "task", form=form), "task", int(mt.task.nunique()))
+        note = (f"law on the multi-token families: {fmt_fit(pooled)}; with a fixed effect per family "
+                f"{fmt_fit(law['fe'])} (R² within)")
         if law["slope"] is None:
             law["not_testable"] = f"too few distinct (performance, MUI) cells to fit: {fmt_fit(pooled)}"
         return law, note
@@ -195,7 +194,10 @@ def multi_token_law(mt: pd.DataFrame, form: str, series: pd.DataFrame | None = N
         model = fit_cells.model.iloc[0]
         n_ck = int(series.model.nunique())
         fit, pooled, law = pooled_fit(series)
-        law.update(over="checkpoints", model=model, n_models=n_ck,
+        per_task_fit = {r.task: {k: (None if pd.isna(getattr(r, k)) else float(getattr(r, k)))
+                                 for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+                        for r in fit.itertuples() if r.task != "all"}
+        law.update(over="checkpoints", model=model, n_models=n_ck, per_task_fit=per_task_fit,
                    per_task={r.task: fmt_fit(r._asdict()) for r in fit.itertuples() if r.task != "all"},
                    where=(f"{world} world, multi-token families pooled, across {n_ck} training checkpoints of {model} "
                           "(one training run, not independent models)"))

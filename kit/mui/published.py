@@ -20,7 +20,10 @@ from kit.mui.law import (
     PAPER_LAW,
     _by_dataset,
     _rank_row,
+    fe_record,
     fit_law,
+    fit_law_fixed_effects,
+    fmt_fit,
     law_fits,
     pur,
     rank_agreement,
@@ -91,6 +94,34 @@ def published_pur_comparison(alpha: float = 0.5) -> pd.DataFrame:
     out["pur_ours"] = np.nan
     out.loc[ok, "pur_ours"] = pur(out.loc[ok, "performance"].to_numpy(), out.loc[ok, "mui"].to_numpy(), alpha)
     out["diff"] = out.pur_ours - out.pur_paper
+    return out
+
+
+PRINTED_HALF_UNIT = 0.05
+"""Tables 1 and 5 print performance, MUI and PUR to one decimal: a printed value stands for any
+value within +-0.05 of it."""
+
+
+def pur_rounding_band(comparison: pd.DataFrame, alpha: float = 0.5,
+                      half_unit: float = PRINTED_HALF_UNIT) -> pd.DataFrame:
+    """Each recomputed PUR cell's rounding band (issue 36): Table 5's performance P and MUI M are
+    printed to one decimal, so the true PUR lies in ``[(P - h) / (M + h)^alpha, (P + h) / (M - h)^alpha]``
+    (``h`` = ``half_unit``), and Table 1's printed PUR is itself rounded by ``h``. A printed PUR is
+    consistent with Table 5 when it lies within ``h`` of that band.
+
+    ``comparison``: :func:`published_pur_comparison`'s frame. Adds ``pur_low``, ``pur_high`` (the
+    band) and ``band_ratio``: |printed - recomputed| over the room the band leaves on that side
+    (``<= 1``: consistent; ``> 1``: the printed value cannot come from Table 5's printed numbers).
+    NaN where Table 5 lacks the model.
+    """
+    out = comparison.copy()
+    p, m = out["performance"].to_numpy(float), out["mui"].to_numpy(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["pur_low"] = np.maximum(p - half_unit, 0) / (m + half_unit) ** alpha
+        out["pur_high"] = (p + half_unit) / np.maximum(m - half_unit, 1e-12) ** alpha
+        gap = out["pur_paper"] - out["pur_ours"]
+        room = np.where(gap >= 0, out["pur_high"] - out["pur_ours"], out["pur_ours"] - out["pur_low"])
+        out["band_ratio"] = gap.abs() / (room + half_unit)
     return out
 
 
@@ -181,7 +212,7 @@ def published_law_section():
     summary = pd.DataFrame(summary)
     g = summary[(summary.models == "general") & (summary.form == "mui_vs_log_perf")].iloc[0]
     a = summary[(summary.models == "all") & (summary.form == "mui_vs_log_perf")].iloc[0]
-    verdict = "supported" if pm.ci_high < 0 else "inconclusive"
+    fe = fe_record(fit_law_fixed_effects(general, "benchmark"), "benchmark", int(general.benchmark.nunique()))
     findings = [
         f"Published law (items 1-2, Table 5, the paper's form MUI = -α ln P + β): on §3.2's {len(PUBLISHED_GENERAL_MODELS)} "
         f"general models {g.negative_slopes} of {g.benchmarks} per-benchmark slopes are negative ({g.ci_below_0} with 95% CI "
@@ -189,14 +220,17 @@ def published_law_section():
         f"§3.2 excludes) {a.negative_slopes} of {a.benchmarks} (median R² {a.median_r2:.2f}).",
         f"Figure 3's view (one point per general model, mean over the benchmarks except MMLU): α = {pm.alpha:.3f} "
         f"[95% CI {-pm.ci_high:.3f}, {-pm.ci_low:.3f}], β = {pm.beta:.3f}, R² = {pm.r2:.2f}, n = {pm.n}, MUI at P = 100: "
-        f"{pm.mui_at(100):.2f}% -> {verdict} ({'its CI excludes 0' if verdict == 'supported' else 'its CI reaches 0'}). "
+        f"{pm.mui_at(100):.2f}% (its CI {'excludes' if pm.ci_high < 0 else 'reaches'} 0). "
         f"MUI-Eval's figure prints α = {paper['alpha']}, β = {paper['beta']}, {paper['mui_at_100']}% (published, not "
         f"computed here); its MUI is the union over all benchmarks' samples, which Table 5's per-benchmark values cannot "
         f"give, so our α/β (from mean MUI) are on another scale.",
+        f"Pooled over the benchmarks with a fixed effect per benchmark (Table 5, general models): "
+        f"{fmt_fit(fe)} (R² within the benchmarks).",
     ]
     record = dict(
         published_law_fit={r.benchmark: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n", "alpha", "beta", "mui_at_100")}
                            for _, r in fits[("general", "mui_vs_log_perf")].iterrows()},
+        published_law_fit_fe=fe,
         published_law_fit_per_model={k: pm_row[k] for k in ("slope", "ci_low", "ci_high", "r2", "n", "alpha", "beta", "mui_at_100")},
         published_law_summary=summary.to_dict(orient="records"),
         published_law_paper_constants=dict(paper),
@@ -237,7 +271,10 @@ def published_rank_section(comparison: pd.DataFrame, alpha: float):
     kendall_rows = printed[(printed.row_label == "Kendall") & (printed.benchmark != "Average")].set_index("benchmark")
     per_ds["printed_perf"] = kendall_rows.perf_value
     per_ds["printed_pur"] = kendall_rows.pur_value
+    band = pur_rounding_band(covered, alpha)
     record = dict(
+        published_pur_max_band_ratio=float(band["band_ratio"].max()),
+        published_pur_outside_band=int((band["band_ratio"] > 1).sum()),
         published_pur_max_abs_diff=float(covered["diff"].abs().max()),
         published_pur_cells_recomputed=int(len(covered)),
         published_rank_agreement={k: {kk: vv for kk, vv in v.items() if kk != "per_dataset"} if isinstance(v, dict) else v
@@ -248,7 +285,10 @@ def published_rank_section(comparison: pd.DataFrame, alpha: float):
     findings = [
         f"PUR with alpha={alpha} recomputed from Table 5 matches Table 1 on {len(covered)} of {len(comparison)} cells "
         f"(names matched case/punctuation-blind: Table 1's Gemma-2-9B-Instruct is Table 5's Gemma2-9B-Instruct), max |diff| "
-        f"{covered['diff'].abs().max():.3f}; not in Table 5: {', '.join(missing) or 'none'}.",
+        f"{covered['diff'].abs().max():.3f}; with Table 5's one-decimal rounding (+-0.05 on performance, MUI and "
+        f"the printed PUR) propagated, {int((band['band_ratio'] > 1).sum())} of {len(band)} cells fall outside "
+        f"their band (largest |diff| / band {band['band_ratio'].max():.2f}); not in Table 5: "
+        f"{', '.join(missing) or 'none'}.",
         f"From Table 1's per-model values we get Spearman {pt['spearman_mean']:.1f}/{pu['spearman_mean']:.1f} "
         f"(perf/PUR, var {pt['spearman_var']:.1f}/{pu['spearman_var']:.1f}) and Kendall "
         f"{pt['kendall_mean']:.1f}/{pu['kendall_mean']:.1f} (var {pt['kendall_var']:.1f}/{pu['kendall_var']:.1f}); "

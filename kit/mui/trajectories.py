@@ -13,17 +13,18 @@ Tidy schema shared by every table here (one row per model x task/benchmark x spl
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from kit.mui.checkpoints import STEP_NAME as _STEP
+from kit.mui.checkpoints import checkpoint_series  # noqa: F401 (one definition; re-exported)
 from kit.mui.directions import (
     _require,
     contamination_text,
     corollary_checks,
-    corollary_findings,
     counts_dict,
     pair_directions,
     step_directions,
@@ -31,36 +32,6 @@ from kit.mui.directions import (
 from kit.mui.plots import plot_direction_counts, plot_trajectories
 from kit.mui.regression import regression_report
 from kit.subjects import task_group
-
-_STEP = re.compile(r"^(?P<base>[^@+]+)@step-(?P<step>\d+)$")
-
-
-def checkpoint_series(members: Sequence[str], base: str | None = None,
-                      final_step: int | None = None) -> list[str]:
-    """The checkpoint trajectory of ``base`` (default: the base with the most ``@step-`` members, ties
-    to the first listed),
-    in step order, followed by the final ``base`` itself when it is a member, unless its last
-    checkpoint already is the final model (``final_step``, the base's total steps, equals it):
-    the same weights twice would add a zero step.
-
-    ``members``: names like ``zoo/base-l@step-300``. Raises if no checkpoint member exists.
-    """
-    by_base: dict[str, list[tuple[int, str]]] = {}
-    for m in members:
-        hit = _STEP.match(m)
-        if hit:
-            by_base.setdefault(hit["base"], []).append((int(hit["step"]), m))
-    if not by_base:
-        raise ValueError(f"no '<base>@step-<N>' checkpoint among the members: {', '.join(members)}")
-    if base is None:  # ties: the base listed first (zoo/base-l before zoo/base-xl, which has as many)
-        order = list(by_base)
-        base = max(by_base, key=lambda b: (len(by_base[b]), -order.index(b)))
-    if base not in by_base:
-        raise ValueError(f"base={base!r} has no checkpoints; bases with checkpoints: {', '.join(sorted(by_base))}")
-    steps = sorted(by_base[base])
-    names = [m for _, m in steps]
-    last_is_final = final_step is not None and steps[-1][0] == final_step
-    return names + ([base] if base in members and not last_is_final else [])
 
 
 def coarse_checkpoints(names: Sequence[str], n: int = 3) -> list[str]:
@@ -247,6 +218,52 @@ class Settings:
         return list(dict.fromkeys(names))
 
 
+def rests_on(settings: Settings, source: str) -> dict[str, str]:
+    """What each setting's measured changes rest on (for the claims ledger), from the settings."""
+    ck = settings.checkpoints
+    run = ck[0].split("@")[0] if ck else ""
+    return {
+        "pre-training": (f"{source}: {len(ck)} checkpoints of one training run ({run}) on "
+                         f"{len(settings.tasks)} tasks" if ck else f"{source}: no checkpoints"),
+        "specialisation": f"{source}: {', '.join(settings.specialised) or 'none'} vs their bases",
+        "contamination": (f"{source}: {', '.join(settings.contaminated) or 'none'} (leaked: "
+                          f"{', '.join(settings.contaminated_tasks)}) vs their bases; uncontaminated: "
+                          f"{', '.join(list(settings.specialised) + list(settings.controls)) or 'none'}"),
+    }
+
+
+@dataclass
+class TrajectoryStudy:
+    """Notebook 02's results, filled section by section; the claims
+    (:func:`kit.mui.direction_claims.study_claims`) read these fields."""
+
+    olmo_steps: pd.DataFrame | None = None
+    """The paper's Table 8 labelled step by step (``kit.mui.directions.step_directions``)."""
+    published_specialised: pd.DataFrame | None = None
+    """The paper's Table 9 labelled pair by pair (``pair_directions``)."""
+    published_contamination: pd.DataFrame | None = None
+    """The paper's Table 10 labelled pair by pair."""
+    settings: Settings | None = None
+    """Which measured models form which setting."""
+    measurements: pd.DataFrame | None = None
+    """``measure``'s table: model, task, group, split, n, perf, mui, ..."""
+    directions: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """``analyse``'s output: ``pretraining``, ``specialised``, ``contaminated``, ``controls``."""
+    coarse: list[str] = field(default_factory=list)
+    """The evenly spaced checkpoints of the coarse trajectory."""
+    pre_coarse: pd.DataFrame | None = None
+    """``step_directions`` over the coarse checkpoints."""
+    reseeds: dict[int, tuple[pd.DataFrame, dict[str, pd.DataFrame]]] = field(default_factory=dict)
+    """Item seed -> (measurements, directions) of the same models on another draw of items: the
+    stability check."""
+    source: str = "tiny world"
+    """``source_label`` of the measured models."""
+    rests_on: dict[str, str] = field(default_factory=dict)
+    """Setting -> what its measured changes rest on (:func:`rests_on`)."""
+    claims: list = field(default_factory=list)
+    """The ledger's claims (``kit.core.claims.Claim``), filled last."""
+
+
 def resolve_settings(cfg) -> Settings:
     """Fill every ``None`` of a training-trajectories config from ``kit.world`` (members of
     ``cfg.world``, ``CONTAMINATED_TASK``, ``TASKS``); explicit lists and maps are kept as given."""
@@ -421,4 +438,6 @@ def corollary_section(computed: dict[str, pd.DataFrame], pre_coarse: pd.DataFram
     bars.update({f"{'tiny' if src == 'tiny world' else src} ({cfg.splits[0]}): {k}": v for k, v in counts[cfg.splits[0]].items() if k in tiny_keys})
     fig = plot_direction_counts(bars, title="Share of each direction per setting")
     return Section(record=record, figures={"direction_counts": fig},
-                   findings=corollary_findings(checks) + [contamination_text(cont, ctrl)], data={"checks": checks})
+                   # the corollary checks' "agrees" (modal direction) is a description, not a test: the
+                   # findings that state verdicts come from the claims (kit.mui.direction_claims)
+                   findings=[contamination_text(cont, ctrl)], data={"checks": checks})

@@ -105,14 +105,14 @@ def test_mib_without_edges_is_not_testable_and_says_why(make_model):
     )
 
 
-def test_notebook_01_needs_three_models_before_anything_loads():
-    """Issue 34.5: one real model generated everything, then failed at kit/mui/metric.py:880."""
-    with pytest.raises(ParamsError, match="field 'models'.*at least 3 items"):
-        kit.load_params(
-            "01_utility_law",
-            "dryrun",
-            {"models": ["twin/llama"], "reference_order": ["twin/llama"]},
-        )
+def test_notebook_01_knows_before_anything_loads_whether_it_can_rank():
+    """Issue 34.5: one real model generated everything, then failed at kit/mui/metric.py:880. Now
+    the config says so when it loads: fewer than 3 models run the per-model sections and the law
+    and PUR ranking read "not testable" with the count (issue 35's realsmoke)."""
+    one = kit.load_params("01_utility_law", "dryrun", {"models": ["twin/llama"], "reference_order": None})
+    assert one.law_testable() == ("not testable: 1 model (twin/llama); the law across models and "
+                                  "PUR's ranking need >= 3")
+    assert kit.load_params("01_utility_law", "dryrun").law_testable() is None
     with pytest.raises(ParamsError, match="field 'reference_order': lacks \\['twin/mistral'\\]"):
         kit.load_params(
             "01_utility_law",

@@ -114,6 +114,16 @@ def test_fragile_marks_a_verdict_that_holds_by_a_hair():
     assert not C.claim("002", "s", "x", "x", 0.5, ci=(0.4, 0.6), null=0.25).fragile
 
 
+def test_fragile_marks_a_contradiction_by_a_hair():
+    """A contradiction a hair under its null is fragile (its predicted-side margin, -0.5, is not)."""
+    hair = C.claim("000", "s", "x", "x", 0.0, ci=(0.0, 0.49), null=0.5)
+    assert hair.verdict == "contradicted" and hair.margin == pytest.approx(-0.5) and hair.fragile
+    far = C.claim("000", "s", "x", "x", 0.0, ci=(0.0, 0.2), null=0.5)
+    assert far.verdict == "contradicted" and not far.fragile
+    band = C.claim("000", "s", "x", "x", 3.0, ci=(2.05, 4.0), null_range=(-2.0, 2.0), direction="within")
+    assert band.verdict == "contradicted" and band.fragile
+
+
 def test_stability_marks_flips_and_findings_say_no_more_than_the_verdict():
     first = [C.claim("001", "s", "a", "TE lowers accuracy", -3.0, ci=(-5.0, -1.0), null=0.0, direction="less"),
              C.claim("001", "s", "b", "TE spares clean models", 0.5, ci=(-1.0, 2.0), null_range=(-2.0, 2.0),

@@ -188,3 +188,86 @@ def test_ctrl_c_on_a_real_kernel_prints_one_line(tmp_path):
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == [err.strip().splitlines()[0]] and "interrupted during 01_sleep" in err, err
     assert json.loads(record.read_text())["status"] == "interrupted"
+
+
+def _rendezvous(tmp_path, me: str, other: str) -> str:
+    """Cell code: announce ``me`` has started, then wait (at most 5 min) until ``other`` has too.
+    Run one after another, the first notebook would wait in vain and fail."""
+    return (f"import pathlib, time\nd = pathlib.Path({str(tmp_path)!r})\n(d / '{me}.started').touch()\n"
+            f"for _ in range(3000):\n    if (d / '{other}.started').exists():\n        break\n    time.sleep(0.1)\n"
+            f"else:\n    raise RuntimeError('{other} never started while {me} ran')\n")
+
+
+def test_notebooks_run_side_by_side(tmp_path, capsys):
+    """Issue 37: independent notebooks run at once, each in its own process and kernel; the record
+    lists them in notebook order and no kernel socket is left in the notebooks' folder."""
+    nbs = fake_notebooks(tmp_path, {"01_a": _rendezvous(tmp_path, "a", "b"), "02_b": _rendezvous(tmp_path, "b", "a"),
+                                    "03_c": "x = 1"})
+    rc = run(tmp_path, "--notebooks", str(nbs), "--parallel", "2", "--figures", str(tmp_path / "figs"))
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    (run_dir,) = [p for p in (tmp_path / "runs" / "smoke").iterdir() if p.name != "latest"]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "ok" and record["parallel"] == 2
+    assert [o["notebook"] for o in record["notebooks"]] == ["01_a", "02_b", "03_c"]
+    assert all((run_dir / stem / f"{stem}.ipynb").exists() for stem in ("01_a", "02_b", "03_c"))
+    assert sorted(p.name for p in nbs.iterdir()) == ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb"]
+    assert not (run_dir / ".specs").exists(), "the runner's own files are removed"
+
+
+def test_a_failed_notebook_beside_others_is_named(tmp_path, capsys):
+    nbs = fake_notebooks(tmp_path, {"01_broken": "raise RuntimeError('planted failure')", "02_fine": "x = 1"})
+    rc = run(tmp_path, "--notebooks", str(nbs), "--parallel", "2", "--figures", str(tmp_path / "figs"))
+    captured = capsys.readouterr()
+    assert rc == 1 and "FAILED notebooks: 01_broken" in captured.err
+    (run_dir,) = (tmp_path / "runs" / "smoke").iterdir()
+    record = json.loads((run_dir / "run.json").read_text())
+    assert {o["notebook"]: o["status"] for o in record["notebooks"]} == {"01_broken": "failed", "02_fine": "ok"}
+    assert "planted failure" in record["notebooks"][0]["error"]
+
+
+def test_longest_notebooks_start_first(tmp_path):
+    """The order of a side-by-side run: never-timed notebooks first (in number order), then the
+    timed ones by their newest ok time, longest first."""
+    for name, times in {"20260101-000000": {"01_a": 10, "02_b": 500, "03_c": 50},
+                        "20260102-000000": {"02_b": 5, "03_c": 60}}.items():
+        (tmp_path / "smoke" / name).mkdir(parents=True)
+        (tmp_path / "smoke" / name / "run.json").write_text(json.dumps(
+            {"notebooks": [{"notebook": k, "status": "ok", "seconds": v} for k, v in times.items()]}))
+    (tmp_path / "smoke" / "20260103-000000").mkdir()
+    (tmp_path / "smoke" / "20260103-000000" / "run.json").write_text("{damaged")
+    nbs = [runner.Path(f"{s}.ipynb") for s in ("00_new", "01_a", "02_b", "03_c")]
+    order = [p.stem for p in runner.longest_first(nbs, tmp_path, "smoke")]
+    assert order == ["00_new", "03_c", "01_a", "02_b"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two"])
+def test_bad_parallel_fails_in_one_line(tmp_path, capsys, value):
+    with pytest.raises(SystemExit) as e:
+        run(tmp_path, "--only", "00", "--parallel", value)
+    assert e.value.code == 2 and "--parallel" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_stops_notebooks_running_side_by_side(tmp_path):
+    """SIGTERM to the runner stops every running child: run.json says interrupted, both named."""
+    nbs = fake_notebooks(tmp_path, {f"0{i}_sleep{i}": f"import pathlib, time\npathlib.Path({str(tmp_path)!r}, "
+                                    f"'s{i}').touch()\ntime.sleep(300)" for i in (1, 2)})
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "kit", "run", "--profile", "smoke", "--notebooks", str(nbs),
+                             "--out", str(tmp_path / "runs"), "--parallel", "2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    for _ in range(600):  # both kernels in their cells (slow on a loaded machine)
+        if (tmp_path / "s1").exists() and (tmp_path / "s2").exists():
+            break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err
+    assert "interrupted during 01_sleep1, 02_sleep2" in err or "interrupted during 02_sleep2, 01_sleep1" in err, err
+    (run_dir,) = [p for p in (tmp_path / "runs" / "smoke").iterdir()]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "interrupted"
+    assert sorted(o["status"] for o in record["notebooks"]) == ["interrupted", "interrupted"]
+    assert not list(run_dir.rglob(".*.partial.ipynb")) and not (run_dir / ".specs").exists()

@@ -147,3 +147,29 @@ def test_pur_ranking_against_fresh_truth():
     assert summary["pur"]["spearman_mean"] == pytest.approx(100.0)
     assert summary["performance"]["spearman_mean"] == pytest.approx(50.0), "one swap of three: 1 - 6*2/24"
     assert summary["pur_vs_task_truth"]["spearman_mean"] == pytest.approx(100.0)
+
+
+def test_fit_law_fixed_effects_by_hand_and_against_dummies():
+    # group a: ln P = 0, 1, 2 with MUI 1, 3, 6; group b: ln P = 0, 1 with MUI 10, 11.
+    # Demeaned: a xd (-1, 0, 1), yd (-7/3, -1/3, 8/3); b xd (-.5, .5), yd (-.5, .5).
+    # slope = (5 + 0.5) / (2 + 0.5) = 2.2; SSR = 16/15; within SS of y = 114/9 + 0.5; dof 5 - 2 - 1 = 2.
+    import statsmodels.formula.api as smf
+
+    df = pd.DataFrame({"g": ["a", "a", "a", "b", "b"], "lnp": [0.0, 1, 2, 0, 1], "mui": [1.0, 3, 6, 10, 11]})
+    df["performance"] = np.exp(df.lnp)
+    fit = law.fit_law_fixed_effects(df, "g")
+    assert fit.slope == pytest.approx(2.2)
+    assert fit.r2 == pytest.approx(1 - (16 / 15) / (114 / 9 + 0.5)), "R² within"
+    ref = smf.ols("mui ~ lnp + C(g)", data=df).fit()
+    assert fit.slope == pytest.approx(ref.params["lnp"])
+    lo, hi = ref.conf_int().loc["lnp"]
+    assert (fit.ci_low, fit.ci_high) == (pytest.approx(lo), pytest.approx(hi)), "the dummy regression's interval"
+    # a constant shift of one group changes a pooled fit but not the within slope
+    shifted = df.assign(mui=df.mui + np.where(df.g == "b", 50.0, 0.0))
+    assert law.fit_law_fixed_effects(shifted, "g").slope == pytest.approx(2.2)
+    # a group with one row carries no within information; too few rows: None
+    assert law.fit_law_fixed_effects(df.iloc[:3], "g").n == 3
+    assert law.fit_law_fixed_effects(df.iloc[[0, 1, 3]], "g") is None
+    rec = law.fe_record(fit, "g", 2)
+    assert rec["r2_within"] == rec["r2"] and rec["fixed_effects"] == "g" and rec["n_groups"] == 2
+    assert law.fe_record(None, "g", 2)["slope"] is None

@@ -15,4 +15,13 @@ def test_masking_summary():
         {"k": 4, "kind": "key", "set": "B", "accuracy": 55.0}, {"k": 4, "kind": "random", "set": "B", "accuracy": 60.0},
     ])
     s = masking.masking_summary(curve, "A", "B")
-    assert s == {"k_max": 4, "drop_key_a": 60.0, "drop_random_a": 2.0, "drop_key_b": 5.0, "drop_random_b": 0.0}
+    assert s == {"k_max": 4, "drop_key_a": 60.0, "drop_random_a": 2.0, "drop_key_b": 5.0, "drop_random_b": 0.0,
+                 "acc_key_a": 20.0, "acc_random_a": 78.0, "acc_key_b": 55.0, "acc_random_b": 60.0}
+
+
+def test_newcombe_interval_of_a_difference_of_accuracies():
+    # Newcombe (1998), Table II: 56/70 - 48/80 = 0.2000, method 10 (hybrid score) [0.0524, 0.3339]
+    from kit.mui.claims import newcombe_diff
+
+    d, lo, hi = newcombe_diff(56, 70, 48, 80)
+    assert abs(d - 0.2) < 1e-12 and abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4

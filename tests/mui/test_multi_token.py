@@ -42,14 +42,17 @@ def test_multi_token_section_on_micro(micro_world):
 
 
 def test_checkpoint_series_orders_steps_and_drops_the_final_step():
-    from kit.mui.multi_token import checkpoint_series
+    from kit.mui import trajectories
+    from kit.mui.checkpoints import checkpoint_series, has_checkpoints
 
     members = ["zoo/base-s", "zoo/base-xl", "zoo/base-xl@step-500", "zoo/base-xl@step-100", "zoo/base-xl@step-300",
                "zoo/base-l@step-80"]
-    assert checkpoint_series("zoo/base-xl", members, final_step=500) == [
-        "zoo/base-xl@step-100", "zoo/base-xl@step-300", "zoo/base-xl"]
-    assert checkpoint_series("zoo/base-xl", members)[-2:] == ["zoo/base-xl@step-500", "zoo/base-xl"]  # 500 not final
-    assert checkpoint_series("zoo/base-s", members) == ["zoo/base-s"]  # no checkpoints: the model alone
+    # the last entry holds the final weights; [:-1] are the earlier checkpoints (what section 8 fits)
+    assert checkpoint_series(members, "zoo/base-xl", final_step=500)[:-1] == [
+        "zoo/base-xl@step-100", "zoo/base-xl@step-300"]
+    assert checkpoint_series(members, "zoo/base-xl")[-2:] == ["zoo/base-xl@step-500", "zoo/base-xl"]  # 500 not final
+    assert has_checkpoints(members, "zoo/base-xl") and not has_checkpoints(members, "zoo/base-s")
+    assert trajectories.checkpoint_series is checkpoint_series, "one definition"
 
 
 def test_multi_token_law_across_models_or_checkpoints():

@@ -101,3 +101,18 @@ def test_published_contamination_pairs():
     garbled = co[(co["model"] == "Llama3.1-Code-Leakage") & (co["task"] == "MATH")].iloc[0]
     assert (garbled["perf"], garbled["mui"]) == (40.2, 4.5), "the garbled '40.2/ 4.5' cell is read as 40.2 / 4.5"
     assert set(co[co["domain"] == "in-domain"]["task"]) == {"GSM8K", "MATH", "HumanEval", "MBPP"}
+
+
+def test_pur_rounding_band_by_hand_and_on_table1():
+    # Vicuna-7B GSM8K: P 11.9, MUI 5.4 -> 5.1210; printed 5.1 lies below it: the room on that side is
+    # 5.1210 - 11.85 / sqrt(5.45), plus 0.05 for the printed PUR's own rounding.
+    row = pd.DataFrame({"performance": [11.9], "mui": [5.4], "pur_paper": [5.1]})
+    row["pur_ours"] = row.performance / row.mui ** 0.5
+    band = published.pur_rounding_band(row).iloc[0]
+    ours = 11.9 / 5.4 ** 0.5
+    assert band.pur_low == pytest.approx(11.85 / 5.45 ** 0.5) and band.pur_high == pytest.approx(11.95 / 5.35 ** 0.5)
+    assert band.band_ratio == pytest.approx((ours - 5.1) / (ours - 11.85 / 5.45 ** 0.5 + 0.05))
+    far = published.pur_rounding_band(row.assign(pur_paper=5.4)).iloc[0]
+    assert far.band_ratio > 1, "0.28 above the recomputed value is outside the band"
+    cmp = published.pur_rounding_band(published.published_pur_comparison().dropna(subset=["pur_ours"]))
+    assert len(cmp) == 48 and (cmp.band_ratio <= 1).all(), "issue 36: all 48 printed PUR values lie in their band"
