@@ -228,26 +228,31 @@ def random_circuits(model, circuit: list[Head], n: int, seed: int = 0) -> list[l
 
 def attach_random_circuit_nulls(model, batch: IOIBatch, means: Tensor, circuit: list[Head], ex1: AuditResult,
                                 ex11: AuditResult, scales: Iterable[float], baselines: Iterable[float],
-                                rel_threshold: float, n: int = 3, seed: int = 0) -> None:
-    """EX1's d' and EX11's detectable fraction for random circuits of the same size (in place).
+                                rel_threshold: float, n: int = 3, seed: int = 0, n_dprime: int | None = None) -> None:
+    """EX1's d' and EX11's detectable fraction for random circuits of the same size (in place):
+    ``n_dprime`` draws for EX1 (two forward passes each; default ``n``), the first ``n`` of them for
+    EX11 (a Weber curve per head, scale and baseline each).
 
     EX11 is decided by construction when every random circuit passes too: at these scales and
     threshold every head of the model has a JND, so "every circuit head has one" holds for any
     circuit (a one-head circuit chosen for its large effect is the extreme case)."""
     if not circuit:
         return
+    n_dprime = n if n_dprime is None else n_dprime
     d, d_passes, frac, passes = [], [], [], []
-    for heads in random_circuits(model, circuit, n, seed):
-        lds = circuit_logit_diffs(model, batch, means, heads)
-        r1 = dprime_audit(lds["full"].numpy(), lds["ablated"].numpy())
-        d.append(r1.value)
-        d_passes.append(r1.passed)
-        r = weber_audit(weber_curves(model, batch, means, heads, scales, baselines), scales, rel_threshold)
-        frac.append(r.value)
-        passes.append(r.passed)
-    how = f"random circuits of {len(circuit)} head(s) outside the circuit, {n} draws"
-    ex1.with_null(d, how, passed=all(d_passes))
-    ex11.with_null(frac, how, passed=all(passes))
+    for i, heads in enumerate(random_circuits(model, circuit, max(n, n_dprime), seed)):
+        if i < n_dprime:
+            lds = circuit_logit_diffs(model, batch, means, heads)
+            r1 = dprime_audit(lds["full"].numpy(), lds["ablated"].numpy())
+            d.append(r1.value)
+            d_passes.append(r1.passed)
+        if i < n:
+            r = weber_audit(weber_curves(model, batch, means, heads, scales, baselines), scales, rel_threshold)
+            frac.append(r.value)
+            passes.append(r.passed)
+    how = f"random circuits of {len(circuit)} head(s) outside the circuit"
+    ex1.with_null(d, f"{how}, {len(d)} draws", passed=all(d_passes))
+    ex11.with_null(frac, f"{how}, {len(frac)} draws", passed=all(passes))
     if all(passes):
         ex11.decided(f"all {n} random {len(circuit)}-head circuits pass too: at scales down to {min(scales)} and a "
                      f"{rel_threshold:.0%} threshold every head tried has a JND")

@@ -19,11 +19,13 @@ from typing import Callable, Mapping
 import numpy as np
 import torch
 from jaxtyping import Bool, Float
-from scipy.stats import spearmanr
+from scipy.stats import rankdata
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from kit.core.stats import jaccard
+from kit.core.stats import bootstrap_ci, jaccard
+
+from kit.models import sae_train
 
 from .result import AuditInputs, AuditResult
 
@@ -54,28 +56,6 @@ def reinitialize_features(sae, which: Bool[Tensor, " d_sae"], generator: torch.G
     sae.W_dec.data[idx] = w
     sae.W_enc.data[:, idx] = w.T
     sae.b_enc.data[idx] = 0.0
-
-
-def train_sae(sae, acts: Float[Tensor, "n d_in"], steps: int, lr: float = 1e-3, l1: float | None = None,
-              batch_size: int = 256, generator: torch.Generator | None = None) -> float:
-    """Adam on SAELens's ``training_forward_pass`` loss (MSE + its sparsity penalty, coefficient
-    ``l1`` or the config's), a fresh optimiser so re-initialised features carry no stale moments.
-    Returns the final batch loss."""
-    from sae_lens.saes.sae import TrainStepInput
-
-    coef = float(sae.cfg.l1_coefficient if l1 is None else l1)
-    opt = torch.optim.Adam(sae.parameters(), lr=lr)
-    loss = torch.tensor(float("nan"))
-    for step in range(steps):
-        idx = torch.randint(0, acts.shape[0], (min(batch_size, acts.shape[0]),), generator=generator)
-        out = sae.training_forward_pass(TrainStepInput(sae_in=acts[idx.to(acts.device)], coefficients={"l1": coef},
-                                                       dead_neuron_mask=None, n_training_steps=step,
-                                                       is_logging_step=False))
-        opt.zero_grad()
-        out.loss.backward()
-        opt.step()
-        loss = out.loss
-    return float(loss.detach())
 
 
 @torch.no_grad()
@@ -113,6 +93,7 @@ def random_core_null(d_sae: int, core_frac: float, n_cycles: int) -> dict[str, f
 
 def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: int = 4, core_frac: float = 0.1,
                    steps: int = 300, lr: float = 1e-3, l1: float = 0.3, seed: int = 0, stable_overlap: float = 0.8,
+                   batch_size: int = 256,
                    device: str | torch.device = "cpu", progress: bool = False,
                    inputs: AuditInputs | None = None) -> AuditResult:
     """M09: distillation cycles of train -> core -> re-initialise the rest -> retrain, with
@@ -133,7 +114,7 @@ def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: in
     acts = ((acts - acts.mean(0)) / acts.norm(dim=1).mean().clamp_min(1e-8) * np.sqrt(acts.shape[1])).to(device)
     sae = make_sae(acts.shape[1], d_sae, l1, seed, device)
     cores: list[set[int]] = []
-    losses, changed, l0s, fves = [], [], [], []
+    changed, l0s, fves = [], [], []
     for c in tqdm(range(n_cycles), desc="M09 cycles", disable=not progress):
         if c > 0:
             non_core = torch.ones(d_sae, dtype=torch.bool)
@@ -141,7 +122,11 @@ def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: in
             before = sae.W_dec.detach().cpu().clone()
             reinitialize_features(sae, non_core, g)
             changed.append(float((sae.W_dec.detach().cpu()[non_core] != before[non_core]).any(1).float().mean()))
-        losses.append(train_sae(sae, acts, steps, lr, l1, generator=g))
+        # one SAE recipe for every SAE (kit.models.sae_train): sae_lens's SAETrainer on stored
+        # activations, a fresh optimiser and schedule each cycle, so re-initialised features carry
+        # no stale moments
+        sae = sae_train.train_sae(acts, d_sae, steps * batch_size, architecture="standard", l1=l1, lr=lr,
+                                  batch_size=batch_size, seed=seed + c, device=str(device), sae=sae)
         l0, fve = sparsity_and_fit(sae, acts)
         l0s.append(l0)
         fves.append(fve)
@@ -156,7 +141,7 @@ def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: in
                               "is_stable": mean_overlap > stable_overlap, "l0_per_cycle": l0s,
                               "variance_explained_per_cycle": fves, "l1_coefficient": l1,
                               "overlaps": overlaps, "core_sizes": [len(c) for c in cores],
-                              "final_losses": losses, "reinit_changed_frac": float(np.mean(changed)),
+                              "reinit_changed_frac": float(np.mean(changed)),
                               "null_mean_overlap": null["mean_overlap"],
                               "d_sae": d_sae, "n_cycles": n_cycles, "core_frac": core_frac},
                       pass_condition="report-only (diagnostic); is_stable: mean_overlap > %.1f" % stable_overlap,
@@ -176,6 +161,30 @@ def align_runs(runs: list[Mapping[str, float]]) -> tuple[list[str], np.ndarray]:
     return common, np.array([[float(r[i]) for i in common] for r in runs]).reshape(len(runs), len(common))
 
 
+def coherence(mat: Float[np.ndarray, "runs ids"]) -> float:
+    """Mean pairwise Spearman of the runs' per-id values (rows of ``mat``; Pearson of the ranks,
+    ties averaged); two identical runs count exactly 1, a constant run 0 against any other."""
+    mat = np.asarray(mat, float)
+    if mat.shape[0] < 2:
+        return float("nan")
+    r = rankdata(mat, axis=1)
+    r = r - r.mean(1, keepdims=True)
+    norm = np.sqrt((r**2).sum(1))
+    a, b = np.triu_indices(mat.shape[0], 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (r[a] * r[b]).sum(1) / (norm[a] * norm[b])
+    # identical runs: exactly 1, not the division's rounding of it; a constant run: no order
+    rho = np.where((mat[a] == mat[b]).all(1), 1.0, np.where((norm[a] == 0) | (norm[b] == 0), 0.0, rho))
+    return float(rho.mean())
+
+
+def coherence_interval(mat: Float[np.ndarray, "runs ids"], n_boot: int = 1000, seed: int = 0
+                       ) -> tuple[float, float, float]:
+    """``(coherence, low, high)``: percentile bootstrap over the shared ids (columns of ``mat``)."""
+    mat = np.asarray(mat, float)
+    return bootstrap_ci(lambda cols: coherence(cols.T), mat.T, n_boot=n_boot, seed=seed)
+
+
 def reproducibility(runs: list[Mapping[str, float]], max_deviation: float = 0.08, max_dev_rate: float = 0.05,
                     min_coherence: float = 0.9, name: str = "pipeline", n_null: int = 20,
                     inputs: AuditInputs | None = None) -> AuditResult:
@@ -184,38 +193,32 @@ def reproducibility(runs: list[Mapping[str, float]], max_deviation: float = 0.08
     ``max_deviation``: largest |summary - mean of summaries| / |mean of summaries|;
     ``deviation_rate``: fraction of run pairs whose summaries differ by more than
     ``max_deviation`` x |mean|; ``coherence_score``: mean pairwise Spearman of the per-id values
-    on the ids all runs share. Pass: rate < 0.05, max dev < 0.08, coherence > 0.9.
-    Null (of ``coherence_score``): each run's values shuffled across ids.
+    on the ids all runs share (:func:`coherence`). Pass: rate < 0.05, max dev < 0.08, coherence > 0.9.
+    ``values['per_id']`` keeps the runs x ids matrix, so the claim can bootstrap coherence over ids
+    against the page's threshold (:func:`coherence_interval`). Null (of ``coherence_score``, shown
+    beside it): each run's values shuffled across ids, ``n_null`` permutations; any pipeline whose
+    values depend on the id beats it, so it is context, not the test.
     """
     ids, mat = align_runs(runs)
-    pairs = list(itertools.combinations(range(len(runs)), 2))
-
-    def coherence_of(m: np.ndarray) -> float:
-        rhos = []
-        for a, b in pairs:
-            if np.ptp(m[a]) == 0 or np.ptp(m[b]) == 0:
-                rhos.append(1.0 if np.array_equal(m[a], m[b]) else 0.0)
-            else:
-                rhos.append(float(spearmanr(m[a], m[b]).statistic))
-        return float(np.mean(rhos)) if rhos else float("nan")
-
     summaries = np.array([np.mean(list(r.values())) for r in runs], float)
     mu = summaries.mean()
     denom = abs(mu) if mu != 0 else np.nan
     dev = np.abs(summaries - mu) / denom
+    pairs = list(itertools.combinations(range(len(runs)), 2))
     rate = float(np.mean([abs(summaries[a] - summaries[b]) / denom > max_deviation for a, b in pairs]))
-    coherence = coherence_of(mat) if len(ids) >= 3 else float("nan")
+    coh = coherence(mat) if len(ids) >= 3 else float("nan")
     md = float(np.nanmax(dev))
-    passed = bool(rate < max_dev_rate and md < max_deviation and coherence > min_coherence)
+    passed = bool(rate < max_dev_rate and md < max_deviation and coh > min_coherence)
     res = AuditResult(metric="EX25", name=f"Reproducibility ({name})", value=rate,
-                       values={"deviation_rate": rate, "max_deviation": md, "coherence_score": coherence,
-                               "n_runs": len(runs), "n_common_ids": len(ids), "summaries": summaries},
+                       values={"deviation_rate": rate, "max_deviation": md, "coherence_score": coh,
+                               "n_runs": len(runs), "n_common_ids": len(ids), "summaries": summaries,
+                               "min_coherence": min_coherence, "per_id": mat},
                        pass_condition=f"deviation_rate < {max_dev_rate}, max_deviation < {max_deviation}, coherence > {min_coherence}",
                        passed=passed, inputs=inputs or AuditInputs(),
                        notes="" if len(ids) >= 3 else "fewer than 3 shared ids: coherence undefined")
     if len(ids) >= 3:
         rng = np.random.default_rng(0)
-        null = [coherence_of(np.stack([row[rng.permutation(len(ids))] for row in mat])) for _ in range(n_null)]
+        null = [coherence(np.stack([row[rng.permutation(len(ids))] for row in mat])) for _ in range(n_null)]
         res.with_null(null, f"each run's values shuffled across ids, {n_null} permutations", of="coherence_score",
                       passed=bool(np.mean(null) > min_coherence))
     if len(runs) >= 2 and np.ptp(summaries) == 0:

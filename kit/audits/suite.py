@@ -245,33 +245,67 @@ def _probe_runs(sae, x, y, cfg) -> list[float]:
 @dataclass
 class CircuitContext:
     batch: circuits.IOIBatch
+    """The held-out IOI prompts every circuit audit reads (never used to choose the circuit)."""
     means: torch.Tensor
+    """Mean-ablation means of every head (over the discovery prompts: the reference distribution)."""
     circuit: circuits.Circuit
+    """Heads and edges scored on ``discovery``."""
     lds: dict[str, torch.Tensor]
+    """Per-prompt logit diffs on ``batch``: full, circuit ablated, circuit only."""
+    discovery: circuits.IOIBatch | None = None
+    """The IOI prompts the circuit was found on (head and edge patching)."""
+
+
+def split_items(items: list, holdout: float, seed: int = 0) -> tuple[list, list]:
+    """``(discovery, audit)``: a seeded split of ``items`` with ``holdout`` of each name group (its
+    ``metadata['name_group']``) in the audit half, so both halves hold every group. Raises when a
+    half would be empty."""
+    if not 0 < holdout < 1:
+        raise ValueError(f"circuit_holdout={holdout} must be in (0, 1)")
+    rng = np.random.default_rng(seed)
+    by_group: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        by_group.setdefault(str(it.metadata.get("name_group", "")), []).append(i)
+    audit: set[int] = set()
+    for g in sorted(by_group):
+        idx = by_group[g]
+        k = int(round(holdout * len(idx)))
+        audit |= {idx[j] for j in rng.permutation(len(idx))[:k]}
+    disc = [it for i, it in enumerate(items) if i not in audit]
+    held = [it for i, it in enumerate(items) if i in audit]
+    if len(disc) < 2 or len(held) < 2:
+        raise ValueError(f"n_ioi / circuit_holdout: {len(items)} IOI items split into {len(disc)} for discovery "
+                         f"and {len(held)} for the audits; need >= 2 each (raise n_ioi)")
+    return disc, held
 
 
 def circuit_context(model, items, cfg, fixed_heads: list[circuits.Head] | None = None,
                     progress: bool = False) -> CircuitContext:
-    """IOI batch, mean-ablation means over the same prompts, discovered (or fixed) circuit."""
+    """Circuit found on one part of the IOI prompts and audited on the other (``cfg.circuit_holdout``
+    of them, :func:`split_items`): head and edge patching and the mean-ablation means read the
+    discovery prompts only, so the audits never score the heads on the prompts that chose them."""
     if fixed_heads:
         L, H = model.cfg.n_layers, model.cfg.n_heads
         bad = [h for h in fixed_heads if not (0 <= h[0] < L and 0 <= h[1] < H)]
         if bad:
             raise ValueError(f"circuit={cfg.circuit!r} names heads {bad[:4]} outside this model ({L} layers x {H} heads): "
                              "it is GPT-2 small's circuit; allowed values for another model: discover")
-    batch = circuits.ioi_batch(model, items)
-    means = circuits.head_means(model, batch)
+    disc_items, audit_items = split_items(items, cfg.circuit_holdout, cfg.seed)
+    discovery, batch = circuits.ioi_batch(model, disc_items), circuits.ioi_batch(model, audit_items)
+    means = circuits.head_means(model, discovery)
     with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost)
-    circuit = circuits.discover_circuit(model, batch, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
+    circuit = circuits.discover_circuit(model, discovery, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
                                         fixed=fixed_heads, with_edges=with_edges, progress=progress)
-    return CircuitContext(batch, means, circuit, psychophysics.circuit_logit_diffs(model, batch, means, circuit.heads))
+    return CircuitContext(batch, means, circuit, psychophysics.circuit_logit_diffs(model, batch, means, circuit.heads),
+                          discovery)
 
 
 def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple[list[AuditResult], dict[str, Any]]:
     """MIB, EX1, EX2, EX11 on the circuit."""
     inp = AuditInputs(model=model_name, hook="blocks.*.attn.hook_z", task=cfg.ioi_task, n=len(cc.batch),
-                      seeds=[cfg.seed], extra={"circuit": [f"{L}.{H}" for L, H in cc.circuit.heads]})
-    null_seeds = [cfg.seed + 1 + i for i in range(cfg.n_null_seeds)]
+                      seeds=[cfg.seed], extra={"circuit": [f"{L}.{H}" for L, H in cc.circuit.heads],
+                                               "discovery_n": len(cc.discovery) if cc.discovery else None})
+    null_seeds = [cfg.seed + 1 + i for i in range(cfg.n_null_draws)]
     if cc.circuit.edges:
         mib, curve = circuits.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds,
                                         inputs=inp, null_seeds=null_seeds)
@@ -279,11 +313,12 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
         mib, curve = mib_not_run(cfg.edge_plan().reason, inp), None
     ex1 = psychophysics.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
     ex2 = psychophysics.dif_audit(cc.lds["circuit_only"].numpy(), cc.batch.groups, inputs=inp,
-                      full_model_values=cc.lds["full"].numpy(), seed=cfg.seed)
+                      full_model_values=cc.lds["full"].numpy(), n_null=cfg.n_null_draws, seed=cfg.seed)
     curves = psychophysics.weber_curves(model, cc.batch, cc.means, cc.circuit.heads, cfg.weber_scales, cfg.weber_baselines)
     ex11 = psychophysics.weber_audit(curves, cfg.weber_scales, cfg.jnd_threshold, inputs=inp)
     psychophysics.attach_random_circuit_nulls(model, cc.batch, cc.means, cc.circuit.heads, ex1, ex11, cfg.weber_scales,
-                                  cfg.weber_baselines, cfg.jnd_threshold, n=cfg.n_null_seeds, seed=cfg.seed)
+                                  cfg.weber_baselines, cfg.jnd_threshold, n=cfg.n_null_seeds, seed=cfg.seed,
+                                  n_dprime=cfg.n_null_draws)
     signal = circuits.task_signal(cc.lds["full"].numpy())
     scope = circuits.circuit_scope(known=cfg.circuit != "discover", signal=signal, n_heads=len(cc.circuit.heads),
                             frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads)
@@ -337,7 +372,8 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, c
 
     base = AuditInputs(model=circuit_model_name or model_name, task=cfg.ioi_task, n=len(ids), seeds=seeds,
                        extra={"subsample": cfg.ex25_subsample})
-    out = [stability.reproducibility(stability.run_seeds(circuit_run, seeds), name="circuit logit diff", inputs=base)]
+    out = [stability.reproducibility(stability.run_seeds(circuit_run, seeds), name="circuit logit diff", inputs=base,
+                                     n_null=cfg.n_null_draws)]
 
     from kit.world.tasks import get_task
 
@@ -345,7 +381,8 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, c
     mui = stability.mui_runs(model, items_by_task, seeds, frac=cfg.ex25_subsample)
     mui_in = AuditInputs(model=model_name, task="+".join(cfg.ex25_tasks), n=cfg.ex25_items, seeds=seeds)
     out.append(_skipped("MUI pipeline", mui, mui_in) if isinstance(mui, str)
-               else stability.reproducibility(mui, name="MUI pipeline", inputs=mui_in))
+               else stability.reproducibility(mui, name="MUI pipeline", inputs=mui_in,
+                                                  n_null=cfg.n_null_draws))
 
     feats = sae_features(ctx.saes["arch_a"], ctx.acts)
     per_item: dict[str, list[np.ndarray]] = {}
@@ -358,7 +395,7 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, c
     if isinstance(cg, str):
         out.append(_skipped("CG pipeline", cg, cg_in))
     else:
-        r = stability.reproducibility(cg, name="CG X_bench pipeline", inputs=cg_in)
+        r = stability.reproducibility(cg, name="CG X_bench pipeline", inputs=cg_in, n_null=cfg.n_null_draws)
         if r.by_construction:
             r.by_construction = "X_bench averages to 1 over concepts: " + r.by_construction
         out.append(r)
@@ -380,7 +417,7 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
     a, b = cfg.safety_tasks
     pa, pb = (source_prompts(t, cfg.n_prompts_per_task, cfg.hf_max_chars, field="safety_tasks") for t in (a, b))
     return safety.safety_sve(safety.last_token_resid(model, pa, hooks), safety.last_token_resid(model, pb, hooks),
-                        n_stability_runs=cfg.sve_stability_runs, seed=cfg.seed,
+                        n_stability_runs=cfg.sve_stability_runs, n_null=cfg.n_null_draws, seed=cfg.seed,
                         inputs=AuditInputs(model=model_name, hook="blocks.*.hook_resid_post", task=f"{a} vs {b}",
                                            n=len(pa) + len(pb), seeds=[cfg.seed]))
 

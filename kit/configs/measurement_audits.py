@@ -100,8 +100,16 @@ class Config(BaseConfig):
     dif_name_groups: dict[str, list[str]] | None = None
     """EX2: name categories (>= 2) substituted into the IOI prompts; ``None``: the world's
     frequent/rare groups. Names that are not single tokens of the model are dropped (counted)."""
-    n_null_seeds: int = Field(3, ge=1, le=50)
-    """Seeds / draws of every null control (untrained SAEs, random circuits, random edge rankings)."""
+    n_null_seeds: int = Field(3, ge=1, le=200)
+    """Draws of the costly null controls (untrained SAE copies, EX11's random circuits). A claim
+    needs >= 20 draws to be decided (the smallest empirical p-value is 1/(n+1)); with fewer it
+    says "inconclusive: n draws"."""
+    n_null_draws: int = Field(100, ge=1, le=10000)
+    """Draws of the cheap null controls: EX1's random circuits, MIB's random edge rankings, EX2's
+    and M14's shuffled labels, EX25's shuffled ids (>= 20 for a 95% test; 100 by default)."""
+    circuit_holdout: float = Field(0.5, gt=0, lt=1)
+    """Share of the IOI prompts (of each name group) held out: the circuit is found (head and edge
+    patching, mean-ablation means) on the rest and audited (MIB, EX1, EX2, EX11, EX25) on these."""
     m09_d_sae: int = Field(256, ge=8, le=65536)
     """M09: width of the SAE trained and distilled here."""
     m09_cycles: int = Field(4, ge=2, le=20)

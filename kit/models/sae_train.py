@@ -33,7 +33,7 @@ def _batches(acts: Tensor, batch_size: int, seed: int) -> Iterator[Tensor]:
 
 def train_sae(acts: Float[Tensor, "n d_in"], width: int, total_samples: int, *, architecture: str = "topk",
               k: int = 32, l1: float = 1.0, batch_size: int = 256, lr: float = 2e-3, seed: int = 0,
-              device: str = "cpu", metadata: dict | None = None):
+              device: str = "cpu", metadata: dict | None = None, sae=None):
     """Train an SAE of ``width`` features on ``acts`` with ``sae_lens.SAETrainer``; returns the
     training SAE (``save_inference_model`` writes a genuine sae_lens SAE).
 
@@ -42,7 +42,9 @@ def train_sae(acts: Float[Tensor, "n d_in"], width: int, total_samples: int, *, 
     (sae_lens ``expected_average_only_in``), so ``l1`` and ``lr`` do not depend on the site's
     scale. ``total_samples`` rows are drawn in shuffled epochs of ``batch_size``; cosine learning
     rate to ``lr / 10`` after a 5% warm-up. ``metadata``: sae_lens ``SAEMetadata`` fields
-    (``hook_name``, ``model_name``...) saved with the SAE.
+    (``hook_name``, ``model_name``...) saved with the SAE. ``sae``: an existing sae_lens training SAE
+    to train further instead of a fresh one (M09's distillation cycles re-initialise some of its
+    features in place and retrain it; ``architecture``, ``k``, ``l1`` are then its own).
     """
     from sae_lens import (SAETrainer, StandardTrainingSAE, StandardTrainingSAEConfig, TopKTrainingSAE,
                           TopKTrainingSAEConfig)
@@ -55,7 +57,9 @@ def train_sae(acts: Float[Tensor, "n d_in"], width: int, total_samples: int, *, 
     batch_size = min(batch_size, len(acts))
     common = dict(d_in=acts.shape[1], d_sae=width, device=device, normalize_activations="expected_average_only_in",
                   metadata=SAEMetadata(**(metadata or {})))
-    if architecture == "topk":
+    if sae is not None:
+        pass  # trained further as it is (its own config)
+    elif architecture == "topk":
         sae = TopKTrainingSAE(TopKTrainingSAEConfig(k=k, **common))
     else:
         sae = StandardTrainingSAE(StandardTrainingSAEConfig(l1_coefficient=l1, **common))

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from kit.audits import stability as ST
+from kit.models import sae_train
 
 
 def test_reinitialize_writes_into_the_sae_itself():
@@ -43,7 +44,7 @@ def test_sparsity_decides_whether_planted_features_are_recovered(l1, recovered):
     planted directions (cos > 0.9); at the default 0.3 it recovers them with a small L0."""
     x, D = _planted()
     sae = ST.make_sae(32, 64, l1=l1, seed=0)
-    ST.train_sae(sae, x, 800, generator=torch.Generator().manual_seed(0))
+    sae = sae_train.train_sae(x, 64, 800 * 256, architecture="standard", l1=l1, lr=1e-3, sae=sae)
     l0, fve = ST.sparsity_and_fit(sae, x)
     W = sae.W_dec.detach() / sae.W_dec.detach().norm(dim=1, keepdim=True)
     n = int(((D @ W.T).max(1).values > 0.9).sum())
@@ -128,3 +129,15 @@ def test_cg_runs_full_sample_is_reproducible():
     assert not isinstance(runs, str), runs
     r = ST.reproducibility(runs)
     assert r.values["coherence_score"] == pytest.approx(1.0)
+
+
+def test_coherence_is_mean_pairwise_spearman_with_ties_and_identical_runs():
+    from scipy.stats import spearmanr
+
+    m = np.array([[1.0, 2.0, 2.0, 4.0], [4.0, 3.0, 1.0, 2.0], [1.0, 1.0, 3.0, 5.0]])
+    ref = np.mean([spearmanr(m[i], m[j]).statistic for i in range(3) for j in range(i + 1, 3)])
+    assert ST.coherence(m) == pytest.approx(ref)
+    assert ST.coherence(np.stack([m[0]] * 3)) == 1.0, "identical runs: exactly 1"
+    assert ST.coherence(np.stack([m[0], np.zeros(4)])) == 0.0, "a constant run has no order"
+    point, lo, hi = ST.coherence_interval(np.stack([m[0]] * 3), n_boot=50)
+    assert point == lo == hi == 1.0, "a deterministic pipeline: zero-width interval"

@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 import kit
 from kit.audits import suite
@@ -204,3 +205,33 @@ def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):
         g = groups[it.metadata["name_group"]]
         assert it.metadata["io"] in g and it.metadata["s"] in g and it.metadata["io"] != it.metadata["s"]
         assert it.metadata["io"] in it.prompt.split() and it.answer == it.metadata["io"]
+
+
+def test_split_items_holds_out_each_name_group_and_is_seeded():
+    from kit.world.tasks import get_task
+
+    items = get_task("ioi").items("test", 40)
+    disc, held = suite.split_items(items, 0.5, seed=0)
+    assert len(disc) + len(held) == 40 and not {i.id for i in disc} & {i.id for i in held}
+    groups = {str(i.metadata.get("name_group", "")) for i in items}
+    assert {str(i.metadata.get("name_group", "")) for i in held} == groups, "every group is audited"
+    assert {str(i.metadata.get("name_group", "")) for i in disc} == groups
+    assert [i.id for i in suite.split_items(items, 0.5, seed=0)[1]] == [i.id for i in held]
+    assert [i.id for i in suite.split_items(items, 0.5, seed=1)[1]] != [i.id for i in held]
+    with pytest.raises(ValueError, match="raise n_ioi"):
+        suite.split_items(items[:2], 0.5)
+
+
+def test_the_circuit_is_found_on_other_prompts_than_it_is_audited_on(model):
+    """Issue 36: heads chosen by their ablation score on the batch the audits read gave EX1 a hit
+    rate of 1 by selection. Discovery (head scores, means) reads one half, every audit the other."""
+    from kit.audits import circuits
+
+    cfg = kit.load_params("06_measurement_audits", "smoke").model_copy(update={"circuit_edges": "off"})
+    items = suite.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model)
+    cc = suite.circuit_context(model, items, cfg)
+    assert not set(cc.discovery.ids) & set(cc.batch.ids) and len(cc.discovery) + len(cc.batch) == len(items)
+    means = circuits.head_means(model, cc.discovery)
+    assert torch.allclose(cc.means, means), "mean-ablation means come from the discovery prompts"
+    assert torch.allclose(cc.circuit.head_scores, circuits.head_scores(model, cc.discovery, means))
+    assert torch.allclose(cc.lds["full"], circuits.run_heads(model, cc.batch, means)), "audits read the held-out half"
