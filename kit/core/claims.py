@@ -193,6 +193,13 @@ def margin(ours: float | None, ci: tuple[float, float] | None, null: float | Non
     return min(lo - nlo, nhi - hi)
 
 
+def _zero_width(ci: tuple[float, float]) -> bool:
+    """Whether an interval is a point up to float rounding (a mean of identical values may differ
+    from them in the last bit: 0.9999999999999998 and 1.0 are one value)."""
+    lo, hi = _num(ci[0]), _num(ci[1])
+    return lo is not None and hi is not None and abs(hi - lo) <= 1e-9 * max(1.0, abs(lo), abs(hi))
+
+
 def _wrong_side_gap(ours: float | None, ci: tuple[float, float] | None, null: float | None,
                     null_range: tuple[float, float] | None) -> float | None:
     """The gap between the interval (or point) and the null band on whichever side they part
@@ -227,7 +234,7 @@ def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, n
         raise ValueError(f"claim {id!r}: ci low {ci[0]} > high {ci[1]}")
     verdict, why = decide(ours, ci, null, null_range, direction, paper_value, not_testable)
     if (ci is not None and verdict in ("supported", "contradicted") and direction != "match"
-            and not interval_how.startswith("deterministic") and _num(ci[0]) == _num(ci[1])):
+            and not interval_how.startswith("deterministic") and _zero_width(ci)):
         # Resampling that never varies measures no uncertainty (identical repeats, constant items).
         verdict = "inconclusive"
         why = f"{why}, but the interval has zero width: the resampling saw no variation"

@@ -138,3 +138,11 @@ def test_stability_marks_flips_and_findings_say_no_more_than_the_verdict():
     assert "**supported**" in text and "flips" in text and "margin 1" in text
     nt = C.claim("001", "s", "c", "x", None, not_testable="all accuracies 0 on these items")
     assert C.finding(nt).endswith("all accuracies 0 on these items.")
+
+
+def test_an_interval_that_is_a_point_up_to_rounding_supports_nothing():
+    """Bootstrap draws of identical values (a deterministic pipeline) give an interval that is one
+    value up to the last bit: it saw no variation, so it decides nothing."""
+    c = C.claim("003", "s", "x", "x", 0.9999999999999998, ci=(0.9999999999999998, 1.0), null=0.9)
+    assert c.verdict == "inconclusive" and "zero width" in c.why
+    assert C.claim("003", "s", "x", "x", 0.99, ci=(0.98, 1.0), null=0.9).verdict == "supported"
