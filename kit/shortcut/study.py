@@ -29,7 +29,6 @@ from kit.shortcut.scores import default_n_patched
 if TYPE_CHECKING:
     from kit.models.generate import GenerationSettings
     from kit.shortcut.pool import Lazy, ModelPool
-    from kit.shortcut.result import ShortcutStudy
 
 
 def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
@@ -417,68 +416,3 @@ def cheater_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
         + " %. The paper (ARC-Challenge, KIEval's models): Normal Δacc +2.9, SFT-Cheater -16.0, PT-Cheater -17.5."]
     return Section(record={"table12": table.to_dict(orient="records"), "table12_models": dict(cfg.cheaters)},
                    tables={"table12": table}, data={"per_item": per_item}, findings=lines)
-
-
-def summary_section(study: "ShortcutStudy"):
-    """Everything notebook 03 records, and its findings in words, from its filled study
-    (:class:`kit.shortcut.result.ShortcutStudy`: sections 1-7)."""
-    from kit.core.findings import Section
-
-    s, cfg, located, shortcut = study.setup, study.cfg, study.located, study.shortcut
-    table2, curve, table3, table4 = study.table2, study.curve, study.table3, study.table4
-    table9_stats, truth, rules = study.table9_stats, study.truth, study.rules
-    causal_tracks, dense = study.causal_tracks, study.dense
-    n_patched, total = len(shortcut), s.total_neurons
-    summary2 = table2_summary(table2)
-    agree_te, agree_ori = agreement(table2.te, table2.ref), agreement(table2.ori, table2.ref)
-    record = dict(
-        n_layers=s.n_layers, d_mlp=s.d_mlp, n_patched=n_patched, patched_percent=100 * n_patched / total,
-        locate=located.summary(), shortcut_neurons=list(shortcut),
-        table2=table2.to_dict(orient="records"), table2_summary=summary2,
-        agreement_te=agree_te, agreement_ori=agree_ori,
-        sparsity_curve=curve.to_dict(orient="records"),
-        table3=table3.to_dict(orient="records"),
-        table4=None if table4 is None else table4.to_dict(orient="records"),
-        table4_summary=None if table4 is None else table2_summary(table4),
-        table9_recomputed=table9_stats.to_dict(orient="records"),
-        ground_truth=None if truth is None else {k: v for k, v in truth.items() if k != "changed"},
-        ranking_rules=None if rules is None else rules.to_dict(orient="records"), ranking_rule=located.rule,
-        causal_tracks_truth=causal_tracks, full_finetunes=dense,
-        decoding=None if s.test.decoding is None else s.test.decoding.as_dict(),  # chat resolved to True/False
-    )
-    lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
-    if rules is not None:
-        r = rules.set_index("rule")
-        ci = "vs_chosen" in r
-        lines.append(f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "
-                     "objective (M_con drop - |M_un change|, pts"
-                     + ("; in brackets the 95% interval of its difference to the chosen rule" if ci else "") + "): "
-                     + ", ".join(f"{k} {r.loc[k, 'objective']:+.1f}"
-                                 + (f" [{r.loc[k, 'vs_chosen_low']:+.1f}, {r.loc[k, 'vs_chosen_high']:+.1f}]" if ci else "")
-                                 for k in r.index) + ".")
-        if ci:
-            tied = [k for k in r.index if k != located.rule and r.loc[k, "vs_chosen_high"] >= 0]
-            lines.append(f"{len(tied)} of the other {len(r) - 1} rules are not worse than {located.rule!r} beyond chance on "
-                         f"these items ({', '.join(tied) or 'none'}); the public code's sum: claim rules.chosen_vs_public.")
-    if table4 is not None:
-        s4 = table2_summary(table4)
-        lines.append(f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = {s4['contaminated_mean_abs_ori_minus_ref']:.1f}, "
-                     f"|TE-Ref| = {s4['contaminated_mean_abs_te_minus_ref']:.1f} pts; uncontaminated mean |Δacc| = "
-                     f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
-    worst = table3.loc[table3.delta_acc.abs().idxmax()]
-    lines.append(f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts; "
-                 f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%; "
-                 "claim side_effects.largest_cell).")
-    lines += a2_findings(table2)
-    full = curve[(curve.n == total) & (curve.neurons == "located")].set_index("model").accuracy
-    vanilla = table2.set_index("variant").ori.get("Vanilla", float("nan"))
-    if len(full):
-        lines.append(f"Ceiling: with ALL {total} MLP neurons patched from the base, the locating models score "
-                     f"{100 * full['contaminated']:.1f}% (contaminated; unpatched {100 * located.causal_exact.acc_con:.1f}%) and "
-                     f"{100 * full['uncontaminated']:.1f}% (uncontaminated; unpatched {100 * located.causal_exact.acc_un:.1f}%); "
-                     f"the vanilla base scores {vanilla:.1f}%.")
-        record["ceiling_all_mlp_patched"] = {k: 100 * v for k, v in full.items()}
-    t9 = table9_stats.set_index("score")
-    lines.append(f"Paper Table 9 recomputed: TE rho={t9.loc['TE', 'spearman']:.3f} (RMSE {t9.loc['TE', 'rmse']:.2f}), "
-                 f"Ori rho={t9.loc['ORI', 'spearman']:.3f} (RMSE {t9.loc['ORI', 'rmse']:.2f}).")
-    return Section(record=record, findings=lines)
