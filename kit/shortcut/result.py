@@ -18,7 +18,7 @@ from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
 from kit.shortcut.ranking import Located
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers
-from kit.shortcut.study import Setup, construction, findings
+from kit.shortcut.study import Setup, a2_findings, construction, findings
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import pandas as pd
 
-from kit.shortcut.evaluate import accuracies, agreement, table2_summary, te_items, trustworthy_table
+from kit.shortcut.evaluate import accuracies, table2_summary, te_items, trustworthy_table
 from kit.shortcut.items import (
     TaskData,
     decoding_settings,
@@ -22,7 +22,6 @@ from kit.shortcut.items import (
 )
 from kit.subjects import load_model_any
 from kit.shortcut.patching import Neuron
-from kit.shortcut.published import paper_relative_changes, paper_text_numbers
 from kit.shortcut.ranking import Located, best_rule, locate, ranking_rules, rule_intervals
 from kit.shortcut.scores import default_n_patched
 

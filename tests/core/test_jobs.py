@@ -217,7 +217,10 @@ def test_ctrl_c_stops_the_sweep_and_its_worker_processes(tmp_path):
         job = Job("{TOY}:sleep_job", {{"pid_file": {str(pid_file)!r}, "seconds": 600}})
         run_jobs([job], engine="local")
     """)
-    sweep = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    # SIG_DFL in the child: a shell without job control (a CI step, `nohup make test &`) starts its
+    # background commands with SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+    sweep = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 300
         while not pid_file.exists():
