@@ -38,7 +38,7 @@ from typing import Any, Iterator
 
 from kit.core.params import (ParamsError, config_class, load_params, notebook_names, parse_assignment,
                              read_profiles)
-from kit.core.jobs.schedule import default_workers
+from kit.core.jobs.schedule import count_arg, default_workers
 from kit.world.pinned import PINNED_ENV
 from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir, disk_full_error, is_disk_full
 
@@ -340,16 +340,6 @@ def summary_table(outcomes: list[NotebookOutcome]) -> str:
     return "\n".join(rows)
 
 
-def _parallel_arg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"--parallel={text!r}; allowed values: an integer >= 1")
-    return n
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kit run", description="Execute the notebooks with papermill.")
     parser.add_argument("--profile", default=DEFAULT_PROFILE, help="params profile (default: tiny; also smoke, paper)")
@@ -362,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="where to copy exported figures (default: figures/ for the tiny profile, nowhere otherwise)")
     parser.add_argument("--notebooks", default=str(NOTEBOOKS_DIR), help="folder of NN_*.ipynb (default: notebooks/)")
     parser.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
-    parser.add_argument("--parallel", type=_parallel_arg, default=None, metavar="N",
+    parser.add_argument("--parallel", type=count_arg("--parallel"), default=None, metavar="N",
                         help="notebooks run at once, each in its own process and kernel (default: this "
                              "machine's cores; 1: one after another in this process)")
     args = parser.parse_args(argv)

@@ -334,17 +334,13 @@ def leak_claim(
         "set-up: the contaminated fine-tunes score higher on the leaked task's public test items "
         "than on its fresh items, beyond their bases' gap (points, mean over fine-tunes)"
     )
+
+    def untestable(why: str) -> Claim:
+        return claim(PAPER, "§3.4 (set-up)", cid, statement, None, kind="set-up check",
+                     rests_on=rests_on, not_testable=why)
+
     if measurements is None or not contaminated or "fresh" not in set(measurements["split"]):
-        return claim(
-            PAPER,
-            "§3.4 (set-up)",
-            cid,
-            statement,
-            None,
-            kind="set-up check",
-            rests_on=rests_on,
-            not_testable="no fresh split or no contaminated fine-tunes measured",
-        )
+        return untestable("no fresh split or no contaminated fine-tunes measured")
     m = measurements[measurements["task"].isin(list(leaked_tasks))].set_index(
         ["model", "task", "split"]
     )
@@ -356,16 +352,7 @@ def leak_claim(
                 terms += [(ft, t, 1.0), (base, t, -1.0)]
     pairs = len(terms) // 2
     if pairs < 1:
-        return claim(
-            PAPER,
-            "§3.4 (set-up)",
-            cid,
-            statement,
-            None,
-            kind="set-up check",
-            rests_on=rests_on,
-            not_testable="no contaminated fine-tune with both splits measured beside its base",
-        )
+        return untestable("no contaminated fine-tune with both splits measured beside its base")
     gap, coef = 0.0, {}
     for model, t, sign in terms:
         for sp, s2 in (("test", 1.0), ("fresh", -1.0)):

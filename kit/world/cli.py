@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 
+from kit.core.jobs.schedule import count_arg
 from kit.core.paths import WORLDS
 
 
@@ -19,16 +20,6 @@ def _seed_arg(text: str) -> int:
         return world_seed(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _workers_arg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"--max-workers={text!r}; allowed values: an integer >= 1")
-    return n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
                        help=f"how the members' jobs run (default {DEFAULT_ENGINE}: concurrently, one pinned process "
                             "per core; inline: one after another); every engine gives the same bits")
-        p.add_argument("--max-workers", type=_workers_arg, default=None, help="concurrent jobs (default: the cores)")
+        p.add_argument("--max-workers", type=count_arg("--max-workers"), default=None, help="concurrent jobs (default: the cores)")
     b.add_argument("--force", action="store_true", help="rebuild from scratch")
     c.add_argument("--json", action="store_true", help="print the card as JSON")
     v.add_argument("--fresh", action="store_true",

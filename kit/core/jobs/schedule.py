@@ -9,9 +9,10 @@ as Ray tasks (:mod:`.ray_engine`).
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
-from typing import Any, Iterable, Literal, Protocol
+from typing import Any, Callable, Iterable, Literal, Protocol
 
 from tqdm.auto import tqdm
 
@@ -42,6 +43,21 @@ def default_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+def count_arg(flag: str) -> Callable[[str], int]:
+    """An argparse ``type`` for a count option (``--max-workers``, ``--parallel``): an integer >= 1,
+    else one line naming ``flag`` and the allowed values."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"{flag}={text!r}; allowed values: an integer >= 1")
+        return n
+
+    return parse
 
 
 def engine_options(cfg: Any) -> dict[str, Any]:
