@@ -253,7 +253,8 @@ def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_f
                   device: str = "cpu", score: str = "score", threshold: str = "topk", k: int | None = None,
                   frac: float | None = None, batch_size: int = 32, seed: int = 0,
                   max_new_tokens: int = 1, max_batch_tokens: int = 8192, dtype: str | None = None,
-                  prompt_style: str = "instructed") -> pd.DataFrame:
+                  prompt_style: str = "instructed",
+                  loaded: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Performance (test accuracy %), true capability (fresh accuracy %) and MUI per (model, task).
 
     Each model is a :class:`kit.subjects.Subject` (``prompt_style``: real benchmarks' answer-format
@@ -263,16 +264,20 @@ def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_f
     never saw (the world's ``fresh`` split; NaN for real benchmarks). ``dtype``: Hugging Face models'
     weight dtype (world models are float32). Returns columns model, task, group, performance, fresh,
     mui, n_items, and per cell the accuracy's Wilson interval (``perf_low``, ``perf_high``, in %),
-    chance, parse failures and truncated responses.
+    chance, parse failures and truncated responses. ``loaded``: subjects the caller already holds,
+    by name (the notebook's focus model), used instead of loading them again (a real model's load
+    is most of a small run's time).
     """
     from tqdm.auto import tqdm
 
     from kit.models.generate import release
     from kit.subjects import load_subject
 
+    loaded = loaded or {}
     rows = []
     for name in tqdm(models, desc="models"):
-        subject = load_subject(name, device=device, world=world, dtype=dtype, prompt_style=prompt_style)
+        subject = loaded.get(name) or load_subject(name, device=device, world=world, dtype=dtype,
+                                                   prompt_style=prompt_style)
         for task in tasks:
             ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
             m = subject.mui(ans, score, threshold, k, frac, batch_size, max_batch_tokens)

@@ -4,7 +4,8 @@ paper's definition beside MUI-Eval's public code (item 6).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -28,21 +29,24 @@ def method_name(score: str, threshold: str, frac: float | None = None) -> str:
 def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
                 methods: Sequence[tuple] = DEFAULT_METHODS, batch_size: int = 32,
                 seed: int = 0, max_new_tokens: int = 1, dtype: str | None = None,
-                max_batch_tokens: int | None = None, prompt_style: str = "instructed") -> pd.DataFrame:
+                max_batch_tokens: int | None = None, prompt_style: str = "instructed",
+                loaded: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """MUI under every method for each (model, task) cell (world models in ``batch_size`` rows,
     Hugging Face models in batches of ``max_batch_tokens`` padded tokens: ``Subject.token_budget``).
     A method is ``(score, threshold)`` (the threshold's default parameter) or ``(score, threshold,
     frac)``. Returns columns model, task, method, score, threshold, frac, mui, d_mlp,
     max_response_tokens (the longest response of the cell, which decides whether ``*_sum`` can
-    differ from the token score)."""
+    differ from the token score). ``loaded``: subjects already held, by name (not loaded again)."""
     from tqdm.auto import tqdm
 
     from kit.models.generate import release
     from kit.subjects import load_subject
 
+    loaded = loaded or {}
     rows = []
     for name in tqdm(model_names, desc="B.6 grid"):
-        subject = load_subject(name, device=device, world=world, dtype=dtype, prompt_style=prompt_style)
+        subject = loaded.get(name) or load_subject(name, device=device, world=world, dtype=dtype,
+                                                   prompt_style=prompt_style)
         model = subject.model
         for task in tasks:
             items = subject.items(task, "test", n_items, seed)
@@ -85,7 +89,8 @@ def method_correlations(grid: pd.DataFrame) -> pd.DataFrame:
     return wide.corr(method="spearman")
 
 
-def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg):
+def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg,
+                        loaded: Mapping[str, Any] | None = None):
     """App. B.6 (item 5): the published Tables 11-17 re-read, then MUI under every score x threshold in
     the world (``topscore`` at 0.2 and at MUI-Eval's 0.8-0.95), methods equal by construction dropped,
     and Spearman of each remaining method with the selected one."""
@@ -98,7 +103,7 @@ def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg):
                for f in (cfg.grid_topscore_fracs if t == "topscore" else [None])]
     mgrid = method_grid(model_names, tasks, cfg.grid_n_items, cfg.world, cfg.device, methods, cfg.batch_size, cfg.seed,
                         cfg.max_new_tokens, dtype=cfg.dtype, max_batch_tokens=cfg.max_batch_tokens,
-                        prompt_style=cfg.prompt_style)
+                        prompt_style=cfg.prompt_style, loaded=loaded)
     dropped = coincident_methods(mgrid)
     kept = mgrid[~mgrid.method.isin(list(dropped))]
     corr = method_correlations(kept)
