@@ -17,14 +17,14 @@ from kit.subjects import Subject, task_group
 from kit.mui.scores import iter_neuron_scores
 
 
-def key_neuron_ranking(model, items: list, responses: list[str], score: str = "score",
-                       batch_size: int = 32, max_batch_tokens: int | None = None,
-                       **mui_kwargs: Any) -> list[tuple[int, int]]:
-    """Neurons of a task, most important first: (layer, neuron) pairs ordered by how many samples
-    select them as key neurons, then by their contribution summed over all response tokens
-    (Eq. 15 summed over samples), so k may exceed the number of key neurons. Neurons with a
-    non-positive summed contribution that no sample selects are left out. ``max_batch_tokens``:
-    token-budget batches instead of ``batch_size`` rows (:func:`kit.mui.metric.token_budget_chunks`)."""
+def key_neuron_counts(model, items: list, responses: list[str], score: str = "score",
+                      batch_size: int = 32, max_batch_tokens: int | None = None,
+                      **mui_kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per neuron, ``(counts, total)``, each ``[n_layers, d_mlp]``: how many samples select it as a
+    key neuron (Eq. 5's per-sample sets; ``counts > 0`` is the dataset's key-neuron set), and its
+    contribution summed over all response tokens (Eq. 15 summed over samples).
+    ``max_batch_tokens``: token-budget batches instead of ``batch_size`` rows
+    (:func:`kit.mui.metric.token_budget_chunks`)."""
     tokens, mask = mui.item_tokens(model, items, responses)
     res = mui.utilization(model, tokens, mask, score=score, batch_size=batch_size, per_sample=True,
                           max_batch_tokens=max_batch_tokens, **mui_kwargs)
@@ -38,11 +38,30 @@ def key_neuron_ranking(model, items: list, responses: list[str], score: str = "s
         for piece in iter_neuron_scores(model, chunk, score=score.split("_")[0], batch_size=step):
             s = piece.scores.float().cpu() * pos[piece.rows, :, None]
             total[piece.layer] += s.sum(dim=(0, 1))
+    return counts, total
+
+
+def rank_neurons(counts: torch.Tensor, total: torch.Tensor) -> list[tuple[int, int]]:
+    """(layer, neuron) pairs, most important first: by ``counts`` then ``total`` (both
+    ``[n_layers, d_mlp]``, :func:`key_neuron_counts`), then by index; neurons with count 0 and a
+    non-positive total are left out."""
     d = counts.shape[1]
     flat_c, flat_t = counts.flatten().numpy(), total.flatten().numpy()
     keep = np.flatnonzero((flat_c > 0) | (flat_t > 0))
     order = sorted(keep.tolist(), key=lambda i: (-flat_c[i], -flat_t[i], i))
     return [(i // d, i % d) for i in order]
+
+
+def key_neuron_ranking(model, items: list, responses: list[str], score: str = "score",
+                       batch_size: int = 32, max_batch_tokens: int | None = None,
+                       **mui_kwargs: Any) -> list[tuple[int, int]]:
+    """Neurons of a task, most important first: (layer, neuron) pairs ordered by how many samples
+    select them as key neurons, then by their contribution summed over all response tokens
+    (Eq. 15 summed over samples), so k may exceed the number of key neurons. Neurons with a
+    non-positive summed contribution that no sample selects are left out. ``max_batch_tokens``:
+    token-budget batches instead of ``batch_size`` rows (:func:`kit.mui.metric.token_budget_chunks`)."""
+    return rank_neurons(*key_neuron_counts(model, items, responses, score, batch_size, max_batch_tokens,
+                                           **mui_kwargs))
 
 
 def masking_curve(subject: Subject, ranking: list[tuple[int, int]], eval_sets: dict[str, list], ks: Sequence[int],
@@ -110,8 +129,9 @@ def masking_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
     task_a, task_b = masking_tasks(tasks, cfg.masking_task_a, cfg.masking_task_b)
     items_a = subject.items(task_a, "test", cfg.masking_n_items, cfg.seed)
     resp_a = subject.respond(task_a, items_a, cfg.max_new_tokens)
-    ranking = key_neuron_ranking(model, items_a, resp_a, **mui_kw)
-    n_key_a = mui.utilization_for_items(model, items_a, resp_a, **mui_kw).mask.sum().item()
+    counts, total = key_neuron_counts(model, items_a, resp_a, **mui_kw)
+    ranking = rank_neurons(counts, total)
+    n_key_a = int((counts > 0).sum())  # the dataset's key neurons: the union of the samples' sets
     n = cfg.masking_n_items
     eval_sets = {t: subject.fresh_items(t, n, cfg.seed + 1) or subject.items(t, "test", n, cfg.seed + 1, skip=n)
                  for t in (task_a, task_b)}

@@ -25,3 +25,15 @@ def test_newcombe_interval_of_a_difference_of_accuracies():
 
     d, lo, hi = newcombe_diff(56, 70, 48, 80)
     assert abs(d - 0.2) < 1e-12 and abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
+
+
+def test_rank_neurons_by_count_then_total_then_index():
+    import torch
+
+    # 2 layers x 3 neurons: counts rank first, the summed contribution breaks ties, then the index;
+    # (1, 2) has count 0 and total <= 0: not a candidate at all
+    counts = torch.tensor([[2.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    total = torch.tensor([[0.5, 3.0, 0.1], [0.9, 0.0, -1.0]])
+    assert masking.rank_neurons(counts, total) == [(0, 0), (1, 0), (0, 2), (0, 1)]
+    # the dataset's key neurons are those with a positive count (the union of the samples' sets)
+    assert int((counts > 0).sum()) == 3
