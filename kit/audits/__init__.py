@@ -11,7 +11,9 @@ One module per metric family, each metric a function returning an :class:`AuditR
 
 ``REGISTRY`` maps each metric id of the seed's summary table to its function. Around them:
 ``kit.audits.activations`` (token-level activations at TransformerLens hooks), ``kit.audits.suite``
-(notebook 06's steps on the tiny world or GPT-2), ``kit.audits.plots`` (its figures) and
+(notebook 06's steps on the tiny world, a real model or GPT-2), ``kit.audits.real_saes`` (SAEs
+trained on a real model's own activations, cached by content), ``kit.audits.sources`` (prompt
+sources), ``kit.audits.plots`` (its figures) and
 ``kit.audits.bench`` (``python -m kit bench audits``).
 """
 

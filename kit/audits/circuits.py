@@ -19,8 +19,12 @@ MLPs are never ablated (as in Wang et al.): they belong to every circuit.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -31,6 +35,7 @@ from tqdm.auto import tqdm
 
 from .activations import tokenize
 from .result import AuditInputs, AuditResult
+from kit.core.paths import atomic_write_bytes, cache_dir
 from kit.models import tl
 
 Head = tuple[int, int]
@@ -176,13 +181,58 @@ def all_heads(model) -> list[Head]:
     return [(L, H) for L in range(model.cfg.n_layers) for H in range(model.cfg.n_heads)]
 
 
-def head_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False) -> Float[Tensor, "n_layers n_heads"]:
-    """Activation patching per head: ``m(N) - m(N with h mean-ablated)`` (mean logit diff)."""
-    full = run_heads(model, batch, means).mean()
-    out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
-    for L, H in tqdm(all_heads(model), desc="head patching", disable=not progress):
-        out[L, H] = full - run_heads(model, batch, means, ablate=[(L, H)]).mean()
+def head_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
+                layers: Iterable[int] | None = None) -> Float[Tensor, "n_layers n_heads"]:
+    """Activation patching per head: ``m(N) - m(N with h mean-ablated)`` (mean logit diff); one
+    forward pass per head. ``layers``: score only the heads of these layers (a cost cap; the others
+    get 0, so they are never chosen); None: every layer.
+
+    Cached by content (the model's identity, the batch's tokens and names, the means, ``layers``)
+    in memory and under ``cache_dir()/audits/head-scores/``, so a rerun (or the notebook's example
+    cell followed by discovery) patches the heads once: 270 passes on SmolLM2."""
+    layers = sorted(set(range(model.cfg.n_layers) if layers is None else map(int, layers)))
+    bad = [L for L in layers if not 0 <= L < model.cfg.n_layers]
+    if bad:
+        raise ValueError(f"circuit_layers: {bad} outside 0..{model.cfg.n_layers - 1}")
+    path = _scores_path(model, batch, means, layers)
+    if path is not None and path in _SCORES:
+        return _SCORES[path].clone()
+    if path is not None and path.is_file():
+        out = torch.load(path)
+    else:
+        full = run_heads(model, batch, means).mean()
+        out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+        heads = [(L, H) for L, H in all_heads(model) if L in layers]
+        for L, H in tqdm(heads, desc="head patching", disable=not progress):
+            out[L, H] = full - run_heads(model, batch, means, ablate=[(L, H)]).mean()
+        if path is not None:
+            buf = BytesIO()
+            torch.save(out, buf)
+            atomic_write_bytes(path, buf.getvalue())
+    if path is not None:
+        _SCORES[path] = out.clone()
     return out
+
+
+_SCORES: dict[Path, Tensor] = {}
+
+
+def _scores_path(model, batch: IOIBatch, means: Tensor, layers: list[int]) -> Path | None:
+    """Where :func:`head_scores` keeps its result: for a model loaded from a directory (a real or
+    hub model, by its files' content); None otherwise (world members are fast to patch: not cached)."""
+    from kit.models.identity import path_identity
+
+    if not getattr(model, "kit_path", None):
+        return None
+    ident = path_identity(model.kit_path)
+    h = hashlib.sha256(json.dumps([SCORES_VERSION, ident, layers]).encode())
+    for t in (batch.tokens, batch.last, batch.io, batch.s, means):
+        h.update(np.ascontiguousarray(t.detach().cpu().numpy()).tobytes())
+    return cache_dir() / "audits" / "head-scores" / f"{h.hexdigest()[:24]}.pt"
+
+
+SCORES_VERSION = 1
+"""Part of the head-score cache key: bump when the patching changes."""
 
 
 @dataclass(frozen=True)
@@ -352,9 +402,10 @@ def select_heads(scores: Float[Tensor, "n_layers n_heads"], frac: float = 0.2, m
 
 def discover_circuit(model, batch: IOIBatch, means: Tensor, frac: float = 0.2, max_heads: int = 12,
                      fixed: list[Head] | None = None, with_edges: bool = True,
-                     progress: bool = False) -> Circuit:
-    """Head patching -> circuit heads; edge patching -> ranked edges (for the MIB curve)."""
-    scores = head_scores(model, batch, means, progress=progress)
+                     progress: bool = False, layers: Iterable[int] | None = None) -> Circuit:
+    """Head patching -> circuit heads; edge patching -> ranked edges (for the MIB curve).
+    ``layers``: heads of these layers only (:func:`head_scores`)."""
+    scores = head_scores(model, batch, means, progress=progress, layers=layers)
     edges = edge_scores(model, batch, means, progress=progress) if with_edges else []
     return Circuit(select_heads(scores, frac, max_heads, fixed), scores, edges)
 

@@ -1,6 +1,10 @@
-"""Prompt sources of notebook 06: world tasks (offline) or Hugging Face datasets (network).
+"""Prompt sources of notebook 06: world tasks, the shipped benchmarks (offline) or Hugging Face
+datasets (network).
 
-A source is a world task name (``facts``) or ``hf:<dataset>[@<config>]:<split>:<column>``
+A source is a world task name (``facts``), a shipped benchmark's name (its test prompts from the data
+directory, :func:`kit.data.benchmarks.load_benchmark`'s names: ``asdiv``, ``bbh/navigate``; the
+``real`` profile's real text, offline; the names every config's task fields accept) or
+``hf:<dataset>[@<config>]:<split>:<column>``
 (``hf:walledai/AdvBench:train:prompt``). ``<dataset>`` is a hub id (network) or a local directory of
 data files (``./...``, ``../...`` or ``/...``; relative to the repository root), which
 ``datasets.load_dataset`` reads the same way offline: the ``dryrun`` profile's small fixtures
@@ -19,24 +23,35 @@ _HF = re.compile(r"^hf:(?P<path>[\w.\-]+(?:/[\w.\-]+)?|\.{0,2}/[\w.\-/]+?)(?:@(?
 @dataclass(frozen=True)
 class Source:
     kind: str
-    """``task`` or ``hf``."""
+    """``task``, ``bench`` or ``hf``."""
     name: str
-    """World task name, or the dataset path."""
+    """World task name, benchmark name, or the dataset path."""
     config: str | None = None
     split: str = "test"
     column: str = ""
 
 
 def parse_source(spec: str, field: str = "source") -> Source:
-    """A world task name or an ``hf:`` spec; anything else fails naming ``field`` and the forms allowed."""
+    """A world task name, a benchmark name or an ``hf:`` spec; anything else fails naming ``field``
+    and the forms allowed."""
     from kit.world.tasks import TASKS
 
     if spec in TASKS:
         return Source("task", spec)
+    if not spec.startswith("hf:"):
+        from kit.data.benchmarks import HUB_ONLY, SPLITS, _parse_name
+
+        try:
+            family, _ = _parse_name(spec)
+        except ValueError:
+            family = None
+        if family is not None and family != "tiny" and family not in HUB_ONLY and "test" in SPLITS[family]:
+            return Source("bench", spec)
     m = _HF.match(spec)
     if spec.startswith("hf:") and m:
         return Source("hf", m["path"], m["name"], m["split"], m["column"])
-    raise ValueError(f"{field}: {spec!r} is neither a world task ({', '.join(TASKS)}) nor "
+    raise ValueError(f"{field}: {spec!r} is neither a world task ({', '.join(TASKS)}), nor a shipped "
+                     "benchmark with a test split (asdiv, bbh/<task>, ...) nor "
                      "'hf:<dataset>[@<config>]:<split>:<column>' (<dataset>: a hub id or a ./local/dir)")
 
 
@@ -67,6 +82,11 @@ def source_prompts(spec: str, n: int, max_chars: int = 400, seed: int = 0, field
         from kit.world.tasks import get_task
 
         return [it.prompt for it in get_task(src.name).items("test", n)]
+    if src.kind == "bench":
+        from kit.data.benchmarks import load_benchmark
+
+        return [_cut(" ".join(it.prompt.split()), max_chars)
+                for it in load_benchmark(src.name, "test", limit=n)]
     from kit.models.hub import hf_dataset
 
     ds = hf_dataset(dataset_path(src, field), src.config, split=src.split)
@@ -76,12 +96,17 @@ def source_prompts(spec: str, n: int, max_chars: int = 400, seed: int = 0, field
     for text in ds[src.column]:
         text = " ".join(str(text or "").split())
         if text:
-            out.append(text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0])
+            out.append(_cut(text, max_chars))
         if len(out) == n:
             break
     if len(out) < 2:
         raise ValueError(f"{field}: {spec!r} gave {len(out)} non-empty texts; need >= 2")
     return out
+
+
+def _cut(text: str, max_chars: int) -> str:
+    """``text`` cut to at most ``max_chars`` characters, at a word boundary."""
+    return text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0]
 
 
 def regroup_names(items, groups: dict[str, list[str]], model, seed: int = 0):

@@ -1,8 +1,10 @@
 """Notebook 06's steps: load what a config names and run each metric family on it.
 
 Each step returns ``AuditResult``s plus whatever its figures need, so the notebook stays a
-sequence of calls. Works for the tiny world (``zoo/...`` + ``zoo-sae/...``) and for the paper
-profile (``gpt2`` + ``gpt2-small-res-jb/...`` SAEs, Wang et al.'s heads).
+sequence of calls. Works for the tiny world (``zoo/...`` + ``zoo-sae/...``), for the real profiles
+(``real/smollm2-135m-instruct`` + ``real-sae/...`` SAEs trained here on its own activations,
+:mod:`kit.audits.real_saes`) and for the paper profile (``gpt2`` + ``gpt2-small-res-jb/...`` SAEs,
+Wang et al.'s heads).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from . import circuits
@@ -295,7 +298,8 @@ def circuit_context(model, items, cfg, fixed_heads: list[circuits.Head] | None =
     means = circuits.head_means(model, discovery)
     with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost)
     circuit = circuits.discover_circuit(model, discovery, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
-                                        fixed=fixed_heads, with_edges=with_edges, progress=progress)
+                                        fixed=fixed_heads, with_edges=with_edges, progress=progress,
+                                        layers=cfg.circuit_layers)
     return CircuitContext(batch, means, circuit, psychophysics.circuit_logit_diffs(model, batch, means, circuit.heads),
                           discovery)
 
@@ -310,7 +314,8 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
         mib, curve = circuits.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds,
                                         inputs=inp, null_seeds=null_seeds)
     else:
-        mib, curve = mib_not_run(cfg.edge_plan().reason, inp), None
+        mib, curve = not_run("MIB", "MIB faithfulness curve", cfg.not_testable()["MIB"],
+                             "CPR > 0.5 (needs the scored edges of the head graph)", inp), None
     ex1 = psychophysics.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
     ex2 = psychophysics.dif_audit(cc.lds["circuit_only"].numpy(), cc.batch.groups, inputs=inp,
                       full_model_values=cc.lds["full"].numpy(), n_null=cfg.n_null_draws, seed=cfg.seed)
@@ -329,13 +334,25 @@ def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple
     return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11, "signal": signal, "scope": scope}
 
 
-def mib_not_run(reason: str, inputs: AuditInputs) -> AuditResult:
-    """MIB's result when circuit discovery scored no edges: no value, marked report-only, with the
-    reason (``values['not_run']``, read by the claims as why MIB is not testable)."""
-    return AuditResult(metric="MIB", name="MIB faithfulness curve", value=None,
-                       values={"not_run": f"edge patching was not run: {reason}", "cmd": None},
-                       pass_condition="CPR > 0.5 (needs the scored edges of the head graph)",
-                       passed=False, diagnostic=True, inputs=inputs, notes=f"not run: {reason}")
+def not_run(metric: str, name: str, reason: str, pass_condition: str,
+            inputs: AuditInputs) -> AuditResult:
+    """The result of an audit the config cannot run (:meth:`Config.not_testable`: MIB without
+    edge patching, M14 without a safety contrast): no value, report-only, with the reason
+    (``values['not_run']``, read by the claims as why it is not testable)."""
+    return AuditResult(metric=metric, name=name, value=None, values={"not_run": reason, "cmd": None},
+                       pass_condition=pass_condition, passed=False, diagnostic=True, inputs=inputs,
+                       notes=f"not run: {reason}")
+
+
+def testability(cfg) -> pd.DataFrame:
+    """One row per audit of seed 003: ``metric``, ``testable`` and the ``cause`` when it is not,
+    from :meth:`Config.not_testable` (the same causes the claims print)."""
+    from .claims import DIRECTION
+
+    causes = cfg.not_testable()
+    metrics = [*DIRECTION, "EX24"]
+    return pd.DataFrame({"metric": metrics, "testable": [m not in causes for m in metrics],
+                         "cause": [causes.get(m, "") for m in metrics]})
 
 
 # ------------------------------------------------------------------ stability / safety
@@ -413,6 +430,9 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
     paper profile; offline, two world tasks stand in (no safety data exists in the tiny world)."""
     from .sources import source_prompts
 
+    if cfg.safety_tasks is None:
+        return not_run("M14", "Safety SVE", cfg.not_testable()["M14"],
+                       "SVE < 2.0 (needs harmful vs harmless prompts)", AuditInputs(model=model_name))
     hooks = [f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)]
     a, b = cfg.safety_tasks
     pa, pb = (source_prompts(t, cfg.n_prompts_per_task, cfg.hf_max_chars, field="safety_tasks") for t in (a, b))
@@ -422,9 +442,12 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
                                            n=len(pa) + len(pb), seeds=[cfg.seed]))
 
 
-def load_saes(cfg) -> tuple[dict[str, str], dict[str, Any]]:
-    """The four SAE roles named by ``cfg`` (or chosen among the world's SAEs), loaded."""
+def load_saes(cfg, model=None) -> tuple[dict[str, str], dict[str, Any]]:
+    """The four SAE roles named by ``cfg`` (or chosen among the world's SAEs), loaded;
+    ``real-sae/...`` names are trained on ``model`` (the loaded ``cfg.model``) on first use."""
     import kit
+
+    from .real_saes import is_real_sae, load_real_sae
 
     available: list[str] = []
     if cfg.model.startswith("zoo/"):
@@ -435,7 +458,13 @@ def load_saes(cfg) -> tuple[dict[str, str], dict[str, Any]]:
     loaded: dict[str, Any] = {}
     saes = {}
     for role, name in names.items():
-        if name not in loaded:
+        if name in loaded:
+            pass
+        elif is_real_sae(name):
+            if model is None:
+                raise ValueError(f"{name} is trained on the audited model: pass it (load_saes(cfg, model))")
+            loaded[name] = load_real_sae(name, model, device=cfg.device)
+        else:
             loaded[name] = kit.load_sae(name, device=cfg.device, world=cfg.world)
         saes[role] = loaded[name]
     return names, saes

@@ -10,7 +10,8 @@ from kit.core.params import BaseConfig, Fraction, Positive, distinct
 
 class Config(BaseConfig):
     model: str = "zoo/base-m"
-    """Model audited (a zoo name, or ``gpt2`` in the paper profile)."""
+    """Model audited (a zoo name, ``real/smollm2-135m-instruct`` in the real profiles, or ``gpt2``
+    in the paper profile)."""
     sae_arch_a: str | None = None
     """First SAE of M07 (and the SAE of M08, M10, M12, EX24, EX34); ``None``: chosen from the world's SAEs."""
     sae_arch_b: str | None = None
@@ -22,7 +23,8 @@ class Config(BaseConfig):
     hook: str | None = None
     """Hook the SAEs read (``blocks.{L}.hook_resid_post``...); ``None``: the SAE's own metadata."""
     sae_tasks: list[str] = Field(default_factory=lambda: ["add", "code", "facts", "boolean", "dyck", "sort", "count", "ioi"], min_length=2)
-    """Prompt sources of the SAE audits and M13 (token-level activations): world task names, or
+    """Prompt sources of the SAE audits and M13 (token-level activations): world task names,
+    shipped benchmark names (their test prompts, offline: ``asdiv``, ``bbh/web_of_lies``), or
     ``hf:<dataset>[@<config>]:<split>:<column>`` Hugging Face datasets (network; e.g.
     ``hf:NeelNanda/pile-10k:train:text`` for M13's diverse text); ``<dataset>`` may be a local
     directory of data files (``./tests/fixtures/hf/pile-mini``, read offline)."""
@@ -81,6 +83,9 @@ class Config(BaseConfig):
     """Discovery: keep heads whose patching score is at least this fraction of the best."""
     max_circuit_heads: int = Field(8, ge=1, le=200)
     """Discovery: at most this many heads."""
+    circuit_layers: list[int] | None = None
+    """Discovery: patch only the heads of these layers (one forward pass per head: a cost cap, used
+    by ``realsmoke``); ``None``: every layer (270 heads on SmolLM2)."""
     circuit_edges: Literal["auto", "on", "off"] = "auto"
     """Score every edge of the head graph by patching (what MIB's faithfulness curve ranks; one
     forward pass over the IOI batch per edge: 35,776 edges for 30 layers x 9 heads): ``on``, ``off``
@@ -130,9 +135,10 @@ class Config(BaseConfig):
     """EX25: tasks of the MUI pipeline audit (>= 3, so rank coherence is defined)."""
     ex25_items: int = Field(40, ge=4, le=2000)
     """EX25: items per task in the MUI pipeline audit."""
-    safety_tasks: tuple[str, str] = ("facts", "code")
-    """M14: (positive, contrast) prompt sources (world tasks or ``hf:`` specs, e.g. harmful vs
-    harmless instructions); the tiny world has no safety data, two tasks stand in."""
+    safety_tasks: tuple[str, str] | None = ("facts", "code")
+    """M14: (positive, contrast) prompt sources (world tasks, benchmark names or ``hf:`` specs, e.g.
+    harmful vs harmless instructions); the tiny world has no safety data, two tasks stand in.
+    ``None``: M14 is not run and its claim says not testable (no safety contrast offline)."""
     sve_stability_runs: int = Field(5, ge=2, le=100)
     """M14: prompt-subset reruns for the stability score."""
 
@@ -143,7 +149,7 @@ class Config(BaseConfig):
         from kit.audits.sources import dataset_path, parse_source
 
         for name in ["probe_tasks", "safety_tasks", "sae_tasks"]:
-            for t in getattr(self, name):
+            for t in getattr(self, name) or ():
                 dataset_path(parse_source(t, field=name), field=name)  # a local directory must exist
         bad = [t for t in self.ex25_tasks if t not in TASKS]
         if bad:
@@ -162,8 +168,8 @@ class Config(BaseConfig):
         if 1.0 not in self.weber_scales:
             raise ValueError(f"weber_scales must include 1.0 (the baseline), got {self.weber_scales}")
         for field in ("sae_tasks", "ex25_tasks", "mib_thresholds", "weber_scales",
-                      "weber_baselines"):
-            distinct(field, getattr(self, field))
+                      "weber_baselines", "circuit_layers"):
+            distinct(field, getattr(self, field) or [])
         return self
 
     def requirements(self) -> list[str]:
@@ -171,10 +177,32 @@ class Config(BaseConfig):
         patching within its budget when forced on (issue 34, item 5)."""
         errors = [e for e in (self._check_saes(), self._check_names()) if e]
         plan = self.edge_plan()
+        if self.circuit_layers is not None:
+            from kit.audits.cost import model_shape
+
+            shape = model_shape(self.circuit_model_name(), self.world)
+            bad = [L for L in self.circuit_layers if L < 0 or (shape and L >= shape.n_layers)]
+            if bad or not self.circuit_layers:
+                allowed = f"0..{shape.n_layers - 1}" if shape else ">= 0"
+                errors.append(f"field 'circuit_layers': {bad or 'empty'} not layers of "
+                              f"{self.circuit_model_name()}; allowed values: {allowed}, or null (all)")
         if self.circuit_edges == "on" and not plan.on:
             errors.append(f"field 'circuit_edges': 'on' but {plan.reason}; raise edge_budget_s to "
                           "run them, or set circuit_edges: auto or off")
         return errors
+
+    def not_testable(self) -> dict[str, str]:
+        """The audits this config cannot run, each with its cause, computed from the fields (what
+        the notebook prints and the claims say): M14 without a safety contrast, MIB without edge
+        patching (:meth:`edge_plan`)."""
+        out = {}
+        if self.safety_tasks is None:
+            out["M14"] = ("no harmful vs harmless instruction set offline (safety_tasks is unset; the "
+                          "paper profile reads AdvBench vs Alpaca from the hub)")
+        plan = self.edge_plan()
+        if not plan.on:
+            out["MIB"] = f"edge patching was not run: {plan.reason}"
+        return out
 
     def circuit_model_name(self) -> str:
         return self.circuit_model or self.model
@@ -193,6 +221,8 @@ class Config(BaseConfig):
         roles = {"sae_arch_a": self.sae_arch_a, "sae_arch_b": self.sae_arch_b,
                  "sae_small": self.sae_small, "sae_large": self.sae_large}
         for field, name in roles.items():
+            if (why := _check_real_sae(field, name, self.world)):
+                return why
             owner = _sae_owner(name)
             if owner is not None and owner != self.model.split("@")[0]:
                 return (f"field {field!r}: {name!r} is an SAE of {owner}, not of "
@@ -236,10 +266,30 @@ class Config(BaseConfig):
 def _sae_owner(name: str | None) -> str | None:
     """The model an SAE name says it was trained on (``zoo-sae/base-m/...`` -> ``zoo/base-m``,
     ``twin-sae/gpt2/...`` -> ``twin/gpt2``); None when the name does not say (hub releases)."""
-    for prefix, model in (("zoo-sae/", "zoo/"), ("twin-sae/", "twin/")):
+    for prefix, model in (("zoo-sae/", "zoo/"), ("twin-sae/", "twin/"), ("real-sae/", "real/")):
         if name is not None and name.startswith(prefix):
             return model + name.removeprefix(prefix).split("/")[0]
     return None
+
+
+def _check_real_sae(field: str, name: str | None, world: str) -> str:
+    """A ``real-sae/...`` name that parses and whose layer exists in its model (read from the
+    model's config, without weights); "" when fine or not such a name."""
+    from kit.audits.real_saes import RealSAESpec, is_real_sae
+
+    if not is_real_sae(name):
+        return ""
+    try:
+        spec = RealSAESpec.from_name(name)
+    except ValueError as e:
+        return f"field {field!r}: {e}"
+    from kit.audits.cost import model_shape
+
+    shape = model_shape(spec.model_name, world)
+    if shape is not None and spec.layer >= shape.n_layers:
+        return (f"field {field!r}: {name!r} reads layer {spec.layer}; {spec.model_name} has layers "
+                f"0..{shape.n_layers - 1}")
+    return ""
 
 
 @dataclass(frozen=True)

@@ -70,9 +70,17 @@ def findings(summary: dict[str, float], n_patched: int, total_neurons: int,
 def transfer_finetune(like: str, task: str, world: str | None = None):
     """Table 4's models: zoo fine-tune ``like``'s recipe (a contaminated one: same split, copies,
     data mix, learning rate, full or sparse) with ``task``'s items injected in place of the
-    world's contaminated task. The world only contaminates ``CONTAMINATED_TASK``; these are
-    trained on first use and cached (:func:`kit.world.zoo.extra_finetune`), deterministically.
+    world's contaminated task (:func:`transfer_spec`). The world only contaminates
+    ``CONTAMINATED_TASK``; these are trained on first use and cached
+    (:func:`kit.world.zoo.extra_finetune`), deterministically.
     """
+    from kit.world import zoo
+
+    return zoo.extra_finetune(transfer_spec(like, task, world), world)
+
+
+def transfer_spec(like: str, task: str, world: str | None = None):
+    """The recipe (``FinetuneSpec``) of :func:`transfer_finetune`'s model."""
     from dataclasses import replace
 
     from kit.shortcut import variants
@@ -86,8 +94,7 @@ def transfer_finetune(like: str, task: str, world: str | None = None):
                          f"allowed values: {', '.join(recipes)} (or extra/ names of them)")
     _, split, copies = t.inject
     suffix = zoo.SPARSE_SUFFIX if t.plastic else ""
-    f = replace(t, name=f"{t.parent}+{task}-{split}-x{copies}{suffix}", inject=(task, split, copies))
-    return zoo.extra_finetune(f, spec.name)
+    return replace(t, name=f"{t.parent}+{task}-{split}-x{copies}{suffix}", inject=(task, split, copies))
 
 
 def transfer_models(s: "Setup", cfg, task: str | None = None) -> "ModelPool":

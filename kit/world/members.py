@@ -13,6 +13,7 @@ import random
 import warnings
 from contextlib import contextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Iterator
 
 import torch
@@ -268,6 +269,12 @@ def changed_neurons(member: str, world: str | WorldSpec | None = None,
     return [tuple(map(int, ix)) for ix in torch.nonzero(mask).tolist()]
 
 
+def extra_path(f: FinetuneSpec, world: str | WorldSpec | None = None) -> Path:
+    """Where extra fine-tune ``f`` of ``world`` is cached: ``world_dir()/extra/<name>-<key>.pt``."""
+    spec = world_spec(world)
+    return world_dir(spec) / "extra" / f"{_safe(f.name)}-{finetune_key(spec, f)}.pt"
+
+
 def extra_finetune(f: FinetuneSpec, world: str | WorldSpec | None = None):
     """A fine-tune that is not a zoo member (e.g. notebook 03's second contaminated task),
     trained with :func:`finetune` on first use (in the pinned environment, like the world) and
@@ -276,7 +283,7 @@ def extra_finetune(f: FinetuneSpec, world: str | WorldSpec | None = None):
     retrained, with a warning naming it."""
     spec = world_spec(world)
     check_after(f)
-    path = world_dir(spec) / "extra" / f"{_safe(f.name)}-{finetune_key(spec, f)}.pt"
+    path = extra_path(f, spec)
     what = f"extra fine-tune {f.name!r}"
     if path.is_file():
         try:
