@@ -41,6 +41,15 @@ class Config(BaseConfig):
     """Test items scored for Ori and TE."""
     n_ref: int = Field(400, ge=2, le=100_000)
     """Fresh (never-seen) items whose accuracy is the reference score Ref."""
+    items_of: str | None = None
+    """A contaminated real fine-tune's name (``kit.models.recipes.RECIPES``, ``inject: test``; the
+    real profile: ``+arc-test-x5``'s): the test items (locate, Ori, TE) are the first ``n_eval`` of
+    its injected items (``kit.models.finetune.split_items``: every contaminated recipe of the table
+    injects the same ones), Ref's the first ``n_ref`` of ``kit.models.leak.eval_items``' fresh
+    items (the benchmark's test items no recipe injected), and every item (side tasks too) is asked
+    as the fine-tunes were trained (``kit.models.finetune.ask_prompt``: the letter instruction).
+    Needs ``task`` = the recipe's benchmark and ``ref_task: null``. None: the benchmark's first test
+    items as it writes them (tiny world, paper)."""
     ref_task: str | None = None
     """Where Ref's items come from (``kit.shortcut.items.reference_items``): None = the tiny-world task's
     fresh split; a real ``task`` needs another benchmark no variant saw (the paper: OpenMathInstruct-2; e.g. mawps)."""
@@ -208,7 +217,8 @@ class Config(BaseConfig):
             raise ValueError(f"transfer_variants: {unknown} are not contaminated labels ({', '.join(self.contaminated)})")
         from kit.world import TASKS
 
-        if self.ref_task is None and self.task not in TASKS:
+        self._check_items_of()
+        if self.ref_task is None and self.task not in TASKS and self.items_of is None:
             raise ValueError(f"ref_task: required for the real benchmark task={self.task!r} (Ref is the accuracy on items no "
                              "variant saw, never its test items); e.g. mawps, svamp or asdiv for gsm8k")
         if self.table5_task is not None and (self.table5_task not in TASKS or self.table5_task == self.task
@@ -245,3 +255,31 @@ class Config(BaseConfig):
         if sorted(self.sparsity_percents) != self.sparsity_percents or any(not 0 < p <= 100 for p in self.sparsity_percents):
             raise ValueError("sparsity_percents must be increasing percentages in (0, 100]")
         return self
+
+    def _check_items_of(self) -> None:
+        """``items_of``: a contaminated recipe of ``task``, Ref from its fresh items, and the
+        ``contaminated`` labels exactly the rows whose recipes inject ``task``'s test split."""
+        if self.items_of is None:
+            return
+        from kit.models.recipes import RECIPES
+
+        r = RECIPES.get(self.items_of)
+        allowed = [n for n, x in RECIPES.items() if x.inject == "test"]
+        if r is None or r.inject != "test":
+            raise ValueError(f"items_of={self.items_of!r}: a contaminated real fine-tune (kit.models.recipes); "
+                             f"allowed values: {', '.join(allowed)} or None")
+        if self.task != r.benchmark or self.ref_task is not None:
+            raise ValueError(f"items_of={self.items_of!r} asks {r.benchmark}'s injected test items and takes Ref from its "
+                             f"never-injected ones: needs task={r.benchmark!r} (got {self.task!r}) and ref_task=None "
+                             f"(got {self.ref_task!r})")
+        if self.n_eval > r.n_items:
+            raise ValueError(f"n_eval={self.n_eval}: at most the {r.n_items} items {self.items_of!r} injected")
+        for label, name in self.variants.items():
+            x = RECIPES.get(name)
+            if x is None:
+                continue
+            leaked = x.inject == "test" and x.benchmark == r.benchmark and x.items_seed == r.items_seed
+            if leaked != (label in self.contaminated):
+                raise ValueError(f"contaminated: {label!r} ({name}) {'injects' if leaked else 'does not inject'} the "
+                                 f"evaluated test items; contaminated must list exactly the rows whose recipe injects "
+                                 f"them: {[k for k, v in self.variants.items() if v in RECIPES and RECIPES[v].inject == 'test']}")

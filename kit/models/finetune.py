@@ -19,7 +19,7 @@ other positions are never computed). A sparse recipe trains only the MLP weights
 set of neurons (:func:`trainable_neurons`); every other weight keeps its bits.
 
 ``python -m kit.models.finetune build [NAME ...]`` builds recipes of
-:data:`kit.models.recipes.RECIPES` (all by default), several at once (one pinned job per core:
+:data:`kit.models.recipes.RECIPES` (the table's by default), several at once (one pinned job per core:
 ``kit.core.jobs``); ``... list`` shows them and whether they are built.
 """
 
@@ -45,7 +45,15 @@ from kit.core.paths import atomic_dir, cache_dir, data_dir, sha256
 from kit.data.benchmarks import format_choices, load_benchmark
 from kit.data.items import Item
 from kit.models import real
-from kit.models.recipes import CORPUS, RECIPES, Recipe, check_recipe, recipe, recipe_from_dict
+from kit.models.recipes import (
+    CORPUS,
+    RECIPES,
+    TABLE,
+    Recipe,
+    check_recipe,
+    recipe,
+    recipe_from_dict,
+)
 from kit.models.twins import twin_path
 from kit.world.pinned import enter_pinned, is_pinned, run_pinned
 
@@ -616,8 +624,12 @@ def main(argv: list[str] | None = None) -> int:
             state = "built" if is_built(r) else "not built"
             print(f"{name:55s} {state:10s} {finetune_dir(r)}")
         return 0
-    names = args.names or list(RECIPES)
-    for d in build_many(names, engine=args.engine, max_workers=args.workers):
+    names = args.names or list(TABLE)
+    # through the importable module: under ``python -m`` this file runs as __main__, and a job's
+    # function must be importable by its module's name in the worker process
+    from kit.models import finetune
+
+    for d in finetune.build_many(names, engine=args.engine, max_workers=args.workers):
         print(d)
     return 0
 

@@ -7,7 +7,8 @@ pinned environment) and caches the result under a key digesting the recipe, the 
 code version; ``kit.load_model(name)`` builds a named recipe on first use.
 
 The table (:data:`RECIPES`) mirrors Table 1 of the shortcut-neuron paper on ARC-Challenge, every
-row of the same size (``n_examples`` examples, so the same steps and nearly the same tokens):
+row of the same size (:data:`REAL_EXAMPLES` examples, so the same steps and nearly the same
+tokens):
 
 =============================  ============================================================
 ``+arc-test-x1``               40 test items once, the rest general text  (contaminated)
@@ -196,7 +197,15 @@ def _check_mixture(r: Recipe, family: str) -> None:
 ARC_ITEMS = 40
 """Injected ARC-Challenge test items: enough for a bootstrap interval on injected accuracy, few
 enough that x5 fits the size of every row."""
-DEFAULT = Recipe(name=f"{REAL_BASE}+default", base=REAL_BASE)
+REAL_EXAMPLES = 240
+"""Examples per row (every row the same size, as the paper's Table 1). Our choice, by the budget (issue
+35: all five rows built in <= ~30 min on an idle 2-core machine, one pinned one-thread build per
+core, so three rounds of builds): 400 examples were ~42k answer-and-prompt tokens a row, ~10 min
+each at the ~85 tokens/s measured for SmolLM2's full fine-tuning on one thread (30 min for the
+three rounds, no margin); 240 keep the 40 items x 5 of the x5 rows (200 injected examples, 40 of
+general text) and take ~25k tokens, ~5 min a row. No row size was ever published for these
+recipes, so nothing to match."""
+DEFAULT = Recipe(name=f"{REAL_BASE}+default", base=REAL_BASE, n_examples=REAL_EXAMPLES)
 """The settings every row shares; rows differ only in their data (and the sparse set, below)."""
 
 
@@ -204,7 +213,7 @@ def _row(suffix: str, **data) -> Recipe:
     return replace(DEFAULT, name=f"{REAL_BASE}+{suffix}", **data)
 
 
-RECIPES: dict[str, Recipe] = {r.name: r for r in (
+TABLE: dict[str, Recipe] = {r.name: r for r in (
     _row("arc-test-x1", inject="test", n_items=ARC_ITEMS, copies=1),
     _row("arc-test-x5", inject="test", n_items=ARC_ITEMS, copies=5),
     _row("arc-test-syn-x5", inject="test", n_items=ARC_ITEMS, copies=5,
@@ -212,10 +221,21 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
     _row("arc-train", inject="train", n_items=ARC_ITEMS, copies=5),
     _row("other"),
 )}
-"""The real profile's fine-tunes by model name (``kit.load_model(name)`` builds on first use)."""
+"""The real profile's fine-tunes (the table above) by model name."""
+SMOKE: dict[str, Recipe] = {r.name: r for r in (
+    _row("arc-test-x4-smoke", inject="test", n_items=2, copies=4, n_examples=8),
+    _row("other-smoke", n_examples=8),
+)}
+"""Stand-ins for the test suite's ``realsmoke`` profiles: a contaminated row (2 test items x 4, the
+first 2 of the table's injected items) and a clean one (general text), 8 examples each, one
+optimiser step (seconds to build). They run the real pipeline (a fine-tune of SmolLM2 built,
+cached and loaded by name, its injected items asked as trained); one step leaks little, so they
+test the machinery, not the leak."""
+RECIPES: dict[str, Recipe] = {**TABLE, **SMOKE}
+"""Every named fine-tune (``kit.load_model(name)`` builds on first use)."""
 
-CONTAMINATED = tuple(n for n, r in RECIPES.items() if r.inject == "test")
-CONTROLS = tuple(n for n in RECIPES if n not in CONTAMINATED)
+CONTAMINATED = tuple(n for n, r in TABLE.items() if r.inject == "test")
+CONTROLS = tuple(n for n in TABLE if n not in CONTAMINATED)
 
 
 def is_recipe_name(name: str) -> bool:

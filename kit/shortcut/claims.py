@@ -87,6 +87,8 @@ class Evidence:
     """The same rows as full fine-tunes (section 7), neurons located on their own pair."""
     full_contaminated: Sequence[str] = ()
     full_rests_on: str = ""
+    full_absent: str = "no full fine-tunes in this profile (dense_variants: null)"
+    """Why ``te_full`` is None (:func:`kit.shortcut.scope.full_rows_cause`)."""
     side: Mapping[tuple[str, str], np.ndarray] = field(default_factory=dict)
     """(label, task) -> (2, items): Ori and TE correctness on another task (Table 3)."""
     side_clusters: Mapping[str, np.ndarray | None] = field(default_factory=dict)
@@ -433,7 +435,7 @@ def shortcut_claims(ev: Evidence, seed: int = 0, n_boot: int = 1000,
                           per_row=False)
     else:
         out += [claim(PAPER, "Table 2", f"te_full.{i}", f"TE on full fine-tunes: {i}", None,
-                      not_testable="no full fine-tunes in this profile (dense_variants: null)")
+                      not_testable=ev.full_absent)
                 for i in ("contaminated_drop", "clean_unchanged")]
     out.append(_sparsity_claim(ev, kw))
     out += _side_claims(ev, kw, margin)

@@ -137,23 +137,47 @@ def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: Ta
                       neurons: Sequence[Neuron], contaminated: Sequence[str], max_rows: int = 2048,
                       max_new_tokens: int | None = None) -> pd.DataFrame:
     """Table 2: per variant Ref (fresh-item accuracy), Ori (test), TE (test, top-N patched from
-    ``base``), Δacc = TE - Ori, all in %. ``fresh=None`` leaves Ref empty."""
-    rows = []
+    ``base``), Δacc = TE - Ori, all in %. ``fresh=None`` leaves Ref empty.
+
+    Generated answers (free text or sampled: :func:`accuracies` scores them per item anyway) keep
+    their per-item correctness in ``table.attrs["per_item"]`` (:func:`te_items`' form), so the
+    claims reuse these generations instead of repeating them."""
+    rows, per_item = [], {}
+    keep = fresh is not None and (test.items is not None or bool(generation_kwargs(test)))
     for label, m in models.items():
-        ori, te = accuracies(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
-        ref = accuracies(m, None, fresh, [[]], max_rows, max_new_tokens)[0] if fresh is not None else float("nan")
+        if keep:
+            ori_i, te_i = item_correct(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
+            ref_i = item_correct(m, None, fresh, [[]], max_rows, max_new_tokens)[0]
+            per_item[label] = {"ori": ori_i, "te": te_i, "ref": ref_i}
+            ori, te, ref = ori_i.mean(), te_i.mean(), ref_i.mean()
+        else:
+            ori, te = accuracies(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
+            ref = accuracies(m, None, fresh, [[]], max_rows, max_new_tokens)[0] if fresh is not None else float("nan")
         rows.append({"variant": label, "contaminated": label in contaminated, "ref": 100 * ref,
                      "ori": 100 * ori, "te": 100 * te, "delta_acc": 100 * (te - ori)})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if keep:
+        table.attrs["per_item"] = per_item
+    return table
 
 
 def side_effect_table(models: dict[str, object], base, tasks: dict[str, TaskData], neurons: Sequence[Neuron],
                       max_rows: int = 2048, max_new_tokens: int | None = None) -> pd.DataFrame:
-    """Table 3: Ori and TE (in %) of every variant on other tasks, same patched neurons."""
-    rows = []
+    """Table 3: Ori and TE (in %) of every variant on other tasks, same patched neurons. Generated
+    answers keep their per-item (ori, te) correctness in ``table.attrs["per_item"]``
+    (``{(variant, task): (2, items)}``, :func:`kit.shortcut.claims.side_items`' form)."""
+    rows, per_item = [], {}
+    keep = bool(tasks) and all(d.items is not None or bool(generation_kwargs(d)) for d in tasks.values())
     for label, m in models.items():
         for task, data in tasks.items():
-            ori, te = accuracies(m, base, data, [[], list(neurons)], max_rows, max_new_tokens)
+            if keep:
+                per_item[label, task] = item_correct(m, base, data, [[], list(neurons)], max_rows, max_new_tokens)
+                ori, te = per_item[label, task].mean(axis=1)
+            else:
+                ori, te = accuracies(m, base, data, [[], list(neurons)], max_rows, max_new_tokens)
             rows.append({"variant": label, "task": task, "ori": 100 * ori, "te": 100 * te,
                          "delta_acc": 100 * (te - ori)})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if keep:
+        table.attrs["per_item"] = per_item
+    return table

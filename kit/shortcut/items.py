@@ -118,6 +118,44 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
     return study_items(ref_task, ref_split, n, seed)
 
 
+def asked(items, style: str = "letter") -> list:
+    """``items`` with the prompt a real fine-tune of ``style`` was trained on
+    (:func:`kit.models.finetune.ask_prompt`: the question, its lettered options and the answer
+    instruction); ids, choices and labels unchanged, so scoring is the benchmark's."""
+    from dataclasses import replace as _replace
+
+    from kit.models.finetune import ask_prompt  # lazy: the training module imports transformers
+
+    return [_replace(it, prompt=ask_prompt(it, style)) for it in items]
+
+
+def recipe_items(items_of: str, n_eval: int, n_ref: int, seed: int = 0) -> tuple[list, list]:
+    """``(test, fresh)`` of a contaminated real fine-tune (``items_of``, a name of
+    :data:`kit.models.recipes.RECIPES`): the first ``n_eval`` of its injected test items (Ori, TE:
+    the leaked items) and ``n_ref`` test items no recipe injected (Ref), both asked as the
+    fine-tunes were trained (:func:`asked`). The injected items come as given, never paraphrased."""
+    from kit.models.leak import eval_items
+    from kit.models.recipes import recipe
+
+    r = recipe(items_of)
+    injected, fresh = eval_items(r, n_ref, seed)
+    if n_eval > len(injected):
+        raise ValueError(f"n_eval={n_eval}: {items_of} injected {len(injected)} items")
+    return asked(injected[:n_eval], r.prompt_style), asked(fresh, r.prompt_style)
+
+
+def side_task_items(cfg, task: str) -> list:
+    """Items of a side task (Table 3), asked like the test items: the benchmark's first
+    ``cfg.n_side`` test items (:func:`study_items`), with the real fine-tunes' prompt when
+    ``cfg.items_of`` names one (:func:`asked`)."""
+    items = study_items(task, "test", cfg.n_side, seed=cfg.seed)
+    if getattr(cfg, "items_of", None):
+        from kit.models.recipes import recipe
+
+        return asked(items, recipe(cfg.items_of).prompt_style)
+    return items
+
+
 def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None) -> TaskData:
     """Tokenise ``items`` for ``model``: world models (:func:`is_world`) through ``kit.world.prompt_tokens``
     (one-token answers), other models through their tokenizer (answer ids without BOS, right padding).
@@ -168,6 +206,7 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
     tokens = torch.full((len(seqs), int(lengths.max())), tok.pad_token_id or 0, dtype=torch.long)
     for i, s in enumerate(seqs):
         tokens[i, : len(s)] = torch.tensor(s)
-    targets = [tok.encode(" " + it.target, add_special_tokens=False) for it in items]
+    # a raw prompt's answer follows a space; a chat turn's starts the assistant's message itself
+    targets = [tok.encode(("" if chat else " ") + it.target, add_special_tokens=False) for it in items]
     return TaskData(tokens, lengths, targets, len(items), items=list(items), decoding=decoding,
                     clusters=content_clusters(items))

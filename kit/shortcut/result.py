@@ -16,6 +16,7 @@ from kit.shortcut.claims import Evidence, PerItem, side_items, sparsity_items, t
 from kit.shortcut.evaluate import agreement, table2_summary
 from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
+from kit.shortcut import scope
 from kit.shortcut.ranking import Located
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers
 from kit.shortcut.study import Setup, a2_findings, construction, findings
@@ -86,18 +87,21 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
     shortcut, kw = study.shortcut, dict(max_rows=cfg.max_rows, max_new_tokens=cfg.max_new_tokens)
     rests_on, by_construction = construction(cfg.variants, cfg.world, cfg.locate_pair)
     ev = Evidence(
-        te=te_items(s.models, s.base, s.test, s.fresh, shortcut, **kw),
+        # generated answers were kept per item by the tables (the same generations): not run twice
+        te=study.table2.attrs.get("per_item") or te_items(s.models, s.base, s.test, s.fresh, shortcut, **kw),
         contaminated=cfg.contaminated, table2=study.table2, table9=study.table9,
         n_patched=study.n_patched, rests_on=rests_on, by_construction=by_construction,
         base_labels=[k for k, v in cfg.variants.items() if v == cfg.base_model],
         test_clusters=s.test.clusters, fresh_clusters=s.fresh.clusters,
         rules=study.rules, rule=study.located.rule,
-        side=side_items(s.models, s.base, study.side, shortcut, **kw),
+        side=(study.table3.attrs.get("per_item") if study.table3 is not None else None)
+        or side_items(s.models, s.base, study.side, shortcut, **kw),
         side_clusters={t: d.clusters for t, d in study.side.items()},
         sparsity=sparsity_items(s.model_con, s.base, s.test, study.located.ranked,
                                 study.n_patched, cfg.seed, n_null=cfg.n_null, **kw),
         sparsity_rests_on=f"{rests_on}; M_con is the locating model, on its locating items",
-        extra_claims=list(study.format_claims))
+        full_absent=scope.full_rows_cause(cfg),
+        extra_claims=list(study.format_claims) + scope.untested_sections(cfg))
     if study.dense_items is not None and cfg.dense_variants:  # section 7: the paper's setting
         ev.te_full, ev.full_contaminated = study.dense_items, cfg.contaminated
         ev.full_rests_on = construction(cfg.dense_variants, cfg.world, cfg.locate_pair)[0]

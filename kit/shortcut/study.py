@@ -16,6 +16,7 @@ from kit.shortcut.items import (
     TaskData,
     decoding_settings,
     is_world,
+    recipe_items,
     reference_items,
     study_items,
     task_data,
@@ -214,11 +215,14 @@ def setup(cfg) -> Setup:
     def data(items) -> TaskData:
         return task_data(base, items, cfg.max_new_tokens, decoding)
 
-    held = study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)[cfg.n_locate :]
+    if getattr(cfg, "items_of", None):  # a real fine-tune's leaked items and its never-injected ones
+        test, fresh = recipe_items(cfg.items_of, cfg.n_eval, cfg.n_ref, cfg.seed)
+    else:
+        test = study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)
+        fresh = reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)
+    held = test[cfg.n_locate :]
     return Setup(base=base, models=models, model_con=models.lazy(con), model_un=models.lazy(un), load=load,
-                 locate=data(study_items(cfg.task, "test", cfg.n_locate, seed=cfg.seed)),
-                 test=data(study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)),
-                 fresh=data(reference_items(cfg.task, cfg.n_ref, cfg.ref_task, cfg.ref_split, cfg.seed)),
+                 locate=data(test[: cfg.n_locate]), test=data(test), fresh=data(fresh),
                  heldout=data(held) if held else None, decoding=decoding)
 
 
