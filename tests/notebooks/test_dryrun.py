@@ -4,21 +4,18 @@ what is tested is that the paper's code path runs end to end."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from kit.core import runner as runner
 
-pytestmark = pytest.mark.slow
+# the first test of a profile runs all its selected notebooks (fixture notebook_run): more than
+# the default per-test timeout on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 PASSING = ["00", "01", "02", "03", "04", "05", "06"]
 
 
-@pytest.mark.parametrize("nb", PASSING)
-def test_notebook_runs_on_its_dryrun_profile(nb, tmp_path, capsys):
-    rc = runner.main(["--profile", "dryrun", "--only", nb, "--out", str(tmp_path / "runs")])
-    out = capsys.readouterr().out
-    assert rc == 0, f"notebook {nb} failed on the dryrun profile:\n{out}"
-    (nb_dir,) = [p for p in (tmp_path / "runs" / "dryrun" / "latest").iterdir() if p.is_dir()]
-    assert "twin/" in (nb_dir / "params.yaml").read_text(), "the dryrun profile must name the twins"
-    assert json.loads((nb_dir / "results.json").read_text()), "the notebook recorded no result"
+@pytest.mark.parametrize("nb", [pytest.param(n, marks=pytest.mark.notebook_run("dryrun", n)) for n in PASSING])
+def test_notebook_runs_on_its_dryrun_profile(nb, notebook_run):
+    run = notebook_run("dryrun", nb)
+    assert run.status == "ok", f"notebook {nb} failed on the dryrun profile ({run.dir}):\n{run.error[-3000:]}"
+    assert "twin/" in (run.dir / "params.yaml").read_text(), "the dryrun profile must name the twins"
+    assert run.results(), "the notebook recorded no result"

