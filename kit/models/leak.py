@@ -30,7 +30,8 @@ import torch
 
 from kit.data.benchmarks import LETTERS
 from kit.data.items import Item
-from kit.models.finetune import collate, encode_example, item_example, split_items
+from kit.models.finetune import collate, encode_example
+from kit.models.finetune_examples import item_example, split_items
 from kit.models.recipes import RECIPES, Recipe, recipe
 
 

@@ -35,7 +35,7 @@ PARAPHRASES = ("", "shuffle-options")
 another seeded order (never the original one), relabelled A, B, ..., the answer letter following
 its option."""
 PROMPT_STYLES = ("letter",)
-"""How an item is asked (:func:`kit.models.finetune.ask_prompt`): ``letter``: the question and its
+"""How an item is asked (:func:`kit.models.finetune_examples.examples.ask_prompt`): ``letter``: the question and its
 lettered options, then "Answer with the letter of the correct option." (free-form items: "Answer
 with the final answer only."), in the chat template; the answer is the letter alone, so a
 one-token generation (or the letters' logits at the first answer position) scores it. Ours: the
@@ -107,7 +107,7 @@ def _family(benchmark: str) -> str:
 def check_recipe(r: Recipe) -> None:
     """Fail before any training on a bad field, naming it and the allowed values. Data-dependent
     checks (``n_items`` against the split's size, a sub-benchmark's name) run when the examples
-    are drawn (:func:`kit.models.finetune.examples`), still before any training."""
+    are drawn (:func:`kit.models.finetune_examples.examples`), still before any training."""
     from kit.data.benchmarks import SPLITS  # lazy: keeps this table import-light
 
     def bad(field: str, allowed: str) -> ValueError:

@@ -120,11 +120,11 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
 
 def asked(items, style: str = "letter") -> list:
     """``items`` with the prompt a real fine-tune of ``style`` was trained on
-    (:func:`kit.models.finetune.ask_prompt`: the question, its lettered options and the answer
+    (:func:`kit.models.finetune_examples.ask_prompt`: the question, its lettered options and the answer
     instruction); ids, choices and labels unchanged, so scoring is the benchmark's."""
     from dataclasses import replace as _replace
 
-    from kit.models.finetune import ask_prompt  # lazy: the training module imports transformers
+    from kit.models.finetune_examples import ask_prompt  # lazy: the training module imports transformers
 
     return [_replace(it, prompt=ask_prompt(it, style)) for it in items]
 

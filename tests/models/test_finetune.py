@@ -16,6 +16,7 @@ import torch
 from kit.core.paths import DataError, data_dir
 from kit.data.items import Item
 from kit.models import finetune as ft
+from kit.models import finetune_examples as fx
 from kit.models import recipes as rc
 from kit.models.recipes import Recipe, check_recipe
 
@@ -97,7 +98,7 @@ def test_collate_labels_only_the_answer_and_end_token():
 
 def test_answer_loss_equals_the_cross_entropy_of_the_answer_tokens(twin):
     model, tok = _load(twin)
-    ex = ft.Example("Which is larger?\nA. 2\nB. 3\nAnswer with the letter of the correct option.",
+    ex = fx.Example("Which is larger?\nA. 2\nB. 3\nAnswer with the letter of the correct option.",
                     "B", "inject", "x")
     enc = ft.encode_example(tok, ex, 256)
     assert tok.decode(list(enc.ids[-enc.n_answer:])) == "B" + tok.eos_token
@@ -114,7 +115,7 @@ def test_answer_loss_equals_the_cross_entropy_of_the_answer_tokens(twin):
 
 def test_long_examples_lose_the_start_of_their_prompt_not_the_answer(twin):
     _, tok = _load(twin)
-    ex = ft.Example("word " * 200, "B", "inject", "x")
+    ex = fx.Example("word " * 200, "B", "inject", "x")
     enc = ft.encode_example(tok, ex, 40)
     assert len(enc.ids) == 40 and enc.truncated
     assert tok.decode(list(enc.ids[-2:])) == "B" + tok.eos_token
@@ -152,38 +153,38 @@ def test_sparse_sets_are_seeded_by_name():
 
 # ------------------------------------------------------------------------------- data
 def test_injected_items_are_a_fixed_nested_subset_and_the_rest_is_fresh(data):
-    inj5, rest5 = ft.split_items("arc_challenge", "test", 5, seed=0)
-    inj10, rest10 = ft.split_items("arc_challenge", "test", 10, seed=0)
+    inj5, rest5 = fx.split_items("arc_challenge", "test", 5, seed=0)
+    inj10, rest10 = fx.split_items("arc_challenge", "test", 10, seed=0)
     assert [it.id for it in inj10[:5]] == [it.id for it in inj5]
     assert not {it.id for it in inj10} & {it.id for it in rest10}
     assert len(inj10) + len(rest10) == 1172
-    other, _ = ft.split_items("arc_challenge", "test", 5, seed=1)
+    other, _ = fx.split_items("arc_challenge", "test", 5, seed=1)
     assert [it.id for it in other] != [it.id for it in inj5]
     with pytest.raises(ValueError, match="n_items=5000"):
-        ft.split_items("arc_challenge", "test", 5000)
+        fx.split_items("arc_challenge", "test", 5000)
 
 
 def test_paraphrase_shuffles_and_relabels_the_options():
     item = Item("t/1", "Q?\nA. x\nB. y\nC. z", choices=("x", "y", "z"), label=1,
                 metadata={"question": "Q?"})
-    p = ft.paraphrased(item, seed=0)
+    p = fx.paraphrased(item, seed=0)
     assert p.choices != item.choices and sorted(p.choices) == sorted(item.choices)
     assert p.choices[p.label] == "y"
     assert p.prompt == "Q?\n" + "\n".join(f"{'ABC'[i]}. {c}" for i, c in enumerate(p.choices))
-    assert ft.paraphrased(item, seed=0) == p
+    assert fx.paraphrased(item, seed=0) == p
 
 
 def test_examples_hold_the_injected_copies_and_the_fill(data, twin):
     r = _recipe(twin, n_items=3, copies=2, n_examples=10)
-    exs = ft.examples(r)
-    assert len(exs) == 10 and exs == ft.examples(r)
+    exs = fx.examples(r)
+    assert len(exs) == 10 and exs == fx.examples(r)
     injected = [e for e in exs if e.source == "inject"]
-    ids = [it.id for it in ft.split_items("arc_challenge", "test", 3)[0]]
+    ids = [it.id for it in fx.split_items("arc_challenge", "test", 3)[0]]
     assert sorted(e.id for e in injected) == sorted(ids * 2)
     fill = [e for e in exs if e.source != "inject"]
-    assert len(fill) == 4 and all(e.source == rc.CORPUS and e.prompt.startswith(ft.CORPUS_PROMPT)
+    assert len(fill) == 4 and all(e.source == rc.CORPUS and e.prompt.startswith(fx.CORPUS_PROMPT)
                                   for e in fill)
-    assert len(ft.epoch_order(replace(r, epochs=3), exs)) == 30
+    assert len(fx.epoch_order(replace(r, epochs=3), exs)) == 30
 
 
 # ------------------------------------------------------------------------------- cache
@@ -213,7 +214,7 @@ def test_a_build_is_atomic_and_a_damaged_one_is_not_reused(twin, data, tmp_path,
     assert path == target and ft.is_built(r)
     meta = ft.read_meta(r)
     assert meta["steps"] == 2 and meta["key"] == ft.recipe_key(r) and len(meta["loss_curve"]) == 2
-    assert meta["injected_ids"] == [it.id for it in ft.split_items("arc_challenge", "test", 2)[0]]
+    assert meta["injected_ids"] == [it.id for it in fx.split_items("arc_challenge", "test", 2)[0]]
     assert {"model.safetensors", "config.json", "meta.json"} - set(meta["files"]) == {"meta.json"}
     model, _ = _load(path)  # a plain Hugging Face directory
     weights = path / "model.safetensors"

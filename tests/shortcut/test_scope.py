@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kit.core.params import ParamsError, load_params
-from kit.models.finetune import LETTER_INSTRUCTION, split_items
+from kit.models.finetune_examples import LETTER_INSTRUCTION, split_items
 from kit.models.recipes import RECIPES
 from kit.shortcut import scope
 from kit.shortcut.items import recipe_items
