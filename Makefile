@@ -23,7 +23,7 @@ BARS = $$(test -t 1 || echo TQDM_DISABLE=1)
 # JupyterLab refuses to start as root unless told it may (containers often run as root).
 ALLOW_ROOT = $$(test "$$(id -u)" = 0 && echo --allow-root)
 
-.PHONY: run test setup world bench lab clean-runs browser
+.PHONY: run test setup world real bench lab clean-runs browser
 
 run: setup world
 	$(PY) -m kit run --profile tiny
@@ -44,6 +44,11 @@ $(STAMP): pyproject.toml
 
 world: setup
 	env $(BARS) $(PY) -m kit zoo build --world tiny
+
+# Every notebook's `real` profile: the papers' experiments on the offline real LLMs (SmolLM2-135M-Instruct,
+# Gemma-3-270M). The first run builds SmolLM2's fine-tunes and SAEs (cached); the figures stay in the run.
+real: setup
+	env $(BARS) $(PY) -m kit run --profile real
 
 bench: setup
 	$(PY) -m kit bench

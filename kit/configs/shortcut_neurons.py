@@ -45,7 +45,7 @@ class Config(BaseConfig):
     """A contaminated real fine-tune's name (``kit.models.recipes.RECIPES``, ``inject: test``; the
     real profile: ``+arc-test-x5``'s): the test items (locate, Ori, TE) are the first ``n_eval`` of
     its injected items (``kit.models.finetune_examples.split_items``: every contaminated recipe of the table
-    injects the same ones), Ref's the first ``n_ref`` of ``kit.models.leak.eval_items``' fresh
+    injects the same ones), Ref's the first ``n_ref`` of ``kit.models.finetune_examples.eval_items``' fresh
     items (the benchmark's test items no recipe injected), and every item (side tasks too) is asked
     as the fine-tunes were trained (``kit.models.finetune_examples.ask_prompt``: the letter instruction).
     Needs ``task`` = the recipe's benchmark and ``ref_task: null``. None: the benchmark's first test

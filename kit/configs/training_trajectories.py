@@ -32,6 +32,8 @@ class Config(BaseConfig):
     """Uncontaminated fine-tune -> its base; None: the world's ``+<task>-train``, ``+other-task``, ``+general`` members."""
     contaminated_tasks: list[str] | None = Field(None, min_length=1)
     """Tasks whose test split leaked into the contaminated fine-tunes; None: ``[kit.world.CONTAMINATED_TASK]``."""
+    items_of: str | None = None
+    """Real fine-tunes: a contaminated recipe of ``kit.models.recipes.RECIPES`` whose injected test items are the leaked benchmark's ``test`` split (its unseen test items the ``fresh`` one), every model asked them as the fine-tunes were trained (``kit.mui.trajectories.leak_items``); None: each model's own items (tiny-world splits, or a benchmark's first test items)."""
     tasks: list[str] | None = Field(None, min_length=1)
     """Tasks to evaluate: ``kit.world.TASKS`` names for zoo models, ``kit.load_benchmark`` names for hub models; None: every task of the world."""
     n_items: int = Field(100, ge=4, le=200)
@@ -56,6 +58,16 @@ class Config(BaseConfig):
 
     reseeds: int = Field(1, ge=0, le=10)
     """Further item draws (item seeds ``seed + 1`` ... ``seed + reseeds``) on which every model is measured again and the measured claims recomputed, to mark the verdicts that flip (``kit.core.claims.mark_stability``); each costs one more measurement pass; 0: no stability check."""
+
+    @field_validator("items_of")
+    @classmethod
+    def _contaminated_recipe(cls, v: str | None) -> str | None:
+        from kit.models.recipes import RECIPES
+
+        leaking = sorted(n for n, r in RECIPES.items() if r.inject == "test")
+        if v is not None and v not in leaking:
+            raise ValueError(f"items_of={v!r} is not a contaminated fine-tune; allowed: {', '.join(leaking)}")
+        return v
 
     @field_validator("checkpoints")
     @classmethod

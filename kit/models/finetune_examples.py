@@ -6,12 +6,12 @@ list (:func:`examples`). Text only: nothing here imports torch or transformers."
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kit.core.paths import data_dir
 from kit.data.benchmarks import format_choices, load_benchmark
 from kit.data.items import Item
-from kit.models.recipes import CORPUS, Recipe, check_recipe
+from kit.models.recipes import CORPUS, Recipe, check_recipe, recipe
 
 LETTER_INSTRUCTION = "Answer with the letter of the correct option."
 FREE_INSTRUCTION = "Answer with the final answer only."
@@ -150,3 +150,35 @@ def epoch_order(r: Recipe, epoch_list: list[Example]) -> list[Example]:
         random.Random(f"epoch:{r.seed}:{e}").shuffle(again)
         out += again
     return out
+
+
+# ---------------------------------------------------------------------- evaluating a fine-tune
+def eval_items(r: Recipe, n_fresh: int, seed: int = 0) -> tuple[list[Item], list[Item]]:
+    """``(injected, fresh)`` test items of a contaminated recipe: its injected items as given (not
+    paraphrased) and a seeded sample of ``n_fresh`` of the test items no recipe of its seed
+    injected."""
+    if r.inject != "test":
+        raise ValueError(f"{r.name}: eval_items needs a contaminated recipe (inject='test'), got "
+                         f"inject={r.inject!r}")
+    injected, rest = split_items(r.benchmark, "test", r.n_items, r.items_seed)
+    n_fresh = min(n_fresh, len(rest))
+    return injected, random.Random(f"fresh:{seed}").sample(rest, n_fresh)
+
+
+def asked(items: list[Item], style: str = "letter") -> list[Item]:
+    """``items`` with the prompt a real fine-tune of ``style`` was trained on (:func:`ask_prompt`:
+    the question, its lettered options and the answer instruction); ids, choices and labels
+    unchanged, so scoring is the benchmark's."""
+    return [replace(it, prompt=ask_prompt(it, style)) for it in items]
+
+
+def recipe_items(items_of: str, n_eval: int, n_ref: int, seed: int = 0) -> tuple[list, list]:
+    """``(test, fresh)`` of a contaminated real fine-tune (``items_of``, a name of
+    :data:`kit.models.recipes.RECIPES`): the first ``n_eval`` of its injected test items (the
+    leaked items) and ``n_ref`` test items no recipe injected (never seen), both asked as the
+    fine-tunes were trained (:func:`asked`). The injected items come as given, never paraphrased."""
+    r = recipe(items_of)
+    injected, fresh = eval_items(r, n_ref, seed)
+    if n_eval > len(injected):
+        raise ValueError(f"n_eval={n_eval}: {items_of} injected {len(injected)} items")
+    return asked(injected[:n_eval], r.prompt_style), asked(fresh, r.prompt_style)

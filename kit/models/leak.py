@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ import torch
 from kit.data.benchmarks import LETTERS
 from kit.data.items import Item
 from kit.models.finetune import collate, encode_example
-from kit.models.finetune_examples import item_example, split_items
+from kit.models.finetune_examples import eval_items, item_example
 from kit.models.recipes import RECIPES, Recipe, recipe
 
 
@@ -118,18 +117,6 @@ def leak_of(name: str, injected: LetterScores, fresh: LetterScores, scorer: str 
     share = float(np.concatenate([injected.is_letter, fresh.is_letter]).mean())
     return Leak(name, scorer, float(a.mean()), float(b.mean()), point, low, high, len(a), len(b),
                 share)
-
-
-def eval_items(r: Recipe, n_fresh: int, seed: int = 0) -> tuple[list[Item], list[Item]]:
-    """``(injected, fresh)`` test items of a contaminated recipe: its injected items as given (not
-    paraphrased) and a seeded sample of ``n_fresh`` of the test items no recipe of its seed
-    injected."""
-    if r.inject != "test":
-        raise ValueError(f"{r.name}: eval_items needs a contaminated recipe (inject='test'), got "
-                         f"inject={r.inject!r}")
-    injected, rest = split_items(r.benchmark, "test", r.n_items, r.items_seed)
-    n_fresh = min(n_fresh, len(rest))
-    return injected, random.Random(f"fresh:{seed}").sample(rest, n_fresh)
 
 
 def measure(models: dict[str, str | Path], r: Recipe, n_fresh: int = 200, batch_size: int = 8,

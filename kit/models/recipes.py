@@ -35,7 +35,7 @@ PARAPHRASES = ("", "shuffle-options")
 another seeded order (never the original one), relabelled A, B, ..., the answer letter following
 its option."""
 PROMPT_STYLES = ("letter",)
-"""How an item is asked (:func:`kit.models.finetune_examples.examples.ask_prompt`): ``letter``: the question and its
+"""How an item is asked (:func:`kit.models.finetune_examples.ask_prompt`): ``letter``: the question and its
 lettered options, then "Answer with the letter of the correct option." (free-form items: "Answer
 with the final answer only."), in the chat template; the answer is the letter alone, so a
 one-token generation (or the letters' logits at the first answer position) scores it. Ours: the

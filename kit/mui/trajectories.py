@@ -87,7 +87,7 @@ def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] =
             n_items: int = 100, world: str | None = None, device: str = "cpu", seed: int = 0,
             score: str = "score", threshold: str = "topk", max_new_tokens: int = 1,
             batch_size: int = 32, dtype: str | None = None, max_batch_tokens: int = 8192,
-            prompt_style: str = "instructed") -> pd.DataFrame:
+            prompt_style: str = "instructed", items_of: str | None = None) -> pd.DataFrame:
     """Performance and MUI of every model on every task and split, one model in memory at a time
     (load, measure every task, free).
 
@@ -99,6 +99,9 @@ def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] =
     ``prompt_style`` (:mod:`kit.data.prompts`): batched generation with the chat template when the
     tokenizer has one, MUI from teacher-forced passes in batches of at most ``max_batch_tokens``
     padded tokens; responses and per-item key neurons are cached, so a killed run resumes.
+    ``items_of`` (a contaminated real fine-tune's name, :data:`kit.models.recipes.RECIPES`): every
+    model is asked the same items, as the fine-tunes were trained (:func:`leak_items`), so the
+    leaked benchmark has a ``test`` split of leaked items and a ``fresh`` one of unseen items.
     Performance and MUI in percent. Returns the tidy schema: ``model, task, group, split, n, perf,
     mui`` (one row per model, task and split), plus the accuracy's Wilson interval (``perf_low``,
     ``perf_high``, %), ``chance``, ``parse_failures`` and ``truncated``.
@@ -116,6 +119,7 @@ def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] =
         raise ValueError(f"measure needs models and tasks (got {len(models)} models, {len(tasks)} tasks)")
     groups = {t: task_group(t) for t in tasks}
     item_cache: dict[tuple[str, str, str], list] = {}
+    fixed = leak_items(items_of, tasks, splits, n_items, seed) if items_of else {}
     rows = []
     for name in tqdm(list(dict.fromkeys(models)), desc="models"):
         subject = load_subject(name, device=device, world=world, dtype=dtype, prompt_style=prompt_style)
@@ -124,7 +128,7 @@ def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] =
                 for s in splits:
                     key = (subject.kind, t, s)
                     if key not in item_cache:
-                        item_cache[key] = subject.items(t, s, n_items, seed)
+                        item_cache[key] = fixed.get((t, s)) or subject.items(t, s, n_items, seed)
                     ans = subject.answer(t, item_cache[key], max_new_tokens)
                     lo, hi = ans.interval
                     rows.append({"model": name, "task": t, "group": groups[t], "split": s, "n": ans.n,
@@ -138,6 +142,43 @@ def measure(models: Sequence[str], tasks: Sequence[str], splits: Sequence[str] =
             release()  # the Hugging Face copy that generated, and the GPU cache: one model at a time
     return pd.DataFrame(rows, columns=["model", "task", "group", "split", "n", "perf", "mui", "perf_low", "perf_high",
                                        "chance", "parse_failures", "truncated"])
+
+
+def leak_items(items_of: str, tasks: Sequence[str], splits: Sequence[str], n_items: int,
+               seed: int = 0) -> dict[tuple[str, str], list]:
+    """``{(task, split): items}`` when the models are real fine-tunes and ``items_of`` names a
+    contaminated one (:data:`kit.models.recipes.RECIPES`): on its benchmark, ``test`` is the first
+    ``n_items`` items it injected (the leaked items, as 03's Ori) and ``fresh`` ``n_items`` test items
+    no recipe injected (:func:`kit.models.finetune_examples.recipe_items`); on every other task both
+    splits are its first ``n_items`` test items, which no fine-tune trained on (a recipe whose mixture
+    draws that test split is refused). Every item is asked as the fine-tunes were trained
+    (:func:`kit.models.finetune_examples.asked`), base models included, so a change is the
+    fine-tune's, not the prompt's."""
+    from kit.models.finetune_examples import asked, recipe_items
+    from kit.models.recipes import RECIPES, recipe
+    from kit.subjects.items import task_items
+
+    r = recipe(items_of)
+    if r.inject != "test":
+        raise ValueError(f"items_of={items_of!r} injects no test items (inject={r.inject!r}); "
+                         "allowed: a contaminated recipe of kit.models.recipes.RECIPES")
+    if r.benchmark not in tasks:
+        raise ValueError(f"items_of={items_of!r} leaked {r.benchmark}, which is not among tasks={list(tasks)}")
+    out: dict[tuple[str, str], list] = {}
+    for t in tasks:
+        if t == r.benchmark:
+            test, fresh = recipe_items(items_of, min(n_items, r.n_items), n_items, seed)
+        else:
+            drawn = [n for n, x in RECIPES.items() if any(src == f"{t}:test" for src, _ in x.mixture)]
+            if drawn:
+                raise ValueError(f"items_of: {t}'s test items are in the mixture of {', '.join(drawn)}; "
+                                 "they are no unseen items for the other fine-tunes")
+            test = fresh = asked(task_items(t, "test", n_items, seed), r.prompt_style)
+        for s in splits:
+            if s not in ("test", "fresh"):
+                raise ValueError(f"splits: {s!r} is not allowed with items_of; allowed values: test, fresh")
+            out[(t, s)] = test if s == "test" else fresh
+    return out
 
 
 def tiny_pairs(measurements: pd.DataFrame, pairs: dict[str, str], domain_of: Callable[[str, pd.Series], str]) -> pd.DataFrame:

@@ -15,6 +15,7 @@ import torch
 from jaxtyping import Int
 from torch import Tensor
 
+from kit.models.finetune_examples import asked, recipe_items  # noqa: F401 (notebook 03's items)
 from kit.subjects import WorldSubject, is_world_task, subject_of
 
 if TYPE_CHECKING:
@@ -116,32 +117,6 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
         raise ValueError(f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would equal Ori. "
                          "Choose another benchmark or a split no variant trained on")
     return study_items(ref_task, ref_split, n, seed)
-
-
-def asked(items, style: str = "letter") -> list:
-    """``items`` with the prompt a real fine-tune of ``style`` was trained on
-    (:func:`kit.models.finetune_examples.ask_prompt`: the question, its lettered options and the answer
-    instruction); ids, choices and labels unchanged, so scoring is the benchmark's."""
-    from dataclasses import replace as _replace
-
-    from kit.models.finetune_examples import ask_prompt  # lazy: the training module imports transformers
-
-    return [_replace(it, prompt=ask_prompt(it, style)) for it in items]
-
-
-def recipe_items(items_of: str, n_eval: int, n_ref: int, seed: int = 0) -> tuple[list, list]:
-    """``(test, fresh)`` of a contaminated real fine-tune (``items_of``, a name of
-    :data:`kit.models.recipes.RECIPES`): the first ``n_eval`` of its injected test items (Ori, TE:
-    the leaked items) and ``n_ref`` test items no recipe injected (Ref), both asked as the
-    fine-tunes were trained (:func:`asked`). The injected items come as given, never paraphrased."""
-    from kit.models.leak import eval_items
-    from kit.models.recipes import recipe
-
-    r = recipe(items_of)
-    injected, fresh = eval_items(r, n_ref, seed)
-    if n_eval > len(injected):
-        raise ValueError(f"n_eval={n_eval}: {items_of} injected {len(injected)} items")
-    return asked(injected[:n_eval], r.prompt_style), asked(fresh, r.prompt_style)
 
 
 def side_task_items(cfg, task: str) -> list:

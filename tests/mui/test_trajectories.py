@@ -257,3 +257,38 @@ def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, 
         assert mui == pytest.approx(kmui.utilization_for_items(model, items, responses).mui, abs=1e-9)
     assert df["mui"].iloc[0] != df["mui"].iloc[1], "two revisions are two different models"
     assert len(list((tmp_path / "items").glob("*.jsonl"))) == 4  # responses and key neurons, per model
+
+
+# --- real fine-tunes: every model asked the same items (items_of) ------------------------------
+
+
+def test_leak_items_are_the_recipes_leaked_and_unseen_items_asked_as_trained():
+    from kit.models.finetune_examples import LETTER_INSTRUCTION, split_items
+    from kit.models.recipes import SMOKE
+
+    name = "real/smollm2-135m-instruct+arc-test-x4-smoke"
+    r = SMOKE[name]
+    got = tr.leak_items(name, ["arc_challenge", "mmlu"], ["test", "fresh"], n_items=4, seed=0)
+    injected, _ = split_items(r.benchmark, "test", r.n_items, r.items_seed)
+    # the recipe injected 2 items: test is those 2 (n_items=4 is capped), fresh 4 never injected
+    assert [it.id for it in got[("arc_challenge", "test")]] == [it.id for it in injected]
+    fresh = got[("arc_challenge", "fresh")]
+    assert len(fresh) == 4 and not {it.id for it in fresh} & {it.id for it in injected}
+    # out of domain: the same unseen items in both splits
+    assert got[("mmlu", "test")] == got[("mmlu", "fresh")] and len(got[("mmlu", "test")]) == 4
+    assert all(it.prompt.endswith(LETTER_INSTRUCTION) for items in got.values() for it in items)
+    with pytest.raises(ValueError, match="injects no test items"):
+        tr.leak_items("real/smollm2-135m-instruct+other-smoke", ["arc_challenge"], ["test"], 4)
+    with pytest.raises(ValueError, match="not among tasks"):
+        tr.leak_items(name, ["mmlu"], ["test"], 4)
+    with pytest.raises(ValueError, match="allowed values: test, fresh"):
+        tr.leak_items(name, ["arc_challenge"], ["test-syn"], 4)
+
+
+def test_real_profiles_name_contaminated_recipes_and_refuse_others():
+    cfg = load_params("02_training_trajectories", "real", {})
+    assert cfg.items_of in cfg.contaminated and cfg.checkpoints == [] and cfg.specialised == {}
+    smoke = load_params("02_training_trajectories", "realsmoke", {})
+    assert smoke.items_of in smoke.contaminated and len(smoke.controls) == 1
+    with pytest.raises(ParamsError, match="items_of"):
+        load_params("02_training_trajectories", "real", {"items_of": "real/smollm2-135m-instruct+arc-train"})
