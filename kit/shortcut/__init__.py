@@ -35,5 +35,5 @@ from kit.shortcut.scores import (
 from kit.shortcut.study import findings, transfer_finetune
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["bench", "claims", "evaluate", "formats", "items", "patching", "plots", "pool", "published",
-               "ranking", "result", "scores", "study", "variants"], globals())
+    __name__, ["bench", "claims", "evaluate", "formats", "items", "patching", "plots", "pool", "prebuild", "published",
+               "ranking", "result", "scope", "scores", "study", "variants"], globals())
