@@ -197,7 +197,8 @@ def hf_model(model_path: str | Path, device: str = "cpu", dtype: str | None = No
         tokenizer.padding_side = "left"  # generation continues the right end of every row
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype(dtype)).to(device).eval()
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype(dtype))
+        model = model.to(device).eval()  # pyright: ignore[reportArgumentType]  (transformers' .to)
         _HELD[key] = (model, tokenizer)
     return _HELD[key]
 

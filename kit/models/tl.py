@@ -318,6 +318,6 @@ def require_dense_mlp(model, method: str = "this method") -> None:
 
 def official_model_names() -> list[str]:
     """The Hugging Face ids TransformerLens knows how to convert."""
-    from transformer_lens.loading_from_pretrained import OFFICIAL_MODEL_NAMES
+    from transformer_lens.supported_models import OFFICIAL_MODEL_NAMES
 
     return list(OFFICIAL_MODEL_NAMES)
