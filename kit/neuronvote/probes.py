@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def probe_penalty(method: str, n_train: int, lambda1: float = PAPER_LAMBDA,
     """
     l1 = {"lasso": lambda1, "ridge": 0.0, "lca": lambda1}.get(method)
     l2 = {"lasso": 0.0, "ridge": lambda2, "lca": lambda2}.get(method)
-    if l1 is None:
+    if l1 is None or l2 is None:
         raise ValueError(f"method={method!r} is not a probe; allowed: lasso, ridge, lca")
     total = l1 + 2 * l2
     if total <= 0 or n_train <= 0:
@@ -270,7 +270,7 @@ def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int]
         raise ValueError(f"neurons must be non-empty indices in [0, {x_train.shape[1]}), got {cols[:10]}...")
     tr = _standardise(x_train[:, cols])
     te = _standardise(x_test[:, cols], ref=x_train[:, cols])
-    unpenalised = {"penalty": None} if _sklearn_before_1_8() else {"C": np.inf}
+    unpenalised: dict[str, Any] = {"penalty": None} if _sklearn_before_1_8() else {"C": np.inf}
     clf = LogisticRegression(solver="lbfgs", max_iter=max_iter, **unpenalised)
     with warnings.catch_warnings():
         # Separable data drives unregularised weights to infinity; the decision rule is still fine.
