@@ -23,7 +23,7 @@ checked against each model's ``cfg.d_mlp`` up front; groups are scored many per 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from jaxtyping import Bool, Float, Int
@@ -348,7 +348,7 @@ def group_patched_generate(
         generator = torch.Generator(device=device)
         generator.manual_seed(0 if seed is None else seed)
 
-    kwargs = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p,
+    kwargs: dict[str, Any] = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p,
                   generator=generator, stop_token_ids=stop_token_ids, stop_strings=stop_strings,
                   tokenizer=tokenizer, pad_token_id=pad_token_id)
     parts = []

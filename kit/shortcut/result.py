@@ -125,6 +125,9 @@ def summary_section(study: ShortcutStudy):
     table2, curve, table3, table4 = study.table2, study.curve, study.table3, study.table4
     table9_stats, truth, rules = study.table9_stats, study.truth, study.rules
     causal_tracks, dense = study.causal_tracks, study.dense
+    # set by sections 1-7 of a filled study
+    assert located is not None and table2 is not None and curve is not None and table3 is not None
+    assert table9_stats is not None
     n_patched, total = len(shortcut), s.total_neurons
     summary2 = table2_summary(table2)
     agree_te, agree_ori = agreement(table2.te, table2.ref), agreement(table2.ori, table2.ref)
@@ -145,6 +148,7 @@ def summary_section(study: ShortcutStudy):
     )
     lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
     if rules is not None:
+        assert s.heldout is not None  # the rules are compared on it
         r = rules.set_index("rule")
         ci = "vs_chosen" in r
         lines.append(f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "

@@ -270,7 +270,7 @@ def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, floa
         return None
     from scipy.stats import spearmanr
 
-    return {cs.method: float(spearmanr([sum(n in changed for n in g) for g in cs.groups], cs.score).statistic)
+    return {cs.method: float(spearmanr([sum(n in changed for n in g) for g in cs.groups], cs.score).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
             for cs in (located.causal_exact, located.causal_tf)}
 
 
