@@ -153,7 +153,7 @@ def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: in
 
 
 # ------------------------------------------------------------------ EX25 reproducibility
-def align_runs(runs: list[Mapping[str, float]]) -> tuple[list[str], np.ndarray]:
+def align_runs(runs: Sequence[Mapping[str, float]]) -> tuple[list[str], np.ndarray]:
     """Ids every run has (sorted) and the ``runs x ids`` matrix of their values."""
     if len(runs) < 2:
         raise ValueError(f"need >= 2 runs to compare, got {len(runs)}")
