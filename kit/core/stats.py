@@ -141,7 +141,7 @@ def welch_interval(a: ArrayLike, b: ArrayLike, level: float = LEVEL) -> tuple[fl
     return d, d - half, d + half
 
 
-def wilson_interval(k: int, n: int, level: float = LEVEL) -> tuple[float, float, float]:
+def wilson_interval(k: float, n: int, level: float = LEVEL) -> tuple[float, float, float]:
     """Share ``k/n`` with the Wilson score interval (sound for small n and shares near 0 or 1)."""
     from scipy.stats import norm
 
