@@ -230,7 +230,7 @@ def perturbed_neurons(arch: str, seed: int) -> list[tuple[int, int]]:
 
     fields = TWINS[arch]
     n_layers, d_mlp = fields.get("num_hidden_layers", fields.get("n_layer")), fields.get("intermediate_size", fields.get("n_inner"))
-    n_layers, d_mlp = int(n_layers), int(d_mlp)  # both set for every twin
+    n_layers, d_mlp = cast(int, n_layers), cast(int, d_mlp)  # both set for every twin
     k = max(1, round(PERTURB_FRACTION * d_mlp))
     g = torch.Generator().manual_seed(1000 + seed)
     return sorted((L, int(i)) for L in range(n_layers) for i in torch.randperm(d_mlp, generator=g)[:k])
