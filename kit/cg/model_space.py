@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -222,12 +222,12 @@ def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: S
         del hf
         generate.release()
         sae = kit.load_sae(sae_name, device=device)
-        key: dict[str, Any] = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
+        cache_key = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
         label, ident = f"{path}|{sae_name}", f"{name_identity(str(path))}|{sae_name}"  # files, SAE
 
         def read(texts: list[str], b: str) -> CSR:
             return hooked_item_concepts(model, sae, texts, max_length, max_batch_tokens,
-                                        cache=item_cache.ItemCache(label, b, key, identity=ident))
+                                        cache=item_cache.ItemCache(label, b, cache_key, identity=ident))
 
         acts = {b: read(t, b) for b, t in prompts.items()}
         n_tokens = {b: hooked_token_counts(model, t, max_length) for b, t in prompts.items()}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence, cast
+from typing import Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -279,7 +279,7 @@ def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", wor
                                        hook=hook, pooling=pooling)
     result = planted_gap_analysis(suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold,
                                   seed)
-    acc = result.accuracy
+    acc: Any = result.accuracy  # its cells are numbers (pandas-stubs type a .loc cell as any scalar)
     result.summary.update({"gap": GAPS[gap].description, "gap_key": gap, "chance": 1 / len(GAPS[gap].relabel),
                            "sae": suite.sae, "sae_hook": hook or _world_sae_hook(sae_name, parent, world),
                            "pooling": pooling,

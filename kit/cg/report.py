@@ -7,7 +7,7 @@ benchmark), Table 3 (best/worst performance and coverage concepts, two SAEs side
 
 from __future__ import annotations
 
-from typing import Sequence, cast
+from typing import Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -75,7 +75,7 @@ def missing_per_benchmark_table(suite: Suite, n: int = 3, eps: float = cg.EPSILO
     for b in chib.columns:
         others = chib.drop(columns=b).mean(axis=1)
         cand = chib.index[(chib[b] < eps).to_numpy()]
-        top = others.loc[cand].sort_values(ascending=False).head(n)
+        top: Any = others.loc[cand].sort_values(ascending=False).head(n)  # concept index -> mean
         rows += [{"benchmark": b, "concept": int(c), "label": suite.labels[c], "mean chi_bench elsewhere": float(v)}
                  for c, v in top.items()]
     return pd.DataFrame(rows, columns=["benchmark", "concept", "label", "mean chi_bench elsewhere"])
