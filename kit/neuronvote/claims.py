@@ -28,7 +28,7 @@ claims recomputed under every further study seed (:func:`study_claims`).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -178,7 +178,7 @@ def _paper_probeless(ref) -> str | None:
     if ref is None:
         return None
     nv = published.mean_scores(ref, "NeuronVote").drop(["random", "meanselect"], errors="ignore")
-    best = nv.drop("probeless").idxmax()
+    best: Any = nv.drop("probeless").idxmax()  # a method name
     return (f"{nv['probeless'] - nv[best]:+.3f} (Probeless {nv['probeless']:.3f} vs {DISPLAY[best]} "
             f"{nv[best]:.3f}; {ref.label})")
 

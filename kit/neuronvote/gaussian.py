@@ -7,7 +7,7 @@ subset (:func:`gaussian_ranking_naive`, the reference).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -208,8 +208,9 @@ def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float |
             if cand in selected:
                 continue
             idx = selected + [cand]
+            # (the cast: scipy's inferred signature types cov as int, after its default)
             joint = np.stack([fit.log_prior[c] + multivariate_normal.logpdf(
-                x[:, idx], fit.means[c][idx], fit.cov(c, idx)).reshape(n) for c in (0, 1)])
+                x[:, idx], fit.means[c][idx], cast(Any, fit.cov(c, idx))).reshape(n) for c in (0, 1)])
             s = float(_label_loglik(joint[:, :, None], y)[0])
             if s > best_score:
                 best, best_score = cand, s

@@ -133,7 +133,8 @@ def probe_fit(x, y, method: str, lambda1: float = PAPER_LAMBDA, lambda2: float =
     coef = clf.coef_[0].astype(np.float64)
     # liblinear's b carries a (small) penalty, and saga stops on the change of w alone (with w at 0
     # it stops after one epoch whatever b is); b's optimality has no penalty term: solve it given w.
-    b = _intercept_given(np.asarray((fitted - mean) @ coef), y, float(clf.intercept_[0]))
+    b0 = float(clf.intercept_[0])  # pyright: ignore[reportIndexIssue]  (sklearn: an array once fit)
+    b = _intercept_given(np.asarray((fitted - mean) @ coef), y, b0)
     intercept = b - float(mean @ coef)  # back to the uncentred columns
     return ProbeFit(coef, intercept, probe_objective(fitted, y, coef, intercept, l1, l2), solver)
 
@@ -256,7 +257,7 @@ def neurox_weight_mass_ordering(weights, search_stride: int = 100, seed: int = 0
     return rank_by_score(-entry.astype(np.float64), seed)
 
 
-def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int], max_iter: int = 500) -> float:
+def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int] | np.ndarray, max_iter: int = 500) -> float:
     """Section 3.1: accuracy on the test rows of an *unregularised* logistic regression trained
     on the train rows, using only the columns ``neurons`` (standardised with train statistics)."""
     from sklearn.exceptions import ConvergenceWarning
@@ -277,4 +278,4 @@ def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int]
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         clf.fit(tr, y_train)
-    return float((clf.predict(te) == y_test).mean())
+    return float((np.asarray(clf.predict(te)) == y_test).mean())  # (asarray: sklearn's stubs)
