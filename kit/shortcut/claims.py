@@ -151,7 +151,7 @@ def _check_table(te: PerItem, table: pd.DataFrame | None, name: str) -> None:
     """The per-item re-measurement must reproduce the notebook's table (same models, items, neurons)."""
     if table is None:
         return
-    t = table.set_index("variant")
+    t: Any = table.set_index("variant")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
     for v, d in te.items():
         if v in t.index and not np.isclose(100 * d["ori"].mean(), t.loc[v, "ori"], atol=1e-3):
             raise ValueError(f"per-item Ori of {v} ({100 * d['ori'].mean():.3f}) differs from {name}'s "
@@ -399,7 +399,7 @@ def rule_choice_claim(rules: pd.DataFrame | None, chosen: str) -> Claim:
     if chosen == PUBLIC_RULE:
         return claim(PAPER, "§3.3 ranking", "rules.chosen_vs_public", st, None,
                      not_testable="the chosen rule is the public code's", **kw)
-    r = rules.set_index("rule").loc[PUBLIC_RULE]
+    r: Any = rules.set_index("rule").loc[PUBLIC_RULE]  # one rule's row
     n = rules.attrs["items"]["con"].shape[1] if "items" in rules.attrs else "the"
     return claim(PAPER, "§3.3 ranking", "rules.chosen_vs_public", st, -float(r.vs_chosen),
                  ci=(-float(r.vs_chosen_high), -float(r.vs_chosen_low)), null=0.0, direction="greater",

@@ -134,7 +134,7 @@ def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuro
                           max_new_tokens=max_new_tokens, max_rows=max_rows).numpy()
 
 
-def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: TaskData | None,
+def trustworthy_table(models: Mapping[str, object], base, test: TaskData, fresh: TaskData | None,
                       neurons: Sequence[Neuron], contaminated: Sequence[str], max_rows: int = 2048,
                       max_new_tokens: int | None = None) -> pd.DataFrame:
     """Table 2: per variant Ref (fresh-item accuracy), Ori (test), TE (test, top-N patched from

@@ -371,6 +371,7 @@ def group_patched_generate(
     gen = torch.cat(parts, 1)  # [group, P, new]
     G = gen.shape[0]
     if side == "right":
+        assert pad_token_id is not None  # set above when not given
         out = torch.full((G, P, T + max_new_tokens), pad_token_id, dtype=torch.long, device=device)
         out[:, :, :T] = tokens
         idx = (row_len[:, None] + torch.arange(max_new_tokens, device=device)[None, :]).expand(G, P, -1)
