@@ -246,8 +246,8 @@ class Edge:
     score: float
 
     def heads(self) -> list[Head]:
-        return [cast(Head, tuple(int(x) for x in n.split("."))) for n in (self.sender, self.receiver)
-                if n not in (INPUT, LOGITS)]
+        return [cast(Head, tuple(int(x) for x in n.split(".")))
+                for n in (self.sender, self.receiver) if n not in (INPUT, LOGITS)]
 
 
 def _node(h: Head) -> str:

@@ -422,8 +422,8 @@ def coefficient_of_variation(values) -> float:
     return float(v.std() / abs(v.mean())) if v.mean() != 0 else float("nan")
 
 
-def sparse_probe_accuracy(x: Float[Tensor, "n f"] | np.ndarray, y: np.ndarray, k: int = 1, seed: int = 0,
-                          train_frac: float = 0.7) -> float:
+def sparse_probe_accuracy(x: Float[Tensor, "n f"] | np.ndarray, y: np.ndarray, k: int = 1,
+                          seed: int = 0, train_frac: float = 0.7) -> float:
     """SAEBench-style k-sparse probe: pick the ``k`` features with the largest |mean difference|
     between classes on a seeded train split, fit logistic regression on them, test accuracy."""
     from sklearn.linear_model import LogisticRegression
