@@ -57,7 +57,8 @@ def top_items(acts: cg.Acts, concept: int, n: int) -> list[int]:
 def top_items_all(acts: cg.Acts, n: int) -> list[list[tuple[float, int]]]:
     """Per concept, its ``n`` most activating items as (activation, item index), strongest first,
     ties to the lower index; one pass over a CSC copy instead of a column extraction per concept."""
-    m: Any = sp.csc_matrix(acts, dtype=np.float64)  # scipy has no annotations (shape reads Optional)
+    m: Any
+    m = sp.csc_matrix(acts, dtype=np.float64)  # scipy has no annotations (shape reads Optional)
     m.eliminate_zeros()
     out = []
     for j in range(m.shape[1]):

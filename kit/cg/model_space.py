@@ -222,12 +222,12 @@ def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: S
         del hf
         generate.release()
         sae = kit.load_sae(sae_name, device=device)
-        cache_key = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
+        ikey = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
         label, ident = f"{path}|{sae_name}", f"{name_identity(str(path))}|{sae_name}"  # files, SAE
 
         def read(texts: list[str], b: str) -> CSR:
             return hooked_item_concepts(model, sae, texts, max_length, max_batch_tokens,
-                                        cache=item_cache.ItemCache(label, b, cache_key, identity=ident))
+                                        cache=item_cache.ItemCache(label, b, ikey, identity=ident))
 
         acts = {b: read(t, b) for b, t in prompts.items()}
         n_tokens = {b: hooked_token_counts(model, t, max_length) for b, t in prompts.items()}

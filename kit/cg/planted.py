@@ -37,7 +37,8 @@ from kit.cg.suite import Suite
 def planted_share(acts_by_benchmark: dict[str, cg.CSR], planted: dict[str, np.ndarray]) -> np.ndarray:
     """Per concept: its activation mass on the planted items over its total mass (NaN if it never fires)."""
     inside = sum(np.asarray(a[np.flatnonzero(planted[b])].sum(0), float).ravel() for b, a in acts_by_benchmark.items())
-    total = cast(np.ndarray, sum(np.asarray(a.sum(0), float).ravel() for a in acts_by_benchmark.values()))
+    total = sum(np.asarray(a.sum(0), float).ravel() for a in acts_by_benchmark.values())
+    total = cast(np.ndarray, total)  # a sum of arrays (one per benchmark)
     return np.divide(inside, total, out=np.full(total.shape, np.nan), where=total > 0)
 
 
@@ -279,7 +280,8 @@ def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", wor
                                        hook=hook, pooling=pooling)
     result = planted_gap_analysis(suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold,
                                   seed)
-    acc: Any = result.accuracy  # its cells are numbers (pandas-stubs type a .loc cell as any scalar)
+    acc: Any
+    acc = result.accuracy  # its cells are numbers (pandas-stubs type a .loc cell as any scalar)
     result.summary.update({"gap": GAPS[gap].description, "gap_key": gap, "chance": 1 / len(GAPS[gap].relabel),
                            "sae": suite.sae, "sae_hook": hook or _world_sae_hook(sae_name, parent, world),
                            "pooling": pooling,

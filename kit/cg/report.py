@@ -134,7 +134,7 @@ def cross_sae_summary(a: Suite, b: Suite, model: str | None) -> dict:
             out[s.sae]["median_x_model"] = float(np.nanmedian(xm))
     # per-benchmark missing fractions should rank benchmarks alike under both SAEs
     fa, fb = cg.missing_fraction(a.acts), cg.missing_fraction(b.acts)
-    out["spearman_missing_frac_per_benchmark"] = float(spearmanr(fa, fb[fa.index]).statistic) if len(fa) > 2 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+    out["spearman_missing_frac_per_benchmark"] = float(spearmanr(fa, fb[fa.index]).statistic) if len(fa) > 2 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     return out
 
 
@@ -152,7 +152,7 @@ def profile_comparison(acts_prompt, scores_a: np.ndarray, scores_b: np.ndarray, 
             for c in order[::-1][:n]]
     rows += [{"direction": "B better", "concept": int(c), "label": labels[c], "chi_model A": ca[c], "chi_model B": cb[c]}
              for c in order[:n]]
-    summary = {"spearman": float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else float("nan"),  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+    summary = {"spearman": float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else float("nan"),  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
                "mean_abs_diff": float(np.abs(d[ok]).mean()) if ok.any() else float("nan"),
                "accuracy_A": float(np.mean(scores_a)), "accuracy_B": float(np.mean(scores_b)),
                "n_concepts_compared": int(ok.sum())}

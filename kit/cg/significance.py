@@ -18,8 +18,9 @@ from kit.cg.metrics import EPSILON, Acts, _check_acts, _check_suite, _col_sums, 
 def concept_support(acts_by_benchmark: Mapping[str, Acts]) -> np.ndarray:
     """Per concept, how many items (over all benchmarks) activate it at all (``s~_ci > 0``)."""
     _check_suite(acts_by_benchmark)
-    return cast(np.ndarray, sum(np.asarray((_check_acts(a) > 0).sum(axis=0)).ravel().astype(np.int64)
-                                for a in acts_by_benchmark.values()))
+    support = sum(np.asarray((_check_acts(a) > 0).sum(axis=0)).ravel().astype(np.int64)
+                  for a in acts_by_benchmark.values())
+    return cast(np.ndarray, support)  # a sum of arrays (one per benchmark)
 
 
 def bh_qvalues(p: np.ndarray) -> np.ndarray:

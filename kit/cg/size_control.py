@@ -209,6 +209,6 @@ def sae_swap(acts_a: Mapping[str, Acts], acts_b: Mapping[str, Acts], lengths: Ma
     rho, null = rank_permutation_null([a[k] for k in names_], [b[k] for k in names_], seed=seed)
     fa, fb = missing_fraction(acts_a, eps), missing_fraction(acts_b, eps)
     tokens = {k: int(np.sum(lengths[k])) for k in names_}
-    rho_full = float(spearmanr(fa[names_], fb[names_]).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
-    rho_size = float(spearmanr(fa[names_], [tokens[k] for k in names_]).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+    rho_full = float(spearmanr(fa[names_], fb[names_]).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+    rho_size = float(spearmanr(fa[names_], [tokens[k] for k in names_]).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     return SaeSwap(names[0], names[1], min(tokens.values()), a, b, float(rho), null, rho_full, rho_size)
