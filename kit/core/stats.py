@@ -188,13 +188,13 @@ def rank_permutation_null(a: ArrayLike, b: ArrayLike, n_perm: int = 5000,
     from scipy.stats import spearmanr
 
     a, b = np.asarray(a, float), np.asarray(b, float)
-    rho = float(spearmanr(a, b).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+    rho = float(spearmanr(a, b).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     if len(a) <= 8:
         orders = (np.asarray(p) for p in itertools.permutations(b))
     else:
         rng = np.random.default_rng(seed)
         orders = (rng.permutation(b) for _ in range(n_perm))
-    null = [spearmanr(a, o).statistic for o in orders]  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+    null = [spearmanr(a, o).statistic for o in orders]  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     return rho, np.asarray([x for x in null if np.isfinite(x)], dtype=float)
 
 
