@@ -100,7 +100,8 @@ def run_lm_eval(model, task: str, *, include_path: str | Path | None = None, lim
         raise ValueError(f"metric={metric!r} is not a per-item metric of {task}; allowed values: "
                          f"{', '.join(metrics) or 'none'}")
     assert metric is not None  # else it is not in metrics (raised above)
-    evaluate: Any = lm_eval.simple_evaluate  # its decorator hides the keyword arguments from pyright
+    evaluate: Any
+    evaluate = lm_eval.simple_evaluate  # its decorator hides the keyword arguments from pyright
     out = evaluate(model=_hflm(model, batch_size), tasks=[task_obj], num_fewshot=num_fewshot,
                    limit=limit, log_samples=True, task_manager=manager, apply_chat_template=chat,
                    gen_kwargs=gen_kwargs, random_seed=seed, numpy_random_seed=seed,
@@ -150,8 +151,8 @@ def _hflm(model, batch_size: int = 8):
     from lm_eval.models.huggingface import HFLM
 
     hf, tokenizer = hf_model(_hf_path(model), str(model.cfg.device), str(model.cfg.dtype).removeprefix("torch."))
-    # (the ignore: lm-eval's register_model decorator hides HFLM's keyword arguments from pyright)
-    return HFLM(pretrained=hf, tokenizer=tokenizer, batch_size=batch_size)  # pyright: ignore[reportCallIssue]
+    hflm: Any = HFLM  # lm-eval's register_model decorator hides its keyword arguments from pyright
+    return hflm(pretrained=hf, tokenizer=tokenizer, batch_size=batch_size)
 
 
 def _hf_path(model) -> str:

@@ -140,7 +140,8 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
         return load_local(path, device=device, dtype=dtype, device_map=device_map,
                           process_weights=process_weights, name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
                           n_ctx=n_ctx)
-    common: dict[str, Any] = dict(device=device, dtype=dtype, device_map=device_map, process_weights=process_weights, n_ctx=n_ctx)
+    common: dict[str, Any]
+    common = dict(device=device, dtype=dtype, device_map=device_map, process_weights=process_weights, n_ctx=n_ctx)
     if name.startswith("real/"):
         from kit.models import real
 
