@@ -198,7 +198,7 @@ def rank_agreement(scores_by_dataset: Mapping[str, Mapping[str, SupportsFloat]],
         if np.ptp(s) == 0:  # a constant score ranks nothing: undefined, not 0
             per[ds] = {"spearman": float("nan"), "kendall": float("nan")}
             continue
-        per[ds] = {"spearman": float(spearmanr(s, r).statistic), "kendall": float(kendalltau(s, r).statistic)}  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+        per[ds] = {"spearman": float(spearmanr(s, r).statistic), "kendall": float(kendalltau(s, r).statistic)}  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     sp = np.array([v["spearman"] for v in per.values()])
     kd = np.array([v["kendall"] for v in per.values()])
     if np.isnan(sp).all():
@@ -301,7 +301,8 @@ def pur_ranking(grid: pd.DataFrame, alpha: float = 0.5,
     (ties broken by name). Returns (summary, the grid with a ``pur`` column).
     """
     g = grid.copy()
-    g["pur"] = cast("list[float]", [pur(p, m, alpha) if m > 0 else np.nan for p, m in zip(g.performance, g.mui)])
+    g["pur"] = cast("list[float]",  # scalars in, floats out
+                    [pur(p, m, alpha) if m > 0 else np.nan for p, m in zip(g.performance, g.mui)])
     if reference_order is None:
         true = g.groupby("model").fresh.mean().reset_index().sort_values(["fresh", "model"], ascending=[False, True])
         ref = true.model.tolist()

@@ -144,7 +144,8 @@ def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
         k_pub = 1
         note = (f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = 1 is passed "
                 "explicitly so its other choices can be compared.")
-    budget: dict[str, Any] = dict(batch_size=cfg.batch_size, max_batch_tokens=subject.token_budget(cfg.max_batch_tokens))
+    budget: dict[str, Any]
+    budget = dict(batch_size=cfg.batch_size, max_batch_tokens=subject.token_budget(cfg.max_batch_tokens))
     paper = mui.utilization(model, tokens, mask, **budget).mask
     rows = [{"variant": "paper (per-token top-k, act*up, next token)", "k": mui.default_k(d),
              "mui": mui.mui_of_mask(paper), "jaccard_with_paper": 1.0}]

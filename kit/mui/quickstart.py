@@ -177,4 +177,4 @@ def reading_subject(subject: Subject, answers: Answers | None) -> Subject:
     """The subject that shows prompts as ``answers`` were generated from (a file's ``chat``)."""
     if answers is None or subject.kind == "world" or answers.chat == getattr(subject, "chat", None):
         return subject
-    return replace(cast(Any, subject), chat=answers.chat)  # the subjects with a chat are dataclasses
+    return replace(cast(Any, subject), chat=answers.chat)  # chat subjects are dataclasses

@@ -159,7 +159,7 @@ def tiny_pairs(measurements: pd.DataFrame, pairs: dict[str, str], domain_of: Cal
     rows = measurements[measurements["model"].isin(list(pairs))].copy()
     rows["base"] = rows["model"].map(pairs)
     idx = list(zip(rows["base"], rows["task"], rows["split"]))
-    at = cast(Any, base.loc)  # pandas-stubs reject a list of MultiIndex tuples as rows (pandas takes it)
+    at = cast(Any, base.loc)  # pandas-stubs reject a list of MultiIndex tuples as rows
     rows["base_perf"] = at[idx, "perf"].to_numpy()
     rows["base_mui"] = at[idx, "mui"].to_numpy()
     rows["domain"] = [domain_of(m, r) for m, (_, r) in zip(rows["model"], rows.iterrows())]
