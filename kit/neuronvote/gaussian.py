@@ -210,7 +210,8 @@ def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float |
             idx = selected + [cand]
             # (the cast: scipy's inferred signature types cov as int, after its default)
             joint = np.stack([fit.log_prior[c] + multivariate_normal.logpdf(
-                x[:, idx], fit.means[c][idx], cast(Any, fit.cov(c, idx))).reshape(n) for c in (0, 1)])
+                x[:, idx], fit.means[c][idx], cast(Any, fit.cov(c, idx))
+            ).reshape(n) for c in (0, 1)])
             s = float(_label_loglik(joint[:, :, None], y)[0])
             if s > best_score:
                 best, best_score = cand, s

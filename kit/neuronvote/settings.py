@@ -207,7 +207,8 @@ def plan_decoder(cfg, shuffles: int = 0) -> tuple[StudyPlan, pd.DataFrame]:
     from kit.models.load import load_model
 
     sentences, summary, tasks = decoder_sentences(cfg)
-    model = cast("HookedTransformer", load_model(cfg.decoder_model, device=cfg.device, world=cfg.world))
+    model = cast("HookedTransformer",
+                 load_model(cfg.decoder_model, device=cfg.device, world=cfg.world))
     n_layers = model.cfg.n_layers
     layers = cfg.decoder_layers if cfg.decoder_layers is not None else first_middle_last(n_layers)
     bad = [L for L in layers if not 0 <= L < n_layers]
@@ -221,7 +222,8 @@ def plan_decoder(cfg, shuffles: int = 0) -> tuple[StudyPlan, pd.DataFrame]:
     # Small decoders may have fewer neurons than the largest s; an s >= d would make every top-s
     # set the whole layer (overlap 1), so such s are left out.
     clip = lambda xs: [s for s in xs if s < d] or [max(1, d // 4)]  # noqa: E731
-    kw: dict[str, Any] = study_kwargs(cfg, shuffles=shuffles) | dict(s_values=clip(cfg.s_values), accuracy_s=clip(cfg.accuracy_s),
+    kw: dict[str, Any]
+    kw = study_kwargs(cfg, shuffles=shuffles) | dict(s_values=clip(cfg.s_values), accuracy_s=clip(cfg.accuracy_s),
                                                      pairwise_s=clip(cfg.pairwise_s))
     plan = plan_study(tasks, vectors, model=cfg.decoder_model, site=f"blocks.{{L}}.{cfg.decoder_site}", **kw)
     return plan, summary

@@ -104,7 +104,8 @@ class StudyPlan:
     n_neurons: int
     n_tasks: int
 
-    def arrays(self, layer: int, task: ConceptTask) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def arrays(self, layer: int, task: ConceptTask
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         arr = task.arrays(self.vectors[layer])
         return arr["x_train"], arr["y_train"], arr["x_test"], arr["y_test"]
 
