@@ -62,7 +62,7 @@ def agreement(scores: ArrayLike, reference: ArrayLike) -> dict[str, float]:
     y = np.asarray(scores, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
         raise ValueError(f"scores and reference must be 1-D of the same length >= 3; got {y.shape} and {x.shape}")
-    rho = spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+    rho = spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     if np.ptp(x) > 0:
         slope, intercept = np.polyfit(x, y, 1)
         resid = y - (slope * x + intercept)

@@ -348,7 +348,8 @@ def group_patched_generate(
         generator = torch.Generator(device=device)
         generator.manual_seed(0 if seed is None else seed)
 
-    kwargs: dict[str, Any] = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p,
+    kwargs: dict[str, Any]
+    kwargs = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p,
                   generator=generator, stop_token_ids=stop_token_ids, stop_strings=stop_strings,
                   tokenizer=tokenizer, pad_token_id=pad_token_id)
     parts = []

@@ -17,7 +17,8 @@ def plot_sparsity_curve(curve: pd.DataFrame, total_neurons: int, n_selected: int
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.6, 3.0))
-    styles: dict[Any, tuple[str, str]] = {("contaminated", "located"): ("C3", "-"), ("contaminated", "random"): ("C3", ":"),
+    styles: dict[Any, tuple[str, str]]
+    styles = {("contaminated", "located"): ("C3", "-"), ("contaminated", "random"): ("C3", ":"),
               ("uncontaminated", "located"): ("C0", "-"), ("uncontaminated", "random"): ("C0", ":")}
     for (model, kind), sub in curve.groupby(["model", "neurons"]):
         sub = sub.sort_values("n")

@@ -76,7 +76,7 @@ class Located:
     def summary(self) -> dict[str, Any]:
         from scipy.stats import spearmanr
 
-        rho = spearmanr(self.causal_exact.score, self.causal_tf.score).statistic  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+        rho = spearmanr(self.causal_exact.score, self.causal_tf.score).statistic  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
         return {"acc_con": self.causal_exact.acc_con, "acc_un": self.causal_exact.acc_un,
                 "max_causal_exact": float(np.max(self.causal_exact.score)),
                 "max_causal_tf": float(np.max(self.causal_tf.score)),

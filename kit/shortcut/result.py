@@ -149,7 +149,8 @@ def summary_section(study: ShortcutStudy):
     lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
     if rules is not None:
         assert s.heldout is not None  # the rules are compared on it
-        r: Any = rules.set_index("rule")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
+        r: Any
+        r = rules.set_index("rule")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
         ci = "vs_chosen" in r
         lines.append(f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "
                      "objective (M_con drop - |M_un change|, pts"

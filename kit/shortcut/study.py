@@ -273,7 +273,7 @@ def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, floa
         return None
     from scipy.stats import spearmanr
 
-    return {cs.method: float(spearmanr([sum(n in changed for n in g) for g in cs.groups], cs.score).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy: untyped result)
+    return {cs.method: float(spearmanr([sum(n in changed for n in g) for g in cs.groups], cs.score).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
             for cs in (located.causal_exact, located.causal_tf)}
 
 
@@ -394,7 +394,8 @@ def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+t
                       variants.strength_variants(cfg.variants[order_label], (), (1, 2)).items()})
     models = s.pool({"Vanilla": cfg.base_model, **names})
     table = trustworthy_table(models, s.base, s.test, s.fresh, shortcut, list(names), cfg.max_rows, cfg.max_new_tokens)
-    t: Any = table.set_index("variant")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
+    t: Any
+    t = table.set_index("variant")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
     recipe = variants.extra_spec(name, cfg.world) if variants.is_extra(name) else \
         {f.name: f for f in zoo.world_spec(cfg.world).finetunes}[name]
     lines = [f"Contamination strength ({label}'s recipe): " + ", ".join(
