@@ -201,7 +201,7 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
 def weights_digests(spec: WorldSpec) -> dict[str, str]:
     """Every member's and SAE's tensor digest (``kit.world.storage.tensor_digest``), as recorded when
     it was written: two worlds with the same digests are the same bits."""
-    out = {name: cast(dict, read_meta(spec, name))["weights_digest"] for name in members(spec)}  # built
+    out = {name: cast(dict, read_meta(spec, name))["weights_digest"] for name in members(spec)}
     return {**out, **{s: sae_digest(s, spec) for s in saes(spec)}}
 
 
