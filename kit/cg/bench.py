@@ -30,7 +30,7 @@ from kit.cg.metrics import SparseRows, segment_mean
 from kit.models import tl
 
 if TYPE_CHECKING:
-    from transformer_lens import HookedTransformer
+    from kit.models.tl import HookedModel
 
 BENCH_WIDTH = 16_384
 BENCH_K = 32
@@ -66,7 +66,7 @@ def _forward_fn(model: str, device: str):
             f"minilm {site}, 32 ARC prompts"
     from kit.models.load import load_model
 
-    m = cast("HookedTransformer", load_model(model, device=device))  # an LM here
+    m = cast("HookedModel", load_model(model, device=device))  # an LM here
     site = f"blocks.{m.cfg.n_layers // 2}.hook_resid_post"
     n, length = (2, 64) if m.cfg.d_model >= 2048 else (8, 64)
     g = torch.Generator().manual_seed(0)
