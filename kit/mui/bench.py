@@ -32,7 +32,7 @@ from kit.core.bench import BenchLine, DEFAULT_MODEL
 from kit.models import tl
 
 if TYPE_CHECKING:
-    from transformer_lens import HookedTransformer
+    from kit.models.tl import HookedModel
 
 
 def interleaved_medians(a, b, repeat: int, device: str = "cpu") -> tuple[float, float]:
@@ -124,7 +124,7 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = Non
 
     if device == "cpu":
         torch.set_num_threads(1)
-    m = cast("HookedTransformer", load_model(model, device=device, dtype=dtype))  # an LM here
+    m = cast("HookedModel", load_model(model, device=device, dtype=dtype))  # an LM here
     model = model + (f" ({dtype})" if dtype else "")
     vocab, L = m.cfg.d_vocab, m.cfg.n_layers
     assert m.cfg.d_mlp is not None  # MUI scores MLP neurons
