@@ -25,7 +25,7 @@ from kit.neuronvote.published import PaperRef
 from kit.neuronvote.study import StudyPlan, StudyResult, first_middle_last, plan_study, run_plans
 
 if TYPE_CHECKING:
-    from transformer_lens import HookedTransformer
+    from kit.models.tl import HookedModel
 
 _PREPARED: dict = {}
 
@@ -207,7 +207,7 @@ def plan_decoder(cfg, shuffles: int = 0) -> tuple[StudyPlan, pd.DataFrame]:
     from kit.models.load import load_model
 
     sentences, summary, tasks = decoder_sentences(cfg)
-    model = cast("HookedTransformer",
+    model = cast("HookedModel",
                  load_model(cfg.decoder_model, device=cfg.device, world=cfg.world))
     n_layers = model.cfg.n_layers
     layers = cfg.decoder_layers if cfg.decoder_layers is not None else first_middle_last(n_layers)
