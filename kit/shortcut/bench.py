@@ -23,14 +23,14 @@ from kit.shortcut.patching import generate, group_patched_generate, group_patche
 from kit.shortcut.scores import PAPER_FRACTION, neuron_groups, random_neurons
 
 if TYPE_CHECKING:
-    from transformer_lens import HookedTransformer
+    from kit.models.tl import HookedModel
 
 
-def _load(model: str, device: str, seed: int, dtype: str | None = None) -> HookedTransformer:
+def _load(model: str, device: str, seed: int, dtype: str | None = None) -> HookedModel:
     from kit.models.load import load_model
 
     extra: dict[str, Any] = {"seed": seed} if model.startswith("random/") else {}
-    return cast("HookedTransformer", load_model(model, device=device, dtype=dtype, **extra))
+    return cast("HookedModel", load_model(model, device=device, dtype=dtype, **extra))
 
 
 def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 4, prompt_len: int = 12,
