@@ -23,13 +23,18 @@ BARS = $$(test -t 1 || echo TQDM_DISABLE=1)
 # JupyterLab refuses to start as root unless told it may (containers often run as root).
 ALLOW_ROOT = $$(test "$$(id -u)" = 0 && echo --allow-root)
 
-.PHONY: run test setup world real bench lab clean-runs browser
+.PHONY: run test typecheck setup world real bench lab clean-runs browser
 
 run: setup world
 	$(PY) -m kit run --profile tiny
 
 test: setup browser
 	$(PY) -m pytest
+
+# pyright in basic mode over kit/ ([tool.pyright] in pyproject.toml); `make test` runs the same check
+# (tests/test_types.py). PYRIGHT_PYTHON_IGNORE_WARNINGS: no query to PyPI for a newer pyright.
+typecheck: setup
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(PY) -m pyright --pythonpath $(abspath $(PY))
 
 setup: $(STAMP)
 

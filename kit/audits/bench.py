@@ -10,11 +10,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import torch
 
 from kit.core.bench import BenchLine, median_time
 
 from . import circuits
+
+if TYPE_CHECKING:
+    from kit.models.tl import HookedModel
 
 DEFAULT_MODEL = "random/gpt2-small"
 
@@ -43,7 +48,7 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu", n_prompts: int = 4, seq
 
     if device == "cpu":
         torch.set_num_threads(1)  # shared CPUs: oversubscribed threads make timings noise
-    m = kit.load_model(model, device=device)
+    m = cast("HookedModel", kit.load_model(model, device=device))  # an LM here
     batch = _batch(m, n_prompts, seq)
     means = circuits.head_means(m, batch)
     dev = next(m.parameters()).device

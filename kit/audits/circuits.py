@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import numpy as np
 import torch
@@ -246,8 +246,8 @@ class Edge:
     score: float
 
     def heads(self) -> list[Head]:
-        return [tuple(int(x) for x in n.split(".")) for n in (self.sender, self.receiver)
-                if n not in (INPUT, LOGITS)]
+        return [cast(Head, tuple(int(x) for x in n.split(".")))
+                for n in (self.sender, self.receiver) if n not in (INPUT, LOGITS)]
 
 
 def _node(h: Head) -> str:
@@ -278,6 +278,7 @@ def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
     mask = _pos_mask(batch).to(dev)[:, :, None].float()
     names = [f"blocks.{L}.attn.hook_z" for L in range(cfg.n_layers)] + ["blocks.0.hook_resid_pre"]
     logits, cache = tl.run_with_cache(model, batch.tokens.to(dev), names)
+    assert logits is not None  # the default return_type gives logits
     full = logit_diff(logits, batch).mean()
     m = _fit_means(means, batch.tokens.shape[1]).to(dev)
     resid0 = cache["blocks.0.hook_resid_pre"]
@@ -389,7 +390,7 @@ def select_heads(scores: Float[Tensor, "n_layers n_heads"], frac: float = 0.2, m
     """Heads whose patching score is at least ``frac`` x the largest score (at most ``max_heads``),
     or ``fixed`` heads (e.g. Wang et al.'s for GPT-2) when given."""
     if fixed:
-        return sorted(tuple(h) for h in fixed)
+        return sorted(cast(Head, tuple(h)) for h in fixed)
     if not 0 < frac <= 1:
         raise ValueError(f"frac={frac} must be in (0, 1]")
     top = float(scores.max())

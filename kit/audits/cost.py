@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CPU_FLOPS = 3e10
 """Assumed float32 throughput of a CPU forward pass, FLOP/s: one idle AVX2 core (measured here: 8e9
@@ -170,7 +171,7 @@ def _hf_config(name: str) -> dict | None:
 
 def _shape_of(c: dict) -> ModelShape | None:
     c = c.get("text_config", c)
-    get = lambda *keys: next((c[k] for k in keys if c.get(k) is not None), None)  # noqa: E731
+    get: Any = lambda *keys: next((c[k] for k in keys if c.get(k) is not None), None)  # noqa: E731
     n_layers, n_heads = get("num_hidden_layers", "n_layer"), get("num_attention_heads", "n_head")
     d_model, d_vocab = get("hidden_size", "n_embd"), get("vocab_size")
     if None in (n_layers, n_heads, d_model, d_vocab):

@@ -13,7 +13,7 @@ def summary_table_figure(table: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     cols = ["metric", "name", "value", "pass_condition", "verdict"]
-    cells = [[r["metric"], r["name"], "n/a" if pd.isna(r["value"]) else f"{r['value']:.3g}",
+    cells = [[r["metric"], r["name"], "n/a" if bool(pd.isna(r["value"])) else f"{r['value']:.3g}",
               r["pass_condition"][:90], r["verdict"]] for _, r in table.iterrows()]
     fig, ax = plt.subplots(figsize=(11, 0.32 * (len(cells) + 2)))
     ax.axis("off")

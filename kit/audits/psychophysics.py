@@ -19,7 +19,7 @@ All three read the circuit's behaviour through the IOI logit difference (``kit.a
 from __future__ import annotations
 
 import itertools
-from typing import Iterable
+from typing import Iterable, cast
 
 import numpy as np
 from jaxtyping import Float
@@ -178,7 +178,7 @@ def weber_curves(model, batch: IOIBatch, means: Tensor, heads: list[Head],
     out: dict[str, dict[str, list[float]]] = {}
     for h in heads:
         out[f"{h[0]}.{h[1]}"] = {
-            str(b): [float(run_heads(model, batch, means, scale={tuple(h): b * s}).mean()) for s in scales]
+            str(b): [float(run_heads(model, batch, means, scale={cast(Head, tuple(h)): b * s}).mean()) for s in scales]
             for b in baselines
         }
     return out
@@ -266,7 +266,7 @@ def circuit_logit_diffs(model, batch: IOIBatch, means: Tensor, circuit: list[Hea
     keep = set(map(tuple, circuit))
     return {
         "full": run_heads(model, batch, means),
-        "ablated": run_heads(model, batch, means, ablate=list(keep)),
+        "ablated": run_heads(model, batch, means, ablate=cast("list[Head]", list(keep))),
         "circuit_only": run_heads(model, batch, means, ablate=[h for h in all_heads(model) if h not in keep]),
     }
 

@@ -27,6 +27,7 @@ import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 import torch
 
@@ -97,7 +98,7 @@ class RealSAESpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def is_real_sae(name: str | None) -> bool:
+def is_real_sae(name: str | None) -> TypeGuard[str]:
     return isinstance(name, str) and name.startswith("real-sae/")
 
 

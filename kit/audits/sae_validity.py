@@ -9,6 +9,7 @@ and its M13 pooled ~20 vectors, which caps the participation ratio at 20).
 from __future__ import annotations
 
 import copy
+from typing import Any
 import itertools
 
 import numpy as np
@@ -226,7 +227,7 @@ def top_correlations(fs: Float[Tensor, "n ds"], fl, top_k: int, chunk: int = 819
 def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl,
                             dec_l: Float[Tensor, "dl d"], top_k: int = 3, min_corr: float = 0.3,
                             min_cos: float = 0.5, absorption: str = "all", chunk: int = 8192
-                            ) -> dict[str, float | list]:
+                            ) -> dict[str, Any]:
     """``1 - (splitting_rate + absorption_rate) / 2``.
 
     splitting: fraction of alive small features whose correlated large features (top ``top_k``
@@ -421,8 +422,8 @@ def coefficient_of_variation(values) -> float:
     return float(v.std() / abs(v.mean())) if v.mean() != 0 else float("nan")
 
 
-def sparse_probe_accuracy(x: Float[Tensor, "n f"], y: np.ndarray, k: int = 1, seed: int = 0,
-                          train_frac: float = 0.7) -> float:
+def sparse_probe_accuracy(x: Float[Tensor, "n f"] | np.ndarray, y: np.ndarray, k: int = 1,
+                          seed: int = 0, train_frac: float = 0.7) -> float:
     """SAEBench-style k-sparse probe: pick the ``k`` features with the largest |mean difference|
     between classes on a seeded train split, fit logistic regression on them, test accuracy."""
     from sklearn.linear_model import LogisticRegression

@@ -14,7 +14,7 @@ compared prompt lists position by position after shuffling them, i.e. different 
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -153,7 +153,7 @@ def core_stability(acts: Float[Tensor, "n d_in"], d_sae: int = 256, n_cycles: in
 
 
 # ------------------------------------------------------------------ EX25 reproducibility
-def align_runs(runs: list[Mapping[str, float]]) -> tuple[list[str], np.ndarray]:
+def align_runs(runs: Sequence[Mapping[str, float]]) -> tuple[list[str], np.ndarray]:
     """Ids every run has (sorted) and the ``runs x ids`` matrix of their values."""
     if len(runs) < 2:
         raise ValueError(f"need >= 2 runs to compare, got {len(runs)}")
@@ -185,7 +185,7 @@ def coherence_interval(mat: Float[np.ndarray, "runs ids"], n_boot: int = 1000, s
     return bootstrap_ci(lambda cols: coherence(cols.T), mat.T, n_boot=n_boot, seed=seed)
 
 
-def reproducibility(runs: list[Mapping[str, float]], max_deviation: float = 0.08, max_dev_rate: float = 0.05,
+def reproducibility(runs: Sequence[Mapping[str, float]], max_deviation: float = 0.08, max_dev_rate: float = 0.05,
                     min_coherence: float = 0.9, name: str = "pipeline", n_null: int = 20,
                     inputs: AuditInputs | None = None) -> AuditResult:
     """EX25 over runs (id -> value). A run's summary is the mean of its own values.

@@ -37,7 +37,7 @@ def choose_saes(available: list[str], model: str, arch_a: str | None = None, arc
     ``model``'s member (``zoo/base-m`` -> ``zoo-sae/base-m/...``)."""
     member = model.removeprefix("zoo/")
     mine = [n for n in available if f"/{member}/" in n and _SAE_NAME.match(n)]
-    parsed = [(n, _SAE_NAME.match(n)["arch"], int(_SAE_NAME.match(n)["width"])) for n in mine]
+    parsed = [(n, m["arch"], int(m["width"])) for n in mine if (m := _SAE_NAME.match(n))]
     out: dict[str, str] = {}
     if not (arch_a and arch_b):
         pairs = [(a, b) for a in parsed for b in parsed if a[2] == b[2] and a[1] < b[1]]

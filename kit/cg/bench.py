@@ -15,6 +15,8 @@ Lines printed (ratios measured in this process):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import gc
 import resource
 import time
@@ -26,6 +28,9 @@ import torch
 from kit.core.bench import BenchLine, median_time
 from kit.cg.metrics import SparseRows, segment_mean
 from kit.models import tl
+
+if TYPE_CHECKING:
+    from kit.models.tl import HookedModel
 
 BENCH_WIDTH = 16_384
 BENCH_K = 32
@@ -61,7 +66,7 @@ def _forward_fn(model: str, device: str):
             f"minilm {site}, 32 ARC prompts"
     from kit.models.load import load_model
 
-    m = load_model(model, device=device)
+    m = cast("HookedModel", load_model(model, device=device))  # an LM here
     site = f"blocks.{m.cfg.n_layers // 2}.hook_resid_post"
     n, length = (2, 64) if m.cfg.d_model >= 2048 else (8, 64)
     g = torch.Generator().manual_seed(0)

@@ -21,7 +21,7 @@ recomputes them under other seeds for :func:`kit.core.claims.mark_stability`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy import stats
@@ -81,13 +81,14 @@ def _band_claim(cid: str, section: str, statement: str, ours: float, null: np.nd
                  null_how=null_how, rests_on=rests_on, p_value=p, **kw)
 
 
-def model_claims(n: ModelNulls, significance: dict | None, rests_on: str, suffix: str = "",
+def model_claims(n: ModelNulls | None, significance: dict | None, rests_on: str, suffix: str = "",
                  constant: str = "") -> list[Claim]:
     """The model-gap and robustness claims of one model (ids carry ``suffix`` for a second model).
     ``constant``: why its scores say nothing (e.g. every answer wrong): all not testable."""
     ids = [f"{i}{suffix}" for i in MODEL_IDS]
     if constant:
         return [claim(PAPER, "§4.2.2-4.2.3", i, i, None, not_testable=constant, rests_on=rests_on) for i in ids]
+    assert n is not None  # a model without nulls comes with a constant reason
     shuffled = f"shuffled correctness within each benchmark, {n.n_draws} draws (95% range)"
     out = [_band_claim(ids[0], "§4.2.2, Fig. 4",
                        f"{n.model} has more model gaps (concepts with X_model < eps) than the same model with its "
@@ -187,6 +188,7 @@ def profile_claim(cid: str, r: PlantedGapResult) -> Claim:
 def setup_claim(cid: str, r: PlantedGapResult, seed: int = 0) -> Claim:
     """Set-up check: the member answers the planted items worse than its parent (paired items)."""
     s, suite = r.summary, r.suite
+    assert suite is not None and r.planted is not None  # kept by planted_gap_analysis
     hosts = [b for b, m in r.planted.items() if np.any(m)]
     parent = np.concatenate([np.asarray(suite.model_scores[s["parent"]][b])[r.planted[b]] for b in hosts])
     member = np.concatenate([np.asarray(suite.model_scores[s["member"]][b])[r.planted[b]] for b in hosts])
@@ -209,9 +211,11 @@ def planted_claims(planted: dict[str, tuple[PlantedGapResult | None, str]], alph
                       "reproduction") for i in PLANTED_IDS]
     ran = [k for k, (r, _) in planted.items() if r is not None]
     r = planted[main][0]
+    assert r is not None  # primary_setting picks a setting that ran
     out = [recovered_claim("planted_gap.recovered", r, len(ran), alpha), profile_claim("planted_gap.profile_points", r),
            setup_claim("planted_gap.setup_drop", r, seed)]
-    out += [recovered_claim(f"planted_gap.recovered[{k}]", planted[k][0], len(ran), alpha) for k in ran if k != main]
+    out += [recovered_claim(f"planted_gap.recovered[{k}]", cast(PlantedGapResult, planted[k][0]), len(ran), alpha)
+            for k in ran if k != main]
     return out
 
 
@@ -275,6 +279,7 @@ def stability_reruns(study, seeds: list[int]) -> list[list[Claim]]:
 def reanalyse_planted(r: PlantedGapResult, seed: int, cfg) -> PlantedGapResult:
     """:func:`kit.cg.planted.planted_gap_analysis` of the same suite with another permutation seed."""
     s = r.summary
+    assert r.suite is not None and r.planted is not None  # kept by planted_gap_analysis
     again = planted_gap_analysis(r.suite, s["member"], s["parent"], r.planted, cfg.gap_n_perm, cfg.min_support,
                                  cfg.alpha, cfg.eps, cfg.gap_share, seed)
     again.summary = {**s, **again.summary}

@@ -48,7 +48,7 @@ def _nums(xs) -> list[float | None]:
 
 def top_items(acts: cg.Acts, concept: int, n: int) -> list[int]:
     """Indices of the ``n`` items with the largest activation of ``concept`` (active ones only)."""
-    col = acts[:, [concept]] if sp.issparse(acts) else acts[:, concept]
+    col: Any = acts[:, [concept]] if sp.issparse(acts) else acts[:, concept]
     col = np.asarray(col.toarray() if sp.issparse(col) else col).ravel()
     order = np.argsort(-col, kind="stable")[:n]
     return [int(i) for i in order if col[i] > 0]
@@ -57,7 +57,8 @@ def top_items(acts: cg.Acts, concept: int, n: int) -> list[int]:
 def top_items_all(acts: cg.Acts, n: int) -> list[list[tuple[float, int]]]:
     """Per concept, its ``n`` most activating items as (activation, item index), strongest first,
     ties to the lower index; one pass over a CSC copy instead of a column extraction per concept."""
-    m = sp.csc_matrix(acts, dtype=np.float64)
+    m: Any
+    m = sp.csc_matrix(acts, dtype=np.float64)  # scipy has no annotations (shape reads Optional)
     m.eliminate_zeros()
     out = []
     for j in range(m.shape[1]):

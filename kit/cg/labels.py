@@ -53,7 +53,8 @@ def is_content_word(word: str, stopwords: frozenset[str] = STOPWORDS) -> bool:
 class Labeller(Protocol):
     """Per concept, one label from its top-activating contexts (an empty list: a dead concept)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only, so frozen dataclasses qualify
 
     def __call__(self, contexts: Sequence[Sequence[dict]]) -> list[str]: ...
 

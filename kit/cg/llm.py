@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 
 LLM = Callable[[str], str]
 
@@ -76,7 +76,7 @@ def parse_ids(answer: str) -> list[int]:
         for v in value:
             x = v.get("id") if isinstance(v, dict) else v
             try:
-                found.append(int(x))
+                found.append(int(cast(Any, x)))  # None raises TypeError, caught below
             except (TypeError, ValueError):
                 continue
     else:

@@ -23,9 +23,10 @@ Robustness (section 4.2.3) is in :mod:`kit.cg.robustness`, our per-concept signi
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 import pandas as pd
 import scipy.sparse as sp
 import torch
@@ -37,7 +38,14 @@ from kit.core.checks import require_finite
 EPSILON = 1e-5
 """The paper's epsilon for missing concepts and model gaps (section 3.1: e^-5 printed; 1e-5 used)."""
 
-Acts = np.ndarray | sp.spmatrix | sp.sparray
+if TYPE_CHECKING:
+    # scipy ships no annotations: its sparse classes' shape, sum, T and indexing are inferred from
+    # its source as missing or Optional, so for the checker a sparse matrix is untyped
+    Acts = np.ndarray | Any
+    CSR = Any
+else:
+    Acts = np.ndarray | sp.spmatrix | sp.sparray
+    CSR = sp.csr_matrix
 
 
 def item_concept_activation(feature_acts: Float[Tensor, "n_tokens d_sae"]) -> Float[Tensor, " d_sae"]:
@@ -111,7 +119,7 @@ class SparseRows:
     def __len__(self) -> int:
         return len(self._counts)
 
-    def to_csr(self) -> sp.csr_matrix:
+    def to_csr(self) -> CSR:
         indptr = np.concatenate([[0], np.cumsum(self._counts, dtype=np.int64)])
         indices = np.concatenate(self._indices) if self._indices else np.zeros(0, np.int32)
         data = np.concatenate(self._data) if self._data else np.zeros(0, np.float32)
@@ -120,7 +128,7 @@ class SparseRows:
 
 def concept_activations(
     feature_batches: Iterable[tuple[Float[Tensor, "n_tokens d_sae"], Sequence[int]]], n_concepts: int
-) -> sp.csr_matrix:
+) -> CSR:
     """Stream (token feature activations of a batch of items laid end to end, item lengths) into
     a sparse items x concepts matrix of eq. 1's ``s~``. Only one batch is ever dense."""
     rows = SparseRows(n_concepts)
@@ -164,7 +172,7 @@ def chi_bench(acts: Acts) -> np.ndarray:
     return totals / mean_total
 
 
-def chi_model(acts: Acts, scores: Sequence[float] | np.ndarray) -> np.ndarray:
+def chi_model(acts: Acts, scores: ArrayLike) -> np.ndarray:
     """Eq. 4: activation-weighted mean of the per-item score ``m_b(i)`` for every concept.
 
     ``acts``: items x concepts; ``scores``: per-item performance in [0, 1]. Returns a 1-D array
@@ -216,7 +224,7 @@ def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> 
     return np.divide(chis.sum(axis=0), n_active, out=np.zeros(chis.shape[1]), where=n_active > 0)
 
 
-def x_model(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]]) -> np.ndarray:
+def x_model(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike]) -> np.ndarray:
     """Eq. 5: mean of ``chi_model`` over the benchmarks where it is defined; NaN where none is."""
     _check_suite(acts_by_benchmark)
     missing = [b for b in acts_by_benchmark if b not in scores_by_benchmark]
@@ -274,7 +282,7 @@ def chi_bench_table(acts_by_benchmark: Mapping[str, Acts]) -> pd.DataFrame:
     return pd.DataFrame({b: chi_bench(a) for b, a in acts_by_benchmark.items()})
 
 
-def chi_model_table(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]]) -> pd.DataFrame:
+def chi_model_table(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike]) -> pd.DataFrame:
     """concepts x benchmarks DataFrame of ``chi_model`` (NaN where undefined)."""
     _check_suite(acts_by_benchmark)
     return pd.DataFrame({b: chi_model(a, scores_by_benchmark[b]) for b, a in acts_by_benchmark.items()})
@@ -296,7 +304,7 @@ def profile_difference(acts_a: Acts, scores_a: Sequence[float], scores_b: Sequen
     return chi_model(acts_a, scores_a) - chi_model(acts_a if acts_b is None else acts_b, scores_b)
 
 
-def concept_table(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]] | None = None,
+def concept_table(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike] | None = None,
                   labels: Sequence[str] | None = None, eps: float = EPSILON) -> pd.DataFrame:
     """One row per concept: label, X_bench, coverage class, X_model and model-gap class (if scores)."""
     n = _check_suite(acts_by_benchmark)

@@ -13,19 +13,22 @@ from __future__ import annotations
 import gc
 import hashlib
 import warnings
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
-from kit.cg.metrics import segment_mean
+from kit.cg.metrics import CSR, segment_mean
 from kit.cg.size_control import general_text
 from kit.cg.suite import UNSCORED, Suite, benchmark_items
 from kit.models import tl
 from kit.models import cache as item_cache
 from kit.models.identity import name_identity
 from kit.models.internals import token_budget_batches
+
+if TYPE_CHECKING:
+    from kit.data.items import Item
 
 
 def _item_rows(model, texts: Sequence[str], max_length: int) -> list[list[int]]:
@@ -64,7 +67,7 @@ def _forward_batches(model, hook: str, rows: Sequence[list[int]], batch: Sequenc
 
 
 def hooked_item_concepts(model, sae, texts: Sequence[str], max_length: int = 512, max_batch_tokens: int = 8192,
-                         cache=None) -> sp.csr_matrix:
+                         cache=None) -> CSR:
     """Eq. 1 under a ``HookedTransformer`` and its own SAE: activations at
     ``sae.cfg.metadata.hook_name`` over each text's tokens (BOS excluded), averaged per text.
 
@@ -138,7 +141,7 @@ def hooked_contexts(model, sae, texts: Sequence[str], n_top: int = 8, context: i
     return out
 
 
-def model_responses(name: str, items: dict[str, list[tuple[str, object]]], settings, device: str = "cpu",
+def model_responses(name: str, items: dict[str, list[tuple[str, Item]]], settings, device: str = "cpu",
                     dtype: str | None = None, batch_size: int = 16) -> dict[str, tuple[list[str], np.ndarray]]:
     """``{benchmark: (responses, correct)}`` of model ``name`` on ``items`` (from
     :func:`benchmark_items`): batched generation by its Hugging Face copy with a KV cache and its chat
@@ -219,12 +222,12 @@ def model_suites(models: Sequence[str], model_saes: Sequence[str], benchmarks: S
         del hf
         generate.release()
         sae = kit.load_sae(sae_name, device=device)
-        key = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
+        ikey = {"max_length": max_length, "dtype": dtype, "what": "cg item concepts"}
         label, ident = f"{path}|{sae_name}", f"{name_identity(str(path))}|{sae_name}"  # files, SAE
 
-        def read(texts: list[str], b: str) -> sp.csr_matrix:
+        def read(texts: list[str], b: str) -> CSR:
             return hooked_item_concepts(model, sae, texts, max_length, max_batch_tokens,
-                                        cache=item_cache.ItemCache(label, b, key, identity=ident))
+                                        cache=item_cache.ItemCache(label, b, ikey, identity=ident))
 
         acts = {b: read(t, b) for b, t in prompts.items()}
         n_tokens = {b: hooked_token_counts(model, t, max_length) for b, t in prompts.items()}

@@ -22,9 +22,10 @@ the same code on the same splits, reruns and subsamples:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
 import pandas as pd
 import scipy.sparse as sp
 from scipy.stats import rankdata
@@ -38,7 +39,7 @@ MIN_DRAWS = 100
 """Fewest shuffled copies a null band is made of: with fewer, a 2.5-97.5% range is not a 95% band."""
 
 
-def score_matrix(scores: Mapping[str, Sequence[float]], n_perm: int, seed: int = 0) -> dict[str, np.ndarray]:
+def score_matrix(scores: Mapping[str, ArrayLike], n_perm: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Per benchmark ``Float[ndarray, "items 1+n_perm"]``: column 0 the scores, then ``n_perm``
     copies permuted within the benchmark (seeded)."""
     rng = np.random.default_rng(seed)
@@ -49,7 +50,7 @@ def score_matrix(scores: Mapping[str, Sequence[float]], n_perm: int, seed: int =
     return out
 
 
-def _prepared(acts: Mapping[str, Acts]) -> dict[str, sp.csr_matrix]:
+def _prepared(acts: Mapping[str, Acts]) -> dict[str, Acts]:  # CSR matrices
     _check_suite(acts)
     return {b: sp.csr_matrix(_check_acts(a)) for b, a in acts.items()}
 
@@ -68,6 +69,7 @@ def x_model_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray],
         chi = np.divide(chi, totals[:, None], out=np.zeros_like(chi), where=ok[:, None])
         num = chi if num is None else num + chi
         den = ok.astype(int) if den is None else den + ok
+    assert num is not None and den is not None  # acts holds at least one benchmark
     out = np.full(num.shape, np.nan)
     out[den > 0] = num[den > 0] / den[den > 0, None]
     return out
@@ -126,6 +128,7 @@ def dropout_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray], n_rer
         s1 = x if s1 is None else s1 + x
         s2 = x ** 2 if s2 is None else s2 + x ** 2
         n = ok.astype(int) if n is None else n + ok
+    assert s1 is not None and s2 is not None and n is not None  # n_reruns >= 2
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.where(n >= 2, np.maximum(s2 / n - (s1 / n) ** 2, 0.0), np.nan)
         std = np.sqrt(var)
@@ -190,7 +193,7 @@ class ModelNulls:
         return pd.DataFrame(rows)
 
 
-def model_nulls(model: str, acts: Mapping[str, Acts], scores: Mapping[str, Sequence[float]], eps: float = EPSILON,
+def model_nulls(model: str, acts: Mapping[str, Acts], scores: Mapping[str, ArrayLike], eps: float = EPSILON,
                 adv_n_concepts: int = 100, adv_n_items: int = 100, adv_repeats: int = 10, n_reruns: int = 20,
                 drop_frac: float = 0.2, min_support: int = 5, seed: int = 0, n_draws: int = 200,
                 n_splits: int = 20) -> ModelNulls:

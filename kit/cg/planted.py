@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -34,10 +34,11 @@ from kit.cg import significance as cg_significance
 from kit.cg.suite import Suite
 
 
-def planted_share(acts_by_benchmark: dict[str, sp.csr_matrix], planted: dict[str, np.ndarray]) -> np.ndarray:
+def planted_share(acts_by_benchmark: dict[str, cg.CSR], planted: dict[str, np.ndarray]) -> np.ndarray:
     """Per concept: its activation mass on the planted items over its total mass (NaN if it never fires)."""
     inside = sum(np.asarray(a[np.flatnonzero(planted[b])].sum(0), float).ravel() for b, a in acts_by_benchmark.items())
     total = sum(np.asarray(a.sum(0), float).ravel() for a in acts_by_benchmark.values())
+    total = cast(np.ndarray, total)  # a sum of arrays (one per benchmark)
     return np.divide(inside, total, out=np.full(total.shape, np.nan), where=total > 0)
 
 
@@ -279,7 +280,8 @@ def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", wor
                                        hook=hook, pooling=pooling)
     result = planted_gap_analysis(suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold,
                                   seed)
-    acc = result.accuracy
+    acc: Any
+    acc = result.accuracy  # its cells are numbers (pandas-stubs type a .loc cell as any scalar)
     result.summary.update({"gap": GAPS[gap].description, "gap_key": gap, "chance": 1 / len(GAPS[gap].relabel),
                            "sae": suite.sae, "sae_hook": hook or _world_sae_hook(sae_name, parent, world),
                            "pooling": pooling,
@@ -384,7 +386,7 @@ def primary_setting(planted: dict[str, tuple[PlantedGapResult | None, str]]) -> 
         return None
 
     def rank(k: str) -> tuple:
-        s = planted[k][0].summary
+        s = cast(PlantedGapResult, planted[k][0]).summary  # k ran
         layer = re.match(r"blocks\.(\d+)\.", s.get("sae_hook", ""))
         return s.get("pooling", "mean") == "mean", int(layer.group(1)) if layer else -1, -ran.index(k)
 

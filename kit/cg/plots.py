@@ -41,7 +41,7 @@ def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
     for name, x in x_by_name.items():
         x = np.asarray(x, float)
         x = x[~np.isnan(x)]
-        ax.hist(x, bins=bins, histtype="step", density=True, label=f"{name} (median {np.median(x):.2f})")
+        ax.hist(x, bins=list(bins), histtype="step", density=True, label=f"{name} (median {np.median(x):.2f})")
     ax.set_xlabel("X_model(c)  (activation-weighted accuracy)")
     ax.set_ylabel("density")
     ax.set_title("Model performance per concept")

@@ -7,7 +7,7 @@ benchmark), Table 3 (best/worst performance and coverage concepts, two SAEs side
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -75,7 +75,7 @@ def missing_per_benchmark_table(suite: Suite, n: int = 3, eps: float = cg.EPSILO
     for b in chib.columns:
         others = chib.drop(columns=b).mean(axis=1)
         cand = chib.index[(chib[b] < eps).to_numpy()]
-        top = others.loc[cand].sort_values(ascending=False).head(n)
+        top: Any = others.loc[cand].sort_values(ascending=False).head(n)  # concept index -> mean
         rows += [{"benchmark": b, "concept": int(c), "label": suite.labels[c], "mean chi_bench elsewhere": float(v)}
                  for c, v in top.items()]
     return pd.DataFrame(rows, columns=["benchmark", "concept", "label", "mean chi_bench elsewhere"])
@@ -96,6 +96,7 @@ def best_worst_table(suite: Suite, model: str | None, n: int = 5, min_activation
         xm = cg.x_model(suite.model_acts[model], suite.model_scores[model])
         support = sum((a > 0).sum(0).A1 if hasattr((a > 0).sum(0), "A1") else np.asarray((a > 0).sum(0)).ravel()
                       for a in suite.model_acts[model].values())
+        support = cast(np.ndarray, support)  # a sum of arrays (one per benchmark)
         ok = np.flatnonzero(~np.isnan(xm) & (support >= min_activation_items))
         # ties (many concepts at exactly 1.0 or 0.0) go to the concept seen on more items
         best = ok[np.lexsort((-support[ok], -xm[ok]))]
@@ -133,7 +134,7 @@ def cross_sae_summary(a: Suite, b: Suite, model: str | None) -> dict:
             out[s.sae]["median_x_model"] = float(np.nanmedian(xm))
     # per-benchmark missing fractions should rank benchmarks alike under both SAEs
     fa, fb = cg.missing_fraction(a.acts), cg.missing_fraction(b.acts)
-    out["spearman_missing_frac_per_benchmark"] = float(spearmanr(fa, fb[fa.index]).statistic) if len(fa) > 2 else float("nan")
+    out["spearman_missing_frac_per_benchmark"] = float(spearmanr(fa, fb[fa.index]).statistic) if len(fa) > 2 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     return out
 
 
@@ -151,7 +152,7 @@ def profile_comparison(acts_prompt, scores_a: np.ndarray, scores_b: np.ndarray, 
             for c in order[::-1][:n]]
     rows += [{"direction": "B better", "concept": int(c), "label": labels[c], "chi_model A": ca[c], "chi_model B": cb[c]}
              for c in order[:n]]
-    summary = {"spearman": float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else float("nan"),
+    summary = {"spearman": float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else float("nan"),  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
                "mean_abs_diff": float(np.abs(d[ok]).mean()) if ok.any() else float("nan"),
                "accuracy_A": float(np.mean(scores_a)), "accuracy_B": float(np.mean(scores_b)),
                "n_concepts_compared": int(ok.sum())}

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
 import pandas as pd
 
 from kit.cg.metrics import (
@@ -63,7 +64,7 @@ class DropoutRobustness:
         return float(np.nanmean(self.std_x_model)) if np.isfinite(self.std_x_model).any() else float("nan")
 
 
-def dropout_robustness(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]] | None,
+def dropout_robustness(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike] | None,
                        n_reruns: int = 100, drop_frac: float = 0.2, seed: int = 0) -> DropoutRobustness:
     """Section 4.2.3: rerun the analysis ``n_reruns`` times, each time dropping ``drop_frac`` of the
     items of every benchmark at random; the per-concept std (ddof=0) over reruns.
@@ -96,7 +97,7 @@ def dropout_robustness(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmar
     return DropoutRobustness(n_reruns, drop_frac, np.std(np.stack(xb), axis=0), std_xm)
 
 
-def salient_items(acts_by_benchmark: Mapping[str, Acts], concepts: Sequence[int], n_items: int) -> dict[str, np.ndarray]:
+def salient_items(acts_by_benchmark: Mapping[str, Acts], concepts: ArrayLike, n_items: int) -> dict[str, np.ndarray]:
     """The ``n_items`` datapoints across all benchmarks most associated with ``concepts``.
 
     Saliency of item i = sum over the chosen concepts of its share of that concept's activation
@@ -142,7 +143,7 @@ class AdversarialRemoval:
         return float(100 * np.mean(self.shift_worst) / self.median_before)
 
 
-def adversarial_removal(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]],
+def adversarial_removal(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike],
                         n_concepts: int = 100, n_items: int = 100, repeats: int = 10, subsample: float = 0.9,
                         seed: int = 0) -> AdversarialRemoval:
     """Section 4.2.3's adversarial ablation.
@@ -161,6 +162,7 @@ def adversarial_removal(acts_by_benchmark: Mapping[str, Acts], scores_by_benchma
         keep = {b: np.sort(rng.choice(a.shape[0], max(1, int(round(a.shape[0] * subsample))), replace=False))
                 for b, a in acts_by_benchmark.items()}
         acts, scores = _subset(acts_by_benchmark, scores_by_benchmark, keep)
+        assert scores is not None  # scores_by_benchmark is given
         xm = x_model(acts, scores)
         med = float(np.nanmedian(xm))
         defined = np.flatnonzero(~np.isnan(xm))
@@ -169,6 +171,7 @@ def adversarial_removal(acts_by_benchmark: Mapping[str, Acts], scores_by_benchma
             remove = salient_items(acts, concepts, n_items)
             kept = {b: ~remove[b] for b in acts}
             acts2, scores2 = _subset(acts, scores, kept)
+            assert scores2 is not None
             shift = float(np.nanmedian(x_model(acts2, scores2))) - med
             getattr(result, f"shift_{which}").append(shift)
     result.removed_frac = n_items / max(1, total)

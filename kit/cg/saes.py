@@ -31,7 +31,7 @@ import random
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,7 +40,7 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from kit.cg.metrics import SparseRows, segment_pool
+from kit.cg.metrics import CSR, SparseRows, segment_pool
 from kit.core.paths import atomic_dir, atomic_path, cache_dir, data_dir
 from kit.models import tl
 from kit.models.sae_train import label_from_contexts, top_activations, train_sae
@@ -311,7 +311,7 @@ def minilm_sae_contexts(name: str) -> list[list[dict]]:
 # ----------------------------------------------------------------------------- item activations
 
 
-def encode_items(token_acts: Sequence[Float[Tensor, "n_tokens d_in"]], saes: Mapping[str, object],
+def encode_items(token_acts: Sequence[Float[Tensor, "n_tokens d_in"]], saes: Mapping[str, Any],
                  chunk_tokens: int = 2048) -> dict[str, Float[Tensor, "n_items d_sae"]]:
     """Eq. 1 for a batch of items: each SAE encodes the items' tokens (in chunks of
     ``chunk_tokens``) and each concept is averaged over the item's tokens.
@@ -343,7 +343,7 @@ def _texts_key(texts: Sequence[str], extra: dict) -> str:
 
 def item_concepts(encoder, sae_names: Sequence[str], texts: Sequence[str], batch_size: int = 32,
                   max_length: int = 256, device: str = "cpu", use_cache: bool = True,
-                  desc: str = "concept activations") -> tuple[dict[str, sp.csr_matrix], np.ndarray]:
+                  desc: str = "concept activations") -> tuple[dict[str, CSR], np.ndarray]:
     """Length-normalised concept activations (eq. 1) of ``texts`` under each MiniLM SAE.
 
     All SAEs must read the same site; the encoder runs once and every SAE encodes its output.
@@ -389,7 +389,7 @@ def item_concepts(encoder, sae_names: Sequence[str], texts: Sequence[str], batch
 # ----------------------------------------------------------------------------- tiny world suite
 
 
-def zoo_item_concepts(model, sae, items, batch_size: int = 64, pooling: str = "mean") -> sp.csr_matrix:
+def zoo_item_concepts(model, sae, items, batch_size: int = 64, pooling: str = "mean") -> CSR:
     """Eq. 1 for tiny-world items under a zoo model and its own SAE: the SAE reads the model's
     activations at ``sae.cfg.metadata.hook_name`` over each prompt's tokens (``<bos>`` excluded:
     an attention sink, not content), averaged over those tokens (``pooling="mean"``; ``"last"``: the

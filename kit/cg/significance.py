@@ -5,9 +5,10 @@ within-benchmark permutation test of each concept's chi_model, and Benjamini-Hoc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 import pandas as pd
 import scipy.sparse as sp
 
@@ -17,8 +18,9 @@ from kit.cg.metrics import EPSILON, Acts, _check_acts, _check_suite, _col_sums, 
 def concept_support(acts_by_benchmark: Mapping[str, Acts]) -> np.ndarray:
     """Per concept, how many items (over all benchmarks) activate it at all (``s~_ci > 0``)."""
     _check_suite(acts_by_benchmark)
-    return sum(np.asarray((_check_acts(a) > 0).sum(axis=0)).ravel().astype(np.int64)
-               for a in acts_by_benchmark.values())
+    support = sum(np.asarray((_check_acts(a) > 0).sum(axis=0)).ravel().astype(np.int64)
+                  for a in acts_by_benchmark.values())
+    return cast(np.ndarray, support)  # a sum of arrays (one per benchmark)
 
 
 def bh_qvalues(p: np.ndarray) -> np.ndarray:
@@ -81,7 +83,7 @@ class GapTest:
                              "class": self.classes(eps)})
 
 
-def gap_test(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]],
+def gap_test(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike],
              n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05, seed: int = 0,
              chunk: int = 250) -> GapTest:
     """Is a concept's X_model lower (or higher) than the model's accuracy explains? (ours; the paper has no test)

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.stats import spearmanr
 
-from kit.cg.metrics import EPSILON, Acts, _check_acts, chi_bench, missing_fraction
+from kit.cg.metrics import CSR, EPSILON, Acts, _check_acts, chi_bench, missing_fraction
 from kit.core.stats import null_band, rank_permutation_null
 
 
@@ -104,9 +104,9 @@ def coverage_vs_text(suite_acts: Mapping[str, Acts], suite_lengths: Mapping[str,
     for b, a, n in zip(suite_acts, mats, lens):
         if a.shape[0] != n.size:
             raise ValueError(f"benchmark {b!r}: {a.shape[0]} items but {n.size} token counts")
-    pooled = sp.vstack([sp.csr_matrix(a) for a in mats]).tocsr()
+    pooled: CSR = sp.vstack([sp.csr_matrix(a) for a in mats]).tocsr()
     pooled_len = np.concatenate(lens)
-    text = sp.csr_matrix(_check_acts(text_acts))
+    text: CSR = sp.csr_matrix(_check_acts(text_acts))
     text_len = np.asarray(text_lengths, dtype=np.int64)
     if text.shape[0] != text_len.size or text.shape[1] != pooled.shape[1]:
         raise ValueError(f"general text: {text.shape} activations, {text_len.size} token counts; the suite has "
@@ -117,7 +117,7 @@ def coverage_vs_text(suite_acts: Mapping[str, Acts], suite_lengths: Mapping[str,
     m = max(1, int(share * min(pooled_len.sum(), text_len.sum())))
     rng = np.random.default_rng(seed)
 
-    def draw(mat: sp.csr_matrix, lengths: np.ndarray) -> float:
+    def draw(mat: CSR, lengths: np.ndarray) -> float:
         rows = token_prefix(lengths, rng.permutation(lengths.size), m)
         return float((missing_mask(mat[rows], eps) & live).sum() / live.sum())
 
@@ -209,6 +209,6 @@ def sae_swap(acts_a: Mapping[str, Acts], acts_b: Mapping[str, Acts], lengths: Ma
     rho, null = rank_permutation_null([a[k] for k in names_], [b[k] for k in names_], seed=seed)
     fa, fb = missing_fraction(acts_a, eps), missing_fraction(acts_b, eps)
     tokens = {k: int(np.sum(lengths[k])) for k in names_}
-    rho_full = float(spearmanr(fa[names_], fb[names_]).statistic)
-    rho_size = float(spearmanr(fa[names_], [tokens[k] for k in names_]).statistic)
+    rho_full = float(spearmanr(fa[names_], fb[names_]).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+    rho_size = float(spearmanr(fa[names_], [tokens[k] for k in names_]).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     return SaeSwap(names[0], names[1], min(tokens.values()), a, b, float(rho), null, rho_full, rho_size)

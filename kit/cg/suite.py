@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from kit.cg import metrics as cg
+
+if TYPE_CHECKING:
+    from kit.data.items import Item
 
 BBH_SUITE_TASKS = ("boolean_expressions", "date_understanding", "logical_deduction_three_objects", "navigate",
                    "object_counting", "web_of_lies", "word_sorting", "causal_judgement")
@@ -34,10 +37,10 @@ class Suite:
 
     sae: str
     labels: list[str]
-    acts: dict[str, sp.csr_matrix]
+    acts: dict[str, cg.CSR]
     """benchmark -> items x concepts (coverage: prompts only)."""
     texts: dict[str, list[str]]
-    model_acts: dict[str, dict[str, sp.csr_matrix]] = field(default_factory=dict)
+    model_acts: dict[str, dict[str, cg.CSR]] = field(default_factory=dict)
     """model -> benchmark -> items x concepts of the texts the model's score refers to."""
     model_scores: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     model_texts: dict[str, dict[str, list[str]]] = field(default_factory=dict)
@@ -50,7 +53,7 @@ class Suite:
     """Where the concept labels come from (:func:`kit.cg.labels.sae_labels`)."""
     n_tokens: dict[str, np.ndarray] = field(default_factory=dict)
     """benchmark -> tokens per item of ``acts`` (eq. 1's ``|x_i|``); empty where unknown."""
-    text_acts: sp.csr_matrix | None = None
+    text_acts: cg.CSR | None = None
     """General text (paragraphs x concepts) read like the benchmarks: the size-controlled null of
     the coverage claim (:func:`kit.cg.size_control.coverage_vs_text`); None where not read."""
     text_tokens: np.ndarray | None = None
@@ -170,7 +173,7 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
 
 
 def prompt_only_acts(sae_names: Sequence[str], response_set: str, n_items: int, max_length: int = 256,
-                     device: str = "cpu", encoder=None) -> dict[str, sp.csr_matrix]:
+                     device: str = "cpu", encoder=None) -> dict[str, cg.CSR]:
     """Activations of a response set's prompts only (same for every model answering them)."""
     from kit.data import responses as cg_responses
     from kit.cg import saes as cg_saes
@@ -223,7 +226,7 @@ def resolve_zoo_sae(model_name: str, sae_name: str, world: str | None = None) ->
     return max(mine, key=lambda n: int(n.rsplit("-", 1)[1]))
 
 
-def best_match(acts_a: dict[str, sp.csr_matrix], acts_b: dict[str, sp.csr_matrix], concepts: Sequence[int]) -> list[tuple[int, float]]:
+def best_match(acts_a: dict[str, cg.CSR], acts_b: dict[str, cg.CSR], concepts: Sequence[int]) -> list[tuple[int, float]]:
     """For each concept of SAE A, the concept of SAE B whose activation profile over the same
     items is most similar (cosine over all items of all benchmarks), with that cosine.
 
@@ -301,7 +304,7 @@ def benchmark_split(name: str) -> tuple[str, str]:
     return "test", "local"
 
 
-def benchmark_items(name: str, n: int, seed: int = 0) -> list[tuple[str, object]]:
+def benchmark_items(name: str, n: int, seed: int = 0) -> list[tuple[str, Item]]:
     """(scoring name, Item) pairs: ``n`` seeded items of :func:`benchmark_split` (``bbh`` pools
     :data:`BBH_SUITE_TASKS`)."""
     from kit.data.benchmarks import load_benchmark

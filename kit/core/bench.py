@@ -68,7 +68,8 @@ def _takes_dtype(target: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kit bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kit bench",
+                                     description=(__doc__ or "").split("\n")[0])
     parser.add_argument("names", nargs="*", help=f"workloads (default: all): {', '.join(WORKLOADS)}")
     parser.add_argument("--model", default=None,
                         help=f"model for the workloads that take one (default per workload; e.g. {DEFAULT_MODEL}, random/llama-1b, zoo/base-m)")

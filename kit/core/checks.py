@@ -7,7 +7,7 @@ its key neuron. ``require_finite`` fails first, naming what was not finite and w
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -27,11 +27,12 @@ def require_finite(field: str, x: T) -> T:
     if hasattr(x, "detach"):  # a torch tensor: check where it lives, move only the verdict
         import torch
 
-        bad = ~torch.isfinite(x.detach())
+        t = cast(torch.Tensor, x)
+        bad = ~torch.isfinite(t.detach())
         if not bool(bad.any()):
             return x
         n_bad, size, first = int(bad.sum()), bad.numel(), tuple(int(i) for i in bad.nonzero()[0])
-        value = float(x.detach()[first]) if first else float(x.detach())
+        value = float(t.detach()[first]) if first else float(t.detach())
     else:
         arr = np.asarray(x, dtype=float)
         bad = ~np.isfinite(arr)

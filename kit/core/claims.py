@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -209,7 +209,7 @@ def _wrong_side_gap(ours: float | None, ci: tuple[float, float] | None, null: fl
     nums = [_num(v) for v in (lo, hi, nlo, nhi)]
     if None in nums:
         return None
-    lo, hi, nlo, nhi = nums
+    lo, hi, nlo, nhi = cast("list[float]", nums)
     return max(lo - nhi, nlo - hi)
 
 
@@ -230,7 +230,8 @@ def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, n
         raise ValueError(f"claim {id!r}: kind={kind!r}; allowed values: {', '.join(KINDS)}")
     # A percentile bootstrap interval may miss the point estimate of a skewed statistic; that is
     # legitimate. Only an inverted interval is bad input.
-    if ci is not None and None not in (_num(ci[0]), _num(ci[1])) and _num(ci[0]) > _num(ci[1]):
+    c0, c1 = (None, None) if ci is None else (_num(ci[0]), _num(ci[1]))
+    if ci is not None and c0 is not None and c1 is not None and c0 > c1:
         raise ValueError(f"claim {id!r}: ci low {ci[0]} > high {ci[1]}")
     verdict, why = decide(ours, ci, null, null_range, direction, paper_value, not_testable)
     if (ci is not None and verdict in ("supported", "contradicted") and direction != "match"
@@ -244,7 +245,7 @@ def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, n
     if isinstance(pv, (np.floating, np.integer)):
         pv = pv.item()
     m = None if verdict == "not testable here" else margin(ours, ci, null, null_range, direction, pv)
-    width = None if ci is None else _num(ci[1]) - _num(ci[0]) if None not in (_num(ci[0]), _num(ci[1])) else None
+    width = None if c0 is None or c1 is None else c1 - c0
     # A contradicted verdict's margin is on the predicted side (far off); its fragility is the gap
     # between the interval and the null on the side it fell (a hair under the null is fragile too).
     near = _wrong_side_gap(ours, ci, null, null_range) if verdict == "contradicted" and direction != "match" else m
@@ -303,7 +304,7 @@ def weaken(c: Claim, reason: str) -> Claim:
     return c
 
 
-def mark_stability(claims: Sequence[Claim], reruns: Sequence[Sequence[Claim]], how: str) -> list[Claim]:
+def mark_stability(claims: list[Claim], reruns: Sequence[Sequence[Claim]], how: str) -> list[Claim]:
     """Set each claim's ``stability`` from the same claims computed again under other seeds
     (``reruns``: one list per rerun, matched by id; ``how`` names what changed, e.g. "bootstrap and
     permutation seeds 1, 2" or "world seed 1"). A claim whose verdict differs in any rerun is marked
@@ -312,7 +313,7 @@ def mark_stability(claims: Sequence[Claim], reruns: Sequence[Sequence[Claim]], h
         again = [next((r for r in run if r.id == c.id), None) for run in reruns]
         if not again or any(r is None for r in again):
             continue
-        verdicts = [r.verdict for r in again]
+        verdicts = [r.verdict for r in again if r is not None]
         c.stability = (f"stable under {how}" if all(v == c.verdict for v in verdicts)
                        else f"flips under {how}: {c.verdict} -> {', '.join(verdicts)}")
     return claims

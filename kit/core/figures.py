@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def use_paper_style() -> None:
     import seaborn as sns
 
     sns.set_palette("colorblind")
-    mpl.rcParams.update(PAPER_STYLE)
+    mpl.rcParams.update(cast(Any, PAPER_STYLE))  # the stubs want literal rc keys
     bundled_fonts_first()
 
 
@@ -83,7 +83,7 @@ def clear_findfont_cache(manager) -> None:
         raise RuntimeError(f"matplotlib {matplotlib.__version__}: FontManager._findfont_cached.cache_clear() "
                            "is gone; kit.core.figures.clear_findfont_cache must follow what "
                            "FontManager.addfont now does to drop its findfont cache")
-    cached.cache_clear()
+    cached.cache_clear()  # pyright: ignore[reportOptionalMemberAccess]  (checked just above)
 
 
 def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
@@ -113,7 +113,7 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         return _jsonable(value.tolist())
     if hasattr(value, "to_dict"):
-        return _jsonable(value.to_dict())
+        return _jsonable(cast(Any, value).to_dict())
     if isinstance(value, (np.bool_, bool)):
         return bool(value)
     if isinstance(value, (float, np.floating)):

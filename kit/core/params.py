@@ -321,7 +321,7 @@ def explain(error: ValidationError, cls: type[BaseModel], where: str,
         if len(loc) > 1 and given is not None and top in given:
             got += f" in {top}={_short(given[top])}"
         whole_field = len(loc) == 1 and err["type"] in _BOUND_ERRORS and info is not None
-        allowed = _allowed(err.get("ctx") or {}, info.metadata if whole_field else None)
+        allowed = _allowed(err.get("ctx") or {}, info.metadata if whole_field and info else None)
         hint = f"; allowed values: {allowed}" if allowed and "allowed" not in msg else ""
         lines.append(f"{where}: field {field!r}{doc}: {msg} ({got}){hint}")
     return "\n".join(lines)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 LEVEL = 0.95
 
@@ -48,7 +49,7 @@ def bootstrap_ci(stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: 
 
 def bootstrap_groups_ci(stat: Callable[[list[tuple[np.ndarray, ...]]], float], groups: Sequence[Sequence],
                         n_boot: int = 1000, seed: int = 0, level: float = LEVEL,
-                        clusters: Sequence[Sequence | None] | None = None) -> tuple[float, float, float]:
+                        clusters: Sequence[ArrayLike | None] | None = None) -> tuple[float, float, float]:
     """Stratified paired bootstrap: ``groups`` is a list of item tables (tuples of equal-length
     arrays, e.g. per model the Ori and TE correctness of its test items); each replicate resamples
     the items of every group independently and calls ``stat`` on the list of resampled groups.
@@ -92,7 +93,7 @@ def bootstrap_groups_ci(stat: Callable[[list[tuple[np.ndarray, ...]]], float], g
     return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
 
 
-def mean_diff_ci(a: Sequence[float], b: Sequence[float] | None = None, paired: bool = True, n_boot: int = 1000,
+def mean_diff_ci(a: ArrayLike, b: ArrayLike | None = None, paired: bool = True, n_boot: int = 1000,
                  seed: int = 0) -> tuple[float, float, float]:
     """Mean of ``a - b`` with a bootstrap interval: paired over items (same index = same item), or
     for independent samples each side resampled on its own. ``b=None``: the mean of ``a``."""
@@ -106,7 +107,7 @@ def mean_diff_ci(a: Sequence[float], b: Sequence[float] | None = None, paired: b
                                n_boot=n_boot, seed=seed)
 
 
-def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+def t_interval(values: Iterable[float], level: float = LEVEL) -> tuple[float, float, float]:
     """Mean and Student-t interval of a few repeats (seeds, reseeds). One value: no interval (NaN)."""
     from scipy.stats import t
 
@@ -120,7 +121,7 @@ def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, fl
     return m, m - half, m + half
 
 
-def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+def welch_interval(a: ArrayLike, b: ArrayLike, level: float = LEVEL) -> tuple[float, float, float]:
     """Difference of means ``mean(a) - mean(b)`` of two independent small samples (trained vs
     control reseeds) with Welch's t interval. Needs 2+ values a side; equal zero variance gives a
     zero-width interval."""
@@ -140,7 +141,7 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL)
     return d, d - half, d + half
 
 
-def wilson_interval(k: int, n: int, level: float = LEVEL) -> tuple[float, float, float]:
+def wilson_interval(k: float, n: int, level: float = LEVEL) -> tuple[float, float, float]:
     """Share ``k/n`` with the Wilson score interval (sound for small n and shares near 0 or 1)."""
     from scipy.stats import norm
 
@@ -155,8 +156,8 @@ def wilson_interval(k: int, n: int, level: float = LEVEL) -> tuple[float, float,
     return p, max(0.0, centre - half), min(1.0, centre + half)
 
 
-def permutation_null(stat: Callable[[np.ndarray], float], labels: Sequence, n_perm: int = 200, seed: int = 0,
-                     groups: Sequence | None = None) -> np.ndarray:
+def permutation_null(stat: Callable[[np.ndarray], float], labels: ArrayLike, n_perm: int = 200, seed: int = 0,
+                     groups: ArrayLike | None = None) -> np.ndarray:
     """``stat`` of ``n_perm`` shuffles of ``labels`` (within each group of ``groups`` when given:
     e.g. correctness shuffled within each benchmark). Returns the null distribution (finite values)."""
     labels = np.asarray(labels)
@@ -180,24 +181,24 @@ def permutation_null(stat: Callable[[np.ndarray], float], labels: Sequence, n_pe
     return out[np.isfinite(out)]
 
 
-def rank_permutation_null(a: Sequence[float], b: Sequence[float], n_perm: int = 5000,
+def rank_permutation_null(a: ArrayLike, b: ArrayLike, n_perm: int = 5000,
                           seed: int = 0) -> tuple[float, np.ndarray]:
     """Spearman of ``a`` and ``b`` and its permutation distribution: every order of ``b`` for up to 8
     entries (exact), else ``n_perm`` seeded random orders (12 benchmarks have 479M orders)."""
     from scipy.stats import spearmanr
 
     a, b = np.asarray(a, float), np.asarray(b, float)
-    rho = float(spearmanr(a, b).statistic)
+    rho = float(spearmanr(a, b).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     if len(a) <= 8:
         orders = (np.asarray(p) for p in itertools.permutations(b))
     else:
         rng = np.random.default_rng(seed)
         orders = (rng.permutation(b) for _ in range(n_perm))
-    null = [spearmanr(a, o).statistic for o in orders]
+    null = [spearmanr(a, o).statistic for o in orders]  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     return rho, np.asarray([x for x in null if np.isfinite(x)], dtype=float)
 
 
-def null_band(samples: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+def null_band(samples: Iterable[float], level: float = LEVEL) -> tuple[float, float, float]:
     """Mean and central ``level`` range of a null distribution (permutations, random controls)."""
     s = np.asarray([x for x in samples if x is not None and np.isfinite(x)], dtype=float)
     if s.size == 0:

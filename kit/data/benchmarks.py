@@ -238,6 +238,7 @@ def load_benchmark(name: str, split: str = "test", source: str = "local",
                          f"(source={source!r})")
     family, sub = _parse_name(name)
     if family == "tiny":
+        assert sub is not None  # _parse_name requires "tiny/<task>"
         return _load_tiny(sub, split, limit)
     _check_split(family, split)
     if source == "hf" and family not in HF_SOURCES:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Callable, Iterator
+from typing import Callable, Iterator, cast
 
 from kit.data.items import Item
 
@@ -73,7 +73,7 @@ def resolve_revision(path: str, revision: str | None) -> str:
         return revision
     from huggingface_hub import HfApi  # lazy: only source="hf" needs it
 
-    return HfApi().dataset_info(path, revision=revision).sha
+    return cast(str, HfApi().dataset_info(path, revision=revision).sha)  # set by dataset_info
 
 
 def _stream(path: str, config: str | None, split: str, revision: str) -> Iterator[dict]:

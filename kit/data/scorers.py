@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import cast
 
 from kit.data.items import Item
 
@@ -319,7 +320,9 @@ def check_math_answer(response: str, target: str, checker: str = "auto") -> Math
         raise ImportError("checker='math-verify' needs the math-verify package: pip install 'kit[math]'")
     note = ""
     if mv is not None:
-        seconds = MATH_VERIFY_TIMEOUT if threading.current_thread() is threading.main_thread() else None
+        # math-verify's parsing_timeout says int; None (no timeout, where no signal can be set) works
+        on_main = threading.current_thread() is threading.main_thread()
+        seconds = cast(int, MATH_VERIFY_TIMEOUT if on_main else None)
         gold = mv.parse(f"${target}$", parsing_timeout=seconds)
         if gold:
             pred = mv.parse(response or "", parsing_timeout=seconds)
@@ -503,13 +506,13 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     if base == "bbh":
         return bbh_match(item.target, response)
     if base == "math500":
-        return check_math_answer(response, item.answer).correct
+        return check_math_answer(response, cast(str, item.answer)).correct  # math items have one
     if base in CODE_BENCHMARKS:
         return run_program(code_program(base, item, response), timeout=timeout)
     if base in ("agieval", "logicbench") and item.choices is not None:
         return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
     if base == "agieval" and _math_verify() is not None:  # the cloze subset (math): MATH-style answers
-        return check_math_answer(response, item.answer).correct
+        return check_math_answer(response, cast(str, item.answer)).correct  # math items have one
     if base == "agieval":
         got = extract_boxed(response) or extract_final_number(response) or extract_bbh_answer(response)
         a, b = normalize_math_answer(got), normalize_math_answer(item.answer)

@@ -278,6 +278,7 @@ def _decoder(c, kind: str) -> dict[str, Any]:
     if kind == "olmoe":
         cfg.update(clip_qkv=getattr(c, "clip_qkv", None))
     if kind == "gpt_oss":
+        assert layer_types is not None  # GptOssConfig always lists them
         cfg.update(use_attention_sinks=True, use_local_attn=True, window_size=window,
                    attn_types=["local" if t == "sliding_attention" else "global" for t in layer_types])
     if kind == "apertus":

@@ -120,6 +120,7 @@ class ItemCache:
             if why is not None:
                 refused[why] += 1
                 continue
+            assert rec is not None  # _parse gives a record or a reason
             done[rec["id"]] = rec["value"]
             keep[rec["id"]] = line
         if refused:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, cast, overload
 
 import torch
 from jaxtyping import Float
@@ -190,7 +190,7 @@ class Encoder:
             if kind == "hook_resid_pre":
                 captured[site] = out.hidden_states[layer]
             elif kind == "hook_resid_post":
-                captured[site] = out.hidden_states[layer + 1]
+                captured[site] = out.hidden_states[cast(int, layer) + 1]  # None only for hook_embed
         return {s: captured[s].float() for s in sites}
 
     def _batches(self, n: int, lengths: list[int], batch_size: int) -> Iterator[list[int]]:
@@ -270,6 +270,13 @@ class Encoder:
             all_wids.append([None] + wids + [None])
         return all_ids, all_wids
 
+    @overload
+    def word_activations(self, sentences: list[list[str]], site: str, batch_size: int = 32,
+                         max_length: int = 512) -> Float[Tensor, "n_words d"]: ...
+    @overload
+    def word_activations(self, sentences: list[list[str]], site: list[str], batch_size: int = 32,
+                         max_length: int = 512) -> dict[str, Tensor]: ...
+
     def word_activations(self, sentences: list[list[str]], site: str | list[str], batch_size: int = 32,
                          max_length: int = 512) -> Float[Tensor, "n_words d"] | dict[str, Tensor]:
         """Word vectors of pre-split sentences: each word = mean of its subtokens at ``site``.
@@ -312,6 +319,14 @@ class Encoder:
                     summed = torch.zeros(n, a.shape[-1]).index_add_(0, wid, a)
                     outs[s][offsets[i]:offsets[i + 1]] = summed / counts[:, None]
         return outs[sites[0]] if isinstance(site, str) else outs
+
+
+@overload
+def decoder_word_activations(model, sentences: list[list[str]], site: str,
+                             batch_size: int = 32) -> Float[Tensor, "n_words d"]: ...
+@overload
+def decoder_word_activations(model, sentences: list[list[str]], site: list[str],
+                             batch_size: int = 32) -> dict[str, Tensor]: ...
 
 
 def decoder_word_activations(model, sentences: list[list[str]], site: str | list[str],

@@ -37,7 +37,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -54,6 +54,9 @@ from kit.models.recipes import (
     recipe,
     recipe_from_dict,
 )
+
+if TYPE_CHECKING:
+    from kit.core.jobs import Engine
 from kit.models.twins import twin_path
 from kit.world.pinned import enter_pinned, is_pinned, run_pinned
 
@@ -164,7 +167,9 @@ class SparseMLP(nn.Module):
     of ``gate``/``up`` and column of ``down`` live in three small parameters (zeroed in the frozen
     MLP, whose other weights never change), so only they get gradients and optimiser state."""
 
-    def __init__(self, mlp: nn.Module, idx: torch.Tensor):
+    mlp: Any  # a Hugging Face gated MLP: gate_proj, up_proj, down_proj, act_fn
+
+    def __init__(self, mlp: Any, idx: torch.Tensor):
         super().__init__()
         self.mlp, self.idx = mlp, idx
         with torch.no_grad():
@@ -192,7 +197,7 @@ class SparseMLP(nn.Module):
 _GATED = ("gate_proj", "up_proj", "down_proj", "act_fn")
 
 
-def _layers(model) -> nn.ModuleList:
+def _layers(model) -> Sequence[Any]:  # the nn.ModuleList of decoder layers
     """The decoder layers of a gated-MLP causal LM (``model.model.layers[i].mlp.gate_proj``...)."""
     layers = getattr(getattr(model, "model", None), "layers", None)
     if layers is None or not all(all(hasattr(x.mlp, a) for a in _GATED) for x in layers):
@@ -439,7 +444,7 @@ def build_job(recipe: dict) -> str:
     return str(build(recipe_from_dict(recipe), progress=False))
 
 
-def build_many(recipes: Sequence[Recipe | str], engine: str = "local",
+def build_many(recipes: Sequence[Recipe | str], engine: Engine = "local",
                max_workers: int | None = 2, ray_address: str | None = None) -> list[Path]:
     """Build several recipes at once: one pinned job each (``kit.core.jobs``), ``max_workers`` at
     a time on the local engine (one per core: each trains on one thread). Returns their
@@ -466,7 +471,7 @@ def finetuned_dir(name: str) -> Path:
 # ------------------------------------------------------------------------------------ command line
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kit.models.finetune",
-                                description=__doc__.split("\n")[0])
+                                description=(__doc__ or "").split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build named recipes (all by default), several at once")
     b.add_argument("names", nargs="*", default=None)

@@ -197,7 +197,8 @@ def hf_model(model_path: str | Path, device: str = "cpu", dtype: str | None = No
         tokenizer.padding_side = "left"  # generation continues the right end of every row
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype(dtype)).to(device).eval()
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype(dtype))
+        model = model.to(device).eval()  # pyright: ignore[reportArgumentType]  (transformers' .to)
         _HELD[key] = (model, tokenizer)
     return _HELD[key]
 
@@ -210,7 +211,8 @@ def release() -> None:
 
     _HELD.clear()
     try:  # vLLM keeps a process group that must go before another engine can start
-        from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+        from vllm.distributed.parallel_state import (  # pyright: ignore[reportMissingImports]  (vllm extra)
+            destroy_distributed_environment, destroy_model_parallel)
     except ImportError:
         pass
     else:
@@ -342,7 +344,7 @@ def vllm_engine(model_path: str, dtype: str | None, seed: int = 0, device: str =
     HookedTransformer already resident keeps its memory; and it starts on that same GPU
     (:func:`vllm_device_environment`: vLLM takes no device argument and uses the first visible GPU)."""
     try:
-        from vllm import LLM
+        from vllm import LLM  # pyright: ignore[reportMissingImports]  (the vllm extra)
     except ImportError as e:
         raise ImportError("backend='vllm' needs the vllm package (pip install 'kit[vllm]') and a GPU; "
                           "backend='hf' needs neither") from e
@@ -418,7 +420,7 @@ def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSett
     decoding = resolve_decoding(model_path, settings)
     decoding.vllm_kwargs(0)  # refuses a generation_config vLLM cannot apply, before the engine starts
     llm = vllm_engine(model_path, dtype, settings.seed, device, memory_share)
-    from vllm import SamplingParams
+    from vllm import SamplingParams  # pyright: ignore[reportMissingImports]  (the vllm extra)
 
     tokenizer = llm.get_tokenizer()
     chat = use_chat(tokenizer, settings.chat)

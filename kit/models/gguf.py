@@ -127,8 +127,8 @@ def dequantise(path: Path, digest: str | None = None) -> Dequantised:
         if hasattr(model, attr):
             delattr(model, attr)
     if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.is_quantized = False
+        delattr(model.config, "quantization_config")
+    model.is_quantized = False  # pyright: ignore[reportArgumentType]  (torch: tensors/modules only)
     with atomic_dir(_root() / digest) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)

@@ -99,10 +99,13 @@ def run_lm_eval(model, task: str, *, include_path: str | Path | None = None, lim
     if metric not in metrics:
         raise ValueError(f"metric={metric!r} is not a per-item metric of {task}; allowed values: "
                          f"{', '.join(metrics) or 'none'}")
-    out = lm_eval.simple_evaluate(model=_hflm(model, batch_size), tasks=[task_obj], num_fewshot=num_fewshot,
-                                  limit=limit, log_samples=True, task_manager=manager, apply_chat_template=chat,
-                                  gen_kwargs=gen_kwargs, random_seed=seed, numpy_random_seed=seed,
-                                  torch_random_seed=seed, fewshot_random_seed=seed, bootstrap_iters=0)
+    assert metric is not None  # else it is not in metrics (raised above)
+    evaluate: Any
+    evaluate = lm_eval.simple_evaluate  # its decorator hides the keyword arguments from pyright
+    out = evaluate(model=_hflm(model, batch_size), tasks=[task_obj], num_fewshot=num_fewshot,
+                   limit=limit, log_samples=True, task_manager=manager, apply_chat_template=chat,
+                   gen_kwargs=gen_kwargs, random_seed=seed, numpy_random_seed=seed,
+                   torch_random_seed=seed, fewshot_random_seed=seed, bootstrap_iters=0)
     samples = out["samples"][task]
     records = lm_eval_records([(f"{task} doc {s.get('doc_id')}", s) for s in samples], filter or filters[0],
                               f"lm-eval task {task!r}")
@@ -148,7 +151,8 @@ def _hflm(model, batch_size: int = 8):
     from lm_eval.models.huggingface import HFLM
 
     hf, tokenizer = hf_model(_hf_path(model), str(model.cfg.device), str(model.cfg.dtype).removeprefix("torch."))
-    return HFLM(pretrained=hf, tokenizer=tokenizer, batch_size=batch_size)
+    hflm: Any = HFLM  # lm-eval's register_model decorator hides its keyword arguments from pyright
+    return hflm(pretrained=hf, tokenizer=tokenizer, batch_size=batch_size)
 
 
 def _hf_path(model) -> str:

@@ -44,6 +44,7 @@ def mui_key_neurons(model, prompts: Sequence[str], responses: Sequence[str], ids
     def compute(batch: list[int]) -> list[list[int]]:
         tokens, mask = pad_rows([rows[i] for i in batch], pad)
         res = utilization(model, tokens, mask, per_sample=True, batch_size=len(batch), **mui_kwargs)
+        assert res.sample_masks is not None  # per_sample=True
         return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]
 
     return map_items(ids, compute, token_budget_batches([len(r[0]) for r in rows], max_batch_tokens),

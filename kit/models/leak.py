@@ -22,7 +22,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -80,6 +80,7 @@ def letter_scores(model, tokenizer, items: Sequence[Item], style: str = "letter"
                        logits_to_keep=keep, use_cache=False).logits
         rows = logits[torch.arange(len(chunk)), torch.searchsorted(keep, last)]
         for it, row in zip(chunk, rows):
+            assert it.choices is not None and it.label is not None  # checked above
             ids = letter_ids(tokenizer, len(it.choices))
             top = int(row.argmax())
             greedy.append(top == ids[it.label])
@@ -108,7 +109,7 @@ class Leak:
 def leak_of(name: str, injected: LetterScores, fresh: LetterScores, scorer: str = "greedy",
             n_boot: int = 2000, seed: int = 0) -> Leak:
     """The leak of one model from its scores on the injected and the fresh items."""
-    from kit.core.claims import mean_diff_ci
+    from kit.core.stats import mean_diff_ci
 
     if scorer not in ("greedy", "letter"):
         raise ValueError(f"scorer={scorer!r} is not allowed; allowed: greedy, letter")
@@ -119,7 +120,7 @@ def leak_of(name: str, injected: LetterScores, fresh: LetterScores, scorer: str 
                 share)
 
 
-def measure(models: dict[str, str | Path], r: Recipe, n_fresh: int = 200, batch_size: int = 8,
+def measure(models: Mapping[str, str | Path], r: Recipe, n_fresh: int = 200, batch_size: int = 8,
             scorers: Sequence[str] = ("greedy", "letter")) -> list[Leak]:
     """The leak of every model (label -> Hugging Face directory) on ``r``'s injected and fresh
     items."""
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     from kit.models.load import model_dir
 
     p = argparse.ArgumentParser(prog="python -m kit.models.leak",
-                                description=__doc__.split("\n")[0])
+                                description=(__doc__ or "").split("\n")[0])
     p.add_argument("names", nargs="+", help="models: the base and fine-tune names (RECIPES)")
     p.add_argument("--items-of", required=True,
                    help="the contaminated recipe whose injected items are scored")

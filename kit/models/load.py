@@ -140,6 +140,7 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
         return load_local(path, device=device, dtype=dtype, device_map=device_map,
                           process_weights=process_weights, name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
                           n_ctx=n_ctx)
+    common: dict[str, Any]
     common = dict(device=device, dtype=dtype, device_map=device_map, process_weights=process_weights, n_ctx=n_ctx)
     if name.startswith("real/"):
         from kit.models import real
@@ -327,9 +328,12 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
     model = tl.hooked_from_hf(hf, tokenizer, str(path), device=device, dtype=td, n_devices=n_devices,
                               process_weights=process_weights, n_ctx=n_ctx)
     del hf  # the HookedTransformer holds its own copy of the weights
-    model.kit_name = name or str(path)  # what caches key on (responses, per-item scores)
-    model.kit_path = str(path)  # where kit.models.generate.respond loads the Hugging Face copy from
-    model.kit_capabilities = capabilities(config.model_type)
+    # kit_name: what caches key on (responses, per-item scores); kit_path: where
+    # kit.models.generate.respond loads the Hugging Face copy from. (The ignores: torch's
+    # Module.__setattr__ is annotated for tensors and modules only.)
+    model.kit_name = name or str(path)  # pyright: ignore[reportArgumentType]
+    model.kit_path = str(path)  # pyright: ignore[reportArgumentType]
+    model.kit_capabilities = capabilities(config.model_type)  # pyright: ignore[reportArgumentType]
     if model.kit_capabilities.refused:
         warnings.warn(f"{model.kit_name}: {model.kit_capabilities.summary()}", stacklevel=2)
     return model

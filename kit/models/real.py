@@ -24,6 +24,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from kit.core.paths import atomic_path, cache_dir
 from kit.models import gguf
@@ -115,7 +116,7 @@ def licence_path(name: str) -> Path:
     """The licence text shipped with ``real/<name>``'s package."""
     spec = _spec(name)
     part_paths(name)  # a missing package: the install command
-    path = (_module_dir(spec.modules[0]) / spec.licence_file).resolve()
+    path = (cast(Path, _module_dir(spec.modules[0])) / spec.licence_file).resolve()  # installed
     if not path.is_file():
         raise RealModelMissing(f"real/{name}: the licence file {path} is missing; install: {spec.install_command()}")
     return path

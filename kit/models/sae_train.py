@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 from jaxtyping import Float, Int
@@ -55,6 +55,7 @@ def train_sae(acts: Float[Tensor, "n d_in"], width: int, total_samples: int, *, 
         raise ValueError(f"architecture={architecture!r}; allowed values: {', '.join(ARCHITECTURES)}")
     torch.manual_seed(seed)
     batch_size = min(batch_size, len(acts))
+    common: dict[str, Any]
     common = dict(d_in=acts.shape[1], d_sae=width, device=device, normalize_activations="expected_average_only_in",
                   metadata=SAEMetadata(**(metadata or {})))
     if sae is not None:

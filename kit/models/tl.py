@@ -26,13 +26,18 @@ built from the HF config and the HF weights without processing gives the HF logi
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
 from kit.models.architectures import ARCHITECTURES, MOE_REASON, tl_config
+
+if TYPE_CHECKING:
+    # The language-model type behind this adapter, for annotations elsewhere (which import it
+    # under TYPE_CHECKING from here, so TransformerLens stays imported in this file only).
+    from transformer_lens import HookedTransformer as HookedModel
 
 Hook = tuple[str, Callable]
 """``(hook name, fn(activation, hook) -> activation or None)``, as TransformerLens takes them."""
@@ -318,6 +323,6 @@ def require_dense_mlp(model, method: str = "this method") -> None:
 
 def official_model_names() -> list[str]:
     """The Hugging Face ids TransformerLens knows how to convert."""
-    from transformer_lens.loading_from_pretrained import OFFICIAL_MODEL_NAMES
+    from transformer_lens.supported_models import OFFICIAL_MODEL_NAMES
 
     return list(OFFICIAL_MODEL_NAMES)

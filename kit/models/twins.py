@@ -31,7 +31,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 # Shared tiny sizes: 2 layers, d_model 64, 4 query heads of 16, 2 KV heads (GQA), d_mlp 128.
 _D, _L, _H, _KV, _DH, _MLP, _CTX = 64, 2, 4, 2, 16, 128, 256
@@ -230,6 +230,7 @@ def perturbed_neurons(arch: str, seed: int) -> list[tuple[int, int]]:
 
     fields = TWINS[arch]
     n_layers, d_mlp = fields.get("num_hidden_layers", fields.get("n_layer")), fields.get("intermediate_size", fields.get("n_inner"))
+    n_layers, d_mlp = cast(int, n_layers), cast(int, d_mlp)  # both set for every twin
     k = max(1, round(PERTURB_FRACTION * d_mlp))
     g = torch.Generator().manual_seed(1000 + seed)
     return sorted((L, int(i)) for L in range(n_layers) for i in torch.randperm(d_mlp, generator=g)[:k])
@@ -242,7 +243,7 @@ def _build_perturbed(arch: str, seed: int, path: Path) -> None:
 
     hf_logging.disable_progress_bar()
     base = twin_path(arch)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
+    model: Any = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
     g = torch.Generator().manual_seed(seed)
     neurons = perturbed_neurons(arch, seed)
     with torch.no_grad():
@@ -300,7 +301,8 @@ def _tokenizer(arch: str):
         vocab_size=_VOCAB, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False))
     if arch == "roberta":
-        tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
+        sep, cls = (cast(int, tok.token_to_id(t)) for t in ("</s>", "<s>"))  # trained specials
+        tok.post_processor = processors.RobertaProcessing(("</s>", sep), ("<s>", cls))
         return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
                                        pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>",
                                        model_max_length=_CTX)

@@ -23,12 +23,16 @@ ARC/MMLU) and ``[long]`` (4 x 256); for models over 5e8 parameters 4 x 16 and 4 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
 
 from kit.core.bench import BenchLine, DEFAULT_MODEL
 from kit.models import tl
+
+if TYPE_CHECKING:
+    from kit.models.tl import HookedModel
 
 
 def interleaved_medians(a, b, repeat: int, device: str = "cpu") -> tuple[float, float]:
@@ -97,8 +101,8 @@ def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, p
             act = cache[f"blocks.{layer}.mlp.hook_post"][b_idx, p_idx, :]
             prob = act * projection[:, ids].T
             for idx, b in enumerate(b_idx):
-                scores[layer][b.item()].append(prob[idx])
-                acts_kept[layer][b.item()].append(act[idx])
+                scores[layer][int(b.item())].append(prob[idx])
+                acts_kept[layer][int(b.item())].append(act[idx])
         for i in range(B):
             for layer in range(L):
                 if not scores[layer][i]:
@@ -120,9 +124,10 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = Non
 
     if device == "cpu":
         torch.set_num_threads(1)
-    m = load_model(model, device=device, dtype=dtype)
+    m = cast("HookedModel", load_model(model, device=device, dtype=dtype))  # an LM here
     model = model + (f" ({dtype})" if dtype else "")
     vocab, L = m.cfg.d_vocab, m.cfg.n_layers
+    assert m.cfg.d_mlp is not None  # MUI scores MLP neurons
     cols = min(vocab, 4096 if m.cfg.d_mlp * m.cfg.d_model < 1e7 else 1024)
     lines = []
     for label, seq in _seq_lens(m).items():

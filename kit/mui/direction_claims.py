@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -126,7 +126,7 @@ class DirectionTables:
         return frame[frame["domain"] == q.subset], "model"
 
 
-def conditional_share(changes: pd.DataFrame, expected: str, cluster: str) -> dict[str, float]:
+def conditional_share(changes: pd.DataFrame, expected: str, cluster: str) -> dict[str, Any]:
     """Among ``changes`` whose Δperformance has the sign ``expected`` predicts (and whose MUI moved
     beyond the tolerance: neither coordinate ``flat``), the share whose ΔMUI has the predicted sign.
 
@@ -359,7 +359,7 @@ def leak_claim(
             coef[(model, t, sp)] = coef.get((model, t, sp), 0.0) + sign * s2 / pairs
     var = 0.0
     for key, c in coef.items():
-        p, n = m.loc[key, "perf"] / 100.0, float(m.loc[key, "n"])
+        p, n = m.loc[key, "perf"] / 100.0, float(cast(Any, m.loc[key, "n"]))  # one row per key
         gap += c * 100.0 * p
         var += c * c * (100.0**2) * p * (1 - p) / n
     half = 1.959964 * math.sqrt(var)
@@ -485,6 +485,9 @@ def study_claims(
     leak (``set-up check``); the measured claims marked stable or not under the study's further item
     draws (``study.reseeds``: item seed -> the directions of the same models on those items)."""
     s = study.settings
+    # set by a run study (its settings and the paper's tables)
+    assert s is not None and study.olmo_steps is not None
+    assert study.published_specialised is not None and study.published_contamination is not None
     pub = published_tables(
         study.olmo_steps,
         study.published_specialised,

@@ -23,7 +23,7 @@ against any such table (``corollary_checks``). Tables use the tidy schema of
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Sequence, SupportsFloat
+from typing import Any, Callable, Iterable, Sequence, SupportsFloat, cast
 
 import numpy as np
 import pandas as pd
@@ -313,7 +313,7 @@ def _delta(new, old):
     # Rounded so that float noise (0.30000000000000004 - 0.3) never turns an unchanged value into
     # a direction when the tolerance is zero; 1e-9 points is far below any printed precision.
     return np.round(np.asarray(new, dtype=float) - np.asarray(old, dtype=float), 9) if not np.isscalar(new) \
-        else round(float(new) - float(old), 9)
+        else round(float(cast(Any, new)) - float(old), 9)
 
 
 def _require(df: pd.DataFrame, cols: Sequence[str], name: str) -> None:

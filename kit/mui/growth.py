@@ -26,6 +26,7 @@ def growth_curves(model, pools: dict[str, list], responses: dict[str, list[str]]
     for name, items in pools.items():
         res = mui.utilization_for_items(model, items, responses[name], per_sample=True, **mui_kwargs)
         masks = res.sample_masks
+        assert masks is not None  # per_sample=True
         for n in sizes:
             if n > len(items):
                 continue

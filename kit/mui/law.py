@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, SupportsFloat
+from typing import Any, Mapping, SupportsFloat, cast
 
 import numpy as np
 import pandas as pd
@@ -198,7 +198,7 @@ def rank_agreement(scores_by_dataset: Mapping[str, Mapping[str, SupportsFloat]],
         if np.ptp(s) == 0:  # a constant score ranks nothing: undefined, not 0
             per[ds] = {"spearman": float("nan"), "kendall": float("nan")}
             continue
-        per[ds] = {"spearman": float(spearmanr(s, r).statistic), "kendall": float(kendalltau(s, r).statistic)}
+        per[ds] = {"spearman": float(spearmanr(s, r).statistic), "kendall": float(kendalltau(s, r).statistic)}  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     sp = np.array([v["spearman"] for v in per.values()])
     kd = np.array([v["kendall"] for v in per.values()])
     if np.isnan(sp).all():
@@ -235,7 +235,7 @@ def law_fits(df: pd.DataFrame, by: str = "benchmark", perf: str = "performance",
 
 def _by_dataset(df: pd.DataFrame, col: str, model: str = "model", dataset: str = "benchmark") -> dict[str, dict[str, float]]:
     d = df.dropna(subset=[col])
-    return {b: dict(zip(g[model], g[col])) for b, g in d.groupby(dataset)}
+    return cast(dict, {b: dict(zip(g[model], g[col])) for b, g in d.groupby(dataset)})  # str keys
 
 
 def default_models(world: str, include_contaminated: bool = True) -> list[str]:
@@ -301,7 +301,8 @@ def pur_ranking(grid: pd.DataFrame, alpha: float = 0.5,
     (ties broken by name). Returns (summary, the grid with a ``pur`` column).
     """
     g = grid.copy()
-    g["pur"] = [pur(p, m, alpha) if m > 0 else np.nan for p, m in zip(g.performance, g.mui)]
+    g["pur"] = cast("list[float]",  # scalars in, floats out
+                    [pur(p, m, alpha) if m > 0 else np.nan for p, m in zip(g.performance, g.mui)])
     if reference_order is None:
         true = g.groupby("model").fresh.mean().reset_index().sort_values(["fresh", "model"], ascending=[False, True])
         ref = true.model.tolist()
@@ -318,7 +319,7 @@ def pur_ranking(grid: pd.DataFrame, alpha: float = 0.5,
             coefs = {}
             for task, t in g.groupby("task"):
                 order = t.sort_values(["fresh", "model"], ascending=[False, True]).model.tolist()
-                coefs[task] = rank_agreement({task: dict(zip(t.model, t[col]))}, order)["per_dataset"][task]
+                coefs[task] = rank_agreement(cast(dict, {task: dict(zip(t.model, t[col]))}), order)["per_dataset"][task]
             sp = np.array([c["spearman"] for c in coefs.values()])
             kd = np.array([c["kendall"] for c in coefs.values()])
             summary[f"{col}_vs_task_truth"] = {
@@ -327,7 +328,7 @@ def pur_ranking(grid: pd.DataFrame, alpha: float = 0.5,
     return summary, g
 
 
-def fmt_fit(row: pd.Series | dict) -> str:
+def fmt_fit(row: pd.Series | Mapping) -> str:
     if pd.isna(row.get("slope", np.nan)):
         return f"n={row.get('n', 0)}: too few points to fit"
     return (f"slope {row['slope']:.2f} [95% CI {row['ci_low']:.2f}, {row['ci_high']:.2f}], "
@@ -355,7 +356,7 @@ def tiny_rank_section(grid: pd.DataFrame, fits_task: pd.DataFrame, fits_group: p
     rank_summary, grid_pur = pur_ranking(grid, alpha, reference_order)
     keys = [k for k in ("performance", "pur", "performance_vs_task_truth", "pur_vs_task_truth") if k in rank_summary]
     table = pd.DataFrame([_rank_row(k, rank_summary[k]) for k in keys])
-    record = dict(
+    record: dict[str, Any] = dict(
         tiny_law_fit_per_task={r.task: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")} for _, r in fits_task.iterrows()},
         tiny_law_fit_fe=fe_record(fit_law_fixed_effects(grid, "task", form=form), "task",
                                   int(grid.task.nunique())),

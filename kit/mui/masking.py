@@ -28,6 +28,7 @@ def key_neuron_counts(model, items: list, responses: list[str], score: str = "sc
     tokens, mask = mui.item_tokens(model, items, responses)
     res = mui.utilization(model, tokens, mask, score=score, batch_size=batch_size, per_sample=True,
                           max_batch_tokens=max_batch_tokens, **mui_kwargs)
+    assert res.sample_masks is not None  # per_sample=True
     counts = res.sample_masks.sum(dim=0).float()  # [layer, d_mlp]
     total = torch.zeros_like(counts)
     chunks = ([(None, tokens, mask)] if max_batch_tokens is None

@@ -5,7 +5,7 @@ paper's definition beside MUI-Eval's public code (item 6).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -53,7 +53,7 @@ def method_grid(model_names: Sequence[str], tasks: Sequence[str], n_items: int, 
             tokens, mask = subject.tokens(items, subject.respond(task, items, max_new_tokens))
             longest = int(mask.sum(dim=1).max())
             for method in methods:
-                score, threshold, frac = (*method, None)[:3]
+                score, threshold, frac = cast("tuple[str, str, float | None]", (*method, None)[:3])
                 res = mui.utilization(model, tokens, mask, score=score, threshold=threshold, frac=frac,
                                       batch_size=batch_size, max_batch_tokens=subject.token_budget(max_batch_tokens))
                 rows.append({"model": name, "task": task, "method": method_name(score, threshold, frac), "score": score,
@@ -99,6 +99,7 @@ def method_grid_section(model_names: Sequence[str], tasks: Sequence[str], cfg,
     pub = published_b6_correlations()
     alt = pub[pub.quoted.notna() & (pub.family == "neuron")]
     sae = pub[pub.quoted.notna() & (pub.family == "sae")]
+    methods: list[tuple[Any, ...]]  # (score, threshold) or (score, threshold, frac)
     methods = [(s, t, f) if t == "topscore" else (s, t) for s in cfg.grid_scores for t in cfg.grid_thresholds
                for f in (cfg.grid_topscore_fracs if t == "topscore" else [None])]
     mgrid = method_grid(model_names, tasks, cfg.grid_n_items, cfg.world, cfg.device, methods, cfg.batch_size, cfg.seed,
@@ -143,6 +144,7 @@ def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
         k_pub = 1
         note = (f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = 1 is passed "
                 "explicitly so its other choices can be compared.")
+    budget: dict[str, Any]
     budget = dict(batch_size=cfg.batch_size, max_batch_tokens=subject.token_budget(cfg.max_batch_tokens))
     paper = mui.utilization(model, tokens, mask, **budget).mask
     rows = [{"variant": "paper (per-token top-k, act*up, next token)", "k": mui.default_k(d),

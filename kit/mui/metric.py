@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from jaxtyping import Bool, Float, Int
@@ -301,8 +301,10 @@ def budgeted(fn, model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Te
             if sample_masks is None:
                 sample_masks = torch.zeros(tokens.shape[0], *res.mask.shape, dtype=torch.bool)
             sample_masks[idx] = res.sample_masks
+    assert union is not None  # tokens has rows: at least one chunk
+    per_row = cast(Tensor, sample_masks)  # set when per_sample
     return MUIResult(mui=mui_of_mask(union), mask=union, n_samples=int(tokens.shape[0]),
-                     per_sample=[mui_of_mask(sm) for sm in sample_masks] if per_sample else None,
+                     per_sample=[mui_of_mask(sm) for sm in per_row] if per_sample else None,
                      sample_masks=sample_masks)
 
 

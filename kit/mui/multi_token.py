@@ -6,7 +6,7 @@ across models or across one model's training checkpoints.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Mapping, cast
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ def width_k_table(models: Sequence[str], world: str, k: int | None = None) -> pd
     return pd.DataFrame(rows)
 
 
-def per_sample_mui(subject: Subject, task: str, items: list, mui_kw: dict[str, Any]) -> pd.DataFrame:
+def per_sample_mui(subject: Subject, task: str, items: list, mui_kw: Mapping[str, Any]) -> pd.DataFrame:
     """Greedy responses of a world model (as many tokens as the longest answer), exact match of the
     answer words (``Subject.answer``) and token accuracy, and each sample's own MUI (Eq. 5 on that
     sample alone).
@@ -198,7 +198,7 @@ def multi_token_law(mt: pd.DataFrame, form: str, series: pd.DataFrame | None = N
                                  for k in ("slope", "ci_low", "ci_high", "r2", "n")}
                         for r in fit.itertuples() if r.task != "all"}
         law.update(over="checkpoints", model=model, n_models=n_ck, per_task_fit=per_task_fit,
-                   per_task={r.task: fmt_fit(r._asdict()) for r in fit.itertuples() if r.task != "all"},
+                   per_task={r.task: fmt_fit(cast(Any, r)._asdict()) for r in fit.itertuples() if r.task != "all"},
                    where=(f"{world} world, multi-token families pooled, across {n_ck} training checkpoints of {model} "
                           "(one training run, not independent models)"))
         per = "; ".join(f"{t}: {v}" for t, v in law["per_task"].items())

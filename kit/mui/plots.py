@@ -260,7 +260,7 @@ def plot_direction_counts(counts: dict[str, dict[str, int]], title: str | None =
     ax.set_ylim(0, 1)
     ax.tick_params(axis="x", rotation=35)
     for lab in ax.get_xticklabels():
-        lab.set_ha("right")
+        lab.set_horizontalalignment("right")
     ax.legend(fontsize=7, bbox_to_anchor=(1.0, 1.0), loc="upper left", frameon=False)
     if title:
         ax.set_title(title)

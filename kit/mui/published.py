@@ -154,10 +154,10 @@ def published_b6_correlations() -> pd.DataFrame:
         ref = frames[ref_name]
         for name, col in list(frames.items())[1:]:
             both = pd.concat([ref, col], axis=1, keys=["ref", "alt"]).dropna()
-            per_b = [spearmanr(g.ref, g.alt).statistic for _, g in both.groupby(level="benchmark")
+            per_b = [spearmanr(g.ref, g.alt).statistic for _, g in both.groupby(level="benchmark")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
                      if g.ref.nunique() > 1 and g.alt.nunique() > 1]
             rows.append({"family": fam, "method": name, "vs": ref_name,
-                         "pooled": float(spearmanr(both.ref, both.alt).statistic),
+                         "pooled": float(spearmanr(both.ref, both.alt).statistic),  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
                          "per_benchmark_mean": float(np.mean(per_b)) if per_b else np.nan, "n_cells": len(both),
                          "quoted": quoted[fam] if name in ("Table 13", "Table 14", "Table 16", "Table 17") else np.nan})
     return pd.DataFrame(rows)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 import torch
@@ -60,6 +60,7 @@ def probe(subject: Subject, item: Any, layer: int) -> Probe:
 
     with torch.no_grad():
         logits, cache = tl.run_with_cache(model, tokens, [hook])
+    assert logits is not None  # the default return_type gives logits
     probs = logits[0, -1].float().softmax(-1)
     return Probe(tokens=tokens, str_tokens=model.to_str_tokens(tokens[0]), acts=cache[hook][0].float().cpu(),
                  prompt=item.prompt, answer=item.target, predicted=model.to_string(probs.argmax()),
@@ -176,4 +177,4 @@ def reading_subject(subject: Subject, answers: Answers | None) -> Subject:
     """The subject that shows prompts as ``answers`` were generated from (a file's ``chat``)."""
     if answers is None or subject.kind == "world" or answers.chat == getattr(subject, "chat", None):
         return subject
-    return replace(subject, chat=answers.chat)
+    return replace(cast(Any, subject), chat=answers.chat)  # chat subjects are dataclasses

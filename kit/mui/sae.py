@@ -106,6 +106,7 @@ def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world
         for task in tasks:
             ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
             tokens, mask = subject.tokens(ans.items, ans.responses)
+            budget: dict[str, Any]
             budget = dict(batch_size=batch_size, max_batch_tokens=subject.token_budget(max_batch_tokens))
             s = sae_utilization(model, {hook: sae}, tokens, mask, top=top, reference_width=reference_width, **budget)
             nres = mui.utilization(model, tokens, mask, score=score, threshold=threshold, **budget)
@@ -127,11 +128,11 @@ def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):
     sgrid = sae_grid(sae_names, tasks, cfg.n_items, cfg.world, cfg.device, cfg.sae_top, cfg.sae_reference_width,
                      cfg.batch_size, cfg.seed, cfg.score, cfg.threshold, cfg.max_new_tokens, dtype=cfg.dtype,
                      max_batch_tokens=cfg.max_batch_tokens, prompt_style=cfg.prompt_style)
-    rho = {s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic) if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1
+    rho = {s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic) if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
            else None for s, g in sgrid.groupby("sae")}
     finding = "SAE MUI (one layer): " + "; ".join(
         f"{s} ({g.hook.iloc[0]}, {g.features_per_token.iloc[0]} features/token): mean {g.sae_mui.mean():.2f}% vs neuron "
-        f"MUI {g.neuron_mui.mean():.2f}%, Spearman across tasks {rho[s] if rho[s] is None else round(rho[s], 2)}"
+        f"MUI {g.neuron_mui.mean():.2f}%, Spearman across tasks {None if (r := rho[s]) is None else round(r, 2)}"
         for s, g in sgrid.groupby("sae"))
     return Section(record={"sae_mui": sgrid.to_dict(orient="records"), "sae_vs_neuron_spearman": rho},
                    findings=[finding], tables={"grid": sgrid})

@@ -74,6 +74,7 @@ def _score_from_acts(model, layer: int, acts: Float[Tensor, "batch seq d_mlp"], 
     a = acts[:, :-1].float()
     if score == "activate":
         return a
+    assert cols is not None and inverse is not None  # given for every score but activate
     # (W_out[L] @ W_U[:, y]) for the distinct targets y: [d_mlp, n_uniq] — as cheap as one
     # W_out matmul over the distinct tokens, instead of a d_mlp x vocab projection.
     W_out = _w_out(model, layer)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,9 @@ from kit.mui.directions import (
 from kit.mui.plots import plot_direction_counts, plot_trajectories
 from kit.mui.regression import regression_report
 from kit.subjects import task_group
+
+if TYPE_CHECKING:
+    from kit.core.findings import Section
 
 
 def coarse_checkpoints(names: Sequence[str], n: int = 3) -> list[str]:
@@ -197,8 +200,9 @@ def tiny_pairs(measurements: pd.DataFrame, pairs: dict[str, str], domain_of: Cal
     rows = measurements[measurements["model"].isin(list(pairs))].copy()
     rows["base"] = rows["model"].map(pairs)
     idx = list(zip(rows["base"], rows["task"], rows["split"]))
-    rows["base_perf"] = base.loc[idx, "perf"].to_numpy()
-    rows["base_mui"] = base.loc[idx, "mui"].to_numpy()
+    at = cast(Any, base.loc)  # pandas-stubs reject a list of MultiIndex tuples as rows
+    rows["base_perf"] = at[idx, "perf"].to_numpy()
+    rows["base_mui"] = at[idx, "mui"].to_numpy()
     rows["domain"] = [domain_of(m, r) for m, (_, r) in zip(rows["model"], rows.iterrows())]
     return rows.reset_index(drop=True)
 

@@ -20,6 +20,7 @@ synthetic word vectors of that model's width are used (no tokenizer is needed fo
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def _run(model: str, device: str) -> list[BenchLine]:
     except OSError:  # a hub encoder without network: time on synthetic vectors instead
         data, forward_s, what = _synthetic_data(model)
     n, d = data[0][1].shape
-    kwargs = dict(gaussian_max_neurons=GAUSSIAN_STEPS)
+    kwargs: dict[str, Any] = dict(gaussian_max_neurons=GAUSSIAN_STEPS)
     times = {}
     for m in nv.METHODS:
         times[m] = median_time(lambda m=m: [nv.rank_neurons(x, y, m, **kwargs) for _, x, y in data],

@@ -28,7 +28,7 @@ claims recomputed under every further study seed (:func:`study_claims`).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -111,7 +111,7 @@ def order_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
 
     def agree(rows):
         ours = np.nanmean(rows, axis=0)
-        return float(spearmanr(ours, target).statistic) if np.ptp(ours) > 0 else float("nan")
+        return float(spearmanr(ours, target).statistic) if np.ptp(ours) > 0 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
 
     est = bootstrap_ci(agree, nv[methods].to_numpy(float), n_boot=n_boot, seed=seed)
     order = ", ".join(DISPLAY[m] for m in paper[methods].sort_values(ascending=False).index)
@@ -178,7 +178,7 @@ def _paper_probeless(ref) -> str | None:
     if ref is None:
         return None
     nv = published.mean_scores(ref, "NeuronVote").drop(["random", "meanselect"], errors="ignore")
-    best = nv.drop("probeless").idxmax()
+    best: Any = nv.drop("probeless").idxmax()  # a method name
     return (f"{nv['probeless'] - nv[best]:+.3f} (Probeless {nv['probeless']:.3f} vs {DISPLAY[best]} "
             f"{nv[best]:.3f}; {ref.label})")
 
@@ -211,7 +211,8 @@ def meanselect_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
                  "concept's labels shuffled among its words")
     ref = setting.paper
     pv = None if ref is None else published.meanselect_mean(ref)
-    pv = None if pv is None else f"{pv:.3f} ({ref.label}, mean over layers; vs Random only)"
+    pv = None if pv is None or ref is None else \
+        f"{pv:.3f} ({ref.label}, mean over layers; vs Random only)"
     nv = per_concept(setting.result.scores, "NeuronVote")
     if "meanselect" not in nv.columns:
         return claim(PAPER, "Table 4", cid, statement, None, not_testable="MeanSelect not run",

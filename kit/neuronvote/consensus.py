@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 
-def _top_sets(rankings: Mapping[str, Sequence[int]], s: int) -> dict[str, set[int]]:
+def _top_sets(rankings: Mapping[str, Sequence[int] | np.ndarray], s: int) -> dict[str, set[int]]:
     if not isinstance(s, (int, np.integer)) or s < 1:
         raise ValueError(f"s (number of top neurons) must be a positive integer, got {s!r}")
     if len(rankings) < 2:
@@ -89,7 +89,8 @@ def neuron_vote(rankings: Mapping[str, Sequence[int]], s: int,
     return {m: overlap(tops[m], borda_top(rankings, s, _voters_for(m, rankings, voters))) for m in rankings}
 
 
-def pairwise_overlap(rankings: Mapping[str, Sequence[int]], s: int | Sequence[int]) -> pd.DataFrame:
+def pairwise_overlap(rankings: Mapping[str, Sequence[int] | np.ndarray],
+                     s: int | Sequence[int]) -> pd.DataFrame:
     """Method x method matrix of o(S_m1, S_m2) (eq. 7); a list of ``s`` averages the matrices
     (the paper's Figure 1 averages s = 10..50). Diagonal is 1."""
     s_list = [s] if isinstance(s, (int, np.integer)) else list(s)

@@ -7,6 +7,7 @@ subset (:func:`gaussian_ranking_naive`, the reference).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -127,7 +128,7 @@ def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float | None 
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
     k_max = d if max_neurons is None else min(int(max_neurons), d)
     fit = gaussian_map_params(x, y, kappa0, nu0, prior)
-    f64 = dict(dtype=torch.float64)
+    f64: dict[str, Any] = dict(dtype=torch.float64)
     covs = torch.as_tensor(fit.scatter, **f64)                    # work on the scatter; scale per step
     resid = [torch.as_tensor(x - fit.means[c], **f64).contiguous() for c in (0, 1)]  # x_n - E[x_n | x_F]
     var = torch.diagonal(covs, dim1=1, dim2=2).clone()            # (C, d): Var[x_n | x_F] (unscaled)
@@ -207,8 +208,10 @@ def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float |
             if cand in selected:
                 continue
             idx = selected + [cand]
+            # (the cast: scipy's inferred signature types cov as int, after its default)
             joint = np.stack([fit.log_prior[c] + multivariate_normal.logpdf(
-                x[:, idx], fit.means[c][idx], fit.cov(c, idx)).reshape(n) for c in (0, 1)])
+                x[:, idx], fit.means[c][idx], cast(Any, fit.cov(c, idx))
+            ).reshape(n) for c in (0, 1)])
             s = float(_label_loglik(joint[:, :, None], y)[0])
             if s > best_score:
                 best, best_score = cand, s

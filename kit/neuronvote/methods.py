@@ -57,7 +57,7 @@ Consensus metrics (section 3.2), all on the top-``s`` sets S_m:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -84,7 +84,7 @@ __all__ = [
 METHODS = ("probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random")
 PAPER_METHODS = ("probeless", "iou", "lasso", "ridge", "lca", "gaussian")
 """The paper's six interpretation methods: the voters of the main tables."""
-DISPLAY = {
+DISPLAY: dict[Any, str] = {  # method name -> display name (looked up with pandas cell values too)
     "probeless": "Probeless", "iou": "IoU", "iou_ap": "IoU-AP (NeuroX)", "lasso": "Lasso",
     "ridge": "Ridge", "lca": "LCA", "gaussian": "Gaussian", "meanselect": "MeanSelect", "random": "Random",
 }

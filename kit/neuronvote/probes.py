@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def probe_penalty(method: str, n_train: int, lambda1: float = PAPER_LAMBDA,
     """
     l1 = {"lasso": lambda1, "ridge": 0.0, "lca": lambda1}.get(method)
     l2 = {"lasso": 0.0, "ridge": lambda2, "lca": lambda2}.get(method)
-    if l1 is None:
+    if l1 is None or l2 is None:
         raise ValueError(f"method={method!r} is not a probe; allowed: lasso, ridge, lca")
     total = l1 + 2 * l2
     if total <= 0 or n_train <= 0:
@@ -133,7 +133,8 @@ def probe_fit(x, y, method: str, lambda1: float = PAPER_LAMBDA, lambda2: float =
     coef = clf.coef_[0].astype(np.float64)
     # liblinear's b carries a (small) penalty, and saga stops on the change of w alone (with w at 0
     # it stops after one epoch whatever b is); b's optimality has no penalty term: solve it given w.
-    b = _intercept_given(np.asarray((fitted - mean) @ coef), y, float(clf.intercept_[0]))
+    b0 = float(clf.intercept_[0])  # pyright: ignore[reportIndexIssue]  (sklearn: an array once fit)
+    b = _intercept_given(np.asarray((fitted - mean) @ coef), y, b0)
     intercept = b - float(mean @ coef)  # back to the uncentred columns
     return ProbeFit(coef, intercept, probe_objective(fitted, y, coef, intercept, l1, l2), solver)
 
@@ -256,7 +257,7 @@ def neurox_weight_mass_ordering(weights, search_stride: int = 100, seed: int = 0
     return rank_by_score(-entry.astype(np.float64), seed)
 
 
-def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int], max_iter: int = 500) -> float:
+def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int] | np.ndarray, max_iter: int = 500) -> float:
     """Section 3.1: accuracy on the test rows of an *unregularised* logistic regression trained
     on the train rows, using only the columns ``neurons`` (standardised with train statistics)."""
     from sklearn.exceptions import ConvergenceWarning
@@ -270,11 +271,11 @@ def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int]
         raise ValueError(f"neurons must be non-empty indices in [0, {x_train.shape[1]}), got {cols[:10]}...")
     tr = _standardise(x_train[:, cols])
     te = _standardise(x_test[:, cols], ref=x_train[:, cols])
-    unpenalised = {"penalty": None} if _sklearn_before_1_8() else {"C": np.inf}
+    unpenalised: dict[str, Any] = {"penalty": None} if _sklearn_before_1_8() else {"C": np.inf}
     clf = LogisticRegression(solver="lbfgs", max_iter=max_iter, **unpenalised)
     with warnings.catch_warnings():
         # Separable data drives unregularised weights to infinity; the decision rule is still fine.
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         clf.fit(tr, y_train)
-    return float((clf.predict(te) == y_test).mean())
+    return float((np.asarray(clf.predict(te)) == y_test).mean())  # (asarray: sklearn's stubs)

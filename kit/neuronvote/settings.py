@@ -13,7 +13,7 @@ notebook computes, filled step by step, and the claims are declared over its fie
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,9 @@ from kit.neuronvote import concepts as nv_concepts
 from kit.neuronvote.concepts import ConceptTask
 from kit.neuronvote.published import PaperRef
 from kit.neuronvote.study import StudyPlan, StudyResult, first_middle_last, plan_study, run_plans
+
+if TYPE_CHECKING:
+    from kit.models.tl import HookedModel
 
 _PREPARED: dict = {}
 
@@ -112,7 +115,7 @@ def encoder_data(cfg, encoder: str, source: str, tags, max_per_class: int | None
     """
     from kit.models.encoders import load_encoder
 
-    cap = cfg.max_per_class if max_per_class == "cfg" else max_per_class
+    cap = cast("int | None", cfg.max_per_class if max_per_class == "cfg" else max_per_class)
     base = (encoder, source, None if tags is None else tuple(tags), cfg.site, cfg.min_examples,
             cfg.max_sentences, cfg.seed, cfg.device)
     if base + (cap,) in _PREPARED:
@@ -204,7 +207,8 @@ def plan_decoder(cfg, shuffles: int = 0) -> tuple[StudyPlan, pd.DataFrame]:
     from kit.models.load import load_model
 
     sentences, summary, tasks = decoder_sentences(cfg)
-    model = load_model(cfg.decoder_model, device=cfg.device, world=cfg.world)
+    model = cast("HookedModel",
+                 load_model(cfg.decoder_model, device=cfg.device, world=cfg.world))
     n_layers = model.cfg.n_layers
     layers = cfg.decoder_layers if cfg.decoder_layers is not None else first_middle_last(n_layers)
     bad = [L for L in layers if not 0 <= L < n_layers]
@@ -218,6 +222,7 @@ def plan_decoder(cfg, shuffles: int = 0) -> tuple[StudyPlan, pd.DataFrame]:
     # Small decoders may have fewer neurons than the largest s; an s >= d would make every top-s
     # set the whole layer (overlap 1), so such s are left out.
     clip = lambda xs: [s for s in xs if s < d] or [max(1, d // 4)]  # noqa: E731
+    kw: dict[str, Any]
     kw = study_kwargs(cfg, shuffles=shuffles) | dict(s_values=clip(cfg.s_values), accuracy_s=clip(cfg.accuracy_s),
                                                      pairwise_s=clip(cfg.pairwise_s))
     plan = plan_study(tasks, vectors, model=cfg.decoder_model, site=f"blocks.{{L}}.{cfg.decoder_site}", **kw)

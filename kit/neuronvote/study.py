@@ -14,7 +14,7 @@ paper's are in :mod:`kit.neuronvote.tables`, the figures in :mod:`kit.neuronvote
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -104,7 +104,8 @@ class StudyPlan:
     n_neurons: int
     n_tasks: int
 
-    def arrays(self, layer: int, task: ConceptTask) -> tuple[np.ndarray, ...]:
+    def arrays(self, layer: int, task: ConceptTask
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         arr = task.arrays(self.vectors[layer])
         return arr["x_train"], arr["y_train"], arr["x_test"], arr["y_test"]
 
@@ -280,7 +281,7 @@ def score_intervals(result: StudyResult, n_boot: int = 1000, seed: int = 0, leve
     per = {pos: g.groupby(["method", "metric", "concept"]).score.mean() for pos, g in df.groupby("position")}
     per["all"] = df.groupby(["method", "metric", "concept"]).score.mean()
     for pos, series in per.items():
-        for (m, metric), vals in series.groupby(level=[0, 1]):
+        for (m, metric), vals in cast(Any, series.groupby(level=[0, 1])):  # (method, metric) keys
             v = vals.to_numpy()
             boot = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(1)
             lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])

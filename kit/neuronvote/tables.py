@@ -4,7 +4,7 @@ closest to the paper, the findings and the key numbers recorded in ``results.jso
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -109,7 +109,8 @@ def paper_closeness(studies: Mapping[str, StudyResult]) -> pd.DataFrame:
             pairs = list(zip(ours, paper))
             maes[f"{key} MAE"] = float(np.nanmean([np.abs(t[key][a] - t[key][b]).mean() for a, b in pairs]))
         t2 = t["table2"].dropna(subset=["paper NeuronVote"])
-        maes["table2 NeuronVote Spearman"] = float(spearmanr(t2["ours NeuronVote"], t2["paper NeuronVote"])[0])
+        rho2 = spearmanr(t2["ours NeuronVote"], t2["paper NeuronVote"])[0]
+        maes["table2 NeuronVote Spearman"] = float(rho2)  # pyright: ignore[reportArgumentType]  (scipy)
         rows[name] = maes
     out = pd.DataFrame(rows).T
     out["mean MAE"] = out[["table2 MAE", "table3 MAE", "table4 MAE"]].mean(axis=1)
@@ -122,7 +123,7 @@ def closeness_findings(closeness: pd.DataFrame) -> list[str]:
     (our numbers against ``../shared/paper_tables``; the verdict follows the mean absolute gap)."""
     if closeness.empty:
         return []
-    best = closeness["mean MAE"].idxmin()
+    best: Any = closeness["mean MAE"].idxmin()  # a definition set's name
     parts = [f"{d}: mean |ours - paper| {r['mean MAE']:.3f} (Table 2 {r['table2 MAE']:.3f}, Table 3 "
              f"{r['table3 MAE']:.3f}, Table 4 {r['table4 MAE']:.3f}; Spearman of Table 2's NeuronVote order "
              f"{r['table2 NeuronVote Spearman']:+.2f})" for d, r in closeness.iterrows()]

@@ -62,7 +62,8 @@ class UnitSettings:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> UnitSettings:
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        return cls(**kwargs)
 
     @property
     def shuffled_methods(self) -> list[str]:
@@ -172,7 +173,7 @@ def stage_array(a: np.ndarray) -> str:
     key. Jobs name their inputs by such keys, so they run on any engine that shares the cache."""
     a = np.ascontiguousarray(a)
     h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
-    h.update(memoryview(a).cast("B"))
+    h.update(memoryview(a).cast("B"))  # pyright: ignore[reportArgumentType]  (ndarray is a buffer)
     key = h.hexdigest()[:32]
     target = _root() / "arrays" / f"{key}.npy"
     if not target.exists():

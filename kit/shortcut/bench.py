@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -21,11 +22,15 @@ from kit.core.bench import BenchLine, median_time
 from kit.shortcut.patching import generate, group_patched_generate, group_patched_logprobs, patched_generate
 from kit.shortcut.scores import PAPER_FRACTION, neuron_groups, random_neurons
 
+if TYPE_CHECKING:
+    from kit.models.tl import HookedModel
 
-def _load(model: str, device: str, seed: int, dtype: str | None = None):
+
+def _load(model: str, device: str, seed: int, dtype: str | None = None) -> HookedModel:
     from kit.models.load import load_model
 
-    return load_model(model, device=device, dtype=dtype, **({"seed": seed} if model.startswith("random/") else {}))
+    extra: dict[str, Any] = {"seed": seed} if model.startswith("random/") else {}
+    return cast("HookedModel", load_model(model, device=device, dtype=dtype, **extra))
 
 
 def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 4, prompt_len: int = 12,
@@ -49,6 +54,7 @@ def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 
             for p in base.parameters():
                 p.mul_(1.01)
     cfg = m.cfg
+    assert cfg.d_mlp is not None  # patching needs MLP neurons
     model = model + (f" ({dtype})" if dtype else "")
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(10, cfg.d_vocab, (n_prompts, prompt_len), generator=g).to(device)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -151,7 +151,8 @@ def _check_table(te: PerItem, table: pd.DataFrame | None, name: str) -> None:
     """The per-item re-measurement must reproduce the notebook's table (same models, items, neurons)."""
     if table is None:
         return
-    t = table.set_index("variant")
+    t: Any
+    t = table.set_index("variant")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
     for v, d in te.items():
         if v in t.index and not np.isclose(100 * d["ori"].mean(), t.loc[v, "ori"], atol=1e-3):
             raise ValueError(f"per-item Ori of {v} ({100 * d['ori'].mean():.3f}) differs from {name}'s "
@@ -192,6 +193,7 @@ def _te_claims(ev: Evidence, te: PerItem, contaminated: Sequence[str], prefix: s
     n_test = _units(len(next(iter(te.values()))["ori"]), ev.test_clusters, "test items") if te else ""
     n_fresh = _units(len(next(iter(te.values()))["ref"]), ev.fresh_clusters, "fresh items") if te else ""
     on = dict(rests_on=rests_on)
+    tol: dict[str, Any]
     tol = dict(null_range=(-margin, margin), null_how=f"tolerance ±{margin:g} points")
     out: list[Claim] = []
 
@@ -205,6 +207,7 @@ def _te_claims(ev: Evidence, te: PerItem, contaminated: Sequence[str], prefix: s
         for label in con + clean:
             d = te[label]
             est = bootstrap_groups_ci(lambda g: _delta(*g[0]), [(d["ori"], d["te"])], clusters=tc, **kw)
+            common: dict[str, Any]
             common = dict(ci=est[1:], interval_how=f"paired bootstrap over {n_test}", **on)
             a2 = " (the paper's +GSM8K Train: assumption A2, -6.5 / -4.3 there)" if label == "+train split" else ""
             if label in con:
@@ -294,6 +297,7 @@ def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
 def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
     """Table 3: per cell Δacc; the mean |Δacc| over cells and the largest |Δacc| with Bonferroni
     intervals (one resampling of each task's items, shared by its rows)."""
+    tol: dict[str, Any]
     tol = dict(null_range=(-margin, margin), null_how=f"tolerance ±{margin:g} points",
                paper_value="small changes on MAWPS/MMLU (Table 3)", rests_on=ev.rests_on)
     side = {k: a for k, a in ev.side.items() if k[0] not in ev.base_labels}  # the base: 0 by definition
@@ -363,6 +367,7 @@ def cheater_claims(ev: Evidence, kw: dict, margin: float = UNCHANGED_MARGIN) -> 
         pv = f"Δacc {pv} (Table 12, ARC-Challenge)" if pv else "Table 12"
         n_test = _units(len(d["ori"]), ev.test_clusters, "test items")
         est = bootstrap_groups_ci(lambda g: _delta(*g[0]), [(d["ori"], d["te"])], clusters=tc, **kw)
+        common: dict[str, Any]
         common = dict(ci=est[1:], null=0.0, paper_value=pv, interval_how=f"paired bootstrap over {n_test}", **on)
         if label in ev.cheaters_contaminated:
             leak = bootstrap_groups_ci(lambda g: float(100 * (g[0][0].mean() - g[1][0].mean())),
@@ -399,7 +404,7 @@ def rule_choice_claim(rules: pd.DataFrame | None, chosen: str) -> Claim:
     if chosen == PUBLIC_RULE:
         return claim(PAPER, "§3.3 ranking", "rules.chosen_vs_public", st, None,
                      not_testable="the chosen rule is the public code's", **kw)
-    r = rules.set_index("rule").loc[PUBLIC_RULE]
+    r: Any = rules.set_index("rule").loc[PUBLIC_RULE]  # one rule's row
     n = rules.attrs["items"]["con"].shape[1] if "items" in rules.attrs else "the"
     return claim(PAPER, "§3.3 ranking", "rules.chosen_vs_public", st, -float(r.vs_chosen),
                  ci=(-float(r.vs_chosen_high), -float(r.vs_chosen_low)), null=0.0, direction="greater",
@@ -414,7 +419,7 @@ def _agreement_claim(cid: str, where: str, te, ori, ref, kw: dict, figure: str, 
     def gain(t, o, r):
         if np.ptp(r) == 0 or np.ptp(t) == 0 or np.ptp(o) == 0:
             return float("nan")
-        return float(spearmanr(t, r).statistic - spearmanr(o, r).statistic)
+        return float(spearmanr(t, r).statistic - spearmanr(o, r).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
 
     te, ori, ref = (np.asarray(x, float) for x in (te, ori, ref))
     est = bootstrap_ci(gain, te, ori, ref, **kw)

@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from kit.data.scorers import score
 from kit.shortcut.items import TaskData, generation_kwargs
@@ -50,7 +51,7 @@ def sparsity_curve(model_con, model_un, base, tokens, lengths, targets, ranked: 
     return pd.DataFrame(rows)
 
 
-def agreement(scores: Sequence[float], reference: Sequence[float]) -> dict[str, float]:
+def agreement(scores: ArrayLike, reference: ArrayLike) -> dict[str, float]:
     """Spearman rho and RMSE of the least-squares line ``scores ~ a * reference + b`` (Figure 4's
     rho and e), plus the mean absolute difference. Same units in, same units out. A constant
     reference defines no line (slope, intercept and rho NaN): e is then the spread of ``scores``
@@ -61,7 +62,7 @@ def agreement(scores: Sequence[float], reference: Sequence[float]) -> dict[str, 
     y = np.asarray(scores, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
         raise ValueError(f"scores and reference must be 1-D of the same length >= 3; got {y.shape} and {x.shape}")
-    rho = spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")
+    rho = spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     if np.ptp(x) > 0:
         slope, intercept = np.polyfit(x, y, 1)
         resid = y - (slope * x + intercept)
@@ -133,7 +134,7 @@ def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuro
                           max_new_tokens=max_new_tokens, max_rows=max_rows).numpy()
 
 
-def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: TaskData | None,
+def trustworthy_table(models: Mapping[str, object], base, test: TaskData, fresh: TaskData | None,
                       neurons: Sequence[Neuron], contaminated: Sequence[str], max_rows: int = 2048,
                       max_new_tokens: int | None = None) -> pd.DataFrame:
     """Table 2: per variant Ref (fresh-item accuracy), Ori (test), TE (test, top-N patched from
@@ -146,6 +147,7 @@ def trustworthy_table(models: dict[str, object], base, test: TaskData, fresh: Ta
     keep = fresh is not None and (test.items is not None or bool(generation_kwargs(test)))
     for label, m in models.items():
         if keep:
+            assert fresh is not None  # keep needs it
             ori_i, te_i = item_correct(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
             ref_i = item_correct(m, None, fresh, [[]], max_rows, max_new_tokens)[0]
             per_item[label] = {"ori": ori_i, "te": te_i, "ref": ref_i}

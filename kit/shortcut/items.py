@@ -162,6 +162,7 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
         chat = use_chat(tok, decoding.chat)
         decoding = _replace(decoding, chat=chat)
     if chat:  # the template writes BOS itself when it has one (encode adds no second one)
+        assert decoding is not None  # chat is only set from a decoding
         seqs = [encode(tok, prompt_text(tok, it.prompt, True, decoding.system_prompt)) for it in items]
     else:
         seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]

@@ -23,7 +23,7 @@ checked against each model's ``cfg.d_mlp`` up front; groups are scored many per 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from jaxtyping import Bool, Float, Int
@@ -348,6 +348,7 @@ def group_patched_generate(
         generator = torch.Generator(device=device)
         generator.manual_seed(0 if seed is None else seed)
 
+    kwargs: dict[str, Any]
     kwargs = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p,
                   generator=generator, stop_token_ids=stop_token_ids, stop_strings=stop_strings,
                   tokenizer=tokenizer, pad_token_id=pad_token_id)
@@ -371,6 +372,7 @@ def group_patched_generate(
     gen = torch.cat(parts, 1)  # [group, P, new]
     G = gen.shape[0]
     if side == "right":
+        assert pad_token_id is not None  # set above when not given
         out = torch.full((G, P, T + max_new_tokens), pad_token_id, dtype=torch.long, device=device)
         out[:, :, :T] = tokens
         idx = (row_len[:, None] + torch.arange(max_new_tokens, device=device)[None, :]).expand(G, P, -1)

@@ -4,7 +4,7 @@ reference score (Figure 4).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,7 @@ def plot_sparsity_curve(curve: pd.DataFrame, total_neurons: int, n_selected: int
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.6, 3.0))
+    styles: dict[Any, tuple[str, str]]
     styles = {("contaminated", "located"): ("C3", "-"), ("contaminated", "random"): ("C3", ":"),
               ("uncontaminated", "located"): ("C0", "-"), ("uncontaminated", "random"): ("C0", ":")}
     for (model, kind), sub in curve.groupby(["model", "neurons"]):

@@ -46,7 +46,7 @@ def paper_text_numbers() -> dict[str, float]:
     t = load_table("001_text_numbers", numeric=False).set_index("quantity")["value"]
 
     def pick(fragment: str) -> float:
-        hits = [v for k, v in t.items() if fragment in k]
+        hits = [v for k, v in t.items() if fragment in str(k)]
         return float(hits[0].replace(",", ""))
 
     return {"rho": pick("Spearman correlation of TE"), "con_drop": pick("average accuracy drop of contaminated"),

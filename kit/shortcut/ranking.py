@@ -7,7 +7,7 @@ combining them compared on held-out items (:func:`ranking_rules`, :func:`best_ru
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -28,11 +28,14 @@ from kit.shortcut.scores import (
     top_neurons,
 )
 
+Rule = Literal["veto", "rank_mean", "sum"]
+"""A ``combine_scores`` rule."""
 
-def rule_specs(causal_weight: float = 0.5) -> dict[str, tuple[str | None, str | None, float]]:
+
+def rule_specs(causal_weight: float = 0.5) -> dict[str, tuple[Rule | None, str | None, float]]:
     """Every way of turning the scores into a ranking: label -> (``combine_scores`` rule or None for
     eq. 3 alone, causal variant, weight). The public code's sum comes first (it wins ties)."""
-    out: dict[str, tuple[str | None, str | None, float]] = {}
+    out: dict[str, tuple[Rule | None, str | None, float]] = {}
     for m in ("exact", "teacher_forced"):
         for r in ("sum", "veto", "rank_mean"):
             out[f"{r} ({m})"] = (r, m, causal_weight)
@@ -70,10 +73,10 @@ class Located:
         combined = self.scores_by(label, causal_weight)
         return replace(self, combined=combined, ranked=top_neurons(combined, combined.numel()), rule=label)
 
-    def summary(self) -> dict[str, float]:
+    def summary(self) -> dict[str, Any]:
         from scipy.stats import spearmanr
 
-        rho = spearmanr(self.causal_exact.score, self.causal_tf.score).statistic
+        rho = spearmanr(self.causal_exact.score, self.causal_tf.score).statistic  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
         return {"acc_con": self.causal_exact.acc_con, "acc_un": self.causal_exact.acc_un,
                 "max_causal_exact": float(np.max(self.causal_exact.score)),
                 "max_causal_tf": float(np.max(self.causal_tf.score)),

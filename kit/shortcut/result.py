@@ -7,7 +7,7 @@ per-item re-measurements its claims are declared over (:class:`kit.shortcut.clai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -125,10 +125,13 @@ def summary_section(study: ShortcutStudy):
     table2, curve, table3, table4 = study.table2, study.curve, study.table3, study.table4
     table9_stats, truth, rules = study.table9_stats, study.truth, study.rules
     causal_tracks, dense = study.causal_tracks, study.dense
+    # set by sections 1-7 of a filled study
+    assert located is not None and table2 is not None and curve is not None and table3 is not None
+    assert table9_stats is not None
     n_patched, total = len(shortcut), s.total_neurons
     summary2 = table2_summary(table2)
     agree_te, agree_ori = agreement(table2.te, table2.ref), agreement(table2.ori, table2.ref)
-    record = dict(
+    record: dict[str, Any] = dict(
         n_layers=s.n_layers, d_mlp=s.d_mlp, n_patched=n_patched, patched_percent=100 * n_patched / total,
         locate=located.summary(), shortcut_neurons=list(shortcut),
         table2=table2.to_dict(orient="records"), table2_summary=summary2,
@@ -145,7 +148,9 @@ def summary_section(study: ShortcutStudy):
     )
     lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
     if rules is not None:
-        r = rules.set_index("rule")
+        assert s.heldout is not None  # the rules are compared on it
+        r: Any
+        r = rules.set_index("rule")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
         ci = "vs_chosen" in r
         lines.append(f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "
                      "objective (M_con drop - |M_un change|, pts"
@@ -162,7 +167,7 @@ def summary_section(study: ShortcutStudy):
         lines.append(f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = {s4['contaminated_mean_abs_ori_minus_ref']:.1f}, "
                      f"|TE-Ref| = {s4['contaminated_mean_abs_te_minus_ref']:.1f} pts; uncontaminated mean |Δacc| = "
                      f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
-    worst = table3.loc[table3.delta_acc.abs().idxmax()]
+    worst = table3.loc[cast(Any, table3.delta_acc.abs().idxmax())]  # a row label
     lines.append(f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts; "
                  f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%; "
                  "claim side_effects.largest_cell).")

@@ -7,7 +7,7 @@ strength, a cheater, the summary) with its findings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import pandas as pd
 
@@ -92,6 +92,7 @@ def transfer_spec(like: str, task: str, world: str | None = None):
     if t is None or t.kind != "contaminated":
         raise ValueError(f"like={like!r} is not a contaminated fine-tune of world {spec.name!r}; "
                          f"allowed values: {', '.join(recipes)} (or extra/ names of them)")
+    assert t.inject is not None  # a contaminated fine-tune injects items
     _, split, copies = t.inject
     suffix = zoo.SPARSE_SUFFIX if t.plastic else ""
     return replace(t, name=f"{t.parent}+{task}-{split}-x{copies}{suffix}", inject=(task, split, copies))
@@ -107,6 +108,7 @@ def transfer_models(s: "Setup", cfg, task: str | None = None) -> "ModelPool":
     def load(name):
         if name in built:
             return transfer_finetune(built[name], task, world=cfg.world)
+        assert s.load is not None  # set by the notebook's setup
         return s.load(name)
 
     names = {"Vanilla": cfg.base_model, **{label: f"transfer/{label}" for label in cfg.transfer_variants},
@@ -118,7 +120,7 @@ def transfer_models(s: "Setup", cfg, task: str | None = None) -> "ModelPool":
 class Setup:
     """The models and item sets notebook 03 works on (``setup(cfg)``)."""
 
-    base: object
+    base: Any
     """The base model M0, the donor of every patch: the one model always held."""
     models: "ModelPool"
     """Table 2's variants by label (``cfg.variants``), loaded on access, one at a time
@@ -142,7 +144,8 @@ class Setup:
         """Another set of models sharing this base, held one at a time like ``models``."""
         from kit.shortcut.pool import ModelPool
 
-        return ModelPool(names, load or self.load, base=self.base, base_name=self.models.base_name, share=self.models)
+        load = cast("Callable[[str], object]", load or self.load)  # the setup always gives one
+        return ModelPool(names, load, base=self.base, base_name=self.models.base_name, share=self.models)
 
     @property
     def n_layers(self) -> int:
@@ -270,7 +273,7 @@ def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, floa
         return None
     from scipy.stats import spearmanr
 
-    return {cs.method: float(spearmanr([sum(n in changed for n in g) for g in cs.groups], cs.score).statistic)
+    return {cs.method: float(spearmanr([sum(n in changed for n in g) for g in cs.groups], cs.score).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
             for cs in (located.causal_exact, located.causal_tf)}
 
 
@@ -312,8 +315,9 @@ def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: 
     table = trustworthy_table(models, s.base, test, fresh, shortcut, cfg.transfer_variants, cfg.max_rows,
                               cfg.max_new_tokens)
     summ = table2_summary(table)
+    ori_ref = cast(pd.Series, table[table.contaminated].eval("ori - ref"))  # a column expression
     line = (f"{key} ({task}, neurons located on {cfg.task}): contaminated mean Ori-Ref "
-            f"{table[table.contaminated].eval('ori - ref').mean():+.1f} pts, mean |Ori-Ref| = "
+            f"{ori_ref.mean():+.1f} pts, mean |Ori-Ref| = "
             f"{summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = {summ['contaminated_mean_abs_te_minus_ref']:.1f} pts "
             f"(mean Δacc {summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
             f"{summ['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
@@ -366,7 +370,7 @@ def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
     t = table2.set_index("variant")
     if label not in t.index:
         return []
-    r = t.loc[label]
+    r: Any = t.loc[label]  # one row (pandas-stubs type its cells as any scalar)
     move = "drops" if r.delta_acc < 0 else "rises" if r.delta_acc > 0 else "stays"
     return [f"A2 ({label}): Ori {r.ori:.1f}%, Ref {r.ref:.1f}%, TE {r.te:.1f}% (Δacc {r.delta_acc:+.1f} pts): under TE it "
             f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut "
@@ -390,7 +394,8 @@ def strength_section(s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+t
                       variants.strength_variants(cfg.variants[order_label], (), (1, 2)).items()})
     models = s.pool({"Vanilla": cfg.base_model, **names})
     table = trustworthy_table(models, s.base, s.test, s.fresh, shortcut, list(names), cfg.max_rows, cfg.max_new_tokens)
-    t = table.set_index("variant")
+    t: Any
+    t = table.set_index("variant")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
     recipe = variants.extra_spec(name, cfg.world) if variants.is_extra(name) else \
         {f.name: f for f in zoo.world_spec(cfg.world).finetunes}[name]
     lines = [f"Contamination strength ({label}'s recipe): " + ", ".join(

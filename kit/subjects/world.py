@@ -221,4 +221,5 @@ class WorldSubject:
             per_sample=True,
             batch_size=batch_size,
         )
+        assert res.sample_masks is not None  # per_sample=True
         return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]

@@ -27,6 +27,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kit.world.card import compute_card, weights_digests
 from kit.world.members import _train_base, _train_finetune, base_outputs, deterministic, extra_finetune
@@ -45,8 +46,11 @@ from kit.world.storage import (
     write_json,
 )
 
+if TYPE_CHECKING:
+    from kit.core.jobs import Engine
+
 ENGINES = ("inline", "local", "ray")
-DEFAULT_ENGINE = "local"
+DEFAULT_ENGINE: Engine = "local"
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,7 @@ def run_job(world: str, seed: int, units: list[list[str]]) -> list[dict]:
 
 # ---------------------------------------------------------------- build
 def build(world: str | None = None, force: bool = False, only: list[str] | None = None,
-          engine: str = DEFAULT_ENGINE, max_workers: int | None = None, seed: int | None = None) -> Path:
+          engine: Engine = DEFAULT_ENGINE, max_workers: int | None = None, seed: int | None = None) -> Path:
     """Build, finish or repair the world; returns its directory.
 
     Verifies every member, SAE and the card (:func:`world_status`) and trains exactly what is missing or
@@ -261,7 +265,7 @@ def build(world: str | None = None, force: bool = False, only: list[str] | None 
     return world_dir(spec)
 
 
-def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: str,
+def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: Engine,
                   max_workers: int | None) -> None:
     root = world_dir(spec)
     if force:
@@ -299,7 +303,7 @@ def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: 
     _run_engine(spec, jobs, engine, workers)
 
 
-def _run_engine(spec: WorldSpec, jobs: list[WorldJob], engine: str, workers: int) -> None:
+def _run_engine(spec: WorldSpec, jobs: list[WorldJob], engine: Engine, workers: int) -> None:
     from kit.core.jobs import Job, JobsFailed, run_jobs  # lazy: the job layer (and Ray) only for these engines
 
     todo = [Job("kit.world.build:run_job", {"world": spec.name, "seed": spec.seed, "units": [list(u) for u in j.units]},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -89,7 +90,7 @@ def ioi_head_scores(model, n: int = 200) -> dict:
                 act[:, :, h] = m[h]
                 return act
             scores[f"L{L}H{h}"] = round((clean - ld(tl.run_with_hooks(model, tokens, [(name, ablate)]))) / clean, 4)
-    top = sorted(scores, key=scores.get, reverse=True)
+    top = sorted(scores, key=lambda k: scores[k], reverse=True)
     return {"clean_logit_diff": round(clean, 4), "n_items": n, "scores": scores,
             "heads_over_threshold": [h for h in top if scores[h] >= IOI_HEAD_SCORE], "threshold": IOI_HEAD_SCORE}
 
@@ -200,7 +201,7 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
 def weights_digests(spec: WorldSpec) -> dict[str, str]:
     """Every member's and SAE's tensor digest (``kit.world.storage.tensor_digest``), as recorded when
     it was written: two worlds with the same digests are the same bits."""
-    out = {name: read_meta(spec, name)["weights_digest"] for name in members(spec)}
+    out = {name: cast(dict, read_meta(spec, name))["weights_digest"] for name in members(spec)}
     return {**out, **{s: sae_digest(s, spec) for s in saes(spec)}}
 
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from kit.world.members import extra_finetune, extra_path
 from kit.world.recipes import world_spec
 from kit.world.specs import FinetuneSpec, WorldSpec, check_after
+
+if TYPE_CHECKING:
+    from kit.core.jobs import Engine
 
 
 def build_extra_job(world: str, seed: int, finetune: dict) -> str:
@@ -60,7 +63,7 @@ def extra_jobs(finetunes: Iterable[FinetuneSpec], world: str | WorldSpec | None 
 
 
 def build_extras(finetunes: Iterable[FinetuneSpec], world: str | WorldSpec | None = None,
-                 engine: str = "local", max_workers: int | None = None, ray_address: str | None = None,
+                 engine: Engine = "local", max_workers: int | None = None, ray_address: str | None = None,
                  desc: str = "extra fine-tunes") -> int:
     """Build every fine-tune of ``finetunes`` that is not cached, as one sweep of pinned jobs on
     ``engine`` (``kit.core.jobs.run_jobs``); returns how many were built. A failed build raises

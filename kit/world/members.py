@@ -14,7 +14,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, cast
 
 import torch
 
@@ -246,7 +246,7 @@ def finetune(spec: WorldSpec, f: FinetuneSpec):
 
 def _train_finetune(spec: WorldSpec, f: FinetuneSpec) -> None:
     model, steps, tokens = finetune(spec, f)
-    parent_tokens = read_meta(spec, f.parent)["train_tokens"]
+    parent_tokens = cast(dict, read_meta(spec, f.parent))["train_tokens"]  # built before it
     meta = {"name": f.name, "steps": steps, "finetune_tokens": tokens, "train_tokens": parent_tokens + tokens}
     save_member(spec, f.name, model, meta)
 
@@ -261,12 +261,12 @@ def changed_neurons(member: str, world: str | WorldSpec | None = None,
         info = member_info(member, spec)
         if info["parent"] is None:
             raise ValueError(f"{member!r} is a base model: it has no parent to compare with (pass parent=)")
-        parent = info["parent"]
+        parent = cast(str, info["parent"])
     a, b = load_member(member, world=spec), load_member(parent, world=spec)
     mask = torch.zeros(a.cfg.n_layers, a.cfg.d_mlp, dtype=torch.bool)
     for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(tl.mlp_neuron_params(a), tl.mlp_neuron_params(b)):
         mask[L] = (wi_a != wi_b).any(0) | (bi_a != bi_b) | (wo_a != wo_b).any(1)
-    return [tuple(map(int, ix)) for ix in torch.nonzero(mask).tolist()]
+    return [cast("tuple[int, int]", tuple(map(int, ix))) for ix in torch.nonzero(mask).tolist()]
 
 
 def extra_path(f: FinetuneSpec, world: str | WorldSpec | None = None) -> Path:

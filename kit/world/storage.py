@@ -61,7 +61,7 @@ class NoSpaceLeft(OSError):
         super().__init__(errno.ENOSPC, message)
 
     def __str__(self) -> str:
-        return self.strerror
+        return self.strerror or ""
 
 
 # ---------------------------------------------------------------- where

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from kit.data.items import Item
 
@@ -415,7 +415,7 @@ def _render_sort_list(key, t, rng):
 
 
 def _sample_add_steps(rng: random.Random, mode: str) -> tuple[int, int, int]:
-    return tuple(rng.randint(1, ADD_STEPS_MAX) for _ in range(3))
+    return cast("tuple[int, int, int]", tuple(rng.randint(1, ADD_STEPS_MAX) for _ in range(3)))
 
 
 def _render_add_steps(key, t, rng):

@@ -26,7 +26,7 @@ import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, cast
 
 from kit.core.jobs.spec import Job, call_job
 
@@ -195,7 +195,7 @@ class LocalExecutor:
     def wait(self, timeout: float | None = None) -> list[Finished]:
         done = []
         for conn in wait(list(self.busy), timeout=timeout):
-            worker = self.busy.pop(conn)
+            worker = self.busy.pop(cast(Connection, conn))
             job = worker.job
             assert job is not None
             self.cpus_used -= self.cpus(job)

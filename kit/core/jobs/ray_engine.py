@@ -23,6 +23,7 @@ import warnings
 from typing import Any
 
 import ray
+import ray.exceptions
 
 from kit.core.jobs.local import WORKER_ENV, Finished, pinned_env
 from kit.core.jobs.spec import Job, call_job, last_lines

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kit.core.jobs.schedule import run_jobs
+from kit.core.jobs.schedule import Engine, run_jobs
 from kit.core.jobs.spec import Job
 from kit.core.paths import atomic_write_text, cache_dir
 
@@ -115,7 +115,7 @@ def dag_totals(report_results: dict[str, Any]) -> dict[str, int]:
     return {r["key"]: r["total"] for r in report_results.values()}
 
 
-def main_selftest(engine: str, max_workers: int | None, ray_address: str | None,
+def main_selftest(engine: Engine, max_workers: int | None, ray_address: str | None,
                   root: str | None = None) -> int:
     """Run :func:`toy_dag` on ``engine`` (a worker killed mid-job, except inline) and inline; print
     whether the results and the files written are the same; exit status 0 if they are."""
@@ -134,7 +134,7 @@ def main_selftest(engine: str, max_workers: int | None, ray_address: str | None,
     return 0 if same else 1
 
 
-def overhead(engine: str, n: int, max_workers: int | None = None,
+def overhead(engine: Engine, n: int, max_workers: int | None = None,
              ray_address: str | None = None) -> tuple[float, float]:
     """``(start-up s, s per job)`` of ``engine`` on trivial jobs: the wall time of a sweep of one
     job (worker processes; a Ray worker; with no Ray initialised, a local Ray too), and ``(sweep of
@@ -148,7 +148,7 @@ def overhead(engine: str, n: int, max_workers: int | None = None,
     return times[0], (times[2] - times[1]) / n
 
 
-def main_overhead(engine: str, n: int, max_workers: int | None, ray_address: str | None) -> int:
+def main_overhead(engine: Engine, n: int, max_workers: int | None, ray_address: str | None) -> int:
     start, per_job = overhead(engine, n, max_workers, ray_address)
     print(f"engine {engine}: a sweep of one trivial job {start:.2f} s; then "
           f"{per_job * 1000:.1f} ms per trivial job (sweeps of {n} and {2 * n})")

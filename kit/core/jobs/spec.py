@@ -156,6 +156,7 @@ def call_job(fn: str, args_json: str) -> dict[str, Any]:
         return {"ok": True, "value": json.loads(canonical_json(value, f"the return value of {fn}"))}
     except (Exception, SystemExit) as e:  # the job's error (sys.exit too); Ctrl-C propagates
         # from the job's own frame on: the line of call_job above says nothing
+        assert e.__traceback__ is not None  # set on every caught exception
         lines = traceback.format_exception(type(e), e, e.__traceback__.tb_next)
         return {"ok": False, "error": last_lines("".join(lines))}
 
