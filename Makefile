@@ -23,13 +23,17 @@ BARS = $$(test -t 1 || echo TQDM_DISABLE=1)
 # JupyterLab refuses to start as root unless told it may (containers often run as root).
 ALLOW_ROOT = $$(test "$$(id -u)" = 0 && echo --allow-root)
 
-.PHONY: run test setup world bench lab clean-runs browser
+.PHONY: run test lint setup world bench lab clean-runs browser
 
 run: setup world
 	$(PY) -m kit run --profile tiny
 
 test: setup browser
 	$(PY) -m pytest
+
+# ruff alone (make test runs it too, in tests/test_style.py); settings in pyproject.toml.
+lint: setup
+	$(PY) -m ruff check kit tests && $(PY) -m ruff format --check kit tests
 
 setup: $(STAMP)
 
