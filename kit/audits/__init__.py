@@ -24,7 +24,7 @@ from typing import Callable
 
 import pandas as pd
 
-from . import circuits, psychophysics, safety, sae_validity, stability
+from . import circuits, psychophysics, sae_validity, safety, stability
 from .result import AuditInputs, AuditResult, dumps, fail_check, jsonable
 
 REGISTRY: dict[str, Callable[..., object]] = {

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
+
 from kit.models import tl
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
@@ -33,10 +32,11 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from .activations import tokenize
-from .result import AuditInputs, AuditResult
 from kit.core.paths import atomic_write_bytes, cache_dir
 from kit.models import tl
+
+from .activations import tokenize
+from .result import AuditInputs, AuditResult
 
 Head = tuple[int, int]
 """(layer, head index) of ``blocks.{layer}.attn.hook_z``."""

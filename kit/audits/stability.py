@@ -24,7 +24,6 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from kit.core.stats import bootstrap_ci, jaccard
-
 from kit.models import sae_train
 
 from .result import AuditInputs, AuditResult

@@ -17,14 +17,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import circuits
-from . import psychophysics
-from . import safety
-from . import sae_validity
-from . import stability
+from kit.models import tl
+
+from . import circuits, psychophysics, sae_validity, safety, stability
 from .activations import TokenActivations, sae_features, sae_hook, token_activations
 from .result import AuditInputs, AuditResult
-from kit.models import tl
 
 _SAE_NAME = re.compile(r"^(?P<prefix>.*/)(?P<arch>[a-z_]+?)-(?P<width>\d+)$")
 

@@ -13,14 +13,36 @@
 """
 
 from kit.cg.metrics import (
-    COVERAGE_CLASSES, EPSILON, POOLINGS, Acts, SparseRows, chi_bench, chi_bench_table, chi_model,
-    chi_model_table, concept_activations, concept_table, coverage_classes, item_concept_activation,
-    missing_fraction, model_gap_classes, profile_difference, segment_mean, segment_pool, top_bottom,
-    x_bench, x_model,
+    COVERAGE_CLASSES,
+    EPSILON,
+    POOLINGS,
+    Acts,
+    SparseRows,
+    chi_bench,
+    chi_bench_table,
+    chi_model,
+    chi_model_table,
+    concept_activations,
+    concept_table,
+    coverage_classes,
+    item_concept_activation,
+    missing_fraction,
+    model_gap_classes,
+    profile_difference,
+    segment_mean,
+    segment_pool,
+    top_bottom,
+    x_bench,
+    x_model,
 )
 from kit.cg.robustness import (
-    AdversarialRemoval, DropoutRobustness, adversarial_removal, covered_sets, dropout_robustness,
-    jaccard_overlap, salient_items,
+    AdversarialRemoval,
+    DropoutRobustness,
+    adversarial_removal,
+    covered_sets,
+    dropout_robustness,
+    jaccard_overlap,
+    salient_items,
 )
 from kit.cg.significance import GAP_TEST_CLASSES, GapTest, bh_qvalues, concept_support, gap_test
 from kit.core.lazy import lazy_submodules

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kit.core.bench import BenchLine, median_time
 from kit.cg.metrics import SparseRows, segment_mean
+from kit.core.bench import BenchLine, median_time
 from kit.models import tl
 
 BENCH_WIDTH = 16_384

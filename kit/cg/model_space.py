@@ -22,8 +22,8 @@ import torch
 from kit.cg.metrics import segment_mean
 from kit.cg.size_control import general_text
 from kit.cg.suite import UNSCORED, Suite, benchmark_items
-from kit.models import tl
 from kit.models import cache as item_cache
+from kit.models import tl
 from kit.models.identity import name_identity
 from kit.models.internals import token_budget_batches
 

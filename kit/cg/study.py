@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-
 import torch
 from jaxtyping import Float
 from torch import Tensor

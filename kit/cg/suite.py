@@ -172,8 +172,8 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
 def prompt_only_acts(sae_names: Sequence[str], response_set: str, n_items: int, max_length: int = 256,
                      device: str = "cpu", encoder=None) -> dict[str, sp.csr_matrix]:
     """Activations of a response set's prompts only (same for every model answering them)."""
-    from kit.data import responses as cg_responses
     from kit.cg import saes as cg_saes
+    from kit.data import responses as cg_responses
     from kit.models.encoders import load_encoder
 
     encoder = encoder or load_encoder("minilm", device=device)
@@ -189,7 +189,6 @@ def zoo_suite(model_name: str, sae_name: str, n_items: int, tasks: Sequence[str]
     correctness as m_b(i), concepts from the model's own SAE over the prompt tokens."""
     import kit
     from kit import world as kw
-
     from kit.cg.saes import zoo_item_concepts
 
     model = kit.load_model(model_name, device=device, world=world)

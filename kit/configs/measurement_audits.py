@@ -144,9 +144,8 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _check(self):
-        from kit.world.tasks import TASKS
-
         from kit.audits.sources import dataset_path, parse_source
+        from kit.world.tasks import TASKS
 
         for name in ["probe_tasks", "safety_tasks", "sae_tasks"]:
             for t in getattr(self, name) or ():

@@ -4,9 +4,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kit.core.params import BaseConfig, distinct
 from kit.neuronvote.concepts import PAPER_POS_TAGS
 from kit.neuronvote.methods import METHODS, PAPER_METHODS
-from kit.core.params import BaseConfig, distinct
 
 Definitions = Literal["paper_text", "neurox"]
 Method = Literal["probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"]

@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from kit.core.figures import record_results, save_figure, use_paper_style
-from kit.core.params import BaseConfig, ParamsError, config_class, format_overrides, load_params, to_yaml
+from kit.core.params import (
+    BaseConfig,
+    ParamsError,
+    config_class,
+    format_overrides,
+    load_params,
+    to_yaml,
+)
 from kit.core.paths import REPO_ROOT, atomic_write_text
 
 

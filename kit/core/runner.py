@@ -36,11 +36,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from kit.core.params import (ParamsError, config_class, load_params, notebook_names, parse_assignment,
-                             read_profiles)
 from kit.core.jobs.schedule import count_arg, default_workers
-from kit.world.pinned import PINNED_ENV
+from kit.core.params import (
+    ParamsError,
+    config_class,
+    load_params,
+    notebook_names,
+    parse_assignment,
+    read_profiles,
+)
 from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir, disk_full_error, is_disk_full
+from kit.world.pinned import PINNED_ENV
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 DEFAULT_PROFILE = "tiny"

@@ -41,7 +41,12 @@ from pathlib import Path
 import numpy as np
 
 from kit.core.paths import data_dir
-from kit.data.scorers import extract_boxed, extract_choice_letter, extract_final_number, numbers_equal
+from kit.data.scorers import (
+    extract_boxed,
+    extract_choice_letter,
+    extract_final_number,
+    numbers_equal,
+)
 
 RESPONSE_SETS: dict[str, tuple[str, str]] = {
     "arc/llama3.1-8b-instruct": ("arc_llama3.1-8b-instruct.jsonl", "arc_challenge"),

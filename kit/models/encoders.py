@@ -30,6 +30,7 @@ from typing import Any, Iterator
 import torch
 from jaxtyping import Float
 from torch import Tensor
+
 from kit.models import tl
 
 MINILM_NAMES = ("minilm", "sentence-transformers/all-MiniLM-L6-v2")

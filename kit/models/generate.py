@@ -210,7 +210,10 @@ def release() -> None:
 
     _HELD.clear()
     try:  # vLLM keeps a process group that must go before another engine can start
-        from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+        from vllm.distributed.parallel_state import (
+            destroy_distributed_environment,
+            destroy_model_parallel,
+        )
     except ImportError:
         pass
     else:

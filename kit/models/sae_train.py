@@ -46,8 +46,13 @@ def train_sae(acts: Float[Tensor, "n d_in"], width: int, total_samples: int, *, 
     to train further instead of a fresh one (M09's distillation cycles re-initialise some of its
     features in place and retrain it; ``architecture``, ``k``, ``l1`` are then its own).
     """
-    from sae_lens import (SAETrainer, StandardTrainingSAE, StandardTrainingSAEConfig, TopKTrainingSAE,
-                          TopKTrainingSAEConfig)
+    from sae_lens import (
+        SAETrainer,
+        StandardTrainingSAE,
+        StandardTrainingSAEConfig,
+        TopKTrainingSAE,
+        TopKTrainingSAEConfig,
+    )
     from sae_lens.config import LoggingConfig, SAETrainerConfig
     from sae_lens.saes.sae import SAEMetadata
 

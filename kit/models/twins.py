@@ -272,7 +272,15 @@ def sae_path(arch: str, hook: str) -> Path:
 
 def _tokenizer(arch: str):
     """A byte-level BPE (WordPiece for BERT) trained on ``_CORPUS``, wrapped for ``transformers``."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
 
     if arch == "bert":

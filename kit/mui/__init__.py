@@ -21,14 +21,34 @@ from kit.core.lazy import lazy_submodules
 from kit.mui.directions import DIRECTIONS, direction
 from kit.mui.law import LAW_FORMS, PAPER_LAW, LawFit, Numbers, fit_law, pur, rank_agreement
 from kit.mui.metric import (
-    THRESHOLDS, VARIANTS, MUIResult, default_k, is_world_model, item_tokens, key_neuron_mask,
-    layer_key_mask, mui_of_mask, public_code_k, public_code_key_neurons, public_code_utilization,
-    response_scores, token_key_masks, utilization, utilization_for_items,
+    THRESHOLDS,
+    VARIANTS,
+    MUIResult,
+    default_k,
+    is_world_model,
+    item_tokens,
+    key_neuron_mask,
+    layer_key_mask,
+    mui_of_mask,
+    public_code_k,
+    public_code_key_neurons,
+    public_code_utilization,
+    response_scores,
+    token_key_masks,
+    utilization,
+    utilization_for_items,
 )
 from kit.mui.sae import SAE_REFERENCE_WIDTH, sae_top, sae_utilization
 from kit.mui.scores import (
-    IG_MODES, IG_OUTPUTS, IG_STEPS, SCORES, TOKEN_SCORES, LayerScores, iter_neuron_scores,
-    naive_public_scores, neuron_scores,
+    IG_MODES,
+    IG_OUTPUTS,
+    IG_STEPS,
+    SCORES,
+    TOKEN_SCORES,
+    LayerScores,
+    iter_neuron_scores,
+    naive_public_scores,
+    neuron_scores,
 )
 
 __getattr__, __dir__ = lazy_submodules(

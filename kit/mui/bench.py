@@ -27,7 +27,7 @@ import time
 import numpy as np
 import torch
 
-from kit.core.bench import BenchLine, DEFAULT_MODEL
+from kit.core.bench import DEFAULT_MODEL, BenchLine
 from kit.models import tl
 
 
@@ -115,8 +115,8 @@ def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, p
 
 
 def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = None) -> list[BenchLine]:
-    from kit.mui import metric as mui
     from kit.models.load import load_model
+    from kit.mui import metric as mui
 
     if device == "cpu":
         torch.set_num_threads(1)

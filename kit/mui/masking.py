@@ -13,8 +13,8 @@ import torch
 
 from kit.mui import metric as mui
 from kit.mui.plots import plot_masking
-from kit.subjects import Subject, task_group
 from kit.mui.scores import iter_neuron_scores
+from kit.subjects import Subject, task_group
 
 
 def key_neuron_counts(model, items: list, responses: list[str], score: str = "score",

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from kit.mui import metric as mui
-from kit.mui.correctness import correct_vs_incorrect
 from kit.mui.checkpoints import checkpoint_series, has_checkpoints
+from kit.mui.correctness import correct_vs_incorrect
 from kit.mui.law import fe_record, fit_law_fixed_effects, fmt_fit, law_fits
 from kit.mui.plots import plot_per_sample_mui
 from kit.subjects import Subject, is_world_name, load_subject, task_group

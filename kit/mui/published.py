@@ -421,7 +421,7 @@ def published_section(olmo_steps: pd.DataFrame, specialised: pd.DataFrame, conta
     col = sp_ood[sp_ood["direction"] == "collapsing"]
     finding = (f"Item 8, paper tables: {len(col)} of {len(sp_ood)} OOD changes of the uncontaminated specialised models "
                f"(Table 9) are collapsing" + (f" ({', '.join(f'{r.model} on {r.task}' for r in col.itertuples())})" if len(col) else "")
-               + f" -> the claim that collapsing occurs only under contamination is "
+               + " -> the claim that collapsing occurs only under contamination is "
                + ("contradicted by the paper's own table." if len(col) else "consistent with the paper's own table."))
     return Section(record={"published_direction_counts": counts,
                            "published_corollary_checks": checks.to_dict(orient="records"),

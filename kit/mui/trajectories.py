@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from kit.mui.checkpoints import STEP_NAME as _STEP

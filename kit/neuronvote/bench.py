@@ -23,8 +23,8 @@ import time
 
 import numpy as np
 
-from kit.neuronvote import methods as nv
 from kit.core.bench import BenchLine, median_time
+from kit.neuronvote import methods as nv
 
 BENCH_TAGS = ("NN", "IN", "DT", "JJ", "NNP", "RB", "VB", "CC")
 MAX_PER_CLASS = 150
@@ -33,8 +33,8 @@ NAIVE_STEPS = 8
 
 
 def _encoder_data(model: str, device: str):
-    from kit.neuronvote import concepts as concepts
     from kit.models.encoders import load_encoder
+    from kit.neuronvote import concepts as concepts
     from kit.neuronvote.study import first_middle_last
 
     sentences = concepts.load_sentences("ud_ewt")

@@ -63,13 +63,32 @@ import numpy as np
 
 from kit.neuronvote.consensus import avg_overlap, borda_top, neuron_vote, overlap, pairwise_overlap
 from kit.neuronvote.corpus_scores import (
-    DEFINITIONS, NEUROX_IOU_THRESHOLD, check_xy, iou_ap_scores, iou_scores, meanselect_scores, method_seed,
-    probeless_scores, rank_by_score,
+    DEFINITIONS,
+    NEUROX_IOU_THRESHOLD,
+    check_xy,
+    iou_ap_scores,
+    iou_scores,
+    meanselect_scores,
+    method_seed,
+    probeless_scores,
+    rank_by_score,
 )
-from kit.neuronvote.gaussian import GaussianMAP, gaussian_map_params, gaussian_ranking, gaussian_ranking_naive
+from kit.neuronvote.gaussian import (
+    GaussianMAP,
+    gaussian_map_params,
+    gaussian_ranking,
+    gaussian_ranking_naive,
+)
 from kit.neuronvote.probes import (
-    PAPER_LAMBDA, ProbeFit, classifier_accuracy, neurox_probe_weights, neurox_weight_mass_ordering, probe_fit,
-    probe_objective, probe_penalty, probe_weights,
+    PAPER_LAMBDA,
+    ProbeFit,
+    classifier_accuracy,
+    neurox_probe_weights,
+    neurox_weight_mass_ordering,
+    probe_fit,
+    probe_objective,
+    probe_penalty,
+    probe_weights,
 )
 
 __all__ = [

@@ -241,8 +241,8 @@ def task_table(train, y_train, test, y_test) -> np.ndarray:
 
 
 def _run_unit(kind: str, args: dict[str, Any]) -> str:
-    from threadpoolctl import threadpool_limits
     import torch
+    from threadpoolctl import threadpool_limits
 
     out = unit_path(kind, args)
     if out.exists():  # done before (an interrupted sweep resumes here)

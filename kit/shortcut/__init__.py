@@ -19,18 +19,44 @@ The building blocks are re-exported here (``kit.shortcut.locate``, ``kit.shortcu
 
 from kit.core.lazy import lazy_submodules
 from kit.shortcut.evaluate import (
-    accuracies, agreement, patched_accuracy, side_effect_table, sparsity_curve, table2_summary,
+    accuracies,
+    agreement,
+    patched_accuracy,
+    side_effect_table,
+    sparsity_curve,
+    table2_summary,
     trustworthy_table,
 )
 from kit.shortcut.items import TaskData, reference_items, study_items, task_data
 from kit.shortcut.plots import plot_agreement, plot_sparsity_curve
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers, table9_agreement
-from kit.shortcut.ranking import Located, best_rule, locate, ranking_rules, rule_intervals, rule_specs
+from kit.shortcut.ranking import (
+    Located,
+    best_rule,
+    locate,
+    ranking_rules,
+    rule_intervals,
+    rule_specs,
+)
 from kit.shortcut.scores import (
-    COMBINE_RULES, PAPER_FRACTION, PAPER_N_PATCHED, PAPER_TOTAL_NEURONS, CausalScores,
-    ComparativeAccumulator, causal_score, causal_scores, combine_scores, comparative_scores,
-    comparative_scores_of_models, default_n_patched, exact_match, group_accuracy, neuron_acts,
-    neuron_groups, random_neurons, top_neurons,
+    COMBINE_RULES,
+    PAPER_FRACTION,
+    PAPER_N_PATCHED,
+    PAPER_TOTAL_NEURONS,
+    CausalScores,
+    ComparativeAccumulator,
+    causal_score,
+    causal_scores,
+    combine_scores,
+    comparative_scores,
+    comparative_scores_of_models,
+    default_n_patched,
+    exact_match,
+    group_accuracy,
+    neuron_acts,
+    neuron_groups,
+    random_neurons,
+    top_neurons,
 )
 from kit.shortcut.study import findings, transfer_finetune
 

@@ -18,7 +18,12 @@ import time
 import torch
 
 from kit.core.bench import BenchLine, median_time
-from kit.shortcut.patching import generate, group_patched_generate, group_patched_logprobs, patched_generate
+from kit.shortcut.patching import (
+    generate,
+    group_patched_generate,
+    group_patched_logprobs,
+    patched_generate,
+)
 from kit.shortcut.scores import PAPER_FRACTION, neuron_groups, random_neurons
 
 

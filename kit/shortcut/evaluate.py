@@ -12,9 +12,9 @@ import pandas as pd
 
 from kit.data.scorers import score
 from kit.shortcut.items import TaskData, generation_kwargs
-from kit.subjects import benchmark_of
 from kit.shortcut.patching import Neuron, group_patched_generate
 from kit.shortcut.scores import _targets_list, exact_match, group_accuracy, random_neurons
+from kit.subjects import benchmark_of
 
 
 def patched_accuracy(model, base, tokens, lengths, targets, neuron_sets: Sequence[Sequence[Neuron]],

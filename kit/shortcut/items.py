@@ -169,7 +169,10 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
     if not items:
         raise ValueError("no items: the benchmark split is empty")
     if is_world(model):
-        from kit.world import prompt_tokens, target_ids  # lazy: the world package loads its vocabulary
+        from kit.world import (  # lazy: the world package loads its vocabulary
+            prompt_tokens,
+            target_ids,
+        )
 
         if decoding is not None and (decoding.do_sample or decoding.chat):
             raise ValueError("decoding: tiny-world models are scored by the world's evaluation (argmax first token, raw "

@@ -23,11 +23,12 @@ checked against each model's ``cfg.d_mlp`` up front; groups are scored many per 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
+
 from kit.models import tl
 
 Neuron = tuple[int, int]

@@ -12,13 +12,13 @@ from typing import Any
 import pandas as pd
 
 from kit.core.claims import Claim
+from kit.shortcut import scope
 from kit.shortcut.claims import Evidence, PerItem, side_items, sparsity_items, te_items
 from kit.shortcut.evaluate import agreement, table2_summary
 from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
-from kit.shortcut import scope
-from kit.shortcut.ranking import Located
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers
+from kit.shortcut.ranking import Located
 from kit.shortcut.study import Setup, a2_findings, construction, findings
 
 

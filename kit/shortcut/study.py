@@ -21,10 +21,10 @@ from kit.shortcut.items import (
     study_items,
     task_data,
 )
-from kit.subjects import load_model_any
 from kit.shortcut.patching import Neuron
 from kit.shortcut.ranking import Located, best_rule, locate, ranking_rules, rule_intervals
 from kit.shortcut.scores import default_n_patched
+from kit.subjects import load_model_any
 
 if TYPE_CHECKING:
     from kit.models.generate import GenerationSettings

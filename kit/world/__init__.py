@@ -15,11 +15,26 @@ the greedy next token at the last prompt position (:func:`evaluate`).
 
 from kit.world.build import build, is_built, world_status
 from kit.world.card import card, format_card
-from kit.world.evaluate import evaluate, last_logits, prompt_tokens, respond, target_ids, token_accuracy
+from kit.world.evaluate import (
+    evaluate,
+    last_logits,
+    prompt_tokens,
+    respond,
+    target_ids,
+    token_accuracy,
+)
 from kit.world.members import changed_neurons, planted_gap_items, plastic_neurons
 from kit.world.recipes import CONTAMINATED_TASK, CONTAMINATION_BASE, GAP_MEMBER, GAPS
 from kit.world.saes import load_world_sae, sae_labels, sae_stats, saes
-from kit.world.storage import MemberDamaged, NoSpaceLeft, WorldNotBuilt, load_member, member_info, members, world_dir
+from kit.world.storage import (
+    MemberDamaged,
+    NoSpaceLeft,
+    WorldNotBuilt,
+    load_member,
+    member_info,
+    members,
+    world_dir,
+)
 from kit.world.tasks import EXTRA_TASKS, GROUPS, SPLITS, TASKS, Task, get_task
 from kit.world.tokenizer import build_tokenizer
 

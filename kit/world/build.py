@@ -29,9 +29,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kit.world.card import compute_card, weights_digests
-from kit.world.members import _train_base, _train_finetune, base_outputs, deterministic, extra_finetune
+from kit.world.members import (
+    _train_base,
+    _train_finetune,
+    base_outputs,
+    deterministic,
+    extra_finetune,
+)
 from kit.world.pinned import EXIT_NO_SPACE, enter_pinned, is_pinned, pinned_report, run_pinned
-from kit.world.recipes import SEED_ENV, world_spec
+from kit.world.recipes import world_spec
 from kit.world.saes import sae_status, train_sae
 from kit.world.specs import FinetuneSpec, WorldSpec, param_count, spec_hash, world_id
 from kit.world.storage import (
@@ -300,7 +306,11 @@ def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: 
 
 
 def _run_engine(spec: WorldSpec, jobs: list[WorldJob], engine: str, workers: int) -> None:
-    from kit.core.jobs import Job, JobsFailed, run_jobs  # lazy: the job layer (and Ray) only for these engines
+    from kit.core.jobs import (  # lazy: the job layer (and Ray) only for these engines
+        Job,
+        JobsFailed,
+        run_jobs,
+    )
 
     todo = [Job("kit.world.build:run_job", {"world": spec.name, "seed": spec.seed, "units": [list(u) for u in j.units]},
                 id=f"{world_id(spec)}/{j.id}", after=[f"{world_id(spec)}/{d}" for d in j.after], pinned=True)

@@ -417,7 +417,7 @@ def format_card(c: dict) -> str:
         tok = row["train_tokens"] or 0
         lines.append(f"{name:<{width}}{row['params']:>9}{tok / 1e6:>9.2f}M " + cells)
     lines.append("")
-    lines.append(f"SAEs: " + "; ".join(
+    lines.append("SAEs: " + "; ".join(
         f"{s} EV {st['explained_variance']:.2f} L0 {st['l0']:.1f} dead {100 * st['dead_fraction']:.0f}%"
         for s, st in c["saes"].items()))
     lines.append("")

@@ -208,7 +208,6 @@ def _report_here() -> None:
     import scipy.linalg  # noqa: F401  (lazy: only this child needs them) scipy bundles its own OpenBLAS
     import threadpoolctl
     import torch
-
     from numpy._core._multiarray_umath import __cpu_features__
 
     if is_pinned():

@@ -24,9 +24,6 @@ import torch
 
 from kit.core.paths import atomic_dir
 from kit.models import tl
-from kit.world.tasks import TASKS
-from kit.world.train import item_sequence, mixture_stream
-from kit.world.tokenizer import PAD_ID, pad_right
 from kit.world.recipes import UNIFORM, world_spec
 from kit.world.specs import SAESpec, WorldSpec, _digest, _seed_of, member_key
 from kit.world.storage import (
@@ -39,6 +36,9 @@ from kit.world.storage import (
     tensor_digest,
     world_dir,
 )
+from kit.world.tasks import TASKS
+from kit.world.tokenizer import PAD_ID, pad_right
+from kit.world.train import item_sequence, mixture_stream
 
 MANIFEST = "files.json"
 """Written last into an SAE's folder: ``{"files": {name: {"bytes", "sha256"}}, "weights_digest"}``."""

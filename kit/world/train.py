@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from kit.data.items import Item
+from kit.models import tl
 from kit.world.tasks import get_task
 from kit.world.tokenizer import BOS_ID, EOS_ID, PAD_ID, encode, vocab
-from kit.models import tl
 
 
 @dataclass(frozen=True)

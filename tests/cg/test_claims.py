@@ -16,7 +16,6 @@ from kit.configs.competency_gaps import Config
 from kit.core.claims import check_consistent, mark_stability
 
 
-
 def _nulls(suite_of, tied: bool):
     acts, scores = suite_of(tied)
     return model_nulls("m", acts, scores, adv_n_concepts=3, adv_n_items=20, adv_repeats=2, n_reruns=5, n_draws=100,

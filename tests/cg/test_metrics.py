@@ -8,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from kit.cg import metrics as cg, robustness, significance
-
+from kit.cg import metrics as cg
+from kit.cg import robustness, significance
 
 # Two items, three concepts. Column sums: [3, 1, 0]; mean concept total = 4/3.
 A = np.array([[1.0, 1.0, 0.0],

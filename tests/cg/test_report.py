@@ -7,7 +7,6 @@ import pytest
 import scipy.sparse as sp
 
 from kit.cg import metrics as cg
-
 from kit.cg import report as cg_report
 from kit.cg.suite import Suite, best_match
 

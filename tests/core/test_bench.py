@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from kit.core import bench as bench
 from kit.__main__ import main as kit_main
+from kit.core import bench as bench
 
 
 def test_bench_line_format():

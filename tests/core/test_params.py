@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kit.core.params import ParamsError, load_params, notebook_names, parse_assignment, read_profiles
+from kit.core.params import (
+    ParamsError,
+    load_params,
+    notebook_names,
+    parse_assignment,
+    read_profiles,
+)
 from kit.core.paths import REPO_ROOT
 
 

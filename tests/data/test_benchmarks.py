@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import kit
+from kit.core.paths import DataError, data_dir, verify_checksums
 from kit.data import benchmarks as B
 from kit.data.items import Item
-from kit.core.paths import DataError, data_dir, verify_checksums
 from kit.data.scorers import score
 
 

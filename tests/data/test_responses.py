@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kit.data import responses as cr
 from kit.core.paths import DataError
+from kit.data import responses as cr
 
 ABCD = ["A", "B", "C", "D"]
 OPTS = ["Planetary density will decrease.", "78°F", "Planetary days will become shorter.", "7"]

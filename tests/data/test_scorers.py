@@ -7,10 +7,18 @@ import pytest
 from kit.data import scorers
 from kit.data.items import Item
 from kit.data.scorers import (
-    bbh_match, code_program, extract_boxed, extract_choice_letter, extract_code,
-    extract_final_number, normalize_math_answer, numbers_equal, run_program, score, score_all,
+    bbh_match,
+    code_program,
+    extract_boxed,
+    extract_choice_letter,
+    extract_code,
+    extract_final_number,
+    normalize_math_answer,
+    numbers_equal,
+    run_program,
+    score,
+    score_all,
 )
-
 
 # --- extract_final_number ---------------------------------------------------------------------
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kit.models.encoders import Encoder, UnknownSiteError, decoder_word_activations, load_encoder, minilm_path
+from kit.models.encoders import (
+    Encoder,
+    UnknownSiteError,
+    decoder_word_activations,
+    load_encoder,
+    minilm_path,
+)
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +118,8 @@ def test_word_without_subtokens_raises(tiny_encoder):
 
 def test_decoder_word_activations_match_cache():
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
     from transformer_lens import HookedTransformer, HookedTransformerConfig
+    from transformers import PreTrainedTokenizerFast
 
     words = ["<pad>", "<bos>", "<eos>", "<unk>", "one", "two", "plus", "is"]
     core = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="<unk>"))

@@ -7,7 +7,6 @@ import pandas as pd
 from kit.core.claims import check_consistent
 from kit.mui.claims import REQUIRED_IDS, utility_law_claims
 
-
 FE = {"fixed_effects": "task", "n_groups": 4}
 
 

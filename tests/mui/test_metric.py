@@ -8,7 +8,8 @@ import torch
 
 import kit.mui.metric as mui
 from kit.models.load import random_model
-from kit.mui import sae as mui_sae, scores as mui_scores
+from kit.mui import sae as mui_sae
+from kit.mui import scores as mui_scores
 
 
 def test_bad_inputs_name_the_field():

@@ -6,7 +6,6 @@ import matplotlib
 
 from kit.mui import directions, plots, published
 
-
 matplotlib.use("Agg")
 
 

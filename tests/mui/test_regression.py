@@ -7,7 +7,6 @@ import pytest
 
 from kit.mui import regression
 
-
 # --- regression report ------------------------------------------------------------------------
 
 

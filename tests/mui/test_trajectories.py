@@ -11,7 +11,7 @@ import pytest
 
 import kit.mui.trajectories as tr
 from kit.configs.training_trajectories import Config
-from kit.core.params import load_params, ParamsError
+from kit.core.params import ParamsError, load_params
 from kit.mui import directions
 
 

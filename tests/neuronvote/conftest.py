@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kit.neuronvote import study as nvs
-from kit.neuronvote.concepts import build_concept_tasks, TaggedSentence
+from kit.neuronvote.concepts import TaggedSentence, build_concept_tasks
 
 
 @pytest.fixture(scope="module")

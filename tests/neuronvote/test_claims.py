@@ -8,8 +8,13 @@ import pandas as pd
 import pytest
 
 from kit.core.claims import check_consistent
-from kit.neuronvote.claims import (REQUIRED_IDS, per_concept, setting_claims, shuffled_null,
-                                   study_claims)
+from kit.neuronvote.claims import (
+    REQUIRED_IDS,
+    per_concept,
+    setting_claims,
+    shuffled_null,
+    study_claims,
+)
 from kit.neuronvote.published import CHUNKING_BERT, POS_BERT
 from kit.neuronvote.settings import Setting
 from kit.neuronvote.study import StudyResult

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kit.neuronvote import methods as nv, study as nvs
-from kit.neuronvote.concepts import build_concept_tasks, TaggedSentence
+from kit.neuronvote import methods as nv
+from kit.neuronvote import study as nvs
+from kit.neuronvote.concepts import TaggedSentence, build_concept_tasks
 
 
 def test_first_middle_last_matches_paper_layers():

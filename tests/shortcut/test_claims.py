@@ -9,9 +9,8 @@ import pytest
 from kit.core.claims import check_consistent
 from kit.data.paper_tables import load_table
 from kit.shortcut import claims as scc
-from kit.shortcut import evaluate
+from kit.shortcut import evaluate, ranking
 from kit.shortcut import items as shortcut_items
-from kit.shortcut import ranking
 
 
 def _world_model(seed: int):

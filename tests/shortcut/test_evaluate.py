@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from kit.shortcut import evaluate, items as shortcut_items, study
+from kit.shortcut import evaluate, study
+from kit.shortcut import items as shortcut_items
 
 
 def test_agreement_hand_computed():

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from kit.shortcut import evaluate, items as shortcut_items, patching as pt, study
+from kit.shortcut import evaluate
+from kit.shortcut import items as shortcut_items
+from kit.shortcut import patching as pt
 from kit.subjects import load_model_any
 
 
@@ -139,7 +141,7 @@ def test_chat_switch_changes_the_prompt_tokens_of_a_tokenizer_with_a_template():
 def test_decoding_reaches_the_patched_generator(monkeypatch):
     """Greedy = the old behaviour (the same generator call, the same tokens); sampling at T=1, top-k 50 reaches
     the generator, differs from greedy and repeats exactly under the same seed (another seed differs)."""
-    from kit.models.generate import GenerationSettings, SHORTCUT_PAPER_SAMPLING
+    from kit.models.generate import SHORTCUT_PAPER_SAMPLING, GenerationSettings
 
     m, items = _gsm8k_twin()
     base = load_model_any("twin/llama@perturbed-1")

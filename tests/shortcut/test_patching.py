@@ -7,8 +7,8 @@ import copy
 import pytest
 import torch
 
-from kit.shortcut import patching as pt
 from kit.models.load import random_model
+from kit.shortcut import patching as pt
 
 SHAPES = ["tiny-gelu", "tiny-gated"]
 

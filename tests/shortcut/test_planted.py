@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from kit.models.load import random_model
-from kit.shortcut import evaluate, items as shortcut_items, patching as pt, ranking, scores, study
-
+from kit.shortcut import evaluate, ranking, scores, study
+from kit.shortcut import items as shortcut_items
+from kit.shortcut import patching as pt
 
 PLANT_LAYER, PLANT_INDEX, TARGET = 1, 37, 42
 

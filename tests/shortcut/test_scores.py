@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from kit.models.load import random_model
-from kit.shortcut import patching as pt, scores
+from kit.shortcut import patching as pt
+from kit.shortcut import scores
 
 
 def test_comparative_score_hand_computed_and_streaming():

@@ -120,9 +120,10 @@ def test_after_option_chains_fine_tunes_content_addressed():
     assert zoo.finetune_key(spec, other) != zoo.finetune_key(spec, f), "the earlier fine-tune is in the key"
     assert zoo._finetune_dict(plain) == zoo._finetune_dict(replace(plain, after=None)) and "after" not in \
         zoo._finetune_dict(plain), "after=None leaves the digest (existing caches) alone"
-    from kit.world.build import _finetune_from_json
     import json
     from dataclasses import asdict
+
+    from kit.world.build import _finetune_from_json
     assert _finetune_from_json(json.dumps(asdict(f))) == f, "the pinned subprocess rebuilds the chain"
     for bad, match in [("extra/base-m+general:after=base-m+math-test-x1", "needs a sparse recipe"),
                        ("extra/base-m+general-sparse:after=base-m+math-test-x1:parent=base-l", "a chain needs one parent"),
@@ -138,8 +139,9 @@ def test_after_option_chains_fine_tunes_content_addressed():
 
 def test_after_chain_trains_from_the_earlier_fine_tune(monkeypatch, tmp_path):
     """finetune() with after= starts from the earlier fine-tune's weights (here a stand-in model), not the parent's."""
-    import torch
     from dataclasses import replace
+
+    import torch
     spec = zoo.world_spec("micro")
     try:
         parent = zoo.load_member("zoo/base-m", world="micro")

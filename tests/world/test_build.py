@@ -3,7 +3,6 @@ and nothing half-written, ``kit zoo card`` names the damaged member, and a rerun
 ending with the same card. On a copy of the micro world in a temporary cache."""
 
 import hashlib
-import os
 import shutil
 import signal
 import subprocess

@@ -1,9 +1,6 @@
 """The members added after world-v4's cards (issues 18, 19, 20, 22): multi-token scoring, MUI's k,
 the planted gap, and the committed cards' member keys (existing members unchanged)."""
 
-import json
-import random
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,7 +9,7 @@ import torch
 
 from kit.data.items import Item
 from kit.world import zoo
-from kit.world.card import COMMITTED_CARDS, mui_k
+from kit.world.card import mui_k
 from kit.world.evaluate import answer_logits, evaluate, respond, token_accuracy
 from kit.world.tasks import EXTRA_TASKS, TASKS, get_task
 from kit.world.tokenizer import build_tokenizer

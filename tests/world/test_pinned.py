@@ -8,7 +8,13 @@ import time
 
 import pytest
 
-from kit.world.pinned import NUMPY_AVX2_LEVEL, NUMPY_DISABLED, OPENBLAS_CORE, PINNED_ENV, pinned_report
+from kit.world.pinned import (
+    NUMPY_AVX2_LEVEL,
+    NUMPY_DISABLED,
+    OPENBLAS_CORE,
+    PINNED_ENV,
+    pinned_report,
+)
 
 
 @pytest.fixture(scope="module")

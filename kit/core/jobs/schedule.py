@@ -16,8 +16,15 @@ from typing import Any, Callable, Iterable, Literal, Protocol
 
 from tqdm.auto import tqdm
 
-from kit.core.jobs.local import (WORKER_ENV, Finished, LocalExecutor, Worker, env_is_pinned,
-                                 pinned_env, stop_workers)
+from kit.core.jobs.local import (
+    WORKER_ENV,
+    Finished,
+    LocalExecutor,
+    Worker,
+    env_is_pinned,
+    pinned_env,
+    stop_workers,
+)
 from kit.core.jobs.spec import Job, JobFailure, JobsFailed, JobsReport, call_job, resolve
 
 ENGINES = ("inline", "local", "ray")
