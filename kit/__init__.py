@@ -25,7 +25,9 @@ from typing import Any
 
 # We chose HookedTransformer deliberately (pinned transformer-lens<4) for the tiny world; every
 # TransformerLens internal sits behind kit.models.tl so the move to TransformerBridge is one file.
-warnings.filterwarnings("ignore", message="HookedTransformer is deprecated", category=DeprecationWarning)
+warnings.filterwarnings(
+    "ignore", message="HookedTransformer is deprecated", category=DeprecationWarning
+)
 
 from kit.core.figures import record_results, save_figure, use_paper_style
 from kit.core.findings import Section, findings_text, publish
@@ -54,12 +56,40 @@ def load_subject(name: str, device: str = "cpu", world: str | None = None, **kwa
 
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["audits", "cg", "configs", "core", "data", "models", "mui", "neuronvote", "shortcut", "subjects",
-               "world"],
-    globals())
+    __name__,
+    [
+        "audits",
+        "cg",
+        "configs",
+        "core",
+        "data",
+        "models",
+        "mui",
+        "neuronvote",
+        "shortcut",
+        "subjects",
+        "world",
+    ],
+    globals(),
+)
 
 __all__ = [
-    "Item", "NotebookRun", "ParamsError", "DataError", "load_model", "load_sae", "load_benchmark", "load_subject",
-    "load_params", "start", "save_figure", "record_results", "use_paper_style", "data_dir", "cache_dir",
-    "Section", "publish", "findings_text",
+    "Item",
+    "NotebookRun",
+    "ParamsError",
+    "DataError",
+    "load_model",
+    "load_sae",
+    "load_benchmark",
+    "load_subject",
+    "load_params",
+    "start",
+    "save_figure",
+    "record_results",
+    "use_paper_style",
+    "data_dir",
+    "cache_dir",
+    "Section",
+    "publish",
+    "findings_text",
 ]

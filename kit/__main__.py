@@ -6,10 +6,16 @@ import importlib
 import sys
 
 COMMANDS = {
-    "run": ("kit.core.runner", "execute the notebooks with papermill into runs/<profile>/<timestamp>/"),
+    "run": (
+        "kit.core.runner",
+        "execute the notebooks with papermill into runs/<profile>/<timestamp>/",
+    ),
     "bench": ("kit.core.bench", "time workloads against their baselines, as ratios"),
     "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
-    "twins": ("kit.models.twins", "write tiny random twins of real architectures as HF directories (twins build | list)"),
+    "twins": (
+        "kit.models.twins",
+        "write tiny random twins of real architectures as HF directories (twins build | list)",
+    ),
 }
 
 

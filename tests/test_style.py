@@ -17,7 +17,9 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.mark.parametrize(
-    "args", [["check", "kit", "tests"], ["format", "--check", "kit", "tests"]], ids=["check", "format"]
+    "args",
+    [["check", "kit", "tests"], ["format", "--check", "kit", "tests"]],
+    ids=["check", "format"],
 )
 def test_ruff(args):
     out = subprocess.run(

@@ -119,10 +119,13 @@ class AuditResult(BaseModel):
         if self.diagnostic and self.can_fail:
             self.can_fail = False
             self.by_construction = "report-only: the page defines no failing outcome" + (
-                f"; {self.by_construction}" if self.by_construction else "")
+                f"; {self.by_construction}" if self.by_construction else ""
+            )
         return self
 
-    def with_null(self, values, how: str, passed: bool | None = None, of: str = "") -> "AuditResult":
+    def with_null(
+        self, values, how: str, passed: bool | None = None, of: str = ""
+    ) -> "AuditResult":
         """Attach a null control (``values``: one number per seed / permutation) and return ``self``."""
         vals = [float(x) for x in jsonable(list(values)) if x is not None]
         self.null_values, self.null_how, self.null_passed, self.null_of = vals, how, passed, of
@@ -150,11 +153,18 @@ def fail_check(r: AuditResult) -> str:
     - ``unchecked``: no null verdict was computed.
     """
     if r.diagnostic:
-        return "report-only" + (f" ({r.by_construction})" if r.by_construction and not
-                                r.by_construction.startswith("report-only") else "")
+        return "report-only" + (
+            f" ({r.by_construction})"
+            if r.by_construction and not r.by_construction.startswith("report-only")
+            else ""
+        )
     if not r.can_fail:
         return f"no: {r.by_construction}"
-    null = "" if r.null is None else f" (null {'of ' + r.null_of + ' ' if r.null_of else ''}{r.null:.3g})"
+    null = (
+        ""
+        if r.null is None
+        else f" (null {'of ' + r.null_of + ' ' if r.null_of else ''}{r.null:.3g})"
+    )
     if not r.passed:
         return "yes: the audit fails" + (" (its null control passes)" if r.null_passed else "")
     if r.null_passed is False:

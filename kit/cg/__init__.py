@@ -48,5 +48,26 @@ from kit.cg.significance import GAP_TEST_CLASSES, GapTest, bh_qvalues, concept_s
 from kit.core.lazy import lazy_submodules
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["answers", "bench", "claims", "explorer", "labels", "llm", "metrics", "model_space", "nulls",
-               "planted", "plots", "report", "robustness", "saes", "significance", "size_control", "study", "suite"], globals())
+    __name__,
+    [
+        "answers",
+        "bench",
+        "claims",
+        "explorer",
+        "labels",
+        "llm",
+        "metrics",
+        "model_space",
+        "nulls",
+        "planted",
+        "plots",
+        "report",
+        "robustness",
+        "saes",
+        "significance",
+        "size_control",
+        "study",
+        "suite",
+    ],
+    globals(),
+)

@@ -28,14 +28,16 @@ from typing import Callable, Protocol, Sequence
 
 from kit.models.sae_train import DEAD, label_from_contexts
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below between both
 but by can could did do does doing down during each few for from further had has have having he her here hers
 herself him himself his how i if in into is it its itself just let me more most my myself no nor not now of off
 on once only or other our ours ourselves out over own same she should so some such than that the their theirs
 them themselves then there these they this those through to too under until up very was we were what when where
 which while who whom why will with would you your yours yourself yourselves
-""".split())
+""".split()
+)
 """English function words that never make a label on their own: NLTK's English list, lower-case, without its
 contraction fragments (s, t, d, ll, m, re, ve, y, o): single letters are answer options (A-D) in these suites."""
 
@@ -47,7 +49,12 @@ def is_content_word(word: str, stopwords: frozenset[str] = STOPWORDS) -> bool:
     """A word that may name a concept: it has a letter or digit, is no stop-word and no special
     token (``[CLS]``, ``<s>``, ``<|user|>``)."""
     w = word.strip()
-    return bool(w) and any(ch.isalnum() for ch in w) and not _SPECIAL.match(w) and w.lower() not in stopwords
+    return (
+        bool(w)
+        and any(ch.isalnum() for ch in w)
+        and not _SPECIAL.match(w)
+        and w.lower() not in stopwords
+    )
 
 
 class Labeller(Protocol):
@@ -75,8 +82,9 @@ class TopContextLabeller:
         content = [c for c in contexts if is_content_word(c["word"], self.stopwords)]
         if content:
             return label_from_contexts(content, self.n_words)
-        shown = [c for c in contexts if c["word"].strip()] or [{"value": c["value"], "word": repr(c["word"])}
-                                                                 for c in contexts]
+        shown = [c for c in contexts if c["word"].strip()] or [
+            {"value": c["value"], "word": repr(c["word"])} for c in contexts
+        ]
         return f"(stop-words/punctuation: {label_from_contexts(shown, self.n_words)})"
 
     def __call__(self, contexts: Sequence[Sequence[dict]]) -> list[str]:
@@ -106,8 +114,13 @@ def neuronpedia_labels(npid: str, d_sae: int) -> list[str]:
     return [explained.get(i) or "(no explanation)" for i in range(d_sae)]
 
 
-def sae_labels(sae_name: str, d_sae: int, mode: str, local_contexts: Callable[[], list[list[dict]]],
-               labeller: Labeller | None = None) -> tuple[list[str], str, list[list[dict]] | None]:
+def sae_labels(
+    sae_name: str,
+    d_sae: int,
+    mode: str,
+    local_contexts: Callable[[], list[list[dict]]],
+    labeller: Labeller | None = None,
+) -> tuple[list[str], str, list[list[dict]] | None]:
     """``(labels, source, contexts)`` for an SAE.
 
     ``mode``: ``auto`` = Neuronpedia's explanations when the SAE has a Neuronpedia id and the hub
@@ -122,16 +135,20 @@ def sae_labels(sae_name: str, d_sae: int, mode: str, local_contexts: Callable[[]
         npid = neuronpedia_id(sae_name)
         if npid is None:
             if mode == "neuronpedia":
-                raise ValueError(f"labels='neuronpedia': SAE {sae_name!r} has no Neuronpedia id in sae_lens's "
-                                 "directory; use labels='local' or 'auto'")
+                raise ValueError(
+                    f"labels='neuronpedia': SAE {sae_name!r} has no Neuronpedia id in sae_lens's "
+                    "directory; use labels='local' or 'auto'"
+                )
             note = "no Neuronpedia id"
         else:
             try:
                 return neuronpedia_labels(npid, d_sae), f"Neuronpedia explanations ({npid})", None
             except OSError as e:
                 if mode == "neuronpedia":
-                    raise OSError(f"labels='neuronpedia': Neuronpedia did not answer for {npid} "
-                                  f"({type(e).__name__}: {e}); offline, use labels='local' or 'auto'") from e
+                    raise OSError(
+                        f"labels='neuronpedia': Neuronpedia did not answer for {npid} "
+                        f"({type(e).__name__}: {e}); offline, use labels='local' or 'auto'"
+                    ) from e
                 note = f"Neuronpedia unreachable ({type(e).__name__})"
     contexts = local_contexts()
     labeller = labeller or TopContextLabeller()

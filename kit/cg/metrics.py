@@ -40,15 +40,21 @@ EPSILON = 1e-5
 Acts = np.ndarray | sp.spmatrix | sp.sparray
 
 
-def item_concept_activation(feature_acts: Float[Tensor, "n_tokens d_sae"]) -> Float[Tensor, " d_sae"]:
+def item_concept_activation(
+    feature_acts: Float[Tensor, "n_tokens d_sae"],
+) -> Float[Tensor, " d_sae"]:
     """Eq. 1 for one datapoint: the SAE activations summed over its tokens, divided by its length."""
     if feature_acts.ndim != 2 or feature_acts.shape[0] == 0:
-        raise ValueError(f"feature_acts must be (n_tokens>0, d_sae), got shape {tuple(feature_acts.shape)}")
+        raise ValueError(
+            f"feature_acts must be (n_tokens>0, d_sae), got shape {tuple(feature_acts.shape)}"
+        )
     require_finite("item_concept_activation feature_acts", feature_acts)
     return feature_acts.sum(0) / feature_acts.shape[0]
 
 
-def segment_mean(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int]) -> Float[Tensor, "n_items d"]:
+def segment_mean(
+    token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int]
+) -> Float[Tensor, "n_items d"]:
     """Per-item mean of consecutive token rows (items laid end to end, ``lengths`` tokens each).
 
     One ``index_add_`` for the whole batch instead of a Python loop over items.
@@ -56,11 +62,19 @@ def segment_mean(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[in
     require_finite("segment_mean token_values", token_values)
     lengths_t = torch.as_tensor(list(lengths), dtype=torch.long, device=token_values.device)
     if (lengths_t <= 0).any():
-        raise ValueError("every item needs at least one token (an empty text has no concept activation)")
+        raise ValueError(
+            "every item needs at least one token (an empty text has no concept activation)"
+        )
     if int(lengths_t.sum()) != token_values.shape[0]:
-        raise ValueError(f"lengths sum to {int(lengths_t.sum())} but there are {token_values.shape[0]} token rows")
-    owner = torch.repeat_interleave(torch.arange(len(lengths_t), device=token_values.device), lengths_t)
-    out = torch.zeros(len(lengths_t), token_values.shape[1], dtype=token_values.dtype, device=token_values.device)
+        raise ValueError(
+            f"lengths sum to {int(lengths_t.sum())} but there are {token_values.shape[0]} token rows"
+        )
+    owner = torch.repeat_interleave(
+        torch.arange(len(lengths_t), device=token_values.device), lengths_t
+    )
+    out = torch.zeros(
+        len(lengths_t), token_values.shape[1], dtype=token_values.dtype, device=token_values.device
+    )
     out.index_add_(0, owner, token_values)
     return out / lengths_t[:, None].to(token_values.dtype)
 
@@ -71,8 +85,9 @@ POOLINGS = ("mean", "last")
 :func:`segment_pool`: a contextual concept that lives at the last prompt position is not diluted)."""
 
 
-def segment_pool(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int],
-                 pooling: str = "mean") -> Float[Tensor, "n_items d"]:
+def segment_pool(
+    token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int], pooling: str = "mean"
+) -> Float[Tensor, "n_items d"]:
     """Per-item rows of consecutive token rows (items laid end to end, ``lengths`` tokens each), pooled
     by ``pooling`` (:data:`POOLINGS`): ``mean`` is :func:`segment_mean` (eq. 1), ``last`` each item's
     last row. Same checks as :func:`segment_mean` (which ``last`` runs too, so bad lengths fail alike)."""
@@ -81,7 +96,9 @@ def segment_pool(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[in
     mean = segment_mean(token_values, lengths)
     if pooling == "mean":
         return mean
-    ends = torch.as_tensor(list(lengths), dtype=torch.long, device=token_values.device).cumsum(0) - 1
+    ends = (
+        torch.as_tensor(list(lengths), dtype=torch.long, device=token_values.device).cumsum(0) - 1
+    )
     return token_values[ends]
 
 
@@ -119,7 +136,8 @@ class SparseRows:
 
 
 def concept_activations(
-    feature_batches: Iterable[tuple[Float[Tensor, "n_tokens d_sae"], Sequence[int]]], n_concepts: int
+    feature_batches: Iterable[tuple[Float[Tensor, "n_tokens d_sae"], Sequence[int]]],
+    n_concepts: int,
 ) -> sp.csr_matrix:
     """Stream (token feature activations of a batch of items laid end to end, item lengths) into
     a sparse items x concepts matrix of eq. 1's ``s~``. Only one batch is ever dense."""
@@ -141,7 +159,9 @@ def _check_acts(acts: Acts, what: str = "acts") -> Acts:
     if acts.ndim != 2:
         raise ValueError(f"{what} must be items x concepts (2-D), got {acts.ndim}-D")
     if data.size and (not np.all(np.isfinite(data)) or data.min() < 0):
-        raise ValueError(f"{what} must be finite and non-negative (SAE activations after the nonlinearity)")
+        raise ValueError(
+            f"{what} must be finite and non-negative (SAE activations after the nonlinearity)"
+        )
     return acts
 
 
@@ -159,8 +179,10 @@ def chi_bench(acts: Acts) -> np.ndarray:
     totals = _col_sums(acts)
     mean_total = totals.sum() / acts.shape[1]
     if mean_total <= 0:
-        raise ValueError("chi_bench: no concept is active on any item of this benchmark (0/0); "
-                         "is the SAE reading the right hook, or are the texts empty?")
+        raise ValueError(
+            "chi_bench: no concept is active on any item of this benchmark (0/0); "
+            "is the SAE reading the right hook, or are the texts empty?"
+        )
     return totals / mean_total
 
 
@@ -208,7 +230,9 @@ def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> 
     """
     _check_suite(acts_by_benchmark)
     if denominator not in X_BENCH_DENOMINATORS:
-        raise ValueError(f"denominator={denominator!r}; allowed values: {', '.join(X_BENCH_DENOMINATORS)}")
+        raise ValueError(
+            f"denominator={denominator!r}; allowed values: {', '.join(X_BENCH_DENOMINATORS)}"
+        )
     chis = np.stack([chi_bench(a) for a in acts_by_benchmark.values()])
     if denominator == "all":
         return chis.mean(axis=0)
@@ -216,12 +240,16 @@ def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> 
     return np.divide(chis.sum(axis=0), n_active, out=np.zeros(chis.shape[1]), where=n_active > 0)
 
 
-def x_model(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]]) -> np.ndarray:
+def x_model(
+    acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]]
+) -> np.ndarray:
     """Eq. 5: mean of ``chi_model`` over the benchmarks where it is defined; NaN where none is."""
     _check_suite(acts_by_benchmark)
     missing = [b for b in acts_by_benchmark if b not in scores_by_benchmark]
     if missing:
-        raise ValueError(f"scores_by_benchmark lacks benchmark(s) {missing}; it has {list(scores_by_benchmark)}")
+        raise ValueError(
+            f"scores_by_benchmark lacks benchmark(s) {missing}; it has {list(scores_by_benchmark)}"
+        )
     chis = np.stack([chi_model(a, scores_by_benchmark[b]) for b, a in acts_by_benchmark.items()])
     defined = ~np.isnan(chis)
     n = defined.sum(0)
@@ -239,7 +267,9 @@ def coverage_classes(x: np.ndarray, eps: float = EPSILON) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float64)
     if np.isnan(x).any():
-        raise ValueError("coverage scores must not be NaN (chi_bench and X_bench are always defined)")
+        raise ValueError(
+            "coverage scores must not be NaN (chi_bench and X_bench are always defined)"
+        )
     out = np.full(x.shape, "normal", dtype=object)
     missing = x < eps
     out[missing] = "missing"
@@ -274,10 +304,14 @@ def chi_bench_table(acts_by_benchmark: Mapping[str, Acts]) -> pd.DataFrame:
     return pd.DataFrame({b: chi_bench(a) for b, a in acts_by_benchmark.items()})
 
 
-def chi_model_table(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]]) -> pd.DataFrame:
+def chi_model_table(
+    acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]]
+) -> pd.DataFrame:
     """concepts x benchmarks DataFrame of ``chi_model`` (NaN where undefined)."""
     _check_suite(acts_by_benchmark)
-    return pd.DataFrame({b: chi_model(a, scores_by_benchmark[b]) for b, a in acts_by_benchmark.items()})
+    return pd.DataFrame(
+        {b: chi_model(a, scores_by_benchmark[b]) for b, a in acts_by_benchmark.items()}
+    )
 
 
 def missing_fraction(acts_by_benchmark: Mapping[str, Acts], eps: float = EPSILON) -> pd.Series:
@@ -286,8 +320,9 @@ def missing_fraction(acts_by_benchmark: Mapping[str, Acts], eps: float = EPSILON
     return (table < eps).mean(axis=0)
 
 
-def profile_difference(acts_a: Acts, scores_a: Sequence[float], scores_b: Sequence[float],
-                       acts_b: Acts | None = None) -> np.ndarray:
+def profile_difference(
+    acts_a: Acts, scores_a: Sequence[float], scores_b: Sequence[float], acts_b: Acts | None = None
+) -> np.ndarray:
     """``chi_model`` of model A minus model B on the same benchmark (NaN where either is undefined).
 
     ``acts_b`` defaults to ``acts_a`` (same prompts, concepts read from the prompt only), which
@@ -296,13 +331,23 @@ def profile_difference(acts_a: Acts, scores_a: Sequence[float], scores_b: Sequen
     return chi_model(acts_a, scores_a) - chi_model(acts_a if acts_b is None else acts_b, scores_b)
 
 
-def concept_table(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, Sequence[float]] | None = None,
-                  labels: Sequence[str] | None = None, eps: float = EPSILON) -> pd.DataFrame:
+def concept_table(
+    acts_by_benchmark: Mapping[str, Acts],
+    scores_by_benchmark: Mapping[str, Sequence[float]] | None = None,
+    labels: Sequence[str] | None = None,
+    eps: float = EPSILON,
+) -> pd.DataFrame:
     """One row per concept: label, X_bench, coverage class, X_model and model-gap class (if scores)."""
     n = _check_suite(acts_by_benchmark)
     xb = x_bench(acts_by_benchmark)
-    df = pd.DataFrame({"concept": np.arange(n), "label": list(labels) if labels is not None else [""] * n,
-                       "x_bench": xb, "coverage": coverage_classes(xb, eps)})
+    df = pd.DataFrame(
+        {
+            "concept": np.arange(n),
+            "label": list(labels) if labels is not None else [""] * n,
+            "x_bench": xb,
+            "coverage": coverage_classes(xb, eps),
+        }
+    )
     if scores_by_benchmark:
         scored = {b: a for b, a in acts_by_benchmark.items() if b in scores_by_benchmark}
         xm = x_model(scored, scores_by_benchmark) if scored else np.full(n, np.nan)

@@ -6,8 +6,20 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from kit.core.params import BaseConfig
 
-REAL_BENCHMARKS = ("gsm8k", "math500", "arc_challenge", "mmlu", "bbh", "mbpp", "humaneval", "svamp",
-                   "bbq", "crows_pairs", "agieval", "logicbench")
+REAL_BENCHMARKS = (
+    "gsm8k",
+    "math500",
+    "arc_challenge",
+    "mmlu",
+    "bbh",
+    "mbpp",
+    "humaneval",
+    "svamp",
+    "bbq",
+    "crows_pairs",
+    "agieval",
+    "logicbench",
+)
 
 
 def _once(field: str, v: list[str]) -> list[str]:
@@ -34,8 +46,13 @@ class Config(BaseConfig):
     """Real benchmarks for coverage (``bbh`` pools several BBH tasks); any ``kit.load_benchmark`` name."""
     n_items: int = Field(200, ge=4, le=20_000)
     """Items sampled (seeded) per benchmark for coverage."""
-    response_sets: list[str] = Field(default_factory=lambda: ["arc/llama3.1-8b-instruct", "arc/qwen2.5-7b-instruct",
-                                                               "gsm8k/gemma2-9b-base"])
+    response_sets: list[str] = Field(
+        default_factory=lambda: [
+            "arc/llama3.1-8b-instruct",
+            "arc/qwen2.5-7b-instruct",
+            "gsm8k/gemma2-9b-base",
+        ]
+    )
     """Published response sets giving real models' per-item correctness (``kit.data.responses.RESPONSE_SETS``);
     may be empty when ``responses: generate`` gives the models' own answers."""
     n_response_items: int = Field(300, ge=1, le=2000)
@@ -84,7 +101,9 @@ class Config(BaseConfig):
     stability_seeds: list[int] = Field(default_factory=lambda: [1, 2], max_length=10)
     """Seeds the claims are recomputed under (permutations, splits, reruns, subsamples; not the items or the
     world) to mark verdicts that flip (:func:`kit.core.claims.mark_stability`); empty = not checked."""
-    calibration_sizes: list[int] = Field(default_factory=lambda: [10, 25, 50, 100, 150, 300], min_length=1)
+    calibration_sizes: list[int] = Field(
+        default_factory=lambda: [10, 25, 50, 100, 150, 300], min_length=1
+    )
     """Item 8: items per benchmark at which the missing fraction is recomputed (capped at what the suite has)."""
     calibration_repeats: int = Field(5, ge=1, le=100)
     """Item 8: random subsamples per size."""
@@ -166,7 +185,9 @@ class Config(BaseConfig):
 
         bad = [s for s in v if s not in RESPONSE_SETS]
         if bad:
-            raise ValueError(f"unknown response set(s) {bad}; allowed values: {', '.join(RESPONSE_SETS)}")
+            raise ValueError(
+                f"unknown response set(s) {bad}; allowed values: {', '.join(RESPONSE_SETS)}"
+            )
         return v
 
     @field_validator("models")
@@ -177,8 +198,10 @@ class Config(BaseConfig):
         for name in v:
             if name.startswith("real/"):
                 if name.removeprefix("real/") not in real.REAL_MODELS:
-                    raise ValueError(f"models: {name!r} unknown; allowed real models: "
-                                     + ", ".join("real/" + n for n in real.REAL_MODELS))
+                    raise ValueError(
+                        f"models: {name!r} unknown; allowed real models: "
+                        + ", ".join("real/" + n for n in real.REAL_MODELS)
+                    )
                 real.part_paths(name.removeprefix("real/"))  # not installed: the install command
         return _once("models", v)
 
@@ -199,8 +222,10 @@ class Config(BaseConfig):
 
         bad = [h for h in v if h not in GAP_SAE_SITES and not re.fullmatch(HOOK_PATTERN, h)]
         if bad:
-            raise ValueError(f"gap_sae_hooks={v}: {bad} not allowed; allowed values: {', '.join(GAP_SAE_SITES)} "
-                             "or a hook name blocks.L.hook_... (e.g. blocks.1.hook_resid_post)")
+            raise ValueError(
+                f"gap_sae_hooks={v}: {bad} not allowed; allowed values: {', '.join(GAP_SAE_SITES)} "
+                "or a hook name blocks.L.hook_... (e.g. blocks.1.hook_resid_post)"
+            )
         return _once("gap_sae_hooks", v)
 
     @field_validator("gap_pooling")
@@ -210,36 +235,55 @@ class Config(BaseConfig):
 
         bad = [p for p in v if p not in POOLINGS]
         if bad:
-            raise ValueError(f"gap_pooling={v}: {bad} not allowed; allowed values: {', '.join(POOLINGS)}")
+            raise ValueError(
+                f"gap_pooling={v}: {bad} not allowed; allowed values: {', '.join(POOLINGS)}"
+            )
         return _once("gap_pooling", v)
 
     @model_validator(mode="after")
     def _setting(self) -> "Config":
         if self.responses == "generate" and not self.models:
-            raise ValueError("responses='generate' needs models (e.g. [real/smollm2-135m-instruct]); got models=[]")
+            raise ValueError(
+                "responses='generate' needs models (e.g. [real/smollm2-135m-instruct]); got models=[]"
+            )
         if self.concept_space == "minilm" and self.responses == "generate":
             if self.model_saes:
-                raise ValueError(f"model_saes={self.model_saes}: the MiniLM space reads concepts with its own SAEs; "
-                                 "model_saes go with concept_space='model'")
+                raise ValueError(
+                    f"model_saes={self.model_saes}: the MiniLM space reads concepts with its own SAEs; "
+                    "model_saes go with concept_space='model'"
+                )
             if self.response_sets:
-                raise ValueError(f"response_sets={self.response_sets}: with responses='generate' the models answer the "
-                                 "suite's own coverage samples; set response_sets: []")
+                raise ValueError(
+                    f"response_sets={self.response_sets}: with responses='generate' the models answer the "
+                    "suite's own coverage samples; set response_sets: []"
+                )
             if self.n_response_items > self.n_items:
-                raise ValueError(f"n_response_items={self.n_response_items} > n_items={self.n_items}: the models "
-                                 "answer a subset of each benchmark's coverage sample")
+                raise ValueError(
+                    f"n_response_items={self.n_response_items} > n_items={self.n_items}: the models "
+                    "answer a subset of each benchmark's coverage sample"
+                )
         if self.responses == "published" and not self.response_sets:
-            raise ValueError("responses='published' needs response_sets; allowed values: "
-                             "arc/llama3.1-8b-instruct, arc/qwen2.5-7b-instruct, gsm8k/gemma2-9b-base")
+            raise ValueError(
+                "responses='published' needs response_sets; allowed values: "
+                "arc/llama3.1-8b-instruct, arc/qwen2.5-7b-instruct, gsm8k/gemma2-9b-base"
+            )
         if self.concept_space == "model":
             if not self.models or len(self.models) != len(self.model_saes):
-                raise ValueError(f"concept_space='model' needs models and model_saes paired one to one; got "
-                                 f"models={self.models}, model_saes={self.model_saes}")
+                raise ValueError(
+                    f"concept_space='model' needs models and model_saes paired one to one; got "
+                    f"models={self.models}, model_saes={self.model_saes}"
+                )
             if self.responses != "generate":
-                raise ValueError("concept_space='model' generates responses with the models: set responses='generate'")
+                raise ValueError(
+                    "concept_space='model' generates responses with the models: set responses='generate'"
+                )
         return self
 
     def sae_names(self) -> list[str]:
         """``minilm-sae/...`` names of the two SAEs (width order as configured)."""
         from kit.cg.saes import MinilmSAESpec
 
-        return [MinilmSAESpec(self.sae_layer, w, self.sae_k, self.sae_train_tokens).name for w in self.sae_widths]
+        return [
+            MinilmSAESpec(self.sae_layer, w, self.sae_k, self.sae_train_tokens).name
+            for w in self.sae_widths
+        ]

@@ -9,7 +9,9 @@ from kit.neuronvote.concepts import PAPER_POS_TAGS
 from kit.neuronvote.methods import METHODS, PAPER_METHODS
 
 Definitions = Literal["paper_text", "neurox"]
-Method = Literal["probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"]
+Method = Literal[
+    "probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"
+]
 Layer = Annotated[int, Field(ge=0)]
 
 
@@ -111,9 +113,11 @@ class Config(BaseConfig):
     @model_validator(mode="after")
     def _decoder_vocabulary(self) -> "Config":
         if (self.decoder_model or "").startswith("zoo/") and self.decoder_source != "world-roles":
-            raise ValueError(f"decoder_source={self.decoder_source!r} with decoder_model={self.decoder_model!r}: "
-                             "a zoo decoder's ~250-word vocabulary has no English, so its POS words would be "
-                             "<unk>; allowed for zoo decoders: world-roles")
+            raise ValueError(
+                f"decoder_source={self.decoder_source!r} with decoder_model={self.decoder_model!r}: "
+                "a zoo decoder's ~250-word vocabulary has no English, so its POS words would be "
+                "<unk>; allowed for zoo decoders: world-roles"
+            )
         return self
 
     @field_validator("s_values", "accuracy_s", "pairwise_s")

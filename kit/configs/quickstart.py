@@ -40,13 +40,19 @@ class Config(BaseConfig):
         if self.scoring == "generate":
             return self
         if is_world_name(self.model):  # zoo/ members and notebook 03's extra/ fine-tunes
-            raise ValueError(f"scoring={self.scoring!r}: tiny-world models are scored on their generated answer; "
-                             "allowed for them: generate")
+            raise ValueError(
+                f"scoring={self.scoring!r}: tiny-world models are scored on their generated answer; "
+                "allowed for them: generate"
+            )
         if self.responses is not None:
-            raise ValueError(f"scoring={self.scoring!r} with responses={self.responses!r}: answers read from a file "
-                             "are scored by the file; allowed: generate")
+            raise ValueError(
+                f"scoring={self.scoring!r} with responses={self.responses!r}: answers read from a file "
+                "are scored by the file; allowed: generate"
+            )
         mc = CHOICE_BENCHMARKS + ("agieval", "logicbench")
         if self.task.split("/", 1)[0] not in mc:
-            raise ValueError(f"scoring={self.scoring!r} needs a multiple-choice benchmark; task={self.task!r} is not "
-                             f"(allowed: {', '.join(mc)}, or scoring: generate)")
+            raise ValueError(
+                f"scoring={self.scoring!r} needs a multiple-choice benchmark; task={self.task!r} is not "
+                f"(allowed: {', '.join(mc)}, or scoring: generate)"
+            )
         return self

@@ -8,10 +8,26 @@ from pydantic import Field, model_validator
 
 from kit.core.params import MAX_SEED, BaseConfig
 
-TABLE2_LABELS = ("Vanilla", "+test", "+test-Syn", "+5x test", "+5x test-Syn", "+other data", "+train split",
-                 "+another task")
-_ZOO_SUFFIXES = ("", "+math-test-x1", "+math-test-syn-x1", "+math-test-x5", "+math-test-syn-x5", "+general",
-                 "+math-train", "+other-task")
+TABLE2_LABELS = (
+    "Vanilla",
+    "+test",
+    "+test-Syn",
+    "+5x test",
+    "+5x test-Syn",
+    "+other data",
+    "+train split",
+    "+another task",
+)
+_ZOO_SUFFIXES = (
+    "",
+    "+math-test-x1",
+    "+math-test-syn-x1",
+    "+math-test-x5",
+    "+math-test-syn-x5",
+    "+general",
+    "+math-train",
+    "+other-task",
+)
 
 
 class Config(BaseConfig):
@@ -20,13 +36,16 @@ class Config(BaseConfig):
     real benchmark name for ``kit.load_benchmark`` (``gsm8k``)."""
     base_model: str = "zoo/base-m"
     """The vanilla model M0: the patching model of the causal score and of trustworthy evaluation."""
-    variants: dict[str, str] = {label: f"zoo/base-m{suffix}-sparse" if suffix else "zoo/base-m"
-                                for label, suffix in zip(TABLE2_LABELS, _ZOO_SUFFIXES)}
+    variants: dict[str, str] = {
+        label: f"zoo/base-m{suffix}-sparse" if suffix else "zoo/base-m"
+        for label, suffix in zip(TABLE2_LABELS, _ZOO_SUFFIXES)
+    }
     """Table 2 rows: label -> model name (the paper's Vanilla, +GSM-i, +GSM-i-Syn, +5xGSM-i, +5xGSM-i-Syn,
     +OpenOrca, +GSM8K Train, +MATH). The tiny world's sparse fine-tunes by default: only 4% of base-m's
     MLP neurons may change (``kit.world.zoo.FinetuneSpec.plastic``), where the paper's premise holds."""
-    dense_variants: dict[str, str] | None = {label: f"zoo/base-m{suffix}" for label, suffix in
-                                             zip(TABLE2_LABELS, _ZOO_SUFFIXES)}
+    dense_variants: dict[str, str] | None = {
+        label: f"zoo/base-m{suffix}" for label, suffix in zip(TABLE2_LABELS, _ZOO_SUFFIXES)
+    }
     """The same rows as full fine-tunes (every parameter trained), located and evaluated with the same
     pipeline for comparison; None skips that section."""
     contaminated: list[str] = ["+test", "+test-Syn", "+5x test", "+5x test-Syn"]
@@ -92,8 +111,10 @@ class Config(BaseConfig):
     transfer_variants: list[str] = ["+test", "+test-Syn", "+5x test", "+5x test-Syn"]
     """Table 4's contaminated rows to build on ``transfer_task`` (labels of ``contaminated``)."""
     transfer_controls: dict[str, str] = {
-        "Vanilla": "zoo/base-m", "+other data": "zoo/base-m+general-sparse",
-        "+transfer-task train": "zoo/base-m+other-task-sparse", "+first-task train": "zoo/base-m+math-train-sparse",
+        "Vanilla": "zoo/base-m",
+        "+other data": "zoo/base-m+general-sparse",
+        "+transfer-task train": "zoo/base-m+other-task-sparse",
+        "+first-task train": "zoo/base-m+math-train-sparse",
     }
     """Table 4's uncontaminated rows (the paper's Vanilla, +OpenOrca, +SVAMP, +ASDiv)."""
     table5_task: str | None = None
@@ -168,8 +189,11 @@ class Config(BaseConfig):
     def _check(self) -> "Config":
         from kit.shortcut import variants
 
-        for field, names in (("variants", self.variants.values()), ("dense_variants", (self.dense_variants or {}).values()),
-                             ("cheaters", (self.cheaters or {}).values())):
+        for field, names in (
+            ("variants", self.variants.values()),
+            ("dense_variants", (self.dense_variants or {}).values()),
+            ("cheaters", (self.cheaters or {}).values()),
+        ):
             for name in names:
                 if variants.is_extra(name):
                     try:
@@ -179,18 +203,27 @@ class Config(BaseConfig):
         if self.cheaters is not None:
             unknown = [c for c in self.cheaters_contaminated if c not in self.cheaters]
             if unknown or len(self.cheaters_contaminated) == len(self.cheaters):
-                raise ValueError(f"cheaters_contaminated: {unknown or self.cheaters_contaminated} must be labels of cheaters "
-                                 f"({', '.join(self.cheaters)}), leaving at least one clean row")
+                raise ValueError(
+                    f"cheaters_contaminated: {unknown or self.cheaters_contaminated} must be labels of cheaters "
+                    f"({', '.join(self.cheaters)}), leaving at least one clean row"
+                )
         if self.benchmark_format is not None:
             from kit.world import TASKS
             from kit.world.tasks import FORMATS
 
             if self.benchmark_format not in FORMATS or self.task not in TASKS:
-                raise ValueError(f"benchmark_format={self.benchmark_format!r}: a tiny-world task's input format; allowed "
-                                 f"values: {', '.join(FORMATS)} or None (None for a real benchmark task={self.task!r})")
-            if self.format_label not in self.format_variants or self.base_model not in self.format_variants.values():
-                raise ValueError(f"format_variants must hold format_label={self.format_label!r} and a row of base_model "
-                                 f"{self.base_model!r}; got {dict(self.format_variants)}")
+                raise ValueError(
+                    f"benchmark_format={self.benchmark_format!r}: a tiny-world task's input format; allowed "
+                    f"values: {', '.join(FORMATS)} or None (None for a real benchmark task={self.task!r})"
+                )
+            if (
+                self.format_label not in self.format_variants
+                or self.base_model not in self.format_variants.values()
+            ):
+                raise ValueError(
+                    f"format_variants must hold format_label={self.format_label!r} and a row of base_model "
+                    f"{self.base_model!r}; got {dict(self.format_variants)}"
+                )
             for label, name in self.format_variants.items():
                 if variants.is_extra(name):
                     try:
@@ -199,60 +232,89 @@ class Config(BaseConfig):
                         raise ValueError(f"format_variants[{label!r}]: {e}") from None
         unknown = [c for c in self.contaminated if c not in self.variants]
         if unknown:
-            raise ValueError(f"contaminated: {unknown} are not labels of variants ({', '.join(self.variants)})")
+            raise ValueError(
+                f"contaminated: {unknown} are not labels of variants ({', '.join(self.variants)})"
+            )
         con, un = self.locate_pair
         if con not in self.contaminated or un not in self.variants or un in self.contaminated:
-            raise ValueError(f"locate_pair={list(self.locate_pair)}: the first must be a contaminated label "
-                             f"({', '.join(self.contaminated)}), the second an uncontaminated one "
-                             f"({', '.join(v for v in self.variants if v not in self.contaminated)})")
+            raise ValueError(
+                f"locate_pair={list(self.locate_pair)}: the first must be a contaminated label "
+                f"({', '.join(self.contaminated)}), the second an uncontaminated one "
+                f"({', '.join(v for v in self.variants if v not in self.contaminated)})"
+            )
         if self.dense_variants is not None and set(self.dense_variants) != set(self.variants):
-            raise ValueError(f"dense_variants must have the labels of variants ({', '.join(self.variants)}); "
-                             f"got {', '.join(self.dense_variants)}")
+            raise ValueError(
+                f"dense_variants must have the labels of variants ({', '.join(self.variants)}); "
+                f"got {', '.join(self.dense_variants)}"
+            )
         if self.combine == "held_out" and self.n_eval <= self.n_locate:
-            raise ValueError(f"combine='held_out' compares the ranking rules on the test items after the first n_locate: "
-                             f"needs n_eval > n_locate (got n_eval={self.n_eval}, n_locate={self.n_locate}); or set "
-                             "combine to one of sum, veto, rank_mean")
+            raise ValueError(
+                f"combine='held_out' compares the ranking rules on the test items after the first n_locate: "
+                f"needs n_eval > n_locate (got n_eval={self.n_eval}, n_locate={self.n_locate}); or set "
+                "combine to one of sum, veto, rank_mean"
+            )
         unknown = [c for c in self.transfer_variants if c not in self.contaminated]
         if self.transfer_task and unknown:
-            raise ValueError(f"transfer_variants: {unknown} are not contaminated labels ({', '.join(self.contaminated)})")
+            raise ValueError(
+                f"transfer_variants: {unknown} are not contaminated labels ({', '.join(self.contaminated)})"
+            )
         from kit.world import TASKS
 
         self._check_items_of()
         if self.ref_task is None and self.task not in TASKS and self.items_of is None:
-            raise ValueError(f"ref_task: required for the real benchmark task={self.task!r} (Ref is the accuracy on items no "
-                             "variant saw, never its test items); e.g. mawps, svamp or asdiv for gsm8k")
-        if self.table5_task is not None and (self.table5_task not in TASKS or self.table5_task == self.task
-                                             or self.task not in TASKS):
-            raise ValueError(f"table5_task={self.table5_task!r}: a tiny-world task other than task={self.task!r}; allowed "
-                             f"values: {', '.join(t for t in TASKS if t != self.task)} or None (None for a real benchmark task: its "
-                             "contaminated fine-tunes are tiny-world ones)")
+            raise ValueError(
+                f"ref_task: required for the real benchmark task={self.task!r} (Ref is the accuracy on items no "
+                "variant saw, never its test items); e.g. mawps, svamp or asdiv for gsm8k"
+            )
+        if self.table5_task is not None and (
+            self.table5_task not in TASKS or self.table5_task == self.task or self.task not in TASKS
+        ):
+            raise ValueError(
+                f"table5_task={self.table5_task!r}: a tiny-world task other than task={self.task!r}; allowed "
+                f"values: {', '.join(t for t in TASKS if t != self.task)} or None (None for a real benchmark task: its "
+                "contaminated fine-tunes are tiny-world ones)"
+            )
         if self.second_base is not None:
             if self.task not in TASKS or self.second_base == self.base_model:
-                raise ValueError(f"second_base={self.second_base!r}: a tiny-world base other than base_model "
-                                 f"({self.base_model!r}) on a tiny-world task, or None")
+                raise ValueError(
+                    f"second_base={self.second_base!r}: a tiny-world base other than base_model "
+                    f"({self.base_model!r}) on a tiny-world task, or None"
+                )
             for label, name in self.variants.items():
                 try:
                     moved = variants.rebase(name, self.second_base, self.base_model)
                     if variants.is_extra(moved):
                         variants.extra_spec(moved, self.world)
                 except ValueError as e:
-                    raise ValueError(f"second_base={self.second_base!r}: variants[{label!r}]: {e}") from None
+                    raise ValueError(
+                        f"second_base={self.second_base!r}: variants[{label!r}]: {e}"
+                    ) from None
         if self.ref_task == self.task and self.ref_split == "test":
-            raise ValueError(f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
-                             "choose another benchmark or a split no variant trained on")
+            raise ValueError(
+                f"ref_task={self.ref_task!r}, ref_split='test' is the evaluated test set (Ref would equal Ori); "
+                "choose another benchmark or a split no variant trained on"
+            )
         from kit.subjects import is_world_name
 
         world_base = is_world_name(self.base_model)
         if world_base and self.decoding != "greedy":
-            raise ValueError(f"decoding={self.decoding!r}: tiny-world models (base_model={self.base_model!r}) are scored by "
-                             "the world's evaluation (the argmax first token); allowed values on them: greedy ('sample' "
-                             "applies to Hugging Face models and twins)")
+            raise ValueError(
+                f"decoding={self.decoding!r}: tiny-world models (base_model={self.base_model!r}) are scored by "
+                "the world's evaluation (the argmax first token); allowed values on them: greedy ('sample' "
+                "applies to Hugging Face models and twins)"
+            )
         if world_base and self.chat:
-            raise ValueError(f"chat=True: tiny-world models (base_model={self.base_model!r}) have no chat template; "
-                             "allowed values on them: None or False")
+            raise ValueError(
+                f"chat=True: tiny-world models (base_model={self.base_model!r}) have no chat template; "
+                "allowed values on them: None or False"
+            )
         if any(c < 1 for c in self.strength_copies) or any(not lr > 0 for lr in self.strength_lrs):
-            raise ValueError(f"strength_copies must be >= 1 and strength_lrs > 0; got {self.strength_copies}, {self.strength_lrs}")
-        if sorted(self.sparsity_percents) != self.sparsity_percents or any(not 0 < p <= 100 for p in self.sparsity_percents):
+            raise ValueError(
+                f"strength_copies must be >= 1 and strength_lrs > 0; got {self.strength_copies}, {self.strength_lrs}"
+            )
+        if sorted(self.sparsity_percents) != self.sparsity_percents or any(
+            not 0 < p <= 100 for p in self.sparsity_percents
+        ):
             raise ValueError("sparsity_percents must be increasing percentages in (0, 100]")
         return self
 
@@ -266,20 +328,30 @@ class Config(BaseConfig):
         r = RECIPES.get(self.items_of)
         allowed = [n for n, x in RECIPES.items() if x.inject == "test"]
         if r is None or r.inject != "test":
-            raise ValueError(f"items_of={self.items_of!r}: a contaminated real fine-tune (kit.models.recipes); "
-                             f"allowed values: {', '.join(allowed)} or None")
+            raise ValueError(
+                f"items_of={self.items_of!r}: a contaminated real fine-tune (kit.models.recipes); "
+                f"allowed values: {', '.join(allowed)} or None"
+            )
         if self.task != r.benchmark or self.ref_task is not None:
-            raise ValueError(f"items_of={self.items_of!r} asks {r.benchmark}'s injected test items and takes Ref from its "
-                             f"never-injected ones: needs task={r.benchmark!r} (got {self.task!r}) and ref_task=None "
-                             f"(got {self.ref_task!r})")
+            raise ValueError(
+                f"items_of={self.items_of!r} asks {r.benchmark}'s injected test items and takes Ref from its "
+                f"never-injected ones: needs task={r.benchmark!r} (got {self.task!r}) and ref_task=None "
+                f"(got {self.ref_task!r})"
+            )
         if self.n_eval > r.n_items:
-            raise ValueError(f"n_eval={self.n_eval}: at most the {r.n_items} items {self.items_of!r} injected")
+            raise ValueError(
+                f"n_eval={self.n_eval}: at most the {r.n_items} items {self.items_of!r} injected"
+            )
         for label, name in self.variants.items():
             x = RECIPES.get(name)
             if x is None:
                 continue
-            leaked = x.inject == "test" and x.benchmark == r.benchmark and x.items_seed == r.items_seed
+            leaked = (
+                x.inject == "test" and x.benchmark == r.benchmark and x.items_seed == r.items_seed
+            )
             if leaked != (label in self.contaminated):
-                raise ValueError(f"contaminated: {label!r} ({name}) {'injects' if leaked else 'does not inject'} the "
-                                 f"evaluated test items; contaminated must list exactly the rows whose recipe injects "
-                                 f"them: {[k for k, v in self.variants.items() if v in RECIPES and RECIPES[v].inject == 'test']}")
+                raise ValueError(
+                    f"contaminated: {label!r} ({name}) {'injects' if leaked else 'does not inject'} the "
+                    f"evaluated test items; contaminated must list exactly the rows whose recipe injects "
+                    f"them: {[k for k, v in self.variants.items() if v in RECIPES and RECIPES[v].inject == 'test']}"
+                )

@@ -36,10 +36,13 @@ class Config(BaseConfig):
     """Tasks to evaluate: ``kit.world.TASKS`` names for zoo models, ``kit.load_benchmark`` names for hub models; None: every task of the world."""
     n_items: int = Field(100, ge=4, le=200)
     """Items per task and split (the public test split has 200)."""
-    splits: list[Literal["test", "fresh", "test-syn", "fresh-syn"]] = Field(["test", "fresh"],
-                                                                            min_length=1)
+    splits: list[Literal["test", "fresh", "test-syn", "fresh-syn"]] = Field(
+        ["test", "fresh"], min_length=1
+    )
     """Splits evaluated: the public ``test`` split and unseen ``fresh`` items (the true capability)."""
-    score: Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"] = "score"
+    score: Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"] = (
+        "score"
+    )
     """Neuron contribution score for MUI (kit.mui.metric)."""
     threshold: Literal["topk", "global_topk", "top_pct", "topscore"] = "topk"
     """Key-neuron threshold for MUI (kit.mui.metric); ``topk`` keeps max(1, round(d_mlp/1000)) per layer and token."""

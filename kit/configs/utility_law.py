@@ -80,11 +80,13 @@ class Config(BaseConfig):
     """Tasks of the B.6 grid; None: the first task of each group."""
     grid_n_items: int = Field(30, ge=2, le=2000)
     """Items per (model, task) cell of the B.6 grid (``gradient`` costs n_layers x 10 backward passes)."""
-    grid_scores: list[Score] = Field(["score", "activate", "gradient", "score_sum", "activate_sum"],
-                                     min_length=1)
+    grid_scores: list[Score] = Field(
+        ["score", "activate", "gradient", "score_sum", "activate_sum"], min_length=1
+    )
     """Contribution scores of the B.6 grid."""
-    grid_thresholds: list[Threshold] = Field(["topk", "global_topk", "top_pct", "topscore"],
-                                             min_length=1)
+    grid_thresholds: list[Threshold] = Field(
+        ["topk", "global_topk", "top_pct", "topscore"], min_length=1
+    )
     """Thresholds of the B.6 grid (each at its default parameter; ``topscore`` at every ``grid_topscore_fracs``)."""
     grid_topscore_fracs: list[Fraction] = Field([0.2, 0.8, 0.85, 0.9, 0.95], min_length=1)
     """``topscore`` fractions of the B.6 grid: 0.2 (A.4, Dai et al.) and MUI-Eval's 0.8-0.95."""
@@ -113,15 +115,27 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _lists(self) -> "Config":
-        for field in ("models", "tasks", "reference_order", "growth_tasks", "growth_sizes",
-                      "masking_ks", "grid_models", "grid_tasks", "grid_scores", "grid_thresholds",
-                      "multi_token_models"):
+        for field in (
+            "models",
+            "tasks",
+            "reference_order",
+            "growth_tasks",
+            "growth_sizes",
+            "masking_ks",
+            "grid_models",
+            "grid_tasks",
+            "grid_scores",
+            "grid_thresholds",
+            "multi_token_models",
+        ):
             distinct(field, getattr(self, field))
         too_big = [n for n in self.growth_sizes if n > self.growth_pool_size]
         if too_big:
-            raise ValueError(f"field 'growth_sizes': {too_big} exceed growth_pool_size="
-                             f"{self.growth_pool_size} (got {self.growth_sizes}); allowed values: "
-                             "1 .. growth_pool_size")
+            raise ValueError(
+                f"field 'growth_sizes': {too_big} exceed growth_pool_size="
+                f"{self.growth_pool_size} (got {self.growth_sizes}); allowed values: "
+                "1 .. growth_pool_size"
+            )
         return self
 
     def law_testable(self) -> str | None:
@@ -130,8 +144,10 @@ class Config(BaseConfig):
         if self.models is None or len(self.models) >= RANK_MIN_MODELS:
             return None
         n = len(self.models)
-        return (f"not testable: {n} model{'s' if n > 1 else ''} ({', '.join(self.models)}); the law across "
-                f"models and PUR's ranking need >= {RANK_MIN_MODELS}")
+        return (
+            f"not testable: {n} model{'s' if n > 1 else ''} ({', '.join(self.models)}); the law across "
+            f"models and PUR's ranking need >= {RANK_MIN_MODELS}"
+        )
 
     def requirements(self) -> list[str]:
         """>= 3 models to rank when ``models`` is None (an explicit shorter list runs without the law
@@ -143,16 +159,22 @@ class Config(BaseConfig):
 
             models = default_models(self.world, self.include_contaminated)
             if len(models) < 3:
-                return [f"field 'models': None gives {len(models)} model(s) of world "
-                        f"{self.world!r} ({', '.join(models)}); the ranking needs >= 3: name them"]
+                return [
+                    f"field 'models': None gives {len(models)} model(s) of world "
+                    f"{self.world!r} ({', '.join(models)}); the ranking needs >= 3: name them"
+                ]
         if len(models) < RANK_MIN_MODELS:
             return []  # no ranking: no true order needed (law_testable() says why)
         if self.reference_order is not None:
             missing = [m for m in models if m not in self.reference_order]
             if missing:
-                return [f"field 'reference_order': lacks {missing}; it must rank every model of "
-                        f"models ({', '.join(models)})"]
+                return [
+                    f"field 'reference_order': lacks {missing}; it must rank every model of "
+                    f"models ({', '.join(models)})"
+                ]
         elif any(not m.startswith("zoo/") for m in models):
-            return ["field 'reference_order': required when models are not tiny-world members (got "
-                    f"models={models}): only the tiny world has fresh items to rank them by"]
+            return [
+                "field 'reference_order': required when models are not tiny-world members (got "
+                f"models={models}): only the tiny world has fresh items to rank them by"
+            ]
         return []

@@ -16,4 +16,11 @@ from kit.core.paths import DataError, PathError
 from kit.models.encoders import UnknownSiteError
 from kit.models.load import UnknownModelError
 
-__all__ = ["DataError", "NonFiniteError", "ParamsError", "PathError", "UnknownModelError", "UnknownSiteError"]
+__all__ = [
+    "DataError",
+    "NonFiniteError",
+    "ParamsError",
+    "PathError",
+    "UnknownModelError",
+    "UnknownSiteError",
+]

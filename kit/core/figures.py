@@ -32,7 +32,10 @@ PAPER_STYLE = {
 # No volatile metadata, so an unchanged figure is an unchanged file (issue 15): the PDF's creation
 # date changes on every save, and the matplotlib version stamp (PDF Creator and Producer, PNG Software) on
 # every upgrade even when the drawing does not.
-STABLE_METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Creator": None, "Producer": None}}
+STABLE_METADATA = {
+    "png": {"Software": None},
+    "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
+}
 
 
 def use_paper_style() -> None:
@@ -62,7 +65,9 @@ def bundled_fonts_first() -> Path:
     for path in sorted(bundled.glob("*.ttf")):
         if path not in known:  # a cache written by an install since deleted lists none of ours
             manager.addfont(path)
-    manager.ttflist.sort(key=lambda f: Path(f.fname).parent != bundled)  # stable: keeps each group's order
+    manager.ttflist.sort(
+        key=lambda f: Path(f.fname).parent != bundled
+    )  # stable: keeps each group's order
     clear_findfont_cache(manager)
     return bundled
 
@@ -80,9 +85,11 @@ def clear_findfont_cache(manager) -> None:
     if not callable(getattr(cached, "cache_clear", None)):
         import matplotlib
 
-        raise RuntimeError(f"matplotlib {matplotlib.__version__}: FontManager._findfont_cached.cache_clear() "
-                           "is gone; kit.core.figures.clear_findfont_cache must follow what "
-                           "FontManager.addfont now does to drop its findfont cache")
+        raise RuntimeError(
+            f"matplotlib {matplotlib.__version__}: FontManager._findfont_cached.cache_clear() "
+            "is gone; kit.core.figures.clear_findfont_cache must follow what "
+            "FontManager.addfont now does to drop its findfont cache"
+        )
     cached.cache_clear()
 
 

@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     nb = Path(spec["notebook"])
     try:
         with sigterm_as_interrupt():
-            outcome = execute(nb, spec["profile"], Path(spec["run_dir"]), spec["timeout"], spec["overrides"])
+            outcome = execute(
+                nb, spec["profile"], Path(spec["run_dir"]), spec["timeout"], spec["overrides"]
+            )
     except KeyboardInterrupt:
         outcome = NotebookOutcome(nb.stem, "interrupted", 0.0, error="SIGTERM")
     atomic_write_text(Path(spec["outcome"]), json.dumps(asdict(outcome)) + "\n")

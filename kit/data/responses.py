@@ -98,7 +98,9 @@ class ResponseSet:
         return [f"{p.rstrip()}\n\n{r.strip()}" for p, r in zip(self.prompts, self.responses)]
 
 
-def arc_prediction(response: str, labels: list[str], options: list[str] | None = None) -> str | None:
+def arc_prediction(
+    response: str, labels: list[str], options: list[str] | None = None
+) -> str | None:
     """The letter an ARC response commits to (see the module docstring), or None.
 
     ``labels``: the option labels as shown (``A..D`` or ``1..4``); ``options``: their texts, for
@@ -119,8 +121,11 @@ def boxed_option(response: str, options: list[str]) -> str | None:
     b = boxed.strip().strip("$").strip().lower()
     if not b:
         return None
-    hits = [k for k, opt in enumerate(options)
-            if (o := opt.strip().lower()) == b or (o.startswith(b) and not o[len(b)].isalnum())]
+    hits = [
+        k
+        for k, opt in enumerate(options)
+        if (o := opt.strip().lower()) == b or (o.startswith(b) and not o[len(b)].isalnum())
+    ]
     return LETTERS[hits[0]] if len(hits) == 1 else None
 
 
@@ -152,7 +157,9 @@ def gsm8k_prediction(response: str) -> str | None:
 
 def response_file(name: str) -> Path:
     if name not in RESPONSE_SETS:
-        raise ValueError(f"unknown response set {name!r}; allowed values: {', '.join(RESPONSE_SETS)}")
+        raise ValueError(
+            f"unknown response set {name!r}; allowed values: {', '.join(RESPONSE_SETS)}"
+        )
     return data_dir() / "model_responses" / RESPONSE_SETS[name][0]
 
 

@@ -16,14 +16,37 @@
 
 from kit.core.lazy import lazy_submodules
 from kit.models.load import (
-                                                       ENCODERS,
-                                                       RANDOM_SHAPES,
-                                                       UnknownModelError,
-                                                       load_model,
-                                                       load_sae,
-                                                       random_model,
+    ENCODERS,
+    RANDOM_SHAPES,
+    UnknownModelError,
+    load_model,
+    load_sae,
+    random_model,
 )
 
-__getattr__, __dir__ = lazy_submodules(__name__, ["architectures", "checks", "encoders", "finetune", "gguf", "hub",
-                                                       "leak", "load", "real", "recipes", "tl", "twins"], globals())
-__all__ = ["ENCODERS", "RANDOM_SHAPES", "UnknownModelError", "load_model", "load_sae", "random_model"]
+__getattr__, __dir__ = lazy_submodules(
+    __name__,
+    [
+        "architectures",
+        "checks",
+        "encoders",
+        "finetune",
+        "gguf",
+        "hub",
+        "leak",
+        "load",
+        "real",
+        "recipes",
+        "tl",
+        "twins",
+    ],
+    globals(),
+)
+__all__ = [
+    "ENCODERS",
+    "RANDOM_SHAPES",
+    "UnknownModelError",
+    "load_model",
+    "load_sae",
+    "random_model",
+]

@@ -5,8 +5,14 @@ Its own module so that :mod:`kit.models.generate` reads them without importing
 
 from __future__ import annotations
 
-DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-          "float16": "float16", "fp16": "float16"}
+DTYPES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+}
 """Accepted name -> torch's name."""
 
 

@@ -36,7 +36,10 @@ def offline() -> bool:
 def _network_errors() -> tuple[type[BaseException], ...]:
     """What "the hub cannot be reached" looks like: huggingface_hub's HTTP client's connect and
     timeout errors (httpx2 in huggingface_hub 2.x, httpx before) and the OS's own."""
-    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]  # OfflineModeIsEnabled is one
+    errors: list[type[BaseException]] = [
+        ConnectionError,
+        TimeoutError,
+    ]  # OfflineModeIsEnabled is one
     for name in ("httpx2", "httpx"):
         try:
             module = importlib.import_module(name)
@@ -62,14 +65,18 @@ def weight_patterns(repo_id: str, files: list[str], gguf: str | None = None) -> 
     ggufs = sorted(f for f in files if f.endswith(".gguf"))
     if gguf is not None:
         if not any(fnmatch.fnmatch(f, gguf) for f in files):
-            raise HubError(f"{repo_id}: no file matches gguf={gguf!r}; its .gguf files: {', '.join(ggufs) or 'none'}")
+            raise HubError(
+                f"{repo_id}: no file matches gguf={gguf!r}; its .gguf files: {', '.join(ggufs) or 'none'}"
+            )
         return [gguf]
     for patterns in WEIGHTS:
         if any(fnmatch.fnmatch(f, patterns[0]) for f in files):
             return patterns
     if ggufs:
-        raise HubError(f"{repo_id} holds GGUF files only ({', '.join(ggufs[:6])}{' ...' if len(ggufs) > 6 else ''}): "
-                       f"name one, e.g. kit.load_model({repo_id!r}, gguf={ggufs[0]!r})")
+        raise HubError(
+            f"{repo_id} holds GGUF files only ({', '.join(ggufs[:6])}{' ...' if len(ggufs) > 6 else ''}): "
+            f"name one, e.g. kit.load_model({repo_id!r}, gguf={ggufs[0]!r})"
+        )
     return list(WEIGHTS[0])
 
 
@@ -92,20 +99,33 @@ def snapshot(repo_id: str, revision: str | None = None, gguf: str | None = None)
     try:
         files = repo_files(repo_id, revision)
     except _network_errors() as e:
-        return cached_snapshot(repo_id, revision, gguf,
-                               why=f"the Hugging Face hub could not be reached ({type(e).__name__}: {e})")
-    return snapshot_download(repo_id, revision=revision,
-                             allow_patterns=MODEL_FILES + weight_patterns(repo_id, files, gguf))
+        return cached_snapshot(
+            repo_id,
+            revision,
+            gguf,
+            why=f"the Hugging Face hub could not be reached ({type(e).__name__}: {e})",
+        )
+    return snapshot_download(
+        repo_id,
+        revision=revision,
+        allow_patterns=MODEL_FILES + weight_patterns(repo_id, files, gguf),
+    )
 
 
-def cached_snapshot(repo_id: str, revision: str | None = None, gguf: str | None = None, why: str = "") -> str:
+def cached_snapshot(
+    repo_id: str, revision: str | None = None, gguf: str | None = None, why: str = ""
+) -> str:
     """The repository's snapshot in the Hugging Face cache, with weights, without any request."""
     from huggingface_hub import constants, snapshot_download
 
-    for weights in ([[gguf]] if gguf else WEIGHTS):
+    for weights in [[gguf]] if gguf else WEIGHTS:
         try:
-            path = snapshot_download(repo_id, revision=revision, allow_patterns=MODEL_FILES + weights,
-                                     local_files_only=True)
+            path = snapshot_download(
+                repo_id,
+                revision=revision,
+                allow_patterns=MODEL_FILES + weights,
+                local_files_only=True,
+            )
         except (OSError, ValueError):  # LocalEntryNotFoundError (an OSError), incomplete snapshots
             continue
         if any(any(Path(path).glob(w)) for w in weights):
@@ -115,7 +135,8 @@ def cached_snapshot(repo_id: str, revision: str | None = None, gguf: str | None 
         f"{name}: {why}, and no complete copy is in the Hugging Face cache ({constants.HF_HUB_CACHE}). "
         "Download it once with network access (kit.load_model fetches it), copy a cache that has it "
         "(HF_HOME / HF_HUB_CACHE), or pass a local directory. Without network, set HF_HUB_OFFLINE=1 so "
-        "nothing waits for the network.")
+        "nothing waits for the network."
+    )
 
 
 def sae_from_pretrained(release: str, sae_id: str, device: str = "cpu"):
@@ -160,7 +181,9 @@ def _read_url(url: str, timeout: float) -> bytes | None:
         raise
 
 
-def neuronpedia_explanations(neuronpedia_id: str, timeout: float = 120.0, max_batches: int = 1000) -> dict[int, str]:
+def neuronpedia_explanations(
+    neuronpedia_id: str, timeout: float = 120.0, max_batches: int = 1000
+) -> dict[int, str]:
     """Published explanations of one Neuronpedia SAE (``<modelId>/<sourceId>``, e.g.
     ``gemma-2-2b/20-gemmascope-res-16k``: sae_lens's ``neuronpedia_id``), as ``{feature index:
     description}``: the first non-empty description of a feature when it has several. Reads the
@@ -174,7 +197,9 @@ def neuronpedia_explanations(neuronpedia_id: str, timeout: float = 120.0, max_ba
         raise ValueError(f"neuronpedia_id={neuronpedia_id!r} must look like '<modelId>/<sourceId>'")
     out: dict[int, str] = {}
     for i in range(max_batches):
-        raw = _read_url(f"{NEURONPEDIA_EXPORTS}/{model_id}/{source_id}/explanations/batch-{i}.jsonl.gz", timeout)
+        raw = _read_url(
+            f"{NEURONPEDIA_EXPORTS}/{model_id}/{source_id}/explanations/batch-{i}.jsonl.gz", timeout
+        )
         if raw is None:
             break
         for line in gzip.decompress(raw).decode("utf-8").splitlines():
@@ -184,6 +209,8 @@ def neuronpedia_explanations(neuronpedia_id: str, timeout: float = 120.0, max_ba
                 if text:
                     out.setdefault(int(row["index"]), text)
     if not out:
-        raise FileNotFoundError(f"Neuronpedia has no exported explanations under {NEURONPEDIA_EXPORTS}/{model_id}/"
-                                f"{source_id}/explanations/")
+        raise FileNotFoundError(
+            f"Neuronpedia has no exported explanations under {NEURONPEDIA_EXPORTS}/{model_id}/"
+            f"{source_id}/explanations/"
+        )
     return out

@@ -43,25 +43,92 @@ from kit.models.recipes import is_recipe_name
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
     # Real architectures' shapes (vocab included), random weights.
-    "gpt2-small": dict(n_layers=12, d_model=768, n_heads=12, d_head=64, d_mlp=3072, d_vocab=50257,
-                       n_ctx=1024, act_fn="gelu_new", normalization_type="LN"),
-    "pythia-160m": dict(n_layers=12, d_model=768, n_heads=12, d_head=64, d_mlp=3072, d_vocab=50304,
-                        n_ctx=2048, act_fn="gelu", normalization_type="LN", positional_embedding_type="rotary",
-                        rotary_dim=16, parallel_attn_mlp=True),
-    "llama-1b": dict(n_layers=16, d_model=2048, n_heads=32, d_head=64, n_key_value_heads=8, d_mlp=8192,
-                     d_vocab=128256, n_ctx=2048, act_fn="silu", gated_mlp=True, normalization_type="RMS",
-                     positional_embedding_type="rotary", rotary_dim=64, rotary_base=500000,
-                     final_rms=True),
-    "llama-8b": dict(n_layers=32, d_model=4096, n_heads=32, d_head=128, n_key_value_heads=8, d_mlp=14336,
-                     d_vocab=128256, n_ctx=2048, act_fn="silu", gated_mlp=True, normalization_type="RMS",
-                     positional_embedding_type="rotary", rotary_dim=128, rotary_base=500000,
-                     final_rms=True),
+    "gpt2-small": dict(
+        n_layers=12,
+        d_model=768,
+        n_heads=12,
+        d_head=64,
+        d_mlp=3072,
+        d_vocab=50257,
+        n_ctx=1024,
+        act_fn="gelu_new",
+        normalization_type="LN",
+    ),
+    "pythia-160m": dict(
+        n_layers=12,
+        d_model=768,
+        n_heads=12,
+        d_head=64,
+        d_mlp=3072,
+        d_vocab=50304,
+        n_ctx=2048,
+        act_fn="gelu",
+        normalization_type="LN",
+        positional_embedding_type="rotary",
+        rotary_dim=16,
+        parallel_attn_mlp=True,
+    ),
+    "llama-1b": dict(
+        n_layers=16,
+        d_model=2048,
+        n_heads=32,
+        d_head=64,
+        n_key_value_heads=8,
+        d_mlp=8192,
+        d_vocab=128256,
+        n_ctx=2048,
+        act_fn="silu",
+        gated_mlp=True,
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=64,
+        rotary_base=500000,
+        final_rms=True,
+    ),
+    "llama-8b": dict(
+        n_layers=32,
+        d_model=4096,
+        n_heads=32,
+        d_head=128,
+        n_key_value_heads=8,
+        d_mlp=14336,
+        d_vocab=128256,
+        n_ctx=2048,
+        act_fn="silu",
+        gated_mlp=True,
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=128,
+        rotary_base=500000,
+        final_rms=True,
+    ),
     # Small enough for unit tests: a gated (Llama-style) and a plain (GPT-2-style) MLP.
-    "tiny-gated": dict(n_layers=2, d_model=32, n_heads=4, d_head=8, d_mlp=64, d_vocab=97, n_ctx=64,
-                       act_fn="silu", gated_mlp=True, normalization_type="RMS",
-                       positional_embedding_type="rotary", rotary_dim=8, final_rms=True),
-    "tiny-gelu": dict(n_layers=2, d_model=32, n_heads=4, d_head=8, d_mlp=64, d_vocab=97, n_ctx=64,
-                      act_fn="gelu", normalization_type="LN"),
+    "tiny-gated": dict(
+        n_layers=2,
+        d_model=32,
+        n_heads=4,
+        d_head=8,
+        d_mlp=64,
+        d_vocab=97,
+        n_ctx=64,
+        act_fn="silu",
+        gated_mlp=True,
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=8,
+        final_rms=True,
+    ),
+    "tiny-gelu": dict(
+        n_layers=2,
+        d_model=32,
+        n_heads=4,
+        d_head=8,
+        d_mlp=64,
+        d_vocab=97,
+        n_ctx=64,
+        act_fn="gelu",
+        normalization_type="LN",
+    ),
 }
 ENCODERS = ("minilm", "sentence-transformers/all-MiniLM-L6-v2")
 
@@ -77,8 +144,12 @@ def random_model(shape: str, device: str = "cpu", seed: int = 0, dtype: str = "f
     from kit.models import tl
 
     if shape not in RANDOM_SHAPES:
-        raise UnknownModelError(f"random/{shape}: unknown shape; allowed: {', '.join('random/' + s for s in RANDOM_SHAPES)}")
-    return tl.build_model(device=device, dtype=getattr(torch, dtype), seed=seed, **RANDOM_SHAPES[shape]).eval()
+        raise UnknownModelError(
+            f"random/{shape}: unknown shape; allowed: {', '.join('random/' + s for s in RANDOM_SHAPES)}"
+        )
+    return tl.build_model(
+        device=device, dtype=getattr(torch, dtype), seed=seed, **RANDOM_SHAPES[shape]
+    ).eval()
 
 
 ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2")
@@ -91,9 +162,19 @@ def hub_model_names() -> list[str]:
     return tl.official_model_names()
 
 
-def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtype: str | None = None,
-               revision: str | None = None, device_map: str | None = None, process_weights: bool = False,
-               gguf: str | None = None, n_ctx: int | None = None, **kwargs: Any):
+def load_model(
+    name: str,
+    device: str = "cpu",
+    world: str | None = None,
+    *,
+    dtype: str | None = None,
+    revision: str | None = None,
+    device_map: str | None = None,
+    process_weights: bool = False,
+    gguf: str | None = None,
+    n_ctx: int | None = None,
+    **kwargs: Any,
+):
     """Load a model by name or local directory (see the module docstring).
 
     Returns a ``HookedTransformer`` (causal LMs), or a :class:`kit.models.encoders.Encoder` for
@@ -128,19 +209,41 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
     if is_recipe_name(name):  # a real fine-tune (kit.models.recipes), built on first use
         from kit.models.finetune import finetuned_dir
 
-        return load_local(finetuned_dir(name), device=device, dtype=dtype, device_map=device_map,
-                          process_weights=process_weights, name=name)
+        return load_local(
+            finetuned_dir(name),
+            device=device,
+            dtype=dtype,
+            device_map=device_map,
+            process_weights=process_weights,
+            name=name,
+        )
     if name.startswith("twin/"):
         from kit.models.twins import PERTURBED, perturbed_path, twin_path
 
         arch, rev = split_revision(name.removeprefix("twin/"), revision)
         # twin/<arch>@perturbed-<seed>: a seeded sparse perturbation (fine-tune stand-in); any other
         # revision: a twin with revision-seeded weights (checkpoint stand-in)
-        path = perturbed_path(arch, rev) if rev and rev.startswith(PERTURBED) else twin_path(arch, revision=rev)
-        return load_local(path, device=device, dtype=dtype, device_map=device_map,
-                          process_weights=process_weights, name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
-                          n_ctx=n_ctx)
-    common = dict(device=device, dtype=dtype, device_map=device_map, process_weights=process_weights, n_ctx=n_ctx)
+        path = (
+            perturbed_path(arch, rev)
+            if rev and rev.startswith(PERTURBED)
+            else twin_path(arch, revision=rev)
+        )
+        return load_local(
+            path,
+            device=device,
+            dtype=dtype,
+            device_map=device_map,
+            process_weights=process_weights,
+            name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
+            n_ctx=n_ctx,
+        )
+    common = dict(
+        device=device,
+        dtype=dtype,
+        device_map=device_map,
+        process_weights=process_weights,
+        n_ctx=n_ctx,
+    )
     if name.startswith("real/"):
         from kit.models import real
 
@@ -161,8 +264,13 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
 def looks_local(name: str) -> bool:
     """A name that can only be a path (absolute, ``./``, ``~``, ``.gguf``, more than one ``/``): a
     missing one is reported as a missing path, not as a hub failure. Hub ids are ``org/name``."""
-    return (name.startswith(("/", "./", "../", "~", ".\\")) or name in (".", "..") or name.endswith(".gguf")
-            or name.count("/") > 1 or "\\" in name)
+    return (
+        name.startswith(("/", "./", "../", "~", ".\\"))
+        or name in (".", "..")
+        or name.endswith(".gguf")
+        or name.count("/") > 1
+        or "\\" in name
+    )
 
 
 def local_dir(name: str) -> Path:
@@ -177,23 +285,30 @@ def local_dir(name: str) -> Path:
         raise FileNotFoundError(
             f"model path {name!r} ({local.absolute()}) does not exist (the nearest existing folder is {parent}). "
             "A local model is a "
-            "Hugging Face directory with config.json, or a .gguf file; a hub id is 'org/name'.")
+            "Hugging Face directory with config.json, or a .gguf file; a hub id is 'org/name'."
+        )
     if gguf.is_gguf(local):
         return gguf.dequantise(local).path
     if local.is_file():
-        raise UnknownModelError(f"model path {local} is a file but not a .gguf file: pass its directory (with "
-                                "config.json) or a .gguf file")
+        raise UnknownModelError(
+            f"model path {local} is a file but not a .gguf file: pass its directory (with "
+            "config.json) or a .gguf file"
+        )
     if not (local / "config.json").is_file():
-        raise UnknownModelError(f"model directory {local} has no config.json (and no .gguf file): is it a Hugging "
-                                "Face model directory?")
+        raise UnknownModelError(
+            f"model directory {local} has no config.json (and no .gguf file): is it a Hugging "
+            "Face model directory?"
+        )
     return local
 
 
 def _no_revision(name: str, revision: str | None) -> None:
     if revision is not None:
-        raise ValueError(f"revision={revision!r} was given for the local model {name}: a local directory or "
-                         "real/ model holds one revision; "
-                         "allowed: revision=None for those, or a Hugging Face id")
+        raise ValueError(
+            f"revision={revision!r} was given for the local model {name}: a local directory or "
+            "real/ model holds one revision; "
+            "allowed: revision=None for those, or a Hugging Face id"
+        )
 
 
 def _snapshot(name: str, base: str, revision: str | None, gguf: str | None) -> Path:
@@ -211,12 +326,15 @@ def _snapshot(name: str, base: str, revision: str | None, gguf: str | None) -> P
             f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}: {e}). This needs network "
             "access (and a token for gated models), or pass a local directory. Offline, use the tiny world "
             "(zoo/... names, profile 'tiny'), the twins (twin/<arch>, profile 'dryrun') or the real/ models."
-            + hint) from e
+            + hint
+        ) from e
     if gguf:
         files = sorted(p for p in path.glob("*.gguf") if p.match(gguf))
         if len(files) != 1:
-            raise UnknownModelError(f"{name}: gguf={gguf!r} matches {len(files)} files in the snapshot "
-                                    f"({', '.join(p.name for p in files)}); name exactly one")
+            raise UnknownModelError(
+                f"{name}: gguf={gguf!r} matches {len(files)} files in the snapshot "
+                f"({', '.join(p.name for p in files)}); name exactly one"
+            )
         return gguf_files.dequantise(files[0]).path
     return path
 
@@ -225,9 +343,11 @@ def split_revision(name: str, revision: str | None = None) -> tuple[str, str | N
     """``"org/model@rev"`` -> ``("org/model", "rev")``; ``revision`` (the argument) may give it
     instead. Bad input fails naming the field and the allowed forms: an empty name or revision
     (``"org/model@"``), several ``@``, or a revision given both ways with different values."""
-    forms = ("allowed forms: 'org/name', 'org/name@<revision>' (a branch, tag or commit, e.g. "
-             "'allenai/OLMo-2-1124-7B@stage1-step1000-tokens5B'), 'twin/<arch>@<revision>', "
-             "or the revision argument")
+    forms = (
+        "allowed forms: 'org/name', 'org/name@<revision>' (a branch, tag or commit, e.g. "
+        "'allenai/OLMo-2-1124-7B@stage1-step1000-tokens5B'), 'twin/<arch>@<revision>', "
+        "or the revision argument"
+    )
     if revision is not None and (not isinstance(revision, str) or not revision.strip()):
         raise ValueError(f"revision={revision!r}: must be a non-empty string or None; {forms}")
     if name.count("@") > 1:
@@ -238,7 +358,9 @@ def split_revision(name: str, revision: str | None = None) -> tuple[str, str | N
     if at and not rev.strip():
         raise ValueError(f"model name {name!r}: empty revision after '@'; {forms}")
     if at and revision is not None and rev != revision:
-        raise ValueError(f"model name {name!r} names revision {rev!r} but revision={revision!r}: give it once; {forms}")
+        raise ValueError(
+            f"model name {name!r} names revision {rev!r} but revision={revision!r}: give it once; {forms}"
+        )
     return base, (rev if at else revision)
 
 
@@ -265,8 +387,10 @@ def model_dir(name: str, revision: str | None = None) -> Path:
     if local.exists() or looks_local(name):
         return local_dir(name)
     if name.startswith(("zoo/", "random/")) or name in ENCODERS:
-        raise UnknownModelError(f"{name!r} has no Hugging Face directory (tiny-world, random and bundled encoder "
-                                "models load with kit.load_model only)")
+        raise UnknownModelError(
+            f"{name!r} has no Hugging Face directory (tiny-world, random and bundled encoder "
+            "models load with kit.load_model only)"
+        )
     base, _, at = name.partition("@")
     if "/" not in base and base not in hub_model_names():
         raise UnknownModelError(_unknown_message(name, hub_model_names(), None))
@@ -275,8 +399,16 @@ def model_dir(name: str, revision: str | None = None) -> Path:
     return Path(hub.snapshot(base, revision=revision or at or None))
 
 
-def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device_map: str | None = None,
-               process_weights: bool = False, name: str | None = None, hf_model=None, n_ctx: int | None = None):
+def load_local(
+    path: Path,
+    device: str = "cpu",
+    dtype: str | None = None,
+    device_map: str | None = None,
+    process_weights: bool = False,
+    name: str | None = None,
+    hf_model=None,
+    n_ctx: int | None = None,
+):
     """Load a Hugging Face model directory: a causal LM into a ``HookedTransformer`` with raw
     weights (unless ``process_weights``), an encoder into :class:`kit.models.encoders.Encoder`.
 
@@ -298,14 +430,21 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
 
         return load_encoder(str(path), device=device)
     if device_map not in (None, "auto"):
-        raise ValueError(f"device_map={device_map!r} is not allowed; allowed: None (one device) or 'auto'")
+        raise ValueError(
+            f"device_map={device_map!r} is not allowed; allowed: None (one device) or 'auto'"
+        )
     n_devices = 1
     if device_map == "auto":
         # TransformerLens splits the blocks evenly over n_devices GPUs (its own device map).
-        n_devices, device = max(torch.cuda.device_count(), 1), ("cuda" if torch.cuda.is_available() else device)
+        n_devices, device = (
+            max(torch.cuda.device_count(), 1),
+            ("cuda" if torch.cuda.is_available() else device),
+        )
     if config.model_type not in tl.SUPPORTED_ARCHITECTURES:
-        raise UnknownModelError(f"{name or path}: model_type {config.model_type!r} is not supported; allowed: "
-                                f"{', '.join(tl.SUPPORTED_ARCHITECTURES)} (causal LMs) and {', '.join(ENCODER_TYPES)} (encoders)")
+        raise UnknownModelError(
+            f"{name or path}: model_type {config.model_type!r} is not supported; allowed: "
+            f"{', '.join(tl.SUPPORTED_ARCHITECTURES)} (causal LMs) and {', '.join(ENCODER_TYPES)} (encoders)"
+        )
     try:  # an architecture's variant no converter handles (named) fails before any weight is read
         tl.hf_to_tl_config(config, n_ctx=n_ctx)
     except UnsupportedArchitecture as e:
@@ -316,16 +455,29 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
     hf_logging.disable_progress_bar()  # a "Loading weights" bar per model says nothing in a notebook
     try:
         # "eager" attention: the same kernels TransformerLens reimplements (no sdpa drift).
-        hf = hf_model if hf_model is not None else AutoModelForCausalLM.from_pretrained(
-            path, dtype=td, attn_implementation="eager").eval()
+        hf = (
+            hf_model
+            if hf_model is not None
+            else AutoModelForCausalLM.from_pretrained(
+                path, dtype=td, attn_implementation="eager"
+            ).eval()
+        )
     except Exception as e:  # safetensors, json and torch raise their own types: name the file
         raise checks.load_error(path, "weights", e) from e
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as e:  # tokenizers raises a bare Exception on a damaged tokenizer.json
         raise checks.load_error(path, "tokenizer", e) from e
-    model = tl.hooked_from_hf(hf, tokenizer, str(path), device=device, dtype=td, n_devices=n_devices,
-                              process_weights=process_weights, n_ctx=n_ctx)
+    model = tl.hooked_from_hf(
+        hf,
+        tokenizer,
+        str(path),
+        device=device,
+        dtype=td,
+        n_devices=n_devices,
+        process_weights=process_weights,
+        n_ctx=n_ctx,
+    )
     del hf  # the HookedTransformer holds its own copy of the weights
     model.kit_name = name or str(path)  # what caches key on (responses, per-item scores)
     model.kit_path = str(path)  # where kit.models.generate.respond loads the Hugging Face copy from
@@ -361,7 +513,9 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
     sae_lens directory (``cfg.json`` + ``sae_weights.safetensors``), or ``<release>/<sae_id>``
     from sae_lens's pretrained directory."""
     if not isinstance(name, str) or "/" not in name:
-        raise ValueError(f"SAE name must look like 'zoo-sae/<model>/<arch>-<width>' or '<release>/<sae_id>', got {name!r}")
+        raise ValueError(
+            f"SAE name must look like 'zoo-sae/<model>/<arch>-<width>' or '<release>/<sae_id>', got {name!r}"
+        )
     if name.startswith("zoo-sae/"):
         from kit.world import load_world_sae
 
@@ -381,7 +535,9 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
         else:
             path = Path(name).expanduser()
             if not (path / "cfg.json").is_file():
-                raise ValueError(f"SAE directory {path} has no cfg.json: is it a sae_lens SAE directory?")
+                raise ValueError(
+                    f"SAE directory {path} has no cfg.json: is it a sae_lens SAE directory?"
+                )
         return SAE.load_from_disk(str(path), device=device)
     from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
 
@@ -396,7 +552,9 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
         )
     known_ids = list(directory[release].saes_map)
     if sae_id not in known_ids:
-        raise ValueError(f"SAE id {sae_id!r} is not in release {release!r}; e.g. {', '.join(known_ids[:6])} ...")
+        raise ValueError(
+            f"SAE id {sae_id!r} is not in release {release!r}; e.g. {', '.join(known_ids[:6])} ..."
+        )
     from kit.models import hub as hub
 
     return hub.sae_from_pretrained(release, sae_id, device=device)

@@ -55,8 +55,10 @@ def check_hooks(model, names: Iterable[str], field: str = "hook") -> None:
             require_dense_mlp(model, f"{field} {name!r}")
         if name not in known:
             layer0 = [n for n in known if n.startswith("blocks.0.")] or list(known)[:12]
-            raise ValueError(f"{field} {name!r} does not exist in this model; allowed e.g.: {', '.join(layer0)} "
-                             "(and the same under blocks.1., blocks.2., ...)")
+            raise ValueError(
+                f"{field} {name!r} does not exist in this model; allowed e.g.: {', '.join(layer0)} "
+                "(and the same under blocks.1., blocks.2., ...)"
+            )
 
 
 def _names(model, names: Iterable[str] | Callable[[str], bool]) -> list[str]:
@@ -94,8 +96,9 @@ def run_with_hooks(model, tokens: Tensor, fwd_hooks: Sequence[Hook], **kwargs: A
         return model(tokens, **kwargs)
 
 
-def run_with_cache(model, tokens: Tensor, names: Iterable[str] | Callable[[str], bool],
-                   **kwargs: Any) -> tuple[Tensor | None, dict[str, Tensor]]:
+def run_with_cache(
+    model, tokens: Tensor, names: Iterable[str] | Callable[[str], bool], **kwargs: Any
+) -> tuple[Tensor | None, dict[str, Tensor]]:
     """``(output, {hook name: activation})`` for ``names`` (a list, or a predicate over hook names).
 
     ``kwargs`` go to the forward (``stop_at_layer``, ``attention_mask``, ``return_type``...). The
@@ -115,7 +118,9 @@ def run_with_cache(model, tokens: Tensor, names: Iterable[str] | Callable[[str],
 # forwards: the block loop, partial forwards, KV caches, the last position's logits
 
 
-def iter_mlp_post(model, tokens: Int[Tensor, "batch seq"]) -> Iterator[tuple[int, Float[Tensor, "batch seq d_mlp"]]]:
+def iter_mlp_post(
+    model, tokens: Int[Tensor, "batch seq"]
+) -> Iterator[tuple[int, Float[Tensor, "batch seq d_mlp"]]]:
     """Run the blocks one by one, yielding ``(layer, blocks.{L}.mlp.hook_post activations)``.
 
     Stops before the final norm and the unembedding (MUI scores do not need logits). The
@@ -134,13 +139,22 @@ def iter_mlp_post(model, tokens: Int[Tensor, "batch seq"]) -> Iterator[tuple[int
         for L, block in enumerate(model.blocks):
             resid = block(resid, shortformer_pos_embed=shortformer, attention_mask=attention_mask)
             if L not in captured:
-                raise RuntimeError(f"blocks.{L}.mlp.hook_post did not fire: is this model's MLP hooked?")
+                raise RuntimeError(
+                    f"blocks.{L}.mlp.hook_post did not fire: is this model's MLP hooked?"
+                )
             yield L, captured.pop(L)
 
 
-def forward(model, tokens: Tensor, *, attention_mask: Tensor | None = None, kv_cache=None,
-            start_at_layer: int | None = None, stop_at_layer: int | None = None,
-            return_type: str = "logits") -> Tensor:
+def forward(
+    model,
+    tokens: Tensor,
+    *,
+    attention_mask: Tensor | None = None,
+    kv_cache=None,
+    start_at_layer: int | None = None,
+    stop_at_layer: int | None = None,
+    return_type: str = "logits",
+) -> Tensor:
     """One forward pass: token ids (or, with ``start_at_layer``, the residual stream entering that
     layer) to logits, or to the residual stream entering ``stop_at_layer``; ``kv_cache`` (from
     :func:`new_kv_cache`) is extended in place."""
@@ -233,12 +247,18 @@ def mlp_neuron_params(model) -> Iterator[tuple[int, Tensor, Tensor, Tensor]]:
 # construction
 
 
-def build_model(device: str = "cpu", dtype: torch.dtype = torch.float32, tokenizer=None, **cfg: Any):
+def build_model(
+    device: str = "cpu", dtype: torch.dtype = torch.float32, tokenizer=None, **cfg: Any
+):
     """A freshly initialised ``HookedTransformer`` from config fields (``n_layers``, ``d_model``...)."""
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     config = HookedTransformerConfig(**cfg, device=device, dtype=dtype)
-    return HookedTransformer(config, tokenizer=tokenizer) if tokenizer is not None else HookedTransformer(config)
+    return (
+        HookedTransformer(config, tokenizer=tokenizer)
+        if tokenizer is not None
+        else HookedTransformer(config)
+    )
 
 
 SUPPORTED_ARCHITECTURES = tuple(ARCHITECTURES)
@@ -251,8 +271,17 @@ def hf_to_tl_config(hf_config, n_ctx: int | None = None) -> dict[str, Any]:
     return tl_config(hf_config, n_ctx=n_ctx)
 
 
-def hooked_from_hf(hf_model, tokenizer, path: str, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                   n_devices: int = 1, process_weights: bool = False, n_ctx: int | None = None):
+def hooked_from_hf(
+    hf_model,
+    tokenizer,
+    path: str,
+    *,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    n_devices: int = 1,
+    process_weights: bool = False,
+    n_ctx: int | None = None,
+):
     """A ``HookedTransformer`` holding ``hf_model``'s weights (``hf_model`` loaded from the local
     directory ``path``).
 
@@ -267,19 +296,33 @@ def hooked_from_hf(hf_model, tokenizer, path: str, *, device: str = "cpu", dtype
 
     fields = hf_to_tl_config(hf_model.config, n_ctx=n_ctx)
     name = str(path).rstrip("/").split("/")[-1]
-    cfg = HookedTransformerConfig(**fields, model_name=name, tokenizer_name=str(path), device=device, dtype=dtype,
-                                  n_devices=n_devices, init_weights=False, from_checkpoint=False)
+    cfg = HookedTransformerConfig(
+        **fields,
+        model_name=name,
+        tokenizer_name=str(path),
+        device=device,
+        dtype=dtype,
+        n_devices=n_devices,
+        init_weights=False,
+        from_checkpoint=False,
+    )
     state = get_pretrained_state_dict(str(path), cfg, hf_model, dtype=dtype)
     if cfg.original_architecture == "Olmo2ForCausalLM" and cfg.n_key_value_heads is not None:
         _olmo2_grouped_kv(state, hf_model, cfg)
-    model = HookedTransformer(cfg, tokenizer=tokenizer, move_to_device=False, default_padding_side="right")
+    model = HookedTransformer(
+        cfg, tokenizer=tokenizer, move_to_device=False, default_padding_side="right"
+    )
     # TransformerLens refuses these for post-norm blocks (OLMo-2) and soft-capped logits (Gemma-2).
     post_norm = cfg.original_architecture in POST_NORM_ARCHITECTURES
     softcap = cfg.output_logits_soft_cap > 0
     model.load_and_process_state_dict(
-        state, fold_ln=process_weights and not post_norm, center_writing_weights=process_weights and not post_norm,
-        center_unembed=process_weights and not softcap, fold_value_biases=process_weights,
-        refactor_factored_attn_matrices=False)
+        state,
+        fold_ln=process_weights and not post_norm,
+        center_writing_weights=process_weights and not post_norm,
+        center_unembed=process_weights and not softcap,
+        fold_value_biases=process_weights,
+        refactor_factored_attn_matrices=False,
+    )
     model.move_model_modules_to_device()
     return model.eval()
 
@@ -295,9 +338,12 @@ def _olmo2_grouped_kv(state: dict[str, Tensor], hf_model, cfg) -> None:
         for name, proj in (("K", layer.self_attn.k_proj), ("V", layer.self_attn.v_proj)):
             state.pop(f"blocks.{L}.attn.W_{name}", None)
             state.pop(f"blocks.{L}.attn.b_{name}", None)
-            state[f"blocks.{L}.attn._W_{name}"] = einops.rearrange(proj.weight, "(n h) m -> n m h",
-                                                                 n=cfg.n_key_value_heads)
-            state[f"blocks.{L}.attn._b_{name}"] = torch.zeros(cfg.n_key_value_heads, cfg.d_head, dtype=cfg.dtype)
+            state[f"blocks.{L}.attn._W_{name}"] = einops.rearrange(
+                proj.weight, "(n h) m -> n m h", n=cfg.n_key_value_heads
+            )
+            state[f"blocks.{L}.attn._b_{name}"] = torch.zeros(
+                cfg.n_key_value_heads, cfg.d_head, dtype=cfg.dtype
+            )
 
 
 def is_moe(model) -> bool:
@@ -313,7 +359,8 @@ def require_dense_mlp(model, method: str = "this method") -> None:
         raise NotImplementedError(
             f"{method} is refused on {name} ({model.cfg.original_architecture}, {model.cfg.num_experts} experts, "
             f"{model.cfg.experts_per_token} per token): {MOE_REASON}. Logits, hooks, generation and residual-"
-            "stream SAEs work on it.")
+            "stream SAEs work on it."
+        )
 
 
 def official_model_names() -> list[str]:

@@ -52,7 +52,28 @@ from kit.mui.scores import (
 )
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["bench", "checkpoints", "claims", "correctness", "direction_claims", "directions", "growth", "law",
-               "masking", "methods", "metric",
-               "multi_token", "plots", "published", "quickstart", "regression", "responses", "sae", "scores",
-               "trajectories"], globals())
+    __name__,
+    [
+        "bench",
+        "checkpoints",
+        "claims",
+        "correctness",
+        "direction_claims",
+        "directions",
+        "growth",
+        "law",
+        "masking",
+        "methods",
+        "metric",
+        "multi_token",
+        "plots",
+        "published",
+        "quickstart",
+        "regression",
+        "responses",
+        "sae",
+        "scores",
+        "trajectories",
+    ],
+    globals(),
+)

@@ -46,6 +46,7 @@ def interleaved_medians(a, b, repeat: int, device: str = "cpu") -> tuple[float, 
             out.append(time.perf_counter() - t0)
     return float(np.median(times[0])), float(np.median(times[1]))
 
+
 PUBLIC_BATCH = 4
 """``--batch_size`` default of the public get_neuron.py."""
 PUBLIC_TOPK = 2000
@@ -57,7 +58,9 @@ def _seq_lens(model) -> dict[str, int]:
     one plain forward takes a second or two on one CPU thread."""
     n_params = sum(p.numel() for p in model.parameters())
     lens = {"short": 16, "long": 64} if n_params > 5e8 else {"short": 64, "long": 256}
-    n_ctx = model.cfg.n_ctx  # zoo models have short contexts (64 in the micro world): never exceed it
+    n_ctx = (
+        model.cfg.n_ctx
+    )  # zoo models have short contexts (64 in the micro world): never exceed it
     if lens["long"] > n_ctx:
         lens = {"short": max(2, n_ctx // 4), "long": n_ctx}
     return lens
@@ -71,7 +74,9 @@ def throughput(n_tokens: int, t_ours: float, t_fwd: float, device: str) -> str:
     return text
 
 
-def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, proj_cols: int) -> float:
+def public_algorithm(
+    model, tokens: torch.Tensor, response_mask: torch.Tensor, proj_cols: int
+) -> float:
     """Run the public scoring loop once; returns seconds spent OUTSIDE the projection matmul
     plus the sliced projection time, and stores the per-layer sliced projection time on the
     function (``public_algorithm.t_proj_slice``) for scaling. Target ids are taken modulo
@@ -81,8 +86,8 @@ def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, p
     t_proj = 0.0
     W_U = tl.unembed(model)[:, :proj_cols].float()
     for start in range(0, tokens.shape[0], PUBLIC_BATCH):
-        toks = tokens[start:start + PUBLIC_BATCH]
-        mask = response_mask[start:start + PUBLIC_BATCH]
+        toks = tokens[start : start + PUBLIC_BATCH]
+        mask = response_mask[start : start + PUBLIC_BATCH]
         with torch.no_grad():
             _, cache = tl.run_with_cache(model, toks, lambda n: n.endswith("mlp.hook_post"))
         b_idx, p_idx = mask.nonzero(as_tuple=True)
@@ -107,14 +112,20 @@ def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, p
                     flat = torch.stack(rows).flatten()
                     vals, ind = flat.topk(min(PUBLIC_TOPK, flat.numel()))
                     width = rows[0].numel()
-                    kept = [{"layer": layer, "position": p, "neuron": n, "score": vals[j].item()}
-                            for j, (p, n) in enumerate(zip((ind // width).tolist(), (ind % width).tolist()))]
+                    kept = [
+                        {"layer": layer, "position": p, "neuron": n, "score": vals[j].item()}
+                        for j, (p, n) in enumerate(
+                            zip((ind // width).tolist(), (ind % width).tolist())
+                        )
+                    ]
                     del kept
     public_algorithm.t_proj_slice = t_proj / (L * -(-tokens.shape[0] // PUBLIC_BATCH))
     return time.perf_counter() - t0
 
 
-def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = None) -> list[BenchLine]:
+def run(
+    model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = None
+) -> list[BenchLine]:
     from kit.models.load import load_model
     from kit.mui import metric as mui
 
@@ -130,7 +141,7 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = Non
         batch = PUBLIC_BATCH
         tokens = torch.randint(4, vocab, (batch, seq), device=device)
         resp = torch.zeros(batch, seq, dtype=torch.bool, device=device)
-        resp[:, seq // 4:] = True  # prompt quarter, response three quarters
+        resp[:, seq // 4 :] = True  # prompt quarter, response three quarters
 
         def forward():
             with torch.no_grad():
@@ -139,25 +150,37 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = Non
         def ours():
             mui.utilization(m, tokens, resp, batch_size=batch)
 
-        repeat = 3 if label == "short" else 2  # keeps the default run near two minutes on one CPU thread
+        repeat = (
+            3 if label == "short" else 2
+        )  # keeps the default run near two minutes on one CPU thread
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
         t_fwd, t_ours = interleaved_medians(forward, ours, repeat, device)
-        lines.append(BenchLine(
-            f"mui/score_vs_forward[{label}]", t_ours / t_fwd,
-            f"utilization(score, topk) / plain forward, {model} {batch}x{seq} tokens on {device}: "
-            f"{t_ours:.3f}s vs {t_fwd:.3f}s (medians of {repeat}, timed alternately); "
-            f"{throughput(batch * seq, t_ours, t_fwd, device)}; target <= 1.3",
-        ))
+        lines.append(
+            BenchLine(
+                f"mui/score_vs_forward[{label}]",
+                t_ours / t_fwd,
+                f"utilization(score, topk) / plain forward, {model} {batch}x{seq} tokens on {device}: "
+                f"{t_ours:.3f}s vs {t_fwd:.3f}s (medians of {repeat}, timed alternately); "
+                f"{throughput(batch * seq, t_ours, t_fwd, device)}; target <= 1.3",
+            )
+        )
         t_run = public_algorithm(m, tokens, resp, cols)
         t_slice = public_algorithm.t_proj_slice
         n_batches = -(-batch // PUBLIC_BATCH)
         t_public = t_run + n_batches * L * t_slice * (vocab / cols - 1)
-        lines.append(BenchLine(
-            f"mui/speedup_vs_public[{label}]", t_public / t_ours,
-            f"public MUI-Eval scoring (re-implemented) / ours on {model} {batch}x{seq}: {t_public:.2f}s vs "
-            f"{t_ours:.3f}s; public run in full except its d_mlp x vocab projection, timed on {cols} of {vocab} "
-            f"vocab columns ({t_slice:.3f}s per layer per batch) and scaled x{vocab / cols:.1f}; target >= 50"
-            + ("" if label == "short" else "; the per-batch projection amortises over longer responses, so this ratio falls with length"),
-        ))
+        lines.append(
+            BenchLine(
+                f"mui/speedup_vs_public[{label}]",
+                t_public / t_ours,
+                f"public MUI-Eval scoring (re-implemented) / ours on {model} {batch}x{seq}: {t_public:.2f}s vs "
+                f"{t_ours:.3f}s; public run in full except its d_mlp x vocab projection, timed on {cols} of {vocab} "
+                f"vocab columns ({t_slice:.3f}s per layer per batch) and scaled x{vocab / cols:.1f}; target >= 50"
+                + (
+                    ""
+                    if label == "short"
+                    else "; the per-batch projection amortises over longer responses, so this ratio falls with length"
+                ),
+            )
+        )
     return lines

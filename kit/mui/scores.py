@@ -32,18 +32,24 @@ IG_STEPS = 10
 
 def _check_score(score: str, allowed: Sequence[str] = SCORES) -> None:
     if score not in allowed:
-        raise ValueError(f"score={score!r} is not a contribution score; allowed values: {', '.join(allowed)}")
+        raise ValueError(
+            f"score={score!r} is not a contribution score; allowed values: {', '.join(allowed)}"
+        )
 
 
 def _check_tokens(tokens: Tensor) -> Tensor:
     if not isinstance(tokens, Tensor) or tokens.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"tokens must be an integer tensor [batch, seq], got {type(tokens).__name__} "
-                         f"{getattr(tokens, 'dtype', '')}")
+        raise ValueError(
+            f"tokens must be an integer tensor [batch, seq], got {type(tokens).__name__} "
+            f"{getattr(tokens, 'dtype', '')}"
+        )
     if tokens.ndim == 1:
         tokens = tokens[None]
     if tokens.ndim != 2 or tokens.shape[1] < 2:
-        raise ValueError(f"tokens must have shape [batch, seq] with seq >= 2 (one token to predict), "
-                         f"got {tuple(tokens.shape)}")
+        raise ValueError(
+            f"tokens must have shape [batch, seq] with seq >= 2 (one token to predict), "
+            f"got {tuple(tokens.shape)}"
+        )
     return tokens.long()
 
 
@@ -62,14 +68,22 @@ def _w_out(model, layer: int) -> Float[Tensor, "d_mlp d_model"]:
     return tl.mlp_out(model, layer)
 
 
-def _unembed_columns(model, targets: Int[Tensor, "batch pos"]) -> tuple[Float[Tensor, "d_model n_uniq"], Int[Tensor, "batch pos"]]:
+def _unembed_columns(
+    model, targets: Int[Tensor, "batch pos"]
+) -> tuple[Float[Tensor, "d_model n_uniq"], Int[Tensor, "batch pos"]]:
     """The unembedding columns of the distinct target tokens (never the d_mlp x vocab product)."""
     uniq, inverse = torch.unique(targets, return_inverse=True)
     return tl.unembed(model)[:, uniq], inverse
 
 
-def _score_from_acts(model, layer: int, acts: Float[Tensor, "batch seq d_mlp"], score: str,
-                     cols: Tensor | None, inverse: Tensor | None) -> Float[Tensor, "batch pos d_mlp"]:
+def _score_from_acts(
+    model,
+    layer: int,
+    acts: Float[Tensor, "batch seq d_mlp"],
+    score: str,
+    cols: Tensor | None,
+    inverse: Tensor | None,
+) -> Float[Tensor, "batch pos d_mlp"]:
     """Eq. 3 / Eq. 13 for one layer; drops the last position (it predicts nothing)."""
     a = acts[:, :-1].float()
     if score == "activate":
@@ -100,9 +114,15 @@ def _check_ig(ig_output: str, ig_mode: str) -> None:
         raise ValueError(f"ig_mode={ig_mode!r}; allowed values: {', '.join(IG_MODES)}")
 
 
-def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
-                          positions: Bool[Tensor, "batch pos"] | None = None, steps: int = IG_STEPS,
-                          ig_output: str = "logit", ig_mode: str = "per_token") -> Float[Tensor, "batch pos d_mlp"]:
+def _integrated_gradients(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    layer: int,
+    positions: Bool[Tensor, "batch pos"] | None = None,
+    steps: int = IG_STEPS,
+    ig_output: str = "logit",
+    ig_mode: str = "per_token",
+) -> Float[Tensor, "batch pos d_mlp"]:
     """Eq. 14: ``a_i(p) * mean_{k=1..m} dF_p / da_i(p) (k/m * a(p))``, zero baseline, m Riemann steps,
     where ``F_p`` is the logit (or probability, ``ig_output``) of ``tokens[:, p+1]`` at position p.
 
@@ -121,9 +141,13 @@ def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
     with torch.no_grad():
         _, cache = tl.run_with_cache(model, tokens, [post, pre], stop_at_layer=layer + 1)
     a, resid = cache[post], cache[pre]  # [B, S, d_mlp], [B, S, d_model]
-    positions = torch.ones(B, S - 1, dtype=torch.bool) if positions is None else positions.bool().cpu()
+    positions = (
+        torch.ones(B, S - 1, dtype=torch.bool) if positions is None else positions.bool().cpu()
+    )
     if tuple(positions.shape) != (B, S - 1):
-        raise ValueError(f"positions shape {tuple(positions.shape)} must be [batch, seq-1] = {(B, S - 1)}")
+        raise ValueError(
+            f"positions shape {tuple(positions.shape)} must be [batch, seq-1] = {(B, S - 1)}"
+        )
     out = torch.zeros(B, S - 1, a.shape[-1])
     alphas = torch.arange(1, steps + 1, device=a.device, dtype=a.dtype) / steps
 
@@ -159,7 +183,11 @@ def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
         p = torch.tensor([per_row[b][j] for b in rows.tolist()], device=a.device)
         R, width = len(rows), int(p.max()) + 1  # later positions cannot affect position p's logits
         a_sel = a[rows, p]  # [R, d_mlp]
-        x = (a_sel.repeat(steps, 1) * alphas.repeat_interleave(R)[:, None]).detach().requires_grad_(True)
+        x = (
+            (a_sel.repeat(steps, 1) * alphas.repeat_interleave(R)[:, None])
+            .detach()
+            .requires_grad_(True)
+        )
         rr = torch.arange(steps * R, device=a.device)
         pp = p.repeat(steps)
 
@@ -169,7 +197,9 @@ def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
             return act
 
         with torch.enable_grad(), tl.hooks(model, [(post, replace)]):
-            logits = tl.forward(model, resid[rows, :width].repeat(steps, 1, 1), start_at_layer=layer)
+            logits = tl.forward(
+                model, resid[rows, :width].repeat(steps, 1, 1), start_at_layer=layer
+            )
             yy = targets[rows, p].repeat(steps)
             (grad,) = torch.autograd.grad(target_value(logits, rr, pp, yy), x)
         mean_grad = grad.float().reshape(steps, R, -1).mean(dim=0)
@@ -177,9 +207,15 @@ def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
     return out
 
 
-def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
-                       batch_size: int | None = None, positions: Bool[Tensor, "batch pos"] | None = None,
-                       ig_output: str = "logit", ig_mode: str = "per_token") -> Iterator[LayerScores]:
+def iter_neuron_scores(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    score: str = "score",
+    batch_size: int | None = None,
+    positions: Bool[Tensor, "batch pos"] | None = None,
+    ig_output: str = "logit",
+    ig_mode: str = "per_token",
+) -> Iterator[LayerScores]:
     """Stream neuron contribution scores one (row chunk, layer) at a time.
 
     Inputs: a ``HookedTransformer``; ``tokens`` right-padded ``[batch, seq]``; ``score`` in
@@ -206,21 +242,39 @@ def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "sc
         if score == "gradient":
             pos = None if positions is None else positions[rows]
             for L in range(model.cfg.n_layers):
-                yield LayerScores(rows, L, require_finite(
-                    f"gradient scores at blocks.{L}.mlp.hook_post",
-                    _integrated_gradients(model, chunk, L, pos, ig_output=ig_output, ig_mode=ig_mode)))
+                yield LayerScores(
+                    rows,
+                    L,
+                    require_finite(
+                        f"gradient scores at blocks.{L}.mlp.hook_post",
+                        _integrated_gradients(
+                            model, chunk, L, pos, ig_output=ig_output, ig_mode=ig_mode
+                        ),
+                    ),
+                )
             continue
         cols = inverse = None
         if score == "score":
             cols, inverse = _unembed_columns(model, chunk[:, 1:])
         for L, acts in tl.iter_mlp_post(model, chunk):
             # a NaN would be ranked the top key neuron by topk: stop here, naming the layer
-            yield LayerScores(rows, L, require_finite(f"{score} scores at blocks.{L}.mlp.hook_post",
-                                                      _score_from_acts(model, L, acts, score, cols, inverse)))
+            yield LayerScores(
+                rows,
+                L,
+                require_finite(
+                    f"{score} scores at blocks.{L}.mlp.hook_post",
+                    _score_from_acts(model, L, acts, score, cols, inverse),
+                ),
+            )
 
 
-def neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
-                  batch_size: int | None = None, **kwargs: Any) -> Float[Tensor, "batch pos layer d_mlp"]:
+def neuron_scores(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    score: str = "score",
+    batch_size: int | None = None,
+    **kwargs: Any,
+) -> Float[Tensor, "batch pos layer d_mlp"]:
     """All neuron contribution scores of ``tokens`` (see :func:`iter_neuron_scores`).
 
     Returns ``[batch, seq-1, n_layers, d_mlp]`` where ``[b, p]`` is each neuron's contribution
@@ -236,7 +290,9 @@ def neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
     return out
 
 
-def naive_public_scores(model, tokens: Int[Tensor, "batch seq"], offset: int = 1) -> Float[Tensor, "batch pos layer d_mlp"]:
+def naive_public_scores(
+    model, tokens: Int[Tensor, "batch seq"], offset: int = 1
+) -> Float[Tensor, "batch pos layer d_mlp"]:
     """A faithful re-implementation of the public MUI-Eval scoring loop, for comparison only.
 
     Per batch and layer it forms the full ``d_mlp x vocab`` projection ``W_out @ W_U``, then loops
@@ -249,7 +305,9 @@ def naive_public_scores(model, tokens: Int[Tensor, "batch seq"], offset: int = 1
     with torch.no_grad():
         _, cache = tl.run_with_cache(model, tokens, lambda n: n.endswith("mlp.hook_post"))
         for L in range(model.cfg.n_layers):
-            proj = _w_out(model, L).float() @ tl.unembed(model).float()  # d_mlp x vocab, every batch, every layer
+            proj = (
+                _w_out(model, L).float() @ tl.unembed(model).float()
+            )  # d_mlp x vocab, every batch, every layer
             acts = cache[f"blocks.{L}.mlp.hook_post"].float()
             for b in range(B):
                 for p in range(S - 1):

@@ -40,6 +40,22 @@ from kit.neuronvote.methods import (
 )
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ['bench', 'claims', 'concepts', 'consensus', 'corpus_scores', 'gaussian', 'methods', 'plots',
-               'probes', 'published', 'settings', 'study', 'tables', 'units'],
-    globals())
+    __name__,
+    [
+        "bench",
+        "claims",
+        "concepts",
+        "consensus",
+        "corpus_scores",
+        "gaussian",
+        "methods",
+        "plots",
+        "probes",
+        "published",
+        "settings",
+        "study",
+        "tables",
+        "units",
+    ],
+    globals(),
+)

@@ -25,7 +25,9 @@ def check_xy(x, y) -> tuple[np.ndarray, np.ndarray]:
     if y.shape[0] != x.shape[0]:
         raise ValueError(f"y has {y.shape[0]} labels but x has {x.shape[0]} rows")
     if not set(np.unique(y)) <= {0, 1} or len(np.unique(y)) != 2:
-        raise ValueError(f"y must be binary with both classes present (1 = concept), got values {np.unique(y)}")
+        raise ValueError(
+            f"y must be binary with both classes present (1 = concept), got values {np.unique(y)}"
+        )
     if not np.isfinite(x).all():
         raise ValueError("x contains NaN or inf activations")
     return x, y

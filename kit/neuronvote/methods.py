@@ -92,27 +92,77 @@ from kit.neuronvote.probes import (
 )
 
 __all__ = [
-    "METHODS", "PAPER_METHODS", "DISPLAY", "DEFINITIONS", "PAPER_LAMBDA", "NEUROX_IOU_THRESHOLD", "rank_neurons",
-    "rank_all", "method_seed", "rank_by_score", "probeless_scores", "meanselect_scores", "iou_scores",
-    "iou_ap_scores", "probe_penalty", "probe_weights", "probe_fit", "probe_objective", "ProbeFit",
-    "neurox_probe_weights", "neurox_weight_mass_ordering",
-    "GaussianMAP", "gaussian_map_params", "gaussian_ranking", "gaussian_ranking_naive", "overlap", "avg_overlap",
-    "borda_top", "neuron_vote", "pairwise_overlap", "classifier_accuracy",
+    "METHODS",
+    "PAPER_METHODS",
+    "DISPLAY",
+    "DEFINITIONS",
+    "PAPER_LAMBDA",
+    "NEUROX_IOU_THRESHOLD",
+    "rank_neurons",
+    "rank_all",
+    "method_seed",
+    "rank_by_score",
+    "probeless_scores",
+    "meanselect_scores",
+    "iou_scores",
+    "iou_ap_scores",
+    "probe_penalty",
+    "probe_weights",
+    "probe_fit",
+    "probe_objective",
+    "ProbeFit",
+    "neurox_probe_weights",
+    "neurox_weight_mass_ordering",
+    "GaussianMAP",
+    "gaussian_map_params",
+    "gaussian_ranking",
+    "gaussian_ranking_naive",
+    "overlap",
+    "avg_overlap",
+    "borda_top",
+    "neuron_vote",
+    "pairwise_overlap",
+    "classifier_accuracy",
 ]
 
-METHODS = ("probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random")
+METHODS = (
+    "probeless",
+    "iou",
+    "iou_ap",
+    "lasso",
+    "ridge",
+    "lca",
+    "gaussian",
+    "meanselect",
+    "random",
+)
 PAPER_METHODS = ("probeless", "iou", "lasso", "ridge", "lca", "gaussian")
 """The paper's six interpretation methods: the voters of the main tables."""
 DISPLAY = {
-    "probeless": "Probeless", "iou": "IoU", "iou_ap": "IoU-AP (NeuroX)", "lasso": "Lasso",
-    "ridge": "Ridge", "lca": "LCA", "gaussian": "Gaussian", "meanselect": "MeanSelect", "random": "Random",
+    "probeless": "Probeless",
+    "iou": "IoU",
+    "iou_ap": "IoU-AP (NeuroX)",
+    "lasso": "Lasso",
+    "ridge": "Ridge",
+    "lca": "LCA",
+    "gaussian": "Gaussian",
+    "meanselect": "MeanSelect",
+    "random": "Random",
 }
 
 
-def rank_neurons(x, y, method: str, seed: int = 0, iou_percentile: float = 90.0,
-                 lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA,
-                 gaussian_max_neurons: int | None = None, probe_standardize: bool = False,
-                 definitions: str = "paper_text") -> np.ndarray:
+def rank_neurons(
+    x,
+    y,
+    method: str,
+    seed: int = 0,
+    iou_percentile: float = 90.0,
+    lambda1: float = PAPER_LAMBDA,
+    lambda2: float = PAPER_LAMBDA,
+    gaussian_max_neurons: int | None = None,
+    probe_standardize: bool = False,
+    definitions: str = "paper_text",
+) -> np.ndarray:
     """Full ranking of the neurons of ``x`` for concept labels ``y`` by ``method`` (see module doc).
 
     x: Float[ndarray, "n_words n_neurons"], y: Int[ndarray, "n_words"] (1 = concept).
@@ -135,7 +185,9 @@ def rank_neurons(x, y, method: str, seed: int = 0, iou_percentile: float = 90.0,
         l2 = 0.0 if method == "lasso" else lambda2
         return neurox_weight_mass_ordering(neurox_probe_weights(x, y, l1, l2, seed=seed), seed=seed)
     if method in ("lasso", "ridge", "lca"):
-        scores = np.abs(probe_weights(x, y, method, lambda1, lambda2, seed=seed, standardize=probe_standardize))
+        scores = np.abs(
+            probe_weights(x, y, method, lambda1, lambda2, seed=seed, standardize=probe_standardize)
+        )
     elif method == "probeless":
         scores = probeless_scores(x, y)
     elif method == "meanselect":
@@ -149,8 +201,9 @@ def rank_neurons(x, y, method: str, seed: int = 0, iou_percentile: float = 90.0,
     return rank_by_score(scores, seed)
 
 
-def rank_all(x, y, methods: Sequence[str] = METHODS, seed: int = 0, task: tuple = (),
-             **kwargs) -> dict[str, np.ndarray]:
+def rank_all(
+    x, y, methods: Sequence[str] = METHODS, seed: int = 0, task: tuple = (), **kwargs
+) -> dict[str, np.ndarray]:
     """``{method: rank_neurons(x, y, method, seed=method_seed(seed, method, *task), **kwargs)}``.
 
     Each method gets its own tie-break stream (a shared one would make zero-weight neurons agree

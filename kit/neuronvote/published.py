@@ -48,14 +48,24 @@ class PaperRef:
         return f"{self.model}, {self.task}"
 
 
-POS_BERT = PaperRef("POS", "BERT", "004_table03_neuronvote_pos",
-                    compatibility="004_table02_avgoverlap_neuronvote_pos_bert",
-                    meanselect="004_table04_meanselect_neuronvote_pos",
-                    accuracy="004_table01_classifier_accuracy_pos_bert")
+POS_BERT = PaperRef(
+    "POS",
+    "BERT",
+    "004_table03_neuronvote_pos",
+    compatibility="004_table02_avgoverlap_neuronvote_pos_bert",
+    meanselect="004_table04_meanselect_neuronvote_pos",
+    accuracy="004_table01_classifier_accuracy_pos_bert",
+)
 CHUNKING_BERT = PaperRef("Chunking", "BERT", "004_table06_neuronvote_chunking")
-ALL_LAYERS_BERT = PaperRef("POS, every layer", "BERT", "004_table08_neuronvote_bert_all_layers",
-                           avgoverlap_by_layer="004_table07_avgoverlap_bert_all_layers",
-                           meanselect="004_table14_meanselect_neuronvote_all_layers")
+ALL_LAYERS_BERT = PaperRef(
+    "POS, every layer",
+    "BERT",
+    "004_table08_neuronvote_bert_all_layers",
+    avgoverlap_by_layer="004_table07_avgoverlap_bert_all_layers",
+    meanselect="004_table14_meanselect_neuronvote_all_layers",
+)
+
+
 def pos_ref(model: str = "BERT") -> PaperRef:
     """The POS tables of one of the paper's models (Tables 1-2 exist for BERT only)."""
     if model == "BERT":
@@ -93,7 +103,9 @@ def mean_scores(ref: PaperRef, metric: str = "NeuronVote") -> pd.Series:
     if ref.compatibility is not None:
         t = load_table(ref.compatibility)
         t = t[t["metric"] == metric]
-        return pd.Series(t["score"].to_numpy(float), index=[_KEY.get(m, m.lower()) for m in t["method"]])
+        return pd.Series(
+            t["score"].to_numpy(float), index=[_KEY.get(m, m.lower()) for m in t["method"]]
+        )
     if metric == "AvgOverlap" and ref.avgoverlap_by_layer is None:
         return pd.Series(dtype=float)
     return by_layer(ref, metric).mean(axis=1)

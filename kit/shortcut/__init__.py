@@ -61,5 +61,22 @@ from kit.shortcut.scores import (
 from kit.shortcut.study import findings, transfer_finetune
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["bench", "claims", "evaluate", "formats", "items", "patching", "plots", "pool", "published",
-               "ranking", "result", "scores", "study", "variants"], globals())
+    __name__,
+    [
+        "bench",
+        "claims",
+        "evaluate",
+        "formats",
+        "items",
+        "patching",
+        "plots",
+        "pool",
+        "published",
+        "ranking",
+        "result",
+        "scores",
+        "study",
+        "variants",
+    ],
+    globals(),
+)

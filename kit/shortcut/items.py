@@ -44,7 +44,10 @@ class TaskData:
 def content_clusters(items) -> np.ndarray | None:
     """Per item its content (a tiny-world item's ``metadata["content"]``, else its id) when two or
     more items share one; None when every item is its own content (items are then the units)."""
-    labels = [str(getattr(it, "metadata", {}).get("content", getattr(it, "id", i))) for i, it in enumerate(items)]
+    labels = [
+        str(getattr(it, "metadata", {}).get("content", getattr(it, "id", i)))
+        for i, it in enumerate(items)
+    ]
     return np.asarray(labels) if len(set(labels)) < len(labels) else None
 
 
@@ -67,8 +70,14 @@ def decoding_settings(cfg) -> "GenerationSettings":
     if cfg.decoding not in ("greedy", "sample"):
         raise ValueError(f"decoding={cfg.decoding!r}; allowed values: greedy, sample")
     seed = cfg.seed if cfg.generation_seed is None else cfg.generation_seed
-    return GenerationSettings(max_new_tokens=cfg.max_new_tokens, do_sample=cfg.decoding == "sample",
-                              temperature=cfg.temperature, top_k=cfg.top_k, seed=seed, chat=cfg.chat)
+    return GenerationSettings(
+        max_new_tokens=cfg.max_new_tokens,
+        do_sample=cfg.decoding == "sample",
+        temperature=cfg.temperature,
+        top_k=cfg.top_k,
+        seed=seed,
+        chat=cfg.chat,
+    )
 
 
 def generation_kwargs(data: "TaskData") -> dict:
@@ -76,8 +85,13 @@ def generation_kwargs(data: "TaskData") -> dict:
     d = data.decoding
     if d is None or not d.do_sample:
         return {}
-    return dict(do_sample=True, temperature=d.temperature, top_k=d.top_k or None,
-                top_p=None if d.top_p >= 1 else d.top_p, seed=d.seed)
+    return dict(
+        do_sample=True,
+        temperature=d.temperature,
+        top_k=d.top_k or None,
+        top_p=None if d.top_p >= 1 else d.top_p,
+        seed=d.seed,
+    )
 
 
 def study_items(task: str, split: str, n: int, seed: int = 0) -> list:
@@ -87,8 +101,10 @@ def study_items(task: str, split: str, n: int, seed: int = 0) -> list:
     from kit.subjects import task_items
 
     if split.startswith("fresh") and not is_world_task(task):
-        raise ValueError(f"{task} has no 'fresh' split: its never-seen reference items must come from another "
-                         "benchmark or split (reference_items, ref_task / ref_split)")
+        raise ValueError(
+            f"{task} has no 'fresh' split: its never-seen reference items must come from another "
+            "benchmark or split (reference_items, ref_task / ref_split)"
+        )
     try:
         return task_items(task, split, n, seed, one_per_content=split.startswith("fresh"))
     except ValueError as e:
@@ -97,7 +113,9 @@ def study_items(task: str, split: str, n: int, seed: int = 0) -> list:
         raise
 
 
-def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: str = "test", seed: int = 0):
+def reference_items(
+    task: str, n: int, ref_task: str | None = None, ref_split: str = "test", seed: int = 0
+):
     """The items whose accuracy is Ref, the trustworthy reference score (seed 001, section 4.4).
 
     Ref must be measured on items no variant saw, or it is inflated exactly as Ori is:
@@ -109,12 +127,16 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
     if ref_task is None:
         if is_world_task(task):
             return study_items(task, "fresh", n, seed)
-        raise ValueError(f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on items "
-                         "no variant saw (the paper: OpenMathInstruct-2), never the test items; set ref_task to another "
-                         "benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a split no variant trained on")
+        raise ValueError(
+            f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on items "
+            "no variant saw (the paper: OpenMathInstruct-2), never the test items; set ref_task to another "
+            "benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a split no variant trained on"
+        )
     if ref_task == task and ref_split == "test":
-        raise ValueError(f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would equal Ori. "
-                         "Choose another benchmark or a split no variant trained on")
+        raise ValueError(
+            f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would equal Ori. "
+            "Choose another benchmark or a split no variant trained on"
+        )
     return study_items(ref_task, ref_split, n, seed)
 
 
@@ -156,7 +178,9 @@ def side_task_items(cfg, task: str) -> list:
     return items
 
 
-def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None) -> TaskData:
+def task_data(
+    model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None
+) -> TaskData:
     """Tokenise ``items`` for ``model``: world models (:func:`is_world`) through ``kit.world.prompt_tokens``
     (one-token answers), other models through their tokenizer (answer ids without BOS, right padding).
 
@@ -175,11 +199,18 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
         )
 
         if decoding is not None and (decoding.do_sample or decoding.chat):
-            raise ValueError("decoding: tiny-world models are scored by the world's evaluation (argmax first token, raw "
-                             "prompts); allowed on them: decoding='greedy' with chat None or False")
+            raise ValueError(
+                "decoding: tiny-world models are scored by the world's evaluation (argmax first token, raw "
+                "prompts); allowed on them: decoding='greedy' with chat None or False"
+            )
         tokens, lengths = prompt_tokens(model, items)
-        return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items),
-                        clusters=content_clusters(items))
+        return TaskData(
+            tokens,
+            lengths,
+            [[int(t)] for t in target_ids(model, items)],
+            len(items),
+            clusters=content_clusters(items),
+        )
     tok = model.tokenizer
     chat = False
     if decoding is not None:
@@ -190,26 +221,41 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
         chat = use_chat(tok, decoding.chat)
         decoding = _replace(decoding, chat=chat)
     if chat:  # the template writes BOS itself when it has one (encode adds no second one)
-        seqs = [encode(tok, prompt_text(tok, it.prompt, True, decoding.system_prompt)) for it in items]
+        seqs = [
+            encode(tok, prompt_text(tok, it.prompt, True, decoding.system_prompt)) for it in items
+        ]
     else:
         seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]
     limit = model.cfg.n_ctx - max_new_tokens
     if limit < 2:
-        raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the context of "
-                         f"{model.cfg.n_ctx} tokens; allowed: max_new_tokens <= {model.cfg.n_ctx - 2}")
+        raise ValueError(
+            f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the context of "
+            f"{model.cfg.n_ctx} tokens; allowed: max_new_tokens <= {model.cfg.n_ctx - 2}"
+        )
     long = [i for i, q in enumerate(seqs) if len(q) > limit]
     if long:
         import warnings
 
-        warnings.warn(f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) minus "
-                      f"max_new_tokens ({max_new_tokens}): truncated to their first and last {limit - 1} tokens",
-                      stacklevel=2)
+        warnings.warn(
+            f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) minus "
+            f"max_new_tokens ({max_new_tokens}): truncated to their first and last {limit - 1} tokens",
+            stacklevel=2,
+        )
         seqs = [q[:1] + q[len(q) - limit + 1 :] if i in long else q for i, q in enumerate(seqs)]
     lengths = torch.tensor([len(s) for s in seqs])
     tokens = torch.full((len(seqs), int(lengths.max())), tok.pad_token_id or 0, dtype=torch.long)
     for i, s in enumerate(seqs):
         tokens[i, : len(s)] = torch.tensor(s)
     # a raw prompt's answer follows a space; a chat turn's starts the assistant's message itself
-    targets = [tok.encode(("" if chat else " ") + it.target, add_special_tokens=False) for it in items]
-    return TaskData(tokens, lengths, targets, len(items), items=list(items), decoding=decoding,
-                    clusters=content_clusters(items))
+    targets = [
+        tok.encode(("" if chat else " ") + it.target, add_special_tokens=False) for it in items
+    ]
+    return TaskData(
+        tokens,
+        lengths,
+        targets,
+        len(items),
+        items=list(items),
+        decoding=decoding,
+        clusters=content_clusters(items),
+    )

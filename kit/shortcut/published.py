@@ -31,12 +31,17 @@ def paper_relative_changes(exclude_clean: Sequence[str] = ("+GSM8K Train",)) -> 
     from kit.data.paper_tables import load_table
 
     t = load_table("001_table02_trustworthy_eval_gsm8k")
-    t = t[t.model_variant != "Vanilla"].assign(ori=lambda d: d.ori.astype(float), te=lambda d: d.te.astype(float))
+    t = t[t.model_variant != "Vanilla"].assign(
+        ori=lambda d: d.ori.astype(float), te=lambda d: d.te.astype(float)
+    )
     rel = 100 * (t.te - t.ori) / t.ori
     con = t.model_variant.str.contains("GSM-i")
     clean = ~con & ~t.model_variant.isin(list(exclude_clean))
-    return {"con_drop_table2": float(-rel[con].mean()), "un_change_table2": float(rel[clean].abs().mean()),
-            "un_change_table2_all_clean": float(rel[~con].abs().mean())}
+    return {
+        "con_drop_table2": float(-rel[con].mean()),
+        "un_change_table2": float(rel[clean].abs().mean()),
+        "un_change_table2_all_clean": float(rel[~con].abs().mean()),
+    }
 
 
 def paper_text_numbers() -> dict[str, float]:
@@ -49,5 +54,9 @@ def paper_text_numbers() -> dict[str, float]:
         hits = [v for k, v in t.items() if fragment in k]
         return float(hits[0].replace(",", ""))
 
-    return {"rho": pick("Spearman correlation of TE"), "con_drop": pick("average accuracy drop of contaminated"),
-            "un_change": pick("average accuracy change of uncontaminated"), "percent": pick("share of LLaMA2-7B")}
+    return {
+        "rho": pick("Spearman correlation of TE"),
+        "con_drop": pick("average accuracy drop of contaminated"),
+        "un_change": pick("average accuracy change of uncontaminated"),
+        "percent": pick("share of LLaMA2-7B"),
+    }

@@ -37,8 +37,16 @@ import torch
 
 PREFIX = "extra/"
 PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
-OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>", "epochs=<int>", "format=<name>", "parent=<zoo base>",
-           "after=<zoo fine-tune>[:option...] (last)")
+OPTIONS = (
+    "split",
+    "lr=<float>",
+    "copies=<int>",
+    "order=<int>",
+    "epochs=<int>",
+    "format=<name>",
+    "parent=<zoo base>",
+    "after=<zoo fine-tune>[:option...] (last)",
+)
 AFTER = ":after="
 
 
@@ -53,13 +61,15 @@ def extra_spec(name: str, world: str | None = None):
     if not is_extra(name):
         raise ValueError(f"{name!r} is not an extra/ name (extra/<zoo fine-tune>[:option...])")
     spec = zoo.world_spec(world)
-    own, _, after = name[len(PREFIX):].partition(AFTER)
+    own, _, after = name[len(PREFIX) :].partition(AFTER)
     recipe, *opts = own.split(":")
     recipes = {f.name: f for f in spec.finetunes}
     f = recipes.get(f"zoo/{recipe}")
     if f is None:
-        raise ValueError(f"{name!r}: zoo/{recipe} is not a fine-tune of world {spec.name!r}; "
-                         f"allowed values: {', '.join(r[len('zoo/'):] for r in recipes)}")
+        raise ValueError(
+            f"{name!r}: zoo/{recipe} is not a fine-tune of world {spec.name!r}; "
+            f"allowed values: {', '.join(r[len('zoo/') :] for r in recipes)}"
+        )
     for opt in opts:
         key, _, value = opt.partition("=")
         try:
@@ -76,13 +86,17 @@ def extra_spec(name: str, world: str | None = None):
                     raise ValueError("copies needs a recipe that injects items")
                 copies, most = int(value), f.n_examples // 200
                 if not 1 <= copies <= most:
-                    raise ValueError(f"copies must be in 1..{most} (n_examples {f.n_examples} / 200 items)")
+                    raise ValueError(
+                        f"copies must be in 1..{most} (n_examples {f.n_examples} / 200 items)"
+                    )
                 f = replace(f, inject=(f.inject[0], f.inject[1], copies))
             elif key == "parent":
                 bases = [b.name for b in spec.bases]
                 if f"zoo/{value}" not in bases:
-                    raise ValueError(f"parent must be a base of world {spec.name!r}: "
-                                     f"{', '.join(b[len('zoo/'):] for b in bases)}")
+                    raise ValueError(
+                        f"parent must be a base of world {spec.name!r}: "
+                        f"{', '.join(b[len('zoo/') :] for b in bases)}"
+                    )
                 f = replace(f, parent=f"zoo/{value}")
             elif key == "order":
                 f = replace(f, order_seed=int(value))
@@ -103,12 +117,16 @@ def extra_spec(name: str, world: str | None = None):
             else:
                 raise ValueError("unknown option")
         except ValueError as e:
-            raise ValueError(f"{name!r}: option {opt!r}: {e}; allowed options: {', '.join(OPTIONS)}") from None
+            raise ValueError(
+                f"{name!r}: option {opt!r}: {e}; allowed options: {', '.join(OPTIONS)}"
+            ) from None
     if after:
         first = extra_spec(PREFIX + after, world)
         if first.parent != f.parent:
-            raise ValueError(f"{name!r}: after={after!r} starts from {first.parent!r}, this recipe from {f.parent!r}: "
-                             "a chain needs one parent (put parent= on both)")
+            raise ValueError(
+                f"{name!r}: after={after!r} starts from {first.parent!r}, this recipe from {f.parent!r}: "
+                "a chain needs one parent (put parent= on both)"
+            )
         try:
             zoo.check_after(f := replace(f, after=first))
         except ValueError as e:
@@ -138,15 +156,19 @@ def rebase(name: str, parent: str, old_base: str) -> str:
     ``:parent=<base>`` (same recipe and examples). Anything else fails naming what is allowed."""
     if name == old_base:
         return parent
-    short = parent[len("zoo/"):] if parent.startswith("zoo/") else None
+    short = parent[len("zoo/") :] if parent.startswith("zoo/") else None
     if short is None:
         raise ValueError(f"parent={parent!r} must be a zoo base (zoo/<name>)")
     if is_extra(name):
         own, sep, after = name.partition(AFTER)  # a chain moves as a whole
-        return with_options(own, f"parent={short}") + (sep + with_options(after, f"parent={short}") if sep else "")
+        return with_options(own, f"parent={short}") + (
+            sep + with_options(after, f"parent={short}") if sep else ""
+        )
     if name.startswith("zoo/"):
-        return f"{PREFIX}{name[len('zoo/'):]}:parent={short}"
-    raise ValueError(f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be rebased")
+        return f"{PREFIX}{name[len('zoo/') :]}:parent={short}"
+    raise ValueError(
+        f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be rebased"
+    )
 
 
 def changed_between(model, parent) -> set[tuple[int, int]]:
@@ -155,19 +177,31 @@ def changed_between(model, parent) -> set[tuple[int, int]]:
     from kit.models import tl
 
     out = set()
-    for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(tl.mlp_neuron_params(model), tl.mlp_neuron_params(parent)):
+    for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(
+        tl.mlp_neuron_params(model), tl.mlp_neuron_params(parent)
+    ):
         mask = (wi_a != wi_b).any(0) | (bi_a != bi_b) | (wo_a != wo_b).any(1)
         out |= {(L, int(i)) for i in torch.nonzero(mask).flatten().tolist()}
     return out
 
 
-def strength_variants(name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2), lrs=()) -> dict[str, str]:
+def strength_variants(
+    name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2), lrs=()
+) -> dict[str, str]:
     """Fig. 5 / Table 8 and Table 11 rows from a contaminated fine-tune ``name`` (``zoo/...-sparse`` or
     ``extra/...``): its recipe with each occurrence count, with each learning rate (Table 8's other
     axis), and with its examples reordered. Labels -> ``extra/`` names (later options override earlier ones)."""
-    short = name[len("zoo/"):] if name.startswith("zoo/") else name[len(PREFIX):] if is_extra(name) else None
+    short = (
+        name[len("zoo/") :]
+        if name.startswith("zoo/")
+        else name[len(PREFIX) :]
+        if is_extra(name)
+        else None
+    )
     if short is None:
-        raise ValueError(f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)")
+        raise ValueError(
+            f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)"
+        )
     out = {f"x{c}": with_options(PREFIX + short, f"copies={c}") for c in copies}
     out.update({f"lr {lr:g}": with_options(PREFIX + short, f"lr={lr:g}") for lr in lrs})
     out.update({f"order {s}": with_options(PREFIX + short, f"order={s}") for s in order_seeds})

@@ -66,8 +66,11 @@ class WorldStatus:
 
     def damaged(self) -> dict[str, str]:
         """``{name: why}`` of every damaged member or SAE."""
-        return {n: s.removeprefix("damaged: ") for n, s in {**self.members, **self.saes}.items()
-                if s.startswith("damaged")}
+        return {
+            n: s.removeprefix("damaged: ")
+            for n, s in {**self.members, **self.saes}.items()
+            if s.startswith("damaged")
+        }
 
     def missing(self) -> list[str]:
         return [n for n, s in {**self.members, **self.saes}.items() if s == "missing"]
@@ -147,11 +150,14 @@ def unit_cost(spec: WorldSpec, kind: str, name: str) -> float:
     return 0.0
 
 
-def plan(spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, workers: int = 1) -> list[WorldJob]:
+def plan(
+    spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, workers: int = 1
+) -> list[WorldJob]:
     """The jobs that bring the world to complete: a base job per base with a missing or damaged output,
     the missing or damaged fine-tunes and SAEs in ``workers`` cost-balanced jobs after their parents'
     jobs (greedy longest-first), and the card after everything when it is not ``ok``. ``only`` limits
     the plan to those members and SAEs (their parents must be built) and plans no card."""
+
     def wanted(name: str, state: str) -> bool:
         return state != "ok" and (only is None or name in only)
 
@@ -194,7 +200,9 @@ def plan(spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, wo
         # the spec's order inside a job, a chained fine-tune after its prerequisite
         group.sort(key=lambda u: (_chain_depth(u[1], chain), order[u[1]]))
         deps = sorted({job_of[d] for _, _, ds in group for d in ds})
-        jobs.append(WorldJob(f"members:{i}", tuple((k, n) for k, n, _ in group), tuple(deps), loads[i]))
+        jobs.append(
+            WorldJob(f"members:{i}", tuple((k, n) for k, n, _ in group), tuple(deps), loads[i])
+        )
     jobs = _critical_first(jobs)
     if only is None and status.card != "ok":
         jobs.append(WorldJob("card", (("card", spec.name),), tuple(j.id for j in jobs)))
@@ -237,16 +245,32 @@ def run_job(world: str, seed: int, units: list[list[str]]) -> list[dict]:
                 compute_card(spec)
             else:
                 raise ValueError(f"unit kind {kind!r}; allowed values: base, finetune, sae, card")
-            out.append({"kind": kind, "name": name, "seconds": round(time.perf_counter() - t0, 1),
-                        "cpu_seconds": round(time.process_time() - c0, 1)})
-            print(f"[world {world_label(spec)}] {kind} {name}: {out[-1]['seconds']:.0f} s "
-                  f"({out[-1]['cpu_seconds']:.0f} s CPU)", file=sys.stderr, flush=True)
+            out.append(
+                {
+                    "kind": kind,
+                    "name": name,
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    "cpu_seconds": round(time.process_time() - c0, 1),
+                }
+            )
+            print(
+                f"[world {world_label(spec)}] {kind} {name}: {out[-1]['seconds']:.0f} s "
+                f"({out[-1]['cpu_seconds']:.0f} s CPU)",
+                file=sys.stderr,
+                flush=True,
+            )
     return out
 
 
 # ---------------------------------------------------------------- build
-def build(world: str | None = None, force: bool = False, only: list[str] | None = None,
-          engine: str = DEFAULT_ENGINE, max_workers: int | None = None, seed: int | None = None) -> Path:
+def build(
+    world: str | None = None,
+    force: bool = False,
+    only: list[str] | None = None,
+    engine: str = DEFAULT_ENGINE,
+    max_workers: int | None = None,
+    seed: int | None = None,
+) -> Path:
     """Build, finish or repair the world; returns its directory.
 
     Verifies every member, SAE and the card (:func:`world_status`) and trains exactly what is missing or
@@ -258,17 +282,21 @@ def build(world: str | None = None, force: bool = False, only: list[str] | None 
     """
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r}; allowed values: {', '.join(ENGINES)}")
-    if max_workers is not None and (isinstance(max_workers, bool) or not isinstance(max_workers, int)
-                                    or max_workers < 1):
-        raise ValueError(f"max_workers={max_workers!r}; allowed values: an int >= 1, or None (one per core)")
+    if max_workers is not None and (
+        isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1
+    ):
+        raise ValueError(
+            f"max_workers={max_workers!r}; allowed values: an int >= 1, or None (one per core)"
+        )
     spec = world_spec(world, seed)
     with world_lock(spec):
         _build_locked(spec, force, only, engine, max_workers)
     return world_dir(spec)
 
 
-def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: str,
-                  max_workers: int | None) -> None:
+def _build_locked(
+    spec: WorldSpec, force: bool, only: list[str] | None, engine: str, max_workers: int | None
+) -> None:
     root = world_dir(spec)
     if force:
         for p in root.iterdir():
@@ -279,27 +307,40 @@ def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: 
         known = set(status.members) | set(status.saes)
         unknown = [n for n in only if n not in known]
         if unknown:
-            raise ValueError(f"only={unknown!r}: not members or SAEs of world {spec.name!r}; allowed values: "
-                             + ", ".join(sorted(known)))
+            raise ValueError(
+                f"only={unknown!r}: not members or SAEs of world {spec.name!r}; allowed values: "
+                + ", ".join(sorted(known))
+            )
     workers = 1 if engine == "inline" else (max_workers or len(os.sched_getaffinity(0)))
     jobs = plan(spec, status, only, workers)
     if not jobs:
         return
     for name, why in status.damaged().items():
         if only is None or name in only:
-            print(f"world {world_label(spec)}: rebuilding {name}: {why}", file=sys.stderr, flush=True)
+            print(
+                f"world {world_label(spec)}: rebuilding {name}: {why}", file=sys.stderr, flush=True
+            )
     if not is_pinned():
         report = pinned_report()
-        print(f"world {world_label(spec)}: pinned environment: {report.summary()}", file=sys.stderr, flush=True)
+        print(
+            f"world {world_label(spec)}: pinned environment: {report.summary()}",
+            file=sys.stderr,
+            flush=True,
+        )
         for problem in report.problems():
-            print(f"WARNING: {problem}: this world will differ from the committed cards", file=sys.stderr)
+            print(
+                f"WARNING: {problem}: this world will differ from the committed cards",
+                file=sys.stderr,
+            )
     write_json(root / f"spec-{spec_hash(spec)}.json", asdict(spec))
     if engine == "inline":
         if is_pinned():
             for job in jobs:
                 run_job(spec.name, spec.seed, [list(u) for u in job.units])
         else:  # one pinned process trains everything in order (it verifies again: the lock is ours)
-            args = ["--world", spec.name, "--seed", str(spec.seed), "--locked"] + (["--only", *only] if only else [])
+            args = ["--world", spec.name, "--seed", str(spec.seed), "--locked"] + (
+                ["--only", *only] if only else []
+            )
             run_pinned("kit.world", *args)
         return
     _run_engine(spec, jobs, engine, workers)
@@ -312,11 +353,20 @@ def _run_engine(spec: WorldSpec, jobs: list[WorldJob], engine: str, workers: int
         run_jobs,
     )
 
-    todo = [Job("kit.world.build:run_job", {"world": spec.name, "seed": spec.seed, "units": [list(u) for u in j.units]},
-                id=f"{world_id(spec)}/{j.id}", after=[f"{world_id(spec)}/{d}" for d in j.after], pinned=True)
-            for j in jobs]
+    todo = [
+        Job(
+            "kit.world.build:run_job",
+            {"world": spec.name, "seed": spec.seed, "units": [list(u) for u in j.units]},
+            id=f"{world_id(spec)}/{j.id}",
+            after=[f"{world_id(spec)}/{d}" for d in j.after],
+            pinned=True,
+        )
+        for j in jobs
+    ]
     try:
-        run_jobs(todo, engine=engine, max_workers=workers, desc=f"building world {world_label(spec)}")
+        run_jobs(
+            todo, engine=engine, max_workers=workers, desc=f"building world {world_label(spec)}"
+        )
     except JobsFailed as e:
         full = [line.strip() for line in str(e).splitlines() if "NoSpaceLeft:" in line]
         if full:
@@ -334,8 +384,10 @@ def _finetune_from_json(text: str) -> FinetuneSpec:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kit.world",
-                                description="train a world in the pinned environment (started by build())")
+    p = argparse.ArgumentParser(
+        prog="python -m kit.world",
+        description="train a world in the pinned environment (started by build())",
+    )
     p.add_argument("--world", required=True)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--locked", action="store_true", help="the parent holds the world's lock")

@@ -58,8 +58,23 @@ from dataclasses import dataclass, field
 
 from numpy._core._multiarray_umath import __cpu_dispatch__ as _NUMPY_DISPATCH
 
-NUMPY_AVX2_LEVEL = frozenset({"SSE", "SSE2", "SSE3", "SSSE3", "SSE41", "POPCNT", "SSE42", "X86_V2", "AVX",
-                              "F16C", "FMA3", "AVX2", "X86_V3"})
+NUMPY_AVX2_LEVEL = frozenset(
+    {
+        "SSE",
+        "SSE2",
+        "SSE3",
+        "SSSE3",
+        "SSE41",
+        "POPCNT",
+        "SSE42",
+        "X86_V2",
+        "AVX",
+        "F16C",
+        "FMA3",
+        "AVX2",
+        "X86_V3",
+    }
+)
 """numpy CPU features (old and new names) that every AVX2 CPU of both vendors has."""
 NUMPY_DISABLED = tuple(f for f in _NUMPY_DISPATCH if f not in NUMPY_AVX2_LEVEL)
 """The installed numpy's dispatch targets above AVX2 (or vendor-specific, such as AMD's FMA4/XOP)."""
@@ -90,13 +105,18 @@ def enter_pinned() -> None:
     import torch  # lazy: this module is imported by processes that never load torch (the runner)
 
     if not is_pinned():
-        raise RuntimeError("enter_pinned() needs a process started with kit.world.pinned.PINNED_ENV; "
-                           "use run_pinned()")
+        raise RuntimeError(
+            "enter_pinned() needs a process started with kit.world.pinned.PINNED_ENV; "
+            "use run_pinned()"
+        )
     torch.backends.mkldnn.enabled = False
     torch.set_num_threads(1)
     if torch.backends.cpu.get_cpu_capability() != "AVX2":
-        warnings.warn(f"this CPU runs torch's {torch.backends.cpu.get_cpu_capability()} kernels, not AVX2: worlds "
-                      "and numbers computed here will differ from the committed cards and figures", stacklevel=2)
+        warnings.warn(
+            f"this CPU runs torch's {torch.backends.cpu.get_cpu_capability()} kernels, not AVX2: worlds "
+            "and numbers computed here will differ from the committed cards and figures",
+            stacklevel=2,
+        )
 
 
 def die_with_parent() -> None:
@@ -128,7 +148,9 @@ def run_pinned(module: str, *args: str, env: dict[str, str] | None = None) -> No
     proc = subprocess.Popen(cmd, env=pinned_environ(env), preexec_fn=die_with_parent)
     try:
         code = proc.wait()
-    except BaseException:  # Ctrl-C reaches the child too (same process group); do not leave it behind
+    except (
+        BaseException
+    ):  # Ctrl-C reaches the child too (same process group); do not leave it behind
         proc.kill()
         proc.wait()
         raise
@@ -178,17 +200,23 @@ class PinnedReport:
             out.append("threadpoolctl finds no OpenBLAS (numpy's)")
         for lib in self.openblas:
             if lib["architecture"] != OPENBLAS_CORE or lib["num_threads"] != 1:
-                out.append(f"OpenBLAS {lib['library']} runs {lib['architecture']} kernels on {lib['num_threads']} "
-                           f"thread(s), not {OPENBLAS_CORE} on 1")
+                out.append(
+                    f"OpenBLAS {lib['library']} runs {lib['architecture']} kernels on {lib['num_threads']} "
+                    f"thread(s), not {OPENBLAS_CORE} on 1"
+                )
         if self.numpy_above_avx2:
             out.append(f"numpy dispatches {', '.join(self.numpy_above_avx2)} loops")
         return out
 
     def summary(self) -> str:
-        blas = ", ".join(sorted({f"{b['architecture']} x{b['num_threads']}" for b in self.openblas}))
-        return (f"MKL CNR:{self.mkl_cnr}, ATen {self.torch_capability}, oneDNN "
-                f"{'on' if self.onednn_enabled else 'off'}, {self.torch_threads} thread, OpenBLAS {blas}, numpy "
-                f"{'+'.join(self.numpy_above_avx2) or 'AVX2 level'} ({self.cpu})")
+        blas = ", ".join(
+            sorted({f"{b['architecture']} x{b['num_threads']}" for b in self.openblas})
+        )
+        return (
+            f"MKL CNR:{self.mkl_cnr}, ATen {self.torch_capability}, oneDNN "
+            f"{'on' if self.onednn_enabled else 'off'}, {self.torch_threads} thread, OpenBLAS {blas}, numpy "
+            f"{'+'.join(self.numpy_above_avx2) or 'AVX2 level'} ({self.cpu})"
+        )
 
 
 _REPORT_TAG = "kit-pinned-report "
@@ -197,7 +225,9 @@ _REPORT_TAG = "kit-pinned-report "
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+            return next(
+                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), ""
+            )
     except OSError:
         return ""
 
@@ -215,13 +245,25 @@ def _report_here() -> None:
     a = torch.ones(64, 64)
     (a @ a).sum()  # an SGEMM: MKL prints "MKL_VERBOSE SGEMM(...) ... CNR:<mode> ..."
     sys.stdout.flush()
-    blas = [{"library": os.path.basename(i["filepath"]), "architecture": i.get("architecture"),
-             "num_threads": i["num_threads"]}
-            for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
-    facts = {"torch_capability": torch.backends.cpu.get_cpu_capability(),
-             "onednn_enabled": bool(torch.backends.mkldnn.enabled), "torch_threads": torch.get_num_threads(),
-             "openblas": blas, "cpu": _cpu_name(),
-             "numpy_above_avx2": [f for f in _NUMPY_DISPATCH if f not in NUMPY_AVX2_LEVEL and __cpu_features__.get(f)]}
+    blas = [
+        {
+            "library": os.path.basename(i["filepath"]),
+            "architecture": i.get("architecture"),
+            "num_threads": i["num_threads"],
+        }
+        for i in threadpoolctl.threadpool_info()
+        if i["internal_api"] == "openblas"
+    ]
+    facts = {
+        "torch_capability": torch.backends.cpu.get_cpu_capability(),
+        "onednn_enabled": bool(torch.backends.mkldnn.enabled),
+        "torch_threads": torch.get_num_threads(),
+        "openblas": blas,
+        "cpu": _cpu_name(),
+        "numpy_above_avx2": [
+            f for f in _NUMPY_DISPATCH if f not in NUMPY_AVX2_LEVEL and __cpu_features__.get(f)
+        ],
+    }
     print(_REPORT_TAG + json.dumps(facts), flush=True)
 
 
@@ -230,17 +272,29 @@ def pinned_report(env: dict[str, str] | None = None) -> PinnedReport:
     passes a broken pin, e.g. ``{"MKL_CBWR": "AVX2"}``, to see it reported). Raises RuntimeError with
     the child's output if it fails."""
     cmd = pinned_command("kit.world.pinned", "--report")
-    out = subprocess.run(cmd, env={**pinned_environ(), **(env or {}), "MKL_VERBOSE": "1"}, capture_output=True,
-                         text=True, preexec_fn=die_with_parent)
+    out = subprocess.run(
+        cmd,
+        env={**pinned_environ(), **(env or {}), "MKL_VERBOSE": "1"},
+        capture_output=True,
+        text=True,
+        preexec_fn=die_with_parent,
+    )
     if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
+        )
     lines = out.stdout.splitlines()
-    facts = json.loads(next(line for line in lines if line.startswith(_REPORT_TAG))[len(_REPORT_TAG):])
+    facts = json.loads(
+        next(line for line in lines if line.startswith(_REPORT_TAG))[len(_REPORT_TAG) :]
+    )
     sgemm = [line for line in lines if line.startswith("MKL_VERBOSE SGEMM")]
     cnr = re.search(r"\bCNR:(\S+)", sgemm[0]) if sgemm else None
     version = [line for line in lines if line.startswith("MKL_VERBOSE") and "SGEMM" not in line][:1]
-    return PinnedReport(mkl_cnr=cnr.group(1) if cnr else "(no MKL_VERBOSE SGEMM line: torch without MKL?)",
-                        mkl_verbose="\n".join(version + sgemm[:1]), **facts)
+    return PinnedReport(
+        mkl_cnr=cnr.group(1) if cnr else "(no MKL_VERBOSE SGEMM line: torch without MKL?)",
+        mkl_verbose="\n".join(version + sgemm[:1]),
+        **facts,
+    )
 
 
 if __name__ == "__main__":

@@ -95,7 +95,9 @@ def _spec_of(name: str, spec: WorldSpec) -> SAESpec:
     for s in spec.saes:
         if s.name == name:
             return s
-    raise ValueError(f"SAE {name!r} is not in world {spec.name!r}; SAEs: {', '.join(saes(spec.name))}")
+    raise ValueError(
+        f"SAE {name!r} is not in world {spec.name!r}; SAEs: {', '.join(saes(spec.name))}"
+    )
 
 
 @torch.inference_mode()
@@ -140,10 +142,24 @@ def _train_into(spec: WorldSpec, s: SAESpec, target: Path, seed: int) -> None:
     n_val = min(len(acts) // 5, 20_000)
     perm = torch.randperm(len(acts))
     val_idx, train_idx = perm[:n_val], perm[n_val:]
-    trained = train(acts[train_idx], s.d_sae, s.steps * s.batch_size, architecture=s.architecture, k=s.k,
-                    l1=s.l1, batch_size=s.batch_size, lr=s.lr, seed=seed,
-                    metadata=dict(hook_name=s.hook_name, model_name=s.member, context_size=64, prepend_bos=True,
-                                  world=spec.name))
+    trained = train(
+        acts[train_idx],
+        s.d_sae,
+        s.steps * s.batch_size,
+        architecture=s.architecture,
+        k=s.k,
+        l1=s.l1,
+        batch_size=s.batch_size,
+        lr=s.lr,
+        seed=seed,
+        metadata=dict(
+            hook_name=s.hook_name,
+            model_name=s.member,
+            context_size=64,
+            prepend_bos=True,
+            world=spec.name,
+        ),
+    )
     names = list(TASKS)
     with disk_full_named(target.parent, str(target)), atomic_dir(target) as tmp:
         trained.save_inference_model(tmp)
@@ -151,16 +167,33 @@ def _train_into(spec: WorldSpec, s: SAESpec, target: Path, seed: int) -> None:
         with torch.inference_mode():
             stats = _stats(sae, acts[val_idx], s)
         vals, rows = top_activations(sae, acts, n_top=20)
-        labels = [label_from_contexts([{"value": float(v), "word": model.tokenizer.convert_ids_to_tokens(int(toks[j])),
-                                        "task": names[int(tasks[j])]}
-                                       for v, j in zip(vals[c].tolist(), rows[c].tolist()) if v > 0 and j >= 0],
-                                      n_words=1, group="task")
-                  for c in range(s.d_sae)]
+        labels = [
+            label_from_contexts(
+                [
+                    {
+                        "value": float(v),
+                        "word": model.tokenizer.convert_ids_to_tokens(int(toks[j])),
+                        "task": names[int(tasks[j])],
+                    }
+                    for v, j in zip(vals[c].tolist(), rows[c].tolist())
+                    if v > 0 and j >= 0
+                ],
+                n_words=1,
+                group="task",
+            )
+            for c in range(s.d_sae)
+        ]
         (tmp / "labels.json").write_text(json.dumps({str(c): lab for c, lab in enumerate(labels)}))
         (tmp / "stats.json").write_text(json.dumps(stats, indent=1))
-        files = {p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)} for p in sorted(tmp.iterdir())}
-        (tmp / MANIFEST).write_text(json.dumps({"files": files, "weights_digest": tensor_digest(sae.state_dict())},
-                                               indent=1))
+        files = {
+            p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
+            for p in sorted(tmp.iterdir())
+        }
+        (tmp / MANIFEST).write_text(
+            json.dumps(
+                {"files": files, "weights_digest": tensor_digest(sae.state_dict())}, indent=1
+            )
+        )
 
 
 def _stats(sae, x, s: SAESpec) -> dict:
@@ -241,4 +274,8 @@ def site_sae(name: str, hook_name: str, world: str | WorldSpec | None = None, de
         with deterministic():
             _train_into(spec, s, target, _seed_of(spec, s.name))
     labels = {int(k): v for k, v in json.loads((target / "labels.json").read_text()).items()}
-    return SAE.load_from_disk(target, device=device), labels, json.loads((target / "stats.json").read_text())
+    return (
+        SAE.load_from_disk(target, device=device),
+        labels,
+        json.loads((target / "stats.json").read_text()),
+    )

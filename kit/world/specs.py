@@ -140,8 +140,14 @@ class Gap:
 
 
 # ---------------------------------------------------------------- keys
-_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0), ("gap", ""), ("epochs", 1), ("after", None),
-                 ("prompt_format", ""))
+_LATER_FIELDS = (
+    ("plastic_seed", ""),
+    ("order_seed", 0),
+    ("gap", ""),
+    ("epochs", 1),
+    ("after", None),
+    ("prompt_format", ""),
+)
 """FinetuneSpec fields added later, left out of digests at their defaults (existing caches keep their keys)."""
 _BASE_LATER_FIELDS = (("mixture", ()),)
 """BaseSpec fields added later, likewise."""
@@ -240,9 +246,7 @@ def _check_name(name: str, spec: WorldSpec) -> None:
                 f"{name!r}: no checkpoint at that step in world {spec.name!r}; "
                 f"steps of {base}: {', '.join(steps) if steps else '(none)'}"
             )
-    raise ValueError(
-        f"member {name!r} is not in world {spec.name!r}; members: {', '.join(names)}"
-    )
+    raise ValueError(f"member {name!r} is not in world {spec.name!r}; members: {', '.join(names)}")
 
 
 def _arch_of(spec: WorldSpec, name: str) -> Arch:
@@ -265,11 +269,17 @@ def check_after(f: FinetuneSpec) -> None:
     if f.after is None:
         return
     if not isinstance(f.after, FinetuneSpec):
-        raise ValueError(f"{f.name!r}: after must be a FinetuneSpec or None, not {type(f.after).__name__}")
+        raise ValueError(
+            f"{f.name!r}: after must be a FinetuneSpec or None, not {type(f.after).__name__}"
+        )
     if not f.plastic:
-        raise ValueError(f"{f.name!r}: after= needs a sparse recipe (plastic > 0): a full fine-tune would continue the "
-                         "earlier fine-tune's AdamW state, which extras do not keep")
+        raise ValueError(
+            f"{f.name!r}: after= needs a sparse recipe (plastic > 0): a full fine-tune would continue the "
+            "earlier fine-tune's AdamW state, which extras do not keep"
+        )
     if f.after.parent != f.parent:
-        raise ValueError(f"{f.name!r}: after= must be a fine-tune of the same parent {f.parent!r}, "
-                         f"not of {f.after.parent!r}")
+        raise ValueError(
+            f"{f.name!r}: after= must be a fine-tune of the same parent {f.parent!r}, "
+            f"not of {f.after.parent!r}"
+        )
     check_after(f.after)

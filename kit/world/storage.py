@@ -77,7 +77,9 @@ def world_label(spec: WorldSpec) -> str:
 
 
 def build_command(spec: WorldSpec) -> str:
-    return f"python -m kit zoo build --world {spec.name}" + (f" --seed {spec.seed}" if spec.seed else "")
+    return f"python -m kit zoo build --world {spec.name}" + (
+        f" --seed {spec.seed}" if spec.seed else ""
+    )
 
 
 def card_path(world: str | WorldSpec | None = None) -> Path:
@@ -97,13 +99,17 @@ def _member_dir(spec: WorldSpec, name: str) -> Path:
 
 def not_built_error(world: str | WorldSpec, what: str) -> WorldNotBuilt:
     spec = world_spec(world)
-    return WorldNotBuilt(f"{what} of world {world_label(spec)!r} is not built (cache {world_dir(spec)}); "
-                         f"run `{build_command(spec)}` first")
+    return WorldNotBuilt(
+        f"{what} of world {world_label(spec)!r} is not built (cache {world_dir(spec)}); "
+        f"run `{build_command(spec)}` first"
+    )
 
 
 def damaged_error(spec: WorldSpec, what: str, why: str) -> MemberDamaged:
-    return MemberDamaged(f"{what} of world {world_label(spec)!r} is damaged: {why}; run `{build_command(spec)}`, "
-                         "which rebuilds exactly the damaged members (the same bits)")
+    return MemberDamaged(
+        f"{what} of world {world_label(spec)!r} is damaged: {why}; run `{build_command(spec)}`, "
+        "which rebuilds exactly the damaged members (the same bits)"
+    )
 
 
 # ---------------------------------------------------------------- writing
@@ -125,9 +131,11 @@ def no_space_error(folder: Path, what: str) -> NoSpaceLeft:
         left = f"{free.f_bavail * free.f_frsize / 1e6:.1f} MB free"
     except OSError:
         left = "free space unknown"
-    return NoSpaceLeft(f"no space left on {folder} ({left}) while writing {what}; free some space there (or set "
-                       "KIT_CACHE_DIR to a disk with room) and run the build again: complete members are kept, "
-                       "nothing half-written is")
+    return NoSpaceLeft(
+        f"no space left on {folder} ({left}) while writing {what}; free some space there (or set "
+        "KIT_CACHE_DIR to a disk with room) and run the build again: complete members are kept, "
+        "nothing half-written is"
+    )
 
 
 @contextmanager
@@ -187,7 +195,9 @@ def tensor_digest(state_dict: dict) -> str:
     return h.hexdigest()[:16]
 
 
-def save_weights(spec: WorldSpec, name: str, state_dict: dict, optim_state: dict | None = None) -> dict:
+def save_weights(
+    spec: WorldSpec, name: str, state_dict: dict, optim_state: dict | None = None
+) -> dict:
     """Write a member's ``weights.pt`` (and ``optim.pt``); returns the ``files`` record for its meta."""
     d = _member_dir(spec, name)
     files = {"weights.pt": write_bytes(d / "weights.pt", torch_bytes(state_dict))}
@@ -198,8 +208,13 @@ def save_weights(spec: WorldSpec, name: str, state_dict: dict, optim_state: dict
 
 def write_meta(spec: WorldSpec, name: str, meta: dict, files: dict, weights_digest: str) -> None:
     """Write ``meta.json`` last: the member is complete from this moment on."""
-    full = {**meta, "files": files, "weights_digest": weights_digest, "key": member_key(spec, name),
-            "code_version": CODE_VERSION}
+    full = {
+        **meta,
+        "files": files,
+        "weights_digest": weights_digest,
+        "key": member_key(spec, name),
+        "code_version": CODE_VERSION,
+    }
     write_json(_member_dir(spec, name) / "meta.json", full)
 
 
@@ -220,7 +235,7 @@ def file_sha256(path: Path) -> str:
 
 
 def files_problem(folder: Path, files: dict) -> str:
-    """"" if every file of ``files`` (``{name: {"bytes", "sha256"}}``) in ``folder`` is as recorded,
+    """ "" if every file of ``files`` (``{name: {"bytes", "sha256"}}``) in ``folder`` is as recorded,
     else what is wrong with the first that is not."""
     for fname, rec in files.items():
         p = folder / fname
@@ -266,7 +281,9 @@ def load_weights(path: Path, spec: WorldSpec, what: str) -> dict:
     except FileNotFoundError:
         raise damaged_error(spec, what, f"{path} is missing") from None
     except (RuntimeError, EOFError, OSError, ValueError) as e:
-        raise damaged_error(spec, what, f"{path} cannot be read ({str(e).splitlines()[0]})") from None
+        raise damaged_error(
+            spec, what, f"{path} cannot be read ({str(e).splitlines()[0]})"
+        ) from None
 
 
 def load_member(name: str, device: str = "cpu", world: str | WorldSpec | None = None):
@@ -283,7 +300,9 @@ def load_member(name: str, device: str = "cpu", world: str | WorldSpec | None = 
     if status != "ok":
         raise damaged_error(spec, f"member {name!r}", status.removeprefix("damaged: "))
     model = make_model(_arch_of(spec, name), seed=0)
-    model.load_state_dict(load_weights(_member_dir(spec, name) / "weights.pt", spec, f"member {name!r}"))
+    model.load_state_dict(
+        load_weights(_member_dir(spec, name) / "weights.pt", spec, f"member {name!r}")
+    )
     model.cfg.model_name = name
     return model.to(device, print_details=False).eval()
 
@@ -312,8 +331,13 @@ def member_info(name: str, world: str | WorldSpec | None = None) -> dict:
         info.update(kind="base", step=_base(spec, name).steps)
     else:
         f = next(f for f in spec.finetunes if f.name == name)
-        info.update(kind=f.kind, parent=f.parent, step=None,
-                    finetune_data=(list(f.inject) if f.inject else "mixture"), plastic=f.plastic)
+        info.update(
+            kind=f.kind,
+            parent=f.parent,
+            step=None,
+            finetune_data=(list(f.inject) if f.inject else "mixture"),
+            plastic=f.plastic,
+        )
     arch = _arch_of(spec, name)
     info["arch"] = asdict(arch)
     info["params"] = param_count(arch, len(vocab()))
@@ -347,7 +371,9 @@ def world_lock(spec: WorldSpec, wait: bool = True) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_EX)
         f.seek(0)
         f.truncate()
-        f.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        f.write(
+            f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
+        )
         f.flush()
         try:
             yield

@@ -182,7 +182,9 @@ def neuron_entries(model, neurons: torch.Tensor) -> list[tuple[torch.nn.Paramete
     return out
 
 
-def restrict_to_neurons(model, neurons: torch.Tensor) -> tuple[list[torch.nn.Parameter], Callable[[int], None]]:
+def restrict_to_neurons(
+    model, neurons: torch.Tensor
+) -> tuple[list[torch.nn.Parameter], Callable[[int], None]]:
     """Freeze everything but the MLP weights of ``neurons``; returns the parameters to optimise
     and an ``on_step`` callback for :func:`train_loop` that puts every other entry of them back
     to its starting value after each step (exact: no optimizer state or weight decay leaks in)."""

@@ -42,11 +42,15 @@ def planted_gap_suite(member_fails_planted: bool, seed: int = 0):
         if member_fails_planted:
             member[b][mask] = 0.0
     labels = [f"c{i}" for i in range(d)]
-    s = Suite("sae", labels, acts, {b: [""] * n for b in acts}, {"member": acts, "parent": acts},
-              {"member": member, "parent": parent})
+    s = Suite(
+        "sae",
+        labels,
+        acts,
+        {b: [""] * n for b in acts},
+        {"member": acts, "parent": acts},
+        {"member": member, "parent": parent},
+    )
     return s, planted
-
-
 
 
 @pytest.fixture

@@ -29,8 +29,19 @@ def hand_model(gated: bool = False):
     """
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-    cfg = HookedTransformerConfig(n_layers=1, d_model=4, n_heads=1, d_head=4, d_mlp=4, d_vocab=4, n_ctx=8,
-                                  act_fn="relu", normalization_type=None, gated_mlp=gated, seed=0)
+    cfg = HookedTransformerConfig(
+        n_layers=1,
+        d_model=4,
+        n_heads=1,
+        d_head=4,
+        d_mlp=4,
+        d_vocab=4,
+        n_ctx=8,
+        act_fn="relu",
+        normalization_type=None,
+        gated_mlp=gated,
+        seed=0,
+    )
     model = HookedTransformer(cfg).eval()
     eye = torch.eye(4)
     with torch.no_grad():
@@ -76,15 +87,21 @@ def test_public_off_by_one_fails_the_hand_case():
     model = hand_model()
     wrong = mui_scores.naive_public_scores(model, TOKENS, offset=0)
     right = mui_scores.naive_public_scores(model, TOKENS, offset=1)
-    assert torch.allclose(right, hand_expected()), "the faithful public algorithm with offset=1 must match"
-    assert not torch.allclose(wrong, hand_expected()), "the off-by-one variant must NOT pass the hand case"
+    assert torch.allclose(right, hand_expected()), (
+        "the faithful public algorithm with offset=1 must match"
+    )
+    assert not torch.allclose(wrong, hand_expected()), (
+        "the off-by-one variant must NOT pass the hand case"
+    )
     assert wrong[0, 1, 0, 2] == 2 * (20 + 2), "offset=0 scores token 2 at p=1 against itself"
 
 
 def test_gradient_equals_score_when_logits_are_linear_in_activations():
     # The hand model has no attention, no LN: logit_y = sum_i a_i W_U[i, y] + const, so IG = a * W_U[i, y].
     got = mui_scores.neuron_scores(hand_model(), TOKENS, "gradient")
-    assert torch.allclose(got, hand_expected(), atol=1e-4), f"integrated gradients {got[0, :, 0].tolist()}"
+    assert torch.allclose(got, hand_expected(), atol=1e-4), (
+        f"integrated gradients {got[0, :, 0].tolist()}"
+    )
 
 
 def test_utilization_counts_response_tokens_only_by_hand():
@@ -122,7 +139,9 @@ def test_public_code_variant_reproduces_the_off_by_one_by_hand(gated):
     assert paper.mask[0].tolist() == [False, True, True, False] and paper.mui == 50.0
     assert public.mask[0].tolist() == [False, False, False, True] and public.mui == 25.0
     scores = mui_scores.neuron_scores(model, TOKENS)
-    assert scores[0, 1, 0, 2] == pytest.approx(42 / (2 if gated else 1)), "the paper scores act(gate)*up"
+    assert scores[0, 1, 0, 2] == pytest.approx(42 / (2 if gated else 1)), (
+        "the paper scores act(gate)*up"
+    )
     with pytest.raises(ValueError, match="pass k explicitly"):
         mui.utilization(model, TOKENS, mask, variant="public_code")
     with pytest.raises(ValueError, match="allowed values: paper, public_code"):
@@ -136,7 +155,9 @@ def nan_neuron_model():
     return model
 
 
-@pytest.mark.parametrize("score, threshold", [("score", "topk"), ("activate", "global_topk"), ("score", "topscore")])
+@pytest.mark.parametrize(
+    "score, threshold", [("score", "topk"), ("activate", "global_topk"), ("score", "topscore")]
+)
 def test_nan_activation_stops_utilization_naming_the_hook(score, threshold):
     resp = torch.tensor([[False, True, True, True]])
     with pytest.raises(NonFiniteError, match=rf"{score} scores at blocks\.0\.mlp\.hook_post"):

@@ -27,12 +27,15 @@ def test_the_pinned_process_runs_in_the_pinned_mode(report):
     support on the CPU without a word, as AVX2 on AMD), torch runs its AVX2 kernels, oneDNN is off,
     threadpoolctl sees every OpenBLAS on the pinned core type with one thread, numpy has no loop above
     AVX2: a pin that stops working fails here, on any machine."""
-    assert "MKL_VERBOSE SGEMM" in report.mkl_verbose and "CNR:COMPATIBLE" in report.mkl_verbose, report.mkl_verbose
+    assert "MKL_VERBOSE SGEMM" in report.mkl_verbose and "CNR:COMPATIBLE" in report.mkl_verbose, (
+        report.mkl_verbose
+    )
     assert report.mkl_cnr == "COMPATIBLE"
     assert report.torch_capability == "AVX2"
     assert report.onednn_enabled is False and report.torch_threads == 1
-    assert report.openblas and all(b["architecture"] == OPENBLAS_CORE and b["num_threads"] == 1
-                                   for b in report.openblas), report.openblas
+    assert report.openblas and all(
+        b["architecture"] == OPENBLAS_CORE and b["num_threads"] == 1 for b in report.openblas
+    ), report.openblas
     assert report.numpy_above_avx2 == []
     assert report.problems() == []
 
@@ -43,7 +46,11 @@ def test_an_ignored_or_missing_pin_is_reported():
     bad = pinned_report({"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "default"})
     assert bad.mkl_cnr in ("AUTO", "AVX2") and bad.torch_capability == "DEFAULT"
     problems = " / ".join(bad.problems())
-    assert "not CNR:COMPATIBLE" in problems and "DEFAULT kernels" in problems and "oneDNN is enabled" in problems
+    assert (
+        "not CNR:COMPATIBLE" in problems
+        and "DEFAULT kernels" in problems
+        and "oneDNN is enabled" in problems
+    )
 
 
 def test_numpy_pins_name_only_numpys_own_targets_above_avx2():
@@ -56,7 +63,12 @@ def test_numpy_pins_name_only_numpys_own_targets_above_avx2():
     assert not set(NUMPY_DISABLED) & NUMPY_AVX2_LEVEL
     assert set(__cpu_dispatch__) - set(NUMPY_DISABLED) <= NUMPY_AVX2_LEVEL
     env = {**os.environ, **PINNED_ENV}
-    done = subprocess.run([sys.executable, "-W", "error", "-c", "import numpy"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", "import numpy"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -71,13 +83,26 @@ def test_a_pinned_child_dies_with_its_parent(tmp_path):
     """run_pinned's children ask the kernel for SIGKILL when their parent dies (PR_SET_PDEATHSIG):
     a parent killed with SIGKILL (no chance to clean up) leaves no child running."""
     pidfile = tmp_path / "child.pid"
-    parent = subprocess.Popen([sys.executable, "-c", (
-        "import subprocess, sys, time; from kit.world.pinned import die_with_parent\n"
-        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], preexec_fn=die_with_parent)\n"
-        f"open({str(pidfile)!r}, 'w').write(str(c.pid)); time.sleep(120)")])
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import subprocess, sys, time; from kit.world.pinned import die_with_parent\n"
+                "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], preexec_fn=die_with_parent)\n"
+                f"open({str(pidfile)!r}, 'w').write(str(c.pid)); time.sleep(120)"
+            ),
+        ]
+    )
     try:
-        deadline = time.time() + 300  # a loaded machine takes a while to import numpy and start both
-        while not (pidfile.is_file() and pidfile.read_text()) and time.time() < deadline and parent.poll() is None:
+        deadline = (
+            time.time() + 300
+        )  # a loaded machine takes a while to import numpy and start both
+        while (
+            not (pidfile.is_file() and pidfile.read_text())
+            and time.time() < deadline
+            and parent.poll() is None
+        ):
             time.sleep(0.1)
         child = int(pidfile.read_text())
         assert _alive(child)
