@@ -2,7 +2,8 @@
 
 The flat public API::
 
-    from kit import load_model, load_sae, load_benchmark, load_subject, start, save_figure, record_results
+    from kit import (load_model, load_sae, load_benchmark, load_subject, start, save_figure,
+                     record_results)
 
 and one package per paper, imported on first use:
 
@@ -14,8 +15,9 @@ and one package per paper, imported on first use:
 
 beside ``kit.core`` (params, notebook start/record, figures, runner, paths, bench harness),
 ``kit.models`` (loading; ``kit.models.tl`` is the one TransformerLens adapter), ``kit.subjects``
-(a model under evaluation: items, answers, scores, internals, for world and real models alike), ``kit.data``
-(items, benchmarks, scorers, published responses, paper tables) and ``kit.world`` (the tiny world).
+(a model under evaluation: items, answers, scores, internals, for world and real models alike),
+``kit.data`` (items, benchmarks, scorers, published responses, paper tables) and ``kit.world`` (the
+tiny world).
 """
 
 from __future__ import annotations
@@ -42,14 +44,16 @@ __version__ = "0.1.0"
 
 
 def load_benchmark(name: str, split: str = "test", **kwargs: Any) -> list[Item]:
-    """Items of a benchmark (real: ``gsm8k``, ``mmlu``, ``bbh/<task>``...; synthetic: ``tiny/<task>``)."""
+    """Items of a benchmark (real: ``gsm8k``, ``mmlu``, ``bbh/<task>``...; synthetic:
+    ``tiny/<task>``)."""
     from kit.data.benchmarks import load_benchmark as _load
 
     return _load(name, split=split, **kwargs)
 
 
 def load_subject(name: str, device: str = "cpu", world: str | None = None, **kwargs: Any):
-    """A model under evaluation (``kit.subjects.Subject``): items, answers with their scores, MUI."""
+    """A model under evaluation (``kit.subjects.Subject``): items, answers with their scores,
+    MUI."""
     from kit.subjects import load_subject as _load
 
     return _load(name, device=device, world=world, **kwargs)

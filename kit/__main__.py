@@ -1,4 +1,5 @@
-"""``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world), twins."""
+"""``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world),
+twins."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 One module per metric family, each metric a function returning an :class:`AuditResult`
 (value(s), pass condition, verdict, inputs; JSON-serialisable):
 
-- ``kit.audits.stability``: M09 core stability, EX25 reproducibility (also of ``kit.mui.metric``/``kit.cg.metrics``);
+- ``kit.audits.stability``: M09 core stability, EX25 reproducibility (also of
+  ``kit.mui.metric``/``kit.cg.metrics``);
 - ``kit.audits.sae_validity``: M07, M08, M10, M11, M12, M13, EX24, EX34;
 - ``kit.audits.psychophysics``: EX1 d-prime, EX2 DIF, EX11 Weber/JND;
 - ``kit.audits.safety``: M14 Safety SVE;
@@ -128,7 +129,8 @@ def findings(results: list[AuditResult], paper_note: bool = False) -> list[str]:
             else ""
         )
         lines.append(
-            f"{r.metric:5s} {r.name}: {_fmt(r.value)}{null} [{r.verdict()}: {r.pass_condition}] {shown}"
+            f"{r.metric:5s} {r.name}: {_fmt(r.value)}{null} [{r.verdict()}: {r.pass_condition}] "
+            f"{shown}"
             + (f"  NOTE: {r.notes}" if r.notes else "")
             + ("" if r.can_fail else f"  CANNOT FAIL: {r.by_construction}")
             + (f"  CAN FAIL? {fail_check(r)}" if r.can_fail and not r.diagnostic else "")

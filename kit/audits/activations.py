@@ -115,9 +115,9 @@ def sae_features(
 class FeatureBlocks:
     """An SAE's features of ``acts``, ``block(j0, j1)`` = features ``j0:j1`` for every token, on the
     SAE's device, without ever forming the ``n x d_sae`` matrix (a 131k-feature SAE on 30k tokens
-    would be 16 GB). Exact for sae_lens's standard (ReLU), JumpReLU and TopK SAEs (TopK: each token's
-    k-th largest pre-activation is found first, block by block); any other SAE is encoded in full
-    once and sliced (``blockwise`` False)."""
+    would be 16 GB). Exact for sae_lens's standard (ReLU), JumpReLU and TopK SAEs (TopK: each
+    token's k-th largest pre-activation is found first, block by block); any other SAE is encoded in
+    full once and sliced (``blockwise`` False)."""
 
     @torch.no_grad()
     def __init__(self, sae, acts: Float[Tensor, "n d_in"], chunk: int = 8192):

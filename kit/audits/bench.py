@@ -100,6 +100,7 @@ def run(
         BenchLine(
             "audits/mib_curve_naive_vs_ours",
             t_naive / t_ours,
-            f"naive {t_naive:.2f} s vs ours {t_ours:.2f} s over {len(thresholds)} thresholds; {shape}",
+            f"naive {t_naive:.2f} s vs ours {t_ours:.2f} s over {len(thresholds)} thresholds; "
+            f"{shape}",
         ),
     ]

@@ -92,19 +92,22 @@ class IOIBatch:
 
 
 def name_token(model, name: str) -> int:
-    """Single token of a name: `` Name`` for BPE vocabularies (GPT-2), ``name`` for word-level ones."""
+    """Single token of a name: `` Name`` for BPE vocabularies (GPT-2), ``name`` for word-level
+    ones."""
     unk = getattr(getattr(model, "tokenizer", None), "unk_token_id", None)
     for text in (" " + name, name):
         toks = model.to_tokens(text, prepend_bos=False)[0]
         if len(toks) == 1 and (unk is None or int(toks[0]) != unk):
             return int(toks[0])
     raise ValueError(
-        f"name {name!r} is not a single token of the model's vocabulary; IOI needs single-token names"
+        f"name {name!r} is not a single token of the model's vocabulary; IOI needs single-token "
+        "names"
     )
 
 
 def ioi_batch(model, items) -> IOIBatch:
-    """Batch from IOI ``Item``s whose metadata has ``io`` and ``s`` names (``kit.world`` task ``ioi``)."""
+    """Batch from IOI ``Item``s whose metadata has ``io`` and ``s`` names (``kit.world`` task
+    ``ioi``)."""
     missing = [it.id for it in items if "io" not in it.metadata or "s" not in it.metadata]
     if missing:
         raise ValueError(f"items {missing[:3]} lack metadata 'io'/'s': pass items of the IOI task")
@@ -251,7 +254,8 @@ _SCORES: dict[Path, Tensor] = {}
 
 def _scores_path(model, batch: IOIBatch, means: Tensor, layers: list[int]) -> Path | None:
     """Where :func:`head_scores` keeps its result: for a model loaded from a directory (a real or
-    hub model, by its files' content); None otherwise (world members are fast to patch: not cached)."""
+    hub model, by its files' content); None otherwise (world members are fast to patch: not
+    cached)."""
     from kit.models.identity import path_identity
 
     if not getattr(model, "kit_path", None):
@@ -484,7 +488,8 @@ def discover_circuit(
 
 def task_signal(full_ld, level: float = 0.95) -> dict[str, Any]:
     """Does the model do the task at all? Mean full-model logit difference IO - S over prompts, its
-    t interval, and the fraction of prompts it gets right (``does_task``: the interval is above 0)."""
+    t interval, and the fraction of prompts it gets right (``does_task``: the interval is above
+    0)."""
     from scipy import stats
 
     x = np.asarray(full_ld, float)
@@ -511,18 +516,19 @@ def circuit_scope(
     m, (lo, hi) = signal["mean_logit_diff"], signal["ci"]
     if not signal["does_task"]:
         return (
-            f"the model does not do the task (mean logit diff IO - S {m:.3g}, 95% CI [{lo:.3g}, {hi:.3g}] not above 0; "
-            f"IO preferred on {signal['frac_io_preferred']:.0%} of prompts): there is no circuit to find. Computed: "
-            f"each instrument end to end on the {n_heads} head(s) patching ranks highest. Not computable: whether a "
-            "circuit is faithful (MIB), detectable (EX1), name-fair (EX2) or Weber-like (EX11); these verdicts say "
-            "nothing about one"
+            f"the model does not do the task (mean logit diff IO - S {m:.3g}, 95% CI [{lo:.3g}, "
+            f"{hi:.3g}] not above 0; IO preferred on {signal['frac_io_preferred']:.0%} of "
+            "prompts): there is no circuit to find. Computed: each instrument end to end on the "
+            f"{n_heads} head(s) patching ranks highest. Not "
+            "computable: whether a circuit is faithful (MIB), detectable (EX1), name-fair (EX2) or "
+            "Weber-like (EX11); these verdicts say nothing about one"
         )
     if known:
         return ""
     return (
-        f"no known circuit for this model: the {n_heads} head(s) scoring >= {frac:g} of the best head's patching "
-        f"score (at most {max_heads}) stand in; the audits measure these heads, and whether they are the "
-        "model's circuit is not checked against a reference"
+        f"no known circuit for this model: the {n_heads} head(s) scoring >= {frac:g} of the best "
+        f"head's patching score (at most {max_heads}) stand in; the audits measure these heads, "
+        "and whether they are the model's circuit is not checked against a reference"
     )
 
 
@@ -531,16 +537,16 @@ def _mib_note(cpr: float, m_full: float, m_empty: float) -> str:
         return "m(N) = m(empty): ablating every head changes nothing, f undefined"
     if m_full < m_empty:
         return (
-            f"m(N)={m_full:.3g} < m(empty)={m_empty:.3g}: the heads lower the task metric on average, "
-            "so f's sign is flipped and CPR is not interpretable"
+            f"m(N)={m_full:.3g} < m(empty)={m_empty:.3g}: the heads lower the task metric on "
+            "average, so f's sign is flipped and CPR is not interpretable"
         )
     if (
         abs(m_full - m_empty) < 0.1 * max(abs(m_full), abs(m_empty), 1e-12)
         or abs(m_full - m_empty) < 0.05
     ):
         return (
-            f"m(N)={m_full:.3g} and m(empty)={m_empty:.3g} nearly coincide: the heads barely carry the task, "
-            "so the normalised f is dominated by noise"
+            f"m(N)={m_full:.3g} and m(empty)={m_empty:.3g} nearly coincide: the heads barely carry "
+            "the task, so the normalised f is dominated by noise"
         )
     return ""
 
@@ -561,7 +567,8 @@ def random_ranking_cprs(
     thresholds: Iterable[float],
     seeds: Iterable[int],
 ) -> dict[str, list[float]]:
-    """Linear and log CPR of the same edges ranked at random (a random circuit of each size), one per seed."""
+    """Linear and log CPR of the same edges ranked at random (a random circuit of each size), one
+    per seed."""
     out: dict[str, list[float]] = {"cpr": [], "cpr_log": []}
     thresholds = list(thresholds)
     for seed in seeds:
@@ -614,7 +621,8 @@ def mib_audit(
         n
         for n in (
             _mib_note(cpr, curve["m_full"][0], curve["m_empty"][0]),
-            f"saturated: from {sat_t:.3g} of the edges every head is in the circuit (f = 1 by construction)"
+            f"saturated: from {sat_t:.3g} of the edges every head is in the circuit (f = 1 by "
+            "construction)"
             if sat_t is not None and sat_t < thresholds[-1]
             else "",
             f"only {n_points} distinct points on the curve ({len(edges)} edges)"
@@ -640,14 +648,16 @@ def mib_audit(
             "n_heads_total": n_all,
             **curve,
         },
-        pass_condition=f"CPR > {min_cpr} (page: linear in t; f = (m(C)-m(empty))/(m(N)-m(empty)), edges ranked by score)",
+        pass_condition=f"CPR > {min_cpr} (page: linear in t; f = "
+        "(m(C)-m(empty))/(m(N)-m(empty)), edges ranked by score)",
         passed=bool(np.isfinite(cpr) and cpr > min_cpr),
         inputs=inputs or AuditInputs(n=len(batch)),
         notes="; ".join(notes),
     )
     if floor > min_cpr:
         res.decided(
-            f"every head is in from {sat_t:.3g} of the edges, so f = 1 there and CPR >= {floor:.2f} > {min_cpr} "
+            f"every head is in from {sat_t:.3g} of the edges, so f = 1 there and CPR >= "
+            f"{floor:.2f} > {min_cpr} "
             "for any circuit no worse than the empty one below it"
             + (
                 f"; MIB's log-scale CPR ({cpr_log:.2f}, floor {floor_log:.2f}) is not decided"

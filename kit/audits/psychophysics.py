@@ -103,15 +103,16 @@ def dprime_audit(
     )
     if bound <= min_dprime:
         r.decided(
-            f"with {len(full_ld)} + {len(ablated_ld)} prompts the clipped rates bound d' by {bound:.2f} <= "
-            f"{min_dprime}: the audit fails whatever the circuit"
+            f"with {len(full_ld)} + {len(ablated_ld)} prompts the clipped rates bound d' by "
+            f"{bound:.2f} <= {min_dprime}: the audit fails whatever the circuit"
         )
     return r
 
 
 # ------------------------------------------------------------------ EX2: DIF
 def cohens_d(a: np.ndarray, b: np.ndarray) -> float:
-    """``(mean a - mean b) / s_pooled`` with ``s_pooled^2 = ((n_a-1) s_a^2 + (n_b-1) s_b^2) / (n_a+n_b-2)``."""
+    """``(mean a - mean b) / s_pooled`` with ``s_pooled^2 = ((n_a-1) s_a^2 + (n_b-1) s_b^2) /
+    (n_a+n_b-2)``."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if len(a) < 2 or len(b) < 2:
         raise ValueError(f"Cohen's d needs >= 2 values per group, got {len(a)} and {len(b)}")
@@ -244,7 +245,8 @@ def weber_audit(
     rel_threshold: float = 0.05,
     inputs: AuditInputs | None = None,
 ) -> AuditResult:
-    """EX11 from ``weber_curves``. Pass: every circuit head has a detectable JND at full baseline."""
+    """EX11 from ``weber_curves``. Pass: every circuit head has a detectable JND at full
+    baseline."""
     scales = list(scales)
     if 1.0 not in scales:
         raise ValueError(f"scales must include 1.0 (the baseline itself), got {scales}")
@@ -277,7 +279,8 @@ def weber_audit(
             "scales": scales,
             "curves": curves,
         },
-        pass_condition=f"every circuit head has a JND (|change| > {rel_threshold:.0%} of baseline, either direction)",
+        pass_condition=f"every circuit head has a JND (|change| > {rel_threshold:.0%} of "
+        "baseline, either direction)",
         passed=all_ok,
         inputs=inputs or AuditInputs(),
         notes="" if detectable else "empty circuit: no heads to test",
@@ -340,8 +343,8 @@ def attach_random_circuit_nulls(
     ex11.with_null(frac, f"{how}, {len(frac)} draws", passed=all(passes))
     if all(passes):
         ex11.decided(
-            f"all {n} random {len(circuit)}-head circuits pass too: at scales down to {min(scales)} and a "
-            f"{rel_threshold:.0%} threshold every head tried has a JND"
+            f"all {n} random {len(circuit)}-head circuits pass too: at scales down to "
+            f"{min(scales)} and a {rel_threshold:.0%} threshold every head tried has a JND"
         )
 
 

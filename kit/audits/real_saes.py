@@ -228,5 +228,6 @@ def load_real_sae(name: str, model, device: str = "cpu"):
 
 
 def real_sae_meta(name: str, model) -> dict:
-    """What :func:`build_real_sae` recorded (training tokens, explained variance, L0, dead fraction)."""
+    """What :func:`build_real_sae` recorded (training tokens, explained variance, L0, dead
+    fraction)."""
     return json.loads((build_real_sae(name, model) / "meta.json").read_text())

@@ -76,7 +76,8 @@ def architecture_duality(
     enc_a, enc_b = sae_a.W_enc.detach().T.float().cpu(), sae_b.W_enc.detach().T.float().cpu()
     if enc_a.shape[1] != enc_b.shape[1]:
         raise ValueError(
-            f"SAEs read different widths d_in={enc_a.shape[1]} vs {enc_b.shape[1]}: not the same hook"
+            f"SAEs read different widths d_in={enc_a.shape[1]} vs {enc_b.shape[1]}: not the same "
+            "hook"
         )
     fa, fb = sae_features(sae_a, acts) > threshold, sae_features(sae_b, acts) > threshold
     _, m_ab = max_cosine(enc_a, enc_b)
@@ -103,8 +104,8 @@ def architecture_duality(
     )
     if enc_a.shape == enc_b.shape and torch.equal(enc_a, enc_b):
         r.decided(
-            "the two SAEs have the same encoder: agreement is 1 whatever they learned (one SAE compared "
-            "with itself, not two architectures)"
+            "the two SAEs have the same encoder: agreement is 1 whatever they learned (one SAE "
+            "compared with itself, not two architectures)"
         )
     return r
 
@@ -113,7 +114,8 @@ def architecture_duality(
 def activation_top_tokens(
     feats: Float[Tensor, "n f"], target_ids: Int[Tensor, " n"], d_vocab: int, top_k: int
 ) -> list[list[int]]:
-    """Per feature, the ``top_k`` token ids with the highest max activation (only tokens it fires on)."""
+    """Per feature, the ``top_k`` token ids with the highest max activation (only tokens it fires
+    on)."""
     keep = target_ids >= 0
     f, t = feats[keep], target_ids[keep]
     best = torch.zeros(d_vocab, f.shape[1]).scatter_reduce(
@@ -283,10 +285,11 @@ def top_correlations(
     """Pearson correlation of every small feature with every large one, top ``top_k`` per small
     feature (constant features correlate 0), returned on CPU.
 
-    ``fl``: the large features (``n x dl`` tensor) or a :class:`kit.audits.activations.FeatureBlocks`
-    that encodes them a block at a time. Runs on ``fl``'s device, ``chunk`` large features at a time
-    with a running top-k, so memory is ``n x chunk`` plus the small features (with
-    ``FeatureBlocks``, the ``n x dl`` large features never exist at once)."""
+    ``fl``: the large features (``n x dl`` tensor) or a
+    :class:`kit.audits.activations.FeatureBlocks` that encodes them a block at a time. Runs on
+    ``fl``'s device, ``chunk`` large features at a time with a running top-k, so memory is ``n x
+    chunk`` plus the small features (with ``FeatureBlocks``, the ``n x dl`` large features never
+    exist at once)."""
     block = fl.block if hasattr(fl, "block") else (lambda j0, j1: fl[:, j0:j1])
     d_l = fl.d_sae if hasattr(fl, "block") else fl.shape[1]
     device = fl.device
@@ -322,7 +325,8 @@ def cross_scale_consistency(
     features, divided by ``absorption="all"`` large features (the page: "fraction of large
     features that are the top match for multiple small features") or by ``"matched"`` ones (those
     that are some small feature's best match: the rate among features that take part at all).
-    ``chunk``: large features correlated per block (:func:`top_correlations`; no effect on the result).
+    ``chunk``: large features correlated per block (:func:`top_correlations`; no effect on the
+    result).
     """
     if absorption not in ("all", "matched"):
         raise ValueError(f"absorption={absorption!r}; allowed values: all, matched")
@@ -376,10 +380,12 @@ def matryoshka(
 ) -> AuditResult:
     """M11 on two SAEs of different widths at one hook, on the large SAE's device (features of
     both SAEs stay there; correlations ``chunk`` large features at a time, so a 131k-feature SAE
-    needs its n x 131k features plus n x ``chunk``, not several n x 131k copies). Pass: consistency > 0.7."""
+    needs its n x 131k features plus n x ``chunk``, not several n x 131k copies). Pass: consistency
+    > 0.7."""
     if sae_small.cfg.d_sae > sae_large.cfg.d_sae:
         raise ValueError(
-            f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: swap them"
+            f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: "
+            "swap them"
         )
     large = FeatureBlocks(sae_large, acts, chunk)
     v = cross_scale_consistency(
@@ -443,7 +449,8 @@ def adaptive_sparsity(
     (the page's run uses ``--mismatch-threshold 2.0``).
 
     Decided by construction when every token has the same k (a TopK SAE): the fit is exact and
-    nothing is flagged, so the audit passes exactly the SAEs whose non-adaptivity it is meant to find."""
+    nothing is flagged, so the audit passes exactly the SAEs whose non-adaptivity it is meant to
+    find."""
     k = (sae_features(sae, acts) > 0).sum(1).float()
     v = sparsity_mismatch(k, acts.float().norm(dim=1), threshold)
     r = AuditResult(
@@ -451,14 +458,15 @@ def adaptive_sparsity(
         name="Adaptive sparsity",
         value=v["k_mismatch_rate"],
         values=v,
-        pass_condition=f"k_mismatch_rate < {max_mismatch} (|k - k_fit| / k_fit > {threshold} flags)",
+        pass_condition=f"k_mismatch_rate < {max_mismatch} (|k - k_fit| / k_fit > {threshold} "
+        "flags)",
         passed=bool(v["k_mismatch_rate"] < max_mismatch),
         inputs=inputs or AuditInputs(n=acts.shape[0]),
     )
     if float(k.std()) == 0:
         r.decided(
-            f"every token has k = {int(k[0]) if len(k) else 0} active features: the linear fit is exact, "
-            "mismatch 0, pass by construction"
+            f"every token has k = {int(k[0]) if len(k) else 0} active features: the linear fit is "
+            "exact, mismatch 0, pass by construction"
         )
     return r
 
@@ -746,7 +754,8 @@ def nla_sae_convergence(
             "per_feature_cosine": cosines,
             "per_feature_overlap": overlaps,
         },
-        pass_condition=f"mean_token_overlap > {min_overlap} and mean_direction_cosine > {min_cosine}",
+        pass_condition=f"mean_token_overlap > {min_overlap} and mean_direction_cosine > "
+        f"{min_cosine}",
         passed=bool(mo > min_overlap and mc > min_cosine),
         inputs=inputs or AuditInputs(n=acts.shape[0]),
     )

@@ -1,15 +1,16 @@
 """Prompt sources of notebook 06: world tasks, the shipped benchmarks (offline) or Hugging Face
 datasets (network).
 
-A source is a world task name (``facts``), a shipped benchmark's name (its test prompts from the data
-directory, :func:`kit.data.benchmarks.load_benchmark`'s names: ``asdiv``, ``bbh/navigate``; the
+A source is a world task name (``facts``), a shipped benchmark's name (its test prompts from the
+data directory, :func:`kit.data.benchmarks.load_benchmark`'s names: ``asdiv``, ``bbh/navigate``; the
 ``real`` profile's real text, offline; the names every config's task fields accept) or
 ``hf:<dataset>[@<config>]:<split>:<column>``
 (``hf:walledai/AdvBench:train:prompt``). ``<dataset>`` is a hub id (network) or a local directory of
 data files (``./...``, ``../...`` or ``/...``; relative to the repository root), which
 ``datasets.load_dataset`` reads the same way offline: the ``dryrun`` profile's small fixtures
 (``tests/fixtures/hf/``) and a user's own prompt sets. Datasets come through
-:func:`kit.models.hub.hf_dataset`, the one network boundary; tests mock it with small local fixtures.
+:func:`kit.models.hub.hf_dataset`, the one network boundary; tests mock it with small local
+fixtures.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def is_local(src: Source) -> bool:
 
 
 def dataset_path(src: Source, field: str = "source") -> str:
-    """The hub id, or the local directory resolved against the repository root (which must exist)."""
+    """The hub id, or the local directory resolved against the repository root (which must
+    exist)."""
     if not is_local(src):
         return src.name
     from pathlib import Path
@@ -107,7 +109,8 @@ def source_prompts(
     ds = hf_dataset(dataset_path(src, field), src.config, split=src.split)
     if src.column not in ds.column_names:
         raise ValueError(
-            f"{field}: {spec!r} has no column {src.column!r}; allowed values: {', '.join(ds.column_names)}"
+            f"{field}: {spec!r} has no column {src.column!r}; allowed values: "
+            f"{', '.join(ds.column_names)}"
         )
     out = []
     for text in ds[src.column]:

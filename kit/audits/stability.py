@@ -68,7 +68,8 @@ def sparsity_and_fit(sae, acts: Float[Tensor, "n d_in"]) -> tuple[float, float]:
 
 
 def feature_importance(sae, acts: Float[Tensor, "n d_in"]) -> Float[Tensor, " d_sae"]:
-    """Mean over tokens of ``|f_j * dL/df_j|`` with L the reconstruction MSE (gradient x activation)."""
+    """Mean over tokens of ``|f_j * dL/df_j|`` with L the reconstruction MSE (gradient x
+    activation)."""
     f = sae.encode(acts).detach().requires_grad_(True)
     loss = ((sae.decode(f) - acts) ** 2).sum(-1).mean()
     (g,) = torch.autograd.grad(loss, f)
@@ -76,7 +77,8 @@ def feature_importance(sae, acts: Float[Tensor, "n d_in"]) -> Float[Tensor, " d_
 
 
 def core_set(importance: Float[Tensor, " d_sae"], core_frac: float) -> set[int]:
-    """Indices of the top ``max(1, round(core_frac * d_sae))`` features by importance (alive only)."""
+    """Indices of the top ``max(1, round(core_frac * d_sae))`` features by importance (alive
+    only)."""
     k = max(1, round(core_frac * importance.shape[0]))
     top = importance.topk(k).indices
     return {int(i) for i in top if importance[i] > 0}
@@ -250,11 +252,11 @@ def reproducibility(
     ``max_deviation``: largest |summary - mean of summaries| / |mean of summaries|;
     ``deviation_rate``: fraction of run pairs whose summaries differ by more than
     ``max_deviation`` x |mean|; ``coherence_score``: mean pairwise Spearman of the per-id values
-    on the ids all runs share (:func:`coherence`). Pass: rate < 0.05, max dev < 0.08, coherence > 0.9.
-    ``values['per_id']`` keeps the runs x ids matrix, so the claim can bootstrap coherence over ids
-    against the page's threshold (:func:`coherence_interval`). Null (of ``coherence_score``, shown
-    beside it): each run's values shuffled across ids, ``n_null`` permutations; any pipeline whose
-    values depend on the id beats it, so it is context, not the test.
+    on the ids all runs share (:func:`coherence`). Pass: rate < 0.05, max dev < 0.08, coherence >
+    0.9. ``values['per_id']`` keeps the runs x ids matrix, so the claim can bootstrap coherence over
+    ids against the page's threshold (:func:`coherence_interval`). Null (of ``coherence_score``,
+    shown beside it): each run's values shuffled across ids, ``n_null`` permutations; any pipeline
+    whose values depend on the id beats it, so it is context, not the test.
     """
     ids, mat = align_runs(runs)
     summaries = np.array([np.mean(list(r.values())) for r in runs], float)
@@ -282,7 +284,8 @@ def reproducibility(
             "min_coherence": min_coherence,
             "per_id": mat,
         },
-        pass_condition=f"deviation_rate < {max_dev_rate}, max_deviation < {max_deviation}, coherence > {min_coherence}",
+        pass_condition=f"deviation_rate < {max_dev_rate}, max_deviation < {max_deviation}, "
+        f"coherence > {min_coherence}",
         passed=passed,
         inputs=inputs or AuditInputs(),
         notes="" if len(ids) >= 3 else "fewer than 3 shared ids: coherence undefined",
@@ -324,9 +327,9 @@ def run_seeds(fn: Callable[[int], Mapping[str, float]], seeds: list[int]) -> lis
 def mui_runs(
     model, items_by_task: Mapping[str, list], seeds: list[int], frac: float = 0.8, **mui_kwargs
 ) -> list[dict[str, float]] | str:
-    """Our MUI pipeline (``kit.mui.metric.utilization_for_items``, reference answers as responses) per
-    task on seeded subsamples: run ``s`` maps task -> MUI. Returns a reason string if ``kit.mui.metric``
-    is unavailable."""
+    """Our MUI pipeline (``kit.mui.metric.utilization_for_items``, reference answers as responses)
+    per task on seeded subsamples: run ``s`` maps task -> MUI. Returns a reason string if
+    ``kit.mui.metric`` is unavailable."""
     try:
         from kit.mui import metric as mui
     except ImportError as e:

@@ -46,7 +46,8 @@ def choose_saes(
         pairs = [(a, b) for a in parsed for b in parsed if a[2] == b[2] and a[1] < b[1]]
         if not pairs and not (arch_a and arch_b):
             raise ValueError(
-                f"no two SAEs of different architectures at one width for {model} among {available}; "
+                f"no two SAEs of different architectures at one width for {model} among "
+                f"{available}; "
                 "set sae_arch_a and sae_arch_b"
             )
         a, b = sorted(pairs, key=lambda p: p[0][2])[0]
@@ -78,7 +79,8 @@ def task_prompts(tasks: list[str], n: int, max_chars: int = 400) -> tuple[list[s
 
 
 def load_circuit_model(cfg, model):
-    """The circuit family's model and its name: ``cfg.circuit_model`` loaded, or ``model`` itself."""
+    """The circuit family's model and its name: ``cfg.circuit_model`` loaded, or ``model``
+    itself."""
     if cfg.circuit_model in (None, cfg.model):
         return model, cfg.model
     import kit
@@ -240,7 +242,8 @@ def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict
 
 
 def _sae_metrics(saes: dict[str, Any], ctx: SAEContext, model, cfg) -> dict[str, list[AuditResult]]:
-    """M07, M08, M10, M11, M12 (both SAEs), EX34 on ``saes`` (the same calls as :func:`run_sae_audits`)."""
+    """M07, M08, M10, M11, M12 (both SAEs), EX34 on ``saes`` (the same calls as
+    :func:`run_sae_audits`)."""
     acts, seed = ctx.acts, cfg.seed
     W_U = tl.unembed(model).detach()
     target = ctx.ta.next_ids if cfg.weightlens_side == "next" else ctx.ta.token_ids
@@ -334,7 +337,8 @@ def ex24(ctx: SAEContext, cfg) -> AuditResult:
     keep = np.flatnonzero((labels == a) | (labels == b))
     if len(keep) < 10:
         raise ValueError(
-            f"probe_tasks {cfg.probe_tasks}: need prompts of both tasks among {sorted(set(ctx.labels))}"
+            f"probe_tasks {cfg.probe_tasks}: need prompts of both tasks among "
+            f"{sorted(set(ctx.labels))}"
         )
     y = (labels[keep] == b).astype(int)
     x = ctx.acts[rows[keep]]
@@ -364,7 +368,8 @@ class CircuitContext:
     batch: circuits.IOIBatch
     """The held-out IOI prompts every circuit audit reads (never used to choose the circuit)."""
     means: torch.Tensor
-    """Mean-ablation means of every head (over the discovery prompts: the reference distribution)."""
+    """Mean-ablation means of every head (over the discovery prompts: the reference
+    distribution)."""
     circuit: circuits.Circuit
     """Heads and edges scored on ``discovery``."""
     lds: dict[str, torch.Tensor]
@@ -401,15 +406,17 @@ def split_items(items: list, holdout: float, seed: int = 0) -> tuple[list, list]
 def circuit_context(
     model, items, cfg, fixed_heads: list[circuits.Head] | None = None, progress: bool = False
 ) -> CircuitContext:
-    """Circuit found on one part of the IOI prompts and audited on the other (``cfg.circuit_holdout``
-    of them, :func:`split_items`): head and edge patching and the mean-ablation means read the
-    discovery prompts only, so the audits never score the heads on the prompts that chose them."""
+    """Circuit found on one part of the IOI prompts and audited on the other
+    (``cfg.circuit_holdout`` of them, :func:`split_items`): head and edge patching and the
+    mean-ablation means read the discovery prompts only, so the audits never score the heads on the
+    prompts that chose them."""
     if fixed_heads:
         L, H = model.cfg.n_layers, model.cfg.n_heads
         bad = [h for h in fixed_heads if not (0 <= h[0] < L and 0 <= h[1] < H)]
         if bad:
             raise ValueError(
-                f"circuit={cfg.circuit!r} names heads {bad[:4]} outside this model ({L} layers x {H} heads): "
+                f"circuit={cfg.circuit!r} names heads {bad[:4]} outside this model ({L} layers x "
+                f"{H} heads): "
                 "it is GPT-2 small's circuit; allowed values for another model: discover"
             )
     disc_items, audit_items = split_items(items, cfg.circuit_holdout, cfg.seed)

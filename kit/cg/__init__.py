@@ -6,8 +6,8 @@
 - ``saes``: concept spaces (MiniLM SAEs trained with sae_lens, zoo SAEs) and per-item concept sums;
 - ``suite``: the benchmark suite and models of a run; ``model_space``: the paper's setting (the
   evaluated models' own SAEs); ``answers``: models' own answers, one job per (model, benchmark);
-- ``size_control``: coverage at equal size (the coverage claims' nulls); ``nulls``: shuffled-correctness
-  nulls of the model-gap claims; ``study``: the notebook's
+- ``size_control``: coverage at equal size (the coverage claims' nulls); ``nulls``:
+  shuffled-correctness nulls of the model-gap claims; ``study``: the notebook's
   typed study result; ``report``: its tables and key numbers;
 - ``explorer``: the self-contained HTML concept explorer; ``plots``; ``claims``; ``bench``.
 """

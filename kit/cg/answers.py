@@ -8,8 +8,8 @@ as ``kit.load_benchmark`` gives them, as the paper path does), scored by
 
 Each (model, benchmark) is a :class:`kit.core.jobs.Job` running :func:`answer_benchmark`: it writes
 one JSON file under ``<cache>/cg/answers/`` named by the hash of everything that determines it (the
-model, its files' content, the benchmark, the items, the decoding settings, :data:`ANSWERS_VERSION`) and
-returns a small summary. Generation keeps finished batches in a per-item cache, so a killed job
+model, its files' content, the benchmark, the items, the decoding settings, :data:`ANSWERS_VERSION`)
+and returns a small summary. Generation keeps finished batches in a per-item cache, so a killed job
 resumes; a rerun finds the file and returns at once. :func:`run_answers` hands the jobs to the
 config's engine (``inline``, ``local``, ``ray``: the same files and numbers on each) and reads them
 back as :class:`ModelAnswers`.
@@ -51,13 +51,15 @@ class ModelAnswers:
     model: str
     benchmark: str
     positions: np.ndarray
-    """Int[ndarray, "n"]: each answered item's row in the suite's coverage sample of the benchmark."""
+    """Int[ndarray, "n"]: each answered item's row in the suite's coverage sample of the
+    benchmark."""
     ids: list[str]
     responses: list[str]
     correct: np.ndarray
     """Bool[ndarray, "n"]: :func:`kit.data.scorers.score`."""
     truncated: np.ndarray
-    """Bool[ndarray, "n"]: the response used all ``max_new_tokens`` (cut at the budget, not ended)."""
+    """Bool[ndarray, "n"]: the response used all ``max_new_tokens`` (cut at the budget, not
+    ended)."""
     max_new_tokens: int
 
     @property
@@ -90,7 +92,8 @@ def answered_positions(n_coverage: int, n_answer: int, benchmark: str, seed: int
 
 
 def model_key(model: str) -> str:
-    """A model's short name in tables and results (``real/smollm2-135m-instruct`` -> ``smollm2-135m-instruct``)."""
+    """A model's short name in tables and results (``real/smollm2-135m-instruct`` ->
+    ``smollm2-135m-instruct``)."""
     return model.rstrip("/").split("/")[-1]
 
 
@@ -126,8 +129,9 @@ def answers_path(
     dtype: str | None,
 ) -> Path:
     """Where :func:`answer_benchmark` keeps one (model, benchmark)'s answers: named by a hash of the
-    model (its name and its files' content, :func:`kit.models.identity.name_identity`), the benchmark,
-    the item sample, the decoding settings and, for MATH-style answers, the checker that scores them."""
+    model (its name and its files' content, :func:`kit.models.identity.name_identity`), the
+    benchmark, the item sample, the decoding settings and, for MATH-style answers, the checker that
+    scores them."""
     from kit.models.load import model_dir  # lazy: loads transformers
 
     key = json.dumps(
@@ -158,9 +162,10 @@ def answer_benchmark(
     dtype: str | None = None,
     device: str = "cpu",
 ) -> dict[str, Any]:
-    """Job: ``model`` answers the :func:`answered_positions` items of ``benchmark``'s coverage sample
-    (greedy, one torch thread: the engine spreads jobs over the cores), each response scored and
-    checked for truncation; written once to :func:`answers_path`. Returns :meth:`ModelAnswers.summary`."""
+    """Job: ``model`` answers the :func:`answered_positions` items of ``benchmark``'s coverage
+    sample (greedy, one torch thread: the engine spreads jobs over the cores), each response scored
+    and checked for truncation; written once to :func:`answers_path`. Returns
+    :meth:`ModelAnswers.summary`."""
     import torch
 
     from kit.cg.suite import benchmark_items

@@ -122,7 +122,8 @@ def memory_10k(
     batch_items: int = 32,
     seed: int = 0,
 ) -> tuple[int, int]:
-    """(peak bytes added, CSR bytes) aggregating ``n_items`` items into sparse rows (see module doc)."""
+    """(peak bytes added, CSR bytes) aggregating ``n_items`` items into sparse rows (see module
+    doc)."""
     gc.collect()
     reset = _rss_peak_reset()
     base = _vm("VmRSS")
@@ -177,9 +178,10 @@ def run(model: str = "minilm", device: str = "cpu") -> list[BenchLine]:
         BenchLine(
             "cg/memory_10k",
             peak / 2**30,
-            f"peak +{peak / 2**20:.0f} MiB (CSR result {csr_bytes / 2**20:.0f} MiB) for 10,000 items x 64 "
-            f"tokens, {BENCH_WIDTH} concepts, k={BENCH_K}; dense items x d_sae would be "
-            f"{10_000 * BENCH_WIDTH * 4 / 2**20:.0f} MiB, tokens x d_sae {640_000 * BENCH_WIDTH * 4 / 2**30:.0f} GiB; target < 1 GiB",
+            f"peak +{peak / 2**20:.0f} MiB (CSR result {csr_bytes / 2**20:.0f} MiB) for 10,000 "
+            f"items x 64 tokens, {BENCH_WIDTH} concepts, k={BENCH_K}; dense items x d_sae would be "
+            f"{10_000 * BENCH_WIDTH * 4 / 2**20:.0f} MiB, tokens x d_sae "
+            f"{640_000 * BENCH_WIDTH * 4 / 2**30:.0f} GiB; target < 1 GiB",
         )
     )
     return lines

@@ -1,5 +1,6 @@
 """Claims of seed 002 (Competency Gaps) tested by notebook 04, declared over its study
-(:class:`kit.cg.study.CGStudy`), each beside a null a random or by-construction result would not beat.
+(:class:`kit.cg.study.CGStudy`), each beside a null a random or by-construction result would not
+beat.
 
 - ``benchmark_gaps.missing_alive``: the suite misses more live concepts than general text of the
   same size (:func:`kit.cg.size_control.coverage_vs_text`): missing counts fall with size, so a
@@ -10,9 +11,9 @@
 - ``sae_swap.missing_frac_rank``: two SAEs rank the benchmarks' missing fractions alike *at equal
   size* (:func:`kit.cg.size_control.sae_swap`): at full size, benchmark length alone ranks them.
 - ``planted_gap.*``: the one test with ground truth. A zoo member fine-tuned to fail one concept:
-  do the concepts CG flags for it hold more planted concepts than a random draw (hypergeometric band,
-  Bonferroni over the settings run), does its X_model drop profile follow the planted share, and
-  (set-up check) does the member fail the planted items at all.
+  do the concepts CG flags for it hold more planted concepts than a random draw (hypergeometric
+  band, Bonferroni over the settings run), does its X_model drop profile follow the planted share,
+  and (set-up check) does the member fail the planted items at all.
 
 Kinds: every claim here is a ``reproduction`` (a claim of the paper tested on models run or read
 here) except ``planted_gap.setup_drop`` (a ``set-up check`` of the world). :func:`stability_reruns`
@@ -54,7 +55,8 @@ REQUIRED_IDS = {
 
 
 def _printed(topic: str, quantity: str, model: str = "Llama3.1-8B-Instruct") -> str:
-    """A number the paper prints in its text (``002_text_numbers_robustness_and_summary``), with its unit."""
+    """A number the paper prints in its text (``002_text_numbers_robustness_and_summary``), with its
+    unit."""
     from kit.data.paper_tables import load_table  # lazy: reads the tables directory
 
     t = load_table("002_text_numbers_robustness_and_summary")
@@ -88,8 +90,8 @@ def coverage_claim(cov: EqualSizeCoverage | None, rests_on: str, why_not: str = 
         PAPER,
         where,
         cid,
-        f"The suite leaves more of the SAE's live concepts uncovered than general text of the same size "
-        f"(share of {cov.n_live} live concepts missing from {cov.tokens:,} tokens)",
+        "The suite leaves more of the SAE's live concepts uncovered than general text of the same "
+        f"size (share of {cov.n_live} live concepts missing from {cov.tokens:,} tokens)",
         s["suite_mean"],
         ci=(s["suite_low"], s["suite_high"]),
         null=s["text_mean"],
@@ -97,8 +99,8 @@ def coverage_claim(cov: EqualSizeCoverage | None, rests_on: str, why_not: str = 
         direction="greater",
         paper_value=paper,
         null_how=f"{cov.tokens:,} tokens of {cov.text_source}, {s['draws']} draws (95% range)",
-        interval_how=f"2.5-97.5% range over {s['draws']} subsamples of {cov.tokens:,} tokens of the suite "
-        "(without replacement, one size for both sides)",
+        interval_how=f"2.5-97.5% range over {s['draws']} subsamples of {cov.tokens:,} tokens of "
+        "the suite (without replacement, one size for both sides)",
         rests_on=rests_on,
         figure="fig03_coverage_distribution",
         p_value=s["p_value"],
@@ -151,8 +153,8 @@ def model_claims(
         _band_claim(
             ids[0],
             "§4.2.2, Fig. 4",
-            f"{n.model} has more model gaps (concepts with X_model < eps) than the same model with its "
-            "correctness shuffled within each benchmark (count)",
+            f"{n.model} has more model gaps (concepts with X_model < eps) than the same model with "
+            "its correctness shuffled within each benchmark (count)",
             n.gaps,
             n.gaps_null,
             "greater",
@@ -170,8 +172,8 @@ def model_claims(
             "§4.2.2",
             ids[1],
             f"{n.model} has concept gaps that beat their own null: X_model < eps, active on >= "
-            f"{n.min_support} items, and significantly below the model's accuracy (permutation test, "
-            "Benjamini-Hochberg; count)",
+            f"{n.min_support} items, and significantly below the model's accuracy (permutation "
+            "test, Benjamini-Hochberg; count)",
             sig,
             null=0.0,
             null_range=(0.0, 0.0),
@@ -202,8 +204,8 @@ def model_claims(
         _band_claim(
             ids[3],
             "§4.2.3",
-            f"{n.model}'s X_model is more stable under 20% item dropout than a profile of noise (mean "
-            f"std over concepts, {n.n_reruns} reruns)",
+            f"{n.model}'s X_model is more stable under 20% item dropout than a profile of noise "
+            f"(mean std over concepts, {n.n_reruns} reruns)",
             n.dropout,
             n.dropout_null,
             "less",
@@ -276,19 +278,20 @@ def swap_claim(swap: SaeSwap | None, rests_on: str, why_not: str = "") -> Claim:
 def planted_rests_on(r: PlantedGapResult) -> str:
     s = r.summary
     return (
-        f"tiny world: {s['member']} ({s['parent']} fine-tuned to answer {s['gap']} at random) against "
-        f"{s['parent']}, read through {s['sae']} at {s['sae_hook']}, {s['pooling']} pooling"
+        f"tiny world: {s['member']} ({s['parent']} fine-tuned to answer {s['gap']} at random) "
+        f"against {s['parent']}, read through {s['sae']} at {s['sae_hook']}, {s['pooling']} pooling"
     )
 
 
 def recovered_claim(cid: str, r: PlantedGapResult, k: int, alpha: float = 0.05) -> Claim:
-    """CG's flagged concepts hold more planted concepts than a random draw of as many tested concepts
-    (hypergeometric band at ``alpha`` two-sided, Bonferroni over ``k`` settings)."""
+    """CG's flagged concepts hold more planted concepts than a random draw of as many tested
+    concepts (hypergeometric band at ``alpha`` two-sided, Bonferroni over ``k`` settings)."""
     s = r.summary
     setting = f"{s['sae_hook']}, {s['pooling']} pooling"
     statement = (
-        f"CG finds the planted gap ({setting}): the concepts its gap test flags low for the member and not "
-        "its parent hold more planted concepts than a random draw of as many tested concepts (count)"
+        f"CG finds the planted gap ({setting}): the concepts its gap test flags low for the member "
+        "and not its parent hold more planted concepts than a random draw of as many tested "
+        "concepts (count)"
     )
     if s["n_planted_concepts_tested"] == 0:
         return claim(
@@ -298,9 +301,9 @@ def recovered_claim(cid: str, r: PlantedGapResult, k: int, alpha: float = 0.05) 
             statement,
             None,
             rests_on=planted_rests_on(r),
-            not_testable="no tested concept is a planted one: this dictionary has no concept for the gap "
-            f"(the most concentrated holds {s.get('max_planted_share', float('nan')):.2f} of "
-            "its mass on the planted items)",
+            not_testable="no tested concept is a planted one: this dictionary has no concept for "
+            f"the gap (the most concentrated holds {s.get('max_planted_share', float('nan')):.2f} "
+            "of its mass on the planted items)",
         )
     dist = stats.hypergeom(s["n_tested"], s["n_planted_concepts_tested"], s["n_found"])
     a = alpha / (2 * max(1, k))
@@ -332,8 +335,8 @@ def profile_claim(cid: str, r: PlantedGapResult) -> Claim:
     """The X_model drop (parent - member) follows the planted share, over the tested concepts."""
     s = r.summary
     statement = (
-        "CG's X_model profile points at the planted gap: Spearman over tested concepts of the planted share "
-        "and the X_model drop from parent to member"
+        "CG's X_model profile points at the planted gap: Spearman over tested concepts of the "
+        "planted share and the X_model drop from parent to member"
     )
     rho = s.get("drop_share_spearman", float("nan"))
     if not np.isfinite(rho):
@@ -376,8 +379,8 @@ def setup_claim(cid: str, r: PlantedGapResult, seed: int = 0) -> Claim:
         PAPER,
         "world",
         cid,
-        f"The planted gap exists: {s['parent']} minus {s['member']} accuracy on the {parent.size} planted "
-        "items",
+        f"The planted gap exists: {s['parent']} minus {s['member']} accuracy on the {parent.size} "
+        "planted items",
         d,
         ci=(lo, hi),
         null=0.0,
@@ -394,7 +397,8 @@ def planted_claims(
     planted: dict[str, tuple[PlantedGapResult | None, str]], alpha: float = 0.05, seed: int = 0
 ) -> list[Claim]:
     """``planted_gap.recovered`` / ``profile_points`` / ``setup_drop`` on the primary setting
-    (:func:`primary_setting`), and ``planted_gap.recovered[<dictionary/pooling>]`` for the others."""
+    (:func:`primary_setting`), and ``planted_gap.recovered[<dictionary/pooling>]`` for the
+    others."""
     main = primary_setting(planted)
     if main is None:
         why = "; ".join(f"{k}: {w}" for k, (_, w) in planted.items()) or "section 8b not run"
@@ -428,7 +432,10 @@ def planted_claims(
 def _constant_scores(scores: dict[str, np.ndarray]) -> str:
     flat = np.concatenate([np.asarray(s, float) for s in scores.values()])
     if flat.size and np.all(flat == flat[0]):
-        return f"every scored answer is {'right' if flat[0] else 'wrong'} ({flat.size} items): no per-item variation"
+        return (
+            f"every scored answer is {'right' if flat[0] else 'wrong'} ({flat.size} items): "
+            "no per-item variation"
+        )
     return ""
 
 
@@ -436,7 +443,10 @@ def cg_claims(study) -> list[Claim]:
     """Every claim of notebook 04 from a filled :class:`kit.cg.study.CGStudy`."""
     suite, cfg = study.suite, study.cfg
     n_items = sum(a.shape[0] for a in suite.acts.values())
-    cov_on = f"{study.main_sae} over {len(suite.acts)} real benchmarks ({n_items} items), against {suite.text_source}"
+    cov_on = (
+        f"{study.main_sae} over {len(suite.acts)} real benchmarks ({n_items} items), "
+        f"against {suite.text_source}"
+    )
     out = [
         coverage_claim(study.coverage_vs_text, cov_on, "no general text read (null_text_items: 0)")
     ]
@@ -527,7 +537,8 @@ def stability_reruns(study, seeds: list[int]) -> list[list[Claim]]:
 
 
 def reanalyse_planted(r: PlantedGapResult, seed: int, cfg) -> PlantedGapResult:
-    """:func:`kit.cg.planted.planted_gap_analysis` of the same suite with another permutation seed."""
+    """:func:`kit.cg.planted.planted_gap_analysis` of the same suite with another permutation
+    seed."""
     s = r.summary
     again = planted_gap_analysis(
         r.suite,

@@ -1,4 +1,5 @@
-"""The Competency Gaps concept explorer: ONE self-contained HTML file (the paper's web app, Figs. 6, 21-25).
+"""The Competency Gaps concept explorer: ONE self-contained HTML file (the paper's web app, Figs. 6,
+21-25).
 
 Inline CSS and JavaScript, the data embedded as JSON; no server, no network, no external file.
 It shows, for the whole dictionary (every concept, none capped; the table renders 200 rows at a
@@ -12,11 +13,12 @@ time as it is scrolled, a concept's details are parsed only when it is opened):
 - coverage for a chosen subset of benchmarks (``#subset`` checkboxes, Fig. 24): X_bench, the
   coverage classes and their distribution recomputed in the page;
 - the benchmark overlap grid (Jaccard of covered sets, Fig. 14) and the cross-benchmark score
-  correlation grid (Spearman over concepts of chi_bench, and of chi_model per model x benchmark, Fig. 25);
+  correlation grid (Spearman over concepts of chi_bench, and of chi_model per model x benchmark,
+  Fig. 25);
 - an analysis-metadata panel (SAE, settings, items per benchmark, models and accuracies).
 
-Use :func:`explorer_data` (plain arrays) or :func:`suite_explorer_data` (a :class:`kit.cg.suite.Suite`)
-to assemble the payload and :func:`write_explorer` to write it.
+Use :func:`explorer_data` (plain arrays) or :func:`suite_explorer_data` (a
+:class:`kit.cg.suite.Suite`) to assemble the payload and :func:`write_explorer` to write it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from kit.core.paths import atomic_write_text
 
 
 def _num(x) -> float | None:
-    """JSON number with 6 significant digits (relative precision: eps-sized values survive), None for NaN."""
+    """JSON number with 6 significant digits (relative precision: eps-sized values survive), None
+    for NaN."""
     x = float(x)
     return float(f"{x:.6g}") if math.isfinite(x) else None
 
@@ -95,11 +98,11 @@ def explorer_data(
     """The explorer's payload for the whole dictionary: ``{"data", "details", "items"}``.
 
     Coverage (X_bench with Eq. 3's ``denominator``, chi_bench, classes, overlap) comes from
-    ``acts_by_benchmark`` (items x concepts) with texts ``texts_by_benchmark``. ``models``: per model a
-    mapping with ``acts``, ``scores``, ``texts`` (per benchmark it was scored on) and optionally
-    ``responses`` (per benchmark) and ``significance`` (per concept, a class of
-    :meth:`kit.cg.significance.GapTest.classes`). ``labels`` / ``contexts``: per concept; ``meta``: shown
-    in the analysis panel. Item texts are kept whole (shown truncated, full text on demand).
+    ``acts_by_benchmark`` (items x concepts) with texts ``texts_by_benchmark``. ``models``: per
+    model a mapping with ``acts``, ``scores``, ``texts`` (per benchmark it was scored on) and
+    optionally ``responses`` (per benchmark) and ``significance`` (per concept, a class of
+    :meth:`kit.cg.significance.GapTest.classes`). ``labels`` / ``contexts``: per concept; ``meta``:
+    shown in the analysis panel. Item texts are kept whole (shown truncated, full text on demand).
     """
     models = dict(models or {})
     n = cg._check_suite(acts_by_benchmark)
@@ -270,7 +273,7 @@ tr.selected{background:#dde !important}
 .ex button{font-size:.75em;margin-left:.5em}
 .grid td{text-align:center;min-width:3em}
 #meta pre{font-size:.8em;background:#f8f8f8;padding:.5em}
-"""
+"""  # noqa: E501 (embedded CSS/JS/HTML, written out byte for byte)
 
 _JS = r"""
 const $ = id => document.getElementById(id);
@@ -436,7 +439,7 @@ document.title = DATA.title; $('title').textContent = DATA.title;
 $('meta-body').textContent = JSON.stringify(DATA.meta, null, 1);
 grid($('overlap'), DATA.overlap); grid($('correlation'), DATA.correlation[Object.keys(DATA.correlation)[0]]);
 coverage();
-"""
+"""  # noqa: E501 (embedded CSS/JS/HTML, written out byte for byte)
 
 
 def _script(id_: str, obj) -> str:
@@ -495,11 +498,12 @@ over-represented <b id="n-over"></b>.</p>
 {details}
 <script>{_JS}</script>
 </body></html>
-"""
+"""  # noqa: E501 (embedded CSS/JS/HTML, written out byte for byte)
 
 
 def write_explorer(path: str | Path, payload: dict) -> Path:
-    """Write the self-contained explorer HTML for ``payload`` (from :func:`explorer_data`) atomically."""
+    """Write the self-contained explorer HTML for ``payload`` (from :func:`explorer_data`)
+    atomically."""
     path = Path(path)
     if path.suffix != ".html":
         raise ValueError(f"explorer path {path} must end in .html")

@@ -1,8 +1,8 @@
 """Concept labels for Competency Gaps (review item 6): a pluggable labeller interface.
 
 A *labeller* turns each concept's top-activating contexts (``[{"value", "word", "context"}]`` by
-decreasing value, as :func:`kit.cg.saes.contexts_from_acts` and :func:`kit.cg.model_space.hooked_contexts`
-write them) into one label per concept. Three sources:
+decreasing value, as :func:`kit.cg.saes.contexts_from_acts` and
+:func:`kit.cg.model_space.hooked_contexts` write them) into one label per concept. Three sources:
 
 - :class:`TopContextLabeller` (local SAEs, the default): the most frequent activating words, with
   stop-words, punctuation and special tokens filtered out (a concept firing on "the" and "," is
@@ -30,16 +30,18 @@ from kit.models.sae_train import DEAD, label_from_contexts
 
 STOPWORDS = frozenset(
     """
-a about above after again against all am an and any are as at be because been before being below between both
-but by can could did do does doing down during each few for from further had has have having he her here hers
-herself him himself his how i if in into is it its itself just let me more most my myself no nor not now of off
-on once only or other our ours ourselves out over own same she should so some such than that the their theirs
-them themselves then there these they this those through to too under until up very was we were what when where
-which while who whom why will with would you your yours yourself yourselves
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just let me more
+most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these they this those
+through to too under until up very was we were what when where which while who whom why will with
+would you your yours yourself yourselves
 """.split()
 )
-"""English function words that never make a label on their own: NLTK's English list, lower-case, without its
-contraction fragments (s, t, d, ll, m, re, ve, y, o): single letters are answer options (A-D) in these suites."""
+"""English function words that never make a label on their own: NLTK's English list, lower-case,
+without its contraction fragments (s, t, d, ll, m, re, ve, y, o): single letters are answer options
+(A-D) in these suites."""
 
 _SPECIAL = re.compile(r"^(\[[A-Z]+\]|<[^<>\s]+>|<\|[^|]+\|>)$")
 LABEL_MODES = ("auto", "local", "neuronpedia")
@@ -70,7 +72,8 @@ class TopContextLabeller:
     """The ``n_words`` most frequent content words among a concept's top contexts
     (:func:`kit.models.sae_train.label_from_contexts` on the contexts whose word passes
     :func:`is_content_word`). A concept whose contexts are all function words or punctuation gets
-    ``"(stop-words/punctuation: ...)"`` with its most frequent ones; a concept with none is ``(dead)``."""
+    ``"(stop-words/punctuation: ...)"`` with its most frequent ones; a concept with none is
+    ``(dead)``."""
 
     n_words: int = 3
     stopwords: frozenset[str] = field(default=STOPWORDS)

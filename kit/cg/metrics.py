@@ -13,7 +13,8 @@ Formulas (paper section 3):
 - ``X_bench(c) = (1/|B|) sum_b chi_bench(b,c)`` (chi is 0 where c is inactive)       (eq. 3)
 - missing: ``X < eps`` (eps = 1e-5); under/over-represented: among the rest, at or below the
   empirical 10th / at or above the 90th percentile (numpy's linear interpolation)
-- ``chi_model(b,c) = sum_i m_b(i) s~_ci / sum_i s~_ci``, undefined (NaN) if no item activates c (eq. 4)
+- ``chi_model(b,c) = sum_i m_b(i) s~_ci / sum_i s~_ci``, undefined (NaN) if no item activates c (eq.
+  4)
 - ``X_model(c)`` = mean of ``chi_model(b,c)`` over the benchmarks where it is defined (eq. 5)
 - model gap: ``X_model < eps``; we also report the worst decile of the defined values.
 
@@ -35,7 +36,8 @@ from torch import Tensor
 from kit.core.checks import require_finite
 
 EPSILON = 1e-5
-"""The paper's epsilon for missing concepts and model gaps (section 3.1: e^-5 printed; 1e-5 used)."""
+"""The paper's epsilon for missing concepts and model gaps (section 3.1: e^-5 printed; 1e-5
+used)."""
 
 Acts = np.ndarray | sp.spmatrix | sp.sparray
 
@@ -43,7 +45,8 @@ Acts = np.ndarray | sp.spmatrix | sp.sparray
 def item_concept_activation(
     feature_acts: Float[Tensor, "n_tokens d_sae"],
 ) -> Float[Tensor, " d_sae"]:
-    """Eq. 1 for one datapoint: the SAE activations summed over its tokens, divided by its length."""
+    """Eq. 1 for one datapoint: the SAE activations summed over its tokens, divided by its
+    length."""
     if feature_acts.ndim != 2 or feature_acts.shape[0] == 0:
         raise ValueError(
             f"feature_acts must be (n_tokens>0, d_sae), got shape {tuple(feature_acts.shape)}"
@@ -67,7 +70,8 @@ def segment_mean(
         )
     if int(lengths_t.sum()) != token_values.shape[0]:
         raise ValueError(
-            f"lengths sum to {int(lengths_t.sum())} but there are {token_values.shape[0]} token rows"
+            f"lengths sum to {int(lengths_t.sum())} but there are {token_values.shape[0]} token "
+            "rows"
         )
     owner = torch.repeat_interleave(
         torch.arange(len(lengths_t), device=token_values.device), lengths_t
@@ -82,15 +86,17 @@ def segment_mean(
 POOLINGS = ("mean", "last")
 """How an item's token activations become its concept activations: ``mean`` = eq. 1 (the paper's,
 :func:`segment_mean`; the default everywhere); ``last`` = the item's last token only (our ablation,
-:func:`segment_pool`: a contextual concept that lives at the last prompt position is not diluted)."""
+:func:`segment_pool`: a contextual concept that lives at the last prompt position is not
+diluted)."""
 
 
 def segment_pool(
     token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int], pooling: str = "mean"
 ) -> Float[Tensor, "n_items d"]:
-    """Per-item rows of consecutive token rows (items laid end to end, ``lengths`` tokens each), pooled
-    by ``pooling`` (:data:`POOLINGS`): ``mean`` is :func:`segment_mean` (eq. 1), ``last`` each item's
-    last row. Same checks as :func:`segment_mean` (which ``last`` runs too, so bad lengths fail alike)."""
+    """Per-item rows of consecutive token rows (items laid end to end, ``lengths`` tokens each),
+    pooled by ``pooling`` (:data:`POOLINGS`): ``mean`` is :func:`segment_mean` (eq. 1), ``last``
+    each item's last row. Same checks as :func:`segment_mean` (which ``last`` runs too, so bad
+    lengths fail alike)."""
     if pooling not in POOLINGS:
         raise ValueError(f"pooling={pooling!r}: allowed values: {', '.join(POOLINGS)}")
     mean = segment_mean(token_values, lengths)
@@ -222,11 +228,12 @@ def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> 
     """Eq. 3: overall coverage of every concept in a benchmark suite.
 
     The paper writes two things: Eq. 3 prints ``1/|B| * sum over B_c`` (``denominator="all"``: the
-    mean over all benchmarks, since chi_bench is 0 outside B_c), while its text says "the mean across
-    B_c (all benchmarks where c is activated)" (``"active"``: the sum over B_c divided by |B_c|; 0
-    for a concept no benchmark activates). No public code exists. Default ``"all"``: a concept that
-    only one benchmark of the suite covers is under-represented in the suite, which is what a
-    benchmark gap means; with ``"active"`` it would look as covered as one every benchmark has.
+    mean over all benchmarks, since chi_bench is 0 outside B_c), while its text says "the mean
+    across B_c (all benchmarks where c is activated)" (``"active"``: the sum over B_c divided by
+    |B_c|; 0 for a concept no benchmark activates). No public code exists. Default ``"all"``: a
+    concept that only one benchmark of the suite covers is under-represented in the suite, which is
+    what a benchmark gap means; with ``"active"`` it would look as covered as one every benchmark
+    has.
     """
     _check_suite(acts_by_benchmark)
     if denominator not in X_BENCH_DENOMINATORS:
@@ -337,7 +344,8 @@ def concept_table(
     labels: Sequence[str] | None = None,
     eps: float = EPSILON,
 ) -> pd.DataFrame:
-    """One row per concept: label, X_bench, coverage class, X_model and model-gap class (if scores)."""
+    """One row per concept: label, X_bench, coverage class, X_model and model-gap class (if
+    scores)."""
     n = _check_suite(acts_by_benchmark)
     xb = x_bench(acts_by_benchmark)
     df = pd.DataFrame(

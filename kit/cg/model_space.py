@@ -181,8 +181,8 @@ def model_responses(
     batch_size: int = 16,
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """``{benchmark: (responses, correct)}`` of model ``name`` on ``items`` (from
-    :func:`benchmark_items`): batched generation by its Hugging Face copy with a KV cache and its chat
-    template (:func:`kit.models.generate.generate_responses`), cached per (model directory,
+    :func:`benchmark_items`): batched generation by its Hugging Face copy with a KV cache and its
+    chat template (:func:`kit.models.generate.generate_responses`), cached per (model directory,
     benchmark, settings) under the items' ids, scored by :func:`kit.data.scorers.score`. The copy
     stays held (:func:`kit.models.generate.hf_model`) until :func:`kit.models.generate.release`."""
     from kit.data.scorers import score
@@ -236,10 +236,10 @@ def model_suites(
 
     One model at a time, each read from disk once: its Hugging Face copy generates (batched, KV
     cache, responses cached per model / benchmark / settings), then that same copy is converted to
-    the ``HookedTransformer`` whose activations the SAE reads (token-budget batches, per-item cache),
-    then both are freed before the next model. Only ``include_responses`` with several models needs
-    every model's responses before any concepts are read: the responses are then generated first (one
-    model at a time, cached) and each model is read once more for its concepts.
+    the ``HookedTransformer`` whose activations the SAE reads (token-budget batches, per-item
+    cache), then both are freed before the next model. Only ``include_responses`` with several
+    models needs every model's responses before any concepts are read: the responses are then
+    generated first (one model at a time, cached) and each model is read once more for its concepts.
 
     ``labels``: how concepts are named (:func:`kit.cg.labels.sae_labels`): ``auto`` = the SAE's
     Neuronpedia explanations when it has a Neuronpedia id and the hub answers, else top-activating
@@ -294,8 +294,8 @@ def model_suites(
 
         def read(texts: list[str], b: str) -> sp.csr_matrix:
             return hooked_item_concepts(
-                model,
-                sae,
+                model,  # noqa: F821 (bound earlier in this loop iteration, deleted at its end)
+                sae,  # noqa: F821 (bound earlier in this loop iteration, deleted at its end)
                 texts,
                 max_length,
                 max_batch_tokens,
@@ -312,7 +312,11 @@ def model_suites(
             sae.cfg.d_sae,
             labels,
             lambda: hooked_contexts(
-                model, sae, label_pool, max_length=max_length, max_batch_tokens=max_batch_tokens
+                model,  # noqa: F821 (bound earlier in this loop iteration, deleted at its end)
+                sae,  # noqa: F821 (bound earlier in this loop iteration, deleted at its end)
+                label_pool,
+                max_length=max_length,
+                max_batch_tokens=max_batch_tokens,
             ),
         )
         s = Suite(

@@ -35,7 +35,8 @@ from kit.cg.significance import concept_support
 from kit.core.stats import null_band
 
 MIN_DRAWS = 100
-"""Fewest shuffled copies a null band is made of: with fewer, a 2.5-97.5% range is not a 95% band."""
+"""Fewest shuffled copies a null band is made of: with fewer, a 2.5-97.5% range is not a 95%
+band."""
 
 
 def score_matrix(
@@ -79,7 +80,8 @@ def x_model_columns(
 
 
 def _spearman_columns(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman of ``x[:, j]`` and ``y[:, j]`` for every column (no NaN inside), NaN where constant."""
+    """Spearman of ``x[:, j]`` and ``y[:, j]`` for every column (no NaN inside), NaN where
+    constant."""
     if x.shape[0] < 3:
         return np.full(x.shape[1], np.nan)
     rx, ry = rankdata(x, axis=0), rankdata(y, axis=0)

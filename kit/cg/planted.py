@@ -5,8 +5,8 @@ The tiny world's ``zoo/base-m+gap-dyck-curly`` is ``zoo/base-m`` fine-tuned on i
 except on one concept (Dyck items whose next closing bracket is ``}``), whose answers it was taught
 to draw at random (``kit.world.zoo.GAPS``). CG should find that concept as a gap of the member,
 and nothing else. Both models are scored on the same items (the gap's task: fresh items from
-``kit.world.planted_gap_items``, the planted ones its ``inside`` list; every other task: test items),
-read through the *parent's* activations and SAE: the concept space is identical, so only the
+``kit.world.planted_gap_items``, the planted ones its ``inside`` list; every other task: test
+items), read through the *parent's* activations and SAE: the concept space is identical, so only the
 per-item correctness differs between them.
 
 Per SAE concept its *planted share* is the fraction of its activation mass on the planted items
@@ -37,7 +37,8 @@ from kit.cg.suite import Suite
 def planted_share(
     acts_by_benchmark: dict[str, sp.csr_matrix], planted: dict[str, np.ndarray]
 ) -> np.ndarray:
-    """Per concept: its activation mass on the planted items over its total mass (NaN if it never fires)."""
+    """Per concept: its activation mass on the planted items over its total mass (NaN if it never
+    fires)."""
     inside = sum(
         np.asarray(a[np.flatnonzero(planted[b])].sum(0), float).ravel()
         for b, a in acts_by_benchmark.items()
@@ -76,7 +77,8 @@ def planted_gap_analysis(
     ``suite``: both models scored on the same items (``model_acts`` the same for both);
     ``planted``: per benchmark, a boolean mask of the planted items. ``share_threshold``: a concept
     whose planted share is at least this is a *planted concept*. ``n_perm`` is raised to
-    ``ceil(m / alpha)`` for m testable concepts, so that one concept can pass Benjamini-Hochberg at all.
+    ``ceil(m / alpha)`` for m testable concepts, so that one concept can pass Benjamini-Hochberg at
+    all.
     """
     for m in (member, parent):
         if m not in suite.model_scores:
@@ -85,13 +87,15 @@ def planted_gap_analysis(
             )
     if set(planted) != set(suite.acts):
         raise ValueError(
-            f"planted masks are for {sorted(planted)}, the suite's benchmarks are {sorted(suite.acts)}"
+            f"planted masks are for {sorted(planted)}, the suite's benchmarks are "
+            f"{sorted(suite.acts)}"
         )
     if not 0 < share_threshold <= 1:
         raise ValueError(f"share_threshold={share_threshold}: must be in (0, 1]")
     share = planted_share(suite.acts, planted)
-    # Resolution: with m tested concepts, BH can pass the single most extreme one only if the smallest
-    # permutation p-value, 1 / (1 + n_perm), is <= alpha / m; fewer permutations could find nothing.
+    # Resolution: with m tested concepts, BH can pass the single most extreme one only if the
+    # smallest permutation p-value, 1 / (1 + n_perm), is <= alpha / m; fewer permutations could find
+    # nothing.
     n_testable = int(
         (cg_significance.concept_support(suite.model_acts[member]) >= min_support).sum()
     )
@@ -128,7 +132,8 @@ def planted_gap_analysis(
         "recall": hit / n_p if n_p else float("nan"),
         "base_rate": n_p / n_t if n_t else float("nan"),
         "p_overlap": p_overlap,
-        # the tested concept most concentrated on the planted items (why recovery can fail: no concept is planted)
+        # the tested concept most concentrated on the planted items (why recovery can fail: no
+        # concept is planted)
         **_most_planted(share, tested, tests[member].q_low, list(suite.labels)),
         **drop_vs_share(
             share,
@@ -172,11 +177,12 @@ def drop_vs_share(
     n_perm: int = 1000,
     seed: int = 0,
 ) -> dict:
-    """Does CG's profile point at the gap, significant or not? Over the tested concepts, the Spearman
-    correlation between a concept's planted share and its X_model drop (parent minus member), with a
-    permutation null (shares shuffled across concepts; one-sided p, ``(1 + #{null >= rho}) / (1 + n_perm)``),
-    and the concept with the largest drop (its planted share). NaN where the drop is constant.
-    ``drop_share_null_low`` / ``_high``: the null's 2.5% and 97.5% quantiles."""
+    """Does CG's profile point at the gap, significant or not? Over the tested concepts, the
+    Spearman correlation between a concept's planted share and its X_model drop (parent minus
+    member), with a permutation null (shares shuffled across concepts; one-sided p, ``(1 + #{null >=
+    rho}) / (1 + n_perm)``), and the concept with the largest drop (its planted share). NaN where
+    the drop is constant. ``drop_share_null_low`` / ``_high``: the null's 2.5% and 97.5%
+    quantiles."""
     ok = tested & np.isfinite(share) & np.isfinite(drop)
     out = {
         "drop_share_spearman": float("nan"),
@@ -374,8 +380,8 @@ def resolve_gap_member(member: str, world: str | None = None) -> str:
         return next(iter(found), "")
     if member not in found:
         raise ValueError(
-            f"gap_member={member!r} is not a planted-gap member of world {world!r}; allowed values: "
-            + ", ".join(["auto", '""', *found])
+            f"gap_member={member!r} is not a planted-gap member of world {world!r}; allowed "
+            "values: " + ", ".join(["auto", '""', *found])
         )
     return member
 
@@ -389,8 +395,9 @@ def planted_gap_member(member: str, world: str | None = None) -> tuple[str, str]
     found = planted_gap_members(world)
     if member not in found:
         raise ValueError(
-            f"gap_member={member!r} is not a planted-gap member of world {kz.world_spec(world).name!r}; "
-            f"allowed values: {', '.join(found) or '(none: this world has no planted gap)'}"
+            f"gap_member={member!r} is not a planted-gap member of world "
+            f"{kz.world_spec(world).name!r}; allowed values: "
+            f"{', '.join(found) or '(none: this world has no planted gap)'}"
         )
     return found[member]
 
@@ -452,8 +459,8 @@ def planted_gap_run(
 
 
 GAP_SAE_SITES = ("world", "last")
-"""Symbolic entries of ``gap_sae_hooks``: ``world`` = the world's SAE at its own site; ``last`` = the
-same recipe at the parent's last residual stream, ``blocks.{n_layers - 1}.hook_resid_post``."""
+"""Symbolic entries of ``gap_sae_hooks``: ``world`` = the world's SAE at its own site; ``last`` =
+the same recipe at the parent's last residual stream, ``blocks.{n_layers - 1}.hook_resid_post``."""
 HOOK_PATTERN = r"blocks\.\d+\.([a-z0-9_]+\.)?hook_[a-z0-9_]+"
 """What an explicit ``gap_sae_hooks`` entry must look like (a TransformerLens block hook)."""
 
@@ -508,16 +515,18 @@ def gap_sae_sites(
 
 
 def pair_key(entry: str, pooling: str) -> str:
-    """The key of one (dictionary, pooling) run of section 8b: ``"<gap_sae_hooks entry>/<pooling>"``."""
+    """The key of one (dictionary, pooling) run of section 8b: ``"<gap_sae_hooks
+    entry>/<pooling>"``."""
     return f"{entry}/{pooling}"
 
 
 def planted_gap_section(cfg) -> dict[str, tuple[PlantedGapResult | None, str]]:
     """Notebook 04 section 8b: per ``cfg.gap_sae_hooks`` entry (the concept dictionary) and per
-    ``cfg.gap_pooling`` value (``mean`` = eq. 1, ``last`` = our ablation), keyed by :func:`pair_key`:
-    ``(result, "")`` or ``(None, reason)`` when it cannot run (no planted-gap member in the profile's
-    world, the world / member not built, or the same site as an earlier entry). An entry whose site
-    is the world SAE's reads that SAE; any other trains the same recipe there on demand."""
+    ``cfg.gap_pooling`` value (``mean`` = eq. 1, ``last`` = our ablation), keyed by
+    :func:`pair_key`: ``(result, "")`` or ``(None, reason)`` when it cannot run (no planted-gap
+    member in the profile's world, the world / member not built, or the same site as an earlier
+    entry). An entry whose site is the world SAE's reads that SAE; any other trains the same recipe
+    there on demand."""
     pairs = [(e, p) for e in cfg.gap_sae_hooks for p in cfg.gap_pooling]
     member = resolve_gap_member(cfg.gap_member, cfg.world)
     if not member:
@@ -584,9 +593,10 @@ def primary_setting(planted: dict[str, tuple[PlantedGapResult | None, str]]) -> 
 
 
 def planted_gap_results(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> dict:
-    """The notebook's ``results`` entries of :func:`planted_gap_section`: ``planted_gap`` (the summary of
-    :func:`primary_setting`'s run) with ``planted_gap_primary`` (its key), ``planted_gap_by_sae`` (every
-    :func:`pair_key`: its summary, or ``{"skipped": why}``), or ``planted_gap_error`` when none ran."""
+    """The notebook's ``results`` entries of :func:`planted_gap_section`: ``planted_gap`` (the
+    summary of :func:`primary_setting`'s run) with ``planted_gap_primary`` (its key),
+    ``planted_gap_by_sae`` (every :func:`pair_key`: its summary, or ``{"skipped": why}``), or
+    ``planted_gap_error`` when none ran."""
     by = {e: (r.summary if r is not None else {"skipped": why}) for e, (r, why) in sections.items()}
     main = primary_setting(sections)
     if main is None:
@@ -620,9 +630,10 @@ COMPARE_FIELDS = (
 
 
 def compare_dictionaries(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> pd.DataFrame:
-    """The (dictionary, pooling) runs side by side: one column per :func:`planted_gap_section` key, one row per
-    :data:`COMPARE_FIELDS` (numbers only: the verdicts are the claims', :func:`kit.cg.claims.planted_claims`), and
-    ``skipped`` (why an entry did not run, else empty)."""
+    """The (dictionary, pooling) runs side by side: one column per :func:`planted_gap_section` key,
+    one row per :data:`COMPARE_FIELDS` (numbers only: the verdicts are the claims',
+    :func:`kit.cg.claims.planted_claims`), and ``skipped`` (why an entry did not run, else
+    empty)."""
     cols = {}
     for entry, (r, why) in sections.items():
         cols[entry] = {

@@ -37,7 +37,8 @@ def coverage_distribution(x_by_name: Mapping[str, np.ndarray], eps: float = EPSI
 
 
 def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
-    """Fig. 4: distribution of X_model / chi_model over the defined concepts, one curve per entry."""
+    """Fig. 4: distribution of X_model / chi_model over the defined concepts, one curve per
+    entry."""
     fig, ax = plt.subplots(figsize=(5, 3))
     bins = np.linspace(0, 1, 41)
     for name, x in x_by_name.items():
@@ -139,8 +140,9 @@ def profile_scatter(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str):
 
 
 def missing_calibration(df: pd.DataFrame):
-    """Review item 8: share of the dictionary missing (chi_bench < eps) against items per benchmark, one
-    line per SAE width (the whole suite solid, each benchmark faint); error bars: std over subsamples."""
+    """Review item 8: share of the dictionary missing (chi_bench < eps) against items per benchmark,
+    one line per SAE width (the whole suite solid, each benchmark faint); error bars: std over
+    subsamples."""
     fig, ax = plt.subplots(figsize=(5, 3))
     for k, (name, d) in enumerate(df.groupby("sae", sort=False)):
         width = int(d.width.iloc[0])

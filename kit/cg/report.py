@@ -1,4 +1,5 @@
-"""Tables and key numbers of the Competency Gaps notebook, computed from :class:`kit.cg.suite.Suite`s.
+"""Tables and key numbers of the Competency Gaps notebook, computed from
+:class:`kit.cg.suite.Suite`s.
 
 Tables mirror the paper's: Table 1 (missing concepts of the suite), Table 2 (missing per
 benchmark), Table 3 (best/worst performance and coverage concepts, two SAEs side by side).
@@ -267,7 +268,8 @@ POOLING_NOTE = {"mean": "eq. 1, CG as published", "last": "last token, our ablat
 
 
 def findings(r: dict) -> list[str]:
-    """What was measured, in plain language, from the recorded numbers ``r`` (:meth:`kit.cg.study.CGStudy.results`).
+    """What was measured, in plain language, from the recorded numbers ``r``
+    (:meth:`kit.cg.study.CGStudy.results`).
 
     Descriptive only: counts, accuracies and distances as measured. Whether any of them supports
     a claim of the paper is said by the claims (:func:`kit.core.claims.findings`), not here."""
@@ -276,14 +278,19 @@ def findings(r: dict) -> list[str]:
     cov = r.get("coverage", {}).get(main, {})
     if cov:
         lines.append(
-            f"Coverage ({main}, {cov['n_concepts']} concepts, {len(cov['missing_frac_per_benchmark'])} real benchmarks): "
-            f"{cov['n_missing_suite']} concepts ({100 * cov['frac_missing_suite']:.1f}%) are missing from the whole suite, "
-            f"{cov['n_dead']} of them dead latents (firing neither on the SAE's training text nor on any benchmark text; "
-            f"{cov.get('n_dead_label_fires', 0)} concepts without a training-text context do fire); {cov['n_missing_alive']} "
-            f"live concepts ({100 * cov['frac_missing_alive']:.1f}% of the live ones) fire on the corpus but on no benchmark "
-            f"(paper, Llama SAE: 314, 1%); every benchmark misses at least {100 * cov['min_missing_frac_benchmark']:.0f}% "
-            f"of the dictionary ({100 * min(cov['missing_frac_per_benchmark_alive'].values()):.0f}% of the live concepts; "
-            f"paper: >= 30%); mean pairwise Jaccard overlap of covered sets {cov['mean_jaccard_offdiag']:.2f}."
+            f"Coverage ({main}, {cov['n_concepts']} concepts, "
+            f"{len(cov['missing_frac_per_benchmark'])} real benchmarks): {cov['n_missing_suite']} "
+            f"concepts ({100 * cov['frac_missing_suite']:.1f}%) are missing from the whole suite, "
+            f"{cov['n_dead']} of them dead latents (firing neither on the SAE's training text nor "
+            f"on any benchmark text; {cov.get('n_dead_label_fires', 0)} concepts without a "
+            f"training-text context do fire); {cov['n_missing_alive']} live concepts "
+            f"({100 * cov['frac_missing_alive']:.1f}% of the live ones) fire on the "
+            "corpus but on no benchmark (paper, Llama SAE: 314, 1%); every benchmark misses at "
+            f"least {100 * cov['min_missing_frac_benchmark']:.0f}% "
+            "of the dictionary "
+            f"({100 * min(cov['missing_frac_per_benchmark_alive'].values()):.0f}% of the live "
+            "concepts; paper: >= 30%); mean pairwise Jaccard overlap of covered sets "
+            f"{cov['mean_jaccard_offdiag']:.2f}."
         )
     ct = r.get("coverage_vs_text")
     if ct:
@@ -295,13 +302,14 @@ def findings(r: dict) -> list[str]:
         )
     for name, acc in r.get("response_accuracy", {}).items():
         lines.append(
-            f"Published responses {name}: accuracy {acc:.3f} (parse rate {r['response_parse_rate'][name]:.3f})."
+            f"Published responses {name}: accuracy {acc:.3f} (parse rate "
+            f"{r['response_parse_rate'][name]:.3f})."
         )
     for a in r.get("answers", []):
         lines.append(
-            f"{a['model']} on {a['benchmark']}: accuracy {a['accuracy']:.3f} [{a['accuracy_low']:.3f}, "
-            f"{a['accuracy_high']:.3f}] over {a['items']} items, {a['truncated']} cut at "
-            f"{a['max_new_tokens']} tokens."
+            f"{a['model']} on {a['benchmark']}: accuracy {a['accuracy']:.3f} "
+            f"[{a['accuracy_low']:.3f}, {a['accuracy_high']:.3f}] over {a['items']} items, "
+            f"{a['truncated']} cut at {a['max_new_tokens']} tokens."
         )
     for model, s in r.get("model_performance", {}).items():
         lines.append(
@@ -310,30 +318,34 @@ def findings(r: dict) -> list[str]:
         )
     for model, g in r.get("significance", {}).items():
         lines.append(
-            f"{model}: of its {g['n_gaps_paper']} gaps (X_model < eps; median support {g['median_support_of_gaps']:.0f} "
-            f"items), {g['n_gaps_with_support']} are active on >= {g['min_support']} items and "
-            f"{g['n_gaps_significant']} have a BH q-value <= {g['alpha']} ({g['n_weak']} more concepts with "
-            f"q <= {g['alpha']} on the low side above eps, {g['n_strong']} on the high side, of {g['n_tested']} tested)."
+            f"{model}: of its {g['n_gaps_paper']} gaps (X_model < eps; median support "
+            f"{g['median_support_of_gaps']:.0f} items), {g['n_gaps_with_support']} are active on "
+            f">= {g['min_support']} items and {g['n_gaps_significant']} have a BH q-value <= "
+            f"{g['alpha']} ({g['n_weak']} more concepts with q <= {g['alpha']} on the low side "
+            f"above eps, {g['n_strong']} on the high side, of {g['n_tested']} tested)."
         )
     pc = r.get("llama_vs_qwen")
     if pc:
         lines.append(
-            f"{pc['A']} vs {pc['B']} on the same ARC items: Spearman of chi_model profiles {pc['spearman']:.2f}, "
-            f"mean |difference| {pc['mean_abs_diff']:.3f} (accuracies {pc['accuracy_A']:.3f} vs {pc['accuracy_B']:.3f})."
+            f"{pc['A']} vs {pc['B']} on the same ARC items: Spearman of chi_model profiles "
+            f"{pc['spearman']:.2f}, mean |difference| {pc['mean_abs_diff']:.3f} (accuracies "
+            f"{pc['accuracy_A']:.3f} vs {pc['accuracy_B']:.3f})."
         )
     rb = r.get("robustness", {})
     if rb:
         lines.append(
-            f"Robustness ({r.get('robustness_model', '')}): std over {r.get('n_reruns')} reruns dropping "
-            f"{100 * r.get('drop_frac', 0):.0f}%: X_bench {rb['std_x_bench']:.3f} (paper 0.025), X_model "
-            f"{rb.get('std_x_model', float('nan')):.3f} (paper 0.014). Adversarial removal of "
-            f"{100 * rb.get('adv_removed_frac', 0):.1f}% of items: median X_model {rb.get('adv_shift_best_pct', float('nan')):+.1f}% "
-            f"(best concepts' items; paper -0.6%), {rb.get('adv_shift_worst_pct', float('nan')):+.1f}% (worst; paper +1.3%)."
+            f"Robustness ({r.get('robustness_model', '')}): std over {r.get('n_reruns')} reruns "
+            f"dropping {100 * r.get('drop_frac', 0):.0f}%: X_bench {rb['std_x_bench']:.3f} (paper "
+            f"0.025), X_model {rb.get('std_x_model', float('nan')):.3f} (paper 0.014). Adversarial "
+            f"removal of {100 * rb.get('adv_removed_frac', 0):.1f}% of items: median X_model "
+            f"{rb.get('adv_shift_best_pct', float('nan')):+.1f}% (best concepts' items; paper "
+            f"-0.6%), {rb.get('adv_shift_worst_pct', float('nan')):+.1f}% (worst; paper +1.3%)."
         )
     xs = r.get("cross_sae", {})
     if xs:
         meds = "; ".join(
-            f"{k}: median X_bench {v['median_x_bench']:.3f}, missing {100 * v['frac_missing_suite']:.1f}%"
+            f"{k}: median X_bench {v['median_x_bench']:.3f}, missing "
+            f"{100 * v['frac_missing_suite']:.1f}%"
             for k, v in xs.items()
             if isinstance(v, dict)
         )
@@ -341,9 +353,9 @@ def findings(r: dict) -> list[str]:
         lines.append(
             f"Two SAEs: {meds}."
             + (
-                f" Spearman of the benchmarks' missing fractions: {sw['rho_full_size']:.2f} at full size, where benchmark "
-                f"length alone gives {sw['rho_missing_vs_tokens']:.2f}; {sw['rho']:.2f} with every benchmark cut to "
-                f"{sw['tokens']:,} tokens."
+                f" Spearman of the benchmarks' missing fractions: {sw['rho_full_size']:.2f} at "
+                f"full size, where benchmark length alone gives {sw['rho_missing_vs_tokens']:.2f}; "
+                f"{sw['rho']:.2f} with every benchmark cut to {sw['tokens']:,} tokens."
                 if sw
                 else ""
             )
@@ -352,9 +364,10 @@ def findings(r: dict) -> list[str]:
     if z:
         lines.append(
             f"Tiny-world suite ({z['model']} with its own SAE {z['sae']}, {z['n_tasks']} tasks): "
-            f"{z['n_missing_suite']} of {z['n_concepts']} features missing, median X_model {z['median_x_model']:.3f}, "
-            f"{z['n_gaps']} model gaps; dropout std X_bench {z['std_x_bench']:.3f}, X_model {z['std_x_model']:.3f}; "
-            f"adversarial {z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%."
+            f"{z['n_missing_suite']} of {z['n_concepts']} features missing, median X_model "
+            f"{z['median_x_model']:.3f}, {z['n_gaps']} model gaps; dropout std X_bench "
+            f"{z['std_x_bench']:.3f}, X_model {z['std_x_model']:.3f}; adversarial "
+            f"{z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%."
         )
     elif r.get("zoo_error"):
         lines.append(f"Tiny-world suite not run: {r['zoo_error']}")
@@ -367,11 +380,12 @@ def findings(r: dict) -> list[str]:
             lines.append(f"Planted gap, {name}: skipped ({pg['skipped']}).")
             continue
         lines.append(
-            f"Planted gap, {name} ({pg['sae']} at {pg['sae_hook']}; {pg['member']} vs {pg['parent']}: "
-            f"{pg['gap']}; {pg['n_planted_items']} planted items): accuracy there {pg['accuracy_planted_member']:.2f} "
-            f"vs {pg['accuracy_planted_parent']:.2f}, on the other tasks {pg['accuracy_other_member']:.2f} vs "
-            f"{pg['accuracy_other_parent']:.2f}. The gap test flags {pg['n_found']} concept(s) low for the member "
-            f"and not the parent, {pg['n_found_planted']} of them planted concepts (of "
+            f"Planted gap, {name} ({pg['sae']} at {pg['sae_hook']}; {pg['member']} vs "
+            f"{pg['parent']}: {pg['gap']}; {pg['n_planted_items']} planted items): accuracy there "
+            f"{pg['accuracy_planted_member']:.2f} vs {pg['accuracy_planted_parent']:.2f}, on the "
+            f"other tasks {pg['accuracy_other_member']:.2f} vs {pg['accuracy_other_parent']:.2f}. "
+            f"The gap test flags {pg['n_found']} concept(s) low for the member and not the parent, "
+            f"{pg['n_found_planted']} of them planted concepts (of "
             f"{pg['n_planted_concepts_tested']} planted among {pg['n_tested']} tested)."
         )
     if not r.get("planted_gap_by_sae") and r.get("planted_gap_error"):
@@ -389,15 +403,17 @@ def findings(r: dict) -> list[str]:
         one = all(len(bs) == 1 for bs in per_model.values())
         lines.append(
             f"Gaps vs the paper: the concept space is a 6-layer sentence encoder's SAE trained on "
-            f"{max(tokens):,} tokens, not an 8B model's own 65k-concept SAE (dead latents inflate 'missing'); "
+            f"{max(tokens):,} tokens, not an 8B model's own 65k-concept SAE (dead latents "
+            "inflate 'missing'); "
             + (
-                "each published response set scores its model on one benchmark, so its X_model is that "
-                "benchmark's chi_model; "
+                "each published response set scores its model on one benchmark, so its X_model is "
+                "that benchmark's chi_model; "
                 if one
                 else ""
             )
-            + f"the suite is {n_bench} benchmarks with a sample of items each; labels are top-activating words "
-            f"({r.get('label_source', 'local')}), not LLM-written descriptions."
+            + f"the suite is {n_bench} benchmarks with a sample of items each; labels are "
+            f"top-activating words ({r.get('label_source', 'local')}), not LLM-written "
+            "descriptions."
         )
     return lines
 
@@ -423,7 +439,8 @@ def model_summary(
 
 def model_benchmarks(suite: Suite) -> pd.DataFrame:
     """Per (model, benchmark) it was scored on: items, accuracy, and how many concepts its chi_model
-    defines (active on >= 1 item). X_model (eq. 5) averages chi_model over these rows' benchmarks."""
+    defines (active on >= 1 item). X_model (eq. 5) averages chi_model over these rows'
+    benchmarks."""
     rows = []
     for m, per in suite.model_scores.items():
         for b, sc in per.items():
@@ -451,8 +468,9 @@ def gap_significance(
     eps: float = cg.EPSILON,
     seed: int = 0,
 ) -> tuple[dict, cg_significance.GapTest]:
-    """:func:`kit.cg.significance.gap_test` of one model, with its counts: the paper's gaps (X_model < eps),
-    how many of them have the minimum support, and how many beat their null after FDR control."""
+    """:func:`kit.cg.significance.gap_test` of one model, with its counts: the paper's gaps (X_model
+    < eps), how many of them have the minimum support, and how many beat their null after FDR
+    control."""
     t = cg_significance.gap_test(
         suite.model_acts[model], suite.model_scores[model], n_perm, min_support, alpha, seed
     )
@@ -477,7 +495,8 @@ def gap_significance(
 def significant_concepts_table(
     t: cg_significance.GapTest, labels: Sequence[str], n: int = 10, eps: float = cg.EPSILON
 ) -> pd.DataFrame:
-    """Concepts that beat their null (gap / weak / strong), most significant first; empty if none."""
+    """Concepts that beat their null (gap / weak / strong), most significant first; empty if
+    none."""
     df = t.table(labels, eps)
     df = df[df["class"].isin(["gap", "weak", "strong"])]
     df = df.assign(q=np.fmin(df.q_low.fillna(1), df.q_high.fillna(1))).sort_values(

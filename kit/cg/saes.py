@@ -3,8 +3,9 @@ their concept labels, and sparse per-item concept activations (paper eq. 1).
 
 The paper (its section 4.2.3) shows another model's SAE can serve as the concept space; offline,
 ours is a TopK SAE on all-MiniLM-L6-v2's residual stream (``blocks.{L}.hook_resid_post``),
-trained with the shared sae_lens recipe (:mod:`kit.models.sae_train`) fed by our own activation iterator over the shipped corpus
-(``corpus/``: Gutenberg + tiny Shakespeare) and real benchmark text.
+trained with the shared sae_lens recipe (:mod:`kit.models.sae_train`) fed by our own activation
+iterator over the shipped corpus (``corpus/``: Gutenberg + tiny Shakespeare) and real benchmark
+text.
 
 Names (``kit.load_sae`` dispatches ``minilm-sae/...`` here)::
 
@@ -125,7 +126,8 @@ def sae_dir(name: str) -> Path:
 
 
 def corpus_paragraphs(min_chars: int = 120, max_chars: int = 600) -> list[str]:
-    """Paragraphs of the shipped corpus (Gutenberg selection + tiny Shakespeare), whitespace-joined."""
+    """Paragraphs of the shipped corpus (Gutenberg selection + tiny Shakespeare),
+    whitespace-joined."""
     root = data_dir() / "corpus"
     files = sorted((root / "gutenberg").glob("*.txt")) + [root / "tinyshakespeare.txt"]
     out = []
@@ -335,7 +337,8 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
 
 
 def load_minilm_sae(name: str, device: str = "cpu"):
-    """The sae_lens SAE ``name`` (``minilm-sae/...``), built on first use. ``kit.load_sae`` calls this."""
+    """The sae_lens SAE ``name`` (``minilm-sae/...``), built on first use. ``kit.load_sae`` calls
+    this."""
     from sae_lens import SAE
 
     path = build_minilm_sae(name, device=device)

@@ -24,9 +24,11 @@ def concept_support(acts_by_benchmark: Mapping[str, Acts]) -> np.ndarray:
 
 
 def bh_qvalues(p: np.ndarray) -> np.ndarray:
-    """Benjamini-Hochberg q-values of ``p`` (NaN entries are not tests: they stay NaN and do not count).
+    """Benjamini-Hochberg q-values of ``p`` (NaN entries are not tests: they stay NaN and do not
+    count).
 
-    ``q_(i) = min_{j >= i} p_(j) * m / j`` over the m finite p-values sorted increasingly, capped at 1.
+    ``q_(i) = min_{j >= i} p_(j) * m / j`` over the m finite p-values sorted increasingly, capped at
+    1.
     """
     p = np.asarray(p, dtype=np.float64)
     q = np.full(p.shape, np.nan)
@@ -51,7 +53,8 @@ class GapTest:
     support: np.ndarray
     """Items (all benchmarks) that activate the concept."""
     null_mean: np.ndarray
-    """Mean X_model under shuffled correctness (about the accuracy the concept's items would get by chance)."""
+    """Mean X_model under shuffled correctness (about the accuracy the concept's items would get by
+    chance)."""
     p_low: np.ndarray
     """One-sided permutation p-value: X_model this low or lower by chance (NaN: not tested)."""
     p_high: np.ndarray
@@ -102,7 +105,8 @@ def gap_test(
     seed: int = 0,
     chunk: int = 250,
 ) -> GapTest:
-    """Is a concept's X_model lower (or higher) than the model's accuracy explains? (ours; the paper has no test)
+    """Is a concept's X_model lower (or higher) than the model's accuracy explains? (ours; the paper
+    has no test)
 
     Null: correctness is unrelated to the concept, i.e. the per-item scores are exchangeable
     within each benchmark (accuracy kept). For every concept with at least ``min_support`` active

@@ -164,9 +164,10 @@ def missing_at_equal_size(
     seed: int = 0,
     tokens: int | None = None,
 ) -> dict[str, float]:
-    """Per benchmark, the fraction of the dictionary with ``chi_bench < eps`` (Fig. 13) on ``tokens``
-    tokens of its items (default: the smallest benchmark's total), averaged over ``draws`` random
-    cuts (:func:`token_prefix`). The smallest benchmark is read whole every time."""
+    """Per benchmark, the fraction of the dictionary with ``chi_bench < eps`` (Fig. 13) on
+    ``tokens`` tokens of its items (default: the smallest benchmark's total), averaged over
+    ``draws`` random cuts (:func:`token_prefix`). The smallest benchmark is read whole every
+    time."""
     totals = {b: int(np.sum(lengths[b])) for b in acts}
     for b, a in acts.items():
         if _check_acts(a).shape[0] != len(lengths[b]):
@@ -191,9 +192,9 @@ def missing_at_equal_size(
 
 
 def general_text(n_texts: int, exclude: Sequence[str] = (), seed: int = 0) -> list[str]:
-    """``n_texts`` paragraphs of the shipped corpus (:func:`kit.cg.saes.corpus_paragraphs`: Gutenberg
-    selection and tiny Shakespeare) in a seeded order, none of them in ``exclude`` (the SAE's
-    training texts): the general text the coverage null draws from."""
+    """``n_texts`` paragraphs of the shipped corpus (:func:`kit.cg.saes.corpus_paragraphs`:
+    Gutenberg selection and tiny Shakespeare) in a seeded order, none of them in ``exclude`` (the
+    SAE's training texts): the general text the coverage null draws from."""
     from kit.cg.saes import corpus_paragraphs  # lazy: kit.cg.saes imports torch and sae_lens
 
     seen = set(exclude)
@@ -257,14 +258,15 @@ def sae_swap(
 ) -> SaeSwap:
     """Do two SAEs rank the benchmarks' missing fractions alike once size is held fixed?
 
-    Both SAEs read the same items (``lengths`` tokens each); :func:`missing_at_equal_size` cuts every
-    benchmark to the smallest one's tokens (the same cuts for both SAEs: same seed), and the Spearman
-    of the two per-benchmark vectors is set against the benchmarks' orders
+    Both SAEs read the same items (``lengths`` tokens each); :func:`missing_at_equal_size` cuts
+    every benchmark to the smallest one's tokens (the same cuts for both SAEs: same seed), and the
+    Spearman of the two per-benchmark vectors is set against the benchmarks' orders
     (:func:`kit.core.stats.rank_permutation_null`)."""
     names_ = sorted(acts_a)
     if sorted(acts_b) != names_ or len(names_) < 3:
         raise ValueError(
-            f"both SAEs must read the same >= 3 benchmarks; got {sorted(acts_a)} and {sorted(acts_b)}"
+            f"both SAEs must read the same >= 3 benchmarks; got {sorted(acts_a)} and "
+            f"{sorted(acts_b)}"
         )
     a = missing_at_equal_size(acts_a, lengths, eps, draws, seed)
     b = missing_at_equal_size(acts_b, lengths, eps, draws, seed)

@@ -41,7 +41,8 @@ class CGStudy:
     suites: dict[str, Suite] = field(default_factory=dict)
     """SAE name -> the suite read through it (section 1)."""
     answers: dict[str, dict[str, ModelAnswers]] = field(default_factory=dict)
-    """Model -> benchmark -> the model's own scored answers (``responses: generate`` on the MiniLM space)."""
+    """Model -> benchmark -> the model's own scored answers (``responses: generate`` on the MiniLM
+    space)."""
     published: dict[str, dict[str, float]] = field(default_factory=dict)
     """Published response set -> its accuracy and parse rate over the whole file (section 2)."""
     coverage: dict[str, dict] = field(default_factory=dict)
@@ -98,8 +99,8 @@ class CGStudy:
         return self.models[0] if self.models else None
 
     def claim_models(self) -> list[str]:
-        """Models whose gaps become claims: every model that answered here (``responses: generate``),
-        else the primary model (published responses)."""
+        """Models whose gaps become claims: every model that answered here (``responses:
+        generate``), else the primary model (published responses)."""
         if self.cfg.responses == "generate":
             return self.models
         return [self.primary] if self.primary else []
@@ -234,8 +235,9 @@ def token_features(cfg, texts: Sequence[str]) -> list[Float[Tensor, "n_tokens d_
     """Per text, its per-token concept activations in the notebook's main concept space, the input
     of eq. 1 (:func:`kit.cg.metrics.item_concept_activation`): MiniLM's residual stream at the SAE's
     site encoded by the main MiniLM SAE (``concept_space: minilm``, as
-    :func:`kit.cg.saes.item_concepts` reads it), or the first model's activations encoded by its own SAE, BOS excluded (``model``, as
-    :func:`kit.cg.model_space.hooked_item_concepts` reads it). Texts cut to ``cfg.max_length``."""
+    :func:`kit.cg.saes.item_concepts` reads it), or the first model's activations encoded by its own
+    SAE, BOS excluded (``model``, as :func:`kit.cg.model_space.hooked_item_concepts` reads it).
+    Texts cut to ``cfg.max_length``."""
     if cfg.concept_space == "minilm":
         from kit.models.encoders import load_encoder
 

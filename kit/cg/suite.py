@@ -51,9 +51,11 @@ class Suite:
     model_texts: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     contexts: list[list[dict]] | None = None
     x_bench_denominator: str = "all"
-    """Eq. 3's denominator (:func:`kit.cg.metrics.x_bench`): ``all`` (the equation) or ``active`` (the text)."""
+    """Eq. 3's denominator (:func:`kit.cg.metrics.x_bench`): ``all`` (the equation) or ``active``
+    (the text)."""
     model_responses: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    """model -> benchmark -> the model's responses (shown by the explorer; absent for the tiny world)."""
+    """model -> benchmark -> the model's responses (shown by the explorer; absent for the tiny
+    world)."""
     label_source: str = ""
     """Where the concept labels come from (:func:`kit.cg.labels.sae_labels`)."""
     n_tokens: dict[str, np.ndarray] = field(default_factory=dict)
@@ -76,17 +78,20 @@ class Suite:
         return cg.x_bench(self.acts, self.x_bench_denominator)
 
     def fires(self) -> np.ndarray:
-        """Per concept: active on at least one item this suite read (coverage or any model's texts)."""
+        """Per concept: active on at least one item this suite read (coverage or any model's
+        texts)."""
         mats = [*self.acts.values(), *(a for per in self.model_acts.values() for a in per.values())]
         return np.logical_or.reduce([np.asarray((a > 0).sum(axis=0)).ravel() > 0 for a in mats])
 
     def dead(self) -> np.ndarray:
-        """Dead latents: no activation on the SAE's own training text (label ``(dead)``) *and* none on
-        any benchmark text read here. A ``(dead)``-labelled concept that fires on a benchmark is alive."""
+        """Dead latents: no activation on the SAE's own training text (label ``(dead)``) *and* none
+        on any benchmark text read here. A ``(dead)``-labelled concept that fires on a benchmark is
+        alive."""
         return np.array([lab == "(dead)" for lab in self.labels]) & ~self.fires()
 
     def live(self) -> np.ndarray:
-        """Concepts the SAE uses: not :meth:`dead`, or firing on the general text (``text_acts``)."""
+        """Concepts the SAE uses: not :meth:`dead`, or firing on the general text
+        (``text_acts``)."""
         live = ~self.dead()
         if self.text_acts is not None:
             live |= np.asarray((self.text_acts > 0).sum(axis=0)).ravel() > 0
@@ -113,7 +118,8 @@ def real_suite(
     answers=None,
     n_text_items: int = 0,
 ) -> dict[str, Suite]:
-    """One :class:`Suite` per SAE over the real benchmarks, with published and/or generated responses.
+    """One :class:`Suite` per SAE over the real benchmarks, with published and/or generated
+    responses.
 
     Labels: ``labeller`` (a :class:`kit.cg.labels.Labeller`; default the top-context words with
     stop-words and punctuation filtered) over each SAE's stored top-activating contexts.
@@ -143,12 +149,13 @@ def real_suite(
         first = scored.setdefault(rs.benchmark, rs)
         if first.ids != rs.ids:
             raise ValueError(
-                f"response sets {first.name} and {n} do not list the same {rs.benchmark} items in the "
-                "same order; coverage and performance must read the same items"
+                f"response sets {first.name} and {n} do not list the same {rs.benchmark} items in "
+                "the same order; coverage and performance must read the same items"
             )
     if answers and include_responses:
         raise ValueError(
-            "include_responses reads prompt + response; generated answers are read by prompt only here"
+            "include_responses reads prompt + response; generated answers are read by prompt "
+            "only here"
         )
     texts = {
         b: scored[b].texts(include_response=False)
@@ -291,7 +298,8 @@ def resolve_zoo_sae(model_name: str, sae_name: str, world: str | None = None) ->
     if sae_name != "auto":
         if sae_name not in names:
             raise ValueError(
-                f"zoo_sae={sae_name!r} is not an SAE of world {world!r}; allowed values: auto, {', '.join(names)}"
+                f"zoo_sae={sae_name!r} is not an SAE of world {world!r}; allowed values: auto, "
+                f"{', '.join(names)}"
             )
         return sae_name
     prefix = f"zoo-sae/{model_name.removeprefix('zoo/')}/topk-"
@@ -383,8 +391,9 @@ def two_model_comparison(cfg, suite: Suite, sae_names: Sequence[str], main_sae: 
 
 
 UNSCORED = ("lmsys_arena", "vectara_hallucination")
-"""Benchmarks with no rule-based scorer (a battle's winner, a factual-consistency judge): in the paper's
-setting they count for coverage (X_bench) only; X_model averages over the scored benchmarks."""
+"""Benchmarks with no rule-based scorer (a battle's winner, a factual-consistency judge): in the
+paper's setting they count for coverage (X_bench) only; X_model averages over the scored
+benchmarks."""
 
 
 def benchmark_split(name: str) -> tuple[str, str]:

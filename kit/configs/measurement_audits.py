@@ -13,9 +13,11 @@ class Config(BaseConfig):
     """Model audited (a zoo name, ``real/smollm2-135m-instruct`` in the real profiles, or ``gpt2``
     in the paper profile)."""
     sae_arch_a: str | None = None
-    """First SAE of M07 (and the SAE of M08, M10, M12, EX24, EX34); ``None``: chosen from the world's SAEs."""
+    """First SAE of M07 (and the SAE of M08, M10, M12, EX24, EX34); ``None``: chosen from the
+    world's SAEs."""
     sae_arch_b: str | None = None
-    """Second SAE of M07: another architecture at the same hook and width; ``None``: chosen automatically."""
+    """Second SAE of M07: another architecture at the same hook and width; ``None``: chosen
+    automatically."""
     sae_small: str | None = None
     """Narrower SAE of M11; ``None``: chosen automatically (same architecture as ``sae_large``)."""
     sae_large: str | None = None
@@ -128,7 +130,8 @@ class Config(BaseConfig):
     m09_cycles: int = Field(4, ge=2, le=20)
     """M09: distillation cycles."""
     m09_l1: float = Field(0.3, gt=0, le=100)
-    """M09: SAELens's L1 coefficient (activations scaled to mean norm sqrt(d_in)); 1e-3 gives a dense SAE."""
+    """M09: SAELens's L1 coefficient (activations scaled to mean norm sqrt(d_in)); 1e-3 gives a
+    dense SAE."""
     m09_core_frac: float = Field(0.1, gt=0, lt=1)
     """M09: fraction of features marked core each cycle (top by gradient x activation)."""
     m09_steps: int = Field(300, ge=1, le=100000)

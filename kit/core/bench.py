@@ -1,4 +1,5 @@
-"""``python -m kit bench [name ...] [--model M] [--device D] [--dtype T]``: speed as ratios in one process run.
+"""``python -m kit bench [name ...] [--model M] [--device D] [--dtype T]``: speed as ratios in one
+process run.
 
 Each workload times our implementation against its baseline (the naive reference algorithm, or
 the plain forward pass) on the same model and data, in this process, and prints one line:
@@ -70,14 +71,17 @@ def _takes_dtype(target: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kit bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m kit bench", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument(
         "names", nargs="*", help=f"workloads (default: all): {', '.join(WORKLOADS)}"
     )
     parser.add_argument(
         "--model",
         default=None,
-        help=f"model for the workloads that take one (default per workload; e.g. {DEFAULT_MODEL}, random/llama-1b, zoo/base-m)",
+        help="model for the workloads that take one (default per workload; e.g. "
+        f"{DEFAULT_MODEL}, random/llama-1b, zoo/base-m)",
     )
     parser.add_argument("--device", default="cpu")
     parser.add_argument(

@@ -25,8 +25,8 @@ Every claim also has a **kind** (:data:`KINDS`), kept apart in every table and r
   never "supported".
 
 and a **margin** (:func:`margin`): how far the interval sits from its null on the predicted side, in
-the claim's units (negative when it overlaps or lies on the wrong side), so a verdict that holds by a
-hair says so. :func:`mark_stability` records whether a verdict survives a rerun with other seeds.
+the claim's units (negative when it overlaps or lies on the wrong side), so a verdict that holds by
+a hair says so. :func:`mark_stability` records whether a verdict survives a rerun with other seeds.
 
 The null is either one value (``null``: 0 for an effect, the untrained model's score) or a band
 (``null_range``: the 2.5-97.5% range of a permutation or random-control distribution, or an
@@ -149,7 +149,8 @@ def decide(
         inside = lo <= pv <= hi
         return (
             "supported" if inside else "contradicted",
-            f"paper {_fmt(pv)} {'inside' if inside else 'outside'} our interval [{_fmt(lo)}, {_fmt(hi)}]",
+            f"paper {_fmt(pv)} {'inside' if inside else 'outside'} our interval [{_fmt(lo)}, "
+            f"{_fmt(hi)}]",
         )
     if null_range is not None:
         nlo, nhi = _num(null_range[0]), _num(null_range[1])
@@ -269,7 +270,8 @@ def claim(
     (overrides ``null`` for the verdict). ``caveat``: appended to ``why`` (e.g. "passes by
     construction"). A zero-width interval supports nothing unless ``interval_how`` says it is a
     ``deterministic`` recomputation. ``kind``: one of :data:`KINDS` (an ``audit`` reads pass/fail);
-    ``rests_on``: the models or tables the number comes from. ``extra``: any other JSON-plain numbers.
+    ``rests_on``: the models or tables the number comes from. ``extra``: any other JSON-plain
+    numbers.
     """
     if kind not in KINDS:
         raise ValueError(f"claim {id!r}: kind={kind!r}; allowed values: {', '.join(KINDS)}")
@@ -349,7 +351,8 @@ def claim(
 
 
 def decided(c: "Claim | dict") -> bool:
-    """True when a claim's verdict excludes its null either way (supported, contradicted, pass, fail)."""
+    """True when a claim's verdict excludes its null either way (supported, contradicted, pass,
+    fail)."""
     v = c.verdict if isinstance(c, Claim) else c["verdict"]
     return v in ("supported", "contradicted", "pass", "fail")
 

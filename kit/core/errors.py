@@ -7,7 +7,8 @@ what is allowed; they live beside the code that raises them and are re-exported 
 - :class:`NonFiniteError`: NaN or inf in activations, scores or inputs (``kit.core.checks``);
 - :class:`UnknownModelError`: a model name or path that cannot be loaded (``kit.models.load``);
 - :class:`UnknownSiteError`: an encoder site that is not a hook (``kit.models.encoders``);
-- ``kit.world.WorldNotBuilt``: the tiny world is not built yet (not imported here: it pulls in the world).
+- ``kit.world.WorldNotBuilt``: the tiny world is not built yet (not imported here: it pulls in the
+  world).
 """
 
 from kit.core.checks import NonFiniteError

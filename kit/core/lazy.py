@@ -1,4 +1,5 @@
-"""Lazy submodules for package ``__init__``s: ``import kit`` stays cheap, tab completion finds everything."""
+"""Lazy submodules for package ``__init__``s: ``import kit`` stays cheap, tab completion finds
+everything."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def lazy_submodules(
             namespace[name] = module
             return module
         raise AttributeError(
-            f"module {package!r} has no attribute {name!r}; submodules: {', '.join(sorted(targets))}"
+            f"module {package!r} has no attribute {name!r}; submodules: "
+            f"{', '.join(sorted(targets))}"
         )
 
     def __dir__() -> list[str]:

@@ -118,9 +118,9 @@ def _take_parameters(
     missing = [f for f in cls.model_fields if f not in namespace]
     if missing:
         raise ParamsError(
-            f"{notebook}: parameter(s) {', '.join(missing)} are not defined: run the parameters cell "
-            "(it declares every field of the config) before kit.start; kit.start takes them out of the "
-            "namespace each time it runs"
+            f"{notebook}: parameter(s) {', '.join(missing)} are not defined: run the parameters "
+            "cell (it declares every field of the config) before kit.start; kit.start takes them "
+            "out of the namespace each time it runs"
         )
     return {f: v for f in cls.model_fields if (v := namespace.pop(f)) is not None}
 
@@ -153,7 +153,8 @@ def injected_parameters(namespace: dict[str, Any]) -> list[str]:
 
 
 def _plain_progress_bars() -> None:
-    """In batch kernels, ``tqdm.auto`` gives text bars: papermill saves widgets as bars frozen at 0%."""
+    """In batch kernels, ``tqdm.auto`` gives text bars: papermill saves widgets as bars frozen at
+    0%."""
     import tqdm.auto
     import tqdm.std
 

@@ -57,13 +57,16 @@ class BaseConfig(BaseModel):
     device: str = "cpu"
     """Torch device for models (``cpu``, ``cuda``, ``cuda:1``..., ``mps``)."""
     engine: Literal["inline", "local", "ray"] = "local"
-    """Where ``kit.core.jobs`` runs the notebook's jobs: ``inline`` (this process, one after another), ``local``
-    (worker processes over this machine's cores) or ``ray`` (a Ray cluster, see ``ray_address``)."""
+    """Where ``kit.core.jobs`` runs the notebook's jobs: ``inline`` (this process, one after
+    another), ``local`` (worker processes over this machine's cores) or ``ray`` (a Ray cluster, see
+    ``ray_address``)."""
     ray_address: str | None = None
-    """Ray cluster for ``engine: ray``: ``auto`` (on a node of it), ``ray://head:10001`` (Ray Client) or
-    ``head:6379``; None starts a local Ray for each sweep. Not used by the other engines."""
+    """Ray cluster for ``engine: ray``: ``auto`` (on a node of it), ``ray://head:10001`` (Ray
+    Client) or ``head:6379``; None starts a local Ray for each sweep. Not used by the other
+    engines."""
     max_workers: int | None = Field(default=None, ge=1)
-    """Worker processes (CPU slots) of ``engine: local``, and the CPUs of a Ray started here; None: all cores."""
+    """Worker processes (CPU slots) of ``engine: local``, and the CPUs of a Ray started here; None:
+    all cores."""
 
     @field_validator("ray_address")
     @classmethod
@@ -240,8 +243,8 @@ def name_errors(cfg: BaseConfig) -> list[str]:
     """Names that cannot load, found without loading anything: ``zoo/`` members, ``zoo-sae/`` SAEs,
     ``random/`` shapes and ``tiny/`` tasks in any field (checked against the config's world), task
     fields (``task``, ``*_tasks``...: a world task or a ``kit.load_benchmark`` name) and
-    ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) and ``hf:`` prompt sources cannot be checked
-    offline and pass here (the audits config checks the form of ``hf:`` sources).
+    ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) and ``hf:`` prompt sources cannot be
+    checked offline and pass here (the audits config checks the form of ``hf:`` sources).
     """
     from kit.data.benchmarks import BENCHMARKS, _parse_name
     from kit.models.load import RANDOM_SHAPES
@@ -271,7 +274,8 @@ def name_errors(cfg: BaseConfig) -> list[str]:
                 ):  # benchmarks may pool a family ("bbh")
                     continue
                 if name.startswith("hf:") and field != "benchmarks":
-                    continue  # a hub prompt source (kit.audits.sources), checked by its notebook's config
+                    # a hub prompt source (kit.audits.sources), checked by its notebook's config
+                    continue
                 try:
                     _parse_name(name)
                 except ValueError as e:
@@ -285,7 +289,8 @@ def name_errors(cfg: BaseConfig) -> list[str]:
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
-    """``"field=value"`` (as ``kit run --set`` takes it) -> ``(field, value)``, the value read as YAML.
+    """``"field=value"`` (as ``kit run --set`` takes it) -> ``(field, value)``, the value read as
+    YAML.
 
     YAML makes ``n_eval=5`` an int, ``tasks=[add, code]`` a list and ``models=null`` None, exactly
     as the same text would be read from a params file.
@@ -303,7 +308,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 def format_overrides(overrides: dict[str, Any]) -> str:
-    """One line naming the overridden fields, for ``params.yaml`` and logs (``n_eval=5, tasks=[add]``)."""
+    """One line naming the overridden fields, for ``params.yaml`` and logs (``n_eval=5,
+    tasks=[add]``)."""
     return ", ".join(
         f"{k}={yaml.safe_dump(v, default_flow_style=True).strip().removesuffix('...').strip()}"
         for k, v in overrides.items()
@@ -387,15 +393,17 @@ def to_yaml(cfg: BaseConfig) -> str:
 
 
 def parameters_cell(notebook: str) -> str:
-    """The source of ``notebook``'s papermill ``parameters`` cell: ``profile``, ``out_dir`` and every
-    config field set to ``None`` (keep the profile's value). ``tests/notebooks/test_lint.py`` checks each
-    notebook's cell is exactly this; ``python -m kit.core.params --sync`` rewrites the cells."""
+    """The source of ``notebook``'s papermill ``parameters`` cell: ``profile``, ``out_dir`` and
+    every config field set to ``None`` (keep the profile's value). ``tests/notebooks/test_lint.py``
+    checks each notebook's cell is exactly this; ``python -m kit.core.params --sync`` rewrites the
+    cells."""
     profiles = ", ".join(read_profiles(PARAMS_DIR / f"{notebook}.yaml")[1])
     stem = config_class(notebook).__module__.rsplit(".", 1)[-1]
     lines = [
         f'profile = "tiny"  # a profile of params/{notebook}.yaml: {profiles}',
         f"out_dir = None  # None: runs/<profile>/interactive/{notebook}/",
-        "# Overrides of the profile (papermill -p NAME VALUE, kit run --set NAME=VALUE), validated like",
+        "# Overrides of the profile (papermill -p NAME VALUE, kit run --set NAME=VALUE), "
+        "validated like",
         f"# the YAML; None keeps the profile's value. kit/configs/{stem}.py documents each field.",
     ]
     lines += [f"{field} = None" for field in config_class(notebook).model_fields]

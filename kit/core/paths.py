@@ -186,7 +186,8 @@ def _fsync(path: Path) -> None:
 
 @contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; rename it onto ``target`` only if the block succeeds.
+    """Yield a temporary path beside ``target``; rename it onto ``target`` only if the block
+    succeeds.
 
     Readers never see a half-written cache or result: either the old file or the complete new one.
     The temporary file is removed on any failure; a full disk raises :class:`DiskFullError` naming

@@ -74,7 +74,8 @@ def _kind(c: dict) -> str:
 KIND_TITLES = {
     "reproduction": "Reproduction: the paper's claims tested on our own measurements",
     "re-analysis": "Re-analysis of the paper's printed tables (no model run here)",
-    "set-up check": "Set-up checks: the world does what it was built to do (tests our construction, not the paper)",
+    "set-up check": "Set-up checks: the world does what it was built to do (tests our "
+    "construction, not the paper)",
     "audit": "Audits: the measurement-theory page's pass conditions (pass / fail)",
 }
 
@@ -90,7 +91,10 @@ def headline(claims: list[dict]) -> str:
         )
     fragile = [c for c in rep if c.get("fragile")]
     if fragile:
-        line += f" {len(fragile)} decided reproduction verdicts are fragile (margin under a tenth of the interval)."
+        line += (
+            f" {len(fragile)} decided reproduction verdicts are fragile (margin under a "
+            "tenth of the interval)."
+        )
     flips = [c for c in claims if str(c.get("stability", "")).startswith("flips")]
     if flips:
         line += f" {len(flips)} verdicts flip under a stability rerun."
@@ -116,9 +120,10 @@ def _header(run_dir: Path) -> tuple[str, list[dict]]:
 
 RULE = (
     "A claim is **supported** only when our 95% interval excludes its null on the predicted side "
-    "(or lies inside the tolerance, for 'unchanged' claims; or holds the paper's value, for reproductions), "
-    "**contradicted** when it excludes it on the other side, **inconclusive** otherwise; "
-    "**not testable here** names its reason. Verdicts are computed by the notebooks, never typed."
+    "(or lies inside the tolerance, for 'unchanged' claims; or holds the paper's value, for "
+    "reproductions), **contradicted** when it excludes it on the other side, **inconclusive** "
+    "otherwise; **not testable here** names its reason. Verdicts are computed by the notebooks, "
+    "never typed."
 )
 
 
@@ -197,10 +202,15 @@ def markdown(run_dir: str | Path) -> str:
     return "\n".join(lines)
 
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;width:100%;
-margin-bottom:2em;font-size:13px}th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
-th{background:#f3f3f3}.supported{background:#e3f4e3}.contradicted{background:#f8dede}.inconclusive{background:#fdf6dc}
-.not-testable-here{background:#eee}.pass{background:#e3f4e3}.fail{background:#f8dede}img{max-width:420px;display:block;margin-top:4px}details{margin-top:4px}"""
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
+    "table{border-collapse:collapse;width:100%;\nmargin-bottom:2em;font-size:13px}"
+    "th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}\n"
+    "th{background:#f3f3f3}.supported{background:#e3f4e3}.contradicted{background:#f8dede}"
+    ".inconclusive{background:#fdf6dc}\n.not-testable-here{background:#eee}.pass{background:#e3f4e3}"
+    ".fail{background:#f8dede}img{max-width:420px;display:block;margin-top:4px}"
+    "details{margin-top:4px}"
+)
 
 
 def html_report(run_dir: str | Path) -> str:
@@ -209,7 +219,8 @@ def html_report(run_dir: str | Path) -> str:
     profile, outcomes = _header(run_dir)
     esc = html.escape
     out = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report {esc(run_dir.name)}</title>",
+        "<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report "
+        f"{esc(run_dir.name)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>Reproduction report: {esc(run_dir.name)} (profile {esc(str(profile))})</h1>",
         f"<p>{esc(headline(claims) if claims else '0 claims.')}</p>",
@@ -257,7 +268,8 @@ def html_report(run_dir: str | Path) -> str:
                         embedded[fig] = base64.b64encode(fig.read_bytes()).decode()
                     figure_html = (
                         f"<details><summary>figure {esc(c['figure'])}</summary>"
-                        f"<img src='data:image/png;base64,{embedded[fig]}' alt='{esc(c['figure'])}'>"
+                        f"<img src='data:image/png;base64,{embedded[fig]}' "
+                        f"alt='{esc(c['figure'])}'>"
                         "</details>"
                     )
                 cls = c["verdict"].replace(" ", "-")

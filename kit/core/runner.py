@@ -68,7 +68,8 @@ class NotebookOutcome:
 
 
 def discover(only: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
-    """Notebooks ``NN_*.ipynb`` in order, filtered by ``only`` (prefixes like ``01`` or full ids)."""
+    """Notebooks ``NN_*.ipynb`` in order, filtered by ``only`` (prefixes like ``01`` or full
+    ids)."""
     paths = sorted(Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
     if not only:
         return paths
@@ -122,7 +123,8 @@ def plan(notebooks: list[Path], profile: str, sets: dict[str, Any]) -> dict[str,
             {f for nb in notebooks if nb.stem in known for f in config_class(nb.stem).model_fields}
         )
         errors.append(
-            f"--set {', '.join(unused)}: no selected notebook has such a field; fields: {', '.join(fields)}"
+            f"--set {', '.join(unused)}: no selected notebook has such a field; fields: "
+            f"{', '.join(fields)}"
         )
     if errors:
         raise ParamsError("\n".join(errors))
@@ -204,12 +206,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
 KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1", **PINNED_ENV}
 KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
 KERNEL_START_TIMEOUT_S = 300
-"""Seconds a notebook's kernel may take to answer its first request (papermill's ``start_timeout``)."""
+"""Seconds a notebook's kernel may take to answer its first request (papermill's
+``start_timeout``)."""
 
 
 @contextmanager
 def kernel_env(env: dict[str, str]) -> Iterator[None]:
-    """Set ``env`` for the kernels started inside the block (they inherit ours), then restore ours."""
+    """Set ``env`` for the kernels started inside the block (they inherit ours), then restore
+    ours."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -229,7 +233,8 @@ def execute(
     timeout: int | None,
     overrides: dict[str, Any] | None = None,
 ) -> NotebookOutcome:
-    """Run one notebook into ``run_dir/<notebook>/``; a failure becomes the outcome, Ctrl-C propagates."""
+    """Run one notebook into ``run_dir/<notebook>/``; a failure becomes the outcome, Ctrl-C
+    propagates."""
     import papermill as pm
     from traitlets.config import Config
 
@@ -238,8 +243,8 @@ def execute(
     out_dir.mkdir()
     final, staging = out_dir / nb.name, out_dir / f".{nb.stem}.partial.ipynb"
     t0 = time.perf_counter()
-    # The kernel's IPC sockets in a folder of its own: by default they are named kernel-ipc-<n> in the
-    # working directory, and two kernels starting at once could pick the same <n>.
+    # The kernel's IPC sockets in a folder of its own: by default they are named kernel-ipc-<n> in
+    # the working directory, and two kernels starting at once could pick the same <n>.
     sockets = Path(tempfile.mkdtemp(prefix="kit-kernel-"))
     try:
         with kernel_env(KERNEL_ENV):
@@ -259,10 +264,11 @@ def execute(
                         }
                     }
                 ),
-                # papermill's default 60 s for the kernel's first reply failed two notebooks when two test
-                # suites shared the 2 cores; a slow start is not a failed notebook
+                # papermill's default 60 s for the kernel's first reply failed two notebooks when
+                # two test suites shared the 2 cores; a slow start is not a failed notebook
                 start_timeout=KERNEL_START_TIMEOUT_S,
-                shutdown_kernel="immediate",  # on Ctrl-C a graceful shutdown makes the kernel print zmq errors
+                # on Ctrl-C a graceful shutdown makes the kernel print zmq errors
+                shutdown_kernel="immediate",
             )
         status, error = "ok", ""
     except Exception as e:  # keep going: the summary names the notebook and the cause
@@ -353,7 +359,8 @@ def export_figures(run_dir: Path, dest: Path, notebooks: list[str]) -> int:
 
 
 def changed_figures(dest: Path, notebooks: list[str]) -> list[str]:
-    """``git status`` lines of exported figures that differ from the committed ones (empty outside git)."""
+    """``git status`` lines of exported figures that differ from the committed ones (empty outside
+    git)."""
     paths = [str(dest / stem) for stem in notebooks if (dest / stem).exists()]
     if not paths:
         return []
@@ -423,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--figures",
         default=None,
-        help="where to copy exported figures (default: figures/ for the tiny profile, nowhere otherwise)",
+        help="where to copy exported figures (default: figures/ for the tiny profile, nowhere "
+        "otherwise)",
     )
     parser.add_argument(
         "--notebooks", default=str(NOTEBOOKS_DIR), help="folder of NN_*.ipynb (default: notebooks/)"
@@ -525,9 +533,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def longest_first(notebooks: list[Path], out: Path, profile: str) -> list[Path]:
-    """``notebooks`` ordered for side-by-side runs: the longest first (so the last to start are short),
-    by each notebook's time in the newest earlier run of ``profile`` under ``out`` that has it;
-    notebooks never timed keep their number order, ahead of the timed ones (they may be long)."""
+    """``notebooks`` ordered for side-by-side runs: the longest first (so the last to start are
+    short), by each notebook's time in the newest earlier run of ``profile`` under ``out`` that has
+    it; notebooks never timed keep their number order, ahead of the timed ones (they may be
+    long)."""
     seconds: dict[str, float] = {}
     runs = sorted(
         (p for p in (out / profile).glob("*/run.json")), key=lambda p: _run_order(p.parent.name)
@@ -556,10 +565,10 @@ def run_side_by_side(
     """Run ``order`` with up to ``parallel`` notebooks at once, each in its own process
     (``python -m kit.core.run_one``) with its own kernel; ``done(outcome)`` as each finishes.
 
-    The notebooks are independent: each reads the world and the caches, which are written whole under
-    content keys (a member is built by one process at a time, under the world's lock), so the results
-    and figures are those of a serial run. On Ctrl-C or SIGTERM the children get SIGTERM (each removes
-    its staging files) and ``running`` keeps the ones that had not finished.
+    The notebooks are independent: each reads the world and the caches, which are written whole
+    under content keys (a member is built by one process at a time, under the world's lock), so the
+    results and figures are those of a serial run. On Ctrl-C or SIGTERM the children get SIGTERM
+    (each removes its staging files) and ``running`` keeps the ones that had not finished.
     """
     specs = run_dir / ".specs"
     specs.mkdir()
@@ -615,7 +624,8 @@ def run_side_by_side(
 
 
 def _child_outcome(stem: str, returncode: int, path: Path, seconds: float) -> NotebookOutcome:
-    """What a finished ``run_one`` process reported; a process that died before reporting is a failure."""
+    """What a finished ``run_one`` process reported; a process that died before reporting is a
+    failure."""
     try:
         return NotebookOutcome(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
@@ -649,7 +659,8 @@ def _finish(args: argparse.Namespace, run_dir: Path, outcomes: list[NotebookOutc
         succeeded = [o.notebook for o in outcomes if o.status == "ok"]
         n = export_figures(run_dir, Path(figures), succeeded)
         print(
-            f"exported {n} figures (PNG + PDF) of {len(succeeded)} notebook(s) that succeeded to {figures}"
+            f"exported {n} figures (PNG + PDF) of {len(succeeded)} notebook(s) that succeeded to "
+            f"{figures}"
         )
         for line in changed_figures(Path(figures), succeeded):
             print(f"WARNING: differs from the committed figure: {line}")

@@ -1,8 +1,9 @@
 """Intervals, nulls and set overlap shared by every paper package and the claims ledger.
 
 - intervals: :func:`bootstrap_ci` (paired percentile bootstrap over items),
-  :func:`bootstrap_groups_ci` (stratified, optionally by cluster), :func:`mean_diff_ci`, :func:`t_interval` (repeats over
-  seeds), :func:`welch_interval` (two small independent samples), :func:`wilson_interval` (shares);
+  :func:`bootstrap_groups_ci` (stratified, optionally by cluster), :func:`mean_diff_ci`,
+  :func:`t_interval` (repeats over seeds), :func:`welch_interval` (two small independent samples),
+  :func:`wilson_interval` (shares);
 - nulls: :func:`permutation_null` (shuffled labels, optionally within groups),
   :func:`rank_permutation_null` (Spearman against every or random orders), :func:`null_band`,
   :func:`seed_repeats`;
@@ -34,7 +35,8 @@ def bootstrap_ci(
     n = {len(a) for a in arrays}
     if len(n) != 1:
         raise ValueError(
-            f"paired bootstrap needs arrays of one length (one row per item); got lengths {sorted(n)}"
+            "paired bootstrap needs arrays of one length (one row per item); got lengths "
+            f"{sorted(n)}"
         )
     n = n.pop()
     if n < 2:
@@ -124,7 +126,8 @@ def mean_diff_ci(
 
 
 def t_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """Mean and Student-t interval of a few repeats (seeds, reseeds). One value: no interval (NaN)."""
+    """Mean and Student-t interval of a few repeats (seeds, reseeds). One value: no interval
+    (NaN)."""
     from scipy.stats import t
 
     v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
@@ -186,7 +189,8 @@ def permutation_null(
     groups: Sequence | None = None,
 ) -> np.ndarray:
     """``stat`` of ``n_perm`` shuffles of ``labels`` (within each group of ``groups`` when given:
-    e.g. correctness shuffled within each benchmark). Returns the null distribution (finite values)."""
+    e.g. correctness shuffled within each benchmark). Returns the null distribution (finite
+    values)."""
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
     idx_by_group = None
@@ -213,8 +217,8 @@ def permutation_null(
 def rank_permutation_null(
     a: Sequence[float], b: Sequence[float], n_perm: int = 5000, seed: int = 0
 ) -> tuple[float, np.ndarray]:
-    """Spearman of ``a`` and ``b`` and its permutation distribution: every order of ``b`` for up to 8
-    entries (exact), else ``n_perm`` seeded random orders (12 benchmarks have 479M orders)."""
+    """Spearman of ``a`` and ``b`` and its permutation distribution: every order of ``b`` for up to
+    8 entries (exact), else ``n_perm`` seeded random orders (12 benchmarks have 479M orders)."""
     from scipy.stats import spearmanr
 
     a, b = np.asarray(a, float), np.asarray(b, float)
@@ -262,7 +266,8 @@ def jaccard(a: set | np.ndarray, b: set | np.ndarray, empty: float | None = None
     if union == 0:
         if empty is None:
             raise ValueError(
-                "jaccard of two empty sets is 0/0: pass empty=1.0 (identical) or empty=nan (undefined)"
+                "jaccard of two empty sets is 0/0: pass empty=1.0 (identical) or empty=nan "
+                "(undefined)"
             )
         return float(empty)
     return float(inter / union)

@@ -2,9 +2,9 @@
 
 ``load_benchmark(name, split="test", source="local", limit=None)`` for
 
-========================  ===============================  ==========================================
+========================  ===============================  =========================================
 name                      splits                           target
-========================  ===============================  ==========================================
+========================  ===============================  =========================================
 ``gsm8k``                 train, test                      ``answer``: the number after ``####``
 ``arc_challenge``         train, dev, test                 ``choices`` + ``label`` (3-5 options)
 ``mmlu``, ``mmlu/<s>``    test, dev                        ``choices`` + ``label`` (4 options)
@@ -15,45 +15,55 @@ name                      splits                           target
 ``math500``               test                             ``answer``: MATH final answer (LaTeX)
 ``svamp``                 test                             ``answer``: a number
 ``mawps``                 test                             ``answer``: a number
-``asdiv``                 test                             ``answer``: a number (units stripped) or text
-``bbq``, ``bbq/<cat>``    test                             ``choices`` + ``label`` (3 options; 6 of 11 categories)
-``crows_pairs``           test                             ``choices`` = (stereotyping, less stereotyping)
-                                                           sentence, ``label`` 0 = the stereotyping one
-``agieval``,              test                             ``choices`` + ``label`` (4-5 options); the cloze
+``asdiv``                 test                             ``answer``: a number (units stripped) or
+                                                           text
+``bbq``, ``bbq/<cat>``    test                             ``choices`` + ``label`` (3 options; 6 of
+                                                           11 categories)
+``crows_pairs``           test                             ``choices`` = (stereotyping, less
+                                                           stereotyping) sentence, ``label`` 0 = the
+                                                           stereotyping one
+``agieval``,              test                             ``choices`` + ``label`` (4-5 options);
+                                                           the cloze
 ``agieval/<subset>``                                       subset ``math``: ``answer`` (LaTeX)
-``logicbench``,           test                             BQA: ``answer`` yes/no (one item per question);
+``logicbench``,           test                             BQA: ``answer`` yes/no (one item per
+                                                           question);
 ``logicbench/bqa|mcqa``                                    MCQA: ``choices`` + ``label`` (4 options)
 ``tiny/<task>``           the tiny world's splits          whatever the task's items carry
-========================  ===============================  ==========================================
+========================  ===============================  =========================================
 
 Hub only (``source="hf"``, network; the paper's other benchmarks, not in the data directory):
 
-========================  ===============================  ==========================================
-``natural_questions``     train, validation                ``answer``: the first short answer (NQ-open);
-                                                           all of them in ``metadata["answers"]``
+========================  ===============================  =========================================
+``natural_questions``     train, validation                ``answer``: the first short answer
+                                                           (NQ-open); all of them in
+                                                           ``metadata["answers"]``
 ``socialiqa``             train, validation                ``choices`` + ``label`` (3 options)
-``winogrande``            train, validation                ``choices`` + ``label`` (the 2 fillers of ``_``)
+``winogrande``            train, validation                ``choices`` + ``label`` (the 2 fillers of
+                                                           ``_``)
 ``lmsys_arena``           train                            one item per single-turn battle of
-                                                           ``metadata["model_a"]`` vs ``model_b``; no
-                                                           target: :func:`arena_scores` gives a model's
-                                                           win (1) / loss (0) per item
+                                                           ``metadata["model_a"]`` vs ``model_b``;
+                                                           no target: :func:`arena_scores` gives a
+                                                           model's win (1) / loss (0) per item
 ``vectara_hallucination`` train                            one item per source document of Vectara's
-                                                           hallucination leaderboard (its summarisation
-                                                           prompt); no target: judged by a factual-
-                                                           consistency model (HHEM), not by a rule
-========================  ===============================  ==========================================
+                                                           hallucination leaderboard (its
+                                                           summarisation prompt); no target: judged
+                                                           by a factual- consistency model (HHEM),
+                                                           not by a rule
+========================  ===============================  =========================================
 
 ``source="local"`` reads the files in :func:`kit.core.paths.data_dir` (checksum-verified once per
-process; never copied). ``source="hf"`` streams the Hugging Face dataset named in :data:`HF_SOURCES` at
-the commit pinned in :data:`HF_REVISIONS` (or ``revision=``) and converts its rows to the same items,
-reading only until ``limit`` items exist (:mod:`kit.data.hub_benchmarks`). Hub caveats: ``svamp`` (ChilleD/SVAMP) ``test`` is its 300-item split, not the 1,000 local items;
-``asdiv`` maps to EleutherAI/asdiv's only split, ``validation`` (2,305 problems, unfiltered);
-``mawps`` (MU-NLPC/Calc-mawps) is a differently prepared MAWPS whose field names
-(``question``, ``result_float``) we took from its dataset card without running it.
+process; never copied). ``source="hf"`` streams the Hugging Face dataset named in :data:`HF_SOURCES`
+at the commit pinned in :data:`HF_REVISIONS` (or ``revision=``) and converts its rows to the same
+items, reading only until ``limit`` items exist (:mod:`kit.data.hub_benchmarks`). Hub caveats:
+``svamp`` (ChilleD/SVAMP) ``test`` is its 300-item split, not the 1,000 local items; ``asdiv`` maps
+to EleutherAI/asdiv's only split, ``validation`` (2,305 problems, unfiltered); ``mawps``
+(MU-NLPC/Calc-mawps) is a differently prepared MAWPS whose field names (``question``,
+``result_float``) we took from its dataset card without running it.
 
-Prompts (:mod:`kit.data.benchmark_items`): the question text; multiple-choice prompts append the options
-as ``A. text`` lines (the layout of the published responses in ``model_responses/``); mbpp appends
-its test asserts, as in the MBPP paper. Templates (few-shot, "Answer:") are the caller's business.
+Prompts (:mod:`kit.data.benchmark_items`): the question text; multiple-choice prompts append the
+options as ``A. text`` lines (the layout of the published responses in ``model_responses/``); mbpp
+appends its test asserts, as in the MBPP paper. Templates (few-shot, "Answer:") are the caller's
+business.
 """
 
 from __future__ import annotations
@@ -186,8 +196,8 @@ BBQ_CATEGORIES: tuple[str, ...] = (
     "Religion",
     "Sexual_orientation",
 )
-"""BBQ categories in the data directory (Gender_identity, Race_ethnicity, Race_x_SES, Race_x_gender and
-SES are absent from the snapshot: use ``source="hf"`` for them)."""
+"""BBQ categories in the data directory (Gender_identity, Race_ethnicity, Race_x_SES, Race_x_gender
+and SES are absent from the snapshot: use ``source="hf"`` for them)."""
 
 AGIEVAL_SUBSETS: tuple[str, ...] = (
     "aqua-rat",
@@ -200,7 +210,8 @@ AGIEVAL_SUBSETS: tuple[str, ...] = (
     "sat-en-without-passage",
     "sat-math",
 )
-"""AGIEval's English subsets (v1); ``math`` is cloze (free-form answers), the rest multiple choice."""
+"""AGIEval's English subsets (v1); ``math`` is cloze (free-form answers), the rest multiple
+choice."""
 
 LOGICBENCH_FORMATS: tuple[str, ...] = ("bqa", "mcqa")
 """LogicBench(Eval): yes/no questions (BQA) and 4-way multiple choice (MCQA)."""
@@ -247,7 +258,8 @@ HUB_ONLY: tuple[str, ...] = (
     "lmsys_arena",
     "vectara_hallucination",
 )
-"""Families with no local copy (the data directory's MANIFEST lists them as not available offline)."""
+"""Families with no local copy (the data directory's MANIFEST lists them as not available
+offline)."""
 
 # Families read from local files whose sub-benchmark is optional (``bbq`` = all categories...).
 _SUBSETS: dict[str, tuple[str, ...]] = {

@@ -39,7 +39,8 @@ HF_SOURCES: dict[str, tuple[str, str | None]] = {
 """Hugging Face ``(path, config)`` per benchmark for ``source="hf"``."""
 
 HF_REVISIONS: dict[str, str | None] = {family: None for family in HF_SOURCES}
-"""The hub commit (40 hex digits) each family is read at; ``load_benchmark(revision=...)`` overrides.
+"""The hub commit (40 hex digits) each family is read at; ``load_benchmark(revision=...)``
+overrides.
 
 Every entry is ``None`` today, deliberately: no machine this project was built on reaches the hub,
 so no commit could be checked, and a commit copied from elsewhere unchecked could name data that
@@ -55,7 +56,8 @@ HF_SPLIT: dict[tuple[str, str], str] = {
 """Our split name -> the hub's, where they differ."""
 
 MBPP_HUB_SPLITS = ("prompt", "test", "validation", "train")
-"""mbpp ``full`` = these hub splits; in this order their task ids ascend (1-10, 11-510, 511-600, 601-974)."""
+"""mbpp ``full`` = these hub splits; in this order their task ids ascend (1-10, 11-510, 511-600,
+601-974)."""
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 _WARNED: set[tuple[str, str]] = set()
@@ -168,8 +170,8 @@ def hub_items(
     if wanted is None and (path, commit) not in _WARNED:
         _WARNED.add((path, commit))
         warnings.warn(
-            f"{path} is not pinned (kit.data.hub_benchmarks.HF_REVISIONS[{family!r}] is None): read main "
-            f"at commit {commit}; pin it with revision={commit!r} or in that table",
+            f"{path} is not pinned (kit.data.hub_benchmarks.HF_REVISIONS[{family!r}] is None): "
+            f"read main at commit {commit}; pin it with revision={commit!r} or in that table",
             stacklevel=3,
         )
     rows: list[dict] = []

@@ -37,7 +37,8 @@ def load_table(name: str, numeric: bool = True) -> pd.DataFrame:
         names = table_names()
         close = [n for n in names if n[:3] == name[:3]]
         raise FileNotFoundError(
-            f"no paper table {name!r}; tables{' for this seed' if close else ''}: {', '.join(close or names)}"
+            f"no paper table {name!r}; tables{' for this seed' if close else ''}: "
+            f"{', '.join(close or names)}"
         )
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     if numeric:

@@ -7,7 +7,8 @@ set name                       file                    benchmark, prompt
 =============================  ======================  =============================================
 ``arc/llama3.1-8b-instruct``   arc_llama3.1-8b-...     ARC-Challenge test, zero-shot, options A-D
 ``arc/qwen2.5-7b-instruct``    arc_qwen2.5-7b-...      ARC-Challenge test, zero-shot, options A-D
-``gsm8k/gemma2-9b-base``       gsm8k_gemma2-9b-base    GSM8K test, one-shot ("Question: ... Answer:")
+``gsm8k/gemma2-9b-base``       gsm8k_gemma2-9b-base    GSM8K test, one-shot ("Question: ...
+                                                       Answer:")
 =============================  ======================  =============================================
 
 Parse rule (the score m_b(i) of Competency Gaps eq. 4 is 1 if correct, else 0):
@@ -23,9 +24,9 @@ Parse rule (the score m_b(i) of Competency Gaps eq. 4 is 1 if correct, else 0):
   incorrect.
 - **GSM8K** (base model, one-shot): a base model may run on into a new few-shot turn, so the
   response is first cut at the first line starting with ``Question:``; the prediction is
-  :func:`kit.data.scorers.extract_final_number` of what remains (``####``, then "answer is", then the
-  last number), compared with :func:`kit.data.scorers.numbers_equal` to the number after ``####`` in
-  the reference solution. No number counts as incorrect.
+  :func:`kit.data.scorers.extract_final_number` of what remains (``####``, then "answer is", then
+  the last number), compared with :func:`kit.data.scorers.numbers_equal` to the number after
+  ``####`` in the reference solution. No number counts as incorrect.
 
 Texts for concept activations are the prompt the model saw (without the one-shot example) and
 its response.
@@ -137,7 +138,8 @@ def arc_reference(answer: str, labels: list[str]) -> str:
 
 
 def cut_next_turn(response: str) -> str:
-    """The response up to the first line starting ``Question:`` (a base model's next few-shot turn)."""
+    """The response up to the first line starting ``Question:`` (a base model's next few-shot
+    turn)."""
     m = _NEXT_TURN.search(response)
     return response[: m.start()] if m else response
 

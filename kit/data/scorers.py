@@ -335,15 +335,15 @@ def math_checker() -> str:
 
 
 def check_math_answer(response: str, target: str, checker: str = "auto") -> MathVerdict:
-    """Is the final answer of ``response`` (the last ``\\boxed{}``, else the final number) equal to the
-    MATH-style reference ``target`` (LaTeX without ``$``)?
+    """Is the final answer of ``response`` (the last ``\\boxed{}``, else the final number) equal to
+    the MATH-style reference ``target`` (LaTeX without ``$``)?
 
-    ``checker``: ``math-verify`` (Hugging Face's Math-Verify: both sides parsed to sympy and compared
-    symbolically and numerically, so ``\\sqrt{12}`` equals ``2\\sqrt{3}``, ``\\{2,1\\}`` equals
-    ``\\{1, 2\\}``, ``(x+1)^2`` equals ``x^2+2x+1``), ``normaliser`` (:func:`normalize_math_answer`
-    then string or numeric equality: lighter, it underestimates accuracy), or ``auto`` (math-verify
-    when installed, else the normaliser). A reference math-verify cannot parse falls back to the
-    normaliser, and the verdict's ``checker`` says so.
+    ``checker``: ``math-verify`` (Hugging Face's Math-Verify: both sides parsed to sympy and
+    compared symbolically and numerically, so ``\\sqrt{12}`` equals ``2\\sqrt{3}``, ``\\{2,1\\}``
+    equals ``\\{1, 2\\}``, ``(x+1)^2`` equals ``x^2+2x+1``), ``normaliser``
+    (:func:`normalize_math_answer` then string or numeric equality: lighter, it underestimates
+    accuracy), or ``auto`` (math-verify when installed, else the normaliser). A reference
+    math-verify cannot parse falls back to the normaliser, and the verdict's ``checker`` says so.
     """
     if checker not in MATH_CHECKERS:
         raise ValueError(f"checker={checker!r}; allowed values: {', '.join(MATH_CHECKERS)}")
@@ -461,7 +461,8 @@ def code_program(benchmark: str, item: Item, response: str) -> str:
         tests = "\n".join(meta["test_list"])
         return f"{code}\n\n{meta.get('test_setup_code', '')}\n{tests}\n"
     raise ValueError(
-        f"benchmark={benchmark!r} is not a code benchmark; allowed values: {', '.join(CODE_BENCHMARKS)}"
+        f"benchmark={benchmark!r} is not a code benchmark; allowed values: "
+        f"{', '.join(CODE_BENCHMARKS)}"
     )
 
 
@@ -510,7 +511,8 @@ def run_program(program: str, timeout: float = 10.0, memory_mb: int = 1024) -> b
 
 
 def normalize_short_answer(text: str | None) -> str:
-    """SQuAD/NQ-open normalisation: lower case, no punctuation, no articles (a, an, the), single spaces."""
+    """SQuAD/NQ-open normalisation: lower case, no punctuation, no articles (a, an, the), single
+    spaces."""
     text = re.sub(r"[^\w\s]", " ", (text or "").lower())
     return " ".join(w for w in text.split() if w not in ("a", "an", "the"))
 
@@ -532,7 +534,8 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
       also counts as the answer); logicbench BQA: the first yes/no in the response;
     - socialiqa, winogrande: the choice letter; natural_questions: the final answer line
       (:func:`extract_bbh_answer`) equal to any reference after :func:`normalize_short_answer`;
-    - ``lmsys_arena`` has no scorer: a battle is won or lost (:func:`kit.data.benchmarks.arena_scores`);
+    - ``lmsys_arena`` has no scorer: a battle is won or lost
+      (:func:`kit.data.benchmarks.arena_scores`);
     - ``vectara_hallucination`` has no rule: a summary is judged by a factual-consistency model
       (Vectara's HHEM); the error says so;
     - ``tiny/<task>``: multiple-choice items by letter, others by exact match after stripping.
@@ -603,7 +606,8 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
 
 
 def parse_failed(benchmark: str, item: Item, response: str) -> bool:
-    """Whether :func:`score`'s rule reads no answer at all from ``response`` (it then scores it wrong).
+    """Whether :func:`score`'s rule reads no answer at all from ``response`` (it then scores it
+    wrong).
 
     Per benchmark, the extractor :func:`score` applies finds nothing: no number (gsm8k, svamp,
     mawps, asdiv; a non-numeric ASDiv answer: no text), no choice letter (multiple choice), no

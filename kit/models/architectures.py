@@ -102,11 +102,12 @@ ARCHITECTURES: dict[str, str] = {
 """Every causal LM kit loads into a ``HookedTransformer``, by ``config.json``'s ``model_type``."""
 
 MOE = ("mixtral", "olmoe", "gpt_oss")
-"""Mixture-of-experts architectures: loaded, but the neuron methods refuse them (:data:`MOE_REASON`)."""
+"""Mixture-of-experts architectures: loaded, but the neuron methods refuse them
+(:data:`MOE_REASON`)."""
 
 REFUSED: dict[str, str] = {
-    "QWenLMHeadModel": "the first Qwen exists only as remote code (trust_remote_code): kit runs no code "
-    "from a model repository; Qwen1.5 and later are Qwen2ForCausalLM, which loads",
+    "QWenLMHeadModel": "the first Qwen exists only as remote code (trust_remote_code): kit runs no "
+    "code from a model repository; Qwen1.5 and later are Qwen2ForCausalLM, which loads",
     "GPT2LMHeadCustomModel": "SantaCoder's GPT2LMHeadCustomModel exists only as remote code "
     "(trust_remote_code): kit runs no code from a model repository",
 }
@@ -131,7 +132,8 @@ def capabilities(model_type: str) -> Capabilities:
 
 
 def rope_parameters(hf_config, layer_type: str = "full_attention") -> dict[str, Any]:
-    """The RoPE parameters of one layer type: ``{"rope_theta": ..., "rope_type": ..., "factor": ...}``.
+    """The RoPE parameters of one layer type: ``{"rope_theta": ..., "rope_type": ..., "factor":
+    ...}``.
 
     transformers 5 keeps them in ``rope_parameters``, flat (``{"rope_theta": 5e5, "rope_type":
     "llama3", ...}``) or per layer type (Gemma-3, OLMo-3: ``{"full_attention": {...},
@@ -176,7 +178,8 @@ def rope_scaling(hf_config, layer_type: str = "full_attention") -> dict[str, Any
     """``HookedTransformerConfig`` fields for the RoPE scaling of ``layer_type`` layers:
     ``llama3`` (NTK by parts), ``linear`` (Gemma-3 4B+ global layers), ``yarn`` (gpt-oss, OLMo-3);
     anything else (``dynamic``, ``longrope``...) is refused, naming the type: a
-    ``HookedTransformer`` has no such scaling and would give wrong logits past the original context."""
+    ``HookedTransformer`` has no such scaling and would give wrong logits past the original
+    context."""
     params = rope_parameters(hf_config, layer_type)
     kind = (params.get("rope_type") or params.get("type") or "default").lower()
     if kind == "default":
@@ -212,8 +215,8 @@ def rope_scaling(hf_config, layer_type: str = "full_attention") -> dict[str, Any
             yarn_truncate=params.get("truncate", True),
         )
     raise UnsupportedArchitecture(
-        f"rope_parameters rope_type={kind!r} ({layer_type}) is not supported: a HookedTransformer implements "
-        "default, llama3, linear and yarn RoPE only"
+        f"rope_parameters rope_type={kind!r} ({layer_type}) is not supported: a HookedTransformer "
+        "implements default, llama3, linear and yarn RoPE only"
     )
 
 
@@ -526,9 +529,9 @@ def _gpt_neox(c, kind: str) -> dict[str, Any]:
 def _opt(c, kind: str) -> dict[str, Any]:
     if c.word_embed_proj_dim != c.hidden_size or not c.do_layer_norm_before:
         raise UnsupportedArchitecture(
-            f"opt with word_embed_proj_dim={c.word_embed_proj_dim} != hidden_size={c.hidden_size} or "
-            f"do_layer_norm_before={c.do_layer_norm_before} (OPT-350m): TransformerLens's OPT conversion has "
-            "neither the projections nor post-norm blocks"
+            f"opt with word_embed_proj_dim={c.word_embed_proj_dim} != hidden_size={c.hidden_size} "
+            f"or do_layer_norm_before={c.do_layer_norm_before} (OPT-350m): TransformerLens's OPT "
+            "conversion has neither the projections nor post-norm blocks"
         )
     return dict(
         d_model=c.hidden_size,

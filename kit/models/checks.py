@@ -15,7 +15,8 @@ from pathlib import Path
 
 
 class ModelLoadError(OSError):
-    """A model directory (or file) that could not be loaded; the message names the file and cause."""
+    """A model directory (or file) that could not be loaded; the message names the file and
+    cause."""
 
 
 _DTYPE_BYTES = {
@@ -39,8 +40,8 @@ _DTYPE_BYTES = {
 
 def safetensors_problems(path: Path) -> list[str]:
     """One line per damaged ``*.safetensors`` file under ``path`` (a file or directory): a header
-    longer than the file, unreadable header JSON, or tensor data past the end (a truncated download).
-    Also shards that ``model.safetensors.index.json`` names but that are missing."""
+    longer than the file, unreadable header JSON, or tensor data past the end (a truncated
+    download). Also shards that ``model.safetensors.index.json`` names but that are missing."""
     path = Path(path)
     files = [path] if path.is_file() else sorted(path.glob("*.safetensors"))
     out = []
@@ -74,7 +75,8 @@ def safetensors_problems(path: Path) -> list[str]:
         need = 8 + n + max(ends, default=0)
         if need > size:
             out.append(
-                f"{f}: its tensors need {need} bytes but the file has {size} ({100 * size / need:.0f}% "
+                f"{f}: its tensors need {need} bytes but the file has {size} "
+                f"({100 * size / need:.0f}% "
                 "present): truncated, e.g. an interrupted download or copy"
             )
     index = path / "model.safetensors.index.json" if path.is_dir() else None
@@ -92,7 +94,8 @@ def safetensors_problems(path: Path) -> list[str]:
 
 
 def json_problem(path: Path) -> str | None:
-    """Why ``path`` is not readable JSON (not UTF-8, empty, or where the parser stopped); None if it is."""
+    """Why ``path`` is not readable JSON (not UTF-8, empty, or where the parser stopped); None if it
+    is."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -102,13 +105,16 @@ def json_problem(path: Path) -> str | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        return f"{path}: not UTF-8 text (byte {e.start} of {len(raw)} is 0x{raw[e.start]:02x}): damaged"
+        return (
+            f"{path}: not UTF-8 text (byte {e.start} of {len(raw)} is 0x{raw[e.start]:02x}): "
+            "damaged"
+        )
     try:
         json.loads(text)
     except json.JSONDecodeError as e:
         return (
-            f"{path}: not valid JSON at line {e.lineno} column {e.colno} ({e.msg}; {len(raw)} bytes): "
-            "damaged or truncated"
+            f"{path}: not valid JSON at line {e.lineno} column {e.colno} ({e.msg}; {len(raw)} "
+            "bytes): damaged or truncated"
         )
     return None
 

@@ -5,8 +5,9 @@ does not set (a ``repetition_penalty`` of 1.3, extra stop ids...); vLLM given ex
 ``SamplingParams`` applies none of it. :func:`resolve_decoding` reads the config once and returns
 one :class:`Decoding` that both backends are handed explicitly:
 
-- greedy or sampling, temperature, top-k, top-p: kit's :class:`~kit.models.generate.GenerationSettings`
-  on both (the model's sampling defaults are not used: the papers fix their decoding);
+- greedy or sampling, temperature, top-k, top-p: kit's
+  :class:`~kit.models.generate.GenerationSettings` on both (the model's sampling defaults are not
+  used: the papers fix their decoding);
 - ``repetition_penalty``: the model's unless the settings give one (then that, on both);
 - stop ids (``eos_token_id``, one or several) and ``min_new_tokens``: the model's, on both;
 - ``min_p`` when sampling: the model's, on both;
@@ -100,7 +101,8 @@ class Decoding:
     repetition_penalty: float
     """1.0 = none."""
     eos_token_ids: tuple[int, ...]
-    """The model's stop ids (generation_config, else the model config); () = the tokenizer's only."""
+    """The model's stop ids (generation_config, else the model config); () = the tokenizer's
+    only."""
     min_new_tokens: int
     min_p: float
     """0.0 = none; used only when sampling."""
@@ -108,7 +110,8 @@ class Decoding:
     """generation_config fields that act here and that vLLM cannot apply (``name=value``)."""
 
     def hf_kwargs(self, pad_token_id: int | None) -> dict[str, Any]:
-        """Keyword arguments of ``transformers``' ``generate`` (explicit, so the two backends agree)."""
+        """Keyword arguments of ``transformers``' ``generate`` (explicit, so the two backends
+        agree)."""
         kw: dict[str, Any] = dict(
             max_new_tokens=self.max_new_tokens,
             do_sample=self.do_sample,
@@ -124,7 +127,9 @@ class Decoding:
             kw.update(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p)
             if self.min_p:
                 kw["min_p"] = self.min_p
-        else:  # a generation_config may carry sampling defaults: greedy must not warn about them or use them
+        # a generation_config may carry sampling defaults: greedy must not warn about them or use
+        # them
+        else:
             kw.update(temperature=None, top_k=None, top_p=None)
         return kw
 

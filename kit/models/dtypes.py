@@ -17,7 +17,8 @@ DTYPES = {
 
 
 def torch_dtype(dtype: str | None):
-    """``"bf16"`` / ``"bfloat16"`` ... -> ``torch.bfloat16``; None -> float32. Unknown names fail."""
+    """``"bf16"`` / ``"bfloat16"`` ... -> ``torch.bfloat16``; None -> float32. Unknown names
+    fail."""
     import torch  # lazy: the names are read by configs that need no torch
 
     if dtype is None:

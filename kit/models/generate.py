@@ -100,7 +100,8 @@ def encode(tokenizer, text: str) -> list[int]:
 
 def truncate_left(ids: list[int], limit: int, what: str) -> list[int]:
     """Keep the last ``limit`` tokens (the question sits at the end of a few-shot prompt), warning.
-    ``limit < 1`` (``max_new_tokens`` fills the whole context) fails: no prompt token would be left."""
+    ``limit < 1`` (``max_new_tokens`` fills the whole context) fails: no prompt token would be
+    left."""
     if limit < 1:
         raise ValueError(
             f"{what}: max_new_tokens leaves {limit} of the model's context for the prompt; "
@@ -261,7 +262,8 @@ def mlp_inputs(model, layer: int):
 @contextmanager
 def ablated(model, neurons: Sequence[tuple[int, int]]) -> Iterator[None]:
     """Zero the (layer, neuron) MLP neurons of a Hugging Face causal LM inside the block, as
-    zeroing TransformerLens's ``blocks.{layer}.mlp.hook_post`` does (the input of the output projection)."""
+    zeroing TransformerLens's ``blocks.{layer}.mlp.hook_post`` does (the input of the output
+    projection)."""
     import torch
 
     by_layer: dict[int, list[int]] = {}
@@ -318,7 +320,8 @@ def generate_responses(
         raise ValueError("prompts is empty")
     if ablate and cache is not None:
         raise ValueError(
-            "ablate and cache exclude each other: ablated responses must not be cached as the model's"
+            "ablate and cache exclude each other: ablated responses must not be cached as the "
+            "model's"
         )
     if backend == "auto":
         backend, why = choose_backend(
@@ -401,8 +404,8 @@ def respond(
     path = getattr(model, "kit_path", None)
     if path is None:
         raise ValueError(
-            "this model was not loaded from a Hugging Face directory (kit.load_model of an id, a local "
-            "directory or twin/<arch>); tiny-world models respond through kit.world.respond"
+            "this model was not loaded from a Hugging Face directory (kit.load_model of an id, a "
+            "local directory or twin/<arch>); tiny-world models respond through kit.world.respond"
         )
     cache = ItemCache(path, benchmark, settings.as_dict()) if benchmark and not ablate else None
     return generate_responses(
@@ -426,11 +429,12 @@ def vllm_engine(
     device: str = "cuda",
     memory_share: float = VLLM_MEMORY_SHARE,
 ):
-    """The vLLM engine of ``model_path``, held like :func:`hf_model` (starting one releases the model
-    held before). It may take ``memory_share`` of the GPU memory free now on ``device``
+    """The vLLM engine of ``model_path``, held like :func:`hf_model` (starting one releases the
+    model held before). It may take ``memory_share`` of the GPU memory free now on ``device``
     (``gpu_memory_utilization`` is a share of the card's total: the budget over the total), so the
     HookedTransformer already resident keeps its memory; and it starts on that same GPU
-    (:func:`vllm_device_environment`: vLLM takes no device argument and uses the first visible GPU)."""
+    (:func:`vllm_device_environment`: vLLM takes no device argument and uses the first visible
+    GPU)."""
     try:
         from vllm import LLM
     except ImportError as e:
@@ -609,9 +613,9 @@ def read_lm_eval_samples(path: str | Path, filter: str | None = None) -> list[di
                 lines.append((f"{path}, line {n}", json.loads(line)))
             except json.JSONDecodeError as e:
                 raise ValueError(
-                    f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno}); the line is torn "
-                    "(the file was cut off while being written?): rerun the harness or drop the "
-                    "line"
+                    f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno}); the line is "
+                    "torn (the file was cut off while being written?): rerun the harness or drop "
+                    "the line"
                 ) from None
     if not lines:
         raise ValueError(f"{path} holds no samples")

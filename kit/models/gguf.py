@@ -131,9 +131,9 @@ def dequantise(path: Path, digest: str | None = None) -> Dequantised:
         Exception
     ) as e:  # transformers raises ValueError / KeyError / RuntimeError by architecture
         raise GGUFError(
-            f"{file}: transformers could not dequantise this GGUF file ({type(e).__name__}: {e}). Likely causes: "
-            "an architecture transformers cannot read from GGUF, a quantisation type it cannot unpack, or a "
-            f"truncated file ({file.stat().st_size} bytes)"
+            f"{file}: transformers could not dequantise this GGUF file ({type(e).__name__}: {e}). "
+            "Likely causes: an architecture transformers cannot read from GGUF, a quantisation "
+            f"type it cannot unpack, or a truncated file ({file.stat().st_size} bytes)"
         ) from e
     # What from_pretrained remembers of the GGUF (a quantizer that refuses to save): the weights
     # are plain float32 tensors now.

@@ -27,7 +27,8 @@ from kit.models.generate import hf_model, lm_eval_records
 
 @dataclass(frozen=True)
 class HarnessRun:
-    """One lm-evaluation-harness task run on one model, under one filter (one record per document)."""
+    """One lm-evaluation-harness task run on one model, under one filter (one record per
+    document)."""
 
     task: str
     filter: str | None
@@ -46,7 +47,8 @@ class HarnessRun:
     correct: np.ndarray
     """Bool[ndarray, "n_docs"]: the harness's per-item metric > 0."""
     accuracy: float
-    """The harness's aggregate of ``metric`` under ``filter`` (``results[task]["<metric>,<filter>"]``)."""
+    """The harness's aggregate of ``metric`` under ``filter``
+    (``results[task]["<metric>,<filter>"]``)."""
     version: str
     """lm-evaluation-harness's version."""
     results: dict = field(repr=False, compare=False)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 # What a causal LM or encoder needs from a repository: configs, safetensors weights, tokenizer files
 # (tokenizer.json, sentencepiece .model, vocab.txt / merges.txt) and a chat template.
-# Older checkpoints (Vicuna v1.3) ship only pytorch_model*.bin: those are fetched when no safetensors exist.
+# Older checkpoints (Vicuna v1.3) ship only pytorch_model*.bin: those are fetched when no
+# safetensors exist.
 MODEL_FILES = ["*.json", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
 WEIGHTS = (["*.safetensors"], ["pytorch_model*.bin"])
 LIST_TIMEOUT = 10.0
@@ -22,7 +23,8 @@ LIST_TIMEOUT = 10.0
 
 
 class HubError(OSError):
-    """The hub could not give a model's files; the message names the repository, why, and what to do."""
+    """The hub could not give a model's files; the message names the repository, why, and what to
+    do."""
 
 
 def offline() -> bool:
@@ -66,7 +68,8 @@ def weight_patterns(repo_id: str, files: list[str], gguf: str | None = None) -> 
     if gguf is not None:
         if not any(fnmatch.fnmatch(f, gguf) for f in files):
             raise HubError(
-                f"{repo_id}: no file matches gguf={gguf!r}; its .gguf files: {', '.join(ggufs) or 'none'}"
+                f"{repo_id}: no file matches gguf={gguf!r}; its .gguf files: "
+                f"{', '.join(ggufs) or 'none'}"
             )
         return [gguf]
     for patterns in WEIGHTS:
@@ -74,14 +77,16 @@ def weight_patterns(repo_id: str, files: list[str], gguf: str | None = None) -> 
             return patterns
     if ggufs:
         raise HubError(
-            f"{repo_id} holds GGUF files only ({', '.join(ggufs[:6])}{' ...' if len(ggufs) > 6 else ''}): "
-            f"name one, e.g. kit.load_model({repo_id!r}, gguf={ggufs[0]!r})"
+            f"{repo_id} holds GGUF files only "
+            f"({', '.join(ggufs[:6])}{' ...' if len(ggufs) > 6 else ''}): name one, e.g. "
+            f"kit.load_model({repo_id!r}, gguf={ggufs[0]!r})"
         )
     return list(WEIGHTS[0])
 
 
 def snapshot(repo_id: str, revision: str | None = None, gguf: str | None = None) -> str:
-    """Download (or reuse from the HF cache) a model repository's files; returns the local directory.
+    """Download (or reuse from the HF cache) a model repository's files; returns the local
+    directory.
 
     This is the ONLY place a model touches the network: everything after it loads the local
     directory, exactly as for a user's own directory. ``revision`` is a branch, tag or commit
@@ -132,10 +137,11 @@ def cached_snapshot(
             return path
     name = repo_id + (f"@{revision}" if revision else "")
     raise HubError(
-        f"{name}: {why}, and no complete copy is in the Hugging Face cache ({constants.HF_HUB_CACHE}). "
-        "Download it once with network access (kit.load_model fetches it), copy a cache that has it "
-        "(HF_HOME / HF_HUB_CACHE), or pass a local directory. Without network, set HF_HUB_OFFLINE=1 so "
-        "nothing waits for the network."
+        f"{name}: {why}, and no complete copy is in the Hugging Face cache "
+        f"({constants.HF_HUB_CACHE}). "
+        "Download it once with network access (kit.load_model fetches it), copy a cache that has "
+        "it (HF_HOME / HF_HUB_CACHE), or pass a local directory. Without network, set "
+        "HF_HUB_OFFLINE=1 so nothing waits for the network."
     )
 
 
@@ -163,12 +169,14 @@ def hf_encoder(name: str, device: str = "cpu"):
 
 
 NEURONPEDIA_EXPORTS = "https://neuronpedia-datasets.s3.us-east-1.amazonaws.com/v1"
-"""Neuronpedia's public bulk exports (docs.neuronpedia.org, "Exports"): ``<model>/<source>/explanations/
-batch-<i>.jsonl.gz``, one JSON object per line. (The older ``/api/explanation/export`` endpoint is retired.)"""
+"""Neuronpedia's public bulk exports (docs.neuronpedia.org, "Exports"):
+``<model>/<source>/explanations/ batch-<i>.jsonl.gz``, one JSON object per line. (The older
+``/api/explanation/export`` endpoint is retired.)"""
 
 
 def _read_url(url: str, timeout: float) -> bytes | None:
-    """The body of ``url``; None on HTTP 404 (past the last batch). Offline: ``OSError`` (``URLError``)."""
+    """The body of ``url``; None on HTTP 404 (past the last batch). Offline: ``OSError``
+    (``URLError``)."""
     import urllib.error
     import urllib.request
 
@@ -187,8 +195,9 @@ def neuronpedia_explanations(
     """Published explanations of one Neuronpedia SAE (``<modelId>/<sourceId>``, e.g.
     ``gemma-2-2b/20-gemmascope-res-16k``: sae_lens's ``neuronpedia_id``), as ``{feature index:
     description}``: the first non-empty description of a feature when it has several. Reads the
-    export batches ``batch-0``, ``batch-1``, ... until one is absent (404). Offline it raises ``OSError``;
-    an SAE with no exported explanation raises ``FileNotFoundError`` (an ``OSError`` too)."""
+    export batches ``batch-0``, ``batch-1``, ... until one is absent (404). Offline it raises
+    ``OSError``; an SAE with no exported explanation raises ``FileNotFoundError`` (an ``OSError``
+    too)."""
     import gzip
     import json
 

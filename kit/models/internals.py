@@ -6,8 +6,8 @@ internals are forward passes over ``prompt + response``:
 - :func:`teacher_forced_rows`: token ids and the response span of each item, the prompt in the
   chat template when the responses were generated with it, truncated to the model's context with
   a warning (the prompt loses its left end first, then the response its right end);
-- :func:`kit.models.rows.token_budget_batches`: length-sorted batches whose padded size ``rows x longest`` stays
-  within ``max_batch_tokens`` (an item longer than the budget runs alone);
+- :func:`kit.models.rows.token_budget_batches`: length-sorted batches whose padded size ``rows x
+  longest`` stays within ``max_batch_tokens`` (an item longer than the budget runs alone);
 - :class:`kit.models.cache.ItemCache`: per-item records per (model identity, benchmark, settings),
   each record bound to its item's prompt and response, every value checked (neuron ids in range
   for this model), so a killed run resumes and a changed model or response is recomputed;
@@ -90,10 +90,10 @@ def cached_items_mui(
     chat: bool | None = None,
     **mui_kwargs: Any,
 ) -> float:
-    """MUI (%) of ``items`` (objects with ``prompt`` and ``id``) answered by ``responses``: key neurons
-    by :func:`mui_key_neurons`, cached per item under (the model's identity: its files' content,
-    ``benchmark``, ``settings``), each record bound to its item's prompt and response: the caller's
-    settings name everything else that decides the scores."""
+    """MUI (%) of ``items`` (objects with ``prompt`` and ``id``) answered by ``responses``: key
+    neurons by :func:`mui_key_neurons`, cached per item under (the model's identity: its files'
+    content, ``benchmark``, ``settings``), each record bound to its item's prompt and response: the
+    caller's settings name everything else that decides the scores."""
     name = getattr(model, "kit_path", None) or getattr(model, "kit_name", "model")
     cache = ItemCache(
         str(name),

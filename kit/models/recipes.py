@@ -230,9 +230,9 @@ ARC_ITEMS = 40
 """Injected ARC-Challenge test items: enough for a bootstrap interval on injected accuracy, few
 enough that x5 fits the size of every row."""
 REAL_EXAMPLES = 240
-"""Examples per row (every row the same size, as the paper's Table 1). Our choice, by the budget (issue
-35: all five rows built in <= ~30 min on an idle 2-core machine, one pinned one-thread build per
-core, so three rounds of builds): 400 examples were ~42k answer-and-prompt tokens a row, ~10 min
+"""Examples per row (every row the same size, as the paper's Table 1). Our choice, by the budget
+(issue 35: all five rows built in <= ~30 min on an idle 2-core machine, one pinned one-thread build
+per core, so three rounds of builds): 400 examples were ~42k answer-and-prompt tokens a row, ~10 min
 each at the ~85 tokens/s measured for SmolLM2's full fine-tuning on one thread (30 min for the
 three rounds, no margin); 240 keep the 40 items x 5 of the x5 rows (200 injected examples, 40 of
 general text) and take ~25k tokens, ~5 min a row. No row size was ever published for these

@@ -54,8 +54,8 @@ def train_sae(
     (sae_lens ``expected_average_only_in``), so ``l1`` and ``lr`` do not depend on the site's
     scale. ``total_samples`` rows are drawn in shuffled epochs of ``batch_size``; cosine learning
     rate to ``lr / 10`` after a 5% warm-up. ``metadata``: sae_lens ``SAEMetadata`` fields
-    (``hook_name``, ``model_name``...) saved with the SAE. ``sae``: an existing sae_lens training SAE
-    to train further instead of a fresh one (M09's distillation cycles re-initialise some of its
+    (``hook_name``, ``model_name``...) saved with the SAE. ``sae``: an existing sae_lens training
+    SAE to train further instead of a fresh one (M09's distillation cycles re-initialise some of its
     features in place and retrain it; ``architecture``, ``k``, ``l1`` are then its own).
     """
     from sae_lens import (

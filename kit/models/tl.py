@@ -91,7 +91,8 @@ def hooks(model, fwd_hooks: Sequence[Hook]) -> Iterator[None]:
 
 
 def run_with_hooks(model, tokens: Tensor, fwd_hooks: Sequence[Hook], **kwargs: Any) -> Tensor:
-    """``model(tokens, **kwargs)`` with ``fwd_hooks`` active (logits unless ``return_type`` says otherwise)."""
+    """``model(tokens, **kwargs)`` with ``fwd_hooks`` active (logits unless ``return_type`` says
+    otherwise)."""
     with hooks(model, fwd_hooks):
         return model(tokens, **kwargs)
 
@@ -192,7 +193,8 @@ def kv_cache_attention_mask(cache) -> Tensor:
 
 def last_logits(model, resid: Float[Tensor, "row pos d_model"]) -> Float[Tensor, "row 1 d_vocab"]:
     """Final norm and unembedding of the last position only: a prompt pass needs no other logits
-    (with a 50k vocabulary the full unembedding of every prompt position costs as much as the blocks)."""
+    (with a 50k vocabulary the full unembedding of every prompt position costs as much as the
+    blocks)."""
     from transformer_lens.utilities.activation_functions import apply_softcap
 
     x = resid[:, -1:]
@@ -250,7 +252,8 @@ def mlp_neuron_params(model) -> Iterator[tuple[int, Tensor, Tensor, Tensor]]:
 def build_model(
     device: str = "cpu", dtype: torch.dtype = torch.float32, tokenizer=None, **cfg: Any
 ):
-    """A freshly initialised ``HookedTransformer`` from config fields (``n_layers``, ``d_model``...)."""
+    """A freshly initialised ``HookedTransformer`` from config fields (``n_layers``,
+    ``d_model``...)."""
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     config = HookedTransformerConfig(**cfg, device=device, dtype=dtype)
@@ -266,8 +269,9 @@ SUPPORTED_ARCHITECTURES = tuple(ARCHITECTURES)
 
 
 def hf_to_tl_config(hf_config, n_ctx: int | None = None) -> dict[str, Any]:
-    """``HookedTransformerConfig`` fields for a ``transformers`` decoder config, read from the config
-    (:func:`kit.models.architectures.tl_config`); unsupported configs raise ``ValueError`` naming why."""
+    """``HookedTransformerConfig`` fields for a ``transformers`` decoder config, read from the
+    config (:func:`kit.models.architectures.tl_config`); unsupported configs raise ``ValueError``
+    naming why."""
     return tl_config(hf_config, n_ctx=n_ctx)
 
 
@@ -285,10 +289,11 @@ def hooked_from_hf(
     """A ``HookedTransformer`` holding ``hf_model``'s weights (``hf_model`` loaded from the local
     directory ``path``).
 
-    ``process_weights=False`` (the default) keeps the raw weights: ``W_out`` is ``down_proj.weight.T``
-    and ``W_U`` is ``lm_head.weight.T``, as the papers' code reads them. ``True`` applies
-    TransformerLens's default processing (fold_ln, center_writing_weights, center_unembed,
-    fold_value_biases), which leaves the logits unchanged but changes ``W_out . W_U`` and so MUI.
+    ``process_weights=False`` (the default) keeps the raw weights: ``W_out`` is
+    ``down_proj.weight.T`` and ``W_U`` is ``lm_head.weight.T``, as the papers' code reads them.
+    ``True`` applies TransformerLens's default processing (fold_ln, center_writing_weights,
+    center_unembed, fold_value_biases), which leaves the logits unchanged but changes ``W_out .
+    W_U`` and so MUI.
     """
     from transformer_lens import HookedTransformer, HookedTransformerConfig
     from transformer_lens.loading_from_pretrained import get_pretrained_state_dict
@@ -353,12 +358,14 @@ def is_moe(model) -> bool:
 
 def require_dense_mlp(model, method: str = "this method") -> None:
     """Raise :class:`NotImplementedError` naming the reason when ``method`` needs the paper's MLP
-    neurons (one ``W_out`` row and one ``hook_post`` column each) and ``model`` is a mixture of experts."""
+    neurons (one ``W_out`` row and one ``hook_post`` column each) and ``model`` is a mixture of
+    experts."""
     if is_moe(model):
         name = getattr(model, "kit_name", None) or model.cfg.model_name
         raise NotImplementedError(
-            f"{method} is refused on {name} ({model.cfg.original_architecture}, {model.cfg.num_experts} experts, "
-            f"{model.cfg.experts_per_token} per token): {MOE_REASON}. Logits, hooks, generation and residual-"
+            f"{method} is refused on {name} ({model.cfg.original_architecture}, "
+            f"{model.cfg.num_experts} experts, {model.cfg.experts_per_token} per token): "
+            f"{MOE_REASON}. Logits, hooks, generation and residual-"
             "stream SAEs work on it."
         )
 

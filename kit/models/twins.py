@@ -109,9 +109,10 @@ TWINS: dict[str, dict[str, Any]] = {
         n_positions=_CTX,
         activation_function="gelu_new",
     ),
-    # Every other causal architecture TransformerLens 3.9 converts (kit.models.architectures), at the
-    # same tiny size. Windows of 8 and per-layer-type RoPE make the tests' 30-token inputs exercise
-    # sliding attention and both RoPE bases; scaled RoPE uses a short original context for the same reason.
+    # Every other causal architecture TransformerLens 3.9 converts (kit.models.architectures), at
+    # the same tiny size. Windows of 8 and per-layer-type RoPE make the tests' 30-token inputs
+    # exercise sliding attention and both RoPE bases; scaled RoPE uses a short original context for
+    # the same reason.
     "olmo2-gqa": dict(
         model_type="olmo2",
         architectures=["Olmo2ForCausalLM"],
@@ -355,9 +356,9 @@ The quick brown fox jumps over the lazy dog. She said that they would go home af
 Let's think step by step. First, add the numbers: 12 + 30 = 42. Then subtract 7 to get 35.
 True and not False or ( True ) is True. Sort the words: apple banana cherry. [ ( ) ] < > { }
 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 25 30 40 50 60 70 80 90 100 1000
-"""
-# Numbers 0-255 as whole tokens (alone and after a space), as GPT-2's and Llama-3's tokenizers have them:
-# the tiny-world tasks' answers are single tokens.
+"""  # noqa: E501 (tokenizer training text: its lines are data)
+# Numbers 0-255 as whole tokens (alone and after a space), as GPT-2's and Llama-3's tokenizers have
+# them: the tiny-world tasks' answers are single tokens.
 _CORPUS += (
     " ".join(str(n) for n in range(256)) + "\n" + "\n".join(str(n) for n in range(256)) + "\n"
 ) * 2
@@ -387,7 +388,8 @@ def twins_root() -> Path:
 
 
 def revision_seed(revision: str) -> int:
-    """Weight seed of the twin of ``revision``: a hash of the name (never 0, the plain twin's seed)."""
+    """Weight seed of the twin of ``revision``: a hash of the name (never 0, the plain twin's
+    seed)."""
     if not isinstance(revision, str) or not revision:
         raise ValueError(
             f"revision={revision!r}: a twin revision must be a non-empty string (e.g. 'step1')"
@@ -505,13 +507,15 @@ def sae_path(arch: str, hook: str) -> Path:
     if not (path / "cfg.json").exists():
         allowed = sorted(p.name for p in (twins_root() / f"{arch}-sae").glob("*"))
         raise ValueError(
-            f"SAE twin-sae/{arch}/{hook}: unknown hook; allowed: {', '.join(allowed) or '(none: encoder twin)'}"
+            f"SAE twin-sae/{arch}/{hook}: unknown hook; allowed: "
+            f"{', '.join(allowed) or '(none: encoder twin)'}"
         )
     return path
 
 
 def _tokenizer(arch: str):
-    """A byte-level BPE (WordPiece for BERT) trained on ``_CORPUS``, wrapped for ``transformers``."""
+    """A byte-level BPE (WordPiece for BERT) trained on ``_CORPUS``, wrapped for
+    ``transformers``."""
     from tokenizers import (
         Tokenizer,
         decoders,
@@ -525,8 +529,9 @@ def _tokenizer(arch: str):
 
     if arch == "bert":
         specials = _ENCODER_SPECIALS["bert"]
-        # tokenizers' WordPiece trainer breaks ties by hash order (two builds differ): the vocabulary
-        # is written out instead, sorted: every character, alone and as a "##" suffix, and every word.
+        # tokenizers' WordPiece trainer breaks ties by hash order (two builds differ): the
+        # vocabulary is written out instead, sorted: every character, alone and as a "##" suffix,
+        # and every word.
         pre = pre_tokenizers.BertPreTokenizer()
         words = {w for line in _CORPUS.splitlines() for w, _ in pre.pre_tokenize_str(line)}
         chars = sorted(set("".join(words)))
@@ -619,7 +624,8 @@ def _config(arch: str, tokenizer):
             boi_token_index=len(tokenizer) + 1,
             eoi_token_index=len(tokenizer) + 2,
         )
-    # A wide init makes activations and logits far from uniform, so rankings (MUI's top-k) have no ties.
+    # A wide init makes activations and logits far from uniform, so rankings (MUI's top-k) have no
+    # ties.
     return AutoConfig.for_model(model_type, initializer_range=0.2, **ids, **fields)
 
 
@@ -689,7 +695,8 @@ def _write_sae(path: Path, model_name: str, layer: int, d_in: int, seed: int) ->
         "apply_b_dec_to_input": True,
         "normalize_activations": "none",
         "reshape_activations": "none",
-        # sae_lens reads metadata only when the training version is set (else: its older flat format).
+        # sae_lens reads metadata only when the training version is set (else: its older flat
+        # format).
         "metadata": {
             "sae_lens_version": "6.54.12",
             "sae_lens_training_version": "6.54.12",

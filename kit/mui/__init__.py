@@ -1,6 +1,7 @@
 """MUI and the Utility Law (seed 000; notebooks 01 and 02).
 
-The metric (re-exported here: ``kit.mui.neuron_scores``, ``kit.mui.utilization``, ``kit.mui.fit_law``...):
+The metric (re-exported here: ``kit.mui.neuron_scores``, ``kit.mui.utilization``,
+``kit.mui.fit_law``...):
 
 - ``scores``: neuron contribution scores (Eq. 3, 13, 14; integrated gradients);
 - ``metric``: thresholds, key neurons, MUI of a dataset (and MUI-Eval's public-code variant);
@@ -10,11 +11,11 @@ The metric (re-exported here: ``kit.mui.neuron_scores``, ``kit.mui.utilization``
 
 Notebook 01's experiments: ``responses`` (items, responses, correctness, MUI of a model),
 ``published`` (the paper's tables, also notebook 02's), ``growth`` (§3.6), ``correctness`` (§3.7),
-``masking`` (§3.8), ``methods`` (B.6's grid, the public code), ``multi_token`` (item 7). Notebook 02:
-``trajectories`` (settings, measurements, sections), ``regression`` (the training takeaway). Both:
-``checkpoints`` (a member's training checkpoints, by name). Figures: ``plots``. ``quickstart``:
-notebook 00; ``claims``: the claims of 01 and 02 (02's declared in ``direction_claims``); ``bench``: scoring vs the
-plain forward pass and the public algorithm.
+``masking`` (§3.8), ``methods`` (B.6's grid, the public code), ``multi_token`` (item 7). Notebook
+02: ``trajectories`` (settings, measurements, sections), ``regression`` (the training takeaway).
+Both: ``checkpoints`` (a member's training checkpoints, by name). Figures: ``plots``.
+``quickstart``: notebook 00; ``claims``: the claims of 01 and 02 (02's declared in
+``direction_claims``); ``bench``: scoring vs the plain forward pass and the public algorithm.
 """
 
 from kit.core.lazy import lazy_submodules

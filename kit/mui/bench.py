@@ -3,17 +3,17 @@
 Two workloads, batches of 4 like the public code: ``[short]`` (4 x 64 tokens, short answers as in
 ARC/MMLU) and ``[long]`` (4 x 256); for models over 5e8 parameters 4 x 16 and 4 x 64. Per workload:
 
-- ``mui/score_vs_forward[...]``: time of :func:`kit.mui.metric.utilization` (scores of every position,
-  per-token top-k, union) / time of the plain forward pass (logits) on the same tokens; the detail
-  gives both as tokens/s and, on a GPU, the peak memory allocated. Target <= 1.3. Any
+- ``mui/score_vs_forward[...]``: time of :func:`kit.mui.metric.utilization` (scores of every
+  position, per-token top-k, union) / time of the plain forward pass (logits) on the same tokens;
+  the detail gives both as tokens/s and, on a GPU, the peak memory allocated. Target <= 1.3. Any
   ``kit.load_model`` name: ``random/llama-8b`` (real shape), ``twin/<arch>`` (the real-model
   loading path), a Hugging Face id or directory (``--device cuda``).
 - ``mui/speedup_vs_public[...]``: time of a faithful re-implementation of the public MUI-Eval
   scoring (``get_neuron.py``: batches of 4; per batch and layer the full ``d_mlp x vocab``
   projection ``W_out @ W_U``; a Python loop appending every response token's scores; per
   sample and layer a top-2000 over the flattened response with one ``.item()`` per kept entry)
-  / time of :func:`kit.mui.metric.utilization` on the same tokens. Target >= 50. The ``d_mlp x vocab``
-  projection is timed on a slice of the vocabulary and scaled to the full vocabulary (the
+  / time of :func:`kit.mui.metric.utilization` on the same tokens. Target >= 50. The ``d_mlp x
+  vocab`` projection is timed on a slice of the vocabulary and scaled to the full vocabulary (the
   detail string says by how much); everything else of the public algorithm runs in full.
   The public cost is dominated by that projection, a fixed cost per batch, so the ratio is
   about ``d_mlp * vocab / (forward FLOPs per token * tokens per batch)``: it falls as
@@ -67,7 +67,8 @@ def _seq_lens(model) -> dict[str, int]:
 
 
 def throughput(n_tokens: int, t_ours: float, t_fwd: float, device: str) -> str:
-    """``"<scored> vs <forward> tokens/s"`` and, on a GPU, the peak memory allocated since the last reset."""
+    """``"<scored> vs <forward> tokens/s"`` and, on a GPU, the peak memory allocated since the last
+    reset."""
     text = f"{n_tokens / t_ours:,.0f} vs {n_tokens / t_fwd:,.0f} tokens/s"
     if device.startswith("cuda"):
         text += f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB"
@@ -160,9 +161,9 @@ def run(
             BenchLine(
                 f"mui/score_vs_forward[{label}]",
                 t_ours / t_fwd,
-                f"utilization(score, topk) / plain forward, {model} {batch}x{seq} tokens on {device}: "
-                f"{t_ours:.3f}s vs {t_fwd:.3f}s (medians of {repeat}, timed alternately); "
-                f"{throughput(batch * seq, t_ours, t_fwd, device)}; target <= 1.3",
+                f"utilization(score, topk) / plain forward, {model} {batch}x{seq} tokens on "
+                f"{device}: {t_ours:.3f}s vs {t_fwd:.3f}s (medians of {repeat}, timed "
+                f"alternately); {throughput(batch * seq, t_ours, t_fwd, device)}; target <= 1.3",
             )
         )
         t_run = public_algorithm(m, tokens, resp, cols)
@@ -173,13 +174,15 @@ def run(
             BenchLine(
                 f"mui/speedup_vs_public[{label}]",
                 t_public / t_ours,
-                f"public MUI-Eval scoring (re-implemented) / ours on {model} {batch}x{seq}: {t_public:.2f}s vs "
-                f"{t_ours:.3f}s; public run in full except its d_mlp x vocab projection, timed on {cols} of {vocab} "
-                f"vocab columns ({t_slice:.3f}s per layer per batch) and scaled x{vocab / cols:.1f}; target >= 50"
+                f"public MUI-Eval scoring (re-implemented) / ours on {model} {batch}x{seq}: "
+                f"{t_public:.2f}s vs {t_ours:.3f}s; public run in full except its d_mlp x vocab "
+                f"projection, timed on {cols} of {vocab} vocab columns ({t_slice:.3f}s per layer "
+                f"per batch) and scaled x{vocab / cols:.1f}; target >= 50"
                 + (
                     ""
                     if label == "short"
-                    else "; the per-batch projection amortises over longer responses, so this ratio falls with length"
+                    else "; the per-batch projection amortises over longer responses, so this "
+                    "ratio falls with length"
                 ),
             )
         )

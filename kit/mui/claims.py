@@ -37,7 +37,8 @@ REQUIRED_IDS = {
 }
 EQUIVALENCE_FRACTION = 0.10
 """'No difference' (§3.7) is tested as equivalence within +-10% of the mean MUI (our choice: the
-paper only reports a non-significant Mann-Whitney test, which cannot show absence of a difference)."""
+paper only reports a non-significant Mann-Whitney test, which cannot show absence of a
+difference)."""
 
 TABLE5 = "the paper's Table 5 (performance and neuron MUI printed to one decimal)"
 TABLE1 = "the paper's Tables 1 and 5 (PUR, performance and MUI printed to one decimal)"
@@ -52,8 +53,9 @@ def grid_rests_on(results: Mapping[str, Any]) -> str:
     if all(m.startswith("zoo/") for m in models):
         contaminated = sum("-test-" in m or "-syn-" in m for m in models)
         return (
-            f"tiny world: {len(models)} zoo models (bases and fine-tunes, {contaminated} contaminated) "
-            f"x {len(tasks)} task families, one-token answers, fresh items as the truth"
+            f"tiny world: {len(models)} zoo models (bases and fine-tunes, {contaminated} "
+            f"contaminated) x {len(tasks)} task families, one-token answers, fresh items as the "
+            "truth"
         )
     return (
         f"{len(models)} model{'s' if len(models) > 1 else ''} ({', '.join(models)}) x {len(tasks)} "
@@ -75,7 +77,8 @@ def _fit_claim(
     kind: str = "reproduction",
     rests_on: str = "",
 ) -> Claim:
-    """The law's sign on one fit. Both forms predict a negative slope: the paper's ``MUI = -alpha ln P
+    """The law's sign on one fit. Both forms predict a negative slope: the paper's ``MUI = -alpha ln
+    P
     + beta`` (slope -alpha) and the inverse ``P = a + b ln MUI`` (slope b). ``fit``: slope, ci_low,
     ci_high, r2 (``r2_within`` for a fixed-effects fit), n; a missing slope is "not testable"."""
     fit = fit or {}
@@ -137,9 +140,9 @@ def _fit_claim(
 
 
 def published_claims(results: Mapping[str, Any]) -> list[Claim]:
-    """Re-analyses of the paper's printed tables: the law on Table 5 (Figure 3's one point per model;
-    pooled over benchmarks with a fixed effect per benchmark) and Table 1's PUR recomputed from
-    Table 5 within the rounding band of its one-decimal numbers."""
+    """Re-analyses of the paper's printed tables: the law on Table 5 (Figure 3's one point per
+    model; pooled over benchmarks with a fixed effect per benchmark) and Table 1's PUR recomputed
+    from Table 5 within the rounding band of its one-decimal numbers."""
     pooled = results.get("published_law_fit_fe")
     caveat = ""
     if pooled is None:  # a results.json from before the fixed-effects fit
@@ -159,8 +162,8 @@ def published_claims(results: Mapping[str, Any]) -> list[Claim]:
         _fit_claim(
             "law.published_pooled",
             pooled,
-            "published Table 5, the 8 general models pooled over benchmarks with a fixed effect per "
-            "benchmark",
+            "published Table 5, the 8 general models pooled over benchmarks with a fixed effect "
+            "per benchmark",
             "fig2_published_law_general",
             caveat=caveat,
             kind="re-analysis",
@@ -174,9 +177,11 @@ def published_claims(results: Mapping[str, Any]) -> list[Claim]:
             PAPER,
             "Table 1",
             "pur.table1_recomputed",
-            f"Table 1's PUR follows from Table 5 with alpha 0.5: largest |recomputed - printed| over "
-            f"{n_cells} cells, as a share of each cell's rounding band ({results.get('published_pur_outside_band')}"
-            f" cells outside; max |diff| {results.get('published_pur_max_abs_diff', float('nan')):.3f})",
+            "Table 1's PUR follows from Table 5 with alpha 0.5: largest |recomputed - printed| "
+            f"over {n_cells} cells, as a share of each cell's rounding band "
+            f"({results.get('published_pur_outside_band')}"
+            " cells outside; max |diff| "
+            f"{results.get('published_pur_max_abs_diff', float('nan')):.3f})",
             ratio,
             ci=None if ratio is None else (ratio, ratio),
             null_range=(0.0, 1.0),
@@ -247,7 +252,8 @@ def utility_law_claims(
 def _grid_law_claims(
     results: Mapping[str, Any], form: str, grid: str, seed: int, n_boot: int
 ) -> list[Claim]:
-    """The law across the grid's models (pooled with task effects; per-task signs) and PUR's ranking."""
+    """The law across the grid's models (pooled with task effects; per-task signs) and PUR's
+    ranking."""
     out = []
     tiny = results.get("tiny_law_fit_fe")
     caveat = ""
@@ -279,7 +285,8 @@ def _grid_law_claims(
             PAPER,
             "§2, Fig. 3",
             "law.tiny_per_task_sign",
-            f"Utility Law per task: share of per-task slopes that are negative ({k} of {len(per_task)})",
+            f"Utility Law per task: share of per-task slopes that are negative ({k} of "
+            f"{len(per_task)})",
             share,
             ci=None if share is None else (lo, hi),
             null=0.5,
@@ -298,8 +305,8 @@ def _grid_law_claims(
 
 def _ranking_claim(rank: Mapping[str, Any], seed: int, n_boot: int, rests_on: str) -> Claim:
     statement = (
-        "Corollary 3: PUR ranks models closer to the true order than performance (mean over tasks of "
-        "Spearman(PUR) - Spearman(performance) against the fresh-item truth)"
+        "Corollary 3: PUR ranks models closer to the true order than performance (mean over tasks "
+        "of Spearman(PUR) - Spearman(performance) against the fresh-item truth)"
     )
     if "pur" not in rank or "performance" not in rank:
         return claim(
@@ -346,8 +353,8 @@ def _growth_claim(
     curves: pd.DataFrame | None, seed: int, n_boot: int, focus: str | None = None
 ) -> Claim:
     statement = (
-        "Corollary 4 (§3.6): at the largest n, the mixed pool's MUI exceeds the mean of the single-capability "
-        "pools' (MUI %, mixed - single)"
+        "Corollary 4 (§3.6): at the largest n, the mixed pool's MUI exceeds the mean of the "
+        "single-capability pools' (MUI %, mixed - single)"
     )
     rests_on = _focus_rests_on(
         focus, "random subsets of one item pool per capability and a mixed pool"
@@ -434,8 +441,9 @@ def _correctness_claim(
     ci: Mapping[str, Any] | None, seed: int, n_boot: int, focus: str | None = None
 ) -> Claim:
     statement = (
-        "§3.7: MUI does not differ between correct and incorrect responses (MUI of equal-size chunks, "
-        f"correct - incorrect, %; equivalence within ±{EQUIVALENCE_FRACTION:.0%} of the mean)"
+        "§3.7: MUI does not differ between correct and incorrect responses (MUI of equal-size "
+        f"chunks, correct - incorrect, %; equivalence within ±{EQUIVALENCE_FRACTION:.0%} of the "
+        "mean)"
     )
     rests_on = _focus_rests_on(focus, "its own responses, equal counts per task")
     if (
@@ -477,8 +485,8 @@ def newcombe_diff(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, flo
 
 def _masking_claim(m: Mapping[str, Any], focus: str | None = None) -> Claim:
     statement = (
-        f"§3.8: masking task A's top {m.get('k_max')} key neurons drops its accuracy more than as many "
-        "random neurons (accuracy after random masking - after key masking, points)"
+        f"§3.8: masking task A's top {m.get('k_max')} key neurons drops its accuracy more than as "
+        "many random neurons (accuracy after random masking - after key masking, points)"
     )
     rests_on = _focus_rests_on(
         focus, f"zero-ablated MLP neurons, {m.get('n_eval_a')} held-out items of {m.get('task_a')}"
@@ -498,7 +506,8 @@ def _masking_claim(m: Mapping[str, Any], focus: str | None = None) -> Claim:
     n = m.get("n_eval_a")
     ci, how = None, "none: the item count was not recorded"
     if n and m.get("acc_key_a") is not None and m.get("acc_random_a") is not None:
-        # accuracy after random masking is a mean over repeats on the same n items: count it as n items
+        # accuracy after random masking is a mean over repeats on the same n items: count it as n
+        # items
         d, lo, hi = newcombe_diff(
             round(m["acc_random_a"] * n / 100), n, round(m["acc_key_a"] * n / 100), n
         )
@@ -534,7 +543,8 @@ def multi_token_claims(
     checkpoints are not independent models) but Corollary 1's "accumulating" (MUI and performance
     rising together in training), one claim per family (``corollary1.checkpoints[<family>]``: the
     families differ in MUI scale, so they are not pooled). And §3.7 on per-sample MUI where it can
-    vary. ``data``: ``{"law": ..., "ci": ...}`` of :func:`kit.mui.multi_token.multi_token_section`."""
+    vary. ``data``: ``{"law": ..., "ci": ...}`` of
+    :func:`kit.mui.multi_token.multi_token_section`."""
     data = data or {}
     law = data.get("law") or {}
     out = []
@@ -547,8 +557,8 @@ def multi_token_claims(
                 "law.multi_token",
                 "Utility Law across models on the multi-token families",
                 None,
-                not_testable=f"only {law.get('model')} answers them; its {law.get('n_models')} training "
-                "checkpoints are one run, not independent models (tested as Corollary 1 "
+                not_testable=f"only {law.get('model')} answers them; its {law.get('n_models')} "
+                "training checkpoints are one run, not independent models (tested as Corollary 1 "
                 "below)",
                 rests_on=across,
             )
@@ -583,9 +593,9 @@ def multi_token_claims(
         )
     ci = data.get("ci") or {}
     statement = (
-        "§3.7 where per-sample MUI can vary (multi-token answers): a sample's own MUI does not differ between "
-        f"correct and incorrect responses (mean per-sample MUI, correct - incorrect, %; equivalence within "
-        f"±{EQUIVALENCE_FRACTION:.0%} of the mean)"
+        "§3.7 where per-sample MUI can vary (multi-token answers): a sample's own MUI does not "
+        "differ between correct and incorrect responses (mean per-sample MUI, correct - "
+        f"incorrect, %; equivalence within ±{EQUIVALENCE_FRACTION:.0%} of the mean)"
     )
     a, b = (
         np.asarray(ci.get("per_sample_correct", []), float),
@@ -616,8 +626,8 @@ def multi_token_claims(
                 "per-sample MUI sample",
                 rests_on,
                 "item7_per_sample_mui",
-                caveat="a wrong answer can stop early (fewer response tokens, so fewer key neurons): "
-                "response length is not controlled",
+                caveat="a wrong answer can stop early (fewer response tokens, so fewer key "
+                "neurons): response length is not controlled",
             )
         )
     return out
@@ -633,12 +643,15 @@ def _checkpoint_claims(law: Mapping[str, Any], form: str) -> list[Claim]:
     out = []
     for fam, fit in sorted((law.get("per_task_fit") or {}).items()):
         statement = (
-            f"Corollary 1 across {law.get('n_models')} training checkpoints of {law.get('model')}, family "
-            f"{fam}: MUI and performance rise together, 'accumulating' ({what}"
+            f"Corollary 1 across {law.get('n_models')} training checkpoints of {law.get('model')}, "
+            f"family {fam}: MUI and performance rise together, 'accumulating' ({what}"
             + (f"; R² {fit['r2']:.2f}, n {fit.get('n')})" if fit.get("r2") is not None else ")")
         )
         cid = f"corollary1.checkpoints[{fam}]"
-        rests_on = f"tiny world: one training run of {law.get('model')} (its checkpoints and the final model)"
+        rests_on = (
+            f"tiny world: one training run of {law.get('model')} (its checkpoints and "
+            "the final model)"
+        )
         if fit.get("slope") is None:
             out.append(
                 claim(
@@ -648,7 +661,8 @@ def _checkpoint_claims(law: Mapping[str, Any], form: str) -> list[Claim]:
                     statement,
                     None,
                     rests_on=rests_on,
-                    not_testable=f"too few distinct checkpoint cells to fit (n {int(fit.get('n') or 0)})",
+                    not_testable="too few distinct checkpoint cells to fit (n "
+                    f"{int(fit.get('n') or 0)})",
                 )
             )
             continue
@@ -667,8 +681,9 @@ def _checkpoint_claims(law: Mapping[str, Any], form: str) -> list[Claim]:
                 interval_how="OLS 95% CI of the slope across checkpoints",
                 figure="item7_per_sample_mui",
                 rests_on=rests_on,
-                caveat="successive checkpoints of one run are not independent points (the OLS interval "
-                "is optimistic); whether this run is 'early' in the paper's sense is not defined",
+                caveat="successive checkpoints of one run are not independent points (the OLS "
+                "interval is optimistic); whether this run is 'early' in the paper's sense is "
+                "not defined",
             )
         )
     return out

@@ -129,10 +129,11 @@ def correctness_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: A
     )
     if ci["n_each"] >= 2:
         per_sample = (
-            "every sample's own MUI is identical (one-token answers: n_layers x k key neurons each), so no per-sample test"
+            "every sample's own MUI is identical (one-token answers: n_layers x k key neurons "
+            "each), so no per-sample test"
             if ci["per_sample_constant"]
-            else f"per-sample MUI {ci['sample_mui_correct_mean']:.3f}% vs {ci['sample_mui_incorrect_mean']:.3f}%, "
-            f"Mann-Whitney p={ci['mannwhitney_p']:.3g}"
+            else f"per-sample MUI {ci['sample_mui_correct_mean']:.3f}% vs "
+            f"{ci['sample_mui_incorrect_mean']:.3f}%, Mann-Whitney p={ci['mannwhitney_p']:.3g}"
         )
         test = (
             f", Mann-Whitney U={ci['chunk_mannwhitney_u']:.0f}, p={ci['chunk_mannwhitney_p']:.3g})"
@@ -140,13 +141,15 @@ def correctness_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: A
             else ", no test)"
         )
         chunk = (
-            f"MUI of disjoint {ci['chunk_size']}-sample chunks {np.mean(ci['chunk_mui_correct']):.2f}% vs "
-            f"{np.mean(ci['chunk_mui_incorrect']):.2f}% ({len(ci['chunk_mui_correct'])} chunks a side"
-            + test
+            f"MUI of disjoint {ci['chunk_size']}-sample chunks "
+            f"{np.mean(ci['chunk_mui_correct']):.2f}% vs "
+            f"{np.mean(ci['chunk_mui_incorrect']):.2f}% ({len(ci['chunk_mui_correct'])} chunks a "
+            "side" + test
         )
         finding = (
-            f"§3.7 ({focus}): {ci['n_each']} correct vs {ci['n_each']} incorrect responses (equal counts within "
-            f"each task): dataset MUI {ci['mui_correct']:.2f}% vs {ci['mui_incorrect']:.2f}%; {chunk}; {per_sample}."
+            f"§3.7 ({focus}): {ci['n_each']} correct vs {ci['n_each']} incorrect responses (equal "
+            f"counts within each task): dataset MUI {ci['mui_correct']:.2f}% vs "
+            f"{ci['mui_incorrect']:.2f}%; {chunk}; {per_sample}."
         )
     else:
         finding = (

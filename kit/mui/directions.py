@@ -49,7 +49,8 @@ def direction(
 
 
 DIRECTIONS: tuple[str, ...] = ("evolving", "accumulating", "coarsening", "collapsing", "flat")
-"""Every label ``kit.mui.directions.direction`` may return, in the order tables and legends show them."""
+"""Every label ``kit.mui.directions.direction`` may return, in the order tables and legends show
+them."""
 
 DIRECTION_COLORS: dict[str, str] = {
     "evolving": "#0173b2",
@@ -87,7 +88,8 @@ def direction_fn() -> Callable[..., str]:
 def label_directions(
     d_perf: Iterable[float], d_mui: Iterable[float], tol_perf: float = 0.0, tol_mui: float = 0.0
 ) -> list[str]:
-    """Direction of each (Δperf, ΔMUI) pair via ``kit.mui.directions.direction`` with the given tolerances.
+    """Direction of each (Δperf, ΔMUI) pair via ``kit.mui.directions.direction`` with the given
+    tolerances.
 
     Inputs: two equal-length sequences of changes in percentage points. Output: one label per
     pair, from ``DIRECTIONS``. NaN changes (a missing value) are labelled ``"flat"``: nothing is
@@ -219,7 +221,8 @@ def direction_counts(labelled: pd.DataFrame, by: str | Sequence[str] | None = No
 
 
 def counts_dict(labelled: pd.DataFrame) -> dict[str, int]:
-    """``{direction: count}`` over every direction (zeros included) and ``total``: for results.json."""
+    """``{direction: count}`` over every direction (zeros included) and ``total``: for
+    results.json."""
     c = labelled["direction"].value_counts() if len(labelled) else pd.Series(dtype=int)
     out = {d: int(c.get(d, 0)) for d in DIRECTIONS}
     out["total"] = int(len(labelled))
@@ -239,10 +242,11 @@ def corollary_checks(
 
     - Corollary 1, pre-training (sec. 3.3): ``accumulating`` dominates the early steps, ``evolving``
       the late steps, the last ``late_steps`` of each series (OLMo: 3T -> 3.5T -> 4T).
-    - Corollary 1, specialisation (sec. 3.3, Fig. 5): ``accumulating`` in domain, ``coarsening`` OOD.
+    - Corollary 1, specialisation (sec. 3.3, Fig. 5): ``accumulating`` in domain, ``coarsening``
+      OOD.
     - Corollary 2, contamination (sec. 3.4, Fig. 8): ``accumulating`` on the contaminated data
-      ("both higher MUI and performance"), ``collapsing`` OOD (restricted to ``ood_tasks`` when given,
-      the paper's ARC and MMLU, as an extra row beside all OOD tasks).
+      ("both higher MUI and performance"), ``collapsing`` OOD (restricted to ``ood_tasks`` when
+      given, the paper's ARC and MMLU, as an extra row beside all OOD tasks).
     - Corollary 2, specificity (sec. 3.3: collapsing is "only observed when data contamination
       occurs"): uncontaminated ``controls`` should *not* collapse OOD; expected ``not collapsing``
       (share = changes that are not collapsing; agrees when collapsing is not the most frequent).
@@ -377,7 +381,8 @@ def corollary_findings(checks: dict[str, pd.DataFrame], reference: str | None = 
     if reference not in checks:
         raise ValueError(f"reference={reference!r}; allowed values: {', '.join(checks)}")
     lines = [
-        "Corollary checks (expected direction: changes with it / all changes; most frequent direction -> verdict):"
+        "Corollary checks (expected direction: changes with it / all changes; most frequent "
+        "direction -> verdict):"
     ]
     for name, frame in checks.items():
         lines.append(f"  {name}:")
@@ -389,8 +394,8 @@ def corollary_findings(checks: dict[str, pd.DataFrame], reference: str | None = 
                 continue
             lines.append(
                 f"    C{r['corollary']} {r['setting']} / {r['subset']}: expected {r['expected']}: "
-                f"{r['n_expected']}/{r['n']} ({100 * r['share_expected']:.0f}%); most frequent {r['modal']} "
-                f"-> {r['verdict'].upper()}"
+                f"{r['n_expected']}/{r['n']} ({100 * r['share_expected']:.0f}%); most frequent "
+                f"{r['modal']} -> {r['verdict'].upper()}"
             )
     ref = checks[reference]
     for name, frame in checks.items():
@@ -405,8 +410,8 @@ def corollary_findings(checks: dict[str, pd.DataFrame], reference: str | None = 
             if r["verdict_ref"] != r["verdict_other"]
         ]
         lines.append(
-            f"  {name} vs {reference}: same verdict on {len(both) - len(differ)} of {len(both)} claims"
-            + (f"; different on {'; '.join(differ)}." if differ else ".")
+            f"  {name} vs {reference}: same verdict on {len(both) - len(differ)} of {len(both)} "
+            "claims" + (f"; different on {'; '.join(differ)}." if differ else ".")
         )
     return lines
 
@@ -429,8 +434,8 @@ def contamination_text(contaminated: pd.DataFrame, controls: pd.DataFrame | None
             ood = g[g["domain"] == "ood"]
             leaked = (
                 "; ".join(
-                    f"{r['task']} {r['base_perf']:.1f}->{r['perf']:.1f}% perf, MUI {r['base_mui']:.2f}->{r['mui']:.2f}% "
-                    f"({r['direction']})"
+                    f"{r['task']} {r['base_perf']:.1f}->{r['perf']:.1f}% perf, MUI "
+                    f"{r['base_mui']:.2f}->{r['mui']:.2f}% ({r['direction']})"
                     for _, r in ind.iterrows()
                 )
                 or "leaked task not measured"

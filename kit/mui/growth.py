@@ -100,8 +100,9 @@ def growth_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
             "focus_model": focus,
         },
         findings=[
-            f"§3.6 ({focus}): at n={n_top} samples the mixed pool's MUI is {mixed_at:.2f}% vs single-capability "
-            f"{single_at.min():.2f}-{single_at.max():.2f}% (mean {single_at.mean():.2f}%)."
+            f"§3.6 ({focus}): at n={n_top} samples the mixed pool's MUI is {mixed_at:.2f}% vs "
+            f"single-capability {single_at.min():.2f}-{single_at.max():.2f}% (mean "
+            f"{single_at.mean():.2f}%)."
         ],
         tables={"growth": table},
         figures={"sec36_growth": plot_growth(curves)},

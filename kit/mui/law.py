@@ -18,15 +18,17 @@ import pandas as pd
 from kit.core.checks import require_finite
 
 Numbers = float | int | np.ndarray | Sequence[float | int]
-"""A number or a 1-d collection of numbers (list, numpy array; pass pandas columns as ``.to_numpy()``)."""
+"""A number or a 1-d collection of numbers (list, numpy array; pass pandas columns as
+``.to_numpy()``)."""
 
 LAW_FORMS = ("mui_vs_log_perf", "perf_vs_log_mui")
-"""The Utility Law's regression: ``mui_vs_log_perf`` is the paper's form, ``MUI = -alpha ln(P) + beta``
-(P in %; MUI-Eval's figure prints alpha 4.632, beta 28.305, so MUI -> 6.97% at P = 100 and -> inf at
-P -> 0); ``perf_vs_log_mui`` is the inverse regression ``performance = a + b ln(MUI)``."""
+"""The Utility Law's regression: ``mui_vs_log_perf`` is the paper's form, ``MUI = -alpha ln(P) +
+beta`` (P in %; MUI-Eval's figure prints alpha 4.632, beta 28.305, so MUI -> 6.97% at P = 100 and ->
+inf at P -> 0); ``perf_vs_log_mui`` is the inverse regression ``performance = a + b ln(MUI)``."""
 
 PAPER_LAW = {"alpha": 4.632, "beta": 28.305, "mui_at_100": 6.97}
-"""Published constants (MUI-Eval's ``figures/Utility_Law.png`` / §3.2's 6.97%): labels, never results."""
+"""Published constants (MUI-Eval's ``figures/Utility_Law.png`` / §3.2's 6.97%): labels, never
+results."""
 
 
 @dataclass
@@ -76,7 +78,8 @@ class LawFit:
         )
 
     def predict(self, x: np.ndarray | float) -> np.ndarray:
-        """y at x (MUI at performance x for the paper's form, performance at MUI x for the inverse)."""
+        """y at x (MUI at performance x for the paper's form, performance at MUI x for the
+        inverse)."""
         return self.intercept + self.slope * np.log(np.asarray(x, dtype=float))
 
 
@@ -355,14 +358,14 @@ def evaluate_grid(
 
     Each model is a :class:`kit.subjects.Subject` (``prompt_style``: real benchmarks' answer-format
     instructions, :mod:`kit.data.prompts`). MUI is measured on its own greedy responses to the test
-    items (Eq. 5): world models in ``batch_size`` rows, Hugging Face models teacher-forced in batches
-    of ``max_batch_tokens`` padded tokens with a per-item cache. Fresh accuracy needs items the model
-    never saw (the world's ``fresh`` split; NaN for real benchmarks). ``dtype``: Hugging Face models'
-    weight dtype (world models are float32). Returns columns model, task, group, performance, fresh,
-    mui, n_items, and per cell the accuracy's Wilson interval (``perf_low``, ``perf_high``, in %),
-    chance, parse failures and truncated responses. ``loaded``: subjects the caller already holds,
-    by name (the notebook's focus model), used instead of loading them again (a real model's load
-    is most of a small run's time).
+    items (Eq. 5): world models in ``batch_size`` rows, Hugging Face models teacher-forced in
+    batches of ``max_batch_tokens`` padded tokens with a per-item cache. Fresh accuracy needs items
+    the model never saw (the world's ``fresh`` split; NaN for real benchmarks). ``dtype``: Hugging
+    Face models' weight dtype (world models are float32). Returns columns model, task, group,
+    performance, fresh, mui, n_items, and per cell the accuracy's Wilson interval (``perf_low``,
+    ``perf_high``, in %), chance, parse failures and truncated responses. ``loaded``: subjects the
+    caller already holds, by name (the notebook's focus model), used instead of loading them again
+    (a real model's load is most of a small run's time).
     """
     from tqdm.auto import tqdm
 
@@ -522,15 +525,17 @@ def tiny_rank_section(
     neg, n_fit = int((per_task.slope < 0).sum()), int(per_task.slope.notna().sum())
     perf, pur_ = rank_summary["performance"], rank_summary["pur"]
     own = (
-        f"; against each task's own fresh-item order: performance {rank_summary['performance_vs_task_truth']['spearman_mean']:.1f}, "
-        f"PUR {rank_summary['pur_vs_task_truth']['spearman_mean']:.1f}"
+        "; against each task's own fresh-item order: performance "
+        f"{rank_summary['performance_vs_task_truth']['spearman_mean']:.1f}, PUR "
+        f"{rank_summary['pur_vs_task_truth']['spearman_mean']:.1f}"
         if "pur_vs_task_truth" in rank_summary
         else ""
     )
     findings = [
         f"Tiny world ({n_models} models x {n_tasks} tasks): pooled law fit {fmt_fit(pooled)} "
-        f"(no task effects; with a fixed effect per task: {fmt_fit(record['tiny_law_fit_fe'])}, R² within); "
-        f"{neg} of {n_fit} per-task slopes are negative (the paper's law predicts negative; "
+        f"(no task effects; with a fixed effect per task: {fmt_fit(record['tiny_law_fit_fe'])}, R² "
+        f"within); {neg} of {n_fit} per-task slopes are negative (the paper's law predicts "
+        "negative; "
         + (
             "form MUI = -α ln P + β, so cells with 0% performance, outside ln P, are left out)."
             if fits_task.get("form", pd.Series(["mui_vs_log_perf"]))
@@ -539,8 +544,9 @@ def tiny_rank_section(
             .all()
             else "form performance = a + b ln MUI)."
         ),
-        f"Tiny-world ranking vs fresh-item truth: performance Spearman {perf['spearman_mean']:.1f} (Kendall "
-        f"{perf['kendall_mean']:.1f}), PUR Spearman {pur_['spearman_mean']:.1f} (Kendall {pur_['kendall_mean']:.1f}){own}.",
+        f"Tiny-world ranking vs fresh-item truth: performance Spearman {perf['spearman_mean']:.1f} "
+        f"(Kendall {perf['kendall_mean']:.1f}), PUR Spearman {pur_['spearman_mean']:.1f} "
+        f"(Kendall {pur_['kendall_mean']:.1f}){own}.",
     ]
     return Section(
         record=record,
@@ -551,7 +557,8 @@ def tiny_rank_section(
 
 
 def focus_model(models: Sequence[str], preferred: str | None = None) -> str:
-    """The model of sections 3.6-3.8: ``preferred``, else ``zoo/base-m`` if listed, else the first."""
+    """The model of sections 3.6-3.8: ``preferred``, else ``zoo/base-m`` if listed, else the
+    first."""
     if preferred:
         return preferred
     return "zoo/base-m" if "zoo/base-m" in models else models[0]

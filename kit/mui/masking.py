@@ -82,7 +82,8 @@ def key_neuron_ranking(
     select them as key neurons, then by their contribution summed over all response tokens
     (Eq. 15 summed over samples), so k may exceed the number of key neurons. Neurons with a
     non-positive summed contribution that no sample selects are left out. ``max_batch_tokens``:
-    token-budget batches instead of ``batch_size`` rows (:func:`kit.mui.metric.token_budget_chunks`)."""
+    token-budget batches instead of ``batch_size`` rows
+    (:func:`kit.mui.metric.token_budget_chunks`)."""
     return rank_neurons(
         *key_neuron_counts(
             model, items, responses, score, batch_size, max_batch_tokens, **mui_kwargs
@@ -135,7 +136,8 @@ def masking_curve(
 
 
 def masking_tasks(tasks: Sequence[str], task_a: str | None, task_b: str | None) -> tuple[str, str]:
-    """Task A (default: first math task) and control task B (default: first task of another group)."""
+    """Task A (default: first math task) and control task B (default: first task of another
+    group)."""
     a = task_a or next((t for t in tasks if task_group(t) == "math"), tasks[0])
     b = task_b or next((t for t in tasks if task_group(t) != task_group(a)), tasks[-1])
     return a, b
@@ -189,9 +191,10 @@ def masking_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
     ms.update(n_eval_a=len(eval_sets[task_a]), random_repeats=cfg.masking_random_repeats)
     nan = float("nan")
     finding = (
-        f"§3.8 ({focus}, {model.cfg.n_layers * model.cfg.d_mlp} MLP neurons): task A={task_a} has {n_key_a} key "
-        f"neurons; masking the top {ms['k_max']} drops fresh-item accuracy on A by {ms.get('drop_key_a', nan):.1f} "
-        f"points (random neurons: {ms.get('drop_random_a', nan):.1f}) and on B={task_b} by "
+        f"§3.8 ({focus}, {model.cfg.n_layers * model.cfg.d_mlp} MLP neurons): task A={task_a} has "
+        f"{n_key_a} key neurons; masking the top {ms['k_max']} drops fresh-item accuracy on A by "
+        f"{ms.get('drop_key_a', nan):.1f} points (random neurons: "
+        f"{ms.get('drop_random_a', nan):.1f}) and on B={task_b} by "
         f"{ms.get('drop_key_b', nan):.1f} (random: {ms.get('drop_random_b', nan):.1f})."
     )
     return Section(

@@ -96,9 +96,10 @@ def method_grid(
 
 
 def coincident_methods(grid: pd.DataFrame) -> dict[str, str]:
-    """Methods of ``grid`` that equal another BY CONSTRUCTION in every cell: ``top_pct`` (default 0.001)
-    keeps ``max(1, round(d_mlp/1000))`` = topk's default k; ``<s>_sum`` equals ``<s>`` when no response has
-    more than one token (the sum over one position is that position). Returns dropped -> kept."""
+    """Methods of ``grid`` that equal another BY CONSTRUCTION in every cell: ``top_pct`` (default
+    0.001) keeps ``max(1, round(d_mlp/1000))`` = topk's default k; ``<s>_sum`` equals ``<s>`` when
+    no response has more than one token (the sum over one position is that position). Returns
+    dropped -> kept."""
     methods = set(grid.method)
     out = {}
     if len(grid):
@@ -125,9 +126,9 @@ def method_correlations(grid: pd.DataFrame) -> pd.DataFrame:
 def method_grid_section(
     model_names: Sequence[str], tasks: Sequence[str], cfg, loaded: Mapping[str, Any] | None = None
 ):
-    """App. B.6 (item 5): the published Tables 11-17 re-read, then MUI under every score x threshold in
-    the world (``topscore`` at 0.2 and at MUI-Eval's 0.8-0.95), methods equal by construction dropped,
-    and Spearman of each remaining method with the selected one."""
+    """App. B.6 (item 5): the published Tables 11-17 re-read, then MUI under every score x threshold
+    in the world (``topscore`` at 0.2 and at MUI-Eval's 0.8-0.95), methods equal by construction
+    dropped, and Spearman of each remaining method with the selected one."""
     from kit.core.findings import Section
 
     pub = published_b6_correlations()
@@ -163,13 +164,15 @@ def method_grid_section(
     )
     drop_text = "; ".join(f"{d} = {k}" for d, k in dropped.items()) if dropped else "none"
     findings = [
-        f"B.6 published (item 5): from the printed Tables 13/14 vs Table 11, Spearman over the {int(alt.n_cells.iloc[0])} "
-        f"(model, benchmark) cells is {alt.pooled.iloc[0]:.3f} / {alt.pooled.iloc[1]:.3f} (mean {alt.pooled.mean():.3f}); "
-        f"mean of per-benchmark Spearmans {alt.per_benchmark_mean.mean():.3f}; the paper quotes {alt.quoted.iloc[0]} "
-        f"(published, not recomputable exactly from the rounded tables). SAE Tables 16/17 vs 15: pooled "
+        "B.6 published (item 5): from the printed Tables 13/14 vs Table 11, Spearman over the "
+        f"{int(alt.n_cells.iloc[0])} (model, benchmark) cells is {alt.pooled.iloc[0]:.3f} / "
+        f"{alt.pooled.iloc[1]:.3f} (mean {alt.pooled.mean():.3f}); mean of per-benchmark Spearmans "
+        f"{alt.per_benchmark_mean.mean():.3f}; the paper quotes {alt.quoted.iloc[0]} (published, "
+        "not recomputable exactly from the rounded tables). SAE Tables 16/17 vs 15: pooled "
         f"{sae.pooled.mean():.3f} (quoted {sae.quoted.iloc[0]}).",
-        f"B.6 world ({len(model_names)} models x {len(tasks)} tasks, {len(methods)} methods, {len(dropped)} dropped as equal "
-        f"by construction: {drop_text}): mean Spearman of the other {len(others)} methods with {ref_method} is "
+        f"B.6 world ({len(model_names)} models x {len(tasks)} tasks, {len(methods)} methods, "
+        f"{len(dropped)} dropped as equal by construction: {drop_text}): mean Spearman of the "
+        f"other {len(others)} methods with {ref_method} is "
         + (
             f"{others.mean():.3f} (range {others.min():.3f} to {others.max():.3f})."
             if len(others)
@@ -194,8 +197,8 @@ def method_grid_section(
 
 
 def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
-    """Item 6: the paper's definition and MUI-Eval's code (``variant="public_code"``) on the same model,
-    items and responses; the code with 1 and with 2 visible GPUs (its per-GPU duplicates)."""
+    """Item 6: the paper's definition and MUI-Eval's code (``variant="public_code"``) on the same
+    model, items and responses; the code with 1 and with 2 visible GPUs (its per-GPU duplicates)."""
     from kit.core.findings import Section
 
     model, focus = subject.model, subject.name
@@ -207,8 +210,8 @@ def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
     if k_pub < 1:
         k_pub = 1
         note = (
-            f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = 1 is passed "
-            "explicitly so its other choices can be compared."
+            f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = "
+            "1 is passed explicitly so its other choices can be compared."
         )
     budget = dict(
         batch_size=cfg.batch_size, max_batch_tokens=subject.token_budget(cfg.max_batch_tokens)
@@ -238,11 +241,12 @@ def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
     table = pd.DataFrame(rows)
     p, c1, c2 = table.mui
     finding = (
-        f"Item 6 ({focus}, {task}, {len(items)} items): MUI {p:.3f}% by the paper's definition vs {c1:.3f}% by "
-        f"MUI-Eval's code (1 GPU; {c2:.3f}% with 2 GPUs); the two key-neuron sets share "
-        f"{table.jaccard_with_paper.iloc[1]:.2f} of their union (Jaccard). Table 5's absolute MUI values come from MUI-Eval's "
-        f"code (off-by-one target, act(gate), top-k per response, floor k, per-GPU duplicates), not from the "
-        f"definition in the paper's text; our default is the text's definition.{note}"
+        f"Item 6 ({focus}, {task}, {len(items)} items): MUI {p:.3f}% by the paper's definition vs "
+        f"{c1:.3f}% by MUI-Eval's code (1 GPU; {c2:.3f}% with 2 GPUs); the two key-neuron sets "
+        f"share {table.jaccard_with_paper.iloc[1]:.2f} of their union (Jaccard). Table 5's "
+        "absolute MUI values come from MUI-Eval's code (off-by-one target, act(gate), top-k per "
+        "response, floor k, per-GPU duplicates), not from the definition in the paper's text; our "
+        f"default is the text's definition.{note}"
     )
     return Section(
         record={"public_code_vs_paper": table.to_dict(orient="records")},

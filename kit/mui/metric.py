@@ -4,8 +4,8 @@
   ``global_topk``, ``top_pct``, ``topscore``) turned into boolean key-neuron masks over the neuron
   scores of :mod:`kit.mui.scores`;
 - :func:`utilization` / :func:`utilization_for_items` — MUI of a dataset (Eq. 4/5), streamed
-  layer by layer so no ``batch x pos x layer x d_mlp`` tensor is ever kept; ``variant="public_code"``
-  computes it as MUI-Eval's code does (:func:`public_code_utilization`).
+  layer by layer so no ``batch x pos x layer x d_mlp`` tensor is ever kept;
+  ``variant="public_code"`` computes it as MUI-Eval's code does (:func:`public_code_utilization`).
 
 Beside it: SAE-feature MUI in :mod:`kit.mui.sae`, the law fit, PUR (Eq. 7) and rank agreement
 (Table 1) in :mod:`kit.mui.law`, the four corollary directions in :mod:`kit.mui.directions`.
@@ -38,7 +38,8 @@ THRESHOLDS = ("topk", "global_topk", "top_pct", "topscore")
 def _check_threshold(threshold: str) -> None:
     if threshold not in THRESHOLDS:
         raise ValueError(
-            f"threshold={threshold!r} is not a threshold function; allowed values: {', '.join(THRESHOLDS)}"
+            f"threshold={threshold!r} is not a threshold function; allowed values: "
+            f"{', '.join(THRESHOLDS)}"
         )
 
 
@@ -88,7 +89,8 @@ def layer_key_mask(
     require_finite("scores", scores)  # topk ranks NaN above every number
     if threshold == "global_topk":
         raise ValueError(
-            "threshold='global_topk' ranks across layers: use key_neuron_mask on [.., layer, d_mlp] scores"
+            "threshold='global_topk' ranks across layers: use key_neuron_mask on [.., layer, "
+            "d_mlp] scores"
         )
     width = scores.shape[-1]
     if threshold == "topscore":
@@ -169,7 +171,8 @@ class MUIResult:
     """MUI of a dataset and the key-unit sets behind it."""
 
     mui: float
-    """MUI in percent: |union of key units over samples and response tokens| / (layers*width) x 100."""
+    """MUI in percent: |union of key units over samples and response tokens| / (layers*width) x
+    100."""
     mask: Bool[Tensor, "layer width"]
     """The union of key units."""
     n_samples: int
@@ -224,10 +227,11 @@ def utilization(
     per-layer top-k candidates (a token's global top-k lies within them) and ranks at the end.
     ``per_sample`` also returns each sample's MUI and mask. ``variant`` (:data:`VARIANTS`):
     ``paper`` (the definitions above) or ``public_code`` (MUI-Eval's choices, see
-    :func:`public_code_utilization`; ``score``/``threshold``/``frac`` must stay at their defaults there,
-    ``k`` and ``n_gpus`` go to it). ``ig_output``/``ig_mode``: see :func:`_integrated_gradients`.
-    ``max_batch_tokens``: batch by a token budget instead of ``batch_size`` rows (see
-    :func:`token_budget_chunks`; the same key neurons, since no row's scores depend on its batch).
+    :func:`public_code_utilization`; ``score``/``threshold``/``frac`` must stay at their defaults
+    there, ``k`` and ``n_gpus`` go to it). ``ig_output``/``ig_mode``: see
+    :func:`_integrated_gradients`. ``max_batch_tokens``: batch by a token budget instead of
+    ``batch_size`` rows (see :func:`token_budget_chunks`; the same key neurons, since no row's
+    scores depend on its batch).
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}; allowed values: {', '.join(VARIANTS)}")
@@ -251,8 +255,8 @@ def utilization(
     if variant == "public_code":
         if (score, threshold, frac) != ("score", "topk", None):
             raise ValueError(
-                f"variant='public_code' reproduces MUI-Eval's score/topk only, got score={score!r}, "
-                f"threshold={threshold!r}, frac={frac!r}"
+                "variant='public_code' reproduces MUI-Eval's score/topk only, got "
+                f"score={score!r}, threshold={threshold!r}, frac={frac!r}"
             )
         return public_code_utilization(
             model,
@@ -346,7 +350,7 @@ def token_budget_chunks(
     tokens: Int[Tensor, "batch seq"],
     response_mask: Bool[Tensor, "batch seq"],
     max_batch_tokens: int,
-) -> Iterator[tuple[Int[Tensor, "rows"], Int[Tensor, "rows width"], Bool[Tensor, "rows width"]]]:
+) -> Iterator[tuple[Int[Tensor, "rows"], Int[Tensor, "rows width"], Bool[Tensor, "rows width"]]]:  # noqa: F821 (jaxtyping shape name)
     """Rows of right-padded ``tokens`` in length-sorted batches of at most ``max_batch_tokens``
     padded tokens (:func:`kit.models.rows.token_budget_batches`), each batch cut after its
     last response token: attention is causal, so later tokens change no score of a response
@@ -357,7 +361,8 @@ def token_budget_chunks(
     response_mask = response_mask.bool().cpu()
     if tuple(response_mask.shape) != tuple(tokens.shape):
         raise ValueError(
-            f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape {tuple(tokens.shape)}"
+            f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape "
+            f"{tuple(tokens.shape)}"
         )
     last = torch.where(
         response_mask.any(dim=1),
@@ -405,11 +410,13 @@ def budgeted(
 
 
 VARIANTS = ("paper", "public_code")
-"""``paper``: the definitions of the paper's text (Eq. 3/5, per-token top-k, k = max(1, round(d_mlp/1000)));
-``public_code``: what MUI-Eval's ``get_neuron.py`` + ``depict_neuron.py`` compute (Table 5's absolute values)."""
+"""``paper``: the definitions of the paper's text (Eq. 3/5, per-token top-k, k = max(1,
+round(d_mlp/1000))); ``public_code``: what MUI-Eval's ``get_neuron.py`` + ``depict_neuron.py``
+compute (Table 5's absolute values)."""
 
 PUBLIC_CODE_STORED = 2000
-"""MUI-Eval stores the top 2000 (position, neuron) entries per response and layer before thresholding."""
+"""MUI-Eval stores the top 2000 (position, neuron) entries per response and layer before
+thresholding."""
 
 _ACTS = {
     "relu": torch.relu,
@@ -423,13 +430,14 @@ _ACTS = {
 
 
 def public_code_k(d_mlp: int) -> int:
-    """MUI-Eval's per-layer k: ``int(1/1000 * d_mlp)``, a floor (14 for 14336, 18 for 18944), 0 below 1000."""
+    """MUI-Eval's per-layer k: ``int(1/1000 * d_mlp)``, a floor (14 for 14336, 18 for 18944), 0
+    below 1000."""
     return int(1 / 1000 * d_mlp)
 
 
 def public_code_key_neurons(
     scores: Float[Tensor, "pos d_mlp"], k: int, n_gpus: int = 1
-) -> Bool[Tensor, "d_mlp"]:
+) -> Bool[Tensor, "d_mlp"]:  # noqa: F821 (jaxtyping shape name)
     """One response's key neurons in one layer as MUI-Eval selects them.
 
     ``scores[q, i]``: neuron i's score at the response's q-th token. The code appends every
@@ -483,19 +491,21 @@ def public_code_utilization(
     response_mask = response_mask.bool().cpu()
     if tuple(response_mask.shape) != tuple(tokens.shape):
         raise ValueError(
-            f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape {tuple(tokens.shape)}"
+            f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape "
+            f"{tuple(tokens.shape)}"
         )
     cfg = model.cfg
     kk = public_code_k(cfg.d_mlp) if k is None else int(k)
     if kk < 1:
         raise ValueError(
-            f"the public code's k = int(d_mlp/1000) = {kk} for d_mlp={cfg.d_mlp}: it selects no neuron; "
-            "pass k explicitly (k >= 1)"
+            f"the public code's k = int(d_mlp/1000) = {kk} for d_mlp={cfg.d_mlp}: it selects no "
+            "neuron; pass k explicitly (k >= 1)"
         )
     gated = bool(getattr(cfg, "gated_mlp", False))
     if gated and cfg.act_fn not in _ACTS:
         raise ValueError(
-            f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: {', '.join(_ACTS)}"
+            f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: "
+            f"{', '.join(_ACTS)}"
         )
     site = (
         "hook_pre" if gated else "hook_post"

@@ -23,7 +23,8 @@ def width_k_table(models: Sequence[str], world: str, k: int | None = None) -> pd
     """Per zoo model: n_layers, d_mlp, MUI's per-token per-layer ``k`` (``k`` if given, else
     :func:`kit.mui.metric.default_k`, the paper's top 0.1%) and the MUI of one response token,
     ``100 k / d_mlp`` %: every one-token sample has exactly this MUI, so per-sample MUI can only
-    vary with multi-token responses, and a model with another ``k / d_mlp`` sits on another scale."""
+    vary with multi-token responses, and a model with another ``k / d_mlp`` sits on another
+    scale."""
     from kit import world as kworld
 
     rows = []
@@ -102,7 +103,8 @@ def multi_token_section(
     focus = focus or widths.sort_values("k", kind="stable").model.iloc[-1]
     if focus not in set(widths.model):
         raise ValueError(
-            f"multi_token_focus={focus!r} is not one of the section's zoo models: {', '.join(widths.model)}"
+            f"multi_token_focus={focus!r} is not one of the section's zoo models: "
+            f"{', '.join(widths.model)}"
         )
     samples, cells = [], []
     focus_frames = []
@@ -156,24 +158,25 @@ def multi_token_section(
         for r in widths.itertuples()
     )
     findings = [
-        f"Item 7, k across widths: {k_text}. One response token gives every sample the same MUI 100·k/d_mlp, "
-        "so only multi-token answers let per-sample MUI vary, and models with different k/d_mlp sit on different scales.",
+        f"Item 7, k across widths: {k_text}. One response token gives every sample the same MUI "
+        "100·k/d_mlp, so only multi-token answers let per-sample MUI vary, and models with "
+        "different k/d_mlp sit on different scales.",
         f"Item 7, per-sample MUI of {focus}: "
         + "; ".join(
-            f"{r.task} ({r.answer_tokens}-token answers, exact {r.performance:.1f}%, token {r.token_accuracy:.1f}%): "
-            f"{r.sample_mui_min:.3f}-{r.sample_mui_max:.3f}% (median {r.sample_mui_median:.3f}, sd {r.sample_mui_sd:.3f}, "
-            f"{r.sample_mui_distinct} distinct values)"
+            f"{r.task} ({r.answer_tokens}-token answers, exact {r.performance:.1f}%, token "
+            f"{r.token_accuracy:.1f}%): {r.sample_mui_min:.3f}-{r.sample_mui_max:.3f}% (median "
+            f"{r.sample_mui_median:.3f}, sd {r.sample_mui_sd:.3f}, {r.sample_mui_distinct} "
+            "distinct values)"
             for r in fx.itertuples()
         )
-        + f"; one-token task {one_token_task}: {one.sample_mui_distinct} distinct value(s) ({one.sample_mui_min:.3f}%). "
-        + law_note
-        + ".",
+        + f"; one-token task {one_token_task}: {one.sample_mui_distinct} distinct value(s) "
+        f"({one.sample_mui_min:.3f}%). " + law_note + ".",
     ]
     if ci.get("n_each", 0) >= 2:
         findings.append(
-            f"Item 7, §3.7 on the multi-token families ({focus}): {ci['n_each']} correct vs {ci['n_each']} incorrect "
-            f"(equal counts per family): per-sample MUI {ci['sample_mui_correct_mean']:.3f}% vs "
-            f"{ci['sample_mui_incorrect_mean']:.3f}%"
+            f"Item 7, §3.7 on the multi-token families ({focus}): {ci['n_each']} correct vs "
+            f"{ci['n_each']} incorrect (equal counts per family): per-sample MUI "
+            f"{ci['sample_mui_correct_mean']:.3f}% vs {ci['sample_mui_incorrect_mean']:.3f}%"
             + (
                 f", Mann-Whitney p={ci['mannwhitney_p']:.3g}"
                 if ci.get("mannwhitney_p") is not None
@@ -183,8 +186,9 @@ def multi_token_section(
         )
     else:
         findings.append(
-            f"Item 7, §3.7 on the multi-token families ({focus}): too few correct or incorrect responses "
-            f"({ci.get('n_correct_total')} correct, {ci.get('n_incorrect_total')} incorrect) to compare."
+            f"Item 7, §3.7 on the multi-token families ({focus}): too few correct or incorrect "
+            f"responses ({ci.get('n_correct_total')} correct, {ci.get('n_incorrect_total')} "
+            "incorrect) to compare."
         )
     record = {
         "multi_token": {
@@ -209,8 +213,8 @@ def multi_token_section(
 def _checkpoint_cells(
     model: str, tasks: Sequence[str], cfg, mui_kw: Mapping[str, Any], final: pd.DataFrame
 ) -> pd.DataFrame:
-    """Performance and dataset MUI of ``model``'s checkpoints on ``tasks`` (the items of the section),
-    with the final model's cells (``final``) appended."""
+    """Performance and dataset MUI of ``model``'s checkpoints on ``tasks`` (the items of the
+    section), with the final model's cells (``final``) appended."""
     from kit import world as kworld
 
     rows = []
@@ -238,7 +242,8 @@ def _checkpoint_cells(
 def multi_token_law(
     mt: pd.DataFrame, form: str, series: pd.DataFrame | None = None, world: str = "tiny"
 ) -> tuple[dict, str]:
-    """The law on the multi-token families: ``(law, note)``; ``law`` is what ``law.multi_token`` reads.
+    """The law on the multi-token families: ``(law, note)``; ``law`` is what ``law.multi_token``
+    reads.
 
     ``mt``: cells (model, task, performance, mui) of the section's models. With >= 3 models above
     0%, the law across them (pooled over the families, and with a fixed effect per family: ``fe``,
@@ -296,15 +301,16 @@ def multi_token_law(
             per_task_fit=per_task_fit,
             per_task={r.task: fmt_fit(r._asdict()) for r in fit.itertuples() if r.task != "all"},
             where=(
-                f"{world} world, multi-token families pooled, across {n_ck} training checkpoints of {model} "
+                f"{world} world, multi-token families pooled, across {n_ck} training checkpoints "
+                f"of {model} "
                 "(one training run, not independent models)"
             ),
         )
         per = "; ".join(f"{t}: {v}" for t, v in law["per_task"].items())
         note = (
-            f"law on the multi-token families: only {model} answers them, so it is fit across {n_ck} checkpoints "
-            f"of its training run ({', '.join(series.model.unique())}; not independent models): pooled "
-            f"{fmt_fit(pooled)}; {per}"
+            f"law on the multi-token families: only {model} answers them, so it is fit across "
+            f"{n_ck} checkpoints of its training run ({', '.join(series.model.unique())}; not "
+            f"independent models): pooled {fmt_fit(pooled)}; {per}"
         )
         if law["slope"] is None:
             law["not_testable"] = (
@@ -317,8 +323,8 @@ def multi_token_law(
         "n_models": n_models_fit,
         "not_testable": (
             f"inconclusive: only {n_models_fit} model(s) answer a multi-token family above 0% "
-            f"({', '.join(sorted(fit_cells.model.unique())) or 'none'}; the others were not trained "
-            "on them) and none has checkpoints, and a law across models needs at least 3"
+            f"({', '.join(sorted(fit_cells.model.unique())) or 'none'}; the others were not "
+            "trained on them) and none has checkpoints, and a law across models needs at least 3"
         ),
     }
     return law, "law on the multi-token families " + law["not_testable"]

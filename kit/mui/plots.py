@@ -174,7 +174,8 @@ def plot_method_correlations(corr: pd.DataFrame):
 
 
 def plot_per_sample_mui(samples: pd.DataFrame, focus: str):
-    """Histograms of per-sample MUI of ``focus`` per task (multi-token families and the one-token task)."""
+    """Histograms of per-sample MUI of ``focus`` per task (multi-token families and the one-token
+    task)."""
     import matplotlib.pyplot as plt
 
     s = samples[samples.model == focus]

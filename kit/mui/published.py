@@ -40,8 +40,8 @@ PUBLISHED_GENERAL_MODELS = (
     "DeepSeek-Llama3.1-8B",
     "DeepSeek-Qwen2.5-7B",
 )
-"""Table 5's general 7-9B models: §3.2 excludes specialised ones (CodeLlama, Qwen2.5-Coder/Math) and Figure 3
-shows these eight; the larger sizes (13B-33B) are Table 5's scaling rows."""
+"""Table 5's general 7-9B models: §3.2 excludes specialised ones (CodeLlama, Qwen2.5-Coder/Math) and
+Figure 3 shows these eight; the larger sizes (13B-33B) are Table 5's scaling rows."""
 
 FIGURE3_EXCLUDED = ("MMLU",)
 """§3.2: Figure 3 aggregates every benchmark except MMLU ("due to its high inference cost")."""
@@ -50,8 +50,8 @@ FIGURE3_EXCLUDED = ("MMLU",)
 def published_mui_table(models: str | Sequence[str] = "all") -> pd.DataFrame:
     """Table 5 (App. B.1): model, benchmark, benchmark_category, performance, mui.
 
-    ``models``: ``"all"`` (18 models), ``"general"`` (:data:`PUBLISHED_GENERAL_MODELS`, the set of §3.2 /
-    Figure 3) or a list of Table 5 names."""
+    ``models``: ``"all"`` (18 models), ``"general"`` (:data:`PUBLISHED_GENERAL_MODELS`, the set of
+    §3.2 / Figure 3) or a list of Table 5 names."""
     from kit.data.paper_tables import load_table
 
     t = load_table("000_table05_neuron_mui_main").dropna(subset=["performance", "mui"])
@@ -66,7 +66,8 @@ def published_mui_table(models: str | Sequence[str] = "all") -> pd.DataFrame:
     unknown = set(models) - set(t.model)
     if unknown:
         raise ValueError(
-            f"models {sorted(unknown)} are not in Table 5; allowed: {', '.join(sorted(set(t.model)))}"
+            f"models {sorted(unknown)} are not in Table 5; allowed: "
+            f"{', '.join(sorted(set(t.model)))}"
         )
     return t[t.model.isin(list(models))].reset_index(drop=True)
 
@@ -74,10 +75,10 @@ def published_mui_table(models: str | Sequence[str] = "all") -> pd.DataFrame:
 def published_per_model(
     df: pd.DataFrame, exclude: Sequence[str] = FIGURE3_EXCLUDED
 ) -> pd.DataFrame:
-    """Figure 3's view, one point per model: mean performance and mean MUI over the benchmarks not in
-    ``exclude``. Figure 3's MUI is the union over all those benchmarks' samples, which Table 5 cannot
-    give; the mean of per-benchmark MUI is the nearest the printed numbers allow (so the absolute MUI
-    differs from Figure 3's, the ordering need not)."""
+    """Figure 3's view, one point per model: mean performance and mean MUI over the benchmarks not
+    in ``exclude``. Figure 3's MUI is the union over all those benchmarks' samples, which Table 5
+    cannot give; the mean of per-benchmark MUI is the nearest the printed numbers allow (so the
+    absolute MUI differs from Figure 3's, the ordering need not)."""
     d = df[~df.benchmark.isin(list(exclude))]
     out = d.groupby("model", sort=False)[["performance", "mui"]].mean().reset_index()
     return out.assign(
@@ -86,8 +87,8 @@ def published_per_model(
 
 
 def name_key(name: str) -> str:
-    """Model-name key that ignores case, spaces and punctuation: Table 1's ``Gemma-2-9B-Instruct`` and
-    Table 5's ``Gemma2-9B-Instruct`` are the same model."""
+    """Model-name key that ignores case, spaces and punctuation: Table 1's ``Gemma-2-9B-Instruct``
+    and Table 5's ``Gemma2-9B-Instruct`` are the same model."""
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
@@ -134,9 +135,9 @@ def pur_rounding_band(
     comparison: pd.DataFrame, alpha: float = 0.5, half_unit: float = PRINTED_HALF_UNIT
 ) -> pd.DataFrame:
     """Each recomputed PUR cell's rounding band (issue 36): Table 5's performance P and MUI M are
-    printed to one decimal, so the true PUR lies in ``[(P - h) / (M + h)^alpha, (P + h) / (M - h)^alpha]``
-    (``h`` = ``half_unit``), and Table 1's printed PUR is itself rounded by ``h``. A printed PUR is
-    consistent with Table 5 when it lies within ``h`` of that band.
+    printed to one decimal, so the true PUR lies in ``[(P - h) / (M + h)^alpha, (P + h) / (M -
+    h)^alpha]`` (``h`` = ``half_unit``), and Table 1's printed PUR is itself rounded by ``h``. A
+    printed PUR is consistent with Table 5 when it lies within ``h`` of that band.
 
     ``comparison``: :func:`published_pur_comparison`'s frame. Adds ``pur_low``, ``pur_high`` (the
     band) and ``band_ratio``: |printed - recomputed| over the room the band leaves on that side
@@ -171,10 +172,10 @@ B6_SAE_TABLES = {
 
 
 def published_b6_correlations() -> pd.DataFrame:
-    """B.6.3 from the printed Tables 11-17: Spearman of each alternative method's MUI with the selected
-    method's, over all (model, benchmark) cells and as the mean of per-benchmark Spearmans across models
-    (the paper does not say which it averaged). Columns: family, method, pooled, per_benchmark_mean,
-    n_cells, quoted (the paper's 0.723 / 0.984, for Tables 13-14 and 16-17)."""
+    """B.6.3 from the printed Tables 11-17: Spearman of each alternative method's MUI with the
+    selected method's, over all (model, benchmark) cells and as the mean of per-benchmark Spearmans
+    across models (the paper does not say which it averaged). Columns: family, method, pooled,
+    per_benchmark_mean, n_cells, quoted (the paper's 0.723 / 0.984, for Tables 13-14 and 16-17)."""
     from scipy.stats import spearmanr
 
     from kit.data.paper_tables import load_table
@@ -242,9 +243,10 @@ def printed_rank_summary() -> pd.DataFrame:
 
 
 def published_law_section():
-    """Items 1-2: the Utility Law on Table 5 in the paper's form ``MUI = -alpha ln P + beta`` (and the
-    inverse regression as an option), on §3.2's 8 general models and on all 18, per benchmark and per
-    model (Figure 3's view), beside the constants MUI-Eval's figure prints (4.632 / 28.305 / 6.97%)."""
+    """Items 1-2: the Utility Law on Table 5 in the paper's form ``MUI = -alpha ln P + beta`` (and
+    the inverse regression as an option), on §3.2's 8 general models and on all 18, per benchmark
+    and per model (Figure 3's view), beside the constants MUI-Eval's figure prints (4.632 / 28.305 /
+    6.97%)."""
     from kit.core.findings import Section
 
     general, every = published_mui_table("general"), published_mui_table("all")
@@ -289,16 +291,19 @@ def published_law_section():
         fit_law_fixed_effects(general, "benchmark"), "benchmark", int(general.benchmark.nunique())
     )
     findings = [
-        f"Published law (items 1-2, Table 5, the paper's form MUI = -α ln P + β): on §3.2's {len(PUBLISHED_GENERAL_MODELS)} "
-        f"general models {g.negative_slopes} of {g.benchmarks} per-benchmark slopes are negative ({g.ci_below_0} with 95% CI "
-        f"below 0, median R² {g.median_r2:.2f}); on all 18 models of Table 5 (specialised and larger ones included, which "
-        f"§3.2 excludes) {a.negative_slopes} of {a.benchmarks} (median R² {a.median_r2:.2f}).",
-        f"Figure 3's view (one point per general model, mean over the benchmarks except MMLU): α = {pm.alpha:.3f} "
-        f"[95% CI {-pm.ci_high:.3f}, {-pm.ci_low:.3f}], β = {pm.beta:.3f}, R² = {pm.r2:.2f}, n = {pm.n}, MUI at P = 100: "
-        f"{pm.mui_at(100):.2f}% (its CI {'excludes' if pm.ci_high < 0 else 'reaches'} 0). "
-        f"MUI-Eval's figure prints α = {paper['alpha']}, β = {paper['beta']}, {paper['mui_at_100']}% (published, not "
-        f"computed here); its MUI is the union over all benchmarks' samples, which Table 5's per-benchmark values cannot "
-        f"give, so our α/β (from mean MUI) are on another scale.",
+        "Published law (items 1-2, Table 5, the paper's form MUI = -α ln P + β): on §3.2's "
+        f"{len(PUBLISHED_GENERAL_MODELS)} general models {g.negative_slopes} of {g.benchmarks} "
+        f"per-benchmark slopes are negative ({g.ci_below_0} with 95% CI below 0, median R² "
+        f"{g.median_r2:.2f}); on all 18 models of Table 5 (specialised and larger ones included, "
+        f"which §3.2 excludes) {a.negative_slopes} of {a.benchmarks} (median R² "
+        f"{a.median_r2:.2f}).",
+        "Figure 3's view (one point per general model, mean over the benchmarks except MMLU): α = "
+        f"{pm.alpha:.3f} [95% CI {-pm.ci_high:.3f}, {-pm.ci_low:.3f}], β = {pm.beta:.3f}, R² = "
+        f"{pm.r2:.2f}, n = {pm.n}, MUI at P = 100: {pm.mui_at(100):.2f}% (its CI "
+        f"{'excludes' if pm.ci_high < 0 else 'reaches'} 0). MUI-Eval's figure prints α = "
+        f"{paper['alpha']}, β = {paper['beta']}, {paper['mui_at_100']}% (published, not computed "
+        "here); its MUI is the union over all benchmarks' samples, which Table 5's per-benchmark "
+        "values cannot give, so our α/β (from mean MUI) are on another scale.",
         f"Pooled over the benchmarks with a fixed effect per benchmark (Table 5, general models): "
         f"{fmt_fit(fe)} (R² within the benchmarks).",
     ]
@@ -400,17 +405,20 @@ def published_rank_section(comparison: pd.DataFrame, alpha: float):
     pt, pu = ranks["perf_table1"], ranks["pur_table1"]
     missing = sorted(set(comparison.model) - set(covered.model))
     findings = [
-        f"PUR with alpha={alpha} recomputed from Table 5 matches Table 1 on {len(covered)} of {len(comparison)} cells "
-        f"(names matched case/punctuation-blind: Table 1's Gemma-2-9B-Instruct is Table 5's Gemma2-9B-Instruct), max |diff| "
-        f"{covered['diff'].abs().max():.3f}; with Table 5's one-decimal rounding (+-0.05 on performance, MUI and "
-        f"the printed PUR) propagated, {int((band['band_ratio'] > 1).sum())} of {len(band)} cells fall outside "
-        f"their band (largest |diff| / band {band['band_ratio'].max():.2f}); not in Table 5: "
-        f"{', '.join(missing) or 'none'}.",
-        f"From Table 1's per-model values we get Spearman {pt['spearman_mean']:.1f}/{pu['spearman_mean']:.1f} "
-        f"(perf/PUR, var {pt['spearman_var']:.1f}/{pu['spearman_var']:.1f}) and Kendall "
-        f"{pt['kendall_mean']:.1f}/{pu['kendall_mean']:.1f} (var {pt['kendall_var']:.1f}/{pu['kendall_var']:.1f}); "
-        f"paper prints 86.4/88.6 (1.8/1.0) and 76.9/80.6 (3.2/1.2). Table 1's printed per-benchmark Kendall cells do not "
-        f"all match the values recomputed from its own rows (see the table below).",
+        f"PUR with alpha={alpha} recomputed from Table 5 matches Table 1 on {len(covered)} of "
+        f"{len(comparison)} cells (names matched case/punctuation-blind: Table 1's "
+        "Gemma-2-9B-Instruct is Table 5's Gemma2-9B-Instruct), max |diff| "
+        f"{covered['diff'].abs().max():.3f}; with Table 5's one-decimal rounding (+-0.05 on "
+        f"performance, MUI and the printed PUR) propagated, {int((band['band_ratio'] > 1).sum())} "
+        f"of {len(band)} cells fall outside their band (largest |diff| / band "
+        f"{band['band_ratio'].max():.2f}); not in Table 5: {', '.join(missing) or 'none'}.",
+        "From Table 1's per-model values we get Spearman "
+        f"{pt['spearman_mean']:.1f}/{pu['spearman_mean']:.1f} (perf/PUR, var "
+        f"{pt['spearman_var']:.1f}/{pu['spearman_var']:.1f}) and Kendall "
+        f"{pt['kendall_mean']:.1f}/{pu['kendall_mean']:.1f} (var "
+        f"{pt['kendall_var']:.1f}/{pu['kendall_var']:.1f}); paper prints 86.4/88.6 (1.8/1.0) and "
+        "76.9/80.6 (3.2/1.2). Table 1's printed per-benchmark Kendall cells do not all match "
+        "the values recomputed from its own rows (see the table below).",
     ]
     return Section(
         record=record,
@@ -427,7 +435,8 @@ PAPER_DOMAIN_BENCHMARKS: dict[str, tuple[str, ...]] = {
 }
 
 PAPER_LATE_STEPS = 2
-"""OLMo steps the paper calls late: "until the final 200k steps (3T to 4T)" = 3T->3.5T->4T (sec. 3.3)."""
+"""OLMo steps the paper calls late: "until the final 200k steps (3T to 4T)" = 3T->3.5T->4T (sec.
+3.3)."""
 
 PAPER_OOD_CONTAMINATION = ("ARCc", "MMLU")
 """Section 3.4 names ARC and MMLU as the OOD tests on which contamination collapses."""
@@ -571,12 +580,13 @@ def published_section(
         "contamination_ood": counts_dict(co[co["domain"] == "ood"]),
         "contamination_ood_arc_mmlu": counts_dict(co[co["task"].isin(PAPER_OOD_CONTAMINATION)]),
     }
-    # item 8: "collapsing is only observed when data contamination occurs" (sec. 3.3), on the paper's own Table 9
+    # item 8: "collapsing is only observed when data contamination occurs" (sec. 3.3), on the
+    # paper's own Table 9
     sp_ood = sp[sp["domain"] == "ood"]
     col = sp_ood[sp_ood["direction"] == "collapsing"]
     finding = (
-        f"Item 8, paper tables: {len(col)} of {len(sp_ood)} OOD changes of the uncontaminated specialised models "
-        f"(Table 9) are collapsing"
+        f"Item 8, paper tables: {len(col)} of {len(sp_ood)} OOD changes of the uncontaminated "
+        f"specialised models (Table 9) are collapsing"
         + (
             f" ({', '.join(f'{r.model} on {r.task}' for r in col.itertuples())})"
             if len(col)

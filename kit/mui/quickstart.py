@@ -43,8 +43,9 @@ def probe(subject: Subject, item: Any, layer: int) -> Probe:
     """Run ``item``'s prompt through the subject's model and read ``blocks.{layer}.mlp.hook_post``.
 
     The prompt is shown as the subject shows it (world: ``<bos>`` + words; Hugging Face: the chat
-    template when the tokenizer has one and ``subject.chat`` allows), and the answer's first token is
-    the one teacher forcing of ``prompt + answer`` puts after it (``subject.tokens``), as MUI does.
+    template when the tokenizer has one and ``subject.chat`` allows), and the answer's first token
+    is the one teacher forcing of ``prompt + answer`` puts after it (``subject.tokens``), as MUI
+    does.
     """
     model = subject.model
     if not 0 <= layer < model.cfg.n_layers:
@@ -104,10 +105,11 @@ def file_answers(source: str, n: int) -> Answers:
     ``source``: a published response set (``kit.data.responses.RESPONSE_SETS``:
     ``arc/llama3.1-8b-instruct``...; correctness and parse failures by its parse rule; prompts are
     the bare questions, shown through the chat template when the tokenizer has one) or the path of
-    an lm-evaluation-harness ``--log_samples`` jsonl (``samples_<task>_<date>.jsonl``; prompts are the
-    exact context the harness sent, so no template is added; correctness is the sample's first
+    an lm-evaluation-harness ``--log_samples`` jsonl (``samples_<task>_<date>.jsonl``; prompts are
+    the exact context the harness sent, so no template is added; correctness is the sample's first
     metric among :data:`LM_EVAL_METRICS`; a parse failure is a filtered answer
-    :data:`LM_EVAL_INVALID`, unknown when the samples carry no filtered answer). Truncation is unknown.
+    :data:`LM_EVAL_INVALID`, unknown when the samples carry no filtered answer). Truncation is
+    unknown.
     """
     from kit.data.responses import RESPONSE_SETS, load_responses
 
@@ -128,7 +130,8 @@ def file_answers(source: str, n: int) -> Answers:
     path = Path(source).expanduser()
     if not path.is_file():
         raise ValueError(
-            f"responses={source!r} is neither a published response set ({', '.join(RESPONSE_SETS)}) "
+            f"responses={source!r} is neither a published response set "
+            f"({', '.join(RESPONSE_SETS)}) "
             "nor an existing lm-evaluation-harness --log_samples jsonl file"
         )
     from kit.models.generate import read_lm_eval_samples
@@ -137,8 +140,9 @@ def file_answers(source: str, n: int) -> Answers:
     metric = next((m for m in LM_EVAL_METRICS if all(m in s["metrics"] for s in samples)), None)
     if metric is None:
         raise ValueError(
-            f"responses={source!r}: the samples carry no per-item metric among {', '.join(LM_EVAL_METRICS)} "
-            f"(found: {', '.join(sorted(samples[0]['metrics'])) or 'none'})"
+            f"responses={source!r}: the samples carry no per-item metric among "
+            f"{', '.join(LM_EVAL_METRICS)} (found: "
+            f"{', '.join(sorted(samples[0]['metrics'])) or 'none'})"
         )
     items = [
         FileItem(str(s["doc_id"]), s["prompt"], "" if s["target"] is None else str(s["target"]))
@@ -205,8 +209,8 @@ def items_and_answers(
     if responses is not None:
         if subject.kind == "world":
             raise ValueError(
-                f"responses={responses!r} needs a real model (a Hugging Face id, directory or twin); "
-                "tiny-world models generate their own: set responses: null"
+                f"responses={responses!r} needs a real model (a Hugging Face id, directory or "
+                "twin); tiny-world models generate their own: set responses: null"
             )
         ans = file_answers(responses, n)
         return ans.items, ans

@@ -85,7 +85,10 @@ def regression_report(
 def _reason(counts: pd.Series) -> str:
     c = {d: int(counts.get(d, 0)) for d in DIRECTIONS}
     if c["collapsing"]:
-        return "collapsing: halt training, inspect training and test sets for overfitting/contamination"
+        return (
+            "collapsing: halt training, inspect training and test sets for "
+            "overfitting/contamination"
+        )
     if c["coarsening"] and c["accumulating"]:
         return "accumulating with coarsening: rebalance the data mix by the evaluation's categories"
     if c["coarsening"]:

@@ -109,9 +109,9 @@ def sae_grid(
     max_batch_tokens: int | None = None,
     prompt_style: str = "instructed",
 ) -> pd.DataFrame:
-    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses, as a
-    :class:`kit.subjects.Subject` answers; world models in ``batch_size`` rows, Hugging Face models in
-    batches of ``max_batch_tokens`` padded tokens).
+    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses, as
+    a :class:`kit.subjects.Subject` answers; world models in ``batch_size`` rows, Hugging Face
+    models in batches of ``max_batch_tokens`` padded tokens).
 
     The SAE's hook comes from ``sae.cfg.metadata.hook_name``, its model from the name
     (``zoo-sae/<member>/...``) or else ``sae.cfg.metadata.model_name`` (the Hugging Face id of
@@ -200,8 +200,9 @@ def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):
         for s, g in sgrid.groupby("sae")
     }
     finding = "SAE MUI (one layer): " + "; ".join(
-        f"{s} ({g.hook.iloc[0]}, {g.features_per_token.iloc[0]} features/token): mean {g.sae_mui.mean():.2f}% vs neuron "
-        f"MUI {g.neuron_mui.mean():.2f}%, Spearman across tasks {rho[s] if rho[s] is None else round(rho[s], 2)}"
+        f"{s} ({g.hook.iloc[0]}, {g.features_per_token.iloc[0]} features/token): mean "
+        f"{g.sae_mui.mean():.2f}% vs neuron MUI {g.neuron_mui.mean():.2f}%, Spearman across "
+        f"tasks {rho[s] if rho[s] is None else round(rho[s], 2)}"
         for s, g in sgrid.groupby("sae")
     )
     return Section(

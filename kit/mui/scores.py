@@ -1,7 +1,7 @@
 """Neuron contribution scores of MUI (seed 000): each MLP neuron's contribution to predicting the
-*next* token (Eq. 3 ``score``, Eq. 13 ``activate``, Eq. 14 ``gradient``, B.6.1 integrated gradients),
-streamed layer by layer (:func:`iter_neuron_scores`), and the public MUI-Eval scoring loop kept as
-the benchmark's and the tests' reference (:func:`naive_public_scores`).
+*next* token (Eq. 3 ``score``, Eq. 13 ``activate``, Eq. 14 ``gradient``, B.6.1 integrated
+gradients), streamed layer by layer (:func:`iter_neuron_scores`), and the public MUI-Eval scoring
+loop kept as the benchmark's and the tests' reference (:func:`naive_public_scores`).
 
 Alignment convention (the public code gets this wrong): position ``p`` of a score tensor is the
 residual position whose output predicts ``tokens[:, p + 1]``; a score tensor therefore has
@@ -98,11 +98,12 @@ def _score_from_acts(
 IG_OUTPUTS = ("logit", "prob")
 """What integrated gradients attributes: the target's logit (our default) or its probability
 (Dai et al. 2022, the paper's ref. [11]). MUI-Eval's ``get_neuron_grad.py`` uses a third: the
-cross-entropy loss of the whole response, all layers and positions interpolated at once, |attribution|."""
+cross-entropy loss of the whole response, all layers and positions interpolated at once,
+|attribution|."""
 
 IG_MODES = ("per_token", "shared")
-"""``per_token`` (Eq. 14): for each scored position p only ``a(p)`` is interpolated and the gradient is
-that of p's own target; ``shared``: every scored position of a row interpolated at once and the
+"""``per_token`` (Eq. 14): for each scored position p only ``a(p)`` is interpolated and the gradient
+is that of p's own target; ``shared``: every scored position of a row interpolated at once and the
 gradient of the sum of the row's own targets (one backward per step; a neuron at p is also credited
 with its effect through attention on later targets of the same row)."""
 
@@ -123,8 +124,9 @@ def _integrated_gradients(
     ig_output: str = "logit",
     ig_mode: str = "per_token",
 ) -> Float[Tensor, "batch pos d_mlp"]:
-    """Eq. 14: ``a_i(p) * mean_{k=1..m} dF_p / da_i(p) (k/m * a(p))``, zero baseline, m Riemann steps,
-    where ``F_p`` is the logit (or probability, ``ig_output``) of ``tokens[:, p+1]`` at position p.
+    """Eq. 14: ``a_i(p) * mean_{k=1..m} dF_p / da_i(p) (k/m * a(p))``, zero baseline, m Riemann
+    steps, where ``F_p`` is the logit (or probability, ``ig_output``) of ``tokens[:, p+1]`` at
+    position p.
 
     Only the positions in ``positions`` (score positions, ``[batch, seq-1]``; None: all) are scored,
     the rest are 0. Each row's gradient is that of its OWN targets at its own scored positions, so a

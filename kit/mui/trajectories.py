@@ -1,6 +1,7 @@
-"""Training trajectories in the MUI–performance plane (seed 000, sections 3.3–3.4, appendix B.2/B.3):
-notebook 02's settings on the tiny world or Hugging Face models (checkpoint series, specialised and
-contaminated fine-tunes against their bases), their measurements, and the notebook's sections.
+"""Training trajectories in the MUI–performance plane (seed 000, sections 3.3–3.4, appendix
+B.2/B.3): notebook 02's settings on the tiny world or Hugging Face models (checkpoint series,
+specialised and contaminated fine-tunes against their bases), their measurements, and the notebook's
+sections.
 
 The directions and corollaries live in :mod:`kit.mui.directions`, the training takeaway in
 :mod:`kit.mui.regression`, the published tables in :mod:`kit.mui.published`.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import pandas as pd
 
@@ -31,6 +32,9 @@ from kit.mui.directions import (
 from kit.mui.plots import plot_direction_counts, plot_trajectories
 from kit.mui.regression import regression_report
 from kit.subjects import task_group
+
+if TYPE_CHECKING:
+    from kit.core.findings import Section
 
 
 def coarse_checkpoints(names: Sequence[str], n: int = 3) -> list[str]:
@@ -173,7 +177,8 @@ def measure(
                     )
         finally:
             del subject
-            release()  # the Hugging Face copy that generated, and the GPU cache: one model at a time
+            # the Hugging Face copy that generated, and the GPU cache: one model at a time
+            release()
     return pd.DataFrame(
         rows,
         columns=[

@@ -1,8 +1,9 @@
 """NeuronVote and AvgOverlap (seed 004; notebook 05).
 
-- ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built from
-  ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's probe,
-  classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap, NeuronVote);
+- ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built
+  from ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's
+  probe, classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap,
+  NeuronVote);
 - ``concepts``: POS concept datasets from UD EWT / CoNLL;
 - ``units``: one concept at one layer (rankings, scores, reseeds, shuffled labels), also as jobs;
 - ``study``: a study as its units, and its analyses; ``settings``: the settings notebook 05 runs

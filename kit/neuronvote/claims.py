@@ -12,7 +12,8 @@ decoder) gets the claims :data:`DECLARED` lists for its kind, one per question:
   has found label information;
 - ``probeless.most_compatible``: Probeless's NeuronVote exceeds the best of the other voters'
   (the maximum re-taken in every resample, so picking the best is part of the interval);
-- ``layer.probing_trend``: the probing methods' NeuronVote is lower at the last layer than the first;
+- ``layer.probing_trend``: the probing methods' NeuronVote is lower at the last layer than the
+  first;
 - ``meanselect.beats_shuffled`` (main setting): MeanSelect's NeuronVote exceeds what it gets when
   all methods rank shuffled labels (Table 4's case study).
 
@@ -75,8 +76,8 @@ def _too_few(setting) -> str | None:
     n = setting.result.scores.concept.nunique()
     if n < MIN_CONCEPTS:
         return (
-            f"{n} concepts: a bootstrap over fewer than {MIN_CONCEPTS} concepts (clusters) gives no usable "
-            "95% interval"
+            f"{n} concepts: a bootstrap over fewer than {MIN_CONCEPTS} concepts (clusters) gives "
+            "no usable 95% interval"
         )
     return None
 
@@ -90,9 +91,9 @@ def _how(setting) -> str:
 def shuffled_null(
     setting, metric: str, methods: Sequence[str], n_null: int = 1000, seed: int = 0
 ) -> np.ndarray | None:
-    """``n_null`` draws of the setting-level mean of ``metric`` over ``methods`` when all methods rank
-    shuffled labels: each draw picks one of the K shuffled copies of every (concept, layer) unit and
-    averages. ``None`` when no shuffles were run. Float[ndarray, "n_null"]."""
+    """``n_null`` draws of the setting-level mean of ``metric`` over ``methods`` when all methods
+    rank shuffled labels: each draw picks one of the K shuffled copies of every (concept, layer)
+    unit and averages. ``None`` when no shuffles were run. Float[ndarray, "n_null"]."""
     sh = setting.result.shuffled_scores
     if sh is None or sh.empty:
         return None
@@ -157,8 +158,8 @@ def agreement_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     voters = _voters(setting)
     ao = per_concept(setting.result.scores, "AvgOverlap")[voters].mean(axis=1).to_numpy(float)
     statement = (
-        f"{setting.title}: the voters agree on a concept's top-s neurons (mean AvgOverlap) more than "
-        "when each ranks the concept's labels shuffled among its words"
+        f"{setting.title}: the voters agree on a concept's top-s neurons (mean AvgOverlap) more "
+        "than when each ranks the concept's labels shuffled among its words"
     )
     cid = setting.prefix + "agreement.beats_shuffled"
     null = shuffled_null(setting, "AvgOverlap", voters, n_null, seed)
@@ -206,8 +207,8 @@ def _paper_agreement(ref) -> str | None:
         return None
     six = ao.drop("random", errors="ignore")
     return (
-        f"AvgOverlap {six.min():.3f}-{six.max():.3f} vs Random {ao.get('random', float('nan')):.3f} "
-        f"({ref.label}; no shuffled-label control)"
+        f"AvgOverlap {six.min():.3f}-{six.max():.3f} vs Random "
+        f"{ao.get('random', float('nan')):.3f} ({ref.label}; no shuffled-label control)"
     )
 
 
@@ -230,11 +231,10 @@ def probeless_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
             rests_on=setting.rests_on,
         )
     nv = per_concept(setting.result.scores, "NeuronVote")[["probeless"] + others].to_numpy(float)
-    stat: Callable[[np.ndarray], float] = (
-        lambda rows: float(  # noqa: E731
-            np.mean(rows[:, 0]) - np.max(np.mean(rows[:, 1:], axis=0))
-        )
-    )
+
+    def stat(rows: np.ndarray) -> float:
+        return float(np.mean(rows[:, 0]) - np.max(np.mean(rows[:, 1:], axis=0)))
+
     est = bootstrap_ci(stat, nv, n_boot=n_boot, seed=seed)
     means = nv.mean(axis=0)
     best = others[int(np.argmax(means[1:]))]
@@ -273,8 +273,8 @@ def trend_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     probing = [m for m in PROBING if m in set(scores.method)]
     cid = setting.prefix + "layer.probing_trend"
     statement = (
-        f"{setting.title}: NeuronVote of the probing methods (LCA, Lasso, Ridge) is lower at the last "
-        f"layer than at the first (last - first, layers {layers[0]} and {layers[-1]})"
+        f"{setting.title}: NeuronVote of the probing methods (LCA, Lasso, Ridge) is lower at the "
+        f"last layer than at the first (last - first, layers {layers[0]} and {layers[-1]})"
     )
     if len(layers) < 2 or not probing:
         return claim(
@@ -322,8 +322,8 @@ def trend_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
 def meanselect_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     cid = setting.prefix + "meanselect.beats_shuffled"
     statement = (
-        f"{setting.title}: MeanSelect's NeuronVote exceeds its NeuronVote when every method ranks the "
-        "concept's labels shuffled among its words"
+        f"{setting.title}: MeanSelect's NeuronVote exceeds its NeuronVote when every method ranks "
+        "the concept's labels shuffled among its words"
     )
     ref = setting.paper
     pv = None if ref is None else published.meanselect_mean(ref)
@@ -383,7 +383,8 @@ DECLARED: dict[str, tuple[Callable, ...]] = {
 
 def setting_claims(setting, seed: int = 0, n_boot: int = 1000, n_null: int = 1000) -> list[Claim]:
     """The claims :data:`DECLARED` for ``setting.name``, kind ``reproduction`` (a paper claim on
-    our models' numbers); not testable when the setting has fewer than :data:`MIN_CONCEPTS` concepts."""
+    our models' numbers); not testable when the setting has fewer than :data:`MIN_CONCEPTS`
+    concepts."""
     out = [
         fn(setting, seed, n_boot, n_null)
         for fn in DECLARED[setting.name]
@@ -412,9 +413,9 @@ def study_claims(
 ) -> list[Claim]:
     """Every setting's claims, with their stability: each claim recomputed under every further study
     seed of its setting (new tie-breaks, probe initialisations, Random draws; the seedless Gaussian
-    and the shuffled copies kept) and with other bootstrap and null-draw seeds; a claim whose verdict
-    changes is marked ``flips`` (:func:`kit.core.claims.mark_stability`). Without reseeds, only the
-    resampling seeds change."""
+    and the shuffled copies kept) and with other bootstrap and null-draw seeds; a claim whose
+    verdict changes is marked ``flips`` (:func:`kit.core.claims.mark_stability`). Without reseeds,
+    only the resampling seeds change."""
     claims = [c for s in settings for c in setting_claims(s, seed, n_boot, n_null)]
     reseeds = sorted(
         {
@@ -437,8 +438,8 @@ def study_claims(
             again += setting_claims(s, seed + r, n_boot, n_null)
         reruns.append(again)
     how = (
-        f"study seeds {', '.join(map(str, runs))} (tie-breaks, probe initialisations, Random draws) with "
-        "bootstrap and null-draw seeds "
+        f"study seeds {', '.join(map(str, runs))} (tie-breaks, probe initialisations, Random "
+        "draws) with bootstrap and null-draw seeds "
         if reseeds
         else "bootstrap and null-draw seeds "
     )

@@ -164,7 +164,8 @@ def read_conllu(path: str | Path, column: Literal["xpos", "upos"] = "xpos") -> l
 def read_conll2000(
     path: str | Path, column: Literal["pos", "chunk"] = "pos"
 ) -> list[TaggedSentence]:
-    """Sentences of a CoNLL-2000 file (``word POS chunk`` per line, blank line between sentences)."""
+    """Sentences of a CoNLL-2000 file (``word POS chunk`` per line, blank line between
+    sentences)."""
     col = {"pos": 1, "chunk": 2}.get(column)
     if col is None:
         raise ValueError(f"column={column!r}; allowed: pos, chunk")
@@ -211,7 +212,8 @@ def load_sentences(
     seed: int = 0,
     world_n_per_task: int = 60,
 ) -> list[TaggedSentence]:
-    """Tagged sentences of ``source`` (``ud_ewt``, ``conll2000``, ``conll2000_chunk`` or ``world-roles``).
+    """Tagged sentences of ``source`` (``ud_ewt``, ``conll2000``, ``conll2000_chunk`` or
+    ``world-roles``).
 
     Sentences longer than ``max_words`` or holding a word with no printable character are left
     out (they would be truncated or untokenisable); ``max_sentences`` keeps a seeded random

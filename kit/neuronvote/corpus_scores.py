@@ -65,7 +65,8 @@ def probeless_scores(x, y) -> np.ndarray:
 
 
 def meanselect_scores(x, y) -> np.ndarray:
-    """Eq. 10 (MeanSelect): |mu(C) - mu(C-hat)| / (max_C z - min_C z); a constant neuron scores 0."""
+    """Eq. 10 (MeanSelect): |mu(C) - mu(C-hat)| / (max_C z - min_C z); a constant neuron scores
+    0."""
     x, y = check_xy(x, y)
     pos = x[y == 1]
     spread = pos.max(0) - pos.min(0)

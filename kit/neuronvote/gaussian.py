@@ -55,7 +55,8 @@ class GaussianMAP:
 def gaussian_map_params(
     x, y, kappa0: float | None = None, nu0: float | None = None, prior: str = "paper_text"
 ) -> GaussianMAP:
-    """Fit :class:`GaussianMAP` (classes 0 and 1) on activations x: Float["N d"], labels y: Int["N"].
+    """Fit :class:`GaussianMAP` (classes 0 and 1) on activations x: Float["N d"], labels y:
+    Int["N"].
 
     ``prior="paper_text"``: mu0 = overall mean, kappa0 = 1, Lambda0 = (nu0 - d - 1) diag(overall
     variance), subset-marginal divisors. ``prior="neurox"`` (NeuroX ``gaussian_probe``, after
@@ -166,8 +167,8 @@ def gaussian_ranking(
         )  # subset size of every candidate at this step: the MAP scale is shared by all of them
         D = [fit.denominator(c, m) for c in (0, 1)]
         v = var.clamp_min(1e-300)
-        # Per class: log N = -0.5 [m log 2pi + logdet(scatter_FF) - m log D + D * quad], D the MAP divisor;
-        # the candidate adds log v_n to the log-det and r_n^2 / v_n to the quadratic form.
+        # Per class: log N = -0.5 [m log 2pi + logdet(scatter_FF) - m log D + D * quad], D the MAP
+        # divisor; the candidate adds log v_n to the log-det and r_n^2 / v_n to the quadratic form.
         a = (
             (lp[1] - lp[0])
             - 0.5 * (logdet[1] + v[1].log() - m * np.log(D[1]))

@@ -29,17 +29,17 @@ Methods (``METHODS``; display names in ``DISPLAY``):
 
 Two definition sets (``definitions``; the paper's text and the code behind its numbers differ):
 
-==========  ==========================================  =============================================
- method      ``paper_text`` (eqs. 2-6 as printed)        ``neurox`` (NeuroX, which made the tables)
-==========  ==========================================  =============================================
- IoU         eq. 2, mask z > 90th percentile             average precision after zeroing |z| < 0.05
- Lasso etc.  exact optimum (scikit-learn), lambda2       softmax probe, Adam lr 1e-3, 10 epochs, batch
-             |w|_2^2 per mean loss, free intercept,      32, lambda2 |W|_2 (norm, *not* squared),
-             ranked by |w|                               ranked by NeuroX's weight-mass ordering
- Gaussian    NIW prior: overall mean, kappa0 = 1,        class means, kappa0 = 0.01, Lambda0 =
-             subset-marginal MAP covariance              diag(class cov), full-d divisor for subsets
+==========  ========================================  =============================================
+ method      ``paper_text`` (eqs. 2-6 as printed)      ``neurox`` (NeuroX, which made the tables)
+==========  ========================================  =============================================
+ IoU         eq. 2, mask z > 90th percentile           average precision after zeroing |z| < 0.05
+ Lasso etc.  exact optimum (scikit-learn), lambda2     softmax probe, Adam lr 1e-3, 10 epochs, batch
+             |w|_2^2 per mean loss, free intercept,    32, lambda2 |W|_2 (norm, *not* squared),
+             ranked by |w|                             ranked by NeuroX's weight-mass ordering
+ Gaussian    NIW prior: overall mean, kappa0 = 1,      class means, kappa0 = 0.01, Lambda0 =
+             subset-marginal MAP covariance            diag(class cov), full-d divisor for subsets
  Probeless   eq. 1 (identical in both)
-==========  ==========================================  =============================================
+==========  ========================================  =============================================
 
 Ties are broken by a seeded random permutation (so that e.g. Lasso's many zero weights do not
 fall back to neuron-index order, which would correlate across methods). :func:`rank_all` gives
@@ -167,8 +167,8 @@ def rank_neurons(
 
     x: Float[ndarray, "n_words n_neurons"], y: Int[ndarray, "n_words"] (1 = concept).
     ``definitions``: ``paper_text`` or ``neurox`` (IoU, probes, Gaussian prior; module doc).
-    ``seed``: this method's tie-break (and probe-init) seed; :func:`rank_all` derives one per method.
-    Returns Int[ndarray, "n_neurons"], most salient first.
+    ``seed``: this method's tie-break (and probe-init) seed; :func:`rank_all` derives one per
+    method. Returns Int[ndarray, "n_neurons"], most salient first.
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r} unknown; allowed: {', '.join(METHODS)}")

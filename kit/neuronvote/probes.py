@@ -17,7 +17,8 @@ from kit.neuronvote.corpus_scores import check_xy, rank_by_score
 PAPER_LAMBDA = 0.01
 """lambda1 = lambda2 = 0.01 for the regularised probes (paper section 4.1)."""
 INTERCEPT_SCALING = 100.0
-"""liblinear's constant column for the intercept: b's penalty is lambda |b| / this (:func:`probe_fit`)."""
+"""liblinear's constant column for the intercept: b's penalty is lambda |b| / this
+(:func:`probe_fit`)."""
 
 
 def probe_penalty(
@@ -73,8 +74,9 @@ class ProbeFit:
 
 def probe_objective(x, y, coef, intercept: float, lambda1: float, lambda2: float) -> float:
     """The paper's probe objective (eqs. 3-5): mean over words of the logistic loss of
-    ``x @ coef + intercept`` + lambda1 |coef|_1 + lambda2 |coef|_2^2; the intercept is not penalised.
-    x: Float["n_words n_neurons"], y: Int["n_words"] (1 = concept), coef: Float["n_neurons"]."""
+    ``x @ coef + intercept`` + lambda1 |coef|_1 + lambda2 |coef|_2^2; the intercept is not
+    penalised. x: Float["n_words n_neurons"], y: Int["n_words"] (1 = concept), coef:
+    Float["n_neurons"]."""
     x, y = check_xy(x, y)
     coef = np.asarray(coef, dtype=np.float64)
     z = x @ coef + float(intercept)
@@ -114,9 +116,9 @@ def probe_fit(
 
     Measured against scipy's L-BFGS-B optimum (tests/neuronvote/test_probes.py; 21 smoke-profile
     chunking tasks, the offset case and a 3500 x 384 case): objective within 1e-6 (Lasso) and 4e-8
-    (Ridge) of the optimum, every top-10 equal, in 0.25 s of CPU for the 23 Lasso fits; scikit-learn's
-    unpenalised-intercept solvers were further off and slower (saga for Lasso: gap 1.6e-4, one top-10
-    off by one neuron, 20x the time; lbfgs for Ridge: gap 3.5e-6, 3x the time).
+    (Ridge) of the optimum, every top-10 equal, in 0.25 s of CPU for the 23 Lasso fits;
+    scikit-learn's unpenalised-intercept solvers were further off and slower (saga for Lasso: gap
+    1.6e-4, one top-10 off by one neuron, 20x the time; lbfgs for Ridge: gap 3.5e-6, 3x the time).
 
     ``standardize``: fit on z-scored activations (weights comparable across neurons of different
     scale) or on the raw activations, as NeuroX does by default (then |weight| also reflects the
@@ -207,14 +209,15 @@ def neurox_probe_weights(
     engine: str = "numpy",
 ) -> np.ndarray:
     """NeuroX's ``train_logistic_regression_probe`` on a binary task: a 2-class softmax probe
-    (``nn.Linear(d, 2)``, torch's default init after ``torch.manual_seed(seed)``), Adam, mini-batches
-    in data order (no shuffling), loss = mean cross-entropy + lambda1 sum|W| + lambda2 sqrt(sum W^2)
-    per batch: the L2 term is the *norm*, not its square as in eq. 4. Returns Float["2 n_neurons"].
+    (``nn.Linear(d, 2)``, torch's default init after ``torch.manual_seed(seed)``), Adam,
+    mini-batches in data order (no shuffling), loss = mean cross-entropy + lambda1 sum|W| + lambda2
+    sqrt(sum W^2) per batch: the L2 term is the *norm*, not its square as in eq. 4. Returns Float["2
+    n_neurons"].
 
-    ``engine="numpy"`` (default): the same float32 Adam steps with the gradients written out (softmax
-    cross-entropy, sign(W) for the L1 term, W / |W| for the L2 norm): no autograd overhead per
-    mini-batch, ~20x faster on a CPU for these tiny batches. ``engine="torch"``: torch autograd and
-    ``torch.optim.Adam``, as NeuroX runs it (the reference; a test checks the two agree).
+    ``engine="numpy"`` (default): the same float32 Adam steps with the gradients written out
+    (softmax cross-entropy, sign(W) for the L1 term, W / |W| for the L2 norm): no autograd overhead
+    per mini-batch, ~20x faster on a CPU for these tiny batches. ``engine="torch"``: torch autograd
+    and ``torch.optim.Adam``, as NeuroX runs it (the reference; a test checks the two agree).
     """
     import torch
 

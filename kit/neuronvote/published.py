@@ -1,4 +1,5 @@
-"""The paper's printed numbers (seed 004, ``../shared/paper_tables/004_*.csv``) that apply to a setting.
+"""The paper's printed numbers (seed 004, ``../shared/paper_tables/004_*.csv``) that apply to a
+setting.
 
 Each of notebook 05's settings names the paper's tables for its task and model in a
 :class:`PaperRef`; a setting the paper never ran (a decoder: the paper ran three 12-layer encoders
@@ -37,7 +38,8 @@ class PaperRef:
     avgoverlap_by_layer: str | None = None
     """Table of AvgOverlap per method and layer, where printed (all layers: Table 7)."""
     compatibility: str | None = None
-    """Table 2 (AvgOverlap and NeuronVote averaged over layers 1/6/12), printed for POS/BERT only."""
+    """Table 2 (AvgOverlap and NeuronVote averaged over layers 1/6/12), printed for POS/BERT
+    only."""
     meanselect: str | None = None
     """MeanSelect's NeuronVote per layer (Table 4, or Table 14 for every layer)."""
     accuracy: str | None = None

@@ -47,7 +47,8 @@ class Setting:
 
 @dataclass
 class NeuronVoteStudy:
-    """Everything notebook 05 computes, filled step by step (``None`` / empty until its cell ran)."""
+    """Everything notebook 05 computes, filled step by step (``None`` / empty until its cell
+    ran)."""
 
     by_definitions: dict[str, StudyResult] = field(default_factory=dict)
     """The main study under each definition set (``paper_text``, ``neurox``)."""
@@ -106,7 +107,8 @@ def _tagged_corpus(
     source: str, tags, min_examples: int, max_sentences: int | None, cap: int | None, seed: int
 ):
     """Sentences, concept summary and tasks of a POS/chunk corpus (tags counted on the whole corpus,
-    then the corpus subsampled to ``max_sentences``, as in the paper the counts decide which tags stay)."""
+    then the corpus subsampled to ``max_sentences``, as in the paper the counts decide which tags
+    stay)."""
     sentences = nv_concepts.load_sentences(source, max_sentences=None, seed=seed)
     summary = nv_concepts.concept_summary(sentences, tags, min_examples)
     if max_sentences is not None and max_sentences < len(sentences):
@@ -193,13 +195,13 @@ def plan_encoder(
 
     Loads the corpus, builds the concept tasks (tags below ``cfg.min_examples`` dropped), computes
     word vectors (mean of subtokens) at ``blocks.{L}.{cfg.site}``, with the definition set
-    ``definitions`` (default ``cfg.definitions[0]``). Layers: ``cfg.layers`` (default first/middle/last
-    block, keyed by block index); ``all_layers``: the embedding output and every block, keyed by the
-    paper's numbering (0 = embeddings, k = output of block k - 1; Tables 7-14). ``tags``: default
-    ``cfg.tags`` for POS sources, ``concepts.CHUNK_TAGS`` for ``conll2000_chunk``. ``max_per_class``:
-    default ``cfg.max_per_class`` (the notebook passes ``cfg.extra_max_per_class`` for chunking and
-    the all-layer study). ``shuffles``: shuffled-label copies per unit. Returns (plan, concept
-    summary with counts and kept flags).
+    ``definitions`` (default ``cfg.definitions[0]``). Layers: ``cfg.layers`` (default
+    first/middle/last block, keyed by block index); ``all_layers``: the embedding output and every
+    block, keyed by the paper's numbering (0 = embeddings, k = output of block k - 1; Tables 7-14).
+    ``tags``: default ``cfg.tags`` for POS sources, ``concepts.CHUNK_TAGS`` for ``conll2000_chunk``.
+    ``max_per_class``: default ``cfg.max_per_class`` (the notebook passes
+    ``cfg.extra_max_per_class`` for chunking and the all-layer study). ``shuffles``: shuffled-label
+    copies per unit. Returns (plan, concept summary with counts and kept flags).
     """
     encoder = encoder or cfg.encoder
     source = source or cfg.source
@@ -255,7 +257,8 @@ def study_encoder(
 def decoder_sentences(cfg) -> tuple[list, pd.DataFrame, list[ConceptTask]]:
     """The decoder's concept corpus: the tiny world's word roles (``decoder_source: world-roles``),
     or a POS corpus (``ud_ewt``, ``conll2000``) for a decoder with a real tokenizer (SmolLM2), with
-    ``cfg.tags`` and ``cfg.min_examples`` as for the encoder, ``decoder_max_sentences`` sentences."""
+    ``cfg.tags`` and ``cfg.min_examples`` as for the encoder, ``decoder_max_sentences``
+    sentences."""
     if cfg.decoder_source == "world-roles":
         sentences = nv_concepts.load_sentences(
             "world-roles", seed=cfg.seed, world_n_per_task=cfg.decoder_n_per_task
@@ -279,8 +282,9 @@ def decoder_sentences(cfg) -> tuple[list, pd.DataFrame, list[ConceptTask]]:
 
 
 def plan_decoder(cfg, shuffles: int = 0) -> tuple[StudyPlan, pd.DataFrame]:
-    """The decoder ``cfg.decoder_model`` (a zoo member or ``real/...``) on :func:`decoder_sentences`,
-    at ``blocks.{L}.{cfg.decoder_site}``, laid out as units. Returns (plan, concept summary)."""
+    """The decoder ``cfg.decoder_model`` (a zoo member or ``real/...``) on
+    :func:`decoder_sentences`, at ``blocks.{L}.{cfg.decoder_site}``, laid out as units. Returns
+    (plan, concept summary)."""
     from kit.models.encoders import decoder_word_activations
     from kit.models.load import load_model
 
@@ -323,7 +327,8 @@ def study_decoder(
 
 MODEL_KIND = {
     "minilm": "all-MiniLM-L6-v2 (a pretrained 6-layer BERT encoder, offline)",
-    "real/smollm2-135m-instruct": "SmolLM2-135M-Instruct (a pretrained 30-layer decoder, GGUF Q4_1 dequantised)",
+    "real/smollm2-135m-instruct": "SmolLM2-135M-Instruct (a pretrained 30-layer decoder, GGUF "
+    "Q4_1 dequantised)",
     "real/gemma-3-270m": "Gemma-3-270M (a pretrained 18-layer decoder, GGUF Q4_K_M dequantised)",
 }
 PAPER_RAN = "the paper ran 12-layer encoders (BERT, RoBERTa, XLM-R) only"
@@ -338,8 +343,8 @@ def setting(
     max_per_class: int | None,
     paper: PaperRef | None,
 ) -> Setting:
-    """A :class:`Setting` with its claim prefix (``""`` for ``encoder``, else ``name.``), its title and
-    what it rests on (the model, how it was made, the corpus and its size)."""
+    """A :class:`Setting` with its claim prefix (``""`` for ``encoder``, else ``name.``), its title
+    and what it rests on (the model, how it was made, the corpus and its size)."""
     model = result.model.split(" (")[0]
     if model.startswith("zoo/"):
         kind = f"the tiny world's decoder {model} (trained here, ~250-word vocabulary)"
@@ -371,22 +376,24 @@ def testability(cfg, study: NeuronVoteStudy) -> list[str]:
     n_layers = lambda st: st.result.scores.layer.nunique()  # noqa: E731
     ran = [f"{st.title} ({n_layers(st)} layer{'s' * (n_layers(st) != 1)})" for st in study.settings]
     lines = [
-        "Tested here, each as a claim on our own rankings: the voters' order against the paper's table "
-        "(Table 2 / 6 / 8), their agreement against shuffled labels (Figure 1, Table 2), Probeless as the "
-        "most compatible method (Table 3, abstract), the probing methods' drop at the last layer (Table 3, "
-        "section 4.2) and MeanSelect against shuffled labels (Table 4), on: " + "; ".join(ran) + "."
+        "Tested here, each as a claim on our own rankings: the voters' order against the paper's "
+        "table (Table 2 / 6 / 8), their agreement against shuffled labels (Figure 1, Table 2), "
+        "Probeless as the most compatible method (Table 3, abstract), the probing methods' drop at "
+        "the last layer (Table 3, section 4.2) and MeanSelect against shuffled labels (Table 4), "
+        "on: " + "; ".join(ran) + "."
     ]
     cap = "every example" if cfg.max_per_class is None else f"at most {cfg.max_per_class} positives"
     lines.append(
         f"Scale: the main study uses {cap} per concept (the paper: every example), "
-        f"{cfg.shuffles} shuffled-label copies per (concept, layer), s = {cfg.s_values}, the Gaussian's "
-        f"greedy search {cfg.gaussian_max_neurons or 'all'} steps."
+        f"{cfg.shuffles} shuffled-label copies per (concept, layer), s = {cfg.s_values}, the "
+        f"Gaussian's greedy search {cfg.gaussian_max_neurons or 'all'} steps."
     )
     missing = ["SEM (Table 5): no semantic-tag corpus (PMB) offline"]
     if not cfg.extra_encoders:
         missing.append(
-            "RoBERTa and XLM-R (Table 3's other columns, Tables 9-12) and BERT itself: their weights "
-            "need the Hugging Face hub (the paper profile); MiniLM (6 layers x 384) stands in"
+            "RoBERTa and XLM-R (Table 3's other columns, Tables 9-12) and BERT itself: their "
+            "weights need the Hugging Face hub (the paper profile); MiniLM (6 layers x 384) "
+            "stands in"
         )
     if cfg.decoder_model is None:
         missing.append("a decoder: none configured")

@@ -1,5 +1,5 @@
-"""Notebook 05's experiments (seed 004): every neuron-ranking method on every concept at a few layers
-of a model, AvgOverlap and NeuronVote over them, classifier accuracy at a few budgets, their
+"""Notebook 05's experiments (seed 004): every neuron-ranking method on every concept at a few
+layers of a model, AvgOverlap and NeuronVote over them, classifier accuracy at a few budgets, their
 seed-stability and shuffled-label null; bootstrap intervals of the scores, consensus subsets and
 the lobby effect of duplicated voters.
 
@@ -85,7 +85,8 @@ class StudyResult:
         return f"top {s[0]}-{s[-1]}" if len(s) > 1 else (f"top {s[0]}" if s else "")
 
     def with_scores(self, scores: pd.DataFrame) -> StudyResult:
-        """A copy whose ``scores`` are replaced (e.g. by one reseed's), for a rerun of the claims."""
+        """A copy whose ``scores`` are replaced (e.g. by one reseed's), for a rerun of the
+        claims."""
         from dataclasses import replace
 
         return replace(self, scores=scores)
@@ -99,7 +100,8 @@ class StudyPlan:
     site: str
     settings: UnitSettings
     units: list[tuple[int, str, ConceptTask]]
-    """(layer, position, task) in the order of the result's rows: layers ascending, tasks as given."""
+    """(layer, position, task) in the order of the result's rows: layers ascending, tasks as
+    given."""
     vectors: Mapping[int, np.ndarray]
     n_neurons: int
     n_tasks: int
@@ -301,15 +303,15 @@ def run_study(
     flat word indices). Rankings use the train split only; classifier accuracy trains on train
     and reports test. ``voters`` form the consensus (methods outside it, e.g. Random or
     MeanSelect, are scored against it but do not vote). ``rank_kwargs`` go to
-    :func:`kit.neuronvote.methods.rank_neurons` (iou_percentile, lambda1, lambda2, gaussian_max_neurons,
-    probe_standardize, definitions). Every method gets its own tie-break stream per concept and
-    layer (:func:`kit.neuronvote.methods.rank_all`); Random's AvgOverlap / NeuronVote are the mean
-    over ``random_draws`` independent permutations (its classifier accuracy uses the first one).
-    ``reseeds``: rerank with that many further study seeds (every method but the seedless Gaussian)
-    and score again: ``StudyResult.reseed_scores``, the seed-stability of every number.
-    ``shuffles``: rank that many copies of each concept's training labels shuffled among its words
-    with the voters and MeanSelect: ``StudyResult.shuffled_scores``, the shuffled-label null.
-    ``jobs``: see :func:`run_plans`.
+    :func:`kit.neuronvote.methods.rank_neurons` (iou_percentile, lambda1, lambda2,
+    gaussian_max_neurons, probe_standardize, definitions). Every method gets its own tie-break
+    stream per concept and layer (:func:`kit.neuronvote.methods.rank_all`); Random's AvgOverlap /
+    NeuronVote are the mean over ``random_draws`` independent permutations (its classifier accuracy
+    uses the first one). ``reseeds``: rerank with that many further study seeds (every method but
+    the seedless Gaussian) and score again: ``StudyResult.reseed_scores``, the seed-stability of
+    every number. ``shuffles``: rank that many copies of each concept's training labels shuffled
+    among its words with the voters and MeanSelect: ``StudyResult.shuffled_scores``, the
+    shuffled-label null. ``jobs``: see :func:`run_plans`.
     """
     plan = plan_study(
         tasks,

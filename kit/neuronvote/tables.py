@@ -144,8 +144,8 @@ def closeness_findings(closeness: pd.DataFrame) -> list[str]:
     best = closeness["mean MAE"].idxmin()
     parts = [
         f"{d}: mean |ours - paper| {r['mean MAE']:.3f} (Table 2 {r['table2 MAE']:.3f}, Table 3 "
-        f"{r['table3 MAE']:.3f}, Table 4 {r['table4 MAE']:.3f}; Spearman of Table 2's NeuronVote order "
-        f"{r['table2 NeuronVote Spearman']:+.2f})"
+        f"{r['table3 MAE']:.3f}, Table 4 {r['table4 MAE']:.3f}; Spearman of Table 2's NeuronVote "
+        f"order {r['table2 NeuronVote Spearman']:+.2f})"
         for d, r in closeness.iterrows()
     ]
     lines = ["Definition sets against the paper's Tables 2-4: " + "; ".join(parts) + "."]
@@ -192,7 +192,8 @@ def numbers(result: StudyResult, table2: pd.DataFrame) -> list[str]:
         )  # E|A∩B| / E|A∪B| for random top-s sets
         lines.append(
             f"Random: AvgOverlap {table2.loc['Random', 'ours AvgOverlap']:.3f}, NeuronVote "
-            f"{table2.loc['Random', nv_col]:.3f} (chance overlap of two random top-s sets ~ {chance:.3f})"
+            f"{table2.loc['Random', nv_col]:.3f} (chance overlap of two random top-s sets ~ "
+            f"{chance:.3f})"
         )
     return lines
 

@@ -55,7 +55,8 @@ class UnitSettings:
     reseeds: int = 0
     shuffles: int = 0
     rank_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments of :func:`kit.neuronvote.methods.rank_neurons` (definitions, lambdas...)."""
+    """Keyword arguments of :func:`kit.neuronvote.methods.rank_neurons` (definitions,
+    lambdas...)."""
 
     def as_json(self) -> dict[str, Any]:
         return json.loads(canonical_json(asdict(self), "unit settings"))
@@ -78,7 +79,8 @@ class UnitResult:
     position: str
     concept: str
     rankings: dict[str, list[int]] = field(default_factory=dict)
-    """method -> full ranking under the study's own seed (best first); empty for a shuffle-only unit."""
+    """method -> full ranking under the study's own seed (best first); empty for a shuffle-only
+    unit."""
     scores: list[list] = field(default_factory=list)
     accuracy: list[list] = field(default_factory=list)
     pairwise: list[list[float]] = field(default_factory=list)
@@ -351,7 +353,8 @@ def unit_jobs(
     settings: UnitSettings,
     code: str,
 ) -> list[Job]:
-    """The jobs of one unit: its ranking and, when ``settings.shuffles`` > 0, its shuffled copies."""
+    """The jobs of one unit: its ranking and, when ``settings.shuffles`` > 0, its shuffled
+    copies."""
     args = _unit_args(vectors, task, concept, layer, position, settings, code)
     jobs = [Job(rank_unit_job, args)]
     if settings.shuffles:

@@ -10,11 +10,13 @@
 - ``study``: notebook 03's set-up and sections; ``published``: the paper's tables; ``plots``;
 - ``formats``: A2, the benchmark's input format as a shortcut (section 11 and its claims);
 - ``variants``: notebook 03's own ``extra/`` fine-tunes (separate plastic sets, strength, order);
-- ``pool``: models held one at a time; ``claims``: notebook 03's claims over their per-item evidence;
+- ``pool``: models held one at a time; ``claims``: notebook 03's claims over their per-item
+  evidence;
 - ``result``: notebook 03's typed study result (``ShortcutStudy``), filled section by section;
 - ``bench``: patched vs plain generation, batched vs serial groups.
 
-The building blocks are re-exported here (``kit.shortcut.locate``, ``kit.shortcut.causal_scores``...).
+The building blocks are re-exported here (``kit.shortcut.locate``,
+``kit.shortcut.causal_scores``...).
 """
 
 from kit.core.lazy import lazy_submodules

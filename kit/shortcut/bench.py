@@ -4,8 +4,8 @@
    model on the same prompts (1.4% of the MLP neurons patched from a second model of the same
    shape). Target <= 2.2: a patched step is one step of each model plus an in-place overwrite.
 2. ``patching/groups_vs_serial``: causal scoring of every adjacent-neuron group of one layer,
-   batched (:func:`kit.shortcut.patching.group_patched_generate`, groups in batch rows, shared prompt
-   prefix) vs one patched generation per group (the public code's loop). Target >= 10x.
+   batched (:func:`kit.shortcut.patching.group_patched_generate`, groups in batch rows, shared
+   prompt prefix) vs one patched generation per group (the public code's loop). Target >= 10x.
 3. ``patching/teacher_forced_vs_serial``: the same groups scored teacher-forced
    (:func:`kit.shortcut.patching.group_patched_logprobs`) vs the serial generations.
 """
@@ -85,8 +85,12 @@ def run(
         _sync()
         return time.perf_counter() - t0
 
-    plain_fn = lambda: generate(m, tokens, max_new_tokens, lengths=lengths)
-    patch_fn = lambda: patched_generate(m, base, tokens, neurons, max_new_tokens, lengths=lengths)
+    def plain_fn():
+        return generate(m, tokens, max_new_tokens, lengths=lengths)
+
+    def patch_fn():
+        return patched_generate(m, base, tokens, neurons, max_new_tokens, lengths=lengths)
+
     plain_fn(), patch_fn()  # warm-up
     pairs = [(timed(plain_fn), timed(patch_fn)) for _ in range(rounds)]
     t_plain = statistics.median(p for p, _ in pairs)
@@ -96,9 +100,9 @@ def run(
         BenchLine(
             "patching/patched_vs_plain",
             ratio,
-            f"patched/plain generation time (median of {rounds} interleaved rounds), target <= 2.2; {model}, "
-            f"{n_prompts} prompts x {prompt_len} tokens, {max_new_tokens} new tokens, {n_patch} neurons patched; "
-            f"plain {t_plain:.3f}s, patched {t_patch:.3f}s",
+            f"patched/plain generation time (median of {rounds} interleaved rounds), target <= "
+            f"2.2; {model}, {n_prompts} prompts x {prompt_len} tokens, {max_new_tokens} new "
+            f"tokens, {n_patch} neurons patched; plain {t_plain:.3f}s, patched {t_patch:.3f}s",
         )
     )
 
@@ -109,9 +113,9 @@ def run(
     # The serial loop costs the same for every group (same prompts, same work): each round times
     # the batched scoring of all groups and the serial generation of one group, interleaved;
     # serial time = median per-group time x number of groups. Keeps the default run ~2 minutes.
-    batched_fn = lambda: group_patched_generate(
-        m, base, tokens, groups, max_new_tokens, lengths=lengths
-    )
+    def batched_fn():
+        return group_patched_generate(m, base, tokens, groups, max_new_tokens, lengths=lengths)
+
     batched_fn()  # warm-up
     rounds_g = [
         (
@@ -130,9 +134,10 @@ def run(
         BenchLine(
             "patching/groups_vs_serial",
             t_serial / t_group,
-            f"serial/batched causal-scoring generation, target >= 10; {len(groups)} groups of {group_size} in layer "
-            f"{layer} of {cfg.n_layers}; serial {t_serial:.2f}s (median per-group time x {len(groups)}), "
-            f"batched {t_group:.2f}s ({rounds} interleaved rounds)",
+            f"serial/batched causal-scoring generation, target >= 10; {len(groups)} groups of "
+            f"{group_size} in layer {layer} of {cfg.n_layers}; serial {t_serial:.2f}s (median "
+            f"per-group time x {len(groups)}), batched {t_group:.2f}s ({rounds} interleaved "
+            "rounds)",
         )
     )
     targets = torch.randint(10, cfg.d_vocab, (n_prompts,), generator=g).to(device)

@@ -1,5 +1,5 @@
-"""Claims of seed 001 (shortcut neurons, trustworthy evaluation) tested by notebook 03, declared over
-its per-item evidence (:class:`Evidence`), each with its kind and what it rests on.
+"""Claims of seed 001 (shortcut neurons, trustworthy evaluation) tested by notebook 03, declared
+over its per-item evidence (:class:`Evidence`), each with its kind and what it rests on.
 
 Table 2's Δacc of a few points on a few hundred items needs an interval, so the accuracies are
 re-measured per item (:func:`kit.shortcut.evaluate.item_correct`, the same dynamic-patching
@@ -15,10 +15,11 @@ generation as :func:`kit.shortcut.evaluate.accuracies`, which returns means only
   leak exists at all) and ``rules.chosen_vs_public`` (our ranking choice) are ``set-up check``;
   ``agreement.table9`` is a ``re-analysis`` of the paper's printed Table 9.
 - By construction: the sparse rows train seeded neuron sets (every contaminated row the same
-  ``shortcut`` set, every clean row the ``ability`` set: :data:`kit.shortcut.variants.PLASTIC_SETS`),
-  so TE reaching the other contaminated rows and sparing the clean ones is largely built in:
-  those claims are weakened (:func:`kit.core.claims.weaken`) with the reason
-  (``Evidence.by_construction``); the full fine-tunes carry the paper's claim.
+  ``shortcut`` set, every clean row the ``ability`` set:
+  :data:`kit.shortcut.variants.PLASTIC_SETS`), so TE reaching the other contaminated rows and
+  sparing the clean ones is largely built in: those claims are weakened
+  (:func:`kit.core.claims.weaken`) with the reason (``Evidence.by_construction``); the full
+  fine-tunes carry the paper's claim.
 - Side effects: per (row, task) cell, the mean |Δacc| over cells and the largest |Δacc| with
   Bonferroni-corrected per-cell intervals (a maximum of K cells needs a K-fold correction).
 - Sparsity: the located neurons against >= 100 random neuron sets of the same count (their 95% band
@@ -67,7 +68,8 @@ points (our choice; the paper's Tables 2-3 show changes of about 1 point and cal
 N_NULL = 100
 """Random neuron sets of the sparsity null (:func:`sparsity_items`)."""
 PerItem = Mapping[str, Mapping[str, np.ndarray]]
-"""Label -> ``{"ori": (items,), "te": (items,), "ref": (fresh items,)}`` correctness (:func:`te_items`)."""
+"""Label -> ``{"ori": (items,), "te": (items,), "ref": (fresh items,)}`` correctness
+(:func:`te_items`)."""
 
 
 @dataclass
@@ -75,7 +77,8 @@ class Evidence:
     """The per-item measurements notebook 03's claims rest on, filled section by section."""
 
     te: PerItem
-    """Table 2's rows (section 2): per label Ori and TE on the test items, Ref on the fresh items."""
+    """Table 2's rows (section 2): per label Ori and TE on the test items, Ref on the fresh
+    items."""
     contaminated: Sequence[str]
     """Labels of ``te`` that saw the test items."""
     table2: pd.DataFrame
@@ -147,9 +150,9 @@ def sparsity_items(
     max_new_tokens: int | None = None,
     n_null: int = N_NULL,
 ) -> np.ndarray:
-    """(1 + n_null, items) correctness of ``model`` with the top ``n`` located neurons patched (row 0),
-    then with each of ``n_null`` random sets of ``n`` neurons (seeds ``seed .. seed + n_null - 1``):
-    Figure 3 at one N, per item, with a null distribution."""
+    """(1 + n_null, items) correctness of ``model`` with the top ``n`` located neurons patched (row
+    0), then with each of ``n_null`` random sets of ``n`` neurons (seeds ``seed .. seed + n_null -
+    1``): Figure 3 at one N, per item, with a null distribution."""
     from kit.shortcut.pool import resolve
 
     L, d = base.cfg.n_layers, base.cfg.d_mlp
@@ -178,7 +181,8 @@ def _paper_rho() -> str:
 
 
 def _check_table(te: PerItem, table: pd.DataFrame | None, name: str) -> None:
-    """The per-item re-measurement must reproduce the notebook's table (same models, items, neurons)."""
+    """The per-item re-measurement must reproduce the notebook's table (same models, items,
+    neurons)."""
     if table is None:
         return
     t = table.set_index("variant")
@@ -195,7 +199,8 @@ def _delta(ori: np.ndarray, te: np.ndarray) -> float:
 
 
 def _mean_delta(labels: Sequence[str]):
-    """Statistic over ``[test table]`` whose columns are (ori, te) per label: mean Δacc in points."""
+    """Statistic over ``[test table]`` whose columns are (ori, te) per label: mean Δacc in
+    points."""
 
     def stat(groups):
         cols = groups[0]
@@ -225,9 +230,9 @@ def _te_claims(
     margin: float,
     per_row: bool,
 ) -> list[Claim]:
-    """Table 2's TE claims over the rows ``te`` (``prefix``: ``te`` for the main rows, ``te_full`` for
-    the full fine-tunes): per row Δacc and its leak (``per_row``), the pooled contaminated drop and
-    clean change, the clean rows' move toward Ref; weakened by ``by_construction`` when set."""
+    """Table 2's TE claims over the rows ``te`` (``prefix``: ``te`` for the main rows, ``te_full``
+    for the full fine-tunes): per row Δacc and its leak (``per_row``), the pooled contaminated drop
+    and clean change, the clean rows' move toward Ref; weakened by ``by_construction`` when set."""
     rows = [v for v in te if v not in ev.base_labels]
     con = [v for v in rows if v in contaminated]
     clean = [v for v in rows if v not in contaminated]
@@ -398,8 +403,8 @@ def _te_claims(
         per_row
     ):  # |Ori - Ref| - |TE - Ref| > 0 on clean rows: TE moved them toward the fresh-item score
         st = (
-            "TE moves clean scores toward Ref: mean of |Ori - Ref| - |TE - Ref| over clean rows (points; < 0: "
-            "away)"
+            "TE moves clean scores toward Ref: mean of |Ori - Ref| - |TE - Ref| over clean rows "
+            "(points; < 0: away)"
         )
         if clean:
             k = len(clean)
@@ -458,8 +463,9 @@ def _te_claims(
 def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
     """Located neurons against ``draws`` random sets of the same count, on the locating M_con."""
     st = (
-        f"Located neurons matter more than random ones: M_con's test accuracy with its {ev.n_patched} located "
-        f"neurons patched (%) lies below that with {ev.n_patched} random ones"
+        "Located neurons matter more than random ones: M_con's test accuracy with its "
+        f"{ev.n_patched} located neurons patched (%) lies below that with {ev.n_patched} random "
+        "ones"
     )
     if ev.sparsity is None or len(ev.sparsity) < 2:
         return claim(
@@ -506,8 +512,14 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
     side = {
         k: a for k, a in ev.side.items() if k[0] not in ev.base_labels
     }  # the base: 0 by definition
-    st_mean = f"Patching leaves other tasks unchanged: mean |Δacc| over {len(side)} (row, task) cells (points)"
-    st_max = f"Patching leaves every (row, task) cell unchanged: the largest |Δacc| of {len(side)} cells (points)"
+    st_mean = (
+        f"Patching leaves other tasks unchanged: mean |Δacc| over {len(side)} (row, task) "
+        "cells (points)"
+    )
+    st_max = (
+        "Patching leaves every (row, task) cell unchanged: the largest |Δacc| of "
+        f"{len(side)} cells (points)"
+    )
     if not side:
         return [
             claim(
@@ -586,8 +598,8 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
             null=0.0,
             direction="within",
             caveat=f"largest: {v} on {t}, {d:+.1f}",
-            interval_how=f"the max over cells of Bonferroni ({k} cells) bootstrap intervals of |Δacc|, "
-            f"{boot['n_boot']} replicates",
+            interval_how=f"the max over cells of Bonferroni ({k} cells) bootstrap intervals of "
+            f"|Δacc|, {boot['n_boot']} replicates",
             cells=per_cell,
             **tol,
         )
@@ -604,8 +616,8 @@ def _paper_table12() -> dict[str, str]:
 
 def cheater_claims(ev: Evidence, kw: dict, margin: float = UNCHANGED_MARGIN) -> list[Claim]:
     """Table 12 (``ev.cheaters``): per cheater its leak (Ori - Ref > 0, a set-up check: the
-    precondition of detecting it) and TE's drop (Δacc < 0; the paper: -16.0 SFT, -17.5 PT); per clean
-    row Δacc within ±``margin`` (the paper: +2.9). Rows that are Table 2 models
+    precondition of detecting it) and TE's drop (Δacc < 0; the paper: -16.0 SFT, -17.5 PT); per
+    clean row Δacc within ±``margin`` (the paper: +2.9). Rows that are Table 2 models
     (``ev.cheater_same_as``) are claimed there only."""
     te = ev.cheaters or {}
     _check_table(te, ev.table12, "Table 12")
@@ -693,8 +705,9 @@ def rule_choice_claim(rules: pd.DataFrame | None, chosen: str) -> Claim:
     chosen rule's objective minus the public rule's, with the interval of
     :func:`kit.shortcut.ranking.rule_intervals` (``rules`` with its ``vs_chosen`` columns)."""
     st = (
-        f"The chosen ranking rule {chosen!r} beats the public code's {PUBLIC_RULE!r} on held-out test items: "
-        "objective (M_con drop - |M_un change|) of the chosen minus the public rule's (points)"
+        f"The chosen ranking rule {chosen!r} beats the public code's {PUBLIC_RULE!r} on held-out "
+        "test items: objective (M_con drop - |M_un change|) of the chosen minus the public "
+        "rule's (points)"
     )
     kw = dict(
         paper_value="the paper does not say how eq. 3 and eq. 4 combine; its code adds them",

@@ -1,5 +1,5 @@
-"""Evaluation with patched shortcut neurons (seed 001, sections 3.4 and 4): accuracy with neuron sets
-patched from the base model, per item and per set; trustworthy evaluation (TE) and side-effect
+"""Evaluation with patched shortcut neurons (seed 001, sections 3.4 and 4): accuracy with neuron
+sets patched from the base model, per item and per set; trustworthy evaluation (TE) and side-effect
 tables; the sparsity curve; agreement of a score with a reference (Spearman, RMSE).
 """
 
@@ -157,10 +157,13 @@ def item_correct(
                         score(
                             benchmark_of(it),
                             it,
-                            tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True),
+                            tok.decode(
+                                gen[g, p, length : length + n_new].tolist(),
+                                skip_special_tokens=True,
+                            ),
                         )
                     )
-                    for p, (l, it) in enumerate(zip(data.lengths.tolist(), data.items))
+                    for p, (length, it) in enumerate(zip(data.lengths.tolist(), data.items))
                 ]
                 for g in range(len(neuron_sets))
             ]

@@ -1,9 +1,10 @@
 """A2 (seed 001, section 3.4): the benchmark's input format as a shortcut (notebook 03, section 11).
 
 The paper's +GSM8K Train learns GSM8K's format from its train split, and TE lowers its score in that
-format. Here a fine-tune on the task's train split wrapped in ``kit.world.tasks.FORMATS[name]`` plays
-it: :func:`format_section` scores it and the base in and out of the format, :func:`format_claims`
-tests that the format favours the fine-tune (the precondition) and that TE lowers its score in the format.
+format. Here a fine-tune on the task's train split wrapped in ``kit.world.tasks.FORMATS[name]``
+plays it: :func:`format_section` scores it and the base in and out of the format,
+:func:`format_claims` tests that the format favours the fine-tune (the precondition) and that TE
+lowers its score in the format.
 """
 
 from __future__ import annotations
@@ -25,16 +26,17 @@ from kit.world.tasks import formatted
 
 
 def format_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
-    """A2 (section 3.4), the input-format shortcut: ``cfg.format_variants`` (label -> model) scored on the
-    test items in the benchmark's input format ``cfg.benchmark_format`` (``kit.world.tasks.FORMATS``): Ori,
-    and TE with the neurons located in section 1; Ref is their accuracy on the fresh items as the task
-    renders them (a query in no benchmark's format), ``plain`` on the test items without the format, and
-    ``fresh_plain`` / ``fresh_format`` on ``cfg.n_format`` other fresh items without and with it (the same
-    items: the format's effect on each row, paired).
-    ``data["per_item"]`` holds those arrays per row; ``data["claims"]`` their claims
-    (:func:`format_claims` against the row of ``cfg.base_model``), also in the findings. The paper's +GSM8K Train learns GSM8K's
-    format from its train split; its neurons were located on contamination in that format, ours on
-    section 1's contaminated fine-tunes, which saw the test items without it."""
+    """A2 (section 3.4), the input-format shortcut: ``cfg.format_variants`` (label -> model) scored
+    on the test items in the benchmark's input format ``cfg.benchmark_format``
+    (``kit.world.tasks.FORMATS``): Ori, and TE with the neurons located in section 1; Ref is their
+    accuracy on the fresh items as the task renders them (a query in no benchmark's format),
+    ``plain`` on the test items without the format, and ``fresh_plain`` / ``fresh_format`` on
+    ``cfg.n_format`` other fresh items without and with it (the same items: the format's effect on
+    each row, paired). ``data["per_item"]`` holds those arrays per row; ``data["claims"]`` their
+    claims (:func:`format_claims` against the row of ``cfg.base_model``), also in the findings. The
+    paper's +GSM8K Train learns GSM8K's format from its train split; its neurons were located on
+    contamination in that format, ours on section 1's contaminated fine-tunes, which saw the test
+    items without it."""
     items = formatted(
         study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed), cfg.benchmark_format
     )
@@ -78,16 +80,18 @@ def format_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
     lines = [
         f"A2, input format {cfg.benchmark_format!r} (test items wrapped, neurons of section 1; %): "
         + "; ".join(
-            f"{k} Ori {t.loc[k, 'ori']:.1f} (unwrapped {t.loc[k, 'ori_plain']:.1f}), Ref {t.loc[k, 'ref']:.1f}, TE "
-            f"{t.loc[k, 'te']:.1f} (Δacc {t.loc[k, 'delta_acc']:+.1f}), fresh items {t.loc[k, 'fresh_plain']:.1f} -> "
-            f"{t.loc[k, 'fresh_format']:.1f} in the format"
+            f"{k} Ori {t.loc[k, 'ori']:.1f} (unwrapped {t.loc[k, 'ori_plain']:.1f}), Ref "
+            f"{t.loc[k, 'ref']:.1f}, TE {t.loc[k, 'te']:.1f} (Δacc {t.loc[k, 'delta_acc']:+.1f}), "
+            f"fresh items {t.loc[k, 'fresh_plain']:.1f} -> {t.loc[k, 'fresh_format']:.1f} in the "
+            "format"
             for k in t.index
         )
-        + ". The paper's +GSM8K Train: Ori - Ref +10.4 / +6.8 (Vanilla +1.8 / +8.2), Δacc -6.5 / -4.3."
+        + ". The paper's +GSM8K Train: Ori - Ref +10.4 / +6.8 (Vanilla +1.8 / +8.2), Δacc -6.5 / "
+        "-4.3."
     ]
     lines += [
-        f"{c.statement}: {c.ours:+.1f} [{c.ci_low:+.1f}, {c.ci_high:+.1f}] (95%; null: {c.null_how}): {c.verdict} "
-        f"(claim {c.id})."
+        f"{c.statement}: {c.ours:+.1f} [{c.ci_low:+.1f}, {c.ci_high:+.1f}] (95%; null: "
+        f"{c.null_how}): {c.verdict} (claim {c.id})."
         for c in claims
     ]
     return Section(
@@ -111,12 +115,14 @@ def format_claims(
 ) -> list[Claim]:
     """A2's claims on the benchmark input format (``per_item`` from
     :func:`format_section`): the format favours ``label``, the fine-tune on the train
-    split in that format, over ``vanilla`` (on the same fresh items, the format's effect on ``label``
-    minus its effect on ``vanilla``, > 0: the precondition, a format shortcut to remove), and TE lowers
-    ``label``'s score in the format (Δacc < 0; the paper: -6.5 / -4.3 on +GSM8K Train)."""
+    split in that format, over ``vanilla`` (on the same fresh items, the format's effect on
+    ``label`` minus its effect on ``vanilla``, > 0: the precondition, a format shortcut to remove),
+    and TE lowers ``label``'s score in the format (Δacc < 0; the paper: -6.5 / -4.3 on +GSM8K
+    Train)."""
     if label not in per_item or vanilla not in per_item:
         raise ValueError(
-            f"format_claims: {label!r} and {vanilla!r} must be rows of per_item ({', '.join(per_item)})"
+            f"format_claims: {label!r} and {vanilla!r} must be rows of per_item "
+            f"({', '.join(per_item)})"
         )
     kw = dict(n_boot=n_boot, seed=seed)
     d, v = per_item[label], per_item[vanilla]
@@ -135,17 +141,20 @@ def format_claims(
             "Table 2",
             f"a2.format_advantage[{label}]",
             f"The benchmark's input format favours {label} (its train "
-            f"split in that format) over {vanilla}: the format's effect on {label}'s accuracy minus its effect on "
-            f"{vanilla}'s, on the same fresh items (points; the precondition of A2)",
+            f"split in that format) over {vanilla}: the format's effect on {label}'s accuracy "
+            f"minus its effect on {vanilla}'s, on the same fresh items (points; the precondition "
+            "of A2)",
             adv[0],
             ci=adv[1:],
             null=0.0,
             direction="greater",
             null_how="no advantage (0)",
             kind="set-up check",
-            rests_on=f"tiny world: {label} fine-tuned on train items wrapped in the benchmark's format",
+            rests_on=f"tiny world: {label} fine-tuned on train items wrapped in the benchmark's "
+            "format",
             paper_value="+GSM8K Train Ori - Ref +10.4 / +6.8 vs Vanilla +1.8 / +8.2 (Table 2)",
-            interval_how=f"paired bootstrap over {len(d['fresh_plain'])} fresh items, each with and without the format",
+            interval_how=f"paired bootstrap over {len(d['fresh_plain'])} fresh items, each with "
+            "and without the format",
         ),
         claim(
             PAPER,
@@ -158,8 +167,8 @@ def format_claims(
             direction="less",
             null_how="no change (0)",
             paper_value="-6.5 / -4.3 (Table 2, +GSM8K Train)",
-            rests_on=f"tiny world: {label}, a clean sparse fine-tune (the 'ability' neuron set), scored with the "
-            "neurons located on contamination without the format",
+            rests_on=f"tiny world: {label}, a clean sparse fine-tune (the 'ability' neuron set), "
+            "scored with the neurons located on contamination without the format",
             interval_how=f"paired bootstrap over {len(d['ori'])} test items",
         ),
     ]

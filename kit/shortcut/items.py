@@ -26,16 +26,16 @@ class TaskData:
     """Right-padded prompts of one benchmark split, tokenised for one model family."""
 
     tokens: Int[Tensor, "batch pos"]
-    lengths: Int[Tensor, "batch"]
+    lengths: Int[Tensor, "batch"]  # noqa: F821 (jaxtyping shape name)
     targets: list[list[int]]
     n: int
     items: list | None = None
     """Set for free-text benchmarks (real models): responses are decoded and scored as text
     (:func:`kit.data.scorers.score`) instead of comparing the first target ids."""
     decoding: "GenerationSettings | None" = None
-    """How answers to these prompts are generated (:func:`generation_kwargs`): sampling settings and whether
-    the chat template wrapped the prompts (``chat`` resolved to True/False); None = greedy, raw prompts
-    (tiny-world models)."""
+    """How answers to these prompts are generated (:func:`generation_kwargs`): sampling settings and
+    whether the chat template wrapped the prompts (``chat`` resolved to True/False); None = greedy,
+    raw prompts (tiny-world models)."""
     clusters: np.ndarray | None = None
     """Content label per item when some items share a content (:func:`content_clusters`), so a
     bootstrap resamples contents, not renderings; None: every item its own content."""
@@ -53,9 +53,9 @@ def content_clusters(items) -> np.ndarray | None:
 
 def is_world(model) -> bool:
     """Whether ``model`` is asked the tiny world's way (one-token answers, argmax first token): its
-    subject (:func:`kit.subjects.subject_of`) is a :class:`kit.subjects.WorldSubject`, decided by the
-    vocabulary it speaks, not by its name. A model that is neither a world model nor loaded from a
-    Hugging Face directory (a test's bare model) is asked as free text through its tokenizer."""
+    subject (:func:`kit.subjects.subject_of`) is a :class:`kit.subjects.WorldSubject`, decided by
+    the vocabulary it speaks, not by its name. A model that is neither a world model nor loaded from
+    a Hugging Face directory (a test's bare model) is asked as free text through its tokenizer."""
     try:
         return isinstance(subject_of(model), WorldSubject)
     except ValueError:
@@ -64,7 +64,8 @@ def is_world(model) -> bool:
 
 def decoding_settings(cfg) -> "GenerationSettings":
     """Notebook 03's decoding from its config (``decoding``, ``temperature``, ``top_k``,
-    ``generation_seed``, ``chat``, ``max_new_tokens``; :class:`kit.models.generate.GenerationSettings`)."""
+    ``generation_seed``, ``chat``, ``max_new_tokens``;
+    :class:`kit.models.generate.GenerationSettings`)."""
     from kit.models.generate import GenerationSettings
 
     if cfg.decoding not in ("greedy", "sample"):
@@ -95,9 +96,10 @@ def generation_kwargs(data: "TaskData") -> dict:
 
 
 def study_items(task: str, split: str, n: int, seed: int = 0) -> list:
-    """Items of notebook 03's item sets: :func:`kit.subjects.task_items`, with a tiny-world ``fresh``
-    split giving one item per content (correlated re-renderings of a content are not independent
-    evidence for Ref's bootstrap). Real benchmarks have no ``fresh`` split: see :func:`reference_items`."""
+    """Items of notebook 03's item sets: :func:`kit.subjects.task_items`, with a tiny-world
+    ``fresh`` split giving one item per content (correlated re-renderings of a content are not
+    independent evidence for Ref's bootstrap). Real benchmarks have no ``fresh`` split: see
+    :func:`reference_items`."""
     from kit.subjects import task_items
 
     if split.startswith("fresh") and not is_world_task(task):
@@ -128,14 +130,15 @@ def reference_items(
         if is_world_task(task):
             return study_items(task, "fresh", n, seed)
         raise ValueError(
-            f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on items "
-            "no variant saw (the paper: OpenMathInstruct-2), never the test items; set ref_task to another "
-            "benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a split no variant trained on"
+            f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on "
+            "items no variant saw (the paper: OpenMathInstruct-2), never the test items; set "
+            "ref_task to another benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a "
+            "split no variant trained on"
         )
     if ref_task == task and ref_split == "test":
         raise ValueError(
-            f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would equal Ori. "
-            "Choose another benchmark or a split no variant trained on"
+            f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would "
+            "equal Ori. Choose another benchmark or a split no variant trained on"
         )
     return study_items(ref_task, ref_split, n, seed)
 
@@ -181,12 +184,14 @@ def side_task_items(cfg, task: str) -> list:
 def task_data(
     model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None
 ) -> TaskData:
-    """Tokenise ``items`` for ``model``: world models (:func:`is_world`) through ``kit.world.prompt_tokens``
-    (one-token answers), other models through their tokenizer (answer ids without BOS, right padding).
+    """Tokenise ``items`` for ``model``: world models (:func:`is_world`) through
+    ``kit.world.prompt_tokens`` (one-token answers), other models through their tokenizer (answer
+    ids without BOS, right padding).
 
     ``decoding`` (:func:`decoding_settings`) travels with the data to every generation on it; its
     ``chat`` wraps each prompt in the tokenizer's chat template (None: when the tokenizer has one).
-    ``decoding=None``: greedy on the raw prompts. World models accept only greedy decoding without chat.
+    ``decoding=None``: greedy on the raw prompts. World models accept only greedy decoding without
+    chat.
 
     A prompt longer than the context minus ``max_new_tokens`` (the room its answer needs) keeps its
     first token (BOS) and its last tokens, with a warning: the question sits at a prompt's end."""
@@ -200,8 +205,8 @@ def task_data(
 
         if decoding is not None and (decoding.do_sample or decoding.chat):
             raise ValueError(
-                "decoding: tiny-world models are scored by the world's evaluation (argmax first token, raw "
-                "prompts); allowed on them: decoding='greedy' with chat None or False"
+                "decoding: tiny-world models are scored by the world's evaluation (argmax first "
+                "token, raw prompts); allowed on them: decoding='greedy' with chat None or False"
             )
         tokens, lengths = prompt_tokens(model, items)
         return TaskData(
@@ -237,8 +242,9 @@ def task_data(
         import warnings
 
         warnings.warn(
-            f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) minus "
-            f"max_new_tokens ({max_new_tokens}): truncated to their first and last {limit - 1} tokens",
+            f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) "
+            f"minus max_new_tokens ({max_new_tokens}): truncated to their first and last "
+            f"{limit - 1} tokens",
             stacklevel=2,
         )
         seqs = [q[:1] + q[len(q) - limit + 1 :] if i in long else q for i, q in enumerate(seqs)]

@@ -51,7 +51,8 @@ def check_neurons(model, neurons: Sequence[Neuron], field: str = "neurons") -> l
             raise ValueError(f"{field}[{k}]={pair!r} is not a (layer, index) pair") from None
         if not 0 <= layer < n_layers:
             raise ValueError(
-                f"{field}[{k}]: layer={layer} outside 0..{n_layers - 1} (model has {n_layers} layers)"
+                f"{field}[{k}]: layer={layer} outside 0..{n_layers - 1} (model has {n_layers} "
+                "layers)"
             )
         if not 0 <= idx < d_mlp:
             raise ValueError(f"{field}[{k}]: index={idx} outside 0..{d_mlp - 1} (d_mlp={d_mlp})")
@@ -73,7 +74,8 @@ def group_masks(
     model, groups: Sequence[Sequence[Neuron]], n_prompts: int, field: str = "groups"
 ) -> dict[int, Bool[Tensor, "row d_mlp"]]:
     """Per-layer row masks for ``len(groups) * n_prompts`` rows laid out group-major
-    (row ``g * n_prompts + p`` = group ``g`` on prompt ``p``). Layers no group touches are absent."""
+    (row ``g * n_prompts + p`` = group ``g`` on prompt ``p``). Layers no group touches are
+    absent."""
     d_mlp, device = model.cfg.d_mlp, model.cfg.device
     masks: dict[int, Tensor] = {}
     for g, group in enumerate(groups):
@@ -84,7 +86,7 @@ def group_masks(
     return {L: m.repeat_interleave(n_prompts, dim=0) for L, m in sorted(masks.items())}
 
 
-def mask_from_lengths(lengths: Int[Tensor, "batch"], pos: int) -> Int[Tensor, "batch pos"]:
+def mask_from_lengths(lengths: Int[Tensor, "batch"], pos: int) -> Int[Tensor, "batch pos"]:  # noqa: F821 (jaxtyping shape name)
     """Right-padding attention mask: row i has ``lengths[i]`` ones, then zeros."""
     return (torch.arange(pos, device=lengths.device)[None, :] < lengths[:, None]).long()
 
@@ -125,7 +127,7 @@ def _pick_next(
     top_k: int | None,
     top_p: float | None,
     generator,
-) -> Int[Tensor, "row"]:
+) -> Int[Tensor, "row"]:  # noqa: F821 (jaxtyping shape name)
     if not do_sample:
         return logits.argmax(-1)
     logits = logits.float() / temperature
@@ -170,8 +172,8 @@ class _Patcher:
                 return torch.where(m4, src[None].to(act.dtype), act4).view_as(act)
             if src.shape != act.shape:
                 raise RuntimeError(
-                    f"{hook_name(layer)}: patching activations have shape {tuple(src.shape)} but the "
-                    f"patched model's are {tuple(act.shape)}"
+                    f"{hook_name(layer)}: patching activations have shape {tuple(src.shape)} but "
+                    f"the patched model's are {tuple(act.shape)}"
                 )
             return torch.where(mask[:, None, :], src.to(act.dtype), act)
 
@@ -179,7 +181,8 @@ class _Patcher:
 
 
 hooked = tl.hooks
-"""Forward hooks for a ``with`` block, removing exactly those afterwards (:func:`kit.models.tl.hooks`)."""
+"""Forward hooks for a ``with`` block, removing exactly those afterwards
+(:func:`kit.models.tl.hooks`)."""
 
 
 def _bind(fn, layer):
@@ -209,7 +212,8 @@ def _generate_rows(
     tokenizer,
     pad_token_id: int,
 ) -> Int[Tensor, "row new"]:
-    """Core loop on LEFT-padded prompts (P rows). Returns the new tokens of ``n_groups * P`` rows."""
+    """Core loop on LEFT-padded prompts (P rows). Returns the new tokens of ``n_groups * P``
+    rows."""
     P = tokens.shape[0]
     rows = n_groups * P
     patcher = _Patcher(masks) if (masks and patching_model is not None) else None
@@ -321,7 +325,8 @@ def _hits_stop_string(
 
 def prompt_chunks(n_prompts: int, max_rows: int) -> list[tuple[int, int]]:
     """``[start, stop)`` slices of at most ``max_rows`` prompts covering ``0..n_prompts``: a forward
-    then holds at most ``max_rows`` rows (groups x prompts), however many prompts a benchmark has."""
+    then holds at most ``max_rows`` rows (groups x prompts), however many prompts a benchmark
+    has."""
     if max_rows < 1:
         raise ValueError(f"max_rows={max_rows} must be >= 1")
     return [(s, min(s + max_rows, n_prompts)) for s in range(0, n_prompts, max_rows)]
@@ -341,7 +346,7 @@ def group_patched_generate(
     max_new_tokens: int,
     *,
     attention_mask: Int[Tensor, "batch pos"] | None = None,
-    lengths: Int[Tensor, "batch"] | None = None,
+    lengths: Int[Tensor, "batch"] | None = None,  # noqa: F821 (jaxtyping shape name)
     do_sample: bool = False,
     temperature: float = 1.0,
     top_k: int | None = None,
@@ -360,7 +365,8 @@ def group_patched_generate(
     prompt pass of the patching model, and of the patched model's layers below the first patched
     layer, is shared by all groups. ``max_rows`` caps the rows of every forward: prompts are taken
     ``max_rows`` at a time (:func:`prompt_chunks`), and groups ``max_rows // prompts`` at a time.
-    Seeded sampling draws per chunk, so sampled continuations depend on ``max_rows`` (greedy ones do not).
+    Seeded sampling draws per chunk, so sampled continuations depend on ``max_rows`` (greedy ones do
+    not).
 
     Returns ``Int[Tensor, "group batch pos+max_new_tokens"]``; ``[g]`` is what
     :func:`patched_generate` returns for ``neurons=groups[g]`` (up to float rounding of batched
@@ -412,7 +418,8 @@ def group_patched_generate(
     attention_mask = attention_mask.to(device).long()
     if attention_mask.shape != tokens.shape:
         raise ValueError(
-            f"attention_mask shape {tuple(attention_mask.shape)} != tokens shape {tuple(tokens.shape)}"
+            f"attention_mask shape {tuple(attention_mask.shape)} != tokens shape "
+            f"{tuple(tokens.shape)}"
         )
     side = padding_side(attention_mask)
     row_len = attention_mask.sum(1)
@@ -515,7 +522,8 @@ def patched_generate(
 def generate(
     model, tokens: Int[Tensor, "batch pos"], max_new_tokens: int, **kwargs
 ) -> Int[Tensor, "batch pos_plus_new"]:
-    """Plain (unpatched) KV-cache decoding of ``model`` with the same options as :func:`patched_generate`."""
+    """Plain (unpatched) KV-cache decoding of ``model`` with the same options as
+    :func:`patched_generate`."""
     return patched_generate(model, None, tokens, [], max_new_tokens, **kwargs)
 
 
@@ -524,8 +532,8 @@ def group_patched_logprobs(
     model,
     patching_model,
     tokens: Int[Tensor, "batch pos"],
-    target_pos: Int[Tensor, "batch"],
-    targets: Int[Tensor, "batch"],
+    target_pos: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
+    targets: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
     groups: Sequence[Sequence[Neuron]],
     max_rows: int = 4096,
 ) -> tuple[Float[Tensor, "group batch"], Bool[Tensor, "group batch"]]:

@@ -74,7 +74,8 @@ class ModelPool(Mapping):
         )
         self._held: dict[str, object] = share._held if share is not None else {}
         self.loads: list[str] = share.loads if share is not None else []
-        """Every name loaded, in order (what tests and the notebook's log read); shared with ``share``."""
+        """Every name loaded, in order (what tests and the notebook's log read); shared with
+        ``share``."""
 
     def __getitem__(self, label: str):
         if label not in self.names:

@@ -25,9 +25,9 @@ def table9_agreement(table: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 def paper_relative_changes(exclude_clean: Sequence[str] = ("+GSM8K Train",)) -> dict[str, float]:
-    """Relative Δacc (% of Ori) recomputed from the printed Table 2: the mean drop of contaminated rows
-    (the text's 37%) and the mean |change| of clean rows without ``exclude_clean`` (the text's 3%:
-    2.7% without +GSM8K Train, 5.4% with it; the text does not say which rows it averaged)."""
+    """Relative Δacc (% of Ori) recomputed from the printed Table 2: the mean drop of contaminated
+    rows (the text's 37%) and the mean |change| of clean rows without ``exclude_clean`` (the text's
+    3%: 2.7% without +GSM8K Train, 5.4% with it; the text does not say which rows it averaged)."""
     from kit.data.paper_tables import load_table
 
     t = load_table("001_table02_trustworthy_eval_gsm8k")
@@ -45,7 +45,8 @@ def paper_relative_changes(exclude_clean: Sequence[str] = ("+GSM8K Train",)) -> 
 
 
 def paper_text_numbers() -> dict[str, float]:
-    """The running-text numbers the findings compare against, loaded from ``001_text_numbers.csv``."""
+    """The running-text numbers the findings compare against, loaded from
+    ``001_text_numbers.csv``."""
     from kit.data.paper_tables import load_table
 
     t = load_table("001_text_numbers", numeric=False).set_index("quantity")["value"]

@@ -103,7 +103,8 @@ def locate(
 ) -> Located:
     """Comparative (eq. 3, at ``position``: ``last`` = the last prompt token, the paper's text;
     ``completion`` = every token of M_con's completion, the public code's default; see
-    :func:`comparative_scores_of_models`) + causal (eq. 4, both variants) scores and the combined ranking.
+    :func:`comparative_scores_of_models`) + causal (eq. 4, both variants) scores and the combined
+    ranking.
 
     ``model_con`` / ``model_un`` may be :class:`kit.shortcut.pool.Lazy` handles: each is then loaded
     when its turn comes (comparative: M_con, then M_un; causal: M_un, then M_con), so with a
@@ -181,8 +182,8 @@ def ranking_rules(
     large), ``change_un`` (M_un's change, wanted 0) and ``objective = drop_con - |change_un|`` (the
     two features of a shortcut neuron, section 3.3). ``found``: how many of the truly shortcut-
     carrying neurons ``truth`` (tiny world only) the top-``n`` holds; never used for the choice.
-    ``attrs["items"]``: the per-item correctness behind it, ``{"con": (1 + rules, items), "un": ...}``
-    (row 0 unpatched, then the rules in row order), for :func:`rule_intervals`."""
+    ``attrs["items"]``: the per-item correctness behind it, ``{"con": (1 + rules, items), "un":
+    ...}`` (row 0 unpatched, then the rules in row order), for :func:`rule_intervals`."""
     tops = {
         k: top_neurons(located.scores_by(k, causal_weight), n) for k in rule_specs(causal_weight)
     }
@@ -213,7 +214,8 @@ def ranking_rules(
 
 
 def best_rule(rules: pd.DataFrame) -> str:
-    """The rule with the highest held-out ``objective`` (first in :func:`rule_specs` order on ties)."""
+    """The rule with the highest held-out ``objective`` (first in :func:`rule_specs` order on
+    ties)."""
     return str(rules.rule.iloc[int(np.argmax(rules.objective.to_numpy()))])
 
 

@@ -184,7 +184,8 @@ def summary_section(study: ShortcutStudy):
         r = rules.set_index("rule")
         ci = "vs_chosen" in r
         lines.append(
-            f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "
+            f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test "
+            f"items, top-{n_patched} "
             "objective (M_con drop - |M_un change|, pts"
             + ("; in brackets the 95% interval of its difference to the chosen rule" if ci else "")
             + "): "
@@ -202,20 +203,23 @@ def summary_section(study: ShortcutStudy):
         if ci:
             tied = [k for k in r.index if k != located.rule and r.loc[k, "vs_chosen_high"] >= 0]
             lines.append(
-                f"{len(tied)} of the other {len(r) - 1} rules are not worse than {located.rule!r} beyond chance on "
-                f"these items ({', '.join(tied) or 'none'}); the public code's sum: claim rules.chosen_vs_public."
+                f"{len(tied)} of the other {len(r) - 1} rules are not worse than {located.rule!r} "
+                f"beyond chance on these items ({', '.join(tied) or 'none'}); the public code's "
+                "sum: claim rules.chosen_vs_public."
             )
     if table4 is not None:
         s4 = table2_summary(table4)
         lines.append(
-            f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = {s4['contaminated_mean_abs_ori_minus_ref']:.1f}, "
-            f"|TE-Ref| = {s4['contaminated_mean_abs_te_minus_ref']:.1f} pts; uncontaminated mean |Δacc| = "
+            f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = "
+            f"{s4['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = "
+            f"{s4['contaminated_mean_abs_te_minus_ref']:.1f} pts; uncontaminated mean |Δacc| = "
             f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts."
         )
     worst = table3.loc[table3.delta_acc.abs().idxmax()]
     lines.append(
-        f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts; "
-        f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%; "
+        f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = "
+        f"{table3.delta_acc.abs().mean():.1f} pts; largest: {worst.variant} on {worst.task}, "
+        f"{worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%; "
         "claim side_effects.largest_cell)."
     )
     lines += a2_findings(table2)
@@ -223,15 +227,17 @@ def summary_section(study: ShortcutStudy):
     vanilla = table2.set_index("variant").ori.get("Vanilla", float("nan"))
     if len(full):
         lines.append(
-            f"Ceiling: with ALL {total} MLP neurons patched from the base, the locating models score "
-            f"{100 * full['contaminated']:.1f}% (contaminated; unpatched {100 * located.causal_exact.acc_con:.1f}%) and "
-            f"{100 * full['uncontaminated']:.1f}% (uncontaminated; unpatched {100 * located.causal_exact.acc_un:.1f}%); "
-            f"the vanilla base scores {vanilla:.1f}%."
+            f"Ceiling: with ALL {total} MLP neurons patched from the base, the locating models "
+            f"score {100 * full['contaminated']:.1f}% (contaminated; unpatched "
+            f"{100 * located.causal_exact.acc_con:.1f}%) and {100 * full['uncontaminated']:.1f}% "
+            f"(uncontaminated; unpatched {100 * located.causal_exact.acc_un:.1f}%); the vanilla "
+            f"base scores {vanilla:.1f}%."
         )
         record["ceiling_all_mlp_patched"] = {k: 100 * v for k, v in full.items()}
     t9 = table9_stats.set_index("score")
     lines.append(
-        f"Paper Table 9 recomputed: TE rho={t9.loc['TE', 'spearman']:.3f} (RMSE {t9.loc['TE', 'rmse']:.2f}), "
-        f"Ori rho={t9.loc['ORI', 'spearman']:.3f} (RMSE {t9.loc['ORI', 'rmse']:.2f})."
+        f"Paper Table 9 recomputed: TE rho={t9.loc['TE', 'spearman']:.3f} (RMSE "
+        f"{t9.loc['TE', 'rmse']:.2f}), Ori rho={t9.loc['ORI', 'spearman']:.3f} (RMSE "
+        f"{t9.loc['ORI', 'rmse']:.2f})."
     )
     return Section(record=record, findings=lines)

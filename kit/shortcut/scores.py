@@ -1,13 +1,13 @@
-"""Shortcut-neuron scores (seed 001): the comparative score (eq. 3) and the causal score (eq. 4), and
-their combination into one ranking.
+"""Shortcut-neuron scores (seed 001): the comparative score (eq. 3) and the causal score (eq. 4),
+and their combination into one ranking.
 
 - comparative score (eq. 3): RMS over prompts of the activation difference between the
   contaminated and the uncontaminated model, per (layer, neuron), streamed over prompt batches;
 - causal score (eq. 4) of a neuron group N:
   ``C_N = a(M_con) - a_patch(M_con|M0) + 1 - (a(M_un) - a_patch(M_un|M0))``,
-  many adjacent-neuron groups per batched generation (:func:`kit.shortcut.patching.group_patched_generate`),
-  with a teacher-forced fast variant (probability of the reference answer token in place of
-  exact-match accuracy) reported beside it;
+  many adjacent-neuron groups per batched generation
+  (:func:`kit.shortcut.patching.group_patched_generate`), with a teacher-forced fast variant
+  (probability of the reference answer token in place of exact-match accuracy) reported beside it;
 - the final ranking combines both (:func:`combine_scores`: comparative ranking, groups whose
   causal score says "ability, not shortcut" vetoed; or the mean of the two percentile ranks).
 
@@ -62,7 +62,8 @@ class ComparativeAccumulator:
             )
         if acts_con.ndim != 3:
             raise ValueError(
-                f"activations must be Float[Tensor, 'prompt layer d_mlp'], got shape {tuple(acts_con.shape)}"
+                "activations must be Float[Tensor, 'prompt layer d_mlp'], got shape "
+                f"{tuple(acts_con.shape)}"
             )
         diff = acts_con.double() - acts_un.double()
         part = (diff * diff).sum(0)
@@ -101,9 +102,9 @@ def comparative_scores(
 def neuron_acts(
     model,
     tokens: Int[Tensor, "batch pos"],
-    lengths: Int[Tensor, "batch"],
+    lengths: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
     position: Literal["last", "completion"] = "last",
-    completion_lengths: Int[Tensor, "batch"] | None = None,
+    completion_lengths: Int[Tensor, "batch"] | None = None,  # noqa: F821 (jaxtyping shape name)
 ) -> Float[Tensor, "row layer d_mlp"]:
     """MLP neuron activations (``blocks.{L}.mlp.hook_post``) of right-padded sequences.
 
@@ -126,8 +127,8 @@ def neuron_acts(
             "position='completion' needs completion_lengths (tokens after each prompt)"
         )
     rows = []
-    for i, (l, c) in enumerate(zip(lengths.tolist(), completion_lengths.tolist())):
-        rows.append(acts[i, l : l + c])
+    for i, (length, c) in enumerate(zip(lengths.tolist(), completion_lengths.tolist())):
+        rows.append(acts[i, length : length + c])
     return torch.cat(rows).float()
 
 
@@ -144,14 +145,15 @@ def comparative_scores_of_models(
     """Eq. 3 over ``(tokens, lengths)`` batches (right-padded prompts).
 
     ``position="last"``: the last prompt token (the paper's text, section 3.2). ``"completion"``:
-    every token of ``model_con``'s greedy completion (``max_new_tokens`` tokens), both models read on
-    that same sequence: the public code's default (``token_type`` ``completion``/``completion_all`` in
-    its ``activation_processor_SFT.py``, where the contaminated model generates the completions).
+    every token of ``model_con``'s greedy completion (``max_new_tokens`` tokens), both models read
+    on that same sequence: the public code's default (``token_type``
+    ``completion``/``completion_all`` in its ``activation_processor_SFT.py``, where the contaminated
+    model generates the completions).
 
     The two models are used one after the other, never together (either may be a
-    :class:`kit.shortcut.pool.Lazy` handle, loaded at its turn): ``model_con``'s activations are kept
-    on the CPU in float32 meanwhile, rows x layers x d_mlp floats (the paper's 657 last-token rows of
-    LLaMA2-7B: 0.9 GB; ``completion`` multiplies that by ``max_new_tokens``).
+    :class:`kit.shortcut.pool.Lazy` handle, loaded at its turn): ``model_con``'s activations are
+    kept on the CPU in float32 meanwhile, rows x layers x d_mlp floats (the paper's 657 last-token
+    rows of LLaMA2-7B: 0.9 GB; ``completion`` multiplies that by ``max_new_tokens``).
     """
     from kit.shortcut.pool import resolve
 
@@ -228,15 +230,17 @@ def _targets_list(targets) -> list[list[int]]:
 
 
 def exact_match(
-    generated: Int[Tensor, "group batch pos_plus_new"], lengths: Int[Tensor, "batch"], targets
+    generated: Int[Tensor, "group batch pos_plus_new"],
+    lengths: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
+    targets,
 ) -> Bool[Tensor, "group batch"]:
     """Whether the tokens right after each (right-padded) prompt equal its target ids."""
     tl = _targets_list(targets)
     G, P, _ = generated.shape
     out = torch.zeros(G, P, dtype=torch.bool)
     gen = generated.cpu()
-    for p, (l, t) in enumerate(zip(lengths.tolist(), tl)):
-        seg = gen[:, p, l : l + len(t)]
+    for p, (length, t) in enumerate(zip(lengths.tolist(), tl)):
+        seg = gen[:, p, length : length + len(t)]
         if seg.shape[1] < len(t):
             continue
         out[:, p] = (seg == torch.tensor(t)).all(1)
@@ -247,14 +251,14 @@ def group_accuracy(
     model,
     patching_model,
     tokens: Int[Tensor, "batch pos"],
-    lengths: Int[Tensor, "batch"],
+    lengths: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
     targets,
     groups: Sequence[Sequence[Neuron]],
     *,
     method: Literal["exact", "teacher_forced"] = "exact",
     max_new_tokens: int | None = None,
     max_rows: int = 2048,
-) -> Float[Tensor, "group"]:
+) -> Float[Tensor, "group"]:  # noqa: F821 (jaxtyping shape name)
     """Accuracy of ``model`` with each group patched from ``patching_model``, all groups batched.
 
     ``method="exact"``: dynamic-patching greedy generation, exact match of the target ids.
@@ -316,7 +320,7 @@ def causal_scores(
     model_un,
     base,
     tokens: Int[Tensor, "batch pos"],
-    lengths: Int[Tensor, "batch"],
+    lengths: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
     targets,
     groups: Sequence[Sequence[Neuron]],
     *,
@@ -370,11 +374,11 @@ def combine_scores(
       plus ``(a_con - a_con_patched) - (a_un - a_un_patched)`` as fractions; unscored neurons
       (NaN) get ``C - 1 = 0``. The two terms are on different scales (activation units vs
       accuracy), so which one dominates depends on the model's activation size;
-    - ``"veto"``: neurons rank by the comparative score, except that neurons of groups with ``C < 1``
-      (patching them hurt the clean model more than the contaminated one: ability, not shortcut)
+    - ``"veto"``: neurons rank by the comparative score, except that neurons of groups with ``C <
+      1`` (patching them hurt the clean model more than the contaminated one: ability, not shortcut)
       rank below all others; unscored neurons are never vetoed;
-    - ``"rank_mean"``: ``w * pct_rank(causal) + (1 - w) * pct_rank(comparative)`` (percentile ranks make
-      activation and accuracy units commensurable); unscored neurons get causal rank 0.
+    - ``"rank_mean"``: ``w * pct_rank(causal) + (1 - w) * pct_rank(comparative)`` (percentile ranks
+      make activation and accuracy units commensurable); unscored neurons get causal rank 0.
 
     ``causal=None``: eq. 3 alone (its percentile rank).
     """
@@ -397,7 +401,8 @@ def combine_scores(
 
 
 def top_neurons(score: Float[Tensor, "layer d_mlp"], n: int) -> list[Neuron]:
-    """The ``n`` highest-scoring (layer, index) pairs, best first (ties: lower layer, index first)."""
+    """The ``n`` highest-scoring (layer, index) pairs, best first (ties: lower layer, index
+    first)."""
     if not 0 <= n <= score.numel():
         raise ValueError(f"n={n} must be in 0..{score.numel()} (layers x d_mlp)")
     flat = score.flatten()

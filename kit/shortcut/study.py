@@ -43,7 +43,8 @@ def findings(
     :func:`paper_text_numbers`) adds the published values beside ours, labelled as such."""
     paper = paper or {}
     lines = [
-        f"Patched {n_patched} of {total_neurons} MLP neurons ({100 * n_patched / total_neurons:.2f}%"
+        f"Patched {n_patched} of {total_neurons} MLP neurons "
+        f"({100 * n_patched / total_neurons:.2f}%"
         + (f"; paper: {paper['percent']}% of LLaMA2-7B)." if "percent" in paper else ").")
     ]
     if "contaminated_mean_abs_te_minus_ref" in summary:
@@ -52,9 +53,9 @@ def findings(
             summary["contaminated_mean_abs_ori_minus_ref"],
         )
         lines.append(
-            f"Contaminated models: mean |Ori-Ref| = {c_ori:.1f} pts, mean |TE-Ref| = {c_te:.1f} pts; mean "
-            f"Δacc = {summary['contaminated_mean_delta_acc']:+.1f} pts (point values; the verdict with its "
-            "interval: claim te.contaminated_drop)."
+            f"Contaminated models: mean |Ori-Ref| = {c_ori:.1f} pts, mean |TE-Ref| = {c_te:.1f} "
+            f"pts; mean Δacc = {summary['contaminated_mean_delta_acc']:+.1f} pts (point values; "
+            "the verdict with its interval: claim te.contaminated_drop)."
         )
     if "uncontaminated_mean_abs_delta_acc" in summary:
         u = summary["uncontaminated_mean_abs_delta_acc"]
@@ -71,8 +72,9 @@ def findings(
                 else ""
             )
             + (
-                f"; recomputed from its Table 2: {paper['un_change_table2']:.1f}% (clean rows without +GSM8K "
-                f"Train; {paper['un_change_table2_all_clean']:.1f}% with it) and {paper['con_drop_table2']:.1f}%"
+                f"; recomputed from its Table 2: {paper['un_change_table2']:.1f}% (clean rows "
+                f"without +GSM8K Train; {paper['un_change_table2_all_clean']:.1f}% with it) and "
+                f"{paper['con_drop_table2']:.1f}%"
                 if "con_drop_table2" in paper
                 else ""
             )
@@ -84,8 +86,8 @@ def findings(
             summary["uncontaminated_mean_abs_ori_minus_ref"],
         )
         lines.append(
-            f"Clean models: mean |TE-Ref| = {u_te:.1f} vs |Ori-Ref| = {u_ori:.1f} pts (point values; whether "
-            "TE moves them toward the fresh-item score: claim te.clean_toward_ref)."
+            f"Clean models: mean |TE-Ref| = {u_te:.1f} vs |Ori-Ref| = {u_ori:.1f} pts (point "
+            "values; whether TE moves them toward the fresh-item score: claim te.clean_toward_ref)."
         )
     if agree_te and agree_ori:
         lines.append(
@@ -132,8 +134,8 @@ def transfer_spec(like: str, task: str, world: str | None = None):
 
 def transfer_models(s: "Setup", cfg, task: str | None = None) -> "ModelPool":
     """Table 4's models, held one at a time: Vanilla (the base), the contaminated rows rebuilt on
-    ``task`` (default ``cfg.transfer_task``; Table 5: ``cfg.table5_task``) (:func:`transfer_finetune`)
-    and ``cfg.transfer_controls``."""
+    ``task`` (default ``cfg.transfer_task``; Table 5: ``cfg.table5_task``)
+    (:func:`transfer_finetune`) and ``cfg.transfer_controls``."""
     task = task or cfg.transfer_task
     built = {f"transfer/{label}": cfg.variants[label] for label in cfg.transfer_variants}
 
@@ -169,10 +171,12 @@ class Setup:
     """Test items after the first ``n_locate`` (up to ``n_eval``): the ranking rules are compared on
     them (``combine: held_out``). None when ``n_eval <= n_locate``."""
     load: "Callable[[str], object] | None" = None
-    """Name -> model, with the notebook's device, dtype and world (:func:`kit.subjects.load_model_any`)."""
+    """Name -> model, with the notebook's device, dtype and world
+    (:func:`kit.subjects.load_model_any`)."""
     decoding: "GenerationSettings | None" = None
-    """The notebook's decoding (:func:`decoding_settings`); None (tiny-world models) = greedy, raw prompts.
-    Pass it to :func:`task_data` for every further item set (side tasks, transfer tasks)."""
+    """The notebook's decoding (:func:`decoding_settings`); None (tiny-world models) = greedy, raw
+    prompts. Pass it to :func:`task_data` for every further item set (side tasks, transfer
+    tasks)."""
 
     def pool(
         self, names: dict[str, str], load: "Callable[[str], object] | None" = None
@@ -202,7 +206,8 @@ class Setup:
 
 
 def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
-    """The MLP neurons a tiny-world fine-tune (zoo or ``extra/``) changed vs its parent; None otherwise."""
+    """The MLP neurons a tiny-world fine-tune (zoo or ``extra/``) changed vs its parent; None
+    otherwise."""
     from kit.shortcut import variants
     from kit.world import changed_neurons, load_member
 
@@ -219,10 +224,11 @@ def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
 def construction(
     names: dict[str, str], world: str | None = None, locate_pair: Sequence[str] = ()
 ) -> tuple[str, str]:
-    """What a set of Table 2 rows (label -> model) rests on, in words, and why TE's transfer to them is
-    built in ("" when it is not): tiny-world sparse fine-tunes that train the seeded neuron sets of
-    :data:`kit.shortcut.variants.PLASTIC_SETS` (every contaminated row one ``shortcut`` set, every clean row
-    the ``ability`` set: ``extra/...:split``), tiny-world full fine-tunes, or other models."""
+    """What a set of Table 2 rows (label -> model) rests on, in words, and why TE's transfer to them
+    is built in ("" when it is not): tiny-world sparse fine-tunes that train the seeded neuron sets
+    of :data:`kit.shortcut.variants.PLASTIC_SETS` (every contaminated row one ``shortcut`` set,
+    every clean row the ``ability`` set: ``extra/...:split``), tiny-world full fine-tunes, or other
+    models."""
     from kit.shortcut import variants
     from kit.subjects import is_world_name
     from kit.world import zoo
@@ -243,13 +249,16 @@ def construction(
     split = [f for f in specs if f.plastic and isinstance(f.plastic_seed, str)]
     if specs and len(split) == len(specs):
         clean = sorted({v for k, v in variants.PLASTIC_SETS.items() if k != "contaminated"})
-        sets = f"contaminated rows the {variants.PLASTIC_SETS['contaminated']!r} set, clean rows {', '.join(clean)!r}"
+        sets = (
+            f"contaminated rows the {variants.PLASTIC_SETS['contaminated']!r} set, clean "
+            f"rows {', '.join(clean)!r}"
+        )
         return (
-            f"tiny world, sparse fine-tunes on seeded neuron sets ({sets}; kit.shortcut.variants.PLASTIC_SETS)"
-            f"{pair}",
+            f"tiny world, sparse fine-tunes on seeded neuron sets ({sets}; "
+            f"kit.shortcut.variants.PLASTIC_SETS){pair}",
             "by construction: every contaminated sparse row trains the same seeded 'shortcut' set "
-            "the neurons were located in and every clean row another set, so TE reaching the one and sparing "
-            "the other is largely built into the world",
+            "the neurons were located in and every clean row another set, so TE reaching the one "
+            "and sparing the other is largely built into the world",
         )
     if specs and not any(f.plastic for f in specs):
         return (
@@ -303,11 +312,11 @@ def setup(cfg) -> Setup:
 def locate_and_choose(
     s: Setup, cfg, n_patched: int, changed: set | None = None
 ) -> tuple[Located, pd.DataFrame | None]:
-    """Section 1: locate on ``s.locate`` and compare every ranking rule (:func:`ranking_rules`) on the
-    held-out test items; ``cfg.combine == "held_out"`` ranks by the rule with the best objective there,
-    another value by that rule (with ``cfg.causal_rank_by``). The table says, per rule, how far its
-    objective is from the chosen rule's with an interval (:func:`rule_intervals`). No held-out items:
-    no comparison."""
+    """Section 1: locate on ``s.locate`` and compare every ranking rule (:func:`ranking_rules`) on
+    the held-out test items; ``cfg.combine == "held_out"`` ranks by the rule with the best objective
+    there, another value by that rule (with ``cfg.causal_rank_by``). The table says, per rule, how
+    far its objective is from the chosen rule's with an interval (:func:`rule_intervals`). No
+    held-out items: no comparison."""
     rule = "sum" if cfg.combine == "held_out" else cfg.combine
     located = locate(
         s.model_con,
@@ -350,9 +359,9 @@ def ground_truth(
     world: str | None = None,
     clean_member: str | None = None,
 ) -> dict | None:
-    """For a tiny-world fine-tune M_con, how many of the located neurons are ones it changed (the world
-    knows) and, given the clean M_un, how many are ones only M_un changed (ability, not shortcut);
-    ``None`` for other models. ``changed`` holds M_con's changed set itself."""
+    """For a tiny-world fine-tune M_con, how many of the located neurons are ones it changed (the
+    world knows) and, given the clean M_un, how many are ones only M_un changed (ability, not
+    shortcut); ``None`` for other models. ``changed`` holds M_con's changed set itself."""
     changed = changed_by(member, world)
     if changed is None:
         return None
@@ -373,7 +382,8 @@ def ground_truth(
 
 
 def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, float] | None:
-    """Spearman, per group, of each causal score with the number of truly changed neurons in the group."""
+    """Spearman, per group, of each causal score with the number of truly changed neurons in the
+    group."""
     if changed is None:
         return None
     from scipy.stats import spearmanr
@@ -388,7 +398,8 @@ def causal_tracks_truth(located: Located, changed: set | None) -> dict[str, floa
 
 def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: int, rule: str):
     """§7: the pipeline again on full fine-tunes (every parameter may change), ranked by ``rule`` (a
-    :func:`rule_specs` label: section 1's), and the ceiling with every MLP neuron of M_con patched."""
+    :func:`rule_specs` label: section 1's), and the ceiling with every MLP neuron of M_con
+    patched."""
     from kit.core.findings import Section
 
     con, un = cfg.locate_pair
@@ -441,15 +452,17 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
         data={"full_finetunes": dense, "per_item": per_item},
         findings=[
             "full fine-tunes: " + "\n".join(lines),
-            f"all {s.total_neurons} MLP neurons of the full {con} patched from the base: {100 * ceiling[0]:.1f}% -> "
-            f"{100 * ceiling[1]:.1f}% (its fresh-item score: {table.set_index('variant').ref[con]:.1f}%)",
+            f"all {s.total_neurons} MLP neurons of the full {con} patched from the base: "
+            f"{100 * ceiling[0]:.1f}% -> {100 * ceiling[1]:.1f}% (its fresh-item score: "
+            f"{table.set_index('variant').ref[con]:.1f}%)",
         ],
     )
 
 
 def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: str = "table5"):
-    """Table 4 / Table 5: the contaminated rows rebuilt on ``task`` (:func:`transfer_models`), scored with
-    the neurons located on ``cfg.task``; recorded under ``key`` and ``<key>_summary``."""
+    """Table 4 / Table 5: the contaminated rows rebuilt on ``task`` (:func:`transfer_models`),
+    scored with the neurons located on ``cfg.task``; recorded under ``key`` and
+    ``<key>_summary``."""
     from kit.core.findings import Section
 
     models = transfer_models(s, cfg, task)
@@ -473,8 +486,9 @@ def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: 
     line = (
         f"{key} ({task}, neurons located on {cfg.task}): contaminated mean Ori-Ref "
         f"{table[table.contaminated].eval('ori - ref').mean():+.1f} pts, mean |Ori-Ref| = "
-        f"{summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = {summ['contaminated_mean_abs_te_minus_ref']:.1f} pts "
-        f"(mean Δacc {summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
+        f"{summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = "
+        f"{summ['contaminated_mean_abs_te_minus_ref']:.1f} pts (mean Δacc "
+        f"{summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
         f"{summ['uncontaminated_mean_abs_delta_acc']:.1f} pts."
     )
     return Section(
@@ -485,11 +499,11 @@ def transfer_section(s: Setup, cfg, shortcut: Sequence[Neuron], task: str, key: 
 
 
 def second_base_section(cfg, base: str):
-    """Table 6 (a second architecture): the whole pipeline again from another base of the world. Every
-    Table 2 row's recipe is moved onto ``base`` (:func:`kit.shortcut.variants.rebase`: same examples,
-    built on first use and cached); the neurons are located on that base's own (M_con, M_un) pair and
-    the ranking rule chosen on its held-out items as in section 1 (same settings, the patched count
-    scaled by ``cfg.patched_fraction``). Tiny world only."""
+    """Table 6 (a second architecture): the whole pipeline again from another base of the world.
+    Every Table 2 row's recipe is moved onto ``base`` (:func:`kit.shortcut.variants.rebase`: same
+    examples, built on first use and cached); the neurons are located on that base's own (M_con,
+    M_un) pair and the ranking rule chosen on its held-out items as in section 1 (same settings, the
+    patched count scaled by ``cfg.patched_fraction``). Tiny world only."""
     from kit.core.findings import Section
     from kit.shortcut import variants
 
@@ -515,16 +529,18 @@ def second_base_section(cfg, base: str):
     truth = ground_truth(names[con], shortcut, s2.total_neurons, cfg.world, names[un])
     summ = table2_summary(table)
     lines = [
-        f"Table 6 (second base {base}: {s2.n_layers} layers x {s2.d_mlp} MLP neurons, top {n2} patched, rule "
-        f"{located.rule!r} chosen on its held-out items): contaminated mean |Ori-Ref| = "
-        f"{summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = {summ['contaminated_mean_abs_te_minus_ref']:.1f} "
-        f"pts (mean Δacc {summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
+        f"Table 6 (second base {base}: {s2.n_layers} layers x {s2.d_mlp} MLP neurons, top {n2} "
+        f"patched, rule {located.rule!r} chosen on its held-out items): contaminated mean "
+        f"|Ori-Ref| = {summ['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = "
+        f"{summ['contaminated_mean_abs_te_minus_ref']:.1f} pts (mean Δacc "
+        f"{summ['contaminated_mean_delta_acc']:+.1f}); uncontaminated mean |Δacc| = "
         f"{summ['uncontaminated_mean_abs_delta_acc']:.1f} pts."
     ]
     if truth:
         lines.append(
-            f" ground truth on {base}: {truth['located_and_changed']} of the {n2} located neurons are M_con's "
-            f"(chance {truth['expected_by_chance']:.1f}), {truth.get('located_and_changed_by_m_un_only')} are "
+            f" ground truth on {base}: {truth['located_and_changed']} of the {n2} located neurons "
+            f"are M_con's (chance {truth['expected_by_chance']:.1f}), "
+            f"{truth.get('located_and_changed_by_m_un_only')} are "
             "M_un's alone."
         )
     gt = None if truth is None else {k: v for k, v in truth.items() if k != "changed"}
@@ -545,27 +561,29 @@ def second_base_section(cfg, base: str):
 
 
 def a2_findings(table2: pd.DataFrame, label: str = "+train split") -> list[str]:
-    """A2 (section 3.4): the paper's train-split fine-tune (+GSM8K Train) gains without a leak and TE
-    lowers it (Table 2: -6.5 / -4.3 pts, read as a behaviour shortcut TE should remove); ours, in words."""
+    """A2 (section 3.4): the paper's train-split fine-tune (+GSM8K Train) gains without a leak and
+    TE lowers it (Table 2: -6.5 / -4.3 pts, read as a behaviour shortcut TE should remove); ours, in
+    words."""
     t = table2.set_index("variant")
     if label not in t.index:
         return []
     r = t.loc[label]
     move = "drops" if r.delta_acc < 0 else "rises" if r.delta_acc > 0 else "stays"
     return [
-        f"A2 ({label}): Ori {r.ori:.1f}%, Ref {r.ref:.1f}%, TE {r.te:.1f}% (Δacc {r.delta_acc:+.1f} pts): under TE it "
-        f"{move}; the paper's +GSM8K Train drops (-6.5 / -4.3 pts), which it reads as removing a format shortcut "
-        "(verdict with its interval: claim te.delta[+train split])."
+        f"A2 ({label}): Ori {r.ori:.1f}%, Ref {r.ref:.1f}%, TE {r.te:.1f}% (Δacc "
+        f"{r.delta_acc:+.1f} pts): under TE it {move}; the paper's +GSM8K Train drops (-6.5 / -4.3 "
+        "pts), which it reads as removing a format shortcut (verdict with its interval: claim "
+        "te.delta[+train split])."
     ]
 
 
 def strength_section(
     s: Setup, cfg, shortcut: Sequence[Neuron], label: str = "+test", order_label: str = "+5x test"
 ):
-    """Fig. 5 / Table 8 (occurrences ``cfg.strength_copies``, learning rates ``cfg.strength_lrs``) and
-    Table 11 (sample order): the contaminated row ``label``'s recipe varied, evaluated with the neurons
-    already located; Table 11's reordered rows also for row ``order_label`` (when it is a tiny-world
-    fine-tune)."""
+    """Fig. 5 / Table 8 (occurrences ``cfg.strength_copies``, learning rates ``cfg.strength_lrs``)
+    and Table 11 (sample order): the contaminated row ``label``'s recipe varied, evaluated with the
+    neurons already located; Table 11's reordered rows also for row ``order_label`` (when it is a
+    tiny-world fine-tune)."""
     from kit.core.findings import Section
     from kit.shortcut import variants
     from kit.world import zoo
@@ -599,13 +617,14 @@ def strength_section(
     lines = [
         f"Contamination strength ({label}'s recipe): "
         + ", ".join(
-            f"{k} Ori-Ref {t.loc[k, 'ori'] - t.loc[k, 'ref']:+.1f} -> TE-Ref {t.loc[k, 'te'] - t.loc[k, 'ref']:+.1f}"
+            f"{k} Ori-Ref {t.loc[k, 'ori'] - t.loc[k, 'ref']:+.1f} -> TE-Ref "
+            f"{t.loc[k, 'te'] - t.loc[k, 'ref']:+.1f}"
             for k in names
         )
         + " pts (the paper's Fig. 5: TE tracks MixEval at every strength; Table 8 also varies the "
         "learning rate; Table 11: reordered samples are caught as well).",
-        f"Not reproducible here: the paper's Fig. 5 goes to 20 occurrences, this recipe has room for at most "
-        f"{recipe.n_examples // 200} copies of its 200 test items (copies=).",
+        "Not reproducible here: the paper's Fig. 5 goes to 20 occurrences, this recipe has room "
+        f"for at most {recipe.n_examples // 200} copies of its 200 test items (copies=).",
     ]
     return Section(
         record={"strength": table.to_dict(orient="records"), "strength_models": names},
@@ -615,12 +634,13 @@ def strength_section(
 
 
 def cheater_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
-    """Table 12 (pretraining-stage "cheaters"): ``cfg.cheaters`` (label -> model; ``cfg.cheaters_contaminated``
-    the cheaters) scored like Table 2 (Ori, Ref, TE, Δacc) with the neurons already located in section 1.
-    ``data["per_item"]`` holds the per-item correctness behind it (:func:`te_items`) for ``kit.shortcut.claims.cheater_claims``. The paper's rows are
-    KIEval's released ARC-Challenge models and it locates neurons on ARC; here the PT-Cheater is a
-    full-parameter continuation of the base (its mixture, its AdamW state) with the test items injected,
-    followed by the Normal row's clean SFT (``extra/...:after=...``)."""
+    """Table 12 (pretraining-stage "cheaters"): ``cfg.cheaters`` (label -> model;
+    ``cfg.cheaters_contaminated`` the cheaters) scored like Table 2 (Ori, Ref, TE, Δacc) with the
+    neurons already located in section 1. ``data["per_item"]`` holds the per-item correctness behind
+    it (:func:`te_items`) for ``kit.shortcut.claims.cheater_claims``. The paper's rows are KIEval's
+    released ARC-Challenge models and it locates neurons on ARC; here the PT-Cheater is a
+    full-parameter continuation of the base (its mixture, its AdamW state) with the test items
+    injected, followed by the Normal row's clean SFT (``extra/...:after=...``)."""
     from kit.core.findings import Section
 
     models = s.pool(dict(cfg.cheaters))
@@ -642,11 +662,12 @@ def cheater_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
     lines = [
         "Table 12 analogue (neurons located in section 1): "
         + "; ".join(
-            f"{k} Ori {t.loc[k, 'ori']:.1f}, Ref {t.loc[k, 'ref']:.1f}, TE {t.loc[k, 'te']:.1f} (Ori-Ref "
-            f"{t.loc[k, 'ori'] - t.loc[k, 'ref']:+.1f}, Δacc {t.loc[k, 'delta_acc']:+.1f})"
+            f"{k} Ori {t.loc[k, 'ori']:.1f}, Ref {t.loc[k, 'ref']:.1f}, TE {t.loc[k, 'te']:.1f} "
+            f"(Ori-Ref {t.loc[k, 'ori'] - t.loc[k, 'ref']:+.1f}, Δacc {t.loc[k, 'delta_acc']:+.1f})"
             for k in t.index
         )
-        + " %. The paper (ARC-Challenge, KIEval's models): Normal Δacc +2.9, SFT-Cheater -16.0, PT-Cheater -17.5."
+        + " %. The paper (ARC-Challenge, KIEval's models): Normal Δacc +2.9, SFT-Cheater -16.0, "
+        "PT-Cheater -17.5."
     ]
     return Section(
         record={"table12": table.to_dict(orient="records"), "table12_models": dict(cfg.cheaters)},

@@ -5,25 +5,27 @@ changed by the options, trained on first use and cached (:func:`kit.world.zoo.ex
 
 - ``split``: sparse fine-tunes change their own seeded plastic set by kind, ``shortcut`` for
   contaminated ones and ``ability`` for the rest (the zoo's sparse fine-tunes all share one set, so
-  any neuron outside it has comparative score 0 and every rule "finds" the shortcut by construction);
-- ``lr=<float>``: the learning rate (Table 8; in one pass a one-occurrence leak did not show at 2e-2 or 5e-2);
+  any neuron outside it has comparative score 0 and every rule "finds" the shortcut by
+  construction);
+- ``lr=<float>``: the learning rate (Table 8; in one pass a one-occurrence leak did not show at 2e-2
+  or 5e-2);
 - ``copies=<int>``: occurrences of each injected item (the paper's Fig. 5 / Table 8: 1 to 20);
 - ``order=<int>``: the same examples in another order (the paper's Table 11);
-- ``epochs=<int>``: passes over the example list, each later one reshuffled (``FinetuneSpec.epochs``).
-  The paper counts occurrences as copies in its fine-tune set and does not give its epoch count;
-  SFT commonly runs several epochs, so an x1 item is seen ``epochs`` times: OUR choice, applied to every
-  Table 2 row alike so the rows still differ only in their data;
+- ``epochs=<int>``: passes over the example list, each later one reshuffled
+  (``FinetuneSpec.epochs``). The paper counts occurrences as copies in its fine-tune set and does
+  not give its epoch count; SFT commonly runs several epochs, so an x1 item is seen ``epochs``
+  times: OUR choice, applied to every Table 2 row alike so the rows still differ only in their data;
 - ``format=<name>``: the injected items in a benchmark input format (``kit.world.tasks.FORMATS``,
   ``FinetuneSpec.prompt_format``), e.g. the train split in the benchmark's format (the paper's A2:
   ``extra/base-m+math-train-sparse:split:format=answer-cue``);
 - ``parent=<zoo base>``: the same recipe (same examples: the name, hence the seed, is kept) from
   another base of the world, e.g. ``parent=base-l`` (the paper's Table 6, a second architecture);
-- ``after=<zoo fine-tune>[:option...]`` (always the LAST option: everything after ``after=`` names the
-  earlier fine-tune, with its own options): start from that fine-tune's weights instead of the parent's
-  (``FinetuneSpec.after``; sparse recipes, same parent), e.g. the paper's Table 12 "PT-Cheater": a
-  full-parameter continuation of the base on its own mixture with its AdamW state and the test items
-  injected (the zoo's full ``base-m+math-test-x1`` recipe), then a clean sparse SFT:
-  ``extra/base-m+general-sparse:split:after=base-m+math-test-x1``.
+- ``after=<zoo fine-tune>[:option...]`` (always the LAST option: everything after ``after=`` names
+  the earlier fine-tune, with its own options): start from that fine-tune's weights instead of the
+  parent's (``FinetuneSpec.after``; sparse recipes, same parent), e.g. the paper's Table 12
+  "PT-Cheater": a full-parameter continuation of the base on its own mixture with its AdamW state
+  and the test items injected (the zoo's full ``base-m+math-test-x1`` recipe), then a clean sparse
+  SFT: ``extra/base-m+general-sparse:split:after=base-m+math-test-x1``.
 
 Example: ``extra/base-m+math-test-x1-sparse:split:lr=0.05``. The examples are drawn with the
 recipe's own seed (its zoo name), so options change only what they say.
@@ -55,7 +57,8 @@ def is_extra(name: str) -> bool:
 
 
 def extra_spec(name: str, world: str | None = None):
-    """The ``FinetuneSpec`` an ``extra/`` name stands for; a bad name fails naming what is allowed."""
+    """The ``FinetuneSpec`` an ``extra/`` name stands for; a bad name fails naming what is
+    allowed."""
     from kit.world import zoo
 
     if not is_extra(name):
@@ -124,7 +127,8 @@ def extra_spec(name: str, world: str | None = None):
         first = extra_spec(PREFIX + after, world)
         if first.parent != f.parent:
             raise ValueError(
-                f"{name!r}: after={after!r} starts from {first.parent!r}, this recipe from {f.parent!r}: "
+                f"{name!r}: after={after!r} starts from {first.parent!r}, this recipe from "
+                f"{f.parent!r}: "
                 "a chain needs one parent (put parent= on both)"
             )
         try:
@@ -167,13 +171,14 @@ def rebase(name: str, parent: str, old_base: str) -> str:
     if name.startswith("zoo/"):
         return f"{PREFIX}{name[len('zoo/') :]}:parent={short}"
     raise ValueError(
-        f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be rebased"
+        f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be "
+        "rebased"
     )
 
 
 def changed_between(model, parent) -> set[tuple[int, int]]:
-    """(layer, index) MLP neurons whose ``W_in`` column, ``b_in`` or ``W_out`` row differ between two
-    models of one shape: what a fine-tune changed (the world's ground truth)."""
+    """(layer, index) MLP neurons whose ``W_in`` column, ``b_in`` or ``W_out`` row differ between
+    two models of one shape: what a fine-tune changed (the world's ground truth)."""
     from kit.models import tl
 
     out = set()
@@ -188,9 +193,10 @@ def changed_between(model, parent) -> set[tuple[int, int]]:
 def strength_variants(
     name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2), lrs=()
 ) -> dict[str, str]:
-    """Fig. 5 / Table 8 and Table 11 rows from a contaminated fine-tune ``name`` (``zoo/...-sparse`` or
-    ``extra/...``): its recipe with each occurrence count, with each learning rate (Table 8's other
-    axis), and with its examples reordered. Labels -> ``extra/`` names (later options override earlier ones)."""
+    """Fig. 5 / Table 8 and Table 11 rows from a contaminated fine-tune ``name`` (``zoo/...-sparse``
+    or ``extra/...``): its recipe with each occurrence count, with each learning rate (Table 8's
+    other axis), and with its examples reordered. Labels -> ``extra/`` names (later options override
+    earlier ones)."""
     short = (
         name[len("zoo/") :]
         if name.startswith("zoo/")

@@ -14,7 +14,8 @@ so every engine writes the same bits (``tests/world``). A killed build leaves no
 children die with their parent) and nothing half-written: each member's ``meta.json`` and the card
 are written once, atomically, when complete, and a rerun verifies and finishes the rest.
 
-Sits above ``members``, ``saes`` and ``card`` (which never import it), so the world has no import circle.
+Sits above ``members``, ``saes`` and ``card`` (which never import it), so the world has no import
+circle.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ DEFAULT_ENGINE = "local"
 
 @dataclass(frozen=True)
 class WorldStatus:
-    """What :func:`world_status` found: ``"ok"``, ``"missing"`` or ``"damaged: <why>"`` per member and
-    SAE, and the card's (``"stale: <why>"`` when it no longer describes the members' bits)."""
+    """What :func:`world_status` found: ``"ok"``, ``"missing"`` or ``"damaged: <why>"`` per member
+    and SAE, and the card's (``"stale: <why>"`` when it no longer describes the members' bits)."""
 
     members: dict[str, str]
     saes: dict[str, str]
@@ -81,8 +82,8 @@ class WorldStatus:
 
 
 def world_status(world: str | WorldSpec | None = None) -> WorldStatus:
-    """Verify every member and SAE against the sizes and sha256 recorded when it was written, and the
-    card against the members' weight digests."""
+    """Verify every member and SAE against the sizes and sha256 recorded when it was written, and
+    the card against the members' weight digests."""
     spec = world_spec(world)
     mem = {n: member_status(spec, n) for n in _all_members(spec)}
     sae = {s.name: sae_status(spec, s) for s in spec.saes}
@@ -130,10 +131,10 @@ UNIT_OVERHEAD = 2e8
 
 
 def unit_cost(spec: WorldSpec, kind: str, name: str) -> float:
-    """A rough cost to balance the jobs (only the schedule depends on it): examples x parameters for a
-    transformer (~12 CPU s per 1e9 here, measured on the tiny world's bases and fine-tunes; a sparse
-    fine-tune ~0.75 of a full one), steps x batch x width x 10 for an SAE (measured: an SAE step costs
-    ~25x less per example x feature than a transformer step per example x parameter)."""
+    """A rough cost to balance the jobs (only the schedule depends on it): examples x parameters for
+    a transformer (~12 CPU s per 1e9 here, measured on the tiny world's bases and fine-tunes; a
+    sparse fine-tune ~0.75 of a full one), steps x batch x width x 10 for an SAE (measured: an SAE
+    step costs ~25x less per example x feature than a transformer step per example x parameter)."""
     from kit.world.tokenizer import vocab  # lazy: the tokenizer builds its vocabulary on first use
 
     if kind == "base":
@@ -153,10 +154,11 @@ def unit_cost(spec: WorldSpec, kind: str, name: str) -> float:
 def plan(
     spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, workers: int = 1
 ) -> list[WorldJob]:
-    """The jobs that bring the world to complete: a base job per base with a missing or damaged output,
-    the missing or damaged fine-tunes and SAEs in ``workers`` cost-balanced jobs after their parents'
-    jobs (greedy longest-first), and the card after everything when it is not ``ok``. ``only`` limits
-    the plan to those members and SAEs (their parents must be built) and plans no card."""
+    """The jobs that bring the world to complete: a base job per base with a missing or damaged
+    output, the missing or damaged fine-tunes and SAEs in ``workers`` cost-balanced jobs after their
+    parents' jobs (greedy longest-first), and the card after everything when it is not ``ok``.
+    ``only`` limits the plan to those members and SAEs (their parents must be built) and plans no
+    card."""
 
     def wanted(name: str, state: str) -> bool:
         return state != "ok" and (only is None or name in only)
@@ -176,7 +178,8 @@ def plan(
     for s in spec.saes:
         if wanted(s.name, status.saes[s.name]):
             rest.append(("sae", s.name, (s.member,) if s.member in job_of else ()))
-    # a fine-tune chained after another one being built (FinetuneSpec.after) goes into its job, after it
+    # a fine-tune chained after another one being built (FinetuneSpec.after) goes into its job,
+    # after it
     chain = {f.name: f.after.name for f in spec.finetunes if isinstance(f.after, FinetuneSpec)}
     names = {u[1] for u in rest}
     free = [u for u in rest if chain.get(u[1]) not in names]
@@ -211,8 +214,9 @@ def plan(
 
 def _critical_first(jobs: list[WorldJob]) -> list[WorldJob]:
     """The jobs ordered by the cost of the longest path from each to the end (its own cost plus its
-    costliest chain of dependents), highest first: the scheduler starts ready jobs in the order given,
-    so the critical path starts first (base-m before the long base-xl, whose dependents are none)."""
+    costliest chain of dependents), highest first: the scheduler starts ready jobs in the order
+    given, so the critical path starts first (base-m before the long base-xl, whose dependents are
+    none)."""
     below: dict[str, float] = {}
 
     def level(j: WorldJob) -> float:
@@ -228,8 +232,9 @@ def _chain_depth(name: str, chain: dict[str, str]) -> int:
 
 
 def run_job(world: str, seed: int, units: list[list[str]]) -> list[dict]:
-    """The job function (``kit.world.build:run_job``): train ``units`` (``[kind, name]`` pairs) of world
-    ``(world, seed)`` in this pinned process, in order; returns each unit's wall and CPU seconds."""
+    """The job function (``kit.world.build:run_job``): train ``units`` (``[kind, name]`` pairs) of
+    world ``(world, seed)`` in this pinned process, in order; returns each unit's wall and CPU
+    seconds."""
     spec = world_spec(world, seed)
     out = []
     with deterministic():
@@ -273,12 +278,13 @@ def build(
 ) -> Path:
     """Build, finish or repair the world; returns its directory.
 
-    Verifies every member, SAE and the card (:func:`world_status`) and trains exactly what is missing or
-    damaged, then the card if it is missing or no longer matches the members. ``force`` deletes this
-    world's cache first. ``only`` builds just these members/SAEs (their parents must be built) and no
-    card. ``engine`` (:data:`ENGINES`) and ``max_workers`` (default: the machine's cores) choose how the
-    jobs run; every engine gives the same bits. ``seed``: the world seed (default ``$KIT_WORLD_SEED``,
-    else 0, the canonical world). One builder per world: a second waits for the first.
+    Verifies every member, SAE and the card (:func:`world_status`) and trains exactly what is
+    missing or damaged, then the card if it is missing or no longer matches the members. ``force``
+    deletes this world's cache first. ``only`` builds just these members/SAEs (their parents must be
+    built) and no card. ``engine`` (:data:`ENGINES`) and ``max_workers`` (default: the machine's
+    cores) choose how the jobs run; every engine gives the same bits. ``seed``: the world seed
+    (default ``$KIT_WORLD_SEED``, else 0, the canonical world). One builder per world: a second
+    waits for the first.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r}; allowed values: {', '.join(ENGINES)}")

@@ -51,7 +51,8 @@ GAP_FRESH_N = 1000  # fresh items of the gap's task (about a quarter fall in the
 
 def mui_k(d_mlp: int) -> int:
     """MUI's per-token, per-layer k (the paper's top 0.1%): ``max(1, round(d_mlp / 1000))``, as
-    ``kit.mui.metric.default_k`` (a test pins the two together; the world does not import kit.mui)."""
+    ``kit.mui.metric.default_k`` (a test pins the two together; the world does not import
+    kit.mui)."""
     return max(1, round(d_mlp / 1000))
 
 
@@ -186,7 +187,8 @@ def _eval_sets(spec) -> dict[str, dict[str, list]]:
 
 
 def compute_card(world: str | WorldSpec | None = None) -> dict:
-    """Evaluate every member and SAE of a built world; writes (once, atomically) and returns the card.
+    """Evaluate every member and SAE of a built world; writes (once, atomically) and returns the
+    card.
 
     Runs in the pinned environment only (:mod:`kit.world.pinned`: every number on the card is the
     same bits on any CPU); ``kit.world.build`` starts it there."""
@@ -240,8 +242,8 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
 
 
 def weights_digests(spec: WorldSpec) -> dict[str, str]:
-    """Every member's and SAE's tensor digest (``kit.world.storage.tensor_digest``), as recorded when
-    it was written: two worlds with the same digests are the same bits."""
+    """Every member's and SAE's tensor digest (``kit.world.storage.tensor_digest``), as recorded
+    when it was written: two worlds with the same digests are the same bits."""
     out = {name: read_meta(spec, name)["weights_digest"] for name in members(spec)}
     return {**out, **{s: sae_digest(s, spec) for s in saes(spec)}}
 
@@ -284,9 +286,9 @@ def checks(card: dict, spec) -> list[dict]:
             {
                 "name": "training trajectory",
                 "passed": bool(n >= GRADED_TASKS_NEEDED),
-                "detail": f"{largest.name} final - step {early} ({100 * early / largest.steps:.0f}%) "
-                f">= {GAIN_PTS:g} pts (fresh) on {n}/{len(tasks)} tasks: "
-                + ", ".join(f"{t} {g:+.1f}" for t, g in gains.items()),
+                "detail": f"{largest.name} final - step {early} "
+                f"({100 * early / largest.steps:.0f}%) >= {GAIN_PTS:g} pts (fresh) on "
+                f"{n}/{len(tasks)} tasks: " + ", ".join(f"{t} {g:+.1f}" for t, g in gains.items()),
             }
         )
 
@@ -344,8 +346,9 @@ def checks(card: dict, spec) -> list[dict]:
             {
                 "name": "sparse fine-tunes",
                 "passed": bool(outside == 0),
-                "detail": f"{len(sparse)} sparse fine-tunes changed {outside} neurons outside their parent's "
-                f"{r5['plastic_neurons']} plastic ones (need 0); x5 changed {r5['changed_neurons']}",
+                "detail": f"{len(sparse)} sparse fine-tunes changed {outside} neurons outside "
+                f"their parent's {r5['plastic_neurons']} plastic ones (need 0); x5 changed "
+                f"{r5['changed_neurons']}",
             }
         )
         ctl = {
@@ -357,8 +360,8 @@ def checks(card: dict, spec) -> list[dict]:
                 "passed": bool(
                     gap(x5s) >= SPARSE_LEAK_PTS and all(abs(g) <= CONTROL_PTS for g in ctl.values())
                 ),
-                "detail": f"test - fresh on {task}: x5-sparse {gap(x5s):+.1f} (need >= {SPARSE_LEAK_PTS:g}), "
-                f"x1-sparse {gap(x1 + SPARSE_SUFFIX):+.1f}; controls "
+                "detail": f"test - fresh on {task}: x5-sparse {gap(x5s):+.1f} (need >= "
+                f"{SPARSE_LEAK_PTS:g}), x1-sparse {gap(x1 + SPARSE_SUFFIX):+.1f}; controls "
                 + ", ".join(f"+{c} {g:+.1f}" for c, g in ctl.items())
                 + f" (need |.| <= {CONTROL_PTS:g})",
             }
@@ -372,7 +375,8 @@ def checks(card: dict, spec) -> list[dict]:
             {
                 "name": f"specialised +{ft}",
                 "passed": bool(after > before),
-                "detail": f"{group} tasks ({', '.join(gts)}) fresh mean {before:.1f}% -> {after:.1f}%",
+                "detail": f"{group} tasks ({', '.join(gts)}) fresh mean {before:.1f}% -> "
+                f"{after:.1f}%",
             }
         )
     for s, st in card["saes"].items():
@@ -478,8 +482,9 @@ def new_checks(card: dict) -> list[dict]:
                 "name": f"multi-token answers ({m})",
                 "passed": bool(len(mt) >= 2 and all(a >= 10 for a in above.values())),
                 "detail": "; ".join(
-                    f"{t} ({r['answer_tokens']} tokens) exact test/fresh {r['test']:.1f}/{r['fresh']:.1f}% "
-                    f"(token {r['fresh_token']:.1f}%), chance {r['chance']:.2g}%"
+                    f"{t} ({r['answer_tokens']} tokens) exact test/fresh "
+                    f"{r['test']:.1f}/{r['fresh']:.1f}% (token {r['fresh_token']:.1f}%), chance "
+                    f"{r['chance']:.2g}%"
                     for t, r in mt.items()
                 )
                 + " (need >= 2 families, fresh >= chance + 10 pts)",
@@ -490,11 +495,13 @@ def new_checks(card: dict) -> list[dict]:
             {
                 "name": f"IOI heads ({m})",
                 "passed": bool(len(h["heads_over_threshold"]) >= IOI_HEADS_NEEDED),
-                "detail": f"{len(h['heads_over_threshold'])} heads remove >= {100 * h['threshold']:.0f}% of the IOI "
-                f"logit diff {h['clean_logit_diff']:.2f} when mean-ablated (need >= {IOI_HEADS_NEEDED}): "
+                "detail": f"{len(h['heads_over_threshold'])} heads remove >= "
+                f"{100 * h['threshold']:.0f}% of the IOI logit diff {h['clean_logit_diff']:.2f} "
+                f"when mean-ablated (need >= {IOI_HEADS_NEEDED}): "
                 + ", ".join(f"{x} {h['scores'][x]:.2f}" for x in h["heads_over_threshold"][:6])
                 + (
-                    f"; base-l: {len(card['ioi_heads']['zoo/base-l']['heads_over_threshold'])} heads"
+                    f"; base-l: {len(card['ioi_heads']['zoo/base-l']['heads_over_threshold'])} "
+                    "heads"
                     if "zoo/base-l" in card["ioi_heads"]
                     else ""
                 ),
@@ -508,7 +515,8 @@ def new_checks(card: dict) -> list[dict]:
 def card(world: str | WorldSpec | None = None) -> dict:
     """The cached zoo card of a built world (JSON-serialisable dict). Its ``checks`` are derived
     again from its numbers with the current criteria (:func:`checks`), so a criterion change needs
-    no rebuild. A card file that is not valid JSON raises MemberDamaged (``kit zoo build`` rewrites it)."""
+    no rebuild. A card file that is not valid JSON raises MemberDamaged (``kit zoo build`` rewrites
+    it)."""
     spec = world_spec(world)
     path = card_path(spec)
     if not path.is_file():
@@ -538,7 +546,8 @@ def card_diff(a, b, where: str = "card") -> list[str]:
     """Every place where two cards (JSON values) differ, as ``"<path>: <a> != <b>"`` lines."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = [
-            f"{where}.{k}: {'missing' if k not in a else 'present'} != {'missing' if k not in b else 'present'}"
+            f"{where}.{k}: {'missing' if k not in a else 'present'} != "
+            f"{'missing' if k not in b else 'present'}"
             for k in sorted(set(a) ^ set(b))
         ]
         return out + [d for k in a if k in b for d in card_diff(a[k], b[k], f"{where}.{k}")]
@@ -571,7 +580,8 @@ def format_card(c: dict) -> str:
     lines.append(
         "SAEs: "
         + "; ".join(
-            f"{s} EV {st['explained_variance']:.2f} L0 {st['l0']:.1f} dead {100 * st['dead_fraction']:.0f}%"
+            f"{s} EV {st['explained_variance']:.2f} L0 {st['l0']:.1f} dead "
+            f"{100 * st['dead_fraction']:.0f}%"
             for s, st in c["saes"].items()
         )
     )

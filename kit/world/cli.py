@@ -1,4 +1,5 @@
-"""``python -m kit zoo build|card|verify`` (the lead's ``kit/__main__.py`` dispatches ``zoo`` here)."""
+"""``python -m kit zoo build|card|verify`` (the lead's ``kit/__main__.py`` dispatches ``zoo``
+here)."""
 
 from __future__ import annotations
 
@@ -42,15 +43,16 @@ def main(argv: list[str] | None = None) -> int:
             "--seed",
             type=_seed_arg,
             default=None,
-            help="world seed (default $KIT_WORLD_SEED or 0, the canonical world; others are not committed)",
+            help="world seed (default $KIT_WORLD_SEED or 0, the canonical world; others are not "
+            "committed)",
         )
     for p in (b, v):
         p.add_argument(
             "--engine",
             choices=ENGINES,
             default=DEFAULT_ENGINE,
-            help=f"how the members' jobs run (default {DEFAULT_ENGINE}: concurrently, one pinned process "
-            "per core; inline: one after another); every engine gives the same bits",
+            help=f"how the members' jobs run (default {DEFAULT_ENGINE}: concurrently, one pinned "
+            "process per core; inline: one after another); every engine gives the same bits",
         )
         p.add_argument(
             "--max-workers",
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument(
         "--fresh",
         action="store_true",
-        help="rebuild the world from scratch in a temporary cache first (micro a few min, tiny ~20)",
+        help="rebuild the world from scratch in a temporary cache first (micro a few min, tiny "
+        "~20)",
     )
     args = parser.parse_args(argv)
     if getattr(args, "seed", None) is not None:
@@ -127,12 +130,14 @@ def _intact_or_explain(world, name: str | None) -> bool:
     if not damaged:
         if status.card.startswith("stale"):
             print(
-                f"warning: the card is {status.card}; `{build_command(world_spec(name))}` recomputes it",
+                f"warning: the card is {status.card}; `{build_command(world_spec(name))}` "
+                "recomputes it",
                 file=sys.stderr,
             )
         return True
     print(
-        f"{len(damaged)} member(s) or SAE(s) of the world are damaged, so the card does not describe them:",
+        f"{len(damaged)} member(s) or SAE(s) of the world are damaged, so the card does not "
+        "describe them:",
         file=sys.stderr,
     )
     print("\n".join(f"  {n}: {why}" for n, why in damaged.items()), file=sys.stderr)
@@ -164,7 +169,8 @@ def _verify_command(world, args) -> int:
 
     if os.environ.get(SEED_ENV, "0") != "0":
         print(
-            f"${SEED_ENV}={os.environ[SEED_ENV]}: only the canonical world (seed 0) has a committed card",
+            f"${SEED_ENV}={os.environ[SEED_ENV]}: only the canonical world (seed 0) has a "
+            "committed card",
             file=sys.stderr,
         )
         return 2
@@ -190,7 +196,8 @@ def _verify_command(world, args) -> int:
             t0 = time.time()
             world.build(args.world, engine=args.engine, max_workers=args.max_workers)
             print(
-                f"world {world.card(args.world)['world']} rebuilt from scratch in {time.time() - t0:.0f} s"
+                f"world {world.card(args.world)['world']} rebuilt from scratch in "
+                f"{time.time() - t0:.0f} s"
             )
             c = world.card(args.world)
         finally:
@@ -204,14 +211,16 @@ def _verify_command(world, args) -> int:
 def explain_failed_checks(world_name: str, failed: list[str], n_checks: int) -> str:
     """What a [FAIL] on the card means, and what (not) to do about it."""
     why = (
-        "expected in the micro world, which is sized for the test suite's speed, not to show every effect"
+        "expected in the micro world, which is sized for the test suite's speed, not to show "
+        "every effect"
         if world_name == "micro"
-        else "the build is deterministic, so rebuilding gives the same result; the effect is weaker than the "
-        "world's design asks"
+        else "the build is deterministic, so rebuilding gives the same result; the effect is "
+        "weaker than the world's design asks"
     )
     return (
-        f"{len(failed)} of {n_checks} zoo card checks failed ({', '.join(failed)}): the world is built and "
-        f"every member verifies and loads, but it does not show these properties ({why}); notebook results "
+        f"{len(failed)} of {n_checks} zoo card checks failed ({', '.join(failed)}): the world is "
+        "built and every member verifies and loads, but it does not show these properties "
+        f"({why}); notebook results "
         "that measure them are weak or absent in this world."
     )
 
@@ -223,12 +232,13 @@ def _verify(card: dict, world: str | None) -> int:
     diffs = card_diff(card, committed_card(world), "card")
     if not diffs:
         print(
-            f"zoo card of world {card['world']} equals the committed kit/world/cards/{card['world']}.json"
+            f"zoo card of world {card['world']} equals the committed "
+            f"kit/world/cards/{card['world']}.json"
         )
         return 0
     print(
-        f"zoo card of world {card['world']} differs from the committed kit/world/cards/{card['world']}.json "
-        f"in {len(diffs)} places (built here / committed):",
+        f"zoo card of world {card['world']} differs from the committed "
+        f"kit/world/cards/{card['world']}.json in {len(diffs)} places (built here / committed):",
         file=sys.stderr,
     )
     print(

@@ -1,9 +1,9 @@
 """Training the world's members: bases (with checkpoints), fine-tunes (full, sparse, gap), extras.
 
-Every function here trains deterministically, seeded by (world, name) (:func:`kit.world.specs._seed_of`),
-and is meant to run in the pinned environment (:mod:`kit.world.pinned`) inside :func:`deterministic`;
-:mod:`kit.world.build` schedules them. Outputs go through :mod:`kit.world.storage`: weights first,
-``meta.json`` once, last.
+Every function here trains deterministically, seeded by (world, name)
+(:func:`kit.world.specs._seed_of`), and is meant to run in the pinned environment
+(:mod:`kit.world.pinned`) inside :func:`deterministic`; :mod:`kit.world.build` schedules them.
+Outputs go through :mod:`kit.world.storage`: weights first, ``meta.json`` once, last.
 """
 
 from __future__ import annotations
@@ -86,10 +86,10 @@ def base_outputs(b: BaseSpec) -> list[str]:
 
 
 def _train_base(spec: WorldSpec, b: BaseSpec, only: set[str] | None = None) -> None:
-    """Train base ``b`` from scratch; save the checkpoints and the base that are in ``only`` (default:
-    every one not already built and intact), so a repair rewrites exactly the damaged ones. Weights are
-    written as training passes them; each ``meta.json`` once training is done (the checkpoints' token
-    counts are only known then)."""
+    """Train base ``b`` from scratch; save the checkpoints and the base that are in ``only``
+    (default: every one not already built and intact), so a repair rewrites exactly the damaged
+    ones. Weights are written as training passes them; each ``meta.json`` once training is done (the
+    checkpoints' token counts are only known then)."""
     write = (
         set(only)
         if only is not None
@@ -179,7 +179,8 @@ def planted_gap_items(gap: str, n: int = 1000, seed: int = 0) -> tuple[list, lis
     task (``kit.world.tasks.Task.items("fresh", n, seed)``, never trained on), split into
     ``(inside, outside)`` the gap's concept (:meth:`Gap.applies`). A competency-gap method should
     flag the inside items' concept for ``GAP_MEMBER`` and nothing else; accuracy on ``inside``
-    should be near ``1 / len(GAPS[gap].relabel)`` for the member, the parent's level on ``outside``."""
+    should be near ``1 / len(GAPS[gap].relabel)`` for the member, the parent's level on
+    ``outside``."""
     g = _gap(gap)
     items = get_task(g.task).items("fresh", n=n, seed=seed)
     inside = [it for it in items if g.applies(it)]

@@ -192,7 +192,8 @@ WORLD_SPECS: dict[str, WorldSpec] = {
             # base-xl (issues 18/22): deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
             # trained on XL_MIXTURE (IOI x3, multi-token families); 1.8 it/s pinned: ~11 min
             # checkpoints (issue 18 item 7): capability series on the multi-token families, which
-            # only base-xl is trained on (saving reads the weights only: the final model is unchanged)
+            # only base-xl is trained on (saving reads the weights only: the final model is
+            # unchanged)
             BaseSpec(
                 "zoo/base-xl",
                 Arch(4, 128, 8, 1536),
@@ -255,7 +256,8 @@ WORLD_SPECS: dict[str, WorldSpec] = {
 }
 
 SEED_ENV = "KIT_WORLD_SEED"
-"""Environment variable naming the world seed (default 0: the canonical world); ``kit zoo --seed`` sets it."""
+"""Environment variable naming the world seed (default 0: the canonical world); ``kit zoo --seed``
+sets it."""
 
 
 def world_seed(seed: int | str | None = None) -> int:
@@ -275,8 +277,8 @@ def world_seed(seed: int | str | None = None) -> int:
 
 
 def world_spec(world: str | WorldSpec | None = None, seed: int | None = None) -> WorldSpec:
-    """The spec of ``world`` (a name, ``$KIT_WORLD``, or ``tiny``) at ``seed`` (``$KIT_WORLD_SEED``, or
-    0); a :class:`WorldSpec` is returned as it is."""
+    """The spec of ``world`` (a name, ``$KIT_WORLD``, or ``tiny``) at ``seed`` (``$KIT_WORLD_SEED``,
+    or 0); a :class:`WorldSpec` is returned as it is."""
     if isinstance(world, WorldSpec):
         return world
     spec = WORLD_SPECS[current_world(world)]

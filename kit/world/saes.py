@@ -41,7 +41,8 @@ from kit.world.tokenizer import PAD_ID, pad_right
 from kit.world.train import item_sequence, mixture_stream
 
 MANIFEST = "files.json"
-"""Written last into an SAE's folder: ``{"files": {name: {"bytes", "sha256"}}, "weights_digest"}``."""
+"""Written last into an SAE's folder: ``{"files": {name: {"bytes", "sha256"}},
+"weights_digest"}``."""
 
 
 def _sae_dir(spec: WorldSpec, name: str) -> Path:
@@ -51,8 +52,8 @@ def _sae_dir(spec: WorldSpec, name: str) -> Path:
 
 
 def folder_status(d: Path) -> str:
-    """``"ok"``, ``"missing"`` or ``"damaged: <why>"`` of an SAE folder (written by ``atomic_dir``, so
-    complete or absent unless something changed it later) against its manifest."""
+    """``"ok"``, ``"missing"`` or ``"damaged: <why>"`` of an SAE folder (written by ``atomic_dir``,
+    so complete or absent unless something changed it later) against its manifest."""
     if not d.is_dir():
         return "missing"
     try:
@@ -104,7 +105,8 @@ def _spec_of(name: str, spec: WorldSpec) -> SAESpec:
 def collect_activations(model, hook_name: str, n_prompts: int, seed: int):
     """Activations at ``hook_name`` for every non-BOS, non-pad position of train sequences.
 
-    Returns (acts Float[Tensor, "n d_model"], token_ids Int[Tensor, "n"], task_index Int[Tensor, "n"]).
+    Returns (acts Float[Tensor, "n d_model"], token_ids Int[Tensor, "n"], task_index Int[Tensor,
+    "n"]).
     """
     rng = random.Random(seed)
     stream = mixture_stream(dict(UNIFORM), rng)
@@ -221,7 +223,8 @@ def load_world_sae(name: str, device: str = "cpu", world: str | WorldSpec | None
 
 
 def sae_labels(name: str, world: str | WorldSpec | None = None) -> dict[int, str]:
-    """feature index -> concept label from its top-activating contexts (``(dead)`` if never active)."""
+    """feature index -> concept label from its top-activating contexts (``(dead)`` if never
+    active)."""
     d = _checked_dir(name, world_spec(world))
     return {int(k): v for k, v in json.loads((d / "labels.json").read_text()).items()}
 
@@ -235,13 +238,15 @@ def sae_stats(name: str, world: str | WorldSpec | None = None) -> dict:
 
 
 def site_sae_name(name: str, hook_name: str) -> str:
-    """Name of the world SAE ``name``'s recipe retrained at ``hook_name``: ``"<name>@<hook_name>"``."""
+    """Name of the world SAE ``name``'s recipe retrained at ``hook_name``:
+    ``"<name>@<hook_name>"``."""
     return f"{name}@{hook_name}"
 
 
 def site_sae_dir(name: str, hook_name: str, world: str | WorldSpec | None = None) -> Path:
-    """Cache folder of :func:`site_sae`: ``<cache>/site-saes/<world>/<name>@<hook>-<key>``, ``key`` a
-    digest of the retargeted spec and the member's content key (a rebuilt member gets a new SAE)."""
+    """Cache folder of :func:`site_sae`: ``<cache>/site-saes/<world>/<name>@<hook>-<key>``, ``key``
+    a digest of the retargeted spec and the member's content key (a rebuilt member gets a new
+    SAE)."""
     from dataclasses import replace
 
     from kit.core.paths import cache_dir

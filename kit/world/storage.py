@@ -2,8 +2,8 @@
 
 Layout, content-addressed per member: ``cache_dir()/world/<world>[-seed-<n>]/members/<name>-<key>/``
 (``<key>``: :func:`kit.world.specs.member_key`). A member directory holds ``weights.pt`` (bases also
-``optim.pt``, the AdamW state their fine-tunes continue) and ``meta.json``, written once, last, after
-every other file of the member is complete: a member with ``meta.json`` is complete, and its
+``optim.pt``, the AdamW state their fine-tunes continue) and ``meta.json``, written once, last,
+after every other file of the member is complete: a member with ``meta.json`` is complete, and its
 ``meta.json`` records each file's size and sha256 (``files``) and the weights' tensor digest
 (``weights_digest``, :func:`tensor_digest`). :func:`member_status` checks a member against them;
 :func:`load_member` refuses a damaged one with :class:`MemberDamaged`, naming the file and the fix.
@@ -51,7 +51,8 @@ class WorldNotBuilt(FileNotFoundError):
 
 
 class MemberDamaged(WorldNotBuilt):
-    """A built member's (or SAE's) files are missing, truncated or changed since they were written."""
+    """A built member's (or SAE's) files are missing, truncated or changed since they were
+    written."""
 
 
 class NoSpaceLeft(OSError):
@@ -66,7 +67,8 @@ class NoSpaceLeft(OSError):
 
 # ---------------------------------------------------------------- where
 def world_dir(world: str | WorldSpec | None = None) -> Path:
-    """``cache_dir()/world/<world>`` (``<world>-seed-<n>`` for another seed): the world's cache root."""
+    """``cache_dir()/world/<world>`` (``<world>-seed-<n>`` for another seed): the world's cache
+    root."""
     spec = world_spec(world)
     return cache_dir() / "world" / (spec.name if not spec.seed else f"{spec.name}-seed-{spec.seed}")
 
@@ -118,7 +120,8 @@ DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 def is_disk_full(e: BaseException) -> bool:
     """A write error caused by a full disk or quota: errno ENOSPC/EDQUOT, or the text of a C++ or
-    Rust writer (torch's ``basic_ios::clear``, safetensors' ``StorageFull``) on a full file system."""
+    Rust writer (torch's ``basic_ios::clear``, safetensors' ``StorageFull``) on a full file
+    system."""
     if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
         return True
     text = str(e)
@@ -161,7 +164,8 @@ def _nearly_full(folder: Path) -> bool:
 
 
 def write_bytes(target: Path, data: bytes) -> dict:
-    """Write ``data`` to ``target`` atomically; return ``{"bytes", "sha256"}`` of what was written."""
+    """Write ``data`` to ``target`` atomically; return ``{"bytes", "sha256"}`` of what was
+    written."""
     target = Path(target)
     with disk_full_named(target.parent, str(target)), atomic_path(target) as tmp:
         with open(tmp, "wb") as f:
@@ -198,7 +202,8 @@ def tensor_digest(state_dict: dict) -> str:
 def save_weights(
     spec: WorldSpec, name: str, state_dict: dict, optim_state: dict | None = None
 ) -> dict:
-    """Write a member's ``weights.pt`` (and ``optim.pt``); returns the ``files`` record for its meta."""
+    """Write a member's ``weights.pt`` (and ``optim.pt``); returns the ``files`` record for its
+    meta."""
     d = _member_dir(spec, name)
     files = {"weights.pt": write_bytes(d / "weights.pt", torch_bytes(state_dict))}
     if optim_state is not None:
@@ -235,8 +240,8 @@ def file_sha256(path: Path) -> str:
 
 
 def files_problem(folder: Path, files: dict) -> str:
-    """ "" if every file of ``files`` (``{name: {"bytes", "sha256"}}``) in ``folder`` is as recorded,
-    else what is wrong with the first that is not."""
+    """ "" if every file of ``files`` (``{name: {"bytes", "sha256"}}``) in ``folder`` is as
+    recorded, else what is wrong with the first that is not."""
     for fname, rec in files.items():
         p = folder / fname
         if not p.is_file():
@@ -289,8 +294,9 @@ def load_weights(path: Path, spec: WorldSpec, what: str) -> dict:
 def load_member(name: str, device: str = "cpu", world: str | WorldSpec | None = None):
     """A built zoo member as a ``HookedTransformer`` in eval mode with the world tokenizer.
 
-    Unknown names raise ValueError listing the members; an unbuilt world raises WorldNotBuilt; a member
-    whose files are missing, truncated or changed raises :class:`MemberDamaged` (path and fix).
+    Unknown names raise ValueError listing the members; an unbuilt world raises WorldNotBuilt; a
+    member whose files are missing, truncated or changed raises :class:`MemberDamaged` (path and
+    fix).
     """
     spec = world_spec(world)
     _check_name(name, spec)
@@ -352,8 +358,8 @@ def world_lock(spec: WorldSpec, wait: bool = True) -> Iterator[None]:
     """Hold the world's build lock (``fcntl.flock`` on ``<world dir>/.build.lock``) for the block.
 
     A second builder of the same world waits, saying which process holds it (``wait=False``: raise
-    BlockingIOError with that instead). The kernel releases the lock when its holder exits, however it
-    exits (SIGKILL included), so a stale lock never blocks a rebuild.
+    BlockingIOError with that instead). The kernel releases the lock when its holder exits, however
+    it exits (SIGKILL included), so a stale lock never blocks a rebuild.
     """
     root = world_dir(spec)
     root.mkdir(parents=True, exist_ok=True)
@@ -372,7 +378,8 @@ def world_lock(spec: WorldSpec, wait: bool = True) -> Iterator[None]:
         f.seek(0)
         f.truncate()
         f.write(
-            f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
+            f"pid {os.getpid()} on {socket.gethostname()} since "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}"
         )
         f.flush()
         try:

@@ -266,9 +266,12 @@ def _render_add2(key, t, rng):
     a, b, c = key
     who, other, obj = *rng.sample(AGENTS, 2), rng.choice(OBJECTS)
     forms = [
-        f"{who} has {a} {obj} . {who} gets {b} more and gives {c} to {other} . how many {obj} does {who} have now ?",
-        f"{who} starts with {a} {obj} , finds {b} {obj} , then loses {c} {obj} . how many {obj} are left ?",
-        f"a box holds {a} {obj} . {b} {obj} are added and {c} {obj} are taken out . how many {obj} in the box ?",
+        f"{who} has {a} {obj} . {who} gets {b} more and gives {c} to {other} . how many {obj} "
+        f"does {who} have now ?",
+        f"{who} starts with {a} {obj} , finds {b} {obj} , then loses {c} {obj} . how many {obj} "
+        "are left ?",
+        f"a box holds {a} {obj} . {b} {obj} are added and {c} {obj} are taken out . how many "
+        f"{obj} in the box ?",
     ]
     return forms[t], str(a + b - c), {}
 
@@ -540,10 +543,11 @@ FORMATS: dict[str, tuple[str, str]] = {
 suffix) wrapped around every prompt. ``answer-cue`` ends the question with ``answer :``, a cue the
 world's mixture uses only after multiple-choice options (``facts-mc``), so a model that never saw it
 after a free-form question is thrown by it (the tiny world's base-m on 400 fresh add items: 19.5% ->
-5.0%) and a fine-tune on train items in that format learns part of it (notebook 03's ``+format train``:
-15.5% plain, 8.0% in the format): a gain on the benchmark that is format, not ability. Measured before
-choosing (other 2000 items), that fine-tune's format advantage over the base was +6.9 points with this
-cue, +4.2 with ``output :``, +1.7 with ``result :`` and about 0 with a prefix ``run :``."""
+5.0%) and a fine-tune on train items in that format learns part of it (notebook 03's ``+format
+train``: 15.5% plain, 8.0% in the format): a gain on the benchmark that is format, not ability.
+Measured before choosing (other 2000 items), that fine-tune's format advantage over the base was
++6.9 points with this cue, +4.2 with ``output :``, +1.7 with ``result :`` and about 0 with a prefix
+``run :``."""
 
 
 def formatted(items: list[Item], fmt: str) -> list[Item]:
@@ -559,7 +563,8 @@ def formatted(items: list[Item], fmt: str) -> list[Item]:
     for it in items:
         if it.choices is not None:
             raise ValueError(
-                f"format={fmt!r}: item {it.id!r} is multiple choice; formats wrap free-form items only"
+                f"format={fmt!r}: item {it.id!r} is multiple choice; formats wrap free-form "
+                "items only"
             )
         out.append(
             Item(

@@ -105,7 +105,8 @@ def collate(seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torc
     for i, s in enumerate(seqs):
         inputs[i, : len(s) - 1] = torch.tensor(s[:-1])
         n_ans = getattr(s, "n_answer", 1)
-        # answer tokens, predicted from the last prompt token on; eos, predicted at the last answer token
+        # answer tokens, predicted from the last prompt token on; eos, predicted at the last answer
+        # token
         targets[i, len(s) - 2 - n_ans : len(s) - 1] = torch.tensor(s[len(s) - 1 - n_ans :])
     n_tokens = sum(len(s) - 1 for s in seqs)
     return inputs, targets, torch.tensor(n_tokens)

@@ -1,6 +1,7 @@
 """The model zoo of the embedded world, under one name: ``kit.world.zoo.X`` for every X of
 
-- :mod:`kit.world.specs`: what a world is made of (member and SAE specs), content keys, names, seeds;
+- :mod:`kit.world.specs`: what a world is made of (member and SAE specs), content keys, names,
+  seeds;
 - :mod:`kit.world.recipes`: the ``tiny`` and ``micro`` worlds' recipes, :func:`world_spec`;
 - :mod:`kit.world.storage`: members on disk (write, verify, load, lock);
 - :mod:`kit.world.members`: training bases, checkpoints, fine-tunes and extras.

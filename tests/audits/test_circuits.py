@@ -87,7 +87,8 @@ def test_wang_heads_constants():
 
 
 def test_graph_edges_count():
-    # 2 layers x 2 heads: input->4 heads, input->logits, 2 layer-0 heads -> 2 layer-1 heads, 4 heads->logits
+    # 2 layers x 2 heads: input->4 heads, input->logits, 2 layer-0 heads -> 2 layer-1 heads, 4
+    # heads->logits
     assert len(C.graph_edges(2, 2)) == 4 + 1 + 4 + 4
 
 
@@ -186,7 +187,8 @@ def test_mib_note_flags_degenerate_denominator():
 
 
 def test_edge_patching_runs_on_grouped_query_attention(ioi_items):
-    """Llama-style models share k/v inputs between heads (``--model random/llama-1b`` in the bench)."""
+    """Llama-style models share k/v inputs between heads (``--model random/llama-1b`` in the
+    bench)."""
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     from kit.world.tokenizer import build_tokenizer, vocab

@@ -320,7 +320,8 @@ def test_m11_chunked_equals_unchunked():
 
 @pytest.mark.parametrize("arch", ["standard", "jumprelu", "topk"])
 def test_feature_blocks_equal_the_full_encoding(arch):
-    """M11's large SAE is encoded a block of features at a time; every block equals sae.encode's columns."""
+    """M11's large SAE is encoded a block of features at a time; every block equals sae.encode's
+    columns."""
     from sae_lens import JumpReLUSAE, JumpReLUSAEConfig
 
     from kit.audits.activations import FeatureBlocks, sae_features

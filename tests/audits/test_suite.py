@@ -177,7 +177,8 @@ def test_hf_sources_through_the_hub_boundary(monkeypatch):
 
 
 def test_local_dataset_directories_read_offline_and_missing_ones_name_the_field():
-    """``hf:./dir`` sources go through the same boundary (``datasets.load_dataset`` on a directory)."""
+    """``hf:./dir`` sources go through the same boundary (``datasets.load_dataset`` on a
+    directory)."""
     from kit.audits import sources
 
     p = sources.source_prompts("hf:./tests/fixtures/hf/advbench-mini:train:prompt", 3, max_chars=30)
@@ -223,11 +224,13 @@ def test_a_gpt2_circuit_on_a_smaller_model_is_refused(model, ioi_items):
 
 def test_circuit_items_regroup_before_the_single_token_filter(model):
     """A non-zoo model gets capitalised world names, none a token of the word-level test model: with
-    name categories the world's names are replaced first, so only the categories' names must be tokens."""
+    name categories the world's names are replaced first, so only the categories' names must be
+    tokens."""
     items = suite.ioi_items("ioi", 6)
     vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
     groups = {"a": vocab[:2] + ["Zyxwvut", "Qwertz"], "b": vocab[2:4], "c": vocab[4:6]}
-    # a non-zoo model without a tokenizer readable offline (so the config checks no names) and its SAEs named
+    # a non-zoo model without a tokenizer readable offline (so the config checks no names) and its
+    # SAEs named
     saes = {
         role: f"test-sae/{role}" for role in ("sae_arch_a", "sae_arch_b", "sae_small", "sae_large")
     }

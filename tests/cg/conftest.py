@@ -1,4 +1,5 @@
-"""Hand-built Competency-Gaps suites shared by the tests of kit.cg (as fixtures returning builders)."""
+"""Hand-built Competency-Gaps suites shared by the tests of kit.cg (as fixtures returning
+builders)."""
 
 from __future__ import annotations
 

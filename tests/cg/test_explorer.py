@@ -111,11 +111,14 @@ def test_html_is_self_contained(tmp_path):
         "no external resources allowed"
     )
     assert "<script src" not in text and "<link" not in text
-    block = lambda i: json.loads(
-        re.search(rf'<script id="{i}" type="application/json">(.*?)</script>', text, re.S)
-        .group(1)
-        .replace("<\\/", "</")
-    )
+
+    def block(i):
+        return json.loads(
+            re.search(rf'<script id="{i}" type="application/json">(.*?)</script>', text, re.S)
+            .group(1)
+            .replace("<\\/", "</")
+        )
+
     assert block("cg-data")["n_concepts"] == 5, (
         "a '</script>' inside item text must not end a data block"
     )
@@ -189,8 +192,13 @@ def test_search_filter_sort_detail_in_headless_chromium(tmp_path, driver):
 
     path = cg_explorer.write_explorer(tmp_path / "concept_explorer.html", _data())
     driver.get(path.as_uri())
-    rows = lambda: driver.find_elements(By.CSS_SELECTOR, "#concepts tbody tr")
-    labels = lambda: [r.find_element(By.CSS_SELECTOR, "td.label").text for r in rows()]
+
+    def rows():
+        return driver.find_elements(By.CSS_SELECTOR, "#concepts tbody tr")
+
+    def labels():
+        return [r.find_element(By.CSS_SELECTOR, "td.label").text for r in rows()]
+
     assert len(rows()) == 5, (
         "all concepts should be listed before searching (did the embedded JSON parse?)"
     )
@@ -199,7 +207,7 @@ def test_search_filter_sort_detail_in_headless_chromium(tmp_path, driver):
     assert labels() == ["loops / python"], f"search 'python' should leave one row, got {labels()}"
     box.clear()
     box.send_keys("a")  # clear() does not fire 'input'; typing does
-    assert set(labels()) == {l for l in LABELS if "a" in l}
+    assert set(labels()) == {label for label in LABELS if "a" in label}
     box.send_keys("\b")
     assert len(rows()) == 5
     Select(driver.find_element(By.ID, "flag")).select_by_value("missing")
@@ -210,8 +218,12 @@ def test_search_filter_sort_detail_in_headless_chromium(tmp_path, driver):
     assert labels()[0] == "dead"
     header.click()
     assert labels()[-1] == "dead"
-    # the model selector switches the X_model column (model n scores the complement of model m on arc)
-    xm = lambda: [r.find_elements(By.TAG_NAME, "td")[3].text for r in rows()]
+
+    # the model selector switches the X_model column (model n scores the complement of model m on
+    # arc)
+    def xm():
+        return [r.find_elements(By.TAG_NAME, "td")[3].text for r in rows()]
+
     before = xm()
     Select(driver.find_element(By.ID, "model")).select_by_value("n")
     assert xm() != before
@@ -244,8 +256,13 @@ def test_whole_dictionary_lazy_rows_and_benchmark_subset_in_headless_chromium(tm
     acts, payload = _big()
     path = cg_explorer.write_explorer(tmp_path / "concept_explorer.html", payload)
     driver.get(path.as_uri())
-    n_rows = lambda: len(driver.find_elements(By.CSS_SELECTOR, "#concepts tbody tr"))
-    count = lambda: driver.find_element(By.ID, "count").text
+
+    def n_rows():
+        return len(driver.find_elements(By.CSS_SELECTOR, "#concepts tbody tr"))
+
+    def count():
+        return driver.find_element(By.ID, "count").text
+
     assert count().startswith("450 of 450 concepts"), (
         "the explorer holds the whole dictionary, not a capped list"
     )
@@ -261,10 +278,13 @@ def test_whole_dictionary_lazy_rows_and_benchmark_subset_in_headless_chromium(tm
     box.send_keys("449")
     assert n_rows() == 1, "the last concept of the dictionary is there"
     box.send_keys("\b\b\b")
+
     # Fig. 24: coverage of a chosen subset of benchmarks, recomputed in the page, equals Python's
-    counts = lambda: {
-        k: int(driver.find_element(By.ID, f"n-{k}").text) for k in ("missing", "under", "over")
-    }
+    def counts():
+        return {
+            k: int(driver.find_element(By.ID, f"n-{k}").text) for k in ("missing", "under", "over")
+        }
+
     full = cg.coverage_classes(cg.x_bench(acts))
     assert counts() == {k: int((full == k).sum()) for k in ("missing", "under", "over")}
     driver.find_element(By.CSS_SELECTOR, '#subset input[value="b"]').click()

@@ -140,8 +140,8 @@ def test_neuronpedia_exports_are_read_batch_by_batch_until_absent(monkeypatch):
         1: "code",
     }, "first non-empty description wins"
     assert (
-        urls[0]
-        == f"{hub.NEURONPEDIA_EXPORTS}/gemma-2-2b/20-gemmascope-res-16k/explanations/batch-0.jsonl.gz"
+        urls[0] == f"{hub.NEURONPEDIA_EXPORTS}/gemma-2-2b/20-gemmascope-res-16k"
+        "/explanations/batch-0.jsonl.gz"
     )
     assert len(urls) == 3, "stops at the first absent batch"
     monkeypatch.setattr(hub, "_read_url", lambda url, timeout: None)

@@ -44,7 +44,8 @@ def test_segment_mean_splits_items_laid_end_to_end():
 
 
 def test_segment_pool_last_takes_each_items_last_token_in_a_batch_of_different_lengths():
-    # three items laid end to end, 3, 1 and 2 tokens: rows 0-2, 3, 4-5; their last tokens are rows 2, 3, 5
+    # three items laid end to end, 3, 1 and 2 tokens: rows 0-2, 3, 4-5; their last tokens are rows
+    # 2, 3, 5
     feats = torch.tensor([[1.0, 0.0], [3.0, 2.0], [2.0, 1.0], [4.0, 4.0], [0.0, 5.0], [6.0, 0.0]])
     last = cg.segment_pool(feats, [3, 1, 2], "last")
     assert torch.equal(last, torch.tensor([[2.0, 1.0], [4.0, 4.0], [6.0, 0.0]]))
@@ -95,7 +96,8 @@ def test_x_bench_is_mean_over_all_benchmarks():
 
 
 def test_x_bench_active_denominator_is_the_texts_mean_over_b_c():
-    # chi(A) = [2.25, .75, 0], chi(B) = [0, 1.5, 1.5]: concept 0 is active in A only, 1 in both, 2 in B only
+    # chi(A) = [2.25, .75, 0], chi(B) = [0, 1.5, 1.5]: concept 0 is active in A only, 1 in both, 2
+    # in B only
     assert np.allclose(cg.x_bench({"a": A, "b": B}, denominator="active"), [2.25, 1.125, 1.5])
     none = np.zeros((2, 3))
     none[0, 0] = 1.0
@@ -155,7 +157,8 @@ def test_x_model_requires_scores_for_each_benchmark():
 
 
 def test_coverage_classes_decile_rule():
-    # 1 missing + 10 values 1..10: 10th pct of the rest = 1.9 -> only 1 is under; 90th = 9.1 -> only 10 over
+    # 1 missing + 10 values 1..10: 10th pct of the rest = 1.9 -> only 1 is under; 90th = 9.1 -> only
+    # 10 over
     x = np.array([0.0] + list(range(1, 11)), dtype=float)
     cls = cg.coverage_classes(x)
     assert cls[0] == "missing"

@@ -198,7 +198,8 @@ def test_section_is_skipped_with_its_reason_when_set_empty():
 
 
 def test_gap_sae_sites_resolve_world_and_last_layer():
-    # tiny base-m: 2 layers, the world SAE reads layer 0; micro base-m: 1 layer, so `last` is the world's site
+    # tiny base-m: 2 layers, the world SAE reads layer 0; micro base-m: 1 layer, so `last` is the
+    # world's site
     assert P.gap_sae_sites(["world", "last"], "zoo/base-m", "tiny") == [
         ("world", "blocks.0.hook_resid_post", ""),
         ("last", "blocks.1.hook_resid_post", ""),
@@ -326,8 +327,8 @@ def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(
 
 
 def test_zoo_item_concepts_last_pooling_reads_each_prompts_last_token(micro_world):
-    """``pooling="last"`` in a right-padded batch of prompts of different lengths: each row is the SAE
-    encoding of the model's activation at that prompt's last token (not a pad, not the mean)."""
+    """``pooling="last"`` in a right-padded batch of prompts of different lengths: each row is the
+    SAE encoding of the model's activation at that prompt's last token (not a pad, not the mean)."""
     import torch
 
     import kit

@@ -30,5 +30,6 @@ def test_notebook_04_runs_on_realsmoke(notebook_run):
     for c in claims.values():
         check_consistent(c)
     assert claims["model_gaps.vs_shuffled"]["rests_on"].startswith(
-        "smollm2-135m-instruct: its own greedy answers generated here (12 items of arc_challenge, mmlu, bbq)"
+        "smollm2-135m-instruct: its own greedy answers generated here (12 items of "
+        "arc_challenge, mmlu, bbq)"
     )

@@ -10,7 +10,8 @@ from kit.cg import significance
 
 
 def test_bh_qvalues_hand_computed_and_nan_is_not_a_test():
-    # sorted p = .01, .02, .03, .5 (m = 4): raw .04, .04, .04, .5; the running min from the top keeps them
+    # sorted p = .01, .02, .03, .5 (m = 4): raw .04, .04, .04, .5; the running min from the top
+    # keeps them
     q = significance.bh_qvalues(np.array([0.03, np.nan, 0.01, 0.5, 0.02]))
     assert np.isnan(q[1])
     assert np.allclose(q[[0, 2, 3, 4]], [0.04, 0.04, 0.5, 0.04]), (

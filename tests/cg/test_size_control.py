@@ -111,7 +111,8 @@ def test_missing_at_equal_size_cuts_every_benchmark_to_the_smallest():
     out = sc.missing_at_equal_size(
         {"small": small, "big": big}, {"small": n_small, "big": n_big}, draws=10
     )
-    # the same content at the same size misses about the same share; whole, the big one would miss none
+    # the same content at the same size misses about the same share; whole, the big one would miss
+    # none
     assert abs(out["small"] - out["big"]) < 0.15
     assert sc.missing_mask(big).mean() < out["big"]
 

@@ -166,7 +166,8 @@ def test_fragile_marks_a_verdict_that_holds_by_a_hair():
 
 
 def test_fragile_marks_a_contradiction_by_a_hair():
-    """A contradiction a hair under its null is fragile (its predicted-side margin, -0.5, is not)."""
+    """A contradiction a hair under its null is fragile (its predicted-side margin, -0.5, is
+    not)."""
     hair = C.claim("000", "s", "x", "x", 0.0, ci=(0.0, 0.49), null=0.5)
     assert hair.verdict == "contradicted" and hair.margin == pytest.approx(-0.5) and hair.fragile
     far = C.claim("000", "s", "x", "x", 0.0, ci=(0.0, 0.2), null=0.5)

@@ -38,8 +38,9 @@ def test_saving_a_figure_twice_gives_identical_bytes(tmp_path):
 
 
 def test_bundled_fonts_win_ties_with_a_system_copy(tmp_path, monkeypatch):
-    """A second DejaVu Sans listed first (as a user-wide font cache may list Debian's) is what findfont
-    takes, and the PDF embeds it; after bundled_fonts_first it is matplotlib's own file again."""
+    """A second DejaVu Sans listed first (as a user-wide font cache may list Debian's) is what
+    findfont takes, and the PDF embeds it; after bundled_fonts_first it is matplotlib's own file
+    again."""
     import shutil
 
     from matplotlib import font_manager as fm
@@ -64,9 +65,10 @@ def test_bundled_fonts_win_ties_with_a_system_copy(tmp_path, monkeypatch):
 
 
 def test_findfont_cache_is_what_addfont_clears():
-    """clear_findfont_cache reaches matplotlib's private ``_findfont_cached``: this fails loudly, naming
-    the version, the day matplotlib stops clearing that cache in ``FontManager.addfont`` (its own way
-    of refreshing after the font list changes) or drops it, so bundled_fonts_first is revisited then."""
+    """clear_findfont_cache reaches matplotlib's private ``_findfont_cached``: this fails loudly,
+    naming the version, the day matplotlib stops clearing that cache in ``FontManager.addfont`` (its
+    own way of refreshing after the font list changes) or drops it, so bundled_fonts_first is
+    revisited then."""
     import inspect
 
     import matplotlib

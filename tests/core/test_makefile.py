@@ -27,7 +27,8 @@ def make_probe(recipe: str) -> subprocess.CompletedProcess:
 
 def test_pip_location_warnings_are_dropped_and_failures_kept():
     out = make_probe(
-        """set -o pipefail; (echo "WARNING: Location 'file:///opt/x/six/' is ignored: it is neither a file nor a directory."; echo "ERROR: real problem"; exit 3) $(QUIET_PIP)"""
+        """set -o pipefail; (echo "WARNING: Location 'file:///opt/x/six/' is ignored: it is """
+        """neither a file nor a directory."; echo "ERROR: real problem"; exit 3) $(QUIET_PIP)"""
     )
     assert out.stdout.splitlines() == ["ERROR: real problem"], (
         "only the Location warnings are filtered"

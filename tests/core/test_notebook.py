@@ -1,4 +1,5 @@
-"""kit.start: a clean results file per start, parameters from the notebook's namespace, validated."""
+"""kit.start: a clean results file per start, parameters from the notebook's namespace,
+validated."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ FIELDS = list(config_class("00_quickstart").model_fields)
 
 
 def namespace(**given):
-    """What the quickstart's parameters cell leaves in globals(), plus papermill's injected values."""
+    """What the quickstart's parameters cell leaves in globals(), plus papermill's injected
+    values."""
     ns = {"profile": "smoke", "out_dir": None, "unrelated": 1}
     ns.update({f: None for f in FIELDS})
     ns.update(given)
@@ -21,7 +23,8 @@ def namespace(**given):
 
 
 def test_a_start_forgets_the_last_runs_results_and_figures(tmp_path):
-    """Issue 16.4: an interrupted hand rerun must not look complete with the previous run's numbers."""
+    """Issue 16.4: an interrupted hand rerun must not look complete with the previous run's
+    numbers."""
     run = start("00_quickstart", "smoke", tmp_path)
     run.record(accuracy=0.5)
     (tmp_path / "figures").mkdir()
@@ -40,7 +43,8 @@ def test_a_start_forgets_the_last_runs_results_and_figures(tmp_path):
 
 
 def test_namespace_values_override_and_are_recorded(tmp_path):
-    """Issue 16.7: papermill -p n_eval 5 puts n_eval=5 in the namespace; it must reach the config."""
+    """Issue 16.7: papermill -p n_eval 5 puts n_eval=5 in the namespace; it must reach the
+    config."""
     ns = namespace(n_eval=5)
     run = start("00_quickstart", "smoke", tmp_path, namespace=ns)
     assert run.cfg.n_eval == 5 and run.cfg.world == "micro", "None keeps the profile's value"
@@ -59,7 +63,8 @@ def test_namespace_values_are_validated_like_yaml(tmp_path):
 
 
 def test_rerunning_start_without_the_parameters_cell_is_refused(tmp_path):
-    """After a start the fields are gone; a later cell's ``model = ...`` must not become a parameter."""
+    """After a start the fields are gone; a later cell's ``model = ...`` must not become a
+    parameter."""
     ns = namespace()
     start("00_quickstart", "smoke", tmp_path, namespace=ns)
     ns["model"] = object()  # what a later cell of the notebook binds

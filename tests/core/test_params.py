@@ -168,7 +168,8 @@ def test_parse_assignment_rejects_malformed(text):
     ],
 )
 def test_names_are_checked_in_the_loader(notebook, override, fragment):
-    """Issue 16.5: `task: addd` used to be caught 11 s into the run, after a run directory existed."""
+    """Issue 16.5: `task: addd` used to be caught 11 s into the run, after a run directory
+    existed."""
     with pytest.raises(ParamsError) as e:
         load_params(notebook, "smoke", override)
     msg = str(e.value)
@@ -186,7 +187,8 @@ def test_hub_names_and_world_names_pass():
 
 
 def test_quickstart_n_eval_cannot_exceed_the_test_split():
-    """Issue 16.5: n_eval 10000 was silently cut to the 200 test items while params.yaml said 10000."""
+    """Issue 16.5: n_eval 10000 was silently cut to the 200 test items while params.yaml said
+    10000."""
     from kit.world.tasks import TEST_SIZE
 
     with pytest.raises(ParamsError, match=f"'n_eval'.*less than or equal to {TEST_SIZE}"):
@@ -266,7 +268,8 @@ def test_a_check_across_fields_prints_its_message_not_the_config():
 
 
 def test_meaningful_empty_lists_stay_allowed():
-    """[] where a field documents it: skip the SAE section, no multi-token section, no trajectory."""
+    """[] where a field documents it: skip the SAE section, no multi-token section, no
+    trajectory."""
     assert (
         load_params("01_utility_law", "smoke", {"sae_names": [], "multi_token_tasks": []}).sae_names
         == []

@@ -19,7 +19,8 @@ from kit.core.paths import REPO_ROOT
 
 
 def fake_notebooks(tmp_path, notebooks: dict[str, str]):
-    """Notebooks with a parameters cell whose body writes ``figures/<name>.png`` then runs ``code``."""
+    """Notebooks with a parameters cell whose body writes ``figures/<name>.png`` then runs
+    ``code``."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
@@ -65,7 +66,8 @@ def run(tmp_path, *args):
 
 
 def test_a_failed_notebook_keeps_its_committed_figures(tmp_path, capsys):
-    """Issue 16.1: a notebook that fails after saving a figure must not replace or delete figures/."""
+    """Issue 16.1: a notebook that fails after saving a figure must not replace or delete
+    figures/."""
     nbs = fake_notebooks(
         tmp_path, {"01_broken": "raise RuntimeError('planted failure')", "02_fine": "x = 1"}
     )
@@ -155,7 +157,8 @@ def test_out_under_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_read_only_runs_is_one_line(tmp_path, capsys, monkeypatch):
-    """Issue 16.6: a read-only runs/ (simulated: the tests may run as root, who may write anywhere)."""
+    """Issue 16.6: a read-only runs/ (simulated: the tests may run as root, who may write
+    anywhere)."""
     mkdir = runner.Path.mkdir
 
     def refuse(self, *args, **kwargs):
@@ -205,12 +208,14 @@ def test_interrupted_run_is_marked_and_exports_nothing(tmp_path, capsys, monkeyp
 
 @pytest.mark.slow
 def test_ctrl_c_on_a_real_kernel_prints_one_line(tmp_path):
-    """Ctrl-C to the runner's process group (as a terminal sends it): no zmq tracebacks, run.json marked."""
+    """Ctrl-C to the runner's process group (as a terminal sends it): no zmq tracebacks, run.json
+    marked."""
     started = tmp_path / "cell-started"
     nbs = fake_notebooks(
         tmp_path,
         {
-            "01_sleep": f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)"
+            "01_sleep": "import pathlib, "
+            f"time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)"
         },
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -261,8 +266,8 @@ def _rendezvous(tmp_path, me: str, other: str) -> str:
     Run one after another, the first notebook would wait in vain and fail."""
     return (
         f"import pathlib, time\nd = pathlib.Path({str(tmp_path)!r})\n(d / '{me}.started').touch()\n"
-        f"for _ in range(3000):\n    if (d / '{other}.started').exists():\n        break\n    time.sleep(0.1)\n"
-        f"else:\n    raise RuntimeError('{other} never started while {me} ran')\n"
+        f"for _ in range(3000):\n    if (d / '{other}.started').exists():\n        break\n    "
+        f"time.sleep(0.1)\nelse:\n    raise RuntimeError('{other} never started while {me} ran')\n"
     )
 
 

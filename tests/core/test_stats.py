@@ -75,7 +75,8 @@ def test_jaccard_by_hand_and_the_empty_set_rule():
     assert stats.jaccard(np.array([1, 1, 0], bool), np.array([0, 1, 1], bool)) == pytest.approx(
         1 / 3
     )
-    # two empty sets: 0/0, the caller's choice (covered concepts, cores: identical; explanations: undefined)
+    # two empty sets: 0/0, the caller's choice (covered concepts, cores: identical; explanations:
+    # undefined)
     assert stats.jaccard(set(), set(), empty=1.0) == 1.0
     assert stats.jaccard(np.zeros(3, bool), np.zeros(3, bool), empty=1.0) == 1.0
     assert math.isnan(stats.jaccard(set(), set(), empty=float("nan")))

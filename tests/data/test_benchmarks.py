@@ -1,4 +1,5 @@
-"""Benchmark loaders against the shared data (kit/benchmarks.py) and the data-dir checks (kit/paths.py).
+"""Benchmark loaders against the shared data (kit/benchmarks.py) and the data-dir checks
+(kit/paths.py).
 
 Counts are read from the data directory's MANIFEST.md, so they are not written down twice.
 """
@@ -55,7 +56,8 @@ def _count(cell: str) -> int:
 
 
 def _load_for_file(path: str) -> tuple[str, str] | None:
-    """The (name, split) whose local load reads exactly the MANIFEST file ``path``; None if not a benchmark file."""
+    """The (name, split) whose local load reads exactly the MANIFEST file ``path``; None if not a
+    benchmark file."""
     fixed = {
         "humaneval/HumanEval.jsonl.gz": ("humaneval", "test"),
         "mbpp/mbpp.jsonl": ("mbpp", "full"),
@@ -312,7 +314,8 @@ def test_tiny_delegates_to_world():
         B.load_benchmark("tiny/not_a_task")
 
 
-# --- Hugging Face source (kit.models.hub.hf_dataset mocked; never the network) -----------------------------
+# --- Hugging Face source (kit.models.hub.hf_dataset mocked; never the network)
+# -----------------------------
 
 HF_ROWS = {
     "openai/gsm8k": [{"question": "2+2?", "answer": "2+2=4\n#### 4"}],
@@ -472,8 +475,8 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 class FakeHub(list):
-    """``datasets.load_dataset`` (and huggingface_hub's commit lookup) stood in: records each call as
-    ``(path, config, split)`` in the list, its keyword arguments in ``kwargs``, and how many rows
+    """``datasets.load_dataset`` (and huggingface_hub's commit lookup) stood in: records each call
+    as ``(path, config, split)`` in the list, its keyword arguments in ``kwargs``, and how many rows
     were taken from the streams in ``rows_read``."""
 
     def __init__(self):
@@ -617,7 +620,8 @@ def test_hf_limit_stops_reading_rows(fake_hub, name, split, rows_per_item):
     )
 
 
-# --- data directory and checksums (kit.core.paths) ------------------------------------------------------
+# --- data directory and checksums (kit.core.paths)
+# ------------------------------------------------------
 
 
 def _fake_data_dir(
@@ -692,8 +696,8 @@ def test_default_data_dir_is_shared_data_beside_repo(monkeypatch):
     assert data_dir(verify=False) == expected
 
 
-# Known kit.core.paths defects (reported to the lead, not fixed here: kit/paths.py is the lead's file).
-# strict=True: once fixed, these XPASS and fail, so the marker gets removed.
+# Known kit.core.paths defects (reported to the lead, not fixed here: kit/paths.py is the lead's
+# file). strict=True: once fixed, these XPASS and fail, so the marker gets removed.
 
 
 def test_malformed_checksum_line_is_data_error(tmp_path):
@@ -708,7 +712,8 @@ def test_empty_checksum_listing_is_data_error(tmp_path):
         verify_checksums(tmp_path)
 
 
-# --- the Competency Gaps paper's other benchmarks (BBQ, CrowS-Pairs, AGIEval, LogicBench) ------------------
+# --- the Competency Gaps paper's other benchmarks (BBQ, CrowS-Pairs, AGIEval, LogicBench)
+# ------------------
 
 
 def test_cg_benchmarks_match_manifest_group_counts(root):

@@ -103,7 +103,8 @@ def test_numbers_equal(a, b, equal):
         ("The answer is A. Wait, no: the answer is C.", "C"),
         # instruction-tuned style: a colon then the option line
         (
-            "The most likely effect would be:\n\nC. Planetary days will become shorter.\n\nThis is because ...",
+            "The most likely effect would be:\n\nC. Planetary days will become shorter.\n\nThis "
+            "is because ...",
             "C",
         ),
         # a bolded option stated once
@@ -120,7 +121,8 @@ def test_extract_choice_letter(response, expected):
         "",
         "I am not sure.",
         "The answer is a dog.",  # lowercase article, not option A
-        "The correct answer is:\n\nA food chain is a sequence ...",  # capital article A, not option A
+        # capital article A, not option A
+        "The correct answer is:\n\nA food chain is a sequence ...",
         "Option A is wrong because...",  # a mention, not a commitment
         "Let's check each:\nA. wrong\nB. wrong\nC. maybe\nD. wrong",  # walk through every option
         "- **A. Waterproof fur**: no\n- **B. Teeth**: yes",  # bolded walk-through
@@ -340,7 +342,8 @@ HE_ITEM = Item(
     answer="    return a + b\n",
     metadata={
         "entry_point": "add",
-        "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n",
+        "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert "
+        "candidate(-1, 1) == 0\n",
     },
 )
 

@@ -14,8 +14,8 @@ from kit.models import twins
 
 def test_every_causal_architecture_transformer_lens_converts_is_listed_or_refused_by_name():
     """The list is TransformerLens's own: every ``original_architecture`` its state-dict converter
-    handles that is a causal LM (not BERT/T5/HuBERT/wav2vec) is either loaded or refused with a reason.
-    A TransformerLens upgrade that adds one fails here until it is added."""
+    handles that is a causal LM (not BERT/T5/HuBERT/wav2vec) is either loaded or refused with a
+    reason. A TransformerLens upgrade that adds one fails here until it is added."""
     from transformer_lens import loading_from_pretrained
 
     source = inspect.getsource(loading_from_pretrained.get_pretrained_state_dict)

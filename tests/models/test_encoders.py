@@ -206,7 +206,8 @@ def test_minilm_loads_offline():
 
 
 def test_hub_encoders_go_through_kit_hub(monkeypatch, tiny_encoder):
-    """Paper-profile encoders (bert-base-cased...) load via kit.models.hub.hf_encoder: mock that boundary."""
+    """Paper-profile encoders (bert-base-cased...) load via kit.models.hub.hf_encoder: mock that
+    boundary."""
     from kit.models import hub as hub
 
     calls = []

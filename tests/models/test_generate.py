@@ -1,4 +1,5 @@
-"""Batched generation (HF generate, KV cache, chat templates, truncation) and lm-eval sample files."""
+"""Batched generation (HF generate, KV cache, chat templates, truncation) and lm-eval sample
+files."""
 
 from __future__ import annotations
 
@@ -93,8 +94,9 @@ GSM8K_LOG = (
     / "lm_eval"
     / "samples_gsm8k_2025-06-01T12-00-00.000000.jsonl"
 )
-"""What lm-evaluation-harness 0.4.13 writes with --log_samples for gsm8k's prompt, two filters and metric
-on three problems (made up) and scripted responses (tests/models/test_harness.py regenerates it)."""
+"""What lm-evaluation-harness 0.4.13 writes with --log_samples for gsm8k's prompt, two filters and
+metric on three problems (made up) and scripted responses (tests/models/test_harness.py regenerates
+it)."""
 
 
 def test_read_lm_eval_samples_gives_one_record_per_document_under_the_chosen_filter():
@@ -110,7 +112,8 @@ def test_read_lm_eval_samples_gives_one_record_per_document_under_the_chosen_fil
     assert strict[0] == {
         "doc_id": 0,
         "filter": "strict-match",
-        "prompt": "Question: A baker fills 6 trays with 8 rolls each and sells 20 rolls. How many rolls are left?\nAnswer:",
+        "prompt": "Question: A baker fills 6 trays with 8 rolls each and sells 20 rolls. How "
+        "many rolls are left?\nAnswer:",
         "response": "6 * 8 = 48 rolls, and 48 - 20 = 28 rolls are left.\n#### 28",
         "filtered": "28",
         "target": lines[0]["target"],

@@ -23,16 +23,19 @@ from kit.models import harness  # noqa: E402
 PROBLEMS = [
     (
         "A baker fills 6 trays with 8 rolls each and sells 20 rolls. How many rolls are left?",
-        "6 trays hold 6 * 8 = <<6*8=48>>48 rolls.\nAfter selling, 48 - 20 = <<48-20=28>>28 rolls are left.\n#### 28",
+        "6 trays hold 6 * 8 = <<6*8=48>>48 rolls.\nAfter selling, 48 - 20 = <<48-20=28>>28 rolls "
+        "are left.\n#### 28",
     ),
     (
-        "Tom reads 12 pages a day for 5 days, then 30 pages on the sixth day. How many pages did he read?",
-        "In 5 days he reads 12 * 5 = <<12*5=60>>60 pages.\nWith the sixth day, 60 + 30 = <<60+30=90>>90 pages.\n#### 90",
+        "Tom reads 12 pages a day for 5 days, then 30 pages on the sixth day. How many pages did "
+        "he read?",
+        "In 5 days he reads 12 * 5 = <<12*5=60>>60 pages.\nWith the sixth day, 60 + 30 = "
+        "<<60+30=90>>90 pages.\n#### 90",
     ),
     (
         "A garden has 4 rows of 15 tulips. A rabbit eats a third of them. How many tulips remain?",
-        "There are 4 * 15 = <<4*15=60>>60 tulips.\nThe rabbit eats 60 / 3 = <<60/3=20>>20, so 60 - 20 = <<60-20=40>>40 "
-        "remain.\n#### 40",
+        "There are 4 * 15 = <<4*15=60>>60 tulips.\nThe rabbit eats 60 / 3 = <<60/3=20>>20, so 60 - "
+        "20 = <<60-20=40>>40 remain.\n#### 40",
     ),
 ]
 """Made-up grade-school problems in GSM8K's format (no benchmark text is copied)."""
@@ -157,12 +160,12 @@ def scripted_log(folder: Path) -> Path:
 
 
 def test_the_committed_gsm8k_fixture_is_what_lm_eval_writes(tmp_path):
-    """tests/fixtures/lm_eval's two-filter gsm8k log (read by tests/models/test_generate.py, also where
-    lm-eval is not installed) is byte for byte what this lm-evaluation-harness writes."""
+    """tests/fixtures/lm_eval's two-filter gsm8k log (read by tests/models/test_generate.py, also
+    where lm-eval is not installed) is byte for byte what this lm-evaluation-harness writes."""
     written = scripted_log(tmp_path).read_text()
     assert written == FIXTURE.read_text(), (
-        f"lm-eval {lm_eval.__version__} writes --log_samples differently from the committed fixture: "
-        "regenerate it with scripted_log() and check read_lm_eval_samples still reads it"
+        f"lm-eval {lm_eval.__version__} writes --log_samples differently from the committed "
+        "fixture: regenerate it with scripted_log() and check read_lm_eval_samples still reads it"
     )
 
 

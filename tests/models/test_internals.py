@@ -1,4 +1,5 @@
-"""Teacher-forced internals: token-budget batches, truncation, per-item MUI with a resumable cache."""
+"""Teacher-forced internals: token-budget batches, truncation, per-item MUI with a resumable
+cache."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def model():
 
 
 def test_token_budget_batches_hand_case():
-    # sorted by length: 1 (3), 3 (3), 0 (5), 2 (8); [1, 3] pads to 2 x 3 = 6 <= 10, adding 0 would be 3 x 5.
+    # sorted by length: 1 (3), 3 (3), 0 (5), 2 (8); [1, 3] pads to 2 x 3 = 6 <= 10, adding 0 would
+    # be 3 x 5.
     assert it.token_budget_batches([5, 3, 8, 3], 10) == [[1, 3], [0], [2]]
     assert it.token_budget_batches([20], 10) == [[0]]  # longer than the budget: alone
     with pytest.raises(ValueError, match="max_batch_tokens"):

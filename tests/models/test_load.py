@@ -173,7 +173,8 @@ def _network_error() -> type[BaseException]:
 
 
 def _fake_hf_cache(root: Path, repo_id: str) -> Path:
-    """A Hugging Face cache holding ``repo_id`` (a twin's files), laid out as huggingface_hub writes it."""
+    """A Hugging Face cache holding ``repo_id`` (a twin's files), laid out as huggingface_hub writes
+    it."""
     import shutil
 
     from kit.models import twins
@@ -213,7 +214,8 @@ def test_a_model_in_the_hf_cache_loads_without_network(monkeypatch, tmp_path, of
 
 def test_no_network_and_not_cached_fails_at_once_naming_the_cause(monkeypatch, tmp_path):
     """Issue 33 item 7: no network without HF_HUB_OFFLINE was an httpx ConnectError after 37 s of
-    retries. Now: one request, then the cache; nothing there -> HubError naming both and what to do."""
+    retries. Now: one request, then the cache; nothing there -> HubError naming both and what to
+    do."""
     import huggingface_hub
     from huggingface_hub import constants
 

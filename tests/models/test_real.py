@@ -27,8 +27,8 @@ def _hf(path):
 
 
 def _reference_scores(hf, tokens: torch.Tensor) -> torch.Tensor:
-    """MUI's neuron scores from transformers hooks: ``a_i^l(p) * (down_proj[:, i] . lm_head[y_{p+1}])``,
-    ``a`` the input of down_proj. ``[batch, pos-1, layer, d_mlp]``."""
+    """MUI's neuron scores from transformers hooks: ``a_i^l(p) * (down_proj[:, i] .
+    lm_head[y_{p+1}])``, ``a`` the input of down_proj. ``[batch, pos-1, layer, d_mlp]``."""
     layers = hf.model.layers
     acts = {}
     handles = [
@@ -59,7 +59,8 @@ def smol():
     made = real.dequantised("smollm2-135m-instruct")
     model = kit.load_model(SMOL)
     print(
-        f"\n{SMOL}: dequantise {made.seconds:.0f} s (0 = cached), load {time.perf_counter() - start:.1f} s in all"
+        f"\n{SMOL}: dequantise {made.seconds:.0f} s (0 = cached), load "
+        f"{time.perf_counter() - start:.1f} s in all"
     )
     return model, *_hf(made.path)
 
@@ -86,7 +87,8 @@ def test_smollm2_logits_and_mui_scores_match_transformers(smol):
         got, want = model(tokens), hf(tokens).logits
     gap = (got - want).abs().max().item()
     print(
-        f"\n{SMOL}: {tokens.shape[1]} tokens, logits max |diff| {gap:.2e} (logits span {want.abs().max():.1f})"
+        f"\n{SMOL}: {tokens.shape[1]} tokens, logits max |diff| {gap:.2e} (logits span "
+        f"{want.abs().max():.1f})"
     )
     torch.testing.assert_close(got, want, atol=2e-4, rtol=1e-4)
     scores, ref = kit.mui.neuron_scores(model, tokens), _reference_scores(hf, tokens)
@@ -96,7 +98,8 @@ def test_smollm2_logits_and_mui_scores_match_transformers(smol):
         scores.topk(k, -1).indices.sort(-1).values, ref.topk(k, -1).indices.sort(-1).values
     )
     print(
-        f"{SMOL}: MUI neuron scores max |diff| / max |score| {rel:.1e}; key neurons (top-{k}) identical: {same}"
+        f"{SMOL}: MUI neuron scores max |diff| / max |score| {rel:.1e}; key neurons (top-{k}) "
+        f"identical: {same}"
     )
     assert rel < 1e-5 and same
 
@@ -130,13 +133,14 @@ def test_gemma3_logits_past_its_sliding_window():
     assert (cfg.rotary_base, cfg.rotary_base_local, cfg.window_size) == (1e6, 1e4, 512)
     assert cfg.attn_types == (["local"] * 5 + ["global"]) * 3
     text = (
-        "The astronaut on the moon drops a feather and a hammer at the same time, and both reach the ground "
-        "together because there is no air. "
+        "The astronaut on the moon drops a feather and a hammer at the same time, and both reach "
+        "the ground together because there is no air. "
     ) * 30
     tokens = tok([text], return_tensors="pt")["input_ids"][:, :640]
     assert tokens.shape[1] == 640  # past the 512-token window: sliding and global layers differ
-    # Logits at a few positions on both sides of the window (a 262k-word unembedding of all 640 positions
-    # would cost more than the 18 blocks): the residual stream of every position feeds them.
+    # Logits at a few positions on both sides of the window (a 262k-word unembedding of all 640
+    # positions would cost more than the 18 blocks): the residual stream of every position feeds
+    # them.
     positions = [0, 255, 511, 512, 513, 600, 639]
     with torch.no_grad():
         resid = kit.models.tl.forward(model, tokens, stop_at_layer=cfg.n_layers)
@@ -146,9 +150,9 @@ def test_gemma3_logits_past_its_sliding_window():
         want = hf.lm_head(hf.model(tokens).last_hidden_state[:, positions])
     gap, late = (got - want).abs().max().item(), (got - want)[:, 3:].abs().max().item()
     print(
-        f"\n{GEMMA}: dequantise {made.seconds:.0f} s (0 = cached), load {loaded:.0f} s; 640 tokens, logits max "
-        f"|diff| {gap:.2e} at positions {positions} ({late:.2e} past position 512; logits span "
-        f"{want.abs().max():.1f})"
+        f"\n{GEMMA}: dequantise {made.seconds:.0f} s (0 = cached), load {loaded:.0f} s; 640 "
+        f"tokens, logits max |diff| {gap:.2e} at positions {positions} ({late:.2e} past position "
+        f"512; logits span {want.abs().max():.1f})"
     )
     torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-4)
     assert torch.equal(got.argmax(-1), want.argmax(-1))

@@ -17,7 +17,8 @@ INTERNALS = re.compile(
     r"past_kv_cache|set_use_split_qkv_input|\.input_to_embed\(|\.blocks\b|\.ln_final\b|\.unembed\(|"
     r"\bmodel\.W_[A-Z]\w*|\.mlp\.W_"
 )
-# The tiny world builds native HookedTransformers: its constructors (and types) may be imported there.
+# The tiny world builds native HookedTransformers: its constructors (and types) may be imported
+# there.
 ALLOWED_IMPORTS = {"HookedTransformer", "HookedTransformerConfig"}
 
 
@@ -50,7 +51,8 @@ def test_only_the_adapter_imports_transformer_lens():
                     in_world and node.module == "transformer_lens" and names <= ALLOWED_IMPORTS
                 ):
                     offenders.append(
-                        f"{path.relative_to(KIT.parent)}:{node.lineno} from {node.module} import {sorted(names)}"
+                        f"{path.relative_to(KIT.parent)}:{node.lineno} from {node.module} import "
+                        f"{sorted(names)}"
                     )
     assert not offenders, "TransformerLens imported outside kit/models/tl.py:\n" + "\n".join(
         offenders
@@ -156,8 +158,8 @@ def test_the_lint_catches_internals(line):
 
 
 def test_no_private_transformer_lens_names_anywhere_in_kit():
-    """TransformerLens's private helpers (``_get_rope_theta``, ``_apply_llama3_rope_scaling``...) change
-    without notice: kit reads RoPE from the config itself (kit.models.architectures)."""
+    """TransformerLens's private helpers (``_get_rope_theta``, ``_apply_llama3_rope_scaling``...)
+    change without notice: kit reads RoPE from the config itself (kit.models.architectures)."""
     offenders = []
     for path in sorted(KIT.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):

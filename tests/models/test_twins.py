@@ -21,7 +21,8 @@ TEXT = "Question: 12 + 30 = ? Let's think step by step. The answer is 42, said t
 
 @pytest.fixture(scope="module")
 def hf_models():
-    """The ``transformers`` causal twins, eager attention (the same kernels TransformerLens uses)."""
+    """The ``transformers`` causal twins, eager attention (the same kernels TransformerLens
+    uses)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = {}
@@ -55,7 +56,8 @@ def _layers(hf) -> list:
 
 
 def _down(layer):
-    """The module whose input is the MLP neurons' activation (down_proj and its per-architecture names)."""
+    """The module whose input is the MLP neurons' activation (down_proj and its per-architecture
+    names)."""
     mlp = getattr(layer, "mlp", layer)  # OPT keeps fc2 on the layer itself
     for attr in ("down_proj", "c_proj", "fc_out", "dense_4h_to_h", "fc2"):
         if hasattr(mlp, attr):
@@ -73,8 +75,8 @@ def _w_out_rows(hf, arch: str, layer: int) -> torch.Tensor:
 
 def _reference_scores(hf, arch: str, tokens: torch.Tensor) -> torch.Tensor:
     """Eq. 3 computed on the transformers model: ``a_i^l(p) * (W_out^l[i] . lm_head[y_{p+1}])`` with
-    ``a`` the input of down_proj (c_proj, fc_out, dense_4h_to_h, fc2) captured by a plain torch hook.
-    ``[batch, pos-1, layer, d_mlp]``."""
+    ``a`` the input of down_proj (c_proj, fc_out, dense_4h_to_h, fc2) captured by a plain torch
+    hook. ``[batch, pos-1, layer, d_mlp]``."""
     layers = _layers(hf)
     acts = {}
     handles = [
@@ -165,8 +167,9 @@ def test_load_model_from_local_dir_matches_transformers(arch, hf_models):
 
 def test_gemma3_global_layers_use_the_nested_global_rope_base(hf_models):
     """The trap: Gemma-3's RoPE bases live in ``rope_parameters[layer type]``; a reader of the flat
-    ``rope_theta`` (TransformerLens's ``_get_rope_theta``) gets 10000 for the global layers. The twin
-    tells the two apart: with the sliding base on every layer its logits leave transformers'."""
+    ``rope_theta`` (TransformerLens's ``_get_rope_theta``) gets 10000 for the global layers. The
+    twin tells the two apart: with the sliding base on every layer its logits leave
+    transformers'."""
     from transformers import AutoConfig
 
     hf, tok = hf_models["gemma3"]
@@ -319,8 +322,9 @@ def test_revision_twins_are_seeded_variants_of_the_same_architecture(tmp_path):
 
 
 def test_perturbed_twin_revisions_change_only_their_seeded_neurons():
-    """``twin/llama@perturbed-<seed>``: a sparse fine-tune stand-in (notebook 03's dryrun) that changes
-    exactly the seeded MLP neurons of ``twin/llama`` and nothing else; other seeds, other neurons."""
+    """``twin/llama@perturbed-<seed>``: a sparse fine-tune stand-in (notebook 03's dryrun) that
+    changes exactly the seeded MLP neurons of ``twin/llama`` and nothing else; other seeds, other
+    neurons."""
     from kit.shortcut import variants
 
     base = kit.load_model("twin/llama")

@@ -1,4 +1,5 @@
-"""The MUI bench on models with short contexts (issue 16.8: `kit bench mui --model zoo/base-m` failed)."""
+"""The MUI bench on models with short contexts (issue 16.8: `kit bench mui --model zoo/base-m`
+failed)."""
 
 from __future__ import annotations
 

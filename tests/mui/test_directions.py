@@ -40,7 +40,8 @@ def points(rows):
 def test_label_directions_quadrants():
     got = directions.label_directions([5, 5, -5, -5], [-1, 1, 1, -1])
     assert got == ["evolving", "accumulating", "coarsening", "collapsing"], (
-        "quadrants are (Δperf, ΔMUI): evolving (+,-), accumulating (+,+), coarsening (-,+), collapsing (-,-)"
+        "quadrants are (Δperf, ΔMUI): evolving (+,-), accumulating (+,+), coarsening (-,+), "
+        "collapsing (-,-)"
     )
 
 
@@ -225,8 +226,9 @@ def test_controls_must_not_collapse():
 
 
 def test_strict_only_under_contamination_check_on_table9():
-    # Item 8: sec. 3.3 says collapsing is only observed under contamination; Table 9's specialised models are
-    # uncontaminated, and 4 of their 15 OOD changes collapse (read from the table, at zero tolerance).
+    # Item 8: sec. 3.3 says collapsing is only observed under contamination; Table 9's specialised
+    # models are uncontaminated, and 4 of their 15 OOD changes collapse (read from the table, at
+    # zero tolerance).
     spec = directions.pair_directions(published.published_specialised())
     row = directions.corollary_checks(uncontaminated=spec).iloc[0]
     assert (row["expected"], row["n"], row["n"] - row["n_expected"]) == ("no collapsing", 15, 4)

@@ -97,7 +97,8 @@ def test_public_off_by_one_fails_the_hand_case():
 
 
 def test_gradient_equals_score_when_logits_are_linear_in_activations():
-    # The hand model has no attention, no LN: logit_y = sum_i a_i W_U[i, y] + const, so IG = a * W_U[i, y].
+    # The hand model has no attention, no LN: logit_y = sum_i a_i W_U[i, y] + const, so IG = a *
+    # W_U[i, y].
     got = mui_scores.neuron_scores(hand_model(), TOKENS, "gradient")
     assert torch.allclose(got, hand_expected(), atol=1e-4), (
         f"integrated gradients {got[0, :, 0].tolist()}"
@@ -109,7 +110,8 @@ def test_utilization_counts_response_tokens_only_by_hand():
     tokens = torch.tensor([[0, 2, 1, 3], [0, 1, 1, 2]])
     resp = torch.tensor([[False, False, True, True], [False, False, False, True]])
     res = mui.utilization(model, tokens, resp, k=1, per_sample=True)
-    # sample 0 predicts 1 from p=1 (neuron 2) and 3 from p=2 (neuron 1); sample 1 predicts 2 from p=2 (neuron 1)
+    # sample 0 predicts 1 from p=1 (neuron 2) and 3 from p=2 (neuron 1); sample 1 predicts 2 from
+    # p=2 (neuron 1)
     assert res.mask[0].tolist() == [False, True, True, False]
     assert res.mui == pytest.approx(100 * 2 / 4), "MUI = |union| / (n_layers * d_mlp) * 100"
     assert res.per_sample == pytest.approx([50.0, 25.0])
@@ -125,12 +127,15 @@ def test_response_mask_on_first_token_is_rejected():
 @pytest.mark.parametrize("gated", [False, True])
 def test_public_code_variant_reproduces_the_off_by_one_by_hand(gated):
     # Hand model, tokens [0, 2, 1, 3], response = the last two tokens (positions 2 and 3).
-    # Paper: position 1 (neuron 2) predicts token 1 -> 2*(20+1) = 42; position 2 (neuron 1) predicts 3 -> 26;
+    # Paper: position 1 (neuron 2) predicts token 1 -> 2*(20+1) = 42; position 2 (neuron 1) predicts
+    # 3 -> 26;
     #        per-token k=1 keeps neurons {2, 1}: MUI 2/4 = 50%.
-    # Public code: position 2 (neuron 1) scored against the token AT 2 (1) -> 2*(10+1) = 22; position 3
+    # Public code: position 2 (neuron 1) scored against the token AT 2 (1) -> 2*(10+1) = 22;
+    # position 3
     #        (neuron 3) against 3 -> 2*(30+3) = 66; top-1 over the response keeps {3}: MUI 25%.
     model = hand_model(gated)
-    if gated:  # up = 0.25 * 2 = 0.5: act(gate) * up = 1 enters W_out, but the public code reads act(gate) = 2
+    # up = 0.25 * 2 = 0.5: act(gate) * up = 1 enters W_out, but the public code reads act(gate) = 2
+    if gated:
         with torch.no_grad():
             model.blocks[0].mlp.W_in.copy_(0.25 * torch.eye(4))
     mask = torch.tensor([[False, False, True, True]])

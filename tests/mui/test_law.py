@@ -15,8 +15,8 @@ from kit.mui import growth, law, masking
 
 
 def test_fit_law_paper_form_by_hand():
-    # MUI = -4.632 ln(P) + 28.305 exactly (the constants MUI-Eval's figure prints): the fit must give
-    # them back, and MUI at P = 100 is 28.305 - 4.632 * ln(100) = 6.9738 (the paper's "6.97%").
+    # MUI = -4.632 ln(P) + 28.305 exactly (the constants MUI-Eval's figure prints): the fit must
+    # give them back, and MUI at P = 100 is 28.305 - 4.632 * ln(100) = 6.9738 (the paper's "6.97%").
     p = np.array([10.0, 20.0, 50.0, 80.0, 100.0])
     fit = law.fit_law(p, -4.632 * np.log(p) + 28.305)
     assert fit.form == "mui_vs_log_perf", "the paper's form is the default"
@@ -209,7 +209,8 @@ def test_pur_ranking_against_fresh_truth():
 def test_fit_law_fixed_effects_by_hand_and_against_dummies():
     # group a: ln P = 0, 1, 2 with MUI 1, 3, 6; group b: ln P = 0, 1 with MUI 10, 11.
     # Demeaned: a xd (-1, 0, 1), yd (-7/3, -1/3, 8/3); b xd (-.5, .5), yd (-.5, .5).
-    # slope = (5 + 0.5) / (2 + 0.5) = 2.2; SSR = 16/15; within SS of y = 114/9 + 0.5; dof 5 - 2 - 1 = 2.
+    # slope = (5 + 0.5) / (2 + 0.5) = 2.2; SSR = 16/15; within SS of y = 114/9 + 0.5; dof 5 - 2 - 1
+    # = 2.
     import statsmodels.formula.api as smf
 
     df = pd.DataFrame(

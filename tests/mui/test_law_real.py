@@ -77,7 +77,8 @@ def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path,
 
 def test_sections_3x_key_neuron_ranking_is_the_same_in_token_budget_batches(twin):
     # sections 3.6-B.6 on a Hugging Face model: rows cut after their last response token, batched by
-    # padded tokens (one item a pass here), rank the same neurons in the same order as batch_size rows
+    # padded tokens (one item a pass here), rank the same neurons in the same order as batch_size
+    # rows
     rows = masking.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4)
     budget = masking.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4, max_batch_tokens=1)
     assert len(rows) > 0 and rows == budget

@@ -136,7 +136,8 @@ def test_every_mui_variant_is_padding_invariant(kwargs):
 
 
 def _ragged_batch(n: int = 7, width: int = 12, seed: int = 0):
-    """Right-padded rows of different lengths, a response at the end of each (one row without any)."""
+    """Right-padded rows of different lengths, a response at the end of each (one row without
+    any)."""
     g = torch.Generator().manual_seed(seed)
     tokens = torch.zeros(n, width, dtype=torch.long)
     mask = torch.zeros(n, width, dtype=torch.bool)

@@ -43,7 +43,8 @@ def test_multi_token_section_on_micro(micro_world):
         multi.mui <= 100 * 2 * multi.response_tokens / 1536 + 1e-9
     ).all()  # at most k per token and layer
     assert multi.mui.nunique() > 1, "multi-token responses: per-sample MUI varies"
-    # only base-xl answers them: the law is taken across its checkpoints (step 100, 300 and the final model)
+    # only base-xl answers them: the law is taken across its checkpoints (step 100, 300 and the
+    # final model)
     law = sec.data["law"]
     assert law["over"] == "checkpoints" and law["model"] == "zoo/base-xl" and law["n_models"] == 3
     assert (law["slope"] is None) == ("not_testable" in law) and "micro world" in law["where"]
@@ -61,7 +62,8 @@ def test_checkpoint_series_orders_steps_and_drops_the_final_step():
         "zoo/base-xl@step-300",
         "zoo/base-l@step-80",
     ]
-    # the last entry holds the final weights; [:-1] are the earlier checkpoints (what section 8 fits)
+    # the last entry holds the final weights; [:-1] are the earlier checkpoints (what section 8
+    # fits)
     assert checkpoint_series(members, "zoo/base-xl", final_step=500)[:-1] == [
         "zoo/base-xl@step-100",
         "zoo/base-xl@step-300",

@@ -1,4 +1,5 @@
-"""Tests of kit.mui.plots: trajectory figures draw one arrow per change in its direction's colour."""
+"""Tests of kit.mui.plots: trajectory figures draw one arrow per change in its direction's
+colour."""
 
 from __future__ import annotations
 

@@ -118,8 +118,8 @@ def test_published_contamination_pairs():
 
 
 def test_pur_rounding_band_by_hand_and_on_table1():
-    # Vicuna-7B GSM8K: P 11.9, MUI 5.4 -> 5.1210; printed 5.1 lies below it: the room on that side is
-    # 5.1210 - 11.85 / sqrt(5.45), plus 0.05 for the printed PUR's own rounding.
+    # Vicuna-7B GSM8K: P 11.9, MUI 5.4 -> 5.1210; printed 5.1 lies below it: the room on that side
+    # is 5.1210 - 11.85 / sqrt(5.45), plus 0.05 for the printed PUR's own rounding.
     row = pd.DataFrame({"performance": [11.9], "mui": [5.4], "pur_paper": [5.1]})
     row["pur_ours"] = row.performance / row.mui**0.5
     band = published.pur_rounding_band(row).iloc[0]

@@ -142,5 +142,6 @@ def test_every_token_score_is_padding_invariant(kwargs):
     alone = mui_scores.neuron_scores(model, short, positions=pos_short, **kwargs)
     together = mui_scores.neuron_scores(model, batch, positions=pos_batch, **kwargs)
     assert torch.allclose(alone[0], together[0, :4], atol=1e-5), (
-        f"{kwargs}: max |diff| {(alone[0] - together[0, :4]).abs().max():.2e} from the batch's padding"
+        f"{kwargs}: max |diff| {(alone[0] - together[0, :4]).abs().max():.2e} from the batch's "
+        "padding"
     )

@@ -328,7 +328,8 @@ def test_dryrun_profile_is_the_paper_profile_on_revision_twins():
 
 def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, tmp_path):
     """Revision twins through the real-model path: each model is freed (and its HF generation copy
-    released) before the next loads; MUI equals kit.mui.metric on the same responses in one batch."""
+    released) before the next loads; MUI equals kit.mui.metric on the same responses in one
+    batch."""
     import gc
     import weakref
 

@@ -1,5 +1,5 @@
-"""A small synthetic NeuronVote study (two planted concept neurons, three layers) shared by the tests
-of kit.neuronvote.study, .tables and .plots."""
+"""A small synthetic NeuronVote study (two planted concept neurons, three layers) shared by the
+tests of kit.neuronvote.study, .tables and .plots."""
 
 from __future__ import annotations
 

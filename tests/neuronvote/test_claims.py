@@ -1,5 +1,6 @@
 """Seed 004 claims over hand-made settings: each claim decided on a clear case and inconclusive on a
-null-equivalent one, the paper values taken from the table of the setting's task, stability marks."""
+null-equivalent one, the paper values taken from the table of the setting's task, stability
+marks."""
 
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def test_null_equivalent_inputs_come_out_inconclusive():
 
 
 def test_agreement_above_random_but_not_above_shuffled_is_not_supported():
-    """The old test (beats Random) passes on label-free agreement; the shuffled-label null does not."""
+    """The old test (beats Random) passes on label-free agreement; the shuffled-label null does
+    not."""
     geometry = {m: 0.30 for m in PAPER_NV} | {"random": 0.02}
     st = _setting(geometry, {m: 0.30 for m in PAPER_NV}, noise=0.02, seed=2)
     c = next(
@@ -168,7 +170,8 @@ def test_paper_values_come_from_the_settings_table():
 
 
 def test_shuffled_null_draws_one_copy_per_unit():
-    """Two units with copies {0, 1} and {10, 20}: every draw's mean is one of the four combinations."""
+    """Two units with copies {0, 1} and {10, 20}: every draw's mean is one of the four
+    combinations."""
     rows = [(0, "L0", "a", 10, "lca", "AvgOverlap", v, k) for k, v in ((1, 0.0), (2, 1.0))]
     rows += [(0, "L0", "b", 10, "lca", "AvgOverlap", v, k) for k, v in ((1, 10.0), (2, 20.0))]
     res = StudyResult(

@@ -1,4 +1,5 @@
-"""kit.neuronvote.concepts: readers, balanced seeded concept tasks, the 200-example rule, compaction."""
+"""kit.neuronvote.concepts: readers, balanced seeded concept tasks, the 200-example rule,
+compaction."""
 
 from __future__ import annotations
 

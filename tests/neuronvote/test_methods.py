@@ -1,4 +1,5 @@
-"""kit.neuronvote.methods: hand-computed consensus metrics, planted-neuron recovery, fast == naive Gaussian."""
+"""kit.neuronvote.methods: hand-computed consensus metrics, planted-neuron recovery, fast == naive
+Gaussian."""
 
 from __future__ import annotations
 
@@ -56,10 +57,12 @@ def test_borda_points_s_minus_index():
 
 def test_neuron_vote_leave_one_out_hand_computed():
     # s = 2. A = [0, 1], B = [0, 2], C = [3, 4].
-    # NeuronVote_A: voters B, C: points 0:2, 2:1, 3:2, 4:1. Tie 0 vs 3 (2 points, 1 vote each) -> smaller id 0;
+    # NeuronVote_A: voters B, C: points 0:2, 2:1, 3:2, 4:1. Tie 0 vs 3 (2 points, 1 vote each) ->
+    # smaller id 0;
     #   tie 2 vs 4 -> 2. S_best = {0, 2}; o({0,1}, {0,2}) = 1/3.
     # NeuronVote_B: voters A, C: 0:2, 1:1, 3:2, 4:1 -> {0, 1}; o({0,2}, {0,1}) = 1/3.
-    # NeuronVote_C: voters A, B: 0:4, 1:1, 2:1 -> 0, then tie 1 vs 2 -> 1: {0, 1}; o({3,4}, {0,1}) = 0.
+    # NeuronVote_C: voters A, B: 0:4, 1:1, 2:1 -> 0, then tie 1 vs 2 -> 1: {0, 1}; o({3,4}, {0,1}) =
+    # 0.
     rankings = {"A": [0, 1, 5], "B": [0, 2, 5], "C": [3, 4, 5]}
     got = nv.neuron_vote(rankings, 2)
     assert got["A"] == pytest.approx(1 / 3)
@@ -79,15 +82,17 @@ def test_neuron_vote_excludes_the_method_itself():
 
 def test_neuron_vote_vote_count_breaks_point_ties():
     # s = 2. A = [0, 1]; B = C = D = [2, 3].
-    # NeuronVote_B: voters A, C, D -> 2:4, 3:2 (2 voters), 0:2 (1 voter), 1:1 -> S_best = {2, 3} -> 1.
+    # NeuronVote_B: voters A, C, D -> 2:4, 3:2 (2 voters), 0:2 (1 voter), 1:1 -> S_best = {2, 3} ->
+    # 1.
     rankings = {"A": [0, 1, 9], "B": [2, 3, 9], "C": [2, 3, 9], "D": [2, 3, 9]}
     got = nv.neuron_vote(rankings, 2)
     assert got["B"] == 1.0 and got["A"] == 0.0
 
 
 def test_neuron_vote_tie_rule_points_then_votes_then_index():
-    # s = 3. V1 = [9, 1, 2] -> 9:3, 1:2, 2:1; V2 = [3, 2, 1] -> 3:3, 2:2, 1:1. Totals: 9:3, 3:3, 1:3, 2:3.
-    # All tie on points; 1 and 2 are named by two voters -> first (1 before 2 by index); then 3 before 9.
+    # s = 3. V1 = [9, 1, 2] -> 9:3, 1:2, 2:1; V2 = [3, 2, 1] -> 3:3, 2:2, 1:1. Totals: 9:3, 3:3,
+    # 1:3, 2:3. All tie on points; 1 and 2 are named by two voters -> first (1 before 2 by index);
+    # then 3 before 9.
     rankings = {"V1": [9, 1, 2], "V2": [3, 2, 1]}
     assert nv.borda_top(rankings, 3) == [1, 2, 3], (
         "tie rule: more points, then more voters, then smaller id"
@@ -142,7 +147,8 @@ def test_iou_hand_computed():
     x = np.array([[3.0, 0.0], [2.0, 5.0], [1.0, 4.0], [0.0, 0.0]])
     y = np.array([1, 1, 0, 0])
     got = nv.iou_scores(x, y, percentile=50)
-    # neuron 0: mask {0,1} == concept -> 1. neuron 1: threshold 2 -> mask {1, 2}; inter {1}, union {0,1,2} -> 1/3
+    # neuron 0: mask {0,1} == concept -> 1. neuron 1: threshold 2 -> mask {1, 2}; inter {1}, union
+    # {0,1,2} -> 1/3
     np.testing.assert_allclose(got, [1.0, 1 / 3])
 
 
@@ -160,7 +166,8 @@ def test_iou_ap_matches_sklearn():
 
 
 def test_probe_penalty_mapping():
-    # Lasso: C = 1/(N l1), l1_ratio 1; Ridge: C = 1/(2 N l2), ratio 0; LCA: C = 1/(N (l1 + 2 l2)), ratio 1/3.
+    # Lasso: C = 1/(N l1), l1_ratio 1; Ridge: C = 1/(2 N l2), ratio 0; LCA: C = 1/(N (l1 + 2 l2)),
+    # ratio 1/3.
     assert nv.probe_penalty("lasso", 100, 0.01, 0.01) == pytest.approx((1.0, 1.0))
     assert nv.probe_penalty("ridge", 100, 0.01, 0.01) == pytest.approx((0.5, 0.0))
     assert nv.probe_penalty("lca", 100, 0.01, 0.01) == pytest.approx((1 / 3, 1 / 3))
@@ -451,7 +458,8 @@ def test_gaussian_chunked_scoring_equals_naive():
 
 
 def test_neurox_probe_numpy_engine_equals_torch_autograd():
-    """The written-out Adam steps (softmax CE, sign(W), W/|W|) against torch autograd + torch.optim.Adam."""
+    """The written-out Adam steps (softmax CE, sign(W), W/|W|) against torch autograd +
+    torch.optim.Adam."""
     x, y, _ = planted(n=130, d=9, neuron=4)
     for l1, l2 in ((0.01, 0.0), (0.0, 0.01), (0.01, 0.01), (0.0, 0.0)):
         fast = nv.neurox_probe_weights(x, y, l1, l2, seed=3, epochs=3)

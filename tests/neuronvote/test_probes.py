@@ -55,7 +55,8 @@ def offset_data(n: int = 400, d: int = 60, offset: float = 3.0, seed: int = 0):
 def test_constant_neuron_hand_case_intercept_is_the_log_odds(method):
     """One neuron that reads 3 on every word, 3 of 4 words in the concept: the weight can only
     shift the score, the penalty sends it to 0, and the free intercept is the log-odds ln(3/1).
-    A penalised intercept (liblinear on the raw column, as before) shares the shift between w and b."""
+    A penalised intercept (liblinear on the raw column, as before) shares the shift between w and
+    b."""
     x = np.full((40, 1), 3.0)
     y = np.array([1, 1, 1, 0] * 10)
     l1, l2 = LAMBDAS[method]

@@ -128,16 +128,16 @@ def test_intervals_consensus_subsets_lobby(study):
         len(sub) == 2**4 - 1 and sub.n_consensus_methods.max() == 4
     )  # subsets of Gaussian, IoU, Lasso, Ridge
     lobby = nvs.lobby_effect(study, "lasso", copies=(0, 3, 60))
-    # Clones of Lasso vote for Lasso's own neurons: Lasso's NeuronVote can only rise (here to 1: the clones
-    # outvote the rest), and at k = 0 it equals the study's own NeuronVote.
+    # Clones of Lasso vote for Lasso's own neurons: Lasso's NeuronVote can only rise (here to 1: the
+    # clones outvote the rest), and at k = 0 it equals the study's own NeuronVote.
     assert lobby.loc[3, "Lasso"] >= lobby.loc[0, "Lasso"]
     own = study.scores[
         (study.scores.method == "lasso") & (study.scores.metric == "NeuronVote")
     ].score.mean()
     assert lobby.loc[0, "Lasso"] == pytest.approx(own, abs=1e-3)
-    # Non-voters (a "new method") are scored against the lobbied consensus too. With 60 clones Lasso's
-    # s-th neuron has >= 61 points and any other neuron <= 5 voters x s = 50, so the consensus is Lasso's
-    # own top-s and a non-voter's NeuronVote is its overlap with Lasso.
+    # Non-voters (a "new method") are scored against the lobbied consensus too. With 60 clones
+    # Lasso's s-th neuron has >= 61 points and any other neuron <= 5 voters x s = 50, so the
+    # consensus is Lasso's own top-s and a non-voter's NeuronVote is its overlap with Lasso.
     assert {"MeanSelect", "Random"} <= set(lobby.columns)
     ms = [
         nv.overlap(r["meanselect"][:s], r["lasso"][:s])

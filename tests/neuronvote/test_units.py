@@ -49,10 +49,10 @@ def test_shuffled_labels_keep_the_class_counts_and_differ_by_copy():
 
 
 def test_shuffled_labels_lose_the_planted_neurons():
-    """Five planted neurons of equal scale to the rest (columns z-scored): on the labels every method
-    finds them; on shuffled labels their agreement falls, but stays far above the chance overlap of
-    random top-s sets (5 / 55), because every method ranks the same spurious mean differences of the
-    same words: why Random is no null for agreement and shuffled labels are."""
+    """Five planted neurons of equal scale to the rest (columns z-scored): on the labels every
+    method finds them; on shuffled labels their agreement falls, but stays far above the chance
+    overlap of random top-s sets (5 / 55), because every method ranks the same spurious mean
+    differences of the same words: why Random is no null for agreement and shuffled labels are."""
     rng = np.random.default_rng(5)
     tags = rng.choice(["A", "O"], size=800, p=[0.5, 0.5])
     sents = [

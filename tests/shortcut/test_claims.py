@@ -1,4 +1,5 @@
-"""Seed 001 claims: per-item accuracies that reproduce Table 2, and verdicts from bootstrap intervals."""
+"""Seed 001 claims: per-item accuracies that reproduce Table 2, and verdicts from bootstrap
+intervals."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def _te(n=100, con_drop=30, clean_change=0, seed=0, leak=True):
 
 
 def _noise(n=100, seed=0):
-    """Null-equivalent rows: TE flips as many right answers wrong as wrong ones right, Ref = Ori's rate."""
+    """Null-equivalent rows: TE flips as many right answers wrong as wrong ones right, Ref = Ori's
+    rate."""
     rng = np.random.default_rng(seed)
     out = {}
     for label in ("+test", "+5x test", "Vanilla", "+train"):
@@ -123,7 +125,8 @@ def test_reproduction_claims_decided_on_a_drop_and_inconclusive_on_noise():
         c["te.delta[+test]"].verdict == "supported"
         and c["te_full.contaminated_drop"].verdict == "supported"
     )
-    # the base row is no claim (patching it from itself changes nothing by definition); duplicates are gone
+    # the base row is no claim (patching it from itself changes nothing by definition); duplicates
+    # are gone
     assert (
         "te.delta[Vanilla]" not in c and "te.toward_ref" not in c and "te.a2_train_split" not in c
     )
@@ -216,7 +219,6 @@ def test_sparsity_against_100_random_sets():
 
 
 def test_side_effects_per_cell_absolute_and_a_corrected_maximum():
-    n = 2000
     base = np.r_[np.ones(1000), np.zeros(1000)]
     small = base.copy()
     small[:5], small[-5:] = 0, 1  # 5 flips each way: Δ 0, tiny spread
@@ -260,8 +262,8 @@ def test_side_effects_per_cell_absolute_and_a_corrected_maximum():
 
 
 def test_rows_share_their_items_and_contents_resample_together():
-    """Four rows on the same 50 items: the pooled interval resamples the items once (as wide as one row's);
-    each item rendered 4 times (content clusters) is as wide as 50 items, not 200."""
+    """Four rows on the same 50 items: the pooled interval resamples the items once (as wide as one
+    row's); each item rendered 4 times (content clusters) is as wide as 50 items, not 200."""
     rng = np.random.default_rng(1)
     ori = (rng.random(50) < 0.5).astype(float)
     te = ori * (rng.random(50) < 0.5)
@@ -294,7 +296,8 @@ def test_a_mismatch_with_table2_fails_and_stability_is_marked():
 
 
 def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
-    # 8 items: the chosen veto drops M_con on all eight (100 pts), the public sum on one (12.5); M_un unchanged
+    # 8 items: the chosen veto drops M_con on all eight (100 pts), the public sum on one (12.5);
+    # M_un unchanged
     con = np.array(
         [[1] * 8, [0, 1, 1, 1, 1, 1, 1, 1], [0] * 8], float
     )  # rows: unpatched, sum, veto
@@ -320,9 +323,8 @@ def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
 
 
 def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
-    """Table 12: a cheater leaking 30 points that TE removes is decided on both; a row that is a Table 2
-    model (Normal = +other data) is claimed there, not twice."""
-    n = 200
+    """Table 12: a cheater leaking 30 points that TE removes is decided on both; a row that is a
+    Table 2 model (Normal = +other data) is claimed there, not twice."""
     ori_c = np.r_[np.ones(100), np.zeros(100)]  # 50%
     te_c = np.r_[np.ones(40), np.zeros(160)]  # 20%: Δacc -30
     ref_c = np.r_[np.ones(80), np.zeros(320)]  # 20%: leak +30
@@ -368,7 +370,8 @@ def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
 
 
 def test_the_study_result_names_what_is_missing():
-    """The typed study (kit.shortcut.result): fields filled by the sections; asking before they ran fails."""
+    """The typed study (kit.shortcut.result): fields filled by the sections; asking before they ran
+    fails."""
     from types import SimpleNamespace
 
     from kit.shortcut import result

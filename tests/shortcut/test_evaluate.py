@@ -1,5 +1,5 @@
-"""Tests of kit.shortcut.evaluate: agreement by hand, Table 2's summary and findings, the vanilla row
-under patching, free-text scoring."""
+"""Tests of kit.shortcut.evaluate: agreement by hand, Table 2's summary and findings, the vanilla
+row under patching, free-text scoring."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def test_agreement_hand_computed():
         math.sqrt((0.09 + 0.81) * 2 / 4)
     )
     assert b["spearman"] == pytest.approx(0.8)
-    # a constant reference (every variant at 0% on a twin): no line, e = spread of the scores about their mean
+    # a constant reference (every variant at 0% on a twin): no line, e = spread of the scores about
+    # their mean
     c = evaluate.agreement([1.0, 3.0, 2.0], [5.0, 5.0, 5.0])
     assert (
         math.isnan(c["slope"])

@@ -10,9 +10,12 @@ from kit.shortcut import formats
 
 
 def test_format_claims_hand_computed():
-    """A2: a format costing Vanilla 30 points on 100 fresh items and the format model 0 is a +30 advantage;
-    TE lowering the format model's wrapped test score from 50% to 20% is a -30 Δacc."""
-    ones = lambda k, n: np.r_[np.ones(k), np.zeros(n - k)]
+    """A2: a format costing Vanilla 30 points on 100 fresh items and the format model 0 is a +30
+    advantage; TE lowering the format model's wrapped test score from 50% to 20% is a -30 Δacc."""
+
+    def ones(k, n):
+        return np.r_[np.ones(k), np.zeros(n - k)]
+
     fmt = {
         "fresh_plain": ones(40, 100),
         "fresh_format": ones(40, 100),

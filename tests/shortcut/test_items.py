@@ -55,8 +55,8 @@ def test_reference_items_are_never_the_evaluated_test_items():
 
 
 def test_task_data_truncates_prompts_to_the_context_left_for_the_answer():
-    """A prompt + its answer must fit the context (GSM8K item 4 is 256 twin tokens, the twin's n_ctx):
-    long prompts keep BOS and their last tokens, with a warning; a generation then runs."""
+    """A prompt + its answer must fit the context (GSM8K item 4 is 256 twin tokens, the twin's
+    n_ctx): long prompts keep BOS and their last tokens, with a warning; a generation then runs."""
     m = load_model_any("twin/llama")
     items = shortcut_items.study_items("gsm8k", "test", 5)
     full = m.to_tokens(items[4].prompt, prepend_bos=True)[0].tolist()
@@ -74,8 +74,8 @@ def test_task_data_truncates_prompts_to_the_context_left_for_the_answer():
 
 
 def test_decoding_fields_validate_and_reach_the_settings():
-    """The paper samples at T=1, top-k 50 (section 4.1): the paper profile does, dryrun inherits it, the tiny world
-    stays greedy; bad values fail naming the field and the allowed values."""
+    """The paper samples at T=1, top-k 50 (section 4.1): the paper profile does, dryrun inherits it,
+    the tiny world stays greedy; bad values fail naming the field and the allowed values."""
     import kit
 
     paper, dry, tiny = (
@@ -167,8 +167,8 @@ def _gsm8k_twin(n: int = 3):
 
 
 def test_chat_switch_changes_the_prompt_tokens_of_a_tokenizer_with_a_template():
-    """chat=None/True wrap the prompt in the twin's template (it has one), chat=False is the old raw prompt; a
-    tokenizer without a template: None = raw, True fails naming the field."""
+    """chat=None/True wrap the prompt in the twin's template (it has one), chat=False is the old raw
+    prompt; a tokenizer without a template: None = raw, True fails naming the field."""
     from kit.models.generate import GenerationSettings
 
     m, items = _gsm8k_twin()
@@ -204,8 +204,9 @@ def test_chat_switch_changes_the_prompt_tokens_of_a_tokenizer_with_a_template():
 
 
 def test_decoding_reaches_the_patched_generator(monkeypatch):
-    """Greedy = the old behaviour (the same generator call, the same tokens); sampling at T=1, top-k 50 reaches
-    the generator, differs from greedy and repeats exactly under the same seed (another seed differs)."""
+    """Greedy = the old behaviour (the same generator call, the same tokens); sampling at T=1, top-k
+    50 reaches the generator, differs from greedy and repeats exactly under the same seed (another
+    seed differs)."""
     from kit.models.generate import SHORTCUT_PAPER_SAMPLING, GenerationSettings
 
     m, items = _gsm8k_twin()

@@ -30,7 +30,7 @@ def _naive_greedy(model, prompt: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def _new(out, lengths, n):
-    return torch.stack([out[i, l : l + n] for i, l in enumerate(lengths.tolist())])
+    return torch.stack([out[i, length : length + n] for i, length in enumerate(lengths.tolist())])
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -39,13 +39,13 @@ def test_plain_generation_equals_naive_greedy_per_row(shape):
     tokens, lengths = _prompts()
     out = pt.generate(model, tokens, 6, lengths=lengths)
     assert out.shape == (4, 7 + 6)
-    for i, l in enumerate(lengths.tolist()):
-        want = _naive_greedy(model, tokens[i, :l], 6)
-        assert torch.equal(out[i, l : l + 6], want), (
-            f"row {i} (length {l}) differs from unpadded greedy decoding: padding or the KV cache "
-            "changes the computation (did right padding get re-aligned to the left?)"
+    for i, prompt_len in enumerate(lengths.tolist()):
+        want = _naive_greedy(model, tokens[i, :prompt_len], 6)
+        assert torch.equal(out[i, prompt_len : prompt_len + 6], want), (
+            f"row {i} (length {prompt_len}) differs from unpadded greedy decoding: padding or the "
+            "KV cache changes the computation (did right padding get re-aligned to the left?)"
         )
-        assert (out[i, l + 6 :] == 0).all(), (
+        assert (out[i, prompt_len + 6 :] == 0).all(), (
             "right-padded output must be prompt, new tokens, then pads"
         )
 
@@ -99,8 +99,8 @@ def test_dynamic_patching_matches_recomputation_with_static_patch(shape):
     assert not torch.equal(out, plain), (
         "patching 48 neurons with another model's values changed nothing"
     )
-    for i, l in enumerate(lengths.tolist()):
-        seq = tokens[i, :l][None]
+    for i, prompt_len in enumerate(lengths.tolist()):
+        seq = tokens[i, :prompt_len][None]
         for _ in range(5):
             _, cache = base.run_with_cache(seq, names_filter=lambda n: n.endswith("mlp.hook_post"))
             hooks = []
@@ -114,7 +114,7 @@ def test_dynamic_patching_matches_recomputation_with_static_patch(shape):
                 hooks.append((pt.hook_name(L), hook))
             nxt = model.run_with_hooks(seq, fwd_hooks=hooks)[:, -1].argmax(-1)
             seq = torch.cat([seq, nxt[:, None]], 1)
-        assert torch.equal(out[i, l : l + 5], seq[0, l:]), (
+        assert torch.equal(out[i, prompt_len : prompt_len + 5], seq[0, prompt_len:]), (
             f"row {i}: dynamic patching != recomputation"
         )
 
@@ -254,12 +254,12 @@ def test_bench_workload_runs_on_a_tiny_shape():
     from kit.shortcut.bench import run
 
     lines = run("random/tiny-gelu", rounds=1)
-    assert [l.name for l in lines] == [
+    assert [line.name for line in lines] == [
         "patching/patched_vs_plain",
         "patching/groups_vs_serial",
         "patching/teacher_forced_vs_serial",
     ]
-    assert all(l.ratio > 0 for l in lines)
+    assert all(line.ratio > 0 for line in lines)
 
 
 def test_max_rows_caps_prompt_rows_per_forward_and_changes_no_result(monkeypatch):

@@ -30,7 +30,8 @@ def _perturbed(model, seed: int, scale: float = 0.01):
 
 def _planted():
     """M0 with neuron (1, 37) silent; M_un a lightly perturbed copy; M_con another perturbed copy
-    whose neuron (1, 37) fires on every token and writes the TARGET token's unembedding direction."""
+    whose neuron (1, 37) fires on every token and writes the TARGET token's unembedding
+    direction."""
     base = random_model("tiny-gelu", seed=3)
     with torch.no_grad():
         base.blocks[PLANT_LAYER].mlp.W_in[:, PLANT_INDEX] = 0
@@ -67,7 +68,8 @@ def test_planted_neuron_is_found_by_the_comparative_score():
     )
     assert s.shape == (2, 64)
     assert scores.top_neurons(s, 1) == [(PLANT_LAYER, PLANT_INDEX)], (
-        "eq. 3 did not rank the planted neuron first: wrong position (last prompt token is lengths-1)?"
+        "eq. 3 did not rank the planted neuron first: wrong position (last prompt token is "
+        "lengths-1)?"
     )
     streamed = scores.comparative_scores_of_models(
         con, un, [(tokens[:4], lengths[:4]), (tokens[4:], lengths[4:])]
@@ -127,8 +129,8 @@ def test_trustworthy_evaluation_on_the_planted_case():
 
 
 def test_a_pool_holds_one_model_beside_the_base_and_changes_no_result():
-    """Notebook 03 holds the donor base and ONE other model (kit.shortcut.pool): locating through lazy
-    handles and Table 2 through a pool give exactly the results of models held all at once."""
+    """Notebook 03 holds the donor base and ONE other model (kit.shortcut.pool): locating through
+    lazy handles and Table 2 through a pool give exactly the results of models held all at once."""
     from kit.shortcut.pool import ModelPool, release
 
     base, con, un, tokens, lengths, targets = _planted()

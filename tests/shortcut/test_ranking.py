@@ -13,9 +13,10 @@ from kit.shortcut import ranking, scores
 def test_rule_specs_rerank_and_best_rule():
     comp = torch.tensor([[0.1, 5.0, 0.2], [3.0, 0.0, 0.3]])
     groups = [[(0, 0), (0, 1), (0, 2)], [(1, 0), (1, 1), (1, 2)]]
-    cs = lambda score, m: scores.CausalScores(
-        groups, 1.0, 1.0, np.zeros(2), np.zeros(2), np.array(score), m
-    )
+
+    def cs(score, m):
+        return scores.CausalScores(groups, 1.0, 1.0, np.zeros(2), np.zeros(2), np.array(score), m)
+
     loc = ranking.Located(comp, cs([0.5, 1.5], "exact"), cs([1.5, 0.5], "teacher_forced"), comp, [])
     specs = ranking.rule_specs()
     assert (

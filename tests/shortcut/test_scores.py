@@ -84,7 +84,8 @@ def test_combine_scores_veto_by_hand():
     comp = torch.tensor([[0.1, 5.0, 0.2], [3.0, 0.0, 0.3]])
     caus = torch.tensor([[1.0, 0.9, 1.9], [0.5, 1.2, float("nan")]])
     veto = scores.combine_scores(comp, caus)
-    # kept by comparative: (0,2) .2, (1,2) .3, (0,0) .1, (1,1) 0 -> then vetoed: (0,1) 5.0, (1,0) 3.0
+    # kept by comparative: (0,2) .2, (1,2) .3, (0,0) .1, (1,1) 0 -> then vetoed: (0,1) 5.0, (1,0)
+    # 3.0
     assert scores.top_neurons(veto, 6) == [(1, 2), (0, 2), (0, 0), (1, 1), (0, 1), (1, 0)]
     with pytest.raises(ValueError, match="rule='max'.*veto, rank_mean, sum"):
         scores.combine_scores(comp, caus, "max")

@@ -71,7 +71,8 @@ def test_params_profiles_validate():
 
 
 def test_transfer_finetune_uses_the_recipe_of_its_row(micro_world):
-    """Table 4's models: the named zoo fine-tune's recipe on another task, cached and sparse if it is."""
+    """Table 4's models: the named zoo fine-tune's recipe on another task, cached and sparse if it
+    is."""
     import kit
 
     m = study.transfer_finetune("zoo/base-m+math-test-x5-sparse", "add2", world=micro_world)
@@ -150,8 +151,8 @@ def test_load_model_any_dtype_applies_to_hf_models_and_twins_only():
 
 
 def test_setup_threads_the_profiles_decoding_into_every_item_set():
-    """Notebook 03's setup on the dryrun profile: the locate, test, held-out and Ref items carry the paper's
-    sampling and the twin's chat template; the tiny world carries none."""
+    """Notebook 03's setup on the dryrun profile: the locate, test, held-out and Ref items carry the
+    paper's sampling and the twin's chat template; the tiny world carries none."""
     import kit
 
     cfg = kit.load_params("03_shortcut_neurons", "dryrun")

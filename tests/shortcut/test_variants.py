@@ -198,7 +198,8 @@ def test_after_option_chains_fine_tunes_content_addressed():
 
 
 def test_after_chain_trains_from_the_earlier_fine_tune(monkeypatch, tmp_path):
-    """finetune() with after= starts from the earlier fine-tune's weights (here a stand-in model), not the parent's."""
+    """finetune() with after= starts from the earlier fine-tune's weights (here a stand-in model),
+    not the parent's."""
     from dataclasses import replace
 
     import torch

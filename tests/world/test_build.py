@@ -1,6 +1,6 @@
-"""Faults in a real build (issue 33 items 3-4): a SIGKILLed ``kit zoo build`` leaves no child running
-and nothing half-written, ``kit zoo card`` names the damaged member, and a rerun repairs exactly it,
-ending with the same card. On a copy of the micro world in a temporary cache."""
+"""Faults in a real build (issue 33 items 3-4): a SIGKILLed ``kit zoo build`` leaves no child
+running and nothing half-written, ``kit zoo card`` names the damaged member, and a rerun repairs
+exactly it, ending with the same card. On a copy of the micro world in a temporary cache."""
 
 import hashlib
 import shutil

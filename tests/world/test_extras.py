@@ -27,7 +27,8 @@ def test_one_job_per_cache_file_chains_after_their_earlier_fine_tune(empty_cache
         f for f in zoo.world_spec("micro").finetunes if f.name == "zoo/base-m+math-test-x1"
     )
     jobs = extra_jobs([x1, chained, x1, on_member, member], "micro")
-    # x1 once (also chained's earlier fine-tune), chained, on_member; the member is the world build's
+    # x1 once (also chained's earlier fine-tune), chained, on_member; the member is the world
+    # build's
     assert len(jobs) == 3
     first = next(j for j in jobs if j.kwargs["finetune"]["after"] is None)
     chain = next(j for j in jobs if (j.kwargs["finetune"]["after"] or {}).get("plastic"))

@@ -154,7 +154,8 @@ def test_new_fields_leave_existing_keys_alone():
 def test_delta_interval_by_hand():
     from kit.world.card import delta_interval
 
-    # 49.0% -> 42.5% on 200 items: SE = sqrt(.49*.51/200 + .425*.575/200) = 0.0497130 -> 9.744 pts at z 1.96
+    # 49.0% -> 42.5% on 200 items: SE = sqrt(.49*.51/200 + .425*.575/200) = 0.0497130 -> 9.744 pts
+    # at z 1.96
     d, lo, hi = delta_interval(42.5, 49.0, 200)
     assert d == pytest.approx(-6.5)
     assert (lo, hi) == pytest.approx((-6.5 - 9.7437, -6.5 + 9.7437), abs=1e-3)

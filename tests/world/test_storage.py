@@ -69,7 +69,8 @@ def test_meta_records_each_file_and_is_written_last(tmp_path, monkeypatch):
 
 
 def test_tensor_digest_by_hand():
-    """sha256 over sorted keys, each key's bytes then its tensor's raw bytes (the cross-CPU test vectors' digest)."""
+    """sha256 over sorted keys, each key's bytes then its tensor's raw bytes (the cross-CPU test
+    vectors' digest)."""
     import hashlib
 
     sd = {"b": torch.tensor([1.0, 2.0]), "a": torch.tensor([[3]], dtype=torch.int32)}
@@ -82,9 +83,9 @@ def test_tensor_digest_by_hand():
 
 @pytest.mark.parametrize("damage", ["truncate", "delete", "flip", "meta"])
 def test_a_damaged_member_is_named_and_repaired_exactly(tmp_path, monkeypatch, damage):
-    """Truncated, deleted or changed weights (or a garbled meta.json) of one checkpoint: its load raises
-    MemberDamaged naming the file and the fix, world_status names it, the plan retrains its base only, and
-    the retraining rewrites exactly that checkpoint, with the same bits."""
+    """Truncated, deleted or changed weights (or a garbled meta.json) of one checkpoint: its load
+    raises MemberDamaged naming the file and the fix, world_status names it, the plan retrains its
+    base only, and the retraining rewrites exactly that checkpoint, with the same bits."""
     spec = _toy(monkeypatch, tmp_path)
     _train(spec)
     name = "zoo/base-t@step-2"
@@ -172,8 +173,8 @@ def test_plan_balances_the_tiny_worlds_jobs_over_the_workers():
         [f.name for f in spec.finetunes] + [s.name for s in spec.saes]
     )
     assert max(j.cost for j in groups) <= 1.5 * min(j.cost for j in groups)
-    # the critical path first: a job's tail is its cost plus its longest chain of dependants, and the
-    # jobs that can start at once come in falling tail order (the longest chain starts first)
+    # the critical path first: a job's tail is its cost plus its longest chain of dependants, and
+    # the jobs that can start at once come in falling tail order (the longest chain starts first)
     tail: dict[str, float] = {}
     for j in reversed(jobs):
         tail[j.id] = j.cost + max((tail[d.id] for d in jobs if j.id in d.after), default=0.0)
@@ -251,8 +252,9 @@ def test_one_builder_per_world(tmp_path, monkeypatch):
             sys.executable,
             "-c",
             (
-                "import time, pathlib; from kit.world.recipes import world_spec; from kit.world.storage import world_lock\n"
-                f"with world_lock(world_spec('micro')):\n    pathlib.Path({str(ready)!r}).write_text('1'); time.sleep(120)"
+                "import time, pathlib; from kit.world.recipes import world_spec; from "
+                "kit.world.storage import world_lock\nwith world_lock(world_spec('micro')):\n   "
+                f" pathlib.Path({str(ready)!r}).write_text('1'); time.sleep(120)"
             ),
         ],
         env={**os.environ, "KIT_CACHE_DIR": str(tmp_path)},

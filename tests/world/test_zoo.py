@@ -257,9 +257,10 @@ def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monk
 
 
 def test_the_micro_card_equals_the_committed_one(micro_world):
-    """Worlds are the same bits on every x86-64 CPU (kit.world.pinned) and with every build engine, so
-    the card this machine built (from scratch on a fresh clone or CI, with the default engine) equals
-    kit/world/cards/micro.json (built with the serial engine) exactly, weight digests included."""
+    """Worlds are the same bits on every x86-64 CPU (kit.world.pinned) and with every build engine,
+    so the card this machine built (from scratch on a fresh clone or CI, with the default engine)
+    equals kit/world/cards/micro.json (built with the serial engine) exactly, weight digests
+    included."""
     from kit.world.card import card_diff, committed_card
 
     diffs = card_diff(world.card(micro_world), committed_card(micro_world))
