@@ -58,9 +58,8 @@ def _forward_batches(model, hook: str, rows: Sequence[list[int]], batch: Sequenc
     its real tokens only (causal attention: right padding changes no real position)."""
     layer = int(hook.split(".")[1]) if hook.startswith("blocks.") else None
     tok = getattr(model, "tokenizer", None)
-    pad = (
-        tok.pad_token_id if tok is not None and tok.pad_token_id is not None else 0
-    )  # any id: causal attention keeps padding from real positions
+    # any id: causal attention keeps padding from real positions
+    pad = tok.pad_token_id if tok is not None and tok.pad_token_id is not None else 0
     width = max(len(rows[i]) for i in batch)
     tokens = torch.full((len(batch), width), int(pad), dtype=torch.long)
     for r, i in enumerate(batch):
@@ -140,9 +139,8 @@ def hooked_contexts(
             for i, acts in zip(batch, _forward_batches(model, hook, rows, batch)):
                 if acts.shape[0] < 2:
                     continue
-                feats = (
-                    sae.encode(acts[1:].to(sae.W_enc.device, sae.W_enc.dtype)).float().cpu()
-                )  # BOS excluded
+                # BOS excluded
+                feats = sae.encode(acts[1:].to(sae.W_enc.device, sae.W_enc.dtype)).float().cpu()
                 val, pos = feats.T.topk(min(n_top, feats.shape[0]), dim=1)
                 ref = torch.stack([torch.full_like(pos, i), pos + 1], -1)
                 cand_val, cand_ref = torch.cat([best_val, val], 1), torch.cat([best_ref, ref], 1)

@@ -114,9 +114,8 @@ def split_half_columns(
                 np.sort(perm[a.shape[0] // 2 :]),
             )
         xa, xb = (x_model_columns(acts, S, h) for h in halves)
-        ok = (
-            np.isfinite(xa[:, 0]) & np.isfinite(xb[:, 0]) & keep
-        )  # definedness depends on the items only
+        # definedness depends on the items only
+        ok = np.isfinite(xa[:, 0]) & np.isfinite(xb[:, 0]) & keep
         rho = _spearman_columns(xa[ok], xb[ok])
         good = np.isfinite(rho)
         total[good] += rho[good]

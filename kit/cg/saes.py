@@ -297,6 +297,7 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
     # small batches on purpose: at equal compute on 1e5 MiniLM tokens, batch 256 left 15% of a
     # 6144-wide dictionary dead (FVU 0.17) where batch 1024 left 54% dead (FVU 0.21)
     batch = min(256, len(acts))
+    # small builds still take 40 steps
     trained = train_sae(
         acts,
         spec.width,
@@ -306,7 +307,7 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
         batch_size=batch,
         seed=spec.seed,
         device=device,
-    )  # small builds still take 40 steps
+    )
     # explained variance on the training tokens, for the meta file (a sanity check, not a claim)
     with torch.inference_mode():
         x = acts[:4096].float().to(device)

@@ -162,9 +162,8 @@ class Config(BaseConfig):
 
         for name in ["probe_tasks", "safety_tasks", "sae_tasks"]:
             for t in getattr(self, name) or ():
-                dataset_path(
-                    parse_source(t, field=name), field=name
-                )  # a local directory must exist
+                # a local directory must exist
+                dataset_path(parse_source(t, field=name), field=name)
         bad = [t for t in self.ex25_tasks if t not in TASKS]
         if bad:
             raise ValueError(

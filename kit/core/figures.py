@@ -66,9 +66,8 @@ def bundled_fonts_first() -> Path:
     for path in sorted(bundled.glob("*.ttf")):
         if path not in known:  # a cache written by an install since deleted lists none of ours
             manager.addfont(path)
-    manager.ttflist.sort(
-        key=lambda f: Path(f.fname).parent != bundled
-    )  # stable: keeps each group's order
+    # stable: keeps each group's order
+    manager.ttflist.sort(key=lambda f: Path(f.fname).parent != bundled)
     clear_findfont_cache(manager)
     return bundled
 

@@ -105,11 +105,12 @@ def _take_parameters(
     A name papermill injected (``-p NAME VALUE``) that is neither a field nor ``profile`` /
     ``out_dir`` is refused, naming it and the allowed names: a typo must not run the default."""
     allowed = [*RUN_PARAMETERS, *cls.model_fields]
+    # papermill's own injections
     unknown = [
         n
         for n in injected_parameters(namespace)
         if n not in allowed and not n.startswith("PAPERMILL_")
-    ]  # papermill's own injections
+    ]
     if unknown:
         raise ParamsError(
             f"{notebook}: unknown parameter(s) {', '.join(unknown)} (papermill -p); "

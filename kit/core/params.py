@@ -269,9 +269,8 @@ def name_errors(cfg: BaseConfig) -> list[str]:
                         f"allowed values: {', '.join(allowed)}"
                     )
             elif _is_task_field(field) or field == "benchmarks":
-                if name in (
-                    BENCHMARKS if field == "benchmarks" else TASKS
-                ):  # benchmarks may pool a family ("bbh")
+                # benchmarks may pool a family ("bbh")
+                if name in (BENCHMARKS if field == "benchmarks" else TASKS):
                     continue
                 if name.startswith("hf:") and field != "benchmarks":
                     # a hub prompt source (kit.audits.sources), checked by its notebook's config

@@ -380,10 +380,11 @@ def changed_figures(dest: Path, notebooks: list[str]) -> list[str]:
             text=True,
             check=True,
         ).stdout
+    # no git, or not a work tree: nothing to compare with
     except (
         OSError,
         subprocess.CalledProcessError,
-    ):  # no git, or not a work tree: nothing to compare with
+    ):
         return []
     kinds = {"M": "changed", "D": "deleted", "A": "added", "?": "new, not committed"}
     return [

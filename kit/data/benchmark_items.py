@@ -301,9 +301,8 @@ def _agieval(records: list[dict], prefix: str) -> list[Item]:
         if r.get("options"):
             choices = tuple(_AGIEVAL_OPTION.sub("", o, count=1).strip() for o in r["options"])
             label = r["label"]
-            if isinstance(
-                label, list
-            ):  # a few items list several correct letters: keep the first, say so
+            # a few items list several correct letters: keep the first, say so
+            if isinstance(label, list):
                 meta["all_labels"], label = label, label[0]
             items.append(
                 Item(
@@ -375,6 +374,7 @@ def _socialiqa(records: list[dict], prefix: str) -> list[Item]:
     for i, r in enumerate(records):
         choices = (r["answerA"], r["answerB"], r["answerC"])
         question = f"{r['context'].strip()}\n{r['question'].strip()}"
+        # hub labels are "1".."3"
         items.append(
             Item(
                 id=f"{prefix}/{i}",
@@ -383,7 +383,7 @@ def _socialiqa(records: list[dict], prefix: str) -> list[Item]:
                 label=int(r["label"]) - 1,
                 metadata={"question": question},
             )
-        )  # hub labels are "1".."3"
+        )
     return items
 
 

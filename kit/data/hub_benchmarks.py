@@ -99,9 +99,8 @@ def _stream(path: str, config: str | None, split: str, revision: str) -> Iterato
 def _reshape(family: str, sub: str | None, row: dict, index: int) -> dict:
     """One hub row in the local record format of ``family`` (what the converters read)."""
     r = dict(row)
-    if (
-        family == "arc_challenge"
-    ):  # hub: question is the stem, choices is {"text": [...], "label": [...]}
+    # hub: question is the stem, choices is {"text": [...], "label": [...]}
+    if family == "arc_challenge":
         return {
             "id": r["id"],
             "answerKey": r["answerKey"],

@@ -560,9 +560,8 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
         return run_program(code_program(base, item, response), timeout=timeout)
     if base in ("agieval", "logicbench") and item.choices is not None:
         return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
-    if (
-        base == "agieval" and _math_verify() is not None
-    ):  # the cloze subset (math): MATH-style answers
+    # the cloze subset (math): MATH-style answers
+    if base == "agieval" and _math_verify() is not None:
         return check_math_answer(response, item.answer).correct
     if base == "agieval":
         got = (

@@ -259,9 +259,8 @@ def _decoder(c, kind: str) -> dict[str, Any]:
     OLMo-2/3, OLMoE, gpt-oss, Apertus, Phi-3."""
     n_heads = c.num_attention_heads
     d_head = getattr(c, "head_dim", None) or c.hidden_size // n_heads
-    if (
-        kind == "olmo3"
-    ):  # TransformerLens's OLMo-3 conversion splits heads by hidden_size // n_heads
+    # TransformerLens's OLMo-3 conversion splits heads by hidden_size // n_heads
+    if kind == "olmo3":
         d_head = c.hidden_size // n_heads
     gemma = kind in ("gemma", "gemma2", "gemma3_text")
     # These converters need n_key_value_heads set even without grouping (they assert it).

@@ -59,9 +59,8 @@ class GenerationSettings:
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if (
-            out["repetition_penalty"] is None
-        ):  # the default: keys of caches written before it existed hold
+        # the default: keys of caches written before it existed hold
+        if out["repetition_penalty"] is None:
             del out["repetition_penalty"]
         return out
 
@@ -333,9 +332,8 @@ def generate_responses(
     if backend == "vllm":
         if ablate:
             raise ValueError("ablate needs backend='hf' (vLLM runs no forward hooks)")
-        cache = (
-            cache.extended(backend="vllm") if cache is not None else None
-        )  # HF keys stay as they were
+        # HF keys stay as they were
+        cache = cache.extended(backend="vllm") if cache is not None else None
         return _generate_vllm(
             str(model_path),
             list(prompts),
@@ -366,9 +364,8 @@ def generate_responses(
 
     def compute(idx: list[int]) -> list[str]:
         batch = tokenizer.pad({"input_ids": [rows[i] for i in idx]}, return_tensors="pt").to(device)
-        torch.manual_seed(
-            settings.seed + min(idx)
-        )  # sampling reproducible per batch, also on resume
+        # sampling reproducible per batch, also on resume
+        torch.manual_seed(settings.seed + min(idx))
         with ablated(model, ablate), torch.no_grad():
             gen = model.generate(**batch, **gen_kwargs)
         return [
@@ -446,9 +443,8 @@ def vllm_engine(
 
     key = ("vllm", str(model_path), str(dtype), str(seed), str(device))
     if key not in _HELD:
-        environment = vllm_device_environment(
-            device
-        )  # a device that is no GPU fails before anything
+        # a device that is no GPU fails before anything
+        environment = vllm_device_environment(device)
         release()
         free, total = _gpu_memory(device)
         with _environment(environment):
@@ -538,9 +534,8 @@ def _generate_vllm(
     from transformers import AutoConfig
 
     decoding = resolve_decoding(model_path, settings)
-    decoding.vllm_kwargs(
-        0
-    )  # refuses a generation_config vLLM cannot apply, before the engine starts
+    # refuses a generation_config vLLM cannot apply, before the engine starts
+    decoding.vllm_kwargs(0)
     llm = vllm_engine(model_path, dtype, settings.seed, device, memory_share)
     from vllm import SamplingParams
 

@@ -38,10 +38,11 @@ def offline() -> bool:
 def _network_errors() -> tuple[type[BaseException], ...]:
     """What "the hub cannot be reached" looks like: huggingface_hub's HTTP client's connect and
     timeout errors (httpx2 in huggingface_hub 2.x, httpx before) and the OS's own."""
+    # OfflineModeIsEnabled is one
     errors: list[type[BaseException]] = [
         ConnectionError,
         TimeoutError,
-    ]  # OfflineModeIsEnabled is one
+    ]
     for name in ("httpx2", "httpx"):
         try:
             module = importlib.import_module(name)

@@ -60,9 +60,8 @@ def sae_with_labels(name: str, world: str | None = None):
     """``(sae, labels, label_source)`` of a kit SAE: ``zoo-sae/...`` of ``world`` (default
     ``KIT_WORLD``) or ``minilm-sae/...`` (built on first use). ``labels``: one per feature."""
     if name.startswith("zoo-sae/"):
-        world_saes = importlib.import_module(
-            "kit.world.saes"
-        )  # kit.world.saes is also a function name
+        # kit.world.saes is also a function name
+        world_saes = importlib.import_module("kit.world.saes")
         sae = world_saes.load_world_sae(name, world=world)
         by_index = world_saes.sae_labels(name, world=world)
         labels = [by_index.get(i, DEAD) for i in range(sae.cfg.d_sae)]

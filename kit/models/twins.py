@@ -482,9 +482,8 @@ def _build_perturbed(arch: str, seed: int, path: Path) -> None:
     neurons = perturbed_neurons(arch, seed)
     with torch.no_grad():
         for L, i in neurons:
-            if (
-                arch == "gpt2"
-            ):  # Conv1D: c_fc.weight [d_model, d_mlp], c_proj.weight [d_mlp, d_model]
+            # Conv1D: c_fc.weight [d_model, d_mlp], c_proj.weight [d_mlp, d_model]
+            if arch == "gpt2":
                 mlp = model.transformer.h[L].mlp
                 ins, outs = [mlp.c_fc.weight[:, i]], [mlp.c_proj.weight[i, :]]
             else:
@@ -615,9 +614,8 @@ def _config(arch: str, tokenizer):
         if tokenizer.eos_token_id is not None
         else tokenizer.sep_token_id,
     )
-    if (
-        "text_config" in fields
-    ):  # multimodal: the vocabulary is the text model's; image tokens lie past it
+    # multimodal: the vocabulary is the text model's; image tokens lie past it
+    if "text_config" in fields:
         fields["text_config"] = {**fields["text_config"], **ids, "initializer_range": 0.2}
         ids = dict(
             image_token_index=len(tokenizer),

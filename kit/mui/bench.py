@@ -58,9 +58,8 @@ def _seq_lens(model) -> dict[str, int]:
     one plain forward takes a second or two on one CPU thread."""
     n_params = sum(p.numel() for p in model.parameters())
     lens = {"short": 16, "long": 64} if n_params > 5e8 else {"short": 64, "long": 256}
-    n_ctx = (
-        model.cfg.n_ctx
-    )  # zoo models have short contexts (64 in the micro world): never exceed it
+    # zoo models have short contexts (64 in the micro world): never exceed it
+    n_ctx = model.cfg.n_ctx
     if lens["long"] > n_ctx:
         lens = {"short": max(2, n_ctx // 4), "long": n_ctx}
     return lens
@@ -151,9 +150,8 @@ def run(
         def ours():
             mui.utilization(m, tokens, resp, batch_size=batch)
 
-        repeat = (
-            3 if label == "short" else 2
-        )  # keeps the default run near two minutes on one CPU thread
+        # keeps the default run near two minutes on one CPU thread
+        repeat = 3 if label == "short" else 2
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
         t_fwd, t_ours = interleaved_medians(forward, ours, repeat, device)

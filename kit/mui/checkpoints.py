@@ -35,9 +35,8 @@ def checkpoint_series(
             by_base.setdefault(hit["base"], []).append((int(hit["step"]), m))
     if not by_base:
         raise ValueError(f"no '<base>@step-<N>' checkpoint among the members: {', '.join(members)}")
-    if (
-        base is None
-    ):  # ties: the base listed first (zoo/base-l before zoo/base-xl, which has as many)
+    # ties: the base listed first (zoo/base-l before zoo/base-xl, which has as many)
+    if base is None:
         order = list(by_base)
         base = max(by_base, key=lambda b: (len(by_base[b]), -order.index(b)))
     if base not in by_base:

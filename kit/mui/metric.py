@@ -311,9 +311,8 @@ def utilization(
             cand[piece.layer] = (top.values, top.indices)
             if piece.layer < n_layers - 1:
                 continue
-            vals = torch.stack(
-                [cand[L][0].to(s.device) for L in range(n_layers)], dim=2
-            )  # [rows, pos, L, kc]
+            # [rows, pos, L, kc]
+            vals = torch.stack([cand[L][0].to(s.device) for L in range(n_layers)], dim=2)
             idxs = torch.stack([cand[L][1].to(s.device) for L in range(n_layers)], dim=2)
             kc = vals.shape[-1]
             flat = vals.reshape(*vals.shape[:2], n_layers * kc).topk(kg, dim=-1).indices
@@ -331,9 +330,8 @@ def utilization(
             continue
         token_masks = layer_key_mask(s, threshold, k, frac) & m[..., None]  # [rows, pos, d_mlp]
         rows_mask = token_masks.any(dim=1)  # [rows, d_mlp]
-        union[piece.layer] |= rows_mask.any(dim=0).to(
-            union.device
-        )  # layers may sit on several devices
+        # layers may sit on several devices
+        union[piece.layer] |= rows_mask.any(dim=0).to(union.device)
         if sample_masks is not None:
             sample_masks[piece.rows, piece.layer] |= rows_mask.cpu()
     union = union.cpu()
@@ -369,9 +367,8 @@ def token_budget_chunks(
         response_mask.shape[1] - 1 - response_mask.flip(1).int().argmax(dim=1),
         torch.zeros(len(tokens), dtype=torch.long),
     )
-    lengths = [
-        max(2, int(x) + 1) for x in last
-    ]  # a row with no response token needs nothing: 2 (the minimum)
+    # a row with no response token needs nothing: 2 (the minimum)
+    lengths = [max(2, int(x) + 1) for x in last]
     for batch in token_budget_batches(lengths, max_batch_tokens):
         idx = torch.tensor(batch, dtype=torch.long)
         width = max(lengths[i] for i in batch)
@@ -507,9 +504,8 @@ def public_code_utilization(
             f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: "
             f"{', '.join(_ACTS)}"
         )
-    site = (
-        "hook_pre" if gated else "hook_post"
-    )  # gated: act(gate) = act_fn(hook_pre); plain: hook_post = act(pre)
+    # gated: act(gate) = act_fn(hook_pre); plain: hook_post = act(pre)
+    site = "hook_pre" if gated else "hook_post"
     names = [f"blocks.{L}.mlp.{site}" for L in range(cfg.n_layers)]
     union = torch.zeros(cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
     sample_masks = torch.zeros(tokens.shape[0], cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
@@ -520,9 +516,8 @@ def public_code_utilization(
         with torch.no_grad():
             _, cache = tl.run_with_cache(model, chunk, names)
             for L, name in enumerate(names):
-                acts = (
-                    _ACTS[cfg.act_fn](cache[name]) if gated else cache[name]
-                )  # [rows, seq, d_mlp]
+                # [rows, seq, d_mlp]
+                acts = _ACTS[cfg.act_fn](cache[name]) if gated else cache[name]
                 W_out = _w_out(model, L)
                 for j, m in enumerate(response_mask[rows]):
                     q = torch.nonzero(m).flatten().to(acts.device)

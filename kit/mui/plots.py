@@ -39,9 +39,8 @@ def plot_law(
             ax.scatter(gg[m], gg[perf], s=18, color=colors[h], label=h)
         if name in fit_by.index and pd.notna(fit_by.loc[name].get("slope", np.nan)):
             f = fit_by.loc[name]
-            if (
-                f.get("form", "perf_vs_log_mui") == "mui_vs_log_perf"
-            ):  # MUI = beta - alpha ln P, drawn on the same axes
+            # MUI = beta - alpha ln P, drawn on the same axes
+            if f.get("form", "perf_vs_log_mui") == "mui_vs_log_perf":
                 ps = np.linspace(max(g[perf].min(), 1e-6), g[perf].max(), 50)
                 ax.plot(f.intercept + f.slope * np.log(ps), ps, color="k", lw=1)
                 ax.set_title(f"{name}: α={-f.slope:.2f}, R²={f.r2:.2f}", fontsize=8)

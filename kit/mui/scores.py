@@ -307,9 +307,8 @@ def naive_public_scores(
     with torch.no_grad():
         _, cache = tl.run_with_cache(model, tokens, lambda n: n.endswith("mlp.hook_post"))
         for L in range(model.cfg.n_layers):
-            proj = (
-                _w_out(model, L).float() @ tl.unembed(model).float()
-            )  # d_mlp x vocab, every batch, every layer
+            # d_mlp x vocab, every batch, every layer
+            proj = _w_out(model, L).float() @ tl.unembed(model).float()
             acts = cache[f"blocks.{L}.mlp.hook_post"].float()
             for b in range(B):
                 for p in range(S - 1):

@@ -48,9 +48,8 @@ def coarse_checkpoints(names: Sequence[str], n: int = 3) -> list[str]:
     names = list(names)
     if len(names) <= n:
         return names
-    idx = sorted(
-        {int(i * (len(names) - 1) / (n - 1) + 0.5) for i in range(n)}
-    )  # half up, not banker's
+    # half up, not banker's
+    idx = sorted({int(i * (len(names) - 1) / (n - 1) + 0.5) for i in range(n)})
     return [names[i] for i in idx]
 
 
@@ -358,9 +357,8 @@ def resolve_settings(cfg) -> Settings:
         checkpoints = list(cfg.checkpoints)
     else:
         has_steps = any(_STEP.match(m) for m in members)
-        checkpoints = (
-            checkpoint_series(members) if has_steps else []
-        )  # a world without checkpoints: no trajectory
+        # a world without checkpoints: no trajectory
+        checkpoints = checkpoint_series(members) if has_steps else []
         if checkpoints and checkpoints[-1] in members and "@" not in checkpoints[-1]:
             from kit import world as kworld
 

@@ -146,9 +146,8 @@ def gaussian_ranking(
     fit = gaussian_map_params(x, y, kappa0, nu0, prior)
     f64 = dict(dtype=torch.float64)
     covs = torch.as_tensor(fit.scatter, **f64)  # work on the scatter; scale per step
-    resid = [
-        torch.as_tensor(x - fit.means[c], **f64).contiguous() for c in (0, 1)
-    ]  # x_n - E[x_n | x_F]
+    # x_n - E[x_n | x_F]
+    resid = [torch.as_tensor(x - fit.means[c], **f64).contiguous() for c in (0, 1)]
     var = torch.diagonal(covs, dim1=1, dim2=2).clone()  # (C, d): Var[x_n | x_F] (unscaled)
     quad = torch.zeros((2, n), **f64)  # (x_F - mu_F)^T scatter_FF^-1 (x_F - mu_F)
     logdet = torch.zeros(2, **f64)  # log det scatter_FF
@@ -162,9 +161,8 @@ def gaussian_ranking(
     R = min(int(chunk_rows), n)
     buf, tmp = torch.empty((R, d), **f64), torch.empty((R, d), **f64)
     for k in range(k_max):
-        m = (
-            k + 1
-        )  # subset size of every candidate at this step: the MAP scale is shared by all of them
+        # subset size of every candidate at this step: the MAP scale is shared by all of them
+        m = k + 1
         D = [fit.denominator(c, m) for c in (0, 1)]
         v = var.clamp_min(1e-300)
         # Per class: log N = -0.5 [m log 2pi + logdet(scatter_FF) - m log D + D * quad], D the MAP

@@ -187,9 +187,8 @@ def numbers(result: StudyResult, table2: pd.DataFrame) -> list[str]:
         lines.append("paper: " + ", ".join(f"{m} {v:.3f}" for m, v in printed.items()))
     if "Random" in table2.index:
         d = result.n_neurons
-        chance = float(
-            np.mean([s / (2 * d - s) for s in s_used])
-        )  # E|A∩B| / E|A∪B| for random top-s sets
+        # E|A∩B| / E|A∪B| for random top-s sets
+        chance = float(np.mean([s / (2 * d - s) for s in s_used]))
         lines.append(
             f"Random: AvgOverlap {table2.loc['Random', 'ours AvgOverlap']:.3f}, NeuronVote "
             f"{table2.loc['Random', nv_col]:.3f} (chance overlap of two random top-s sets ~ "

@@ -67,9 +67,8 @@ def run(
     model = model + (f" ({dtype})" if dtype else "")
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(10, cfg.d_vocab, (n_prompts, prompt_len), generator=g).to(device)
-    lengths = torch.tensor(
-        [prompt_len - (i % 4) for i in range(n_prompts)], device=device
-    )  # ragged, right-padded
+    # ragged, right-padded
+    lengths = torch.tensor([prompt_len - (i % 4) for i in range(n_prompts)], device=device)
     n_patch = max(1, round(PAPER_FRACTION * cfg.n_layers * cfg.d_mlp))
     neurons = random_neurons(cfg.n_layers, cfg.d_mlp, n_patch, seed=0)
     lines = []

@@ -399,9 +399,8 @@ def _te_claims(
                 )
             )
         )
-    if (
-        per_row
-    ):  # |Ori - Ref| - |TE - Ref| > 0 on clean rows: TE moved them toward the fresh-item score
+    # |Ori - Ref| - |TE - Ref| > 0 on clean rows: TE moved them toward the fresh-item score
+    if per_row:
         st = (
             "TE moves clean scores toward Ref: mean of |Ori - Ref| - |TE - Ref| over clean rows "
             "(points; < 0: away)"
@@ -477,9 +476,8 @@ def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
     )
     accs = 100 * rand.mean(axis=1)
     band = null_band(accs)
-    p = (1 + int(np.sum(accs <= est[0]))) / (
-        1 + len(accs)
-    )  # empirical p: random sets as low as the located
+    # empirical p: random sets as low as the located
+    p = (1 + int(np.sum(accs <= est[0]))) / (1 + len(accs))
     return claim(
         PAPER,
         "Fig. 3",
@@ -509,9 +507,8 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
         paper_value="small changes on MAWPS/MMLU (Table 3)",
         rests_on=ev.rests_on,
     )
-    side = {
-        k: a for k, a in ev.side.items() if k[0] not in ev.base_labels
-    }  # the base: 0 by definition
+    # the base: 0 by definition
+    side = {k: a for k, a in ev.side.items() if k[0] not in ev.base_labels}
     st_mean = (
         f"Patching leaves other tasks unchanged: mean |Δacc| over {len(side)} (row, task) "
         "cells (points)"
@@ -572,13 +569,11 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
             **tol,
         )
     ]
-    k = len(
-        cells
-    )  # Bonferroni: each cell's interval at 1 - 0.05 / k, so all k hold together at 95%
+    # Bonferroni: each cell's interval at 1 - 0.05 / k, so all k hold together at 95%
+    k = len(cells)
     level = 1 - 0.05 / k
-    boot = dict(
-        kw, n_boot=max(kw["n_boot"], math.ceil(20 * k / 0.05))
-    )  # ~10 replicates in each tail
+    # ~10 replicates in each tail
+    boot = dict(kw, n_boot=max(kw["n_boot"], math.ceil(20 * k / 0.05)))
     lo = hi = 0.0
     for c in cells:
         _, a, b = bootstrap_groups_ci(

@@ -116,9 +116,8 @@ def table2_summary(table: pd.DataFrame) -> dict[str, float]:
         out[f"{label}_mean_abs_ori_minus_ref"] = float((sub.ori - sub.ref).abs().mean())
         out[f"{label}_mean_delta_acc"] = float((sub.te - sub.ori).mean())
         out[f"{label}_mean_abs_delta_acc"] = float((sub.te - sub.ori).abs().mean())
-        rel = (
-            100 * (sub.te - sub.ori) / sub.ori.where(sub.ori > 0)
-        )  # the paper's "drop of 37%" is relative to Ori
+        # the paper's "drop of 37%" is relative to Ori
+        rel = 100 * (sub.te - sub.ori) / sub.ori.where(sub.ori > 0)
         out[f"{label}_mean_relative_delta_acc"] = float(rel.mean())
         out[f"{label}_mean_abs_relative_delta_acc"] = float(rel.abs().mean())
     return out

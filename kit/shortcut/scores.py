@@ -116,9 +116,8 @@ def neuron_acts(
         raise ValueError(f"position={position!r}; allowed values: 'last', 'completion'")
     names = {hook_name(L) for L in range(model.cfg.n_layers)}
     _, cache = tl.run_with_cache(model, tokens.to(model.cfg.device), names)
-    acts = torch.stack(
-        [cache[hook_name(L)] for L in range(model.cfg.n_layers)], dim=2
-    )  # [b, pos, L, d]
+    # [b, pos, L, d]
+    acts = torch.stack([cache[hook_name(L)] for L in range(model.cfg.n_layers)], dim=2)
     lengths = lengths.to(acts.device)
     if position == "last":
         return acts[torch.arange(acts.shape[0], device=acts.device), lengths - 1].float()

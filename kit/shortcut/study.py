@@ -280,16 +280,14 @@ def setup(cfg) -> Setup:
     models = ModelPool(cfg.variants, load, base=base, base_name=cfg.base_model)
     con, un = cfg.locate_pair
     world = is_world(base)  # its subject is a WorldSubject (the vocabulary it speaks, not its name)
-    decoding = (
-        None if world else decoding_settings(cfg)
-    )  # the config refuses sampling / chat on world models
+    # the config refuses sampling / chat on world models
+    decoding = None if world else decoding_settings(cfg)
 
     def data(items) -> TaskData:
         return task_data(base, items, cfg.max_new_tokens, decoding)
 
-    if getattr(
-        cfg, "items_of", None
-    ):  # a real fine-tune's leaked items and its never-injected ones
+    # a real fine-tune's leaked items and its never-injected ones
+    if getattr(cfg, "items_of", None):
         test, fresh = recipe_items(cfg.items_of, cfg.n_eval, cfg.n_ref, cfg.seed)
     else:
         test = study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed)
@@ -428,6 +426,7 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
     ceiling = accuracies(
         models[con], s.base, s.test, [[], all_neurons], cfg.max_rows, cfg.max_new_tokens
     )
+    # the claims te_full.* bootstrap these
     per_item = te_items(
         models,
         s.base,
@@ -436,7 +435,7 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
         located.ranked[:n_patched],
         cfg.max_rows,
         cfg.max_new_tokens,
-    )  # the claims te_full.* bootstrap these
+    )
     models.release_all()
     summary = table2_summary(table)
     dense = {

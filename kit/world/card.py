@@ -256,9 +256,8 @@ def checks(card: dict, spec) -> list[dict]:
     """The issue's "done when" checks: list of {name, passed, detail}."""
     out = []
     tasks = list(card["tasks"])
-    bases = [
-        b.name for b in spec.bases if not b.mixture
-    ]  # the uniform-mixture series (base-xl is apart)
+    # the uniform-mixture series (base-xl is apart)
+    bases = [b.name for b in spec.bases if not b.mixture]
     weak, strong = bases[0], bases[-1]
     diffs = {t: _acc(card, strong, t, "fresh") - _acc(card, weak, t, "fresh") for t in tasks}
     n = sum(d >= GAIN_PTS for d in diffs.values())

@@ -72,9 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "seed", None) is not None:
         from kit.world.recipes import SEED_ENV
 
-        os.environ[SEED_ENV] = str(
-            args.seed
-        )  # every call below, and every child, uses this world seed
+        # every call below, and every child, uses this world seed
+        os.environ[SEED_ENV] = str(args.seed)
 
     import kit.world as world
     from kit.core.paths import current_world

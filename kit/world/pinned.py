@@ -155,9 +155,8 @@ def run_pinned(module: str, *args: str, env: dict[str, str] | None = None) -> No
     proc = subprocess.Popen(cmd, env=pinned_environ(env), preexec_fn=die_with_parent)
     try:
         code = proc.wait()
-    except (
-        BaseException
-    ):  # Ctrl-C reaches the child too (same process group); do not leave it behind
+    # Ctrl-C reaches the child too (same process group); do not leave it behind
+    except BaseException:
         proc.kill()
         proc.wait()
         raise

@@ -228,6 +228,7 @@ WORLD_SPECS: dict[str, WorldSpec] = {
                 batch_size=64,
                 checkpoints=(0.2, 0.6, 1.0),
             ),
+            # 3.7 it/s pinned: ~2.5 min
             BaseSpec(
                 "zoo/base-xl",
                 Arch(3, 64, 4, 1536),
@@ -236,7 +237,7 @@ WORLD_SPECS: dict[str, WorldSpec] = {
                 batch_size=64,
                 checkpoints=(0.2, 0.6, 1.0),
                 mixture=XL_MIXTURE,
-            ),  # 3.7 it/s pinned: ~2.5 min
+            ),
         ),
         # micro base-m is too small to memorise at 1e-3
         finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3)

@@ -239,9 +239,8 @@ def test_superposition_flags_rank_capped():
 
 def test_m13_nulls_by_hand():
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(4000, 1, generator=g) * torch.tensor(
-        [[2.0, 1.0, 0.0, 0.0]]
-    )  # rank 1, variances 4, 1, 0, 0
+    # rank 1, variances 4, 1, 0, 0
+    x = torch.randn(4000, 1, generator=g) * torch.tensor([[2.0, 1.0, 0.0, 0.0]])
     assert V.participation_ratio(x) == pytest.approx(1.0, abs=1e-6)
     assert V.diagonal_participation_ratio(x) == pytest.approx(25 / 17, rel=0.02)
     ids = torch.arange(4000) % 4

@@ -110,9 +110,8 @@ def test_reproducibility_identical_runs_pass():
 
 def test_reproducibility_aligns_by_id_not_position():
     run = {f"p{i}": float(i) for i in range(10)}
-    shuffled = dict(
-        reversed(list(run.items()))
-    )  # same values, other order: the sketch compared by position
+    # same values, other order: the sketch compared by position
+    shuffled = dict(reversed(list(run.items())))
     r = ST.reproducibility([run, shuffled])
     assert r.values["coherence_score"] == pytest.approx(1.0), (
         "runs must be compared on aligned prompt ids"

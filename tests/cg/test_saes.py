@@ -72,9 +72,8 @@ def test_contexts_from_acts_finds_the_strongest_tokens():
     acts = torch.randn(40, 8)
     refs = torch.tensor([(j // 10, j % 10) for j in range(40)], dtype=torch.int32)
     tokens = [[f"t{t}w{p}" for p in range(10)] for t in range(4)]
-    ctx = cg_saes.contexts_from_acts(
-        sae, acts, refs, tokens, n_top=3, chunk=7
-    )  # chunks force the running top-k
+    # chunks force the running top-k
+    ctx = cg_saes.contexts_from_acts(sae, acts, refs, tokens, n_top=3, chunk=7)
     feats = sae.encode(acts).detach()
     for c in range(16):
         expected = [v for v in feats[:, c].sort(descending=True).values[:3].tolist() if v > 0]
@@ -90,9 +89,8 @@ def test_contexts_from_acts_finds_the_strongest_tokens():
 def test_encode_items_matches_per_item_mean():
     sae = synthetic_sae(8, d_sae=32, k=4)
     items = [torch.randn(3, 8), torch.randn(1, 8), torch.randn(5, 8)]
-    got = cg_saes.encode_items(items, {"s": sae}, chunk_tokens=2)[
-        "s"
-    ]  # chunks split items: must not matter
+    # chunks split items: must not matter
+    got = cg_saes.encode_items(items, {"s": sae}, chunk_tokens=2)["s"]
     for i, a in enumerate(items):
         assert torch.allclose(got[i], sae.encode(a).detach().mean(0), atol=1e-6), (
             "eq. 1: mean over the item's tokens"

@@ -12,15 +12,17 @@ from kit.cg.claims import coverage_claim, swap_claim
 
 def test_token_prefix_by_hand():
     lengths = np.array([5, 3, 4, 10])
+    # 4 + 5 = 9 reaches 9
     assert sc.token_prefix(lengths, np.array([2, 0, 1, 3]), 9).tolist() == [
         0,
         2,
-    ]  # 4 + 5 = 9 reaches 9
+    ]
+    # 4 + 5 + 3 = 12
     assert sc.token_prefix(lengths, np.array([2, 0, 1, 3]), 10).tolist() == [
         0,
         1,
         2,
-    ]  # 4 + 5 + 3 = 12
+    ]
     assert sc.token_prefix(lengths, np.array([3, 0]), 1).tolist() == [3]
     assert sc.token_prefix(lengths, np.array([1, 2]), 100).tolist() == [1, 2], (
         "fewer tokens: all of the order"
@@ -124,18 +126,16 @@ def test_sae_swap_size_alone_does_not_pass_but_agreement_in_content_does():
     d, names = 120, [f"b{i}" for i in range(6)]
     sizes = [20, 40, 60, 90, 130, 180]
     acts_a, acts_b, lengths = {}, {}, {}
-    for b, n in zip(
-        names, sizes
-    ):  # same content, different sizes; SAE B sees other random concepts
+    # same content, different sizes; SAE B sees other random concepts
+    for b, n in zip(names, sizes):
         acts_a[b], lengths[b] = _texts(n, d, np.arange(d), rng)
         acts_b[b], _ = _texts(n, d, np.arange(d), rng)
     swap = sc.sae_swap(acts_a, acts_b, lengths, draws=5, seed=0)
     assert swap.rho_full > 0.9 and swap.rho_size_a < -0.9, "at full size, size alone ranks them"
     assert swap.null.size == 720, "6 benchmarks: all orders"
     assert swap_claim(swap, "t").verdict == "inconclusive"
-    for b, n, k in zip(
-        names, sizes, [10, 20, 40, 60, 90, 120]
-    ):  # content: benchmark b uses k concepts
+    # content: benchmark b uses k concepts
+    for b, n, k in zip(names, sizes, [10, 20, 40, 60, 90, 120]):
         acts_a[b], lengths[b] = _texts(n, d, np.arange(k), rng)
         acts_b[b], _ = _texts(n, d, np.arange(k), rng)
     swap = sc.sae_swap(acts_a, acts_b, lengths, draws=5, seed=0)

@@ -14,21 +14,23 @@ from kit.core import claims as C
         ((-0.1, 0.3), 0.0, None, "greater", "inconclusive"),
         ((-0.3, -0.1), 0.0, None, "greater", "contradicted"),
         ((-0.3, -0.1), 0.0, None, "less", "supported"),
+        # interval overlaps the null band
         (
             (0.1, 0.3),
             None,
             (0.0, 0.2),
             "greater",
             "inconclusive",
-        ),  # interval overlaps the null band
+        ),
         ((0.25, 0.3), None, (0.0, 0.2), "greater", "supported"),
+        # equivalence: inside the tolerance
         (
             (-1.0, 1.0),
             None,
             (-2.0, 2.0),
             "within",
             "supported",
-        ),  # equivalence: inside the tolerance
+        ),
         ((-1.0, 3.0), None, (-2.0, 2.0), "within", "inconclusive"),
         ((2.5, 3.0), None, (-2.0, 2.0), "within", "contradicted"),
     ],
@@ -158,9 +160,8 @@ def test_margin_by_hand(ci, null, null_range, direction, paper_value, expected):
 
 
 def test_fragile_marks_a_verdict_that_holds_by_a_hair():
-    hair = C.claim(
-        "002", "s", "x", "x", 0.5, ci=(0.26, 0.74), null=0.25
-    )  # margin 0.01 of width 0.48
+    # margin 0.01 of width 0.48
+    hair = C.claim("002", "s", "x", "x", 0.5, ci=(0.26, 0.74), null=0.25)
     assert hair.verdict == "supported" and hair.fragile
     assert not C.claim("002", "s", "x", "x", 0.5, ci=(0.4, 0.6), null=0.25).fragile
 

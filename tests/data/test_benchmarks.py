@@ -523,9 +523,8 @@ def fake_hub(monkeypatch):
         "dataset_info",
         lambda self, path, revision=None: hub.dataset_info(path, revision),
     )
-    monkeypatch.setenv(
-        "KIT_DATA_DIR", "/nonexistent/kit-data"
-    )  # hf loads must not touch the data dir
+    # hf loads must not touch the data dir
+    monkeypatch.setenv("KIT_DATA_DIR", "/nonexistent/kit-data")
     return hub
 
 

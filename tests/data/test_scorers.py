@@ -218,9 +218,8 @@ def test_score_math500(math_checker):
     assert score("math500", item, "Thus the answer is $\\boxed{\\dfrac{1}{2}}$.")
     assert not score("math500", item, "Thus $\\boxed{\\frac{1}{3}}$.")
     assert score("math500", Item(id="m/2", prompt="?", answer="18"), "\\boxed{18.0}")
-    assert score(
-        "math500", Item(id="m/3", prompt="?", answer="18"), "we get 18"
-    )  # no box: final number
+    # no box: final number
+    assert score("math500", Item(id="m/3", prompt="?", answer="18"), "we get 18")
     assert not score("math500", Item(id="m/4", prompt="?", answer="18"), "no idea")
     half = Item(id="m/5", prompt="?", answer="\\frac{1}{2}")
     assert score("math500", half, "\\boxed{0.5}") and score("math500", half, "\\boxed{\\frac12}")

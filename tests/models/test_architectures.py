@@ -51,11 +51,13 @@ class _Config:
     "config, layer_type, expected",
     [
         (_Config(rope_theta=5e5), "full_attention", 5e5),  # transformers 4: top-level field
+        # 5: flat
         (
             _Config(rope_parameters={"rope_theta": 1e5, "rope_type": "default"}),
             "full_attention",
             1e5,
-        ),  # 5: flat
+        ),
+        # 5: per layer type (Gemma-3): the global base
         (
             _Config(
                 rope_parameters={
@@ -65,7 +67,7 @@ class _Config:
             ),
             "full_attention",
             1e6,
-        ),  # 5: per layer type (Gemma-3): the global base
+        ),
         (
             _Config(
                 rope_parameters={
@@ -76,11 +78,12 @@ class _Config:
             "sliding_attention",
             1e4,
         ),
+        # falls back
         (
             _Config(rope_parameters={"full_attention": {"rope_theta": 1e6}}),
             "sliding_attention",
             1e6,
-        ),  # falls back
+        ),
         (_Config(), "full_attention", 10000.0),  # nothing said: the RoPE paper's default
     ],
 )
@@ -125,9 +128,8 @@ def test_rope_scaling_fields_and_refusals():
             }
         )
     )
-    assert yarn["yarn_attention_factor"] == pytest.approx(
-        0.1 * __import__("math").log(32.0) + 1.0
-    )  # HF's mscale
+    # HF's mscale
+    assert yarn["yarn_attention_factor"] == pytest.approx(0.1 * __import__("math").log(32.0) + 1.0)
     with pytest.raises(arch.UnsupportedArchitecture, match="rope_type='longrope'"):
         arch.rope_scaling(_Config(rope_parameters={"rope_type": "longrope", "rope_theta": 1e4}))
 

@@ -120,9 +120,8 @@ def test_word_is_mean_of_subtokens(tiny_encoder):
     toks = e.tokens(texts)
     acts = e.token_activations(texts, "blocks.1.hook_resid_post")
     assert toks[0][:2] == ["the", "un"], toks[0]
-    n_un = sum(
-        1 for t in toks[0][1:] if t == "un" or t.startswith("##")
-    )  # pieces of "unbelievably"
+    # pieces of "unbelievably"
+    n_un = sum(1 for t in toks[0][1:] if t == "un" or t.startswith("##"))
     torch.testing.assert_close(words[0], acts[0][0])
     torch.testing.assert_close(
         words[1],

@@ -188,9 +188,8 @@ def test_read_lm_eval_samples_names_the_file_and_line_of_a_torn_line_or_a_repeat
 ):
     lines = GSM8K_LOG.read_text().splitlines()
     path = tmp_path / "samples_gsm8k_torn.jsonl"
-    path.write_text(
-        "\n".join(lines[:4]) + "\n" + lines[4][: len(lines[4]) // 2]
-    )  # killed while writing
+    # killed while writing
+    path.write_text("\n".join(lines[:4]) + "\n" + lines[4][: len(lines[4]) // 2])
     with pytest.raises(ValueError, match=rf"{path}, line 5: not valid JSON .*torn"):
         gen.read_lm_eval_samples(path, filter="flexible-extract")
     path.write_text("\n".join(lines + lines[:1]) + "\n")  # two runs appended to one file
@@ -298,9 +297,8 @@ def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, fa
     path, _, tok = llama
     calls, _ = fake_vllm
 
-    paper = replace(
-        gen.SHORTCUT_PAPER_SAMPLING, max_new_tokens=8
-    )  # the twin's context is 256 tokens
+    # the twin's context is 256 tokens
+    paper = replace(gen.SHORTCUT_PAPER_SAMPLING, max_new_tokens=8)
     out = gen.generate_responses(
         path, PROMPTS[:2], paper, backend="vllm", dtype="bf16", device="cuda"
     )
@@ -332,6 +330,7 @@ def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, fa
         dtype="bf16",
         device="cuda",
     )
+    # greedy
     assert calls["params"] == [
         {
             "max_tokens": 4,
@@ -340,7 +339,7 @@ def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, fa
             "stop_token_ids": eos,
             "temperature": 0.0,
         }
-    ]  # greedy
+    ]
     assert calls["engines"] == 1, "the engine of the same model was not kept"
     with pytest.raises(ValueError, match="max_new_tokens leaves 0"):  # no room for the prompt
         gen.generate_responses(
@@ -428,9 +427,8 @@ def test_the_models_generation_config_is_honoured_or_overridden_on_both_backends
     assert hf != plain, "the penalty changes nothing here: the test would not see it"
     model = AutoModelForCausalLM.from_pretrained(penalised_twin).eval()
     ids = torch.tensor([gen.encode(tok, PROMPTS[0])])
-    want = model.generate(
-        ids, max_new_tokens=12, do_sample=False, pad_token_id=tok.pad_token_id
-    )  # its config
+    # its config
+    want = model.generate(ids, max_new_tokens=12, do_sample=False, pad_token_id=tok.pad_token_id)
     assert hf[0] == tok.decode(want[0, ids.shape[1] :], skip_special_tokens=True)
     gen.generate_responses(penalised_twin, PROMPTS[:1], settings, backend="vllm", device="cuda")
     assert calls["params"][0]["repetition_penalty"] == 1.3, "vLLM was not given the model's penalty"

@@ -102,9 +102,8 @@ def test_resume_after_a_killed_run(model, tmp_path, monkeypatch):
         model, PROMPTS, RESPONSES, ids=["a", "b", "c", "d"], max_batch_tokens=16, k=2, cache=cache
     )
     assert resumed == full and sum(calls) == 4 - first, "the rerun recomputed finished items"
-    assert (
-        ItemCache("twin/llama", "toy", {"k": 3}, root=tmp_path).load() == {}
-    )  # other settings, other records
+    # other settings, other records
+    assert ItemCache("twin/llama", "toy", {"k": 3}, root=tmp_path).load() == {}
 
 
 def test_published_responses_feed_teacher_forcing():

@@ -261,9 +261,8 @@ def test_a_missing_local_path_is_named_not_sent_to_the_hub(fake_hub, tmp_path, m
     def not_found(repo_id, revision=None):
         raise OSError("404 Repository Not Found")
 
-    monkeypatch.setattr(
-        hub, "snapshot", not_found
-    )  # "org/name" may be either: the hub's answer says both
+    # "org/name" may be either: the hub's answer says both
+    monkeypatch.setattr(hub, "snapshot", not_found)
     with pytest.raises(OSError, match="No local path 'your-org/nothing' exists either"):
         kit.load_model("your-org/nothing")
 
@@ -368,11 +367,12 @@ def test_unknown_sae_release_and_id():
             ("allenai/OLMo-2-1124-7B", "stage1-step1000-tokens5B"),
         ),
         ("EleutherAI/pythia-160m", "step3000", ("EleutherAI/pythia-160m", "step3000")),
+        # the same, twice
         (
             "EleutherAI/pythia-160m@step3000",
             "step3000",
             ("EleutherAI/pythia-160m", "step3000"),
-        ),  # the same, twice
+        ),
         ("olmo2@step1", None, ("olmo2", "step1")),
     ],
 )
@@ -432,9 +432,8 @@ def test_revision_reaches_the_hub_and_picks_the_revision_weights(monkeypatch):
         "allenai/OLMo-2-1124-7B",
     )
     assert not torch.equal(a.W_out, b.W_out) and not torch.equal(a.W_out, plain.W_out)
-    assert torch.equal(
-        a.W_out, kit.load_model("twin/olmo2@step1").W_out
-    )  # same revision, same weights
+    # same revision, same weights
+    assert torch.equal(a.W_out, kit.load_model("twin/olmo2@step1").W_out)
     with pytest.raises(ValueError, match="local directory"):
         kit.load_model(str(twins.twin_path("olmo2")), revision="step1")
 

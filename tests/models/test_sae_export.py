@@ -95,9 +95,8 @@ def test_zoo_sae_exports_for_sae_lens_and_neuronpedia(micro_world, tmp_path):
 
 
 def test_neuronpedia_batches_split_rows_as_its_exporter_does(micro_world, tmp_path, monkeypatch):
-    assert (
-        ex.NEURONPEDIA_BATCH == 1024
-    )  # FEATURES_EXPLANATIONS_BATCH_SIZE of Neuronpedia's exporter
+    # FEATURES_EXPLANATIONS_BATCH_SIZE of Neuronpedia's exporter
+    assert ex.NEURONPEDIA_BATCH == 1024
     monkeypatch.setattr(ex, "NEURONPEDIA_BATCH", 10)
     export = ex.export_sae(ZOO_SAE, tmp_path / "e", world=micro_world, model_id="m", source_id="s")
     sizes = [len(gzip.decompress(p.read_bytes()).splitlines()) for p in export.explanations]

@@ -63,9 +63,8 @@ def test_no_transformer_lens_internals_outside_the_adapter():
     offenders = []
     for path in _modules():
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            code = re.sub(
-                r"\btl\.\w+", "tl._", line.split("#", 1)[0]
-            )  # calls through the adapter are fine
+            # calls through the adapter are fine
+            code = re.sub(r"\btl\.\w+", "tl._", line.split("#", 1)[0])
             if INTERNALS.search(code) and not code.strip().startswith(('"""', "``")):
                 offenders.append(f"{path.relative_to(KIT.parent)}:{n}: {line.strip()}")
     assert not offenders, "use kit.models.tl instead of TransformerLens internals:\n" + "\n".join(

@@ -68,9 +68,8 @@ def _down(layer):
 def _w_out_rows(hf, arch: str, layer: int) -> torch.Tensor:
     """``[d_mlp, d_model]``: what each MLP neuron writes, read from the HF module itself."""
     down = _down(_layers(hf)[layer])
-    return (
-        down.weight if type(down).__name__ == "Conv1D" else down.weight.T
-    )  # Conv1D stores [in, out]
+    # Conv1D stores [in, out]
+    return down.weight if type(down).__name__ == "Conv1D" else down.weight.T
 
 
 def _reference_scores(hf, arch: str, tokens: torch.Tensor) -> torch.Tensor:
@@ -146,9 +145,8 @@ def test_unknown_twin_names_the_allowed_ones():
 @pytest.mark.parametrize("arch", CAUSAL)
 def test_load_model_from_local_dir_matches_transformers(arch, hf_models):
     hf, tok = hf_models[arch]
-    model = kit.load_model(
-        str(twins.twin_path(arch))
-    )  # a plain local directory, not the twin/ name
+    # a plain local directory, not the twin/ name
+    model = kit.load_model(str(twins.twin_path(arch)))
     tokens = tok([TEXT], return_tensors="pt")["input_ids"]
     assert tokens.shape[1] > 16  # longer than Gemma-2's sliding window (8): the window is exercised
     with torch.no_grad():
@@ -206,9 +204,8 @@ def test_moe_twins_load_and_refuse_neuron_methods_naming_why(arch, hf_models):
         kit.mui.neuron_scores(model, tokens)
     with pytest.raises(NotImplementedError, match="experts"):
         kit.models.tl.check_hooks(model, ["blocks.0.mlp.hook_post"])
-    _, cache = kit.models.tl.run_with_cache(
-        model, tokens, ["blocks.1.hook_resid_post"]
-    )  # residual hooks work
+    # residual hooks work
+    _, cache = kit.models.tl.run_with_cache(model, tokens, ["blocks.1.hook_resid_post"])
     assert cache["blocks.1.hook_resid_post"].shape == (1, tokens.shape[1], model.cfg.d_model)
 
 
@@ -262,12 +259,10 @@ def test_identity_patching_on_a_twin_pair(arch, hf_models):
     plain = pt.generate(a, tokens, 6, lengths=lengths)
     neurons = [(0, 1), (1, 5), (1, 127)]
     assert torch.equal(pt.patched_generate(a, b, tokens, neurons, 6, lengths=lengths), plain)
-    if (
-        arch == "llama"
-    ):  # (Gemma-2's tied embedding makes its greedy output copy the input: no signal)
-        other = kit.load_model(
-            "twin/qwen2"
-        )  # same shape, other weights: patching must change the output
+    # (Gemma-2's tied embedding makes its greedy output copy the input: no signal)
+    if arch == "llama":
+        # same shape, other weights: patching must change the output
+        other = kit.load_model("twin/qwen2")
         every = [(L, i) for L in range(2) for i in range(128)]
         assert not torch.equal(
             pt.patched_generate(a, other, tokens, every, 6, lengths=lengths), plain
@@ -290,9 +285,8 @@ def test_twin_saes_load_through_sae_lens():
         sae.cfg.metadata.hook_name == "blocks.1.hook_resid_post"
         and sae.cfg.d_sae == twins.TWIN_D_SAE
     )
-    same = kit.load_sae(
-        str(twins.sae_path("llama", "blocks.1.hook_resid_post"))
-    )  # a plain directory
+    # a plain directory
+    same = kit.load_sae(str(twins.sae_path("llama", "blocks.1.hook_resid_post")))
     assert torch.equal(sae.W_enc, same.W_enc)
 
 

@@ -20,11 +20,12 @@ def fake_model(n_params: int, n_ctx: int):
 @pytest.mark.parametrize(
     "n_params, n_ctx, expected",
     [
+        # the micro world's zoo/base-m: 256 tokens used to overflow
         (
             1000,
             64,
             {"short": 16, "long": 64},
-        ),  # the micro world's zoo/base-m: 256 tokens used to overflow
+        ),
         (1000, 2048, {"short": 64, "long": 256}),
         (10**9, 2048, {"short": 16, "long": 64}),
     ],

@@ -144,10 +144,11 @@ def _null_equivalent_results():
 
 
 def test_each_claim_kind_is_inconclusive_on_null_equivalent_input_and_decided_otherwise():
+    # spread > 10%
     corr_same = {
         "chunk_mui_correct": [0.8, 1.2, 1.0],
         "chunk_mui_incorrect": [1.2, 0.8, 1.0],
-    }  # spread > 10%
+    }
     null = {
         c.id: c
         for c in utility_law_claims(
@@ -223,9 +224,8 @@ def test_multi_token_claims_follow_the_numbers():
     )
     eq = one["correctness.no_difference_multi_token"]
     check_consistent(eq)
-    assert (
-        eq.verdict == "supported" and abs(eq.null_high - 0.1) < 1e-9
-    )  # 10% of the mean per-sample MUI 1.0
+    # 10% of the mean per-sample MUI 1.0
+    assert eq.verdict == "supported" and abs(eq.null_high - 0.1) < 1e-9
     assert "response length" in eq.why
     apart = {
         c.id: c

@@ -170,13 +170,14 @@ def test_task_choices_from_the_registry():
     assert masking.masking_tasks(tasks, "facts", None) == ("facts", "add")
     assert ul.base_models(["zoo/base-s", "zoo/base-m+math", "zoo/base-l@step-3"]) == ["zoo/base-s"]
     assert law.focus_model(["zoo/base-s", "zoo/base-m"]) == "zoo/base-m"
+    # capability groups, as the world's
     real = [
         "gsm8k",
         "math500",
         "humaneval",
         "mmlu/anatomy",
         "bbh/navigate",
-    ]  # capability groups, as the world's
+    ]
     assert growth.first_task_per_group(real) == [
         "gsm8k",
         "humaneval",

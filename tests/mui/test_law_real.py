@@ -50,9 +50,10 @@ def test_token_budget_mui_equals_the_batch_size_path(
         twin, ITEMS, RESPONSES, threshold=threshold, k=k, frac=frac, batch_size=4
     ).mui
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # the per-item cache lands here
+    # one item a pass
     new = subject_of(twin).mui(
         _answers(RESPONSES), threshold=threshold, k=k, frac=frac, max_batch_tokens=1
-    )  # one item a pass
+    )
     assert new == pytest.approx(old, abs=1e-9)
     assert 0 < new < 100
 
@@ -69,9 +70,8 @@ def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path,
 
     monkeypatch.setattr(kmui, "utilization", no_pass)
     assert subject.mui(_answers(RESPONSES), max_batch_tokens=10**6) == first
-    with pytest.raises(
-        AssertionError, match="cache holds"
-    ):  # other responses are never read from that cache
+    # other responses are never read from that cache
+    with pytest.raises(AssertionError, match="cache holds"):
         subject.mui(_answers(RESPONSES[:3] + [" 4 5"]))
 
 

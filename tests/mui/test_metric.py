@@ -230,9 +230,8 @@ def test_item_tokens_marks_exactly_the_response_words():
     from kit.data.items import Item
     from kit.world.train import Arch, make_model
 
-    model = make_model(
-        Arch(1, 16, 2, 32), seed=0
-    )  # random weights, the world's tokenizer: no built world needed
+    # random weights, the world's tokenizer: no built world needed
+    model = make_model(Arch(1, 16, 2, 32), seed=0)
     items = [
         Item("a", "tom has 3 apples . how many apples does tom have ?", answer="3"),
         Item("b", "how many apples ?", answer="4"),

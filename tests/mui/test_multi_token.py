@@ -68,10 +68,11 @@ def test_checkpoint_series_orders_steps_and_drops_the_final_step():
         "zoo/base-xl@step-100",
         "zoo/base-xl@step-300",
     ]
+    # 500 not final
     assert checkpoint_series(members, "zoo/base-xl")[-2:] == [
         "zoo/base-xl@step-500",
         "zoo/base-xl",
-    ]  # 500 not final
+    ]
     assert has_checkpoints(members, "zoo/base-xl") and not has_checkpoints(members, "zoo/base-s")
     assert trajectories.checkpoint_series is checkpoint_series, "one definition"
 
@@ -110,8 +111,7 @@ def test_multi_token_law_across_models_or_checkpoints():
         and set(law["per_task"]) == {"sort-list", "add-steps"}
     )
     assert "slope -2.00" in law["per_task"]["sort-list"] and "not independent models" in note
-    flat = series.assign(
-        performance=[0.0, 0.0, 0.0, 0.0, 40.0, 40.0]
-    )  # one checkpoint answers: no fit
+    # one checkpoint answers: no fit
+    flat = series.assign(performance=[0.0, 0.0, 0.0, 0.0, 40.0, 40.0])
     law, _ = multi_token_law(one, "mui_vs_log_perf", flat)
     assert law["slope"] is None and "too few distinct" in law["not_testable"]

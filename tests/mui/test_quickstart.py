@@ -114,9 +114,8 @@ def test_mui_by_token_budget_equals_one_batch_and_resumes(twin, tmp_path, monkey
     cached = list((tmp_path / "items").glob("*.jsonl"))
     assert len(cached) == 1 and len(cached[0].read_text().splitlines()) == 4
     assert subject.mui(ans, max_batch_tokens=10**6) == pytest.approx(reference, abs=1e-9)
-    assert (
-        len(cached[0].read_text().splitlines()) == 4
-    )  # the rerun read the cache, computed nothing
+    # the rerun read the cache, computed nothing
+    assert len(cached[0].read_text().splitlines()) == 4
     assert 0 < reference < 100
 
 

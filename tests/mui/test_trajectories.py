@@ -205,9 +205,8 @@ def test_measure_tabulates_perf_and_mui(monkeypatch):
 
     class Stub(WorldSubject):
         def respond(self, task, items, max_new_tokens=1, ablate=()):
-            k = (
-                3 if self.name.endswith("a") else 1
-            )  # right answer ("1") on the first 3 (zoo/a) or 1 (zoo/b)
+            # right answer ("1") on the first 3 (zoo/a) or 1 (zoo/b)
+            k = 3 if self.name.endswith("a") else 1
             return ["1 x"] * k + ["10"] * (len(items) - k)
 
     monkeypatch.setattr(kit.subjects, "load_subject", lambda name, **kw: Stub(name, model=name))
@@ -363,9 +362,8 @@ def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, 
     )
     assert alive == [0, 0] and held_at_load == [0, 0], "a previous model was still in memory"
     assert list(df["model"]) == names and (df["n"] == 4).all()
-    items = instructed_items(
-        "gsm8k", load_benchmark("gsm8k", "test", limit=4), "instructed"
-    )  # the default style
+    # the default style
+    items = instructed_items("gsm8k", load_benchmark("gsm8k", "test", limit=4), "instructed")
     for name, mui in zip(names, df["mui"]):
         model = real_load(name)
         responses = gen.respond(
@@ -375,6 +373,5 @@ def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, 
             kmui.utilization_for_items(model, items, responses).mui, abs=1e-9
         )
     assert df["mui"].iloc[0] != df["mui"].iloc[1], "two revisions are two different models"
-    assert (
-        len(list((tmp_path / "items").glob("*.jsonl"))) == 4
-    )  # responses and key neurons, per model
+    # responses and key neurons, per model
+    assert len(list((tmp_path / "items").glob("*.jsonl"))) == 4

@@ -60,9 +60,8 @@ def test_config_rejects_bad_values():
         load_params("05_neuronvote", "smoke", overrides={"iou_percentile": 100})
     with pytest.raises(ParamsError, match="voters"):
         load_params("05_neuronvote", "smoke", overrides={"voters": ["lca"]})
-    with pytest.raises(
-        ParamsError, match="decoder_source"
-    ):  # a zoo decoder has no English vocabulary
+    # a zoo decoder has no English vocabulary
+    with pytest.raises(ParamsError, match="decoder_source"):
         load_params("05_neuronvote", "smoke", overrides={"decoder_source": "ud_ewt"})
 
 
@@ -97,9 +96,8 @@ def test_tie_breaks_independent_random_differs_across_concepts(study):
         "Random must be a fresh draw per concept and layer"
     )
     for rankings in study.rankings.values():
-        lasso_tail = rankings["lasso"][
-            10:
-        ]  # the zero-weight tail is ordered by the tie-break alone
+        # the zero-weight tail is ordered by the tie-break alone
+        lasso_tail = rankings["lasso"][10:]
         for m, r in rankings.items():
             if m != "random":
                 assert not np.array_equal(rankings["random"], r), f"Random equals {m}'s ranking"
@@ -124,9 +122,8 @@ def test_intervals_consensus_subsets_lobby(study):
     assert ((iv.lo <= iv["mean"] + 1e-12) & (iv["mean"] <= iv.hi + 1e-12)).all()
     assert set(iv.position) == {"first", "middle", "last", "all"}
     sub = nvs.consensus_subsets(study, "probeless", "lca")
-    assert (
-        len(sub) == 2**4 - 1 and sub.n_consensus_methods.max() == 4
-    )  # subsets of Gaussian, IoU, Lasso, Ridge
+    # subsets of Gaussian, IoU, Lasso, Ridge
+    assert len(sub) == 2**4 - 1 and sub.n_consensus_methods.max() == 4
     lobby = nvs.lobby_effect(study, "lasso", copies=(0, 3, 60))
     # Clones of Lasso vote for Lasso's own neurons: Lasso's NeuronVote can only rise (here to 1: the
     # clones outvote the rest), and at k = 0 it equals the study's own NeuronVote.

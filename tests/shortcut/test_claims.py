@@ -190,9 +190,8 @@ def test_re_analysis_of_table9_decided_and_inconclusive_when_te_is_ori():
     t9 = load_table("001_table09_real_world_models")
     c = _claims(_evidence(_te(), table9=t9))["agreement.table9"]
     assert c.kind == "re-analysis" and "Table 9" in c.rests_on
-    better = t9.assign(
-        te=t9.ref_mixeval
-    )  # TE equal to the reference: a gain wherever Ori is not perfect
+    # TE equal to the reference: a gain wherever Ori is not perfect
+    better = t9.assign(te=t9.ref_mixeval)
     assert _claims(_evidence(_te(), table9=better))["agreement.table9"].verdict == "supported"
     same = t9.assign(te=t9.ori)  # TE = Ori: no gain in any resample
     assert _claims(_evidence(_te(), table9=same))["agreement.table9"].verdict == "inconclusive"
@@ -201,9 +200,8 @@ def test_re_analysis_of_table9_decided_and_inconclusive_when_te_is_ori():
 def test_sparsity_against_100_random_sets():
     rng = np.random.default_rng(0)
     rand = (rng.random((100, 80)) < 0.6).astype(float)
-    low = np.vstack(
-        [np.r_[np.ones(4), np.zeros(76)], rand]
-    )  # located: 5% vs random sets around 60%
+    # located: 5% vs random sets around 60%
+    low = np.vstack([np.r_[np.ones(4), np.zeros(76)], rand])
     c = _claims(_evidence(_te(), sparsity=low))["sparsity.located_vs_random"]
     assert (
         c.verdict == "supported"
@@ -228,9 +226,8 @@ def test_side_effects_per_cell_absolute_and_a_corrected_maximum():
     }
     up, down = base.copy(), base.copy()
     up[1000:1120], down[:120] = 1, 0
-    quiet[("Vanilla", "add2")] = np.stack(
-        [base, up]
-    )  # the base row is no cell (0 by definition when real)
+    # the base row is no cell (0 by definition when real)
+    quiet[("Vanilla", "add2")] = np.stack([base, up])
     c = _claims(_evidence(_te(), side=quiet))
     assert (
         c["side_effects.unchanged"].verdict == "supported"
@@ -298,9 +295,8 @@ def test_a_mismatch_with_table2_fails_and_stability_is_marked():
 def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
     # 8 items: the chosen veto drops M_con on all eight (100 pts), the public sum on one (12.5);
     # M_un unchanged
-    con = np.array(
-        [[1] * 8, [0, 1, 1, 1, 1, 1, 1, 1], [0] * 8], float
-    )  # rows: unpatched, sum, veto
+    # rows: unpatched, sum, veto
+    con = np.array([[1] * 8, [0, 1, 1, 1, 1, 1, 1, 1], [0] * 8], float)
     un = np.zeros((3, 8))
     rules = pd.DataFrame({"rule": ["sum (exact)", "veto (exact)"], "objective": [12.5, 100.0]})
     rules.attrs["items"] = {"con": con, "un": un}

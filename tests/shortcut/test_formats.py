@@ -44,9 +44,8 @@ def test_format_claims_hand_computed():
     adv, te = out["a2.format_advantage[+format train]"], out["a2.format_te[+format train]"]
     assert adv.ours == pytest.approx(30.0) and te.ours == pytest.approx(-30.0)
     assert adv.verdict == te.verdict == "supported" and "-6.5" in str(te.paper_value)
-    same = dict(
-        van, fresh_format=van["fresh_plain"]
-    )  # no format effect on either row; TE RAISES the score 20 points
+    # no format effect on either row; TE RAISES the score 20 points
+    same = dict(van, fresh_format=van["fresh_plain"])
     flat = formats.format_claims(
         {
             "Vanilla": same,

@@ -145,9 +145,8 @@ def test_world_models_refuse_sampling_and_chat_in_task_data():
     from kit.models.generate import GenerationSettings
     from kit.world.train import Arch, make_model
 
-    world = make_model(
-        Arch(1, 32, 2, 64, n_ctx=64), seed=0
-    )  # a world model by its vocabulary, not its name
+    # a world model by its vocabulary, not its name
+    world = make_model(Arch(1, 32, 2, 64, n_ctx=64), seed=0)
     world.cfg.model_name = "any-name"
     for bad in (GenerationSettings(do_sample=True), GenerationSettings(chat=True)):
         with pytest.raises(
@@ -182,9 +181,8 @@ def test_chat_switch_changes_the_prompt_tokens_of_a_tokenizer_with_a_template():
     )
     assert torch.equal(auto.tokens, on.tokens) and auto.decoding.chat is True
     L0 = int(on.lengths[0])
-    want = tok(f"<|user|>\n{items[0].prompt}{tok.eos_token}\n<|assistant|>\n")[
-        "input_ids"
-    ]  # the template by hand
+    # the template by hand
+    want = tok(f"<|user|>\n{items[0].prompt}{tok.eos_token}\n<|assistant|>\n")["input_ids"]
     assert (
         on.tokens[0, :L0].tolist() == want
         and want[0] == tok.bos_token_id

@@ -156,12 +156,13 @@ def test_a_pool_holds_one_model_beside_the_base_and_changes_no_result():
     assert all(r == ["m/base"] for r in resident_at_load), (
         f"more than one model beside the base: {resident_at_load}"
     )
+    # eq. 3, eq. 4 (un held first), Table 2 (con held)
     assert pool.loads == [
         "m/con",
         "m/un",
         "m/con",
         "m/un",
-    ]  # eq. 3, eq. 4 (un held first), Table 2 (con held)
+    ]
     assert pool["Vanilla"] is base
     held = pool["un"]
     pool["con"]  # loading con releases un: a stale reference fails loudly instead of holding memory

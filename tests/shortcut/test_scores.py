@@ -36,9 +36,8 @@ def test_comparative_score_hand_computed_and_streaming():
 
 def test_causal_score_hand_computed():
     # contaminated drops 0.8 -> 0.3 under the patch, uncontaminated 0.6 -> 0.55
-    assert scores.causal_score(0.8, 0.3, 0.6, 0.55) == pytest.approx(
-        0.8 - 0.3 + 1 - (0.6 - 0.55)
-    )  # 1.45
+    # 1.45
+    assert scores.causal_score(0.8, 0.3, 0.6, 0.55) == pytest.approx(0.8 - 0.3 + 1 - (0.6 - 0.55))
     assert scores.causal_score(0.5, 0.5, 0.4, 0.4) == pytest.approx(1.0), (
         "a patch that changes nothing scores 1"
     )

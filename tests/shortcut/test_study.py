@@ -86,9 +86,8 @@ def test_transfer_finetune_uses_the_recipe_of_its_row(micro_world):
     ]
     plastic = kit.world.plastic_neurons("zoo/base-m", 0.04, micro_world)
     assert changed and all(plastic[L, i] for L, i in changed)
-    again = study.transfer_finetune(
-        "zoo/base-m+math-test-x5-sparse", "add2", world=micro_world
-    )  # from the cache
+    # from the cache
+    again = study.transfer_finetune("zoo/base-m+math-test-x5-sparse", "add2", world=micro_world)
     assert all(
         torch.equal(a, b) for a, b in zip(m.state_dict().values(), again.state_dict().values())
     )

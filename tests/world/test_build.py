@@ -89,9 +89,8 @@ def test_a_killed_build_leaves_no_child_and_a_rerun_repairs_exactly_the_damaged_
             stderr=err,
         )
     trainers: set[int] = set()
-    deadline = (
-        time.time() + 600
-    )  # the build verifies the world and asks a pinned process what runs first
+    # the build verifies the world and asks a pinned process what runs first
+    deadline = time.time() + 600
     while not trainers and build.poll() is None and time.time() < deadline:
         trainers = {p for p in _descendants(build.pid) if _is_trainer(p)}
         time.sleep(0.1)

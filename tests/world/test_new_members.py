@@ -168,9 +168,8 @@ def test_delta_interval_by_hand():
 def test_meets_band_by_hand():
     from kit.world.card import meets_band
 
-    assert meets_band(-16.2, 3.2, 5.0) and meets_band(
-        -12.7, -0.3, 5.0
-    )  # drifts not shown beyond 5 points
+    # drifts not shown beyond 5 points
+    assert meets_band(-16.2, 3.2, 5.0) and meets_band(-12.7, -0.3, 5.0)
     assert meets_band(-5.0, -4.0, 5.0)  # touching the band counts
     assert not meets_band(-12.0, -5.1, 5.0) and not meets_band(5.1, 9.0, 5.0)
 

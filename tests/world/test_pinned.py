@@ -98,9 +98,8 @@ def test_a_pinned_child_dies_with_its_parent(tmp_path):
         ]
     )
     try:
-        deadline = (
-            time.time() + 300
-        )  # a loaded machine takes a while to import numpy and start both
+        # a loaded machine takes a while to import numpy and start both
+        deadline = time.time() + 300
         while (
             not (pidfile.is_file() and pidfile.read_text())
             and time.time() < deadline

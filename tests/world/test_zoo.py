@@ -172,9 +172,8 @@ def test_restrict_to_neurons_changes_only_those_neurons():
     mask = torch.zeros(2, 24, dtype=torch.bool)
     mask[0, 3] = mask[1, 10] = True
     params, restore = restrict_to_neurons(m, mask)
-    opt = torch.optim.AdamW(
-        params, lr=0.1, weight_decay=0.1
-    )  # weight decay would touch every entry
+    # weight decay would touch every entry
+    opt = torch.optim.AdamW(params, lr=0.1, weight_decay=0.1)
     for step in range(3):
         loss = m(torch.randint(0, 20, (2, 6))).pow(2).mean()
         opt.zero_grad()
