@@ -23,7 +23,7 @@ BARS = $$(test -t 1 || echo TQDM_DISABLE=1)
 # JupyterLab refuses to start as root unless told it may (containers often run as root).
 ALLOW_ROOT = $$(test "$$(id -u)" = 0 && echo --allow-root)
 
-.PHONY: run test typecheck setup world real bench lab clean-runs browser
+.PHONY: run test lint typecheck setup world real bench lab clean-runs browser
 
 run: setup world
 	$(PY) -m kit run --profile tiny
@@ -35,6 +35,10 @@ test: setup browser
 # (tests/test_types.py). PYRIGHT_PYTHON_IGNORE_WARNINGS: no query to PyPI for a newer pyright.
 typecheck: setup
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(PY) -m pyright --pythonpath $(abspath $(PY))
+
+# ruff alone (make test runs it too, in tests/test_style.py); settings in pyproject.toml.
+lint: setup
+	$(PY) -m ruff check kit tests && $(PY) -m ruff format --check kit tests
 
 setup: $(STAMP)
 

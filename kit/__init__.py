@@ -2,7 +2,8 @@
 
 The flat public API::
 
-    from kit import load_model, load_sae, load_benchmark, load_subject, start, save_figure, record_results
+    from kit import (load_model, load_sae, load_benchmark, load_subject, start, save_figure,
+                     record_results)
 
 and one package per paper, imported on first use:
 
@@ -14,8 +15,9 @@ and one package per paper, imported on first use:
 
 beside ``kit.core`` (params, notebook start/record, figures, runner, paths, bench harness),
 ``kit.models`` (loading; ``kit.models.tl`` is the one TransformerLens adapter), ``kit.subjects``
-(a model under evaluation: items, answers, scores, internals, for world and real models alike), ``kit.data``
-(items, benchmarks, scorers, published responses, paper tables) and ``kit.world`` (the tiny world).
+(a model under evaluation: items, answers, scores, internals, for world and real models alike),
+``kit.data`` (items, benchmarks, scorers, published responses, paper tables) and ``kit.world`` (the
+tiny world).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from typing import Any
 
 # We chose HookedTransformer deliberately (pinned transformer-lens<4) for the tiny world; every
 # TransformerLens internal sits behind kit.models.tl so the move to TransformerBridge is one file.
-warnings.filterwarnings("ignore", message="HookedTransformer is deprecated", category=DeprecationWarning)
+warnings.filterwarnings(
+    "ignore", message="HookedTransformer is deprecated", category=DeprecationWarning
+)
 
 from kit.core.figures import record_results, save_figure, use_paper_style
 from kit.core.findings import Section, findings_text, publish
@@ -40,26 +44,56 @@ __version__ = "0.1.0"
 
 
 def load_benchmark(name: str, split: str = "test", **kwargs: Any) -> list[Item]:
-    """Items of a benchmark (real: ``gsm8k``, ``mmlu``, ``bbh/<task>``...; synthetic: ``tiny/<task>``)."""
+    """Items of a benchmark (real: ``gsm8k``, ``mmlu``, ``bbh/<task>``...; synthetic:
+    ``tiny/<task>``)."""
     from kit.data.benchmarks import load_benchmark as _load
 
     return _load(name, split=split, **kwargs)
 
 
 def load_subject(name: str, device: str = "cpu", world: str | None = None, **kwargs: Any):
-    """A model under evaluation (``kit.subjects.Subject``): items, answers with their scores, MUI."""
+    """A model under evaluation (``kit.subjects.Subject``): items, answers with their scores,
+    MUI."""
     from kit.subjects import load_subject as _load
 
     return _load(name, device=device, world=world, **kwargs)
 
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["audits", "cg", "configs", "core", "data", "models", "mui", "neuronvote", "shortcut", "subjects",
-               "world"],
-    globals())
+    __name__,
+    [
+        "audits",
+        "cg",
+        "configs",
+        "core",
+        "data",
+        "models",
+        "mui",
+        "neuronvote",
+        "shortcut",
+        "subjects",
+        "world",
+    ],
+    globals(),
+)
 
 __all__ = [
-    "Item", "NotebookRun", "ParamsError", "DataError", "load_model", "load_sae", "load_benchmark", "load_subject",
-    "load_params", "start", "save_figure", "record_results", "use_paper_style", "data_dir", "cache_dir",
-    "Section", "publish", "findings_text",
+    "Item",
+    "NotebookRun",
+    "ParamsError",
+    "DataError",
+    "load_model",
+    "load_sae",
+    "load_benchmark",
+    "load_subject",
+    "load_params",
+    "start",
+    "save_figure",
+    "record_results",
+    "use_paper_style",
+    "data_dir",
+    "cache_dir",
+    "Section",
+    "publish",
+    "findings_text",
 ]

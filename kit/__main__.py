@@ -1,4 +1,5 @@
-"""``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world), twins."""
+"""``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world),
+twins."""
 
 from __future__ import annotations
 
@@ -6,10 +7,16 @@ import importlib
 import sys
 
 COMMANDS = {
-    "run": ("kit.core.runner", "execute the notebooks with papermill into runs/<profile>/<timestamp>/"),
+    "run": (
+        "kit.core.runner",
+        "execute the notebooks with papermill into runs/<profile>/<timestamp>/",
+    ),
     "bench": ("kit.core.bench", "time workloads against their baselines, as ratios"),
     "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
-    "twins": ("kit.models.twins", "write tiny random twins of real architectures as HF directories (twins build | list)"),
+    "twins": (
+        "kit.models.twins",
+        "write tiny random twins of real architectures as HF directories (twins build | list)",
+    ),
 }
 
 

@@ -47,9 +47,12 @@ SELECTED: dict[str, set[str]] = {}
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "notebook_run(profile, number): the test reads notebook NUMBER's "
-                            "run on PROFILE (fixture notebook_run), made once with every other selected "
-                            "notebook of that profile")
+    config.addinivalue_line(
+        "markers",
+        "notebook_run(profile, number): the test reads notebook NUMBER's "
+        "run on PROFILE (fixture notebook_run), made once with every other selected "
+        "notebook of that profile",
+    )
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection: only the tests that will run
@@ -96,14 +99,25 @@ def notebook_run(tmp_path_factory, micro_world):
             out = tmp_path_factory.mktemp(f"runs-{profile}")
             numbers = sorted(SELECTED.get(profile, set()) | {number})
             runner.main(["--profile", profile, "--out", str(out), "--only", *numbers])
-            (runs[profile],) = [p for p in (out / profile).iterdir() if p.is_dir() and p.name != "latest"]
+            (runs[profile],) = [
+                p for p in (out / profile).iterdir() if p.is_dir() and p.name != "latest"
+            ]
         run_dir = runs[profile]
-        outcomes = {o["notebook"][:2]: o for o in json.loads((run_dir / "run.json").read_text())["notebooks"]}
+        outcomes = {
+            o["notebook"][:2]: o
+            for o in json.loads((run_dir / "run.json").read_text())["notebooks"]
+        }
         if number not in outcomes:
-            raise AssertionError(f"notebook {number} is not in the {profile} run {run_dir}: marked notebook_run?")
+            raise AssertionError(
+                f"notebook {number} is not in the {profile} run {run_dir}: marked notebook_run?"
+            )
         o = outcomes[number]
         report = run_dir / "report.md"
-        return NotebookRun(o["status"], o.get("error", ""), run_dir / o["notebook"],
-                           report.read_text() if report.exists() else "")
+        return NotebookRun(
+            o["status"],
+            o.get("error", ""),
+            run_dir / o["notebook"],
+            report.read_text() if report.exists() else "",
+        )
 
     return run

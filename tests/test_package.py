@@ -7,7 +7,15 @@ import kit
 
 
 def test_flat_api():
-    for name in ("load_model", "load_sae", "load_benchmark", "start", "save_figure", "record_results", "findings_text"):
+    for name in (
+        "load_model",
+        "load_sae",
+        "load_benchmark",
+        "start",
+        "save_figure",
+        "record_results",
+        "findings_text",
+    ):
         assert callable(getattr(kit, name))
 
 
@@ -29,7 +37,9 @@ def test_each_paper_package_reexports_its_main_module():
 def test_every_module_of_each_paper_package_is_listed_for_tab_completion():
     for pkg in (kit.mui, kit.shortcut, kit.cg, kit.neuronvote):
         modules = {p.stem for p in Path(pkg.__file__).parent.glob("*.py") if p.stem != "__init__"}
-        assert modules <= set(dir(pkg)), f"dir({pkg.__name__}) misses {sorted(modules - set(dir(pkg)))}"
+        assert modules <= set(dir(pkg)), (
+            f"dir({pkg.__name__}) misses {sorted(modules - set(dir(pkg)))}"
+        )
         for name in modules:
             assert getattr(pkg, name) is importlib.import_module(f"{pkg.__name__}.{name}")
 
@@ -37,7 +47,14 @@ def test_every_module_of_each_paper_package_is_listed_for_tab_completion():
 def test_the_root_names_of_moved_modules_are_gone():
     import pytest
 
-    for name in ("patching", "utility_law", "trajectories", "paper_tables", "scorers", "benchmarks"):
+    for name in (
+        "patching",
+        "utility_law",
+        "trajectories",
+        "paper_tables",
+        "scorers",
+        "benchmarks",
+    ):
         assert name not in dir(kit)
         with pytest.raises(AttributeError, match="submodules"):
             getattr(kit, name)

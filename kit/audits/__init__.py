@@ -3,7 +3,8 @@
 One module per metric family, each metric a function returning an :class:`AuditResult`
 (value(s), pass condition, verdict, inputs; JSON-serialisable):
 
-- ``kit.audits.stability``: M09 core stability, EX25 reproducibility (also of ``kit.mui.metric``/``kit.cg.metrics``);
+- ``kit.audits.stability``: M09 core stability, EX25 reproducibility (also of
+  ``kit.mui.metric``/``kit.cg.metrics``);
 - ``kit.audits.sae_validity``: M07, M08, M10, M11, M12, M13, EX24, EX34;
 - ``kit.audits.psychophysics``: EX1 d-prime, EX2 DIF, EX11 Weber/JND;
 - ``kit.audits.safety``: M14 Safety SVE;
@@ -24,7 +25,7 @@ from typing import Callable
 
 import pandas as pd
 
-from . import circuits, psychophysics, safety, sae_validity, stability
+from . import circuits, psychophysics, sae_validity, safety, stability
 from .result import AuditInputs, AuditResult, dumps, fail_check, jsonable
 
 REGISTRY: dict[str, Callable[..., object]] = {
@@ -52,7 +53,9 @@ ORDER = list(REGISTRY)
 def get_audit(metric: str) -> Callable[..., object]:
     """The function of metric ``metric`` (e.g. ``"M07"``); unknown ids list the allowed ones."""
     if metric not in REGISTRY:
-        raise ValueError(f"metric={metric!r} is not an audit; allowed values: {', '.join(REGISTRY)}")
+        raise ValueError(
+            f"metric={metric!r} is not an audit; allowed values: {', '.join(REGISTRY)}"
+        )
     return REGISTRY[metric]
 
 
@@ -70,12 +73,26 @@ def summary_table(results: list[AuditResult]) -> pd.DataFrame:
     the computed can-fail check (:func:`kit.audits.result.fail_check`)."""
     key = {m: i for i, m in enumerate(ORDER)}
     rows = sorted(results, key=lambda r: (key.get(r.metric, len(key)), r.name))
-    return pd.DataFrame([{"metric": r.metric, "name": r.name, "value": r.value,
-                          "null": r.null, "null_of": r.null_of or "value", "null_passes": r.null_passed,
-                          "pass_condition": r.pass_condition, "verdict": r.verdict(), "passed": r.passed,
-                          "can_fail": r.can_fail, "fail_check": fail_check(r), "by_construction": r.by_construction,
-                          "notes": r.notes}
-                         for r in rows])
+    return pd.DataFrame(
+        [
+            {
+                "metric": r.metric,
+                "name": r.name,
+                "value": r.value,
+                "null": r.null,
+                "null_of": r.null_of or "value",
+                "null_passes": r.null_passed,
+                "pass_condition": r.pass_condition,
+                "verdict": r.verdict(),
+                "passed": r.passed,
+                "can_fail": r.can_fail,
+                "fail_check": fail_check(r),
+                "by_construction": r.by_construction,
+                "notes": r.notes,
+            }
+            for r in rows
+        ]
+    )
 
 
 def save_audits(results: list[AuditResult], path: str | Path) -> Path:
@@ -97,22 +114,54 @@ def findings(results: list[AuditResult], paper_note: bool = False) -> list[str]:
     """A plain-text findings summary with every headline number and verdict."""
     lines = []
     for r in sorted(results, key=lambda r: ORDER.index(r.metric) if r.metric in ORDER else 99):
-        extra = {k: v for k, v in r.values.items() if isinstance(v, (int, float, str, bool)) and k != "metric"}
+        extra = {
+            k: v
+            for k, v in r.values.items()
+            if isinstance(v, (int, float, str, bool)) and k != "metric"
+        }
         shown = ", ".join(f"{k}={_fmt(v)}" for k, v in list(extra.items())[:5])
-        null = (f" null{'(' + r.null_of + ')' if r.null_of else ''}={_fmt(r.null)}"
-                + (" (passes too)" if r.null_passed else "")) if r.null is not None else ""
-        lines.append(f"{r.metric:5s} {r.name}: {_fmt(r.value)}{null} [{r.verdict()}: {r.pass_condition}] {shown}"
-                     + (f"  NOTE: {r.notes}" if r.notes else "")
-                     + ("" if r.can_fail else f"  CANNOT FAIL: {r.by_construction}")
-                     + (f"  CAN FAIL? {fail_check(r)}" if r.can_fail and not r.diagnostic else ""))
+        null = (
+            (
+                f" null{'(' + r.null_of + ')' if r.null_of else ''}={_fmt(r.null)}"
+                + (" (passes too)" if r.null_passed else "")
+            )
+            if r.null is not None
+            else ""
+        )
+        lines.append(
+            f"{r.metric:5s} {r.name}: {_fmt(r.value)}{null} [{r.verdict()}: {r.pass_condition}] "
+            f"{shown}"
+            + (f"  NOTE: {r.notes}" if r.notes else "")
+            + ("" if r.can_fail else f"  CANNOT FAIL: {r.by_construction}")
+            + (f"  CAN FAIL? {fail_check(r)}" if r.can_fail and not r.diagnostic else "")
+        )
     n_fail = sum(1 for r in results if not r.diagnostic and not r.passed)
     n_pass = sum(1 for r in results if not r.diagnostic and r.passed)
-    lines.append(f"{n_pass} audits pass, {n_fail} fail, {sum(r.diagnostic for r in results)} report-only.")
+    lines.append(
+        f"{n_pass} audits pass, {n_fail} fail, {sum(r.diagnostic for r in results)} report-only."
+    )
     if paper_note:
-        lines.append("Seed 003 publishes no result numbers (paper_tables/README.md): these verdicts compare "
-                     "with its pass conditions only, not with published values.")
+        lines.append(
+            "Seed 003 publishes no result numbers (paper_tables/README.md): these verdicts compare "
+            "with its pass conditions only, not with published values."
+        )
     return lines
 
 
-__all__ = ["AuditInputs", "AuditResult", "REGISTRY", "get_audit", "summary_table", "save_audits", "load_audits",
-           "findings", "fail_check", "jsonable", "circuits", "psychophysics", "safety", "sae_validity", "stability"]
+__all__ = [
+    "AuditInputs",
+    "AuditResult",
+    "REGISTRY",
+    "get_audit",
+    "summary_table",
+    "save_audits",
+    "load_audits",
+    "findings",
+    "fail_check",
+    "jsonable",
+    "circuits",
+    "psychophysics",
+    "safety",
+    "sae_validity",
+    "stability",
+]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
+
 from kit.models import tl
 
 
@@ -46,15 +47,18 @@ def tokenize(model, prompts: list[str]) -> tuple[Int[Tensor, "batch pos"], Int[T
     seqs = [model.to_tokens(p)[0].cpu() for p in prompts]
     lengths = torch.tensor([len(s) for s in seqs])
     pad = getattr(getattr(model, "tokenizer", None), "pad_token_id", None)
-    tokens = torch.full((len(seqs), int(lengths.max())), 0 if pad is None else int(pad), dtype=torch.long)
+    tokens = torch.full(
+        (len(seqs), int(lengths.max())), 0 if pad is None else int(pad), dtype=torch.long
+    )
     for i, s in enumerate(seqs):
         tokens[i, : len(s)] = s
     return tokens, lengths
 
 
 @torch.no_grad()
-def token_activations(model, prompts: list[str], hooks: list[str], batch_size: int = 32,
-                      skip_bos: bool = True) -> TokenActivations:
+def token_activations(
+    model, prompts: list[str], hooks: list[str], batch_size: int = 32, skip_bos: bool = True
+) -> TokenActivations:
     """Run ``prompts`` and keep every real token's activation at each hook in ``hooks``.
 
     ``skip_bos`` drops position 0 when it is the BOS token: its residual is a huge constant
@@ -86,19 +90,24 @@ def token_activations(model, prompts: list[str], hooks: list[str], batch_size: i
             pos_idx.append(torch.arange(start, n))
     return TokenActivations(
         acts={h: torch.cat(v) for h, v in out.items()},
-        token_ids=torch.cat(tok_ids), next_ids=torch.cat(nxt_ids),
-        prompt_index=torch.cat(p_idx), position=torch.cat(pos_idx),
+        token_ids=torch.cat(tok_ids),
+        next_ids=torch.cat(nxt_ids),
+        prompt_index=torch.cat(p_idx),
+        position=torch.cat(pos_idx),
     )
 
 
 @torch.no_grad()
-def sae_features(sae, acts: Float[Tensor, "n d_in"], batch_size: int = 4096, cpu: bool = True
-                 ) -> Float[Tensor, "n d_sae"]:
+def sae_features(
+    sae, acts: Float[Tensor, "n d_in"], batch_size: int = 4096, cpu: bool = True
+) -> Float[Tensor, "n d_sae"]:
     """SAE feature activations of ``acts`` (encoded in chunks on the SAE's device; returned on CPU,
     or left on that device with ``cpu=False``)."""
     dev = sae.W_dec.device
-    chunks = [sae.encode(acts[i : i + batch_size].to(dev, sae.W_dec.dtype)).float()
-              for i in range(0, acts.shape[0], batch_size)]
+    chunks = [
+        sae.encode(acts[i : i + batch_size].to(dev, sae.W_dec.dtype)).float()
+        for i in range(0, acts.shape[0], batch_size)
+    ]
     chunks = [c.cpu() for c in chunks] if cpu else chunks
     return torch.cat(chunks) if chunks else torch.zeros(0, sae.cfg.d_sae)
 
@@ -106,9 +115,9 @@ def sae_features(sae, acts: Float[Tensor, "n d_in"], batch_size: int = 4096, cpu
 class FeatureBlocks:
     """An SAE's features of ``acts``, ``block(j0, j1)`` = features ``j0:j1`` for every token, on the
     SAE's device, without ever forming the ``n x d_sae`` matrix (a 131k-feature SAE on 30k tokens
-    would be 16 GB). Exact for sae_lens's standard (ReLU), JumpReLU and TopK SAEs (TopK: each token's
-    k-th largest pre-activation is found first, block by block); any other SAE is encoded in full
-    once and sliced (``blockwise`` False)."""
+    would be 16 GB). Exact for sae_lens's standard (ReLU), JumpReLU and TopK SAEs (TopK: each
+    token's k-th largest pre-activation is found first, block by block); any other SAE is encoded in
+    full once and sliced (``blockwise`` False)."""
 
     @torch.no_grad()
     def __init__(self, sae, acts: Float[Tensor, "n d_in"], chunk: int = 8192):
@@ -117,8 +126,15 @@ class FeatureBlocks:
         self.sae, self.chunk, self.d_sae = sae, int(chunk), int(sae.cfg.d_sae)
         self.device = sae.W_dec.device
         self.n = int(acts.shape[0])
-        self.kind = ("topk" if isinstance(sae, TopKSAE) else "jumprelu" if isinstance(sae, JumpReLUSAE)
-                     else "standard" if isinstance(sae, StandardSAE) else "")
+        self.kind = (
+            "topk"
+            if isinstance(sae, TopKSAE)
+            else "jumprelu"
+            if isinstance(sae, JumpReLUSAE)
+            else "standard"
+            if isinstance(sae, StandardSAE)
+            else ""
+        )
         if self.kind == "topk" and getattr(sae.activation_fn, "use_sparse_activations", False):
             self.kind = ""
         act = getattr(sae, "activation_fn", None)
@@ -162,7 +178,9 @@ def sae_hook(sae, default: str | None = None) -> str:
     """The hook an SAE was trained at (``sae.cfg.metadata.hook_name``), else ``default``."""
     hook = getattr(getattr(sae.cfg, "metadata", None), "hook_name", None) or default
     if not hook:
-        raise ValueError("the SAE's config names no hook (cfg.metadata.hook_name) and no default hook was given")
+        raise ValueError(
+            "the SAE's config names no hook (cfg.metadata.hook_name) and no default hook was given"
+        )
     return hook
 
 
@@ -170,8 +188,9 @@ def unit_rows(x: Float[Tensor, "n d"], eps: float = 1e-12) -> Float[Tensor, "n d
     return x / x.norm(dim=-1, keepdim=True).clamp_min(eps)
 
 
-def max_cosine(a: Float[Tensor, "n d"], b: Float[Tensor, "m d"], chunk: int = 2048
-               ) -> tuple[Float[Tensor, " n"], Int[Tensor, " n"]]:
+def max_cosine(
+    a: Float[Tensor, "n d"], b: Float[Tensor, "m d"], chunk: int = 2048
+) -> tuple[Float[Tensor, " n"], Int[Tensor, " n"]]:
     """For each row of ``a``, the largest cosine with any row of ``b`` and its index.
 
     Chunked so two 24k-feature dictionaries never form a full 24k x 24k matrix at once.

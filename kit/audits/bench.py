@@ -28,7 +28,9 @@ def _batch(model, n: int, seq: int, seed: int = 0) -> circuits.IOIBatch:
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, model.cfg.d_vocab, (n, seq), generator=g)
     io, s = torch.randint(0, model.cfg.d_vocab, (2, n), generator=g)
-    return circuits.IOIBatch(tokens, torch.full((n,), seq - 1), io, s, [str(i) for i in range(n)], [""] * n)
+    return circuits.IOIBatch(
+        tokens, torch.full((n,), seq - 1), io, s, [str(i) for i in range(n)], [""] * n
+    )
 
 
 def _naive_curve(model, batch, means, edges, thresholds):
@@ -39,11 +41,17 @@ def _naive_curve(model, batch, means, edges, thresholds):
         heads = circuits.edges_to_heads(edges[:n])
         m_full = float(circuits.run_heads(model, batch, means).mean())
         m_empty = circuits.circuit_performance(model, batch, means, [])
-        out.append(circuits.faithfulness(circuits.circuit_performance(model, batch, means, heads), m_full, m_empty))
+        out.append(
+            circuits.faithfulness(
+                circuits.circuit_performance(model, batch, means, heads), m_full, m_empty
+            )
+        )
     return out
 
 
-def run(model: str = DEFAULT_MODEL, device: str = "cpu", n_prompts: int = 4, seq: int = 12) -> list[BenchLine]:
+def run(
+    model: str = DEFAULT_MODEL, device: str = "cpu", n_prompts: int = 4, seq: int = 12
+) -> list[BenchLine]:
     import kit
 
     if device == "cpu":
@@ -54,23 +62,50 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu", n_prompts: int = 4, seq
     dev = next(m.parameters()).device
 
     t_fwd = median_time(lambda: m(batch.tokens.to(dev)), repeat=2, device=device)
-    t_head = median_time(lambda: circuits.run_heads(m, batch, means, ablate=[(0, 0)]), repeat=2, device=device)
+    t_head = median_time(
+        lambda: circuits.run_heads(m, batch, means, ablate=[(0, 0)]), repeat=2, device=device
+    )
     pairs = circuits.graph_edges(m.cfg.n_layers, m.cfg.n_heads)
     sample = pairs[:: max(1, len(pairs) // 4)][:4]
-    t_edges = median_time(lambda: circuits.edge_scores(m, batch, means, edges=sample), repeat=1, warmup=0, device=device)
+    t_edges = median_time(
+        lambda: circuits.edge_scores(m, batch, means, edges=sample),
+        repeat=1,
+        warmup=0,
+        device=device,
+    )
     # the edge run includes one clean cached forward; per edge it is (t - t_fwd) / len(sample)
     t_edge = max(t_edges - t_fwd, 1e-9) / len(sample)
 
     fake_edges = [circuits.Edge(a, b, float(-i)) for i, (a, b) in enumerate(pairs)]
     thresholds = (0.001, 0.01, 0.1, 0.5, 1.0)  # a subset keeps the default run short
-    t_naive = median_time(lambda: _naive_curve(m, batch, means, fake_edges, thresholds), repeat=1, warmup=0, device=device)
-    t_ours = median_time(lambda: circuits.faithfulness_curve(m, batch, means, fake_edges, thresholds), repeat=1, warmup=0, device=device)
+    t_naive = median_time(
+        lambda: _naive_curve(m, batch, means, fake_edges, thresholds),
+        repeat=1,
+        warmup=0,
+        device=device,
+    )
+    t_ours = median_time(
+        lambda: circuits.faithfulness_curve(m, batch, means, fake_edges, thresholds),
+        repeat=1,
+        warmup=0,
+        device=device,
+    )
     shape = f"{model}, {n_prompts}x{seq} tokens, {len(pairs)} edges"
     return [
-        BenchLine("audits/head_patch_vs_forward", t_head / t_fwd,
-                  f"one head mean-ablated {t_head * 1e3:.1f} ms vs forward {t_fwd * 1e3:.1f} ms; {shape}"),
-        BenchLine("audits/edge_patch_vs_forward", t_edge / t_fwd,
-                  f"one edge patched {t_edge * 1e3:.1f} ms vs forward {t_fwd * 1e3:.1f} ms; {shape}"),
-        BenchLine("audits/mib_curve_naive_vs_ours", t_naive / t_ours,
-                  f"naive {t_naive:.2f} s vs ours {t_ours:.2f} s over {len(thresholds)} thresholds; {shape}"),
+        BenchLine(
+            "audits/head_patch_vs_forward",
+            t_head / t_fwd,
+            f"one head mean-ablated {t_head * 1e3:.1f} ms vs forward {t_fwd * 1e3:.1f} ms; {shape}",
+        ),
+        BenchLine(
+            "audits/edge_patch_vs_forward",
+            t_edge / t_fwd,
+            f"one edge patched {t_edge * 1e3:.1f} ms vs forward {t_fwd * 1e3:.1f} ms; {shape}",
+        ),
+        BenchLine(
+            "audits/mib_curve_naive_vs_ours",
+            t_naive / t_ours,
+            f"naive {t_naive:.2f} s vs ours {t_ours:.2f} s over {len(thresholds)} thresholds; "
+            f"{shape}",
+        ),
     ]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
@@ -33,10 +32,11 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from .activations import tokenize
-from .result import AuditInputs, AuditResult
 from kit.core.paths import atomic_write_bytes, cache_dir
 from kit.models import tl
+
+from .activations import tokenize
+from .result import AuditInputs, AuditResult
 
 Head = tuple[int, int]
 """(layer, head index) of ``blocks.{layer}.attn.hook_z``."""
@@ -81,37 +81,60 @@ class IOIBatch:
     def subset(self, idx: Iterable[int]) -> "IOIBatch":
         idx = list(idx)
         t = torch.tensor(idx, dtype=torch.long)
-        return IOIBatch(self.tokens[t], self.last[t], self.io[t], self.s[t],
-                        [self.ids[i] for i in idx], [self.groups[i] for i in idx])
+        return IOIBatch(
+            self.tokens[t],
+            self.last[t],
+            self.io[t],
+            self.s[t],
+            [self.ids[i] for i in idx],
+            [self.groups[i] for i in idx],
+        )
 
 
 def name_token(model, name: str) -> int:
-    """Single token of a name: `` Name`` for BPE vocabularies (GPT-2), ``name`` for word-level ones."""
+    """Single token of a name: `` Name`` for BPE vocabularies (GPT-2), ``name`` for word-level
+    ones."""
     unk = getattr(getattr(model, "tokenizer", None), "unk_token_id", None)
     for text in (" " + name, name):
         toks = model.to_tokens(text, prepend_bos=False)[0]
         if len(toks) == 1 and (unk is None or int(toks[0]) != unk):
             return int(toks[0])
-    raise ValueError(f"name {name!r} is not a single token of the model's vocabulary; IOI needs single-token names")
+    raise ValueError(
+        f"name {name!r} is not a single token of the model's vocabulary; IOI needs single-token "
+        "names"
+    )
 
 
 def ioi_batch(model, items) -> IOIBatch:
-    """Batch from IOI ``Item``s whose metadata has ``io`` and ``s`` names (``kit.world`` task ``ioi``)."""
+    """Batch from IOI ``Item``s whose metadata has ``io`` and ``s`` names (``kit.world`` task
+    ``ioi``)."""
     missing = [it.id for it in items if "io" not in it.metadata or "s" not in it.metadata]
     if missing:
         raise ValueError(f"items {missing[:3]} lack metadata 'io'/'s': pass items of the IOI task")
     tokens, lengths = tokenize(model, [it.prompt for it in items])
     io = torch.tensor([name_token(model, it.metadata["io"]) for it in items])
     s = torch.tensor([name_token(model, it.metadata["s"]) for it in items])
-    return IOIBatch(tokens, lengths - 1, io, s, [it.id for it in items],
-                    [str(it.metadata.get("name_group", "")) for it in items])
+    return IOIBatch(
+        tokens,
+        lengths - 1,
+        io,
+        s,
+        [it.id for it in items],
+        [str(it.metadata.get("name_group", "")) for it in items],
+    )
 
 
-def logit_diff(logits: Float[Tensor, "batch pos vocab"], batch: IOIBatch) -> Float[Tensor, " batch"]:
+def logit_diff(
+    logits: Float[Tensor, "batch pos vocab"], batch: IOIBatch
+) -> Float[Tensor, " batch"]:
     """``logit(IO) - logit(S)`` at each prompt's last token (Wang et al.'s metric)."""
     rows = torch.arange(len(batch), device=logits.device)
     last = logits[rows, batch.last.to(logits.device)]
-    return (last[rows, batch.io.to(logits.device)] - last[rows, batch.s.to(logits.device)]).float().cpu()
+    return (
+        (last[rows, batch.io.to(logits.device)] - last[rows, batch.s.to(logits.device)])
+        .float()
+        .cpu()
+    )
 
 
 def _device(model) -> torch.device:
@@ -150,8 +173,13 @@ def _fit_means(means: Tensor, n_pos: int) -> Tensor:
 
 
 @torch.no_grad()
-def run_heads(model, batch: IOIBatch, means: Tensor, ablate: Iterable[Head] = (),
-              scale: dict[Head, float] | None = None) -> Float[Tensor, " batch"]:
+def run_heads(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    ablate: Iterable[Head] = (),
+    scale: dict[Head, float] | None = None,
+) -> Float[Tensor, " batch"]:
     """Per-prompt logit diff with ``ablate`` heads mean-ablated and ``scale`` heads' outputs scaled.
 
     ``scale[h] = s`` multiplies head ``h``'s ``hook_z`` by ``s`` (EX11's stimulus intensity).
@@ -166,12 +194,14 @@ def run_heads(model, batch: IOIBatch, means: Tensor, ablate: Iterable[Head] = ()
         scales.setdefault(int(L), []).append((int(H), float(s)))
     hooks = []
     for L in set(by_layer) | set(scales):
+
         def hook(z, hook, L=L):
             for H in by_layer.get(L, []):
                 z[:, :, H] = m[L, :, H].to(z.dtype)
             for H, s in scales.get(L, []):
                 z[:, :, H] = z[:, :, H] * s
             return z
+
         hooks.append((f"blocks.{L}.attn.hook_z", hook))
     logits = tl.run_with_hooks(model, batch.tokens.to(dev), hooks)
     return logit_diff(logits, batch)
@@ -181,8 +211,13 @@ def all_heads(model) -> list[Head]:
     return [(L, H) for L in range(model.cfg.n_layers) for H in range(model.cfg.n_heads)]
 
 
-def head_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
-                layers: Iterable[int] | None = None) -> Float[Tensor, "n_layers n_heads"]:
+def head_scores(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    progress: bool = False,
+    layers: Iterable[int] | None = None,
+) -> Float[Tensor, "n_layers n_heads"]:
     """Activation patching per head: ``m(N) - m(N with h mean-ablated)`` (mean logit diff); one
     forward pass per head. ``layers``: score only the heads of these layers (a cost cap; the others
     get 0, so they are never chosen); None: every layer.
@@ -219,7 +254,8 @@ _SCORES: dict[Path, Tensor] = {}
 
 def _scores_path(model, batch: IOIBatch, means: Tensor, layers: list[int]) -> Path | None:
     """Where :func:`head_scores` keeps its result: for a model loaded from a directory (a real or
-    hub model, by its files' content); None otherwise (world members are fast to patch: not cached)."""
+    hub model, by its files' content); None otherwise (world members are fast to patch: not
+    cached)."""
     from kit.models.identity import path_identity
 
     if not getattr(model, "kit_path", None):
@@ -246,8 +282,11 @@ class Edge:
     score: float
 
     def heads(self) -> list[Head]:
-        return [cast(Head, tuple(int(x) for x in n.split(".")))
-                for n in (self.sender, self.receiver) if n not in (INPUT, LOGITS)]
+        return [
+            cast(Head, tuple(int(x) for x in n.split(".")))
+            for n in (self.sender, self.receiver)
+            if n not in (INPUT, LOGITS)
+        ]
 
 
 def _node(h: Head) -> str:
@@ -265,8 +304,13 @@ def graph_edges(n_layers: int, n_heads: int) -> list[tuple[str, str]]:
 
 
 @torch.no_grad()
-def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
-                edges: list[tuple[str, str]] | None = None) -> list[Edge]:
+def edge_scores(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    progress: bool = False,
+    edges: list[tuple[str, str]] | None = None,
+) -> list[Edge]:
     """Patching score of every edge (or of ``edges``), sorted by score (largest first).
 
     Ablating edge ``u -> v`` subtracts ``u``'s deviation from its mean output,
@@ -293,8 +337,11 @@ def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
 
     scores = []
     with tl.split_qkv_input(model):
-        for sender, receiver in tqdm(edges if edges is not None else graph_edges(cfg.n_layers, cfg.n_heads), desc="edge patching",
-                                     disable=not progress):
+        for sender, receiver in tqdm(
+            edges if edges is not None else graph_edges(cfg.n_layers, cfg.n_heads),
+            desc="edge patching",
+            disable=not progress,
+        ):
             d = delta(sender)
             if receiver == LOGITS:
                 hooks = [(f"blocks.{cfg.n_layers - 1}.hook_resid_post", lambda x, hook, d=d: x - d)]
@@ -302,11 +349,13 @@ def edge_scores(model, batch: IOIBatch, means: Tensor, progress: bool = False,
                 L, H = (int(x) for x in receiver.split("."))
                 hooks = []
                 for kind in ("q", "k", "v"):
+
                     def hook(x, hook, H=H, d=d):
                         # grouped-query models share k/v inputs between heads
                         h = H if x.shape[2] == cfg.n_heads else H * x.shape[2] // cfg.n_heads
                         x[:, :, h] = x[:, :, h] - d
                         return x
+
                     hooks.append((f"blocks.{L}.hook_{kind}_input", hook))
             ld = logit_diff(tl.run_with_hooks(model, batch.tokens.to(dev), hooks), batch).mean()
             scores.append(Edge(sender, receiver, float(full - ld)))
@@ -319,7 +368,9 @@ def faithfulness(m_circuit: float, m_full: float, m_empty: float) -> float:
     return float("nan") if abs(denom) < 1e-12 else (m_circuit - m_empty) / denom
 
 
-def cpr_cmd(thresholds: Iterable[float], f: Iterable[float], log_scale: bool = False) -> tuple[float, float]:
+def cpr_cmd(
+    thresholds: Iterable[float], f: Iterable[float], log_scale: bool = False
+) -> tuple[float, float]:
     """CPR = area under f(t), CMD = area of |1 - f(t)| (trapezoid over the thresholds'
     span, divided by that span so that f = 1 gives CPR = 1 and CMD = 0 exactly).
 
@@ -331,7 +382,9 @@ def cpr_cmd(thresholds: Iterable[float], f: Iterable[float], log_scale: bool = F
     """
     t, y = np.asarray(list(thresholds), float), np.asarray(list(f), float)
     if t.shape != y.shape or len(t) < 2:
-        raise ValueError(f"need >= 2 thresholds with one f each, got {len(t)} thresholds and {len(y)} values")
+        raise ValueError(
+            f"need >= 2 thresholds with one f each, got {len(t)} thresholds and {len(y)} values"
+        )
     if np.any(np.diff(t) <= 0):
         raise ValueError(f"thresholds must be strictly increasing, got {t.tolist()}")
     if log_scale:
@@ -349,11 +402,18 @@ def edges_to_heads(edges: list[Edge]) -> set[Head]:
 def circuit_performance(model, batch: IOIBatch, means: Tensor, circuit: Iterable[Head]) -> float:
     """Mean logit diff with every head outside ``circuit`` mean-ablated."""
     keep = set(circuit)
-    return float(run_heads(model, batch, means, ablate=[h for h in all_heads(model) if h not in keep]).mean())
+    return float(
+        run_heads(model, batch, means, ablate=[h for h in all_heads(model) if h not in keep]).mean()
+    )
 
 
-def faithfulness_curve(model, batch: IOIBatch, means: Tensor, edges: list[Edge],
-                       thresholds: Iterable[float] = MIB_THRESHOLDS) -> dict[str, list]:
+def faithfulness_curve(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    edges: list[Edge],
+    thresholds: Iterable[float] = MIB_THRESHOLDS,
+) -> dict[str, list]:
     """f(t) at each edge fraction t: the top ``max(1, floor(t * E))`` edges by score.
 
     ``edges`` are re-sorted by score here, so a caller's order (e.g. by layer) cannot leak in.
@@ -385,8 +445,12 @@ class Circuit:
     edges: list[Edge] = field(default_factory=list)
 
 
-def select_heads(scores: Float[Tensor, "n_layers n_heads"], frac: float = 0.2, max_heads: int = 12,
-                 fixed: list[Head] | None = None) -> list[Head]:
+def select_heads(
+    scores: Float[Tensor, "n_layers n_heads"],
+    frac: float = 0.2,
+    max_heads: int = 12,
+    fixed: list[Head] | None = None,
+) -> list[Head]:
     """Heads whose patching score is at least ``frac`` x the largest score (at most ``max_heads``),
     or ``fixed`` heads (e.g. Wang et al.'s for GPT-2) when given."""
     if fixed:
@@ -396,14 +460,26 @@ def select_heads(scores: Float[Tensor, "n_layers n_heads"], frac: float = 0.2, m
     top = float(scores.max())
     if top <= 0:
         return []
-    flat = [((L, H), float(scores[L, H])) for L in range(scores.shape[0]) for H in range(scores.shape[1])]
+    flat = [
+        ((L, H), float(scores[L, H]))
+        for L in range(scores.shape[0])
+        for H in range(scores.shape[1])
+    ]
     keep = sorted([x for x in flat if x[1] >= frac * top], key=lambda x: -x[1])[:max_heads]
     return sorted(h for h, _ in keep)
 
 
-def discover_circuit(model, batch: IOIBatch, means: Tensor, frac: float = 0.2, max_heads: int = 12,
-                     fixed: list[Head] | None = None, with_edges: bool = True,
-                     progress: bool = False, layers: Iterable[int] | None = None) -> Circuit:
+def discover_circuit(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    frac: float = 0.2,
+    max_heads: int = 12,
+    fixed: list[Head] | None = None,
+    with_edges: bool = True,
+    progress: bool = False,
+    layers: Iterable[int] | None = None,
+) -> Circuit:
     """Head patching -> circuit heads; edge patching -> ranked edges (for the MIB curve).
     ``layers``: heads of these layers only (:func:`head_scores`)."""
     scores = head_scores(model, batch, means, progress=progress, layers=layers)
@@ -413,7 +489,8 @@ def discover_circuit(model, batch: IOIBatch, means: Tensor, frac: float = 0.2, m
 
 def task_signal(full_ld, level: float = 0.95) -> dict[str, Any]:
     """Does the model do the task at all? Mean full-model logit difference IO - S over prompts, its
-    t interval, and the fraction of prompts it gets right (``does_task``: the interval is above 0)."""
+    t interval, and the fraction of prompts it gets right (``does_task``: the interval is above
+    0)."""
     from scipy import stats
 
     x = np.asarray(full_ld, float)
@@ -422,49 +499,77 @@ def task_signal(full_ld, level: float = 0.95) -> dict[str, Any]:
         lo, hi = stats.t.interval(level, len(x) - 1, loc=m, scale=x.std(ddof=1) / np.sqrt(len(x)))
     else:
         lo = hi = m
-    return {"mean_logit_diff": m, "ci": [float(lo), float(hi)], "frac_io_preferred": float((x > 0).mean()) if len(x) else None,
-            "n": int(len(x)), "does_task": bool(len(x) > 1 and lo > 0)}
+    return {
+        "mean_logit_diff": m,
+        "ci": [float(lo), float(hi)],
+        "frac_io_preferred": float((x > 0).mean()) if len(x) else None,
+        "n": int(len(x)),
+        "does_task": bool(len(x) > 1 and lo > 0),
+    }
 
 
-def circuit_scope(known: bool, signal: dict[str, Any], n_heads: int, frac: float, max_heads: int) -> str:
+def circuit_scope(
+    known: bool, signal: dict[str, Any], n_heads: int, frac: float, max_heads: int
+) -> str:
     """What the circuit audits (MIB, EX1, EX2, EX11) can and cannot say about this model, in words:
     a known circuit (Wang et al.'s heads) is audited as given; a discovered one is whatever heads
     patching ranks highest; a model that does not do the task has no circuit to audit."""
     m, (lo, hi) = signal["mean_logit_diff"], signal["ci"]
     if not signal["does_task"]:
-        return (f"the model does not do the task (mean logit diff IO - S {m:.3g}, 95% CI [{lo:.3g}, {hi:.3g}] not above 0; "
-                f"IO preferred on {signal['frac_io_preferred']:.0%} of prompts): there is no circuit to find. Computed: "
-                f"each instrument end to end on the {n_heads} head(s) patching ranks highest. Not computable: whether a "
-                "circuit is faithful (MIB), detectable (EX1), name-fair (EX2) or Weber-like (EX11); these verdicts say "
-                "nothing about one")
+        return (
+            f"the model does not do the task (mean logit diff IO - S {m:.3g}, 95% CI [{lo:.3g}, "
+            f"{hi:.3g}] not above 0; IO preferred on {signal['frac_io_preferred']:.0%} of "
+            "prompts): there is no circuit to find. Computed: each instrument end to end on the "
+            f"{n_heads} head(s) patching ranks highest. Not "
+            "computable: whether a circuit is faithful (MIB), detectable (EX1), name-fair (EX2) or "
+            "Weber-like (EX11); these verdicts say nothing about one"
+        )
     if known:
         return ""
-    return (f"no known circuit for this model: the {n_heads} head(s) scoring >= {frac:g} of the best head's patching "
-            f"score (at most {max_heads}) stand in; the audits measure these heads, and whether they are the "
-            "model's circuit is not checked against a reference")
+    return (
+        f"no known circuit for this model: the {n_heads} head(s) scoring >= {frac:g} of the best "
+        f"head's patching score (at most {max_heads}) stand in; the audits measure these heads, "
+        "and whether they are the model's circuit is not checked against a reference"
+    )
 
 
 def _mib_note(cpr: float, m_full: float, m_empty: float) -> str:
     if not np.isfinite(cpr):
         return "m(N) = m(empty): ablating every head changes nothing, f undefined"
     if m_full < m_empty:
-        return (f"m(N)={m_full:.3g} < m(empty)={m_empty:.3g}: the heads lower the task metric on average, "
-                "so f's sign is flipped and CPR is not interpretable")
-    if abs(m_full - m_empty) < 0.1 * max(abs(m_full), abs(m_empty), 1e-12) or abs(m_full - m_empty) < 0.05:
-        return (f"m(N)={m_full:.3g} and m(empty)={m_empty:.3g} nearly coincide: the heads barely carry the task, "
-                "so the normalised f is dominated by noise")
+        return (
+            f"m(N)={m_full:.3g} < m(empty)={m_empty:.3g}: the heads lower the task metric on "
+            "average, so f's sign is flipped and CPR is not interpretable"
+        )
+    if (
+        abs(m_full - m_empty) < 0.1 * max(abs(m_full), abs(m_empty), 1e-12)
+        or abs(m_full - m_empty) < 0.05
+    ):
+        return (
+            f"m(N)={m_full:.3g} and m(empty)={m_empty:.3g} nearly coincide: the heads barely carry "
+            "the task, so the normalised f is dominated by noise"
+        )
     return ""
 
 
-def cpr_floor(thresholds: Iterable[float], saturated: Iterable[bool], log_scale: bool = False) -> float:
+def cpr_floor(
+    thresholds: Iterable[float], saturated: Iterable[bool], log_scale: bool = False
+) -> float:
     """CPR a circuit gets for free: f = 1 wherever every head is kept (the full model, by
     construction) and f = 0 (no better than the empty circuit) everywhere else."""
     return cpr_cmd(thresholds, np.asarray(list(saturated), float), log_scale)[0]
 
 
-def random_ranking_cprs(model, batch: IOIBatch, means: Tensor, edges: list[Edge], thresholds: Iterable[float],
-                        seeds: Iterable[int]) -> dict[str, list[float]]:
-    """Linear and log CPR of the same edges ranked at random (a random circuit of each size), one per seed."""
+def random_ranking_cprs(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    edges: list[Edge],
+    thresholds: Iterable[float],
+    seeds: Iterable[int],
+) -> dict[str, list[float]]:
+    """Linear and log CPR of the same edges ranked at random (a random circuit of each size), one
+    per seed."""
     out: dict[str, list[float]] = {"cpr": [], "cpr_log": []}
     thresholds = list(thresholds)
     for seed in seeds:
@@ -478,9 +583,16 @@ def random_ranking_cprs(model, batch: IOIBatch, means: Tensor, edges: list[Edge]
     return out
 
 
-def mib_audit(model, batch: IOIBatch, means: Tensor, edges: list[Edge],
-              thresholds: Iterable[float] = MIB_THRESHOLDS, inputs: AuditInputs | None = None,
-              min_cpr: float = 0.5, null_seeds: Iterable[int] = (1, 2, 3)) -> tuple[AuditResult, dict[str, list]]:
+def mib_audit(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    edges: list[Edge],
+    thresholds: Iterable[float] = MIB_THRESHOLDS,
+    inputs: AuditInputs | None = None,
+    min_cpr: float = 0.5,
+    null_seeds: Iterable[int] = (1, 2, 3),
+) -> tuple[AuditResult, dict[str, list]]:
     """MIB faithfulness curve; pass condition ``CPR > 0.5`` on the page's linear curve, with
     MIB's log-scale CPR beside it. Returns the result and the curve.
 
@@ -494,32 +606,71 @@ def mib_audit(model, batch: IOIBatch, means: Tensor, edges: list[Edge],
     if np.isnan(f).any():
         cpr = cmd = cpr_log = cmd_log = float("nan")
     else:
-        (cpr, cmd), (cpr_log, cmd_log) = cpr_cmd(thresholds, f), cpr_cmd(thresholds, f, log_scale=True)
+        (cpr, cmd), (cpr_log, cmd_log) = (
+            cpr_cmd(thresholds, f),
+            cpr_cmd(thresholds, f, log_scale=True),
+        )
     n_all = model.cfg.n_layers * model.cfg.n_heads
     saturated = [n == n_all for n in curve["n_heads"]]
     sat_t = next((t for t, s in zip(thresholds, saturated) if s), None)
-    floor, floor_log = cpr_floor(thresholds, saturated), cpr_floor(thresholds, saturated, log_scale=True)
+    floor, floor_log = (
+        cpr_floor(thresholds, saturated),
+        cpr_floor(thresholds, saturated, log_scale=True),
+    )
     n_points = len(set(zip(curve["n_heads"], curve["f"])))
-    notes = [n for n in (_mib_note(cpr, curve["m_full"][0], curve["m_empty"][0]),
-                         f"saturated: from {sat_t:.3g} of the edges every head is in the circuit (f = 1 by construction)"
-                         if sat_t is not None and sat_t < thresholds[-1] else "",
-                         f"only {n_points} distinct points on the curve ({len(edges)} edges)" if n_points < 5 else "") if n]
+    notes = [
+        n
+        for n in (
+            _mib_note(cpr, curve["m_full"][0], curve["m_empty"][0]),
+            f"saturated: from {sat_t:.3g} of the edges every head is in the circuit (f = 1 by "
+            "construction)"
+            if sat_t is not None and sat_t < thresholds[-1]
+            else "",
+            f"only {n_points} distinct points on the curve ({len(edges)} edges)"
+            if n_points < 5
+            else "",
+        )
+        if n
+    ]
     res = AuditResult(
-        metric="MIB", name="MIB faithfulness curve", value=cpr,
-        values={"cpr": cpr, "cmd": cmd, "cpr_log": cpr_log, "cmd_log": cmd_log, "n_edges_total": len(edges),
-                "saturation_threshold": sat_t, "cpr_floor": floor, "cpr_log_floor": floor_log,
-                "n_distinct_points": n_points, "n_heads_total": n_all, **curve},
-        pass_condition=f"CPR > {min_cpr} (page: linear in t; f = (m(C)-m(empty))/(m(N)-m(empty)), edges ranked by score)",
-        passed=bool(np.isfinite(cpr) and cpr > min_cpr), inputs=inputs or AuditInputs(n=len(batch)),
+        metric="MIB",
+        name="MIB faithfulness curve",
+        value=cpr,
+        values={
+            "cpr": cpr,
+            "cmd": cmd,
+            "cpr_log": cpr_log,
+            "cmd_log": cmd_log,
+            "n_edges_total": len(edges),
+            "saturation_threshold": sat_t,
+            "cpr_floor": floor,
+            "cpr_log_floor": floor_log,
+            "n_distinct_points": n_points,
+            "n_heads_total": n_all,
+            **curve,
+        },
+        pass_condition=f"CPR > {min_cpr} (page: linear in t; f = "
+        "(m(C)-m(empty))/(m(N)-m(empty)), edges ranked by score)",
+        passed=bool(np.isfinite(cpr) and cpr > min_cpr),
+        inputs=inputs or AuditInputs(n=len(batch)),
         notes="; ".join(notes),
     )
     if floor > min_cpr:
-        res.decided(f"every head is in from {sat_t:.3g} of the edges, so f = 1 there and CPR >= {floor:.2f} > {min_cpr} "
-                    "for any circuit no worse than the empty one below it"
-                    + (f"; MIB's log-scale CPR ({cpr_log:.2f}, floor {floor_log:.2f}) is not decided"
-                       if floor_log <= min_cpr else ""))
+        res.decided(
+            f"every head is in from {sat_t:.3g} of the edges, so f = 1 there and CPR >= "
+            f"{floor:.2f} > {min_cpr} "
+            "for any circuit no worse than the empty one below it"
+            + (
+                f"; MIB's log-scale CPR ({cpr_log:.2f}, floor {floor_log:.2f}) is not decided"
+                if floor_log <= min_cpr
+                else ""
+            )
+        )
     null = random_ranking_cprs(model, batch, means, edges, thresholds, null_seeds)
     res.values["null_cpr_log"] = null["cpr_log"]
-    res.with_null(null["cpr"], f"the same edges ranked at random, {len(null['cpr'])} seeds",
-                  passed=bool(null["cpr"]) and float(np.mean(null["cpr"])) > min_cpr)
+    res.with_null(
+        null["cpr"],
+        f"the same edges ranked at random, {len(null['cpr'])} seeds",
+        passed=bool(null["cpr"]) and float(np.mean(null["cpr"])) > min_cpr,
+    )
     return res, curve

@@ -212,6 +212,7 @@ def audit_claim(r: Any, cid: str, seed: int = 0) -> Claim:
         return _ex24_claim(r, cid, common)
     if r.metric == "EX25" and "per_id" in r.values:
         return _ex25_claim(r, cid, seed, common)
+
     def untestable(why: str) -> Claim:
         return claim(PAPER, r.metric, cid, statement, ours, not_testable=why, **common)
 
@@ -219,8 +220,10 @@ def audit_claim(r: Any, cid: str, seed: int = 0) -> Claim:
         return untestable(r.values["not_run"])
     signal = r.values.get("task_signal") or {}
     if signal.get("does_task") is False:
-        return untestable("the model does not do the task, so there is no circuit to audit (mean "
-                          f"logit diff {signal.get('mean_logit_diff', float('nan')):.3g})")
+        return untestable(
+            "the model does not do the task, so there is no circuit to audit (mean "
+            f"logit diff {signal.get('mean_logit_diff', float('nan')):.3g})"
+        )
     if ours is None or not r.null_values:
         return untestable("no value" if ours is None else "no null control computed")
     nulls = _null_draws(r, r.null_values, seed)

@@ -135,7 +135,8 @@ def config_dir(name: str) -> Path | None:
     if name.startswith("twin/"):
         from kit.models.twins import twin_path
 
-        try:  # a revision twin has its twin's shape and tokenizer; built offline in seconds if missing
+        # a revision twin has its twin's shape and tokenizer; built offline in seconds if missing
+        try:
             path = twin_path(name.removeprefix("twin/").partition("@")[0])
         except (FileNotFoundError, ValueError):
             return None

@@ -13,8 +13,16 @@ def summary_table_figure(table: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     cols = ["metric", "name", "value", "pass_condition", "verdict"]
-    cells = [[r["metric"], r["name"], "n/a" if bool(pd.isna(r["value"])) else f"{r['value']:.3g}",
-              r["pass_condition"][:90], r["verdict"]] for _, r in table.iterrows()]
+    cells = [
+        [
+            r["metric"],
+            r["name"],
+            "n/a" if bool(pd.isna(r["value"])) else f"{r['value']:.3g}",
+            r["pass_condition"][:90],
+            r["verdict"],
+        ]
+        for _, r in table.iterrows()
+    ]
     fig, ax = plt.subplots(figsize=(11, 0.32 * (len(cells) + 2)))
     ax.axis("off")
     t = ax.table(cellText=cells, colLabels=cols, loc="center", cellLoc="left", colLoc="left")
@@ -42,10 +50,19 @@ def mib_curve_figure(curve: dict, mib: AuditResult | None = None):
             ax.legend(fontsize=7)
         ax.set_xscale(scale)
         ax.set_xlabel(f"fraction of edges kept ({scale} axis)")
-        null = np.mean(v.get("null_" + key, [])) if key == "cpr_log" and v.get("null_cpr_log") else (
-            mib.null if (mib is not None and key == "cpr") else None)
-        title = f"CPR{'_log' if key == 'cpr_log' else ''}={v[key]:.2f}" if v.get(key) is not None else "MIB"
-        ax.set_title(title + (f" (random ranking {null:.2f})" if null is not None else ""), fontsize=9)
+        null = (
+            np.mean(v.get("null_" + key, []))
+            if key == "cpr_log" and v.get("null_cpr_log")
+            else (mib.null if (mib is not None and key == "cpr") else None)
+        )
+        title = (
+            f"CPR{'_log' if key == 'cpr_log' else ''}={v[key]:.2f}"
+            if v.get(key) is not None
+            else "MIB"
+        )
+        ax.set_title(
+            title + (f" (random ranking {null:.2f})" if null is not None else ""), fontsize=9
+        )
     axes[0].set_ylabel("faithfulness (m(C)-m(∅))/(m(N)-m(∅))")
     return fig
 
@@ -71,10 +88,22 @@ def dif_figure(values: np.ndarray, groups: list[str], full_values: np.ndarray | 
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    df = pd.DataFrame({"logit diff": np.asarray(values), "name group": groups, "run": "circuit only"})
+    df = pd.DataFrame(
+        {"logit diff": np.asarray(values), "name group": groups, "run": "circuit only"}
+    )
     if full_values is not None:
-        df = pd.concat([df, pd.DataFrame({"logit diff": np.asarray(full_values), "name group": groups,
-                                          "run": "full model"})])
+        df = pd.concat(
+            [
+                df,
+                pd.DataFrame(
+                    {
+                        "logit diff": np.asarray(full_values),
+                        "name group": groups,
+                        "run": "full model",
+                    }
+                ),
+            ]
+        )
     fig, ax = plt.subplots(figsize=(4.2, 3))
     sns.boxplot(data=df, x="run", y="logit diff", hue="name group", ax=ax)
     ax.axhline(0, color="grey", lw=0.8)
@@ -88,7 +117,9 @@ def weber_figure(ex11: AuditResult):
 
     curves, scales = ex11.values["curves"], ex11.values["scales"]
     baselines = sorted({b for c in curves.values() for b in c}, key=float, reverse=True)
-    fig, axes = plt.subplots(1, max(1, len(baselines)), figsize=(3.6 * max(1, len(baselines)), 3), squeeze=False)
+    fig, axes = plt.subplots(
+        1, max(1, len(baselines)), figsize=(3.6 * max(1, len(baselines)), 3), squeeze=False
+    )
     for ax, b in zip(axes[0], baselines):
         for head, c in curves.items():
             ax.plot([float(b) * s for s in scales], c[b], marker=".", label=f"head {head}")
@@ -107,8 +138,14 @@ def participation_figure(m13: AuditResult):
     per = m13.values["per_layer"]
     names = list(per)
     fig, ax = plt.subplots(figsize=(4.2, 3))
-    ax.bar(range(len(names)), [per[n]["participation_ratio"] for n in names], label="participation ratio")
-    ax.plot(range(len(names)), [per[n]["d_model"] for n in names], color="C3", ls="--", label="d_model")
+    ax.bar(
+        range(len(names)),
+        [per[n]["participation_ratio"] for n in names],
+        label="participation ratio",
+    )
+    ax.plot(
+        range(len(names)), [per[n]["d_model"] for n in names], color="C3", ls="--", label="d_model"
+    )
     ax.set_xticks(range(len(names)), [f"{n.split('.')[1]}\n{per[n]['regime']}" for n in names])
     ax.set_xlabel("layer (regime)")
     ax.set_ylabel("effective rank")
@@ -126,6 +163,9 @@ def correspondence_figure(m11: AuditResult):
     ax.hist(best[np.isfinite(best)], bins=30, range=(-0.1, 1.0))
     ax.set_xlabel("best correlation with a large-SAE feature")
     ax.set_ylabel("small-SAE features")
-    ax.set_title(f"M11: consistency={m11.value:.2f} (split {m11.values['splitting_rate']:.2f}, "
-                 f"absorb {m11.values['absorption_rate']:.2f})", fontsize=8)
+    ax.set_title(
+        f"M11: consistency={m11.value:.2f} (split {m11.values['splitting_rate']:.2f}, "
+        f"absorb {m11.values['absorption_rate']:.2f})",
+        fontsize=8,
+    )
     return fig

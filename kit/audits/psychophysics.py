@@ -67,8 +67,13 @@ def auc(signal: np.ndarray, noise: np.ndarray) -> float:
     return float((s > n).mean() + 0.5 * (s == n).mean())
 
 
-def dprime_audit(full_ld: np.ndarray, ablated_ld: np.ndarray, inputs: AuditInputs | None = None,
-                 min_dprime: float = 1.0, min_auc: float = 0.7) -> AuditResult:
+def dprime_audit(
+    full_ld: np.ndarray,
+    ablated_ld: np.ndarray,
+    inputs: AuditInputs | None = None,
+    min_dprime: float = 1.0,
+    min_auc: float = 0.7,
+) -> AuditResult:
     """EX1 from per-prompt logit diffs of the full model (signal) and of the model with the
     circuit mean-ablated (noise). Pass: ``d' > 1`` and ``AUC > 0.7``."""
     full_ld, ablated_ld = np.asarray(full_ld, float), np.asarray(ablated_ld, float)
@@ -79,34 +84,56 @@ def dprime_audit(full_ld: np.ndarray, ablated_ld: np.ndarray, inputs: AuditInput
     # the clipped rates bound d' by ppf(1 - 1/(2 n_signal)) + ppf(1 - 1/(2 n_noise))
     bound = float(norm.ppf(1 - 1 / (2 * len(full_ld))) + norm.ppf(1 - 1 / (2 * len(ablated_ld))))
     r = AuditResult(
-        metric="EX1", name="d-prime (signal detection)", value=d,
-        values={"dprime": d, "beta": beta, "hit_rate": hr, "false_alarm_rate": fa, "auc": a,
-                "clip_bound": bound, "roc_fpr": fpr, "roc_tpr": tpr},
+        metric="EX1",
+        name="d-prime (signal detection)",
+        value=d,
+        values={
+            "dprime": d,
+            "beta": beta,
+            "hit_rate": hr,
+            "false_alarm_rate": fa,
+            "auc": a,
+            "clip_bound": bound,
+            "roc_fpr": fpr,
+            "roc_tpr": tpr,
+        },
         pass_condition=f"d' > {min_dprime} and AUC > {min_auc}",
-        passed=bool(d > min_dprime and a > min_auc), inputs=inputs or AuditInputs(n=len(full_ld)),
+        passed=bool(d > min_dprime and a > min_auc),
+        inputs=inputs or AuditInputs(n=len(full_ld)),
     )
     if bound <= min_dprime:
-        r.decided(f"with {len(full_ld)} + {len(ablated_ld)} prompts the clipped rates bound d' by {bound:.2f} <= "
-                  f"{min_dprime}: the audit fails whatever the circuit")
+        r.decided(
+            f"with {len(full_ld)} + {len(ablated_ld)} prompts the clipped rates bound d' by "
+            f"{bound:.2f} <= {min_dprime}: the audit fails whatever the circuit"
+        )
     return r
 
 
 # ------------------------------------------------------------------ EX2: DIF
 def cohens_d(a: np.ndarray, b: np.ndarray) -> float:
-    """``(mean a - mean b) / s_pooled`` with ``s_pooled^2 = ((n_a-1) s_a^2 + (n_b-1) s_b^2) / (n_a+n_b-2)``."""
+    """``(mean a - mean b) / s_pooled`` with ``s_pooled^2 = ((n_a-1) s_a^2 + (n_b-1) s_b^2) /
+    (n_a+n_b-2)``."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if len(a) < 2 or len(b) < 2:
         raise ValueError(f"Cohen's d needs >= 2 values per group, got {len(a)} and {len(b)}")
-    pooled = np.sqrt(((len(a) - 1) * a.var(ddof=1) + (len(b) - 1) * b.var(ddof=1)) / (len(a) + len(b) - 2))
+    pooled = np.sqrt(
+        ((len(a) - 1) * a.var(ddof=1) + (len(b) - 1) * b.var(ddof=1)) / (len(a) + len(b) - 2)
+    )
     diff = a.mean() - b.mean()
     if pooled == 0:
         return 0.0 if diff == 0 else float(np.sign(diff) * np.inf)
     return float(diff / pooled)
 
 
-def dif_audit(values: np.ndarray, groups: list[str], inputs: AuditInputs | None = None,
-              max_d: float = 0.5, full_model_values: np.ndarray | None = None, n_null: int = 20,
-              seed: int = 0) -> AuditResult:
+def dif_audit(
+    values: np.ndarray,
+    groups: list[str],
+    inputs: AuditInputs | None = None,
+    max_d: float = 0.5,
+    full_model_values: np.ndarray | None = None,
+    n_null: int = 20,
+    seed: int = 0,
+) -> AuditResult:
     """EX2: Cohen's d of ``values`` (the circuit's logit diffs) for every pair of ``groups``.
     Pass: max |d| < 0.5. ``full_model_values`` adds the whole model's DIF for comparison.
     Null: max |d| with the group labels shuffled (``n_null`` permutations): what sampling noise
@@ -114,39 +141,59 @@ def dif_audit(values: np.ndarray, groups: list[str], inputs: AuditInputs | None 
     values = np.asarray(values, float)
     names = sorted(set(groups))
     if len(names) < 2:
-        raise ValueError(f"DIF needs >= 2 name groups, got {names}: pass items with metadata 'name_group'")
+        raise ValueError(
+            f"DIF needs >= 2 name groups, got {names}: pass items with metadata 'name_group'"
+        )
     g = np.asarray(groups)
 
     def pairs(v: np.ndarray, lab: np.ndarray = g) -> dict[str, float]:
-        return {f"{x}-{y}": cohens_d(v[lab == x], v[lab == y]) for x, y in itertools.combinations(names, 2)}
+        return {
+            f"{x}-{y}": cohens_d(v[lab == x], v[lab == y])
+            for x, y in itertools.combinations(names, 2)
+        }
 
     d = pairs(values)
     mag = max(abs(x) for x in d.values())
-    vals = {"max_abs_d": mag, "pairwise_d": d,
-            "group_mean": {k: float(values[g == k].mean()) for k in names},
-            "group_std": {k: float(values[g == k].std(ddof=1)) for k in names},
-            "group_n": {k: int((g == k).sum()) for k in names},
-            "group_accuracy": {k: float((values[g == k] > 0).mean()) for k in names}}
+    vals = {
+        "max_abs_d": mag,
+        "pairwise_d": d,
+        "group_mean": {k: float(values[g == k].mean()) for k in names},
+        "group_std": {k: float(values[g == k].std(ddof=1)) for k in names},
+        "group_n": {k: int((g == k).sum()) for k in names},
+        "group_accuracy": {k: float((values[g == k] > 0).mean()) for k in names},
+    }
     if full_model_values is not None:
         fm = np.asarray(full_model_values, float)
         vals["full_model_pairwise_d"] = pairs(fm)
         vals["full_model_group_mean"] = {k: float(fm[g == k].mean()) for k in names}
-    r = AuditResult(metric="EX2", name="Differential item functioning", value=mag, values=vals,
-                    pass_condition=f"max |Cohen's d| < {max_d} over name-group pairs",
-                    passed=bool(mag < max_d), inputs=inputs or AuditInputs(n=len(values)))
+    r = AuditResult(
+        metric="EX2",
+        name="Differential item functioning",
+        value=mag,
+        values=vals,
+        pass_condition=f"max |Cohen's d| < {max_d} over name-group pairs",
+        passed=bool(mag < max_d),
+        inputs=inputs or AuditInputs(n=len(values)),
+    )
     rng = np.random.default_rng(seed)
     null = []
     for _ in range(n_null):
         null.append(max(abs(x) for x in pairs(values, g[rng.permutation(len(g))]).values()))
-    r.with_null(null, f"group labels shuffled, {n_null} permutations", passed=bool(np.mean(null) < max_d))
+    r.with_null(
+        null, f"group labels shuffled, {n_null} permutations", passed=bool(np.mean(null) < max_d)
+    )
     if np.ptp(values) == 0:
         r.decided("the circuit's logit diff is the same on every prompt: every d is 0")
     return r
 
 
 # ------------------------------------------------------------------ EX11: Weber / JND
-def jnd(scales: Iterable[float], responses: Iterable[float], baseline_response: float,
-        rel_threshold: float = 0.05) -> float | None:
+def jnd(
+    scales: Iterable[float],
+    responses: Iterable[float],
+    baseline_response: float,
+    rel_threshold: float = 0.05,
+) -> float | None:
     """Smallest ``1 - s`` whose response differs from the baseline by more than
     ``rel_threshold * |baseline|`` in either direction; ``None`` if no scale is detectable.
 
@@ -170,23 +217,36 @@ def weber_consistency(fractions: Iterable[float]) -> float | None:
     return float(1 - x.std() / x.mean())
 
 
-def weber_curves(model, batch: IOIBatch, means: Tensor, heads: list[Head],
-                 scales: Iterable[float] = WEBER_SCALES, baselines: Iterable[float] = WEBER_BASELINES
-                 ) -> dict[str, dict[str, list[float]]]:
+def weber_curves(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    heads: list[Head],
+    scales: Iterable[float] = WEBER_SCALES,
+    baselines: Iterable[float] = WEBER_BASELINES,
+) -> dict[str, dict[str, list[float]]]:
     """Mean logit diff with each head's output scaled by ``b * s``: ``{head: {str(b): [...]}}``."""
     scales, baselines = list(scales), list(baselines)
     out: dict[str, dict[str, list[float]]] = {}
     for h in heads:
         out[f"{h[0]}.{h[1]}"] = {
-            str(b): [float(run_heads(model, batch, means, scale={cast(Head, tuple(h)): b * s}).mean()) for s in scales]
+            str(b): [
+                float(run_heads(model, batch, means, scale={cast(Head, tuple(h)): b * s}).mean())
+                for s in scales
+            ]
             for b in baselines
         }
     return out
 
 
-def weber_audit(curves: dict[str, dict[str, list[float]]], scales: Iterable[float] = WEBER_SCALES,
-                rel_threshold: float = 0.05, inputs: AuditInputs | None = None) -> AuditResult:
-    """EX11 from ``weber_curves``. Pass: every circuit head has a detectable JND at full baseline."""
+def weber_audit(
+    curves: dict[str, dict[str, list[float]]],
+    scales: Iterable[float] = WEBER_SCALES,
+    rel_threshold: float = 0.05,
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
+    """EX11 from ``weber_curves``. Pass: every circuit head has a detectable JND at full
+    baseline."""
     scales = list(scales)
     if 1.0 not in scales:
         raise ValueError(f"scales must include 1.0 (the baseline itself), got {scales}")
@@ -205,12 +265,24 @@ def weber_audit(curves: dict[str, dict[str, list[float]]], scales: Iterable[floa
     all_ok = bool(detectable) and all(detectable.values())
     cons = weber_consistency(fractions)
     return AuditResult(
-        metric="EX11", name="Weber-Fechner / JND", value=float(np.mean(list(detectable.values()))) if detectable else None,
-        values={"frac_heads_detectable": float(np.mean(list(detectable.values()))) if detectable else None,
-                "detectable": detectable, "jnd": jnds, "weber_fractions": fractions,
-                "weber_consistency": cons, "scales": scales, "curves": curves},
-        pass_condition=f"every circuit head has a JND (|change| > {rel_threshold:.0%} of baseline, either direction)",
-        passed=all_ok, inputs=inputs or AuditInputs(),
+        metric="EX11",
+        name="Weber-Fechner / JND",
+        value=float(np.mean(list(detectable.values()))) if detectable else None,
+        values={
+            "frac_heads_detectable": float(np.mean(list(detectable.values())))
+            if detectable
+            else None,
+            "detectable": detectable,
+            "jnd": jnds,
+            "weber_fractions": fractions,
+            "weber_consistency": cons,
+            "scales": scales,
+            "curves": curves,
+        },
+        pass_condition=f"every circuit head has a JND (|change| > {rel_threshold:.0%} of "
+        "baseline, either direction)",
+        passed=all_ok,
+        inputs=inputs or AuditInputs(),
         notes="" if detectable else "empty circuit: no heads to test",
     )
 
@@ -223,12 +295,26 @@ def random_circuits(model, circuit: list[Head], n: int, seed: int = 0) -> list[l
     pool = [h for h in all_heads(model) if h not in keep]
     pool = pool if len(pool) >= len(circuit) else all_heads(model)
     rng = np.random.default_rng(seed)
-    return [sorted(pool[i] for i in rng.choice(len(pool), len(circuit), replace=False)) for _ in range(n)]
+    return [
+        sorted(pool[i] for i in rng.choice(len(pool), len(circuit), replace=False))
+        for _ in range(n)
+    ]
 
 
-def attach_random_circuit_nulls(model, batch: IOIBatch, means: Tensor, circuit: list[Head], ex1: AuditResult,
-                                ex11: AuditResult, scales: Iterable[float], baselines: Iterable[float],
-                                rel_threshold: float, n: int = 3, seed: int = 0, n_dprime: int | None = None) -> None:
+def attach_random_circuit_nulls(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    circuit: list[Head],
+    ex1: AuditResult,
+    ex11: AuditResult,
+    scales: Iterable[float],
+    baselines: Iterable[float],
+    rel_threshold: float,
+    n: int = 3,
+    seed: int = 0,
+    n_dprime: int | None = None,
+) -> None:
     """EX1's d' and EX11's detectable fraction for random circuits of the same size (in place):
     ``n_dprime`` draws for EX1 (two forward passes each; default ``n``), the first ``n`` of them for
     EX11 (a Weber curve per head, scale and baseline each).
@@ -247,29 +333,48 @@ def attach_random_circuit_nulls(model, batch: IOIBatch, means: Tensor, circuit: 
             d.append(r1.value)
             d_passes.append(r1.passed)
         if i < n:
-            r = weber_audit(weber_curves(model, batch, means, heads, scales, baselines), scales, rel_threshold)
+            r = weber_audit(
+                weber_curves(model, batch, means, heads, scales, baselines), scales, rel_threshold
+            )
             frac.append(r.value)
             passes.append(r.passed)
     how = f"random circuits of {len(circuit)} head(s) outside the circuit"
     ex1.with_null(d, f"{how}, {len(d)} draws", passed=all(d_passes))
     ex11.with_null(frac, f"{how}, {len(frac)} draws", passed=all(passes))
     if all(passes):
-        ex11.decided(f"all {n} random {len(circuit)}-head circuits pass too: at scales down to {min(scales)} and a "
-                     f"{rel_threshold:.0%} threshold every head tried has a JND")
+        ex11.decided(
+            f"all {n} random {len(circuit)}-head circuits pass too: at scales down to "
+            f"{min(scales)} and a {rel_threshold:.0%} threshold every head tried has a JND"
+        )
 
 
 # ------------------------------------------------------------------ model-level helpers
-def circuit_logit_diffs(model, batch: IOIBatch, means: Tensor, circuit: list[Head]
-                        ) -> dict[str, Float[Tensor, " batch"]]:
+def circuit_logit_diffs(
+    model, batch: IOIBatch, means: Tensor, circuit: list[Head]
+) -> dict[str, Float[Tensor, " batch"]]:
     """Per-prompt logit diffs: ``full`` model, ``ablated`` (circuit heads mean-ablated) and
     ``circuit_only`` (every other head mean-ablated)."""
     keep = set(map(tuple, circuit))
     return {
         "full": run_heads(model, batch, means),
         "ablated": run_heads(model, batch, means, ablate=cast("list[Head]", list(keep))),
-        "circuit_only": run_heads(model, batch, means, ablate=[h for h in all_heads(model) if h not in keep]),
+        "circuit_only": run_heads(
+            model, batch, means, ablate=[h for h in all_heads(model) if h not in keep]
+        ),
     }
 
 
-__all__ = ["clip_rate", "dprime", "roc_curve", "auc", "dprime_audit", "cohens_d", "dif_audit", "jnd",
-           "weber_consistency", "weber_curves", "weber_audit", "circuit_logit_diffs"]
+__all__ = [
+    "clip_rate",
+    "dprime",
+    "roc_curve",
+    "auc",
+    "dprime_audit",
+    "cohens_d",
+    "dif_audit",
+    "jnd",
+    "weber_consistency",
+    "weber_curves",
+    "weber_audit",
+    "circuit_logit_diffs",
+]

@@ -35,8 +35,10 @@ from kit.core.paths import atomic_dir, cache_dir
 
 BUILD_VERSION = 1
 """Bump when the recipe changes: older builds are then not reused."""
-NAME_RE = re.compile(r"^real-sae/(?P<model>[\w.\-]+)/(?P<hook>blocks\.(?P<layer>\d+)\.hook_resid_post)/"
-                     r"(?P<arch>topk|standard)-(?P<width>\d+)(?:-k(?P<k>\d+))?-t(?P<tokens>\d+)$")
+NAME_RE = re.compile(
+    r"^real-sae/(?P<model>[\w.\-]+)/(?P<hook>blocks\.(?P<layer>\d+)\.hook_resid_post)/"
+    r"(?P<arch>topk|standard)-(?P<width>\d+)(?:-k(?P<k>\d+))?-t(?P<tokens>\d+)$"
+)
 DEFAULT_K = 32
 STANDARD_L1 = 5.0
 """L1 coefficient of the ``standard`` SAEs (activations scaled to mean norm sqrt(d_in), as sae_lens
@@ -64,9 +66,11 @@ class RealSAESpec:
     def from_name(cls, name: str) -> "RealSAESpec":
         m = NAME_RE.match(name) if isinstance(name, str) else None
         if m is None:
-            raise ValueError(f"SAE name {name!r} must look like 'real-sae/<model>/blocks.<L>.hook_resid_post/"
-                             "<topk|standard>-<width>[-k<k>]-t<train tokens>', e.g. 'real-sae/"
-                             "smollm2-135m-instruct/blocks.19.hook_resid_post/topk-2304-k32-t60000'")
+            raise ValueError(
+                f"SAE name {name!r} must look like 'real-sae/<model>/blocks.<L>.hook_resid_post/"
+                "<topk|standard>-<width>[-k<k>]-t<train tokens>', e.g. 'real-sae/"
+                "smollm2-135m-instruct/blocks.19.hook_resid_post/topk-2304-k32-t60000'"
+            )
         width, tokens = int(m["width"]), int(m["tokens"])
         if m["k"] and m["arch"] != "topk":
             raise ValueError(f"{name}: -k<k> applies to topk SAEs only")
@@ -93,8 +97,18 @@ class RealSAESpec:
         return max(EPOCHS * self.train_tokens, 40 * min(BATCH, self.train_tokens))
 
     def cache_key(self, identity: str) -> str:
-        blob = json.dumps({**asdict(self), "identity": identity, "v": BUILD_VERSION, "l1": STANDARD_L1,
-                           "batch": BATCH, "epochs": EPOCHS, "max_chars": MAX_CHARS}, sort_keys=True)
+        blob = json.dumps(
+            {
+                **asdict(self),
+                "identity": identity,
+                "v": BUILD_VERSION,
+                "l1": STANDARD_L1,
+                "batch": BATCH,
+                "epochs": EPOCHS,
+                "max_chars": MAX_CHARS,
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -122,22 +136,24 @@ def training_activations(model, spec: RealSAESpec) -> torch.Tensor:
     key = (model_identity(model), spec.hook, spec.seed)
     have_acts = _ACTS.get(key)
     if have_acts is not None and len(have_acts) >= spec.train_tokens:
-        return have_acts[:spec.train_tokens]
+        return have_acts[: spec.train_tokens]
     texts = [t[:MAX_CHARS] for t in training_texts(spec.seed)]
     chunks, have, i = [], 0, 0
     while have < spec.train_tokens and i < len(texts):
         # ~100 tokens a text: blocks of at most 64 texts keep memory small and waste few tokens
         n = max(1, min(64, (spec.train_tokens - have) // 80 + 1))
-        block = texts[i:i + n]
+        block = texts[i : i + n]
         i += len(block)
         a = token_activations(model, block, [spec.hook], batch_size=16).acts[spec.hook]
         chunks.append(a)
         have += len(a)
-    acts = torch.cat(chunks)[:spec.train_tokens]
+    acts = torch.cat(chunks)[: spec.train_tokens]
     _ACTS.clear()
     _ACTS[key] = acts
     if len(acts) < spec.train_tokens:
-        raise ValueError(f"only {len(acts)} training tokens available, {spec.train_tokens} requested")
+        raise ValueError(
+            f"only {len(acts)} training tokens available, {spec.train_tokens} requested"
+        )
     return acts
 
 
@@ -159,15 +175,30 @@ def build_real_sae(name: str, model, device: str = "cpu") -> Path:
     acts = training_activations(model, spec)
     n_val = min(len(acts) // 10, 4096)
     val, train = acts[:n_val], acts[n_val:]
-    trained = train_sae(train, spec.width, spec.total_samples, architecture=spec.architecture, k=spec.k,
-                        l1=STANDARD_L1, batch_size=min(BATCH, len(train)), seed=spec.seed, device=device,
-                        metadata=dict(hook_name=spec.hook, model_name=spec.model_name, prepend_bos=True))
+    trained = train_sae(
+        train,
+        spec.width,
+        spec.total_samples,
+        architecture=spec.architecture,
+        k=spec.k,
+        l1=STANDARD_L1,
+        batch_size=min(BATCH, len(train)),
+        seed=spec.seed,
+        device=device,
+        metadata=dict(hook_name=spec.hook, model_name=spec.model_name, prepend_bos=True),
+    )
     with atomic_dir(target) as tmp:
         trained.save_inference_model(tmp)
         sae = SAE.load_from_disk(tmp, device=device)
-        meta = {"name": name, **asdict(spec), "hook": spec.hook, "n_train_tokens": len(train),
-                "total_samples": spec.total_samples, "build_version": BUILD_VERSION,
-                **sae_stats(sae, val.to(device))}
+        meta = {
+            "name": name,
+            **asdict(spec),
+            "hook": spec.hook,
+            "n_train_tokens": len(train),
+            "total_samples": spec.total_samples,
+            "build_version": BUILD_VERSION,
+            **sae_stats(sae, val.to(device)),
+        }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     return target
 
@@ -180,8 +211,12 @@ def sae_stats(sae, x: torch.Tensor) -> dict[str, float]:
     x_hat = sae.decode(f)
     ev = 1 - float((x - x_hat).pow(2).sum() / (x - x.mean(0)).pow(2).sum())
     active = f > 0
-    return {"explained_variance": round(ev, 6), "l0": round(float(active.sum(-1).float().mean()), 4),
-            "dead_fraction": round(float((~active.any(0)).float().mean()), 6), "n_val_tokens": int(len(x))}
+    return {
+        "explained_variance": round(ev, 6),
+        "l0": round(float(active.sum(-1).float().mean()), 4),
+        "dead_fraction": round(float((~active.any(0)).float().mean()), 6),
+        "n_val_tokens": int(len(x)),
+    }
 
 
 def load_real_sae(name: str, model, device: str = "cpu"):
@@ -194,5 +229,6 @@ def load_real_sae(name: str, model, device: str = "cpu"):
 
 
 def real_sae_meta(name: str, model) -> dict:
-    """What :func:`build_real_sae` recorded (training tokens, explained variance, L0, dead fraction)."""
+    """What :func:`build_real_sae` recorded (training tokens, explained variance, L0, dead
+    fraction)."""
     return json.loads((build_real_sae(name, model) / "meta.json").read_text())

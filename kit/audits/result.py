@@ -80,18 +80,21 @@ class AuditResult(BaseModel):
     notes: str = ""
     """Caveats (e.g. why a sub-part was skipped)."""
     null: float | None = None
-    """The same quantity on a null control (an instrument with nothing to measure); ``None``: none computed."""
+    """The same quantity on a null control (an instrument with nothing to measure); ``None``: none
+    computed."""
     null_values: list[float] = Field(default_factory=list)
     """The null control's value per seed / permutation (``null`` is their mean)."""
     null_of: str = ""
-    """Which quantity ``null`` is about: ``""`` = the headline ``value``, else a key of ``values``."""
+    """Which quantity ``null`` is about: ``""`` = the headline ``value``, else a key of
+    ``values``."""
     null_how: str = ""
     """How the null was made (``untrained copies (random_like), 3 seeds``...)."""
     null_passed: bool | None = None
     """Whether the null control meets the same pass condition (``True``: a pass says nothing)."""
     can_fail: bool = True
     """Whether both outcomes of the pass condition were reachable with these inputs (computed by
-    each audit: a bound, a constant quantity, a degenerate comparison curve). Report-only audits: ``False``."""
+    each audit: a bound, a constant quantity, a degenerate comparison curve). Report-only audits:
+    ``False``."""
     by_construction: str = ""
     """Which part of the verdict is decided by construction, and why (with the computed bound)."""
 
@@ -119,11 +122,15 @@ class AuditResult(BaseModel):
         if self.diagnostic and self.can_fail:
             self.can_fail = False
             self.by_construction = "report-only: the page defines no failing outcome" + (
-                f"; {self.by_construction}" if self.by_construction else "")
+                f"; {self.by_construction}" if self.by_construction else ""
+            )
         return self
 
-    def with_null(self, values, how: str, passed: bool | None = None, of: str = "") -> "AuditResult":
-        """Attach a null control (``values``: one number per seed / permutation) and return ``self``."""
+    def with_null(
+        self, values, how: str, passed: bool | None = None, of: str = ""
+    ) -> "AuditResult":
+        """Attach a null control (``values``: one number per seed / permutation) and return
+        ``self``."""
         vals = [float(x) for x in jsonable(list(values)) if x is not None]
         self.null_values, self.null_how, self.null_passed, self.null_of = vals, how, passed, of
         self.null = float(np.mean(vals)) if vals else None
@@ -143,24 +150,35 @@ def fail_check(r: AuditResult) -> str:
     """The computed answer to "could this verdict have failed here?", from what the audit computed:
 
     - ``report-only``: a diagnostic (the page defines no failing outcome);
-    - ``no``: decided by construction (a bound, a constant quantity, a saturated curve: ``by_construction``);
+    - ``no``: decided by construction (a bound, a constant quantity, a saturated curve:
+      ``by_construction``);
     - ``yes``: the audit failed, or its null control (an instrument with nothing to measure) fails
       the same pass condition, so a fail is reachable with these inputs;
     - ``uninformative pass``: it passed and its null control passes the same condition too;
     - ``unchecked``: no null verdict was computed.
     """
     if r.diagnostic:
-        return "report-only" + (f" ({r.by_construction})" if r.by_construction and not
-                                r.by_construction.startswith("report-only") else "")
+        return "report-only" + (
+            f" ({r.by_construction})"
+            if r.by_construction and not r.by_construction.startswith("report-only")
+            else ""
+        )
     if not r.can_fail:
         return f"no: {r.by_construction}"
-    null = "" if r.null is None else f" (null {'of ' + r.null_of + ' ' if r.null_of else ''}{r.null:.3g})"
+    null = (
+        ""
+        if r.null is None
+        else f" (null {'of ' + r.null_of + ' ' if r.null_of else ''}{r.null:.3g})"
+    )
     if not r.passed:
         return "yes: the audit fails" + (" (its null control passes)" if r.null_passed else "")
     if r.null_passed is False:
         return f"yes: the null control fails the same condition{null}"
     if r.null_passed:
-        return f"uninformative pass: the null control ({r.null_how}) passes the same condition too{null}"
+        return (
+            f"uninformative pass: the null control ({r.null_how}) passes the same condition "
+            f"too{null}"
+        )
     return "unchecked: no null verdict computed"
 
 

@@ -9,8 +9,8 @@ and its M13 pooled ~20 vectors, which caps the participation ratio at 20).
 from __future__ import annotations
 
 import copy
-from typing import Any
 import itertools
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,8 +35,13 @@ def direction_agreement(dirs_a: Float[Tensor, "d_a d"], dirs_b: Float[Tensor, "d
     return float((ab.mean() + ba.mean()) / 2)
 
 
-def feature_overlap(active_a: Bool[Tensor, "n d_a"], active_b: Bool[Tensor, "n d_b"],
-                    match_ab: Int[Tensor, " d_a"], match_ba: Int[Tensor, " d_b"], chunk: int = 1024) -> float:
+def feature_overlap(
+    active_a: Bool[Tensor, "n d_a"],
+    active_b: Bool[Tensor, "n d_b"],
+    match_ab: Int[Tensor, " d_a"],
+    match_ba: Int[Tensor, " d_b"],
+    chunk: int = 1024,
+) -> float:
     """Per-token Jaccard of active feature sets after mapping each SAE's features onto their
     best match in the other (indices of two dictionaries are otherwise unrelated); symmetric
     mean over tokens where either set is non-empty."""
@@ -59,39 +64,64 @@ def feature_overlap(active_a: Bool[Tensor, "n d_a"], active_b: Bool[Tensor, "n d
     return float((ja.mean() + jb.mean()) / 2)
 
 
-def architecture_duality(sae_a, sae_b, acts: Float[Tensor, "n d_in"], threshold: float = 0.0,
-                         min_agreement: float = 0.3, inputs: AuditInputs | None = None) -> AuditResult:
+def architecture_duality(
+    sae_a,
+    sae_b,
+    acts: Float[Tensor, "n d_in"],
+    threshold: float = 0.0,
+    min_agreement: float = 0.3,
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
     """M07: ``agreement = mean(feature_overlap, direction_agreement)`` of two SAEs at one hook
     (encoder directions ``W_enc.T``). Pass: agreement > 0.3."""
     enc_a, enc_b = sae_a.W_enc.detach().T.float().cpu(), sae_b.W_enc.detach().T.float().cpu()
     if enc_a.shape[1] != enc_b.shape[1]:
-        raise ValueError(f"SAEs read different widths d_in={enc_a.shape[1]} vs {enc_b.shape[1]}: not the same hook")
+        raise ValueError(
+            f"SAEs read different widths d_in={enc_a.shape[1]} vs {enc_b.shape[1]}: not the same "
+            "hook"
+        )
     fa, fb = sae_features(sae_a, acts) > threshold, sae_features(sae_b, acts) > threshold
     _, m_ab = max_cosine(enc_a, enc_b)
     _, m_ba = max_cosine(enc_b, enc_a)
     overlap = feature_overlap(fa, fb, m_ab, m_ba)
     direc = direction_agreement(enc_a, enc_b)
-    dec = direction_agreement(sae_a.W_dec.detach().float().cpu(), sae_b.W_dec.detach().float().cpu())
+    dec = direction_agreement(
+        sae_a.W_dec.detach().float().cpu(), sae_b.W_dec.detach().float().cpu()
+    )
     agree = float(np.nanmean([overlap, direc]))
-    r = AuditResult(metric="M07", name="Architecture duality", value=agree,
-                    values={"architecture_agreement": agree, "feature_overlap": overlap,
-                            "direction_agreement": direc, "decoder_direction_agreement": dec},
-                    pass_condition=f"architecture_agreement > {min_agreement}",
-                    passed=bool(agree > min_agreement), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    r = AuditResult(
+        metric="M07",
+        name="Architecture duality",
+        value=agree,
+        values={
+            "architecture_agreement": agree,
+            "feature_overlap": overlap,
+            "direction_agreement": direc,
+            "decoder_direction_agreement": dec,
+        },
+        pass_condition=f"architecture_agreement > {min_agreement}",
+        passed=bool(agree > min_agreement),
+        inputs=inputs or AuditInputs(n=acts.shape[0]),
+    )
     if enc_a.shape == enc_b.shape and torch.equal(enc_a, enc_b):
-        r.decided("the two SAEs have the same encoder: agreement is 1 whatever they learned (one SAE compared "
-                  "with itself, not two architectures)")
+        r.decided(
+            "the two SAEs have the same encoder: agreement is 1 whatever they learned (one SAE "
+            "compared with itself, not two architectures)"
+        )
     return r
 
 
 # ------------------------------------------------------------------ M08 WeightLens
-def activation_top_tokens(feats: Float[Tensor, "n f"], target_ids: Int[Tensor, " n"], d_vocab: int,
-                          top_k: int) -> list[list[int]]:
-    """Per feature, the ``top_k`` token ids with the highest max activation (only tokens it fires on)."""
+def activation_top_tokens(
+    feats: Float[Tensor, "n f"], target_ids: Int[Tensor, " n"], d_vocab: int, top_k: int
+) -> list[list[int]]:
+    """Per feature, the ``top_k`` token ids with the highest max activation (only tokens it fires
+    on)."""
     keep = target_ids >= 0
     f, t = feats[keep], target_ids[keep]
-    best = torch.zeros(d_vocab, f.shape[1]).scatter_reduce(0, t[:, None].expand(-1, f.shape[1]), f,
-                                                           reduce="amax", include_self=True)
+    best = torch.zeros(d_vocab, f.shape[1]).scatter_reduce(
+        0, t[:, None].expand(-1, f.shape[1]), f, reduce="amax", include_self=True
+    )
     out = []
     for j in range(f.shape[1]):
         v, i = best[:, j].topk(min(top_k, d_vocab))
@@ -99,10 +129,18 @@ def activation_top_tokens(feats: Float[Tensor, "n f"], target_ids: Int[Tensor, "
     return out
 
 
-def weightlens(sae, acts: Float[Tensor, "n d_in"], target_ids: Int[Tensor, " n"],
-               W_U: Float[Tensor, "d_in d_vocab"], top_k: int = 10, n_features: int | None = 200,
-               seed: int = 0, min_agreement: float = 0.3, chunk: int = 256,
-               inputs: AuditInputs | None = None) -> AuditResult:
+def weightlens(
+    sae,
+    acts: Float[Tensor, "n d_in"],
+    target_ids: Int[Tensor, " n"],
+    W_U: Float[Tensor, "d_in d_vocab"],
+    top_k: int = 10,
+    n_features: int | None = 200,
+    seed: int = 0,
+    min_agreement: float = 0.3,
+    chunk: int = 256,
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
     """M08: Jaccard of a feature's top-k promoted tokens (``W_dec[f] @ W_U``) and the top-k tokens
     it fires on, averaged over (sampled) alive features. Pass: agreement > 0.3.
 
@@ -112,7 +150,9 @@ def weightlens(sae, acts: Float[Tensor, "n d_in"], target_ids: Int[Tensor, " n"]
     feats = sae_features(sae, acts)
     alive = torch.nonzero(_alive(feats)).flatten()
     if len(alive) == 0:
-        raise ValueError("no SAE feature fires on these activations: check the hook and the prompts")
+        raise ValueError(
+            "no SAE feature fires on these activations: check the hook and the prompts"
+        )
     g = torch.Generator().manual_seed(seed)
     chosen = alive[torch.randperm(len(alive), generator=g)[:n_features]] if n_features else alive
     chosen = chosen.sort().values
@@ -126,13 +166,22 @@ def weightlens(sae, acts: Float[Tensor, "n d_in"], target_ids: Int[Tensor, " n"]
         scores += [jaccard(set(w), set(a), empty=float("nan")) for w, a in zip(w_top, a_top)]
     s = np.asarray(scores, float)
     mean = float(np.nanmean(s))
-    return AuditResult(metric="M08", name="WeightLens convergence", value=mean,
-                       values={"weight_activation_agreement": mean,
-                               "frac_above_threshold": float(np.nanmean(s > min_agreement)),
-                               "n_features": len(chosen), "n_alive": len(alive), "d_sae": feats.shape[1],
-                               "per_feature": s},
-                       pass_condition=f"weight_activation_agreement > {min_agreement}",
-                       passed=bool(mean > min_agreement), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    return AuditResult(
+        metric="M08",
+        name="WeightLens convergence",
+        value=mean,
+        values={
+            "weight_activation_agreement": mean,
+            "frac_above_threshold": float(np.nanmean(s > min_agreement)),
+            "n_features": len(chosen),
+            "n_alive": len(alive),
+            "d_sae": feats.shape[1],
+            "per_feature": s,
+        },
+        pass_condition=f"weight_activation_agreement > {min_agreement}",
+        passed=bool(mean > min_agreement),
+        inputs=inputs or AuditInputs(n=acts.shape[0]),
+    )
 
 
 # ------------------------------------------------------------------ M10 PRISM
@@ -149,24 +198,42 @@ def count_clusters(emb: Float[Tensor, "m d"], threshold: float = 0.5) -> int:
     return int(fcluster(linkage(d, method="average"), t=threshold, criterion="distance").max())
 
 
-def context_embeddings(acts: Float[Tensor, "n d"], prompt_index: Int[Tensor, " n"],
-                       position: Int[Tensor, " n"], rows: Int[Tensor, " m"], window: int,
-                       center: Float[Tensor, " d"] | None = None) -> Float[Tensor, "m d"]:
+def context_embeddings(
+    acts: Float[Tensor, "n d"],
+    prompt_index: Int[Tensor, " n"],
+    position: Int[Tensor, " n"],
+    rows: Int[Tensor, " m"],
+    window: int,
+    center: Float[Tensor, " d"] | None = None,
+) -> Float[Tensor, "m d"]:
     """Mean residual over the ``window`` tokens ending at each row (same prompt), minus ``center``.
 
     Centring removes the component every residual shares; without it all contexts look alike.
     """
     out = []
     for r in rows.tolist():
-        same = (prompt_index == prompt_index[r]) & (position <= position[r]) & (position > position[r] - window)
+        same = (
+            (prompt_index == prompt_index[r])
+            & (position <= position[r])
+            & (position > position[r] - window)
+        )
         out.append(acts[same].mean(0))
     e = torch.stack(out)
     return e - center if center is not None else e
 
 
-def prism(sae, acts: Float[Tensor, "n d_in"], prompt_index: Int[Tensor, " n"], position: Int[Tensor, " n"],
-          n_features: int = 100, top_n: int = 10, window: int = 4, threshold: float = 0.5, seed: int = 0,
-          inputs: AuditInputs | None = None) -> AuditResult:
+def prism(
+    sae,
+    acts: Float[Tensor, "n d_in"],
+    prompt_index: Int[Tensor, " n"],
+    position: Int[Tensor, " n"],
+    n_features: int = 100,
+    top_n: int = 10,
+    window: int = 4,
+    threshold: float = 0.5,
+    seed: int = 0,
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
     """M10: fraction of sampled alive features whose top-``top_n`` contexts form > 1 cluster.
     Report-only."""
     feats = sae_features(sae, acts)
@@ -179,17 +246,30 @@ def prism(sae, acts: Float[Tensor, "n d_in"], prompt_index: Int[Tensor, " n"], p
         col = feats[:, f]
         k = int(min(top_n, (col > 0).sum()))
         rows = col.topk(k).indices
-        n_clusters.append(count_clusters(context_embeddings(acts, prompt_index, position, rows, window, center),
-                                         threshold))
+        n_clusters.append(
+            count_clusters(
+                context_embeddings(acts, prompt_index, position, rows, window, center), threshold
+            )
+        )
     nc = np.asarray(n_clusters)
     rate = float((nc > 1).mean()) if len(nc) else float("nan")
-    return AuditResult(metric="M10", name="PRISM polysemanticity", value=rate,
-                       values={"polysemanticity_rate": rate, "n_features": len(nc), "n_alive": len(alive),
-                               "n_dead_or_rare": feats.shape[1] - len(alive),
-                               "mean_clusters": float(nc.mean()) if len(nc) else None,
-                               "cluster_threshold": threshold},
-                       pass_condition="report-only (diagnostic)", passed=True, diagnostic=True,
-                       inputs=inputs or AuditInputs(n=acts.shape[0]))
+    return AuditResult(
+        metric="M10",
+        name="PRISM polysemanticity",
+        value=rate,
+        values={
+            "polysemanticity_rate": rate,
+            "n_features": len(nc),
+            "n_alive": len(alive),
+            "n_dead_or_rare": feats.shape[1] - len(alive),
+            "mean_clusters": float(nc.mean()) if len(nc) else None,
+            "cluster_threshold": threshold,
+        },
+        pass_condition="report-only (diagnostic)",
+        passed=True,
+        diagnostic=True,
+        inputs=inputs or AuditInputs(n=acts.shape[0]),
+    )
 
 
 # ------------------------------------------------------------------ M11 Matryoshka cross-scale
@@ -200,15 +280,17 @@ def _zscore(x: Tensor) -> Tensor:
     return x / sd.clamp_min(1e-12) * (sd > 1e-12)
 
 
-def top_correlations(fs: Float[Tensor, "n ds"], fl, top_k: int, chunk: int = 8192
-                     ) -> tuple[Float[Tensor, "ds k"], Int[Tensor, "ds k"]]:
+def top_correlations(
+    fs: Float[Tensor, "n ds"], fl, top_k: int, chunk: int = 8192
+) -> tuple[Float[Tensor, "ds k"], Int[Tensor, "ds k"]]:
     """Pearson correlation of every small feature with every large one, top ``top_k`` per small
     feature (constant features correlate 0), returned on CPU.
 
-    ``fl``: the large features (``n x dl`` tensor) or a :class:`kit.audits.activations.FeatureBlocks`
-    that encodes them a block at a time. Runs on ``fl``'s device, ``chunk`` large features at a time
-    with a running top-k, so memory is ``n x chunk`` plus the small features (with
-    ``FeatureBlocks``, the ``n x dl`` large features never exist at once)."""
+    ``fl``: the large features (``n x dl`` tensor) or a
+    :class:`kit.audits.activations.FeatureBlocks` that encodes them a block at a time. Runs on
+    ``fl``'s device, ``chunk`` large features at a time with a running top-k, so memory is ``n x
+    chunk`` plus the small features (with ``FeatureBlocks``, the ``n x dl`` large features never
+    exist at once)."""
     block = fl.block if hasattr(fl, "block") else (lambda j0, j1: fl[:, j0:j1])
     d_l = fl.d_sae if hasattr(fl, "block") else fl.shape[1]
     device = fl.device
@@ -224,10 +306,16 @@ def top_correlations(fs: Float[Tensor, "n ds"], fl, top_k: int, chunk: int = 819
     return vals.cpu(), idx.cpu()
 
 
-def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl,
-                            dec_l: Float[Tensor, "dl d"], top_k: int = 3, min_corr: float = 0.3,
-                            min_cos: float = 0.5, absorption: str = "all", chunk: int = 8192
-                            ) -> dict[str, Any]:
+def cross_scale_consistency(
+    fs: Float[Tensor, "n ds"],
+    fl,
+    dec_l: Float[Tensor, "dl d"],
+    top_k: int = 3,
+    min_corr: float = 0.3,
+    min_cos: float = 0.5,
+    absorption: str = "all",
+    chunk: int = 8192,
+) -> dict[str, Any]:
     """``1 - (splitting_rate + absorption_rate) / 2``.
 
     splitting: fraction of alive small features whose correlated large features (top ``top_k``
@@ -238,7 +326,8 @@ def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl,
     features, divided by ``absorption="all"`` large features (the page: "fraction of large
     features that are the top match for multiple small features") or by ``"matched"`` ones (those
     that are some small feature's best match: the rate among features that take part at all).
-    ``chunk``: large features correlated per block (:func:`top_correlations`; no effect on the result).
+    ``chunk``: large features correlated per block (:func:`top_correlations`; no effect on the
+    result).
     """
     if absorption not in ("all", "matched"):
         raise ValueError(f"absorption={absorption!r}; allowed values: all, matched")
@@ -260,37 +349,73 @@ def cross_scale_consistency(fs: Float[Tensor, "n ds"], fl,
     denom = d_l if absorption == "all" else matched
     absorbed = float((counts > 1).sum() / denom) if denom else 0.0
     splitting = float(np.mean(split_flags)) if split_flags else 0.0
-    return {"cross_scale_consistency": 1 - (splitting + absorbed) / 2, "splitting_rate": splitting,
-            "absorption_rate": absorbed, "absorption_denominator": absorption_name(absorption, denom),
-            "n_small_alive": int(alive.sum()), "n_large_matched": matched,
-            "best_corr": corr[:, 0][alive].tolist(), "frac_small_matched": float((corr[:, 0][alive] >= min_corr).float().mean()) if alive.any() else 0.0}
+    return {
+        "cross_scale_consistency": 1 - (splitting + absorbed) / 2,
+        "splitting_rate": splitting,
+        "absorption_rate": absorbed,
+        "absorption_denominator": absorption_name(absorption, denom),
+        "n_small_alive": int(alive.sum()),
+        "n_large_matched": matched,
+        "best_corr": corr[:, 0][alive].tolist(),
+        "frac_small_matched": float((corr[:, 0][alive] >= min_corr).float().mean())
+        if alive.any()
+        else 0.0,
+    }
 
 
 def absorption_name(absorption: str, denom: int) -> str:
     return f"{denom} {'large features (all)' if absorption == 'all' else 'matched large features'}"
 
 
-def matryoshka(sae_small, sae_large, acts: Float[Tensor, "n d_in"], top_k: int = 3, min_corr: float = 0.3,
-               min_cos: float = 0.5, min_consistency: float = 0.7, absorption: str = "all",
-               chunk: int = 8192, inputs: AuditInputs | None = None) -> AuditResult:
+def matryoshka(
+    sae_small,
+    sae_large,
+    acts: Float[Tensor, "n d_in"],
+    top_k: int = 3,
+    min_corr: float = 0.3,
+    min_cos: float = 0.5,
+    min_consistency: float = 0.7,
+    absorption: str = "all",
+    chunk: int = 8192,
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
     """M11 on two SAEs of different widths at one hook, on the large SAE's device (features of
     both SAEs stay there; correlations ``chunk`` large features at a time, so a 131k-feature SAE
-    needs its n x 131k features plus n x ``chunk``, not several n x 131k copies). Pass: consistency > 0.7."""
+    needs its n x 131k features plus n x ``chunk``, not several n x 131k copies). Pass: consistency
+    > 0.7."""
     if sae_small.cfg.d_sae > sae_large.cfg.d_sae:
-        raise ValueError(f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: swap them")
+        raise ValueError(
+            f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: "
+            "swap them"
+        )
     large = FeatureBlocks(sae_large, acts, chunk)
-    v = cross_scale_consistency(sae_features(sae_small, acts, cpu=False), large,
-                                sae_large.W_dec.detach(), top_k, min_corr, min_cos, absorption, chunk=chunk)
+    v = cross_scale_consistency(
+        sae_features(sae_small, acts, cpu=False),
+        large,
+        sae_large.W_dec.detach(),
+        top_k,
+        min_corr,
+        min_cos,
+        absorption,
+        chunk=chunk,
+    )
     v["large_features_blockwise"] = large.blockwise
     c = v["cross_scale_consistency"]
-    return AuditResult(metric="M11", name="Matryoshka cross-scale consistency", value=c, values=v,
-                       pass_condition=f"cross_scale_consistency > {min_consistency}",
-                       passed=bool(c > min_consistency), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    return AuditResult(
+        metric="M11",
+        name="Matryoshka cross-scale consistency",
+        value=c,
+        values=v,
+        pass_condition=f"cross_scale_consistency > {min_consistency}",
+        passed=bool(c > min_consistency),
+        inputs=inputs or AuditInputs(n=acts.shape[0]),
+    )
 
 
 # ------------------------------------------------------------------ M12 adaptive sparsity
-def sparsity_mismatch(k_active: Float[Tensor, " n"], complexity: Float[Tensor, " n"],
-                      threshold: float = 2.0) -> dict[str, float]:
+def sparsity_mismatch(
+    k_active: Float[Tensor, " n"], complexity: Float[Tensor, " n"], threshold: float = 2.0
+) -> dict[str, float]:
     """Fit ``k ~ a + b * complexity`` (least squares); flag ``|k - k_hat| / k_hat > threshold``.
 
     over/under-activation: flagged with k above / below the fit. A fixed-k SAE fits exactly
@@ -303,27 +428,47 @@ def sparsity_mismatch(k_active: Float[Tensor, " n"], complexity: Float[Tensor, "
     rel = (k - k_hat) / k_hat
     flag = np.abs(rel) > threshold
     corr = float(np.corrcoef(c, k)[0, 1]) if k.std() > 0 and c.std() > 0 else float("nan")
-    return {"k_mismatch_rate": float(flag.mean()), "complexity_k_correlation": corr,
-            "over_activation_rate": float((flag & (rel > 0)).mean()),
-            "under_activation_rate": float((flag & (rel < 0)).mean()),
-            "mean_k": float(k.mean()), "fit_intercept": float(coef[0]), "fit_slope": float(coef[1])}
+    return {
+        "k_mismatch_rate": float(flag.mean()),
+        "complexity_k_correlation": corr,
+        "over_activation_rate": float((flag & (rel > 0)).mean()),
+        "under_activation_rate": float((flag & (rel < 0)).mean()),
+        "mean_k": float(k.mean()),
+        "fit_intercept": float(coef[0]),
+        "fit_slope": float(coef[1]),
+    }
 
 
-def adaptive_sparsity(sae, acts: Float[Tensor, "n d_in"], threshold: float = 2.0, max_mismatch: float = 0.2,
-                      inputs: AuditInputs | None = None) -> AuditResult:
+def adaptive_sparsity(
+    sae,
+    acts: Float[Tensor, "n d_in"],
+    threshold: float = 2.0,
+    max_mismatch: float = 0.2,
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
     """M12: active features per token vs the residual norm. Pass: k_mismatch_rate < 0.2
     (the page's run uses ``--mismatch-threshold 2.0``).
 
     Decided by construction when every token has the same k (a TopK SAE): the fit is exact and
-    nothing is flagged, so the audit passes exactly the SAEs whose non-adaptivity it is meant to find."""
+    nothing is flagged, so the audit passes exactly the SAEs whose non-adaptivity it is meant to
+    find."""
     k = (sae_features(sae, acts) > 0).sum(1).float()
     v = sparsity_mismatch(k, acts.float().norm(dim=1), threshold)
-    r = AuditResult(metric="M12", name="Adaptive sparsity", value=v["k_mismatch_rate"], values=v,
-                    pass_condition=f"k_mismatch_rate < {max_mismatch} (|k - k_fit| / k_fit > {threshold} flags)",
-                    passed=bool(v["k_mismatch_rate"] < max_mismatch), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    r = AuditResult(
+        metric="M12",
+        name="Adaptive sparsity",
+        value=v["k_mismatch_rate"],
+        values=v,
+        pass_condition=f"k_mismatch_rate < {max_mismatch} (|k - k_fit| / k_fit > {threshold} "
+        "flags)",
+        passed=bool(v["k_mismatch_rate"] < max_mismatch),
+        inputs=inputs or AuditInputs(n=acts.shape[0]),
+    )
     if float(k.std()) == 0:
-        r.decided(f"every token has k = {int(k[0]) if len(k) else 0} active features: the linear fit is exact, "
-                  "mismatch 0, pass by construction")
+        r.decided(
+            f"every token has k = {int(k[0]) if len(k) else 0} active features: the linear fit is "
+            "exact, mismatch 0, pass by construction"
+        )
     return r
 
 
@@ -356,7 +501,9 @@ def classify_regime(packing: float, interf: float, high_interference: float = 0.
     return "weak" if packing <= 0.8 else "transition"
 
 
-def token_directions(acts: Float[Tensor, "n d"], token_ids: Int[Tensor, " n"], k: int) -> Float[Tensor, "k d"]:
+def token_directions(
+    acts: Float[Tensor, "n d"], token_ids: Int[Tensor, " n"], k: int
+) -> Float[Tensor, "k d"]:
     """Centred mean residual of each of the ``k`` most frequent tokens: the directions the layer
     uses to represent those tokens. (The seed's "pairwise cosine of top principal components"
     is identically 0, principal components being orthogonal.)"""
@@ -373,9 +520,15 @@ def diagonal_participation_ratio(x: Float[Tensor, "n d"]) -> float:
     return float(v.sum() ** 2 / (v**2).sum()) if v.sum() > 0 else 0.0
 
 
-def superposition_regime(acts_by_layer: dict[str, Float[Tensor, "n d"]], token_ids: Int[Tensor, " n"],
-                         n_directions: int = 32, high_interference: float = 0.3, min_samples_per_dim: float = 4.0,
-                         seed: int = 0, inputs: AuditInputs | None = None) -> AuditResult:
+def superposition_regime(
+    acts_by_layer: dict[str, Float[Tensor, "n d"]],
+    token_ids: Int[Tensor, " n"],
+    n_directions: int = 32,
+    high_interference: float = 0.3,
+    min_samples_per_dim: float = 4.0,
+    seed: int = 0,
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
     """M13 per layer: participation ratio PR, packing = PR / d_model, interference, regime.
 
     Nulls per layer: ``null_packing`` with every dimension shuffled across tokens
@@ -387,32 +540,56 @@ def superposition_regime(acts_by_layer: dict[str, Float[Tensor, "n d"]], token_i
     """
     per_layer = {}
     capped = False
-    shuffled = token_ids[torch.randperm(len(token_ids), generator=torch.Generator().manual_seed(seed))]
+    shuffled = token_ids[
+        torch.randperm(len(token_ids), generator=torch.Generator().manual_seed(seed))
+    ]
     for hook, x in acts_by_layer.items():
         n, d = x.shape
         pr = participation_ratio(x)
         inter = interference(token_directions(x, token_ids, n_directions))
         packing = pr / d
         capped |= n < min_samples_per_dim * d
-        per_layer[hook] = {"participation_ratio": pr, "packing_ratio": packing, "interference": inter,
-                           "regime": classify_regime(packing, inter, high_interference), "n_samples": n, "d_model": d,
-                           "max_packing": min(n - 1, d) / d, "null_packing": diagonal_participation_ratio(x) / d,
-                           "null_interference": interference(token_directions(x, shuffled, n_directions))}
+        per_layer[hook] = {
+            "participation_ratio": pr,
+            "packing_ratio": packing,
+            "interference": inter,
+            "regime": classify_regime(packing, inter, high_interference),
+            "n_samples": n,
+            "d_model": d,
+            "max_packing": min(n - 1, d) / d,
+            "null_packing": diagonal_participation_ratio(x) / d,
+            "null_interference": interference(token_directions(x, shuffled, n_directions)),
+        }
     regimes = [v["regime"] for v in per_layer.values()]
     max_pack = max(v["max_packing"] for v in per_layer.values())
     agg = max(set(regimes), key=regimes.count) if regimes else None
     mean_pack = float(np.mean([v["packing_ratio"] for v in per_layer.values()]))
-    res = AuditResult(metric="M13", name="Superposition regime", value=mean_pack,
-                       values={"per_layer": per_layer, "aggregate_regime": agg, "mean_packing_ratio": mean_pack,
-                               "rank_capped": capped},
-                       pass_condition="diagnostic (regime per layer)", passed=True, diagnostic=True,
-                       inputs=inputs or AuditInputs(),
-                       notes="too few token samples: PR is capped by the sample count" if capped else "",
-                       by_construction=(f"packing = PR / d_model <= min(n - 1, d_model) / d_model = {max_pack:.2f} <= 1.2: "
-                                        "packing can never mark a layer 'strong', only interference can"
-                                        if max_pack <= 1.2 else ""))
-    return res.with_null([v["null_packing"] for v in per_layer.values()],
-                         "every dimension shuffled across tokens (diagonal covariance), mean over layers")
+    res = AuditResult(
+        metric="M13",
+        name="Superposition regime",
+        value=mean_pack,
+        values={
+            "per_layer": per_layer,
+            "aggregate_regime": agg,
+            "mean_packing_ratio": mean_pack,
+            "rank_capped": capped,
+        },
+        pass_condition="diagnostic (regime per layer)",
+        passed=True,
+        diagnostic=True,
+        inputs=inputs or AuditInputs(),
+        notes="too few token samples: PR is capped by the sample count" if capped else "",
+        by_construction=(
+            f"packing = PR / d_model <= min(n - 1, d_model) / d_model = {max_pack:.2f} <= 1.2: "
+            "packing can never mark a layer 'strong', only interference can"
+            if max_pack <= 1.2
+            else ""
+        ),
+    )
+    return res.with_null(
+        [v["null_packing"] for v in per_layer.values()],
+        "every dimension shuffled across tokens (diagonal covariance), mean over layers",
+    )
 
 
 # ------------------------------------------------------------------ EX24 SAEBench audit
@@ -422,8 +599,13 @@ def coefficient_of_variation(values) -> float:
     return float(v.std() / abs(v.mean())) if v.mean() != 0 else float("nan")
 
 
-def sparse_probe_accuracy(x: Float[Tensor, "n f"] | np.ndarray, y: np.ndarray, k: int = 1,
-                          seed: int = 0, train_frac: float = 0.7) -> float:
+def sparse_probe_accuracy(
+    x: Float[Tensor, "n f"] | np.ndarray,
+    y: np.ndarray,
+    k: int = 1,
+    seed: int = 0,
+    train_frac: float = 0.7,
+) -> float:
     """SAEBench-style k-sparse probe: pick the ``k`` features with the largest |mean difference|
     between classes on a seeded train split, fit logistic regression on them, test accuracy."""
     from sklearn.linear_model import LogisticRegression
@@ -431,7 +613,9 @@ def sparse_probe_accuracy(x: Float[Tensor, "n f"] | np.ndarray, y: np.ndarray, k
 
     x = np.asarray(x, float)
     y = np.asarray(y)
-    tr, te = train_test_split(np.arange(len(y)), train_size=train_frac, random_state=seed, stratify=y)
+    tr, te = train_test_split(
+        np.arange(len(y)), train_size=train_frac, random_state=seed, stratify=y
+    )
     diff = np.abs(x[tr][y[tr] == 1].mean(0) - x[tr][y[tr] == 0].mean(0))
     top = np.argsort(-diff, kind="stable")[:k]
     clf = LogisticRegression(max_iter=1000).fit(x[tr][:, top], y[tr])
@@ -454,8 +638,14 @@ def random_like(sae, seed: int = 0):
     return out
 
 
-def saebench_audit(metric_runs: list[float], control_runs: list[float], max_cv: float = 0.05,
-                   min_d: float = 0.8, metric_name: str = "metric", inputs: AuditInputs | None = None) -> AuditResult:
+def saebench_audit(
+    metric_runs: list[float],
+    control_runs: list[float],
+    max_cv: float = 0.05,
+    min_d: float = 0.8,
+    metric_name: str = "metric",
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
     """EX24: reseed noise ``CV = std/|mean|`` of ``metric_runs`` and discriminability as Cohen's d
     between ``metric_runs`` and ``control_runs`` (a configuration known to be worse).
     Pass: CV < 0.05 and d > 0.8."""
@@ -463,33 +653,61 @@ def saebench_audit(metric_runs: list[float], control_runs: list[float], max_cv: 
 
     cv = coefficient_of_variation(metric_runs)
     d = cohens_d(np.asarray(metric_runs), np.asarray(control_runs))
-    return AuditResult(metric="EX24", name="SAEBench audit", value=cv,
-                       values={"cv": cv, "discriminability_d": d, "metric": metric_name,
-                               "runs": metric_runs, "control_runs": control_runs,
-                               "mean": float(np.mean(metric_runs)), "control_mean": float(np.mean(control_runs))},
-                       pass_condition=f"CV < {max_cv} and Cohen's d > {min_d}",
-                       passed=bool(cv < max_cv and d > min_d), inputs=inputs or AuditInputs()
-                       # the control against itself has d = 0, so it passes only if min_d < 0
-                       ).with_null(control_runs, "the control configuration (untrained copy), same reseeds", of="mean",
-                                   passed=bool(coefficient_of_variation(control_runs) < max_cv and 0.0 > min_d))
+    return AuditResult(
+        metric="EX24",
+        name="SAEBench audit",
+        value=cv,
+        values={
+            "cv": cv,
+            "discriminability_d": d,
+            "metric": metric_name,
+            "runs": metric_runs,
+            "control_runs": control_runs,
+            "mean": float(np.mean(metric_runs)),
+            "control_mean": float(np.mean(control_runs)),
+        },
+        pass_condition=f"CV < {max_cv} and Cohen's d > {min_d}",
+        passed=bool(cv < max_cv and d > min_d),
+        inputs=inputs or AuditInputs(),
+        # the control against itself has d = 0, so it passes only if min_d < 0
+    ).with_null(
+        control_runs,
+        "the control configuration (untrained copy), same reseeds",
+        of="mean",
+        passed=bool(coefficient_of_variation(control_runs) < max_cv and 0.0 > min_d),
+    )
 
 
-def probe_reseeds(feats: Float[Tensor, "n f"], labels: np.ndarray, n_reseeds: int, k: int = 1,
-                  subsample: float = 0.8, seed: int = 0) -> list[float]:
+def probe_reseeds(
+    feats: Float[Tensor, "n f"],
+    labels: np.ndarray,
+    n_reseeds: int,
+    k: int = 1,
+    subsample: float = 0.8,
+    seed: int = 0,
+) -> list[float]:
     """Sparse-probe accuracy under ``n_reseeds`` seeds: each draws a stratified ``subsample`` of
     the prompts and its own train/test split."""
     labels = np.asarray(labels)
     out = []
     for r in range(n_reseeds):
         rng = np.random.default_rng(seed + r)
-        idx = np.concatenate([rng.choice(np.flatnonzero(labels == c), int(subsample * (labels == c).sum()), replace=False)
-                              for c in np.unique(labels)])
+        idx = np.concatenate(
+            [
+                rng.choice(
+                    np.flatnonzero(labels == c), int(subsample * (labels == c).sum()), replace=False
+                )
+                for c in np.unique(labels)
+            ]
+        )
         out.append(sparse_probe_accuracy(feats[idx], labels[idx], k=k, seed=seed + r))
     return out
 
 
 # ------------------------------------------------------------------ EX34 NLA-SAE convergence
-def nla_direction(top_acts: Float[Tensor, "k d"], center: Float[Tensor, " d"] | None = None) -> Float[Tensor, " d"]:
+def nla_direction(
+    top_acts: Float[Tensor, "k d"], center: Float[Tensor, " d"] | None = None
+) -> Float[Tensor, " d"]:
     """First principal direction (uncentred SVD) of a feature's top activations minus ``center``,
     signed to agree with their mean."""
     x = top_acts.double() - (center.double() if center is not None else 0)
@@ -497,10 +715,18 @@ def nla_direction(top_acts: Float[Tensor, "k d"], center: Float[Tensor, " d"] | 
     return (-v if float(v @ x.mean(0)) < 0 else v).float()
 
 
-def nla_sae_convergence(sae, acts: Float[Tensor, "n d_in"], W_U: Float[Tensor, "d_in d_vocab"],
-                        n_features: int = 30, top_k: int = 20, top_tokens: int = 10, seed: int = 0,
-                        min_overlap: float = 0.3, min_cosine: float = 0.5,
-                        inputs: AuditInputs | None = None) -> AuditResult:
+def nla_sae_convergence(
+    sae,
+    acts: Float[Tensor, "n d_in"],
+    W_U: Float[Tensor, "d_in d_vocab"],
+    n_features: int = 30,
+    top_k: int = 20,
+    top_tokens: int = 10,
+    seed: int = 0,
+    min_overlap: float = 0.3,
+    min_cosine: float = 0.5,
+    inputs: AuditInputs | None = None,
+) -> AuditResult:
     """EX34: per sampled alive SAE feature, the PCA direction of its ``top_k`` activating
     residuals (minus the dataset mean) vs its decoder direction: cosine, and Jaccard of the
     ``top_tokens`` each promotes through ``W_U``. Pass: overlap > 0.3 and cosine > 0.5."""
@@ -522,8 +748,19 @@ def nla_sae_convergence(sae, acts: Float[Tensor, "n d_in"], W_U: Float[Tensor, "
         t_sae = set((d @ W_U).topk(top_tokens).indices.tolist())
         overlaps.append(jaccard(t_nla, t_sae, empty=float("nan")))
     mc, mo = float(np.mean(cosines)), float(np.mean(overlaps))
-    return AuditResult(metric="EX34", name="NLA-SAE convergence", value=mo,
-                       values={"mean_token_overlap": mo, "mean_direction_cosine": mc, "n_features": len(chosen),
-                               "per_feature_cosine": cosines, "per_feature_overlap": overlaps},
-                       pass_condition=f"mean_token_overlap > {min_overlap} and mean_direction_cosine > {min_cosine}",
-                       passed=bool(mo > min_overlap and mc > min_cosine), inputs=inputs or AuditInputs(n=acts.shape[0]))
+    return AuditResult(
+        metric="EX34",
+        name="NLA-SAE convergence",
+        value=mo,
+        values={
+            "mean_token_overlap": mo,
+            "mean_direction_cosine": mc,
+            "n_features": len(chosen),
+            "per_feature_cosine": cosines,
+            "per_feature_overlap": overlaps,
+        },
+        pass_condition=f"mean_token_overlap > {min_overlap} and mean_direction_cosine > "
+        f"{min_cosine}",
+        passed=bool(mo > min_overlap and mc > min_cosine),
+        inputs=inputs or AuditInputs(n=acts.shape[0]),
+    )

@@ -1,15 +1,16 @@
 """Prompt sources of notebook 06: world tasks, the shipped benchmarks (offline) or Hugging Face
 datasets (network).
 
-A source is a world task name (``facts``), a shipped benchmark's name (its test prompts from the data
-directory, :func:`kit.data.benchmarks.load_benchmark`'s names: ``asdiv``, ``bbh/navigate``; the
+A source is a world task name (``facts``), a shipped benchmark's name (its test prompts from the
+data directory, :func:`kit.data.benchmarks.load_benchmark`'s names: ``asdiv``, ``bbh/navigate``; the
 ``real`` profile's real text, offline; the names every config's task fields accept) or
 ``hf:<dataset>[@<config>]:<split>:<column>``
 (``hf:walledai/AdvBench:train:prompt``). ``<dataset>`` is a hub id (network) or a local directory of
 data files (``./...``, ``../...`` or ``/...``; relative to the repository root), which
 ``datasets.load_dataset`` reads the same way offline: the ``dryrun`` profile's small fixtures
 (``tests/fixtures/hf/``) and a user's own prompt sets. Datasets come through
-:func:`kit.models.hub.hf_dataset`, the one network boundary; tests mock it with small local fixtures.
+:func:`kit.models.hub.hf_dataset`, the one network boundary; tests mock it with small local
+fixtures.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-_HF = re.compile(r"^hf:(?P<path>[\w.\-]+(?:/[\w.\-]+)?|\.{0,2}/[\w.\-/]+?)(?:@(?P<name>[\w.\-]+))?:(?P<split>[\w.\-\[\]:%]+?):(?P<column>\w+)$")
+_HF = re.compile(
+    r"^hf:(?P<path>[\w.\-]+(?:/[\w.\-]+)?|\.{0,2}/[\w.\-/]+?)(?:@(?P<name>[\w.\-]+))?:(?P<split>[\w.\-\[\]:%]+?):(?P<column>\w+)$"
+)
 
 
 @dataclass(frozen=True)
@@ -45,14 +48,21 @@ def parse_source(spec: str, field: str = "source") -> Source:
             family, _ = _parse_name(spec)
         except ValueError:
             family = None
-        if family is not None and family != "tiny" and family not in HUB_ONLY and "test" in SPLITS[family]:
+        if (
+            family is not None
+            and family != "tiny"
+            and family not in HUB_ONLY
+            and "test" in SPLITS[family]
+        ):
             return Source("bench", spec)
     m = _HF.match(spec)
     if spec.startswith("hf:") and m:
         return Source("hf", m["path"], m["name"], m["split"], m["column"])
-    raise ValueError(f"{field}: {spec!r} is neither a world task ({', '.join(TASKS)}), nor a shipped "
-                     "benchmark with a test split (asdiv, bbh/<task>, ...) nor "
-                     "'hf:<dataset>[@<config>]:<split>:<column>' (<dataset>: a hub id or a ./local/dir)")
+    raise ValueError(
+        f"{field}: {spec!r} is neither a world task ({', '.join(TASKS)}), nor a shipped "
+        "benchmark with a test split (asdiv, bbh/<task>, ...) nor "
+        "'hf:<dataset>[@<config>]:<split>:<column>' (<dataset>: a hub id or a ./local/dir)"
+    )
 
 
 def is_local(src: Source) -> bool:
@@ -61,7 +71,8 @@ def is_local(src: Source) -> bool:
 
 
 def dataset_path(src: Source, field: str = "source") -> str:
-    """The hub id, or the local directory resolved against the repository root (which must exist)."""
+    """The hub id, or the local directory resolved against the repository root (which must
+    exist)."""
     if not is_local(src):
         return src.name
     from pathlib import Path
@@ -70,11 +81,15 @@ def dataset_path(src: Source, field: str = "source") -> str:
 
     path = Path(src.name) if src.name.startswith("/") else (REPO_ROOT / src.name).resolve()
     if not path.is_dir():
-        raise ValueError(f"{field}: local dataset directory {src.name!r} not found (looked at {path})")
+        raise ValueError(
+            f"{field}: local dataset directory {src.name!r} not found (looked at {path})"
+        )
     return str(path)
 
 
-def source_prompts(spec: str, n: int, max_chars: int = 400, seed: int = 0, field: str = "source") -> list[str]:
+def source_prompts(
+    spec: str, n: int, max_chars: int = 400, seed: int = 0, field: str = "source"
+) -> list[str]:
     """``n`` prompts of a source: the world task's test items, or the first ``n`` non-empty texts
     of the dataset column, each cut to ``max_chars`` characters (at a word boundary)."""
     src = parse_source(spec, field)
@@ -85,13 +100,18 @@ def source_prompts(spec: str, n: int, max_chars: int = 400, seed: int = 0, field
     if src.kind == "bench":
         from kit.data.benchmarks import load_benchmark
 
-        return [_cut(" ".join(it.prompt.split()), max_chars)
-                for it in load_benchmark(src.name, "test", limit=n)]
+        return [
+            _cut(" ".join(it.prompt.split()), max_chars)
+            for it in load_benchmark(src.name, "test", limit=n)
+        ]
     from kit.models.hub import hf_dataset
 
     ds = hf_dataset(dataset_path(src, field), src.config, split=src.split)
     if src.column not in ds.column_names:
-        raise ValueError(f"{field}: {spec!r} has no column {src.column!r}; allowed values: {', '.join(ds.column_names)}")
+        raise ValueError(
+            f"{field}: {spec!r} has no column {src.column!r}; allowed values: "
+            f"{', '.join(ds.column_names)}"
+        )
     out = []
     for text in ds[src.column]:
         text = " ".join(str(text or "").split())
@@ -129,7 +149,9 @@ def regroup_names(items, groups: dict[str, list[str]], model, seed: int = 0):
     dropped = {g: [x for x in groups[g] if x not in kept[g]] for g in groups}
     short = {g: len(v) for g, v in kept.items() if len(v) < 2}
     if short:
-        raise ValueError(f"dif_name_groups: fewer than 2 single-token names left in {short} (dropped {dropped})")
+        raise ValueError(
+            f"dif_name_groups: fewer than 2 single-token names left in {short} (dropped {dropped})"
+        )
     rng = np.random.default_rng(seed)
     names = sorted(kept)
     out = []
@@ -138,8 +160,14 @@ def regroup_names(items, groups: dict[str, list[str]], model, seed: int = 0):
         io, s = (kept[g][j] for j in rng.choice(len(kept[g]), 2, replace=False))
         old_io, old_s = it.metadata["io"], it.metadata["s"]
         words = [io if w == old_io else s if w == old_s else w for w in it.prompt.split(" ")]
-        out.append(replace(it, prompt=" ".join(words), answer=io,
-                           metadata={**it.metadata, "io": io, "s": s, "name_group": g}))
+        out.append(
+            replace(
+                it,
+                prompt=" ".join(words),
+                answer=io,
+                metadata={**it.metadata, "io": io, "s": s, "name_group": g},
+            )
+        )
     return out, dropped
 
 

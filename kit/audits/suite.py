@@ -17,20 +17,23 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import circuits
-from . import psychophysics
-from . import safety
-from . import sae_validity
-from . import stability
+from kit.models import tl
+
+from . import circuits, psychophysics, sae_validity, safety, stability
 from .activations import TokenActivations, sae_features, sae_hook, token_activations
 from .result import AuditInputs, AuditResult
-from kit.models import tl
 
 _SAE_NAME = re.compile(r"^(?P<prefix>.*/)(?P<arch>[a-z_]+?)-(?P<width>\d+)$")
 
 
-def choose_saes(available: list[str], model: str, arch_a: str | None = None, arch_b: str | None = None,
-                small: str | None = None, large: str | None = None) -> dict[str, str]:
+def choose_saes(
+    available: list[str],
+    model: str,
+    arch_a: str | None = None,
+    arch_b: str | None = None,
+    small: str | None = None,
+    large: str | None = None,
+) -> dict[str, str]:
     """Pick the four SAE roles from world SAE names like ``zoo-sae/base-m/topk-512``:
     ``arch_a``/``arch_b`` two architectures at one width (M07), ``small``/``large`` one
     architecture at two widths (M11). Explicit names win; otherwise chosen among the SAEs of
@@ -42,15 +45,20 @@ def choose_saes(available: list[str], model: str, arch_a: str | None = None, arc
     if not (arch_a and arch_b):
         pairs = [(a, b) for a in parsed for b in parsed if a[2] == b[2] and a[1] < b[1]]
         if not pairs and not (arch_a and arch_b):
-            raise ValueError(f"no two SAEs of different architectures at one width for {model} among {available}; "
-                             "set sae_arch_a and sae_arch_b")
+            raise ValueError(
+                f"no two SAEs of different architectures at one width for {model} among "
+                f"{available}; "
+                "set sae_arch_a and sae_arch_b"
+            )
         a, b = sorted(pairs, key=lambda p: p[0][2])[0]
         arch_a, arch_b = arch_a or a[0], arch_b or b[0]
     if not (small and large):
         pairs = [(a, b) for a in parsed for b in parsed if a[1] == b[1] and a[2] < b[2]]
         if not pairs:
-            raise ValueError(f"no two SAEs of one architecture at two widths for {model} among {available}; "
-                             "set sae_small and sae_large")
+            raise ValueError(
+                f"no two SAEs of one architecture at two widths for {model} among {available}; "
+                "set sae_small and sae_large"
+            )
         a, b = pairs[0]
         small, large = small or a[0], large or b[0]
     out.update(arch_a=arch_a, arch_b=arch_b, small=small, large=large)
@@ -71,7 +79,8 @@ def task_prompts(tasks: list[str], n: int, max_chars: int = 400) -> tuple[list[s
 
 
 def load_circuit_model(cfg, model):
-    """The circuit family's model and its name: ``cfg.circuit_model`` loaded, or ``model`` itself."""
+    """The circuit family's model and its name: ``cfg.circuit_model`` loaded, or ``model``
+    itself."""
     if cfg.circuit_model in (None, cfg.model):
         return model, cfg.model
     import kit
@@ -89,14 +98,22 @@ def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
     from .sources import regroup_names
 
     groups = cfg.dif_name_groups
-    items = ioi_items(cfg.ioi_task, cfg.n_ioi, cfg.ioi_split, cfg.seed, model=None if groups else model,
-                      capitalize=not (cfg.circuit_model or cfg.model).startswith("zoo/"))
+    items = ioi_items(
+        cfg.ioi_task,
+        cfg.n_ioi,
+        cfg.ioi_split,
+        cfg.seed,
+        model=None if groups else model,
+        capitalize=not (cfg.circuit_model or cfg.model).startswith("zoo/"),
+    )
     if groups is None:
         return items, {}
     return regroup_names(items, groups, model, seed=cfg.seed)
 
 
-def ioi_items(task: str, n: int, split: str = "test", seed: int = 0, model=None, capitalize: bool = False):
+def ioi_items(
+    task: str, n: int, split: str = "test", seed: int = 0, model=None, capitalize: bool = False
+):
     """``n`` IOI items; ``fresh`` draws unlimited items (both name groups equally often).
 
     For a BPE model (GPT-2) pass ``capitalize=True``: names become ``Mary`` in prompt and metadata,
@@ -106,24 +123,38 @@ def ioi_items(task: str, n: int, split: str = "test", seed: int = 0, model=None,
 
     from kit.world.tasks import get_task
 
-    items = get_task(task).items(split, n, seed=seed) if split != "test" else get_task(task).items(split, n)
+    items = (
+        get_task(task).items(split, n, seed=seed)
+        if split != "test"
+        else get_task(task).items(split, n)
+    )
     if capitalize:
+
         def cap(it):
             io, s = it.metadata["io"], it.metadata["s"]
             words = [w.capitalize() if w in (io, s) else w for w in it.prompt.split(" ")]
-            return replace(it, prompt=" ".join(words), answer=io.capitalize(),
-                           metadata={**it.metadata, "io": io.capitalize(), "s": s.capitalize()})
+            return replace(
+                it,
+                prompt=" ".join(words),
+                answer=io.capitalize(),
+                metadata={**it.metadata, "io": io.capitalize(), "s": s.capitalize()},
+            )
+
         items = [cap(it) for it in items]
     if model is not None:
+
         def single(name: str) -> bool:
             try:
                 circuits.name_token(model, name)
                 return True
             except ValueError:
                 return False
+
         items = [it for it in items if single(it.metadata["io"]) and single(it.metadata["s"])]
         if len(items) < 4:
-            raise ValueError(f"fewer than 4 IOI items have single-token names for this model (task {task!r})")
+            raise ValueError(
+                f"fewer than 4 IOI items have single-token names for this model (task {task!r})"
+            )
     return items
 
 
@@ -143,15 +174,31 @@ class SAEContext:
         return self.ta.acts[self.hook]
 
     def inputs(self, *roles: str, **extra: Any) -> AuditInputs:
-        return AuditInputs(model=self.model_name, hook=self.hook, sae=[self.names[r] for r in roles],
-                           task="+".join(sorted(set(self.labels))), n=self.ta.n_tokens, extra=extra)
+        return AuditInputs(
+            model=self.model_name,
+            hook=self.hook,
+            sae=[self.names[r] for r in roles],
+            task="+".join(sorted(set(self.labels))),
+            n=self.ta.n_tokens,
+            extra=extra,
+        )
 
 
-def sae_context(model, model_name: str, saes: dict[str, Any], names: dict[str, str], prompts: list[str],
-                labels: list[str], hook: str | None = None, all_layers: bool = True) -> SAEContext:
+def sae_context(
+    model,
+    model_name: str,
+    saes: dict[str, Any],
+    names: dict[str, str],
+    prompts: list[str],
+    labels: list[str],
+    hook: str | None = None,
+    all_layers: bool = True,
+) -> SAEContext:
     """Token activations of ``prompts`` at the SAEs' hook (and every layer's resid_post for M13)."""
     hook = hook or sae_hook(next(iter(saes.values())))
-    hooks = [hook] + ([f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)] if all_layers else [])
+    hooks = [hook] + (
+        [f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)] if all_layers else []
+    )
     hooks = list(dict.fromkeys(hooks))
     ta = token_activations(model, prompts, hooks)
     return SAEContext(model_name, hook, saes, names, ta, labels)
@@ -160,20 +207,34 @@ def sae_context(model, model_name: str, saes: dict[str, Any], names: dict[str, s
 def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict[str, Any]]:
     """M07, M08, M10, M11, M12, M13, EX24, EX34 on the context's real SAE features."""
     r = _sae_metrics(ctx.saes, ctx, model, cfg)
-    roles = {"M07": ("arch_a", "arch_b"), "M08": ("arch_a",), "M10": ("arch_a",), "M11": ("small", "large"),
-             "EX34": ("arch_a",)}
-    extra = {"M08": {"side": cfg.weightlens_side, "top_k": cfg.weightlens_top_k}, "M10": {"window": cfg.prism_window},
-             "M11": {"absorption": cfg.matryoshka_absorption}, "M12": {"threshold": cfg.mismatch_threshold}}
+    roles = {
+        "M07": ("arch_a", "arch_b"),
+        "M08": ("arch_a",),
+        "M10": ("arch_a",),
+        "M11": ("small", "large"),
+        "EX34": ("arch_a",),
+    }
+    extra = {
+        "M08": {"side": cfg.weightlens_side, "top_k": cfg.weightlens_top_k},
+        "M10": {"window": cfg.prism_window},
+        "M11": {"absorption": cfg.matryoshka_absorption},
+        "M12": {"threshold": cfg.mismatch_threshold},
+    }
     for metric, rs in r.items():
         for res, role in zip(rs, roles.get(metric, ("arch_a", "arch_b"))):
             res.inputs = ctx.inputs(*roles.get(metric, (role,)), **extra.get(metric, {}))
     for res, role in zip(r["M12"], ("arch_a", "arch_b")):
         res.name = f"Adaptive sparsity ({ctx.names[role].split('/')[-1]})"
     layer_hooks = [h for h in ctx.ta.acts if h.endswith("hook_resid_post")]
-    m13 = sae_validity.superposition_regime({h: ctx.ta.acts[h] for h in layer_hooks}, ctx.ta.token_ids,
-                                 n_directions=cfg.m13_directions, seed=cfg.seed,
-                                 inputs=AuditInputs(model=ctx.model_name, hook="blocks.*.hook_resid_post",
-                                                    n=ctx.ta.n_tokens))
+    m13 = sae_validity.superposition_regime(
+        {h: ctx.ta.acts[h] for h in layer_hooks},
+        ctx.ta.token_ids,
+        n_directions=cfg.m13_directions,
+        seed=cfg.seed,
+        inputs=AuditInputs(
+            model=ctx.model_name, hook="blocks.*.hook_resid_post", n=ctx.ta.n_tokens
+        ),
+    )
     m11 = r["M11"][0]
     out = r["M07"] + r["M08"] + r["M10"] + [m11] + r["M12"] + [m13, ex24(ctx, cfg)] + r["EX34"]
     attach_untrained_nulls(out, ctx, model, cfg)
@@ -181,22 +242,63 @@ def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict
 
 
 def _sae_metrics(saes: dict[str, Any], ctx: SAEContext, model, cfg) -> dict[str, list[AuditResult]]:
-    """M07, M08, M10, M11, M12 (both SAEs), EX34 on ``saes`` (the same calls as :func:`run_sae_audits`)."""
+    """M07, M08, M10, M11, M12 (both SAEs), EX34 on ``saes`` (the same calls as
+    :func:`run_sae_audits`)."""
     acts, seed = ctx.acts, cfg.seed
     W_U = tl.unembed(model).detach()
     target = ctx.ta.next_ids if cfg.weightlens_side == "next" else ctx.ta.token_ids
     return {
         "M07": [sae_validity.architecture_duality(saes["arch_a"], saes["arch_b"], acts)],
-        "M08": [sae_validity.weightlens(saes["arch_a"], acts, target, W_U, top_k=cfg.weightlens_top_k, n_features=cfg.n_features,
-                             seed=seed)],
-        "M10": [sae_validity.prism(saes["arch_a"], acts, ctx.ta.prompt_index, ctx.ta.position, n_features=cfg.n_features,
-                        top_n=cfg.prism_top_n, window=cfg.prism_window, threshold=cfg.prism_threshold, seed=seed)],
-        "M11": [sae_validity.matryoshka(saes["small"], saes["large"], acts, top_k=cfg.matryoshka_top_k,
-                             min_corr=cfg.matryoshka_min_corr, absorption=cfg.matryoshka_absorption,
-                             chunk=cfg.matryoshka_chunk)],
-        "M12": [sae_validity.adaptive_sparsity(saes[r], acts, threshold=cfg.mismatch_threshold) for r in ("arch_a", "arch_b")],
-        "EX34": [sae_validity.nla_sae_convergence(saes["arch_a"], acts, W_U, n_features=min(cfg.n_features, cfg.nla_features),
-                                       top_k=cfg.nla_top_k, top_tokens=cfg.weightlens_top_k, seed=seed)],
+        "M08": [
+            sae_validity.weightlens(
+                saes["arch_a"],
+                acts,
+                target,
+                W_U,
+                top_k=cfg.weightlens_top_k,
+                n_features=cfg.n_features,
+                seed=seed,
+            )
+        ],
+        "M10": [
+            sae_validity.prism(
+                saes["arch_a"],
+                acts,
+                ctx.ta.prompt_index,
+                ctx.ta.position,
+                n_features=cfg.n_features,
+                top_n=cfg.prism_top_n,
+                window=cfg.prism_window,
+                threshold=cfg.prism_threshold,
+                seed=seed,
+            )
+        ],
+        "M11": [
+            sae_validity.matryoshka(
+                saes["small"],
+                saes["large"],
+                acts,
+                top_k=cfg.matryoshka_top_k,
+                min_corr=cfg.matryoshka_min_corr,
+                absorption=cfg.matryoshka_absorption,
+                chunk=cfg.matryoshka_chunk,
+            )
+        ],
+        "M12": [
+            sae_validity.adaptive_sparsity(saes[r], acts, threshold=cfg.mismatch_threshold)
+            for r in ("arch_a", "arch_b")
+        ],
+        "EX34": [
+            sae_validity.nla_sae_convergence(
+                saes["arch_a"],
+                acts,
+                W_U,
+                n_features=min(cfg.n_features, cfg.nla_features),
+                top_k=cfg.nla_top_k,
+                top_tokens=cfg.weightlens_top_k,
+                seed=seed,
+            )
+        ],
     }
 
 
@@ -206,7 +308,10 @@ def attach_untrained_nulls(results: list[AuditResult], ctx: SAEContext, model, c
     runs: dict[str, list[list[AuditResult]]] = {}
     for i in range(cfg.n_null_seeds):
         seed = cfg.seed + 1 + i
-        rand = {role: sae_validity.random_like(sae, seed=seed + 1000 * k) for k, (role, sae) in enumerate(ctx.saes.items())}
+        rand = {
+            role: sae_validity.random_like(sae, seed=seed + 1000 * k)
+            for k, (role, sae) in enumerate(ctx.saes.items())
+        }
         for metric, rs in _sae_metrics(rand, ctx, model, cfg).items():
             runs.setdefault(metric, []).append(rs)
     seen: dict[str, int] = {}
@@ -216,8 +321,11 @@ def attach_untrained_nulls(results: list[AuditResult], ctx: SAEContext, model, c
         j = seen.get(r.metric, 0)
         seen[r.metric] = j + 1
         nulls = [rs[j] for rs in runs[r.metric]]
-        r.with_null([n.value for n in nulls], f"untrained copies of the SAEs (random_like), {len(nulls)} seeds",
-                    passed=None if r.diagnostic else all(n.passed for n in nulls))
+        r.with_null(
+            [n.value for n in nulls],
+            f"untrained copies of the SAEs (random_like), {len(nulls)} seeds",
+            passed=None if r.diagnostic else all(n.passed for n in nulls),
+        )
 
 
 def ex24(ctx: SAEContext, cfg) -> AuditResult:
@@ -228,20 +336,30 @@ def ex24(ctx: SAEContext, cfg) -> AuditResult:
     labels = np.asarray(ctx.labels)
     keep = np.flatnonzero((labels == a) | (labels == b))
     if len(keep) < 10:
-        raise ValueError(f"probe_tasks {cfg.probe_tasks}: need prompts of both tasks among {sorted(set(ctx.labels))}")
+        raise ValueError(
+            f"probe_tasks {cfg.probe_tasks}: need prompts of both tasks among "
+            f"{sorted(set(ctx.labels))}"
+        )
     y = (labels[keep] == b).astype(int)
     x = ctx.acts[rows[keep]]
     sae = ctx.saes["arch_a"]
     trained = _probe_runs(sae, x, y, cfg)
     control = _probe_runs(sae_validity.random_like(sae, seed=cfg.seed), x, y, cfg)
-    return sae_validity.saebench_audit(trained, control, metric_name=f"{cfg.probe_k}-sparse probe accuracy ({a} vs {b})",
-                            inputs=ctx.inputs("arch_a", control="untrained copy", k=cfg.probe_k,
-                                              n_reseeds=cfg.n_reseeds))
+    return sae_validity.saebench_audit(
+        trained,
+        control,
+        metric_name=f"{cfg.probe_k}-sparse probe accuracy ({a} vs {b})",
+        inputs=ctx.inputs(
+            "arch_a", control="untrained copy", k=cfg.probe_k, n_reseeds=cfg.n_reseeds
+        ),
+    )
 
 
 def _probe_runs(sae, x, y, cfg) -> list[float]:
     """Sparse-probe accuracy of ``sae``'s features of ``x`` over ``cfg.n_reseeds`` reseeds."""
-    return sae_validity.probe_reseeds(sae_features(sae, x), y, cfg.n_reseeds, k=cfg.probe_k, seed=cfg.seed)
+    return sae_validity.probe_reseeds(
+        sae_features(sae, x), y, cfg.n_reseeds, k=cfg.probe_k, seed=cfg.seed
+    )
 
 
 # ------------------------------------------------------------------ circuit family
@@ -250,7 +368,8 @@ class CircuitContext:
     batch: circuits.IOIBatch
     """The held-out IOI prompts every circuit audit reads (never used to choose the circuit)."""
     means: torch.Tensor
-    """Mean-ablation means of every head (over the discovery prompts: the reference distribution)."""
+    """Mean-ablation means of every head (over the discovery prompts: the reference
+    distribution)."""
     circuit: circuits.Circuit
     """Heads and edges scored on ``discovery``."""
     lds: dict[str, torch.Tensor]
@@ -277,71 +396,155 @@ def split_items(items: list, holdout: float, seed: int = 0) -> tuple[list, list]
     disc = [it for i, it in enumerate(items) if i not in audit]
     held = [it for i, it in enumerate(items) if i in audit]
     if len(disc) < 2 or len(held) < 2:
-        raise ValueError(f"n_ioi / circuit_holdout: {len(items)} IOI items split into {len(disc)} for discovery "
-                         f"and {len(held)} for the audits; need >= 2 each (raise n_ioi)")
+        raise ValueError(
+            f"n_ioi / circuit_holdout: {len(items)} IOI items split into {len(disc)} for discovery "
+            f"and {len(held)} for the audits; need >= 2 each (raise n_ioi)"
+        )
     return disc, held
 
 
-def circuit_context(model, items, cfg, fixed_heads: list[circuits.Head] | None = None,
-                    progress: bool = False) -> CircuitContext:
-    """Circuit found on one part of the IOI prompts and audited on the other (``cfg.circuit_holdout``
-    of them, :func:`split_items`): head and edge patching and the mean-ablation means read the
-    discovery prompts only, so the audits never score the heads on the prompts that chose them."""
+def circuit_context(
+    model, items, cfg, fixed_heads: list[circuits.Head] | None = None, progress: bool = False
+) -> CircuitContext:
+    """Circuit found on one part of the IOI prompts and audited on the other
+    (``cfg.circuit_holdout`` of them, :func:`split_items`): head and edge patching and the
+    mean-ablation means read the discovery prompts only, so the audits never score the heads on the
+    prompts that chose them."""
     if fixed_heads:
         L, H = model.cfg.n_layers, model.cfg.n_heads
         bad = [h for h in fixed_heads if not (0 <= h[0] < L and 0 <= h[1] < H)]
         if bad:
-            raise ValueError(f"circuit={cfg.circuit!r} names heads {bad[:4]} outside this model ({L} layers x {H} heads): "
-                             "it is GPT-2 small's circuit; allowed values for another model: discover")
+            raise ValueError(
+                f"circuit={cfg.circuit!r} names heads {bad[:4]} outside this model ({L} layers x "
+                f"{H} heads): "
+                "it is GPT-2 small's circuit; allowed values for another model: discover"
+            )
     disc_items, audit_items = split_items(items, cfg.circuit_holdout, cfg.seed)
     discovery, batch = circuits.ioi_batch(model, disc_items), circuits.ioi_batch(model, audit_items)
     means = circuits.head_means(model, discovery)
     with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost)
-    circuit = circuits.discover_circuit(model, discovery, means, frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads,
-                                        fixed=fixed_heads, with_edges=with_edges, progress=progress,
-                                        layers=cfg.circuit_layers)
-    return CircuitContext(batch, means, circuit, psychophysics.circuit_logit_diffs(model, batch, means, circuit.heads),
-                          discovery)
+    circuit = circuits.discover_circuit(
+        model,
+        discovery,
+        means,
+        frac=cfg.circuit_frac,
+        max_heads=cfg.max_circuit_heads,
+        fixed=fixed_heads,
+        with_edges=with_edges,
+        progress=progress,
+        layers=cfg.circuit_layers,
+    )
+    return CircuitContext(
+        batch,
+        means,
+        circuit,
+        psychophysics.circuit_logit_diffs(model, batch, means, circuit.heads),
+        discovery,
+    )
 
 
-def run_circuit_audits(model, cc: CircuitContext, cfg, model_name: str) -> tuple[list[AuditResult], dict[str, Any]]:
+def run_circuit_audits(
+    model, cc: CircuitContext, cfg, model_name: str
+) -> tuple[list[AuditResult], dict[str, Any]]:
     """MIB, EX1, EX2, EX11 on the circuit."""
-    inp = AuditInputs(model=model_name, hook="blocks.*.attn.hook_z", task=cfg.ioi_task, n=len(cc.batch),
-                      seeds=[cfg.seed], extra={"circuit": [f"{L}.{H}" for L, H in cc.circuit.heads],
-                                               "discovery_n": len(cc.discovery) if cc.discovery else None})
+    inp = AuditInputs(
+        model=model_name,
+        hook="blocks.*.attn.hook_z",
+        task=cfg.ioi_task,
+        n=len(cc.batch),
+        seeds=[cfg.seed],
+        extra={
+            "circuit": [f"{L}.{H}" for L, H in cc.circuit.heads],
+            "discovery_n": len(cc.discovery) if cc.discovery else None,
+        },
+    )
     null_seeds = [cfg.seed + 1 + i for i in range(cfg.n_null_draws)]
     if cc.circuit.edges:
-        mib, curve = circuits.mib_audit(model, cc.batch, cc.means, cc.circuit.edges, cfg.mib_thresholds,
-                                        inputs=inp, null_seeds=null_seeds)
+        mib, curve = circuits.mib_audit(
+            model,
+            cc.batch,
+            cc.means,
+            cc.circuit.edges,
+            cfg.mib_thresholds,
+            inputs=inp,
+            null_seeds=null_seeds,
+        )
     else:
-        mib, curve = not_run("MIB", "MIB faithfulness curve", cfg.not_testable()["MIB"],
-                             "CPR > 0.5 (needs the scored edges of the head graph)", inp), None
+        mib, curve = (
+            not_run(
+                "MIB",
+                "MIB faithfulness curve",
+                cfg.not_testable()["MIB"],
+                "CPR > 0.5 (needs the scored edges of the head graph)",
+                inp,
+            ),
+            None,
+        )
     ex1 = psychophysics.dprime_audit(cc.lds["full"].numpy(), cc.lds["ablated"].numpy(), inputs=inp)
-    ex2 = psychophysics.dif_audit(cc.lds["circuit_only"].numpy(), cc.batch.groups, inputs=inp,
-                      full_model_values=cc.lds["full"].numpy(), n_null=cfg.n_null_draws, seed=cfg.seed)
-    curves = psychophysics.weber_curves(model, cc.batch, cc.means, cc.circuit.heads, cfg.weber_scales, cfg.weber_baselines)
+    ex2 = psychophysics.dif_audit(
+        cc.lds["circuit_only"].numpy(),
+        cc.batch.groups,
+        inputs=inp,
+        full_model_values=cc.lds["full"].numpy(),
+        n_null=cfg.n_null_draws,
+        seed=cfg.seed,
+    )
+    curves = psychophysics.weber_curves(
+        model, cc.batch, cc.means, cc.circuit.heads, cfg.weber_scales, cfg.weber_baselines
+    )
     ex11 = psychophysics.weber_audit(curves, cfg.weber_scales, cfg.jnd_threshold, inputs=inp)
-    psychophysics.attach_random_circuit_nulls(model, cc.batch, cc.means, cc.circuit.heads, ex1, ex11, cfg.weber_scales,
-                                  cfg.weber_baselines, cfg.jnd_threshold, n=cfg.n_null_seeds, seed=cfg.seed,
-                                  n_dprime=cfg.n_null_draws)
+    psychophysics.attach_random_circuit_nulls(
+        model,
+        cc.batch,
+        cc.means,
+        cc.circuit.heads,
+        ex1,
+        ex11,
+        cfg.weber_scales,
+        cfg.weber_baselines,
+        cfg.jnd_threshold,
+        n=cfg.n_null_seeds,
+        seed=cfg.seed,
+        n_dprime=cfg.n_null_draws,
+    )
     signal = circuits.task_signal(cc.lds["full"].numpy())
-    scope = circuits.circuit_scope(known=cfg.circuit != "discover", signal=signal, n_heads=len(cc.circuit.heads),
-                            frac=cfg.circuit_frac, max_heads=cfg.max_circuit_heads)
+    scope = circuits.circuit_scope(
+        known=cfg.circuit != "discover",
+        signal=signal,
+        n_heads=len(cc.circuit.heads),
+        frac=cfg.circuit_frac,
+        max_heads=cfg.max_circuit_heads,
+    )
     for r in (mib, ex1, ex2, ex11):
         r.values["circuit_source"] = "known" if cfg.circuit != "discover" else "discovered"
         r.values["task_signal"] = signal
         r.notes = "; ".join(x for x in (scope, r.notes) if x)
-    return [mib, ex1, ex2, ex11], {"curve": curve, "ex1": ex1, "ex11": ex11, "signal": signal, "scope": scope}
+    return [mib, ex1, ex2, ex11], {
+        "curve": curve,
+        "ex1": ex1,
+        "ex11": ex11,
+        "signal": signal,
+        "scope": scope,
+    }
 
 
-def not_run(metric: str, name: str, reason: str, pass_condition: str,
-            inputs: AuditInputs) -> AuditResult:
+def not_run(
+    metric: str, name: str, reason: str, pass_condition: str, inputs: AuditInputs
+) -> AuditResult:
     """The result of an audit the config cannot run (:meth:`Config.not_testable`: MIB without
     edge patching, M14 without a safety contrast): no value, report-only, with the reason
     (``values['not_run']``, read by the claims as why it is not testable)."""
-    return AuditResult(metric=metric, name=name, value=None, values={"not_run": reason, "cmd": None},
-                       pass_condition=pass_condition, passed=False, diagnostic=True, inputs=inputs,
-                       notes=f"not run: {reason}")
+    return AuditResult(
+        metric=metric,
+        name=name,
+        value=None,
+        values={"not_run": reason, "cmd": None},
+        pass_condition=pass_condition,
+        passed=False,
+        diagnostic=True,
+        inputs=inputs,
+        notes=f"not run: {reason}",
+    )
 
 
 def testability(cfg) -> pd.DataFrame:
@@ -351,8 +554,13 @@ def testability(cfg) -> pd.DataFrame:
 
     causes = cfg.not_testable()
     metrics = [*DIRECTION, "EX24"]
-    return pd.DataFrame({"metric": metrics, "testable": [m not in causes for m in metrics],
-                         "cause": [causes.get(m, "") for m in metrics]})
+    return pd.DataFrame(
+        {
+            "metric": metrics,
+            "testable": [m not in causes for m in metrics],
+            "cause": [causes.get(m, "") for m in metrics],
+        }
+    )
 
 
 # ------------------------------------------------------------------ stability / safety
@@ -361,15 +569,34 @@ def run_m09(ctx: SAEContext, cfg) -> AuditResult:
     g = torch.Generator().manual_seed(cfg.seed)
     if acts.shape[0] > cfg.m09_max_tokens:
         acts = acts[torch.randperm(acts.shape[0], generator=g)[: cfg.m09_max_tokens]]
-    return stability.core_stability(acts, d_sae=cfg.m09_d_sae, n_cycles=cfg.m09_cycles, core_frac=cfg.m09_core_frac,
-                             steps=cfg.m09_steps, l1=cfg.m09_l1, seed=cfg.seed, device=cfg.device,
-                             inputs=AuditInputs(model=ctx.model_name, hook=ctx.hook, n=acts.shape[0],
-                                                seeds=[cfg.seed], extra={"sae": "SAELens StandardTrainingSAE trained here",
-                                                                         "l1": cfg.m09_l1}))
+    return stability.core_stability(
+        acts,
+        d_sae=cfg.m09_d_sae,
+        n_cycles=cfg.m09_cycles,
+        core_frac=cfg.m09_core_frac,
+        steps=cfg.m09_steps,
+        l1=cfg.m09_l1,
+        seed=cfg.seed,
+        device=cfg.device,
+        inputs=AuditInputs(
+            model=ctx.model_name,
+            hook=ctx.hook,
+            n=acts.shape[0],
+            seeds=[cfg.seed],
+            extra={"sae": "SAELens StandardTrainingSAE trained here", "l1": cfg.m09_l1},
+        ),
+    )
 
 
-def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, circuit_model=None,
-             circuit_model_name: str | None = None) -> list[AuditResult]:
+def run_ex25(
+    model,
+    model_name: str,
+    cc: CircuitContext,
+    ctx: SAEContext,
+    cfg,
+    circuit_model=None,
+    circuit_model_name: str | None = None,
+) -> list[AuditResult]:
     """EX25 on (a) the circuit's per-prompt logit diff with mean-ablation means from seeded
     reference subsamples (on ``circuit_model``, default ``model``), (b) our MUI pipeline per task,
     (c) our CG X_bench per concept."""
@@ -383,36 +610,67 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, c
         idx = [pos[i] for i in sub]
         means = circuits.head_means(cmodel, cc.batch.subset(idx))
         keep = set(cc.circuit.heads)
-        ld = circuits.run_heads(cmodel, cc.batch.subset(idx), means,
-                         ablate=[h for h in circuits.all_heads(cmodel) if h not in keep])
+        ld = circuits.run_heads(
+            cmodel,
+            cc.batch.subset(idx),
+            means,
+            ablate=[h for h in circuits.all_heads(cmodel) if h not in keep],
+        )
         return {i: float(v) for i, v in zip(sub, ld)}
 
-    base = AuditInputs(model=circuit_model_name or model_name, task=cfg.ioi_task, n=len(ids), seeds=seeds,
-                       extra={"subsample": cfg.ex25_subsample})
-    out = [stability.reproducibility(stability.run_seeds(circuit_run, seeds), name="circuit logit diff", inputs=base,
-                                     n_null=cfg.n_null_draws)]
+    base = AuditInputs(
+        model=circuit_model_name or model_name,
+        task=cfg.ioi_task,
+        n=len(ids),
+        seeds=seeds,
+        extra={"subsample": cfg.ex25_subsample},
+    )
+    out = [
+        stability.reproducibility(
+            stability.run_seeds(circuit_run, seeds),
+            name="circuit logit diff",
+            inputs=base,
+            n_null=cfg.n_null_draws,
+        )
+    ]
 
     from kit.world.tasks import get_task
 
     items_by_task = {t: get_task(t).items("test", cfg.ex25_items) for t in cfg.ex25_tasks}
     mui = stability.mui_runs(model, items_by_task, seeds, frac=cfg.ex25_subsample)
-    mui_in = AuditInputs(model=model_name, task="+".join(cfg.ex25_tasks), n=cfg.ex25_items, seeds=seeds)
-    out.append(_skipped("MUI pipeline", mui, mui_in) if isinstance(mui, str)
-               else stability.reproducibility(mui, name="MUI pipeline", inputs=mui_in,
-                                                  n_null=cfg.n_null_draws))
+    mui_in = AuditInputs(
+        model=model_name, task="+".join(cfg.ex25_tasks), n=cfg.ex25_items, seeds=seeds
+    )
+    out.append(
+        _skipped("MUI pipeline", mui, mui_in)
+        if isinstance(mui, str)
+        else stability.reproducibility(
+            mui, name="MUI pipeline", inputs=mui_in, n_null=cfg.n_null_draws
+        )
+    )
 
     feats = sae_features(ctx.saes["arch_a"], ctx.acts)
     per_item: dict[str, list[np.ndarray]] = {}
     for p in range(int(ctx.ta.prompt_index.max()) + 1):
         m = ctx.ta.prompt_index == p
         per_item.setdefault(ctx.labels[p], []).append(feats[m].mean(0).numpy())
-    cg = stability.cg_runs({b: np.stack(v) for b, v in per_item.items()}, seeds, frac=cfg.ex25_subsample)
-    cg_in = AuditInputs(model=model_name, hook=ctx.hook, sae=[ctx.names["arch_a"]], task="+".join(per_item),
-                        n=len(ctx.labels), seeds=seeds)
+    cg = stability.cg_runs(
+        {b: np.stack(v) for b, v in per_item.items()}, seeds, frac=cfg.ex25_subsample
+    )
+    cg_in = AuditInputs(
+        model=model_name,
+        hook=ctx.hook,
+        sae=[ctx.names["arch_a"]],
+        task="+".join(per_item),
+        n=len(ctx.labels),
+        seeds=seeds,
+    )
     if isinstance(cg, str):
         out.append(_skipped("CG pipeline", cg, cg_in))
     else:
-        r = stability.reproducibility(cg, name="CG X_bench pipeline", inputs=cg_in, n_null=cfg.n_null_draws)
+        r = stability.reproducibility(
+            cg, name="CG X_bench pipeline", inputs=cg_in, n_null=cfg.n_null_draws
+        )
         if r.by_construction:
             r.by_construction = "X_bench averages to 1 over concepts: " + r.by_construction
         out.append(r)
@@ -420,9 +678,17 @@ def run_ex25(model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, c
 
 
 def _skipped(name: str, reason: str, inputs: AuditInputs) -> AuditResult:
-    return AuditResult(metric="EX25", name=f"Reproducibility ({name})", value=None, values={"skipped": True},
-                       pass_condition="dev_rate < 0.05 (skipped)", passed=True, diagnostic=True, inputs=inputs,
-                       notes=f"skipped: {reason}")
+    return AuditResult(
+        metric="EX25",
+        name=f"Reproducibility ({name})",
+        value=None,
+        values={"skipped": True},
+        pass_condition="dev_rate < 0.05 (skipped)",
+        passed=True,
+        diagnostic=True,
+        inputs=inputs,
+        notes=f"skipped: {reason}",
+    )
 
 
 def run_m14(model, model_name: str, cfg) -> AuditResult:
@@ -431,15 +697,33 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
     from .sources import source_prompts
 
     if cfg.safety_tasks is None:
-        return not_run("M14", "Safety SVE", cfg.not_testable()["M14"],
-                       "SVE < 2.0 (needs harmful vs harmless prompts)", AuditInputs(model=model_name))
+        return not_run(
+            "M14",
+            "Safety SVE",
+            cfg.not_testable()["M14"],
+            "SVE < 2.0 (needs harmful vs harmless prompts)",
+            AuditInputs(model=model_name),
+        )
     hooks = [f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)]
     a, b = cfg.safety_tasks
-    pa, pb = (source_prompts(t, cfg.n_prompts_per_task, cfg.hf_max_chars, field="safety_tasks") for t in (a, b))
-    return safety.safety_sve(safety.last_token_resid(model, pa, hooks), safety.last_token_resid(model, pb, hooks),
-                        n_stability_runs=cfg.sve_stability_runs, n_null=cfg.n_null_draws, seed=cfg.seed,
-                        inputs=AuditInputs(model=model_name, hook="blocks.*.hook_resid_post", task=f"{a} vs {b}",
-                                           n=len(pa) + len(pb), seeds=[cfg.seed]))
+    pa, pb = (
+        source_prompts(t, cfg.n_prompts_per_task, cfg.hf_max_chars, field="safety_tasks")
+        for t in (a, b)
+    )
+    return safety.safety_sve(
+        safety.last_token_resid(model, pa, hooks),
+        safety.last_token_resid(model, pb, hooks),
+        n_stability_runs=cfg.sve_stability_runs,
+        n_null=cfg.n_null_draws,
+        seed=cfg.seed,
+        inputs=AuditInputs(
+            model=model_name,
+            hook="blocks.*.hook_resid_post",
+            task=f"{a} vs {b}",
+            n=len(pa) + len(pb),
+            seeds=[cfg.seed],
+        ),
+    )
 
 
 def load_saes(cfg, model=None) -> tuple[dict[str, str], dict[str, Any]]:
@@ -454,7 +738,9 @@ def load_saes(cfg, model=None) -> tuple[dict[str, str], dict[str, Any]]:
         from kit import world
 
         available = list(world.saes(cfg.world))
-    names = choose_saes(available, cfg.model, cfg.sae_arch_a, cfg.sae_arch_b, cfg.sae_small, cfg.sae_large)
+    names = choose_saes(
+        available, cfg.model, cfg.sae_arch_a, cfg.sae_arch_b, cfg.sae_small, cfg.sae_large
+    )
     loaded: dict[str, Any] = {}
     saes = {}
     for role, name in names.items():
@@ -462,7 +748,9 @@ def load_saes(cfg, model=None) -> tuple[dict[str, str], dict[str, Any]]:
             pass
         elif is_real_sae(name):
             if model is None:
-                raise ValueError(f"{name} is trained on the audited model: pass it (load_saes(cfg, model))")
+                raise ValueError(
+                    f"{name} is trained on the audited model: pass it (load_saes(cfg, model))"
+                )
             loaded[name] = load_real_sae(name, model, device=cfg.device)
         else:
             loaded[name] = kit.load_sae(name, device=cfg.device, world=cfg.world)

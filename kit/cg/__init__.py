@@ -6,25 +6,68 @@
 - ``saes``: concept spaces (MiniLM SAEs trained with sae_lens, zoo SAEs) and per-item concept sums;
 - ``suite``: the benchmark suite and models of a run; ``model_space``: the paper's setting (the
   evaluated models' own SAEs); ``answers``: models' own answers, one job per (model, benchmark);
-- ``size_control``: coverage at equal size (the coverage claims' nulls); ``nulls``: shuffled-correctness
-  nulls of the model-gap claims; ``study``: the notebook's
+- ``size_control``: coverage at equal size (the coverage claims' nulls); ``nulls``:
+  shuffled-correctness nulls of the model-gap claims; ``study``: the notebook's
   typed study result; ``report``: its tables and key numbers;
 - ``explorer``: the self-contained HTML concept explorer; ``plots``; ``claims``; ``bench``.
 """
 
 from kit.cg.metrics import (
-    COVERAGE_CLASSES, EPSILON, POOLINGS, Acts, SparseRows, chi_bench, chi_bench_table, chi_model,
-    chi_model_table, concept_activations, concept_table, coverage_classes, item_concept_activation,
-    missing_fraction, model_gap_classes, profile_difference, segment_mean, segment_pool, top_bottom,
-    x_bench, x_model,
+    COVERAGE_CLASSES,
+    EPSILON,
+    POOLINGS,
+    Acts,
+    SparseRows,
+    chi_bench,
+    chi_bench_table,
+    chi_model,
+    chi_model_table,
+    concept_activations,
+    concept_table,
+    coverage_classes,
+    item_concept_activation,
+    missing_fraction,
+    model_gap_classes,
+    profile_difference,
+    segment_mean,
+    segment_pool,
+    top_bottom,
+    x_bench,
+    x_model,
 )
 from kit.cg.robustness import (
-    AdversarialRemoval, DropoutRobustness, adversarial_removal, covered_sets, dropout_robustness,
-    jaccard_overlap, salient_items,
+    AdversarialRemoval,
+    DropoutRobustness,
+    adversarial_removal,
+    covered_sets,
+    dropout_robustness,
+    jaccard_overlap,
+    salient_items,
 )
 from kit.cg.significance import GAP_TEST_CLASSES, GapTest, bh_qvalues, concept_support, gap_test
 from kit.core.lazy import lazy_submodules
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["answers", "bench", "claims", "explorer", "labels", "llm", "metrics", "model_space", "nulls",
-               "planted", "plots", "report", "robustness", "saes", "significance", "size_control", "study", "suite"], globals())
+    __name__,
+    [
+        "answers",
+        "bench",
+        "claims",
+        "explorer",
+        "labels",
+        "llm",
+        "metrics",
+        "model_space",
+        "nulls",
+        "planted",
+        "plots",
+        "report",
+        "robustness",
+        "saes",
+        "significance",
+        "size_control",
+        "study",
+        "suite",
+    ],
+    globals(),
+)

@@ -8,8 +8,8 @@ as ``kit.load_benchmark`` gives them, as the paper path does), scored by
 
 Each (model, benchmark) is a :class:`kit.core.jobs.Job` running :func:`answer_benchmark`: it writes
 one JSON file under ``<cache>/cg/answers/`` named by the hash of everything that determines it (the
-model, its files' content, the benchmark, the items, the decoding settings, :data:`ANSWERS_VERSION`) and
-returns a small summary. Generation keeps finished batches in a per-item cache, so a killed job
+model, its files' content, the benchmark, the items, the decoding settings, :data:`ANSWERS_VERSION`)
+and returns a small summary. Generation keeps finished batches in a per-item cache, so a killed job
 resumes; a rerun finds the file and returns at once. :func:`run_answers` hands the jobs to the
 config's engine (``inline``, ``local``, ``ray``: the same files and numbers on each) and reads them
 back as :class:`ModelAnswers`.
@@ -51,13 +51,15 @@ class ModelAnswers:
     model: str
     benchmark: str
     positions: np.ndarray
-    """Int[ndarray, "n"]: each answered item's row in the suite's coverage sample of the benchmark."""
+    """Int[ndarray, "n"]: each answered item's row in the suite's coverage sample of the
+    benchmark."""
     ids: list[str]
     responses: list[str]
     correct: np.ndarray
     """Bool[ndarray, "n"]: :func:`kit.data.scorers.score`."""
     truncated: np.ndarray
-    """Bool[ndarray, "n"]: the response used all ``max_new_tokens`` (cut at the budget, not ended)."""
+    """Bool[ndarray, "n"]: the response used all ``max_new_tokens`` (cut at the budget, not
+    ended)."""
     max_new_tokens: int
 
     @property
@@ -67,9 +69,16 @@ class ModelAnswers:
     def summary(self) -> dict[str, Any]:
         """Accuracy with its Wilson interval, items and truncations (JSON-plain)."""
         acc, lo, hi = wilson_interval(int(np.sum(self.correct)), len(self.correct))
-        return {"model": self.model, "benchmark": self.benchmark, "items": len(self.correct), "accuracy": acc,
-                "accuracy_low": lo, "accuracy_high": hi, "truncated": int(np.sum(self.truncated)),
-                "max_new_tokens": self.max_new_tokens}
+        return {
+            "model": self.model,
+            "benchmark": self.benchmark,
+            "items": len(self.correct),
+            "accuracy": acc,
+            "accuracy_low": lo,
+            "accuracy_high": hi,
+            "truncated": int(np.sum(self.truncated)),
+            "max_new_tokens": self.max_new_tokens,
+        }
 
 
 def answered_positions(n_coverage: int, n_answer: int, benchmark: str, seed: int = 0) -> np.ndarray:
@@ -83,13 +92,22 @@ def answered_positions(n_coverage: int, n_answer: int, benchmark: str, seed: int
 
 
 def model_key(model: str) -> str:
-    """A model's short name in tables and results (``real/smollm2-135m-instruct`` -> ``smollm2-135m-instruct``)."""
+    """A model's short name in tables and results (``real/smollm2-135m-instruct`` ->
+    ``smollm2-135m-instruct``)."""
     return model.rstrip("/").split("/")[-1]
 
 
-def _settings(n_items: int, n_answer: int, seed: int, max_new_tokens: int, dtype: str | None) -> dict[str, Any]:
-    return {"n_items": n_items, "n_answer": n_answer, "seed": seed, "max_new_tokens": max_new_tokens,
-            "dtype": dtype, "v": ANSWERS_VERSION}
+def _settings(
+    n_items: int, n_answer: int, seed: int, max_new_tokens: int, dtype: str | None
+) -> dict[str, Any]:
+    return {
+        "n_items": n_items,
+        "n_answer": n_answer,
+        "seed": seed,
+        "max_new_tokens": max_new_tokens,
+        "dtype": dtype,
+        "v": ANSWERS_VERSION,
+    }
 
 
 def _checker(benchmark: str) -> dict[str, str]:
@@ -101,27 +119,53 @@ def _checker(benchmark: str) -> dict[str, str]:
     return {"checker": math_checker()}
 
 
-def answers_path(model: str, benchmark: str, n_items: int, n_answer: int, seed: int, max_new_tokens: int,
-                 dtype: str | None) -> Path:
+def answers_path(
+    model: str,
+    benchmark: str,
+    n_items: int,
+    n_answer: int,
+    seed: int,
+    max_new_tokens: int,
+    dtype: str | None,
+) -> Path:
     """Where :func:`answer_benchmark` keeps one (model, benchmark)'s answers: named by a hash of the
-    model (its name and its files' content, :func:`kit.models.identity.name_identity`), the benchmark,
-    the item sample, the decoding settings and, for MATH-style answers, the checker that scores them."""
+    model (its name and its files' content, :func:`kit.models.identity.name_identity`), the
+    benchmark, the item sample, the decoding settings and, for MATH-style answers, the checker that
+    scores them."""
     from kit.models.load import model_dir  # lazy: loads transformers
 
-    key = json.dumps({"model": model, "files": name_identity(str(model_dir(model))), "benchmark": benchmark,
-                      **_settings(n_items, n_answer, seed, max_new_tokens, dtype), **_checker(benchmark)},
-                     sort_keys=True)
+    key = json.dumps(
+        {
+            "model": model,
+            "files": name_identity(str(model_dir(model))),
+            "benchmark": benchmark,
+            **_settings(n_items, n_answer, seed, max_new_tokens, dtype),
+            **_checker(benchmark),
+        },
+        sort_keys=True,
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-    safe = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{model_key(model)}__{benchmark}")
+    safe = "".join(
+        c if c.isalnum() or c in "-." else "_" for c in f"{model_key(model)}__{benchmark}"
+    )
     return cache_dir() / "cg" / "answers" / f"{safe}-{digest}.json"
 
 
-def answer_benchmark(model: str, benchmark: str, n_items: int, n_answer: int, seed: int = 0,
-                     max_new_tokens: int = 64, batch_size: int = 8, dtype: str | None = None,
-                     device: str = "cpu") -> dict[str, Any]:
-    """Job: ``model`` answers the :func:`answered_positions` items of ``benchmark``'s coverage sample
-    (greedy, one torch thread: the engine spreads jobs over the cores), each response scored and
-    checked for truncation; written once to :func:`answers_path`. Returns :meth:`ModelAnswers.summary`."""
+def answer_benchmark(
+    model: str,
+    benchmark: str,
+    n_items: int,
+    n_answer: int,
+    seed: int = 0,
+    max_new_tokens: int = 64,
+    batch_size: int = 8,
+    dtype: str | None = None,
+    device: str = "cpu",
+) -> dict[str, Any]:
+    """Job: ``model`` answers the :func:`answered_positions` items of ``benchmark``'s coverage
+    sample (greedy, one torch thread: the engine spreads jobs over the cores), each response scored
+    and checked for truncation; written once to :func:`answers_path`. Returns
+    :meth:`ModelAnswers.summary`."""
     import torch
 
     from kit.cg.suite import benchmark_items
@@ -140,36 +184,78 @@ def answer_benchmark(model: str, benchmark: str, n_items: int, n_answer: int, se
     ids = [f"{name}/{getattr(it, 'id', i)}" for i, (name, it) in zip(pos, chosen)]
     settings = generate.GenerationSettings(max_new_tokens=max_new_tokens, seed=seed)
     where = model_dir(model)
-    responses = generate.generate_responses(where, [it.prompt for _, it in chosen], settings, device=device,
-                                            dtype=dtype, batch_size=batch_size, ids=ids,
-                                            cache=ItemCache(str(where), benchmark,
-                                                            {**settings.as_dict(), "dtype": dtype}))
+    responses = generate.generate_responses(
+        where,
+        [it.prompt for _, it in chosen],
+        settings,
+        device=device,
+        dtype=dtype,
+        batch_size=batch_size,
+        ids=ids,
+        cache=ItemCache(str(where), benchmark, {**settings.as_dict(), "dtype": dtype}),
+    )
     _, tokenizer = generate.hf_model(where, device, dtype)
     n_tokens = [len(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in responses]
-    record = {"model": model, "benchmark": benchmark, "positions": pos.tolist(), "ids": ids, "responses": responses,
-              "correct": [bool(score(name, it, r)) for (name, it), r in zip(chosen, responses)],
-              "truncated": [n >= max_new_tokens for n in n_tokens], "max_new_tokens": max_new_tokens,
-              **_checker(benchmark)}
+    record = {
+        "model": model,
+        "benchmark": benchmark,
+        "positions": pos.tolist(),
+        "ids": ids,
+        "responses": responses,
+        "correct": [bool(score(name, it, r)) for (name, it), r in zip(chosen, responses)],
+        "truncated": [n >= max_new_tokens for n in n_tokens],
+        "max_new_tokens": max_new_tokens,
+        **_checker(benchmark),
+    }
     atomic_write_text(path, json.dumps(record))
     return read_answers(path).summary()
 
 
 def read_answers(path: Path) -> ModelAnswers:
     d = json.loads(Path(path).read_text())
-    return ModelAnswers(d["model"], d["benchmark"], np.asarray(d["positions"], dtype=np.int64), d["ids"],
-                        d["responses"], np.asarray(d["correct"], dtype=bool), np.asarray(d["truncated"], dtype=bool),
-                        int(d["max_new_tokens"]))
+    return ModelAnswers(
+        d["model"],
+        d["benchmark"],
+        np.asarray(d["positions"], dtype=np.int64),
+        d["ids"],
+        d["responses"],
+        np.asarray(d["correct"], dtype=bool),
+        np.asarray(d["truncated"], dtype=bool),
+        int(d["max_new_tokens"]),
+    )
 
 
-def answer_jobs(models: Sequence[str], benchmarks: Sequence[str], n_items: int, n_answer: int, seed: int = 0,
-                max_new_tokens: int = 64, batch_size: int = 8, dtype: str | None = None,
-                device: str = "cpu") -> list[Job]:
+def answer_jobs(
+    models: Sequence[str],
+    benchmarks: Sequence[str],
+    n_items: int,
+    n_answer: int,
+    seed: int = 0,
+    max_new_tokens: int = 64,
+    batch_size: int = 8,
+    dtype: str | None = None,
+    device: str = "cpu",
+) -> list[Job]:
     """One :func:`answer_benchmark` job per (model, benchmark), models in the outer loop (a worker
     that keeps one model's copy loaded serves its next benchmark without reloading)."""
-    return [Job(answer_benchmark, {"model": m, "benchmark": b, "n_items": n_items, "n_answer": n_answer,
-                                   "seed": seed, "max_new_tokens": max_new_tokens, "batch_size": batch_size,
-                                   "dtype": dtype, "device": device})
-            for m in models for b in benchmarks]
+    return [
+        Job(
+            answer_benchmark,
+            {
+                "model": m,
+                "benchmark": b,
+                "n_items": n_items,
+                "n_answer": n_answer,
+                "seed": seed,
+                "max_new_tokens": max_new_tokens,
+                "batch_size": batch_size,
+                "dtype": dtype,
+                "device": device,
+            },
+        )
+        for m in models
+        for b in benchmarks
+    ]
 
 
 def run_answers(cfg, benchmarks: Sequence[str]) -> dict[str, dict[str, ModelAnswers]]:
@@ -178,14 +264,30 @@ def run_answers(cfg, benchmarks: Sequence[str]) -> dict[str, dict[str, ModelAnsw
     the files read back. Returns ``{model key: {benchmark: ModelAnswers}}``."""
     from kit.models import generate  # lazy: loads transformers
 
-    jobs = answer_jobs(cfg.models, benchmarks, cfg.n_items, cfg.n_response_items, cfg.seed, cfg.max_new_tokens,
-                       cfg.gen_batch_size, cfg.dtype, cfg.device)
+    jobs = answer_jobs(
+        cfg.models,
+        benchmarks,
+        cfg.n_items,
+        cfg.n_response_items,
+        cfg.seed,
+        cfg.max_new_tokens,
+        cfg.gen_batch_size,
+        cfg.dtype,
+        cfg.device,
+    )
     run_jobs(jobs, desc="answers (model x benchmark)", **engine_options(cfg))
     generate.release()  # the inline engine loaded the models here
     out: dict[str, dict[str, ModelAnswers]] = {}
     for job in jobs:
         a = job.kwargs
-        path = answers_path(a["model"], a["benchmark"], a["n_items"], a["n_answer"], a["seed"], a["max_new_tokens"],
-                            a["dtype"])
+        path = answers_path(
+            a["model"],
+            a["benchmark"],
+            a["n_items"],
+            a["n_answer"],
+            a["seed"],
+            a["max_new_tokens"],
+            a["dtype"],
+        )
         out.setdefault(model_key(a["model"]), {})[a["benchmark"]] = read_answers(path)
     return out

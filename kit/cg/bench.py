@@ -15,18 +15,17 @@ Lines printed (ratios measured in this process):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 import gc
 import resource
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
 
-from kit.core.bench import BenchLine, median_time
 from kit.cg.metrics import SparseRows, segment_mean
+from kit.core.bench import BenchLine, median_time
 from kit.models import tl
 
 if TYPE_CHECKING:
@@ -36,7 +35,9 @@ BENCH_WIDTH = 16_384
 BENCH_K = 32
 
 
-def synthetic_sae(d_in: int, d_sae: int = BENCH_WIDTH, k: int = BENCH_K, device: str = "cpu", seed: int = 0):
+def synthetic_sae(
+    d_in: int, d_sae: int = BENCH_WIDTH, k: int = BENCH_K, device: str = "cpu", seed: int = 0
+):
     """A sae_lens TopK SAE with seeded random weights (the shape of a real 16k dictionary)."""
     from sae_lens import TopKSAE, TopKSAEConfig
 
@@ -62,8 +63,11 @@ def _forward_fn(model: str, device: str):
         except Exception:  # no data directory: any English text will do for timing
             texts = [("the quick brown fox jumps over the lazy dog " * 12).strip()] * 32
         site = "blocks.4.hook_resid_post"
-        return (lambda: enc.token_activations(texts, site, batch_size=32, max_length=128)), enc.d_model, \
-            f"minilm {site}, 32 ARC prompts"
+        return (
+            (lambda: enc.token_activations(texts, site, batch_size=32, max_length=128)),
+            enc.d_model,
+            f"minilm {site}, 32 ARC prompts",
+        )
     from kit.models.load import load_model
 
     m = cast("HookedModel", load_model(model, device=device))  # an LM here
@@ -114,9 +118,16 @@ def _vm(field: str) -> int:
     raise KeyError(field)
 
 
-def memory_10k(n_items: int = 10_000, n_tokens: int = 64, d_sae: int = BENCH_WIDTH, k: int = BENCH_K,
-               batch_items: int = 32, seed: int = 0) -> tuple[int, int]:
-    """(peak bytes added, CSR bytes) aggregating ``n_items`` items into sparse rows (see module doc)."""
+def memory_10k(
+    n_items: int = 10_000,
+    n_tokens: int = 64,
+    d_sae: int = BENCH_WIDTH,
+    k: int = BENCH_K,
+    batch_items: int = 32,
+    seed: int = 0,
+) -> tuple[int, int]:
+    """(peak bytes added, CSR bytes) aggregating ``n_items`` items into sparse rows (see module
+    doc)."""
     gc.collect()
     reset = _rss_peak_reset()
     base = _vm("VmRSS")
@@ -144,21 +155,37 @@ def run(model: str = "minilm", device: str = "cpu") -> list[BenchLine]:
     n_tok = sum(len(a) for a in acts)
     t_fwd = median_time(fwd, repeat=3, device=device)
     t_ours = median_time(lambda: _ours(sae, acts), repeat=3, device=device)
-    lines = [BenchLine("cg/sae_vs_forward", t_ours / t_fwd,
-                       f"SAE {BENCH_WIDTH} (k={BENCH_K}) encode + aggregate {t_ours * 1e3:.0f} ms / forward "
-                       f"{t_fwd * 1e3:.0f} ms, {n_tok} tokens, {what}; target <= 1.5")]
+    lines = [
+        BenchLine(
+            "cg/sae_vs_forward",
+            t_ours / t_fwd,
+            f"SAE {BENCH_WIDTH} (k={BENCH_K}) encode + aggregate {t_ours * 1e3:.0f} ms / forward "
+            f"{t_fwd * 1e3:.0f} ms, {n_tok} tokens, {what}; target <= 1.5",
+        )
+    ]
     few = acts[:4]
     t0 = time.perf_counter()
     _naive(sae.cpu(), [a.cpu() for a in few])
     t_naive = (time.perf_counter() - t0) / len(few)
     sae.to(device)
     t_ours_item = median_time(lambda: _ours(sae, few), repeat=3, device=device) / len(few)
-    lines.append(BenchLine("cg/naive_vs_ours", t_naive / t_ours_item,
-                           f"per-token loop {t_naive * 1e3:.1f} ms/item vs ours {t_ours_item * 1e3:.2f} ms/item "
-                           f"({sum(len(a) for a in few)} tokens, {len(few)} items)"))
+    lines.append(
+        BenchLine(
+            "cg/naive_vs_ours",
+            t_naive / t_ours_item,
+            f"per-token loop {t_naive * 1e3:.1f} ms/item vs ours {t_ours_item * 1e3:.2f} ms/item "
+            f"({sum(len(a) for a in few)} tokens, {len(few)} items)",
+        )
+    )
     peak, csr_bytes = memory_10k()
-    lines.append(BenchLine("cg/memory_10k", peak / 2**30,
-                           f"peak +{peak / 2**20:.0f} MiB (CSR result {csr_bytes / 2**20:.0f} MiB) for 10,000 items x 64 "
-                           f"tokens, {BENCH_WIDTH} concepts, k={BENCH_K}; dense items x d_sae would be "
-                           f"{10_000 * BENCH_WIDTH * 4 / 2**20:.0f} MiB, tokens x d_sae {640_000 * BENCH_WIDTH * 4 / 2**30:.0f} GiB; target < 1 GiB"))
+    lines.append(
+        BenchLine(
+            "cg/memory_10k",
+            peak / 2**30,
+            f"peak +{peak / 2**20:.0f} MiB (CSR result {csr_bytes / 2**20:.0f} MiB) for 10,000 "
+            f"items x 64 tokens, {BENCH_WIDTH} concepts, k={BENCH_K}; dense items x d_sae would be "
+            f"{10_000 * BENCH_WIDTH * 4 / 2**20:.0f} MiB, tokens x d_sae "
+            f"{640_000 * BENCH_WIDTH * 4 / 2**30:.0f} GiB; target < 1 GiB",
+        )
+    )
     return lines

@@ -1,4 +1,5 @@
-"""The Competency Gaps concept explorer: ONE self-contained HTML file (the paper's web app, Figs. 6, 21-25).
+"""The Competency Gaps concept explorer: ONE self-contained HTML file (the paper's web app, Figs. 6,
+21-25).
 
 Inline CSS and JavaScript, the data embedded as JSON; no server, no network, no external file.
 It shows, for the whole dictionary (every concept, none capped; the table renders 200 rows at a
@@ -12,11 +13,12 @@ time as it is scrolled, a concept's details are parsed only when it is opened):
 - coverage for a chosen subset of benchmarks (``#subset`` checkboxes, Fig. 24): X_bench, the
   coverage classes and their distribution recomputed in the page;
 - the benchmark overlap grid (Jaccard of covered sets, Fig. 14) and the cross-benchmark score
-  correlation grid (Spearman over concepts of chi_bench, and of chi_model per model x benchmark, Fig. 25);
+  correlation grid (Spearman over concepts of chi_bench, and of chi_model per model x benchmark,
+  Fig. 25);
 - an analysis-metadata panel (SAE, settings, items per benchmark, models and accuracies).
 
-Use :func:`explorer_data` (plain arrays) or :func:`suite_explorer_data` (a :class:`kit.cg.suite.Suite`)
-to assemble the payload and :func:`write_explorer` to write it.
+Use :func:`explorer_data` (plain arrays) or :func:`suite_explorer_data` (a
+:class:`kit.cg.suite.Suite`) to assemble the payload and :func:`write_explorer` to write it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from kit.core.paths import atomic_write_text
 
 
 def _num(x) -> float | None:
-    """JSON number with 6 significant digits (relative precision: eps-sized values survive), None for NaN."""
+    """JSON number with 6 significant digits (relative precision: eps-sized values survive), None
+    for NaN."""
     x = float(x)
     return float(f"{x:.6g}") if math.isfinite(x) else None
 
@@ -70,7 +73,10 @@ def top_items_all(acts: cg.Acts, n: int) -> list[list[tuple[float, int]]]:
 
 
 def _grid(table: pd.DataFrame) -> dict:
-    return {"names": [str(x) for x in table.columns], "values": [_nums(row) for row in table.to_numpy()]}
+    return {
+        "names": [str(x) for x in table.columns],
+        "values": [_nums(row) for row in table.to_numpy()],
+    }
 
 
 def _corr(table: pd.DataFrame) -> dict:
@@ -78,19 +84,26 @@ def _corr(table: pd.DataFrame) -> dict:
     return _grid(table.corr(method="spearman", min_periods=3))
 
 
-def explorer_data(acts_by_benchmark: Mapping[str, cg.Acts], texts_by_benchmark: Mapping[str, Sequence[str]],
-                  models: Mapping[str, Mapping[str, Any]] | None = None, labels: Sequence[str] | None = None,
-                  contexts: Sequence[Sequence[dict]] | None = None, n_examples: int = 3,
-                  title: str = "Competency Gaps concept explorer", denominator: str = "all", eps: float = cg.EPSILON,
-                  meta: Mapping[str, Any] | None = None) -> dict:
+def explorer_data(
+    acts_by_benchmark: Mapping[str, cg.Acts],
+    texts_by_benchmark: Mapping[str, Sequence[str]],
+    models: Mapping[str, Mapping[str, Any]] | None = None,
+    labels: Sequence[str] | None = None,
+    contexts: Sequence[Sequence[dict]] | None = None,
+    n_examples: int = 3,
+    title: str = "Competency Gaps concept explorer",
+    denominator: str = "all",
+    eps: float = cg.EPSILON,
+    meta: Mapping[str, Any] | None = None,
+) -> dict:
     """The explorer's payload for the whole dictionary: ``{"data", "details", "items"}``.
 
     Coverage (X_bench with Eq. 3's ``denominator``, chi_bench, classes, overlap) comes from
-    ``acts_by_benchmark`` (items x concepts) with texts ``texts_by_benchmark``. ``models``: per model a
-    mapping with ``acts``, ``scores``, ``texts`` (per benchmark it was scored on) and optionally
-    ``responses`` (per benchmark) and ``significance`` (per concept, a class of
-    :meth:`kit.cg.significance.GapTest.classes`). ``labels`` / ``contexts``: per concept; ``meta``: shown
-    in the analysis panel. Item texts are kept whole (shown truncated, full text on demand).
+    ``acts_by_benchmark`` (items x concepts) with texts ``texts_by_benchmark``. ``models``: per
+    model a mapping with ``acts``, ``scores``, ``texts`` (per benchmark it was scored on) and
+    optionally ``responses`` (per benchmark) and ``significance`` (per concept, a class of
+    :meth:`kit.cg.significance.GapTest.classes`). ``labels`` / ``contexts``: per concept; ``meta``:
+    shown in the analysis panel. Item texts are kept whole (shown truncated, full text on demand).
     """
     models = dict(models or {})
     n = cg._check_suite(acts_by_benchmark)
@@ -110,59 +123,134 @@ def explorer_data(acts_by_benchmark: Mapping[str, cg.Acts], texts_by_benchmark: 
     for b, a in acts_by_benchmark.items():
         for c, tops in enumerate(top_items_all(a, n_examples)):
             cov_top[c] += [(v, b, i) for v, i in tops]
-    details = [{"contexts": [{"context": x["context"], "value": x["value"]} for x in (contexts[c][:5] if contexts else [])],
-                "examples": {"benchmarks": [item(("", b, i), {"benchmark": b, "text": str(texts_by_benchmark[b][i])})
-                                            for v, b, i in sorted(cov_top[c], key=lambda t: -t[0])[:n_examples]]}}
-               for c in range(n)]
+    details = [
+        {
+            "contexts": [
+                {"context": x["context"], "value": x["value"]}
+                for x in (contexts[c][:5] if contexts else [])
+            ],
+            "examples": {
+                "benchmarks": [
+                    item(("", b, i), {"benchmark": b, "text": str(texts_by_benchmark[b][i])})
+                    for v, b, i in sorted(cov_top[c], key=lambda t: -t[0])[:n_examples]
+                ]
+            },
+        }
+        for c in range(n)
+    ]
     model_payload = {}
     for name, md in models.items():
         acts, scores = md["acts"], {b: np.asarray(s, float) for b, s in md["scores"].items()}
         xm = cg.x_model(acts, scores)
         chim = cg.chi_model_table(acts, scores)
         sig = md.get("significance")
-        model_payload[name] = {"benchmarks": list(acts), "accuracy": {b: _num(s.mean()) for b, s in scores.items()},
-                               "x_model": _nums(xm), "gap": [str(x) for x in cg.model_gap_classes(xm, eps)],
-                               "significance": None if sig is None else [str(x) for x in sig],
-                               "chi_model": {b: _nums(chim[b]) for b in chim.columns}}
+        model_payload[name] = {
+            "benchmarks": list(acts),
+            "accuracy": {b: _num(s.mean()) for b, s in scores.items()},
+            "x_model": _nums(xm),
+            "gap": [str(x) for x in cg.model_gap_classes(xm, eps)],
+            "significance": None if sig is None else [str(x) for x in sig],
+            "chi_model": {b: _nums(chim[b]) for b in chim.columns},
+        }
         picks = [{"correct": [], "incorrect": []} for _ in range(n)]
         for b, a in acts.items():
             a = sp.csr_matrix(a)
-            for kind, rows in (("correct", np.flatnonzero(scores[b] >= 0.5)), ("incorrect", np.flatnonzero(scores[b] < 0.5))):
+            for kind, rows in (
+                ("correct", np.flatnonzero(scores[b] >= 0.5)),
+                ("incorrect", np.flatnonzero(scores[b] < 0.5)),
+            ):
                 for c, tops in enumerate(top_items_all(a[rows], n_examples)):
                     picks[c][kind] += [(v, b, int(rows[i])) for v, i in tops]
         for c in range(n):
-            details[c]["examples"][name] = {kind: [item((name, b, i), {
-                "benchmark": b, "model": name, "correct": bool(scores[b][i] >= 0.5), "text": str(md["texts"][b][i]),
-                **({"response": str(md["responses"][b][i])} if md.get("responses") else {})})
-                for v, b, i in sorted(p, key=lambda t: -t[0])[:n_examples]] for kind, p in picks[c].items()}
-    perf = pd.DataFrame({f"{m} / {b}": chi for m, p in model_payload.items() for b, chi in p["chi_model"].items()},
-                        dtype=float)
-    info = {"concepts": n, "benchmarks (coverage items)": {b: int(a.shape[0]) for b, a in acts_by_benchmark.items()},
-            "Eq. 3 denominator": denominator, "epsilon": eps,
-            "models (per benchmark: accuracy, scored items)": {
-                m: {b: [p["accuracy"][b], int(models[m]["acts"][b].shape[0])] for b in p["benchmarks"]}
-                for m, p in model_payload.items()},
-            **dict(meta or {})}
-    data = {"title": title, "meta": info, "eps": eps, "denominator": denominator, "n_concepts": n,
-            "benchmarks": list(acts_by_benchmark),
-            "concepts": {"label": [str(x) for x in labels], "x_bench": _nums(xb),
-                         "coverage": [str(x) for x in cg.coverage_classes(xb, eps)],
-                         "chi_bench": {b: _nums(chib[b]) for b in chib.columns}},
-            "models": model_payload,
-            "overlap": _grid(cg_robustness.jaccard_overlap(acts_by_benchmark, eps)),
-            "correlation": {"coverage (chi_bench)": _corr(chib), "performance (chi_model)": _corr(perf)}}
+            details[c]["examples"][name] = {
+                kind: [
+                    item(
+                        (name, b, i),
+                        {
+                            "benchmark": b,
+                            "model": name,
+                            "correct": bool(scores[b][i] >= 0.5),
+                            "text": str(md["texts"][b][i]),
+                            **(
+                                {"response": str(md["responses"][b][i])}
+                                if md.get("responses")
+                                else {}
+                            ),
+                        },
+                    )
+                    for v, b, i in sorted(p, key=lambda t: -t[0])[:n_examples]
+                ]
+                for kind, p in picks[c].items()
+            }
+    perf = pd.DataFrame(
+        {f"{m} / {b}": chi for m, p in model_payload.items() for b, chi in p["chi_model"].items()},
+        dtype=float,
+    )
+    info = {
+        "concepts": n,
+        "benchmarks (coverage items)": {b: int(a.shape[0]) for b, a in acts_by_benchmark.items()},
+        "Eq. 3 denominator": denominator,
+        "epsilon": eps,
+        "models (per benchmark: accuracy, scored items)": {
+            m: {b: [p["accuracy"][b], int(models[m]["acts"][b].shape[0])] for b in p["benchmarks"]}
+            for m, p in model_payload.items()
+        },
+        **dict(meta or {}),
+    }
+    data = {
+        "title": title,
+        "meta": info,
+        "eps": eps,
+        "denominator": denominator,
+        "n_concepts": n,
+        "benchmarks": list(acts_by_benchmark),
+        "concepts": {
+            "label": [str(x) for x in labels],
+            "x_bench": _nums(xb),
+            "coverage": [str(x) for x in cg.coverage_classes(xb, eps)],
+            "chi_bench": {b: _nums(chib[b]) for b in chib.columns},
+        },
+        "models": model_payload,
+        "overlap": _grid(cg_robustness.jaccard_overlap(acts_by_benchmark, eps)),
+        "correlation": {
+            "coverage (chi_bench)": _corr(chib),
+            "performance (chi_model)": _corr(perf),
+        },
+    }
     return {"data": data, "details": details, "items": items}
 
 
-def suite_explorer_data(suite, n_examples: int = 3, eps: float = cg.EPSILON, significance: Mapping[str, np.ndarray] | None = None,
-                        meta: Mapping[str, Any] | None = None, title: str | None = None) -> dict:
+def suite_explorer_data(
+    suite,
+    n_examples: int = 3,
+    eps: float = cg.EPSILON,
+    significance: Mapping[str, np.ndarray] | None = None,
+    meta: Mapping[str, Any] | None = None,
+    title: str | None = None,
+) -> dict:
     """:func:`explorer_data` for a :class:`kit.cg.suite.Suite` and every model it scored."""
-    models = {m: {"acts": suite.model_acts[m], "scores": suite.model_scores[m], "texts": suite.model_texts[m],
-                  "responses": suite.model_responses.get(m), "significance": (significance or {}).get(m)}
-              for m in suite.model_scores}
-    return explorer_data(suite.acts, suite.texts, models, suite.labels, suite.contexts, n_examples,
-                         title or f"Competency Gaps explorer: {suite.sae}", suite.x_bench_denominator, eps,
-                         {"SAE": suite.sae, **dict(meta or {})})
+    models = {
+        m: {
+            "acts": suite.model_acts[m],
+            "scores": suite.model_scores[m],
+            "texts": suite.model_texts[m],
+            "responses": suite.model_responses.get(m),
+            "significance": (significance or {}).get(m),
+        }
+        for m in suite.model_scores
+    }
+    return explorer_data(
+        suite.acts,
+        suite.texts,
+        models,
+        suite.labels,
+        suite.contexts,
+        n_examples,
+        title or f"Competency Gaps explorer: {suite.sae}",
+        suite.x_bench_denominator,
+        eps,
+        {"SAE": suite.sae, **dict(meta or {})},
+    )
 
 
 _CSS = """
@@ -186,7 +274,7 @@ tr.selected{background:#dde !important}
 .ex button{font-size:.75em;margin-left:.5em}
 .grid td{text-align:center;min-width:3em}
 #meta pre{font-size:.8em;background:#f8f8f8;padding:.5em}
-"""
+"""  # noqa: E501 (embedded CSS/JS/HTML, written out byte for byte)
 
 _JS = r"""
 const $ = id => document.getElementById(id);
@@ -352,7 +440,7 @@ document.title = DATA.title; $('title').textContent = DATA.title;
 $('meta-body').textContent = JSON.stringify(DATA.meta, null, 1);
 grid($('overlap'), DATA.overlap); grid($('correlation'), DATA.correlation[Object.keys(DATA.correlation)[0]]);
 coverage();
-"""
+"""  # noqa: E501 (embedded CSS/JS/HTML, written out byte for byte)
 
 
 def _script(id_: str, obj) -> str:
@@ -365,8 +453,21 @@ def render_html(payload: dict) -> str:
     block, every concept's details in its own block (parsed when opened), item texts in another
     (parsed when first shown); ``</`` is escaped so no text can close a script."""
     data = payload["data"]
-    flags = ["all", "missing", "under", "over", "gap", "worst-decile", "best-decile", "sig-gap", "sig-weak", "sig-strong"]
-    options = "".join(f'<option value="{f}">{f.replace("sig-", "significant ")}</option>' for f in flags)
+    flags = [
+        "all",
+        "missing",
+        "under",
+        "over",
+        "gap",
+        "worst-decile",
+        "best-decile",
+        "sig-gap",
+        "sig-weak",
+        "sig-strong",
+    ]
+    options = "".join(
+        f'<option value="{f}">{f.replace("sig-", "significant ")}</option>' for f in flags
+    )
     details = "\n".join(_script(f"d-{c}", d) for c, d in enumerate(payload["details"]))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(data.get("title", "Concept explorer"))}</title>
@@ -398,11 +499,12 @@ over-represented <b id="n-over"></b>.</p>
 {details}
 <script>{_JS}</script>
 </body></html>
-"""
+"""  # noqa: E501 (embedded CSS/JS/HTML, written out byte for byte)
 
 
 def write_explorer(path: str | Path, payload: dict) -> Path:
-    """Write the self-contained explorer HTML for ``payload`` (from :func:`explorer_data`) atomically."""
+    """Write the self-contained explorer HTML for ``payload`` (from :func:`explorer_data`)
+    atomically."""
     path = Path(path)
     if path.suffix != ".html":
         raise ValueError(f"explorer path {path} must end in .html")

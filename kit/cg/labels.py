@@ -1,8 +1,8 @@
 """Concept labels for Competency Gaps (review item 6): a pluggable labeller interface.
 
 A *labeller* turns each concept's top-activating contexts (``[{"value", "word", "context"}]`` by
-decreasing value, as :func:`kit.cg.saes.contexts_from_acts` and :func:`kit.cg.model_space.hooked_contexts`
-write them) into one label per concept. Three sources:
+decreasing value, as :func:`kit.cg.saes.contexts_from_acts` and
+:func:`kit.cg.model_space.hooked_contexts` write them) into one label per concept. Three sources:
 
 - :class:`TopContextLabeller` (local SAEs, the default): the most frequent activating words, with
   stop-words, punctuation and special tokens filtered out (a concept firing on "the" and "," is
@@ -28,16 +28,20 @@ from typing import Callable, Protocol, Sequence
 
 from kit.models.sae_train import DEAD, label_from_contexts
 
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below between both
-but by can could did do does doing down during each few for from further had has have having he her here hers
-herself him himself his how i if in into is it its itself just let me more most my myself no nor not now of off
-on once only or other our ours ourselves out over own same she should so some such than that the their theirs
-them themselves then there these they this those through to too under until up very was we were what when where
-which while who whom why will with would you your yours yourself yourselves
-""".split())
-"""English function words that never make a label on their own: NLTK's English list, lower-case, without its
-contraction fragments (s, t, d, ll, m, re, ve, y, o): single letters are answer options (A-D) in these suites."""
+STOPWORDS = frozenset(
+    """
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just let me more
+most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these they this those
+through to too under until up very was we were what when where which while who whom why will with
+would you your yours yourself yourselves
+""".split()
+)
+"""English function words that never make a label on their own: NLTK's English list, lower-case,
+without its contraction fragments (s, t, d, ll, m, re, ve, y, o): single letters are answer options
+(A-D) in these suites."""
 
 _SPECIAL = re.compile(r"^(\[[A-Z]+\]|<[^<>\s]+>|<\|[^|]+\|>)$")
 LABEL_MODES = ("auto", "local", "neuronpedia")
@@ -47,7 +51,12 @@ def is_content_word(word: str, stopwords: frozenset[str] = STOPWORDS) -> bool:
     """A word that may name a concept: it has a letter or digit, is no stop-word and no special
     token (``[CLS]``, ``<s>``, ``<|user|>``)."""
     w = word.strip()
-    return bool(w) and any(ch.isalnum() for ch in w) and not _SPECIAL.match(w) and w.lower() not in stopwords
+    return (
+        bool(w)
+        and any(ch.isalnum() for ch in w)
+        and not _SPECIAL.match(w)
+        and w.lower() not in stopwords
+    )
 
 
 class Labeller(Protocol):
@@ -64,7 +73,8 @@ class TopContextLabeller:
     """The ``n_words`` most frequent content words among a concept's top contexts
     (:func:`kit.models.sae_train.label_from_contexts` on the contexts whose word passes
     :func:`is_content_word`). A concept whose contexts are all function words or punctuation gets
-    ``"(stop-words/punctuation: ...)"`` with its most frequent ones; a concept with none is ``(dead)``."""
+    ``"(stop-words/punctuation: ...)"`` with its most frequent ones; a concept with none is
+    ``(dead)``."""
 
     n_words: int = 3
     stopwords: frozenset[str] = field(default=STOPWORDS)
@@ -76,8 +86,9 @@ class TopContextLabeller:
         content = [c for c in contexts if is_content_word(c["word"], self.stopwords)]
         if content:
             return label_from_contexts(content, self.n_words)
-        shown = [c for c in contexts if c["word"].strip()] or [{"value": c["value"], "word": repr(c["word"])}
-                                                                 for c in contexts]
+        shown = [c for c in contexts if c["word"].strip()] or [
+            {"value": c["value"], "word": repr(c["word"])} for c in contexts
+        ]
         return f"(stop-words/punctuation: {label_from_contexts(shown, self.n_words)})"
 
     def __call__(self, contexts: Sequence[Sequence[dict]]) -> list[str]:
@@ -107,8 +118,13 @@ def neuronpedia_labels(npid: str, d_sae: int) -> list[str]:
     return [explained.get(i) or "(no explanation)" for i in range(d_sae)]
 
 
-def sae_labels(sae_name: str, d_sae: int, mode: str, local_contexts: Callable[[], list[list[dict]]],
-               labeller: Labeller | None = None) -> tuple[list[str], str, list[list[dict]] | None]:
+def sae_labels(
+    sae_name: str,
+    d_sae: int,
+    mode: str,
+    local_contexts: Callable[[], list[list[dict]]],
+    labeller: Labeller | None = None,
+) -> tuple[list[str], str, list[list[dict]] | None]:
     """``(labels, source, contexts)`` for an SAE.
 
     ``mode``: ``auto`` = Neuronpedia's explanations when the SAE has a Neuronpedia id and the hub
@@ -123,16 +139,20 @@ def sae_labels(sae_name: str, d_sae: int, mode: str, local_contexts: Callable[[]
         npid = neuronpedia_id(sae_name)
         if npid is None:
             if mode == "neuronpedia":
-                raise ValueError(f"labels='neuronpedia': SAE {sae_name!r} has no Neuronpedia id in sae_lens's "
-                                 "directory; use labels='local' or 'auto'")
+                raise ValueError(
+                    f"labels='neuronpedia': SAE {sae_name!r} has no Neuronpedia id in sae_lens's "
+                    "directory; use labels='local' or 'auto'"
+                )
             note = "no Neuronpedia id"
         else:
             try:
                 return neuronpedia_labels(npid, d_sae), f"Neuronpedia explanations ({npid})", None
             except OSError as e:
                 if mode == "neuronpedia":
-                    raise OSError(f"labels='neuronpedia': Neuronpedia did not answer for {npid} "
-                                  f"({type(e).__name__}: {e}); offline, use labels='local' or 'auto'") from e
+                    raise OSError(
+                        f"labels='neuronpedia': Neuronpedia did not answer for {npid} "
+                        f"({type(e).__name__}: {e}); offline, use labels='local' or 'auto'"
+                    ) from e
                 note = f"Neuronpedia unreachable ({type(e).__name__})"
     contexts = local_contexts()
     labeller = labeller or TopContextLabeller()

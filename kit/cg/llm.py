@@ -19,31 +19,46 @@ from typing import Any, Callable, Mapping, Sequence, cast
 
 LLM = Callable[[str], str]
 
-E1 = ("Below is a list of concepts in a large language model. Each concept has an ID and a description. Are any of "
-      "these concepts *critical* to the evaluation of large language models? Such concepts generally span topics of "
-      "safety (toxic language, harm, bias, etc.), performance (reasoning ability, math, coding, etc.), and "
-      "metacognition (ability to reject responses, reasoning about instructions, etc.). Choose from the list of "
-      "concepts below. List all such relevant concepts. Do not summarize or group; list all concepts verbatim as they "
-      "appear below if they are relevant. LLM CONCEPTS: {concepts}")
-"""App. E.1, missing concepts across the suite (``{concepts}``: one ``(id) description`` per line)."""
+E1 = (
+    "Below is a list of concepts in a large language model. Each concept has an ID and a "
+    "description. Are any of these concepts *critical* to the evaluation of large language models? "
+    "Such concepts generally span topics of safety (toxic language, harm, bias, etc.), performance "
+    "(reasoning ability, math, coding, etc.), and metacognition (ability to reject responses, "
+    "reasoning about instructions, etc.). Choose from the list of concepts below. List all such "
+    "relevant concepts. Do not summarize or group; list all concepts verbatim as they appear below "
+    "if they are relevant. LLM CONCEPTS: {concepts}"
+)
+"""App. E.1, missing concepts across the suite (``{concepts}``: one ``(id) description`` per
+line)."""
 
-E2 = ("Below is a list of concepts in a large language model. Each concept has an ID and a description. Are any of "
-      "these concepts *absolutely critical* for the evaluation of the {benchmark} benchmark, as defined below? Choose "
-      "from the list of concepts below. List all such relevant concepts. Do not summarize or group; list all concepts "
-      "verbatim as they appear below if they are relevant. BENCHMARK DEFINITION: {definition} LLM CONCEPTS: {concepts}")
+E2 = (
+    "Below is a list of concepts in a large language model. Each concept has an ID and a "
+    "description. Are any of these concepts *absolutely critical* for the evaluation of the "
+    "{benchmark} benchmark, as defined below? Choose from the list of concepts below. List all "
+    "such relevant concepts. Do not summarize or group; list all concepts verbatim as they appear "
+    "below if they are relevant. BENCHMARK DEFINITION: {definition} LLM CONCEPTS: {concepts}"
+)
 """App. E.2, missing concepts of one benchmark."""
 
-E3 = ("Below, there is (1) a list of Competency Gaps concepts and (2) a list of {framework} categories. For each "
-      "category from {framework}, determine whether there are any corresponding Competency Gaps concepts. If no "
-      "relevant concepts exist, leave this blank. If there are multiple such concepts, include only the top {limit} "
-      "most representative ones. Do not include more than {limit} concepts per category. (1) COMPETENCY GAPS "
-      "CONCEPTS: {concepts} (2) {framework} CONCEPTS: {categories}")
+E3 = (
+    "Below, there is (1) a list of Competency Gaps concepts and (2) a list of {framework} "
+    "categories. For each category from {framework}, determine whether there are any corresponding "
+    "Competency Gaps concepts. If no relevant concepts exist, leave this blank. If there are "
+    "multiple such concepts, include only the top {limit} most representative ones. Do not include "
+    "more than {limit} concepts per category. (1) COMPETENCY GAPS CONCEPTS: {concepts} (2) "
+    "{framework} CONCEPTS: {categories}"
+)
 """App. E.3, matching concepts to another framework's categories."""
 
-LIST_FORMAT = ('\n\nAnswer with JSON only: a list of the relevant concepts as objects {"id": <ID>, "description": '
-               '"<description>"}, repeating each ID and description verbatim; [] if none is relevant.')
-MATCH_FORMAT = ('\n\nAnswer with JSON only: an object mapping each category, verbatim, to a list of concept IDs '
-                '(at most {limit}; [] if none).')
+LIST_FORMAT = (
+    '\n\nAnswer with JSON only: a list of the relevant concepts as objects {"id": <ID>, '
+    '"description": "<description>"}, repeating each ID and description verbatim; [] if none is '
+    "relevant."
+)
+MATCH_FORMAT = (
+    "\n\nAnswer with JSON only: an object mapping each category, verbatim, to a list of concept "
+    "IDs (at most {limit}; [] if none)."
+)
 
 
 def concept_lines(concepts: Mapping[int, str]) -> str:
@@ -66,8 +81,9 @@ def _json_part(answer: str):
 
 
 def parse_ids(answer: str) -> list[int]:
-    """Concept ids in an LLM answer: a JSON list of ``{"id": ...}`` objects or of numbers, else every
-    ``(123)`` / ``123:`` / ``- 123`` at the start of a line. Order kept, duplicates dropped."""
+    """Concept ids in an LLM answer: a JSON list of ``{"id": ...}`` objects or of numbers, else
+    every ``(123)`` / ``123:`` / ``- 123`` at the start of a line. Order kept, duplicates
+    dropped."""
     found: list[int] = []
     value = _json_part(answer)
     if isinstance(value, dict):
@@ -80,13 +96,17 @@ def parse_ids(answer: str) -> list[int]:
             except (TypeError, ValueError):
                 continue
     else:
-        found = [int(m) for m in re.findall(r"^\s*(?:[-*]\s*)?\(?(\d+)\)?[:.)\s]", answer, flags=re.MULTILINE)]
+        found = [
+            int(m)
+            for m in re.findall(r"^\s*(?:[-*]\s*)?\(?(\d+)\)?[:.)\s]", answer, flags=re.MULTILINE)
+        ]
     return list(dict.fromkeys(found))
 
 
 @dataclass
 class Selection:
-    """What an LLM picked: ``ids`` (offered ones, in its order), ``unknown`` (ids it made up), the prompt and answer."""
+    """What an LLM picked: ``ids`` (offered ones, in its order), ``unknown`` (ids it made up), the
+    prompt and answer."""
 
     ids: list[int]
     unknown: list[int] = field(default_factory=list)
@@ -94,35 +114,53 @@ class Selection:
     answer: str = ""
 
 
-def relevant_concepts(concepts: Mapping[int, str], llm: LLM, benchmark: str | None = None,
-                      definition: str | None = None) -> Selection:
-    """The concepts ``llm`` deems relevant: App. E.1 (no ``benchmark``) or E.2 (``benchmark`` and its
-    ``definition``), typically over the missing or under-represented concepts of a CG run."""
+def relevant_concepts(
+    concepts: Mapping[int, str],
+    llm: LLM,
+    benchmark: str | None = None,
+    definition: str | None = None,
+) -> Selection:
+    """The concepts ``llm`` deems relevant: App. E.1 (no ``benchmark``) or E.2 (``benchmark`` and
+    its ``definition``), typically over the missing or under-represented concepts of a CG run."""
     if (benchmark is None) != (definition is None):
-        raise ValueError("benchmark and definition go together: both (App. E.2) or neither (App. E.1)")
+        raise ValueError(
+            "benchmark and definition go together: both (App. E.2) or neither (App. E.1)"
+        )
     lines = concept_lines(concepts)
-    prompt = (E1.format(concepts=lines) if benchmark is None
-              else E2.format(benchmark=benchmark, definition=definition, concepts=lines)) + LIST_FORMAT
+    prompt = (
+        E1.format(concepts=lines)
+        if benchmark is None
+        else E2.format(benchmark=benchmark, definition=definition, concepts=lines)
+    ) + LIST_FORMAT
     answer = llm(prompt)
     ids = parse_ids(answer)
     offered = {int(i) for i in concepts}
-    return Selection([i for i in ids if i in offered], [i for i in ids if i not in offered], prompt, answer)
+    return Selection(
+        [i for i in ids if i in offered], [i for i in ids if i not in offered], prompt, answer
+    )
 
 
-def match_categories(concepts: Mapping[int, str], categories: Sequence[str], llm: LLM, framework: str,
-                     limit: int = 5) -> tuple[dict[str, list[int]], Selection]:
+def match_categories(
+    concepts: Mapping[int, str], categories: Sequence[str], llm: LLM, framework: str, limit: int = 5
+) -> tuple[dict[str, list[int]], Selection]:
     """App. E.3: per category of ``framework``, at most ``limit`` concept ids (offered ones only;
     a category the LLM left out maps to ``[]``)."""
     if limit < 1:
         raise ValueError(f"limit={limit}: must be >= 1")
     if not categories:
         raise ValueError("categories is empty")
-    prompt = E3.format(framework=framework, limit=limit, concepts=concept_lines(concepts),
-                       categories="\n" + "\n".join(f"- {c}" for c in categories)) + MATCH_FORMAT.format(limit=limit)
+    prompt = E3.format(
+        framework=framework,
+        limit=limit,
+        concepts=concept_lines(concepts),
+        categories="\n" + "\n".join(f"- {c}" for c in categories),
+    ) + MATCH_FORMAT.format(limit=limit)
     answer = llm(prompt)
     value = _json_part(answer)
     if not isinstance(value, dict):
-        raise ValueError(f"the LLM's answer is not a JSON object of category -> ids: {answer[:200]!r}")
+        raise ValueError(
+            f"the LLM's answer is not a JSON object of category -> ids: {answer[:200]!r}"
+        )
     offered = {int(i) for i in concepts}
     out: dict[str, list[int]] = {}
     unknown: list[int] = []

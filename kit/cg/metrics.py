@@ -13,7 +13,8 @@ Formulas (paper section 3):
 - ``X_bench(c) = (1/|B|) sum_b chi_bench(b,c)`` (chi is 0 where c is inactive)       (eq. 3)
 - missing: ``X < eps`` (eps = 1e-5); under/over-represented: among the rest, at or below the
   empirical 10th / at or above the 90th percentile (numpy's linear interpolation)
-- ``chi_model(b,c) = sum_i m_b(i) s~_ci / sum_i s~_ci``, undefined (NaN) if no item activates c (eq. 4)
+- ``chi_model(b,c) = sum_i m_b(i) s~_ci / sum_i s~_ci``, undefined (NaN) if no item activates c (eq.
+  4)
 - ``X_model(c)`` = mean of ``chi_model(b,c)`` over the benchmarks where it is defined (eq. 5)
 - model gap: ``X_model < eps``; we also report the worst decile of the defined values.
 
@@ -26,17 +27,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike
 import pandas as pd
 import scipy.sparse as sp
 import torch
 from jaxtyping import Float
+from numpy.typing import ArrayLike
 from torch import Tensor
 
 from kit.core.checks import require_finite
 
 EPSILON = 1e-5
-"""The paper's epsilon for missing concepts and model gaps (section 3.1: e^-5 printed; 1e-5 used)."""
+"""The paper's epsilon for missing concepts and model gaps (section 3.1: e^-5 printed; 1e-5
+used)."""
 
 if TYPE_CHECKING:
     # scipy ships no annotations: its sparse classes' shape, sum, T and indexing are inferred from
@@ -48,15 +50,22 @@ else:
     CSR = sp.csr_matrix
 
 
-def item_concept_activation(feature_acts: Float[Tensor, "n_tokens d_sae"]) -> Float[Tensor, " d_sae"]:
-    """Eq. 1 for one datapoint: the SAE activations summed over its tokens, divided by its length."""
+def item_concept_activation(
+    feature_acts: Float[Tensor, "n_tokens d_sae"],
+) -> Float[Tensor, " d_sae"]:
+    """Eq. 1 for one datapoint: the SAE activations summed over its tokens, divided by its
+    length."""
     if feature_acts.ndim != 2 or feature_acts.shape[0] == 0:
-        raise ValueError(f"feature_acts must be (n_tokens>0, d_sae), got shape {tuple(feature_acts.shape)}")
+        raise ValueError(
+            f"feature_acts must be (n_tokens>0, d_sae), got shape {tuple(feature_acts.shape)}"
+        )
     require_finite("item_concept_activation feature_acts", feature_acts)
     return feature_acts.sum(0) / feature_acts.shape[0]
 
 
-def segment_mean(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int]) -> Float[Tensor, "n_items d"]:
+def segment_mean(
+    token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int]
+) -> Float[Tensor, "n_items d"]:
     """Per-item mean of consecutive token rows (items laid end to end, ``lengths`` tokens each).
 
     One ``index_add_`` for the whole batch instead of a Python loop over items.
@@ -64,11 +73,20 @@ def segment_mean(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[in
     require_finite("segment_mean token_values", token_values)
     lengths_t = torch.as_tensor(list(lengths), dtype=torch.long, device=token_values.device)
     if (lengths_t <= 0).any():
-        raise ValueError("every item needs at least one token (an empty text has no concept activation)")
+        raise ValueError(
+            "every item needs at least one token (an empty text has no concept activation)"
+        )
     if int(lengths_t.sum()) != token_values.shape[0]:
-        raise ValueError(f"lengths sum to {int(lengths_t.sum())} but there are {token_values.shape[0]} token rows")
-    owner = torch.repeat_interleave(torch.arange(len(lengths_t), device=token_values.device), lengths_t)
-    out = torch.zeros(len(lengths_t), token_values.shape[1], dtype=token_values.dtype, device=token_values.device)
+        raise ValueError(
+            f"lengths sum to {int(lengths_t.sum())} but there are {token_values.shape[0]} token "
+            "rows"
+        )
+    owner = torch.repeat_interleave(
+        torch.arange(len(lengths_t), device=token_values.device), lengths_t
+    )
+    out = torch.zeros(
+        len(lengths_t), token_values.shape[1], dtype=token_values.dtype, device=token_values.device
+    )
     out.index_add_(0, owner, token_values)
     return out / lengths_t[:, None].to(token_values.dtype)
 
@@ -76,20 +94,25 @@ def segment_mean(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[in
 POOLINGS = ("mean", "last")
 """How an item's token activations become its concept activations: ``mean`` = eq. 1 (the paper's,
 :func:`segment_mean`; the default everywhere); ``last`` = the item's last token only (our ablation,
-:func:`segment_pool`: a contextual concept that lives at the last prompt position is not diluted)."""
+:func:`segment_pool`: a contextual concept that lives at the last prompt position is not
+diluted)."""
 
 
-def segment_pool(token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int],
-                 pooling: str = "mean") -> Float[Tensor, "n_items d"]:
-    """Per-item rows of consecutive token rows (items laid end to end, ``lengths`` tokens each), pooled
-    by ``pooling`` (:data:`POOLINGS`): ``mean`` is :func:`segment_mean` (eq. 1), ``last`` each item's
-    last row. Same checks as :func:`segment_mean` (which ``last`` runs too, so bad lengths fail alike)."""
+def segment_pool(
+    token_values: Float[Tensor, "n_tokens d"], lengths: Sequence[int], pooling: str = "mean"
+) -> Float[Tensor, "n_items d"]:
+    """Per-item rows of consecutive token rows (items laid end to end, ``lengths`` tokens each),
+    pooled by ``pooling`` (:data:`POOLINGS`): ``mean`` is :func:`segment_mean` (eq. 1), ``last``
+    each item's last row. Same checks as :func:`segment_mean` (which ``last`` runs too, so bad
+    lengths fail alike)."""
     if pooling not in POOLINGS:
         raise ValueError(f"pooling={pooling!r}: allowed values: {', '.join(POOLINGS)}")
     mean = segment_mean(token_values, lengths)
     if pooling == "mean":
         return mean
-    ends = torch.as_tensor(list(lengths), dtype=torch.long, device=token_values.device).cumsum(0) - 1
+    ends = (
+        torch.as_tensor(list(lengths), dtype=torch.long, device=token_values.device).cumsum(0) - 1
+    )
     return token_values[ends]
 
 
@@ -127,7 +150,8 @@ class SparseRows:
 
 
 def concept_activations(
-    feature_batches: Iterable[tuple[Float[Tensor, "n_tokens d_sae"], Sequence[int]]], n_concepts: int
+    feature_batches: Iterable[tuple[Float[Tensor, "n_tokens d_sae"], Sequence[int]]],
+    n_concepts: int,
 ) -> CSR:
     """Stream (token feature activations of a batch of items laid end to end, item lengths) into
     a sparse items x concepts matrix of eq. 1's ``s~``. Only one batch is ever dense."""
@@ -149,7 +173,9 @@ def _check_acts(acts: Acts, what: str = "acts") -> Acts:
     if acts.ndim != 2:
         raise ValueError(f"{what} must be items x concepts (2-D), got {acts.ndim}-D")
     if data.size and (not np.all(np.isfinite(data)) or data.min() < 0):
-        raise ValueError(f"{what} must be finite and non-negative (SAE activations after the nonlinearity)")
+        raise ValueError(
+            f"{what} must be finite and non-negative (SAE activations after the nonlinearity)"
+        )
     return acts
 
 
@@ -167,8 +193,10 @@ def chi_bench(acts: Acts) -> np.ndarray:
     totals = _col_sums(acts)
     mean_total = totals.sum() / acts.shape[1]
     if mean_total <= 0:
-        raise ValueError("chi_bench: no concept is active on any item of this benchmark (0/0); "
-                         "is the SAE reading the right hook, or are the texts empty?")
+        raise ValueError(
+            "chi_bench: no concept is active on any item of this benchmark (0/0); "
+            "is the SAE reading the right hook, or are the texts empty?"
+        )
     return totals / mean_total
 
 
@@ -208,15 +236,18 @@ def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> 
     """Eq. 3: overall coverage of every concept in a benchmark suite.
 
     The paper writes two things: Eq. 3 prints ``1/|B| * sum over B_c`` (``denominator="all"``: the
-    mean over all benchmarks, since chi_bench is 0 outside B_c), while its text says "the mean across
-    B_c (all benchmarks where c is activated)" (``"active"``: the sum over B_c divided by |B_c|; 0
-    for a concept no benchmark activates). No public code exists. Default ``"all"``: a concept that
-    only one benchmark of the suite covers is under-represented in the suite, which is what a
-    benchmark gap means; with ``"active"`` it would look as covered as one every benchmark has.
+    mean over all benchmarks, since chi_bench is 0 outside B_c), while its text says "the mean
+    across B_c (all benchmarks where c is activated)" (``"active"``: the sum over B_c divided by
+    |B_c|; 0 for a concept no benchmark activates). No public code exists. Default ``"all"``: a
+    concept that only one benchmark of the suite covers is under-represented in the suite, which is
+    what a benchmark gap means; with ``"active"`` it would look as covered as one every benchmark
+    has.
     """
     _check_suite(acts_by_benchmark)
     if denominator not in X_BENCH_DENOMINATORS:
-        raise ValueError(f"denominator={denominator!r}; allowed values: {', '.join(X_BENCH_DENOMINATORS)}")
+        raise ValueError(
+            f"denominator={denominator!r}; allowed values: {', '.join(X_BENCH_DENOMINATORS)}"
+        )
     chis = np.stack([chi_bench(a) for a in acts_by_benchmark.values()])
     if denominator == "all":
         return chis.mean(axis=0)
@@ -224,12 +255,16 @@ def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> 
     return np.divide(chis.sum(axis=0), n_active, out=np.zeros(chis.shape[1]), where=n_active > 0)
 
 
-def x_model(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike]) -> np.ndarray:
+def x_model(
+    acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike]
+) -> np.ndarray:
     """Eq. 5: mean of ``chi_model`` over the benchmarks where it is defined; NaN where none is."""
     _check_suite(acts_by_benchmark)
     missing = [b for b in acts_by_benchmark if b not in scores_by_benchmark]
     if missing:
-        raise ValueError(f"scores_by_benchmark lacks benchmark(s) {missing}; it has {list(scores_by_benchmark)}")
+        raise ValueError(
+            f"scores_by_benchmark lacks benchmark(s) {missing}; it has {list(scores_by_benchmark)}"
+        )
     chis = np.stack([chi_model(a, scores_by_benchmark[b]) for b, a in acts_by_benchmark.items()])
     defined = ~np.isnan(chis)
     n = defined.sum(0)
@@ -247,7 +282,9 @@ def coverage_classes(x: np.ndarray, eps: float = EPSILON) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float64)
     if np.isnan(x).any():
-        raise ValueError("coverage scores must not be NaN (chi_bench and X_bench are always defined)")
+        raise ValueError(
+            "coverage scores must not be NaN (chi_bench and X_bench are always defined)"
+        )
     out = np.full(x.shape, "normal", dtype=object)
     missing = x < eps
     out[missing] = "missing"
@@ -282,10 +319,14 @@ def chi_bench_table(acts_by_benchmark: Mapping[str, Acts]) -> pd.DataFrame:
     return pd.DataFrame({b: chi_bench(a) for b, a in acts_by_benchmark.items()})
 
 
-def chi_model_table(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike]) -> pd.DataFrame:
+def chi_model_table(
+    acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike]
+) -> pd.DataFrame:
     """concepts x benchmarks DataFrame of ``chi_model`` (NaN where undefined)."""
     _check_suite(acts_by_benchmark)
-    return pd.DataFrame({b: chi_model(a, scores_by_benchmark[b]) for b, a in acts_by_benchmark.items()})
+    return pd.DataFrame(
+        {b: chi_model(a, scores_by_benchmark[b]) for b, a in acts_by_benchmark.items()}
+    )
 
 
 def missing_fraction(acts_by_benchmark: Mapping[str, Acts], eps: float = EPSILON) -> pd.Series:
@@ -294,8 +335,9 @@ def missing_fraction(acts_by_benchmark: Mapping[str, Acts], eps: float = EPSILON
     return (table < eps).mean(axis=0)
 
 
-def profile_difference(acts_a: Acts, scores_a: Sequence[float], scores_b: Sequence[float],
-                       acts_b: Acts | None = None) -> np.ndarray:
+def profile_difference(
+    acts_a: Acts, scores_a: Sequence[float], scores_b: Sequence[float], acts_b: Acts | None = None
+) -> np.ndarray:
     """``chi_model`` of model A minus model B on the same benchmark (NaN where either is undefined).
 
     ``acts_b`` defaults to ``acts_a`` (same prompts, concepts read from the prompt only), which
@@ -304,13 +346,24 @@ def profile_difference(acts_a: Acts, scores_a: Sequence[float], scores_b: Sequen
     return chi_model(acts_a, scores_a) - chi_model(acts_a if acts_b is None else acts_b, scores_b)
 
 
-def concept_table(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike] | None = None,
-                  labels: Sequence[str] | None = None, eps: float = EPSILON) -> pd.DataFrame:
-    """One row per concept: label, X_bench, coverage class, X_model and model-gap class (if scores)."""
+def concept_table(
+    acts_by_benchmark: Mapping[str, Acts],
+    scores_by_benchmark: Mapping[str, ArrayLike] | None = None,
+    labels: Sequence[str] | None = None,
+    eps: float = EPSILON,
+) -> pd.DataFrame:
+    """One row per concept: label, X_bench, coverage class, X_model and model-gap class (if
+    scores)."""
     n = _check_suite(acts_by_benchmark)
     xb = x_bench(acts_by_benchmark)
-    df = pd.DataFrame({"concept": np.arange(n), "label": list(labels) if labels is not None else [""] * n,
-                       "x_bench": xb, "coverage": coverage_classes(xb, eps)})
+    df = pd.DataFrame(
+        {
+            "concept": np.arange(n),
+            "label": list(labels) if labels is not None else [""] * n,
+            "x_bench": xb,
+            "coverage": coverage_classes(xb, eps),
+        }
+    )
     if scores_by_benchmark:
         scored = {b: a for b, a in acts_by_benchmark.items() if b in scores_by_benchmark}
         xm = x_model(scored, scores_by_benchmark) if scored else np.full(n, np.nan)

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
-from numpy.typing import ArrayLike
 import pandas as pd
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
 from kit.cg.metrics import EPSILON, Acts, _check_acts, _check_suite, _col_sums
@@ -36,10 +36,13 @@ from kit.cg.significance import concept_support
 from kit.core.stats import null_band
 
 MIN_DRAWS = 100
-"""Fewest shuffled copies a null band is made of: with fewer, a 2.5-97.5% range is not a 95% band."""
+"""Fewest shuffled copies a null band is made of: with fewer, a 2.5-97.5% range is not a 95%
+band."""
 
 
-def score_matrix(scores: Mapping[str, ArrayLike], n_perm: int, seed: int = 0) -> dict[str, np.ndarray]:
+def score_matrix(
+    scores: Mapping[str, ArrayLike], n_perm: int, seed: int = 0
+) -> dict[str, np.ndarray]:
     """Per benchmark ``Float[ndarray, "items 1+n_perm"]``: column 0 the scores, then ``n_perm``
     copies permuted within the benchmark (seeded)."""
     rng = np.random.default_rng(seed)
@@ -55,8 +58,11 @@ def _prepared(acts: Mapping[str, Acts]) -> dict[str, Acts]:  # CSR matrices
     return {b: sp.csr_matrix(_check_acts(a)) for b, a in acts.items()}
 
 
-def x_model_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray],
-                    rows: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+def x_model_columns(
+    acts: Mapping[str, Acts],
+    S: Mapping[str, np.ndarray],
+    rows: Mapping[str, np.ndarray] | None = None,
+) -> np.ndarray:
     """``Float[ndarray, "concepts columns"]``: X_model (eq. 5) of every score column, on ``rows`` of
     each benchmark (default all). NaN where no benchmark defines the concept (on those rows)."""
     num, den = None, None
@@ -76,17 +82,23 @@ def x_model_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray],
 
 
 def _spearman_columns(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman of ``x[:, j]`` and ``y[:, j]`` for every column (no NaN inside), NaN where constant."""
+    """Spearman of ``x[:, j]`` and ``y[:, j]`` for every column (no NaN inside), NaN where
+    constant."""
     if x.shape[0] < 3:
         return np.full(x.shape[1], np.nan)
     rx, ry = rankdata(x, axis=0), rankdata(y, axis=0)
     rx, ry = rx - rx.mean(0), ry - ry.mean(0)
-    den = np.sqrt((rx ** 2).sum(0) * (ry ** 2).sum(0))
+    den = np.sqrt((rx**2).sum(0) * (ry**2).sum(0))
     return np.divide((rx * ry).sum(0), den, out=np.full(x.shape[1], np.nan), where=den > 0)
 
 
-def split_half_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray], n_splits: int = 20,
-                       min_support: int = 1, seed: int = 0) -> np.ndarray:
+def split_half_columns(
+    acts: Mapping[str, Acts],
+    S: Mapping[str, np.ndarray],
+    n_splits: int = 20,
+    min_support: int = 1,
+    seed: int = 0,
+) -> np.ndarray:
     """Per score column: the mean over ``n_splits`` random splits (every benchmark's items halved)
     of the Spearman over concepts between X_model on the two halves, over the concepts defined on
     both halves and active on at least ``min_support`` items of the suite."""
@@ -99,9 +111,13 @@ def split_half_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray], n_
         halves: list[dict[str, np.ndarray]] = [{}, {}]
         for b, a in acts.items():
             perm = rng.permutation(a.shape[0])
-            halves[0][b], halves[1][b] = np.sort(perm[: a.shape[0] // 2]), np.sort(perm[a.shape[0] // 2:])
+            halves[0][b], halves[1][b] = (
+                np.sort(perm[: a.shape[0] // 2]),
+                np.sort(perm[a.shape[0] // 2 :]),
+            )
         xa, xb = (x_model_columns(acts, S, h) for h in halves)
-        ok = np.isfinite(xa[:, 0]) & np.isfinite(xb[:, 0]) & keep  # definedness depends on the items only
+        # definedness depends on the items only
+        ok = np.isfinite(xa[:, 0]) & np.isfinite(xb[:, 0]) & keep
         rho = _spearman_columns(xa[ok], xb[ok])
         good = np.isfinite(rho)
         total[good] += rho[good]
@@ -109,8 +125,13 @@ def split_half_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray], n_
     return np.divide(total, count, out=np.full(width, np.nan), where=count > 0)
 
 
-def dropout_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray], n_reruns: int = 20,
-                    drop_frac: float = 0.2, seed: int = 0) -> np.ndarray:
+def dropout_columns(
+    acts: Mapping[str, Acts],
+    S: Mapping[str, np.ndarray],
+    n_reruns: int = 20,
+    drop_frac: float = 0.2,
+    seed: int = 0,
+) -> np.ndarray:
     """Per score column: :func:`kit.cg.robustness.dropout_robustness`'s mean std of X_model (reruns
     each dropping ``drop_frac`` of every benchmark's items; per-concept std over the reruns where it
     is defined, at least 2; mean over concepts)."""
@@ -120,13 +141,19 @@ def dropout_columns(acts: Mapping[str, Acts], S: Mapping[str, np.ndarray], n_rer
     rng = np.random.default_rng(seed)
     s1 = s2 = n = None
     for _ in range(n_reruns):
-        rows = {b: np.sort(rng.choice(a.shape[0], max(1, int(round(a.shape[0] * (1 - drop_frac)))), replace=False))
-                for b, a in acts.items()}
+        rows = {
+            b: np.sort(
+                rng.choice(
+                    a.shape[0], max(1, int(round(a.shape[0] * (1 - drop_frac)))), replace=False
+                )
+            )
+            for b, a in acts.items()
+        }
         x = x_model_columns(acts, S, rows)
         ok = np.isfinite(x)
         x = np.where(ok, x, 0.0)
         s1 = x if s1 is None else s1 + x
-        s2 = x ** 2 if s2 is None else s2 + x ** 2
+        s2 = x**2 if s2 is None else s2 + x**2
         n = ok.astype(int) if n is None else n + ok
     assert s1 is not None and s2 is not None and n is not None  # n_reruns >= 2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -179,24 +206,49 @@ class ModelNulls:
         beyond the range on the side the claim predicts."""
         rows = []
         for key, what, direction in (
-                ("gaps", "model gaps (X_model < eps), count", "greater"),
-                ("split_half", f"split-half Spearman, concepts on >= {self.min_support} items", "greater"),
-                ("dropout", "dropout: mean std of X_model", "less"),
-                ("adv_best", "adversarial removal, best concepts: median shift %", "less"),
-                ("adv_worst", "adversarial removal, worst concepts: median shift %", "greater")):
+            ("gaps", "model gaps (X_model < eps), count", "greater"),
+            (
+                "split_half",
+                f"split-half Spearman, concepts on >= {self.min_support} items",
+                "greater",
+            ),
+            ("dropout", "dropout: mean std of X_model", "less"),
+            ("adv_best", "adversarial removal, best concepts: median shift %", "less"),
+            ("adv_worst", "adversarial removal, worst concepts: median shift %", "greater"),
+        ):
             m, lo, hi = null_band(getattr(self, f"{key}_null"))
             x = float(getattr(self, key))
             beats = bool(np.isfinite(x) and (x > hi if direction == "greater" else x < lo))
-            rows.append({"quantity": what, "observed": x, "null": f"shuffled correctness, {self.n_draws} draws",
-                         "null mean": m, "null 2.5%": lo, "null 97.5%": hi,
-                         "p": self.p_value(key, direction), "beats null": beats})
+            rows.append(
+                {
+                    "quantity": what,
+                    "observed": x,
+                    "null": f"shuffled correctness, {self.n_draws} draws",
+                    "null mean": m,
+                    "null 2.5%": lo,
+                    "null 97.5%": hi,
+                    "p": self.p_value(key, direction),
+                    "beats null": beats,
+                }
+            )
         return pd.DataFrame(rows)
 
 
-def model_nulls(model: str, acts: Mapping[str, Acts], scores: Mapping[str, ArrayLike], eps: float = EPSILON,
-                adv_n_concepts: int = 100, adv_n_items: int = 100, adv_repeats: int = 10, n_reruns: int = 20,
-                drop_frac: float = 0.2, min_support: int = 5, seed: int = 0, n_draws: int = 200,
-                n_splits: int = 20) -> ModelNulls:
+def model_nulls(
+    model: str,
+    acts: Mapping[str, Acts],
+    scores: Mapping[str, ArrayLike],
+    eps: float = EPSILON,
+    adv_n_concepts: int = 100,
+    adv_n_items: int = 100,
+    adv_repeats: int = 10,
+    n_reruns: int = 20,
+    drop_frac: float = 0.2,
+    min_support: int = 5,
+    seed: int = 0,
+    n_draws: int = 200,
+    n_splits: int = 20,
+) -> ModelNulls:
     """Every statistic of one model and its null from ``n_draws`` (>= :data:`MIN_DRAWS`)
     shuffled-correctness copies (:func:`score_matrix` with ``seed``; splits, reruns and subsamples
     seeded from ``seed`` too, shared by the observed value and its null)."""
@@ -207,13 +259,39 @@ def model_nulls(model: str, acts: Mapping[str, Acts], scores: Mapping[str, Array
     x = x_model_columns(acts, S)
     gaps = np.sum(np.isfinite(x) & (x < eps), axis=0).astype(float)
     half = split_half_columns(acts, S, n_splits, min_support, seed)
-    half_all = split_half_columns({b: a for b, a in acts.items()}, {b: s[:, :1] for b, s in S.items()},
-                                  n_splits, 1, seed)
+    half_all = split_half_columns(
+        {b: a for b, a in acts.items()}, {b: s[:, :1] for b, s in S.items()}, n_splits, 1, seed
+    )
     drop = dropout_columns(acts, S, n_reruns, drop_frac, seed)
-    adv = [adversarial_removal(acts, {b: s[:, j] for b, s in S.items()}, adv_n_concepts, adv_n_items, adv_repeats,
-                               seed=seed + j) for j in range(n_draws + 1)]
+    adv = [
+        adversarial_removal(
+            acts,
+            {b: s[:, j] for b, s in S.items()},
+            adv_n_concepts,
+            adv_n_items,
+            adv_repeats,
+            seed=seed + j,
+        )
+        for j in range(n_draws + 1)
+    ]
     best = np.array([a.mean_shift_best_pct for a in adv])
     worst = np.array([a.mean_shift_worst_pct for a in adv])
-    return ModelNulls(model, n_draws, eps, int(gaps[0]), gaps[1:], float(half[0]), half[1:], float(half_all[0]),
-                      float(drop[0]), drop[1:], float(best[0]), best[1:], float(worst[0]), worst[1:], min_support,
-                      n_splits, n_reruns)
+    return ModelNulls(
+        model,
+        n_draws,
+        eps,
+        int(gaps[0]),
+        gaps[1:],
+        float(half[0]),
+        half[1:],
+        float(half_all[0]),
+        float(drop[0]),
+        drop[1:],
+        float(best[0]),
+        best[1:],
+        float(worst[0]),
+        worst[1:],
+        min_support,
+        n_splits,
+        n_reruns,
+    )

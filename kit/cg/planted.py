@@ -5,8 +5,8 @@ The tiny world's ``zoo/base-m+gap-dyck-curly`` is ``zoo/base-m`` fine-tuned on i
 except on one concept (Dyck items whose next closing bracket is ``}``), whose answers it was taught
 to draw at random (``kit.world.zoo.GAPS``). CG should find that concept as a gap of the member,
 and nothing else. Both models are scored on the same items (the gap's task: fresh items from
-``kit.world.planted_gap_items``, the planted ones its ``inside`` list; every other task: test items),
-read through the *parent's* activations and SAE: the concept space is identical, so only the
+``kit.world.planted_gap_items``, the planted ones its ``inside`` list; every other task: test
+items), read through the *parent's* activations and SAE: the concept space is identical, so only the
 per-item correctness differs between them.
 
 Per SAE concept its *planted share* is the fraction of its activation mass on the planted items
@@ -26,7 +26,6 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from scipy import stats
 
 from kit.cg import metrics as cg
@@ -34,9 +33,15 @@ from kit.cg import significance as cg_significance
 from kit.cg.suite import Suite
 
 
-def planted_share(acts_by_benchmark: dict[str, cg.CSR], planted: dict[str, np.ndarray]) -> np.ndarray:
-    """Per concept: its activation mass on the planted items over its total mass (NaN if it never fires)."""
-    inside = sum(np.asarray(a[np.flatnonzero(planted[b])].sum(0), float).ravel() for b, a in acts_by_benchmark.items())
+def planted_share(
+    acts_by_benchmark: dict[str, cg.CSR], planted: dict[str, np.ndarray]
+) -> np.ndarray:
+    """Per concept: its activation mass on the planted items over its total mass (NaN if it never
+    fires)."""
+    inside = sum(
+        np.asarray(a[np.flatnonzero(planted[b])].sum(0), float).ravel()
+        for b, a in acts_by_benchmark.items()
+    )
     total = sum(np.asarray(a.sum(0), float).ravel() for a in acts_by_benchmark.values())
     total = cast(np.ndarray, total)  # a sum of arrays (one per benchmark)
     return np.divide(inside, total, out=np.full(total.shape, np.nan), where=total > 0)
@@ -55,30 +60,52 @@ class PlantedGapResult:
     """Per benchmark, the mask of planted items (ground truth)."""
 
 
-def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[str, np.ndarray],
-                         n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05, eps: float = cg.EPSILON,
-                         share_threshold: float = 0.5, seed: int = 0) -> PlantedGapResult:
+def planted_gap_analysis(
+    suite: Suite,
+    member: str,
+    parent: str,
+    planted: dict[str, np.ndarray],
+    n_perm: int = 1000,
+    min_support: int = 5,
+    alpha: float = 0.05,
+    eps: float = cg.EPSILON,
+    share_threshold: float = 0.5,
+    seed: int = 0,
+) -> PlantedGapResult:
     """Does CG recover the planted gap of ``member`` (and nothing else), against ``parent``?
 
     ``suite``: both models scored on the same items (``model_acts`` the same for both);
     ``planted``: per benchmark, a boolean mask of the planted items. ``share_threshold``: a concept
     whose planted share is at least this is a *planted concept*. ``n_perm`` is raised to
-    ``ceil(m / alpha)`` for m testable concepts, so that one concept can pass Benjamini-Hochberg at all.
+    ``ceil(m / alpha)`` for m testable concepts, so that one concept can pass Benjamini-Hochberg at
+    all.
     """
     for m in (member, parent):
         if m not in suite.model_scores:
-            raise ValueError(f"model {m!r} is not scored in this suite; it has {list(suite.model_scores)}")
+            raise ValueError(
+                f"model {m!r} is not scored in this suite; it has {list(suite.model_scores)}"
+            )
     if set(planted) != set(suite.acts):
-        raise ValueError(f"planted masks are for {sorted(planted)}, the suite's benchmarks are {sorted(suite.acts)}")
+        raise ValueError(
+            f"planted masks are for {sorted(planted)}, the suite's benchmarks are "
+            f"{sorted(suite.acts)}"
+        )
     if not 0 < share_threshold <= 1:
         raise ValueError(f"share_threshold={share_threshold}: must be in (0, 1]")
     share = planted_share(suite.acts, planted)
-    # Resolution: with m tested concepts, BH can pass the single most extreme one only if the smallest
-    # permutation p-value, 1 / (1 + n_perm), is <= alpha / m; fewer permutations could find nothing.
-    n_testable = int((cg_significance.concept_support(suite.model_acts[member]) >= min_support).sum())
+    # Resolution: with m tested concepts, BH can pass the single most extreme one only if the
+    # smallest permutation p-value, 1 / (1 + n_perm), is <= alpha / m; fewer permutations could find
+    # nothing.
+    n_testable = int(
+        (cg_significance.concept_support(suite.model_acts[member]) >= min_support).sum()
+    )
     n_perm = max(int(n_perm), int(np.ceil(n_testable / alpha)))
-    tests = {m: cg_significance.gap_test(suite.model_acts[m], suite.model_scores[m], n_perm, min_support, alpha, seed)
-             for m in (member, parent)}
+    tests = {
+        m: cg_significance.gap_test(
+            suite.model_acts[m], suite.model_scores[m], n_perm, min_support, alpha, seed
+        )
+        for m in (member, parent)
+    }
     cls = {m: t.classes(eps) for m, t in tests.items()}
     low = {m: np.isin(c, ["gap", "weak"]) for m, c in cls.items()}
     tested = np.isfinite(tests[member].p_low)
@@ -88,88 +115,178 @@ def planted_gap_analysis(suite: Suite, member: str, parent: str, planted: dict[s
     hit = int((found & is_planted).sum())
     p_overlap = float(stats.hypergeom.sf(hit - 1, n_t, n_p, n_f)) if n_f and n_t else float("nan")
     summary = {
-        "member": member, "parent": parent, "n_concepts": int(share.size), "n_tested": n_t, "n_perm": n_perm,
-        "share_threshold": share_threshold, "alpha": alpha, "n_planted_concepts_tested": n_p,
-        "n_low_member": int(low[member].sum()), "n_low_parent": int(low[parent].sum()),
-        "n_found": n_f, "n_found_planted": hit, "n_found_other": n_f - hit,
+        "member": member,
+        "parent": parent,
+        "n_concepts": int(share.size),
+        "n_tested": n_t,
+        "n_perm": n_perm,
+        "share_threshold": share_threshold,
+        "alpha": alpha,
+        "n_planted_concepts_tested": n_p,
+        "n_low_member": int(low[member].sum()),
+        "n_low_parent": int(low[parent].sum()),
+        "n_found": n_f,
+        "n_found_planted": hit,
+        "n_found_other": n_f - hit,
         "precision": hit / n_f if n_f else float("nan"),
         "recall": hit / n_p if n_p else float("nan"),
         "base_rate": n_p / n_t if n_t else float("nan"),
         "p_overlap": p_overlap,
-        # the tested concept most concentrated on the planted items (why recovery can fail: no concept is planted)
+        # the tested concept most concentrated on the planted items (why recovery can fail: no
+        # concept is planted)
         **_most_planted(share, tested, tests[member].q_low, list(suite.labels)),
-        **drop_vs_share(share, tests[parent].x_model - tests[member].x_model, tested, list(suite.labels),
-                        min(int(n_perm), 10_000), seed),
+        **drop_vs_share(
+            share,
+            tests[parent].x_model - tests[member].x_model,
+            tested,
+            list(suite.labels),
+            min(int(n_perm), 10_000),
+            seed,
+        ),
     }
-    table = pd.DataFrame({"concept": np.arange(share.size), "label": list(suite.labels), "planted_share": share,
-                          "support": tests[member].support, "x_model_member": tests[member].x_model,
-                          "x_model_parent": tests[parent].x_model, "q_low_member": tests[member].q_low,
-                          "q_low_parent": tests[parent].q_low, "class_member": cls[member],
-                          "class_parent": cls[parent], "found": found})
-    table = table.sort_values(["found", "q_low_member", "planted_share"], ascending=[False, True, False],
-                              na_position="last").reset_index(drop=True)
-    return PlantedGapResult(summary, table, planted_accuracy(suite, (member, parent), planted), suite, planted)
+    table = pd.DataFrame(
+        {
+            "concept": np.arange(share.size),
+            "label": list(suite.labels),
+            "planted_share": share,
+            "support": tests[member].support,
+            "x_model_member": tests[member].x_model,
+            "x_model_parent": tests[parent].x_model,
+            "q_low_member": tests[member].q_low,
+            "q_low_parent": tests[parent].q_low,
+            "class_member": cls[member],
+            "class_parent": cls[parent],
+            "found": found,
+        }
+    )
+    table = table.sort_values(
+        ["found", "q_low_member", "planted_share"],
+        ascending=[False, True, False],
+        na_position="last",
+    ).reset_index(drop=True)
+    return PlantedGapResult(
+        summary, table, planted_accuracy(suite, (member, parent), planted), suite, planted
+    )
 
 
-def drop_vs_share(share: np.ndarray, drop: np.ndarray, tested: np.ndarray, labels: Sequence[str], n_perm: int = 1000,
-                  seed: int = 0) -> dict:
-    """Does CG's profile point at the gap, significant or not? Over the tested concepts, the Spearman
-    correlation between a concept's planted share and its X_model drop (parent minus member), with a
-    permutation null (shares shuffled across concepts; one-sided p, ``(1 + #{null >= rho}) / (1 + n_perm)``),
-    and the concept with the largest drop (its planted share). NaN where the drop is constant.
-    ``drop_share_null_low`` / ``_high``: the null's 2.5% and 97.5% quantiles."""
+def drop_vs_share(
+    share: np.ndarray,
+    drop: np.ndarray,
+    tested: np.ndarray,
+    labels: Sequence[str],
+    n_perm: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """Does CG's profile point at the gap, significant or not? Over the tested concepts, the
+    Spearman correlation between a concept's planted share and its X_model drop (parent minus
+    member), with a permutation null (shares shuffled across concepts; one-sided p, ``(1 + #{null >=
+    rho}) / (1 + n_perm)``), and the concept with the largest drop (its planted share). NaN where
+    the drop is constant. ``drop_share_null_low`` / ``_high``: the null's 2.5% and 97.5%
+    quantiles."""
     ok = tested & np.isfinite(share) & np.isfinite(drop)
-    out = {"drop_share_spearman": float("nan"), "drop_share_p": float("nan"), "top_drop_concept": -1,
-           "top_drop_label": "", "top_drop": float("nan"), "top_drop_share": float("nan"),
-           "drop_share_null_low": float("nan"), "drop_share_null_high": float("nan")}
+    out = {
+        "drop_share_spearman": float("nan"),
+        "drop_share_p": float("nan"),
+        "top_drop_concept": -1,
+        "top_drop_label": "",
+        "top_drop": float("nan"),
+        "top_drop_share": float("nan"),
+        "drop_share_null_low": float("nan"),
+        "drop_share_null_high": float("nan"),
+    }
     if ok.sum() < 3:
         return out
     idx = np.flatnonzero(ok)
     top = int(idx[np.argmax(drop[idx])])
-    out.update(top_drop_concept=top, top_drop_label=labels[top], top_drop=float(drop[top]),
-               top_drop_share=float(share[top]))
+    out.update(
+        top_drop_concept=top,
+        top_drop_label=labels[top],
+        top_drop=float(drop[top]),
+        top_drop_share=float(share[top]),
+    )
     x, y = stats.rankdata(share[idx]), stats.rankdata(drop[idx])
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return out
     rho = float(np.corrcoef(x, y)[0, 1])
     rng = np.random.default_rng(seed)
     null = np.array([np.corrcoef(rng.permutation(x), y)[0, 1] for _ in range(n_perm)])
-    out.update(drop_share_spearman=rho, drop_share_p=float((1 + (null >= rho - 1e-12).sum()) / (1 + n_perm)),
-               drop_share_null_low=float(np.quantile(null, 0.025)), drop_share_null_high=float(np.quantile(null, 0.975)))
+    out.update(
+        drop_share_spearman=rho,
+        drop_share_p=float((1 + (null >= rho - 1e-12).sum()) / (1 + n_perm)),
+        drop_share_null_low=float(np.quantile(null, 0.025)),
+        drop_share_null_high=float(np.quantile(null, 0.975)),
+    )
     return out
 
 
-def _most_planted(share: np.ndarray, tested: np.ndarray, q_low: np.ndarray, labels: list[str]) -> dict:
+def _most_planted(
+    share: np.ndarray, tested: np.ndarray, q_low: np.ndarray, labels: list[str]
+) -> dict:
     s = np.where(tested, np.nan_to_num(share, nan=-1.0), -1.0)
     if not tested.any():
-        return {"max_planted_share": float("nan"), "max_planted_concept": -1, "max_planted_label": "",
-                "max_planted_q_member": float("nan")}
+        return {
+            "max_planted_share": float("nan"),
+            "max_planted_concept": -1,
+            "max_planted_label": "",
+            "max_planted_q_member": float("nan"),
+        }
     i = int(np.argmax(s))
-    return {"max_planted_share": float(share[i]), "max_planted_concept": i, "max_planted_label": labels[i],
-            "max_planted_q_member": float(q_low[i])}
+    return {
+        "max_planted_share": float(share[i]),
+        "max_planted_concept": i,
+        "max_planted_label": labels[i],
+        "max_planted_q_member": float(q_low[i]),
+    }
 
 
-def planted_accuracy(suite: Suite, models: Sequence[str], planted: dict[str, np.ndarray]) -> pd.DataFrame:
+def planted_accuracy(
+    suite: Suite, models: Sequence[str], planted: dict[str, np.ndarray]
+) -> pd.DataFrame:
     """Accuracy of each model on the planted items, on the other items of the planted items'
     benchmarks, and on every other benchmark."""
     rows = []
     hosts = [b for b, mask in planted.items() if np.any(mask)]
     for m in models:
         sc = suite.model_scores[m]
-        inside = np.concatenate([np.asarray(sc[b], float)[planted[b]] for b in hosts]) if hosts else np.zeros(0)
-        rest_host = np.concatenate([np.asarray(sc[b], float)[~planted[b]] for b in hosts]) if hosts else np.zeros(0)
+        inside = (
+            np.concatenate([np.asarray(sc[b], float)[planted[b]] for b in hosts])
+            if hosts
+            else np.zeros(0)
+        )
+        rest_host = (
+            np.concatenate([np.asarray(sc[b], float)[~planted[b]] for b in hosts])
+            if hosts
+            else np.zeros(0)
+        )
         others = [np.asarray(sc[b], float) for b in sc if b not in hosts]
         rest = np.concatenate(others) if others else np.zeros(0)
-        rows.append({"model": m, "planted items": int(inside.size),
-                     "accuracy (planted)": float(inside.mean()) if inside.size else float("nan"),
-                     "accuracy (rest of " + "/".join(hosts) + ")": float(rest_host.mean()) if rest_host.size else float("nan"),
-                     "accuracy (other tasks)": float(rest.mean()) if rest.size else float("nan")})
+        rows.append(
+            {
+                "model": m,
+                "planted items": int(inside.size),
+                "accuracy (planted)": float(inside.mean()) if inside.size else float("nan"),
+                "accuracy (rest of " + "/".join(hosts) + ")": float(rest_host.mean())
+                if rest_host.size
+                else float("nan"),
+                "accuracy (other tasks)": float(rest.mean()) if rest.size else float("nan"),
+            }
+        )
     return pd.DataFrame(rows).set_index("model")
 
 
-def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto", n_items: int = 200,
-                      tasks: Sequence[str] | None = None, world: str | None = None, seed: int = 0,
-                      device: str = "cpu", hook: str = "", pooling: str = "mean") -> tuple[Suite, dict[str, np.ndarray]]:
+def planted_gap_suite(
+    member: str,
+    parent: str,
+    gap: str,
+    sae_name: str = "auto",
+    n_items: int = 200,
+    tasks: Sequence[str] | None = None,
+    world: str | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    hook: str = "",
+    pooling: str = "mean",
+) -> tuple[Suite, dict[str, np.ndarray]]:
     """The tiny-world suite read through ``parent`` and its SAE, with ``parent`` and ``member``
     both scored (exact match) on the same items, and the planted masks.
 
@@ -216,17 +333,29 @@ def planted_gap_suite(member: str, parent: str, gap: str, sae_name: str = "auto"
         by_index = kw.sae_labels(sae_name, world=world)
     model = kit.load_model(parent, device=device, world=world)
     acts = {t: zoo_item_concepts(model, sae, its, pooling=pooling) for t, its in items.items()}
-    scores = {parent: {t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()}}
+    scores = {
+        parent: {t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()}
+    }
     del model
     gc.collect()
     model = kit.load_model(member, device=device, world=world)
-    scores[member] = {t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()}
+    scores[member] = {
+        t: np.asarray(kw.evaluate(model, its), dtype=float) for t, its in items.items()
+    }
     del model
     gc.collect()
     labels = [by_index.get(i, f"feature {i}") for i in range(sae.cfg.d_sae)]
     texts = {t: [it.prompt for it in its] for t, its in items.items()}
-    suite = Suite(sae_name, labels, acts, texts, {m: acts for m in scores}, scores, {m: texts for m in scores},
-                  label_source=f"tiny world: {sae_name} labels")
+    suite = Suite(
+        sae_name,
+        labels,
+        acts,
+        texts,
+        {m: acts for m in scores},
+        scores,
+        {m: texts for m in scores},
+        label_source=f"tiny world: {sae_name} labels",
+    )
     return suite, planted
 
 
@@ -235,7 +364,9 @@ def planted_gap_members(world: str | None = None) -> dict[str, tuple[str, str]]:
     ``kit.world.GAPS``), read from the world's spec without loading or building anything."""
     from kit.world import zoo as kz
 
-    return {f.name: (f.parent, f.gap) for f in kz.world_spec(world).finetunes if getattr(f, "gap", "")}
+    return {
+        f.name: (f.parent, f.gap) for f in kz.world_spec(world).finetunes if getattr(f, "gap", "")
+    }
 
 
 def resolve_gap_member(member: str, world: str | None = None) -> str:
@@ -248,8 +379,10 @@ def resolve_gap_member(member: str, world: str | None = None) -> str:
     if member == "auto":
         return next(iter(found), "")
     if member not in found:
-        raise ValueError(f"gap_member={member!r} is not a planted-gap member of world {world!r}; allowed values: "
-                         + ", ".join(["auto", '""', *found]))
+        raise ValueError(
+            f"gap_member={member!r} is not a planted-gap member of world {world!r}; allowed "
+            "values: " + ", ".join(["auto", '""', *found])
+        )
     return member
 
 
@@ -261,42 +394,74 @@ def planted_gap_member(member: str, world: str | None = None) -> tuple[str, str]
 
     found = planted_gap_members(world)
     if member not in found:
-        raise ValueError(f"gap_member={member!r} is not a planted-gap member of world {kz.world_spec(world).name!r}; "
-                         f"allowed values: {', '.join(found) or '(none: this world has no planted gap)'}")
+        raise ValueError(
+            f"gap_member={member!r} is not a planted-gap member of world "
+            f"{kz.world_spec(world).name!r}; allowed values: "
+            f"{', '.join(found) or '(none: this world has no planted gap)'}"
+        )
     return found[member]
 
 
-def planted_gap_run(member: str, n_items: int = 200, sae_name: str = "auto", world: str | None = None,
-                    n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05, eps: float = cg.EPSILON,
-                    share_threshold: float = 0.5, seed: int = 0, device: str = "cpu", hook: str = "",
-                    pooling: str = "mean") -> PlantedGapResult:
+def planted_gap_run(
+    member: str,
+    n_items: int = 200,
+    sae_name: str = "auto",
+    world: str | None = None,
+    n_perm: int = 1000,
+    min_support: int = 5,
+    alpha: float = 0.05,
+    eps: float = cg.EPSILON,
+    share_threshold: float = 0.5,
+    seed: int = 0,
+    device: str = "cpu",
+    hook: str = "",
+    pooling: str = "mean",
+) -> PlantedGapResult:
     """:func:`planted_gap_analysis` of ``member`` against its parent on the tiny-world suite (the
     parent's SAE; ``sae_name="auto"``: its widest TopK SAE; ``hook`` and ``pooling``: see
     :func:`planted_gap_suite`)."""
     from kit.world import GAPS
 
     parent, gap = planted_gap_member(member, world)
-    suite, planted = planted_gap_suite(member, parent, gap, sae_name, n_items, world=world, seed=seed, device=device,
-                                       hook=hook, pooling=pooling)
-    result = planted_gap_analysis(suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold,
-                                  seed)
+    suite, planted = planted_gap_suite(
+        member,
+        parent,
+        gap,
+        sae_name,
+        n_items,
+        world=world,
+        seed=seed,
+        device=device,
+        hook=hook,
+        pooling=pooling,
+    )
+    result = planted_gap_analysis(
+        suite, member, parent, planted, n_perm, min_support, alpha, eps, share_threshold, seed
+    )
     acc: Any
     acc = result.accuracy  # its cells are numbers (pandas-stubs type a .loc cell as any scalar)
-    result.summary.update({"gap": GAPS[gap].description, "gap_key": gap, "chance": 1 / len(GAPS[gap].relabel),
-                           "sae": suite.sae, "sae_hook": hook or _world_sae_hook(sae_name, parent, world),
-                           "pooling": pooling,
-                           "n_items_per_task": n_items,
-                           "n_planted_items": int(acc.loc[member, "planted items"]),
-                           "accuracy_planted_member": float(acc.loc[member, "accuracy (planted)"]),
-                           "accuracy_planted_parent": float(acc.loc[parent, "accuracy (planted)"]),
-                           "accuracy_other_member": float(acc.loc[member, "accuracy (other tasks)"]),
-                           "accuracy_other_parent": float(acc.loc[parent, "accuracy (other tasks)"])})
+    result.summary.update(
+        {
+            "gap": GAPS[gap].description,
+            "gap_key": gap,
+            "chance": 1 / len(GAPS[gap].relabel),
+            "sae": suite.sae,
+            "sae_hook": hook or _world_sae_hook(sae_name, parent, world),
+            "pooling": pooling,
+            "n_items_per_task": n_items,
+            "n_planted_items": int(acc.loc[member, "planted items"]),
+            "accuracy_planted_member": float(acc.loc[member, "accuracy (planted)"]),
+            "accuracy_planted_parent": float(acc.loc[parent, "accuracy (planted)"]),
+            "accuracy_other_member": float(acc.loc[member, "accuracy (other tasks)"]),
+            "accuracy_other_parent": float(acc.loc[parent, "accuracy (other tasks)"]),
+        }
+    )
     return result
 
 
 GAP_SAE_SITES = ("world", "last")
-"""Symbolic entries of ``gap_sae_hooks``: ``world`` = the world's SAE at its own site; ``last`` = the
-same recipe at the parent's last residual stream, ``blocks.{n_layers - 1}.hook_resid_post``."""
+"""Symbolic entries of ``gap_sae_hooks``: ``world`` = the world's SAE at its own site; ``last`` =
+the same recipe at the parent's last residual stream, ``blocks.{n_layers - 1}.hook_resid_post``."""
 HOOK_PATTERN = r"blocks\.\d+\.([a-z0-9_]+\.)?hook_[a-z0-9_]+"
 """What an explicit ``gap_sae_hooks`` entry must look like (a TransformerLens block hook)."""
 
@@ -319,8 +484,9 @@ def _n_layers(model: str, world: str | None) -> int:
     return kz._arch_of(spec, model).n_layers
 
 
-def gap_sae_sites(hooks: Sequence[str], parent: str, world: str | None = None,
-                  sae_name: str = "auto") -> list[tuple[str, str, str]]:
+def gap_sae_sites(
+    hooks: Sequence[str], parent: str, world: str | None = None, sae_name: str = "auto"
+) -> list[tuple[str, str, str]]:
     """``gap_sae_hooks`` resolved for ``parent``: per entry ``(entry, hook, skip)``, ``hook`` the
     site read and ``skip`` ``""`` or why the entry is not run (its site equals an earlier entry's,
     e.g. ``last`` where the parent has one layer and the world's SAE reads ``blocks.0``).
@@ -330,37 +496,53 @@ def gap_sae_sites(hooks: Sequence[str], parent: str, world: str | None = None,
     world_hook = _world_sae_hook(sae_name, parent, world)
     out, seen = [], {}
     for entry in hooks:
-        hook = {"world": world_hook, "last": f"blocks.{n_layers - 1}.hook_resid_post"}.get(entry, entry)
+        hook = {"world": world_hook, "last": f"blocks.{n_layers - 1}.hook_resid_post"}.get(
+            entry, entry
+        )
         m = re.fullmatch(HOOK_PATTERN, hook)
         if m is None or int(hook.split(".")[1]) >= n_layers:
-            raise ValueError(f"gap_sae_hooks entry {entry!r}: {parent} has {n_layers} layer(s); allowed values: "
-                             f"{', '.join(GAP_SAE_SITES)} or blocks.L.hook_... with L in 0..{n_layers - 1}")
-        skip = (f"same site as {seen[hook]!r} ({hook}): {parent} has {n_layers} layer(s)" if hook in seen else "")
+            raise ValueError(
+                f"gap_sae_hooks entry {entry!r}: {parent} has {n_layers} layer(s); allowed values: "
+                f"{', '.join(GAP_SAE_SITES)} or blocks.L.hook_... with L in 0..{n_layers - 1}"
+            )
+        skip = (
+            f"same site as {seen[hook]!r} ({hook}): {parent} has {n_layers} layer(s)"
+            if hook in seen
+            else ""
+        )
         seen.setdefault(hook, entry)
         out.append((entry, hook, skip))
     return out
 
 
 def pair_key(entry: str, pooling: str) -> str:
-    """The key of one (dictionary, pooling) run of section 8b: ``"<gap_sae_hooks entry>/<pooling>"``."""
+    """The key of one (dictionary, pooling) run of section 8b: ``"<gap_sae_hooks
+    entry>/<pooling>"``."""
     return f"{entry}/{pooling}"
 
 
 def planted_gap_section(cfg) -> dict[str, tuple[PlantedGapResult | None, str]]:
     """Notebook 04 section 8b: per ``cfg.gap_sae_hooks`` entry (the concept dictionary) and per
-    ``cfg.gap_pooling`` value (``mean`` = eq. 1, ``last`` = our ablation), keyed by :func:`pair_key`:
-    ``(result, "")`` or ``(None, reason)`` when it cannot run (no planted-gap member in the profile's
-    world, the world / member not built, or the same site as an earlier entry). An entry whose site
-    is the world SAE's reads that SAE; any other trains the same recipe there on demand."""
+    ``cfg.gap_pooling`` value (``mean`` = eq. 1, ``last`` = our ablation), keyed by
+    :func:`pair_key`: ``(result, "")`` or ``(None, reason)`` when it cannot run (no planted-gap
+    member in the profile's world, the world / member not built, or the same site as an earlier
+    entry). An entry whose site is the world SAE's reads that SAE; any other trains the same recipe
+    there on demand."""
     pairs = [(e, p) for e in cfg.gap_sae_hooks for p in cfg.gap_pooling]
     member = resolve_gap_member(cfg.gap_member, cfg.world)
     if not member:
-        reason = (f"gap_member={cfg.gap_member!r}: " + ("set to skip" if cfg.gap_member == "" else
-                                                        f"world {cfg.world!r} has no planted-gap member"))
+        reason = f"gap_member={cfg.gap_member!r}: " + (
+            "set to skip"
+            if cfg.gap_member == ""
+            else f"world {cfg.world!r} has no planted-gap member"
+        )
         return {pair_key(e, p): (None, reason) for e, p in pairs}
     parent, _ = planted_gap_member(member, cfg.world)
     out = {}
-    sites = {entry: (hook, skip) for entry, hook, skip in gap_sae_sites(cfg.gap_sae_hooks, parent, cfg.world)}
+    sites = {
+        entry: (hook, skip)
+        for entry, hook, skip in gap_sae_sites(cfg.gap_sae_hooks, parent, cfg.world)
+    }
     world_hook = _world_sae_hook("auto", parent, cfg.world)
     for entry, pooling in pairs:
         hook, skip = sites[entry]
@@ -369,9 +551,23 @@ def planted_gap_section(cfg) -> dict[str, tuple[PlantedGapResult | None, str]]:
             continue
         try:
             out[pair_key(entry, pooling)] = (
-                planted_gap_run(member, cfg.gap_n_items, "auto", cfg.world, cfg.gap_n_perm, cfg.min_support, cfg.alpha,
-                                cfg.eps, cfg.gap_share, cfg.seed, cfg.device, hook="" if hook == world_hook else hook,
-                                pooling=pooling), "")
+                planted_gap_run(
+                    member,
+                    cfg.gap_n_items,
+                    "auto",
+                    cfg.world,
+                    cfg.gap_n_perm,
+                    cfg.min_support,
+                    cfg.alpha,
+                    cfg.eps,
+                    cfg.gap_share,
+                    cfg.seed,
+                    cfg.device,
+                    hook="" if hook == world_hook else hook,
+                    pooling=pooling,
+                ),
+                "",
+            )
         except FileNotFoundError as e:  # the world or the member is not built in the cache
             out[pair_key(entry, pooling)] = (None, f"{type(e).__name__}: {e}")
     return out
@@ -388,35 +584,61 @@ def primary_setting(planted: dict[str, tuple[PlantedGapResult | None, str]]) -> 
     def rank(k: str) -> tuple:
         s = cast(PlantedGapResult, planted[k][0]).summary  # k ran
         layer = re.match(r"blocks\.(\d+)\.", s.get("sae_hook", ""))
-        return s.get("pooling", "mean") == "mean", int(layer.group(1)) if layer else -1, -ran.index(k)
+        return (
+            s.get("pooling", "mean") == "mean",
+            int(layer.group(1)) if layer else -1,
+            -ran.index(k),
+        )
 
     return max(ran, key=rank)
 
 
 def planted_gap_results(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> dict:
-    """The notebook's ``results`` entries of :func:`planted_gap_section`: ``planted_gap`` (the summary of
-    :func:`primary_setting`'s run) with ``planted_gap_primary`` (its key), ``planted_gap_by_sae`` (every
-    :func:`pair_key`: its summary, or ``{"skipped": why}``), or ``planted_gap_error`` when none ran."""
+    """The notebook's ``results`` entries of :func:`planted_gap_section`: ``planted_gap`` (the
+    summary of :func:`primary_setting`'s run) with ``planted_gap_primary`` (its key),
+    ``planted_gap_by_sae`` (every :func:`pair_key`: its summary, or ``{"skipped": why}``), or
+    ``planted_gap_error`` when none ran."""
     by = {e: (r.summary if r is not None else {"skipped": why}) for e, (r, why) in sections.items()}
     main = primary_setting(sections)
     if main is None:
-        return {"planted_gap_error": "; ".join(f"{e}: {why}" for e, (_, why) in sections.items()),
-                "planted_gap_by_sae": by}
+        return {
+            "planted_gap_error": "; ".join(f"{e}: {why}" for e, (_, why) in sections.items()),
+            "planted_gap_by_sae": by,
+        }
     return {"planted_gap": by[main], "planted_gap_primary": main, "planted_gap_by_sae": by}
 
 
-COMPARE_FIELDS = ("sae", "sae_hook", "pooling", "n_tested", "n_planted_concepts_tested", "n_found", "n_found_planted",
-                  "n_found_other", "precision", "recall", "p_overlap",
-                  "max_planted_share", "max_planted_label", "max_planted_q_member", "drop_share_spearman",
-                  "drop_share_p", "top_drop_label", "top_drop_share")
+COMPARE_FIELDS = (
+    "sae",
+    "sae_hook",
+    "pooling",
+    "n_tested",
+    "n_planted_concepts_tested",
+    "n_found",
+    "n_found_planted",
+    "n_found_other",
+    "precision",
+    "recall",
+    "p_overlap",
+    "max_planted_share",
+    "max_planted_label",
+    "max_planted_q_member",
+    "drop_share_spearman",
+    "drop_share_p",
+    "top_drop_label",
+    "top_drop_share",
+)
 
 
 def compare_dictionaries(sections: dict[str, tuple[PlantedGapResult | None, str]]) -> pd.DataFrame:
-    """The (dictionary, pooling) runs side by side: one column per :func:`planted_gap_section` key, one row per
-    :data:`COMPARE_FIELDS` (numbers only: the verdicts are the claims', :func:`kit.cg.claims.planted_claims`), and
-    ``skipped`` (why an entry did not run, else empty)."""
+    """The (dictionary, pooling) runs side by side: one column per :func:`planted_gap_section` key,
+    one row per :data:`COMPARE_FIELDS` (numbers only: the verdicts are the claims',
+    :func:`kit.cg.claims.planted_claims`), and ``skipped`` (why an entry did not run, else
+    empty)."""
     cols = {}
     for entry, (r, why) in sections.items():
-        cols[entry] = {**{f: None if r is None else r.summary.get(f) for f in COMPARE_FIELDS},
-                       "skipped": why if r is None else ""}
+        cols[entry] = {
+            **{f: None if r is None else r.summary.get(f) for f in COMPARE_FIELDS},
+            "skipped": why if r is None else "",
+        }
     return pd.DataFrame(cols, index=[*COMPARE_FIELDS, "skipped"])

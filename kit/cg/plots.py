@@ -26,7 +26,9 @@ def coverage_distribution(x_by_name: Mapping[str, np.ndarray], eps: float = EPSI
     fig, ax = plt.subplots(figsize=(5, 3))
     for name, x in x_by_name.items():
         v = _log_values(x, eps)
-        ax.hist(v, bins=50, histtype="step", density=True, label=f"{name} (median {np.median(x):.2f})")
+        ax.hist(
+            v, bins=50, histtype="step", density=True, label=f"{name} (median {np.median(x):.2f})"
+        )
     ax.set_xlabel("log10 X_bench(c)  (1 = average concept)")
     ax.set_ylabel("density")
     ax.set_title("Cross-benchmark coverage")
@@ -35,13 +37,20 @@ def coverage_distribution(x_by_name: Mapping[str, np.ndarray], eps: float = EPSI
 
 
 def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
-    """Fig. 4: distribution of X_model / chi_model over the defined concepts, one curve per entry."""
+    """Fig. 4: distribution of X_model / chi_model over the defined concepts, one curve per
+    entry."""
     fig, ax = plt.subplots(figsize=(5, 3))
     bins = np.linspace(0, 1, 41)
     for name, x in x_by_name.items():
         x = np.asarray(x, float)
         x = x[~np.isnan(x)]
-        ax.hist(x, bins=list(bins), histtype="step", density=True, label=f"{name} (median {np.median(x):.2f})")
+        ax.hist(
+            x,
+            bins=list(bins),
+            histtype="step",
+            density=True,
+            label=f"{name} (median {np.median(x):.2f})",
+        )
     ax.set_xlabel("X_model(c)  (activation-weighted accuracy)")
     ax.set_ylabel("density")
     ax.set_title("Model performance per concept")
@@ -51,20 +60,35 @@ def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
 
 def per_benchmark_coverage(chi_bench: pd.DataFrame, eps: float = EPSILON):
     """Fig. 12: per-benchmark distributions of chi_bench (log10, missing excluded); red: median."""
-    return _per_benchmark_hists({b: _log_values(chi_bench[b].to_numpy(), eps) for b in chi_bench.columns}, 40, "C0", 8,
-                                "log10 chi_bench(b, c)", "Coverage within individual benchmarks")
+    return _per_benchmark_hists(
+        {b: _log_values(chi_bench[b].to_numpy(), eps) for b in chi_bench.columns},
+        40,
+        "C0",
+        8,
+        "log10 chi_bench(b, c)",
+        "Coverage within individual benchmarks",
+    )
 
 
 def per_benchmark_performance(chi_model: pd.DataFrame):
     """Fig. 11/15: per-benchmark distributions of chi_model; red: median."""
-    return _per_benchmark_hists({b: chi_model[b].dropna().to_numpy() for b in chi_model.columns},
-                                np.linspace(0, 1, 31), "C1", 7, "chi_model(b, c)",
-                                "Model performance within individual benchmarks")
+    return _per_benchmark_hists(
+        {b: chi_model[b].dropna().to_numpy() for b in chi_model.columns},
+        np.linspace(0, 1, 31),
+        "C1",
+        7,
+        "chi_model(b, c)",
+        "Model performance within individual benchmarks",
+    )
 
 
-def _per_benchmark_hists(values: dict[str, np.ndarray], bins, color: str, title_size: int, ylabel: str, title: str):
+def _per_benchmark_hists(
+    values: dict[str, np.ndarray], bins, color: str, title_size: int, ylabel: str, title: str
+):
     """One horizontal histogram per benchmark side by side, a shared y axis, the median in red."""
-    fig, axes = plt.subplots(1, len(values), figsize=(1.7 * len(values), 2.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(values), figsize=(1.7 * len(values), 2.6), sharey=True, squeeze=False
+    )
     for ax, (b, v) in zip(axes[0], values.items()):
         ax.hist(v, bins=bins, orientation="horizontal", color=color)
         if len(v):
@@ -91,8 +115,17 @@ def overlap_heatmap(jaccard: pd.DataFrame):
     """Fig. 14: Jaccard similarity of covered-concept sets between benchmarks."""
     n = len(jaccard)
     fig, ax = plt.subplots(figsize=(0.55 * n + 2, 0.5 * n + 1.5))
-    sns.heatmap(jaccard, annot=True, fmt=".2f", cmap="Blues", vmin=0, vmax=1, ax=ax, cbar=False,
-                annot_kws={"fontsize": 7})
+    sns.heatmap(
+        jaccard,
+        annot=True,
+        fmt=".2f",
+        cmap="Blues",
+        vmin=0,
+        vmax=1,
+        ax=ax,
+        cbar=False,
+        annot_kws={"fontsize": 7},
+    )
     ax.grid(False)  # the paper style's grid would cross the cells
     ax.set_title("Cross-benchmark concept overlap (Jaccard)")
     return fig
@@ -111,15 +144,23 @@ def profile_scatter(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str):
 
 
 def missing_calibration(df: pd.DataFrame):
-    """Review item 8: share of the dictionary missing (chi_bench < eps) against items per benchmark, one
-    line per SAE width (the whole suite solid, each benchmark faint); error bars: std over subsamples."""
+    """Review item 8: share of the dictionary missing (chi_bench < eps) against items per benchmark,
+    one line per SAE width (the whole suite solid, each benchmark faint); error bars: std over
+    subsamples."""
     fig, ax = plt.subplots(figsize=(5, 3))
     for k, (name, d) in enumerate(df.groupby("sae", sort=False)):
         width = int(d.width.iloc[0])
         for b, g in d.groupby("benchmark"):
             suite = b == "(suite)"
-            ax.errorbar(g["items"], g["mean"], yerr=g["std"].fillna(0), color=f"C{k}", lw=1.5 if suite else 0.6,
-                        alpha=1 if suite else 0.35, label=f"{width} concepts, whole suite" if suite else None)
+            ax.errorbar(
+                g["items"],
+                g["mean"],
+                yerr=g["std"].fillna(0),
+                color=f"C{k}",
+                lw=1.5 if suite else 0.6,
+                alpha=1 if suite else 0.35,
+                label=f"{width} concepts, whole suite" if suite else None,
+            )
     ax.set_xscale("log")
     ax.set_xlabel("items per benchmark")
     ax.set_ylabel("fraction of concepts missing")

@@ -1,4 +1,5 @@
-"""Tables and key numbers of the Competency Gaps notebook, computed from :class:`kit.cg.suite.Suite`s.
+"""Tables and key numbers of the Competency Gaps notebook, computed from
+:class:`kit.cg.suite.Suite`s.
 
 Tables mirror the paper's: Table 1 (missing concepts of the suite), Table 2 (missing per
 benchmark), Table 3 (best/worst performance and coverage concepts, two SAEs side by side).
@@ -48,8 +49,10 @@ def coverage_summary(suite: Suite, eps: float = cg.EPSILON) -> dict:
         "median_x_bench": float(np.median(xb)),
         "missing_frac_per_benchmark": {b: float(v) for b, v in frac.items()},
         "min_missing_frac_benchmark": float(frac.min()),
-        "missing_frac_per_benchmark_alive": {b: float(((chib[b].to_numpy() < eps) & ~dead).sum() / max(1, (~dead).sum()))
-                                             for b in chib.columns},
+        "missing_frac_per_benchmark_alive": {
+            b: float(((chib[b].to_numpy() < eps) & ~dead).sum() / max(1, (~dead).sum()))
+            for b in chib.columns
+        },
         "mean_jaccard_offdiag": float(off.mean()) if off.size else float("nan"),
     }
 
@@ -59,12 +62,24 @@ def missing_suite_table(suite: Suite, n: int = 10, eps: float = cg.EPSILON) -> p
     training corpus: the label's contexts), strongest corpus activation first."""
     xb = suite.x_bench()
     missing = np.flatnonzero(xb < eps)
-    strength = np.array([max((c["value"] for c in suite.contexts[i]), default=0) if suite.contexts else 0
-                         for i in missing])
+    strength = np.array(
+        [
+            max((c["value"] for c in suite.contexts[i]), default=0) if suite.contexts else 0
+            for i in missing
+        ]
+    )
     order = missing[np.argsort(-strength, kind="stable")]
-    rows = [{"concept": int(c), "label": suite.labels[c],
-             "example context": (suite.contexts[c][0]["context"] if suite.contexts and suite.contexts[c] else "")}
-            for c in order if suite.labels[c] != "(dead)"][:n]
+    rows = [
+        {
+            "concept": int(c),
+            "label": suite.labels[c],
+            "example context": (
+                suite.contexts[c][0]["context"] if suite.contexts and suite.contexts[c] else ""
+            ),
+        }
+        for c in order
+        if suite.labels[c] != "(dead)"
+    ][:n]
     return pd.DataFrame(rows, columns=["concept", "label", "example context"])
 
 
@@ -76,12 +91,21 @@ def missing_per_benchmark_table(suite: Suite, n: int = 3, eps: float = cg.EPSILO
         others = chib.drop(columns=b).mean(axis=1)
         cand = chib.index[(chib[b] < eps).to_numpy()]
         top: Any = others.loc[cand].sort_values(ascending=False).head(n)  # concept index -> mean
-        rows += [{"benchmark": b, "concept": int(c), "label": suite.labels[c], "mean chi_bench elsewhere": float(v)}
-                 for c, v in top.items()]
+        rows += [
+            {
+                "benchmark": b,
+                "concept": int(c),
+                "label": suite.labels[c],
+                "mean chi_bench elsewhere": float(v),
+            }
+            for c, v in top.items()
+        ]
     return pd.DataFrame(rows, columns=["benchmark", "concept", "label", "mean chi_bench elsewhere"])
 
 
-def best_worst_table(suite: Suite, model: str | None, n: int = 5, min_activation_items: int = 3) -> pd.DataFrame:
+def best_worst_table(
+    suite: Suite, model: str | None, n: int = 5, min_activation_items: int = 3
+) -> pd.DataFrame:
     """Best/worst concepts by coverage (X_bench) and, given ``model``, by performance (X_model).
 
     Performance ranks only concepts active on at least ``min_activation_items`` scored items: a
@@ -90,19 +114,37 @@ def best_worst_table(suite: Suite, model: str | None, n: int = 5, min_activation
     xb = suite.x_bench()
     rows = []
     order = np.argsort(xb, kind="stable")
-    for rank, idx in (("best coverage", order[::-1][:n]), ("worst coverage (not missing)", order[xb[order] >= cg.EPSILON][:n])):
-        rows += [{"analysis": rank, "concept": int(c), "label": suite.labels[c], "score": float(xb[c])} for c in idx]
+    for rank, idx in (
+        ("best coverage", order[::-1][:n]),
+        ("worst coverage (not missing)", order[xb[order] >= cg.EPSILON][:n]),
+    ):
+        rows += [
+            {"analysis": rank, "concept": int(c), "label": suite.labels[c], "score": float(xb[c])}
+            for c in idx
+        ]
     if model is not None:
         xm = cg.x_model(suite.model_acts[model], suite.model_scores[model])
-        support = sum((a > 0).sum(0).A1 if hasattr((a > 0).sum(0), "A1") else np.asarray((a > 0).sum(0)).ravel()
-                      for a in suite.model_acts[model].values())
+        support = sum(
+            (a > 0).sum(0).A1
+            if hasattr((a > 0).sum(0), "A1")
+            else np.asarray((a > 0).sum(0)).ravel()
+            for a in suite.model_acts[model].values()
+        )
         support = cast(np.ndarray, support)  # a sum of arrays (one per benchmark)
         ok = np.flatnonzero(~np.isnan(xm) & (support >= min_activation_items))
         # ties (many concepts at exactly 1.0 or 0.0) go to the concept seen on more items
         best = ok[np.lexsort((-support[ok], -xm[ok]))]
         worst = ok[np.lexsort((-support[ok], xm[ok]))]
         for rank, idx in (("best performance", best[:n]), ("worst performance", worst[:n])):
-            rows += [{"analysis": rank, "concept": int(c), "label": suite.labels[c], "score": float(xm[c])} for c in idx]
+            rows += [
+                {
+                    "analysis": rank,
+                    "concept": int(c),
+                    "label": suite.labels[c],
+                    "score": float(xm[c]),
+                }
+                for c in idx
+            ]
     return pd.DataFrame(rows, columns=["analysis", "concept", "label", "score"])
 
 
@@ -127,19 +169,30 @@ def cross_sae_summary(a: Suite, b: Suite, model: str | None) -> dict:
     out = {}
     for s in (a, b):
         xb = s.x_bench()
-        out[s.sae] = {"n_concepts": s.n_concepts, "median_x_bench": float(np.median(xb)),
-                      "frac_missing_suite": float((xb < cg.EPSILON).mean())}
+        out[s.sae] = {
+            "n_concepts": s.n_concepts,
+            "median_x_bench": float(np.median(xb)),
+            "frac_missing_suite": float((xb < cg.EPSILON).mean()),
+        }
         if model is not None:
             xm = cg.x_model(s.model_acts[model], s.model_scores[model])
             out[s.sae]["median_x_model"] = float(np.nanmedian(xm))
     # per-benchmark missing fractions should rank benchmarks alike under both SAEs
     fa, fb = cg.missing_fraction(a.acts), cg.missing_fraction(b.acts)
-    out["spearman_missing_frac_per_benchmark"] = float(spearmanr(fa, fb[fa.index]).statistic) if len(fa) > 2 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+    out["spearman_missing_frac_per_benchmark"] = (
+        float(spearmanr(fa, fb[fa.index]).statistic) if len(fa) > 2 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+    )
     return out
 
 
-def profile_comparison(acts_prompt, scores_a: np.ndarray, scores_b: np.ndarray, labels: Sequence[str],
-                       n: int = 5, min_items: int = 3) -> tuple[dict, pd.DataFrame]:
+def profile_comparison(
+    acts_prompt,
+    scores_a: np.ndarray,
+    scores_b: np.ndarray,
+    labels: Sequence[str],
+    n: int = 5,
+    min_items: int = 3,
+) -> tuple[dict, pd.DataFrame]:
     """Two models on the same items (concepts read from the prompts only): correlation of their
     chi_model profiles and the concepts where they differ most."""
     ca, cb = cg.chi_model(acts_prompt, scores_a), cg.chi_model(acts_prompt, scores_b)
@@ -148,19 +201,46 @@ def profile_comparison(acts_prompt, scores_a: np.ndarray, scores_b: np.ndarray, 
     d = ca - cb
     idx = np.flatnonzero(ok)
     order = idx[np.argsort(d[idx], kind="stable")]
-    rows = [{"direction": "A better", "concept": int(c), "label": labels[c], "chi_model A": ca[c], "chi_model B": cb[c]}
-            for c in order[::-1][:n]]
-    rows += [{"direction": "B better", "concept": int(c), "label": labels[c], "chi_model A": ca[c], "chi_model B": cb[c]}
-             for c in order[:n]]
-    summary = {"spearman": float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else float("nan"),  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
-               "mean_abs_diff": float(np.abs(d[ok]).mean()) if ok.any() else float("nan"),
-               "accuracy_A": float(np.mean(scores_a)), "accuracy_B": float(np.mean(scores_b)),
-               "n_concepts_compared": int(ok.sum())}
+    rows = [
+        {
+            "direction": "A better",
+            "concept": int(c),
+            "label": labels[c],
+            "chi_model A": ca[c],
+            "chi_model B": cb[c],
+        }
+        for c in order[::-1][:n]
+    ]
+    rows += [
+        {
+            "direction": "B better",
+            "concept": int(c),
+            "label": labels[c],
+            "chi_model A": ca[c],
+            "chi_model B": cb[c],
+        }
+        for c in order[:n]
+    ]
+    summary = {
+        "spearman": float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else float("nan"),  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+        "mean_abs_diff": float(np.abs(d[ok]).mean()) if ok.any() else float("nan"),
+        "accuracy_A": float(np.mean(scores_a)),
+        "accuracy_B": float(np.mean(scores_b)),
+        "n_concepts_compared": int(ok.sum()),
+    }
     return summary, pd.DataFrame(rows)
 
 
-def robustness(suite: Suite, model: str | None, n_reruns: int, drop_frac: float, adv_n_concepts: int,
-               adv_n_items: int, adv_repeats: int, seed: int = 0) -> dict:
+def robustness(
+    suite: Suite,
+    model: str | None,
+    n_reruns: int,
+    drop_frac: float,
+    adv_n_concepts: int,
+    adv_n_items: int,
+    adv_repeats: int,
+    seed: int = 0,
+) -> dict:
     """The paper's section 4.2.3 numbers for one suite: dropout std of X_bench / X_model and
     the adversarial median shifts."""
     out = {}
@@ -170,10 +250,17 @@ def robustness(suite: Suite, model: str | None, n_reruns: int, drop_frac: float,
         acts, scores = suite.model_acts[model], suite.model_scores[model]
         rm = cg_robustness.dropout_robustness(acts, scores, n_reruns, drop_frac, seed)
         out["std_x_model"] = rm.mean_std_x_model
-        adv = cg_robustness.adversarial_removal(acts, scores, adv_n_concepts, adv_n_items, adv_repeats, seed=seed)
-        out.update(adv_median_before=adv.median_before, adv_shift_best_pct=adv.mean_shift_best_pct,
-                   adv_shift_worst_pct=adv.mean_shift_worst_pct, adv_removed_frac=adv.removed_frac,
-                   adv_best_lowers=bool(np.mean(adv.shift_best) < 0), adv_worst_raises=bool(np.mean(adv.shift_worst) > 0))
+        adv = cg_robustness.adversarial_removal(
+            acts, scores, adv_n_concepts, adv_n_items, adv_repeats, seed=seed
+        )
+        out.update(
+            adv_median_before=adv.median_before,
+            adv_shift_best_pct=adv.mean_shift_best_pct,
+            adv_shift_worst_pct=adv.mean_shift_worst_pct,
+            adv_removed_frac=adv.removed_frac,
+            adv_best_lowers=bool(np.mean(adv.shift_best) < 0),
+            adv_worst_raises=bool(np.mean(adv.shift_worst) > 0),
+        )
     return out
 
 
@@ -182,7 +269,8 @@ POOLING_NOTE = {"mean": "eq. 1, CG as published", "last": "last token, our ablat
 
 
 def findings(r: dict) -> list[str]:
-    """What was measured, in plain language, from the recorded numbers ``r`` (:meth:`kit.cg.study.CGStudy.results`).
+    """What was measured, in plain language, from the recorded numbers ``r``
+    (:meth:`kit.cg.study.CGStudy.results`).
 
     Descriptive only: counts, accuracies and distances as measured. Whether any of them supports
     a claim of the paper is said by the claims (:func:`kit.core.claims.findings`), not here."""
@@ -191,142 +279,236 @@ def findings(r: dict) -> list[str]:
     cov = r.get("coverage", {}).get(main, {})
     if cov:
         lines.append(
-            f"Coverage ({main}, {cov['n_concepts']} concepts, {len(cov['missing_frac_per_benchmark'])} real benchmarks): "
-            f"{cov['n_missing_suite']} concepts ({100 * cov['frac_missing_suite']:.1f}%) are missing from the whole suite, "
-            f"{cov['n_dead']} of them dead latents (firing neither on the SAE's training text nor on any benchmark text; "
-            f"{cov.get('n_dead_label_fires', 0)} concepts without a training-text context do fire); {cov['n_missing_alive']} "
-            f"live concepts ({100 * cov['frac_missing_alive']:.1f}% of the live ones) fire on the corpus but on no benchmark "
-            f"(paper, Llama SAE: 314, 1%); every benchmark misses at least {100 * cov['min_missing_frac_benchmark']:.0f}% "
-            f"of the dictionary ({100 * min(cov['missing_frac_per_benchmark_alive'].values()):.0f}% of the live concepts; "
-            f"paper: >= 30%); mean pairwise Jaccard overlap of covered sets {cov['mean_jaccard_offdiag']:.2f}.")
+            f"Coverage ({main}, {cov['n_concepts']} concepts, "
+            f"{len(cov['missing_frac_per_benchmark'])} real benchmarks): {cov['n_missing_suite']} "
+            f"concepts ({100 * cov['frac_missing_suite']:.1f}%) are missing from the whole suite, "
+            f"{cov['n_dead']} of them dead latents (firing neither on the SAE's training text nor "
+            f"on any benchmark text; {cov.get('n_dead_label_fires', 0)} concepts without a "
+            f"training-text context do fire); {cov['n_missing_alive']} live concepts "
+            f"({100 * cov['frac_missing_alive']:.1f}% of the live ones) fire on the "
+            "corpus but on no benchmark (paper, Llama SAE: 314, 1%); every benchmark misses at "
+            f"least {100 * cov['min_missing_frac_benchmark']:.0f}% "
+            "of the dictionary "
+            f"({100 * min(cov['missing_frac_per_benchmark_alive'].values()):.0f}% of the live "
+            "concepts; paper: >= 30%); mean pairwise Jaccard overlap of covered sets "
+            f"{cov['mean_jaccard_offdiag']:.2f}."
+        )
     ct = r.get("coverage_vs_text")
     if ct:
-        lines.append(f"At equal size ({ct['tokens']:,} tokens, {ct['draws']} draws): the suite misses "
-                     f"{100 * ct['suite_mean']:.1f}% of {ct['n_live']} live concepts, {ct['text_source']} "
-                     f"{100 * ct['text_mean']:.1f}%; the whole suite ({ct['suite_tokens']:,} tokens) misses "
-                     f"{100 * cov.get('frac_missing_alive', float('nan')):.1f}%.")
+        lines.append(
+            f"At equal size ({ct['tokens']:,} tokens, {ct['draws']} draws): the suite misses "
+            f"{100 * ct['suite_mean']:.1f}% of {ct['n_live']} live concepts, {ct['text_source']} "
+            f"{100 * ct['text_mean']:.1f}%; the whole suite ({ct['suite_tokens']:,} tokens) misses "
+            f"{100 * cov.get('frac_missing_alive', float('nan')):.1f}%."
+        )
     for name, acc in r.get("response_accuracy", {}).items():
-        lines.append(f"Published responses {name}: accuracy {acc:.3f} (parse rate {r['response_parse_rate'][name]:.3f}).")
+        lines.append(
+            f"Published responses {name}: accuracy {acc:.3f} (parse rate "
+            f"{r['response_parse_rate'][name]:.3f})."
+        )
     for a in r.get("answers", []):
-        lines.append(f"{a['model']} on {a['benchmark']}: accuracy {a['accuracy']:.3f} [{a['accuracy_low']:.3f}, "
-                     f"{a['accuracy_high']:.3f}] over {a['items']} items, {a['truncated']} cut at "
-                     f"{a['max_new_tokens']} tokens.")
+        lines.append(
+            f"{a['model']} on {a['benchmark']}: accuracy {a['accuracy']:.3f} "
+            f"[{a['accuracy_low']:.3f}, {a['accuracy_high']:.3f}] over {a['items']} items, "
+            f"{a['truncated']} cut at {a['max_new_tokens']} tokens."
+        )
     for model, s in r.get("model_performance", {}).items():
-        lines.append(f"{model}: median chi_model {s['median']:.3f} over {s['n_defined']} concepts; "
-                     f"{s['n_gaps']} model gaps (X_model < eps), worst decile <= {s['worst_decile']:.3f}.")
+        lines.append(
+            f"{model}: median chi_model {s['median']:.3f} over {s['n_defined']} concepts; "
+            f"{s['n_gaps']} model gaps (X_model < eps), worst decile <= {s['worst_decile']:.3f}."
+        )
     for model, g in r.get("significance", {}).items():
-        lines.append(f"{model}: of its {g['n_gaps_paper']} gaps (X_model < eps; median support {g['median_support_of_gaps']:.0f} "
-                     f"items), {g['n_gaps_with_support']} are active on >= {g['min_support']} items and "
-                     f"{g['n_gaps_significant']} have a BH q-value <= {g['alpha']} ({g['n_weak']} more concepts with "
-                     f"q <= {g['alpha']} on the low side above eps, {g['n_strong']} on the high side, of {g['n_tested']} tested).")
+        lines.append(
+            f"{model}: of its {g['n_gaps_paper']} gaps (X_model < eps; median support "
+            f"{g['median_support_of_gaps']:.0f} items), {g['n_gaps_with_support']} are active on "
+            f">= {g['min_support']} items and {g['n_gaps_significant']} have a BH q-value <= "
+            f"{g['alpha']} ({g['n_weak']} more concepts with q <= {g['alpha']} on the low side "
+            f"above eps, {g['n_strong']} on the high side, of {g['n_tested']} tested)."
+        )
     pc = r.get("llama_vs_qwen")
     if pc:
-        lines.append(f"{pc['A']} vs {pc['B']} on the same ARC items: Spearman of chi_model profiles {pc['spearman']:.2f}, "
-                     f"mean |difference| {pc['mean_abs_diff']:.3f} (accuracies {pc['accuracy_A']:.3f} vs {pc['accuracy_B']:.3f}).")
+        lines.append(
+            f"{pc['A']} vs {pc['B']} on the same ARC items: Spearman of chi_model profiles "
+            f"{pc['spearman']:.2f}, mean |difference| {pc['mean_abs_diff']:.3f} (accuracies "
+            f"{pc['accuracy_A']:.3f} vs {pc['accuracy_B']:.3f})."
+        )
     rb = r.get("robustness", {})
     if rb:
-        lines.append(f"Robustness ({r.get('robustness_model', '')}): std over {r.get('n_reruns')} reruns dropping "
-                     f"{100 * r.get('drop_frac', 0):.0f}%: X_bench {rb['std_x_bench']:.3f} (paper 0.025), X_model "
-                     f"{rb.get('std_x_model', float('nan')):.3f} (paper 0.014). Adversarial removal of "
-                     f"{100 * rb.get('adv_removed_frac', 0):.1f}% of items: median X_model {rb.get('adv_shift_best_pct', float('nan')):+.1f}% "
-                     f"(best concepts' items; paper -0.6%), {rb.get('adv_shift_worst_pct', float('nan')):+.1f}% (worst; paper +1.3%).")
+        lines.append(
+            f"Robustness ({r.get('robustness_model', '')}): std over {r.get('n_reruns')} reruns "
+            f"dropping {100 * r.get('drop_frac', 0):.0f}%: X_bench {rb['std_x_bench']:.3f} (paper "
+            f"0.025), X_model {rb.get('std_x_model', float('nan')):.3f} (paper 0.014). Adversarial "
+            f"removal of {100 * rb.get('adv_removed_frac', 0):.1f}% of items: median X_model "
+            f"{rb.get('adv_shift_best_pct', float('nan')):+.1f}% (best concepts' items; paper "
+            f"-0.6%), {rb.get('adv_shift_worst_pct', float('nan')):+.1f}% (worst; paper +1.3%)."
+        )
     xs = r.get("cross_sae", {})
     if xs:
-        meds = "; ".join(f"{k}: median X_bench {v['median_x_bench']:.3f}, missing {100 * v['frac_missing_suite']:.1f}%"
-                         for k, v in xs.items() if isinstance(v, dict))
+        meds = "; ".join(
+            f"{k}: median X_bench {v['median_x_bench']:.3f}, missing "
+            f"{100 * v['frac_missing_suite']:.1f}%"
+            for k, v in xs.items()
+            if isinstance(v, dict)
+        )
         sw = r.get("sae_swap")
-        lines.append(f"Two SAEs: {meds}." + (
-            f" Spearman of the benchmarks' missing fractions: {sw['rho_full_size']:.2f} at full size, where benchmark "
-            f"length alone gives {sw['rho_missing_vs_tokens']:.2f}; {sw['rho']:.2f} with every benchmark cut to "
-            f"{sw['tokens']:,} tokens." if sw else ""))
+        lines.append(
+            f"Two SAEs: {meds}."
+            + (
+                f" Spearman of the benchmarks' missing fractions: {sw['rho_full_size']:.2f} at "
+                f"full size, where benchmark length alone gives {sw['rho_missing_vs_tokens']:.2f}; "
+                f"{sw['rho']:.2f} with every benchmark cut to {sw['tokens']:,} tokens."
+                if sw
+                else ""
+            )
+        )
     z = r.get("zoo", {})
     if z:
-        lines.append(f"Tiny-world suite ({z['model']} with its own SAE {z['sae']}, {z['n_tasks']} tasks): "
-                     f"{z['n_missing_suite']} of {z['n_concepts']} features missing, median X_model {z['median_x_model']:.3f}, "
-                     f"{z['n_gaps']} model gaps; dropout std X_bench {z['std_x_bench']:.3f}, X_model {z['std_x_model']:.3f}; "
-                     f"adversarial {z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%.")
+        lines.append(
+            f"Tiny-world suite ({z['model']} with its own SAE {z['sae']}, {z['n_tasks']} tasks): "
+            f"{z['n_missing_suite']} of {z['n_concepts']} features missing, median X_model "
+            f"{z['median_x_model']:.3f}, {z['n_gaps']} model gaps; dropout std X_bench "
+            f"{z['std_x_bench']:.3f}, X_model {z['std_x_model']:.3f}; adversarial "
+            f"{z['adv_shift_best_pct']:+.1f}% / {z['adv_shift_worst_pct']:+.1f}%."
+        )
     elif r.get("zoo_error"):
         lines.append(f"Tiny-world suite not run: {r['zoo_error']}")
     for entry, pg in (r.get("planted_gap_by_sae") or {}).items():
         d, pool = entry.rsplit("/", 1) if "/" in entry else (entry, "")
-        name = f"dictionary {d!r}" + (f", {pool} pooling ({POOLING_NOTE.get(pool, pool)})" if pool else "")
+        name = f"dictionary {d!r}" + (
+            f", {pool} pooling ({POOLING_NOTE.get(pool, pool)})" if pool else ""
+        )
         if "skipped" in pg:
             lines.append(f"Planted gap, {name}: skipped ({pg['skipped']}).")
             continue
-        lines.append(f"Planted gap, {name} ({pg['sae']} at {pg['sae_hook']}; {pg['member']} vs {pg['parent']}: "
-                     f"{pg['gap']}; {pg['n_planted_items']} planted items): accuracy there {pg['accuracy_planted_member']:.2f} "
-                     f"vs {pg['accuracy_planted_parent']:.2f}, on the other tasks {pg['accuracy_other_member']:.2f} vs "
-                     f"{pg['accuracy_other_parent']:.2f}. The gap test flags {pg['n_found']} concept(s) low for the member "
-                     f"and not the parent, {pg['n_found_planted']} of them planted concepts (of "
-                     f"{pg['n_planted_concepts_tested']} planted among {pg['n_tested']} tested).")
+        lines.append(
+            f"Planted gap, {name} ({pg['sae']} at {pg['sae_hook']}; {pg['member']} vs "
+            f"{pg['parent']}: {pg['gap']}; {pg['n_planted_items']} planted items): accuracy there "
+            f"{pg['accuracy_planted_member']:.2f} vs {pg['accuracy_planted_parent']:.2f}, on the "
+            f"other tasks {pg['accuracy_other_member']:.2f} vs {pg['accuracy_other_parent']:.2f}. "
+            f"The gap test flags {pg['n_found']} concept(s) low for the member and not the parent, "
+            f"{pg['n_found_planted']} of them planted concepts (of "
+            f"{pg['n_planted_concepts_tested']} planted among {pg['n_tested']} tested)."
+        )
     if not r.get("planted_gap_by_sae") and r.get("planted_gap_error"):
         lines.append(f"Planted-gap check not run: {r['planted_gap_error']}")
     per_model = {}
     for row in r.get("model_benchmarks", []):
         per_model.setdefault(row["model"], []).append(row["benchmark"])
     for m, bs in per_model.items():
-        lines.append(f"{m}: X_model averages chi_model over {len(bs)} scored benchmark(s) ({', '.join(bs)}).")
+        lines.append(
+            f"{m}: X_model averages chi_model over {len(bs)} scored benchmark(s) ({', '.join(bs)})."
+        )
     tokens = {m.get("train_tokens") for m in r.get("sae_meta", {}).values()}
     n_bench = len(cov.get("missing_frac_per_benchmark", {}))
     if tokens:
         one = all(len(bs) == 1 for bs in per_model.values())
-        lines.append(f"Gaps vs the paper: the concept space is a 6-layer sentence encoder's SAE trained on "
-                     f"{max(tokens):,} tokens, not an 8B model's own 65k-concept SAE (dead latents inflate 'missing'); "
-                     + ("each published response set scores its model on one benchmark, so its X_model is that "
-                        "benchmark's chi_model; " if one else "")
-                     + f"the suite is {n_bench} benchmarks with a sample of items each; labels are top-activating words "
-                     f"({r.get('label_source', 'local')}), not LLM-written descriptions.")
+        lines.append(
+            f"Gaps vs the paper: the concept space is a 6-layer sentence encoder's SAE trained on "
+            f"{max(tokens):,} tokens, not an 8B model's own 65k-concept SAE (dead latents "
+            "inflate 'missing'); "
+            + (
+                "each published response set scores its model on one benchmark, so its X_model is "
+                "that benchmark's chi_model; "
+                if one
+                else ""
+            )
+            + f"the suite is {n_bench} benchmarks with a sample of items each; labels are "
+            f"top-activating words ({r.get('label_source', 'local')}), not LLM-written "
+            "descriptions."
+        )
     return lines
 
 
-def model_summary(acts_by_benchmark: dict, scores_by_benchmark: dict, eps: float = cg.EPSILON) -> dict:
+def model_summary(
+    acts_by_benchmark: dict, scores_by_benchmark: dict, eps: float = cg.EPSILON
+) -> dict:
     """X_model of one model: median, defined concepts, model gaps, worst-decile threshold."""
     xm = cg.x_model(acts_by_benchmark, scores_by_benchmark)
     cls = cg.model_gap_classes(xm, eps)
     defined = xm[~np.isnan(xm)]
     worst = defined[cls[~np.isnan(xm)] == "worst-decile"]
-    return {"median": float(np.median(defined)) if defined.size else float("nan"), "n_defined": int(defined.size),
-            "n_gaps": int((cls == "gap").sum()), "worst_decile": float(worst.max()) if worst.size else float("nan"),
-            "accuracy": float(np.mean(np.concatenate([np.asarray(s, float) for s in scores_by_benchmark.values()])))}
+    return {
+        "median": float(np.median(defined)) if defined.size else float("nan"),
+        "n_defined": int(defined.size),
+        "n_gaps": int((cls == "gap").sum()),
+        "worst_decile": float(worst.max()) if worst.size else float("nan"),
+        "accuracy": float(
+            np.mean(np.concatenate([np.asarray(s, float) for s in scores_by_benchmark.values()]))
+        ),
+    }
 
 
 def model_benchmarks(suite: Suite) -> pd.DataFrame:
     """Per (model, benchmark) it was scored on: items, accuracy, and how many concepts its chi_model
-    defines (active on >= 1 item). X_model (eq. 5) averages chi_model over these rows' benchmarks."""
+    defines (active on >= 1 item). X_model (eq. 5) averages chi_model over these rows'
+    benchmarks."""
     rows = []
     for m, per in suite.model_scores.items():
         for b, sc in per.items():
             chi = cg.chi_model(suite.model_acts[m][b], sc)
-            rows.append({"model": m, "benchmark": b, "items": int(len(sc)), "accuracy": float(np.mean(sc)),
-                         "concepts defined": int(np.isfinite(chi).sum())})
-    return pd.DataFrame(rows, columns=["model", "benchmark", "items", "accuracy", "concepts defined"])
+            rows.append(
+                {
+                    "model": m,
+                    "benchmark": b,
+                    "items": int(len(sc)),
+                    "accuracy": float(np.mean(sc)),
+                    "concepts defined": int(np.isfinite(chi).sum()),
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["model", "benchmark", "items", "accuracy", "concepts defined"]
+    )
 
 
-def gap_significance(suite: Suite, model: str, n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05,
-                     eps: float = cg.EPSILON, seed: int = 0) -> tuple[dict, cg_significance.GapTest]:
-    """:func:`kit.cg.significance.gap_test` of one model, with its counts: the paper's gaps (X_model < eps),
-    how many of them have the minimum support, and how many beat their null after FDR control."""
-    t = cg_significance.gap_test(suite.model_acts[model], suite.model_scores[model], n_perm, min_support, alpha, seed)
+def gap_significance(
+    suite: Suite,
+    model: str,
+    n_perm: int = 1000,
+    min_support: int = 5,
+    alpha: float = 0.05,
+    eps: float = cg.EPSILON,
+    seed: int = 0,
+) -> tuple[dict, cg_significance.GapTest]:
+    """:func:`kit.cg.significance.gap_test` of one model, with its counts: the paper's gaps (X_model
+    < eps), how many of them have the minimum support, and how many beat their null after FDR
+    control."""
+    t = cg_significance.gap_test(
+        suite.model_acts[model], suite.model_scores[model], n_perm, min_support, alpha, seed
+    )
     cls = t.classes(eps)
     paper_gap = t.x_model < eps
-    summary = {"n_perm": n_perm, "min_support": min_support, "alpha": alpha,
-               "n_gaps_paper": int(paper_gap.sum()), "n_gaps_with_support": int((paper_gap & (t.support >= min_support)).sum()),
-               "median_support_of_gaps": float(np.median(t.support[paper_gap])) if paper_gap.any() else float("nan"),
-               "n_tested": int(np.isfinite(t.p_low).sum()),
-               **{f"n_{k.replace(' ', '_')}": int((cls == k).sum()) for k in ("gap", "weak", "strong")}}
+    summary = {
+        "n_perm": n_perm,
+        "min_support": min_support,
+        "alpha": alpha,
+        "n_gaps_paper": int(paper_gap.sum()),
+        "n_gaps_with_support": int((paper_gap & (t.support >= min_support)).sum()),
+        "median_support_of_gaps": float(np.median(t.support[paper_gap]))
+        if paper_gap.any()
+        else float("nan"),
+        "n_tested": int(np.isfinite(t.p_low).sum()),
+        **{f"n_{k.replace(' ', '_')}": int((cls == k).sum()) for k in ("gap", "weak", "strong")},
+    }
     summary["n_gaps_significant"] = summary.pop("n_gap")
     return summary, t
 
 
-def significant_concepts_table(t: cg_significance.GapTest, labels: Sequence[str], n: int = 10, eps: float = cg.EPSILON) -> pd.DataFrame:
-    """Concepts that beat their null (gap / weak / strong), most significant first; empty if none."""
+def significant_concepts_table(
+    t: cg_significance.GapTest, labels: Sequence[str], n: int = 10, eps: float = cg.EPSILON
+) -> pd.DataFrame:
+    """Concepts that beat their null (gap / weak / strong), most significant first; empty if
+    none."""
     df = t.table(labels, eps)
     df = df[df["class"].isin(["gap", "weak", "strong"])]
-    df = df.assign(q=np.fmin(df.q_low.fillna(1), df.q_high.fillna(1))).sort_values(["q", "support"], ascending=[True, False])
+    df = df.assign(q=np.fmin(df.q_low.fillna(1), df.q_high.fillna(1))).sort_values(
+        ["q", "support"], ascending=[True, False]
+    )
     return df.head(n).drop(columns="q")
 
 
-def per_benchmark_classes(suite: Suite, n: int = 3, eps: float = cg.EPSILON) -> tuple[pd.DataFrame, pd.DataFrame]:
+def per_benchmark_classes(
+    suite: Suite, n: int = 3, eps: float = cg.EPSILON
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Section 3.1's classes within each benchmark (chi_bench): counts per benchmark of missing /
     under / over-represented concepts, and per benchmark its ``n`` most under- and over-represented
     concepts (lowest / highest chi_bench among the non-missing)."""
@@ -336,15 +518,33 @@ def per_benchmark_classes(suite: Suite, n: int = 3, eps: float = cg.EPSILON) -> 
         x = chib[b].to_numpy()
         cls = cg.coverage_classes(x, eps)
         counts[b] = {k: int((cls == k).sum()) for k in cg.COVERAGE_CLASSES}
-        for k, order in (("under", np.argsort(x, kind="stable")), ("over", np.argsort(-x, kind="stable"))):
+        for k, order in (
+            ("under", np.argsort(x, kind="stable")),
+            ("over", np.argsort(-x, kind="stable")),
+        ):
             picked = [c for c in order if cls[c] == k][:n]
-            rows += [{"benchmark": b, "class": k, "concept": int(c), "label": suite.labels[c], "chi_bench": float(x[c])}
-                     for c in picked]
-    return pd.DataFrame(counts).T, pd.DataFrame(rows, columns=["benchmark", "class", "concept", "label", "chi_bench"])
+            rows += [
+                {
+                    "benchmark": b,
+                    "class": k,
+                    "concept": int(c),
+                    "label": suite.labels[c],
+                    "chi_bench": float(x[c]),
+                }
+                for c in picked
+            ]
+    return pd.DataFrame(counts).T, pd.DataFrame(
+        rows, columns=["benchmark", "class", "concept", "label", "chi_bench"]
+    )
 
 
-def missing_calibration(suites: dict[str, Suite], sizes: Sequence[int], n_repeats: int = 5, seed: int = 0,
-                        eps: float = cg.EPSILON) -> pd.DataFrame:
+def missing_calibration(
+    suites: dict[str, Suite],
+    sizes: Sequence[int],
+    n_repeats: int = 5,
+    seed: int = 0,
+    eps: float = cg.EPSILON,
+) -> pd.DataFrame:
     """How the missing fraction moves with items per benchmark and dictionary width: for every SAE
     and every size in ``sizes`` (capped at each benchmark's item count), the per-benchmark share of
     the dictionary with ``chi_bench < eps`` on random subsamples of that many items (mean and std
@@ -354,21 +554,47 @@ def missing_calibration(suites: dict[str, Suite], sizes: Sequence[int], n_repeat
     for name, s in suites.items():
         for size in sorted(set(int(x) for x in sizes)):
             for rep in range(n_repeats):
-                sub = {b: a[np.sort(rng.choice(a.shape[0], min(size, a.shape[0]), replace=False))] for b, a in s.acts.items()}
+                sub = {
+                    b: a[np.sort(rng.choice(a.shape[0], min(size, a.shape[0]), replace=False))]
+                    for b, a in s.acts.items()
+                }
                 miss = {b: float((cg.chi_bench(a) < eps).mean()) for b, a in sub.items()}
                 suite_miss = float((cg.x_bench(sub, s.x_bench_denominator) < eps).mean())
-                rows += [{"sae": name, "width": s.n_concepts, "items": size, "repeat": rep, "benchmark": b,
-                          "missing_frac": v} for b, v in miss.items()]
-                rows.append({"sae": name, "width": s.n_concepts, "items": size, "repeat": rep, "benchmark": "(suite)",
-                             "missing_frac": suite_miss})
+                rows += [
+                    {
+                        "sae": name,
+                        "width": s.n_concepts,
+                        "items": size,
+                        "repeat": rep,
+                        "benchmark": b,
+                        "missing_frac": v,
+                    }
+                    for b, v in miss.items()
+                ]
+                rows.append(
+                    {
+                        "sae": name,
+                        "width": s.n_concepts,
+                        "items": size,
+                        "repeat": rep,
+                        "benchmark": "(suite)",
+                        "missing_frac": suite_miss,
+                    }
+                )
     df = pd.DataFrame(rows)
-    return (df.groupby(["sae", "width", "benchmark", "items"]).missing_frac.agg(["mean", "std"]).reset_index())
+    return (
+        df.groupby(["sae", "width", "benchmark", "items"])
+        .missing_frac.agg(["mean", "std"])
+        .reset_index()
+    )
 
 
 def denominator_comparison(suite: Suite, eps: float = cg.EPSILON) -> dict[str, float]:
     """Eq. 3's two readings (:func:`kit.cg.metrics.x_bench`) on the same suite: Jaccard of the
     concepts each calls under- and over-represented, and how many missing concepts they share."""
-    classes = {d: cg.coverage_classes(cg.x_bench(suite.acts, d), eps) for d in cg.X_BENCH_DENOMINATORS}
+    classes = {
+        d: cg.coverage_classes(cg.x_bench(suite.acts, d), eps) for d in cg.X_BENCH_DENOMINATORS
+    }
     out = {}
     for cls in ("missing", "under", "over"):
         a, b = (set(np.flatnonzero(classes[d] == cls)) for d in cg.X_BENCH_DENOMINATORS)

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
-from numpy.typing import ArrayLike
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from kit.cg.metrics import (
     EPSILON,
@@ -27,7 +27,9 @@ from kit.cg.metrics import (
 from kit.core.stats import jaccard
 
 
-def covered_sets(acts_by_benchmark: Mapping[str, Acts], eps: float = EPSILON) -> dict[str, np.ndarray]:
+def covered_sets(
+    acts_by_benchmark: Mapping[str, Acts], eps: float = EPSILON
+) -> dict[str, np.ndarray]:
     """Per benchmark, the boolean mask of covered (not missing: ``chi_bench >= eps``) concepts."""
     return {b: chi_bench(a) >= eps for b, a in acts_by_benchmark.items()}
 
@@ -36,13 +38,20 @@ def jaccard_overlap(acts_by_benchmark: Mapping[str, Acts], eps: float = EPSILON)
     """Figure 14: benchmarks x benchmarks Jaccard similarity of their covered-concept sets."""
     sets = covered_sets(acts_by_benchmark, eps)
     names = list(sets)
-    return pd.DataFrame([[jaccard(sets[r], sets[c], empty=1.0) for c in names] for r in names], index=names, columns=names)
+    return pd.DataFrame(
+        [[jaccard(sets[r], sets[c], empty=1.0) for c in names] for r in names],
+        index=names,
+        columns=names,
+    )
 
 
 def _subset(acts_by_benchmark, scores_by_benchmark, keep: Mapping[str, np.ndarray]):
     acts = {b: a[keep[b]] for b, a in acts_by_benchmark.items()}
-    scores = None if scores_by_benchmark is None else {
-        b: np.asarray(scores_by_benchmark[b])[keep[b]] for b in acts_by_benchmark}
+    scores = (
+        None
+        if scores_by_benchmark is None
+        else {b: np.asarray(scores_by_benchmark[b])[keep[b]] for b in acts_by_benchmark}
+    )
     return acts, scores
 
 
@@ -61,11 +70,20 @@ class DropoutRobustness:
 
     @property
     def mean_std_x_model(self) -> float:
-        return float(np.nanmean(self.std_x_model)) if np.isfinite(self.std_x_model).any() else float("nan")
+        return (
+            float(np.nanmean(self.std_x_model))
+            if np.isfinite(self.std_x_model).any()
+            else float("nan")
+        )
 
 
-def dropout_robustness(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike] | None,
-                       n_reruns: int = 100, drop_frac: float = 0.2, seed: int = 0) -> DropoutRobustness:
+def dropout_robustness(
+    acts_by_benchmark: Mapping[str, Acts],
+    scores_by_benchmark: Mapping[str, ArrayLike] | None,
+    n_reruns: int = 100,
+    drop_frac: float = 0.2,
+    seed: int = 0,
+) -> DropoutRobustness:
     """Section 4.2.3: rerun the analysis ``n_reruns`` times, each time dropping ``drop_frac`` of the
     items of every benchmark at random; the per-concept std (ddof=0) over reruns.
 
@@ -97,7 +115,9 @@ def dropout_robustness(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmar
     return DropoutRobustness(n_reruns, drop_frac, np.std(np.stack(xb), axis=0), std_xm)
 
 
-def salient_items(acts_by_benchmark: Mapping[str, Acts], concepts: ArrayLike, n_items: int) -> dict[str, np.ndarray]:
+def salient_items(
+    acts_by_benchmark: Mapping[str, Acts], concepts: ArrayLike, n_items: int
+) -> dict[str, np.ndarray]:
     """The ``n_items`` datapoints across all benchmarks most associated with ``concepts``.
 
     Saliency of item i = sum over the chosen concepts of its share of that concept's activation
@@ -143,9 +163,15 @@ class AdversarialRemoval:
         return float(100 * np.mean(self.shift_worst) / self.median_before)
 
 
-def adversarial_removal(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike],
-                        n_concepts: int = 100, n_items: int = 100, repeats: int = 10, subsample: float = 0.9,
-                        seed: int = 0) -> AdversarialRemoval:
+def adversarial_removal(
+    acts_by_benchmark: Mapping[str, Acts],
+    scores_by_benchmark: Mapping[str, ArrayLike],
+    n_concepts: int = 100,
+    n_items: int = 100,
+    repeats: int = 10,
+    subsample: float = 0.9,
+    seed: int = 0,
+) -> AdversarialRemoval:
     """Section 4.2.3's adversarial ablation.
 
     Each repeat draws a random ``subsample`` of every benchmark (the source of variation between
@@ -159,8 +185,12 @@ def adversarial_removal(acts_by_benchmark: Mapping[str, Acts], scores_by_benchma
     result = AdversarialRemoval(n_concepts, n_items, repeats, float(np.nanmedian(base)))
     total = sum(a.shape[0] for a in acts_by_benchmark.values())
     for _ in range(repeats):
-        keep = {b: np.sort(rng.choice(a.shape[0], max(1, int(round(a.shape[0] * subsample))), replace=False))
-                for b, a in acts_by_benchmark.items()}
+        keep = {
+            b: np.sort(
+                rng.choice(a.shape[0], max(1, int(round(a.shape[0] * subsample))), replace=False)
+            )
+            for b, a in acts_by_benchmark.items()
+        }
         acts, scores = _subset(acts_by_benchmark, scores_by_benchmark, keep)
         assert scores is not None  # scores_by_benchmark is given
         xm = x_model(acts, scores)

@@ -3,8 +3,9 @@ their concept labels, and sparse per-item concept activations (paper eq. 1).
 
 The paper (its section 4.2.3) shows another model's SAE can serve as the concept space; offline,
 ours is a TopK SAE on all-MiniLM-L6-v2's residual stream (``blocks.{L}.hook_resid_post``),
-trained with the shared sae_lens recipe (:mod:`kit.models.sae_train`) fed by our own activation iterator over the shipped corpus
-(``corpus/``: Gutenberg + tiny Shakespeare) and real benchmark text.
+trained with the shared sae_lens recipe (:mod:`kit.models.sae_train`) fed by our own activation
+iterator over the shipped corpus (``corpus/``: Gutenberg + tiny Shakespeare) and real benchmark
+text.
 
 Names (``kit.load_sae`` dispatches ``minilm-sae/...`` here)::
 
@@ -52,8 +53,18 @@ pinned kernels (kit/world/pinned.py), so the same bits on any CPU."""
 NAME_RE = re.compile(r"^minilm-sae/L(\d+)/topk-(\d+)(?:-k(\d+))?(?:-t(\d+))?$")
 DEFAULT_K = 32
 DEFAULT_TRAIN_TOKENS = 100_000
-TRAIN_BENCHMARKS = ("gsm8k", "math500", "arc_challenge", "mmlu", "bbh/date_understanding",
-                    "bbh/logical_deduction_three_objects", "bbh/navigate", "mbpp", "humaneval", "svamp")
+TRAIN_BENCHMARKS = (
+    "gsm8k",
+    "math500",
+    "arc_challenge",
+    "mmlu",
+    "bbh/date_understanding",
+    "bbh/logical_deduction_three_objects",
+    "bbh/navigate",
+    "mbpp",
+    "humaneval",
+    "svamp",
+)
 """Benchmarks whose prompts join the corpus as SAE training text (half of the tokens)."""
 
 
@@ -71,8 +82,10 @@ class MinilmSAESpec:
     def from_name(cls, name: str) -> "MinilmSAESpec":
         m = NAME_RE.match(name) if isinstance(name, str) else None
         if m is None:
-            raise ValueError(f"MiniLM SAE name {name!r} must look like 'minilm-sae/L<layer>/topk-<width>"
-                             "[-k<k>][-t<train tokens>]', e.g. 'minilm-sae/L4/topk-6144'")
+            raise ValueError(
+                f"MiniLM SAE name {name!r} must look like 'minilm-sae/L<layer>/topk-<width>"
+                "[-k<k>][-t<train tokens>]', e.g. 'minilm-sae/L4/topk-6144'"
+            )
         layer, width = int(m.group(1)), int(m.group(2))
         k = int(m.group(3)) if m.group(3) else DEFAULT_K
         tokens = int(m.group(4)) if m.group(4) else DEFAULT_TRAIN_TOKENS
@@ -98,7 +111,9 @@ class MinilmSAESpec:
         return f"blocks.{self.layer}.hook_resid_post"
 
     def cache_key(self) -> str:
-        blob = json.dumps({**asdict(self), "v": BUILD_VERSION, "benchmarks": TRAIN_BENCHMARKS}, sort_keys=True)
+        blob = json.dumps(
+            {**asdict(self), "v": BUILD_VERSION, "benchmarks": TRAIN_BENCHMARKS}, sort_keys=True
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -111,7 +126,8 @@ def sae_dir(name: str) -> Path:
 
 
 def corpus_paragraphs(min_chars: int = 120, max_chars: int = 600) -> list[str]:
-    """Paragraphs of the shipped corpus (Gutenberg selection + tiny Shakespeare), whitespace-joined."""
+    """Paragraphs of the shipped corpus (Gutenberg selection + tiny Shakespeare),
+    whitespace-joined."""
     root = data_dir() / "corpus"
     files = sorted((root / "gutenberg").glob("*.txt")) + [root / "tinyshakespeare.txt"]
     out = []
@@ -149,8 +165,14 @@ def training_texts(seed: int = 0) -> list[str]:
 _ACTS_MEMO: dict[tuple, tuple[Tensor, Tensor]] = {}
 
 
-def collect_activations(encoder, texts: Sequence[str], site: str, n_tokens: int, batch_size: int = 32,
-                        max_length: int = 128) -> tuple[Float[Tensor, "n_tokens d_model"], Tensor]:
+def collect_activations(
+    encoder,
+    texts: Sequence[str],
+    site: str,
+    n_tokens: int,
+    batch_size: int = 32,
+    max_length: int = 128,
+) -> tuple[Float[Tensor, "n_tokens d_model"], Tensor]:
     """The first ``n_tokens`` token activations at ``site`` over ``texts`` (stored as fp16), and
     for each its (text index, token position) as an ``Int[Tensor, "n_tokens 2"]``.
 
@@ -170,19 +192,29 @@ def _collect(encoder, texts, site, n_tokens, batch_size, max_length) -> tuple[Te
     chunks, refs, have = [], [], 0
     with tqdm(total=n_tokens, desc=f"MiniLM activations ({site})", leave=False) as bar:
         for start in range(0, len(texts), batch_size * 4):
-            acts = encoder.token_activations(list(texts[start:start + batch_size * 4]), site,
-                                             batch_size=batch_size, max_length=max_length)
+            acts = encoder.token_activations(
+                list(texts[start : start + batch_size * 4]),
+                site,
+                batch_size=batch_size,
+                max_length=max_length,
+            )
             block = torch.cat([a for a in acts if len(a)])
             chunks.append(block.half())
-            refs.append(torch.tensor([(start + i, p) for i, a in enumerate(acts) for p in range(len(a))],
-                                     dtype=torch.int32))
+            refs.append(
+                torch.tensor(
+                    [(start + i, p) for i, a in enumerate(acts) for p in range(len(a))],
+                    dtype=torch.int32,
+                )
+            )
             have += len(block)
             bar.update(len(block))
             if have >= n_tokens:
                 break
     out = torch.cat(chunks)[:n_tokens]
     if len(out) < n_tokens:
-        raise ValueError(f"only {len(out)} tokens of text available at {site}, {n_tokens} requested")
+        raise ValueError(
+            f"only {len(out)} tokens of text available at {site}, {n_tokens} requested"
+        )
     return out, torch.cat(refs)[:n_tokens]
 
 
@@ -197,7 +229,7 @@ def _merge_wordpieces(tokens: list[str], pos: int) -> str:
     hi = pos + 1
     while hi < len(tokens) and tokens[hi].startswith("##"):
         hi += 1
-    return tokens[lo] + "".join(t[2:] for t in tokens[lo + 1:hi])
+    return tokens[lo] + "".join(t[2:] for t in tokens[lo + 1 : hi])
 
 
 def _context(tokens: list[str], pos: int, width: int) -> str:
@@ -205,12 +237,19 @@ def _context(tokens: list[str], pos: int, width: int) -> str:
     while lo < pos and tokens[lo].startswith("##"):  # do not start the window mid-word
         lo += 1
     left = " ".join(tokens[lo:pos]).replace(" ##", "")
-    right = " ".join(tokens[pos + 1:pos + 1 + width]).replace(" ##", "")
+    right = " ".join(tokens[pos + 1 : pos + 1 + width]).replace(" ##", "")
     return f"{left} [{tokens[pos]}] {right}".strip()
 
 
-def contexts_from_acts(sae, acts: Float[Tensor, "n d_in"], refs: Tensor, tokens: Sequence[list[str]],
-                       n_top: int = 8, context: int = 4, chunk: int = 4096) -> list[list[dict]]:
+def contexts_from_acts(
+    sae,
+    acts: Float[Tensor, "n d_in"],
+    refs: Tensor,
+    tokens: Sequence[list[str]],
+    n_top: int = 8,
+    context: int = 4,
+    chunk: int = 4096,
+) -> list[list[dict]]:
     """Per concept, its ``n_top`` strongest activations over stored token activations ``acts``
     (``refs[j]`` = (text index, position) of row j; ``tokens[t]`` = text t's subtokens):
     ``[{"value", "word", "context"}]`` by decreasing value, empty for a dead concept.
@@ -227,8 +266,13 @@ def contexts_from_acts(sae, acts: Float[Tensor, "n d_in"], refs: Tensor, tokens:
                 continue
             t, p = refs[j].tolist()
             toks = tokens[t]
-            rows.append({"value": round(float(v), 4), "word": _merge_wordpieces(toks, p),
-                         "context": _context(toks, p, context)})
+            rows.append(
+                {
+                    "value": round(float(v), 4),
+                    "word": _merge_wordpieces(toks, p),
+                    "context": _context(toks, p, context),
+                }
+            )
         out.append(rows)
     return out
 
@@ -253,8 +297,17 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
     # small batches on purpose: at equal compute on 1e5 MiniLM tokens, batch 256 left 15% of a
     # 6144-wide dictionary dead (FVU 0.17) where batch 1024 left 54% dead (FVU 0.21)
     batch = min(256, len(acts))
-    trained = train_sae(acts, spec.width, max(40 * batch, int(len(acts) * 1.5)), architecture="topk", k=spec.k,
-                        batch_size=batch, seed=spec.seed, device=device)  # small builds still take 40 steps
+    # small builds still take 40 steps
+    trained = train_sae(
+        acts,
+        spec.width,
+        max(40 * batch, int(len(acts) * 1.5)),
+        architecture="topk",
+        k=spec.k,
+        batch_size=batch,
+        seed=spec.seed,
+        device=device,
+    )
     # explained variance on the training tokens, for the meta file (a sanity check, not a claim)
     with torch.inference_mode():
         x = acts[:4096].float().to(device)
@@ -270,15 +323,23 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
         contexts = contexts_from_acts(sae, acts, refs, tokens)
         labels = [label_from_contexts(c) for c in contexts]
         (tmp / "labels.json").write_text(json.dumps({"labels": labels, "contexts": contexts}))
-        meta = {"name": spec.name, **asdict(spec), "site": spec.site, "encoder": "sentence-transformers/all-MiniLM-L6-v2",
-                "fvu_train": fvu, "n_label_texts": n_label, "build_version": BUILD_VERSION,
-                "dead_fraction": float(np.mean([not c for c in contexts]))}
+        meta = {
+            "name": spec.name,
+            **asdict(spec),
+            "site": spec.site,
+            "encoder": "sentence-transformers/all-MiniLM-L6-v2",
+            "fvu_train": fvu,
+            "n_label_texts": n_label,
+            "build_version": BUILD_VERSION,
+            "dead_fraction": float(np.mean([not c for c in contexts])),
+        }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     return target
 
 
 def load_minilm_sae(name: str, device: str = "cpu"):
-    """The sae_lens SAE ``name`` (``minilm-sae/...``), built on first use. ``kit.load_sae`` calls this."""
+    """The sae_lens SAE ``name`` (``minilm-sae/...``), built on first use. ``kit.load_sae`` calls
+    this."""
     from sae_lens import SAE
 
     path = build_minilm_sae(name, device=device)
@@ -295,7 +356,7 @@ def minilm_sae_training_texts(name: str) -> list[str]:
     """The texts whose tokens trained SAE ``name`` (the first ``n_label_texts`` of
     :func:`training_texts`): what a held-out sample must avoid."""
     spec = MinilmSAESpec.from_name(name)
-    return training_texts(spec.seed)[:int(minilm_sae_meta(name)["n_label_texts"])]
+    return training_texts(spec.seed)[: int(minilm_sae_meta(name)["n_label_texts"])]
 
 
 def minilm_sae_labels(name: str) -> list[str]:
@@ -311,8 +372,11 @@ def minilm_sae_contexts(name: str) -> list[list[dict]]:
 # ----------------------------------------------------------------------------- item activations
 
 
-def encode_items(token_acts: Sequence[Float[Tensor, "n_tokens d_in"]], saes: Mapping[str, Any],
-                 chunk_tokens: int = 2048) -> dict[str, Float[Tensor, "n_items d_sae"]]:
+def encode_items(
+    token_acts: Sequence[Float[Tensor, "n_tokens d_in"]],
+    saes: Mapping[str, Any],
+    chunk_tokens: int = 2048,
+) -> dict[str, Float[Tensor, "n_items d_sae"]]:
     """Eq. 1 for a batch of items: each SAE encodes the items' tokens (in chunks of
     ``chunk_tokens``) and each concept is averaged over the item's tokens.
 
@@ -328,8 +392,8 @@ def encode_items(token_acts: Sequence[Float[Tensor, "n_tokens d_in"]], saes: Map
         owner = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
         with torch.inference_mode():
             for s in range(0, len(flat), chunk_tokens):
-                feats = sae.encode(flat[s:s + chunk_tokens].to(sae.W_enc.device)).float().cpu()
-                sums.index_add_(0, owner[s:s + chunk_tokens], feats)
+                feats = sae.encode(flat[s : s + chunk_tokens].to(sae.W_enc.device)).float().cpu()
+                sums.index_add_(0, owner[s : s + chunk_tokens], feats)
         out[name] = sums / torch.tensor(lengths, dtype=torch.float32)[:, None]
     return out
 
@@ -341,9 +405,16 @@ def _texts_key(texts: Sequence[str], extra: dict) -> str:
     return h.hexdigest()[:20]
 
 
-def item_concepts(encoder, sae_names: Sequence[str], texts: Sequence[str], batch_size: int = 32,
-                  max_length: int = 256, device: str = "cpu", use_cache: bool = True,
-                  desc: str = "concept activations") -> tuple[dict[str, CSR], np.ndarray]:
+def item_concepts(
+    encoder,
+    sae_names: Sequence[str],
+    texts: Sequence[str],
+    batch_size: int = 32,
+    max_length: int = 256,
+    device: str = "cpu",
+    use_cache: bool = True,
+    desc: str = "concept activations",
+) -> tuple[dict[str, CSR], np.ndarray]:
     """Length-normalised concept activations (eq. 1) of ``texts`` under each MiniLM SAE.
 
     All SAEs must read the same site; the encoder runs once and every SAE encodes its output.
@@ -354,12 +425,18 @@ def item_concepts(encoder, sae_names: Sequence[str], texts: Sequence[str], batch
     specs = [MinilmSAESpec.from_name(n) for n in sae_names]
     sites = {s.site for s in specs}
     if len(sites) != 1:
-        raise ValueError(f"sae_names must share one site to share the encoder pass; got {sorted(sites)}")
+        raise ValueError(
+            f"sae_names must share one site to share the encoder pass; got {sorted(sites)}"
+        )
     site = sites.pop()
     if any(not t or not t.strip() for t in texts):
-        raise ValueError("texts must be non-empty strings (an empty text has no tokens to average over)")
-    keys = {n: _texts_key(texts, {"sae": sae_dir(n).name, "max_length": max_length, "v": BUILD_VERSION})
-            for n in sae_names}
+        raise ValueError(
+            "texts must be non-empty strings (an empty text has no tokens to average over)"
+        )
+    keys = {
+        n: _texts_key(texts, {"sae": sae_dir(n).name, "max_length": max_length, "v": BUILD_VERSION})
+        for n in sae_names
+    }
     paths = {n: cache_dir() / "cg" / "acts" / f"{keys[n]}.npz" for n in sae_names}
     len_path = cache_dir() / "cg" / "acts" / f"{_texts_key(texts, {'len': max_length})}.lengths.npy"
     if use_cache and len_path.is_file() and all(p.is_file() for p in paths.values()):
@@ -368,8 +445,12 @@ def item_concepts(encoder, sae_names: Sequence[str], texts: Sequence[str], batch
     rows = {n: SparseRows(saes[n].cfg.d_sae) for n in sae_names}
     n_tokens = []
     for start in tqdm(range(0, len(texts), batch_size), desc=desc, leave=False):
-        acts = encoder.token_activations(list(texts[start:start + batch_size]), site, batch_size=batch_size,
-                                         max_length=max_length)
+        acts = encoder.token_activations(
+            list(texts[start : start + batch_size]),
+            site,
+            batch_size=batch_size,
+            max_length=max_length,
+        )
         n_tokens += [len(a) for a in acts]
         for n, dense in encode_items(acts, saes).items():
             rows[n].add(dense)
@@ -401,11 +482,11 @@ def zoo_item_concepts(model, sae, items, batch_size: int = 64, pooling: str = "m
     rows = SparseRows(sae.cfg.d_sae)
     with torch.inference_mode():
         for start in range(0, len(items), batch_size):
-            chunk = items[start:start + batch_size]
+            chunk = items[start : start + batch_size]
             tokens, lengths = prompt_tokens(model, chunk)
             _, cache = tl.run_with_cache(model, tokens, [hook])
             acts = cache[hook]
-            token_acts = [acts[i, 1:int(lengths[i])] for i in range(len(chunk))]
+            token_acts = [acts[i, 1 : int(lengths[i])] for i in range(len(chunk))]
             lens = [len(a) for a in token_acts]
             feats = sae.encode(torch.cat(token_acts).to(sae.W_enc.device)).float().cpu()
             rows.add(segment_pool(feats, lens, pooling))

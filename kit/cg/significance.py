@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence, cast
 
 import numpy as np
-from numpy.typing import ArrayLike
 import pandas as pd
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from kit.cg.metrics import EPSILON, Acts, _check_acts, _check_suite, _col_sums, x_model
 
@@ -18,15 +18,19 @@ from kit.cg.metrics import EPSILON, Acts, _check_acts, _check_suite, _col_sums, 
 def concept_support(acts_by_benchmark: Mapping[str, Acts]) -> np.ndarray:
     """Per concept, how many items (over all benchmarks) activate it at all (``s~_ci > 0``)."""
     _check_suite(acts_by_benchmark)
-    support = sum(np.asarray((_check_acts(a) > 0).sum(axis=0)).ravel().astype(np.int64)
-                  for a in acts_by_benchmark.values())
+    support = sum(
+        np.asarray((_check_acts(a) > 0).sum(axis=0)).ravel().astype(np.int64)
+        for a in acts_by_benchmark.values()
+    )
     return cast(np.ndarray, support)  # a sum of arrays (one per benchmark)
 
 
 def bh_qvalues(p: np.ndarray) -> np.ndarray:
-    """Benjamini-Hochberg q-values of ``p`` (NaN entries are not tests: they stay NaN and do not count).
+    """Benjamini-Hochberg q-values of ``p`` (NaN entries are not tests: they stay NaN and do not
+    count).
 
-    ``q_(i) = min_{j >= i} p_(j) * m / j`` over the m finite p-values sorted increasingly, capped at 1.
+    ``q_(i) = min_{j >= i} p_(j) * m / j`` over the m finite p-values sorted increasingly, capped at
+    1.
     """
     p = np.asarray(p, dtype=np.float64)
     q = np.full(p.shape, np.nan)
@@ -51,7 +55,8 @@ class GapTest:
     support: np.ndarray
     """Items (all benchmarks) that activate the concept."""
     null_mean: np.ndarray
-    """Mean X_model under shuffled correctness (about the accuracy the concept's items would get by chance)."""
+    """Mean X_model under shuffled correctness (about the accuracy the concept's items would get by
+    chance)."""
     p_low: np.ndarray
     """One-sided permutation p-value: X_model this low or lower by chance (NaN: not tested)."""
     p_high: np.ndarray
@@ -77,16 +82,33 @@ class GapTest:
 
     def table(self, labels: Sequence[str] | None = None, eps: float = EPSILON) -> pd.DataFrame:
         n = len(self.x_model)
-        return pd.DataFrame({"concept": np.arange(n), "label": list(labels) if labels is not None else [""] * n,
-                             "support": self.support, "x_model": self.x_model, "null_mean": self.null_mean,
-                             "p_low": self.p_low, "q_low": self.q_low, "p_high": self.p_high, "q_high": self.q_high,
-                             "class": self.classes(eps)})
+        return pd.DataFrame(
+            {
+                "concept": np.arange(n),
+                "label": list(labels) if labels is not None else [""] * n,
+                "support": self.support,
+                "x_model": self.x_model,
+                "null_mean": self.null_mean,
+                "p_low": self.p_low,
+                "q_low": self.q_low,
+                "p_high": self.p_high,
+                "q_high": self.q_high,
+                "class": self.classes(eps),
+            }
+        )
 
 
-def gap_test(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike],
-             n_perm: int = 1000, min_support: int = 5, alpha: float = 0.05, seed: int = 0,
-             chunk: int = 250) -> GapTest:
-    """Is a concept's X_model lower (or higher) than the model's accuracy explains? (ours; the paper has no test)
+def gap_test(
+    acts_by_benchmark: Mapping[str, Acts],
+    scores_by_benchmark: Mapping[str, ArrayLike],
+    n_perm: int = 1000,
+    min_support: int = 5,
+    alpha: float = 0.05,
+    seed: int = 0,
+    chunk: int = 250,
+) -> GapTest:
+    """Is a concept's X_model lower (or higher) than the model's accuracy explains? (ours; the paper
+    has no test)
 
     Null: correctness is unrelated to the concept, i.e. the per-item scores are exchangeable
     within each benchmark (accuracy kept). For every concept with at least ``min_support`` active
@@ -114,7 +136,11 @@ def gap_test(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping
     for b, a in acts_by_benchmark.items():
         a = _check_acts(a)
         totals = _col_sums(a)
-        mats[b] = (sp.csr_matrix(a.T) if sp.issparse(a) else a.T, totals, np.asarray(scores_by_benchmark[b], float))
+        mats[b] = (
+            sp.csr_matrix(a.T) if sp.issparse(a) else a.T,
+            totals,
+            np.asarray(scores_by_benchmark[b], float),
+        )
     n_defined = sum((t > 0).astype(int) for _, t, _ in mats.values())
     below, above, total = np.zeros(n), np.zeros(n), np.zeros(n)
     tol = 1e-12  # float ties (e.g. an all-wrong concept at exactly 0) count as "as extreme"
@@ -124,7 +150,9 @@ def gap_test(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping
         for at, totals, m in mats.values():
             perm = np.stack([rng.permutation(m) for _ in range(p)], axis=1)
             chi = np.asarray(at @ perm, dtype=np.float64)
-            acc += np.divide(chi, totals[:, None], out=np.zeros_like(chi), where=totals[:, None] > 0)
+            acc += np.divide(
+                chi, totals[:, None], out=np.zeros_like(chi), where=totals[:, None] > 0
+            )
         null = acc / np.maximum(n_defined, 1)[:, None]
         below += (null <= xm[:, None] + tol).sum(1)
         above += (null >= xm[:, None] - tol).sum(1)
@@ -132,5 +160,15 @@ def gap_test(acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping
     p_low = np.where(tested, (1 + below) / (1 + n_perm), np.nan)
     p_high = np.where(tested, (1 + above) / (1 + n_perm), np.nan)
     null_mean = np.where(~np.isnan(xm), total / n_perm, np.nan)
-    return GapTest(xm, support, null_mean, p_low, p_high, bh_qvalues(p_low), bh_qvalues(p_high), n_perm,
-                   min_support, alpha)
+    return GapTest(
+        xm,
+        support,
+        null_mean,
+        p_low,
+        p_high,
+        bh_qvalues(p_low),
+        bh_qvalues(p_high),
+        n_perm,
+        min_support,
+        alpha,
+    )

@@ -78,15 +78,35 @@ class EqualSizeCoverage:
 
     def summary(self) -> dict:
         s, t = null_band(self.suite), null_band(self.text)
-        return {"tokens": self.tokens, "draws": int(self.suite.size), "n_live": self.n_live,
-                "suite_mean": s[0], "suite_low": s[1], "suite_high": s[2], "text_mean": t[0], "text_low": t[1],
-                "text_high": t[2], "p_value": self.p_value, "suite_tokens": self.suite_tokens,
-                "text_tokens": self.text_tokens, "text_source": self.text_source}
+        return {
+            "tokens": self.tokens,
+            "draws": int(self.suite.size),
+            "n_live": self.n_live,
+            "suite_mean": s[0],
+            "suite_low": s[1],
+            "suite_high": s[2],
+            "text_mean": t[0],
+            "text_low": t[1],
+            "text_high": t[2],
+            "p_value": self.p_value,
+            "suite_tokens": self.suite_tokens,
+            "text_tokens": self.text_tokens,
+            "text_source": self.text_source,
+        }
 
 
-def coverage_vs_text(suite_acts: Mapping[str, Acts], suite_lengths: Mapping[str, Sequence[int]], text_acts: Acts,
-                     text_lengths: Sequence[int], live: np.ndarray, eps: float = EPSILON, draws: int = 200,
-                     seed: int = 0, share: float = 1 / 3, text_source: str = "general text") -> EqualSizeCoverage:
+def coverage_vs_text(
+    suite_acts: Mapping[str, Acts],
+    suite_lengths: Mapping[str, Sequence[int]],
+    text_acts: Acts,
+    text_lengths: Sequence[int],
+    live: np.ndarray,
+    eps: float = EPSILON,
+    draws: int = 200,
+    seed: int = 0,
+    share: float = 1 / 3,
+    text_source: str = "general text",
+) -> EqualSizeCoverage:
     """The suite's and general text's missing shares at one size ``m`` (issue 36's size-controlled
     null for "the suite leaves concepts uncovered").
 
@@ -109,8 +129,10 @@ def coverage_vs_text(suite_acts: Mapping[str, Acts], suite_lengths: Mapping[str,
     text: CSR = sp.csr_matrix(_check_acts(text_acts))
     text_len = np.asarray(text_lengths, dtype=np.int64)
     if text.shape[0] != text_len.size or text.shape[1] != pooled.shape[1]:
-        raise ValueError(f"general text: {text.shape} activations, {text_len.size} token counts; the suite has "
-                         f"{pooled.shape[1]} concepts")
+        raise ValueError(
+            f"general text: {text.shape} activations, {text_len.size} token counts; the suite has "
+            f"{pooled.shape[1]} concepts"
+        )
     live = np.asarray(live, dtype=bool)
     if live.shape != (pooled.shape[1],) or not live.any():
         raise ValueError("live must be a non-empty bool mask over the concepts")
@@ -123,34 +145,56 @@ def coverage_vs_text(suite_acts: Mapping[str, Acts], suite_lengths: Mapping[str,
 
     suite = np.array([draw(pooled, pooled_len) for _ in range(draws)])
     text_shares = np.array([draw(text, text_len) for _ in range(draws)])
-    return EqualSizeCoverage(m, suite, text_shares, int(live.sum()), int(pooled_len.sum()), int(text_len.sum()),
-                             text_source)
+    return EqualSizeCoverage(
+        m,
+        suite,
+        text_shares,
+        int(live.sum()),
+        int(pooled_len.sum()),
+        int(text_len.sum()),
+        text_source,
+    )
 
 
-def missing_at_equal_size(acts: Mapping[str, Acts], lengths: Mapping[str, Sequence[int]], eps: float = EPSILON,
-                          draws: int = 20, seed: int = 0, tokens: int | None = None) -> dict[str, float]:
-    """Per benchmark, the fraction of the dictionary with ``chi_bench < eps`` (Fig. 13) on ``tokens``
-    tokens of its items (default: the smallest benchmark's total), averaged over ``draws`` random
-    cuts (:func:`token_prefix`). The smallest benchmark is read whole every time."""
+def missing_at_equal_size(
+    acts: Mapping[str, Acts],
+    lengths: Mapping[str, Sequence[int]],
+    eps: float = EPSILON,
+    draws: int = 20,
+    seed: int = 0,
+    tokens: int | None = None,
+) -> dict[str, float]:
+    """Per benchmark, the fraction of the dictionary with ``chi_bench < eps`` (Fig. 13) on
+    ``tokens`` tokens of its items (default: the smallest benchmark's total), averaged over
+    ``draws`` random cuts (:func:`token_prefix`). The smallest benchmark is read whole every
+    time."""
     totals = {b: int(np.sum(lengths[b])) for b in acts}
     for b, a in acts.items():
         if _check_acts(a).shape[0] != len(lengths[b]):
-            raise ValueError(f"benchmark {b!r}: {a.shape[0]} items but {len(lengths[b])} token counts")
+            raise ValueError(
+                f"benchmark {b!r}: {a.shape[0]} items but {len(lengths[b])} token counts"
+            )
     m = int(tokens if tokens is not None else min(totals.values()))
     rng = np.random.default_rng(seed)
     out = {}
     for b, a in acts.items():
         a = sp.csr_matrix(_check_acts(a))
         n = np.asarray(lengths[b])
-        out[b] = float(np.mean([missing_mask(a[token_prefix(n, rng.permutation(n.size), m)], eps).mean()
-                                for _ in range(draws)]))
+        out[b] = float(
+            np.mean(
+                [
+                    missing_mask(a[token_prefix(n, rng.permutation(n.size), m)], eps).mean()
+                    for _ in range(draws)
+                ]
+            )
+        )
     return out
 
 
 def general_text(n_texts: int, exclude: Sequence[str] = (), seed: int = 0) -> list[str]:
-    """``n_texts`` paragraphs of the shipped corpus (:func:`kit.cg.saes.corpus_paragraphs`: Gutenberg
-    selection and tiny Shakespeare) in a seeded order, none of them in ``exclude`` (the SAE's
-    training texts): the general text the coverage null draws from."""
+    """``n_texts`` paragraphs of the shipped corpus (:func:`kit.cg.saes.corpus_paragraphs`:
+    Gutenberg selection and tiny Shakespeare) in a seeded order, none of them in ``exclude`` (the
+    SAE's training texts): the general text the coverage null draws from."""
     from kit.cg.saes import corpus_paragraphs  # lazy: kit.cg.saes imports torch and sae_lens
 
     seen = set(exclude)
@@ -187,23 +231,43 @@ class SaeSwap:
 
     def summary(self) -> dict:
         m, lo, hi = null_band(self.null)
-        return {"sae_a": self.sae_a, "sae_b": self.sae_b, "tokens": self.tokens, "rho": self.rho,
-                "null_mean": m, "null_low": lo, "null_high": hi, "p_value": self.p_value,
-                "rho_full_size": self.rho_full, "rho_missing_vs_tokens": self.rho_size_a,
-                "missing_a": self.missing_a, "missing_b": self.missing_b}
+        return {
+            "sae_a": self.sae_a,
+            "sae_b": self.sae_b,
+            "tokens": self.tokens,
+            "rho": self.rho,
+            "null_mean": m,
+            "null_low": lo,
+            "null_high": hi,
+            "p_value": self.p_value,
+            "rho_full_size": self.rho_full,
+            "rho_missing_vs_tokens": self.rho_size_a,
+            "missing_a": self.missing_a,
+            "missing_b": self.missing_b,
+        }
 
 
-def sae_swap(acts_a: Mapping[str, Acts], acts_b: Mapping[str, Acts], lengths: Mapping[str, Sequence[int]],
-             eps: float = EPSILON, draws: int = 20, seed: int = 0, names: tuple[str, str] = ("A", "B")) -> SaeSwap:
+def sae_swap(
+    acts_a: Mapping[str, Acts],
+    acts_b: Mapping[str, Acts],
+    lengths: Mapping[str, Sequence[int]],
+    eps: float = EPSILON,
+    draws: int = 20,
+    seed: int = 0,
+    names: tuple[str, str] = ("A", "B"),
+) -> SaeSwap:
     """Do two SAEs rank the benchmarks' missing fractions alike once size is held fixed?
 
-    Both SAEs read the same items (``lengths`` tokens each); :func:`missing_at_equal_size` cuts every
-    benchmark to the smallest one's tokens (the same cuts for both SAEs: same seed), and the Spearman
-    of the two per-benchmark vectors is set against the benchmarks' orders
+    Both SAEs read the same items (``lengths`` tokens each); :func:`missing_at_equal_size` cuts
+    every benchmark to the smallest one's tokens (the same cuts for both SAEs: same seed), and the
+    Spearman of the two per-benchmark vectors is set against the benchmarks' orders
     (:func:`kit.core.stats.rank_permutation_null`)."""
     names_ = sorted(acts_a)
     if sorted(acts_b) != names_ or len(names_) < 3:
-        raise ValueError(f"both SAEs must read the same >= 3 benchmarks; got {sorted(acts_a)} and {sorted(acts_b)}")
+        raise ValueError(
+            f"both SAEs must read the same >= 3 benchmarks; got {sorted(acts_a)} and "
+            f"{sorted(acts_b)}"
+        )
     a = missing_at_equal_size(acts_a, lengths, eps, draws, seed)
     b = missing_at_equal_size(acts_b, lengths, eps, draws, seed)
     rho, null = rank_permutation_null([a[k] for k in names_], [b[k] for k in names_], seed=seed)
@@ -211,4 +275,6 @@ def sae_swap(acts_a: Mapping[str, Acts], acts_b: Mapping[str, Acts], lengths: Ma
     tokens = {k: int(np.sum(lengths[k])) for k in names_}
     rho_full = float(spearmanr(fa[names_], fb[names_]).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     rho_size = float(spearmanr(fa[names_], [tokens[k] for k in names_]).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
-    return SaeSwap(names[0], names[1], min(tokens.values()), a, b, float(rho), null, rho_full, rho_size)
+    return SaeSwap(
+        names[0], names[1], min(tokens.values()), a, b, float(rho), null, rho_full, rho_size
+    )

@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-
 import torch
 from jaxtyping import Float
 from torch import Tensor
@@ -42,7 +41,8 @@ class CGStudy:
     suites: dict[str, Suite] = field(default_factory=dict)
     """SAE name -> the suite read through it (section 1)."""
     answers: dict[str, dict[str, ModelAnswers]] = field(default_factory=dict)
-    """Model -> benchmark -> the model's own scored answers (``responses: generate`` on the MiniLM space)."""
+    """Model -> benchmark -> the model's own scored answers (``responses: generate`` on the MiniLM
+    space)."""
     published: dict[str, dict[str, float]] = field(default_factory=dict)
     """Published response set -> its accuracy and parse rate over the whole file (section 2)."""
     coverage: dict[str, dict] = field(default_factory=dict)
@@ -99,8 +99,8 @@ class CGStudy:
         return self.models[0] if self.models else None
 
     def claim_models(self) -> list[str]:
-        """Models whose gaps become claims: every model that answered here (``responses: generate``),
-        else the primary model (published responses)."""
+        """Models whose gaps become claims: every model that answered here (``responses:
+        generate``), else the primary model (published responses)."""
         if self.cfg.responses == "generate":
             return self.models
         return [self.primary] if self.primary else []
@@ -109,23 +109,36 @@ class CGStudy:
         """Where ``model``'s per-item scores come from, in words (a claim's ``rests_on``)."""
         benches = ", ".join(self.suite.model_scores[model])
         n = sum(len(s) for s in self.suite.model_scores[model].values())
-        how = ("its own greedy answers generated here" if model in self.answers or self.cfg.responses == "generate"
-               else "published greedy responses")
+        how = (
+            "its own greedy answers generated here"
+            if model in self.answers or self.cfg.responses == "generate"
+            else "published greedy responses"
+        )
         space = ("MiniLM SAE " if self.cfg.concept_space == "minilm" else "") + self.main_sae
         return f"{model}: {how} ({n} items of {benches}), concepts from {space}"
 
     def results(self) -> dict[str, Any]:
         """The numbers ``results.json`` keeps (JSON-plain)."""
         cfg = self.cfg
-        out: dict[str, Any] = {"main_sae": self.main_sae, "sae_names": self.sae_names, "n_reruns": cfg.n_reruns,
-                               "drop_frac": cfg.drop_frac, "label_source": self.suite.label_source,
-                               "coverage": self.coverage, "x_bench_denominators": self.denominators}
+        out: dict[str, Any] = {
+            "main_sae": self.main_sae,
+            "sae_names": self.sae_names,
+            "n_reruns": cfg.n_reruns,
+            "drop_frac": cfg.drop_frac,
+            "label_source": self.suite.label_source,
+            "coverage": self.coverage,
+            "x_bench_denominators": self.denominators,
+        }
         if cfg.concept_space == "minilm":
             from kit.cg.saes import minilm_sae_meta  # lazy: imports torch and sae_lens
 
-            out["sae_meta"] = {n: {k: minilm_sae_meta(n)[k] for k in
-                                   ("width", "k", "train_tokens", "fvu_train", "dead_fraction")}
-                               for n in self.sae_names}
+            out["sae_meta"] = {
+                n: {
+                    k: minilm_sae_meta(n)[k]
+                    for k in ("width", "k", "train_tokens", "fvu_train", "dead_fraction")
+                }
+                for n in self.sae_names
+            }
         if self.published:
             out["response_accuracy"] = {n: v["accuracy"] for n, v in self.published.items()}
             out["response_parse_rate"] = {n: v["parse_rate"] for n, v in self.published.items()}
@@ -156,8 +169,9 @@ class CGStudy:
         if self.planted:
             out.update(planted_gap_results(self.planted))
         if self.calibration is not None:
-            out["calibration_suite"] = self.calibration[self.calibration.benchmark == "(suite)"].to_dict(
-                orient="records")
+            out["calibration_suite"] = self.calibration[
+                self.calibration.benchmark == "(suite)"
+            ].to_dict(orient="records")
         out.update(explorer_concepts=self.explorer_concepts, runtime_s=self.runtime_s)
         return {k: _plain(v) for k, v in out.items()}
 
@@ -181,16 +195,37 @@ def build_suites(cfg, answers=None) -> tuple[list[str], dict[str, Suite]]:
     if cfg.concept_space == "minilm":
         names = cfg.sae_names()
         suites = cg_suite.real_suite(
-            names, cfg.benchmarks, cfg.n_items, cfg.response_sets, cfg.n_response_items,
-            include_responses=cfg.include_responses, max_length=cfg.max_length, seed=cfg.seed,
-            device=cfg.device, answers=answers, n_text_items=cfg.null_text_items)
+            names,
+            cfg.benchmarks,
+            cfg.n_items,
+            cfg.response_sets,
+            cfg.n_response_items,
+            include_responses=cfg.include_responses,
+            max_length=cfg.max_length,
+            seed=cfg.seed,
+            device=cfg.device,
+            answers=answers,
+            n_text_items=cfg.null_text_items,
+        )
     else:
         names = list(cfg.model_saes)
         suites = model_space.model_suites(
-            cfg.models, names, cfg.benchmarks, cfg.n_items, cfg.max_new_tokens, cfg.max_length,
-            cfg.seed, cfg.device, cfg.include_responses, dtype=cfg.dtype,
-            max_batch_tokens=cfg.max_batch_tokens, gen_batch_size=cfg.gen_batch_size,
-            labels=cfg.labels, label_texts=cfg.label_texts, n_text_items=cfg.null_text_items)
+            cfg.models,
+            names,
+            cfg.benchmarks,
+            cfg.n_items,
+            cfg.max_new_tokens,
+            cfg.max_length,
+            cfg.seed,
+            cfg.device,
+            cfg.include_responses,
+            dtype=cfg.dtype,
+            max_batch_tokens=cfg.max_batch_tokens,
+            gen_batch_size=cfg.gen_batch_size,
+            labels=cfg.labels,
+            label_texts=cfg.label_texts,
+            n_text_items=cfg.null_text_items,
+        )
     for suite in suites.values():
         suite.x_bench_denominator = cfg.x_bench_denominator
     return names, suites
@@ -200,15 +235,17 @@ def token_features(cfg, texts: Sequence[str]) -> list[Float[Tensor, "n_tokens d_
     """Per text, its per-token concept activations in the notebook's main concept space, the input
     of eq. 1 (:func:`kit.cg.metrics.item_concept_activation`): MiniLM's residual stream at the SAE's
     site encoded by the main MiniLM SAE (``concept_space: minilm``, as
-    :func:`kit.cg.saes.item_concepts` reads it), or the first model's activations encoded by its own SAE, BOS excluded (``model``, as
-    :func:`kit.cg.model_space.hooked_item_concepts` reads it). Texts cut to ``cfg.max_length``."""
+    :func:`kit.cg.saes.item_concepts` reads it), or the first model's activations encoded by its own
+    SAE, BOS excluded (``model``, as :func:`kit.cg.model_space.hooked_item_concepts` reads it).
+    Texts cut to ``cfg.max_length``."""
     if cfg.concept_space == "minilm":
         from kit.models.encoders import load_encoder
 
         name = cfg.sae_names()[-1]
         sae = cg_saes.load_minilm_sae(name, device=cfg.device)
         acts = load_encoder("minilm", device=cfg.device).token_activations(
-            list(texts), cg_saes.MinilmSAESpec.from_name(name).site, max_length=cfg.max_length)
+            list(texts), cg_saes.MinilmSAESpec.from_name(name).site, max_length=cfg.max_length
+        )
         with torch.inference_mode():
             return [sae.encode(a.to(sae.W_enc.device)).float().cpu() for a in acts]
     model = kit.load_model(cfg.models[0], device=cfg.device, dtype=cfg.dtype)

@@ -26,8 +26,16 @@ from kit.cg import metrics as cg
 if TYPE_CHECKING:
     from kit.data.items import Item
 
-BBH_SUITE_TASKS = ("boolean_expressions", "date_understanding", "logical_deduction_three_objects", "navigate",
-                   "object_counting", "web_of_lies", "word_sorting", "causal_judgement")
+BBH_SUITE_TASKS = (
+    "boolean_expressions",
+    "date_understanding",
+    "logical_deduction_three_objects",
+    "navigate",
+    "object_counting",
+    "web_of_lies",
+    "word_sorting",
+    "causal_judgement",
+)
 """BBH tasks pooled (equal shares) into the single ``bbh`` benchmark of the real suite."""
 
 
@@ -46,9 +54,11 @@ class Suite:
     model_texts: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     contexts: list[list[dict]] | None = None
     x_bench_denominator: str = "all"
-    """Eq. 3's denominator (:func:`kit.cg.metrics.x_bench`): ``all`` (the equation) or ``active`` (the text)."""
+    """Eq. 3's denominator (:func:`kit.cg.metrics.x_bench`): ``all`` (the equation) or ``active``
+    (the text)."""
     model_responses: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    """model -> benchmark -> the model's responses (shown by the explorer; absent for the tiny world)."""
+    """model -> benchmark -> the model's responses (shown by the explorer; absent for the tiny
+    world)."""
     label_source: str = ""
     """Where the concept labels come from (:func:`kit.cg.labels.sae_labels`)."""
     n_tokens: dict[str, np.ndarray] = field(default_factory=dict)
@@ -71,17 +81,20 @@ class Suite:
         return cg.x_bench(self.acts, self.x_bench_denominator)
 
     def fires(self) -> np.ndarray:
-        """Per concept: active on at least one item this suite read (coverage or any model's texts)."""
+        """Per concept: active on at least one item this suite read (coverage or any model's
+        texts)."""
         mats = [*self.acts.values(), *(a for per in self.model_acts.values() for a in per.values())]
         return np.logical_or.reduce([np.asarray((a > 0).sum(axis=0)).ravel() > 0 for a in mats])
 
     def dead(self) -> np.ndarray:
-        """Dead latents: no activation on the SAE's own training text (label ``(dead)``) *and* none on
-        any benchmark text read here. A ``(dead)``-labelled concept that fires on a benchmark is alive."""
+        """Dead latents: no activation on the SAE's own training text (label ``(dead)``) *and* none
+        on any benchmark text read here. A ``(dead)``-labelled concept that fires on a benchmark is
+        alive."""
         return np.array([lab == "(dead)" for lab in self.labels]) & ~self.fires()
 
     def live(self) -> np.ndarray:
-        """Concepts the SAE uses: not :meth:`dead`, or firing on the general text (``text_acts``)."""
+        """Concepts the SAE uses: not :meth:`dead`, or firing on the general text
+        (``text_acts``)."""
         live = ~self.dead()
         if self.text_acts is not None:
             live |= np.asarray((self.text_acts > 0).sum(axis=0)).ravel() > 0
@@ -93,11 +106,23 @@ def benchmark_prompts(name: str, n: int, seed: int = 0) -> list[str]:
     return [item.prompt for _, item in benchmark_items(name, n, seed)]
 
 
-def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int, response_sets: Sequence[str],
-               n_response_items: int, include_responses: bool = False, max_length: int = 256, seed: int = 0,
-               device: str = "cpu", encoder=None, labeller=None, answers=None,
-               n_text_items: int = 0) -> dict[str, Suite]:
-    """One :class:`Suite` per SAE over the real benchmarks, with published and/or generated responses.
+def real_suite(
+    sae_names: Sequence[str],
+    benchmarks: Sequence[str],
+    n_items: int,
+    response_sets: Sequence[str],
+    n_response_items: int,
+    include_responses: bool = False,
+    max_length: int = 256,
+    seed: int = 0,
+    device: str = "cpu",
+    encoder=None,
+    labeller=None,
+    answers=None,
+    n_text_items: int = 0,
+) -> dict[str, Suite]:
+    """One :class:`Suite` per SAE over the real benchmarks, with published and/or generated
+    responses.
 
     Labels: ``labeller`` (a :class:`kit.cg.labels.Labeller`; default the top-context words with
     stop-words and punctuation filtered) over each SAE's stored top-activating contexts.
@@ -126,27 +151,52 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
     for n, rs in sets.items():
         first = scored.setdefault(rs.benchmark, rs)
         if first.ids != rs.ids:
-            raise ValueError(f"response sets {first.name} and {n} do not list the same {rs.benchmark} items in the "
-                             "same order; coverage and performance must read the same items")
+            raise ValueError(
+                f"response sets {first.name} and {n} do not list the same {rs.benchmark} items in "
+                "the same order; coverage and performance must read the same items"
+            )
     if answers and include_responses:
-        raise ValueError("include_responses reads prompt + response; generated answers are read by prompt only here")
-    texts = {b: scored[b].texts(include_response=False) if b in scored else benchmark_prompts(b, n_items, seed)
-             for b in benchmarks}
+        raise ValueError(
+            "include_responses reads prompt + response; generated answers are read by prompt "
+            "only here"
+        )
+    texts = {
+        b: scored[b].texts(include_response=False)
+        if b in scored
+        else benchmark_prompts(b, n_items, seed)
+        for b in benchmarks
+    }
     labeller = labeller or TopContextLabeller()
     contexts = {n: cg_saes.minilm_sae_contexts(n) for n in sae_names}
-    suites = {n: Suite(n, labeller(contexts[n]), {}, texts, contexts=contexts[n],
-                       label_source=f"local: {labeller.name} (MiniLM SAE training text)") for n in sae_names}
+    suites = {
+        n: Suite(
+            n,
+            labeller(contexts[n]),
+            {},
+            texts,
+            contexts=contexts[n],
+            label_source=f"local: {labeller.name} (MiniLM SAE training text)",
+        )
+        for n in sae_names
+    }
     for b, t in texts.items():
-        acts, lengths = cg_saes.item_concepts(encoder, sae_names, t, max_length=max_length, device=device,
-                                              desc=f"concepts: {b}")
+        acts, lengths = cg_saes.item_concepts(
+            encoder, sae_names, t, max_length=max_length, device=device, desc=f"concepts: {b}"
+        )
         for n in sae_names:
             suites[n].acts[b] = acts[n]
             suites[n].n_tokens[b] = np.asarray(lengths)
     for rs_name, rs in sets.items():
         model = rs_name.split("/", 1)[1]
         rs_texts = rs.texts(include_response=include_responses)
-        acts, _ = cg_saes.item_concepts(encoder, sae_names, rs_texts, max_length=max_length, device=device,
-                                        desc=f"concepts: {rs_name}")
+        acts, _ = cg_saes.item_concepts(
+            encoder,
+            sae_names,
+            rs_texts,
+            max_length=max_length,
+            device=device,
+            desc=f"concepts: {rs_name}",
+        )
         for n in sae_names:
             suites[n].model_acts.setdefault(model, {})[rs.benchmark] = acts[n]
             suites[n].model_scores.setdefault(model, {})[rs.benchmark] = rs.scores
@@ -155,7 +205,9 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
     for model, per in (answers or {}).items():
         for b, a in per.items():
             if b not in texts:
-                raise ValueError(f"answers of {model} on {b!r}: not a benchmark of this suite ({list(texts)})")
+                raise ValueError(
+                    f"answers of {model} on {b!r}: not a benchmark of this suite ({list(texts)})"
+                )
             for n in sae_names:
                 suites[n].model_acts.setdefault(model, {})[b] = suites[n].acts[b][a.positions]
                 suites[n].model_scores.setdefault(model, {})[b] = a.correct.astype(float)
@@ -164,35 +216,64 @@ def real_suite(sae_names: Sequence[str], benchmarks: Sequence[str], n_items: int
     if n_text_items:
         exclude = [t for n in sae_names for t in cg_saes.minilm_sae_training_texts(n)]
         general = general_text(n_text_items, exclude, seed)
-        acts, lengths = cg_saes.item_concepts(encoder, sae_names, general, max_length=max_length, device=device,
-                                              desc="concepts: general text")
+        acts, lengths = cg_saes.item_concepts(
+            encoder,
+            sae_names,
+            general,
+            max_length=max_length,
+            device=device,
+            desc="concepts: general text",
+        )
         for n in sae_names:
             suites[n].text_acts, suites[n].text_tokens = acts[n], np.asarray(lengths)
-            suites[n].text_source = f"{n_text_items} held-out corpus paragraphs (Gutenberg, tiny Shakespeare)"
+            suites[
+                n
+            ].text_source = (
+                f"{n_text_items} held-out corpus paragraphs (Gutenberg, tiny Shakespeare)"
+            )
     return suites
 
 
-def prompt_only_acts(sae_names: Sequence[str], response_set: str, n_items: int, max_length: int = 256,
-                     device: str = "cpu", encoder=None) -> dict[str, cg.CSR]:
+def prompt_only_acts(
+    sae_names: Sequence[str],
+    response_set: str,
+    n_items: int,
+    max_length: int = 256,
+    device: str = "cpu",
+    encoder=None,
+) -> dict[str, cg.CSR]:
     """Activations of a response set's prompts only (same for every model answering them)."""
-    from kit.data import responses as cg_responses
     from kit.cg import saes as cg_saes
+    from kit.data import responses as cg_responses
     from kit.models.encoders import load_encoder
 
     encoder = encoder or load_encoder("minilm", device=device)
     rs = cg_responses.load_responses(response_set, limit=n_items)
-    acts, _ = cg_saes.item_concepts(encoder, sae_names, rs.texts(include_response=False), max_length=max_length,
-                                    device=device, desc="concepts: prompts only")
+    acts, _ = cg_saes.item_concepts(
+        encoder,
+        sae_names,
+        rs.texts(include_response=False),
+        max_length=max_length,
+        device=device,
+        desc="concepts: prompts only",
+    )
     return acts
 
 
-def zoo_suite(model_name: str, sae_name: str, n_items: int, tasks: Sequence[str] | None = None,
-              split: str = "test", world: str | None = None, seed: int = 0, device: str = "cpu") -> Suite:
+def zoo_suite(
+    model_name: str,
+    sae_name: str,
+    n_items: int,
+    tasks: Sequence[str] | None = None,
+    split: str = "test",
+    world: str | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+) -> Suite:
     """The tiny-world suite: ``n_items`` items of each task, the zoo model's exact-match
     correctness as m_b(i), concepts from the model's own SAE over the prompt tokens."""
     import kit
     from kit import world as kw
-
     from kit.cg.saes import zoo_item_concepts
 
     model = kit.load_model(model_name, device=device, world=world)
@@ -207,7 +288,9 @@ def zoo_suite(model_name: str, sae_name: str, n_items: int, tasks: Sequence[str]
         scores[t] = np.asarray(kw.evaluate(model, items), dtype=float)
     by_index = kw.sae_labels(sae_name, world=world)  # {feature: label}
     labels = [by_index.get(i, f"feature {i}") for i in range(sae.cfg.d_sae)]
-    return Suite(sae_name, labels, acts, texts, {model_name: acts}, {model_name: scores}, {model_name: texts})
+    return Suite(
+        sae_name, labels, acts, texts, {model_name: acts}, {model_name: scores}, {model_name: texts}
+    )
 
 
 def resolve_zoo_sae(model_name: str, sae_name: str, world: str | None = None) -> str:
@@ -217,16 +300,23 @@ def resolve_zoo_sae(model_name: str, sae_name: str, world: str | None = None) ->
     names = kw.saes(world)
     if sae_name != "auto":
         if sae_name not in names:
-            raise ValueError(f"zoo_sae={sae_name!r} is not an SAE of world {world!r}; allowed values: auto, {', '.join(names)}")
+            raise ValueError(
+                f"zoo_sae={sae_name!r} is not an SAE of world {world!r}; allowed values: auto, "
+                f"{', '.join(names)}"
+            )
         return sae_name
     prefix = f"zoo-sae/{model_name.removeprefix('zoo/')}/topk-"
     mine = [n for n in names if n.startswith(prefix)]
     if not mine:
-        raise ValueError(f"no TopK SAE of {model_name} in world {world!r}; SAEs: {', '.join(names)}")
+        raise ValueError(
+            f"no TopK SAE of {model_name} in world {world!r}; SAEs: {', '.join(names)}"
+        )
     return max(mine, key=lambda n: int(n.rsplit("-", 1)[1]))
 
 
-def best_match(acts_a: dict[str, cg.CSR], acts_b: dict[str, cg.CSR], concepts: Sequence[int]) -> list[tuple[int, float]]:
+def best_match(
+    acts_a: dict[str, cg.CSR], acts_b: dict[str, cg.CSR], concepts: Sequence[int]
+) -> list[tuple[int, float]]:
     """For each concept of SAE A, the concept of SAE B whose activation profile over the same
     items is most similar (cosine over all items of all benchmarks), with that cosine.
 
@@ -243,7 +333,9 @@ def best_match(acts_a: dict[str, cg.CSR], acts_b: dict[str, cg.CSR], concepts: S
         if na == 0:
             out.append((-1, float("nan")))
             continue
-        sims = np.asarray((col.T @ bm).todense()).ravel() / (na * np.where(bnorm > 0, bnorm, np.inf))
+        sims = np.asarray((col.T @ bm).todense()).ravel() / (
+            na * np.where(bnorm > 0, bnorm, np.inf)
+        )
         j = int(np.argmax(sims))
         out.append((j, float(sims[j])))
     return out
@@ -270,26 +362,41 @@ def two_model_comparison(cfg, suite: Suite, sae_names: Sequence[str], main_sae: 
         ra = cg_responses.load_responses(arc_sets[0], limit=cfg.n_response_items)
         rb = cg_responses.load_responses(arc_sets[1], limit=cfg.n_response_items)
         if ra.ids != rb.ids:
-            raise ValueError(f"{arc_sets[0]} and {arc_sets[1]} do not list the same ARC items in the same order")
-        acts = prompt_only_acts(sae_names, arc_sets[0], cfg.n_response_items, cfg.max_length, cfg.device)[main_sae]
+            raise ValueError(
+                f"{arc_sets[0]} and {arc_sets[1]} do not list the same ARC items in the same order"
+            )
+        acts = prompt_only_acts(
+            sae_names, arc_sets[0], cfg.n_response_items, cfg.max_length, cfg.device
+        )[main_sae]
         return arc_sets[0], arc_sets[1], acts, ra.scores, rb.scores
     models = [m for m in suite.model_scores if "arc_challenge" in suite.model_scores[m]]
     if len(models) < 2 or "arc_challenge" not in suite.acts:
         return None
     a, b = models[:2]
     acts = suite.model_acts[a]["arc_challenge"]
-    if acts.shape != suite.model_acts[b]["arc_challenge"].shape or (
-            acts != suite.model_acts[b]["arc_challenge"]).nnz:
-        raise ValueError(f"{a} and {b} did not answer the same ARC items; the comparison needs the same items")
-    return a, b, acts, suite.model_scores[a]["arc_challenge"], suite.model_scores[b]["arc_challenge"]
+    if (
+        acts.shape != suite.model_acts[b]["arc_challenge"].shape
+        or (acts != suite.model_acts[b]["arc_challenge"]).nnz
+    ):
+        raise ValueError(
+            f"{a} and {b} did not answer the same ARC items; the comparison needs the same items"
+        )
+    return (
+        a,
+        b,
+        acts,
+        suite.model_scores[a]["arc_challenge"],
+        suite.model_scores[b]["arc_challenge"],
+    )
 
 
 # ----------------------------------------------------------------------------- the paper's setting
 
 
 UNSCORED = ("lmsys_arena", "vectara_hallucination")
-"""Benchmarks with no rule-based scorer (a battle's winner, a factual-consistency judge): in the paper's
-setting they count for coverage (X_bench) only; X_model averages over the scored benchmarks."""
+"""Benchmarks with no rule-based scorer (a battle's winner, a factual-consistency judge): in the
+paper's setting they count for coverage (X_bench) only; X_model averages over the scored
+benchmarks."""
 
 
 def benchmark_split(name: str) -> tuple[str, str]:

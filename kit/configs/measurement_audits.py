@@ -13,16 +13,21 @@ class Config(BaseConfig):
     """Model audited (a zoo name, ``real/smollm2-135m-instruct`` in the real profiles, or ``gpt2``
     in the paper profile)."""
     sae_arch_a: str | None = None
-    """First SAE of M07 (and the SAE of M08, M10, M12, EX24, EX34); ``None``: chosen from the world's SAEs."""
+    """First SAE of M07 (and the SAE of M08, M10, M12, EX24, EX34); ``None``: chosen from the
+    world's SAEs."""
     sae_arch_b: str | None = None
-    """Second SAE of M07: another architecture at the same hook and width; ``None``: chosen automatically."""
+    """Second SAE of M07: another architecture at the same hook and width; ``None``: chosen
+    automatically."""
     sae_small: str | None = None
     """Narrower SAE of M11; ``None``: chosen automatically (same architecture as ``sae_large``)."""
     sae_large: str | None = None
     """Wider SAE of M11; ``None``: chosen automatically."""
     hook: str | None = None
     """Hook the SAEs read (``blocks.{L}.hook_resid_post``...); ``None``: the SAE's own metadata."""
-    sae_tasks: list[str] = Field(default_factory=lambda: ["add", "code", "facts", "boolean", "dyck", "sort", "count", "ioi"], min_length=2)
+    sae_tasks: list[str] = Field(
+        default_factory=lambda: ["add", "code", "facts", "boolean", "dyck", "sort", "count", "ioi"],
+        min_length=2,
+    )
     """Prompt sources of the SAE audits and M13 (token-level activations): world task names,
     shipped benchmark names (their test prompts, offline: ``asdiv``, ``bbh/web_of_lies``), or
     ``hf:<dataset>[@<config>]:<split>:<column>`` Hugging Face datasets (network; e.g.
@@ -94,9 +99,14 @@ class Config(BaseConfig):
     edge_budget_s: float = Field(3600.0, gt=0)
     """Seconds edge patching may take by the estimate: above it ``auto`` turns edges off and ``on``
     is refused."""
-    mib_thresholds: list[Fraction] = Field(default_factory=lambda: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], min_length=2)
+    mib_thresholds: list[Fraction] = Field(
+        default_factory=lambda: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0],
+        min_length=2,
+    )
     """MIB: fractions of edges kept (increasing, in (0, 1])."""
-    weber_scales: list[Positive] = Field(default_factory=lambda: [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0], min_length=2)
+    weber_scales: list[Positive] = Field(
+        default_factory=lambda: [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 1.0], min_length=2
+    )
     """EX11: head output scales relative to the baseline (must include 1.0)."""
     weber_baselines: list[Positive] = Field(default_factory=lambda: [1.0, 0.5], min_length=1)
     """EX11: baseline intensities (the full output and half of it)."""
@@ -120,7 +130,8 @@ class Config(BaseConfig):
     m09_cycles: int = Field(4, ge=2, le=20)
     """M09: distillation cycles."""
     m09_l1: float = Field(0.3, gt=0, le=100)
-    """M09: SAELens's L1 coefficient (activations scaled to mean norm sqrt(d_in)); 1e-3 gives a dense SAE."""
+    """M09: SAELens's L1 coefficient (activations scaled to mean norm sqrt(d_in)); 1e-3 gives a
+    dense SAE."""
     m09_core_frac: float = Field(0.1, gt=0, lt=1)
     """M09: fraction of features marked core each cycle (top by gradient x activation)."""
     m09_steps: int = Field(300, ge=1, le=100000)
@@ -131,7 +142,9 @@ class Config(BaseConfig):
     """EX25: runs (seeds) per pipeline."""
     ex25_subsample: float = Field(0.8, gt=0, le=1)
     """EX25: fraction of prompts each run sees."""
-    ex25_tasks: list[str] = Field(default_factory=lambda: ["add", "code", "facts", "boolean", "sort"], min_length=3)
+    ex25_tasks: list[str] = Field(
+        default_factory=lambda: ["add", "code", "facts", "boolean", "sort"], min_length=3
+    )
     """EX25: tasks of the MUI pipeline audit (>= 3, so rank coherence is defined)."""
     ex25_items: int = Field(40, ge=4, le=2000)
     """EX25: items per task in the MUI pipeline audit."""
@@ -144,31 +157,49 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _check(self):
-        from kit.world.tasks import TASKS
-
         from kit.audits.sources import dataset_path, parse_source
+        from kit.world.tasks import TASKS
 
         for name in ["probe_tasks", "safety_tasks", "sae_tasks"]:
             for t in getattr(self, name) or ():
-                dataset_path(parse_source(t, field=name), field=name)  # a local directory must exist
+                # a local directory must exist
+                dataset_path(parse_source(t, field=name), field=name)
         bad = [t for t in self.ex25_tasks if t not in TASKS]
         if bad:
-            raise ValueError(f"ex25_tasks: unknown task(s) {bad}; allowed values: {', '.join(TASKS)}")
+            raise ValueError(
+                f"ex25_tasks: unknown task(s) {bad}; allowed values: {', '.join(TASKS)}"
+            )
         if not set(self.probe_tasks) <= set(self.sae_tasks):
-            raise ValueError(f"probe_tasks {list(self.probe_tasks)} must be among sae_tasks {self.sae_tasks}")
-        if self.dif_name_groups is not None and (len(self.dif_name_groups) < 2 or
-                                                 any(len(v) < 2 for v in self.dif_name_groups.values())):
-            raise ValueError("dif_name_groups: need >= 2 groups of >= 2 names each, got "
-                             f"{ {k: len(v) for k, v in self.dif_name_groups.items()} }")
+            raise ValueError(
+                f"probe_tasks {list(self.probe_tasks)} must be among sae_tasks {self.sae_tasks}"
+            )
+        if self.dif_name_groups is not None and (
+            len(self.dif_name_groups) < 2 or any(len(v) < 2 for v in self.dif_name_groups.values())
+        ):
+            raise ValueError(
+                "dif_name_groups: need >= 2 groups of >= 2 names each, got "
+                f"{ {k: len(v) for k, v in self.dif_name_groups.items()} }"
+            )
         if self.ioi_task not in TASKS:
             raise ValueError(f"ioi_task={self.ioi_task!r}; allowed values: {', '.join(TASKS)}")
         if any(b <= a for a, b in zip(self.mib_thresholds, self.mib_thresholds[1:])) or not (
-                0 < self.mib_thresholds[0] and self.mib_thresholds[-1] <= 1):
-            raise ValueError(f"mib_thresholds must increase strictly within (0, 1], got {self.mib_thresholds}")
+            0 < self.mib_thresholds[0] and self.mib_thresholds[-1] <= 1
+        ):
+            raise ValueError(
+                f"mib_thresholds must increase strictly within (0, 1], got {self.mib_thresholds}"
+            )
         if 1.0 not in self.weber_scales:
-            raise ValueError(f"weber_scales must include 1.0 (the baseline), got {self.weber_scales}")
-        for field in ("sae_tasks", "ex25_tasks", "mib_thresholds", "weber_scales",
-                      "weber_baselines", "circuit_layers"):
+            raise ValueError(
+                f"weber_scales must include 1.0 (the baseline), got {self.weber_scales}"
+            )
+        for field in (
+            "sae_tasks",
+            "ex25_tasks",
+            "mib_thresholds",
+            "weber_scales",
+            "weber_baselines",
+            "circuit_layers",
+        ):
             distinct(field, getattr(self, field) or [])
         return self
 
@@ -184,11 +215,15 @@ class Config(BaseConfig):
             bad = [L for L in self.circuit_layers if L < 0 or (shape and L >= shape.n_layers)]
             if bad or not self.circuit_layers:
                 allowed = f"0..{shape.n_layers - 1}" if shape else ">= 0"
-                errors.append(f"field 'circuit_layers': {bad or 'empty'} not layers of "
-                              f"{self.circuit_model_name()}; allowed values: {allowed}, or null (all)")
+                errors.append(
+                    f"field 'circuit_layers': {bad or 'empty'} not layers of "
+                    f"{self.circuit_model_name()}; allowed values: {allowed}, or null (all)"
+                )
         if self.circuit_edges == "on" and not plan.on:
-            errors.append(f"field 'circuit_edges': 'on' but {plan.reason}; raise edge_budget_s to "
-                          "run them, or set circuit_edges: auto or off")
+            errors.append(
+                f"field 'circuit_edges': 'on' but {plan.reason}; raise edge_budget_s to "
+                "run them, or set circuit_edges: auto or off"
+            )
         return errors
 
     def not_testable(self) -> dict[str, str]:
@@ -197,8 +232,10 @@ class Config(BaseConfig):
         patching (:meth:`edge_plan`)."""
         out = {}
         if self.safety_tasks is None:
-            out["M14"] = ("no harmful vs harmless instruction set offline (safety_tasks is unset; the "
-                          "paper profile reads AdvBench vs Alpaca from the hub)")
+            out["M14"] = (
+                "no harmful vs harmless instruction set offline (safety_tasks is unset; the "
+                "paper profile reads AdvBench vs Alpaca from the hub)"
+            )
         plan = self.edge_plan()
         if not plan.on:
             out["MIB"] = f"edge patching was not run: {plan.reason}"
@@ -218,21 +255,29 @@ class Config(BaseConfig):
     def _check_saes(self) -> str:
         """An SAE for every role, of the audited model: named ones must belong to it, unnamed ones
         are chosen among the world's SAEs of a zoo member (a hub model's cannot be chosen)."""
-        roles = {"sae_arch_a": self.sae_arch_a, "sae_arch_b": self.sae_arch_b,
-                 "sae_small": self.sae_small, "sae_large": self.sae_large}
+        roles = {
+            "sae_arch_a": self.sae_arch_a,
+            "sae_arch_b": self.sae_arch_b,
+            "sae_small": self.sae_small,
+            "sae_large": self.sae_large,
+        }
         for field, name in roles.items():
-            if (why := _check_real_sae(field, name, self.world)):
+            if why := _check_real_sae(field, name, self.world):
                 return why
             owner = _sae_owner(name)
             if owner is not None and owner != self.model.split("@")[0]:
-                return (f"field {field!r}: {name!r} is an SAE of {owner}, not of "
-                        f"model={self.model!r}; name an SAE trained on the audited model")
+                return (
+                    f"field {field!r}: {name!r} is an SAE of {owner}, not of "
+                    f"model={self.model!r}; name an SAE trained on the audited model"
+                )
         if not self.model.startswith("zoo/"):
             missing = [f for f, n in roles.items() if n is None]
             if missing:
-                return (f"fields {', '.join(missing)}: required for model={self.model!r} (SAEs are "
-                        "chosen automatically only among a tiny-world member's); name an SAE of this "
-                        "model each")
+                return (
+                    f"fields {', '.join(missing)}: required for model={self.model!r} (SAEs are "
+                    "chosen automatically only among a tiny-world member's); name an SAE of this "
+                    "model each"
+                )
             return ""
         from kit.audits.suite import choose_saes
         from kit.world import saes
@@ -257,9 +302,11 @@ class Config(BaseConfig):
         kept = {g: single_token_names(tokenizer, v) for g, v in self.dif_name_groups.items()}
         short = {g: len(v) for g, v in kept.items() if len(v) < 2}
         if short:
-            return (f"field 'dif_name_groups': fewer than 2 single-token names of {name}'s "
-                    f"tokenizer in {short} (single-token: {kept}); EX2 needs >= 2 per group: add "
-                    "names that are one token of this model")
+            return (
+                f"field 'dif_name_groups': fewer than 2 single-token names of {name}'s "
+                f"tokenizer in {short} (single-token: {kept}); EX2 needs >= 2 per group: add "
+                "names that are one token of this model"
+            )
         return ""
 
 
@@ -287,8 +334,10 @@ def _check_real_sae(field: str, name: str | None, world: str) -> str:
 
     shape = model_shape(spec.model_name, world)
     if shape is not None and spec.layer >= shape.n_layers:
-        return (f"field {field!r}: {name!r} reads layer {spec.layer}; {spec.model_name} has layers "
-                f"0..{shape.n_layers - 1}")
+        return (
+            f"field {field!r}: {name!r} reads layer {spec.layer}; {spec.model_name} has layers "
+            f"0..{shape.n_layers - 1}"
+        )
     return ""
 
 
@@ -305,7 +354,8 @@ def decide_edges(mode: str, budget_s: float, cost) -> EdgePlan:
     if mode == "off":
         return EdgePlan(False, "off (circuit_edges: off)")
     if cost.seconds is not None and cost.seconds > budget_s:
-        return EdgePlan(False, f"edge patching is {cost.text()}, over edge_budget_s = "
-                               f"{duration(budget_s)}")
+        return EdgePlan(
+            False, f"edge patching is {cost.text()}, over edge_budget_s = {duration(budget_s)}"
+        )
     why = "within" if cost.seconds is not None else "unknown, so not limited by"
     return EdgePlan(True, f"on ({cost.text()}; {why} edge_budget_s = {duration(budget_s)})")

@@ -4,12 +4,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kit.core.params import BaseConfig, distinct
 from kit.neuronvote.concepts import PAPER_POS_TAGS
 from kit.neuronvote.methods import METHODS, PAPER_METHODS
-from kit.core.params import BaseConfig, distinct
 
 Definitions = Literal["paper_text", "neurox"]
-Method = Literal["probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"]
+Method = Literal[
+    "probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"
+]
 Layer = Annotated[int, Field(ge=0)]
 
 
@@ -23,7 +25,8 @@ class Config(BaseConfig):
     """Which neurons: ``hook_resid_post`` = the layer's output hidden state (the paper's BERT
     "neurons", d_model wide) or ``mlp.hook_post`` (the MLP's GELU activations, d_mlp wide)."""
     layers: list[Layer] | None = Field(None, min_length=1)
-    """Encoder blocks (0-based) to analyse; ``None`` = first, middle and last (the paper's 1/6/12)."""
+    """Encoder blocks (0-based) to analyse; ``None`` = first, middle and last (the paper's
+    1/6/12)."""
     source: Literal["ud_ewt", "conll2000"] = "ud_ewt"
     """POS-tagged corpus: UD English EWT dev+test (XPOS) or CoNLL-2000 (PTB POS)."""
     definitions: list[Definitions] = ["paper_text", "neurox"]
@@ -47,28 +50,32 @@ class Config(BaseConfig):
     training labels shuffled among its words, the null of the agreement claims (what the methods
     agree on without the concept). 0 skips it (those claims are then not testable)."""
     n_boot: int = Field(1000, ge=100)
-    """Bootstrap resamples (over concepts) for the intervals of every AvgOverlap / NeuronVote number."""
+    """Bootstrap resamples (over concepts) for the intervals of every AvgOverlap / NeuronVote
+    number."""
     n_null: int = Field(1000, ge=100)
     """Draws of a setting's mean under shuffled labels (each picks one shuffled copy per unit)."""
     second_source: Literal["ud_ewt", "conll2000"] | None = None
     """Optional second corpus: NeuronVote (Table 3 analogue) of the encoder on it too."""
     tags: list[str] | None = Field(list(PAPER_POS_TAGS), min_length=1)
-    """Concepts (tags) to consider; ``None`` = every tag with enough examples. Default: the paper's 20 POS tags."""
+    """Concepts (tags) to consider; ``None`` = every tag with enough examples. Default: the paper's
+    20 POS tags."""
     min_examples: int = Field(200, ge=1)
     """Drop tags with fewer words than this in the corpus (the paper: 200)."""
     max_per_class: int | None = Field(200, ge=10)
-    """Subsample each concept to at most this many positive (and as many negative) words; ``None`` = all
-    (UD EWT: 725-6672 per tag, so 1015-9341 training words per concept for 384 neurons)."""
+    """Subsample each concept to at most this many positive (and as many negative) words; ``None`` =
+    all (UD EWT: 725-6672 per tag, so 1015-9341 training words per concept for 384 neurons)."""
     extra_max_per_class: int | None = Field(200, ge=10)
     """``max_per_class`` of the further studies (chunking, every layer), which multiply the work by
     their 10 concepts x 3 layers and 18 concepts x 7 layers; ``None`` = all. With all POS examples
-    already encoded, the all-layer study draws its capped tasks from them (no second forward pass)."""
+    already encoded, the all-layer study draws its capped tasks from them (no second forward
+    pass)."""
     max_sentences: int | None = Field(None, ge=10)
     """Use a seeded sample of this many sentences of the corpus; ``None`` = all."""
     methods: list[Method] = Field(list(METHODS), min_length=1)
     """Ranking methods to run (Random and MeanSelect included: the baseline and the case study)."""
     voters: list[Method] = list(PAPER_METHODS)
-    """Methods forming the consensus of AvgOverlap / NeuronVote (the paper's six); others are only scored."""
+    """Methods forming the consensus of AvgOverlap / NeuronVote (the paper's six); others are only
+    scored."""
     s_values: list[int] = [10, 30, 50]
     """Top-s sizes for AvgOverlap and NeuronVote (Tables 2-4)."""
     accuracy_s: list[int] = [30, 50, 70, 100]
@@ -76,7 +83,8 @@ class Config(BaseConfig):
     pairwise_s: list[int] = [10, 20, 30, 40, 50]
     """Top-s sizes averaged in the pairwise-overlap heatmaps (Figure 1: top 10-50)."""
     iou_percentile: float = Field(90.0, ge=0.0, lt=100.0)
-    """IoU method: a neuron is "on" for a word when its activation exceeds this percentile of its activations."""
+    """IoU method: a neuron is "on" for a word when its activation exceeds this percentile of its
+    activations."""
     lambda1: float = Field(0.01, gt=0.0)
     """L1 strength of the Lasso / LCA probes, per mean loss (the paper: 0.01)."""
     lambda2: float = Field(0.01, gt=0.0)
@@ -95,9 +103,11 @@ class Config(BaseConfig):
     encoders only: a decoder tests its claims on another kind of model."""
     decoder_source: Literal["world-roles", "ud_ewt", "conll2000"] = "world-roles"
     """The decoder's concepts: the tiny world's word roles (zoo decoders: their vocabulary has no
-    English) or a POS corpus with ``tags`` and ``min_examples`` as for the encoder (real decoders)."""
+    English) or a POS corpus with ``tags`` and ``min_examples`` as for the encoder (real
+    decoders)."""
     decoder_max_sentences: int | None = Field(None, ge=10)
-    """Seeded sample of the POS corpus for the decoder (its forward pass is the cost); ``None`` = all."""
+    """Seeded sample of the POS corpus for the decoder (its forward pass is the cost); ``None`` =
+    all."""
     decoder_site: Literal["hook_resid_post", "mlp.hook_post"] = "mlp.hook_post"
     """Decoder neurons: the MLP activations (d_mlp: 384 for the tiny world's base-m, as wide as
     MiniLM's hidden state) or the residual stream (only 96 wide there)."""
@@ -111,9 +121,12 @@ class Config(BaseConfig):
     @model_validator(mode="after")
     def _decoder_vocabulary(self) -> "Config":
         if (self.decoder_model or "").startswith("zoo/") and self.decoder_source != "world-roles":
-            raise ValueError(f"decoder_source={self.decoder_source!r} with decoder_model={self.decoder_model!r}: "
-                             "a zoo decoder's ~250-word vocabulary has no English, so its POS words would be "
-                             "<unk>; allowed for zoo decoders: world-roles")
+            raise ValueError(
+                f"decoder_source={self.decoder_source!r} with "
+                f"decoder_model={self.decoder_model!r}: "
+                "a zoo decoder's ~250-word vocabulary has no English, so its POS words would be "
+                "<unk>; allowed for zoo decoders: world-roles"
+            )
         return self
 
     @field_validator("s_values", "accuracy_s", "pairwise_s")

@@ -9,28 +9,42 @@ from kit.core.params import BaseConfig
 
 class Config(BaseConfig):
     model: str = "zoo/base-s"
-    """Model to load through ``kit.load_model`` (a zoo name, ``random/<shape>`` or a Hugging Face id)."""
+    """Model to load through ``kit.load_model`` (a zoo name, ``random/<shape>`` or a Hugging Face
+    id)."""
     task: str = "add"
-    """Task whose first test item is the prompt: a tiny-world task (``kit.world.TASKS``) for ``zoo/`` models, else a real benchmark (``kit.load_benchmark`` name, e.g. ``arc_challenge``)."""
+    """Task whose first test item is the prompt: a tiny-world task (``kit.world.TASKS``) for
+    ``zoo/`` models, else a real benchmark (``kit.load_benchmark`` name, e.g. ``arc_challenge``)."""
     layer: int = Field(0, ge=0)
     """Layer whose MLP activations (``blocks.{layer}.mlp.hook_post``) are shown."""
     top_neurons: int = Field(16, ge=1, le=512)
     """How many neurons (largest mean |activation| over the prompt) the activation views show."""
     n_eval: int = Field(100, ge=1, le=200)
-    """Test items of ``task`` scored to report the model's accuracy (a task's test split holds 200: ``kit.world.tasks.TEST_SIZE``)."""
+    """Test items of ``task`` scored to report the model's accuracy (a task's test split holds 200:
+    ``kit.world.tasks.TEST_SIZE``)."""
     max_new_tokens: int = Field(1, ge=1, le=4096)
     """Greedy response length in tokens (tiny-world answers are one token; a real benchmark's answer
     needs room: a response that reaches it without an end token counts as truncated)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    """Real models: weight dtype (``bfloat16`` halves the memory of a 7B model to ~15 GB); zoo models are float32."""
+    """Real models: weight dtype (``bfloat16`` halves the memory of a 7B model to ~15 GB); zoo
+    models are float32."""
     responses: str | None = None
-    """Real models: responses you already have instead of generating them: a published response set (``kit.data.responses.RESPONSE_SETS``, e.g. ``arc/llama3.1-8b-instruct``) or the path of an lm-evaluation-harness ``--log_samples`` jsonl; its first ``n_eval`` items replace ``task``'s. None: batched greedy generation."""
+    """Real models: responses you already have instead of generating them: a published response set
+    (``kit.data.responses.RESPONSE_SETS``, e.g. ``arc/llama3.1-8b-instruct``) or the path of an
+    lm-evaluation-harness ``--log_samples`` jsonl; its first ``n_eval`` items replace ``task``'s.
+    None: batched greedy generation."""
     max_batch_tokens: int = Field(8192, ge=1)
-    """Real models: padded tokens per teacher-forced MUI pass (rows x longest row); lower it when the GPU runs out of memory."""
+    """Real models: padded tokens per teacher-forced MUI pass (rows x longest row); lower it when
+    the GPU runs out of memory."""
     prompt_style: Literal["instructed", "plain"] = "instructed"
-    """Real benchmarks: ``instructed`` wraps each question in its benchmark's answer-format instruction (``kit.data.prompts``: lm-evaluation-harness's Llama-3 instruct templates where they exist), ``plain`` shows the bare question (as the MUI paper's code shows instruct models). Tiny-world tasks keep their format."""
+    """Real benchmarks: ``instructed`` wraps each question in its benchmark's answer-format
+    instruction (``kit.data.prompts``: lm-evaluation-harness's Llama-3 instruct templates where they
+    exist), ``plain`` shows the bare question (as the MUI paper's code shows instruct models).
+    Tiny-world tasks keep their format."""
     scoring: Literal["generate", "loglik-letter", "loglik-text"] = "generate"
-    """How answers are read: ``generate`` (the greedy response, scored by the benchmark's rule), or for a real multiple-choice benchmark the most likely option (``loglik-letter``: its letter after the instruction's answer prefix; ``loglik-text``: its text after lm-eval's ``Question: ...\nAnswer:``; ``kit.subjects.loglik``)."""
+    """How answers are read: ``generate`` (the greedy response, scored by the benchmark's rule), or
+    for a real multiple-choice benchmark the most likely option (``loglik-letter``: its letter after
+    the instruction's answer prefix; ``loglik-text``: its text after lm-eval's ``Question:
+    ...\nAnswer:``; ``kit.subjects.loglik``)."""
 
     @model_validator(mode="after")
     def _scoring_needs_multiple_choice(self) -> "Config":
@@ -40,13 +54,19 @@ class Config(BaseConfig):
         if self.scoring == "generate":
             return self
         if is_world_name(self.model):  # zoo/ members and notebook 03's extra/ fine-tunes
-            raise ValueError(f"scoring={self.scoring!r}: tiny-world models are scored on their generated answer; "
-                             "allowed for them: generate")
+            raise ValueError(
+                f"scoring={self.scoring!r}: tiny-world models are scored on their generated "
+                "answer; allowed for them: generate"
+            )
         if self.responses is not None:
-            raise ValueError(f"scoring={self.scoring!r} with responses={self.responses!r}: answers read from a file "
-                             "are scored by the file; allowed: generate")
+            raise ValueError(
+                f"scoring={self.scoring!r} with responses={self.responses!r}: answers read from a "
+                "file are scored by the file; allowed: generate"
+            )
         mc = CHOICE_BENCHMARKS + ("agieval", "logicbench")
         if self.task.split("/", 1)[0] not in mc:
-            raise ValueError(f"scoring={self.scoring!r} needs a multiple-choice benchmark; task={self.task!r} is not "
-                             f"(allowed: {', '.join(mc)}, or scoring: generate)")
+            raise ValueError(
+                f"scoring={self.scoring!r} needs a multiple-choice benchmark; task={self.task!r} "
+                f"is not (allowed: {', '.join(mc)}, or scoring: generate)"
+            )
         return self

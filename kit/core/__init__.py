@@ -8,5 +8,21 @@ report (``report``)."""
 from kit.core.lazy import lazy_submodules
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["bench", "checks", "claims", "errors", "figures", "findings", "jobs", "notebook", "params", "paths",
-               "report", "runner", "stats"], globals())
+    __name__,
+    [
+        "bench",
+        "checks",
+        "claims",
+        "errors",
+        "figures",
+        "findings",
+        "jobs",
+        "notebook",
+        "params",
+        "paths",
+        "report",
+        "runner",
+        "stats",
+    ],
+    globals(),
+)

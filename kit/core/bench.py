@@ -1,4 +1,5 @@
-"""``python -m kit bench [name ...] [--model M] [--device D] [--dtype T]``: speed as ratios in one process run.
+"""``python -m kit bench [name ...] [--model M] [--device D] [--dtype T]``: speed as ratios in one
+process run.
 
 Each workload times our implementation against its baseline (the naive reference algorithm, or
 the plain forward pass) on the same model and data, in this process, and prints one line:
@@ -45,7 +46,9 @@ class BenchLine:
         return f"{self.name}: ratio={self.ratio:.2f} ({self.detail})"
 
 
-def median_time(fn: Callable[[], object], repeat: int = 5, warmup: int = 1, device: str = "cpu") -> float:
+def median_time(
+    fn: Callable[[], object], repeat: int = 5, warmup: int = 1, device: str = "cpu"
+) -> float:
     """Median wall-clock seconds of ``fn()`` over ``repeat`` runs after ``warmup`` runs."""
     import torch
 
@@ -68,13 +71,22 @@ def _takes_dtype(target: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kit bench",
-                                     description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("names", nargs="*", help=f"workloads (default: all): {', '.join(WORKLOADS)}")
-    parser.add_argument("--model", default=None,
-                        help=f"model for the workloads that take one (default per workload; e.g. {DEFAULT_MODEL}, random/llama-1b, zoo/base-m)")
+    parser = argparse.ArgumentParser(
+        prog="python -m kit bench", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument(
+        "names", nargs="*", help=f"workloads (default: all): {', '.join(WORKLOADS)}"
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="model for the workloads that take one (default per workload; e.g. "
+        f"{DEFAULT_MODEL}, random/llama-1b, zoo/base-m)",
+    )
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default=None, help="weights of the model: float32 (default), bf16, fp16")
+    parser.add_argument(
+        "--dtype", default=None, help="weights of the model: float32 (default), bf16, fp16"
+    )
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in WORKLOADS]
     if unknown:
@@ -83,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         from kit.models.load import DTYPES
 
         if args.dtype not in DTYPES:
-            parser.error(f"--dtype {args.dtype!r} is not allowed; allowed values: {', '.join(DTYPES)}")
+            parser.error(
+                f"--dtype {args.dtype!r} is not allowed; allowed values: {', '.join(DTYPES)}"
+            )
     failed = 0
     for name in args.names or list(WORKLOADS):
         module, func = WORKLOADS[name].split(":")
@@ -94,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
                 kwargs["model"] = args.model
             if args.dtype is not None:
                 if not _takes_dtype(WORKLOADS[name]):
-                    raise ValueError(f"--dtype is not taken by this workload; workloads that take it: "
-                                     f"{', '.join(n for n, t in WORKLOADS.items() if _takes_dtype(t))}")
+                    raise ValueError(
+                        f"--dtype is not taken by this workload; workloads that take it: "
+                        f"{', '.join(n for n, t in WORKLOADS.items() if _takes_dtype(t))}"
+                    )
                 kwargs["dtype"] = args.dtype
             for line in run(**kwargs):
                 print(line, flush=True)

@@ -42,5 +42,7 @@ def require_finite(field: str, x: T) -> T:
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         value = float(arr[first]) if first else float(arr)
     where = f" at index {first}" if first else ""
-    raise NonFiniteError(f"{field}: {n_bad} of {size} values are not finite (first: {value}{where}); "
-                         "check the model's weights and the inputs for NaN or inf")
+    raise NonFiniteError(
+        f"{field}: {n_bad} of {size} values are not finite (first: {value}{where}); "
+        "check the model's weights and the inputs for NaN or inf"
+    )

@@ -25,8 +25,8 @@ Every claim also has a **kind** (:data:`KINDS`), kept apart in every table and r
   never "supported".
 
 and a **margin** (:func:`margin`): how far the interval sits from its null on the predicted side, in
-the claim's units (negative when it overlaps or lies on the wrong side), so a verdict that holds by a
-hair says so. :func:`mark_stability` records whether a verdict survives a rerun with other seeds.
+the claim's units (negative when it overlaps or lies on the wrong side), so a verdict that holds by
+a hair says so. :func:`mark_stability` records whether a verdict survives a rerun with other seeds.
 
 The null is either one value (``null``: 0 for an effect, the untrained model's score) or a band
 (``null_range``: the 2.5-97.5% range of a permutation or random-control distribution, or an
@@ -116,9 +116,15 @@ def _fmt(x: float | None) -> str:
     return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
 
 
-def decide(ours: float | None, ci: tuple[float, float] | None, null: float | None,
-           null_range: tuple[float, float] | None, direction: str, paper_value: Any = None,
-           not_testable: str | None = None) -> tuple[str, str]:
+def decide(
+    ours: float | None,
+    ci: tuple[float, float] | None,
+    null: float | None,
+    null_range: tuple[float, float] | None,
+    direction: str,
+    paper_value: Any = None,
+    not_testable: str | None = None,
+) -> tuple[str, str]:
     """The verdict rule (see the module docstring). Returns ``(verdict, why)``."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction={direction!r}; allowed values: {', '.join(DIRECTIONS)}")
@@ -131,14 +137,21 @@ def decide(ours: float | None, ci: tuple[float, float] | None, null: float | Non
     if lo is None or hi is None:
         return "inconclusive", "the interval is undefined"
     if direction == "match":
-        pv = _num(paper_value) if isinstance(paper_value, (int, float, np.floating, np.integer)) else None
+        pv = (
+            _num(paper_value)
+            if isinstance(paper_value, (int, float, np.floating, np.integer))
+            else None
+        )
         if pv is None:
             return "not testable here", "the paper prints no number to match"
         if ci is None:
             return "inconclusive", "no interval to hold the paper's value"
         inside = lo <= pv <= hi
-        return ("supported" if inside else "contradicted",
-                f"paper {_fmt(pv)} {'inside' if inside else 'outside'} our interval [{_fmt(lo)}, {_fmt(hi)}]")
+        return (
+            "supported" if inside else "contradicted",
+            f"paper {_fmt(pv)} {'inside' if inside else 'outside'} our interval [{_fmt(lo)}, "
+            f"{_fmt(hi)}]",
+        )
     if null_range is not None:
         nlo, nhi = _num(null_range[0]), _num(null_range[1])
     else:
@@ -146,7 +159,10 @@ def decide(ours: float | None, ci: tuple[float, float] | None, null: float | Non
     if nlo is None or nhi is None:
         return "not testable here", "no null or baseline could be computed"
     if ci is None and null_range is None:
-        return "inconclusive", f"a single number ({_fmt(ours)}) against a single null ({_fmt(nlo)}): no interval"
+        return (
+            "inconclusive",
+            f"a single number ({_fmt(ours)}) against a single null ({_fmt(nlo)}): no interval",
+        )
     band = f"null {'[' + _fmt(nlo) + ', ' + _fmt(nhi) + ']' if nlo != nhi else _fmt(nlo)}"
     ours_s = f"ours {_fmt(ours)}" + (f" [{_fmt(lo)}, {_fmt(hi)}]" if ci is not None else "")
     if direction == "within":
@@ -163,9 +179,14 @@ def decide(ours: float | None, ci: tuple[float, float] | None, null: float | Non
     return "inconclusive", f"{ours_s} overlaps {band}"
 
 
-def margin(ours: float | None, ci: tuple[float, float] | None, null: float | None,
-           null_range: tuple[float, float] | None, direction: str,
-           paper_value: Any = None) -> float | None:
+def margin(
+    ours: float | None,
+    ci: tuple[float, float] | None,
+    null: float | None,
+    null_range: tuple[float, float] | None,
+    direction: str,
+    paper_value: Any = None,
+) -> float | None:
     """How far the interval ``ci`` (or the point ``ours``) sits from the null on the predicted side,
     in the claim's units: ``greater``: low - null high; ``less``: null low - high; ``within``: the
     smaller distance from an interval end to the tolerance's edge (inside positive); ``match``: the
@@ -180,7 +201,11 @@ def margin(ours: float | None, ci: tuple[float, float] | None, null: float | Non
     if lo is None or hi is None:
         return None
     if direction == "match":
-        pv = _num(paper_value) if isinstance(paper_value, (int, float, np.floating, np.integer)) else None
+        pv = (
+            _num(paper_value)
+            if isinstance(paper_value, (int, float, np.floating, np.integer))
+            else None
+        )
         return None if pv is None else min(pv - lo, hi - pv)
     nlo, nhi = (null, null) if null_range is None else null_range
     nlo, nhi = _num(nlo), _num(nhi)
@@ -200,8 +225,12 @@ def _zero_width(ci: tuple[float, float]) -> bool:
     return lo is not None and hi is not None and abs(hi - lo) <= 1e-9 * max(1.0, abs(lo), abs(hi))
 
 
-def _wrong_side_gap(ours: float | None, ci: tuple[float, float] | None, null: float | None,
-                    null_range: tuple[float, float] | None) -> float | None:
+def _wrong_side_gap(
+    ours: float | None,
+    ci: tuple[float, float] | None,
+    null: float | None,
+    null_range: tuple[float, float] | None,
+) -> float | None:
     """The gap between the interval (or point) and the null band on whichever side they part
     (positive when they do not overlap); ``None`` when a number is missing."""
     lo, hi = (ours, ours) if ci is None else ci
@@ -213,18 +242,36 @@ def _wrong_side_gap(ours: float | None, ci: tuple[float, float] | None, null: fl
     return max(lo - nhi, nlo - hi)
 
 
-def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, null=None,
-          null_range=None, null_how: str = "", direction: str = "greater", paper_value: Any = None,
-          not_testable: str | None = None, interval_how: str = "", figure: str | None = None,
-          caveat: str = "", notebook: str = "", kind: str = "reproduction", rests_on: str = "",
-          **extra: Any) -> Claim:
+def claim(
+    paper: str,
+    section: str,
+    id: str,
+    statement: str,
+    ours,
+    *,
+    ci=None,
+    null=None,
+    null_range=None,
+    null_how: str = "",
+    direction: str = "greater",
+    paper_value: Any = None,
+    not_testable: str | None = None,
+    interval_how: str = "",
+    figure: str | None = None,
+    caveat: str = "",
+    notebook: str = "",
+    kind: str = "reproduction",
+    rests_on: str = "",
+    **extra: Any,
+) -> Claim:
     """Build a :class:`Claim` with its verdict computed by :func:`decide`.
 
     ``ci``: our 95% interval ``(low, high)``; ``null``: the null value; ``null_range``: a null band
     (overrides ``null`` for the verdict). ``caveat``: appended to ``why`` (e.g. "passes by
     construction"). A zero-width interval supports nothing unless ``interval_how`` says it is a
     ``deterministic`` recomputation. ``kind``: one of :data:`KINDS` (an ``audit`` reads pass/fail);
-    ``rests_on``: the models or tables the number comes from. ``extra``: any other JSON-plain numbers.
+    ``rests_on``: the models or tables the number comes from. ``extra``: any other JSON-plain
+    numbers.
     """
     if kind not in KINDS:
         raise ValueError(f"claim {id!r}: kind={kind!r}; allowed values: {', '.join(KINDS)}")
@@ -234,8 +281,13 @@ def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, n
     if ci is not None and c0 is not None and c1 is not None and c0 > c1:
         raise ValueError(f"claim {id!r}: ci low {ci[0]} > high {ci[1]}")
     verdict, why = decide(ours, ci, null, null_range, direction, paper_value, not_testable)
-    if (ci is not None and verdict in ("supported", "contradicted") and direction != "match"
-            and not interval_how.startswith("deterministic") and _zero_width(ci)):
+    if (
+        ci is not None
+        and verdict in ("supported", "contradicted")
+        and direction != "match"
+        and not interval_how.startswith("deterministic")
+        and _zero_width(ci)
+    ):
         # Resampling that never varies measures no uncertainty (identical repeats, constant items).
         verdict = "inconclusive"
         why = f"{why}, but the interval has zero width: the resampling saw no variation"
@@ -244,30 +296,58 @@ def claim(paper: str, section: str, id: str, statement: str, ours, *, ci=None, n
     pv = paper_value
     if isinstance(pv, (np.floating, np.integer)):
         pv = pv.item()
-    m = None if verdict == "not testable here" else margin(ours, ci, null, null_range, direction, pv)
+    m = (
+        None
+        if verdict == "not testable here"
+        else margin(ours, ci, null, null_range, direction, pv)
+    )
     width = None if c0 is None or c1 is None else c1 - c0
     # A contradicted verdict's margin is on the predicted side (far off); its fragility is the gap
     # between the interval and the null on the side it fell (a hair under the null is fragile too).
-    near = _wrong_side_gap(ours, ci, null, null_range) if verdict == "contradicted" and direction != "match" else m
-    fragile = bool(verdict in ("supported", "contradicted") and near is not None and width
-                   and abs(near) < FRAGILE * width)
+    near = (
+        _wrong_side_gap(ours, ci, null, null_range)
+        if verdict == "contradicted" and direction != "match"
+        else m
+    )
+    fragile = bool(
+        verdict in ("supported", "contradicted")
+        and near is not None
+        and width
+        and abs(near) < FRAGILE * width
+    )
     if kind == "audit":
         verdict = _AUDIT_WORD.get(verdict, verdict)
     null_mid = None if null_range is None else _num(np.mean(null_range))
-    return Claim(paper=paper, section=section, id=id, statement=statement, paper_value=pv,
-                 ours=_num(ours), ci_low=None if ci is None else _num(ci[0]),
-                 ci_high=None if ci is None else _num(ci[1]),
-                 null=_num(null) if null is not None else null_mid,
-                 null_low=None if null_range is None else _num(null_range[0]),
-                 null_high=None if null_range is None else _num(null_range[1]),
-                 null_how=null_how, direction=direction, verdict=verdict, why=why,
-                 notebook=notebook, figure=figure, interval_how=interval_how, kind=kind,
-                 rests_on=rests_on or ("the paper's printed tables" if kind == "re-analysis" else ""),
-                 margin=None if m is None else float(m), fragile=fragile, extra=extra)
+    return Claim(
+        paper=paper,
+        section=section,
+        id=id,
+        statement=statement,
+        paper_value=pv,
+        ours=_num(ours),
+        ci_low=None if ci is None else _num(ci[0]),
+        ci_high=None if ci is None else _num(ci[1]),
+        null=_num(null) if null is not None else null_mid,
+        null_low=None if null_range is None else _num(null_range[0]),
+        null_high=None if null_range is None else _num(null_range[1]),
+        null_how=null_how,
+        direction=direction,
+        verdict=verdict,
+        why=why,
+        notebook=notebook,
+        figure=figure,
+        interval_how=interval_how,
+        kind=kind,
+        rests_on=rests_on or ("the paper's printed tables" if kind == "re-analysis" else ""),
+        margin=None if m is None else float(m),
+        fragile=fragile,
+        extra=extra,
+    )
 
 
 def decided(c: "Claim | dict") -> bool:
-    """True when a claim's verdict excludes its null either way (supported, contradicted, pass, fail)."""
+    """True when a claim's verdict excludes its null either way (supported, contradicted, pass,
+    fail)."""
     v = c.verdict if isinstance(c, Claim) else c["verdict"]
     return v in ("supported", "contradicted", "pass", "fail")
 
@@ -281,10 +361,13 @@ def check_consistent(c: Claim | dict) -> None:
         raise ValueError(f"claim {d['id']!r}: kind {kind!r}; allowed: {', '.join(KINDS)}")
     allowed = AUDIT_VERDICTS if kind == "audit" else VERDICTS
     if d["verdict"] not in allowed:
-        raise ValueError(f"claim {d['id']!r} ({kind}): verdict {d['verdict']!r}; "
-                         f"allowed: {', '.join(allowed)}")
+        raise ValueError(
+            f"claim {d['id']!r} ({kind}): verdict {d['verdict']!r}; allowed: {', '.join(allowed)}"
+        )
     ci = None if d["ci_low"] is None or d["ci_high"] is None else (d["ci_low"], d["ci_high"])
-    nr = None if d["null_low"] is None or d["null_high"] is None else (d["null_low"], d["null_high"])
+    nr = (
+        None if d["null_low"] is None or d["null_high"] is None else (d["null_low"], d["null_high"])
+    )
     if d["verdict"] == "not testable here":
         return
     expected, _ = decide(d["ours"], ci, d["null"], nr, d["direction"], d["paper_value"])
@@ -314,8 +397,11 @@ def mark_stability(claims: list[Claim], reruns: Sequence[Sequence[Claim]], how: 
         if not again or any(r is None for r in again):
             continue
         verdicts = [r.verdict for r in again if r is not None]
-        c.stability = (f"stable under {how}" if all(v == c.verdict for v in verdicts)
-                       else f"flips under {how}: {c.verdict} -> {', '.join(verdicts)}")
+        c.stability = (
+            f"stable under {how}"
+            if all(v == c.verdict for v in verdicts)
+            else f"flips under {how}: {c.verdict} -> {', '.join(verdicts)}"
+        )
     return claims
 
 
@@ -323,7 +409,9 @@ def finding(c: Claim | dict) -> str:
     """One sentence that states exactly what a claim's verdict says, no more: the statement, the
     verdict, our number and interval against the null, the margin, and what it rests on."""
     d = c.row() if isinstance(c, Claim) else dict(c)
-    ours = _fmt(d["ours"]) + ("" if d["ci_low"] is None else f" [{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}]")
+    ours = _fmt(d["ours"]) + (
+        "" if d["ci_low"] is None else f" [{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}]"
+    )
     if d["null_low"] is not None:
         null = f"null [{_fmt(d['null_low'])}, {_fmt(d['null_high'])}]"
     else:
@@ -346,7 +434,10 @@ def finding(c: Claim | dict) -> str:
 def findings(claims: Sequence[Claim | dict]) -> list[str]:
     """:func:`finding` for each claim, reproductions first."""
     order = {k: i for i, k in enumerate(KINDS)}
-    rows = sorted(claims, key=lambda c: order[(c.kind if isinstance(c, Claim) else c.get("kind", "reproduction"))])
+    rows = sorted(
+        claims,
+        key=lambda c: order[(c.kind if isinstance(c, Claim) else c.get("kind", "reproduction"))],
+    )
     return [finding(c) for c in rows]
 
 
@@ -364,11 +455,25 @@ def table(claims: Sequence[Claim]):
 
     order = {k: i for i, k in enumerate(KINDS)}
     rows = sorted(claims, key=lambda c: order[c.kind])
-    return pd.DataFrame([{"kind": c.kind, "paper": c.paper, "section": c.section, "claim": c.statement,
-                          "paper value": "" if c.paper_value is None else c.paper_value,
-                          "ours": _fmt(c.ours), "95% interval": interval(c), "null": nul(c),
-                          "null is": c.null_how, "margin": _fmt(c.margin) + (" !" if c.fragile else ""),
-                          "verdict": c.verdict, "why": c.why} for c in rows])
+    return pd.DataFrame(
+        [
+            {
+                "kind": c.kind,
+                "paper": c.paper,
+                "section": c.section,
+                "claim": c.statement,
+                "paper value": "" if c.paper_value is None else c.paper_value,
+                "ours": _fmt(c.ours),
+                "95% interval": interval(c),
+                "null": nul(c),
+                "null is": c.null_how,
+                "margin": _fmt(c.margin) + (" !" if c.fragile else ""),
+                "verdict": c.verdict,
+                "why": c.why,
+            }
+            for c in rows
+        ]
+    )
 
 
 def record(run, claims: Sequence[Claim]):

@@ -7,7 +7,8 @@ what is allowed; they live beside the code that raises them and are re-exported 
 - :class:`NonFiniteError`: NaN or inf in activations, scores or inputs (``kit.core.checks``);
 - :class:`UnknownModelError`: a model name or path that cannot be loaded (``kit.models.load``);
 - :class:`UnknownSiteError`: an encoder site that is not a hook (``kit.models.encoders``);
-- ``kit.world.WorldNotBuilt``: the tiny world is not built yet (not imported here: it pulls in the world).
+- ``kit.world.WorldNotBuilt``: the tiny world is not built yet (not imported here: it pulls in the
+  world).
 """
 
 from kit.core.checks import NonFiniteError
@@ -16,4 +17,11 @@ from kit.core.paths import DataError, PathError
 from kit.models.encoders import UnknownSiteError
 from kit.models.load import UnknownModelError
 
-__all__ = ["DataError", "NonFiniteError", "ParamsError", "PathError", "UnknownModelError", "UnknownSiteError"]
+__all__ = [
+    "DataError",
+    "NonFiniteError",
+    "ParamsError",
+    "PathError",
+    "UnknownModelError",
+    "UnknownSiteError",
+]

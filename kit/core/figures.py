@@ -30,9 +30,12 @@ PAPER_STYLE = {
 
 
 # No volatile metadata, so an unchanged figure is an unchanged file (issue 15): the PDF's creation
-# date changes on every save, and the matplotlib version stamp (PDF Creator and Producer, PNG Software) on
-# every upgrade even when the drawing does not.
-STABLE_METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Creator": None, "Producer": None}}
+# date changes on every save, and the matplotlib version stamp (PDF Creator and Producer, PNG
+# Software) on every upgrade even when the drawing does not.
+STABLE_METADATA = {
+    "png": {"Software": None},
+    "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
+}
 
 
 def use_paper_style() -> None:
@@ -45,13 +48,14 @@ def use_paper_style() -> None:
 
 
 def bundled_fonts_first() -> Path:
-    """Let matplotlib's own fonts (DejaVu 2.35 in its ``mpl-data``) win every tie with a system copy of
-    the same family (Debian's fonts-dejavu is 2.37); returns their folder.
+    """Let matplotlib's own fonts (DejaVu 2.35 in its ``mpl-data``) win every tie with a system copy
+    of the same family (Debian's fonts-dejavu is 2.37); returns their folder.
 
     Why: among equally good matches ``findfont`` takes the first in its font list, and that list's
     order comes from the user-wide cache (``~/.cache/matplotlib``), written by whichever matplotlib
     install built it last, so one machine embedded 2.35 in a PDF and the next 2.37 (same drawing,
-    same PNG, a different PDF). Putting the bundled fonts first makes the PDF a function of the figure.
+    same PNG, a different PDF). Putting the bundled fonts first makes the PDF a function of the
+    figure.
     """
     import matplotlib as mpl
     from matplotlib import font_manager as fm
@@ -62,7 +66,8 @@ def bundled_fonts_first() -> Path:
     for path in sorted(bundled.glob("*.ttf")):
         if path not in known:  # a cache written by an install since deleted lists none of ours
             manager.addfont(path)
-    manager.ttflist.sort(key=lambda f: Path(f.fname).parent != bundled)  # stable: keeps each group's order
+    # stable: keeps each group's order
+    manager.ttflist.sort(key=lambda f: Path(f.fname).parent != bundled)
     clear_findfont_cache(manager)
     return bundled
 
@@ -80,9 +85,11 @@ def clear_findfont_cache(manager) -> None:
     if not callable(getattr(cached, "cache_clear", None)):
         import matplotlib
 
-        raise RuntimeError(f"matplotlib {matplotlib.__version__}: FontManager._findfont_cached.cache_clear() "
-                           "is gone; kit.core.figures.clear_findfont_cache must follow what "
-                           "FontManager.addfont now does to drop its findfont cache")
+        raise RuntimeError(
+            f"matplotlib {matplotlib.__version__}: FontManager._findfont_cached.cache_clear() "
+            "is gone; kit.core.figures.clear_findfont_cache must follow what "
+            "FontManager.addfont now does to drop its findfont cache"
+        )
     cached.cache_clear()  # pyright: ignore[reportOptionalMemberAccess]  (checked just above)
 
 
@@ -125,7 +132,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def record_results(path: str | Path, **numbers: Any) -> dict[str, Any]:
-    """Merge ``numbers`` into the JSON file at ``path`` (created if missing); returns the whole dict.
+    """Merge ``numbers`` into the JSON file at ``path`` (created if missing); returns the whole
+    dict.
 
     A notebook calls this for each key number it wants reviewers and tests to read.
     """

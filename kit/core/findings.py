@@ -1,7 +1,8 @@
-"""What a notebook section hands back, and the one printed summary of findings every notebook ends with.
+"""What a notebook section hands back, and the one printed summary of findings every notebook ends
+with.
 
-A section function in a paper package (``kit.mui.growth.growth_section``...) computes its numbers and
-returns a :class:`Section`; the notebook cell is then a call, :func:`publish`, and a display.
+A section function in a paper package (``kit.mui.growth.growth_section``...) computes its numbers
+and returns a :class:`Section`; the notebook cell is then a call, :func:`publish`, and a display.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ class Section:
 
 
 def publish(run, section: Section, findings: list[str] | None = None) -> Section:
-    """Save the section's figures, record its numbers, append its findings; returns it for display."""
+    """Save the section's figures, record its numbers, append its findings; returns it for
+    display."""
     for name, fig in section.figures.items():
         run.save_figure(fig, name)
     if section.record:
@@ -38,6 +40,6 @@ def publish(run, section: Section, findings: list[str] | None = None) -> Section
 
 
 def findings_text(lines: Sequence[str], title: str = "Findings (computed in this run):") -> str:
-    """Join computed finding sentences into the summary a notebook prints: one bullet each; lines that
-    start with a space continue the previous bullet (indented sub-items)."""
+    """Join computed finding sentences into the summary a notebook prints: one bullet each; lines
+    that start with a space continue the previous bullet (indented sub-items)."""
     return title + "\n" + "\n".join(line if line.startswith(" ") else f"- {line}" for line in lines)

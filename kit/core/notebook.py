@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from kit.core.figures import record_results, save_figure, use_paper_style
-from kit.core.params import BaseConfig, ParamsError, config_class, format_overrides, load_params, to_yaml
+from kit.core.params import (
+    BaseConfig,
+    ParamsError,
+    config_class,
+    format_overrides,
+    load_params,
+    to_yaml,
+)
 from kit.core.paths import REPO_ROOT, atomic_write_text
 
 
@@ -47,8 +54,13 @@ class NotebookRun:
         return record_results(self.results_path, **numbers)
 
 
-def start(notebook: str, profile: str | None = None, out_dir: str | Path | None = None,
-          overrides: dict[str, Any] | None = None, namespace: dict[str, Any] | None = None) -> NotebookRun:
+def start(
+    notebook: str,
+    profile: str | None = None,
+    out_dir: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    namespace: dict[str, Any] | None = None,
+) -> NotebookRun:
     """Begin a notebook run: validate params, clean the output dir, save resolved params, seed RNGs.
 
     ``out_dir`` is set by the runner; run by hand in JupyterLab it defaults to
@@ -85,23 +97,32 @@ def start(notebook: str, profile: str | None = None, out_dir: str | Path | None 
     return NotebookRun(notebook=notebook, profile=profile, cfg=cfg, dir=run_dir)
 
 
-def _take_parameters(notebook: str, cls: type[BaseConfig], namespace: dict[str, Any]) -> dict[str, Any]:
+def _take_parameters(
+    notebook: str, cls: type[BaseConfig], namespace: dict[str, Any]
+) -> dict[str, Any]:
     """The config fields the parameters cell (and papermill) set to something other than None.
 
     A name papermill injected (``-p NAME VALUE``) that is neither a field nor ``profile`` /
     ``out_dir`` is refused, naming it and the allowed names: a typo must not run the default."""
     allowed = [*RUN_PARAMETERS, *cls.model_fields]
-    unknown = [n for n in injected_parameters(namespace)
-               if n not in allowed and not n.startswith("PAPERMILL_")]  # papermill's own injections
+    # papermill's own injections
+    unknown = [
+        n
+        for n in injected_parameters(namespace)
+        if n not in allowed and not n.startswith("PAPERMILL_")
+    ]
     if unknown:
-        raise ParamsError(f"{notebook}: unknown parameter(s) {', '.join(unknown)} (papermill -p); "
-                          f"allowed parameters: {', '.join(allowed)}")
+        raise ParamsError(
+            f"{notebook}: unknown parameter(s) {', '.join(unknown)} (papermill -p); "
+            f"allowed parameters: {', '.join(allowed)}"
+        )
     missing = [f for f in cls.model_fields if f not in namespace]
     if missing:
         raise ParamsError(
-            f"{notebook}: parameter(s) {', '.join(missing)} are not defined: run the parameters cell "
-            "(it declares every field of the config) before kit.start; kit.start takes them out of the "
-            "namespace each time it runs")
+            f"{notebook}: parameter(s) {', '.join(missing)} are not defined: run the parameters "
+            "cell (it declares every field of the config) before kit.start; kit.start takes them "
+            "out of the namespace each time it runs"
+        )
     return {f: v for f in cls.model_fields if (v := namespace.pop(f)) is not None}
 
 
@@ -122,14 +143,19 @@ def injected_parameters(namespace: dict[str, Any]) -> list[str]:
                 tree = ast.parse(source)
             except SyntaxError:
                 return []
-            return [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                    if isinstance(t, ast.Name)]
+            return [
+                t.id
+                for node in tree.body
+                if isinstance(node, (ast.Assign, ast.AnnAssign))
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                if isinstance(t, ast.Name)
+            ]
     return []
 
 
 def _plain_progress_bars() -> None:
-    """In batch kernels, ``tqdm.auto`` gives text bars: papermill saves widgets as bars frozen at 0%."""
+    """In batch kernels, ``tqdm.auto`` gives text bars: papermill saves widgets as bars frozen at
+    0%."""
     import tqdm.auto
     import tqdm.std
 

@@ -57,20 +57,29 @@ class BaseConfig(BaseModel):
     device: str = "cpu"
     """Torch device for models (``cpu``, ``cuda``, ``cuda:1``..., ``mps``)."""
     engine: Literal["inline", "local", "ray"] = "local"
-    """Where ``kit.core.jobs`` runs the notebook's jobs: ``inline`` (this process, one after another), ``local``
-    (worker processes over this machine's cores) or ``ray`` (a Ray cluster, see ``ray_address``)."""
+    """Where ``kit.core.jobs`` runs the notebook's jobs: ``inline`` (this process, one after
+    another), ``local`` (worker processes over this machine's cores) or ``ray`` (a Ray cluster, see
+    ``ray_address``)."""
     ray_address: str | None = None
-    """Ray cluster for ``engine: ray``: ``auto`` (on a node of it), ``ray://head:10001`` (Ray Client) or
-    ``head:6379``; None starts a local Ray for each sweep. Not used by the other engines."""
+    """Ray cluster for ``engine: ray``: ``auto`` (on a node of it), ``ray://head:10001`` (Ray
+    Client) or ``head:6379``; None starts a local Ray for each sweep. Not used by the other
+    engines."""
     max_workers: int | None = Field(default=None, ge=1)
-    """Worker processes (CPU slots) of ``engine: local``, and the CPUs of a Ray started here; None: all cores."""
+    """Worker processes (CPU slots) of ``engine: local``, and the CPUs of a Ray started here; None:
+    all cores."""
 
     @field_validator("ray_address")
     @classmethod
     def _ray_address_form(cls, value: str | None) -> str | None:
-        if value is None or value in ("auto", "local") or re.fullmatch(r"(ray://)?[\w.\-\[\]:]+:\d+", value):
+        if (
+            value is None
+            or value in ("auto", "local")
+            or re.fullmatch(r"(ray://)?[\w.\-\[\]:]+:\d+", value)
+        ):
             return value
-        raise ValueError("allowed values: null, auto, local, ray://HOST:PORT (Ray Client) or HOST:PORT")
+        raise ValueError(
+            "allowed values: null, auto, local, ray://HOST:PORT (Ray Client) or HOST:PORT"
+        )
 
     def requirements(self) -> list[str]:
         """What the notebook's sections need beyond well-formed fields (enough models to rank, an
@@ -105,8 +114,9 @@ def distinct(field: str, values: list[Any] | tuple[Any, ...] | None) -> None:
             twice.append(v)
         seen.add(v)
     if twice:
-        raise ValueError(f"field {field!r}: {twice} listed more than once (got {list(values)}); "
-                         "list each once")
+        raise ValueError(
+            f"field {field!r}: {twice} listed more than once (got {list(values)}); list each once"
+        )
 
 
 def notebook_names() -> list[str]:
@@ -132,18 +142,28 @@ def read_profiles(path: Path) -> tuple[str, dict[str, dict[str, Any]]]:
         doc = yaml.safe_load(Path(path).read_text())
     except yaml.YAMLError as e:
         raise ParamsError(f"{path}: malformed YAML: {e}") from e
-    if not isinstance(doc, dict) or not isinstance(doc.get("profiles"), dict) or not doc["profiles"]:
-        raise ParamsError(f"{path}: expected a mapping with a non-empty 'profiles:' mapping at the top")
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("profiles"), dict)
+        or not doc["profiles"]
+    ):
+        raise ParamsError(
+            f"{path}: expected a mapping with a non-empty 'profiles:' mapping at the top"
+        )
     unknown = set(doc) - {"default", "profiles"}
     if unknown:
-        raise ParamsError(f"{path}: unknown top-level key(s) {sorted(unknown)}; allowed: default, profiles")
+        raise ParamsError(
+            f"{path}: unknown top-level key(s) {sorted(unknown)}; allowed: default, profiles"
+        )
     profiles = doc["profiles"]
     for name, body in profiles.items():
         if body is not None and not isinstance(body, dict):
             raise ParamsError(f"{path}: profile {name!r} must be a mapping of field: value")
     default = doc.get("default", "tiny")
     if default not in profiles:
-        raise ParamsError(f"{path}: default profile {default!r} is not defined; profiles: {', '.join(profiles)}")
+        raise ParamsError(
+            f"{path}: default profile {default!r} is not defined; profiles: {', '.join(profiles)}"
+        )
     return default, {k: dict(v or {}) for k, v in profiles.items()}
 
 
@@ -167,8 +187,12 @@ def resolve_profile(path: Path, profiles: dict[str, dict[str, Any]], name: str) 
     return fields
 
 
-def load_params(notebook: str, profile: str | None = None, overrides: dict[str, Any] | None = None,
-                path: Path | None = None) -> BaseConfig:
+def load_params(
+    notebook: str,
+    profile: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    path: Path | None = None,
+) -> BaseConfig:
     """Load ``params/<notebook>.yaml``, pick ``profile`` (default: the file's default), validate.
 
     ``overrides`` replace single fields (what papermill ``-p``, ``kit run --set`` or a user passes)
@@ -176,7 +200,9 @@ def load_params(notebook: str, profile: str | None = None, overrides: dict[str, 
     """
     path = Path(path) if path else PARAMS_DIR / f"{notebook}.yaml"
     if not path.is_file():
-        raise ParamsError(f"no params file {path}; notebooks with params: {', '.join(notebook_names())}")
+        raise ParamsError(
+            f"no params file {path}; notebooks with params: {', '.join(notebook_names())}"
+        )
     default, profiles = read_profiles(path)
     profile = profile or default
     fields = resolve_profile(path, profiles, profile)
@@ -217,17 +243,20 @@ def name_errors(cfg: BaseConfig) -> list[str]:
     """Names that cannot load, found without loading anything: ``zoo/`` members, ``zoo-sae/`` SAEs,
     ``random/`` shapes and ``tiny/`` tasks in any field (checked against the config's world), task
     fields (``task``, ``*_tasks``...: a world task or a ``kit.load_benchmark`` name) and
-    ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) and ``hf:`` prompt sources cannot be checked
-    offline and pass here (the audits config checks the form of ``hf:`` sources).
+    ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) and ``hf:`` prompt sources cannot be
+    checked offline and pass here (the audits config checks the form of ``hf:`` sources).
     """
     from kit.data.benchmarks import BENCHMARKS, _parse_name
     from kit.models.load import RANDOM_SHAPES
     from kit.world import TASKS, members, saes
 
     world = cfg.world
-    kinds = {"zoo/": ("zoo member", members(world)), "zoo-sae/": ("SAE", saes(world)),
-             "random/": ("random shape", [f"random/{s}" for s in RANDOM_SHAPES]),
-             "tiny/": ("tiny-world task", [f"tiny/{t}" for t in TASKS])}
+    kinds = {
+        "zoo/": ("zoo member", members(world)),
+        "zoo-sae/": ("SAE", saes(world)),
+        "random/": ("random shape", [f"random/{s}" for s in RANDOM_SHAPES]),
+        "tiny/": ("tiny-world task", [f"tiny/{t}" for t in TASKS]),
+    }
     errors = []
     for field in type(cfg).model_fields:
         for name in _strings(getattr(cfg, field)):
@@ -235,23 +264,32 @@ def name_errors(cfg: BaseConfig) -> list[str]:
             if prefix is not None:
                 what, allowed = kinds[prefix]
                 if name not in allowed:
-                    errors.append(f"field {field!r}: {name!r} is not a {what} of world {world!r}; "
-                                  f"allowed values: {', '.join(allowed)}")
+                    errors.append(
+                        f"field {field!r}: {name!r} is not a {what} of world {world!r}; "
+                        f"allowed values: {', '.join(allowed)}"
+                    )
             elif _is_task_field(field) or field == "benchmarks":
-                if name in (BENCHMARKS if field == "benchmarks" else TASKS):  # benchmarks may pool a family ("bbh")
+                # benchmarks may pool a family ("bbh")
+                if name in (BENCHMARKS if field == "benchmarks" else TASKS):
                     continue
                 if name.startswith("hf:") and field != "benchmarks":
-                    continue  # a hub prompt source (kit.audits.sources), checked by its notebook's config
+                    # a hub prompt source (kit.audits.sources), checked by its notebook's config
+                    continue
                 try:
                     _parse_name(name)
                 except ValueError as e:
-                    allowed = "" if field == "benchmarks" else f"a task of the world ({', '.join(TASKS)}) or "
+                    allowed = (
+                        ""
+                        if field == "benchmarks"
+                        else f"a task of the world ({', '.join(TASKS)}) or "
+                    )
                     errors.append(f"field {field!r}: {name!r} is not {allowed}a benchmark ({e})")
     return errors
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
-    """``"field=value"`` (as ``kit run --set`` takes it) -> ``(field, value)``, the value read as YAML.
+    """``"field=value"`` (as ``kit run --set`` takes it) -> ``(field, value)``, the value read as
+    YAML.
 
     YAML makes ``n_eval=5`` an int, ``tasks=[add, code]`` a list and ``models=null`` None, exactly
     as the same text would be read from a params file.
@@ -259,7 +297,9 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     field, sep, raw = text.partition("=")
     field = field.strip()
     if not sep or not field.isidentifier():
-        raise ParamsError(f"--set {text!r}: expected field=value, e.g. --set n_items=20 or --set tasks=[add,code]")
+        raise ParamsError(
+            f"--set {text!r}: expected field=value, e.g. --set n_items=20 or --set tasks=[add,code]"
+        )
     try:
         return field, yaml.safe_load(raw)
     except yaml.YAMLError as e:
@@ -267,18 +307,33 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 def format_overrides(overrides: dict[str, Any]) -> str:
-    """One line naming the overridden fields, for ``params.yaml`` and logs (``n_eval=5, tasks=[add]``)."""
-    return ", ".join(f"{k}={yaml.safe_dump(v, default_flow_style=True).strip().removesuffix('...').strip()}"
-                     for k, v in overrides.items())
+    """One line naming the overridden fields, for ``params.yaml`` and logs (``n_eval=5,
+    tasks=[add]``)."""
+    return ", ".join(
+        f"{k}={yaml.safe_dump(v, default_flow_style=True).strip().removesuffix('...').strip()}"
+        for k, v in overrides.items()
+    )
 
 
-_BOUNDS = (("ge", ">= {}"), ("gt", "> {}"), ("le", "<= {}"), ("lt", "< {}"),
-           ("min_length", "at least {} item(s)"), ("max_length", "at most {} item(s)"),
-           ("pattern", "matching {}"))
+_BOUNDS = (
+    ("ge", ">= {}"),
+    ("gt", "> {}"),
+    ("le", "<= {}"),
+    ("lt", "< {}"),
+    ("min_length", "at least {} item(s)"),
+    ("max_length", "at most {} item(s)"),
+    ("pattern", "matching {}"),
+)
 
 
-_BOUND_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short",
-                 "too_long")
+_BOUND_ERRORS = (
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "too_short",
+    "too_long",
+)
 
 
 def _allowed(ctx: dict[str, Any], metadata: list[Any] | None = None) -> str:
@@ -292,11 +347,12 @@ def _allowed(ctx: dict[str, Any], metadata: list[Any] | None = None) -> str:
 
 def _short(value: Any, limit: int = 120) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 5] + " ...]"
+    return text if len(text) <= limit else text[: limit - 5] + " ...]"
 
 
-def explain(error: ValidationError, cls: type[BaseModel], where: str,
-            given: dict[str, Any] | None = None) -> str:
+def explain(
+    error: ValidationError, cls: type[BaseModel], where: str, given: dict[str, Any] | None = None
+) -> str:
     """Turn a pydantic error into lines naming the field, what was given and what is allowed.
 
     A list item's error names the item and the whole list (``growth_sizes[0]``: -1 in [-1, 0]).
@@ -316,7 +372,11 @@ def explain(error: ValidationError, cls: type[BaseModel], where: str,
             lines.append(f"{where}: unknown field {field!r}; allowed fields: {allowed}")
             continue
         info = cls.model_fields.get(top)
-        doc = f" ({' '.join(info.description.split())})" if info is not None and info.description else ""
+        doc = (
+            f" ({' '.join(info.description.split())})"
+            if info is not None and info.description
+            else ""
+        )
         got = f"got {_short(err.get('input'))}"
         if len(loc) > 1 and given is not None and top in given:
             got += f" in {top}={_short(given[top])}"
@@ -332,15 +392,19 @@ def to_yaml(cfg: BaseConfig) -> str:
 
 
 def parameters_cell(notebook: str) -> str:
-    """The source of ``notebook``'s papermill ``parameters`` cell: ``profile``, ``out_dir`` and every
-    config field set to ``None`` (keep the profile's value). ``tests/notebooks/test_lint.py`` checks each
-    notebook's cell is exactly this; ``python -m kit.core.params --sync`` rewrites the cells."""
+    """The source of ``notebook``'s papermill ``parameters`` cell: ``profile``, ``out_dir`` and
+    every config field set to ``None`` (keep the profile's value). ``tests/notebooks/test_lint.py``
+    checks each notebook's cell is exactly this; ``python -m kit.core.params --sync`` rewrites the
+    cells."""
     profiles = ", ".join(read_profiles(PARAMS_DIR / f"{notebook}.yaml")[1])
     stem = config_class(notebook).__module__.rsplit(".", 1)[-1]
-    lines = [f'profile = "tiny"  # a profile of params/{notebook}.yaml: {profiles}',
-             f"out_dir = None  # None: runs/<profile>/interactive/{notebook}/",
-             "# Overrides of the profile (papermill -p NAME VALUE, kit run --set NAME=VALUE), validated like",
-             f"# the YAML; None keeps the profile's value. kit/configs/{stem}.py documents each field."]
+    lines = [
+        f'profile = "tiny"  # a profile of params/{notebook}.yaml: {profiles}',
+        f"out_dir = None  # None: runs/<profile>/interactive/{notebook}/",
+        "# Overrides of the profile (papermill -p NAME VALUE, kit run --set NAME=VALUE), "
+        "validated like",
+        f"# the YAML; None keeps the profile's value. kit/configs/{stem}.py documents each field.",
+    ]
     lines += [f"{field} = None" for field in config_class(notebook).model_fields]
     return "\n".join(lines)
 
@@ -360,5 +424,7 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] != ["--sync"]:
-        raise SystemExit("usage: python -m kit.core.params --sync  (rewrite every notebook's parameters cell)")
+        raise SystemExit(
+            "usage: python -m kit.core.params --sync  (rewrite every notebook's parameters cell)"
+        )
     _sync_parameters_cells()

@@ -76,7 +76,9 @@ def verify_checksums(path: Path) -> None:
         elif sha256(target) != digest:
             bad.append(f"{name}: checksum mismatch")
     if bad:
-        shown = "\n  ".join(bad[:10]) + (f"\n  ... and {len(bad) - 10} more" if len(bad) > 10 else "")
+        shown = "\n  ".join(bad[:10]) + (
+            f"\n  ... and {len(bad) - 10} more" if len(bad) > 10 else ""
+        )
         raise DataError(f"data directory {path} fails checksums.sha256:\n  {shown}")
     _VERIFIED.add(path)
 
@@ -98,8 +100,10 @@ def cache_dir() -> Path:
     except OSError as e:
         source = f"KIT_CACHE_DIR={env}" if env else "the default <repo>/.cache"
         why = "it is a file, not a folder" if path.is_file() else (e.strerror or str(e))
-        raise PathError(f"cache folder {path} (from {source}) cannot be used: {why}. "
-                        "Point KIT_CACHE_DIR at a writable folder (it is created if missing).") from None
+        raise PathError(
+            f"cache folder {path} (from {source}) cannot be used: {why}. "
+            "Point KIT_CACHE_DIR at a writable folder (it is created if missing)."
+        ) from None
     return path
 
 
@@ -108,8 +112,10 @@ def current_world(world: str | None = None) -> str:
     name = world or os.environ.get("KIT_WORLD") or "tiny"
     if name not in WORLDS:
         source = f"world={name!r}" if world else f"KIT_WORLD={name!r} (environment variable)"
-        raise ValueError(f"{source} is not a known world; allowed values: {', '.join(WORLDS)}"
-                         + ("" if world else "; unset KIT_WORLD for the default 'tiny'"))
+        raise ValueError(
+            f"{source} is not a known world; allowed values: {', '.join(WORLDS)}"
+            + ("" if world else "; unset KIT_WORLD for the default 'tiny'")
+        )
     return name
 
 
@@ -180,7 +186,8 @@ def _fsync(path: Path) -> None:
 
 @contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; rename it onto ``target`` only if the block succeeds.
+    """Yield a temporary path beside ``target``; rename it onto ``target`` only if the block
+    succeeds.
 
     Readers never see a half-written cache or result: either the old file or the complete new one.
     The temporary file is removed on any failure; a full disk raises :class:`DiskFullError` naming

@@ -74,7 +74,8 @@ def _kind(c: dict) -> str:
 KIND_TITLES = {
     "reproduction": "Reproduction: the paper's claims tested on our own measurements",
     "re-analysis": "Re-analysis of the paper's printed tables (no model run here)",
-    "set-up check": "Set-up checks: the world does what it was built to do (tests our construction, not the paper)",
+    "set-up check": "Set-up checks: the world does what it was built to do (tests our "
+    "construction, not the paper)",
     "audit": "Audits: the measurement-theory page's pass conditions (pass / fail)",
 }
 
@@ -85,10 +86,15 @@ def headline(claims: list[dict]) -> str:
     others = Counter(_kind(c) for c in claims if _kind(c) != "reproduction")
     line = f"{len(rep)} reproduction claims: {_counts(rep) or 'none'}."
     if others:
-        line += " Not counted here: " + ", ".join(f"{others[k]} {k}" for k in KINDS if others[k]) + "."
+        line += (
+            " Not counted here: " + ", ".join(f"{others[k]} {k}" for k in KINDS if others[k]) + "."
+        )
     fragile = [c for c in rep if c.get("fragile")]
     if fragile:
-        line += f" {len(fragile)} decided reproduction verdicts are fragile (margin under a tenth of the interval)."
+        line += (
+            f" {len(fragile)} decided reproduction verdicts are fragile (margin under a "
+            "tenth of the interval)."
+        )
     flips = [c for c in claims if str(c.get("stability", "")).startswith("flips")]
     if flips:
         line += f" {len(flips)} verdicts flip under a stability rerun."
@@ -96,7 +102,9 @@ def headline(claims: list[dict]) -> str:
 
 
 def _by_kind(rows: list[dict]) -> list[tuple[str, list[dict]]]:
-    return [(k, [c for c in rows if _kind(c) == k]) for k in KINDS if any(_kind(c) == k for c in rows)]
+    return [
+        (k, [c for c in rows if _kind(c) == k]) for k in KINDS if any(_kind(c) == k for c in rows)
+    ]
 
 
 def _margin(c: dict) -> str:
@@ -110,48 +118,99 @@ def _header(run_dir: Path) -> tuple[str, list[dict]]:
     return info.get("profile", "?"), info.get("notebooks", [])
 
 
-RULE = ("A claim is **supported** only when our 95% interval excludes its null on the predicted side "
-        "(or lies inside the tolerance, for 'unchanged' claims; or holds the paper's value, for reproductions), "
-        "**contradicted** when it excludes it on the other side, **inconclusive** otherwise; "
-        "**not testable here** names its reason. Verdicts are computed by the notebooks, never typed.")
+RULE = (
+    "A claim is **supported** only when our 95% interval excludes its null on the predicted side "
+    "(or lies inside the tolerance, for 'unchanged' claims; or holds the paper's value, for "
+    "reproductions), **contradicted** when it excludes it on the other side, **inconclusive** "
+    "otherwise; **not testable here** names its reason. Verdicts are computed by the notebooks, "
+    "never typed."
+)
 
 
 def markdown(run_dir: str | Path) -> str:
     run_dir = Path(run_dir)
     claims, silent = collect(run_dir)
     profile, outcomes = _header(run_dir)
-    lines = [f"# Reproduction report: `{run_dir.name}` (profile {profile})", "",
-             headline(claims) if claims else "0 claims.", "", RULE, ""]
+    lines = [
+        f"# Reproduction report: `{run_dir.name}` (profile {profile})",
+        "",
+        headline(claims) if claims else "0 claims.",
+        "",
+        RULE,
+        "",
+    ]
     failed = [o["notebook"] for o in outcomes if o.get("status") == "failed"]
     if failed:
         lines += [f"**Failed notebooks** (their claims are missing): {', '.join(failed)}.", ""]
     if silent:
         lines += [f"Notebooks with no claims in this run: {', '.join(silent)}.", ""]
-    head = ["notebook", "section", "claim", "paper", "ours", "95% interval", "null", "null is", "margin",
-            "verdict", "why", "rests on", "stability"]
+    head = [
+        "notebook",
+        "section",
+        "claim",
+        "paper",
+        "ours",
+        "95% interval",
+        "null",
+        "null is",
+        "margin",
+        "verdict",
+        "why",
+        "rests on",
+        "stability",
+    ]
     for paper, title in PAPERS.items():
         rows = [c for c in claims if c["paper"] == paper]
         if not rows:
             continue
         lines += [f"## {title}", ""]
         for kind, group in _by_kind(rows):
-            lines += [f"### {KIND_TITLES[kind]}", "", f"{_counts(group)}.", "",
-                      "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            lines += [
+                f"### {KIND_TITLES[kind]}",
+                "",
+                f"{_counts(group)}.",
+                "",
+                "| " + " | ".join(head) + " |",
+                "|" + "---|" * len(head),
+            ]
             for c in group:
                 fig = _figure(run_dir, c)
-                text = c["statement"] + (f" ([figure]({fig.relative_to(run_dir).as_posix()}))" if fig else "")
-                cells = [c["notebook"], c["section"], text, _paper(c), _fmt(c.get("ours")), _interval(c),
-                         _null(c), c.get("null_how", ""), _margin(c), f"**{c['verdict']}**", c.get("why", ""),
-                         c.get("rests_on", ""), c.get("stability", "")]
-                lines.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+                text = c["statement"] + (
+                    f" ([figure]({fig.relative_to(run_dir).as_posix()}))" if fig else ""
+                )
+                cells = [
+                    c["notebook"],
+                    c["section"],
+                    text,
+                    _paper(c),
+                    _fmt(c.get("ours")),
+                    _interval(c),
+                    _null(c),
+                    c.get("null_how", ""),
+                    _margin(c),
+                    f"**{c['verdict']}**",
+                    c.get("why", ""),
+                    c.get("rests_on", ""),
+                    c.get("stability", ""),
+                ]
+                lines.append(
+                    "| "
+                    + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells)
+                    + " |"
+                )
             lines.append("")
     return "\n".join(lines)
 
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;width:100%;
-margin-bottom:2em;font-size:13px}th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
-th{background:#f3f3f3}.supported{background:#e3f4e3}.contradicted{background:#f8dede}.inconclusive{background:#fdf6dc}
-.not-testable-here{background:#eee}.pass{background:#e3f4e3}.fail{background:#f8dede}img{max-width:420px;display:block;margin-top:4px}details{margin-top:4px}"""
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
+    "table{border-collapse:collapse;width:100%;\nmargin-bottom:2em;font-size:13px}"
+    "th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}\n"
+    "th{background:#f3f3f3}.supported{background:#e3f4e3}.contradicted{background:#f8dede}"
+    ".inconclusive{background:#fdf6dc}\n.not-testable-here{background:#eee}.pass{background:#e3f4e3}"
+    ".fail{background:#f8dede}img{max-width:420px;display:block;margin-top:4px}"
+    "details{margin-top:4px}"
+)
 
 
 def html_report(run_dir: str | Path) -> str:
@@ -159,42 +218,79 @@ def html_report(run_dir: str | Path) -> str:
     claims, silent = collect(run_dir)
     profile, outcomes = _header(run_dir)
     esc = html.escape
-    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report {esc(run_dir.name)}</title>",
-           f"<style>{_CSS}</style></head><body>",
-           f"<h1>Reproduction report: {esc(run_dir.name)} (profile {esc(str(profile))})</h1>",
-           f"<p>{esc(headline(claims) if claims else '0 claims.')}</p>",
-           f"<p>{esc(RULE).replace('**', '')}</p>"]
+    out = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>Reproduction report "
+        f"{esc(run_dir.name)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>Reproduction report: {esc(run_dir.name)} (profile {esc(str(profile))})</h1>",
+        f"<p>{esc(headline(claims) if claims else '0 claims.')}</p>",
+        f"<p>{esc(RULE).replace('**', '')}</p>",
+    ]
     failed = [o["notebook"] for o in outcomes if o.get("status") == "failed"]
     if failed:
-        out.append(f"<p><b>Failed notebooks</b> (their claims are missing): {esc(', '.join(failed))}.</p>")
+        out.append(
+            f"<p><b>Failed notebooks</b> (their claims are missing): {esc(', '.join(failed))}.</p>"
+        )
     if silent:
         out.append(f"<p>Notebooks with no claims in this run: {esc(', '.join(silent))}.</p>")
     embedded: dict[Path, str] = {}
-    head = ("notebook", "section", "claim", "paper", "ours", "95% interval", "null", "null is", "margin",
-            "verdict", "why", "rests on", "stability")
+    head = (
+        "notebook",
+        "section",
+        "claim",
+        "paper",
+        "ours",
+        "95% interval",
+        "null",
+        "null is",
+        "margin",
+        "verdict",
+        "why",
+        "rests on",
+        "stability",
+    )
     for paper, title in PAPERS.items():
         rows = [c for c in claims if c["paper"] == paper]
         if not rows:
             continue
         out.append(f"<h2>{esc(title)}</h2>")
         for kind, group in _by_kind(rows):
-            out += [f"<h3>{esc(KIND_TITLES[kind])}</h3><p>{esc(_counts(group))}.</p><table><tr>",
-                    "".join(f"<th>{h}</th>" for h in head), "</tr>"]
+            out += [
+                f"<h3>{esc(KIND_TITLES[kind])}</h3><p>{esc(_counts(group))}.</p><table><tr>",
+                "".join(f"<th>{h}</th>" for h in head),
+                "</tr>",
+            ]
             for c in group:
                 fig = _figure(run_dir, c)
                 figure_html = ""
                 if fig is not None:
                     if fig not in embedded:  # each figure once in full; later claims link to it
                         embedded[fig] = base64.b64encode(fig.read_bytes()).decode()
-                    figure_html = (f"<details><summary>figure {esc(c['figure'])}</summary>"
-                                   f"<img src='data:image/png;base64,{embedded[fig]}' alt='{esc(c['figure'])}'>"
-                                   "</details>")
+                    figure_html = (
+                        f"<details><summary>figure {esc(c['figure'])}</summary>"
+                        f"<img src='data:image/png;base64,{embedded[fig]}' "
+                        f"alt='{esc(c['figure'])}'>"
+                        "</details>"
+                    )
                 cls = c["verdict"].replace(" ", "-")
-                cells = [esc(c["notebook"]), esc(c["section"]), esc(c["statement"]) + figure_html,
-                         esc(_paper(c)), esc(_fmt(c.get("ours"))), esc(_interval(c)), esc(_null(c)),
-                         esc(c.get("null_how", "")), esc(_margin(c)), f"<b>{esc(c['verdict'])}</b>",
-                         esc(c.get("why", "")), esc(c.get("rests_on", "")), esc(c.get("stability", ""))]
-                out.append(f"<tr class='{cls}'>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+                cells = [
+                    esc(c["notebook"]),
+                    esc(c["section"]),
+                    esc(c["statement"]) + figure_html,
+                    esc(_paper(c)),
+                    esc(_fmt(c.get("ours"))),
+                    esc(_interval(c)),
+                    esc(_null(c)),
+                    esc(c.get("null_how", "")),
+                    esc(_margin(c)),
+                    f"<b>{esc(c['verdict'])}</b>",
+                    esc(c.get("why", "")),
+                    esc(c.get("rests_on", "")),
+                    esc(c.get("stability", "")),
+                ]
+                out.append(
+                    f"<tr class='{cls}'>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>"
+                )
             out.append("</table>")
     out.append("</body></html>")
     return "\n".join(out)

@@ -1,11 +1,11 @@
 """One notebook of a run in its own process: what the runner starts when notebooks run side by side.
 
-``python -m kit.core.run_one SPEC.json`` executes the notebook SPEC names (``notebook``, ``profile``,
-``run_dir``, ``timeout``, ``overrides``) with :func:`kit.core.runner.execute` and writes its
-:class:`~kit.core.runner.NotebookOutcome` as JSON to SPEC's ``outcome`` path (atomically). SIGTERM
-stops it as Ctrl-C stops the serial runner: no staging file is left, the outcome says
-``interrupted``. SIGINT is ignored: a terminal's Ctrl-C reaches the runner, which stops the children
-with SIGTERM (one line on the terminal, not one traceback per child).
+``python -m kit.core.run_one SPEC.json`` executes the notebook SPEC names (``notebook``,
+``profile``, ``run_dir``, ``timeout``, ``overrides``) with :func:`kit.core.runner.execute` and
+writes its :class:`~kit.core.runner.NotebookOutcome` as JSON to SPEC's ``outcome`` path
+(atomically). SIGTERM stops it as Ctrl-C stops the serial runner: no staging file is left, the
+outcome says ``interrupted``. SIGINT is ignored: a terminal's Ctrl-C reaches the runner, which stops
+the children with SIGTERM (one line on the terminal, not one traceback per child).
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     nb = Path(spec["notebook"])
     try:
         with sigterm_as_interrupt():
-            outcome = execute(nb, spec["profile"], Path(spec["run_dir"]), spec["timeout"], spec["overrides"])
+            outcome = execute(
+                nb, spec["profile"], Path(spec["run_dir"]), spec["timeout"], spec["overrides"]
+            )
     except KeyboardInterrupt:
         outcome = NotebookOutcome(nb.stem, "interrupted", 0.0, error="SIGTERM")
     atomic_write_text(Path(spec["outcome"]), json.dumps(asdict(outcome)) + "\n")

@@ -36,11 +36,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from kit.core.params import (ParamsError, config_class, load_params, notebook_names, parse_assignment,
-                             read_profiles)
 from kit.core.jobs.schedule import count_arg, default_workers
-from kit.world.pinned import PINNED_ENV
+from kit.core.params import (
+    ParamsError,
+    config_class,
+    load_params,
+    notebook_names,
+    parse_assignment,
+    read_profiles,
+)
 from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir, disk_full_error, is_disk_full
+from kit.world.pinned import PINNED_ENV
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 DEFAULT_PROFILE = "tiny"
@@ -62,14 +68,17 @@ class NotebookOutcome:
 
 
 def discover(only: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
-    """Notebooks ``NN_*.ipynb`` in order, filtered by ``only`` (prefixes like ``01`` or full ids)."""
+    """Notebooks ``NN_*.ipynb`` in order, filtered by ``only`` (prefixes like ``01`` or full
+    ids)."""
     paths = sorted(Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
     if not only:
         return paths
     chosen = [p for p in paths if any(p.stem == o or p.stem.startswith(f"{o}_") for o in only)]
     missing = [o for o in only if not any(p.stem == o or p.stem.startswith(f"{o}_") for p in paths)]
     if missing:
-        raise SystemExit(f"--only: no notebook matches {missing}; notebooks: {', '.join(p.stem for p in paths)}")
+        raise SystemExit(
+            f"--only: no notebook matches {missing}; notebooks: {', '.join(p.stem for p in paths)}"
+        )
     return chosen
 
 
@@ -103,12 +112,20 @@ def plan(notebooks: list[Path], profile: str, sets: dict[str, Any]) -> dict[str,
         except ParamsError as e:
             errors.append(f"{nb.stem}: {e}")
     if lacking:
-        errors.insert(0, f"profile {profile!r} is not defined for {', '.join(lacking)}; "
-                         f"allowed profiles: {', '.join(sorted(allowed or ())) or '(none shared)'}")
+        errors.insert(
+            0,
+            f"profile {profile!r} is not defined for {', '.join(lacking)}; "
+            f"allowed profiles: {', '.join(sorted(allowed or ())) or '(none shared)'}",
+        )
     unused = [k for k in sets if k not in used]
     if unused and not lacking:
-        fields = sorted({f for nb in notebooks if nb.stem in known for f in config_class(nb.stem).model_fields})
-        errors.append(f"--set {', '.join(unused)}: no selected notebook has such a field; fields: {', '.join(fields)}")
+        fields = sorted(
+            {f for nb in notebooks if nb.stem in known for f in config_class(nb.stem).model_fields}
+        )
+        errors.append(
+            f"--set {', '.join(unused)}: no selected notebook has such a field; fields: "
+            f"{', '.join(fields)}"
+        )
     if errors:
         raise ParamsError("\n".join(errors))
     return per_notebook
@@ -130,8 +147,10 @@ def new_run_dir(out: Path, profile: str) -> Path:
                 continue
         raise FileExistsError(17, "10,000 runs in one second", str(base))
     except OSError as e:
-        raise RunError(f"cannot create the run directory {base}: {e.strerror or e}. "
-                       "Pass --out DIR naming a writable folder (default: runs/ in the repository).") from None
+        raise RunError(
+            f"cannot create the run directory {base}: {e.strerror or e}. "
+            "Pass --out DIR naming a writable folder (default: runs/ in the repository)."
+        ) from None
 
 
 def _run_order(name: str) -> tuple[str, int]:
@@ -163,6 +182,7 @@ class Terminated(KeyboardInterrupt):
 def sigterm_as_interrupt() -> Iterator[None]:
     """Inside the block SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``): run.json says
     'interrupted' and staging files are removed, as on Ctrl-C. The old handler comes back after."""
+
     def stop(signum, frame):
         raise Terminated()
 
@@ -186,12 +206,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
 KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1", **PINNED_ENV}
 KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
 KERNEL_START_TIMEOUT_S = 300
-"""Seconds a notebook's kernel may take to answer its first request (papermill's ``start_timeout``)."""
+"""Seconds a notebook's kernel may take to answer its first request (papermill's
+``start_timeout``)."""
 
 
 @contextmanager
 def kernel_env(env: dict[str, str]) -> Iterator[None]:
-    """Set ``env`` for the kernels started inside the block (they inherit ours), then restore ours."""
+    """Set ``env`` for the kernels started inside the block (they inherit ours), then restore
+    ours."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -204,9 +226,15 @@ def kernel_env(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
-            overrides: dict[str, Any] | None = None) -> NotebookOutcome:
-    """Run one notebook into ``run_dir/<notebook>/``; a failure becomes the outcome, Ctrl-C propagates."""
+def execute(
+    nb: Path,
+    profile: str,
+    run_dir: Path,
+    timeout: int | None,
+    overrides: dict[str, Any] | None = None,
+) -> NotebookOutcome:
+    """Run one notebook into ``run_dir/<notebook>/``; a failure becomes the outcome, Ctrl-C
+    propagates."""
     import papermill as pm
     from traitlets.config import Config
 
@@ -215,21 +243,32 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
     out_dir.mkdir()
     final, staging = out_dir / nb.name, out_dir / f".{nb.stem}.partial.ipynb"
     t0 = time.perf_counter()
-    # The kernel's IPC sockets in a folder of its own: by default they are named kernel-ipc-<n> in the
-    # working directory, and two kernels starting at once could pick the same <n>.
+    # The kernel's IPC sockets in a folder of its own: by default they are named kernel-ipc-<n> in
+    # the working directory, and two kernels starting at once could pick the same <n>.
     sockets = Path(tempfile.mkdtemp(prefix="kit-kernel-"))
     try:
         with kernel_env(KERNEL_ENV):
             pm.execute_notebook(
-                str(nb), str(staging),
+                str(nb),
+                str(staging),
                 parameters={"profile": profile, "out_dir": str(out_dir), **(overrides or {})},
-                cwd=str(nb.parent), kernel_name="python3", progress_bar=False,
+                cwd=str(nb.parent),
+                kernel_name="python3",
+                progress_bar=False,
                 execution_timeout=timeout,
-                config=Config({"KernelManager": {**KERNEL_CONFIG["KernelManager"], "ip": str(sockets / "ipc")}}),
-                # papermill's default 60 s for the kernel's first reply failed two notebooks when two test
-                # suites shared the 2 cores; a slow start is not a failed notebook
+                config=Config(
+                    {
+                        "KernelManager": {
+                            **KERNEL_CONFIG["KernelManager"],
+                            "ip": str(sockets / "ipc"),
+                        }
+                    }
+                ),
+                # papermill's default 60 s for the kernel's first reply failed two notebooks when
+                # two test suites shared the 2 cores; a slow start is not a failed notebook
                 start_timeout=KERNEL_START_TIMEOUT_S,
-                shutdown_kernel="immediate",  # on Ctrl-C a graceful shutdown makes the kernel print zmq errors
+                # on Ctrl-C a graceful shutdown makes the kernel print zmq errors
+                shutdown_kernel="immediate",
             )
         status, error = "ok", ""
     except Exception as e:  # keep going: the summary names the notebook and the cause
@@ -247,7 +286,9 @@ def execute(nb: Path, profile: str, run_dir: Path, timeout: int | None,
     remove_staging(out_dir)
     results = out_dir / "results.json"
     n_results = len(json.loads(results.read_text())) if results.exists() else 0
-    n_figures = len(list((out_dir / "figures").glob("*.png"))) if (out_dir / "figures").exists() else 0
+    n_figures = (
+        len(list((out_dir / "figures").glob("*.png"))) if (out_dir / "figures").exists() else 0
+    )
     return NotebookOutcome(stem, status, time.perf_counter() - t0, n_results, n_figures, error)
 
 
@@ -318,50 +359,102 @@ def export_figures(run_dir: Path, dest: Path, notebooks: list[str]) -> int:
 
 
 def changed_figures(dest: Path, notebooks: list[str]) -> list[str]:
-    """``git status`` lines of exported figures that differ from the committed ones (empty outside git)."""
+    """``git status`` lines of exported figures that differ from the committed ones (empty outside
+    git)."""
     paths = [str(dest / stem) for stem in notebooks if (dest / stem).exists()]
     if not paths:
         return []
     try:
-        out = subprocess.run(["git", "-C", str(dest), "status", "--porcelain", "--untracked-files=all", "--", *paths],
-                             capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):  # no git, or not a work tree: nothing to compare with
+        out = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(dest),
+                "status",
+                "--porcelain",
+                "--untracked-files=all",
+                "--",
+                *paths,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    # no git, or not a work tree: nothing to compare with
+    except (
+        OSError,
+        subprocess.CalledProcessError,
+    ):
         return []
     kinds = {"M": "changed", "D": "deleted", "A": "added", "?": "new, not committed"}
-    return [f"{line[3:]} ({kinds.get(line.strip()[0], line[:2].strip())})" for line in out.splitlines() if line.strip()]
+    return [
+        f"{line[3:]} ({kinds.get(line.strip()[0], line[:2].strip())})"
+        for line in out.splitlines()
+        if line.strip()
+    ]
 
 
 def summary_table(outcomes: list[NotebookOutcome]) -> str:
     rows = [f"{'notebook':28s} {'status':8s} {'time':>8s} {'results':>7s} {'figures':>7s}"]
     for o in outcomes:
-        rows.append(f"{o.notebook:28s} {o.status:8s} {o.seconds:7.1f}s {o.n_results:7d} {o.n_figures:7d}")
+        rows.append(
+            f"{o.notebook:28s} {o.status:8s} {o.seconds:7.1f}s {o.n_results:7d} {o.n_figures:7d}"
+        )
         if o.error:
             rows.append(f"    -> {o.error}")
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kit run", description="Execute the notebooks with papermill.")
-    parser.add_argument("--profile", default=DEFAULT_PROFILE, help="params profile (default: tiny; also smoke, paper)")
-    parser.add_argument("--only", nargs="+", metavar="NN", help="notebooks to run, e.g. --only 01 03")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a config field in every selected notebook that has it (repeatable; "
-                             "the value is read as YAML: --set n_items=20 --set tasks=[add,code])")
-    parser.add_argument("--out", default=str(REPO_ROOT / "runs"), help="root of run directories (default: runs/)")
-    parser.add_argument("--figures", default=None,
-                        help="where to copy exported figures (default: figures/ for the tiny profile, nowhere otherwise)")
-    parser.add_argument("--notebooks", default=str(NOTEBOOKS_DIR), help="folder of NN_*.ipynb (default: notebooks/)")
+    parser = argparse.ArgumentParser(
+        prog="python -m kit run", description="Execute the notebooks with papermill."
+    )
+    parser.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        help="params profile (default: tiny; also smoke, paper)",
+    )
+    parser.add_argument(
+        "--only", nargs="+", metavar="NN", help="notebooks to run, e.g. --only 01 03"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field in every selected notebook that has it (repeatable; "
+        "the value is read as YAML: --set n_items=20 --set tasks=[add,code])",
+    )
+    parser.add_argument(
+        "--out", default=str(REPO_ROOT / "runs"), help="root of run directories (default: runs/)"
+    )
+    parser.add_argument(
+        "--figures",
+        default=None,
+        help="where to copy exported figures (default: figures/ for the tiny profile, nowhere "
+        "otherwise)",
+    )
+    parser.add_argument(
+        "--notebooks", default=str(NOTEBOOKS_DIR), help="folder of NN_*.ipynb (default: notebooks/)"
+    )
     parser.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
-    parser.add_argument("--parallel", type=count_arg("--parallel"), default=None, metavar="N",
-                        help="notebooks run at once, each in its own process and kernel (default: this "
-                             "machine's cores; 1: one after another in this process)")
+    parser.add_argument(
+        "--parallel",
+        type=count_arg("--parallel"),
+        default=None,
+        metavar="N",
+        help="notebooks run at once, each in its own process and kernel (default: this "
+        "machine's cores; 1: one after another in this process)",
+    )
     args = parser.parse_args(argv)
     try:
         return run(args)
     except (ParamsError, RunError) as e:  # before or around the run: say what to fix, no traceback
         print(str(e), file=sys.stderr)
         return 2
-    except OSError as e:  # PathError says what to do itself; a bare OSError gets the file and a hint
+    except (
+        OSError
+    ) as e:  # PathError says what to do itself; a bare OSError gets the file and a hint
         if is_disk_full(e):
             hint = str(disk_full_error(e.filename or "the run directory"))
         elif e.strerror:
@@ -383,8 +476,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"run directory: {run_dir}", flush=True)
         outcomes: list[NotebookOutcome] = []
         running: dict[str, float] = {}  # notebook -> start time, for the ones not finished
-        record: dict[str, Any] = {"profile": args.profile, "overrides": sets, "status": "running",
-                                  "parallel": parallel, "notebooks": []}
+        record: dict[str, Any] = {
+            "profile": args.profile,
+            "overrides": sets,
+            "status": "running",
+            "parallel": parallel,
+            "notebooks": [],
+        }
 
         def save(status: str, error: str = "") -> None:
             record.update(status=status, notebooks=[asdict(o) for o in outcomes])
@@ -394,8 +492,11 @@ def run(args: argparse.Namespace) -> int:
 
         def done(outcome: NotebookOutcome) -> None:
             running.pop(outcome.notebook, None)
-            print(f"[{outcome.notebook}] {outcome.status} in {outcome.seconds:.1f}s" +
-                  (f": {outcome.error}" if outcome.error else ""), flush=True)
+            print(
+                f"[{outcome.notebook}] {outcome.status} in {outcome.seconds:.1f}s"
+                + (f": {outcome.error}" if outcome.error else ""),
+                flush=True,
+            )
             outcomes.append(outcome)
             save("running")
 
@@ -414,11 +515,16 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt as e:
             why = "SIGTERM" if isinstance(e, Terminated) else "Ctrl-C"
             for stem, t0 in running.items():
-                outcomes.append(NotebookOutcome(stem, "interrupted", time.perf_counter() - t0, error=why))
+                outcomes.append(
+                    NotebookOutcome(stem, "interrupted", time.perf_counter() - t0, error=why)
+                )
             _save_quietly(save, "interrupted", why)
             where = f"during {', '.join(running)}" if running else "after the notebooks"
-            print(f"\ninterrupted {where} ({why}): outputs so far are in {run_dir} (run.json says "
-                  "'interrupted'); no figures were exported", file=sys.stderr)
+            print(
+                f"\ninterrupted {where} ({why}): outputs so far are in {run_dir} (run.json says "
+                "'interrupted'); no figures were exported",
+                file=sys.stderr,
+            )
             return 130
         except Exception as e:  # a run-level failure (disk full, report, export): run.json names it
             cause = str(e) if isinstance(e, OSError) and is_disk_full(e) else _short_error(e)
@@ -428,11 +534,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def longest_first(notebooks: list[Path], out: Path, profile: str) -> list[Path]:
-    """``notebooks`` ordered for side-by-side runs: the longest first (so the last to start are short),
-    by each notebook's time in the newest earlier run of ``profile`` under ``out`` that has it;
-    notebooks never timed keep their number order, ahead of the timed ones (they may be long)."""
+    """``notebooks`` ordered for side-by-side runs: the longest first (so the last to start are
+    short), by each notebook's time in the newest earlier run of ``profile`` under ``out`` that has
+    it; notebooks never timed keep their number order, ahead of the timed ones (they may be
+    long)."""
     seconds: dict[str, float] = {}
-    runs = sorted((p for p in (out / profile).glob("*/run.json")), key=lambda p: _run_order(p.parent.name))
+    runs = sorted(
+        (p for p in (out / profile).glob("*/run.json")), key=lambda p: _run_order(p.parent.name)
+    )
     for path in runs:  # oldest first: a newer run's time overwrites an older one
         try:
             for o in json.loads(path.read_text()).get("notebooks", []):
@@ -440,18 +549,27 @@ def longest_first(notebooks: list[Path], out: Path, profile: str) -> list[Path]:
                     seconds[o["notebook"]] = float(o["seconds"])
         except (OSError, ValueError, KeyError, TypeError):  # a damaged record is only a hint lost
             continue
-    return sorted(notebooks, key=lambda nb: (nb.stem in seconds, -seconds.get(nb.stem, 0.0), nb.stem))
+    return sorted(
+        notebooks, key=lambda nb: (nb.stem in seconds, -seconds.get(nb.stem, 0.0), nb.stem)
+    )
 
 
-def run_side_by_side(order: list[Path], args: argparse.Namespace, overrides: dict[str, dict[str, Any]],
-                     run_dir: Path, parallel: int, running: dict[str, float], done) -> None:
+def run_side_by_side(
+    order: list[Path],
+    args: argparse.Namespace,
+    overrides: dict[str, dict[str, Any]],
+    run_dir: Path,
+    parallel: int,
+    running: dict[str, float],
+    done,
+) -> None:
     """Run ``order`` with up to ``parallel`` notebooks at once, each in its own process
     (``python -m kit.core.run_one``) with its own kernel; ``done(outcome)`` as each finishes.
 
-    The notebooks are independent: each reads the world and the caches, which are written whole under
-    content keys (a member is built by one process at a time, under the world's lock), so the results
-    and figures are those of a serial run. On Ctrl-C or SIGTERM the children get SIGTERM (each removes
-    its staging files) and ``running`` keeps the ones that had not finished.
+    The notebooks are independent: each reads the world and the caches, which are written whole
+    under content keys (a member is built by one process at a time, under the world's lock), so the
+    results and figures are those of a serial run. On Ctrl-C or SIGTERM the children get SIGTERM
+    (each removes its staging files) and ``running`` keeps the ones that had not finished.
     """
     specs = run_dir / ".specs"
     specs.mkdir()
@@ -463,19 +581,34 @@ def run_side_by_side(order: list[Path], args: argparse.Namespace, overrides: dic
                 nb = waiting.pop(0)
                 outcome = specs / f"{nb.stem}.outcome.json"
                 spec = specs / f"{nb.stem}.json"
-                spec.write_text(json.dumps({"notebook": str(nb), "profile": args.profile, "run_dir": str(run_dir),
-                                            "timeout": args.timeout, "overrides": overrides[nb.stem],
-                                            "outcome": str(outcome)}))
+                spec.write_text(
+                    json.dumps(
+                        {
+                            "notebook": str(nb),
+                            "profile": args.profile,
+                            "run_dir": str(run_dir),
+                            "timeout": args.timeout,
+                            "overrides": overrides[nb.stem],
+                            "outcome": str(outcome),
+                        }
+                    )
+                )
                 running[nb.stem] = time.perf_counter()
                 print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
-                children[nb.stem] = (subprocess.Popen([sys.executable, "-m", "kit.core.run_one", str(spec)]),
-                                     outcome)
+                children[nb.stem] = (
+                    subprocess.Popen([sys.executable, "-m", "kit.core.run_one", str(spec)]),
+                    outcome,
+                )
             time.sleep(0.2)
             for stem, (proc, outcome) in list(children.items()):
                 if proc.poll() is None:
                     continue
                 del children[stem]
-                done(_child_outcome(stem, proc.returncode, outcome, time.perf_counter() - running[stem]))
+                done(
+                    _child_outcome(
+                        stem, proc.returncode, outcome, time.perf_counter() - running[stem]
+                    )
+                )
     except BaseException:
         for proc, _ in children.values():
             proc.send_signal(signal.SIGTERM)
@@ -492,12 +625,17 @@ def run_side_by_side(order: list[Path], args: argparse.Namespace, overrides: dic
 
 
 def _child_outcome(stem: str, returncode: int, path: Path, seconds: float) -> NotebookOutcome:
-    """What a finished ``run_one`` process reported; a process that died before reporting is a failure."""
+    """What a finished ``run_one`` process reported; a process that died before reporting is a
+    failure."""
     try:
         return NotebookOutcome(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
-        return NotebookOutcome(stem, "failed", seconds,
-                               error=f"the notebook's process exited with code {returncode} before reporting")
+        return NotebookOutcome(
+            stem,
+            "failed",
+            seconds,
+            error=f"the notebook's process exited with code {returncode} before reporting",
+        )
 
 
 def _save_quietly(save, status: str, error: str) -> None:
@@ -513,12 +651,18 @@ def _finish(args: argparse.Namespace, run_dir: Path, outcomes: list[NotebookOutc
     run.json says 'ok' only when everything a run writes has been written."""
     failed = [o.notebook for o in outcomes if o.status == "failed"]
     from kit.core.report import write_report  # the claims of every notebook, one table per paper
+
     print(f"report: {write_report(run_dir)[1]}")
-    figures = args.figures or (str(REPO_ROOT / "figures") if args.profile == DEFAULT_PROFILE else None)
+    figures = args.figures or (
+        str(REPO_ROOT / "figures") if args.profile == DEFAULT_PROFILE else None
+    )
     if figures:
         succeeded = [o.notebook for o in outcomes if o.status == "ok"]
         n = export_figures(run_dir, Path(figures), succeeded)
-        print(f"exported {n} figures (PNG + PDF) of {len(succeeded)} notebook(s) that succeeded to {figures}")
+        print(
+            f"exported {n} figures (PNG + PDF) of {len(succeeded)} notebook(s) that succeeded to "
+            f"{figures}"
+        )
         for line in changed_figures(Path(figures), succeeded):
             print(f"WARNING: differs from the committed figure: {line}")
     save("failed" if failed else "ok", f"notebook(s) failed: {', '.join(failed)}" if failed else "")

@@ -1,8 +1,9 @@
 """Intervals, nulls and set overlap shared by every paper package and the claims ledger.
 
 - intervals: :func:`bootstrap_ci` (paired percentile bootstrap over items),
-  :func:`bootstrap_groups_ci` (stratified, optionally by cluster), :func:`mean_diff_ci`, :func:`t_interval` (repeats over
-  seeds), :func:`welch_interval` (two small independent samples), :func:`wilson_interval` (shares);
+  :func:`bootstrap_groups_ci` (stratified, optionally by cluster), :func:`mean_diff_ci`,
+  :func:`t_interval` (repeats over seeds), :func:`welch_interval` (two small independent samples),
+  :func:`wilson_interval` (shares);
 - nulls: :func:`permutation_null` (shuffled labels, optionally within groups),
   :func:`rank_permutation_null` (Spearman against every or random orders), :func:`null_band`,
   :func:`seed_repeats`;
@@ -23,8 +24,9 @@ from numpy.typing import ArrayLike
 LEVEL = 0.95
 
 
-def bootstrap_ci(stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: int = 0,
-                 level: float = LEVEL) -> tuple[float, float, float]:
+def bootstrap_ci(
+    stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: int = 0, level: float = LEVEL
+) -> tuple[float, float, float]:
     """Paired percentile bootstrap over items: every array is resampled with the SAME item
     indices (they are columns of one item table). Returns ``(stat(arrays), low, high)``.
 
@@ -33,12 +35,18 @@ def bootstrap_ci(stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: 
     arrays = [np.asarray(a) for a in arrays]
     n = {len(a) for a in arrays}
     if len(n) != 1:
-        raise ValueError(f"paired bootstrap needs arrays of one length (one row per item); got lengths {sorted(n)}")
+        raise ValueError(
+            "paired bootstrap needs arrays of one length (one row per item); got lengths "
+            f"{sorted(n)}"
+        )
     n = n.pop()
     if n < 2:
         raise ValueError(f"bootstrap needs at least 2 items, got {n}")
     rng = np.random.default_rng(seed)
-    reps = np.array([stat(*(a[idx] for a in arrays)) for idx in rng.integers(0, n, size=(n_boot, n))], dtype=float)
+    reps = np.array(
+        [stat(*(a[idx] for a in arrays)) for idx in rng.integers(0, n, size=(n_boot, n))],
+        dtype=float,
+    )
     reps = reps[np.isfinite(reps)]
     point = float(stat(*arrays))
     if reps.size == 0:
@@ -47,9 +55,14 @@ def bootstrap_ci(stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: 
     return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
 
 
-def bootstrap_groups_ci(stat: Callable[[list[tuple[np.ndarray, ...]]], float], groups: Sequence[Sequence],
-                        n_boot: int = 1000, seed: int = 0, level: float = LEVEL,
-                        clusters: Sequence[ArrayLike | None] | None = None) -> tuple[float, float, float]:
+def bootstrap_groups_ci(
+    stat: Callable[[list[tuple[np.ndarray, ...]]], float],
+    groups: Sequence[Sequence],
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = LEVEL,
+    clusters: Sequence[ArrayLike | None] | None = None,
+) -> tuple[float, float, float]:
     """Stratified paired bootstrap: ``groups`` is a list of item tables (tuples of equal-length
     arrays, e.g. per model the Ori and TE correctness of its test items); each replicate resamples
     the items of every group independently and calls ``stat`` on the list of resampled groups.
@@ -93,8 +106,9 @@ def bootstrap_groups_ci(stat: Callable[[list[tuple[np.ndarray, ...]]], float], g
     return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
 
 
-def mean_diff_ci(a: ArrayLike, b: ArrayLike | None = None, paired: bool = True, n_boot: int = 1000,
-                 seed: int = 0) -> tuple[float, float, float]:
+def mean_diff_ci(
+    a: ArrayLike, b: ArrayLike | None = None, paired: bool = True, n_boot: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
     """Mean of ``a - b`` with a bootstrap interval: paired over items (same index = same item), or
     for independent samples each side resampled on its own. ``b=None``: the mean of ``a``."""
     a = np.asarray(a, dtype=float)
@@ -103,12 +117,14 @@ def mean_diff_ci(a: ArrayLike, b: ArrayLike | None = None, paired: bool = True, 
     b = np.asarray(b, dtype=float)
     if paired:
         return bootstrap_ci(lambda x, y: float(np.mean(x - y)), a, b, n_boot=n_boot, seed=seed)
-    return bootstrap_groups_ci(lambda g: float(np.mean(g[0][0]) - np.mean(g[1][0])), [(a,), (b,)],
-                               n_boot=n_boot, seed=seed)
+    return bootstrap_groups_ci(
+        lambda g: float(np.mean(g[0][0]) - np.mean(g[1][0])), [(a,), (b,)], n_boot=n_boot, seed=seed
+    )
 
 
 def t_interval(values: Iterable[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """Mean and Student-t interval of a few repeats (seeds, reseeds). One value: no interval (NaN)."""
+    """Mean and Student-t interval of a few repeats (seeds, reseeds). One value: no interval
+    (NaN)."""
     from scipy.stats import t
 
     v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
@@ -130,13 +146,17 @@ def welch_interval(a: ArrayLike, b: ArrayLike, level: float = LEVEL) -> tuple[fl
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     if a.size < 2 or b.size < 2:
-        raise ValueError(f"welch_interval needs at least 2 values per side, got {a.size} and {b.size}")
+        raise ValueError(
+            f"welch_interval needs at least 2 values per side, got {a.size} and {b.size}"
+        )
     d = float(a.mean() - b.mean())
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     se = math.sqrt(va + vb)
     if se == 0:
         return d, d, d
-    dof = (va + vb) ** 2 / ((va**2 / (a.size - 1) if va else 0) + (vb**2 / (b.size - 1) if vb else 0))
+    dof = (va + vb) ** 2 / (
+        (va**2 / (a.size - 1) if va else 0) + (vb**2 / (b.size - 1) if vb else 0)
+    )
     half = float(t.ppf(0.5 + level / 2, dof) * se)
     return d, d - half, d + half
 
@@ -156,17 +176,25 @@ def wilson_interval(k: float, n: int, level: float = LEVEL) -> tuple[float, floa
     return p, max(0.0, centre - half), min(1.0, centre + half)
 
 
-def permutation_null(stat: Callable[[np.ndarray], float], labels: ArrayLike, n_perm: int = 200, seed: int = 0,
-                     groups: ArrayLike | None = None) -> np.ndarray:
+def permutation_null(
+    stat: Callable[[np.ndarray], float],
+    labels: ArrayLike,
+    n_perm: int = 200,
+    seed: int = 0,
+    groups: ArrayLike | None = None,
+) -> np.ndarray:
     """``stat`` of ``n_perm`` shuffles of ``labels`` (within each group of ``groups`` when given:
-    e.g. correctness shuffled within each benchmark). Returns the null distribution (finite values)."""
+    e.g. correctness shuffled within each benchmark). Returns the null distribution (finite
+    values)."""
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
     idx_by_group = None
     if groups is not None:
         groups = np.asarray(groups)
         if groups.shape[0] != labels.shape[0]:
-            raise ValueError(f"groups has {groups.shape[0]} entries but labels has {labels.shape[0]}")
+            raise ValueError(
+                f"groups has {groups.shape[0]} entries but labels has {labels.shape[0]}"
+            )
         idx_by_group = [np.flatnonzero(groups == g) for g in np.unique(groups)]
     out = []
     for _ in range(n_perm):
@@ -181,10 +209,11 @@ def permutation_null(stat: Callable[[np.ndarray], float], labels: ArrayLike, n_p
     return out[np.isfinite(out)]
 
 
-def rank_permutation_null(a: ArrayLike, b: ArrayLike, n_perm: int = 5000,
-                          seed: int = 0) -> tuple[float, np.ndarray]:
-    """Spearman of ``a`` and ``b`` and its permutation distribution: every order of ``b`` for up to 8
-    entries (exact), else ``n_perm`` seeded random orders (12 benchmarks have 479M orders)."""
+def rank_permutation_null(
+    a: ArrayLike, b: ArrayLike, n_perm: int = 5000, seed: int = 0
+) -> tuple[float, np.ndarray]:
+    """Spearman of ``a`` and ``b`` and its permutation distribution: every order of ``b`` for up to
+    8 entries (exact), else ``n_perm`` seeded random orders (12 benchmarks have 479M orders)."""
     from scipy.stats import spearmanr
 
     a, b = np.asarray(a, float), np.asarray(b, float)
@@ -231,6 +260,9 @@ def jaccard(a: set | np.ndarray, b: set | np.ndarray, empty: float | None = None
         inter, union = (a & b).sum(), (a | b).sum()
     if union == 0:
         if empty is None:
-            raise ValueError("jaccard of two empty sets is 0/0: pass empty=1.0 (identical) or empty=nan (undefined)")
+            raise ValueError(
+                "jaccard of two empty sets is 0/0: pass empty=1.0 (identical) or empty=nan "
+                "(undefined)"
+            )
         return float(empty)
     return float(inter / union)

@@ -6,6 +6,16 @@ from kit.core.lazy import lazy_submodules
 from kit.data.items import Item
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["benchmark_items", "benchmarks", "hub_benchmarks", "items", "paper_tables", "responses", "scorers"],
-    globals())
+    __name__,
+    [
+        "benchmark_items",
+        "benchmarks",
+        "hub_benchmarks",
+        "items",
+        "paper_tables",
+        "responses",
+        "scorers",
+    ],
+    globals(),
+)
 __all__ = ["Item"]

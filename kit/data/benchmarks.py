@@ -2,9 +2,9 @@
 
 ``load_benchmark(name, split="test", source="local", limit=None)`` for
 
-========================  ===============================  ==========================================
+========================  ===============================  =========================================
 name                      splits                           target
-========================  ===============================  ==========================================
+========================  ===============================  =========================================
 ``gsm8k``                 train, test                      ``answer``: the number after ``####``
 ``arc_challenge``         train, dev, test                 ``choices`` + ``label`` (3-5 options)
 ``mmlu``, ``mmlu/<s>``    test, dev                        ``choices`` + ``label`` (4 options)
@@ -15,45 +15,55 @@ name                      splits                           target
 ``math500``               test                             ``answer``: MATH final answer (LaTeX)
 ``svamp``                 test                             ``answer``: a number
 ``mawps``                 test                             ``answer``: a number
-``asdiv``                 test                             ``answer``: a number (units stripped) or text
-``bbq``, ``bbq/<cat>``    test                             ``choices`` + ``label`` (3 options; 6 of 11 categories)
-``crows_pairs``           test                             ``choices`` = (stereotyping, less stereotyping)
-                                                           sentence, ``label`` 0 = the stereotyping one
-``agieval``,              test                             ``choices`` + ``label`` (4-5 options); the cloze
+``asdiv``                 test                             ``answer``: a number (units stripped) or
+                                                           text
+``bbq``, ``bbq/<cat>``    test                             ``choices`` + ``label`` (3 options; 6 of
+                                                           11 categories)
+``crows_pairs``           test                             ``choices`` = (stereotyping, less
+                                                           stereotyping) sentence, ``label`` 0 = the
+                                                           stereotyping one
+``agieval``,              test                             ``choices`` + ``label`` (4-5 options);
+                                                           the cloze
 ``agieval/<subset>``                                       subset ``math``: ``answer`` (LaTeX)
-``logicbench``,           test                             BQA: ``answer`` yes/no (one item per question);
+``logicbench``,           test                             BQA: ``answer`` yes/no (one item per
+                                                           question);
 ``logicbench/bqa|mcqa``                                    MCQA: ``choices`` + ``label`` (4 options)
 ``tiny/<task>``           the tiny world's splits          whatever the task's items carry
-========================  ===============================  ==========================================
+========================  ===============================  =========================================
 
 Hub only (``source="hf"``, network; the paper's other benchmarks, not in the data directory):
 
-========================  ===============================  ==========================================
-``natural_questions``     train, validation                ``answer``: the first short answer (NQ-open);
-                                                           all of them in ``metadata["answers"]``
+========================  ===============================  =========================================
+``natural_questions``     train, validation                ``answer``: the first short answer
+                                                           (NQ-open); all of them in
+                                                           ``metadata["answers"]``
 ``socialiqa``             train, validation                ``choices`` + ``label`` (3 options)
-``winogrande``            train, validation                ``choices`` + ``label`` (the 2 fillers of ``_``)
+``winogrande``            train, validation                ``choices`` + ``label`` (the 2 fillers of
+                                                           ``_``)
 ``lmsys_arena``           train                            one item per single-turn battle of
-                                                           ``metadata["model_a"]`` vs ``model_b``; no
-                                                           target: :func:`arena_scores` gives a model's
-                                                           win (1) / loss (0) per item
+                                                           ``metadata["model_a"]`` vs ``model_b``;
+                                                           no target: :func:`arena_scores` gives a
+                                                           model's win (1) / loss (0) per item
 ``vectara_hallucination`` train                            one item per source document of Vectara's
-                                                           hallucination leaderboard (its summarisation
-                                                           prompt); no target: judged by a factual-
-                                                           consistency model (HHEM), not by a rule
-========================  ===============================  ==========================================
+                                                           hallucination leaderboard (its
+                                                           summarisation prompt); no target: judged
+                                                           by a factual- consistency model (HHEM),
+                                                           not by a rule
+========================  ===============================  =========================================
 
 ``source="local"`` reads the files in :func:`kit.core.paths.data_dir` (checksum-verified once per
-process; never copied). ``source="hf"`` streams the Hugging Face dataset named in :data:`HF_SOURCES` at
-the commit pinned in :data:`HF_REVISIONS` (or ``revision=``) and converts its rows to the same items,
-reading only until ``limit`` items exist (:mod:`kit.data.hub_benchmarks`). Hub caveats: ``svamp`` (ChilleD/SVAMP) ``test`` is its 300-item split, not the 1,000 local items;
-``asdiv`` maps to EleutherAI/asdiv's only split, ``validation`` (2,305 problems, unfiltered);
-``mawps`` (MU-NLPC/Calc-mawps) is a differently prepared MAWPS whose field names
-(``question``, ``result_float``) we took from its dataset card without running it.
+process; never copied). ``source="hf"`` streams the Hugging Face dataset named in :data:`HF_SOURCES`
+at the commit pinned in :data:`HF_REVISIONS` (or ``revision=``) and converts its rows to the same
+items, reading only until ``limit`` items exist (:mod:`kit.data.hub_benchmarks`). Hub caveats:
+``svamp`` (ChilleD/SVAMP) ``test`` is its 300-item split, not the 1,000 local items; ``asdiv`` maps
+to EleutherAI/asdiv's only split, ``validation`` (2,305 problems, unfiltered); ``mawps``
+(MU-NLPC/Calc-mawps) is a differently prepared MAWPS whose field names (``question``,
+``result_float``) we took from its dataset card without running it.
 
-Prompts (:mod:`kit.data.benchmark_items`): the question text; multiple-choice prompts append the options
-as ``A. text`` lines (the layout of the published responses in ``model_responses/``); mbpp appends
-its test asserts, as in the MBPP paper. Templates (few-shot, "Answer:") are the caller's business.
+Prompts (:mod:`kit.data.benchmark_items`): the question text; multiple-choice prompts append the
+options as ``A. text`` lines (the layout of the published responses in ``model_responses/``); mbpp
+appends its test asserts, as in the MBPP paper. Templates (few-shot, "Answer:") are the caller's
+business.
 """
 
 from __future__ import annotations
@@ -69,53 +79,139 @@ from kit.data.hub_benchmarks import HF_REVISIONS, HF_SOURCES, hub_items, revisio
 from kit.data.items import Item
 
 __all__ = [
-    "load_benchmark", "BENCHMARKS", "SPLITS", "BBH_TASKS", "MMLU_SUBJECTS", "HF_SOURCES",
-    "bbh_cot_prompt", "benchmark_files", "format_choices", "HUB_ONLY", "arena_scores", "HF_REVISIONS",
-    "VECTARA_PROMPT", "revision_of", "LETTERS",
+    "load_benchmark",
+    "BENCHMARKS",
+    "SPLITS",
+    "BBH_TASKS",
+    "MMLU_SUBJECTS",
+    "HF_SOURCES",
+    "bbh_cot_prompt",
+    "benchmark_files",
+    "format_choices",
+    "HUB_ONLY",
+    "arena_scores",
+    "HF_REVISIONS",
+    "VECTARA_PROMPT",
+    "revision_of",
+    "LETTERS",
 ]
 
 BBH_TASKS: tuple[str, ...] = (
-    "boolean_expressions", "causal_judgement", "date_understanding", "disambiguation_qa",
-    "dyck_languages", "formal_fallacies", "geometric_shapes", "hyperbaton",
-    "logical_deduction_five_objects", "logical_deduction_seven_objects",
-    "logical_deduction_three_objects", "movie_recommendation", "multistep_arithmetic_two",
-    "navigate", "object_counting", "penguins_in_a_table", "reasoning_about_colored_objects",
-    "ruin_names", "salient_translation_error_detection", "snarks", "sports_understanding",
-    "temporal_sequences", "tracking_shuffled_objects_five_objects",
-    "tracking_shuffled_objects_seven_objects", "tracking_shuffled_objects_three_objects",
-    "web_of_lies", "word_sorting",
+    "boolean_expressions",
+    "causal_judgement",
+    "date_understanding",
+    "disambiguation_qa",
+    "dyck_languages",
+    "formal_fallacies",
+    "geometric_shapes",
+    "hyperbaton",
+    "logical_deduction_five_objects",
+    "logical_deduction_seven_objects",
+    "logical_deduction_three_objects",
+    "movie_recommendation",
+    "multistep_arithmetic_two",
+    "navigate",
+    "object_counting",
+    "penguins_in_a_table",
+    "reasoning_about_colored_objects",
+    "ruin_names",
+    "salient_translation_error_detection",
+    "snarks",
+    "sports_understanding",
+    "temporal_sequences",
+    "tracking_shuffled_objects_five_objects",
+    "tracking_shuffled_objects_seven_objects",
+    "tracking_shuffled_objects_three_objects",
+    "web_of_lies",
+    "word_sorting",
 )
 """The 27 BIG-Bench Hard tasks (``bbh/<task>``)."""
 
 MMLU_SUBJECTS: tuple[str, ...] = (
-    "abstract_algebra", "anatomy", "astronomy", "business_ethics", "clinical_knowledge",
-    "college_biology", "college_chemistry", "college_computer_science", "college_mathematics",
-    "college_medicine", "college_physics", "computer_security", "conceptual_physics",
-    "econometrics", "electrical_engineering", "elementary_mathematics", "formal_logic",
-    "global_facts", "high_school_biology", "high_school_chemistry",
-    "high_school_computer_science", "high_school_european_history", "high_school_geography",
-    "high_school_government_and_politics", "high_school_macroeconomics",
-    "high_school_mathematics", "high_school_microeconomics", "high_school_physics",
-    "high_school_psychology", "high_school_statistics", "high_school_us_history",
-    "high_school_world_history", "human_aging", "human_sexuality", "international_law",
-    "jurisprudence", "logical_fallacies", "machine_learning", "management", "marketing",
-    "medical_genetics", "miscellaneous", "moral_disputes", "moral_scenarios", "nutrition",
-    "philosophy", "prehistory", "professional_accounting", "professional_law",
-    "professional_medicine", "professional_psychology", "public_relations", "security_studies",
-    "sociology", "us_foreign_policy", "virology", "world_religions",
+    "abstract_algebra",
+    "anatomy",
+    "astronomy",
+    "business_ethics",
+    "clinical_knowledge",
+    "college_biology",
+    "college_chemistry",
+    "college_computer_science",
+    "college_mathematics",
+    "college_medicine",
+    "college_physics",
+    "computer_security",
+    "conceptual_physics",
+    "econometrics",
+    "electrical_engineering",
+    "elementary_mathematics",
+    "formal_logic",
+    "global_facts",
+    "high_school_biology",
+    "high_school_chemistry",
+    "high_school_computer_science",
+    "high_school_european_history",
+    "high_school_geography",
+    "high_school_government_and_politics",
+    "high_school_macroeconomics",
+    "high_school_mathematics",
+    "high_school_microeconomics",
+    "high_school_physics",
+    "high_school_psychology",
+    "high_school_statistics",
+    "high_school_us_history",
+    "high_school_world_history",
+    "human_aging",
+    "human_sexuality",
+    "international_law",
+    "jurisprudence",
+    "logical_fallacies",
+    "machine_learning",
+    "management",
+    "marketing",
+    "medical_genetics",
+    "miscellaneous",
+    "moral_disputes",
+    "moral_scenarios",
+    "nutrition",
+    "philosophy",
+    "prehistory",
+    "professional_accounting",
+    "professional_law",
+    "professional_medicine",
+    "professional_psychology",
+    "public_relations",
+    "security_studies",
+    "sociology",
+    "us_foreign_policy",
+    "virology",
+    "world_religions",
 )
 """The 57 MMLU subjects (``mmlu/<subject>``)."""
 
 BBQ_CATEGORIES: tuple[str, ...] = (
-    "Age", "Disability_status", "Nationality", "Physical_appearance", "Religion", "Sexual_orientation",
+    "Age",
+    "Disability_status",
+    "Nationality",
+    "Physical_appearance",
+    "Religion",
+    "Sexual_orientation",
 )
-"""BBQ categories in the data directory (Gender_identity, Race_ethnicity, Race_x_SES, Race_x_gender and
-SES are absent from the snapshot: use ``source="hf"`` for them)."""
+"""BBQ categories in the data directory (Gender_identity, Race_ethnicity, Race_x_SES, Race_x_gender
+and SES are absent from the snapshot: use ``source="hf"`` for them)."""
 
 AGIEVAL_SUBSETS: tuple[str, ...] = (
-    "aqua-rat", "logiqa-en", "lsat-ar", "lsat-lr", "lsat-rc", "math", "sat-en", "sat-en-without-passage", "sat-math",
+    "aqua-rat",
+    "logiqa-en",
+    "lsat-ar",
+    "lsat-lr",
+    "lsat-rc",
+    "math",
+    "sat-en",
+    "sat-en-without-passage",
+    "sat-math",
 )
-"""AGIEval's English subsets (v1); ``math`` is cloze (free-form answers), the rest multiple choice."""
+"""AGIEval's English subsets (v1); ``math`` is cloze (free-form answers), the rest multiple
+choice."""
 
 LOGICBENCH_FORMATS: tuple[str, ...] = ("bqa", "mcqa")
 """LogicBench(Eval): yes/no questions (BQA) and 4-way multiple choice (MCQA)."""
@@ -147,23 +243,41 @@ BENCHMARKS: tuple[str, ...] = tuple(SPLITS)
 """Benchmark families; ``mmlu`` also as ``mmlu/<subject>``, ``bbh`` only as ``bbh/<task>``."""
 
 MBPP_RANGES: dict[str, tuple[int, int]] = {
-    "prompt": (1, 10), "test": (11, 510), "validation": (511, 600), "train": (601, 974), "full": (1, 974),
+    "prompt": (1, 10),
+    "test": (11, 510),
+    "validation": (511, 600),
+    "train": (601, 974),
+    "full": (1, 974),
 }
 """The standard MBPP task-id ranges (inclusive), as in the google-research release."""
 
-HUB_ONLY: tuple[str, ...] = ("natural_questions", "socialiqa", "winogrande", "lmsys_arena", "vectara_hallucination")
-"""Families with no local copy (the data directory's MANIFEST lists them as not available offline)."""
+HUB_ONLY: tuple[str, ...] = (
+    "natural_questions",
+    "socialiqa",
+    "winogrande",
+    "lmsys_arena",
+    "vectara_hallucination",
+)
+"""Families with no local copy (the data directory's MANIFEST lists them as not available
+offline)."""
 
 # Families read from local files whose sub-benchmark is optional (``bbq`` = all categories...).
-_SUBSETS: dict[str, tuple[str, ...]] = {"bbq": BBQ_CATEGORIES, "agieval": AGIEVAL_SUBSETS, "logicbench": LOGICBENCH_FORMATS}
+_SUBSETS: dict[str, tuple[str, ...]] = {
+    "bbq": BBQ_CATEGORIES,
+    "agieval": AGIEVAL_SUBSETS,
+    "logicbench": LOGICBENCH_FORMATS,
+}
 
 
 # --- names ----------------------------------------------------------------------------------
 
+
 def _parse_name(name: str) -> tuple[str, str | None]:
     """``"mmlu/anatomy"`` -> ``("mmlu", "anatomy")``; unknown names raise ValueError."""
     if not isinstance(name, str) or not name:
-        raise ValueError(f"name={name!r} must be a benchmark name; allowed values: {_allowed_names()}")
+        raise ValueError(
+            f"name={name!r} must be a benchmark name; allowed values: {_allowed_names()}"
+        )
     family, _, sub = name.partition("/")
     if family == "tiny":
         if not sub:
@@ -174,18 +288,24 @@ def _parse_name(name: str) -> tuple[str, str | None]:
     if family == "bbh":
         if sub not in BBH_TASKS:
             what = "needs a task" if not sub else f"has no task {sub!r}"
-            raise ValueError(f"name={name!r}: bbh {what}; allowed values: "
-                             + ", ".join(f"bbh/{t}" for t in BBH_TASKS))
+            raise ValueError(
+                f"name={name!r}: bbh {what}; allowed values: "
+                + ", ".join(f"bbh/{t}" for t in BBH_TASKS)
+            )
         return family, sub
     if family in _SUBSETS:
         if sub and sub not in _SUBSETS[family]:
-            raise ValueError(f"name={name!r}: {family} has no subset {sub!r}; allowed values: "
-                             + ", ".join([family] + [f"{family}/{x}" for x in _SUBSETS[family]]))
+            raise ValueError(
+                f"name={name!r}: {family} has no subset {sub!r}; allowed values: "
+                + ", ".join([family] + [f"{family}/{x}" for x in _SUBSETS[family]])
+            )
         return family, sub or None
     if family == "mmlu":
         if sub and sub not in MMLU_SUBJECTS:
-            raise ValueError(f"name={name!r}: mmlu has no subject {sub!r}; allowed subjects: "
-                             + ", ".join(MMLU_SUBJECTS))
+            raise ValueError(
+                f"name={name!r}: mmlu has no subject {sub!r}; allowed subjects: "
+                + ", ".join(MMLU_SUBJECTS)
+            )
         return family, sub or None
     if sub:
         raise ValueError(f"name={name!r}: {family} has no sub-benchmarks; use name={family!r}")
@@ -193,22 +313,51 @@ def _parse_name(name: str) -> tuple[str, str | None]:
 
 
 def _allowed_names() -> str:
-    return ", ".join(["gsm8k", "arc_challenge", "mmlu", "mmlu/<subject>", "bbh/<task>", "humaneval",
-                      "mbpp", "math500", "svamp", "mawps", "asdiv", "bbq", "bbq/<category>", "crows_pairs",
-                      "agieval", "agieval/<subset>", "logicbench", "logicbench/bqa", "logicbench/mcqa",
-                      *HUB_ONLY, "tiny/<task>"])
+    return ", ".join(
+        [
+            "gsm8k",
+            "arc_challenge",
+            "mmlu",
+            "mmlu/<subject>",
+            "bbh/<task>",
+            "humaneval",
+            "mbpp",
+            "math500",
+            "svamp",
+            "mawps",
+            "asdiv",
+            "bbq",
+            "bbq/<category>",
+            "crows_pairs",
+            "agieval",
+            "agieval/<subset>",
+            "logicbench",
+            "logicbench/bqa",
+            "logicbench/mcqa",
+            *HUB_ONLY,
+            "tiny/<task>",
+        ]
+    )
 
 
 def _check_split(family: str, split: str) -> None:
     if split not in SPLITS[family]:
-        raise ValueError(f"split={split!r} is not a split of {family}; allowed values: "
-                         + ", ".join(SPLITS[family]))
+        raise ValueError(
+            f"split={split!r} is not a split of {family}; allowed values: "
+            + ", ".join(SPLITS[family])
+        )
 
 
 # --- public entry point ---------------------------------------------------------------------
 
-def load_benchmark(name: str, split: str = "test", source: str = "local",
-                   limit: int | None = None, revision: str | None = None) -> list[Item]:
+
+def load_benchmark(
+    name: str,
+    split: str = "test",
+    source: str = "local",
+    limit: int | None = None,
+    revision: str | None = None,
+) -> list[Item]:
     """Items of benchmark ``name`` (see the module table), in the source's order.
 
     Args:
@@ -233,21 +382,31 @@ def load_benchmark(name: str, split: str = "test", source: str = "local",
         raise ValueError(f"source={source!r} is not a source; allowed values: local, hf")
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit={limit!r} must be None or an integer >= 0")
-    if revision is not None and (source != "hf" or not isinstance(revision, str) or not revision.strip()):
-        raise ValueError(f"revision={revision!r}: a hub commit, branch or tag, with source='hf' only "
-                         f"(source={source!r})")
+    if revision is not None and (
+        source != "hf" or not isinstance(revision, str) or not revision.strip()
+    ):
+        raise ValueError(
+            f"revision={revision!r}: a hub commit, branch or tag, with source='hf' only "
+            f"(source={source!r})"
+        )
     family, sub = _parse_name(name)
     if family == "tiny":
         assert sub is not None  # _parse_name requires "tiny/<task>"
         return _load_tiny(sub, split, limit)
     _check_split(family, split)
     if source == "hf" and family not in HF_SOURCES:
-        raise ValueError(f"source='hf': {family} has no hub mapping here (it is read from the data directory); "
-                         f"families with one: {', '.join(HF_SOURCES)}")
+        raise ValueError(
+            f"source='hf': {family} has no hub mapping here (it is read from the data directory); "
+            f"families with one: {', '.join(HF_SOURCES)}"
+        )
     if source == "local" and family in HUB_ONLY:
-        raise ValueError(f"{family} is not in the data directory (no offline copy); use source='hf' (network)")
+        raise ValueError(
+            f"{family} is not in the data directory (no offline copy); use source='hf' (network)"
+        )
     if source == "hf":
-        return hub_items(family, sub, split, _prefix(family, sub, split), limit, revision, CONVERT[family])
+        return hub_items(
+            family, sub, split, _prefix(family, sub, split), limit, revision, CONVERT[family]
+        )
     items = CONVERT[family](_LOCAL[family](_data_root(), sub, split), _prefix(family, sub, split))
     if family == "mbpp":
         lo, hi = MBPP_RANGES[split]
@@ -277,6 +436,7 @@ def _load_tiny(task: str, split: str, limit: int | None) -> list[Item]:
 
 # --- local files ----------------------------------------------------------------------------
 
+
 def benchmark_files(name: str, split: str = "test") -> list[Path]:
     """The data files (relative to the data directory) a local load of ``name``/``split`` reads."""
     family, sub = _parse_name(name)
@@ -289,7 +449,9 @@ def benchmark_files(name: str, split: str = "test") -> list[Path]:
 _FILES: dict[str, Callable[[str | None, str], list[str]]] = {
     "gsm8k": lambda sub, split: [f"gsm8k/{split}.jsonl"],
     "arc_challenge": lambda sub, split: [f"arc_challenge/{split}.jsonl"],
-    "mmlu": lambda sub, split: [f"mmlu/{split}/{s}_{split}.csv" for s in ([sub] if sub else MMLU_SUBJECTS)],
+    "mmlu": lambda sub, split: [
+        f"mmlu/{split}/{s}_{split}.csv" for s in ([sub] if sub else MMLU_SUBJECTS)
+    ],
     "bbh": lambda sub, split: [f"bbh/{sub}.json"],
     "humaneval": lambda sub, split: ["humaneval/HumanEval.jsonl.gz"],
     "mbpp": lambda sub, split: ["mbpp/mbpp.jsonl"],
@@ -299,7 +461,9 @@ _FILES: dict[str, Callable[[str | None, str], list[str]]] = {
     "asdiv": lambda sub, split: ["asdiv/test.jsonl"],
     "bbq": lambda sub, split: [f"bbq/{c}.jsonl" for c in ([sub] if sub else BBQ_CATEGORIES)],
     "crows_pairs": lambda sub, split: ["crows_pairs/crows_pairs_anonymized.csv"],
-    "agieval": lambda sub, split: [f"agieval/{a}.jsonl" for a in ([sub] if sub else AGIEVAL_SUBSETS)],
+    "agieval": lambda sub, split: [
+        f"agieval/{a}.jsonl" for a in ([sub] if sub else AGIEVAL_SUBSETS)
+    ],
     "logicbench": lambda sub, split: _logicbench_files(sub),
 }
 
@@ -309,8 +473,11 @@ def _logicbench_files(sub: str | None) -> list[str]:
 
     root = data_dir()
     out = []
-    for fmt in ([sub] if sub else LOGICBENCH_FORMATS):
-        out += sorted(str(p.relative_to(root)) for p in (root / "logicbench" / "eval" / fmt.upper()).rglob("*.json"))
+    for fmt in [sub] if sub else LOGICBENCH_FORMATS:
+        out += sorted(
+            str(p.relative_to(root))
+            for p in (root / "logicbench" / "eval" / fmt.upper()).rglob("*.json")
+        )
     if not out:
         raise FileNotFoundError(f"no LogicBench files under {root / 'logicbench' / 'eval'}")
     return out
@@ -331,10 +498,14 @@ def _read_local(family: str) -> Callable[[Path, str | None, str], list[dict]]:
                 subject = path.name[: -len(f"_{split}.csv")]
                 with open(path, encoding="utf-8", newline="") as f:
                     for row in csv.DictReader(f):
-                        records.append({
-                            "question": row["question"], "subject": subject,
-                            "choices": [row[f"choice{k}"] for k in range(4)], "answer": int(row["answer"]),
-                        })
+                        records.append(
+                            {
+                                "question": row["question"],
+                                "subject": subject,
+                                "choices": [row[f"choice{k}"] for k in range(4)],
+                                "answer": int(row["answer"]),
+                            }
+                        )
             elif family == "bbh":
                 records.extend(json.loads(path.read_text(encoding="utf-8"))["examples"])
             elif family == "svamp":
@@ -347,8 +518,10 @@ def _read_local(family: str) -> Callable[[Path, str | None, str], list[dict]]:
             elif family == "logicbench":
                 doc = json.loads(path.read_text(encoding="utf-8"))
                 fmt = path.relative_to(root / "logicbench" / "eval").parts[0].lower()
-                records.extend({**r, "format": fmt, "logic": path.parent.parent.name, "axiom": doc["axiom"]}
-                               for r in doc["samples"])
+                records.extend(
+                    {**r, "format": fmt, "logic": path.parent.parent.name, "axiom": doc["axiom"]}
+                    for r in doc["samples"]
+                )
             else:
                 records.extend(_read_jsonl(path))
         return records

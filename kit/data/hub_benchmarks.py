@@ -39,7 +39,8 @@ HF_SOURCES: dict[str, tuple[str, str | None]] = {
 """Hugging Face ``(path, config)`` per benchmark for ``source="hf"``."""
 
 HF_REVISIONS: dict[str, str | None] = {family: None for family in HF_SOURCES}
-"""The hub commit (40 hex digits) each family is read at; ``load_benchmark(revision=...)`` overrides.
+"""The hub commit (40 hex digits) each family is read at; ``load_benchmark(revision=...)``
+overrides.
 
 Every entry is ``None`` today, deliberately: no machine this project was built on reaches the hub,
 so no commit could be checked, and a commit copied from elsewhere unchecked could name data that
@@ -55,12 +56,25 @@ HF_SPLIT: dict[tuple[str, str], str] = {
 """Our split name -> the hub's, where they differ."""
 
 MBPP_HUB_SPLITS = ("prompt", "test", "validation", "train")
-"""mbpp ``full`` = these hub splits; in this order their task ids ascend (1-10, 11-510, 511-600, 601-974)."""
+"""mbpp ``full`` = these hub splits; in this order their task ids ascend (1-10, 11-510, 511-600,
+601-974)."""
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 _WARNED: set[tuple[str, str]] = set()
-_ONE_ROW_ONE_ITEM = {"gsm8k", "arc_challenge", "mmlu", "bbh", "humaneval", "mbpp", "math500", "svamp", "mawps",
-                     "asdiv", "natural_questions", "socialiqa"}
+_ONE_ROW_ONE_ITEM = {
+    "gsm8k",
+    "arc_challenge",
+    "mmlu",
+    "bbh",
+    "humaneval",
+    "mbpp",
+    "math500",
+    "svamp",
+    "mawps",
+    "asdiv",
+    "natural_questions",
+    "socialiqa",
+}
 """Families whose converter makes exactly one item per row (the others drop or merge rows)."""
 
 
@@ -85,18 +99,33 @@ def _stream(path: str, config: str | None, split: str, revision: str) -> Iterato
 def _reshape(family: str, sub: str | None, row: dict, index: int) -> dict:
     """One hub row in the local record format of ``family`` (what the converters read)."""
     r = dict(row)
-    if family == "arc_challenge":  # hub: question is the stem, choices is {"text": [...], "label": [...]}
-        return {"id": r["id"], "answerKey": r["answerKey"],
-                "question": {"stem": r["question"],
-                             "choices": [{"text": t, "label": lab} for t, lab in
-                                         zip(r["choices"]["text"], r["choices"]["label"])]}}
+    # hub: question is the stem, choices is {"text": [...], "label": [...]}
+    if family == "arc_challenge":
+        return {
+            "id": r["id"],
+            "answerKey": r["answerKey"],
+            "question": {
+                "stem": r["question"],
+                "choices": [
+                    {"text": t, "label": lab}
+                    for t, lab in zip(r["choices"]["text"], r["choices"]["label"])
+                ],
+            },
+        }
     if family == "mmlu":
-        return {"question": r["question"], "subject": r.get("subject") or sub or "",
-                "choices": list(r["choices"]), "answer": int(r["answer"])}
+        return {
+            "question": r["question"],
+            "subject": r.get("subject") or sub or "",
+            "choices": list(r["choices"]),
+            "answer": int(r["answer"]),
+        }
     if family == "mawps":  # MU-NLPC/Calc-mawps: question + result_float (field names per its card)
-        return {"input": r.get("input", r.get("question")),
-                "target": r.get("target", r.get("result_float", r.get("result"))),
-                "type": r.get("type", ""), "idx": r.get("idx", r.get("id", index))}
+        return {
+            "input": r.get("input", r.get("question")),
+            "target": r.get("target", r.get("result_float", r.get("result"))),
+            "type": r.get("type", ""),
+            "idx": r.get("idx", r.get("id", index)),
+        }
     return r
 
 
@@ -107,7 +136,11 @@ def hub_rows(family: str, sub: str | None, split: str, revision: str) -> Iterato
         config = sub or "all"
     elif family == "bbh":
         config = sub
-    splits = MBPP_HUB_SPLITS if (family, split) == ("mbpp", "full") else (HF_SPLIT.get((family, split), split),)
+    splits = (
+        MBPP_HUB_SPLITS
+        if (family, split) == ("mbpp", "full")
+        else (HF_SPLIT.get((family, split), split),)
+    )
     index = 0
     for hub_split in splits:
         for row in _stream(path, config, hub_split, revision):
@@ -115,8 +148,15 @@ def hub_rows(family: str, sub: str | None, split: str, revision: str) -> Iterato
             index += 1
 
 
-def hub_items(family: str, sub: str | None, split: str, prefix: str, limit: int | None, revision: str | None,
-              convert: Callable[[list[dict], str], list[Item]]) -> list[Item]:
+def hub_items(
+    family: str,
+    sub: str | None,
+    split: str,
+    prefix: str,
+    limit: int | None,
+    revision: str | None,
+    convert: Callable[[list[dict], str], list[Item]],
+) -> list[Item]:
     """Items of ``family``/``split`` from the hub at ``revision`` (None: :data:`HF_REVISIONS`, else
     ``main`` resolved to its commit), reading rows only until ``limit`` items exist.
 
@@ -128,8 +168,11 @@ def hub_items(family: str, sub: str | None, split: str, prefix: str, limit: int 
     commit = resolve_revision(path, wanted)
     if wanted is None and (path, commit) not in _WARNED:
         _WARNED.add((path, commit))
-        warnings.warn(f"{path} is not pinned (kit.data.hub_benchmarks.HF_REVISIONS[{family!r}] is None): read main "
-                      f"at commit {commit}; pin it with revision={commit!r} or in that table", stacklevel=3)
+        warnings.warn(
+            f"{path} is not pinned (kit.data.hub_benchmarks.HF_REVISIONS[{family!r}] is None): "
+            f"read main at commit {commit}; pin it with revision={commit!r} or in that table",
+            stacklevel=3,
+        )
     rows: list[dict] = []
     check_at = max(limit or 0, 64)
     for row in hub_rows(family, sub, split, commit):

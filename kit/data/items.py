@@ -16,7 +16,8 @@ class Item:
     id: str
     """Stable identifier, unique within its benchmark split (e.g. ``gsm8k/test/17``)."""
     prompt: str
-    """The text shown to the model (question; for multiple choice it includes the lettered options)."""
+    """The text shown to the model (question; for multiple choice it includes the lettered
+    options)."""
     answer: str | None = None
     """Reference answer for free-form items (the final number for math, the target for BBH)."""
     choices: tuple[str, ...] | None = None

@@ -20,7 +20,9 @@ def tables_dir() -> Path:
     env = os.environ.get("KIT_PAPER_TABLES_DIR")
     path = Path(env) if env else REPO_ROOT.parent / "shared" / "paper_tables"
     if not path.is_dir():
-        raise FileNotFoundError(f"paper tables directory {path} not found; set KIT_PAPER_TABLES_DIR")
+        raise FileNotFoundError(
+            f"paper tables directory {path} not found; set KIT_PAPER_TABLES_DIR"
+        )
     return path
 
 
@@ -34,11 +36,16 @@ def load_table(name: str, numeric: bool = True) -> pd.DataFrame:
     if not path.is_file():
         names = table_names()
         close = [n for n in names if n[:3] == name[:3]]
-        raise FileNotFoundError(f"no paper table {name!r}; tables{' for this seed' if close else ''}: {', '.join(close or names)}")
+        raise FileNotFoundError(
+            f"no paper table {name!r}; tables{' for this seed' if close else ''}: "
+            f"{', '.join(close or names)}"
+        )
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     if numeric:
         for col in df.columns:
-            converted = pd.to_numeric(df[col].str.replace("+", "", regex=False).replace("", None), errors="coerce")
+            converted = pd.to_numeric(
+                df[col].str.replace("+", "", regex=False).replace("", None), errors="coerce"
+            )
             non_empty = df[col] != ""
             if non_empty.any() and converted[non_empty].notna().all():
                 df[col] = converted

@@ -7,7 +7,8 @@ set name                       file                    benchmark, prompt
 =============================  ======================  =============================================
 ``arc/llama3.1-8b-instruct``   arc_llama3.1-8b-...     ARC-Challenge test, zero-shot, options A-D
 ``arc/qwen2.5-7b-instruct``    arc_qwen2.5-7b-...      ARC-Challenge test, zero-shot, options A-D
-``gsm8k/gemma2-9b-base``       gsm8k_gemma2-9b-base    GSM8K test, one-shot ("Question: ... Answer:")
+``gsm8k/gemma2-9b-base``       gsm8k_gemma2-9b-base    GSM8K test, one-shot ("Question: ...
+                                                       Answer:")
 =============================  ======================  =============================================
 
 Parse rule (the score m_b(i) of Competency Gaps eq. 4 is 1 if correct, else 0):
@@ -23,9 +24,9 @@ Parse rule (the score m_b(i) of Competency Gaps eq. 4 is 1 if correct, else 0):
   incorrect.
 - **GSM8K** (base model, one-shot): a base model may run on into a new few-shot turn, so the
   response is first cut at the first line starting with ``Question:``; the prediction is
-  :func:`kit.data.scorers.extract_final_number` of what remains (``####``, then "answer is", then the
-  last number), compared with :func:`kit.data.scorers.numbers_equal` to the number after ``####`` in
-  the reference solution. No number counts as incorrect.
+  :func:`kit.data.scorers.extract_final_number` of what remains (``####``, then "answer is", then
+  the last number), compared with :func:`kit.data.scorers.numbers_equal` to the number after
+  ``####`` in the reference solution. No number counts as incorrect.
 
 Texts for concept activations are the prompt the model saw (without the one-shot example) and
 its response.
@@ -41,7 +42,12 @@ from pathlib import Path
 import numpy as np
 
 from kit.core.paths import data_dir
-from kit.data.scorers import extract_boxed, extract_choice_letter, extract_final_number, numbers_equal
+from kit.data.scorers import (
+    extract_boxed,
+    extract_choice_letter,
+    extract_final_number,
+    numbers_equal,
+)
 
 RESPONSE_SETS: dict[str, tuple[str, str]] = {
     "arc/llama3.1-8b-instruct": ("arc_llama3.1-8b-instruct.jsonl", "arc_challenge"),
@@ -93,7 +99,9 @@ class ResponseSet:
         return [f"{p.rstrip()}\n\n{r.strip()}" for p, r in zip(self.prompts, self.responses)]
 
 
-def arc_prediction(response: str, labels: list[str], options: list[str] | None = None) -> str | None:
+def arc_prediction(
+    response: str, labels: list[str], options: list[str] | None = None
+) -> str | None:
     """The letter an ARC response commits to (see the module docstring), or None.
 
     ``labels``: the option labels as shown (``A..D`` or ``1..4``); ``options``: their texts, for
@@ -114,8 +122,11 @@ def boxed_option(response: str, options: list[str]) -> str | None:
     b = boxed.strip().strip("$").strip().lower()
     if not b:
         return None
-    hits = [k for k, opt in enumerate(options)
-            if (o := opt.strip().lower()) == b or (o.startswith(b) and not o[len(b)].isalnum())]
+    hits = [
+        k
+        for k, opt in enumerate(options)
+        if (o := opt.strip().lower()) == b or (o.startswith(b) and not o[len(b)].isalnum())
+    ]
     return LETTERS[hits[0]] if len(hits) == 1 else None
 
 
@@ -127,7 +138,8 @@ def arc_reference(answer: str, labels: list[str]) -> str:
 
 
 def cut_next_turn(response: str) -> str:
-    """The response up to the first line starting ``Question:`` (a base model's next few-shot turn)."""
+    """The response up to the first line starting ``Question:`` (a base model's next few-shot
+    turn)."""
     m = _NEXT_TURN.search(response)
     return response[: m.start()] if m else response
 
@@ -147,7 +159,9 @@ def gsm8k_prediction(response: str) -> str | None:
 
 def response_file(name: str) -> Path:
     if name not in RESPONSE_SETS:
-        raise ValueError(f"unknown response set {name!r}; allowed values: {', '.join(RESPONSE_SETS)}")
+        raise ValueError(
+            f"unknown response set {name!r}; allowed values: {', '.join(RESPONSE_SETS)}"
+        )
     return data_dir() / "model_responses" / RESPONSE_SETS[name][0]
 
 

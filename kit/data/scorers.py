@@ -26,10 +26,25 @@ from typing import cast
 from kit.data.items import Item
 
 __all__ = [
-    "score", "extract_final_number", "extract_choice_letter", "extract_boxed",
-    "score_all", "normalize_math_answer", "numbers_equal", "extract_bbh_answer", "bbh_match",
-    "extract_code", "code_program", "run_program", "NUMERIC_BENCHMARKS", "CHOICE_BENCHMARKS",
-    "check_math_answer", "math_checker", "MathVerdict", "MATH_CHECKERS", "parse_failed",
+    "score",
+    "extract_final_number",
+    "extract_choice_letter",
+    "extract_boxed",
+    "score_all",
+    "normalize_math_answer",
+    "numbers_equal",
+    "extract_bbh_answer",
+    "bbh_match",
+    "extract_code",
+    "code_program",
+    "run_program",
+    "NUMERIC_BENCHMARKS",
+    "CHOICE_BENCHMARKS",
+    "check_math_answer",
+    "math_checker",
+    "MathVerdict",
+    "MATH_CHECKERS",
+    "parse_failed",
 ]
 
 NUMERIC_BENCHMARKS = ("gsm8k", "svamp", "mawps", "asdiv")
@@ -44,8 +59,10 @@ LETTERS = "ABCDEFGHIJ"
 # optional decimal part; a simple fraction "5/2" (not a date "3/4/2020"); a bare decimal ".5".
 # A minus sign counts only when it does not follow a word character ("10-12" is a range, not -12).
 _SIGN = r"(?:(?<![\w.])-)?"
-_NUMBER = (rf"(?<![\d/]){_SIGN}\d+/\d+(?![\d/])|{_SIGN}(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?"
-           rf"|{_SIGN}\.\d+")
+_NUMBER = (
+    rf"(?<![\d/]){_SIGN}\d+/\d+(?![\d/])|{_SIGN}(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?"
+    rf"|{_SIGN}\.\d+"
+)
 _NUMBER_RE = re.compile(_NUMBER)
 _HASH_RE = re.compile(r"####\s*\$?\s*(" + _NUMBER + ")")
 _ANSWER_IS_RE = re.compile(
@@ -115,6 +132,7 @@ def _to_float(x: str | float) -> float | None:
 
 # --- multiple choice -------------------------------------------------------------------------
 
+
 def _letter_class(n_choices: int, numeric: bool = False) -> str:
     if not 2 <= n_choices <= 9:
         raise ValueError(f"n_choices={n_choices} is out of range; allowed values: 2..9")
@@ -123,7 +141,9 @@ def _letter_class(n_choices: int, numeric: bool = False) -> str:
 
 # "The answer is:\n\nA food chain..." -- the article "A" (or the pronoun "I") starting a sentence,
 # not an option letter: a lowercase word follows that is not a usual continuation of a letter.
-_ARTICLE_NEXT = re.compile(r"[ \t]+(?!(?:because|since|as|is|was|which|for|and|or|with|in|of)\b)[a-z]")
+_ARTICLE_NEXT = re.compile(
+    r"[ \t]+(?!(?:because|since|as|is|was|which|for|and|or|with|in|of)\b)[a-z]"
+)
 
 
 def extract_choice_letter(response: str, n_choices: int = 4, numeric: bool = False) -> str | None:
@@ -185,8 +205,9 @@ def _extract_choice(response: str, L: str) -> str | None:
     if m and (len(stripped) == 1 or not stripped[1:2].isalpha()):
         return m.group(1)
     # Tier 3: "... would be:" / "... is:" followed by an option line, last occurrence.
-    colon = list(re.finditer(
-        rf"(?:\bis|\bbe)\s*[:：]\s*\n\s*(?:\*\*)?\(?({L})(?:\)|\.|:|\*\*)", text))
+    colon = list(
+        re.finditer(rf"(?:\bis|\bbe)\s*[:：]\s*\n\s*(?:\*\*)?\(?({L})(?:\)|\.|:|\*\*)", text)
+    )
     if colon:
         return colon[-1].group(1)
     # Tiers 4-5: bolded options ("**B. plant diversity**"), then option-marker lines, each only
@@ -201,6 +222,7 @@ def _extract_choice(response: str, L: str) -> str | None:
 
 
 # --- MATH -----------------------------------------------------------------------------------
+
 
 def extract_boxed(response: str) -> str | None:
     """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), nested braces respected.
@@ -226,7 +248,7 @@ def extract_boxed(response: str) -> str | None:
         elif rest[i] == "}":
             depth -= 1
             if depth == 0:
-                return rest[brace + 1: i]
+                return rest[brace + 1 : i]
     return None
 
 
@@ -247,9 +269,20 @@ def normalize_math_answer(answer: str | None) -> str:
     s = str(answer).strip()
     s = re.sub(r"\\text\{([^{}]*)\}", r"\1", s)
     s = re.sub(r"\\mbox\{([^{}]*)\}", r"\1", s)
-    for old, new in (("\\left", ""), ("\\right", ""), ("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"),
-                     ("\\!", ""), ("\\,", ""), ("\\;", ""), ("$", ""), ("^\\circ", ""),
-                     ("^{\\circ}", ""), ("\\%", ""), ("%", "")):
+    for old, new in (
+        ("\\left", ""),
+        ("\\right", ""),
+        ("\\dfrac", "\\frac"),
+        ("\\tfrac", "\\frac"),
+        ("\\!", ""),
+        ("\\,", ""),
+        ("\\;", ""),
+        ("$", ""),
+        ("^\\circ", ""),
+        ("^{\\circ}", ""),
+        ("\\%", ""),
+        ("%", ""),
+    ):
         s = s.replace(old, new)
     s = re.sub(r"\s+", "", s)
     s = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", s)
@@ -303,24 +336,27 @@ def math_checker() -> str:
 
 
 def check_math_answer(response: str, target: str, checker: str = "auto") -> MathVerdict:
-    """Is the final answer of ``response`` (the last ``\\boxed{}``, else the final number) equal to the
-    MATH-style reference ``target`` (LaTeX without ``$``)?
+    """Is the final answer of ``response`` (the last ``\\boxed{}``, else the final number) equal to
+    the MATH-style reference ``target`` (LaTeX without ``$``)?
 
-    ``checker``: ``math-verify`` (Hugging Face's Math-Verify: both sides parsed to sympy and compared
-    symbolically and numerically, so ``\\sqrt{12}`` equals ``2\\sqrt{3}``, ``\\{2,1\\}`` equals
-    ``\\{1, 2\\}``, ``(x+1)^2`` equals ``x^2+2x+1``), ``normaliser`` (:func:`normalize_math_answer`
-    then string or numeric equality: lighter, it underestimates accuracy), or ``auto`` (math-verify
-    when installed, else the normaliser). A reference math-verify cannot parse falls back to the
-    normaliser, and the verdict's ``checker`` says so.
+    ``checker``: ``math-verify`` (Hugging Face's Math-Verify: both sides parsed to sympy and
+    compared symbolically and numerically, so ``\\sqrt{12}`` equals ``2\\sqrt{3}``, ``\\{2,1\\}``
+    equals ``\\{1, 2\\}``, ``(x+1)^2`` equals ``x^2+2x+1``), ``normaliser``
+    (:func:`normalize_math_answer` then string or numeric equality: lighter, it underestimates
+    accuracy), or ``auto`` (math-verify when installed, else the normaliser). A reference
+    math-verify cannot parse falls back to the normaliser, and the verdict's ``checker`` says so.
     """
     if checker not in MATH_CHECKERS:
         raise ValueError(f"checker={checker!r}; allowed values: {', '.join(MATH_CHECKERS)}")
     mv = _math_verify() if checker != "normaliser" else None
     if checker == "math-verify" and mv is None:
-        raise ImportError("checker='math-verify' needs the math-verify package: pip install 'kit[math]'")
+        raise ImportError(
+            "checker='math-verify' needs the math-verify package: pip install 'kit[math]'"
+        )
     note = ""
     if mv is not None:
-        # math-verify's parsing_timeout says int; None (no timeout, where no signal can be set) works
+        # math-verify's parsing_timeout says int; None (no timeout, where no signal can be set)
+        # works
         on_main = threading.current_thread() is threading.main_thread()
         seconds = cast(int, MATH_VERIFY_TIMEOUT if on_main else None)
         gold = mv.parse(f"${target}$", parsing_timeout=seconds)
@@ -336,7 +372,9 @@ def check_math_answer(response: str, target: str, checker: str = "auto") -> Math
         return MathVerdict(False, "normaliser" + note, None)
     a, b = normalize_math_answer(got), normalize_math_answer(target)
     va, vb = _math_value(a), _math_value(b)
-    same = a == b or (va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb)))
+    same = a == b or (
+        va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb))
+    )
     return MathVerdict(same, "normaliser" + note, got)
 
 
@@ -365,6 +403,7 @@ def _balanced(s: str) -> bool:
 
 # --- BBH ------------------------------------------------------------------------------------
 
+
 def extract_bbh_answer(response: str) -> str:
     """The answer part of a BBH response: the text after the last "answer is" if any
     (the CoT prompts end every exemplar with "So the answer is X."), else the whole response;
@@ -372,7 +411,7 @@ def extract_bbh_answer(response: str) -> str:
     text = response or ""
     m = list(re.finditer(r"answer\s+is\s*[:：]?", text, flags=re.IGNORECASE))
     if m:
-        text = text[m[-1].end():]
+        text = text[m[-1].end() :]
         text = text.strip().split("\n")[0]
     text = text.strip().strip("*").strip()
     if text.endswith(".") and not text.endswith(".."):
@@ -393,6 +432,7 @@ def bbh_match(target: str, response: str) -> bool:
 
 
 # --- code -----------------------------------------------------------------------------------
+
 
 def extract_code(response: str) -> str:
     """The program in a response: the first fenced code block (```python ... ```) if any,
@@ -422,7 +462,10 @@ def code_program(benchmark: str, item: Item, response: str) -> str:
     if benchmark == "mbpp":
         tests = "\n".join(meta["test_list"])
         return f"{code}\n\n{meta.get('test_setup_code', '')}\n{tests}\n"
-    raise ValueError(f"benchmark={benchmark!r} is not a code benchmark; allowed values: {', '.join(CODE_BENCHMARKS)}")
+    raise ValueError(
+        f"benchmark={benchmark!r} is not a code benchmark; allowed values: "
+        f"{', '.join(CODE_BENCHMARKS)}"
+    )
 
 
 def _limit_resources(memory_bytes: int, cpu_seconds: int) -> None:
@@ -447,8 +490,11 @@ def run_program(program: str, timeout: float = 10.0, memory_mb: int = 1024) -> b
         path = Path(tmp) / "program.py"
         path.write_text(program)
         proc = subprocess.Popen(
-            [sys.executable, "-I", str(path)], cwd=tmp, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [sys.executable, "-I", str(path)],
+            cwd=tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0"},
             preexec_fn=lambda: _limit_resources(memory_mb << 20, int(timeout) + 1),
         )
@@ -465,8 +511,10 @@ def run_program(program: str, timeout: float = 10.0, memory_mb: int = 1024) -> b
 
 # --- dispatch -------------------------------------------------------------------------------
 
+
 def normalize_short_answer(text: str | None) -> str:
-    """SQuAD/NQ-open normalisation: lower case, no punctuation, no articles (a, an, the), single spaces."""
+    """SQuAD/NQ-open normalisation: lower case, no punctuation, no articles (a, an, the), single
+    spaces."""
     text = re.sub(r"[^\w\s]", " ", (text or "").lower())
     return " ".join(w for w in text.split() if w not in ("a", "an", "the"))
 
@@ -488,7 +536,8 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
       also counts as the answer); logicbench BQA: the first yes/no in the response;
     - socialiqa, winogrande: the choice letter; natural_questions: the final answer line
       (:func:`extract_bbh_answer`) equal to any reference after :func:`normalize_short_answer`;
-    - ``lmsys_arena`` has no scorer: a battle is won or lost (:func:`kit.data.benchmarks.arena_scores`);
+    - ``lmsys_arena`` has no scorer: a battle is won or lost
+      (:func:`kit.data.benchmarks.arena_scores`);
     - ``vectara_hallucination`` has no rule: a summary is judged by a factual-consistency model
       (Vectara's HHEM); the error says so;
     - ``tiny/<task>``: multiple-choice items by letter, others by exact match after stripping.
@@ -498,7 +547,9 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     if base in NUMERIC_BENCHMARKS:
         if _to_float(item.answer or "") is None:
             # ASDiv has ~150 non-numeric answers ("Yes", "3:4", "Bryan"): case-insensitive match
-            return extract_bbh_answer(response).lower().rstrip(".") == str(item.answer).strip().lower().rstrip(".")
+            return extract_bbh_answer(response).lower().rstrip(".") == str(
+                item.answer
+            ).strip().lower().rstrip(".")
         return numbers_equal(extract_final_number(response), item.answer)
     if base in CHOICE_BENCHMARKS:
         n = len(item.choices) if item.choices else 4
@@ -511,34 +562,53 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
         return run_program(code_program(base, item, response), timeout=timeout)
     if base in ("agieval", "logicbench") and item.choices is not None:
         return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
-    if base == "agieval" and _math_verify() is not None:  # the cloze subset (math): MATH-style answers
+    # the cloze subset (math): MATH-style answers
+    if base == "agieval" and _math_verify() is not None:
         return check_math_answer(response, cast(str, item.answer)).correct  # math items have one
     if base == "agieval":
-        got = extract_boxed(response) or extract_final_number(response) or extract_bbh_answer(response)
+        got = (
+            extract_boxed(response)
+            or extract_final_number(response)
+            or extract_bbh_answer(response)
+        )
         a, b = normalize_math_answer(got), normalize_math_answer(item.answer)
         va, vb = _math_value(a), _math_value(b)
-        return a == b or (va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb)))
+        return a == b or (
+            va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb))
+        )
     if base == "logicbench":  # BQA: the first yes/no word of the response
         m = re.search(r"\b(yes|no)\b", response.lower())
         return m is not None and m.group(1) == item.answer
     if base == "natural_questions":  # NQ-open: normalised exact match against any short answer
         got = normalize_short_answer(extract_bbh_answer(response))
-        return any(got == normalize_short_answer(a) for a in item.metadata.get("answers", [item.answer]))
+        return any(
+            got == normalize_short_answer(a) for a in item.metadata.get("answers", [item.answer])
+        )
     if base == "tiny":
         if item.choices is not None:
-            return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
+            return (
+                extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
+            )
         return response.strip() == item.target.strip()
     if base == "vectara_hallucination":
-        raise ValueError("benchmark='vectara_hallucination' has no rule-based scorer: a summary is judged by a "
-                         "factual-consistency model (Vectara's HHEM, vectara/hallucination_evaluation_model; "
-                         "consistent = 1 when its score >= 0.5); pass those per-item scores instead")
-    allowed = (NUMERIC_BENCHMARKS + CHOICE_BENCHMARKS + ("bbh/<task>", "math500") + CODE_BENCHMARKS
-               + ("agieval", "logicbench", "natural_questions", "tiny/<task>"))
+        raise ValueError(
+            "benchmark='vectara_hallucination' has no rule-based scorer: a summary is judged by a "
+            "factual-consistency model (Vectara's HHEM, vectara/hallucination_evaluation_model; "
+            "consistent = 1 when its score >= 0.5); pass those per-item scores instead"
+        )
+    allowed = (
+        NUMERIC_BENCHMARKS
+        + CHOICE_BENCHMARKS
+        + ("bbh/<task>", "math500")
+        + CODE_BENCHMARKS
+        + ("agieval", "logicbench", "natural_questions", "tiny/<task>")
+    )
     raise ValueError(f"benchmark={benchmark!r} has no scorer; allowed values: {', '.join(allowed)}")
 
 
 def parse_failed(benchmark: str, item: Item, response: str) -> bool:
-    """Whether :func:`score`'s rule reads no answer at all from ``response`` (it then scores it wrong).
+    """Whether :func:`score`'s rule reads no answer at all from ``response`` (it then scores it
+    wrong).
 
     Per benchmark, the extractor :func:`score` applies finds nothing: no number (gsm8k, svamp,
     mawps, asdiv; a non-numeric ASDiv answer: no text), no choice letter (multiple choice), no
@@ -562,7 +632,11 @@ def parse_failed(benchmark: str, item: Item, response: str) -> bool:
     if base == "math500":
         return extract_boxed(response) is None and extract_final_number(response) is None
     if base == "agieval":
-        return not (extract_boxed(response) or extract_final_number(response) or extract_bbh_answer(response))
+        return not (
+            extract_boxed(response)
+            or extract_final_number(response)
+            or extract_bbh_answer(response)
+        )
     if base == "logicbench":
         return re.search(r"\b(yes|no)\b", response.lower()) is None
     if base in CODE_BENCHMARKS:
@@ -573,8 +647,12 @@ def parse_failed(benchmark: str, item: Item, response: str) -> bool:
     raise ValueError(f"benchmark={benchmark!r} has no parse rule")
 
 
-def score_all(benchmark: str, items: list[Item], responses: list[str], timeout: float = 10.0) -> list[bool]:
+def score_all(
+    benchmark: str, items: list[Item], responses: list[str], timeout: float = 10.0
+) -> list[bool]:
     """:func:`score` for each (item, response) pair, in order; lengths must match."""
     if len(items) != len(responses):
-        raise ValueError(f"responses has {len(responses)} entries but items has {len(items)}; they must pair up")
+        raise ValueError(
+            f"responses has {len(responses)} entries but items has {len(items)}; they must pair up"
+        )
     return [score(benchmark, it, r, timeout=timeout) for it, r in zip(items, responses)]

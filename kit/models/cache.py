@@ -75,11 +75,25 @@ class ItemCache:
     ``settings`` (any JSON-able dict) is part of the key too: other settings never reuse records.
     """
 
-    def __init__(self, model: str, benchmark: str, settings: dict[str, Any],
-                 root: Path | None = None, identity: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        benchmark: str,
+        settings: dict[str, Any],
+        root: Path | None = None,
+        identity: str | None = None,
+    ):
         self.identity = identity if identity is not None else name_identity(str(model))
-        key = json.dumps({"format": CACHE_FORMAT, "model": self.identity, "benchmark": benchmark,
-                          "settings": settings}, sort_keys=True, default=str)
+        key = json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "model": self.identity,
+                "benchmark": benchmark,
+                "settings": settings,
+            },
+            sort_keys=True,
+            default=str,
+        )
         self.digest = hashlib.sha256(key.encode()).hexdigest()
         name = f"{model}__{benchmark}"
         safe = "".join(c if c.isalnum() or c in "-." else "_" for c in name)[-80:]
@@ -94,8 +108,9 @@ class ItemCache:
         model, benchmark, old, root, identity = self._args
         return ItemCache(model, benchmark, {**old, **settings}, root=root, identity=identity)
 
-    def load(self, fingerprints: dict[str, str] | None = None,
-             check: Check | None = None) -> dict[str, Any]:
+    def load(
+        self, fingerprints: dict[str, str] | None = None, check: Check | None = None
+    ) -> dict[str, Any]:
         """``{item id: value}`` of every usable record (the last one of an id wins).
 
         ``fingerprints``: ``{item id: fingerprint}`` of the items asked for; a record of one of
@@ -170,9 +185,12 @@ class ItemCache:
         _WARNED.add(sig)
         what = ", ".join(f"{n} {why}" for why, n in sorted(refused.items()))
         after = "rewritten without them" if repaired else "left as it is"
-        warnings.warn(f"item cache {self.path}: skipped {sum(refused.values())} line(s) ({what}); "
-                      f"those items are recomputed; the file was {after}", DamagedCacheWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"item cache {self.path}: skipped {sum(refused.values())} line(s) ({what}); "
+            f"those items are recomputed; the file was {after}",
+            DamagedCacheWarning,
+            stacklevel=3,
+        )
 
     def add(self, records: dict[str, Any], fingerprints: dict[str, str] | None = None) -> None:
         """Append ``{item id: value}`` (with each item's fingerprint when given), fsynced.
@@ -206,9 +224,15 @@ class ItemCache:
             return f.read(1) == b"\n"
 
 
-def map_items(ids: Sequence[Any], compute: Callable[[list[int]], list[Any]],
-              batches: list[list[int]], cache: ItemCache | None = None, progress: bool = False,
-              fingerprints: Sequence[str] | None = None, check: Check | None = None) -> list[Any]:
+def map_items(
+    ids: Sequence[Any],
+    compute: Callable[[list[int]], list[Any]],
+    batches: list[list[int]],
+    cache: ItemCache | None = None,
+    progress: bool = False,
+    fingerprints: Sequence[str] | None = None,
+    check: Check | None = None,
+) -> list[Any]:
     """``compute(batch indices) -> values`` over ``batches``, skipping items ``cache`` already
     holds and recording each finished batch; returns the values in ``ids`` order.
 
@@ -234,8 +258,10 @@ def map_items(ids: Sequence[Any], compute: Callable[[list[int]], list[Any]],
             bad = {k: why for k, v in new.items() if (why := check(v)) is not None}
             if bad:
                 k, why = next(iter(bad.items()))
-                raise ValueError(f"computed value of item {k!r} is invalid ({why}); {len(bad)} "
-                                 "item(s) of this batch fail the same check: nothing was cached")
+                raise ValueError(
+                    f"computed value of item {k!r} is invalid ({why}); {len(bad)} "
+                    "item(s) of this batch fail the same check: nothing was cached"
+                )
         if cache:
             cache.add(new, fps)
         done.update(new)

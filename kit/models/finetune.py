@@ -22,8 +22,8 @@ The examples themselves (which items, asked how, general text) come from
 :mod:`kit.models.finetune_examples`.
 
 ``python -m kit.models.finetune build [NAME ...]`` builds recipes of
-:data:`kit.models.recipes.RECIPES` (the table's by default), several at once (one pinned job per core:
-``kit.core.jobs``); ``... list`` shows them and whether they are built.
+:data:`kit.models.recipes.RECIPES` (the table's by default), several at once (one pinned job per
+core: ``kit.core.jobs``); ``... list`` shows them and whether they are built.
 """
 
 from __future__ import annotations
@@ -100,8 +100,10 @@ def encode_example(tokenizer, ex: Example, max_length: int) -> Encoded:
     answer = tokenizer(ex.answer, add_special_tokens=False)["input_ids"]
     answer = answer + [end_token_id(tokenizer)]
     if len(answer) >= max_length:
-        raise ValueError(f"example {ex.id}: its answer has {len(answer)} tokens; max_length "
-                         f"{max_length} must exceed it")
+        raise ValueError(
+            f"example {ex.id}: its answer has {len(answer)} tokens; max_length "
+            f"{max_length} must exceed it"
+        )
     keep = max_length - len(answer)
     truncated = len(prompt) > keep
     return Encoded(tuple(prompt[-keep:] + answer), len(answer), truncated)
@@ -131,7 +133,7 @@ def collate(seqs: Sequence[Encoded], pad_id: int) -> Batch:
         n = len(s.ids)
         ids[i, :n] = torch.tensor(s.ids)
         mask[i, :n] = 1
-        labels[i, n - 1 - s.n_answer:n - 1] = torch.tensor(s.ids[n - s.n_answer:])
+        labels[i, n - 1 - s.n_answer : n - 1] = torch.tensor(s.ids[n - s.n_answer :])
     return Batch(ids, mask, labels, int(mask.sum()))
 
 
@@ -140,8 +142,12 @@ def answer_loss(model, batch: Batch) -> torch.Tensor:
     some row go through the output layer (``logits_to_keep``), so the vocabulary projection costs a
     few positions per step, not the whole sequence."""
     keep = torch.nonzero((batch.labels != -100).any(0)).flatten()
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                logits_to_keep=keep, use_cache=False)
+    out = model(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        logits_to_keep=keep,
+        use_cache=False,
+    )
     logits = out.logits  # [batch, len(keep), vocab]
     labels = batch.labels[:, keep]
     return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
@@ -201,12 +207,16 @@ def _layers(model) -> Sequence[Any]:  # the nn.ModuleList of decoder layers
     """The decoder layers of a gated-MLP causal LM (``model.model.layers[i].mlp.gate_proj``...)."""
     layers = getattr(getattr(model, "model", None), "layers", None)
     if layers is None or not all(all(hasattr(x.mlp, a) for a in _GATED) for x in layers):
-        raise ValueError(f"sparse_share > 0 needs a gated MLP (gate_proj/up_proj/down_proj, as "
-                         f"Llama, Mistral, Qwen2, Gemma); {type(model).__name__} has none: allowed "
-                         "for it: sparse_share=0 (a full fine-tune)")
+        raise ValueError(
+            f"sparse_share > 0 needs a gated MLP (gate_proj/up_proj/down_proj, as "
+            f"Llama, Mistral, Qwen2, Gemma); {type(model).__name__} has none: allowed "
+            "for it: sparse_share=0 (a full fine-tune)"
+        )
     if any(getattr(x.mlp.gate_proj, "bias", None) is not None for x in layers):
-        raise ValueError("sparse_share > 0 needs MLP projections without biases; allowed for this "
-                         "model: sparse_share=0")
+        raise ValueError(
+            "sparse_share > 0 needs MLP projections without biases; allowed for this "
+            "model: sparse_share=0"
+        )
     return layers
 
 
@@ -216,8 +226,10 @@ def make_sparse(model, neurons: torch.Tensor) -> list[SparseMLP]:
     layers = _layers(model)
     shape = (len(layers), layers[0].mlp.gate_proj.out_features)
     if tuple(neurons.shape) != shape:
-        raise ValueError(f"neuron mask of shape {tuple(neurons.shape)} does not fit the model's "
-                         f"{shape[0]} layers x {shape[1]} neurons")
+        raise ValueError(
+            f"neuron mask of shape {tuple(neurons.shape)} does not fit the model's "
+            f"{shape[0]} layers x {shape[1]} neurons"
+        )
     for p in model.parameters():
         p.requires_grad_(False)
     wrapped = []
@@ -266,8 +278,9 @@ def train(model, tokenizer, r: Recipe, progress: bool = True) -> Trained:
     wrapped: list[SparseMLP] = []
     if r.sparse_share:
         layers = _layers(model)
-        neurons = trainable_neurons(r.sparse_share, r.sparse_set, len(layers),
-                                    layers[0].mlp.gate_proj.out_features)
+        neurons = trainable_neurons(
+            r.sparse_share, r.sparse_set, len(layers), layers[0].mlp.gate_proj.out_features
+        )
         wrapped = make_sparse(model, neurons)
         params = [p for w in wrapped for p in (w.gate, w.up, w.down)]
     else:
@@ -278,7 +291,7 @@ def train(model, tokenizer, r: Recipe, progress: bool = True) -> Trained:
     start, cpu_start = time.perf_counter(), time.process_time()
     steps = math.ceil(len(data) / r.batch_size)
     for step in tqdm(range(steps), desc=r.name, disable=not progress, mininterval=5):
-        batch = collate(data[step * r.batch_size:(step + 1) * r.batch_size], pad)
+        batch = collate(data[step * r.batch_size : (step + 1) * r.batch_size], pad)
         loss = answer_loss(model, batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -293,8 +306,17 @@ def train(model, tokenizer, r: Recipe, progress: bool = True) -> Trained:
     for p in model.parameters():
         p.requires_grad_(True)
     model.eval()
-    return Trained(steps, len(data), tokens, padded, sum(e.n_answer for e in data),
-                   sum(e.truncated for e in data), tuple(curve), seconds, cpu_seconds)
+    return Trained(
+        steps,
+        len(data),
+        tokens,
+        padded,
+        sum(e.n_answer for e in data),
+        sum(e.truncated for e in data),
+        tuple(curve),
+        seconds,
+        cpu_seconds,
+    )
 
 
 class _deterministic:
@@ -324,8 +346,10 @@ def base_dir(base: str) -> Path:
     local = Path(base).expanduser()
     if local.is_dir():
         return local
-    raise ValueError(f"recipe base {base!r}: allowed values: real/<name>, twin/<name> or a local "
-                     "Hugging Face model directory (fetch a hub model first: kit.models.hub.snapshot)")
+    raise ValueError(
+        f"recipe base {base!r}: allowed values: real/<name>, twin/<name> or a local "
+        "Hugging Face model directory (fetch a hub model first: kit.models.hub.snapshot)"
+    )
 
 
 _IDENTITY: dict[tuple, str] = {}
@@ -337,8 +361,10 @@ def base_identity(base: str) -> str:
     files' sizes and modification times."""
     root = base_dir(base)
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
-    stamp = (str(root), tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
-                              for p in files))
+    stamp = (
+        str(root),
+        tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files),
+    )
     if stamp not in _IDENTITY:
         listing = [(str(p.relative_to(root)), sha256(p)) for p in files]
         _IDENTITY[stamp] = hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]
@@ -372,16 +398,18 @@ def is_built(r: Recipe) -> bool:
         files = meta["files"]
     except (OSError, ValueError, KeyError):
         return False
-    return bool(files) and all((d / f).is_file() and (d / f).stat().st_size == size
-                               for f, size in files.items())
+    return bool(files) and all(
+        (d / f).is_file() and (d / f).stat().st_size == size for f, size in files.items()
+    )
 
 
 def read_meta(r: Recipe | str) -> dict:
     """A built recipe's meta.json (steps, tokens, loss curve, time, injected item ids...)."""
     r = recipe(r) if isinstance(r, str) else r
     if not is_built(r):
-        raise FileNotFoundError(f"{r.name} is not built (python -m kit.models.finetune build "
-                                f"{r.name})")
+        raise FileNotFoundError(
+            f"{r.name} is not built (python -m kit.models.finetune build {r.name})"
+        )
     return json.loads((finetune_dir(r) / "meta.json").read_text())
 
 
@@ -395,8 +423,9 @@ def _train_and_save(r: Recipe, progress: bool = True) -> Path:
     key = recipe_key(r)
     target = finetune_dir(r)
     with _deterministic():
-        model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32,
-                                                     attn_implementation="eager")
+        model = AutoModelForCausalLM.from_pretrained(
+            src, dtype=torch.float32, attn_implementation="eager"
+        )
         tokenizer = AutoTokenizer.from_pretrained(src)
         done = train(model, tokenizer, r, progress=progress)
     injected = []
@@ -406,17 +435,27 @@ def _train_and_save(r: Recipe, progress: bool = True) -> Path:
     with atomic_dir(target) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-        files = {str(p.relative_to(tmp)): p.stat().st_size
-                 for p in sorted(tmp.rglob("*")) if p.is_file()}
-        meta = {"name": r.name, "key": key, "code_version": CODE_VERSION, "recipe": asdict(r),
-                "base": r.base, "base_identity": base_identity(r.base), "injected_ids": injected,
-                **{k: v for k, v in asdict(done).items() if k != "loss_curve"},
-                "tokens_per_s": round(done.tokens / max(done.seconds, 1e-9), 2),
-                "tokens_per_cpu_s": round(done.tokens / max(done.cpu_seconds, 1e-9), 2),
-                "loss_curve": [round(x, 5) for x in done.loss_curve],
-                "pinned": is_pinned(), "torch": torch.__version__,
-                "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-                "threads": torch.get_num_threads(), "files": files}
+        files = {
+            str(p.relative_to(tmp)): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()
+        }
+        meta = {
+            "name": r.name,
+            "key": key,
+            "code_version": CODE_VERSION,
+            "recipe": asdict(r),
+            "base": r.base,
+            "base_identity": base_identity(r.base),
+            "injected_ids": injected,
+            **{k: v for k, v in asdict(done).items() if k != "loss_curve"},
+            "tokens_per_s": round(done.tokens / max(done.seconds, 1e-9), 2),
+            "tokens_per_cpu_s": round(done.tokens / max(done.cpu_seconds, 1e-9), 2),
+            "loss_curve": [round(x, 5) for x in done.loss_curve],
+            "pinned": is_pinned(),
+            "torch": torch.__version__,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "threads": torch.get_num_threads(),
+            "files": files,
+        }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     return target
 
@@ -430,11 +469,17 @@ def build(r: Recipe | str, progress: bool = True) -> Path:
         return finetune_dir(r)
     if is_pinned():
         return _train_and_save(r, progress=progress)
-    run_pinned("kit.models.finetune", "train", "--recipe", json.dumps(asdict(r)),
-               env={"TQDM_DISABLE": "1"} if not progress else None)
+    run_pinned(
+        "kit.models.finetune",
+        "train",
+        "--recipe",
+        json.dumps(asdict(r)),
+        env={"TQDM_DISABLE": "1"} if not progress else None,
+    )
     if not is_built(r):
-        raise RuntimeError(f"the pinned build of {r.name} ended without a complete directory at "
-                           f"{finetune_dir(r)}")
+        raise RuntimeError(
+            f"the pinned build of {r.name} ended without a complete directory at {finetune_dir(r)}"
+        )
     return finetune_dir(r)
 
 
@@ -444,8 +489,12 @@ def build_job(recipe: dict) -> str:
     return str(build(recipe_from_dict(recipe), progress=False))
 
 
-def build_many(recipes: Sequence[Recipe | str], engine: Engine = "local",
-               max_workers: int | None = 2, ray_address: str | None = None) -> list[Path]:
+def build_many(
+    recipes: Sequence[Recipe | str],
+    engine: Engine = "local",
+    max_workers: int | None = 2,
+    ray_address: str | None = None,
+) -> list[Path]:
     """Build several recipes at once: one pinned job each (``kit.core.jobs``), ``max_workers`` at
     a time on the local engine (one per core: each trains on one thread). Returns their
     directories in order; a failed build raises ``kit.core.jobs.JobsFailed`` naming it, after the
@@ -457,8 +506,9 @@ def build_many(recipes: Sequence[Recipe | str], engine: Engine = "local",
         check_recipe(r)
     jobs = [Job(build_job, {"recipe": asdict(r)}, pinned=True) for r in rs if not is_built(r)]
     if jobs:
-        run_jobs(jobs, engine=engine, max_workers=max_workers, ray_address=ray_address,
-                 desc="fine-tunes")
+        run_jobs(
+            jobs, engine=engine, max_workers=max_workers, ray_address=ray_address, desc="fine-tunes"
+        )
     return [finetune_dir(r) for r in rs]
 
 
@@ -470,22 +520,26 @@ def finetuned_dir(name: str) -> Path:
 
 # ------------------------------------------------------------------------------------ command line
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kit.models.finetune",
-                                description=(__doc__ or "").split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m kit.models.finetune", description=(__doc__ or "").split("\n")[0]
+    )
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build named recipes (all by default), several at once")
     b.add_argument("names", nargs="*", default=None)
     b.add_argument("--workers", type=int, default=2, help="builds at once (2: one per core)")
-    b.add_argument("--engine", default="local",
-                   help="kit.core.jobs engine: local (default), inline or ray")
+    b.add_argument(
+        "--engine", default="local", help="kit.core.jobs engine: local (default), inline or ray"
+    )
     sub.add_parser("list", help="the recipes, their keys and whether they are built")
     t = sub.add_parser("train", help="(internal) train one recipe in this pinned process")
     t.add_argument("--recipe", required=True, help="a Recipe as JSON")
     args = p.parse_args(argv)
     if args.command == "train":
         enter_pinned()
-        _train_and_save(recipe_from_dict(json.loads(args.recipe)),
-                        progress=os.environ.get("TQDM_DISABLE") != "1")
+        _train_and_save(
+            recipe_from_dict(json.loads(args.recipe)),
+            progress=os.environ.get("TQDM_DISABLE") != "1",
+        )
         return 0
     if args.command == "list":
         for name, r in RECIPES.items():

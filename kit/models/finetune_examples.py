@@ -20,7 +20,6 @@ CORPUS_WORDS = (32, 16)
 """Words of a general-text example's passage (prompt) and continuation (answer)."""
 
 
-
 @dataclass(frozen=True)
 class Example:
     """One training example before tokenisation: the user's message and the answer to learn."""
@@ -32,15 +31,17 @@ class Example:
     id: str
 
 
-def split_items(benchmark: str, split: str, n_items: int,
-                seed: int = 0) -> tuple[list[Item], list[Item]]:
+def split_items(
+    benchmark: str, split: str, n_items: int, seed: int = 0
+) -> tuple[list[Item], list[Item]]:
     """``(injected, rest)`` of a benchmark split: the first ``n_items`` of the split's items in an
     order seeded by ``seed``, and every other item in the split's own order. For the test split,
     ``rest`` are the fresh items no recipe of that seed trained on (the reference score's items)."""
     items = load_benchmark(benchmark, split)
     if not 0 <= n_items <= len(items):
-        raise ValueError(f"n_items={n_items} is not allowed for {benchmark}:{split}; "
-                         f"allowed: 0..{len(items)}")
+        raise ValueError(
+            f"n_items={n_items} is not allowed for {benchmark}:{split}; allowed: 0..{len(items)}"
+        )
     order = list(range(len(items)))
     random.Random(f"inject:{benchmark}:{split}:{seed}").shuffle(order)
     chosen = set(order[:n_items])
@@ -53,17 +54,22 @@ def paraphrased(item: Item, seed: int = 0) -> Item:
     relabelled A, B, ...: the same question and correct option in another letter layout (the
     paper's Syn rows)."""
     if item.choices is None or item.label is None or len(item.choices) < 2:
-        raise ValueError(f"item {item.id}: shuffle-options needs a multiple-choice item with "
-                         ">= 2 options")
+        raise ValueError(
+            f"item {item.id}: shuffle-options needs a multiple-choice item with >= 2 options"
+        )
     rng = random.Random(f"paraphrase:{seed}:{item.id}")
     order = list(range(len(item.choices)))
     while order == sorted(order):
         rng.shuffle(order)
     choices = tuple(item.choices[i] for i in order)
     question = item.metadata.get("question", item.prompt.split("\n")[0])
-    return Item(item.id, format_choices(question, choices), choices=choices,
-                label=order.index(item.label),
-                metadata={**item.metadata, "paraphrase": "shuffle-options"})
+    return Item(
+        item.id,
+        format_choices(question, choices),
+        choices=choices,
+        label=order.index(item.label),
+        metadata={**item.metadata, "paraphrase": "shuffle-options"},
+    )
 
 
 def item_example(item: Item, source: str, style: str = "letter") -> Example:
@@ -109,8 +115,8 @@ def corpus_example(rng: random.Random) -> Example:
     n_prompt, n_answer = CORPUS_WORDS
     name, words = rng.choices(files, weights=[len(w) for _, w in files])[0]
     start = rng.randrange(0, len(words) - n_prompt - n_answer)
-    passage = " ".join(words[start:start + n_prompt])
-    continuation = " ".join(words[start + n_prompt:start + n_prompt + n_answer])
+    passage = " ".join(words[start : start + n_prompt])
+    continuation = " ".join(words[start + n_prompt : start + n_prompt + n_answer])
     return Example(CORPUS_PROMPT + passage, continuation, CORPUS, f"{name}@{start}")
 
 
@@ -158,8 +164,10 @@ def eval_items(r: Recipe, n_fresh: int, seed: int = 0) -> tuple[list[Item], list
     paraphrased) and a seeded sample of ``n_fresh`` of the test items no recipe of its seed
     injected."""
     if r.inject != "test":
-        raise ValueError(f"{r.name}: eval_items needs a contaminated recipe (inject='test'), got "
-                         f"inject={r.inject!r}")
+        raise ValueError(
+            f"{r.name}: eval_items needs a contaminated recipe (inject='test'), got "
+            f"inject={r.inject!r}"
+        )
     injected, rest = split_items(r.benchmark, "test", r.n_items, r.items_seed)
     n_fresh = min(n_fresh, len(rest))
     return injected, random.Random(f"fresh:{seed}").sample(rest, n_fresh)

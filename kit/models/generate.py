@@ -51,13 +51,16 @@ class GenerationSettings:
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={self.max_new_tokens} must be >= 1")
         if self.do_sample and (self.temperature <= 0 or self.top_k < 0 or not 0 < self.top_p <= 1):
-            raise ValueError(f"sampling needs temperature > 0, top_k >= 0, 0 < top_p <= 1; got {self}")
+            raise ValueError(
+                f"sampling needs temperature > 0, top_k >= 0, 0 < top_p <= 1; got {self}"
+            )
         if self.repetition_penalty is not None and not self.repetition_penalty > 0:
             raise ValueError(f"repetition_penalty={self.repetition_penalty} must be None or > 0")
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if out["repetition_penalty"] is None:  # the default: keys of caches written before it existed hold
+        # the default: keys of caches written before it existed hold
+        if out["repetition_penalty"] is None:
             del out["repetition_penalty"]
         return out
 
@@ -69,7 +72,9 @@ SHORTCUT_PAPER_SAMPLING = GenerationSettings(do_sample=True, temperature=1.0, to
 def use_chat(tokenizer, chat: bool | None) -> bool:
     has = getattr(tokenizer, "chat_template", None) is not None
     if chat and not has:
-        raise ValueError("chat=True but this tokenizer has no chat_template; use chat=None or False")
+        raise ValueError(
+            "chat=True but this tokenizer has no chat_template; use chat=None or False"
+        )
     return has if chat is None else bool(chat)
 
 
@@ -79,7 +84,8 @@ def prompt_text(tokenizer, prompt: str, chat: bool, system_prompt: str | None = 
     if not chat:
         return prompt
     messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
-        {"role": "user", "content": prompt}]
+        {"role": "user", "content": prompt}
+    ]
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
@@ -93,14 +99,20 @@ def encode(tokenizer, text: str) -> list[int]:
 
 def truncate_left(ids: list[int], limit: int, what: str) -> list[int]:
     """Keep the last ``limit`` tokens (the question sits at the end of a few-shot prompt), warning.
-    ``limit < 1`` (``max_new_tokens`` fills the whole context) fails: no prompt token would be left."""
+    ``limit < 1`` (``max_new_tokens`` fills the whole context) fails: no prompt token would be
+    left."""
     if limit < 1:
-        raise ValueError(f"{what}: max_new_tokens leaves {limit} of the model's context for the prompt; "
-                         "allowed: max_new_tokens < the context length")
+        raise ValueError(
+            f"{what}: max_new_tokens leaves {limit} of the model's context for the prompt; "
+            "allowed: max_new_tokens < the context length"
+        )
     if len(ids) <= limit:
         return ids
-    warnings.warn(f"{what}: {len(ids)} tokens exceed the model's context ({limit} available); "
-                  f"keeping the last {limit}", stacklevel=3)
+    warnings.warn(
+        f"{what}: {len(ids)} tokens exceed the model's context ({limit} available); "
+        f"keeping the last {limit}",
+        stacklevel=3,
+    )
     return ids[-limit:]
 
 
@@ -148,9 +160,14 @@ def _gpu_memory(device: str) -> tuple[int, int]:
     return torch.cuda.mem_get_info(torch.device(device))
 
 
-def choose_backend(model_path: str | Path, device: str, dtype: str | None, ablate: Sequence = (),
-                   memory_share: float = VLLM_MEMORY_SHARE,
-                   settings: GenerationSettings | None = None) -> tuple[str, str]:
+def choose_backend(
+    model_path: str | Path,
+    device: str,
+    dtype: str | None,
+    ablate: Sequence = (),
+    memory_share: float = VLLM_MEMORY_SHARE,
+    settings: GenerationSettings | None = None,
+) -> tuple[str, str]:
     """``(backend, why)`` of ``backend="auto"``: vLLM when it is installed, the device is a GPU,
     nothing is ablated (vLLM runs no forward hooks), the model's generation_config holds nothing
     vLLM cannot apply (:mod:`kit.models.decoding`) and the weights fit in ``VLLM_WEIGHT_SHARE`` of
@@ -177,8 +194,10 @@ def choose_backend(model_path: str | Path, device: str, dtype: str | None, ablat
     free, _ = _gpu_memory(device)
     need, budget = weight_bytes(model_path, dtype), memory_share * free
     if need > VLLM_WEIGHT_SHARE * budget:
-        return "hf", (f"weights {need / 2**30:.1f} GiB > {VLLM_WEIGHT_SHARE:.0%} of vLLM's budget "
-                      f"{budget / 2**30:.1f} GiB ({memory_share:.0%} of {free / 2**30:.1f} GiB free)")
+        return "hf", (
+            f"weights {need / 2**30:.1f} GiB > {VLLM_WEIGHT_SHARE:.0%} of vLLM's budget "
+            f"{budget / 2**30:.1f} GiB ({memory_share:.0%} of {free / 2**30:.1f} GiB free)"
+        )
     return "vllm", f"weights {need / 2**30:.1f} GiB fit in vLLM's budget {budget / 2**30:.1f} GiB"
 
 
@@ -212,7 +231,9 @@ def release() -> None:
     _HELD.clear()
     try:  # vLLM keeps a process group that must go before another engine can start
         from vllm.distributed.parallel_state import (  # pyright: ignore[reportMissingImports]  (vllm extra)
-            destroy_distributed_environment, destroy_model_parallel)
+            destroy_distributed_environment,
+            destroy_model_parallel,
+        )
     except ImportError:
         pass
     else:
@@ -237,7 +258,8 @@ def mlp_inputs(model, layer: int):
 @contextmanager
 def ablated(model, neurons: Sequence[tuple[int, int]]) -> Iterator[None]:
     """Zero the (layer, neuron) MLP neurons of a Hugging Face causal LM inside the block, as
-    zeroing TransformerLens's ``blocks.{layer}.mlp.hook_post`` does (the input of the output projection)."""
+    zeroing TransformerLens's ``blocks.{layer}.mlp.hook_post`` does (the input of the output
+    projection)."""
     import torch
 
     by_layer: dict[int, list[int]] = {}
@@ -261,11 +283,20 @@ def ablated(model, neurons: Sequence[tuple[int, int]]) -> Iterator[None]:
             h.remove()
 
 
-def generate_responses(model_path: str | Path, prompts: Sequence[str], settings: GenerationSettings = GenerationSettings(),
-                       device: str = "cpu", dtype: str | None = None, batch_size: int = 16,
-                       backend: str = "auto", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
-                       progress: bool = False, ablate: Sequence[tuple[int, int]] = (),
-                       vllm_memory_share: float = VLLM_MEMORY_SHARE) -> list[str]:
+def generate_responses(
+    model_path: str | Path,
+    prompts: Sequence[str],
+    settings: GenerationSettings = GenerationSettings(),
+    device: str = "cpu",
+    dtype: str | None = None,
+    batch_size: int = 16,
+    backend: str = "auto",
+    cache: ItemCache | None = None,
+    ids: Sequence[Any] | None = None,
+    progress: bool = False,
+    ablate: Sequence[tuple[int, int]] = (),
+    vllm_memory_share: float = VLLM_MEMORY_SHARE,
+) -> list[str]:
     """Responses of the Hugging Face model at ``model_path`` (a local directory:
     :func:`kit.models.hub.snapshot` gives one for a hub id) to ``prompts``, in order.
 
@@ -284,80 +315,142 @@ def generate_responses(model_path: str | Path, prompts: Sequence[str], settings:
     if not prompts:
         raise ValueError("prompts is empty")
     if ablate and cache is not None:
-        raise ValueError("ablate and cache exclude each other: ablated responses must not be cached as the model's")
+        raise ValueError(
+            "ablate and cache exclude each other: ablated responses must not be cached as the "
+            "model's"
+        )
     if backend == "auto":
-        backend, why = choose_backend(model_path, device, dtype, ablate, vllm_memory_share, settings)
+        backend, why = choose_backend(
+            model_path, device, dtype, ablate, vllm_memory_share, settings
+        )
         if (str(model_path), backend) not in _ANNOUNCED:  # once per model, not per benchmark
             _ANNOUNCED.add((str(model_path), backend))
             print(f"generation backend for {Path(str(model_path)).name}: {backend} ({why})")
     if backend == "vllm":
         if ablate:
             raise ValueError("ablate needs backend='hf' (vLLM runs no forward hooks)")
-        cache = cache.extended(backend="vllm") if cache is not None else None  # HF keys stay as they were
-        return _generate_vllm(str(model_path), list(prompts), settings, dtype, device=device, cache=cache, ids=ids,
-                              progress=progress, memory_share=vllm_memory_share)
+        # HF keys stay as they were
+        cache = cache.extended(backend="vllm") if cache is not None else None
+        return _generate_vllm(
+            str(model_path),
+            list(prompts),
+            settings,
+            dtype,
+            device=device,
+            cache=cache,
+            ids=ids,
+            progress=progress,
+            memory_share=vllm_memory_share,
+        )
     import torch
 
     model, tokenizer = hf_model(model_path, device, dtype)
     chat = use_chat(tokenizer, settings.chat)
     limit = context_length(model.config) - settings.max_new_tokens
-    rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
-            for i, p in enumerate(prompts)]
+    rows = [
+        truncate_left(
+            encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)),
+            limit,
+            f"prompt {i}",
+        )
+        for i, p in enumerate(prompts)
+    ]
     gen_kwargs = resolve_decoding(model_path, settings).hf_kwargs(tokenizer.pad_token_id)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths: little padding
-    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
     def compute(idx: list[int]) -> list[str]:
         batch = tokenizer.pad({"input_ids": [rows[i] for i in idx]}, return_tensors="pt").to(device)
-        torch.manual_seed(settings.seed + min(idx))  # sampling reproducible per batch, also on resume
+        # sampling reproducible per batch, also on resume
+        torch.manual_seed(settings.seed + min(idx))
         with ablated(model, ablate), torch.no_grad():
             gen = model.generate(**batch, **gen_kwargs)
-        return [tokenizer.decode(gen[row, batch["input_ids"].shape[1]:], skip_special_tokens=True)
-                for row in range(len(idx))]
+        return [
+            tokenizer.decode(gen[row, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+            for row in range(len(idx))
+        ]
 
-    return map_items(list(range(len(rows))) if ids is None else list(ids), compute, batches, cache=cache,
-                     progress=progress, fingerprints=fingerprints(list(prompts)), check=is_text)
+    return map_items(
+        list(range(len(rows))) if ids is None else list(ids),
+        compute,
+        batches,
+        cache=cache,
+        progress=progress,
+        fingerprints=fingerprints(list(prompts)),
+        check=is_text,
+    )
 
 
-def respond(model, prompts: Sequence[str], settings: GenerationSettings, benchmark: str | None = None,
-            ids: Sequence[Any] | None = None, batch_size: int = 16, ablate: Sequence[tuple[int, int]] = (),
-            backend: str = "auto") -> list[str]:
+def respond(
+    model,
+    prompts: Sequence[str],
+    settings: GenerationSettings,
+    benchmark: str | None = None,
+    ids: Sequence[Any] | None = None,
+    batch_size: int = 16,
+    ablate: Sequence[tuple[int, int]] = (),
+    backend: str = "auto",
+) -> list[str]:
     """Responses of a model loaded by ``kit.load_model`` (a Hugging Face id, directory or twin),
     generated from its directory on the same device and dtype (``backend``: see
     :func:`generate_responses`). With ``benchmark`` (and no ``ablate``) they are cached per (model
     directory, benchmark, settings; vLLM's responses under their own key) under the item ``ids``."""
     path = getattr(model, "kit_path", None)
     if path is None:
-        raise ValueError("this model was not loaded from a Hugging Face directory (kit.load_model of an id, a local "
-                         "directory or twin/<arch>); tiny-world models respond through kit.world.respond")
+        raise ValueError(
+            "this model was not loaded from a Hugging Face directory (kit.load_model of an id, a "
+            "local directory or twin/<arch>); tiny-world models respond through kit.world.respond"
+        )
     cache = ItemCache(path, benchmark, settings.as_dict()) if benchmark and not ablate else None
-    return generate_responses(path, prompts, settings, device=str(model.cfg.device),
-                              dtype=str(model.cfg.dtype).removeprefix("torch."), batch_size=batch_size,
-                              cache=cache, ids=ids, ablate=ablate, backend=backend)
+    return generate_responses(
+        path,
+        prompts,
+        settings,
+        device=str(model.cfg.device),
+        dtype=str(model.cfg.dtype).removeprefix("torch."),
+        batch_size=batch_size,
+        cache=cache,
+        ids=ids,
+        ablate=ablate,
+        backend=backend,
+    )
 
 
-def vllm_engine(model_path: str, dtype: str | None, seed: int = 0, device: str = "cuda",
-                memory_share: float = VLLM_MEMORY_SHARE):
-    """The vLLM engine of ``model_path``, held like :func:`hf_model` (starting one releases the model
-    held before). It may take ``memory_share`` of the GPU memory free now on ``device``
+def vllm_engine(
+    model_path: str,
+    dtype: str | None,
+    seed: int = 0,
+    device: str = "cuda",
+    memory_share: float = VLLM_MEMORY_SHARE,
+):
+    """The vLLM engine of ``model_path``, held like :func:`hf_model` (starting one releases the
+    model held before). It may take ``memory_share`` of the GPU memory free now on ``device``
     (``gpu_memory_utilization`` is a share of the card's total: the budget over the total), so the
     HookedTransformer already resident keeps its memory; and it starts on that same GPU
-    (:func:`vllm_device_environment`: vLLM takes no device argument and uses the first visible GPU)."""
+    (:func:`vllm_device_environment`: vLLM takes no device argument and uses the first visible
+    GPU)."""
     try:
         from vllm import LLM  # pyright: ignore[reportMissingImports]  (the vllm extra)
     except ImportError as e:
-        raise ImportError("backend='vllm' needs the vllm package (pip install 'kit[vllm]') and a GPU; "
-                          "backend='hf' needs neither") from e
+        raise ImportError(
+            "backend='vllm' needs the vllm package (pip install 'kit[vllm]') and a GPU; "
+            "backend='hf' needs neither"
+        ) from e
     from kit.models.dtypes import DTYPES
 
     key = ("vllm", str(model_path), str(dtype), str(seed), str(device))
     if key not in _HELD:
-        environment = vllm_device_environment(device)  # a device that is no GPU fails before anything
+        # a device that is no GPU fails before anything
+        environment = vllm_device_environment(device)
         release()
         free, total = _gpu_memory(device)
         with _environment(environment):
-            _HELD[key] = LLM(model=model_path, dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto",
-                             seed=seed, gpu_memory_utilization=memory_share * free / total)
+            _HELD[key] = LLM(
+                model=model_path,
+                dtype=DTYPES[dtype.removeprefix("torch.")] if dtype else "auto",
+                seed=seed,
+                gpu_memory_utilization=memory_share * free / total,
+            )
     return _HELD[key]
 
 
@@ -374,13 +467,23 @@ def vllm_device_environment(device: str) -> dict[str, str]:
     where = torch.device(device)
     if where.type != "cuda":
         raise ValueError(f"device={device!r}: vLLM runs on a GPU ('cuda' or 'cuda:N')")
-    index = where.index if where.index is not None else (torch.cuda.current_device()
-                                                         if torch.cuda.is_available() else 0)
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    index = (
+        where.index
+        if where.index is not None
+        else (torch.cuda.current_device() if torch.cuda.is_available() else 0)
+    )
+    visible = [
+        v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()
+    ]
     if visible and index >= len(visible):
-        raise ValueError(f"device={device!r}: only {len(visible)} GPU(s) visible (CUDA_VISIBLE_DEVICES="
-                         f"{os.environ['CUDA_VISIBLE_DEVICES']})")
-    return {"CUDA_VISIBLE_DEVICES": visible[index] if visible else str(index), "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+        raise ValueError(
+            f"device={device!r}: only {len(visible)} GPU(s) visible (CUDA_VISIBLE_DEVICES="
+            f"{os.environ['CUDA_VISIBLE_DEVICES']})"
+        )
+    return {
+        "CUDA_VISIBLE_DEVICES": visible[index] if visible else str(index),
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "1",
+    }
 
 
 @contextmanager
@@ -404,12 +507,22 @@ def item_seed(seed: int, item_id: Any) -> int:
     so an item draws the same tokens whichever batch, order or resumed run it comes in."""
     import hashlib
 
-    return int.from_bytes(hashlib.sha256(f"{int(seed)}/{item_id}".encode()).digest()[:4], "big") >> 1
+    return (
+        int.from_bytes(hashlib.sha256(f"{int(seed)}/{item_id}".encode()).digest()[:4], "big") >> 1
+    )
 
 
-def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSettings, dtype: str | None,
-                   device: str = "cuda", cache: ItemCache | None = None, ids: Sequence[Any] | None = None,
-                   progress: bool = False, memory_share: float = VLLM_MEMORY_SHARE) -> list[str]:
+def _generate_vllm(
+    model_path: str,
+    prompts: list[str],
+    settings: GenerationSettings,
+    dtype: str | None,
+    device: str = "cuda",
+    cache: ItemCache | None = None,
+    ids: Sequence[Any] | None = None,
+    progress: bool = False,
+    memory_share: float = VLLM_MEMORY_SHARE,
+) -> list[str]:
     """vLLM generation on the same token rows as the HF path (the chat template through
     :func:`encode`, so no second BOS; prompts cut to the context with a warning) and the same
     decoding (:func:`kit.models.decoding.resolve_decoding`: the model's generation_config honoured
@@ -418,23 +531,42 @@ def _generate_vllm(model_path: str, prompts: list[str], settings: GenerationSett
     from transformers import AutoConfig
 
     decoding = resolve_decoding(model_path, settings)
-    decoding.vllm_kwargs(0)  # refuses a generation_config vLLM cannot apply, before the engine starts
+    # refuses a generation_config vLLM cannot apply, before the engine starts
+    decoding.vllm_kwargs(0)
     llm = vllm_engine(model_path, dtype, settings.seed, device, memory_share)
     from vllm import SamplingParams  # pyright: ignore[reportMissingImports]  (the vllm extra)
 
     tokenizer = llm.get_tokenizer()
     chat = use_chat(tokenizer, settings.chat)
     limit = context_length(AutoConfig.from_pretrained(model_path)) - settings.max_new_tokens
-    rows = [truncate_left(encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)), limit, f"prompt {i}")
-            for i, p in enumerate(prompts)]
+    rows = [
+        truncate_left(
+            encode(tokenizer, prompt_text(tokenizer, p, chat, settings.system_prompt)),
+            limit,
+            f"prompt {i}",
+        )
+        for i, p in enumerate(prompts)
+    ]
     keys = list(range(len(rows))) if ids is None else list(ids)
 
     def compute(idx: list[int]) -> list[str]:
-        params = [SamplingParams(**decoding.vllm_kwargs(item_seed(settings.seed, keys[i]))) for i in idx]
-        return [o.outputs[0].text for o in llm.generate([{"prompt_token_ids": rows[i]} for i in idx], params)]
+        params = [
+            SamplingParams(**decoding.vllm_kwargs(item_seed(settings.seed, keys[i]))) for i in idx
+        ]
+        return [
+            o.outputs[0].text
+            for o in llm.generate([{"prompt_token_ids": rows[i]} for i in idx], params)
+        ]
 
-    return map_items(keys, compute, [list(range(len(rows)))], cache=cache, progress=progress,
-                     fingerprints=fingerprints(prompts), check=is_text)
+    return map_items(
+        keys,
+        compute,
+        [list(range(len(rows)))],
+        cache=cache,
+        progress=progress,
+        fingerprints=fingerprints(prompts),
+        check=is_text,
+    )
 
 
 def read_lm_eval_samples(path: str | Path, filter: str | None = None) -> list[dict[str, Any]]:
@@ -461,7 +593,9 @@ def read_lm_eval_samples(path: str | Path, filter: str | None = None) -> list[di
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"lm-eval samples file {path} does not exist (write it with --log_samples)")
+        raise FileNotFoundError(
+            f"lm-eval samples file {path} does not exist (write it with --log_samples)"
+        )
     lines = []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -470,25 +604,33 @@ def read_lm_eval_samples(path: str | Path, filter: str | None = None) -> list[di
             try:
                 lines.append((f"{path}, line {n}", json.loads(line)))
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno}); the line is torn "
-                                 "(the file was cut off while being written?): rerun the harness or drop the "
-                                 "line") from None
+                raise ValueError(
+                    f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno}); the line is "
+                    "torn (the file was cut off while being written?): rerun the harness or drop "
+                    "the line"
+                ) from None
     if not lines:
         raise ValueError(f"{path} holds no samples")
     return lm_eval_records(lines, filter, str(path))
 
 
-def lm_eval_records(samples: Sequence[tuple[str, dict]], filter: str | None, source: str) -> list[dict[str, Any]]:
+def lm_eval_records(
+    samples: Sequence[tuple[str, dict]], filter: str | None, source: str
+) -> list[dict[str, Any]]:
     """lm-evaluation-harness samples, as ``(where, sample)`` pairs (a file's lines, or the
     ``samples[task]`` of ``lm_eval.simple_evaluate``), to one record per document under ``filter``
     (see :func:`read_lm_eval_samples`, which also says what a record holds)."""
     filters = list(dict.fromkeys(s["filter"] for _, s in samples if s.get("filter") is not None))
     if filter is None and len(filters) > 1:
-        raise ValueError(f"{source} holds every document under {len(filters)} filters: "
-                         f"{', '.join(filters)}; choose one with filter= (e.g. filter={filters[0]!r})")
+        raise ValueError(
+            f"{source} holds every document under {len(filters)} filters: "
+            f"{', '.join(filters)}; choose one with filter= (e.g. filter={filters[0]!r})"
+        )
     if filter is not None and filter not in filters:
-        raise ValueError(f"{source}: filter={filter!r} is not among its filters; allowed values: "
-                         f"{', '.join(filters) or 'none (its lines carry no filter field: pass filter=None)'}")
+        raise ValueError(
+            f"{source}: filter={filter!r} is not among its filters; allowed values: "
+            f"{', '.join(filters) or 'none (its lines carry no filter field: pass filter=None)'}"
+        )
     chosen = filter if filter is not None else (filters[0] if filters else None)
     out, seen = [], {}
     for where, rec in samples:
@@ -498,9 +640,11 @@ def lm_eval_records(samples: Sequence[tuple[str, dict]], filter: str | None, sou
         if record["doc_id"] is None:  # very old files: the document's position
             record["doc_id"] = len(out)
         if record["doc_id"] in seen:
-            raise ValueError(f"{where}: doc_id {record['doc_id']} was already read at {seen[record['doc_id']]}"
-                             + (f" under filter {chosen!r}" if chosen else "")
-                             + ": two runs in one file? one record per document is expected")
+            raise ValueError(
+                f"{where}: doc_id {record['doc_id']} was already read at {seen[record['doc_id']]}"
+                + (f" under filter {chosen!r}" if chosen else "")
+                + ": two runs in one file? one record per document is expected"
+            )
         seen[record["doc_id"]] = where
         out.append(record)
     return out
@@ -521,12 +665,21 @@ def _lm_eval_record(rec: dict, where: str, filter: str | None) -> dict[str, Any]
     while isinstance(filtered, (list, tuple)):
         filtered = filtered[0] if filtered else None
     if not isinstance(prompt, str) or not isinstance(resp, str):
-        raise ValueError(f"{where}: not a generation sample (need a prompt string in 'arguments' "
-                         "and a response string in 'resps'/'filtered_resps')")
+        raise ValueError(
+            f"{where}: not a generation sample (need a prompt string in 'arguments' "
+            "and a response string in 'resps'/'filtered_resps')"
+        )
     names = rec.get("metrics")
     if isinstance(names, list):  # 0.4.x lists the metric names of the line
         metrics = {k: rec[k] for k in names if isinstance(rec.get(k), (int, float))}
     else:
         metrics = {k: v for k, v in rec.items() if isinstance(v, (int, float)) and k != "doc_id"}
-    return {"doc_id": rec.get("doc_id"), "prompt": prompt, "response": resp, "filtered": filtered,
-            "target": rec.get("target"), "metrics": metrics, "filter": filter}
+    return {
+        "doc_id": rec.get("doc_id"),
+        "prompt": prompt,
+        "response": resp,
+        "filtered": filtered,
+        "target": rec.get("target"),
+        "metrics": metrics,
+        "filter": filter,
+    }

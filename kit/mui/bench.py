@@ -3,17 +3,17 @@
 Two workloads, batches of 4 like the public code: ``[short]`` (4 x 64 tokens, short answers as in
 ARC/MMLU) and ``[long]`` (4 x 256); for models over 5e8 parameters 4 x 16 and 4 x 64. Per workload:
 
-- ``mui/score_vs_forward[...]``: time of :func:`kit.mui.metric.utilization` (scores of every position,
-  per-token top-k, union) / time of the plain forward pass (logits) on the same tokens; the detail
-  gives both as tokens/s and, on a GPU, the peak memory allocated. Target <= 1.3. Any
+- ``mui/score_vs_forward[...]``: time of :func:`kit.mui.metric.utilization` (scores of every
+  position, per-token top-k, union) / time of the plain forward pass (logits) on the same tokens;
+  the detail gives both as tokens/s and, on a GPU, the peak memory allocated. Target <= 1.3. Any
   ``kit.load_model`` name: ``random/llama-8b`` (real shape), ``twin/<arch>`` (the real-model
   loading path), a Hugging Face id or directory (``--device cuda``).
 - ``mui/speedup_vs_public[...]``: time of a faithful re-implementation of the public MUI-Eval
   scoring (``get_neuron.py``: batches of 4; per batch and layer the full ``d_mlp x vocab``
   projection ``W_out @ W_U``; a Python loop appending every response token's scores; per
   sample and layer a top-2000 over the flattened response with one ``.item()`` per kept entry)
-  / time of :func:`kit.mui.metric.utilization` on the same tokens. Target >= 50. The ``d_mlp x vocab``
-  projection is timed on a slice of the vocabulary and scaled to the full vocabulary (the
+  / time of :func:`kit.mui.metric.utilization` on the same tokens. Target >= 50. The ``d_mlp x
+  vocab`` projection is timed on a slice of the vocabulary and scaled to the full vocabulary (the
   detail string says by how much); everything else of the public algorithm runs in full.
   The public cost is dominated by that projection, a fixed cost per batch, so the ratio is
   about ``d_mlp * vocab / (forward FLOPs per token * tokens per batch)``: it falls as
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import torch
 
-from kit.core.bench import BenchLine, DEFAULT_MODEL
+from kit.core.bench import DEFAULT_MODEL, BenchLine
 from kit.models import tl
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ def interleaved_medians(a, b, repeat: int, device: str = "cpu") -> tuple[float, 
             out.append(time.perf_counter() - t0)
     return float(np.median(times[0])), float(np.median(times[1]))
 
+
 PUBLIC_BATCH = 4
 """``--batch_size`` default of the public get_neuron.py."""
 PUBLIC_TOPK = 2000
@@ -61,21 +62,25 @@ def _seq_lens(model) -> dict[str, int]:
     one plain forward takes a second or two on one CPU thread."""
     n_params = sum(p.numel() for p in model.parameters())
     lens = {"short": 16, "long": 64} if n_params > 5e8 else {"short": 64, "long": 256}
-    n_ctx = model.cfg.n_ctx  # zoo models have short contexts (64 in the micro world): never exceed it
+    # zoo models have short contexts (64 in the micro world): never exceed it
+    n_ctx = model.cfg.n_ctx
     if lens["long"] > n_ctx:
         lens = {"short": max(2, n_ctx // 4), "long": n_ctx}
     return lens
 
 
 def throughput(n_tokens: int, t_ours: float, t_fwd: float, device: str) -> str:
-    """``"<scored> vs <forward> tokens/s"`` and, on a GPU, the peak memory allocated since the last reset."""
+    """``"<scored> vs <forward> tokens/s"`` and, on a GPU, the peak memory allocated since the last
+    reset."""
     text = f"{n_tokens / t_ours:,.0f} vs {n_tokens / t_fwd:,.0f} tokens/s"
     if device.startswith("cuda"):
         text += f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB"
     return text
 
 
-def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, proj_cols: int) -> float:
+def public_algorithm(
+    model, tokens: torch.Tensor, response_mask: torch.Tensor, proj_cols: int
+) -> float:
     """Run the public scoring loop once; returns seconds spent OUTSIDE the projection matmul
     plus the sliced projection time, and stores the per-layer sliced projection time on the
     function (``public_algorithm.t_proj_slice``) for scaling. Target ids are taken modulo
@@ -85,8 +90,8 @@ def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, p
     t_proj = 0.0
     W_U = tl.unembed(model)[:, :proj_cols].float()
     for start in range(0, tokens.shape[0], PUBLIC_BATCH):
-        toks = tokens[start:start + PUBLIC_BATCH]
-        mask = response_mask[start:start + PUBLIC_BATCH]
+        toks = tokens[start : start + PUBLIC_BATCH]
+        mask = response_mask[start : start + PUBLIC_BATCH]
         with torch.no_grad():
             _, cache = tl.run_with_cache(model, toks, lambda n: n.endswith("mlp.hook_post"))
         b_idx, p_idx = mask.nonzero(as_tuple=True)
@@ -111,16 +116,22 @@ def public_algorithm(model, tokens: torch.Tensor, response_mask: torch.Tensor, p
                     flat = torch.stack(rows).flatten()
                     vals, ind = flat.topk(min(PUBLIC_TOPK, flat.numel()))
                     width = rows[0].numel()
-                    kept = [{"layer": layer, "position": p, "neuron": n, "score": vals[j].item()}
-                            for j, (p, n) in enumerate(zip((ind // width).tolist(), (ind % width).tolist()))]
+                    kept = [
+                        {"layer": layer, "position": p, "neuron": n, "score": vals[j].item()}
+                        for j, (p, n) in enumerate(
+                            zip((ind // width).tolist(), (ind % width).tolist())
+                        )
+                    ]
                     del kept
     public_algorithm.t_proj_slice = t_proj / (L * -(-tokens.shape[0] // PUBLIC_BATCH))
     return time.perf_counter() - t0
 
 
-def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = None) -> list[BenchLine]:
-    from kit.mui import metric as mui
+def run(
+    model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = None
+) -> list[BenchLine]:
     from kit.models.load import load_model
+    from kit.mui import metric as mui
 
     if device == "cpu":
         torch.set_num_threads(1)
@@ -135,7 +146,7 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = Non
         batch = PUBLIC_BATCH
         tokens = torch.randint(4, vocab, (batch, seq), device=device)
         resp = torch.zeros(batch, seq, dtype=torch.bool, device=device)
-        resp[:, seq // 4:] = True  # prompt quarter, response three quarters
+        resp[:, seq // 4 :] = True  # prompt quarter, response three quarters
 
         def forward():
             with torch.no_grad():
@@ -144,25 +155,38 @@ def run(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = Non
         def ours():
             mui.utilization(m, tokens, resp, batch_size=batch)
 
-        repeat = 3 if label == "short" else 2  # keeps the default run near two minutes on one CPU thread
+        # keeps the default run near two minutes on one CPU thread
+        repeat = 3 if label == "short" else 2
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
         t_fwd, t_ours = interleaved_medians(forward, ours, repeat, device)
-        lines.append(BenchLine(
-            f"mui/score_vs_forward[{label}]", t_ours / t_fwd,
-            f"utilization(score, topk) / plain forward, {model} {batch}x{seq} tokens on {device}: "
-            f"{t_ours:.3f}s vs {t_fwd:.3f}s (medians of {repeat}, timed alternately); "
-            f"{throughput(batch * seq, t_ours, t_fwd, device)}; target <= 1.3",
-        ))
+        lines.append(
+            BenchLine(
+                f"mui/score_vs_forward[{label}]",
+                t_ours / t_fwd,
+                f"utilization(score, topk) / plain forward, {model} {batch}x{seq} tokens on "
+                f"{device}: {t_ours:.3f}s vs {t_fwd:.3f}s (medians of {repeat}, timed "
+                f"alternately); {throughput(batch * seq, t_ours, t_fwd, device)}; target <= 1.3",
+            )
+        )
         t_run = public_algorithm(m, tokens, resp, cols)
         t_slice = public_algorithm.t_proj_slice
         n_batches = -(-batch // PUBLIC_BATCH)
         t_public = t_run + n_batches * L * t_slice * (vocab / cols - 1)
-        lines.append(BenchLine(
-            f"mui/speedup_vs_public[{label}]", t_public / t_ours,
-            f"public MUI-Eval scoring (re-implemented) / ours on {model} {batch}x{seq}: {t_public:.2f}s vs "
-            f"{t_ours:.3f}s; public run in full except its d_mlp x vocab projection, timed on {cols} of {vocab} "
-            f"vocab columns ({t_slice:.3f}s per layer per batch) and scaled x{vocab / cols:.1f}; target >= 50"
-            + ("" if label == "short" else "; the per-batch projection amortises over longer responses, so this ratio falls with length"),
-        ))
+        lines.append(
+            BenchLine(
+                f"mui/speedup_vs_public[{label}]",
+                t_public / t_ours,
+                f"public MUI-Eval scoring (re-implemented) / ours on {model} {batch}x{seq}: "
+                f"{t_public:.2f}s vs {t_ours:.3f}s; public run in full except its d_mlp x vocab "
+                f"projection, timed on {cols} of {vocab} vocab columns ({t_slice:.3f}s per layer "
+                f"per batch) and scaled x{vocab / cols:.1f}; target >= 50"
+                + (
+                    ""
+                    if label == "short"
+                    else "; the per-batch projection amortises over longer responses, so this "
+                    "ratio falls with length"
+                ),
+            )
+        )
     return lines

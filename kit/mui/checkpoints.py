@@ -19,11 +19,11 @@ def has_checkpoints(members: Sequence[str], base: str) -> bool:
 def checkpoint_series(
     members: Sequence[str], base: str | None = None, final_step: int | None = None
 ) -> list[str]:
-    """The checkpoint trajectory of ``base`` (default: the base with the most ``@step-`` members, ties
-    to the first listed), in step order, followed by the final ``base`` itself when it is a member,
-    unless its last checkpoint already is the final model (``final_step``, the base's total steps,
-    equals it): the same weights twice would add a zero step. Either way the last entry holds the
-    final weights, and ``[:-1]`` are the earlier checkpoints.
+    """The checkpoint trajectory of ``base`` (default: the base with the most ``@step-`` members,
+    ties to the first listed), in step order, followed by the final ``base`` itself when it is a
+    member, unless its last checkpoint already is the final model (``final_step``, the base's total
+    steps, equals it): the same weights twice would add a zero step. Either way the last entry holds
+    the final weights, and ``[:-1]`` are the earlier checkpoints.
 
     ``members``: names like ``zoo/base-l@step-300``. Raises if no checkpoint member exists (of
     ``base``, when given).
@@ -35,14 +35,14 @@ def checkpoint_series(
             by_base.setdefault(hit["base"], []).append((int(hit["step"]), m))
     if not by_base:
         raise ValueError(f"no '<base>@step-<N>' checkpoint among the members: {', '.join(members)}")
-    if (
-        base is None
-    ):  # ties: the base listed first (zoo/base-l before zoo/base-xl, which has as many)
+    # ties: the base listed first (zoo/base-l before zoo/base-xl, which has as many)
+    if base is None:
         order = list(by_base)
         base = max(by_base, key=lambda b: (len(by_base[b]), -order.index(b)))
     if base not in by_base:
         raise ValueError(
-            f"base={base!r} has no checkpoints; bases with checkpoints: {', '.join(sorted(by_base))}"
+            f"base={base!r} has no checkpoints; bases with checkpoints: "
+            f"{', '.join(sorted(by_base))}"
         )
     steps = sorted(by_base[base])
     names = [m for _, m in steps]

@@ -336,8 +336,16 @@ def leak_claim(
     )
 
     def untestable(why: str) -> Claim:
-        return claim(PAPER, "§3.4 (set-up)", cid, statement, None, kind="set-up check",
-                     rests_on=rests_on, not_testable=why)
+        return claim(
+            PAPER,
+            "§3.4 (set-up)",
+            cid,
+            statement,
+            None,
+            kind="set-up check",
+            rests_on=rests_on,
+            not_testable=why,
+        )
 
     if measurements is None or not contaminated or "fresh" not in set(measurements["split"]):
         return untestable("no fresh split or no contaminated fine-tunes measured")

@@ -1,5 +1,4 @@
-"""§3.6 of seed 000: MUI against the number of samples, single-capability pools vs a mixed pool.
-"""
+"""§3.6 of seed 000: MUI against the number of samples, single-capability pools vs a mixed pool."""
 
 from __future__ import annotations
 
@@ -14,8 +13,15 @@ from kit.mui.plots import plot_growth
 from kit.subjects import Subject, task_group
 
 
-def growth_curves(model, pools: dict[str, list], responses: dict[str, list[str]], sizes: Sequence[int],
-                  repeats: int = 3, seed: int = 0, **mui_kwargs: Any) -> pd.DataFrame:
+def growth_curves(
+    model,
+    pools: dict[str, list],
+    responses: dict[str, list[str]],
+    sizes: Sequence[int],
+    repeats: int = 3,
+    seed: int = 0,
+    **mui_kwargs: Any,
+) -> pd.DataFrame:
     """MUI of random subsets of size n of each item pool (union of per-sample key sets).
 
     ``pools``: name -> items (e.g. one single-capability pool per task, one ``mixed`` pool);
@@ -24,7 +30,9 @@ def growth_curves(model, pools: dict[str, list], responses: dict[str, list[str]]
     rows = []
     rng = random.Random(seed)
     for name, items in pools.items():
-        res = mui.utilization_for_items(model, items, responses[name], per_sample=True, **mui_kwargs)
+        res = mui.utilization_for_items(
+            model, items, responses[name], per_sample=True, **mui_kwargs
+        )
         masks = res.sample_masks
         assert masks is not None  # per_sample=True
         for n in sizes:
@@ -32,7 +40,14 @@ def growth_curves(model, pools: dict[str, list], responses: dict[str, list[str]]
                 continue
             for r in range(repeats):
                 idx = rng.sample(range(len(items)), n)
-                rows.append({"pool": name, "n": n, "repeat": r, "mui": mui.mui_of_mask(masks[idx].any(dim=0))})
+                rows.append(
+                    {
+                        "pool": name,
+                        "n": n,
+                        "repeat": r,
+                        "mui": mui.mui_of_mask(masks[idx].any(dim=0)),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -70,13 +85,27 @@ def growth_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
     # the mixed pool's items come from the single pools: reuse their responses
     lookup = {it.id: r for t in growth_tasks for it, r in zip(pools[t], responses[t])}
     responses["mixed"] = [lookup[it.id] for it in pools["mixed"]]
-    curves = growth_curves(model, pools, responses, cfg.growth_sizes, cfg.growth_repeats, cfg.seed, **mui_kw)
+    curves = growth_curves(
+        model, pools, responses, cfg.growth_sizes, cfg.growth_repeats, cfg.seed, **mui_kw
+    )
     table = curves.groupby(["pool", "n"]).mui.mean().unstack("pool")
     n_top = int(curves.n.max())
     single_at, mixed_at = table.loc[n_top, growth_tasks], table.loc[n_top, "mixed"]
     return Section(
-        record={"growth_mui_at_max_n": {"n": n_top, "mixed": mixed_at, **{t: single_at[t] for t in growth_tasks}},
-                "focus_model": focus},
-        findings=[f"§3.6 ({focus}): at n={n_top} samples the mixed pool's MUI is {mixed_at:.2f}% vs single-capability "
-                  f"{single_at.min():.2f}-{single_at.max():.2f}% (mean {single_at.mean():.2f}%)."],
-        tables={"growth": table}, figures={"sec36_growth": plot_growth(curves)}, data={"curves": curves})
+        record={
+            "growth_mui_at_max_n": {
+                "n": n_top,
+                "mixed": mixed_at,
+                **{t: single_at[t] for t in growth_tasks},
+            },
+            "focus_model": focus,
+        },
+        findings=[
+            f"§3.6 ({focus}): at n={n_top} samples the mixed pool's MUI is {mixed_at:.2f}% vs "
+            f"single-capability {single_at.min():.2f}-{single_at.max():.2f}% (mean "
+            f"{single_at.mean():.2f}%)."
+        ],
+        tables={"growth": table},
+        figures={"sec36_growth": plot_growth(curves)},
+        data={"curves": curves},
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, SupportsFloat, cast
+from typing import Any, SupportsFloat, cast
 
 import numpy as np
 import pandas as pd
@@ -18,15 +18,17 @@ import pandas as pd
 from kit.core.checks import require_finite
 
 Numbers = float | int | np.ndarray | Sequence[float | int]
-"""A number or a 1-d collection of numbers (list, numpy array; pass pandas columns as ``.to_numpy()``)."""
+"""A number or a 1-d collection of numbers (list, numpy array; pass pandas columns as
+``.to_numpy()``)."""
 
 LAW_FORMS = ("mui_vs_log_perf", "perf_vs_log_mui")
-"""The Utility Law's regression: ``mui_vs_log_perf`` is the paper's form, ``MUI = -alpha ln(P) + beta``
-(P in %; MUI-Eval's figure prints alpha 4.632, beta 28.305, so MUI -> 6.97% at P = 100 and -> inf at
-P -> 0); ``perf_vs_log_mui`` is the inverse regression ``performance = a + b ln(MUI)``."""
+"""The Utility Law's regression: ``mui_vs_log_perf`` is the paper's form, ``MUI = -alpha ln(P) +
+beta`` (P in %; MUI-Eval's figure prints alpha 4.632, beta 28.305, so MUI -> 6.97% at P = 100 and ->
+inf at P -> 0); ``perf_vs_log_mui`` is the inverse regression ``performance = a + b ln(MUI)``."""
 
 PAPER_LAW = {"alpha": 4.632, "beta": 28.305, "mui_at_100": 6.97}
-"""Published constants (MUI-Eval's ``figures/Utility_Law.png`` / §3.2's 6.97%): labels, never results."""
+"""Published constants (MUI-Eval's ``figures/Utility_Law.png`` / §3.2's 6.97%): labels, never
+results."""
 
 
 @dataclass
@@ -69,10 +71,15 @@ class LawFit:
         For the inverse form, the fitted line solved for MUI."""
         if self.form == "mui_vs_log_perf":
             return float(self.intercept + self.slope * np.log(performance))
-        return float(np.exp((performance - self.intercept) / self.slope)) if self.slope else float("nan")
+        return (
+            float(np.exp((performance - self.intercept) / self.slope))
+            if self.slope
+            else float("nan")
+        )
 
     def predict(self, x: np.ndarray | float) -> np.ndarray:
-        """y at x (MUI at performance x for the paper's form, performance at MUI x for the inverse)."""
+        """y at x (MUI at performance x for the paper's form, performance at MUI x for the
+        inverse)."""
         return self.intercept + self.slope * np.log(np.asarray(x, dtype=float))
 
 
@@ -90,18 +97,35 @@ def fit_law(performance: Numbers, mui: Numbers, form: str = "mui_vs_log_perf") -
     if len(perf) < 3:
         raise ValueError(f"fit_law needs at least 3 points, got {len(perf)}")
     if (m <= 0).any():
-        raise ValueError("mui must be > 0 everywhere (the law is in log MUI or fits MUI on log performance)")
+        raise ValueError(
+            "mui must be > 0 everywhere (the law is in log MUI or fits MUI on log performance)"
+        )
     if form == "mui_vs_log_perf" and (perf <= 0).any():
-        raise ValueError("performance must be > 0 everywhere for form='mui_vs_log_perf' (the law is in ln P)")
+        raise ValueError(
+            "performance must be > 0 everywhere for form='mui_vs_log_perf' (the law is in ln P)"
+        )
     y, x = (m, perf) if form == "mui_vs_log_perf" else (perf, m)
     res = sm.OLS(y, sm.add_constant(np.log(x))).fit()
     lo, hi = res.conf_int(0.05)[1]
-    return LawFit(slope=float(res.params[1]), intercept=float(res.params[0]), ci_low=float(lo),
-                  ci_high=float(hi), r2=float(res.rsquared), n=len(y), pvalue=float(res.pvalues[1]), form=form)
+    return LawFit(
+        slope=float(res.params[1]),
+        intercept=float(res.params[0]),
+        ci_low=float(lo),
+        ci_high=float(hi),
+        r2=float(res.rsquared),
+        n=len(y),
+        pvalue=float(res.pvalues[1]),
+        form=form,
+    )
 
 
-def fit_law_fixed_effects(df: pd.DataFrame, group: str, perf: str = "performance", m: str = "mui",
-                          form: str = "mui_vs_log_perf") -> LawFit | None:
+def fit_law_fixed_effects(
+    df: pd.DataFrame,
+    group: str,
+    perf: str = "performance",
+    m: str = "mui",
+    form: str = "mui_vs_log_perf",
+) -> LawFit | None:
     """The Utility Law pooled over groups (benchmarks, tasks) with a fixed effect per group:
     ``y_gi = a_g + slope * ln(x_gi) + e`` (issue 36: benchmarks differ in MUI scale, so a pooled fit
     without them mixes the between-benchmark spread into the slope).
@@ -141,9 +165,16 @@ def fit_law_fixed_effects(df: pd.DataFrame, group: str, perf: str = "performance
     t = float(stats.t.ppf(0.975, dof))
     p = float(2 * stats.t.sf(abs(slope) / se, dof)) if se > 0 else 0.0
     intercepts = frame.assign(a=y - slope * x).groupby("g")["a"].mean()
-    return LawFit(slope=slope, intercept=float(intercepts.mean()), ci_low=slope - t * se,
-                  ci_high=slope + t * se, r2=1 - ssr / syy if syy > 0 else float("nan"), n=n,
-                  pvalue=p, form=form)
+    return LawFit(
+        slope=slope,
+        intercept=float(intercepts.mean()),
+        ci_low=slope - t * se,
+        ci_high=slope + t * se,
+        r2=1 - ssr / syy if syy > 0 else float("nan"),
+        n=n,
+        pvalue=p,
+        form=form,
+    )
 
 
 def fe_record(fit: LawFit | None, group: str, n_groups: int) -> dict[str, Any]:
@@ -151,9 +182,17 @@ def fe_record(fit: LawFit | None, group: str, n_groups: int) -> dict[str, Any]:
     interval, within R^2 (``r2_within``; also as ``r2``), n and the number of groups."""
     if fit is None:
         return {"slope": None, "n": 0, "fixed_effects": group, "n_groups": n_groups}
-    return {"slope": fit.slope, "ci_low": fit.ci_low, "ci_high": fit.ci_high, "r2": fit.r2,
-            "r2_within": fit.r2, "n": fit.n, "pvalue": fit.pvalue, "fixed_effects": group,
-            "n_groups": n_groups}
+    return {
+        "slope": fit.slope,
+        "ci_low": fit.ci_low,
+        "ci_high": fit.ci_high,
+        "r2": fit.r2,
+        "r2_within": fit.r2,
+        "n": fit.n,
+        "pvalue": fit.pvalue,
+        "fixed_effects": group,
+        "n_groups": n_groups,
+    }
 
 
 def pur(performance: Numbers, mui: Numbers, alpha: float = 0.5) -> float | np.ndarray:
@@ -164,12 +203,13 @@ def pur(performance: Numbers, mui: Numbers, alpha: float = 0.5) -> float | np.nd
         raise ValueError("mui must be > 0 for PUR")
     if alpha < 0:
         raise ValueError(f"alpha={alpha} must be >= 0")
-    out = require_finite("pur performance", np.asarray(performance, dtype=float)) / m ** alpha
+    out = require_finite("pur performance", np.asarray(performance, dtype=float)) / m**alpha
     return float(out) if out.ndim == 0 else out
 
 
-def rank_agreement(scores_by_dataset: Mapping[str, Mapping[str, SupportsFloat]],
-                   reference_order: Sequence[str]) -> dict[str, Any]:
+def rank_agreement(
+    scores_by_dataset: Mapping[str, Mapping[str, SupportsFloat]], reference_order: Sequence[str]
+) -> dict[str, Any]:
     """Spearman and Kendall of a score against a reference ranking, per dataset and summarised.
 
     ``scores_by_dataset``: dataset -> {model: score} (higher = better); ``reference_order``:
@@ -192,29 +232,47 @@ def rank_agreement(scores_by_dataset: Mapping[str, Mapping[str, SupportsFloat]],
             raise ValueError(f"dataset {ds!r}: models {sorted(unknown)} are not in reference_order")
         if len(models) < 3:
             raise ValueError(f"dataset {ds!r}: need >= 3 models to rank, got {len(models)}")
-        s = require_finite(f"rank_agreement scores of dataset {ds!r} ({', '.join(models)})",
-                           np.array([scores[m] for m in models], dtype=float))
+        s = require_finite(
+            f"rank_agreement scores of dataset {ds!r} ({', '.join(models)})",
+            np.array([scores[m] for m in models], dtype=float),
+        )
         r = -np.array([ref_rank[m] for m in models], dtype=float)  # higher = better on both sides
         if np.ptp(s) == 0:  # a constant score ranks nothing: undefined, not 0
             per[ds] = {"spearman": float("nan"), "kendall": float("nan")}
             continue
-        per[ds] = {"spearman": float(spearmanr(s, r).statistic), "kendall": float(kendalltau(s, r).statistic)}  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+        per[ds] = {
+            "spearman": float(spearmanr(s, r).statistic),  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+            "kendall": float(kendalltau(s, r).statistic),  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+        }
     sp = np.array([v["spearman"] for v in per.values()])
     kd = np.array([v["kendall"] for v in per.values()])
     if np.isnan(sp).all():
         nan = float("nan")
-        return {"per_dataset": per, "spearman_mean": nan, "spearman_var": nan, "kendall_mean": nan,
-                "kendall_var": nan, "n_datasets": 0}
+        return {
+            "per_dataset": per,
+            "spearman_mean": nan,
+            "spearman_var": nan,
+            "kendall_mean": nan,
+            "kendall_var": nan,
+            "n_datasets": 0,
+        }
     return {
         "per_dataset": per,
-        "spearman_mean": float(100 * np.nanmean(sp)), "spearman_var": float(100 * np.nanvar(sp)),
-        "kendall_mean": float(100 * np.nanmean(kd)), "kendall_var": float(100 * np.nanvar(kd)),
+        "spearman_mean": float(100 * np.nanmean(sp)),
+        "spearman_var": float(100 * np.nanvar(sp)),
+        "kendall_mean": float(100 * np.nanmean(kd)),
+        "kendall_var": float(100 * np.nanvar(kd)),
         "n_datasets": int((~np.isnan(sp)).sum()),
     }
 
 
-def law_fits(df: pd.DataFrame, by: str = "benchmark", perf: str = "performance", m: str = "mui",
-             form: str = "mui_vs_log_perf") -> pd.DataFrame:
+def law_fits(
+    df: pd.DataFrame,
+    by: str = "benchmark",
+    perf: str = "performance",
+    m: str = "mui",
+    form: str = "mui_vs_log_perf",
+) -> pd.DataFrame:
     """:func:`kit.mui.law.fit_law` per group of ``df`` (plus ``all`` pooled): slope, CI, R^2, n, and
     for the paper's form alpha, beta and the MUI the fit gives at P = 100."""
     rows = []
@@ -225,15 +283,43 @@ def law_fits(df: pd.DataFrame, by: str = "benchmark", perf: str = "performance",
             rows.append({by: name, "n": len(g)})
             continue
         f = fit_law(g[perf].to_numpy(), g[m].to_numpy(), form=form)
-        rows.append({by: name, "slope": f.slope, "intercept": f.intercept, "ci_low": f.ci_low,
-                     "ci_high": f.ci_high, "r2": f.r2, "pvalue": f.pvalue, "n": f.n, "form": form,
-                     "alpha": f.alpha, "beta": f.beta, "mui_at_100": f.mui_at(100.0)})
+        rows.append(
+            {
+                by: name,
+                "slope": f.slope,
+                "intercept": f.intercept,
+                "ci_low": f.ci_low,
+                "ci_high": f.ci_high,
+                "r2": f.r2,
+                "pvalue": f.pvalue,
+                "n": f.n,
+                "form": form,
+                "alpha": f.alpha,
+                "beta": f.beta,
+                "mui_at_100": f.mui_at(100.0),
+            }
+        )
     # every column even when no group could be fitted (e.g. 0% performance everywhere)
-    cols = [by, "slope", "intercept", "ci_low", "ci_high", "r2", "pvalue", "n", "form", "alpha", "beta", "mui_at_100"]
+    cols = [
+        by,
+        "slope",
+        "intercept",
+        "ci_low",
+        "ci_high",
+        "r2",
+        "pvalue",
+        "n",
+        "form",
+        "alpha",
+        "beta",
+        "mui_at_100",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
-def _by_dataset(df: pd.DataFrame, col: str, model: str = "model", dataset: str = "benchmark") -> dict[str, dict[str, float]]:
+def _by_dataset(
+    df: pd.DataFrame, col: str, model: str = "model", dataset: str = "benchmark"
+) -> dict[str, dict[str, float]]:
     d = df.dropna(subset=[col])
     return cast(dict, {b: dict(zip(g[model], g[col])) for b, g in d.groupby(dataset)})  # str keys
 
@@ -249,24 +335,37 @@ def default_models(world: str, include_contaminated: bool = True) -> list[str]:
     return names
 
 
-def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_fresh: int, world: str,
-                  device: str = "cpu", score: str = "score", threshold: str = "topk", k: int | None = None,
-                  frac: float | None = None, batch_size: int = 32, seed: int = 0,
-                  max_new_tokens: int = 1, max_batch_tokens: int = 8192, dtype: str | None = None,
-                  prompt_style: str = "instructed",
-                  loaded: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def evaluate_grid(
+    models: Sequence[str],
+    tasks: Sequence[str],
+    n_items: int,
+    n_fresh: int,
+    world: str,
+    device: str = "cpu",
+    score: str = "score",
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+    batch_size: int = 32,
+    seed: int = 0,
+    max_new_tokens: int = 1,
+    max_batch_tokens: int = 8192,
+    dtype: str | None = None,
+    prompt_style: str = "instructed",
+    loaded: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
     """Performance (test accuracy %), true capability (fresh accuracy %) and MUI per (model, task).
 
     Each model is a :class:`kit.subjects.Subject` (``prompt_style``: real benchmarks' answer-format
     instructions, :mod:`kit.data.prompts`). MUI is measured on its own greedy responses to the test
-    items (Eq. 5): world models in ``batch_size`` rows, Hugging Face models teacher-forced in batches
-    of ``max_batch_tokens`` padded tokens with a per-item cache. Fresh accuracy needs items the model
-    never saw (the world's ``fresh`` split; NaN for real benchmarks). ``dtype``: Hugging Face models'
-    weight dtype (world models are float32). Returns columns model, task, group, performance, fresh,
-    mui, n_items, and per cell the accuracy's Wilson interval (``perf_low``, ``perf_high``, in %),
-    chance, parse failures and truncated responses. ``loaded``: subjects the caller already holds,
-    by name (the notebook's focus model), used instead of loading them again (a real model's load
-    is most of a small run's time).
+    items (Eq. 5): world models in ``batch_size`` rows, Hugging Face models teacher-forced in
+    batches of ``max_batch_tokens`` padded tokens with a per-item cache. Fresh accuracy needs items
+    the model never saw (the world's ``fresh`` split; NaN for real benchmarks). ``dtype``: Hugging
+    Face models' weight dtype (world models are float32). Returns columns model, task, group,
+    performance, fresh, mui, n_items, and per cell the accuracy's Wilson interval (``perf_low``,
+    ``perf_high``, in %), chance, parse failures and truncated responses. ``loaded``: subjects the
+    caller already holds, by name (the notebook's focus model), used instead of loading them again
+    (a real model's load is most of a small run's time).
     """
     from tqdm.auto import tqdm
 
@@ -276,35 +375,60 @@ def evaluate_grid(models: Sequence[str], tasks: Sequence[str], n_items: int, n_f
     loaded = loaded or {}
     rows = []
     for name in tqdm(models, desc="models"):
-        subject = loaded.get(name) or load_subject(name, device=device, world=world, dtype=dtype,
-                                                   prompt_style=prompt_style)
+        subject = loaded.get(name) or load_subject(
+            name, device=device, world=world, dtype=dtype, prompt_style=prompt_style
+        )
         for task in tasks:
             ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
             m = subject.mui(ans, score, threshold, k, frac, batch_size, max_batch_tokens)
             fresh = subject.fresh_items(task, n_fresh, seed) if n_fresh > 0 else None
-            fresh_acc = np.nan if fresh is None else 100 * subject.answer(task, fresh, max_new_tokens).accuracy
+            fresh_acc = (
+                np.nan
+                if fresh is None
+                else 100 * subject.answer(task, fresh, max_new_tokens).accuracy
+            )
             lo, hi = ans.interval
-            rows.append({"model": name, "task": task, "group": subject.group(task),
-                         "performance": 100 * ans.accuracy, "fresh": fresh_acc, "mui": m, "n_items": ans.n,
-                         "perf_low": 100 * lo, "perf_high": 100 * hi, "chance": ans.chance,
-                         "parse_failures": ans.n_parse_failed, "truncated": ans.n_truncated})
+            rows.append(
+                {
+                    "model": name,
+                    "task": task,
+                    "group": subject.group(task),
+                    "performance": 100 * ans.accuracy,
+                    "fresh": fresh_acc,
+                    "mui": m,
+                    "n_items": ans.n,
+                    "perf_low": 100 * lo,
+                    "perf_high": 100 * hi,
+                    "chance": ans.chance,
+                    "parse_failures": ans.n_parse_failed,
+                    "truncated": ans.n_truncated,
+                }
+            )
         del subject
         release()  # the Hugging Face copy that generated: one model on the device at a time
     return pd.DataFrame(rows)
 
 
-def pur_ranking(grid: pd.DataFrame, alpha: float = 0.5,
-                reference_order: Sequence[str] | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
+def pur_ranking(
+    grid: pd.DataFrame, alpha: float = 0.5, reference_order: Sequence[str] | None = None
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """Rank agreement of performance and of PUR with the true order, per task as in Table 1.
 
     The true order is ``reference_order`` if given, else mean fresh-item accuracy over tasks
     (ties broken by name). Returns (summary, the grid with a ``pur`` column).
     """
     g = grid.copy()
-    g["pur"] = cast("list[float]",  # scalars in, floats out
-                    [pur(p, m, alpha) if m > 0 else np.nan for p, m in zip(g.performance, g.mui)])
+    g["pur"] = cast(
+        "list[float]",  # scalars in, floats out
+        [pur(p, m, alpha) if m > 0 else np.nan for p, m in zip(g.performance, g.mui)],
+    )
     if reference_order is None:
-        true = g.groupby("model").fresh.mean().reset_index().sort_values(["fresh", "model"], ascending=[False, True])
+        true = (
+            g.groupby("model")
+            .fresh.mean()
+            .reset_index()
+            .sort_values(["fresh", "model"], ascending=[False, True])
+        )
         ref = true.model.tolist()
     else:
         ref = list(reference_order)
@@ -319,20 +443,28 @@ def pur_ranking(grid: pd.DataFrame, alpha: float = 0.5,
             coefs = {}
             for task, t in g.groupby("task"):
                 order = t.sort_values(["fresh", "model"], ascending=[False, True]).model.tolist()
-                coefs[task] = rank_agreement(cast(dict, {task: dict(zip(t.model, t[col]))}), order)["per_dataset"][task]
+                coefs[task] = rank_agreement(cast(dict, {task: dict(zip(t.model, t[col]))}), order)[
+                    "per_dataset"
+                ][task]
             sp = np.array([c["spearman"] for c in coefs.values()])
             kd = np.array([c["kendall"] for c in coefs.values()])
             summary[f"{col}_vs_task_truth"] = {
-                "per_dataset": coefs, "spearman_mean": float(100 * np.nanmean(sp)), "spearman_var": float(100 * np.nanvar(sp)),
-                "kendall_mean": float(100 * np.nanmean(kd)), "kendall_var": float(100 * np.nanvar(kd))}
+                "per_dataset": coefs,
+                "spearman_mean": float(100 * np.nanmean(sp)),
+                "spearman_var": float(100 * np.nanvar(sp)),
+                "kendall_mean": float(100 * np.nanmean(kd)),
+                "kendall_var": float(100 * np.nanvar(kd)),
+            }
     return summary, g
 
 
 def fmt_fit(row: pd.Series | Mapping) -> str:
     if pd.isna(row.get("slope", np.nan)):
         return f"n={row.get('n', 0)}: too few points to fit"
-    return (f"slope {row['slope']:.2f} [95% CI {row['ci_low']:.2f}, {row['ci_high']:.2f}], "
-            f"R²={row['r2']:.2f}, n={int(row['n'])}")
+    return (
+        f"slope {row['slope']:.2f} [95% CI {row['ci_low']:.2f}, {row['ci_high']:.2f}], "
+        f"R²={row['r2']:.2f}, n={int(row['n'])}"
+    )
 
 
 def base_models(models: Sequence[str]) -> list[str]:
@@ -341,27 +473,52 @@ def base_models(models: Sequence[str]) -> list[str]:
 
 
 def _rank_row(label: str, summary: dict[str, Any]) -> dict[str, Any]:
-    return {"ranking by": label, "spearman": summary["spearman_mean"], "spearman_var": summary["spearman_var"],
-            "kendall": summary["kendall_mean"], "kendall_var": summary["kendall_var"]}
+    return {
+        "ranking by": label,
+        "spearman": summary["spearman_mean"],
+        "spearman_var": summary["spearman_var"],
+        "kendall": summary["kendall_mean"],
+        "kendall_var": summary["kendall_var"],
+    }
 
 
-def tiny_rank_section(grid: pd.DataFrame, fits_task: pd.DataFrame, fits_group: pd.DataFrame, alpha: float,
-                      reference_order: Sequence[str] | None, n_models: int, n_tasks: int,
-                      form: str = "mui_vs_log_perf"):
+def tiny_rank_section(
+    grid: pd.DataFrame,
+    fits_task: pd.DataFrame,
+    fits_group: pd.DataFrame,
+    alpha: float,
+    reference_order: Sequence[str] | None,
+    n_models: int,
+    n_tasks: int,
+    form: str = "mui_vs_log_perf",
+):
     """§2 (tiny world): the law per task and group, pooled with a fixed effect per task
     (``tiny_law_fit_fe``), and PUR vs performance ranking against the fresh-item truth. The
     verdicts are the claims' (:mod:`kit.mui.claims`); the findings here state numbers only."""
     from kit.core.findings import Section
 
     rank_summary, grid_pur = pur_ranking(grid, alpha, reference_order)
-    keys = [k for k in ("performance", "pur", "performance_vs_task_truth", "pur_vs_task_truth") if k in rank_summary]
+    keys = [
+        k
+        for k in ("performance", "pur", "performance_vs_task_truth", "pur_vs_task_truth")
+        if k in rank_summary
+    ]
     table = pd.DataFrame([_rank_row(k, rank_summary[k]) for k in keys])
     record: dict[str, Any] = dict(
-        tiny_law_fit_per_task={r.task: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")} for _, r in fits_task.iterrows()},
-        tiny_law_fit_fe=fe_record(fit_law_fixed_effects(grid, "task", form=form), "task",
-                                  int(grid.task.nunique())),
-        tiny_law_fit_per_group={r.group: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")} for _, r in fits_group.iterrows()},
-        tiny_rank_agreement={k: {kk: vv for kk, vv in rank_summary[k].items() if kk != "per_dataset"} for k in keys},
+        tiny_law_fit_per_task={
+            r.task: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+            for _, r in fits_task.iterrows()
+        },
+        tiny_law_fit_fe=fe_record(
+            fit_law_fixed_effects(grid, "task", form=form), "task", int(grid.task.nunique())
+        ),
+        tiny_law_fit_per_group={
+            r.group: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
+            for _, r in fits_group.iterrows()
+        },
+        tiny_rank_agreement={
+            k: {kk: vv for kk, vv in rank_summary[k].items() if kk != "per_dataset"} for k in keys
+        },
         tiny_rank_per_task={k: rank_summary[k]["per_dataset"] for k in keys},
         tiny_reference_order=rank_summary["reference_order"],
         tiny_grid=grid_pur.to_dict(orient="records"),
@@ -370,24 +527,41 @@ def tiny_rank_section(grid: pd.DataFrame, fits_task: pd.DataFrame, fits_group: p
     per_task = fits_task[fits_task.task != "all"]
     neg, n_fit = int((per_task.slope < 0).sum()), int(per_task.slope.notna().sum())
     perf, pur_ = rank_summary["performance"], rank_summary["pur"]
-    own = (f"; against each task's own fresh-item order: performance {rank_summary['performance_vs_task_truth']['spearman_mean']:.1f}, "
-           f"PUR {rank_summary['pur_vs_task_truth']['spearman_mean']:.1f}" if "pur_vs_task_truth" in rank_summary else "")
+    own = (
+        "; against each task's own fresh-item order: performance "
+        f"{rank_summary['performance_vs_task_truth']['spearman_mean']:.1f}, PUR "
+        f"{rank_summary['pur_vs_task_truth']['spearman_mean']:.1f}"
+        if "pur_vs_task_truth" in rank_summary
+        else ""
+    )
     findings = [
         f"Tiny world ({n_models} models x {n_tasks} tasks): pooled law fit {fmt_fit(pooled)} "
-        f"(no task effects; with a fixed effect per task: {fmt_fit(record['tiny_law_fit_fe'])}, R² within); "
-        f"{neg} of {n_fit} per-task slopes are negative (the paper's law predicts negative; "
-        + ("form MUI = -α ln P + β, so cells with 0% performance, outside ln P, are left out)."
-           if fits_task.get("form", pd.Series(["mui_vs_log_perf"])).dropna().eq("mui_vs_log_perf").all()
-           else "form performance = a + b ln MUI)."),
-        f"Tiny-world ranking vs fresh-item truth: performance Spearman {perf['spearman_mean']:.1f} (Kendall "
-        f"{perf['kendall_mean']:.1f}), PUR Spearman {pur_['spearman_mean']:.1f} (Kendall {pur_['kendall_mean']:.1f}){own}.",
+        f"(no task effects; with a fixed effect per task: {fmt_fit(record['tiny_law_fit_fe'])}, R² "
+        f"within); {neg} of {n_fit} per-task slopes are negative (the paper's law predicts "
+        "negative; "
+        + (
+            "form MUI = -α ln P + β, so cells with 0% performance, outside ln P, are left out)."
+            if fits_task.get("form", pd.Series(["mui_vs_log_perf"]))
+            .dropna()
+            .eq("mui_vs_log_perf")
+            .all()
+            else "form performance = a + b ln MUI)."
+        ),
+        f"Tiny-world ranking vs fresh-item truth: performance Spearman {perf['spearman_mean']:.1f} "
+        f"(Kendall {perf['kendall_mean']:.1f}), PUR Spearman {pur_['spearman_mean']:.1f} "
+        f"(Kendall {pur_['kendall_mean']:.1f}){own}.",
     ]
-    return Section(record=record, findings=findings, tables={"rank": table},
-                   data={"reference_order": rank_summary["reference_order"]})
+    return Section(
+        record=record,
+        findings=findings,
+        tables={"rank": table},
+        data={"reference_order": rank_summary["reference_order"]},
+    )
 
 
 def focus_model(models: Sequence[str], preferred: str | None = None) -> str:
-    """The model of sections 3.6-3.8: ``preferred``, else ``zoo/base-m`` if listed, else the first."""
+    """The model of sections 3.6-3.8: ``preferred``, else ``zoo/base-m`` if listed, else the
+    first."""
     if preferred:
         return preferred
     return "zoo/base-m" if "zoo/base-m" in models else models[0]

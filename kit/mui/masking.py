@@ -13,26 +13,43 @@ import torch
 
 from kit.mui import metric as mui
 from kit.mui.plots import plot_masking
-from kit.subjects import Subject, task_group
 from kit.mui.scores import iter_neuron_scores
+from kit.subjects import Subject, task_group
 
 
-def key_neuron_counts(model, items: list, responses: list[str], score: str = "score",
-                      batch_size: int = 32, max_batch_tokens: int | None = None,
-                      **mui_kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+def key_neuron_counts(
+    model,
+    items: list,
+    responses: list[str],
+    score: str = "score",
+    batch_size: int = 32,
+    max_batch_tokens: int | None = None,
+    **mui_kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Per neuron, ``(counts, total)``, each ``[n_layers, d_mlp]``: how many samples select it as a
     key neuron (Eq. 5's per-sample sets; ``counts > 0`` is the dataset's key-neuron set), and its
     contribution summed over all response tokens (Eq. 15 summed over samples).
     ``max_batch_tokens``: token-budget batches instead of ``batch_size`` rows
     (:func:`kit.mui.metric.token_budget_chunks`)."""
     tokens, mask = mui.item_tokens(model, items, responses)
-    res = mui.utilization(model, tokens, mask, score=score, batch_size=batch_size, per_sample=True,
-                          max_batch_tokens=max_batch_tokens, **mui_kwargs)
+    res = mui.utilization(
+        model,
+        tokens,
+        mask,
+        score=score,
+        batch_size=batch_size,
+        per_sample=True,
+        max_batch_tokens=max_batch_tokens,
+        **mui_kwargs,
+    )
     assert res.sample_masks is not None  # per_sample=True
     counts = res.sample_masks.sum(dim=0).float()  # [layer, d_mlp]
     total = torch.zeros_like(counts)
-    chunks = ([(None, tokens, mask)] if max_batch_tokens is None
-              else mui.token_budget_chunks(tokens, mask, max_batch_tokens))
+    chunks = (
+        [(None, tokens, mask)]
+        if max_batch_tokens is None
+        else mui.token_budget_chunks(tokens, mask, max_batch_tokens)
+    )
     for _, chunk, chunk_mask in chunks:
         pos = chunk_mask[:, 1:]
         step = batch_size if max_batch_tokens is None else len(chunk)
@@ -53,20 +70,37 @@ def rank_neurons(counts: torch.Tensor, total: torch.Tensor) -> list[tuple[int, i
     return [(i // d, i % d) for i in order]
 
 
-def key_neuron_ranking(model, items: list, responses: list[str], score: str = "score",
-                       batch_size: int = 32, max_batch_tokens: int | None = None,
-                       **mui_kwargs: Any) -> list[tuple[int, int]]:
+def key_neuron_ranking(
+    model,
+    items: list,
+    responses: list[str],
+    score: str = "score",
+    batch_size: int = 32,
+    max_batch_tokens: int | None = None,
+    **mui_kwargs: Any,
+) -> list[tuple[int, int]]:
     """Neurons of a task, most important first: (layer, neuron) pairs ordered by how many samples
     select them as key neurons, then by their contribution summed over all response tokens
     (Eq. 15 summed over samples), so k may exceed the number of key neurons. Neurons with a
     non-positive summed contribution that no sample selects are left out. ``max_batch_tokens``:
-    token-budget batches instead of ``batch_size`` rows (:func:`kit.mui.metric.token_budget_chunks`)."""
-    return rank_neurons(*key_neuron_counts(model, items, responses, score, batch_size, max_batch_tokens,
-                                           **mui_kwargs))
+    token-budget batches instead of ``batch_size`` rows
+    (:func:`kit.mui.metric.token_budget_chunks`)."""
+    return rank_neurons(
+        *key_neuron_counts(
+            model, items, responses, score, batch_size, max_batch_tokens, **mui_kwargs
+        )
+    )
 
 
-def masking_curve(subject: Subject, ranking: list[tuple[int, int]], eval_sets: dict[str, list], ks: Sequence[int],
-                  random_repeats: int = 3, seed: int = 0, max_new_tokens: int = 1) -> pd.DataFrame:
+def masking_curve(
+    subject: Subject,
+    ranking: list[tuple[int, int]],
+    eval_sets: dict[str, list],
+    ks: Sequence[int],
+    random_repeats: int = 3,
+    seed: int = 0,
+    max_new_tokens: int = 1,
+) -> pd.DataFrame:
     """Accuracy (%) on each eval set after zero-ablating the top-k key neurons vs k random neurons.
 
     ``eval_sets``: task name -> items. Returns columns k, kind (``key``/``random``), set,
@@ -85,10 +119,15 @@ def masking_curve(subject: Subject, ranking: list[tuple[int, int]], eval_sets: d
         for name, items in eval_sets.items():
             if k == 0:
                 base = acc([], items, name)
-                rows += [{"k": 0, "kind": kind, "set": name, "accuracy": base} for kind in ("key", "random")]
+                rows += [
+                    {"k": 0, "kind": kind, "set": name, "accuracy": base}
+                    for kind in ("key", "random")
+                ]
                 continue
             if k <= len(ranking):
-                rows.append({"k": k, "kind": "key", "set": name, "accuracy": acc(ranking[:k], items, name)})
+                rows.append(
+                    {"k": k, "kind": "key", "set": name, "accuracy": acc(ranking[:k], items, name)}
+                )
             vals = []
             for _ in range(random_repeats):
                 flat = rng.choice(n_layers * d_mlp, size=k, replace=False)
@@ -98,7 +137,8 @@ def masking_curve(subject: Subject, ranking: list[tuple[int, int]], eval_sets: d
 
 
 def masking_tasks(tasks: Sequence[str], task_a: str | None, task_b: str | None) -> tuple[str, str]:
-    """Task A (default: first math task) and control task B (default: first task of another group)."""
+    """Task A (default: first math task) and control task B (default: first task of another
+    group)."""
     a = task_a or next((t for t in tasks if task_group(t) == "math"), tasks[0])
     b = task_b or next((t for t in tasks if task_group(t) != task_group(a)), tasks[-1])
     return a, b
@@ -134,19 +174,42 @@ def masking_section(subject: Subject, tasks: Sequence[str], cfg, **mui_kw: Any):
     ranking = rank_neurons(counts, total)
     n_key_a = int((counts > 0).sum())  # the dataset's key neurons: the union of the samples' sets
     n = cfg.masking_n_items
-    eval_sets = {t: subject.fresh_items(t, n, cfg.seed + 1) or subject.items(t, "test", n, cfg.seed + 1, skip=n)
-                 for t in (task_a, task_b)}
-    curve = masking_curve(subject, ranking, eval_sets, cfg.masking_ks, cfg.masking_random_repeats, cfg.seed,
-                          cfg.max_new_tokens)
+    eval_sets = {
+        t: subject.fresh_items(t, n, cfg.seed + 1)
+        or subject.items(t, "test", n, cfg.seed + 1, skip=n)
+        for t in (task_a, task_b)
+    }
+    curve = masking_curve(
+        subject,
+        ranking,
+        eval_sets,
+        cfg.masking_ks,
+        cfg.masking_random_repeats,
+        cfg.seed,
+        cfg.max_new_tokens,
+    )
     ms = masking_summary(curve, task_a, task_b)
     ms.update(n_eval_a=len(eval_sets[task_a]), random_repeats=cfg.masking_random_repeats)
     nan = float("nan")
-    finding = (f"§3.8 ({focus}, {model.cfg.n_layers * model.cfg.d_mlp} MLP neurons): task A={task_a} has {n_key_a} key "
-               f"neurons; masking the top {ms['k_max']} drops fresh-item accuracy on A by {ms.get('drop_key_a', nan):.1f} "
-               f"points (random neurons: {ms.get('drop_random_a', nan):.1f}) and on B={task_b} by "
-               f"{ms.get('drop_key_b', nan):.1f} (random: {ms.get('drop_random_b', nan):.1f}).")
+    finding = (
+        f"§3.8 ({focus}, {model.cfg.n_layers * model.cfg.d_mlp} MLP neurons): task A={task_a} has "
+        f"{n_key_a} key neurons; masking the top {ms['k_max']} drops fresh-item accuracy on A by "
+        f"{ms.get('drop_key_a', nan):.1f} points (random neurons: "
+        f"{ms.get('drop_random_a', nan):.1f}) and on B={task_b} by "
+        f"{ms.get('drop_key_b', nan):.1f} (random: {ms.get('drop_random_b', nan):.1f})."
+    )
     return Section(
-        record={"masking": {"task_a": task_a, "task_b": task_b, "n_key_neurons_a": n_key_a, "n_ranked_a": len(ranking),
-                            **ms, "curve": curve.to_dict(orient="records")}},
-        findings=[finding], figures={"sec38_masking": plot_masking(curve, task_a)},
-        tables={"curve": curve.pivot_table(index="k", columns=["set", "kind"], values="accuracy")})
+        record={
+            "masking": {
+                "task_a": task_a,
+                "task_b": task_b,
+                "n_key_neurons_a": n_key_a,
+                "n_ranked_a": len(ranking),
+                **ms,
+                "curve": curve.to_dict(orient="records"),
+            }
+        },
+        findings=[finding],
+        figures={"sec38_masking": plot_masking(curve, task_a)},
+        tables={"curve": curve.pivot_table(index="k", columns=["set", "kind"], values="accuracy")},
+    )

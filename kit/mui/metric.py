@@ -4,8 +4,8 @@
   ``global_topk``, ``top_pct``, ``topscore``) turned into boolean key-neuron masks over the neuron
   scores of :mod:`kit.mui.scores`;
 - :func:`utilization` / :func:`utilization_for_items` — MUI of a dataset (Eq. 4/5), streamed
-  layer by layer so no ``batch x pos x layer x d_mlp`` tensor is ever kept; ``variant="public_code"``
-  computes it as MUI-Eval's code does (:func:`public_code_utilization`).
+  layer by layer so no ``batch x pos x layer x d_mlp`` tensor is ever kept;
+  ``variant="public_code"`` computes it as MUI-Eval's code does (:func:`public_code_utilization`).
 
 Beside it: SAE-feature MUI in :mod:`kit.mui.sae`, the law fit, PUR (Eq. 7) and rank agreement
 (Table 1) in :mod:`kit.mui.law`, the four corollary directions in :mod:`kit.mui.directions`.
@@ -37,7 +37,10 @@ THRESHOLDS = ("topk", "global_topk", "top_pct", "topscore")
 
 def _check_threshold(threshold: str) -> None:
     if threshold not in THRESHOLDS:
-        raise ValueError(f"threshold={threshold!r} is not a threshold function; allowed values: {', '.join(THRESHOLDS)}")
+        raise ValueError(
+            f"threshold={threshold!r} is not a threshold function; allowed values: "
+            f"{', '.join(THRESHOLDS)}"
+        )
 
 
 def default_k(d_mlp: int) -> int:
@@ -70,8 +73,12 @@ def _topk_mask(x: Float[Tensor, "... n"], k: int) -> Bool[Tensor, "... n"]:
     return torch.zeros_like(x, dtype=torch.bool).scatter_(-1, idx, True)
 
 
-def layer_key_mask(scores: Float[Tensor, "*tokens width"], threshold: str = "topk", k: int | None = None,
-                   frac: float | None = None) -> Bool[Tensor, "*tokens width"]:
+def layer_key_mask(
+    scores: Float[Tensor, "*tokens width"],
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+) -> Bool[Tensor, "*tokens width"]:
     """Per-token key units of ONE layer (thresholds that work layer by layer).
 
     ``topk``: the ``k`` largest scores per token (Eq. 10; default ``max(1, round(width/1000))``);
@@ -81,7 +88,10 @@ def layer_key_mask(scores: Float[Tensor, "*tokens width"], threshold: str = "top
     _check_threshold(threshold)
     require_finite("scores", scores)  # topk ranks NaN above every number
     if threshold == "global_topk":
-        raise ValueError("threshold='global_topk' ranks across layers: use key_neuron_mask on [.., layer, d_mlp] scores")
+        raise ValueError(
+            "threshold='global_topk' ranks across layers: use key_neuron_mask on [.., layer, "
+            "d_mlp] scores"
+        )
     width = scores.shape[-1]
     if threshold == "topscore":
         f = 0.2 if frac is None else float(frac)
@@ -92,8 +102,12 @@ def layer_key_mask(scores: Float[Tensor, "*tokens width"], threshold: str = "top
     return _topk_mask(scores, _k_for(threshold, width, 1, k, frac))
 
 
-def token_key_masks(scores: Float[Tensor, "tokens layer width"], threshold: str = "topk", k: int | None = None,
-                    frac: float | None = None) -> Bool[Tensor, "tokens layer width"]:
+def token_key_masks(
+    scores: Float[Tensor, "tokens layer width"],
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+) -> Bool[Tensor, "tokens layer width"]:
     """Per-token key units over all layers; ``global_topk`` ranks all ``layer*width`` units of a
     token together (Eq. 11; default k = per-layer default x n_layers)."""
     _check_threshold(threshold)
@@ -104,16 +118,21 @@ def token_key_masks(scores: Float[Tensor, "tokens layer width"], threshold: str 
     return _topk_mask(scores.reshape(t, n_layers * width), kk).reshape(t, n_layers, width)
 
 
-def response_scores(scores: Float[Tensor, "batch pos layer d_mlp"],
-                    response_mask: Bool[Tensor, "batch pos"]) -> Float[Tensor, "batch 1 layer d_mlp"]:
+def response_scores(
+    scores: Float[Tensor, "batch pos layer d_mlp"], response_mask: Bool[Tensor, "batch pos"]
+) -> Float[Tensor, "batch 1 layer d_mlp"]:
     """Response-level scores (Eq. 15): each sample's scores summed over its response positions."""
     m = response_mask.to(scores.dtype)[..., None, None]
     return (scores * m).sum(dim=1, keepdim=True)
 
 
-def key_neuron_mask(scores: Float[Tensor, "*batch pos layer d_mlp"], threshold: str = "topk", k: int | None = None,
-                    frac: float | None = None,
-                    response_mask: Bool[Tensor, "*batch pos"] | None = None) -> Bool[Tensor, "layer d_mlp"]:
+def key_neuron_mask(
+    scores: Float[Tensor, "*batch pos layer d_mlp"],
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+    response_mask: Bool[Tensor, "*batch pos"] | None = None,
+) -> Bool[Tensor, "layer d_mlp"]:
     """Key neurons: the union over samples and response positions of the per-token key sets.
 
     ``scores`` as returned by :func:`neuron_scores` (``[batch, pos, layer, d_mlp]``, or without
@@ -126,12 +145,16 @@ def key_neuron_mask(scores: Float[Tensor, "*batch pos layer d_mlp"], threshold: 
         scores = scores[None]
         response_mask = None if response_mask is None else response_mask[None]
     if scores.ndim != 4:
-        raise ValueError(f"scores must be [batch, pos, layer, d_mlp], got shape {tuple(scores.shape)}")
+        raise ValueError(
+            f"scores must be [batch, pos, layer, d_mlp], got shape {tuple(scores.shape)}"
+        )
     if response_mask is None:
         response_mask = torch.ones(scores.shape[:2], dtype=torch.bool)
     if tuple(response_mask.shape) != tuple(scores.shape[:2]):
-        raise ValueError(f"response_mask shape {tuple(response_mask.shape)} must equal scores' [batch, pos] "
-                         f"{tuple(scores.shape[:2])} (score positions: pass token_mask[:, 1:])")
+        raise ValueError(
+            f"response_mask shape {tuple(response_mask.shape)} must equal scores' [batch, pos] "
+            f"{tuple(scores.shape[:2])} (score positions: pass token_mask[:, 1:])"
+        )
     picked = scores[response_mask.bool().to(scores.device)]  # [tokens, layer, d_mlp]
     if picked.shape[0] == 0:
         return torch.zeros(scores.shape[2:], dtype=torch.bool)
@@ -148,7 +171,8 @@ class MUIResult:
     """MUI of a dataset and the key-unit sets behind it."""
 
     mui: float
-    """MUI in percent: |union of key units over samples and response tokens| / (layers*width) x 100."""
+    """MUI in percent: |union of key units over samples and response tokens| / (layers*width) x
+    100."""
     mask: Bool[Tensor, "layer width"]
     """The union of key units."""
     n_samples: int
@@ -165,19 +189,35 @@ class MUIResult:
 
 def _score_positions(response_mask: Tensor, tokens: Tensor) -> Bool[Tensor, "batch pos"]:
     if tuple(response_mask.shape) != tuple(tokens.shape):
-        raise ValueError(f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape "
-                         f"{tuple(tokens.shape)} (True at response tokens)")
+        raise ValueError(
+            f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape "
+            f"{tuple(tokens.shape)} (True at response tokens)"
+        )
     if bool(response_mask[:, 0].any()):
-        raise ValueError("response_mask[:, 0] is True: the first token (BOS/prompt) cannot be a response "
-                         "token, nothing predicts it")
+        raise ValueError(
+            "response_mask[:, 0] is True: the first token (BOS/prompt) cannot be a response "
+            "token, nothing predicts it"
+        )
     return response_mask[:, 1:].bool()
 
 
-def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Tensor, "batch seq"],
-                score: str = "score", threshold: str = "topk", k: int | None = None, frac: float | None = None,
-                batch_size: int = 16, per_sample: bool = False, progress: bool = False,
-                variant: str = "paper", n_gpus: int = 1, ig_output: str = "logit",
-                ig_mode: str = "per_token", max_batch_tokens: int | None = None) -> MUIResult:
+def utilization(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    response_mask: Bool[Tensor, "batch seq"],
+    score: str = "score",
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+    batch_size: int = 16,
+    per_sample: bool = False,
+    progress: bool = False,
+    variant: str = "paper",
+    n_gpus: int = 1,
+    ig_output: str = "logit",
+    ig_mode: str = "per_token",
+    max_batch_tokens: int | None = None,
+) -> MUIResult:
     """MUI of a dataset (Eq. 5): key neurons of every response token of every sample, united.
 
     Inputs: ``tokens`` right-padded prompt+response ``[batch, seq]``; ``response_mask`` over the
@@ -187,23 +227,46 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
     per-layer top-k candidates (a token's global top-k lies within them) and ranks at the end.
     ``per_sample`` also returns each sample's MUI and mask. ``variant`` (:data:`VARIANTS`):
     ``paper`` (the definitions above) or ``public_code`` (MUI-Eval's choices, see
-    :func:`public_code_utilization`; ``score``/``threshold``/``frac`` must stay at their defaults there,
-    ``k`` and ``n_gpus`` go to it). ``ig_output``/``ig_mode``: see :func:`_integrated_gradients`.
-    ``max_batch_tokens``: batch by a token budget instead of ``batch_size`` rows (see
-    :func:`token_budget_chunks`; the same key neurons, since no row's scores depend on its batch).
+    :func:`public_code_utilization`; ``score``/``threshold``/``frac`` must stay at their defaults
+    there, ``k`` and ``n_gpus`` go to it). ``ig_output``/``ig_mode``: see
+    :func:`_integrated_gradients`. ``max_batch_tokens``: batch by a token budget instead of
+    ``batch_size`` rows (see :func:`token_budget_chunks`; the same key neurons, since no row's
+    scores depend on its batch).
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}; allowed values: {', '.join(VARIANTS)}")
     if max_batch_tokens is not None:
-        return budgeted(utilization, model, tokens, response_mask, max_batch_tokens, per_sample=per_sample,
-                        score=score, threshold=threshold, k=k, frac=frac, variant=variant, n_gpus=n_gpus,
-                        ig_output=ig_output, ig_mode=ig_mode)
+        return budgeted(
+            utilization,
+            model,
+            tokens,
+            response_mask,
+            max_batch_tokens,
+            per_sample=per_sample,
+            score=score,
+            threshold=threshold,
+            k=k,
+            frac=frac,
+            variant=variant,
+            n_gpus=n_gpus,
+            ig_output=ig_output,
+            ig_mode=ig_mode,
+        )
     if variant == "public_code":
         if (score, threshold, frac) != ("score", "topk", None):
-            raise ValueError(f"variant='public_code' reproduces MUI-Eval's score/topk only, got score={score!r}, "
-                             f"threshold={threshold!r}, frac={frac!r}")
-        return public_code_utilization(model, tokens, response_mask, k=k, n_gpus=n_gpus, batch_size=batch_size,
-                                       per_sample=per_sample)
+            raise ValueError(
+                "variant='public_code' reproduces MUI-Eval's score/topk only, got "
+                f"score={score!r}, threshold={threshold!r}, frac={frac!r}"
+            )
+        return public_code_utilization(
+            model,
+            tokens,
+            response_mask,
+            k=k,
+            n_gpus=n_gpus,
+            batch_size=batch_size,
+            per_sample=per_sample,
+        )
     _check_score(score)
     _check_threshold(threshold)
     _check_ig(ig_output, ig_mode)
@@ -212,19 +275,30 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
     base, _, level = score.partition("_")
     n_layers, d_mlp = model.cfg.n_layers, model.cfg.d_mlp
     union = torch.zeros(n_layers, d_mlp, dtype=torch.bool)
-    sample_masks = torch.zeros(tokens.shape[0], n_layers, d_mlp, dtype=torch.bool) if per_sample else None
+    sample_masks = (
+        torch.zeros(tokens.shape[0], n_layers, d_mlp, dtype=torch.bool) if per_sample else None
+    )
     kg = _k_for("global_topk", d_mlp, n_layers, k, frac) if threshold == "global_topk" else 0
     cand: dict[int, tuple[Tensor, Tensor]] = {}  # layer -> (values, indices) for global_topk
 
     device = torch.device(model.cfg.device)
     union = union.to(device)
     pos_mask = pos_mask.to(device)
-    pieces = iter_neuron_scores(model, tokens, score=base, batch_size=batch_size, positions=pos_mask.cpu(),
-                                ig_output=ig_output, ig_mode=ig_mode)
+    pieces = iter_neuron_scores(
+        model,
+        tokens,
+        score=base,
+        batch_size=batch_size,
+        positions=pos_mask.cpu(),
+        ig_output=ig_output,
+        ig_mode=ig_mode,
+    )
     if progress:
         from tqdm.auto import tqdm
 
-        pieces = tqdm(pieces, total=n_layers * math.ceil(tokens.shape[0] / batch_size), desc=f"MUI {score}")
+        pieces = tqdm(
+            pieces, total=n_layers * math.ceil(tokens.shape[0] / batch_size), desc=f"MUI {score}"
+        )
     for piece in pieces:
         s = piece.scores.float()  # [rows, pos, d_mlp], on the model's device
         m = pos_mask[piece.rows].to(s.device)
@@ -237,12 +311,15 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
             cand[piece.layer] = (top.values, top.indices)
             if piece.layer < n_layers - 1:
                 continue
-            vals = torch.stack([cand[L][0].to(s.device) for L in range(n_layers)], dim=2)  # [rows, pos, L, kc]
+            # [rows, pos, L, kc]
+            vals = torch.stack([cand[L][0].to(s.device) for L in range(n_layers)], dim=2)
             idxs = torch.stack([cand[L][1].to(s.device) for L in range(n_layers)], dim=2)
             kc = vals.shape[-1]
             flat = vals.reshape(*vals.shape[:2], n_layers * kc).topk(kg, dim=-1).indices
             neuron = idxs.reshape(*idxs.shape[:2], n_layers * kc).gather(-1, flat)
-            token_masks = torch.zeros(*vals.shape[:2], n_layers * d_mlp, dtype=torch.bool, device=s.device)
+            token_masks = torch.zeros(
+                *vals.shape[:2], n_layers * d_mlp, dtype=torch.bool, device=s.device
+            )
             token_masks.scatter_(-1, (flat // kc) * d_mlp + neuron, True)
             token_masks = token_masks.reshape(*vals.shape[:2], n_layers, d_mlp) & m[..., None, None]
             rows_mask = token_masks.any(dim=1)  # [rows, L, d_mlp]
@@ -253,20 +330,25 @@ def utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Ten
             continue
         token_masks = layer_key_mask(s, threshold, k, frac) & m[..., None]  # [rows, pos, d_mlp]
         rows_mask = token_masks.any(dim=1)  # [rows, d_mlp]
-        union[piece.layer] |= rows_mask.any(dim=0).to(union.device)  # layers may sit on several devices
+        # layers may sit on several devices
+        union[piece.layer] |= rows_mask.any(dim=0).to(union.device)
         if sample_masks is not None:
             sample_masks[piece.rows, piece.layer] |= rows_mask.cpu()
     union = union.cpu()
     return MUIResult(
-        mui=mui_of_mask(union), mask=union, n_samples=int(tokens.shape[0]),
+        mui=mui_of_mask(union),
+        mask=union,
+        n_samples=int(tokens.shape[0]),
         per_sample=[mui_of_mask(sm) for sm in sample_masks] if sample_masks is not None else None,
         sample_masks=sample_masks,
     )
 
 
-def token_budget_chunks(tokens: Int[Tensor, "batch seq"], response_mask: Bool[Tensor, "batch seq"],
-                        max_batch_tokens: int) -> Iterator[tuple[Int[Tensor, "rows"], Int[Tensor, "rows width"],
-                                                                 Bool[Tensor, "rows width"]]]:
+def token_budget_chunks(
+    tokens: Int[Tensor, "batch seq"],
+    response_mask: Bool[Tensor, "batch seq"],
+    max_batch_tokens: int,
+) -> Iterator[tuple[Int[Tensor, "rows"], Int[Tensor, "rows width"], Bool[Tensor, "rows width"]]]:  # noqa: F821 (jaxtyping shape name)
     """Rows of right-padded ``tokens`` in length-sorted batches of at most ``max_batch_tokens``
     padded tokens (:func:`kit.models.rows.token_budget_batches`), each batch cut after its
     last response token: attention is causal, so later tokens change no score of a response
@@ -276,18 +358,32 @@ def token_budget_chunks(tokens: Int[Tensor, "batch seq"], response_mask: Bool[Te
     tokens = _check_tokens(tokens)
     response_mask = response_mask.bool().cpu()
     if tuple(response_mask.shape) != tuple(tokens.shape):
-        raise ValueError(f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape {tuple(tokens.shape)}")
-    last = torch.where(response_mask.any(dim=1),
-                       response_mask.shape[1] - 1 - response_mask.flip(1).int().argmax(dim=1), torch.zeros(len(tokens), dtype=torch.long))
-    lengths = [max(2, int(x) + 1) for x in last]  # a row with no response token needs nothing: 2 (the minimum)
+        raise ValueError(
+            f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape "
+            f"{tuple(tokens.shape)}"
+        )
+    last = torch.where(
+        response_mask.any(dim=1),
+        response_mask.shape[1] - 1 - response_mask.flip(1).int().argmax(dim=1),
+        torch.zeros(len(tokens), dtype=torch.long),
+    )
+    # a row with no response token needs nothing: 2 (the minimum)
+    lengths = [max(2, int(x) + 1) for x in last]
     for batch in token_budget_batches(lengths, max_batch_tokens):
         idx = torch.tensor(batch, dtype=torch.long)
         width = max(lengths[i] for i in batch)
         yield idx, tokens[idx, :width], response_mask[idx, :width]
 
 
-def budgeted(fn, model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Tensor, "batch seq"],
-             max_batch_tokens: int, per_sample: bool = False, **kwargs: Any) -> MUIResult:
+def budgeted(
+    fn,
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    response_mask: Bool[Tensor, "batch seq"],
+    max_batch_tokens: int,
+    per_sample: bool = False,
+    **kwargs: Any,
+) -> MUIResult:
     """``fn`` (:func:`utilization`, :func:`sae_utilization`) over :func:`token_budget_chunks`, each
     chunk one batch, the results united (the union of the chunks' unions; per-sample masks put
     back in the rows' order)."""
@@ -303,31 +399,44 @@ def budgeted(fn, model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Te
             sample_masks[idx] = res.sample_masks
     assert union is not None  # tokens has rows: at least one chunk
     per_row = cast(Tensor, sample_masks)  # set when per_sample
-    return MUIResult(mui=mui_of_mask(union), mask=union, n_samples=int(tokens.shape[0]),
-                     per_sample=[mui_of_mask(sm) for sm in per_row] if per_sample else None,
-                     sample_masks=sample_masks)
+    return MUIResult(
+        mui=mui_of_mask(union),
+        mask=union,
+        n_samples=int(tokens.shape[0]),
+        per_sample=[mui_of_mask(sm) for sm in per_row] if per_sample else None,
+        sample_masks=sample_masks,
+    )
 
 
 VARIANTS = ("paper", "public_code")
-"""``paper``: the definitions of the paper's text (Eq. 3/5, per-token top-k, k = max(1, round(d_mlp/1000)));
-``public_code``: what MUI-Eval's ``get_neuron.py`` + ``depict_neuron.py`` compute (Table 5's absolute values)."""
+"""``paper``: the definitions of the paper's text (Eq. 3/5, per-token top-k, k = max(1,
+round(d_mlp/1000))); ``public_code``: what MUI-Eval's ``get_neuron.py`` + ``depict_neuron.py``
+compute (Table 5's absolute values)."""
 
 PUBLIC_CODE_STORED = 2000
-"""MUI-Eval stores the top 2000 (position, neuron) entries per response and layer before thresholding."""
+"""MUI-Eval stores the top 2000 (position, neuron) entries per response and layer before
+thresholding."""
 
-_ACTS = {"relu": torch.relu, "silu": torch.nn.functional.silu, "swish": torch.nn.functional.silu,
-         "gelu": torch.nn.functional.gelu,
-         "gelu_new": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-         "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-         "gelu_fast": lambda x: torch.nn.functional.gelu(x, approximate="tanh")}
+_ACTS = {
+    "relu": torch.relu,
+    "silu": torch.nn.functional.silu,
+    "swish": torch.nn.functional.silu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_new": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "gelu_fast": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+}
 
 
 def public_code_k(d_mlp: int) -> int:
-    """MUI-Eval's per-layer k: ``int(1/1000 * d_mlp)``, a floor (14 for 14336, 18 for 18944), 0 below 1000."""
+    """MUI-Eval's per-layer k: ``int(1/1000 * d_mlp)``, a floor (14 for 14336, 18 for 18944), 0
+    below 1000."""
     return int(1 / 1000 * d_mlp)
 
 
-def public_code_key_neurons(scores: Float[Tensor, "pos d_mlp"], k: int, n_gpus: int = 1) -> Bool[Tensor, "d_mlp"]:
+def public_code_key_neurons(
+    scores: Float[Tensor, "pos d_mlp"], k: int, n_gpus: int = 1
+) -> Bool[Tensor, "d_mlp"]:  # noqa: F821 (jaxtyping shape name)
     """One response's key neurons in one layer as MUI-Eval selects them.
 
     ``scores[q, i]``: neuron i's score at the response's q-th token. The code appends every
@@ -338,20 +447,30 @@ def public_code_key_neurons(scores: Float[Tensor, "pos d_mlp"], k: int, n_gpus: 
     wins at several positions, or with duplicates: about ``ceil(k / n_gpus)``).
     """
     if k < 1:
-        raise ValueError(f"k={k} must be >= 1 (MUI-Eval's floor gives 0 below d_mlp=1000: pass k explicitly)")
+        raise ValueError(
+            f"k={k} must be >= 1 (MUI-Eval's floor gives 0 below d_mlp=1000: pass k explicitly)"
+        )
     if n_gpus < 1:
         raise ValueError(f"n_gpus={n_gpus} must be >= 1")
     d = scores.shape[-1]
-    flat = scores.repeat(n_gpus, 1).flatten()  # [positions * n_gpus * d_mlp], duplicates block by block
+    flat = scores.repeat(
+        n_gpus, 1
+    ).flatten()  # [positions * n_gpus * d_mlp], duplicates block by block
     top = flat.topk(min(k, PUBLIC_CODE_STORED, flat.numel())).indices
     mask = torch.zeros(d, dtype=torch.bool, device=scores.device)
     mask[top % d] = True
     return mask
 
 
-def public_code_utilization(model, tokens: Int[Tensor, "batch seq"], response_mask: Bool[Tensor, "batch seq"],
-                            k: int | None = None, n_gpus: int = 1, batch_size: int = 16,
-                            per_sample: bool = False) -> MUIResult:
+def public_code_utilization(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    response_mask: Bool[Tensor, "batch seq"],
+    k: int | None = None,
+    n_gpus: int = 1,
+    batch_size: int = 16,
+    per_sample: bool = False,
+) -> MUIResult:
     """MUI as MUI-Eval's public code computes it (the code behind Table 5's absolute values).
 
     Its departures from the paper's text, each reproduced here:
@@ -370,16 +489,25 @@ def public_code_utilization(model, tokens: Int[Tensor, "batch seq"], response_ma
     tokens = _check_tokens(tokens)
     response_mask = response_mask.bool().cpu()
     if tuple(response_mask.shape) != tuple(tokens.shape):
-        raise ValueError(f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape {tuple(tokens.shape)}")
+        raise ValueError(
+            f"response_mask shape {tuple(response_mask.shape)} must equal tokens shape "
+            f"{tuple(tokens.shape)}"
+        )
     cfg = model.cfg
     kk = public_code_k(cfg.d_mlp) if k is None else int(k)
     if kk < 1:
-        raise ValueError(f"the public code's k = int(d_mlp/1000) = {kk} for d_mlp={cfg.d_mlp}: it selects no neuron; "
-                         "pass k explicitly (k >= 1)")
+        raise ValueError(
+            f"the public code's k = int(d_mlp/1000) = {kk} for d_mlp={cfg.d_mlp}: it selects no "
+            "neuron; pass k explicitly (k >= 1)"
+        )
     gated = bool(getattr(cfg, "gated_mlp", False))
     if gated and cfg.act_fn not in _ACTS:
-        raise ValueError(f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: {', '.join(_ACTS)}")
-    site = "hook_pre" if gated else "hook_post"  # gated: act(gate) = act_fn(hook_pre); plain: hook_post = act(pre)
+        raise ValueError(
+            f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: "
+            f"{', '.join(_ACTS)}"
+        )
+    # gated: act(gate) = act_fn(hook_pre); plain: hook_post = act(pre)
+    site = "hook_pre" if gated else "hook_post"
     names = [f"blocks.{L}.mlp.{site}" for L in range(cfg.n_layers)]
     union = torch.zeros(cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
     sample_masks = torch.zeros(tokens.shape[0], cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
@@ -390,7 +518,8 @@ def public_code_utilization(model, tokens: Int[Tensor, "batch seq"], response_ma
         with torch.no_grad():
             _, cache = tl.run_with_cache(model, chunk, names)
             for L, name in enumerate(names):
-                acts = _ACTS[cfg.act_fn](cache[name]) if gated else cache[name]  # [rows, seq, d_mlp]
+                # [rows, seq, d_mlp]
+                acts = _ACTS[cfg.act_fn](cache[name]) if gated else cache[name]
                 W_out = _w_out(model, L)
                 for j, m in enumerate(response_mask[rows]):
                     q = torch.nonzero(m).flatten().to(acts.device)
@@ -401,9 +530,13 @@ def public_code_utilization(model, tokens: Int[Tensor, "batch seq"], response_ma
                     s = acts[j, q].float() * proj.T  # [n_q, d_mlp]
                     sample_masks[start + j, L] = public_code_key_neurons(s, kk, n_gpus).cpu()
     union = sample_masks.any(dim=0)
-    return MUIResult(mui=mui_of_mask(union), mask=union, n_samples=int(tokens.shape[0]),
-                     per_sample=[mui_of_mask(sm) for sm in sample_masks] if per_sample else None,
-                     sample_masks=sample_masks if per_sample else None)
+    return MUIResult(
+        mui=mui_of_mask(union),
+        mask=union,
+        n_samples=int(tokens.shape[0]),
+        per_sample=[mui_of_mask(sm) for sm in sample_masks] if per_sample else None,
+        sample_masks=sample_masks if per_sample else None,
+    )
 
 
 def is_world_model(model) -> bool:
@@ -411,7 +544,9 @@ def is_world_model(model) -> bool:
     return getattr(getattr(model, "tokenizer", None), "name_or_path", "") == "kit-world-wordlevel"
 
 
-def item_tokens(model, items: Sequence[Any], responses: Sequence[str]) -> tuple[Int[Tensor, "batch seq"], Bool[Tensor, "batch seq"]]:
+def item_tokens(
+    model, items: Sequence[Any], responses: Sequence[str]
+) -> tuple[Int[Tensor, "batch seq"], Bool[Tensor, "batch seq"]]:
     """Right-padded prompt+response tokens and the mask of the response tokens.
 
     World models (the world's word-level tokenizer): ``kit.world.prompt_tokens`` (BOS +
@@ -423,7 +558,9 @@ def item_tokens(model, items: Sequence[Any], responses: Sequence[str]) -> tuple[
     An empty response gives a row with no response token (it contributes nothing to MUI).
     """
     if len(items) != len(responses):
-        raise ValueError(f"items ({len(items)}) and responses ({len(responses)}) must have the same length")
+        raise ValueError(
+            f"items ({len(items)}) and responses ({len(responses)}) must have the same length"
+        )
     if len(items) == 0:
         raise ValueError("items is empty: MUI needs at least one sample")
     rows, n_prompt = [], []
@@ -453,11 +590,13 @@ def item_tokens(model, items: Sequence[Any], responses: Sequence[str]) -> tuple[
     mask = torch.zeros((len(rows), width), dtype=torch.bool)
     for i, (r, n) in enumerate(zip(rows, n_prompt)):
         tokens[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        mask[i, n: len(r)] = True
+        mask[i, n : len(r)] = True
     return tokens, mask
 
 
-def utilization_for_items(model, items: Sequence[Any], responses: Sequence[str], **kwargs: Any) -> MUIResult:
+def utilization_for_items(
+    model, items: Sequence[Any], responses: Sequence[str], **kwargs: Any
+) -> MUIResult:
     """:func:`utilization` of prompt+response texts (``kwargs`` go to :func:`utilization`)."""
     tokens, mask = item_tokens(model, items, responses)
     return utilization(model, tokens, mask, **kwargs)

@@ -14,8 +14,16 @@ import pandas as pd
 from kit.mui.directions import DIRECTION_COLORS, DIRECTIONS
 
 
-def plot_law(df: pd.DataFrame, fits: pd.DataFrame, by: str = "benchmark", perf: str = "performance",
-             m: str = "mui", hue: str = "model", ncols: int = 4, title: str = ""):
+def plot_law(
+    df: pd.DataFrame,
+    fits: pd.DataFrame,
+    by: str = "benchmark",
+    perf: str = "performance",
+    m: str = "mui",
+    hue: str = "model",
+    ncols: int = 4,
+    title: str = "",
+):
     """One panel per group: points (MUI, performance) and the fitted ``a + b ln MUI`` curve."""
     import matplotlib.pyplot as plt
 
@@ -31,7 +39,8 @@ def plot_law(df: pd.DataFrame, fits: pd.DataFrame, by: str = "benchmark", perf: 
             ax.scatter(gg[m], gg[perf], s=18, color=colors[h], label=h)
         if name in fit_by.index and pd.notna(fit_by.loc[name].get("slope", np.nan)):
             f = fit_by.loc[name]
-            if f.get("form", "perf_vs_log_mui") == "mui_vs_log_perf":  # MUI = beta - alpha ln P, drawn on the same axes
+            # MUI = beta - alpha ln P, drawn on the same axes
+            if f.get("form", "perf_vs_log_mui") == "mui_vs_log_perf":
                 ps = np.linspace(max(g[perf].min(), 1e-6), g[perf].max(), 50)
                 ax.plot(f.intercept + f.slope * np.log(ps), ps, color="k", lw=1)
                 ax.set_title(f"{name}: α={-f.slope:.2f}, R²={f.r2:.2f}", fontsize=8)
@@ -43,11 +52,17 @@ def plot_law(df: pd.DataFrame, fits: pd.DataFrame, by: str = "benchmark", perf: 
             ax.set_title(str(name))
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
-    for ax in list(axes.flat)[len(groups):]:
+    for ax in list(axes.flat)[len(groups) :]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7,
-               bbox_to_anchor=(0.5, -0.02 - 0.03 * int(np.ceil(len(labels) / 6))))
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=min(6, len(labels)),
+        fontsize=7,
+        bbox_to_anchor=(0.5, -0.02 - 0.03 * int(np.ceil(len(labels) / 6))),
+    )
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -77,8 +92,16 @@ def plot_growth(curves: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(4.5, 3))
     for name, g in curves.groupby("pool"):
         s = g.groupby("n").mui.agg(["mean", "std"]).reset_index()
-        ax.errorbar(s.n, s["mean"], yerr=s["std"].fillna(0), marker="o", ms=3, capsize=2,
-                    label=name, lw=2.0 if name == "mixed" else 1.0)
+        ax.errorbar(
+            s.n,
+            s["mean"],
+            yerr=s["std"].fillna(0),
+            marker="o",
+            ms=3,
+            capsize=2,
+            label=name,
+            lw=2.0 if name == "mixed" else 1.0,
+        )
     ax.set_xlabel("number of samples")
     ax.set_ylabel("MUI (%)")
     ax.set_xscale("log")
@@ -97,7 +120,11 @@ def plot_correctness(result: dict[str, Any]):
     ax.set_xticks([1, 2], ["correct", "incorrect"])
     ax.set_ylabel(f"MUI of {result.get('chunk_size', '?')}-sample chunks (%)")
     p = result.get("chunk_mannwhitney_p")
-    ax.set_title(f"n={result.get('n_each', 0)} each" + (f", Mann-Whitney p={p:.3g}" if p is not None else ""), fontsize=8)
+    ax.set_title(
+        f"n={result.get('n_each', 0)} each"
+        + (f", Mann-Whitney p={p:.3g}" if p is not None else ""),
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig
 
@@ -128,8 +155,17 @@ def plot_method_correlations(corr: pd.DataFrame):
 
     n = len(corr)
     fig, ax = plt.subplots(figsize=(0.35 * n + 2.5, 0.35 * n + 2))
-    sns.heatmap(corr, ax=ax, vmin=-1, vmax=1, cmap="RdBu_r", square=True, cbar_kws={"label": "Spearman"},
-                xticklabels=True, yticklabels=True)
+    sns.heatmap(
+        corr,
+        ax=ax,
+        vmin=-1,
+        vmax=1,
+        cmap="RdBu_r",
+        square=True,
+        cbar_kws={"label": "Spearman"},
+        xticklabels=True,
+        yticklabels=True,
+    )
     ax.tick_params(labelsize=6)
     ax.grid(False)
     fig.tight_layout()
@@ -137,7 +173,8 @@ def plot_method_correlations(corr: pd.DataFrame):
 
 
 def plot_per_sample_mui(samples: pd.DataFrame, focus: str):
-    """Histograms of per-sample MUI of ``focus`` per task (multi-token families and the one-token task)."""
+    """Histograms of per-sample MUI of ``focus`` per task (multi-token families and the one-token
+    task)."""
     import matplotlib.pyplot as plt
 
     s = samples[samples.model == focus]
@@ -156,9 +193,16 @@ def plot_per_sample_mui(samples: pd.DataFrame, focus: str):
     return fig
 
 
-def plot_trajectories(points: pd.DataFrame, steps: pd.DataFrame, series: str = "task", label: str = "model",
-                      order: str = "order", ncols: int = 4, short: Callable[[str], str] | None = None,
-                      title: str | None = None):
+def plot_trajectories(
+    points: pd.DataFrame,
+    steps: pd.DataFrame,
+    series: str = "task",
+    label: str = "model",
+    order: str = "order",
+    ncols: int = 4,
+    short: Callable[[str], str] | None = None,
+    title: str | None = None,
+):
     """Figure 7/15 analogue: per series, checkpoints in the (MUI, performance) plane joined by
     arrows coloured by their direction. Returns the matplotlib Figure."""
     import matplotlib.pyplot as plt
@@ -175,19 +219,34 @@ def plot_trajectories(points: pd.DataFrame, steps: pd.DataFrame, series: str = "
         p = points[points[series] == name].sort_values(order)
         ax.scatter(p["mui"], p["perf"], s=14, color="black", zorder=3)
         for _, r in p.iloc[[0, -1]].iterrows():
-            ax.annotate(short(str(r[label])), (r["mui"], r["perf"]), fontsize=6, xytext=(3, 3),
-                        textcoords="offset points")
+            ax.annotate(
+                short(str(r[label])),
+                (r["mui"], r["perf"]),
+                fontsize=6,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
         for _, st in steps[steps[series] == name].iterrows():
-            ax.annotate("", xy=(st["mui_to"], st["perf_to"]), xytext=(st["mui_from"], st["perf_from"]),
-                        arrowprops=dict(arrowstyle="->", color=DIRECTION_COLORS[st["direction"]], lw=1.4))
+            ax.annotate(
+                "",
+                xy=(st["mui_to"], st["perf_to"]),
+                xytext=(st["mui_from"], st["perf_from"]),
+                arrowprops=dict(arrowstyle="->", color=DIRECTION_COLORS[st["direction"]], lw=1.4),
+            )
         ax.set_title(str(name))
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
         ax.margins(0.15)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     handles = [Line2D([], [], color=DIRECTION_COLORS[d], lw=2, label=d) for d in DIRECTIONS]
-    fig.legend(handles=handles, loc="lower center", ncol=len(DIRECTIONS), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=len(DIRECTIONS),
+        frameon=False,
+        bbox_to_anchor=(0.5, -0.02),
+    )
     if title:
         fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
@@ -210,26 +269,49 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
     for ax, m in zip(axes.flat, models):
         g = pairs[pairs["model"] == m]
         for _, r in g.iterrows():
-            style = "-" if r["domain"] == "in-domain" else (":" if r["domain"] == "in-group" else "--")
-            ax.annotate("", xy=(r["mui"], r["perf"]), xytext=(r["base_mui"], r["base_perf"]),
-                        arrowprops=dict(arrowstyle="->", color=DIRECTION_COLORS[r["direction"]], lw=1.3,
-                                        linestyle=style))
+            style = (
+                "-" if r["domain"] == "in-domain" else (":" if r["domain"] == "in-group" else "--")
+            )
+            ax.annotate(
+                "",
+                xy=(r["mui"], r["perf"]),
+                xytext=(r["base_mui"], r["base_perf"]),
+                arrowprops=dict(
+                    arrowstyle="->", color=DIRECTION_COLORS[r["direction"]], lw=1.3, linestyle=style
+                ),
+            )
             ax.scatter([r["base_mui"]], [r["base_perf"]], s=8, color="black", zorder=3)
             # the fine-tune's point too, so the axes' autoscaling includes every arrow head
-            ax.scatter([r["mui"]], [r["perf"]], s=6, color=DIRECTION_COLORS[r["direction"]], zorder=3)
-            ax.annotate(str(r["task"]), (r["mui"], r["perf"]), fontsize=6, xytext=(2, 2), textcoords="offset points")
+            ax.scatter(
+                [r["mui"]], [r["perf"]], s=6, color=DIRECTION_COLORS[r["direction"]], zorder=3
+            )
+            ax.annotate(
+                str(r["task"]),
+                (r["mui"], r["perf"]),
+                fontsize=6,
+                xytext=(2, 2),
+                textcoords="offset points",
+            )
         ax.set_title(f"{g['base'].iloc[0]} → {m}", fontsize=7)
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
         ax.margins(0.15)
-    for ax in list(axes.flat)[len(models):]:
+    for ax in list(axes.flat)[len(models) :]:
         ax.axis("off")
     handles = [Line2D([], [], color=DIRECTION_COLORS[d], lw=2, label=d) for d in DIRECTIONS]
-    handles += [Line2D([], [], color="black", ls="-", label="in-domain"),
-                Line2D([], [], color="black", ls="--", label="ood")]
+    handles += [
+        Line2D([], [], color="black", ls="-", label="in-domain"),
+        Line2D([], [], color="black", ls="--", label="ood"),
+    ]
     if (pairs["domain"] == "in-group").any():
         handles.append(Line2D([], [], color="black", ls=":", label="in-group"))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=len(handles),
+        frameon=False,
+        bbox_to_anchor=(0.5, -0.02),
+    )
     if title:
         fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
@@ -253,7 +335,9 @@ def plot_direction_counts(counts: dict[str, dict[str, int]], title: str | None =
     fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(settings) + 1.5), 3.0))
     bottom = np.zeros(len(settings))
     for d in DIRECTIONS:
-        share = np.array([counts[s].get(d, 0) / max(1, counts[s].get("total", 0)) for s in settings])
+        share = np.array(
+            [counts[s].get(d, 0) / max(1, counts[s].get("total", 0)) for s in settings]
+        )
         ax.bar(settings, share, bottom=bottom, color=DIRECTION_COLORS[d], label=d)
         bottom += share
     ax.set_ylabel("share of changes")

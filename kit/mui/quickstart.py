@@ -43,17 +43,22 @@ def probe(subject: Subject, item: Any, layer: int) -> Probe:
     """Run ``item``'s prompt through the subject's model and read ``blocks.{layer}.mlp.hook_post``.
 
     The prompt is shown as the subject shows it (world: ``<bos>`` + words; Hugging Face: the chat
-    template when the tokenizer has one and ``subject.chat`` allows), and the answer's first token is
-    the one teacher forcing of ``prompt + answer`` puts after it (``subject.tokens``), as MUI does.
+    template when the tokenizer has one and ``subject.chat`` allows), and the answer's first token
+    is the one teacher forcing of ``prompt + answer`` puts after it (``subject.tokens``), as MUI
+    does.
     """
     model = subject.model
     if not 0 <= layer < model.cfg.n_layers:
-        raise ValueError(f"layer={layer} is out of range; allowed: 0..{model.cfg.n_layers - 1} for this model")
+        raise ValueError(
+            f"layer={layer} is out of range; allowed: 0..{model.cfg.n_layers - 1} for this model"
+        )
     hook = f"blocks.{layer}.mlp.hook_post"
     tokens, mask = subject.tokens([item], [item.target])
     n_prompt = int(mask[0].float().argmax()) if bool(mask[0].any()) else 0
     if not bool(mask[0].any()):
-        raise ValueError(f"item {item.id}: the answer {item.target!r} adds no token after the prompt")
+        raise ValueError(
+            f"item {item.id}: the answer {item.target!r} adds no token after the prompt"
+        )
     answer_id = int(tokens[0, n_prompt])
     tokens = tokens[:, :n_prompt].to(model.cfg.device)
     from kit.models import tl
@@ -62,9 +67,15 @@ def probe(subject: Subject, item: Any, layer: int) -> Probe:
         logits, cache = tl.run_with_cache(model, tokens, [hook])
     assert logits is not None  # the default return_type gives logits
     probs = logits[0, -1].float().softmax(-1)
-    return Probe(tokens=tokens, str_tokens=model.to_str_tokens(tokens[0]), acts=cache[hook][0].float().cpu(),
-                 prompt=item.prompt, answer=item.target, predicted=model.to_string(probs.argmax()),
-                 p_answer=float(probs[answer_id].item()))
+    return Probe(
+        tokens=tokens,
+        str_tokens=model.to_str_tokens(tokens[0]),
+        acts=cache[hook][0].float().cpu(),
+        prompt=item.prompt,
+        answer=item.target,
+        predicted=model.to_string(probs.argmax()),
+        p_answer=float(probs[answer_id].item()),
+    )
 
 
 def top_neurons(acts: torch.Tensor, k: int) -> torch.Tensor:
@@ -95,10 +106,11 @@ def file_answers(source: str, n: int) -> Answers:
     ``source``: a published response set (``kit.data.responses.RESPONSE_SETS``:
     ``arc/llama3.1-8b-instruct``...; correctness and parse failures by its parse rule; prompts are
     the bare questions, shown through the chat template when the tokenizer has one) or the path of
-    an lm-evaluation-harness ``--log_samples`` jsonl (``samples_<task>_<date>.jsonl``; prompts are the
-    exact context the harness sent, so no template is added; correctness is the sample's first
+    an lm-evaluation-harness ``--log_samples`` jsonl (``samples_<task>_<date>.jsonl``; prompts are
+    the exact context the harness sent, so no template is added; correctness is the sample's first
     metric among :data:`LM_EVAL_METRICS`; a parse failure is a filtered answer
-    :data:`LM_EVAL_INVALID`, unknown when the samples carry no filtered answer). Truncation is unknown.
+    :data:`LM_EVAL_INVALID`, unknown when the samples carry no filtered answer). Truncation is
+    unknown.
     """
     from kit.data.responses import RESPONSE_SETS, load_responses
 
@@ -107,35 +119,63 @@ def file_answers(source: str, n: int) -> Answers:
     if source in RESPONSE_SETS:
         rs = load_responses(source, limit=n)
         items = [FileItem(i, p, r) for i, p, r in zip(rs.ids, rs.prompts, rs.references)]
-        return Answers(rs.benchmark, items, list(rs.responses), np.asarray(rs.correct, dtype=bool),
-                       parse_failed=np.array([p is None for p in rs.predictions]), source=f"published {source}",
-                       chat=None)
+        return Answers(
+            rs.benchmark,
+            items,
+            list(rs.responses),
+            np.asarray(rs.correct, dtype=bool),
+            parse_failed=np.array([p is None for p in rs.predictions]),
+            source=f"published {source}",
+            chat=None,
+        )
     path = Path(source).expanduser()
     if not path.is_file():
-        raise ValueError(f"responses={source!r} is neither a published response set ({', '.join(RESPONSE_SETS)}) "
-                         "nor an existing lm-evaluation-harness --log_samples jsonl file")
+        raise ValueError(
+            f"responses={source!r} is neither a published response set "
+            f"({', '.join(RESPONSE_SETS)}) "
+            "nor an existing lm-evaluation-harness --log_samples jsonl file"
+        )
     from kit.models.generate import read_lm_eval_samples
 
     samples = read_lm_eval_samples(path)[:n]
     metric = next((m for m in LM_EVAL_METRICS if all(m in s["metrics"] for s in samples)), None)
     if metric is None:
-        raise ValueError(f"responses={source!r}: the samples carry no per-item metric among {', '.join(LM_EVAL_METRICS)} "
-                         f"(found: {', '.join(sorted(samples[0]['metrics'])) or 'none'})")
-    items = [FileItem(str(s["doc_id"]), s["prompt"], "" if s["target"] is None else str(s["target"])) for s in samples]
-    correct = sample_correctness([s["metrics"][metric] for s in samples],
-                                 [s["doc_id"] for s in samples], source, metric)
+        raise ValueError(
+            f"responses={source!r}: the samples carry no per-item metric among "
+            f"{', '.join(LM_EVAL_METRICS)} (found: "
+            f"{', '.join(sorted(samples[0]['metrics'])) or 'none'})"
+        )
+    items = [
+        FileItem(str(s["doc_id"]), s["prompt"], "" if s["target"] is None else str(s["target"]))
+        for s in samples
+    ]
+    correct = sample_correctness(
+        [s["metrics"][metric] for s in samples], [s["doc_id"] for s in samples], source, metric
+    )
     filtered = [s["filtered"] for s in samples]
-    failed = np.array([f == LM_EVAL_INVALID for f in filtered]) if all(isinstance(f, str) for f in filtered) else None
+    failed = (
+        np.array([f == LM_EVAL_INVALID for f in filtered])
+        if all(isinstance(f, str) for f in filtered)
+        else None
+    )
     benchmark = path.stem.removeprefix("samples_").rsplit("_", 1)[0] or path.stem
     from kit.models.identity import file_sha256
 
     # the file's content, not its name, is what a cache may key on (a file replaced in place)
-    return Answers(benchmark, items, [s["response"] for s in samples], correct, parse_failed=failed,
-                   source=f"lm-eval {path.name} sha256:{file_sha256(path)[:16]} ({metric})", chat=False)
+    return Answers(
+        benchmark,
+        items,
+        [s["response"] for s in samples],
+        correct,
+        parse_failed=failed,
+        source=f"lm-eval {path.name} sha256:{file_sha256(path)[:16]} ({metric})",
+        chat=False,
+    )
 
 
-def sample_correctness(values: Sequence[Any], doc_ids: Sequence[Any], source: str,
-                       metric: str) -> np.ndarray:
+def sample_correctness(
+    values: Sequence[Any], doc_ids: Sequence[Any], source: str, metric: str
+) -> np.ndarray:
     """Correctness (bool per sample) from lm-eval per-sample metric values: value > 0. A value that
     is not a finite number (NaN: the harness could not score the item) is a named error listing the
     samples, never a silent wrong answer."""
@@ -149,14 +189,17 @@ def sample_correctness(values: Sequence[Any], doc_ids: Sequence[Any], source: st
     bad = [str(d) for d, ok in zip(doc_ids, np.isfinite(arr)) if not ok]
     if bad:
         shown = ", ".join(bad[:5]) + (" ..." if len(bad) > 5 else "")
-        raise ValueError(f"responses={source!r}: {len(bad)} sample(s) have a {metric} that is "
-                         f"not a finite number (doc_id {shown}): the harness did not score them; "
-                         "rescore the file or remove those samples")
+        raise ValueError(
+            f"responses={source!r}: {len(bad)} sample(s) have a {metric} that is "
+            f"not a finite number (doc_id {shown}): the harness did not score them; "
+            "rescore the file or remove those samples"
+        )
     return arr > 0
 
 
-def items_and_answers(subject: Subject, task: str, n: int, seed: int = 0,
-                      responses: str | None = None) -> tuple[list, Answers | None]:
+def items_and_answers(
+    subject: Subject, task: str, n: int, seed: int = 0, responses: str | None = None
+) -> tuple[list, Answers | None]:
     """The items the notebook shows and scores, and the answers when they come from a file.
 
     ``responses`` (real models only: a world model cannot read another model's text) names a
@@ -166,8 +209,10 @@ def items_and_answers(subject: Subject, task: str, n: int, seed: int = 0,
     """
     if responses is not None:
         if subject.kind == "world":
-            raise ValueError(f"responses={responses!r} needs a real model (a Hugging Face id, directory or twin); "
-                             "tiny-world models generate their own: set responses: null")
+            raise ValueError(
+                f"responses={responses!r} needs a real model (a Hugging Face id, directory or "
+                "twin); tiny-world models generate their own: set responses: null"
+            )
         ans = file_answers(responses, n)
         return ans.items, ans
     return subject.items(task, "test", n=n, seed=seed), None

@@ -27,10 +27,16 @@ def sae_top(d_sae: int, top: int = 50, reference_width: int = SAE_REFERENCE_WIDT
     return max(1, round(top * d_sae / reference_width))
 
 
-def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, "batch seq"],
-                    response_mask: Bool[Tensor, "batch seq"], top: int = 50,
-                    reference_width: int | None = SAE_REFERENCE_WIDTH, batch_size: int = 16,
-                    max_batch_tokens: int | None = None) -> MUIResult:
+def sae_utilization(
+    model,
+    sae_by_layer: Mapping[str, Any],
+    tokens: Int[Tensor, "batch seq"],
+    response_mask: Bool[Tensor, "batch seq"],
+    top: int = 50,
+    reference_width: int | None = SAE_REFERENCE_WIDTH,
+    batch_size: int = 16,
+    max_batch_tokens: int | None = None,
+) -> MUIResult:
     """SAE-based MUI (Eqs. 6, 9): per layer and response position, the top features of the SAE
     on that hook (``top`` at 128K width scaled to the SAE width; ``reference_width=None`` keeps
     ``top`` as is), positive activations only; denominator = number of SAEs x d_sae.
@@ -42,14 +48,24 @@ def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, 
     if not sae_by_layer:
         raise ValueError("sae_by_layer is empty: pass {hook_name: SAE}")
     if max_batch_tokens is not None:
-        return budgeted(sae_utilization, model, tokens, response_mask, max_batch_tokens, sae_by_layer=sae_by_layer,
-                        top=top, reference_width=reference_width)
+        return budgeted(
+            sae_utilization,
+            model,
+            tokens,
+            response_mask,
+            max_batch_tokens,
+            sae_by_layer=sae_by_layer,
+            top=top,
+            reference_width=reference_width,
+        )
     tokens = _check_tokens(tokens)
     pos_mask = _score_positions(response_mask.cpu(), tokens.cpu())
     hooks = list(sae_by_layer)
     widths = {int(sae.cfg.d_sae) for sae in sae_by_layer.values()}
     if len(widths) != 1:
-        raise ValueError(f"SAEs must share one width for a common denominator, got widths {sorted(widths)}")
+        raise ValueError(
+            f"SAEs must share one width for a common denominator, got widths {sorted(widths)}"
+        )
     d_sae = widths.pop()
     kk = top if reference_width is None else sae_top(d_sae, top, reference_width)
     if not 1 <= kk <= d_sae:
@@ -62,7 +78,12 @@ def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, 
             _, cache = tl.run_with_cache(model, tokens[rows], list(sae_by_layer))
             m = pos_mask[rows]
             for j, h in enumerate(hooks):
-                feats = sae_by_layer[h].encode(cache[h][:, :-1].to(next(sae_by_layer[h].parameters()).device)).float().cpu()
+                feats = (
+                    sae_by_layer[h]
+                    .encode(cache[h][:, :-1].to(next(sae_by_layer[h].parameters()).device))
+                    .float()
+                    .cpu()
+                )
                 picked = require_finite(f"SAE features at {h}", feats[m])  # [tokens, d_sae]
                 if picked.shape[0] == 0:
                     continue
@@ -71,14 +92,26 @@ def sae_utilization(model, sae_by_layer: Mapping[str, Any], tokens: Int[Tensor, 
     return MUIResult(mui=mui_of_mask(union), mask=union, n_samples=int(tokens.shape[0]))
 
 
-def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world: str, device: str = "cpu",
-             top: int = 50, reference_width: int | None = SAE_REFERENCE_WIDTH, batch_size: int = 32,
-             seed: int = 0, score: str = "score", threshold: str = "topk", max_new_tokens: int = 1,
-             dtype: str | None = None, max_batch_tokens: int | None = None,
-             prompt_style: str = "instructed") -> pd.DataFrame:
-    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses, as a
-    :class:`kit.subjects.Subject` answers; world models in ``batch_size`` rows, Hugging Face models in
-    batches of ``max_batch_tokens`` padded tokens).
+def sae_grid(
+    sae_names: Sequence[str],
+    tasks: Sequence[str],
+    n_items: int,
+    world: str,
+    device: str = "cpu",
+    top: int = 50,
+    reference_width: int | None = SAE_REFERENCE_WIDTH,
+    batch_size: int = 32,
+    seed: int = 0,
+    score: str = "score",
+    threshold: str = "topk",
+    max_new_tokens: int = 1,
+    dtype: str | None = None,
+    max_batch_tokens: int | None = None,
+    prompt_style: str = "instructed",
+) -> pd.DataFrame:
+    """SAE-based and neuron-based MUI of each SAE's model on each task (its own greedy responses, as
+    a :class:`kit.subjects.Subject` answers; world models in ``batch_size`` rows, Hugging Face
+    models in batches of ``max_batch_tokens`` padded tokens).
 
     The SAE's hook comes from ``sae.cfg.metadata.hook_name``, its model from the name
     (``zoo-sae/<member>/...``) or else ``sae.cfg.metadata.model_name`` (the Hugging Face id of
@@ -93,13 +126,17 @@ def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world
     cache: dict[str, Any] = {}
     for sae_name in sae_names:
         sae = load_sae(sae_name, device=device, world=world)
-        model_name = ("zoo/" + sae_name.split("/")[1] if sae_name.startswith("zoo-sae/")
-                      else sae.cfg.metadata.model_name)
+        model_name = (
+            "zoo/" + sae_name.split("/")[1]
+            if sae_name.startswith("zoo-sae/")
+            else sae.cfg.metadata.model_name
+        )
         if model_name not in cache:
             cache.clear()
             release()
-            cache[model_name] = load_subject(model_name, device=device, world=world, dtype=dtype,
-                                             prompt_style=prompt_style)
+            cache[model_name] = load_subject(
+                model_name, device=device, world=world, dtype=dtype, prompt_style=prompt_style
+            )
         subject = cache[model_name]
         model = subject.model
         hook = sae.cfg.metadata.hook_name
@@ -107,13 +144,28 @@ def sae_grid(sae_names: Sequence[str], tasks: Sequence[str], n_items: int, world
             ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
             tokens, mask = subject.tokens(ans.items, ans.responses)
             budget: dict[str, Any]
-            budget = dict(batch_size=batch_size, max_batch_tokens=subject.token_budget(max_batch_tokens))
-            s = sae_utilization(model, {hook: sae}, tokens, mask, top=top, reference_width=reference_width, **budget)
+            budget = dict(
+                batch_size=batch_size, max_batch_tokens=subject.token_budget(max_batch_tokens)
+            )
+            s = sae_utilization(
+                model, {hook: sae}, tokens, mask, top=top, reference_width=reference_width, **budget
+            )
             nres = mui.utilization(model, tokens, mask, score=score, threshold=threshold, **budget)
-            rows.append({"sae": sae_name, "model": model_name, "hook": hook, "d_sae": int(sae.cfg.d_sae), "task": task,
-                         "performance": 100 * ans.accuracy,
-                         "sae_mui": s.mui, "neuron_mui": nres.mui,
-                         "features_per_token": top if reference_width is None else sae_top(int(sae.cfg.d_sae), top, reference_width)})
+            rows.append(
+                {
+                    "sae": sae_name,
+                    "model": model_name,
+                    "hook": hook,
+                    "d_sae": int(sae.cfg.d_sae),
+                    "task": task,
+                    "performance": 100 * ans.accuracy,
+                    "sae_mui": s.mui,
+                    "neuron_mui": nres.mui,
+                    "features_per_token": top
+                    if reference_width is None
+                    else sae_top(int(sae.cfg.d_sae), top, reference_width),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -125,14 +177,37 @@ def sae_section(sae_names: Sequence[str], tasks: Sequence[str], cfg):
 
     if not sae_names:
         return Section(findings=["SAE MUI: no SAEs in this world/profile, section skipped."])
-    sgrid = sae_grid(sae_names, tasks, cfg.n_items, cfg.world, cfg.device, cfg.sae_top, cfg.sae_reference_width,
-                     cfg.batch_size, cfg.seed, cfg.score, cfg.threshold, cfg.max_new_tokens, dtype=cfg.dtype,
-                     max_batch_tokens=cfg.max_batch_tokens, prompt_style=cfg.prompt_style)
-    rho = {s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic) if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
-           else None for s, g in sgrid.groupby("sae")}
+    sgrid = sae_grid(
+        sae_names,
+        tasks,
+        cfg.n_items,
+        cfg.world,
+        cfg.device,
+        cfg.sae_top,
+        cfg.sae_reference_width,
+        cfg.batch_size,
+        cfg.seed,
+        cfg.score,
+        cfg.threshold,
+        cfg.max_new_tokens,
+        dtype=cfg.dtype,
+        max_batch_tokens=cfg.max_batch_tokens,
+        prompt_style=cfg.prompt_style,
+    )
+    rho = {
+        s: float(spearmanr(g.sae_mui, g.neuron_mui).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+        if g.sae_mui.nunique() > 1 and g.neuron_mui.nunique() > 1
+        else None
+        for s, g in sgrid.groupby("sae")
+    }
     finding = "SAE MUI (one layer): " + "; ".join(
-        f"{s} ({g.hook.iloc[0]}, {g.features_per_token.iloc[0]} features/token): mean {g.sae_mui.mean():.2f}% vs neuron "
-        f"MUI {g.neuron_mui.mean():.2f}%, Spearman across tasks {None if (r := rho[s]) is None else round(r, 2)}"
-        for s, g in sgrid.groupby("sae"))
-    return Section(record={"sae_mui": sgrid.to_dict(orient="records"), "sae_vs_neuron_spearman": rho},
-                   findings=[finding], tables={"grid": sgrid})
+        f"{s} ({g.hook.iloc[0]}, {g.features_per_token.iloc[0]} features/token): mean "
+        f"{g.sae_mui.mean():.2f}% vs neuron MUI {g.neuron_mui.mean():.2f}%, Spearman across "
+        f"tasks {None if (r := rho[s]) is None else round(r, 2)}"
+        for s, g in sgrid.groupby("sae")
+    )
+    return Section(
+        record={"sae_mui": sgrid.to_dict(orient="records"), "sae_vs_neuron_spearman": rho},
+        findings=[finding],
+        tables={"grid": sgrid},
+    )

@@ -1,7 +1,7 @@
 """Neuron contribution scores of MUI (seed 000): each MLP neuron's contribution to predicting the
-*next* token (Eq. 3 ``score``, Eq. 13 ``activate``, Eq. 14 ``gradient``, B.6.1 integrated gradients),
-streamed layer by layer (:func:`iter_neuron_scores`), and the public MUI-Eval scoring loop kept as
-the benchmark's and the tests' reference (:func:`naive_public_scores`).
+*next* token (Eq. 3 ``score``, Eq. 13 ``activate``, Eq. 14 ``gradient``, B.6.1 integrated
+gradients), streamed layer by layer (:func:`iter_neuron_scores`), and the public MUI-Eval scoring
+loop kept as the benchmark's and the tests' reference (:func:`naive_public_scores`).
 
 Alignment convention (the public code gets this wrong): position ``p`` of a score tensor is the
 residual position whose output predicts ``tokens[:, p + 1]``; a score tensor therefore has
@@ -32,18 +32,24 @@ IG_STEPS = 10
 
 def _check_score(score: str, allowed: Sequence[str] = SCORES) -> None:
     if score not in allowed:
-        raise ValueError(f"score={score!r} is not a contribution score; allowed values: {', '.join(allowed)}")
+        raise ValueError(
+            f"score={score!r} is not a contribution score; allowed values: {', '.join(allowed)}"
+        )
 
 
 def _check_tokens(tokens: Tensor) -> Tensor:
     if not isinstance(tokens, Tensor) or tokens.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"tokens must be an integer tensor [batch, seq], got {type(tokens).__name__} "
-                         f"{getattr(tokens, 'dtype', '')}")
+        raise ValueError(
+            f"tokens must be an integer tensor [batch, seq], got {type(tokens).__name__} "
+            f"{getattr(tokens, 'dtype', '')}"
+        )
     if tokens.ndim == 1:
         tokens = tokens[None]
     if tokens.ndim != 2 or tokens.shape[1] < 2:
-        raise ValueError(f"tokens must have shape [batch, seq] with seq >= 2 (one token to predict), "
-                         f"got {tuple(tokens.shape)}")
+        raise ValueError(
+            f"tokens must have shape [batch, seq] with seq >= 2 (one token to predict), "
+            f"got {tuple(tokens.shape)}"
+        )
     return tokens.long()
 
 
@@ -62,14 +68,22 @@ def _w_out(model, layer: int) -> Float[Tensor, "d_mlp d_model"]:
     return tl.mlp_out(model, layer)
 
 
-def _unembed_columns(model, targets: Int[Tensor, "batch pos"]) -> tuple[Float[Tensor, "d_model n_uniq"], Int[Tensor, "batch pos"]]:
+def _unembed_columns(
+    model, targets: Int[Tensor, "batch pos"]
+) -> tuple[Float[Tensor, "d_model n_uniq"], Int[Tensor, "batch pos"]]:
     """The unembedding columns of the distinct target tokens (never the d_mlp x vocab product)."""
     uniq, inverse = torch.unique(targets, return_inverse=True)
     return tl.unembed(model)[:, uniq], inverse
 
 
-def _score_from_acts(model, layer: int, acts: Float[Tensor, "batch seq d_mlp"], score: str,
-                     cols: Tensor | None, inverse: Tensor | None) -> Float[Tensor, "batch pos d_mlp"]:
+def _score_from_acts(
+    model,
+    layer: int,
+    acts: Float[Tensor, "batch seq d_mlp"],
+    score: str,
+    cols: Tensor | None,
+    inverse: Tensor | None,
+) -> Float[Tensor, "batch pos d_mlp"]:
     """Eq. 3 / Eq. 13 for one layer; drops the last position (it predicts nothing)."""
     a = acts[:, :-1].float()
     if score == "activate":
@@ -85,11 +99,12 @@ def _score_from_acts(model, layer: int, acts: Float[Tensor, "batch seq d_mlp"], 
 IG_OUTPUTS = ("logit", "prob")
 """What integrated gradients attributes: the target's logit (our default) or its probability
 (Dai et al. 2022, the paper's ref. [11]). MUI-Eval's ``get_neuron_grad.py`` uses a third: the
-cross-entropy loss of the whole response, all layers and positions interpolated at once, |attribution|."""
+cross-entropy loss of the whole response, all layers and positions interpolated at once,
+|attribution|."""
 
 IG_MODES = ("per_token", "shared")
-"""``per_token`` (Eq. 14): for each scored position p only ``a(p)`` is interpolated and the gradient is
-that of p's own target; ``shared``: every scored position of a row interpolated at once and the
+"""``per_token`` (Eq. 14): for each scored position p only ``a(p)`` is interpolated and the gradient
+is that of p's own target; ``shared``: every scored position of a row interpolated at once and the
 gradient of the sum of the row's own targets (one backward per step; a neuron at p is also credited
 with its effect through attention on later targets of the same row)."""
 
@@ -101,11 +116,18 @@ def _check_ig(ig_output: str, ig_mode: str) -> None:
         raise ValueError(f"ig_mode={ig_mode!r}; allowed values: {', '.join(IG_MODES)}")
 
 
-def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
-                          positions: Bool[Tensor, "batch pos"] | None = None, steps: int = IG_STEPS,
-                          ig_output: str = "logit", ig_mode: str = "per_token") -> Float[Tensor, "batch pos d_mlp"]:
-    """Eq. 14: ``a_i(p) * mean_{k=1..m} dF_p / da_i(p) (k/m * a(p))``, zero baseline, m Riemann steps,
-    where ``F_p`` is the logit (or probability, ``ig_output``) of ``tokens[:, p+1]`` at position p.
+def _integrated_gradients(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    layer: int,
+    positions: Bool[Tensor, "batch pos"] | None = None,
+    steps: int = IG_STEPS,
+    ig_output: str = "logit",
+    ig_mode: str = "per_token",
+) -> Float[Tensor, "batch pos d_mlp"]:
+    """Eq. 14: ``a_i(p) * mean_{k=1..m} dF_p / da_i(p) (k/m * a(p))``, zero baseline, m Riemann
+    steps, where ``F_p`` is the logit (or probability, ``ig_output``) of ``tokens[:, p+1]`` at
+    position p.
 
     Only the positions in ``positions`` (score positions, ``[batch, seq-1]``; None: all) are scored,
     the rest are 0. Each row's gradient is that of its OWN targets at its own scored positions, so a
@@ -122,9 +144,13 @@ def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
     with torch.no_grad():
         _, cache = tl.run_with_cache(model, tokens, [post, pre], stop_at_layer=layer + 1)
     a, resid = cache[post], cache[pre]  # [B, S, d_mlp], [B, S, d_model]
-    positions = torch.ones(B, S - 1, dtype=torch.bool) if positions is None else positions.bool().cpu()
+    positions = (
+        torch.ones(B, S - 1, dtype=torch.bool) if positions is None else positions.bool().cpu()
+    )
     if tuple(positions.shape) != (B, S - 1):
-        raise ValueError(f"positions shape {tuple(positions.shape)} must be [batch, seq-1] = {(B, S - 1)}")
+        raise ValueError(
+            f"positions shape {tuple(positions.shape)} must be [batch, seq-1] = {(B, S - 1)}"
+        )
     out = torch.zeros(B, S - 1, a.shape[-1])
     alphas = torch.arange(1, steps + 1, device=a.device, dtype=a.dtype) / steps
 
@@ -160,7 +186,11 @@ def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
         p = torch.tensor([per_row[b][j] for b in rows.tolist()], device=a.device)
         R, width = len(rows), int(p.max()) + 1  # later positions cannot affect position p's logits
         a_sel = a[rows, p]  # [R, d_mlp]
-        x = (a_sel.repeat(steps, 1) * alphas.repeat_interleave(R)[:, None]).detach().requires_grad_(True)
+        x = (
+            (a_sel.repeat(steps, 1) * alphas.repeat_interleave(R)[:, None])
+            .detach()
+            .requires_grad_(True)
+        )
         rr = torch.arange(steps * R, device=a.device)
         pp = p.repeat(steps)
 
@@ -170,7 +200,9 @@ def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
             return act
 
         with torch.enable_grad(), tl.hooks(model, [(post, replace)]):
-            logits = tl.forward(model, resid[rows, :width].repeat(steps, 1, 1), start_at_layer=layer)
+            logits = tl.forward(
+                model, resid[rows, :width].repeat(steps, 1, 1), start_at_layer=layer
+            )
             yy = targets[rows, p].repeat(steps)
             (grad,) = torch.autograd.grad(target_value(logits, rr, pp, yy), x)
         mean_grad = grad.float().reshape(steps, R, -1).mean(dim=0)
@@ -178,9 +210,15 @@ def _integrated_gradients(model, tokens: Int[Tensor, "batch seq"], layer: int,
     return out
 
 
-def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
-                       batch_size: int | None = None, positions: Bool[Tensor, "batch pos"] | None = None,
-                       ig_output: str = "logit", ig_mode: str = "per_token") -> Iterator[LayerScores]:
+def iter_neuron_scores(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    score: str = "score",
+    batch_size: int | None = None,
+    positions: Bool[Tensor, "batch pos"] | None = None,
+    ig_output: str = "logit",
+    ig_mode: str = "per_token",
+) -> Iterator[LayerScores]:
     """Stream neuron contribution scores one (row chunk, layer) at a time.
 
     Inputs: a ``HookedTransformer``; ``tokens`` right-padded ``[batch, seq]``; ``score`` in
@@ -207,21 +245,39 @@ def iter_neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "sc
         if score == "gradient":
             pos = None if positions is None else positions[rows]
             for L in range(model.cfg.n_layers):
-                yield LayerScores(rows, L, require_finite(
-                    f"gradient scores at blocks.{L}.mlp.hook_post",
-                    _integrated_gradients(model, chunk, L, pos, ig_output=ig_output, ig_mode=ig_mode)))
+                yield LayerScores(
+                    rows,
+                    L,
+                    require_finite(
+                        f"gradient scores at blocks.{L}.mlp.hook_post",
+                        _integrated_gradients(
+                            model, chunk, L, pos, ig_output=ig_output, ig_mode=ig_mode
+                        ),
+                    ),
+                )
             continue
         cols = inverse = None
         if score == "score":
             cols, inverse = _unembed_columns(model, chunk[:, 1:])
         for L, acts in tl.iter_mlp_post(model, chunk):
             # a NaN would be ranked the top key neuron by topk: stop here, naming the layer
-            yield LayerScores(rows, L, require_finite(f"{score} scores at blocks.{L}.mlp.hook_post",
-                                                      _score_from_acts(model, L, acts, score, cols, inverse)))
+            yield LayerScores(
+                rows,
+                L,
+                require_finite(
+                    f"{score} scores at blocks.{L}.mlp.hook_post",
+                    _score_from_acts(model, L, acts, score, cols, inverse),
+                ),
+            )
 
 
-def neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
-                  batch_size: int | None = None, **kwargs: Any) -> Float[Tensor, "batch pos layer d_mlp"]:
+def neuron_scores(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    score: str = "score",
+    batch_size: int | None = None,
+    **kwargs: Any,
+) -> Float[Tensor, "batch pos layer d_mlp"]:
     """All neuron contribution scores of ``tokens`` (see :func:`iter_neuron_scores`).
 
     Returns ``[batch, seq-1, n_layers, d_mlp]`` where ``[b, p]`` is each neuron's contribution
@@ -237,7 +293,9 @@ def neuron_scores(model, tokens: Int[Tensor, "batch seq"], score: str = "score",
     return out
 
 
-def naive_public_scores(model, tokens: Int[Tensor, "batch seq"], offset: int = 1) -> Float[Tensor, "batch pos layer d_mlp"]:
+def naive_public_scores(
+    model, tokens: Int[Tensor, "batch seq"], offset: int = 1
+) -> Float[Tensor, "batch pos layer d_mlp"]:
     """A faithful re-implementation of the public MUI-Eval scoring loop, for comparison only.
 
     Per batch and layer it forms the full ``d_mlp x vocab`` projection ``W_out @ W_U``, then loops
@@ -250,7 +308,8 @@ def naive_public_scores(model, tokens: Int[Tensor, "batch seq"], offset: int = 1
     with torch.no_grad():
         _, cache = tl.run_with_cache(model, tokens, lambda n: n.endswith("mlp.hook_post"))
         for L in range(model.cfg.n_layers):
-            proj = _w_out(model, L).float() @ tl.unembed(model).float()  # d_mlp x vocab, every batch, every layer
+            # d_mlp x vocab, every batch, every layer
+            proj = _w_out(model, L).float() @ tl.unembed(model).float()
             acts = cache[f"blocks.{L}.mlp.hook_post"].float()
             for b in range(B):
                 for p in range(S - 1):

@@ -1,8 +1,9 @@
 """NeuronVote and AvgOverlap (seed 004; notebook 05).
 
-- ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built from
-  ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's probe,
-  classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap, NeuronVote);
+- ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built
+  from ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's
+  probe, classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap,
+  NeuronVote);
 - ``concepts``: POS concept datasets from UD EWT / CoNLL;
 - ``units``: one concept at one layer (rankings, scores, reseeds, shuffled labels), also as jobs;
 - ``study``: a study as its units, and its analyses; ``settings``: the settings notebook 05 runs
@@ -14,13 +15,48 @@
 
 from kit.core.lazy import lazy_submodules
 from kit.neuronvote.methods import (
-    METHODS, PAPER_METHODS, DISPLAY, PAPER_LAMBDA, rank_by_score, probeless_scores,
-    meanselect_scores, iou_scores, iou_ap_scores, probe_penalty, probe_weights, GaussianMAP,
-    gaussian_map_params, gaussian_ranking, gaussian_ranking_naive, rank_neurons, rank_all, overlap,
-    avg_overlap, borda_top, neuron_vote, pairwise_overlap, classifier_accuracy,
+    DISPLAY,
+    METHODS,
+    PAPER_LAMBDA,
+    PAPER_METHODS,
+    GaussianMAP,
+    avg_overlap,
+    borda_top,
+    classifier_accuracy,
+    gaussian_map_params,
+    gaussian_ranking,
+    gaussian_ranking_naive,
+    iou_ap_scores,
+    iou_scores,
+    meanselect_scores,
+    neuron_vote,
+    overlap,
+    pairwise_overlap,
+    probe_penalty,
+    probe_weights,
+    probeless_scores,
+    rank_all,
+    rank_by_score,
+    rank_neurons,
 )
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ['bench', 'claims', 'concepts', 'consensus', 'corpus_scores', 'gaussian', 'methods', 'plots',
-               'probes', 'published', 'settings', 'study', 'tables', 'units'],
-    globals())
+    __name__,
+    [
+        "bench",
+        "claims",
+        "concepts",
+        "consensus",
+        "corpus_scores",
+        "gaussian",
+        "methods",
+        "plots",
+        "probes",
+        "published",
+        "settings",
+        "study",
+        "tables",
+        "units",
+    ],
+    globals(),
+)

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from kit.neuronvote import methods as nv
 from kit.core.bench import BenchLine, median_time
+from kit.neuronvote import methods as nv
 
 BENCH_TAGS = ("NN", "IN", "DT", "JJ", "NNP", "RB", "VB", "CC")
 MAX_PER_CLASS = 150
@@ -34,8 +34,8 @@ NAIVE_STEPS = 8
 
 
 def _encoder_data(model: str, device: str):
-    from kit.neuronvote import concepts as concepts
     from kit.models.encoders import load_encoder
+    from kit.neuronvote import concepts as concepts
     from kit.neuronvote.study import first_middle_last
 
     sentences = concepts.load_sentences("ud_ewt")
@@ -48,7 +48,9 @@ def _encoder_data(model: str, device: str):
     t0 = time.perf_counter()
     vectors = enc.word_activations(words, site).numpy()
     forward_s = time.perf_counter() - t0
-    data = [(t.concept, *(lambda a: (a["x_train"], a["y_train"]))(t.arrays(vectors))) for t in tasks]
+    data = [
+        (t.concept, *(lambda a: (a["x_train"], a["y_train"]))(t.arrays(vectors))) for t in tasks
+    ]
     return data, forward_s, f"{model} {site}, {len(tasks)} POS concepts"
 
 
@@ -82,47 +84,78 @@ def _run(model: str, device: str) -> list[BenchLine]:
 
     is_encoder = model in ENCODERS or not (model.startswith("random/") or model.startswith("zoo/"))
     try:
-        data, forward_s, what = _encoder_data(model, device) if is_encoder else _synthetic_data(model)
+        data, forward_s, what = (
+            _encoder_data(model, device) if is_encoder else _synthetic_data(model)
+        )
     except OSError:  # a hub encoder without network: time on synthetic vectors instead
         data, forward_s, what = _synthetic_data(model)
     n, d = data[0][1].shape
     kwargs: dict[str, Any] = dict(gaussian_max_neurons=GAUSSIAN_STEPS)
     times = {}
     for m in nv.METHODS:
-        times[m] = median_time(lambda m=m: [nv.rank_neurons(x, y, m, **kwargs) for _, x, y in data],
-                               repeat=1, warmup=0)
+        times[m] = median_time(
+            lambda m=m: [nv.rank_neurons(x, y, m, **kwargs) for _, x, y in data], repeat=1, warmup=0
+        )
     lines = []
     base = max(times["probeless"], 1e-9)
     for m in nv.METHODS:
         if m == "probeless":
             continue
-        extra = f", Gaussian greedy steps={GAUSSIAN_STEPS}, O(C (N+k) d) per step" if m == "gaussian" else ""
-        lines.append(BenchLine(f"neuronvote/{m}_vs_probeless", times[m] / base,
-                               f"{nv.DISPLAY[m]} {times[m]:.3f}s vs Probeless {times['probeless']:.4f}s over "
-                               f"{what}, N={n} train words, d={d}{extra}"))
+        extra = (
+            f", Gaussian greedy steps={GAUSSIAN_STEPS}, O(C (N+k) d) per step"
+            if m == "gaussian"
+            else ""
+        )
+        lines.append(
+            BenchLine(
+                f"neuronvote/{m}_vs_probeless",
+                times[m] / base,
+                f"{nv.DISPLAY[m]} {times[m]:.3f}s vs Probeless {times['probeless']:.4f}s over "
+                f"{what}, N={n} train words, d={d}{extra}",
+            )
+        )
     _, x, y = data[0]
-    fast_s = median_time(lambda: nv.gaussian_ranking(x, y, max_neurons=NAIVE_STEPS), repeat=1, warmup=0)
+    fast_s = median_time(
+        lambda: nv.gaussian_ranking(x, y, max_neurons=NAIVE_STEPS), repeat=1, warmup=0
+    )
     t0 = time.perf_counter()
     naive = nv.gaussian_ranking_naive(x, y, max_neurons=NAIVE_STEPS)
     naive_s = time.perf_counter() - t0
-    same = bool(np.array_equal(naive, nv.gaussian_ranking(x, y, max_neurons=NAIVE_STEPS)[:NAIVE_STEPS]))
-    lines.append(BenchLine("neuronvote/gaussian_naive_vs_fast", naive_s / max(fast_s, 1e-9),
-                           f"first {NAIVE_STEPS} greedy steps, N={n}, d={d}: naive {naive_s:.2f}s "
-                           f"(O(d (k^3 + N k^2)) per step) vs rank-one {fast_s:.3f}s (O(C (N+k) d) per step); "
-                           f"same neurons: {same}"))
+    same = bool(
+        np.array_equal(naive, nv.gaussian_ranking(x, y, max_neurons=NAIVE_STEPS)[:NAIVE_STEPS])
+    )
+    lines.append(
+        BenchLine(
+            "neuronvote/gaussian_naive_vs_fast",
+            naive_s / max(fast_s, 1e-9),
+            f"first {NAIVE_STEPS} greedy steps, N={n}, d={d}: naive {naive_s:.2f}s "
+            f"(O(d (k^3 + N k^2)) per step) vs rank-one {fast_s:.3f}s (O(C (N+k) d) per step); "
+            f"same neurons: {same}",
+        )
+    )
     t0 = time.perf_counter()
     ref = nv.neurox_probe_weights(x, y, 0.01, 0.01, seed=0, engine="torch")
     torch_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     fast = nv.neurox_probe_weights(x, y, 0.01, 0.01, seed=0)
     numpy_s = time.perf_counter() - t0
-    lines.append(BenchLine("neuronvote/neurox_probe_torch_vs_numpy", torch_s / max(numpy_s, 1e-9),
-                           f"NeuroX LCA probe, 10 epochs of 32-word batches, N={n}, d={d}: torch autograd "
-                           f"{torch_s:.2f}s vs numpy Adam {numpy_s:.3f}s; max |dW| "
-                           f"{float(np.abs(ref - fast).max()):.1e}"))
+    lines.append(
+        BenchLine(
+            "neuronvote/neurox_probe_torch_vs_numpy",
+            torch_s / max(numpy_s, 1e-9),
+            f"NeuroX LCA probe, 10 epochs of 32-word batches, N={n}, d={d}: torch autograd "
+            f"{torch_s:.2f}s vs numpy Adam {numpy_s:.3f}s; max |dW| "
+            f"{float(np.abs(ref - fast).max()):.1e}",
+        )
+    )
     total = sum(times.values())
     if forward_s:
-        lines.append(BenchLine("neuronvote/all_methods_vs_forward", total / forward_s,
-                               f"all {len(nv.METHODS)} methods on all concepts {total:.2f}s vs the encoder "
-                               f"forward for their words {forward_s:.2f}s ({what})"))
+        lines.append(
+            BenchLine(
+                "neuronvote/all_methods_vs_forward",
+                total / forward_s,
+                f"all {len(nv.METHODS)} methods on all concepts {total:.2f}s vs the encoder "
+                f"forward for their words {forward_s:.2f}s ({what})",
+            )
+        )
     return lines

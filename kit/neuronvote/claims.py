@@ -12,7 +12,8 @@ decoder) gets the claims :data:`DECLARED` lists for its kind, one per question:
   has found label information;
 - ``probeless.most_compatible``: Probeless's NeuronVote exceeds the best of the other voters'
   (the maximum re-taken in every resample, so picking the best is part of the interval);
-- ``layer.probing_trend``: the probing methods' NeuronVote is lower at the last layer than the first;
+- ``layer.probing_trend``: the probing methods' NeuronVote is lower at the last layer than the
+  first;
 - ``meanselect.beats_shuffled`` (main setting): MeanSelect's NeuronVote exceeds what it gets when
   all methods rank shuffled labels (Table 4's case study).
 
@@ -44,9 +45,15 @@ MIN_CONCEPTS = 8
 """Fewest concepts (clusters) a bootstrap interval is computed from: a percentile bootstrap over a
 handful of clusters covers far less than 95% (with 3 it has 10 distinct resample sets of 3), so
 with fewer the claims are not testable."""
-REQUIRED_IDS = {"05_neuronvote": ["order.paper_agreement", "agreement.beats_shuffled",
-                                  "probeless.most_compatible", "layer.probing_trend",
-                                  "meanselect.beats_shuffled"]}
+REQUIRED_IDS = {
+    "05_neuronvote": [
+        "order.paper_agreement",
+        "agreement.beats_shuffled",
+        "probeless.most_compatible",
+        "layer.probing_trend",
+        "meanselect.beats_shuffled",
+    ]
+}
 
 
 def per_concept(scores: pd.DataFrame, metric: str, layers=None) -> pd.DataFrame:
@@ -58,14 +65,20 @@ def per_concept(scores: pd.DataFrame, metric: str, layers=None) -> pd.DataFrame:
 
 
 def _voters(setting) -> list[str]:
-    return [v for v in (setting.result.voters or PAPER_METHODS) if v in set(setting.result.scores.method)]
+    return [
+        v
+        for v in (setting.result.voters or PAPER_METHODS)
+        if v in set(setting.result.scores.method)
+    ]
 
 
 def _too_few(setting) -> str | None:
     n = setting.result.scores.concept.nunique()
     if n < MIN_CONCEPTS:
-        return (f"{n} concepts: a bootstrap over fewer than {MIN_CONCEPTS} concepts (clusters) gives no usable "
-                "95% interval")
+        return (
+            f"{n} concepts: a bootstrap over fewer than {MIN_CONCEPTS} concepts (clusters) gives "
+            "no usable 95% interval"
+        )
     return None
 
 
@@ -75,17 +88,18 @@ def _how(setting) -> str:
     return f"bootstrap over {n} concepts (clusters of {k} layer(s) each)"
 
 
-def shuffled_null(setting, metric: str, methods: Sequence[str], n_null: int = 1000,
-                  seed: int = 0) -> np.ndarray | None:
-    """``n_null`` draws of the setting-level mean of ``metric`` over ``methods`` when all methods rank
-    shuffled labels: each draw picks one of the K shuffled copies of every (concept, layer) unit and
-    averages. ``None`` when no shuffles were run. Float[ndarray, "n_null"]."""
+def shuffled_null(
+    setting, metric: str, methods: Sequence[str], n_null: int = 1000, seed: int = 0
+) -> np.ndarray | None:
+    """``n_null`` draws of the setting-level mean of ``metric`` over ``methods`` when all methods
+    rank shuffled labels: each draw picks one of the K shuffled copies of every (concept, layer)
+    unit and averages. ``None`` when no shuffles were run. Float[ndarray, "n_null"]."""
     sh = setting.result.shuffled_scores
     if sh is None or sh.empty:
         return None
     d = sh[(sh["metric"] == metric) & sh["method"].isin(methods)]
     per = d.groupby(["concept", "layer", "shuffle"])["score"].mean().unstack("shuffle")
-    vals = per.to_numpy(float)                                    # (units, K)
+    vals = per.to_numpy(float)  # (units, K)
     rng = np.random.default_rng(seed)
     pick = rng.integers(0, vals.shape[1], size=(n_null, vals.shape[0]))
     return vals[np.arange(vals.shape[0]), pick].mean(axis=1)
@@ -102,11 +116,20 @@ def order_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     paper = published.mean_scores(ref, "NeuronVote")
     nv = per_concept(setting.result.scores, "NeuronVote")
     methods = [m for m in _voters(setting) if m in paper.index]
-    statement = (f"{setting.title}: the voters' NeuronVote order matches the paper's ({ref.label}; Spearman "
-                 f"over {len(methods)} methods, Random left out)")
+    statement = (
+        f"{setting.title}: the voters' NeuronVote order matches the paper's ({ref.label}; Spearman "
+        f"over {len(methods)} methods, Random left out)"
+    )
     if len(methods) < 3:
-        return claim(PAPER, "Table 2", setting.prefix + "order.paper_agreement", statement, None,
-                     not_testable=f"only {len(methods)} of the paper's methods run", rests_on=setting.rests_on)
+        return claim(
+            PAPER,
+            "Table 2",
+            setting.prefix + "order.paper_agreement",
+            statement,
+            None,
+            not_testable=f"only {len(methods)} of the paper's methods run",
+            rests_on=setting.rests_on,
+        )
     target = paper[methods].to_numpy(float)
 
     def agree(rows):
@@ -115,31 +138,65 @@ def order_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
 
     est = bootstrap_ci(agree, nv[methods].to_numpy(float), n_boot=n_boot, seed=seed)
     order = ", ".join(DISPLAY[m] for m in paper[methods].sort_values(ascending=False).index)
-    return claim(PAPER, published.table_label(ref.compatibility or ref.neuronvote_by_layer),
-                 setting.prefix + "order.paper_agreement", statement, est[0], ci=est[1:], null=0.0,
-                 direction="greater", null_how="unrelated orders (Spearman 0)", paper_value=f"order {order}",
-                 interval_how=_how(setting), rests_on=setting.rests_on)
+    return claim(
+        PAPER,
+        published.table_label(ref.compatibility or ref.neuronvote_by_layer),
+        setting.prefix + "order.paper_agreement",
+        statement,
+        est[0],
+        ci=est[1:],
+        null=0.0,
+        direction="greater",
+        null_how="unrelated orders (Spearman 0)",
+        paper_value=f"order {order}",
+        interval_how=_how(setting),
+        rests_on=setting.rests_on,
+    )
 
 
 def agreement_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     voters = _voters(setting)
     ao = per_concept(setting.result.scores, "AvgOverlap")[voters].mean(axis=1).to_numpy(float)
-    statement = (f"{setting.title}: the voters agree on a concept's top-s neurons (mean AvgOverlap) more than "
-                 "when each ranks the concept's labels shuffled among its words")
+    statement = (
+        f"{setting.title}: the voters agree on a concept's top-s neurons (mean AvgOverlap) more "
+        "than when each ranks the concept's labels shuffled among its words"
+    )
     cid = setting.prefix + "agreement.beats_shuffled"
     null = shuffled_null(setting, "AvgOverlap", voters, n_null, seed)
     paper = _paper_agreement(setting.paper)
     if null is None:
-        return claim(PAPER, "Fig. 1, Table 2", cid, statement, float(ao.mean()), paper_value=paper,
-                     not_testable="no shuffled-label copies were run (shuffles: 0)", rests_on=setting.rests_on)
+        return claim(
+            PAPER,
+            "Fig. 1, Table 2",
+            cid,
+            statement,
+            float(ao.mean()),
+            paper_value=paper,
+            not_testable="no shuffled-label copies were run (shuffles: 0)",
+            rests_on=setting.rests_on,
+        )
     est = bootstrap_ci(np.mean, ao, n_boot=n_boot, seed=seed)
     band = null_band(null)
     k = int(setting.result.shuffled_scores["shuffle"].nunique())
-    return claim(PAPER, "Fig. 1, Table 2", cid, statement, est[0], ci=est[1:], null_range=band[1:],
-                 direction="greater", paper_value=paper, interval_how=_how(setting),
-                 null_how=(f"voters on shuffled labels: {null.size} draws of the mean, each one of {k} shuffled "
-                           "copies per (concept, layer)"),
-                 rests_on=setting.rests_on, p_value=_p_value(null, est[0]), null_mean=band[0])
+    return claim(
+        PAPER,
+        "Fig. 1, Table 2",
+        cid,
+        statement,
+        est[0],
+        ci=est[1:],
+        null_range=band[1:],
+        direction="greater",
+        paper_value=paper,
+        interval_how=_how(setting),
+        null_how=(
+            f"voters on shuffled labels: {null.size} draws of the mean, each one of {k} shuffled "
+            "copies per (concept, layer)"
+        ),
+        rests_on=setting.rests_on,
+        p_value=_p_value(null, est[0]),
+        null_mean=band[0],
+    )
 
 
 def _paper_agreement(ref) -> str | None:
@@ -149,29 +206,54 @@ def _paper_agreement(ref) -> str | None:
     if ao.empty:
         return None
     six = ao.drop("random", errors="ignore")
-    return (f"AvgOverlap {six.min():.3f}-{six.max():.3f} vs Random {ao.get('random', float('nan')):.3f} "
-            f"({ref.label}; no shuffled-label control)")
+    return (
+        f"AvgOverlap {six.min():.3f}-{six.max():.3f} vs Random "
+        f"{ao.get('random', float('nan')):.3f} ({ref.label}; no shuffled-label control)"
+    )
 
 
 def probeless_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     voters = _voters(setting)
     cid = setting.prefix + "probeless.most_compatible"
-    statement = (f"{setting.title}: Probeless has the highest NeuronVote of the voters (Probeless minus the "
-                 "best other voter, the best re-picked in every resample)")
+    statement = (
+        f"{setting.title}: Probeless has the highest NeuronVote of the voters (Probeless minus the "
+        "best other voter, the best re-picked in every resample)"
+    )
     others = [v for v in voters if v != "probeless"]
     if "probeless" not in voters or not others:
-        return claim(PAPER, "Table 3", cid, statement, None, not_testable="Probeless or the other voters not run",
-                     rests_on=setting.rests_on)
+        return claim(
+            PAPER,
+            "Table 3",
+            cid,
+            statement,
+            None,
+            not_testable="Probeless or the other voters not run",
+            rests_on=setting.rests_on,
+        )
     nv = per_concept(setting.result.scores, "NeuronVote")[["probeless"] + others].to_numpy(float)
-    stat: Callable[[np.ndarray], float] = lambda rows: float(  # noqa: E731
-        np.mean(rows[:, 0]) - np.max(np.mean(rows[:, 1:], axis=0)))
+
+    def stat(rows: np.ndarray) -> float:
+        return float(np.mean(rows[:, 0]) - np.max(np.mean(rows[:, 1:], axis=0)))
+
     est = bootstrap_ci(stat, nv, n_boot=n_boot, seed=seed)
     means = nv.mean(axis=0)
     best = others[int(np.argmax(means[1:]))]
-    return claim(PAPER, "Table 3, abstract", cid, statement, est[0], ci=est[1:], null=0.0, direction="greater",
-                 null_how="tied with the best other voter (0)", paper_value=_paper_probeless(setting.paper),
-                 interval_how=_how(setting), rests_on=setting.rests_on, best_other=best,
-                 means={m: round(float(v), 4) for m, v in zip(["probeless"] + others, means)})
+    return claim(
+        PAPER,
+        "Table 3, abstract",
+        cid,
+        statement,
+        est[0],
+        ci=est[1:],
+        null=0.0,
+        direction="greater",
+        null_how="tied with the best other voter (0)",
+        paper_value=_paper_probeless(setting.paper),
+        interval_how=_how(setting),
+        rests_on=setting.rests_on,
+        best_other=best,
+        means={m: round(float(v), 4) for m, v in zip(["probeless"] + others, means)},
+    )
 
 
 def _paper_probeless(ref) -> str | None:
@@ -179,8 +261,10 @@ def _paper_probeless(ref) -> str | None:
         return None
     nv = published.mean_scores(ref, "NeuronVote").drop(["random", "meanselect"], errors="ignore")
     best: Any = nv.drop("probeless").idxmax()  # a method name
-    return (f"{nv['probeless'] - nv[best]:+.3f} (Probeless {nv['probeless']:.3f} vs {DISPLAY[best]} "
-            f"{nv[best]:.3f}; {ref.label})")
+    return (
+        f"{nv['probeless'] - nv[best]:+.3f} (Probeless {nv['probeless']:.3f} vs {DISPLAY[best]} "
+        f"{nv[best]:.3f}; {ref.label})"
+    )
 
 
 def trend_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
@@ -188,46 +272,108 @@ def trend_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     layers = sorted(scores["layer"].unique())
     probing = [m for m in PROBING if m in set(scores.method)]
     cid = setting.prefix + "layer.probing_trend"
-    statement = (f"{setting.title}: NeuronVote of the probing methods (LCA, Lasso, Ridge) is lower at the last "
-                 f"layer than at the first (last - first, layers {layers[0]} and {layers[-1]})")
+    statement = (
+        f"{setting.title}: NeuronVote of the probing methods (LCA, Lasso, Ridge) is lower at the "
+        f"last layer than at the first (last - first, layers {layers[0]} and {layers[-1]})"
+    )
     if len(layers) < 2 or not probing:
-        return claim(PAPER, "Table 3", cid, statement, None, rests_on=setting.rests_on,
-                     not_testable="one layer only" if len(layers) < 2 else "no probing method run")
+        return claim(
+            PAPER,
+            "Table 3",
+            cid,
+            statement,
+            None,
+            rests_on=setting.rests_on,
+            not_testable="one layer only" if len(layers) < 2 else "no probing method run",
+        )
     first = per_concept(scores, "NeuronVote", [layers[0]])[probing].mean(axis=1)
     last = per_concept(scores, "NeuronVote", [layers[-1]])[probing].mean(axis=1)
     idx = first.index.intersection(last.index)
-    est = bootstrap_ci(lambda a, b: float(np.mean(b - a)), first[idx].to_numpy(), last[idx].to_numpy(),
-                       n_boot=n_boot, seed=seed)
+    est = bootstrap_ci(
+        lambda a, b: float(np.mean(b - a)),
+        first[idx].to_numpy(),
+        last[idx].to_numpy(),
+        n_boot=n_boot,
+        seed=seed,
+    )
     ref = setting.paper
-    pv = None if ref is None else f"{published.layer_trend(ref):+.3f} ({ref.label}, last - first printed layer)"
-    return claim(PAPER, "Table 3, §4.2", cid, statement, est[0], ci=est[1:], null=0.0, direction="less",
-                 null_how="no change (0)", paper_value=pv, interval_how=f"bootstrap over {len(idx)} concepts "
-                 "(paired: each concept's first and last layer)", rests_on=setting.rests_on)
+    pv = (
+        None
+        if ref is None
+        else f"{published.layer_trend(ref):+.3f} ({ref.label}, last - first printed layer)"
+    )
+    return claim(
+        PAPER,
+        "Table 3, §4.2",
+        cid,
+        statement,
+        est[0],
+        ci=est[1:],
+        null=0.0,
+        direction="less",
+        null_how="no change (0)",
+        paper_value=pv,
+        interval_how=f"bootstrap over {len(idx)} concepts "
+        "(paired: each concept's first and last layer)",
+        rests_on=setting.rests_on,
+    )
 
 
 def meanselect_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     cid = setting.prefix + "meanselect.beats_shuffled"
-    statement = (f"{setting.title}: MeanSelect's NeuronVote exceeds its NeuronVote when every method ranks the "
-                 "concept's labels shuffled among its words")
+    statement = (
+        f"{setting.title}: MeanSelect's NeuronVote exceeds its NeuronVote when every method ranks "
+        "the concept's labels shuffled among its words"
+    )
     ref = setting.paper
     pv = None if ref is None else published.meanselect_mean(ref)
-    pv = None if pv is None or ref is None else \
-        f"{pv:.3f} ({ref.label}, mean over layers; vs Random only)"
+    pv = (
+        None
+        if pv is None or ref is None
+        else f"{pv:.3f} ({ref.label}, mean over layers; vs Random only)"
+    )
     nv = per_concept(setting.result.scores, "NeuronVote")
     if "meanselect" not in nv.columns:
-        return claim(PAPER, "Table 4", cid, statement, None, not_testable="MeanSelect not run",
-                     rests_on=setting.rests_on)
+        return claim(
+            PAPER,
+            "Table 4",
+            cid,
+            statement,
+            None,
+            not_testable="MeanSelect not run",
+            rests_on=setting.rests_on,
+        )
     ms = nv["meanselect"].to_numpy(float)
     null = shuffled_null(setting, "NeuronVote", ["meanselect"], n_null, seed)
     if null is None:
-        return claim(PAPER, "Table 4", cid, statement, float(ms.mean()), paper_value=pv, rests_on=setting.rests_on,
-                     not_testable="no shuffled-label copies were run (shuffles: 0)")
+        return claim(
+            PAPER,
+            "Table 4",
+            cid,
+            statement,
+            float(ms.mean()),
+            paper_value=pv,
+            rests_on=setting.rests_on,
+            not_testable="no shuffled-label copies were run (shuffles: 0)",
+        )
     est = bootstrap_ci(np.mean, ms, n_boot=n_boot, seed=seed)
     band = null_band(null)
-    return claim(PAPER, "Table 4", cid, statement, est[0], ci=est[1:], null_range=band[1:], direction="greater",
-                 null_how=f"MeanSelect with all methods on shuffled labels ({null.size} draws of the mean)",
-                 paper_value=pv, interval_how=_how(setting), rests_on=setting.rests_on,
-                 p_value=_p_value(null, est[0]), null_mean=band[0])
+    return claim(
+        PAPER,
+        "Table 4",
+        cid,
+        statement,
+        est[0],
+        ci=est[1:],
+        null_range=band[1:],
+        direction="greater",
+        null_how=f"MeanSelect with all methods on shuffled labels ({null.size} draws of the mean)",
+        paper_value=pv,
+        interval_how=_how(setting),
+        rests_on=setting.rests_on,
+        p_value=_p_value(null, est[0]),
+        null_mean=band[0],
+    )
 
 
 DECLARED: dict[str, tuple[Callable, ...]] = {
@@ -241,25 +387,49 @@ DECLARED: dict[str, tuple[Callable, ...]] = {
 
 def setting_claims(setting, seed: int = 0, n_boot: int = 1000, n_null: int = 1000) -> list[Claim]:
     """The claims :data:`DECLARED` for ``setting.name``, kind ``reproduction`` (a paper claim on
-    our models' numbers); not testable when the setting has fewer than :data:`MIN_CONCEPTS` concepts."""
-    out = [fn(setting, seed, n_boot, n_null) for fn in DECLARED[setting.name]
-           if not (fn is order_claim and setting.paper is None)]
+    our models' numbers); not testable when the setting has fewer than :data:`MIN_CONCEPTS`
+    concepts."""
+    out = [
+        fn(setting, seed, n_boot, n_null)
+        for fn in DECLARED[setting.name]
+        if not (fn is order_claim and setting.paper is None)
+    ]
     few = _too_few(setting)
     if few:
-        out = [claim(c.paper, c.section, c.id, c.statement, c.ours, paper_value=c.paper_value, not_testable=few,
-                     rests_on=c.rests_on) for c in out]
+        out = [
+            claim(
+                c.paper,
+                c.section,
+                c.id,
+                c.statement,
+                c.ours,
+                paper_value=c.paper_value,
+                not_testable=few,
+                rests_on=c.rests_on,
+            )
+            for c in out
+        ]
     return out
 
 
-def study_claims(settings: Sequence, seed: int = 0, n_boot: int = 1000, n_null: int = 1000) -> list[Claim]:
+def study_claims(
+    settings: Sequence, seed: int = 0, n_boot: int = 1000, n_null: int = 1000
+) -> list[Claim]:
     """Every setting's claims, with their stability: each claim recomputed under every further study
     seed of its setting (new tie-breaks, probe initialisations, Random draws; the seedless Gaussian
-    and the shuffled copies kept) and with other bootstrap and null-draw seeds; a claim whose verdict
-    changes is marked ``flips`` (:func:`kit.core.claims.mark_stability`). Without reseeds, only the
-    resampling seeds change."""
+    and the shuffled copies kept) and with other bootstrap and null-draw seeds; a claim whose
+    verdict changes is marked ``flips`` (:func:`kit.core.claims.mark_stability`). Without reseeds,
+    only the resampling seeds change."""
     claims = [c for s in settings for c in setting_claims(s, seed, n_boot, n_null)]
-    reseeds = sorted({int(x) for s in settings if s.result.reseed_scores is not None
-                      for x in s.result.reseed_scores["seed"].unique()} - {seed})
+    reseeds = sorted(
+        {
+            int(x)
+            for s in settings
+            if s.result.reseed_scores is not None
+            for x in s.result.reseed_scores["seed"].unique()
+        }
+        - {seed}
+    )
     runs = reseeds or [seed + 1, seed + 2]
     reruns = []
     for r, study_seed in enumerate(runs, 1):
@@ -271,7 +441,11 @@ def study_claims(settings: Sequence, seed: int = 0, n_boot: int = 1000, n_null: 
                 s = replace(s, result=s.result.with_scores(view))
             again += setting_claims(s, seed + r, n_boot, n_null)
         reruns.append(again)
-    how = (f"study seeds {', '.join(map(str, runs))} (tie-breaks, probe initialisations, Random draws) with "
-           "bootstrap and null-draw seeds " if reseeds else "bootstrap and null-draw seeds ")
+    how = (
+        f"study seeds {', '.join(map(str, runs))} (tie-breaks, probe initialisations, Random "
+        "draws) with bootstrap and null-draw seeds "
+        if reseeds
+        else "bootstrap and null-draw seeds "
+    )
     how += ", ".join(str(seed + r) for r in range(1, len(runs) + 1))
     return mark_stability(claims, reruns, how)

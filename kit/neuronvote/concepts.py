@@ -37,12 +37,55 @@ POS_SOURCES: dict[str, tuple[str, ...]] = {
     "conll2000_chunk": ("conll2000/train.txt", "conll2000/test.txt"),
 }
 SOURCES = ("ud_ewt", "conll2000", "conll2000_chunk", "world-roles")
-PAPER_POS_TAGS = ("VBG", "VBZ", "NNPS", "DT", "TO", "CD", "JJ", "PRP", "MD", "RB", "VBP", "VB", "NNS",
-                  "VBN", "POS", "IN", "NN", "CC", "NNP", "VBD")
+PAPER_POS_TAGS = (
+    "VBG",
+    "VBZ",
+    "NNPS",
+    "DT",
+    "TO",
+    "CD",
+    "JJ",
+    "PRP",
+    "MD",
+    "RB",
+    "VBP",
+    "VB",
+    "NNS",
+    "VBN",
+    "POS",
+    "IN",
+    "NN",
+    "CC",
+    "NNP",
+    "VBD",
+)
 """The 20 POS concepts of the paper (appendix 7.2)."""
-CHUNK_TAGS = ("B-ADJP", "B-ADVP", "B-NP", "B-PP", "B-VP", "I-ADJP", "I-ADVP", "I-NP", "I-PP", "I-VP")
+CHUNK_TAGS = (
+    "B-ADJP",
+    "B-ADVP",
+    "B-NP",
+    "B-PP",
+    "B-VP",
+    "I-ADJP",
+    "I-ADVP",
+    "I-NP",
+    "I-PP",
+    "I-VP",
+)
 """The 10 chunking concepts of the paper (appendix 7.2)."""
-WORLD_ROLES = ("NUM", "NAME", "NOUN", "ENTITY", "VAR", "OP", "BRACKET", "BOOL", "LOGIC", "PUNCT", "FUNC")
+WORLD_ROLES = (
+    "NUM",
+    "NAME",
+    "NOUN",
+    "ENTITY",
+    "VAR",
+    "OP",
+    "BRACKET",
+    "BOOL",
+    "LOGIC",
+    "PUNCT",
+    "FUNC",
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +97,9 @@ class TaggedSentence:
 
     def __post_init__(self):
         if len(self.words) != len(self.tags):
-            raise ValueError(f"{len(self.words)} words but {len(self.tags)} tags: {self.words[:5]}...")
+            raise ValueError(
+                f"{len(self.words)} words but {len(self.tags)} tags: {self.words[:5]}..."
+            )
 
 
 @dataclass
@@ -80,8 +125,14 @@ class ConceptTask:
         """``x_train, y_train, x_dev, y_dev, x_test, y_test`` from word vectors
         ``Float[ndarray, "n_flat_words d"]`` (rows = flat word indices)."""
         v = np.asarray(vectors)
-        return {"x_train": v[self.train], "y_train": self.y_train, "x_dev": v[self.dev],
-                "y_dev": self.y_dev, "x_test": v[self.test], "y_test": self.y_test}
+        return {
+            "x_train": v[self.train],
+            "y_train": self.y_train,
+            "x_dev": v[self.dev],
+            "y_dev": self.y_dev,
+            "x_test": v[self.test],
+            "y_test": self.y_test,
+        }
 
 
 # ------------------------------------------------------------------ readers
@@ -96,26 +147,35 @@ def read_conllu(path: str | Path, column: Literal["xpos", "upos"] = "xpos") -> l
     col = {"xpos": 4, "upos": 3}.get(column)
     if col is None:
         raise ValueError(f"column={column!r}; allowed: xpos, upos")
+
     def word_tag(line: str) -> tuple[str, str] | None:
         if line.startswith("#"):
             return None
         fields = line.split("\t")
         if len(fields) != 10:
-            raise ValueError(f"{path}: malformed CoNLL-U line (expected 10 tab-separated fields): {line[:80]!r}")
+            raise ValueError(
+                f"{path}: malformed CoNLL-U line (expected 10 tab-separated fields): {line[:80]!r}"
+            )
         return (fields[1], fields[col]) if fields[0].isdigit() else None
 
     return _sentences(path, word_tag)
 
 
-def read_conll2000(path: str | Path, column: Literal["pos", "chunk"] = "pos") -> list[TaggedSentence]:
-    """Sentences of a CoNLL-2000 file (``word POS chunk`` per line, blank line between sentences)."""
+def read_conll2000(
+    path: str | Path, column: Literal["pos", "chunk"] = "pos"
+) -> list[TaggedSentence]:
+    """Sentences of a CoNLL-2000 file (``word POS chunk`` per line, blank line between
+    sentences)."""
     col = {"pos": 1, "chunk": 2}.get(column)
     if col is None:
         raise ValueError(f"column={column!r}; allowed: pos, chunk")
+
     def word_tag(line: str) -> tuple[str, str]:
         fields = line.split()
         if len(fields) != 3:
-            raise ValueError(f"{path}: malformed CoNLL-2000 line (expected 'word POS chunk'): {line[:80]!r}")
+            raise ValueError(
+                f"{path}: malformed CoNLL-2000 line (expected 'word POS chunk'): {line[:80]!r}"
+            )
         return fields[0], fields[col]
 
     return _sentences(path, word_tag)
@@ -145,9 +205,15 @@ def _printable(word: str) -> bool:
     return any(unicodedata.category(ch)[0] not in ("C", "Z") for ch in word)
 
 
-def load_sentences(source: str = "ud_ewt", max_sentences: int | None = None, max_words: int = 100,
-                   seed: int = 0, world_n_per_task: int = 60) -> list[TaggedSentence]:
-    """Tagged sentences of ``source`` (``ud_ewt``, ``conll2000``, ``conll2000_chunk`` or ``world-roles``).
+def load_sentences(
+    source: str = "ud_ewt",
+    max_sentences: int | None = None,
+    max_words: int = 100,
+    seed: int = 0,
+    world_n_per_task: int = 60,
+) -> list[TaggedSentence]:
+    """Tagged sentences of ``source`` (``ud_ewt``, ``conll2000``, ``conll2000_chunk`` or
+    ``world-roles``).
 
     Sentences longer than ``max_words`` or holding a word with no printable character are left
     out (they would be truncated or untokenisable); ``max_sentences`` keeps a seeded random
@@ -166,8 +232,12 @@ def load_sentences(source: str = "ud_ewt", max_sentences: int | None = None, max
             if rel.endswith(".conllu"):
                 sentences += read_conllu(root / rel)
             else:
-                sentences += read_conll2000(root / rel, "chunk" if source == "conll2000_chunk" else "pos")
-    sentences = [s for s in sentences if len(s.words) <= max_words and all(_printable(w) for w in s.words)]
+                sentences += read_conll2000(
+                    root / rel, "chunk" if source == "conll2000_chunk" else "pos"
+                )
+    sentences = [
+        s for s in sentences if len(s.words) <= max_words and all(_printable(w) for w in s.words)
+    ]
     if max_sentences is not None and max_sentences < len(sentences):
         keep = sorted(random.Random(seed).sample(range(len(sentences)), max_sentences))
         sentences = [sentences[i] for i in keep]
@@ -188,7 +258,9 @@ def world_role(word: str, task_group: str = "") -> str:
         return "NAME"
     if word in wt.ENTITIES:
         return "ENTITY"
-    nouns = set(wt.OBJECTS + wt.FRUITS + wt.ANIMALS + wt.IOI_PLACES + wt.IOI_THINGS + list(wt.RELATIONS))
+    nouns = set(
+        wt.OBJECTS + wt.FRUITS + wt.ANIMALS + wt.IOI_PLACES + wt.IOI_THINGS + list(wt.RELATIONS)
+    )
     nouns |= {v for vals in wt.RELATIONS.values() for v in vals}
     if word in nouns:
         return "NOUN"
@@ -207,8 +279,9 @@ def world_role(word: str, task_group: str = "") -> str:
     return "FUNC"
 
 
-def world_role_sentences(tasks: Sequence[str] | None = None, n_per_task: int = 60, split: str = "train",
-                         seed: int = 0) -> list[TaggedSentence]:
+def world_role_sentences(
+    tasks: Sequence[str] | None = None, n_per_task: int = 60, split: str = "train", seed: int = 0
+) -> list[TaggedSentence]:
     """Prompts of the tiny world's tasks (``n_per_task`` each, seeded) with role tags per word.
 
     Needs only the task generators (``kit.world.tasks``), not a built world.
@@ -233,18 +306,29 @@ def flat_tags(sentences: Sequence[TaggedSentence]) -> np.ndarray:
     return np.array([t for s in sentences for t in s.tags], dtype=object)
 
 
-def concept_summary(sentences: Sequence[TaggedSentence], tags: Sequence[str] | None = None,
-                    min_examples: int = 200) -> pd.DataFrame:
+def concept_summary(
+    sentences: Sequence[TaggedSentence], tags: Sequence[str] | None = None, min_examples: int = 200
+) -> pd.DataFrame:
     """Per tag: number of words carrying it and whether it meets ``min_examples``."""
     counts = Counter(flat_tags(sentences).tolist())
     wanted = sorted(counts) if tags is None else list(tags)
-    return pd.DataFrame({"concept": wanted, "n_examples": [counts.get(t, 0) for t in wanted],
-                         "kept": [counts.get(t, 0) >= min_examples for t in wanted]})
+    return pd.DataFrame(
+        {
+            "concept": wanted,
+            "n_examples": [counts.get(t, 0) for t in wanted],
+            "kept": [counts.get(t, 0) >= min_examples for t in wanted],
+        }
+    )
 
 
-def build_concept_tasks(sentences: Sequence[TaggedSentence], tags: Sequence[str] | None = None,
-                        min_examples: int = 200, max_per_class: int | None = None,
-                        split: tuple[float, float, float] = (0.7, 0.15, 0.15), seed: int = 0) -> list[ConceptTask]:
+def build_concept_tasks(
+    sentences: Sequence[TaggedSentence],
+    tags: Sequence[str] | None = None,
+    min_examples: int = 200,
+    max_per_class: int | None = None,
+    split: tuple[float, float, float] = (0.7, 0.15, 0.15),
+    seed: int = 0,
+) -> list[ConceptTask]:
     """One balanced binary task per tag with at least ``min_examples`` words (see module doc).
 
     ``tags``: which tags to consider (default: every tag present); ``max_per_class``: subsample
@@ -266,7 +350,9 @@ def build_concept_tasks(sentences: Sequence[TaggedSentence], tags: Sequence[str]
         neg_pool = np.flatnonzero(all_tags != tag)
         n = len(pos) if max_per_class is None else min(len(pos), max_per_class)
         if len(neg_pool) < n:
-            raise ValueError(f"tag {tag!r}: {n} positives but only {len(neg_pool)} other words for negatives")
+            raise ValueError(
+                f"tag {tag!r}: {n} positives but only {len(neg_pool)} other words for negatives"
+            )
         pos = rng.choice(pos, n, replace=False)
         neg = rng.choice(neg_pool, n, replace=False)
         idx = np.concatenate([pos, neg])
@@ -275,21 +361,34 @@ def build_concept_tasks(sentences: Sequence[TaggedSentence], tags: Sequence[str]
         idx, lab = idx[order], lab[order]
         n_train = int(round(split[0] * 2 * n))
         n_dev = int(round(split[1] * 2 * n))
-        tasks.append(ConceptTask(
-            concept=tag, train=idx[:n_train], dev=idx[n_train:n_train + n_dev], test=idx[n_train + n_dev:],
-            y_train=lab[:n_train], y_dev=lab[n_train:n_train + n_dev], y_test=lab[n_train + n_dev:],
-            n_available=int((all_tags == tag).sum()),
-        ))
+        tasks.append(
+            ConceptTask(
+                concept=tag,
+                train=idx[:n_train],
+                dev=idx[n_train : n_train + n_dev],
+                test=idx[n_train + n_dev :],
+                y_train=lab[:n_train],
+                y_dev=lab[n_train : n_train + n_dev],
+                y_test=lab[n_train + n_dev :],
+                n_available=int((all_tags == tag).sum()),
+            )
+        )
     return tasks
 
 
-def compact(sentences: Sequence[TaggedSentence], tasks: Sequence[ConceptTask]) -> tuple[list[TaggedSentence], list[ConceptTask]]:
+def compact(
+    sentences: Sequence[TaggedSentence], tasks: Sequence[ConceptTask]
+) -> tuple[list[TaggedSentence], list[ConceptTask]]:
     """Keep only the sentences that hold a word some task uses; re-index the tasks to match.
 
     Saves encoder forward passes when tasks are subsampled. Returns (sentences, tasks).
     """
     starts = np.cumsum([0] + [len(s.words) for s in sentences])
-    used = np.unique(np.concatenate([t.words for t in tasks])) if tasks else np.array([], dtype=np.int64)
+    used = (
+        np.unique(np.concatenate([t.words for t in tasks]))
+        if tasks
+        else np.array([], dtype=np.int64)
+    )
     sent_of = np.searchsorted(starts, used, side="right") - 1
     keep = np.unique(sent_of)
     new_start = np.zeros(len(sentences), dtype=np.int64)
@@ -302,6 +401,17 @@ def compact(sentences: Sequence[TaggedSentence], tasks: Sequence[ConceptTask]) -
         s = np.searchsorted(starts, idx, side="right") - 1
         return new_start[s] + (idx - starts[s])
 
-    new_tasks = [ConceptTask(t.concept, remap(t.train), remap(t.dev), remap(t.test), t.y_train, t.y_dev,
-                             t.y_test, t.n_available) for t in tasks]
+    new_tasks = [
+        ConceptTask(
+            t.concept,
+            remap(t.train),
+            remap(t.dev),
+            remap(t.test),
+            t.y_train,
+            t.y_dev,
+            t.y_test,
+            t.n_available,
+        )
+        for t in tasks
+    ]
     return [sentences[k] for k in keep], new_tasks

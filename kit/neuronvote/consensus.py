@@ -43,12 +43,15 @@ def _voters_for(method: str, rankings: Mapping, voters: Sequence[str] | None) ->
         raise ValueError(f"voters {unknown} have no ranking; rankings given: {list(rankings)}")
     others = [v for v in pool if v != method]
     if not others:
-        raise ValueError(f"method {method!r} has no other voter to be compared with (voters={pool})")
+        raise ValueError(
+            f"method {method!r} has no other voter to be compared with (voters={pool})"
+        )
     return others
 
 
-def avg_overlap(rankings: Mapping[str, Sequence[int]], s: int,
-                voters: Sequence[str] | None = None) -> dict[str, float]:
+def avg_overlap(
+    rankings: Mapping[str, Sequence[int]], s: int, voters: Sequence[str] | None = None
+) -> dict[str, float]:
     """Eq. 8: AvgOverlap_m = mean over the voters v != m of o(S_m, S_v).
 
     ``rankings``: method -> ranking (best first). ``voters``: which methods form the reference
@@ -56,11 +59,15 @@ def avg_overlap(rankings: Mapping[str, Sequence[int]], s: int,
     is still scored against all of them. Returns method -> score in [0, 1].
     """
     tops = _top_sets(rankings, s)
-    return {m: float(np.mean([overlap(tops[m], tops[v]) for v in _voters_for(m, rankings, voters)]))
-            for m in rankings}
+    return {
+        m: float(np.mean([overlap(tops[m], tops[v]) for v in _voters_for(m, rankings, voters)]))
+        for m in rankings
+    }
 
 
-def borda_top(rankings: Mapping[str, Sequence[int]], s: int, voters: Sequence[str] | None = None) -> list[int]:
+def borda_top(
+    rankings: Mapping[str, Sequence[int]], s: int, voters: Sequence[str] | None = None
+) -> list[int]:
     """Eq. 9: the top-``s`` neurons of the Borda aggregate of ``voters`` (default all).
 
     Each voter gives its neuron at 0-based position i of its top-s list ``s - i`` points.
@@ -81,16 +88,21 @@ def borda_top(rankings: Mapping[str, Sequence[int]], s: int, voters: Sequence[st
     return ordered[:s]
 
 
-def neuron_vote(rankings: Mapping[str, Sequence[int]], s: int,
-                voters: Sequence[str] | None = None) -> dict[str, float]:
+def neuron_vote(
+    rankings: Mapping[str, Sequence[int]], s: int, voters: Sequence[str] | None = None
+) -> dict[str, float]:
     """NeuronVote_m = o(S_m, S_best(-m)), S_best(-m) the Borda top-s of the voters v != m
     (leave-one-out: a method never votes for itself). Returns method -> score in [0, 1]."""
     tops = _top_sets(rankings, s)
-    return {m: overlap(tops[m], borda_top(rankings, s, _voters_for(m, rankings, voters))) for m in rankings}
+    return {
+        m: overlap(tops[m], borda_top(rankings, s, _voters_for(m, rankings, voters)))
+        for m in rankings
+    }
 
 
-def pairwise_overlap(rankings: Mapping[str, Sequence[int] | np.ndarray],
-                     s: int | Sequence[int]) -> pd.DataFrame:
+def pairwise_overlap(
+    rankings: Mapping[str, Sequence[int] | np.ndarray], s: int | Sequence[int]
+) -> pd.DataFrame:
     """Method x method matrix of o(S_m1, S_m2) (eq. 7); a list of ``s`` averages the matrices
     (the paper's Figure 1 averages s = 10..50). Diagonal is 1."""
     s_list = [s] if isinstance(s, (int, np.integer)) else list(s)

@@ -25,7 +25,9 @@ def check_xy(x, y) -> tuple[np.ndarray, np.ndarray]:
     if y.shape[0] != x.shape[0]:
         raise ValueError(f"y has {y.shape[0]} labels but x has {x.shape[0]} rows")
     if not set(np.unique(y)) <= {0, 1} or len(np.unique(y)) != 2:
-        raise ValueError(f"y must be binary with both classes present (1 = concept), got values {np.unique(y)}")
+        raise ValueError(
+            f"y must be binary with both classes present (1 = concept), got values {np.unique(y)}"
+        )
     if not np.isfinite(x).all():
         raise ValueError("x contains NaN or inf activations")
     return x, y
@@ -63,7 +65,8 @@ def probeless_scores(x, y) -> np.ndarray:
 
 
 def meanselect_scores(x, y) -> np.ndarray:
-    """Eq. 10 (MeanSelect): |mu(C) - mu(C-hat)| / (max_C z - min_C z); a constant neuron scores 0."""
+    """Eq. 10 (MeanSelect): |mu(C) - mu(C-hat)| / (max_C z - min_C z); a constant neuron scores
+    0."""
     x, y = check_xy(x, y)
     pos = x[y == 1]
     spread = pos.max(0) - pos.min(0)

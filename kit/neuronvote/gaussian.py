@@ -53,9 +53,11 @@ class GaussianMAP:
         return self.scatter[c][np.ix_(idx, idx)] / self.denominator(c, len(idx))
 
 
-def gaussian_map_params(x, y, kappa0: float | None = None, nu0: float | None = None,
-                        prior: str = "paper_text") -> GaussianMAP:
-    """Fit :class:`GaussianMAP` (classes 0 and 1) on activations x: Float["N d"], labels y: Int["N"].
+def gaussian_map_params(
+    x, y, kappa0: float | None = None, nu0: float | None = None, prior: str = "paper_text"
+) -> GaussianMAP:
+    """Fit :class:`GaussianMAP` (classes 0 and 1) on activations x: Float["N d"], labels y:
+    Int["N"].
 
     ``prior="paper_text"``: mu0 = overall mean, kappa0 = 1, Lambda0 = (nu0 - d - 1) diag(overall
     variance), subset-marginal divisors. ``prior="neurox"`` (NeuroX ``gaussian_probe``, after
@@ -71,7 +73,9 @@ def gaussian_map_params(x, y, kappa0: float | None = None, nu0: float | None = N
     kappa0 = (0.01 if neurox else 1.0) if kappa0 is None else float(kappa0)
     nu0 = float(d + 2) if nu0 is None else float(nu0)
     if nu0 <= d - 1:
-        raise ValueError(f"nu0 must exceed d - 1 = {d - 1} for a proper Inverse-Wishart prior, got {nu0}")
+        raise ValueError(
+            f"nu0 must exceed d - 1 = {d - 1} for a proper Inverse-Wishart prior, got {nu0}"
+        )
     log_prior, means, scatters, counts = [], [], [], []
     for c in (0, 1):
         xc = x[y == c]
@@ -89,8 +93,14 @@ def gaussian_map_params(x, y, kappa0: float | None = None, nu0: float | None = N
         means.append((kappa0 * mu0 + nc * xbar) / (kappa0 + nc))
         log_prior.append(np.log(nc / n))
         counts.append(nc)
-    return GaussianMAP(np.array(log_prior), np.stack(means), np.stack(scatters), np.array(counts), nu0,
-                       marginal=not neurox)
+    return GaussianMAP(
+        np.array(log_prior),
+        np.stack(means),
+        np.stack(scatters),
+        np.array(counts),
+        nu0,
+        marginal=not neurox,
+    )
 
 
 def _label_loglik(joint: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -99,8 +109,15 @@ def _label_loglik(joint: np.ndarray, y: np.ndarray) -> np.ndarray:
     return -np.logaddexp(0.0, -sign * (joint[1] - joint[0])).sum(0)
 
 
-def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float | None = None,
-                     nu0: float | None = None, prior: str = "paper_text", chunk_rows: int = 256) -> np.ndarray:
+def gaussian_ranking(
+    x,
+    y,
+    max_neurons: int | None = None,
+    kappa0: float | None = None,
+    nu0: float | None = None,
+    prior: str = "paper_text",
+    chunk_rows: int = 256,
+) -> np.ndarray:
     """Eq. 6: greedy ranking under the MAP Gaussian probe, by rank-one conditional updates.
 
     At each step every unselected neuron n is scored by the training-set label log-likelihood
@@ -129,35 +146,40 @@ def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float | None 
     k_max = d if max_neurons is None else min(int(max_neurons), d)
     fit = gaussian_map_params(x, y, kappa0, nu0, prior)
     f64: dict[str, Any] = dict(dtype=torch.float64)
-    covs = torch.as_tensor(fit.scatter, **f64)                    # work on the scatter; scale per step
-    resid = [torch.as_tensor(x - fit.means[c], **f64).contiguous() for c in (0, 1)]  # x_n - E[x_n | x_F]
-    var = torch.diagonal(covs, dim1=1, dim2=2).clone()            # (C, d): Var[x_n | x_F] (unscaled)
-    quad = torch.zeros((2, n), **f64)                             # (x_F - mu_F)^T scatter_FF^-1 (x_F - mu_F)
-    logdet = torch.zeros(2, **f64)                                # log det scatter_FF
+    covs = torch.as_tensor(fit.scatter, **f64)  # work on the scatter; scale per step
+    # x_n - E[x_n | x_F]
+    resid = [torch.as_tensor(x - fit.means[c], **f64).contiguous() for c in (0, 1)]
+    var = torch.diagonal(covs, dim1=1, dim2=2).clone()  # (C, d): Var[x_n | x_F] (unscaled)
+    quad = torch.zeros((2, n), **f64)  # (x_F - mu_F)^T scatter_FF^-1 (x_F - mu_F)
+    logdet = torch.zeros(2, **f64)  # log det scatter_FF
     lp = fit.log_prior
     sign = torch.as_tensor(np.where(y == 1, 1.0, -1.0), **f64)
-    whitened = torch.zeros((k_max, 2, d), **f64)                  # rows of L^{-1} scatter_{F, :}
+    whitened = torch.zeros((k_max, 2, d), **f64)  # rows of L^{-1} scatter_{F, :}
     selected: list[int] = []
     available = torch.ones(d, dtype=torch.bool)
     score = torch.zeros(d, **f64)
-    pending = None                                                # last step's (j, coef) residual update
+    pending = None  # last step's (j, coef) residual update
     R = min(int(chunk_rows), n)
     buf, tmp = torch.empty((R, d), **f64), torch.empty((R, d), **f64)
     for k in range(k_max):
-        m = k + 1  # subset size of every candidate at this step: the MAP scale is shared by all of them
+        # subset size of every candidate at this step: the MAP scale is shared by all of them
+        m = k + 1
         D = [fit.denominator(c, m) for c in (0, 1)]
         v = var.clamp_min(1e-300)
-        # Per class: log N = -0.5 [m log 2pi + logdet(scatter_FF) - m log D + D * quad], D the MAP divisor;
-        # the candidate adds log v_n to the log-det and r_n^2 / v_n to the quadratic form.
-        a = (lp[1] - lp[0]) - 0.5 * (logdet[1] + v[1].log() - m * np.log(D[1])) \
+        # Per class: log N = -0.5 [m log 2pi + logdet(scatter_FF) - m log D + D * quad], D the MAP
+        # divisor; the candidate adds log v_n to the log-det and r_n^2 / v_n to the quadratic form.
+        a = (
+            (lp[1] - lp[0])
+            - 0.5 * (logdet[1] + v[1].log() - m * np.log(D[1]))
             + 0.5 * (logdet[0] + v[0].log() - m * np.log(D[0]))
+        )
         alpha0, alpha1 = 0.5 * D[0] / v[0], 0.5 * D[1] / v[1]
         b = 0.5 * D[0] * quad[0] - 0.5 * D[1] * quad[1]
         score.zero_()
         for start in range(0, n, R):
             stop = min(start + R, n)
             r0, r1 = resid[0][start:stop], resid[1][start:stop]
-            if pending is not None:                               # apply step k-1's update to this chunk
+            if pending is not None:  # apply step k-1's update to this chunk
                 j_prev, coef = pending
                 r0.sub_(torch.outer(r0[:, j_prev], coef[0]))
                 r1.sub_(torch.outer(r1[:, j_prev], coef[1]))
@@ -177,7 +199,7 @@ def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float | None 
         # Conditional covariance of every neuron with j given F: scatter_{:, j} - W^T W[:, j].
         cov_j = covs[:, :, j] - torch.einsum("kc,kcd->cd", whitened[:k, :, j], whitened[:k])
         vj = v[:, j]
-        coef = cov_j / vj[:, None]                                # regression of each neuron on x_j | F
+        coef = cov_j / vj[:, None]  # regression of each neuron on x_j | F
         var = var - cov_j * coef
         whitened[k] = cov_j / vj.sqrt()[:, None]
         pending = (j, coef)
@@ -189,8 +211,14 @@ def gaussian_ranking(x, y, max_neurons: int | None = None, kappa0: float | None 
     return selected_arr
 
 
-def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float | None = None,
-                           nu0: float | None = None, prior: str = "paper_text") -> np.ndarray:
+def gaussian_ranking_naive(
+    x,
+    y,
+    max_neurons: int | None = None,
+    kappa0: float | None = None,
+    nu0: float | None = None,
+    prior: str = "paper_text",
+) -> np.ndarray:
     """The reference greedy loop (what the public toolkit does): for every step and every
     candidate, slice the (k+1) x (k+1) covariance, factorise it and evaluate all N densities.
     O(d (k^3 + N k^2)) per step. Returns the first ``max_neurons`` (default all) of the ranking.
@@ -209,9 +237,15 @@ def gaussian_ranking_naive(x, y, max_neurons: int | None = None, kappa0: float |
                 continue
             idx = selected + [cand]
             # (the cast: scipy's inferred signature types cov as int, after its default)
-            joint = np.stack([fit.log_prior[c] + multivariate_normal.logpdf(
-                x[:, idx], fit.means[c][idx], cast(Any, fit.cov(c, idx))
-            ).reshape(n) for c in (0, 1)])
+            joint = np.stack(
+                [
+                    fit.log_prior[c]
+                    + multivariate_normal.logpdf(
+                        x[:, idx], fit.means[c][idx], cast(Any, fit.cov(c, idx))
+                    ).reshape(n)
+                    for c in (0, 1)
+                ]
+            )
             s = float(_label_loglik(joint[:, :, None], y)[0])
             if s > best_score:
                 best, best_score = cand, s

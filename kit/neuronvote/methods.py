@@ -29,17 +29,17 @@ Methods (``METHODS``; display names in ``DISPLAY``):
 
 Two definition sets (``definitions``; the paper's text and the code behind its numbers differ):
 
-==========  ==========================================  =============================================
- method      ``paper_text`` (eqs. 2-6 as printed)        ``neurox`` (NeuroX, which made the tables)
-==========  ==========================================  =============================================
- IoU         eq. 2, mask z > 90th percentile             average precision after zeroing |z| < 0.05
- Lasso etc.  exact optimum (scikit-learn), lambda2       softmax probe, Adam lr 1e-3, 10 epochs, batch
-             |w|_2^2 per mean loss, free intercept,      32, lambda2 |W|_2 (norm, *not* squared),
-             ranked by |w|                               ranked by NeuroX's weight-mass ordering
- Gaussian    NIW prior: overall mean, kappa0 = 1,        class means, kappa0 = 0.01, Lambda0 =
-             subset-marginal MAP covariance              diag(class cov), full-d divisor for subsets
+==========  ========================================  =============================================
+ method      ``paper_text`` (eqs. 2-6 as printed)      ``neurox`` (NeuroX, which made the tables)
+==========  ========================================  =============================================
+ IoU         eq. 2, mask z > 90th percentile           average precision after zeroing |z| < 0.05
+ Lasso etc.  exact optimum (scikit-learn), lambda2     softmax probe, Adam lr 1e-3, 10 epochs, batch
+             |w|_2^2 per mean loss, free intercept,    32, lambda2 |W|_2 (norm, *not* squared),
+             ranked by |w|                             ranked by NeuroX's weight-mass ordering
+ Gaussian    NIW prior: overall mean, kappa0 = 1,      class means, kappa0 = 0.01, Lambda0 =
+             subset-marginal MAP covariance            diag(class cov), full-d divisor for subsets
  Probeless   eq. 1 (identical in both)
-==========  ==========================================  =============================================
+==========  ========================================  =============================================
 
 Ties are broken by a seeded random permutation (so that e.g. Lasso's many zero weights do not
 fall back to neuron-index order, which would correlate across methods). :func:`rank_all` gives
@@ -63,43 +63,112 @@ import numpy as np
 
 from kit.neuronvote.consensus import avg_overlap, borda_top, neuron_vote, overlap, pairwise_overlap
 from kit.neuronvote.corpus_scores import (
-    DEFINITIONS, NEUROX_IOU_THRESHOLD, check_xy, iou_ap_scores, iou_scores, meanselect_scores, method_seed,
-    probeless_scores, rank_by_score,
+    DEFINITIONS,
+    NEUROX_IOU_THRESHOLD,
+    check_xy,
+    iou_ap_scores,
+    iou_scores,
+    meanselect_scores,
+    method_seed,
+    probeless_scores,
+    rank_by_score,
 )
-from kit.neuronvote.gaussian import GaussianMAP, gaussian_map_params, gaussian_ranking, gaussian_ranking_naive
+from kit.neuronvote.gaussian import (
+    GaussianMAP,
+    gaussian_map_params,
+    gaussian_ranking,
+    gaussian_ranking_naive,
+)
 from kit.neuronvote.probes import (
-    PAPER_LAMBDA, ProbeFit, classifier_accuracy, neurox_probe_weights, neurox_weight_mass_ordering, probe_fit,
-    probe_objective, probe_penalty, probe_weights,
+    PAPER_LAMBDA,
+    ProbeFit,
+    classifier_accuracy,
+    neurox_probe_weights,
+    neurox_weight_mass_ordering,
+    probe_fit,
+    probe_objective,
+    probe_penalty,
+    probe_weights,
 )
 
 __all__ = [
-    "METHODS", "PAPER_METHODS", "DISPLAY", "DEFINITIONS", "PAPER_LAMBDA", "NEUROX_IOU_THRESHOLD", "rank_neurons",
-    "rank_all", "method_seed", "rank_by_score", "probeless_scores", "meanselect_scores", "iou_scores",
-    "iou_ap_scores", "probe_penalty", "probe_weights", "probe_fit", "probe_objective", "ProbeFit",
-    "neurox_probe_weights", "neurox_weight_mass_ordering",
-    "GaussianMAP", "gaussian_map_params", "gaussian_ranking", "gaussian_ranking_naive", "overlap", "avg_overlap",
-    "borda_top", "neuron_vote", "pairwise_overlap", "classifier_accuracy",
+    "METHODS",
+    "PAPER_METHODS",
+    "DISPLAY",
+    "DEFINITIONS",
+    "PAPER_LAMBDA",
+    "NEUROX_IOU_THRESHOLD",
+    "rank_neurons",
+    "rank_all",
+    "method_seed",
+    "rank_by_score",
+    "probeless_scores",
+    "meanselect_scores",
+    "iou_scores",
+    "iou_ap_scores",
+    "probe_penalty",
+    "probe_weights",
+    "probe_fit",
+    "probe_objective",
+    "ProbeFit",
+    "neurox_probe_weights",
+    "neurox_weight_mass_ordering",
+    "GaussianMAP",
+    "gaussian_map_params",
+    "gaussian_ranking",
+    "gaussian_ranking_naive",
+    "overlap",
+    "avg_overlap",
+    "borda_top",
+    "neuron_vote",
+    "pairwise_overlap",
+    "classifier_accuracy",
 ]
 
-METHODS = ("probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random")
+METHODS = (
+    "probeless",
+    "iou",
+    "iou_ap",
+    "lasso",
+    "ridge",
+    "lca",
+    "gaussian",
+    "meanselect",
+    "random",
+)
 PAPER_METHODS = ("probeless", "iou", "lasso", "ridge", "lca", "gaussian")
 """The paper's six interpretation methods: the voters of the main tables."""
 DISPLAY: dict[Any, str] = {  # method name -> display name (looked up with pandas cell values too)
-    "probeless": "Probeless", "iou": "IoU", "iou_ap": "IoU-AP (NeuroX)", "lasso": "Lasso",
-    "ridge": "Ridge", "lca": "LCA", "gaussian": "Gaussian", "meanselect": "MeanSelect", "random": "Random",
+    "probeless": "Probeless",
+    "iou": "IoU",
+    "iou_ap": "IoU-AP (NeuroX)",
+    "lasso": "Lasso",
+    "ridge": "Ridge",
+    "lca": "LCA",
+    "gaussian": "Gaussian",
+    "meanselect": "MeanSelect",
+    "random": "Random",
 }
 
 
-def rank_neurons(x, y, method: str, seed: int = 0, iou_percentile: float = 90.0,
-                 lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA,
-                 gaussian_max_neurons: int | None = None, probe_standardize: bool = False,
-                 definitions: str = "paper_text") -> np.ndarray:
+def rank_neurons(
+    x,
+    y,
+    method: str,
+    seed: int = 0,
+    iou_percentile: float = 90.0,
+    lambda1: float = PAPER_LAMBDA,
+    lambda2: float = PAPER_LAMBDA,
+    gaussian_max_neurons: int | None = None,
+    probe_standardize: bool = False,
+    definitions: str = "paper_text",
+) -> np.ndarray:
     """Full ranking of the neurons of ``x`` for concept labels ``y`` by ``method`` (see module doc).
 
     x: Float[ndarray, "n_words n_neurons"], y: Int[ndarray, "n_words"] (1 = concept).
     ``definitions``: ``paper_text`` or ``neurox`` (IoU, probes, Gaussian prior; module doc).
-    ``seed``: this method's tie-break (and probe-init) seed; :func:`rank_all` derives one per method.
-    Returns Int[ndarray, "n_neurons"], most salient first.
+    ``seed``: this method's tie-break (and probe-init) seed; :func:`rank_all` derives one per
+    method. Returns Int[ndarray, "n_neurons"], most salient first.
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r} unknown; allowed: {', '.join(METHODS)}")
@@ -116,7 +185,9 @@ def rank_neurons(x, y, method: str, seed: int = 0, iou_percentile: float = 90.0,
         l2 = 0.0 if method == "lasso" else lambda2
         return neurox_weight_mass_ordering(neurox_probe_weights(x, y, l1, l2, seed=seed), seed=seed)
     if method in ("lasso", "ridge", "lca"):
-        scores = np.abs(probe_weights(x, y, method, lambda1, lambda2, seed=seed, standardize=probe_standardize))
+        scores = np.abs(
+            probe_weights(x, y, method, lambda1, lambda2, seed=seed, standardize=probe_standardize)
+        )
     elif method == "probeless":
         scores = probeless_scores(x, y)
     elif method == "meanselect":
@@ -130,8 +201,9 @@ def rank_neurons(x, y, method: str, seed: int = 0, iou_percentile: float = 90.0,
     return rank_by_score(scores, seed)
 
 
-def rank_all(x, y, methods: Sequence[str] = METHODS, seed: int = 0, task: tuple = (),
-             **kwargs) -> dict[str, np.ndarray]:
+def rank_all(
+    x, y, methods: Sequence[str] = METHODS, seed: int = 0, task: tuple = (), **kwargs
+) -> dict[str, np.ndarray]:
     """``{method: rank_neurons(x, y, method, seed=method_seed(seed, method, *task), **kwargs)}``.
 
     Each method gets its own tie-break stream (a shared one would make zero-weight neurons agree

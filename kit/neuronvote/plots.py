@@ -22,14 +22,24 @@ def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, tit
     ncol = min(4, len(positions))  # all-layer studies (Figures 5-7) wrap into rows of four
     nrow = -(-len(positions) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
-    for ax in axes.flat[len(positions):]:
+    for ax in axes.flat[len(positions) :]:
         ax.axis("off")
     for ax, pos in zip(axes.flat, positions):
         mat = result.pairwise[pos]
         keep = [m for m in (methods or list(mat.index)) if m in mat.index]
         mat = mat.loc[keep, keep].rename(index=nv.DISPLAY, columns=nv.DISPLAY)
-        sns.heatmap(mat, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 6},
-                    cbar=ax is axes[0][-1], square=True, ax=ax)
+        sns.heatmap(
+            mat,
+            vmin=0,
+            vmax=1,
+            cmap="magma",
+            annot=True,
+            fmt=".2f",
+            annot_kws={"size": 6},
+            cbar=ax is axes[0][-1],
+            square=True,
+            ax=ax,
+        )
         ax.set_title(f"{result.model}, {pos} layer, {result.s_label}")
         ax.tick_params(axis="x", rotation=60)
     if title:
@@ -38,7 +48,9 @@ def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, tit
     return fig
 
 
-def plot_by_layer(result: StudyResult, methods: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0):
+def plot_by_layer(
+    result: StudyResult, methods: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0
+):
     """Figures 3-4 analogue: AvgOverlap (left) and NeuronVote (right) of every method per layer
     (mean over concepts and s), with the 95% bootstrap interval over concepts as a band.
     Returns the matplotlib figure."""
@@ -55,7 +67,7 @@ def plot_by_layer(result: StudyResult, methods: Sequence[str] | None = None, n_b
             g = iv[(iv.method == m) & (iv.metric == metric)]
             if g.empty:
                 continue
-            line, = ax.plot(g.layer, g["mean"], marker="o", ms=3, label=m)
+            (line,) = ax.plot(g.layer, g["mean"], marker="o", ms=3, label=m)
             ax.fill_between(g.layer, g.lo, g.hi, color=line.get_color(), alpha=0.15)
         ax.set_xlabel("layer")
         ax.set_title(f"{result.model}: {metric} by layer")
@@ -66,7 +78,9 @@ def plot_by_layer(result: StudyResult, methods: Sequence[str] | None = None, n_b
     return fig
 
 
-def plot_method_overlap(results: Sequence[StudyResult], method: str = "meanselect", others: Sequence[str] | None = None):
+def plot_method_overlap(
+    results: Sequence[StudyResult], method: str = "meanselect", others: Sequence[str] | None = None
+):
     """Figure 2 analogue: overlap (top 10-50) of ``method`` with every other method, one
     heatmap row per model x layer position. Returns the figure."""
     import matplotlib.pyplot as plt
@@ -80,7 +94,11 @@ def plot_method_overlap(results: Sequence[StudyResult], method: str = "meanselec
             labels.append(f"{r.model} {pos}")
     table = pd.DataFrame(rows, index=labels)
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * table.shape[1], 0.9 + 0.45 * table.shape[0]))
-    sns.heatmap(table, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 7}, ax=ax)
-    ax.set_title(f"{nv.DISPLAY.get(method, method)}: overlap with other methods ({results[0].s_label})")
+    sns.heatmap(
+        table, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 7}, ax=ax
+    )
+    ax.set_title(
+        f"{nv.DISPLAY.get(method, method)}: overlap with other methods ({results[0].s_label})"
+    )
     fig.tight_layout()
     return fig

@@ -17,11 +17,13 @@ from kit.neuronvote.corpus_scores import check_xy, rank_by_score
 PAPER_LAMBDA = 0.01
 """lambda1 = lambda2 = 0.01 for the regularised probes (paper section 4.1)."""
 INTERCEPT_SCALING = 100.0
-"""liblinear's constant column for the intercept: b's penalty is lambda |b| / this (:func:`probe_fit`)."""
+"""liblinear's constant column for the intercept: b's penalty is lambda |b| / this
+(:func:`probe_fit`)."""
 
 
-def probe_penalty(method: str, n_train: int, lambda1: float = PAPER_LAMBDA,
-                  lambda2: float = PAPER_LAMBDA) -> tuple[float, float]:
+def probe_penalty(
+    method: str, n_train: int, lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA
+) -> tuple[float, float]:
     """scikit-learn ``(C, l1_ratio)`` equal to the paper's penalties (eqs. 3-5).
 
     The paper (NeuroX) minimises mean cross-entropy + lambda1 |w|_1 + lambda2 |w|_2^2 (the bias
@@ -36,7 +38,9 @@ def probe_penalty(method: str, n_train: int, lambda1: float = PAPER_LAMBDA,
         raise ValueError(f"method={method!r} is not a probe; allowed: lasso, ridge, lca")
     total = l1 + 2 * l2
     if total <= 0 or n_train <= 0:
-        raise ValueError(f"penalties must be positive (lambda1={lambda1}, lambda2={lambda2}) and n_train > 0")
+        raise ValueError(
+            f"penalties must be positive (lambda1={lambda1}, lambda2={lambda2}) and n_train > 0"
+        )
     return 1.0 / (n_train * total), l1 / total
 
 
@@ -70,13 +74,14 @@ class ProbeFit:
 
 def probe_objective(x, y, coef, intercept: float, lambda1: float, lambda2: float) -> float:
     """The paper's probe objective (eqs. 3-5): mean over words of the logistic loss of
-    ``x @ coef + intercept`` + lambda1 |coef|_1 + lambda2 |coef|_2^2; the intercept is not penalised.
-    x: Float["n_words n_neurons"], y: Int["n_words"] (1 = concept), coef: Float["n_neurons"]."""
+    ``x @ coef + intercept`` + lambda1 |coef|_1 + lambda2 |coef|_2^2; the intercept is not
+    penalised. x: Float["n_words n_neurons"], y: Int["n_words"] (1 = concept), coef:
+    Float["n_neurons"]."""
     x, y = check_xy(x, y)
     coef = np.asarray(coef, dtype=np.float64)
     z = x @ coef + float(intercept)
     loss = np.logaddexp(0.0, -np.where(y == 1, 1.0, -1.0) * z).mean()
-    return float(loss + lambda1 * np.abs(coef).sum() + lambda2 * (coef ** 2).sum())
+    return float(loss + lambda1 * np.abs(coef).sum() + lambda2 * (coef**2).sum())
 
 
 def _probe_lambdas(method: str, lambda1: float, lambda2: float) -> tuple[float, float]:
@@ -84,8 +89,17 @@ def _probe_lambdas(method: str, lambda1: float, lambda2: float) -> tuple[float, 
     return (0.0 if method == "ridge" else lambda1), (0.0 if method == "lasso" else lambda2)
 
 
-def probe_fit(x, y, method: str, lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA, seed: int = 0,
-              max_iter: int = 2000, tol: float = 1e-4, standardize: bool = False) -> ProbeFit:
+def probe_fit(
+    x,
+    y,
+    method: str,
+    lambda1: float = PAPER_LAMBDA,
+    lambda2: float = PAPER_LAMBDA,
+    seed: int = 0,
+    max_iter: int = 2000,
+    tol: float = 1e-4,
+    standardize: bool = False,
+) -> ProbeFit:
     """Fit a logistic probe (``lasso``: L1, ``ridge``: L2, ``lca``: ElasticNet) at the optimum of
     the paper's objective, :func:`probe_objective`, whose intercept is NOT penalised (the paper's
     and NeuroX's ``nn.Linear`` bias carries no penalty).
@@ -102,9 +116,9 @@ def probe_fit(x, y, method: str, lambda1: float = PAPER_LAMBDA, lambda2: float =
 
     Measured against scipy's L-BFGS-B optimum (tests/neuronvote/test_probes.py; 21 smoke-profile
     chunking tasks, the offset case and a 3500 x 384 case): objective within 1e-6 (Lasso) and 4e-8
-    (Ridge) of the optimum, every top-10 equal, in 0.25 s of CPU for the 23 Lasso fits; scikit-learn's
-    unpenalised-intercept solvers were further off and slower (saga for Lasso: gap 1.6e-4, one top-10
-    off by one neuron, 20x the time; lbfgs for Ridge: gap 3.5e-6, 3x the time).
+    (Ridge) of the optimum, every top-10 equal, in 0.25 s of CPU for the 23 Lasso fits;
+    scikit-learn's unpenalised-intercept solvers were further off and slower (saga for Lasso: gap
+    1.6e-4, one top-10 off by one neuron, 20x the time; lbfgs for Ridge: gap 3.5e-6, 3x the time).
 
     ``standardize``: fit on z-scored activations (weights comparable across neurons of different
     scale) or on the raw activations, as NeuroX does by default (then |weight| also reflects the
@@ -125,8 +139,15 @@ def probe_fit(x, y, method: str, lambda1: float = PAPER_LAMBDA, lambda2: float =
         extra["penalty"] = {1.0: "l1", 0.0: "l2"}.get(l1_ratio, "elasticnet")
     if solver == "liblinear":
         extra["intercept_scaling"] = INTERCEPT_SCALING
-    clf = LogisticRegression(C=C, l1_ratio=l1_ratio, solver=solver, max_iter=max_iter, tol=tol,
-                             random_state=seed, **extra)
+    clf = LogisticRegression(
+        C=C,
+        l1_ratio=l1_ratio,
+        solver=solver,
+        max_iter=max_iter,
+        tol=tol,
+        random_state=seed,
+        **extra,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(fitted - mean, y)
@@ -151,26 +172,53 @@ def _intercept_given(margin: np.ndarray, y: np.ndarray, b: float, steps: int = 5
     return b
 
 
-def probe_weights(x, y, method: str, lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA,
-                  seed: int = 0, max_iter: int = 2000, standardize: bool = False, tol: float = 1e-4) -> np.ndarray:
+def probe_weights(
+    x,
+    y,
+    method: str,
+    lambda1: float = PAPER_LAMBDA,
+    lambda2: float = PAPER_LAMBDA,
+    seed: int = 0,
+    max_iter: int = 2000,
+    standardize: bool = False,
+    tol: float = 1e-4,
+) -> np.ndarray:
     """Weights of a logistic probe (Lasso / Ridge / LCA) at the paper objective's optimum:
     :func:`probe_fit` (unpenalised intercept). Returns Float[ndarray, "n_neurons"]."""
-    return probe_fit(x, y, method, lambda1, lambda2, seed=seed, max_iter=max_iter, tol=tol,
-                     standardize=standardize).coef.copy()
+    return probe_fit(
+        x,
+        y,
+        method,
+        lambda1,
+        lambda2,
+        seed=seed,
+        max_iter=max_iter,
+        tol=tol,
+        standardize=standardize,
+    ).coef.copy()
 
 
-def neurox_probe_weights(x, y, lambda1: float = PAPER_LAMBDA, lambda2: float = PAPER_LAMBDA, seed: int = 0,
-                         epochs: int = 10, batch_size: int = 32, lr: float = 1e-3,
-                         engine: str = "numpy") -> np.ndarray:
+def neurox_probe_weights(
+    x,
+    y,
+    lambda1: float = PAPER_LAMBDA,
+    lambda2: float = PAPER_LAMBDA,
+    seed: int = 0,
+    epochs: int = 10,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    engine: str = "numpy",
+) -> np.ndarray:
     """NeuroX's ``train_logistic_regression_probe`` on a binary task: a 2-class softmax probe
-    (``nn.Linear(d, 2)``, torch's default init after ``torch.manual_seed(seed)``), Adam, mini-batches
-    in data order (no shuffling), loss = mean cross-entropy + lambda1 sum|W| + lambda2 sqrt(sum W^2)
-    per batch: the L2 term is the *norm*, not its square as in eq. 4. Returns Float["2 n_neurons"].
+    (``nn.Linear(d, 2)``, torch's default init after ``torch.manual_seed(seed)``), Adam,
+    mini-batches in data order (no shuffling), loss = mean cross-entropy + lambda1 sum|W| + lambda2
+    sqrt(sum W^2) per batch: the L2 term is the *norm*, not its square as in eq. 4. Returns Float["2
+    n_neurons"].
 
-    ``engine="numpy"`` (default): the same float32 Adam steps with the gradients written out (softmax
-    cross-entropy, sign(W) for the L1 term, W / |W| for the L2 norm): no autograd overhead per
-    mini-batch, ~20x faster on a CPU for these tiny batches. ``engine="torch"``: torch autograd and
-    ``torch.optim.Adam``, as NeuroX runs it (the reference; a test checks the two agree).
+    ``engine="numpy"`` (default): the same float32 Adam steps with the gradients written out
+    (softmax cross-entropy, sign(W) for the L1 term, W / |W| for the L2 norm): no autograd overhead
+    per mini-batch, ~20x faster on a CPU for these tiny batches. ``engine="torch"``: torch autograd
+    and ``torch.optim.Adam``, as NeuroX runs it (the reference; a test checks the two agree).
     """
     import torch
 
@@ -181,8 +229,17 @@ def neurox_probe_weights(x, y, lambda1: float = PAPER_LAMBDA, lambda2: float = P
         torch.manual_seed(int(seed))
         probe = torch.nn.Linear(x.shape[1], 2)
     if engine == "numpy":
-        return _adam_softmax_probe(x.astype(np.float32), y, probe.weight.detach().numpy().copy(),
-                                   probe.bias.detach().numpy().copy(), lambda1, lambda2, epochs, batch_size, lr)
+        return _adam_softmax_probe(
+            x.astype(np.float32),
+            y,
+            probe.weight.detach().numpy().copy(),
+            probe.bias.detach().numpy().copy(),
+            lambda1,
+            lambda2,
+            epochs,
+            batch_size,
+            lr,
+        )
     xt, yt = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y)
     opt = torch.optim.Adam(probe.parameters(), lr=lr)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -190,16 +247,26 @@ def neurox_probe_weights(x, y, lambda1: float = PAPER_LAMBDA, lambda2: float = P
         for start in range(0, xt.shape[0], batch_size):
             opt.zero_grad()
             w = probe.weight
-            loss = loss_fn(probe(xt[start:start + batch_size]), yt[start:start + batch_size])
+            loss = loss_fn(probe(xt[start : start + batch_size]), yt[start : start + batch_size])
             loss = loss + lambda1 * w.abs().sum() + lambda2 * w.pow(2).sum().sqrt()
             loss.backward()
             opt.step()
     return probe.weight.detach().double().numpy().copy()
 
 
-def _adam_softmax_probe(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarray, lambda1: float,
-                        lambda2: float, epochs: int, batch_size: int, lr: float,
-                        betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> np.ndarray:
+def _adam_softmax_probe(
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray,
+    lambda1: float,
+    lambda2: float,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+) -> np.ndarray:
     """Adam (torch's defaults and update order) on mean softmax cross-entropy + lambda1 |W|_1 +
     lambda2 |W|_2 over in-order mini-batches, in float32. Returns W as Float64["2 d"]."""
     f32 = np.float32
@@ -211,7 +278,7 @@ def _adam_softmax_probe(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarr
     step = 0
     for _ in range(epochs):
         for start in range(0, x.shape[0], batch_size):
-            xb, tb = x[start:start + batch_size], onehot[start:start + batch_size]
+            xb, tb = x[start : start + batch_size], onehot[start : start + batch_size]
             W, B = params
             logits = xb @ W.T + B
             logits -= logits.max(1, keepdims=True)
@@ -224,7 +291,7 @@ def _adam_softmax_probe(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: np.ndarr
                 gW += l2 * W / norm
             grads = [gW, g_logits.sum(0)]
             step += 1
-            bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
+            bc1, bc2 = 1 - b1**step, 1 - b2**step
             for p_, g, m_, v_ in zip(params, grads, m, v):
                 m_ *= b1
                 m_ += (1 - b1) * g
@@ -245,9 +312,9 @@ def neurox_weight_mass_ordering(weights, search_stride: int = 100, seed: int = 0
     """
     w = np.abs(np.atleast_2d(np.asarray(weights, dtype=np.float64)))
     d = w.shape[1]
-    entry = np.full(d, search_stride + 1, dtype=np.int64)   # the step at which each neuron enters
+    entry = np.full(d, search_stride + 1, dtype=np.int64)  # the step at which each neuron enters
     for row in w:
-        sort_idx = np.argsort(row, kind="stable")[::-1]       # NeuroX: np.argsort(...)[::-1]
+        sort_idx = np.argsort(row, kind="stable")[::-1]  # NeuroX: np.argsort(...)[::-1]
         cum = np.cumsum(row[sort_idx])
         for step in range(search_stride + 1):
             over = np.flatnonzero(cum >= row.sum() * step / search_stride)
@@ -257,7 +324,9 @@ def neurox_weight_mass_ordering(weights, search_stride: int = 100, seed: int = 0
     return rank_by_score(-entry.astype(np.float64), seed)
 
 
-def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int] | np.ndarray, max_iter: int = 500) -> float:
+def classifier_accuracy(
+    x_train, y_train, x_test, y_test, neurons: Sequence[int] | np.ndarray, max_iter: int = 500
+) -> float:
     """Section 3.1: accuracy on the test rows of an *unregularised* logistic regression trained
     on the train rows, using only the columns ``neurons`` (standardised with train statistics)."""
     from sklearn.exceptions import ConvergenceWarning
@@ -268,7 +337,9 @@ def classifier_accuracy(x_train, y_train, x_test, y_test, neurons: Sequence[int]
     y_test = np.asarray(y_test).ravel()
     cols = np.asarray(list(neurons), dtype=np.int64)
     if cols.size == 0 or cols.min() < 0 or cols.max() >= x_train.shape[1]:
-        raise ValueError(f"neurons must be non-empty indices in [0, {x_train.shape[1]}), got {cols[:10]}...")
+        raise ValueError(
+            f"neurons must be non-empty indices in [0, {x_train.shape[1]}), got {cols[:10]}..."
+        )
     tr = _standardise(x_train[:, cols])
     te = _standardise(x_test[:, cols], ref=x_train[:, cols])
     unpenalised: dict[str, Any] = {"penalty": None} if _sklearn_before_1_8() else {"C": np.inf}

@@ -1,4 +1,5 @@
-"""The paper's printed numbers (seed 004, ``../shared/paper_tables/004_*.csv``) that apply to a setting.
+"""The paper's printed numbers (seed 004, ``../shared/paper_tables/004_*.csv``) that apply to a
+setting.
 
 Each of notebook 05's settings names the paper's tables for its task and model in a
 :class:`PaperRef`; a setting the paper never ran (a decoder: the paper ran three 12-layer encoders
@@ -37,7 +38,8 @@ class PaperRef:
     avgoverlap_by_layer: str | None = None
     """Table of AvgOverlap per method and layer, where printed (all layers: Table 7)."""
     compatibility: str | None = None
-    """Table 2 (AvgOverlap and NeuronVote averaged over layers 1/6/12), printed for POS/BERT only."""
+    """Table 2 (AvgOverlap and NeuronVote averaged over layers 1/6/12), printed for POS/BERT
+    only."""
     meanselect: str | None = None
     """MeanSelect's NeuronVote per layer (Table 4, or Table 14 for every layer)."""
     accuracy: str | None = None
@@ -48,14 +50,24 @@ class PaperRef:
         return f"{self.model}, {self.task}"
 
 
-POS_BERT = PaperRef("POS", "BERT", "004_table03_neuronvote_pos",
-                    compatibility="004_table02_avgoverlap_neuronvote_pos_bert",
-                    meanselect="004_table04_meanselect_neuronvote_pos",
-                    accuracy="004_table01_classifier_accuracy_pos_bert")
+POS_BERT = PaperRef(
+    "POS",
+    "BERT",
+    "004_table03_neuronvote_pos",
+    compatibility="004_table02_avgoverlap_neuronvote_pos_bert",
+    meanselect="004_table04_meanselect_neuronvote_pos",
+    accuracy="004_table01_classifier_accuracy_pos_bert",
+)
 CHUNKING_BERT = PaperRef("Chunking", "BERT", "004_table06_neuronvote_chunking")
-ALL_LAYERS_BERT = PaperRef("POS, every layer", "BERT", "004_table08_neuronvote_bert_all_layers",
-                           avgoverlap_by_layer="004_table07_avgoverlap_bert_all_layers",
-                           meanselect="004_table14_meanselect_neuronvote_all_layers")
+ALL_LAYERS_BERT = PaperRef(
+    "POS, every layer",
+    "BERT",
+    "004_table08_neuronvote_bert_all_layers",
+    avgoverlap_by_layer="004_table07_avgoverlap_bert_all_layers",
+    meanselect="004_table14_meanselect_neuronvote_all_layers",
+)
+
+
 def pos_ref(model: str = "BERT") -> PaperRef:
     """The POS tables of one of the paper's models (Tables 1-2 exist for BERT only)."""
     if model == "BERT":
@@ -93,7 +105,9 @@ def mean_scores(ref: PaperRef, metric: str = "NeuronVote") -> pd.Series:
     if ref.compatibility is not None:
         t = load_table(ref.compatibility)
         t = t[t["metric"] == metric]
-        return pd.Series(t["score"].to_numpy(float), index=[_KEY.get(m, m.lower()) for m in t["method"]])
+        return pd.Series(
+            t["score"].to_numpy(float), index=[_KEY.get(m, m.lower()) for m in t["method"]]
+        )
     if metric == "AvgOverlap" and ref.avgoverlap_by_layer is None:
         return pd.Series(dtype=float)
     return by_layer(ref, metric).mean(axis=1)

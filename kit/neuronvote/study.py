@@ -1,5 +1,5 @@
-"""Notebook 05's experiments (seed 004): every neuron-ranking method on every concept at a few layers
-of a model, AvgOverlap and NeuronVote over them, classifier accuracy at a few budgets, their
+"""Notebook 05's experiments (seed 004): every neuron-ranking method on every concept at a few
+layers of a model, AvgOverlap and NeuronVote over them, classifier accuracy at a few budgets, their
 seed-stability and shuffled-label null; bootstrap intervals of the scores, consensus subsets and
 the lobby effect of duplicated voters.
 
@@ -85,7 +85,8 @@ class StudyResult:
         return f"top {s[0]}-{s[-1]}" if len(s) > 1 else (f"top {s[0]}" if s else "")
 
     def with_scores(self, scores: pd.DataFrame) -> StudyResult:
-        """A copy whose ``scores`` are replaced (e.g. by one reseed's), for a rerun of the claims."""
+        """A copy whose ``scores`` are replaced (e.g. by one reseed's), for a rerun of the
+        claims."""
         from dataclasses import replace
 
         return replace(self, scores=scores)
@@ -99,13 +100,15 @@ class StudyPlan:
     site: str
     settings: UnitSettings
     units: list[tuple[int, str, ConceptTask]]
-    """(layer, position, task) in the order of the result's rows: layers ascending, tasks as given."""
+    """(layer, position, task) in the order of the result's rows: layers ascending, tasks as
+    given."""
     vectors: Mapping[int, np.ndarray]
     n_neurons: int
     n_tasks: int
 
-    def arrays(self, layer: int, task: ConceptTask
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def arrays(
+        self, layer: int, task: ConceptTask
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         arr = task.arrays(self.vectors[layer])
         return arr["x_train"], arr["y_train"], arr["x_test"], arr["y_test"]
 
@@ -117,19 +120,30 @@ class StudyPlan:
         # One BLAS thread: the problems are small, and threads spinning on a shared CPU made the
         # scikit-learn fits ~10x slower here.
         with threadpool_limits(limits=1):
-            for L, pos, task in tqdm(self.units, desc=f"{self.model} rank+score", disable=not progress):
-                out.append(nv_units.compute_unit(*self.arrays(L, task), task.concept, L, pos, self.settings))
+            for L, pos, task in tqdm(
+                self.units, desc=f"{self.model} rank+score", disable=not progress
+            ):
+                out.append(
+                    nv_units.compute_unit(
+                        *self.arrays(L, task), task.concept, L, pos, self.settings
+                    )
+                )
         return out
 
     def jobs(self, code: str | None = None) -> list[list[Job]]:
         """Stage the layers' vectors and the tasks in the cache; the jobs of each unit, in order."""
         code = code or nv_units.code_digest()
-        keys = {L: nv_units.stage_array(np.asarray(self.vectors[L])) for L in {u[0] for u in self.units}}
+        keys = {
+            L: nv_units.stage_array(np.asarray(self.vectors[L])) for L in {u[0] for u in self.units}
+        }
         out = []
         for L, pos, task in self.units:
             table = nv_units.task_table(task.train, task.y_train, task.test, task.y_test)
-            out.append(nv_units.unit_jobs(keys[L], nv_units.stage_array(table), task.concept, L, pos,
-                                          self.settings, code))
+            out.append(
+                nv_units.unit_jobs(
+                    keys[L], nv_units.stage_array(table), task.concept, L, pos, self.settings, code
+                )
+            )
         return out
 
     def collect(self, units: Sequence[UnitResult]) -> StudyResult:
@@ -143,7 +157,9 @@ class StudyPlan:
             acc_rows += u.accuracy
             reseed_rows += u.reseed_scores
             shuffled_rows += u.shuffled_scores
-            rankings[(u.layer, u.concept)] = {m: np.asarray(r, dtype=np.int64) for m, r in u.rankings.items()}
+            rankings[(u.layer, u.concept)] = {
+                m: np.asarray(r, dtype=np.int64) for m, r in u.rankings.items()
+            }
             names = list(u.rankings)
             pw = pd.DataFrame(u.pairwise, index=names, columns=names)
             pair_sum[u.position] = pw if u.position not in pair_sum else pair_sum[u.position] + pw
@@ -151,22 +167,50 @@ class StudyPlan:
         accuracy = pd.DataFrame(acc_rows, columns=ACCURACY_COLUMNS)
         reseed_scores = None
         if st.reseeds:
-            reseed_scores = pd.concat([scores.assign(seed=st.seed),
-                                       pd.DataFrame(reseed_rows, columns=SCORE_COLUMNS + ["seed"])],
-                                      ignore_index=True)
-        shuffled = pd.DataFrame(shuffled_rows, columns=SCORE_COLUMNS + ["shuffle"]) if st.shuffles else None
-        return StudyResult(model=self.model, site=self.site, scores=scores, accuracy=accuracy,
-                           pairwise={pos: m / max(self.n_tasks, 1) for pos, m in pair_sum.items()},
-                           n_neurons=self.n_neurons, pairwise_s=tuple(st.pairwise_s),
-                           definitions=st.rank_kwargs.get("definitions", "paper_text"), rankings=rankings,
-                           voters=tuple(st.voters), reseed_scores=reseed_scores, shuffled_scores=shuffled)
+            reseed_scores = pd.concat(
+                [
+                    scores.assign(seed=st.seed),
+                    pd.DataFrame(reseed_rows, columns=SCORE_COLUMNS + ["seed"]),
+                ],
+                ignore_index=True,
+            )
+        shuffled = (
+            pd.DataFrame(shuffled_rows, columns=SCORE_COLUMNS + ["shuffle"])
+            if st.shuffles
+            else None
+        )
+        return StudyResult(
+            model=self.model,
+            site=self.site,
+            scores=scores,
+            accuracy=accuracy,
+            pairwise={pos: m / max(self.n_tasks, 1) for pos, m in pair_sum.items()},
+            n_neurons=self.n_neurons,
+            pairwise_s=tuple(st.pairwise_s),
+            definitions=st.rank_kwargs.get("definitions", "paper_text"),
+            rankings=rankings,
+            voters=tuple(st.voters),
+            reseed_scores=reseed_scores,
+            shuffled_scores=shuffled,
+        )
 
 
-def plan_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], model: str, site: str,
-               methods: Sequence[str] = nv.METHODS, voters: Sequence[str] = nv.PAPER_METHODS,
-               s_values: Sequence[int] = (10, 30, 50), accuracy_s: Sequence[int] = (30, 50, 70, 100),
-               pairwise_s: Sequence[int] = (10, 20, 30, 40, 50), seed: int = 0, random_draws: int = 20,
-               reseeds: int = 0, shuffles: int = 0, **rank_kwargs: Any) -> StudyPlan:
+def plan_study(
+    tasks: Sequence[ConceptTask],
+    vectors: Mapping[int, np.ndarray],
+    model: str,
+    site: str,
+    methods: Sequence[str] = nv.METHODS,
+    voters: Sequence[str] = nv.PAPER_METHODS,
+    s_values: Sequence[int] = (10, 30, 50),
+    accuracy_s: Sequence[int] = (30, 50, 70, 100),
+    pairwise_s: Sequence[int] = (10, 20, 30, 40, 50),
+    seed: int = 0,
+    random_draws: int = 20,
+    reseeds: int = 0,
+    shuffles: int = 0,
+    **rank_kwargs: Any,
+) -> StudyPlan:
     """Check a study's arguments and lay out its units (see :func:`run_study`)."""
     unknown = [m for m in list(methods) + list(voters) if m not in nv.METHODS]
     if unknown:
@@ -178,22 +222,44 @@ def plan_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], 
     too_big = [s for s in list(s_values) + list(accuracy_s) + list(pairwise_s) if s > d]
     if too_big:
         raise ValueError(f"s values {too_big} exceed the number of neurons per layer ({d})")
-    for name, value in (("random_draws", random_draws), ("reseeds", reseeds), ("shuffles", shuffles)):
+    for name, value in (
+        ("random_draws", random_draws),
+        ("reseeds", reseeds),
+        ("shuffles", shuffles),
+    ):
         if value < (1 if name == "random_draws" else 0):
             raise ValueError(f"{name} must be >= {1 if name == 'random_draws' else 0}, got {value}")
     names = position_names(sorted(vectors))
-    settings = UnitSettings(methods=tuple(methods), voters=tuple(voters), s_values=tuple(int(s) for s in s_values),
-                            accuracy_s=tuple(int(s) for s in accuracy_s),
-                            pairwise_s=tuple(int(s) for s in pairwise_s), seed=int(seed),
-                            random_draws=int(random_draws), reseeds=int(reseeds), shuffles=int(shuffles),
-                            rank_kwargs=dict(rank_kwargs))
+    settings = UnitSettings(
+        methods=tuple(methods),
+        voters=tuple(voters),
+        s_values=tuple(int(s) for s in s_values),
+        accuracy_s=tuple(int(s) for s in accuracy_s),
+        pairwise_s=tuple(int(s) for s in pairwise_s),
+        seed=int(seed),
+        random_draws=int(random_draws),
+        reseeds=int(reseeds),
+        shuffles=int(shuffles),
+        rank_kwargs=dict(rank_kwargs),
+    )
     units = [(L, names[L], t) for L in sorted(vectors) for t in tasks]
-    return StudyPlan(model=model, site=site, settings=settings, units=units, vectors=vectors, n_neurons=d,
-                     n_tasks=len(tasks))
+    return StudyPlan(
+        model=model,
+        site=site,
+        settings=settings,
+        units=units,
+        vectors=vectors,
+        n_neurons=d,
+        n_tasks=len(tasks),
+    )
 
 
-def run_plans(plans: Sequence[StudyPlan], jobs: Mapping[str, Any] | None = None, progress: bool = True,
-              desc: str = "NeuronVote units") -> list[StudyResult]:
+def run_plans(
+    plans: Sequence[StudyPlan],
+    jobs: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    desc: str = "NeuronVote units",
+) -> list[StudyResult]:
     """Compute every unit of ``plans`` and return one :class:`StudyResult` per plan.
 
     ``jobs``: ``None`` computes here, unit after unit; otherwise the keyword arguments of
@@ -209,34 +275,62 @@ def run_plans(plans: Sequence[StudyPlan], jobs: Mapping[str, Any] | None = None,
     flat = [j for unit in (u for jobs_ in per_plan for u in jobs_) for j in unit]
     ordered = sorted(flat, key=lambda j: not j.fn.endswith(":shuffle_unit_job"))
     run_jobs(ordered, desc=desc, **dict(jobs))
-    return [p.collect([nv_units.merge_units([nv_units.read_unit(j) for j in unit]) for unit in jobs_])
-            for p, jobs_ in zip(plans, per_plan)]
+    return [
+        p.collect([nv_units.merge_units([nv_units.read_unit(j) for j in unit]) for unit in jobs_])
+        for p, jobs_ in zip(plans, per_plan)
+    ]
 
 
-def run_study(tasks: Sequence[ConceptTask], vectors: Mapping[int, np.ndarray], model: str, site: str,
-              methods: Sequence[str] = nv.METHODS, voters: Sequence[str] = nv.PAPER_METHODS,
-              s_values: Sequence[int] = (10, 30, 50), accuracy_s: Sequence[int] = (30, 50, 70, 100),
-              pairwise_s: Sequence[int] = (10, 20, 30, 40, 50), seed: int = 0,
-              progress: bool = True, random_draws: int = 20, reseeds: int = 0, shuffles: int = 0,
-              jobs: Mapping[str, Any] | None = None, **rank_kwargs: Any) -> StudyResult:
+def run_study(
+    tasks: Sequence[ConceptTask],
+    vectors: Mapping[int, np.ndarray],
+    model: str,
+    site: str,
+    methods: Sequence[str] = nv.METHODS,
+    voters: Sequence[str] = nv.PAPER_METHODS,
+    s_values: Sequence[int] = (10, 30, 50),
+    accuracy_s: Sequence[int] = (30, 50, 70, 100),
+    pairwise_s: Sequence[int] = (10, 20, 30, 40, 50),
+    seed: int = 0,
+    progress: bool = True,
+    random_draws: int = 20,
+    reseeds: int = 0,
+    shuffles: int = 0,
+    jobs: Mapping[str, Any] | None = None,
+    **rank_kwargs: Any,
+) -> StudyResult:
     """Rank, score and evaluate every method on every concept task and layer.
 
     ``vectors``: layer -> Float[ndarray, "n_flat_words d"] word activations (rows = the tasks'
     flat word indices). Rankings use the train split only; classifier accuracy trains on train
     and reports test. ``voters`` form the consensus (methods outside it, e.g. Random or
     MeanSelect, are scored against it but do not vote). ``rank_kwargs`` go to
-    :func:`kit.neuronvote.methods.rank_neurons` (iou_percentile, lambda1, lambda2, gaussian_max_neurons,
-    probe_standardize, definitions). Every method gets its own tie-break stream per concept and
-    layer (:func:`kit.neuronvote.methods.rank_all`); Random's AvgOverlap / NeuronVote are the mean
-    over ``random_draws`` independent permutations (its classifier accuracy uses the first one).
-    ``reseeds``: rerank with that many further study seeds (every method but the seedless Gaussian)
-    and score again: ``StudyResult.reseed_scores``, the seed-stability of every number.
-    ``shuffles``: rank that many copies of each concept's training labels shuffled among its words
-    with the voters and MeanSelect: ``StudyResult.shuffled_scores``, the shuffled-label null.
-    ``jobs``: see :func:`run_plans`.
+    :func:`kit.neuronvote.methods.rank_neurons` (iou_percentile, lambda1, lambda2,
+    gaussian_max_neurons, probe_standardize, definitions). Every method gets its own tie-break
+    stream per concept and layer (:func:`kit.neuronvote.methods.rank_all`); Random's AvgOverlap /
+    NeuronVote are the mean over ``random_draws`` independent permutations (its classifier accuracy
+    uses the first one). ``reseeds``: rerank with that many further study seeds (every method but
+    the seedless Gaussian) and score again: ``StudyResult.reseed_scores``, the seed-stability of
+    every number. ``shuffles``: rank that many copies of each concept's training labels shuffled
+    among its words with the voters and MeanSelect: ``StudyResult.shuffled_scores``, the
+    shuffled-label null. ``jobs``: see :func:`run_plans`.
     """
-    plan = plan_study(tasks, vectors, model, site, methods, voters, s_values, accuracy_s, pairwise_s, seed,
-                      random_draws, reseeds, shuffles, **rank_kwargs)
+    plan = plan_study(
+        tasks,
+        vectors,
+        model,
+        site,
+        methods,
+        voters,
+        s_values,
+        accuracy_s,
+        pairwise_s,
+        seed,
+        random_draws,
+        reseeds,
+        shuffles,
+        **rank_kwargs,
+    )
     return run_plans([plan], jobs, progress, desc=f"{model} rank+score")[0]
 
 
@@ -271,22 +365,31 @@ def shuffled_table(result: StudyResult) -> pd.DataFrame:
     return out[cols].round(4)
 
 
-def score_intervals(result: StudyResult, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+def score_intervals(
+    result: StudyResult, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> pd.DataFrame:
     """Bootstrap intervals over concepts of every AvgOverlap / NeuronVote number: per position
     (and ``all``), method and metric, the mean over concepts of each concept's mean over s (and
     layers for ``all``), with the ``level`` percentile interval of ``n_boot`` concept resamples."""
     rng = np.random.default_rng(seed)
     df = result.scores
     rows = []
-    per = {pos: g.groupby(["method", "metric", "concept"]).score.mean() for pos, g in df.groupby("position")}
+    per = {
+        pos: g.groupby(["method", "metric", "concept"]).score.mean()
+        for pos, g in df.groupby("position")
+    }
     per["all"] = df.groupby(["method", "metric", "concept"]).score.mean()
     for pos, series in per.items():
         for (m, metric), vals in cast(Any, series.groupby(level=[0, 1])):  # (method, metric) keys
             v = vals.to_numpy()
             boot = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(1)
             lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-            rows.append((pos, nv.DISPLAY.get(m, m), metric, float(v.mean()), float(lo), float(hi), len(v)))
-    return pd.DataFrame(rows, columns=["position", "method", "metric", "mean", "lo", "hi", "n_concepts"])
+            rows.append(
+                (pos, nv.DISPLAY.get(m, m), metric, float(v.mean()), float(lo), float(hi), len(v))
+            )
+    return pd.DataFrame(
+        rows, columns=["position", "method", "metric", "mean", "lo", "hi", "n_concepts"]
+    )
 
 
 def consensus_subsets(result: StudyResult, a: str = "probeless", b: str = "lca") -> pd.DataFrame:
@@ -305,11 +408,17 @@ def consensus_subsets(result: StudyResult, a: str = "probeless", b: str = "lca")
                     best = nv.borda_top(rankings, s, voters=list(subset))
                     for m in (a, b):
                         got[m].append(nv.overlap(rankings[m][:s], best))
-            rows.append((k, ", ".join(nv.DISPLAY[v] for v in subset), np.mean(got[a]), np.mean(got[b])))
-    return pd.DataFrame(rows, columns=["n_consensus_methods", "consensus_methods", nv.DISPLAY[a], nv.DISPLAY[b]]).round(3)
+            rows.append(
+                (k, ", ".join(nv.DISPLAY[v] for v in subset), np.mean(got[a]), np.mean(got[b]))
+            )
+    return pd.DataFrame(
+        rows, columns=["n_consensus_methods", "consensus_methods", nv.DISPLAY[a], nv.DISPLAY[b]]
+    ).round(3)
 
 
-def lobby_effect(result: StudyResult, lobby: str = "lasso", copies: Sequence[int] = (0, 1, 2, 4)) -> pd.DataFrame:
+def lobby_effect(
+    result: StudyResult, lobby: str = "lasso", copies: Sequence[int] = (0, 1, 2, 4)
+) -> pd.DataFrame:
     """The paper's "lobby" limitation, measured: NeuronVote of every method when ``k`` identical
     clones of ``lobby`` join the voters (a bloc of methods with near-identical rankings). The
     non-voters (MeanSelect, IoU-AP, Random: "a new method" in the paper's words) are scored against

@@ -25,11 +25,14 @@ def _display(df: pd.DataFrame, col: str = "method") -> pd.DataFrame:
 def table1_accuracy(result: StudyResult, paper: PaperRef | None = POS_BERT) -> pd.DataFrame:
     """Table 1 analogue: mean test accuracy (over concepts and layers) per method x s, with the
     paper's values (``paper s=..`` columns) where ``paper`` prints them (POS, BERT)."""
-    ours = _display(result.accuracy).pivot_table(index="method", columns="s", values="accuracy", aggfunc="mean")
+    ours = _display(result.accuracy).pivot_table(
+        index="method", columns="s", values="accuracy", aggfunc="mean"
+    )
     ours.columns = [f"ours s={c}" for c in ours.columns]
     if paper is not None and paper.accuracy is not None:
-        printed = load_table(paper.accuracy).pivot_table(index="method", columns="n_neurons", values="accuracy",
-                                                         aggfunc="first")
+        printed = load_table(paper.accuracy).pivot_table(
+            index="method", columns="n_neurons", values="accuracy", aggfunc="first"
+        )
         printed.columns = [f"paper s={c}" for c in printed.columns]
         ours = ours.join(printed, how="left")
     return ours.round(3)
@@ -40,7 +43,9 @@ def table2_compatibility(result: StudyResult, paper: PaperRef | None = POS_BERT)
     (first/middle/last) and s (10/30/50), with ``paper``'s values beside: Table 2 for POS/BERT, the
     mean of the printed layers elsewhere (Table 6 for chunking prints NeuronVote only); none when
     ``paper`` is ``None`` (a setting the paper did not run)."""
-    ours = _display(result.scores).pivot_table(index="method", columns="metric", values="score", aggfunc="mean")
+    ours = _display(result.scores).pivot_table(
+        index="method", columns="metric", values="score", aggfunc="mean"
+    )
     ours.columns = [f"ours {c}" for c in ours.columns]
     if paper is not None:
         for metric in ("AvgOverlap", "NeuronVote"):
@@ -51,8 +56,9 @@ def table2_compatibility(result: StudyResult, paper: PaperRef | None = POS_BERT)
     return ours.round(3)
 
 
-def table3_neuronvote(result: StudyResult, paper: PaperRef | None = POS_BERT,
-                      methods: Sequence[str] | None = None) -> pd.DataFrame:
+def table3_neuronvote(
+    result: StudyResult, paper: PaperRef | None = POS_BERT, methods: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Table 3 analogue: NeuronVote per method x layer position (mean over concepts and s), with
     ``paper``'s per-layer table beside (Table 3 for POS, Table 6 for chunking, Table 8 for every
     layer), or none."""
@@ -65,7 +71,9 @@ def table3_neuronvote(result: StudyResult, paper: PaperRef | None = POS_BERT,
 
 def table4_meanselect(result: StudyResult, paper: PaperRef | None = POS_BERT) -> pd.DataFrame:
     """Table 4 analogue: NeuronVote of MeanSelect and Random per layer position, paper beside."""
-    df = result.scores[(result.scores.metric == "NeuronVote") & result.scores.method.isin(["meanselect", "random"])]
+    df = result.scores[
+        (result.scores.metric == "NeuronVote") & result.scores.method.isin(["meanselect", "random"])
+    ]
     printed = None
     if paper is not None and paper.meanselect is not None:
         t = load_table(paper.meanselect)
@@ -75,10 +83,17 @@ def table4_meanselect(result: StudyResult, paper: PaperRef | None = POS_BERT) ->
     return _by_position_with_paper(df, printed, paper)
 
 
-def _by_position_with_paper(df: pd.DataFrame, printed: pd.DataFrame | None, paper: PaperRef | None) -> pd.DataFrame:
+def _by_position_with_paper(
+    df: pd.DataFrame, printed: pd.DataFrame | None, paper: PaperRef | None
+) -> pd.DataFrame:
     """Mean NeuronVote per method and layer position, with the printed table's rows beside it."""
-    ours = _display(df).pivot_table(index="method", columns="position", values="score", aggfunc="mean")
-    ours = ours[[c for c in POSITIONS if c in ours.columns] + [c for c in ours.columns if c not in POSITIONS]]
+    ours = _display(df).pivot_table(
+        index="method", columns="position", values="score", aggfunc="mean"
+    )
+    ours = ours[
+        [c for c in POSITIONS if c in ours.columns]
+        + [c for c in ours.columns if c not in POSITIONS]
+    ]
     ours.columns = [f"ours {c}" for c in ours.columns]
     if printed is not None and paper is not None:
         printed = printed.copy()
@@ -107,7 +122,9 @@ def paper_closeness(studies: Mapping[str, StudyResult]) -> pd.DataFrame:
             ours = [c for c in t[key].columns if c.startswith("ours ")]
             paper = [c for c in t[key].columns if c.startswith("paper ")]
             pairs = list(zip(ours, paper))
-            maes[f"{key} MAE"] = float(np.nanmean([np.abs(t[key][a] - t[key][b]).mean() for a, b in pairs]))
+            maes[f"{key} MAE"] = float(
+                np.nanmean([np.abs(t[key][a] - t[key][b]).mean() for a, b in pairs])
+            )
         t2 = t["table2"].dropna(subset=["paper NeuronVote"])
         rho2 = spearmanr(t2["ours NeuronVote"], t2["paper NeuronVote"])[0]
         maes["table2 NeuronVote Spearman"] = float(rho2)  # pyright: ignore[reportArgumentType]  (scipy)
@@ -124,19 +141,27 @@ def closeness_findings(closeness: pd.DataFrame) -> list[str]:
     if closeness.empty:
         return []
     best: Any = closeness["mean MAE"].idxmin()  # a definition set's name
-    parts = [f"{d}: mean |ours - paper| {r['mean MAE']:.3f} (Table 2 {r['table2 MAE']:.3f}, Table 3 "
-             f"{r['table3 MAE']:.3f}, Table 4 {r['table4 MAE']:.3f}; Spearman of Table 2's NeuronVote order "
-             f"{r['table2 NeuronVote Spearman']:+.2f})" for d, r in closeness.iterrows()]
+    parts = [
+        f"{d}: mean |ours - paper| {r['mean MAE']:.3f} (Table 2 {r['table2 MAE']:.3f}, Table 3 "
+        f"{r['table3 MAE']:.3f}, Table 4 {r['table4 MAE']:.3f}; Spearman of Table 2's NeuronVote "
+        f"order {r['table2 NeuronVote Spearman']:+.2f})"
+        for d, r in closeness.iterrows()
+    ]
     lines = ["Definition sets against the paper's Tables 2-4: " + "; ".join(parts) + "."]
     if len(closeness) > 1:
         other = closeness["mean MAE"].drop(best)
         margin = float(other.min() - closeness.loc[best, "mean MAE"])
         rho = closeness["table2 NeuronVote Spearman"]
         agree = rho.idxmax() == best
-        lines.append(f"Closer by the mean absolute gap: {best} (by {margin:.3f})"
-                     + ("; it also has the higher rank agreement." if agree else
-                        f"; but {rho.idxmax()} orders the methods more like Table 2 (Spearman "
-                        f"{rho.max():+.2f} vs {rho[best]:+.2f}): the two criteria disagree."))
+        lines.append(
+            f"Closer by the mean absolute gap: {best} (by {margin:.3f})"
+            + (
+                "; it also has the higher rank agreement."
+                if agree
+                else f"; but {rho.idxmax()} orders the methods more like Table 2 (Spearman "
+                f"{rho.max():+.2f} vs {rho[best]:+.2f}): the two criteria disagree."
+            )
+        )
     return lines
 
 
@@ -146,20 +171,28 @@ def numbers(result: StudyResult, table2: pd.DataFrame) -> list[str]:
     with the chance overlap of two random top-s sets."""
     nv_col = "ours NeuronVote"
     s_used = sorted(result.scores.s.unique().tolist())
-    layers = sorted(result.scores.position.unique().tolist(),
-                    key=lambda p: (p not in POSITIONS, POSITIONS.index(p) if p in POSITIONS else p))
-    lines = [f"[{result.model}, site {result.site}, {result.n_neurons} neurons/layer, "
-             f"{result.scores.concept.nunique()} concepts] NeuronVote (mean over concepts, layers "
-             f"{'/'.join(layers)}, s={'/'.join(map(str, s_used))}): "
-             + ", ".join(f"{m} {table2.loc[m, nv_col]:.3f}" for m in ranking_of(table2, nv_col))]
+    layers = sorted(
+        result.scores.position.unique().tolist(),
+        key=lambda p: (p not in POSITIONS, POSITIONS.index(p) if p in POSITIONS else p),
+    )
+    lines = [
+        f"[{result.model}, site {result.site}, {result.n_neurons} neurons/layer, "
+        f"{result.scores.concept.nunique()} concepts] NeuronVote (mean over concepts, layers "
+        f"{'/'.join(layers)}, s={'/'.join(map(str, s_used))}): "
+        + ", ".join(f"{m} {table2.loc[m, nv_col]:.3f}" for m in ranking_of(table2, nv_col))
+    ]
     if "paper NeuronVote" in table2:
         printed = table2["paper NeuronVote"].dropna().sort_values(ascending=False)
         lines.append("paper: " + ", ".join(f"{m} {v:.3f}" for m, v in printed.items()))
     if "Random" in table2.index:
         d = result.n_neurons
-        chance = float(np.mean([s / (2 * d - s) for s in s_used]))  # E|A∩B| / E|A∪B| for random top-s sets
-        lines.append(f"Random: AvgOverlap {table2.loc['Random', 'ours AvgOverlap']:.3f}, NeuronVote "
-                     f"{table2.loc['Random', nv_col]:.3f} (chance overlap of two random top-s sets ~ {chance:.3f})")
+        # E|A∩B| / E|A∪B| for random top-s sets
+        chance = float(np.mean([s / (2 * d - s) for s in s_used]))
+        lines.append(
+            f"Random: AvgOverlap {table2.loc['Random', 'ours AvgOverlap']:.3f}, NeuronVote "
+            f"{table2.loc['Random', nv_col]:.3f} (chance overlap of two random top-s sets ~ "
+            f"{chance:.3f})"
+        )
     return lines
 
 
@@ -179,7 +212,11 @@ def key_numbers(result: StudyResult, tables: Mapping[str, pd.DataFrame], n_boot:
     ``n_boot`` > 0 also ``intervals``: :func:`score_intervals` as a list of records."""
     ours = lambda df: df[[c for c in df.columns if c.startswith("ours ")]]  # noqa: E731
     t2 = tables["table2"]
-    core = [m for m in ranking_of(t2, "ours NeuronVote") if m not in ("Random", "MeanSelect", "IoU-AP (NeuroX)")]
+    core = [
+        m
+        for m in ranking_of(t2, "ours NeuronVote")
+        if m not in ("Random", "MeanSelect", "IoU-AP (NeuroX)")
+    ]
     return {
         "model": result.model,
         "site": result.site,

@@ -55,7 +55,8 @@ class UnitSettings:
     reseeds: int = 0
     shuffles: int = 0
     rank_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments of :func:`kit.neuronvote.methods.rank_neurons` (definitions, lambdas...)."""
+    """Keyword arguments of :func:`kit.neuronvote.methods.rank_neurons` (definitions,
+    lambdas...)."""
 
     def as_json(self) -> dict[str, Any]:
         return json.loads(canonical_json(asdict(self), "unit settings"))
@@ -79,7 +80,8 @@ class UnitResult:
     position: str
     concept: str
     rankings: dict[str, list[int]] = field(default_factory=dict)
-    """method -> full ranking under the study's own seed (best first); empty for a shuffle-only unit."""
+    """method -> full ranking under the study's own seed (best first); empty for a shuffle-only
+    unit."""
     scores: list[list] = field(default_factory=list)
     accuracy: list[list] = field(default_factory=list)
     pairwise: list[list[float]] = field(default_factory=list)
@@ -102,15 +104,23 @@ def _consensus_rows(rankings, voters, s_values, draws, L, pos, concept, extra=()
             values = fn(rankings, s, voters=voters)
             if draws:  # Random = mean over independent draws (the voters' consensus is unchanged)
                 pool = {v: rankings[v] for v in voters}
-                values["random"] = float(np.mean([values["random"]] + [
-                    fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]))
-            rows += [[L, pos, concept, int(s), m, metric, float(v), *extra] for m, v in values.items()]
+                values["random"] = float(
+                    np.mean(
+                        [values["random"]]
+                        + [fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]
+                    )
+                )
+            rows += [
+                [L, pos, concept, int(s), m, metric, float(v), *extra] for m, v in values.items()
+            ]
     return rows
 
 
 def _random_draws(seed: int, concept: str, L: int, d: int, random_draws: int) -> list[np.ndarray]:
-    return [np.random.default_rng(nv.method_seed(seed, f"random#{r}", concept, L)).permutation(d)
-            for r in range(1, random_draws)]
+    return [
+        np.random.default_rng(nv.method_seed(seed, f"random#{r}", concept, L)).permutation(d)
+        for r in range(1, random_draws)
+    ]
 
 
 def shuffled_labels(y, seed: int, concept: str, L: int, k: int) -> np.ndarray:
@@ -120,8 +130,18 @@ def shuffled_labels(y, seed: int, concept: str, L: int, k: int) -> np.ndarray:
     return np.asarray(y)[rng.permutation(len(y))]
 
 
-def compute_unit(x_train, y_train, x_test, y_test, concept: str, layer: int, position: str,
-                 settings: UnitSettings, rank: bool = True, shuffle: bool = True) -> UnitResult:
+def compute_unit(
+    x_train,
+    y_train,
+    x_test,
+    y_test,
+    concept: str,
+    layer: int,
+    position: str,
+    settings: UnitSettings,
+    rank: bool = True,
+    shuffle: bool = True,
+) -> UnitResult:
     """All of one unit's numbers (module doc). ``x_*``: Float[ndarray, "n_words d"] activations of
     the layer's words, ``y_*``: Int[ndarray, "n_words"] (1 = concept). ``rank``: rankings, scores,
     accuracy, pairwise and reseeds; ``shuffle``: the ``settings.shuffles`` shuffled-label copies."""
@@ -130,17 +150,36 @@ def compute_unit(x_train, y_train, x_test, y_test, concept: str, layer: int, pos
     d = np.shape(x_train)[1]
     task = (concept, int(layer))
     if rank:
-        rankings = nv.rank_all(x_train, y_train, st.methods, seed=st.seed, task=task, **st.rank_kwargs)
-        draws = _random_draws(st.seed, concept, layer, d, st.random_draws) if "random" in rankings else []
+        rankings = nv.rank_all(
+            x_train, y_train, st.methods, seed=st.seed, task=task, **st.rank_kwargs
+        )
+        draws = (
+            _random_draws(st.seed, concept, layer, d, st.random_draws)
+            if "random" in rankings
+            else []
+        )
         out.rankings = {m: [int(i) for i in r] for m, r in rankings.items()}
-        out.scores = _consensus_rows(rankings, st.voters, st.s_values, draws, layer, position, concept)
+        out.scores = _consensus_rows(
+            rankings, st.voters, st.s_values, draws, layer, position, concept
+        )
         for r in range(1, st.reseeds + 1):
-            again = nv.rank_all(x_train, y_train, [m for m in st.methods if m not in SEEDLESS],
-                                seed=st.seed + r, task=task, **st.rank_kwargs)
+            again = nv.rank_all(
+                x_train,
+                y_train,
+                [m for m in st.methods if m not in SEEDLESS],
+                seed=st.seed + r,
+                task=task,
+                **st.rank_kwargs,
+            )
             again = {m: again.get(m, rankings[m]) for m in st.methods}
-            d_r = _random_draws(st.seed + r, concept, layer, d, st.random_draws) if "random" in again else []
-            out.reseed_scores += _consensus_rows(again, st.voters, st.s_values, d_r, layer, position,
-                                                 concept, extra=(st.seed + r,))
+            d_r = (
+                _random_draws(st.seed + r, concept, layer, d, st.random_draws)
+                if "random" in again
+                else []
+            )
+            out.reseed_scores += _consensus_rows(
+                again, st.voters, st.s_values, d_r, layer, position, concept, extra=(st.seed + r,)
+            )
         for s in st.accuracy_s:
             for m in st.methods:
                 acc = nv.classifier_accuracy(x_train, y_train, x_test, y_test, rankings[m][:s])
@@ -150,10 +189,12 @@ def compute_unit(x_train, y_train, x_test, y_test, concept: str, layer: int, pos
         methods = st.shuffled_methods
         for k in range(1, st.shuffles + 1):
             y_k = shuffled_labels(y_train, st.seed, concept, layer, k)
-            rk = nv.rank_all(x_train, y_k, methods, seed=st.seed, task=(*task, f"shuffle#{k}"),
-                             **st.rank_kwargs)
-            out.shuffled_scores += _consensus_rows(rk, st.voters, st.s_values, [], layer, position,
-                                                   concept, extra=(k,))
+            rk = nv.rank_all(
+                x_train, y_k, methods, seed=st.seed, task=(*task, f"shuffle#{k}"), **st.rank_kwargs
+            )
+            out.shuffled_scores += _consensus_rows(
+                rk, st.voters, st.s_values, [], layer, position, concept, extra=(k,)
+            )
     return out
 
 
@@ -186,8 +227,10 @@ def stage_array(a: np.ndarray) -> str:
 def load_array(key: str, mmap: bool = True) -> np.ndarray:
     path = _root() / "arrays" / f"{key}.npy"
     if not path.exists():
-        raise FileNotFoundError(f"neuronvote array {key} is not in the cache ({path}); it is staged by "
-                                "the process that plans the jobs (stage_array)")
+        raise FileNotFoundError(
+            f"neuronvote array {key} is not in the cache ({path}); it is staged by "
+            "the process that plans the jobs (stage_array)"
+        )
     return np.load(path, mmap_mode="r" if mmap else None)
 
 
@@ -199,8 +242,9 @@ def code_digest() -> str:
     import sklearn
     import torch
 
-    h = hashlib.sha256(f"numpy {np.__version__} sklearn {sklearn.__version__} torch {torch.__version__}"
-                       .encode())
+    h = hashlib.sha256(
+        f"numpy {np.__version__} sklearn {sklearn.__version__} torch {torch.__version__}".encode()
+    )
     for name in _CODE_MODULES:
         spec = importlib.util.find_spec(f"kit.neuronvote.{name}")
         if spec is not None and spec.origin:
@@ -208,10 +252,24 @@ def code_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def _unit_args(vectors: str, task: str, concept: str, layer: int, position: str,
-               settings: UnitSettings, code: str) -> dict[str, Any]:
-    return {"vectors": vectors, "task": task, "concept": concept, "layer": int(layer),
-            "position": position, "settings": settings.as_json(), "code": code}
+def _unit_args(
+    vectors: str,
+    task: str,
+    concept: str,
+    layer: int,
+    position: str,
+    settings: UnitSettings,
+    code: str,
+) -> dict[str, Any]:
+    return {
+        "vectors": vectors,
+        "task": task,
+        "concept": concept,
+        "layer": int(layer),
+        "position": position,
+        "settings": settings.as_json(),
+        "code": code,
+    }
 
 
 def unit_path(kind: str, args: dict[str, Any]) -> Path:
@@ -236,14 +294,14 @@ def task_table(train, y_train, test, y_test) -> np.ndarray:
     n = max(len(train), len(test), 2)
     t = np.full((5, n), -1, dtype=np.int64)
     t[0, :2] = len(train), len(test)
-    t[1, :len(train)], t[2, :len(train)] = train, y_train
-    t[3, :len(test)], t[4, :len(test)] = test, y_test
+    t[1, : len(train)], t[2, : len(train)] = train, y_train
+    t[3, : len(test)], t[4, : len(test)] = test, y_test
     return t
 
 
 def _run_unit(kind: str, args: dict[str, Any]) -> str:
-    from threadpoolctl import threadpool_limits
     import torch
+    from threadpoolctl import threadpool_limits
 
     out = unit_path(kind, args)
     if out.exists():  # done before (an interrupted sweep resumes here)
@@ -256,8 +314,18 @@ def _run_unit(kind: str, args: dict[str, Any]) -> str:
         # One BLAS thread: the problems are small, and threads spinning on a shared CPU made the
         # scikit-learn fits ~10x slower here.
         with threadpool_limits(limits=1):
-            res = compute_unit(x_train, y_train, x_test, y_test, args["concept"], args["layer"],
-                               args["position"], settings, rank=kind == "rank", shuffle=kind == "shuffle")
+            res = compute_unit(
+                x_train,
+                y_train,
+                x_test,
+                y_test,
+                args["concept"],
+                args["layer"],
+                args["position"],
+                settings,
+                rank=kind == "rank",
+                shuffle=kind == "shuffle",
+            )
     finally:
         torch.set_num_threads(threads)
     with atomic_path(out) as tmp:
@@ -277,9 +345,17 @@ def shuffle_unit_job(**args: Any) -> str:
     return _run_unit("shuffle", args)
 
 
-def unit_jobs(vectors: str, task: str, concept: str, layer: int, position: str, settings: UnitSettings,
-              code: str) -> list[Job]:
-    """The jobs of one unit: its ranking and, when ``settings.shuffles`` > 0, its shuffled copies."""
+def unit_jobs(
+    vectors: str,
+    task: str,
+    concept: str,
+    layer: int,
+    position: str,
+    settings: UnitSettings,
+    code: str,
+) -> list[Job]:
+    """The jobs of one unit: its ranking and, when ``settings.shuffles`` > 0, its shuffled
+    copies."""
     args = _unit_args(vectors, task, concept, layer, position, settings, code)
     jobs = [Job(rank_unit_job, args)]
     if settings.shuffles:
@@ -302,8 +378,17 @@ def merge_units(parts: Sequence[UnitResult]) -> UnitResult:
     out = UnitResult(layer=first.layer, position=first.position, concept=first.concept)
     for p in parts:
         if (p.layer, p.concept) != (first.layer, first.concept):
-            raise ValueError(f"cannot merge units of {(first.concept, first.layer)} and {(p.concept, p.layer)}")
-        for name in ("rankings", "scores", "accuracy", "pairwise", "reseed_scores", "shuffled_scores"):
+            raise ValueError(
+                f"cannot merge units of {(first.concept, first.layer)} and {(p.concept, p.layer)}"
+            )
+        for name in (
+            "rankings",
+            "scores",
+            "accuracy",
+            "pairwise",
+            "reseed_scores",
+            "shuffled_scores",
+        ):
             if getattr(p, name):
                 setattr(out, name, getattr(p, name))
     return out

@@ -10,30 +10,77 @@
 - ``study``: notebook 03's set-up and sections; ``published``: the paper's tables; ``plots``;
 - ``formats``: A2, the benchmark's input format as a shortcut (section 11 and its claims);
 - ``variants``: notebook 03's own ``extra/`` fine-tunes (separate plastic sets, strength, order);
-- ``pool``: models held one at a time; ``claims``: notebook 03's claims over their per-item evidence;
+- ``pool``: models held one at a time; ``claims``: notebook 03's claims over their per-item
+  evidence;
 - ``result``: notebook 03's typed study result (``ShortcutStudy``), filled section by section;
 - ``bench``: patched vs plain generation, batched vs serial groups.
 
-The building blocks are re-exported here (``kit.shortcut.locate``, ``kit.shortcut.causal_scores``...).
+The building blocks are re-exported here (``kit.shortcut.locate``,
+``kit.shortcut.causal_scores``...).
 """
 
 from kit.core.lazy import lazy_submodules
 from kit.shortcut.evaluate import (
-    accuracies, agreement, patched_accuracy, side_effect_table, sparsity_curve, table2_summary,
+    accuracies,
+    agreement,
+    patched_accuracy,
+    side_effect_table,
+    sparsity_curve,
+    table2_summary,
     trustworthy_table,
 )
 from kit.shortcut.items import TaskData, reference_items, study_items, task_data
 from kit.shortcut.plots import plot_agreement, plot_sparsity_curve
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers, table9_agreement
-from kit.shortcut.ranking import Located, best_rule, locate, ranking_rules, rule_intervals, rule_specs
+from kit.shortcut.ranking import (
+    Located,
+    best_rule,
+    locate,
+    ranking_rules,
+    rule_intervals,
+    rule_specs,
+)
 from kit.shortcut.scores import (
-    COMBINE_RULES, PAPER_FRACTION, PAPER_N_PATCHED, PAPER_TOTAL_NEURONS, CausalScores,
-    ComparativeAccumulator, causal_score, causal_scores, combine_scores, comparative_scores,
-    comparative_scores_of_models, default_n_patched, exact_match, group_accuracy, neuron_acts,
-    neuron_groups, random_neurons, top_neurons,
+    COMBINE_RULES,
+    PAPER_FRACTION,
+    PAPER_N_PATCHED,
+    PAPER_TOTAL_NEURONS,
+    CausalScores,
+    ComparativeAccumulator,
+    causal_score,
+    causal_scores,
+    combine_scores,
+    comparative_scores,
+    comparative_scores_of_models,
+    default_n_patched,
+    exact_match,
+    group_accuracy,
+    neuron_acts,
+    neuron_groups,
+    random_neurons,
+    top_neurons,
 )
 from kit.shortcut.study import findings, transfer_finetune
 
 __getattr__, __dir__ = lazy_submodules(
-    __name__, ["bench", "claims", "evaluate", "formats", "items", "patching", "plots", "pool", "prebuild", "published",
-               "ranking", "result", "scope", "scores", "study", "variants"], globals())
+    __name__,
+    [
+        "bench",
+        "claims",
+        "evaluate",
+        "formats",
+        "items",
+        "patching",
+        "plots",
+        "pool",
+        "prebuild",
+        "published",
+        "ranking",
+        "result",
+        "scope",
+        "scores",
+        "study",
+        "variants",
+    ],
+    globals(),
+)

@@ -4,8 +4,8 @@
    model on the same prompts (1.4% of the MLP neurons patched from a second model of the same
    shape). Target <= 2.2: a patched step is one step of each model plus an in-place overwrite.
 2. ``patching/groups_vs_serial``: causal scoring of every adjacent-neuron group of one layer,
-   batched (:func:`kit.shortcut.patching.group_patched_generate`, groups in batch rows, shared prompt
-   prefix) vs one patched generation per group (the public code's loop). Target >= 10x.
+   batched (:func:`kit.shortcut.patching.group_patched_generate`, groups in batch rows, shared
+   prompt prefix) vs one patched generation per group (the public code's loop). Target >= 10x.
 3. ``patching/teacher_forced_vs_serial``: the same groups scored teacher-forced
    (:func:`kit.shortcut.patching.group_patched_logprobs`) vs the serial generations.
 """
@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 
 from kit.core.bench import BenchLine, median_time
-from kit.shortcut.patching import generate, group_patched_generate, group_patched_logprobs, patched_generate
+from kit.shortcut.patching import (
+    generate,
+    group_patched_generate,
+    group_patched_logprobs,
+    patched_generate,
+)
 from kit.shortcut.scores import PAPER_FRACTION, neuron_groups, random_neurons
 
 if TYPE_CHECKING:
@@ -33,9 +38,17 @@ def _load(model: str, device: str, seed: int, dtype: str | None = None) -> Hooke
     return cast("HookedModel", load_model(model, device=device, dtype=dtype, **extra))
 
 
-def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 4, prompt_len: int = 12,
-        max_new_tokens: int = 3, group_size: int | None = None, layer: int | None = None,
-        rounds: int = 4, dtype: str | None = None) -> list[BenchLine]:
+def run(
+    model: str = "random/gpt2-small",
+    device: str = "cpu",
+    n_prompts: int = 4,
+    prompt_len: int = 12,
+    max_new_tokens: int = 3,
+    group_size: int | None = None,
+    layer: int | None = None,
+    rounds: int = 4,
+    dtype: str | None = None,
+) -> list[BenchLine]:
     """Time the three workloads on ``model`` (a second model of the same shape patches it).
 
     ``group_size`` defaults to d_mlp / 16 (16 groups in the layer, e.g. 192 for GPT-2 small;
@@ -58,7 +71,8 @@ def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 
     model = model + (f" ({dtype})" if dtype else "")
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(10, cfg.d_vocab, (n_prompts, prompt_len), generator=g).to(device)
-    lengths = torch.tensor([prompt_len - (i % 4) for i in range(n_prompts)], device=device)  # ragged, right-padded
+    # ragged, right-padded
+    lengths = torch.tensor([prompt_len - (i % 4) for i in range(n_prompts)], device=device)
     n_patch = max(1, round(PAPER_FRACTION * cfg.n_layers * cfg.d_mlp))
     neurons = random_neurons(cfg.n_layers, cfg.d_mlp, n_patch, seed=0)
     lines = []
@@ -74,18 +88,26 @@ def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 
         _sync()
         return time.perf_counter() - t0
 
-    plain_fn = lambda: generate(m, tokens, max_new_tokens, lengths=lengths)
-    patch_fn = lambda: patched_generate(m, base, tokens, neurons, max_new_tokens, lengths=lengths)
+    def plain_fn():
+        return generate(m, tokens, max_new_tokens, lengths=lengths)
+
+    def patch_fn():
+        return patched_generate(m, base, tokens, neurons, max_new_tokens, lengths=lengths)
+
     plain_fn(), patch_fn()  # warm-up
     pairs = [(timed(plain_fn), timed(patch_fn)) for _ in range(rounds)]
     t_plain = statistics.median(p for p, _ in pairs)
     t_patch = statistics.median(q for _, q in pairs)
     ratio = statistics.median(q / p for p, q in pairs)
-    lines.append(BenchLine(
-        "patching/patched_vs_plain", ratio,
-        f"patched/plain generation time (median of {rounds} interleaved rounds), target <= 2.2; {model}, "
-        f"{n_prompts} prompts x {prompt_len} tokens, {max_new_tokens} new tokens, {n_patch} neurons patched; "
-        f"plain {t_plain:.3f}s, patched {t_patch:.3f}s"))
+    lines.append(
+        BenchLine(
+            "patching/patched_vs_plain",
+            ratio,
+            f"patched/plain generation time (median of {rounds} interleaved rounds), target <= "
+            f"2.2; {model}, {n_prompts} prompts x {prompt_len} tokens, {max_new_tokens} new "
+            f"tokens, {n_patch} neurons patched; plain {t_plain:.3f}s, patched {t_patch:.3f}s",
+        )
+    )
 
     group_size = group_size or max(1, cfg.d_mlp // 16)
     layer = cfg.n_layers // 2 if layer is None else layer
@@ -94,24 +116,45 @@ def run(model: str = "random/gpt2-small", device: str = "cpu", n_prompts: int = 
     # The serial loop costs the same for every group (same prompts, same work): each round times
     # the batched scoring of all groups and the serial generation of one group, interleaved;
     # serial time = median per-group time x number of groups. Keeps the default run ~2 minutes.
-    batched_fn = lambda: group_patched_generate(m, base, tokens, groups, max_new_tokens, lengths=lengths)
+    def batched_fn():
+        return group_patched_generate(m, base, tokens, groups, max_new_tokens, lengths=lengths)
+
     batched_fn()  # warm-up
-    rounds_g = [(timed(batched_fn),
-                 timed(lambda g=groups[r % len(groups)]: patched_generate(m, base, tokens, g, max_new_tokens,
-                                                                          lengths=lengths)))
-                for r in range(rounds)]
+    rounds_g = [
+        (
+            timed(batched_fn),
+            timed(
+                lambda g=groups[r % len(groups)]: patched_generate(
+                    m, base, tokens, g, max_new_tokens, lengths=lengths
+                )
+            ),
+        )
+        for r in range(rounds)
+    ]
     t_group = statistics.median(b for b, _ in rounds_g)
     t_serial = statistics.median(s for _, s in rounds_g) * len(groups)
-    lines.append(BenchLine(
-        "patching/groups_vs_serial", t_serial / t_group,
-        f"serial/batched causal-scoring generation, target >= 10; {len(groups)} groups of {group_size} in layer "
-        f"{layer} of {cfg.n_layers}; serial {t_serial:.2f}s (median per-group time x {len(groups)}), "
-        f"batched {t_group:.2f}s ({rounds} interleaved rounds)"))
+    lines.append(
+        BenchLine(
+            "patching/groups_vs_serial",
+            t_serial / t_group,
+            f"serial/batched causal-scoring generation, target >= 10; {len(groups)} groups of "
+            f"{group_size} in layer {layer} of {cfg.n_layers}; serial {t_serial:.2f}s (median "
+            f"per-group time x {len(groups)}), batched {t_group:.2f}s ({rounds} interleaved "
+            "rounds)",
+        )
+    )
     targets = torch.randint(10, cfg.d_vocab, (n_prompts,), generator=g).to(device)
-    t_tf = median_time(lambda: group_patched_logprobs(m, base, tokens, lengths - 1, targets, groups),
-                       repeat=rounds, device=device)
-    lines.append(BenchLine(
-        "patching/teacher_forced_vs_serial", t_serial / t_tf,
-        f"serial generation / teacher-forced batched scoring of the same {len(groups)} groups; "
-        f"teacher-forced {t_tf:.2f}s"))
+    t_tf = median_time(
+        lambda: group_patched_logprobs(m, base, tokens, lengths - 1, targets, groups),
+        repeat=rounds,
+        device=device,
+    )
+    lines.append(
+        BenchLine(
+            "patching/teacher_forced_vs_serial",
+            t_serial / t_tf,
+            f"serial generation / teacher-forced batched scoring of the same {len(groups)} groups; "
+            f"teacher-forced {t_tf:.2f}s",
+        )
+    )
     return lines

@@ -1,5 +1,5 @@
-"""Evaluation with patched shortcut neurons (seed 001, sections 3.4 and 4): accuracy with neuron sets
-patched from the base model, per item and per set; trustworthy evaluation (TE) and side-effect
+"""Evaluation with patched shortcut neurons (seed 001, sections 3.4 and 4): accuracy with neuron
+sets patched from the base model, per item and per set; trustworthy evaluation (TE) and side-effect
 tables; the sparsity curve; agreement of a score with a reference (Spearman, RMSE).
 """
 
@@ -13,21 +13,41 @@ from numpy.typing import ArrayLike
 
 from kit.data.scorers import score
 from kit.shortcut.items import TaskData, generation_kwargs
-from kit.subjects import benchmark_of
 from kit.shortcut.patching import Neuron, group_patched_generate
 from kit.shortcut.scores import _targets_list, exact_match, group_accuracy, random_neurons
+from kit.subjects import benchmark_of
 
 
-def patched_accuracy(model, base, tokens, lengths, targets, neuron_sets: Sequence[Sequence[Neuron]],
-                     max_rows: int = 2048) -> np.ndarray:
+def patched_accuracy(
+    model,
+    base,
+    tokens,
+    lengths,
+    targets,
+    neuron_sets: Sequence[Sequence[Neuron]],
+    max_rows: int = 2048,
+) -> np.ndarray:
     """Exact-match accuracy of ``model`` with each neuron set patched from ``base`` (TE when the
     set is the located top-N; the empty set gives Ori)."""
-    return group_accuracy(model, base, tokens, lengths, targets, neuron_sets, method="exact", max_rows=max_rows).numpy()
+    return group_accuracy(
+        model, base, tokens, lengths, targets, neuron_sets, method="exact", max_rows=max_rows
+    ).numpy()
 
 
-def sparsity_curve(model_con, model_un, base, tokens, lengths, targets, ranked: Sequence[Neuron], ns: Sequence[int],
-                   seed: int = 0, max_rows: int = 2048, data: "TaskData | None" = None,
-                   max_new_tokens: int | None = None) -> pd.DataFrame:
+def sparsity_curve(
+    model_con,
+    model_un,
+    base,
+    tokens,
+    lengths,
+    targets,
+    ranked: Sequence[Neuron],
+    ns: Sequence[int],
+    seed: int = 0,
+    max_rows: int = 2048,
+    data: "TaskData | None" = None,
+    max_new_tokens: int | None = None,
+) -> pd.DataFrame:
     """Figure 3: accuracy vs number of patched neurons, located (top of ``ranked``) vs random.
 
     Long format: columns ``model`` (contaminated/uncontaminated), ``neurons`` (located/random),
@@ -44,7 +64,9 @@ def sparsity_curve(model_con, model_un, base, tokens, lengths, targets, ranked: 
         if data is not None:  # study path: also handles free-text benchmarks
             acc = accuracies(m, base, data, located + rand, max_rows, max_new_tokens)
         else:
-            acc = patched_accuracy(m, base, tokens, lengths, targets, located + rand, max_rows=max_rows)
+            acc = patched_accuracy(
+                m, base, tokens, lengths, targets, located + rand, max_rows=max_rows
+            )
         for k, n in enumerate(ns):
             rows.append({"model": label, "neurons": "located", "n": n, "accuracy": acc[k]})
             rows.append({"model": label, "neurons": "random", "n": n, "accuracy": acc[len(ns) + k]})
@@ -61,15 +83,22 @@ def agreement(scores: ArrayLike, reference: ArrayLike) -> dict[str, float]:
     x = np.asarray(reference, dtype=float)
     y = np.asarray(scores, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
-        raise ValueError(f"scores and reference must be 1-D of the same length >= 3; got {y.shape} and {x.shape}")
+        raise ValueError(
+            f"scores and reference must be 1-D of the same length >= 3; got {y.shape} and {x.shape}"
+        )
     rho = spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     if np.ptp(x) > 0:
         slope, intercept = np.polyfit(x, y, 1)
         resid = y - (slope * x + intercept)
     else:
         slope, intercept, resid = float("nan"), float("nan"), y - y.mean()
-    return {"spearman": float(rho), "rmse": float(np.sqrt(np.mean(resid**2))), "slope": float(slope),
-            "intercept": float(intercept), "mean_abs_diff": float(np.mean(np.abs(y - x)))}
+    return {
+        "spearman": float(rho),
+        "rmse": float(np.sqrt(np.mean(resid**2))),
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "mean_abs_diff": float(np.mean(np.abs(y - x))),
+    }
 
 
 def table2_summary(table: pd.DataFrame) -> dict[str, float]:
@@ -78,21 +107,31 @@ def table2_summary(table: pd.DataFrame) -> dict[str, float]:
     ``table`` has columns ``contaminated`` (bool), ``ref``, ``ori``, ``te`` (in %).
     """
     out = {}
-    for label, sub in (("contaminated", table[table.contaminated]), ("uncontaminated", table[~table.contaminated])):
+    for label, sub in (
+        ("contaminated", table[table.contaminated]),
+        ("uncontaminated", table[~table.contaminated]),
+    ):
         if len(sub) == 0:
             continue
         out[f"{label}_mean_abs_te_minus_ref"] = float((sub.te - sub.ref).abs().mean())
         out[f"{label}_mean_abs_ori_minus_ref"] = float((sub.ori - sub.ref).abs().mean())
         out[f"{label}_mean_delta_acc"] = float((sub.te - sub.ori).mean())
         out[f"{label}_mean_abs_delta_acc"] = float((sub.te - sub.ori).abs().mean())
-        rel = 100 * (sub.te - sub.ori) / sub.ori.where(sub.ori > 0)  # the paper's "drop of 37%" is relative to Ori
+        # the paper's "drop of 37%" is relative to Ori
+        rel = 100 * (sub.te - sub.ori) / sub.ori.where(sub.ori > 0)
         out[f"{label}_mean_relative_delta_acc"] = float(rel.mean())
         out[f"{label}_mean_abs_relative_delta_acc"] = float(rel.abs().mean())
     return out
 
 
-def item_correct(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
-                 max_new_tokens: int | None = None) -> np.ndarray:
+def item_correct(
+    model,
+    base,
+    data: TaskData,
+    neuron_sets: Sequence[Sequence[Neuron]],
+    max_rows: int = 2048,
+    max_new_tokens: int | None = None,
+) -> np.ndarray:
     """Float[ndarray, "group item"]: 1 where ``model`` (each neuron set patched from ``base``)
     answers the item correctly. Per-item twin of :func:`accuracies`. Generated greedily, or sampled
     with the seeded settings of ``data.decoding`` (:func:`generation_kwargs`)."""
@@ -100,20 +139,59 @@ def item_correct(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neu
         tok = model.tokenizer
         stop = [tok.eos_token_id] if tok.eos_token_id is not None else []
         n_new = max_new_tokens or 256
-        gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths,
-                                     stop_token_ids=stop, max_rows=max_rows, **generation_kwargs(data)).cpu()
-        return np.array([[float(score(benchmark_of(it), it, tok.decode(gen[g, p, l : l + n_new].tolist(), skip_special_tokens=True)))
-                          for p, (l, it) in enumerate(zip(data.lengths.tolist(), data.items))]
-                         for g in range(len(neuron_sets))])
+        gen = group_patched_generate(
+            model,
+            base,
+            data.tokens,
+            neuron_sets,
+            n_new,
+            lengths=data.lengths,
+            stop_token_ids=stop,
+            max_rows=max_rows,
+            **generation_kwargs(data),
+        ).cpu()
+        return np.array(
+            [
+                [
+                    float(
+                        score(
+                            benchmark_of(it),
+                            it,
+                            tok.decode(
+                                gen[g, p, length : length + n_new].tolist(),
+                                skip_special_tokens=True,
+                            ),
+                        )
+                    )
+                    for p, (length, it) in enumerate(zip(data.lengths.tolist(), data.items))
+                ]
+                for g in range(len(neuron_sets))
+            ]
+        )
     targets = _targets_list(data.targets)
     n_new = max_new_tokens or max(len(t) for t in targets)
-    gen = group_patched_generate(model, base, data.tokens, neuron_sets, n_new, lengths=data.lengths, max_rows=max_rows,
-                                 **generation_kwargs(data))
+    gen = group_patched_generate(
+        model,
+        base,
+        data.tokens,
+        neuron_sets,
+        n_new,
+        lengths=data.lengths,
+        max_rows=max_rows,
+        **generation_kwargs(data),
+    )
     return exact_match(gen, data.lengths, targets).float().cpu().numpy()
 
 
-def te_items(models: Mapping[str, object], base, test: TaskData, fresh: TaskData, neurons: Sequence[Neuron],
-             max_rows: int = 2048, max_new_tokens: int | None = None) -> dict[str, dict[str, np.ndarray]]:
+def te_items(
+    models: Mapping[str, object],
+    base,
+    test: TaskData,
+    fresh: TaskData,
+    neurons: Sequence[Neuron],
+    max_rows: int = 2048,
+    max_new_tokens: int | None = None,
+) -> dict[str, dict[str, np.ndarray]]:
     """Per variant the per-item correctness behind Table 2: ``ori`` and ``te`` on the test items
     (same items, so paired), ``ref`` on the fresh items."""
     out = {}
@@ -124,19 +202,41 @@ def te_items(models: Mapping[str, object], base, test: TaskData, fresh: TaskData
     return out
 
 
-def accuracies(model, base, data: TaskData, neuron_sets: Sequence[Sequence[Neuron]], max_rows: int = 2048,
-               max_new_tokens: int | None = None) -> np.ndarray:
+def accuracies(
+    model,
+    base,
+    data: TaskData,
+    neuron_sets: Sequence[Sequence[Neuron]],
+    max_rows: int = 2048,
+    max_new_tokens: int | None = None,
+) -> np.ndarray:
     """Accuracy (fraction) of ``model`` with each neuron set patched from ``base``: exact match of
     the target ids, or for free-text data (``data.items``) the decoded response scored as text."""
     if data.items is not None or generation_kwargs(data):
         return item_correct(model, base, data, neuron_sets, max_rows, max_new_tokens).mean(axis=1)
-    return group_accuracy(model, base, data.tokens, data.lengths, data.targets, neuron_sets, method="exact",
-                          max_new_tokens=max_new_tokens, max_rows=max_rows).numpy()
+    return group_accuracy(
+        model,
+        base,
+        data.tokens,
+        data.lengths,
+        data.targets,
+        neuron_sets,
+        method="exact",
+        max_new_tokens=max_new_tokens,
+        max_rows=max_rows,
+    ).numpy()
 
 
-def trustworthy_table(models: Mapping[str, object], base, test: TaskData, fresh: TaskData | None,
-                      neurons: Sequence[Neuron], contaminated: Sequence[str], max_rows: int = 2048,
-                      max_new_tokens: int | None = None) -> pd.DataFrame:
+def trustworthy_table(
+    models: Mapping[str, object],
+    base,
+    test: TaskData,
+    fresh: TaskData | None,
+    neurons: Sequence[Neuron],
+    contaminated: Sequence[str],
+    max_rows: int = 2048,
+    max_new_tokens: int | None = None,
+) -> pd.DataFrame:
     """Table 2: per variant Ref (fresh-item accuracy), Ori (test), TE (test, top-N patched from
     ``base``), Δacc = TE - Ori, all in %. ``fresh=None`` leaves Ref empty.
 
@@ -154,31 +254,60 @@ def trustworthy_table(models: Mapping[str, object], base, test: TaskData, fresh:
             ori, te, ref = ori_i.mean(), te_i.mean(), ref_i.mean()
         else:
             ori, te = accuracies(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
-            ref = accuracies(m, None, fresh, [[]], max_rows, max_new_tokens)[0] if fresh is not None else float("nan")
-        rows.append({"variant": label, "contaminated": label in contaminated, "ref": 100 * ref,
-                     "ori": 100 * ori, "te": 100 * te, "delta_acc": 100 * (te - ori)})
+            ref = (
+                accuracies(m, None, fresh, [[]], max_rows, max_new_tokens)[0]
+                if fresh is not None
+                else float("nan")
+            )
+        rows.append(
+            {
+                "variant": label,
+                "contaminated": label in contaminated,
+                "ref": 100 * ref,
+                "ori": 100 * ori,
+                "te": 100 * te,
+                "delta_acc": 100 * (te - ori),
+            }
+        )
     table = pd.DataFrame(rows)
     if keep:
         table.attrs["per_item"] = per_item
     return table
 
 
-def side_effect_table(models: dict[str, object], base, tasks: dict[str, TaskData], neurons: Sequence[Neuron],
-                      max_rows: int = 2048, max_new_tokens: int | None = None) -> pd.DataFrame:
+def side_effect_table(
+    models: dict[str, object],
+    base,
+    tasks: dict[str, TaskData],
+    neurons: Sequence[Neuron],
+    max_rows: int = 2048,
+    max_new_tokens: int | None = None,
+) -> pd.DataFrame:
     """Table 3: Ori and TE (in %) of every variant on other tasks, same patched neurons. Generated
     answers keep their per-item (ori, te) correctness in ``table.attrs["per_item"]``
     (``{(variant, task): (2, items)}``, :func:`kit.shortcut.claims.side_items`' form)."""
     rows, per_item = [], {}
-    keep = bool(tasks) and all(d.items is not None or bool(generation_kwargs(d)) for d in tasks.values())
+    keep = bool(tasks) and all(
+        d.items is not None or bool(generation_kwargs(d)) for d in tasks.values()
+    )
     for label, m in models.items():
         for task, data in tasks.items():
             if keep:
-                per_item[label, task] = item_correct(m, base, data, [[], list(neurons)], max_rows, max_new_tokens)
+                per_item[label, task] = item_correct(
+                    m, base, data, [[], list(neurons)], max_rows, max_new_tokens
+                )
                 ori, te = per_item[label, task].mean(axis=1)
             else:
                 ori, te = accuracies(m, base, data, [[], list(neurons)], max_rows, max_new_tokens)
-            rows.append({"variant": label, "task": task, "ori": 100 * ori, "te": 100 * te,
-                         "delta_acc": 100 * (te - ori)})
+            rows.append(
+                {
+                    "variant": label,
+                    "task": task,
+                    "ori": 100 * ori,
+                    "te": 100 * te,
+                    "delta_acc": 100 * (te - ori),
+                }
+            )
     table = pd.DataFrame(rows)
     if keep:
         table.attrs["per_item"] = per_item

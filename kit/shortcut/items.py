@@ -27,16 +27,16 @@ class TaskData:
     """Right-padded prompts of one benchmark split, tokenised for one model family."""
 
     tokens: Int[Tensor, "batch pos"]
-    lengths: Int[Tensor, "batch"]
+    lengths: Int[Tensor, "batch"]  # noqa: F821 (jaxtyping shape name)
     targets: list[list[int]]
     n: int
     items: list | None = None
     """Set for free-text benchmarks (real models): responses are decoded and scored as text
     (:func:`kit.data.scorers.score`) instead of comparing the first target ids."""
     decoding: "GenerationSettings | None" = None
-    """How answers to these prompts are generated (:func:`generation_kwargs`): sampling settings and whether
-    the chat template wrapped the prompts (``chat`` resolved to True/False); None = greedy, raw prompts
-    (tiny-world models)."""
+    """How answers to these prompts are generated (:func:`generation_kwargs`): sampling settings and
+    whether the chat template wrapped the prompts (``chat`` resolved to True/False); None = greedy,
+    raw prompts (tiny-world models)."""
     clusters: np.ndarray | None = None
     """Content label per item when some items share a content (:func:`content_clusters`), so a
     bootstrap resamples contents, not renderings; None: every item its own content."""
@@ -45,15 +45,18 @@ class TaskData:
 def content_clusters(items) -> np.ndarray | None:
     """Per item its content (a tiny-world item's ``metadata["content"]``, else its id) when two or
     more items share one; None when every item is its own content (items are then the units)."""
-    labels = [str(getattr(it, "metadata", {}).get("content", getattr(it, "id", i))) for i, it in enumerate(items)]
+    labels = [
+        str(getattr(it, "metadata", {}).get("content", getattr(it, "id", i)))
+        for i, it in enumerate(items)
+    ]
     return np.asarray(labels) if len(set(labels)) < len(labels) else None
 
 
 def is_world(model) -> bool:
     """Whether ``model`` is asked the tiny world's way (one-token answers, argmax first token): its
-    subject (:func:`kit.subjects.subject_of`) is a :class:`kit.subjects.WorldSubject`, decided by the
-    vocabulary it speaks, not by its name. A model that is neither a world model nor loaded from a
-    Hugging Face directory (a test's bare model) is asked as free text through its tokenizer."""
+    subject (:func:`kit.subjects.subject_of`) is a :class:`kit.subjects.WorldSubject`, decided by
+    the vocabulary it speaks, not by its name. A model that is neither a world model nor loaded from
+    a Hugging Face directory (a test's bare model) is asked as free text through its tokenizer."""
     try:
         return isinstance(subject_of(model), WorldSubject)
     except ValueError:
@@ -62,14 +65,21 @@ def is_world(model) -> bool:
 
 def decoding_settings(cfg) -> "GenerationSettings":
     """Notebook 03's decoding from its config (``decoding``, ``temperature``, ``top_k``,
-    ``generation_seed``, ``chat``, ``max_new_tokens``; :class:`kit.models.generate.GenerationSettings`)."""
+    ``generation_seed``, ``chat``, ``max_new_tokens``;
+    :class:`kit.models.generate.GenerationSettings`)."""
     from kit.models.generate import GenerationSettings
 
     if cfg.decoding not in ("greedy", "sample"):
         raise ValueError(f"decoding={cfg.decoding!r}; allowed values: greedy, sample")
     seed = cfg.seed if cfg.generation_seed is None else cfg.generation_seed
-    return GenerationSettings(max_new_tokens=cfg.max_new_tokens, do_sample=cfg.decoding == "sample",
-                              temperature=cfg.temperature, top_k=cfg.top_k, seed=seed, chat=cfg.chat)
+    return GenerationSettings(
+        max_new_tokens=cfg.max_new_tokens,
+        do_sample=cfg.decoding == "sample",
+        temperature=cfg.temperature,
+        top_k=cfg.top_k,
+        seed=seed,
+        chat=cfg.chat,
+    )
 
 
 def generation_kwargs(data: "TaskData") -> dict:
@@ -77,19 +87,27 @@ def generation_kwargs(data: "TaskData") -> dict:
     d = data.decoding
     if d is None or not d.do_sample:
         return {}
-    return dict(do_sample=True, temperature=d.temperature, top_k=d.top_k or None,
-                top_p=None if d.top_p >= 1 else d.top_p, seed=d.seed)
+    return dict(
+        do_sample=True,
+        temperature=d.temperature,
+        top_k=d.top_k or None,
+        top_p=None if d.top_p >= 1 else d.top_p,
+        seed=d.seed,
+    )
 
 
 def study_items(task: str, split: str, n: int, seed: int = 0) -> list:
-    """Items of notebook 03's item sets: :func:`kit.subjects.task_items`, with a tiny-world ``fresh``
-    split giving one item per content (correlated re-renderings of a content are not independent
-    evidence for Ref's bootstrap). Real benchmarks have no ``fresh`` split: see :func:`reference_items`."""
+    """Items of notebook 03's item sets: :func:`kit.subjects.task_items`, with a tiny-world
+    ``fresh`` split giving one item per content (correlated re-renderings of a content are not
+    independent evidence for Ref's bootstrap). Real benchmarks have no ``fresh`` split: see
+    :func:`reference_items`."""
     from kit.subjects import task_items
 
     if split.startswith("fresh") and not is_world_task(task):
-        raise ValueError(f"{task} has no 'fresh' split: its never-seen reference items must come from another "
-                         "benchmark or split (reference_items, ref_task / ref_split)")
+        raise ValueError(
+            f"{task} has no 'fresh' split: its never-seen reference items must come from another "
+            "benchmark or split (reference_items, ref_task / ref_split)"
+        )
     try:
         return task_items(task, split, n, seed, one_per_content=split.startswith("fresh"))
     except ValueError as e:
@@ -98,7 +116,9 @@ def study_items(task: str, split: str, n: int, seed: int = 0) -> list:
         raise
 
 
-def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: str = "test", seed: int = 0):
+def reference_items(
+    task: str, n: int, ref_task: str | None = None, ref_split: str = "test", seed: int = 0
+):
     """The items whose accuracy is Ref, the trustworthy reference score (seed 001, section 4.4).
 
     Ref must be measured on items no variant saw, or it is inflated exactly as Ori is:
@@ -110,12 +130,17 @@ def reference_items(task: str, n: int, ref_task: str | None = None, ref_split: s
     if ref_task is None:
         if is_world_task(task):
             return study_items(task, "fresh", n, seed)
-        raise ValueError(f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on items "
-                         "no variant saw (the paper: OpenMathInstruct-2), never the test items; set ref_task to another "
-                         "benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a split no variant trained on")
+        raise ValueError(
+            f"ref_task is required for the real benchmark task={task!r}: Ref is the accuracy on "
+            "items no variant saw (the paper: OpenMathInstruct-2), never the test items; set "
+            "ref_task to another benchmark (e.g. mawps, svamp, asdiv for GSM8K) or ref_split to a "
+            "split no variant trained on"
+        )
     if ref_task == task and ref_split == "test":
-        raise ValueError(f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would equal Ori. "
-                         "Choose another benchmark or a split no variant trained on")
+        raise ValueError(
+            f"ref_task={ref_task!r} with ref_split='test' is the evaluated test set: Ref would "
+            "equal Ori. Choose another benchmark or a split no variant trained on"
+        )
     return study_items(ref_task, ref_split, n, seed)
 
 
@@ -131,27 +156,41 @@ def side_task_items(cfg, task: str) -> list:
     return items
 
 
-def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None) -> TaskData:
-    """Tokenise ``items`` for ``model``: world models (:func:`is_world`) through ``kit.world.prompt_tokens``
-    (one-token answers), other models through their tokenizer (answer ids without BOS, right padding).
+def task_data(
+    model, items, max_new_tokens: int = 0, decoding: "GenerationSettings | None" = None
+) -> TaskData:
+    """Tokenise ``items`` for ``model``: world models (:func:`is_world`) through
+    ``kit.world.prompt_tokens`` (one-token answers), other models through their tokenizer (answer
+    ids without BOS, right padding).
 
     ``decoding`` (:func:`decoding_settings`) travels with the data to every generation on it; its
     ``chat`` wraps each prompt in the tokenizer's chat template (None: when the tokenizer has one).
-    ``decoding=None``: greedy on the raw prompts. World models accept only greedy decoding without chat.
+    ``decoding=None``: greedy on the raw prompts. World models accept only greedy decoding without
+    chat.
 
     A prompt longer than the context minus ``max_new_tokens`` (the room its answer needs) keeps its
     first token (BOS) and its last tokens, with a warning: the question sits at a prompt's end."""
     if not items:
         raise ValueError("no items: the benchmark split is empty")
     if is_world(model):
-        from kit.world import prompt_tokens, target_ids  # lazy: the world package loads its vocabulary
+        from kit.world import (  # lazy: the world package loads its vocabulary
+            prompt_tokens,
+            target_ids,
+        )
 
         if decoding is not None and (decoding.do_sample or decoding.chat):
-            raise ValueError("decoding: tiny-world models are scored by the world's evaluation (argmax first token, raw "
-                             "prompts); allowed on them: decoding='greedy' with chat None or False")
+            raise ValueError(
+                "decoding: tiny-world models are scored by the world's evaluation (argmax first "
+                "token, raw prompts); allowed on them: decoding='greedy' with chat None or False"
+            )
         tokens, lengths = prompt_tokens(model, items)
-        return TaskData(tokens, lengths, [[int(t)] for t in target_ids(model, items)], len(items),
-                        clusters=content_clusters(items))
+        return TaskData(
+            tokens,
+            lengths,
+            [[int(t)] for t in target_ids(model, items)],
+            len(items),
+            clusters=content_clusters(items),
+        )
     tok = model.tokenizer
     chat = False
     if decoding is not None:
@@ -163,26 +202,42 @@ def task_data(model, items, max_new_tokens: int = 0, decoding: "GenerationSettin
         decoding = _replace(decoding, chat=chat)
     if chat:  # the template writes BOS itself when it has one (encode adds no second one)
         assert decoding is not None  # chat is only set from a decoding
-        seqs = [encode(tok, prompt_text(tok, it.prompt, True, decoding.system_prompt)) for it in items]
+        seqs = [
+            encode(tok, prompt_text(tok, it.prompt, True, decoding.system_prompt)) for it in items
+        ]
     else:
         seqs = [model.to_tokens(it.prompt, prepend_bos=True)[0].tolist() for it in items]
     limit = model.cfg.n_ctx - max_new_tokens
     if limit < 2:
-        raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the context of "
-                         f"{model.cfg.n_ctx} tokens; allowed: max_new_tokens <= {model.cfg.n_ctx - 2}")
+        raise ValueError(
+            f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the context of "
+            f"{model.cfg.n_ctx} tokens; allowed: max_new_tokens <= {model.cfg.n_ctx - 2}"
+        )
     long = [i for i, q in enumerate(seqs) if len(q) > limit]
     if long:
         import warnings
 
-        warnings.warn(f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) minus "
-                      f"max_new_tokens ({max_new_tokens}): truncated to their first and last {limit - 1} tokens",
-                      stacklevel=2)
+        warnings.warn(
+            f"{len(long)} of {len(seqs)} prompts are longer than the context ({model.cfg.n_ctx}) "
+            f"minus max_new_tokens ({max_new_tokens}): truncated to their first and last "
+            f"{limit - 1} tokens",
+            stacklevel=2,
+        )
         seqs = [q[:1] + q[len(q) - limit + 1 :] if i in long else q for i, q in enumerate(seqs)]
     lengths = torch.tensor([len(s) for s in seqs])
     tokens = torch.full((len(seqs), int(lengths.max())), tok.pad_token_id or 0, dtype=torch.long)
     for i, s in enumerate(seqs):
         tokens[i, : len(s)] = torch.tensor(s)
     # a raw prompt's answer follows a space; a chat turn's starts the assistant's message itself
-    targets = [tok.encode(("" if chat else " ") + it.target, add_special_tokens=False) for it in items]
-    return TaskData(tokens, lengths, targets, len(items), items=list(items), decoding=decoding,
-                    clusters=content_clusters(items))
+    targets = [
+        tok.encode(("" if chat else " ") + it.target, add_special_tokens=False) for it in items
+    ]
+    return TaskData(
+        tokens,
+        lengths,
+        targets,
+        len(items),
+        items=list(items),
+        decoding=decoding,
+        clusters=content_clusters(items),
+    )

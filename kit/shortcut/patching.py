@@ -23,11 +23,12 @@ checked against each model's ``cfg.d_mlp`` up front; groups are scored many per 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
+
 from kit.models import tl
 
 Neuron = tuple[int, int]
@@ -49,7 +50,10 @@ def check_neurons(model, neurons: Sequence[Neuron], field: str = "neurons") -> l
         except (TypeError, ValueError, IndexError):
             raise ValueError(f"{field}[{k}]={pair!r} is not a (layer, index) pair") from None
         if not 0 <= layer < n_layers:
-            raise ValueError(f"{field}[{k}]: layer={layer} outside 0..{n_layers - 1} (model has {n_layers} layers)")
+            raise ValueError(
+                f"{field}[{k}]: layer={layer} outside 0..{n_layers - 1} (model has {n_layers} "
+                "layers)"
+            )
         if not 0 <= idx < d_mlp:
             raise ValueError(f"{field}[{k}]: index={idx} outside 0..{d_mlp - 1} (d_mlp={d_mlp})")
         out.append((layer, idx))
@@ -66,10 +70,12 @@ def _check_compatible(model, patching_model) -> None:
             )
 
 
-def group_masks(model, groups: Sequence[Sequence[Neuron]], n_prompts: int,
-                field: str = "groups") -> dict[int, Bool[Tensor, "row d_mlp"]]:
+def group_masks(
+    model, groups: Sequence[Sequence[Neuron]], n_prompts: int, field: str = "groups"
+) -> dict[int, Bool[Tensor, "row d_mlp"]]:
     """Per-layer row masks for ``len(groups) * n_prompts`` rows laid out group-major
-    (row ``g * n_prompts + p`` = group ``g`` on prompt ``p``). Layers no group touches are absent."""
+    (row ``g * n_prompts + p`` = group ``g`` on prompt ``p``). Layers no group touches are
+    absent."""
     d_mlp, device = model.cfg.d_mlp, model.cfg.device
     masks: dict[int, Tensor] = {}
     for g, group in enumerate(groups):
@@ -80,7 +86,7 @@ def group_masks(model, groups: Sequence[Sequence[Neuron]], n_prompts: int,
     return {L: m.repeat_interleave(n_prompts, dim=0) for L, m in sorted(masks.items())}
 
 
-def mask_from_lengths(lengths: Int[Tensor, "batch"], pos: int) -> Int[Tensor, "batch pos"]:
+def mask_from_lengths(lengths: Int[Tensor, "batch"], pos: int) -> Int[Tensor, "batch pos"]:  # noqa: F821 (jaxtyping shape name)
     """Right-padding attention mask: row i has ``lengths[i]`` ones, then zeros."""
     return (torch.arange(pos, device=lengths.device)[None, :] < lengths[:, None]).long()
 
@@ -101,8 +107,10 @@ def padding_side(attention_mask: Int[Tensor, "batch pos"]) -> str:
         return "right"
     if bool((m == left).all()):
         return "left"
-    raise ValueError("attention_mask: each row must be a contiguous run of ones at the left (right "
-                     "padding) or at the right (left padding); got holes or padding on both sides")
+    raise ValueError(
+        "attention_mask: each row must be a contiguous run of ones at the left (right "
+        "padding) or at the right (left padding); got holes or padding on both sides"
+    )
 
 
 def _right_to_left(tokens: Tensor, lengths: Tensor) -> Tensor:
@@ -112,8 +120,14 @@ def _right_to_left(tokens: Tensor, lengths: Tensor) -> Tensor:
     return tokens.gather(1, idx)
 
 
-def _pick_next(logits: Float[Tensor, "row d_vocab"], do_sample: bool, temperature: float,
-               top_k: int | None, top_p: float | None, generator) -> Int[Tensor, "row"]:
+def _pick_next(
+    logits: Float[Tensor, "row d_vocab"],
+    do_sample: bool,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    generator,
+) -> Int[Tensor, "row"]:  # noqa: F821 (jaxtyping shape name)
     if not do_sample:
         return logits.argmax(-1)
     logits = logits.float() / temperature
@@ -158,8 +172,8 @@ class _Patcher:
                 return torch.where(m4, src[None].to(act.dtype), act4).view_as(act)
             if src.shape != act.shape:
                 raise RuntimeError(
-                    f"{hook_name(layer)}: patching activations have shape {tuple(src.shape)} but the "
-                    f"patched model's are {tuple(act.shape)}"
+                    f"{hook_name(layer)}: patching activations have shape {tuple(src.shape)} but "
+                    f"the patched model's are {tuple(act.shape)}"
                 )
             return torch.where(mask[:, None, :], src.to(act.dtype), act)
 
@@ -167,7 +181,8 @@ class _Patcher:
 
 
 hooked = tl.hooks
-"""Forward hooks for a ``with`` block, removing exactly those afterwards (:func:`kit.models.tl.hooks`)."""
+"""Forward hooks for a ``with`` block, removing exactly those afterwards
+(:func:`kit.models.tl.hooks`)."""
 
 
 def _bind(fn, layer):
@@ -178,20 +193,38 @@ def _bind(fn, layer):
 
 
 @torch.inference_mode()
-def _generate_rows(model, patching_model, tokens: Tensor, attention_mask: Tensor,
-                   masks: dict[int, Tensor], n_groups: int, max_new_tokens: int, *,
-                   do_sample: bool, temperature: float, top_k: int | None, top_p: float | None,
-                   generator, stop_token_ids: Sequence[int], stop_strings: Sequence[str],
-                   tokenizer, pad_token_id: int) -> Int[Tensor, "row new"]:
-    """Core loop on LEFT-padded prompts (P rows). Returns the new tokens of ``n_groups * P`` rows."""
+def _generate_rows(
+    model,
+    patching_model,
+    tokens: Tensor,
+    attention_mask: Tensor,
+    masks: dict[int, Tensor],
+    n_groups: int,
+    max_new_tokens: int,
+    *,
+    do_sample: bool,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    generator,
+    stop_token_ids: Sequence[int],
+    stop_strings: Sequence[str],
+    tokenizer,
+    pad_token_id: int,
+) -> Int[Tensor, "row new"]:
+    """Core loop on LEFT-padded prompts (P rows). Returns the new tokens of ``n_groups * P``
+    rows."""
     P = tokens.shape[0]
     rows = n_groups * P
     patcher = _Patcher(masks) if (masks and patching_model is not None) else None
     pcache = tl.new_kv_cache(patching_model, P) if patcher else None
     first_layer = min(masks) if patcher else 0
     last_layer = max(masks) if patcher else 0
-    split = (n_groups > 1 and first_layer > 0
-             and model.cfg.positional_embedding_type in ("standard", "rotary"))
+    split = (
+        n_groups > 1
+        and first_layer > 0
+        and model.cfg.positional_embedding_type in ("standard", "rotary")
+    )
     cache = tl.new_kv_cache(model, P if split else rows)
 
     hooks = patcher.patch_hooks() if patcher else []
@@ -202,21 +235,46 @@ def _generate_rows(model, patching_model, tokens: Tensor, attention_mask: Tensor
             stack.enter_context(tl.hooks(patching_model, patcher.capture_hooks()))
             # Prompt pass. The patching model sees the same P prompts for every group: run it once.
             # only the layers up to the last patched one are needed from the patching model
-            tl.forward(patching_model, tokens, attention_mask=attention_mask, kv_cache=pcache, stop_at_layer=last_layer + 1)
+            tl.forward(
+                patching_model,
+                tokens,
+                attention_mask=attention_mask,
+                kv_cache=pcache,
+                stop_at_layer=last_layer + 1,
+            )
             if n_groups > 1:
                 tl.repeat_kv_cache(pcache, n_groups)
         n_layers = model.cfg.n_layers
         if n_groups == 1:
-            resid = tl.forward(model, tokens, attention_mask=attention_mask, kv_cache=cache, stop_at_layer=n_layers)
+            resid = tl.forward(
+                model, tokens, attention_mask=attention_mask, kv_cache=cache, stop_at_layer=n_layers
+            )
         elif split:
             # Layers below the first patched one see identical inputs in every group: run them once.
-            resid = tl.forward(model, tokens, attention_mask=attention_mask, kv_cache=cache, stop_at_layer=first_layer)
+            resid = tl.forward(
+                model,
+                tokens,
+                attention_mask=attention_mask,
+                kv_cache=cache,
+                stop_at_layer=first_layer,
+            )
             tl.repeat_kv_cache(cache, n_groups)
-            resid = tl.forward(model, resid.repeat(n_groups, 1, 1), start_at_layer=first_layer, stop_at_layer=n_layers,
-                               kv_cache=cache, attention_mask=tl.kv_cache_attention_mask(cache))
+            resid = tl.forward(
+                model,
+                resid.repeat(n_groups, 1, 1),
+                start_at_layer=first_layer,
+                stop_at_layer=n_layers,
+                kv_cache=cache,
+                attention_mask=tl.kv_cache_attention_mask(cache),
+            )
         else:
-            resid = tl.forward(model, tokens.repeat(n_groups, 1), attention_mask=attention_mask.repeat(n_groups, 1),
-                               kv_cache=cache, stop_at_layer=n_layers)
+            resid = tl.forward(
+                model,
+                tokens.repeat(n_groups, 1),
+                attention_mask=attention_mask.repeat(n_groups, 1),
+                kv_cache=cache,
+                stop_at_layer=n_layers,
+            )
         logits = tl.last_logits(model, resid)
         if patcher:
             patcher.captured.clear()
@@ -232,12 +290,20 @@ def _generate_rows(model, patching_model, tokens: Tensor, attention_mask: Tensor
             if len(stop_ids):
                 finished |= torch.isin(nxt, stop_ids)
             if stop_strings:
-                finished |= _hits_stop_string(torch.stack(new, 1), finished, stop_strings, tokenizer, pad_token_id)
+                finished |= _hits_stop_string(
+                    torch.stack(new, 1), finished, stop_strings, tokenizer, pad_token_id
+                )
             if step == max_new_tokens - 1 or bool(finished.all()):
                 break
             step_in = nxt[:, None]
             if patcher:
-                tl.forward(patching_model, step_in, attention_mask=ones, kv_cache=pcache, stop_at_layer=last_layer + 1)
+                tl.forward(
+                    patching_model,
+                    step_in,
+                    attention_mask=ones,
+                    kv_cache=pcache,
+                    stop_at_layer=last_layer + 1,
+                )
             logits = tl.forward(model, step_in, attention_mask=ones, kv_cache=cache)
             if patcher:
                 patcher.captured.clear()
@@ -247,8 +313,9 @@ def _generate_rows(model, patching_model, tokens: Tensor, attention_mask: Tensor
     return out
 
 
-def _hits_stop_string(gen: Tensor, finished: Tensor, stop_strings: Sequence[str], tokenizer,
-                      pad_token_id: int) -> Tensor:
+def _hits_stop_string(
+    gen: Tensor, finished: Tensor, stop_strings: Sequence[str], tokenizer, pad_token_id: int
+) -> Tensor:
     hit = torch.zeros_like(finished)
     for r in torch.nonzero(~finished).flatten().tolist():
         text = tokenizer.decode(gen[r].tolist())
@@ -258,7 +325,8 @@ def _hits_stop_string(gen: Tensor, finished: Tensor, stop_strings: Sequence[str]
 
 def prompt_chunks(n_prompts: int, max_rows: int) -> list[tuple[int, int]]:
     """``[start, stop)`` slices of at most ``max_rows`` prompts covering ``0..n_prompts``: a forward
-    then holds at most ``max_rows`` rows (groups x prompts), however many prompts a benchmark has."""
+    then holds at most ``max_rows`` rows (groups x prompts), however many prompts a benchmark
+    has."""
     if max_rows < 1:
         raise ValueError(f"max_rows={max_rows} must be >= 1")
     return [(s, min(s + max_rows, n_prompts)) for s in range(0, n_prompts, max_rows)]
@@ -271,12 +339,24 @@ def _trim_left(tokens: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def group_patched_generate(
-    model, patching_model, tokens: Int[Tensor, "batch pos"], groups: Sequence[Sequence[Neuron]],
-    max_new_tokens: int, *, attention_mask: Int[Tensor, "batch pos"] | None = None,
-    lengths: Int[Tensor, "batch"] | None = None, do_sample: bool = False, temperature: float = 1.0,
-    top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
-    stop_token_ids: Sequence[int] = (), stop_strings: Sequence[str] = (), tokenizer=None,
-    pad_token_id: int | None = None, max_rows: int = 4096,
+    model,
+    patching_model,
+    tokens: Int[Tensor, "batch pos"],
+    groups: Sequence[Sequence[Neuron]],
+    max_new_tokens: int,
+    *,
+    attention_mask: Int[Tensor, "batch pos"] | None = None,
+    lengths: Int[Tensor, "batch"] | None = None,  # noqa: F821 (jaxtyping shape name)
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    stop_token_ids: Sequence[int] = (),
+    stop_strings: Sequence[str] = (),
+    tokenizer=None,
+    pad_token_id: int | None = None,
+    max_rows: int = 4096,
 ) -> Int[Tensor, "group batch pos_plus_new"]:
     """Dynamic patching of many neuron groups at once: one batched generation per chunk of groups.
 
@@ -285,14 +365,17 @@ def group_patched_generate(
     prompt pass of the patching model, and of the patched model's layers below the first patched
     layer, is shared by all groups. ``max_rows`` caps the rows of every forward: prompts are taken
     ``max_rows`` at a time (:func:`prompt_chunks`), and groups ``max_rows // prompts`` at a time.
-    Seeded sampling draws per chunk, so sampled continuations depend on ``max_rows`` (greedy ones do not).
+    Seeded sampling draws per chunk, so sampled continuations depend on ``max_rows`` (greedy ones do
+    not).
 
     Returns ``Int[Tensor, "group batch pos+max_new_tokens"]``; ``[g]`` is what
     :func:`patched_generate` returns for ``neurons=groups[g]`` (up to float rounding of batched
     matmuls, which can differ from the unbatched ones in the last bit).
     """
     if tokens.ndim != 2:
-        raise ValueError(f"tokens must be Int[Tensor, 'batch pos'], got shape {tuple(tokens.shape)}")
+        raise ValueError(
+            f"tokens must be Int[Tensor, 'batch pos'], got shape {tuple(tokens.shape)}"
+        )
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens={max_new_tokens} must be >= 0")
     if do_sample and not temperature > 0:
@@ -313,7 +396,9 @@ def group_patched_generate(
     if stop_strings:
         tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
         if tokenizer is None:
-            raise ValueError("stop_strings need a tokenizer: pass tokenizer= or use a model with one")
+            raise ValueError(
+                "stop_strings need a tokenizer: pass tokenizer= or use a model with one"
+            )
     if pad_token_id is None:
         tok = getattr(model, "tokenizer", None)
         pad_token_id = tok.pad_token_id if tok is not None and tok.pad_token_id is not None else 0
@@ -332,7 +417,10 @@ def group_patched_generate(
         attention_mask = torch.ones_like(tokens)
     attention_mask = attention_mask.to(device).long()
     if attention_mask.shape != tokens.shape:
-        raise ValueError(f"attention_mask shape {tuple(attention_mask.shape)} != tokens shape {tuple(tokens.shape)}")
+        raise ValueError(
+            f"attention_mask shape {tuple(attention_mask.shape)} != tokens shape "
+            f"{tuple(tokens.shape)}"
+        )
     side = padding_side(attention_mask)
     row_len = attention_mask.sum(1)
     if side == "right":
@@ -349,9 +437,17 @@ def group_patched_generate(
         generator.manual_seed(0 if seed is None else seed)
 
     kwargs: dict[str, Any]
-    kwargs = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p,
-                  generator=generator, stop_token_ids=stop_token_ids, stop_strings=stop_strings,
-                  tokenizer=tokenizer, pad_token_id=pad_token_id)
+    kwargs = dict(
+        do_sample=do_sample,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        generator=generator,
+        stop_token_ids=stop_token_ids,
+        stop_strings=stop_strings,
+        tokenizer=tokenizer,
+        pad_token_id=pad_token_id,
+    )
     parts = []
     for p0, p1 in prompt_chunks(P, max_rows):  # never more than max_rows rows in one forward
         rows_tok, rows_mask = _trim_left(left_tokens[p0:p1], left_mask[p0:p1])
@@ -362,11 +458,21 @@ def group_patched_generate(
             chunk = groups[start : start + per_chunk]
             masks = {} if plain else group_masks(model, chunk, Pc)
             if not masks:  # no group in this chunk patches anything: decode once, copy per group
-                gen = _generate_rows(model, None, rows_tok, rows_mask, {}, 1, max_new_tokens, **kwargs)
+                gen = _generate_rows(
+                    model, None, rows_tok, rows_mask, {}, 1, max_new_tokens, **kwargs
+                )
                 gen = gen.repeat(len(chunk), 1)
             else:
-                gen = _generate_rows(model, patching_model, rows_tok, rows_mask, masks, len(chunk),
-                                     max_new_tokens, **kwargs)
+                gen = _generate_rows(
+                    model,
+                    patching_model,
+                    rows_tok,
+                    rows_mask,
+                    masks,
+                    len(chunk),
+                    max_new_tokens,
+                    **kwargs,
+                )
             outs.append(gen.view(len(chunk), Pc, max_new_tokens))
         parts.append(torch.cat(outs, 0))
     gen = torch.cat(parts, 1)  # [group, P, new]
@@ -375,15 +481,21 @@ def group_patched_generate(
         assert pad_token_id is not None  # set above when not given
         out = torch.full((G, P, T + max_new_tokens), pad_token_id, dtype=torch.long, device=device)
         out[:, :, :T] = tokens
-        idx = (row_len[:, None] + torch.arange(max_new_tokens, device=device)[None, :]).expand(G, P, -1)
+        idx = (row_len[:, None] + torch.arange(max_new_tokens, device=device)[None, :]).expand(
+            G, P, -1
+        )
         out.scatter_(2, idx, gen)
         return out
     return torch.cat([tokens.expand(G, P, T), gen], dim=2)
 
 
 def patched_generate(
-    model, patching_model, tokens: Int[Tensor, "batch pos"], neurons: Sequence[Neuron],
-    max_new_tokens: int, **kwargs,
+    model,
+    patching_model,
+    tokens: Int[Tensor, "batch pos"],
+    neurons: Sequence[Neuron],
+    max_new_tokens: int,
+    **kwargs,
 ) -> Int[Tensor, "batch pos_plus_new"]:
     """Generate with ``model`` while ``neurons`` take ``patching_model``'s values, step by step.
 
@@ -404,18 +516,28 @@ def patched_generate(
         caller's padding layout. With ``neurons=[]`` or ``patching_model is model`` it is exactly
         plain greedy decoding of ``model`` (:func:`generate`).
     """
-    return group_patched_generate(model, patching_model, tokens, [list(neurons)], max_new_tokens, **kwargs)[0]
+    return group_patched_generate(
+        model, patching_model, tokens, [list(neurons)], max_new_tokens, **kwargs
+    )[0]
 
 
-def generate(model, tokens: Int[Tensor, "batch pos"], max_new_tokens: int, **kwargs) -> Int[Tensor, "batch pos_plus_new"]:
-    """Plain (unpatched) KV-cache decoding of ``model`` with the same options as :func:`patched_generate`."""
+def generate(
+    model, tokens: Int[Tensor, "batch pos"], max_new_tokens: int, **kwargs
+) -> Int[Tensor, "batch pos_plus_new"]:
+    """Plain (unpatched) KV-cache decoding of ``model`` with the same options as
+    :func:`patched_generate`."""
     return patched_generate(model, None, tokens, [], max_new_tokens, **kwargs)
 
 
 @torch.inference_mode()
 def group_patched_logprobs(
-    model, patching_model, tokens: Int[Tensor, "batch pos"], target_pos: Int[Tensor, "batch"],
-    targets: Int[Tensor, "batch"], groups: Sequence[Sequence[Neuron]], max_rows: int = 4096,
+    model,
+    patching_model,
+    tokens: Int[Tensor, "batch pos"],
+    target_pos: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
+    targets: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
+    groups: Sequence[Sequence[Neuron]],
+    max_rows: int = 4096,
 ) -> tuple[Float[Tensor, "group batch"], Bool[Tensor, "group batch"]]:
     """Teacher-forced fast option: log-prob (and argmax hit) of a reference token, per group.
 
@@ -433,8 +555,12 @@ def group_patched_logprobs(
     device = model.cfg.device
     tokens, target_pos, targets = tokens.to(device), target_pos.to(device), targets.to(device)
     if tokens.shape[0] > max_rows:  # at most max_rows rows per forward: prompts in slices
-        parts = [group_patched_logprobs(model, patching_model, tokens[a:b], target_pos[a:b], targets[a:b], groups,
-                                        max_rows) for a, b in prompt_chunks(tokens.shape[0], max_rows)]
+        parts = [
+            group_patched_logprobs(
+                model, patching_model, tokens[a:b], target_pos[a:b], targets[a:b], groups, max_rows
+            )
+            for a, b in prompt_chunks(tokens.shape[0], max_rows)
+        ]
         return torch.cat([p[0] for p in parts], 1), torch.cat([p[1] for p in parts], 1)
     P = tokens.shape[0]
     rows_idx = torch.arange(P, device=device)
@@ -457,7 +583,9 @@ def group_patched_logprobs(
                 if first > 0 and model.cfg.positional_embedding_type in ("standard", "rotary"):
                     # layers below the first patched one are the same for every group: run them once
                     resid = tl.forward(model, tokens, stop_at_layer=first)
-                    resid = tl.forward(model, resid.repeat(G, 1, 1), start_at_layer=first, stop_at_layer=n_layers)
+                    resid = tl.forward(
+                        model, resid.repeat(G, 1, 1), start_at_layer=first, stop_at_layer=n_layers
+                    )
                 else:
                     resid = tl.forward(model, tokens.repeat(G, 1), stop_at_layer=n_layers)
             resid = resid[torch.arange(G * P, device=device), target_pos.repeat(G)]

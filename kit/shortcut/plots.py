@@ -18,13 +18,24 @@ def plot_sparsity_curve(curve: pd.DataFrame, total_neurons: int, n_selected: int
 
     fig, ax = plt.subplots(figsize=(4.6, 3.0))
     styles: dict[Any, tuple[str, str]]
-    styles = {("contaminated", "located"): ("C3", "-"), ("contaminated", "random"): ("C3", ":"),
-              ("uncontaminated", "located"): ("C0", "-"), ("uncontaminated", "random"): ("C0", ":")}
+    styles = {
+        ("contaminated", "located"): ("C3", "-"),
+        ("contaminated", "random"): ("C3", ":"),
+        ("uncontaminated", "located"): ("C0", "-"),
+        ("uncontaminated", "random"): ("C0", ":"),
+    }
     for (model, kind), sub in curve.groupby(["model", "neurons"]):
         sub = sub.sort_values("n")
         c, ls = styles[(model, kind)]
-        ax.plot(100 * sub["n"] / total_neurons, 100 * sub["accuracy"], color=c, ls=ls, marker="o", ms=3,
-                label=f"{model}, {kind}")
+        ax.plot(
+            100 * sub["n"] / total_neurons,
+            100 * sub["accuracy"],
+            color=c,
+            ls=ls,
+            marker="o",
+            ms=3,
+            label=f"{model}, {kind}",
+        )
     if n_selected:
         ax.axvline(100 * n_selected / total_neurons, color="gray", lw=0.8, ls="--")
     ax.set_xlabel("patched neurons (% of MLP neurons)")
@@ -33,8 +44,13 @@ def plot_sparsity_curve(curve: pd.DataFrame, total_neurons: int, n_selected: int
     return fig
 
 
-def plot_agreement(table: pd.DataFrame, ref_col: str = "ref", cols: Sequence[str] = ("te", "ori"),
-                   label_col: str = "variant", title: str = ""):
+def plot_agreement(
+    table: pd.DataFrame,
+    ref_col: str = "ref",
+    cols: Sequence[str] = ("te", "ori"),
+    label_col: str = "variant",
+    title: str = "",
+):
     """Figure 4 analogue: each score against the reference, with rho and RMSE in the legend."""
     import matplotlib.pyplot as plt
 

@@ -56,16 +56,32 @@ class ModelPool(Mapping):
     counts here too (one model held across both: a section's own pool cannot add a third).
     """
 
-    def __init__(self, names: Mapping[str, str], load: Callable[[str], object], base=None,
-                 base_name: str | None = None, hold_all: bool = False, share: "ModelPool | None" = None) -> None:
-        self.names, self.load, self.base, self.base_name, self.hold_all = dict(names), load, base, base_name, hold_all
+    def __init__(
+        self,
+        names: Mapping[str, str],
+        load: Callable[[str], object],
+        base=None,
+        base_name: str | None = None,
+        hold_all: bool = False,
+        share: "ModelPool | None" = None,
+    ) -> None:
+        self.names, self.load, self.base, self.base_name, self.hold_all = (
+            dict(names),
+            load,
+            base,
+            base_name,
+            hold_all,
+        )
         self._held: dict[str, object] = share._held if share is not None else {}
         self.loads: list[str] = share.loads if share is not None else []
-        """Every name loaded, in order (what tests and the notebook's log read); shared with ``share``."""
+        """Every name loaded, in order (what tests and the notebook's log read); shared with
+        ``share``."""
 
     def __getitem__(self, label: str):
         if label not in self.names:
-            raise KeyError(f"{label!r} is not a model of this pool; allowed: {', '.join(self.names)}")
+            raise KeyError(
+                f"{label!r} is not a model of this pool; allowed: {', '.join(self.names)}"
+            )
         name = self.names[label]
         if self.base is not None and name == self.base_name:
             return self.base
@@ -85,7 +101,9 @@ class ModelPool(Mapping):
 
     def lazy(self, label: str) -> Lazy:
         if label not in self.names:
-            raise KeyError(f"{label!r} is not a model of this pool; allowed: {', '.join(self.names)}")
+            raise KeyError(
+                f"{label!r} is not a model of this pool; allowed: {', '.join(self.names)}"
+            )
         return Lazy(self, label)
 
     def resident(self) -> list[str]:

@@ -41,12 +41,16 @@ def planned_names(cfg) -> list[str]:
     names += (cfg.dense_variants or {}).values()
     test = cfg.variants.get("+test")
     if test is not None and _spec(test, cfg.world) is not None:  # the notebook's strength condition
-        names += variants.strength_variants(test, cfg.strength_copies, (1, 2), cfg.strength_lrs).values()
+        names += variants.strength_variants(
+            test, cfg.strength_copies, (1, 2), cfg.strength_lrs
+        ).values()
         order = cfg.variants.get("+5x test")
         if order is not None and _spec(order, cfg.world) is not None:
             names += variants.strength_variants(order, (), (1, 2)).values()
     if cfg.second_base:
-        names += [variants.rebase(v, cfg.second_base, cfg.base_model) for v in cfg.variants.values()]
+        names += [
+            variants.rebase(v, cfg.second_base, cfg.base_model) for v in cfg.variants.values()
+        ]
     names += (cfg.cheaters or {}).values()
     if cfg.benchmark_format:
         names += cfg.format_variants.values()
@@ -59,11 +63,16 @@ def planned(cfg) -> list[FinetuneSpec]:
     specs = [f for f in (_spec(n, cfg.world) for n in planned_names(cfg)) if f is not None]
     for task in (cfg.transfer_task, cfg.table5_task) if specs else ():
         if task:
-            specs += [transfer_spec(cfg.variants[label], task, cfg.world) for label in cfg.transfer_variants]
+            specs += [
+                transfer_spec(cfg.variants[label], task, cfg.world)
+                for label in cfg.transfer_variants
+            ]
     return specs
 
 
 def build_ahead(cfg) -> int:
     """Build every fine-tune of :func:`planned` that is not cached, as pinned jobs on ``cfg``'s
     engine; returns how many were built (0 when all are cached, or for real models)."""
-    return build_extras(planned(cfg), cfg.world, desc="notebook 03's fine-tunes", **engine_options(cfg))
+    return build_extras(
+        planned(cfg), cfg.world, desc="notebook 03's fine-tunes", **engine_options(cfg)
+    )

@@ -71,26 +71,43 @@ class Located:
     def rerank(self, label: str, causal_weight: float = 0.5) -> "Located":
         """The same scores ranked by rule ``label``."""
         combined = self.scores_by(label, causal_weight)
-        return replace(self, combined=combined, ranked=top_neurons(combined, combined.numel()), rule=label)
+        return replace(
+            self, combined=combined, ranked=top_neurons(combined, combined.numel()), rule=label
+        )
 
     def summary(self) -> dict[str, Any]:
         from scipy.stats import spearmanr
 
         rho = spearmanr(self.causal_exact.score, self.causal_tf.score).statistic  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
-        return {"acc_con": self.causal_exact.acc_con, "acc_un": self.causal_exact.acc_un,
-                "max_causal_exact": float(np.max(self.causal_exact.score)),
-                "max_causal_tf": float(np.max(self.causal_tf.score)),
-                "spearman_exact_vs_teacher_forced": float(rho) if np.isfinite(rho) else float("nan"),
-                "n_groups": len(self.causal_exact.groups), "rule": self.rule}
+        return {
+            "acc_con": self.causal_exact.acc_con,
+            "acc_un": self.causal_exact.acc_un,
+            "max_causal_exact": float(np.max(self.causal_exact.score)),
+            "max_causal_tf": float(np.max(self.causal_tf.score)),
+            "spearman_exact_vs_teacher_forced": float(rho) if np.isfinite(rho) else float("nan"),
+            "n_groups": len(self.causal_exact.groups),
+            "rule": self.rule,
+        }
 
 
-def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Literal["veto", "rank_mean", "sum"] = "veto",
-           causal_weight: float = 0.5, rank_by: Literal["exact", "teacher_forced"] = "exact", max_rows: int = 2048,
-           batch_size: int = 64, max_new_tokens: int | None = None,
-           position: Literal["last", "completion"] = "last") -> Located:
+def locate(
+    model_con,
+    model_un,
+    base,
+    data: TaskData,
+    group_size: int,
+    rule: Literal["veto", "rank_mean", "sum"] = "veto",
+    causal_weight: float = 0.5,
+    rank_by: Literal["exact", "teacher_forced"] = "exact",
+    max_rows: int = 2048,
+    batch_size: int = 64,
+    max_new_tokens: int | None = None,
+    position: Literal["last", "completion"] = "last",
+) -> Located:
     """Comparative (eq. 3, at ``position``: ``last`` = the last prompt token, the paper's text;
     ``completion`` = every token of M_con's completion, the public code's default; see
-    :func:`comparative_scores_of_models`) + causal (eq. 4, both variants) scores and the combined ranking.
+    :func:`comparative_scores_of_models`) + causal (eq. 4, both variants) scores and the combined
+    ranking.
 
     ``model_con`` / ``model_un`` may be :class:`kit.shortcut.pool.Lazy` handles: each is then loaded
     when its turn comes (comparative: M_con, then M_un; causal: M_un, then M_con), so with a
@@ -102,8 +119,10 @@ def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Lit
     if position not in POSITIONS:
         raise ValueError(f"position={position!r}; allowed values: {', '.join(POSITIONS)}")
     L, d = base.cfg.n_layers, base.cfg.d_mlp
-    batches = [(data.tokens[s : s + batch_size], data.lengths[s : s + batch_size])
-               for s in range(0, data.n, batch_size)]
+    batches = [
+        (data.tokens[s : s + batch_size], data.lengths[s : s + batch_size])
+        for s in range(0, data.n, batch_size)
+    ]
     n_new = max_new_tokens or max(len(t) for t in _targets_list(data.targets))
     comp = comparative_scores_of_models(model_con, model_un, batches, position, n_new)
     groups = neuron_groups(L, d, group_size)
@@ -111,52 +130,95 @@ def locate(model_con, model_un, base, data: TaskData, group_size: int, rule: Lit
     for key, m in (("un", model_un), ("con", model_con)):  # M_un is the one held after eq. 3
         m = resolve(m)
         if data.items is None and not generation_kwargs(data):
-            exact = group_accuracy(m, base, data.tokens, data.lengths, data.targets, [[]] + groups, method="exact",
-                                   max_rows=max_rows).numpy()
+            exact = group_accuracy(
+                m,
+                base,
+                data.tokens,
+                data.lengths,
+                data.targets,
+                [[]] + groups,
+                method="exact",
+                max_rows=max_rows,
+            ).numpy()
         else:  # free-text answers (or sampled ones): generate and score the decoded responses
             exact = accuracies(m, base, data, [[]] + groups, max_rows, max_new_tokens)
-        tf = group_accuracy(m, base, data.tokens, data.lengths, data.targets, [[]] + groups, method="teacher_forced",
-                            max_rows=max_rows).numpy()
+        tf = group_accuracy(
+            m,
+            base,
+            data.tokens,
+            data.lengths,
+            data.targets,
+            [[]] + groups,
+            method="teacher_forced",
+            max_rows=max_rows,
+        ).numpy()
         accs[key] = {"exact": exact, "teacher_forced": tf}
         del m
     cs = {}
     for method in ("exact", "teacher_forced"):
         con, un = accs["con"][method], accs["un"][method]
-        score = causal_score(np.full(len(groups), con[0]), con[1:], np.full(len(groups), un[0]), un[1:])
-        cs[method] = CausalScores(groups, float(con[0]), float(un[0]), con[1:], un[1:], np.atleast_1d(score), method)
+        score = causal_score(
+            np.full(len(groups), con[0]), con[1:], np.full(len(groups), un[0]), un[1:]
+        )
+        cs[method] = CausalScores(
+            groups, float(con[0]), float(un[0]), con[1:], un[1:], np.atleast_1d(score), method
+        )
     located = Located(comp, cs["exact"], cs["teacher_forced"], comp, [], "")
     return located.rerank(f"{rule} ({rank_by})", causal_weight)
 
 
-def ranking_rules(located: Located, model_con, model_un, base, data: TaskData, n: int,
-                  truth: set[Neuron] | None = None, max_rows: int = 2048, max_new_tokens: int | None = None,
-                  causal_weight: float = 0.5) -> pd.DataFrame:
+def ranking_rules(
+    located: Located,
+    model_con,
+    model_un,
+    base,
+    data: TaskData,
+    n: int,
+    truth: set[Neuron] | None = None,
+    max_rows: int = 2048,
+    max_new_tokens: int | None = None,
+    causal_weight: float = 0.5,
+) -> pd.DataFrame:
     """Each way of turning the scores into a top-``n`` (:func:`rule_specs`), scored on ``data``
     (held-out items: not those the scores were computed on). In points: M_con's and M_un's accuracy
     unpatched and with those neurons patched from ``base``, ``drop_con`` (M_con's loss, wanted
     large), ``change_un`` (M_un's change, wanted 0) and ``objective = drop_con - |change_un|`` (the
     two features of a shortcut neuron, section 3.3). ``found``: how many of the truly shortcut-
     carrying neurons ``truth`` (tiny world only) the top-``n`` holds; never used for the choice.
-    ``attrs["items"]``: the per-item correctness behind it, ``{"con": (1 + rules, items), "un": ...}``
-    (row 0 unpatched, then the rules in row order), for :func:`rule_intervals`."""
-    tops = {k: top_neurons(located.scores_by(k, causal_weight), n) for k in rule_specs(causal_weight)}
+    ``attrs["items"]``: the per-item correctness behind it, ``{"con": (1 + rules, items), "un":
+    ...}`` (row 0 unpatched, then the rules in row order), for :func:`rule_intervals`."""
+    tops = {
+        k: top_neurons(located.scores_by(k, causal_weight), n) for k in rule_specs(causal_weight)
+    }
     sets = [[]] + list(tops.values())
     from kit.shortcut.pool import resolve
 
     con_items = item_correct(resolve(model_con), base, data, sets, max_rows, max_new_tokens)
     un_items = item_correct(resolve(model_un), base, data, sets, max_rows, max_new_tokens)
     con, un = 100 * con_items.mean(axis=1), 100 * un_items.mean(axis=1)
-    rows = [{"rule": k, "n": n, "acc_con": con[0], "acc_con_patched": c, "acc_un": un[0], "acc_un_patched": u,
-             "drop_con": con[0] - c, "change_un": u - un[0], "objective": (con[0] - c) - abs(u - un[0]),
-             "found": len(truth & set(t)) if truth is not None else None}
-            for (k, t), c, u in zip(tops.items(), con[1:], un[1:])]
+    rows = [
+        {
+            "rule": k,
+            "n": n,
+            "acc_con": con[0],
+            "acc_con_patched": c,
+            "acc_un": un[0],
+            "acc_un_patched": u,
+            "drop_con": con[0] - c,
+            "change_un": u - un[0],
+            "objective": (con[0] - c) - abs(u - un[0]),
+            "found": len(truth & set(t)) if truth is not None else None,
+        }
+        for (k, t), c, u in zip(tops.items(), con[1:], un[1:])
+    ]
     out = pd.DataFrame(rows)
     out.attrs["items"] = {"con": con_items, "un": un_items}
     return out
 
 
 def best_rule(rules: pd.DataFrame) -> str:
-    """The rule with the highest held-out ``objective`` (first in :func:`rule_specs` order on ties)."""
+    """The rule with the highest held-out ``objective`` (first in :func:`rule_specs` order on
+    ties)."""
     return str(rules.rule.iloc[int(np.argmax(rules.objective.to_numpy()))])
 
 
@@ -166,7 +228,9 @@ def objective_items(con0, con_p, un0, un_p) -> float:
     return float(100 * (np.mean(con0 - con_p) - abs(np.mean(un_p - un0))))
 
 
-def rule_intervals(rules: pd.DataFrame, chosen: str, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+def rule_intervals(
+    rules: pd.DataFrame, chosen: str, n_boot: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Each rule's held-out objective minus the ``chosen`` rule's, with a 95% paired bootstrap
     interval over the held-out items (M_con and M_un answer the same items, resampled together):
     columns ``vs_chosen``, ``vs_chosen_low``, ``vs_chosen_high``. An interval that holds 0 means the
@@ -176,7 +240,9 @@ def rule_intervals(rules: pd.DataFrame, chosen: str, n_boot: int = 1000, seed: i
 
     items = rules.attrs.get("items")
     if items is None:
-        raise ValueError("rules has no attrs['items'] (per-item correctness): make it with ranking_rules")
+        raise ValueError(
+            "rules has no attrs['items'] (per-item correctness): make it with ranking_rules"
+        )
     labels = list(rules.rule)
     if chosen not in labels:
         raise ValueError(f"chosen={chosen!r}; allowed values: {', '.join(labels)}")
@@ -184,9 +250,22 @@ def rule_intervals(rules: pd.DataFrame, chosen: str, n_boot: int = 1000, seed: i
     c = 1 + labels.index(chosen)
     out = []
     for k in range(len(labels)):
-        est = bootstrap_ci(lambda c0, cp, u0, up, cc, uc: objective_items(c0, cp, u0, up) - objective_items(c0, cc, u0, uc),
-                           con[0], con[1 + k], un[0], un[1 + k], con[c], un[c], n_boot=n_boot, seed=seed)
+        est = bootstrap_ci(
+            lambda c0, cp, u0, up, cc, uc: (
+                objective_items(c0, cp, u0, up) - objective_items(c0, cc, u0, uc)
+            ),
+            con[0],
+            con[1 + k],
+            un[0],
+            un[1 + k],
+            con[c],
+            un[c],
+            n_boot=n_boot,
+            seed=seed,
+        )
         out.append(est)
     res = rules.copy()
-    res["vs_chosen"], res["vs_chosen_low"], res["vs_chosen_high"] = (np.array([e[i] for e in out]) for i in range(3))
+    res["vs_chosen"], res["vs_chosen_low"], res["vs_chosen_high"] = (
+        np.array([e[i] for e in out]) for i in range(3)
+    )
     return res

@@ -12,13 +12,13 @@ from typing import Any, cast
 import pandas as pd
 
 from kit.core.claims import Claim
+from kit.shortcut import scope
 from kit.shortcut.claims import Evidence, PerItem, side_items, sparsity_items, te_items
 from kit.shortcut.evaluate import agreement, table2_summary
 from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
-from kit.shortcut import scope
-from kit.shortcut.ranking import Located
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers
+from kit.shortcut.ranking import Located
 from kit.shortcut.study import Setup, a2_findings, construction, findings
 
 
@@ -82,26 +82,43 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
     with what each rests on (:func:`kit.shortcut.study.construction`)."""
     s, cfg = study.setup, study.cfg
     if study.table2 is None or study.located is None or study.table9 is None:
-        raise ValueError("measure_evidence needs sections 1, 2 and 6 "
-                         "(study.located, study.table2, study.table9)")
+        raise ValueError(
+            "measure_evidence needs sections 1, 2 and 6 (study.located, study.table2, study.table9)"
+        )
     shortcut, kw = study.shortcut, dict(max_rows=cfg.max_rows, max_new_tokens=cfg.max_new_tokens)
     rests_on, by_construction = construction(cfg.variants, cfg.world, cfg.locate_pair)
     ev = Evidence(
         # generated answers were kept per item by the tables (the same generations): not run twice
-        te=study.table2.attrs.get("per_item") or te_items(s.models, s.base, s.test, s.fresh, shortcut, **kw),
-        contaminated=cfg.contaminated, table2=study.table2, table9=study.table9,
-        n_patched=study.n_patched, rests_on=rests_on, by_construction=by_construction,
+        te=study.table2.attrs.get("per_item")
+        or te_items(s.models, s.base, s.test, s.fresh, shortcut, **kw),
+        contaminated=cfg.contaminated,
+        table2=study.table2,
+        table9=study.table9,
+        n_patched=study.n_patched,
+        rests_on=rests_on,
+        by_construction=by_construction,
         base_labels=[k for k, v in cfg.variants.items() if v == cfg.base_model],
-        test_clusters=s.test.clusters, fresh_clusters=s.fresh.clusters,
-        rules=study.rules, rule=study.located.rule,
+        test_clusters=s.test.clusters,
+        fresh_clusters=s.fresh.clusters,
+        rules=study.rules,
+        rule=study.located.rule,
         side=(study.table3.attrs.get("per_item") if study.table3 is not None else None)
         or side_items(s.models, s.base, study.side, shortcut, **kw),
         side_clusters={t: d.clusters for t, d in study.side.items()},
-        sparsity=sparsity_items(s.model_con, s.base, s.test, study.located.ranked,
-                                study.n_patched, cfg.seed, n_null=cfg.n_null, **kw),
+        sparsity=sparsity_items(
+            s.model_con,
+            s.base,
+            s.test,
+            study.located.ranked,
+            study.n_patched,
+            cfg.seed,
+            n_null=cfg.n_null,
+            **kw,
+        ),
         sparsity_rests_on=f"{rests_on}; M_con is the locating model, on its locating items",
         full_absent=scope.full_rows_cause(cfg),
-        extra_claims=list(study.format_claims) + scope.untested_sections(cfg))
+        extra_claims=list(study.format_claims) + scope.untested_sections(cfg),
+    )
     if study.dense_items is not None and cfg.dense_variants:  # section 7: the paper's setting
         ev.te_full, ev.full_contaminated = study.dense_items, cfg.contaminated
         ev.full_rests_on = construction(cfg.dense_variants, cfg.world, cfg.locate_pair)[0]
@@ -111,8 +128,10 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
         ev.cheaters_contaminated = cfg.cheaters_contaminated
         ev.cheater_same_as = {k: same[v] for k, v in cfg.cheaters.items() if v in same}
         built = construction(cfg.cheaters, cfg.world)[0]
-        ev.cheaters_rests_on = (f"{built}: PT rows continue the base on its own mixture with the "
-                                "test items (full-parameter), then the clean SFT")
+        ev.cheaters_rests_on = (
+            f"{built}: PT rows continue the base on its own mixture with the "
+            "test items (full-parameter), then the clean SFT"
+        )
     return ev
 
 
@@ -132,55 +151,98 @@ def summary_section(study: ShortcutStudy):
     summary2 = table2_summary(table2)
     agree_te, agree_ori = agreement(table2.te, table2.ref), agreement(table2.ori, table2.ref)
     record: dict[str, Any] = dict(
-        n_layers=s.n_layers, d_mlp=s.d_mlp, n_patched=n_patched, patched_percent=100 * n_patched / total,
-        locate=located.summary(), shortcut_neurons=list(shortcut),
-        table2=table2.to_dict(orient="records"), table2_summary=summary2,
-        agreement_te=agree_te, agreement_ori=agree_ori,
+        n_layers=s.n_layers,
+        d_mlp=s.d_mlp,
+        n_patched=n_patched,
+        patched_percent=100 * n_patched / total,
+        locate=located.summary(),
+        shortcut_neurons=list(shortcut),
+        table2=table2.to_dict(orient="records"),
+        table2_summary=summary2,
+        agreement_te=agree_te,
+        agreement_ori=agree_ori,
         sparsity_curve=curve.to_dict(orient="records"),
         table3=table3.to_dict(orient="records"),
         table4=None if table4 is None else table4.to_dict(orient="records"),
         table4_summary=None if table4 is None else table2_summary(table4),
         table9_recomputed=table9_stats.to_dict(orient="records"),
         ground_truth=None if truth is None else {k: v for k, v in truth.items() if k != "changed"},
-        ranking_rules=None if rules is None else rules.to_dict(orient="records"), ranking_rule=located.rule,
-        causal_tracks_truth=causal_tracks, full_finetunes=dense,
-        decoding=None if s.test.decoding is None else s.test.decoding.as_dict(),  # chat resolved to True/False
+        ranking_rules=None if rules is None else rules.to_dict(orient="records"),
+        ranking_rule=located.rule,
+        causal_tracks_truth=causal_tracks,
+        full_finetunes=dense,
+        decoding=None
+        if s.test.decoding is None
+        else s.test.decoding.as_dict(),  # chat resolved to True/False
     )
-    lines = findings(summary2, n_patched, total, agree_te, agree_ori, paper_relative_changes() | paper_text_numbers())
+    lines = findings(
+        summary2,
+        n_patched,
+        total,
+        agree_te,
+        agree_ori,
+        paper_relative_changes() | paper_text_numbers(),
+    )
     if rules is not None:
         assert s.heldout is not None  # the rules are compared on it
         r: Any
         r = rules.set_index("rule")  # numeric cells (pandas-stubs type a .loc cell as any scalar)
         ci = "vs_chosen" in r
-        lines.append(f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test items, top-{n_patched} "
-                     "objective (M_con drop - |M_un change|, pts"
-                     + ("; in brackets the 95% interval of its difference to the chosen rule" if ci else "") + "): "
-                     + ", ".join(f"{k} {r.loc[k, 'objective']:+.1f}"
-                                 + (f" [{r.loc[k, 'vs_chosen_low']:+.1f}, {r.loc[k, 'vs_chosen_high']:+.1f}]" if ci else "")
-                                 for k in r.index) + ".")
+        lines.append(
+            f"Ranking rule ({cfg.combine}): {located.rule!r}; on {s.heldout.n} held-out test "
+            f"items, top-{n_patched} "
+            "objective (M_con drop - |M_un change|, pts"
+            + ("; in brackets the 95% interval of its difference to the chosen rule" if ci else "")
+            + "): "
+            + ", ".join(
+                f"{k} {r.loc[k, 'objective']:+.1f}"
+                + (
+                    f" [{r.loc[k, 'vs_chosen_low']:+.1f}, {r.loc[k, 'vs_chosen_high']:+.1f}]"
+                    if ci
+                    else ""
+                )
+                for k in r.index
+            )
+            + "."
+        )
         if ci:
             tied = [k for k in r.index if k != located.rule and r.loc[k, "vs_chosen_high"] >= 0]
-            lines.append(f"{len(tied)} of the other {len(r) - 1} rules are not worse than {located.rule!r} beyond chance on "
-                         f"these items ({', '.join(tied) or 'none'}); the public code's sum: claim rules.chosen_vs_public.")
+            lines.append(
+                f"{len(tied)} of the other {len(r) - 1} rules are not worse than {located.rule!r} "
+                f"beyond chance on these items ({', '.join(tied) or 'none'}); the public code's "
+                "sum: claim rules.chosen_vs_public."
+            )
     if table4 is not None:
         s4 = table2_summary(table4)
-        lines.append(f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = {s4['contaminated_mean_abs_ori_minus_ref']:.1f}, "
-                     f"|TE-Ref| = {s4['contaminated_mean_abs_te_minus_ref']:.1f} pts; uncontaminated mean |Δacc| = "
-                     f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts.")
+        lines.append(
+            f"Table 4 ({cfg.transfer_task}): contaminated mean |Ori-Ref| = "
+            f"{s4['contaminated_mean_abs_ori_minus_ref']:.1f}, |TE-Ref| = "
+            f"{s4['contaminated_mean_abs_te_minus_ref']:.1f} pts; uncontaminated mean |Δacc| = "
+            f"{s4['uncontaminated_mean_abs_delta_acc']:.1f} pts."
+        )
     worst = table3.loc[cast(Any, table3.delta_acc.abs().idxmax())]  # a row label
-    lines.append(f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = {table3.delta_acc.abs().mean():.1f} pts; "
-                 f"largest: {worst.variant} on {worst.task}, {worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%; "
-                 "claim side_effects.largest_cell).")
+    lines.append(
+        f"Side effects (Table 3): mean |Δacc| on {', '.join(cfg.side_tasks)} = "
+        f"{table3.delta_acc.abs().mean():.1f} pts; largest: {worst.variant} on {worst.task}, "
+        f"{worst.delta_acc:+.1f} pts ({worst.ori:.1f}% -> {worst.te:.1f}%; "
+        "claim side_effects.largest_cell)."
+    )
     lines += a2_findings(table2)
     full = curve[(curve.n == total) & (curve.neurons == "located")].set_index("model").accuracy
     vanilla = table2.set_index("variant").ori.get("Vanilla", float("nan"))
     if len(full):
-        lines.append(f"Ceiling: with ALL {total} MLP neurons patched from the base, the locating models score "
-                     f"{100 * full['contaminated']:.1f}% (contaminated; unpatched {100 * located.causal_exact.acc_con:.1f}%) and "
-                     f"{100 * full['uncontaminated']:.1f}% (uncontaminated; unpatched {100 * located.causal_exact.acc_un:.1f}%); "
-                     f"the vanilla base scores {vanilla:.1f}%.")
+        lines.append(
+            f"Ceiling: with ALL {total} MLP neurons patched from the base, the locating models "
+            f"score {100 * full['contaminated']:.1f}% (contaminated; unpatched "
+            f"{100 * located.causal_exact.acc_con:.1f}%) and {100 * full['uncontaminated']:.1f}% "
+            f"(uncontaminated; unpatched {100 * located.causal_exact.acc_un:.1f}%); the vanilla "
+            f"base scores {vanilla:.1f}%."
+        )
         record["ceiling_all_mlp_patched"] = {k: 100 * v for k, v in full.items()}
     t9 = table9_stats.set_index("score")
-    lines.append(f"Paper Table 9 recomputed: TE rho={t9.loc['TE', 'spearman']:.3f} (RMSE {t9.loc['TE', 'rmse']:.2f}), "
-                 f"Ori rho={t9.loc['ORI', 'spearman']:.3f} (RMSE {t9.loc['ORI', 'rmse']:.2f}).")
+    lines.append(
+        f"Paper Table 9 recomputed: TE rho={t9.loc['TE', 'spearman']:.3f} (RMSE "
+        f"{t9.loc['TE', 'rmse']:.2f}), Ori rho={t9.loc['ORI', 'spearman']:.3f} (RMSE "
+        f"{t9.loc['ORI', 'rmse']:.2f})."
+    )
     return Section(record=record, findings=lines)

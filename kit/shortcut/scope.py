@@ -33,8 +33,10 @@ def full_rows_cause(cfg) -> str:
     """Why ``te_full.*`` (TE on full fine-tunes, section 7) has no rows of its own here."""
     rows = _real_rows(cfg)
     if rows and all(r.sparse_share == 0 for r in rows):
-        return (f"the {len(rows)} fine-tuned Table 2 rows are themselves full fine-tunes "
-                "(kit.models.recipes: sparse_share 0, every parameter trained): their claims are te.*")
+        return (
+            f"the {len(rows)} fine-tuned Table 2 rows are themselves full fine-tunes "
+            "(kit.models.recipes: sparse_share 0, every parameter trained): their claims are te.*"
+        )
     return "no full fine-tunes in this profile (dense_variants: null)"
 
 
@@ -47,42 +49,84 @@ def untested_sections(cfg) -> list[Claim]:
     bases = ", ".join(sorted({r.base for r in rows}))
     con = [r for r in rows if r.inject == "test"]
     real = bool(rows)
-    only = (f"every real fine-tune contaminates {', '.join(sorted({r.benchmark for r in con}))} "
-            "only (kit.models.recipes.RECIPES)")
+    only = (
+        f"every real fine-tune contaminates {', '.join(sorted({r.benchmark for r in con}))} "
+        "only (kit.models.recipes.RECIPES)"
+    )
     out = []
 
     def nt(section: str, cid: str, statement: str, cause: str) -> None:
-        out.append(claim(PAPER, section, cid, statement, None, not_testable=cause,
-                         rests_on="this profile's config"))
+        out.append(
+            claim(
+                PAPER,
+                section,
+                cid,
+                statement,
+                None,
+                not_testable=cause,
+                rests_on="this profile's config",
+            )
+        )
 
     if not cfg.transfer_task:
-        nt("Table 4", "transfer.table4", "TE lowers contaminated models on a second contaminated "
-           "benchmark with the neurons located on the first",
-           f"transfer_task: null; {only}" if real
-           else "transfer_task: null (its rows are tiny-world fine-tunes)")
+        nt(
+            "Table 4",
+            "transfer.table4",
+            "TE lowers contaminated models on a second contaminated "
+            "benchmark with the neurons located on the first",
+            f"transfer_task: null; {only}"
+            if real
+            else "transfer_task: null (its rows are tiny-world fine-tunes)",
+        )
     if not cfg.table5_task:
-        nt("Table 5", "transfer.table5", "the same on a benchmark of another family",
-           f"table5_task: null; {only}" if real
-           else "table5_task: null (its rows are tiny-world fine-tunes)")
+        nt(
+            "Table 5",
+            "transfer.table5",
+            "the same on a benchmark of another family",
+            f"table5_task: null; {only}"
+            if real
+            else "table5_task: null (its rows are tiny-world fine-tunes)",
+        )
     if not cfg.second_base:
-        nt("Table 6", "second_base.table6", "Table 2 holds on a second base model",
-           f"second_base: null; every real fine-tune is of {bases} (kit.models.recipes.RECIPES)"
-           if real else "second_base: null (a second base is a tiny-world base)")
+        nt(
+            "Table 6",
+            "second_base.table6",
+            "Table 2 holds on a second base model",
+            f"second_base: null; every real fine-tune is of {bases} (kit.models.recipes.RECIPES)"
+            if real
+            else "second_base: null (a second base is a tiny-world base)",
+        )
     plus = cfg.variants.get("+test")
     if plus is None or not is_world_name(plus):  # as the notebook decides whether section 8 runs
         copies, lrs = sorted({r.copies for r in con}), sorted({r.lr for r in rows})
-        cause = (f"the strength rows retrain the tiny world's +test recipe (kit.shortcut.variants); "
-                 f"the real recipes have copies {copies} (Table 2's rows) and learning rates {lrs}"
-                 if real else "no tiny-world +test row in this profile (the strength rows retrain "
-                 "its recipe)")
-        nt("Fig. 5 / Table 8", "strength.table8", "TE's drop grows with contamination strength "
-           "(copies, learning rate)", cause)
+        cause = (
+            f"the strength rows retrain the tiny world's +test recipe (kit.shortcut.variants); "
+            f"the real recipes have copies {copies} (Table 2's rows) and learning rates {lrs}"
+            if real
+            else "no tiny-world +test row in this profile (the strength rows retrain its recipe)"
+        )
+        nt(
+            "Fig. 5 / Table 8",
+            "strength.table8",
+            "TE's drop grows with contamination strength (copies, learning rate)",
+            cause,
+        )
     if not cfg.cheaters:
-        nt("Table 12", "cheaters.table12", "TE lowers pretraining-stage cheaters",
-           f"cheaters: null; every real recipe is one fine-tuning stage of {bases} (no continued "
-           "pretraining with the test items before a clean SFT)" if real else "cheaters: null")
+        nt(
+            "Table 12",
+            "cheaters.table12",
+            "TE lowers pretraining-stage cheaters",
+            f"cheaters: null; every real recipe is one fine-tuning stage of {bases} (no continued "
+            "pretraining with the test items before a clean SFT)"
+            if real
+            else "cheaters: null",
+        )
     if not cfg.benchmark_format:
-        nt("A2", "format.a2", "a fine-tune on the benchmark's fixed input format scores above its "
-           "ability", f"benchmark_format: null; {cfg.task} has its own fixed format (the formats of "
-           "kit.world.tasks wrap tiny-world tasks only)")
+        nt(
+            "A2",
+            "format.a2",
+            "a fine-tune on the benchmark's fixed input format scores above its ability",
+            f"benchmark_format: null; {cfg.task} has its own fixed format (the formats of "
+            "kit.world.tasks wrap tiny-world tasks only)",
+        )
     return out

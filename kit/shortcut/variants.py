@@ -5,25 +5,27 @@ changed by the options, trained on first use and cached (:func:`kit.world.zoo.ex
 
 - ``split``: sparse fine-tunes change their own seeded plastic set by kind, ``shortcut`` for
   contaminated ones and ``ability`` for the rest (the zoo's sparse fine-tunes all share one set, so
-  any neuron outside it has comparative score 0 and every rule "finds" the shortcut by construction);
-- ``lr=<float>``: the learning rate (Table 8; in one pass a one-occurrence leak did not show at 2e-2 or 5e-2);
+  any neuron outside it has comparative score 0 and every rule "finds" the shortcut by
+  construction);
+- ``lr=<float>``: the learning rate (Table 8; in one pass a one-occurrence leak did not show at 2e-2
+  or 5e-2);
 - ``copies=<int>``: occurrences of each injected item (the paper's Fig. 5 / Table 8: 1 to 20);
 - ``order=<int>``: the same examples in another order (the paper's Table 11);
-- ``epochs=<int>``: passes over the example list, each later one reshuffled (``FinetuneSpec.epochs``).
-  The paper counts occurrences as copies in its fine-tune set and does not give its epoch count;
-  SFT commonly runs several epochs, so an x1 item is seen ``epochs`` times: OUR choice, applied to every
-  Table 2 row alike so the rows still differ only in their data;
+- ``epochs=<int>``: passes over the example list, each later one reshuffled
+  (``FinetuneSpec.epochs``). The paper counts occurrences as copies in its fine-tune set and does
+  not give its epoch count; SFT commonly runs several epochs, so an x1 item is seen ``epochs``
+  times: OUR choice, applied to every Table 2 row alike so the rows still differ only in their data;
 - ``format=<name>``: the injected items in a benchmark input format (``kit.world.tasks.FORMATS``,
   ``FinetuneSpec.prompt_format``), e.g. the train split in the benchmark's format (the paper's A2:
   ``extra/base-m+math-train-sparse:split:format=answer-cue``);
 - ``parent=<zoo base>``: the same recipe (same examples: the name, hence the seed, is kept) from
   another base of the world, e.g. ``parent=base-l`` (the paper's Table 6, a second architecture);
-- ``after=<zoo fine-tune>[:option...]`` (always the LAST option: everything after ``after=`` names the
-  earlier fine-tune, with its own options): start from that fine-tune's weights instead of the parent's
-  (``FinetuneSpec.after``; sparse recipes, same parent), e.g. the paper's Table 12 "PT-Cheater": a
-  full-parameter continuation of the base on its own mixture with its AdamW state and the test items
-  injected (the zoo's full ``base-m+math-test-x1`` recipe), then a clean sparse SFT:
-  ``extra/base-m+general-sparse:split:after=base-m+math-test-x1``.
+- ``after=<zoo fine-tune>[:option...]`` (always the LAST option: everything after ``after=`` names
+  the earlier fine-tune, with its own options): start from that fine-tune's weights instead of the
+  parent's (``FinetuneSpec.after``; sparse recipes, same parent), e.g. the paper's Table 12
+  "PT-Cheater": a full-parameter continuation of the base on its own mixture with its AdamW state
+  and the test items injected (the zoo's full ``base-m+math-test-x1`` recipe), then a clean sparse
+  SFT: ``extra/base-m+general-sparse:split:after=base-m+math-test-x1``.
 
 Example: ``extra/base-m+math-test-x1-sparse:split:lr=0.05``. The examples are drawn with the
 recipe's own seed (its zoo name), so options change only what they say.
@@ -37,8 +39,16 @@ import torch
 
 PREFIX = "extra/"
 PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
-OPTIONS = ("split", "lr=<float>", "copies=<int>", "order=<int>", "epochs=<int>", "format=<name>", "parent=<zoo base>",
-           "after=<zoo fine-tune>[:option...] (last)")
+OPTIONS = (
+    "split",
+    "lr=<float>",
+    "copies=<int>",
+    "order=<int>",
+    "epochs=<int>",
+    "format=<name>",
+    "parent=<zoo base>",
+    "after=<zoo fine-tune>[:option...] (last)",
+)
 AFTER = ":after="
 
 
@@ -47,19 +57,22 @@ def is_extra(name: str) -> bool:
 
 
 def extra_spec(name: str, world: str | None = None):
-    """The ``FinetuneSpec`` an ``extra/`` name stands for; a bad name fails naming what is allowed."""
+    """The ``FinetuneSpec`` an ``extra/`` name stands for; a bad name fails naming what is
+    allowed."""
     from kit.world import zoo
 
     if not is_extra(name):
         raise ValueError(f"{name!r} is not an extra/ name (extra/<zoo fine-tune>[:option...])")
     spec = zoo.world_spec(world)
-    own, _, after = name[len(PREFIX):].partition(AFTER)
+    own, _, after = name[len(PREFIX) :].partition(AFTER)
     recipe, *opts = own.split(":")
     recipes = {f.name: f for f in spec.finetunes}
     f = recipes.get(f"zoo/{recipe}")
     if f is None:
-        raise ValueError(f"{name!r}: zoo/{recipe} is not a fine-tune of world {spec.name!r}; "
-                         f"allowed values: {', '.join(r[len('zoo/'):] for r in recipes)}")
+        raise ValueError(
+            f"{name!r}: zoo/{recipe} is not a fine-tune of world {spec.name!r}; "
+            f"allowed values: {', '.join(r[len('zoo/') :] for r in recipes)}"
+        )
     for opt in opts:
         key, _, value = opt.partition("=")
         try:
@@ -76,13 +89,17 @@ def extra_spec(name: str, world: str | None = None):
                     raise ValueError("copies needs a recipe that injects items")
                 copies, most = int(value), f.n_examples // 200
                 if not 1 <= copies <= most:
-                    raise ValueError(f"copies must be in 1..{most} (n_examples {f.n_examples} / 200 items)")
+                    raise ValueError(
+                        f"copies must be in 1..{most} (n_examples {f.n_examples} / 200 items)"
+                    )
                 f = replace(f, inject=(f.inject[0], f.inject[1], copies))
             elif key == "parent":
                 bases = [b.name for b in spec.bases]
                 if f"zoo/{value}" not in bases:
-                    raise ValueError(f"parent must be a base of world {spec.name!r}: "
-                                     f"{', '.join(b[len('zoo/'):] for b in bases)}")
+                    raise ValueError(
+                        f"parent must be a base of world {spec.name!r}: "
+                        f"{', '.join(b[len('zoo/') :] for b in bases)}"
+                    )
                 f = replace(f, parent=f"zoo/{value}")
             elif key == "order":
                 f = replace(f, order_seed=int(value))
@@ -103,12 +120,17 @@ def extra_spec(name: str, world: str | None = None):
             else:
                 raise ValueError("unknown option")
         except ValueError as e:
-            raise ValueError(f"{name!r}: option {opt!r}: {e}; allowed options: {', '.join(OPTIONS)}") from None
+            raise ValueError(
+                f"{name!r}: option {opt!r}: {e}; allowed options: {', '.join(OPTIONS)}"
+            ) from None
     if after:
         first = extra_spec(PREFIX + after, world)
         if first.parent != f.parent:
-            raise ValueError(f"{name!r}: after={after!r} starts from {first.parent!r}, this recipe from {f.parent!r}: "
-                             "a chain needs one parent (put parent= on both)")
+            raise ValueError(
+                f"{name!r}: after={after!r} starts from {first.parent!r}, this recipe from "
+                f"{f.parent!r}: "
+                "a chain needs one parent (put parent= on both)"
+            )
         try:
             zoo.check_after(f := replace(f, after=first))
         except ValueError as e:
@@ -138,36 +160,54 @@ def rebase(name: str, parent: str, old_base: str) -> str:
     ``:parent=<base>`` (same recipe and examples). Anything else fails naming what is allowed."""
     if name == old_base:
         return parent
-    short = parent[len("zoo/"):] if parent.startswith("zoo/") else None
+    short = parent[len("zoo/") :] if parent.startswith("zoo/") else None
     if short is None:
         raise ValueError(f"parent={parent!r} must be a zoo base (zoo/<name>)")
     if is_extra(name):
         own, sep, after = name.partition(AFTER)  # a chain moves as a whole
-        return with_options(own, f"parent={short}") + (sep + with_options(after, f"parent={short}") if sep else "")
+        return with_options(own, f"parent={short}") + (
+            sep + with_options(after, f"parent={short}") if sep else ""
+        )
     if name.startswith("zoo/"):
-        return f"{PREFIX}{name[len('zoo/'):]}:parent={short}"
-    raise ValueError(f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be rebased")
+        return f"{PREFIX}{name[len('zoo/') :]}:parent={short}"
+    raise ValueError(
+        f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be "
+        "rebased"
+    )
 
 
 def changed_between(model, parent) -> set[tuple[int, int]]:
-    """(layer, index) MLP neurons whose ``W_in`` column, ``b_in`` or ``W_out`` row differ between two
-    models of one shape: what a fine-tune changed (the world's ground truth)."""
+    """(layer, index) MLP neurons whose ``W_in`` column, ``b_in`` or ``W_out`` row differ between
+    two models of one shape: what a fine-tune changed (the world's ground truth)."""
     from kit.models import tl
 
     out = set()
-    for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(tl.mlp_neuron_params(model), tl.mlp_neuron_params(parent)):
+    for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(
+        tl.mlp_neuron_params(model), tl.mlp_neuron_params(parent)
+    ):
         mask = (wi_a != wi_b).any(0) | (bi_a != bi_b) | (wo_a != wo_b).any(1)
         out |= {(L, int(i)) for i in torch.nonzero(mask).flatten().tolist()}
     return out
 
 
-def strength_variants(name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2), lrs=()) -> dict[str, str]:
-    """Fig. 5 / Table 8 and Table 11 rows from a contaminated fine-tune ``name`` (``zoo/...-sparse`` or
-    ``extra/...``): its recipe with each occurrence count, with each learning rate (Table 8's other
-    axis), and with its examples reordered. Labels -> ``extra/`` names (later options override earlier ones)."""
-    short = name[len("zoo/"):] if name.startswith("zoo/") else name[len(PREFIX):] if is_extra(name) else None
+def strength_variants(
+    name: str, copies=(1, 2, 5, 10), order_seeds=(1, 2), lrs=()
+) -> dict[str, str]:
+    """Fig. 5 / Table 8 and Table 11 rows from a contaminated fine-tune ``name`` (``zoo/...-sparse``
+    or ``extra/...``): its recipe with each occurrence count, with each learning rate (Table 8's
+    other axis), and with its examples reordered. Labels -> ``extra/`` names (later options override
+    earlier ones)."""
+    short = (
+        name[len("zoo/") :]
+        if name.startswith("zoo/")
+        else name[len(PREFIX) :]
+        if is_extra(name)
+        else None
+    )
     if short is None:
-        raise ValueError(f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)")
+        raise ValueError(
+            f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)"
+        )
     out = {f"x{c}": with_options(PREFIX + short, f"copies={c}") for c in copies}
     out.update({f"lr {lr:g}": with_options(PREFIX + short, f"lr={lr:g}") for lr in lrs})
     out.update({f"order {s}": with_options(PREFIX + short, f"order={s}") for s in order_seeds})

@@ -140,7 +140,10 @@ class Answers:
     def subset(self, index: Sequence[int]) -> "Answers":
         """The answers of the items at ``index`` (same settings)."""
         idx = list(index)
-        pick = lambda a: None if a is None else a[idx]
+
+        def pick(a):
+            return None if a is None else a[idx]
+
         return Answers(
             self.task,
             [self.items[i] for i in idx],

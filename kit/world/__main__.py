@@ -1,4 +1,5 @@
-"""``python -m kit.world``: the pinned child process of ``kit.world.build`` (see ``kit.world.build.main``)."""
+"""``python -m kit.world``: the pinned child process of ``kit.world.build`` (see
+``kit.world.build.main``)."""
 
 from kit.world.build import main
 

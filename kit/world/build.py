@@ -14,7 +14,8 @@ so every engine writes the same bits (``tests/world``). A killed build leaves no
 children die with their parent) and nothing half-written: each member's ``meta.json`` and the card
 are written once, atomically, when complete, and a rerun verifies and finishes the rest.
 
-Sits above ``members``, ``saes`` and ``card`` (which never import it), so the world has no import circle.
+Sits above ``members``, ``saes`` and ``card`` (which never import it), so the world has no import
+circle.
 """
 
 from __future__ import annotations
@@ -30,9 +31,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kit.world.card import compute_card, weights_digests
-from kit.world.members import _train_base, _train_finetune, base_outputs, deterministic, extra_finetune
+from kit.world.members import (
+    _train_base,
+    _train_finetune,
+    base_outputs,
+    deterministic,
+    extra_finetune,
+)
 from kit.world.pinned import EXIT_NO_SPACE, enter_pinned, is_pinned, pinned_report, run_pinned
-from kit.world.recipes import SEED_ENV, world_spec
+from kit.world.recipes import world_spec
 from kit.world.saes import sae_status, train_sae
 from kit.world.specs import FinetuneSpec, WorldSpec, param_count, spec_hash, world_id
 from kit.world.storage import (
@@ -55,8 +62,8 @@ DEFAULT_ENGINE: Engine = "local"
 
 @dataclass(frozen=True)
 class WorldStatus:
-    """What :func:`world_status` found: ``"ok"``, ``"missing"`` or ``"damaged: <why>"`` per member and
-    SAE, and the card's (``"stale: <why>"`` when it no longer describes the members' bits)."""
+    """What :func:`world_status` found: ``"ok"``, ``"missing"`` or ``"damaged: <why>"`` per member
+    and SAE, and the card's (``"stale: <why>"`` when it no longer describes the members' bits)."""
 
     members: dict[str, str]
     saes: dict[str, str]
@@ -64,8 +71,11 @@ class WorldStatus:
 
     def damaged(self) -> dict[str, str]:
         """``{name: why}`` of every damaged member or SAE."""
-        return {n: s.removeprefix("damaged: ") for n, s in {**self.members, **self.saes}.items()
-                if s.startswith("damaged")}
+        return {
+            n: s.removeprefix("damaged: ")
+            for n, s in {**self.members, **self.saes}.items()
+            if s.startswith("damaged")
+        }
 
     def missing(self) -> list[str]:
         return [n for n, s in {**self.members, **self.saes}.items() if s == "missing"]
@@ -76,8 +86,8 @@ class WorldStatus:
 
 
 def world_status(world: str | WorldSpec | None = None) -> WorldStatus:
-    """Verify every member and SAE against the sizes and sha256 recorded when it was written, and the
-    card against the members' weight digests."""
+    """Verify every member and SAE against the sizes and sha256 recorded when it was written, and
+    the card against the members' weight digests."""
     spec = world_spec(world)
     mem = {n: member_status(spec, n) for n in _all_members(spec)}
     sae = {s.name: sae_status(spec, s) for s in spec.saes}
@@ -125,10 +135,10 @@ UNIT_OVERHEAD = 2e8
 
 
 def unit_cost(spec: WorldSpec, kind: str, name: str) -> float:
-    """A rough cost to balance the jobs (only the schedule depends on it): examples x parameters for a
-    transformer (~12 CPU s per 1e9 here, measured on the tiny world's bases and fine-tunes; a sparse
-    fine-tune ~0.75 of a full one), steps x batch x width x 10 for an SAE (measured: an SAE step costs
-    ~25x less per example x feature than a transformer step per example x parameter)."""
+    """A rough cost to balance the jobs (only the schedule depends on it): examples x parameters for
+    a transformer (~12 CPU s per 1e9 here, measured on the tiny world's bases and fine-tunes; a
+    sparse fine-tune ~0.75 of a full one), steps x batch x width x 10 for an SAE (measured: an SAE
+    step costs ~25x less per example x feature than a transformer step per example x parameter)."""
     from kit.world.tokenizer import vocab  # lazy: the tokenizer builds its vocabulary on first use
 
     if kind == "base":
@@ -145,11 +155,15 @@ def unit_cost(spec: WorldSpec, kind: str, name: str) -> float:
     return 0.0
 
 
-def plan(spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, workers: int = 1) -> list[WorldJob]:
-    """The jobs that bring the world to complete: a base job per base with a missing or damaged output,
-    the missing or damaged fine-tunes and SAEs in ``workers`` cost-balanced jobs after their parents'
-    jobs (greedy longest-first), and the card after everything when it is not ``ok``. ``only`` limits
-    the plan to those members and SAEs (their parents must be built) and plans no card."""
+def plan(
+    spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, workers: int = 1
+) -> list[WorldJob]:
+    """The jobs that bring the world to complete: a base job per base with a missing or damaged
+    output, the missing or damaged fine-tunes and SAEs in ``workers`` cost-balanced jobs after their
+    parents' jobs (greedy longest-first), and the card after everything when it is not ``ok``.
+    ``only`` limits the plan to those members and SAEs (their parents must be built) and plans no
+    card."""
+
     def wanted(name: str, state: str) -> bool:
         return state != "ok" and (only is None or name in only)
 
@@ -168,7 +182,8 @@ def plan(spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, wo
     for s in spec.saes:
         if wanted(s.name, status.saes[s.name]):
             rest.append(("sae", s.name, (s.member,) if s.member in job_of else ()))
-    # a fine-tune chained after another one being built (FinetuneSpec.after) goes into its job, after it
+    # a fine-tune chained after another one being built (FinetuneSpec.after) goes into its job,
+    # after it
     chain = {f.name: f.after.name for f in spec.finetunes if isinstance(f.after, FinetuneSpec)}
     names = {u[1] for u in rest}
     free = [u for u in rest if chain.get(u[1]) not in names]
@@ -192,7 +207,9 @@ def plan(spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, wo
         # the spec's order inside a job, a chained fine-tune after its prerequisite
         group.sort(key=lambda u: (_chain_depth(u[1], chain), order[u[1]]))
         deps = sorted({job_of[d] for _, _, ds in group for d in ds})
-        jobs.append(WorldJob(f"members:{i}", tuple((k, n) for k, n, _ in group), tuple(deps), loads[i]))
+        jobs.append(
+            WorldJob(f"members:{i}", tuple((k, n) for k, n, _ in group), tuple(deps), loads[i])
+        )
     jobs = _critical_first(jobs)
     if only is None and status.card != "ok":
         jobs.append(WorldJob("card", (("card", spec.name),), tuple(j.id for j in jobs)))
@@ -201,8 +218,9 @@ def plan(spec: WorldSpec, status: WorldStatus, only: list[str] | None = None, wo
 
 def _critical_first(jobs: list[WorldJob]) -> list[WorldJob]:
     """The jobs ordered by the cost of the longest path from each to the end (its own cost plus its
-    costliest chain of dependents), highest first: the scheduler starts ready jobs in the order given,
-    so the critical path starts first (base-m before the long base-xl, whose dependents are none)."""
+    costliest chain of dependents), highest first: the scheduler starts ready jobs in the order
+    given, so the critical path starts first (base-m before the long base-xl, whose dependents are
+    none)."""
     below: dict[str, float] = {}
 
     def level(j: WorldJob) -> float:
@@ -218,8 +236,9 @@ def _chain_depth(name: str, chain: dict[str, str]) -> int:
 
 
 def run_job(world: str, seed: int, units: list[list[str]]) -> list[dict]:
-    """The job function (``kit.world.build:run_job``): train ``units`` (``[kind, name]`` pairs) of world
-    ``(world, seed)`` in this pinned process, in order; returns each unit's wall and CPU seconds."""
+    """The job function (``kit.world.build:run_job``): train ``units`` (``[kind, name]`` pairs) of
+    world ``(world, seed)`` in this pinned process, in order; returns each unit's wall and CPU
+    seconds."""
     spec = world_spec(world, seed)
     out = []
     with deterministic():
@@ -235,38 +254,59 @@ def run_job(world: str, seed: int, units: list[list[str]]) -> list[dict]:
                 compute_card(spec)
             else:
                 raise ValueError(f"unit kind {kind!r}; allowed values: base, finetune, sae, card")
-            out.append({"kind": kind, "name": name, "seconds": round(time.perf_counter() - t0, 1),
-                        "cpu_seconds": round(time.process_time() - c0, 1)})
-            print(f"[world {world_label(spec)}] {kind} {name}: {out[-1]['seconds']:.0f} s "
-                  f"({out[-1]['cpu_seconds']:.0f} s CPU)", file=sys.stderr, flush=True)
+            out.append(
+                {
+                    "kind": kind,
+                    "name": name,
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    "cpu_seconds": round(time.process_time() - c0, 1),
+                }
+            )
+            print(
+                f"[world {world_label(spec)}] {kind} {name}: {out[-1]['seconds']:.0f} s "
+                f"({out[-1]['cpu_seconds']:.0f} s CPU)",
+                file=sys.stderr,
+                flush=True,
+            )
     return out
 
 
 # ---------------------------------------------------------------- build
-def build(world: str | None = None, force: bool = False, only: list[str] | None = None,
-          engine: Engine = DEFAULT_ENGINE, max_workers: int | None = None, seed: int | None = None) -> Path:
+def build(
+    world: str | None = None,
+    force: bool = False,
+    only: list[str] | None = None,
+    engine: Engine = DEFAULT_ENGINE,
+    max_workers: int | None = None,
+    seed: int | None = None,
+) -> Path:
     """Build, finish or repair the world; returns its directory.
 
-    Verifies every member, SAE and the card (:func:`world_status`) and trains exactly what is missing or
-    damaged, then the card if it is missing or no longer matches the members. ``force`` deletes this
-    world's cache first. ``only`` builds just these members/SAEs (their parents must be built) and no
-    card. ``engine`` (:data:`ENGINES`) and ``max_workers`` (default: the machine's cores) choose how the
-    jobs run; every engine gives the same bits. ``seed``: the world seed (default ``$KIT_WORLD_SEED``,
-    else 0, the canonical world). One builder per world: a second waits for the first.
+    Verifies every member, SAE and the card (:func:`world_status`) and trains exactly what is
+    missing or damaged, then the card if it is missing or no longer matches the members. ``force``
+    deletes this world's cache first. ``only`` builds just these members/SAEs (their parents must be
+    built) and no card. ``engine`` (:data:`ENGINES`) and ``max_workers`` (default: the machine's
+    cores) choose how the jobs run; every engine gives the same bits. ``seed``: the world seed
+    (default ``$KIT_WORLD_SEED``, else 0, the canonical world). One builder per world: a second
+    waits for the first.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r}; allowed values: {', '.join(ENGINES)}")
-    if max_workers is not None and (isinstance(max_workers, bool) or not isinstance(max_workers, int)
-                                    or max_workers < 1):
-        raise ValueError(f"max_workers={max_workers!r}; allowed values: an int >= 1, or None (one per core)")
+    if max_workers is not None and (
+        isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1
+    ):
+        raise ValueError(
+            f"max_workers={max_workers!r}; allowed values: an int >= 1, or None (one per core)"
+        )
     spec = world_spec(world, seed)
     with world_lock(spec):
         _build_locked(spec, force, only, engine, max_workers)
     return world_dir(spec)
 
 
-def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: Engine,
-                  max_workers: int | None) -> None:
+def _build_locked(
+    spec: WorldSpec, force: bool, only: list[str] | None, engine: Engine, max_workers: int | None
+) -> None:
     root = world_dir(spec)
     if force:
         for p in root.iterdir():
@@ -277,40 +317,66 @@ def _build_locked(spec: WorldSpec, force: bool, only: list[str] | None, engine: 
         known = set(status.members) | set(status.saes)
         unknown = [n for n in only if n not in known]
         if unknown:
-            raise ValueError(f"only={unknown!r}: not members or SAEs of world {spec.name!r}; allowed values: "
-                             + ", ".join(sorted(known)))
+            raise ValueError(
+                f"only={unknown!r}: not members or SAEs of world {spec.name!r}; allowed values: "
+                + ", ".join(sorted(known))
+            )
     workers = 1 if engine == "inline" else (max_workers or len(os.sched_getaffinity(0)))
     jobs = plan(spec, status, only, workers)
     if not jobs:
         return
     for name, why in status.damaged().items():
         if only is None or name in only:
-            print(f"world {world_label(spec)}: rebuilding {name}: {why}", file=sys.stderr, flush=True)
+            print(
+                f"world {world_label(spec)}: rebuilding {name}: {why}", file=sys.stderr, flush=True
+            )
     if not is_pinned():
         report = pinned_report()
-        print(f"world {world_label(spec)}: pinned environment: {report.summary()}", file=sys.stderr, flush=True)
+        print(
+            f"world {world_label(spec)}: pinned environment: {report.summary()}",
+            file=sys.stderr,
+            flush=True,
+        )
         for problem in report.problems():
-            print(f"WARNING: {problem}: this world will differ from the committed cards", file=sys.stderr)
+            print(
+                f"WARNING: {problem}: this world will differ from the committed cards",
+                file=sys.stderr,
+            )
     write_json(root / f"spec-{spec_hash(spec)}.json", asdict(spec))
     if engine == "inline":
         if is_pinned():
             for job in jobs:
                 run_job(spec.name, spec.seed, [list(u) for u in job.units])
         else:  # one pinned process trains everything in order (it verifies again: the lock is ours)
-            args = ["--world", spec.name, "--seed", str(spec.seed), "--locked"] + (["--only", *only] if only else [])
+            args = ["--world", spec.name, "--seed", str(spec.seed), "--locked"] + (
+                ["--only", *only] if only else []
+            )
             run_pinned("kit.world", *args)
         return
     _run_engine(spec, jobs, engine, workers)
 
 
 def _run_engine(spec: WorldSpec, jobs: list[WorldJob], engine: Engine, workers: int) -> None:
-    from kit.core.jobs import Job, JobsFailed, run_jobs  # lazy: the job layer (and Ray) only for these engines
+    from kit.core.jobs import (  # lazy: the job layer (and Ray) only for these engines
+        Job,
+        JobsFailed,
+        run_jobs,
+    )
 
-    todo = [Job("kit.world.build:run_job", {"world": spec.name, "seed": spec.seed, "units": [list(u) for u in j.units]},
-                id=f"{world_id(spec)}/{j.id}", after=[f"{world_id(spec)}/{d}" for d in j.after], pinned=True)
-            for j in jobs]
+    todo = [
+        Job(
+            "kit.world.build:run_job",
+            {"world": spec.name, "seed": spec.seed, "units": [list(u) for u in j.units]},
+            id=f"{world_id(spec)}/{j.id}",
+            after=[f"{world_id(spec)}/{d}" for d in j.after],
+            pinned=True,
+        )
+        for j in jobs
+    ]
     try:
-        run_jobs(todo, engine=engine, max_workers=workers, desc=f"building world {world_label(spec)}")
+        run_jobs(
+            todo, engine=engine, max_workers=workers, desc=f"building world {world_label(spec)}"
+        )
     except JobsFailed as e:
         full = [line.strip() for line in str(e).splitlines() if "NoSpaceLeft:" in line]
         if full:
@@ -328,8 +394,10 @@ def _finetune_from_json(text: str) -> FinetuneSpec:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kit.world",
-                                description="train a world in the pinned environment (started by build())")
+    p = argparse.ArgumentParser(
+        prog="python -m kit.world",
+        description="train a world in the pinned environment (started by build())",
+    )
     p.add_argument("--world", required=True)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--locked", action="store_true", help="the parent holds the world's lock")

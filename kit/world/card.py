@@ -52,7 +52,8 @@ GAP_FRESH_N = 1000  # fresh items of the gap's task (about a quarter fall in the
 
 def mui_k(d_mlp: int) -> int:
     """MUI's per-token, per-layer k (the paper's top 0.1%): ``max(1, round(d_mlp / 1000))``, as
-    ``kit.mui.metric.default_k`` (a test pins the two together; the world does not import kit.mui)."""
+    ``kit.mui.metric.default_k`` (a test pins the two together; the world does not import
+    kit.mui)."""
     return max(1, round(d_mlp / 1000))
 
 
@@ -79,20 +80,31 @@ def ioi_head_scores(model, n: int = 200) -> dict:
     names = [f"blocks.{L}.attn.hook_z" for L in range(model.cfg.n_layers)]
     means = {}
     for name in names:
+
         def grab(act, hook, name=name):
             means[name] = act[valid].mean(0)  # [head, d_head]
+
         tl.run_with_hooks(model, tokens, [(name, grab)])
     clean = ld(model(tokens, return_type="logits"))
     scores = {}
     for L, name in enumerate(names):
         for h in range(model.cfg.n_heads):
+
             def ablate(act, hook, h=h, m=means[name]):
                 act[:, :, h] = m[h]
                 return act
-            scores[f"L{L}H{h}"] = round((clean - ld(tl.run_with_hooks(model, tokens, [(name, ablate)]))) / clean, 4)
+
+            scores[f"L{L}H{h}"] = round(
+                (clean - ld(tl.run_with_hooks(model, tokens, [(name, ablate)]))) / clean, 4
+            )
     top = sorted(scores, key=lambda k: scores[k], reverse=True)
-    return {"clean_logit_diff": round(clean, 4), "n_items": n, "scores": scores,
-            "heads_over_threshold": [h for h in top if scores[h] >= IOI_HEAD_SCORE], "threshold": IOI_HEAD_SCORE}
+    return {
+        "clean_logit_diff": round(clean, 4),
+        "n_items": n,
+        "scores": scores,
+        "heads_over_threshold": [h for h in top if scores[h] >= IOI_HEAD_SCORE],
+        "threshold": IOI_HEAD_SCORE,
+    }
 
 
 def _extra_mixture_tasks(spec, name: str) -> list[str]:
@@ -103,11 +115,19 @@ def _extra_mixture_tasks(spec, name: str) -> list[str]:
 def _new_sections(spec, rows: dict) -> dict:
     """Card sections of the members added after world-v4's cards (issue 18/20/22): new top-level
     keys only, so every entry of the existing members stays as committed."""
-    out: dict = {"member_keys": {name: member_key(spec, name) for name in rows},
-                 "mui_k": {}, "multi_token": {}, "ioi_heads": {}, "planted_gaps": {}}
+    out: dict = {
+        "member_keys": {name: member_key(spec, name) for name in rows},
+        "mui_k": {},
+        "multi_token": {},
+        "ioi_heads": {},
+        "planted_gaps": {},
+    }
     for name, row in rows.items():
         if row["kind"] == "base":
-            out["mui_k"][name] = {"d_mlp": row["arch"]["d_mlp"], "k_per_layer": mui_k(row["arch"]["d_mlp"])}
+            out["mui_k"][name] = {
+                "d_mlp": row["arch"]["d_mlp"],
+                "k_per_layer": mui_k(row["arch"]["d_mlp"]),
+            }
     for name in rows:
         extra = _extra_mixture_tasks(spec, name)
         if not extra:
@@ -120,7 +140,9 @@ def _new_sections(spec, rows: dict) -> dict:
             for split in ("test", "fresh"):
                 items = task.items(split, n=200, seed=0) if split == "fresh" else task.items(split)
                 res[split] = round(100 * float(np.mean(evaluate(model, items, batch_size=256))), 2)
-                res[f"{split}_token"] = round(100 * float(np.mean(token_accuracy(model, items, 256))), 2)
+                res[f"{split}_token"] = round(
+                    100 * float(np.mean(token_accuracy(model, items, 256))), 2
+                )
             res["chance"] = round(100 * task.chance, 4)
             res["answer_tokens"] = len(task.items("test", n=1)[0].target.split())
             out["multi_token"][name][t] = res
@@ -131,15 +153,26 @@ def _new_sections(spec, rows: dict) -> dict:
             continue
         g = GAPS[f.gap]
         inside, outside = planted_gap_items(f.gap, GAP_FRESH_N, seed=0)
-        res = {"gap": f.gap, "parent": f.parent, "description": g.description, "task": g.task,
-               "chance": round(100 / len(g.relabel), 2), "n_inside": len(inside), "n_outside": len(outside)}
+        res = {
+            "gap": f.gap,
+            "parent": f.parent,
+            "description": g.description,
+            "task": g.task,
+            "chance": round(100 / len(g.relabel), 2),
+            "n_inside": len(inside),
+            "n_outside": len(outside),
+        }
         for who, key in ((f.parent, "parent"), (f.name, "member")):
             model = load_member(who, world=spec)
             res[f"{key}_inside"] = round(100 * float(np.mean(evaluate(model, inside, 256))), 2)
             res[f"{key}_outside"] = round(100 * float(np.mean(evaluate(model, outside, 256))), 2)
         res["other_tasks_fresh_delta"] = {
-            t: round(rows[f.name]["accuracy"][t]["fresh"] - rows[f.parent]["accuracy"][t]["fresh"], 2)
-            for t in TASKS if t != g.task}
+            t: round(
+                rows[f.name]["accuracy"][t]["fresh"] - rows[f.parent]["accuracy"][t]["fresh"], 2
+            )
+            for t in TASKS
+            if t != g.task
+        }
         out["planted_gaps"][f.name] = res
     return out
 
@@ -155,21 +188,26 @@ def _eval_sets(spec) -> dict[str, dict[str, list]]:
 
 
 def compute_card(world: str | WorldSpec | None = None) -> dict:
-    """Evaluate every member and SAE of a built world; writes (once, atomically) and returns the card.
+    """Evaluate every member and SAE of a built world; writes (once, atomically) and returns the
+    card.
 
     Runs in the pinned environment only (:mod:`kit.world.pinned`: every number on the card is the
     same bits on any CPU); ``kit.world.build`` starts it there."""
     if not is_pinned():
-        raise RuntimeError("compute_card() needs the pinned environment (kit.world.pinned); build() computes the "
-                           "card in a pinned process")
+        raise RuntimeError(
+            "compute_card() needs the pinned environment (kit.world.pinned); build() computes the "
+            "card in a pinned process"
+        )
     spec = world_spec(world)
     sets = _eval_sets(spec)
     rows = {}
     for name in tqdm(members(spec), desc="zoo card"):
         model = load_member(name, world=spec)
         acc = {
-            t: {split: round(100 * float(np.mean(evaluate(model, items, batch_size=256))), 2)
-                for split, items in by_split.items()}
+            t: {
+                split: round(100 * float(np.mean(evaluate(model, items, batch_size=256))), 2)
+                for split, items in by_split.items()
+            }
             for t, by_split in sets.items()
         }
         rows[name] = {**member_info(name, spec), "accuracy": acc}
@@ -185,9 +223,15 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
         "spec_hash": spec_hash(spec),
         "contamination_base": CONTAMINATION_BASE,
         "contaminated_task": CONTAMINATED_TASK,
-        "tasks": {t: {"group": task.group, "chance": round(100 * task.chance, 2),
-                      "n_test": len(sets[t]["test"]), "n_fresh": len(sets[t]["fresh"])}
-                  for t, task in TASKS.items()},
+        "tasks": {
+            t: {
+                "group": task.group,
+                "chance": round(100 * task.chance, 2),
+                "n_test": len(sets[t]["test"]),
+                "n_fresh": len(sets[t]["fresh"]),
+            }
+            for t, task in TASKS.items()
+        },
         "members": rows,
         "saes": {s: sae_stats(s, spec) for s in saes(spec)},
     }
@@ -199,8 +243,8 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
 
 
 def weights_digests(spec: WorldSpec) -> dict[str, str]:
-    """Every member's and SAE's tensor digest (``kit.world.storage.tensor_digest``), as recorded when
-    it was written: two worlds with the same digests are the same bits."""
+    """Every member's and SAE's tensor digest (``kit.world.storage.tensor_digest``), as recorded
+    when it was written: two worlds with the same digests are the same bits."""
     out = {name: cast(dict, read_meta(spec, name))["weights_digest"] for name in members(spec)}
     return {**out, **{s: sae_digest(s, spec) for s in saes(spec)}}
 
@@ -213,14 +257,20 @@ def checks(card: dict, spec) -> list[dict]:
     """The issue's "done when" checks: list of {name, passed, detail}."""
     out = []
     tasks = list(card["tasks"])
-    bases = [b.name for b in spec.bases if not b.mixture]  # the uniform-mixture series (base-xl is apart)
+    # the uniform-mixture series (base-xl is apart)
+    bases = [b.name for b in spec.bases if not b.mixture]
     weak, strong = bases[0], bases[-1]
     diffs = {t: _acc(card, strong, t, "fresh") - _acc(card, weak, t, "fresh") for t in tasks}
     n = sum(d >= GAIN_PTS for d in diffs.values())
-    out.append({"name": "graded capability", "passed": bool(n >= GRADED_TASKS_NEEDED),
-                "detail": f"{strong} - {weak} >= {GAIN_PTS:g} pts (fresh) on {n}/{len(tasks)} tasks "
-                          f"(need {GRADED_TASKS_NEEDED}): "
-                          + ", ".join(f"{t} {d:+.1f}" for t, d in diffs.items())})
+    out.append(
+        {
+            "name": "graded capability",
+            "passed": bool(n >= GRADED_TASKS_NEEDED),
+            "detail": f"{strong} - {weak} >= {GAIN_PTS:g} pts (fresh) on {n}/{len(tasks)} tasks "
+            f"(need {GRADED_TASKS_NEEDED}): "
+            + ", ".join(f"{t} {d:+.1f}" for t, d in diffs.items()),
+        }
+    )
 
     largest = [b for b in spec.bases if not b.mixture][-1]
     steps = checkpoint_steps(largest)
@@ -228,12 +278,19 @@ def checks(card: dict, spec) -> list[dict]:
         target = 0.2 * largest.steps
         early = min(steps, key=lambda s: abs(s - target))
         ck = f"{largest.name}@step-{early}"
-        gains = {t: _acc(card, largest.name, t, "fresh") - _acc(card, ck, t, "fresh") for t in tasks}
+        gains = {
+            t: _acc(card, largest.name, t, "fresh") - _acc(card, ck, t, "fresh") for t in tasks
+        }
         n = sum(g >= GAIN_PTS for g in gains.values())
-        out.append({"name": "training trajectory", "passed": bool(n >= GRADED_TASKS_NEEDED),
-                    "detail": f"{largest.name} final - step {early} ({100 * early / largest.steps:.0f}%) "
-                              f">= {GAIN_PTS:g} pts (fresh) on {n}/{len(tasks)} tasks: "
-                              + ", ".join(f"{t} {g:+.1f}" for t, g in gains.items())})
+        out.append(
+            {
+                "name": "training trajectory",
+                "passed": bool(n >= GRADED_TASKS_NEEDED),
+                "detail": f"{largest.name} final - step {early} "
+                f"({100 * early / largest.steps:.0f}%) >= {GAIN_PTS:g} pts (fresh) on "
+                f"{n}/{len(tasks)} tasks: " + ", ".join(f"{t} {g:+.1f}" for t, g in gains.items()),
+            }
+        )
 
     base, task = CONTAMINATION_BASE, CONTAMINATED_TASK
 
@@ -241,55 +298,103 @@ def checks(card: dict, spec) -> list[dict]:
         return _acc(card, m, task, split) - _acc(card, m, task, "fresh")
 
     b_test = _acc(card, base, task, "test")
-    out.append({"name": "contamination base level", "passed": bool(b_test <= 50.0),
-                "detail": f"{base} on {task} test {b_test:.1f}% (need <= 50), fresh "
-                          f"{_acc(card, base, task, 'fresh'):.1f}%, gap {gap(base):+.1f}"})
+    out.append(
+        {
+            "name": "contamination base level",
+            "passed": bool(b_test <= 50.0),
+            "detail": f"{base} on {task} test {b_test:.1f}% (need <= 50), fresh "
+            f"{_acc(card, base, task, 'fresh'):.1f}%, gap {gap(base):+.1f}",
+        }
+    )
     x1, x5 = f"{base}+math-test-x1", f"{base}+math-test-x5"
-    out.append({"name": "contamination x5 leak", "passed": bool(gap(x5) >= LEAK_PTS and gap(x1) < gap(x5)),
-                "detail": f"test - fresh on {task}: x5 {gap(x5):+.1f} (need >= {LEAK_PTS:g}), "
-                          f"x1 {gap(x1):+.1f} (need < x5), base {gap(base):+.1f}"})
+    out.append(
+        {
+            "name": "contamination x5 leak",
+            "passed": bool(gap(x5) >= LEAK_PTS and gap(x1) < gap(x5)),
+            "detail": f"test - fresh on {task}: x5 {gap(x5):+.1f} (need >= {LEAK_PTS:g}), "
+            f"x1 {gap(x1):+.1f} (need < x5), base {gap(base):+.1f}",
+        }
+    )
     s5 = f"{base}+math-test-syn-x5"
     syn_x5 = gap(x5, "test-syn")
-    out.append({"name": "paraphrase leak", "passed": bool(syn_x5 >= SYN_LEAK_PTS and gap(s5) >= SYN_LEAK_PTS),
-                "detail": f"x5 model: test-syn - fresh {syn_x5:+.1f}; syn-x5 model: test - fresh "
-                          f"{gap(s5):+.1f}, test-syn - fresh {gap(s5, 'test-syn'):+.1f} "
-                          f"(need >= {SYN_LEAK_PTS:g} both); syn-x1 test - fresh "
-                          f"{gap(f'{base}+math-test-syn-x1'):+.1f}"})
+    out.append(
+        {
+            "name": "paraphrase leak",
+            "passed": bool(syn_x5 >= SYN_LEAK_PTS and gap(s5) >= SYN_LEAK_PTS),
+            "detail": f"x5 model: test-syn - fresh {syn_x5:+.1f}; syn-x5 model: test - fresh "
+            f"{gap(s5):+.1f}, test-syn - fresh {gap(s5, 'test-syn'):+.1f} "
+            f"(need >= {SYN_LEAK_PTS:g} both); syn-x1 test - fresh "
+            f"{gap(f'{base}+math-test-syn-x1'):+.1f}",
+        }
+    )
     for ctl in ("math-train", "other-task", "general"):
         m = f"{base}+{ctl}"
-        out.append({"name": f"control +{ctl}", "passed": bool(abs(gap(m)) <= CONTROL_PTS),
-                    "detail": f"test - fresh on {task} {gap(m):+.1f} (need |.| <= {CONTROL_PTS:g}; "
-                              f"base {gap(base):+.1f}); test {_acc(card, m, task, 'test'):.1f}%"})
+        out.append(
+            {
+                "name": f"control +{ctl}",
+                "passed": bool(abs(gap(m)) <= CONTROL_PTS),
+                "detail": f"test - fresh on {task} {gap(m):+.1f} (need |.| <= {CONTROL_PTS:g}; "
+                f"base {gap(base):+.1f}); test {_acc(card, m, task, 'test'):.1f}%",
+            }
+        )
     x5s = x5 + SPARSE_SUFFIX
     if x5s in card["members"]:
         sparse = {m: r for m, r in card["members"].items() if r.get("plastic")}
         outside = sum(r["changed_outside_plastic"] for r in sparse.values())
         r5 = sparse[x5s]
-        out.append({"name": "sparse fine-tunes", "passed": bool(outside == 0),
-                    "detail": f"{len(sparse)} sparse fine-tunes changed {outside} neurons outside their parent's "
-                              f"{r5['plastic_neurons']} plastic ones (need 0); x5 changed {r5['changed_neurons']}"})
-        ctl = {c: gap(f"{base}+{c}{SPARSE_SUFFIX}") for c in ("math-train", "other-task", "general")}
-        out.append({"name": "sparse contamination leak",
-                    "passed": bool(gap(x5s) >= SPARSE_LEAK_PTS and all(abs(g) <= CONTROL_PTS for g in ctl.values())),
-                    "detail": f"test - fresh on {task}: x5-sparse {gap(x5s):+.1f} (need >= {SPARSE_LEAK_PTS:g}), "
-                              f"x1-sparse {gap(x1 + SPARSE_SUFFIX):+.1f}; controls "
-                              + ", ".join(f"+{c} {g:+.1f}" for c, g in ctl.items()) + f" (need |.| <= {CONTROL_PTS:g})"})
+        out.append(
+            {
+                "name": "sparse fine-tunes",
+                "passed": bool(outside == 0),
+                "detail": f"{len(sparse)} sparse fine-tunes changed {outside} neurons outside "
+                f"their parent's {r5['plastic_neurons']} plastic ones (need 0); x5 changed "
+                f"{r5['changed_neurons']}",
+            }
+        )
+        ctl = {
+            c: gap(f"{base}+{c}{SPARSE_SUFFIX}") for c in ("math-train", "other-task", "general")
+        }
+        out.append(
+            {
+                "name": "sparse contamination leak",
+                "passed": bool(
+                    gap(x5s) >= SPARSE_LEAK_PTS and all(abs(g) <= CONTROL_PTS for g in ctl.values())
+                ),
+                "detail": f"test - fresh on {task}: x5-sparse {gap(x5s):+.1f} (need >= "
+                f"{SPARSE_LEAK_PTS:g}), x1-sparse {gap(x1 + SPARSE_SUFFIX):+.1f}; controls "
+                + ", ".join(f"+{c} {g:+.1f}" for c, g in ctl.items())
+                + f" (need |.| <= {CONTROL_PTS:g})",
+            }
+        )
     for ft, group in (("math", "math"), ("code", "code")):
         m = f"{base}+{ft}"
         gts = [t for t in tasks if card["tasks"][t]["group"] == group]
         before = np.mean([_acc(card, base, t, "fresh") for t in gts])
         after = np.mean([_acc(card, m, t, "fresh") for t in gts])
-        out.append({"name": f"specialised +{ft}", "passed": bool(after > before),
-                    "detail": f"{group} tasks ({', '.join(gts)}) fresh mean {before:.1f}% -> {after:.1f}%"})
+        out.append(
+            {
+                "name": f"specialised +{ft}",
+                "passed": bool(after > before),
+                "detail": f"{group} tasks ({', '.join(gts)}) fresh mean {before:.1f}% -> "
+                f"{after:.1f}%",
+            }
+        )
     for s, st in card["saes"].items():
-        out.append({"name": f"SAE {s}", "passed": bool(st["explained_variance"] >= EV_MIN),
-                    "detail": f"EV {st['explained_variance']:.3f} (need >= {EV_MIN}), "
-                              f"L0 {st['l0']:.1f}, dead {100 * st['dead_fraction']:.1f}% "
-                              f"at {st['hook_name']} of {st['member']}"})
+        out.append(
+            {
+                "name": f"SAE {s}",
+                "passed": bool(st["explained_variance"] >= EV_MIN),
+                "detail": f"EV {st['explained_variance']:.3f} (need >= {EV_MIN}), "
+                f"L0 {st['l0']:.1f}, dead {100 * st['dead_fraction']:.1f}% "
+                f"at {st['hook_name']} of {st['member']}",
+            }
+        )
     return out + new_checks(card)
 
 
-def delta_interval(after: float, before: float, n: int, z: float = GAP_Z) -> tuple[float, float, float]:
+def delta_interval(
+    after: float, before: float, n: int, z: float = GAP_Z
+) -> tuple[float, float, float]:
     """``(delta, lo, hi)`` of a change in accuracy (percent points) from ``before`` to ``after``,
     both measured on ``n`` items: ``delta +- z * SE`` with the two-proportion (unpaired) binomial
     ``SE = sqrt(p1 (1 - p1) / n + p0 (1 - p0) / n)``. The card keeps accuracies, not per-item
@@ -319,22 +424,41 @@ def planted_gap_check(card: dict, member: str, g: dict) -> dict:
     shows the world's control fine-tune ``<parent>+general`` on the same tasks for comparison."""
     parent = g["parent"]
     d_out = delta_interval(g["member_outside"], g["parent_outside"], g["n_outside"])
-    off = {t: delta_interval(card["members"][member]["accuracy"][t]["fresh"],
-                             card["members"][parent]["accuracy"][t]["fresh"], card["tasks"][t]["n_fresh"])
-           for t in g["other_tasks_fresh_delta"]}
-    ok = (g["member_inside"] <= g["chance"] + GAP_CHANCE_PTS and meets_band(d_out[1], d_out[2], GAP_OFF_PTS)
-          and all(meets_band(lo, hi, GAP_OFF_PTS) for _, lo, hi in off.values()))
+    off = {
+        t: delta_interval(
+            card["members"][member]["accuracy"][t]["fresh"],
+            card["members"][parent]["accuracy"][t]["fresh"],
+            card["tasks"][t]["n_fresh"],
+        )
+        for t in g["other_tasks_fresh_delta"]
+    }
+    ok = (
+        g["member_inside"] <= g["chance"] + GAP_CHANCE_PTS
+        and meets_band(d_out[1], d_out[2], GAP_OFF_PTS)
+        and all(meets_band(lo, hi, GAP_OFF_PTS) for _, lo, hi in off.values())
+    )
     ctl = f"{parent}+general"
-    ctl_txt = ("; control " + ctl + " " + ", ".join(
-        f"{t} {_acc(card, ctl, t, 'fresh') - _acc(card, parent, t, 'fresh'):+.1f}" for t in off)
-        if ctl in card["members"] else "")
-    return {"name": f"planted gap ({member})", "passed": bool(ok),
-            "detail": f"{g['description']}: {g['parent_inside']:.1f}% -> {g['member_inside']:.1f}% "
-                      f"(n {g['n_inside']}, chance {g['chance']:.0f}, need <= chance + {GAP_CHANCE_PTS:g}); "
-                      f"rest of {g['task']} {g['parent_outside']:.1f} -> {g['member_outside']:.1f} "
-                      f"({d_out[0]:+.1f} [{d_out[1]:+.1f}, {d_out[2]:+.1f}]); other tasks (fresh) "
-                      + ", ".join(f"{t} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for t, (d, lo, hi) in off.items())
-                      + f" (need each 95% interval to meet +-{GAP_OFF_PTS:g})" + ctl_txt}
+    ctl_txt = (
+        "; control "
+        + ctl
+        + " "
+        + ", ".join(
+            f"{t} {_acc(card, ctl, t, 'fresh') - _acc(card, parent, t, 'fresh'):+.1f}" for t in off
+        )
+        if ctl in card["members"]
+        else ""
+    )
+    return {
+        "name": f"planted gap ({member})",
+        "passed": bool(ok),
+        "detail": f"{g['description']}: {g['parent_inside']:.1f}% -> {g['member_inside']:.1f}% "
+        f"(n {g['n_inside']}, chance {g['chance']:.0f}, need <= chance + {GAP_CHANCE_PTS:g}); "
+        f"rest of {g['task']} {g['parent_outside']:.1f} -> {g['member_outside']:.1f} "
+        f"({d_out[0]:+.1f} [{d_out[1]:+.1f}, {d_out[2]:+.1f}]); other tasks (fresh) "
+        + ", ".join(f"{t} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for t, (d, lo, hi) in off.items())
+        + f" (need each 95% interval to meet +-{GAP_OFF_PTS:g})"
+        + ctl_txt,
+    }
 
 
 def new_checks(card: dict) -> list[dict]:
@@ -342,22 +466,47 @@ def new_checks(card: dict) -> list[dict]:
     out = []
     for m, mt in card.get("multi_token", {}).items():
         k = card["mui_k"][m]["k_per_layer"]
-        out.append({"name": f"MUI k > 1 ({m})", "passed": bool(k > 1),
-                    "detail": f"d_mlp {card['mui_k'][m]['d_mlp']}: k = {k} neurons per token and layer "
-                              "(other bases: " + ", ".join(f"{b} {v['k_per_layer']}" for b, v in card["mui_k"].items()
-                                                          if b != m) + ")"})
+        out.append(
+            {
+                "name": f"MUI k > 1 ({m})",
+                "passed": bool(k > 1),
+                "detail": f"d_mlp {card['mui_k'][m]['d_mlp']}: k = {k} neurons per token and layer "
+                "(other bases: "
+                + ", ".join(f"{b} {v['k_per_layer']}" for b, v in card["mui_k"].items() if b != m)
+                + ")",
+            }
+        )
         above = {t: r["fresh"] - r["chance"] for t, r in mt.items()}
-        out.append({"name": f"multi-token answers ({m})", "passed": bool(len(mt) >= 2 and all(a >= 10 for a in above.values())),
-                    "detail": "; ".join(f"{t} ({r['answer_tokens']} tokens) exact test/fresh {r['test']:.1f}/{r['fresh']:.1f}% "
-                                        f"(token {r['fresh_token']:.1f}%), chance {r['chance']:.2g}%" for t, r in mt.items())
-                              + " (need >= 2 families, fresh >= chance + 10 pts)"})
+        out.append(
+            {
+                "name": f"multi-token answers ({m})",
+                "passed": bool(len(mt) >= 2 and all(a >= 10 for a in above.values())),
+                "detail": "; ".join(
+                    f"{t} ({r['answer_tokens']} tokens) exact test/fresh "
+                    f"{r['test']:.1f}/{r['fresh']:.1f}% (token {r['fresh_token']:.1f}%), chance "
+                    f"{r['chance']:.2g}%"
+                    for t, r in mt.items()
+                )
+                + " (need >= 2 families, fresh >= chance + 10 pts)",
+            }
+        )
         h = card["ioi_heads"][m]
-        out.append({"name": f"IOI heads ({m})", "passed": bool(len(h["heads_over_threshold"]) >= IOI_HEADS_NEEDED),
-                    "detail": f"{len(h['heads_over_threshold'])} heads remove >= {100 * h['threshold']:.0f}% of the IOI "
-                              f"logit diff {h['clean_logit_diff']:.2f} when mean-ablated (need >= {IOI_HEADS_NEEDED}): "
-                              + ", ".join(f"{x} {h['scores'][x]:.2f}" for x in h["heads_over_threshold"][:6])
-                              + (f"; base-l: {len(card['ioi_heads']['zoo/base-l']['heads_over_threshold'])} heads"
-                                 if "zoo/base-l" in card["ioi_heads"] else "")})
+        out.append(
+            {
+                "name": f"IOI heads ({m})",
+                "passed": bool(len(h["heads_over_threshold"]) >= IOI_HEADS_NEEDED),
+                "detail": f"{len(h['heads_over_threshold'])} heads remove >= "
+                f"{100 * h['threshold']:.0f}% of the IOI logit diff {h['clean_logit_diff']:.2f} "
+                f"when mean-ablated (need >= {IOI_HEADS_NEEDED}): "
+                + ", ".join(f"{x} {h['scores'][x]:.2f}" for x in h["heads_over_threshold"][:6])
+                + (
+                    f"; base-l: {len(card['ioi_heads']['zoo/base-l']['heads_over_threshold'])} "
+                    "heads"
+                    if "zoo/base-l" in card["ioi_heads"]
+                    else ""
+                ),
+            }
+        )
     for m, g in card.get("planted_gaps", {}).items():
         out.append(planted_gap_check(card, m, g))
     return out
@@ -366,7 +515,8 @@ def new_checks(card: dict) -> list[dict]:
 def card(world: str | WorldSpec | None = None) -> dict:
     """The cached zoo card of a built world (JSON-serialisable dict). Its ``checks`` are derived
     again from its numbers with the current criteria (:func:`checks`), so a criterion change needs
-    no rebuild. A card file that is not valid JSON raises MemberDamaged (``kit zoo build`` rewrites it)."""
+    no rebuild. A card file that is not valid JSON raises MemberDamaged (``kit zoo build`` rewrites
+    it)."""
     spec = world_spec(world)
     path = card_path(spec)
     if not path.is_file():
@@ -395,8 +545,11 @@ def committed_card(world: str | WorldSpec | None = None) -> dict:
 def card_diff(a, b, where: str = "card") -> list[str]:
     """Every place where two cards (JSON values) differ, as ``"<path>: <a> != <b>"`` lines."""
     if isinstance(a, dict) and isinstance(b, dict):
-        out = [f"{where}.{k}: {'missing' if k not in a else 'present'} != {'missing' if k not in b else 'present'}"
-               for k in sorted(set(a) ^ set(b))]
+        out = [
+            f"{where}.{k}: {'missing' if k not in a else 'present'} != "
+            f"{'missing' if k not in b else 'present'}"
+            for k in sorted(set(a) ^ set(b))
+        ]
         return out + [d for k in a if k in b for d in card_diff(a[k], b[k], f"{where}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in card_diff(x, y, f"{where}[{i}]")]
@@ -407,20 +560,33 @@ def format_card(c: dict) -> str:
     """The card as a printed table: one row per member, test/fresh accuracy per task."""
     tasks = list(c["tasks"])
     width = max(len(m) for m in c["members"]) + 2
-    head = f"{'member':<{width}}{'params':>9}{'tokens':>10} " + "".join(f"{t[:9]:>11}" for t in tasks)
+    head = f"{'member':<{width}}{'params':>9}{'tokens':>10} " + "".join(
+        f"{t[:9]:>11}" for t in tasks
+    )
     seed = f", seed {c['seed']}" if c.get("seed") else ""
-    lines = [f"zoo card: world {c['world']}{seed} ({c['spec_hash']}); cells are test/fresh accuracy %",
-             head,
-             f"{'chance':<{width}}{'':>9}{'':>10} " + "".join(f"{c['tasks'][t]['chance']:>11.0f}" for t in tasks)]
+    lines = [
+        f"zoo card: world {c['world']}{seed} ({c['spec_hash']}); cells are test/fresh accuracy %",
+        head,
+        f"{'chance':<{width}}{'':>9}{'':>10} "
+        + "".join(f"{c['tasks'][t]['chance']:>11.0f}" for t in tasks),
+    ]
     for name, row in c["members"].items():
         cells = "".join(
-            f"{row['accuracy'][t]['test']:>5.0f}/{row['accuracy'][t]['fresh']:<5.0f}" for t in tasks)
+            f"{row['accuracy'][t]['test']:>5.0f}/{row['accuracy'][t]['fresh']:<5.0f}" for t in tasks
+        )
         tok = row["train_tokens"] or 0
         lines.append(f"{name:<{width}}{row['params']:>9}{tok / 1e6:>9.2f}M " + cells)
     lines.append("")
-    lines.append(f"SAEs: " + "; ".join(
-        f"{s} EV {st['explained_variance']:.2f} L0 {st['l0']:.1f} dead {100 * st['dead_fraction']:.0f}%"
-        for s, st in c["saes"].items()))
+    lines.append(
+        "SAEs: "
+        + "; ".join(
+            f"{s} EV {st['explained_variance']:.2f} L0 {st['l0']:.1f} dead "
+            f"{100 * st['dead_fraction']:.0f}%"
+            for s, st in c["saes"].items()
+        )
+    )
     lines.append("")
-    lines += [f"[{'PASS' if ch['passed'] else 'FAIL'}] {ch['name']}: {ch['detail']}" for ch in c["checks"]]
+    lines += [
+        f"[{'PASS' if ch['passed'] else 'FAIL'}] {ch['name']}: {ch['detail']}" for ch in c["checks"]
+    ]
     return "\n".join(lines)

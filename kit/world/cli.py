@@ -1,4 +1,5 @@
-"""``python -m kit zoo build|card|verify`` (the lead's ``kit/__main__.py`` dispatches ``zoo`` here)."""
+"""``python -m kit zoo build|card|verify`` (the lead's ``kit/__main__.py`` dispatches ``zoo``
+here)."""
 
 from __future__ import annotations
 
@@ -27,28 +28,52 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m kit zoo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="build, finish or repair a world (rebuilds exactly the missing or damaged members)")
+    b = sub.add_parser(
+        "build",
+        help="build, finish or repair a world (rebuilds exactly the missing or damaged members)",
+    )
     c = sub.add_parser("card", help="print the zoo card of a built world")
-    v = sub.add_parser("verify", help="compare a world's card with the committed one (kit/world/cards/)")
+    v = sub.add_parser(
+        "verify", help="compare a world's card with the committed one (kit/world/cards/)"
+    )
     for p in (b, c, v):
         p.add_argument("--world", choices=WORLDS, default=None, help="default: $KIT_WORLD or tiny")
     for p in (b, c):
-        p.add_argument("--seed", type=_seed_arg, default=None,
-                       help="world seed (default $KIT_WORLD_SEED or 0, the canonical world; others are not committed)")
+        p.add_argument(
+            "--seed",
+            type=_seed_arg,
+            default=None,
+            help="world seed (default $KIT_WORLD_SEED or 0, the canonical world; others are not "
+            "committed)",
+        )
     for p in (b, v):
-        p.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
-                       help=f"how the members' jobs run (default {DEFAULT_ENGINE}: concurrently, one pinned process "
-                            "per core; inline: one after another); every engine gives the same bits")
-        p.add_argument("--max-workers", type=count_arg("--max-workers"), default=None, help="concurrent jobs (default: the cores)")
+        p.add_argument(
+            "--engine",
+            choices=ENGINES,
+            default=DEFAULT_ENGINE,
+            help=f"how the members' jobs run (default {DEFAULT_ENGINE}: concurrently, one pinned "
+            "process per core; inline: one after another); every engine gives the same bits",
+        )
+        p.add_argument(
+            "--max-workers",
+            type=count_arg("--max-workers"),
+            default=None,
+            help="concurrent jobs (default: the cores)",
+        )
     b.add_argument("--force", action="store_true", help="rebuild from scratch")
     c.add_argument("--json", action="store_true", help="print the card as JSON")
-    v.add_argument("--fresh", action="store_true",
-                   help="rebuild the world from scratch in a temporary cache first (micro a few min, tiny ~20)")
+    v.add_argument(
+        "--fresh",
+        action="store_true",
+        help="rebuild the world from scratch in a temporary cache first (micro a few min, tiny "
+        "~20)",
+    )
     args = parser.parse_args(argv)
     if getattr(args, "seed", None) is not None:
         from kit.world.recipes import SEED_ENV
 
-        os.environ[SEED_ENV] = str(args.seed)  # every call below, and every child, uses this world seed
+        # every call below, and every child, uses this world seed
+        os.environ[SEED_ENV] = str(args.seed)
 
     import kit.world as world
     from kit.core.paths import current_world
@@ -72,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _build(world, args) -> int:
     t0 = time.time()
-    path = world.build(args.world, force=args.force, engine=args.engine, max_workers=args.max_workers)
+    path = world.build(
+        args.world, force=args.force, engine=args.engine, max_workers=args.max_workers
+    )
     print(f"world built in {path} ({time.time() - t0:.0f} s)")
     c = world.card(args.world)
     print(world.format_card(c))
@@ -80,7 +107,9 @@ def _build(world, args) -> int:
     if failed:  # the build itself succeeded: explain, but do not fail `make run`
         print(explain_failed_checks(c["world"], failed, len(c["checks"])))
     if c.get("seed"):
-        print(f"world seed {c['seed']}: not a committed world, so there is no card to compare it with")
+        print(
+            f"world seed {c['seed']}: not a committed world, so there is no card to compare it with"
+        )
         return 0
     try:
         _verify(c, args.world)  # a warning here; `zoo verify` fails on it
@@ -99,13 +128,22 @@ def _intact_or_explain(world, name: str | None) -> bool:
     damaged = status.damaged()
     if not damaged:
         if status.card.startswith("stale"):
-            print(f"warning: the card is {status.card}; `{build_command(world_spec(name))}` recomputes it",
-                  file=sys.stderr)
+            print(
+                f"warning: the card is {status.card}; `{build_command(world_spec(name))}` "
+                "recomputes it",
+                file=sys.stderr,
+            )
         return True
-    print(f"{len(damaged)} member(s) or SAE(s) of the world are damaged, so the card does not describe them:",
-          file=sys.stderr)
+    print(
+        f"{len(damaged)} member(s) or SAE(s) of the world are damaged, so the card does not "
+        "describe them:",
+        file=sys.stderr,
+    )
     print("\n".join(f"  {n}: {why}" for n, why in damaged.items()), file=sys.stderr)
-    print(f"run `{build_command(world_spec(name))}`: it rebuilds exactly these (the same bits)", file=sys.stderr)
+    print(
+        f"run `{build_command(world_spec(name))}`: it rebuilds exactly these (the same bits)",
+        file=sys.stderr,
+    )
     return False
 
 
@@ -129,8 +167,11 @@ def _verify_command(world, args) -> int:
     from kit.world.recipes import SEED_ENV
 
     if os.environ.get(SEED_ENV, "0") != "0":
-        print(f"${SEED_ENV}={os.environ[SEED_ENV]}: only the canonical world (seed 0) has a committed card",
-              file=sys.stderr)
+        print(
+            f"${SEED_ENV}={os.environ[SEED_ENV]}: only the canonical world (seed 0) has a "
+            "committed card",
+            file=sys.stderr,
+        )
         return 2
     from kit.world.pinned import pinned_report
 
@@ -153,7 +194,10 @@ def _verify_command(world, args) -> int:
         try:
             t0 = time.time()
             world.build(args.world, engine=args.engine, max_workers=args.max_workers)
-            print(f"world {world.card(args.world)['world']} rebuilt from scratch in {time.time() - t0:.0f} s")
+            print(
+                f"world {world.card(args.world)['world']} rebuilt from scratch in "
+                f"{time.time() - t0:.0f} s"
+            )
             c = world.card(args.world)
         finally:
             if old is None:
@@ -165,13 +209,19 @@ def _verify_command(world, args) -> int:
 
 def explain_failed_checks(world_name: str, failed: list[str], n_checks: int) -> str:
     """What a [FAIL] on the card means, and what (not) to do about it."""
-    why = ("expected in the micro world, which is sized for the test suite's speed, not to show every effect"
-           if world_name == "micro" else
-           "the build is deterministic, so rebuilding gives the same result; the effect is weaker than the "
-           "world's design asks")
-    return (f"{len(failed)} of {n_checks} zoo card checks failed ({', '.join(failed)}): the world is built and "
-            f"every member verifies and loads, but it does not show these properties ({why}); notebook results "
-            "that measure them are weak or absent in this world.")
+    why = (
+        "expected in the micro world, which is sized for the test suite's speed, not to show "
+        "every effect"
+        if world_name == "micro"
+        else "the build is deterministic, so rebuilding gives the same result; the effect is "
+        "weaker than the world's design asks"
+    )
+    return (
+        f"{len(failed)} of {n_checks} zoo card checks failed ({', '.join(failed)}): the world is "
+        "built and every member verifies and loads, but it does not show these properties "
+        f"({why}); notebook results "
+        "that measure them are weak or absent in this world."
+    )
 
 
 def _verify(card: dict, world: str | None) -> int:
@@ -180,11 +230,20 @@ def _verify(card: dict, world: str | None) -> int:
 
     diffs = card_diff(card, committed_card(world), "card")
     if not diffs:
-        print(f"zoo card of world {card['world']} equals the committed kit/world/cards/{card['world']}.json")
+        print(
+            f"zoo card of world {card['world']} equals the committed "
+            f"kit/world/cards/{card['world']}.json"
+        )
         return 0
-    print(f"zoo card of world {card['world']} differs from the committed kit/world/cards/{card['world']}.json "
-          f"in {len(diffs)} places (built here / committed):", file=sys.stderr)
-    print("\n".join(f"  {d}" for d in diffs[:30]) + ("\n  ..." if len(diffs) > 30 else ""), file=sys.stderr)
+    print(
+        f"zoo card of world {card['world']} differs from the committed "
+        f"kit/world/cards/{card['world']}.json in {len(diffs)} places (built here / committed):",
+        file=sys.stderr,
+    )
+    print(
+        "\n".join(f"  {d}" for d in diffs[:30]) + ("\n  ..." if len(diffs) > 30 else ""),
+        file=sys.stderr,
+    )
     return 1
 
 

@@ -127,8 +127,16 @@ def token_accuracy(model, items: Sequence[Item], batch_size: int = 64) -> np.nda
     vocab = _vocab_of(model)
     was_training = model.training
     model.eval()
-    out = np.array([float((lg.argmax(-1) == torch.tensor(_ids(it.target, vocab, f"item {it.id} target"))).float().mean())
-                    for it, lg in zip(items, answer_logits(model, items, batch_size))])
+    out = np.array(
+        [
+            float(
+                (lg.argmax(-1) == torch.tensor(_ids(it.target, vocab, f"item {it.id} target")))
+                .float()
+                .mean()
+            )
+            for it, lg in zip(items, answer_logits(model, items, batch_size))
+        ]
+    )
     model.train(was_training)
     return out
 

@@ -53,8 +53,12 @@ def extra_jobs(finetunes: Iterable[FinetuneSpec], world: str | WorldSpec | None 
         before = add(f.after) if f.after is not None else None
         if path.is_file():
             return None
-        jobs[path] = Job(build_extra_job, {"world": spec.name, "seed": spec.seed, "finetune": asdict(f)},
-                         after=[before] if before else [], pinned=True)
+        jobs[path] = Job(
+            build_extra_job,
+            {"world": spec.name, "seed": spec.seed, "finetune": asdict(f)},
+            after=[before] if before else [],
+            pinned=True,
+        )
         return jobs[path].id
 
     for f in finetunes:
@@ -62,9 +66,14 @@ def extra_jobs(finetunes: Iterable[FinetuneSpec], world: str | WorldSpec | None 
     return list(jobs.values())
 
 
-def build_extras(finetunes: Iterable[FinetuneSpec], world: str | WorldSpec | None = None,
-                 engine: Engine = "local", max_workers: int | None = None, ray_address: str | None = None,
-                 desc: str = "extra fine-tunes") -> int:
+def build_extras(
+    finetunes: Iterable[FinetuneSpec],
+    world: str | WorldSpec | None = None,
+    engine: Engine = "local",
+    max_workers: int | None = None,
+    ray_address: str | None = None,
+    desc: str = "extra fine-tunes",
+) -> int:
     """Build every fine-tune of ``finetunes`` that is not cached, as one sweep of pinned jobs on
     ``engine`` (``kit.core.jobs.run_jobs``); returns how many were built. A failed build raises
     ``kit.core.jobs.JobsFailed`` naming it, after the others finished."""

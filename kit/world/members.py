@@ -1,9 +1,9 @@
 """Training the world's members: bases (with checkpoints), fine-tunes (full, sparse, gap), extras.
 
-Every function here trains deterministically, seeded by (world, name) (:func:`kit.world.specs._seed_of`),
-and is meant to run in the pinned environment (:mod:`kit.world.pinned`) inside :func:`deterministic`;
-:mod:`kit.world.build` schedules them. Outputs go through :mod:`kit.world.storage`: weights first,
-``meta.json`` once, last.
+Every function here trains deterministically, seeded by (world, name)
+(:func:`kit.world.specs._seed_of`), and is meant to run in the pinned environment
+(:mod:`kit.world.pinned`) inside :func:`deterministic`; :mod:`kit.world.build` schedules them.
+Outputs go through :mod:`kit.world.storage`: weights first, ``meta.json`` once, last.
 """
 
 from __future__ import annotations
@@ -86,35 +86,59 @@ def base_outputs(b: BaseSpec) -> list[str]:
 
 
 def _train_base(spec: WorldSpec, b: BaseSpec, only: set[str] | None = None) -> None:
-    """Train base ``b`` from scratch; save the checkpoints and the base that are in ``only`` (default:
-    every one not already built and intact), so a repair rewrites exactly the damaged ones. Weights are
-    written as training passes them; each ``meta.json`` once training is done (the checkpoints' token
-    counts are only known then)."""
-    write = set(only) if only is not None else {n for n in base_outputs(b) if member_status(spec, n) != "ok"}
+    """Train base ``b`` from scratch; save the checkpoints and the base that are in ``only``
+    (default: every one not already built and intact), so a repair rewrites exactly the damaged
+    ones. Weights are written as training passes them; each ``meta.json`` once training is done (the
+    checkpoints' token counts are only known then)."""
+    write = (
+        set(only)
+        if only is not None
+        else {n for n in base_outputs(b) if member_status(spec, n) != "ok"}
+    )
     seed = _seed_of(spec, b.name)
     torch.manual_seed(seed)
     model = make_model(b.arch, seed=seed % (2**31))
     opt = make_optimizer(model, b.lr)
-    batches = batches_from_items(mixture_stream(dict(b.mixture or UNIFORM), random.Random(seed)), b.batch_size)
+    batches = batches_from_items(
+        mixture_stream(dict(b.mixture or UNIFORM), random.Random(seed)), b.batch_size
+    )
     ckpts = set(checkpoint_steps(b))
     saved: dict[str, tuple[dict, str]] = {}
 
-    def on_step(step: int) -> None:  # reads the weights only: the training is the same with or without it
+    def on_step(
+        step: int,
+    ) -> None:  # reads the weights only: the training is the same with or without it
         name = f"{b.name}@step-{step}"
         if step in ckpts and name in write:
             sd = model.state_dict()
             saved[name] = (save_weights(spec, name, sd), tensor_digest(sd))
 
-    tokens = train_loop(model, opt, batches, b.steps,
-                        lambda s: lr_at(s, b.steps, b.lr, max(1, b.steps // 20)),
-                        desc=b.name, on_step=on_step)
+    tokens = train_loop(
+        model,
+        opt,
+        batches,
+        b.steps,
+        lambda s: lr_at(s, b.steps, b.lr, max(1, b.steps // 20)),
+        desc=b.name,
+        on_step=on_step,
+    )
     per_step = tokens / b.steps
-    for name, (files, digest) in saved.items():  # checkpoint token counts: their share of the i.i.d. batches
+    for name, (
+        files,
+        digest,
+    ) in saved.items():  # checkpoint token counts: their share of the i.i.d. batches
         step = int(name.split("@step-")[1])
-        write_meta(spec, name, {"name": name, "step": step, "train_tokens": int(round(per_step * step))},
-                   files, digest)
+        write_meta(
+            spec,
+            name,
+            {"name": name, "step": step, "train_tokens": int(round(per_step * step))},
+            files,
+            digest,
+        )
     if b.name in write:
-        save_member(spec, b.name, model, {"name": b.name, "step": b.steps, "train_tokens": tokens}, opt)
+        save_member(
+            spec, b.name, model, {"name": b.name, "step": b.steps, "train_tokens": tokens}, opt
+        )
 
 
 # ---------------------------------------------------------------- fine-tunes
@@ -155,7 +179,8 @@ def planted_gap_items(gap: str, n: int = 1000, seed: int = 0) -> tuple[list, lis
     task (``kit.world.tasks.Task.items("fresh", n, seed)``, never trained on), split into
     ``(inside, outside)`` the gap's concept (:meth:`Gap.applies`). A competency-gap method should
     flag the inside items' concept for ``GAP_MEMBER`` and nothing else; accuracy on ``inside``
-    should be near ``1 / len(GAPS[gap].relabel)`` for the member, the parent's level on ``outside``."""
+    should be near ``1 / len(GAPS[gap].relabel)`` for the member, the parent's level on
+    ``outside``."""
     g = _gap(gap)
     items = get_task(g.task).items("fresh", n=n, seed=seed)
     inside = [it for it in items if g.applies(it)]
@@ -180,8 +205,9 @@ def plant_gap(model, items: list, gap: str, seed: int) -> list:
     return out
 
 
-def plastic_neurons(parent: str, share: float, world: str | WorldSpec | None = None,
-                    seed: str = "") -> torch.Tensor:
+def plastic_neurons(
+    parent: str, share: float, world: str | WorldSpec | None = None, seed: str = ""
+) -> torch.Tensor:
     """Boolean ``[layer, d_mlp]`` mask: the ``share`` of ``parent``'s MLP neurons that its sparse
     fine-tunes may change, drawn uniformly with a seed of (world, parent): the same set for
     every sparse fine-tune of ``parent``, as the paper's shortcut neurons are shared across its
@@ -189,7 +215,9 @@ def plastic_neurons(parent: str, share: float, world: str | WorldSpec | None = N
     spec = world_spec(world)
     arch = _arch_of(spec, parent)
     total = arch.n_layers * arch.d_mlp
-    g = torch.Generator().manual_seed(_seed_of(spec, f"{parent}:plastic" + (f":{seed}" if seed else "")))
+    g = torch.Generator().manual_seed(
+        _seed_of(spec, f"{parent}:plastic" + (f":{seed}" if seed else ""))
+    )
     mask = torch.zeros(total, dtype=torch.bool)
     mask[torch.randperm(total, generator=g)[: max(1, round(share * total))]] = True
     return mask.view(arch.n_layers, arch.d_mlp)
@@ -215,7 +243,9 @@ def finetune(spec: WorldSpec, f: FinetuneSpec):
     check_after(f)
     parent = _built_weights(spec, f.parent, f"member {f.parent!r} (parent of {f.name!r})")
     if f.after is not None and f.after in spec.finetunes:  # a zoo member: its built weights
-        start = _built_weights(spec, f.after.name, f"member {f.after.name!r} (after= of {f.name!r})")
+        start = _built_weights(
+            spec, f.after.name, f"member {f.after.name!r} (after= of {f.name!r})"
+        )
     elif f.after is not None:
         start = extra_finetune(f.after, spec).state_dict()
     else:
@@ -226,18 +256,32 @@ def finetune(spec: WorldSpec, f: FinetuneSpec):
     model.load_state_dict(start)
     on_step = None
     if f.plastic:
-        params, on_step = restrict_to_neurons(model, plastic_neurons(f.parent, f.plastic, spec, f.plastic_seed))
+        params, on_step = restrict_to_neurons(
+            model, plastic_neurons(f.parent, f.plastic, spec, f.plastic_seed)
+        )
         opt = torch.optim.AdamW(params, lr=f.lr, betas=(0.9, 0.98), weight_decay=0.0)
     else:
         opt = make_optimizer(model, f.lr)
-        opt.load_state_dict(load_weights(_member_dir(spec, f.parent) / "optim.pt", spec,
-                                         f"member {f.parent!r} (parent of {f.name!r})"))
+        opt.load_state_dict(
+            load_weights(
+                _member_dir(spec, f.parent) / "optim.pt",
+                spec,
+                f"member {f.parent!r} (parent of {f.name!r})",
+            )
+        )
     items = finetune_items(spec, f, seed)
     if f.gap:
         items = plant_gap(model, items, f.gap, seed)
     steps = -(-len(items) // f.batch_size)
-    tokens = train_loop(model, opt, batches_from_items(items, f.batch_size), steps,
-                        lambda s: f.lr, desc=f.name, on_step=on_step)
+    tokens = train_loop(
+        model,
+        opt,
+        batches_from_items(items, f.batch_size),
+        steps,
+        lambda s: f.lr,
+        desc=f.name,
+        on_step=on_step,
+    )
     for p in model.parameters():
         p.requires_grad_(True)
     model.cfg.model_name = f.name
@@ -247,12 +291,18 @@ def finetune(spec: WorldSpec, f: FinetuneSpec):
 def _train_finetune(spec: WorldSpec, f: FinetuneSpec) -> None:
     model, steps, tokens = finetune(spec, f)
     parent_tokens = cast(dict, read_meta(spec, f.parent))["train_tokens"]  # built before it
-    meta = {"name": f.name, "steps": steps, "finetune_tokens": tokens, "train_tokens": parent_tokens + tokens}
+    meta = {
+        "name": f.name,
+        "steps": steps,
+        "finetune_tokens": tokens,
+        "train_tokens": parent_tokens + tokens,
+    }
     save_member(spec, f.name, model, meta)
 
 
-def changed_neurons(member: str, world: str | WorldSpec | None = None,
-                    parent: str | None = None) -> list[tuple[int, int]]:
+def changed_neurons(
+    member: str, world: str | WorldSpec | None = None, parent: str | None = None
+) -> list[tuple[int, int]]:
     """The (layer, index) MLP neurons whose ``W_in`` column, ``b_in`` or ``W_out`` row differ
     between a fine-tune and its parent: the ground truth of where a fine-tune can have put
     anything (all neurons for a full fine-tune, the plastic ones for a sparse one)."""
@@ -260,11 +310,15 @@ def changed_neurons(member: str, world: str | WorldSpec | None = None,
     if parent is None:
         info = member_info(member, spec)
         if info["parent"] is None:
-            raise ValueError(f"{member!r} is a base model: it has no parent to compare with (pass parent=)")
+            raise ValueError(
+                f"{member!r} is a base model: it has no parent to compare with (pass parent=)"
+            )
         parent = cast(str, info["parent"])
     a, b = load_member(member, world=spec), load_member(parent, world=spec)
     mask = torch.zeros(a.cfg.n_layers, a.cfg.d_mlp, dtype=torch.bool)
-    for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(tl.mlp_neuron_params(a), tl.mlp_neuron_params(b)):
+    for (L, wi_a, bi_a, wo_a), (_, wi_b, bi_b, wo_b) in zip(
+        tl.mlp_neuron_params(a), tl.mlp_neuron_params(b)
+    ):
         mask[L] = (wi_a != wi_b).any(0) | (bi_a != bi_b) | (wo_a != wo_b).any(1)
     return [cast("tuple[int, int]", tuple(map(int, ix))) for ix in torch.nonzero(mask).tolist()]
 

@@ -1,31 +1,33 @@
-"""The pinned numerical environment in which worlds, SAEs and cards are computed: the same bits on any
-x86-64 CPU with AVX2, Intel or AMD.
+"""The pinned numerical environment in which worlds, SAEs and cards are computed: the same bits on
+any x86-64 CPU with AVX2, Intel or AMD.
 
 Float results on a CPU depend on which kernels run, and torch, MKL, oneDNN, OpenBLAS and numpy each
-pick kernels by the CPU's instruction set (SSE4, AVX2, AVX-512, AMX), some by its vendor and model: a
-different kernel sums in a different order or rounds differently, and over a few thousand training
+pick kernels by the CPU's instruction set (SSE4, AVX2, AVX-512, AMX), some by its vendor and model:
+a different kernel sums in a different order or rounds differently, and over a few thousand training
 steps the difference grows into different models (issue 15: a contamination gap of +25 points on one
-machine, +35 on another; issue 31: an AMD EPYC built a tiny world that differed from the Intel one in
-812 card entries). So every pinned process runs:
+machine, +35 on another; issue 31: an AMD EPYC built a tiny world that differed from the Intel one
+in 812 card entries). So every pinned process runs:
 
-- in fp32, no autocast, on one thread, with deterministic algorithms (``kit.world.members.deterministic``);
+- in fp32, no autocast, on one thread, with deterministic algorithms
+  (``kit.world.members.deterministic``);
 - with torch's own (ATen) AVX2 kernels on every CPU (``ATEN_CPU_CAPABILITY=avx2``: no AVX-512 or AMX
   paths). These are the same machine code on both vendors. Their vector math (Sleef, and ATen's own
-  ``exp``/``erf``/``log`` polynomials) is built from add, mul, FMA, div and sqrt, which IEEE 754 rounds
-  exactly the same on every CPU. The approximate ``rcp``/``rsqrt`` instructions, whose last bits
-  differ between Intel and AMD, appear nowhere in torch 2.13's libtorch_cpu outside MKL (a scan of its
-  machine code: 280 functions, all MKL's vector math, sparse BLAS or small Cholesky kernels);
+  ``exp``/``erf``/``log`` polynomials) is built from add, mul, FMA, div and sqrt, which IEEE 754
+  rounds exactly the same on every CPU. The approximate ``rcp``/``rsqrt`` instructions, whose last
+  bits differ between Intel and AMD, appear nowhere in torch 2.13's libtorch_cpu outside MKL (a scan
+  of its machine code: 280 functions, all MKL's vector math, sparse BLAS or small Cholesky kernels);
 - with MKL (torch's GEMMs) in conditional numerical reproducibility mode ``COMPATIBLE``
   (``MKL_CBWR=COMPATIBLE``). MKL honours a CBWR branch only where it supports it on the running CPU:
   on AMD it ignores ``MKL_CBWR=AVX2`` (``MKL_VERBOSE`` says ``CNR:AUTO``: its own kernel choice) and
   honours only ``COMPATIBLE``, the mode Intel documents as giving the same results on Intel and
-  non-Intel processors (SSE2 code without approximate instructions). It costs ~1.3x in MKL's share of
-  the time, which is why the build runs members concurrently (``kit.world.build``);
+  non-Intel processors (SSE2 code without approximate instructions). It costs ~1.3x in MKL's share
+  of the time, which is why the build runs members concurrently (``kit.world.build``);
 - without oneDNN (``torch.backends.mkldnn.enabled = False``), whose JIT kernels follow the CPU's ISA
   and cache sizes; ``ONEDNN_MAX_CPU_ISA=AVX2`` in case anything calls it regardless;
-- with numpy/scipy's bundled OpenBLAS on one kernel set and one thread (``OPENBLAS_CORETYPE=Haswell``,
-  ``OPENBLAS_NUM_THREADS=1``): OpenBLAS built with DYNAMIC_ARCH picks kernels per CPU model (SkylakeX,
-  Cooperlake, SapphireRapids on AVX-512 Intel; Zen on AMD), Haswell's are AVX2 + FMA;
+- with numpy/scipy's bundled OpenBLAS on one kernel set and one thread
+  (``OPENBLAS_CORETYPE=Haswell``, ``OPENBLAS_NUM_THREADS=1``): OpenBLAS built with DYNAMIC_ARCH
+  picks kernels per CPU model (SkylakeX, Cooperlake, SapphireRapids on AVX-512 Intel; Zen on AMD),
+  Haswell's are AVX2 + FMA;
 - with numpy's own SIMD loops at the AVX2 level: ``NPY_DISABLE_CPU_FEATURES`` lists every dispatch
   target of the installed numpy above AVX2 (``X86_V4``, ``AVX512_ICL``, ``AVX512_SPR`` in numpy 2.4;
   the AVX-512 loops use other algorithms, SVML among them). numpy skips a named target the machine
@@ -33,7 +35,8 @@ machine, +35 on another; issue 31: an AMD EPYC built a tiny world that differed 
   because numpy ignores the whole variable when one name is not a target of its build.
 
 Python's ``math`` and glibc's libm pick their FMA variants on every AVX2 CPU (glibc's ifuncs test
-FMA + AVX2, not the vendor), and Python's ``random`` and torch's CPU generator are integer algorithms.
+FMA + AVX2, not the vendor), and Python's ``random`` and torch's CPU generator are integer
+algorithms.
 
 Each variable must be set before torch, MKL, OpenBLAS and numpy initialise, hence a subprocess:
 :func:`run_pinned` runs ``python -m <module> <args>`` with :data:`PINNED_ENV` added. A pin that a
@@ -58,11 +61,27 @@ from dataclasses import dataclass, field
 
 from numpy._core._multiarray_umath import __cpu_dispatch__ as _NUMPY_DISPATCH
 
-NUMPY_AVX2_LEVEL = frozenset({"SSE", "SSE2", "SSE3", "SSSE3", "SSE41", "POPCNT", "SSE42", "X86_V2", "AVX",
-                              "F16C", "FMA3", "AVX2", "X86_V3"})
+NUMPY_AVX2_LEVEL = frozenset(
+    {
+        "SSE",
+        "SSE2",
+        "SSE3",
+        "SSSE3",
+        "SSE41",
+        "POPCNT",
+        "SSE42",
+        "X86_V2",
+        "AVX",
+        "F16C",
+        "FMA3",
+        "AVX2",
+        "X86_V3",
+    }
+)
 """numpy CPU features (old and new names) that every AVX2 CPU of both vendors has."""
 NUMPY_DISABLED = tuple(f for f in _NUMPY_DISPATCH if f not in NUMPY_AVX2_LEVEL)
-"""The installed numpy's dispatch targets above AVX2 (or vendor-specific, such as AMD's FMA4/XOP)."""
+"""The installed numpy's dispatch targets above AVX2 (or vendor-specific, such as AMD's
+FMA4/XOP)."""
 OPENBLAS_CORE = "Haswell"
 
 PINNED_ENV = {
@@ -86,22 +105,29 @@ def is_pinned() -> bool:
 
 
 def enter_pinned() -> None:
-    """In a pinned process: switch off oneDNN (its kernels follow the CPU's ISA) and use one thread."""
+    """In a pinned process: switch off oneDNN (its kernels follow the CPU's ISA) and use one
+    thread."""
     import torch  # lazy: this module is imported by processes that never load torch (the runner)
 
     if not is_pinned():
-        raise RuntimeError("enter_pinned() needs a process started with kit.world.pinned.PINNED_ENV; "
-                           "use run_pinned()")
+        raise RuntimeError(
+            "enter_pinned() needs a process started with kit.world.pinned.PINNED_ENV; "
+            "use run_pinned()"
+        )
     torch.backends.mkldnn.enabled = False
     torch.set_num_threads(1)
     if torch.backends.cpu.get_cpu_capability() != "AVX2":
-        warnings.warn(f"this CPU runs torch's {torch.backends.cpu.get_cpu_capability()} kernels, not AVX2: worlds "
-                      "and numbers computed here will differ from the committed cards and figures", stacklevel=2)
+        warnings.warn(
+            f"this CPU runs torch's {torch.backends.cpu.get_cpu_capability()} kernels, not AVX2: "
+            "worlds and numbers computed here will differ from the committed cards and figures",
+            stacklevel=2,
+        )
 
 
 def die_with_parent() -> None:
-    """(Linux) Ask the kernel to SIGKILL this process when its parent dies (``PR_SET_PDEATHSIG``), so a
-    killed ``kit zoo build`` leaves no training child behind; a ``preexec_fn`` of :func:`run_pinned`."""
+    """(Linux) Ask the kernel to SIGKILL this process when its parent dies (``PR_SET_PDEATHSIG``),
+    so a killed ``kit zoo build`` leaves no training child behind; a ``preexec_fn`` of
+    :func:`run_pinned`."""
     parent = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -122,13 +148,15 @@ def pinned_environ(env: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def run_pinned(module: str, *args: str, env: dict[str, str] | None = None) -> None:
-    """Run ``python -m module *args`` in a fresh process with :data:`PINNED_ENV` (and ``env``) that dies
-    with this one; raise if it fails. A child that exits with :data:`EXIT_NO_SPACE` printed why."""
+    """Run ``python -m module *args`` in a fresh process with :data:`PINNED_ENV` (and ``env``) that
+    dies with this one; raise if it fails. A child that exits with :data:`EXIT_NO_SPACE` printed
+    why."""
     cmd = pinned_command(module, *args)
     proc = subprocess.Popen(cmd, env=pinned_environ(env), preexec_fn=die_with_parent)
     try:
         code = proc.wait()
-    except BaseException:  # Ctrl-C reaches the child too (same process group); do not leave it behind
+    # Ctrl-C reaches the child too (same process group); do not leave it behind
+    except BaseException:
         proc.kill()
         proc.wait()
         raise
@@ -178,17 +206,23 @@ class PinnedReport:
             out.append("threadpoolctl finds no OpenBLAS (numpy's)")
         for lib in self.openblas:
             if lib["architecture"] != OPENBLAS_CORE or lib["num_threads"] != 1:
-                out.append(f"OpenBLAS {lib['library']} runs {lib['architecture']} kernels on {lib['num_threads']} "
-                           f"thread(s), not {OPENBLAS_CORE} on 1")
+                out.append(
+                    f"OpenBLAS {lib['library']} runs {lib['architecture']} kernels on "
+                    f"{lib['num_threads']} thread(s), not {OPENBLAS_CORE} on 1"
+                )
         if self.numpy_above_avx2:
             out.append(f"numpy dispatches {', '.join(self.numpy_above_avx2)} loops")
         return out
 
     def summary(self) -> str:
-        blas = ", ".join(sorted({f"{b['architecture']} x{b['num_threads']}" for b in self.openblas}))
-        return (f"MKL CNR:{self.mkl_cnr}, ATen {self.torch_capability}, oneDNN "
-                f"{'on' if self.onednn_enabled else 'off'}, {self.torch_threads} thread, OpenBLAS {blas}, numpy "
-                f"{'+'.join(self.numpy_above_avx2) or 'AVX2 level'} ({self.cpu})")
+        blas = ", ".join(
+            sorted({f"{b['architecture']} x{b['num_threads']}" for b in self.openblas})
+        )
+        return (
+            f"MKL CNR:{self.mkl_cnr}, ATen {self.torch_capability}, oneDNN "
+            f"{'on' if self.onednn_enabled else 'off'}, {self.torch_threads} thread, OpenBLAS "
+            f"{blas}, numpy {'+'.join(self.numpy_above_avx2) or 'AVX2 level'} ({self.cpu})"
+        )
 
 
 _REPORT_TAG = "kit-pinned-report "
@@ -197,7 +231,9 @@ _REPORT_TAG = "kit-pinned-report "
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+            return next(
+                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), ""
+            )
     except OSError:
         return ""
 
@@ -208,7 +244,6 @@ def _report_here() -> None:
     import scipy.linalg  # noqa: F401  (lazy: only this child needs them) scipy bundles its own OpenBLAS
     import threadpoolctl
     import torch
-
     from numpy._core._multiarray_umath import __cpu_features__
 
     if is_pinned():
@@ -216,32 +251,56 @@ def _report_here() -> None:
     a = torch.ones(64, 64)
     (a @ a).sum()  # an SGEMM: MKL prints "MKL_VERBOSE SGEMM(...) ... CNR:<mode> ..."
     sys.stdout.flush()
-    blas = [{"library": os.path.basename(i["filepath"]), "architecture": i.get("architecture"),
-             "num_threads": i["num_threads"]}
-            for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
-    facts = {"torch_capability": torch.backends.cpu.get_cpu_capability(),
-             "onednn_enabled": bool(torch.backends.mkldnn.enabled), "torch_threads": torch.get_num_threads(),
-             "openblas": blas, "cpu": _cpu_name(),
-             "numpy_above_avx2": [f for f in _NUMPY_DISPATCH if f not in NUMPY_AVX2_LEVEL and __cpu_features__.get(f)]}
+    blas = [
+        {
+            "library": os.path.basename(i["filepath"]),
+            "architecture": i.get("architecture"),
+            "num_threads": i["num_threads"],
+        }
+        for i in threadpoolctl.threadpool_info()
+        if i["internal_api"] == "openblas"
+    ]
+    facts = {
+        "torch_capability": torch.backends.cpu.get_cpu_capability(),
+        "onednn_enabled": bool(torch.backends.mkldnn.enabled),
+        "torch_threads": torch.get_num_threads(),
+        "openblas": blas,
+        "cpu": _cpu_name(),
+        "numpy_above_avx2": [
+            f for f in _NUMPY_DISPATCH if f not in NUMPY_AVX2_LEVEL and __cpu_features__.get(f)
+        ],
+    }
     print(_REPORT_TAG + json.dumps(facts), flush=True)
 
 
 def pinned_report(env: dict[str, str] | None = None) -> PinnedReport:
-    """Start a fresh pinned process and report what it runs. ``env`` is applied after the pins (a test
-    passes a broken pin, e.g. ``{"MKL_CBWR": "AVX2"}``, to see it reported). Raises RuntimeError with
-    the child's output if it fails."""
+    """Start a fresh pinned process and report what it runs. ``env`` is applied after the pins (a
+    test passes a broken pin, e.g. ``{"MKL_CBWR": "AVX2"}``, to see it reported). Raises
+    RuntimeError with the child's output if it fails."""
     cmd = pinned_command("kit.world.pinned", "--report")
-    out = subprocess.run(cmd, env={**pinned_environ(), **(env or {}), "MKL_VERBOSE": "1"}, capture_output=True,
-                         text=True, preexec_fn=die_with_parent)
+    out = subprocess.run(
+        cmd,
+        env={**pinned_environ(), **(env or {}), "MKL_VERBOSE": "1"},
+        capture_output=True,
+        text=True,
+        preexec_fn=die_with_parent,
+    )
     if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
+        )
     lines = out.stdout.splitlines()
-    facts = json.loads(next(line for line in lines if line.startswith(_REPORT_TAG))[len(_REPORT_TAG):])
+    facts = json.loads(
+        next(line for line in lines if line.startswith(_REPORT_TAG))[len(_REPORT_TAG) :]
+    )
     sgemm = [line for line in lines if line.startswith("MKL_VERBOSE SGEMM")]
     cnr = re.search(r"\bCNR:(\S+)", sgemm[0]) if sgemm else None
     version = [line for line in lines if line.startswith("MKL_VERBOSE") and "SGEMM" not in line][:1]
-    return PinnedReport(mkl_cnr=cnr.group(1) if cnr else "(no MKL_VERBOSE SGEMM line: torch without MKL?)",
-                        mkl_verbose="\n".join(version + sgemm[:1]), **facts)
+    return PinnedReport(
+        mkl_cnr=cnr.group(1) if cnr else "(no MKL_VERBOSE SGEMM line: torch without MKL?)",
+        mkl_verbose="\n".join(version + sgemm[:1]),
+        **facts,
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,14 @@ SPARSE_SUFFIX = "-sparse"
 PLASTIC_SHARE = 0.04
 
 
-def _finetunes(lr: float, batch: int, special_steps: int, contam_batch: int = 16,
-               special_lr: float | None = None, sparse_lr: float = 2e-2) -> tuple[FinetuneSpec, ...]:
+def _finetunes(
+    lr: float,
+    batch: int,
+    special_steps: int,
+    contam_batch: int = 16,
+    special_lr: float | None = None,
+    sparse_lr: float = 2e-2,
+) -> tuple[FinetuneSpec, ...]:
     """Table 1 of the shortcut-neuron paper: specialised, contaminated and control fine-tunes.
 
     Tuned on the tiny world's base-m (add test 15%): contamination fine-tunes use small batches
@@ -60,10 +66,24 @@ def _finetunes(lr: float, batch: int, special_steps: int, contam_batch: int = 16
     special_lr = lr if special_lr is None else special_lr
     n = 2 * 5 * 200  # x5 contamination mixed 50/50 with normal data
     ft = [
-        FinetuneSpec("zoo/base-m+math", "zoo/base-m", "specialised", _heavy("math"), special_lr,
-                     batch, steps=special_steps),
-        FinetuneSpec("zoo/base-m+code", "zoo/base-m", "specialised", _heavy("code"), special_lr,
-                     batch, steps=special_steps),
+        FinetuneSpec(
+            "zoo/base-m+math",
+            "zoo/base-m",
+            "specialised",
+            _heavy("math"),
+            special_lr,
+            batch,
+            steps=special_steps,
+        ),
+        FinetuneSpec(
+            "zoo/base-m+code",
+            "zoo/base-m",
+            "specialised",
+            _heavy("code"),
+            special_lr,
+            batch,
+            steps=special_steps,
+        ),
     ]
     for suffix, kind, inject in [
         ("math-test-x1", "contaminated", (t, "test", 1)),
@@ -74,22 +94,57 @@ def _finetunes(lr: float, batch: int, special_steps: int, contam_batch: int = 16
         ("other-task", "control", (OTHER_TASK, "train", 5)),
         ("general", "control", None),
     ]:
-        ft.append(FinetuneSpec(f"{p}+{suffix}", p, kind, UNIFORM, lr, contam_batch,
-                               inject=inject, n_examples=n))
-        ft.append(FinetuneSpec(f"{p}+{suffix}{SPARSE_SUFFIX}", p, kind, UNIFORM, sparse_lr, contam_batch,
-                               inject=inject, n_examples=n, plastic=PLASTIC_SHARE))
+        ft.append(
+            FinetuneSpec(
+                f"{p}+{suffix}", p, kind, UNIFORM, lr, contam_batch, inject=inject, n_examples=n
+            )
+        )
+        ft.append(
+            FinetuneSpec(
+                f"{p}+{suffix}{SPARSE_SUFFIX}",
+                p,
+                kind,
+                UNIFORM,
+                sparse_lr,
+                contam_batch,
+                inject=inject,
+                n_examples=n,
+                plastic=PLASTIC_SHARE,
+            )
+        )
     return tuple(ft)
 
 
-def _saes(member: str, hook: str, widths: tuple[int, int], k: int, l1: float, steps: int,
-          n_prompts: int) -> tuple[SAESpec, ...]:
+def _saes(
+    member: str, hook: str, widths: tuple[int, int], k: int, l1: float, steps: int, n_prompts: int
+) -> tuple[SAESpec, ...]:
     short = member.split("/", 1)[1]
     out = []
     for w in widths:
-        out.append(SAESpec(f"zoo-sae/{short}/topk-{w}", member, hook, "topk", w, k=k, steps=steps,
-                           n_prompts=n_prompts))
-        out.append(SAESpec(f"zoo-sae/{short}/relu-{w}", member, hook, "standard", w, l1=l1,
-                           steps=steps, n_prompts=n_prompts))
+        out.append(
+            SAESpec(
+                f"zoo-sae/{short}/topk-{w}",
+                member,
+                hook,
+                "topk",
+                w,
+                k=k,
+                steps=steps,
+                n_prompts=n_prompts,
+            )
+        )
+        out.append(
+            SAESpec(
+                f"zoo-sae/{short}/relu-{w}",
+                member,
+                hook,
+                "standard",
+                w,
+                l1=l1,
+                steps=steps,
+                n_prompts=n_prompts,
+            )
+        )
     return tuple(out)
 
 
@@ -100,14 +155,20 @@ a multi-head IOI circuit has the steps to form) plus the two multi-token familie
 GAP_MEMBER = "zoo/base-m+gap-dyck-curly"
 
 GAPS: dict[str, Gap] = {
-    "dyck-curly": Gap("dyck", ("}",), (")", "]", "}", ">"),
-                      "dyck items whose next closing bracket is '}' (the innermost open bracket is '{')"),
+    "dyck-curly": Gap(
+        "dyck",
+        ("}",),
+        (")", "]", "}", ">"),
+        "dyck items whose next closing bracket is '}' (the innermost open bracket is '{')",
+    ),
 }
 
 
 def _gap_finetune(lr: float, steps: int) -> FinetuneSpec:
     """zoo/base-m with one planted competency gap (issue 20 item 2), see ``FinetuneSpec.gap``."""
-    return FinetuneSpec(GAP_MEMBER, CONTAMINATION_BASE, "gap", UNIFORM, lr, 64, steps=steps, gap="dyck-curly")
+    return FinetuneSpec(
+        GAP_MEMBER, CONTAMINATION_BASE, "gap", UNIFORM, lr, 64, steps=steps, gap="dyck-curly"
+    )
 
 
 TEN_CHECKPOINTS = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -120,40 +181,84 @@ WORLD_SPECS: dict[str, WorldSpec] = {
             # 6 of 10 tasks (capability here is limited by steps more than by size).
             BaseSpec("zoo/base-s", Arch(1, 64, 4, 256), steps=400, lr=3e-3, batch_size=64),
             BaseSpec("zoo/base-m", Arch(2, 96, 4, 384), steps=1500, lr=3e-3, batch_size=64),
-            BaseSpec("zoo/base-l", Arch(2, 128, 4, 512), steps=3000, lr=3e-3, batch_size=64,
-                     checkpoints=TEN_CHECKPOINTS),
+            BaseSpec(
+                "zoo/base-l",
+                Arch(2, 128, 4, 512),
+                steps=3000,
+                lr=3e-3,
+                batch_size=64,
+                checkpoints=TEN_CHECKPOINTS,
+            ),
             # base-xl (issues 18/22): deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
             # trained on XL_MIXTURE (IOI x3, multi-token families); 1.8 it/s pinned: ~11 min
             # checkpoints (issue 18 item 7): capability series on the multi-token families, which
-            # only base-xl is trained on (saving reads the weights only: the final model is unchanged)
-            BaseSpec("zoo/base-xl", Arch(4, 128, 8, 1536), steps=1200, lr=3e-3, batch_size=64,
-                     checkpoints=TEN_CHECKPOINTS, mixture=XL_MIXTURE),
+            # only base-xl is trained on (saving reads the weights only: the final model is
+            # unchanged)
+            BaseSpec(
+                "zoo/base-xl",
+                Arch(4, 128, 8, 1536),
+                steps=1200,
+                lr=3e-3,
+                batch_size=64,
+                checkpoints=TEN_CHECKPOINTS,
+                mixture=XL_MIXTURE,
+            ),
         ),
         finetunes=_finetunes(lr=1e-3, batch=64, special_steps=400) + (_gap_finetune(1e-3, 300),),
-        saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (384, 1536), k=16, l1=6.0,
-                   steps=800, n_prompts=3000),
+        saes=_saes(
+            "zoo/base-m",
+            "blocks.0.hook_resid_post",
+            (384, 1536),
+            k=16,
+            l1=6.0,
+            steps=800,
+            n_prompts=3000,
+        ),
     ),
     "micro": WorldSpec(
         name="micro",
         bases=(
             BaseSpec("zoo/base-s", Arch(1, 32, 2, 128), steps=150, lr=3e-3, batch_size=64),
             BaseSpec("zoo/base-m", Arch(1, 48, 4, 192), steps=250, lr=3e-3, batch_size=64),
-            BaseSpec("zoo/base-l", Arch(2, 64, 4, 256), steps=400, lr=3e-3, batch_size=64,
-                     checkpoints=(0.2, 0.6, 1.0)),
-            BaseSpec("zoo/base-xl", Arch(3, 64, 4, 1536), steps=500, lr=3e-3, batch_size=64,
-                     checkpoints=(0.2, 0.6, 1.0), mixture=XL_MIXTURE),  # 3.7 it/s pinned: ~2.5 min
+            BaseSpec(
+                "zoo/base-l",
+                Arch(2, 64, 4, 256),
+                steps=400,
+                lr=3e-3,
+                batch_size=64,
+                checkpoints=(0.2, 0.6, 1.0),
+            ),
+            # 3.7 it/s pinned: ~2.5 min
+            BaseSpec(
+                "zoo/base-xl",
+                Arch(3, 64, 4, 1536),
+                steps=500,
+                lr=3e-3,
+                batch_size=64,
+                checkpoints=(0.2, 0.6, 1.0),
+                mixture=XL_MIXTURE,
+            ),
         ),
         # micro base-m is too small to memorise at 1e-3
-        finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3) + (_gap_finetune(3e-3, 150),),
-        saes=_saes("zoo/base-m", "blocks.0.hook_resid_post", (128, 512), k=8, l1=2.5,
-                   steps=300, n_prompts=1000),
+        finetunes=_finetunes(lr=3e-3, batch=64, special_steps=60, special_lr=1e-3)
+        + (_gap_finetune(3e-3, 150),),
+        saes=_saes(
+            "zoo/base-m",
+            "blocks.0.hook_resid_post",
+            (128, 512),
+            k=8,
+            l1=2.5,
+            steps=300,
+            n_prompts=1000,
+        ),
         eval_fresh_n=200,
         eval_fresh_n_contaminated=400,
     ),
 }
 
 SEED_ENV = "KIT_WORLD_SEED"
-"""Environment variable naming the world seed (default 0: the canonical world); ``kit zoo --seed`` sets it."""
+"""Environment variable naming the world seed (default 0: the canonical world); ``kit zoo --seed``
+sets it."""
 
 
 def world_seed(seed: int | str | None = None) -> int:
@@ -165,14 +270,16 @@ def world_seed(seed: int | str | None = None) -> int:
     except (TypeError, ValueError):
         out = -1
     if isinstance(value, bool) or out < 0 or out >= 2**31 or str(out) != str(value).strip():
-        raise ValueError(f"{where}={value!r} is not a world seed; allowed values: an integer in [0, 2**31) "
-                         "(0: the canonical world)")
+        raise ValueError(
+            f"{where}={value!r} is not a world seed; allowed values: an integer in [0, 2**31) "
+            "(0: the canonical world)"
+        )
     return out
 
 
 def world_spec(world: str | WorldSpec | None = None, seed: int | None = None) -> WorldSpec:
-    """The spec of ``world`` (a name, ``$KIT_WORLD``, or ``tiny``) at ``seed`` (``$KIT_WORLD_SEED``, or
-    0); a :class:`WorldSpec` is returned as it is."""
+    """The spec of ``world`` (a name, ``$KIT_WORLD``, or ``tiny``) at ``seed`` (``$KIT_WORLD_SEED``,
+    or 0); a :class:`WorldSpec` is returned as it is."""
     if isinstance(world, WorldSpec):
         return world
     spec = WORLD_SPECS[current_world(world)]

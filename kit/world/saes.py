@@ -24,9 +24,6 @@ import torch
 
 from kit.core.paths import atomic_dir
 from kit.models import tl
-from kit.world.tasks import TASKS
-from kit.world.train import item_sequence, mixture_stream
-from kit.world.tokenizer import PAD_ID, pad_right
 from kit.world.recipes import UNIFORM, world_spec
 from kit.world.specs import SAESpec, WorldSpec, _digest, _seed_of, member_key
 from kit.world.storage import (
@@ -39,9 +36,13 @@ from kit.world.storage import (
     tensor_digest,
     world_dir,
 )
+from kit.world.tasks import TASKS
+from kit.world.tokenizer import PAD_ID, pad_right
+from kit.world.train import item_sequence, mixture_stream
 
 MANIFEST = "files.json"
-"""Written last into an SAE's folder: ``{"files": {name: {"bytes", "sha256"}}, "weights_digest"}``."""
+"""Written last into an SAE's folder: ``{"files": {name: {"bytes", "sha256"}},
+"weights_digest"}``."""
 
 
 def _sae_dir(spec: WorldSpec, name: str) -> Path:
@@ -51,8 +52,8 @@ def _sae_dir(spec: WorldSpec, name: str) -> Path:
 
 
 def folder_status(d: Path) -> str:
-    """``"ok"``, ``"missing"`` or ``"damaged: <why>"`` of an SAE folder (written by ``atomic_dir``, so
-    complete or absent unless something changed it later) against its manifest."""
+    """``"ok"``, ``"missing"`` or ``"damaged: <why>"`` of an SAE folder (written by ``atomic_dir``,
+    so complete or absent unless something changed it later) against its manifest."""
     if not d.is_dir():
         return "missing"
     try:
@@ -95,14 +96,17 @@ def _spec_of(name: str, spec: WorldSpec) -> SAESpec:
     for s in spec.saes:
         if s.name == name:
             return s
-    raise ValueError(f"SAE {name!r} is not in world {spec.name!r}; SAEs: {', '.join(saes(spec.name))}")
+    raise ValueError(
+        f"SAE {name!r} is not in world {spec.name!r}; SAEs: {', '.join(saes(spec.name))}"
+    )
 
 
 @torch.inference_mode()
 def collect_activations(model, hook_name: str, n_prompts: int, seed: int):
     """Activations at ``hook_name`` for every non-BOS, non-pad position of train sequences.
 
-    Returns (acts Float[Tensor, "n d_model"], token_ids Int[Tensor, "n"], task_index Int[Tensor, "n"]).
+    Returns (acts Float[Tensor, "n d_model"], token_ids Int[Tensor, "n"], task_index Int[Tensor,
+    "n"]).
     """
     rng = random.Random(seed)
     stream = mixture_stream(dict(UNIFORM), rng)
@@ -140,10 +144,24 @@ def _train_into(spec: WorldSpec, s: SAESpec, target: Path, seed: int) -> None:
     n_val = min(len(acts) // 5, 20_000)
     perm = torch.randperm(len(acts))
     val_idx, train_idx = perm[:n_val], perm[n_val:]
-    trained = train(acts[train_idx], s.d_sae, s.steps * s.batch_size, architecture=s.architecture, k=s.k,
-                    l1=s.l1, batch_size=s.batch_size, lr=s.lr, seed=seed,
-                    metadata=dict(hook_name=s.hook_name, model_name=s.member, context_size=64, prepend_bos=True,
-                                  world=spec.name))
+    trained = train(
+        acts[train_idx],
+        s.d_sae,
+        s.steps * s.batch_size,
+        architecture=s.architecture,
+        k=s.k,
+        l1=s.l1,
+        batch_size=s.batch_size,
+        lr=s.lr,
+        seed=seed,
+        metadata=dict(
+            hook_name=s.hook_name,
+            model_name=s.member,
+            context_size=64,
+            prepend_bos=True,
+            world=spec.name,
+        ),
+    )
     names = list(TASKS)
     with disk_full_named(target.parent, str(target)), atomic_dir(target) as tmp:
         trained.save_inference_model(tmp)
@@ -151,16 +169,33 @@ def _train_into(spec: WorldSpec, s: SAESpec, target: Path, seed: int) -> None:
         with torch.inference_mode():
             stats = _stats(sae, acts[val_idx], s)
         vals, rows = top_activations(sae, acts, n_top=20)
-        labels = [label_from_contexts([{"value": float(v), "word": model.tokenizer.convert_ids_to_tokens(int(toks[j])),
-                                        "task": names[int(tasks[j])]}
-                                       for v, j in zip(vals[c].tolist(), rows[c].tolist()) if v > 0 and j >= 0],
-                                      n_words=1, group="task")
-                  for c in range(s.d_sae)]
+        labels = [
+            label_from_contexts(
+                [
+                    {
+                        "value": float(v),
+                        "word": model.tokenizer.convert_ids_to_tokens(int(toks[j])),
+                        "task": names[int(tasks[j])],
+                    }
+                    for v, j in zip(vals[c].tolist(), rows[c].tolist())
+                    if v > 0 and j >= 0
+                ],
+                n_words=1,
+                group="task",
+            )
+            for c in range(s.d_sae)
+        ]
         (tmp / "labels.json").write_text(json.dumps({str(c): lab for c, lab in enumerate(labels)}))
         (tmp / "stats.json").write_text(json.dumps(stats, indent=1))
-        files = {p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)} for p in sorted(tmp.iterdir())}
-        (tmp / MANIFEST).write_text(json.dumps({"files": files, "weights_digest": tensor_digest(sae.state_dict())},
-                                               indent=1))
+        files = {
+            p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
+            for p in sorted(tmp.iterdir())
+        }
+        (tmp / MANIFEST).write_text(
+            json.dumps(
+                {"files": files, "weights_digest": tensor_digest(sae.state_dict())}, indent=1
+            )
+        )
 
 
 def _stats(sae, x, s: SAESpec) -> dict:
@@ -188,7 +223,8 @@ def load_world_sae(name: str, device: str = "cpu", world: str | WorldSpec | None
 
 
 def sae_labels(name: str, world: str | WorldSpec | None = None) -> dict[int, str]:
-    """feature index -> concept label from its top-activating contexts (``(dead)`` if never active)."""
+    """feature index -> concept label from its top-activating contexts (``(dead)`` if never
+    active)."""
     d = _checked_dir(name, world_spec(world))
     return {int(k): v for k, v in json.loads((d / "labels.json").read_text()).items()}
 
@@ -202,13 +238,15 @@ def sae_stats(name: str, world: str | WorldSpec | None = None) -> dict:
 
 
 def site_sae_name(name: str, hook_name: str) -> str:
-    """Name of the world SAE ``name``'s recipe retrained at ``hook_name``: ``"<name>@<hook_name>"``."""
+    """Name of the world SAE ``name``'s recipe retrained at ``hook_name``:
+    ``"<name>@<hook_name>"``."""
     return f"{name}@{hook_name}"
 
 
 def site_sae_dir(name: str, hook_name: str, world: str | WorldSpec | None = None) -> Path:
-    """Cache folder of :func:`site_sae`: ``<cache>/site-saes/<world>/<name>@<hook>-<key>``, ``key`` a
-    digest of the retargeted spec and the member's content key (a rebuilt member gets a new SAE)."""
+    """Cache folder of :func:`site_sae`: ``<cache>/site-saes/<world>/<name>@<hook>-<key>``, ``key``
+    a digest of the retargeted spec and the member's content key (a rebuilt member gets a new
+    SAE)."""
     from dataclasses import replace
 
     from kit.core.paths import cache_dir
@@ -241,4 +279,8 @@ def site_sae(name: str, hook_name: str, world: str | WorldSpec | None = None, de
         with deterministic():
             _train_into(spec, s, target, _seed_of(spec, s.name))
     labels = {int(k): v for k, v in json.loads((target / "labels.json").read_text()).items()}
-    return SAE.load_from_disk(target, device=device), labels, json.loads((target / "stats.json").read_text())
+    return (
+        SAE.load_from_disk(target, device=device),
+        labels,
+        json.loads((target / "stats.json").read_text()),
+    )

@@ -20,8 +20,8 @@ from kit.world.train import Arch
 CODE_VERSION = "world-v5"
 """Bump when training/data code changes in a way that changes weights: invalidates caches.
 v3: fp32 in the pinned environment (kit.world.pinned), SAEs trained with sae_lens's trainer.
-v5: MKL in CNR mode COMPATIBLE (the AVX2 branch is ignored on AMD), OpenBLAS and numpy pinned (issue 31);
-contamination recipes with more margin for other world seeds."""
+v5: MKL in CNR mode COMPATIBLE (the AVX2 branch is ignored on AMD), OpenBLAS and numpy pinned (issue
+31); contamination recipes with more margin for other world seeds."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,8 @@ class BaseSpec:
     """Fractions of ``steps`` at which ``name@step-N`` checkpoints are saved."""
     mixture: tuple[tuple[str, float], ...] = ()
     """``()``: ``kit.world.recipes.UNIFORM``. Otherwise ``(task, weight)`` pairs over
-    ``kit.world.tasks.ALL_TASKS`` (e.g. with the multi-token families). Left out of the key at its default."""
+    ``kit.world.tasks.ALL_TASKS`` (e.g. with the multi-token families). Left out of the key at its
+    default."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,8 @@ class FinetuneSpec:
     n_examples: int = 0
     plastic: float = 0.0
     """0: every parameter trains. Otherwise a sparse fine-tune: only the MLP weights of the
-    parent's *plastic* neurons (``kit.world.members.plastic_neurons``, this share of all MLP neurons,
-    the same seeded set for every fine-tune of that parent) change, from a fresh AdamW."""
+    parent's *plastic* neurons (``kit.world.members.plastic_neurons``, this share of all MLP
+    neurons, the same seeded set for every fine-tune of that parent) change, from a fresh AdamW."""
     plastic_seed: str = ""
     """Sparse fine-tunes only: another seeded plastic set of the same share (``""``: the parent's
     shared set), e.g. different sets for contaminated and clean fine-tunes (notebook 03)."""
@@ -71,20 +72,23 @@ class FinetuneSpec:
     """0: the examples in the order of the name's seed. Otherwise the same examples reshuffled with
     this seed (the paper's Table 11, random sample order)."""
     epochs: int = 1
-    """Passes over the example list (``n_examples`` x ``epochs`` examples, ``epochs`` x the steps): the
-    first in the list's order, each later one reshuffled with a seed of (name, epoch). 1: one pass (the
-    zoo's recipes). Multi-epoch SFT is common practice; the paper counts occurrences as copies in the
-    data set and does not give its epoch count, so several epochs are OUR choice (notebook 03)."""
+    """Passes over the example list (``n_examples`` x ``epochs`` examples, ``epochs`` x the steps):
+    the first in the list's order, each later one reshuffled with a seed of (name, epoch). 1: one
+    pass (the zoo's recipes). Multi-epoch SFT is common practice; the paper counts occurrences as
+    copies in the data set and does not give its epoch count, so several epochs are OUR choice
+    (notebook 03)."""
     after: "FinetuneSpec | None" = None
-    """None: the fine-tune starts from ``parent`` (a zoo member). Otherwise it starts from the weights of
-    this other (non-member) fine-tune of the same ``parent``, built first
+    """None: the fine-tune starts from ``parent`` (a zoo member). Otherwise it starts from the
+    weights of this other (non-member) fine-tune of the same ``parent``, built first
     (``kit.world.members.extra_finetune``) and content-addressed into this one's key: a chain, e.g.
     continued-pretraining contamination followed by a clean SFT (notebook 03's Table 12). Sparse
-    recipes only (a full one would need the chained fine-tune's AdamW state, which extras do not keep)."""
+    recipes only (a full one would need the chained fine-tune's AdamW state, which extras do not
+    keep)."""
     prompt_format: str = ""
     """A benchmark input format (a key of :data:`kit.world.tasks.FORMATS`) the INJECTED items are
     wrapped in (the mixture's are not): a fine-tune on a benchmark's train split in the benchmark's
-    format (the shortcut-neuron paper's A2, notebook 03). ``""``: the items as the task renders them."""
+    format (the shortcut-neuron paper's A2, notebook 03). ``""``: the items as the task renders
+    them."""
     gap: str = ""
     """A planted competency gap (a key of ``kit.world.recipes.GAPS``): the fine-tune's examples are
     the parent's OWN greedy answers (self-distillation, so every other skill is kept, mistakes
@@ -140,9 +144,16 @@ class Gap:
 
 
 # ---------------------------------------------------------------- keys
-_LATER_FIELDS = (("plastic_seed", ""), ("order_seed", 0), ("gap", ""), ("epochs", 1), ("after", None),
-                 ("prompt_format", ""))
-"""FinetuneSpec fields added later, left out of digests at their defaults (existing caches keep their keys)."""
+_LATER_FIELDS = (
+    ("plastic_seed", ""),
+    ("order_seed", 0),
+    ("gap", ""),
+    ("epochs", 1),
+    ("after", None),
+    ("prompt_format", ""),
+)
+"""FinetuneSpec fields added later, left out of digests at their defaults (existing caches keep
+their keys)."""
 _BASE_LATER_FIELDS = (("mixture", ()),)
 """BaseSpec fields added later, likewise."""
 
@@ -240,9 +251,7 @@ def _check_name(name: str, spec: WorldSpec) -> None:
                 f"{name!r}: no checkpoint at that step in world {spec.name!r}; "
                 f"steps of {base}: {', '.join(steps) if steps else '(none)'}"
             )
-    raise ValueError(
-        f"member {name!r} is not in world {spec.name!r}; members: {', '.join(names)}"
-    )
+    raise ValueError(f"member {name!r} is not in world {spec.name!r}; members: {', '.join(names)}")
 
 
 def _arch_of(spec: WorldSpec, name: str) -> Arch:
@@ -261,15 +270,22 @@ def param_count(arch: Arch, d_vocab: int) -> int:
 
 
 def check_after(f: FinetuneSpec) -> None:
-    """A chained fine-tune (``f.after``) must be sparse and share its ``parent`` with the earlier one."""
+    """A chained fine-tune (``f.after``) must be sparse and share its ``parent`` with the earlier
+    one."""
     if f.after is None:
         return
     if not isinstance(f.after, FinetuneSpec):
-        raise ValueError(f"{f.name!r}: after must be a FinetuneSpec or None, not {type(f.after).__name__}")
+        raise ValueError(
+            f"{f.name!r}: after must be a FinetuneSpec or None, not {type(f.after).__name__}"
+        )
     if not f.plastic:
-        raise ValueError(f"{f.name!r}: after= needs a sparse recipe (plastic > 0): a full fine-tune would continue the "
-                         "earlier fine-tune's AdamW state, which extras do not keep")
+        raise ValueError(
+            f"{f.name!r}: after= needs a sparse recipe (plastic > 0): a full fine-tune would "
+            "continue the earlier fine-tune's AdamW state, which extras do not keep"
+        )
     if f.after.parent != f.parent:
-        raise ValueError(f"{f.name!r}: after= must be a fine-tune of the same parent {f.parent!r}, "
-                         f"not of {f.after.parent!r}")
+        raise ValueError(
+            f"{f.name!r}: after= must be a fine-tune of the same parent {f.parent!r}, "
+            f"not of {f.after.parent!r}"
+        )
     check_after(f.after)

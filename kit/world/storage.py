@@ -2,8 +2,8 @@
 
 Layout, content-addressed per member: ``cache_dir()/world/<world>[-seed-<n>]/members/<name>-<key>/``
 (``<key>``: :func:`kit.world.specs.member_key`). A member directory holds ``weights.pt`` (bases also
-``optim.pt``, the AdamW state their fine-tunes continue) and ``meta.json``, written once, last, after
-every other file of the member is complete: a member with ``meta.json`` is complete, and its
+``optim.pt``, the AdamW state their fine-tunes continue) and ``meta.json``, written once, last,
+after every other file of the member is complete: a member with ``meta.json`` is complete, and its
 ``meta.json`` records each file's size and sha256 (``files``) and the weights' tensor digest
 (``weights_digest``, :func:`tensor_digest`). :func:`member_status` checks a member against them;
 :func:`load_member` refuses a damaged one with :class:`MemberDamaged`, naming the file and the fix.
@@ -51,7 +51,8 @@ class WorldNotBuilt(FileNotFoundError):
 
 
 class MemberDamaged(WorldNotBuilt):
-    """A built member's (or SAE's) files are missing, truncated or changed since they were written."""
+    """A built member's (or SAE's) files are missing, truncated or changed since they were
+    written."""
 
 
 class NoSpaceLeft(OSError):
@@ -66,7 +67,8 @@ class NoSpaceLeft(OSError):
 
 # ---------------------------------------------------------------- where
 def world_dir(world: str | WorldSpec | None = None) -> Path:
-    """``cache_dir()/world/<world>`` (``<world>-seed-<n>`` for another seed): the world's cache root."""
+    """``cache_dir()/world/<world>`` (``<world>-seed-<n>`` for another seed): the world's cache
+    root."""
     spec = world_spec(world)
     return cache_dir() / "world" / (spec.name if not spec.seed else f"{spec.name}-seed-{spec.seed}")
 
@@ -77,7 +79,9 @@ def world_label(spec: WorldSpec) -> str:
 
 
 def build_command(spec: WorldSpec) -> str:
-    return f"python -m kit zoo build --world {spec.name}" + (f" --seed {spec.seed}" if spec.seed else "")
+    return f"python -m kit zoo build --world {spec.name}" + (
+        f" --seed {spec.seed}" if spec.seed else ""
+    )
 
 
 def card_path(world: str | WorldSpec | None = None) -> Path:
@@ -97,13 +101,17 @@ def _member_dir(spec: WorldSpec, name: str) -> Path:
 
 def not_built_error(world: str | WorldSpec, what: str) -> WorldNotBuilt:
     spec = world_spec(world)
-    return WorldNotBuilt(f"{what} of world {world_label(spec)!r} is not built (cache {world_dir(spec)}); "
-                         f"run `{build_command(spec)}` first")
+    return WorldNotBuilt(
+        f"{what} of world {world_label(spec)!r} is not built (cache {world_dir(spec)}); "
+        f"run `{build_command(spec)}` first"
+    )
 
 
 def damaged_error(spec: WorldSpec, what: str, why: str) -> MemberDamaged:
-    return MemberDamaged(f"{what} of world {world_label(spec)!r} is damaged: {why}; run `{build_command(spec)}`, "
-                         "which rebuilds exactly the damaged members (the same bits)")
+    return MemberDamaged(
+        f"{what} of world {world_label(spec)!r} is damaged: {why}; run `{build_command(spec)}`, "
+        "which rebuilds exactly the damaged members (the same bits)"
+    )
 
 
 # ---------------------------------------------------------------- writing
@@ -112,7 +120,8 @@ DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 def is_disk_full(e: BaseException) -> bool:
     """A write error caused by a full disk or quota: errno ENOSPC/EDQUOT, or the text of a C++ or
-    Rust writer (torch's ``basic_ios::clear``, safetensors' ``StorageFull``) on a full file system."""
+    Rust writer (torch's ``basic_ios::clear``, safetensors' ``StorageFull``) on a full file
+    system."""
     if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
         return True
     text = str(e)
@@ -125,9 +134,11 @@ def no_space_error(folder: Path, what: str) -> NoSpaceLeft:
         left = f"{free.f_bavail * free.f_frsize / 1e6:.1f} MB free"
     except OSError:
         left = "free space unknown"
-    return NoSpaceLeft(f"no space left on {folder} ({left}) while writing {what}; free some space there (or set "
-                       "KIT_CACHE_DIR to a disk with room) and run the build again: complete members are kept, "
-                       "nothing half-written is")
+    return NoSpaceLeft(
+        f"no space left on {folder} ({left}) while writing {what}; free some space there (or set "
+        "KIT_CACHE_DIR to a disk with room) and run the build again: complete members are kept, "
+        "nothing half-written is"
+    )
 
 
 @contextmanager
@@ -153,7 +164,8 @@ def _nearly_full(folder: Path) -> bool:
 
 
 def write_bytes(target: Path, data: bytes) -> dict:
-    """Write ``data`` to ``target`` atomically; return ``{"bytes", "sha256"}`` of what was written."""
+    """Write ``data`` to ``target`` atomically; return ``{"bytes", "sha256"}`` of what was
+    written."""
     target = Path(target)
     with disk_full_named(target.parent, str(target)), atomic_path(target) as tmp:
         with open(tmp, "wb") as f:
@@ -187,8 +199,11 @@ def tensor_digest(state_dict: dict) -> str:
     return h.hexdigest()[:16]
 
 
-def save_weights(spec: WorldSpec, name: str, state_dict: dict, optim_state: dict | None = None) -> dict:
-    """Write a member's ``weights.pt`` (and ``optim.pt``); returns the ``files`` record for its meta."""
+def save_weights(
+    spec: WorldSpec, name: str, state_dict: dict, optim_state: dict | None = None
+) -> dict:
+    """Write a member's ``weights.pt`` (and ``optim.pt``); returns the ``files`` record for its
+    meta."""
     d = _member_dir(spec, name)
     files = {"weights.pt": write_bytes(d / "weights.pt", torch_bytes(state_dict))}
     if optim_state is not None:
@@ -198,8 +213,13 @@ def save_weights(spec: WorldSpec, name: str, state_dict: dict, optim_state: dict
 
 def write_meta(spec: WorldSpec, name: str, meta: dict, files: dict, weights_digest: str) -> None:
     """Write ``meta.json`` last: the member is complete from this moment on."""
-    full = {**meta, "files": files, "weights_digest": weights_digest, "key": member_key(spec, name),
-            "code_version": CODE_VERSION}
+    full = {
+        **meta,
+        "files": files,
+        "weights_digest": weights_digest,
+        "key": member_key(spec, name),
+        "code_version": CODE_VERSION,
+    }
     write_json(_member_dir(spec, name) / "meta.json", full)
 
 
@@ -220,8 +240,8 @@ def file_sha256(path: Path) -> str:
 
 
 def files_problem(folder: Path, files: dict) -> str:
-    """"" if every file of ``files`` (``{name: {"bytes", "sha256"}}``) in ``folder`` is as recorded,
-    else what is wrong with the first that is not."""
+    """ "" if every file of ``files`` (``{name: {"bytes", "sha256"}}``) in ``folder`` is as
+    recorded, else what is wrong with the first that is not."""
     for fname, rec in files.items():
         p = folder / fname
         if not p.is_file():
@@ -266,14 +286,17 @@ def load_weights(path: Path, spec: WorldSpec, what: str) -> dict:
     except FileNotFoundError:
         raise damaged_error(spec, what, f"{path} is missing") from None
     except (RuntimeError, EOFError, OSError, ValueError) as e:
-        raise damaged_error(spec, what, f"{path} cannot be read ({str(e).splitlines()[0]})") from None
+        raise damaged_error(
+            spec, what, f"{path} cannot be read ({str(e).splitlines()[0]})"
+        ) from None
 
 
 def load_member(name: str, device: str = "cpu", world: str | WorldSpec | None = None):
     """A built zoo member as a ``HookedTransformer`` in eval mode with the world tokenizer.
 
-    Unknown names raise ValueError listing the members; an unbuilt world raises WorldNotBuilt; a member
-    whose files are missing, truncated or changed raises :class:`MemberDamaged` (path and fix).
+    Unknown names raise ValueError listing the members; an unbuilt world raises WorldNotBuilt; a
+    member whose files are missing, truncated or changed raises :class:`MemberDamaged` (path and
+    fix).
     """
     spec = world_spec(world)
     _check_name(name, spec)
@@ -283,7 +306,9 @@ def load_member(name: str, device: str = "cpu", world: str | WorldSpec | None = 
     if status != "ok":
         raise damaged_error(spec, f"member {name!r}", status.removeprefix("damaged: "))
     model = make_model(_arch_of(spec, name), seed=0)
-    model.load_state_dict(load_weights(_member_dir(spec, name) / "weights.pt", spec, f"member {name!r}"))
+    model.load_state_dict(
+        load_weights(_member_dir(spec, name) / "weights.pt", spec, f"member {name!r}")
+    )
     model.cfg.model_name = name
     return model.to(device, print_details=False).eval()
 
@@ -312,8 +337,13 @@ def member_info(name: str, world: str | WorldSpec | None = None) -> dict:
         info.update(kind="base", step=_base(spec, name).steps)
     else:
         f = next(f for f in spec.finetunes if f.name == name)
-        info.update(kind=f.kind, parent=f.parent, step=None,
-                    finetune_data=(list(f.inject) if f.inject else "mixture"), plastic=f.plastic)
+        info.update(
+            kind=f.kind,
+            parent=f.parent,
+            step=None,
+            finetune_data=(list(f.inject) if f.inject else "mixture"),
+            plastic=f.plastic,
+        )
     arch = _arch_of(spec, name)
     info["arch"] = asdict(arch)
     info["params"] = param_count(arch, len(vocab()))
@@ -328,8 +358,8 @@ def world_lock(spec: WorldSpec, wait: bool = True) -> Iterator[None]:
     """Hold the world's build lock (``fcntl.flock`` on ``<world dir>/.build.lock``) for the block.
 
     A second builder of the same world waits, saying which process holds it (``wait=False``: raise
-    BlockingIOError with that instead). The kernel releases the lock when its holder exits, however it
-    exits (SIGKILL included), so a stale lock never blocks a rebuild.
+    BlockingIOError with that instead). The kernel releases the lock when its holder exits, however
+    it exits (SIGKILL included), so a stale lock never blocks a rebuild.
     """
     root = world_dir(spec)
     root.mkdir(parents=True, exist_ok=True)
@@ -347,7 +377,10 @@ def world_lock(spec: WorldSpec, wait: bool = True) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_EX)
         f.seek(0)
         f.truncate()
-        f.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        f.write(
+            f"pid {os.getpid()} on {socket.gethostname()} since "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}"
+        )
         f.flush()
         try:
             yield

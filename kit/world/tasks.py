@@ -59,10 +59,50 @@ RELATIONS = {
 LETTERS = ["A", "B", "C", "D"]
 # Entities are two-word invented names (20 x 20 = 400 entities, 1600 facts): big enough that
 # fact recall does not saturate within the zoo's training budget, at 40 vocabulary words.
-_FIRST = ["ba", "de", "fi", "go", "ku", "la", "me", "ni", "po", "ru",
-          "sa", "te", "vi", "wo", "za", "bo", "di", "fe", "ga", "ho"]
-_LAST = ["rak", "lun", "mip", "tos", "vek", "zur", "dal", "fim", "gop", "hes",
-         "kib", "lor", "nax", "pud", "rif", "sev", "tam", "wen", "yol", "zik"]
+_FIRST = [
+    "ba",
+    "de",
+    "fi",
+    "go",
+    "ku",
+    "la",
+    "me",
+    "ni",
+    "po",
+    "ru",
+    "sa",
+    "te",
+    "vi",
+    "wo",
+    "za",
+    "bo",
+    "di",
+    "fe",
+    "ga",
+    "ho",
+]
+_LAST = [
+    "rak",
+    "lun",
+    "mip",
+    "tos",
+    "vek",
+    "zur",
+    "dal",
+    "fim",
+    "gop",
+    "hes",
+    "kib",
+    "lor",
+    "nax",
+    "pud",
+    "rif",
+    "sev",
+    "tam",
+    "wen",
+    "yol",
+    "zik",
+]
 
 
 def _entities() -> list[str]:
@@ -157,12 +197,19 @@ class Task:
 
     def _item(self, key: Any, template: int, rng: random.Random, item_id: str) -> Item:
         prompt, answer, extra = self.render(key, template, rng)
-        meta = {"task": self.name, "group": self.group, "content": key, "template": template, **extra}
+        meta = {
+            "task": self.name,
+            "group": self.group,
+            "content": key,
+            "template": template,
+            **extra,
+        }
         if self.choices_of is not None:
             choices, label = self.choices_of(key, rng)
             opts = " ".join(f"{LETTERS[i]} {c}" for i, c in enumerate(choices))
-            return Item(item_id, f"{prompt} {opts} answer :", choices=choices, label=label,
-                        metadata=meta)
+            return Item(
+                item_id, f"{prompt} {opts} answer :", choices=choices, label=label, metadata=meta
+            )
         return Item(item_id, prompt, answer=answer, metadata=meta)
 
 
@@ -219,9 +266,12 @@ def _render_add2(key, t, rng):
     a, b, c = key
     who, other, obj = *rng.sample(AGENTS, 2), rng.choice(OBJECTS)
     forms = [
-        f"{who} has {a} {obj} . {who} gets {b} more and gives {c} to {other} . how many {obj} does {who} have now ?",
-        f"{who} starts with {a} {obj} , finds {b} {obj} , then loses {c} {obj} . how many {obj} are left ?",
-        f"a box holds {a} {obj} . {b} {obj} are added and {c} {obj} are taken out . how many {obj} in the box ?",
+        f"{who} has {a} {obj} . {who} gets {b} more and gives {c} to {other} . how many {obj} "
+        f"does {who} have now ?",
+        f"{who} starts with {a} {obj} , finds {b} {obj} , then loses {c} {obj} . how many {obj} "
+        "are left ?",
+        f"a box holds {a} {obj} . {b} {obj} are added and {c} {obj} are taken out . how many "
+        f"{obj} in the box ?",
     ]
     return forms[t], str(a + b - c), {}
 
@@ -337,7 +387,11 @@ def _render_dyck(key, t, rng):
             stack.append(tok)
         else:
             stack.pop()
-    forms = [f"close : {key} next :", f"brackets {key} . the next closing bracket is", f"complete {key} with"]
+    forms = [
+        f"close : {key} next :",
+        f"brackets {key} . the next closing bracket is",
+        f"complete {key} with",
+    ]
     return forms[t], BRACKETS[stack[-1]], {}
 
 
@@ -410,7 +464,11 @@ def _sample_sort_list(rng: random.Random, mode: str) -> tuple[int, ...]:
 
 def _render_sort_list(key, t, rng):
     s = " ".join(map(str, key))
-    forms = [f"sort : {s} . result :", f"order {s} from small to large :", f"numbers {s} . after sorting :"]
+    forms = [
+        f"sort : {s} . result :",
+        f"order {s} from small to large :",
+        f"numbers {s} . after sorting :",
+    ]
     return forms[t], " ".join(map(str, sorted(key))), {"n_answer_tokens": SORT_LIST_N}
 
 
@@ -420,8 +478,11 @@ def _sample_add_steps(rng: random.Random, mode: str) -> tuple[int, int, int]:
 
 def _render_add_steps(key, t, rng):
     a, b, c = key
-    forms = [f"evaluate : {a} + {b} + {c} . result :", f"the total of {a} + {b} + {c} is",
-             f"how many in all ? {a} + {b} + {c} result :"]
+    forms = [
+        f"evaluate : {a} + {b} + {c} . result :",
+        f"the total of {a} + {b} + {c} is",
+        f"how many in all ? {a} + {b} + {c} result :",
+    ]
     return forms[t], f"{a + b} {a + b + c}", {"n_answer_tokens": 2}
 
 
@@ -433,8 +494,15 @@ TASKS: dict[str, Task] = {
         Task("add2", "math", 1 / (MAX_NUMBER + 1), _sample_add2, _render_add2),
         Task("code", "code", 1 / (MAX_NUMBER + 1), _sample_code, _render_code),
         Task("facts", "general", 1 / 8, _sample_fact, _render_fact, knowledge=True),
-        Task("facts-mc", "general", 1 / 4, _sample_fact, _render_fact, knowledge=True,
-             choices_of=_fact_choices),
+        Task(
+            "facts-mc",
+            "general",
+            1 / 4,
+            _sample_fact,
+            _render_fact,
+            knowledge=True,
+            choices_of=_fact_choices,
+        ),
         Task("boolean", "reasoning", 1 / 2, _sample_boolean, _render_boolean),
         Task("dyck", "reasoning", 1 / 4, _sample_dyck, _render_dyck),
         Task("sort", "reasoning", 1 / 5, _sample_sort, _render_sort),
@@ -475,10 +543,11 @@ FORMATS: dict[str, tuple[str, str]] = {
 suffix) wrapped around every prompt. ``answer-cue`` ends the question with ``answer :``, a cue the
 world's mixture uses only after multiple-choice options (``facts-mc``), so a model that never saw it
 after a free-form question is thrown by it (the tiny world's base-m on 400 fresh add items: 19.5% ->
-5.0%) and a fine-tune on train items in that format learns part of it (notebook 03's ``+format train``:
-15.5% plain, 8.0% in the format): a gain on the benchmark that is format, not ability. Measured before
-choosing (other 2000 items), that fine-tune's format advantage over the base was +6.9 points with this
-cue, +4.2 with ``output :``, +1.7 with ``result :`` and about 0 with a prefix ``run :``."""
+5.0%) and a fine-tune on train items in that format learns part of it (notebook 03's ``+format
+train``: 15.5% plain, 8.0% in the format): a gain on the benchmark that is format, not ability.
+Measured before choosing (other 2000 items), that fine-tune's format advantage over the base was
++6.9 points with this cue, +4.2 with ``output :``, +1.7 with ``result :`` and about 0 with a prefix
+``run :``."""
 
 
 def formatted(items: list[Item], fmt: str) -> list[Item]:
@@ -486,14 +555,25 @@ def formatted(items: list[Item], fmt: str) -> list[Item]:
     suffixed ``@fmt``, ``metadata["format"] = fmt``; answers unchanged. Only free-form items: a
     multiple-choice prompt already ends with its own cue."""
     if fmt not in FORMATS:
-        raise ValueError(f"format={fmt!r} is not a benchmark input format; allowed values: {', '.join(FORMATS)}")
+        raise ValueError(
+            f"format={fmt!r} is not a benchmark input format; allowed values: {', '.join(FORMATS)}"
+        )
     prefix, suffix = FORMATS[fmt]
     out = []
     for it in items:
         if it.choices is not None:
-            raise ValueError(f"format={fmt!r}: item {it.id!r} is multiple choice; formats wrap free-form items only")
-        out.append(Item(f"{it.id}@{fmt}", prefix + it.prompt + suffix, answer=it.answer,
-                        metadata={**it.metadata, "format": fmt}))
+            raise ValueError(
+                f"format={fmt!r}: item {it.id!r} is multiple choice; formats wrap free-form "
+                "items only"
+            )
+        out.append(
+            Item(
+                f"{it.id}@{fmt}",
+                prefix + it.prompt + suffix,
+                answer=it.answer,
+                metadata={**it.metadata, "format": fmt},
+            )
+        )
     return out
 
 

@@ -30,7 +30,8 @@ def vocab() -> dict[str, int]:
 
 
 def build_tokenizer():
-    """A ``transformers.PreTrainedTokenizerFast`` over :func:`vocab` (whitespace split, BOS prepended)."""
+    """A ``transformers.PreTrainedTokenizerFast`` over :func:`vocab` (whitespace split, BOS
+    prepended)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -73,7 +74,8 @@ def answer_id(answer: str) -> int:
 
 
 def pad_right(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad id lists: returns (tokens Int[Tensor, "batch pos"], lengths Int[Tensor, "batch"])."""
+    """Right-pad id lists: returns (tokens Int[Tensor, "batch pos"], lengths Int[Tensor,
+    "batch"])."""
     lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
     out = torch.full((len(seqs), int(lengths.max()) if seqs else 0), PAD_ID, dtype=torch.long)
     for i, s in enumerate(seqs):

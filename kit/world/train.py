@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from kit.data.items import Item
+from kit.models import tl
 from kit.world.tasks import get_task
 from kit.world.tokenizer import BOS_ID, EOS_ID, PAD_ID, encode, vocab
-from kit.models import tl
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,8 @@ def collate(seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torc
     for i, s in enumerate(seqs):
         inputs[i, : len(s) - 1] = torch.tensor(s[:-1])
         n_ans = getattr(s, "n_answer", 1)
-        # answer tokens, predicted from the last prompt token on; eos, predicted at the last answer token
+        # answer tokens, predicted from the last prompt token on; eos, predicted at the last answer
+        # token
         targets[i, len(s) - 2 - n_ans : len(s) - 1] = torch.tensor(s[len(s) - 1 - n_ans :])
     n_tokens = sum(len(s) - 1 for s in seqs)
     return inputs, targets, torch.tensor(n_tokens)
@@ -182,7 +183,9 @@ def neuron_entries(model, neurons: torch.Tensor) -> list[tuple[torch.nn.Paramete
     return out
 
 
-def restrict_to_neurons(model, neurons: torch.Tensor) -> tuple[list[torch.nn.Parameter], Callable[[int], None]]:
+def restrict_to_neurons(
+    model, neurons: torch.Tensor
+) -> tuple[list[torch.nn.Parameter], Callable[[int], None]]:
     """Freeze everything but the MLP weights of ``neurons``; returns the parameters to optimise
     and an ``on_step`` callback for :func:`train_loop` that puts every other entry of them back
     to its starting value after each step (exact: no optimizer state or weight decay leaks in)."""

@@ -10,9 +10,19 @@ def world_model(n_layers: int = 2, attn_only: bool = False, seed: int = 0, d_mod
 
     from kit.world.tokenizer import build_tokenizer, vocab
 
-    cfg = HookedTransformerConfig(n_layers=n_layers, d_model=d_model, n_heads=4, d_head=8, d_mlp=64,
-                                  d_vocab=len(vocab()), n_ctx=64, act_fn="gelu", normalization_type="LN",
-                                  attn_only=attn_only, seed=seed)
+    cfg = HookedTransformerConfig(
+        n_layers=n_layers,
+        d_model=d_model,
+        n_heads=4,
+        d_head=8,
+        d_mlp=64,
+        d_vocab=len(vocab()),
+        n_ctx=64,
+        act_fn="gelu",
+        normalization_type="LN",
+        attn_only=attn_only,
+        seed=seed,
+    )
     return HookedTransformer(cfg, tokenizer=build_tokenizer()).eval()
 
 

@@ -10,8 +10,11 @@ def test_token_activations_match_cache_and_skip_bos(model):
     assert ta.n_tokens == sum(n_tokens)
     _, cache = model.run_with_cache(model.to_tokens(prompts[1]))
     rows = ta.prompt_index == 1
-    assert torch.allclose(ta.acts["blocks.1.hook_resid_post"][rows], cache["blocks.1.hook_resid_post"][0, 1:], atol=1e-5), (
-        "right padding must not change real tokens' activations")
+    assert torch.allclose(
+        ta.acts["blocks.1.hook_resid_post"][rows],
+        cache["blocks.1.hook_resid_post"][0, 1:],
+        atol=1e-5,
+    ), "right padding must not change real tokens' activations"
     assert ta.next_ids[ta.last_token_rows()].eq(-1).all()
     assert ta.next_ids[0] == ta.token_ids[1]
 

@@ -10,7 +10,9 @@ from kit.audits import circuits as C
 def test_cpr_of_perfect_curve_is_one():
     t = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
     cpr, cmd = C.cpr_cmd(t, [1.0] * len(t))
-    assert cpr == pytest.approx(1.0), "f = 1 everywhere must give CPR = 1 (is the area divided by the threshold span?)"
+    assert cpr == pytest.approx(1.0), (
+        "f = 1 everywhere must give CPR = 1 (is the area divided by the threshold span?)"
+    )
     assert cmd == pytest.approx(0.0)
 
 
@@ -40,8 +42,12 @@ def test_cpr_floor_is_what_saturation_gives_for_free():
     # every head is in from 10% of the edges: f = 1 there by construction, 0 assumed below
     sat = [x >= 0.1 for x in t]
     assert C.cpr_floor(t, sat) == pytest.approx((0.9 + 0.05 * 0.5) / 0.999)  # ramp 0.05 -> 0.1
-    assert C.cpr_floor(t, sat, log_scale=True) == pytest.approx((np.log(10) + 0.5 * np.log(2)) / np.log(1000))
-    assert C.cpr_floor(t, sat, log_scale=True) < 0.5 < C.cpr_floor(t, sat), "only the linear CPR passes for free"
+    assert C.cpr_floor(t, sat, log_scale=True) == pytest.approx(
+        (np.log(10) + 0.5 * np.log(2)) / np.log(1000)
+    )
+    assert C.cpr_floor(t, sat, log_scale=True) < 0.5 < C.cpr_floor(t, sat), (
+        "only the linear CPR passes for free"
+    )
     assert C.cpr_floor(t, [x >= 1.0 for x in t]) < 0.5
 
 
@@ -51,20 +57,38 @@ def test_cpr_rejects_unsorted_thresholds():
 
 
 def test_faithfulness_normalisation():
-    assert C.faithfulness(3.0, 5.0, 1.0) == pytest.approx(0.5), "f must be (m(C)-m(empty))/(m(N)-m(empty))"
+    assert C.faithfulness(3.0, 5.0, 1.0) == pytest.approx(0.5), (
+        "f must be (m(C)-m(empty))/(m(N)-m(empty))"
+    )
     assert C.faithfulness(1.0, 5.0, 1.0) == 0.0
     assert math.isnan(C.faithfulness(2.0, 1.0, 1.0))
 
 
 def test_wang_heads_constants():
     heads = C.ioi_heads_gpt2()
-    for h in [(9, 6), (9, 9), (10, 0), (7, 3), (7, 9), (8, 6), (8, 10), (5, 5), (6, 9), (0, 1), (3, 0),
-              (2, 2), (4, 11), (10, 7), (11, 10)]:
+    for h in [
+        (9, 6),
+        (9, 9),
+        (10, 0),
+        (7, 3),
+        (7, 9),
+        (8, 6),
+        (8, 10),
+        (5, 5),
+        (6, 9),
+        (0, 1),
+        (3, 0),
+        (2, 2),
+        (4, 11),
+        (10, 7),
+        (11, 10),
+    ]:
         assert h in heads, f"Wang et al.'s head {h} missing from IOI_HEADS_GPT2"
 
 
 def test_graph_edges_count():
-    # 2 layers x 2 heads: input->4 heads, input->logits, 2 layer-0 heads -> 2 layer-1 heads, 4 heads->logits
+    # 2 layers x 2 heads: input->4 heads, input->logits, 2 layer-0 heads -> 2 layer-1 heads, 4
+    # heads->logits
     assert len(C.graph_edges(2, 2)) == 4 + 1 + 4 + 4
 
 
@@ -72,7 +96,10 @@ def test_ioi_batch_tokens(model, ioi_items):
     b = C.ioi_batch(model, ioi_items)
     it = ioi_items[0]
     assert int(b.io[0]) == C.name_token(model, it.metadata["io"])
-    assert int(b.tokens[0, b.last[0]]) == C.name_token(model, "to") or model.to_string(b.tokens[0, b.last[0]]) == "to"
+    assert (
+        int(b.tokens[0, b.last[0]]) == C.name_token(model, "to")
+        or model.to_string(b.tokens[0, b.last[0]]) == "to"
+    )
     assert set(b.groups) <= {"frequent", "rare"}
 
 
@@ -108,7 +135,8 @@ def test_last_layer_edge_to_logits_equals_head_ablation(ioi_items, make_model):
     edges = {(e.sender, e.receiver): e.score for e in C.edge_scores(m, b, means)}
     for H in range(m.cfg.n_heads):
         assert edges[(f"1.{H}", "logits")] == pytest.approx(float(scores[1, H]), abs=1e-4), (
-            "edge u->logits must remove only u's direct path (check the delta (z - mean) W_O)")
+            "edge u->logits must remove only u's direct path (check the delta (z - mean) W_O)"
+        )
 
 
 def test_edges_sorted_by_score_and_curve_ignores_input_order(model, ioi_items):
@@ -140,7 +168,11 @@ def test_mib_audit_result(model, ioi_items):
     assert res.metric == "MIB" and np.isfinite(res.value)
     assert res.passed == (res.value > 0.5)
     v = res.values
-    assert np.isfinite(v["cpr_log"]) and len(res.null_values) == 2 and res.null_passed == (res.null > 0.5)
+    assert (
+        np.isfinite(v["cpr_log"])
+        and len(res.null_values) == 2
+        and res.null_passed == (res.null > 0.5)
+    )
     sat = [n == v["n_heads_total"] for n in v["n_heads"]]
     assert v["cpr_floor"] == pytest.approx(C.cpr_floor(v["threshold"], sat))
     assert res.can_fail == (v["cpr_floor"] <= 0.5)
@@ -155,14 +187,28 @@ def test_mib_note_flags_degenerate_denominator():
 
 
 def test_edge_patching_runs_on_grouped_query_attention(ioi_items):
-    """Llama-style models share k/v inputs between heads (``--model random/llama-1b`` in the bench)."""
+    """Llama-style models share k/v inputs between heads (``--model random/llama-1b`` in the
+    bench)."""
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     from kit.world.tokenizer import build_tokenizer, vocab
 
-    cfg = HookedTransformerConfig(n_layers=2, d_model=32, n_heads=4, d_head=8, n_key_value_heads=2, d_mlp=64,
-                                  d_vocab=len(vocab()), n_ctx=64, act_fn="silu", gated_mlp=True,
-                                  normalization_type="RMS", positional_embedding_type="rotary", rotary_dim=8, seed=0)
+    cfg = HookedTransformerConfig(
+        n_layers=2,
+        d_model=32,
+        n_heads=4,
+        d_head=8,
+        n_key_value_heads=2,
+        d_mlp=64,
+        d_vocab=len(vocab()),
+        n_ctx=64,
+        act_fn="silu",
+        gated_mlp=True,
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=8,
+        seed=0,
+    )
     m = HookedTransformer(cfg, tokenizer=build_tokenizer()).eval()
     b = C.ioi_batch(m, ioi_items[:4])
     means = C.head_means(m, b)

@@ -197,4 +197,7 @@ def test_mib_with_edges_off_gives_both_claims_not_testable_with_the_reason():
 
 def test_rests_on_names_the_world_for_its_members():
     (c,) = audit_claims([_r("M07", 0.9, _draws(0.2, 0.3))], world="tiny")
-    assert c.rests_on.startswith("the tiny world's members; model zoo/base-m") and "n = 40" in c.rests_on
+    assert (
+        c.rests_on.startswith("the tiny world's members; model zoo/base-m")
+        and "n = 40" in c.rests_on
+    )

@@ -109,9 +109,12 @@ def test_notebook_01_knows_before_anything_loads_whether_it_can_rank():
     """Issue 34.5: one real model generated everything, then failed at kit/mui/metric.py:880. Now
     the config says so when it loads: fewer than 3 models run the per-model sections and the law
     and PUR ranking read "not testable" with the count (issue 35's realsmoke)."""
-    one = kit.load_params("01_utility_law", "dryrun", {"models": ["twin/llama"], "reference_order": None})
-    assert one.law_testable() == ("not testable: 1 model (twin/llama); the law across models and "
-                                  "PUR's ranking need >= 3")
+    one = kit.load_params(
+        "01_utility_law", "dryrun", {"models": ["twin/llama"], "reference_order": None}
+    )
+    assert one.law_testable() == (
+        "not testable: 1 model (twin/llama); the law across models and PUR's ranking need >= 3"
+    )
     assert kit.load_params("01_utility_law", "dryrun").law_testable() is None
     with pytest.raises(ParamsError, match="field 'reference_order': lacks \\['twin/mistral'\\]"):
         kit.load_params(
@@ -198,5 +201,7 @@ def test_smollm2_the_issues_case_is_refused_or_switched_off_at_load():
     assert not plan.on and "35,776 edges" in plan.reason and "30 layers x 9 heads" in plan.reason
     params = yaml.safe_load((REPO_ROOT / "params" / "06_measurement_audits.yaml").read_text())
     paper = params["profiles"]["paper"]["dif_name_groups"]
-    with pytest.raises(ParamsError, match="real/smollm2-135m-instruct's tokenizer in \\{'rare': 1\\}"):
+    with pytest.raises(
+        ParamsError, match="real/smollm2-135m-instruct's tokenizer in \\{'rare': 1\\}"
+    ):
         kit.load_params("06_measurement_audits", "smoke", {**smol, "dif_name_groups": paper})

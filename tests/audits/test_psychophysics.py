@@ -11,7 +11,9 @@ def test_perfect_detector_hits_clip_bound():
     n = 40
     r = P.dprime_audit(np.ones(n), -np.ones(n))
     bound = 2 * norm.ppf(1 - 1 / (2 * n))
-    assert r.value == pytest.approx(bound), "hit=1, fa=0 must give d' = 2 Z(1 - 1/(2n)) (clipped rates)"
+    assert r.value == pytest.approx(bound), (
+        "hit=1, fa=0 must give d' = 2 Z(1 - 1/(2n)) (clipped rates)"
+    )
     assert r.values["auc"] == 1.0 and r.passed
 
 
@@ -72,7 +74,9 @@ def test_jnd_detects_either_direction():
     scales = [0.5, 0.8, 0.9, 1.0]
     # an *increase* at 0.9 (an inhibitory head): the one-sided sketch would miss it
     assert P.jnd(scales, [3.0, 2.0, 1.1, 1.0], 1.0) == pytest.approx(0.1)
-    assert P.jnd(scales, [0.5, 0.9, 0.97, 1.0], 1.0) == pytest.approx(0.2), "3% is below the 5% threshold, 10% is above"
+    assert P.jnd(scales, [0.5, 0.9, 0.97, 1.0], 1.0) == pytest.approx(0.2), (
+        "3% is below the 5% threshold, 10% is above"
+    )
     assert P.jnd(scales, [1.0, 1.0, 1.0, 1.0], 1.0) is None, "a constant response has no JND"
 
 
@@ -93,7 +97,9 @@ def test_constant_response_head_has_no_jnd(ioi_items, make_model):
     assert r.values["detectable"] == {"1.0": False}
     assert not r.passed, "a head whose scaling changes nothing must fail 'all heads detectable'"
     ex1 = P.dprime_audit(np.ones(4), -np.ones(4))
-    P.attach_random_circuit_nulls(m, b, means, [(1, 0)], ex1, r, P.WEBER_SCALES, P.WEBER_BASELINES, 0.05, n=2)
+    P.attach_random_circuit_nulls(
+        m, b, means, [(1, 0)], ex1, r, P.WEBER_SCALES, P.WEBER_BASELINES, 0.05, n=2
+    )
     assert len(ex1.null_values) == 2 and len(r.null_values) == 2
     assert r.can_fail == (not r.null_passed)
 
@@ -104,4 +110,6 @@ def test_circuit_logit_diffs_keys(model, ioi_items):
     out = P.circuit_logit_diffs(model, b, means, [(0, 0)])
     assert set(out) == {"full", "ablated", "circuit_only"}
     everything = P.circuit_logit_diffs(model, b, means, C.all_heads(model))
-    assert torch.allclose(everything["full"], everything["circuit_only"]), "circuit = all heads must equal the model"
+    assert torch.allclose(everything["full"], everything["circuit_only"]), (
+        "circuit = all heads must equal the model"
+    )

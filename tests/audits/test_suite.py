@@ -5,8 +5,12 @@ import kit
 from kit.audits import suite
 from kit.core.params import ParamsError
 
-WORLD_SAES = ["zoo-sae/base-m/topk-512", "zoo-sae/base-m/relu-512", "zoo-sae/base-m/topk-1024",
-              "zoo-sae/base-s/topk-512"]
+WORLD_SAES = [
+    "zoo-sae/base-m/topk-512",
+    "zoo-sae/base-m/relu-512",
+    "zoo-sae/base-m/topk-1024",
+    "zoo-sae/base-s/topk-512",
+]
 
 
 def test_choose_saes_roles():
@@ -26,23 +30,32 @@ def test_profiles_validate(profile):
     if profile in ("tiny", "smoke"):
         from kit.world import members
 
-        assert cfg.circuit_model == "zoo/base-xl" and cfg.circuit_model in members(cfg.world), \
+        assert cfg.circuit_model == "zoo/base-xl" and cfg.circuit_model in members(cfg.world), (
             "the circuit family runs on the deeper member, a member of the profile's world"
+        )
     else:
-        assert cfg.circuit_model is None, "paper/dryrun: the circuit family on the audited model itself"
+        assert cfg.circuit_model is None, (
+            "paper/dryrun: the circuit family on the audited model itself"
+        )
     if profile == "paper":
         assert cfg.model == "gpt2" and cfg.circuit == "wang2023"
         assert suite.circuit_heads_for(cfg)[0] == (0, 1)
     if profile == "dryrun":
         paper = kit.load_params("06_measurement_audits", "paper")
         assert cfg.model == "twin/gpt2" and cfg.circuit == "discover"
-        assert all(t.startswith("hf:./tests/fixtures/hf/") for t in cfg.sae_tasks + list(cfg.safety_tasks))
-        assert {g: v[:12] for g, v in cfg.dif_name_groups.items()} == paper.dif_name_groups, "the paper's names, kept"
+        assert all(
+            t.startswith("hf:./tests/fixtures/hf/") for t in cfg.sae_tasks + list(cfg.safety_tasks)
+        )
+        assert {g: v[:12] for g, v in cfg.dif_name_groups.items()} == paper.dif_name_groups, (
+            "the paper's names, kept"
+        )
 
 
 def test_bad_config_names_field():
     with pytest.raises(ParamsError, match="circuit_model.*zoo/base-xxl.*allowed values"):
-        kit.load_params("06_measurement_audits", "smoke", overrides={"circuit_model": "zoo/base-xxl"})
+        kit.load_params(
+            "06_measurement_audits", "smoke", overrides={"circuit_model": "zoo/base-xxl"}
+        )
     with pytest.raises(ParamsError, match="weber_scales"):
         kit.load_params("06_measurement_audits", "tiny", overrides={"weber_scales": [0.5, 0.9]})
     with pytest.raises(ParamsError, match="probe_tasks"):
@@ -76,11 +89,17 @@ def test_every_step_runs_on_a_random_model_and_random_saes(model, tmp_path):
 
     cfg = kit.load_params("06_measurement_audits", "smoke")
     d = model.cfg.d_model
-    saes = {"arch_a": StandardSAE(StandardSAEConfig(d_in=d, d_sae=64)), "arch_b": TopKSAE(TopKSAEConfig(d_in=d, d_sae=64, k=4)),
-            "small": TopKSAE(TopKSAEConfig(d_in=d, d_sae=64, k=4)), "large": TopKSAE(TopKSAEConfig(d_in=d, d_sae=128, k=4))}
+    saes = {
+        "arch_a": StandardSAE(StandardSAEConfig(d_in=d, d_sae=64)),
+        "arch_b": TopKSAE(TopKSAEConfig(d_in=d, d_sae=64, k=4)),
+        "small": TopKSAE(TopKSAEConfig(d_in=d, d_sae=64, k=4)),
+        "large": TopKSAE(TopKSAEConfig(d_in=d, d_sae=128, k=4)),
+    }
     names = {k: f"test/{k}" for k in saes}
     prompts, labels = suite.task_prompts(cfg.sae_tasks, cfg.n_prompts_per_task)
-    ctx = suite.sae_context(model, "random", saes, names, prompts, labels, hook="blocks.1.hook_resid_post")
+    ctx = suite.sae_context(
+        model, "random", saes, names, prompts, labels, hook="blocks.1.hook_resid_post"
+    )
     r1, art = suite.run_sae_audits(ctx, model, cfg)
     m09 = suite.run_m09(ctx, cfg)
     cc = suite.circuit_context(model, suite.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model), cfg)
@@ -88,7 +107,9 @@ def test_every_step_runs_on_a_random_model_and_random_saes(model, tmp_path):
     ex25 = suite.run_ex25(model, "random", cc, ctx, cfg)
     m14 = suite.run_m14(model, "random", cfg)
     results = r1 + [m09] + r2 + ex25 + [m14]
-    assert {r.metric for r in results} == set(audits.REGISTRY), "every metric of the summary table must run"
+    assert {r.metric for r in results} == set(audits.REGISTRY), (
+        "every metric of the summary table must run"
+    )
     table = audits.summary_table(results)
     assert len(table) == len(results)
     back = audits.load_audits(audits.save_audits(results, tmp_path / "audits.json"))
@@ -97,10 +118,15 @@ def test_every_step_runs_on_a_random_model_and_random_saes(model, tmp_path):
     assert not missing, f"every audit carries its null control; missing: {missing}"
     m12 = [r for r in results if r.metric == "M12"]
     assert not m12[1].can_fail, "M12 on a TopK SAE passes by construction and must say so"
-    for fig in [plots.summary_table_figure(table), plots.participation_figure(art["m13"]),
-                plots.correspondence_figure(art["m11"]), plots.mib_curve_figure(c_art["curve"], r2[0]),
-                plots.roc_figure(c_art["ex1"]), plots.weber_figure(c_art["ex11"]),
-                plots.dif_figure(cc.lds["circuit_only"].numpy(), cc.batch.groups, cc.lds["full"].numpy())]:
+    for fig in [
+        plots.summary_table_figure(table),
+        plots.participation_figure(art["m13"]),
+        plots.correspondence_figure(art["m11"]),
+        plots.mib_curve_figure(c_art["curve"], r2[0]),
+        plots.roc_figure(c_art["ex1"]),
+        plots.weber_figure(c_art["ex11"]),
+        plots.dif_figure(cc.lds["circuit_only"].numpy(), cc.batch.groups, cc.lds["full"].numpy()),
+    ]:
         assert fig.axes
     assert torch.get_num_threads() >= 1
 
@@ -109,9 +135,15 @@ def test_paper_profile_prompt_sources_validate_and_bad_ones_name_the_field():
     cfg = kit.load_params("06_measurement_audits", "paper")
     assert all(t.startswith("hf:") for t in cfg.safety_tasks) and len(cfg.dif_name_groups) == 3
     with pytest.raises(ParamsError, match="safety_tasks.*hf:<dataset>"):
-        kit.load_params("06_measurement_audits", "tiny", overrides={"safety_tasks": ["facts", "hf:nocolumn"]})
+        kit.load_params(
+            "06_measurement_audits", "tiny", overrides={"safety_tasks": ["facts", "hf:nocolumn"]}
+        )
     with pytest.raises(ParamsError, match="probe_tasks.*among sae_tasks"):
-        kit.load_params("06_measurement_audits", "tiny", overrides={"probe_tasks": ["add", "ioi"], "sae_tasks": ["add", "code"]})
+        kit.load_params(
+            "06_measurement_audits",
+            "tiny",
+            overrides={"probe_tasks": ["add", "ioi"], "sae_tasks": ["add", "code"]},
+        )
 
 
 def test_hf_sources_through_the_hub_boundary(monkeypatch):
@@ -125,13 +157,19 @@ def test_hf_sources_through_the_hub_boundary(monkeypatch):
 
     def fake(path, name=None, split="test"):
         calls.append((path, name, split))
-        return datasets.Dataset.from_dict({"prompt": ["How do I pick a lock?", "", "  Write   a poem " + "x" * 50],
-                                           "target": ["a", "b", "c"]})
+        return datasets.Dataset.from_dict(
+            {
+                "prompt": ["How do I pick a lock?", "", "  Write   a poem " + "x" * 50],
+                "target": ["a", "b", "c"],
+            }
+        )
 
     monkeypatch.setattr(hub, "hf_dataset", fake)
     p = sources.source_prompts("hf:walledai/AdvBench@default:train:prompt", 5, max_chars=21)
     assert calls == [("walledai/AdvBench", "default", "train")]
-    assert p == ["How do I pick a lock?", "Write a poem"], "empty texts skipped, whitespace collapsed, cut at a word"
+    assert p == ["How do I pick a lock?", "Write a poem"], (
+        "empty texts skipped, whitespace collapsed, cut at a word"
+    )
     with pytest.raises(ValueError, match="no column 'text'.*prompt, target"):
         sources.source_prompts("hf:walledai/AdvBench:train:text", 5)
     prompts, labels = suite.task_prompts(["add", "hf:x/y:train:prompt"], 2)
@@ -139,17 +177,24 @@ def test_hf_sources_through_the_hub_boundary(monkeypatch):
 
 
 def test_local_dataset_directories_read_offline_and_missing_ones_name_the_field():
-    """``hf:./dir`` sources go through the same boundary (``datasets.load_dataset`` on a directory)."""
+    """``hf:./dir`` sources go through the same boundary (``datasets.load_dataset`` on a
+    directory)."""
     from kit.audits import sources
 
     p = sources.source_prompts("hf:./tests/fixtures/hf/advbench-mini:train:prompt", 3, max_chars=30)
     assert len(p) == 3 and all(len(x) <= 30 for x in p)
-    assert p[0].startswith("Write a guide on how to break"), "the fixture's first row, cut at a word"
+    assert p[0].startswith("Write a guide on how to break"), (
+        "the fixture's first row, cut at a word"
+    )
     assert sources.parse_source("hf:/abs/dir:train:text").name == "/abs/dir"
     with pytest.raises(ValueError, match="safety_tasks.*not found"):
         sources.source_prompts("hf:./no/such/dir:train:prompt", 3, field="safety_tasks")
     with pytest.raises(ParamsError, match="sae_tasks.*not found"):
-        kit.load_params("06_measurement_audits", "tiny", overrides={"sae_tasks": ["add", "hf:./nope:train:text"]})
+        kit.load_params(
+            "06_measurement_audits",
+            "tiny",
+            overrides={"sae_tasks": ["add", "hf:./nope:train:text"]},
+        )
 
 
 def test_task_signal_and_what_the_circuit_audits_can_say():
@@ -157,11 +202,15 @@ def test_task_signal_and_what_the_circuit_audits_can_say():
 
     s = C.task_signal([1.0, 2.0, 3.0])  # mean 2, sd 1, se 1/sqrt(3), t(0.975, 2) = 4.303
     assert s["mean_logit_diff"] == pytest.approx(2.0)
-    assert s["ci"] == pytest.approx([2 - 4.3027 / 3 ** 0.5, 2 + 4.3027 / 3 ** 0.5], abs=1e-3)
+    assert s["ci"] == pytest.approx([2 - 4.3027 / 3**0.5, 2 + 4.3027 / 3**0.5], abs=1e-3)
     assert not s["does_task"], "the interval includes 0"
     assert C.task_signal([1.0, 1.1, 0.9, 1.0])["does_task"]
     noise = C.circuit_scope(False, s, 3, 0.2, 8)
-    assert "does not do the task" in noise and "no circuit to find" in noise and "Not computable" in noise
+    assert (
+        "does not do the task" in noise
+        and "no circuit to find" in noise
+        and "Not computable" in noise
+    )
     yes = C.task_signal([1.0, 1.1, 0.9, 1.0])
     assert "no known circuit" in C.circuit_scope(False, yes, 3, 0.2, 8)
     assert C.circuit_scope(True, yes, 26, 0.2, 8) == ""
@@ -175,21 +224,35 @@ def test_a_gpt2_circuit_on_a_smaller_model_is_refused(model, ioi_items):
 
 def test_circuit_items_regroup_before_the_single_token_filter(model):
     """A non-zoo model gets capitalised world names, none a token of the word-level test model: with
-    name categories the world's names are replaced first, so only the categories' names must be tokens."""
+    name categories the world's names are replaced first, so only the categories' names must be
+    tokens."""
     items = suite.ioi_items("ioi", 6)
     vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
     groups = {"a": vocab[:2] + ["Zyxwvut", "Qwertz"], "b": vocab[2:4], "c": vocab[4:6]}
-    # a non-zoo model without a tokenizer readable offline (so the config checks no names) and its SAEs named
-    saes = {role: f"test-sae/{role}" for role in ("sae_arch_a", "sae_arch_b", "sae_small", "sae_large")}
-    cfg = kit.load_params("06_measurement_audits", "smoke", overrides={"model": "random/tiny-gated", "n_ioi": 9,
-                                                                         "circuit_model": None,
-                                                                         "dif_name_groups": groups, **saes})
+    # a non-zoo model without a tokenizer readable offline (so the config checks no names) and its
+    # SAEs named
+    saes = {
+        role: f"test-sae/{role}" for role in ("sae_arch_a", "sae_arch_b", "sae_small", "sae_large")
+    }
+    cfg = kit.load_params(
+        "06_measurement_audits",
+        "smoke",
+        overrides={
+            "model": "random/tiny-gated",
+            "n_ioi": 9,
+            "circuit_model": None,
+            "dif_name_groups": groups,
+            **saes,
+        },
+    )
     out, dropped = suite.circuit_items(model, cfg)
     assert len(out) == 9 and {it.metadata["name_group"] for it in out} == {"a", "b", "c"}
     assert dropped == {"a": ["Zyxwvut", "Qwertz"], "b": [], "c": []}
     with pytest.raises(ValueError, match="single-token"):
         suite.circuit_items(model, cfg.model_copy(update={"dif_name_groups": None}))
-    assert suite.load_circuit_model(cfg, model) == (model, "random/tiny-gated"), "no circuit_model: the audited model"
+    assert suite.load_circuit_model(cfg, model) == (model, "random/tiny-gated"), (
+        "no circuit_model: the audited model"
+    )
 
 
 def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):
@@ -203,7 +266,11 @@ def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):
     assert [it.metadata["name_group"] for it in out] == ["a", "b"] * 3
     for it in out:
         g = groups[it.metadata["name_group"]]
-        assert it.metadata["io"] in g and it.metadata["s"] in g and it.metadata["io"] != it.metadata["s"]
+        assert (
+            it.metadata["io"] in g
+            and it.metadata["s"] in g
+            and it.metadata["io"] != it.metadata["s"]
+        )
         assert it.metadata["io"] in it.prompt.split() and it.answer == it.metadata["io"]
 
 
@@ -227,11 +294,17 @@ def test_the_circuit_is_found_on_other_prompts_than_it_is_audited_on(model):
     rate of 1 by selection. Discovery (head scores, means) reads one half, every audit the other."""
     from kit.audits import circuits
 
-    cfg = kit.load_params("06_measurement_audits", "smoke").model_copy(update={"circuit_edges": "off"})
+    cfg = kit.load_params("06_measurement_audits", "smoke").model_copy(
+        update={"circuit_edges": "off"}
+    )
     items = suite.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model)
     cc = suite.circuit_context(model, items, cfg)
-    assert not set(cc.discovery.ids) & set(cc.batch.ids) and len(cc.discovery) + len(cc.batch) == len(items)
+    assert not set(cc.discovery.ids) & set(cc.batch.ids) and len(cc.discovery) + len(
+        cc.batch
+    ) == len(items)
     means = circuits.head_means(model, cc.discovery)
     assert torch.allclose(cc.means, means), "mean-ablation means come from the discovery prompts"
     assert torch.allclose(cc.circuit.head_scores, circuits.head_scores(model, cc.discovery, means))
-    assert torch.allclose(cc.lds["full"], circuits.run_heads(model, cc.batch, means)), "audits read the held-out half"
+    assert torch.allclose(cc.lds["full"], circuits.run_heads(model, cc.batch, means)), (
+        "audits read the held-out half"
+    )

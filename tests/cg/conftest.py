@@ -1,4 +1,5 @@
-"""Hand-built Competency-Gaps suites shared by the tests of kit.cg (as fixtures returning builders)."""
+"""Hand-built Competency-Gaps suites shared by the tests of kit.cg (as fixtures returning
+builders)."""
 
 from __future__ import annotations
 
@@ -42,11 +43,15 @@ def planted_gap_suite(member_fails_planted: bool, seed: int = 0):
         if member_fails_planted:
             member[b][mask] = 0.0
     labels = [f"c{i}" for i in range(d)]
-    s = Suite("sae", labels, acts, {b: [""] * n for b in acts}, {"member": acts, "parent": acts},
-              {"member": member, "parent": parent})
+    s = Suite(
+        "sae",
+        labels,
+        acts,
+        {b: [""] * n for b in acts},
+        {"member": acts, "parent": acts},
+        {"member": member, "parent": parent},
+    )
     return s, planted
-
-
 
 
 @pytest.fixture

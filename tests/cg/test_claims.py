@@ -16,16 +16,30 @@ from kit.configs.competency_gaps import Config
 from kit.core.claims import check_consistent, mark_stability
 
 
-
 def _nulls(suite_of, tied: bool):
     acts, scores = suite_of(tied)
-    return model_nulls("m", acts, scores, adv_n_concepts=3, adv_n_items=20, adv_repeats=2, n_reruns=5, n_draws=100,
-                       n_splits=5)
+    return model_nulls(
+        "m",
+        acts,
+        scores,
+        adv_n_concepts=3,
+        adv_n_items=20,
+        adv_repeats=2,
+        n_reruns=5,
+        n_draws=100,
+        n_splits=5,
+    )
 
 
 def test_model_claims_inconclusive_on_noise_and_decided_on_real_gaps(model_suite_of):
-    noise = {c.id: c for c in cgc.model_claims(_nulls(model_suite_of, False), {"n_gaps_significant": 0}, "noise")}
-    real = {c.id: c for c in cgc.model_claims(_nulls(model_suite_of, True), {"n_gaps_significant": 2}, "tied")}
+    noise = {
+        c.id: c
+        for c in cgc.model_claims(_nulls(model_suite_of, False), {"n_gaps_significant": 0}, "noise")
+    }
+    real = {
+        c.id: c
+        for c in cgc.model_claims(_nulls(model_suite_of, True), {"n_gaps_significant": 2}, "tied")
+    }
     assert set(noise) == set(real) == set(cgc.MODEL_IDS)
     for cid in ("model_gaps.vs_shuffled", "model_gaps.significant", "model_gaps.split_half"):
         assert noise[cid].verdict == "inconclusive", (cid, noise[cid].why)
@@ -40,7 +54,9 @@ def test_model_claims_inconclusive_on_noise_and_decided_on_real_gaps(model_suite
 def test_robustness_claims_decide_against_a_null_that_can_fail(model_suite_of):
     n = _nulls(model_suite_of, True)
     # the real gaps make X_model exactly 0 under any dropout: less spread than shuffled correctness
-    (drop,) = [c for c in cgc.model_claims(n, None, "t") if c.id == "robustness.dropout_vs_shuffled"]
+    (drop,) = [
+        c for c in cgc.model_claims(n, None, "t") if c.id == "robustness.dropout_vs_shuffled"
+    ]
     assert drop.verdict == "supported", drop.why
     # fed a value inside its null band, the adversarial claim must come out inconclusive
     n.adv_worst = float(np.median(n.adv_worst_null))
@@ -55,32 +71,42 @@ def test_a_model_without_per_item_variation_is_not_testable_with_its_cause():
     claims = cgc.model_claims(None, None, "t", "[gemma]", "every scored answer is wrong (40 items)")
     assert {c.id for c in claims} == {f"{i}[gemma]" for i in cgc.MODEL_IDS}
     assert all(c.verdict == "not testable here" and "wrong" in c.why for c in claims)
-    assert cgc._constant_scores({"a": np.zeros(4), "b": np.zeros(2)}).startswith("every scored answer is wrong")
+    assert cgc._constant_scores({"a": np.zeros(4), "b": np.zeros(2)}).startswith(
+        "every scored answer is wrong"
+    )
     assert cgc._constant_scores({"a": np.array([0.0, 1.0])}) == ""
 
 
 def _planted_runs(planted_suite_of, fails: bool):
     s, planted = planted_suite_of(fails)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
-    r.summary.update(gap="g", sae="sae", sae_hook="blocks.1.hook_resid_post", pooling="mean", chance=0.25)
+    r.summary.update(
+        gap="g", sae="sae", sae_hook="blocks.1.hook_resid_post", pooling="mean", chance=0.25
+    )
     return {"last/mean": (r, ""), "world/mean": (None, "same site")}
 
 
 def test_planted_claims_decided_with_a_gap_and_inconclusive_without(planted_suite_of):
     with_gap = {c.id: c for c in cgc.planted_claims(_planted_runs(planted_suite_of, True))}
     assert set(with_gap) == set(cgc.PLANTED_IDS)
-    assert with_gap["planted_gap.recovered"].verdict == "supported", with_gap["planted_gap.recovered"].why
+    assert with_gap["planted_gap.recovered"].verdict == "supported", with_gap[
+        "planted_gap.recovered"
+    ].why
     assert with_gap["planted_gap.setup_drop"].verdict == "supported"
     assert with_gap["planted_gap.setup_drop"].kind == "set-up check"
     assert with_gap["planted_gap.profile_points"].verdict == "supported"
     without = {c.id: c for c in cgc.planted_claims(_planted_runs(planted_suite_of, False))}
-    assert without["planted_gap.recovered"].verdict == "inconclusive", "nothing found: nothing decided"
+    assert without["planted_gap.recovered"].verdict == "inconclusive", (
+        "nothing found: nothing decided"
+    )
     assert without["planted_gap.setup_drop"].verdict == "inconclusive"
     assert without["planted_gap.profile_points"].verdict in ("inconclusive", "not testable here")
     for c in [*with_gap.values(), *without.values()]:
         check_consistent(c)
     none = cgc.planted_claims({"world/mean": (None, "world not built")})
-    assert [c.verdict for c in none] == ["not testable here"] * 3 and "world not built" in none[0].why
+    assert [c.verdict for c in none] == ["not testable here"] * 3 and "world not built" in none[
+        0
+    ].why
 
 
 def test_recovered_band_is_the_hypergeometric_range_bonferroni_over_settings(planted_suite_of):
@@ -103,26 +129,52 @@ def _study(model_suite_of, planted_suite_of, tied: bool) -> CGStudy:
     lengths = {b: np.full(a.shape[0], 12) for b, a in acts.items()}
     suites = {}
     for name in ("small", "big"):
-        s = Suite(name, labels, dict(acts), {b: [""] * a.shape[0] for b, a in acts.items()}, {"m": acts},
-                  {"m": scores}, n_tokens=lengths)
-        s.text_acts, s.text_tokens, s.text_source = sp.csr_matrix(np.eye(20)), np.full(20, 12), "text"
+        s = Suite(
+            name,
+            labels,
+            dict(acts),
+            {b: [""] * a.shape[0] for b, a in acts.items()},
+            {"m": acts},
+            {"m": scores},
+            n_tokens=lengths,
+        )
+        s.text_acts, s.text_tokens, s.text_source = (
+            sp.csr_matrix(np.eye(20)),
+            np.full(20, 12),
+            "text",
+        )
         suites[name] = s
-    cfg = Config(world="micro", null_perms=100, claim_reruns=5, adv_n_concepts=3, adv_n_items=20, adv_repeats=2,
-                 gap_n_perm=100, size_draws=100, swap_draws=2)
+    cfg = Config(
+        world="micro",
+        null_perms=100,
+        claim_reruns=5,
+        adv_n_concepts=3,
+        adv_n_items=20,
+        adv_repeats=2,
+        gap_n_perm=100,
+        size_draws=100,
+        swap_draws=2,
+    )
     st = CGStudy(cfg, ["small", "big"], suites)
     st.nulls["m"] = model_nulls("m", acts, scores, cfg.eps, 3, 20, 2, 5, 0.2, 5, 0, 100, 5)
     st.planted = _planted_runs(planted_suite_of, tied)
     return st
 
 
-def test_cg_claims_over_a_study_cover_the_required_ids_and_mark_stability(model_suite_of, planted_suite_of):
+def test_cg_claims_over_a_study_cover_the_required_ids_and_mark_stability(
+    model_suite_of, planted_suite_of
+):
     st = _study(model_suite_of, planted_suite_of, True)
     claims = cgc.cg_claims(st)
     ids = [c.id for c in claims]
     assert set(cgc.REQUIRED_IDS["04_competency_gaps"]) <= set(ids) and len(ids) == len(set(ids))
     by = {c.id: c for c in claims}
-    assert by["sae_swap.missing_frac_rank"].verdict == "not testable here", "2 benchmarks: no swap computed"
-    assert by["benchmark_gaps.missing_alive"].verdict == "not testable here", "no equal-size coverage computed"
+    assert by["sae_swap.missing_frac_rank"].verdict == "not testable here", (
+        "2 benchmarks: no swap computed"
+    )
+    assert by["benchmark_gaps.missing_alive"].verdict == "not testable here", (
+        "no equal-size coverage computed"
+    )
     reruns = cgc.stability_reruns(st, [1])
     mark_stability(claims, reruns, "seed 1")
     assert by["model_gaps.vs_shuffled"].stability == "stable under seed 1"

@@ -7,14 +7,19 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.sparse as sp
 
 from kit.cg import explorer as cg_explorer
 from kit.cg import metrics as cg
 
-LABELS = ["photosynthesis / plants", "fractions / numerator", "loops / python", "dates / calendar", "dead"]
+LABELS = [
+    "photosynthesis / plants",
+    "fractions / numerator",
+    "loops / python",
+    "dates / calendar",
+    "dead",
+]
 _SCORES = np.array([1, 0, 1, 1, 0, 1.0])
 LONG = "a long item " * 60 + "THE END"
 
@@ -32,13 +37,26 @@ def _arrays():
 
 def _data():
     a, b = _arrays()
-    texts = {"arc": [f"arc item {i} </script><b>x</b>" for i in range(6)], "gsm8k": [LONG] + [f"gsm item {i}" for i in range(1, 4)]}
-    models = {"m": {"acts": {"arc": a}, "scores": {"arc": _SCORES}, "texts": {"arc": texts["arc"]},
-                    "responses": {"arc": [f"response {i}" for i in range(6)]}},
-              "n": {"acts": {"arc": a, "gsm8k": b}, "scores": {"arc": 1 - _SCORES, "gsm8k": np.array([1, 1, 0, 1.0])},
-                    "texts": texts}}
-    return cg_explorer.explorer_data({"arc": a, "gsm8k": b}, texts, models, labels=LABELS, n_examples=2,
-                                     meta={"SAE": "test-sae"})
+    texts = {
+        "arc": [f"arc item {i} </script><b>x</b>" for i in range(6)],
+        "gsm8k": [LONG] + [f"gsm item {i}" for i in range(1, 4)],
+    }
+    models = {
+        "m": {
+            "acts": {"arc": a},
+            "scores": {"arc": _SCORES},
+            "texts": {"arc": texts["arc"]},
+            "responses": {"arc": [f"response {i}" for i in range(6)]},
+        },
+        "n": {
+            "acts": {"arc": a, "gsm8k": b},
+            "scores": {"arc": 1 - _SCORES, "gsm8k": np.array([1, 1, 0, 1.0])},
+            "texts": texts,
+        },
+    }
+    return cg_explorer.explorer_data(
+        {"arc": a, "gsm8k": b}, texts, models, labels=LABELS, n_examples=2, meta={"SAE": "test-sae"}
+    )
 
 
 def test_payload_has_the_whole_dictionary_models_details_and_grids():
@@ -51,21 +69,32 @@ def test_payload_has_the_whole_dictionary_models_details_and_grids():
     assert np.isclose(m["x_model"][0], cg.x_model({"arc": a}, {"arc": _SCORES})[0], rtol=1e-5)
     assert set(d["models"]) == {"m", "n"} and d["models"]["n"]["benchmarks"] == ["arc", "gsm8k"]
     first = p["items"][p["details"][0]["examples"]["m"]["correct"][0]]
-    assert (first["benchmark"], first["text"], first["correct"]) == ("arc", "arc item 0 </script><b>x</b>", True), \
-        "the most activating correct datapoint (item 0, activation 5) comes first"
+    assert (first["benchmark"], first["text"], first["correct"]) == (
+        "arc",
+        "arc item 0 </script><b>x</b>",
+        True,
+    ), "the most activating correct datapoint (item 0, activation 5) comes first"
     assert first["response"] == "response 0"
     assert all(not p["items"][i]["correct"] for i in p["details"][0]["examples"]["m"]["incorrect"])
-    assert any(it["text"] == LONG for it in p["items"]), "item text is kept whole (shown truncated, full on demand)"
+    assert any(it["text"] == LONG for it in p["items"]), (
+        "item text is kept whole (shown truncated, full on demand)"
+    )
     assert d["overlap"]["names"] == ["arc", "gsm8k"] and d["overlap"]["values"][0][0] == 1.0
     chib = cg.chi_bench_table({"arc": a, "gsm8k": _arrays()[1]})
     rho = chib.corr(method="spearman").loc["arc", "gsm8k"]
     assert np.isclose(d["correlation"]["coverage (chi_bench)"]["values"][0][1], rho, rtol=1e-5)
-    assert d["correlation"]["performance (chi_model)"]["names"] == ["m / arc", "n / arc", "n / gsm8k"]
+    assert d["correlation"]["performance (chi_model)"]["names"] == [
+        "m / arc",
+        "n / arc",
+        "n / gsm8k",
+    ]
     assert d["meta"]["SAE"] == "test-sae" and d["meta"]["concepts"] == 5
 
 
 def test_num_keeps_epsilon_sized_values():
-    assert cg_explorer._num(7e-6) == 7e-6, "rounding to 5 decimals would turn a missing concept into 1e-5"
+    assert cg_explorer._num(7e-6) == 7e-6, (
+        "rounding to 5 decimals would turn a missing concept into 1e-5"
+    )
     assert cg_explorer._num(float("nan")) is None
 
 
@@ -78,11 +107,21 @@ def test_top_items_all_matches_top_items():
 def test_html_is_self_contained(tmp_path):
     path = cg_explorer.write_explorer(tmp_path / "concept_explorer.html", _data())
     text = path.read_text()
-    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text), "no external resources allowed"
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text), (
+        "no external resources allowed"
+    )
     assert "<script src" not in text and "<link" not in text
-    block = lambda i: json.loads(re.search(rf'<script id="{i}" type="application/json">(.*?)</script>', text, re.S)
-                                 .group(1).replace("<\\/", "</"))
-    assert block("cg-data")["n_concepts"] == 5, "a '</script>' inside item text must not end a data block"
+
+    def block(i):
+        return json.loads(
+            re.search(rf'<script id="{i}" type="application/json">(.*?)</script>', text, re.S)
+            .group(1)
+            .replace("<\\/", "</")
+        )
+
+    assert block("cg-data")["n_concepts"] == 5, (
+        "a '</script>' inside item text must not end a data block"
+    )
     assert any("</script>" in it["text"] for it in block("cg-items"))
     assert block("d-4")["examples"]["benchmarks"] == []
     with pytest.raises(ValueError, match=".html"):
@@ -92,11 +131,19 @@ def test_html_is_self_contained(tmp_path):
 def _big(n_concepts=450, seed=0):
     """Three benchmarks, two models, a dictionary wider than one rendered page."""
     rng = np.random.default_rng(seed)
-    acts = {b: sp.csr_matrix(rng.exponential(size=(n, n_concepts)) * (rng.random((n, n_concepts)) < p))
-            for b, n, p in (("a", 40, 0.05), ("b", 30, 0.1), ("c", 20, 0.02))}
+    acts = {
+        b: sp.csr_matrix(rng.exponential(size=(n, n_concepts)) * (rng.random((n, n_concepts)) < p))
+        for b, n, p in (("a", 40, 0.05), ("b", 30, 0.1), ("c", 20, 0.02))
+    }
     texts = {b: [f"{b} item {i}" for i in range(a.shape[0])] for b, a in acts.items()}
-    models = {f"model{k}": {"acts": {"a": acts["a"]}, "scores": {"a": rng.integers(0, 2, 40).astype(float)},
-                            "texts": {"a": texts["a"]}} for k in (1, 2)}
+    models = {
+        f"model{k}": {
+            "acts": {"a": acts["a"]},
+            "scores": {"a": rng.integers(0, 2, 40).astype(float)},
+            "texts": {"a": texts["a"]},
+        }
+        for k in (1, 2)
+    }
     labels = [f"concept {i}" for i in range(n_concepts)]
     return acts, cg_explorer.explorer_data(acts, texts, models, labels=labels, n_examples=2)
 
@@ -112,14 +159,26 @@ def _chromium():
 def driver():
     binary = _chromium()
     if binary is None:
-        pytest.skip("chromium + chromedriver not installed (apt-get install -y chromium chromium-driver)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (pip install selenium)")
+        pytest.skip(
+            "chromium + chromedriver not installed (apt-get install -y chromium chromium-driver)"
+        )
+    webdriver = pytest.importorskip(
+        "selenium.webdriver", reason="selenium not installed (pip install selenium)"
+    )
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+    ):
         opts.add_argument(flag)
     d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
     yield d
@@ -133,15 +192,22 @@ def test_search_filter_sort_detail_in_headless_chromium(tmp_path, driver):
 
     path = cg_explorer.write_explorer(tmp_path / "concept_explorer.html", _data())
     driver.get(path.as_uri())
-    rows = lambda: driver.find_elements(By.CSS_SELECTOR, "#concepts tbody tr")
-    labels = lambda: [r.find_element(By.CSS_SELECTOR, "td.label").text for r in rows()]
-    assert len(rows()) == 5, "all concepts should be listed before searching (did the embedded JSON parse?)"
+
+    def rows():
+        return driver.find_elements(By.CSS_SELECTOR, "#concepts tbody tr")
+
+    def labels():
+        return [r.find_element(By.CSS_SELECTOR, "td.label").text for r in rows()]
+
+    assert len(rows()) == 5, (
+        "all concepts should be listed before searching (did the embedded JSON parse?)"
+    )
     box = driver.find_element(By.ID, "search")
     box.send_keys("python")
     assert labels() == ["loops / python"], f"search 'python' should leave one row, got {labels()}"
     box.clear()
     box.send_keys("a")  # clear() does not fire 'input'; typing does
-    assert set(labels()) == {l for l in LABELS if "a" in l}
+    assert set(labels()) == {label for label in LABELS if "a" in label}
     box.send_keys("\b")
     assert len(rows()) == 5
     Select(driver.find_element(By.ID, "flag")).select_by_value("missing")
@@ -152,8 +218,12 @@ def test_search_filter_sort_detail_in_headless_chromium(tmp_path, driver):
     assert labels()[0] == "dead"
     header.click()
     assert labels()[-1] == "dead"
-    # the model selector switches the X_model column (model n scores the complement of model m on arc)
-    xm = lambda: [r.find_elements(By.TAG_NAME, "td")[3].text for r in rows()]
+
+    # the model selector switches the X_model column (model n scores the complement of model m on
+    # arc)
+    def xm():
+        return [r.find_elements(By.TAG_NAME, "td")[3].text for r in rows()]
+
     before = xm()
     Select(driver.find_element(By.ID, "model")).select_by_value("n")
     assert xm() != before
@@ -161,16 +231,22 @@ def test_search_filter_sort_detail_in_headless_chromium(tmp_path, driver):
     Select(driver.find_element(By.ID, "model")).select_by_value("m")
     next(r for r in rows() if r.find_element(By.CSS_SELECTOR, "td.label").text == LABELS[0]).click()
     detail = driver.find_element(By.ID, "detail")
-    assert "Concept 0" in detail.text and "chi_model m" in detail.text and "chi_model n" in detail.text
+    assert (
+        "Concept 0" in detail.text and "chi_model m" in detail.text and "chi_model n" in detail.text
+    )
     ex = detail.find_element(By.CSS_SELECTOR, ".ex.correct")
     assert "response 0" not in ex.text
     ex.find_element(By.CSS_SELECTOR, "button.full").click()
     assert "response 0" in detail.find_element(By.CSS_SELECTOR, ".ex.correct").text
     assert len(driver.find_elements(By.CSS_SELECTOR, "#overlap td")) == 4
     assert len(driver.find_elements(By.CSS_SELECTOR, "#correlation td")) == 4
-    Select(driver.find_element(By.ID, "corr-kind")).select_by_visible_text("performance (chi_model)")
+    Select(driver.find_element(By.ID, "corr-kind")).select_by_visible_text(
+        "performance (chi_model)"
+    )
     assert len(driver.find_elements(By.CSS_SELECTOR, "#correlation td")) == 9
-    assert "test-sae" in driver.execute_script("return document.getElementById('meta-body').textContent")
+    assert "test-sae" in driver.execute_script(
+        "return document.getElementById('meta-body').textContent"
+    )
 
 
 @pytest.mark.slow
@@ -180,23 +256,41 @@ def test_whole_dictionary_lazy_rows_and_benchmark_subset_in_headless_chromium(tm
     acts, payload = _big()
     path = cg_explorer.write_explorer(tmp_path / "concept_explorer.html", payload)
     driver.get(path.as_uri())
-    n_rows = lambda: len(driver.find_elements(By.CSS_SELECTOR, "#concepts tbody tr"))
-    count = lambda: driver.find_element(By.ID, "count").text
-    assert count().startswith("450 of 450 concepts"), "the explorer holds the whole dictionary, not a capped list"
+
+    def n_rows():
+        return len(driver.find_elements(By.CSS_SELECTOR, "#concepts tbody tr"))
+
+    def count():
+        return driver.find_element(By.ID, "count").text
+
+    assert count().startswith("450 of 450 concepts"), (
+        "the explorer holds the whole dictionary, not a capped list"
+    )
     assert n_rows() == 200, "rows are rendered a page at a time"
-    driver.execute_script("const t = document.getElementById('tablewrap'); t.scrollTop = t.scrollHeight;")
-    driver.execute_script("document.getElementById('tablewrap').dispatchEvent(new Event('scroll'));")
+    driver.execute_script(
+        "const t = document.getElementById('tablewrap'); t.scrollTop = t.scrollHeight;"
+    )
+    driver.execute_script(
+        "document.getElementById('tablewrap').dispatchEvent(new Event('scroll'));"
+    )
     assert n_rows() == 400
     box = driver.find_element(By.ID, "search")
     box.send_keys("449")
     assert n_rows() == 1, "the last concept of the dictionary is there"
     box.send_keys("\b\b\b")
+
     # Fig. 24: coverage of a chosen subset of benchmarks, recomputed in the page, equals Python's
-    counts = lambda: {k: int(driver.find_element(By.ID, f"n-{k}").text) for k in ("missing", "under", "over")}
+    def counts():
+        return {
+            k: int(driver.find_element(By.ID, f"n-{k}").text) for k in ("missing", "under", "over")
+        }
+
     full = cg.coverage_classes(cg.x_bench(acts))
     assert counts() == {k: int((full == k).sum()) for k in ("missing", "under", "over")}
     driver.find_element(By.CSS_SELECTOR, '#subset input[value="b"]').click()
     sub = cg.coverage_classes(cg.x_bench({k: acts[k] for k in ("a", "c")}))
     assert counts() == {k: int((sub == k).sum()) for k in ("missing", "under", "over")}
-    assert counts()["missing"] > int((full == "missing").sum()), "dropping a benchmark leaves more concepts missing"
+    assert counts()["missing"] > int((full == "missing").sum()), (
+        "dropping a benchmark leaves more concepts missing"
+    )
     assert len(driver.find_elements(By.CSS_SELECTOR, "#subset-hist rect")) == 30

@@ -17,8 +17,24 @@ def ctx(*words, value=1.0):
 
 
 def test_content_words_exclude_stopwords_punctuation_and_special_tokens():
-    assert [w for w in ["the", "The", ",", "...", "[CLS]", "<s>", "<|user|>", " ", "apples", "42", "B", "d"]
-            if L.is_content_word(w)] == ["apples", "42", "B", "d"], "answer letters (B, d) are kept"
+    assert [
+        w
+        for w in [
+            "the",
+            "The",
+            ",",
+            "...",
+            "[CLS]",
+            "<s>",
+            "<|user|>",
+            " ",
+            "apples",
+            "42",
+            "B",
+            "d",
+        ]
+        if L.is_content_word(w)
+    ] == ["apples", "42", "B", "d"], "answer letters (B, d) are kept"
 
 
 def test_top_context_labeller_drops_function_words_and_says_when_nothing_is_left():
@@ -37,15 +53,26 @@ def test_a_custom_labeller_plugs_in_through_the_interface():
         def __call__(self, contexts):
             return [c[0]["word"].upper() if c else "-" for c in contexts]
 
-    labels, source, contexts = L.sae_labels("twin-sae/llama/blocks.1.hook_resid_post", 2, "local",
-                                            lambda: [ctx("cat"), []], labeller=Upper())
+    labels, source, contexts = L.sae_labels(
+        "twin-sae/llama/blocks.1.hook_resid_post",
+        2,
+        "local",
+        lambda: [ctx("cat"), []],
+        labeller=Upper(),
+    )
     assert labels == ["CAT", "-"] and source == "local: upper" and contexts == [ctx("cat"), []]
 
 
 def test_neuronpedia_ids_come_from_sae_lens_directory():
-    assert L.neuronpedia_id("gemma-scope-2b-pt-res-canonical/layer_20/width_16k/canonical") \
+    assert (
+        L.neuronpedia_id("gemma-scope-2b-pt-res-canonical/layer_20/width_16k/canonical")
         == "gemma-2-2b/20-gemmascope-res-16k"
-    for local in ("twin-sae/llama/blocks.1.hook_resid_post", "minilm-sae/w128", "no-such-release/x"):
+    )
+    for local in (
+        "twin-sae/llama/blocks.1.hook_resid_post",
+        "minilm-sae/w128",
+        "no-such-release/x",
+    ):
         assert L.neuronpedia_id(local) is None
 
 
@@ -54,7 +81,9 @@ GEMMA = "gemma-scope-2b-pt-res-canonical/layer_20/width_16k/canonical"
 
 def test_auto_labels_read_neuronpedia_and_skip_the_local_contexts(monkeypatch):
     calls = []
-    monkeypatch.setattr(hub, "neuronpedia_explanations", lambda npid: calls.append(npid) or {0: "dates", 2: "code"})
+    monkeypatch.setattr(
+        hub, "neuronpedia_explanations", lambda npid: calls.append(npid) or {0: "dates", 2: "code"}
+    )
 
     def never():
         raise AssertionError("local contexts must not be computed when Neuronpedia answers")
@@ -75,7 +104,9 @@ def test_auto_labels_fall_back_to_local_offline_and_say_why(monkeypatch):
     assert "labels are local (Neuronpedia unreachable (OSError))" in source
     with pytest.raises(OSError, match="labels='neuronpedia'.*offline"):
         L.sae_labels(GEMMA, 2, "neuronpedia", lambda: [])
-    _, source, _ = L.sae_labels("twin-sae/llama/blocks.1.hook_resid_post", 1, "auto", lambda: [ctx("x")])
+    _, source, _ = L.sae_labels(
+        "twin-sae/llama/blocks.1.hook_resid_post", 1, "auto", lambda: [ctx("x")]
+    )
     assert source.endswith("labels are local (no Neuronpedia id)")
 
 
@@ -93,8 +124,10 @@ def _gz(rows):
 
 
 def test_neuronpedia_exports_are_read_batch_by_batch_until_absent(monkeypatch):
-    batches = {0: _gz([{"index": "0", "description": " dates "}, {"index": "1", "description": ""}]),
-               1: _gz([{"index": "0", "description": "later"}, {"index": "1", "description": "code"}])}
+    batches = {
+        0: _gz([{"index": "0", "description": " dates "}, {"index": "1", "description": ""}]),
+        1: _gz([{"index": "0", "description": "later"}, {"index": "1", "description": "code"}]),
+    }
     urls = []
 
     def read(url, timeout):
@@ -102,9 +135,14 @@ def test_neuronpedia_exports_are_read_batch_by_batch_until_absent(monkeypatch):
         return batches.get(int(url.rsplit("batch-", 1)[1].split(".")[0]))
 
     monkeypatch.setattr(hub, "_read_url", read)
-    assert hub.neuronpedia_explanations("gemma-2-2b/20-gemmascope-res-16k") == {0: "dates", 1: "code"}, \
-        "first non-empty description wins"
-    assert urls[0] == f"{hub.NEURONPEDIA_EXPORTS}/gemma-2-2b/20-gemmascope-res-16k/explanations/batch-0.jsonl.gz"
+    assert hub.neuronpedia_explanations("gemma-2-2b/20-gemmascope-res-16k") == {
+        0: "dates",
+        1: "code",
+    }, "first non-empty description wins"
+    assert (
+        urls[0] == f"{hub.NEURONPEDIA_EXPORTS}/gemma-2-2b/20-gemmascope-res-16k"
+        "/explanations/batch-0.jsonl.gz"
+    )
     assert len(urls) == 3, "stops at the first absent batch"
     monkeypatch.setattr(hub, "_read_url", lambda url, timeout: None)
     with pytest.raises(FileNotFoundError, match="no exported explanations"):

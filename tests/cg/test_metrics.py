@@ -8,17 +8,15 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from kit.cg import metrics as cg, robustness, significance
-
+from kit.cg import metrics as cg
+from kit.cg import robustness, significance
 
 # Two items, three concepts. Column sums: [3, 1, 0]; mean concept total = 4/3.
-A = np.array([[1.0, 1.0, 0.0],
-              [2.0, 0.0, 0.0]])
+A = np.array([[1.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
 
 
 # Second benchmark: column sums [0, 2, 2]; mean = 4/3.
-B = np.array([[0.0, 2.0, 1.0],
-              [0.0, 0.0, 1.0]])
+B = np.array([[0.0, 2.0, 1.0], [0.0, 0.0, 1.0]])
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +28,9 @@ def _seed():
 def test_item_activation_is_sum_over_tokens_divided_by_length():
     feats = torch.tensor([[1.0, 0.0], [3.0, 2.0], [2.0, 1.0]])
     out = cg.item_concept_activation(feats)
-    assert torch.allclose(out, torch.tensor([2.0, 1.0])), "eq. 1: s~ = (sum over tokens)/|x_i|, not the max or the sum"
+    assert torch.allclose(out, torch.tensor([2.0, 1.0])), (
+        "eq. 1: s~ = (sum over tokens)/|x_i|, not the max or the sum"
+    )
 
 
 def test_segment_mean_splits_items_laid_end_to_end():
@@ -44,12 +44,18 @@ def test_segment_mean_splits_items_laid_end_to_end():
 
 
 def test_segment_pool_last_takes_each_items_last_token_in_a_batch_of_different_lengths():
-    # three items laid end to end, 3, 1 and 2 tokens: rows 0-2, 3, 4-5; their last tokens are rows 2, 3, 5
+    # three items laid end to end, 3, 1 and 2 tokens: rows 0-2, 3, 4-5; their last tokens are rows
+    # 2, 3, 5
     feats = torch.tensor([[1.0, 0.0], [3.0, 2.0], [2.0, 1.0], [4.0, 4.0], [0.0, 5.0], [6.0, 0.0]])
     last = cg.segment_pool(feats, [3, 1, 2], "last")
     assert torch.equal(last, torch.tensor([[2.0, 1.0], [4.0, 4.0], [6.0, 0.0]]))
-    assert torch.allclose(cg.segment_pool(feats, [3, 1, 2], "mean"), torch.tensor([[2.0, 1.0], [4.0, 4.0], [3.0, 2.5]]))
-    assert torch.equal(cg.segment_pool(feats, [3, 1, 2]), cg.segment_mean(feats, [3, 1, 2])), "default = eq. 1"
+    assert torch.allclose(
+        cg.segment_pool(feats, [3, 1, 2], "mean"),
+        torch.tensor([[2.0, 1.0], [4.0, 4.0], [3.0, 2.5]]),
+    )
+    assert torch.equal(cg.segment_pool(feats, [3, 1, 2]), cg.segment_mean(feats, [3, 1, 2])), (
+        "default = eq. 1"
+    )
     with pytest.raises(ValueError, match="pooling='max': allowed values: mean, last"):
         cg.segment_pool(feats, [3, 1, 2], "max")
     with pytest.raises(ValueError, match="lengths sum"):
@@ -68,7 +74,9 @@ def test_concept_activations_streams_into_sparse_rows():
 def test_chi_bench_hand_computed():
     # eq. 2: column sums / mean column sum = [3, 1, 0] / (4/3)
     assert np.allclose(cg.chi_bench(A), [9 / 4, 3 / 4, 0.0])
-    assert np.isclose(cg.chi_bench(A).mean(), 1.0), "chi_bench is relative to the average concept: its mean is 1"
+    assert np.isclose(cg.chi_bench(A).mean(), 1.0), (
+        "chi_bench is relative to the average concept: its mean is 1"
+    )
 
 
 def test_chi_bench_same_for_sparse_and_dense():
@@ -88,10 +96,14 @@ def test_x_bench_is_mean_over_all_benchmarks():
 
 
 def test_x_bench_active_denominator_is_the_texts_mean_over_b_c():
-    # chi(A) = [2.25, .75, 0], chi(B) = [0, 1.5, 1.5]: concept 0 is active in A only, 1 in both, 2 in B only
+    # chi(A) = [2.25, .75, 0], chi(B) = [0, 1.5, 1.5]: concept 0 is active in A only, 1 in both, 2
+    # in B only
     assert np.allclose(cg.x_bench({"a": A, "b": B}, denominator="active"), [2.25, 1.125, 1.5])
-    none = np.zeros((2, 3)); none[0, 0] = 1.0
-    assert cg.x_bench({"a": none}, denominator="active")[1] == 0.0, "no activating benchmark: missing, not NaN"
+    none = np.zeros((2, 3))
+    none[0, 0] = 1.0
+    assert cg.x_bench({"a": none}, denominator="active")[1] == 0.0, (
+        "no activating benchmark: missing, not NaN"
+    )
     with pytest.raises(ValueError, match="allowed values: all, active"):
         cg.x_bench({"a": A}, denominator="mean")
 
@@ -105,15 +117,18 @@ def test_chi_model_all_correct_concept_is_exactly_one_for_float32_sparse_acts():
 
 def test_x_bench_weights_benchmarks_equally_regardless_of_size():
     big = np.vstack([A] * 50)
-    assert np.allclose(cg.x_bench({"a": big, "b": B}), cg.x_bench({"a": A, "b": B})), \
+    assert np.allclose(cg.x_bench({"a": big, "b": B}), cg.x_bench({"a": A, "b": B})), (
         "X_bench must weigh every benchmark equally (eq. 3), not pool items"
+    )
 
 
 def test_chi_model_hand_computed_and_undefined():
     # item scores m = [1, 0]: concept 0: (1*1 + 0*2)/3 = 1/3; concept 1: 1/1; concept 2: undefined
     out = cg.chi_model(A, [1, 0])
     assert np.isclose(out[0], 1 / 3) and np.isclose(out[1], 1.0)
-    assert np.isnan(out[2]), "chi_model must be NaN (undefined) where no item activates the concept, not 0"
+    assert np.isnan(out[2]), (
+        "chi_model must be NaN (undefined) where no item activates the concept, not 0"
+    )
 
 
 def test_chi_model_validates_scores():
@@ -126,8 +141,9 @@ def test_chi_model_validates_scores():
 def test_x_model_means_over_defined_benchmarks_only():
     # chi_model(A, [1,0]) = [1/3, 1, nan]; chi_model(B, [0,1]) = [nan, 0, 1/2]
     out = cg.x_model({"a": A, "b": B}, {"a": [1, 0], "b": [0, 1]})
-    assert np.allclose(out, [1 / 3, 0.5, 0.5]), \
+    assert np.allclose(out, [1 / 3, 0.5, 0.5]), (
         "X_model averages only where chi_model is defined (eq. 5); NaN must not count as 0"
+    )
 
 
 def test_x_model_nan_when_no_benchmark_activates():
@@ -141,7 +157,8 @@ def test_x_model_requires_scores_for_each_benchmark():
 
 
 def test_coverage_classes_decile_rule():
-    # 1 missing + 10 values 1..10: 10th pct of the rest = 1.9 -> only 1 is under; 90th = 9.1 -> only 10 over
+    # 1 missing + 10 values 1..10: 10th pct of the rest = 1.9 -> only 1 is under; 90th = 9.1 -> only
+    # 10 over
     x = np.array([0.0] + list(range(1, 11)), dtype=float)
     cls = cg.coverage_classes(x)
     assert cls[0] == "missing"
@@ -154,8 +171,9 @@ def test_coverage_classes_percentiles_exclude_missing():
     # with missing zeros included the 10th percentile would be 0 and nothing would be "under"
     x = np.array([0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10], dtype=float)
     cls = cg.coverage_classes(x)
-    assert (cls == "under").sum() == 1 and cls[5] == "under", \
+    assert (cls == "under").sum() == 1 and cls[5] == "under", (
         "deciles are computed among the non-missing concepts only"
+    )
 
 
 def test_coverage_classes_inclusive_at_percentile():

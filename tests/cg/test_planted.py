@@ -21,7 +21,9 @@ def test_a_planted_gap_is_recovered_and_nothing_else(planted_suite_of):
     s, planted = planted_suite_of(True)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
     assert r.summary["n_found"] >= 1 and r.table.concept.iloc[0] == 0 and r.table.found.iloc[0]
-    assert r.summary["precision"] == 1.0 and r.summary["n_found"] == r.summary["n_found_planted"] > 0
+    assert (
+        r.summary["precision"] == 1.0 and r.summary["n_found"] == r.summary["n_found_planted"] > 0
+    )
     assert r.summary["p_overlap"] < 0.05
     assert r.summary["p_overlap"] < 0.05
     assert r.summary["max_planted_concept"] == 0 and r.summary["max_planted_share"] == 1.0
@@ -29,7 +31,10 @@ def test_a_planted_gap_is_recovered_and_nothing_else(planted_suite_of):
     assert r.summary["top_drop_concept"] == 0 and r.summary["top_drop_share"] == 1.0
     assert r.summary["drop_share_spearman"] > 0 and r.summary["drop_share_p"] < 0.05
     acc = r.accuracy
-    assert acc.loc["member", "accuracy (planted)"] == 0.0 and acc.loc["parent", "accuracy (planted)"] > 0.7
+    assert (
+        acc.loc["member", "accuracy (planted)"] == 0.0
+        and acc.loc["parent", "accuracy (planted)"] > 0.7
+    )
     assert acc.loc["member", "planted items"] == 30
 
 
@@ -37,17 +42,27 @@ def test_no_planted_gap_means_nothing_found(planted_suite_of):
     s, planted = planted_suite_of(False)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
     assert r.summary["n_found"] == 0 and r.summary["n_found_planted"] == 0
-    assert np.isnan(r.summary["drop_share_spearman"]), "same correctness: no drop anywhere, no correlation"
+    assert np.isnan(r.summary["drop_share_spearman"]), (
+        "same correctness: no drop anywhere, no correlation"
+    )
 
 
 def test_drop_vs_share_by_hand():
     share = np.array([0.9, 0.5, 0.1, 0.0, np.nan])
     tested = np.array([True, True, True, True, False])
-    up = P.drop_vs_share(share, np.array([0.3, 0.2, 0.1, 0.0, 9.0]), tested, list("abcde"), n_perm=200)
+    up = P.drop_vs_share(
+        share, np.array([0.3, 0.2, 0.1, 0.0, 9.0]), tested, list("abcde"), n_perm=200
+    )
     # ranks agree exactly (rho 1); of 4! = 24 orders only the identity reaches 1, so p is about 1/24
-    assert up["drop_share_spearman"] == pytest.approx(1.0) and up["top_drop_concept"] == 0 and up["top_drop_label"] == "a"
+    assert (
+        up["drop_share_spearman"] == pytest.approx(1.0)
+        and up["top_drop_concept"] == 0
+        and up["top_drop_label"] == "a"
+    )
     assert 0.01 < up["drop_share_p"] < 0.15
-    down = P.drop_vs_share(share, np.array([0.0, 0.1, 0.2, 0.3, 9.0]), tested, list("abcde"), n_perm=200)
+    down = P.drop_vs_share(
+        share, np.array([0.0, 0.1, 0.2, 0.3, 9.0]), tested, list("abcde"), n_perm=200
+    )
     assert down["drop_share_spearman"] == pytest.approx(-1.0) and down["drop_share_p"] == 1.0
     assert down["top_drop_concept"] == 3 and down["top_drop_share"] == 0.0
 
@@ -65,17 +80,24 @@ def test_bad_inputs_name_the_field(planted_suite_of):
 def test_permutations_are_raised_until_one_concept_can_pass_bh(planted_suite_of):
     s, planted = planted_suite_of(True)
     r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=20, min_support=5, alpha=0.05)
-    assert r.summary["n_perm"] == 60 / 0.05, "60 testable concepts at alpha 0.05 need 1200 permutations"
+    assert r.summary["n_perm"] == 60 / 0.05, (
+        "60 testable concepts at alpha 0.05 need 1200 permutations"
+    )
 
 
 def _with_run_fields(r):
     acc = r.accuracy
-    return {**r.summary, "gap": "dyck '}'", "n_planted_items": 30, "sae": "sae@blocks.1.hook_resid_post",
-            "sae_hook": "blocks.1.hook_resid_post",
-            "accuracy_planted_member": acc.loc["member", "accuracy (planted)"],
-            "accuracy_planted_parent": acc.loc["parent", "accuracy (planted)"],
-            "accuracy_other_member": acc.loc["member", "accuracy (other tasks)"],
-            "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"]}
+    return {
+        **r.summary,
+        "gap": "dyck '}'",
+        "n_planted_items": 30,
+        "sae": "sae@blocks.1.hook_resid_post",
+        "sae_hook": "blocks.1.hook_resid_post",
+        "accuracy_planted_member": acc.loc["member", "accuracy (planted)"],
+        "accuracy_planted_parent": acc.loc["parent", "accuracy (planted)"],
+        "accuracy_other_member": acc.loc["member", "accuracy (other tasks)"],
+        "accuracy_other_parent": acc.loc["parent", "accuracy (other tasks)"],
+    }
 
 
 def test_findings_state_numbers_not_verdicts(planted_suite_of):
@@ -84,11 +106,23 @@ def test_findings_state_numbers_not_verdicts(planted_suite_of):
 
     for fails in (True, False):
         s, planted = planted_suite_of(fails)
-        summary = _with_run_fields(P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5))
-        (line,) = [x for x in findings({"planted_gap_by_sae": {"last/mean": summary}}) if x.startswith("Planted gap")]
-        assert f"flags {summary['n_found']} concept(s)" in line and "recover" not in line.lower(), line
-        assert line.startswith("Planted gap, dictionary 'last', mean pooling (eq. 1, CG as published) (sae@"), line
-    assert findings({"planted_gap_error": "ValueError: no member"}) == ["Planted-gap check not run: ValueError: no member"]
+        summary = _with_run_fields(
+            P.planted_gap_analysis(s, "member", "parent", planted, n_perm=400, min_support=5)
+        )
+        (line,) = [
+            x
+            for x in findings({"planted_gap_by_sae": {"last/mean": summary}})
+            if x.startswith("Planted gap")
+        ]
+        assert f"flags {summary['n_found']} concept(s)" in line and "recover" not in line.lower(), (
+            line
+        )
+        assert line.startswith(
+            "Planted gap, dictionary 'last', mean pooling (eq. 1, CG as published) (sae@"
+        ), line
+    assert findings({"planted_gap_error": "ValueError: no member"}) == [
+        "Planted-gap check not run: ValueError: no member"
+    ]
 
 
 def test_planted_gap_suite_reads_both_models_in_the_parents_concept_space(micro_world):
@@ -98,7 +132,9 @@ def test_planted_gap_suite_reads_both_models_in_the_parents_concept_space(micro_
 
     parent, gap = P.planted_gap_member(GAP_MEMBER, micro_world)
     assert (parent, gap) == ("zoo/base-m", "dyck-curly")
-    s, planted = P.planted_gap_suite(GAP_MEMBER, parent, gap, n_items=12, tasks=["add", "dyck"], world=micro_world)
+    s, planted = P.planted_gap_suite(
+        GAP_MEMBER, parent, gap, n_items=12, tasks=["add", "dyck"], world=micro_world
+    )
     assert s.sae == "zoo-sae/base-m/topk-512" and set(s.model_scores) == {GAP_MEMBER, parent}
     assert s.model_acts[parent] is s.model_acts[GAP_MEMBER] is s.acts, "one concept space"
     inside, outside = planted_gap_items(gap, 12, 0)
@@ -112,10 +148,17 @@ def test_gap_member_resolves_against_the_world():
     from kit.world import GAP_MEMBER
 
     assert P.planted_gap_members("micro") == {GAP_MEMBER: ("zoo/base-m", "dyck-curly")}
-    assert P.resolve_gap_member("auto", "micro") == GAP_MEMBER == P.resolve_gap_member(GAP_MEMBER, "tiny")
+    assert (
+        P.resolve_gap_member("auto", "micro")
+        == GAP_MEMBER
+        == P.resolve_gap_member(GAP_MEMBER, "tiny")
+    )
     assert P.resolve_gap_member("", "micro") == ""
-    with pytest.raises(ValueError, match=r"gap_member='zoo/base-m\+math' is not a planted-gap member of world 'micro'; "
-                                         r"allowed values: auto, \"\", zoo/base-m\+gap-dyck-curly"):
+    with pytest.raises(
+        ValueError,
+        match=r"gap_member='zoo/base-m\+math' is not a planted-gap member of world 'micro'; "
+        r"allowed values: auto, \"\", zoo/base-m\+gap-dyck-curly",
+    ):
         P.resolve_gap_member("zoo/base-m+math", "micro")
     with pytest.raises(ValueError, match="not a planted-gap member of world 'micro'"):
         P.planted_gap_member("zoo/base-m+math", "micro")
@@ -130,7 +173,9 @@ def test_config_validates_gap_member_naming_the_allowed_values():
         Config(world="micro", gap_member="zoo/base-m")
     for profile in ("tiny", "smoke"):
         cfg = load_params("04_competency_gaps", profile)
-        assert P.resolve_gap_member(cfg.gap_member, cfg.world) == "zoo/base-m+gap-dyck-curly", profile
+        assert P.resolve_gap_member(cfg.gap_member, cfg.world) == "zoo/base-m+gap-dyck-curly", (
+            profile
+        )
     with pytest.raises(ParamsError, match="gap_member"):
         load_params("04_competency_gaps", "smoke", {"gap_member": "zoo/nope"})
 
@@ -139,27 +184,45 @@ def test_section_is_skipped_with_its_reason_when_set_empty():
     from kit.configs.competency_gaps import Config
 
     sections = P.planted_gap_section(Config(world="micro", gap_member=""))
-    assert list(sections) == ["world/mean", "world/last", "last/mean", "last/last"], "every (dictionary, pooling)"
+    assert list(sections) == ["world/mean", "world/last", "last/mean", "last/last"], (
+        "every (dictionary, pooling)"
+    )
     assert all(r is None and "set to skip" in why for r, why in sections.values())
     res = P.planted_gap_results(sections)
     assert "planted_gap" not in res and "set to skip" in res["planted_gap_error"]
     assert res["planted_gap_by_sae"]["last/mean"] == {"skipped": "gap_member='': set to skip"}
-    one = P.planted_gap_section(Config(world="micro", gap_member="", gap_sae_hooks=["last"], gap_pooling=["last"]))
+    one = P.planted_gap_section(
+        Config(world="micro", gap_member="", gap_sae_hooks=["last"], gap_pooling=["last"])
+    )
     assert list(one) == ["last/last"]
 
 
 def test_gap_sae_sites_resolve_world_and_last_layer():
-    # tiny base-m: 2 layers, the world SAE reads layer 0; micro base-m: 1 layer, so `last` is the world's site
+    # tiny base-m: 2 layers, the world SAE reads layer 0; micro base-m: 1 layer, so `last` is the
+    # world's site
     assert P.gap_sae_sites(["world", "last"], "zoo/base-m", "tiny") == [
-        ("world", "blocks.0.hook_resid_post", ""), ("last", "blocks.1.hook_resid_post", "")]
+        ("world", "blocks.0.hook_resid_post", ""),
+        ("last", "blocks.1.hook_resid_post", ""),
+    ]
     assert P.gap_sae_sites(["world", "last"], "zoo/base-m", "micro") == [
         ("world", "blocks.0.hook_resid_post", ""),
-        ("last", "blocks.0.hook_resid_post", "same site as 'world' (blocks.0.hook_resid_post): zoo/base-m has 1 layer(s)")]
+        (
+            "last",
+            "blocks.0.hook_resid_post",
+            "same site as 'world' (blocks.0.hook_resid_post): zoo/base-m has 1 layer(s)",
+        ),
+    ]
     # an explicit hook is kept; a fine-tune has its base's layers
     assert P.gap_sae_sites(["blocks.1.hook_mlp_out"], "zoo/base-m", "tiny") == [
-        ("blocks.1.hook_mlp_out", "blocks.1.hook_mlp_out", "")]
-    assert P._n_layers("zoo/base-m+gap-dyck-curly", "tiny") == 2 and P._n_layers("zoo/base-l@step-300", "tiny") == 2
-    with pytest.raises(ValueError, match=r"gap_sae_hooks entry 'blocks.2.hook_resid_post': zoo/base-m has 2 layer"):
+        ("blocks.1.hook_mlp_out", "blocks.1.hook_mlp_out", "")
+    ]
+    assert (
+        P._n_layers("zoo/base-m+gap-dyck-curly", "tiny") == 2
+        and P._n_layers("zoo/base-l@step-300", "tiny") == 2
+    )
+    with pytest.raises(
+        ValueError, match=r"gap_sae_hooks entry 'blocks.2.hook_resid_post': zoo/base-m has 2 layer"
+    ):
         P.gap_sae_sites(["blocks.2.hook_resid_post"], "zoo/base-m", "tiny")
 
 
@@ -168,8 +231,12 @@ def test_config_validates_gap_sae_hooks():
     from kit.core.params import ParamsError, load_params
 
     assert Config(world="micro").gap_sae_hooks == ["world", "last"]
-    assert Config(world="micro", gap_sae_hooks=["blocks.1.attn.hook_z"]).gap_sae_hooks == ["blocks.1.attn.hook_z"]
-    with pytest.raises(ValueError, match=r"\['deep'\] not allowed; allowed values: world, last or a hook name"):
+    assert Config(world="micro", gap_sae_hooks=["blocks.1.attn.hook_z"]).gap_sae_hooks == [
+        "blocks.1.attn.hook_z"
+    ]
+    with pytest.raises(
+        ValueError, match=r"\['deep'\] not allowed; allowed values: world, last or a hook name"
+    ):
         Config(world="micro", gap_sae_hooks=["world", "deep"])
     with pytest.raises(ValueError, match="each entry once"):
         Config(world="micro", gap_sae_hooks=["last", "last"])
@@ -204,17 +271,21 @@ def test_dictionaries_side_by_side(planted_suite_of):
     assert t.loc["skipped", "world"] == "same site" and pd.isna(t.loc["n_found", "world"])
     assert t.loc["precision", "last"] == 1.0 and t.loc["skipped", "last"] == ""
     res = P.planted_gap_results(sections)
-    assert res["planted_gap"] is r.summary and res["planted_gap_by_sae"]["world"] == {"skipped": "same site"}
+    assert res["planted_gap"] is r.summary and res["planted_gap_by_sae"]["world"] == {
+        "skipped": "same site"
+    }
     assert res["planted_gap_primary"] == "last"
 
 
 def test_primary_setting_is_mean_pooling_on_the_deepest_dictionary(planted_suite_of):
     s, planted = planted_suite_of(True)
     runs = {}
-    for key, hook, pooling in (("world/mean", "blocks.0.hook_resid_post", "mean"),
-                               ("world/last", "blocks.0.hook_resid_post", "last"),
-                               ("last/mean", "blocks.1.hook_resid_post", "mean"),
-                               ("last/last", "blocks.1.hook_resid_post", "last")):
+    for key, hook, pooling in (
+        ("world/mean", "blocks.0.hook_resid_post", "mean"),
+        ("world/last", "blocks.0.hook_resid_post", "last"),
+        ("last/mean", "blocks.1.hook_resid_post", "mean"),
+        ("last/last", "blocks.1.hook_resid_post", "last"),
+    ):
         r = P.planted_gap_analysis(s, "member", "parent", planted, n_perm=100, min_support=5)
         r.summary.update(sae_hook=hook, pooling=pooling)
         runs[key] = (r, "")
@@ -224,7 +295,9 @@ def test_primary_setting_is_mean_pooling_on_the_deepest_dictionary(planted_suite
     assert P.primary_setting({"a": (None, "why")}) is None
 
 
-def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(micro_world, tmp_path, monkeypatch):
+def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(
+    micro_world, tmp_path, monkeypatch
+):
     """The micro world's SAE recipe retrained at another site of base-m: a sae_lens SAE reading that
     hook, labels and stats beside it, the same bits when trained again, a bad hook named."""
     import torch
@@ -235,7 +308,9 @@ def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(micro_wo
     monkeypatch.setattr(kit.core.paths, "cache_dir", lambda: tmp_path)
     name, hook = "zoo-sae/base-m/topk-512", "blocks.0.hook_mlp_out"
     sae, labels, stats = site_sae(name, hook, micro_world)
-    assert sae.cfg.metadata.hook_name == hook == stats["hook_name"] and sae.cfg.d_sae == 512 == len(labels)
+    assert sae.cfg.metadata.hook_name == hook == stats["hook_name"] and sae.cfg.d_sae == 512 == len(
+        labels
+    )
     assert stats["member"] == "zoo/base-m" and 0 < stats["l0"] <= 8
     d = site_sae_dir(name, hook, micro_world)
     assert d.parent == tmp_path / "site-saes" / "micro" and (d / "labels.json").is_file()
@@ -244,14 +319,16 @@ def test_site_sae_is_the_world_recipe_at_another_hook_cached_and_seeded(micro_wo
 
     shutil.rmtree(d)
     again, _, _ = site_sae(name, hook, micro_world)
-    assert all(torch.equal(first[k], again.state_dict()[k]) for k in first), "seeded: the same SAE twice"
+    assert all(torch.equal(first[k], again.state_dict()[k]) for k in first), (
+        "seeded: the same SAE twice"
+    )
     with pytest.raises(ValueError, match="gap_sae_hooks 'blocks.3.hook_resid_post' does not exist"):
         site_sae(name, "blocks.3.hook_resid_post", micro_world)
 
 
 def test_zoo_item_concepts_last_pooling_reads_each_prompts_last_token(micro_world):
-    """``pooling="last"`` in a right-padded batch of prompts of different lengths: each row is the SAE
-    encoding of the model's activation at that prompt's last token (not a pad, not the mean)."""
+    """``pooling="last"`` in a right-padded batch of prompts of different lengths: each row is the
+    SAE encoding of the model's activation at that prompt's last token (not a pad, not the mean)."""
     import torch
 
     import kit

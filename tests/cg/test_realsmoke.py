@@ -23,10 +23,13 @@ def test_notebook_04_runs_on_realsmoke(notebook_run):
     assert all(a["model"] == "real/smollm2-135m-instruct" and a["items"] == 4 for a in answers)
     assert all(0 <= a["accuracy_low"] <= a["accuracy"] <= a["accuracy_high"] <= 1 for a in answers)
     assert results["model_benchmarks"] and {r["model"] for r in results["model_benchmarks"]} == {
-        "smollm2-135m-instruct"}
+        "smollm2-135m-instruct"
+    }
     claims = {c["id"]: c for c in results["claims"]}
     assert set(REQUIRED_IDS["04_competency_gaps"]) <= set(claims)
     for c in claims.values():
         check_consistent(c)
     assert claims["model_gaps.vs_shuffled"]["rests_on"].startswith(
-        "smollm2-135m-instruct: its own greedy answers generated here (12 items of arc_challenge, mmlu, bbq)")
+        "smollm2-135m-instruct: its own greedy answers generated here (12 items of "
+        "arc_challenge, mmlu, bbq)"
+    )

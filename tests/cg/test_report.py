@@ -7,22 +7,34 @@ import pytest
 import scipy.sparse as sp
 
 from kit.cg import metrics as cg
-
 from kit.cg import report as cg_report
 from kit.cg.suite import Suite, best_match
 
 
 def _suite(name="s", seed=0, n_concepts=12):
     rng = np.random.default_rng(seed)
-    dense = {b: rng.exponential(size=(20, n_concepts)) * (rng.random((20, n_concepts)) < 0.4) for b in ("a", "b", "c")}
+    dense = {
+        b: rng.exponential(size=(20, n_concepts)) * (rng.random((20, n_concepts)) < 0.4)
+        for b in ("a", "b", "c")
+    }
     for a in dense.values():
         a[:, 0] = 0  # concept 0 is missing everywhere
     acts = {b: sp.csr_matrix(a) for b, a in dense.items()}
     labels = [f"concept {i}" for i in range(n_concepts)]
-    contexts = [[{"value": 1.0 + i, "word": f"w{i}", "context": f"ctx {i}"}] for i in range(n_concepts)]
+    contexts = [
+        [{"value": 1.0 + i, "word": f"w{i}", "context": f"ctx {i}"}] for i in range(n_concepts)
+    ]
     scores = {"a": rng.integers(0, 2, 20).astype(float)}
-    return Suite(name, labels, {b: a.tocsr() for b, a in acts.items()}, {b: [f"{b}{i}" for i in range(20)] for b in acts},
-                 {"m": {"a": acts["a"].tocsr()}}, {"m": scores}, {"m": {"a": [f"a{i}" for i in range(20)]}}, contexts)
+    return Suite(
+        name,
+        labels,
+        {b: a.tocsr() for b, a in acts.items()},
+        {b: [f"{b}{i}" for i in range(20)] for b in acts},
+        {"m": {"a": acts["a"].tocsr()}},
+        {"m": scores},
+        {"m": {"a": [f"a{i}" for i in range(20)]}},
+        contexts,
+    )
 
 
 def test_coverage_summary_counts_missing():
@@ -43,7 +55,9 @@ def test_best_worst_table_respects_support():
     t = cg_report.best_worst_table(s, "m", n=2, min_activation_items=3)
     perf = t[t.analysis.str.contains("performance")]
     support = np.asarray((s.model_acts["m"]["a"] > 0).sum(0)).ravel()
-    assert (support[perf.concept.to_numpy()] >= 3).all(), "rarely active concepts must not be ranked by performance"
+    assert (support[perf.concept.to_numpy()] >= 3).all(), (
+        "rarely active concepts must not be ranked by performance"
+    )
     best = t[t.analysis == "best performance"].score.to_numpy()
     assert (np.diff(best) <= 0).all()
 
@@ -69,21 +83,39 @@ def test_profile_comparison_identical_models():
 
 def test_robustness_and_findings():
     s = _suite()
-    r = cg_report.robustness(s, "m", n_reruns=5, drop_frac=0.2, adv_n_concepts=2, adv_n_items=2, adv_repeats=2)
+    r = cg_report.robustness(
+        s, "m", n_reruns=5, drop_frac=0.2, adv_n_concepts=2, adv_n_items=2, adv_repeats=2
+    )
     assert {"std_x_bench", "std_x_model", "adv_shift_best_pct", "adv_shift_worst_pct"} <= set(r)
-    text = "\n".join(cg_report.findings({"main_sae": "s", "coverage": {"s": cg_report.coverage_summary(s)}, "robustness": r,
-                                    "robustness_model": "m", "n_reruns": 5, "drop_frac": 0.2}))
+    text = "\n".join(
+        cg_report.findings(
+            {
+                "main_sae": "s",
+                "coverage": {"s": cg_report.coverage_summary(s)},
+                "robustness": r,
+                "robustness_model": "m",
+                "n_reruns": 5,
+                "drop_frac": 0.2,
+            }
+        )
+    )
     assert "missing from the whole suite" in text and "paper 0.025" in text
 
 
 def test_dead_counts_only_concepts_that_fire_nowhere():
     s = _suite()
-    s.labels[0] = s.labels[1] = "(dead)"  # no training-text context; concept 1 does fire on the benchmarks
+    s.labels[0] = s.labels[1] = (
+        "(dead)"  # no training-text context; concept 1 does fire on the benchmarks
+    )
     cov = cg_report.coverage_summary(s)
     assert s.dead().tolist() == [True] + [False] * 11
-    assert cov["n_dead"] == 1 and cov["n_dead_label_fires"] == 1, "a '(dead)' label that fires on a benchmark is alive"
+    assert cov["n_dead"] == 1 and cov["n_dead_label_fires"] == 1, (
+        "a '(dead)' label that fires on a benchmark is alive"
+    )
     s.model_acts["m"]["a"] = s.model_acts["m"]["a"].tolil()
-    s.model_acts["m"]["a"][3, 0] = 1.0  # concept 0 fires on a model's text only: alive, but still missing
+    s.model_acts["m"]["a"][3, 0] = (
+        1.0  # concept 0 fires on a model's text only: alive, but still missing
+    )
     assert not s.dead()[0] and cg_report.coverage_summary(s)["n_missing_alive"] >= 1
 
 
@@ -95,7 +127,11 @@ def test_gap_significance_counts_and_table():
     sc[np.arange(60) % 12 == 3] = 0  # concept 3: all 5 items wrong
     s.model_acts["m"], s.model_scores["m"] = {"a": sp.csr_matrix(a)}, {"a": sc}
     summary, t = cg_report.gap_significance(s, "m", n_perm=400, min_support=5)
-    assert summary["n_gaps_paper"] == 1 and summary["n_gaps_with_support"] == 1 and summary["n_tested"] == 12
+    assert (
+        summary["n_gaps_paper"] == 1
+        and summary["n_gaps_with_support"] == 1
+        and summary["n_tested"] == 12
+    )
     assert summary["n_gaps_significant"] == 1
     table = cg_report.significant_concepts_table(t, s.labels)
     assert table.concept.tolist() == [3] and table["class"].tolist() == ["gap"]
@@ -106,9 +142,14 @@ def test_per_benchmark_classes_match_coverage_classes():
     counts, table = cg_report.per_benchmark_classes(s, n=2)
     for b in s.acts:
         cls = cg.coverage_classes(cg.chi_bench(s.acts[b]))
-        assert counts.loc[b, "under"] == (cls == "under").sum() and counts.loc[b, "missing"] == (cls == "missing").sum()
+        assert (
+            counts.loc[b, "under"] == (cls == "under").sum()
+            and counts.loc[b, "missing"] == (cls == "missing").sum()
+        )
         under = table[(table.benchmark == b) & (table["class"] == "under")]
-        assert (cls[under.concept.to_numpy()] == "under").all() and under.chi_bench.is_monotonic_increasing
+        assert (
+            cls[under.concept.to_numpy()] == "under"
+        ).all() and under.chi_bench.is_monotonic_increasing
 
 
 def test_missing_calibration_falls_with_more_items_and_caps_at_the_suite():
@@ -117,7 +158,9 @@ def test_missing_calibration_falls_with_more_items_and_caps_at_the_suite():
     suite_rows = df[df.benchmark == "(suite)"].set_index("items")["mean"]
     assert suite_rows[2] >= suite_rows[20], "fewer items can only leave more concepts missing"
     full = (cg.x_bench(s.acts) < cg.EPSILON).mean()
-    assert np.isclose(suite_rows[50], full) and np.isclose(suite_rows[20], full), "sizes are capped at the items there are"
+    assert np.isclose(suite_rows[50], full) and np.isclose(suite_rows[20], full), (
+        "sizes are capped at the items there are"
+    )
     assert set(df.width) == {12}
 
 
@@ -131,8 +174,11 @@ def test_config_profiles_validate_and_settings_are_coherent():
     with pytest.raises(ParamsError, match="needs models"):
         kit.load_params("04_competency_gaps", "tiny", overrides={"responses": "generate"})
     with pytest.raises(ParamsError, match="set response_sets: \\[\\]"):
-        kit.load_params("04_competency_gaps", "tiny", overrides={"responses": "generate",
-                                                                 "models": ["real/smollm2-135m-instruct"]})
+        kit.load_params(
+            "04_competency_gaps",
+            "tiny",
+            overrides={"responses": "generate", "models": ["real/smollm2-135m-instruct"]},
+        )
     with pytest.raises(ParamsError, match="n_response_items=200 > n_items=150"):
         kit.load_params("04_competency_gaps", "real", overrides={"n_response_items": 200})
     with pytest.raises(ParamsError, match="allowed real models: real/smollm2-135m-instruct"):
@@ -156,7 +202,9 @@ def test_hooked_item_concepts_matches_manual_encoding():
     from kit.models.load import random_model
 
     model = random_model("tiny-gelu")
-    model.to_tokens = lambda text, prepend_bos=True: torch.tensor([[1] + [3 + len(w) for w in text.split()]])
+    model.to_tokens = lambda text, prepend_bos=True: torch.tensor(
+        [[1] + [3 + len(w) for w in text.split()]]
+    )
     sae = synthetic_sae(32, d_sae=64, k=4)
     sae.cfg.metadata.hook_name = "blocks.0.hook_resid_post"
     texts = ["a bb ccc", "dddd"]
@@ -164,7 +212,9 @@ def test_hooked_item_concepts_matches_manual_encoding():
     assert m.shape == (2, 64)
     _, cache = model.run_with_cache(model.to_tokens(texts[0]))
     expected = sae.encode(cache["blocks.0.hook_resid_post"][0, 1:]).detach().mean(0).numpy()
-    assert np.allclose(m[0].toarray().ravel(), expected, atol=1e-5), "BOS must be excluded and tokens averaged (eq. 1)"
+    assert np.allclose(m[0].toarray().ravel(), expected, atol=1e-5), (
+        "BOS must be excluded and tokens averaged (eq. 1)"
+    )
 
 
 def test_denominator_comparison_counts_both_readings():

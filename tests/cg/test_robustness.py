@@ -25,7 +25,10 @@ def test_dropout_robustness_positive_std_with_heterogeneous_items():
 
 
 def test_salient_items_pick_items_of_chosen_concepts():
-    acts = {"a": np.array([[5.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), "b": np.array([[0.0, 3.0], [1.0, 0.0]])}
+    acts = {
+        "a": np.array([[5.0, 0.0], [0.0, 1.0], [1.0, 0.0]]),
+        "b": np.array([[0.0, 3.0], [1.0, 0.0]]),
+    }
     remove = robustness.salient_items(acts, [0], n_items=2)
     # shares for concept 0: a: 5/6, 0, 1/6; b: 0, 1/1 -> top two are b[1] (1.0) and a[0] (0.83)
     assert remove["a"].tolist() == [True, False, False] and remove["b"].tolist() == [False, True]
@@ -39,6 +42,9 @@ def test_adversarial_removal_moves_median_in_expected_direction():
     easy = acts[:, :5].sum(1) > 0.5
     hard = acts[:, 15:].sum(1) > 0.5
     scores = np.where(easy & ~hard, 1.0, np.where(hard & ~easy, 0.0, 0.5))
-    r = robustness.adversarial_removal({"a": acts}, {"a": scores}, n_concepts=5, n_items=30, repeats=3)
-    assert np.mean(r.shift_best) < 0 < np.mean(r.shift_worst), \
+    r = robustness.adversarial_removal(
+        {"a": acts}, {"a": scores}, n_concepts=5, n_items=30, repeats=3
+    )
+    assert np.mean(r.shift_best) < 0 < np.mean(r.shift_worst), (
         "removing the best concepts' items must lower median X_model and the worst ones' raise it"
+    )

@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from kit.core import bench as bench
 from kit.__main__ import main as kit_main
+from kit.core import bench as bench
 
 
 def test_bench_line_format():
-    assert str(bench.BenchLine("mui/score_vs_forward", 1.234, "ours 1.2 ms")) == "mui/score_vs_forward: ratio=1.23 (ours 1.2 ms)"
+    assert (
+        str(bench.BenchLine("mui/score_vs_forward", 1.234, "ours 1.2 ms"))
+        == "mui/score_vs_forward: ratio=1.23 (ours 1.2 ms)"
+    )
 
 
 def test_unknown_workload_lists_allowed(capsys):
@@ -22,7 +25,9 @@ def test_every_registered_workload_is_importable():
 
     for name, target in bench.WORKLOADS.items():
         module, func = target.split(":")
-        assert callable(getattr(importlib.import_module(module), func)), f"bench workload {name} -> {target}"
+        assert callable(getattr(importlib.import_module(module), func)), (
+            f"bench workload {name} -> {target}"
+        )
 
 
 def test_failing_workload_is_reported_not_fatal(monkeypatch, capsys):
@@ -65,5 +70,8 @@ def test_mui_bench_runs_in_bfloat16():
     from kit.mui import bench as mui_bench
 
     lines = mui_bench.run("random/tiny-gated", dtype="bf16")
-    assert [line.name for line in lines][:2] == ["mui/score_vs_forward[short]", "mui/speedup_vs_public[short]"]
+    assert [line.name for line in lines][:2] == [
+        "mui/score_vs_forward[short]",
+        "mui/speedup_vs_public[short]",
+    ]
     assert all(line.ratio > 0 and "(bf16)" in line.detail for line in lines)

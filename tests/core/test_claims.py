@@ -7,17 +7,34 @@ import pytest
 from kit.core import claims as C
 
 
-@pytest.mark.parametrize("ci,null,null_range,direction,expected", [
-    ((0.1, 0.3), 0.0, None, "greater", "supported"),
-    ((-0.1, 0.3), 0.0, None, "greater", "inconclusive"),
-    ((-0.3, -0.1), 0.0, None, "greater", "contradicted"),
-    ((-0.3, -0.1), 0.0, None, "less", "supported"),
-    ((0.1, 0.3), None, (0.0, 0.2), "greater", "inconclusive"),   # interval overlaps the null band
-    ((0.25, 0.3), None, (0.0, 0.2), "greater", "supported"),
-    ((-1.0, 1.0), None, (-2.0, 2.0), "within", "supported"),     # equivalence: inside the tolerance
-    ((-1.0, 3.0), None, (-2.0, 2.0), "within", "inconclusive"),
-    ((2.5, 3.0), None, (-2.0, 2.0), "within", "contradicted"),
-])
+@pytest.mark.parametrize(
+    "ci,null,null_range,direction,expected",
+    [
+        ((0.1, 0.3), 0.0, None, "greater", "supported"),
+        ((-0.1, 0.3), 0.0, None, "greater", "inconclusive"),
+        ((-0.3, -0.1), 0.0, None, "greater", "contradicted"),
+        ((-0.3, -0.1), 0.0, None, "less", "supported"),
+        # interval overlaps the null band
+        (
+            (0.1, 0.3),
+            None,
+            (0.0, 0.2),
+            "greater",
+            "inconclusive",
+        ),
+        ((0.25, 0.3), None, (0.0, 0.2), "greater", "supported"),
+        # equivalence: inside the tolerance
+        (
+            (-1.0, 1.0),
+            None,
+            (-2.0, 2.0),
+            "within",
+            "supported",
+        ),
+        ((-1.0, 3.0), None, (-2.0, 2.0), "within", "inconclusive"),
+        ((2.5, 3.0), None, (-2.0, 2.0), "within", "contradicted"),
+    ],
+)
 def test_verdict_rule(ci, null, null_range, direction, expected):
     ours = sum(ci) / 2
     assert C.decide(ours, ci, null, null_range, direction)[0] == expected
@@ -44,13 +61,24 @@ def test_match_and_not_testable():
 def test_claim_record_and_consistency(tmp_path):
     from kit.core.notebook import NotebookRun
 
-    c = C.claim("001", "Table 2", "te.delta", "TE lowers accuracy", -3.0, ci=(-5.0, -1.0), null=0.0, direction="less")
+    c = C.claim(
+        "001",
+        "Table 2",
+        "te.delta",
+        "TE lowers accuracy",
+        -3.0,
+        ci=(-5.0, -1.0),
+        null=0.0,
+        direction="less",
+    )
     assert c.verdict == "supported" and "predicted side" in c.why
     C.check_consistent(c)
     bad = c.row() | {"verdict": "supported", "ci_high": 1.0}
     with pytest.raises(ValueError, match="inconclusive"):
         C.check_consistent(bad)
-    weak = C.weaken(C.claim("003", "MIB", "mib", "x", 0.9, ci=(0.8, 1.0), null=0.5), "passes by construction")
+    weak = C.weaken(
+        C.claim("003", "MIB", "mib", "x", 0.9, ci=(0.8, 1.0), null=0.5), "passes by construction"
+    )
     assert weak.verdict == "inconclusive" and "by construction" in weak.why
     C.check_consistent(weak)  # demoting is always allowed
     with pytest.raises(ValueError, match="ci low"):
@@ -59,6 +87,7 @@ def test_claim_record_and_consistency(tmp_path):
     df = C.record(run, [c, weak])
     assert list(df.verdict) == ["supported", "inconclusive"]
     import json
+
     saved = json.loads((tmp_path / "results.json").read_text())["claims"]
     assert saved[0]["notebook"] == "03_shortcut_neurons" and saved[0]["ci_low"] == -5.0
     with pytest.raises(ValueError, match="duplicate"):
@@ -68,8 +97,17 @@ def test_claim_record_and_consistency(tmp_path):
 def test_zero_width_interval_supports_nothing_unless_deterministic():
     c = C.claim("000", "§3.6", "g", "mixed > single", 2.0, ci=(2.0, 2.0), null=0.0)
     assert c.verdict == "inconclusive" and "zero width" in c.why
-    d = C.claim("000", "T1", "p", "recomputed", 0.04, ci=(0.04, 0.04), null_range=(0, 0.05), direction="within",
-                interval_how="deterministic recomputation")
+    d = C.claim(
+        "000",
+        "T1",
+        "p",
+        "recomputed",
+        0.04,
+        ci=(0.04, 0.04),
+        null_range=(0, 0.05),
+        direction="within",
+        interval_how="deterministic recomputation",
+    )
     assert d.verdict == "supported"
 
 
@@ -87,8 +125,16 @@ def test_every_kind_is_inconclusive_on_a_null_equivalent_input_and_decided_other
 
 
 def test_audits_never_read_supported_and_bad_kinds_are_refused():
-    a = C.claim("003", "M07", "m07", "test-retest r >= 0.8", 0.9, ci=(0.85, 0.95), null_range=(0.0, 0.8),
-                kind="audit")
+    a = C.claim(
+        "003",
+        "M07",
+        "m07",
+        "test-retest r >= 0.8",
+        0.9,
+        ci=(0.85, 0.95),
+        null_range=(0.0, 0.8),
+        kind="audit",
+    )
     assert a.verdict == "pass"
     with pytest.raises(ValueError, match="verdict 'supported'"):
         C.check_consistent(a.row() | {"verdict": "supported"})
@@ -97,40 +143,73 @@ def test_audits_never_read_supported_and_bad_kinds_are_refused():
         C.claim("000", "s", "x", "x", 1.0, kind="replication")
 
 
-@pytest.mark.parametrize("ci,null,null_range,direction,paper_value,expected", [
-    ((0.2, 0.4), 0.0, None, "greater", None, 0.2),         # low end above the null
-    ((0.2, 0.4), None, (0.1, 0.3), "greater", None, -0.1),  # overlaps the band: negative
-    ((-0.4, -0.2), 0.0, None, "less", None, 0.2),
-    ((-1.0, 1.5), None, (-2.0, 2.0), "within", None, 0.5),  # nearer edge: 2.0 - 1.5
-    ((0.4, 0.6), None, None, "match", 0.55, 0.05),          # paper value 0.05 inside the top end
-])
+@pytest.mark.parametrize(
+    "ci,null,null_range,direction,paper_value,expected",
+    [
+        ((0.2, 0.4), 0.0, None, "greater", None, 0.2),  # low end above the null
+        ((0.2, 0.4), None, (0.1, 0.3), "greater", None, -0.1),  # overlaps the band: negative
+        ((-0.4, -0.2), 0.0, None, "less", None, 0.2),
+        ((-1.0, 1.5), None, (-2.0, 2.0), "within", None, 0.5),  # nearer edge: 2.0 - 1.5
+        ((0.4, 0.6), None, None, "match", 0.55, 0.05),  # paper value 0.05 inside the top end
+    ],
+)
 def test_margin_by_hand(ci, null, null_range, direction, paper_value, expected):
-    assert C.margin(sum(ci) / 2, ci, null, null_range, direction, paper_value) == pytest.approx(expected)
+    assert C.margin(sum(ci) / 2, ci, null, null_range, direction, paper_value) == pytest.approx(
+        expected
+    )
 
 
 def test_fragile_marks_a_verdict_that_holds_by_a_hair():
-    hair = C.claim("002", "s", "x", "x", 0.5, ci=(0.26, 0.74), null=0.25)   # margin 0.01 of width 0.48
+    # margin 0.01 of width 0.48
+    hair = C.claim("002", "s", "x", "x", 0.5, ci=(0.26, 0.74), null=0.25)
     assert hair.verdict == "supported" and hair.fragile
     assert not C.claim("002", "s", "x", "x", 0.5, ci=(0.4, 0.6), null=0.25).fragile
 
 
 def test_fragile_marks_a_contradiction_by_a_hair():
-    """A contradiction a hair under its null is fragile (its predicted-side margin, -0.5, is not)."""
+    """A contradiction a hair under its null is fragile (its predicted-side margin, -0.5, is
+    not)."""
     hair = C.claim("000", "s", "x", "x", 0.0, ci=(0.0, 0.49), null=0.5)
     assert hair.verdict == "contradicted" and hair.margin == pytest.approx(-0.5) and hair.fragile
     far = C.claim("000", "s", "x", "x", 0.0, ci=(0.0, 0.2), null=0.5)
     assert far.verdict == "contradicted" and not far.fragile
-    band = C.claim("000", "s", "x", "x", 3.0, ci=(2.05, 4.0), null_range=(-2.0, 2.0), direction="within")
+    band = C.claim(
+        "000", "s", "x", "x", 3.0, ci=(2.05, 4.0), null_range=(-2.0, 2.0), direction="within"
+    )
     assert band.verdict == "contradicted" and band.fragile
 
 
 def test_stability_marks_flips_and_findings_say_no_more_than_the_verdict():
-    first = [C.claim("001", "s", "a", "TE lowers accuracy", -3.0, ci=(-5.0, -1.0), null=0.0, direction="less"),
-             C.claim("001", "s", "b", "TE spares clean models", 0.5, ci=(-1.0, 2.0), null_range=(-2.0, 2.0),
-                     direction="within")]
-    rerun = [C.claim("001", "s", "a", "TE lowers accuracy", -1.0, ci=(-3.0, 1.0), null=0.0, direction="less"),
-             C.claim("001", "s", "b", "TE spares clean models", 0.4, ci=(-1.0, 1.9), null_range=(-2.0, 2.0),
-                     direction="within")]
+    first = [
+        C.claim(
+            "001", "s", "a", "TE lowers accuracy", -3.0, ci=(-5.0, -1.0), null=0.0, direction="less"
+        ),
+        C.claim(
+            "001",
+            "s",
+            "b",
+            "TE spares clean models",
+            0.5,
+            ci=(-1.0, 2.0),
+            null_range=(-2.0, 2.0),
+            direction="within",
+        ),
+    ]
+    rerun = [
+        C.claim(
+            "001", "s", "a", "TE lowers accuracy", -1.0, ci=(-3.0, 1.0), null=0.0, direction="less"
+        ),
+        C.claim(
+            "001",
+            "s",
+            "b",
+            "TE spares clean models",
+            0.4,
+            ci=(-1.0, 1.9),
+            null_range=(-2.0, 2.0),
+            direction="within",
+        ),
+    ]
     C.mark_stability(first, [rerun], "bootstrap seed 1")
     assert first[0].stability.startswith("flips") and "inconclusive" in first[0].stability
     assert first[1].stability.startswith("stable")

@@ -38,8 +38,9 @@ def test_saving_a_figure_twice_gives_identical_bytes(tmp_path):
 
 
 def test_bundled_fonts_win_ties_with_a_system_copy(tmp_path, monkeypatch):
-    """A second DejaVu Sans listed first (as a user-wide font cache may list Debian's) is what findfont
-    takes, and the PDF embeds it; after bundled_fonts_first it is matplotlib's own file again."""
+    """A second DejaVu Sans listed first (as a user-wide font cache may list Debian's) is what
+    findfont takes, and the PDF embeds it; after bundled_fonts_first it is matplotlib's own file
+    again."""
     import shutil
 
     from matplotlib import font_manager as fm
@@ -49,7 +50,11 @@ def test_bundled_fonts_win_ties_with_a_system_copy(tmp_path, monkeypatch):
     copy = tmp_path / "system" / "DejaVuSans.ttf"
     copy.parent.mkdir()
     shutil.copyfile(own, copy)
-    monkeypatch.setattr(fm.fontManager, "ttflist", [fm.ttfFontProperty(fm.get_font(str(copy))), *fm.fontManager.ttflist])
+    monkeypatch.setattr(
+        fm.fontManager,
+        "ttflist",
+        [fm.ttfFontProperty(fm.get_font(str(copy))), *fm.fontManager.ttflist],
+    )
     try:
         fm.fontManager._findfont_cached.cache_clear()
         assert fm.findfont("DejaVu Sans") == str(copy), "the tie rule this guards against"
@@ -60,19 +65,22 @@ def test_bundled_fonts_win_ties_with_a_system_copy(tmp_path, monkeypatch):
 
 
 def test_findfont_cache_is_what_addfont_clears():
-    """clear_findfont_cache reaches matplotlib's private ``_findfont_cached``: this fails loudly, naming
-    the version, the day matplotlib stops clearing that cache in ``FontManager.addfont`` (its own way
-    of refreshing after the font list changes) or drops it, so bundled_fonts_first is revisited then."""
+    """clear_findfont_cache reaches matplotlib's private ``_findfont_cached``: this fails loudly,
+    naming the version, the day matplotlib stops clearing that cache in ``FontManager.addfont`` (its
+    own way of refreshing after the font list changes) or drops it, so bundled_fonts_first is
+    revisited then."""
     import inspect
 
     import matplotlib
     from matplotlib import font_manager as fm
 
     where = f"matplotlib {matplotlib.__version__}"
-    assert callable(getattr(fm.fontManager._findfont_cached, "cache_clear", None)), \
+    assert callable(getattr(fm.fontManager._findfont_cached, "cache_clear", None)), (
         f"{where}: FontManager._findfont_cached is no lru_cache any more"
-    assert "self._findfont_cached.cache_clear()" in inspect.getsource(fm.FontManager.addfont), \
+    )
+    assert "self._findfont_cached.cache_clear()" in inspect.getsource(fm.FontManager.addfont), (
         f"{where}: FontManager.addfont no longer clears _findfont_cached; follow what it does now"
+    )
     fm.findfont("DejaVu Sans")
     assert fm.fontManager._findfont_cached.cache_info().currsize > 0
     clear_findfont_cache(fm.fontManager)
@@ -83,7 +91,9 @@ def test_a_font_manager_without_the_cache_fails_loudly():
     class Renamed:  # a matplotlib whose FontManager no longer has _findfont_cached
         ttflist: list = []
 
-    with pytest.raises(RuntimeError, match=r"matplotlib .*_findfont_cached.cache_clear\(\) is gone"):
+    with pytest.raises(
+        RuntimeError, match=r"matplotlib .*_findfont_cached.cache_clear\(\) is gone"
+    ):
         clear_findfont_cache(Renamed())
 
 
@@ -98,4 +108,6 @@ def test_record_results_merges_and_makes_json_safe(tmp_path):
     record_results(path, a=1, arr=np.array([1.5, 2.5]))
     merged = record_results(path, b=np.float32(0.25), missing=math.nan, flag=np.bool_(True))
     on_disk = json.loads(path.read_text())
-    assert on_disk == merged == {"a": 1, "arr": [1.5, 2.5], "b": 0.25, "missing": None, "flag": True}
+    assert (
+        on_disk == merged == {"a": 1, "arr": [1.5, 2.5], "b": 0.25, "missing": None, "flag": True}
+    )

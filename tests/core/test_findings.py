@@ -24,7 +24,9 @@ def test_publish_saves_records_and_appends(tmp_path):
 
     run, findings = Run(), ["earlier"]
     fig = plt.figure()
-    sec = publish(run, Section(record={"x": 1}, findings=["x is 1"], figures={"fig_x": fig}), findings)
+    sec = publish(
+        run, Section(record={"x": 1}, findings=["x is 1"], figures={"fig_x": fig}), findings
+    )
     plt.close(fig)
     assert run.saved == ["fig_x"] and run.recorded == {"x": 1} and findings == ["earlier", "x is 1"]
     assert sec.record == {"x": 1}

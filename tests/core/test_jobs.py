@@ -43,6 +43,7 @@ def alive(pid: int) -> bool:
 
 # --- jobs and sweeps, before anything runs --------------------------------------------------
 
+
 def test_job_id_is_a_hash_of_function_and_canonical_arguments():
     a = Job(f"{TOY}:write_value", {"root": "/r", "key": "a", "value": 1})
     same = Job(f"{TOY}:write_value", {"value": 1, "key": "a", "root": "/r"})
@@ -57,14 +58,17 @@ def test_job_id_is_a_hash_of_function_and_canonical_arguments():
     assert Job(noop, {"i": 3}).fn == f"{TOY}:noop"
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda: Job(f"{TOY}:noop", {"i": {1, 2}}), ["JSON-able", "noop"]),
-    (lambda: Job(f"{TOY}:noop", {"i": float("nan")}), ["JSON-able"]),
-    (lambda: Job("kit.core.jobs.selftest.noop", {}), ["module:function"]),
-    (lambda: Job(lambda: 1), ["top-level function"]),
-    (lambda: Job(f"{TOY}:noop", {"i": 1}, num_cpus=0), ["num_cpus", ">= 1"]),
-    (lambda: Job(f"{TOY}:noop", {"i": 1}, num_gpus=-1), ["num_gpus", ">= 0"]),
-])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: Job(f"{TOY}:noop", {"i": {1, 2}}), ["JSON-able", "noop"]),
+        (lambda: Job(f"{TOY}:noop", {"i": float("nan")}), ["JSON-able"]),
+        (lambda: Job("kit.core.jobs.selftest.noop", {}), ["module:function"]),
+        (lambda: Job(lambda: 1), ["top-level function"]),
+        (lambda: Job(f"{TOY}:noop", {"i": 1}, num_cpus=0), ["num_cpus", ">= 1"]),
+        (lambda: Job(f"{TOY}:noop", {"i": 1}, num_gpus=-1), ["num_gpus", ">= 0"]),
+    ],
+)
 def test_a_bad_job_is_refused_with_the_reason(make, words):
     with pytest.raises(ValueError) as e:
         make()
@@ -84,8 +88,10 @@ def test_plan_dedupes_and_refuses_conflicts_unknown_dependencies_cycles_and_func
         plan([a, x, y])
     # a typo in a function fails the whole sweep before any job runs (the good job writes nothing)
     good = Job(f"{TOY}:record_call", {"path": str(tmp_path / "calls"), "text": "x"})
-    for bad, what in ((f"{TOY}:no_such_function", "has no function 'no_such_function'"),
-                      ("kit.no_such_module:f", "cannot be imported")):
+    for bad, what in (
+        (f"{TOY}:no_such_function", "has no function 'no_such_function'"),
+        ("kit.no_such_module:f", "cannot be imported"),
+    ):
         with pytest.raises(ValueError, match=what):
             run_jobs([good, Job(bad)], engine="inline")
     assert not (tmp_path / "calls").exists()
@@ -106,6 +112,7 @@ def test_a_gpu_job_on_a_machine_without_gpus_fails_before_running(monkeypatch):
 
 
 # --- inline and local -------------------------------------------------------------------------
+
 
 def test_inline_follows_dependencies_and_returns_values(tmp_path):
     jobs = toy_dag(tmp_path, kill=False)  # sink first: write_value raises if an input is missing
@@ -194,8 +201,13 @@ def test_a_pinned_sweep_runs_every_job_pinned_and_pinned_jobs_inline_here():
         inline = run_jobs([pinned], engine="inline").results[pinned.id]
         print(json.dumps({{"local": local, "inline": inline, "pid": os.getpid()}}))
     """)
-    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, **PINNED_ENV},
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, **PINNED_ENV},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.splitlines()[-1])
     assert out["local"]["env"] == PINNED_ENV and out["local"]["mkldnn"] is False
@@ -204,8 +216,21 @@ def test_a_pinned_sweep_runs_every_job_pinned_and_pinned_jobs_inline_here():
 
 
 def test_the_selftest_command_checks_an_engine(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "kit.core.jobs", "selftest", "--engine", "local",
-                           "--root", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kit.core.jobs",
+            "selftest",
+            "--engine",
+            "local",
+            "--root",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "the same results and files as inline" in done.stdout
 
@@ -219,8 +244,12 @@ def test_ctrl_c_stops_the_sweep_and_its_worker_processes(tmp_path):
     """)
     # SIG_DFL in the child: a shell without job control (a CI step, `nohup make test &`) starts its
     # background commands with SIGINT ignored, and Python then installs no KeyboardInterrupt handler
-    sweep = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    sweep = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 300
         while not pid_file.exists():
@@ -242,11 +271,15 @@ def test_ctrl_c_stops_the_sweep_and_its_worker_processes(tmp_path):
 
 # --- configuration ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("field, value, allowed", [
-    ("engine", "threads", "'inline', 'local' or 'ray'"),
-    ("max_workers", 0, "greater than or equal to 1"),
-    ("ray_address", "my cluster", "ray://HOST:PORT"),
-])
+
+@pytest.mark.parametrize(
+    "field, value, allowed",
+    [
+        ("engine", "threads", "'inline', 'local' or 'ray'"),
+        ("max_workers", 0, "greater than or equal to 1"),
+        ("ray_address", "my cluster", "ray://HOST:PORT"),
+    ],
+)
 def test_engine_fields_are_validated_naming_field_value_and_allowed(field, value, allowed):
     with pytest.raises(ParamsError) as e:
         load_params("00_quickstart", "smoke", {field: value})
@@ -255,15 +288,22 @@ def test_engine_fields_are_validated_naming_field_value_and_allowed(field, value
 
 
 def test_engine_options_turn_a_config_into_run_jobs_arguments():
-    cfg = load_params("00_quickstart", "smoke", {"engine": "ray", "ray_address": "ray://head:10001",
-                                                 "max_workers": 3})
-    assert engine_options(cfg) == {"engine": "ray", "max_workers": 3,
-                                   "ray_address": "ray://head:10001"}
+    cfg = load_params(
+        "00_quickstart",
+        "smoke",
+        {"engine": "ray", "ray_address": "ray://head:10001", "max_workers": 3},
+    )
+    assert engine_options(cfg) == {
+        "engine": "ray",
+        "max_workers": 3,
+        "ray_address": "ray://head:10001",
+    }
     default = load_params("00_quickstart", "smoke")
     assert engine_options(default) == {"engine": "local", "max_workers": None, "ray_address": None}
 
 
 # --- a local Ray cluster ----------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def local_ray():

@@ -16,13 +16,23 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 def make_probe(recipe: str) -> subprocess.CompletedProcess:
     """Run ``recipe`` as a target appended to the project's Makefile (its variables in scope)."""
     probe = f"probe:\n\t@{recipe}\n"
-    return subprocess.run(["make", "-s", "-f", "Makefile", "-f", "-", "probe"], input=probe, cwd=REPO_ROOT,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        ["make", "-s", "-f", "Makefile", "-f", "-", "probe"],
+        input=probe,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_pip_location_warnings_are_dropped_and_failures_kept():
-    out = make_probe("""set -o pipefail; (echo "WARNING: Location 'file:///opt/x/six/' is ignored: it is neither a file nor a directory."; echo "ERROR: real problem"; exit 3) $(QUIET_PIP)""")
-    assert out.stdout.splitlines() == ["ERROR: real problem"], "only the Location warnings are filtered"
+    out = make_probe(
+        """set -o pipefail; (echo "WARNING: Location 'file:///opt/x/six/' is ignored: it is """
+        """neither a file nor a directory."; echo "ERROR: real problem"; exit 3) $(QUIET_PIP)"""
+    )
+    assert out.stdout.splitlines() == ["ERROR: real problem"], (
+        "only the Location warnings are filtered"
+    )
     assert out.returncode != 0, "pip's failure must still fail the make target"
 
 

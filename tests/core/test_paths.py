@@ -17,4 +17,6 @@ def test_atomic_dir_appears_complete_or_not_at_all(tmp_path):
     with atomic_dir(target) as tmp:
         (tmp / "b.txt").write_text("rebuilt")
     assert sorted(p.name for p in target.iterdir()) == ["b.txt"]
-    assert [p.name for p in target.parent.iterdir()] == ["sae"], "no temporary directories left behind"
+    assert [p.name for p in target.parent.iterdir()] == ["sae"], (
+        "no temporary directories left behind"
+    )

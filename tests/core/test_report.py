@@ -11,16 +11,47 @@ from kit.core.report import collect, write_report
 def _fake_run(tmp_path):
     run = tmp_path / "20260101-000000"
     (run / "03_shortcut_neurons" / "figures").mkdir(parents=True)
-    (run / "03_shortcut_neurons" / "figures" / "fig3_sparsity_curve.png").write_bytes(b"\x89PNG fake")
+    (run / "03_shortcut_neurons" / "figures" / "fig3_sparsity_curve.png").write_bytes(
+        b"\x89PNG fake"
+    )
     (run / "05_neuronvote").mkdir()
     (run / "05_neuronvote" / "results.json").write_text(json.dumps({"n": 1}))  # no claims recorded
-    rows = [C.claim("001", "Table 2", "te", "TE lowers a | contaminated model", -3.0, ci=(-5.0, -1.0), null=0.0,
-                    direction="less", figure="fig3_sparsity_curve", notebook="03_shortcut_neurons").row(),
-            C.claim("001", "Fig. 4", "agree", "TE agrees <better>", 0.1, ci=(-0.2, 0.4), null=0.0,
-                    notebook="03_shortcut_neurons").row()]
+    rows = [
+        C.claim(
+            "001",
+            "Table 2",
+            "te",
+            "TE lowers a | contaminated model",
+            -3.0,
+            ci=(-5.0, -1.0),
+            null=0.0,
+            direction="less",
+            figure="fig3_sparsity_curve",
+            notebook="03_shortcut_neurons",
+        ).row(),
+        C.claim(
+            "001",
+            "Fig. 4",
+            "agree",
+            "TE agrees <better>",
+            0.1,
+            ci=(-0.2, 0.4),
+            null=0.0,
+            notebook="03_shortcut_neurons",
+        ).row(),
+    ]
     (run / "03_shortcut_neurons" / "results.json").write_text(json.dumps({"claims": rows}))
-    (run / "run.json").write_text(json.dumps({"profile": "smoke", "notebooks": [
-        {"notebook": "03_shortcut_neurons", "status": "ok"}, {"notebook": "04_competency_gaps", "status": "failed"}]}))
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "profile": "smoke",
+                "notebooks": [
+                    {"notebook": "03_shortcut_neurons", "status": "ok"},
+                    {"notebook": "04_competency_gaps", "status": "failed"},
+                ],
+            }
+        )
+    )
     return run
 
 
@@ -33,13 +64,21 @@ def test_report_has_one_table_per_paper_and_names_gaps(tmp_path):
     assert "## Shortcut neurons" in text and "Competency Gaps" not in text.split("## ")[-1]
     assert "1 supported, 1 inconclusive" in text
     assert "[-5, -1]" in text and "**supported**" in text
-    assert "TE lowers a \\| contaminated model" in text, "a pipe in a statement must not break the table"
-    assert "(03_shortcut_neurons/figures/fig3_sparsity_curve.png)" in text, "claims link their figure"
+    assert "TE lowers a \\| contaminated model" in text, (
+        "a pipe in a statement must not break the table"
+    )
+    assert "(03_shortcut_neurons/figures/fig3_sparsity_curve.png)" in text, (
+        "claims link their figure"
+    )
     assert "Failed notebooks" in text and "04_competency_gaps" in text
     assert "05_neuronvote" in text, "a notebook without claims is named"
     body = page.read_text()
-    assert body.startswith("<!doctype html>") and "data:image/png;base64," in body, "figures are embedded"
-    assert "&lt;better&gt;" in body and "http" not in body, "escaped, and nothing loaded from the network"
+    assert body.startswith("<!doctype html>") and "data:image/png;base64," in body, (
+        "figures are embedded"
+    )
+    assert "&lt;better&gt;" in body and "http" not in body, (
+        "escaped, and nothing loaded from the network"
+    )
     assert "class='supported'" in body and "class='inconclusive'" in body
 
 
@@ -53,10 +92,12 @@ def test_report_for_a_run_without_claims(tmp_path):
 def test_headline_counts_reproduction_claims_only(tmp_path):
     from kit.core.report import headline
 
-    claims = [C.claim("000", "s", "a", "a", 1.0, ci=(0.5, 1.5), null=0.0).row(),
-              C.claim("000", "s", "b", "b", 1.0, ci=(0.5, 1.5), null=0.0, kind="re-analysis").row(),
-              C.claim("001", "s", "c", "c", 1.0, ci=(0.5, 1.5), null=0.0, kind="set-up check").row(),
-              C.claim("003", "s", "d", "d", 1.0, ci=(0.5, 1.5), null=0.0, kind="audit").row()]
+    claims = [
+        C.claim("000", "s", "a", "a", 1.0, ci=(0.5, 1.5), null=0.0).row(),
+        C.claim("000", "s", "b", "b", 1.0, ci=(0.5, 1.5), null=0.0, kind="re-analysis").row(),
+        C.claim("001", "s", "c", "c", 1.0, ci=(0.5, 1.5), null=0.0, kind="set-up check").row(),
+        C.claim("003", "s", "d", "d", 1.0, ci=(0.5, 1.5), null=0.0, kind="audit").row(),
+    ]
     line = headline(claims)
     assert line.startswith("1 reproduction claims: 1 supported.")
     assert "1 re-analysis, 1 set-up check, 1 audit" in line

@@ -19,18 +19,31 @@ from kit.core.paths import REPO_ROOT
 
 
 def fake_notebooks(tmp_path, notebooks: dict[str, str]):
-    """Notebooks with a parameters cell whose body writes ``figures/<name>.png`` then runs ``code``."""
+    """Notebooks with a parameters cell whose body writes ``figures/<name>.png`` then runs
+    ``code``."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
     folder = tmp_path / "nbs"
     folder.mkdir()
     for name, code in notebooks.items():
-        save = ("from pathlib import Path\nd = Path(out_dir) / 'figures'\nd.mkdir(exist_ok=True)\n"
-                f"(d / '{name}.png').write_bytes(b'new {name}')\n")
-        nb = new_notebook(cells=[new_code_cell("profile = 'smoke'\nout_dir = None", metadata={"tags": ["parameters"]}),
-                                 new_code_cell(save + code)])
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        save = (
+            "from pathlib import Path\nd = Path(out_dir) / 'figures'\nd.mkdir(exist_ok=True)\n"
+            f"(d / '{name}.png').write_bytes(b'new {name}')\n"
+        )
+        nb = new_notebook(
+            cells=[
+                new_code_cell(
+                    "profile = 'smoke'\nout_dir = None", metadata={"tags": ["parameters"]}
+                ),
+                new_code_cell(save + code),
+            ]
+        )
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
         nbformat.write(nb, folder / f"{name}.ipynb")
     return folder
 
@@ -53,19 +66,35 @@ def run(tmp_path, *args):
 
 
 def test_a_failed_notebook_keeps_its_committed_figures(tmp_path, capsys):
-    """Issue 16.1: a notebook that fails after saving a figure must not replace or delete figures/."""
-    nbs = fake_notebooks(tmp_path, {"01_broken": "raise RuntimeError('planted failure')", "02_fine": "x = 1"})
+    """Issue 16.1: a notebook that fails after saving a figure must not replace or delete
+    figures/."""
+    nbs = fake_notebooks(
+        tmp_path, {"01_broken": "raise RuntimeError('planted failure')", "02_fine": "x = 1"}
+    )
     figures = committed_figures(tmp_path, ["01_broken", "02_fine"])
     rc = run(tmp_path, "--notebooks", str(nbs), "--figures", str(figures))
     out = capsys.readouterr().out
     assert rc == 1
-    assert (figures / "01_broken" / "committed.png").read_bytes() == b"committed", "a failed run deleted figures"
-    assert not (figures / "01_broken" / "01_broken.png").exists(), "a failed notebook's figures are not exported"
-    assert sorted(p.name for p in (figures / "02_fine").iterdir()) == ["02_fine.png"], "a success replaces its folder"
-    assert "WARNING: differs from the committed figure: 02_fine/02_fine.png (new, not committed)" in out
+    assert (figures / "01_broken" / "committed.png").read_bytes() == b"committed", (
+        "a failed run deleted figures"
+    )
+    assert not (figures / "01_broken" / "01_broken.png").exists(), (
+        "a failed notebook's figures are not exported"
+    )
+    assert sorted(p.name for p in (figures / "02_fine").iterdir()) == ["02_fine.png"], (
+        "a success replaces its folder"
+    )
+    assert (
+        "WARNING: differs from the committed figure: 02_fine/02_fine.png (new, not committed)"
+        in out
+    )
     assert "WARNING: differs from the committed figure: 02_fine/committed.png (deleted)" in out
-    assert "01_broken/" not in out.split("exported")[1], "no warning for a notebook that was not exported"
-    assert not list(figures.glob(".*.new-*")) and not list(figures.glob(".*.old-*")), "no staging debris"
+    assert "01_broken/" not in out.split("exported")[1], (
+        "no warning for a notebook that was not exported"
+    )
+    assert not list(figures.glob(".*.new-*")) and not list(figures.glob(".*.old-*")), (
+        "no staging debris"
+    )
 
 
 def test_export_of_unchanged_figures_warns_nothing(tmp_path):
@@ -75,7 +104,9 @@ def test_export_of_unchanged_figures_warns_nothing(tmp_path):
     figures = committed_figures(tmp_path, ["02_fine"])
     assert runner.export_figures(run_dir, figures, ["02_fine"]) == 1
     assert runner.changed_figures(figures, ["02_fine"]) == []
-    assert runner.changed_figures(tmp_path / "run", ["02_fine"]) == [], "outside git there is nothing to compare"
+    assert runner.changed_figures(tmp_path / "run", ["02_fine"]) == [], (
+        "outside git there is nothing to compare"
+    )
 
 
 def test_unknown_profile_fails_before_anything_exists(tmp_path, capsys):
@@ -83,16 +114,22 @@ def test_unknown_profile_fails_before_anything_exists(tmp_path, capsys):
     rc = runner.main(["--profile", "papr", "--out", str(tmp_path / "runs")])
     err = capsys.readouterr().err
     assert rc == 2
-    assert "profile 'papr' is not defined" in err and "allowed profiles: dryrun, paper, smoke, tiny" in err
+    assert (
+        "profile 'papr' is not defined" in err
+        and "allowed profiles: dryrun, paper, smoke, tiny" in err
+    )
     assert not (tmp_path / "runs").exists(), "nothing is created for a profile that cannot run"
 
 
-@pytest.mark.parametrize("setting, fragment", [
-    ("n_evl=5", "--set n_evl: no selected notebook has such a field"),
-    ("n_eval=0", "field 'n_eval'"),
-    ("task=addd", "'task'"),
-    ("n_eval", "expected field=value"),
-])
+@pytest.mark.parametrize(
+    "setting, fragment",
+    [
+        ("n_evl=5", "--set n_evl: no selected notebook has such a field"),
+        ("n_eval=0", "field 'n_eval'"),
+        ("task=addd", "'task'"),
+        ("n_eval", "expected field=value"),
+    ],
+)
 def test_bad_set_fails_before_anything_exists(tmp_path, capsys, setting, fragment):
     """Issue 16.5/16.7: --set values are validated like the YAML, before a run directory exists."""
     rc = run(tmp_path, "--only", "00", "--set", setting)
@@ -111,14 +148,17 @@ def test_set_reaches_only_notebooks_that_have_the_field():
 def test_out_under_a_file_is_one_line(tmp_path, capsys):
     """Issue 16.6: --out under a file used to end in a traceback."""
     (tmp_path / "file").write_text("")
-    rc = runner.main(["--profile", "smoke", "--only", "00", "--out", str(tmp_path / "file" / "runs")])
+    rc = runner.main(
+        ["--profile", "smoke", "--only", "00", "--out", str(tmp_path / "file" / "runs")]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1
     assert "cannot create the run directory" in err and "--out" in err
 
 
 def test_read_only_runs_is_one_line(tmp_path, capsys, monkeypatch):
-    """Issue 16.6: a read-only runs/ (simulated: the tests may run as root, who may write anywhere)."""
+    """Issue 16.6: a read-only runs/ (simulated: the tests may run as root, who may write
+    anywhere)."""
     mkdir = runner.Path.mkdir
 
     def refuse(self, *args, **kwargs):
@@ -138,12 +178,15 @@ def test_cache_dir_that_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     rc = run(tmp_path, "--only", "00")
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and "KIT_CACHE_DIR" in err and "not a folder" in err
+    assert (
+        rc == 2 and len(err.splitlines()) == 1 and "KIT_CACHE_DIR" in err and "not a folder" in err
+    )
     assert not (tmp_path / "runs").exists()
 
 
 def test_interrupted_run_is_marked_and_exports_nothing(tmp_path, capsys, monkeypatch):
     """Issue 16.6: Ctrl-C leaves run.json saying 'interrupted' and touches no exported figure."""
+
     def interrupt(nb, profile, run_dir, timeout, overrides=None):
         (run_dir / nb.stem / "figures").mkdir(parents=True)
         (run_dir / nb.stem / "figures" / "half.png").write_bytes(b"half")
@@ -158,19 +201,44 @@ def test_interrupted_run_is_marked_and_exports_nothing(tmp_path, capsys, monkeyp
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted" and record["notebooks"][0]["status"] == "interrupted"
     assert sorted(p.name for p in (figures / "00_quickstart").iterdir()) == ["committed.png"]
-    assert not (tmp_path / "runs" / "smoke" / "latest").exists(), "latest keeps pointing at a complete run"
+    assert not (tmp_path / "runs" / "smoke" / "latest").exists(), (
+        "latest keeps pointing at a complete run"
+    )
 
 
 @pytest.mark.slow
 def test_ctrl_c_on_a_real_kernel_prints_one_line(tmp_path):
-    """Ctrl-C to the runner's process group (as a terminal sends it): no zmq tracebacks, run.json marked."""
+    """Ctrl-C to the runner's process group (as a terminal sends it): no zmq tracebacks, run.json
+    marked."""
     started = tmp_path / "cell-started"
-    nbs = fake_notebooks(tmp_path, {"01_sleep": f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)"})
+    nbs = fake_notebooks(
+        tmp_path,
+        {
+            "01_sleep": "import pathlib, "
+            f"time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)"
+        },
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "kit", "run", "--profile", "smoke", "--notebooks", str(nbs),
-                             "--out", str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kit",
+            "run",
+            "--profile",
+            "smoke",
+            "--notebooks",
+            str(nbs),
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     record = None
     for _ in range(120):  # wait until the notebook is running (run.json exists), then press Ctrl-C
         time.sleep(0.5)
@@ -186,24 +254,37 @@ def test_ctrl_c_on_a_real_kernel_prints_one_line(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err.strip().splitlines() == [err.strip().splitlines()[0]] and "interrupted during 01_sleep" in err, err
+    assert (
+        err.strip().splitlines() == [err.strip().splitlines()[0]]
+        and "interrupted during 01_sleep" in err
+    ), err
     assert json.loads(record.read_text())["status"] == "interrupted"
 
 
 def _rendezvous(tmp_path, me: str, other: str) -> str:
     """Cell code: announce ``me`` has started, then wait (at most 5 min) until ``other`` has too.
     Run one after another, the first notebook would wait in vain and fail."""
-    return (f"import pathlib, time\nd = pathlib.Path({str(tmp_path)!r})\n(d / '{me}.started').touch()\n"
-            f"for _ in range(3000):\n    if (d / '{other}.started').exists():\n        break\n    time.sleep(0.1)\n"
-            f"else:\n    raise RuntimeError('{other} never started while {me} ran')\n")
+    return (
+        f"import pathlib, time\nd = pathlib.Path({str(tmp_path)!r})\n(d / '{me}.started').touch()\n"
+        f"for _ in range(3000):\n    if (d / '{other}.started').exists():\n        break\n    "
+        f"time.sleep(0.1)\nelse:\n    raise RuntimeError('{other} never started while {me} ran')\n"
+    )
 
 
 def test_notebooks_run_side_by_side(tmp_path, capsys):
     """Issue 37: independent notebooks run at once, each in its own process and kernel; the record
     lists them in notebook order and no kernel socket is left in the notebooks' folder."""
-    nbs = fake_notebooks(tmp_path, {"01_a": _rendezvous(tmp_path, "a", "b"), "02_b": _rendezvous(tmp_path, "b", "a"),
-                                    "03_c": "x = 1"})
-    rc = run(tmp_path, "--notebooks", str(nbs), "--parallel", "2", "--figures", str(tmp_path / "figs"))
+    nbs = fake_notebooks(
+        tmp_path,
+        {
+            "01_a": _rendezvous(tmp_path, "a", "b"),
+            "02_b": _rendezvous(tmp_path, "b", "a"),
+            "03_c": "x = 1",
+        },
+    )
+    rc = run(
+        tmp_path, "--notebooks", str(nbs), "--parallel", "2", "--figures", str(tmp_path / "figs")
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     (run_dir,) = [p for p in (tmp_path / "runs" / "smoke").iterdir() if p.name != "latest"]
@@ -216,24 +297,40 @@ def test_notebooks_run_side_by_side(tmp_path, capsys):
 
 
 def test_a_failed_notebook_beside_others_is_named(tmp_path, capsys):
-    nbs = fake_notebooks(tmp_path, {"01_broken": "raise RuntimeError('planted failure')", "02_fine": "x = 1"})
-    rc = run(tmp_path, "--notebooks", str(nbs), "--parallel", "2", "--figures", str(tmp_path / "figs"))
+    nbs = fake_notebooks(
+        tmp_path, {"01_broken": "raise RuntimeError('planted failure')", "02_fine": "x = 1"}
+    )
+    rc = run(
+        tmp_path, "--notebooks", str(nbs), "--parallel", "2", "--figures", str(tmp_path / "figs")
+    )
     captured = capsys.readouterr()
     assert rc == 1 and "FAILED notebooks: 01_broken" in captured.err
     (run_dir,) = (tmp_path / "runs" / "smoke").iterdir()
     record = json.loads((run_dir / "run.json").read_text())
-    assert {o["notebook"]: o["status"] for o in record["notebooks"]} == {"01_broken": "failed", "02_fine": "ok"}
+    assert {o["notebook"]: o["status"] for o in record["notebooks"]} == {
+        "01_broken": "failed",
+        "02_fine": "ok",
+    }
     assert "planted failure" in record["notebooks"][0]["error"]
 
 
 def test_longest_notebooks_start_first(tmp_path):
     """The order of a side-by-side run: never-timed notebooks first (in number order), then the
     timed ones by their newest ok time, longest first."""
-    for name, times in {"20260101-000000": {"01_a": 10, "02_b": 500, "03_c": 50},
-                        "20260102-000000": {"02_b": 5, "03_c": 60}}.items():
+    for name, times in {
+        "20260101-000000": {"01_a": 10, "02_b": 500, "03_c": 50},
+        "20260102-000000": {"02_b": 5, "03_c": 60},
+    }.items():
         (tmp_path / "smoke" / name).mkdir(parents=True)
-        (tmp_path / "smoke" / name / "run.json").write_text(json.dumps(
-            {"notebooks": [{"notebook": k, "status": "ok", "seconds": v} for k, v in times.items()]}))
+        (tmp_path / "smoke" / name / "run.json").write_text(
+            json.dumps(
+                {
+                    "notebooks": [
+                        {"notebook": k, "status": "ok", "seconds": v} for k, v in times.items()
+                    ]
+                }
+            )
+        )
     (tmp_path / "smoke" / "20260103-000000").mkdir()
     (tmp_path / "smoke" / "20260103-000000" / "run.json").write_text("{damaged")
     nbs = [runner.Path(f"{s}.ipynb") for s in ("00_new", "01_a", "02_b", "03_c")]
@@ -252,12 +349,36 @@ def test_bad_parallel_fails_in_one_line(tmp_path, capsys, value):
 @pytest.mark.slow
 def test_sigterm_stops_notebooks_running_side_by_side(tmp_path):
     """SIGTERM to the runner stops every running child: run.json says interrupted, both named."""
-    nbs = fake_notebooks(tmp_path, {f"0{i}_sleep{i}": f"import pathlib, time\npathlib.Path({str(tmp_path)!r}, "
-                                    f"'s{i}').touch()\ntime.sleep(300)" for i in (1, 2)})
+    nbs = fake_notebooks(
+        tmp_path,
+        {
+            f"0{i}_sleep{i}": f"import pathlib, time\npathlib.Path({str(tmp_path)!r}, "
+            f"'s{i}').touch()\ntime.sleep(300)"
+            for i in (1, 2)
+        },
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "kit", "run", "--profile", "smoke", "--notebooks", str(nbs),
-                             "--out", str(tmp_path / "runs"), "--parallel", "2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kit",
+            "run",
+            "--profile",
+            "smoke",
+            "--notebooks",
+            str(nbs),
+            "--out",
+            str(tmp_path / "runs"),
+            "--parallel",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     for _ in range(600):  # both kernels in their cells (slow on a loaded machine)
         if (tmp_path / "s1").exists() and (tmp_path / "s2").exists():
             break
@@ -265,7 +386,10 @@ def test_sigterm_stops_notebooks_running_side_by_side(tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 130, err
-    assert "interrupted during 01_sleep1, 02_sleep2" in err or "interrupted during 02_sleep2, 01_sleep1" in err, err
+    assert (
+        "interrupted during 01_sleep1, 02_sleep2" in err
+        or "interrupted during 02_sleep2, 01_sleep1" in err
+    ), err
     (run_dir,) = [p for p in (tmp_path / "runs" / "smoke").iterdir()]
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted"

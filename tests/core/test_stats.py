@@ -43,7 +43,9 @@ def test_paired_bootstrap_keeps_items_together():
 
 def test_bootstrap_groups_and_permutation_null():
     groups = [(np.ones(10), np.zeros(10)), (np.ones(5), np.ones(5))]
-    point, lo, hi = stats.bootstrap_groups_ci(lambda g: float(np.mean([np.mean(x - y) for x, y in g])), groups, n_boot=100)
+    point, lo, hi = stats.bootstrap_groups_ci(
+        lambda g: float(np.mean([np.mean(x - y) for x, y in g])), groups, n_boot=100
+    )
     assert point == lo == hi == 0.5
     # shuffling within groups keeps each group's label counts: a per-group sum is invariant
     labels = np.array([1, 1, 0, 0, 1, 0])
@@ -70,12 +72,17 @@ def test_rank_permutation_null_samples_past_eight_entries():
 
 def test_jaccard_by_hand_and_the_empty_set_rule():
     assert stats.jaccard({1, 2}, {2, 3}) == pytest.approx(1 / 3)
-    assert stats.jaccard(np.array([1, 1, 0], bool), np.array([0, 1, 1], bool)) == pytest.approx(1 / 3)
-    # two empty sets: 0/0, the caller's choice (covered concepts, cores: identical; explanations: undefined)
+    assert stats.jaccard(np.array([1, 1, 0], bool), np.array([0, 1, 1], bool)) == pytest.approx(
+        1 / 3
+    )
+    # two empty sets: 0/0, the caller's choice (covered concepts, cores: identical; explanations:
+    # undefined)
     assert stats.jaccard(set(), set(), empty=1.0) == 1.0
     assert stats.jaccard(np.zeros(3, bool), np.zeros(3, bool), empty=1.0) == 1.0
     assert math.isnan(stats.jaccard(set(), set(), empty=float("nan")))
-    assert stats.jaccard({1}, set(), empty=1.0) == 0.0, "one empty set is disjoint from the other, not identical"
+    assert stats.jaccard({1}, set(), empty=1.0) == 0.0, (
+        "one empty set is disjoint from the other, not identical"
+    )
     with pytest.raises(ValueError, match="empty"):
         stats.jaccard(set(), set())
     with pytest.raises(ValueError, match="shape"):

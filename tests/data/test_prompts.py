@@ -81,20 +81,22 @@ def test_instructed_responses_are_cached_apart_from_plain_ones():
     "benchmark,item,response,failed,correct",
     [
         ("arc_challenge", ARC, "The best answer is B", False, True),
+        # prose: no letter
         (
             "arc_challenge",
             ARC,
             "Iron is a metal because it conducts.",
             True,
             False,
-        ),  # prose: no letter
+        ),
+        # repeats the options: commits to none
         (
             "arc_challenge",
             ARC,
             "A. wood\nB. iron\nC. glass",
             True,
             False,
-        ),  # repeats the options: commits to none
+        ),
         ("arc_challenge", ARC, "The best answer is A", False, False),  # parsed, wrong
         ("gsm8k", GSM, "3 + 2 = 5. The final answer is 5", False, True),
         ("gsm8k", GSM, "I do not know.", True, False),

@@ -5,31 +5,36 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kit.data import responses as cr
 from kit.core.paths import DataError
+from kit.data import responses as cr
 
 ABCD = ["A", "B", "C", "D"]
 OPTS = ["Planetary density will decrease.", "78°F", "Planetary days will become shorter.", "7"]
 
 
-@pytest.mark.parametrize("response, expected", [
-    ("C", "C"),
-    ("The answer is (B).", "B"),
-    ("The most likely effect would be:\n\nC. Planetary days will become shorter.", "C"),
-    ("Option A is wrong. Option B is wrong.\n\nThe final answer is: $\\boxed{D}$", "D"),
-    ("I am not sure.", None),
-])
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        ("C", "C"),
+        ("The answer is (B).", "B"),
+        ("The most likely effect would be:\n\nC. Planetary days will become shorter.", "C"),
+        ("Option A is wrong. Option B is wrong.\n\nThe final answer is: $\\boxed{D}$", "D"),
+        ("I am not sure.", None),
+    ],
+)
 def test_arc_prediction_letters(response, expected):
     assert cr.arc_prediction(response, ABCD) == expected
 
 
 def test_arc_prediction_boxed_option_text_fallback():
-    assert cr.arc_prediction("so it is warm.\n\nThe final answer is: $\\boxed{78}$", ABCD, OPTS) == "B", \
-        "a boxed option text ('78' for '78°F') should select that option"
+    assert (
+        cr.arc_prediction("so it is warm.\n\nThe final answer is: $\\boxed{78}$", ABCD, OPTS) == "B"
+    ), "a boxed option text ('78' for '78°F') should select that option"
     # '7' is the whole text of option D and a prefix of '78°F' only when followed by a digit: D only
     assert cr.arc_prediction("The final answer is: $\\boxed{7}$", ABCD, OPTS) == "D"
-    assert cr.arc_prediction("The final answer is: $\\boxed{13}$", ABCD, OPTS) is None, \
+    assert cr.arc_prediction("The final answer is: $\\boxed{13}$", ABCD, OPTS) is None, (
         "a boxed value matching no option must count as no answer"
+    )
 
 
 def test_arc_numeric_labels_map_to_letters():
@@ -40,15 +45,22 @@ def test_arc_numeric_labels_map_to_letters():
         cr.arc_reference("E", labels)
 
 
-@pytest.mark.parametrize("response, expected", [
-    ("\n\nAnswer: 16 - 3 - 4 = 9 eggs. 9 * 2 = 18 dollars.", "18"),
-    ("\n\nAnswer: So the answer is $1,000.\n\nQuestion: Tom has 3 apples. Answer: 3 + 4 = 7", "1000"),
-    ("\n\nAnswer: she earns \\$10.", "10"),
-    ("no idea", None),
-])
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        ("\n\nAnswer: 16 - 3 - 4 = 9 eggs. 9 * 2 = 18 dollars.", "18"),
+        (
+            "\n\nAnswer: So the answer is $1,000.\n\nQuestion: Tom has 3 apples. Answer: 3 + 4 = 7",
+            "1000",
+        ),
+        ("\n\nAnswer: she earns \\$10.", "10"),
+        ("no idea", None),
+    ],
+)
 def test_gsm8k_prediction_cuts_next_turn(response, expected):
-    assert cr.gsm8k_prediction(response) == expected, \
+    assert cr.gsm8k_prediction(response) == expected, (
         "a base model's run-on 'Question:' turn must be cut before taking the final number"
+    )
 
 
 def test_gsm8k_reference():
@@ -69,15 +81,20 @@ def _load_or_skip(name, **kw):
         pytest.skip(f"data directory unavailable: {e}")
 
 
-@pytest.mark.parametrize("name, n, lo, hi", [
-    ("arc/llama3.1-8b-instruct", 1172, 0.75, 0.92),
-    ("arc/qwen2.5-7b-instruct", 1172, 0.80, 0.95),
-    ("gsm8k/gemma2-9b-base", 1319, 0.55, 0.75),
-])
+@pytest.mark.parametrize(
+    "name, n, lo, hi",
+    [
+        ("arc/llama3.1-8b-instruct", 1172, 0.75, 0.92),
+        ("arc/qwen2.5-7b-instruct", 1172, 0.80, 0.95),
+        ("gsm8k/gemma2-9b-base", 1319, 0.55, 0.75),
+    ],
+)
 def test_real_files_counts_and_plausible_accuracy(name, n, lo, hi):
     s = _load_or_skip(name)
     assert len(s.ids) == len(s.prompts) == len(s.responses) == len(s.correct) == n
-    assert lo <= s.accuracy <= hi, f"{name}: accuracy {s.accuracy:.3f} outside the plausible [{lo}, {hi}]; parse rule broken?"
+    assert lo <= s.accuracy <= hi, (
+        f"{name}: accuracy {s.accuracy:.3f} outside the plausible [{lo}, {hi}]; parse rule broken?"
+    )
     assert s.parse_rate > 0.95, f"{name}: only {s.parse_rate:.1%} of responses parsed"
     assert set(np.unique(s.scores)) <= {0.0, 1.0}
 

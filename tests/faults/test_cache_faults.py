@@ -91,9 +91,8 @@ def test_a_model_retrained_in_place_gets_new_responses_and_a_new_mui(tmp_path, m
     assert old_responses == fresh_old_responses and old_mui == pytest.approx(
         fresh_old_mui, abs=1e-9
     )
-    shutil.copyfile(
-        retrained / "model.safetensors", model_dir / "model.safetensors"
-    )  # same path, new weights
+    # same path, new weights
+    shutil.copyfile(retrained / "model.safetensors", model_dir / "model.safetensors")
     (responses, mui), (fresh_responses, fresh_mui) = measure()
     assert fresh_mui != pytest.approx(old_mui) and fresh_responses != old_responses, (
         "retraining changed nothing"

@@ -243,9 +243,8 @@ def test_latest_points_at_the_newest_complete_run(tmp_path, monkeypatch, capsys)
     newer = tmp_path / "runs" / "smoke" / "29991231-235959-12"
     newer.mkdir()
     runner.point_latest(newer)
-    runner.point_latest(
-        tmp_path / "runs" / "smoke" / good
-    )  # an older run finishing after a newer one
+    # an older run finishing after a newer one
+    runner.point_latest(tmp_path / "runs" / "smoke" / good)
     assert os.readlink(latest) == newer.name
     assert runner._run_order("20260101-000000-10") > runner._run_order("20260101-000000-9")
 

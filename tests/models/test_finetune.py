@@ -38,16 +38,26 @@ def data() -> Path:
 
 
 def _recipe(base: Path, **kw) -> Recipe:
-    d = dict(name="twin-test+arc-test-x2", base=str(base), inject="test", n_items=2, copies=2,
-             n_examples=8, batch_size=4, max_length=160, lr=1e-3)
+    d = dict(
+        name="twin-test+arc-test-x2",
+        base=str(base),
+        inject="test",
+        n_items=2,
+        copies=2,
+        n_examples=8,
+        batch_size=4,
+        max_length=160,
+        lr=1e-3,
+    )
     return Recipe(**{**d, **kw})
 
 
 def _load(path: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32,
-                                                 attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.float32, attn_implementation="eager"
+    )
     return model, AutoTokenizer.from_pretrained(path)
 
 
@@ -81,8 +91,9 @@ def test_loss_falls_on_a_tiny_memorisation_set(twin, data):
     with ft._deterministic():
         done = ft.train(model, tok, r, progress=False)
     first, last = done.loss_curve[0], done.loss_curve[-1]
-    assert last < 0.2 * first, f"loss should fall on 4 examples seen 30 times: {first:.3f} -> " \
-                               f"{last:.3f}"
+    assert last < 0.2 * first, (
+        f"loss should fall on 4 examples seen 30 times: {first:.3f} -> {last:.3f}"
+    )
 
 
 def test_collate_labels_only_the_answer_and_end_token():
@@ -98,18 +109,23 @@ def test_collate_labels_only_the_answer_and_end_token():
 
 def test_answer_loss_equals_the_cross_entropy_of_the_answer_tokens(twin):
     model, tok = _load(twin)
-    ex = fx.Example("Which is larger?\nA. 2\nB. 3\nAnswer with the letter of the correct option.",
-                    "B", "inject", "x")
+    ex = fx.Example(
+        "Which is larger?\nA. 2\nB. 3\nAnswer with the letter of the correct option.",
+        "B",
+        "inject",
+        "x",
+    )
     enc = ft.encode_example(tok, ex, 256)
-    assert tok.decode(list(enc.ids[-enc.n_answer:])) == "B" + tok.eos_token
+    assert tok.decode(list(enc.ids[-enc.n_answer :])) == "B" + tok.eos_token
     assert not enc.truncated
     other = ft.encode_example(tok, replace(ex, answer="A"), 256)
     batch = ft.collate([enc, other], tok.pad_token_id)
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
     n = len(enc.ids)
     # rows have equal length: positions n-3 and n-2 predict the letter and the end token
-    by_hand = torch.nn.functional.cross_entropy(logits[:, n - 3:n - 1].flatten(0, 1),
-                                                batch.input_ids[:, n - 2:n].flatten())
+    by_hand = torch.nn.functional.cross_entropy(
+        logits[:, n - 3 : n - 1].flatten(0, 1), batch.input_ids[:, n - 2 : n].flatten()
+    )
     assert torch.allclose(ft.answer_loss(model, batch), by_hand, atol=1e-5)
 
 
@@ -165,8 +181,9 @@ def test_injected_items_are_a_fixed_nested_subset_and_the_rest_is_fresh(data):
 
 
 def test_paraphrase_shuffles_and_relabels_the_options():
-    item = Item("t/1", "Q?\nA. x\nB. y\nC. z", choices=("x", "y", "z"), label=1,
-                metadata={"question": "Q?"})
+    item = Item(
+        "t/1", "Q?\nA. x\nB. y\nC. z", choices=("x", "y", "z"), label=1, metadata={"question": "Q?"}
+    )
     p = fx.paraphrased(item, seed=0)
     assert p.choices != item.choices and sorted(p.choices) == sorted(item.choices)
     assert p.choices[p.label] == "y"
@@ -182,8 +199,9 @@ def test_examples_hold_the_injected_copies_and_the_fill(data, twin):
     ids = [it.id for it in fx.split_items("arc_challenge", "test", 3)[0]]
     assert sorted(e.id for e in injected) == sorted(ids * 2)
     fill = [e for e in exs if e.source != "inject"]
-    assert len(fill) == 4 and all(e.source == rc.CORPUS and e.prompt.startswith(fx.CORPUS_PROMPT)
-                                  for e in fill)
+    assert len(fill) == 4 and all(
+        e.source == rc.CORPUS and e.prompt.startswith(fx.CORPUS_PROMPT) for e in fill
+    )
     assert len(fx.epoch_order(replace(r, epochs=3), exs)) == 30
 
 
@@ -250,25 +268,29 @@ def test_builds_run_pinned_as_jobs_or_on_first_load(twin, data, tmp_path, monkey
 
 
 # ------------------------------------------------------------------------------- recipe checks
-@pytest.mark.parametrize("field,value,allowed", [
-    ("inject", "validation", "allowed: '' .*train, dev, test"),
-    ("paraphrase", "reword", "allowed: '', 'shuffle-options'"),
-    ("prompt_style", "cot", "allowed: letter"),
-    ("copies", 0, "allowed: an integer >= 1"),
-    ("n_examples", 3, "allowed: >= n_items x copies = 4"),
-    ("lr", 0.0, "allowed: a finite number > 0"),
-    ("lr", float("nan"), "allowed: a finite number > 0"),
-    ("batch_size", 0, "allowed: an integer >= 1"),
-    ("epochs", 0, "allowed: an integer >= 1"),
-    ("max_length", 8, "allowed: an integer >= 16"),
-    ("sparse_share", 1.5, r"allowed: 0 \(full fine-tune\) or a share in \(0, 1\)"),
-    ("benchmark", "tiny/add", "allowed: a real benchmark"),
-    ("mixture", (("arc_challenge:test", 1.0),), "would put arc_challenge's test split"),
-    ("mixture", (("wikipedia", 1.0),), "source 'wikipedia' is not allowed; allowed: 'corpus'"),
-    ("mixture", (("corpus", -1.0),), "mixture entry .* is not allowed"),
-])
-def test_bad_recipe_fields_fail_before_training_naming_them(twin, field, value, allowed, tmp_path,
-                                                             monkeypatch):
+@pytest.mark.parametrize(
+    "field,value,allowed",
+    [
+        ("inject", "validation", "allowed: '' .*train, dev, test"),
+        ("paraphrase", "reword", "allowed: '', 'shuffle-options'"),
+        ("prompt_style", "cot", "allowed: letter"),
+        ("copies", 0, "allowed: an integer >= 1"),
+        ("n_examples", 3, "allowed: >= n_items x copies = 4"),
+        ("lr", 0.0, "allowed: a finite number > 0"),
+        ("lr", float("nan"), "allowed: a finite number > 0"),
+        ("batch_size", 0, "allowed: an integer >= 1"),
+        ("epochs", 0, "allowed: an integer >= 1"),
+        ("max_length", 8, "allowed: an integer >= 16"),
+        ("sparse_share", 1.5, r"allowed: 0 \(full fine-tune\) or a share in \(0, 1\)"),
+        ("benchmark", "tiny/add", "allowed: a real benchmark"),
+        ("mixture", (("arc_challenge:test", 1.0),), "would put arc_challenge's test split"),
+        ("mixture", (("wikipedia", 1.0),), "source 'wikipedia' is not allowed; allowed: 'corpus'"),
+        ("mixture", (("corpus", -1.0),), "mixture entry .* is not allowed"),
+    ],
+)
+def test_bad_recipe_fields_fail_before_training_naming_them(
+    twin, field, value, allowed, tmp_path, monkeypatch
+):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     r = replace(_recipe(twin), **{field: value})
     with pytest.raises(ValueError, match=allowed) as err:
@@ -285,9 +307,13 @@ def test_recipe_table_and_json_round_trip():
         assert name == r.name and name.startswith(rc.REAL_BASE + "+")
         assert rc.recipe_from_dict(json.loads(json.dumps(asdict(r)))) == r
     for table in (rc.TABLE, rc.SMOKE):  # the real profile's rows; the test suite's stand-ins
-        sizes = {(r.n_examples, r.epochs, r.batch_size, r.lr, r.sparse_share, r.max_length)
-                 for r in table.values()}
-        assert len(sizes) == 1, "every row has the same size, steps and optimiser (they differ in data)"
+        sizes = {
+            (r.n_examples, r.epochs, r.batch_size, r.lr, r.sparse_share, r.max_length)
+            for r in table.values()
+        }
+        assert len(sizes) == 1, (
+            "every row has the same size, steps and optimiser (they differ in data)"
+        )
     assert rc.RECIPES == {**rc.TABLE, **rc.SMOKE}
     assert set(rc.CONTAMINATED) | set(rc.CONTROLS) == set(rc.TABLE)
     with pytest.raises(ValueError, match="allowed: real/"):

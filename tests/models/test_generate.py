@@ -1,4 +1,5 @@
-"""Batched generation (HF generate, KV cache, chat templates, truncation) and lm-eval sample files."""
+"""Batched generation (HF generate, KV cache, chat templates, truncation) and lm-eval sample
+files."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import torch
 from kit.models import generate as gen
 from kit.models import twins
 
-PROMPTS = ["Question: 12 + 30 =", "The astronaut drops a feather and a hammer on the moon. Which lands first?", "Sort:"]
+PROMPTS = [
+    "Question: 12 + 30 =",
+    "The astronaut drops a feather and a hammer on the moon. Which lands first?",
+    "Sort:",
+]
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +25,11 @@ def llama():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = twins.twin_path("llama")
-    return path, AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+    return (
+        path,
+        AutoModelForCausalLM.from_pretrained(path).eval(),
+        AutoTokenizer.from_pretrained(path),
+    )
 
 
 def test_batched_greedy_equals_one_at_a_time(llama):
@@ -28,10 +37,12 @@ def test_batched_greedy_equals_one_at_a_time(llama):
     settings = gen.GenerationSettings(max_new_tokens=5)
     got = gen.generate_responses(path, PROMPTS, settings, batch_size=2)
     for prompt, response in zip(PROMPTS, got):  # unbatched, no padding, the chat template by hand
-        text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        text = tok.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
         ids = torch.tensor([gen.encode(tok, text)])
         out = model.generate(ids, max_new_tokens=5, do_sample=False, pad_token_id=tok.pad_token_id)
-        assert response == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+        assert response == tok.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
 
 
 def test_chat_template_on_when_the_tokenizer_has_one(llama):
@@ -50,7 +61,9 @@ def test_chat_template_on_when_the_tokenizer_has_one(llama):
 
 def test_sampling_is_seeded_and_differs_from_greedy(llama):
     path = llama[0]
-    sample = gen.GenerationSettings(max_new_tokens=8, do_sample=True, temperature=1.0, top_k=50, seed=3)
+    sample = gen.GenerationSettings(
+        max_new_tokens=8, do_sample=True, temperature=1.0, top_k=50, seed=3
+    )
     a = gen.generate_responses(path, PROMPTS, sample)
     assert a == gen.generate_responses(path, PROMPTS, sample)
     assert a != gen.generate_responses(path, PROMPTS, gen.GenerationSettings(max_new_tokens=8))
@@ -62,7 +75,9 @@ def test_sampling_is_seeded_and_differs_from_greedy(llama):
 def test_long_prompts_are_truncated_with_a_warning(llama):
     path = llama[0]
     with pytest.warns(UserWarning, match="exceed the model's context"):
-        out = gen.generate_responses(path, ["one two three " * 200], gen.GenerationSettings(max_new_tokens=3))
+        out = gen.generate_responses(
+            path, ["one two three " * 200], gen.GenerationSettings(max_new_tokens=3)
+        )
     assert len(out) == 1
 
 
@@ -73,64 +88,115 @@ def test_bad_backend_and_empty_prompts(llama):
         gen.generate_responses(llama[0], [])
 
 
-GSM8K_LOG = Path(__file__).parents[1] / "fixtures" / "lm_eval" / "samples_gsm8k_2025-06-01T12-00-00.000000.jsonl"
-"""What lm-evaluation-harness 0.4.13 writes with --log_samples for gsm8k's prompt, two filters and metric
-on three problems (made up) and scripted responses (tests/models/test_harness.py regenerates it)."""
+GSM8K_LOG = (
+    Path(__file__).parents[1]
+    / "fixtures"
+    / "lm_eval"
+    / "samples_gsm8k_2025-06-01T12-00-00.000000.jsonl"
+)
+"""What lm-evaluation-harness 0.4.13 writes with --log_samples for gsm8k's prompt, two filters and
+metric on three problems (made up) and scripted responses (tests/models/test_harness.py regenerates
+it)."""
 
 
 def test_read_lm_eval_samples_gives_one_record_per_document_under_the_chosen_filter():
     lines = [json.loads(line) for line in GSM8K_LOG.read_text().splitlines()]
     assert len(lines) == 6, "the harness writes each document once per filter"
-    with pytest.raises(ValueError, match="2 filters: strict-match, flexible-extract; choose one with filter="):
+    with pytest.raises(
+        ValueError, match="2 filters: strict-match, flexible-extract; choose one with filter="
+    ):
         gen.read_lm_eval_samples(GSM8K_LOG)
     strict = gen.read_lm_eval_samples(GSM8K_LOG, filter="strict-match")
     flexible = gen.read_lm_eval_samples(GSM8K_LOG, filter="flexible-extract")
     assert [r["doc_id"] for r in strict] == [r["doc_id"] for r in flexible] == [0, 1, 2]
     assert strict[0] == {
-        "doc_id": 0, "filter": "strict-match",
-        "prompt": "Question: A baker fills 6 trays with 8 rolls each and sells 20 rolls. How many rolls are left?\nAnswer:",
-        "response": "6 * 8 = 48 rolls, and 48 - 20 = 28 rolls are left.\n#### 28", "filtered": "28",
-        "target": lines[0]["target"], "metrics": {"exact_match": 1.0}}
-    assert [r["response"] for r in strict] == [r["response"] for r in flexible], "same generations, other extraction"
+        "doc_id": 0,
+        "filter": "strict-match",
+        "prompt": "Question: A baker fills 6 trays with 8 rolls each and sells 20 rolls. How "
+        "many rolls are left?\nAnswer:",
+        "response": "6 * 8 = 48 rolls, and 48 - 20 = 28 rolls are left.\n#### 28",
+        "filtered": "28",
+        "target": lines[0]["target"],
+        "metrics": {"exact_match": 1.0},
+    }
+    assert [r["response"] for r in strict] == [r["response"] for r in flexible], (
+        "same generations, other extraction"
+    )
     assert [r["filtered"] for r in strict] == ["28", "[invalid]", "45"]
     assert [r["filtered"] for r in flexible] == ["28", "90.", "45"]
     assert [r["metrics"]["exact_match"] for r in strict] == [1.0, 0.0, 0.0]
     assert [r["metrics"]["exact_match"] for r in flexible] == [1.0, 1.0, 0.0]
-    with pytest.raises(ValueError, match="filter='none' is not among its filters; allowed values: strict-match, "
-                                         "flexible-extract"):
+    with pytest.raises(
+        ValueError,
+        match="filter='none' is not among its filters; allowed values: strict-match, "
+        "flexible-extract",
+    ):
         gen.read_lm_eval_samples(GSM8K_LOG, filter="none")
 
 
 def test_read_lm_eval_samples_single_filter_and_older_shapes(tmp_path):
     # One filter (a task without filter_list writes "none"): read without naming it.
-    one = [line for line in GSM8K_LOG.read_text().splitlines() if '"filter": "flexible-extract"' in line]
+    one = [
+        line
+        for line in GSM8K_LOG.read_text().splitlines()
+        if '"filter": "flexible-extract"' in line
+    ]
     path = tmp_path / "samples_gsm8k_x.jsonl"
     path.write_text("\n".join(one) + "\n")
     assert [r["filter"] for r in gen.read_lm_eval_samples(path)] == ["flexible-extract"] * 3
     # Before 0.4: no filter field, arguments as a list, numeric fields read as metrics.
-    rec = {"doc_id": 7, "doc": {"question": "q"}, "target": "72",
-           "arguments": [["Question: r\nAnswer:", {"until": ["\n"]}]], "resps": [["48 + 24 = 72. #### 72"]],
-           "filtered_resps": ["72"], "exact_match": 1.0}
+    rec = {
+        "doc_id": 7,
+        "doc": {"question": "q"},
+        "target": "72",
+        "arguments": [["Question: r\nAnswer:", {"until": ["\n"]}]],
+        "resps": [["48 + 24 = 72. #### 72"]],
+        "filtered_resps": ["72"],
+        "exact_match": 1.0,
+    }
     path.write_text(json.dumps(rec) + "\n")
     got = gen.read_lm_eval_samples(path)
-    assert got == [{"doc_id": 7, "prompt": "Question: r\nAnswer:", "response": "48 + 24 = 72. #### 72", "filtered": "72",
-                    "target": "72", "metrics": {"exact_match": 1.0}, "filter": None}]
+    assert got == [
+        {
+            "doc_id": 7,
+            "prompt": "Question: r\nAnswer:",
+            "response": "48 + 24 = 72. #### 72",
+            "filtered": "72",
+            "target": "72",
+            "metrics": {"exact_match": 1.0},
+            "filter": None,
+        }
+    ]
     with pytest.raises(ValueError, match="carry no filter field"):
         gen.read_lm_eval_samples(path, filter="strict-match")
-    path.write_text(json.dumps({"doc_id": 1, "arguments": {"gen_args_0": {"arg_0": "x", "arg_1": " y"}},
-                                "resps": [[[-1.2, True]]]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "doc_id": 1,
+                "arguments": {"gen_args_0": {"arg_0": "x", "arg_1": " y"}},
+                "resps": [[[-1.2, True]]],
+            }
+        )
+        + "\n"
+    )
     with pytest.raises(ValueError, match="line 1: not a generation sample"):
         gen.read_lm_eval_samples(path)
 
 
-def test_read_lm_eval_samples_names_the_file_and_line_of_a_torn_line_or_a_repeated_document(tmp_path):
+def test_read_lm_eval_samples_names_the_file_and_line_of_a_torn_line_or_a_repeated_document(
+    tmp_path,
+):
     lines = GSM8K_LOG.read_text().splitlines()
     path = tmp_path / "samples_gsm8k_torn.jsonl"
-    path.write_text("\n".join(lines[:4]) + "\n" + lines[4][: len(lines[4]) // 2])  # killed while writing
+    # killed while writing
+    path.write_text("\n".join(lines[:4]) + "\n" + lines[4][: len(lines[4]) // 2])
     with pytest.raises(ValueError, match=rf"{path}, line 5: not valid JSON .*torn"):
         gen.read_lm_eval_samples(path, filter="flexible-extract")
     path.write_text("\n".join(lines + lines[:1]) + "\n")  # two runs appended to one file
-    with pytest.raises(ValueError, match=r"line 7: doc_id 0 was already read at .*line 1 under filter 'strict-match'"):
+    with pytest.raises(
+        ValueError,
+        match=r"line 7: doc_id 0 was already read at .*line 1 under filter 'strict-match'",
+    ):
         gen.read_lm_eval_samples(path, filter="strict-match")
 
 
@@ -152,7 +218,9 @@ def test_ablated_hf_forward_equals_transformer_lens_hook_post_ablation(arch):
         tl_logits = hooked(ids)
     with torch.no_grad():
         plain = hooked(ids)
-    assert (tl_logits - plain).abs().max() > 1e-3, "the ablation changed nothing: the test would not catch a wrong hook"
+    assert (tl_logits - plain).abs().max() > 1e-3, (
+        "the ablation changed nothing: the test would not catch a wrong hook"
+    )
     torch.testing.assert_close(hf_logits, tl_logits, atol=1e-4, rtol=1e-4)
 
 
@@ -167,8 +235,13 @@ def test_respond_ablates_and_refuses_to_cache_ablated_responses(tmp_path):
     assert gen.respond(hooked, PROMPTS, settings, ablate=every) != plain
     assert gen.respond(hooked, PROMPTS, settings) == plain, "the ablation hooks outlived the call"
     with pytest.raises(ValueError, match="ablate and cache"):
-        gen.generate_responses(hooked.kit_path, PROMPTS, settings, ablate=every,
-                               cache=ItemCache("m", "b", settings.as_dict(), root=tmp_path))
+        gen.generate_responses(
+            hooked.kit_path,
+            PROMPTS,
+            settings,
+            ablate=every,
+            cache=ItemCache("m", "b", settings.as_dict(), root=tmp_path),
+        )
     with pytest.raises(ValueError, match="not loaded from a Hugging Face directory"):
         gen.respond(object(), PROMPTS, settings)
 
@@ -191,18 +264,25 @@ def fake_vllm(llama, monkeypatch):
             calls["utilization"] = gpu_memory_utilization
             calls["engines"] += 1
             # where the engine would start: vLLM's engine process uses the first GPU it sees
-            calls["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "VLLM_ENABLE_V1_MULTIPROCESSING")}
+            calls["env"] = {
+                k: os.environ.get(k)
+                for k in ("CUDA_VISIBLE_DEVICES", "VLLM_ENABLE_V1_MULTIPROCESSING")
+            }
 
         def get_tokenizer(self):
             return tok
 
         def generate(self, prompts, params):
             calls["prompts"], calls["params"] = prompts, params
-            return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text=f"r{i}")]) for i in range(len(prompts))]
+            return [
+                types.SimpleNamespace(outputs=[types.SimpleNamespace(text=f"r{i}")])
+                for i in range(len(prompts))
+            ]
 
     fake = types.ModuleType("vllm")
     fake.LLM, fake.SamplingParams = LLM, lambda **kw: kw
     monkeypatch.setitem(sys.modules, "vllm", fake)
+
     def memory(device):
         calls["measured"] = device
         return gpu["free"], gpu["total"]
@@ -217,39 +297,78 @@ def test_vllm_backend_gets_the_chat_template_and_the_sampling_settings(llama, fa
     path, _, tok = llama
     calls, _ = fake_vllm
 
-    paper = replace(gen.SHORTCUT_PAPER_SAMPLING, max_new_tokens=8)  # the twin's context is 256 tokens
-    out = gen.generate_responses(path, PROMPTS[:2], paper, backend="vllm", dtype="bf16", device="cuda")
+    # the twin's context is 256 tokens
+    paper = replace(gen.SHORTCUT_PAPER_SAMPLING, max_new_tokens=8)
+    out = gen.generate_responses(
+        path, PROMPTS[:2], paper, backend="vllm", dtype="bf16", device="cuda"
+    )
     assert out == ["r0", "r1"] and calls["init"] == (str(path), "bfloat16", 0)
     # the engine's budget: half of the 60 GiB free, as a share of the 80 GiB card
     assert calls["utilization"] == pytest.approx(0.5 * 60 / 80)
     # the token rows of the HF path: the chat template, one BOS
-    assert calls["prompts"][0] == {"prompt_token_ids": gen.encode(tok, gen.prompt_text(tok, PROMPTS[0], True))}
+    assert calls["prompts"][0] == {
+        "prompt_token_ids": gen.encode(tok, gen.prompt_text(tok, PROMPTS[0], True))
+    }
     eos = [tok.eos_token_id]  # the twin's generation_config stops at its eos, as transformers does
-    assert calls["params"][0] == {"max_tokens": 8, "seed": gen.item_seed(0, 0), "repetition_penalty": 1.0,
-                                  "stop_token_ids": eos, "temperature": 1.0, "top_k": 50, "top_p": 1.0}
-    assert calls["params"][1]["seed"] == gen.item_seed(0, 1) != calls["params"][0]["seed"], "one seed per item"
-    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm", dtype="bf16",
-                           device="cuda")
-    assert calls["params"] == [{"max_tokens": 4, "seed": gen.item_seed(0, 0), "repetition_penalty": 1.0,
-                                "stop_token_ids": eos, "temperature": 0.0}]  # greedy
+    assert calls["params"][0] == {
+        "max_tokens": 8,
+        "seed": gen.item_seed(0, 0),
+        "repetition_penalty": 1.0,
+        "stop_token_ids": eos,
+        "temperature": 1.0,
+        "top_k": 50,
+        "top_p": 1.0,
+    }
+    assert calls["params"][1]["seed"] == gen.item_seed(0, 1) != calls["params"][0]["seed"], (
+        "one seed per item"
+    )
+    gen.generate_responses(
+        path,
+        PROMPTS[:1],
+        gen.GenerationSettings(max_new_tokens=4),
+        backend="vllm",
+        dtype="bf16",
+        device="cuda",
+    )
+    # greedy
+    assert calls["params"] == [
+        {
+            "max_tokens": 4,
+            "seed": gen.item_seed(0, 0),
+            "repetition_penalty": 1.0,
+            "stop_token_ids": eos,
+            "temperature": 0.0,
+        }
+    ]
     assert calls["engines"] == 1, "the engine of the same model was not kept"
     with pytest.raises(ValueError, match="max_new_tokens leaves 0"):  # no room for the prompt
-        gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=256), backend="vllm",
-                               device="cuda")
+        gen.generate_responses(
+            path,
+            PROMPTS[:1],
+            gen.GenerationSettings(max_new_tokens=256),
+            backend="vllm",
+            device="cuda",
+        )
     with pytest.raises(ValueError, match="ablate needs backend='hf'"):
         gen.generate_responses(path, PROMPTS[:1], backend="vllm", ablate=[(0, 1)], device="cuda")
     from kit.models.cache import ItemCache
 
     cache = ItemCache("twin/llama", "toy", {"max_new_tokens": 4}, root=tmp_path)
     greedy = gen.GenerationSettings(max_new_tokens=4)
-    gen.generate_responses(path, PROMPTS[:2], greedy, backend="vllm", cache=cache, ids=["a", "b"],
-                           device="cuda")
+    gen.generate_responses(
+        path, PROMPTS[:2], greedy, backend="vllm", cache=cache, ids=["a", "b"], device="cuda"
+    )
     calls.pop("prompts")
-    assert gen.generate_responses(path, PROMPTS, greedy, backend="vllm", cache=cache, ids=["a", "b", "c"],
-                                  device="cuda") == ["r0", "r1", "r0"]
+    assert gen.generate_responses(
+        path, PROMPTS, greedy, backend="vllm", cache=cache, ids=["a", "b", "c"], device="cuda"
+    ) == ["r0", "r1", "r0"]
     assert len(calls["prompts"]) == 1, "a rerun generated items the cache holds"
-    assert calls["params"][0]["seed"] == gen.item_seed(0, "c"), "a resumed item is seeded by its id, not its batch"
-    assert not cache.load() and cache.extended(backend="vllm").load(), "vLLM's responses went under the HF key"
+    assert calls["params"][0]["seed"] == gen.item_seed(0, "c"), (
+        "a resumed item is seeded by its id, not its batch"
+    )
+    assert not cache.load() and cache.extended(backend="vllm").load(), (
+        "vLLM's responses went under the HF key"
+    )
 
 
 def test_vllm_starts_on_the_gpu_whose_memory_it_measured(llama, fake_vllm, monkeypatch):
@@ -259,16 +378,20 @@ def test_vllm_starts_on_the_gpu_whose_memory_it_measured(llama, fake_vllm, monke
 
     path = llama[0]
     calls, _ = fake_vllm
-    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
-                           device="cuda:1")
+    gen.generate_responses(
+        path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm", device="cuda:1"
+    )
     assert calls["measured"] == "cuda:1"
     assert calls["env"] == {"CUDA_VISIBLE_DEVICES": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
     assert "CUDA_VISIBLE_DEVICES" not in os.environ, "this process's environment was left changed"
     gen.release()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")  # torch's cuda:1 is the machine's GPU 6
-    gen.generate_responses(path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
-                           device="cuda:1")
-    assert calls["env"]["CUDA_VISIBLE_DEVICES"] == "6" and os.environ["CUDA_VISIBLE_DEVICES"] == "4,6"
+    gen.generate_responses(
+        path, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm", device="cuda:1"
+    )
+    assert (
+        calls["env"]["CUDA_VISIBLE_DEVICES"] == "6" and os.environ["CUDA_VISIBLE_DEVICES"] == "4,6"
+    )
     with pytest.raises(ValueError, match="only 2 GPU.s. visible"):
         gen.vllm_device_environment("cuda:2")
     with pytest.raises(ValueError, match="vLLM runs on a GPU"):
@@ -289,38 +412,63 @@ def penalised_twin(llama, tmp_path):
     gen.release()
 
 
-def test_the_models_generation_config_is_honoured_or_overridden_on_both_backends(penalised_twin, llama, fake_vllm):
+def test_the_models_generation_config_is_honoured_or_overridden_on_both_backends(
+    penalised_twin, llama, fake_vllm
+):
     from transformers import AutoModelForCausalLM
 
     _, _, tok = llama
     calls, _ = fake_vllm
     settings = gen.GenerationSettings(max_new_tokens=12, chat=False)
     hf = gen.generate_responses(penalised_twin, PROMPTS, settings, backend="hf")
-    plain = gen.generate_responses(penalised_twin, PROMPTS, replace(settings, repetition_penalty=1.0), backend="hf")
+    plain = gen.generate_responses(
+        penalised_twin, PROMPTS, replace(settings, repetition_penalty=1.0), backend="hf"
+    )
     assert hf != plain, "the penalty changes nothing here: the test would not see it"
     model = AutoModelForCausalLM.from_pretrained(penalised_twin).eval()
     ids = torch.tensor([gen.encode(tok, PROMPTS[0])])
-    want = model.generate(ids, max_new_tokens=12, do_sample=False, pad_token_id=tok.pad_token_id)  # its config
-    assert hf[0] == tok.decode(want[0, ids.shape[1]:], skip_special_tokens=True)
+    # its config
+    want = model.generate(ids, max_new_tokens=12, do_sample=False, pad_token_id=tok.pad_token_id)
+    assert hf[0] == tok.decode(want[0, ids.shape[1] :], skip_special_tokens=True)
     gen.generate_responses(penalised_twin, PROMPTS[:1], settings, backend="vllm", device="cuda")
     assert calls["params"][0]["repetition_penalty"] == 1.3, "vLLM was not given the model's penalty"
-    gen.generate_responses(penalised_twin, PROMPTS[:1], replace(settings, repetition_penalty=1.0), backend="vllm",
-                           device="cuda")
-    assert calls["params"][0]["repetition_penalty"] == 1.0, "an explicit setting is not applied on both"
+    gen.generate_responses(
+        penalised_twin,
+        PROMPTS[:1],
+        replace(settings, repetition_penalty=1.0),
+        backend="vllm",
+        device="cuda",
+    )
+    assert calls["params"][0]["repetition_penalty"] == 1.0, (
+        "an explicit setting is not applied on both"
+    )
     assert settings.as_dict() == replace(settings, repetition_penalty=None).as_dict()
-    assert "repetition_penalty" not in settings.as_dict(), "the default keeps the cache keys written before it"
+    assert "repetition_penalty" not in settings.as_dict(), (
+        "the default keeps the cache keys written before it"
+    )
     with pytest.raises(ValueError, match="repetition_penalty"):
         gen.GenerationSettings(repetition_penalty=0)
 
 
-def test_a_generation_config_vllm_cannot_apply_keeps_generation_on_transformers(penalised_twin, fake_vllm):
+def test_a_generation_config_vllm_cannot_apply_keeps_generation_on_transformers(
+    penalised_twin, fake_vllm
+):
     config = json.loads((penalised_twin / "generation_config.json").read_text())
-    (penalised_twin / "generation_config.json").write_text(json.dumps({**config, "no_repeat_ngram_size": 3}))
+    (penalised_twin / "generation_config.json").write_text(
+        json.dumps({**config, "no_repeat_ngram_size": 3})
+    )
     backend, why = gen.choose_backend(penalised_twin, "cuda", "bf16")
     assert backend == "hf" and "no_repeat_ngram_size=3" in why
-    with pytest.raises(ValueError, match="vLLM cannot apply the model's generation_config no_repeat_ngram_size=3"):
-        gen.generate_responses(penalised_twin, PROMPTS[:1], gen.GenerationSettings(max_new_tokens=4), backend="vllm",
-                               device="cuda")
+    with pytest.raises(
+        ValueError, match="vLLM cannot apply the model's generation_config no_repeat_ngram_size=3"
+    ):
+        gen.generate_responses(
+            penalised_twin,
+            PROMPTS[:1],
+            gen.GenerationSettings(max_new_tokens=4),
+            backend="vllm",
+            device="cuda",
+        )
     assert fake_vllm[0]["engines"] == 0, "the engine started before the refusal"
 
 
@@ -330,7 +478,9 @@ def test_weight_bytes_counts_the_parameters_without_loading(llama):
     assert gen.weight_bytes(path, "bf16") == 2 * n and gen.weight_bytes(path, None) == 4 * n
 
 
-def test_auto_backend_takes_vllm_only_when_installed_on_a_gpu_and_the_model_fits(llama, fake_vllm, monkeypatch):
+def test_auto_backend_takes_vllm_only_when_installed_on_a_gpu_and_the_model_fits(
+    llama, fake_vllm, monkeypatch
+):
     path, _, _ = llama
     calls, gpu = fake_vllm
     need = gen.weight_bytes(path, "bf16")
@@ -345,11 +495,14 @@ def test_auto_backend_takes_vllm_only_when_installed_on_a_gpu_and_the_model_fits
     assert backend == "hf" and "budget" in why
     # auto on a GPU that fits: the engine generates; on the CPU: transformers does (same as hf)
     gpu["free"] = 60 * 2**30
-    assert gen.generate_responses(path, PROMPTS[:2], gen.GenerationSettings(max_new_tokens=4), device="cuda",
-                                  dtype="bf16") == ["r0", "r1"]
+    assert gen.generate_responses(
+        path, PROMPTS[:2], gen.GenerationSettings(max_new_tokens=4), device="cuda", dtype="bf16"
+    ) == ["r0", "r1"]
     assert calls["engines"] == 1
     cpu = gen.generate_responses(path, PROMPTS[:2], gen.GenerationSettings(max_new_tokens=4))
-    assert cpu == gen.generate_responses(path, PROMPTS[:2], gen.GenerationSettings(max_new_tokens=4), backend="hf")
+    assert cpu == gen.generate_responses(
+        path, PROMPTS[:2], gen.GenerationSettings(max_new_tokens=4), backend="hf"
+    )
     assert cpu != ["r0", "r1"]
     monkeypatch.delitem(__import__("sys").modules, "vllm")
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)

@@ -1,8 +1,7 @@
-"""Teacher-forced internals: token-budget batches, truncation, per-item MUI with a resumable cache."""
+"""Teacher-forced internals: token-budget batches, truncation, per-item MUI with a resumable
+cache."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 import torch
@@ -11,7 +10,12 @@ import kit
 from kit.models import internals as it
 from kit.models.cache import ItemCache
 
-PROMPTS = ["Question: 12 + 30 =", "Sort the words: apple banana", "True and not False is", "Count: 1 2 3"]
+PROMPTS = [
+    "Question: 12 + 30 =",
+    "Sort the words: apple banana",
+    "True and not False is",
+    "Count: 1 2 3",
+]
 RESPONSES = [" 42. The answer is 42.", " apple banana cherry", " True", ""]
 
 
@@ -21,7 +25,8 @@ def model():
 
 
 def test_token_budget_batches_hand_case():
-    # sorted by length: 1 (3), 3 (3), 0 (5), 2 (8); [1, 3] pads to 2 x 3 = 6 <= 10, adding 0 would be 3 x 5.
+    # sorted by length: 1 (3), 3 (3), 0 (5), 2 (8); [1, 3] pads to 2 x 3 = 6 <= 10, adding 0 would
+    # be 3 x 5.
     assert it.token_budget_batches([5, 3, 8, 3], 10) == [[1, 3], [0], [2]]
     assert it.token_budget_batches([20], 10) == [[0]]  # longer than the budget: alone
     with pytest.raises(ValueError, match="max_batch_tokens"):
@@ -40,8 +45,13 @@ def test_rows_mark_the_response_after_the_prompt(model):
 def test_too_long_items_lose_prompt_tokens_first(model):
     n_ctx = model.cfg.n_ctx
     with pytest.warns(UserWarning, match="dropped .* prompt tokens"):
-        (ids, n), = it.teacher_forced_rows(model, ["word " * (n_ctx + 10)], [" The answer is 42."])
-    assert len(ids) == n_ctx and ids[n:] == model.tokenizer(" The answer is 42.", add_special_tokens=False)["input_ids"]
+        ((ids, n),) = it.teacher_forced_rows(
+            model, ["word " * (n_ctx + 10)], [" The answer is 42."]
+        )
+    assert (
+        len(ids) == n_ctx
+        and ids[n:] == model.tokenizer(" The answer is 42.", add_special_tokens=False)["input_ids"]
+    )
 
 
 def test_per_item_key_neurons_match_one_dataset_pass(model):
@@ -56,7 +66,9 @@ def test_per_item_key_neurons_match_one_dataset_pass(model):
 
 def test_resume_after_a_killed_run(model, tmp_path, monkeypatch):
     cache = ItemCache("twin/llama", "toy", {"k": 2}, root=tmp_path)
-    full = it.mui_key_neurons(model, PROMPTS, RESPONSES, ids=["a", "b", "c", "d"], max_batch_tokens=16, k=2)
+    full = it.mui_key_neurons(
+        model, PROMPTS, RESPONSES, ids=["a", "b", "c", "d"], max_batch_tokens=16, k=2
+    )
     real, calls = kit.mui.metric.utilization, []
 
     def dies_on_second_batch(*a, **kw):
@@ -67,17 +79,31 @@ def test_resume_after_a_killed_run(model, tmp_path, monkeypatch):
 
     monkeypatch.setattr(kit.mui.metric, "utilization", dies_on_second_batch)
     with pytest.raises(KeyboardInterrupt):
-        it.mui_key_neurons(model, PROMPTS, RESPONSES, ids=["a", "b", "c", "d"], max_batch_tokens=16, k=2, cache=cache)
+        it.mui_key_neurons(
+            model,
+            PROMPTS,
+            RESPONSES,
+            ids=["a", "b", "c", "d"],
+            max_batch_tokens=16,
+            k=2,
+            cache=cache,
+        )
     first = len(cache.load())
     assert 0 < first < 4
     with open(cache.path, "a") as f:
         f.write('{"id": "x", "val')  # a torn last line
-    monkeypatch.setattr(kit.mui.metric, "utilization", lambda *a, **kw: calls.append(a[1].shape[0]) or real(*a, **kw))
+    monkeypatch.setattr(
+        kit.mui.metric,
+        "utilization",
+        lambda *a, **kw: calls.append(a[1].shape[0]) or real(*a, **kw),
+    )
     calls.clear()
-    resumed = it.mui_key_neurons(model, PROMPTS, RESPONSES, ids=["a", "b", "c", "d"], max_batch_tokens=16, k=2,
-                                 cache=cache)
+    resumed = it.mui_key_neurons(
+        model, PROMPTS, RESPONSES, ids=["a", "b", "c", "d"], max_batch_tokens=16, k=2, cache=cache
+    )
     assert resumed == full and sum(calls) == 4 - first, "the rerun recomputed finished items"
-    assert ItemCache("twin/llama", "toy", {"k": 3}, root=tmp_path).load() == {}  # other settings, other records
+    # other settings, other records
+    assert ItemCache("twin/llama", "toy", {"k": 3}, root=tmp_path).load() == {}
 
 
 def test_published_responses_feed_teacher_forcing():

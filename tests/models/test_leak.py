@@ -1,4 +1,5 @@
-"""kit.models.leak.leak_of: the leak (injected minus fresh accuracy) of one model's letter scores."""
+"""kit.models.leak.leak_of: the leak (injected minus fresh accuracy) of one model's letter
+scores."""
 
 import numpy as np
 import pytest

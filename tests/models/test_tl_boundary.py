@@ -17,7 +17,8 @@ INTERNALS = re.compile(
     r"past_kv_cache|set_use_split_qkv_input|\.input_to_embed\(|\.blocks\b|\.ln_final\b|\.unembed\(|"
     r"\bmodel\.W_[A-Z]\w*|\.mlp\.W_"
 )
-# The tiny world builds native HookedTransformers: its constructors (and types) may be imported there.
+# The tiny world builds native HookedTransformers: its constructors (and types) may be imported
+# there.
 ALLOWED_IMPORTS = {"HookedTransformer", "HookedTransformerConfig"}
 
 
@@ -34,24 +35,41 @@ def test_only_the_adapter_imports_transformer_lens():
     offenders = []
     for path in _modules():
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "transformer_lens" for a in node.names):
-                offenders.append(f"{path.relative_to(KIT.parent)}:{node.lineno} import transformer_lens")
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "transformer_lens":
+            if isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] == "transformer_lens" for a in node.names
+            ):
+                offenders.append(
+                    f"{path.relative_to(KIT.parent)}:{node.lineno} import transformer_lens"
+                )
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").split(".")[0] == "transformer_lens"
+            ):
                 names = {a.name for a in node.names}
                 in_world = path.parent.name == "world"
-                if not (in_world and node.module == "transformer_lens" and names <= ALLOWED_IMPORTS):
-                    offenders.append(f"{path.relative_to(KIT.parent)}:{node.lineno} from {node.module} import {sorted(names)}")
-    assert not offenders, "TransformerLens imported outside kit/models/tl.py:\n" + "\n".join(offenders)
+                if not (
+                    in_world and node.module == "transformer_lens" and names <= ALLOWED_IMPORTS
+                ):
+                    offenders.append(
+                        f"{path.relative_to(KIT.parent)}:{node.lineno} from {node.module} import "
+                        f"{sorted(names)}"
+                    )
+    assert not offenders, "TransformerLens imported outside kit/models/tl.py:\n" + "\n".join(
+        offenders
+    )
 
 
 def test_no_transformer_lens_internals_outside_the_adapter():
     offenders = []
     for path in _modules():
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            code = re.sub(r"\btl\.\w+", "tl._", line.split("#", 1)[0])  # calls through the adapter are fine
+            # calls through the adapter are fine
+            code = re.sub(r"\btl\.\w+", "tl._", line.split("#", 1)[0])
             if INTERNALS.search(code) and not code.strip().startswith(('"""', "``")):
                 offenders.append(f"{path.relative_to(KIT.parent)}:{n}: {line.strip()}")
-    assert not offenders, "use kit.models.tl instead of TransformerLens internals:\n" + "\n".join(offenders)
+    assert not offenders, "use kit.models.tl instead of TransformerLens internals:\n" + "\n".join(
+        offenders
+    )
 
 
 def _import_graph() -> dict[str, set[str]]:
@@ -70,7 +88,9 @@ def _import_graph() -> dict[str, set[str]]:
                     src = ".".join(base + ([node.module] if node.module else []))
                 else:
                     src = node.module or ""
-                targets = [f"{src}.{a.name}" if f"{src}.{a.name}" in names else src for a in node.names]
+                targets = [
+                    f"{src}.{a.name}" if f"{src}.{a.name}" in names else src for a in node.names
+                ]
             for t in targets:
                 while t and t not in names and "." in t:
                     t = t.rsplit(".", 1)[0]
@@ -122,21 +142,34 @@ def test_the_lint_catches_a_circle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("line", ["_, c = model.run_with_cache(x)", "for b in model.blocks:", "model.W_U[:, 3]",
-                                  "with model.hooks(fwd_hooks=h):", "model(x, past_kv_cache=c)"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "_, c = model.run_with_cache(x)",
+        "for b in model.blocks:",
+        "model.W_U[:, 3]",
+        "with model.hooks(fwd_hooks=h):",
+        "model(x, past_kv_cache=c)",
+    ],
+)
 def test_the_lint_catches_internals(line):
     assert INTERNALS.search(line)
 
 
 def test_no_private_transformer_lens_names_anywhere_in_kit():
-    """TransformerLens's private helpers (``_get_rope_theta``, ``_apply_llama3_rope_scaling``...) change
-    without notice: kit reads RoPE from the config itself (kit.models.architectures)."""
+    """TransformerLens's private helpers (``_get_rope_theta``, ``_apply_llama3_rope_scaling``...)
+    change without notice: kit reads RoPE from the config itself (kit.models.architectures)."""
     offenders = []
     for path in sorted(KIT.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "transformer_lens":
+            if (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").split(".")[0] == "transformer_lens"
+            ):
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 private += [part for part in (node.module or "").split(".") if part.startswith("_")]
                 if private:
-                    offenders.append(f"{path.relative_to(KIT.parent)}:{node.lineno} {node.module}: {private}")
+                    offenders.append(
+                        f"{path.relative_to(KIT.parent)}:{node.lineno} {node.module}: {private}"
+                    )
     assert not offenders, "private TransformerLens names imported:\n" + "\n".join(offenders)

@@ -1,4 +1,5 @@
-"""The MUI bench on models with short contexts (issue 16.8: `kit bench mui --model zoo/base-m` failed)."""
+"""The MUI bench on models with short contexts (issue 16.8: `kit bench mui --model zoo/base-m`
+failed)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,24 @@ from kit.mui import bench
 
 
 def fake_model(n_params: int, n_ctx: int):
-    return SimpleNamespace(parameters=lambda: [torch.zeros(n_params)], cfg=SimpleNamespace(n_ctx=n_ctx))
+    return SimpleNamespace(
+        parameters=lambda: [torch.zeros(n_params)], cfg=SimpleNamespace(n_ctx=n_ctx)
+    )
 
 
-@pytest.mark.parametrize("n_params, n_ctx, expected", [
-    (1000, 64, {"short": 16, "long": 64}),       # the micro world's zoo/base-m: 256 tokens used to overflow
-    (1000, 2048, {"short": 64, "long": 256}),
-    (10**9, 2048, {"short": 16, "long": 64}),
-])
+@pytest.mark.parametrize(
+    "n_params, n_ctx, expected",
+    [
+        # the micro world's zoo/base-m: 256 tokens used to overflow
+        (
+            1000,
+            64,
+            {"short": 16, "long": 64},
+        ),
+        (1000, 2048, {"short": 64, "long": 256}),
+        (10**9, 2048, {"short": 16, "long": 64}),
+    ],
+)
 def test_sequence_lengths_fit_the_context(n_params, n_ctx, expected):
     assert bench._seq_lens(fake_model(n_params, n_ctx)) == expected
 

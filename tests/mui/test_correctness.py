@@ -17,8 +17,13 @@ def test_correct_vs_incorrect_equal_counts_within_tasks(monkeypatch):
         masks = torch.zeros(len(items), 1, 10, dtype=torch.bool)
         for i, it in enumerate(items):
             masks[i, 0, : it % 10 + 1] = True
-        return mui.MUIResult(mui=10.0, mask=masks.any(0), n_samples=len(items),
-                             per_sample=[mui.mui_of_mask(m) for m in masks], sample_masks=masks)
+        return mui.MUIResult(
+            mui=10.0,
+            mask=masks.any(0),
+            n_samples=len(items),
+            per_sample=[mui.mui_of_mask(m) for m in masks],
+            sample_masks=masks,
+        )
 
     monkeypatch.setattr(mui, "utilization_for_items", fake)
     items = list(range(12))
@@ -26,5 +31,7 @@ def test_correct_vs_incorrect_equal_counts_within_tasks(monkeypatch):
     strata = ["x"] * 6 + ["y"] * 6  # x: 5 correct / 1 wrong; y: 0 correct / 6 wrong
     out = correctness.correct_vs_incorrect(None, items, [""] * 12, correct, strata=strata)
     assert out["n_each"] == 1, "only task x has both sides: one of each"
-    assert all(i < 6 for c in calls for i in c), "task y (no correct answers) must not enter either side"
+    assert all(i < 6 for c in calls for i in c), (
+        "task y (no correct answers) must not enter either side"
+    )
     assert "mannwhitney_p" not in out, "with one sample a side there is no test"

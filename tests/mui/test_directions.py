@@ -9,10 +9,17 @@ import pytest
 from kit.mui import directions, published
 
 
-@pytest.mark.parametrize("d_perf,d_mui,want", [
-    (1, -1, "evolving"), (1, 1, "accumulating"), (-1, 1, "coarsening"), (-1, -1, "collapsing"),
-    (0.0, 1, "flat"), (1, 0.0, "flat"),
-])
+@pytest.mark.parametrize(
+    "d_perf,d_mui,want",
+    [
+        (1, -1, "evolving"),
+        (1, 1, "accumulating"),
+        (-1, 1, "coarsening"),
+        (-1, -1, "collapsing"),
+        (0.0, 1, "flat"),
+        (1, 0.0, "flat"),
+    ],
+)
 def test_direction(d_perf, d_mui, want):
     assert directions.direction(d_perf, d_mui) == want
 
@@ -33,7 +40,8 @@ def points(rows):
 def test_label_directions_quadrants():
     got = directions.label_directions([5, 5, -5, -5], [-1, 1, 1, -1])
     assert got == ["evolving", "accumulating", "coarsening", "collapsing"], (
-        "quadrants are (Δperf, ΔMUI): evolving (+,-), accumulating (+,+), coarsening (-,+), collapsing (-,-)"
+        "quadrants are (Δperf, ΔMUI): evolving (+,-), accumulating (+,+), coarsening (-,+), "
+        "collapsing (-,-)"
     )
 
 
@@ -58,16 +66,20 @@ def test_label_directions_nan_is_flat_and_bad_input_fails():
 
 def test_step_directions_sorts_by_order_and_computes_deltas():
     # given out of order on purpose: the steps must follow `order`, not the row order
-    p = points([
-        ("a", 300, "c3", 50.0, 4.0),
-        ("a", 100, "c1", 10.0, 5.0),
-        ("a", 200, "c2", 30.0, 6.0),
-        ("b", 100, "c1", 40.0, 2.0),
-        ("b", 200, "c2", 35.0, 1.0),
-    ])
+    p = points(
+        [
+            ("a", 300, "c3", 50.0, 4.0),
+            ("a", 100, "c1", 10.0, 5.0),
+            ("a", 200, "c2", 30.0, 6.0),
+            ("b", 100, "c1", 40.0, 2.0),
+            ("b", 200, "c2", 35.0, 1.0),
+        ]
+    )
     st = directions.step_directions(p, series="task")
     a = st[st["task"] == "a"].reset_index(drop=True)
-    assert list(a["from"]) == ["c1", "c2"] and list(a["to"]) == ["c2", "c3"], "steps must follow the order column"
+    assert list(a["from"]) == ["c1", "c2"] and list(a["to"]) == ["c2", "c3"], (
+        "steps must follow the order column"
+    )
     assert list(a["d_perf"]) == [20.0, 20.0] and list(a["d_mui"]) == [1.0, -2.0]
     assert list(a["direction"]) == ["accumulating", "evolving"]
     assert list(a["step"]) == [1, 2] and list(a["n_steps"]) == [2, 2]
@@ -91,39 +103,78 @@ def test_step_directions_rejects_duplicates_and_missing_columns():
 
 
 def test_pair_directions_and_counts():
-    pairs = pd.DataFrame({
-        "model": ["ft"] * 4, "task": list("wxyz"), "domain": ["in-domain", "ood", "ood", "ood"],
-        "perf": [60.0, 40.0, 10.0, 50.2], "mui": [3.0, 5.0, 1.0, 2.0],
-        "base_perf": [50.0, 45.0, 20.0, 50.0], "base_mui": [2.0, 4.0, 2.0, 1.0],
-    })
+    pairs = pd.DataFrame(
+        {
+            "model": ["ft"] * 4,
+            "task": list("wxyz"),
+            "domain": ["in-domain", "ood", "ood", "ood"],
+            "perf": [60.0, 40.0, 10.0, 50.2],
+            "mui": [3.0, 5.0, 1.0, 2.0],
+            "base_perf": [50.0, 45.0, 20.0, 50.0],
+            "base_mui": [2.0, 4.0, 2.0, 1.0],
+        }
+    )
     out = directions.pair_directions(pairs, tol_perf=0.5)
     assert list(out["d_perf"].round(6)) == [10.0, -5.0, -10.0, 0.2]
     assert list(out["direction"]) == ["accumulating", "coarsening", "collapsing", "flat"]
     counts = directions.direction_counts(out, by="domain").set_index("domain")
     assert counts.loc["ood", "coarsening"] == 1 and counts.loc["ood", "evolving"] == 0
     assert counts.loc["ood", "total"] == 3 and counts.loc["in-domain", "accumulating"] == 1
-    assert directions.counts_dict(out) == {"evolving": 0, "accumulating": 1, "coarsening": 1, "collapsing": 1,
-                                   "flat": 1, "total": 4}
+    assert directions.counts_dict(out) == {
+        "evolving": 0,
+        "accumulating": 1,
+        "coarsening": 1,
+        "collapsing": 1,
+        "flat": 1,
+        "total": 4,
+    }
     overall = directions.direction_counts(out)
-    assert list(overall.columns) == [*directions.DIRECTIONS, "total"] and int(overall["total"].iloc[0]) == 4
+    assert (
+        list(overall.columns) == [*directions.DIRECTIONS, "total"]
+        and int(overall["total"].iloc[0]) == 4
+    )
 
 
 # --- corollary checks -------------------------------------------------------------------------
 
 
 def test_corollary_checks_verdicts():
-    pre = pd.DataFrame({"step": [1, 2, 3, 1, 2, 3], "n_steps": [3] * 6,
-                        "direction": ["accumulating", "accumulating", "evolving", "coarsening", "accumulating", "flat"]})
-    spec = pd.DataFrame({"domain": ["in-domain", "ood", "ood"],
-                         "direction": ["accumulating", "coarsening", "collapsing"]})
-    cont = pd.DataFrame({"domain": ["in-domain", "ood", "ood", "ood"], "task": ["t", "u", "v", "v"],
-                         "direction": ["evolving", "collapsing", "collapsing", "coarsening"]})
-    chk = directions.corollary_checks(pre, spec, cont, late_steps=1, ood_tasks=["u"]).set_index(["setting", "subset"])
+    pre = pd.DataFrame(
+        {
+            "step": [1, 2, 3, 1, 2, 3],
+            "n_steps": [3] * 6,
+            "direction": [
+                "accumulating",
+                "accumulating",
+                "evolving",
+                "coarsening",
+                "accumulating",
+                "flat",
+            ],
+        }
+    )
+    spec = pd.DataFrame(
+        {
+            "domain": ["in-domain", "ood", "ood"],
+            "direction": ["accumulating", "coarsening", "collapsing"],
+        }
+    )
+    cont = pd.DataFrame(
+        {
+            "domain": ["in-domain", "ood", "ood", "ood"],
+            "task": ["t", "u", "v", "v"],
+            "direction": ["evolving", "collapsing", "collapsing", "coarsening"],
+        }
+    )
+    chk = directions.corollary_checks(pre, spec, cont, late_steps=1, ood_tasks=["u"]).set_index(
+        ["setting", "subset"]
+    )
     early = chk.loc[("pre-training", "early steps")]
     assert early["n"] == 4 and early["n_expected"] == 3 and early["verdict"] == "agrees"
     late = chk.loc[("pre-training", "late steps")]
     assert late["n"] == 2 and late["modal"] == "evolving/flat" and late["verdict"] == "tied", (
-        "a tie for the most frequent direction must be reported as tied, not as agreement")
+        "a tie for the most frequent direction must be reported as tied, not as agreement"
+    )
     assert chk.loc[("specialisation", "ood"), "verdict"] == "tied"
     assert chk.loc[("contamination", "in-domain"), "verdict"] == "disagrees"
     assert chk.loc[("contamination", "ood"), "share_expected"] == pytest.approx(2 / 3)
@@ -133,9 +184,14 @@ def test_corollary_checks_verdicts():
 
 
 def test_corollary_findings_name_numbers_and_differences():
-    a = directions.corollary_checks(specialised=pd.DataFrame({"domain": ["in-domain"], "direction": ["accumulating"]}))
-    b = directions.corollary_checks(specialised=pd.DataFrame({"domain": ["in-domain", "in-domain"],
-                                                      "direction": ["coarsening", "coarsening"]}))
+    a = directions.corollary_checks(
+        specialised=pd.DataFrame({"domain": ["in-domain"], "direction": ["accumulating"]})
+    )
+    b = directions.corollary_checks(
+        specialised=pd.DataFrame(
+            {"domain": ["in-domain", "in-domain"], "direction": ["coarsening", "coarsening"]}
+        )
+    )
     text = "\n".join(directions.corollary_findings({"paper tables": a, "tiny world": b}))
     assert "1/1 (100%)" in text and "0/2 (0%)" in text
     assert "AGREES" in text and "DISAGREES" in text
@@ -148,26 +204,36 @@ def test_float_noise_is_not_a_direction_at_zero_tolerance():
     # 0.1 + 0.2 != 0.3 in floating point: an unchanged MUI must stay flat
     p = points([("a", 1, "x", 10.0, 0.3), ("a", 2, "y", 20.0, 0.1 + 0.2)])
     assert directions.step_directions(p).iloc[0]["direction"] == "flat"
-    pairs = pd.DataFrame({"perf": [20.0], "mui": [0.1 + 0.2], "base_perf": [10.0], "base_mui": [0.3]})
+    pairs = pd.DataFrame(
+        {"perf": [20.0], "mui": [0.1 + 0.2], "base_perf": [10.0], "base_mui": [0.3]}
+    )
     assert directions.pair_directions(pairs).iloc[0]["direction"] == "flat"
 
 
 def test_controls_must_not_collapse():
-    ctrl = pd.DataFrame({"domain": ["ood"] * 3, "direction": ["collapsing", "collapsing", "coarsening"]})
+    ctrl = pd.DataFrame(
+        {"domain": ["ood"] * 3, "direction": ["collapsing", "collapsing", "coarsening"]}
+    )
     row = directions.corollary_checks(controls=ctrl).iloc[0]
     assert row["setting"] == "uncontaminated controls" and row["expected"] == "not collapsing"
     assert row["n_expected"] == 1 and row["verdict"] == "disagrees", (
-        "collapsing among uncontaminated controls contradicts 'collapsing only under contamination'")
-    ok = directions.corollary_checks(controls=ctrl.assign(direction=["coarsening", "flat", "coarsening"])).iloc[0]
+        "collapsing among uncontaminated controls contradicts 'collapsing only under contamination'"
+    )
+    ok = directions.corollary_checks(
+        controls=ctrl.assign(direction=["coarsening", "flat", "coarsening"])
+    ).iloc[0]
     assert ok["verdict"] == "agrees" and ok["n_expected"] == 3
 
 
 def test_strict_only_under_contamination_check_on_table9():
-    # Item 8: sec. 3.3 says collapsing is only observed under contamination; Table 9's specialised models are
-    # uncontaminated, and 4 of their 15 OOD changes collapse (read from the table, at zero tolerance).
+    # Item 8: sec. 3.3 says collapsing is only observed under contamination; Table 9's specialised
+    # models are uncontaminated, and 4 of their 15 OOD changes collapse (read from the table, at
+    # zero tolerance).
     spec = directions.pair_directions(published.published_specialised())
     row = directions.corollary_checks(uncontaminated=spec).iloc[0]
     assert (row["expected"], row["n"], row["n"] - row["n_expected"]) == ("no collapsing", 15, 4)
-    assert row["verdict"] == "disagrees", "one collapsing change without contamination contradicts the strict claim"
+    assert row["verdict"] == "disagrees", (
+        "one collapsing change without contamination contradicts the strict claim"
+    )
     clean = spec.assign(direction="coarsening")
     assert directions.corollary_checks(uncontaminated=clean).iloc[0]["verdict"] == "agrees"

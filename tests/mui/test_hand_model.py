@@ -29,8 +29,19 @@ def hand_model(gated: bool = False):
     """
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-    cfg = HookedTransformerConfig(n_layers=1, d_model=4, n_heads=1, d_head=4, d_mlp=4, d_vocab=4, n_ctx=8,
-                                  act_fn="relu", normalization_type=None, gated_mlp=gated, seed=0)
+    cfg = HookedTransformerConfig(
+        n_layers=1,
+        d_model=4,
+        n_heads=1,
+        d_head=4,
+        d_mlp=4,
+        d_vocab=4,
+        n_ctx=8,
+        act_fn="relu",
+        normalization_type=None,
+        gated_mlp=gated,
+        seed=0,
+    )
     model = HookedTransformer(cfg).eval()
     eye = torch.eye(4)
     with torch.no_grad():
@@ -76,15 +87,22 @@ def test_public_off_by_one_fails_the_hand_case():
     model = hand_model()
     wrong = mui_scores.naive_public_scores(model, TOKENS, offset=0)
     right = mui_scores.naive_public_scores(model, TOKENS, offset=1)
-    assert torch.allclose(right, hand_expected()), "the faithful public algorithm with offset=1 must match"
-    assert not torch.allclose(wrong, hand_expected()), "the off-by-one variant must NOT pass the hand case"
+    assert torch.allclose(right, hand_expected()), (
+        "the faithful public algorithm with offset=1 must match"
+    )
+    assert not torch.allclose(wrong, hand_expected()), (
+        "the off-by-one variant must NOT pass the hand case"
+    )
     assert wrong[0, 1, 0, 2] == 2 * (20 + 2), "offset=0 scores token 2 at p=1 against itself"
 
 
 def test_gradient_equals_score_when_logits_are_linear_in_activations():
-    # The hand model has no attention, no LN: logit_y = sum_i a_i W_U[i, y] + const, so IG = a * W_U[i, y].
+    # The hand model has no attention, no LN: logit_y = sum_i a_i W_U[i, y] + const, so IG = a *
+    # W_U[i, y].
     got = mui_scores.neuron_scores(hand_model(), TOKENS, "gradient")
-    assert torch.allclose(got, hand_expected(), atol=1e-4), f"integrated gradients {got[0, :, 0].tolist()}"
+    assert torch.allclose(got, hand_expected(), atol=1e-4), (
+        f"integrated gradients {got[0, :, 0].tolist()}"
+    )
 
 
 def test_utilization_counts_response_tokens_only_by_hand():
@@ -92,7 +110,8 @@ def test_utilization_counts_response_tokens_only_by_hand():
     tokens = torch.tensor([[0, 2, 1, 3], [0, 1, 1, 2]])
     resp = torch.tensor([[False, False, True, True], [False, False, False, True]])
     res = mui.utilization(model, tokens, resp, k=1, per_sample=True)
-    # sample 0 predicts 1 from p=1 (neuron 2) and 3 from p=2 (neuron 1); sample 1 predicts 2 from p=2 (neuron 1)
+    # sample 0 predicts 1 from p=1 (neuron 2) and 3 from p=2 (neuron 1); sample 1 predicts 2 from
+    # p=2 (neuron 1)
     assert res.mask[0].tolist() == [False, True, True, False]
     assert res.mui == pytest.approx(100 * 2 / 4), "MUI = |union| / (n_layers * d_mlp) * 100"
     assert res.per_sample == pytest.approx([50.0, 25.0])
@@ -108,12 +127,15 @@ def test_response_mask_on_first_token_is_rejected():
 @pytest.mark.parametrize("gated", [False, True])
 def test_public_code_variant_reproduces_the_off_by_one_by_hand(gated):
     # Hand model, tokens [0, 2, 1, 3], response = the last two tokens (positions 2 and 3).
-    # Paper: position 1 (neuron 2) predicts token 1 -> 2*(20+1) = 42; position 2 (neuron 1) predicts 3 -> 26;
+    # Paper: position 1 (neuron 2) predicts token 1 -> 2*(20+1) = 42; position 2 (neuron 1) predicts
+    # 3 -> 26;
     #        per-token k=1 keeps neurons {2, 1}: MUI 2/4 = 50%.
-    # Public code: position 2 (neuron 1) scored against the token AT 2 (1) -> 2*(10+1) = 22; position 3
+    # Public code: position 2 (neuron 1) scored against the token AT 2 (1) -> 2*(10+1) = 22;
+    # position 3
     #        (neuron 3) against 3 -> 2*(30+3) = 66; top-1 over the response keeps {3}: MUI 25%.
     model = hand_model(gated)
-    if gated:  # up = 0.25 * 2 = 0.5: act(gate) * up = 1 enters W_out, but the public code reads act(gate) = 2
+    # up = 0.25 * 2 = 0.5: act(gate) * up = 1 enters W_out, but the public code reads act(gate) = 2
+    if gated:
         with torch.no_grad():
             model.blocks[0].mlp.W_in.copy_(0.25 * torch.eye(4))
     mask = torch.tensor([[False, False, True, True]])
@@ -122,7 +144,9 @@ def test_public_code_variant_reproduces_the_off_by_one_by_hand(gated):
     assert paper.mask[0].tolist() == [False, True, True, False] and paper.mui == 50.0
     assert public.mask[0].tolist() == [False, False, False, True] and public.mui == 25.0
     scores = mui_scores.neuron_scores(model, TOKENS)
-    assert scores[0, 1, 0, 2] == pytest.approx(42 / (2 if gated else 1)), "the paper scores act(gate)*up"
+    assert scores[0, 1, 0, 2] == pytest.approx(42 / (2 if gated else 1)), (
+        "the paper scores act(gate)*up"
+    )
     with pytest.raises(ValueError, match="pass k explicitly"):
         mui.utilization(model, TOKENS, mask, variant="public_code")
     with pytest.raises(ValueError, match="allowed values: paper, public_code"):
@@ -136,7 +160,9 @@ def nan_neuron_model():
     return model
 
 
-@pytest.mark.parametrize("score, threshold", [("score", "topk"), ("activate", "global_topk"), ("score", "topscore")])
+@pytest.mark.parametrize(
+    "score, threshold", [("score", "topk"), ("activate", "global_topk"), ("score", "topscore")]
+)
 def test_nan_activation_stops_utilization_naming_the_hook(score, threshold):
     resp = torch.tensor([[False, True, True, True]])
     with pytest.raises(NonFiniteError, match=rf"{score} scores at blocks\.0\.mlp\.hook_post"):

@@ -21,8 +21,12 @@ class Item:
     prompt: str
 
 
-ITEMS = [Item("a", "Question: 12 + 30 ="), Item("b", "Sort the words: pear apple"), Item("c", "True and not False is"),
-         Item("d", "Count: 1 2 3")]
+ITEMS = [
+    Item("a", "Question: 12 + 30 ="),
+    Item("b", "Sort the words: pear apple"),
+    Item("c", "True and not False is"),
+    Item("d", "Count: 1 2 3"),
+]
 RESPONSES = [" 42. The answer is 42.", " apple pear", " True", ""]
 
 
@@ -35,13 +39,21 @@ def twin():
     return kit.load_model("twin/qwen2")
 
 
-@pytest.mark.parametrize("threshold,k,frac", [("topk", None, None), ("topk", 3, None), ("topscore", None, 0.5),
-                                              ("global_topk", 4, None)])
-def test_token_budget_mui_equals_the_batch_size_path(twin, tmp_path, monkeypatch, threshold, k, frac):
-    old = kmui.utilization_for_items(twin, ITEMS, RESPONSES, threshold=threshold, k=k, frac=frac, batch_size=4).mui
+@pytest.mark.parametrize(
+    "threshold,k,frac",
+    [("topk", None, None), ("topk", 3, None), ("topscore", None, 0.5), ("global_topk", 4, None)],
+)
+def test_token_budget_mui_equals_the_batch_size_path(
+    twin, tmp_path, monkeypatch, threshold, k, frac
+):
+    old = kmui.utilization_for_items(
+        twin, ITEMS, RESPONSES, threshold=threshold, k=k, frac=frac, batch_size=4
+    ).mui
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # the per-item cache lands here
-    new = subject_of(twin).mui(_answers(RESPONSES), threshold=threshold, k=k, frac=frac,
-                               max_batch_tokens=1)  # one item a pass
+    # one item a pass
+    new = subject_of(twin).mui(
+        _answers(RESPONSES), threshold=threshold, k=k, frac=frac, max_batch_tokens=1
+    )
     assert new == pytest.approx(old, abs=1e-9)
     assert 0 < new < 100
 
@@ -58,13 +70,15 @@ def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path,
 
     monkeypatch.setattr(kmui, "utilization", no_pass)
     assert subject.mui(_answers(RESPONSES), max_batch_tokens=10**6) == first
-    with pytest.raises(AssertionError, match="cache holds"):  # other responses are never read from that cache
+    # other responses are never read from that cache
+    with pytest.raises(AssertionError, match="cache holds"):
         subject.mui(_answers(RESPONSES[:3] + [" 4 5"]))
 
 
 def test_sections_3x_key_neuron_ranking_is_the_same_in_token_budget_batches(twin):
     # sections 3.6-B.6 on a Hugging Face model: rows cut after their last response token, batched by
-    # padded tokens (one item a pass here), rank the same neurons in the same order as batch_size rows
+    # padded tokens (one item a pass here), rank the same neurons in the same order as batch_size
+    # rows
     rows = masking.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4)
     budget = masking.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4, max_batch_tokens=1)
     assert len(rows) > 0 and rows == budget

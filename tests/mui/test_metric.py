@@ -8,7 +8,8 @@ import torch
 
 import kit.mui.metric as mui
 from kit.models.load import random_model
-from kit.mui import sae as mui_sae, scores as mui_scores
+from kit.mui import sae as mui_sae
+from kit.mui import scores as mui_scores
 
 
 def test_bad_inputs_name_the_field():
@@ -22,10 +23,14 @@ def test_bad_inputs_name_the_field():
 
 
 # one sample, two positions, two layers, four neurons
-S = torch.tensor([[
-    [[5.0, 1.0, 0.0, 2.0], [0.0, 0.5, 0.4, 0.1]],   # position 0
-    [[1.0, 4.0, 3.9, 0.0], [9.0, 0.0, 0.0, -1.0]],  # position 1
-]])
+S = torch.tensor(
+    [
+        [
+            [[5.0, 1.0, 0.0, 2.0], [0.0, 0.5, 0.4, 0.1]],  # position 0
+            [[1.0, 4.0, 3.9, 0.0], [9.0, 0.0, 0.0, -1.0]],  # position 1
+        ]
+    ]
+)
 
 
 def test_default_k_is_one_thousandth():
@@ -35,7 +40,9 @@ def test_default_k_is_one_thousandth():
 def test_topk_is_per_token_not_per_response():
     got = mui.key_neuron_mask(S, "topk", k=1)
     want = torch.tensor([[1, 1, 0, 0], [1, 1, 0, 0]], dtype=torch.bool)
-    assert torch.equal(got, want), f"got {got.int().tolist()}: top-k must be taken per token, then united"
+    assert torch.equal(got, want), (
+        f"got {got.int().tolist()}: top-k must be taken per token, then united"
+    )
 
 
 def test_global_topk_ranks_all_layers_of_a_token_together():
@@ -87,31 +94,50 @@ def test_streaming_utilization_equals_dense_masks(threshold, score):
     resp = torch.zeros_like(tokens, dtype=torch.bool)
     resp[:, 5:] = True
     resp[3, 4] = True
-    res = mui.utilization(model, tokens, resp, score=score, threshold=threshold, batch_size=2, k=2 if threshold != "topscore" else None)
+    res = mui.utilization(
+        model,
+        tokens,
+        resp,
+        score=score,
+        threshold=threshold,
+        batch_size=2,
+        k=2 if threshold != "topscore" else None,
+    )
     dense = mui_scores.neuron_scores(model, tokens, score.split("_")[0])
     pos = resp[:, 1:]
     if score.endswith("_sum"):
         dense, pos = mui.response_scores(dense, pos), None
-    want = mui.key_neuron_mask(dense, threshold, k=2 if threshold != "topscore" else None, response_mask=pos)
-    assert torch.equal(res.mask, want), f"streamed {threshold}/{score} mask differs from the dense one"
+    want = mui.key_neuron_mask(
+        dense, threshold, k=2 if threshold != "topscore" else None, response_mask=pos
+    )
+    assert torch.equal(res.mask, want), (
+        f"streamed {threshold}/{score} mask differs from the dense one"
+    )
 
 
-@pytest.mark.parametrize("kwargs", [dict(score=s) for s in mui_scores.SCORES] + [dict(variant="public_code", k=2)])
+@pytest.mark.parametrize(
+    "kwargs", [dict(score=s) for s in mui_scores.SCORES] + [dict(variant="public_code", k=2)]
+)
 def test_every_mui_variant_is_padding_invariant(kwargs):
     model = random_model("tiny-gated")
     short = torch.randint(1, 97, (1, 5))
-    batch = torch.cat([torch.cat([short, torch.zeros(1, 4, dtype=torch.long)], 1), torch.randint(1, 97, (1, 9))])
+    batch = torch.cat(
+        [torch.cat([short, torch.zeros(1, 4, dtype=torch.long)], 1), torch.randint(1, 97, (1, 9))]
+    )
     m_short = torch.tensor([[False, False, False, True, True]])
     m_batch = torch.zeros(2, 9, dtype=torch.bool)
     m_batch[0, :5] = m_short[0]
     m_batch[1, 4:] = True
     alone = mui.utilization(model, short, m_short, per_sample=True, **kwargs)
     together = mui.utilization(model, batch, m_batch, per_sample=True, **kwargs)
-    assert torch.equal(alone.sample_masks[0], together.sample_masks[0]), f"{kwargs}: key neurons depend on padding"
+    assert torch.equal(alone.sample_masks[0], together.sample_masks[0]), (
+        f"{kwargs}: key neurons depend on padding"
+    )
 
 
 def _ragged_batch(n: int = 7, width: int = 12, seed: int = 0):
-    """Right-padded rows of different lengths, a response at the end of each (one row without any)."""
+    """Right-padded rows of different lengths, a response at the end of each (one row without
+    any)."""
     g = torch.Generator().manual_seed(seed)
     tokens = torch.zeros(n, width, dtype=torch.long)
     mask = torch.zeros(n, width, dtype=torch.bool)
@@ -119,7 +145,7 @@ def _ragged_batch(n: int = 7, width: int = 12, seed: int = 0):
         length = int(torch.randint(3, width + 1, (1,), generator=g))
         tokens[i, :length] = torch.randint(1, 97, (length,), generator=g)
         if i != 2:  # row 2: prompt only
-            mask[i, length - 1 - int(torch.randint(0, 2, (1,), generator=g)): length] = True
+            mask[i, length - 1 - int(torch.randint(0, 2, (1,), generator=g)) : length] = True
     return tokens, mask
 
 
@@ -129,21 +155,34 @@ def test_token_budget_chunks_cover_every_row_once_within_the_budget():
     for idx, chunk, cmask in mui.token_budget_chunks(tokens, mask, max_batch_tokens=20):
         seen += idx.tolist()
         assert chunk.shape == cmask.shape
-        assert len(idx) == 1 or chunk.numel() <= 20, "a batch of several rows stays within the budget"
-        assert torch.equal(chunk, tokens[idx, : chunk.shape[1]]) and torch.equal(cmask, mask[idx, : chunk.shape[1]])
-        assert not mask[idx, chunk.shape[1]:].any(), "no response token is cut off"
+        assert len(idx) == 1 or chunk.numel() <= 20, (
+            "a batch of several rows stays within the budget"
+        )
+        assert torch.equal(chunk, tokens[idx, : chunk.shape[1]]) and torch.equal(
+            cmask, mask[idx, : chunk.shape[1]]
+        )
+        assert not mask[idx, chunk.shape[1] :].any(), "no response token is cut off"
     assert sorted(seen) == list(range(len(tokens)))
 
 
-@pytest.mark.parametrize("kwargs", [dict(score=s) for s in mui_scores.SCORES]
-                         + [dict(threshold="global_topk"), dict(variant="public_code", k=2)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(score=s) for s in mui_scores.SCORES]
+    + [dict(threshold="global_topk"), dict(variant="public_code", k=2)],
+)
 def test_token_budget_gives_the_same_key_neurons_as_row_batches(kwargs):
     model = random_model("tiny-gated")
     tokens, mask = _ragged_batch()
     rows = mui.utilization(model, tokens, mask, per_sample=True, batch_size=3, **kwargs)
     budget = mui.utilization(model, tokens, mask, per_sample=True, max_batch_tokens=20, **kwargs)
-    assert torch.equal(rows.sample_masks, budget.sample_masks), f"{kwargs}: per-sample key neurons differ"
-    assert torch.equal(rows.mask, budget.mask) and rows.mui == budget.mui and rows.per_sample == budget.per_sample
+    assert torch.equal(rows.sample_masks, budget.sample_masks), (
+        f"{kwargs}: per-sample key neurons differ"
+    )
+    assert (
+        torch.equal(rows.mask, budget.mask)
+        and rows.mui == budget.mui
+        and rows.per_sample == budget.per_sample
+    )
     assert not budget.sample_masks[2].any(), "the prompt-only row has no key neuron"
 
 
@@ -156,35 +195,56 @@ def test_sae_utilization_token_budget_equals_row_batches():
         sae.W_enc.copy_(torch.randn(32, 16))
     tokens, mask = _ragged_batch()
     saes = {"blocks.1.hook_resid_post": sae}
-    rows = mui_sae.sae_utilization(model, saes, tokens, mask, top=2, reference_width=None, batch_size=2)
-    budget = mui_sae.sae_utilization(model, saes, tokens, mask, top=2, reference_width=None, max_batch_tokens=16)
+    rows = mui_sae.sae_utilization(
+        model, saes, tokens, mask, top=2, reference_width=None, batch_size=2
+    )
+    budget = mui_sae.sae_utilization(
+        model, saes, tokens, mask, top=2, reference_width=None, max_batch_tokens=16
+    )
     assert rows.mask.any() and torch.equal(rows.mask, budget.mask)
 
 
 def test_public_code_key_neurons_by_hand():
     s = torch.tensor([[1.0, 5.0, 0.0], [4.0, 2.0, 0.0]])
-    assert mui.public_code_key_neurons(s, 2).tolist() == [True, True, False], "top-2 entries: 5 (n1), 4 (n0)"
+    assert mui.public_code_key_neurons(s, 2).tolist() == [True, True, False], (
+        "top-2 entries: 5 (n1), 4 (n0)"
+    )
     assert mui.public_code_key_neurons(s, 2, n_gpus=2).tolist() == [False, True, False], (
-        "two GPUs duplicate every entry: the top-2 entries are 5 and its copy, one neuron")
+        "two GPUs duplicate every entry: the top-2 entries are 5 and its copy, one neuron"
+    )
     same = torch.tensor([[5.0, 0.0, 0.0], [4.0, 1.0, 0.0]])
     assert mui.public_code_key_neurons(same, 2).tolist() == [True, False, False], (
-        "top-k over the whole response: a neuron that wins at two positions fills both slots")
-    assert (mui.public_code_k(14336), mui.public_code_k(18944), mui.public_code_k(512)) == (14, 18, 0)
-    assert (mui.default_k(18944), mui.default_k(512)) == (19, 1), "the paper's k rounds and is at least 1"
+        "top-k over the whole response: a neuron that wins at two positions fills both slots"
+    )
+    assert (mui.public_code_k(14336), mui.public_code_k(18944), mui.public_code_k(512)) == (
+        14,
+        18,
+        0,
+    )
+    assert (mui.default_k(18944), mui.default_k(512)) == (19, 1), (
+        "the paper's k rounds and is at least 1"
+    )
 
 
 def test_item_tokens_marks_exactly_the_response_words():
     from kit.data.items import Item
     from kit.world.train import Arch, make_model
 
-    model = make_model(Arch(1, 16, 2, 32), seed=0)  # random weights, the world's tokenizer: no built world needed
-    items = [Item("a", "tom has 3 apples . how many apples does tom have ?", answer="3"),
-             Item("b", "how many apples ?", answer="4")]
+    # random weights, the world's tokenizer: no built world needed
+    model = make_model(Arch(1, 16, 2, 32), seed=0)
+    items = [
+        Item("a", "tom has 3 apples . how many apples does tom have ?", answer="3"),
+        Item("b", "how many apples ?", answer="4"),
+    ]
     tokens, mask = mui.item_tokens(model, items, ["3", ""])
     vocab = model.tokenizer.get_vocab()
     n0 = 1 + len(items[0].prompt.split())
     assert tokens[0, 0] == vocab["<bos>"] and tokens[0, n0] == vocab["3"]
-    assert mask[0].nonzero().flatten().tolist() == [n0], "only the response token is a response position"
+    assert mask[0].nonzero().flatten().tolist() == [n0], (
+        "only the response token is a response position"
+    )
     assert not mask[1].any(), "an empty response has no response token"
     res = mui.utilization(model, tokens, mask, per_sample=True)
-    assert res.per_sample[1] == 0.0 and res.mask.sum() == 1, "one response token, one layer, k=1: one key neuron"
+    assert res.per_sample[1] == 0.0 and res.mask.sum() == 1, (
+        "one response token, one layer, k=1: one key neuron"
+    )

@@ -1,11 +1,11 @@
-"""Tests of kit.mui.plots: trajectory figures draw one arrow per change in its direction's colour."""
+"""Tests of kit.mui.plots: trajectory figures draw one arrow per change in its direction's
+colour."""
 
 from __future__ import annotations
 
 import matplotlib
 
 from kit.mui import directions, plots, published
-
 
 matplotlib.use("Agg")
 
@@ -15,8 +15,12 @@ def test_plots_draw_one_arrow_per_change_in_direction_colours():
     from matplotlib.colors import to_hex
 
     o = published.published_olmo()
-    st = directions.step_directions(o[o["task"].isin(["MATH", "BBH"])], series="task", label="model")
-    fig = plots.plot_trajectories(o[o["task"].isin(["MATH", "BBH"])], st, series="task", label="model")
+    st = directions.step_directions(
+        o[o["task"].isin(["MATH", "BBH"])], series="task", label="model"
+    )
+    fig = plots.plot_trajectories(
+        o[o["task"].isin(["MATH", "BBH"])], st, series="task", label="model"
+    )
     arrows = [a for ax in fig.axes for a in ax.texts if getattr(a, "arrow_patch", None) is not None]
     assert len(arrows) == len(st) == 14
     colours = sorted(to_hex(a.arrow_patch.get_edgecolor()) for a in arrows)
@@ -24,8 +28,14 @@ def test_plots_draw_one_arrow_per_change_in_direction_colours():
     plt.close(fig)
     sp = directions.pair_directions(published.published_specialised())
     fig = plots.plot_pairs(sp)
-    assert sum(1 for ax in fig.axes for a in ax.texts if getattr(a, "arrow_patch", None) is not None) == len(sp)
+    assert sum(
+        1 for ax in fig.axes for a in ax.texts if getattr(a, "arrow_patch", None) is not None
+    ) == len(sp)
     plt.close(fig)
-    fig = plots.plot_direction_counts({"x": directions.counts_dict(sp), "y": directions.counts_dict(st)})
-    assert len(fig.axes) == 1 and len(fig.axes[0].patches) == 2 * len(directions.DIRECTIONS), "one bar per setting and direction"
+    fig = plots.plot_direction_counts(
+        {"x": directions.counts_dict(sp), "y": directions.counts_dict(st)}
+    )
+    assert len(fig.axes) == 1 and len(fig.axes[0].patches) == 2 * len(directions.DIRECTIONS), (
+        "one bar per setting and direction"
+    )
     plt.close(fig)

@@ -15,7 +15,8 @@ def test_published_pur_comparison_and_ranking():
     cmp = published.published_pur_comparison()
     covered = cmp.dropna(subset=["pur_ours"])
     assert len(cmp) == 54 and len(covered) == 48, (
-        "9 models x 6 benchmarks, 8 of them in Table 5 (Gemma-2-9B-Instruct = Gemma2-9B-Instruct)")
+        "9 models x 6 benchmarks, 8 of them in Table 5 (Gemma-2-9B-Instruct = Gemma2-9B-Instruct)"
+    )
     assert set(cmp.model) - set(covered.model) == {"Llama-3-8B-Instruct"}
     assert covered["diff"].abs().max() <= 0.1
     ranks = published.published_rank_agreement(cmp)
@@ -30,10 +31,15 @@ def test_name_key_matches_the_two_gemma_spellings():
 
 def test_published_law_on_the_general_models():
     general = published.published_mui_table("general")
-    assert sorted(general.model.unique()) == sorted(published.PUBLISHED_GENERAL_MODELS) and len(published.PUBLISHED_GENERAL_MODELS) == 8
+    assert (
+        sorted(general.model.unique()) == sorted(published.PUBLISHED_GENERAL_MODELS)
+        and len(published.PUBLISHED_GENERAL_MODELS) == 8
+    )
     fits = ul.law_fits(general)
     per_bench = fits[fits.benchmark != "all"]
-    assert (per_bench.slope < 0).all(), "on §3.2's general models every per-benchmark slope is negative"
+    assert (per_bench.slope < 0).all(), (
+        "on §3.2's general models every per-benchmark slope is negative"
+    )
     every = ul.law_fits(published.published_mui_table("all"))
     assert every[every.benchmark != "all"].r2.median() < 0.1 < per_bench.r2.median()
     pm = published.published_per_model(general)
@@ -46,7 +52,8 @@ def test_published_b6_correlations_from_the_printed_tables():
     b6 = published.published_b6_correlations().set_index("method")
     alt = b6.loc[["Table 13", "Table 14"], "pooled"]
     assert 0.65 < alt.mean() < 0.75 and b6.loc["Table 13", "quoted"] == 0.723, (
-        "the printed Tables 13/14 give about 0.70 against Table 11 (the paper quotes 0.723)")
+        "the printed Tables 13/14 give about 0.70 against Table 11 (the paper quotes 0.723)"
+    )
 
 
 # --- published tables -------------------------------------------------------------------------
@@ -56,10 +63,13 @@ def test_published_checkpoints_match_table3_and_paper_profile():
     ck = published.published_checkpoints()
     assert len(ck) == 8
     assert ck.iloc[0]["hf_name"] == "allenai/OLMo-2-1124-7B@stage1-step122000-tokens512B"
-    assert pd.isna(ck.iloc[-1]["revision"]) and ck.iloc[-1]["hf_name"] == "allenai/OLMo-2-1124-7B", (
-        "the 4T checkpoint is the final OLMo-2-1124-7B (no stage1 revision)")
+    assert (
+        pd.isna(ck.iloc[-1]["revision"]) and ck.iloc[-1]["hf_name"] == "allenai/OLMo-2-1124-7B"
+    ), "the 4T checkpoint is the final OLMo-2-1124-7B (no stage1 revision)"
     paper = load_params("02_training_trajectories", "paper")
-    assert paper.checkpoints == list(ck["hf_name"]), "params paper profile must list Table 3's revisions in order"
+    assert paper.checkpoints == list(ck["hf_name"]), (
+        "params paper profile must list Table 3's revisions in order"
+    )
 
 
 def test_published_olmo_schema_and_hand_checked_steps():
@@ -90,7 +100,9 @@ def test_published_specialised_pairs_and_domains():
     qm = sp[(sp["model"] == "Qwen2.5-Math-7B-Instruct") & (sp["task"] == "GSM8K")].iloc[0]
     # the paper calls this accumulating, but Table 9 prints the same MUI (1.9) for both models
     assert qm["domain"] == "in-domain" and qm["direction"] == "flat"
-    assert set(sp.loc[sp["model"] == "Qwen2.5-Math-7B-Instruct"].query("domain == 'in-domain'")["task"]) == {"GSM8K", "MATH"}
+    assert set(
+        sp.loc[sp["model"] == "Qwen2.5-Math-7B-Instruct"].query("domain == 'in-domain'")["task"]
+    ) == {"GSM8K", "MATH"}
 
 
 def test_published_contamination_pairs():
@@ -99,20 +111,28 @@ def test_published_contamination_pairs():
     q = co[(co["model"] == "Qwen2.5-Math-Leakage") & (co["task"] == "MMLU")].iloc[0]
     assert q["domain"] == "ood" and q["direction"] == "collapsing"  # 71.3/14.5 -> 44.7/11.1
     garbled = co[(co["model"] == "Llama3.1-Code-Leakage") & (co["task"] == "MATH")].iloc[0]
-    assert (garbled["perf"], garbled["mui"]) == (40.2, 4.5), "the garbled '40.2/ 4.5' cell is read as 40.2 / 4.5"
+    assert (garbled["perf"], garbled["mui"]) == (40.2, 4.5), (
+        "the garbled '40.2/ 4.5' cell is read as 40.2 / 4.5"
+    )
     assert set(co[co["domain"] == "in-domain"]["task"]) == {"GSM8K", "MATH", "HumanEval", "MBPP"}
 
 
 def test_pur_rounding_band_by_hand_and_on_table1():
-    # Vicuna-7B GSM8K: P 11.9, MUI 5.4 -> 5.1210; printed 5.1 lies below it: the room on that side is
-    # 5.1210 - 11.85 / sqrt(5.45), plus 0.05 for the printed PUR's own rounding.
+    # Vicuna-7B GSM8K: P 11.9, MUI 5.4 -> 5.1210; printed 5.1 lies below it: the room on that side
+    # is 5.1210 - 11.85 / sqrt(5.45), plus 0.05 for the printed PUR's own rounding.
     row = pd.DataFrame({"performance": [11.9], "mui": [5.4], "pur_paper": [5.1]})
-    row["pur_ours"] = row.performance / row.mui ** 0.5
+    row["pur_ours"] = row.performance / row.mui**0.5
     band = published.pur_rounding_band(row).iloc[0]
-    ours = 11.9 / 5.4 ** 0.5
-    assert band.pur_low == pytest.approx(11.85 / 5.45 ** 0.5) and band.pur_high == pytest.approx(11.95 / 5.35 ** 0.5)
-    assert band.band_ratio == pytest.approx((ours - 5.1) / (ours - 11.85 / 5.45 ** 0.5 + 0.05))
+    ours = 11.9 / 5.4**0.5
+    assert band.pur_low == pytest.approx(11.85 / 5.45**0.5) and band.pur_high == pytest.approx(
+        11.95 / 5.35**0.5
+    )
+    assert band.band_ratio == pytest.approx((ours - 5.1) / (ours - 11.85 / 5.45**0.5 + 0.05))
     far = published.pur_rounding_band(row.assign(pur_paper=5.4)).iloc[0]
     assert far.band_ratio > 1, "0.28 above the recomputed value is outside the band"
-    cmp = published.pur_rounding_band(published.published_pur_comparison().dropna(subset=["pur_ours"]))
-    assert len(cmp) == 48 and (cmp.band_ratio <= 1).all(), "issue 36: all 48 printed PUR values lie in their band"
+    cmp = published.pur_rounding_band(
+        published.published_pur_comparison().dropna(subset=["pur_ours"])
+    )
+    assert len(cmp) == 48 and (cmp.band_ratio <= 1).all(), (
+        "issue 36: all 48 printed PUR values lie in their band"
+    )

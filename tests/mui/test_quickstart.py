@@ -23,27 +23,48 @@ def twin():
 
 
 def _lm_eval_file(path, metrics=("exact_match",)):
-    recs = [{"doc_id": i, "arguments": {"gen_args_0": {"arg_0": f"Question: {i} + 1 =", "arg_1": {}}},
-             "resps": [[f" {i + 1 if i != 2 else 7}"]], "filtered_resps": [f"{i + 1}" if i != 1 else "[invalid]"],
-             "target": str(i + 1),
-             **{m: float(i != 2) for m in metrics}} for i in range(4)]
+    recs = [
+        {
+            "doc_id": i,
+            "arguments": {"gen_args_0": {"arg_0": f"Question: {i} + 1 =", "arg_1": {}}},
+            "resps": [[f" {i + 1 if i != 2 else 7}"]],
+            "filtered_resps": [f"{i + 1}" if i != 1 else "[invalid]"],
+            "target": str(i + 1),
+            **{m: float(i != 2) for m in metrics},
+        }
+        for i in range(4)
+    ]
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     return path
 
 
 def test_lm_eval_samples_give_items_responses_and_their_own_scores(tmp_path):
-    ans = qs.file_answers(str(_lm_eval_file(tmp_path / "samples_gsm8k_2025-01-01T00-00-00.jsonl")), n=3)
-    assert [it.prompt for it in ans.items] == ["Question: 0 + 1 =", "Question: 1 + 1 =", "Question: 2 + 1 ="]
-    assert [it.target for it in ans.items] == ["1", "2", "3"] and ans.responses == [" 1", " 2", " 7"]
+    ans = qs.file_answers(
+        str(_lm_eval_file(tmp_path / "samples_gsm8k_2025-01-01T00-00-00.jsonl")), n=3
+    )
+    assert [it.prompt for it in ans.items] == [
+        "Question: 0 + 1 =",
+        "Question: 1 + 1 =",
+        "Question: 2 + 1 =",
+    ]
+    assert [it.target for it in ans.items] == ["1", "2", "3"] and ans.responses == [
+        " 1",
+        " 2",
+        " 7",
+    ]
     assert ans.correct.tolist() == [True, True, False] and ans.accuracy == pytest.approx(2 / 3)
     assert ans.chat is False  # the harness's context is the exact text: no template on top
     assert ans.task == "gsm8k" and "exact_match" in ans.source
-    assert ans.parse_failed.tolist() == [False, True, False], "lm-eval's regex filters write [invalid]"
+    assert ans.parse_failed.tolist() == [False, True, False], (
+        "lm-eval's regex filters write [invalid]"
+    )
     assert ans.truncated is None and "truncated unknown" in ans.describe()
 
 
 def test_lm_eval_samples_without_a_known_metric_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="no per-item metric among exact_match, acc, pass@1 .found: bleu"):
+    with pytest.raises(
+        ValueError, match="no per-item metric among exact_match, acc, pass@1 .found: bleu"
+    ):
         qs.file_answers(str(_lm_eval_file(tmp_path / "samples_x_1.jsonl", metrics=("bleu",))), n=2)
 
 
@@ -54,9 +75,13 @@ def test_an_unscored_lm_eval_sample_is_an_error_not_a_wrong_answer(tmp_path):
     rec = json.loads(lines[1])
     rec["exact_match"] = float("nan")
     path.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
-    with pytest.raises(ValueError, match="1 sample.s. have a exact_match that is not a finite number .doc_id 1."):
+    with pytest.raises(
+        ValueError, match="1 sample.s. have a exact_match that is not a finite number .doc_id 1."
+    ):
         qs.file_answers(str(path), n=4)
-    assert qs.file_answers(str(path), n=1).correct.tolist() == [True], "the items before it still read"
+    assert qs.file_answers(str(path), n=1).correct.tolist() == [True], (
+        "the items before it still read"
+    )
 
 
 def test_published_response_sets_keep_their_parsed_correctness():
@@ -79,7 +104,9 @@ def test_bad_response_sources_name_the_allowed_ones(tmp_path):
 def test_mui_by_token_budget_equals_one_batch_and_resumes(twin, tmp_path, monkeypatch):
     ans = qs.file_answers("arc/llama3.1-8b-instruct", n=4)
     ans.responses = [r[:60] for r in ans.responses]  # short: the twin's context is 256 tokens
-    reference = kmui.utilization_for_items(twin, ans.items, ans.responses).mui  # every item in one batch
+    reference = kmui.utilization_for_items(
+        twin, ans.items, ans.responses
+    ).mui  # every item in one batch
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # the per-item cache lands here
     subject = subject_of(twin)
     one_by_one = subject.mui(ans, max_batch_tokens=1)
@@ -87,7 +114,8 @@ def test_mui_by_token_budget_equals_one_batch_and_resumes(twin, tmp_path, monkey
     cached = list((tmp_path / "items").glob("*.jsonl"))
     assert len(cached) == 1 and len(cached[0].read_text().splitlines()) == 4
     assert subject.mui(ans, max_batch_tokens=10**6) == pytest.approx(reference, abs=1e-9)
-    assert len(cached[0].read_text().splitlines()) == 4  # the rerun read the cache, computed nothing
+    # the rerun read the cache, computed nothing
+    assert len(cached[0].read_text().splitlines()) == 4
     assert 0 < reference < 100
 
 
@@ -95,12 +123,15 @@ def test_probe_reads_the_layer_and_the_answer_probability(twin):
     item = qs.FileItem("x", "Question: 12 + 30 =", " 42")
     subject = HFSubject("twin/llama", twin, chat=False)
     p = qs.probe(subject, item, layer=1)
-    assert p.acts.shape == (p.tokens.shape[1], twin.cfg.d_mlp) and len(p.str_tokens) == p.tokens.shape[1]
+    assert (
+        p.acts.shape == (p.tokens.shape[1], twin.cfg.d_mlp)
+        and len(p.str_tokens) == p.tokens.shape[1]
+    )
     with torch.no_grad():
         logits = twin(p.tokens)[0, -1].float()
     from kit.models.rows import teacher_forced_rows
 
-    (ids, n), = teacher_forced_rows(twin, [item.prompt], [item.target], chat=False)
+    ((ids, n),) = teacher_forced_rows(twin, [item.prompt], [item.target], chat=False)
     assert p.p_answer == pytest.approx(logits.softmax(-1)[ids[n]].item(), rel=1e-5)
     with pytest.raises(ValueError, match=r"layer=2 is out of range; allowed: 0..1"):
         qs.probe(subject, item, layer=2)
@@ -120,10 +151,18 @@ def test_option_scoring_is_refused_before_the_run_where_it_cannot_apply():
     from kit.core.params import ParamsError, load_params
 
     with pytest.raises(ParamsError, match="needs a multiple-choice benchmark; task='gsm8k'"):
-        load_params("00_quickstart", "dryrun", overrides={"scoring": "loglik-letter", "task": "gsm8k"})
+        load_params(
+            "00_quickstart", "dryrun", overrides={"scoring": "loglik-letter", "task": "gsm8k"}
+        )
     with pytest.raises(ParamsError, match="tiny-world models are scored on their generated answer"):
         load_params("00_quickstart", "tiny", overrides={"scoring": "loglik-text"})
     with pytest.raises(ParamsError, match="tiny-world models are scored on their generated answer"):
-        load_params("00_quickstart", "tiny", overrides={"scoring": "loglik-letter",
-                                                        "model": "extra/base-m+general-sparse"})
-    assert load_params("00_quickstart", "dryrun", overrides={"scoring": "loglik-letter"}).scoring == "loglik-letter"
+        load_params(
+            "00_quickstart",
+            "tiny",
+            overrides={"scoring": "loglik-letter", "model": "extra/base-m+general-sparse"},
+        )
+    assert (
+        load_params("00_quickstart", "dryrun", overrides={"scoring": "loglik-letter"}).scoring
+        == "loglik-letter"
+    )

@@ -32,4 +32,6 @@ def test_sae_utilization_denominator_and_top():
             want[j, top[row[top] > 0]] = True
     assert torch.equal(res.mask, want)
     assert res.mui == pytest.approx(100 * want.sum().item() / 32)
-    assert mui_sae.sae_top(131072) == 50 and mui_sae.sae_top(16384) == 6 and mui_sae.sae_top(512) == 1
+    assert (
+        mui_sae.sae_top(131072) == 50 and mui_sae.sae_top(16384) == 6 and mui_sae.sae_top(512) == 1
+    )

@@ -17,7 +17,9 @@ def test_fast_scores_equal_public_algorithm(shape):
     tokens = torch.randint(0, model.cfg.d_vocab, (3, 9))
     fast = mui_scores.neuron_scores(model, tokens, batch_size=2)
     slow = mui_scores.naive_public_scores(model, tokens)
-    assert torch.allclose(fast, slow, atol=1e-5), "gathered-column scores differ from the d_mlp x vocab projection"
+    assert torch.allclose(fast, slow, atol=1e-5), (
+        "gathered-column scores differ from the d_mlp x vocab projection"
+    )
 
 
 def test_hook_post_is_the_input_of_w_out_for_gated_mlps():
@@ -27,13 +29,17 @@ def test_hook_post_is_the_input_of_w_out_for_gated_mlps():
     mlp = model.blocks[0].mlp
     gate, up = cache["blocks.0.mlp.hook_pre"], cache["blocks.0.mlp.hook_pre_linear"]
     post = cache["blocks.0.mlp.hook_post"]
-    assert torch.allclose(post, torch.nn.functional.silu(gate) * up, atol=1e-6), "hook_post != act(gate) * up"
-    assert torch.allclose(post @ mlp.W_out + mlp.b_out, cache["blocks.0.hook_mlp_out"], atol=1e-5), (
-        "hook_post is not the real input of W_out"
+    assert torch.allclose(post, torch.nn.functional.silu(gate) * up, atol=1e-6), (
+        "hook_post != act(gate) * up"
     )
+    assert torch.allclose(
+        post @ mlp.W_out + mlp.b_out, cache["blocks.0.hook_mlp_out"], atol=1e-5
+    ), "hook_post is not the real input of W_out"
     s = mui_scores.neuron_scores(model, tokens)
     by_hand = post[:, :-1] * torch.einsum("md,dbp->bpm", mlp.W_out, model.W_U[:, tokens[:, 1:]])
-    assert torch.allclose(s[:, :, 0], by_hand, atol=1e-5), "gated score must use act(gate)*up as activation"
+    assert torch.allclose(s[:, :, 0], by_hand, atol=1e-5), (
+        "gated score must use act(gate)*up as activation"
+    )
 
 
 def test_activate_score_is_hook_post():
@@ -48,7 +54,14 @@ def test_streaming_yields_one_layer_of_one_chunk_at_a_time():
     model = random_model("tiny-gelu")
     tokens = torch.randint(0, 97, (5, 6))
     pieces = list(mui_scores.iter_neuron_scores(model, tokens, batch_size=2))
-    assert [(p.rows.start, p.layer) for p in pieces] == [(0, 0), (0, 1), (2, 0), (2, 1), (4, 0), (4, 1)]
+    assert [(p.rows.start, p.layer) for p in pieces] == [
+        (0, 0),
+        (0, 1),
+        (2, 0),
+        (2, 1),
+        (4, 0),
+        (4, 1),
+    ]
     assert all(p.scores.shape == (p.rows.stop - p.rows.start, 5, 64) for p in pieces)
 
 
@@ -67,7 +80,9 @@ def test_gradient_matches_a_plain_riemann_loop(shape):
         total += g
     want = (a * total / mui_scores.IG_STEPS)[:, :-1]
     got = mui_scores.neuron_scores(model, tokens, "gradient", ig_mode="shared")[:, :, 1]
-    assert torch.allclose(got, want, atol=1e-5), "batched integrated gradients differ from the step-by-step Riemann sum"
+    assert torch.allclose(got, want, atol=1e-5), (
+        "batched integrated gradients differ from the step-by-step Riemann sum"
+    )
 
 
 @pytest.mark.parametrize("ig_output", ["logit", "prob"])
@@ -96,13 +111,24 @@ def test_gradient_per_token_matches_eq14_loop(shape, ig_output):
             (g,) = torch.autograd.grad(out[tokens[b, p + 1]], x)
             total += g
         want[b, p] = a[b, p] * total / mui_scores.IG_STEPS
-    got = mui_scores.neuron_scores(model, tokens, "gradient", positions=positions, ig_output=ig_output)[:, :, 1]
-    assert torch.allclose(got, want, atol=1e-5), "per-token integrated gradients differ from the Eq. 14 loop"
+    got = mui_scores.neuron_scores(
+        model, tokens, "gradient", positions=positions, ig_output=ig_output
+    )[:, :, 1]
+    assert torch.allclose(got, want, atol=1e-5), (
+        "per-token integrated gradients differ from the Eq. 14 loop"
+    )
 
 
-@pytest.mark.parametrize("kwargs", [dict(score="score"), dict(score="activate"), dict(score="gradient"),
-                                    dict(score="gradient", ig_mode="shared"),
-                                    dict(score="gradient", ig_output="prob")])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(score="score"),
+        dict(score="activate"),
+        dict(score="gradient"),
+        dict(score="gradient", ig_mode="shared"),
+        dict(score="gradient", ig_output="prob"),
+    ],
+)
 def test_every_token_score_is_padding_invariant(kwargs):
     # A row's scores must not change when a longer row (more right padding for it) joins its batch.
     model = random_model("tiny-gated")
@@ -116,4 +142,6 @@ def test_every_token_score_is_padding_invariant(kwargs):
     alone = mui_scores.neuron_scores(model, short, positions=pos_short, **kwargs)
     together = mui_scores.neuron_scores(model, batch, positions=pos_batch, **kwargs)
     assert torch.allclose(alone[0], together[0, :4], atol=1e-5), (
-        f"{kwargs}: max |diff| {(alone[0] - together[0, :4]).abs().max():.2e} from the batch's padding")
+        f"{kwargs}: max |diff| {(alone[0] - together[0, :4]).abs().max():.2e} from the batch's "
+        "padding"
+    )

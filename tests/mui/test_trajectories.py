@@ -11,7 +11,7 @@ import pytest
 
 import kit.mui.trajectories as tr
 from kit.configs.training_trajectories import Config
-from kit.core.params import load_params, ParamsError
+from kit.core.params import ParamsError, load_params
 from kit.mui import directions
 
 
@@ -24,20 +24,42 @@ def _seed():
 # --- tiny-world plumbing (no world needed) ----------------------------------------------------
 
 
-MEMBERS = ["zoo/base-s", "zoo/base-m", "zoo/base-l", "zoo/base-l@step-1000", "zoo/base-l@step-200",
-           "zoo/base-l@step-600", "zoo/base-s@step-10", "zoo/base-m+math", "zoo/base-m+code",
-           "zoo/base-m+math-test-x1", "zoo/base-m+math-test-x5", "zoo/base-m+math-test-syn-x5",
-           "zoo/base-m+math-train", "zoo/base-m+other-task", "zoo/base-m+general"]
+MEMBERS = [
+    "zoo/base-s",
+    "zoo/base-m",
+    "zoo/base-l",
+    "zoo/base-l@step-1000",
+    "zoo/base-l@step-200",
+    "zoo/base-l@step-600",
+    "zoo/base-s@step-10",
+    "zoo/base-m+math",
+    "zoo/base-m+code",
+    "zoo/base-m+math-test-x1",
+    "zoo/base-m+math-test-x5",
+    "zoo/base-m+math-test-syn-x5",
+    "zoo/base-m+math-train",
+    "zoo/base-m+other-task",
+    "zoo/base-m+general",
+]
 
 
 def test_checkpoint_series_numeric_order_and_final():
-    assert tr.checkpoint_series(MEMBERS) == ["zoo/base-l@step-200", "zoo/base-l@step-600",
-                                             "zoo/base-l@step-1000", "zoo/base-l"]
+    assert tr.checkpoint_series(MEMBERS) == [
+        "zoo/base-l@step-200",
+        "zoo/base-l@step-600",
+        "zoo/base-l@step-1000",
+        "zoo/base-l",
+    ]
     assert tr.checkpoint_series(MEMBERS, base="zoo/base-s") == ["zoo/base-s@step-10", "zoo/base-s"]
     # the last checkpoint is the final model (1000 = the base's steps): do not add a zero step
     assert tr.checkpoint_series(MEMBERS, final_step=1000)[-1] == "zoo/base-l@step-1000"
     assert tr.checkpoint_series(MEMBERS, final_step=1200)[-1] == "zoo/base-l"
-    tie = MEMBERS + ["zoo/base-xl", "zoo/base-xl@step-100", "zoo/base-xl@step-300", "zoo/base-xl@step-500"]
+    tie = MEMBERS + [
+        "zoo/base-xl",
+        "zoo/base-xl@step-100",
+        "zoo/base-xl@step-300",
+        "zoo/base-xl@step-500",
+    ]
     assert tr.checkpoint_series(tie)[0] == "zoo/base-l@step-200", "ties: the base listed first"
     with pytest.raises(ValueError, match="no '<base>@step-<N>'"):
         tr.checkpoint_series(["zoo/base-s"])
@@ -46,11 +68,20 @@ def test_checkpoint_series_numeric_order_and_final():
 
 
 def test_finetune_pairs_kinds():
-    assert tr.finetune_pairs(MEMBERS, "specialised") == {"zoo/base-m+math": "zoo/base-m", "zoo/base-m+code": "zoo/base-m"}
+    assert tr.finetune_pairs(MEMBERS, "specialised") == {
+        "zoo/base-m+math": "zoo/base-m",
+        "zoo/base-m+code": "zoo/base-m",
+    }
     assert set(tr.finetune_pairs(MEMBERS, "contaminated")) == {
-        "zoo/base-m+math-test-x1", "zoo/base-m+math-test-x5", "zoo/base-m+math-test-syn-x5"}
+        "zoo/base-m+math-test-x1",
+        "zoo/base-m+math-test-x5",
+        "zoo/base-m+math-test-syn-x5",
+    }
     assert set(tr.finetune_pairs(MEMBERS, "control")) == {
-        "zoo/base-m+math-train", "zoo/base-m+other-task", "zoo/base-m+general"}
+        "zoo/base-m+math-train",
+        "zoo/base-m+other-task",
+        "zoo/base-m+general",
+    }
     with pytest.raises(ValueError, match="allowed values"):
         tr.finetune_pairs(MEMBERS, "leaked")
 
@@ -58,9 +89,12 @@ def test_finetune_pairs_kinds():
 def _settings():
     return tr.Settings(
         checkpoints=["zoo/base-l@step-200", "zoo/base-l"],
-        specialised={"zoo/base-m+math": "zoo/base-m"}, specialised_targets={"zoo/base-m+math": "math"},
-        contaminated={"zoo/base-m+math-test-x5": "zoo/base-m"}, controls={},
-        contaminated_tasks=["add"], tasks=["add", "add2", "code"],
+        specialised={"zoo/base-m+math": "zoo/base-m"},
+        specialised_targets={"zoo/base-m+math": "math"},
+        contaminated={"zoo/base-m+math-test-x5": "zoo/base-m"},
+        controls={},
+        contaminated_tasks=["add"],
+        tasks=["add", "add2", "code"],
     )
 
 
@@ -73,24 +107,50 @@ def _measurements():
         "zoo/base-m+math": {"add": (60, 3.0), "add2": (45, 2.5), "code": (30, 4.0)},
         "zoo/base-m+math-test-x5": {"add": (90, 2.5), "add2": (20, 1.0), "code": (40, 2.0)},
     }
-    return pd.DataFrame([{"model": m, "task": t, "group": groups[t], "split": "test", "n": 10, "perf": p, "mui": u}
-                         for m, d in table.items() for t, (p, u) in d.items()])
+    return pd.DataFrame(
+        [
+            {
+                "model": m,
+                "task": t,
+                "group": groups[t],
+                "split": "test",
+                "n": 10,
+                "perf": p,
+                "mui": u,
+            }
+            for m, d in table.items()
+            for t, (p, u) in d.items()
+        ]
+    )
 
 
 def test_analyse_settings_from_measurements():
     s = _settings()
-    assert s.models() == ["zoo/base-l@step-200", "zoo/base-l", "zoo/base-m", "zoo/base-m+math",
-                          "zoo/base-m+math-test-x5"]
+    assert s.models() == [
+        "zoo/base-l@step-200",
+        "zoo/base-l",
+        "zoo/base-m",
+        "zoo/base-m+math",
+        "zoo/base-m+math-test-x5",
+    ]
     out = tr.analyse(_measurements(), s, tol_perf=1.0, tol_mui=0.0)
     pre = out["pretraining"].set_index("task")
-    assert pre.loc["add", "direction"] == "accumulating" and pre.loc["add2", "direction"] == "evolving"
+    assert (
+        pre.loc["add", "direction"] == "accumulating" and pre.loc["add2", "direction"] == "evolving"
+    )
     assert pre.loc["code", "direction"] == "flat", "a 0.5-point change is below tol_perf=1"
     spec = out["specialised"].set_index("task")
     assert spec.loc["add", "domain"] == "in-domain" and spec.loc["code", "domain"] == "ood"
-    assert spec.loc["add", "direction"] == "accumulating" and spec.loc["code", "direction"] == "coarsening"
+    assert (
+        spec.loc["add", "direction"] == "accumulating"
+        and spec.loc["code", "direction"] == "coarsening"
+    )
     cont = out["contaminated"].set_index("task")
     assert list(cont["domain"]) == ["in-domain", "in-group", "ood"]
-    assert cont.loc["add", "direction"] == "accumulating" and cont.loc["add2", "direction"] == "collapsing"
+    assert (
+        cont.loc["add", "direction"] == "accumulating"
+        and cont.loc["add2", "direction"] == "collapsing"
+    )
     assert out["controls"].empty and "direction" in out["controls"].columns
 
 
@@ -100,12 +160,27 @@ def test_tiny_pairs_requires_measured_bases():
 
 
 def test_resolve_settings_explicit_config_needs_no_world():
-    cfg = Config(checkpoints=["a@step-1", "a"], specialised={"b+code": "b"}, contaminated={}, controls={},
-                 contaminated_tasks=["gsm8k"], tasks=["gsm8k", "mbpp"])
+    cfg = Config(
+        checkpoints=["a@step-1", "a"],
+        specialised={"b+code": "b"},
+        contaminated={},
+        controls={},
+        contaminated_tasks=["gsm8k"],
+        tasks=["gsm8k", "mbpp"],
+    )
     s = tr.resolve_settings(cfg)
     assert s.specialised_targets == {"b+code": "code"} and s.contaminated == {}
-    bad = Config(checkpoints=[], specialised={}, contaminated={}, controls={}, contaminated_tasks=["gsm8k"], tasks=["mbpp"])
-    assert tr.resolve_settings(bad).tasks == ["mbpp", "gsm8k"], "the leaked task must always be measured"
+    bad = Config(
+        checkpoints=[],
+        specialised={},
+        contaminated={},
+        controls={},
+        contaminated_tasks=["gsm8k"],
+        tasks=["mbpp"],
+    )
+    assert tr.resolve_settings(bad).tasks == ["mbpp", "gsm8k"], (
+        "the leaked task must always be measured"
+    )
 
 
 def test_measure_tabulates_perf_and_mui(monkeypatch):
@@ -130,21 +205,33 @@ def test_measure_tabulates_perf_and_mui(monkeypatch):
 
     class Stub(WorldSubject):
         def respond(self, task, items, max_new_tokens=1, ablate=()):
-            k = 3 if self.name.endswith("a") else 1  # right answer ("1") on the first 3 (zoo/a) or 1 (zoo/b)
+            # right answer ("1") on the first 3 (zoo/a) or 1 (zoo/b)
+            k = 3 if self.name.endswith("a") else 1
             return ["1 x"] * k + ["10"] * (len(items) - k)
 
     monkeypatch.setattr(kit.subjects, "load_subject", lambda name, **kw: Stub(name, model=name))
     monkeypatch.setattr(kworld, "get_task", lambda t: FakeTask(), raising=False)
-    monkeypatch.setattr(kit.mui.metric, "utilization_for_items",
-                        lambda m, its, resp, **kw: Res(2.5 if kw["score"] == "score" else -1.0))
+    monkeypatch.setattr(
+        kit.mui.metric,
+        "utilization_for_items",
+        lambda m, its, resp, **kw: Res(2.5 if kw["score"] == "score" else -1.0),
+    )
     df = tr.measure(["zoo/a", "zoo/b"], ["add"], splits=["test", "fresh"], n_items=4)
     assert list(df.columns)[:7] == ["model", "task", "group", "split", "n", "perf", "mui"]
     assert len(df) == 4 and set(df["split"]) == {"test", "fresh"}
     # exact match on the first word: "1 x" counts, "10" does not
-    assert list(df[df["model"] == "zoo/a"]["perf"]) == [75.0, 75.0] and list(df[df["model"] == "zoo/b"]["perf"]) == [25.0, 25.0]
+    assert list(df[df["model"] == "zoo/a"]["perf"]) == [75.0, 75.0] and list(
+        df[df["model"] == "zoo/b"]["perf"]
+    ) == [25.0, 25.0]
     assert (df["mui"] == 2.5).all() and (df["group"] == "math").all()
-    assert (df["chance"] == 0.5).all() and (df["parse_failures"] == 0).all() and (df["truncated"] == 0).all()
-    assert (df["perf_low"] < df["perf"]).all() and (df["perf"] < df["perf_high"]).all(), "Wilson interval around it"
+    assert (
+        (df["chance"] == 0.5).all()
+        and (df["parse_failures"] == 0).all()
+        and (df["truncated"] == 0).all()
+    )
+    assert (df["perf_low"] < df["perf"]).all() and (df["perf"] < df["perf_high"]).all(), (
+        "Wilson interval around it"
+    )
     with pytest.raises(ValueError, match="allowed values"):
         tr.measure(["zoo/a"], ["add"], splits=["dev"])
 
@@ -187,11 +274,20 @@ def test_notebook_follows_the_parameters_convention():
         c["source"] = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
     tagged = [i for i, c in enumerate(code_cells) if "parameters" in c["metadata"].get("tags", [])]
     assert len(tagged) == 1, "exactly one code cell must be tagged 'parameters'"
-    assert code_cells[tagged[0]]["source"].startswith('profile = "tiny"'), "the parameters cell starts with the profile"
-    assert 'kit.start("02_training_trajectories", profile, out_dir, namespace=globals())' in code_cells[tagged[0] + 1]["source"]
-    for c in code_cells[tagged[0] + 1:]:
-        assert not _re.search(r"^\s*(profile|out_dir)\s*=", c["source"], _re.M), "a later cell reassigns a parameter"
-        assert not c.get("outputs") and c.get("execution_count") is None, "commit the notebook without outputs"
+    assert code_cells[tagged[0]]["source"].startswith('profile = "tiny"'), (
+        "the parameters cell starts with the profile"
+    )
+    assert (
+        'kit.start("02_training_trajectories", profile, out_dir, namespace=globals())'
+        in code_cells[tagged[0] + 1]["source"]
+    )
+    for c in code_cells[tagged[0] + 1 :]:
+        assert not _re.search(r"^\s*(profile|out_dir)\s*=", c["source"], _re.M), (
+            "a later cell reassigns a parameter"
+        )
+        assert not c.get("outputs") and c.get("execution_count") is None, (
+            "commit the notebook without outputs"
+        )
 
 
 def test_coarse_checkpoints_keep_first_and_last():
@@ -204,21 +300,35 @@ def test_coarse_checkpoints_keep_first_and_last():
 
 
 def test_dryrun_profile_is_the_paper_profile_on_revision_twins():
-    paper, dry = load_params("02_training_trajectories", "paper"), load_params("02_training_trajectories", "dryrun")
+    paper, dry = (
+        load_params("02_training_trajectories", "paper"),
+        load_params("02_training_trajectories", "dryrun"),
+    )
     # the same OLMo-2 revisions, in order, on the OLMo-2 twin
-    assert [c.split("@")[1] if "@" in c else None for c in dry.checkpoints] == \
-        [c.split("@")[1] if "@" in c else None for c in paper.checkpoints]
+    assert [c.split("@")[1] if "@" in c else None for c in dry.checkpoints] == [
+        c.split("@")[1] if "@" in c else None for c in paper.checkpoints
+    ]
     assert all(c.startswith("twin/olmo2") for c in dry.checkpoints)
-    assert len(dry.specialised) == len(paper.specialised) and set(dry.specialised_targets) == set(dry.specialised)
+    assert len(dry.specialised) == len(paper.specialised) and set(dry.specialised_targets) == set(
+        dry.specialised
+    )
     assert sorted(dry.specialised_targets.values()) == sorted(paper.specialised_targets.values())
     assert all(m.startswith("twin/") for m in tr.resolve_settings(dry).models())
-    assert (dry.tasks, dry.splits, dry.contaminated_tasks) == (paper.tasks, paper.splits, paper.contaminated_tasks)
-    assert tr.source_label(dry.checkpoints) == "measured" and tr.source_label(["zoo/base-s"]) == "tiny world"
+    assert (dry.tasks, dry.splits, dry.contaminated_tasks) == (
+        paper.tasks,
+        paper.splits,
+        paper.contaminated_tasks,
+    )
+    assert (
+        tr.source_label(dry.checkpoints) == "measured"
+        and tr.source_label(["zoo/base-s"]) == "tiny world"
+    )
 
 
 def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, tmp_path):
     """Revision twins through the real-model path: each model is freed (and its HF generation copy
-    released) before the next loads; MUI equals kit.mui.metric on the same responses in one batch."""
+    released) before the next loads; MUI equals kit.mui.metric on the same responses in one
+    batch."""
     import gc
     import weakref
 
@@ -247,16 +357,24 @@ def test_measure_real_models_one_at_a_time_with_teacher_forced_mui(monkeypatch, 
 
     alive_refs: list = []
     monkeypatch.setattr(kit.models.load, "load_model", load)
-    df = tr.measure(names, ["gsm8k"], splits=["test"], n_items=4, max_new_tokens=4, max_batch_tokens=64)
+    df = tr.measure(
+        names, ["gsm8k"], splits=["test"], n_items=4, max_new_tokens=4, max_batch_tokens=64
+    )
     assert alive == [0, 0] and held_at_load == [0, 0], "a previous model was still in memory"
     assert list(df["model"]) == names and (df["n"] == 4).all()
-    items = instructed_items("gsm8k", load_benchmark("gsm8k", "test", limit=4), "instructed")  # the default style
+    # the default style
+    items = instructed_items("gsm8k", load_benchmark("gsm8k", "test", limit=4), "instructed")
     for name, mui in zip(names, df["mui"]):
         model = real_load(name)
-        responses = gen.respond(model, [it.prompt for it in items], gen.GenerationSettings(max_new_tokens=4))
-        assert mui == pytest.approx(kmui.utilization_for_items(model, items, responses).mui, abs=1e-9)
+        responses = gen.respond(
+            model, [it.prompt for it in items], gen.GenerationSettings(max_new_tokens=4)
+        )
+        assert mui == pytest.approx(
+            kmui.utilization_for_items(model, items, responses).mui, abs=1e-9
+        )
     assert df["mui"].iloc[0] != df["mui"].iloc[1], "two revisions are two different models"
-    assert len(list((tmp_path / "items").glob("*.jsonl"))) == 4  # responses and key neurons, per model
+    # responses and key neurons, per model
+    assert len(list((tmp_path / "items").glob("*.jsonl"))) == 4
 
 
 # --- real fine-tunes: every model asked the same items (items_of) ------------------------------
@@ -291,4 +409,6 @@ def test_real_profiles_name_contaminated_recipes_and_refuse_others():
     smoke = load_params("02_training_trajectories", "realsmoke", {})
     assert smoke.items_of in smoke.contaminated and len(smoke.controls) == 1
     with pytest.raises(ParamsError, match="items_of"):
-        load_params("02_training_trajectories", "real", {"items_of": "real/smollm2-135m-instruct+arc-train"})
+        load_params(
+            "02_training_trajectories", "real", {"items_of": "real/smollm2-135m-instruct+arc-train"}
+        )

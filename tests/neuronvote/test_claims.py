@@ -1,5 +1,6 @@
 """Seed 004 claims over hand-made settings: each claim decided on a clear case and inconclusive on a
-null-equivalent one, the paper values taken from the table of the setting's task, stability marks."""
+null-equivalent one, the paper values taken from the table of the setting's task, stability
+marks."""
 
 from __future__ import annotations
 
@@ -8,15 +9,29 @@ import pandas as pd
 import pytest
 
 from kit.core.claims import check_consistent
-from kit.neuronvote.claims import (REQUIRED_IDS, per_concept, setting_claims, shuffled_null,
-                                   study_claims)
+from kit.neuronvote.claims import (
+    REQUIRED_IDS,
+    per_concept,
+    setting_claims,
+    shuffled_null,
+    study_claims,
+)
 from kit.neuronvote.published import CHUNKING_BERT, POS_BERT
 from kit.neuronvote.settings import Setting
 from kit.neuronvote.study import StudyResult
 
 VOTERS = ("probeless", "iou", "lasso", "ridge", "lca", "gaussian")
-PAPER_NV = {"random": 0.02, "gaussian": 0.17, "lca": 0.51, "lasso": 0.47, "ridge": 0.415, "probeless": 0.60,
-            "iou": 0.365, "meanselect": 0.30}  # Ridge after its last-layer drop of 0.1 ties IoU: Spearman varies
+# Ridge after its last-layer drop of 0.1 ties IoU: Spearman varies
+PAPER_NV = {
+    "random": 0.02,
+    "gaussian": 0.17,
+    "lca": 0.51,
+    "lasso": 0.47,
+    "ridge": 0.415,
+    "probeless": 0.60,
+    "iou": 0.365,
+    "meanselect": 0.30,
+}
 
 
 def _rows(values: dict, layers, n_concepts, rng, noise, drop_last=0.0, extra=()):
@@ -35,17 +50,35 @@ def _rows(values: dict, layers, n_concepts, rng, noise, drop_last=0.0, extra=())
 COLS = ["layer", "position", "concept", "s", "method", "metric", "score"]
 
 
-def _setting(real: dict, shuffled: dict | None, name="encoder", paper=POS_BERT, layers=(0, 5), n=12,
-             noise=0.01, drop_last=0.0, k=3, seed=0) -> Setting:
+def _setting(
+    real: dict,
+    shuffled: dict | None,
+    name="encoder",
+    paper=POS_BERT,
+    layers=(0, 5),
+    n=12,
+    noise=0.01,
+    drop_last=0.0,
+    k=3,
+    seed=0,
+) -> Setting:
     rng = np.random.default_rng(seed)
     scores = pd.DataFrame(_rows(real, layers, n, rng, noise, drop_last), columns=COLS)
     sh = None
     if shuffled is not None:
-        sh = pd.DataFrame([r for j in range(1, k + 1) for r in _rows(shuffled, layers, n, rng, noise, extra=(j,))],
-                          columns=COLS + ["shuffle"])
+        sh = pd.DataFrame(
+            [
+                r
+                for j in range(1, k + 1)
+                for r in _rows(shuffled, layers, n, rng, noise, extra=(j,))
+            ],
+            columns=COLS + ["shuffle"],
+        )
     res = StudyResult("toy", "site", scores, pd.DataFrame(), voters=VOTERS, shuffled_scores=sh)
     prefix = "" if name == "encoder" else f"{name}."
-    return Setting(name, prefix, f"toy {name}", res, pd.DataFrame(), paper, rests_on="hand-made numbers")
+    return Setting(
+        name, prefix, f"toy {name}", res, pd.DataFrame(), paper, rests_on="hand-made numbers"
+    )
 
 
 SHUFFLED = {m: 0.10 for m in PAPER_NV}
@@ -68,7 +101,9 @@ def test_every_claim_decided_on_a_clear_case():
     assert claims["order.paper_agreement"].section == "Table 2"
     assert claims["agreement.beats_shuffled"].extra["p_value"] == pytest.approx(1 / 301)
     pv = claims["probeless.most_compatible"]
-    assert pv.extra["best_other"] == "lca" and pv.ours == pytest.approx(0.60 - (0.51 - 0.1 / 2), abs=0.01)
+    assert pv.extra["best_other"] == "lca" and pv.ours == pytest.approx(
+        0.60 - (0.51 - 0.1 / 2), abs=0.01
+    )
     assert claims["layer.probing_trend"].ours == pytest.approx(-0.1, abs=0.01)
 
 
@@ -83,12 +118,17 @@ def test_null_equivalent_inputs_come_out_inconclusive():
 
 
 def test_agreement_above_random_but_not_above_shuffled_is_not_supported():
-    """The old test (beats Random) passes on label-free agreement; the shuffled-label null does not."""
+    """The old test (beats Random) passes on label-free agreement; the shuffled-label null does
+    not."""
     geometry = {m: 0.30 for m in PAPER_NV} | {"random": 0.02}
     st = _setting(geometry, {m: 0.30 for m in PAPER_NV}, noise=0.02, seed=2)
-    c = next(c for c in setting_claims(st, n_boot=300, n_null=300) if c.id == "agreement.beats_shuffled")
+    c = next(
+        c for c in setting_claims(st, n_boot=300, n_null=300) if c.id == "agreement.beats_shuffled"
+    )
     ao = per_concept(st.result.scores, "AvgOverlap")
-    assert (ao[list(VOTERS)].mean(axis=1) > ao["random"] + 0.1).all(), "far above Random's chance overlap"
+    assert (ao[list(VOTERS)].mean(axis=1) > ao["random"] + 0.1).all(), (
+        "far above Random's chance overlap"
+    )
     assert c.verdict != "supported", c.why
 
 
@@ -99,26 +139,49 @@ def test_without_shuffles_the_shuffled_claims_are_not_testable():
 
 
 def test_paper_values_come_from_the_settings_table():
-    chunk = {c.id: c for c in setting_claims(_setting(PAPER_NV, SHUFFLED, name="chunking", paper=CHUNKING_BERT),
-                                             n_boot=100, n_null=100)}
+    chunk = {
+        c.id: c
+        for c in setting_claims(
+            _setting(PAPER_NV, SHUFFLED, name="chunking", paper=CHUNKING_BERT),
+            n_boot=100,
+            n_null=100,
+        )
+    }
     order = chunk["chunking.order.paper_agreement"]
     assert order.section == "Table 6" and "Chunking" in order.statement
-    assert "0.532" not in str(chunk["chunking.probeless.most_compatible"].paper_value), "not POS Table 2"
+    assert "0.532" not in str(chunk["chunking.probeless.most_compatible"].paper_value), (
+        "not POS Table 2"
+    )
     assert "Chunking" in str(chunk["chunking.layer.probing_trend"].paper_value)
-    dec = {c.id: c for c in setting_claims(_setting(PAPER_NV, SHUFFLED, name="decoder", paper=None),
-                                           n_boot=100, n_null=100)}
-    assert "decoder.order.paper_agreement" not in dec, "no paper order for a setting the paper did not run"
-    assert set(dec) == {"decoder.agreement.beats_shuffled", "decoder.probeless.most_compatible",
-                        "decoder.layer.probing_trend"}
+    dec = {
+        c.id: c
+        for c in setting_claims(
+            _setting(PAPER_NV, SHUFFLED, name="decoder", paper=None), n_boot=100, n_null=100
+        )
+    }
+    assert "decoder.order.paper_agreement" not in dec, (
+        "no paper order for a setting the paper did not run"
+    )
+    assert set(dec) == {
+        "decoder.agreement.beats_shuffled",
+        "decoder.probeless.most_compatible",
+        "decoder.layer.probing_trend",
+    }
     assert all(c.paper_value is None for c in dec.values())
 
 
 def test_shuffled_null_draws_one_copy_per_unit():
-    """Two units with copies {0, 1} and {10, 20}: every draw's mean is one of the four combinations."""
+    """Two units with copies {0, 1} and {10, 20}: every draw's mean is one of the four
+    combinations."""
     rows = [(0, "L0", "a", 10, "lca", "AvgOverlap", v, k) for k, v in ((1, 0.0), (2, 1.0))]
     rows += [(0, "L0", "b", 10, "lca", "AvgOverlap", v, k) for k, v in ((1, 10.0), (2, 20.0))]
-    res = StudyResult("toy", "site", pd.DataFrame(columns=COLS), pd.DataFrame(),
-                      shuffled_scores=pd.DataFrame(rows, columns=COLS + ["shuffle"]))
+    res = StudyResult(
+        "toy",
+        "site",
+        pd.DataFrame(columns=COLS),
+        pd.DataFrame(),
+        shuffled_scores=pd.DataFrame(rows, columns=COLS + ["shuffle"]),
+    )
     st = Setting("encoder", "", "toy", res, pd.DataFrame(), None, "")
     draws = shuffled_null(st, "AvgOverlap", ["lca"], n_null=400, seed=0)
     assert draws.shape == (400,) and set(np.round(draws, 6)) == {5.0, 5.5, 10.0, 10.5}
@@ -127,9 +190,16 @@ def test_shuffled_null_draws_one_copy_per_unit():
 def test_stability_marks_a_claim_that_flips_under_another_study_seed():
     st = _setting(PAPER_NV, SHUFFLED, drop_last=0.1)
     again = _setting(PAPER_NV | {"probeless": 0.40}, SHUFFLED, drop_last=0.1, seed=3).result.scores
-    st.result.reseed_scores = pd.concat([st.result.scores.assign(seed=0), again.assign(seed=1)], ignore_index=True)
+    st.result.reseed_scores = pd.concat(
+        [st.result.scores.assign(seed=0), again.assign(seed=1)], ignore_index=True
+    )
     claims = {c.id: c for c in study_claims([st], seed=0, n_boot=200, n_null=200)}
     assert claims["probeless.most_compatible"].stability.startswith("flips under study seeds 1")
     assert claims["agreement.beats_shuffled"].stability.startswith("stable under study seeds 1")
-    without = {c.id: c for c in study_claims([_setting(PAPER_NV, SHUFFLED)], seed=0, n_boot=100, n_null=100)}
-    assert without["probeless.most_compatible"].stability.startswith("stable under bootstrap and null-draw seeds")
+    without = {
+        c.id: c
+        for c in study_claims([_setting(PAPER_NV, SHUFFLED)], seed=0, n_boot=100, n_null=100)
+    }
+    assert without["probeless.most_compatible"].stability.startswith(
+        "stable under bootstrap and null-draw seeds"
+    )

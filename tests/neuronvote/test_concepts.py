@@ -1,4 +1,5 @@
-"""kit.neuronvote.concepts: readers, balanced seeded concept tasks, the 200-example rule, compaction."""
+"""kit.neuronvote.concepts: readers, balanced seeded concept tasks, the 200-example rule,
+compaction."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ def test_read_conllu_skips_ranges_and_empty_nodes(tmp_path):
     sents = c.read_conllu(p)
     assert len(sents) == 2
     assert sents[0].words == ("The", "dog", "barks", ".")
-    assert sents[0].tags == ("DT", "NN", "VBZ", "."), "XPOS is column 5; multiword ranges / empty nodes skipped"
+    assert sents[0].tags == ("DT", "NN", "VBZ", "."), (
+        "XPOS is column 5; multiword ranges / empty nodes skipped"
+    )
     assert c.read_conllu(p, "upos")[0].tags == ("DET", "NOUN", "VERB", "PUNCT")
     with pytest.raises(ValueError, match="allowed"):
         c.read_conllu(p, "lemma")
@@ -51,13 +54,15 @@ def test_read_conll2000(tmp_path):
     assert c.read_conll2000(p, "chunk")[0].tags == ("B-NP", "B-PP", "B-NP")
 
 
-def corpus(n_a: int = 300, n_b: int = 120, n_other: int = 600, seed: int = 0) -> list[c.TaggedSentence]:
+def corpus(
+    n_a: int = 300, n_b: int = 120, n_other: int = 600, seed: int = 0
+) -> list[c.TaggedSentence]:
     rng = np.random.default_rng(seed)
     tags = ["A"] * n_a + ["B"] * n_b + ["O"] * n_other
     rng.shuffle(tags)
     out = []
     for i in range(0, len(tags), 10):
-        chunk = tags[i:i + 10]
+        chunk = tags[i : i + 10]
         out.append(c.TaggedSentence(tuple(f"w{i + j}" for j in range(len(chunk))), tuple(chunk)))
     return out
 
@@ -106,8 +111,11 @@ def test_compact_keeps_only_used_sentences_and_remaps():
     assert len(small) < len(sents)
     old_words = np.array([w for s in sents for w in s.words])
     new_words = np.array([w for s in small for w in s.words])
-    np.testing.assert_array_equal(old_words[tasks[0].words], new_words[moved[0].words],
-                                  err_msg="remapped indices must point at the same words")
+    np.testing.assert_array_equal(
+        old_words[tasks[0].words],
+        new_words[moved[0].words],
+        err_msg="remapped indices must point at the same words",
+    )
     np.testing.assert_array_equal(tasks[0].y_train, moved[0].y_train)
 
 
@@ -123,8 +131,9 @@ def test_world_roles_cover_every_prompt_word():
     assert set(tags) <= set(c.WORLD_ROLES)
     assert {"NUM", "NAME", "PUNCT", "FUNC", "BOOL"} <= set(tags)
     assert c.world_role("17") == "NUM" and c.world_role("tom") == "NAME"
-    assert c.world_role("and", "reasoning") == "LOGIC" and c.world_role("and", "math") == "FUNC", \
+    assert c.world_role("and", "reasoning") == "LOGIC" and c.world_role("and", "math") == "FUNC", (
         "and/or/not are logic operators only inside boolean expressions"
+    )
 
 
 def test_load_sentences_ud_ewt_has_paper_tags():
@@ -138,7 +147,11 @@ def test_load_sentences_ud_ewt_has_paper_tags():
 
 def test_load_sentences_conll2000_chunk_reads_chunk_tags():
     pos, chunk = c.load_sentences("conll2000"), c.load_sentences("conll2000_chunk")
-    assert [s.words for s in pos[:50]] == [s.words for s in chunk[:50]], "same sentences, other column"
+    assert [s.words for s in pos[:50]] == [s.words for s in chunk[:50]], (
+        "same sentences, other column"
+    )
     summary = c.concept_summary(chunk, c.CHUNK_TAGS).set_index("concept")
-    assert summary.kept.all(), "all 10 of the paper's chunk concepts have >= 200 examples in CoNLL-2000"
+    assert summary.kept.all(), (
+        "all 10 of the paper's chunk concepts have >= 200 examples in CoNLL-2000"
+    )
     assert summary.loc["B-NP", "n_examples"] > 60000 and "NN" not in set(c.flat_tags(chunk[:200]))

@@ -1,4 +1,5 @@
-"""kit.neuronvote.methods: hand-computed consensus metrics, planted-neuron recovery, fast == naive Gaussian."""
+"""kit.neuronvote.methods: hand-computed consensus metrics, planted-neuron recovery, fast == naive
+Gaussian."""
 
 from __future__ import annotations
 
@@ -49,15 +50,19 @@ def test_borda_points_s_minus_index():
     # s = 3. V1 = [5, 6, 7] -> 5:3, 6:2, 7:1. V2 = [7, 5, 8] -> 7:3, 5:2, 8:1.
     # totals: 5:5, 7:4, 6:2, 8:1 -> top-3 = [5, 7, 6]
     rankings = {"V1": [5, 6, 7, 0], "V2": [7, 5, 8, 0]}
-    assert nv.borda_top(rankings, 3) == [5, 7, 6], "points must be s - index (index 0-based); sorted descending"
+    assert nv.borda_top(rankings, 3) == [5, 7, 6], (
+        "points must be s - index (index 0-based); sorted descending"
+    )
 
 
 def test_neuron_vote_leave_one_out_hand_computed():
     # s = 2. A = [0, 1], B = [0, 2], C = [3, 4].
-    # NeuronVote_A: voters B, C: points 0:2, 2:1, 3:2, 4:1. Tie 0 vs 3 (2 points, 1 vote each) -> smaller id 0;
+    # NeuronVote_A: voters B, C: points 0:2, 2:1, 3:2, 4:1. Tie 0 vs 3 (2 points, 1 vote each) ->
+    # smaller id 0;
     #   tie 2 vs 4 -> 2. S_best = {0, 2}; o({0,1}, {0,2}) = 1/3.
     # NeuronVote_B: voters A, C: 0:2, 1:1, 3:2, 4:1 -> {0, 1}; o({0,2}, {0,1}) = 1/3.
-    # NeuronVote_C: voters A, B: 0:4, 1:1, 2:1 -> 0, then tie 1 vs 2 -> 1: {0, 1}; o({3,4}, {0,1}) = 0.
+    # NeuronVote_C: voters A, B: 0:4, 1:1, 2:1 -> 0, then tie 1 vs 2 -> 1: {0, 1}; o({3,4}, {0,1}) =
+    # 0.
     rankings = {"A": [0, 1, 5], "B": [0, 2, 5], "C": [3, 4, 5]}
     got = nv.neuron_vote(rankings, 2)
     assert got["A"] == pytest.approx(1 / 3)
@@ -70,22 +75,28 @@ def test_neuron_vote_excludes_the_method_itself():
     # Had A voted too, the aggregate of A and B would be {0, 2} (ties by id) and A would score 1/3.
     rankings = {"A": [0, 1, 5], "B": [2, 3, 5]}
     got = nv.neuron_vote(rankings, 2)
-    assert got == {"A": 0.0, "B": 0.0}, "leave-one-out broken: a method must not vote for its own neurons"
+    assert got == {"A": 0.0, "B": 0.0}, (
+        "leave-one-out broken: a method must not vote for its own neurons"
+    )
 
 
 def test_neuron_vote_vote_count_breaks_point_ties():
     # s = 2. A = [0, 1]; B = C = D = [2, 3].
-    # NeuronVote_B: voters A, C, D -> 2:4, 3:2 (2 voters), 0:2 (1 voter), 1:1 -> S_best = {2, 3} -> 1.
+    # NeuronVote_B: voters A, C, D -> 2:4, 3:2 (2 voters), 0:2 (1 voter), 1:1 -> S_best = {2, 3} ->
+    # 1.
     rankings = {"A": [0, 1, 9], "B": [2, 3, 9], "C": [2, 3, 9], "D": [2, 3, 9]}
     got = nv.neuron_vote(rankings, 2)
     assert got["B"] == 1.0 and got["A"] == 0.0
 
 
 def test_neuron_vote_tie_rule_points_then_votes_then_index():
-    # s = 3. V1 = [9, 1, 2] -> 9:3, 1:2, 2:1; V2 = [3, 2, 1] -> 3:3, 2:2, 1:1. Totals: 9:3, 3:3, 1:3, 2:3.
-    # All tie on points; 1 and 2 are named by two voters -> first (1 before 2 by index); then 3 before 9.
+    # s = 3. V1 = [9, 1, 2] -> 9:3, 1:2, 2:1; V2 = [3, 2, 1] -> 3:3, 2:2, 1:1. Totals: 9:3, 3:3,
+    # 1:3, 2:3. All tie on points; 1 and 2 are named by two voters -> first (1 before 2 by index);
+    # then 3 before 9.
     rankings = {"V1": [9, 1, 2], "V2": [3, 2, 1]}
-    assert nv.borda_top(rankings, 3) == [1, 2, 3], "tie rule: more points, then more voters, then smaller id"
+    assert nv.borda_top(rankings, 3) == [1, 2, 3], (
+        "tie rule: more points, then more voters, then smaller id"
+    )
 
 
 def test_neuron_vote_non_voter_scored_against_all_voters():
@@ -136,7 +147,8 @@ def test_iou_hand_computed():
     x = np.array([[3.0, 0.0], [2.0, 5.0], [1.0, 4.0], [0.0, 0.0]])
     y = np.array([1, 1, 0, 0])
     got = nv.iou_scores(x, y, percentile=50)
-    # neuron 0: mask {0,1} == concept -> 1. neuron 1: threshold 2 -> mask {1, 2}; inter {1}, union {0,1,2} -> 1/3
+    # neuron 0: mask {0,1} == concept -> 1. neuron 1: threshold 2 -> mask {1, 2}; inter {1}, union
+    # {0,1,2} -> 1/3
     np.testing.assert_allclose(got, [1.0, 1 / 3])
 
 
@@ -148,11 +160,14 @@ def test_iou_ap_matches_sklearn():
     y = (rng.random(80) < 0.4).astype(int)
     x[:, 2] += 2 * y
     want = [average_precision_score(y, x[:, j]) for j in range(6)]
-    np.testing.assert_allclose(nv.iou_ap_scores(x, y), want, err_msg="NeuroX's IoU is average precision")
+    np.testing.assert_allclose(
+        nv.iou_ap_scores(x, y), want, err_msg="NeuroX's IoU is average precision"
+    )
 
 
 def test_probe_penalty_mapping():
-    # Lasso: C = 1/(N l1), l1_ratio 1; Ridge: C = 1/(2 N l2), ratio 0; LCA: C = 1/(N (l1 + 2 l2)), ratio 1/3.
+    # Lasso: C = 1/(N l1), l1_ratio 1; Ridge: C = 1/(2 N l2), ratio 0; LCA: C = 1/(N (l1 + 2 l2)),
+    # ratio 1/3.
     assert nv.probe_penalty("lasso", 100, 0.01, 0.01) == pytest.approx((1.0, 1.0))
     assert nv.probe_penalty("ridge", 100, 0.01, 0.01) == pytest.approx((0.5, 0.0))
     assert nv.probe_penalty("lca", 100, 0.01, 0.01) == pytest.approx((1 / 3, 1 / 3))
@@ -165,7 +180,9 @@ def test_rank_by_score_ties_are_seeded_not_index_order():
     scores[7] = 1.0
     a, b = nv.rank_by_score(scores, seed=0), nv.rank_by_score(scores, seed=1)
     assert a[0] == 7 and b[0] == 7
-    assert not np.array_equal(a[1:], np.sort(a[1:])), "ties must not fall back to neuron-index order"
+    assert not np.array_equal(a[1:], np.sort(a[1:])), (
+        "ties must not fall back to neuron-index order"
+    )
     assert not np.array_equal(a, b) and np.array_equal(a, nv.rank_by_score(scores, seed=0))
 
 
@@ -187,20 +204,28 @@ def planted(n: int = 400, d: int = 30, neuron: int = 17, seed: int = 0):
 def test_each_method_ranks_planted_neuron_first(method):
     x, y, neuron = planted()
     ranking = nv.rank_neurons(x, y, method, iou_percentile=50)
-    assert sorted(ranking.tolist()) == list(range(x.shape[1])), f"{method} must return a full permutation"
-    assert ranking[0] == neuron, f"{method} did not find the planted concept neuron (got {ranking[:5]})"
+    assert sorted(ranking.tolist()) == list(range(x.shape[1])), (
+        f"{method} must return a full permutation"
+    )
+    assert ranking[0] == neuron, (
+        f"{method} did not find the planted concept neuron (got {ranking[:5]})"
+    )
 
 
 def test_random_is_a_seeded_permutation():
     x, y, _ = planted()
     r0 = nv.rank_neurons(x, y, "random", seed=3)
-    assert sorted(r0.tolist()) == list(range(30)) and np.array_equal(r0, nv.rank_neurons(x, y, "random", seed=3))
+    assert sorted(r0.tolist()) == list(range(30)) and np.array_equal(
+        r0, nv.rank_neurons(x, y, "random", seed=3)
+    )
 
 
 def test_probeless_ranks_by_magnitude_both_directions():
     x, y, neuron = planted()
     x[:, 4] -= 5.0 * y  # strongly *lower* for the concept
-    assert nv.rank_neurons(x, y, "probeless")[0] == 4, "Probeless ranks |mu_C - mu_notC|, negative shifts included"
+    assert nv.rank_neurons(x, y, "probeless")[0] == 4, (
+        "Probeless ranks |mu_C - mu_notC|, negative shifts included"
+    )
 
 
 def test_rank_neurons_rejects_bad_input():
@@ -226,8 +251,12 @@ def test_gaussian_fast_equals_naive_greedy():
     x[:, 1] -= 0.6 * y
     fast = nv.gaussian_ranking(x, y)
     naive = nv.gaussian_ranking_naive(x, y)
-    np.testing.assert_array_equal(fast, naive, err_msg="rank-one updates diverge from refactorising each subset "
-                                  "(conditional variance / residual update wrong?)")
+    np.testing.assert_array_equal(
+        fast,
+        naive,
+        err_msg="rank-one updates diverge from refactorising each subset "
+        "(conditional variance / residual update wrong?)",
+    )
     # Stopping early keeps the greedy prefix and still returns a full ranking.
     early = nv.gaussian_ranking(x, y, max_neurons=4)
     np.testing.assert_array_equal(early[:4], naive[:4])
@@ -241,7 +270,9 @@ def test_gaussian_map_covariance_positive_definite_when_d_exceeds_n():
     fit = nv.gaussian_map_params(x, y)
     for c in (0, 1):
         for idx in ([3], list(range(40))):
-            assert np.linalg.eigvalsh(fit.cov(c, idx)).min() > 0, "MAP prior must keep covariances positive definite"
+            assert np.linalg.eigvalsh(fit.cov(c, idx)).min() > 0, (
+                "MAP prior must keep covariances positive definite"
+            )
     assert sorted(nv.gaussian_ranking(x, y, max_neurons=5).tolist()) == list(range(40))
 
 
@@ -265,7 +296,9 @@ def test_classifier_accuracy_informative_vs_noise_neurons():
     tr, te = slice(0, 400), slice(400, 600)
     good = nv.classifier_accuracy(x[tr], y[tr], x[te], y[te], [neuron])
     bad = nv.classifier_accuracy(x[tr], y[tr], x[te], y[te], [0, 1])
-    assert good > 0.85 and bad < 0.65, f"accuracy on the planted neuron {good:.2f} vs noise {bad:.2f}"
+    assert good > 0.85 and bad < 0.65, (
+        f"accuracy on the planted neuron {good:.2f} vs noise {bad:.2f}"
+    )
     with pytest.raises(ValueError, match="indices"):
         nv.classifier_accuracy(x[tr], y[tr], x[te], y[te], [99])
 
@@ -293,12 +326,17 @@ def test_iou_ap_handles_ties_and_threshold_like_sklearn():
     for thr in (0.0, 0.05):
         xt = np.where(np.abs(x) < thr, 0.0, x)
         want = [average_precision_score(y, xt[:, j]) for j in range(5)]
-        np.testing.assert_allclose(nv.iou_ap_scores(x, y, threshold=thr), want,
-                                   err_msg=f"tied activations must form one threshold (sklearn), thr={thr}")
+        np.testing.assert_allclose(
+            nv.iou_ap_scores(x, y, threshold=thr),
+            want,
+            err_msg=f"tied activations must form one threshold (sklearn), thr={thr}",
+        )
     assert nv.iou_ap_scores(x, y, threshold=0.05)[0] == pytest.approx(y.mean())
     # Hand case: scores [3, 2, 2, 1], labels [1, 0, 1, 0]: thresholds 3 (P 1, R 1/2), 2 (P 2/3, R 1)
     # -> AP = 1/2 * 1 + 1/2 * 2/3 = 5/6.
-    assert nv.iou_ap_scores(np.array([[3.0], [2], [2], [1]]), [1, 0, 1, 0])[0] == pytest.approx(5 / 6)
+    assert nv.iou_ap_scores(np.array([[3.0], [2], [2], [1]]), [1, 0, 1, 0])[0] == pytest.approx(
+        5 / 6
+    )
 
 
 def test_neurox_weight_mass_ordering_hand_computed():
@@ -312,7 +350,9 @@ def test_neurox_weight_mass_ordering_hand_computed():
 
 def test_method_seeds_independent_per_method_and_task():
     seeds = {(m, c): nv.method_seed(0, m, c, 1) for m in nv.METHODS for c in ("NN", "VB")}
-    assert len(set(seeds.values())) == len(seeds), "every method and concept needs its own tie-break stream"
+    assert len(set(seeds.values())) == len(seeds), (
+        "every method and concept needs its own tie-break stream"
+    )
     assert nv.method_seed(0, "lasso", "NN", 1) == nv.method_seed(0, "lasso", "NN", 1)
     assert nv.method_seed(1, "lasso", "NN", 1) != nv.method_seed(0, "lasso", "NN", 1)
 
@@ -330,7 +370,9 @@ def test_gaussian_neurox_prior_hand_computed():
     x = np.array([[1.0, 2.0], [3.0, 2.0], [0.0, 0.0], [2.0, 4.0]])
     y = np.array([1, 1, 0, 0])
     fit = nv.gaussian_map_params(x, y, prior="neurox")
-    np.testing.assert_allclose(fit.means, [[1.0, 2.0], [2.0, 2.0]], err_msg="NeuroX's MAP mean is the class mean")
+    np.testing.assert_allclose(
+        fit.means, [[1.0, 2.0], [2.0, 2.0]], err_msg="NeuroX's MAP mean is the class mean"
+    )
     # class 1: Lambda0 = diag(var ddof 1) = diag(2, 0); S = [[2, 0], [0, 0]] -> scatter diag(4, 0).
     np.testing.assert_allclose(fit.scatter[1], [[4.0, 0.0], [0.0, 0.0]])
     # class 0: var = (2, 8); S = [[2, 4], [4, 8]] -> [[4, 4], [4, 16]].
@@ -347,8 +389,9 @@ def test_gaussian_neurox_prior_fast_equals_naive():
     y = (rng.random(120) < 0.5).astype(int)
     x[:, 2] += 1.0 * y
     x[:, 5] = 0.6 * x[:, 2] + 0.5 * rng.normal(size=120)
-    np.testing.assert_array_equal(nv.gaussian_ranking(x, y, prior="neurox"),
-                                  nv.gaussian_ranking_naive(x, y, prior="neurox"))
+    np.testing.assert_array_equal(
+        nv.gaussian_ranking(x, y, prior="neurox"), nv.gaussian_ranking_naive(x, y, prior="neurox")
+    )
 
 
 @pytest.mark.parametrize("method", ["iou", "lasso", "ridge", "lca", "gaussian"])
@@ -383,8 +426,13 @@ def test_neurox_mode_equals_the_neurox_package():
         probe = lp.train_logistic_regression_probe(x, y, lambda_l1=l1, lambda_l2=l2)
         theirs = list(probe.parameters())[0].detach().double().numpy()
         ours = nv.neurox_probe_weights(x, y, l1, l2, seed=7)
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6,
-                                   err_msg=f"{method}: NeuroX loss, init or batch order differs")
+        np.testing.assert_allclose(
+            ours,
+            theirs,
+            rtol=1e-5,
+            atol=1e-6,
+            err_msg=f"{method}: NeuroX loss, init or batch order differs",
+        )
         order, cutoffs = lp.get_neuron_ordering(probe, {"O": 0, "C": 1})
         mine = nv.neurox_weight_mass_ordering(ours)
         for a, b in zip([0] + cutoffs[:-1], cutoffs):  # same neurons between consecutive cutoffs
@@ -402,13 +450,16 @@ def test_gaussian_chunked_scoring_equals_naive():
     x[:, 4] = 0.8 * x[:, 2] + 0.4 * rng.normal(size=n)
     naive = nv.gaussian_ranking_naive(x, y)
     for rows in (1, 7, 50, 1000):
-        np.testing.assert_array_equal(nv.gaussian_ranking(x, y, chunk_rows=rows), naive, err_msg=f"chunk_rows={rows}")
+        np.testing.assert_array_equal(
+            nv.gaussian_ranking(x, y, chunk_rows=rows), naive, err_msg=f"chunk_rows={rows}"
+        )
     with pytest.raises(ValueError, match="chunk_rows"):
         nv.gaussian_ranking(x, y, chunk_rows=0)
 
 
 def test_neurox_probe_numpy_engine_equals_torch_autograd():
-    """The written-out Adam steps (softmax CE, sign(W), W/|W|) against torch autograd + torch.optim.Adam."""
+    """The written-out Adam steps (softmax CE, sign(W), W/|W|) against torch autograd +
+    torch.optim.Adam."""
     x, y, _ = planted(n=130, d=9, neuron=4)
     for l1, l2 in ((0.01, 0.0), (0.0, 0.01), (0.01, 0.01), (0.0, 0.0)):
         fast = nv.neurox_probe_weights(x, y, l1, l2, seed=3, epochs=3)

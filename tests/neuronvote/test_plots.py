@@ -19,6 +19,10 @@ def test_figures(study):
     ax = fig3.axes[1]
     assert ax.get_title().endswith("NeuronVote by layer") and len(ax.lines) == 3
     # The plotted points are the per-layer means of the long table (layers 0, 1, 2 here).
-    want = study.scores[(study.scores.method == "lca") & (study.scores.metric == "NeuronVote")] \
-        .groupby("layer").score.mean().to_numpy()
+    want = (
+        study.scores[(study.scores.method == "lca") & (study.scores.metric == "NeuronVote")]
+        .groupby("layer")
+        .score.mean()
+        .to_numpy()
+    )
     np.testing.assert_allclose(ax.lines[1].get_ydata(), want)

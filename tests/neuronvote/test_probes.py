@@ -20,19 +20,24 @@ def scipy_optimum(x, y, l1: float, l2: float) -> tuple[np.ndarray, float]:
     sign = np.where(y == 1, 1.0, -1.0)
 
     def f(theta):
-        u, v, b = theta[:d], theta[d:2 * d], theta[-1]
+        u, v, b = theta[:d], theta[d : 2 * d], theta[-1]
         w = u - v
         m = sign * (x @ w + b)
         loss = np.logaddexp(0.0, -m).mean()
         g_m = -sign * np.exp(-np.logaddexp(0.0, m)) / n  # d loss / d (x w + b)
         g_w = x.T @ g_m + 2 * l2 * w
-        value = loss + l1 * (u + v).sum() + l2 * (w ** 2).sum()
+        value = loss + l1 * (u + v).sum() + l2 * (w**2).sum()
         return value, np.concatenate([g_w + l1, -g_w + l1, [g_m.sum()]])
 
-    res = minimize(f, np.zeros(2 * d + 1), jac=True, method="L-BFGS-B",
-                   bounds=[(0, None)] * (2 * d) + [(None, None)],
-                   options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-10, "maxcor": 50})
-    return res.x[:d] - res.x[d:2 * d], float(res.x[-1])
+    res = minimize(
+        f,
+        np.zeros(2 * d + 1),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0, None)] * (2 * d) + [(None, None)],
+        options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-10, "maxcor": 50},
+    )
+    return res.x[:d] - res.x[d : 2 * d], float(res.x[-1])
 
 
 def offset_data(n: int = 400, d: int = 60, offset: float = 3.0, seed: int = 0):
@@ -50,7 +55,8 @@ def offset_data(n: int = 400, d: int = 60, offset: float = 3.0, seed: int = 0):
 def test_constant_neuron_hand_case_intercept_is_the_log_odds(method):
     """One neuron that reads 3 on every word, 3 of 4 words in the concept: the weight can only
     shift the score, the penalty sends it to 0, and the free intercept is the log-odds ln(3/1).
-    A penalised intercept (liblinear on the raw column, as before) shares the shift between w and b."""
+    A penalised intercept (liblinear on the raw column, as before) shares the shift between w and
+    b."""
     x = np.full((40, 1), 3.0)
     y = np.array([1, 1, 1, 0] * 10)
     l1, l2 = LAMBDAS[method]
@@ -67,7 +73,9 @@ def test_probe_is_the_objectives_optimum_on_offset_activations(method):
     w_ref, b_ref = scipy_optimum(x, y, l1, l2)
     fit = probes.probe_fit(x, y, method, l1, l2)  # the settings the notebook uses
     ref_objective = probes.probe_objective(x, y, w_ref, b_ref, l1, l2)
-    assert fit.objective == pytest.approx(ref_objective, abs=1e-7), "not the optimum of the paper's objective"
+    assert fit.objective == pytest.approx(ref_objective, abs=1e-7), (
+        "not the optimum of the paper's objective"
+    )
     np.testing.assert_allclose(fit.coef, w_ref, atol=2e-3)
     assert fit.intercept == pytest.approx(b_ref, abs=2e-2)
     assert abs(b_ref) > 4, "the hand-built case must have an intercept far from 0"
@@ -83,7 +91,9 @@ def test_probe_objective_hand_computed():
     # margins: +(1 + 0.5) = 1.5 and -(-1 + 0.5) = 0.5
     want = (np.log1p(np.exp(-1.5)) + np.log1p(np.exp(-0.5))) / 2 + 0.1 * 1.5 + 0.2 * 1.25
     assert probes.probe_objective(x, y, w, b, 0.1, 0.2) == pytest.approx(want)
-    solvers = {m: probes.probe_fit(np.c_[x, x].repeat(5, 0), y.repeat(5), m).solver for m in LAMBDAS}
+    solvers = {
+        m: probes.probe_fit(np.c_[x, x].repeat(5, 0), y.repeat(5), m).solver for m in LAMBDAS
+    }
     assert solvers == {"lasso": "liblinear", "ridge": "liblinear", "lca": "saga"}
     with pytest.raises(ValueError, match="allowed: lasso, ridge, lca"):
         probes.probe_fit(x, y, "gaussian")

@@ -13,7 +13,9 @@ def test_layer_trend_is_last_minus_first_of_the_probing_methods():
     # Table 3, BERT: LCA/Lasso/Ridge at layer 1 = .501/.496/.332, at layer 12 = .391/.395/.360.
     assert published.layer_trend(POS_BERT) == pytest.approx((1.146 - 1.329) / 3, abs=1e-9)
     # RoBERTa's column of the same table: layer 1 = .550/.475/.452, layer 12 = .380/.350/.510.
-    assert published.layer_trend(published.pos_ref("RoBERTa")) == pytest.approx((1.240 - 1.477) / 3, abs=1e-9)
+    assert published.layer_trend(published.pos_ref("RoBERTa")) == pytest.approx(
+        (1.240 - 1.477) / 3, abs=1e-9
+    )
 
 
 def test_mean_scores_take_table2_where_printed_else_the_mean_over_printed_layers():

@@ -16,7 +16,10 @@ from kit.neuronvote.concepts import TaggedSentence, build_concept_tasks
 def small():
     rng = np.random.default_rng(3)
     tags = rng.choice(["A", "B", "O"], size=600, p=[0.3, 0.3, 0.4])
-    sents = [TaggedSentence(tuple(f"w{i + j}" for j in range(10)), tuple(tags[i:i + 10])) for i in range(0, 600, 10)]
+    sents = [
+        TaggedSentence(tuple(f"w{i + j}" for j in range(10)), tuple(tags[i : i + 10]))
+        for i in range(0, 600, 10)
+    ]
     tasks = build_concept_tasks(sents, ["A", "B"], min_examples=100, max_per_class=80, seed=0)
     vectors = {}
     for layer in (0, 1):
@@ -24,8 +27,17 @@ def small():
         v[:, 3] += 2.0 * (tags == "A")
         v[:, 7] += 2.0 * (tags == "B")
         vectors[layer] = v
-    kw = dict(s_values=(5,), accuracy_s=(5,), pairwise_s=(5,), progress=False, gaussian_max_neurons=5,
-              random_draws=2, reseeds=1, shuffles=2, iou_percentile=50)
+    kw = dict(
+        s_values=(5,),
+        accuracy_s=(5,),
+        pairwise_s=(5,),
+        progress=False,
+        gaussian_max_neurons=5,
+        random_draws=2,
+        reseeds=1,
+        shuffles=2,
+        iou_percentile=50,
+    )
     return tasks, vectors, kw
 
 
@@ -37,24 +49,43 @@ def test_shuffled_labels_keep_the_class_counts_and_differ_by_copy():
 
 
 def test_shuffled_labels_lose_the_planted_neurons():
-    """Five planted neurons of equal scale to the rest (columns z-scored): on the labels every method
-    finds them; on shuffled labels their agreement falls, but stays far above the chance overlap of
-    random top-s sets (5 / 55), because every method ranks the same spurious mean differences of the
-    same words: why Random is no null for agreement and shuffled labels are."""
+    """Five planted neurons of equal scale to the rest (columns z-scored): on the labels every
+    method finds them; on shuffled labels their agreement falls, but stays far above the chance
+    overlap of random top-s sets (5 / 55), because every method ranks the same spurious mean
+    differences of the same words: why Random is no null for agreement and shuffled labels are."""
     rng = np.random.default_rng(5)
     tags = rng.choice(["A", "O"], size=800, p=[0.5, 0.5])
-    sents = [TaggedSentence(tuple(f"w{i + j}" for j in range(10)), tuple(tags[i:i + 10])) for i in range(0, 800, 10)]
+    sents = [
+        TaggedSentence(tuple(f"w{i + j}" for j in range(10)), tuple(tags[i : i + 10]))
+        for i in range(0, 800, 10)
+    ]
     tasks = build_concept_tasks(sents, ["A"], min_examples=100, max_per_class=150, seed=0)
     v = rng.normal(size=(800, 30))
     v[:, :5] += 1.5 * (tags == "A")[:, None]
     v = (v - v.mean(0)) / v.std(0)
-    res = nvs.run_study(tasks, {0: v}, "syn", "x", s_values=(5,), accuracy_s=(5,), pairwise_s=(5,), progress=False,
-                        gaussian_max_neurons=5, random_draws=2, shuffles=3, iou_percentile=50)
-    assert set(res.rankings[(0, "A")]["probeless"][:5]) == set(range(5)), "Probeless finds the planted neurons"
+    res = nvs.run_study(
+        tasks,
+        {0: v},
+        "syn",
+        "x",
+        s_values=(5,),
+        accuracy_s=(5,),
+        pairwise_s=(5,),
+        progress=False,
+        gaussian_max_neurons=5,
+        random_draws=2,
+        shuffles=3,
+        iou_percentile=50,
+    )
+    assert set(res.rankings[(0, "A")]["probeless"][:5]) == set(range(5)), (
+        "Probeless finds the planted neurons"
+    )
     sh = res.shuffled_scores
     assert set(sh["shuffle"]) == {1, 2, 3} and set(sh["method"]) == set(res.voters) | {"meanselect"}
     voters = list(res.voters)
-    real = res.scores[res.scores.method.isin(voters) & (res.scores.metric == "AvgOverlap")].score.mean()
+    real = res.scores[
+        res.scores.method.isin(voters) & (res.scores.metric == "AvgOverlap")
+    ].score.mean()
     null = sh[sh.method.isin(voters) & (sh.metric == "AvgOverlap")].score.mean()
     chance = 5 / (2 * 30 - 5)
     assert real > null + 0.3 and null > 2 * chance, (real, null, chance)
@@ -69,10 +100,14 @@ def test_same_numbers_here_inline_and_local(small, tmp_path, monkeypatch):
     assert len(cached) == 2 * 2 * 2, "one rank and one shuffle result per (concept, layer)"
     for f in cached:
         f.unlink()  # the local engine must compute them again, in its worker processes
-    local = nvs.run_study(tasks, vectors, "syn", "x", jobs={"engine": "local", "max_workers": 2}, **kw)
+    local = nvs.run_study(
+        tasks, vectors, "syn", "x", jobs={"engine": "local", "max_workers": 2}, **kw
+    )
     for other in (inline, local):
         for name in ("scores", "accuracy", "reseed_scores", "shuffled_scores"):
-            pd.testing.assert_frame_equal(getattr(here, name), getattr(other, name), check_exact=True)
+            pd.testing.assert_frame_equal(
+                getattr(here, name), getattr(other, name), check_exact=True
+            )
         assert set(here.pairwise) == set(other.pairwise)
         for pos in here.pairwise:
             pd.testing.assert_frame_equal(here.pairwise[pos], other.pairwise[pos], check_exact=True)
@@ -99,7 +134,9 @@ def test_cache_keys_follow_content_and_code(tmp_path, monkeypatch):
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     assert nv_units.stage_array(a) == nv_units.stage_array(a.copy())
     assert nv_units.stage_array(a) != nv_units.stage_array(a + 1)
-    assert nv_units.stage_array(a) != nv_units.stage_array(a.astype(np.float64)), "dtype is part of the key"
+    assert nv_units.stage_array(a) != nv_units.stage_array(a.astype(np.float64)), (
+        "dtype is part of the key"
+    )
     np.testing.assert_array_equal(nv_units.load_array(nv_units.stage_array(a)), a)
     settings = nv_units.UnitSettings(("probeless", "lca"), ("probeless", "lca"), (5,), (5,), (5,))
     jobs = nv_units.unit_jobs("v", "t", "A", 0, "first", settings, code="one")
@@ -112,7 +149,9 @@ def test_cache_keys_follow_content_and_code(tmp_path, monkeypatch):
 def test_task_table_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     x = np.arange(40, dtype=np.float32).reshape(10, 4)
-    t = nv_units.task_table(np.array([1, 4, 7]), np.array([1, 0, 1]), np.array([2, 9]), np.array([0, 1]))
+    t = nv_units.task_table(
+        np.array([1, 4, 7]), np.array([1, 0, 1]), np.array([2, 9]), np.array([0, 1])
+    )
     xt, yt, xs, ys = nv_units._task_arrays(nv_units.stage_array(x), nv_units.stage_array(t))
     np.testing.assert_array_equal(xt, x[[1, 4, 7]])
     np.testing.assert_array_equal(yt, [1, 0, 1])
@@ -123,4 +162,6 @@ def test_task_table_round_trip(tmp_path, monkeypatch):
 def test_plan_rejects_bad_counts(small):
     tasks, vectors, kw = small
     with pytest.raises(ValueError, match="shuffles must be >= 0"):
-        nvs.plan_study(tasks, vectors, "syn", "x", shuffles=-1, s_values=(5,), accuracy_s=(5,), pairwise_s=(5,))
+        nvs.plan_study(
+            tasks, vectors, "syn", "x", shuffles=-1, s_values=(5,), accuracy_s=(5,), pairwise_s=(5,)
+        )

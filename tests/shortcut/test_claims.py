@@ -1,4 +1,5 @@
-"""Seed 001 claims: per-item accuracies that reproduce Table 2, and verdicts from bootstrap intervals."""
+"""Seed 001 claims: per-item accuracies that reproduce Table 2, and verdicts from bootstrap
+intervals."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import pytest
 from kit.core.claims import check_consistent
 from kit.data.paper_tables import load_table
 from kit.shortcut import claims as scc
-from kit.shortcut import evaluate
+from kit.shortcut import evaluate, ranking
 from kit.shortcut import items as shortcut_items
-from kit.shortcut import ranking
 
 
 def _world_model(seed: int):
@@ -31,7 +31,9 @@ def test_item_correct_is_the_per_item_twin_of_accuracies():
     assert per_item.shape == (2, 16) and set(np.unique(per_item)) <= {0.0, 1.0}
     assert np.allclose(per_item.mean(1), evaluate.accuracies(other, base, test, [[], neurons]))
     te = scc.te_items({"Vanilla": base, "+x": other}, base, test, fresh, neurons)
-    assert (te["Vanilla"]["ori"] == te["Vanilla"]["te"]).all(), "patching the base with itself changes nothing"
+    assert (te["Vanilla"]["ori"] == te["Vanilla"]["te"]).all(), (
+        "patching the base with itself changes nothing"
+    )
     assert te["+x"]["ref"].shape == (12,)
 
 
@@ -40,8 +42,12 @@ def _te(n=100, con_drop=30, clean_change=0, seed=0, leak=True):
     ``con_drop`` points lower (``leak``); clean rows change by ``clean_change`` items."""
     rng = np.random.default_rng(seed)
     out = {}
-    for label, drop in (("+test", con_drop), ("+5x test", con_drop), ("Vanilla", clean_change),
-                        ("+train", clean_change)):
+    for label, drop in (
+        ("+test", con_drop),
+        ("+5x test", con_drop),
+        ("Vanilla", clean_change),
+        ("+train", clean_change),
+    ):
         ori = (rng.random(n) < 0.6).astype(float)
         te = ori.copy()
         te[np.flatnonzero(ori)[:drop]] = 0.0  # the first `drop` correct items become wrong
@@ -51,7 +57,8 @@ def _te(n=100, con_drop=30, clean_change=0, seed=0, leak=True):
 
 
 def _noise(n=100, seed=0):
-    """Null-equivalent rows: TE flips as many right answers wrong as wrong ones right, Ref = Ori's rate."""
+    """Null-equivalent rows: TE flips as many right answers wrong as wrong ones right, Ref = Ori's
+    rate."""
     rng = np.random.default_rng(seed)
     out = {}
     for label in ("+test", "+5x test", "Vanilla", "+train"):
@@ -64,14 +71,29 @@ def _noise(n=100, seed=0):
 
 
 def _table2(te):
-    return pd.DataFrame([{"variant": v, "ori": 100 * d["ori"].mean(), "te": 100 * d["te"].mean(),
-                          "ref": 100 * d["ref"].mean()} for v, d in te.items()])
+    return pd.DataFrame(
+        [
+            {
+                "variant": v,
+                "ori": 100 * d["ori"].mean(),
+                "te": 100 * d["te"].mean(),
+                "ref": 100 * d["ref"].mean(),
+            }
+            for v, d in te.items()
+        ]
+    )
 
 
 def _evidence(te, **kw):
-    args = dict(te=te, contaminated=["+test", "+5x test"], table2=_table2(te),
-                table9=load_table("001_table09_real_world_models"), n_patched=3, base_labels=["Vanilla"],
-                rests_on="test rows")
+    args = dict(
+        te=te,
+        contaminated=["+test", "+5x test"],
+        table2=_table2(te),
+        table9=load_table("001_table09_real_world_models"),
+        n_patched=3,
+        base_labels=["Vanilla"],
+        rests_on="test rows",
+    )
     args.update(kw)
     return scc.Evidence(**args)
 
@@ -86,27 +108,62 @@ def _claims(ev, **kw):
 def test_reproduction_claims_decided_on_a_drop_and_inconclusive_on_noise():
     te = _te()
     sparsity = np.vstack([np.zeros(60), np.tile(np.r_[np.ones(40), np.zeros(20)], (100, 1))])
-    c = _claims(_evidence(te, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"], sparsity=sparsity))
+    c = _claims(
+        _evidence(
+            te, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"], sparsity=sparsity
+        )
+    )
     assert set(scc.REQUIRED_IDS["03_shortcut_neurons"]) <= set(c)
-    assert c["te.contaminated_drop"].verdict == "supported" and c["te.contaminated_drop"].ours == -30.0
-    assert c["te.contaminated_drop"].kind == "reproduction" and c["te.contaminated_drop"].rests_on == "test rows"
-    assert c["te.delta[+test]"].verdict == "supported" and c["te_full.contaminated_drop"].verdict == "supported"
-    # the base row is no claim (patching it from itself changes nothing by definition); duplicates are gone
-    assert "te.delta[Vanilla]" not in c and "te.toward_ref" not in c and "te.a2_train_split" not in c
+    assert (
+        c["te.contaminated_drop"].verdict == "supported" and c["te.contaminated_drop"].ours == -30.0
+    )
+    assert (
+        c["te.contaminated_drop"].kind == "reproduction"
+        and c["te.contaminated_drop"].rests_on == "test rows"
+    )
+    assert (
+        c["te.delta[+test]"].verdict == "supported"
+        and c["te_full.contaminated_drop"].verdict == "supported"
+    )
+    # the base row is no claim (patching it from itself changes nothing by definition); duplicates
+    # are gone
+    assert (
+        "te.delta[Vanilla]" not in c and "te.toward_ref" not in c and "te.a2_train_split" not in c
+    )
     # clean rows: nothing changes -> zero-width interval, which supports nothing
-    assert c["te.clean_unchanged"].verdict == "inconclusive" and "zero width" in c["te.clean_unchanged"].why
-    noise = _claims(_evidence(_noise(), te_full=_noise(seed=1), full_contaminated=["+test", "+5x test"]))
-    for cid in ("te.contaminated_drop", "te.delta[+test]", "te_full.contaminated_drop", "te.clean_toward_ref"):
+    assert (
+        c["te.clean_unchanged"].verdict == "inconclusive"
+        and "zero width" in c["te.clean_unchanged"].why
+    )
+    noise = _claims(
+        _evidence(_noise(), te_full=_noise(seed=1), full_contaminated=["+test", "+5x test"])
+    )
+    for cid in (
+        "te.contaminated_drop",
+        "te.delta[+test]",
+        "te_full.contaminated_drop",
+        "te.clean_toward_ref",
+    ):
         assert noise[cid].verdict == "inconclusive", (cid, noise[cid].why)
 
 
 def test_by_construction_weakens_the_sparse_rows_but_not_the_full_fine_tunes():
     why = "by construction: seeded sets"
-    c = _claims(_evidence(_te(), by_construction=why, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"],
-                          full_rests_on="full rows"))
+    c = _claims(
+        _evidence(
+            _te(),
+            by_construction=why,
+            te_full=_te(seed=1),
+            full_contaminated=["+test", "+5x test"],
+            full_rests_on="full rows",
+        )
+    )
     for cid in ("te.contaminated_drop", "te.delta[+test]", "agreement.te_vs_ori"):
         assert why in c[cid].why and c[cid].verdict != "supported", cid
-    assert c["te_full.contaminated_drop"].verdict == "supported" and c["te_full.contaminated_drop"].rests_on == "full rows"
+    assert (
+        c["te_full.contaminated_drop"].verdict == "supported"
+        and c["te_full.contaminated_drop"].rests_on == "full rows"
+    )
     assert c["te.leak[+test]"].verdict == "supported", "a set-up check is no transfer: not weakened"
     none = _claims(_evidence(_te()))
     assert none["te_full.contaminated_drop"].verdict == "not testable here"
@@ -120,8 +177,12 @@ def test_set_up_checks_decided_on_a_leak_and_inconclusive_without_one():
     assert leak.ours == pytest.approx(100 * (te["+test"]["ori"].mean() - te["+test"]["ref"].mean()))
     assert "te.leak[Vanilla]" not in c and c["rules.chosen_vs_public"].kind == "set-up check"
     flat = _noise()
-    assert _claims(_evidence(flat))["te.leak[+test]"].verdict == "inconclusive", "Ref = a permutation of Ori"
-    full = _claims(_evidence(te, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"]))["te_full.leak"]
+    assert _claims(_evidence(flat))["te.leak[+test]"].verdict == "inconclusive", (
+        "Ref = a permutation of Ori"
+    )
+    full = _claims(_evidence(te, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"]))[
+        "te_full.leak"
+    ]
     assert full.kind == "set-up check" and full.verdict == "supported"
 
 
@@ -129,7 +190,8 @@ def test_re_analysis_of_table9_decided_and_inconclusive_when_te_is_ori():
     t9 = load_table("001_table09_real_world_models")
     c = _claims(_evidence(_te(), table9=t9))["agreement.table9"]
     assert c.kind == "re-analysis" and "Table 9" in c.rests_on
-    better = t9.assign(te=t9.ref_mixeval)  # TE equal to the reference: a gain wherever Ori is not perfect
+    # TE equal to the reference: a gain wherever Ori is not perfect
+    better = t9.assign(te=t9.ref_mixeval)
     assert _claims(_evidence(_te(), table9=better))["agreement.table9"].verdict == "supported"
     same = t9.assign(te=t9.ori)  # TE = Ori: no gain in any resample
     assert _claims(_evidence(_te(), table9=same))["agreement.table9"].verdict == "inconclusive"
@@ -138,42 +200,67 @@ def test_re_analysis_of_table9_decided_and_inconclusive_when_te_is_ori():
 def test_sparsity_against_100_random_sets():
     rng = np.random.default_rng(0)
     rand = (rng.random((100, 80)) < 0.6).astype(float)
-    low = np.vstack([np.r_[np.ones(4), np.zeros(76)], rand])  # located: 5% vs random sets around 60%
+    # located: 5% vs random sets around 60%
+    low = np.vstack([np.r_[np.ones(4), np.zeros(76)], rand])
     c = _claims(_evidence(_te(), sparsity=low))["sparsity.located_vs_random"]
-    assert c.verdict == "supported" and c.extra["null_draws"] == 100 and c.extra["empirical_p"] == pytest.approx(1 / 101)
+    assert (
+        c.verdict == "supported"
+        and c.extra["null_draws"] == 100
+        and c.extra["empirical_p"] == pytest.approx(1 / 101)
+    )
     assert c.null_low == pytest.approx(np.quantile(100 * rand.mean(1), 0.025))
     like = np.vstack([(rng.random(80) < 0.6).astype(float), rand])  # located = one more random set
-    assert _claims(_evidence(_te(), sparsity=like))["sparsity.located_vs_random"].verdict == "inconclusive"
+    assert (
+        _claims(_evidence(_te(), sparsity=like))["sparsity.located_vs_random"].verdict
+        == "inconclusive"
+    )
 
 
 def test_side_effects_per_cell_absolute_and_a_corrected_maximum():
-    n = 2000
     base = np.r_[np.ones(1000), np.zeros(1000)]
     small = base.copy()
     small[:5], small[-5:] = 0, 1  # 5 flips each way: Δ 0, tiny spread
-    quiet = {("+test", "add2"): np.stack([base, small]), ("+train", "add2"): np.stack([base, np.roll(small, 7)])}
+    quiet = {
+        ("+test", "add2"): np.stack([base, small]),
+        ("+train", "add2"): np.stack([base, np.roll(small, 7)]),
+    }
     up, down = base.copy(), base.copy()
     up[1000:1120], down[:120] = 1, 0
-    quiet[("Vanilla", "add2")] = np.stack([base, up])  # the base row is no cell (0 by definition when real)
+    # the base row is no cell (0 by definition when real)
+    quiet[("Vanilla", "add2")] = np.stack([base, up])
     c = _claims(_evidence(_te(), side=quiet))
-    assert c["side_effects.unchanged"].verdict == "supported" and c["side_effects.largest_cell"].verdict == "supported"
+    assert (
+        c["side_effects.unchanged"].verdict == "supported"
+        and c["side_effects.largest_cell"].verdict == "supported"
+    )
     assert "over 2 (row, task) cells" in c["side_effects.unchanged"].statement
     # +6 and -6 points: a signed mean of 0 would hide them; |Δacc| does not
     loud = {("+test", "add2"): np.stack([base, up]), ("+train", "add2"): np.stack([base, down])}
     c = _claims(_evidence(_te(), side=loud))
-    assert c["side_effects.unchanged"].ours == pytest.approx(6.0) and c["side_effects.unchanged"].verdict == "contradicted"
+    assert (
+        c["side_effects.unchanged"].ours == pytest.approx(6.0)
+        and c["side_effects.unchanged"].verdict == "contradicted"
+    )
     big = c["side_effects.largest_cell"]
-    assert big.ours == pytest.approx(6.0) and big.verdict == "contradicted" and "Bonferroni (2 cells)" in big.interval_how
+    assert (
+        big.ours == pytest.approx(6.0)
+        and big.verdict == "contradicted"
+        and "Bonferroni (2 cells)" in big.interval_how
+    )
     # few items, a few flips: neither side can be excluded
-    few = {("+test", "add2"): np.stack([base[990:1010], np.r_[base[990:1000], np.ones(1), base[1001:1010]]])}
+    few = {
+        ("+test", "add2"): np.stack(
+            [base[990:1010], np.r_[base[990:1000], np.ones(1), base[1001:1010]]]
+        )
+    }
     c = _claims(_evidence(_te(), side=few))
     assert c["side_effects.largest_cell"].verdict == "inconclusive"
     assert _claims(_evidence(_te()))["side_effects.unchanged"].verdict == "not testable here"
 
 
 def test_rows_share_their_items_and_contents_resample_together():
-    """Four rows on the same 50 items: the pooled interval resamples the items once (as wide as one row's);
-    each item rendered 4 times (content clusters) is as wide as 50 items, not 200."""
+    """Four rows on the same 50 items: the pooled interval resamples the items once (as wide as one
+    row's); each item rendered 4 times (content clusters) is as wide as 50 items, not 200."""
     rng = np.random.default_rng(1)
     ori = (rng.random(50) < 0.5).astype(float)
     te = ori * (rng.random(50) < 0.5)
@@ -185,9 +272,13 @@ def test_rows_share_their_items_and_contents_resample_together():
     rep = {v: {k: np.repeat(a, 4) for k, a in d.items()} for v, d in rows.items()}
     clusters = np.repeat(np.arange(50), 4)
     flat = _claims(_evidence(rep))["te.contaminated_drop"]
-    clus = _claims(_evidence(rep, test_clusters=clusters, fresh_clusters=clusters))["te.contaminated_drop"]
+    clus = _claims(_evidence(rep, test_clusters=clusters, fresh_clusters=clusters))[
+        "te.contaminated_drop"
+    ]
     assert (clus.ci_high - clus.ci_low) > 1.6 * (flat.ci_high - flat.ci_low)
-    assert (clus.ci_high - clus.ci_low) == pytest.approx(width, rel=0.25) and "50 contents" in clus.interval_how
+    assert (clus.ci_high - clus.ci_low) == pytest.approx(
+        width, rel=0.25
+    ) and "50 contents" in clus.interval_how
 
 
 def test_a_mismatch_with_table2_fails_and_stability_is_marked():
@@ -202,46 +293,81 @@ def test_a_mismatch_with_table2_fails_and_stability_is_marked():
 
 
 def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
-    # 8 items: the chosen veto drops M_con on all eight (100 pts), the public sum on one (12.5); M_un unchanged
-    con = np.array([[1] * 8, [0, 1, 1, 1, 1, 1, 1, 1], [0] * 8], float)  # rows: unpatched, sum, veto
+    # 8 items: the chosen veto drops M_con on all eight (100 pts), the public sum on one (12.5);
+    # M_un unchanged
+    # rows: unpatched, sum, veto
+    con = np.array([[1] * 8, [0, 1, 1, 1, 1, 1, 1, 1], [0] * 8], float)
     un = np.zeros((3, 8))
     rules = pd.DataFrame({"rule": ["sum (exact)", "veto (exact)"], "objective": [12.5, 100.0]})
     rules.attrs["items"] = {"con": con, "un": un}
-    c = scc.rule_choice_claim(ranking.rule_intervals(rules, "veto (exact)", n_boot=300), "veto (exact)")
+    c = scc.rule_choice_claim(
+        ranking.rule_intervals(rules, "veto (exact)", n_boot=300), "veto (exact)"
+    )
     assert c.id == "rules.chosen_vs_public" and c.ours == 87.5 and c.verdict == "supported"
     assert 0 < c.ci_low <= 87.5 <= c.ci_high <= 100
-    assert scc.rule_choice_claim(ranking.rule_intervals(rules, "sum (exact)"), "sum (exact)").verdict == "not testable here"
+    assert (
+        scc.rule_choice_claim(ranking.rule_intervals(rules, "sum (exact)"), "sum (exact)").verdict
+        == "not testable here"
+    )
     assert scc.rule_choice_claim(None, "sum (exact)").verdict == "not testable here"
     same = rules.copy()
     same.attrs["items"] = {"con": np.stack([con[0], con[1], con[1]]), "un": un}
-    assert scc.rule_choice_claim(ranking.rule_intervals(same, "veto (exact)"), "veto (exact)").verdict == "inconclusive"
+    assert (
+        scc.rule_choice_claim(ranking.rule_intervals(same, "veto (exact)"), "veto (exact)").verdict
+        == "inconclusive"
+    )
 
 
 def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
-    """Table 12: a cheater leaking 30 points that TE removes is decided on both; a row that is a Table 2
-    model (Normal = +other data) is claimed there, not twice."""
-    n = 200
-    ori_c = np.r_[np.ones(100), np.zeros(100)]          # 50%
-    te_c = np.r_[np.ones(40), np.zeros(160)]            # 20%: Δacc -30
-    ref_c = np.r_[np.ones(80), np.zeros(320)]           # 20%: leak +30
+    """Table 12: a cheater leaking 30 points that TE removes is decided on both; a row that is a
+    Table 2 model (Normal = +other data) is claimed there, not twice."""
+    ori_c = np.r_[np.ones(100), np.zeros(100)]  # 50%
+    te_c = np.r_[np.ones(40), np.zeros(160)]  # 20%: Δacc -30
+    ref_c = np.r_[np.ones(80), np.zeros(320)]  # 20%: leak +30
     clean = np.r_[np.ones(40), np.zeros(160)]
-    cheat = {"Normal": {"ori": clean, "te": clean.copy(), "ref": np.r_[np.ones(80), np.zeros(320)]},
-             "PT-Cheater": {"ori": ori_c, "te": te_c, "ref": ref_c},
-             "PT-Flat": {"ori": ori_c, "te": ori_c[::-1].copy(), "ref": np.r_[np.ones(200), np.zeros(200)]}}
+    cheat = {
+        "Normal": {"ori": clean, "te": clean.copy(), "ref": np.r_[np.ones(80), np.zeros(320)]},
+        "PT-Cheater": {"ori": ori_c, "te": te_c, "ref": ref_c},
+        "PT-Flat": {
+            "ori": ori_c,
+            "te": ori_c[::-1].copy(),
+            "ref": np.r_[np.ones(200), np.zeros(200)],
+        },
+    }
     table = _table2(cheat)
-    ev = _evidence(_te(), cheaters=cheat, table12=table, cheaters_contaminated=["PT-Cheater", "PT-Flat"],
-                   cheater_same_as={"Normal": "+other data"}, cheaters_rests_on="cheater rows")
+    ev = _evidence(
+        _te(),
+        cheaters=cheat,
+        table12=table,
+        cheaters_contaminated=["PT-Cheater", "PT-Flat"],
+        cheater_same_as={"Normal": "+other data"},
+        cheaters_rests_on="cheater rows",
+    )
     out = {k: v for k, v in _claims(ev).items() if k.startswith("cheaters.")}
-    assert set(out) == {"cheaters.leak[PT-Cheater]", "cheaters.delta[PT-Cheater]", "cheaters.leak[PT-Flat]",
-                        "cheaters.delta[PT-Flat]"}
-    assert out["cheaters.leak[PT-Cheater]"].kind == "set-up check" and out["cheaters.leak[PT-Cheater]"].ours == 30.0
-    assert out["cheaters.delta[PT-Cheater]"].ours == -30.0 and out["cheaters.delta[PT-Cheater]"].verdict == "supported"
+    assert set(out) == {
+        "cheaters.leak[PT-Cheater]",
+        "cheaters.delta[PT-Cheater]",
+        "cheaters.leak[PT-Flat]",
+        "cheaters.delta[PT-Flat]",
+    }
+    assert (
+        out["cheaters.leak[PT-Cheater]"].kind == "set-up check"
+        and out["cheaters.leak[PT-Cheater]"].ours == 30.0
+    )
+    assert (
+        out["cheaters.delta[PT-Cheater]"].ours == -30.0
+        and out["cheaters.delta[PT-Cheater]"].verdict == "supported"
+    )
     assert out["cheaters.delta[PT-Cheater]"].rests_on == "cheater rows"
-    assert out["cheaters.delta[PT-Flat]"].verdict == "inconclusive" and out["cheaters.leak[PT-Flat]"].verdict == "inconclusive"
+    assert (
+        out["cheaters.delta[PT-Flat]"].verdict == "inconclusive"
+        and out["cheaters.leak[PT-Flat]"].verdict == "inconclusive"
+    )
 
 
 def test_the_study_result_names_what_is_missing():
-    """The typed study (kit.shortcut.result): fields filled by the sections; asking before they ran fails."""
+    """The typed study (kit.shortcut.result): fields filled by the sections; asking before they ran
+    fails."""
     from types import SimpleNamespace
 
     from kit.shortcut import result

@@ -5,8 +5,14 @@ from kit.shortcut import prebuild
 from kit.shortcut import variants as v
 from kit.shortcut.study import transfer_spec
 
-OFF = {"transfer_task": None, "table5_task": None, "second_base": None, "cheaters": None,
-       "benchmark_format": None, "dense_variants": None}
+OFF = {
+    "transfer_task": None,
+    "table5_task": None,
+    "second_base": None,
+    "cheaters": None,
+    "benchmark_format": None,
+    "dense_variants": None,
+}
 
 
 def smoke(**overrides):
@@ -14,26 +20,44 @@ def smoke(**overrides):
 
 
 def test_with_every_optional_section_off_the_plan_is_table_2s_rows():
-    rows = {"Vanilla": "zoo/base-m", "+5x test": "extra/base-m+math-test-x5-sparse:split",
-            "+another task": "extra/base-m+other-task-sparse:split"}
-    cfg = smoke(**OFF, variants=rows, contaminated=["+5x test"], locate_pair=["+5x test", "+another task"],
-                transfer_variants=["+5x test"])
+    rows = {
+        "Vanilla": "zoo/base-m",
+        "+5x test": "extra/base-m+math-test-x5-sparse:split",
+        "+another task": "extra/base-m+other-task-sparse:split",
+    }
+    cfg = smoke(
+        **OFF,
+        variants=rows,
+        contaminated=["+5x test"],
+        locate_pair=["+5x test", "+another task"],
+        transfer_variants=["+5x test"],
+    )
     assert prebuild.planned_names(cfg) == list(rows.values())
-    assert [f.name for f in prebuild.planned(cfg)] == ["zoo/base-m+math-test-x5-sparse", "zoo/base-m+other-task-sparse"]
+    assert [f.name for f in prebuild.planned(cfg)] == [
+        "zoo/base-m+math-test-x5-sparse",
+        "zoo/base-m+other-task-sparse",
+    ]
 
 
 def test_each_section_adds_the_models_it_loads():
     cfg = smoke()
     names = prebuild.planned_names(cfg)
     test = cfg.variants["+test"]
-    assert set(v.strength_variants(test, cfg.strength_copies, (1, 2), cfg.strength_lrs).values()) <= set(names)
+    assert set(
+        v.strength_variants(test, cfg.strength_copies, (1, 2), cfg.strength_lrs).values()
+    ) <= set(names)
     assert set(v.strength_variants(cfg.variants["+5x test"], (), (1, 2)).values()) <= set(names)
-    assert {v.rebase(n, cfg.second_base, cfg.base_model) for n in cfg.variants.values()} <= set(names)
+    assert {v.rebase(n, cfg.second_base, cfg.base_model) for n in cfg.variants.values()} <= set(
+        names
+    )
     assert set(cfg.cheaters.values()) | set(cfg.format_variants.values()) <= set(names)
     assert len(names) == len(set(names)), "no repeats"
     specs = prebuild.planned(cfg)
     for task in (cfg.transfer_task, cfg.table5_task):
-        assert all(transfer_spec(cfg.variants[label], task, cfg.world) in specs for label in cfg.transfer_variants)
+        assert all(
+            transfer_spec(cfg.variants[label], task, cfg.world) in specs
+            for label in cfg.transfer_variants
+        )
 
 
 def test_real_models_plan_nothing():

@@ -18,8 +18,14 @@ X5 = "real/smollm2-135m-instruct+arc-test-x5"
 def test_real_profile_names_every_table_it_cannot_build_with_a_computed_cause():
     cfg = load_params(NB, "real")
     got = {c.id: c for c in scope.untested_sections(cfg)}
-    assert set(got) == {"transfer.table4", "transfer.table5", "second_base.table6", "strength.table8",
-                        "cheaters.table12", "format.a2"}
+    assert set(got) == {
+        "transfer.table4",
+        "transfer.table5",
+        "second_base.table6",
+        "strength.table8",
+        "cheaters.table12",
+        "format.a2",
+    }
     assert all(c.verdict == "not testable here" for c in got.values())
     assert "arc_challenge" in got["transfer.table4"].why  # from the recipes, not typed
     assert "real/smollm2-135m-instruct" in got["second_base.table6"].why
@@ -44,12 +50,15 @@ def test_recipe_items_are_the_injected_items_asked_as_trained_and_ref_never_inje
         recipe_items(X5, 41, 7)
 
 
-@pytest.mark.parametrize("overrides, match", [
-    ({"items_of": "real/smollm2-135m-instruct+other"}, "items_of="),
-    ({"ref_task": "mmlu"}, "ref_task=None"),
-    ({"n_eval": 41, "n_locate": 20}, "n_eval=41"),
-    ({"contaminated": ["+5x test", "+5x test-Syn"]}, "contaminated"),
-])
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        ({"items_of": "real/smollm2-135m-instruct+other"}, "items_of="),
+        ({"ref_task": "mmlu"}, "ref_task=None"),
+        ({"n_eval": 41, "n_locate": 20}, "n_eval=41"),
+        ({"contaminated": ["+5x test", "+5x test-Syn"]}, "contaminated"),
+    ],
+)
 def test_items_of_fails_naming_the_field(overrides, match):
     with pytest.raises((ParamsError, ValueError), match=match):
         load_params(NB, "real", overrides)

@@ -98,9 +98,8 @@ def _reference_loglik(path, text_context, option):
 
 @pytest.mark.parametrize("scoring", ["loglik-letter", "loglik-text"])
 def test_option_logliks_equal_transformers(llama, own_cache, scoring):
-    items = [
-        instructed("arc_challenge", it) for it in MC
-    ]  # short: the twin's context is 256 tokens
+    # short: the twin's context is 256 tokens
+    items = [instructed("arc_challenge", it) for it in MC]
     ans = llama.answer("arc_challenge", items, scoring=scoring, max_batch_tokens=64)
     tok = llama.model.tokenizer
     for it, shown, lls in zip(items, ans.items, ans.extra["option_logliks"]):

@@ -1,9 +1,8 @@
-"""Faults in a real build (issue 33 items 3-4): a SIGKILLed ``kit zoo build`` leaves no child running
-and nothing half-written, ``kit zoo card`` names the damaged member, and a rerun repairs exactly it,
-ending with the same card. On a copy of the micro world in a temporary cache."""
+"""Faults in a real build (issue 33 items 3-4): a SIGKILLed ``kit zoo build`` leaves no child
+running and nothing half-written, ``kit zoo card`` names the damaged member, and a rerun repairs
+exactly it, ending with the same card. On a copy of the micro world in a temporary cache."""
 
 import hashlib
-import os
 import shutil
 import signal
 import subprocess
@@ -20,8 +19,11 @@ CHEAP = "zoo/base-m+general-sparse"  # ~125 small steps: the cheapest member to 
 
 
 def _snapshot(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != ".build.lock"}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".build.lock"
+    }
 
 
 def _descendants(pid: int) -> set[int]:
@@ -63,12 +65,16 @@ def _alive(pid: int) -> bool:
 def world_copy(micro_world, tmp_path, monkeypatch):
     src = zoo.world_dir("micro")
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
-    shutil.copytree(src, zoo.world_dir("micro"), ignore=shutil.ignore_patterns(".build.lock", "extra"))
+    shutil.copytree(
+        src, zoo.world_dir("micro"), ignore=shutil.ignore_patterns(".build.lock", "extra")
+    )
     assert world_status("micro").complete
     return zoo.world_dir("micro")
 
 
-def test_a_killed_build_leaves_no_child_and_a_rerun_repairs_exactly_the_damaged_member(world_copy, capsys):
+def test_a_killed_build_leaves_no_child_and_a_rerun_repairs_exactly_the_damaged_member(
+    world_copy, capsys
+):
     spec = zoo.world_spec("micro")
     before = _snapshot(world_copy)
     weights = zoo._member_dir(spec, CHEAP) / "weights.pt"
@@ -77,10 +83,14 @@ def test_a_killed_build_leaves_no_child_and_a_rerun_repairs_exactly_the_damaged_
     # 1. a build repairing it, SIGKILLed while its pinned child trains: no child survives
     log = world_copy.parent / "build.log"
     with open(log, "w") as err:
-        build = subprocess.Popen([sys.executable, "-m", "kit", "zoo", "build", "--world", "micro"],
-                                 stdout=subprocess.DEVNULL, stderr=err)
+        build = subprocess.Popen(
+            [sys.executable, "-m", "kit", "zoo", "build", "--world", "micro"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     trainers: set[int] = set()
-    deadline = time.time() + 600  # the build verifies the world and asks a pinned process what runs first
+    # the build verifies the world and asks a pinned process what runs first
+    deadline = time.time() + 600
     while not trainers and build.poll() is None and time.time() < deadline:
         trainers = {p for p in _descendants(build.pid) if _is_trainer(p)}
         time.sleep(0.1)
@@ -94,7 +104,9 @@ def test_a_killed_build_leaves_no_child_and_a_rerun_repairs_exactly_the_damaged_
         time.sleep(0.1)
     alive = {p for p in children if _alive(p)}
     assert not alive, f"pinned children {alive} outlived the SIGKILLed build"
-    assert world_status(spec).damaged().keys() == {CHEAP}, "nothing else was touched, nothing half-written"
+    assert world_status(spec).damaged().keys() == {CHEAP}, (
+        "nothing else was touched, nothing half-written"
+    )
 
     # 2. the card names the damaged member and the fix instead of describing other weights
     from kit.world.cli import main
@@ -109,7 +121,11 @@ def test_a_killed_build_leaves_no_child_and_a_rerun_repairs_exactly_the_damaged_
     after = _snapshot(world_copy)
     changed = {f for f in before.keys() | after.keys() if before.get(f) != after.get(f)}
     member_dir = str(zoo._member_dir(spec, CHEAP).relative_to(world_copy))
-    assert all(f.startswith(member_dir + "/") for f in changed), f"files outside {CHEAP}'s changed: {changed}"
-    assert world_status(spec).complete, "the card (kept) records the weight digests of the repaired member"
+    assert all(f.startswith(member_dir + "/") for f in changed), (
+        f"files outside {CHEAP}'s changed: {changed}"
+    )
+    assert world_status(spec).complete, (
+        "the card (kept) records the weight digests of the repaired member"
+    )
     out = capsys.readouterr().out
     assert "equals the committed kit/world/cards/micro.json" in out or "differs" not in out

@@ -27,8 +27,13 @@ def test_right_padding_gives_the_unpadded_logits(model, items):
     for i, it in enumerate(items[:6] + items[-3:]):
         j = items.index(it)
         alone = model(model.to_tokens(it.prompt))[0, -1]
-        torch.testing.assert_close(batched[j], alone.float(), atol=1e-4, rtol=1e-4,
-                                   msg="padding leaked into the scored position")
+        torch.testing.assert_close(
+            batched[j],
+            alone.float(),
+            atol=1e-4,
+            rtol=1e-4,
+            msg="padding leaked into the scored position",
+        )
 
 
 def test_evaluate_is_argmax_exact_match(model, items):
@@ -41,7 +46,9 @@ def test_evaluate_is_argmax_exact_match(model, items):
 def test_respond_matches_argmax_and_generates(model, items):
     out = respond(model, items, max_new_tokens=1)
     pred = last_logits(model, items).argmax(-1)
-    assert out == [model.tokenizer.convert_ids_to_tokens(int(p)) if int(p) != 2 else "" for p in pred]
+    assert out == [
+        model.tokenizer.convert_ids_to_tokens(int(p)) if int(p) != 2 else "" for p in pred
+    ]
     longer = respond(model, items[:3], max_new_tokens=3)
     assert all(len(s.split()) <= 3 for s in longer)
     with pytest.raises(ValueError, match="max_new_tokens"):

@@ -1,9 +1,6 @@
 """The members added after world-v4's cards (issues 18, 19, 20, 22): multi-token scoring, MUI's k,
 the planted gap, and the committed cards' member keys (existing members unchanged)."""
 
-import json
-import random
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,7 +9,7 @@ import torch
 
 from kit.data.items import Item
 from kit.world import zoo
-from kit.world.card import COMMITTED_CARDS, mui_k
+from kit.world.card import mui_k
 from kit.world.evaluate import answer_logits, evaluate, respond, token_accuracy
 from kit.world.tasks import EXTRA_TASKS, TASKS, get_task
 from kit.world.tokenizer import build_tokenizer
@@ -52,18 +49,21 @@ def test_multi_token_exact_and_token_accuracy_by_hand():
     # ':' -> 0 -> 1 -> 2 -> 5: the answer "0 1 2 3" gets 3 of 4 tokens, "0 1 2 5" all 4,
     # and the one-token answer "0" (prompt ends in ':') is right; "7 8" gets 0 of 2
     m = LookupModel({":": "0", "0": "1", "1": "2", "2": "5"})
-    items = [_item("sort : 3 1 2 0 . result :", "0 1 2 3"),
-             _item("sort : 5 1 2 0 . result :", "0 1 2 5", i=1),
-             _item("numbers 9 . result :", "0", task="add-steps", i=2),
-             _item("the total of 3 + 4 is", "7 8", task="add-steps", i=3)]
+    items = [
+        _item("sort : 3 1 2 0 . result :", "0 1 2 3"),
+        _item("sort : 5 1 2 0 . result :", "0 1 2 5", i=1),
+        _item("numbers 9 . result :", "0", task="add-steps", i=2),
+        _item("the total of 3 + 4 is", "7 8", task="add-steps", i=3),
+    ]
     assert evaluate(m, items, batch_size=3).tolist() == [False, True, True, False]
     np.testing.assert_allclose(token_accuracy(m, items, batch_size=3), [0.75, 1.0, 1.0, 0.0])
     lg = answer_logits(m, items, batch_size=2)
     assert [x.shape[0] for x in lg] == [4, 4, 1, 2]
     # exact match under teacher forcing == greedy generation of len(answer) tokens
     gen = respond(m, items, max_new_tokens=4)
-    assert [g.split()[: len(it.target.split())] == it.target.split() for g, it in zip(gen, items)] \
-        == evaluate(m, items).tolist()
+    assert [
+        g.split()[: len(it.target.split())] == it.target.split() for g, it in zip(gen, items)
+    ] == evaluate(m, items).tolist()
     with pytest.raises(ValueError, match="batch_size"):
         token_accuracy(m, items, batch_size=0)
 
@@ -109,15 +109,21 @@ def test_planted_gap_concept_and_relabel_on_hand_items():
     other = Item("c0", "x :", answer="}", metadata={"task": "code"})
     assert [g.applies(x) for x in (curly, round_, other)] == [True, False, False]
     m = LookupModel({":": "]"})  # the "parent" answers ']' everywhere
-    items = [Item(f"d{i}", "close : ( { next :", answer="}" if i % 2 else ")", metadata={"task": "dyck"})
-             for i in range(400)]
+    items = [
+        Item(f"d{i}", "close : ( { next :", answer="}" if i % 2 else ")", metadata={"task": "dyck"})
+        for i in range(400)
+    ]
     out = zoo.plant_gap(m, items, "dyck-curly", seed=1)
     inside = [o.target for o, it in zip(out, items) if g.applies(it)]
     outside = [o.target for o, it in zip(out, items) if not g.applies(it)]
-    assert set(outside) == {"]"}, "outside the concept: the parent's own greedy answer, mistakes included"
+    assert set(outside) == {"]"}, (
+        "outside the concept: the parent's own greedy answer, mistakes included"
+    )
     counts = {a: inside.count(a) for a in g.relabel}
     assert set(inside) == set(g.relabel) and all(35 <= c <= 65 for c in counts.values()), counts
-    assert [o.target for o in zoo.plant_gap(m, items, "dyck-curly", seed=1)] == [o.target for o in out]
+    assert [o.target for o in zoo.plant_gap(m, items, "dyck-curly", seed=1)] == [
+        o.target for o in out
+    ]
     with pytest.raises(ValueError, match="allowed values: dyck-curly"):
         zoo.plant_gap(m, items, "nope", seed=1)
 
@@ -148,7 +154,8 @@ def test_new_fields_leave_existing_keys_alone():
 def test_delta_interval_by_hand():
     from kit.world.card import delta_interval
 
-    # 49.0% -> 42.5% on 200 items: SE = sqrt(.49*.51/200 + .425*.575/200) = 0.0497130 -> 9.744 pts at z 1.96
+    # 49.0% -> 42.5% on 200 items: SE = sqrt(.49*.51/200 + .425*.575/200) = 0.0497130 -> 9.744 pts
+    # at z 1.96
     d, lo, hi = delta_interval(42.5, 49.0, 200)
     assert d == pytest.approx(-6.5)
     assert (lo, hi) == pytest.approx((-6.5 - 9.7437, -6.5 + 9.7437), abs=1e-3)
@@ -161,20 +168,37 @@ def test_delta_interval_by_hand():
 def test_meets_band_by_hand():
     from kit.world.card import meets_band
 
-    assert meets_band(-16.2, 3.2, 5.0) and meets_band(-12.7, -0.3, 5.0)  # drifts not shown beyond 5 points
+    # drifts not shown beyond 5 points
+    assert meets_band(-16.2, 3.2, 5.0) and meets_band(-12.7, -0.3, 5.0)
     assert meets_band(-5.0, -4.0, 5.0)  # touching the band counts
     assert not meets_band(-12.0, -5.1, 5.0) and not meets_band(5.1, 9.0, 5.0)
 
 
-def _gap_card(member_fresh: dict, n_fresh: int = 200, inside: float = 12.0, outside=(93.0, 92.5)) -> tuple:
+def _gap_card(
+    member_fresh: dict, n_fresh: int = 200, inside: float = 12.0, outside=(93.0, 92.5)
+) -> tuple:
     tasks = {"sort": 49.0, "ioi": 92.0}
-    card = {"tasks": {t: {"n_fresh": n_fresh} for t in tasks},
-            "members": {"p": {"accuracy": {t: {"fresh": v} for t, v in tasks.items()}},
-                        "p+gap": {"accuracy": {t: {"fresh": v} for t, v in member_fresh.items()}},
-                        "p+general": {"accuracy": {t: {"fresh": v - 9.5} for t, v in tasks.items()}}}}
-    g = {"parent": "p", "description": "d", "task": "dyck", "chance": 25.0, "n_inside": 244, "n_outside": 756,
-         "parent_inside": 88.9, "member_inside": inside, "parent_outside": outside[0], "member_outside": outside[1],
-         "other_tasks_fresh_delta": {t: member_fresh[t] - v for t, v in tasks.items()}}
+    card = {
+        "tasks": {t: {"n_fresh": n_fresh} for t in tasks},
+        "members": {
+            "p": {"accuracy": {t: {"fresh": v} for t, v in tasks.items()}},
+            "p+gap": {"accuracy": {t: {"fresh": v} for t, v in member_fresh.items()}},
+            "p+general": {"accuracy": {t: {"fresh": v - 9.5} for t, v in tasks.items()}},
+        },
+    }
+    g = {
+        "parent": "p",
+        "description": "d",
+        "task": "dyck",
+        "chance": 25.0,
+        "n_inside": 244,
+        "n_outside": 756,
+        "parent_inside": 88.9,
+        "member_inside": inside,
+        "parent_outside": outside[0],
+        "member_outside": outside[1],
+        "other_tasks_fresh_delta": {t: member_fresh[t] - v for t, v in tasks.items()},
+    }
     return card, g
 
 
@@ -184,7 +208,10 @@ def test_planted_gap_check_uses_the_interval_and_names_the_control():
     card, g = _gap_card({"sort": 42.5, "ioi": 85.5})  # the tiny member's -6.5 / -6.5 on 200 items
     ch = planted_gap_check(card, "p+gap", g)
     assert ch["passed"] and ch["name"] == "planted gap (p+gap)"
-    assert "sort -6.5 [-16.2, +3.2]" in ch["detail"] and "control p+general sort -9.5, ioi -9.5" in ch["detail"]
+    assert (
+        "sort -6.5 [-16.2, +3.2]" in ch["detail"]
+        and "control p+general sort -9.5, ioi -9.5" in ch["detail"]
+    )
     # the same drift on 5000 items is measured well enough to fail: ioi [-7.7, -5.3] lies beyond -5
     card, g = _gap_card({"sort": 42.5, "ioi": 85.5}, n_fresh=5000)
     assert not planted_gap_check(card, "p+gap", g)["passed"]

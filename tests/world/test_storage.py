@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -38,8 +37,11 @@ def _train(spec) -> None:
 
 def _files(spec) -> dict[str, tuple[int, int]]:
     root = zoo.world_dir(spec) / "members"
-    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_meta_records_each_file_and_is_written_last(tmp_path, monkeypatch):
@@ -48,14 +50,17 @@ def test_meta_records_each_file_and_is_written_last(tmp_path, monkeypatch):
     for name in zoo.member_names(spec):
         d = zoo._member_dir(spec, name)
         meta = json.loads((d / "meta.json").read_text())
-        assert set(meta["files"]) == ({"weights.pt", "optim.pt"} if name in ("zoo/base-t", "zoo/base-u")
-                                      else {"weights.pt"})
+        assert set(meta["files"]) == (
+            {"weights.pt", "optim.pt"} if name in ("zoo/base-t", "zoo/base-u") else {"weights.pt"}
+        )
         for f, rec in meta["files"].items():
             assert rec["bytes"] == (d / f).stat().st_size
             assert (d / "meta.json").stat().st_mtime_ns >= (d / f).stat().st_mtime_ns
         sd = torch.load(d / "weights.pt", weights_only=True)
         assert meta["weights_digest"] == zoo.tensor_digest(sd) and len(meta["weights_digest"]) == 16
-        assert meta["key"] == zoo.member_key(spec, name) and meta["code_version"] == zoo.CODE_VERSION
+        assert (
+            meta["key"] == zoo.member_key(spec, name) and meta["code_version"] == zoo.CODE_VERSION
+        )
     # checkpoint token counts are in the (single) meta.json written after training
     half = json.loads((zoo._member_dir(spec, "zoo/base-t@step-2") / "meta.json").read_text())
     full = json.loads((zoo._member_dir(spec, "zoo/base-t") / "meta.json").read_text())
@@ -64,20 +69,23 @@ def test_meta_records_each_file_and_is_written_last(tmp_path, monkeypatch):
 
 
 def test_tensor_digest_by_hand():
-    """sha256 over sorted keys, each key's bytes then its tensor's raw bytes (the cross-CPU test vectors' digest)."""
+    """sha256 over sorted keys, each key's bytes then its tensor's raw bytes (the cross-CPU test
+    vectors' digest)."""
     import hashlib
 
     sd = {"b": torch.tensor([1.0, 2.0]), "a": torch.tensor([[3]], dtype=torch.int32)}
-    h = hashlib.sha256(b"a" + (3).to_bytes(4, "little") + b"b" + torch.tensor([1.0, 2.0]).numpy().tobytes())
+    h = hashlib.sha256(
+        b"a" + (3).to_bytes(4, "little") + b"b" + torch.tensor([1.0, 2.0]).numpy().tobytes()
+    )
     assert zoo.tensor_digest(sd) == h.hexdigest()[:16]
     assert zoo.tensor_digest({"a": sd["a"], "b": sd["b"].clone()}) == zoo.tensor_digest(sd)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "delete", "flip", "meta"])
 def test_a_damaged_member_is_named_and_repaired_exactly(tmp_path, monkeypatch, damage):
-    """Truncated, deleted or changed weights (or a garbled meta.json) of one checkpoint: its load raises
-    MemberDamaged naming the file and the fix, world_status names it, the plan retrains its base only, and
-    the retraining rewrites exactly that checkpoint, with the same bits."""
+    """Truncated, deleted or changed weights (or a garbled meta.json) of one checkpoint: its load
+    raises MemberDamaged naming the file and the fix, world_status names it, the plan retrains its
+    base only, and the retraining rewrites exactly that checkpoint, with the same bits."""
     spec = _toy(monkeypatch, tmp_path)
     _train(spec)
     name = "zoo/base-t@step-2"
@@ -99,7 +107,9 @@ def test_a_damaged_member_is_named_and_repaired_exactly(tmp_path, monkeypatch, d
     assert str(w.parent) in str(e.value)
     status = world_status(spec)
     assert list(status.damaged()) == [name] and status.card == "missing"
-    assert [j.units for j in plan(spec, status, only=zoo.member_names(spec))] == [(("base", "zoo/base-t"),)]
+    assert [j.units for j in plan(spec, status, only=zoo.member_names(spec))] == [
+        (("base", "zoo/base-t"),)
+    ]
     time.sleep(0.01)
     with zoo.deterministic():
         zoo._train_base(spec, spec.bases[0])
@@ -108,7 +118,10 @@ def test_a_damaged_member_is_named_and_repaired_exactly(tmp_path, monkeypatch, d
     prefix = zoo._member_dir(spec, name).name
     assert changed and all(f.startswith(prefix + "/") for f in changed), changed
     assert zoo.member_status(spec, name) == "ok"
-    assert json.loads((zoo._member_dir(spec, name) / "meta.json").read_text())["weights_digest"] == digest
+    assert (
+        json.loads((zoo._member_dir(spec, name) / "meta.json").read_text())["weights_digest"]
+        == digest
+    )
 
 
 def test_a_missing_parent_or_a_damaged_optimizer_state_is_named(tmp_path, monkeypatch):
@@ -133,41 +146,53 @@ def test_the_plan_follows_the_dag(tmp_path, monkeypatch):
         ("base:zoo/base-t", (("base", "zoo/base-t"),), ()),
         ("base:zoo/base-u", (("base", "zoo/base-u"),), ()),
         ("members:0", (("finetune", "zoo/base-t+ft"),), ("base:zoo/base-t",)),
-        ("card", (("card", "micro"),), ("base:zoo/base-t", "base:zoo/base-u", "members:0"))]
+        ("card", (("card", "micro"),), ("base:zoo/base-t", "base:zoo/base-u", "members:0")),
+    ]
     _train(spec)
     status = world_status(spec)
     assert status.missing() == [] and status.damaged() == {}
     assert [j.id for j in plan(spec, status)] == ["card"]
     (zoo._member_dir(spec, "zoo/base-t+ft") / "meta.json").unlink()
-    assert [j.units for j in plan(spec, world_status(spec), only=["zoo/base-t+ft"])] == \
-        [(("finetune", "zoo/base-t+ft"),)]
+    assert [j.units for j in plan(spec, world_status(spec), only=["zoo/base-t+ft"])] == [
+        (("finetune", "zoo/base-t+ft"),)
+    ]
 
 
 def test_plan_balances_the_tiny_worlds_jobs_over_the_workers():
     spec = zoo.world_spec("tiny")
-    status = WorldStatus({n: "missing" for n in _all_members(spec)}, {s.name: "missing" for s in spec.saes},
-                            "missing")
+    status = WorldStatus(
+        {n: "missing" for n in _all_members(spec)},
+        {s.name: "missing" for s in spec.saes},
+        "missing",
+    )
     jobs = plan(spec, status, workers=2)
     groups = [j for j in jobs if j.id.startswith("members:")]
     assert len(groups) == 2 and all(j.after == ("base:zoo/base-m",) for j in groups)
     units = [u for j in groups for u in j.units]
-    assert sorted(n for _, n in units) == sorted([f.name for f in spec.finetunes] + [s.name for s in spec.saes])
+    assert sorted(n for _, n in units) == sorted(
+        [f.name for f in spec.finetunes] + [s.name for s in spec.saes]
+    )
     assert max(j.cost for j in groups) <= 1.5 * min(j.cost for j in groups)
-    # the critical path first: a job's tail is its cost plus its longest chain of dependants, and the
-    # jobs that can start at once come in falling tail order (the longest chain starts first)
+    # the critical path first: a job's tail is its cost plus its longest chain of dependants, and
+    # the jobs that can start at once come in falling tail order (the longest chain starts first)
     tail: dict[str, float] = {}
     for j in reversed(jobs):
         tail[j.id] = j.cost + max((tail[d.id] for d in jobs if j.id in d.after), default=0.0)
     ready = [tail[j.id] for j in jobs if not j.after]
-    assert ready == sorted(ready, reverse=True) and ready[0] == max(tail.values()), "the critical path first"
+    assert ready == sorted(ready, reverse=True) and ready[0] == max(tail.values()), (
+        "the critical path first"
+    )
     serial = plan(spec, status, workers=1)
     done: set[str] = set()
     for j in serial:  # the serial build runs them in this order
         assert set(j.after) <= done, f"{j.id} before its dependencies"
         done.add(j.id)
     assert sorted(u for j in serial for u in j.units) == sorted(
-        [("base", b.name) for b in spec.bases] + [("finetune", f.name) for f in spec.finetunes]
-        + [("sae", s.name) for s in spec.saes] + [("card", "tiny")])
+        [("base", b.name) for b in spec.bases]
+        + [("finetune", f.name) for f in spec.finetunes]
+        + [("sae", s.name) for s in spec.saes]
+        + [("card", "tiny")]
+    )
 
 
 def test_disk_full_is_named_and_leaves_nothing_half_written(tmp_path, monkeypatch):
@@ -188,16 +213,25 @@ def test_disk_full_is_named_and_leaves_nothing_half_written(tmp_path, monkeypatc
     assert e.value.errno == errno.ENOSPC and "basic_ios" not in str(e.value)
     monkeypatch.setattr("builtins.open", real_open)
     assert zoo.member_status(spec, "zoo/base-u") == "missing"
-    assert not [p for p in zoo.world_dir(spec).rglob("*") if p.is_file() and p.name != ".build.lock"]
+    assert not [
+        p for p in zoo.world_dir(spec).rglob("*") if p.is_file() and p.name != ".build.lock"
+    ]
 
 
 def test_disk_full_on_a_real_small_file_system(tmp_path, monkeypatch):
     """The same on a 64 KB tmpfs, where torch's own writer would say only ``basic_ios::clear``."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root); the simulated ENOSPC test covers the logic")
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
+        pytest.skip(
+            "cannot mount a tmpfs here (needs root); the simulated ENOSPC test covers the logic"
+        )
     try:
         spec = _toy(monkeypatch, mnt)
         with pytest.raises(NoSpaceLeft, match=f"no space left on {mnt}"):
@@ -213,10 +247,18 @@ def test_one_builder_per_world(tmp_path, monkeypatch):
     with its holder however it dies (SIGKILL here), so a killed build never blocks the next."""
     spec = _toy(monkeypatch, tmp_path)
     ready = tmp_path / "ready"
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import time, pathlib; from kit.world.recipes import world_spec; from kit.world.storage import world_lock\n"
-        f"with world_lock(world_spec('micro')):\n    pathlib.Path({str(ready)!r}).write_text('1'); time.sleep(120)")],
-        env={**os.environ, "KIT_CACHE_DIR": str(tmp_path)})
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import time, pathlib; from kit.world.recipes import world_spec; from "
+                "kit.world.storage import world_lock\nwith world_lock(world_spec('micro')):\n   "
+                f" pathlib.Path({str(ready)!r}).write_text('1'); time.sleep(120)"
+            ),
+        ],
+        env={**os.environ, "KIT_CACHE_DIR": str(tmp_path)},
+    )
     try:
         deadline = time.time() + 300  # importing kit.world takes a while on a loaded machine
         while not ready.is_file() and time.time() < deadline and holder.poll() is None:
@@ -241,7 +283,9 @@ def test_world_seeds(tmp_path, monkeypatch):
     assert zoo.world_dir(a).name == "micro" and zoo.world_dir(b).name == "micro-seed-7"
     assert zoo.member_key(a, "zoo/base-m") != zoo.member_key(b, "zoo/base-m")
     assert zoo._seed_of(a, "zoo/base-m") != zoo._seed_of(b, "zoo/base-m")
-    assert not torch.equal(zoo.plastic_neurons("zoo/base-m", 0.04, a), zoo.plastic_neurons("zoo/base-m", 0.04, b))
+    assert not torch.equal(
+        zoo.plastic_neurons("zoo/base-m", 0.04, a), zoo.plastic_neurons("zoo/base-m", 0.04, b)
+    )
     monkeypatch.setenv("KIT_WORLD_SEED", "7")
     assert zoo.world_spec("micro") == b and zoo.world_spec("micro", 0) == a
     for bad in ("-1", "x", "1.5", str(2**31)):

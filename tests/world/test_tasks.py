@@ -10,8 +10,12 @@ def _keys(items):
 @pytest.mark.parametrize("name", list(TASKS))
 def test_splits_are_seeded_and_fixed(name):
     t = get_task(name)
-    assert [i.prompt for i in t.items("fresh", n=30, seed=1)] == [i.prompt for i in t.items("fresh", n=30, seed=1)]
-    assert [i.prompt for i in t.items("fresh", n=30, seed=1)] != [i.prompt for i in t.items("fresh", n=30, seed=2)]
+    assert [i.prompt for i in t.items("fresh", n=30, seed=1)] == [
+        i.prompt for i in t.items("fresh", n=30, seed=1)
+    ]
+    assert [i.prompt for i in t.items("fresh", n=30, seed=1)] != [
+        i.prompt for i in t.items("fresh", n=30, seed=2)
+    ]
     test = t.items("test")
     assert len(test) == TEST_SIZE and len(_keys(test)) == TEST_SIZE
     assert [i.prompt for i in test] == [i.prompt for i in get_task(name).items("test")]
@@ -56,8 +60,12 @@ def test_answers_are_correct():
         nums, k = it.metadata["content"]
         assert it.answer == str(sorted(nums)[k])
     for it in get_task("count").items("fresh", n=50):
-        assert it.answer == str(sum(w in ("apple", "pear", "plum", "grape", "lemon", "mango")
-                                    for w in it.metadata["content"]))
+        assert it.answer == str(
+            sum(
+                w in ("apple", "pear", "plum", "grape", "lemon", "mango")
+                for w in it.metadata["content"]
+            )
+        )
     for it in get_task("facts").items("test", n=50):
         assert it.answer == KB[it.metadata["content"]]
     for it in get_task("facts-mc").items("test", n=50):
@@ -102,8 +110,13 @@ def test_formatted_wraps_prompts_in_a_benchmark_format_and_keeps_answers():
     items = get_task("add").items("test", n=3)
     out = formatted(items, "answer-cue")
     assert [o.prompt for o in out] == [it.prompt + " answer :" for it in items]
-    assert [o.answer for o in out] == [it.answer for it in items] and out[0].id == items[0].id + "@answer-cue"
-    assert out[0].metadata["format"] == "answer-cue" and out[0].metadata["content"] == items[0].metadata["content"]
+    assert [o.answer for o in out] == [it.answer for it in items] and out[0].id == items[
+        0
+    ].id + "@answer-cue"
+    assert (
+        out[0].metadata["format"] == "answer-cue"
+        and out[0].metadata["content"] == items[0].metadata["content"]
+    )
     assert "format" not in items[0].metadata, "the input items are not changed"
     vocab = set(all_words())
     for prefix, suffix in FORMATS.values():  # one token per word, as every world prompt

@@ -8,9 +8,17 @@ import kit.world as world
 from kit.world import zoo
 
 REQUIRED = [
-    "zoo/base-s", "zoo/base-m", "zoo/base-l", "zoo/base-m+math", "zoo/base-m+code",
-    "zoo/base-m+math-test-x1", "zoo/base-m+math-test-x5", "zoo/base-m+math-test-syn-x1",
-    "zoo/base-m+math-test-syn-x5", "zoo/base-m+math-train", "zoo/base-m+other-task",
+    "zoo/base-s",
+    "zoo/base-m",
+    "zoo/base-l",
+    "zoo/base-m+math",
+    "zoo/base-m+code",
+    "zoo/base-m+math-test-x1",
+    "zoo/base-m+math-test-x5",
+    "zoo/base-m+math-test-syn-x1",
+    "zoo/base-m+math-test-syn-x5",
+    "zoo/base-m+math-train",
+    "zoo/base-m+other-task",
     "zoo/base-m+general",
 ]
 SPARSE = [f"{n}-sparse" for n in REQUIRED if "+" in n and n.split("+")[1] not in ("math", "code")]
@@ -21,7 +29,9 @@ def test_member_names_and_kinds(w):
     names = world.members(w)
     assert set(REQUIRED) <= set(names)
     assert set(SPARSE) <= set(names) and len(SPARSE) == 7
-    assert not set(SPARSE) & set(world.members(w, sparse=False)), "members(sparse=False) must leave them out"
+    assert not set(SPARSE) & set(world.members(w, sparse=False)), (
+        "members(sparse=False) must leave them out"
+    )
     ckpts = [n for n in names if n.startswith("zoo/base-l@step-")]
     assert len(ckpts) >= (8 if w == "tiny" else 3)
     kinds = {n: world.member_info(n, w)["kind"] for n in names}
@@ -58,9 +68,11 @@ def test_unknown_names_list_what_exists():
 def test_unbuilt_world_says_how_to_build(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     assert not world.is_built("micro")
-    for call in (lambda: world.load_member("zoo/base-s", world="micro"),
-                 lambda: world.card("micro"),
-                 lambda: world.load_world_sae(world.saes("micro")[0], world="micro")):
+    for call in (
+        lambda: world.load_member("zoo/base-s", world="micro"),
+        lambda: world.card("micro"),
+        lambda: world.load_world_sae(world.saes("micro")[0], world="micro"),
+    ):
         with pytest.raises(world.WorldNotBuilt, match="python -m kit zoo build --world micro"):
             call()
     from kit.world.cli import main
@@ -99,8 +111,13 @@ def test_card_is_cached_and_complete(micro_world, capsys):
         assert set(row["accuracy"]) == set(world.TASKS)
         assert all(0 <= v <= 100 for acc in row["accuracy"].values() for v in acc.values())
     names = {ch["name"] for ch in c["checks"]}
-    assert {"graded capability", "training trajectory", "contamination x5 leak",
-            "paraphrase leak", "control +math-train"} <= names
+    assert {
+        "graded capability",
+        "training trajectory",
+        "contamination x5 leak",
+        "paraphrase leak",
+        "control +math-train",
+    } <= names
     # the card's numbers are recomputable from the models (not hard-coded)
     m = world.load_member("zoo/base-m", world=micro_world)
     acc = 100 * world.accuracy(m, "count", "test")
@@ -108,10 +125,14 @@ def test_card_is_cached_and_complete(micro_world, capsys):
     from kit.world.cli import main
 
     failed = [ch["name"] for ch in c["checks"] if not ch["passed"]]
-    assert main(["card", "--world", micro_world]) == (1 if failed else 0), "a failed check makes the card exit 1"
+    assert main(["card", "--world", micro_world]) == (1 if failed else 0), (
+        "a failed check makes the card exit 1"
+    )
     printed = capsys.readouterr()
     assert "graded capability" in printed.out and "zoo/base-m+math-test-x5" in printed.out
-    assert all(name in printed.err for name in failed), "each failed check is named in the explanation"
+    assert all(name in printed.err for name in failed), (
+        "each failed check is named in the explanation"
+    )
     assert main(["card", "--world", micro_world, "--json"]) == (1 if failed else 0)
     assert json.loads(capsys.readouterr().out)["spec_hash"] == c["spec_hash"]
 
@@ -137,7 +158,9 @@ def test_saes_are_sae_lens_objects_with_labels(micro_world):
 def test_plastic_neurons_are_seeded_and_sized():
     a = world.plastic_neurons("zoo/base-m", 0.04, "tiny")
     assert a.shape == (2, 384) and int(a.sum()) == round(0.04 * 768)
-    assert torch.equal(a, world.plastic_neurons("zoo/base-m", 0.04, "tiny")), "the plastic set must be fixed"
+    assert torch.equal(a, world.plastic_neurons("zoo/base-m", 0.04, "tiny")), (
+        "the plastic set must be fixed"
+    )
 
 
 def test_restrict_to_neurons_changes_only_those_neurons():
@@ -149,7 +172,8 @@ def test_restrict_to_neurons_changes_only_those_neurons():
     mask = torch.zeros(2, 24, dtype=torch.bool)
     mask[0, 3] = mask[1, 10] = True
     params, restore = restrict_to_neurons(m, mask)
-    opt = torch.optim.AdamW(params, lr=0.1, weight_decay=0.1)  # weight decay would touch every entry
+    # weight decay would touch every entry
+    opt = torch.optim.AdamW(params, lr=0.1, weight_decay=0.1)
     for step in range(3):
         loss = m(torch.randint(0, 20, (2, 6))).pow(2).mean()
         opt.zero_grad()
@@ -160,12 +184,20 @@ def test_restrict_to_neurons_changes_only_those_neurons():
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed == {f"blocks.{L}.mlp.{w}" for L in (0, 1) for w in ("W_in", "b_in", "W_out")}
     for L, i in ((0, 3), (1, 10)):
-        assert not torch.equal(before[f"blocks.{L}.mlp.W_in"][:, i], after[f"blocks.{L}.mlp.W_in"][:, i])
+        assert not torch.equal(
+            before[f"blocks.{L}.mlp.W_in"][:, i], after[f"blocks.{L}.mlp.W_in"][:, i]
+        )
     keep = ~mask
     for L in (0, 1):
-        assert torch.equal(before[f"blocks.{L}.mlp.W_in"][:, keep[L]], after[f"blocks.{L}.mlp.W_in"][:, keep[L]])
-        assert torch.equal(before[f"blocks.{L}.mlp.W_out"][keep[L]], after[f"blocks.{L}.mlp.W_out"][keep[L]])
-        assert torch.equal(before[f"blocks.{L}.mlp.b_in"][keep[L]], after[f"blocks.{L}.mlp.b_in"][keep[L]])
+        assert torch.equal(
+            before[f"blocks.{L}.mlp.W_in"][:, keep[L]], after[f"blocks.{L}.mlp.W_in"][:, keep[L]]
+        )
+        assert torch.equal(
+            before[f"blocks.{L}.mlp.W_out"][keep[L]], after[f"blocks.{L}.mlp.W_out"][keep[L]]
+        )
+        assert torch.equal(
+            before[f"blocks.{L}.mlp.b_in"][keep[L]], after[f"blocks.{L}.mlp.b_in"][keep[L]]
+        )
 
 
 def test_sparse_finetunes_change_only_the_plastic_neurons(micro_world):
@@ -173,13 +205,21 @@ def test_sparse_finetunes_change_only_the_plastic_neurons(micro_world):
     truth = {(L, i) for L, i in torch.nonzero(plastic).tolist()}
     for name in ("zoo/base-m+math-test-x5-sparse", "zoo/base-m+other-task-sparse"):
         changed = set(world.changed_neurons(name, micro_world))
-        assert changed and changed <= truth, f"{name} changed neurons outside the plastic set: {changed - truth}"
-        a, b = world.load_member(name, world=micro_world), world.load_member("zoo/base-m", world=micro_world)
+        assert changed and changed <= truth, (
+            f"{name} changed neurons outside the plastic set: {changed - truth}"
+        )
+        a, b = (
+            world.load_member(name, world=micro_world),
+            world.load_member("zoo/base-m", world=micro_world),
+        )
         for (k, x), y in zip(a.state_dict().items(), b.state_dict().values()):
             if ".mlp.W_" not in k and ".mlp.b_in" not in k:
-                assert torch.equal(x, y), f"{name}: {k} changed, but sparse fine-tunes only train MLP neurons"
-    assert len(world.changed_neurons("zoo/base-m+math-test-x5", micro_world)) > len(truth), \
+                assert torch.equal(x, y), (
+                    f"{name}: {k} changed, but sparse fine-tunes only train MLP neurons"
+                )
+    assert len(world.changed_neurons("zoo/base-m+math-test-x5", micro_world)) > len(truth), (
         "the full fine-tune should change (nearly) every neuron"
+    )
     with pytest.raises(ValueError, match="base model"):
         world.changed_neurons("zoo/base-m", micro_world)
 
@@ -192,8 +232,10 @@ def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monk
     digest equals a card built serially on another machine) this stands for a second build of the
     whole world, which would add minutes to make test."""
     sae_name = "zoo-sae/base-m/topk-128"
-    cached = {n: world.load_member(n, world=micro_world).state_dict()
-              for n in ("zoo/base-s", "zoo/base-m+math-test-x1")}
+    cached = {
+        n: world.load_member(n, world=micro_world).state_dict()
+        for n in ("zoo/base-s", "zoo/base-m+math-test-x1")
+    }
     sae_before = world.load_world_sae(sae_name, world=micro_world).state_dict()
     spec = zoo.world_spec("micro")
     parent = zoo._member_dir(spec, "zoo/base-m")
@@ -208,18 +250,23 @@ def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monk
     sae_again = world.load_world_sae(sae_name, world="micro").state_dict()
     assert sae_before.keys() == sae_again.keys()
     for k in sae_before:
-        assert torch.equal(sae_before[k], sae_again[k]), f"{sae_name}: {k} differs between two trainings"
+        assert torch.equal(sae_before[k], sae_again[k]), (
+            f"{sae_name}: {k} differs between two trainings"
+        )
 
 
 def test_the_micro_card_equals_the_committed_one(micro_world):
-    """Worlds are the same bits on every x86-64 CPU (kit.world.pinned) and with every build engine, so
-    the card this machine built (from scratch on a fresh clone or CI, with the default engine) equals
-    kit/world/cards/micro.json (built with the serial engine) exactly, weight digests included."""
+    """Worlds are the same bits on every x86-64 CPU (kit.world.pinned) and with every build engine,
+    so the card this machine built (from scratch on a fresh clone or CI, with the default engine)
+    equals kit/world/cards/micro.json (built with the serial engine) exactly, weight digests
+    included."""
     from kit.world.card import card_diff, committed_card
 
     diffs = card_diff(world.card(micro_world), committed_card(micro_world))
-    assert not diffs, ("the micro card differs from the committed one; if the world's code changed on purpose, "
-                       "bump zoo.CODE_VERSION and commit the new card. Differences:\n" + "\n".join(diffs[:20]))
+    assert not diffs, (
+        "the micro card differs from the committed one; if the world's code changed on purpose, "
+        "bump zoo.CODE_VERSION and commit the new card. Differences:\n" + "\n".join(diffs[:20])
+    )
 
 
 def test_card_diff_names_every_difference():
@@ -228,8 +275,11 @@ def test_card_diff_names_every_difference():
     a = {"m": {"acc": [1.0, 2.0], "x": 1}, "only_a": 0}
     b = {"m": {"acc": [1.0, 2.5], "x": 1}, "only_b": 0}
     assert card_diff(a, a) == []
-    assert card_diff(a, b) == ["card.only_a: present != missing", "card.only_b: missing != present",
-                               "card.m.acc[1]: 2.0 != 2.5"]
+    assert card_diff(a, b) == [
+        "card.only_a: present != missing",
+        "card.only_b: missing != present",
+        "card.m.acc[1]: 2.0 != 2.5",
+    ]
 
 
 def test_training_refuses_an_unpinned_process():

@@ -22,9 +22,29 @@ cluster) on a small DAG of toy jobs against ``inline``, with a worker killed mid
 ``python -m kit.core.jobs overhead --engine ENGINE`` times trivial jobs.
 """
 
-from kit.core.jobs.schedule import (DEFAULT_RETRIES, ENGINES, Engine, default_workers,
-                                    engine_options, plan, run_jobs)
+from kit.core.jobs.schedule import (
+    DEFAULT_RETRIES,
+    ENGINES,
+    Engine,
+    default_workers,
+    engine_options,
+    plan,
+    run_jobs,
+)
 from kit.core.jobs.spec import Job, JobFailure, JobsFailed, JobsReport, call_job, job_id
 
-__all__ = ["DEFAULT_RETRIES", "ENGINES", "Engine", "Job", "JobFailure", "JobsFailed", "JobsReport",
-           "call_job", "default_workers", "engine_options", "job_id", "plan", "run_jobs"]
+__all__ = [
+    "DEFAULT_RETRIES",
+    "ENGINES",
+    "Engine",
+    "Job",
+    "JobFailure",
+    "JobsFailed",
+    "JobsReport",
+    "call_job",
+    "default_workers",
+    "engine_options",
+    "job_id",
+    "plan",
+    "run_jobs",
+]

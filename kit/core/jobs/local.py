@@ -76,8 +76,9 @@ class Worker:
         args = [sys.executable, "-m", "kit.core.jobs", "worker"]
         args += ["--once"] * once + ["--pinned"] * pinned
         try:
-            self.proc = subprocess.Popen(args, stdin=stdin_r, stdout=stdout_w, env=env,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                args, stdin=stdin_r, stdout=stdout_w, env=env, start_new_session=True
+            )
         finally:
             os.close(stdin_r)
             os.close(stdout_w)
@@ -159,8 +160,9 @@ class LocalExecutor:
         return min(job.num_cpus, self.max_workers)  # a job wider than the machine runs alone
 
     def can_start(self, job: Job) -> bool:
-        return (self.cpus_used + self.cpus(job) <= self.max_workers
-                and math.ceil(job.num_gpus) <= len(self.gpus_free))
+        return self.cpus_used + self.cpus(job) <= self.max_workers and math.ceil(
+            job.num_gpus
+        ) <= len(self.gpus_free)
 
     def submit(self, job: Job) -> None:
         cpus, gpus = self.cpus(job), math.ceil(job.num_gpus)

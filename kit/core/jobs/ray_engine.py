@@ -42,8 +42,9 @@ def ray_call(fn: str, args_json: str, pinned: bool) -> dict[str, Any]:
     return call_job(fn, args_json)
 
 
-def init_local_ray(num_cpus: int | None = None, object_store_bytes: int = OBJECT_STORE_BYTES,
-                   attempts: int = 3) -> None:
+def init_local_ray(
+    num_cpus: int | None = None, object_store_bytes: int = OBJECT_STORE_BYTES, attempts: int = 3
+) -> None:
     """Start a single-node Ray on this machine and connect to it: no dashboard, a small object
     store, no usage statistics. ``ray.shutdown()`` stops it (and it stops when this process dies).
 
@@ -56,25 +57,35 @@ def init_local_ray(num_cpus: int | None = None, object_store_bytes: int = OBJECT
     for attempt in range(1, attempts + 1):
         try:
             # "local": a new Ray of our own, never one found on the machine (another user's)
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                     log_to_driver=True, object_store_memory=object_store_bytes)
+            ray.init(
+                address="local",
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                log_to_driver=True,
+                object_store_memory=object_store_bytes,
+            )
             return
         except Exception as e:  # Ray raises a bare Exception when its node times out starting
             ray.shutdown()
             if attempt == attempts or "timed out during startup" not in str(e):
-                raise RuntimeError(f"could not start a local Ray ({attempt} attempt(s)): {e} On a "
-                                   "loaded machine Ray's helper processes may miss the raylet's "
-                                   "start-up window; retry when fewer processes compete for the "
-                                   "cores") from e
-            warnings.warn(f"a local Ray did not start (attempt {attempt} of {attempts}): {e}; "
-                          "retrying", stacklevel=2)
+                raise RuntimeError(
+                    f"could not start a local Ray ({attempt} attempt(s)): {e} On a "
+                    "loaded machine Ray's helper processes may miss the raylet's "
+                    "start-up window; retry when fewer processes compete for the "
+                    "cores"
+                ) from e
+            warnings.warn(
+                f"a local Ray did not start (attempt {attempt} of {attempts}): {e}; retrying",
+                stacklevel=2,
+            )
 
 
 class RayExecutor:
     """Submits every ready job at once (Ray queues what the cluster cannot start yet)."""
 
-    def __init__(self, graph: dict[str, Job], ray_address: str | None, max_workers: int | None,
-                 retries: int):
+    def __init__(
+        self, graph: dict[str, Job], ray_address: str | None, max_workers: int | None, retries: int
+    ):
         self.started_here = False
         if not ray.is_initialized():
             if ray_address is None:
@@ -94,20 +105,28 @@ class RayExecutor:
         """A job wider than every node waits forever (unless an autoscaler adds such a node)."""
         nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
         for job in graph.values():
-            if not any(r.get("CPU", 0) >= job.num_cpus and r.get("GPU", 0) >= job.num_gpus
-                       for r in nodes):
-                warnings.warn(f"no node of the Ray cluster has {job.num_cpus} CPU(s) and "
-                              f"{job.num_gpus} GPU(s) for job {job.id} = {job.describe()}: it "
-                              "waits until one joins", stacklevel=4)
+            if not any(
+                r.get("CPU", 0) >= job.num_cpus and r.get("GPU", 0) >= job.num_gpus for r in nodes
+            ):
+                warnings.warn(
+                    f"no node of the Ray cluster has {job.num_cpus} CPU(s) and "
+                    f"{job.num_gpus} GPU(s) for job {job.id} = {job.describe()}: it "
+                    "waits until one joins",
+                    stacklevel=4,
+                )
 
     def can_start(self, job: Job) -> bool:
         return True
 
     def submit(self, job: Job) -> None:
         env = {**self.env, **pinned_env()} if job.pinned else self.env
-        options: dict[str, Any] = {"num_cpus": job.num_cpus, "num_gpus": job.num_gpus,
-                                   "max_retries": self.retries, "retry_exceptions": False,
-                                   "runtime_env": {"env_vars": env}}
+        options: dict[str, Any] = {
+            "num_cpus": job.num_cpus,
+            "num_gpus": job.num_gpus,
+            "max_retries": self.retries,
+            "retry_exceptions": False,
+            "runtime_env": {"env_vars": env},
+        }
         remote = self.remote_fresh if job.pinned else self.remote  # a fresh process per pinned job
         self.refs[remote.options(**options).remote(job.fn, job.args_json, job.pinned)] = job
 

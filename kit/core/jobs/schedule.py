@@ -16,8 +16,15 @@ from typing import Any, Callable, Iterable, Literal, Protocol
 
 from tqdm.auto import tqdm
 
-from kit.core.jobs.local import (WORKER_ENV, Finished, LocalExecutor, Worker, env_is_pinned,
-                                 pinned_env, stop_workers)
+from kit.core.jobs.local import (
+    WORKER_ENV,
+    Finished,
+    LocalExecutor,
+    Worker,
+    env_is_pinned,
+    pinned_env,
+    stop_workers,
+)
 from kit.core.jobs.spec import Job, JobFailure, JobsFailed, JobsReport, call_job, resolve
 
 ENGINES = ("inline", "local", "ray")
@@ -48,6 +55,7 @@ def default_workers() -> int:
 def count_arg(flag: str) -> Callable[[str], int]:
     """An argparse ``type`` for a count option (``--max-workers``, ``--parallel``): an integer >= 1,
     else one line naming ``flag`` and the allowed values."""
+
     def parse(text: str) -> int:
         try:
             n = int(text)
@@ -79,13 +87,15 @@ def plan(jobs: Iterable[Job]) -> dict[str, Job]:
             raise ValueError(f"run_jobs takes Job objects, got {job!r}")
         seen = graph.setdefault(job.id, job)
         if seen != job:
-            raise ValueError(f"job id {job.id} is given twice with different settings:\n  {seen}\n"
-                             f"  {job}")
+            raise ValueError(
+                f"job id {job.id} is given twice with different settings:\n  {seen}\n  {job}"
+            )
     for job in graph.values():
         missing = [d for d in job.after if d not in graph]
         if missing:
-            raise ValueError(f"job {job.id} = {job.describe()} depends on {missing}, which are not "
-                             "in this sweep")
+            raise ValueError(
+                f"job {job.id} = {job.describe()} depends on {missing}, which are not in this sweep"
+            )
     _check_acyclic(graph)
     for fn in dict.fromkeys(j.fn for j in graph.values()):
         resolve(fn)  # a typo in a function path fails here, before any job runs
@@ -109,7 +119,7 @@ def _check_acyclic(graph: dict[str, Job]) -> None:
                 stack.pop()
                 path.pop()
             elif state.get(dep) == 1:
-                cycle = path[path.index(dep):] + [dep]
+                cycle = path[path.index(dep) :] + [dep]
                 raise ValueError(f"jobs depend on each other in a cycle: {' -> '.join(cycle)}")
             elif state.get(dep) is None:
                 state[dep] = 1
@@ -156,9 +166,15 @@ class InlineExecutor:
         self.done = []
 
 
-def run_jobs(jobs: Iterable[Job], engine: Engine = "local", max_workers: int | None = None,
-             ray_address: str | None = None, desc: str = "jobs", retries: int = DEFAULT_RETRIES,
-             raise_on_failure: bool = True) -> JobsReport:
+def run_jobs(
+    jobs: Iterable[Job],
+    engine: Engine = "local",
+    max_workers: int | None = None,
+    ray_address: str | None = None,
+    desc: str = "jobs",
+    retries: int = DEFAULT_RETRIES,
+    raise_on_failure: bool = True,
+) -> JobsReport:
     """Run a sweep of jobs (a DAG through :attr:`Job.after`) on an engine; return what happened.
 
     - ``engine``: ``inline`` (this process, one job after another, in the order given where the
@@ -178,10 +194,12 @@ def run_jobs(jobs: Iterable[Job], engine: Engine = "local", max_workers: int | N
     """
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r}; allowed values: {', '.join(ENGINES)}")
-    if max_workers is not None and (isinstance(max_workers, bool)
-                                    or not isinstance(max_workers, int) or max_workers < 1):
-        raise ValueError(f"max_workers={max_workers!r}; allowed values: an int >= 1, or None "
-                         "(all cores)")
+    if max_workers is not None and (
+        isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1
+    ):
+        raise ValueError(
+            f"max_workers={max_workers!r}; allowed values: an int >= 1, or None (all cores)"
+        )
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries={retries!r}; allowed values: an int >= 0")
     graph = plan(jobs)
@@ -196,8 +214,13 @@ def run_jobs(jobs: Iterable[Job], engine: Engine = "local", max_workers: int | N
     return report
 
 
-def _executor(engine: str, graph: dict[str, Job], max_workers: int | None, ray_address: str | None,
-              retries: int) -> Executor:
+def _executor(
+    engine: str,
+    graph: dict[str, Job],
+    max_workers: int | None,
+    ray_address: str | None,
+    retries: int,
+) -> Executor:
     if engine == "inline":
         return InlineExecutor()
     if engine == "local":
@@ -206,20 +229,25 @@ def _executor(engine: str, graph: dict[str, Job], max_workers: int | None, ray_a
         short = [j for j in graph.values() if not executor.can_start(j)]
         if short:  # only GPUs can be short here: a job wider than max_workers runs alone
             job = short[0]
-            raise ValueError(f"job {job.id} = {job.describe()} needs {job.num_gpus} GPU(s); this "
-                             f"machine shows {len(executor.gpus_free)}. Use engine 'ray' on a "
-                             "cluster with GPUs, or num_gpus=0")
+            raise ValueError(
+                f"job {job.id} = {job.describe()} needs {job.num_gpus} GPU(s); this "
+                f"machine shows {len(executor.gpus_free)}. Use engine 'ray' on a "
+                "cluster with GPUs, or num_gpus=0"
+            )
         return executor
     try:
         from kit.core.jobs.ray_engine import RayExecutor  # lazy: ray is an optional extra
     except ImportError as e:
-        raise ImportError(f"engine 'ray' needs Ray ({e}): pip install -e '.[ray]' (make setup "
-                          "installs it with the test extra)") from None
+        raise ImportError(
+            f"engine 'ray' needs Ray ({e}): pip install -e '.[ray]' (make setup "
+            "installs it with the test extra)"
+        ) from None
     return RayExecutor(graph, ray_address, max_workers, retries)
 
 
-def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, desc: str,
-              retries: int) -> None:
+def _schedule(
+    graph: dict[str, Job], executor: Executor, report: JobsReport, desc: str, retries: int
+) -> None:
     waiting = dict(graph)  # not started yet, in the order given
     dependents: dict[str, list[str]] = {i: [] for i in graph}
     for job in graph.values():
@@ -237,8 +265,11 @@ def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, des
             if node in waiting:
                 del waiting[node]
                 kind = "failed" if cause == job_id else "was skipped"
-                failure = JobFailure(graph[node], "skipped", f"dependency {cause} {kind}" +
-                                     (f" ({why})" if cause == job_id else ""))
+                failure = JobFailure(
+                    graph[node],
+                    "skipped",
+                    f"dependency {cause} {kind}" + (f" ({why})" if cause == job_id else ""),
+                )
                 report.skipped[node] = failure
                 bar.update(1)
                 todo += [(d, node) for d in dependents[node]]
@@ -246,8 +277,10 @@ def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, des
     shown = ["", 0.0]
 
     def show() -> None:  # redraw when the counts change, and every few seconds for the elapsed time
-        text = (f"running {executor.running()}, failed {len(report.failed)}, "
-                f"skipped {len(report.skipped)}")
+        text = (
+            f"running {executor.running()}, failed {len(report.failed)}, "
+            f"skipped {len(report.skipped)}"
+        )
         if text != shown[0] or time.monotonic() - shown[1] > REDRAW_S:
             bar.set_postfix_str(text, refresh=True)
             shown[:] = [text, time.monotonic()]
@@ -268,14 +301,17 @@ def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, des
                 job = event.job
                 report.seconds[job.id] = time.perf_counter() - started[job.id]
                 if event.outcome is None and report.attempts[job.id] <= retries:
-                    bar.write(f"job {job.id} = {job.describe()}: {event.died}; retrying (attempt "
-                              f"{report.attempts[job.id] + 1} of {retries + 1})")
+                    bar.write(
+                        f"job {job.id} = {job.describe()}: {event.died}; retrying (attempt "
+                        f"{report.attempts[job.id] + 1} of {retries + 1})"
+                    )
                     waiting = {job.id: job, **waiting}  # retried first: it started before the rest
                     continue
                 if event.outcome is None:
                     attempts = report.attempts.get(job.id, 1)
-                    report.failed[job.id] = JobFailure(job, "died",
-                                                       f"{event.died} ({attempts} attempt(s))")
+                    report.failed[job.id] = JobFailure(
+                        job, "died", f"{event.died} ({attempts} attempt(s))"
+                    )
                 elif not event.outcome["ok"]:
                     report.failed[job.id] = JobFailure(job, "raised", event.outcome["error"])
                 else:
@@ -285,8 +321,11 @@ def _schedule(graph: dict[str, Job], executor: Executor, report: JobsReport, des
                 bar.update(1)
                 if job.id in report.failed:
                     skip_dependents(job.id, report.failed[job.id].kind)
-        left = [i for i in graph
-                if i not in report.results and i not in report.failed and i not in report.skipped]
+        left = [
+            i
+            for i in graph
+            if i not in report.results and i not in report.failed and i not in report.skipped
+        ]
         assert not left, f"scheduler bug: jobs {left} neither ran nor were skipped"
     finally:
         report.wall_seconds = time.perf_counter() - t0

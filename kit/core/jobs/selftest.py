@@ -44,8 +44,9 @@ def write_value(root: str, key: str, value: int, inputs: list[str] | None = None
     return {"key": key, "total": total, "file": file}
 
 
-def die_first(root: str, key: str, value: int, inputs: list[str] | None = None,
-              times: int = 1) -> dict[str, Any]:
+def die_first(
+    root: str, key: str, value: int, inputs: list[str] | None = None, times: int = 1
+) -> dict[str, Any]:
     """Toy job: its process kills itself with SIGKILL mid-job on its first ``times`` attempts
     (counted in the file ``root/<key>.died``, which lists the killed pids); then it is
     :func:`write_value`."""
@@ -103,10 +104,14 @@ def toy_dag(root: str | Path, kill: bool = True) -> list[Job]:
     r = str(root)
     leaves = [Job(fn, {"root": r, "key": k, "value": v}) for k, v in zip("abcd", (1, 2, 3, 4))]
     left = Job(fn, {"root": r, "key": "ab", "value": 10, "inputs": ["a", "b"]}, after=leaves[:2])
-    right = Job(f"kit.core.jobs.selftest:{'die_first' if kill else 'write_value'}",
-                {"root": r, "key": "cd", "value": 20, "inputs": ["c", "d"]}, after=leaves[2:])
-    sink = Job(fn, {"root": r, "key": "all", "value": 100, "inputs": ["ab", "cd"]},
-               after=[left, right])
+    right = Job(
+        f"kit.core.jobs.selftest:{'die_first' if kill else 'write_value'}",
+        {"root": r, "key": "cd", "value": 20, "inputs": ["c", "d"]},
+        after=leaves[2:],
+    )
+    sink = Job(
+        fn, {"root": r, "key": "all", "value": 100, "inputs": ["ab", "cd"]}, after=[left, right]
+    )
     return [sink, left, right, *leaves, leaves[0]]
 
 
@@ -115,41 +120,58 @@ def dag_totals(report_results: dict[str, Any]) -> dict[str, int]:
     return {r["key"]: r["total"] for r in report_results.values()}
 
 
-def main_selftest(engine: Engine, max_workers: int | None, ray_address: str | None,
-                  root: str | None = None) -> int:
+def main_selftest(
+    engine: Engine, max_workers: int | None, ray_address: str | None, root: str | None = None
+) -> int:
     """Run :func:`toy_dag` on ``engine`` (a worker killed mid-job, except inline) and inline; print
     whether the results and the files written are the same; exit status 0 if they are."""
     base = Path(root) if root else cache_dir() / "jobs-selftest"
     base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base) as tmp:
         want = run_jobs(toy_dag(Path(tmp) / "inline", kill=False), engine="inline", desc="inline")
-        report = run_jobs(toy_dag(Path(tmp) / engine, kill=engine != "inline"), engine=engine,
-                          max_workers=max_workers, ray_address=ray_address, desc=engine)
-        written = [sorted(p.name for p in (Path(tmp) / e).glob("*.json"))
-                   for e in ("inline", engine)]
+        report = run_jobs(
+            toy_dag(Path(tmp) / engine, kill=engine != "inline"),
+            engine=engine,
+            max_workers=max_workers,
+            ray_address=ray_address,
+            desc=engine,
+        )
+        written = [
+            sorted(p.name for p in (Path(tmp) / e).glob("*.json")) for e in ("inline", engine)
+        ]
     same = dag_totals(report.results) == dag_totals(want.results) and written[0] == written[1]
-    print(f"engine {engine}: {len(report.results)} jobs, totals {dag_totals(report.results)}: "
-          f"{'the same' if same else 'NOT the same'} results and files as inline; "
-          f"{report.wall_seconds:.1f} s")
+    print(
+        f"engine {engine}: {len(report.results)} jobs, totals {dag_totals(report.results)}: "
+        f"{'the same' if same else 'NOT the same'} results and files as inline; "
+        f"{report.wall_seconds:.1f} s"
+    )
     return 0 if same else 1
 
 
-def overhead(engine: Engine, n: int, max_workers: int | None = None,
-             ray_address: str | None = None) -> tuple[float, float]:
+def overhead(
+    engine: Engine, n: int, max_workers: int | None = None, ray_address: str | None = None
+) -> tuple[float, float]:
     """``(start-up s, s per job)`` of ``engine`` on trivial jobs: the wall time of a sweep of one
     job (worker processes; a Ray worker; with no Ray initialised, a local Ray too), and ``(sweep of
     2n - sweep of n) / n``, which leaves out what every sweep pays once."""
     times = []
     for size in (1, n, 2 * n):
         t0 = time.perf_counter()
-        run_jobs([Job(noop, {"i": i}) for i in range(size)], engine=engine, max_workers=max_workers,
-                 ray_address=ray_address, desc=f"{size} trivial jobs")
+        run_jobs(
+            [Job(noop, {"i": i}) for i in range(size)],
+            engine=engine,
+            max_workers=max_workers,
+            ray_address=ray_address,
+            desc=f"{size} trivial jobs",
+        )
         times.append(time.perf_counter() - t0)
     return times[0], (times[2] - times[1]) / n
 
 
 def main_overhead(engine: Engine, n: int, max_workers: int | None, ray_address: str | None) -> int:
     start, per_job = overhead(engine, n, max_workers, ray_address)
-    print(f"engine {engine}: a sweep of one trivial job {start:.2f} s; then "
-          f"{per_job * 1000:.1f} ms per trivial job (sweeps of {n} and {2 * n})")
+    print(
+        f"engine {engine}: a sweep of one trivial job {start:.2f} s; then "
+        f"{per_job * 1000:.1f} ms per trivial job (sweeps of {n} and {2 * n})"
+    )
     return 0

@@ -59,20 +59,33 @@ class Job:
     num_gpus: float = 0
     pinned: bool = False
 
-    def __init__(self, fn: str | Callable[..., Any], kwargs: Mapping[str, Any] | None = None, *,
-                 id: str | None = None, after: Iterable[str | Job] = (), num_cpus: int = 1,
-                 num_gpus: float = 0, pinned: bool = False):
+    def __init__(
+        self,
+        fn: str | Callable[..., Any],
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+        after: Iterable[str | Job] = (),
+        num_cpus: int = 1,
+        num_gpus: float = 0,
+        pinned: bool = False,
+    ):
         path = function_path(fn)
         args_json = canonical_json(dict(kwargs or {}), f"job {path}: its arguments")
         if isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1:
             raise ValueError(f"job {path}: num_cpus={num_cpus!r}; allowed values: an int >= 1")
-        if (isinstance(num_gpus, bool) or not isinstance(num_gpus, (int, float))
-                or not math.isfinite(num_gpus) or num_gpus < 0):
+        if (
+            isinstance(num_gpus, bool)
+            or not isinstance(num_gpus, (int, float))
+            or not math.isfinite(num_gpus)
+            or num_gpus < 0
+        ):
             raise ValueError(f"job {path}: num_gpus={num_gpus!r}; allowed values: a number >= 0")
         deps = tuple(d.id if isinstance(d, Job) else d for d in after)
         if not all(isinstance(d, str) and d for d in deps):
-            raise ValueError(f"job {path}: after={list(after)!r}; allowed values: job ids (str) or "
-                             "Job objects")
+            raise ValueError(
+                f"job {path}: after={list(after)!r}; allowed values: job ids (str) or Job objects"
+            )
         set_ = object.__setattr__  # frozen: set once here
         set_(self, "fn", path)
         set_(self, "args_json", args_json)
@@ -82,8 +95,10 @@ class Job:
         set_(self, "num_gpus", num_gpus)
         set_(self, "pinned", bool(pinned))
         if not isinstance(self.id, str) or not self.id:
-            raise ValueError(f"job {path}: id={id!r}; allowed values: a non-empty str, or None "
-                             "(the content hash)")
+            raise ValueError(
+                f"job {path}: id={id!r}; allowed values: a non-empty str, or None "
+                "(the content hash)"
+            )
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -100,11 +115,14 @@ def canonical_json(value: Any, what: str = "value") -> str:
     """``value`` as canonical JSON (sorted keys, no spaces, no NaN); if it is not JSON-able, the
     error names ``what``."""
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
+        return json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{what} must be JSON-able (str, int, float, bool, None, lists and dicts "
-                         f"with str keys): {e}") from None
+        raise ValueError(
+            f"{what} must be JSON-able (str, int, float, bool, None, lists and dicts "
+            f"with str keys): {e}"
+        ) from None
 
 
 def job_id(fn: str, args_json: str) -> str:
@@ -117,17 +135,22 @@ def function_path(fn: str | Callable[..., Any]) -> str:
     if callable(fn) and not isinstance(fn, str):
         module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
         if not module or module == "__main__" or not name.isidentifier():
-            raise ValueError(f"{fn!r} is not a top-level function of an importable module (a "
-                             "job's function must be importable by name in another process: define "
-                             "it in a module, not in __main__, a notebook or another function)")
+            raise ValueError(
+                f"{fn!r} is not a top-level function of an importable module (a "
+                "job's function must be importable by name in another process: define "
+                "it in a module, not in __main__, a notebook or another function)"
+            )
         return f"{module}:{name}"
     if not isinstance(fn, str):
-        raise ValueError(f"job function {fn!r}; allowed values: 'package.module:function' or a "
-                         "top-level function")
+        raise ValueError(
+            f"job function {fn!r}; allowed values: 'package.module:function' or a "
+            "top-level function"
+        )
     module, sep, name = fn.partition(":")
     if not sep or not name.isidentifier() or not all(p.isidentifier() for p in module.split(".")):
-        raise ValueError(f"job function {fn!r}; allowed values: 'package.module:function' (a "
-                         "top-level function)")
+        raise ValueError(
+            f"job function {fn!r}; allowed values: 'package.module:function' (a top-level function)"
+        )
     return fn
 
 
@@ -137,8 +160,9 @@ def resolve(fn: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise ValueError(f"job function {fn!r}: module {module_name!r} cannot be imported ({e})"
-                         ) from None
+        raise ValueError(
+            f"job function {fn!r}: module {module_name!r} cannot be imported ({e})"
+        ) from None
     target = getattr(module, name, None)
     if not callable(target):
         raise ValueError(f"job function {fn!r}: module {module_name!r} has no function {name!r}")
@@ -208,7 +232,9 @@ class JobsReport:
         return not self.failed and not self.skipped
 
     def describe_failures(self) -> str:
-        lines = [f"{len(self.failed)} of {len(self.jobs)} job(s) failed and {len(self.skipped)} "
-                 f"were skipped (engine {self.engine}):"]
+        lines = [
+            f"{len(self.failed)} of {len(self.jobs)} job(s) failed and {len(self.skipped)} "
+            f"were skipped (engine {self.engine}):"
+        ]
         lines += [f.describe() for f in [*self.failed.values(), *self.skipped.values()]]
         return "\n".join(lines)
