@@ -116,7 +116,7 @@ def test_unknown_profile_fails_before_anything_exists(tmp_path, capsys):
     assert rc == 2
     assert (
         "profile 'papr' is not defined" in err
-        and "allowed profiles: dryrun, paper, smoke, tiny" in err
+        and "allowed profiles: dryrun, paper, real, realsmoke, smoke, tiny" in err
     )
     assert not (tmp_path / "runs").exists(), "nothing is created for a profile that cannot run"
 
