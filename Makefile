@@ -34,7 +34,7 @@ test: setup browser
 # pyright in basic mode over kit/ ([tool.pyright] in pyproject.toml); `make test` runs the same check
 # (tests/test_types.py). PYRIGHT_PYTHON_IGNORE_WARNINGS: no query to PyPI for a newer pyright.
 typecheck: setup
-	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(PY) -m pyright --pythonpath $(abspath $(PY))
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(PY) -m pyright --project pyproject.toml --pythonpath $(abspath $(PY))
 
 # ruff alone (make test runs it too, in tests/test_style.py); settings in pyproject.toml.
 lint: setup
