@@ -235,8 +235,10 @@ REAL_EXAMPLES = 240
 per core, so three rounds of builds): 400 examples were ~42k answer-and-prompt tokens a row, ~10 min
 each at the ~85 tokens/s measured for SmolLM2's full fine-tuning on one thread (30 min for the
 three rounds, no margin); 240 keep the 40 items x 5 of the x5 rows (200 injected examples, 40 of
-general text) and take ~25k tokens, ~5 min a row. No row size was ever published for these
-recipes, so nothing to match."""
+general text) and take ~25k tokens, ~5 min a row. Measured since (AMD EPYC, 2026-11-27, the other
+core busy): 669-807 CPU-seconds a row, 32-37 tokens per CPU-second, so ~12 min a row and ~30 min
+for the five on an idle 2-core machine. No row size was ever published for these recipes, so
+nothing to match."""
 DEFAULT = Recipe(name=f"{REAL_BASE}+default", base=REAL_BASE, n_examples=REAL_EXAMPLES)
 """The settings every row shares; rows differ only in their data (and the sparse set, below)."""
 
