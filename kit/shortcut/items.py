@@ -15,7 +15,7 @@ import torch
 from jaxtyping import Int
 from torch import Tensor
 
-from kit.models.finetune_examples import asked, recipe_items  # noqa: F401 (notebook 03's items)
+from kit.models.finetune_examples import asked
 from kit.subjects import WorldSubject, is_world_task, subject_of
 
 if TYPE_CHECKING:

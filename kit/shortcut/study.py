@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import pandas as pd
 
+from kit.models.finetune_examples import recipe_items
 from kit.shortcut.evaluate import accuracies, table2_summary, te_items, trustworthy_table
 from kit.shortcut.items import (
     TaskData,
     decoding_settings,
     is_world,
-    recipe_items,
     reference_items,
     study_items,
     task_data,

@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from kit.core.params import ParamsError, load_params
-from kit.models.finetune_examples import LETTER_INSTRUCTION, split_items
+from kit.models.finetune_examples import LETTER_INSTRUCTION, recipe_items, split_items
 from kit.models.recipes import RECIPES
 from kit.shortcut import scope
-from kit.shortcut.items import recipe_items
 
 NB = "03_shortcut_neurons"
 X5 = "real/smollm2-135m-instruct+arc-test-x5"
