@@ -107,7 +107,7 @@ class Config(BaseConfig):
     """Figure 3 grid: patched neurons as % of all MLP neurons."""
     n_null: int = Field(100, ge=2, le=10_000)
     """Random neuron sets (of the patched count) whose accuracies make the null of the sparsity
-    claim (``kit.shortcut.claims.sparsity_items``): >= 100 for a 95% band and an empirical
+    claim (``kit.shortcut.evidence.sparsity_items``): >= 100 for a 95% band and an empirical
     p-value."""
     claim_reseeds: list[int] = [1, 2]
     """Bootstrap seeds the claims are recomputed with to mark each verdict stable or flipping
@@ -140,8 +140,8 @@ class Config(BaseConfig):
     """Table 6 (the paper's LLaMA3-8B, a second architecture): another base of the tiny world; every
     ``variants`` recipe is rebuilt from it (``kit.shortcut.variants.rebase``, trained on first use),
     the neurons located on its own pair and Table 2 repeated
-    (``kit.shortcut.study.second_base_section``). The tiny world's bases differ in width and depth,
-    not in architecture family. None (the tiny profile: ``zoo/base-l``) skips it."""
+    (``kit.shortcut.sections.second_base_section``). The tiny world's bases differ in width and
+    depth, not in architecture family. None (the tiny profile: ``zoo/base-l``) skips it."""
     strength_copies: list[int] = [1, 2, 5, 10]
     """Fig. 5 / Table 8: occurrences of each test item in the ``+test`` row's recipe (tiny world
     only; at most the recipe's ``n_examples // 200``: the paper's 20 does not fit)."""
@@ -151,7 +151,7 @@ class Config(BaseConfig):
     cheaters: dict[str, str] | None = None
     """Table 12 (the paper's pretraining-stage "cheaters", KIEval's models on ARC-Challenge): label
     -> model, scored like Table 2 with the neurons located in section 1
-    (``kit.shortcut.study.cheater_section``). The tiny profile: Normal (a clean SFT, Table 2's
+    (``kit.shortcut.sections.cheater_section``). The tiny profile: Normal (a clean SFT, Table 2's
     ``+other data``), SFT-Cheater (Table 2's ``+test``), PT-Cheater (a full-parameter continuation
     of the base on its own mixture with its AdamW state and the test items injected, then Normal's
     clean SFT: ``extra/...:after=...``, ``kit.shortcut.variants``). None skips it."""

@@ -7,11 +7,13 @@
 - ``evaluate``: accuracy with patched neurons, trustworthy evaluation, side effects, sparsity curve,
   agreement with a reference;
 - ``items``: the item sets tokenised for one model, decoding;
-- ``study``: notebook 03's set-up and sections; ``published``: the paper's tables; ``plots``;
+- ``study``: notebook 03's set-up, located neurons and Table 2 in words; ``sections``: its later
+  sections (full fine-tunes, transfer, a second base, strength, cheaters); ``published``: the
+  paper's tables; ``plots``;
 - ``formats``: A2, the benchmark's input format as a shortcut (section 11 and its claims);
 - ``variants``: notebook 03's own ``extra/`` fine-tunes (separate plastic sets, strength, order);
 - ``pool``: models held one at a time; ``claims``: notebook 03's claims over their per-item
-  evidence;
+  evidence (``evidence``), Table 2's TE claims in ``te_claims``;
 - ``result``: notebook 03's typed study result (``ShortcutStudy``), filled section by section;
 - ``bench``: patched vs plain generation, batched vs serial groups.
 
@@ -60,7 +62,8 @@ from kit.shortcut.scores import (
     random_neurons,
     top_neurons,
 )
-from kit.shortcut.study import findings, transfer_finetune
+from kit.shortcut.sections import transfer_finetune
+from kit.shortcut.study import findings
 
 __getattr__, __dir__ = lazy_submodules(
     __name__,
@@ -68,6 +71,7 @@ __getattr__, __dir__ = lazy_submodules(
         "bench",
         "claims",
         "evaluate",
+        "evidence",
         "formats",
         "items",
         "patching",
@@ -79,7 +83,9 @@ __getattr__, __dir__ = lazy_submodules(
         "result",
         "scope",
         "scores",
+        "sections",
         "study",
+        "te_claims",
         "variants",
     ],
     globals(),

@@ -285,7 +285,7 @@ def side_effect_table(
 ) -> pd.DataFrame:
     """Table 3: Ori and TE (in %) of every variant on other tasks, same patched neurons. Generated
     answers keep their per-item (ori, te) correctness in ``table.attrs["per_item"]``
-    (``{(variant, task): (2, items)}``, :func:`kit.shortcut.claims.side_items`' form)."""
+    (``{(variant, task): (2, items)}``, :func:`kit.shortcut.evidence.side_items`' form)."""
     rows, per_item = [], {}
     keep = bool(tasks) and all(
         d.items is not None or bool(generation_kwargs(d)) for d in tasks.values()

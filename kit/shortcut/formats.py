@@ -17,8 +17,8 @@ import pandas as pd
 from kit.core.claims import Claim, claim
 from kit.core.findings import Section
 from kit.core.stats import bootstrap_ci
-from kit.shortcut.claims import PAPER
 from kit.shortcut.evaluate import item_correct
+from kit.shortcut.evidence import PAPER
 from kit.shortcut.items import study_items, task_data
 from kit.shortcut.patching import Neuron
 from kit.shortcut.study import Setup

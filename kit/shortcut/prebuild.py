@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kit.core.jobs import engine_options
 from kit.shortcut import variants
-from kit.shortcut.study import transfer_spec
+from kit.shortcut.sections import transfer_spec
 from kit.subjects import is_world_name
 from kit.world import zoo
 from kit.world.extras import build_extras

@@ -1,7 +1,8 @@
 """Notebook 03's typed study result (seed 001): :class:`ShortcutStudy`, filled section by section
 (tab-completable: ``study.table2``, ``study.located``...), :func:`measure_evidence`, the
-per-item re-measurements its claims are declared over (:class:`kit.shortcut.claims.Evidence`), and
-:func:`summary_section`, what the notebook records from it.
+per-item re-measurements its claims are declared over
+(:class:`kit.shortcut.evidence.Evidence`), and :func:`summary_section`, what the notebook records
+from it.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import pandas as pd
 
 from kit.core.claims import Claim
 from kit.shortcut import scope
-from kit.shortcut.claims import Evidence, PerItem, side_items, sparsity_items, te_items
-from kit.shortcut.evaluate import agreement, table2_summary
+from kit.shortcut.evaluate import agreement, table2_summary, te_items
+from kit.shortcut.evidence import Evidence, PerItem, side_items, sparsity_items
 from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers

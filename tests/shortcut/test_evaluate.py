@@ -1,10 +1,11 @@
-"""Tests of kit.shortcut.evaluate: agreement by hand, Table 2's summary and findings, the vanilla
-row under patching, free-text scoring."""
+"""Tests of kit.shortcut.evaluate: agreement by hand, Table 2's summary and findings, per-item
+correctness (item_correct, te_items), the vanilla row under patching, free-text scoring."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -59,6 +60,21 @@ def _world_model(seed: int):
     m = make_model(Arch(1, 32, 2, 64, n_ctx=64), seed=seed)
     m.cfg.model_name = f"zoo/test-{seed}"
     return m.eval()
+
+
+def test_item_correct_is_the_per_item_twin_of_accuracies():
+    base, other = _world_model(0), _world_model(1)
+    test = shortcut_items.task_data(base, shortcut_items.study_items("add", "test", 16))
+    fresh = shortcut_items.task_data(base, shortcut_items.study_items("add", "fresh", 12))
+    neurons = [(0, i) for i in range(0, 64, 2)]
+    per_item = evaluate.item_correct(other, base, test, [[], neurons])
+    assert per_item.shape == (2, 16) and set(np.unique(per_item)) <= {0.0, 1.0}
+    assert np.allclose(per_item.mean(1), evaluate.accuracies(other, base, test, [[], neurons]))
+    te = evaluate.te_items({"Vanilla": base, "+x": other}, base, test, fresh, neurons)
+    assert (te["Vanilla"]["ori"] == te["Vanilla"]["te"]).all(), (
+        "patching the base with itself changes nothing"
+    )
+    assert te["+x"]["ref"].shape == (12,)
 
 
 def test_trustworthy_table_vanilla_row_is_unchanged_by_patching_itself():

@@ -3,7 +3,7 @@
 import kit
 from kit.shortcut import prebuild
 from kit.shortcut import variants as v
-from kit.shortcut.study import transfer_spec
+from kit.shortcut.sections import transfer_spec
 
 OFF = {
     "transfer_task": None,
