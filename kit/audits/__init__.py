@@ -5,14 +5,18 @@ One module per metric family, each metric a function returning an :class:`AuditR
 
 - ``kit.audits.stability``: M09 core stability, EX25 reproducibility (also of
   ``kit.mui.metric``/``kit.cg.metrics``);
-- ``kit.audits.sae_validity``: M07, M08, M10, M11, M12, M13, EX24, EX34;
+- ``kit.audits.sae_validity``: M07, M08, M10, M11, M12, EX34;
+- ``kit.audits.superposition``: M13 superposition regime;
+- ``kit.audits.saebench``: EX24 SAEBench audit;
 - ``kit.audits.psychophysics``: EX1 d-prime, EX2 DIF, EX11 Weber/JND;
 - ``kit.audits.safety``: M14 Safety SVE;
-- ``kit.audits.circuits``: IOI circuit discovery by mean-ablation patching and the MIB curve.
+- ``kit.audits.circuits``: IOI circuit discovery by mean-ablation patching;
+- ``kit.audits.mib``: the MIB faithfulness curve (CPR / CMD) of a circuit's edges.
 
 ``REGISTRY`` maps each metric id of the seed's summary table to its function. Around them:
 ``kit.audits.activations`` (token-level activations at TransformerLens hooks), ``kit.audits.suite``
-(notebook 06's steps on the tiny world, a real model or GPT-2), ``kit.audits.real_saes`` (SAEs
+(notebook 06's steps on the tiny world, a real model or GPT-2; its circuit family in
+``kit.audits.circuit_family``), ``kit.audits.real_saes`` (SAEs
 trained on a real model's own activations, cached by content), ``kit.audits.sources`` (prompt
 sources), ``kit.audits.plots`` (its figures) and
 ``kit.audits.bench`` (``python -m kit bench audits``).
@@ -25,7 +29,7 @@ from typing import Callable
 
 import pandas as pd
 
-from . import circuits, psychophysics, sae_validity, safety, stability
+from . import circuits, mib, psychophysics, sae_validity, saebench, safety, stability, superposition
 from .result import AuditInputs, AuditResult, dumps, fail_check, jsonable
 
 REGISTRY: dict[str, Callable[..., object]] = {
@@ -35,15 +39,15 @@ REGISTRY: dict[str, Callable[..., object]] = {
     "M10": sae_validity.prism,
     "M11": sae_validity.matryoshka,
     "M12": sae_validity.adaptive_sparsity,
-    "M13": sae_validity.superposition_regime,
+    "M13": superposition.superposition_regime,
     "M14": safety.safety_sve,
     "EX1": psychophysics.dprime_audit,
     "EX2": psychophysics.dif_audit,
     "EX11": psychophysics.weber_audit,
-    "EX24": sae_validity.saebench_audit,
+    "EX24": saebench.saebench_audit,
     "EX25": stability.reproducibility,
     "EX34": sae_validity.nla_sae_convergence,
-    "MIB": circuits.mib_audit,
+    "MIB": mib.mib_audit,
 }
 """Metric id -> the function computing it (each returns an ``AuditResult``)."""
 
@@ -160,8 +164,11 @@ __all__ = [
     "fail_check",
     "jsonable",
     "circuits",
+    "mib",
     "psychophysics",
     "safety",
     "sae_validity",
+    "saebench",
     "stability",
+    "superposition",
 ]

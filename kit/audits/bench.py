@@ -16,7 +16,7 @@ import torch
 
 from kit.core.bench import BenchLine, median_time
 
-from . import circuits
+from . import circuits, mib
 
 if TYPE_CHECKING:
     from kit.models.tl import HookedModel
@@ -42,7 +42,7 @@ def _naive_curve(model, batch, means, edges, thresholds):
         m_full = float(circuits.run_heads(model, batch, means).mean())
         m_empty = circuits.circuit_performance(model, batch, means, [])
         out.append(
-            circuits.faithfulness(
+            mib.faithfulness(
                 circuits.circuit_performance(model, batch, means, heads), m_full, m_empty
             )
         )
@@ -85,7 +85,7 @@ def run(
         device=device,
     )
     t_ours = median_time(
-        lambda: circuits.faithfulness_curve(m, batch, means, fake_edges, thresholds),
+        lambda: mib.faithfulness_curve(m, batch, means, fake_edges, thresholds),
         repeat=1,
         warmup=0,
         device=device,

@@ -21,7 +21,8 @@ The verdict (pass / fail / inconclusive) follows from the value against the null
   construction (``can_fail`` False, a report-only metric included), when its null control meets
   the same pass condition (a pass says nothing), or when the page's condition itself fails;
 - circuits (MIB, EX1, EX2, EX11) are found on one half of the IOI prompts and audited on the other
-  (:func:`kit.audits.suite.circuit_context`), so the heads are not chosen by the score audited.
+  (:func:`kit.audits.circuit_family.circuit_context`), so the heads are not chosen by the score
+  audited.
 
 Stability (:func:`study_claims`): the claims recomputed with the null draws resampled (bootstrap)
 under other seeds; a verdict that changes is marked ``flips``.

@@ -182,6 +182,25 @@ def fail_check(r: AuditResult) -> str:
     return "unchecked: no null verdict computed"
 
 
+def not_run(
+    metric: str, name: str, reason: str, pass_condition: str, inputs: AuditInputs
+) -> AuditResult:
+    """The result of an audit the config cannot run (:meth:`Config.not_testable`: MIB without
+    edge patching, M14 without a safety contrast): no value, report-only, with the reason
+    (``values['not_run']``, read by the claims as why it is not testable)."""
+    return AuditResult(
+        metric=metric,
+        name=name,
+        value=None,
+        values={"not_run": reason, "cmd": None},
+        pass_condition=pass_condition,
+        passed=False,
+        diagnostic=True,
+        inputs=inputs,
+        notes=f"not run: {reason}",
+    )
+
+
 def dumps(results: list[AuditResult]) -> str:
     """JSON text of a list of results (what ``audits.json`` holds)."""
     return json.dumps([r.model_dump(mode="json") for r in results], indent=2)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import kit
+from kit.audits import circuit_family
 from kit.audits import cost as K
-from kit.audits import suite
 from kit.audits.circuits import graph_edges
 from kit.core.params import ParamsError
 from kit.core.paths import REPO_ROOT
@@ -93,9 +93,11 @@ def test_mib_without_edges_is_not_testable_and_says_why(make_model):
 
     model = make_model(n_layers=2)
     cfg = kit.load_params("06_measurement_audits", "smoke", {"circuit_edges": "off"})
-    cc = suite.circuit_context(model, suite.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model), cfg)
+    cc = circuit_family.circuit_context(
+        model, circuit_family.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model), cfg
+    )
     assert cc.circuit.edges == []
-    results, art = suite.run_circuit_audits(model, cc, cfg, "random")
+    results, art = circuit_family.run_circuit_audits(model, cc, cfg, "random")
     mib = results[0]
     assert mib.metric == "MIB" and mib.value is None and art["curve"] is None
     (claim,) = [c for c in audit_claims(results) if c.id == "MIB.vs_null"]

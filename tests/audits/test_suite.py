@@ -2,7 +2,7 @@ import pytest
 import torch
 
 import kit
-from kit.audits import suite
+from kit.audits import circuit_family, suite
 from kit.core.params import ParamsError
 
 WORLD_SAES = [
@@ -39,7 +39,7 @@ def test_profiles_validate(profile):
         )
     if profile == "paper":
         assert cfg.model == "gpt2" and cfg.circuit == "wang2023"
-        assert suite.circuit_heads_for(cfg)[0] == (0, 1)
+        assert circuit_family.circuit_heads_for(cfg)[0] == (0, 1)
     if profile == "dryrun":
         paper = kit.load_params("06_measurement_audits", "paper")
         assert cfg.model == "twin/gpt2" and cfg.circuit == "discover"
@@ -64,24 +64,12 @@ def test_bad_config_names_field():
         kit.load_params("06_measurement_audits", "tiny", overrides={"mib_thresholds": [0.5, 0.1]})
 
 
-def test_ioi_items_capitalize_and_filter(model):
-    items = suite.ioi_items("ioi", 6, capitalize=True)
-    it = items[0]
-    assert it.metadata["io"][0].isupper() and it.metadata["io"] in it.prompt.split()
-    assert it.answer == it.metadata["io"]
-    # the world's word-level vocabulary has no capitalised names: all filtered, clear error
-    with pytest.raises(ValueError, match="single-token"):
-        suite.ioi_items("ioi", 6, capitalize=True, model=model)
-    assert len(suite.ioi_items("ioi", 6, model=model)) == 6
-
-
 @pytest.mark.slow
 def test_every_step_runs_on_a_random_model_and_random_saes(model, tmp_path):
     """The notebook's sequence end to end without the built world (random weights, smoke sizes)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import torch
     from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
 
     import kit.audits as audits
@@ -102,8 +90,10 @@ def test_every_step_runs_on_a_random_model_and_random_saes(model, tmp_path):
     )
     r1, art = suite.run_sae_audits(ctx, model, cfg)
     m09 = suite.run_m09(ctx, cfg)
-    cc = suite.circuit_context(model, suite.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model), cfg)
-    r2, c_art = suite.run_circuit_audits(model, cc, cfg, "random")
+    cc = circuit_family.circuit_context(
+        model, circuit_family.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model), cfg
+    )
+    r2, c_art = circuit_family.run_circuit_audits(model, cc, cfg, "random")
     ex25 = suite.run_ex25(model, "random", cc, ctx, cfg)
     m14 = suite.run_m14(model, "random", cfg)
     results = r1 + [m09] + r2 + ex25 + [m14]
@@ -216,49 +206,10 @@ def test_task_signal_and_what_the_circuit_audits_can_say():
     assert C.circuit_scope(True, yes, 26, 0.2, 8) == ""
 
 
-def test_a_gpt2_circuit_on_a_smaller_model_is_refused(model, ioi_items):
-    cfg = kit.load_params("06_measurement_audits", "smoke", overrides={"circuit": "wang2023"})
-    with pytest.raises(ValueError, match="outside this model.*discover"):
-        suite.circuit_context(model, ioi_items, cfg, fixed_heads=suite.circuit_heads_for(cfg))
-
-
-def test_circuit_items_regroup_before_the_single_token_filter(model):
-    """A non-zoo model gets capitalised world names, none a token of the word-level test model: with
-    name categories the world's names are replaced first, so only the categories' names must be
-    tokens."""
-    items = suite.ioi_items("ioi", 6)
-    vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
-    groups = {"a": vocab[:2] + ["Zyxwvut", "Qwertz"], "b": vocab[2:4], "c": vocab[4:6]}
-    # a non-zoo model without a tokenizer readable offline (so the config checks no names) and its
-    # SAEs named
-    saes = {
-        role: f"test-sae/{role}" for role in ("sae_arch_a", "sae_arch_b", "sae_small", "sae_large")
-    }
-    cfg = kit.load_params(
-        "06_measurement_audits",
-        "smoke",
-        overrides={
-            "model": "random/tiny-gated",
-            "n_ioi": 9,
-            "circuit_model": None,
-            "dif_name_groups": groups,
-            **saes,
-        },
-    )
-    out, dropped = suite.circuit_items(model, cfg)
-    assert len(out) == 9 and {it.metadata["name_group"] for it in out} == {"a", "b", "c"}
-    assert dropped == {"a": ["Zyxwvut", "Qwertz"], "b": [], "c": []}
-    with pytest.raises(ValueError, match="single-token"):
-        suite.circuit_items(model, cfg.model_copy(update={"dif_name_groups": None}))
-    assert suite.load_circuit_model(cfg, model) == (model, "random/tiny-gated"), (
-        "no circuit_model: the audited model"
-    )
-
-
 def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):
     from kit.audits import sources
 
-    items = suite.ioi_items("ioi", 6)
+    items = circuit_family.ioi_items("ioi", 6)
     vocab = sorted({it.metadata["io"] for it in items} | {it.metadata["s"] for it in items})
     groups = {"a": vocab[:2] + ["Zyxwvut"], "b": vocab[2:4]}
     out, dropped = sources.regroup_names(items, groups, model, seed=0)
@@ -272,39 +223,3 @@ def test_regroup_names_keeps_single_tokens_and_counts_dropped(model):
             and it.metadata["io"] != it.metadata["s"]
         )
         assert it.metadata["io"] in it.prompt.split() and it.answer == it.metadata["io"]
-
-
-def test_split_items_holds_out_each_name_group_and_is_seeded():
-    from kit.world.tasks import get_task
-
-    items = get_task("ioi").items("test", 40)
-    disc, held = suite.split_items(items, 0.5, seed=0)
-    assert len(disc) + len(held) == 40 and not {i.id for i in disc} & {i.id for i in held}
-    groups = {str(i.metadata.get("name_group", "")) for i in items}
-    assert {str(i.metadata.get("name_group", "")) for i in held} == groups, "every group is audited"
-    assert {str(i.metadata.get("name_group", "")) for i in disc} == groups
-    assert [i.id for i in suite.split_items(items, 0.5, seed=0)[1]] == [i.id for i in held]
-    assert [i.id for i in suite.split_items(items, 0.5, seed=1)[1]] != [i.id for i in held]
-    with pytest.raises(ValueError, match="raise n_ioi"):
-        suite.split_items(items[:2], 0.5)
-
-
-def test_the_circuit_is_found_on_other_prompts_than_it_is_audited_on(model):
-    """Issue 36: heads chosen by their ablation score on the batch the audits read gave EX1 a hit
-    rate of 1 by selection. Discovery (head scores, means) reads one half, every audit the other."""
-    from kit.audits import circuits
-
-    cfg = kit.load_params("06_measurement_audits", "smoke").model_copy(
-        update={"circuit_edges": "off"}
-    )
-    items = suite.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model)
-    cc = suite.circuit_context(model, items, cfg)
-    assert not set(cc.discovery.ids) & set(cc.batch.ids) and len(cc.discovery) + len(
-        cc.batch
-    ) == len(items)
-    means = circuits.head_means(model, cc.discovery)
-    assert torch.allclose(cc.means, means), "mean-ablation means come from the discovery prompts"
-    assert torch.allclose(cc.circuit.head_scores, circuits.head_scores(model, cc.discovery, means))
-    assert torch.allclose(cc.lds["full"], circuits.run_heads(model, cc.batch, means)), (
-        "audits read the held-out half"
-    )
