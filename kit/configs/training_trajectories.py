@@ -47,7 +47,7 @@ class Config(BaseConfig):
     items_of: str | None = None
     """Real fine-tunes: a contaminated recipe of ``kit.models.recipes.RECIPES`` whose injected test
     items are the leaked benchmark's ``test`` split (its unseen test items the ``fresh`` one), every
-    model asked them as the fine-tunes were trained (``kit.mui.trajectories.leak_items``); None:
+    model asked them as the fine-tunes were trained (``kit.mui.measurements.leak_items``); None:
     each model's own items (tiny-world splits, or a benchmark's first test items)."""
     tasks: list[str] | None = Field(None, min_length=1)
     """Tasks to evaluate: ``kit.world.TASKS`` names for zoo models, ``kit.load_benchmark`` names for

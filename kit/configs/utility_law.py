@@ -47,8 +47,8 @@ class Config(BaseConfig):
     score: Score = "score"
     """Neuron contribution score (kit.mui.scores.SCORES): Eq. 3 ``score`` is the paper's choice."""
     threshold: Threshold = "topk"
-    """Key-neuron threshold (kit.mui.metric.THRESHOLDS): per-token per-layer top-k is the paper's
-    choice."""
+    """Key-neuron threshold (kit.mui.key_neurons.THRESHOLDS): per-token per-layer top-k is the
+    paper's choice."""
     k: int | None = Field(None, ge=1)
     """k of ``topk``/``global_topk``; None: max(1, round(d_mlp/1000)) per layer (x n_layers for
     global)."""

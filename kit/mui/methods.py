@@ -10,6 +10,7 @@ from typing import Any, cast
 import pandas as pd
 
 from kit.mui import metric as mui
+from kit.mui.key_neurons import THRESHOLDS, default_k
 from kit.mui.plots import plot_method_correlations
 from kit.mui.published import published_b6_correlations
 from kit.subjects import Subject
@@ -17,7 +18,7 @@ from kit.subjects import Subject
 DEFAULT_METHODS: list[tuple[str, str]] = [
     (s, t)
     for s in ("score", "activate", "gradient", "score_sum", "activate_sum")
-    for t in mui.THRESHOLDS
+    for t in THRESHOLDS
 ]
 
 PUBLIC_TOPSCORE_FRACS = (0.8, 0.85, 0.9, 0.95)
@@ -104,7 +105,7 @@ def coincident_methods(grid: pd.DataFrame) -> dict[str, str]:
     out = {}
     if len(grid):
         same_k = all(
-            mui.default_k(int(d)) == max(1, round(0.001 * int(d))) for d in grid.d_mlp.unique()
+            default_k(int(d)) == max(1, round(0.001 * int(d))) for d in grid.d_mlp.unique()
         )
         one_token = int(grid.max_response_tokens.max()) <= 1
         for m in sorted(methods):
@@ -222,7 +223,7 @@ def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
     rows = [
         {
             "variant": "paper (per-token top-k, act*up, next token)",
-            "k": mui.default_k(d),
+            "k": default_k(d),
             "mui": mui.mui_of_mask(paper),
             "jaccard_with_paper": 1.0,
         }

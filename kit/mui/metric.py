@@ -1,14 +1,13 @@
-"""Key neurons and the Model Utilization Index (MUI, seed 000).
+"""The Model Utilization Index (MUI, seed 000) of a dataset, from key neurons.
 
-- :func:`key_neuron_mask` — the threshold functions (Eqs. 10-12 of A.4: ``topk``,
-  ``global_topk``, ``top_pct``, ``topscore``) turned into boolean key-neuron masks over the neuron
-  scores of :mod:`kit.mui.scores`;
 - :func:`utilization` / :func:`utilization_for_items` — MUI of a dataset (Eq. 4/5), streamed
   layer by layer so no ``batch x pos x layer x d_mlp`` tensor is ever kept;
   ``variant="public_code"`` computes it as MUI-Eval's code does (:func:`public_code_utilization`).
 
-Beside it: SAE-feature MUI in :mod:`kit.mui.sae`, the law fit, PUR (Eq. 7) and rank agreement
-(Table 1) in :mod:`kit.mui.law`, the four corollary directions in :mod:`kit.mui.directions`.
+Beside it: the threshold functions and key-neuron masks (Eqs. 10-12 of A.4) in
+:mod:`kit.mui.key_neurons`, SAE-feature MUI in :mod:`kit.mui.sae`, the law fit, PUR (Eq. 7) and
+rank agreement (Table 1) in :mod:`kit.mui.law`, the four corollary directions in
+:mod:`kit.mui.directions`.
 
 Alignment convention (the public code gets this wrong): position ``p`` of a score tensor is the
 residual position whose output predicts ``tokens[:, p + 1]``; a score tensor therefore has
@@ -27,138 +26,9 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from kit.core.checks import require_finite
 from kit.models import tl
+from kit.mui.key_neurons import _check_threshold, _k_for, layer_key_mask
 from kit.mui.scores import _check_ig, _check_score, _check_tokens, _w_out, iter_neuron_scores
-
-THRESHOLDS = ("topk", "global_topk", "top_pct", "topscore")
-"""Threshold functions of A.4 (Eqs. 10-12)."""
-
-
-def _check_threshold(threshold: str) -> None:
-    if threshold not in THRESHOLDS:
-        raise ValueError(
-            f"threshold={threshold!r} is not a threshold function; allowed values: "
-            f"{', '.join(THRESHOLDS)}"
-        )
-
-
-def default_k(d_mlp: int) -> int:
-    """The paper's per-layer top-k: the top one-thousandth of a layer (Sec. 3.8), at least 1."""
-    return max(1, round(d_mlp / 1000))
-
-
-def _k_for(threshold: str, width: int, n_layers: int, k: int | None, frac: float | None) -> int:
-    if threshold == "topk":
-        kk = default_k(width) if k is None else int(k)
-        limit = width
-    elif threshold == "global_topk":
-        kk = default_k(width) * n_layers if k is None else int(k)
-        limit = width * n_layers
-    elif threshold == "top_pct":
-        f = 0.001 if frac is None else float(frac)
-        if not 0 < f <= 1:
-            raise ValueError(f"frac={frac} for threshold='top_pct' must be in (0, 1]")
-        kk = max(1, round(f * width))
-        limit = width
-    else:
-        raise AssertionError(threshold)
-    if not 1 <= kk <= limit:
-        raise ValueError(f"k={kk} for threshold={threshold!r} must be in [1, {limit}]")
-    return kk
-
-
-def _topk_mask(x: Float[Tensor, "... n"], k: int) -> Bool[Tensor, "... n"]:
-    idx = x.topk(k, dim=-1).indices
-    return torch.zeros_like(x, dtype=torch.bool).scatter_(-1, idx, True)
-
-
-def layer_key_mask(
-    scores: Float[Tensor, "*tokens width"],
-    threshold: str = "topk",
-    k: int | None = None,
-    frac: float | None = None,
-) -> Bool[Tensor, "*tokens width"]:
-    """Per-token key units of ONE layer (thresholds that work layer by layer).
-
-    ``topk``: the ``k`` largest scores per token (Eq. 10; default ``max(1, round(width/1000))``);
-    ``top_pct``: the largest ``round(frac*width)`` (default frac 0.001); ``topscore``: scores
-    ``>= frac * (the token's max in this layer)`` and > 0 (Eq. 12, Dai et al.; default frac 0.2).
-    """
-    _check_threshold(threshold)
-    require_finite("scores", scores)  # topk ranks NaN above every number
-    if threshold == "global_topk":
-        raise ValueError(
-            "threshold='global_topk' ranks across layers: use key_neuron_mask on [.., layer, "
-            "d_mlp] scores"
-        )
-    width = scores.shape[-1]
-    if threshold == "topscore":
-        f = 0.2 if frac is None else float(frac)
-        if not 0 < f <= 1:
-            raise ValueError(f"frac={frac} for threshold='topscore' must be in (0, 1]")
-        top = scores.max(dim=-1, keepdim=True).values
-        return (scores >= f * top) & (scores > 0)
-    return _topk_mask(scores, _k_for(threshold, width, 1, k, frac))
-
-
-def token_key_masks(
-    scores: Float[Tensor, "tokens layer width"],
-    threshold: str = "topk",
-    k: int | None = None,
-    frac: float | None = None,
-) -> Bool[Tensor, "tokens layer width"]:
-    """Per-token key units over all layers; ``global_topk`` ranks all ``layer*width`` units of a
-    token together (Eq. 11; default k = per-layer default x n_layers)."""
-    _check_threshold(threshold)
-    if threshold != "global_topk":
-        return layer_key_mask(scores, threshold, k, frac)
-    t, n_layers, width = require_finite("scores", scores).shape
-    kk = _k_for("global_topk", width, n_layers, k, frac)
-    return _topk_mask(scores.reshape(t, n_layers * width), kk).reshape(t, n_layers, width)
-
-
-def response_scores(
-    scores: Float[Tensor, "batch pos layer d_mlp"], response_mask: Bool[Tensor, "batch pos"]
-) -> Float[Tensor, "batch 1 layer d_mlp"]:
-    """Response-level scores (Eq. 15): each sample's scores summed over its response positions."""
-    m = response_mask.to(scores.dtype)[..., None, None]
-    return (scores * m).sum(dim=1, keepdim=True)
-
-
-def key_neuron_mask(
-    scores: Float[Tensor, "*batch pos layer d_mlp"],
-    threshold: str = "topk",
-    k: int | None = None,
-    frac: float | None = None,
-    response_mask: Bool[Tensor, "*batch pos"] | None = None,
-) -> Bool[Tensor, "layer d_mlp"]:
-    """Key neurons: the union over samples and response positions of the per-token key sets.
-
-    ``scores`` as returned by :func:`neuron_scores` (``[batch, pos, layer, d_mlp]``, or without
-    the batch axis); ``response_mask`` over the SAME positions (``True`` where ``tokens[p+1]``
-    is a response token — ``token_mask[:, 1:]``); ``None`` means every position counts. For the
-    response-level ``*_sum`` variants pass :func:`response_scores` (its one position is the
-    whole response). Returns ``[layer, d_mlp]`` booleans.
-    """
-    if scores.ndim == 3:
-        scores = scores[None]
-        response_mask = None if response_mask is None else response_mask[None]
-    if scores.ndim != 4:
-        raise ValueError(
-            f"scores must be [batch, pos, layer, d_mlp], got shape {tuple(scores.shape)}"
-        )
-    if response_mask is None:
-        response_mask = torch.ones(scores.shape[:2], dtype=torch.bool)
-    if tuple(response_mask.shape) != tuple(scores.shape[:2]):
-        raise ValueError(
-            f"response_mask shape {tuple(response_mask.shape)} must equal scores' [batch, pos] "
-            f"{tuple(scores.shape[:2])} (score positions: pass token_mask[:, 1:])"
-        )
-    picked = scores[response_mask.bool().to(scores.device)]  # [tokens, layer, d_mlp]
-    if picked.shape[0] == 0:
-        return torch.zeros(scores.shape[2:], dtype=torch.bool)
-    return token_key_masks(picked, threshold, k, frac).any(dim=0).cpu()
 
 
 def mui_of_mask(mask: Bool[Tensor, "layer width"]) -> float:

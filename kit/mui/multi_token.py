@@ -14,6 +14,7 @@ import pandas as pd
 from kit.mui import metric as mui
 from kit.mui.checkpoints import checkpoint_series, has_checkpoints
 from kit.mui.correctness import correct_vs_incorrect
+from kit.mui.key_neurons import default_k
 from kit.mui.law import fe_record, fit_law_fixed_effects, fmt_fit, law_fits
 from kit.mui.plots import plot_per_sample_mui
 from kit.subjects import Subject, is_world_name, load_subject, task_group
@@ -21,7 +22,7 @@ from kit.subjects import Subject, is_world_name, load_subject, task_group
 
 def width_k_table(models: Sequence[str], world: str, k: int | None = None) -> pd.DataFrame:
     """Per zoo model: n_layers, d_mlp, MUI's per-token per-layer ``k`` (``k`` if given, else
-    :func:`kit.mui.metric.default_k`, the paper's top 0.1%) and the MUI of one response token,
+    :func:`kit.mui.key_neurons.default_k`, the paper's top 0.1%) and the MUI of one response token,
     ``100 k / d_mlp`` %: every one-token sample has exactly this MUI, so per-sample MUI can only
     vary with multi-token responses, and a model with another ``k / d_mlp`` sits on another
     scale."""
@@ -32,7 +33,7 @@ def width_k_table(models: Sequence[str], world: str, k: int | None = None) -> pd
         if not is_world_name(m):
             continue
         arch = kworld.member_info(m, world)["arch"]
-        kk = k or mui.default_k(arch["d_mlp"])
+        kk = k or default_k(arch["d_mlp"])
         rows.append(
             {
                 "model": m,

@@ -15,7 +15,8 @@ from torch import Tensor
 from kit.core.checks import require_finite
 from kit.models import tl
 from kit.mui import metric as mui
-from kit.mui.metric import MUIResult, _score_positions, _topk_mask, budgeted, mui_of_mask
+from kit.mui.key_neurons import _topk_mask
+from kit.mui.metric import MUIResult, _score_positions, budgeted, mui_of_mask
 from kit.mui.scores import _check_tokens
 
 SAE_REFERENCE_WIDTH = 131072

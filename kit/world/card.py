@@ -52,7 +52,7 @@ GAP_FRESH_N = 1000  # fresh items of the gap's task (about a quarter fall in the
 
 def mui_k(d_mlp: int) -> int:
     """MUI's per-token, per-layer k (the paper's top 0.1%): ``max(1, round(d_mlp / 1000))``, as
-    ``kit.mui.metric.default_k`` (a test pins the two together; the world does not import
+    ``kit.mui.key_neurons.default_k`` (a test pins the two together; the world does not import
     kit.mui)."""
     return max(1, round(d_mlp / 1000))
 

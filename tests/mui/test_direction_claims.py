@@ -262,12 +262,18 @@ def _study(reseed: bool = True) -> tr.TrajectoryStudy:
             for sp in ("test", "fresh")
         ]
     )
-    from kit.mui import directions, published
+    from kit.mui import directions, published_trajectories
 
     study = tr.TrajectoryStudy(
-        olmo_steps=directions.step_directions(published.published_olmo(), series="task"),
-        published_specialised=directions.pair_directions(published.published_specialised()),
-        published_contamination=directions.pair_directions(published.published_contamination()),
+        olmo_steps=directions.step_directions(
+            published_trajectories.published_olmo(), series="task"
+        ),
+        published_specialised=directions.pair_directions(
+            published_trajectories.published_specialised()
+        ),
+        published_contamination=directions.pair_directions(
+            published_trajectories.published_contamination()
+        ),
         settings=s,
         measurements=meas,
         directions=tr.analyse(meas, s, tol_perf=1.0),

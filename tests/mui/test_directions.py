@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from kit.mui import directions, published
+from kit.mui import directions, published_trajectories
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,7 @@ def test_strict_only_under_contamination_check_on_table9():
     # Item 8: sec. 3.3 says collapsing is only observed under contamination; Table 9's specialised
     # models are uncontaminated, and 4 of their 15 OOD changes collapse (read from the table, at
     # zero tolerance).
-    spec = directions.pair_directions(published.published_specialised())
+    spec = directions.pair_directions(published_trajectories.published_specialised())
     row = directions.corollary_checks(uncontaminated=spec).iloc[0]
     assert (row["expected"], row["n"], row["n"] - row["n_expected"]) == ("no collapsing", 15, 4)
     assert row["verdict"] == "disagrees", (

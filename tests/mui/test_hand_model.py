@@ -1,5 +1,6 @@
 """The hand-computable one-layer model: Eq. 3's scores (kit.mui.scores), MUI of its key neurons
-(kit.mui.metric), the public code's off-by-one and NaN activations, all checked by hand."""
+(kit.mui.key_neurons, kit.mui.metric), the public code's off-by-one and NaN activations, all
+checked by hand."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import kit.mui.key_neurons as kn
 import kit.mui.metric as mui
 from kit.core.checks import NonFiniteError
 from kit.mui import scores as mui_scores
@@ -173,6 +175,6 @@ def test_nan_scores_are_not_ranked_as_key_neurons():
     scores = hand_expected()
     scores[0, 1, 0, 3] = float("nan")
     with pytest.raises(NonFiniteError, match="scores"):
-        mui.key_neuron_mask(scores, "topk", k=1)
+        kn.key_neuron_mask(scores, "topk", k=1)
     with pytest.raises(NonFiniteError, match="scores"):
-        mui.key_neuron_mask(scores, "global_topk", k=1)
+        kn.key_neuron_mask(scores, "global_topk", k=1)

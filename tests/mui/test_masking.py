@@ -34,14 +34,6 @@ def test_masking_summary():
     }
 
 
-def test_newcombe_interval_of_a_difference_of_accuracies():
-    # Newcombe (1998), Table II: 56/70 - 48/80 = 0.2000, method 10 (hybrid score) [0.0524, 0.3339]
-    from kit.mui.claims import newcombe_diff
-
-    d, lo, hi = newcombe_diff(56, 70, 48, 80)
-    assert abs(d - 0.2) < 1e-12 and abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
-
-
 def test_rank_neurons_by_count_then_total_then_index():
     import torch
 

@@ -1,11 +1,12 @@
-"""Tests of kit.mui.metric: thresholds, key-neuron masks, the MUI denominator, streaming and
-token-budget batches, the public code's key neurons and the items' tokens."""
+"""Tests of kit.mui.metric: the MUI denominator, streaming (against kit.mui.key_neurons' dense
+masks) and token-budget batches, the public code's key neurons and the items' tokens."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+import kit.mui.key_neurons as kn
 import kit.mui.metric as mui
 from kit.models.load import random_model
 from kit.mui import sae as mui_sae
@@ -19,64 +20,7 @@ def test_bad_inputs_name_the_field():
     with pytest.raises(ValueError, match="seq >= 2"):
         mui_scores.neuron_scores(model, torch.zeros(1, 1, dtype=torch.long))
     with pytest.raises(ValueError, match="threshold="):
-        mui.key_neuron_mask(torch.zeros(1, 1, 1, 4), threshold="top")
-
-
-# one sample, two positions, two layers, four neurons
-S = torch.tensor(
-    [
-        [
-            [[5.0, 1.0, 0.0, 2.0], [0.0, 0.5, 0.4, 0.1]],  # position 0
-            [[1.0, 4.0, 3.9, 0.0], [9.0, 0.0, 0.0, -1.0]],  # position 1
-        ]
-    ]
-)
-
-
-def test_default_k_is_one_thousandth():
-    assert [mui.default_k(d) for d in (64, 3072, 11008, 14336, 1499, 1500)] == [1, 3, 11, 14, 1, 2]
-
-
-def test_topk_is_per_token_not_per_response():
-    got = mui.key_neuron_mask(S, "topk", k=1)
-    want = torch.tensor([[1, 1, 0, 0], [1, 1, 0, 0]], dtype=torch.bool)
-    assert torch.equal(got, want), (
-        f"got {got.int().tolist()}: top-k must be taken per token, then united"
-    )
-
-
-def test_global_topk_ranks_all_layers_of_a_token_together():
-    got = mui.key_neuron_mask(S, "global_topk", k=2)
-    # pos 0: 5.0 (L0 n0), 2.0 (L0 n3); pos 1: 9.0 (L1 n0), 4.0 (L0 n1)
-    want = torch.tensor([[1, 1, 0, 1], [1, 0, 0, 0]], dtype=torch.bool)
-    assert torch.equal(got, want), f"got {got.int().tolist()}"
-
-
-def test_top_pct_keeps_a_fraction_of_each_layer():
-    got = mui.key_neuron_mask(S, "top_pct", frac=0.5)
-    want = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]], dtype=torch.bool)
-    assert torch.equal(got, want), f"got {got.int().tolist()}"
-
-
-def test_topscore_keeps_scores_above_a_fraction_of_the_layer_max():
-    got = mui.key_neuron_mask(S, "topscore", frac=0.75)
-    # pos0 L0 >= 3.75: n0; pos0 L1 >= .375: n1, n2; pos1 L0 >= 3: n1, n2; pos1 L1 >= 6.75: n0
-    want = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 0]], dtype=torch.bool)
-    assert torch.equal(got, want), f"got {got.int().tolist()}"
-
-
-def test_response_mask_excludes_prompt_positions():
-    got = mui.key_neuron_mask(S, "topk", k=1, response_mask=torch.tensor([[False, True]]))
-    want = torch.tensor([[0, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.bool)
-    assert torch.equal(got, want)
-
-
-def test_response_level_sum_scores():
-    summed = mui.response_scores(S, torch.tensor([[True, True]]))
-    assert torch.allclose(summed[0, 0, 0], torch.tensor([6.0, 5.0, 3.9, 2.0]))
-    got = mui.key_neuron_mask(summed, "topk", k=1)
-    want = torch.tensor([[1, 0, 0, 0], [1, 0, 0, 0]], dtype=torch.bool)
-    assert torch.equal(got, want), "score_sum: one top-k per response, not per token"
+        kn.key_neuron_mask(torch.zeros(1, 1, 1, 4), threshold="top")
 
 
 def test_mui_denominator_is_layers_times_width():
@@ -86,7 +30,7 @@ def test_mui_denominator_is_layers_times_width():
     assert mui.mui_of_mask(mask) == pytest.approx(100 * 3 / 8)
 
 
-@pytest.mark.parametrize("threshold", mui.THRESHOLDS)
+@pytest.mark.parametrize("threshold", kn.THRESHOLDS)
 @pytest.mark.parametrize("score", ["score", "activate", "score_sum", "activate_sum"])
 def test_streaming_utilization_equals_dense_masks(threshold, score):
     model = random_model("tiny-gated")
@@ -106,8 +50,8 @@ def test_streaming_utilization_equals_dense_masks(threshold, score):
     dense = mui_scores.neuron_scores(model, tokens, score.split("_")[0])
     pos = resp[:, 1:]
     if score.endswith("_sum"):
-        dense, pos = mui.response_scores(dense, pos), None
-    want = mui.key_neuron_mask(
+        dense, pos = kn.response_scores(dense, pos), None
+    want = kn.key_neuron_mask(
         dense, threshold, k=2 if threshold != "topscore" else None, response_mask=pos
     )
     assert torch.equal(res.mask, want), (
@@ -221,7 +165,7 @@ def test_public_code_key_neurons_by_hand():
         18,
         0,
     )
-    assert (mui.default_k(18944), mui.default_k(512)) == (19, 1), (
+    assert (kn.default_k(18944), kn.default_k(512)) == (19, 1), (
         "the paper's k rounds and is at least 1"
     )
 

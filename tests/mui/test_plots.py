@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib
 
-from kit.mui import directions, plots, published
+from kit.mui import directions, plots, published_trajectories
 
 matplotlib.use("Agg")
 
@@ -14,7 +14,7 @@ def test_plots_draw_one_arrow_per_change_in_direction_colours():
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_hex
 
-    o = published.published_olmo()
+    o = published_trajectories.published_olmo()
     st = directions.step_directions(
         o[o["task"].isin(["MATH", "BBH"])], series="task", label="model"
     )
@@ -26,7 +26,7 @@ def test_plots_draw_one_arrow_per_change_in_direction_colours():
     colours = sorted(to_hex(a.arrow_patch.get_edgecolor()) for a in arrows)
     assert colours == sorted(directions.DIRECTION_COLORS[d] for d in st["direction"])
     plt.close(fig)
-    sp = directions.pair_directions(published.published_specialised())
+    sp = directions.pair_directions(published_trajectories.published_specialised())
     fig = plots.plot_pairs(sp)
     assert sum(
         1 for ax in fig.axes for a in ax.texts if getattr(a, "arrow_patch", None) is not None

@@ -90,7 +90,7 @@ def test_extra_families_answers_are_right():
 
 @pytest.mark.parametrize("d_mlp", [32, 192, 256, 499, 500, 512, 1499, 1536, 2500, 11008])
 def test_mui_k_is_kit_mui_default_k(d_mlp):
-    from kit.mui.metric import default_k
+    from kit.mui.key_neurons import default_k
 
     assert mui_k(d_mlp) == default_k(d_mlp)
 

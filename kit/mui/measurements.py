@@ -1,0 +1,172 @@
+"""Notebook 02's measurements (seed 000, sections 3.3-3.4): performance and MUI of every model on
+every task and split, one model in memory at a time, in the tidy schema of
+:mod:`kit.mui.trajectories` (``model, task, group, split, n, perf, mui`` and the accuracy's
+interval); with the items a contaminated real fine-tune leaked (:func:`leak_items`) when asked.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from kit.subjects import task_group
+
+
+def measure(
+    models: Sequence[str],
+    tasks: Sequence[str],
+    splits: Sequence[str] = ("test", "fresh"),
+    n_items: int = 100,
+    world: str | None = None,
+    device: str = "cpu",
+    seed: int = 0,
+    score: str = "score",
+    threshold: str = "topk",
+    max_new_tokens: int = 1,
+    batch_size: int = 32,
+    dtype: str | None = None,
+    max_batch_tokens: int = 8192,
+    prompt_style: str = "instructed",
+    items_of: str | None = None,
+) -> pd.DataFrame:
+    """Performance and MUI of every model on every task and split, one model in memory at a time
+    (load, measure every task, free).
+
+    Each model is a :class:`kit.subjects.Subject`: its greedy responses (``max_new_tokens``) to
+    ``n_items`` items of each split, scored by the task's rule, and MUI over those responses.
+    Tiny-world models on the world's tasks: exact match of the answer, MUI in ``batch_size`` rows a
+    pass. Real models (Hugging Face ids with ``@revision``, local directories, twins) on real
+    benchmarks (``kit.load_benchmark`` names; no ``fresh`` split), loaded in ``dtype``, prompts in
+    ``prompt_style`` (:mod:`kit.data.prompts`): batched generation with the chat template when the
+    tokenizer has one, MUI from teacher-forced passes in batches of at most ``max_batch_tokens``
+    padded tokens; responses and per-item key neurons are cached, so a killed run resumes.
+    ``items_of`` (a contaminated real fine-tune's name, :data:`kit.models.recipes.RECIPES`): every
+    model is asked the same items, as the fine-tunes were trained (:func:`leak_items`), so the
+    leaked benchmark has a ``test`` split of leaked items and a ``fresh`` one of unseen items.
+    Performance and MUI in percent. Returns the tidy schema: ``model, task, group, split, n, perf,
+    mui`` (one row per model, task and split), plus the accuracy's Wilson interval (``perf_low``,
+    ``perf_high``, %), ``chance``, ``parse_failures`` and ``truncated``.
+    """
+    from tqdm.auto import tqdm
+
+    from kit.models.generate import release
+    from kit.subjects import load_subject
+
+    allowed = ("test", "fresh", "test-syn", "fresh-syn", "train")
+    for split in splits:
+        if split not in allowed:
+            raise ValueError(
+                f"splits: {split!r} is not a split; allowed values: {', '.join(allowed)}"
+            )
+    if not models or not tasks:
+        raise ValueError(
+            f"measure needs models and tasks (got {len(models)} models, {len(tasks)} tasks)"
+        )
+    groups = {t: task_group(t) for t in tasks}
+    item_cache: dict[tuple[str, str, str], list] = {}
+    fixed = leak_items(items_of, tasks, splits, n_items, seed) if items_of else {}
+    rows = []
+    for name in tqdm(list(dict.fromkeys(models)), desc="models"):
+        subject = load_subject(
+            name, device=device, world=world, dtype=dtype, prompt_style=prompt_style
+        )
+        try:
+            for t in tasks:
+                for s in splits:
+                    key = (subject.kind, t, s)
+                    if key not in item_cache:
+                        item_cache[key] = fixed.get((t, s)) or subject.items(t, s, n_items, seed)
+                    ans = subject.answer(t, item_cache[key], max_new_tokens)
+                    lo, hi = ans.interval
+                    rows.append(
+                        {
+                            "model": name,
+                            "task": t,
+                            "group": groups[t],
+                            "split": s,
+                            "n": ans.n,
+                            "perf": 100.0 * ans.accuracy,
+                            "mui": subject.mui(
+                                ans,
+                                score,
+                                threshold,
+                                batch_size=batch_size,
+                                max_batch_tokens=max_batch_tokens,
+                            ),
+                            "perf_low": 100 * lo,
+                            "perf_high": 100 * hi,
+                            "chance": ans.chance,
+                            "parse_failures": ans.n_parse_failed,
+                            "truncated": ans.n_truncated,
+                        }
+                    )
+        finally:
+            del subject
+            # the Hugging Face copy that generated, and the GPU cache: one model at a time
+            release()
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "task",
+            "group",
+            "split",
+            "n",
+            "perf",
+            "mui",
+            "perf_low",
+            "perf_high",
+            "chance",
+            "parse_failures",
+            "truncated",
+        ],
+    )
+
+
+def leak_items(
+    items_of: str, tasks: Sequence[str], splits: Sequence[str], n_items: int, seed: int = 0
+) -> dict[tuple[str, str], list]:
+    """``{(task, split): items}`` when the models are real fine-tunes and ``items_of`` names a
+    contaminated one (:data:`kit.models.recipes.RECIPES`): on its benchmark, ``test`` is the first
+    ``n_items`` items it injected (the leaked items, as 03's Ori) and ``fresh`` ``n_items`` test
+    items no recipe injected (:func:`kit.models.finetune_examples.recipe_items`); on every other
+    task both splits are its first ``n_items`` test items, which no fine-tune trained on (a recipe
+    whose mixture draws that test split is refused). Every item is asked as the fine-tunes were
+    trained (:func:`kit.models.finetune_examples.asked`), base models included, so a change is the
+    fine-tune's, not the prompt's."""
+    from kit.models.finetune_examples import asked, recipe_items
+    from kit.models.recipes import RECIPES, recipe
+    from kit.subjects.items import task_items
+
+    r = recipe(items_of)
+    if r.inject != "test":
+        raise ValueError(
+            f"items_of={items_of!r} injects no test items (inject={r.inject!r}); "
+            "allowed: a contaminated recipe of kit.models.recipes.RECIPES"
+        )
+    if r.benchmark not in tasks:
+        raise ValueError(
+            f"items_of={items_of!r} leaked {r.benchmark}, which is not among tasks={list(tasks)}"
+        )
+    out: dict[tuple[str, str], list] = {}
+    for t in tasks:
+        if t == r.benchmark:
+            test, fresh = recipe_items(items_of, min(n_items, r.n_items), n_items, seed)
+        else:
+            drawn = [
+                n for n, x in RECIPES.items() if any(src == f"{t}:test" for src, _ in x.mixture)
+            ]
+            if drawn:
+                raise ValueError(
+                    f"items_of: {t}'s test items are in the mixture of {', '.join(drawn)}; "
+                    "they are no unseen items for the other fine-tunes"
+                )
+            test = fresh = asked(task_items(t, "test", n_items, seed), r.prompt_style)
+        for s in splits:
+            if s not in ("test", "fresh"):
+                raise ValueError(
+                    f"splits: {s!r} is not allowed with items_of; allowed values: test, fresh"
+                )
+            out[(t, s)] = test if s == "test" else fresh
+    return out

@@ -1,0 +1,123 @@
+"""Tests of kit.mui.experiment_claims: item 7's multi-token claims and §3.8's interval of a
+difference of accuracies, from hand-made numbers."""
+
+from __future__ import annotations
+
+from kit.core.claims import check_consistent
+from kit.mui.experiment_claims import multi_token_claims, newcombe_diff
+
+FE = {"fixed_effects": "task", "n_groups": 4}
+
+
+def test_multi_token_claims_follow_the_numbers():
+    none = {c.id: c for c in multi_token_claims(None)}
+    assert set(none) == {"law.multi_token", "correctness.no_difference_multi_token"}
+    assert {c.verdict for c in none.values()} == {"not testable here"}
+    reason = "inconclusive: only 1 model(s) answer a multi-token family above 0%"
+    one = {
+        c.id: c
+        for c in multi_token_claims(
+            {
+                "law": {"slope": None, "not_testable": reason},
+                "ci": {
+                    "per_sample_correct": [1.0, 1.02, 0.98, 1.0],
+                    "per_sample_incorrect": [1.0, 0.99, 1.01, 1.0],
+                },
+            },
+            n_boot=200,
+        )
+    }
+    assert (
+        one["law.multi_token"].verdict == "not testable here"
+        and one["law.multi_token"].why == reason
+    )
+    eq = one["correctness.no_difference_multi_token"]
+    check_consistent(eq)
+    # 10% of the mean per-sample MUI 1.0
+    assert eq.verdict == "supported" and abs(eq.null_high - 0.1) < 1e-9
+    assert "response length" in eq.why
+    apart = {
+        c.id: c
+        for c in multi_token_claims(
+            {
+                "law": {"slope": -2.0, "ci_low": -3.0, "ci_high": -1.0, "r2": 0.6, "n": 8},
+                "ci": {
+                    "per_sample_correct": [2.0, 2.1, 1.9, 2.0],
+                    "per_sample_incorrect": [1.0, 1.1, 0.9, 1.0],
+                },
+            },
+            n_boot=200,
+        )
+    }
+    assert apart["law.multi_token"].verdict == "supported"
+    assert apart["correctness.no_difference_multi_token"].verdict == "contradicted"
+    ck = {
+        c.id: c
+        for c in multi_token_claims(
+            {
+                "law": {
+                    "slope": 0.5,
+                    "ci_low": -1.0,
+                    "ci_high": 2.0,
+                    "r2": 0.1,
+                    "n": 6,
+                    "over": "checkpoints",
+                    "model": "zoo/base-xl",
+                    "n_models": 3,
+                    "where": "across 3 training checkpoints of zoo/base-xl",
+                    "per_task_fit": {
+                        "sort-list": {
+                            "slope": 2.0,
+                            "ci_low": 1.0,
+                            "ci_high": 3.0,
+                            "r2": 0.9,
+                            "n": 3,
+                        },
+                        "add-steps": {
+                            "slope": 0.5,
+                            "ci_low": -1.0,
+                            "ci_high": 2.0,
+                            "r2": 0.1,
+                            "n": 3,
+                        },
+                    },
+                }
+            }
+        )
+    }
+    assert ck["law.multi_token"].verdict == "not testable here", (
+        "one run's checkpoints are not the cross-model law"
+    )
+    assert "not independent models" in ck["law.multi_token"].why
+    up, flat = ck["corollary1.checkpoints[sort-list]"], ck["corollary1.checkpoints[add-steps]"]
+    for c in (up, flat):
+        check_consistent(c)
+        assert c.kind == "reproduction" and "one training run of zoo/base-xl" in c.rests_on
+    assert (
+        up.verdict == "supported" and "accumulating" in up.statement and "not independent" in up.why
+    )
+    assert flat.verdict == "inconclusive", "a family's slope whose interval holds 0"
+    fe = {
+        c.id: c
+        for c in multi_token_claims(
+            {
+                "law": {
+                    "slope": -2.0,
+                    "ci_low": -3.0,
+                    "ci_high": -1.0,
+                    "r2": 0.6,
+                    "n": 8,
+                    "fe": {"slope": 1.0, "ci_low": -1.0, "ci_high": 3.0, "r2": 0.05, "n": 8, **FE},
+                }
+            }
+        )
+    }
+    assert fe["law.multi_token"].verdict == "inconclusive", (
+        "the claim reads the fit with family effects"
+    )
+
+
+def test_newcombe_interval_of_a_difference_of_accuracies():
+    # Newcombe (1998), Table II: 56/70 - 48/80 = 0.2000, method 10 (hybrid score) [0.0524, 0.3339]
+    d, lo, hi = newcombe_diff(56, 70, 48, 80)
+    assert abs(d - 0.2) < 1e-12 and abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
