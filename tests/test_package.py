@@ -65,3 +65,12 @@ def test_unknown_attribute_names_the_submodules():
 
     with pytest.raises(AttributeError, match="submodules"):
         kit.no_such_thing  # noqa: B018
+
+
+def test_every_listed_submodule_exists():
+    """A name a package lists for tab completion must import (a module removed but still listed
+    would fail only when someone tab-completes it)."""
+    for pkg in (kit, kit.core, kit.models, kit.data, kit.mui, kit.shortcut, kit.cg, kit.neuronvote):
+        for name in dir(pkg):
+            if not name.startswith("_"):
+                getattr(pkg, name)

@@ -10,14 +10,14 @@ The metric (re-exported here: ``kit.mui.neuron_scores``, ``kit.mui.utilization``
 - ``law``: the law fit, PUR, rank agreement (and notebook 01's law grid);
 - ``directions``: the four directions of a change and corollaries 1-2.
 
-Notebook 01's experiments: ``responses`` (items, responses, correctness, MUI of a model),
-``published`` (the paper's tables), ``growth`` (§3.6), ``correctness`` (§3.7), ``masking`` (§3.8),
-``methods`` (B.6's grid, the public code), ``multi_token`` (item 7). Notebook 02: ``trajectories``
-(settings, directions), ``measurements``, ``trajectory_sections``, ``published_trajectories`` (the
-paper's tables), ``regression`` (the training takeaway). Both: ``checkpoints`` (a member's training
-checkpoints, by name). Figures: ``plots``. ``quickstart``: notebook 00; ``claims``: the claims of
-01 and 02 (01's built in ``law_claims`` and ``experiment_claims``, 02's declared in
-``direction_claims``); ``bench``: scoring vs the plain forward pass and the public algorithm.
+Notebook 01's experiments: ``published`` (the paper's tables), ``growth`` (§3.6), ``correctness``
+(§3.7), ``masking`` (§3.8), ``methods`` (B.6's grid, the public code), ``multi_token`` (item 7).
+Notebook 02: ``trajectories`` (settings, directions), ``measurements``, ``trajectory_sections``,
+``published_trajectories`` (the paper's tables), ``regression`` (the training takeaway). Both:
+``checkpoints`` (a member's training checkpoints, by name). Figures: ``plots``. ``quickstart``:
+notebook 00; ``claims``: the claims of 01 and 02 (01's built in ``law_claims`` and
+``experiment_claims``, 02's declared in ``direction_claims``); ``bench``: scoring vs the plain
+forward pass and the public algorithm.
 """
 
 from kit.core.lazy import lazy_submodules
@@ -80,7 +80,6 @@ __getattr__, __dir__ = lazy_submodules(
         "published_trajectories",
         "quickstart",
         "regression",
-        "responses",
         "sae",
         "scores",
         "trajectories",

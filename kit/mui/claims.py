@@ -20,7 +20,6 @@ import pandas as pd
 
 from kit.core.claims import Claim, claim
 from kit.mui.direction_claims import REQUIRED_IDS as TRAJECTORY_IDS
-from kit.mui.direction_claims import study_claims as trajectory_claims  # noqa: F401 (notebook 02)
 from kit.mui.experiment_claims import (
     _correctness_claim,
     _growth_claim,

@@ -13,7 +13,7 @@ from kit.core.claims import check_consistent, decided
 from kit.core.stats import wilson_interval
 from kit.mui import direction_claims as dc
 from kit.mui import trajectories as tr
-from kit.mui.claims import REQUIRED_IDS, trajectory_claims
+from kit.mui.claims import REQUIRED_IDS
 
 # --- building blocks, by hand -----------------------------------------------------------------
 
@@ -285,7 +285,7 @@ def _study(reseed: bool = True) -> tr.TrajectoryStudy:
 
 
 def test_study_claims_kinds_ids_and_stability():
-    claims = {c.id: c for c in trajectory_claims(_study(), "test", late_steps=1)}
+    claims = {c.id: c for c in dc.study_claims(_study(), "test", late_steps=1)}
     assert set(REQUIRED_IDS["02_training_trajectories"]) <= set(claims)
     assert set(REQUIRED_IDS["02_training_trajectories"]) == set(dc.REQUIRED_IDS)
     for c in claims.values():
@@ -311,7 +311,7 @@ def test_study_claims_kinds_ids_and_stability():
 
 
 def test_study_claims_without_reseeds_leave_stability_unmarked():
-    claims = trajectory_claims(_study(reseed=False), "test", late_steps=1)
+    claims = dc.study_claims(_study(reseed=False), "test", late_steps=1)
     assert all(c.stability == "" for c in claims)
 
 
