@@ -33,7 +33,7 @@ import numpy as np
 from kit.core.jobs import Job, engine_options, run_jobs
 from kit.core.paths import atomic_write_text, cache_dir
 from kit.core.stats import wilson_interval
-from kit.data.scorers import math_checker
+from kit.data.math_answers import math_checker
 from kit.models.identity import name_identity
 
 MATH_STYLE = ("math500", "agieval")
@@ -112,8 +112,8 @@ def _settings(
 
 def _checker(benchmark: str) -> dict[str, str]:
     """MATH-style answers are scored by math-verify when it is installed, else by a normaliser
-    (:func:`kit.data.scorers.math_checker`): the checker is part of what a file's scores mean, so it
-    names the file; other benchmarks' keys are unchanged."""
+    (:func:`kit.data.math_answers.math_checker`): the checker is part of what a file's scores mean,
+    so it names the file; other benchmarks' keys are unchanged."""
     if benchmark.split("/", 1)[0] not in MATH_STYLE:
         return {}
     return {"checker": math_checker()}

@@ -18,15 +18,15 @@ Parse rule (the score m_b(i) of Competency Gaps eq. 4 is 1 if correct, else 0):
   options are labelled ``1``..``n`` (the reference label is mapped to its letter the same way).
   If that finds no letter, a fallback for responses that box the option *text* instead of its
   letter ("The final answer is: $\\boxed{78}$"): the content of the last ``\\boxed{}``
-  (:func:`kit.data.scorers.extract_boxed`), lower-cased and stripped, selects the option whose text
-  equals it or starts with it followed by a non-alphanumeric character, if exactly one does.
+  (:func:`kit.data.math_answers.extract_boxed`), lower-cased and stripped, selects the option whose
+  text equals it or starts with it followed by a non-alphanumeric character, if exactly one does.
   Correct iff the letter equals the reference; a response committing to no letter counts as
   incorrect.
 - **GSM8K** (base model, one-shot): a base model may run on into a new few-shot turn, so the
   response is first cut at the first line starting with ``Question:``; the prediction is
-  :func:`kit.data.scorers.extract_final_number` of what remains (``####``, then "answer is", then
-  the last number), compared with :func:`kit.data.scorers.numbers_equal` to the number after
-  ``####`` in the reference solution. No number counts as incorrect.
+  :func:`kit.data.math_answers.extract_final_number` of what remains (``####``, then "answer is",
+  then the last number), compared with :func:`kit.data.math_answers.numbers_equal` to the number
+  after ``####`` in the reference solution. No number counts as incorrect.
 
 Texts for concept activations are the prompt the model saw (without the one-shot example) and
 its response.
@@ -42,12 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from kit.core.paths import data_dir
-from kit.data.scorers import (
-    extract_boxed,
-    extract_choice_letter,
-    extract_final_number,
-    numbers_equal,
-)
+from kit.data.math_answers import extract_boxed, extract_final_number, numbers_equal
+from kit.data.scorers import extract_choice_letter
 
 RESPONSE_SETS: dict[str, tuple[str, str]] = {
     "arc/llama3.1-8b-instruct": ("arc_llama3.1-8b-instruct.jsonl", "arc_challenge"),

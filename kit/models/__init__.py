@@ -4,7 +4,8 @@
   Hugging Face names);
 - ``hub``: every call that would reach the network (mocked in tests);
 - ``encoders``: BERT-family encoders for NeuronVote and Competency Gaps;
-- ``twins``: tiny random twins of real architectures as Hugging Face directories (offline tests);
+- ``twins``: tiny random twins of real architectures as Hugging Face directories (offline tests),
+  built from the specs in ``twin_specs``;
 - ``architectures``: which HF causal LMs convert, how (config fields, RoPE), and what works on each;
 - ``gguf``: GGUF files dequantised once into Hugging Face directories; ``real``: the ``real/``
   models;
@@ -39,6 +40,7 @@ __getattr__, __dir__ = lazy_submodules(
         "real",
         "recipes",
         "tl",
+        "twin_specs",
         "twins",
     ],
     globals(),

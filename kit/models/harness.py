@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from kit.models.generate import hf_model, lm_eval_records
+from kit.models.generate import hf_model
+from kit.models.lm_eval_samples import lm_eval_records
 
 
 @dataclass(frozen=True)

@@ -508,7 +508,7 @@ def _unknown_message(name: str, known: list[str], world: str | None) -> str:
         zoo = members(world)
     except Exception:  # the world may not be built yet; the message must still help
         zoo = ["zoo/... (build the world: python -m kit zoo build)"]
-    from kit.models.twins import TWINS
+    from kit.models.twin_specs import TWINS
 
     close = [k for k in known if name.split("/")[-1].lower()[:5] in k.lower()][:8]
     return (

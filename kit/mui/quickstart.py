@@ -135,7 +135,7 @@ def file_answers(source: str, n: int) -> Answers:
             f"({', '.join(RESPONSE_SETS)}) "
             "nor an existing lm-evaluation-harness --log_samples jsonl file"
         )
-    from kit.models.generate import read_lm_eval_samples
+    from kit.models.lm_eval_samples import read_lm_eval_samples
 
     samples = read_lm_eval_samples(path)[:n]
     metric = next((m for m in LM_EVAL_METRICS if all(m in s["metrics"] for s in samples)), None)

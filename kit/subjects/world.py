@@ -24,8 +24,8 @@ Neuron = tuple[int, int]
 
 def ablation_hooks(neurons: Sequence[Neuron]) -> list[tuple[str, Any]]:
     """Zero-ablation hooks on ``blocks.{L}.mlp.hook_post`` for the given (layer, neuron) pairs (the
-    input of the MLP's output projection, as :func:`kit.models.generate.ablated` zeroes in a Hugging
-    Face model)."""
+    input of the MLP's output projection, as :func:`kit.models.hf_ablation.ablated` zeroes in a
+    Hugging Face model)."""
     by_layer: dict[int, list[int]] = {}
     for layer, i in neurons:
         by_layer.setdefault(int(layer), []).append(int(i))

@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoConfig
 
 from kit.models import architectures as arch
-from kit.models import twins
+from kit.models import twin_specs
 
 
 def test_every_causal_architecture_transformer_lens_converts_is_listed_or_refused_by_name():
@@ -36,7 +36,7 @@ def test_every_causal_architecture_transformer_lens_converts_is_listed_or_refuse
         arch.ARCHITECTURES.values()
     )
     # ... and each loaded one has a twin
-    twinned = {twins.TWINS[a]["architectures"][0] for a in twins.TWINS}
+    twinned = {twin_specs.TWINS[a]["architectures"][0] for a in twin_specs.TWINS}
     assert set(arch.ARCHITECTURES.values()) <= twinned, set(arch.ARCHITECTURES.values()) - twinned
 
 

@@ -1,6 +1,6 @@
 """kit.models.harness: lm-evaluation-harness run on a twin, offline, on a local gsm8k-shaped task
 (gsm8k's prompt, filters and metric; made-up problems in a local jsonl), and its --log_samples file
-read back by kit.models.generate.read_lm_eval_samples."""
+read back by kit.models.lm_eval_samples.read_lm_eval_samples."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ lm_eval = pytest.importorskip(
 )
 
 import kit  # noqa: E402
-from kit.models import generate as gen  # noqa: E402
-from kit.models import harness  # noqa: E402
+from kit.models import harness, lm_eval_samples  # noqa: E402
 
 PROBLEMS = [
     (
@@ -160,8 +159,8 @@ def scripted_log(folder: Path) -> Path:
 
 
 def test_the_committed_gsm8k_fixture_is_what_lm_eval_writes(tmp_path):
-    """tests/fixtures/lm_eval's two-filter gsm8k log (read by tests/models/test_generate.py, also
-    where lm-eval is not installed) is byte for byte what this lm-evaluation-harness writes."""
+    """tests/fixtures/lm_eval's two-filter gsm8k log (read by tests/models/test_lm_eval_samples.py,
+    also where lm-eval is not installed) is byte for byte what this lm-evaluation-harness writes."""
     written = scripted_log(tmp_path).read_text()
     assert written == FIXTURE.read_text(), (
         f"lm-eval {lm_eval.__version__} writes --log_samples differently from the committed "
@@ -237,8 +236,8 @@ def test_its_log_samples_file_reads_back_one_record_per_document(twin, first_run
     with pytest.raises(
         ValueError, match="2 filters: strict-match, flexible-extract; choose one with filter="
     ):
-        gen.read_lm_eval_samples(path)
-    records = gen.read_lm_eval_samples(path, filter="flexible-extract")
+        lm_eval_samples.read_lm_eval_samples(path)
+    records = lm_eval_samples.read_lm_eval_samples(path, filter="flexible-extract")
     assert [r["doc_id"] for r in records] == [0, 1, 2]
     assert [r["prompt"] for r in records] == run.prompts and [
         r["response"] for r in records

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 import kit
-from kit.models import twins
+from kit.models import twin_specs, twins
 from kit.models.architectures import MOE as MOE_TYPES
 from kit.shortcut import patching as pt
 
-CAUSAL = [a for a in twins.TWINS if a not in twins.ENCODER_TWINS]
-MOE = [a for a in CAUSAL if twins.TWINS[a]["model_type"] in MOE_TYPES]
+CAUSAL = [a for a in twin_specs.TWINS if a not in twin_specs.ENCODER_TWINS]
+MOE = [a for a in CAUSAL if twin_specs.TWINS[a]["model_type"] in MOE_TYPES]
 DENSE = [a for a in CAUSAL if a not in MOE]
 TEXT = "Question: 12 + 30 = ? Let's think step by step. The answer is 42, said the astronaut."
 
@@ -101,7 +101,7 @@ def _reference_scores(hf, arch: str, tokens: torch.Tensor) -> torch.Tensor:
 
 
 def test_twins_are_real_hf_directories_with_chat_templates():
-    for arch in twins.TWINS:
+    for arch in twin_specs.TWINS:
         path = twins.twin_path(arch)
         names = {p.name for p in path.iterdir()}
         assert {
@@ -112,7 +112,7 @@ def test_twins_are_real_hf_directories_with_chat_templates():
         } <= names, names
         assert (
             json.loads((path / "config.json").read_text())["model_type"]
-            == twins.TWINS[arch]["model_type"]
+            == twin_specs.TWINS[arch]["model_type"]
         )
     from transformers import AutoTokenizer
 
@@ -269,7 +269,7 @@ def test_identity_patching_on_a_twin_pair(arch, hf_models):
         )
 
 
-@pytest.mark.parametrize("arch", twins.ENCODER_TWINS)
+@pytest.mark.parametrize("arch", twin_specs.ENCODER_TWINS)
 def test_encoder_twins_load_as_encoders(arch):
     enc = kit.load_model(f"twin/{arch}")
     assert type(enc).__name__ == "Encoder" and enc.d_mlp == 128
@@ -283,7 +283,7 @@ def test_twin_saes_load_through_sae_lens():
     sae = kit.load_sae("twin-sae/llama/blocks.1.hook_resid_post")
     assert (
         sae.cfg.metadata.hook_name == "blocks.1.hook_resid_post"
-        and sae.cfg.d_sae == twins.TWIN_D_SAE
+        and sae.cfg.d_sae == twin_specs.TWIN_D_SAE
     )
     # a plain directory
     same = kit.load_sae(str(twins.sae_path("llama", "blocks.1.hook_resid_post")))
