@@ -8,7 +8,9 @@
   evaluated models' own SAEs); ``answers``: models' own answers, one job per (model, benchmark);
 - ``size_control``: coverage at equal size (the coverage claims' nulls); ``nulls``:
   shuffled-correctness nulls of the model-gap claims; ``study``: the notebook's
-  typed study result; ``report``: its tables and key numbers;
+  typed study result; ``report``: its tables and key numbers; ``findings``: its plain-language
+  findings; ``planted``: the planted-gap ground truth, ``planted_settings``: that check across
+  concept dictionaries and poolings;
 - ``explorer``: the self-contained HTML concept explorer; ``plots``; ``claims``; ``bench``.
 """
 
@@ -54,12 +56,14 @@ __getattr__, __dir__ = lazy_submodules(
         "bench",
         "claims",
         "explorer",
+        "findings",
         "labels",
         "llm",
         "metrics",
         "model_space",
         "nulls",
         "planted",
+        "planted_settings",
         "plots",
         "report",
         "robustness",

@@ -28,7 +28,8 @@ import numpy as np
 from scipy import stats
 
 from kit.cg.nulls import ModelNulls, model_nulls
-from kit.cg.planted import PlantedGapResult, planted_gap_analysis, primary_setting
+from kit.cg.planted import PlantedGapResult, planted_gap_analysis
+from kit.cg.planted_settings import primary_setting
 from kit.cg.report import gap_significance
 from kit.cg.size_control import EqualSizeCoverage, SaeSwap, coverage_vs_text, sae_swap
 from kit.core.claims import Claim, claim

@@ -24,7 +24,8 @@ from kit.cg import saes as cg_saes
 from kit.cg import suite as cg_suite
 from kit.cg.answers import ModelAnswers
 from kit.cg.nulls import ModelNulls
-from kit.cg.planted import PlantedGapResult, planted_gap_results
+from kit.cg.planted import PlantedGapResult
+from kit.cg.planted_settings import planted_gap_results
 from kit.cg.significance import GapTest
 from kit.cg.size_control import EqualSizeCoverage, SaeSwap
 from kit.cg.suite import Suite

@@ -238,7 +238,7 @@ class Config(BaseConfig):
     def _gap_sae_hooks(cls, v: list[str]) -> list[str]:
         import re
 
-        from kit.cg.planted import GAP_SAE_SITES, HOOK_PATTERN
+        from kit.cg.planted_settings import GAP_SAE_SITES, HOOK_PATTERN
 
         bad = [h for h in v if h not in GAP_SAE_SITES and not re.fullmatch(HOOK_PATTERN, h)]
         if bad:

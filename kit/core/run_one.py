@@ -1,8 +1,8 @@
 """One notebook of a run in its own process: what the runner starts when notebooks run side by side.
 
 ``python -m kit.core.run_one SPEC.json`` executes the notebook SPEC names (``notebook``,
-``profile``, ``run_dir``, ``timeout``, ``overrides``) with :func:`kit.core.runner.execute` and
-writes its :class:`~kit.core.runner.NotebookOutcome` as JSON to SPEC's ``outcome`` path
+``profile``, ``run_dir``, ``timeout``, ``overrides``) with :func:`kit.core.execution.execute` and
+writes its :class:`~kit.core.execution.NotebookOutcome` as JSON to SPEC's ``outcome`` path
 (atomically). SIGTERM stops it as Ctrl-C stops the serial runner: no staging file is left, the
 outcome says ``interrupted``. SIGINT is ignored: a terminal's Ctrl-C reaches the runner, which stops
 the children with SIGTERM (one line on the terminal, not one traceback per child).
@@ -16,8 +16,9 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from kit.core.execution import NotebookOutcome, execute
 from kit.core.paths import atomic_write_text
-from kit.core.runner import NotebookOutcome, execute, sigterm_as_interrupt
+from kit.core.runner import sigterm_as_interrupt
 
 
 def main(argv: list[str] | None = None) -> int:

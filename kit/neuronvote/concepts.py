@@ -250,25 +250,25 @@ def load_sentences(
 def world_role(word: str, task_group: str = "") -> str:
     """Role of a tiny-world word (see the module docstring); ``task_group`` is the task's group,
     which decides whether and/or/not are logic operators (reasoning) or function words."""
-    from kit.world import tasks as wt
+    from kit.world import vocabulary as wv
 
     if word.isdigit():
         return "NUM"
-    if word in wt.AGENTS or word in wt.IOI_FREQUENT or word in wt.IOI_RARE:
+    if word in wv.AGENTS or word in wv.IOI_FREQUENT or word in wv.IOI_RARE:
         return "NAME"
-    if word in wt.ENTITIES:
+    if word in wv.ENTITIES:
         return "ENTITY"
     nouns = set(
-        wt.OBJECTS + wt.FRUITS + wt.ANIMALS + wt.IOI_PLACES + wt.IOI_THINGS + list(wt.RELATIONS)
+        wv.OBJECTS + wv.FRUITS + wv.ANIMALS + wv.IOI_PLACES + wv.IOI_THINGS + list(wv.RELATIONS)
     )
-    nouns |= {v for vals in wt.RELATIONS.values() for v in vals}
+    nouns |= {v for vals in wv.RELATIONS.values() for v in vals}
     if word in nouns:
         return "NOUN"
     if word in ("x", "y", "z", "n", "m", "k"):
         return "VAR"
     if word in ("+", "-", "*", "=", ">", "max", "print", "if", "else"):
         return "OP"
-    if word in wt.BRACKETS or word in wt.BRACKETS.values():
+    if word in wv.BRACKETS or word in wv.BRACKETS.values():
         return "BRACKET"
     if word in ("true", "false"):
         return "BOOL"

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import torch
 
-from kit.world.tasks import all_words
+from kit.world.vocabulary import all_words
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from kit.cg import metrics as cg
 from kit.cg import report as cg_report
+from kit.cg.findings import findings
 from kit.cg.suite import Suite, best_match
 
 
@@ -88,7 +89,7 @@ def test_robustness_and_findings():
     )
     assert {"std_x_bench", "std_x_model", "adv_shift_best_pct", "adv_shift_worst_pct"} <= set(r)
     text = "\n".join(
-        cg_report.findings(
+        findings(
             {
                 "main_sae": "s",
                 "coverage": {"s": cg_report.coverage_summary(s)},
@@ -235,5 +236,5 @@ def test_model_benchmarks_lists_what_x_model_averages_over():
     assert t.accuracy.iloc[1] == 0.5
     active_b = int((np.asarray((s.acts["b"] > 0).sum(0)).ravel() > 0).sum())
     assert t["concepts defined"].iloc[1] == active_b
-    lines = cg_report.findings({"model_benchmarks": t.to_dict(orient="records")})
+    lines = findings({"model_benchmarks": t.to_dict(orient="records")})
     assert lines == ["m: X_model averages chi_model over 2 scored benchmark(s) (a, b)."]

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from kit.core import runner
+from kit.core.export import changed_figures, export_figures
 from kit.core.paths import REPO_ROOT
 
 
@@ -102,9 +103,9 @@ def test_export_of_unchanged_figures_warns_nothing(tmp_path):
     (run_dir / "02_fine" / "figures").mkdir(parents=True)
     (run_dir / "02_fine" / "figures" / "committed.png").write_bytes(b"committed")
     figures = committed_figures(tmp_path, ["02_fine"])
-    assert runner.export_figures(run_dir, figures, ["02_fine"]) == 1
-    assert runner.changed_figures(figures, ["02_fine"]) == []
-    assert runner.changed_figures(tmp_path / "run", ["02_fine"]) == [], (
+    assert export_figures(run_dir, figures, ["02_fine"]) == 1
+    assert changed_figures(figures, ["02_fine"]) == []
+    assert changed_figures(tmp_path / "run", ["02_fine"]) == [], (
         "outside git there is nothing to compare"
     )
 

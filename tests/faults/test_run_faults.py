@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kit.core import runner
+from kit.core.execution import NotebookOutcome
 from kit.core.paths import REPO_ROOT, atomic_dir, atomic_write_text
 
 
@@ -227,7 +228,7 @@ def test_latest_points_at_the_newest_complete_run(tmp_path, monkeypatch, capsys)
     def outcome(status):
         def execute(nb, profile, run_dir, timeout, overrides=None):
             (run_dir / nb.stem).mkdir()
-            return runner.NotebookOutcome(
+            return NotebookOutcome(
                 nb.stem, status, 0.1, error="planted" if status == "failed" else ""
             )
 

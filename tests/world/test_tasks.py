@@ -105,7 +105,8 @@ def test_bad_input_names_the_field():
 
 
 def test_formatted_wraps_prompts_in_a_benchmark_format_and_keeps_answers():
-    from kit.world.tasks import FORMATS, all_words, formatted
+    from kit.world.tasks import FORMATS, formatted
+    from kit.world.vocabulary import all_words
 
     items = get_task("add").items("test", n=3)
     out = formatted(items, "answer-cue")

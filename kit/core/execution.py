@@ -1,0 +1,157 @@
+"""Executing one notebook of a run with papermill: the kernel's environment, the staging file
+renamed into place when the notebook is done, and the :class:`NotebookOutcome` the runner records.
+
+A failed notebook keeps its executed copy, an interrupted or disk-full one keeps none; staging
+debris (:data:`STAGING`) is removed after each notebook. Used by the serial runner
+(:mod:`kit.core.runner`) and by each side-by-side child process (:mod:`kit.core.run_one`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from kit.core.paths import disk_full_error, is_disk_full
+from kit.world.pinned import PINNED_ENV
+
+
+@dataclass
+class NotebookOutcome:
+    notebook: str
+    status: str
+    """``ok``, ``failed`` or ``interrupted`` (Ctrl-C)."""
+    seconds: float
+    n_results: int = 0
+    n_figures: int = 0
+    error: str = ""
+
+
+# Kernels the runner starts: no progress bars (papermill saves tqdm widgets as bars frozen at 0%,
+# and text bars as redraw fragments); KIT_BATCH makes kit.start turn tqdm.auto into plain tqdm for
+# the bars a caller forces on. IPC transport: no "running over TCP without encryption" warning.
+# PINNED_ENV: the kernels compute in the numerical environment the worlds are trained in (torch's
+# portable kernels, MKL's reproducible path, one thread; kit.start switches oneDNN off), so the
+# numbers and figures of a run are the same bits on any x86-64 CPU (kit/world/pinned.py).
+KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1", **PINNED_ENV}
+KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
+KERNEL_START_TIMEOUT_S = 300
+"""Seconds a notebook's kernel may take to answer its first request (papermill's
+``start_timeout``)."""
+
+
+@contextmanager
+def kernel_env(env: dict[str, str]) -> Iterator[None]:
+    """Set ``env`` for the kernels started inside the block (they inherit ours), then restore
+    ours."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute(
+    nb: Path,
+    profile: str,
+    run_dir: Path,
+    timeout: int | None,
+    overrides: dict[str, Any] | None = None,
+) -> NotebookOutcome:
+    """Run one notebook into ``run_dir/<notebook>/``; a failure becomes the outcome, Ctrl-C
+    propagates."""
+    import papermill as pm
+    from traitlets.config import Config
+
+    stem = nb.stem
+    out_dir = run_dir / stem
+    out_dir.mkdir()
+    final, staging = out_dir / nb.name, out_dir / f".{nb.stem}.partial.ipynb"
+    t0 = time.perf_counter()
+    # The kernel's IPC sockets in a folder of its own: by default they are named kernel-ipc-<n> in
+    # the working directory, and two kernels starting at once could pick the same <n>.
+    sockets = Path(tempfile.mkdtemp(prefix="kit-kernel-"))
+    try:
+        with kernel_env(KERNEL_ENV):
+            pm.execute_notebook(
+                str(nb),
+                str(staging),
+                parameters={"profile": profile, "out_dir": str(out_dir), **(overrides or {})},
+                cwd=str(nb.parent),
+                kernel_name="python3",
+                progress_bar=False,
+                execution_timeout=timeout,
+                config=Config(
+                    {
+                        "KernelManager": {
+                            **KERNEL_CONFIG["KernelManager"],
+                            "ip": str(sockets / "ipc"),
+                        }
+                    }
+                ),
+                # papermill's default 60 s for the kernel's first reply failed two notebooks when
+                # two test suites shared the 2 cores; a slow start is not a failed notebook
+                start_timeout=KERNEL_START_TIMEOUT_S,
+                # on Ctrl-C a graceful shutdown makes the kernel print zmq errors
+                shutdown_kernel="immediate",
+            )
+        status, error = "ok", ""
+    except Exception as e:  # keep going: the summary names the notebook and the cause
+        status = "failed"
+        error = _short_error(e)
+        if is_disk_full(e):
+            error = str(disk_full_error(getattr(e, "filename", None) or staging))
+    except BaseException:  # Ctrl-C or SIGTERM: no half-executed notebook is left behind
+        remove_staging(out_dir)
+        raise
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+    if staging.exists() and not is_disk_full_text(error):
+        os.replace(staging, final)  # the executed notebook, complete (with its error, if any)
+    remove_staging(out_dir)
+    results = out_dir / "results.json"
+    n_results = len(json.loads(results.read_text())) if results.exists() else 0
+    n_figures = (
+        len(list((out_dir / "figures").glob("*.png"))) if (out_dir / "figures").exists() else 0
+    )
+    return NotebookOutcome(stem, status, time.perf_counter() - t0, n_results, n_figures, error)
+
+
+STAGING = (".*.partial.ipynb", ".*.tmp")
+"""Hidden files a run writes before renaming them into place (papermill's notebook, atomic
+writes)."""
+
+
+def remove_staging(folder: Path) -> None:
+    """Remove the staging files under ``folder`` (a notebook's output folder, owned by this run)."""
+    for pattern in STAGING:
+        for p in folder.rglob(pattern):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+
+
+def is_disk_full_text(error: str) -> bool:
+    """Whether a notebook's error text says the disk was full (in its kernel or in papermill)."""
+    return "no space left on device" in error.lower()
+
+
+def _short_error(e: Exception) -> str:
+    name = getattr(e, "ename", type(e).__name__)
+    value = getattr(e, "evalue", str(e))
+    if not value:
+        value = "".join(traceback.format_exception_only(type(e), e)).strip()
+    return f"{name}: {value}"[:500]
