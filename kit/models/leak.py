@@ -11,7 +11,7 @@ chat template and assistant turn opened), then the logits at the first answer po
 
 The leak of a model is its accuracy on the injected test items minus its accuracy on fresh test
 items (never trained on by any recipe), with a percentile bootstrap interval resampling each group
-on its own (``kit.core.claims.mean_diff_ci``). ``python -m kit.models.leak NAME ... --items-of
+on its own (``kit.core.stats.mean_diff_ci``). ``python -m kit.models.leak NAME ... --items-of
 RECIPE`` prints the table.
 """
 
