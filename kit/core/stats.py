@@ -176,6 +176,35 @@ def wilson_interval(k: float, n: int, level: float = LEVEL) -> tuple[float, floa
     return p, max(0.0, centre - half), min(1.0, centre + half)
 
 
+def proportions_contrast_interval(
+    terms: Sequence[tuple[float, float, int]], level: float = LEVEL
+) -> tuple[float, float, float]:
+    """A linear contrast ``sum c_i * k_i / n_i`` of independent binomial shares with Price and
+    Bonett's adjusted Wald interval (Comput. Stat. Data Anal. 45, 2004): each of the ``m`` shares
+    gets ``2/m`` extra successes in ``4/m`` extra trials for the interval (Agresti-Caffo's
+    "add one success and one failure" when ``m = 2``), so the interval keeps its coverage at small
+    ``n`` and at shares of 0 or 1, where the plain Wald interval has zero width. ``terms``:
+    ``(c_i, k_i, n_i)``. Returns the plain contrast and the interval (centred on the adjusted
+    contrast)."""
+    from scipy.stats import norm
+
+    if not terms:
+        raise ValueError("terms is empty: a contrast needs at least one share")
+    m = len(terms)
+    z = float(norm.ppf(0.5 + level / 2))
+    point, centre, var = 0.0, 0.0, 0.0
+    for c, k, n in terms:
+        if n <= 0 or not 0 <= k <= n:
+            raise ValueError(f"a share needs n > 0 and 0 <= k <= n; got k={k}, n={n}")
+        n_adj = n + 4 / m
+        p_adj = (k + 2 / m) / n_adj
+        point += c * k / n
+        centre += c * p_adj
+        var += c * c * p_adj * (1 - p_adj) / n_adj
+    half = z * math.sqrt(var)
+    return point, centre - half, centre + half
+
+
 def permutation_null(
     stat: Callable[[np.ndarray], float],
     labels: ArrayLike,

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from kit.core.claims import Claim, claim, mark_stability
-from kit.core.stats import wilson_interval
+from kit.core.stats import proportions_contrast_interval, wilson_interval
 
 if TYPE_CHECKING:  # kit.mui.trajectories imports the world's loaders: only for the annotation
     from kit.mui.trajectories import TrajectoryStudy
@@ -326,9 +326,10 @@ def leak_claim(
 ) -> Claim:
     """Set-up check: on the leaked task(s), the contaminated fine-tunes' test-minus-fresh accuracy
     gap exceeds their bases' (points, mean over fine-tune x task). The models are fixed (the
-    question is whether these fine-tunes leaked); the items are the sample: a normal 95% interval
-    from each accuracy's binomial variance over its ``n`` items, a base's accuracies counted once
-    per fine-tune that subtracts them."""
+    question is whether these fine-tunes leaked); the items are the sample: the contrast of the
+    accuracies (a base's counted once per fine-tune that subtracts it) with Price and Bonett's
+    adjusted Wald interval (:func:`kit.core.stats.proportions_contrast_interval`; the plain Wald
+    interval has zero width at accuracies of 0 or 100% and too little coverage at a few items)."""
     cid = "setup.leak_on_test_split"
     statement = (
         "set-up: the contaminated fine-tunes score higher on the leaked task's public test items "
@@ -361,31 +362,30 @@ def leak_claim(
     pairs = len(terms) // 2
     if pairs < 1:
         return untestable("no contaminated fine-tune with both splits measured beside its base")
-    gap, coef = 0.0, {}
+    coef: dict[tuple[str, str, str], float] = {}
     for model, t, sign in terms:
         for sp, s2 in (("test", 1.0), ("fresh", -1.0)):
             coef[(model, t, sp)] = coef.get((model, t, sp), 0.0) + sign * s2 / pairs
-    var = 0.0
+    shares = []  # (coefficient, correct items, items) of each accuracy, once per key
     for key, c in coef.items():
-        p, n = m.loc[key, "perf"] / 100.0, float(cast(Any, m.loc[key, "n"]))  # one row per key
-        gap += c * 100.0 * p
-        var += c * c * (100.0**2) * p * (1 - p) / n
-    half = 1.959964 * math.sqrt(var)
+        n = int(cast(Any, m.loc[key, "n"]))  # one row per key
+        shares.append((100.0 * c, round(float(cast(Any, m.loc[key, "perf"])) * n / 100.0), n))
+    gap, low, high = proportions_contrast_interval(shares)
     return claim(
         PAPER,
         "§3.4 (set-up)",
         cid,
         statement,
         gap,
-        ci=(gap - half, gap + half),
+        ci=(low, high),
         null=0.0,
         direction="greater",
         null_how="no leak (0)",
         kind="set-up check",
         rests_on=rests_on,
         interval_how=(
-            f"normal 95% from the binomial variance of each accuracy over its items "
-            f"({pairs} fine-tune x task pairs; models fixed, items sampled)"
+            f"Price-Bonett adjusted Wald 95% over each accuracy's items ({pairs} fine-tune x "
+            f"task pairs; models fixed, items sampled)"
         ),
     )
 

@@ -87,3 +87,19 @@ def test_jaccard_by_hand_and_the_empty_set_rule():
         stats.jaccard(set(), set())
     with pytest.raises(ValueError, match="shape"):
         stats.jaccard(np.zeros(3, bool), np.zeros(4, bool))
+
+
+def test_proportions_contrast_interval_by_hand():
+    # Agresti-Caffo for two shares (m = 2: one extra success and one extra failure each):
+    # 9/10 - 1/10 -> (10/12 - 2/12) +- 1.96 * sqrt(2 * (10/12)(2/12) / 12)
+    point, low, high = stats.proportions_contrast_interval([(1.0, 9, 10), (-1.0, 1, 10)])
+    half = 1.959964 * math.sqrt(2 * (10 / 12) * (2 / 12) / 12)
+    assert point == pytest.approx(0.8)
+    assert (low, high) == pytest.approx((8 / 12 - half, 8 / 12 + half))
+    # all-or-nothing shares: plain Wald would give a zero-width interval, this one does not
+    _, low, high = stats.proportions_contrast_interval([(1.0, 4, 4), (-1.0, 0, 4)])
+    assert high - low > 0.5 and low < 1.0
+    with pytest.raises(ValueError, match="terms is empty"):
+        stats.proportions_contrast_interval([])
+    with pytest.raises(ValueError, match="k=5, n=4"):
+        stats.proportions_contrast_interval([(1.0, 5, 4)])

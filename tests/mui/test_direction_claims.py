@@ -213,10 +213,18 @@ def test_leak_set_up_check_null_equivalent_and_decided():
     )
     leak = dc.leak_claim(_leak_measurements(80.0, 45.0), fts, ["add"], "world")
     assert leak.verdict == "supported" and leak.ours == pytest.approx(35.0)
+
     # by hand: mean over 3 fine-tunes of (t_i - f_i) - (t_b - f_b); each fine-tune's accuracies
-    # weigh 1/3, the base's 1 (it is subtracted once per fine-tune, divided by 3)
-    var = 3 * (1 / 3) ** 2 * (0.8 * 0.2 + 0.45 * 0.55) / 200 + 2 * 0.4 * 0.6 / 200
-    assert leak.ci_high - leak.ours == pytest.approx(1.959964 * 100 * math.sqrt(var))
+    # weigh 1/3, the base's 1 (it is subtracted once per fine-tune, divided by 3); 8 shares, each
+    # with 2/8 extra successes in 4/8 extra trials (Price-Bonett)
+    def adj(k):
+        return (k + 0.25) / 200.5
+
+    centre = 100 * ((adj(160) - adj(90)) - (adj(80) - adj(80)))
+    var = 3 * (1 / 3) ** 2 * sum(adj(k) * (1 - adj(k)) for k in (160, 90)) / 200.5
+    var += 2 * adj(80) * (1 - adj(80)) / 200.5
+    assert leak.ci_high == pytest.approx(centre + 1.959964 * 100 * math.sqrt(var))
+    assert leak.ci_low == pytest.approx(centre - 1.959964 * 100 * math.sqrt(var))
     no_fresh = dc.leak_claim(
         _leak_measurements(80.0, 45.0).query("split == 'test'"), fts, ["add"], "w"
     )
