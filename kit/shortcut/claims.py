@@ -44,7 +44,7 @@ import pandas as pd
 
 from kit.core.claims import Claim, claim, mark_stability, weaken
 from kit.core.stats import bootstrap_ci, bootstrap_groups_ci, null_band
-from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units
+from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units, leak_claim
 from kit.shortcut.te_claims import _te_claims
 
 REQUIRED_IDS = {
@@ -270,28 +270,18 @@ def cheater_claims(ev: Evidence, kw: dict, margin: float = UNCHANGED_MARGIN) -> 
             **on,
         )
         if label in ev.cheaters_contaminated:
-            leak = bootstrap_groups_ci(
-                lambda g: float(100 * (g[0][0].mean() - g[1][0].mean())),
-                [(d["ori"],), (d["ref"],)],
-                clusters=fc,
-                **kw,
-            )
             out.append(
-                claim(
-                    PAPER,
-                    "Table 12",
-                    f"cheaters.leak[{label}]",
-                    f"{label}'s test score is inflated: Ori - "
+                leak_claim(
+                    d,
+                    fc,
+                    kw,
+                    table="Table 12",
+                    claim_id=f"cheaters.leak[{label}]",
+                    statement=f"{label}'s test score is inflated: Ori - "
                     "Ref (points; the precondition of detecting it)",
-                    leak[0],
-                    ci=leak[1:],
-                    null=0.0,
-                    direction="greater",
-                    null_how="no leak (0)",
-                    kind="set-up check",
                     paper_value="Ori above Normal's (Table 12: no Ref there)",
-                    **on,
                     interval_how=f"bootstrap over {n_test} and the fresh items",
+                    **on,
                 )
             )
             out.append(

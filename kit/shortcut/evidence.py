@@ -13,7 +13,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim
+from kit.core.claims import Claim, claim
+from kit.core.stats import bootstrap_groups_ci
 from kit.shortcut.evaluate import item_correct
 from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
@@ -123,3 +124,41 @@ def _units(n: int, clusters: np.ndarray | None, what: str) -> str:
     if clusters is None:
         return f"{n} {what}"
     return f"{len(np.unique(clusters))} contents ({n} {what})"
+
+
+def leak_claim(
+    d: dict[str, np.ndarray],
+    clusters: list,
+    kw: dict,
+    *,
+    table: str,
+    claim_id: str,
+    statement: str,
+    paper_value: str,
+    interval_how: str,
+    rests_on: str,
+) -> Claim:
+    """The set-up check under a contaminated row's TE claims: its test score is inflated at all,
+    Ori - Ref in points (bootstrap over the test and the fresh items), against no leak (0). Notebook
+    03's Table 2 rows (``te.leak``) and Table 12's cheaters (``cheaters.leak``) both rest on it."""
+    leak = bootstrap_groups_ci(
+        lambda g: float(100 * (g[0][0].mean() - g[1][0].mean())),
+        [(d["ori"],), (d["ref"],)],
+        clusters=clusters,
+        **kw,
+    )
+    return claim(
+        PAPER,
+        table,
+        claim_id,
+        statement,
+        leak[0],
+        ci=leak[1:],
+        null=0.0,
+        direction="greater",
+        null_how="no leak (0)",
+        kind="set-up check",
+        paper_value=paper_value,
+        rests_on=rests_on,
+        interval_how=interval_how,
+    )

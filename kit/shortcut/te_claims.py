@@ -14,7 +14,7 @@ import pandas as pd
 
 from kit.core.claims import Claim, claim, weaken
 from kit.core.stats import bootstrap_groups_ci
-from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units
+from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units, leak_claim
 
 
 def _paper_range(contaminated: bool) -> str:
@@ -123,29 +123,18 @@ def _te_claims(
         for (
             label
         ) in con:  # the precondition of each contaminated row: its test score is inflated at all
-            d = te[label]
-            leak = bootstrap_groups_ci(
-                lambda g: float(100 * (g[0][0].mean() - g[1][0].mean())),
-                [(d["ori"],), (d["ref"],)],
-                clusters=fc,
-                **kw,
-            )
             out.append(
-                claim(
-                    PAPER,
-                    "Table 2",
-                    f"{prefix}.leak[{label}]",
-                    f"contaminated {label}'s test score is "
+                leak_claim(
+                    te[label],
+                    fc,
+                    kw,
+                    table="Table 2",
+                    claim_id=f"{prefix}.leak[{label}]",
+                    statement=f"contaminated {label}'s test score is "
                     "inflated: Ori - Ref (points; the precondition of lowering it)",
-                    leak[0],
-                    ci=leak[1:],
-                    null=0.0,
-                    direction="greater",
-                    null_how="no leak (0)",
-                    kind="set-up check",
                     paper_value="Ori above Ref (Table 2)",
-                    **on,
                     interval_how=f"bootstrap over {n_test} and {n_fresh}",
+                    **on,
                 )
             )
     else:  # one leak for the pooled rows: does the construction leak at all
