@@ -22,6 +22,7 @@ __all__ = [
     "numbers_equal",
     "check_math_answer",
     "math_checker",
+    "has_math_verify",
     "MathVerdict",
     "MATH_CHECKERS",
 ]
@@ -202,6 +203,11 @@ def _math_verify():
     except ImportError:
         return None
     return math_verify
+
+
+def has_math_verify() -> bool:
+    """Is Hugging Face's math-verify installed (the ``auto`` checker's first choice)?"""
+    return _math_verify() is not None
 
 
 def math_checker() -> str:

@@ -20,11 +20,11 @@ from kit.data.code_answers import CODE_BENCHMARKS, code_program, extract_code, r
 from kit.data.items import Item
 from kit.data.math_answers import (
     _math_value,
-    _math_verify,
     _to_float,
     check_math_answer,
     extract_boxed,
     extract_final_number,
+    has_math_verify,
     normalize_math_answer,
     numbers_equal,
 )
@@ -223,7 +223,7 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     if base in ("agieval", "logicbench") and item.choices is not None:
         return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
     # the cloze subset (math): MATH-style answers
-    if base == "agieval" and _math_verify() is not None:
+    if base == "agieval" and has_math_verify():
         return check_math_answer(response, cast(str, item.answer)).correct  # math items have one
     if base == "agieval":
         got = (

@@ -146,3 +146,20 @@ def test_score_all_pairs_and_checks_lengths():
     assert score_all("gsm8k", items, ["#### 1", "#### 3"]) == [True, False]
     with pytest.raises(ValueError, match="responses has 1"):
         score_all("gsm8k", items, ["#### 1"])
+
+
+def test_agieval_cloze_items_use_math_verify_and_fall_back_without_it(monkeypatch):
+    """AGIEval's cloze (math) items: symbolic equality with math-verify, the normaliser's numeric
+    equality without it (so the scorer follows kit.data.math_answers' view of what is installed)."""
+    from kit.data import math_answers
+
+    item = Item("agieval/math/0", "Compute 1/2.", answer="\\frac{1}{2}")
+    assert score("agieval", item, "so \\boxed{0.5}") and not score("agieval", item, "\\boxed{2}")
+    if math_answers.has_math_verify():  # only math-verify equates surds
+        surd = Item("agieval/math/1", "Simplify.", answer="2\\sqrt{3}")
+        assert score("agieval", surd, "\\boxed{\\sqrt{12}}")
+    monkeypatch.setattr(math_answers, "_math_verify", lambda: None)
+    assert not math_answers.has_math_verify()
+    assert score("agieval", item, "the answer is 0.5") and not score("agieval", item, "3")
+    surd = Item("agieval/math/1", "Simplify.", answer="2\\sqrt{3}")
+    assert not score("agieval", surd, "\\boxed{\\sqrt{12}}")
