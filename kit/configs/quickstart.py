@@ -1,6 +1,6 @@
 """Config of notebooks/00_quickstart.ipynb."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -45,6 +45,29 @@ class Config(BaseConfig):
     for a real multiple-choice benchmark the most likely option (``loglik-letter``: its letter after
     the instruction's answer prefix; ``loglik-text``: its text after lm-eval's ``Question:
     ...\nAnswer:``; ``kit.subjects.loglik``)."""
+
+    compare_models: list[str] = []
+    """Models asked at the end exactly as ``model`` is (one loaded at a time), one row per model x
+    ``compare_tasks`` benchmark: accuracy with its interval, chance, parse failures, truncations
+    and MUI. [] skips that section."""
+    compare_tasks: dict[str, Annotated[int, Field(ge=1, le=4096)]] = {}
+    """Benchmarks (or world tasks) of that comparison, each with its greedy response length in
+    tokens (a multiple-choice letter needs ~16, a worked GSM8K answer ~256)."""
+    compare_n: int = Field(20, ge=1, le=200)
+    """Test items per (model, benchmark) of the comparison (the first ``compare_n`` of ``seed``'s
+    draw, as the walk-through's)."""
+
+    @model_validator(mode="after")
+    def _comparison_is_whole(self) -> "Config":
+        from kit.core.params import distinct
+
+        distinct("compare_models", self.compare_models)
+        if bool(self.compare_models) != bool(self.compare_tasks):
+            raise ValueError(
+                f"compare_models={self.compare_models!r} with compare_tasks="
+                f"{self.compare_tasks!r}: the comparison needs both (or neither: [] and {{}})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _scoring_needs_multiple_choice(self) -> "Config":

@@ -5,17 +5,19 @@ The model is a :class:`kit.subjects.Subject` (``kit.load_subject``): its items, 
 scored with their interval, chance, parse failures and truncations (:class:`kit.subjects.Answers`),
 and MUI by teacher-forced passes over prompt + response. This module adds what only the
 quickstart shows: one prompt through the model (:func:`probe`), the neurons to show
-(:func:`top_neurons`), and answers a user already has (:func:`file_answers`: an
-lm-evaluation-harness ``--log_samples`` file or a published response set).
+(:func:`top_neurons`), answers a user already has (:func:`file_answers`: an
+lm-evaluation-harness ``--log_samples`` file or a published response set), and the same two
+numbers for several models and benchmarks (:func:`compare`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence, cast
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
+import pandas as pd
 import torch
 
 from kit.subjects import Answers, Subject
@@ -223,3 +225,73 @@ def reading_subject(subject: Subject, answers: Answers | None) -> Subject:
     if answers is None or subject.kind == "world" or answers.chat == getattr(subject, "chat", None):
         return subject
     return replace(cast(Any, subject), chat=answers.chat)  # chat subjects are dataclasses
+
+
+@dataclass
+class Cell:
+    """One (model, benchmark) of the comparison: its scored answers and their MUI."""
+
+    model: str
+    answers: Answers
+    mui: float
+    """MUI (seed 000 Eq. 5, %) of the responses, teacher-forced over prompt + response."""
+
+    def row(self) -> dict[str, Any]:
+        """The cell as a JSON-ready record: :meth:`Answers.summary`, the model and MUI."""
+        return {"model": self.model, **self.answers.summary(), "mui": self.mui}
+
+
+def compare(
+    models: Sequence[str],
+    tasks: Mapping[str, int],
+    n: int,
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    world: str | None = None,
+    dtype: str | None = None,
+    prompt_style: str = "instructed",
+    max_batch_tokens: int = 8192,
+) -> list[Cell]:
+    """Every model of ``models`` asked the first ``n`` test items of every benchmark of ``tasks``
+    (name -> greedy response length in tokens: a letter needs ~16, a worked GSM8K answer ~256)
+    exactly as the walk-through asks its one model: accuracy with its interval, chance, parse
+    failures, truncations and MUI per cell. One model in memory at a time; responses and key
+    neurons are cached by content (:class:`kit.models.cache.ItemCache`): a rerun re-reads them.
+    """
+    from kit.subjects import load_subject
+
+    cells = []
+    for name in models:
+        subject = load_subject(name, device, world, dtype, prompt_style)
+        for task, max_new_tokens in tasks.items():
+            items = subject.items(task, "test", n=n, seed=seed)
+            answers = subject.answer(task, items, max_new_tokens=max_new_tokens)
+            mui = subject.mui(answers, max_batch_tokens=max_batch_tokens)
+            cells.append(Cell(name, answers, mui))
+        del subject  # before the next model loads
+    return cells
+
+
+def compare_table(cells: Sequence[Cell]) -> pd.DataFrame:
+    """One row per cell: model, benchmark, n, accuracy [95% Wilson interval], chance, parse
+    failures, truncations, MUI (%)."""
+    rows = []
+    for c in cells:
+        a = c.answers
+        lo, hi = a.interval
+        rows.append(
+            {
+                "model": c.model,
+                "benchmark": a.task,
+                "n": a.n,
+                "accuracy": round(a.accuracy, 3),
+                "95% interval": f"[{lo:.3f}, {hi:.3f}]",
+                "chance": None if a.chance is None else round(a.chance, 3),
+                "parse failures": a.n_parse_failed,
+                "truncated": a.n_truncated,
+                "max new tokens": a.max_new_tokens,
+                "MUI %": round(c.mui, 2),
+            }
+        )
+    return pd.DataFrame(rows)

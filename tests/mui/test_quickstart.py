@@ -166,3 +166,36 @@ def test_option_scoring_is_refused_before_the_run_where_it_cannot_apply():
         load_params("00_quickstart", "dryrun", overrides={"scoring": "loglik-letter"}).scoring
         == "loglik-letter"
     )
+
+
+def test_compare_asks_every_model_and_benchmark_as_the_walk_through(tmp_path, monkeypatch):
+    """One cell per (model, benchmark), each equal to asking that model alone as the notebook does
+    (same items, same scored answers, same MUI), and a table row per cell."""
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    cells = qs.compare(["twin/llama"], {"arc_challenge": 3, "gsm8k": 2}, 3, seed=1)
+    assert [(c.model, c.answers.task) for c in cells] == [
+        ("twin/llama", "arc_challenge"),
+        ("twin/llama", "gsm8k"),
+    ]
+    alone = kit.load_subject("twin/llama")
+    items = alone.items("arc_challenge", "test", n=3, seed=1)
+    ans = alone.answer("arc_challenge", items, max_new_tokens=3)
+    assert [it.id for it in cells[0].answers.items] == [it.id for it in items]
+    assert cells[0].answers.responses == ans.responses
+    assert cells[0].mui == pytest.approx(alone.mui(ans), abs=1e-9) and 0 < cells[0].mui <= 100
+    assert cells[1].answers.max_new_tokens == 2
+    table = qs.compare_table(cells)
+    assert list(table["benchmark"]) == ["arc_challenge", "gsm8k"] and list(table["n"]) == [3, 3]
+    row = cells[0].row()
+    assert row["model"] == "twin/llama" and row["mui"] == cells[0].mui and row["n"] == 3
+
+
+def test_a_half_comparison_is_refused_before_the_run():
+    from kit.configs.quickstart import Config
+
+    with pytest.raises(ValueError, match="needs both"):
+        Config(compare_models=["twin/llama"])
+    with pytest.raises(ValueError, match="listed more than once"):
+        Config(compare_models=["twin/llama", "twin/llama"], compare_tasks={"add": 1})
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        Config(compare_models=["twin/llama"], compare_tasks={"add": 0})
