@@ -125,6 +125,22 @@ class DirectionTables:
             return frame, "model"
         return frame[frame["domain"] == q.subset], "model"
 
+    def measured(self, setting: str) -> bool:
+        """Does this run have any change of ``setting`` (any model for it)?"""
+        return not {
+            "pre-training": self.pretraining,
+            "specialisation": self.specialised,
+            "contamination": self.contaminated,
+        }[setting].empty
+
+
+_NO_MODELS = {
+    "pre-training": "no training checkpoints (checkpoints: [])",
+    "specialisation": "no specialised fine-tunes (specialised: {})",
+    "contamination": "no contaminated fine-tunes (contaminated: {})",
+}
+"""Why a setting has no changes at all (the profile lists no models for it)."""
+
 
 def conditional_share(changes: pd.DataFrame, expected: str, cluster: str) -> dict[str, Any]:
     """Among ``changes`` whose Δperformance has the sign ``expected`` predicts (and whose MUI moved
@@ -176,8 +192,12 @@ def direction_claim(tables: DirectionTables, q: Question, prefix: str, kind: str
             prefix + q.id,
             f"{where}: {q.expected} (MUI {mui_word} where performance {perf_word})",
             None,
-            not_testable=f"no change in this subset where performance {perf_word} beyond the "
-            "tolerance and MUI moved",
+            not_testable=(
+                f"no change in this subset where performance {perf_word} beyond the tolerance "
+                "and MUI moved"
+                if tables.measured(q.setting)
+                else f"nothing measured in this run for {q.setting}: {_NO_MODELS[q.setting]}"
+            ),
             kind=kind,
             rests_on=rests_on,
         )

@@ -152,6 +152,10 @@ def test_direction_claim_not_testable_without_changes_of_the_predicted_sign():
     )
     c = dc.direction_claim(falling, dc.QUESTIONS[0], "", "reproduction")
     assert c.verdict == "not testable here" and "performance rose" in c.why
+    # a setting with no models at all says so (the real profile has no training checkpoints)
+    nothing = _tables(EMPTY, EMPTY, EMPTY, EMPTY)
+    c = dc.direction_claim(nothing, dc.QUESTIONS[0], "", "reproduction")
+    assert c.verdict == "not testable here" and "no training checkpoints" in c.why
 
 
 @pytest.mark.parametrize("kind", ["reproduction", "re-analysis"])
