@@ -28,6 +28,19 @@ def _focus_rests_on(focus: str | None, what: str) -> str:
     return f"{focus or 'the focus model'}: {what}"
 
 
+def _largest_varying_n(curves: pd.DataFrame) -> int:
+    """The largest subset size at which the mixed pool's and the single pools' MUI vary over the
+    random subsets (at a pool's own size every subset is the whole pool: a zero-width interval that
+    can decide nothing); the largest size when none varies."""
+    for n in sorted(set(curves["n"]), reverse=True):
+        at = curves[curves["n"] == n]
+        mixed = at[at["pool"] == "mixed"]["mui"]
+        single = at[at["pool"] != "mixed"].groupby("repeat")["mui"].mean()
+        if mixed.nunique() > 1 and single.nunique() > 1:
+            return int(n)
+    return int(curves["n"].max())
+
+
 def _growth_claim(
     curves: pd.DataFrame | None, seed: int, n_boot: int, focus: str | None = None
 ) -> Claim:
@@ -48,9 +61,16 @@ def _growth_claim(
             not_testable="no growth curves",
             rests_on=rests_on,
         )
-    top = curves[curves["n"] == curves["n"].max()]
+    n_star = _largest_varying_n(curves)
+    top = curves[curves["n"] == n_star]
     mixed = top[top["pool"] == "mixed"]["mui"].to_numpy(float)
     single = top[top["pool"] != "mixed"].groupby("repeat")["mui"].mean().to_numpy(float)
+    if n_star != curves["n"].max():
+        statement = statement.replace(
+            "at the largest n,",
+            f"at n = {n_star} (the largest n whose random subsets differ: at the pool's size "
+            "every subset is the whole pool),",
+        )
     if min(len(mixed), len(single)) < 2:
         return claim(
             PAPER,

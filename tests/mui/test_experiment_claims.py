@@ -121,3 +121,37 @@ def test_newcombe_interval_of_a_difference_of_accuracies():
     # Newcombe (1998), Table II: 56/70 - 48/80 = 0.2000, method 10 (hybrid score) [0.0524, 0.3339]
     d, lo, hi = newcombe_diff(56, 70, 48, 80)
     assert abs(d - 0.2) < 1e-12 and abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
+
+
+def _curves(top_mixed: list[float], top_single: list[float]):
+    """Growth curves at n = 5 (the pool's size: every subset the same) and n = 3 (varying)."""
+    import pandas as pd
+
+    rows = []
+    for r in range(4):
+        rows += [
+            ("mixed", 5, r, 9.0),
+            ("a", 5, r, 6.0),
+            ("b", 5, r, 6.0),
+            ("mixed", 3, r, top_mixed[r]),
+            ("a", 3, r, top_single[r]),
+            ("b", 3, r, top_single[r]),
+        ]
+    return pd.DataFrame(rows, columns=["pool", "n", "repeat", "mui"])
+
+
+def test_growth_claim_is_read_where_random_subsets_differ():
+    """At a pool's own size every random subset is the whole pool (a zero-width interval that
+    decides nothing); the claim reads the largest n whose subsets vary and says so."""
+    from kit.mui.experiment_claims import _growth_claim
+
+    up = _growth_claim(_curves([8.0, 8.5, 7.5, 8.0], [5.0, 5.5, 4.5, 5.0]), seed=0, n_boot=500)
+    check_consistent(up)
+    assert up.ours == 3.0 and up.verdict == "supported" and up.ci_low < up.ci_high
+    assert "at n = 3 (the largest n whose random subsets differ" in up.statement
+    same = _growth_claim(_curves([5.0, 5.5, 4.5, 5.0], [5.0, 5.5, 4.5, 5.0]), seed=0, n_boot=500)
+    assert same.ours == 0.0 and same.verdict == "inconclusive"
+    # nowhere varying: the largest n, zero width, inconclusive as before
+    flat = _growth_claim(_curves([8.0] * 4, [5.0] * 4), seed=0, n_boot=500)
+    assert flat.ours == 3.0 and flat.verdict == "inconclusive"
+    assert "at the largest n" in flat.statement
