@@ -127,7 +127,7 @@ def _units(n: int, clusters: np.ndarray | None, what: str) -> str:
 
 
 def leak_claim(
-    d: dict[str, np.ndarray],
+    d: Mapping[str, np.ndarray],
     clusters: list,
     kw: dict,
     *,
