@@ -33,12 +33,19 @@ def _largest_varying_n(curves: pd.DataFrame) -> int:
     random subsets (at a pool's own size every subset is the whole pool: a zero-width interval that
     can decide nothing); the largest size when none varies."""
     for n in sorted(set(curves["n"]), reverse=True):
-        at = curves[curves["n"] == n]
-        mixed = at[at["pool"] == "mixed"]["mui"]
-        single = at[at["pool"] != "mixed"].groupby("repeat")["mui"].mean()
-        if mixed.nunique() > 1 and single.nunique() > 1:
+        mixed, single = _mixed_and_single(curves, n)
+        if len(np.unique(mixed)) > 1 and len(np.unique(single)) > 1:
             return int(n)
     return int(curves["n"].max())
+
+
+def _mixed_and_single(curves: pd.DataFrame, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """At subset size ``n``: the mixed pool's MUI per repeat, and the single pools' mean per
+    repeat."""
+    at = curves[curves["n"] == n]
+    mixed = at[at["pool"] == "mixed"]["mui"].to_numpy(float)
+    single = at[at["pool"] != "mixed"].groupby("repeat")["mui"].mean().to_numpy(float)
+    return mixed, single
 
 
 def _growth_claim(
@@ -62,9 +69,7 @@ def _growth_claim(
             rests_on=rests_on,
         )
     n_star = _largest_varying_n(curves)
-    top = curves[curves["n"] == n_star]
-    mixed = top[top["pool"] == "mixed"]["mui"].to_numpy(float)
-    single = top[top["pool"] != "mixed"].groupby("repeat")["mui"].mean().to_numpy(float)
+    mixed, single = _mixed_and_single(curves, n_star)
     if n_star != curves["n"].max():
         statement = statement.replace(
             "at the largest n,",
