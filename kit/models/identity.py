@@ -15,12 +15,15 @@ responses file is replaced under the same name (issue 33, item 1). Every cache a
 - :func:`model_identity`: the same for a loaded model (``kit.load_model`` sets ``kit_path`` /
   ``kit_name``);
 - :func:`text_fingerprint`: a short digest of strings (an item's prompt and response), so a cache
-  record made for other text is refused.
+  record made for other text is refused;
+- :func:`code_identity`: a digest of the source of the modules that decide a cached number, so a
+  changed formula never reads numbers its old version wrote.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -147,3 +150,14 @@ def fingerprints(*columns: Sequence[str | None]) -> list[str]:
     if len(n) > 1:
         raise ValueError(f"fingerprints: columns of different lengths {sorted(n)}")
     return [text_fingerprint(*row) for row in zip(*columns)]
+
+
+def code_identity(modules: Sequence[str], versions: str = "") -> str:
+    """A 16-hex digest of ``versions`` (library versions, as text) and the source files of the
+    importable ``modules`` (dotted names): part of a cache key whose values they compute."""
+    h = hashlib.sha256(versions.encode())
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            h.update(Path(spec.origin).read_bytes())
+    return h.hexdigest()[:16]

@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 from numpy.typing import ArrayLike
 
 from kit.data.scorers import score
@@ -137,35 +138,14 @@ def item_correct(
     with the seeded settings of ``data.decoding`` (:func:`generation_kwargs`)."""
     if data.items is not None:
         tok = model.tokenizer
-        stop = [tok.eos_token_id] if tok.eos_token_id is not None else []
-        n_new = max_new_tokens or 256
-        gen = group_patched_generate(
-            model,
-            base,
-            data.tokens,
-            neuron_sets,
-            n_new,
-            lengths=data.lengths,
-            stop_token_ids=stop,
-            max_rows=max_rows,
-            **generation_kwargs(data),
-        ).cpu()
+        responses = responses_of(model, base, data, neuron_sets, max_rows, max_new_tokens)
         return np.array(
             [
                 [
-                    float(
-                        score(
-                            benchmark_of(it),
-                            it,
-                            tok.decode(
-                                gen[g, p, length : length + n_new].tolist(),
-                                skip_special_tokens=True,
-                            ),
-                        )
-                    )
-                    for p, (length, it) in enumerate(zip(data.lengths.tolist(), data.items))
+                    float(score(benchmark_of(it), it, tok.decode(r, skip_special_tokens=True)))
+                    for r, it in zip(row, data.items)
                 ]
-                for g in range(len(neuron_sets))
+                for row in responses
             ]
         )
     targets = _targets_list(data.targets)
@@ -181,6 +161,103 @@ def item_correct(
         **generation_kwargs(data),
     )
     return exact_match(gen, data.lengths, targets).float().cpu().numpy()
+
+
+def responses_of(
+    model,
+    base,
+    data: TaskData,
+    neuron_sets: Sequence[Sequence[Neuron]],
+    max_rows: int = 2048,
+    max_new_tokens: int | None = None,
+) -> list[list[list[int]]]:
+    """``[set][prompt]`` the new token ids ``model`` generates with each neuron set patched from
+    ``base`` (up to ``max_new_tokens``, 256 when None; padded after the end-of-sequence token).
+    Greedy answers to benchmark items are cached by content (:mod:`kit.shortcut.patched_cache`)."""
+    from kit.shortcut import patched_cache
+
+    tok = model.tokenizer
+    stop = [tok.eos_token_id] if tok.eos_token_id is not None else []
+    n_new = max_new_tokens or 256
+
+    def compute(sets: list[int], prompts: list[int]) -> list[list[list[int]]]:
+        sub = patched_cache.subset(data, prompts)
+        gen = group_patched_generate(
+            model,
+            base,
+            sub.tokens,
+            [neuron_sets[g] for g in sets],
+            n_new,
+            lengths=sub.lengths,
+            stop_token_ids=stop,
+            max_rows=max_rows,
+            **generation_kwargs(sub),
+        ).cpu()
+        lengths = sub.lengths.tolist()
+        return [
+            [gen[g, p, n : n + n_new].tolist() for p, n in enumerate(lengths)]
+            for g in range(len(sets))
+        ]
+
+    settings = {"max_new_tokens": n_new, "stop": stop}
+    cache = patched_cache.item_cache(model, base, data, "responses", settings)
+    return patched_cache.per_set_and_prompt(cache, data, neuron_sets, compute)
+
+
+def first_tokens(
+    model,
+    base,
+    data: TaskData,
+    neuron_sets: Sequence[Sequence[Neuron]],
+    max_rows: int = 2048,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Float[ndarray, "set prompt"] probability of each prompt's first target token at its last
+    position, and Int[ndarray, "set prompt"] the argmax token there (greedy decoding's first
+    token), with each neuron set patched from ``base``: one teacher-forced pass
+    (:func:`kit.shortcut.patching.group_patched_first_token`), cached by content for benchmark
+    items."""
+    from kit.shortcut import patched_cache
+    from kit.shortcut.patching import group_patched_first_token
+
+    def compute(sets: list[int], prompts: list[int]) -> list[list[list[float]]]:
+        sub = patched_cache.subset(data, prompts)
+        first = torch.tensor([t[0] for t in _targets_list(sub.targets)])
+        lp, top = group_patched_first_token(
+            model,
+            base,
+            sub.tokens,
+            sub.lengths - 1,
+            first,
+            [neuron_sets[g] for g in sets],
+            max_rows=max_rows,
+        )
+        return [
+            [[float(a), int(b)] for a, b in zip(ra, rb)]
+            for ra, rb in zip(lp.cpu().tolist(), top.cpu().tolist())
+        ]
+
+    cache = patched_cache.item_cache(model, base, data, "first-token", {})
+    vals = patched_cache.per_set_and_prompt(cache, data, neuron_sets, compute, with_target=True)
+    arr = np.asarray(vals, dtype=float).reshape(len(neuron_sets), data.n, 2)
+    return np.exp(arr[..., 0]), arr[..., 1].astype(np.int64)
+
+
+def first_token_correct(model, data: TaskData, top: np.ndarray) -> np.ndarray:
+    """Float[ndarray, "set item"]: 1 where the one-token answer ``top[set, item]`` (a token id,
+    :func:`first_tokens`) scores correct on ``data.items[item]``, decoded as
+    :func:`item_correct` decodes a generated answer."""
+    if data.items is None:
+        raise ValueError("first_token_correct scores benchmark items: data.items is None")
+    tok = model.tokenizer
+    return np.array(
+        [
+            [
+                float(score(benchmark_of(it), it, tok.decode([int(t)], skip_special_tokens=True)))
+                for t, it in zip(row, data.items)
+            ]
+            for row in top
+        ]
+    )
 
 
 def te_items(

@@ -529,7 +529,6 @@ def generate(
     return patched_generate(model, None, tokens, [], max_new_tokens, **kwargs)
 
 
-@torch.inference_mode()
 def group_patched_logprobs(
     model,
     patching_model,
@@ -550,13 +549,33 @@ def group_patched_logprobs(
     For single-token answers, the argmax hit equals greedy exact match of the first generated
     token, so this is exact-match scoring at a fraction of the cost.
     """
+    lp, top = group_patched_first_token(
+        model, patching_model, tokens, target_pos, targets, groups, max_rows
+    )
+    return lp, top == targets.to(top.device)[None, :]
+
+
+@torch.inference_mode()
+def group_patched_first_token(
+    model,
+    patching_model,
+    tokens: Int[Tensor, "batch pos"],
+    target_pos: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
+    targets: Int[Tensor, "batch"],  # noqa: F821 (jaxtyping shape name)
+    groups: Sequence[Sequence[Neuron]],
+    max_rows: int = 4096,
+) -> tuple[Float[Tensor, "group batch"], Int[Tensor, "group batch"]]:
+    """:func:`group_patched_logprobs` with the argmax token itself instead of its hit: the
+    log-prob of ``targets[i]`` and the greedy next token at ``target_pos[i]``, per group. At a
+    prompt's last position the argmax is the first token greedy decoding would give, so one pass
+    gives both the teacher-forced score and a one-token answer."""
     _check_compatible(model, patching_model)
     groups = [list(g) for g in groups]
     device = model.cfg.device
     tokens, target_pos, targets = tokens.to(device), target_pos.to(device), targets.to(device)
     if tokens.shape[0] > max_rows:  # at most max_rows rows per forward: prompts in slices
         parts = [
-            group_patched_logprobs(
+            group_patched_first_token(
                 model, patching_model, tokens[a:b], target_pos[a:b], targets[a:b], groups, max_rows
             )
             for a, b in prompt_chunks(tokens.shape[0], max_rows)
@@ -565,7 +584,7 @@ def group_patched_logprobs(
     P = tokens.shape[0]
     rows_idx = torch.arange(P, device=device)
     per_chunk = max(1, max_rows // P)
-    lps, hits = [], []
+    lps, tops = [], []
     for start in range(0, len(groups), per_chunk):
         chunk = groups[start : start + per_chunk]
         masks = group_masks(model, chunk, P)
@@ -594,5 +613,5 @@ def group_patched_logprobs(
         logp = logits.float().log_softmax(-1)
         tgt = targets.repeat(G)
         lps.append(logp.gather(1, tgt[:, None])[:, 0].view(G, P))
-        hits.append((logp.argmax(-1) == tgt).view(G, P))
-    return torch.cat(lps, 0), torch.cat(hits, 0)
+        tops.append(logp.argmax(-1).view(G, P))
+    return torch.cat(lps, 0), torch.cat(tops, 0)

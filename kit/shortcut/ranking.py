@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from torch import Tensor
 
-from kit.shortcut.evaluate import accuracies, item_correct
+from kit.shortcut.evaluate import accuracies, first_token_correct, first_tokens, item_correct
 from kit.shortcut.items import TaskData, generation_kwargs
 from kit.shortcut.patching import Neuron
 from kit.shortcut.scores import (
@@ -140,18 +140,24 @@ def locate(
                 method="exact",
                 max_rows=max_rows,
             ).numpy()
-        else:  # free-text answers (or sampled ones): generate and score the decoded responses
-            exact = accuracies(m, base, data, [[]] + groups, max_rows, max_new_tokens)
-        tf = group_accuracy(
-            m,
-            base,
-            data.tokens,
-            data.lengths,
-            data.targets,
-            [[]] + groups,
-            method="teacher_forced",
-            max_rows=max_rows,
-        ).numpy()
+            tf = group_accuracy(
+                m,
+                base,
+                data.tokens,
+                data.lengths,
+                data.targets,
+                [[]] + groups,
+                method="teacher_forced",
+                max_rows=max_rows,
+            ).numpy()
+        else:  # free-text answers (or sampled ones): score the decoded responses as text
+            prob, top = first_tokens(m, base, data, [[]] + groups, max_rows)
+            tf = prob.mean(axis=1)
+            if n_new == 1 and not generation_kwargs(data):
+                # a one-token greedy answer is the argmax the teacher-forced pass already computed
+                exact = first_token_correct(m, data, top).mean(axis=1)
+            else:
+                exact = accuracies(m, base, data, [[]] + groups, max_rows, max_new_tokens)
         accs[key] = {"exact": exact, "teacher_forced": tf}
         del m
     cs = {}

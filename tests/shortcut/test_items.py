@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from kit.shortcut import evaluate
+from kit.shortcut import evaluate, patched_cache
 from kit.shortcut import items as shortcut_items
 from kit.shortcut import patching as pt
 from kit.subjects import load_model_any
@@ -217,6 +217,8 @@ def test_decoding_reaches_the_patched_generator(monkeypatch):
         return out
 
     monkeypatch.setattr(evaluate, "group_patched_generate", spy)
+    # every call must reach the generator: no answer read back from the patched-answer cache
+    monkeypatch.setattr(patched_cache, "item_cache", lambda *a, **k: None)
     neurons = [[], [(0, i) for i in range(16)]]
     old = shortcut_items.task_data(m, items, 8)
     evaluate.item_correct(m, base, old, neurons, max_new_tokens=8)
