@@ -221,6 +221,13 @@ def model_claims(
             paper_value=_printed("robustness: randomly", "std of X_model"),
         )
     )
+    undefined = None
+    if not (np.isfinite(n.median_x_model) and n.median_x_model != 0):
+        # a shift in % of a zero median is undefined, whatever the removal does
+        undefined = (
+            f"{n.model}'s median X_model over concepts is {n.median_x_model:g} (most concepts "
+            "have no item it answers right): a shift in % of the median is undefined"
+        )
     for key, cid, word, direction in (
         ("adv_best", ids[4], "best", "less"),
         ("adv_worst", ids[5], "worst", "greater"),
@@ -239,6 +246,7 @@ def model_claims(
                 rests_on,
                 n.p_value(key, direction),
                 paper_value=_printed(f"{word}-performing", "average change in median X_model"),
+                not_testable=undefined,
             )
         )
     return out

@@ -190,6 +190,8 @@ class ModelNulls:
     min_support: int = 5
     n_splits: int = 20
     n_reruns: int = 20
+    median_x_model: float = float("nan")
+    """The model's median X_model over concepts: the adversarial shifts are percentages of it."""
 
     def p_value(self, which: str, direction: str) -> float:
         """Empirical one-sided p of ``which`` (gaps, split_half, dropout, adv_best, adv_worst):
@@ -294,4 +296,5 @@ def model_nulls(
         min_support,
         n_splits,
         n_reruns,
+        adv[0].median_before,
     )

@@ -180,3 +180,24 @@ def test_cg_claims_over_a_study_cover_the_required_ids_and_mark_stability(
     assert by["model_gaps.vs_shuffled"].stability == "stable under seed 1"
     for c in claims:
         check_consistent(c)
+
+
+def test_adversarial_claims_name_a_zero_median_as_their_cause(model_suite_of):
+    """A model that answers almost nothing (Gemma-3-270M on the real suite, 2.4%) has median
+    X_model 0: the shifts in % of it are undefined, and the claims say so instead of 'our value
+    could not be computed'."""
+    from dataclasses import replace
+
+    n = _nulls(model_suite_of, True)
+    assert np.isfinite(n.median_x_model) and n.median_x_model != 0
+    ok = {c.id: c for c in cgc.model_claims(n, None, "t")}
+    zero = replace(n, median_x_model=0.0, adv_best=float("nan"), adv_worst=float("nan"))
+    bad = {c.id: c for c in cgc.model_claims(zero, None, "t")}
+    for cid in ("robustness.adversarial_best", "robustness.adversarial_worst"):
+        assert ok[cid].verdict != "not testable here", ok[cid].why
+        assert bad[cid].verdict == "not testable here" and "median X_model" in bad[cid].why
+        check_consistent(bad[cid])
+    assert (
+        bad["robustness.dropout_vs_shuffled"].verdict
+        == ok["robustness.dropout_vs_shuffled"].verdict
+    )
