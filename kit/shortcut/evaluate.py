@@ -201,7 +201,9 @@ def responses_of(
 
     settings = {"max_new_tokens": n_new, "stop": stop}
     cache = patched_cache.item_cache(model, base, data, "responses", settings)
-    return patched_cache.per_set_and_prompt(cache, data, neuron_sets, compute)
+    # as many sets per call as one forward holds (the generator's own chunks): each is kept at once
+    per_call = max(1, max_rows // max(1, data.n))
+    return patched_cache.per_set_and_prompt(cache, data, neuron_sets, compute, False, per_call)
 
 
 def first_tokens(
@@ -237,7 +239,8 @@ def first_tokens(
         ]
 
     cache = patched_cache.item_cache(model, base, data, "first-token", {})
-    vals = patched_cache.per_set_and_prompt(cache, data, neuron_sets, compute, with_target=True)
+    per_call = max(1, max_rows // max(1, data.n))
+    vals = patched_cache.per_set_and_prompt(cache, data, neuron_sets, compute, True, per_call)
     arr = np.asarray(vals, dtype=float).reshape(len(neuron_sets), data.n, 2)
     return np.exp(arr[..., 0]), arr[..., 1].astype(np.int64)
 

@@ -112,10 +112,12 @@ def per_set_and_prompt(
     sets: Sequence[Sequence[Neuron]],
     compute: Compute,
     with_target: bool = False,
+    sets_per_call: int | None = None,
 ) -> list[list[Any]]:
-    """``[set][prompt]`` values: the cached ones read, the others computed in one call of
-    ``compute`` (the sets that miss any prompt, on the prompts any of them misses) and recorded.
-    Without a cache, ``compute`` runs on everything."""
+    """``[set][prompt]`` values: the cached ones read, the others computed by ``compute`` (the sets
+    that miss any prompt, ``sets_per_call`` at a time, on the prompts any of them misses) and
+    recorded after each call, so a killed run keeps what it finished. Without a cache,
+    ``compute`` runs once on everything."""
     all_sets, all_prompts = list(range(len(sets))), list(range(data.n))
     if cache is None:
         return compute(all_sets, all_prompts)
@@ -124,10 +126,12 @@ def per_set_and_prompt(
     ids = [[f"{sd[g]}/{pd_[p]}" for p in all_prompts] for g in all_sets]
     done = cache.load()
     todo_sets = [g for g in all_sets if any(i not in done for i in ids[g])]
-    if todo_sets:
-        todo_prompts = sorted({p for g in todo_sets for p in all_prompts if ids[g][p] not in done})
-        values = compute(todo_sets, todo_prompts)
-        new = {ids[g][p]: v for g, row in zip(todo_sets, values) for p, v in zip(todo_prompts, row)}
+    todo_prompts = sorted({p for g in todo_sets for p in all_prompts if ids[g][p] not in done})
+    step = max(1, sets_per_call or len(todo_sets) or 1)
+    for start in range(0, len(todo_sets), step):
+        call = todo_sets[start : start + step]
+        values = compute(call, todo_prompts)
+        new = {ids[g][p]: v for g, row in zip(call, values) for p, v in zip(todo_prompts, row)}
         cache.add(new)
         done.update(new)
     return [[done[i] for i in row] for row in ids]

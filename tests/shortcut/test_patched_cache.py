@@ -155,3 +155,31 @@ def test_first_tokens_keep_no_autograd_graph(world):
         model, donor, data.tokens, data.lengths - 1, first, [[(0, 1)], [(0, 2)]]
     )
     assert lp.grad_fn is None and not lp.requires_grad
+
+
+def test_a_run_killed_midway_keeps_the_calls_it_finished(world):
+    model, donor, data = world
+    cache = patched_cache.item_cache(model, donor, data, "test-values", {})
+    sets = [[(0, g)] for g in range(5)]
+    asked = []
+
+    def dies_on_third_call(set_idx, prompts):
+        asked.append(list(set_idx))
+        if len(asked) == 3:
+            raise KeyboardInterrupt
+        return [[10 * g + p for p in prompts] for g in set_idx]
+
+    with pytest.raises(KeyboardInterrupt):
+        patched_cache.per_set_and_prompt(cache, data, sets, dies_on_third_call, sets_per_call=2)
+    resumed = []
+
+    def finishes(set_idx, prompts):
+        resumed.append(list(set_idx))
+        return [[10 * g + p for p in prompts] for g in set_idx]
+
+    values = patched_cache.per_set_and_prompt(cache, data, sets, finishes, sets_per_call=2)
+    assert values == [[10 * g + p for p in range(data.n)] for g in range(5)]
+    assert resumed == [[4]]  # the two finished calls (sets 0-3) were kept
+    asked.clear()
+    again = patched_cache.per_set_and_prompt(cache, data, sets, dies_on_third_call)
+    assert again == values and asked == []
