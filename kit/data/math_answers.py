@@ -81,13 +81,15 @@ def numbers_equal(a: str | float | None, b: str | float | None, rel_tol: float =
     """
     if a is None or b is None:
         return False
-    fa, fb = _to_float(a), _to_float(b)
+    fa, fb = to_number(a), to_number(b)
     if fa is None or fb is None:
         return str(a).strip() == str(b).strip()
     return abs(fa - fb) <= rel_tol * max(1.0, abs(fa), abs(fb))
 
 
-def _to_float(x: str | float) -> float | None:
+def to_number(x: str | float) -> float | None:
+    """``x`` as a number (commas, ``$``, ``%``, spaces and a final period dropped; ``a/b`` read as
+    a fraction), or None when it is not one."""
     if isinstance(x, (int, float)):
         return float(x)
     text = str(x).strip().replace(",", "").replace("$", "").replace("%", "").replace(" ", "")
@@ -257,12 +259,17 @@ def check_math_answer(response: str, target: str, checker: str = "auto") -> Math
         got = extract_final_number(response)
     if got is None:
         return MathVerdict(False, "normaliser" + note, None)
+    return MathVerdict(same_math_answer(got, target), "normaliser" + note, got)
+
+
+def same_math_answer(got: str | None, target: str | None) -> bool:
+    """Our normaliser's equality of two MATH-style answers: equal after
+    :func:`normalize_math_answer`, or both plain numbers / fractions within a relative 1e-6."""
     a, b = normalize_math_answer(got), normalize_math_answer(target)
     va, vb = _math_value(a), _math_value(b)
-    same = a == b or (
+    return a == b or (
         va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb))
     )
-    return MathVerdict(same, "normaliser" + note, got)
 
 
 def _math_value(s: str) -> float | None:
@@ -276,7 +283,7 @@ def _math_value(s: str) -> float | None:
         return -value if m.group(1) else value
     # thousands commas only: "1,2" is a list of two answers, not twelve
     plain = r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.?\d+(?:/\d+)?)"
-    return _to_float(s) if re.fullmatch(plain, s) else None
+    return to_number(s) if re.fullmatch(plain, s) else None
 
 
 def _balanced(s: str) -> bool:

@@ -19,14 +19,13 @@ from typing import cast
 from kit.data.code_answers import CODE_BENCHMARKS, code_program, extract_code, run_program
 from kit.data.items import Item
 from kit.data.math_answers import (
-    _math_value,
-    _to_float,
     check_math_answer,
     extract_boxed,
     extract_final_number,
     has_math_verify,
-    normalize_math_answer,
     numbers_equal,
+    same_math_answer,
+    to_number,
 )
 
 __all__ = [
@@ -205,7 +204,7 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
     base = benchmark.split("/", 1)[0]
     response = response or ""
     if base in NUMERIC_BENCHMARKS:
-        if _to_float(item.answer or "") is None:
+        if to_number(item.answer or "") is None:
             # ASDiv has ~150 non-numeric answers ("Yes", "3:4", "Bryan"): case-insensitive match
             return extract_bbh_answer(response).lower().rstrip(".") == str(
                 item.answer
@@ -231,11 +230,7 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
             or extract_final_number(response)
             or extract_bbh_answer(response)
         )
-        a, b = normalize_math_answer(got), normalize_math_answer(item.answer)
-        va, vb = _math_value(a), _math_value(b)
-        return a == b or (
-            va is not None and vb is not None and abs(va - vb) <= 1e-6 * max(1.0, abs(vb))
-        )
+        return same_math_answer(got, item.answer)
     if base == "logicbench":  # BQA: the first yes/no word of the response
         m = re.search(r"\b(yes|no)\b", response.lower())
         return m is not None and m.group(1) == item.answer
@@ -279,7 +274,7 @@ def parse_failed(benchmark: str, item: Item, response: str) -> bool:
     base = benchmark.split("/", 1)[0]
     response = response or ""
     if base in NUMERIC_BENCHMARKS:
-        if _to_float(item.answer or "") is None:
+        if to_number(item.answer or "") is None:
             return not extract_bbh_answer(response)
         return extract_final_number(response) is None
     if base in CHOICE_BENCHMARKS:

@@ -200,3 +200,12 @@ def test_math_checker_is_recorded_and_falls_back_when_math_verify_is_missing(mon
         math_answers.check_math_answer("\\boxed{1}", "1", checker="math-verify")
     with pytest.raises(ValueError, match="allowed values: auto, math-verify, normaliser"):
         math_answers.check_math_answer("1", "1", checker="sympy")
+
+
+def test_same_math_answer_by_hand():
+    from kit.data.math_answers import same_math_answer, to_number
+
+    assert same_math_answer("\\frac{1}{2}", "0.5") and same_math_answer(" 3 ", "3")
+    assert same_math_answer("1/4", "0.25") and not same_math_answer("2", "3")
+    assert not same_math_answer(None, "3") and not same_math_answer("1,2", "12")
+    assert to_number("$1,234.5") == 1234.5 and to_number("3/4") == 0.75 and to_number("x") is None
