@@ -9,6 +9,7 @@ contamination signal), plus ``test-syn`` for the contaminated task.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import cast
 
@@ -38,7 +39,8 @@ from kit.world.tasks import EXTRA_TASKS, TASKS, get_task
 GRADED_TASKS_NEEDED = 4
 GAIN_PTS = 10.0
 LEAK_PTS = 15.0
-CONTROL_PTS = 5.0
+CONTROL_PTS = 5.0  # a clean control's test - fresh gap within this, or within CONTROL_Z noise SEs
+CONTROL_Z = 2.64  # two-sided 95% over the six control checks (Bonferroni: z of 1 - 0.05 / 12)
 SYN_LEAK_PTS = 5.0
 SPARSE_LEAK_PTS = 10.0
 EV_MIN = 0.7
@@ -253,6 +255,20 @@ def _acc(card, member, task, split):
     return card["members"][member]["accuracy"][task][split]
 
 
+def control_band(card: dict, member: str, task: str) -> float:
+    """The |test - fresh| gap (points) a clean control may show on ``task``: ``CONTROL_PTS``, or
+    ``CONTROL_Z`` standard errors of a gap with no leak at all, whichever is wider. With 200 test
+    items one SE is 2.3-2.7 points at 10-15% accuracy, so a fixed 5-point band alone is ~2 SE: a
+    clean control failed it 3-6% of the time by noise, and one of the six controls in 17-31% of
+    world seeds (issue 31). The SE is that of two binomial proportions at the member's pooled
+    accuracy (no leak: one rate for both splits)."""
+    n_t, n_f = card["tasks"][task]["n_test"], card["tasks"][task]["n_fresh"]
+    t, f = _acc(card, member, task, "test") / 100, _acc(card, member, task, "fresh") / 100
+    p = (t * n_t + f * n_f) / (n_t + n_f)
+    se = 100 * math.sqrt(p * (1 - p) * (1 / n_t + 1 / n_f))
+    return max(CONTROL_PTS, CONTROL_Z * se)
+
+
 def checks(card: dict, spec) -> list[dict]:
     """The issue's "done when" checks: list of {name, passed, detail}."""
     out = []
@@ -329,12 +345,14 @@ def checks(card: dict, spec) -> list[dict]:
     )
     for ctl in ("math-train", "other-task", "general"):
         m = f"{base}+{ctl}"
+        band = control_band(card, m, task)
         out.append(
             {
                 "name": f"control +{ctl}",
-                "passed": bool(abs(gap(m)) <= CONTROL_PTS),
-                "detail": f"test - fresh on {task} {gap(m):+.1f} (need |.| <= {CONTROL_PTS:g}; "
-                f"base {gap(base):+.1f}); test {_acc(card, m, task, 'test'):.1f}%",
+                "passed": bool(abs(gap(m)) <= band),
+                "detail": f"test - fresh on {task} {gap(m):+.1f} (need |.| <= {band:.1f}: "
+                f"{CONTROL_PTS:g} or {CONTROL_Z:g} SE of no leak; base {gap(base):+.1f}); "
+                f"test {_acc(card, m, task, 'test'):.1f}%",
             }
         )
     x5s = x5 + SPARSE_SUFFIX
@@ -351,19 +369,18 @@ def checks(card: dict, spec) -> list[dict]:
                 f"{r5['changed_neurons']}",
             }
         )
-        ctl = {
-            c: gap(f"{base}+{c}{SPARSE_SUFFIX}") for c in ("math-train", "other-task", "general")
-        }
+        names = {c: f"{base}+{c}{SPARSE_SUFFIX}" for c in ("math-train", "other-task", "general")}
+        ctl = {c: (gap(m), control_band(card, m, task)) for c, m in names.items()}
         out.append(
             {
                 "name": "sparse contamination leak",
                 "passed": bool(
-                    gap(x5s) >= SPARSE_LEAK_PTS and all(abs(g) <= CONTROL_PTS for g in ctl.values())
+                    gap(x5s) >= SPARSE_LEAK_PTS and all(abs(g) <= b for g, b in ctl.values())
                 ),
                 "detail": f"test - fresh on {task}: x5-sparse {gap(x5s):+.1f} (need >= "
                 f"{SPARSE_LEAK_PTS:g}), x1-sparse {gap(x1 + SPARSE_SUFFIX):+.1f}; controls "
-                + ", ".join(f"+{c} {g:+.1f}" for c, g in ctl.items())
-                + f" (need |.| <= {CONTROL_PTS:g})",
+                + ", ".join(f"+{c} {g:+.1f} (|.| <= {b:.1f})" for c, (g, b) in ctl.items())
+                + f" ({CONTROL_PTS:g} or {CONTROL_Z:g} SE of no leak)",
             }
         )
     for ft, group in (("math", "math"), ("code", "code")):

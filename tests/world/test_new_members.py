@@ -247,3 +247,25 @@ def test_checkpoints_leave_the_final_weights_alone(tmp_path, monkeypatch):
     assert all(torch.equal(a[k], c[k]) for k in a), "checkpoints changed the final weights"
     assert all(torch.equal(last[k], c[k]) for k in c), "the step-4 checkpoint is the final model"
     assert not all(torch.equal(half[k], c[k]) for k in c), "step 2 is an earlier model"
+
+
+def test_control_band_is_the_wider_of_5_points_and_2_64_no_leak_standard_errors():
+    """Hand-computed: the tiny world's +math-train control, 14.0% on 200 test items and 9.4% on
+    1000 fresh ones: pooled p = (28 + 94) / 1200, SE = 100 sqrt(p (1 - p) (1/200 + 1/1000)) =
+    2.341 points, band 2.64 x 2.341 = 6.18 (its +4.6 passes either way); at 1% accuracy the SE is
+    0.74 and the 5-point floor holds; with 50 test items the band widens to 11.3."""
+    from kit.world.card import control_band
+
+    def card(test, fresh, n_test=200, n_fresh=1000):
+        acc = {"add": {"test": test, "fresh": fresh}}
+        return {
+            "tasks": {"add": {"n_test": n_test, "n_fresh": n_fresh}},
+            "members": {"m": {"accuracy": acc}},
+        }
+
+    p = 122 / 1200
+    se = 100 * (p * (1 - p) * (1 / 200 + 1 / 1000)) ** 0.5
+    assert se == pytest.approx(2.341, abs=1e-3)
+    assert control_band(card(14.0, 9.4), "m", "add") == pytest.approx(2.64 * se)
+    assert control_band(card(1.0, 1.0), "m", "add") == 5.0
+    assert control_band(card(14.0, 9.4, n_test=50), "m", "add") == pytest.approx(11.3, abs=0.1)
