@@ -137,16 +137,8 @@ def item_correct(
     answers the item correctly. Per-item twin of :func:`accuracies`. Generated greedily, or sampled
     with the seeded settings of ``data.decoding`` (:func:`generation_kwargs`)."""
     if data.items is not None:
-        tok = model.tokenizer
-        responses = responses_of(model, base, data, neuron_sets, max_rows, max_new_tokens)
-        return np.array(
-            [
-                [
-                    float(score(benchmark_of(it), it, tok.decode(r, skip_special_tokens=True)))
-                    for r, it in zip(row, data.items)
-                ]
-                for row in responses
-            ]
+        return scored(
+            model, data, responses_of(model, base, data, neuron_sets, max_rows, max_new_tokens)
         )
     targets = _targets_list(data.targets)
     n_new = max_new_tokens or max(len(t) for t in targets)
@@ -245,22 +237,26 @@ def first_tokens(
     return np.exp(arr[..., 0]), arr[..., 1].astype(np.int64)
 
 
-def first_token_correct(model, data: TaskData, top: np.ndarray) -> np.ndarray:
-    """Float[ndarray, "set item"]: 1 where the one-token answer ``top[set, item]`` (a token id,
-    :func:`first_tokens`) scores correct on ``data.items[item]``, decoded as
-    :func:`item_correct` decodes a generated answer."""
+def scored(model, data: TaskData, responses: Sequence[Sequence[Sequence[int]]]) -> np.ndarray:
+    """Float[ndarray, "set item"]: 1 where the response ``responses[set][item]`` (token ids,
+    decoded without special tokens) is correct on ``data.items[item]`` by its benchmark's rule."""
     if data.items is None:
-        raise ValueError("first_token_correct scores benchmark items: data.items is None")
+        raise ValueError("scored needs benchmark items: data.items is None")
     tok = model.tokenizer
     return np.array(
         [
             [
-                float(score(benchmark_of(it), it, tok.decode([int(t)], skip_special_tokens=True)))
-                for t, it in zip(row, data.items)
+                float(score(benchmark_of(it), it, tok.decode(list(r), skip_special_tokens=True)))
+                for r, it in zip(row, data.items)
             ]
-            for row in top
+            for row in responses
         ]
     )
+
+
+def first_token_correct(model, data: TaskData, top: np.ndarray) -> np.ndarray:
+    """:func:`scored` of the one-token answers ``top[set, item]`` (:func:`first_tokens`)."""
+    return scored(model, data, [[[int(t)] for t in row] for row in top])
 
 
 def te_items(
