@@ -15,9 +15,10 @@ items (``TaskData.items``) are kept per (model, donor, neuron set, prompt) in a
 
 A record's id is a digest of its neuron set (sorted: a set, not a list) and of the prompt's token
 ids (with the target's, where the value depends on it), so a record answers exactly the question it
-was made for, whichever item list it came with. A model known only by a name (a hub id, a random
-twin, a tiny-world ``extra/`` fine-tune) is never cached: its name could mean other weights
-tomorrow. Sampled answers are not cached either: a seeded sample depends on its batch.
+was made for, whichever item list it came with. A model known only by a name (a hub id, a
+tiny-world ``extra/`` fine-tune) is never cached: its name could mean other weights tomorrow; one
+loaded from a directory (a real model, a saved random twin) is known by its files. Sampled answers
+are not cached either: a seeded sample depends on its batch.
 """
 
 from __future__ import annotations
