@@ -130,26 +130,19 @@ def locate(
     for key, m in (("un", model_un), ("con", model_con)):  # M_un is the one held after eq. 3
         m = resolve(m)
         if data.items is None and not generation_kwargs(data):
-            exact = group_accuracy(
-                m,
-                base,
-                data.tokens,
-                data.lengths,
-                data.targets,
-                [[]] + groups,
-                method="exact",
-                max_rows=max_rows,
-            ).numpy()
-            tf = group_accuracy(
-                m,
-                base,
-                data.tokens,
-                data.lengths,
-                data.targets,
-                [[]] + groups,
-                method="teacher_forced",
-                max_rows=max_rows,
-            ).numpy()
+            exact, tf = (
+                group_accuracy(
+                    m,
+                    base,
+                    data.tokens,
+                    data.lengths,
+                    data.targets,
+                    [[]] + groups,
+                    method=method,
+                    max_rows=max_rows,
+                ).numpy()
+                for method in ("exact", "teacher_forced")
+            )
         else:  # free-text answers (or sampled ones): score the decoded responses as text
             prob, top = first_tokens(m, base, data, [[]] + groups, max_rows)
             tf = prob.mean(axis=1)
