@@ -29,6 +29,18 @@ def _seed_everything():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="module")
+def local_ray():
+    """A two-CPU local Ray for the module that asks for it (no dashboard, 150 MB object store)."""
+    import ray
+
+    from kit.core.jobs.ray_engine import init_local_ray
+
+    init_local_ray(num_cpus=2, object_store_bytes=150 * 1024**2)
+    yield ray
+    ray.shutdown()
+
+
 @pytest.fixture(scope="session")
 def micro_world():
     """The micro world in the default cache (content-addressed, so built once and then reused).

@@ -353,6 +353,7 @@ def evaluate_grid(
     dtype: str | None = None,
     prompt_style: str = "instructed",
     loaded: Mapping[str, Any] | None = None,
+    jobs: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Performance (test accuracy %), true capability (fresh accuracy %) and MUI per (model, task).
 
@@ -365,48 +366,77 @@ def evaluate_grid(
     performance, fresh, mui, n_items, and per cell the accuracy's Wilson interval (``perf_low``,
     ``perf_high``, in %), chance, parse failures and truncated responses. ``loaded``: subjects the
     caller already holds, by name (the notebook's focus model), used instead of loading them again
-    (a real model's load is most of a small run's time).
+    (a real model's load is most of a small run's time). ``jobs``: None measures the models here,
+    one after another; else ``run_jobs``'s engine options (``engine_options(cfg)``), one job per
+    model (:func:`kit.subjects.sweep.rows_per_model`: the same rows on every engine).
     """
-    from tqdm.auto import tqdm
+    from kit.subjects.sweep import rows_per_model
 
-    from kit.models.generate import release
-    from kit.subjects import load_subject
-
-    loaded = loaded or {}
-    rows = []
-    for name in tqdm(models, desc="models"):
-        subject = loaded.get(name) or load_subject(
-            name, device=device, world=world, dtype=dtype, prompt_style=prompt_style
-        )
-        for task in tasks:
-            ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
-            m = subject.mui(ans, score, threshold, k, frac, batch_size, max_batch_tokens)
-            fresh = subject.fresh_items(task, n_fresh, seed) if n_fresh > 0 else None
-            fresh_acc = (
-                np.nan
-                if fresh is None
-                else 100 * subject.answer(task, fresh, max_new_tokens).accuracy
-            )
-            lo, hi = ans.interval
-            rows.append(
-                {
-                    "model": name,
-                    "task": task,
-                    "group": subject.group(task),
-                    "performance": 100 * ans.accuracy,
-                    "fresh": fresh_acc,
-                    "mui": m,
-                    "n_items": ans.n,
-                    "perf_low": 100 * lo,
-                    "perf_high": 100 * hi,
-                    "chance": ans.chance,
-                    "parse_failures": ans.n_parse_failed,
-                    "truncated": ans.n_truncated,
-                }
-            )
-        del subject
-        release()  # the Hugging Face copy that generated: one model on the device at a time
+    rows = rows_per_model(
+        grid_rows,
+        models,
+        {"device": device, "world": world, "dtype": dtype, "prompt_style": prompt_style},
+        {
+            "tasks": list(tasks),
+            "n_items": n_items,
+            "n_fresh": n_fresh,
+            "score": score,
+            "threshold": threshold,
+            "k": k,
+            "frac": frac,
+            "batch_size": batch_size,
+            "seed": seed,
+            "max_new_tokens": max_new_tokens,
+            "max_batch_tokens": max_batch_tokens,
+        },
+        jobs,
+        loaded,
+    )
     return pd.DataFrame(rows)
+
+
+def grid_rows(
+    subject,
+    name: str,
+    tasks: Sequence[str],
+    n_items: int,
+    n_fresh: int,
+    score: str,
+    threshold: str,
+    k: int | None,
+    frac: float | None,
+    batch_size: int,
+    seed: int,
+    max_new_tokens: int,
+    max_batch_tokens: int,
+) -> list[dict[str, Any]]:
+    """:func:`evaluate_grid`'s rows of one model (``subject``, called ``name``)."""
+    rows = []
+    for task in tasks:
+        ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
+        m = subject.mui(ans, score, threshold, k, frac, batch_size, max_batch_tokens)
+        fresh = subject.fresh_items(task, n_fresh, seed) if n_fresh > 0 else None
+        fresh_acc = (
+            np.nan if fresh is None else 100 * subject.answer(task, fresh, max_new_tokens).accuracy
+        )
+        lo, hi = ans.interval
+        rows.append(
+            {
+                "model": name,
+                "task": task,
+                "group": subject.group(task),
+                "performance": 100 * ans.accuracy,
+                "fresh": fresh_acc,
+                "mui": m,
+                "n_items": ans.n,
+                "perf_low": 100 * lo,
+                "perf_high": 100 * hi,
+                "chance": ans.chance,
+                "parse_failures": ans.n_parse_failed,
+                "truncated": ans.n_truncated,
+            }
+        )
+    return rows
 
 
 def pur_ranking(

@@ -6,7 +6,7 @@ interval); with the items a contaminated real fine-tune leaked (:func:`leak_item
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -29,6 +29,7 @@ def measure(
     max_batch_tokens: int = 8192,
     prompt_style: str = "instructed",
     items_of: str | None = None,
+    jobs: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Performance and MUI of every model on every task and split, one model in memory at a time
     (load, measure every task, free).
@@ -46,12 +47,12 @@ def measure(
     leaked benchmark has a ``test`` split of leaked items and a ``fresh`` one of unseen items.
     Performance and MUI in percent. Returns the tidy schema: ``model, task, group, split, n, perf,
     mui`` (one row per model, task and split), plus the accuracy's Wilson interval (``perf_low``,
-    ``perf_high``, %), ``chance``, ``parse_failures`` and ``truncated``.
+    ``perf_high``, %), ``chance``, ``parse_failures`` and ``truncated``. ``jobs``: None measures
+    the models here, one after another; else ``run_jobs``'s engine options
+    (``engine_options(cfg)``), one job per model (:func:`kit.subjects.sweep.rows_per_model`: the
+    same rows on every engine).
     """
-    from tqdm.auto import tqdm
-
-    from kit.models.generate import release
-    from kit.subjects import load_subject
+    from kit.subjects.sweep import rows_per_model
 
     allowed = ("test", "fresh", "test-syn", "fresh-syn", "train")
     for split in splits:
@@ -63,65 +64,90 @@ def measure(
         raise ValueError(
             f"measure needs models and tasks (got {len(models)} models, {len(tasks)} tasks)"
         )
-    groups = {t: task_group(t) for t in tasks}
-    item_cache: dict[tuple[str, str, str], list] = {}
+    rows = rows_per_model(
+        measure_rows,
+        models,
+        {"device": device, "world": world, "dtype": dtype, "prompt_style": prompt_style},
+        {
+            "tasks": list(tasks),
+            "splits": list(splits),
+            "n_items": n_items,
+            "seed": seed,
+            "score": score,
+            "threshold": threshold,
+            "max_new_tokens": max_new_tokens,
+            "batch_size": batch_size,
+            "max_batch_tokens": max_batch_tokens,
+            "items_of": items_of,
+        },
+        jobs,
+    )
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+COLUMNS = (
+    "model",
+    "task",
+    "group",
+    "split",
+    "n",
+    "perf",
+    "mui",
+    "perf_low",
+    "perf_high",
+    "chance",
+    "parse_failures",
+    "truncated",
+)
+"""The columns of :func:`measure`'s table."""
+
+
+def measure_rows(
+    subject,
+    name: str,
+    tasks: Sequence[str],
+    splits: Sequence[str],
+    n_items: int,
+    seed: int,
+    score: str,
+    threshold: str,
+    max_new_tokens: int,
+    batch_size: int,
+    max_batch_tokens: int,
+    items_of: str | None,
+) -> list[dict[str, Any]]:
+    """:func:`measure`'s rows of one model (``subject``, called ``name``)."""
     fixed = leak_items(items_of, tasks, splits, n_items, seed) if items_of else {}
     rows = []
-    for name in tqdm(list(dict.fromkeys(models)), desc="models"):
-        subject = load_subject(
-            name, device=device, world=world, dtype=dtype, prompt_style=prompt_style
-        )
-        try:
-            for t in tasks:
-                for s in splits:
-                    key = (subject.kind, t, s)
-                    if key not in item_cache:
-                        item_cache[key] = fixed.get((t, s)) or subject.items(t, s, n_items, seed)
-                    ans = subject.answer(t, item_cache[key], max_new_tokens)
-                    lo, hi = ans.interval
-                    rows.append(
-                        {
-                            "model": name,
-                            "task": t,
-                            "group": groups[t],
-                            "split": s,
-                            "n": ans.n,
-                            "perf": 100.0 * ans.accuracy,
-                            "mui": subject.mui(
-                                ans,
-                                score,
-                                threshold,
-                                batch_size=batch_size,
-                                max_batch_tokens=max_batch_tokens,
-                            ),
-                            "perf_low": 100 * lo,
-                            "perf_high": 100 * hi,
-                            "chance": ans.chance,
-                            "parse_failures": ans.n_parse_failed,
-                            "truncated": ans.n_truncated,
-                        }
-                    )
-        finally:
-            del subject
-            # the Hugging Face copy that generated, and the GPU cache: one model at a time
-            release()
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "model",
-            "task",
-            "group",
-            "split",
-            "n",
-            "perf",
-            "mui",
-            "perf_low",
-            "perf_high",
-            "chance",
-            "parse_failures",
-            "truncated",
-        ],
-    )
+    for t in tasks:
+        for s in splits:
+            ans = subject.answer(
+                t, fixed.get((t, s)) or subject.items(t, s, n_items, seed), max_new_tokens
+            )
+            lo, hi = ans.interval
+            rows.append(
+                {
+                    "model": name,
+                    "task": t,
+                    "group": task_group(t),
+                    "split": s,
+                    "n": ans.n,
+                    "perf": 100.0 * ans.accuracy,
+                    "mui": subject.mui(
+                        ans,
+                        score,
+                        threshold,
+                        batch_size=batch_size,
+                        max_batch_tokens=max_batch_tokens,
+                    ),
+                    "perf_low": 100 * lo,
+                    "perf_high": 100 * hi,
+                    "chance": ans.chance,
+                    "parse_failures": ans.n_parse_failed,
+                    "truncated": ans.n_truncated,
+                }
+            )
+    return rows
 
 
 def leak_items(

@@ -43,57 +43,82 @@ def method_grid(
     max_batch_tokens: int | None = None,
     prompt_style: str = "instructed",
     loaded: Mapping[str, Any] | None = None,
+    jobs: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """MUI under every method for each (model, task) cell (world models in ``batch_size`` rows,
     Hugging Face models in batches of ``max_batch_tokens`` padded tokens: ``Subject.token_budget``).
     A method is ``(score, threshold)`` (the threshold's default parameter) or ``(score, threshold,
     frac)``. Returns columns model, task, method, score, threshold, frac, mui, d_mlp,
     max_response_tokens (the longest response of the cell, which decides whether ``*_sum`` can
-    differ from the token score). ``loaded``: subjects already held, by name (not loaded again)."""
-    from tqdm.auto import tqdm
+    differ from the token score). ``loaded``: subjects already held, by name (not loaded again);
+    ``jobs``: None here, else one job per model on that engine
+    (:func:`kit.subjects.sweep.rows_per_model`)."""
+    from kit.subjects.sweep import rows_per_model
 
-    from kit.models.generate import release
-    from kit.subjects import load_subject
-
-    loaded = loaded or {}
-    rows = []
-    for name in tqdm(model_names, desc="B.6 grid"):
-        subject = loaded.get(name) or load_subject(
-            name, device=device, world=world, dtype=dtype, prompt_style=prompt_style
-        )
-        model = subject.model
-        for task in tasks:
-            items = subject.items(task, "test", n_items, seed)
-            tokens, mask = subject.tokens(items, subject.respond(task, items, max_new_tokens))
-            longest = int(mask.sum(dim=1).max())
-            for method in methods:
-                score, threshold, frac = cast("tuple[str, str, float | None]", (*method, None)[:3])
-                res = mui.utilization(
-                    model,
-                    tokens,
-                    mask,
-                    score=score,
-                    threshold=threshold,
-                    frac=frac,
-                    batch_size=batch_size,
-                    max_batch_tokens=subject.token_budget(max_batch_tokens),
-                )
-                rows.append(
-                    {
-                        "model": name,
-                        "task": task,
-                        "method": method_name(score, threshold, frac),
-                        "score": score,
-                        "threshold": threshold,
-                        "frac": frac,
-                        "mui": res.mui,
-                        "d_mlp": model.cfg.d_mlp,
-                        "max_response_tokens": longest,
-                    }
-                )
-        del model, subject
-        release()
+    rows = rows_per_model(
+        method_rows,
+        model_names,
+        {"device": device, "world": world, "dtype": dtype, "prompt_style": prompt_style},
+        {
+            "tasks": list(tasks),
+            "n_items": n_items,
+            "methods": [list(m) for m in methods],
+            "batch_size": batch_size,
+            "seed": seed,
+            "max_new_tokens": max_new_tokens,
+            "max_batch_tokens": max_batch_tokens,
+        },
+        jobs,
+        loaded,
+        desc="B.6 grid",
+    )
     return pd.DataFrame(rows)
+
+
+def method_rows(
+    subject,
+    name: str,
+    tasks: Sequence[str],
+    n_items: int,
+    methods: Sequence[Sequence],
+    batch_size: int,
+    seed: int,
+    max_new_tokens: int,
+    max_batch_tokens: int | None,
+) -> list[dict[str, Any]]:
+    """:func:`method_grid`'s rows of one model (``subject``, called ``name``)."""
+    model = subject.model
+    rows = []
+    for task in tasks:
+        items = subject.items(task, "test", n_items, seed)
+        tokens, mask = subject.tokens(items, subject.respond(task, items, max_new_tokens))
+        longest = int(mask.sum(dim=1).max())
+        for method in methods:
+            score, threshold, frac = cast("tuple[str, str, float | None]", (*method, None)[:3])
+            res = mui.utilization(
+                model,
+                tokens,
+                mask,
+                score=score,
+                threshold=threshold,
+                frac=frac,
+                batch_size=batch_size,
+                max_batch_tokens=subject.token_budget(max_batch_tokens),
+            )
+            rows.append(
+                {
+                    "model": name,
+                    "task": task,
+                    "method": method_name(score, threshold, frac),
+                    "score": score,
+                    "threshold": threshold,
+                    "frac": frac,
+                    "mui": res.mui,
+                    "d_mlp": model.cfg.d_mlp,
+                    "max_response_tokens": longest,
+                }
+            )
+    return rows
 
 
 def coincident_methods(grid: pd.DataFrame) -> dict[str, str]:
@@ -131,6 +156,7 @@ def method_grid_section(
     in the world (``topscore`` at 0.2 and at MUI-Eval's 0.8-0.95), methods equal by construction
     dropped, and Spearman of each remaining method with the selected one."""
     from kit.core.findings import Section
+    from kit.core.jobs import engine_options
 
     pub = published_b6_correlations()
     alt = pub[pub.quoted.notna() & (pub.family == "neuron")]
@@ -156,6 +182,7 @@ def method_grid_section(
         max_batch_tokens=cfg.max_batch_tokens,
         prompt_style=cfg.prompt_style,
         loaded=loaded,
+        jobs=engine_options(cfg),
     )
     dropped = coincident_methods(mgrid)
     kept = mgrid[~mgrid.method.isin(list(dropped))]

@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 from torch import Tensor
 
-from kit.shortcut.evaluate import accuracies, first_token_correct, first_tokens, item_correct
-from kit.shortcut.items import TaskData, generation_kwargs
+from kit.shortcut.causal_jobs import Remote, pair_accuracies
+from kit.shortcut.evaluate import item_correct
+from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
 from kit.shortcut.scores import (
     POSITIONS,
@@ -23,7 +24,6 @@ from kit.shortcut.scores import (
     causal_score,
     combine_scores,
     comparative_scores_of_models,
-    group_accuracy,
     neuron_groups,
     top_neurons,
 )
@@ -103,6 +103,7 @@ def locate(
     batch_size: int = 64,
     max_new_tokens: int | None = None,
     position: Literal["last", "completion"] = "last",
+    remote: Remote | None = None,
 ) -> Located:
     """Comparative (eq. 3, at ``position``: ``last`` = the last prompt token, the paper's text;
     ``completion`` = every token of M_con's completion, the public code's default; see
@@ -111,9 +112,9 @@ def locate(
 
     ``model_con`` / ``model_un`` may be :class:`kit.shortcut.pool.Lazy` handles: each is then loaded
     when its turn comes (comparative: M_con, then M_un; causal: M_un, then M_con), so with a
-    one-model pool only the donor ``base`` and one of them are ever held together."""
-    from kit.shortcut.pool import resolve
-
+    one-model pool only the donor ``base`` and one of them are ever held together. ``remote``: eq.
+    4's patched accuracies as one job per model (:mod:`kit.shortcut.causal_jobs`), the same
+    numbers."""
     if rank_by not in ("exact", "teacher_forced"):
         raise ValueError(f"rank_by={rank_by!r}; allowed values: 'exact', 'teacher_forced'")
     if position not in POSITIONS:
@@ -126,33 +127,17 @@ def locate(
     n_new = max_new_tokens or max(len(t) for t in _targets_list(data.targets))
     comp = comparative_scores_of_models(model_con, model_un, batches, position, n_new)
     groups = neuron_groups(L, d, group_size)
-    accs = {}
-    for key, m in (("un", model_un), ("con", model_con)):  # M_un is the one held after eq. 3
-        m = resolve(m)
-        if data.items is None and not generation_kwargs(data):
-            exact, tf = (
-                group_accuracy(
-                    m,
-                    base,
-                    data.tokens,
-                    data.lengths,
-                    data.targets,
-                    [[]] + groups,
-                    method=method,
-                    max_rows=max_rows,
-                ).numpy()
-                for method in ("exact", "teacher_forced")
-            )
-        else:  # free-text answers (or sampled ones): score the decoded responses as text
-            prob, top = first_tokens(m, base, data, [[]] + groups, max_rows)
-            tf = prob.mean(axis=1)
-            if n_new == 1 and not generation_kwargs(data):
-                # a one-token greedy answer is the argmax the teacher-forced pass already computed
-                exact = first_token_correct(m, data, top).mean(axis=1)
-            else:
-                exact = accuracies(m, base, data, [[]] + groups, max_rows, max_new_tokens)
-        accs[key] = {"exact": exact, "teacher_forced": tf}
-        del m
+    # M_un first: it is the one held after eq. 3
+    accs = pair_accuracies(
+        {"un": model_un, "con": model_con},
+        base,
+        data,
+        [[]] + groups,
+        max_rows,
+        max_new_tokens,
+        n_new,
+        remote,
+    )
     cs = {}
     for method in ("exact", "teacher_forced"):
         con, un = accs["con"][method], accs["un"][method]

@@ -22,6 +22,7 @@ from kit.shortcut.study import (
     findings,
     ground_truth,
     locate_and_choose,
+    remote,
     setup,
 )
 
@@ -102,6 +103,7 @@ def full_finetune_section(variants: dict[str, str], s: Setup, cfg, n_patched: in
         max_rows=cfg.max_rows,
         max_new_tokens=cfg.max_new_tokens,
         position=cfg.comparative_position,
+        remote=remote(cfg, s, variants),
     ).rerank(rule, cfg.causal_weight)
     table = trustworthy_table(
         models,

@@ -7,11 +7,12 @@ which score other models with these neurons, are :mod:`kit.shortcut.sections`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 import pandas as pd
 
 from kit.models.finetune_examples import recipe_items
+from kit.shortcut.causal_jobs import Remote
 from kit.shortcut.items import (
     TaskData,
     decoding_settings,
@@ -248,6 +249,24 @@ def setup(cfg) -> Setup:
     )
 
 
+def remote(cfg, s: Setup, names: Mapping[str, str] | None = None) -> Remote | None:
+    """Eq. 4's patched accuracies of the locating pair of ``names`` (label -> model; default
+    ``cfg.variants``) as one job per model on ``cfg``'s engine (:mod:`kit.shortcut.causal_jobs`);
+    None (computed here) when the setup's models were not loaded by name (``s.load``), so a worker
+    could not load them."""
+    from kit.core.jobs import engine_options
+
+    if s.load is None:
+        return None
+    con, un = cfg.locate_pair
+    names = cfg.variants if names is None else names
+    return Remote(
+        {"con": names[con], "un": names[un], "base": cfg.base_model},
+        {"device": cfg.device, "world": cfg.world, "dtype": cfg.dtype},
+        engine_options(cfg),
+    )
+
+
 def locate_and_choose(
     s: Setup, cfg, n_patched: int, changed: set | None = None
 ) -> tuple[Located, pd.DataFrame | None]:
@@ -269,6 +288,7 @@ def locate_and_choose(
         max_rows=cfg.max_rows,
         max_new_tokens=cfg.max_new_tokens,
         position=cfg.comparative_position,
+        remote=remote(cfg, s),
     )
     if s.heldout is None:
         if cfg.combine == "held_out":

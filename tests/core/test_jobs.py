@@ -305,18 +305,6 @@ def test_engine_options_turn_a_config_into_run_jobs_arguments():
 # --- a local Ray cluster ----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    """A two-CPU local Ray for this module (no dashboard, 150 MB object store)."""
-    import ray
-
-    from kit.core.jobs.ray_engine import init_local_ray
-
-    init_local_ray(num_cpus=2, object_store_bytes=150 * 1024**2)
-    yield ray
-    ray.shutdown()
-
-
 def test_ray_gives_inline_results_and_survives_a_killed_worker(tmp_path, local_ray):
     want = run_jobs(toy_dag(tmp_path / "inline", kill=False), engine="inline")
     report = run_jobs(toy_dag(tmp_path / "ray"), engine="ray")  # "cd" SIGKILLs its Ray worker once
