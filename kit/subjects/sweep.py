@@ -91,12 +91,11 @@ def rows_per_model(
     """
     from kit.core.jobs import Job, run_jobs
 
-    path = function_path(compute)
     names = list(dict.fromkeys(models))
     if jobs is None:
         from tqdm.auto import tqdm
 
-        fn = compute if callable(compute) else resolve(path)
+        fn = compute if callable(compute) else resolve(function_path(compute))
         held = loaded or {}
         return [
             row
@@ -106,7 +105,12 @@ def rows_per_model(
     sweep = [
         Job(
             model_rows_job,
-            {"compute": path, "model": m, "load": dict(load), "kwargs": dict(kwargs)},
+            {
+                "compute": function_path(compute),
+                "model": m,
+                "load": dict(load),
+                "kwargs": dict(kwargs),
+            },
         )
         for m in names
     ]
