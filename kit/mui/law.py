@@ -419,7 +419,6 @@ def grid_rows(
         fresh_acc = (
             np.nan if fresh is None else 100 * subject.answer(task, fresh, max_new_tokens).accuracy
         )
-        lo, hi = ans.interval
         rows.append(
             {
                 "model": name,
@@ -429,11 +428,7 @@ def grid_rows(
                 "fresh": fresh_acc,
                 "mui": m,
                 "n_items": ans.n,
-                "perf_low": 100 * lo,
-                "perf_high": 100 * hi,
-                "chance": ans.chance,
-                "parse_failures": ans.n_parse_failed,
-                "truncated": ans.n_truncated,
+                **ans.table_fields(),
             }
         )
     return rows

@@ -124,7 +124,6 @@ def measure_rows(
             ans = subject.answer(
                 t, fixed.get((t, s)) or subject.items(t, s, n_items, seed), max_new_tokens
             )
-            lo, hi = ans.interval
             rows.append(
                 {
                     "model": name,
@@ -140,11 +139,7 @@ def measure_rows(
                         batch_size=batch_size,
                         max_batch_tokens=max_batch_tokens,
                     ),
-                    "perf_low": 100 * lo,
-                    "perf_high": 100 * hi,
-                    "chance": ans.chance,
-                    "parse_failures": ans.n_parse_failed,
-                    "truncated": ans.n_truncated,
+                    **ans.table_fields(),
                 }
             )
     return rows

@@ -119,6 +119,18 @@ class Answers:
             "responses": self.source,
         }
 
+    def table_fields(self) -> dict[str, Any]:
+        """The columns a per-model table carries beside accuracy: its Wilson interval in %
+        (``perf_low``, ``perf_high``), ``chance``, ``parse_failures``, ``truncated``."""
+        lo, hi = self.interval
+        return {
+            "perf_low": 100 * lo,
+            "perf_high": 100 * hi,
+            "chance": self.chance,
+            "parse_failures": self.n_parse_failed,
+            "truncated": self.n_truncated,
+        }
+
     def describe(self) -> str:
         """One line: ``accuracy 0.240 [0.143, 0.374] (chance 0.250), 12/50 correct, parse failures
         3/50, truncated 0/50``."""
