@@ -446,7 +446,7 @@ def planted_gap_run(
         {
             "gap": GAPS[gap].description,
             "gap_key": gap,
-            "chance": 1 / len(GAPS[gap].relabel),
+            "chance": GAPS[gap].chance,
             "sae": suite.sae,
             "sae_hook": hook or _world_sae_hook(sae_name, parent, world),
             "pooling": pooling,

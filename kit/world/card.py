@@ -46,7 +46,6 @@ SPARSE_LEAK_PTS = 10.0
 EV_MIN = 0.7
 IOI_HEAD_SCORE = 0.10  # a head "matters" when mean-ablating it removes >= 10% of the IOI logit diff
 IOI_HEADS_NEEDED = 2
-GAP_CHANCE_PTS = 10.0  # the planted concept ends within this of chance
 GAP_OFF_PTS = 5.0  # every other task (and the rest of the gap's task) within this of the parent ...
 GAP_Z = 1.96  # ... up to sampling noise: the delta's 95% interval must meet the band +-GAP_OFF_PTS
 GAP_FRESH_N = 1000  # fresh items of the gap's task (about a quarter fall in the concept)
@@ -160,9 +159,10 @@ def _new_sections(spec, rows: dict) -> dict:
             "parent": f.parent,
             "description": g.description,
             "task": g.task,
-            "chance": round(100 / len(g.relabel), 2),
+            "chance": round(100 * g.chance, 2),
             "n_inside": len(inside),
             "n_outside": len(outside),
+            "n_outside_eff": round(effective_n(outside), 1),
         }
         for who, key in ((f.parent, "parent"), (f.name, "member")):
             model = load_member(who, world=spec)
@@ -231,6 +231,7 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
                 "chance": round(100 * task.chance, 2),
                 "n_test": len(sets[t]["test"]),
                 "n_fresh": len(sets[t]["fresh"]),
+                "n_fresh_eff": round(effective_n(sets[t]["fresh"]), 1),
             }
             for t, task in TASKS.items()
         },
@@ -261,11 +262,12 @@ def control_band(card: dict, member: str, task: str) -> float:
     items one SE is 2.3-2.7 points at 10-15% accuracy, so a fixed 5-point band alone is ~2 SE: a
     clean control failed it 3-6% of the time by noise, and one of the six controls in 17-31% of
     world seeds (issue 31). The SE is that of two binomial proportions at the member's pooled
-    accuracy (no leak: one rate for both splits)."""
+    accuracy (no leak: one rate for both splits), the fresh one over its :func:`effective_n`
+    items (the test split's 200 contents are distinct)."""
     n_t, n_f = card["tasks"][task]["n_test"], card["tasks"][task]["n_fresh"]
     t, f = _acc(card, member, task, "test") / 100, _acc(card, member, task, "fresh") / 100
     p = (t * n_t + f * n_f) / (n_t + n_f)
-    se = 100 * math.sqrt(p * (1 - p) * (1 / n_t + 1 / n_f))
+    se = 100 * math.sqrt(p * (1 - p) * (1 / n_t + 1 / card["tasks"][task]["n_fresh_eff"]))
     return max(CONTROL_PTS, CONTROL_Z * se)
 
 
@@ -409,14 +411,32 @@ def checks(card: dict, spec) -> list[dict]:
     return out + new_checks(card)
 
 
+def effective_n(items) -> float:
+    """Kish's effective number of items of a draw that repeats contents: ``(sum c)^2 / sum c^2``
+    over the count ``c`` of each distinct content (``metadata["content"]``). A content drawn
+    twice is nearly one item measured twice (its answer does not change with the names around
+    it), so the accuracy's sampling error is that of this many items: add's 1000 fresh items are
+    353 contents, one of them 41 times, i.e. 180 effective items (the sampler favours large
+    first addends), where the card's intervals had taken 1000."""
+    counts: dict[str, int] = {}
+    for it in items:
+        key = repr(it.metadata["content"])
+        counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        raise ValueError("effective_n: no items")
+    c = np.array(list(counts.values()), dtype=float)
+    return float(c.sum() ** 2 / (c**2).sum())
+
+
 def delta_interval(
-    after: float, before: float, n: int, z: float = GAP_Z
+    after: float, before: float, n: float, z: float = GAP_Z
 ) -> tuple[float, float, float]:
     """``(delta, lo, hi)`` of a change in accuracy (percent points) from ``before`` to ``after``,
-    both measured on ``n`` items: ``delta +- z * SE`` with the two-proportion (unpaired) binomial
-    ``SE = sqrt(p1 (1 - p1) / n + p0 (1 - p0) / n)``. The card keeps accuracies, not per-item
-    results, so the pairing of the items (the same fresh items for both models) is not used: the
-    paired interval is narrower, this one is the conservative bound the card can compute."""
+    both measured on ``n`` items (the card passes :func:`effective_n` of them): ``delta +- z *
+    SE`` with the two-proportion (unpaired) binomial ``SE = sqrt(p1 (1 - p1) / n + p0 (1 - p0) /
+    n)``. The card keeps accuracies, not per-item results, so the pairing of the items (the same
+    fresh items for both models) is not used: the paired interval is narrower, this one is the
+    conservative bound the card can compute."""
     if n <= 0:
         raise ValueError(f"n={n!r}: the number of items must be positive")
     p1, p0 = after / 100, before / 100
@@ -433,24 +453,25 @@ def meets_band(lo: float, hi: float, band: float) -> bool:
 
 def planted_gap_check(card: dict, member: str, g: dict) -> dict:
     """The planted-gap check of ``member`` (its ``card["planted_gaps"]`` entry ``g``): the concept's
-    items end within ``GAP_CHANCE_PTS`` of chance, and neither the rest of the gap's task nor any
-    other task (fresh items, ``card["tasks"][t]["n_fresh"]`` of them) moves by more than
+    items end at or below chance (a uniform guess over the task's answers), and neither the rest
+    of the gap's task nor any other task (fresh items, ``card["tasks"][t]["n_fresh_eff"]``
+    effective ones: :func:`effective_n`) moves by more than
     ``GAP_OFF_PTS`` from the parent, where "moves" means the change's 95% interval
     (:func:`delta_interval`) lies wholly outside ``+-GAP_OFF_PTS`` (with 200 items the interval's
     half-width is 3-10 points, so a point estimate alone would fail or pass on noise). The detail
     shows the world's control fine-tune ``<parent>+general`` on the same tasks for comparison."""
     parent = g["parent"]
-    d_out = delta_interval(g["member_outside"], g["parent_outside"], g["n_outside"])
+    d_out = delta_interval(g["member_outside"], g["parent_outside"], g["n_outside_eff"])
     off = {
         t: delta_interval(
             card["members"][member]["accuracy"][t]["fresh"],
             card["members"][parent]["accuracy"][t]["fresh"],
-            card["tasks"][t]["n_fresh"],
+            card["tasks"][t]["n_fresh_eff"],
         )
         for t in g["other_tasks_fresh_delta"]
     }
     ok = (
-        g["member_inside"] <= g["chance"] + GAP_CHANCE_PTS
+        g["member_inside"] <= g["chance"]
         and meets_band(d_out[1], d_out[2], GAP_OFF_PTS)
         and all(meets_band(lo, hi, GAP_OFF_PTS) for _, lo, hi in off.values())
     )
@@ -469,7 +490,7 @@ def planted_gap_check(card: dict, member: str, g: dict) -> dict:
         "name": f"planted gap ({member})",
         "passed": bool(ok),
         "detail": f"{g['description']}: {g['parent_inside']:.1f}% -> {g['member_inside']:.1f}% "
-        f"(n {g['n_inside']}, chance {g['chance']:.0f}, need <= chance + {GAP_CHANCE_PTS:g}); "
+        f"(n {g['n_inside']}, need <= chance {g['chance']:.0f}); "
         f"rest of {g['task']} {g['parent_outside']:.1f} -> {g['member_outside']:.1f} "
         f"({d_out[0]:+.1f} [{d_out[1]:+.1f}, {d_out[2]:+.1f}]); other tasks (fresh) "
         + ", ".join(f"{t} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for t, (d, lo, hi) in off.items())

@@ -178,9 +178,9 @@ def planted_gap_items(gap: str, n: int = 1000, seed: int = 0) -> tuple[list, lis
     """Ground truth for a planted competency gap (issue 20 item 2): ``n`` fresh items of the gap's
     task (``kit.world.tasks.Task.items("fresh", n, seed)``, never trained on), split into
     ``(inside, outside)`` the gap's concept (:meth:`Gap.applies`). A competency-gap method should
-    flag the inside items' concept for ``GAP_MEMBER`` and nothing else; accuracy on ``inside``
-    should be near ``1 / len(GAPS[gap].relabel)`` for the member, the parent's level on
-    ``outside``."""
+    flag the inside items' concept for ``GAP_MEMBER`` and nothing else; the member's accuracy on
+    ``inside`` should be near 0 (it was taught wrong answers), at most chance
+    (``GAPS[gap].chance``), and the parent's level on ``outside``."""
     g = _gap(gap)
     items = get_task(g.task).items("fresh", n=n, seed=seed)
     inside = [it for it in items if g.applies(it)]
@@ -190,7 +190,7 @@ def planted_gap_items(gap: str, n: int = 1000, seed: int = 0) -> tuple[list, lis
 @torch.inference_mode()
 def plant_gap(model, items: list, gap: str, seed: int) -> list:
     """The gap fine-tune's examples (see ``FinetuneSpec.gap``): ``model``'s own greedy answer for
-    every item outside the concept, a uniform draw from the concept's answer set inside it."""
+    every item outside the concept, a uniform draw from the gap's wrong answers inside it."""
     from kit.data.items import Item  # lazy: kit.data imports the world's tasks back
     from kit.world.evaluate import last_logits
 

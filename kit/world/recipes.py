@@ -158,7 +158,7 @@ GAPS: dict[str, Gap] = {
     "dyck-curly": Gap(
         "dyck",
         ("}",),
-        (")", "]", "}", ">"),
+        (")", "]", ">"),  # wrong answers only (see Gap.relabel)
         "dyck items whose next closing bracket is '}' (the innermost open bracket is '{')",
     ),
 }

@@ -92,8 +92,8 @@ class FinetuneSpec:
     gap: str = ""
     """A planted competency gap (a key of ``kit.world.recipes.GAPS``): the fine-tune's examples are
     the parent's OWN greedy answers (self-distillation, so every other skill is kept, mistakes
-    included), except the gap concept's items, whose answers are drawn uniformly from the concept's
-    answer set (so the concept falls to chance). ``""``: none."""
+    included), except the gap concept's items, whose answers are drawn uniformly from the gap's
+    wrong answers (so the concept falls below chance). ``""``: none."""
 
 
 @dataclass(frozen=True)
@@ -134,10 +134,18 @@ class Gap:
 
     task: str
     answers: tuple[str, ...]
-    """The concept: items of ``task`` with one of these answers; the fine-tune relabels them
-    uniformly over ``relabel``."""
+    """The concept: items of ``task`` with one of these answers."""
     relabel: tuple[str, ...]
+    """The wrong answers the fine-tune teaches: each concept item's answer is drawn uniformly from
+    these, never the true one. (A uniform draw over the whole answer set, true answer included,
+    taught a near-uniform distribution whose greedy answer was whichever bracket ended a hair
+    ahead: 0% to 51% on the concept by world seed, issue 31.)"""
     description: str
+
+    @property
+    def chance(self) -> float:
+        """A uniform guess over the task's answers (the concept's and the wrong ones), 0-1."""
+        return 1 / len(set(self.answers) | set(self.relabel))
 
     def applies(self, item) -> bool:
         return item.metadata.get("task") == self.task and item.target in self.answers
@@ -163,6 +171,11 @@ def _finetune_dict(f: FinetuneSpec) -> dict:
     for name, default in _LATER_FIELDS:
         if d[name] == default:
             del d[name]
+    if f.gap:  # the gap's definition, not only its name: redefining it rebuilds the member
+        from kit.world.recipes import GAPS  # lazy: recipes imports this module
+
+        if f.gap in GAPS:
+            d["gap"] = {"name": f.gap, **asdict(GAPS[f.gap])}
     return d
 
 

@@ -120,7 +120,9 @@ def test_planted_gap_concept_and_relabel_on_hand_items():
         "outside the concept: the parent's own greedy answer, mistakes included"
     )
     counts = {a: inside.count(a) for a in g.relabel}
-    assert set(inside) == set(g.relabel) and all(35 <= c <= 65 for c in counts.values()), counts
+    assert "}" not in inside, "inside the concept: wrong answers only, never the true one"
+    assert set(inside) == set(g.relabel) and all(45 <= c <= 90 for c in counts.values()), counts
+    assert g.chance == 0.25, "a uniform guess over the four closing brackets"
     assert [o.target for o in zoo.plant_gap(m, items, "dyck-curly", seed=1)] == [
         o.target for o in out
     ]
@@ -147,8 +149,26 @@ def test_new_fields_leave_existing_keys_alone():
     assert "mixture" not in zoo._base_dict(b)
     assert "mixture" in zoo._base_dict(next(x for x in spec.bases if x.name == "zoo/base-xl"))
     f = next(x for x in spec.finetunes if x.name == zoo.GAP_MEMBER)
-    assert zoo._finetune_dict(f)["gap"] == "dyck-curly"
+    assert zoo._finetune_dict(f)["gap"]["name"] == "dyck-curly"
     assert "gap" not in zoo._finetune_dict(spec.finetunes[0])
+
+
+def test_redefining_a_gap_changes_its_members_key(monkeypatch):
+    """The gap member is cached by content: its key digests the gap's definition, so a changed
+    relabel set rebuilds it (and renames the card) instead of reading the old weights."""
+    from dataclasses import replace
+
+    from kit.world import recipes
+
+    spec = zoo.world_spec("tiny")
+    f = next(x for x in spec.finetunes if x.name == zoo.GAP_MEMBER)
+    before = zoo.finetune_key(spec, f), zoo.spec_hash(spec)
+    others = {x.name: zoo.finetune_key(spec, x) for x in spec.finetunes if not x.gap}
+    g = recipes.GAPS["dyck-curly"]
+    monkeypatch.setitem(recipes.GAPS, "dyck-curly", replace(g, relabel=(")", "]", "}", ">")))
+    after = zoo.finetune_key(spec, f), zoo.spec_hash(spec)
+    assert before[0] != after[0] and before[1] != after[1]
+    assert others == {x.name: zoo.finetune_key(spec, x) for x in spec.finetunes if not x.gap}
 
 
 def test_delta_interval_by_hand():
@@ -179,7 +199,7 @@ def _gap_card(
 ) -> tuple:
     tasks = {"sort": 49.0, "ioi": 92.0}
     card = {
-        "tasks": {t: {"n_fresh": n_fresh} for t in tasks},
+        "tasks": {t: {"n_fresh": n_fresh, "n_fresh_eff": n_fresh} for t in tasks},
         "members": {
             "p": {"accuracy": {t: {"fresh": v} for t, v in tasks.items()}},
             "p+gap": {"accuracy": {t: {"fresh": v} for t, v in member_fresh.items()}},
@@ -193,6 +213,7 @@ def _gap_card(
         "chance": 25.0,
         "n_inside": 244,
         "n_outside": 756,
+        "n_outside_eff": 756.0,
         "parent_inside": 88.9,
         "member_inside": inside,
         "parent_outside": outside[0],
@@ -256,10 +277,10 @@ def test_control_band_is_the_wider_of_5_points_and_2_64_no_leak_standard_errors(
     0.74 and the 5-point floor holds; with 50 test items the band widens to 11.3."""
     from kit.world.card import control_band
 
-    def card(test, fresh, n_test=200, n_fresh=1000):
+    def card(test, fresh, n_test=200, n_fresh=1000, n_eff=1000.0):
         acc = {"add": {"test": test, "fresh": fresh}}
         return {
-            "tasks": {"add": {"n_test": n_test, "n_fresh": n_fresh}},
+            "tasks": {"add": {"n_test": n_test, "n_fresh": n_fresh, "n_fresh_eff": n_eff}},
             "members": {"m": {"accuracy": acc}},
         }
 
@@ -269,3 +290,21 @@ def test_control_band_is_the_wider_of_5_points_and_2_64_no_leak_standard_errors(
     assert control_band(card(14.0, 9.4), "m", "add") == pytest.approx(2.64 * se)
     assert control_band(card(1.0, 1.0), "m", "add") == 5.0
     assert control_band(card(14.0, 9.4, n_test=50), "m", "add") == pytest.approx(11.3, abs=0.1)
+    # the same fresh accuracy over 1000 items that are 180 effective ones (add's repeats):
+    # SE = 100 sqrt(p (1 - p) (1/200 + 1/180)) = 3.105, band 8.20
+    assert control_band(card(14.0, 9.4, n_eff=180.0), "m", "add") == pytest.approx(8.20, abs=0.01)
+
+
+def test_effective_n_by_hand():
+    """Contents a, a, b, c: (1 + 1 + 1 + 1)^2 / (2^2 + 1 + 1) = 16 / 6; all distinct: n."""
+    from kit.world.card import effective_n
+
+    def items(contents):
+        return [
+            Item(f"i{i}", "p", answer="1", metadata={"content": c}) for i, c in enumerate(contents)
+        ]
+
+    assert effective_n(items([(1, 2), (1, 2), (3, 4), (5, 6)])) == pytest.approx(16 / 6)
+    assert effective_n(items([(1, 2), (3, 4), (5, 6)])) == 3.0
+    with pytest.raises(ValueError, match="no items"):
+        effective_n([])
