@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kit.world.card import compute_card, weights_digests
+from kit.world.card import compute_accuracies, compute_card, weights_digests
 from kit.world.members import (
     _train_base,
     _train_finetune,
@@ -41,7 +41,7 @@ from kit.world.members import (
 from kit.world.pinned import EXIT_NO_SPACE, enter_pinned, is_pinned, pinned_report, run_pinned
 from kit.world.recipes import world_spec
 from kit.world.saes import sae_status, train_sae
-from kit.world.specs import FinetuneSpec, WorldSpec, param_count, spec_hash, world_id
+from kit.world.specs import FinetuneSpec, WorldSpec, member_names, param_count, spec_hash, world_id
 from kit.world.storage import (
     MemberDamaged,
     NoSpaceLeft,
@@ -121,7 +121,8 @@ def is_built(world: str | None = None) -> bool:
 @dataclass(frozen=True)
 class WorldJob:
     """Units trained one after another in one pinned process: ``(kind, name)`` with kind ``base``
-    (a base and its checkpoints), ``finetune``, ``sae`` or ``card``; ``after``: ids of jobs that
+    (a base and its checkpoints), ``finetune``, ``sae``, ``accuracy`` (a member's card row) or
+    ``card``; ``after``: ids of jobs that
     must finish first."""
 
     id: str
@@ -152,6 +153,11 @@ def unit_cost(spec: WorldSpec, kind: str, name: str) -> float:
     if kind == "sae":
         s = next(s for s in spec.saes if s.name == name)
         return UNIT_OVERHEAD + s.steps * s.batch_size * s.d_sae * 10
+    if kind == "accuracy":  # ~5,000 items forward only (a third of a training step's work)
+        base = name.split("@")[0]
+        parent = next((f.parent for f in spec.finetunes if f.name == base), base)
+        b = next(b for b in spec.bases if b.name == parent)
+        return UNIT_OVERHEAD + 5000 * param_count(b.arch, len(vocab())) / 3
     return 0.0
 
 
@@ -210,10 +216,37 @@ def plan(
         jobs.append(
             WorldJob(f"members:{i}", tuple((k, n) for k, n, _ in group), tuple(deps), loads[i])
         )
+        job_of.update({n: f"members:{i}" for k, n, _ in group if k == "finetune"})
+    card = only is None and status.card != "ok"
+    if card:
+        jobs += _accuracy_jobs(spec, job_of, workers)
     jobs = _critical_first(jobs)
-    if only is None and status.card != "ok":
+    if card:
         jobs.append(WorldJob("card", (("card", spec.name),), tuple(j.id for j in jobs)))
     return jobs
+
+
+def _accuracy_jobs(spec: WorldSpec, job_of: dict[str, str], workers: int) -> list[WorldJob]:
+    """The card's accuracy rows (:func:`kit.world.card.compute_accuracies`, most of the card's
+    work): one job per training job, right after it, so they run beside the training still going,
+    and the members already built in ``workers`` jobs of their own; the card job only assembles
+    them."""
+    by_job: dict[str, list[str]] = {}
+    for name in member_names(spec):
+        by_job.setdefault(job_of.get(name, ""), []).append(name)
+    built = by_job.pop("", [])
+    n = min(max(1, workers), len(built))
+    groups = [(jid, (jid,), names) for jid, names in by_job.items()]
+    groups += [(f"built:{i}", (), built[i::n]) for i in range(n)]
+    return [
+        WorldJob(
+            f"accuracy:{jid}",
+            tuple(("accuracy", m) for m in names),
+            after,
+            sum(unit_cost(spec, "accuracy", m) for m in names),
+        )
+        for jid, after, names in groups
+    ]
 
 
 def _critical_first(jobs: list[WorldJob]) -> list[WorldJob]:
@@ -250,10 +283,14 @@ def run_job(world: str, seed: int, units: list[list[str]]) -> list[dict]:
                 _train_finetune(spec, next(f for f in spec.finetunes if f.name == name))
             elif kind == "sae":
                 train_sae(spec, next(s for s in spec.saes if s.name == name))
+            elif kind == "accuracy":
+                compute_accuracies(spec, [name])
             elif kind == "card":
                 compute_card(spec)
             else:
-                raise ValueError(f"unit kind {kind!r}; allowed values: base, finetune, sae, card")
+                raise ValueError(
+                    f"unit kind {kind!r}; allowed values: base, finetune, sae, accuracy, card"
+                )
             out.append(
                 {
                     "kind": kind,

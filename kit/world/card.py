@@ -23,7 +23,7 @@ from kit.world.members import changed_neurons, planted_gap_items, plastic_neuron
 from kit.world.pinned import is_pinned
 from kit.world.recipes import CONTAMINATED_TASK, CONTAMINATION_BASE, GAPS, SPARSE_SUFFIX, world_spec
 from kit.world.saes import sae_digest, sae_stats, saes
-from kit.world.specs import WorldSpec, checkpoint_steps, member_key, spec_hash
+from kit.world.specs import WorldSpec, _digest, checkpoint_steps, member_key, spec_hash
 from kit.world.storage import (
     card_path,
     damaged_error,
@@ -32,6 +32,7 @@ from kit.world.storage import (
     members,
     not_built_error,
     read_meta,
+    world_dir,
     write_json,
 )
 from kit.world.tasks import EXTRA_TASKS, TASKS, get_task
@@ -189,6 +190,50 @@ def _eval_sets(spec) -> dict[str, dict[str, list]]:
     return sets
 
 
+def _member_accuracy(spec: WorldSpec, name: str, sets: dict) -> dict:
+    model = load_member(name, world=spec)
+    return {
+        t: {
+            split: round(100 * float(np.mean(evaluate(model, items, batch_size=256))), 2)
+            for split, items in by_split.items()
+        }
+        for t, by_split in sets.items()
+    }
+
+
+def accuracy_path(spec: WorldSpec, name: str) -> Path:
+    """Where :func:`compute_accuracies` keeps member ``name``'s accuracy row: named by the
+    member's content key and the evaluation's sizes, so a redefined member never reads another's
+    row."""
+    key = _digest([member_key(spec, name), spec.eval_fresh_n, spec.eval_fresh_n_contaminated])
+    return world_dir(spec) / "card-rows" / f"{name.replace('/', '__')}-{key}.json"
+
+
+def _read_accuracy(spec: WorldSpec, name: str) -> dict | None:
+    path = accuracy_path(spec, name)
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())["accuracy"]
+    except (ValueError, KeyError):  # damaged: computed again
+        return None
+
+
+def compute_accuracies(world: str | WorldSpec | None, names: list[str]) -> None:
+    """The card's accuracy rows of members ``names`` (the bulk of the card's work), each written
+    once, atomically, to :func:`accuracy_path`, where :func:`compute_card` reads it: the build runs
+    them as jobs right after the job that trains those members, beside the training still running,
+    instead of one by one at the end. Pinned only, as the card."""
+    if not is_pinned():
+        raise RuntimeError("compute_accuracies() needs the pinned environment (kit.world.pinned)")
+    spec = world_spec(world)
+    sets = _eval_sets(spec)
+    for name in names:
+        if _read_accuracy(spec, name) is None:
+            acc = _member_accuracy(spec, name, sets)
+            write_json(accuracy_path(spec, name), {"member": name, "accuracy": acc})
+
+
 def compute_card(world: str | WorldSpec | None = None) -> dict:
     """Evaluate every member and SAE of a built world; writes (once, atomically) and returns the
     card.
@@ -204,14 +249,9 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
     sets = _eval_sets(spec)
     rows = {}
     for name in tqdm(members(spec), desc="zoo card"):
-        model = load_member(name, world=spec)
-        acc = {
-            t: {
-                split: round(100 * float(np.mean(evaluate(model, items, batch_size=256))), 2)
-                for split, items in by_split.items()
-            }
-            for t, by_split in sets.items()
-        }
+        acc = _read_accuracy(spec, name)
+        if acc is None:
+            acc = _member_accuracy(spec, name, sets)
         rows[name] = {**member_info(name, spec), "accuracy": acc}
         if rows[name].get("plastic"):
             plastic = plastic_neurons(rows[name]["parent"], rows[name]["plastic"], spec)

@@ -137,21 +137,37 @@ def test_a_missing_parent_or_a_damaged_optimizer_state_is_named(tmp_path, monkey
 
 
 def test_the_plan_follows_the_dag(tmp_path, monkeypatch):
-    """Fresh world: a job per base, the fine-tunes after their parent's job, the card after all;
-    with the world built, nothing; with one fine-tune gone, only it (and the card, which no longer
-    matches the members)."""
+    """Fresh world: a job per base, the fine-tunes after their parent's job, each training job's
+    card rows right after it, the card after all; with the world built, its rows and the card;
+    with one fine-tune gone, only it."""
     spec = _toy(monkeypatch, tmp_path)
     jobs = plan(spec, world_status(spec), workers=2)
-    assert [(j.id, j.units, j.after) for j in jobs] == [
+    assert sorted((j.id, j.units, j.after) for j in jobs[:-1]) == [
+        (
+            "accuracy:base:zoo/base-t",
+            tuple(
+                ("accuracy", n) for n in ("zoo/base-t", "zoo/base-t@step-2", "zoo/base-t@step-4")
+            ),
+            ("base:zoo/base-t",),
+        ),
+        ("accuracy:base:zoo/base-u", (("accuracy", "zoo/base-u"),), ("base:zoo/base-u",)),
+        ("accuracy:members:0", (("accuracy", "zoo/base-t+ft"),), ("members:0",)),
         ("base:zoo/base-t", (("base", "zoo/base-t"),), ()),
         ("base:zoo/base-u", (("base", "zoo/base-u"),), ()),
         ("members:0", (("finetune", "zoo/base-t+ft"),), ("base:zoo/base-t",)),
-        ("card", (("card", "micro"),), ("base:zoo/base-t", "base:zoo/base-u", "members:0")),
     ]
+    assert jobs[-1].id == "card" and set(jobs[-1].after) == {j.id for j in jobs[:-1]}
+    done: set[str] = set()
+    for j in jobs:  # the serial build runs them in this order
+        assert set(j.after) <= done, f"{j.id} before its dependencies"
+        done.add(j.id)
     _train(spec)
     status = world_status(spec)
     assert status.missing() == [] and status.damaged() == {}
-    assert [j.id for j in plan(spec, status)] == ["card"]
+    assert [(j.id, len(j.units)) for j in plan(spec, status)] == [
+        ("accuracy:built:0", 5),
+        ("card", 1),
+    ]
     (zoo._member_dir(spec, "zoo/base-t+ft") / "meta.json").unlink()
     assert [j.units for j in plan(spec, world_status(spec), only=["zoo/base-t+ft"])] == [
         (("finetune", "zoo/base-t+ft"),)
@@ -191,6 +207,7 @@ def test_plan_balances_the_tiny_worlds_jobs_over_the_workers():
         [("base", b.name) for b in spec.bases]
         + [("finetune", f.name) for f in spec.finetunes]
         + [("sae", s.name) for s in spec.saes]
+        + [("accuracy", n) for n in zoo.member_names(spec)]
         + [("card", "tiny")]
     )
 

@@ -6,6 +6,7 @@ import torch
 
 import kit.world as world
 from kit.world import zoo
+from kit.world.build import plan, world_status
 
 REQUIRED = [
     "zoo/base-s",
@@ -267,6 +268,25 @@ def test_the_micro_card_equals_the_committed_one(micro_world):
         "the micro card differs from the committed one; if the world's code changed on purpose, "
         "bump zoo.CODE_VERSION and commit the new card. Differences:\n" + "\n".join(diffs[:20])
     )
+
+
+def test_the_card_from_accuracy_jobs_equals_the_committed_one(micro_world, tmp_path, monkeypatch):
+    """The card's accuracy rows are jobs of their own (one per training job, on the default local
+    engine each in its own pinned process): the built micro world's card, computed again from such
+    rows in an empty cache, equals the committed card exactly, and every member's row is kept."""
+    from kit.world.card import accuracy_path, card_diff, committed_card
+
+    spec = zoo.world_spec("micro")
+    src = zoo.world_dir(spec)
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    for part in ("members", "saes"):
+        shutil.copytree(src / part, zoo.world_dir(spec) / part)
+    jobs = plan(spec, world_status(spec), workers=2)
+    assert sorted(j.id for j in jobs) == ["accuracy:built:0", "accuracy:built:1", "card"]
+    world.build("micro", max_workers=2)
+    assert all(accuracy_path(spec, n).is_file() for n in zoo.member_names(spec))
+    diffs = card_diff(world.card("micro"), committed_card("micro"))
+    assert not diffs, "\n".join(diffs[:20])
 
 
 def test_card_diff_names_every_difference():
