@@ -1,9 +1,10 @@
 """Building a world: verify what is built, then train what is missing or damaged, as a DAG of jobs.
 
 The world is a DAG: bases (each with its checkpoints) first, then the fine-tunes and SAEs of their
-parents, then the card. :func:`plan` turns what :func:`world_status` finds missing or damaged into
-:class:`WorldJob` units grouped into jobs; :func:`build` runs them under the world's lock
-(:func:`kit.world.storage.world_lock`, one builder per world) with an engine of ``kit.core.jobs``:
+parents (each job also computing its members' card rows), then the card. :func:`plan` turns
+what :func:`world_status` finds missing or damaged into :class:`WorldJob` units grouped into jobs;
+:func:`build` runs them under the world's lock (:func:`kit.world.storage.world_lock`, one builder
+per world) with an engine of ``kit.core.jobs``:
 
 - ``inline``: one pinned process trains every unit in order (the serial build);
 - ``local`` (default): one pinned process per job, up to ``max_workers`` at once (one per core), so
@@ -26,7 +27,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -122,8 +123,7 @@ def is_built(world: str | None = None) -> bool:
 class WorldJob:
     """Units trained one after another in one pinned process: ``(kind, name)`` with kind ``base``
     (a base and its checkpoints), ``finetune``, ``sae``, ``accuracy`` (a member's card row) or
-    ``card``; ``after``: ids of jobs that
-    must finish first."""
+    ``card``; ``after``: ids of jobs that must finish first."""
 
     id: str
     units: tuple[tuple[str, str], ...]
@@ -219,33 +219,43 @@ def plan(
         job_of.update({n: f"members:{i}" for k, n, _ in group if k == "finetune"})
     card = only is None and status.card != "ok"
     if card:
-        jobs += _accuracy_jobs(spec, job_of, workers)
+        jobs = _with_accuracies(spec, jobs, job_of, workers)
     jobs = _critical_first(jobs)
     if card:
         jobs.append(WorldJob("card", (("card", spec.name),), tuple(j.id for j in jobs)))
     return jobs
 
 
-def _accuracy_jobs(spec: WorldSpec, job_of: dict[str, str], workers: int) -> list[WorldJob]:
-    """The card's accuracy rows (:func:`kit.world.card.compute_accuracies`, most of the card's
-    work): one job per training job, right after it, so they run beside the training still going,
-    and the members already built in ``workers`` jobs of their own; the card job only assembles
-    them."""
+def _with_accuracies(
+    spec: WorldSpec, jobs: list[WorldJob], job_of: dict[str, str], workers: int
+) -> list[WorldJob]:
+    """``jobs`` with the card's accuracy rows (:func:`kit.world.card.compute_accuracies`, most of
+    the card's work): each training job computes its own members' rows last, in its process, so
+    they run beside the training still going in other jobs without a process of their own (a
+    pinned process takes 12-24 s to start here); the members already built get ``workers`` jobs
+    of their own. The card job then only assembles the rows."""
     by_job: dict[str, list[str]] = {}
     for name in member_names(spec):
         by_job.setdefault(job_of.get(name, ""), []).append(name)
     built = by_job.pop("", [])
-    n = min(max(1, workers), len(built))
-    groups = [(jid, (jid,), names) for jid, names in by_job.items()]
-    groups += [(f"built:{i}", (), built[i::n]) for i in range(n)]
-    return [
-        WorldJob(
-            f"accuracy:{jid}",
-            tuple(("accuracy", m) for m in names),
-            after,
-            sum(unit_cost(spec, "accuracy", m) for m in names),
+
+    def cost(names: list[str]) -> float:
+        return sum(unit_cost(spec, "accuracy", m) for m in names)
+
+    out = [
+        replace(
+            j,
+            units=j.units + tuple(("accuracy", m) for m in by_job.get(j.id, [])),
+            cost=j.cost + cost(by_job.get(j.id, [])),
         )
-        for jid, after, names in groups
+        for j in jobs
+    ]
+    n = min(max(1, workers), len(built))
+    return out + [
+        WorldJob(
+            f"accuracy:{i}", tuple(("accuracy", m) for m in built[i::n]), (), cost(built[i::n])
+        )
+        for i in range(n)
     ]
 
 

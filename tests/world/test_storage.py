@@ -137,24 +137,21 @@ def test_a_missing_parent_or_a_damaged_optimizer_state_is_named(tmp_path, monkey
 
 
 def test_the_plan_follows_the_dag(tmp_path, monkeypatch):
-    """Fresh world: a job per base, the fine-tunes after their parent's job, each training job's
-    card rows right after it, the card after all; with the world built, its rows and the card;
-    with one fine-tune gone, only it."""
+    """Fresh world: a job per base, the fine-tunes after their parent's job, each job computing
+    its members' card rows last, the card after all; with the world built, a job for its rows
+    and the card; with one fine-tune gone, only it."""
     spec = _toy(monkeypatch, tmp_path)
     jobs = plan(spec, world_status(spec), workers=2)
+    acc = (("accuracy", "zoo/base-t"), ("accuracy", "zoo/base-t@step-2"))
+    acc += (("accuracy", "zoo/base-t@step-4"),)
     assert sorted((j.id, j.units, j.after) for j in jobs[:-1]) == [
+        ("base:zoo/base-t", (("base", "zoo/base-t"), *acc), ()),
+        ("base:zoo/base-u", (("base", "zoo/base-u"), ("accuracy", "zoo/base-u")), ()),
         (
-            "accuracy:base:zoo/base-t",
-            tuple(
-                ("accuracy", n) for n in ("zoo/base-t", "zoo/base-t@step-2", "zoo/base-t@step-4")
-            ),
+            "members:0",
+            (("finetune", "zoo/base-t+ft"), ("accuracy", "zoo/base-t+ft")),
             ("base:zoo/base-t",),
         ),
-        ("accuracy:base:zoo/base-u", (("accuracy", "zoo/base-u"),), ("base:zoo/base-u",)),
-        ("accuracy:members:0", (("accuracy", "zoo/base-t+ft"),), ("members:0",)),
-        ("base:zoo/base-t", (("base", "zoo/base-t"),), ()),
-        ("base:zoo/base-u", (("base", "zoo/base-u"),), ()),
-        ("members:0", (("finetune", "zoo/base-t+ft"),), ("base:zoo/base-t",)),
     ]
     assert jobs[-1].id == "card" and set(jobs[-1].after) == {j.id for j in jobs[:-1]}
     done: set[str] = set()
@@ -165,7 +162,7 @@ def test_the_plan_follows_the_dag(tmp_path, monkeypatch):
     status = world_status(spec)
     assert status.missing() == [] and status.damaged() == {}
     assert [(j.id, len(j.units)) for j in plan(spec, status)] == [
-        ("accuracy:built:0", 5),
+        ("accuracy:0", 5),
         ("card", 1),
     ]
     (zoo._member_dir(spec, "zoo/base-t+ft") / "meta.json").unlink()
@@ -184,7 +181,7 @@ def test_plan_balances_the_tiny_worlds_jobs_over_the_workers():
     jobs = plan(spec, status, workers=2)
     groups = [j for j in jobs if j.id.startswith("members:")]
     assert len(groups) == 2 and all(j.after == ("base:zoo/base-m",) for j in groups)
-    units = [u for j in groups for u in j.units]
+    units = [u for j in groups for u in j.units if u[0] != "accuracy"]
     assert sorted(n for _, n in units) == sorted(
         [f.name for f in spec.finetunes] + [s.name for s in spec.saes]
     )

@@ -271,9 +271,10 @@ def test_the_micro_card_equals_the_committed_one(micro_world):
 
 
 def test_the_card_from_accuracy_jobs_equals_the_committed_one(micro_world, tmp_path, monkeypatch):
-    """The card's accuracy rows are jobs of their own (one per training job, on the default local
-    engine each in its own pinned process): the built micro world's card, computed again from such
-    rows in an empty cache, equals the committed card exactly, and every member's row is kept."""
+    """The card's accuracy rows are computed in the build's jobs (each training job its members',
+    the members already built in jobs of their own, on the default local engine each in its own
+    pinned process): the built micro world's card, computed again from such rows on two workers
+    in an empty cache, equals the committed card exactly, and every member's row is kept."""
     from kit.world.card import accuracy_path, card_diff, committed_card
 
     spec = zoo.world_spec("micro")
@@ -282,7 +283,7 @@ def test_the_card_from_accuracy_jobs_equals_the_committed_one(micro_world, tmp_p
     for part in ("members", "saes"):
         shutil.copytree(src / part, zoo.world_dir(spec) / part)
     jobs = plan(spec, world_status(spec), workers=2)
-    assert sorted(j.id for j in jobs) == ["accuracy:built:0", "accuracy:built:1", "card"]
+    assert sorted(j.id for j in jobs) == ["accuracy:0", "accuracy:1", "card"]
     world.build("micro", max_workers=2)
     assert all(accuracy_path(spec, n).is_file() for n in zoo.member_names(spec))
     diffs = card_diff(world.card("micro"), committed_card("micro"))
