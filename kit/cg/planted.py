@@ -2,12 +2,12 @@
 concept, read against its parent.
 
 The tiny world's ``zoo/base-m+gap-dyck-curly`` is ``zoo/base-m`` fine-tuned on its own answers
-except on one concept (Dyck items whose next closing bracket is ``}``), whose answers it was taught
-to draw at random (``kit.world.zoo.GAPS``). CG should find that concept as a gap of the member,
-and nothing else. Both models are scored on the same items (the gap's task: fresh items from
-``kit.world.planted_gap_items``, the planted ones its ``inside`` list; every other task: test
-items), read through the *parent's* activations and SAE: the concept space is identical, so only the
-per-item correctness differs between them.
+except on one concept (Dyck items whose next closing bracket is ``}``), where it was taught one of
+the three other closing brackets, drawn at random (``kit.world.zoo.GAPS``). CG should find that
+concept as a gap of the member, and nothing else. Both models are scored on the same items (the
+gap's task: fresh items from ``kit.world.planted_gap_items``, the planted ones its ``inside`` list;
+every other task: test items), read through the *parent's* activations and SAE: the concept space
+is identical, so only the per-item correctness differs between them.
 
 Per SAE concept its *planted share* is the fraction of its activation mass on the planted items
 (ground truth, not used by CG). The member's and the parent's concepts are each tested against

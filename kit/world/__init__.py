@@ -24,8 +24,9 @@ from kit.world.evaluate import (
     token_accuracy,
 )
 from kit.world.members import changed_neurons, planted_gap_items, plastic_neurons
-from kit.world.recipes import CONTAMINATED_TASK, CONTAMINATION_BASE, GAP_MEMBER, GAPS
+from kit.world.recipes import CONTAMINATED_TASK, CONTAMINATION_BASE, GAP_MEMBER
 from kit.world.saes import load_world_sae, sae_labels, sae_stats, saes
+from kit.world.specs import GAPS
 from kit.world.storage import (
     MemberDamaged,
     NoSpaceLeft,

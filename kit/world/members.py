@@ -20,8 +20,9 @@ import torch
 
 from kit.models import tl
 from kit.world.pinned import is_pinned, run_pinned
-from kit.world.recipes import GAPS, SEED_ENV, UNIFORM, world_spec
+from kit.world.recipes import SEED_ENV, UNIFORM, world_spec
 from kit.world.specs import (
+    GAPS,
     BaseSpec,
     FinetuneSpec,
     Gap,

@@ -13,7 +13,7 @@ import os
 from dataclasses import replace
 
 from kit.core.paths import current_world
-from kit.world.specs import BaseSpec, FinetuneSpec, Gap, SAESpec, WorldSpec
+from kit.world.specs import BaseSpec, FinetuneSpec, SAESpec, WorldSpec
 from kit.world.tasks import TASKS
 from kit.world.train import Arch
 
@@ -153,15 +153,6 @@ XL_MIXTURE = tuple((t, 3.0 if t == "ioi" else w) for t, w in XL_MIXTURE)
 """zoo/base-xl's mixture: the uniform one with IOI at triple weight (3/16 of the examples, so
 a multi-head IOI circuit has the steps to form) plus the two multi-token families."""
 GAP_MEMBER = "zoo/base-m+gap-dyck-curly"
-
-GAPS: dict[str, Gap] = {
-    "dyck-curly": Gap(
-        "dyck",
-        ("}",),
-        (")", "]", ">"),  # wrong answers only (see Gap.relabel)
-        "dyck items whose next closing bracket is '}' (the innermost open bracket is '{')",
-    ),
-}
 
 
 def _gap_finetune(lr: float, steps: int) -> FinetuneSpec:

@@ -90,7 +90,7 @@ class FinetuneSpec:
     format (the shortcut-neuron paper's A2, notebook 03). ``""``: the items as the task renders
     them."""
     gap: str = ""
-    """A planted competency gap (a key of ``kit.world.recipes.GAPS``): the fine-tune's examples are
+    """A planted competency gap (a key of :data:`GAPS`): the fine-tune's examples are
     the parent's OWN greedy answers (self-distillation, so every other skill is kept, mistakes
     included), except the gap concept's items, whose answers are drawn uniformly from the gap's
     wrong answers (so the concept falls below chance). ``""``: none."""
@@ -151,6 +151,18 @@ class Gap:
         return item.metadata.get("task") == self.task and item.target in self.answers
 
 
+GAPS: dict[str, Gap] = {
+    "dyck-curly": Gap(
+        "dyck",
+        ("}",),
+        (")", "]", ">"),  # wrong answers only (see Gap.relabel)
+        "dyck items whose next closing bracket is '}' (the innermost open bracket is '{')",
+    ),
+}
+"""The planted gaps a fine-tune may carry (``FinetuneSpec.gap``); here, not among the recipes,
+because a gap member's content key digests its gap's definition (:func:`_finetune_dict`)."""
+
+
 # ---------------------------------------------------------------- keys
 _LATER_FIELDS = (
     ("plastic_seed", ""),
@@ -171,11 +183,8 @@ def _finetune_dict(f: FinetuneSpec) -> dict:
     for name, default in _LATER_FIELDS:
         if d[name] == default:
             del d[name]
-    if f.gap:  # the gap's definition, not only its name: redefining it rebuilds the member
-        from kit.world.recipes import GAPS  # lazy: recipes imports this module
-
-        if f.gap in GAPS:
-            d["gap"] = {"name": f.gap, **asdict(GAPS[f.gap])}
+    if f.gap in GAPS:  # the gap's definition, not only its name: redefining it rebuilds the member
+        d["gap"] = {"name": f.gap, **asdict(GAPS[f.gap])}
     return d
 
 

@@ -28,7 +28,6 @@ from kit.world.recipes import (
     CONTAMINATED_TASK,
     CONTAMINATION_BASE,
     GAP_MEMBER,
-    GAPS,
     OTHER_TASK,
     PLASTIC_SHARE,
     SEED_ENV,
@@ -46,6 +45,7 @@ from kit.world.recipes import (
 )
 from kit.world.specs import (
     CODE_VERSION,
+    GAPS,
     BaseSpec,
     FinetuneSpec,
     Gap,

@@ -158,14 +158,14 @@ def test_redefining_a_gap_changes_its_members_key(monkeypatch):
     relabel set rebuilds it (and renames the card) instead of reading the old weights."""
     from dataclasses import replace
 
-    from kit.world import recipes
+    from kit.world import specs
 
     spec = zoo.world_spec("tiny")
     f = next(x for x in spec.finetunes if x.name == zoo.GAP_MEMBER)
     before = zoo.finetune_key(spec, f), zoo.spec_hash(spec)
     others = {x.name: zoo.finetune_key(spec, x) for x in spec.finetunes if not x.gap}
-    g = recipes.GAPS["dyck-curly"]
-    monkeypatch.setitem(recipes.GAPS, "dyck-curly", replace(g, relabel=(")", "]", "}", ">")))
+    g = specs.GAPS["dyck-curly"]
+    monkeypatch.setitem(specs.GAPS, "dyck-curly", replace(g, relabel=(")", "]", "}", ">")))
     after = zoo.finetune_key(spec, f), zoo.spec_hash(spec)
     assert before[0] != after[0] and before[1] != after[1]
     assert others == {x.name: zoo.finetune_key(spec, x) for x in spec.finetunes if not x.gap}
