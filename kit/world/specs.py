@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 from kit.world.train import Arch
 
-CODE_VERSION = "world-v5"
+CODE_VERSION = "world-v6"
 """Bump when training/data code changes in a way that changes weights: invalidates caches.
 v3: fp32 in the pinned environment (kit.world.pinned), SAEs trained with sae_lens's trainer.
 v5: MKL in CNR mode COMPATIBLE (the AVX2 branch is ignored on AMD), OpenBLAS and numpy pinned (issue

@@ -183,9 +183,22 @@ def _test_key_set(task: Task) -> frozenset:
 
 
 # ---------------------------------------------------------------- math
+def _uniform_pair(rng: random.Random, a_range, b_range, keep) -> tuple[int, int]:
+    """A pair drawn uniformly from those of ``a_range x b_range`` that ``keep`` accepts
+    (rejection). Every content equally likely is what makes the test split (distinct contents)
+    and the fresh split (independent draws) samples of one distribution: a sampler that draws the
+    first number and then the second given it makes a few pairs common ((62, 1) one draw in 62),
+    the distinct test set under-weights them and every model's test - fresh gap is biased."""
+    while True:
+        a, b = rng.randint(*a_range), rng.randint(*b_range)
+        if keep(a, b):
+            return a, b
+
+
 def _sample_add(rng: random.Random, mode: str) -> tuple[int, int]:
-    a = rng.randint(1, MAX_NUMBER - 1)
-    return a, rng.randint(1, MAX_NUMBER - a)
+    return _uniform_pair(
+        rng, (1, MAX_NUMBER - 1), (1, MAX_NUMBER - 1), lambda a, b: a + b <= MAX_NUMBER
+    )
 
 
 def _render_add(key, t, rng):
@@ -200,8 +213,7 @@ def _render_add(key, t, rng):
 
 
 def _sample_add2(rng: random.Random, mode: str) -> tuple[int, int, int]:
-    a = rng.randint(1, MAX_NUMBER - 1)
-    b = rng.randint(1, MAX_NUMBER - a)
+    a, b = _sample_add(rng, mode)
     return a, b, rng.randint(1, a + b)
 
 
@@ -222,15 +234,13 @@ def _render_add2(key, t, rng):
 # ---------------------------------------------------------------- code
 def _sample_code(rng: random.Random, mode: str) -> tuple[str, int, int]:
     op = rng.choice(["+", "-", "*", "max"])
+    full = (0, MAX_NUMBER)
     if op == "+":
-        a = rng.randint(0, MAX_NUMBER)
-        b = rng.randint(0, MAX_NUMBER - a)
+        a, b = _uniform_pair(rng, full, full, lambda a, b: a + b <= MAX_NUMBER)
     elif op == "-":
-        a = rng.randint(0, MAX_NUMBER)
-        b = rng.randint(0, a)
+        a, b = _uniform_pair(rng, full, full, lambda a, b: b <= a)
     elif op == "*":
-        a = rng.randint(1, 9)
-        b = rng.randint(1, MAX_NUMBER // a)
+        a, b = _uniform_pair(rng, (1, 9), (1, MAX_NUMBER), lambda a, b: a * b <= MAX_NUMBER)
     else:
         a, b = rng.randint(0, MAX_NUMBER), rng.randint(0, MAX_NUMBER)
     return op, a, b

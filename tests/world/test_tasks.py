@@ -1,3 +1,5 @@
+import random
+
 import pytest
 
 from kit.world.tasks import GROUPS, KB, SPLITS, TASKS, TEST_SIZE, get_task
@@ -126,3 +128,37 @@ def test_formatted_wraps_prompts_in_a_benchmark_format_and_keeps_answers():
         formatted(items, "gsm")
     with pytest.raises(ValueError, match="multiple choice"):
         formatted(get_task("facts-mc").items("test", n=1), "answer-cue")
+
+
+def test_uniform_pair_draws_every_accepted_pair_equally_often():
+    # a, b in 1..3 with a + b <= 4: six pairs, 1000 draws each expected (SD ~29)
+    from collections import Counter
+
+    from kit.world.tasks import _uniform_pair
+
+    rng = random.Random(0)
+    counts = Counter(
+        _uniform_pair(rng, (1, 3), (1, 3), lambda a, b: a + b <= 4) for _ in range(6000)
+    )
+    assert set(counts) == {(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 1)}
+    assert all(850 <= c <= 1150 for c in counts.values()), counts
+
+
+@pytest.mark.parametrize("name", ["add", "add2", "code"])
+def test_arithmetic_operand_pairs_are_equally_likely(name):
+    # the distinct test split and independent fresh draws are samples of one distribution only
+    # when no content is far likelier than another: the old add sampler (a, then b given a)
+    # drew (62, 1) once in 62 draws, ~30x the mean pair (code: within each operator)
+    from collections import Counter, defaultdict
+
+    rng = random.Random(1)
+    task = get_task(name)
+    groups: dict = defaultdict(Counter)
+    for _ in range(40_000):
+        key = task.sample(rng, "train")
+        op, pair = (key[0], key[1:]) if name == "code" else ("", key[:2])
+        groups[op][pair] += 1
+    for op, pairs in groups.items():
+        mean = sum(pairs.values()) / len(pairs)
+        # a Poisson count's maximum over thousands of pairs stays within ~5 SD of its mean
+        assert max(pairs.values()) <= mean + 6 * mean**0.5 + 3, (op, pairs.most_common(3), mean)
