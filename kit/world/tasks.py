@@ -183,7 +183,12 @@ def _test_key_set(task: Task) -> frozenset:
 
 
 # ---------------------------------------------------------------- math
-def _uniform_pair(rng: random.Random, a_range, b_range, keep) -> tuple[int, int]:
+def _uniform_pair(
+    rng: random.Random,
+    a_range: tuple[int, int],
+    b_range: tuple[int, int],
+    keep: Callable[[int, int], bool],
+) -> tuple[int, int]:
     """A pair drawn uniformly from those of ``a_range x b_range`` that ``keep`` accepts
     (rejection). Every content equally likely is what makes the test split (distinct contents)
     and the fresh split (independent draws) samples of one distribution: a sampler that draws the
