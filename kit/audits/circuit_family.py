@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import circuits, psychophysics
+from . import circuits, psychophysics, step_cache
 from .mib import mib_audit
 from .result import AuditInputs, AuditResult, not_run
 
@@ -113,6 +113,40 @@ class CircuitContext:
     discovery: circuits.IOIBatch | None = None
     """The IOI prompts the circuit was found on (head and edge patching)."""
 
+    def cache_key(self) -> tuple[list[torch.Tensor], dict[str, Any]]:
+        """The tensors and plain inputs that make this circuit part of an audit cache key
+        (:func:`kit.audits.step_cache.step_path`): the audited prompts, the means, the circuit."""
+        tensors = [*batch_tensors(self.batch), self.means, self.circuit.head_scores]
+        if self.discovery is not None:
+            tensors += batch_tensors(self.discovery)
+        return tensors, {
+            "ids": self.batch.ids,
+            "groups": self.batch.groups,
+            "circuit": circuit_json(self.circuit),
+        }
+
+
+def batch_tensors(batch: circuits.IOIBatch) -> list[torch.Tensor]:
+    """An IOI batch's tensors (its tokens and answer positions), for a cache key."""
+    return [batch.tokens, batch.last, batch.io, batch.s]
+
+
+def circuit_json(c: circuits.Circuit) -> dict[str, Any]:
+    """A circuit as plain JSON (heads, head scores, scored edges): :func:`circuit_from_json`."""
+    return {
+        "heads": [list(h) for h in c.heads],
+        "head_scores": c.head_scores.tolist(),
+        "edges": [[e.sender, e.receiver, e.score] for e in c.edges],
+    }
+
+
+def circuit_from_json(d: dict[str, Any]) -> circuits.Circuit:
+    return circuits.Circuit(
+        heads=[(int(L), int(H)) for L, H in d["heads"]],
+        head_scores=torch.tensor(d["head_scores"], dtype=torch.float32),
+        edges=[circuits.Edge(s, r, float(x)) for s, r, x in d["edges"]],
+    )
+
 
 def split_items(items: list, holdout: float, seed: int = 0) -> tuple[list, list]:
     """``(discovery, audit)``: a seeded split of ``items`` with ``holdout`` of each name group (its
@@ -159,16 +193,30 @@ def circuit_context(
     discovery, batch = circuits.ioi_batch(model, disc_items), circuits.ioi_batch(model, audit_items)
     means = circuits.head_means(model, discovery)
     with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost)
-    circuit = circuits.discover_circuit(
-        model,
-        discovery,
-        means,
-        frac=cfg.circuit_frac,
-        max_heads=cfg.max_circuit_heads,
-        fixed=fixed_heads,
-        with_edges=with_edges,
-        progress=progress,
-        layers=cfg.circuit_layers,
+    path = step_cache.step_path(  # edge patching: minutes on a real model; cached by content
+        "circuit",
+        [step_cache.identity_of(model)],
+        cfg,
+        [*batch_tensors(discovery), means],
+        {"fixed": fixed_heads and [list(h) for h in fixed_heads], "with_edges": with_edges},
+    )
+    circuit = circuit_from_json(
+        step_cache.cached(
+            path,
+            lambda: circuit_json(
+                circuits.discover_circuit(
+                    model,
+                    discovery,
+                    means,
+                    frac=cfg.circuit_frac,
+                    max_heads=cfg.max_circuit_heads,
+                    fixed=fixed_heads,
+                    with_edges=with_edges,
+                    progress=progress,
+                    layers=cfg.circuit_layers,
+                )
+            ),
+        )
     )
     return CircuitContext(
         batch,
@@ -182,7 +230,29 @@ def circuit_context(
 def run_circuit_audits(
     model, cc: CircuitContext, cfg, model_name: str
 ) -> tuple[list[AuditResult], dict[str, Any]]:
-    """MIB, EX1, EX2, EX11 on the circuit."""
+    """MIB, EX1, EX2, EX11 on the circuit, with their nulls; cached by content
+    (:mod:`kit.audits.step_cache`). The second value: the MIB curve (None without edges), EX1
+    and EX11 again (for their figures), the task signal and the circuit's scope in words."""
+    tensors, extra = cc.cache_key()
+    path = step_cache.step_path(
+        "circuit-audits",
+        [step_cache.identity_of(model)],
+        cfg,
+        tensors,
+        {**extra, "name": model_name},
+    )
+
+    def compute() -> dict[str, Any]:
+        results, art = _circuit_audits(model, cc, cfg, model_name)
+        return {"results": step_cache.dump_results(results), **art}
+
+    value = step_cache.cached(path, compute)
+    mib, ex1, ex2, ex11 = step_cache.load_results(value["results"])
+    art = {"curve": value["curve"], "ex1": ex1, "ex11": ex11}
+    return [mib, ex1, ex2, ex11], {**art, "signal": value["signal"], "scope": value["scope"]}
+
+
+def _circuit_audits(model, cc: CircuitContext, cfg, model_name: str):
     inp = AuditInputs(
         model=model_name,
         hook="blocks.*.attn.hook_z",
@@ -255,13 +325,7 @@ def run_circuit_audits(
         r.values["circuit_source"] = "known" if cfg.circuit != "discover" else "discovered"
         r.values["task_signal"] = signal
         r.notes = "; ".join(x for x in (scope, r.notes) if x)
-    return [mib, ex1, ex2, ex11], {
-        "curve": curve,
-        "ex1": ex1,
-        "ex11": ex11,
-        "signal": signal,
-        "scope": scope,
-    }
+    return [mib, ex1, ex2, ex11], {"curve": curve, "signal": signal, "scope": scope}
 
 
 def circuit_heads_for(cfg) -> list[circuits.Head] | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ import torch
 
 from kit.models import tl
 
-from . import circuits, sae_validity, saebench, safety, stability, superposition
+from . import circuits, sae_validity, saebench, safety, stability, step_cache, superposition
 from .activations import TokenActivations, sae_features, sae_hook, token_activations
 from .circuit_family import CircuitContext
 from .result import AuditInputs, AuditResult, not_run
@@ -91,10 +92,34 @@ class SAEContext:
     ta: TokenActivations
     labels: list[str]
     extra: dict[str, Any] = field(default_factory=dict)
+    model_identity: str | None = None
+    """The model's content identity (:func:`kit.audits.step_cache.identity_of`): the audit
+    cache's key; None: the steps are computed every time."""
 
     @property
     def acts(self) -> torch.Tensor:
         return self.ta.acts[self.hook]
+
+    def cache_key(
+        self, roles: tuple[str, ...] | None = None
+    ) -> tuple[list[torch.Tensor], dict[str, Any]]:
+        """The tensors and plain inputs that make these activations (and the SAEs of ``roles``;
+        None: all) part of an audit cache key (:func:`kit.audits.step_cache.step_path`)."""
+        ta = self.ta
+        saes = {r: self.saes[r] for r in (sorted(self.saes) if roles is None else roles)}
+        tensors = [ta.token_ids, ta.prompt_index, ta.position, *step_cache.sae_tensors(saes)]
+        names = {r: self.names[r] for r in saes}
+        return tensors, {
+            "model": self.model_name,  # results name it
+            "hook": self.hook,
+            "labels": self.labels,
+            "saes": names,
+        }
+
+    def cache_path(self, step: str, cfg, roles: tuple[str, ...] | None = None) -> Path | None:
+        """Where ``step``'s results on these activations (and SAEs) are cached."""
+        tensors, extra = self.cache_key(roles)
+        return step_cache.step_path(step, [self.model_identity], cfg, tensors, extra)
 
     def inputs(self, *roles: str, **extra: Any) -> AuditInputs:
         return AuditInputs(
@@ -124,11 +149,23 @@ def sae_context(
     )
     hooks = list(dict.fromkeys(hooks))
     ta = token_activations(model, prompts, hooks)
-    return SAEContext(model_name, hook, saes, names, ta, labels)
+    ident = step_cache.identity_of(model)
+    return SAEContext(model_name, hook, saes, names, ta, labels, model_identity=ident)
 
 
 def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict[str, Any]]:
-    """M07, M08, M10, M11, M12, M13, EX24, EX34 on the context's real SAE features."""
+    """M07, M08, M10, M11, M12, M13, EX24, EX34 on the context's real SAE features, with their
+    nulls; cached by content (:mod:`kit.audits.step_cache`)."""
+    value = step_cache.cached(
+        ctx.cache_path("sae", cfg),
+        lambda: {"results": step_cache.dump_results(_sae_audits(ctx, model, cfg))},
+    )
+    out = step_cache.load_results(value["results"])
+    m11, m13 = (next(r for r in out if r.metric == m) for m in ("M11", "M13"))
+    return out, {"m11": m11, "m13": m13}
+
+
+def _sae_audits(ctx: SAEContext, model, cfg) -> list[AuditResult]:
     r = _sae_metrics(ctx.saes, ctx, model, cfg)
     roles = {
         "M07": ("arch_a", "arch_b"),
@@ -161,7 +198,7 @@ def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict
     m11 = r["M11"][0]
     out = r["M07"] + r["M08"] + r["M10"] + [m11] + r["M12"] + [m13, ex24(ctx, cfg)] + r["EX34"]
     attach_untrained_nulls(out, ctx, model, cfg)
-    return out, {"m11": m11, "m13": m13}
+    return out
 
 
 def _sae_metrics(saes: dict[str, Any], ctx: SAEContext, model, cfg) -> dict[str, list[AuditResult]]:
@@ -303,6 +340,15 @@ def testability(cfg) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ stability / safety
 def run_m09(ctx: SAEContext, cfg) -> AuditResult:
+    """M09: SAEs retrained on the context's activations (cached by content)."""
+    value = step_cache.cached(
+        ctx.cache_path("m09", cfg, roles=()),
+        lambda: {"results": step_cache.dump_results([_m09(ctx, cfg)])},
+    )
+    return step_cache.load_results(value["results"])[0]
+
+
+def _m09(ctx: SAEContext, cfg) -> AuditResult:
     acts = ctx.acts
     g = torch.Generator().manual_seed(cfg.seed)
     if acts.shape[0] > cfg.m09_max_tokens:
@@ -337,8 +383,31 @@ def run_ex25(
 ) -> list[AuditResult]:
     """EX25 on (a) the circuit's per-prompt logit diff with mean-ablation means from seeded
     reference subsamples (on ``circuit_model``, default ``model``), (b) our MUI pipeline per task,
-    (c) our CG X_bench per concept."""
+    (c) our CG X_bench per concept. Cached by content (:mod:`kit.audits.step_cache`)."""
     cmodel = model if circuit_model is None else circuit_model
+    tensors, extra = ctx.cache_key(("arch_a",))
+    c_tensors, c_extra = cc.cache_key()
+    path = step_cache.step_path(
+        "ex25",
+        [ctx.model_identity, step_cache.identity_of(cmodel)],
+        cfg,
+        tensors + c_tensors,
+        {**extra, "circuit": c_extra, "names": [model_name, circuit_model_name]},
+    )
+    value = step_cache.cached(
+        path,
+        lambda: {
+            "results": step_cache.dump_results(
+                _ex25(model, model_name, cc, ctx, cfg, cmodel, circuit_model_name)
+            )
+        },
+    )
+    return step_cache.load_results(value["results"])
+
+
+def _ex25(
+    model, model_name: str, cc: CircuitContext, ctx: SAEContext, cfg, cmodel, circuit_model_name
+) -> list[AuditResult]:
     seeds = [cfg.seed + i for i in range(cfg.ex25_runs)]
     ids = cc.batch.ids
     pos = {i: k for k, i in enumerate(ids)}
@@ -442,12 +511,23 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
             "SVE < 2.0 (needs harmful vs harmless prompts)",
             AuditInputs(model=model_name),
         )
-    hooks = [f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)]
     a, b = cfg.safety_tasks
     pa, pb = (
         source_prompts(t, cfg.n_prompts_per_task, cfg.hf_max_chars, field="safety_tasks")
         for t in (a, b)
     )
+    path = step_cache.step_path(
+        "m14", [step_cache.identity_of(model)], cfg, extra={"name": model_name, "prompts": [pa, pb]}
+    )
+    value = step_cache.cached(
+        path, lambda: {"results": step_cache.dump_results([_m14(model, model_name, cfg, pa, pb)])}
+    )
+    return step_cache.load_results(value["results"])[0]
+
+
+def _m14(model, model_name: str, cfg, pa: list[str], pb: list[str]) -> AuditResult:
+    hooks = [f"blocks.{L}.hook_resid_post" for L in range(model.cfg.n_layers)]
+    a, b = cfg.safety_tasks
     return safety.safety_sve(
         safety.last_token_resid(model, pa, hooks),
         safety.last_token_resid(model, pb, hooks),

@@ -324,12 +324,24 @@ def run(args: argparse.Namespace) -> int:
             return 1
 
 
+FIRST_RUN_MINUTES: dict[str, dict[str, float]] = {
+    "tiny": {"00": 0.2, "01": 9.5, "02": 3.9, "03": 33, "04": 36, "05": 29, "06": 23},
+    "real": {"00": 10.8, "01": 21, "02": 26.5, "03": 49, "04": 40, "05": 20, "06": 23},
+}
+"""Each notebook's first run (its own caches empty) on the 2-core machine, in minutes, by number
+(README: the two commands; *A real LLM on this machine*): the order of a run no earlier run has
+timed, so a fresh clone starts its longest notebooks first. Only the order matters."""
+
+
 def longest_first(notebooks: list[Path], out: Path, profile: str) -> list[Path]:
     """``notebooks`` ordered for side-by-side runs: the longest first (so the last to start are
     short), by each notebook's time in the newest earlier run of ``profile`` under ``out`` that has
-    it; notebooks never timed keep their number order, ahead of the timed ones (they may be
-    long)."""
-    seconds: dict[str, float] = {}
+    it, else by its :data:`FIRST_RUN_MINUTES`; notebooks with neither keep their number order,
+    ahead of the others (they may be long)."""
+    typical = FIRST_RUN_MINUTES.get(profile, {})
+    seconds: dict[str, float] = {
+        nb.stem: 60.0 * typical[nb.stem[:2]] for nb in notebooks if nb.stem[:2] in typical
+    }
     runs = sorted(
         (p for p in (out / profile).glob("*/run.json")), key=lambda p: _run_order(p.parent.name)
     )

@@ -339,6 +339,23 @@ def test_longest_notebooks_start_first(tmp_path):
     assert order == ["00_new", "03_c", "01_a", "02_b"]
 
 
+def test_a_first_run_starts_the_notebooks_typically_longest_first(tmp_path):
+    """No earlier run: the profile's first-run minutes order the notebooks (a fresh clone starts
+    the long ones first); one without a typical time goes ahead; an earlier run's time wins."""
+    nbs = [runner.Path(f"{s}.ipynb") for s in ("00_q", "03_s", "04_c", "06_a", "09_new")]
+    typical = runner.FIRST_RUN_MINUTES["tiny"]
+    expect = ["09_new"] + sorted(("00_q", "03_s", "04_c", "06_a"), key=lambda s: -typical[s[:2]])
+    assert [p.stem for p in runner.longest_first(nbs, tmp_path, "tiny")] == expect
+    (tmp_path / "tiny" / "20260101-000000").mkdir(parents=True)
+    (tmp_path / "tiny" / "20260101-000000" / "run.json").write_text(
+        json.dumps({"notebooks": [{"notebook": "00_q", "status": "ok", "seconds": 1e6}]})
+    )
+    assert runner.longest_first(nbs, tmp_path, "tiny")[1].stem == "00_q"
+    assert [p.stem for p in runner.longest_first(nbs, tmp_path, "no-such-profile")] == [
+        p.stem for p in nbs
+    ]
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "two"])
 def test_bad_parallel_fails_in_one_line(tmp_path, capsys, value):
     with pytest.raises(SystemExit) as e:
