@@ -116,19 +116,14 @@ class CircuitContext:
     def cache_key(self) -> tuple[list[torch.Tensor], dict[str, Any]]:
         """The tensors and plain inputs that make this circuit part of an audit cache key
         (:func:`kit.audits.step_cache.step_path`): the audited prompts, the means, the circuit."""
-        tensors = [*batch_tensors(self.batch), self.means, self.circuit.head_scores]
+        tensors = [*self.batch.key_tensors(), self.means, self.circuit.head_scores]
         if self.discovery is not None:
-            tensors += batch_tensors(self.discovery)
+            tensors += self.discovery.key_tensors()
         return tensors, {
             "ids": self.batch.ids,
             "groups": self.batch.groups,
             "circuit": circuit_json(self.circuit),
         }
-
-
-def batch_tensors(batch: circuits.IOIBatch) -> list[torch.Tensor]:
-    """An IOI batch's tensors (its tokens and answer positions), for a cache key."""
-    return [batch.tokens, batch.last, batch.io, batch.s]
 
 
 def circuit_json(c: circuits.Circuit) -> dict[str, Any]:
@@ -197,7 +192,7 @@ def circuit_context(
         "circuit",
         [step_cache.identity_of(model)],
         cfg,
-        [*batch_tensors(discovery), means],
+        [*discovery.key_tensors(), means],
         {"fixed": fixed_heads and [list(h) for h in fixed_heads], "with_edges": with_edges},
     )
     circuit = circuit_from_json(

@@ -75,6 +75,10 @@ class IOIBatch:
     def __len__(self) -> int:
         return int(self.tokens.shape[0])
 
+    def key_tensors(self) -> list[Tensor]:
+        """The tensors that define the batch for a cache key: tokens and answer positions."""
+        return [self.tokens, self.last, self.io, self.s]
+
     def subset(self, idx: Iterable[int]) -> "IOIBatch":
         idx = list(idx)
         t = torch.tensor(idx, dtype=torch.long)
@@ -259,7 +263,7 @@ def _scores_path(model, batch: IOIBatch, means: Tensor, layers: list[int]) -> Pa
         return None
     ident = path_identity(model.kit_path)
     h = hashlib.sha256(json.dumps([SCORES_VERSION, ident, layers]).encode())
-    for t in (batch.tokens, batch.last, batch.io, batch.s, means):
+    for t in (*batch.key_tensors(), means):
         h.update(np.ascontiguousarray(t.detach().cpu().numpy()).tobytes())
     return cache_dir() / "audits" / "head-scores" / f"{h.hexdigest()[:24]}.pt"
 

@@ -10,40 +10,20 @@ from kit.audits import circuit_family, step_cache, suite
 from kit.audits.result import AuditResult
 
 
-def _saes(d: int, seed: int = 0):
-    from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
-
-    torch.manual_seed(seed)
-    return {
-        "arch_a": StandardSAE(StandardSAEConfig(d_in=d, d_sae=64)),
-        "arch_b": TopKSAE(TopKSAEConfig(d_in=d, d_sae=64, k=4)),
-        "small": TopKSAE(TopKSAEConfig(d_in=d, d_sae=64, k=4)),
-        "large": TopKSAE(TopKSAEConfig(d_in=d, d_sae=128, k=4)),
-    }
-
-
-def _every_step(model, cfg, saes):
-    """The notebook's calls, as test_suite's end-to-end test makes them; every result as JSON."""
-    names = {k: f"test/{k}" for k in saes}
-    prompts, labels = suite.task_prompts(cfg.sae_tasks, cfg.n_prompts_per_task)
-    ctx = suite.sae_context(
-        model, "m", saes, names, prompts, labels, hook="blocks.1.hook_resid_post"
-    )
-    r1, art = suite.run_sae_audits(ctx, model, cfg)
-    m09 = suite.run_m09(ctx, cfg)
-    items = circuit_family.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model)
-    cc = circuit_family.circuit_context(model, items, cfg)
-    r2, c_art = circuit_family.run_circuit_audits(model, cc, cfg, "m")
-    ex25 = suite.run_ex25(model, "m", cc, ctx, cfg)
-    m14 = suite.run_m14(model, "m", cfg)
-    results = r1 + [m09] + r2 + ex25 + [m14]
+def _every_step(audit_steps, model, cfg):
+    """The notebook's steps (conftest's ``every_step``); every result as JSON, and what the
+    figures and later cells read."""
+    run = audit_steps(model, cfg, name="m")
+    art, c_art, r1, r2 = run["art"], run["c_art"], run["sae"], run["circuit"]
     assert art["m11"] in r1 and art["m13"] in r1 and c_art["ex1"] is r2[1]
-    rest = {"curve": c_art["curve"], "signal": c_art["signal"], "heads": cc.circuit.heads}
-    return [r.model_dump(mode="json") for r in results], rest
+    rest = {"curve": c_art["curve"], "signal": c_art["signal"], "heads": run["cc"].circuit.heads}
+    return [r.model_dump(mode="json") for r in run["results"]], rest
 
 
 @pytest.mark.slow
-def test_a_rerun_reads_every_step_and_gives_the_same_results(make_model, tmp_path, monkeypatch):
+def test_a_rerun_reads_every_step_and_gives_the_same_results(
+    make_model, audit_steps, tmp_path, monkeypatch
+):
     """First run: every step computed and stored; rerun: every step read (the computing functions
     would raise), the same results; a model without a content identity is never cached."""
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
@@ -52,8 +32,7 @@ def test_a_rerun_reads_every_step_and_gives_the_same_results(make_model, tmp_pat
     weights = tmp_path / "model.bin"
     weights.write_bytes(b"the model's files")
     model.kit_path = str(weights)  # what kit.load_model sets for a model loaded from files
-    saes = _saes(model.cfg.d_model)
-    first, rest = _every_step(model, cfg, saes)
+    first, rest = _every_step(audit_steps, model, cfg)
     steps = tmp_path / "cache" / "audits" / "steps"
     assert sorted(p.name for p in steps.iterdir()) == [
         "circuit",
@@ -69,13 +48,13 @@ def test_a_rerun_reads_every_step_and_gives_the_same_results(make_model, tmp_pat
     monkeypatch.setattr(
         circuit_family.circuits, "discover_circuit", lambda *a, **k: pytest.fail("again")
     )
-    assert _every_step(model, cfg, saes) == (first, rest)
+    assert _every_step(audit_steps, model, cfg) == (first, rest)
 
     other = make_model(n_layers=2, seed=3)  # the same weights, but known by nothing
     monkeypatch.undo()
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache2"))
     assert step_cache.identity_of(other) is None
-    _every_step(other, cfg, saes)
+    _every_step(audit_steps, other, cfg)
     assert not (tmp_path / "cache2" / "audits").exists()
 
 

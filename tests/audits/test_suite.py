@@ -65,38 +65,18 @@ def test_bad_config_names_field():
 
 
 @pytest.mark.slow
-def test_every_step_runs_on_a_random_model_and_random_saes(model, tmp_path):
+def test_every_step_runs_on_a_random_model_and_random_saes(model, tmp_path, audit_steps):
     """The notebook's sequence end to end without the built world (random weights, smoke sizes)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
 
     import kit.audits as audits
     from kit.audits import plots
 
     cfg = kit.load_params("06_measurement_audits", "smoke")
-    d = model.cfg.d_model
-    saes = {
-        "arch_a": StandardSAE(StandardSAEConfig(d_in=d, d_sae=64)),
-        "arch_b": TopKSAE(TopKSAEConfig(d_in=d, d_sae=64, k=4)),
-        "small": TopKSAE(TopKSAEConfig(d_in=d, d_sae=64, k=4)),
-        "large": TopKSAE(TopKSAEConfig(d_in=d, d_sae=128, k=4)),
-    }
-    names = {k: f"test/{k}" for k in saes}
-    prompts, labels = suite.task_prompts(cfg.sae_tasks, cfg.n_prompts_per_task)
-    ctx = suite.sae_context(
-        model, "random", saes, names, prompts, labels, hook="blocks.1.hook_resid_post"
-    )
-    r1, art = suite.run_sae_audits(ctx, model, cfg)
-    m09 = suite.run_m09(ctx, cfg)
-    cc = circuit_family.circuit_context(
-        model, circuit_family.ioi_items(cfg.ioi_task, cfg.n_ioi, model=model), cfg
-    )
-    r2, c_art = circuit_family.run_circuit_audits(model, cc, cfg, "random")
-    ex25 = suite.run_ex25(model, "random", cc, ctx, cfg)
-    m14 = suite.run_m14(model, "random", cfg)
-    results = r1 + [m09] + r2 + ex25 + [m14]
+    run = audit_steps(model, cfg)
+    results, r2, art, c_art, cc = (run[k] for k in ("results", "circuit", "art", "c_art", "cc"))
     assert {r.metric for r in results} == set(audits.REGISTRY), (
         "every metric of the summary table must run"
     )
