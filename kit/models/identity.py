@@ -13,7 +13,7 @@ responses file is replaced under the same name (issue 33, item 1). Every cache a
 - :func:`name_identity`: a model name as a cache sees it: a local path by content, a tiny-world
   member by its content-addressed build key, anything else (a hub id, ``random/<shape>``) by name;
 - :func:`model_identity`: the same for a loaded model (``kit.load_model`` sets ``kit_path`` /
-  ``kit_name``);
+  ``kit_name``; a tiny-world member carries its build identity, ``kit_identity``);
 - :func:`text_fingerprint`: a short digest of strings (an item's prompt and response), so a cache
   record made for other text is refused;
 - :func:`code_identity`: a digest of the source of the modules that decide a cached number, so a
@@ -110,11 +110,11 @@ def name_identity(name: str, world: str | None = None) -> str:
     (a hub id: its files are fetched into a snapshot directory, which callers pass instead)."""
     if name.startswith("zoo/"):
         # lazy: kit.world imports torch and the world's specs; hub models' keys never need it
-        from kit.world.zoo import member_key, world_spec
+        from kit.world.specs import member_identity
+        from kit.world.zoo import world_spec
 
-        spec = world_spec(current_world(world))
-        try:  # the key covers the recipe; the name adds the checkpoint (``base-l@step-300``)
-            return f"zoo:{spec.name}:{name.removeprefix('zoo/')}:{member_key(spec, name)}"
+        try:
+            return member_identity(world_spec(current_world(world)), name)
         except StopIteration:  # not a member of this world: the name is all we know
             return f"name:{name}"
     p = Path(name).expanduser()
@@ -124,8 +124,13 @@ def name_identity(name: str, world: str | None = None) -> str:
 
 
 def model_identity(model: Any) -> str:
-    """The identity of a model loaded by ``kit.load_model``: its directory's content when it came
-    from one (``kit_path``), else :func:`name_identity` of its name (``kit_name``)."""
+    """The identity of a model loaded by ``kit.load_model``: a tiny-world member's build identity
+    (``kit_identity``, set by ``kit.world.load_member`` for the world it was loaded from), its
+    directory's content when it came from one (``kit_path``), else :func:`name_identity` of its
+    name (``kit_name``)."""
+    ident = getattr(model, "kit_identity", None)
+    if ident:
+        return str(ident)
     path = getattr(model, "kit_path", None)
     if path:
         return path_identity(path)

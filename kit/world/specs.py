@@ -213,6 +213,13 @@ def spec_hash(spec: WorldSpec) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def member_identity(spec: WorldSpec, name: str) -> str:
+    """Member ``name`` as a cache key names it (``kit.models.identity``): world, member (with its
+    checkpoint, ``base-l@step-300``) and :func:`member_key`, which covers the recipe, the code
+    version, the world's seed and the parent."""
+    return f"zoo:{spec.name}:{name.removeprefix('zoo/')}:{member_key(spec, name)}"
+
+
 def member_key(spec: WorldSpec, name: str) -> str:
     """Content key of a member: code version + world + its spec + its parent's key (recursively)."""
     root = name.split("@")[0]

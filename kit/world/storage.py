@@ -39,6 +39,7 @@ from kit.world.specs import (
     _arch_of,
     _base,
     _check_name,
+    member_identity,
     member_key,
     member_names,
     param_count,
@@ -310,6 +311,10 @@ def load_member(name: str, device: str = "cpu", world: str | WorldSpec | None = 
         load_weights(_member_dir(spec, name) / "weights.pt", spec, f"member {name!r}")
     )
     model.cfg.model_name = name
+    # what caches key on (kit.models.identity): this world's build of the member, so notebook 06's
+    # audit steps and 03's patched answers are read back on a rerun (the ignore: torch's
+    # Module.__setattr__ is annotated for tensors and modules only)
+    model.kit_identity = member_identity(spec, name)  # pyright: ignore[reportArgumentType]
     return model.to(device, print_details=False).eval()
 
 

@@ -180,11 +180,27 @@ def test_a_job_that_returns_something_not_json_fails(tmp_path):
 
 
 @pytest.mark.parametrize("engine", ["inline", "local"])
-def test_a_pinned_job_runs_in_a_fresh_process_with_the_pinned_environment(engine):
+def test_a_pinned_job_runs_in_another_process_with_the_pinned_environment(engine):
     job = Job(f"{TOY}:numerics", {"names": sorted(PINNED_ENV)}, pinned=True)
     result = run_jobs([job], engine=engine).results[job.id]
     assert result["env"] == PINNED_ENV and result["pid"] != os.getpid()
     assert result["mkldnn"] is False  # enter_pinned ran: oneDNN off
+
+
+def test_local_keeps_a_pinned_worker_for_the_next_pinned_job_and_not_for_a_plain_one():
+    """Pinned start-ups are paid once per worker (notebook 03's fine-tunes), and a plain job never
+    lands in a pinned worker (nor the reverse): their numerics differ."""
+    args = {"names": sorted(PINNED_ENV)}
+    chain = [
+        Job(f"{TOY}:numerics", args, id=f"p{i}", after=[f"p{i - 1}"] if i else [], pinned=True)
+        for i in range(3)
+    ]
+    plain = Job(f"{TOY}:numerics", args, id="plain", after=["p2"])
+    results = run_jobs([*chain, plain], engine="local", max_workers=1).results
+    pids = {results[j.id]["pid"] for j in chain}
+    assert len(pids) == 1 and all(results[j.id]["env"] == PINNED_ENV for j in chain)
+    assert results[plain.id]["pid"] not in pids
+    assert results[plain.id]["env"] != PINNED_ENV
 
 
 def test_a_pinned_sweep_runs_every_job_pinned_and_pinned_jobs_inline_here():

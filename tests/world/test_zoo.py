@@ -308,3 +308,21 @@ def test_training_refuses_an_unpinned_process():
 
     with pytest.raises(RuntimeError, match="run_pinned"):
         enter_pinned()
+
+
+def test_a_loaded_member_carries_its_build_identity_for_caches(micro_world):
+    """Caches keyed by a model's identity (notebook 06's audit steps, 03's patched answers) read a
+    world member back on a rerun: it carries the world's build key, not a name they must refuse."""
+    from kit.models.identity import model_identity, name_identity
+    from kit.world.recipes import world_spec
+    from kit.world.specs import member_identity
+
+    m = world.load_member("zoo/base-m", world=micro_world)
+    ident = model_identity(m)
+    assert ident == name_identity("zoo/base-m", world=micro_world)
+    assert ident.startswith(f"zoo:{micro_world}:base-m:")
+    ckpt = world.load_member("zoo/base-l@step-80", world=micro_world)
+    final = world.load_member("zoo/base-l", world=micro_world)
+    assert model_identity(ckpt) != model_identity(final)
+    reseeded = world_spec(micro_world, seed=7)  # another build of the same recipe: another key
+    assert member_identity(reseeded, "zoo/base-m") != ident

@@ -13,7 +13,8 @@ path.
 A task whose worker dies (SIGKILL, out of memory, a lost node) is retried by Ray (``max_retries``);
 a job that raises is not (its error comes back as the job's outcome, as on every engine). A pinned
 job runs in a worker started with ``PINNED_ENV`` (``runtime_env``) that serves only that job
-(``max_calls=1``), like the local engine's fresh pinned process.
+(``max_calls=1``): Ray reuses a worker only within one ``runtime_env``, and the local engine's
+pinned workers are what saves the start-ups on one machine.
 """
 
 from __future__ import annotations
