@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from kit.models.identity import cache_identity
+
 from . import circuits, psychophysics, step_cache
 from .mib import mib_audit
 from .result import AuditInputs, AuditResult, not_run
@@ -190,7 +192,7 @@ def circuit_context(
     with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost)
     path = step_cache.step_path(  # edge patching: minutes on a real model; cached by content
         "circuit",
-        [step_cache.identity_of(model)],
+        [cache_identity(model)],
         cfg,
         [*discovery.key_tensors(), means],
         {"fixed": fixed_heads and [list(h) for h in fixed_heads], "with_edges": with_edges},
@@ -231,7 +233,7 @@ def run_circuit_audits(
     tensors, extra = cc.cache_key()
     path = step_cache.step_path(
         "circuit-audits",
-        [step_cache.identity_of(model)],
+        [cache_identity(model)],
         cfg,
         tensors,
         {**extra, "name": model_name},

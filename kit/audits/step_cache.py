@@ -58,17 +58,6 @@ def code_digest() -> str:
     return code_identity(["kit", *names], versions + f"sklearn {sklearn.__version__}")
 
 
-def identity_of(model: Any) -> str | None:
-    """The model's content identity, or None when it has none a cache can trust (a name only)."""
-    from kit.models.identity import model_identity
-
-    try:
-        ident = model_identity(model)
-    except ValueError:
-        return None
-    return None if ident.startswith("name:") else ident
-
-
 def sae_tensors(saes: dict[str, Any]) -> list[torch.Tensor]:
     """Every SAE's weights, role by role (sorted), parameter by parameter (sorted)."""
     out = []
@@ -86,7 +75,8 @@ def step_path(
     extra: Any = None,
 ) -> Path | None:
     """Where ``step``'s value for these inputs lives. ``identities``: the models' (of
-    :func:`identity_of`); None when one is None (the step is then computed every time).
+    :func:`kit.models.identity.cache_identity`); None when one is None (the step is then computed
+    every time).
     ``extra``: JSON-able inputs that are not tensors."""
     idents = list(identities)
     if any(i is None for i in idents):

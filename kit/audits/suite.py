@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 
 from kit.models import tl
+from kit.models.identity import cache_identity
 
 from . import circuits, sae_validity, saebench, safety, stability, step_cache, superposition
 from .activations import TokenActivations, sae_features, sae_hook, token_activations
@@ -93,7 +94,7 @@ class SAEContext:
     labels: list[str]
     extra: dict[str, Any] = field(default_factory=dict)
     model_identity: str | None = None
-    """The model's content identity (:func:`kit.audits.step_cache.identity_of`): the audit
+    """The model's content identity (:func:`kit.models.identity.cache_identity`): the audit
     cache's key; None: the steps are computed every time."""
 
     @property
@@ -149,7 +150,7 @@ def sae_context(
     )
     hooks = list(dict.fromkeys(hooks))
     ta = token_activations(model, prompts, hooks)
-    ident = step_cache.identity_of(model)
+    ident = cache_identity(model)
     return SAEContext(model_name, hook, saes, names, ta, labels, model_identity=ident)
 
 
@@ -389,7 +390,7 @@ def run_ex25(
     c_tensors, c_extra = cc.cache_key()
     path = step_cache.step_path(
         "ex25",
-        [ctx.model_identity, step_cache.identity_of(cmodel)],
+        [ctx.model_identity, cache_identity(cmodel)],
         cfg,
         tensors + c_tensors,
         {**extra, "circuit": c_extra, "names": [model_name, circuit_model_name]},
@@ -517,7 +518,7 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
         for t in (a, b)
     )
     path = step_cache.step_path(
-        "m14", [step_cache.identity_of(model)], cfg, extra={"name": model_name, "prompts": [pa, pb]}
+        "m14", [cache_identity(model)], cfg, extra={"name": model_name, "prompts": [pa, pb]}
     )
     value = step_cache.cached(
         path, lambda: {"results": step_cache.dump_results([_m14(model, model_name, cfg, pa, pb)])}

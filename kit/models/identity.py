@@ -143,6 +143,17 @@ def model_identity(model: Any) -> str:
     )
 
 
+def cache_identity(model: Any) -> str | None:
+    """:func:`model_identity` when it names content (files' hashes, a tiny-world build key); None
+    when a name is all there is (a random twin, a hub id) or the model carries nothing: a cache
+    keyed on it could return another model's numbers, so it must not cache."""
+    try:
+        ident = model_identity(model)
+    except ValueError:
+        return None
+    return None if ident.startswith("name:") else ident
+
+
 def text_fingerprint(*texts: str | None) -> str:
     """A 16-hex digest of ``texts`` (e.g. an item's prompt and response): a cache record made for
     other text carries another fingerprint and is refused."""

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from kit.models.cache import ItemCache
-from kit.models.identity import code_identity, model_identity
+from kit.models.identity import cache_identity, code_identity
 from kit.shortcut.items import TaskData, generation_kwargs
 from kit.shortcut.patching import Neuron
 
@@ -42,15 +42,8 @@ CODE = ("kit.shortcut.patching", "kit.models.tl")
 
 
 def content_identity(model) -> str | None:
-    """The identity of ``model`` when it names content (files' hashes, a tiny-world build key),
-    ``"none"`` for no model; None when a name is all there is (not cacheable)."""
-    if model is None:
-        return "none"
-    try:
-        ident = model_identity(model)
-    except ValueError:
-        return None
-    return None if ident.startswith("name:") else ident
+    """:func:`kit.models.identity.cache_identity` of ``model``; ``"none"`` for no model."""
+    return "none" if model is None else cache_identity(model)
 
 
 def set_digest(neurons: Sequence[Neuron]) -> str:

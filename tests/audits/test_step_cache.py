@@ -8,6 +8,7 @@ import torch
 import kit
 from kit.audits import circuit_family, step_cache, suite
 from kit.audits.result import AuditResult
+from kit.models.identity import cache_identity
 
 
 def _every_step(audit_steps, model, cfg):
@@ -53,7 +54,7 @@ def test_a_rerun_reads_every_step_and_gives_the_same_results(
     other = make_model(n_layers=2, seed=3)  # the same weights, but known by nothing
     monkeypatch.undo()
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache2"))
-    assert step_cache.identity_of(other) is None
+    assert cache_identity(other) is None
     _every_step(audit_steps, other, cfg)
     assert not (tmp_path / "cache2" / "audits").exists()
 
