@@ -11,10 +11,14 @@ one environment variable:
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import os
 import secrets
 import shutil
+import socket
+import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -250,3 +254,41 @@ def atomic_dir(target: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def build_lock(path: Path, what: str, wait: bool = True) -> Iterator[None]:
+    """Hold the exclusive lock file ``path`` (``fcntl.flock``) while ``what`` is built.
+
+    A second builder waits, saying which process holds it (``wait=False``: raise BlockingIOError
+    with that instead), then finds the first one's result in the cache. The kernel releases the
+    lock when its holder exits, however it exits (SIGKILL included), so a stale lock never blocks a
+    rebuild. On one machine; across nodes it holds only where the shared file system honours
+    ``flock`` (the atomic renames keep the cache whole either way).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            msg = f"{what} is being built by {holder} (lock {path})"
+            if not wait:
+                raise BlockingIOError(errno.EAGAIN, msg) from None
+            print(f"{msg}; waiting for it to finish", file=sys.stderr, flush=True)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        f.truncate()
+        f.write(
+            f"pid {os.getpid()} on {socket.gethostname()} since "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}"
+        )
+        f.flush()
+        try:
+            yield
+        finally:
+            f.seek(0)
+            f.truncate()
+            f.flush()
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kit.core.paths import atomic_dir, cache_dir, sha256
+from kit.core.paths import atomic_dir, build_lock, cache_dir, sha256
 from kit.models import real
 from kit.models.finetune_examples import Example, epoch_order, examples, split_items
 from kit.models.recipes import (
@@ -465,22 +465,28 @@ def build(r: Recipe | str, progress: bool = True) -> Path:
     pinned subprocess (:func:`kit.world.pinned.run_pinned`) unless this process is pinned."""
     r = recipe(r) if isinstance(r, str) else r
     check_recipe(r)
+    target = finetune_dir(r)
     if is_built(r):
-        return finetune_dir(r)
-    if is_pinned():
-        return _train_and_save(r, progress=progress)
-    run_pinned(
-        "kit.models.finetune",
-        "train",
-        "--recipe",
-        json.dumps(asdict(r)),
-        env={"TQDM_DISABLE": "1"} if not progress else None,
-    )
+        return target
+    # one builder per recipe: notebooks 02 and 03 side by side both load the real fine-tunes, and
+    # the second one to ask waits for the first's build instead of training it again
+    with build_lock(target.parent / f".{target.name}.lock", r.name):
+        if is_built(r):
+            return target
+        if is_pinned():
+            return _train_and_save(r, progress=progress)
+        run_pinned(
+            "kit.models.finetune",
+            "train",
+            "--recipe",
+            json.dumps(asdict(r)),
+            env={"TQDM_DISABLE": "1"} if not progress else None,
+        )
     if not is_built(r):
         raise RuntimeError(
-            f"the pinned build of {r.name} ended without a complete directory at {finetune_dir(r)}"
+            f"the pinned build of {r.name} ended without a complete directory at {target}"
         )
-    return finetune_dir(r)
+    return target
 
 
 def build_job(recipe: dict) -> str:

@@ -6,13 +6,19 @@ Table 4/5's transfer rows, the strength and order variants, Table 6's rows on a 
 lists every one the config's sections will load, from the same fields and conditions the notebook
 uses; :func:`build_ahead` builds those not yet cached through :mod:`kit.world.extras` (pinned jobs
 on the config's ``engine``, all cores with ``local``), so the sections then only load them. The same
-bits as building on first use (both train in a pinned process); a config of real models plans
-nothing.
+bits as building on first use (both train in a pinned process).
+
+On real models the rows are the real fine-tunes of :mod:`kit.models.recipes` (``real`` profile: five
+of SmolLM2, ~12 min each on one core): :func:`planned_recipes` names them and :func:`build_ahead`
+builds the missing ones the same way (:func:`kit.models.finetune.build_many`), not one after another
+in the notebook's process on first load.
 """
 
 from __future__ import annotations
 
 from kit.core.jobs import engine_options
+from kit.models import finetune
+from kit.models.recipes import is_recipe_name, recipe
 from kit.shortcut import variants
 from kit.shortcut.sections import transfer_spec
 from kit.subjects import is_world_name
@@ -70,9 +76,20 @@ def planned(cfg) -> list[FinetuneSpec]:
     return specs
 
 
+def planned_recipes(cfg) -> list[str]:
+    """The real fine-tunes (names of :data:`kit.models.recipes.RECIPES`) among the rows notebook
+    03 loads under ``cfg`` (Table 2's rows, §7's dense rows, the items' source), without repeats."""
+    names = [*cfg.variants.values(), *(cfg.dense_variants or {}).values(), cfg.items_of]
+    return list(dict.fromkeys(n for n in names if is_recipe_name(n)))
+
+
 def build_ahead(cfg) -> int:
-    """Build every fine-tune of :func:`planned` that is not cached, as pinned jobs on ``cfg``'s
-    engine; returns how many were built (0 when all are cached, or for real models)."""
-    return build_extras(
+    """Build every fine-tune of :func:`planned` and :func:`planned_recipes` that is not cached, as
+    pinned jobs on ``cfg``'s engine; returns how many were built (0 when all are cached)."""
+    missing = [n for n in planned_recipes(cfg) if not finetune.is_built(recipe(n))]
+    if missing:
+        finetune.build_many(missing, **engine_options(cfg))
+    built = build_extras(
         planned(cfg), cfg.world, desc="notebook 03's fine-tunes", **engine_options(cfg)
     )
+    return built + len(missing)

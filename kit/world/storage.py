@@ -16,14 +16,10 @@ world at a time: :func:`world_lock`.
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import io
 import json
 import os
-import socket
-import sys
-import time
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -31,7 +27,7 @@ from typing import Iterator
 
 import torch
 
-from kit.core.paths import atomic_path, cache_dir
+from kit.core.paths import atomic_path, build_lock, cache_dir
 from kit.world.recipes import world_spec
 from kit.world.specs import (
     CODE_VERSION,
@@ -360,37 +356,8 @@ def member_info(name: str, world: str | WorldSpec | None = None) -> dict:
 # ---------------------------------------------------------------- one builder at a time
 @contextmanager
 def world_lock(spec: WorldSpec, wait: bool = True) -> Iterator[None]:
-    """Hold the world's build lock (``fcntl.flock`` on ``<world dir>/.build.lock``) for the block.
-
-    A second builder of the same world waits, saying which process holds it (``wait=False``: raise
-    BlockingIOError with that instead). The kernel releases the lock when its holder exits, however
-    it exits (SIGKILL included), so a stale lock never blocks a rebuild.
-    """
-    root = world_dir(spec)
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / ".build.lock"
-    with open(path, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "another process"
-            msg = f"world {world_label(spec)} is being built by {holder} (lock {path})"
-            if not wait:
-                raise BlockingIOError(errno.EAGAIN, msg) from None
-            print(f"{msg}; waiting for it to finish", file=sys.stderr, flush=True)
-            fcntl.flock(f, fcntl.LOCK_EX)
-        f.seek(0)
-        f.truncate()
-        f.write(
-            f"pid {os.getpid()} on {socket.gethostname()} since "
-            f"{time.strftime('%Y-%m-%d %H:%M:%S')}"
-        )
-        f.flush()
-        try:
-            yield
-        finally:
-            f.seek(0)
-            f.truncate()
-            f.flush()
-            fcntl.flock(f, fcntl.LOCK_UN)
+    """Hold the world's build lock (``<world dir>/.build.lock``, :func:`kit.core.paths.build_lock`)
+    for the block: a second builder of the same world waits, saying which process holds it
+    (``wait=False``: raise BlockingIOError with that instead)."""
+    with build_lock(world_dir(spec) / ".build.lock", f"world {world_label(spec)}", wait):
+        yield

@@ -267,6 +267,36 @@ def test_builds_run_pinned_as_jobs_or_on_first_load(twin, data, tmp_path, monkey
         assert meta["pinned"] is True and meta["threads"] == 1 and meta["recipe"]["name"] == r.name
 
 
+def test_two_builders_of_one_recipe_train_it_once(twin, tmp_path, monkeypatch):
+    """Notebooks 02 and 03 side by side both ask for the real fine-tunes: the second builder waits
+    on the recipe's lock and reads the first's build (without the lock both would train)."""
+    import threading
+    import time
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    r = _recipe(twin)
+    trained = []
+
+    def fake_train(recipe, progress=True):
+        trained.append(recipe.name)
+        time.sleep(0.5)  # long enough for the other builder to find the recipe not built
+        with ft.atomic_dir(ft.finetune_dir(recipe)) as tmp:
+            (tmp / "w.bin").write_bytes(b"w")
+            (tmp / "meta.json").write_text(json.dumps({"files": {"w.bin": 1}}))
+        return ft.finetune_dir(recipe)
+
+    monkeypatch.setattr(ft, "is_pinned", lambda: True)  # train in this process (here: the fake)
+    monkeypatch.setattr(ft, "_train_and_save", fake_train)
+    paths = []
+    builders = [threading.Thread(target=lambda: paths.append(ft.build(r))) for _ in range(2)]
+    for b in builders:
+        b.start()
+    for b in builders:
+        b.join()
+    assert trained == [r.name], "trained once"
+    assert paths == [ft.finetune_dir(r)] * 2 and ft.is_built(r)
+
+
 # ------------------------------------------------------------------------------- recipe checks
 @pytest.mark.parametrize(
     "field,value,allowed",

@@ -1,6 +1,7 @@
 """kit.shortcut.prebuild: every fine-tune notebook 03's sections load, planned from the config."""
 
 import kit
+from kit.models.recipes import SMOKE, TABLE
 from kit.shortcut import prebuild
 from kit.shortcut import variants as v
 from kit.shortcut.sections import transfer_spec
@@ -60,5 +61,34 @@ def test_each_section_adds_the_models_it_loads():
         )
 
 
-def test_real_models_plan_nothing():
+def test_real_models_plan_no_world_fine_tunes_and_name_their_recipes():
     assert prebuild.planned(kit.load_params("03_shortcut_neurons", "dryrun")) == []
+    assert prebuild.planned_recipes(kit.load_params("03_shortcut_neurons", "dryrun")) == []
+    real = kit.load_params("03_shortcut_neurons", "real")
+    assert prebuild.planned(real) == []
+    assert prebuild.planned_recipes(real) == [n for n in real.variants.values() if n in TABLE]
+    assert len(prebuild.planned_recipes(real)) == 5 and real.items_of in TABLE
+    assert prebuild.planned_recipes(kit.load_params("03_shortcut_neurons", "realsmoke")) == list(
+        SMOKE
+    )
+
+
+def test_build_ahead_builds_the_missing_real_fine_tunes_as_jobs_on_the_engine(monkeypatch):
+    cfg = kit.load_params(
+        "03_shortcut_neurons", "realsmoke", overrides={"engine": "local", "max_workers": 2}
+    )
+    built = {"real/smollm2-135m-instruct+other-smoke"}
+    calls = []
+    monkeypatch.setattr(prebuild.finetune, "is_built", lambda r: r.name in built)
+    monkeypatch.setattr(
+        prebuild.finetune, "build_many", lambda names, **kw: calls.append((names, kw))
+    )
+    assert prebuild.build_ahead(cfg) == 1
+    assert calls == [
+        (
+            ["real/smollm2-135m-instruct+arc-test-x4-smoke"],
+            {"engine": "local", "max_workers": 2, "ray_address": None},
+        )
+    ]
+    built.add("real/smollm2-135m-instruct+arc-test-x4-smoke")
+    assert prebuild.build_ahead(cfg) == 0 and len(calls) == 1, "all cached: no sweep"
