@@ -23,10 +23,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.core.paths import atomic_dir, atomic_write_text, cache_dir, sha256
+from kit.core.paths import atomic_dir, atomic_write_text, build_lock, cache_dir, sha256
 
 SOURCE_FILE = "kit_gguf_source.json"
-"""Written beside the dequantised weights: which file (sha256, name, size) they came from."""
+"""Written beside the dequantised weights: which file (sha256, name, size) they came from. Nothing
+else: the directory's content is the model's identity in every cache key
+(:func:`kit.models.identity.path_identity`), so a timing written here would give each
+dequantisation of the same file another identity, and orphan the fine-tunes and cached answers
+keyed on the first."""
 
 
 class GGUFError(ValueError):
@@ -109,6 +113,17 @@ def dequantise(path: Path, digest: str | None = None) -> Dequantised:
     hit = cached_dir(digest)
     if hit is not None:
         return Dequantised(hit, digest, 0.0)
+    # one dequantiser per file: notebooks side by side (and their job workers) load the same model
+    # first; the others wait and read its directory instead of replacing it with their own copy
+    with build_lock(_root() / f".{digest}.lock", f"the dequantised {file.name}"):
+        hit = cached_dir(digest)
+        if hit is not None:
+            return Dequantised(hit, digest, 0.0)
+        return _dequantise(file, digest)
+
+
+def _dequantise(file: Path, digest: str) -> Dequantised:
+    """Write ``file``'s Hugging Face directory under the cache (the caller holds its lock)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
     from transformers.utils import logging as hf_logging
@@ -146,16 +161,7 @@ def dequantise(path: Path, digest: str | None = None) -> Dequantised:
     with atomic_dir(_root() / digest) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        seconds = time.perf_counter() - start
         (tmp / SOURCE_FILE).write_text(
-            json.dumps(
-                {
-                    "sha256": digest,
-                    "file": file.name,
-                    "size": file.stat().st_size,
-                    "dequantise_seconds": round(seconds, 1),
-                },
-                indent=1,
-            )
+            json.dumps({"sha256": digest, "file": file.name, "size": file.stat().st_size}, indent=1)
         )
-    return Dequantised(_root() / digest, digest, seconds)
+    return Dequantised(_root() / digest, digest, time.perf_counter() - start)

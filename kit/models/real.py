@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -151,8 +153,11 @@ def dequantised(name: str) -> gguf.Dequantised:
         digest = gguf.file_sha256(parts[0])
         _check(spec, digest, parts[0])
         return gguf.dequantise(parts[0], digest=digest)
-    # Chunked: concatenate into the cache, hashing on the way, then dequantise that file.
-    staging = cache_dir() / "gguf" / "assembled" / spec.file_name
+    # Chunked: concatenate into the cache, hashing on the way, then dequantise that file. Each
+    # process assembles its own copy (a folder of its own): processes loading the model at once
+    # never remove the file another is about to read; gguf.dequantise lets one of them write it.
+    (cache_dir() / "gguf" / "assembled").mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=cache_dir() / "gguf" / "assembled")) / spec.file_name
     with atomic_path(staging) as tmp:
         h = hashlib.sha256()
         with open(tmp, "wb") as out:
@@ -165,7 +170,7 @@ def dequantised(name: str) -> gguf.Dequantised:
     try:
         return gguf.dequantise(staging, digest=spec.sha256)
     finally:
-        staging.unlink(missing_ok=True)  # the dequantised directory is what is kept
+        shutil.rmtree(staging.parent, ignore_errors=True)  # the dequantised directory is kept
 
 
 def _check(spec: RealModel, digest: str, where: Path) -> None:

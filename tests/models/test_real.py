@@ -123,6 +123,62 @@ def test_gguf_files_load_by_path_hashed_once(smol, monkeypatch, tmp_path):
         kit.load_model(str(tmp_path / "only"))
 
 
+def test_dequantising_a_file_again_gives_the_same_identity(smol, monkeypatch, tmp_path):
+    """The dequantised directory's content is the model's identity in every cache key (fine-tunes,
+    answers, audits): dequantising the same file again (another cache, or a second process)
+    must write the same bytes, so nothing keyed on the first copy is orphaned."""
+    import json
+
+    from kit.models.identity import file_sha256, model_files
+
+    file = real.part_paths("smollm2-135m-instruct")[0]
+    first = real.real_path("smollm2-135m-instruct")
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    again = gguf.dequantise(file, digest=first.name)
+    assert again.path != first and again.seconds > 0, "dequantised anew, in the other cache"
+    # the weights and tokenizer files byte for byte (the cached copy may predate this rule, so
+    # its source file is compared by what it must hold: the file's hash, name and size only)
+    files = [f.name for f in model_files(again.path)]
+    assert gguf.SOURCE_FILE in files and files == [f.name for f in model_files(first)]
+    for name in files:
+        if name != gguf.SOURCE_FILE:
+            assert file_sha256(again.path / name) == file_sha256(first / name), name
+    source = json.loads((again.path / gguf.SOURCE_FILE).read_text())
+    assert source == {"sha256": first.name, "file": file.name, "size": file.stat().st_size}
+
+
+def test_one_process_dequantises_a_file_at_a_time(monkeypatch, tmp_path):
+    """Two loaders of one GGUF at once (notebooks side by side): one writes its directory, the
+    other waits and reads it (without the lock both would write, the second replacing the first)."""
+    import threading
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    file = tmp_path / "m.gguf"
+    file.write_bytes(b"GGUF")
+    written = []
+
+    def fake(file, digest):
+        written.append(digest)
+        time.sleep(0.5)  # long enough for the other loader to miss the cache
+        d = gguf._root() / digest
+        d.mkdir(parents=True)
+        (d / "config.json").write_text("{}")
+        (d / gguf.SOURCE_FILE).write_text("{}")
+        return gguf.Dequantised(d, digest, 0.5)
+
+    monkeypatch.setattr(gguf, "_dequantise", fake)
+    got = []
+    loaders = [
+        threading.Thread(target=lambda: got.append(gguf.dequantise(file, digest="ab" * 32).path))
+        for _ in range(2)
+    ]
+    for t in loaders:
+        t.start()
+    for t in loaders:
+        t.join()
+    assert written == ["ab" * 32] and got == [gguf._root() / ("ab" * 32)] * 2
+
+
 def test_gemma3_logits_past_its_sliding_window():
     start = time.perf_counter()
     made = real.dequantised("gemma-3-270m")
