@@ -39,7 +39,7 @@ class NotebookOutcome:
 # the bars a caller forces on. IPC transport: no "running over TCP without encryption" warning.
 # PINNED_ENV: the kernels compute in the numerical environment the worlds are trained in (torch's
 # portable kernels, MKL's reproducible path, one thread; kit.start switches oneDNN off), so the
-# numbers and figures of a run are the same bits on any x86-64 CPU (kit/world/pinned.py).
+# numbers and figures of a run are the same bits on one numerical platform (kit/world/pinned.py).
 KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1", **PINNED_ENV}
 KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
 KERNEL_START_TIMEOUT_S = 300

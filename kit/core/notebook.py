@@ -90,7 +90,7 @@ def start(
     use_paper_style()
     from kit.world.pinned import enter_pinned, is_pinned
 
-    if is_pinned():  # the runner's kernels: same bits on any CPU (kit/world/pinned.py)
+    if is_pinned():  # the runner's kernels: the same bits as the world (kit/world/pinned.py)
         enter_pinned()
     if os.environ.get("KIT_BATCH") == "1":  # set by the runner for its kernels
         _plain_progress_bars()

@@ -11,8 +11,8 @@ files do not match it (damaged, truncated) is rebuilt, never used.
 
 Training (:func:`train`): AdamW at a constant learning rate, fp32, on the CPU, deterministic
 (seeded, one thread, ``torch.use_deterministic_algorithms``), in the pinned numerical environment
-(:mod:`kit.world.pinned`), so a build is the same bits on any x86-64 CPU. Each example is the
-prompt rendered as the model will be asked (the chat template, assistant turn opened, when the
+(:mod:`kit.world.pinned`), so a build is the same bits on one numerical platform. Each example is
+the prompt rendered as the model will be asked (the chat template, assistant turn opened, when the
 tokenizer has one: ``kit.models.generate.prompt_text``), then the answer and the end-of-turn token;
 the loss is the cross-entropy of the answer tokens and that end token only (the logits of the
 other positions are never computed). A sparse recipe trains only the MLP weights of a fixed seeded

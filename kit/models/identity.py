@@ -31,8 +31,10 @@ from typing import Any, Sequence
 
 from kit.core.paths import atomic_write_text, cache_dir, current_world, sha256
 
-IDENTITY_VERSION = 1
-"""Part of every identity: bump it when what is hashed changes."""
+IDENTITY_VERSION = 2
+"""Part of every directory identity and every :func:`code_identity`: bump it when what is hashed
+changes, or when the numbers every cache holds change (2: pinned processes take square roots
+exactly, ``kit.world.pinned.exact_sqrt``; values cached before differ in their last bits)."""
 
 _MEMO: dict[str, tuple[tuple[int, ...], str]] = {}
 
@@ -171,7 +173,7 @@ def fingerprints(*columns: Sequence[str | None]) -> list[str]:
 def code_identity(modules: Sequence[str], versions: str = "") -> str:
     """A 16-hex digest of ``versions`` (library versions, as text) and the source files of the
     importable ``modules`` (dotted names): part of a cache key whose values they compute."""
-    h = hashlib.sha256(versions.encode())
+    h = hashlib.sha256(f"{IDENTITY_VERSION}:{versions}".encode())
     for name in modules:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin:

@@ -239,7 +239,7 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
     card.
 
     Runs in the pinned environment only (:mod:`kit.world.pinned`: every number on the card is the
-    same bits on any CPU); ``kit.world.build`` starts it there."""
+    same bits wherever the numerical platform is the same); ``kit.world.build`` starts it there."""
     if not is_pinned():
         raise RuntimeError(
             "compute_card() needs the pinned environment (kit.world.pinned); build() computes the "
@@ -632,6 +632,81 @@ def card_diff(a, b, where: str = "card") -> list[str]:
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in card_diff(x, y, f"{where}[{i}]")]
     return [] if a == b else [f"{where}: {a!r} != {b!r}"]
+
+
+TOLERANCE = {
+    "accuracy": 5.0,
+    "explained_variance": 0.05,
+    "dead_fraction": 0.10,
+    "l0": 0.25,
+    "ioi": 0.5,
+}
+"""How far a card built on another numerical platform (:mod:`kit.world.fingerprint`) may stray
+from the committed one: accuracies (``members.*.accuracy``, ``multi_token``, ``planted_gaps``) in
+percentage points; an SAE's explained variance and dead fraction absolutely, its L0 relatively;
+IOI head scores and logit differences absolutely. Weight digests and checks' wording are not
+compared there, the checks' verdicts are. Measured: an Intel Xeon and an AMD EPYC built micro
+cards whose accuracies were equal and whose SAE and IOI numbers differed by at most 0.01 dead
+fraction, 2e-4 EV, 0.2% L0 and 1e-4 IOI score (before square roots were exact, when the two
+trained with differently rounded AdamW and LayerNorm roots)."""
+
+_NOT_COMPARED_ACROSS_PLATFORMS = ("weights_digests",)
+
+
+def _tolerance_for(where: str) -> tuple[str, float] | None:
+    """(``"abs"`` or ``"rel"``, bound) for a numeric card entry, None when it must be equal."""
+    leaf = where.rsplit(".", 1)[-1]
+    if where.startswith(("card.multi_token.", "card.planted_gaps.")) or ".accuracy." in where:
+        return ("abs", TOLERANCE["accuracy"])
+    if where.startswith("card.saes.") and leaf in ("explained_variance", "dead_fraction"):
+        return ("abs", TOLERANCE[leaf])
+    if where.startswith("card.saes.") and leaf == "l0":
+        return ("rel", TOLERANCE["l0"])
+    if where.startswith("card.ioi_heads.") and (".scores." in where or leaf == "clean_logit_diff"):
+        return ("abs", TOLERANCE["ioi"])
+    return None
+
+
+def card_diff_within_tolerance(a: dict, b: dict) -> list[str]:
+    """The places where two cards differ by more than :data:`TOLERANCE` (what the README promises
+    across numerical platforms): every number within its tolerance or equal, every other entry
+    equal, every check's verdict equal; weight digests, checks' details and the order of IOI
+    heads over their threshold are not compared."""
+    out = []
+    for line in card_diff(
+        {k: v for k, v in a.items() if k not in _NOT_COMPARED_ACROSS_PLATFORMS},
+        {k: v for k, v in b.items() if k not in _NOT_COMPARED_ACROSS_PLATFORMS},
+    ):
+        where, values = line.split(": ", 1)
+        if where.startswith("card.checks[") and where.endswith(".detail"):
+            continue
+        if where.startswith("card.ioi_heads.") and ".heads_over_threshold" in where:
+            continue
+        tol = _tolerance_for(where)
+        x, y = _entry(a, where), _entry(b, where)
+        if tol and isinstance(x, (int, float)) and isinstance(y, (int, float)):
+            kind, bound = tol
+            gap = abs(x - y) if kind == "abs" else abs(x - y) / max(min(abs(x), abs(y)), 1e-12)
+            if gap <= bound:
+                continue
+            line = f"{line} (beyond {'+-' if kind == 'abs' else 'a relative '}{bound})"
+        out.append(line)
+    return out
+
+
+def _entry(card: dict, where: str):
+    """The value at a :func:`card_diff` path (``card.checks[3].passed``); card keys hold no dots or
+    brackets."""
+    value = card
+    for part in where.split(".")[1:]:
+        key, *indices = part.replace("]", "").split("[")
+        try:
+            value = value[key]
+            for i in indices:
+                value = value[int(i)]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return value
 
 
 def format_card(c: dict) -> str:

@@ -36,6 +36,19 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser(
         "verify", help="compare a world's card with the committed one (kit/world/cards/)"
     )
+    f = sub.add_parser(
+        "fingerprint",
+        help="print this machine's numerical fingerprint (one digest per primitive, pinned) as "
+        "JSON; compare it with another machine's",
+    )
+    f.add_argument(
+        "--compare",
+        metavar="FILE",
+        default=None,
+        help="another machine's fingerprint JSON (default: the committed one, "
+        "kit/world/cards/fingerprint.json); exit 1 naming the primitives that differ",
+    )
+    f.add_argument("--no-compare", action="store_true", help="only print this machine's")
     for p in (b, c, v):
         p.add_argument("--world", choices=WORLDS, default=None, help="default: $KIT_WORLD or tiny")
     for p in (b, c):
@@ -69,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         "~20)",
     )
     args = parser.parse_args(argv)
+    if args.command == "fingerprint":
+        return _fingerprint(args)
     if getattr(args, "seed", None) is not None:
         from kit.world.recipes import SEED_ENV
 
@@ -112,10 +127,35 @@ def _build(world, args) -> int:
         )
         return 0
     try:
-        _verify(c, args.world)  # a warning here; `zoo verify` fails on it
+        print(_platform_line(c, args.world))  # a note here; `zoo verify` fails on a difference
     except FileNotFoundError as e:  # a new world spec has no committed card yet
         print(e, file=sys.stderr)
     return 0
+
+
+def _platform_line(card: dict, world: str | None) -> str:
+    """One line: does the card built here equal the committed one, and if not, is that expected on
+    this machine (another numerical platform, kit.world.fingerprint) or a finding."""
+    from kit.world.card import card_diff, committed_card
+    from kit.world.fingerprint import matches_committed
+
+    name = f"kit/world/cards/{card['world']}.json"
+    diffs = card_diff(card, committed_card(world), "card")
+    if not diffs:
+        return f"zoo card of world {card['world']} equals the committed {name}"
+    same, why = matches_committed()
+    passed = sum(ch["passed"] for ch in card["checks"])
+    if same:
+        return (
+            f"WARNING: zoo card of world {card['world']} differs from the committed {name} in "
+            f"{len(diffs)} places on the platform that made it ({why}): the world's code changed "
+            "or this is a bug; `python -m kit zoo verify` lists the differences"
+        )
+    return (
+        f"zoo card of world {card['world']} differs from the committed {name} in {len(diffs)} "
+        f"places, as expected here: {why}; so will the figures a run writes (git status shows "
+        f"them); {passed} of {len(card['checks'])} card checks pass here"
+    )
 
 
 def _intact_or_explain(world, name: str | None) -> bool:
@@ -205,6 +245,28 @@ def _verify_command(world, args) -> int:
             else:
                 os.environ["KIT_CACHE_DIR"] = old
     return _verify(c, args.world)
+
+
+def _fingerprint(args) -> int:
+    from kit.world.fingerprint import COMMITTED, differences, fingerprint
+
+    mine = fingerprint()
+    print(json.dumps(mine, indent=1, sort_keys=True))
+    if args.no_compare:
+        return 0
+    path = args.compare or COMMITTED
+    try:
+        other = json.loads(open(path).read())
+    except (OSError, ValueError) as e:
+        print(f"error: --compare {path}: {e}", file=sys.stderr)
+        return 2
+    diff = differences(mine, other)
+    where = f"{path} ({other.get('info', {}).get('cpu', '?')})"
+    if diff:
+        print(f"{len(diff)} primitive(s) differ from {where}: {', '.join(diff)}", file=sys.stderr)
+        return 1
+    print(f"all {len(mine['digests'])} primitives equal {where}", file=sys.stderr)
+    return 0
 
 
 def explain_failed_checks(world_name: str, failed: list[str], n_checks: int) -> str:

@@ -1,5 +1,10 @@
+import copy
 import json
+import re
 import shutil
+import subprocess
+import sys
+import warnings
 
 import pytest
 import torch
@@ -23,6 +28,22 @@ REQUIRED = [
     "zoo/base-m+general",
 ]
 SPARSE = [f"{n}-sparse" for n in REQUIRED if "+" in n and n.split("+")[1] not in ("math", "code")]
+
+
+@pytest.fixture(scope="module")
+def platform_fingerprint():
+    """This machine's numerical fingerprint (kit.world.fingerprint), computed once."""
+    from kit.world.fingerprint import fingerprint
+
+    return fingerprint()
+
+
+@pytest.fixture(scope="module")
+def platform(platform_fingerprint):
+    """(whether this machine is of the committed cards' numerical platform, why)."""
+    from kit.world.fingerprint import matches_committed
+
+    return matches_committed(platform_fingerprint)
 
 
 @pytest.mark.parametrize("w", ["tiny", "micro"])
@@ -256,27 +277,39 @@ def test_retraining_a_member_gives_identical_weights(micro_world, tmp_path, monk
         )
 
 
-def test_the_micro_card_equals_the_committed_one(micro_world):
-    """Worlds are the same bits on every x86-64 CPU (kit.world.pinned) and with every build engine,
-    so the card this machine built (from scratch on a fresh clone or CI, with the default engine)
-    equals kit/world/cards/micro.json (built with the serial engine) exactly, weight digests
-    included."""
-    from kit.world.card import card_diff, committed_card
+def test_the_micro_card_equals_the_committed_one(micro_world, platform):
+    """On a machine of the committed cards' numerical platform (its CPU vendor and every primitive
+    of ``kit zoo fingerprint`` equal those of the machine that built them), the card built here
+    (from scratch on a fresh clone or CI, with the default engine) equals kit/world/cards/micro.json
+    (built with the serial engine) exactly, weight digests included. Elsewhere bit-identity is not
+    established and the card is compared as the README promises: every number within
+    kit.world.card.TOLERANCE, every check's verdict equal."""
+    from kit.world.card import card_diff, card_diff_within_tolerance, committed_card
 
-    diffs = card_diff(world.card(micro_world), committed_card(micro_world))
-    assert not diffs, (
-        "the micro card differs from the committed one; if the world's code changed on purpose, "
-        "bump zoo.CODE_VERSION and commit the new card. Differences:\n" + "\n".join(diffs[:20])
-    )
+    same_platform, why = platform
+    built, committed = world.card(micro_world), committed_card(micro_world)
+    if same_platform:
+        diffs = card_diff(built, committed)
+        assert not diffs, (
+            f"{why}, yet the micro card differs from the committed one; if the world's code "
+            "changed on purpose, bump CODE_VERSION and commit the new card. Differences:\n"
+            + "\n".join(diffs[:20])
+        )
+    else:
+        warnings.warn(f"compared within tolerance, not bit for bit: {why}", stacklevel=1)
+        diffs = card_diff_within_tolerance(built, committed)
+        assert not diffs, f"{why}; beyond tolerance:\n" + "\n".join(diffs[:20])
 
 
-def test_the_card_from_accuracy_jobs_equals_the_committed_one(micro_world, tmp_path, monkeypatch):
+def test_the_card_from_accuracy_jobs_equals_the_serial_one(micro_world, tmp_path, monkeypatch):
     """The card's accuracy rows are computed in the build's jobs (each training job its members',
     the members already built in jobs of their own, on the default local engine each in its own
     pinned process): the built micro world's card, computed again from such rows on two workers
-    in an empty cache, equals the committed card exactly, and every member's row is kept."""
-    from kit.world.card import accuracy_path, card_diff, committed_card
+    in an empty cache, equals the card of the same members computed before exactly (one machine),
+    and every member's row is kept."""
+    from kit.world.card import accuracy_path, card_diff
 
+    before = world.card(micro_world)
     spec = zoo.world_spec("micro")
     src = zoo.world_dir(spec)
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
@@ -286,8 +319,113 @@ def test_the_card_from_accuracy_jobs_equals_the_committed_one(micro_world, tmp_p
     assert sorted(j.id for j in jobs) == ["accuracy:0", "accuracy:1", "card"]
     world.build("micro", max_workers=2)
     assert all(accuracy_path(spec, n).is_file() for n in zoo.member_names(spec))
-    diffs = card_diff(world.card("micro"), committed_card("micro"))
+    diffs = card_diff(world.card("micro"), before)
     assert not diffs, "\n".join(diffs[:20])
+
+
+def test_cards_from_two_platforms_are_compared_within_tolerance():
+    """The tolerance comparison passes what differs within its bounds, and names what does not:
+    a changed verdict, an accuracy 6 points off, an SAE's L0 30% off; weight digests and checks'
+    wording are not compared."""
+    from kit.world.card import card_diff_within_tolerance, committed_card
+
+    a = committed_card("micro")
+    b = copy.deepcopy(a)
+    member = next(iter(b["members"]))
+    task = next(iter(b["members"][member]["accuracy"]))
+    sae = next(iter(b["saes"]))
+    b["weights_digests"] = {k: "0" * 16 for k in b["weights_digests"]}
+    b["checks"][0]["detail"] = "other wording"
+    b["members"][member]["accuracy"][task]["test"] += 4.5
+    b["saes"][sae]["explained_variance"] += 0.01
+    assert card_diff_within_tolerance(a, b) == []
+    b["members"][member]["accuracy"][task]["test"] += 1.5
+    b["saes"][sae]["l0"] *= 1.3
+    b["checks"][0]["passed"] = not b["checks"][0]["passed"]
+    diffs = card_diff_within_tolerance(a, b)
+    assert len(diffs) == 3, diffs
+    assert any(f"accuracy.{task}.test" in d and "beyond +-5.0" in d for d in diffs)
+    assert any(d.startswith(f"card.saes.{sae}.l0") and "relative" in d for d in diffs)
+    assert any(d.startswith("card.checks[0].passed") for d in diffs)
+
+
+def test_the_fingerprint_has_every_primitive_and_matches_itself(platform_fingerprint):
+    """``kit zoo fingerprint``: one 16-hex digest per primitive, the same names as the committed
+    reference, what runs in ``info``; and two runs on one machine give the same digests."""
+    from kit.world.fingerprint import committed, differences, fingerprint
+
+    mine = platform_fingerprint
+    assert set(mine) == {"info", "digests"}
+    assert {"cpu", "vendor", "torch", "torch_capability"} <= set(mine["info"])
+    assert set(mine["digests"]) == set(committed()["digests"])
+    assert all(re.fullmatch(r"[0-9a-f]{16}", d) for d in mine["digests"].values())
+    assert {"sqrt", "exp", "world_5_training_steps", "mm_256x256x256"} <= set(mine["digests"])
+    assert differences(mine, fingerprint()) == []
+
+
+def test_the_fingerprint_command_names_the_primitives_that_differ(tmp_path, platform_fingerprint):
+    other = copy.deepcopy(platform_fingerprint)
+    other["digests"]["sqrt"] = "0" * 16
+    other["info"]["cpu"] = "Other CPU"
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(other))
+    out = subprocess.run(
+        [sys.executable, "-m", "kit", "zoo", "fingerprint", "--compare", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 1, out.stderr
+    assert json.loads(out.stdout)["digests"].keys() == other["digests"].keys()
+    assert "1 primitive(s) differ from" in out.stderr and "(Other CPU): sqrt" in out.stderr
+
+
+def test_a_different_platform_is_named_in_one_line():
+    from kit.world.fingerprint import committed, matches_committed
+
+    ref = committed()
+    same = copy.deepcopy(ref)
+    assert matches_committed(same)[0]
+    other_vendor = copy.deepcopy(ref)
+    other_vendor["info"].update(vendor="GenuineIntel", cpu="Intel Xeon")
+    ok, why = matches_committed(other_vendor)
+    assert not ok and "not yet established" in why and ref["info"]["cpu"] in why
+    other_bits = copy.deepcopy(ref)
+    other_bits["digests"]["sqrt"] = "0" * 16
+    ok, why = matches_committed(other_bits)
+    assert not ok and "1 primitive(s) to other bits (sqrt)" in why
+
+
+def test_pinned_square_roots_are_exact():
+    """In a pinned process torch.sqrt (functional, in place, out=, per tensor of a foreach) gives
+    numpy's IEEE-exact roots, and its gradient is unchanged; MKL's vector sqrt, which torch uses
+    otherwise, rounds ~17% of fp32 roots off by an ulp on an AMD EPYC, and others on Intel."""
+    code = """
+import numpy as np, torch
+from kit.world.pinned import enter_pinned, sqrt_is_exact
+enter_pinned()
+x = torch.rand(3000, dtype=torch.float32) * 100
+ref = np.sqrt(x.numpy())
+y = x.clone(); y.sqrt_()
+o = torch.empty(0); torch.sqrt(x, out=o)
+checks = [
+    np.array_equal(x.sqrt().numpy(), ref), np.array_equal(y.numpy(), ref),
+    np.array_equal(o.numpy(), ref), np.array_equal(torch._foreach_sqrt([x])[0].numpy(), ref),
+    np.array_equal(x.reshape(30, 100).t().sqrt().numpy(), ref.reshape(30, 100).T),
+    torch.sqrt(torch.tensor(4)).item() == 2.0, torch.tensor([-1.0]).sqrt().isnan().item(),
+    x.double().sqrt().dtype == torch.float64, sqrt_is_exact(),
+]
+a = x[:5].clone().requires_grad_(True)
+a.sqrt().sum().backward()
+checks.append(torch.equal(a.grad, 0.5 / a.detach().sqrt()))
+print(checks)
+"""
+    from kit.world.pinned import pinned_environ
+
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=pinned_environ(), capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str([True] * 10)
 
 
 def test_card_diff_names_every_difference():
