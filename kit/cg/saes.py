@@ -46,10 +46,10 @@ from kit.core.paths import atomic_dir, atomic_path, cache_dir, data_dir
 from kit.models import tl
 from kit.models.sae_train import label_from_contexts, top_activations, train_sae
 
-BUILD_VERSION = 6
+BUILD_VERSION = 7
 """Bump when the training recipe changes: old caches are then not reused. 5: trained in the runner's
 pinned kernels (kit/world/pinned.py), so the same bits on every machine of one numerical platform.
-6: with exact square roots (kit.world.pinned.exact_sqrt)."""
+7: with OpenBLAS matrix products and exact square roots (kit.world.kernels)."""
 
 NAME_RE = re.compile(r"^minilm-sae/L(\d+)/topk-(\d+)(?:-k(\d+))?(?:-t(\d+))?$")
 DEFAULT_K = 32

@@ -27,6 +27,7 @@ WORKLOADS: dict[str, str] = {
     "cg": "kit.cg.bench:run",
     "neuronvote": "kit.neuronvote.bench:run",
     "audits": "kit.audits.bench:run",
+    "pinned": "kit.world.bench:run",
 }
 """Workload name -> ``module:function``."""
 

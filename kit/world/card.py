@@ -647,8 +647,10 @@ percentage points; an SAE's explained variance and dead fraction absolutely, its
 IOI head scores and logit differences absolutely. Weight digests and checks' wording are not
 compared there, the checks' verdicts are. Measured: an Intel Xeon and an AMD EPYC built micro
 cards whose accuracies were equal and whose SAE and IOI numbers differed by at most 0.01 dead
-fraction, 2e-4 EV, 0.2% L0 and 1e-4 IOI score (before square roots were exact, when the two
-trained with differently rounded AdamW and LayerNorm roots)."""
+fraction, 2e-4 EV, 0.2% L0 and 1e-4 IOI score (world-v6, when the two trained with differently
+rounded AdamW and LayerNorm roots); micro cards computed with three different kernel sets on one
+AMD EPYC (MKL's roots, exact roots, exact roots and OpenBLAS products) had equal accuracies and
+stayed as close."""
 
 _NOT_COMPARED_ACROSS_PLATFORMS = ("weights_digests",)
 

@@ -11,7 +11,9 @@ exactly there, elsewhere within :data:`kit.world.card.TOLERANCE`.
 
 Each primitive runs on fixed seeded inputs; the list is the one first used to find where an
 Intel Xeon and an AMD EPYC part (``sqrt``: MKL's vector square root), plus every MKL vector
-function torch routes unary ops to, and the world's own forward pass and training steps. Add a
+function torch routes unary ops to, and the world's own forward pass and training steps. The
+products (``mm_*``, ``t_*``, ``bmm_*``, ``linear``) run in the pinned kernels
+(:mod:`kit.world.kernels`: OpenBLAS). Add a
 primitive when a library upgrade or a new CPU shows another difference: the digests of the others
 do not move, because each primitive draws its inputs from its own generator.
 """

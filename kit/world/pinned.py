@@ -24,9 +24,10 @@ process runs:
   honours only ``COMPATIBLE``, the mode Intel documents as giving the same results on Intel and
   non-Intel processors (SSE2 code without approximate instructions). It costs ~1.3x in MKL's share
   of the time, which is why the build runs members concurrently (``kit.world.build``);
-- with exact square roots (:func:`exact_sqrt`): torch sends ``sqrt`` to MKL's vector math, whose
-  roots are not correctly rounded and differ between Intel and AMD whatever the CBWR mode (the one
-  primitive of ``kit zoo fingerprint`` that differed between an Intel Xeon and an AMD EPYC);
+- with matrix products through numpy's OpenBLAS (pinned below) and exact square roots, in place of
+  torch's MKL kernels (:mod:`kit.world.kernels`: MKL's reproducible GEMM runs at a quarter of the
+  machine's rate, and its vector square root rounded differently on an Intel Xeon and an AMD EPYC,
+  the one primitive of ``kit zoo fingerprint`` that differed between the two);
 - without oneDNN (``torch.backends.mkldnn.enabled = False``), whose JIT kernels follow the CPU's ISA
   and cache sizes; ``ONEDNN_MAX_CPU_ISA=AVX2`` in case anything calls it regardless;
 - with numpy/scipy's bundled OpenBLAS on one kernel set and one thread
@@ -65,6 +66,8 @@ import warnings
 from dataclasses import dataclass, field
 
 from numpy._core._multiarray_umath import __cpu_dispatch__ as _NUMPY_DISPATCH
+
+from kit.world import kernels
 
 NUMPY_AVX2_LEVEL = frozenset(
     {
@@ -121,79 +124,13 @@ def enter_pinned() -> None:
         )
     torch.backends.mkldnn.enabled = False
     torch.set_num_threads(1)
-    exact_sqrt()
+    kernels.install()
     if torch.backends.cpu.get_cpu_capability() != "AVX2":
         warnings.warn(
             f"this CPU runs torch's {torch.backends.cpu.get_cpu_capability()} kernels, not AVX2: "
             "worlds and numbers computed here will differ from the committed cards and figures",
             stacklevel=2,
         )
-
-
-_SQRT_LIBRARY = None
-
-
-def _numpy_sqrt(x):
-    """IEEE-exact square roots of a CPU tensor, computed by numpy (``sqrtps``/``sqrtpd``, correctly
-    rounded on every CPU), in the dtype ``torch.sqrt`` returns, as a new contiguous tensor."""
-    import numpy as np
-    import torch
-
-    if x.dtype == torch.bfloat16:  # numpy has no bfloat16: the exact fp32 root, rounded once
-        return _numpy_sqrt(x.float()).to(torch.bfloat16)
-    if not (x.is_floating_point() or x.is_complex()):
-        x = x.to(torch.get_default_dtype())  # torch.sqrt of an integer tensor is a float tensor
-    with np.errstate(invalid="ignore"):  # sqrt of a negative number is nan, as in torch
-        out = np.asarray(np.sqrt(x.detach().contiguous().numpy()))
-    return torch.from_numpy(out).reshape(x.shape)
-
-
-def exact_sqrt() -> None:
-    """Make ``aten::sqrt`` on CPU (``torch.sqrt``, ``Tensor.sqrt``, ``sqrt_``, ``out=``, and the
-    ``_foreach_sqrt`` that AdamW uses, which calls it per tensor) return IEEE-exact roots.
-
-    torch's CPU build sends ``sqrt`` to MKL's vector math (``vmsSqrt``), whose roots are not
-    correctly rounded (on an AMD EPYC 17% of fp32 roots differ from the exact ones by an ulp) and
-    differ between Intel and AMD even under ``MKL_CBWR=COMPATIBLE``: the cross-CPU fingerprint
-    (``python -m kit zoo fingerprint``) matched on every primitive but ``sqrt`` and what uses it
-    (AdamW's denominator, TransformerLens's LayerNorm and RMSNorm). MKL's other vector functions
-    (exp, log, tanh, erf, sin, cos) gave the same bits on both vendors and are left alone.
-    ``pow(x, 0.5)`` still calls MKL's kernel directly (no code here uses it; the fingerprint
-    watches it). Idempotent; the kernels stay for the life of the process."""
-    global _SQRT_LIBRARY
-    if _SQRT_LIBRARY is not None:
-        return
-    import torch
-
-    def sqrt(x):
-        return _numpy_sqrt(x)
-
-    def sqrt_(x):
-        return x.copy_(_numpy_sqrt(x))
-
-    def sqrt_out(x, *, out):
-        root = _numpy_sqrt(x)
-        if out.shape != root.shape:
-            out.resize_(root.shape)
-        return out.copy_(root)
-
-    lib = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():  # torch warns once that it overrides a built-in kernel
-        warnings.simplefilter("ignore")
-        lib.impl("sqrt", sqrt, "CPU")
-        lib.impl("sqrt_", sqrt_, "CPU")
-        lib.impl("sqrt.out", sqrt_out, "CPU")
-    _SQRT_LIBRARY = lib
-
-
-def sqrt_is_exact() -> bool:
-    """True when ``torch.sqrt`` in this process returns correctly rounded fp32 roots (checked
-    against numpy on 4096 values, of which an inexact kernel gets hundreds wrong)."""
-    import numpy as np
-    import torch
-
-    x = torch.linspace(0.001, 1000.0, 4096)
-    return bool(np.array_equal(torch.sqrt(x).numpy(), np.sqrt(x.numpy())))
 
 
 def die_with_parent() -> None:
@@ -263,7 +200,9 @@ class PinnedReport:
     """numpy dispatch targets above the AVX2 level that are active (should be none)."""
     cpu: str = ""
     sqrt_exact: bool = False
-    """Whether ``torch.sqrt`` returns correctly rounded roots (:func:`exact_sqrt`)."""
+    """Whether ``torch.sqrt`` returns correctly rounded roots (:mod:`kit.world.kernels`)."""
+    gemm_openblas: bool = False
+    """Whether ``torch.mm`` runs in numpy's OpenBLAS (:mod:`kit.world.kernels`)."""
 
     def problems(self) -> list[str]:
         """Every way this process differs from the pinned environment (empty: it is pinned)."""
@@ -287,9 +226,9 @@ class PinnedReport:
         if self.numpy_above_avx2:
             out.append(f"numpy dispatches {', '.join(self.numpy_above_avx2)} loops")
         if not self.sqrt_exact:
-            out.append(
-                "torch.sqrt runs MKL's vector sqrt, not exact roots (exact_sqrt not in force)"
-            )
+            out.append("torch.sqrt runs MKL's vector sqrt, not exact roots (kit.world.kernels)")
+        if not self.gemm_openblas:
+            out.append("torch.mm runs MKL, not numpy's OpenBLAS (kit.world.kernels)")
         return out
 
     def summary(self) -> str:
@@ -299,7 +238,8 @@ class PinnedReport:
         return (
             f"MKL CNR:{self.mkl_cnr}, ATen {self.torch_capability}, oneDNN "
             f"{'on' if self.onednn_enabled else 'off'}, {self.torch_threads} thread, OpenBLAS "
-            f"{blas}, numpy {'+'.join(self.numpy_above_avx2) or 'AVX2 level'}, sqrt "
+            f"{blas}, numpy {'+'.join(self.numpy_above_avx2) or 'AVX2 level'}, GEMM "
+            f"{'OpenBLAS' if self.gemm_openblas else 'MKL'}, sqrt "
             f"{'exact' if self.sqrt_exact else 'MKL'} ({self.cpu})"
         )
 
@@ -336,11 +276,13 @@ def _report_here() -> None:
     import torch
     from numpy._core._multiarray_umath import __cpu_features__
 
+    a = torch.ones(64, 64)
+    # an SGEMM before enter_pinned sends products to OpenBLAS: MKL prints "MKL_VERBOSE SGEMM(...)
+    # ... CNR:<mode> ..." (its mode still matters to the fused kernels that call MKL themselves)
+    (a @ a).sum()
+    sys.stdout.flush()
     if is_pinned():
         enter_pinned()
-    a = torch.ones(64, 64)
-    (a @ a).sum()  # an SGEMM: MKL prints "MKL_VERBOSE SGEMM(...) ... CNR:<mode> ..."
-    sys.stdout.flush()
     blas = [
         {
             "library": os.path.basename(i["filepath"]),
@@ -356,7 +298,8 @@ def _report_here() -> None:
         "torch_threads": torch.get_num_threads(),
         "openblas": blas,
         "cpu": _cpu_name(),
-        "sqrt_exact": sqrt_is_exact(),
+        "sqrt_exact": kernels.sqrt_is_exact(),
+        "gemm_openblas": kernels.gemm_is_openblas(),
         "numpy_above_avx2": [
             f for f in _NUMPY_DISPATCH if f not in NUMPY_AVX2_LEVEL and __cpu_features__.get(f)
         ],

@@ -38,6 +38,7 @@ def test_the_pinned_process_runs_in_the_pinned_mode(report):
         b["architecture"] == OPENBLAS_CORE and b["num_threads"] == 1 for b in report.openblas
     ), report.openblas
     assert report.numpy_above_avx2 == []
+    assert report.sqrt_exact and report.gemm_openblas  # kit.world.kernels
     assert report.problems() == []
 
 
@@ -52,6 +53,8 @@ def test_an_ignored_or_missing_pin_is_reported():
         "not CNR:COMPATIBLE" in problems
         and "DEFAULT kernels" in problems
         and "oneDNN is enabled" in problems
+        and "not exact roots" in problems
+        and "not numpy's OpenBLAS" in problems
     )
 
 

@@ -395,39 +395,6 @@ def test_a_different_platform_is_named_in_one_line():
     assert not ok and "1 primitive(s) to other bits (sqrt)" in why
 
 
-def test_pinned_square_roots_are_exact():
-    """In a pinned process torch.sqrt (functional, in place, out=, per tensor of a foreach) gives
-    numpy's IEEE-exact roots, and its gradient is unchanged; MKL's vector sqrt, which torch uses
-    otherwise, rounds ~17% of fp32 roots off by an ulp on an AMD EPYC, and others on Intel."""
-    code = """
-import numpy as np, torch
-from kit.world.pinned import enter_pinned, sqrt_is_exact
-enter_pinned()
-x = torch.rand(3000, dtype=torch.float32) * 100
-ref = np.sqrt(x.numpy())
-y = x.clone(); y.sqrt_()
-o = torch.empty(0); torch.sqrt(x, out=o)
-checks = [
-    np.array_equal(x.sqrt().numpy(), ref), np.array_equal(y.numpy(), ref),
-    np.array_equal(o.numpy(), ref), np.array_equal(torch._foreach_sqrt([x])[0].numpy(), ref),
-    np.array_equal(x.reshape(30, 100).t().sqrt().numpy(), ref.reshape(30, 100).T),
-    torch.sqrt(torch.tensor(4)).item() == 2.0, torch.tensor([-1.0]).sqrt().isnan().item(),
-    x.double().sqrt().dtype == torch.float64, sqrt_is_exact(),
-]
-a = x[:5].clone().requires_grad_(True)
-a.sqrt().sum().backward()
-checks.append(torch.equal(a.grad, 0.5 / a.detach().sqrt()))
-print(checks)
-"""
-    from kit.world.pinned import pinned_environ
-
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=pinned_environ(), capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str([True] * 10)
-
-
 def test_card_diff_names_every_difference():
     from kit.world.card import card_diff
 
@@ -464,3 +431,21 @@ def test_a_loaded_member_carries_its_build_identity_for_caches(micro_world):
     assert model_identity(ckpt) != model_identity(final)
     reseeded = world_spec(micro_world, seed=7)  # another build of the same recipe: another key
     assert member_identity(reseeded, "zoo/base-m") != ident
+
+
+def test_a_build_explains_a_card_from_another_platform_in_one_line(micro_world, monkeypatch):
+    """`kit zoo build` (so `make run`) on a machine whose numbers differ from the committed card's
+    says in one line which CPU made the committed card and that this one gives other bits; on the
+    committed platform a difference is flagged as a warning instead."""
+    from kit.world import cli, fingerprint
+
+    c = copy.deepcopy(world.card(micro_world))
+    assert cli._platform_line(c, micro_world).startswith("zoo card of world micro equals")
+    c["weights_digests"]["zoo/base-s"] = "0" * 16
+    why = "the committed cards were made on AMD EPYC (AuthenticAMD); this Intel Xeon ..."
+    monkeypatch.setattr(fingerprint, "matches_committed", lambda mine=None: (False, why))
+    line = cli._platform_line(c, micro_world)
+    assert "\n" not in line and "in 1 places, as expected here: " + why in line
+    assert "card checks pass here" in line
+    monkeypatch.setattr(fingerprint, "matches_committed", lambda mine=None: (True, "same"))
+    assert cli._platform_line(c, micro_world).startswith("WARNING: zoo card of world micro differs")
