@@ -38,13 +38,17 @@ class NotebookOutcome:
 # and text bars as redraw fragments); KIT_BATCH makes kit.start turn tqdm.auto into plain tqdm for
 # the bars a caller forces on. IPC transport: no "running over TCP without encryption" warning.
 # PINNED_ENV: the kernels compute in the numerical environment the worlds are trained in (torch's
-# portable kernels, MKL's reproducible path, one thread; kit.start switches oneDNN off), so the
+# portable kernels, products in OpenBLAS, exact roots, one thread: kit.start enters it), so the
 # numbers and figures of a run are the same bits on one numerical platform (kit/world/pinned.py).
 KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1", **PINNED_ENV}
 KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
 KERNEL_START_TIMEOUT_S = 300
 """Seconds a notebook's kernel may take to answer its first request (papermill's
 ``start_timeout``)."""
+IOPUB_TIMEOUT_S = 600
+"""Seconds to wait for a cell's remaining output after the kernel said it finished (nbclient's
+``iopub_timeout``, default 4 s: under load a heatmap cell's figure arrived later and papermill
+failed the notebook with ``CellTimeoutError``). Cells themselves have no timeout unless asked."""
 
 
 @contextmanager
@@ -104,6 +108,7 @@ def execute(
                 # papermill's default 60 s for the kernel's first reply failed two notebooks when
                 # two test suites shared the 2 cores; a slow start is not a failed notebook
                 start_timeout=KERNEL_START_TIMEOUT_S,
+                iopub_timeout=IOPUB_TIMEOUT_S,
                 # on Ctrl-C a graceful shutdown makes the kernel print zmq errors
                 shutdown_kernel="immediate",
             )

@@ -44,3 +44,17 @@ def test_lab_allows_root_only_as_root():
 def test_progress_bars_are_off_when_written_to_a_log():
     out = make_probe("echo [$(BARS)]")  # stdout is a pipe here, as in `make run > log`
     assert out.stdout.strip() == "[TQDM_DISABLE=1]"
+
+
+def test_environment_yml_installs_what_the_makefile_installs():
+    """conda's environment.yml: the Makefile's Python version and its TORCH_SPEC before the
+    package and its test extra, so the two paths resolve the same torch."""
+    import yaml
+
+    env = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())
+    torch_spec = make_probe("echo $(TORCH_SPEC)").stdout.strip()
+    python = make_probe("echo $(PYTHON)").stdout.strip()
+    deps = env["dependencies"]
+    pip = next(d["pip"] for d in deps if isinstance(d, dict))
+    assert f"python={python.removeprefix('python')}" in deps
+    assert pip.index(torch_spec) < pip.index("-e .[test]")

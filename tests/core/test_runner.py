@@ -413,3 +413,26 @@ def test_sigterm_stops_notebooks_running_side_by_side(tmp_path):
     assert record["status"] == "interrupted"
     assert sorted(o["status"] for o in record["notebooks"]) == ["interrupted", "interrupted"]
     assert not list(run_dir.rglob(".*.partial.ipynb")) and not (run_dir / ".specs").exists()
+
+
+def test_kernels_get_a_generous_iopub_timeout_and_no_cell_timeout(tmp_path, monkeypatch):
+    """nbclient's 4 s wait for a finished cell's output failed a heatmap cell under load; the runner
+    asks for IOPUB_TIMEOUT_S and sets no cell timeout unless one is given."""
+    import papermill
+
+    from kit.core import execution
+
+    seen = {}
+
+    def fake(src, dst, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(papermill, "execute_notebook", fake)
+    nb = tmp_path / "00_x.ipynb"
+    nb.write_text("{}")
+    (tmp_path / "run").mkdir()
+    outcome = execution.execute(nb, "smoke", tmp_path / "run", timeout=None)
+    assert outcome.status == "failed" and "stop here" in outcome.error
+    assert seen["iopub_timeout"] == execution.IOPUB_TIMEOUT_S >= 300
+    assert seen["execution_timeout"] is None
