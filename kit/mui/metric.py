@@ -28,7 +28,14 @@ from torch import Tensor
 
 from kit.models import tl
 from kit.mui.key_neurons import _check_threshold, _k_for, layer_key_mask
-from kit.mui.scores import _check_ig, _check_score, _check_tokens, _w_out, iter_neuron_scores
+from kit.mui.scores import (
+    _check_ig,
+    _check_score,
+    _check_tokens,
+    _w_out,
+    act_fn_site,
+    iter_neuron_scores,
+)
 
 
 def mui_of_mask(mask: Bool[Tensor, "layer width"]) -> float:
@@ -287,16 +294,6 @@ PUBLIC_CODE_STORED = 2000
 """MUI-Eval stores the top 2000 (position, neuron) entries per response and layer before
 thresholding."""
 
-_ACTS = {
-    "relu": torch.relu,
-    "silu": torch.nn.functional.silu,
-    "swish": torch.nn.functional.silu,
-    "gelu": torch.nn.functional.gelu,
-    "gelu_new": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "gelu_fast": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-}
-
 
 def public_code_k(d_mlp: int) -> int:
     """MUI-Eval's per-layer k: ``int(1/1000 * d_mlp)``, a floor (14 for 14336, 18 for 18944), 0
@@ -370,14 +367,8 @@ def public_code_utilization(
             f"the public code's k = int(d_mlp/1000) = {kk} for d_mlp={cfg.d_mlp}: it selects no "
             "neuron; pass k explicitly (k >= 1)"
         )
-    gated = bool(getattr(cfg, "gated_mlp", False))
-    if gated and cfg.act_fn not in _ACTS:
-        raise ValueError(
-            f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: "
-            f"{', '.join(_ACTS)}"
-        )
-    # gated: act(gate) = act_fn(hook_pre); plain: hook_post = act(pre)
-    site = "hook_pre" if gated else "hook_post"
+    # the output of mlp.act_fn: gated, act(gate) = act_fn(hook_pre); plain, hook_post = act(pre)
+    site, act_fn = act_fn_site(model)
     names = [f"blocks.{L}.mlp.{site}" for L in range(cfg.n_layers)]
     union = torch.zeros(cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
     sample_masks = torch.zeros(tokens.shape[0], cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
@@ -389,7 +380,7 @@ def public_code_utilization(
             _, cache = tl.run_with_cache(model, chunk, names)
             for L, name in enumerate(names):
                 # [rows, seq, d_mlp]
-                acts = _ACTS[cfg.act_fn](cache[name]) if gated else cache[name]
+                acts = act_fn(cache[name])
                 W_out = _w_out(model, L)
                 for j, m in enumerate(response_mask[rows]):
                     q = torch.nonzero(m).flatten().to(acts.device)
