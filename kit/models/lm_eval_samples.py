@@ -162,7 +162,7 @@ def _loglik(resp: Any, where: str, i: int) -> float:
     written as strings: ``[["-26.24", "False"]]``), ``[(ll, is_greedy)]`` in memory."""
     while isinstance(resp, (list, tuple)) and resp and isinstance(resp[0], (list, tuple)):
         resp = resp[0]
-    value = resp[0] if isinstance(resp, (list, tuple)) and resp else resp
+    value: Any = resp[0] if isinstance(resp, (list, tuple)) and resp else resp
     try:
         return float(value)
     except (TypeError, ValueError):
