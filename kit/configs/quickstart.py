@@ -32,6 +32,10 @@ class Config(BaseConfig):
     (``kit.data.responses.RESPONSE_SETS``, e.g. ``arc/llama3.1-8b-instruct``) or the path of an
     lm-evaluation-harness ``--log_samples`` jsonl; its first ``n_eval`` items replace ``task``'s.
     None: batched greedy generation."""
+    filter: str | None = None
+    """With an lm-evaluation-harness ``responses`` file: the harness filter whose answers are read
+    (its name in the file, e.g. ``strict-match`` or ``flexible-extract`` for GSM8K). None: the
+    file's only filter; a file with several (GSM8K's two) is refused, naming them."""
     max_batch_tokens: int = Field(8192, ge=1)
     """Real models: padded tokens per teacher-forced MUI pass (rows x longest row); lower it when
     the GPU runs out of memory."""
@@ -66,6 +70,16 @@ class Config(BaseConfig):
             raise ValueError(
                 f"compare_models={self.compare_models!r} with compare_tasks="
                 f"{self.compare_tasks!r}: the comparison needs both (or neither: [] and {{}})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _filter_needs_a_file(self) -> "Config":
+        if self.filter is not None and self.responses is None:
+            raise ValueError(
+                f"filter={self.filter!r} chooses the answers of an lm-evaluation-harness "
+                "responses file; responses is null (set responses to a --log_samples file, or "
+                "filter: null)"
             )
         return self
 

@@ -9,7 +9,8 @@ ARC/MMLU) and ``[long]`` (4 x 256); for models over 5e8 parameters 4 x 16 and 4 
   ``kit.load_model`` name: ``random/llama-8b`` (real shape), ``twin/<arch>`` (the real-model
   loading path), a Hugging Face id or directory (``--device cuda``).
 - ``mui/speedup_vs_public[...]``: time of a faithful re-implementation of the public MUI-Eval
-  scoring (``get_neuron.py``: batches of 4; per batch and layer the full ``d_mlp x vocab``
+  scoring (``get_neuron.py``: batches of 4; activations at each layer's ``mlp.act_fn``,
+  :func:`kit.mui.scores.act_fn_site`; per batch and layer the full ``d_mlp x vocab``
   projection ``W_out @ W_U``; a Python loop appending every response token's scores; per
   sample and layer a top-2000 over the flattened response with one ``.item()`` per kept entry)
   / time of :func:`kit.mui.metric.utilization` on the same tokens. Target >= 50. The ``d_mlp x
@@ -30,6 +31,7 @@ import torch
 
 from kit.core.bench import DEFAULT_MODEL, BenchLine
 from kit.models import tl
+from kit.mui.scores import act_fn_site
 
 if TYPE_CHECKING:
     from kit.models.tl import HookedModel
@@ -86,6 +88,7 @@ def public_algorithm(
     function (``public_algorithm.t_proj_slice``) for scaling. Target ids are taken modulo
     ``proj_cols`` so the sliced projection can be gathered from (timing stand-in only)."""
     L = model.cfg.n_layers
+    site, act_fn = act_fn_site(model)  # the public code hooks mlp.act_fn
     t0 = time.perf_counter()
     t_proj = 0.0
     W_U = tl.unembed(model)[:, :proj_cols].float()
@@ -93,7 +96,7 @@ def public_algorithm(
         toks = tokens[start : start + PUBLIC_BATCH]
         mask = response_mask[start : start + PUBLIC_BATCH]
         with torch.no_grad():
-            _, cache = tl.run_with_cache(model, toks, lambda n: n.endswith("mlp.hook_post"))
+            _, cache = tl.run_with_cache(model, toks, lambda n: n.endswith(f"mlp.{site}"))
         b_idx, p_idx = mask.nonzero(as_tuple=True)
         ids = toks[b_idx, p_idx] % proj_cols  # the public code gathers the token AT p (off by one)
         B = toks.shape[0]
@@ -103,7 +106,7 @@ def public_algorithm(
             tp = time.perf_counter()
             projection = tl.mlp_out(model, layer).float() @ W_U  # d_mlp x vocab (sliced)
             t_proj += time.perf_counter() - tp
-            act = cache[f"blocks.{layer}.mlp.hook_post"][b_idx, p_idx, :]
+            act = act_fn(cache[f"blocks.{layer}.mlp.{site}"][b_idx, p_idx, :])  # mlp.act_fn's
             prob = act * projection[:, ids].T
             for idx, b in enumerate(b_idx):
                 scores[layer][int(b.item())].append(prob[idx])

@@ -225,14 +225,37 @@ def method_grid_section(
     )
 
 
-def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
+def public_code_section(
+    subject: Subject, task: str, cfg, k: int | None = None, prompts: str = "kit"
+):
     """Item 6: the paper's definition and MUI-Eval's code (``variant="public_code"``) on the same
-    model, items and responses; the code with 1 and with 2 visible GPUs (its per-GPU duplicates)."""
+    model, items and responses; the code with 1 and with 2 visible GPUs (its per-GPU duplicates).
+
+    ``prompts``: the code's rows built as kit builds them (``kit``: the same tokens as the paper's
+    row, so only the scoring differs) or as the public code builds them (``public_code``:
+    :func:`kit.mui.metric.public_code_rows`, its BOS handling and templates; real models only)."""
     from kit.core.findings import Section
 
+    if prompts not in mui.PROMPTS:
+        raise ValueError(f"prompts={prompts!r}; allowed values: {', '.join(mui.PROMPTS)}")
     model, focus = subject.model, subject.name
     items = subject.items(task, "test", cfg.n_items, cfg.seed)
-    tokens, mask = subject.tokens(items, subject.respond(task, items, cfg.max_new_tokens))
+    responses = subject.respond(task, items, cfg.max_new_tokens)
+    tokens, mask = subject.tokens(items, responses)
+    pub_tokens, pub_mask = tokens, mask
+    if prompts == "public_code":
+        if subject.kind == "world":
+            raise ValueError(
+                "prompts='public_code' needs a real model's tokenizer; allowed for tiny-world "
+                "models: prompts='kit'"
+            )
+        from kit.models.rows import pad_rows
+
+        chat = getattr(subject, "chat", None)
+        template = None if chat is None else ("chat" if chat else "plain")
+        rows = mui.public_code_rows(model, [it.prompt for it in items], responses, template)
+        pad = model.tokenizer.pad_token_id
+        pub_tokens, pub_mask = pad_rows(rows, pad if pad is not None else 0)
     d = model.cfg.d_mlp
     k_pub = mui.public_code_k(d) if k is None else k
     note = ""
@@ -241,6 +264,12 @@ def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
         note = (
             f" The public code's k = int({d}/1000) = 0 would select no neuron at all (MUI 0); k = "
             "1 is passed explicitly so its other choices can be compared."
+        )
+    if prompts == "public_code":
+        n_bos = sum(int(r[0] == r[1] == model.tokenizer.bos_token_id) for r in pub_tokens.tolist())
+        note += (
+            " The code's rows are tokenised as the code tokenises them (its templates, a BOS added "
+            f"even after a template's own: {n_bos} of {len(items)} rows start with two)."
         )
     budget: dict[str, Any]
     budget = dict(
@@ -257,12 +286,13 @@ def public_code_section(subject: Subject, task: str, cfg, k: int | None = None):
     ]
     for g in (1, 2):
         res = mui.utilization(
-            model, tokens, mask, variant="public_code", k=k_pub, n_gpus=g, **budget
+            model, pub_tokens, pub_mask, variant="public_code", k=k_pub, n_gpus=g, **budget
         )
         jac = float((res.mask & paper).sum() / max(1, int((res.mask | paper).sum())))
         rows.append(
             {
-                "variant": f"public_code, {g} GPU(s)",
+                "variant": f"public_code, {g} GPU(s)"
+                + (", its prompts" if prompts == "public_code" else ""),
                 "k": k_pub,
                 "mui": res.mui,
                 "jaccard_with_paper": jac,

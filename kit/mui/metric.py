@@ -28,7 +28,14 @@ from torch import Tensor
 
 from kit.models import tl
 from kit.mui.key_neurons import _check_threshold, _k_for, layer_key_mask
-from kit.mui.scores import _check_ig, _check_score, _check_tokens, _w_out, iter_neuron_scores
+from kit.mui.scores import (
+    _check_ig,
+    _check_score,
+    _check_tokens,
+    _w_out,
+    act_fn_site,
+    iter_neuron_scores,
+)
 
 
 def mui_of_mask(mask: Bool[Tensor, "layer width"]) -> float:
@@ -287,16 +294,6 @@ PUBLIC_CODE_STORED = 2000
 """MUI-Eval stores the top 2000 (position, neuron) entries per response and layer before
 thresholding."""
 
-_ACTS = {
-    "relu": torch.relu,
-    "silu": torch.nn.functional.silu,
-    "swish": torch.nn.functional.silu,
-    "gelu": torch.nn.functional.gelu,
-    "gelu_new": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "gelu_fast": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-}
-
 
 def public_code_k(d_mlp: int) -> int:
     """MUI-Eval's per-layer k: ``int(1/1000 * d_mlp)``, a floor (14 for 14336, 18 for 18944), 0
@@ -354,7 +351,10 @@ def public_code_utilization(
     - ``k = int(d_mlp / 1000)`` (:func:`public_code_k`, a floor) instead of ``max(1, round(.))``;
       ``k=None`` uses it and raises when it is 0 (the public code would find no neuron at all).
 
-    Not reproduced: fp16 arithmetic. ``tokens``/``response_mask`` as for :func:`utilization`.
+    Not reproduced: fp16 arithmetic. ``tokens``/``response_mask`` as for :func:`utilization`:
+    kit's rows, or the rows the public code builds (its templates and a BOS even after a
+    template's own: :func:`public_code_rows`, ``utilization_for_items(..., prompts=
+    "public_code")``).
     """
     tokens = _check_tokens(tokens)
     response_mask = response_mask.bool().cpu()
@@ -370,14 +370,8 @@ def public_code_utilization(
             f"the public code's k = int(d_mlp/1000) = {kk} for d_mlp={cfg.d_mlp}: it selects no "
             "neuron; pass k explicitly (k >= 1)"
         )
-    gated = bool(getattr(cfg, "gated_mlp", False))
-    if gated and cfg.act_fn not in _ACTS:
-        raise ValueError(
-            f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: "
-            f"{', '.join(_ACTS)}"
-        )
-    # gated: act(gate) = act_fn(hook_pre); plain: hook_post = act(pre)
-    site = "hook_pre" if gated else "hook_post"
+    # the output of mlp.act_fn: gated, act(gate) = act_fn(hook_pre); plain, hook_post = act(pre)
+    site, act_fn = act_fn_site(model)
     names = [f"blocks.{L}.mlp.{site}" for L in range(cfg.n_layers)]
     union = torch.zeros(cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
     sample_masks = torch.zeros(tokens.shape[0], cfg.n_layers, cfg.d_mlp, dtype=torch.bool)
@@ -389,7 +383,7 @@ def public_code_utilization(
             _, cache = tl.run_with_cache(model, chunk, names)
             for L, name in enumerate(names):
                 # [rows, seq, d_mlp]
-                acts = _ACTS[cfg.act_fn](cache[name]) if gated else cache[name]
+                acts = act_fn(cache[name])
                 W_out = _w_out(model, L)
                 for j, m in enumerate(response_mask[rows]):
                     q = torch.nonzero(m).flatten().to(acts.device)
@@ -464,9 +458,98 @@ def item_tokens(
     return tokens, mask
 
 
+PUBLIC_CODE_TEMPLATES: dict[str, str | None] = {
+    "chat": None,
+    "plain": "{prompt}",
+    "llama3": "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n{prompt}<|eot_id|>"
+    "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "mistral": "<s>[INST] {prompt} [/INST]",
+    "deepseek-r1": "<｜begin▁of▁sentence｜><｜User｜>{prompt}<｜Assistant｜><think>\n",
+}
+"""Prompt texts MUI-Eval's ``get_neuron.py`` builds, by model family: ``chat`` (the tokenizer's
+chat template with one user turn and the assistant turn opened: its Qwen, Gemma-2, Tulu-3,
+Granite... models), ``plain`` (the prompt as it is: its base models), and the literal texts it
+writes for Llama-3 instruct models (no system turn: Llama-3.1's own template adds one with its
+knowledge-cutoff date), Mistral and the DeepSeek-R1 distillations."""
+
+PROMPTS = ("kit", "public_code")
+"""How :func:`utilization_for_items` builds prompt + response rows: ``kit`` (:func:`item_tokens`)
+or ``public_code`` (:func:`public_code_rows`)."""
+
+
+def public_code_rows(
+    model, prompts: Sequence[str], responses: Sequence[str], template: str | None = None
+) -> list[tuple[list[int], int]]:
+    """``(ids, n_prompt)`` per item as MUI-Eval's ``get_neuron.py`` tokenises prompt + response:
+    the text is ``prompt`` in ``template`` (:data:`PUBLIC_CODE_TEMPLATES`; None: ``chat`` when the
+    tokenizer has a chat template, else ``plain``), tokenised by ``tokenizer(text)`` with the
+    tokenizer's default special tokens; the response is what ``tokenizer(text + response)`` holds
+    after the prompt's own token count.
+
+    How this differs from kit's rows (:func:`kit.models.rows.teacher_forced_rows`, the default of
+    :func:`item_tokens`): kit adds no BOS where the text already starts with it; the public code
+    adds it regardless, so a template that writes its BOS (Llama-3's and Gemma-2's chat templates,
+    the ``llama3``, ``mistral`` and ``deepseek-r1`` texts) gives rows starting with TWO BOS tokens,
+    which shifts every activation of the prompt and response. Templates: no system prompt, and the
+    family's literal text where the public code writes one. Rows longer than the model's context
+    are an error (kit cuts the prompt's left end with a warning; the public code never cuts).
+    """
+    if template is None:
+        template = "chat" if getattr(model.tokenizer, "chat_template", None) else "plain"
+    if template not in PUBLIC_CODE_TEMPLATES:
+        raise ValueError(
+            f"template={template!r}; allowed values: {', '.join(PUBLIC_CODE_TEMPLATES)}"
+        )
+    if len(prompts) != len(responses):
+        raise ValueError(
+            f"prompts ({len(prompts)}) and responses ({len(responses)}) must have the same length"
+        )
+    tok = model.tokenizer
+    fmt = PUBLIC_CODE_TEMPLATES[template]
+    n_ctx = int(model.cfg.n_ctx)
+    rows = []
+    for i, (p, r) in enumerate(zip(prompts, responses)):
+        if fmt is None:
+            messages = [{"role": "user", "content": p}]
+            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        else:
+            text = fmt.replace("{prompt}", p)
+        n_prompt = len(tok(text)["input_ids"])  # default special tokens: a BOS even after one
+        ids = tok(text + r)["input_ids"]
+        if len(ids) > n_ctx:
+            raise ValueError(
+                f"item {i}: {len(ids)} tokens as the public code builds them exceed the model's "
+                f"context ({n_ctx}); shorten the response or use prompts='kit' (which cuts)"
+            )
+        rows.append((ids, n_prompt))
+    return rows
+
+
 def utilization_for_items(
-    model, items: Sequence[Any], responses: Sequence[str], **kwargs: Any
+    model,
+    items: Sequence[Any],
+    responses: Sequence[str],
+    prompts: str = "kit",
+    template: str | None = None,
+    **kwargs: Any,
 ) -> MUIResult:
-    """:func:`utilization` of prompt+response texts (``kwargs`` go to :func:`utilization`)."""
-    tokens, mask = item_tokens(model, items, responses)
+    """:func:`utilization` of prompt+response texts (``kwargs`` go to :func:`utilization`), the
+    rows built by kit (``prompts="kit"``, :func:`item_tokens`) or as MUI-Eval's code builds them
+    (``prompts="public_code"``, :func:`public_code_rows` in ``template``: its BOS handling and
+    templates, e.g. with ``variant="public_code"`` to reproduce the public code as it ran)."""
+    if prompts not in PROMPTS:
+        raise ValueError(f"prompts={prompts!r}; allowed values: {', '.join(PROMPTS)}")
+    if prompts == "kit":
+        tokens, mask = item_tokens(model, items, responses)
+    else:
+        if is_world_model(model):
+            raise ValueError(
+                "prompts='public_code' needs a Hugging Face tokenizer; a tiny-world model's "
+                "prompts are its word tokens (allowed: prompts='kit')"
+            )
+        from kit.models.rows import pad_rows
+
+        rows = public_code_rows(model, [it.prompt for it in items], responses, template)
+        pad = model.tokenizer.pad_token_id
+        tokens, mask = pad_rows(rows, pad if pad is not None else 0)
     return utilization(model, tokens, mask, **kwargs)

@@ -102,7 +102,7 @@ LM_EVAL_INVALID = "[invalid]"
 """What lm-evaluation-harness's regex filters write when they find no answer (a parse failure)."""
 
 
-def file_answers(source: str, n: int) -> Answers:
+def file_answers(source: str, n: int, filter: str | None = None) -> Answers:
     """The first ``n`` responses of a file a user already has.
 
     ``source``: a published response set (``kit.data.responses.RESPONSE_SETS``:
@@ -110,15 +110,28 @@ def file_answers(source: str, n: int) -> Answers:
     the bare questions, shown through the chat template when the tokenizer has one) or the path of
     an lm-evaluation-harness ``--log_samples`` jsonl (``samples_<task>_<date>.jsonl``; prompts are
     the exact context the harness sent, so no template is added; correctness is the sample's first
-    metric among :data:`LM_EVAL_METRICS`; a parse failure is a filtered answer
-    :data:`LM_EVAL_INVALID`, unknown when the samples carry no filtered answer). Truncation is
-    unknown.
+    metric among :data:`LM_EVAL_METRICS`). ``filter``: the harness's filter whose answers are read
+    (``strict-match`` or ``flexible-extract`` for gsm8k; None: the file's only one, an error naming
+    them when it has several); a published set has none.
+
+    An lm-eval log of a generation task gives its generations (a parse failure is a filtered
+    answer :data:`LM_EVAL_INVALID`, unknown when the samples carry no filtered answer); a log of a
+    multiple-choice task gives the option the harness chose (the largest log-likelihood, as its
+    ``acc``: the response is that option's continuation, so MUI is measured over it; the target
+    is the right option's; ``scoring="loglik-text"``, chance the mean of 1/options, no parse
+    failure; ``extra`` holds ``option_logliks`` and ``chosen``). Log-likelihood-only task types
+    are refused by :func:`kit.models.lm_eval_samples.read_lm_eval_samples`. Truncation is unknown.
     """
     from kit.data.responses import RESPONSE_SETS, load_responses
 
     if n < 1:
         raise ValueError(f"n_eval={n} must be >= 1")
     if source in RESPONSE_SETS:
+        if filter is not None:
+            raise ValueError(
+                f"filter={filter!r} names an lm-evaluation-harness filter; the published response "
+                f"set {source} has none: set filter to None"
+            )
         rs = load_responses(source, limit=n)
         items = [FileItem(i, p, r) for i, p, r in zip(rs.ids, rs.prompts, rs.references)]
         return Answers(
@@ -139,7 +152,13 @@ def file_answers(source: str, n: int) -> Answers:
         )
     from kit.models.lm_eval_samples import read_lm_eval_samples
 
-    samples = read_lm_eval_samples(path)[:n]
+    samples = read_lm_eval_samples(path, filter=filter)[:n]
+    kinds = sorted({s["output_type"] for s in samples})
+    if len(kinds) > 1:
+        raise ValueError(
+            f"responses={source!r} mixes lm-eval task types ({', '.join(kinds)}): one task per file"
+        )
+    choice = kinds == ["multiple_choice"]
     metric = next((m for m in LM_EVAL_METRICS if all(m in s["metrics"] for s in samples)), None)
     if metric is None:
         raise ValueError(
@@ -147,22 +166,27 @@ def file_answers(source: str, n: int) -> Answers:
             f"{', '.join(LM_EVAL_METRICS)} (found: "
             f"{', '.join(sorted(samples[0]['metrics'])) or 'none'})"
         )
-    items = [
-        FileItem(str(s["doc_id"]), s["prompt"], "" if s["target"] is None else str(s["target"]))
-        for s in samples
-    ]
+
+    def target(s: dict) -> str:
+        if choice and s["gold"] is not None:
+            return s["choices"][s["gold"]]
+        return "" if s["target"] is None else str(s["target"])
+
+    items = [FileItem(str(s["doc_id"]), s["prompt"], target(s)) for s in samples]
     correct = sample_correctness(
         [s["metrics"][metric] for s in samples], [s["doc_id"] for s in samples], source, metric
     )
     filtered = [s["filtered"] for s in samples]
-    failed = (
-        np.array([f == LM_EVAL_INVALID for f in filtered])
-        if all(isinstance(f, str) for f in filtered)
-        else None
-    )
+    if choice:  # an option is always chosen
+        failed = np.zeros(len(samples), dtype=bool)
+    elif all(isinstance(f, str) for f in filtered):
+        failed = np.array([f == LM_EVAL_INVALID for f in filtered])
+    else:
+        failed = None
     benchmark = path.stem.removeprefix("samples_").rsplit("_", 1)[0] or path.stem
     from kit.models.identity import file_sha256
 
+    chosen_filter = samples[0]["filter"]
     # the file's content, not its name, is what a cache may key on (a file replaced in place)
     return Answers(
         benchmark,
@@ -170,8 +194,20 @@ def file_answers(source: str, n: int) -> Answers:
         [s["response"] for s in samples],
         correct,
         parse_failed=failed,
-        source=f"lm-eval {path.name} sha256:{file_sha256(path)[:16]} ({metric})",
+        chance=float(np.mean([1 / len(s["choices"]) for s in samples])) if choice else None,
+        source=f"lm-eval {path.name} sha256:{file_sha256(path)[:16]} ({metric}"
+        + (f", filter {chosen_filter}" if chosen_filter not in (None, "none") else "")
+        + ")",
         chat=False,
+        scoring="loglik-text" if choice else "generate",
+        extra=(
+            {
+                "option_logliks": [s["loglikelihoods"] for s in samples],
+                "chosen": [s["response"] for s in samples],
+            }
+            if choice
+            else {}
+        ),
     )
 
 
@@ -200,14 +236,20 @@ def sample_correctness(
 
 
 def items_and_answers(
-    subject: Subject, task: str, n: int, seed: int = 0, responses: str | None = None
+    subject: Subject,
+    task: str,
+    n: int,
+    seed: int = 0,
+    responses: str | None = None,
+    filter: str | None = None,
 ) -> tuple[list, Answers | None]:
     """The items the notebook shows and scores, and the answers when they come from a file.
 
     ``responses`` (real models only: a world model cannot read another model's text) names a
-    file (:func:`file_answers`) whose first ``n`` items replace ``task``'s; the subject then shows
-    prompts as the file says (``chat``). Else the first ``n`` test items of ``task`` as the subject
-    shows them (``subject.items``) and None (the answers are generated later).
+    file (:func:`file_answers`, read under lm-eval's ``filter``) whose first ``n`` items replace
+    ``task``'s; the subject then shows prompts as the file says (``chat``). Else the first ``n``
+    test items of ``task`` as the subject shows them (``subject.items``) and None (the answers are
+    generated later).
     """
     if responses is not None:
         if subject.kind == "world":
@@ -215,7 +257,7 @@ def items_and_answers(
                 f"responses={responses!r} needs a real model (a Hugging Face id, directory or "
                 "twin); tiny-world models generate their own: set responses: null"
             )
-        ans = file_answers(responses, n)
+        ans = file_answers(responses, n, filter=filter)
         return ans.items, ans
     return subject.items(task, "test", n=n, seed=seed), None
 

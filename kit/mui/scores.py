@@ -11,7 +11,7 @@ over score positions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -293,24 +293,77 @@ def neuron_scores(
     return out
 
 
-def naive_public_scores(
-    model, tokens: Int[Tensor, "batch seq"], offset: int = 1
-) -> Float[Tensor, "batch pos layer d_mlp"]:
-    """A faithful re-implementation of the public MUI-Eval scoring loop, for comparison only.
+ACT_FNS = {
+    "relu": torch.relu,
+    "silu": torch.nn.functional.silu,
+    "swish": torch.nn.functional.silu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_new": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "gelu_fast": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+}
+"""The activation functions of gated MLPs, by their TransformerLens ``cfg.act_fn`` name."""
 
-    Per batch and layer it forms the full ``d_mlp x vocab`` projection ``W_out @ W_U``, then loops
-    over tokens in Python. ``offset=1`` scores position p against ``tokens[p+1]`` (correct);
-    ``offset=0`` reproduces the public code's off-by-one (scored against ``tokens[p]``).
+
+def act_fn_site(model) -> tuple[str, Callable[[Tensor], Tensor]]:
+    """Where MUI-Eval's public code reads a neuron's activation: a forward hook on each layer's
+    ``mlp.act_fn``, whose output is ``act(gate)`` for gated MLPs (Llama, Qwen, Gemma: the gate's
+    activation BEFORE the multiplication by ``up``; ``down_proj`` reads ``act(gate) * up``, which
+    is ``blocks.{L}.mlp.hook_post``) and ``act(pre) = hook_post`` for plain MLPs.
+
+    Returns the TransformerLens hook (``hook_pre`` for gated MLPs, ``hook_post`` for plain ones,
+    under ``blocks.{L}.mlp.``) and the function that turns its value into the act_fn output
+    (``cfg.act_fn`` for gated MLPs, the identity for plain ones). Raises ValueError for a gated MLP
+    whose activation function is not in :data:`ACT_FNS`."""
+    cfg = model.cfg
+    if not getattr(cfg, "gated_mlp", False):
+        return "hook_post", lambda x: x
+    if cfg.act_fn not in ACT_FNS:
+        raise ValueError(
+            f"act_fn={cfg.act_fn!r} of this gated MLP is not known; allowed values: "
+            f"{', '.join(ACT_FNS)}"
+        )
+    return "hook_pre", ACT_FNS[cfg.act_fn]
+
+
+PUBLIC_ACTIVATIONS = ("act_fn", "hook_post")
+"""Activations :func:`naive_public_scores` reads: ``act_fn`` (the public code's, see
+:func:`act_fn_site`) or ``hook_post`` (the input of ``W_out``, Eq. 3's ``a``)."""
+
+
+def naive_public_scores(
+    model, tokens: Int[Tensor, "batch seq"], offset: int = 1, activation: str = "act_fn"
+) -> Float[Tensor, "batch pos layer d_mlp"]:
+    """A re-implementation of the public MUI-Eval scoring loop (``get_neuron.py``), for comparison
+    and timing only.
+
+    As the public code: the activation is the output of each layer's ``mlp.act_fn`` (the public
+    code's forward hook; ``act(gate)`` for gated MLPs, not the ``act(gate) * up`` that enters
+    ``down_proj``: :func:`act_fn_site`); per batch and layer it forms the full ``d_mlp x vocab``
+    projection ``W_out @ W_U``, then loops over tokens in Python, scoring ``act[p] *
+    proj[:, tokens[p + offset]]``. ``offset=0`` reproduces the public code's off-by-one (the token
+    at p, the one p reads), ``offset=1`` scores the token p predicts. ``activation="hook_post"``
+    reads ``blocks.{L}.mlp.hook_post`` instead: the same loop then computes Eq. 3, which
+    :func:`neuron_scores` must equal (identical to ``act_fn`` for plain MLPs).
+
+    Not reproduced: the public code's fp16 projection and activations, and its restriction to the
+    response positions (every position ``p < seq - 1`` is scored here; see
+    :func:`kit.mui.metric.public_code_utilization` for the whole public pipeline).
     """
+    if activation not in PUBLIC_ACTIVATIONS:
+        raise ValueError(
+            f"activation={activation!r}; allowed values: {', '.join(PUBLIC_ACTIVATIONS)}"
+        )
     tokens = _check_tokens(tokens).to(model.cfg.device)
     B, S = tokens.shape
+    site, act_fn = act_fn_site(model) if activation == "act_fn" else ("hook_post", lambda x: x)
     out = torch.zeros(B, S - 1, model.cfg.n_layers, model.cfg.d_mlp)
     with torch.no_grad():
-        _, cache = tl.run_with_cache(model, tokens, lambda n: n.endswith("mlp.hook_post"))
+        _, cache = tl.run_with_cache(model, tokens, lambda n: n.endswith(f"mlp.{site}"))
         for L in range(model.cfg.n_layers):
             # d_mlp x vocab, every batch, every layer
             proj = _w_out(model, L).float() @ tl.unembed(model).float()
-            acts = cache[f"blocks.{L}.mlp.hook_post"].float()
+            acts = act_fn(cache[f"blocks.{L}.mlp.{site}"]).float()
             for b in range(B):
                 for p in range(S - 1):
                     out[b, p, L] = (acts[b, p] * proj[:, tokens[b, p + offset]]).cpu()

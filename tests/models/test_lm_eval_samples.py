@@ -40,6 +40,7 @@ def test_read_lm_eval_samples_gives_one_record_per_document_under_the_chosen_fil
         "filtered": "28",
         "target": lines[0]["target"],
         "metrics": {"exact_match": 1.0},
+        "output_type": "generate_until",
     }
     assert [r["response"] for r in strict] == [r["response"] for r in flexible], (
         "same generations, other extraction"
@@ -87,21 +88,85 @@ def test_read_lm_eval_samples_single_filter_and_older_shapes(tmp_path):
             "target": "72",
             "metrics": {"exact_match": 1.0},
             "filter": None,
+            "output_type": "generate_until",
         }
     ]
     with pytest.raises(ValueError, match="carry no filter field"):
         read_lm_eval_samples(path, filter="strict-match")
-    path.write_text(
-        json.dumps(
-            {
-                "doc_id": 1,
-                "arguments": {"gen_args_0": {"arg_0": "x", "arg_1": " y"}},
-                "resps": [[[-1.2, True]]],
-            }
-        )
-        + "\n"
+
+
+def _choice_line(resps, target="1", **extra) -> dict:
+    """A multiple-choice line as lm-eval 0.4.13 writes it: each option's (log-likelihood,
+    is-greedy) as strings."""
+    options = [" Paris", " Rome", " Madrid"][: len(resps)]
+    return {
+        "doc_id": 1,
+        "target": target,
+        "arguments": {
+            f"gen_args_{i}": {"arg_0": "Question: capital of Italy?\nAnswer:", "arg_1": o}
+            for i, o in enumerate(options)
+        },
+        "resps": [[list(r)] for r in resps],
+        "filtered_resps": [list(r) for r in resps],
+        "filter": "none",
+        "metrics": ["acc", "acc_norm"],
+        "acc": 1.0,
+        "acc_norm": 1.0,
+        **extra,
+    }
+
+
+def test_a_multiple_choice_line_reads_as_the_chosen_option_not_as_a_number(tmp_path):
+    path = tmp_path / "samples_arc_x.jsonl"
+    resps = [("-26.241397857666016", "False"), ("-3.5", "True"), ("-9.0", "False")]
+    path.write_text(json.dumps(_choice_line(resps)) + "\n")
+    (rec,) = read_lm_eval_samples(path)
+    assert rec["response"] == " Rome", (
+        f"got {rec['response']!r}: the response of a multiple-choice sample is the continuation of "
+        "the option of largest log-likelihood, not the text of a log-likelihood"
     )
-    with pytest.raises(ValueError, match="line 1: not a generation sample"):
+    assert rec["output_type"] == "multiple_choice" and rec["prompt"].endswith("Answer:")
+    assert rec["choices"] == [" Paris", " Rome", " Madrid"] and rec["filtered"] == " Rome"
+    assert rec["loglikelihoods"] == [-26.241397857666016, -3.5, -9.0]
+    assert rec["chosen"] == 1 and rec["gold"] == 1 and rec["metrics"]["acc"] == 1.0
+    # ties go to the first option (np.argmax); a target may name the option's text
+    tie = _choice_line([("-2.0", "False"), ("-2.0", "False")], target="Rome")
+    path.write_text(json.dumps(tie) + "\n")
+    (rec,) = read_lm_eval_samples(path)
+    assert rec["chosen"] == 0 and rec["gold"] == 1
+    # a response without a log-likelihood is named, not read as 0
+    path.write_text(json.dumps(_choice_line([("oops", "False"), ("-1", "True")])) + "\n")
+    with pytest.raises(ValueError, match="line 1: option 0's response .*holds no log-likelihood"):
+        read_lm_eval_samples(path)
+
+
+def test_log_likelihood_lines_are_refused_naming_their_task_type(tmp_path):
+    path = tmp_path / "samples_lambada_x.jsonl"
+    one = {
+        "doc_id": 1,
+        "arguments": {"gen_args_0": {"arg_0": "the cat sat on the", "arg_1": " mat"}},
+        "resps": [[["-1.2", "True"]]],
+        "filtered_resps": [["-1.2", "True"]],
+        "filter": "none",
+        "metrics": ["perplexity", "acc"],
+        "acc": 1,
+    }
+    path.write_text(json.dumps(one) + "\n")
+    with pytest.raises(
+        ValueError, match="line 1: a sample of an lm-eval loglikelihood task .*no answer to read"
+    ):
+        read_lm_eval_samples(path)
+    rolling = {
+        "doc_id": 0,
+        "arguments": {"gen_args_0": {"arg_0": "the cat sat on the mat"}},
+        "resps": [["-82.7"]],
+        "filter": "none",
+    }
+    path.write_text(json.dumps(rolling) + "\n")
+    with pytest.raises(ValueError, match="an lm-eval loglikelihood_rolling task"):
+        read_lm_eval_samples(path)
+    path.write_text(json.dumps({"doc_id": 0, "resps": [["x"]]}) + "\n")
+    with pytest.raises(ValueError, match="line 1: not an lm-eval sample of a readable task type"):
         read_lm_eval_samples(path)
 
 

@@ -98,6 +98,21 @@ def test_public_off_by_one_fails_the_hand_case():
     assert wrong[0, 1, 0, 2] == 2 * (20 + 2), "offset=0 scores token 2 at p=1 against itself"
 
 
+def test_public_loop_reads_act_gate_not_act_gate_times_up_by_hand():
+    # Gated hand model with up = 0.25 * 2 = 0.5: act(gate) = 2 (what mlp.act_fn outputs, and the
+    # public code hooks), act(gate) * up = 1 (what enters W_out, Eq. 3's activation).
+    model = hand_model(gated=True)
+    with torch.no_grad():
+        model.blocks[0].mlp.W_in.copy_(0.25 * torch.eye(4))
+    public = mui_scores.naive_public_scores(model, TOKENS)
+    assert torch.allclose(public, hand_expected()), (
+        f"got {public[0, :, 0].tolist()}: the public code scores act(gate) = 2, not act(gate)*up"
+    )
+    eq3 = mui_scores.naive_public_scores(model, TOKENS, activation="hook_post")
+    assert torch.allclose(eq3, hand_expected() / 2)
+    assert torch.allclose(mui_scores.neuron_scores(model, TOKENS), eq3)
+
+
 def test_gradient_equals_score_when_logits_are_linear_in_activations():
     # The hand model has no attention, no LN: logit_y = sum_i a_i W_U[i, y] + const, so IG = a *
     # W_U[i, y].

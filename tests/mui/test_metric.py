@@ -192,3 +192,45 @@ def test_item_tokens_marks_exactly_the_response_words():
     assert res.per_sample[1] == 0.0 and res.mask.sum() == 1, (
         "one response token, one layer, k=1: one key neuron"
     )
+
+
+def test_public_code_rows_add_a_bos_after_a_templates_own():
+    """Issue 52.4: the public code tokenises its prompt text with the tokenizer's default special
+    tokens, so a template that writes its BOS (here the ``mistral`` text ``<s>[INST] ...``) starts
+    with two; kit's rows start with one."""
+    from types import SimpleNamespace
+
+    import kit
+    from kit.models.rows import teacher_forced_rows
+
+    model = kit.load_model("twin/llama")
+    tok, bos = model.tokenizer, model.tokenizer.bos_token_id
+    prompt, response = "What is 2 + 2?", " 4, since 2 + 2 = 4"
+    ((ids, n),) = mui.public_code_rows(model, [prompt], [response], template="mistral")
+    text = f"<s>[INST] {prompt} [/INST]"
+    assert ids[:2] == [bos, bos] and ids == tok(text + response)["input_ids"]
+    assert n == len(tok(text)["input_ids"]) and tok.decode(ids[n:]) == response
+    ((kit_ids, _),) = teacher_forced_rows(model, [text], [response], chat=False)
+    assert kit_ids[:2] != [bos, bos], "kit writes no second BOS after the template's own"
+    # the twin's chat template writes no BOS: there both build the same rows
+    rows = mui.public_code_rows(model, [prompt], [response])
+    assert rows == teacher_forced_rows(model, [prompt], [response], chat=None)
+    # the public code's pipeline as it ran: its rows and its scoring
+    items = [SimpleNamespace(prompt=prompt)]
+    public = mui.utilization_for_items(
+        model,
+        items,
+        [response],
+        prompts="public_code",
+        template="mistral",
+        variant="public_code",
+        k=1,
+        per_sample=True,
+    )
+    assert public.n_samples == 1 and 0 < public.mui <= 100
+    with pytest.raises(ValueError, match="prompts='vllm'; allowed values: kit, public_code"):
+        mui.utilization_for_items(model, items, [response], prompts="vllm")
+    with pytest.raises(ValueError, match="template='llama2'; allowed values: chat, plain, llama3"):
+        mui.public_code_rows(model, [prompt], [response], template="llama2")
+    with pytest.raises(ValueError, match="item 0: .* exceed the model's context"):
+        mui.public_code_rows(model, [prompt], [response * 200])

@@ -5,6 +5,7 @@ the probe on a twin."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -199,3 +200,71 @@ def test_a_half_comparison_is_refused_before_the_run():
         Config(compare_models=["twin/llama", "twin/llama"], compare_tasks={"add": 1})
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         Config(compare_models=["twin/llama"], compare_tasks={"add": 0})
+
+
+TWIN_LOGS = Path(__file__).parents[1] / "fixtures" / "lm_eval" / "twin"
+"""--log_samples files lm-evaluation-harness wrote on the llama twin (tests/models/
+test_lm_eval_logs.py writes and checks them)."""
+
+
+def test_a_multiple_choice_log_gives_the_chosen_options_and_their_mui(twin, tmp_path, monkeypatch):
+    """Issue 52.3: the harness writes each option's log-likelihood as a string; they were read as
+    the responses (accuracy "with no chance level: free-form", MUI of '-26.24...')."""
+    path = next(TWIN_LOGS.glob("samples_arc_local_*.jsonl"))
+    raw = [json.loads(line) for line in path.read_text().splitlines()]
+    ans = qs.file_answers(str(path), n=4)
+    chosen = [max(range(len(r["resps"])), key=lambda i: float(r["resps"][i][0][0])) for r in raw]
+    assert ans.responses == [r["arguments"][f"gen_args_{c}"]["arg_1"] for r, c in zip(raw, chosen)]
+    assert ans.correct.tolist() == [r["acc"] > 0 for r in raw] == [True, False, False, True]
+    assert ans.chance == pytest.approx(1 / 3) and "(chance 0.333)" in ans.describe()
+    assert ans.scoring == "loglik-text" and ans.parse_failed.tolist() == [False] * 4
+    assert [it.target for it in ans.items] == [" Mars", " honey", " eight", " river"]
+    assert ans.extra["chosen"] == ans.responses and len(ans.extra["option_logliks"][0]) == 3
+    # MUI is measured over the chosen continuation: the response tokens are exactly its tokens
+    subject = qs.reading_subject(subject_of(twin), ans)
+    tokens, mask = subject.tokens(ans.items, ans.responses)
+    for row, m, it, resp in zip(tokens, mask, ans.items, ans.responses):
+        assert twin.tokenizer.decode(row[m]) == resp
+        assert twin.tokenizer.decode(row[: int(m.float().argmax())]).endswith(it.prompt)
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    assert 0 < subject.mui(ans) < 100
+
+
+def test_a_two_filter_log_is_read_under_the_filter_named(tmp_path):
+    path = str(next(TWIN_LOGS.glob("samples_gsm8k_local_*.jsonl")))
+    with pytest.raises(ValueError, match="2 filters: strict-match, flexible-extract; choose one"):
+        qs.file_answers(path, n=3)
+    strict = qs.file_answers(path, n=3, filter="strict-match")
+    flexible = qs.file_answers(path, n=3, filter="flexible-extract")
+    assert strict.responses == flexible.responses and strict.chance is None
+    assert strict.n_parse_failed == 3 and flexible.n_parse_failed == 0, (
+        "the twin never writes '####': strict-match finds no answer, flexible-extract a number"
+    )
+    assert "filter strict-match" in strict.source and "filter flexible-extract" in flexible.source
+    world = type("WorldStandIn", (), {"kind": "real"})()
+    items, ans = qs.items_and_answers(world, "gsm8k", 2, responses=path, filter="strict-match")
+    assert len(items) == 2 and ans is not None and "strict-match" in ans.source
+    with pytest.raises(
+        ValueError, match="published response set arc/llama3.1-8b-instruct has none"
+    ):
+        qs.file_answers("arc/llama3.1-8b-instruct", n=2, filter="strict-match")
+
+
+def test_log_likelihood_only_logs_are_refused_by_the_notebook_naming_the_task_type():
+    path = str(next(TWIN_LOGS.glob("samples_lambada_local_*.jsonl")))
+    with pytest.raises(ValueError, match="an lm-eval loglikelihood task"):
+        qs.file_answers(path, n=2)
+
+
+def test_the_notebooks_filter_needs_a_responses_file():
+    from kit.configs.quickstart import Config
+    from kit.core.params import ParamsError, load_params
+
+    with pytest.raises(ValueError, match="filter='strict-match' chooses the answers of an lm-eval"):
+        Config(filter="strict-match")
+    cfg = load_params(
+        "00_quickstart", "dryrun", overrides={"responses": "x.jsonl", "filter": "strict-match"}
+    )
+    assert cfg.filter == "strict-match"
+    with pytest.raises(ParamsError, match="responses is null"):
+        load_params("00_quickstart", "dryrun", overrides={"filter": "strict-match"})

@@ -13,13 +13,71 @@ from kit.mui import scores as mui_scores
 
 @pytest.mark.parametrize("shape", ["tiny-gelu", "tiny-gated"])
 def test_fast_scores_equal_public_algorithm(shape):
+    # The public loop on Eq. 3's activation (hook_post, the input of W_out): the same numbers by a
+    # d_mlp x vocab projection. Before issue 52.4 the loop read hook_post by default, which the
+    # public code does not (it reads act_fn's output: test_public_loop_is_the_public_codes_...).
     model = random_model(shape)
     tokens = torch.randint(0, model.cfg.d_vocab, (3, 9))
     fast = mui_scores.neuron_scores(model, tokens, batch_size=2)
-    slow = mui_scores.naive_public_scores(model, tokens)
+    slow = mui_scores.naive_public_scores(model, tokens, activation="hook_post")
     assert torch.allclose(fast, slow, atol=1e-5), (
         "gathered-column scores differ from the d_mlp x vocab projection"
     )
+    public = mui_scores.naive_public_scores(model, tokens)
+    if shape == "tiny-gated":
+        assert not torch.allclose(fast, public, atol=1e-3), (
+            "the public code reads act(gate), not act(gate) * up"
+        )
+    else:
+        assert torch.allclose(fast, public, atol=1e-5), "a plain MLP's act_fn output is hook_post"
+    with pytest.raises(ValueError, match="allowed values: act_fn, hook_post"):
+        mui_scores.naive_public_scores(model, tokens, activation="hook_pre")
+
+
+def test_public_loop_is_the_public_codes_arithmetic_on_a_hugging_face_twin():
+    """Issue 52.4: a hand copy of MUI-Eval's get_neuron.py arithmetic on the Hugging Face copy of
+    the llama twin (a forward hook on each layer's ``mlp.act_fn``; ``down_proj.weight.T @
+    lm_head.weight.T``; the activation at each response position times the column of the token AT
+    that position) equals :func:`naive_public_scores` with ``offset=0`` on kit's copy."""
+    from transformers import AutoModelForCausalLM
+
+    import kit
+    from kit.models.twins import twin_path
+
+    model = kit.load_model("twin/llama")
+    hf = AutoModelForCausalLM.from_pretrained(twin_path("llama"), torch_dtype=torch.float32).eval()
+    tokens = torch.randint(
+        3, model.cfg.d_vocab, (2, 10), generator=torch.Generator().manual_seed(0)
+    )
+    response = torch.zeros_like(tokens, dtype=torch.bool)
+    response[0, 4:9], response[1, 6:9] = True, True  # positions < seq - 1: the loop scores those
+
+    act: dict[int, torch.Tensor] = {}
+    layers = hf.model.layers
+    handles = [
+        layer.mlp.act_fn.register_forward_hook(
+            lambda mod, inp, out, n=n: act.__setitem__(n, out.detach())
+        )
+        for n, layer in enumerate(layers)
+    ]
+    with torch.no_grad():
+        hf(input_ids=tokens, attention_mask=torch.ones_like(tokens))
+    for h in handles:
+        h.remove()
+    b_idx, p_idx = response.nonzero(as_tuple=True)
+    input_ids = tokens[b_idx, p_idx]
+    unembedding = hf.lm_head.weight.data.T
+    got = mui_scores.naive_public_scores(model, tokens, offset=0)
+    for n, layer in enumerate(layers):
+        projection = layer.mlp.down_proj.weight.data.T @ unembedding
+        prob = act[n][b_idx, p_idx, :] * projection[:, input_ids].T
+        assert torch.allclose(got[b_idx, p_idx, n], prob, atol=1e-4, rtol=1e-4), (
+            f"layer {n}: the public loop differs from the public code's arithmetic by "
+            f"{(got[b_idx, p_idx, n] - prob).abs().max():.3g}: is it reading act(gate) * up "
+            "(hook_post) instead of act_fn's output?"
+        )
+    eq3_site = mui_scores.naive_public_scores(model, tokens, offset=0, activation="hook_post")
+    assert not torch.allclose(eq3_site[b_idx, p_idx], got[b_idx, p_idx], atol=1e-3)
 
 
 def test_hook_post_is_the_input_of_w_out_for_gated_mlps():
