@@ -69,11 +69,13 @@ __getattr__, __dir__ = lazy_submodules(
     __name__,
     [
         "bench",
+        "causal_jobs",
         "claims",
         "evaluate",
         "evidence",
         "formats",
         "items",
+        "patched_cache",
         "patching",
         "plots",
         "pool",
