@@ -18,12 +18,14 @@ process runs:
   rounds exactly the same on every CPU. The approximate ``rcp``/``rsqrt`` instructions, whose last
   bits differ between Intel and AMD, appear nowhere in torch 2.13's libtorch_cpu outside MKL (a scan
   of its machine code: 280 functions, all MKL's vector math, sparse BLAS or small Cholesky kernels);
-- with MKL (torch's GEMMs) in conditional numerical reproducibility mode ``COMPATIBLE``
+- with MKL (what still calls it: ATen's fused kernels such as CPU flash attention, matrix-vector
+  products, the vector math of exp, log, tanh, erf) in conditional numerical reproducibility mode
+  ``COMPATIBLE``
   (``MKL_CBWR=COMPATIBLE``). MKL honours a CBWR branch only where it supports it on the running CPU:
   on AMD it ignores ``MKL_CBWR=AVX2`` (``MKL_VERBOSE`` says ``CNR:AUTO``: its own kernel choice) and
   honours only ``COMPATIBLE``, the mode Intel documents as giving the same results on Intel and
-  non-Intel processors (SSE2 code without approximate instructions). It costs ~1.3x in MKL's share
-  of the time, which is why the build runs members concurrently (``kit.world.build``);
+  non-Intel processors (SSE2 code without approximate instructions), at about a quarter of the
+  machine's GEMM rate;
 - with matrix products through numpy's OpenBLAS (pinned below) and exact square roots, in place of
   torch's MKL kernels (:mod:`kit.world.kernels`: MKL's reproducible GEMM runs at a quarter of the
   machine's rate, and its vector square root rounded differently on an Intel Xeon and an AMD EPYC,
