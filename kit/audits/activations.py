@@ -41,10 +41,14 @@ class TokenActivations:
 
 
 def tokenize(model, prompts: list[str]) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, " batch"]]:
-    """Right-padded tokens (BOS prepended as the model's config says) and each prompt's length."""
+    """Right-padded tokens, BOS first, and each prompt's length.
+
+    BOS whether or not the model's tokenizer adds one (GPT-2's does not): the SAEs audited were
+    trained on BOS-first text (SAELens's ``prepend_bos=True``) and the IOI work reads GPT-2 so, as
+    TransformerLens prepends by default; :func:`token_activations` drops that position."""
     if not prompts:
         raise ValueError("prompts is empty: need at least one prompt")
-    seqs = [model.to_tokens(p)[0].cpu() for p in prompts]
+    seqs = [model.to_tokens(p, prepend_bos=True)[0].cpu() for p in prompts]
     lengths = torch.tensor([len(s) for s in seqs])
     pad = getattr(getattr(model, "tokenizer", None), "pad_token_id", None)
     tokens = torch.full(
@@ -72,8 +76,7 @@ def token_activations(
     device = next(model.parameters()).device
     out: dict[str, list[Tensor]] = {h: [] for h in hooks}
     tok_ids, nxt_ids, p_idx, pos_idx = [], [], [], []
-    bos = getattr(model.cfg, "default_prepend_bos", True)
-    start = 1 if (skip_bos and bos) else 0
+    start = 1 if skip_bos else 0  # tokenize writes a BOS first
     for b0 in range(0, len(prompts), batch_size):
         tb = tokens[b0 : b0 + batch_size]
         lb = lengths[b0 : b0 + batch_size]

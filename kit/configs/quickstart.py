@@ -48,7 +48,8 @@ class Config(BaseConfig):
     """How answers are read: ``generate`` (the greedy response, scored by the benchmark's rule), or
     for a real multiple-choice benchmark the most likely option (``loglik-letter``: its letter after
     the instruction's answer prefix; ``loglik-text``: its text after lm-eval's ``Question:
-    ...\nAnswer:``; ``kit.subjects.loglik``)."""
+    ...\nAnswer:``, without a chat template: lm-evaluation-harness's ``hf`` model's
+    log-likelihoods; ``kit.subjects.loglik``)."""
 
     compare_models: list[str] = []
     """Models asked at the end exactly as ``model`` is (one loaded at a time), one row per model x

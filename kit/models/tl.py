@@ -322,6 +322,7 @@ def hooked_from_hf(
     model = HookedTransformer(
         cfg, tokenizer=tokenizer, move_to_device=False, default_padding_side="right"
     )
+    _own_tokenizer(model, tokenizer)
     # TransformerLens refuses these for post-norm blocks (OLMo-2) and soft-capped logits (Gemma-2).
     post_norm = cfg.original_architecture in POST_NORM_ARCHITECTURES
     softcap = cfg.output_logits_soft_cap > 0
@@ -335,6 +336,44 @@ def hooked_from_hf(
     )
     model.move_model_modules_to_device()
     return model.eval()
+
+
+def adds_bos(tokenizer) -> bool:
+    """Whether ``tokenizer(text)`` (special tokens on, as generation encodes a prompt) starts with
+    the BOS token: Llama-2's and Gemma's tokenizers do, GPT-2's, Qwen's and SmolLM2's do not."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return False
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    special = tokenizer("a")["input_ids"]
+    return special[:1] == [bos] and special[1:][: len(plain)] == plain
+
+
+def _own_tokenizer(model, tokenizer) -> None:
+    """Make the model directory's own tokenizer the one the ``HookedTransformer`` holds, and its
+    default BOS the one that tokenizer adds.
+
+    TransformerLens 3.9's ``set_tokenizer`` swaps in a copy loaded with ``add_bos_token=True``, and
+    keeps ``default_prepend_bos=True`` for most architectures: every text it (and kit's
+    :func:`kit.models.generate.encode` through ``model.tokenizer``) tokenises gets a BOS, also where
+    the model's own tokenizer adds none (SmolLM2: ``"Question: hi"`` -> ``[1, 17872, 42, 15876]``
+    instead of ``[17872, 42, 15876]``), so the tokens scored were not the tokens generated nor
+    lm-evaluation-harness's. With the model's own tokenizer, generation (the Hugging Face copy),
+    teacher-forced rows, option log-likelihoods and ``to_tokens`` tokenise alike; an explicit
+    ``to_tokens(..., prepend_bos=True)`` still writes a BOS.
+    """
+    added = adds_bos(tokenizer)
+    model.tokenizer = tokenizer
+    tokenizer.padding_side = "right"
+    # TransformerLens's own fallbacks (its attention masks read pad_token_id)
+    if tokenizer.eos_token is None:
+        tokenizer.eos_token = "<|endoftext|>"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.bos_token is None:
+        tokenizer.bos_token = tokenizer.eos_token
+    model.cfg.tokenizer_prepends_bos = added
+    model.cfg.default_prepend_bos = added
 
 
 def _olmo2_grouped_kv(state: dict[str, Tensor], hf_model, cfg) -> None:

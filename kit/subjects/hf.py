@@ -66,7 +66,8 @@ class HFSubject:
     prompt_style: str = "instructed"
     chat: bool | None = None
     """Chat template: None = when the tokenizer has one (instruct models), True/False =
-    always/never."""
+    always/never. ``loglik-text`` reads None as never (lm-eval's format); True gives its
+    chat-template variant."""
     batch_size: int = 16
     """Prompts per generation batch."""
     kind: str = "hf"
@@ -289,8 +290,10 @@ def loglik_answers(
 ) -> Answers:
     """Multiple-choice answers by option log-likelihood (:mod:`kit.subjects.loglik`): the chosen
     option is the response (``loglik-letter``: the answer prefix and its letter, as a model would
-    write it; ``loglik-text``: the option text after lm-eval's ``Question: ...\\nAnswer:``
-    items)."""
+    write it, the prompt shown as the subject's ``chat`` says; ``loglik-text``: the option text
+    after lm-eval's ``Question: ...\\nAnswer:`` items, without a chat template unless the
+    subject's ``chat`` is True: lm-evaluation-harness's ``hf`` model's log-likelihoods by default,
+    the chat-template variant with ``chat=True``). The answers record the chat setting used."""
     from kit.subjects.loglik import LETTERS, letter_contexts, option_logliks, text_items
     from kit.subjects.world import ablation_hooks
 
@@ -301,7 +304,11 @@ def loglik_answers(
             f"{task} item {missing[0]} has no options "
             "(allowed for free-form benchmarks: scoring='generate')"
         )
+    chat = subject.chat
     if scoring == "loglik-text":
+        # lm-eval's format: no chat template unless asked for (chat=None means "when the tokenizer
+        # has one" for generation, not here)
+        chat = bool(subject.chat)
         shown = text_items(items, task)
         suffixes, options = [""] * len(shown), [[f" {c}" for c in it.choices] for it in shown]
     else:
@@ -316,7 +323,7 @@ def loglik_answers(
         [it.prompt for it in shown],
         suffixes,
         options,
-        chat=subject.chat,
+        chat=chat,
         max_batch_tokens=max_batch_tokens,
         fwd_hooks=ablation_hooks(ablate),
     )
@@ -335,8 +342,8 @@ def loglik_answers(
         zeros,
         zeros.copy(),
         subject.chance(task, items),
-        f"option log-likelihood ({scoring}, chat={subject.chat})",
-        subject.chat,
+        f"option log-likelihood ({scoring}, chat={chat})",
+        chat,
         scoring,
         prompt_style_of(items),
         None,

@@ -4,15 +4,22 @@
 Each option is a continuation of one context; the answer is the option whose continuation tokens
 have the highest summed log-probability (lm-eval's ``acc``; no length normalisation). Two forms:
 
+- ``loglik-text``: lm-eval's ``arc_challenge`` format, context "Question: <question>\\nAnswer:",
+  continuations " <option text>" (the question without its options, ``item.metadata["question"]``),
+  with no chat template unless the subject asks for one (``chat=True``). Without it the
+  log-likelihoods are those of lm-eval's ``hf`` model (:func:`lm_eval_logliks`; a test checks
+  1e-4 on SmolLM2 and a twin). With ``chat=True`` it is the chat-template variant: the same
+  context shown as the user's turn of the tokenizer's chat template (SmolLM2's writes its default
+  system prompt), the assistant's turn opened, then the option: not lm-eval's default format;
 - ``loglik-letter``: the context is the prompt as generation shows it (chat template when the
   tokenizer has one) followed by the instruction's answer prefix ("The best answer is", lm-eval
   llama3's ``gen_prefix``), or by "\\nAnswer:" for a plain prompt (lm-eval's MMLU template); the
-  continuations are " A", " B", ...;
-- ``loglik-text``: lm-eval's ``arc_challenge`` template, context "Question: <question>\\nAnswer:",
-  continuations " <option text>" (the question without its options, ``item.metadata["question"]``).
+  continuations are " A", " B", ...
 
-Continuation tokens are those of ``encode(context + continuation)`` after ``encode(context)``'s, as
-teacher-forced MUI splits prompt and response (:func:`kit.models.rows.teacher_forced_rows`).
+Tokens are the model's own tokenizer's (``encode``: its special tokens, so a BOS only where that
+tokenizer adds one, as lm-eval's ``hf`` model and generation encode). Continuation tokens are
+those of ``encode(context + continuation)`` after ``encode(context)``'s, as lm-eval splits them and
+as teacher-forced MUI splits prompt and response (:func:`kit.models.rows.teacher_forced_rows`).
 """
 
 from __future__ import annotations
@@ -69,12 +76,17 @@ def option_logliks(
     prompts: Sequence[str],
     suffixes: Sequence[str],
     options: Sequence[Sequence[str]],
-    chat: bool | None = None,
+    chat: bool | None = False,
     max_batch_tokens: int = 8192,
     fwd_hooks: Sequence[tuple[str, Any]] = (),
 ) -> list[np.ndarray]:
-    """Summed log-probability of each option's tokens after ``prompt`` (shown through the chat
-    template when ``chat`` allows) + ``suffix``: one Float[ndarray, "option"] per item.
+    """Summed log-probability of each option's tokens after ``prompt`` + ``suffix``: one
+    Float[ndarray, "option"] per item.
+
+    ``chat=False`` (the default) scores the text as it is, as lm-evaluation-harness's ``hf`` model
+    does (:func:`lm_eval_logliks`); ``True`` shows ``prompt`` through the tokenizer's chat template
+    (the user's turn, the assistant's opened) before ``suffix``; ``None`` does so when the tokenizer
+    has a template.
 
     Rows of every (item, option) pair run teacher-forced in right-padded batches of at most
     ``max_batch_tokens`` padded tokens (causal attention: a row's logits do not see its padding)."""
@@ -134,3 +146,31 @@ def option_logliks(
             target = torch.tensor(ids[n:])
             out[i][j] = float(logp[r, n - 1 : len(ids) - 1].gather(-1, target[:, None]).sum())
     return out
+
+
+def lm_eval_logliks(
+    model,
+    contexts: Sequence[str],
+    continuations: Sequence[Sequence[str]],
+    max_batch_tokens: int = 8192,
+) -> list[np.ndarray]:
+    """lm-evaluation-harness's ``multiple_choice`` log-likelihoods, as its ``hf`` model computes
+    them (no chat template, the model's own tokenizer): the summed log-probability of each
+    continuation after its context, one Float[ndarray, "option"] per context. ``loglik-text``
+    without a chat template is this with ``contexts`` "Question: <question>\\nAnswer:" and
+    ``continuations`` " <option text>". As lm-eval does, whitespace ending a context is moved to
+    the front of its continuations (a word keeps its leading space)."""
+    if len(contexts) != len(continuations):
+        raise ValueError("contexts and continuations must pair up")
+    stripped = [c.rstrip() for c in contexts]
+    moved = [
+        [c[len(s) :] + o for o in opts] for c, s, opts in zip(contexts, stripped, continuations)
+    ]
+    return option_logliks(
+        model,
+        stripped,
+        [""] * len(contexts),
+        moved,
+        chat=False,
+        max_batch_tokens=max_batch_tokens,
+    )

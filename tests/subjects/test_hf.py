@@ -108,9 +108,8 @@ def test_option_logliks_equal_transformers(llama, own_cache, scoring):
                 context = gen.prompt_text(tok, it.prompt, True) + "The best answer is"
                 option = f" {'ABCDE'[j]}"
             else:
-                context = gen.prompt_text(
-                    tok, f"Question: {it.metadata['question'].strip()}\nAnswer:", True
-                )
+                # lm-eval's format: no chat template (HFSubject.chat=None means none here)
+                context = f"Question: {it.metadata['question'].strip()}\nAnswer:"
                 option = f" {it.choices[j]}"
                 assert shown.prompt.startswith("Question: ")
             assert ll == pytest.approx(
