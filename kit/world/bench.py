@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING, cast
@@ -78,19 +77,14 @@ def _measure(mode: str, model_name: str) -> dict:
 
 
 def _child(mode: str, model_name: str) -> dict:
-    from kit.world.pinned import PINNED_ENV
+    from kit.world.pinned import PINNED_ENV, child_json
 
     env = {**os.environ, "TQDM_DISABLE": "1"}
     if mode in ("pinned", "mkl"):  # mkl: the pins, but torch's own kernels (MKL CNR:COMPATIBLE)
         env.update(PINNED_ENV)
     else:
         env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-    cmd = [sys.executable, "-m", "kit.world.bench", mode, model_name]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    lines = [line for line in out.stdout.splitlines() if line.startswith(_TAG)]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
-    return json.loads(lines[0][len(_TAG) :])
+    return child_json("kit.world.bench", mode, model_name, env=env, tag=_TAG)[0]
 
 
 def run(model: str = DEFAULT_MODEL, device: str = "cpu") -> list[BenchLine]:

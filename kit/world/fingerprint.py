@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from pathlib import Path
 from typing import Callable
 
-from kit.world.pinned import die_with_parent, pinned_command, pinned_environ
+from kit.world.pinned import child_json, pinned_environ
 
 COMMITTED = Path(__file__).with_name("cards") / "fingerprint.json"
 """The fingerprint of the machine that built the committed cards."""
@@ -159,7 +158,7 @@ def _here() -> None:
     """In a pinned child: every primitive's digest, and what runs, as one tagged JSON line."""
     import torch
 
-    from kit.world.pinned import _cpu_name, _cpu_vendor, enter_pinned
+    from kit.world.pinned import cpuinfo, enter_pinned
 
     enter_pinned()
     digests = {}
@@ -169,8 +168,8 @@ def _here() -> None:
         seed = int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
         digests[name] = _digest(fn(torch.Generator().manual_seed(seed)))
     info = {
-        "cpu": _cpu_name(),
-        "vendor": _cpu_vendor(),
+        "cpu": cpuinfo("model name"),
+        "vendor": cpuinfo("vendor_id"),
         "torch": torch.__version__,
         "torch_capability": torch.backends.cpu.get_cpu_capability(),
     }
@@ -180,16 +179,7 @@ def _here() -> None:
 def fingerprint() -> dict:
     """This machine's fingerprint, ``{"info": {...}, "digests": {primitive: hex16}}``, computed in
     a fresh pinned process (a few seconds)."""
-    cmd = pinned_command("kit.world.fingerprint")
-    out = subprocess.run(
-        cmd, env=pinned_environ(), capture_output=True, text=True, preexec_fn=die_with_parent
-    )
-    lines = [line for line in out.stdout.splitlines() if line.startswith(_TAG)]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(
-            f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
-        )
-    return json.loads(lines[0][len(_TAG) :])
+    return child_json("kit.world.fingerprint", env=pinned_environ(), tag=_TAG)[0]
 
 
 def differences(mine: dict, other: dict) -> list[str]:

@@ -249,23 +249,12 @@ class PinnedReport:
 _REPORT_TAG = "kit-pinned-report "
 
 
-def _cpu_name() -> str:
+def cpuinfo(field: str) -> str:
+    """A field of ``/proc/cpuinfo``'s first processor (``model name``; ``vendor_id``:
+    ``GenuineIntel``, ``AuthenticAMD``), or ``""`` where there is none (not Linux)."""
     try:
         with open("/proc/cpuinfo") as f:
-            return next(
-                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), ""
-            )
-    except OSError:
-        return ""
-
-
-def _cpu_vendor() -> str:
-    """``/proc/cpuinfo``'s ``vendor_id`` (``GenuineIntel``, ``AuthenticAMD``), or ``""``."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(
-                (line.split(":", 1)[1].strip() for line in f if line.startswith("vendor_id")), ""
-            )
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith(field)), "")
     except OSError:
         return ""
 
@@ -299,7 +288,7 @@ def _report_here() -> None:
         "onednn_enabled": bool(torch.backends.mkldnn.enabled),
         "torch_threads": torch.get_num_threads(),
         "openblas": blas,
-        "cpu": _cpu_name(),
+        "cpu": cpuinfo("model name"),
         "sqrt_exact": kernels.sqrt_is_exact(),
         "gemm_openblas": kernels.gemm_is_openblas(),
         "numpy_above_avx2": [
@@ -309,25 +298,30 @@ def _report_here() -> None:
     print(_REPORT_TAG + json.dumps(facts), flush=True)
 
 
+def child_json(module: str, *args: str, env: dict[str, str], tag: str) -> tuple[dict, list[str]]:
+    """Run ``python -m module *args`` with exactly ``env`` in a fresh process that dies with this
+    one; return the JSON it printed after ``tag`` on a line of its own, and all its stdout lines.
+    Raises RuntimeError with the child's output if it fails or prints no such line."""
+    cmd = pinned_command(module, *args)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, preexec_fn=die_with_parent)
+    lines = out.stdout.splitlines()
+    tagged = [line[len(tag) :] for line in lines if line.startswith(tag)]
+    if out.returncode != 0 or not tagged:
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
+        )
+    return json.loads(tagged[0]), lines
+
+
 def pinned_report(env: dict[str, str] | None = None) -> PinnedReport:
     """Start a fresh pinned process and report what it runs. ``env`` is applied after the pins (a
     test passes a broken pin, e.g. ``{"MKL_CBWR": "AVX2"}``, to see it reported). Raises
     RuntimeError with the child's output if it fails."""
-    cmd = pinned_command("kit.world.pinned", "--report")
-    out = subprocess.run(
-        cmd,
+    facts, lines = child_json(
+        "kit.world.pinned",
+        "--report",
         env={**pinned_environ(), **(env or {}), "MKL_VERBOSE": "1"},
-        capture_output=True,
-        text=True,
-        preexec_fn=die_with_parent,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
-        )
-    lines = out.stdout.splitlines()
-    facts = json.loads(
-        next(line for line in lines if line.startswith(_REPORT_TAG))[len(_REPORT_TAG) :]
+        tag=_REPORT_TAG,
     )
     sgemm = [line for line in lines if line.startswith("MKL_VERBOSE SGEMM")]
     cnr = re.search(r"\bCNR:(\S+)", sgemm[0]) if sgemm else None
