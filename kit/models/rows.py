@@ -1,11 +1,17 @@
-"""Token rows of prompt + response for teacher-forced passes (:mod:`kit.models.internals`,
-:func:`kit.mui.metric.item_tokens`): a module of its own so that MUI and the internals runner both
-use it without importing each other."""
+"""Token rows of prompt + response for teacher-forced passes: the rows every reader of a model's
+internals over its responses uses (MUI in :mod:`kit.mui.metric`, the subjects' ``tokens``), kept
+here so that the generic layers never import a paper package.
+
+- :func:`teacher_forced_rows` / :func:`pad_rows`: ids of prompt (+ chat template) + response;
+- :func:`item_tokens`: right-padded rows and response mask of items answered by responses (the
+  tiny world's word tokens for its models, :func:`teacher_forced_rows` otherwise);
+- :func:`token_budget_batches`: length-sorted batches within a padded-token budget.
+"""
 
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from jaxtyping import Bool, Int
@@ -84,3 +90,56 @@ def token_budget_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[
         else:
             batches.append([i])
     return batches
+
+
+def is_world_model(model) -> bool:
+    """Whether ``model`` speaks the tiny world's word-level vocabulary (``kit.world`` tokenizer)."""
+    return getattr(getattr(model, "tokenizer", None), "name_or_path", "") == "kit-world-wordlevel"
+
+
+def item_tokens(
+    model, items: Sequence[Any], responses: Sequence[str]
+) -> tuple[Int[Tensor, "batch seq"], Bool[Tensor, "batch seq"]]:
+    """Right-padded prompt+response tokens and the mask of the response tokens.
+
+    World models (the world's word-level tokenizer): ``kit.world.prompt_tokens`` (BOS +
+    prompt words) followed by the response's words. Other models:
+    :func:`teacher_forced_rows` with the chat template when the tokenizer has
+    one (as :func:`kit.models.generate.respond` generates): the prompt and prompt+response are
+    tokenised and the response is everything after the prompt's tokens (as the public code does,
+    so BPE merges across the boundary behave the same), cut to the context with a warning.
+    An empty response gives a row with no response token (it contributes nothing to MUI).
+    """
+    if len(items) != len(responses):
+        raise ValueError(
+            f"items ({len(items)}) and responses ({len(responses)}) must have the same length"
+        )
+    if len(items) == 0:
+        raise ValueError("items is empty: MUI needs at least one sample")
+    rows, n_prompt = [], []
+    if is_world_model(model):
+        from kit.world import prompt_tokens
+
+        toks, lengths = prompt_tokens(model, items)
+        vocab = model.tokenizer.get_vocab()
+        for i, r in enumerate(responses):
+            p = toks[i, : int(lengths[i])].tolist()
+            unknown = [w for w in r.split() if w not in vocab]
+            if unknown:
+                raise ValueError(f"response {i} has words outside the world vocabulary: {unknown}")
+            rows.append(p + [vocab[w] for w in r.split()])
+            n_prompt.append(len(p))
+    else:
+        # the text the responses were generated from: the chat template when the tokenizer has one
+        for ids, n in teacher_forced_rows(model, [it.prompt for it in items], responses, chat=None):
+            rows.append(ids)
+            n_prompt.append(n)
+    tok = getattr(model, "tokenizer", None)
+    pad = tok.pad_token_id if tok is not None and tok.pad_token_id is not None else 0
+    width = max(len(r) for r in rows)
+    tokens = torch.full((len(rows), width), int(pad), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    for i, (r, n) in enumerate(zip(rows, n_prompt)):
+        tokens[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        mask[i, n : len(r)] = True
+    return tokens, mask

@@ -1,11 +1,16 @@
 """MUI and the Utility Law (seed 000; notebooks 01 and 02).
 
+The method, in one call: ``kit.mui.mui(model_or_subject, answers, score=..., threshold=...)``
+(MUI in %); per item: ``kit.mui.per_item_key_neurons``; the variants by name:
+``kit.mui.MUI_SCORES`` and ``kit.mui.MUI_THRESHOLDS`` (:mod:`kit.mui.variants`).
+
 The metric (re-exported here: ``kit.mui.neuron_scores``, ``kit.mui.utilization``,
 ``kit.mui.fit_law``...):
 
 - ``scores``: neuron contribution scores (Eq. 3, 13, 14; integrated gradients);
 - ``key_neurons``: the thresholds and key-neuron masks;
-- ``metric``: MUI of a dataset (and MUI-Eval's public-code variant);
+- ``metric``: MUI of a dataset, of items (cached per item) and of a subject's answers (and
+  MUI-Eval's public-code variant): every MUI computation lives there;
 - ``sae``: SAE-feature MUI (and notebook 01's SAE section);
 - ``law``: the law fit, PUR, rank agreement (and notebook 01's law grid);
 - ``directions``: the four directions of a change and corollaries 1-2.
@@ -34,13 +39,19 @@ from kit.mui.law import LAW_FORMS, PAPER_LAW, LawFit, Numbers, fit_law, pur, ran
 from kit.mui.metric import (
     VARIANTS,
     MUIResult,
+    cached_items_mui,
     is_world_model,
     item_tokens,
+    mui,
+    mui_from_items,
+    mui_key_neurons,
     mui_of_mask,
+    per_item_key_neurons,
     public_code_k,
     public_code_key_neurons,
     public_code_rows,
     public_code_utilization,
+    subject_mui,
     utilization,
     utilization_for_items,
 )

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from kit.core.checks import require_finite
+from kit.mui.metric import subject_mui
 
 Numbers = float | int | np.ndarray | Sequence[float | int]
 """A number or a 1-d collection of numbers (list, numpy array; pass pandas columns as
@@ -414,7 +415,7 @@ def grid_rows(
     rows = []
     for task in tasks:
         ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
-        m = subject.mui(ans, score, threshold, k, frac, batch_size, max_batch_tokens)
+        m = subject_mui(subject, ans, score, threshold, k, frac, batch_size, max_batch_tokens)
         fresh = subject.fresh_items(task, n_fresh, seed) if n_fresh > 0 else None
         fresh_acc = (
             np.nan if fresh is None else 100 * subject.answer(task, fresh, max_new_tokens).accuracy

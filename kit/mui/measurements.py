@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from kit.mui.metric import subject_mui
 from kit.subjects import task_group
 
 
@@ -132,7 +133,8 @@ def measure_rows(
                     "split": s,
                     "n": ans.n,
                     "perf": 100.0 * ans.accuracy,
-                    "mui": subject.mui(
+                    "mui": subject_mui(
+                        subject,
                         ans,
                         score,
                         threshold,

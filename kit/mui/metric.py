@@ -27,6 +27,15 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from kit.models import tl
+from kit.models.cache import Check, ItemCache, map_items
+from kit.models.identity import fingerprints, model_identity
+from kit.models.rows import (  # noqa: F401 (is_world_model, item_tokens: re-exported, MUI's rows)
+    is_world_model,
+    item_tokens,
+    pad_rows,
+    teacher_forced_rows,
+    token_budget_batches,
+)
 from kit.mui.key_neurons import _check_threshold, _k_for, layer_key_mask
 from kit.mui.scores import (
     _check_ig,
@@ -230,8 +239,6 @@ def token_budget_chunks(
     padded tokens (:func:`kit.models.rows.token_budget_batches`), each batch cut after its
     last response token: attention is causal, so later tokens change no score of a response
     position. Yields (row indices, tokens, response_mask) of each batch."""
-    from kit.models.rows import token_budget_batches
-
     tokens = _check_tokens(tokens)
     response_mask = response_mask.bool().cpu()
     if tuple(response_mask.shape) != tuple(tokens.shape):
@@ -403,61 +410,6 @@ def public_code_utilization(
     )
 
 
-def is_world_model(model) -> bool:
-    """Whether ``model`` speaks the tiny world's word-level vocabulary (``kit.world`` tokenizer)."""
-    return getattr(getattr(model, "tokenizer", None), "name_or_path", "") == "kit-world-wordlevel"
-
-
-def item_tokens(
-    model, items: Sequence[Any], responses: Sequence[str]
-) -> tuple[Int[Tensor, "batch seq"], Bool[Tensor, "batch seq"]]:
-    """Right-padded prompt+response tokens and the mask of the response tokens.
-
-    World models (the world's word-level tokenizer): ``kit.world.prompt_tokens`` (BOS +
-    prompt words) followed by the response's words. Other models:
-    :func:`kit.models.rows.teacher_forced_rows` with the chat template when the tokenizer has
-    one (as :func:`kit.models.generate.respond` generates): the prompt and prompt+response are
-    tokenised and the response is everything after the prompt's tokens (as the public code does,
-    so BPE merges across the boundary behave the same), cut to the context with a warning.
-    An empty response gives a row with no response token (it contributes nothing to MUI).
-    """
-    if len(items) != len(responses):
-        raise ValueError(
-            f"items ({len(items)}) and responses ({len(responses)}) must have the same length"
-        )
-    if len(items) == 0:
-        raise ValueError("items is empty: MUI needs at least one sample")
-    rows, n_prompt = [], []
-    if is_world_model(model):
-        from kit.world import prompt_tokens
-
-        toks, lengths = prompt_tokens(model, items)
-        vocab = model.tokenizer.get_vocab()
-        for i, r in enumerate(responses):
-            p = toks[i, : int(lengths[i])].tolist()
-            unknown = [w for w in r.split() if w not in vocab]
-            if unknown:
-                raise ValueError(f"response {i} has words outside the world vocabulary: {unknown}")
-            rows.append(p + [vocab[w] for w in r.split()])
-            n_prompt.append(len(p))
-    else:
-        # the text the responses were generated from: the chat template when the tokenizer has one
-        from kit.models.rows import teacher_forced_rows
-
-        for ids, n in teacher_forced_rows(model, [it.prompt for it in items], responses, chat=None):
-            rows.append(ids)
-            n_prompt.append(n)
-    tok = getattr(model, "tokenizer", None)
-    pad = tok.pad_token_id if tok is not None and tok.pad_token_id is not None else 0
-    width = max(len(r) for r in rows)
-    tokens = torch.full((len(rows), width), int(pad), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.bool)
-    for i, (r, n) in enumerate(zip(rows, n_prompt)):
-        tokens[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        mask[i, n : len(r)] = True
-    return tokens, mask
-
-
 PUBLIC_CODE_TEMPLATES: dict[str, str | None] = {
     "chat": None,
     "plain": "{prompt}",
@@ -547,9 +499,281 @@ def utilization_for_items(
                 "prompts='public_code' needs a Hugging Face tokenizer; a tiny-world model's "
                 "prompts are its word tokens (allowed: prompts='kit')"
             )
-        from kit.models.rows import pad_rows
-
         rows = public_code_rows(model, [it.prompt for it in items], responses, template)
         pad = model.tokenizer.pad_token_id
         tokens, mask = pad_rows(rows, pad if pad is not None else 0)
     return utilization(model, tokens, mask, **kwargs)
+
+
+# --- per item, cached: the key neurons of each item, and MUI as their union ---------------------
+
+
+def mui_key_neurons(
+    model,
+    prompts: Sequence[str],
+    responses: Sequence[str],
+    ids: Sequence[Any] | None = None,
+    max_batch_tokens: int = 8192,
+    chat: bool | None = False,
+    cache: ItemCache | None = None,
+    progress: bool = False,
+    **mui_kwargs: Any,
+) -> list[list[int]]:
+    """Per item, its key neurons (flat indices ``layer * d_mlp + i``) under
+    :func:`utilization`'s ``score`` / ``threshold`` / ``k`` (``mui_kwargs``),
+    teacher-forced in token-budget batches and cached per item. A cached record is used only when
+    it was made for this item's prompt and response and every id is a neuron of this model."""
+    rows = teacher_forced_rows(model, prompts, responses, chat=chat)
+    ids = list(range(len(rows))) if ids is None else list(ids)
+    if len(set(map(str, ids))) != len(ids):
+        raise ValueError("ids must be unique (they key the per-item cache)")
+    pad = model.tokenizer.pad_token_id if model.tokenizer.pad_token_id is not None else 0
+
+    def compute(batch: list[int]) -> list[list[int]]:
+        tokens, mask = pad_rows([rows[i] for i in batch], pad)
+        res = utilization(model, tokens, mask, per_sample=True, batch_size=len(batch), **mui_kwargs)
+        assert res.sample_masks is not None  # per_sample=True
+        return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]
+
+    return map_items(
+        ids,
+        compute,
+        token_budget_batches([len(r[0]) for r in rows], max_batch_tokens),
+        cache=cache,
+        progress=progress,
+        fingerprints=fingerprints(list(prompts), list(responses)),
+        check=neuron_ids_check(model.cfg.n_layers * model.cfg.d_mlp),
+    )
+
+
+def neuron_ids_check(n_neurons: int) -> Check:
+    """The check of a per-item key-neuron set: distinct ints in ``[0, n_neurons)``."""
+
+    def check(value) -> str | None:
+        if not isinstance(value, list) or not all(type(x) is int for x in value):
+            return "not a list of neuron ids"
+        if value and not (0 <= min(value) and max(value) < n_neurons):
+            return f"neuron id outside [0, {n_neurons}) (n_layers x d_mlp of this model)"
+        if len(set(value)) != len(value):
+            return "repeated neuron ids"
+        return None
+
+    return check
+
+
+def cached_items_mui(
+    model,
+    items: Sequence[Any],
+    responses: Sequence[str],
+    benchmark: str,
+    settings: dict,
+    max_batch_tokens: int = 8192,
+    chat: bool | None = None,
+    **mui_kwargs: Any,
+) -> float:
+    """MUI (%) of ``items`` (objects with ``prompt`` and ``id``) answered by ``responses``: key
+    neurons by :func:`mui_key_neurons`, cached per item under (the model's identity: its files'
+    content, ``benchmark``, ``settings``), each record bound to its item's prompt and response: the
+    caller's settings name everything else that decides the scores."""
+    name = getattr(model, "kit_path", None) or getattr(model, "kit_name", "model")
+    cache = ItemCache(
+        str(name),
+        benchmark,
+        {**settings, "dtype": str(model.cfg.dtype)},
+        identity=model_identity(model),
+    )
+    keys = mui_key_neurons(
+        model,
+        [it.prompt for it in items],
+        responses,
+        ids=[it.id for it in items],
+        max_batch_tokens=max_batch_tokens,
+        chat=chat,
+        cache=cache,
+        **mui_kwargs,
+    )
+    return mui_from_items(model, keys)
+
+
+def mui_from_items(model, key_neurons: Sequence[Sequence[int]]) -> float:
+    """MUI (Eq. 5, in %) of the union of per-item key-neuron sets (flat ids ``layer * d_mlp + i``).
+
+    An id outside the model's ``n_layers x d_mlp`` neurons raises ``ValueError``: a MUI above 100%
+    (or from another model's ids) is never returned."""
+    n = model.cfg.n_layers * model.cfg.d_mlp
+    union = set().union(*map(set, key_neurons)) if key_neurons else set()
+    bad = [i for i in union if not (isinstance(i, int) and 0 <= i < n)]
+    if bad:
+        raise ValueError(
+            f"key neurons {sorted(map(str, bad))[:5]} are not neurons of this model "
+            f"(flat ids in [0, {n}) = n_layers x d_mlp): they come from another model "
+            "or a damaged cache"
+        )
+    return 100.0 * len(union) / n
+
+
+# --- of a subject: what notebooks and users call -----------------------------------------------
+
+
+def per_item_key_neurons(
+    subject,
+    answers,
+    score: str = "score",
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+    batch_size: int = 16,
+    max_batch_tokens: int | None = None,
+) -> list[list[int]]:
+    """Per item of ``answers`` (:class:`kit.subjects.Answers`), its key neurons (Eq. 4) as flat
+    indices ``layer * d_mlp + i`` of ``subject``'s model (a :class:`kit.subjects.Subject`).
+
+    Tiny-world subjects: teacher-forced over ``<bos> prompt response``
+    (:func:`kit.models.rows.item_tokens`) in ``batch_size`` rows, uncached (the models are small).
+    Hugging Face subjects: over prompt (shown as ``answers.chat`` says) + response in length-sorted
+    batches of at most ``max_batch_tokens`` padded tokens (None: 8192), cached per item under
+    (model, task, MUI settings, the digest of every (id, prompt, response)) so a killed run
+    resumes (:func:`mui_key_neurons`).
+    """
+    items, responses = list(answers.items), list(answers.responses)
+    if subject.kind == "world":
+        tokens, mask = subject.tokens(items, responses)
+        res = utilization(
+            subject.model,
+            tokens,
+            mask,
+            score=score,
+            threshold=threshold,
+            k=k,
+            frac=frac,
+            per_sample=True,
+            batch_size=batch_size,
+        )
+        assert res.sample_masks is not None  # per_sample=True
+        return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]
+    from kit.subjects.hf import responses_digest
+
+    model = subject.model
+    settings = {
+        "score": score,
+        "threshold": threshold,
+        "k": k,
+        "frac": frac,
+        "chat": answers.chat,
+        "responses": responses_digest(items, responses),
+        "dtype": str(model.cfg.dtype),
+    }
+    cache = ItemCache(
+        str(getattr(model, "kit_path", None) or subject.name),
+        answers.task,
+        settings,
+        identity=model_identity(model),
+    )
+    return mui_key_neurons(
+        model,
+        [it.prompt for it in items],
+        responses,
+        ids=[it.id for it in items],
+        max_batch_tokens=max_batch_tokens or 8192,
+        chat=answers.chat,
+        cache=cache,
+        score=score,
+        threshold=threshold,
+        k=k,
+        frac=frac,
+    )
+
+
+def subject_mui(
+    subject,
+    answers,
+    score: str = "score",
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+    batch_size: int = 16,
+    max_batch_tokens: int | None = None,
+) -> float:
+    """MUI (Eq. 5, in %) of ``answers``' responses by ``subject``'s model: tiny-world subjects in
+    one streamed pass (:func:`utilization_for_items`, ``batch_size`` rows), Hugging Face subjects
+    as the union of the cached :func:`per_item_key_neurons` (``max_batch_tokens``, None: 8192)."""
+    if subject.kind == "world":
+        return float(
+            utilization_for_items(
+                subject.model,
+                list(answers.items),
+                list(answers.responses),
+                score=score,
+                threshold=threshold,
+                k=k,
+                frac=frac,
+                batch_size=batch_size,
+            ).mui
+        )
+    return mui_from_items(
+        subject.model,
+        per_item_key_neurons(
+            subject, answers, score, threshold, k, frac, batch_size, max_batch_tokens
+        ),
+    )
+
+
+def mui(
+    model_or_subject,
+    answers,
+    responses: Sequence[str] | None = None,
+    score: str = "score",
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+    batch_size: int = 16,
+    max_batch_tokens: int | None = None,
+) -> float:
+    """MUI (seed 000 Eq. 5, in %) of a model's responses: the share of its MLP neurons that are key
+    neurons of at least one response token.
+
+    ``model_or_subject``: a :class:`kit.subjects.Subject` (``kit.load_subject``) or a model
+    (``kit.load_model``; wrapped by :func:`kit.subjects.subject_of`). ``answers``: an
+    :class:`kit.subjects.Answers` (``subject.answer(...)``), or a list of items with their
+    ``responses`` (then uncached: :func:`utilization_for_items`). ``score`` names a contribution
+    score of :data:`kit.mui.methods.MUI_SCORES`, ``threshold`` a threshold function of
+    :data:`kit.mui.methods.MUI_THRESHOLDS`; ``k`` / ``frac`` their parameter (None: the paper's
+    default); ``batch_size`` rows or ``max_batch_tokens`` padded tokens per forward pass.
+
+    >>> import kit, kit.mui
+    >>> s = kit.load_subject("random/tiny")
+    >>> items = s.items("add", "test", n=4)
+    >>> answers = s.answer("add", items)
+    >>> m = kit.mui.mui(s, answers, score="score", threshold="topk")
+    >>> 0 < m <= 100
+    True
+    >>> m == kit.mui.mui(s.model, items, answers.responses)   # the same rows, uncached
+    True
+    """
+    from kit.subjects import Answers, Subject, subject_of
+
+    if not isinstance(answers, Answers):
+        if responses is None:
+            raise ValueError(
+                "responses=None: MUI reads the responses the model gave; pass an Answers "
+                "(subject.answer(...)) or the items with their responses"
+            )
+        model = getattr(model_or_subject, "model", model_or_subject)
+        return float(
+            utilization_for_items(
+                model,
+                list(answers),
+                list(responses),
+                score=score,
+                threshold=threshold,
+                k=k,
+                frac=frac,
+                batch_size=batch_size,
+            ).mui
+        )
+    if responses is not None:
+        raise ValueError("responses: give them inside the Answers, not beside it")
+    subject = (
+        model_or_subject if isinstance(model_or_subject, Subject) else subject_of(model_or_subject)
+    )
+    return subject_mui(subject, answers, score, threshold, k, frac, batch_size, max_batch_tokens)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from kit.mui.metric import subject_mui
 from kit.subjects import Answers, Subject
 
 
@@ -309,7 +310,7 @@ def compare(
         for task, max_new_tokens in tasks.items():
             items = subject.items(task, "test", n=n, seed=seed)
             answers = subject.answer(task, items, max_new_tokens=max_new_tokens)
-            mui = subject.mui(answers, max_batch_tokens=max_batch_tokens)
+            mui = subject_mui(subject, answers, max_batch_tokens=max_batch_tokens)
             cells.append(Cell(name, answers, mui))
         del subject  # before the next model loads
     return cells

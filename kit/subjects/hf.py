@@ -9,8 +9,8 @@
 - scores: :func:`kit.data.scorers.score`, parse failures :func:`kit.data.scorers.parse_failed`, and
   a truncation flag per response; or, for multiple choice, option log-likelihoods
   (:mod:`kit.subjects.loglik`);
-- internals: teacher-forced passes over prompt + response in token-budget batches, key neurons
-  cached per item (:mod:`kit.models.internals`).
+- internals: teacher-forced rows over prompt + response (:meth:`HFSubject.tokens`; MUI's key
+  neurons of them, cached per item: :func:`kit.mui.metric.per_item_key_neurons`).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class HFSubject:
 
     def token_budget(self, max_batch_tokens: int | None) -> int | None:
         """``max_batch_tokens``: teacher-forced passes run in length-sorted batches of at most that
-        many padded tokens (``kit.mui.metric.utilization``'s budget)."""
+        many padded tokens."""
         return max_batch_tokens
 
     def group(self, task: str) -> str:
@@ -203,7 +203,8 @@ class HFSubject:
     def tokens(self, items: Sequence[Any], responses: Sequence[str]):
         """Right-padded prompt + response tokens, the prompt shown as this subject shows it
         (``chat``), and the response mask (:func:`kit.models.rows.teacher_forced_rows`, cut to the
-        context with a warning; with ``chat=None`` the rows of ``kit.mui.metric.item_tokens``)."""
+        context with a warning; with ``chat=None`` the rows of
+        :func:`kit.models.rows.item_tokens`)."""
         from kit.models.rows import pad_rows, teacher_forced_rows
 
         rows = teacher_forced_rows(
@@ -211,73 +212,6 @@ class HFSubject:
         )
         pad = self.model.tokenizer.pad_token_id
         return pad_rows(rows, pad if pad is not None else 0)
-
-    def key_neurons(
-        self,
-        answers: Answers,
-        score: str = "score",
-        threshold: str = "topk",
-        k: int | None = None,
-        frac: float | None = None,
-        batch_size: int = 16,
-        max_batch_tokens: int | None = 8192,
-    ) -> list[list[int]]:
-        """Per item of ``answers``, its key neurons (Eq. 4, flat ``layer * d_mlp + i``),
-        teacher-forced over prompt (shown as ``answers.chat`` says) + response in length-sorted
-        batches of at most ``max_batch_tokens`` padded tokens, cached per item under (model, task,
-        MUI settings, the digest of every (id, prompt, response)) so a killed run resumes.
-        ``batch_size`` is the world's."""
-        from kit.models.cache import ItemCache
-        from kit.models.identity import model_identity
-        from kit.models.internals import mui_key_neurons
-
-        items, responses = list(answers.items), list(answers.responses)
-        settings = {
-            "score": score,
-            "threshold": threshold,
-            "k": k,
-            "frac": frac,
-            "chat": answers.chat,
-            "responses": responses_digest(items, responses),
-            "dtype": str(self.model.cfg.dtype),
-        }
-        cache = ItemCache(
-            str(getattr(self.model, "kit_path", None) or self.name),
-            answers.task,
-            settings,
-            identity=model_identity(self.model),
-        )
-        return mui_key_neurons(
-            self.model,
-            [it.prompt for it in items],
-            responses,
-            ids=[it.id for it in items],
-            max_batch_tokens=max_batch_tokens or 8192,
-            chat=answers.chat,
-            cache=cache,
-            score=score,
-            threshold=threshold,
-            k=k,
-            frac=frac,
-        )
-
-    def mui(
-        self,
-        answers: Answers,
-        score: str = "score",
-        threshold: str = "topk",
-        k: int | None = None,
-        frac: float | None = None,
-        batch_size: int = 16,
-        max_batch_tokens: int | None = 8192,
-    ) -> float:
-        """MUI (Eq. 5, in %): the union of :meth:`key_neurons` over the items."""
-        from kit.models.internals import mui_from_items
-
-        return mui_from_items(
-            self.model,
-            self.key_neurons(answers, score, threshold, k, frac, batch_size, max_batch_tokens),
-        )
 
 
 def loglik_answers(

@@ -3,8 +3,9 @@ name.
 
 A :class:`Subject` gives the items of a task or benchmark as the model should see them, greedy
 responses (optionally with MLP neurons zero-ablated), their scores (:class:`~kit.subjects.Answers`:
-accuracy with its interval, chance, parse failures, truncations), and teacher-forced internals (MUI
-key neurons per item). Two implementations, chosen by :func:`load_subject` from the name:
+accuracy with its interval, chance, parse failures, truncations), and the teacher-forced rows of its
+responses that methods read internals over (``tokens``). Two implementations, chosen by
+:func:`load_subject` from the name:
 
 - :class:`~kit.subjects.world.WorldSubject`: tiny-world models (``zoo/...``, notebook 03's
   ``extra/...``) on the world's tasks;
@@ -18,7 +19,7 @@ A paper package asks a subject, never "is this a zoo model?"::
     items = s.items("add", "test", n=100)
     ans = s.answer("add", items, max_new_tokens=1)     # Answers
     print(ans.describe()); run.record(accuracy=ans.summary())
-    mui = s.mui(ans)                                 # MUI (%) of those responses
+    mui = kit.mui.mui(s, ans)                        # MUI (%) of those responses (seed 000)
 """
 
 from __future__ import annotations
@@ -103,32 +104,6 @@ class Subject(Protocol):
         mask."""
         ...
 
-    def key_neurons(
-        self,
-        answers: Answers,
-        score: str = "score",
-        threshold: str = "topk",
-        k: int | None = None,
-        frac: float | None = None,
-        batch_size: int = 16,
-        max_batch_tokens: int | None = None,
-    ) -> list[list[int]]:
-        """Per item, its MUI key neurons (seed 000 Eq. 4) as flat indices ``layer * d_mlp + i``."""
-        ...
-
-    def mui(
-        self,
-        answers: Answers,
-        score: str = "score",
-        threshold: str = "topk",
-        k: int | None = None,
-        frac: float | None = None,
-        batch_size: int = 16,
-        max_batch_tokens: int | None = None,
-    ) -> float:
-        """MUI (seed 000 Eq. 5, in %) of ``answers``' responses."""
-        ...
-
 
 def is_world_name(name: str) -> bool:
     """Whether ``name`` is a tiny-world model: a zoo member (``zoo/...``) or notebook 03's own
@@ -163,7 +138,7 @@ def subject_of(
 ) -> Subject:
     """The subject of a model already loaded (``kit.load_model``): a world subject when it speaks
     the world's vocabulary, else a Hugging Face one (it must come from a Hugging Face directory)."""
-    from kit.mui.metric import is_world_model
+    from kit.models.rows import is_world_model
     from kit.subjects.hf import HFSubject
     from kit.subjects.world import WorldSubject
 

@@ -3,7 +3,7 @@
 
 Responses are the world's greedy generation (``kit.world.respond``: word-level tokens, stopping at
 ``<eos>``); a response is scored by :func:`world_correct` (its first words equal the answer);
-teacher-forced internals run over ``<bos> prompt response`` (``kit.mui.metric.item_tokens``).
+teacher-forced internals run over ``<bos> prompt response`` (:meth:`WorldSubject.tokens`).
 """
 
 from __future__ import annotations
@@ -162,64 +162,7 @@ class WorldSubject:
 
     def tokens(self, items: Sequence[Any], responses: Sequence[str]):
         """Right-padded ``<bos> prompt response`` tokens and the response mask
-        (``kit.mui.metric.item_tokens``)."""
-        from kit.mui.metric import item_tokens
+        (:func:`kit.models.rows.item_tokens`)."""
+        from kit.models.rows import item_tokens
 
         return item_tokens(self.model, items, responses)
-
-    def mui(
-        self,
-        answers: Answers,
-        score: str = "score",
-        threshold: str = "topk",
-        k: int | None = None,
-        frac: float | None = None,
-        batch_size: int = 16,
-        max_batch_tokens: int | None = None,
-    ) -> float:
-        """MUI (seed 000 Eq. 5, in %) of ``answers``' responses, teacher-forced in ``batch_size``
-        rows (``kit.mui.metric.utilization_for_items``; ``max_batch_tokens`` is the Hugging Face
-        subject's budget: world models are small)."""
-        from kit.mui.metric import utilization_for_items
-
-        return float(
-            utilization_for_items(
-                self.model,
-                list(answers.items),
-                list(answers.responses),
-                score=score,
-                threshold=threshold,
-                k=k,
-                frac=frac,
-                batch_size=batch_size,
-            ).mui
-        )
-
-    def key_neurons(
-        self,
-        answers: Answers,
-        score: str = "score",
-        threshold: str = "topk",
-        k: int | None = None,
-        frac: float | None = None,
-        batch_size: int = 16,
-        max_batch_tokens: int | None = None,
-    ) -> list[list[int]]:
-        """Per item of ``answers``, its key neurons (Eq. 4) as flat indices ``layer * d_mlp +
-        i``."""
-        from kit.mui.metric import utilization
-
-        tokens, mask = self.tokens(list(answers.items), list(answers.responses))
-        res = utilization(
-            self.model,
-            tokens,
-            mask,
-            score=score,
-            threshold=threshold,
-            k=k,
-            frac=frac,
-            per_sample=True,
-            batch_size=batch_size,
-        )
-        assert res.sample_masks is not None  # per_sample=True
-        return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]

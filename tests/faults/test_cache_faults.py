@@ -15,6 +15,7 @@ from kit.models import generate
 from kit.models.twins import build_twin, twin_path
 from kit.mui import metric as kmui
 from kit.mui import quickstart as qs
+from kit.mui.metric import subject_mui
 from kit.subjects import Answers, subject_of
 
 
@@ -25,7 +26,7 @@ def twin():
 
 def _mui(model, answers: Answers) -> float:
     """MUI of ``answers`` as notebook 00 measures it: the model's subject, its per-item cache."""
-    return subject_of(model).mui(answers)
+    return subject_mui(subject_of(model), answers)
 
 
 def _published(n: int = 4) -> Answers:

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import kit
-from kit.models import internals as it
 from kit.models.cache import ItemCache
+from kit.mui import metric as it
 
 PROMPTS = [
     "Question: 12 + 30 =",

@@ -12,6 +12,7 @@ import pytest
 import kit
 from kit.mui import masking
 from kit.mui import metric as kmui
+from kit.mui.metric import subject_mui
 from kit.subjects import Answers, subject_of
 
 
@@ -51,8 +52,13 @@ def test_token_budget_mui_equals_the_batch_size_path(
     ).mui
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))  # the per-item cache lands here
     # one item a pass
-    new = subject_of(twin).mui(
-        _answers(RESPONSES), threshold=threshold, k=k, frac=frac, max_batch_tokens=1
+    new = subject_mui(
+        subject_of(twin),
+        _answers(RESPONSES),
+        threshold=threshold,
+        k=k,
+        frac=frac,
+        max_batch_tokens=1,
     )
     assert new == pytest.approx(old, abs=1e-9)
     assert 0 < new < 100
@@ -61,7 +67,7 @@ def test_token_budget_mui_equals_the_batch_size_path(
 def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
     subject = subject_of(twin)
-    first = subject.mui(_answers(RESPONSES), max_batch_tokens=20)
+    first = subject_mui(subject, _answers(RESPONSES), max_batch_tokens=20)
     files = list((tmp_path / "items").glob("*.jsonl"))
     assert len(files) == 1 and len(files[0].read_text().splitlines()) == 4
 
@@ -69,10 +75,10 @@ def test_rerun_reads_the_per_item_cache_and_new_responses_do_not(twin, tmp_path,
         raise AssertionError("the rerun computed an item the cache holds")
 
     monkeypatch.setattr(kmui, "utilization", no_pass)
-    assert subject.mui(_answers(RESPONSES), max_batch_tokens=10**6) == first
+    assert subject_mui(subject, _answers(RESPONSES), max_batch_tokens=10**6) == first
     # other responses are never read from that cache
     with pytest.raises(AssertionError, match="cache holds"):
-        subject.mui(_answers(RESPONSES[:3] + [" 4 5"]))
+        subject_mui(subject, _answers(RESPONSES[:3] + [" 4 5"]))
 
 
 def test_sections_3x_key_neuron_ranking_is_the_same_in_token_budget_batches(twin):

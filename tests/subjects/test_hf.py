@@ -12,6 +12,7 @@ from kit.data.prompts import instructed
 from kit.data.scorers import score
 from kit.models import generate as gen
 from kit.mui import metric as kmui
+from kit.mui.metric import per_item_key_neurons, subject_mui
 from kit.subjects import HFSubject, load_subject, subject_of
 
 MC = [
@@ -142,12 +143,12 @@ def test_mui_equals_the_one_batch_path_and_reruns_read_the_cache(llama, own_cach
         "tiny/add", items, [" 42. The answer is 42.", " apple pear", ""], max_new_tokens=8
     )
     one_batch = kmui.utilization_for_items(llama.model, ans.items, ans.responses).mui
-    assert llama.mui(ans, max_batch_tokens=1) == pytest.approx(one_batch, abs=1e-9)
+    assert subject_mui(llama, ans, max_batch_tokens=1) == pytest.approx(one_batch, abs=1e-9)
     monkeypatch.setattr(
         kmui, "utilization", lambda *a, **k: (_ for _ in ()).throw(AssertionError("recomputed"))
     )
-    assert llama.mui(ans) == pytest.approx(one_batch, abs=1e-9)
-    keys = llama.key_neurons(ans)
+    assert subject_mui(llama, ans) == pytest.approx(one_batch, abs=1e-9)
+    keys = per_item_key_neurons(llama, ans)
     assert len(keys) == 3 and keys[2] == [], "an empty response has no key neuron"
 
 

@@ -10,6 +10,7 @@ import torch
 
 from kit import world as kworld
 from kit.data.items import Item
+from kit.mui.metric import per_item_key_neurons, subject_mui
 from kit.subjects import WorldSubject, load_subject, task_group, task_items, world_correct
 
 
@@ -76,10 +77,10 @@ def test_ablation_changes_answers_and_leaves_no_hook(base_m):
 def test_mui_is_the_union_of_per_item_key_neurons(base_m):
     items = base_m.items("code", "test", n=12)
     ans = base_m.answer("code", items)
-    keys = base_m.key_neurons(ans)
+    keys = per_item_key_neurons(base_m, ans)
     union = set().union(*map(set, keys))
     d = base_m.model.cfg.n_layers * base_m.model.cfg.d_mlp
-    assert base_m.mui(ans) == pytest.approx(100 * len(union) / d)
+    assert subject_mui(base_m, ans) == pytest.approx(100 * len(union) / d)
     assert isinstance(base_m, WorldSubject) and base_m.kind == "world"
 
 
