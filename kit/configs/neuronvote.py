@@ -5,13 +5,13 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kit.core.params import BaseConfig, distinct
+from kit.core.registry import one_of
 from kit.neuronvote.concepts import PAPER_POS_TAGS
-from kit.neuronvote.methods import METHODS, PAPER_METHODS
+from kit.neuronvote.methods import METHODS, PAPER_METHODS, RANKING_METHODS
 
 Definitions = Literal["paper_text", "neurox"]
-Method = Literal[
-    "probeless", "iou", "iou_ap", "lasso", "ridge", "lca", "gaussian", "meanselect", "random"
-]
+Method = Annotated[str, one_of(lambda: RANKING_METHODS)]
+"""A name of :data:`kit.neuronvote.methods.RANKING_METHODS` when the config is validated."""
 Layer = Annotated[int, Field(ge=0)]
 
 

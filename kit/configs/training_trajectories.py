@@ -4,6 +4,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from kit.configs.utility_law import Score, Threshold
 from kit.core.params import BaseConfig
 
 
@@ -59,11 +60,9 @@ class Config(BaseConfig):
     )
     """Splits evaluated: the public ``test`` split and unseen ``fresh`` items (the true
     capability)."""
-    score: Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"] = (
-        "score"
-    )
+    score: Score = "score"
     """Neuron contribution score for MUI (kit.mui.metric)."""
-    threshold: Literal["topk", "global_topk", "top_pct", "topscore"] = "topk"
+    threshold: Threshold = "topk"
     """Key-neuron threshold for MUI (kit.mui.metric); ``topk`` keeps max(1, round(d_mlp/1000)) per
     layer and token."""
     max_new_tokens: int = Field(1, ge=1, le=512)

@@ -1,13 +1,29 @@
 """Config of notebooks/01_utility_law.ipynb (seed 000: sections 2, 3.2, 3.5-3.8, B.1, B.6)."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from kit.core.params import BaseConfig, Count, Fraction, distinct
+from kit.core.registry import one_of
 
-Score = Literal["score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum"]
-Threshold = Literal["topk", "global_topk", "top_pct", "topscore"]
+
+def _mui_scores():
+    from kit.mui.scores import MUI_SCORES  # when validating: this module stays free of torch
+
+    return MUI_SCORES
+
+
+def _mui_thresholds():
+    from kit.mui.key_neurons import MUI_THRESHOLDS
+
+    return MUI_THRESHOLDS
+
+
+Score = Annotated[str, one_of(_mui_scores)]
+"""A name of :data:`kit.mui.scores.MUI_SCORES` (the table's names when the config is validated)."""
+Threshold = Annotated[str, one_of(_mui_thresholds)]
+"""A name of :data:`kit.mui.key_neurons.MUI_THRESHOLDS`."""
 
 
 RANK_MIN_MODELS = 3
@@ -45,9 +61,10 @@ class Config(BaseConfig):
     exist), ``plain`` shows the bare question (as the MUI paper's code shows instruct models).
     Tiny-world tasks keep their format."""
     score: Score = "score"
-    """Neuron contribution score (kit.mui.scores.SCORES): Eq. 3 ``score`` is the paper's choice."""
+    """Neuron contribution score (kit.mui.scores.MUI_SCORES): Eq. 3 ``score`` is the paper's
+    choice."""
     threshold: Threshold = "topk"
-    """Key-neuron threshold (kit.mui.key_neurons.THRESHOLDS): per-token per-layer top-k is the
+    """Key-neuron threshold (kit.mui.key_neurons.MUI_THRESHOLDS): per-token per-layer top-k is the
     paper's choice."""
     k: int | None = Field(None, ge=1)
     """k of ``topk``/``global_topk``; None: max(1, round(d_mlp/1000)) per layer (x n_layers for
@@ -62,7 +79,7 @@ class Config(BaseConfig):
     max_batch_tokens: int = Field(8192, ge=1)
     """Hugging Face models: padded tokens per teacher-forced MUI pass, in every section
     (length-sorted batches cut after their last response token;
-    kit.models.internals.mui_key_neurons, kit.mui.metric.token_budget_chunks)."""
+    kit.mui.metric.mui_key_neurons, kit.mui.metric.token_budget_chunks)."""
     focus_model: str | None = None
     """Model of sections 3.6-3.8; None: ``zoo/base-m`` if present, else the first model."""
     growth_tasks: list[str] | None = Field(None, min_length=1)

@@ -15,17 +15,20 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from kit.core.checks import require_finite
+from kit.core.registry import Registry
 
-THRESHOLDS = ("topk", "global_topk", "top_pct", "topscore")
-"""Threshold functions of A.4 (Eqs. 10-12)."""
+MUI_THRESHOLDS = Registry("threshold function")
+"""The threshold functions of A.4 (Eqs. 10-12), by name: ``fn(scores, k, frac)`` -> key-unit
+mask. ``per_layer=True``: ``scores`` is ``[*tokens, width]`` of one layer; ``False``: ``[tokens,
+layer, width]`` ranked across layers (see :func:`token_key_masks`). Every MUI function, and the
+configs' ``threshold`` fields, accept exactly these names."""
+
+THRESHOLDS = MUI_THRESHOLDS
+"""The names of :data:`MUI_THRESHOLDS` (the table itself: ``in``, iteration and ``len`` read it)."""
 
 
 def _check_threshold(threshold: str) -> None:
-    if threshold not in THRESHOLDS:
-        raise ValueError(
-            f"threshold={threshold!r} is not a threshold function; allowed values: "
-            f"{', '.join(THRESHOLDS)}"
-        )
+    MUI_THRESHOLDS.check(threshold, "threshold")
 
 
 def default_k(d_mlp: int) -> int:
@@ -58,6 +61,63 @@ def _topk_mask(x: Float[Tensor, "... n"], k: int) -> Bool[Tensor, "... n"]:
     return torch.zeros_like(x, dtype=torch.bool).scatter_(-1, idx, True)
 
 
+@MUI_THRESHOLDS.register(
+    "topk",
+    "the k largest scores per token and layer (Eq. 10; k = max(1, round(width/1000)))",
+    per_layer=True,
+)
+def topk_key_mask(
+    scores: Float[Tensor, "*tokens width"], k: int | None = None, frac: float | None = None
+) -> Bool[Tensor, "*tokens width"]:
+    """``topk`` (Eq. 10): each token's ``k`` largest scores of the layer (default
+    :func:`default_k`)."""
+    return _topk_mask(scores, _k_for("topk", scores.shape[-1], 1, k, frac))
+
+
+@MUI_THRESHOLDS.register(
+    "global_topk",
+    "the k largest scores per token over all layers (Eq. 11; k = the per-layer k x n_layers)",
+    per_layer=False,
+)
+def global_topk_key_mask(
+    scores: Float[Tensor, "tokens layer width"], k: int | None = None, frac: float | None = None
+) -> Bool[Tensor, "tokens layer width"]:
+    """``global_topk`` (Eq. 11): each token's ``k`` largest scores over all ``layer x width``
+    units (default the per-layer default x n_layers)."""
+    t, n_layers, width = require_finite("scores", scores).shape
+    kk = _k_for("global_topk", width, n_layers, k, frac)
+    return _topk_mask(scores.reshape(t, n_layers * width), kk).reshape(t, n_layers, width)
+
+
+@MUI_THRESHOLDS.register(
+    "top_pct",
+    "the largest round(frac x width) scores per token and layer (frac 0.001)",
+    per_layer=True,
+)
+def top_pct_key_mask(
+    scores: Float[Tensor, "*tokens width"], k: int | None = None, frac: float | None = None
+) -> Bool[Tensor, "*tokens width"]:
+    """``top_pct``: each token's largest ``round(frac * width)`` scores (default frac 0.001)."""
+    return _topk_mask(scores, _k_for("top_pct", scores.shape[-1], 1, k, frac))
+
+
+@MUI_THRESHOLDS.register(
+    "topscore",
+    "scores >= frac x the token's layer max, and > 0 (Eq. 12, Dai et al.; frac 0.2)",
+    per_layer=True,
+)
+def topscore_key_mask(
+    scores: Float[Tensor, "*tokens width"], k: int | None = None, frac: float | None = None
+) -> Bool[Tensor, "*tokens width"]:
+    """``topscore`` (Eq. 12, Dai et al.): scores ``>= frac * (the token's max in this layer)`` and
+    > 0 (default frac 0.2)."""
+    f = 0.2 if frac is None else float(frac)
+    if not 0 < f <= 1:
+        raise ValueError(f"frac={frac} for threshold='topscore' must be in (0, 1]")
+    top = scores.max(dim=-1, keepdim=True).values
+    return (scores >= f * top) & (scores > 0)
+
+
 def layer_key_mask(
     scores: Float[Tensor, "*tokens width"],
     threshold: str = "topk",
@@ -72,19 +132,13 @@ def layer_key_mask(
     """
     _check_threshold(threshold)
     require_finite("scores", scores)  # topk ranks NaN above every number
-    if threshold == "global_topk":
+    variant = MUI_THRESHOLDS[threshold]
+    if not variant.extra.get("per_layer"):
         raise ValueError(
-            "threshold='global_topk' ranks across layers: use key_neuron_mask on [.., layer, "
+            f"threshold={threshold!r} ranks across layers: use key_neuron_mask on [.., layer, "
             "d_mlp] scores"
         )
-    width = scores.shape[-1]
-    if threshold == "topscore":
-        f = 0.2 if frac is None else float(frac)
-        if not 0 < f <= 1:
-            raise ValueError(f"frac={frac} for threshold='topscore' must be in (0, 1]")
-        top = scores.max(dim=-1, keepdim=True).values
-        return (scores >= f * top) & (scores > 0)
-    return _topk_mask(scores, _k_for(threshold, width, 1, k, frac))
+    return variant.fn(scores, k, frac)
 
 
 def token_key_masks(
@@ -96,11 +150,10 @@ def token_key_masks(
     """Per-token key units over all layers; ``global_topk`` ranks all ``layer*width`` units of a
     token together (Eq. 11; default k = per-layer default x n_layers)."""
     _check_threshold(threshold)
-    if threshold != "global_topk":
+    variant = MUI_THRESHOLDS[threshold]
+    if variant.extra.get("per_layer"):
         return layer_key_mask(scores, threshold, k, frac)
-    t, n_layers, width = require_finite("scores", scores).shape
-    kk = _k_for("global_topk", width, n_layers, k, frac)
-    return _topk_mask(scores.reshape(t, n_layers * width), kk).reshape(t, n_layers, width)
+    return variant.fn(scores, k, frac)
 
 
 def response_scores(

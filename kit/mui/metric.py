@@ -38,6 +38,7 @@ from kit.models.rows import (  # noqa: F401 (is_world_model, item_tokens: re-exp
 )
 from kit.mui.key_neurons import _check_threshold, _k_for, layer_key_mask
 from kit.mui.scores import (
+    MUI_SCORES,
     _check_ig,
     _check_score,
     _check_tokens,
@@ -158,7 +159,8 @@ def utilization(
     _check_ig(ig_output, ig_mode)
     tokens = _check_tokens(tokens)
     pos_mask = _score_positions(response_mask.cpu(), tokens.cpu())
-    base, _, level = score.partition("_")
+    variant = MUI_SCORES[score]
+    base, level = variant.extra["token_score"], "sum" if variant.extra["response_level"] else ""
     n_layers, d_mlp = model.cfg.n_layers, model.cfg.d_mlp
     union = torch.zeros(n_layers, d_mlp, dtype=torch.bool)
     sample_masks = (

@@ -19,19 +19,27 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from kit.core.checks import require_finite
+from kit.core.registry import Registry
 from kit.models import tl
 
-SCORES = ("score", "activate", "gradient", "score_sum", "activate_sum", "gradient_sum")
-"""Contribution scores: token level (Eqs. 3, 13, 14) and response level (``*_sum``, Eq. 15)."""
+MUI_SCORES = Registry("contribution score")
+"""The contribution scores of MUI by name: token level (Eqs. 3, 13, 14; ``fn(model, tokens,
+positions, ig_output, ig_mode)`` yields ``(layer, scores [batch, seq-1, d_mlp])``) and response
+level (``*_sum``, Eq. 15: ``response_level=True``, the token-level ``token_score`` summed over a
+response's positions). Every MUI function, and the configs' ``score`` fields, accept exactly
+these names."""
 
-TOKEN_SCORES = ("score", "activate", "gradient")
+SCORES = MUI_SCORES
+"""The names of :data:`MUI_SCORES` (the table itself: ``in``, iteration and ``len`` read it)."""
 
 IG_STEPS = 10
 """Riemann steps of the integrated-gradients score (B.6.1: "we deploy m = 10")."""
 
 
-def _check_score(score: str, allowed: Sequence[str] = SCORES) -> None:
-    if score not in allowed:
+def _check_score(score: str, allowed: Sequence[str] | None = None) -> None:
+    if allowed is None:
+        MUI_SCORES.check(score, "score")
+    elif score not in allowed:
         raise ValueError(
             f"score={score!r} is not a contribution score; allowed values: {', '.join(allowed)}"
         )
@@ -231,7 +239,7 @@ def iter_neuron_scores(
     ``[rows, seq-1, d_mlp]``; only one layer of one chunk is alive at a time. Every score of a row
     depends on that row's tokens only (right padding and the other rows change nothing).
     """
-    _check_score(score, TOKEN_SCORES)
+    _check_score(score, MUI_SCORES.names(response_level=False))
     _check_ig(ig_output, ig_mode)
     tokens = _check_tokens(tokens)
     n = tokens.shape[0]
@@ -242,33 +250,101 @@ def iter_neuron_scores(
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
         chunk = tokens[rows]
-        if score == "gradient":
-            pos = None if positions is None else positions[rows]
-            for L in range(model.cfg.n_layers):
-                yield LayerScores(
-                    rows,
-                    L,
-                    require_finite(
-                        f"gradient scores at blocks.{L}.mlp.hook_post",
-                        _integrated_gradients(
-                            model, chunk, L, pos, ig_output=ig_output, ig_mode=ig_mode
-                        ),
-                    ),
-                )
-            continue
-        cols = inverse = None
-        if score == "score":
-            cols, inverse = _unembed_columns(model, chunk[:, 1:])
-        for L, acts in tl.iter_mlp_post(model, chunk):
-            # a NaN would be ranked the top key neuron by topk: stop here, naming the layer
-            yield LayerScores(
-                rows,
-                L,
-                require_finite(
-                    f"{score} scores at blocks.{L}.mlp.hook_post",
-                    _score_from_acts(model, L, acts, score, cols, inverse),
+        pos = None if positions is None else positions[rows]
+        for L, scores in MUI_SCORES[score].fn(model, chunk, pos, ig_output, ig_mode):
+            yield LayerScores(rows, L, scores)
+
+
+def _act_scores(model, chunk: Tensor, score: str) -> Iterator[tuple[int, Tensor]]:
+    cols = inverse = None
+    if score == "score":
+        cols, inverse = _unembed_columns(model, chunk[:, 1:])
+    for L, acts in tl.iter_mlp_post(model, chunk):
+        # a NaN would be ranked the top key neuron by topk: stop here, naming the layer
+        yield (
+            L,
+            require_finite(
+                f"{score} scores at blocks.{L}.mlp.hook_post",
+                _score_from_acts(model, L, acts, score, cols, inverse),
+            ),
+        )
+
+
+@MUI_SCORES.register(
+    "score",
+    "a_i(p) x (W_out[i] . W_U[:, y]), y = tokens[p+1]: the neuron's direct logit contribution "
+    "(Eq. 3, the paper's choice)",
+    response_level=False,
+    token_score="score",
+)
+def contribution_scores(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    positions: Bool[Tensor, "batch pos"] | None = None,
+    ig_output: str = "logit",
+    ig_mode: str = "per_token",
+) -> Iterator[tuple[int, Float[Tensor, "batch pos d_mlp"]]]:
+    """Eq. 3 per layer: ``(layer, a * (W_out W_U[:, y]))`` (``positions``, ``ig_*`` unused)."""
+    return _act_scores(model, tokens, "score")
+
+
+@MUI_SCORES.register(
+    "activate",
+    "a_i(p): the activation entering W_out (Eq. 13)",
+    response_level=False,
+    token_score="activate",
+)
+def activation_scores(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    positions: Bool[Tensor, "batch pos"] | None = None,
+    ig_output: str = "logit",
+    ig_mode: str = "per_token",
+) -> Iterator[tuple[int, Float[Tensor, "batch pos d_mlp"]]]:
+    """Eq. 13 per layer: ``(layer, a)`` (``positions``, ``ig_*`` unused)."""
+    return _act_scores(model, tokens, "activate")
+
+
+@MUI_SCORES.register(
+    "gradient",
+    f"integrated gradients of the target's logit, {IG_STEPS} Riemann steps, zero baseline "
+    "(Eq. 14, B.6.1)",
+    response_level=False,
+    token_score="gradient",
+)
+def gradient_scores(
+    model,
+    tokens: Int[Tensor, "batch seq"],
+    positions: Bool[Tensor, "batch pos"] | None = None,
+    ig_output: str = "logit",
+    ig_mode: str = "per_token",
+) -> Iterator[tuple[int, Float[Tensor, "batch pos d_mlp"]]]:
+    """Eq. 14 per layer: integrated gradients at ``positions`` (None: all), 0 elsewhere (see
+    :func:`_integrated_gradients` for ``ig_output`` / ``ig_mode``)."""
+    for L in range(model.cfg.n_layers):
+        yield (
+            L,
+            require_finite(
+                f"gradient scores at blocks.{L}.mlp.hook_post",
+                _integrated_gradients(
+                    model, tokens, L, positions, ig_output=ig_output, ig_mode=ig_mode
                 ),
-            )
+            ),
+        )
+
+
+for _base in ("score", "activate", "gradient"):
+    MUI_SCORES.add(
+        f"{_base}_sum",
+        MUI_SCORES[_base].fn,
+        f"{_base} summed over each response's positions, then thresholded (Eq. 15)",
+        response_level=True,
+        token_score=_base,
+    )
+
+TOKEN_SCORES = MUI_SCORES.names(response_level=False)
+"""The token-level scores of :data:`MUI_SCORES` as registered here (a later entry: use
+``MUI_SCORES.names(response_level=False)``)."""
 
 
 def neuron_scores(

@@ -57,10 +57,12 @@ Consensus metrics (section 3.2), all on the top-``s`` sets S_m:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
+from kit.core.registry import Registry
 from kit.neuronvote.consensus import avg_overlap, borda_top, neuron_vote, overlap, pairwise_overlap
 from kit.neuronvote.corpus_scores import (
     DEFINITIONS,
@@ -92,6 +94,8 @@ from kit.neuronvote.probes import (
 )
 
 __all__ = [
+    "RANKING_METHODS",
+    "RankingOptions",
     "METHODS",
     "PAPER_METHODS",
     "DISPLAY",
@@ -125,29 +129,128 @@ __all__ = [
     "classifier_accuracy",
 ]
 
-METHODS = (
+RANKING_METHODS = Registry("neuron-ranking method")
+"""The neuron-ranking methods by name: ``fn(x, y, seed, options: RankingOptions)`` -> a full
+ranking (neuron indices, best first); ``extra``: ``display`` (the figures' name) and ``paper``
+(one of the paper's six voters). :func:`rank_neurons`, the studies and the config's ``methods`` /
+``voters`` accept exactly these names."""
+
+
+@dataclass(frozen=True)
+class RankingOptions:
+    """The hyper-parameters of the ranking methods (each reads its own)."""
+
+    iou_percentile: float = 90.0
+    """``iou`` (paper text): the neuron mask is z > this percentile of z over the data."""
+    lambda1: float = PAPER_LAMBDA
+    """L1 weight of ``lasso`` / ``lca`` (per mean loss)."""
+    lambda2: float = PAPER_LAMBDA
+    """L2 weight of ``ridge`` / ``lca``."""
+    gaussian_max_neurons: int | None = None
+    """``gaussian``: neurons selected greedily before the rest follow in order (None: all)."""
+    probe_standardize: bool = False
+    """Probes: standardise the activations before fitting."""
+    definitions: str = "paper_text"
+    """``paper_text`` or ``neurox`` (:data:`DEFINITIONS`; the module docstring's table)."""
+
+
+def _ranked(scores_of):
+    def fn(x, y, seed: int, o: RankingOptions) -> np.ndarray:
+        return rank_by_score(scores_of(x, y, o), seed)
+
+    return fn
+
+
+RANKING_METHODS.add(
     "probeless",
-    "iou",
-    "iou_ap",
-    "lasso",
-    "ridge",
-    "lca",
-    "gaussian",
-    "meanselect",
-    "random",
+    _ranked(lambda x, y, o: probeless_scores(x, y)),
+    "|mu(C) - mu(C-hat)| (eq. 1)",
+    display="Probeless",
+    paper=True,
 )
-PAPER_METHODS = ("probeless", "iou", "lasso", "ridge", "lca", "gaussian")
+RANKING_METHODS.add(
+    "iou",
+    _ranked(
+        lambda x, y, o: (
+            iou_ap_scores(x, y, NEUROX_IOU_THRESHOLD)
+            if o.definitions == "neurox"
+            else iou_scores(x, y, o.iou_percentile)
+        )
+    ),
+    "IoU of the mask z > its percentile with the concept mask (eq. 2; neurox: NeuroX's AP)",
+    display="IoU",
+    paper=True,
+)
+RANKING_METHODS.add(
+    "iou_ap",
+    _ranked(lambda x, y, o: iou_ap_scores(x, y)),
+    "average precision of the activation as a concept score (what NeuroX calls IoU)",
+    display="IoU-AP (NeuroX)",
+    paper=False,
+)
+
+
+def _probe(method: str):
+    def fn(x, y, seed: int, o: RankingOptions) -> np.ndarray:
+        if o.definitions == "neurox":
+            l1 = 0.0 if method == "ridge" else o.lambda1
+            l2 = 0.0 if method == "lasso" else o.lambda2
+            return neurox_weight_mass_ordering(
+                neurox_probe_weights(x, y, l1, l2, seed=seed), seed=seed
+            )
+        scores = np.abs(
+            probe_weights(
+                x, y, method, o.lambda1, o.lambda2, seed=seed, standardize=o.probe_standardize
+            )
+        )
+        return rank_by_score(scores, seed)
+
+    return fn
+
+
+for _name, _display, _what in (
+    ("lasso", "Lasso", "L1"),
+    ("ridge", "Ridge", "L2"),
+    ("lca", "LCA", "ElasticNet (L1 + L2)"),
+):
+    RANKING_METHODS.add(
+        _name,
+        _probe(_name),
+        f"|weight| of a logistic probe with the {_what} penalty (eqs. 3-5)",
+        display=_display,
+        paper=True,
+    )
+RANKING_METHODS.add(
+    "gaussian",
+    lambda x, y, seed, o: gaussian_ranking(
+        x, y, max_neurons=o.gaussian_max_neurons, prior=o.definitions
+    ),
+    "greedy selection under a MAP Gaussian per class (eq. 6, Hennigen et al. 2020)",
+    display="Gaussian",
+    paper=True,
+)
+RANKING_METHODS.add(
+    "meanselect",
+    _ranked(lambda x, y, o: meanselect_scores(x, y)),
+    "|mu(C) - mu(C-hat)| / (max_C z - min_C z) (eq. 10, the case study)",
+    display="MeanSelect",
+    paper=False,
+)
+RANKING_METHODS.add(
+    "random",
+    lambda x, y, seed, o: np.random.default_rng(seed).permutation(x.shape[1]),
+    "a seeded permutation (the baseline)",
+    display="Random",
+    paper=False,
+)
+
+METHODS = RANKING_METHODS
+"""The names of :data:`RANKING_METHODS` (the table itself: ``in``, iteration and ``len`` read
+it)."""
+PAPER_METHODS = RANKING_METHODS.names(paper=True)
 """The paper's six interpretation methods: the voters of the main tables."""
 DISPLAY: dict[Any, str] = {  # method name -> display name (looked up with pandas cell values too)
-    "probeless": "Probeless",
-    "iou": "IoU",
-    "iou_ap": "IoU-AP (NeuroX)",
-    "lasso": "Lasso",
-    "ridge": "Ridge",
-    "lca": "LCA",
-    "gaussian": "Gaussian",
-    "meanselect": "MeanSelect",
-    "random": "Random",
+    name: v.extra["display"] for name, v in RANKING_METHODS.items()
 }
 
 
@@ -163,42 +266,29 @@ def rank_neurons(
     probe_standardize: bool = False,
     definitions: str = "paper_text",
 ) -> np.ndarray:
-    """Full ranking of the neurons of ``x`` for concept labels ``y`` by ``method`` (see module doc).
+    """Full ranking of the neurons of ``x`` for concept labels ``y`` by ``method`` (a name of
+    :data:`RANKING_METHODS`; see the module doc).
 
     x: Float[ndarray, "n_words n_neurons"], y: Int[ndarray, "n_words"] (1 = concept).
     ``definitions``: ``paper_text`` or ``neurox`` (IoU, probes, Gaussian prior; module doc).
     ``seed``: this method's tie-break (and probe-init) seed; :func:`rank_all` derives one per
     method. Returns Int[ndarray, "n_neurons"], most salient first.
+
+    >>> import numpy as np
+    >>> from kit.neuronvote import rank_neurons
+    >>> x = np.array([[0.0, 1.0, 0.2], [0.1, 0.9, 0.1], [0.0, 0.0, 0.3], [0.1, 0.1, 0.2]])
+    >>> y = np.array([1, 1, 0, 0])             # neuron 1 fires on the concept's words
+    >>> int(rank_neurons(x, y, "probeless")[0])
+    1
     """
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} unknown; allowed: {', '.join(METHODS)}")
+    RANKING_METHODS.check(method, "method")
     if definitions not in DEFINITIONS:
         raise ValueError(f"definitions={definitions!r} unknown; allowed: {', '.join(DEFINITIONS)}")
     x, y = check_xy(x, y)
-    neurox = definitions == "neurox"
-    if method == "random":
-        return np.random.default_rng(seed).permutation(x.shape[1])
-    if method == "gaussian":
-        return gaussian_ranking(x, y, max_neurons=gaussian_max_neurons, prior=definitions)
-    if method in ("lasso", "ridge", "lca") and neurox:
-        l1 = 0.0 if method == "ridge" else lambda1
-        l2 = 0.0 if method == "lasso" else lambda2
-        return neurox_weight_mass_ordering(neurox_probe_weights(x, y, l1, l2, seed=seed), seed=seed)
-    if method in ("lasso", "ridge", "lca"):
-        scores = np.abs(
-            probe_weights(x, y, method, lambda1, lambda2, seed=seed, standardize=probe_standardize)
-        )
-    elif method == "probeless":
-        scores = probeless_scores(x, y)
-    elif method == "meanselect":
-        scores = meanselect_scores(x, y)
-    elif method == "iou" and not neurox:
-        scores = iou_scores(x, y, iou_percentile)
-    elif method == "iou":
-        scores = iou_ap_scores(x, y, NEUROX_IOU_THRESHOLD)
-    else:
-        scores = iou_ap_scores(x, y)
-    return rank_by_score(scores, seed)
+    options = RankingOptions(
+        iou_percentile, lambda1, lambda2, gaussian_max_neurons, probe_standardize, definitions
+    )
+    return RANKING_METHODS[method].fn(x, y, seed, options)
 
 
 def rank_all(

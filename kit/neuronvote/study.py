@@ -200,7 +200,7 @@ def plan_study(
     vectors: Mapping[int, np.ndarray],
     model: str,
     site: str,
-    methods: Sequence[str] = nv.METHODS,
+    methods: Sequence[str] = tuple(nv.METHODS),
     voters: Sequence[str] = nv.PAPER_METHODS,
     s_values: Sequence[int] = (10, 30, 50),
     accuracy_s: Sequence[int] = (30, 50, 70, 100),
@@ -212,9 +212,9 @@ def plan_study(
     **rank_kwargs: Any,
 ) -> StudyPlan:
     """Check a study's arguments and lay out its units (see :func:`run_study`)."""
-    unknown = [m for m in list(methods) + list(voters) if m not in nv.METHODS]
+    unknown = [m for m in list(methods) + list(voters) if m not in nv.RANKING_METHODS]
     if unknown:
-        raise ValueError(f"unknown methods {unknown}; allowed: {', '.join(nv.METHODS)}")
+        raise ValueError(f"unknown methods {unknown}; allowed: {', '.join(nv.RANKING_METHODS)}")
     missing = [v for v in voters if v not in methods]
     if missing:
         raise ValueError(f"voters {missing} are not among the methods run ({list(methods)})")
@@ -286,7 +286,7 @@ def run_study(
     vectors: Mapping[int, np.ndarray],
     model: str,
     site: str,
-    methods: Sequence[str] = nv.METHODS,
+    methods: Sequence[str] = tuple(nv.METHODS),
     voters: Sequence[str] = nv.PAPER_METHODS,
     s_values: Sequence[int] = (10, 30, 50),
     accuracy_s: Sequence[int] = (30, 50, 70, 100),
