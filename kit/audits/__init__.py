@@ -13,7 +13,8 @@ One module per metric family, each metric a function returning an :class:`AuditR
 - ``kit.audits.circuits``: IOI circuit discovery by mean-ablation patching;
 - ``kit.audits.mib``: the MIB faithfulness curve (CPR / CMD) of a circuit's edges.
 
-``REGISTRY`` maps each metric id of the seed's summary table to its function. Around them:
+``AUDITS`` maps each metric id of the seed's summary table to its function and what it
+measures. Around them:
 ``kit.audits.activations`` (token-level activations at TransformerLens hooks), ``kit.audits.suite``
 (notebook 06's steps on the tiny world, a real model or GPT-2; its circuit family in
 ``kit.audits.circuit_family``), ``kit.audits.real_saes`` (SAEs
@@ -29,38 +30,49 @@ from typing import Callable
 
 import pandas as pd
 
+from kit.core.registry import Registry
+
 from . import circuits, mib, psychophysics, sae_validity, saebench, safety, stability, superposition
 from .result import AuditInputs, AuditResult, dumps, fail_check, jsonable
 
-REGISTRY: dict[str, Callable[..., object]] = {
-    "M07": sae_validity.architecture_duality,
-    "M08": sae_validity.weightlens,
-    "M09": stability.core_stability,
-    "M10": sae_validity.prism,
-    "M11": sae_validity.matryoshka,
-    "M12": sae_validity.adaptive_sparsity,
-    "M13": superposition.superposition_regime,
-    "M14": safety.safety_sve,
-    "EX1": psychophysics.dprime_audit,
-    "EX2": psychophysics.dif_audit,
-    "EX11": psychophysics.weber_audit,
-    "EX24": saebench.saebench_audit,
-    "EX25": stability.reproducibility,
-    "EX34": sae_validity.nla_sae_convergence,
-    "MIB": mib.mib_audit,
-}
-"""Metric id -> the function computing it (each returns an ``AuditResult``)."""
+AUDITS = Registry("audit")
+"""Metric id of the seed's summary table -> the function computing it (each returns an
+:class:`AuditResult`) and what it measures."""
 
-ORDER = list(REGISTRY)
+for _id, _fn, _what in (
+    ("M07", sae_validity.architecture_duality, "architecture duality: two SAEs at one hook agree"),
+    ("M08", sae_validity.weightlens, "WeightLens: a feature's promoted tokens vs where it fires"),
+    ("M09", stability.core_stability, "core stability over distillation cycles"),
+    ("M10", sae_validity.prism, "PRISM: polysemantic features (top contexts in > 1 cluster)"),
+    ("M11", sae_validity.matryoshka, "Matryoshka: absorption between SAE widths"),
+    ("M12", sae_validity.adaptive_sparsity, "adaptive sparsity: active features vs residual norm"),
+    ("M13", superposition.superposition_regime, "superposition regime (participation ratio)"),
+    ("M14", safety.safety_sve, "safety SVE: a concept direction from contrast prompts"),
+    ("EX1", psychophysics.dprime_audit, "d-prime of a circuit's signal against its ablation"),
+    ("EX2", psychophysics.dif_audit, "differential item functioning (Cohen's d between groups)"),
+    ("EX11", psychophysics.weber_audit, "Weber / just-noticeable difference of circuit heads"),
+    ("EX24", saebench.saebench_audit, "SAEBench metrics: reseed noise vs discriminability"),
+    ("EX25", stability.reproducibility, "reproducibility of a metric over runs"),
+    ("EX34", sae_validity.nla_sae_convergence, "NLA-SAE convergence of feature directions"),
+    ("MIB", mib.mib_audit, "MIB faithfulness curve of a circuit's edges (CPR / CMD)"),
+):
+    AUDITS.add(_id, _fn, _what)
+
+REGISTRY = AUDITS
+"""The same table under its older name."""
+
+ORDER = list(AUDITS)
 
 
 def get_audit(metric: str) -> Callable[..., object]:
-    """The function of metric ``metric`` (e.g. ``"M07"``); unknown ids list the allowed ones."""
-    if metric not in REGISTRY:
-        raise ValueError(
-            f"metric={metric!r} is not an audit; allowed values: {', '.join(REGISTRY)}"
-        )
-    return REGISTRY[metric]
+    """The function of metric ``metric`` (e.g. ``"M07"``); unknown ids list the allowed ones.
+
+    >>> from kit.audits import get_audit
+    >>> get_audit("EX2").__name__, get_audit("MIB").__name__
+    ('dif_audit', 'mib_audit')
+    """
+    AUDITS.check(metric, "metric")
+    return AUDITS[metric].fn
 
 
 def _fmt(x) -> str:

@@ -1,5 +1,10 @@
 """NeuronVote and AvgOverlap (seed 004; notebook 05).
 
+The method in one call: ``kit.neuronvote.vote(x, y, methods, s)`` (every ranking method of
+``kit.neuronvote.RANKING_METHODS`` on one concept, NeuronVote and AvgOverlap of each), with
+``kit.neuronvote.concept_arrays(model, sentences, tag, site)`` for ``(x, y)``; one method:
+``kit.neuronvote.rank_neurons``.
+
 - ``methods``: the ranking methods' dispatch (re-exported: ``kit.neuronvote.rank_all``...), built
   from ``corpus_scores`` (Probeless, IoU, MeanSelect), ``probes`` (Lasso, Ridge, LCA, NeuroX's
   probe, classifier accuracy), ``gaussian`` (the Gaussian probe) and ``consensus`` (AvgOverlap,
@@ -41,6 +46,7 @@ from kit.neuronvote.methods import (
     rank_by_score,
     rank_neurons,
 )
+from kit.neuronvote.voting import Vote, concept_arrays, vote
 
 __getattr__, __dir__ = lazy_submodules(
     __name__,
@@ -59,6 +65,7 @@ __getattr__, __dir__ = lazy_submodules(
         "study",
         "tables",
         "units",
+        "voting",
     ],
     globals(),
 )

@@ -26,7 +26,7 @@ def test_registry_has_every_metric_of_the_summary_table():
         "MIB",
     }
     assert set(audits.REGISTRY) == expected
-    assert all(callable(f) for f in audits.REGISTRY.values())
+    assert all(callable(v.fn) and v.description for v in audits.REGISTRY.values())
     with pytest.raises(ValueError, match="allowed values"):
         audits.get_audit("M99")
 
