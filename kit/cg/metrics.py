@@ -188,6 +188,11 @@ def chi_bench(acts: Acts) -> np.ndarray:
 
     ``acts``: items x concepts (length-normalised, non-negative). Returns a 1-D array over
     concepts whose mean is 1. Raises if no concept is active at all (the ratio is 0/0).
+
+    >>> import numpy as np
+    >>> acts = np.array([[1.0, 0.0, 1.0], [3.0, 0.0, 1.0]])   # 2 items x 3 concepts
+    >>> chi_bench(acts)                 # column sums 4, 0, 2 over their mean 2
+    array([2., 0., 1.])
     """
     acts = _check_acts(acts)
     totals = _col_sums(acts)
@@ -205,6 +210,11 @@ def chi_model(acts: Acts, scores: ArrayLike) -> np.ndarray:
 
     ``acts``: items x concepts; ``scores``: per-item performance in [0, 1]. Returns a 1-D array
     over concepts, NaN where no item of the benchmark activates the concept (undefined).
+
+    >>> import numpy as np
+    >>> acts = np.array([[1.0, 0.0, 1.0], [3.0, 0.0, 1.0]])
+    >>> chi_model(acts, [1.0, 0.0])     # item 0 right, item 1 wrong: 1/4, undefined, 1/2
+    array([0.25,  nan, 0.5 ])
     """
     acts = _check_acts(acts)
     m = np.asarray(scores, dtype=np.float64).ravel()
@@ -242,6 +252,13 @@ def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> 
     concept that only one benchmark of the suite covers is under-represented in the suite, which is
     what a benchmark gap means; with ``"active"`` it would look as covered as one every benchmark
     has.
+
+    >>> import numpy as np
+    >>> suite = {"a": np.array([[1.0, 0.0, 1.0]]), "b": np.array([[1.0, 1.0, 0.0]])}
+    >>> x_bench(suite)                   # chi_bench (1.5, 0, 1.5) and (1.5, 1.5, 0), averaged
+    array([1.5 , 0.75, 0.75])
+    >>> x_bench(suite, "active")         # over the benchmarks that activate each concept
+    array([1.5, 1.5, 1.5])
     """
     _check_suite(acts_by_benchmark)
     if denominator not in X_BENCH_DENOMINATORS:
@@ -258,7 +275,13 @@ def x_bench(acts_by_benchmark: Mapping[str, Acts], denominator: str = "all") -> 
 def x_model(
     acts_by_benchmark: Mapping[str, Acts], scores_by_benchmark: Mapping[str, ArrayLike]
 ) -> np.ndarray:
-    """Eq. 5: mean of ``chi_model`` over the benchmarks where it is defined; NaN where none is."""
+    """Eq. 5: mean of ``chi_model`` over the benchmarks where it is defined; NaN where none is.
+
+    >>> import numpy as np
+    >>> suite = {"a": np.array([[1.0, 0.0], [1.0, 0.0]]), "b": np.array([[1.0, 2.0]])}
+    >>> x_model(suite, {"a": [1.0, 0.0], "b": [1.0]})   # concept 1: defined on b only
+    array([0.75, 1.  ])
+    """
     _check_suite(acts_by_benchmark)
     missing = [b for b in acts_by_benchmark if b not in scores_by_benchmark]
     if missing:
@@ -279,6 +302,10 @@ COVERAGE_CLASSES = ("missing", "under", "normal", "over")
 def coverage_classes(x: np.ndarray, eps: float = EPSILON) -> np.ndarray:
     """Section 3.1: ``missing`` if x < eps; among the rest, ``under`` at or below the empirical
     10th percentile, ``over`` at or above the 90th, else ``normal``. Works for X_bench or chi_bench.
+
+    >>> import numpy as np
+    >>> coverage_classes(np.array([0.0, 0.5, 1.0, 1.0, 1.5])).tolist()
+    ['missing', 'under', 'normal', 'normal', 'over']
     """
     x = np.asarray(x, dtype=np.float64)
     if np.isnan(x).any():
@@ -298,7 +325,12 @@ def coverage_classes(x: np.ndarray, eps: float = EPSILON) -> np.ndarray:
 
 def model_gap_classes(x: np.ndarray, eps: float = EPSILON) -> np.ndarray:
     """Section 3.2: ``gap`` if X_model < eps; ``worst-decile`` at or below the 10th percentile of
-    the other defined values; ``best-decile`` at or above the 90th; ``undefined`` where NaN."""
+    the other defined values; ``best-decile`` at or above the 90th; ``undefined`` where NaN.
+
+    >>> import numpy as np
+    >>> model_gap_classes(np.array([0.0, np.nan, 0.2, 0.6, 0.6, 0.9])).tolist()
+    ['gap', 'undefined', 'worst-decile', 'normal', 'normal', 'best-decile']
+    """
     x = np.asarray(x, dtype=np.float64)
     out = np.full(x.shape, "normal", dtype=object)
     defined = ~np.isnan(x)

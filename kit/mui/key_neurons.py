@@ -129,6 +129,13 @@ def layer_key_mask(
     ``topk``: the ``k`` largest scores per token (Eq. 10; default ``max(1, round(width/1000))``);
     ``top_pct``: the largest ``round(frac*width)`` (default frac 0.001); ``topscore``: scores
     ``>= frac * (the token's max in this layer)`` and > 0 (Eq. 12, Dai et al.; default frac 0.2).
+
+    >>> import torch
+    >>> s = torch.tensor([[0.1, 0.9, 0.5, -1.0]])          # one token, a layer of 4 neurons
+    >>> layer_key_mask(s, "topk", k=2).int().tolist()
+    [[0, 1, 1, 0]]
+    >>> layer_key_mask(s, "topscore", frac=0.6).int().tolist()   # >= 0.54
+    [[0, 1, 0, 0]]
     """
     _check_threshold(threshold)
     require_finite("scores", scores)  # topk ranks NaN above every number

@@ -743,13 +743,15 @@ def mui(
     default); ``batch_size`` rows or ``max_batch_tokens`` padded tokens per forward pass.
 
     >>> import kit, kit.mui
-    >>> s = kit.load_subject("random/tiny")
-    >>> items = s.items("add", "test", n=4)
+    >>> s = kit.load_subject("zoo/base-m", world="micro")
+    >>> items = s.items("add", "test", n=8)
     >>> answers = s.answer("add", items)
     >>> m = kit.mui.mui(s, answers, score="score", threshold="topk")
     >>> 0 < m <= 100
     True
-    >>> m == kit.mui.mui(s.model, items, answers.responses)   # the same rows, uncached
+    >>> m == kit.mui.mui(s.model, items, answers.responses)   # items and responses apart
+    True
+    >>> kit.mui.mui(s, answers, threshold="topscore", frac=0.5) > 0
     True
     """
     from kit.subjects import Answers, Subject, subject_of

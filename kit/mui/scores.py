@@ -7,6 +7,14 @@ Alignment convention (the public code gets this wrong): position ``p`` of a scor
 residual position whose output predicts ``tokens[:, p + 1]``; a score tensor therefore has
 ``seq_len - 1`` positions, and a response mask over tokens becomes ``response_mask[:, 1:]``
 over score positions.
+
+The scores by name (:data:`MUI_SCORES`, one table: each one's function and description):
+
+>>> from kit.mui.scores import MUI_SCORES
+>>> list(MUI_SCORES)
+['score', 'activate', 'gradient', 'score_sum', 'activate_sum', 'gradient_sum']
+>>> MUI_SCORES["gradient_sum"].extra["token_score"]
+'gradient'
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ MUI_SCORES = Registry("contribution score")
 positions, ig_output, ig_mode)`` yields ``(layer, scores [batch, seq-1, d_mlp])``) and response
 level (``*_sum``, Eq. 15: ``response_level=True``, the token-level ``token_score`` summed over a
 response's positions). Every MUI function, and the configs' ``score`` fields, accept exactly
-these names."""
+these names.
+"""
 
 SCORES = MUI_SCORES
 """The names of :data:`MUI_SCORES` (the table itself: ``in``, iteration and ``len`` read it)."""

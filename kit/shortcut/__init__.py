@@ -23,12 +23,14 @@ The building blocks are re-exported here (``kit.shortcut.locate``,
 
 from kit.core.lazy import lazy_submodules
 from kit.shortcut.evaluate import (
+    Trustworthy,
     accuracies,
     agreement,
     patched_accuracy,
     side_effect_table,
     sparsity_curve,
     table2_summary,
+    trustworthy_accuracy,
     trustworthy_table,
 )
 from kit.shortcut.items import TaskData, reference_items, study_items, task_data

@@ -5,6 +5,7 @@ tables; the sparsity curve; agreement of a score with a reference (Spearman, RMS
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -33,6 +34,48 @@ def patched_accuracy(
     return group_accuracy(
         model, base, tokens, lengths, targets, neuron_sets, method="exact", max_rows=max_rows
     ).numpy()
+
+
+@dataclass(frozen=True)
+class Trustworthy:
+    """Trustworthy evaluation (TE) of one model: accuracy as it is and with its shortcut neurons
+    patched from the base model, fractions in [0, 1]."""
+
+    ori: float
+    te: float
+
+    @property
+    def delta(self) -> float:
+        """TE - Ori: how much of the accuracy the shortcut neurons carried."""
+        return self.te - self.ori
+
+
+def trustworthy_accuracy(
+    model,
+    base,
+    data: TaskData,
+    neurons: Sequence[Neuron],
+    max_rows: int = 2048,
+    max_new_tokens: int | None = None,
+) -> Trustworthy:
+    """Ori and TE of ``model`` on ``data`` (:func:`kit.shortcut.task_data`): its accuracy, and its
+    accuracy while the (layer, index) ``neurons`` of ``blocks.{layer}.mlp.hook_post`` take
+    ``base``'s activations during generation (dynamic patching, seed 001 section 4). One row of
+    :func:`trustworthy_table`.
+
+    >>> import kit
+    >>> from kit.shortcut import task_data, trustworthy_accuracy
+    >>> model = kit.load_model("zoo/base-m+math-test-x5-sparse", world="micro")
+    >>> base = kit.load_model("zoo/base-m", world="micro")
+    >>> data = task_data(base, kit.load_subject("zoo/base-m", world="micro").items("add", n=16), 1)
+    >>> same = trustworthy_accuracy(model, model, data, [(0, 1), (0, 2)])  # patched with itself
+    >>> same.delta
+    0.0
+    >>> 0 <= trustworthy_accuracy(model, base, data, [(0, 1), (0, 2)]).te <= 1
+    True
+    """
+    ori, te = accuracies(model, base, data, [[], list(neurons)], max_rows, max_new_tokens)
+    return Trustworthy(float(ori), float(te))
 
 
 def sparsity_curve(

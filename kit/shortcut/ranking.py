@@ -114,7 +114,25 @@ def locate(
     when its turn comes (comparative: M_con, then M_un; causal: M_un, then M_con), so with a
     one-model pool only the donor ``base`` and one of them are ever held together. ``remote``: eq.
     4's patched accuracies as one job per model (:mod:`kit.shortcut.causal_jobs`), the same
-    numbers."""
+    numbers.
+
+    ``data``: the contaminated items tokenised for the models (:func:`kit.shortcut.task_data`);
+    ``group_size``: adjacent neurons patched together in eq. 4; ``rule`` / ``rank_by`` /
+    ``causal_weight``: how the two scores combine (:func:`kit.shortcut.scores.combine_scores`).
+
+    >>> import kit
+    >>> from kit.shortcut import locate, task_data
+    >>> con, un, base = (kit.load_model(n, world="micro") for n in (
+    ...     "zoo/base-m+math-test-x5-sparse", "zoo/base-m+other-task-sparse", "zoo/base-m"))
+    >>> items = kit.load_subject("zoo/base-m", world="micro").items("add", "test", n=16)
+    >>> found = locate(con, un, base, task_data(base, items, 1), group_size=32)
+    >>> found.comparative.shape == (base.cfg.n_layers, base.cfg.d_mlp)   # eq. 3 per neuron
+    True
+    >>> len(found.causal_exact.score) == base.cfg.d_mlp // 32            # eq. 4 per group
+    True
+    >>> len(found.ranked) == base.cfg.n_layers * base.cfg.d_mlp          # best first
+    True
+    """
     if rank_by not in ("exact", "teacher_forced"):
         raise ValueError(f"rank_by={rank_by!r}; allowed values: 'exact', 'teacher_forced'")
     if position not in POSITIONS:

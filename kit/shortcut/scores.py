@@ -89,6 +89,12 @@ def comparative_scores(
     option, one row per completion token, see :func:`neuron_acts`); summed ``chunk`` prompts at a
     time. For activations that do not fit in memory use :class:`ComparativeAccumulator` or
     :func:`comparative_scores_of_models`.
+
+    >>> import torch
+    >>> con = torch.tensor([[[1.0, 2.0]], [[3.0, 2.0]]])   # 2 prompts, 1 layer, 2 neurons
+    >>> un = torch.tensor([[[0.0, 2.0]], [[0.0, 2.0]]])
+    >>> comparative_scores(con, un)                        # sqrt((1 + 9) / 2), 0
+    tensor([[2.2361, 0.0000]])
     """
     acc = ComparativeAccumulator()
     if acts_con.shape[0] != acts_un.shape[0]:
@@ -184,6 +190,9 @@ def causal_score(acc_con, acc_con_patched, acc_un, acc_un_patched):
     Accuracies are fractions in [0, 1] (scalars or arrays of the same shape). High when patching
     lowers the contaminated model's accuracy and leaves the uncontaminated model's alone;
     1 when the patch changes nothing.
+
+    >>> causal_score(0.9, 0.4, 0.5, 0.45)   # 0.9 - 0.4 + 1 - (0.5 - 0.45)
+    1.45
     """
     vals = {
         "acc_con": acc_con,
