@@ -35,7 +35,7 @@ from kit.core.registry import Registry
 from . import circuits, mib, psychophysics, sae_validity, saebench, safety, stability, superposition
 from .result import AuditInputs, AuditResult, dumps, fail_check, jsonable
 
-AUDITS = Registry("audit")
+AUDITS = Registry("an audit")
 """Metric id of the seed's summary table -> the function computing it (each returns an
 :class:`AuditResult`) and what it measures."""
 

@@ -8,7 +8,7 @@ the table's names (:func:`one_of`, checked when the config is validated, so an e
 later is allowed too).
 
 >>> from kit.core.registry import Registry
->>> colours = Registry("colour")
+>>> colours = Registry("a colour")
 >>> @colours.register("red", "the colour of a stop sign")
 ... def red():
 ...     return (255, 0, 0)
@@ -46,13 +46,14 @@ class Registry(Mapping[str, Variant]):
 
     def __init__(self, what: str):
         self.what = what
-        """What the variants are, in words ("contribution score"): error messages say it."""
+        """What one variant is, in words with its article ("a contribution score"): error
+        messages say "x is not <what>"."""
         self._table: dict[str, Variant] = {}
 
     def add(self, name: str, fn: Callable[..., Any], description: str, **extra: Any) -> Variant:
         """Register ``fn`` under ``name``; a name already in the table is an error."""
         if name in self._table:
-            raise ValueError(f"{self.what} {name!r} is already registered")
+            raise ValueError(f"{name!r} is already registered ({self.what})")
         variant = Variant(name, fn, description, extra)
         self._table[name] = variant
         return variant
@@ -75,7 +76,7 @@ class Registry(Mapping[str, Variant]):
         table."""
         if name not in self._table:
             raise ValueError(
-                f"{field}={name!r} is not a {self.what}; allowed values: {', '.join(self._table)}"
+                f"{field}={name!r} is not {self.what}; allowed values: {', '.join(self._table)}"
             )
 
     def names(self, **where: Any) -> tuple[str, ...]:
@@ -112,7 +113,7 @@ def one_of(table: Callable[[], Registry]) -> AfterValidator:
     def check(value: str) -> str:
         reg = table()
         if value not in reg:
-            raise ValueError(f"{value!r} is not a {reg.what}; allowed values: {', '.join(reg)}")
+            raise ValueError(f"{value!r} is not {reg.what}; allowed values: {', '.join(reg)}")
         return value
 
     return AfterValidator(check)

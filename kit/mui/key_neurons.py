@@ -17,7 +17,7 @@ from torch import Tensor
 from kit.core.checks import require_finite
 from kit.core.registry import Registry
 
-MUI_THRESHOLDS = Registry("threshold function")
+MUI_THRESHOLDS = Registry("a threshold function")
 """The threshold functions of A.4 (Eqs. 10-12), by name: ``fn(scores, k, frac)`` -> key-unit
 mask. ``per_layer=True``: ``scores`` is ``[*tokens, width]`` of one layer; ``False``: ``[tokens,
 layer, width]`` ranked across layers (see :func:`token_key_masks`). Every MUI function, and the

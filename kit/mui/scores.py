@@ -30,7 +30,7 @@ from kit.core.checks import require_finite
 from kit.core.registry import Registry
 from kit.models import tl
 
-MUI_SCORES = Registry("contribution score")
+MUI_SCORES = Registry("a contribution score")
 """The contribution scores of MUI by name: token level (Eqs. 3, 13, 14; ``fn(model, tokens,
 positions, ig_output, ig_mode)`` yields ``(layer, scores [batch, seq-1, d_mlp])``) and response
 level (``*_sum``, Eq. 15: ``response_level=True``, the token-level ``token_score`` summed over a

@@ -129,7 +129,7 @@ __all__ = [
     "classifier_accuracy",
 ]
 
-RANKING_METHODS = Registry("neuron-ranking method")
+RANKING_METHODS = Registry("a neuron-ranking method")
 """The neuron-ranking methods by name: ``fn(x, y, seed, options: RankingOptions)`` -> a full
 ranking (neuron indices, best first); ``extra``: ``display`` (the figures' name) and ``paper``
 (one of the paper's six voters). :func:`rank_neurons`, the studies and the config's ``methods`` /
