@@ -147,7 +147,7 @@ class RankingOptions:
     lambda2: float = PAPER_LAMBDA
     """L2 weight of ``ridge`` / ``lca``."""
     gaussian_max_neurons: int | None = None
-    """``gaussian``: neurons selected greedily before the rest follow in order (None: all)."""
+    """``gaussian``: greedy steps; the rest follow by their score at the last step (None: all)."""
     probe_standardize: bool = False
     """Probes: standardise the activations before fitting."""
     definitions: str = "paper_text"
