@@ -159,8 +159,8 @@ def utilization(
     _check_ig(ig_output, ig_mode)
     tokens = _check_tokens(tokens)
     pos_mask = _score_positions(response_mask.cpu(), tokens.cpu())
-    variant = MUI_SCORES[score]
-    base, level = variant.extra["token_score"], "sum" if variant.extra["response_level"] else ""
+    entry = MUI_SCORES[score].extra  # response-level scores sum a token-level one
+    base, level = entry["token_score"], "sum" if entry["response_level"] else ""
     n_layers, d_mlp = model.cfg.n_layers, model.cfg.d_mlp
     union = torch.zeros(n_layers, d_mlp, dtype=torch.bool)
     sample_masks = (

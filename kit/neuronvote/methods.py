@@ -292,12 +292,14 @@ def rank_neurons(
 
 
 def rank_all(
-    x, y, methods: Sequence[str] = METHODS, seed: int = 0, task: tuple = (), **kwargs
+    x, y, methods: Sequence[str] | None = None, seed: int = 0, task: tuple = (), **kwargs
 ) -> dict[str, np.ndarray]:
     """``{method: rank_neurons(x, y, method, seed=method_seed(seed, method, *task), **kwargs)}``.
 
     Each method gets its own tie-break stream (a shared one would make zero-weight neurons agree
     across methods and inflate their overlap); ``task`` (e.g. ``(concept, layer)``) makes the
-    streams differ between tasks too.
+    streams differ between tasks too. ``methods``: None = every method of
+    :data:`RANKING_METHODS`.
     """
+    methods = list(RANKING_METHODS) if methods is None else methods
     return {m: rank_neurons(x, y, m, seed=method_seed(seed, m, *task), **kwargs) for m in methods}

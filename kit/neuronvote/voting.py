@@ -73,7 +73,7 @@ def vote(
     >>> v.neuron_vote["random"] < 1.0
     True
     """
-    rankings = rank_all(x, y, list(methods), seed=seed, **rank_kwargs)
+    rankings: dict[str, Any] = rank_all(x, y, list(methods), seed=seed, **rank_kwargs)
     return Vote(s, rankings, neuron_vote(rankings, s, voters), avg_overlap(rankings, s, voters))
 
 

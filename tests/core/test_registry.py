@@ -61,8 +61,13 @@ def test_a_new_threshold_is_allowed_by_the_masks_and_the_configs(bottom_threshol
     assert layer_key_mask(s, "bottom").tolist() == [[False, True, False]]
     scores = torch.tensor([[[[0.3, -0.2, 0.9]]]])  # batch, pos, layer, d_mlp
     assert key_neuron_mask(scores, "bottom").tolist() == [[False, True, False]]
-    assert LawConfig(threshold="bottom", grid_thresholds=["topk", "bottom"]).threshold == "bottom"
-    assert TrajectoriesConfig(threshold="bottom").threshold == "bottom"
+    assert (
+        LawConfig.model_validate(
+            dict(threshold="bottom", grid_thresholds=["topk", "bottom"])
+        ).threshold
+        == "bottom"
+    )
+    assert TrajectoriesConfig.model_validate(dict(threshold="bottom")).threshold == "bottom"
 
 
 def test_names_outside_the_tables_fail_naming_the_field_and_the_allowed_values():
@@ -71,11 +76,11 @@ def test_names_outside_the_tables_fail_naming_the_field_and_the_allowed_values()
         match=r"threshold[\s\S]*'bottom' is not a threshold "
         r"function; allowed values: topk, global_topk, top_pct, topscore",
     ):
-        LawConfig(threshold="bottom")
+        LawConfig.model_validate(dict(threshold="bottom"))
     with pytest.raises(ValidationError, match="is not a contribution score"):
-        TrajectoriesConfig(score="sum_of_everything")
+        TrajectoriesConfig.model_validate(dict(score="sum_of_everything"))
     with pytest.raises(ValidationError, match="is not a neuron-ranking method"):
-        NeuronVoteConfig(methods=["probeless", "oracle"])
+        NeuronVoteConfig.model_validate(dict(methods=["probeless", "oracle"]))
     with pytest.raises(ValueError, match="threshold='bottom' is not a threshold function"):
         layer_key_mask(torch.zeros(1, 3), "bottom")
 
@@ -87,7 +92,9 @@ def test_a_new_ranking_method_is_allowed_by_rank_neurons_and_the_config():
     try:
         x, y = np.random.default_rng(0).normal(size=(20, 5)), np.repeat([0, 1], 10)
         assert rank_neurons(x, y, "index").tolist() == [0, 1, 2, 3, 4]
-        cfg = NeuronVoteConfig(methods=["probeless", "index"], voters=["probeless", "index"])
+        cfg = NeuronVoteConfig.model_validate(
+            dict(methods=["probeless", "index"], voters=["probeless", "index"])
+        )
         assert cfg.methods == ["probeless", "index"]
     finally:
         RANKING_METHODS.remove("index")
