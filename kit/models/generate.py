@@ -1,8 +1,8 @@
 """Responses apart from internals: batched generation, or responses a user already has.
 
 Internals (MUI scores, concept activations, comparative scores) never need the model to
-*generate* through TransformerLens: responses come from here, then :mod:`kit.models.internals`
-runs teacher-forced forward passes over prompt + response.
+*generate* through TransformerLens: responses come from here, then :mod:`kit.models.rows`
+builds the teacher-forced rows of prompt + response that the methods run forward passes over.
 
 - :func:`generate_responses`: batched generation with a KV cache through vLLM when it is
   installed and the model fits beside what the GPU already holds (:func:`choose_backend`), else

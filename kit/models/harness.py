@@ -10,7 +10,7 @@ its filters (answer extraction) and metrics, and no chat template unless ``chat=
 accuracies are the harness's, comparable with published harness numbers, and not with kit's on
 the same benchmark (other prompts, other extraction). Internals are then measured on the harness's
 texts: :attr:`HarnessRun.prompts` are exactly what the model read (templated or not, as run), so
-pass them with ``chat=False`` (e.g. ``kit.models.internals.mui_key_neurons(model,
+pass them with ``chat=False`` (e.g. ``kit.mui.metric.mui_key_neurons(model,
 run.prompts, run.responses, chat=False)``).
 """
 

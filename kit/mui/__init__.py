@@ -2,7 +2,8 @@
 
 The method, in one call: ``kit.mui.mui(model_or_subject, answers, score=..., threshold=...)``
 (MUI in %); per item: ``kit.mui.per_item_key_neurons``; the variants by name:
-``kit.mui.MUI_SCORES`` and ``kit.mui.MUI_THRESHOLDS`` (:mod:`kit.mui.variants`).
+``kit.mui.MUI_SCORES`` (in ``scores``) and ``kit.mui.MUI_THRESHOLDS`` (in ``key_neurons``), one
+table each.
 
 The metric (re-exported here: ``kit.mui.neuron_scores``, ``kit.mui.utilization``,
 ``kit.mui.fit_law``...):
@@ -28,6 +29,7 @@ forward pass and the public algorithm.
 from kit.core.lazy import lazy_submodules
 from kit.mui.directions import DIRECTIONS, direction
 from kit.mui.key_neurons import (
+    MUI_THRESHOLDS,
     THRESHOLDS,
     default_k,
     key_neuron_mask,
@@ -60,6 +62,7 @@ from kit.mui.scores import (
     IG_MODES,
     IG_OUTPUTS,
     IG_STEPS,
+    MUI_SCORES,
     SCORES,
     TOKEN_SCORES,
     LayerScores,

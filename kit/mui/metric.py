@@ -738,8 +738,8 @@ def mui(
     (``kit.load_model``; wrapped by :func:`kit.subjects.subject_of`). ``answers``: an
     :class:`kit.subjects.Answers` (``subject.answer(...)``), or a list of items with their
     ``responses`` (then uncached: :func:`utilization_for_items`). ``score`` names a contribution
-    score of :data:`kit.mui.methods.MUI_SCORES`, ``threshold`` a threshold function of
-    :data:`kit.mui.methods.MUI_THRESHOLDS`; ``k`` / ``frac`` their parameter (None: the paper's
+    score of :data:`kit.mui.scores.MUI_SCORES`, ``threshold`` a threshold function of
+    :data:`kit.mui.key_neurons.MUI_THRESHOLDS`; ``k`` / ``frac`` their parameter (None: the paper's
     default); ``batch_size`` rows or ``max_batch_tokens`` padded tokens per forward pass.
 
     >>> import kit, kit.mui
