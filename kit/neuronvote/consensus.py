@@ -92,12 +92,7 @@ def neuron_vote(
     rankings: Mapping[str, Sequence[int]], s: int, voters: Sequence[str] | None = None
 ) -> dict[str, float]:
     """NeuronVote_m = o(S_m, S_best(-m)), S_best(-m) the Borda top-s of the voters v != m
-    (leave-one-out: a method never votes for itself). Returns method -> score in [0, 1].
-
-    >>> r = {"a": [0, 1, 2, 3], "b": [0, 1, 3, 2], "c": [2, 3, 0, 1]}
-    >>> neuron_vote(r, s=2)       # b and c's Borda top-2 is {0, 2}: a shares one of two
-    {'a': 0.3333333333333333, 'b': 0.3333333333333333, 'c': 0.0}
-    """
+    (leave-one-out: a method never votes for itself). Returns method -> score in [0, 1]."""
     tops = _top_sets(rankings, s)
     return {
         m: overlap(tops[m], borda_top(rankings, s, _voters_for(m, rankings, voters)))

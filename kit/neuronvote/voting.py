@@ -10,6 +10,13 @@ and each method scored by its agreement with the others.
 The notebook's study (:mod:`kit.neuronvote.study`) runs the same methods over train/dev/test
 splits, several layers and concepts, with random baselines and classifier accuracies; these two
 functions are the method on one (x, y).
+
+NeuronVote by hand (:func:`kit.neuronvote.consensus.neuron_vote`, leave-one-out Borda):
+
+>>> from kit.neuronvote.consensus import neuron_vote
+>>> r = {"a": [0, 1, 2, 3], "b": [0, 1, 3, 2], "c": [2, 3, 0, 1]}
+>>> neuron_vote(r, s=2)       # b and c's Borda top-2 is {0, 2}: a shares one of its two
+{'a': 0.3333333333333333, 'b': 0.3333333333333333, 'c': 0.0}
 """
 
 from __future__ import annotations

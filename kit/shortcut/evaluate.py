@@ -1,6 +1,22 @@
 """Evaluation with patched shortcut neurons (seed 001, sections 3.4 and 4): accuracy with neuron
 sets patched from the base model, per item and per set; trustworthy evaluation (TE) and side-effect
 tables; the sparsity curve; agreement of a score with a reference (Spearman, RMSE).
+
+Every accuracy here generates by dynamic patching (:func:`kit.shortcut.patching.patched_generate`:
+the chosen neurons take the patching model's activations on the same sequence, step by step, each
+model with its own KV cache). Patching a model with itself is plain greedy decoding:
+
+>>> import torch, kit
+>>> from kit.shortcut.patching import generate, patched_generate
+>>> model = kit.load_model("random/tiny-gelu")
+>>> other = kit.load_model("random/tiny-gelu", seed=1)
+>>> prompt = torch.tensor([[1, 5, 7, 9]])
+>>> plain = generate(model, prompt, 4)
+>>> torch.equal(patched_generate(model, model, prompt, [(0, 3), (1, 8)], 4), plain)
+True
+>>> patched_generate(model, other, prompt, [(L, i) for L in range(2) for i in range(64)],
+...                  4).shape                  # every neuron from the other model
+torch.Size([1, 8])
 """
 
 from __future__ import annotations

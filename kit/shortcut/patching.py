@@ -515,18 +515,6 @@ def patched_generate(
         ``Int[Tensor, "batch pos+max_new_tokens"]``: the prompt, then the new tokens, in the
         caller's padding layout. With ``neurons=[]`` or ``patching_model is model`` it is exactly
         plain greedy decoding of ``model`` (:func:`generate`).
-
-    >>> import torch, kit
-    >>> from kit.shortcut.patching import generate, patched_generate
-    >>> model = kit.load_model("random/tiny-gelu")
-    >>> other = kit.load_model("random/tiny-gelu", seed=1)
-    >>> prompt = torch.tensor([[1, 5, 7, 9]])
-    >>> plain = generate(model, prompt, 4)
-    >>> torch.equal(patched_generate(model, model, prompt, [(0, 3), (1, 8)], 4), plain)
-    True
-    >>> patched_generate(model, other, prompt, [(L, i) for L in range(2) for i in range(64)],
-    ...                  4).shape                  # every neuron from the other model
-    torch.Size([1, 8])
     """
     return group_patched_generate(
         model, patching_model, tokens, [list(neurons)], max_new_tokens, **kwargs
