@@ -46,6 +46,7 @@ from kit.mui.scores import (
     act_fn_site,
     iter_neuron_scores,
 )
+from kit.subjects.subject import lend
 
 
 def mui_of_mask(mask: Bool[Tensor, "layer width"]) -> float:
@@ -781,3 +782,8 @@ def mui(
         model_or_subject if isinstance(model_or_subject, Subject) else subject_of(model_or_subject)
     )
     return subject_mui(subject, answers, score, threshold, k, frac, batch_size, max_batch_tokens)
+
+
+# the notebooks' spelling, subject.mui(answers) and subject.key_neurons(answers): lent to subjects
+lend("mui", subject_mui)
+lend("key_neurons", per_item_key_neurons)

@@ -25,6 +25,7 @@ import numpy as np
 from kit.data.prompts import PROMPT_STYLES, instructed_items, instruction_for, prompt_key
 from kit.subjects.answers import SCORINGS, Answers
 from kit.subjects.items import is_world_task, task_chance, task_group, task_items
+from kit.subjects.subject import LentMethods
 
 Neuron = tuple[int, int]
 
@@ -56,7 +57,7 @@ def token_counts(tokenizer, responses: Sequence[str]) -> np.ndarray:
 
 
 @dataclass
-class HFSubject:
+class HFSubject(LentMethods):
     """A Hugging Face causal LM and the ways of asking it (see the module docstring)."""
 
     name: str

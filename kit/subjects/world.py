@@ -17,6 +17,7 @@ import torch
 from kit.models import tl
 from kit.subjects.answers import Answers
 from kit.subjects.items import is_world_task, task_chance, task_group, task_items
+from kit.subjects.subject import LentMethods
 
 Neuron = tuple[int, int]
 """(layer, index) of an MLP neuron at ``blocks.{layer}.mlp.hook_post``."""
@@ -59,7 +60,7 @@ def world_correct(items: Sequence[Any], responses: Sequence[str]) -> np.ndarray:
 
 
 @dataclass
-class WorldSubject:
+class WorldSubject(LentMethods):
     """A tiny-world model and the world's ways of asking it (see the module docstring)."""
 
     name: str

@@ -82,6 +82,9 @@ def test_mui_is_the_union_of_per_item_key_neurons(base_m):
     d = base_m.model.cfg.n_layers * base_m.model.cfg.d_mlp
     assert subject_mui(base_m, ans) == pytest.approx(100 * len(union) / d)
     assert isinstance(base_m, WorldSubject) and base_m.kind == "world"
+    # the notebooks' spelling, lent by kit.mui: the same calls
+    assert base_m.mui(ans, "score", "topk") == subject_mui(base_m, ans)
+    assert base_m.key_neurons(ans) == keys
 
 
 def test_ablation_hooks_zero_exactly_the_chosen_neurons():
