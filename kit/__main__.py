@@ -1,5 +1,5 @@
 """``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world),
-twins."""
+docs (the generated pages), twins."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ COMMANDS = {
     ),
     "bench": ("kit.core.bench", "time workloads against their baselines, as ratios"),
     "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
+    "docs": (
+        "kit.core.docs",
+        "docs/results.md and docs/timings.md from run records (docs record RUN_DIR | docs build)",
+    ),
     "twins": (
         "kit.models.twins",
         "write tiny random twins of real architectures as HF directories (twins build | list)",

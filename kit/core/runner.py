@@ -37,6 +37,7 @@ from typing import Any, Iterator
 from kit.core.execution import NotebookOutcome, _short_error, execute, remove_staging
 from kit.core.export import changed_figures, export_figures
 from kit.core.jobs.schedule import count_arg, default_workers
+from kit.core.machine import load, run_facts
 from kit.core.params import (
     ParamsError,
     config_class,
@@ -273,10 +274,17 @@ def run(args: argparse.Namespace) -> int:
             "status": "running",
             "parallel": parallel,
             "notebooks": [],
+            # when, where and how busy: what docs/timings.md prints beside the times
+            "started": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            **run_facts(),
         }
+        started = time.perf_counter()
 
         def save(status: str, error: str = "") -> None:
             record.update(status=status, notebooks=[asdict(o) for o in outcomes])
+            record["wall_s"] = round(time.perf_counter() - started, 1)
+            loads = [x for x in (record.get("load_max"), record["load_start"], load()) if x]
+            record["load_max"] = max(loads) if loads else None
             if error:
                 record["error"] = error
             atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2) + "\n")
