@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from kit.core import runner
+from kit.core import machine, runner
 from kit.core.export import changed_figures, export_figures
 from kit.core.paths import REPO_ROOT
 
@@ -436,3 +436,23 @@ def test_kernels_get_a_generous_iopub_timeout_and_no_cell_timeout(tmp_path, monk
     assert outcome.status == "failed" and "stop here" in outcome.error
     assert seen["iopub_timeout"] == execution.IOPUB_TIMEOUT_S >= 300
     assert seen["execution_timeout"] is None
+
+
+def test_run_json_records_when_where_and_how_busy(tmp_path, monkeypatch):
+    """docs/timings.md prints each run's start, wall time, machine, commit and load (run.json)."""
+    from kit.core.execution import NotebookOutcome
+
+    def ok(nb, profile, run_dir, timeout, overrides=None):
+        (run_dir / nb.stem).mkdir(parents=True)
+        return NotebookOutcome(nb.stem, "ok", 1.5, 0, 0, "")
+
+    monkeypatch.setattr(runner, "execute", ok)
+    monkeypatch.setattr(runner, "_finish", lambda args, run_dir, outcomes, save: save("ok") or 0)
+    assert run(tmp_path, "--only", "00", "--parallel", "1") == 0
+    (run_dir,) = (tmp_path / "runs" / "smoke").iterdir()
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "ok" and record["notebooks"][0]["seconds"] == 1.5
+    assert record["started"].endswith(" UTC") and record["started"][:4].isdigit()
+    assert record["wall_s"] >= 0 and f"{record['cores']} cores" in record["machine"]
+    assert record["commit"] == machine.commit()
+    assert record["load_max"] is None or record["load_max"] >= (record["load_start"] or 0)
