@@ -337,7 +337,7 @@ FIRST_RUN_MINUTES: dict[str, dict[str, float]] = {
     "real": {"00": 10.8, "01": 21, "02": 26.5, "03": 49, "04": 40, "05": 20, "06": 23},
 }
 """Each notebook's first run (its own caches empty) on the 2-core machine, in minutes, by number
-(README: the two commands; *A real LLM on this machine*): the order of a run no earlier run has
+(docs/timings.md: the first runs of make run and make real): the order of a run no earlier run has
 timed, so a fresh clone starts its longest notebooks first. Only the order matters."""
 
 

@@ -670,9 +670,9 @@ def _tolerance_for(where: str) -> tuple[str, float] | None:
 
 
 def card_diff_within_tolerance(a: dict, b: dict) -> list[str]:
-    """The places where two cards differ by more than :data:`TOLERANCE` (what the README promises
-    across numerical platforms): every number within its tolerance or equal, every other entry
-    equal, every check's verdict equal; weight digests, checks' details and the order of IOI
+    """The places where two cards differ by more than :data:`TOLERANCE` (what docs/tiny-world.md
+    promises across numerical platforms): every number within its tolerance or equal, every other
+    entry equal, every check's verdict equal; weight digests, checks' details and the order of IOI
     heads over their threshold are not compared."""
     out = []
     for line in card_diff(

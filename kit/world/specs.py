@@ -128,7 +128,8 @@ class WorldSpec:
     seed: int = 0
     """0: the canonical world (its cards are committed). Another seed draws every member's
     initialisation, training stream, fine-tune data and plastic set, and every SAE's, anew; the
-    recipes, the task suites and the evaluation items stay the same (README, "The tiny world")."""
+    recipes, the task suites and the evaluation items stay the same (docs/tiny-world.md, "Seeds
+    and the card's checks")."""
 
 
 @dataclass(frozen=True)
