@@ -48,8 +48,8 @@ from kit.models.sae_train import label_from_contexts, top_activations, train_sae
 
 BUILD_VERSION = 7
 """Bump when the training recipe changes: old caches are then not reused. 5: trained in the runner's
-pinned kernels (kit/world/pinned.py), so the same bits on every machine of one numerical platform.
-7: with OpenBLAS matrix products and exact square roots (kit.world.kernels)."""
+pinned kernels (kit/core/pinned.py), so the same bits on every machine of one numerical platform.
+7: with OpenBLAS matrix products and exact square roots (kit.core.kernels)."""
 
 NAME_RE = re.compile(r"^minilm-sae/L(\d+)/topk-(\d+)(?:-k(\d+))?(?:-t(\d+))?$")
 DEFAULT_K = 32

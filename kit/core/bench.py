@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; allowed values: {', '.join(WORKLOADS)}")
     if args.dtype is not None:
-        from kit.models.load import DTYPES
+        from kit.core.dtypes import DTYPES
 
         if args.dtype not in DTYPES:
             parser.error(

@@ -34,7 +34,7 @@ from kit.core.paths import atomic_write_text, cache_dir, current_world, sha256
 IDENTITY_VERSION = 3
 """Part of every directory identity and every :func:`code_identity`: bump it when what is hashed
 changes, or when the numbers every cache holds change (3: pinned processes multiply matrices in
-OpenBLAS and take square roots exactly, ``kit.world.kernels``; values cached before differ in their
+OpenBLAS and take square roots exactly, ``kit.core.kernels``; values cached before differ in their
 last bits)."""
 
 _MEMO: dict[str, tuple[tuple[int, ...], str]] = {}

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from kit.models import tl
 from kit.world.evaluate import evaluate, prompt_tokens, token_accuracy
 from kit.world.members import changed_neurons, planted_gap_items, plastic_neurons
-from kit.world.pinned import is_pinned
+from kit.core.pinned import is_pinned
 from kit.world.recipes import CONTAMINATED_TASK, CONTAMINATION_BASE, SPARSE_SUFFIX, world_spec
 from kit.world.saes import sae_digest, sae_stats, saes
 from kit.world.specs import GAPS, WorldSpec, _digest, checkpoint_steps, member_key, spec_hash
@@ -225,7 +225,7 @@ def compute_accuracies(world: str | WorldSpec | None, names: list[str]) -> None:
     them as jobs right after the job that trains those members, beside the training still running,
     instead of one by one at the end. Pinned only, as the card."""
     if not is_pinned():
-        raise RuntimeError("compute_accuracies() needs the pinned environment (kit.world.pinned)")
+        raise RuntimeError("compute_accuracies() needs the pinned environment (kit.core.pinned)")
     spec = world_spec(world)
     sets = _eval_sets(spec)
     for name in names:
@@ -238,11 +238,11 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
     """Evaluate every member and SAE of a built world; writes (once, atomically) and returns the
     card.
 
-    Runs in the pinned environment only (:mod:`kit.world.pinned`: every number on the card is the
+    Runs in the pinned environment only (:mod:`kit.core.pinned`: every number on the card is the
     same bits wherever the numerical platform is the same); ``kit.world.build`` starts it there."""
     if not is_pinned():
         raise RuntimeError(
-            "compute_card() needs the pinned environment (kit.world.pinned); build() computes the "
+            "compute_card() needs the pinned environment (kit.core.pinned); build() computes the "
             "card in a pinned process"
         )
     spec = world_spec(world)

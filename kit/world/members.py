@@ -2,7 +2,7 @@
 
 Every function here trains deterministically, seeded by (world, name)
 (:func:`kit.world.specs._seed_of`), and is meant to run in the pinned environment
-(:mod:`kit.world.pinned`) inside :func:`deterministic`; :mod:`kit.world.build` schedules them.
+(:mod:`kit.core.pinned`) inside :func:`deterministic`; :mod:`kit.world.build` schedules them.
 Outputs go through :mod:`kit.world.storage`: weights first, ``meta.json`` once, last.
 """
 
@@ -19,7 +19,7 @@ from typing import Iterator, cast
 import torch
 
 from kit.models import tl
-from kit.world.pinned import is_pinned, run_pinned
+from kit.core.pinned import is_pinned, run_pinned
 from kit.world.recipes import SEED_ENV, UNIFORM, world_spec
 from kit.world.specs import (
     GAPS,
