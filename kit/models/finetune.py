@@ -57,8 +57,8 @@ from kit.models.recipes import (
 
 if TYPE_CHECKING:
     from kit.core.jobs import Engine
-from kit.models.twins import twin_path
 from kit.core.pinned import enter_pinned, is_pinned, run_pinned
+from kit.models.twins import twin_path
 
 CODE_VERSION = "finetune-v1"
 """Bump when a change here changes the weights a recipe trains to: every build's key changes."""

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kit.core.pinned import EXIT_NO_SPACE, enter_pinned, is_pinned, pinned_report, run_pinned
 from kit.world.card import compute_accuracies, compute_card, weights_digests
 from kit.world.members import (
     _train_base,
@@ -39,7 +40,6 @@ from kit.world.members import (
     deterministic,
     extra_finetune,
 )
-from kit.core.pinned import EXIT_NO_SPACE, enter_pinned, is_pinned, pinned_report, run_pinned
 from kit.world.recipes import world_spec
 from kit.world.saes import sae_status, train_sae
 from kit.world.specs import FinetuneSpec, WorldSpec, member_names, param_count, spec_hash, world_id

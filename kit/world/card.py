@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from kit.core.pinned import is_pinned
 from kit.models import tl
 from kit.world.evaluate import evaluate, prompt_tokens, token_accuracy
 from kit.world.members import changed_neurons, planted_gap_items, plastic_neurons
-from kit.core.pinned import is_pinned
 from kit.world.recipes import CONTAMINATED_TASK, CONTAMINATION_BASE, SPARSE_SUFFIX, world_spec
 from kit.world.saes import sae_digest, sae_stats, saes
 from kit.world.specs import GAPS, WorldSpec, _digest, checkpoint_steps, member_key, spec_hash

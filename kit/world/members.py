@@ -18,8 +18,8 @@ from typing import Iterator, cast
 
 import torch
 
-from kit.models import tl
 from kit.core.pinned import is_pinned, run_pinned
+from kit.models import tl
 from kit.world.recipes import SEED_ENV, UNIFORM, world_spec
 from kit.world.specs import (
     GAPS,
