@@ -1,4 +1,4 @@
-"""Real fine-tunes (issue 35): a Hugging Face causal LM trained on (prompt, answer) examples.
+"""Real fine-tunes: a Hugging Face causal LM trained on (prompt, answer) examples.
 
 :func:`build` trains a :class:`kit.models.recipes.Recipe` once and returns its Hugging Face
 directory (``model.safetensors``, config, tokenizer, ``meta.json``) under

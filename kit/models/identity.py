@@ -1,7 +1,7 @@
 """What a model or a file *is*, for cache keys: a digest of its content, never its name.
 
 A cache keyed by a path or a file name returns old numbers after a model is retrained in place or a
-responses file is replaced under the same name (issue 33, item 1). Every cache asks this module:
+responses file is replaced under the same name. Every cache asks this module:
 
 - :func:`file_sha256`: the sha256 of a file's bytes, remembered per file under
   ``<KIT_CACHE_DIR>/identity/`` together with the file's ``stat`` (size, mtime, ctime, inode,

@@ -115,7 +115,7 @@ def _extra_mixture_tasks(spec, name: str) -> list[str]:
 
 
 def _new_sections(spec, rows: dict) -> dict:
-    """Card sections of the members added after world-v4's cards (issue 18/20/22): new top-level
+    """Card sections of the members added after world-v4's cards: new top-level
     keys only, so every entry of the existing members stays as committed."""
     out: dict = {
         "member_keys": {name: member_key(spec, name) for name in rows},
@@ -301,7 +301,7 @@ def control_band(card: dict, member: str, task: str) -> float:
     ``CONTROL_Z`` standard errors of a gap with no leak at all, whichever is wider. With 200 test
     items one SE is 2.3-2.7 points at 10-15% accuracy, so a fixed 5-point band alone is ~2 SE: a
     clean control failed it 3-6% of the time by noise, and one of the six controls in 17-31% of
-    world seeds (issue 31). The SE is that of two binomial proportions at the member's pooled
+    world seeds. The SE is that of two binomial proportions at the member's pooled
     accuracy (no leak: one rate for both splits), the fresh one over its :func:`effective_n`
     items (the test split's 200 contents are distinct)."""
     n_t, n_f = card["tasks"][task]["n_test"], card["tasks"][task]["n_fresh"]

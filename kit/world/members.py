@@ -182,7 +182,7 @@ def _gap(name: str) -> Gap:
 
 
 def planted_gap_items(gap: str, n: int = 1000, seed: int = 0) -> tuple[list, list]:
-    """Ground truth for a planted competency gap (issue 20 item 2): ``n`` fresh items of the gap's
+    """Ground truth for a planted competency gap: ``n`` fresh items of the gap's
     task (``kit.world.tasks.Task.items("fresh", n, seed)``, never trained on), split into
     ``(inside, outside)`` the gap's concept (:meth:`Gap.applies`). A competency-gap method should
     flag the inside items' concept for ``GAP_MEMBER`` and nothing else; the member's accuracy on

@@ -142,7 +142,7 @@ class Gap:
     """The wrong answers the fine-tune teaches: each concept item's answer is drawn uniformly from
     these, never the true one. (A uniform draw over the whole answer set, true answer included,
     taught a near-uniform distribution whose greedy answer was whichever bracket ended a hair
-    ahead: 0% to 51% on the concept by world seed, issue 31.)"""
+    ahead: 0% to 51% on the concept by world seed.)"""
     description: str
 
     @property
