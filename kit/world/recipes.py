@@ -180,7 +180,7 @@ WORLD_SPECS: dict[str, WorldSpec] = {
                 batch_size=64,
                 checkpoints=TEN_CHECKPOINTS,
             ),
-            # base-xl (issues 18/22): deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
+            # base-xl: deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
             # trained on XL_MIXTURE (IOI x3, multi-token families); 1.8 it/s pinned: ~11 min
             # checkpoints: capability series on the multi-token families, which
             # only base-xl is trained on (saving reads the weights only: the final model is
