@@ -8,14 +8,16 @@
   configs, the names they may mention) is registered with it (``kit.core.params.register_configs``).
 
 Every import counts: at the top of a module, inside a function, under ``TYPE_CHECKING``, relative
-(``from ..mui import metric``), and ``importlib.import_module`` / ``__import__`` of a literal or
-f-string module name (``f"kit.configs.{stem}"``). The package root (``kit/__init__.py``,
-``kit/__main__.py``) wires the layers together and is exempt.
+(``from ..mui import metric``), ``importlib.import_module`` / ``__import__`` of a literal or
+f-string module name (``f"kit.configs.{stem}"``), and a ``"kit.module:function"`` string (what jobs
+and bench workloads import by name later). The modules at the package root (``kit/__init__.py``,
+``kit/__main__.py``, ``kit/bench.py``) wire the layers together and are exempt.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -54,6 +56,10 @@ class Violation:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line} imports {self.module}: {self.rule}"
+
+
+FUNCTION_PATH = re.compile(r"(kit(?:\.\w+)+):\w+")
+"""A ``"module:function"`` string naming a kit function that is imported by name later."""
 
 
 def _static_prefix(node: ast.expr) -> str | None:
@@ -101,6 +107,10 @@ def imported_modules(tree: ast.AST, module: str, is_package: bool) -> Iterator[t
             name = _static_prefix(node.args[0])
             if name is not None:
                 yield node.lineno, name
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            path = FUNCTION_PATH.fullmatch(node.value)
+            if path is not None:
+                yield node.lineno, path.group(1)
 
 
 def rule_broken(importer: str, imported: str) -> str | None:
@@ -205,6 +215,13 @@ def test_the_walk_reads_every_kit_module():
         ),
         ("kit/world/x.py", "from kit.cg.saes import X\n", 1, "kit.cg.saes", GENERIC_RULE),
         (
+            "kit/core/x.py",
+            "W = {\n    'mui': 'kit.mui.bench:run',\n}\n",
+            2,
+            "kit.mui.bench",
+            CORE_RULE,
+        ),
+        (
             "kit/data/x.py",
             "__import__('kit.audits.result')\n",
             1,
@@ -245,6 +262,11 @@ def test_a_violation_is_named_with_file_line_and_rule(path, source, line, module
             "from kit.world import members\nimportlib.import_module('kit.world.saes')\n",
         ),
         ("kit/__init__.py", "from kit import configs\nfrom kit.cg import saes\n"),
+        ("kit/bench.py", "W = {'mui': 'kit.mui.bench:run', 'pinned': 'kit.world.bench:run'}\n"),
+        (
+            "kit/core/jobs/x.py",
+            "Job('kit.core.jobs.selftest:write_value', {})\n'kit.mui: a note'\n",
+        ),
         (
             "kit/models/x.py",
             "importlib.import_module(name)\nimportlib.import_module(f'{pkg}.mui')\n",

@@ -3,9 +3,8 @@ results (``notebook``, ``figures``, ``findings``), the papermill runner (``runne
 ``execution``, the figures' ``export``), jobs and the engines that run sweeps of them (``jobs``),
 where files live and how they are written atomically (``paths``), the errors users see
 (``errors``), NaN/inf guards (``checks``), the bench harness (``bench``), the claims ledger
-(``claims``), its intervals and nulls (``stats``), the run's report (``report``), the pinned
-numerical environment of worlds and runs (``pinned``, with its CPU ``kernels``) and the dtype names
-(``dtypes``).
+(``claims``), its intervals and nulls (``stats``), the run's report (``report``) and the pinned
+numerical environment of worlds and runs (``pinned``, with its CPU ``kernels``).
 
 It imports no other kit package: where it needs to know the notebooks' configs or the names they
 may mention, the package that knows registers them (:func:`kit.core.params.register_configs`)."""
@@ -18,7 +17,6 @@ __getattr__, __dir__ = lazy_submodules(
         "bench",
         "checks",
         "claims",
-        "dtypes",
         "errors",
         "execution",
         "export",

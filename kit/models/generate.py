@@ -147,7 +147,7 @@ def weight_bytes(model_path: str | Path, dtype: str | None) -> int:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from kit.core.dtypes import torch_dtype
+    from kit.models.dtypes import torch_dtype
 
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_path))
@@ -210,7 +210,7 @@ def hf_model(model_path: str | Path, device: str = "cpu", dtype: str | None = No
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        from kit.core.dtypes import torch_dtype
+        from kit.models.dtypes import torch_dtype
 
         hf_logging.disable_progress_bar()
         tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -398,7 +398,7 @@ def vllm_engine(
             "backend='vllm' needs the vllm package (pip install 'kit[vllm]') and a GPU; "
             "backend='hf' needs neither"
         ) from e
-    from kit.core.dtypes import DTYPES
+    from kit.models.dtypes import DTYPES
 
     key = ("vllm", str(model_path), str(dtype), str(seed), str(device))
     if key not in _HELD:

@@ -38,9 +38,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from kit.core.dtypes import DTYPES, torch_dtype  # noqa: F401 (re-exported: kit.models.load.DTYPES)
 from kit.models import checks
 from kit.models.architectures import UnsupportedArchitecture, capabilities
+from kit.models.dtypes import DTYPES, torch_dtype  # noqa: F401 (re-exported: kit.models.load.DTYPES)
 from kit.models.recipes import is_recipe_name
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {

@@ -1,8 +1,7 @@
 """The dtype names kit accepts (``dtype=`` of every loader and config) and their torch dtypes.
 
-In the core, beside the device names of :mod:`kit.core.params`, so that the loaders
-(:mod:`kit.models.load`, :mod:`kit.models.generate`), the configs and the bench harness read them
-without importing a model loader."""
+Its own module so that :mod:`kit.models.generate` reads them without importing
+:mod:`kit.models.load` (which resolves fine-tune names through modules that use generate)."""
 
 from __future__ import annotations
 
