@@ -1,4 +1,4 @@
-"""The pinned numerical environment really runs as pinned (issue 31): each library asked for
+"""The pinned numerical environment really runs as pinned: each library asked for
 itself."""
 
 import os
