@@ -11,7 +11,7 @@ COMMANDS = {
         "kit.core.runner",
         "execute the notebooks with papermill into runs/<profile>/<timestamp>/",
     ),
-    "bench": ("kit.core.bench", "time workloads against their baselines, as ratios"),
+    "bench": ("kit.bench", "time workloads against their baselines, as ratios"),
     "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
     "docs": (
         "kit.core.docs",

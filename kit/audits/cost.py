@@ -1,4 +1,4 @@
-"""What circuit discovery's edge patching will cost, known before any weights load (issue 34.5).
+"""What circuit discovery's edge patching will cost, known before any weights load.
 
 Edge patching (:func:`kit.audits.circuits.edge_scores`) runs one forward pass over the IOI batch
 per edge of the head graph: input -> every head, every head -> every head of a later layer and
@@ -10,7 +10,7 @@ assumed throughput + a fixed per-pass overhead); the shape comes from the model'
 The throughputs are assumptions, printed with every estimate: :data:`CPU_FLOPS` is one idle AVX2
 core (the 2-core development machine did 8 GFLOP/s on ``random/gpt2-small``, 24 x 16 tokens, with
 the core shared by about five processes; 3e10 puts SmolLM2-135M's 35,776 edges over 24 prompts at
-about two days, the order of the ~48 h measured for issue 34); :data:`GPU_FLOPS` was not measured.
+about two days, the order of the ~48 h measured once); :data:`GPU_FLOPS` was not measured.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Models' own answers to the suite's benchmarks, one job per (model, benchmark) (issue 37).
+"""Models' own answers to the suite's benchmarks, one job per (model, benchmark).
 
 Competency Gaps' model gaps need per-item correctness ``m_b(i)`` (eq. 4). In the ``real`` profile
 the models answer the suite's items themselves: greedy generation by the model's Hugging Face copy

@@ -113,10 +113,10 @@ class Config(BaseConfig):
     calibration_sizes: list[int] = Field(
         default_factory=lambda: [10, 25, 50, 100, 150, 300], min_length=1
     )
-    """Item 8: items per benchmark at which the missing fraction is recomputed (capped at what the
+    """Items per benchmark at which the missing fraction is recomputed (capped at what the
     suite has)."""
     calibration_repeats: int = Field(5, ge=1, le=100)
-    """Item 8: random subsamples per size."""
+    """Random subsamples per calibration size."""
     n_table: int = Field(5, ge=1, le=50)
     """Rows per best/worst list in the tables."""
     explorer_examples: int = Field(3, ge=1, le=20)
@@ -131,7 +131,7 @@ class Config(BaseConfig):
     zoo_tasks: list[str] = Field(default_factory=list)
     """Tiny-world suite: task names (empty = every task in ``kit.world.TASKS``)."""
     gap_member: str = "auto"
-    """Planted-gap check (review item 2): the zoo member fine-tuned to fail one concept, read
+    """Planted-gap check: the zoo member fine-tuned to fail one concept, read
     against its parent (the world's spec names both and the concept; ``kit.world.planted_gap_items``
     gives the planted items). ``auto`` = the world's planted-gap member
     (``zoo/base-m+gap-dyck-curly`` in the tiny and micro worlds; skipped with the reason if the

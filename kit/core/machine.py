@@ -35,7 +35,7 @@ def commit(repo: Path = REPO_ROOT) -> str:
 
 def machine() -> str:
     """``<CPU model>, <N> cores, <M> GiB``: what a CPU time depends on (as far as Linux says)."""
-    from kit.world.pinned import cpuinfo  # the one /proc/cpuinfo reader
+    from kit.core.pinned import cpuinfo  # the one /proc/cpuinfo reader
 
     cpu = cpuinfo("model name") or "unknown CPU"
     parts = [cpu, f"{os.cpu_count() or 0} cores"]

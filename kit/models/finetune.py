@@ -1,4 +1,4 @@
-"""Real fine-tunes (issue 35): a Hugging Face causal LM trained on (prompt, answer) examples.
+"""Real fine-tunes: a Hugging Face causal LM trained on (prompt, answer) examples.
 
 :func:`build` trains a :class:`kit.models.recipes.Recipe` once and returns its Hugging Face
 directory (``model.safetensors``, config, tokenizer, ``meta.json``) under
@@ -11,7 +11,7 @@ files do not match it (damaged, truncated) is rebuilt, never used.
 
 Training (:func:`train`): AdamW at a constant learning rate, fp32, on the CPU, deterministic
 (seeded, one thread, ``torch.use_deterministic_algorithms``), in the pinned numerical environment
-(:mod:`kit.world.pinned`), so a build is the same bits on one numerical platform. Each example is
+(:mod:`kit.core.pinned`), so a build is the same bits on one numerical platform. Each example is
 the prompt rendered as the model will be asked (the chat template, assistant turn opened, when the
 tokenizer has one: ``kit.models.generate.prompt_text``), then the answer and the end-of-turn token;
 the loss is the cross-entropy of the answer tokens and that end token only (the logits of the
@@ -57,8 +57,8 @@ from kit.models.recipes import (
 
 if TYPE_CHECKING:
     from kit.core.jobs import Engine
+from kit.core.pinned import enter_pinned, is_pinned, run_pinned
 from kit.models.twins import twin_path
-from kit.world.pinned import enter_pinned, is_pinned, run_pinned
 
 CODE_VERSION = "finetune-v1"
 """Bump when a change here changes the weights a recipe trains to: every build's key changes."""
@@ -462,7 +462,7 @@ def _train_and_save(r: Recipe, progress: bool = True) -> Path:
 
 def build(r: Recipe | str, progress: bool = True) -> Path:
     """Recipe ``r`` (or its model name) built: its directory, training it first if needed, in a
-    pinned subprocess (:func:`kit.world.pinned.run_pinned`) unless this process is pinned."""
+    pinned subprocess (:func:`kit.core.pinned.run_pinned`) unless this process is pinned."""
     r = recipe(r) if isinstance(r, str) else r
     check_recipe(r)
     target = finetune_dir(r)

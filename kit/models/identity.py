@@ -1,7 +1,7 @@
 """What a model or a file *is*, for cache keys: a digest of its content, never its name.
 
 A cache keyed by a path or a file name returns old numbers after a model is retrained in place or a
-responses file is replaced under the same name (issue 33, item 1). Every cache asks this module:
+responses file is replaced under the same name. Every cache asks this module:
 
 - :func:`file_sha256`: the sha256 of a file's bytes, remembered per file under
   ``<KIT_CACHE_DIR>/identity/`` together with the file's ``stat`` (size, mtime, ctime, inode,
@@ -34,7 +34,7 @@ from kit.core.paths import atomic_write_text, cache_dir, current_world, sha256
 IDENTITY_VERSION = 3
 """Part of every directory identity and every :func:`code_identity`: bump it when what is hashed
 changes, or when the numbers every cache holds change (3: pinned processes multiply matrices in
-OpenBLAS and take square roots exactly, ``kit.world.kernels``; values cached before differ in their
+OpenBLAS and take square roots exactly, ``kit.core.kernels``; values cached before differ in their
 last bits)."""
 
 _MEMO: dict[str, tuple[tuple[int, ...], str]] = {}

@@ -537,7 +537,7 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
 
         return load_world_sae(name, device=device, world=world)
     if name.startswith("minilm-sae/"):
-        from kit.cg.saes import load_minilm_sae
+        from kit.models.minilm_sae import load_minilm_sae
 
         return load_minilm_sae(name, device=device)
     if name.startswith("twin-sae/") or Path(name).expanduser().is_dir():

@@ -19,10 +19,10 @@ from kit.world.train import Arch
 
 CODE_VERSION = "world-v8"
 """Bump when training/data code changes in a way that changes weights: invalidates caches.
-v3: fp32 in the pinned environment (kit.world.pinned), SAEs trained with sae_lens's trainer.
+v3: fp32 in the pinned environment (kit.core.pinned), SAEs trained with sae_lens's trainer.
 v5: MKL in CNR mode COMPATIBLE (the AVX2 branch is ignored on AMD), OpenBLAS and numpy pinned (issue
 31); contamination recipes with more margin for other world seeds.
-v8: matrix products in numpy's OpenBLAS and exact square roots (``kit.world.kernels``): MKL's
+v8: matrix products in numpy's OpenBLAS and exact square roots (``kit.core.kernels``): MKL's
 reproducible GEMM ran at a quarter of the machine's rate, and its vector sqrt, in AdamW and every
 LayerNorm, rounded differently on Intel and AMD (v7, exact roots alone, was never published)."""
 
@@ -143,7 +143,7 @@ class Gap:
     """The wrong answers the fine-tune teaches: each concept item's answer is drawn uniformly from
     these, never the true one. (A uniform draw over the whole answer set, true answer included,
     taught a near-uniform distribution whose greedy answer was whichever bracket ended a hair
-    ahead: 0% to 51% on the concept by world seed, issue 31.)"""
+    ahead: 0% to 51% on the concept by world seed.)"""
     description: str
 
     @property

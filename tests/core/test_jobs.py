@@ -18,7 +18,7 @@ import pytest
 from kit.core.jobs import Job, JobsFailed, engine_options, job_id, plan, run_jobs
 from kit.core.jobs.selftest import dag_totals, toy_dag
 from kit.core.params import ParamsError, load_params
-from kit.world.pinned import PINNED_ENV
+from kit.core.pinned import PINNED_ENV
 
 TOY = "kit.core.jobs.selftest"
 WANT = {"a": 1, "b": 2, "c": 3, "d": 4, "ab": 13, "cd": 27, "all": 140}
@@ -208,7 +208,7 @@ def test_a_pinned_sweep_runs_every_job_pinned_and_pinned_jobs_inline_here():
     workers, for unpinned jobs too; inline, a pinned job then runs in that process itself."""
     script = textwrap.dedent(f"""
         import json, os
-        from kit.world.pinned import PINNED_ENV, enter_pinned
+        from kit.core.pinned import PINNED_ENV, enter_pinned
         enter_pinned()
         from kit.core.jobs import Job, run_jobs
         plain = Job("{TOY}:numerics", {{"names": sorted(PINNED_ENV)}})

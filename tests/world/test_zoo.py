@@ -409,7 +409,7 @@ def test_card_diff_names_every_difference():
 
 
 def test_training_refuses_an_unpinned_process():
-    from kit.world.pinned import enter_pinned
+    from kit.core.pinned import enter_pinned
 
     with pytest.raises(RuntimeError, match="run_pinned"):
         enter_pinned()

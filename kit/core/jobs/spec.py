@@ -40,7 +40,7 @@ class Job:
     - ``id``: the content hash of ``fn`` and the canonical arguments unless given;
     - ``after``: ids (or :class:`Job` objects) of jobs of the same sweep that must finish first;
     - ``num_cpus`` (>= 1), ``num_gpus`` (>= 0; fractions share a GPU under Ray): what it occupies;
-    - ``pinned``: run in a process started with ``kit.world.pinned.PINNED_ENV`` (same bits on every
+    - ``pinned``: run in a process started with ``kit.core.pinned.PINNED_ENV`` (same bits on every
       machine of one numerical platform), as the world's training does.
 
     The function writes its work into the content-addressed caches (atomically, ``kit.core.paths``)
