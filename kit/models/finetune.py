@@ -46,6 +46,7 @@ from torch import nn
 from kit.core.paths import atomic_dir, build_lock, cache_dir, sha256
 from kit.models import real
 from kit.models.finetune_examples import Example, epoch_order, examples, split_items
+from kit.models.sources import find
 from kit.models.recipes import (
     RECIPES,
     TABLE,
@@ -339,10 +340,11 @@ def base_dir(base: str) -> Path:
     :mod:`kit.models.real`), ``twin/<name>`` or a local model directory. Resolved here, not through
     ``kit.models.load.model_dir``: load resolves recipe names through this module, so importing it
     back would make a circle; a hub model is a base once fetched (``kit.models.hub.snapshot``)."""
-    if base.startswith("real/"):
-        return real.real_path(base.removeprefix("real/"))
-    if base.startswith("twin/"):
-        return twin_path(base.removeprefix("twin/"))
+    form = find(base)
+    if form is not None and form.family == "real":
+        return real.real_path(form.rest(base))
+    if form is not None and form.family == "twin":  # twin_path refuses a revision, naming it
+        return twin_path(form.rest(base))
     local = Path(base).expanduser()
     if local.is_dir():
         return local
