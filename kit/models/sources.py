@@ -90,8 +90,11 @@ class ModelSource:
     """``identity(name, world)``: what caches key on (``kit.models.identity.name_identity``)."""
     names: Callable[[str | None], list[str]] | None = None
     """``names(world)``: the names of this form that exist; None for an open form (hub ids)."""
-    closed: bool = False
-    """Every valid name of the form is in ``names`` (a config's names are checked against it)."""
+    checked: bool = False
+    """A config naming one not in ``names(world)`` is refused before anything loads
+    (``kit.core.params.name_errors``)."""
+    noun: str = "model"
+    """What a name of the form is, in an error message (``zoo member``)."""
     hf_dir: Callable[[str, str | None], Path] | None = None
     """``hf_dir(name, revision)``: the local Hugging Face directory (``kit.models.load.model_dir``);
     None: the form has none (it loads with ``kit.load_model`` only)."""
@@ -116,6 +119,21 @@ class ModelSource:
         """``name`` without the form's prefix (``zoo/base-m`` -> ``base-m``)."""
         return name[len(self.prefix) :] if self.prefix and name.startswith(self.prefix) else name
 
+
+def _refuse(name: str, request: LoadRequest) -> Any:
+    return source_of(name)  # raises: no form matches
+
+
+NO_FORM = ModelSource(
+    key="none",
+    family="none",
+    form="",
+    example="",
+    description="no registered form",
+    load=_refuse,
+    matches=lambda name: False,
+)
+"""What :func:`form_of` answers for a name of no form (never registered, never matches)."""
 
 _FORMS: dict[str, ModelSource] = {}
 _loaded = False
@@ -166,6 +184,12 @@ def find(name: Any) -> ModelSource | None:
     if not isinstance(name, str) or not name:
         return None
     return next((s for s in sources() if s.match(name)), None)
+
+
+def form_of(name: Any) -> ModelSource:
+    """The form of ``name``, or :data:`NO_FORM` (every attribute False) when none matches: for
+    questions about names that may be labels, not model names (``form_of(m).world_member``)."""
+    return find(name) or NO_FORM
 
 
 def prefixed(name: Any) -> ModelSource | None:
@@ -323,7 +347,6 @@ register(
         rank=EXACT,
         matches=_is_encoder,
         names=_encoder_names,
-        closed=True,
         pretrained=True,
         owner=__name__,
     )
@@ -339,7 +362,6 @@ register(
         rank=EXACT,
         matches=_is_recipe,
         names=_recipe_names,
-        closed=True,
         hf_dir=_from_load("_recipe_dir"),
         owner=__name__,
     )
@@ -354,7 +376,8 @@ register(
         load=_from_load("_load_random"),
         prefix="random/",
         names=_random_names,
-        closed=True,
+        checked=True,
+        noun="random shape",
         random_init=True,
         owner=__name__,
     )
@@ -400,7 +423,6 @@ register(
         load=_LOAD_TWIN,
         prefix="twin/",
         names=_twin_names,
-        closed=True,
         hf_dir=_TWIN_DIR,
         owner=__name__,
     )
@@ -415,7 +437,6 @@ register(
         load=_from_load("_load_real"),
         prefix="real/",
         names=_real_names,
-        closed=True,
         hf_dir=_from_load("_real_dir"),
         pretrained=True,
         owner=__name__,
