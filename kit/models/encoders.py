@@ -86,7 +86,6 @@ def load_encoder(name: str = "minilm", device: str = "cpu") -> "Encoder":
         model = model.to(device).eval()
         return Encoder(name="minilm", model=model, tokenizer=tokenizer, device=device)
     from kit.models import hub as hub
-
     from kit.models.sources import find
 
     form = find(name)

@@ -46,7 +46,6 @@ from torch import nn
 from kit.core.paths import atomic_dir, build_lock, cache_dir, sha256
 from kit.models import real
 from kit.models.finetune_examples import Example, epoch_order, examples, split_items
-from kit.models.sources import find
 from kit.models.recipes import (
     RECIPES,
     TABLE,
@@ -55,6 +54,7 @@ from kit.models.recipes import (
     recipe,
     recipe_from_dict,
 )
+from kit.models.sources import find
 
 if TYPE_CHECKING:
     from kit.core.jobs import Engine

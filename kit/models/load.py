@@ -38,10 +38,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from kit.models import checks
+from kit.models import checks, sources
 from kit.models.architectures import UnsupportedArchitecture, capabilities
 from kit.models.dtypes import DTYPES, torch_dtype  # noqa: F401 (re-exported: kit.models.load.DTYPES)
-from kit.models import sources
 from kit.models.sources import UnknownModelError  # noqa: F401 (re-exported: kit.models.load)
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
@@ -250,7 +249,9 @@ def _load_twin(name: str, r: sources.LoadRequest):
     # twin/<arch>@perturbed-<seed>: a seeded sparse perturbation (fine-tune stand-in); any other
     # revision: a twin with revision-seeded weights (checkpoint stand-in)
     path = (
-        perturbed_path(arch, rev) if rev and rev.startswith(PERTURBED) else twin_path(arch, revision=rev)
+        perturbed_path(arch, rev)
+        if rev and rev.startswith(PERTURBED)
+        else twin_path(arch, revision=rev)
     )
     return load_local(
         path,

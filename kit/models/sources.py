@@ -14,8 +14,9 @@ tiny world's own source module) tests name prefixes::
 
 Forms are registered where their code lives: the generic ones (random shapes, encoders, real
 fine-tunes, twins, ``real/``, GGUF files, local directories, hub ids) here, with their loaders in
-:mod:`kit.models.load`; the tiny world's (``zoo/``, its checkpoints, ``extra/``) by :mod:`kit.world.sources`. This module
-imports neither at import time: the first lookup imports the :data:`PROVIDERS`.
+:mod:`kit.models.load`; the tiny world's (``zoo/``, its checkpoints, ``extra/``) by
+:mod:`kit.world.sources`. This module imports neither at import time: the first lookup imports the
+:data:`PROVIDERS`.
 
 A name is matched against the forms in ``rank`` order (exact names, then prefixed forms with a
 qualifier such as ``@step-``, then plain prefixes, then paths, then hub ids), first match wins.

@@ -56,7 +56,6 @@ def _encoder_data(model: str, device: str):
 
 def _synthetic_data(model: str):
     from kit.models.load import RANDOM_SHAPES
-
     from kit.models.sources import form_of
 
     form = form_of(model)

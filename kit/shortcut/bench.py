@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 def _load(model: str, device: str, seed: int, dtype: str | None = None) -> HookedModel:
     from kit.models.load import load_model
-
     from kit.models.sources import form_of
 
     extra: dict[str, Any] = {"seed": seed} if form_of(model).random_init else {}

@@ -1,6 +1,6 @@
 """What notebook 03 does with ``extra/`` names (fine-tunes of the tiny world that are not zoo
-members): move a row onto another base (:func:`rebase`), the strength rows (:func:`strength_variants`)
-and the neurons a fine-tune changed (:func:`changed_between`).
+members): move a row onto another base (:func:`rebase`), the strength rows
+(:func:`strength_variants`) and the neurons a fine-tune changed (:func:`changed_between`).
 
 The ``extra/`` grammar itself (options, parsing, loading) is the world's:
 :mod:`kit.world.sources` (re-exported here). Example:
@@ -22,6 +22,7 @@ from kit.world.sources import (  # noqa: F401 (the extra/ grammar lives with the
     load_extra,
     with_options,
 )
+
 
 def rebase(name: str, parent: str, old_base: str) -> str:
     """Model ``name`` of a notebook 03 row moved onto another base ``parent`` (``zoo/<base>``): the

@@ -166,7 +166,6 @@ def with_options(name: str, *opts: str) -> str:
     return own + "".join(f":{o}" for o in opts) + sep + after
 
 
-
 # ----------------------------------------------------------------------------- registration
 ZOO = "zoo/"
 CHECKPOINT = "@step-"
