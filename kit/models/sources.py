@@ -40,6 +40,10 @@ EXACT, QUALIFIED, PREFIXED, PATH, HUB_REVISION, HUB = 0, 1, 2, 3, 4, 5
 path before a hub id)."""
 
 
+class UnknownModelError(ValueError):
+    """A name of no registered form (or of a form whose loader finds no such model)."""
+
+
 @dataclass(frozen=True)
 class LoadRequest:
     """What ``kit.load_model`` was asked besides the name (each loader reads the fields it uses,
@@ -107,7 +111,8 @@ class ModelSource:
     random_init: bool = False
     """Randomly initialised weights of a real shape (speed measurements)."""
     pretrained: bool = False
-    """A real pretrained model's weights (``real/``, hub ids, their fine-tunes)."""
+    """A published pretrained model's weights (``real/``, hub ids, the MiniLM encoder); a fine-tune
+    made here (``<base>+<recipe>``) is not one."""
     owner: str = ""
     """The module that registered it."""
 
@@ -212,10 +217,6 @@ def source_of(name: Any, field: str = "model") -> ModelSource:
     return found
 
 
-class UnknownModelError(ValueError):
-    """A name of no registered form (or of a form whose loader finds no such model)."""
-
-
 def table(markdown: bool = False) -> str:
     """The forms with an example each, as text (or a Markdown table)."""
     rows = [(s.key, s.form, s.example, s.description) for s in sources()]
@@ -247,10 +248,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(table(markdown=args.markdown))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 # ---------------------------------------------------------------------- the generic forms
