@@ -1,5 +1,5 @@
 """``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world),
-docs (the generated pages), twins."""
+docs (the generated pages), twins, models (the forms of model names)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ COMMANDS = {
     "twins": (
         "kit.models.twins",
         "write tiny random twins of real architectures as HF directories (twins build | list)",
+    ),
+    "models": (
+        "kit.models.sources",
+        "the forms a model name can take, an example each (--markdown; --list KEY)",
     ),
 }
 

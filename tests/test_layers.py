@@ -40,8 +40,6 @@ PENDING: set[tuple[str, str]] = {
     ("kit/models/internals.py", "kit.mui.metric"),
     ("kit/subjects/subject.py", "kit.mui.metric"),
     ("kit/subjects/world.py", "kit.mui.metric"),
-    ("kit/subjects/subject.py", "kit.shortcut.variants"),
-    ("kit/subjects/subject.py", "kit.shortcut"),
 }
 
 

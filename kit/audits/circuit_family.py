@@ -38,6 +38,8 @@ def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
     ``model`` (its frequent / rare groups). With it: every item's two names replaced by two names
     of one category (round-robin), keeping only names that are single tokens of ``model``; the
     world's own names need not be tokens then (they are replaced)."""
+    from kit.models.sources import form_of
+
     from .sources import regroup_names
 
     groups = cfg.dif_name_groups
@@ -47,7 +49,7 @@ def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
         cfg.ioi_split,
         cfg.seed,
         model=None if groups else model,
-        capitalize=not (cfg.circuit_model or cfg.model).startswith("zoo/"),
+        capitalize=not form_of(cfg.circuit_model or cfg.model).world_member,
     )
     if groups is None:
         return items, {}

@@ -43,7 +43,10 @@ def choose_saes(
     ``arch_a``/``arch_b`` two architectures at one width (M07), ``small``/``large`` one
     architecture at two widths (M11). Explicit names win; otherwise chosen among the SAEs of
     ``model``'s member (``zoo/base-m`` -> ``zoo-sae/base-m/...``)."""
-    member = model.removeprefix("zoo/")
+    from kit.models.sources import form_of
+
+    form = form_of(model)
+    member = form.rest(model) if form.world_member else model
     mine = [n for n in available if f"/{member}/" in n and _SAE_NAME.match(n)]
     parsed = [(n, m["arch"], int(m["width"])) for n in mine if (m := _SAE_NAME.match(n))]
     out: dict[str, str] = {}
@@ -553,7 +556,9 @@ def load_saes(cfg, model=None) -> tuple[dict[str, str], dict[str, Any]]:
     from .real_saes import is_real_sae, load_real_sae
 
     available: list[str] = []
-    if cfg.model.startswith("zoo/"):
+    from kit.models.sources import form_of
+
+    if form_of(cfg.model).world_member:
         from kit import world
 
         available = list(world.saes(cfg.world))

@@ -214,15 +214,17 @@ class Config(BaseConfig):
     @classmethod
     def _models(cls, v: list[str]) -> list[str]:
         from kit.models import real  # lazy: reads package metadata only
+        from kit.models.sources import form_of
 
         for name in v:
-            if name.startswith("real/"):
-                if name.removeprefix("real/") not in real.REAL_MODELS:
+            form = form_of(name)
+            if form.family == "real":
+                if form.rest(name) not in real.REAL_MODELS:
                     raise ValueError(
                         f"models: {name!r} unknown; allowed real models: "
                         + ", ".join("real/" + n for n in real.REAL_MODELS)
                     )
-                real.part_paths(name.removeprefix("real/"))  # not installed: the install command
+                real.part_paths(form.rest(name))  # not installed: the install command
         return _once("models", v)
 
     @field_validator("gap_member")

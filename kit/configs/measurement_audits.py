@@ -270,7 +270,9 @@ class Config(BaseConfig):
                     f"field {field!r}: {name!r} is an SAE of {owner}, not of "
                     f"model={self.model!r}; name an SAE trained on the audited model"
                 )
-        if not self.model.startswith("zoo/"):
+        from kit.models.sources import form_of
+
+        if not form_of(self.model).world_member:
             missing = [f for f, n in roles.items() if n is None]
             if missing:
                 return (

@@ -34,21 +34,27 @@ def name_errors(cfg: BaseConfig) -> list[str]:
     checked offline and pass here (the audits config checks the form of ``hf:`` sources).
     """
     from kit.data.benchmarks import BENCHMARKS, _parse_name
-    from kit.models.load import RANDOM_SHAPES
-    from kit.world import TASKS, members, saes
+    from kit.models.sources import prefixed
+    from kit.world import TASKS, saes
 
     world = cfg.world
     kinds = {
-        "zoo/": ("zoo member", members(world)),
         "zoo-sae/": ("SAE", saes(world)),
-        "random/": ("random shape", [f"random/{s}" for s in RANDOM_SHAPES]),
         "tiny/": ("tiny-world task", [f"tiny/{t}" for t in TASKS]),
     }
     errors = []
     for field in type(cfg).model_fields:
         for name in _strings(getattr(cfg, field)):
             prefix = next((p for p in kinds if name.startswith(p)), None)
-            if prefix is not None:
+            form = prefixed(name)  # a model name of a checked form (kit.models.sources)
+            if form is not None and form.checked and form.names is not None:
+                allowed = form.names(world)
+                if name not in allowed:
+                    errors.append(
+                        f"field {field!r}: {name!r} is not a {form.noun} of world {world!r}; "
+                        f"allowed values: {', '.join(allowed)}"
+                    )
+            elif prefix is not None:
                 what, allowed = kinds[prefix]
                 if name not in allowed:
                     errors.append(

@@ -185,6 +185,8 @@ class Config(BaseConfig):
                 ]
         if len(models) < RANK_MIN_MODELS:
             return []  # no ranking: no true order needed (law_testable() says why)
+        from kit.models.sources import form_of
+
         if self.reference_order is not None:
             missing = [m for m in models if m not in self.reference_order]
             if missing:
@@ -192,7 +194,7 @@ class Config(BaseConfig):
                     f"field 'reference_order': lacks {missing}; it must rank every model of "
                     f"models ({', '.join(models)})"
                 ]
-        elif any(not m.startswith("zoo/") for m in models):
+        elif any(not form_of(m).world_member for m in models):
             return [
                 "field 'reference_order': required when models are not tiny-world members (got "
                 f"models={models}): only the tiny world has fresh items to rank them by"

@@ -54,6 +54,7 @@ from kit.models.recipes import (
     recipe,
     recipe_from_dict,
 )
+from kit.models.sources import find
 
 if TYPE_CHECKING:
     from kit.core.jobs import Engine
@@ -339,10 +340,11 @@ def base_dir(base: str) -> Path:
     :mod:`kit.models.real`), ``twin/<name>`` or a local model directory. Resolved here, not through
     ``kit.models.load.model_dir``: load resolves recipe names through this module, so importing it
     back would make a circle; a hub model is a base once fetched (``kit.models.hub.snapshot``)."""
-    if base.startswith("real/"):
-        return real.real_path(base.removeprefix("real/"))
-    if base.startswith("twin/"):
-        return twin_path(base.removeprefix("twin/"))
+    form = find(base)
+    if form is not None and form.family == "real":
+        return real.real_path(form.rest(base))
+    if form is not None and form.family == "twin":  # twin_path refuses a revision, naming it
+        return twin_path(form.rest(base))
     local = Path(base).expanduser()
     if local.is_dir():
         return local

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from kit.core.paths import atomic_write_text, cache_dir, current_world, sha256
+from kit.core.paths import atomic_write_text, cache_dir, sha256
 
 IDENTITY_VERSION = 3
 """Part of every directory identity and every :func:`code_identity`: bump it when what is hashed
@@ -107,23 +107,16 @@ def path_identity(path: str | Path) -> str:
 
 
 def name_identity(name: str, world: str | None = None) -> str:
-    """The identity of a model as named in a cache key: an existing local path by its content
-    (:func:`path_identity`), ``zoo/<member>`` by its build key (the world's members are
-    content-addressed: recipe, code version and parent), anything else by the name itself
-    (a hub id: its files are fetched into a snapshot directory, which callers pass instead)."""
-    if name.startswith("zoo/"):
-        # lazy: kit.world imports torch and the world's specs; hub models' keys never need it
-        from kit.world.specs import member_identity
-        from kit.world.zoo import world_spec
+    """The identity of a model as named in a cache key: its form's identity
+    (:mod:`kit.models.sources`): ``zoo/<member>`` by its build key (the world's members are
+    content-addressed: recipe, code version and parent), anything else as
+    :func:`kit.models.sources.path_or_name` says: an existing local path by its content
+    (:func:`path_identity`), else the name itself (a hub id: its files are fetched into a snapshot
+    directory, which callers pass instead)."""
+    from kit.models.sources import find, path_or_name
 
-        try:
-            return member_identity(world_spec(current_world(world)), name)
-        except StopIteration:  # not a member of this world: the name is all we know
-            return f"name:{name}"
-    p = Path(name).expanduser()
-    if name and (p.is_file() or p.is_dir()):
-        return path_identity(p)
-    return f"name:{name}"
+    form = find(name)
+    return (form.identity if form is not None else path_or_name)(name, world)
 
 
 def model_identity(model: Any) -> str:

@@ -98,7 +98,10 @@ def default_ids(name: str, sae) -> tuple[str, str]:
     if name.startswith("minilm-sae/"):
         model = "all-minilm-l6-v2"
     elif world:
-        model = f"kit-{world}-{model.removeprefix('zoo/')}"
+        from kit.models.sources import form_of
+
+        form = form_of(model)
+        model = f"kit-{world}-{form.rest(model) if form.world_member else model}"
     hook = str(getattr(meta, "hook_name", "") or "")
     layer = m.group(1) if (m := re.match(r"blocks\.(\d+)\.", hook)) else "x"
     arch = str(

@@ -52,7 +52,9 @@ def grid_rests_on(results: Mapping[str, Any]) -> str:
     if grid.empty:
         return "the law grid's models (none recorded)"
     models, tasks = sorted(grid.model.unique()), sorted(grid.task.unique())
-    if all(m.startswith("zoo/") for m in models):
+    from kit.models.sources import form_of
+
+    if all(form_of(m).world_member for m in models):
         contaminated = sum("-test-" in m or "-syn-" in m for m in models)
         return (
             f"tiny world: {len(models)} zoo models (bases and fine-tunes, {contaminated} "

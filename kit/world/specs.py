@@ -221,7 +221,9 @@ def member_identity(spec: WorldSpec, name: str) -> str:
     """Member ``name`` as a cache key names it (``kit.models.identity``): world, member (with its
     checkpoint, ``base-l@step-300``) and :func:`member_key`, which covers the recipe, the code
     version, the world's seed and the parent."""
-    return f"zoo:{spec.name}:{name.removeprefix('zoo/')}:{member_key(spec, name)}"
+    from kit.world.sources import ZOO  # the world's one spelling of its prefix
+
+    return f"zoo:{spec.name}:{name.removeprefix(ZOO)}:{member_key(spec, name)}"
 
 
 def member_key(spec: WorldSpec, name: str) -> str:
