@@ -114,7 +114,8 @@ def rewrites_for(run_dir: Path, profile: str, repo_roots: Sequence[Path] = ()) -
         pairs[p] = f"runs/{profile}/latest"
     for root in [*repo_roots, REPO_ROOT]:
         for p in {str(root), str(Path(root).resolve())}:
-            pairs[p.rstrip("/") + "/"] = ""
+            if p.strip("/"):  # never "/" itself: that would take every slash out
+                pairs[p.rstrip("/") + "/"] = ""
     for name, path in (("$KIT_CACHE_DIR", cache_dir()), ("$KIT_DATA_DIR", _data_dir())):
         if path is not None:
             pairs[str(path)] = name
@@ -246,8 +247,12 @@ def write_shipped(
     target = notebooks_dir / f"{stem}.ipynb"
     executed = json.loads((run_dir / stem / f"{stem}.ipynb").read_text())
     committed = json.loads(target.read_text())
-    ran_from = executed.get("metadata", {}).get("papermill", {}).get("input_path")
-    roots = [*repo_roots, *([Path(ran_from).parent.parent] if ran_from else [])]
+    # the repository the run was made in: the folder above its notebooks/ (papermill's input path)
+    ran_from = Path(executed.get("metadata", {}).get("papermill", {}).get("input_path") or ".")
+    roots = [
+        *repo_roots,
+        *([ran_from.parent.parent] if ran_from.parent.name == "notebooks" else []),
+    ]
     text = notebook_text(
         shipped(committed, executed, rewrites_for(run_dir, profile, roots), profile)
     )

@@ -157,6 +157,11 @@ def test_shipped_outputs_keep_results_and_drop_what_changes():
     assert not no.problems_of(nb, "x.ipynb")
 
 
+def test_a_root_folder_never_takes_every_slash_out():
+    rewrite = no.rewrites_for(RUN_A, "tiny", [Path("/")])
+    assert rewrite("see /opt/x/y.png") == "see /opt/x/y.png"
+
+
 def test_the_source_hash_covers_code_cells_and_their_boundaries_only():
     nb = committed()
     h = no.source_sha256(nb)
