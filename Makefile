@@ -76,14 +76,15 @@ bench: setup
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/ $(ALLOW_ROOT)
 
-# The concept-explorer test drives a real headless Chromium (Debian's package).
+# The browser tests (concept explorer, committed notebooks in JupyterLab, report.html) drive a real
+# headless Chromium (Debian's package).
 browser:
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian chromium + chromium-driver for the explorer test"; \
+	    echo "installing Debian chromium + chromium-driver for the browser tests"; \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
-	      || echo "could not install chromium: the browser test will be skipped"; \
-	  else echo "chromium not found and not root: the browser test will be skipped"; fi; \
+	      || echo "could not install chromium: the browser tests will be skipped"; \
+	  else echo "chromium not found and not root: the browser tests will be skipped"; fi; \
 	fi
 
 clean-runs:

@@ -1,5 +1,6 @@
 """``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world),
-docs (the generated pages), twins, models (the forms of model names)."""
+docs (the generated pages), notebooks (their shipped outputs), twins, models (the forms of model
+names)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ COMMANDS = {
     "run": (
         "kit.core.runner",
         "execute the notebooks with papermill into runs/<profile>/<timestamp>/",
+    ),
+    "notebooks": (
+        "kit.core.notebook_outputs",
+        "the outputs the committed notebooks ship (notebooks adopt RUN_DIR | notebooks check)",
     ),
     "bench": ("kit.bench", "time workloads against their baselines, as ratios"),
     "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
@@ -31,7 +36,7 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        lines = [f"  {name:6s} {doc}" for name, (_, doc) in COMMANDS.items()]
+        lines = [f"  {name:9s} {doc}" for name, (_, doc) in COMMANDS.items()]
         print("usage: python -m kit {" + ",".join(COMMANDS) + "} ...\n" + "\n".join(lines))
         if argv and argv[0] not in ("-h", "--help"):
             print(f"\nunknown command {argv[0]!r}; allowed: {', '.join(COMMANDS)}", file=sys.stderr)

@@ -6,7 +6,10 @@ the run (rewritten after each notebook, so an interrupted run says so; ``status`
 ``ok``, ``failed`` or ``interrupted``, and ``error`` names the cause of a run-level failure).
 ``runs/<profile>/latest`` points at the newest complete run (every notebook ok). The figures of
 notebooks that succeeded are copied to the top-level ``figures/<notebook>/`` (default profile only);
-a failed notebook's exported figures are never touched. The profile and every ``--set
+a failed notebook's exported figures are never touched. Likewise (default profile, no ``--set``; off
+with ``--no-notebook-outputs``) their outputs are written back into the notebooks they ran from,
+without what changes from run to run (:mod:`kit.core.notebook_outputs`), so the committed notebooks
+show the committed run and an unchanged rerun rewrites nothing. The profile and every ``--set
 field=value`` are validated against every selected notebook before anything is created. A failing
 notebook is named and the run goes on; the exit code is non-zero if any failed. An existing run
 directory is never overwritten; concurrent runners each get their own.
@@ -228,6 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--notebooks", default=str(NOTEBOOKS_DIR), help="folder of NN_*.ipynb (default: notebooks/)"
+    )
+    parser.add_argument(
+        "--notebook-outputs",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write each notebook's outputs, without what changes from run to run, back into "
+        "the notebook it ran from (kit.core.notebook_outputs; default: on for the tiny profile "
+        "without --set, off otherwise)",
     )
     parser.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
     parser.add_argument(
@@ -457,6 +468,25 @@ def _save_quietly(save, status: str, error: str) -> None:
         print(f"could not record status {status!r} in run.json: {e}", file=sys.stderr)
 
 
+def ship_outputs(args: argparse.Namespace, run_dir: Path, succeeded: list[str]) -> None:
+    """Write the outputs of the notebooks that succeeded back into ``args.notebooks``
+    (:mod:`kit.core.notebook_outputs`); a notebook edited during the run keeps its file (a
+    warning says so)."""
+    from kit.core.notebook_outputs import NotebookMismatch, write_shipped
+
+    changed = []
+    for stem in succeeded:
+        try:
+            if write_shipped(run_dir, stem, Path(args.notebooks), args.profile):
+                changed.append(stem)
+        except NotebookMismatch as e:
+            print(f"WARNING: {stem}: outputs not written back: {e}")
+    print(
+        f"notebook outputs written back into {len(changed)} notebook(s) in {args.notebooks}"
+        + (f": {', '.join(changed)}" if changed else " (unchanged)")
+    )
+
+
 def _finish(args: argparse.Namespace, run_dir: Path, outcomes: list[NotebookOutcome], save) -> int:
     """Report, figures, final status, ``latest``: the steps after the notebooks, in that order, so
     run.json says 'ok' only when everything a run writes has been written."""
@@ -476,6 +506,11 @@ def _finish(args: argparse.Namespace, run_dir: Path, outcomes: list[NotebookOutc
         )
         for line in changed_figures(Path(figures), succeeded):
             print(f"WARNING: differs from the committed figure: {line}")
+    ship = args.notebook_outputs
+    if ship is None:  # the committed notebooks carry the default profile's outputs, as figures/
+        ship = args.profile == DEFAULT_PROFILE and not args.set
+    if ship:
+        ship_outputs(args, run_dir, [o.notebook for o in outcomes if o.status == "ok"])
     save("failed" if failed else "ok", f"notebook(s) failed: {', '.join(failed)}" if failed else "")
     if not failed:
         point_latest(run_dir)
