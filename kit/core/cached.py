@@ -149,3 +149,54 @@ def non_finite(value: Any) -> str | None:
             if (why := non_finite(v)) is not None:
                 return why
     return None
+
+
+# ---------------------------------------------------------------- built directories
+def file_sizes(directory: Path) -> dict[str, int]:
+    """``{relative path: size in bytes}`` of every file under ``directory`` (sorted): what a built
+    directory's ``meta.json`` lists as ``files``, so a reader can tell it is whole."""
+    d = Path(directory)
+    return {str(p.relative_to(d)): p.stat().st_size for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def built_dir_refusal(directory: Path, required: tuple[str, ...] = ()) -> str | None:
+    """Why the built directory ``directory`` (its ``meta.json`` written last) cannot be used, or
+    None. ``meta.json`` must parse as an object; every file it lists (``files``: ``{name: size}``)
+    must exist at that size; a directory written before the listing existed must hold each file of
+    ``required`` (non-empty). A directory without ``meta.json`` is not built: ``"not built"``."""
+    d = Path(directory)
+    meta_path = d / "meta.json"
+    if not meta_path.is_file():
+        return "not built"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as e:
+        return f"meta.json unreadable ({e})"
+    if not isinstance(meta, dict):
+        return "meta.json is not a JSON object"
+    listed = meta.get("files")
+    if listed is None:
+        listed = {name: None for name in required}
+    elif not isinstance(listed, dict):
+        return "meta.json's 'files' is not a mapping"
+    for name, size in listed.items():
+        f = d / name
+        if not f.is_file():
+            return f"{name} is missing"
+        actual = f.stat().st_size
+        if (size is None and actual == 0) or (size is not None and actual != size):
+            return (
+                f"{name} has {actual} bytes, meta.json says {size if size is not None else '> 0'}"
+            )
+    return None
+
+
+def is_built_dir(directory: Path, required: tuple[str, ...] = (), what: str = "cache") -> bool:
+    """Whether ``directory`` is built and whole (:func:`built_dir_refusal`); a damaged one is
+    warned about (naming it and the reason), so the caller rebuilds it."""
+    why = built_dir_refusal(directory, required)
+    if why not in (None, "not built"):
+        warnings.warn(
+            f"{what} {directory}: {why}; rebuilding it", DamagedCacheWarning, stacklevel=3
+        )
+    return why is None

@@ -91,3 +91,35 @@ def test_nan_survives_the_digest_and_non_finite_is_found():
     assert C.value_digest(value) == C.value_digest(json.loads(json.dumps(value)))
     assert C.non_finite(value) == "non-finite number" and C.non_finite([1, "a"]) is None
     assert math.isnan(json.loads(C.canonical(value))["x"][1])
+
+
+def test_a_built_directory_is_whole_only_with_every_listed_file_at_its_size(tmp_path):
+    d = tmp_path / "sae"
+    d.mkdir()
+    (d / "cfg.json").write_text("{}")
+    (d / "sae_weights.safetensors").write_bytes(b"w" * 100)
+    assert C.built_dir_refusal(d) == "not built"
+    (d / "meta.json").write_text(json.dumps({"name": "x", "files": C.file_sizes(d)}))
+    assert C.file_sizes(d) == {
+        "cfg.json": 2,
+        "meta.json": C.file_sizes(d)["meta.json"],
+        "sae_weights.safetensors": 100,
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert C.is_built_dir(d, what="SAE")
+    (d / "sae_weights.safetensors").write_bytes(b"w" * 10)  # truncated
+    with pytest.warns(C.DamagedCacheWarning, match=r"SAE .*sae_weights.safetensors has 10 bytes"):
+        assert not C.is_built_dir(d, what="SAE")
+    (d / "sae_weights.safetensors").unlink()
+    assert C.built_dir_refusal(d) == "sae_weights.safetensors is missing"
+    # written before meta.json listed its files: the required files, non-empty
+    (d / "meta.json").write_text(json.dumps({"name": "x"}))
+    (d / "sae_weights.safetensors").write_bytes(b"")
+    assert "sae_weights.safetensors has 0 bytes" in str(
+        C.built_dir_refusal(d, ("cfg.json", "sae_weights.safetensors"))
+    )
+    (d / "sae_weights.safetensors").write_bytes(b"w")
+    assert C.built_dir_refusal(d, ("cfg.json", "sae_weights.safetensors")) is None
+    (d / "meta.json").write_text("{")
+    assert "meta.json unreadable" in str(C.built_dir_refusal(d))
