@@ -163,6 +163,7 @@ def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict
     value = step_cache.cached(
         ctx.cache_path("sae", cfg),
         lambda: {"results": step_cache.dump_results(_sae_audits(ctx, model, cfg))},
+        step_cache.results_schema(metrics=("M11", "M13")),
     )
     out = step_cache.load_results(value["results"])
     m11, m13 = (next(r for r in out if r.metric == m) for m in ("M11", "M13"))
@@ -348,6 +349,7 @@ def run_m09(ctx: SAEContext, cfg) -> AuditResult:
     value = step_cache.cached(
         ctx.cache_path("m09", cfg, roles=()),
         lambda: {"results": step_cache.dump_results([_m09(ctx, cfg)])},
+        step_cache.results_schema(n=1),
     )
     return step_cache.load_results(value["results"])[0]
 
@@ -524,7 +526,9 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
         "m14", [cache_identity(model)], cfg, extra={"name": model_name, "prompts": [pa, pb]}
     )
     value = step_cache.cached(
-        path, lambda: {"results": step_cache.dump_results([_m14(model, model_name, cfg, pa, pb)])}
+        path,
+        lambda: {"results": step_cache.dump_results([_m14(model, model_name, cfg, pa, pb)])},
+        step_cache.results_schema(n=1),
     )
     return step_cache.load_results(value["results"])[0]
 

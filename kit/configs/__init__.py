@@ -1,13 +1,15 @@
 """One config class per notebook (``Config``), loaded by ``kit.core.params.load_params``.
 
 Importing this package (``import kit`` does) registers with the core where those classes are and
-how the names they mention are checked (:mod:`kit.configs.names`)."""
+how the names they mention are checked (:mod:`kit.configs.names`), and the pre-flight checks that
+need model code (:mod:`kit.core.preflight` imports none)."""
 
 import importlib
 import re
 
 from kit.configs.names import name_errors
 from kit.core.params import BaseConfig, ParamsError, notebook_names, register_configs
+from kit.core.preflight import register
 
 
 def config_class(notebook: str) -> type[BaseConfig]:
@@ -23,4 +25,11 @@ def config_class(notebook: str) -> type[BaseConfig]:
     return module.Config
 
 
+def _hub_ids(cfg) -> list[str]:
+    from kit.models.hub import hub_id_problems  # lazy: huggingface_hub
+
+    return hub_id_problems(cfg)
+
+
 register_configs(config_class, name_errors)
+register(_hub_ids)

@@ -159,4 +159,7 @@ def _short_error(e: Exception) -> str:
     value = getattr(e, "evalue", str(e))
     if not value:
         value = "".join(traceback.format_exception_only(type(e), e)).strip()
-    return f"{name}: {value}"[:500]
+    text = f"{name}: {value}"
+    # at most 500 characters, but never less than the first line: it names the cause (a job
+    # sweep's first failure, a full disk's file)
+    return text[: max(500, len(text.split("\n", 1)[0]))]

@@ -3,7 +3,10 @@
 A run owns ``runs/<profile>/<timestamp>/``: one folder per notebook holding the executed
 notebook, its resolved ``params.yaml``, ``results.json`` and ``figures/``; ``run.json`` summarises
 the run (rewritten after each notebook, so an interrupted run says so; ``status`` is ``running``,
-``ok``, ``failed`` or ``interrupted``, and ``error`` names the cause of a run-level failure).
+``ok``, ``failed``, ``interrupted`` or ``killed``: a runner that died without a word, found by the
+next run through the ``pid`` run.json records, which also removes its staging files; ``error``
+names the cause of a run-level failure). Before any kernel starts, the machine is checked
+(:mod:`kit.core.preflight`: cache writable with room, device, data folder, hub ids).
 ``runs/<profile>/latest`` points at the newest complete run (every notebook ok). The figures of
 notebooks that succeeded are copied to the top-level ``figures/<notebook>/`` (default profile only);
 a failed notebook's exported figures are never touched. Likewise (default profile, no ``--set``; off
@@ -28,6 +31,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -49,7 +53,8 @@ from kit.core.params import (
     parse_assignment,
     read_profiles,
 )
-from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir, disk_full_error, is_disk_full
+from kit.core.paths import REPO_ROOT, atomic_write_text, disk_full_error, is_disk_full
+from kit.core.preflight import run_problems
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 DEFAULT_PROFILE = "tiny"
@@ -74,10 +79,16 @@ def discover(only: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR)
     return chosen
 
 
-def plan(notebooks: list[Path], profile: str, sets: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def plan(
+    notebooks: list[Path],
+    profile: str,
+    sets: dict[str, Any],
+    loaded: dict[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Validate the profile and the ``--set`` overrides against every notebook; nothing is created.
 
-    Returns each notebook's overrides (the ``--set`` fields its config has). Raises ``ParamsError``
+    Returns each notebook's overrides (the ``--set`` fields its config has); ``loaded``, when given,
+    receives each notebook's resolved config. Raises ``ParamsError``
     listing every problem: a profile some notebook lacks (with the profiles all of them define), a
     ``--set`` field no selected notebook has, a value its config rejects, a broken params file.
     """
@@ -100,7 +111,9 @@ def plan(notebooks: list[Path], profile: str, sets: dict[str, Any]) -> dict[str,
             mine = {k: v for k, v in sets.items() if k in config_class(nb.stem).model_fields}
             used |= set(mine)
             per_notebook[nb.stem] = mine
-            load_params(nb.stem, profile, mine)
+            cfg = load_params(nb.stem, profile, mine)
+            if loaded is not None:
+                loaded[nb.stem] = cfg
         except ParamsError as e:
             errors.append(f"{nb.stem}: {e}")
     if lacking:
@@ -164,6 +177,47 @@ def point_latest(run_dir: Path) -> None:
         tmp.unlink()
     tmp.symlink_to(run_dir.name)
     os.replace(tmp, latest)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def mark_killed_runs(profile_dir: Path) -> list[Path]:
+    """Runs under ``profile_dir`` whose run.json says ``running`` but whose runner (its ``pid`` on
+    this host) is gone (SIGKILL, a crash, a reboot): marked ``killed`` (and their notebooks still
+    ``running`` likewise), their staging files removed. Returns their folders. Runs of another
+    host, or written before run.json recorded the pid, are left alone."""
+    out = []
+    host = socket.gethostname()
+    for path in sorted(profile_dir.glob("*/run.json")):
+        try:
+            record = json.loads(path.read_text())
+            pid = record.get("pid")
+            if record.get("status") != "running" or record.get("host") != host:
+                continue
+            if not isinstance(pid, int) or _alive(pid):
+                continue
+            record["status"] = "killed"
+            record["error"] = f"the runner (pid {pid}) died without recording an end"
+            for nb in record.get("notebooks", []):
+                if nb.get("status") == "running":
+                    nb["status"] = "killed"
+            atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+        except (OSError, ValueError, AttributeError):  # unreadable or unwritable: not ours to fix
+            continue
+        for child in path.parent.iterdir():
+            if child.is_dir():
+                remove_staging(child)
+        shutil.rmtree(path.parent / ".specs", ignore_errors=True)
+        out.append(path.parent)
+    return out
 
 
 class Terminated(KeyboardInterrupt):
@@ -271,8 +325,15 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     notebooks = discover(args.only, Path(args.notebooks))
     sets = dict(parse_assignment(a) for a in args.set)
-    overrides = plan(notebooks, args.profile, sets)  # a typo should cost seconds, not a run
-    cache_dir()  # a KIT_CACHE_DIR that is a file fails here, in one line, not in every kernel
+    configs: dict[str, Any] = {}
+    overrides = plan(notebooks, args.profile, sets, configs)  # a typo: seconds, not a run
+    # the machine before any kernel: cache writable with room, device, data folder, hub ids
+    problems = run_problems(configs)
+    if problems:
+        raise RunError("\n".join(problems))
+    stale = mark_killed_runs(Path(args.out) / args.profile)
+    for path in stale:
+        print(f"an earlier run was killed: {path} (run.json now says 'killed')", file=sys.stderr)
     parallel = min(args.parallel or default_workers(), max(len(notebooks), 1))
     with sigterm_as_interrupt():
         run_dir = new_run_dir(Path(args.out), args.profile)
@@ -283,6 +344,8 @@ def run(args: argparse.Namespace) -> int:
             "profile": args.profile,
             "overrides": sets,
             "status": "running",
+            "pid": os.getpid(),  # a later run tells a killed runner from a running one by it
+            "host": socket.gethostname(),
             "parallel": parallel,
             "notebooks": [],
             # when, where and how busy: what docs/timings.md prints beside the times

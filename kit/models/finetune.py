@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kit.core.cached import file_sizes, is_built_dir
 from kit.core.paths import atomic_dir, build_lock, cache_dir, sha256
 from kit.models import real
 from kit.models.finetune_examples import Example, epoch_order, examples, split_items
@@ -393,16 +394,9 @@ def finetune_dir(r: Recipe) -> Path:
 
 
 def is_built(r: Recipe) -> bool:
-    """True when ``r``'s directory is complete: meta.json and each file it lists, at its size."""
-    d = finetune_dir(r)
-    try:
-        meta = json.loads((d / "meta.json").read_text())
-        files = meta["files"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return bool(files) and all(
-        (d / f).is_file() and (d / f).stat().st_size == size for f, size in files.items()
-    )
+    """True when ``r``'s directory is complete: meta.json and each file it lists, at its size (a
+    damaged one is named in a warning and rebuilt, :func:`kit.core.cached.is_built_dir`)."""
+    return is_built_dir(finetune_dir(r), ("config.json", "model.safetensors"), what="fine-tune")
 
 
 def read_meta(r: Recipe | str) -> dict:
@@ -437,9 +431,7 @@ def _train_and_save(r: Recipe, progress: bool = True) -> Path:
     with atomic_dir(target) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-        files = {
-            str(p.relative_to(tmp)): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()
-        }
+        files = file_sizes(tmp)
         meta = {
             "name": r.name,
             "key": key,

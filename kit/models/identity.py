@@ -26,10 +26,12 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from kit.core.paths import atomic_write_text, cache_dir, sha256
+from kit.core.cached import MISSING, has_keys, read_json, write_json
+from kit.core.paths import cache_dir, sha256
 
 IDENTITY_VERSION = 3
 """Part of every directory identity and every :func:`code_identity`: bump it when what is hashed
@@ -61,27 +63,29 @@ def file_sha256(path: str | Path) -> str:
     if hit is not None and hit[0] == key:
         return hit[1]
     memo = _memo_path(real)
-    try:
-        rec = json.loads(memo.read_text())
-        if (
-            rec.get("path") == real
-            and tuple(rec.get("stat", ())) == key
-            and len(rec.get("sha256", "")) == 64
-        ):
-            _MEMO[real] = (key, rec["sha256"])
-            return rec["sha256"]
-    except (OSError, ValueError, AttributeError):  # no memo yet, or a damaged one: hash again
-        pass
+    # no memo yet, a damaged one (warned about) or one of another version of the file: hash again
+    rec = read_json(memo, _memo_check, what="file-hash memo")
+    if rec is not MISSING and rec["path"] == real and tuple(rec["stat"]) == key:
+        _MEMO[real] = (key, rec["sha256"])
+        return rec["sha256"]
     digest = sha256(Path(real))
     if _stat_key(os.stat(real)) == key:  # not changed while we read it: safe to remember
         _MEMO[real] = (key, digest)
         try:
-            atomic_write_text(
-                memo, json.dumps({"path": real, "stat": list(key), "sha256": digest}) + "\n"
-            )
+            write_json(memo, {"path": real, "stat": list(key), "sha256": digest})
         except OSError:  # a read-only cache only costs a re-hash next time
             pass
     return digest
+
+
+def _memo_check(rec) -> str | None:
+    """A file-hash memo: the file's path, its stat key (5 ints) and a 64-hex sha256."""
+    why = has_keys(rec, {"path": str, "stat": list, "sha256": str})
+    if why is None and not re.fullmatch(r"[0-9a-f]{64}", rec["sha256"]):
+        return "'sha256' is not 64 hex digits"
+    if why is None and (len(rec["stat"]) != 5 or not all(type(x) is int for x in rec["stat"])):
+        return "'stat' is not 5 integers"
+    return why
 
 
 def model_files(directory: str | Path) -> list[Path]:

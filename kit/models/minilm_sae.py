@@ -41,8 +41,9 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from kit.core.cached import file_sizes, is_built_dir
 from kit.core.paths import atomic_dir, cache_dir, data_dir
-from kit.models.sae_train import label_from_contexts, top_activations, train_sae
+from kit.models.sae_train import SAE_FILES, label_from_contexts, top_activations, train_sae
 
 BUILD_VERSION = 7
 """Bump when the training recipe changes: old caches are then not reused. 5: trained in the runner's
@@ -286,7 +287,7 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
     """
     spec = MinilmSAESpec.from_name(name)
     target = sae_dir(name)
-    if (target / "meta.json").is_file():
+    if is_built_dir(target, SAE_FILES, what="MiniLM SAE"):
         return target
     from kit.models.encoders import load_encoder
 
@@ -331,6 +332,7 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
             "n_label_texts": n_label,
             "build_version": BUILD_VERSION,
             "dead_fraction": float(np.mean([not c for c in contexts])),
+            "files": file_sizes(tmp),  # what a reader checks the directory against
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     return target

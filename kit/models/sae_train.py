@@ -19,6 +19,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 ARCHITECTURES = ("topk", "standard")
+SAE_FILES = ("cfg.json", "sae_weights.safetensors")
+"""What sae_lens's ``save_inference_model`` writes: an SAE directory without both is not whole."""
 DEAD = "(dead)"
 
 

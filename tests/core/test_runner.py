@@ -456,3 +456,44 @@ def test_run_json_records_when_where_and_how_busy(tmp_path, monkeypatch):
     assert record["wall_s"] >= 0 and f"{record['cores']} cores" in record["machine"]
     assert record["commit"] == machine.commit()
     assert record["load_max"] is None or record["load_max"] >= (record["load_start"] or 0)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_device_this_machine_lacks_is_refused_before_any_kernel(tmp_path, capsys, monkeypatch):
+    """device=cuda on a CPU-only torch passed validation, then failed raw ~40 s into the kernel."""
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a kernel started"))
+    rc = run(tmp_path, "--only", "00", "--set", "device=cuda")
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("00_quickstart: field 'device': 'cuda' but ") and "cpu" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_killed_runner_s_run_is_marked_killed_and_its_staging_removed(tmp_path, monkeypatch):
+    """After SIGKILL of the runner, run.json stayed 'running' and .<nb>.partial.ipynb stayed."""
+    import socket
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid is free (a reuse before the check would only leave the run as it was)
+    old = tmp_path / "runs" / "smoke" / "20260101-000000"
+    (old / "00_quickstart").mkdir(parents=True)
+    staging = old / "00_quickstart" / ".00_quickstart.partial.ipynb"
+    staging.write_text("{}")
+    record = {"status": "running", "pid": dead.pid, "host": socket.gethostname(), "notebooks": []}
+    (old / "run.json").write_text(json.dumps(record))
+    alive = tmp_path / "runs" / "smoke" / "20260101-000001"  # a runner still running: left alone
+    alive.mkdir()
+    (alive / "run.json").write_text(json.dumps({**record, "pid": os.getpid()}))
+
+    def ok(nb, profile, run_dir, timeout, overrides=None):
+        (run_dir / nb.stem).mkdir()
+        return runner.NotebookOutcome(nb.stem, "ok", 0.1)
+
+    monkeypatch.setattr(runner, "execute", ok)
+    monkeypatch.setattr(runner, "_finish", lambda *a: 0)
+    assert run(tmp_path, "--only", "00", "--parallel", "1") == 0
+    marked = json.loads((old / "run.json").read_text())
+    assert marked["status"] == "killed" and f"pid {dead.pid}" in marked["error"]
+    assert not staging.exists()
+    assert json.loads((alive / "run.json").read_text())["status"] == "running"
+    assert runner.mark_killed_runs(tmp_path / "runs" / "smoke") == [], "marked once"
