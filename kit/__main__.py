@@ -12,15 +12,15 @@ COMMANDS = {
         "kit.core.runner",
         "execute the notebooks with papermill into runs/<profile>/<timestamp>/",
     ),
-    "notebooks": (
-        "kit.core.notebook_outputs",
-        "the outputs the committed notebooks ship (notebooks adopt RUN_DIR | notebooks check)",
-    ),
     "bench": ("kit.bench", "time workloads against their baselines, as ratios"),
     "zoo": ("kit.world.cli", "build or describe the embedded tiny world (zoo build | zoo card)"),
     "docs": (
         "kit.core.docs",
         "docs/results.md and docs/timings.md from run records (docs record RUN_DIR | docs build)",
+    ),
+    "notebooks": (
+        "kit.core.notebook_outputs",
+        "the outputs the committed notebooks ship (notebooks adopt RUN_DIR | notebooks check)",
     ),
     "twins": (
         "kit.models.twins",
