@@ -327,6 +327,20 @@ def claim(
         # Resampling that never varies measures no uncertainty (identical repeats, constant items).
         verdict = "inconclusive"
         why = f"{why}, but the interval has zero width: the resampling saw no variation"
+    if (
+        ci is not None
+        and direction == "within"
+        and verdict in ("supported", "inconclusive")
+        and not interval_how.startswith("deterministic")
+        and _zero_width(ci)
+    ):
+        # "unchanged" with nothing that changed (no item moved): the test cannot come out either
+        # way, so it is no test of the claim
+        verdict = UNDECIDABLE
+        why = (
+            "the interval has zero width (nothing changed under resampling, e.g. no item moved): "
+            f"an equivalence cannot be read from no variation ({why})"
+        )
     if caveat:
         why = f"{why}; {caveat}"
     pv = paper_value
@@ -381,7 +395,7 @@ def claim(
         paper_effect_high=None if paper_effect is None else _num(max(paper_effect)),
         vs_paper=(
             ""
-            if paper_effect is None or verdict == "not testable here"
+            if paper_effect is None or verdict in ("not testable here", UNDECIDABLE)
             else versus_paper(ci, paper_effect, null, null_range, direction)
         ),
         extra=extra,
@@ -486,14 +500,20 @@ def wilson_floor(n: int, null: float, level: float = 1 - ALPHA) -> str | None:
 
 
 def equivalence_floor(
-    n_items: int, tolerance: float, cells: int = 1, level: float = 1 - ALPHA
+    n_items: int,
+    tolerance: float,
+    cells: int = 1,
+    level: float = 1 - ALPHA,
+    n_units: int | None = None,
 ) -> str | None:
     """Why an equivalence test of an accuracy change (points) within ``±tolerance``, bootstrapped
     over ``n_items`` items (a mean over ``cells`` rows or cells sharing them), can never be
     supported, or ``None`` when it can. One changed answer moves a cell by 100 / n_items points;
-    a bootstrap draws that item q times, q the ``(1 + level) / 2`` quantile of Binomial(n_items,
-    1 / n_items), so the narrowest interval that saw any change reaches q * 100 / (n_items * cells)
-    points; an interval that saw none has zero width and supports nothing either.
+    a bootstrap draws its unit q times, q the ``(1 + level) / 2`` quantile of Binomial(n_units,
+    1 / n_units) (``n_units``: the resampled units, clusters of items when they are resampled
+    together; default the items), so the narrowest interval that saw any change reaches
+    q * 100 / (n_items * cells) points; an interval that saw none has zero width and supports
+    nothing either.
 
     >>> equivalence_floor(20, 2.0).split(",")[0]
     '20 items: one changed answer moves the interval to 15 points'
@@ -502,7 +522,8 @@ def equivalence_floor(
 
     if n_items < 1:
         return "no items"
-    q = max(1.0, float(binom.ppf(0.5 + level / 2, n_items, 1.0 / n_items)))
+    units = n_items if n_units is None else max(1, n_units)
+    q = max(1.0, float(binom.ppf(0.5 + level / 2, units, 1.0 / units)))
     reach = q * 100.0 / (n_items * max(1, cells))
     if reach <= tolerance:
         return None
@@ -515,12 +536,13 @@ def equivalence_floor(
 def mark_undecidable(c: Claim, reason: str) -> Claim:
     """Make a claim *cannot be decided here* for ``reason``: a precondition that does not hold
     (e.g. TE lowering a leak that is not established) or a design that cannot reach a decision.
-    The numbers stay for display; the margin goes. A claim not testable here stays so."""
+    The numbers stay for display; the margin and the reading against the paper go. A claim not
+    testable here stays so."""
     if c.verdict == "not testable here":
         return c
     c.verdict = UNDECIDABLE
     c.why = f"{reason} (the numbers: {c.why})"
-    c.margin, c.fragile = None, False
+    c.margin, c.fragile, c.vs_paper = None, False, ""
     return c
 
 

@@ -321,3 +321,29 @@ def test_versus_paper_greater_and_bad_direction():
     assert C.versus_paper(None, (0.3, 0.4), 0.0, None, "greater") == "undetermined"
     with pytest.raises(ValueError, match="direction='within'"):
         C.versus_paper((0.0, 1.0), (0.3, 0.4), 0.0, None, "within")
+
+
+def test_unchanged_with_nothing_changed_cannot_be_decided():
+    # every item kept its answer: Δacc 0 [0, 0] inside ±2 says nothing about "unchanged"
+    c = C.claim(
+        "001", "T2", "u", "u", 0.0, ci=(0.0, 0.0), null_range=(-2.0, 2.0), direction="within"
+    )
+    assert c.verdict == C.UNDECIDABLE and "zero width" in c.why
+    C.check_consistent(c)
+    # a deterministic recomputation is still read as it is
+    d = C.claim(
+        "000",
+        "T1",
+        "p",
+        "p",
+        0.04,
+        ci=(0.04, 0.04),
+        null_range=(0, 0.05),
+        direction="within",
+        interval_how="deterministic recomputation",
+    )
+    assert d.verdict == "supported"
+    # clusters of 10 items resampled together: 20 clusters of 200 items, one changed answer is
+    # 0.5 points, drawn up to Binomial(20, 1/20)'s 97.5% quantile, 3 times: 1.5 <= 2
+    assert C.equivalence_floor(200, 2.0, n_units=20) is None
+    assert C.equivalence_floor(200, 1.0, n_units=20) is not None
