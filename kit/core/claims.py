@@ -604,10 +604,14 @@ def check_consistent(c: Claim | dict) -> None:
 
 
 def weaken(c: Claim, reason: str) -> Claim:
-    """Demote a *supported* claim (an audit's *pass*) to *inconclusive*: e.g. the metric passes by
-    construction, so passing says nothing."""
+    """Demote a *supported* claim (an audit's *pass*) to *inconclusive*, and drop a reading of
+    *replicated* against the paper: e.g. the metric passes by construction, so passing says
+    nothing."""
     if c.verdict in ("supported", "pass"):
         c.verdict = "inconclusive"
+    if c.vs_paper in ("replicated", "smaller than the paper's"):
+        # an effect that is built in replicates nothing either; a non-replication still stands
+        c.vs_paper = ""
     c.why = f"{c.why}; {reason}"
     return c
 

@@ -347,3 +347,33 @@ def test_unchanged_with_nothing_changed_cannot_be_decided():
     # 0.5 points, drawn up to Binomial(20, 1/20)'s 97.5% quantile, 3 times: 1.5 <= 2
     assert C.equivalence_floor(200, 2.0, n_units=20) is None
     assert C.equivalence_floor(200, 1.0, n_units=20) is not None
+
+
+def test_weakening_drops_a_replication_but_keeps_a_non_replication():
+    built_in = C.claim(
+        "001",
+        "T2",
+        "d",
+        "d",
+        -20.0,
+        ci=(-23.0, -16.0),
+        null=0.0,
+        direction="less",
+        paper_effect=(-49.8, -7.1),
+    )
+    assert built_in.vs_paper == "replicated"
+    C.weaken(built_in, "by construction")
+    assert built_in.verdict == "inconclusive" and built_in.vs_paper == ""
+    C.check_consistent(built_in)
+    flat = C.claim(
+        "001",
+        "T2",
+        "f",
+        "f",
+        0.4,
+        ci=(-0.8, 1.5),
+        null=0.0,
+        direction="less",
+        paper_effect=(-49.8, -7.1),
+    )
+    assert C.weaken(flat, "by construction").vs_paper == "not replicated"
