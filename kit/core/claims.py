@@ -402,6 +402,40 @@ def claim(
     )
 
 
+def bootstrap_claim(
+    paper: str,
+    section: str,
+    id: str,
+    statement: str,
+    stat,
+    *arrays,
+    n_boot: int = 1000,
+    seed: int = 0,
+    null_draws: Sequence[float] | np.ndarray | None = None,
+    direction: str = "greater",
+    **kw: Any,
+) -> Claim:
+    """The claim most notebooks make: ``stat`` over the rows of ``arrays`` with a paired percentile
+    bootstrap interval (:func:`kit.core.stats.bootstrap_ci`, ``n_boot`` resamples, ``seed``),
+    against ``null`` / ``null_range`` as given in ``kw``, or, with ``null_draws`` (a permutation or
+    shuffled-label null's draws), against their central 95% band
+    (:func:`kit.core.stats.null_band`), recording the empirical one-sided p-value ``p_value``
+    (``(1 + #draws at least as far on the predicted side) / (1 + #draws)``) and the draws' mean
+    ``null_mean``. ``kw``: the other arguments of :func:`claim`.
+    """
+    from kit.core.stats import bootstrap_ci, null_band
+
+    est = bootstrap_ci(stat, *arrays, n_boot=n_boot, seed=seed)
+    if null_draws is not None:
+        draws = np.asarray(null_draws, float)
+        band = null_band(draws)
+        far = draws <= est[0] if direction == "less" else draws >= est[0]
+        kw = dict(kw, null_range=band[1:])
+        kw["p_value"] = float((1 + np.sum(far)) / (draws.size + 1))
+        kw["null_mean"] = band[0]
+    return claim(paper, section, id, statement, est[0], ci=est[1:], direction=direction, **kw)
+
+
 def versus_paper(
     ci: tuple[float, float] | None,
     paper_effect: tuple[float, float],

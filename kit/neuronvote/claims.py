@@ -37,8 +37,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import ALPHA, Claim, claim, mark_stability, orders_floor, weaken
-from kit.core.stats import bootstrap_ci, null_band
+from kit.core.claims import (
+    ALPHA,
+    Claim,
+    bootstrap_claim,
+    claim,
+    mark_stability,
+    orders_floor,
+    weaken,
+)
+from kit.core.stats import bootstrap_ci
 from kit.neuronvote import published
 from kit.neuronvote.methods import DISPLAY, PAPER_METHODS
 from kit.neuronvote.published import PROBING
@@ -106,10 +114,6 @@ def shuffled_null(
     rng = np.random.default_rng(seed)
     pick = rng.integers(0, vals.shape[1], size=(n_null, vals.shape[0]))
     return vals[np.arange(vals.shape[0]), pick].mean(axis=1)
-
-
-def _p_value(null: np.ndarray, observed: float) -> float:
-    return float((1 + np.sum(null >= observed)) / (null.size + 1))
 
 
 MAX_ORDERS = 8
@@ -225,17 +229,17 @@ def agreement_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
             not_testable="no shuffled-label copies were run (shuffles: 0)",
             rests_on=setting.rests_on,
         )
-    est = bootstrap_ci(np.mean, ao, n_boot=n_boot, seed=seed)
-    band = null_band(null)
     k = int(setting.result.shuffled_scores["shuffle"].nunique())
-    return claim(
+    return bootstrap_claim(
         PAPER,
         "Fig. 1, Table 2",
         cid,
         statement,
-        est[0],
-        ci=est[1:],
-        null_range=band[1:],
+        np.mean,
+        ao,
+        n_boot=n_boot,
+        seed=seed,
+        null_draws=null,
         direction="greater",
         paper_value=paper,
         interval_how=_how(setting),
@@ -244,8 +248,6 @@ def agreement_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
             "copies per (concept, layer)"
         ),
         rests_on=setting.rests_on,
-        p_value=_p_value(null, est[0]),
-        null_mean=band[0],
     )
 
 
@@ -339,26 +341,22 @@ def trend_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     first = per_concept(scores, "NeuronVote", [layers[0]])[probing].mean(axis=1)
     last = per_concept(scores, "NeuronVote", [layers[-1]])[probing].mean(axis=1)
     idx = first.index.intersection(last.index)
-    est = bootstrap_ci(
-        lambda a, b: float(np.mean(b - a)),
-        first[idx].to_numpy(),
-        last[idx].to_numpy(),
-        n_boot=n_boot,
-        seed=seed,
-    )
     ref = setting.paper
     pv = (
         None
         if ref is None
         else f"{published.layer_trend(ref):+.3f} ({ref.label}, last - first printed layer)"
     )
-    return claim(
+    return bootstrap_claim(
         PAPER,
         "Table 3, §4.2",
         cid,
         statement,
-        est[0],
-        ci=est[1:],
+        lambda a, b: float(np.mean(b - a)),
+        first[idx].to_numpy(),
+        last[idx].to_numpy(),
+        n_boot=n_boot,
+        seed=seed,
         null=0.0,
         direction="less",
         null_how="no change (0)",
@@ -406,23 +404,21 @@ def meanselect_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
             rests_on=setting.rests_on,
             not_testable="no shuffled-label copies were run (shuffles: 0)",
         )
-    est = bootstrap_ci(np.mean, ms, n_boot=n_boot, seed=seed)
-    band = null_band(null)
-    return claim(
+    return bootstrap_claim(
         PAPER,
         "Table 4",
         cid,
         statement,
-        est[0],
-        ci=est[1:],
-        null_range=band[1:],
+        np.mean,
+        ms,
+        n_boot=n_boot,
+        seed=seed,
+        null_draws=null,
         direction="greater",
         null_how=f"MeanSelect with all methods on shuffled labels ({null.size} draws of the mean)",
         paper_value=pv,
         interval_how=_how(setting),
         rests_on=setting.rests_on,
-        p_value=_p_value(null, est[0]),
-        null_mean=band[0],
     )
 
 

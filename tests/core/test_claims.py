@@ -377,3 +377,37 @@ def test_weakening_drops_a_replication_but_keeps_a_non_replication():
         paper_effect=(-49.8, -7.1),
     )
     assert C.weaken(flat, "by construction").vs_paper == "not replicated"
+
+
+def test_bootstrap_claim_against_null_draws_by_hand():
+    import numpy as np
+
+    from kit.core.stats import bootstrap_ci
+
+    x = np.array([0.5, 0.6, 0.7, 0.8])
+    draws = np.linspace(0.0, 0.4, 41)  # all below the mean 0.65
+    c = C.bootstrap_claim("004", "s", "b", "b", np.mean, x, n_boot=200, seed=3, null_draws=draws)
+    est = bootstrap_ci(np.mean, x, n_boot=200, seed=3)
+    assert (c.ours, c.ci_low, c.ci_high) == est
+    assert c.null_low == pytest.approx(0.01) and c.null_high == pytest.approx(0.39)
+    # no draw reaches 0.65: p = (1 + 0) / (41 + 1)
+    assert c.extra["p_value"] == pytest.approx(1 / 42) and c.extra["null_mean"] == pytest.approx(
+        0.2
+    )
+    assert c.verdict == "supported"
+    # "less": the draws at or below the estimate count
+    low = C.bootstrap_claim(
+        "004",
+        "s",
+        "l",
+        "l",
+        np.mean,
+        x,
+        n_boot=200,
+        seed=3,
+        null_draws=draws + 0.5,
+        direction="less",
+    )
+    assert low.extra["p_value"] == pytest.approx((1 + np.sum(draws + 0.5 <= 0.65)) / 42)
+    plain = C.bootstrap_claim("004", "s", "p", "p", np.mean, x, n_boot=200, seed=3, null=0.0)
+    assert plain.null == 0.0 and "p_value" not in plain.extra
