@@ -528,8 +528,8 @@ def wilson_floor(n: int, null: float, level: float = 1 - ALPHA) -> str | None:
     if low > null:
         return None
     return (
-        f"{n} units: even {n} of {n} has a Wilson {level:.0%} lower bound of {low:.3g}, not above "
-        f"{null:g}"
+        f"{n} unit{'s' if n != 1 else ''}: even {n} of {n} has a Wilson {level:.0%} lower bound "
+        f"of {low:.3g}, not above {null:g}"
     )
 
 
