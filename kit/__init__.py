@@ -31,6 +31,8 @@ warnings.filterwarnings(
     "ignore", message="HookedTransformer is deprecated", category=DeprecationWarning
 )
 
+# the notebooks' configs register with kit.core.params (the core imports no other kit package)
+from kit import configs  # noqa: E402, F401
 from kit.core.figures import record_results, save_figure, use_paper_style
 from kit.core.findings import Section, findings_text, publish
 from kit.core.lazy import lazy_submodules

@@ -133,3 +133,43 @@ def notebook_run(tmp_path_factory, micro_world):
         )
 
     return run
+
+
+# ---------------------------------------------------------------------------- a real browser
+def _chromium():
+    for b in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
+        if Path(b).exists() and Path("/usr/bin/chromedriver").exists():
+            return b
+    return None
+
+
+@pytest.fixture
+def driver():
+    """A headless Chromium driven by Selenium (Debian's chromium + chromium-driver: ``make
+    browser``); the test is skipped when they are not installed, and only then."""
+    binary = _chromium()
+    if binary is None:
+        pytest.skip(
+            "chromium + chromedriver not installed (apt-get install -y chromium chromium-driver)"
+        )
+    webdriver = pytest.importorskip(
+        "selenium.webdriver", reason="selenium not installed (pip install selenium)"
+    )
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+    ):
+        opts.add_argument(flag)
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    yield d
+    d.quit()

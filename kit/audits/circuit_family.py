@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from kit.core.cached import Check, has_keys
 from kit.models.identity import cache_identity
 
 from . import circuits, psychophysics, step_cache
@@ -38,6 +39,8 @@ def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
     ``model`` (its frequent / rare groups). With it: every item's two names replaced by two names
     of one category (round-robin), keeping only names that are single tokens of ``model``; the
     world's own names need not be tokens then (they are replaced)."""
+    from kit.models.sources import form_of
+
     from .sources import regroup_names
 
     groups = cfg.dif_name_groups
@@ -47,7 +50,7 @@ def circuit_items(model, cfg) -> tuple[list, dict[str, list[str]]]:
         cfg.ioi_split,
         cfg.seed,
         model=None if groups else model,
-        capitalize=not (cfg.circuit_model or cfg.model).startswith("zoo/"),
+        capitalize=not form_of(cfg.circuit_model or cfg.model).world_member,
     )
     if groups is None:
         return items, {}
@@ -137,6 +140,28 @@ def circuit_json(c: circuits.Circuit) -> dict[str, Any]:
     }
 
 
+def circuit_schema(n_layers: int, n_heads: int) -> Check:
+    """The check of a cached circuit (:func:`circuit_json`) of a model with ``n_layers`` x
+    ``n_heads`` heads: it parses, its heads are heads of the model, one score per head."""
+
+    def check(value: Any) -> str | None:
+        why = has_keys(value, {"heads": list, "head_scores": list, "edges": list})
+        if why is not None:
+            return why
+        try:
+            c = circuit_from_json(value)
+        except (ValueError, TypeError) as e:
+            return f"not a circuit ({e})"
+        bad = [h for h in c.heads if not (0 <= h[0] < n_layers and 0 <= h[1] < n_heads)]
+        if bad:
+            return f"head {bad[0]} is not a head of a {n_layers} x {n_heads} model"
+        if tuple(c.head_scores.shape) != (n_layers, n_heads):
+            return f"head scores of shape {tuple(c.head_scores.shape)}, not {(n_layers, n_heads)}"
+        return None
+
+    return check
+
+
 def circuit_from_json(d: dict[str, Any]) -> circuits.Circuit:
     return circuits.Circuit(
         heads=[(int(L), int(H)) for L, H in d["heads"]],
@@ -213,6 +238,7 @@ def circuit_context(
                     layers=cfg.circuit_layers,
                 )
             ),
+            circuit_schema(model.cfg.n_layers, model.cfg.n_heads),
         )
     )
     return CircuitContext(
@@ -243,7 +269,9 @@ def run_circuit_audits(
         results, art = _circuit_audits(model, cc, cfg, model_name)
         return {"results": step_cache.dump_results(results), **art}
 
-    value = step_cache.cached(path, compute)
+    value = step_cache.cached(
+        path, compute, step_cache.results_schema(n=4, keys=("curve", "signal", "scope"))
+    )
     mib, ex1, ex2, ex11 = step_cache.load_results(value["results"])
     art = {"curve": value["curve"], "ex1": ex1, "ex11": ex11}
     return [mib, ex1, ex2, ex11], {**art, "signal": value["signal"], "scope": value["scope"]}

@@ -325,7 +325,9 @@ def _mib_log_claim(r: Any, linear: Claim, seed: int = 0) -> Claim:
     statement = (
         "MIB faithfulness curve: log-scale CPR (MIB's log_scale option) above random edge rankings'"
     )
-    common = dict(paper_value="log-scale CPR (MIB's option)", kind="audit", rests_on=rests_on(r))
+    common: dict[str, Any] = dict(
+        paper_value="log-scale CPR (MIB's option)", kind="audit", rests_on=rests_on(r)
+    )
     if linear.verdict == "not testable here":
         return claim(PAPER, "MIB", cid, statement, None, not_testable=linear.why, **common)
     if r.values.get("cpr_log") is None or not r.values.get("null_cpr_log"):

@@ -1,4 +1,4 @@
-"""What circuit discovery's edge patching will cost, known before any weights load (issue 34.5).
+"""What circuit discovery's edge patching will cost, known before any weights load.
 
 Edge patching (:func:`kit.audits.circuits.edge_scores`) runs one forward pass over the IOI batch
 per edge of the head graph: input -> every head, every head -> every head of a later layer and
@@ -10,7 +10,7 @@ assumed throughput + a fixed per-pass overhead); the shape comes from the model'
 The throughputs are assumptions, printed with every estimate: :data:`CPU_FLOPS` is one idle AVX2
 core (the 2-core development machine did 8 GFLOP/s on ``random/gpt2-small``, 24 x 16 tokens, with
 the core shared by about five processes; 3e10 puts SmolLM2-135M's 35,776 edges over 24 prompts at
-about two days, the order of the ~48 h measured for issue 34); :data:`GPU_FLOPS` was not measured.
+about two days, the order of the ~48 h measured once); :data:`GPU_FLOPS` was not measured.
 """
 
 from __future__ import annotations
@@ -102,17 +102,20 @@ def model_shape(name: str, world: str) -> ModelShape | None:
     """The shape of a model from its config only (no weights): a ``zoo/`` member from the world's
     spec, ``random/<shape>``, a twin or a local directory from its ``config.json``, a hub id from a
     config already in the Hugging Face cache; None when none is readable offline."""
-    if name.startswith("zoo/"):
+    from kit.models.sources import form_of
+
+    form = form_of(name)
+    if form.world_member:
         # lazy: the world's specs import torch; hub models never need them
         from kit.world import member_info
         from kit.world.tokenizer import vocab
 
         a = member_info(name, world)["arch"]
         return ModelShape(a["n_layers"], a["n_heads"], a["d_model"], a["d_mlp"], len(vocab()))
-    if name.startswith("random/"):
+    if form.random_init:
         from kit.models.load import RANDOM_SHAPES
 
-        s = RANDOM_SHAPES.get(name.removeprefix("random/"))
+        s = RANDOM_SHAPES.get(form.rest(name))
         if s is None:
             return None
         return ModelShape(
@@ -131,20 +134,23 @@ def config_dir(name: str) -> Path | None:
     """The local directory with ``name``'s ``config.json`` (a twin's, built if missing; a ``real/``
     model's, dequantised if missing; a local directory; a hub id's cached snapshot, never fetched);
     None when there is none."""
+    from kit.models.sources import form_of
+
     path: Path | None = None
-    if name.startswith("twin/"):
+    form = form_of(name)
+    if form.family == "twin":
         from kit.models.twins import twin_path
 
         # a revision twin has its twin's shape and tokenizer; built offline in seconds if missing
         try:
-            path = twin_path(name.removeprefix("twin/").partition("@")[0])
+            path = twin_path(form.rest(name).partition("@")[0])
         except (FileNotFoundError, ValueError):
             return None
-    elif name.startswith("real/"):
+    elif form.family == "real":
         from kit.models import real
 
         try:  # dequantised once (as kit.load_model would next), then cached
-            path = real.real_path(name.removeprefix("real/"))
+            path = real.real_path(form.rest(name))
         except Exception:  # noqa: BLE001 (package not installed, unknown name: the cost is unknown)
             return None
     elif Path(name).expanduser().is_dir():

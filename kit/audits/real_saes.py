@@ -31,7 +31,9 @@ from typing import TypeGuard
 
 import torch
 
+from kit.core.cached import file_sizes, is_built_dir
 from kit.core.paths import atomic_dir, cache_dir
+from kit.models.sae_train import SAE_FILES
 
 BUILD_VERSION = 1
 """Bump when the recipe changes: older builds are then not reused."""
@@ -166,7 +168,7 @@ def build_real_sae(name: str, model, device: str = "cpu") -> Path:
     if getattr(model, "kit_name", spec.model_name) != spec.model_name:
         raise ValueError(f"{name} is an SAE of {spec.model_name}, not of {model.kit_name}")
     target = sae_dir(spec, model_identity(model))
-    if (target / "meta.json").is_file():
+    if is_built_dir(target, SAE_FILES, what="real-model SAE"):
         return target
     from sae_lens import SAE
 
@@ -198,6 +200,7 @@ def build_real_sae(name: str, model, device: str = "cpu") -> Path:
             "total_samples": spec.total_samples,
             "build_version": BUILD_VERSION,
             **sae_stats(sae, val.to(device)),
+            "files": file_sizes(tmp),  # what a reader checks the directory against
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     return target

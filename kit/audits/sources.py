@@ -190,7 +190,9 @@ def single_token_names(tokenizer, names: list[str]) -> list[str]:
 def offline_tokenizer(model: str):
     """The tokenizer of ``model`` without its weights: the world's for ``zoo/`` members, a twin's or
     a local directory's, a hub id's when already cached; None when none is readable offline."""
-    if model.startswith("zoo/"):
+    from kit.models.sources import form_of
+
+    if form_of(model).world_member:
         from kit.world.tokenizer import build_tokenizer
 
         return build_tokenizer()

@@ -17,8 +17,11 @@ A step's key (:func:`step_path`) is the digest of:
   (:func:`code_digest`): any code change recomputes.
 
 A value is JSON (the ``AuditResult``s as ``audits.json`` holds them, plus the plain numbers a
-figure needs), written atomically. A file that cannot be read back is warned about and recomputed,
-never returned.
+figure needs), written atomically with the digest of its bytes (:mod:`kit.core.cached`). On reading
+it is checked against the step's schema (:func:`results_schema`: the keys its caller reads, results
+that parse as ``AuditResult``s, the metrics expected); a file that cannot be read back, fails its
+digest or its schema (``{}``, a torn write, a changed value) is warned about, naming the file, and
+recomputed and rewritten, never returned.
 """
 
 from __future__ import annotations
@@ -27,14 +30,14 @@ import functools
 import hashlib
 import json
 import pkgutil
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
 import torch
 
-from kit.core.paths import atomic_write_text, cache_dir
+from kit.core.cached import Check, cached_json, has_keys
+from kit.core.paths import cache_dir
 
 from .result import AuditResult
 
@@ -94,22 +97,48 @@ def step_path(
     return cache_dir() / "audits" / "steps" / step / f"{h.hexdigest()[:24]}.json"
 
 
-def cached(path: Path | None, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """``compute()``'s JSON-able dict, read from ``path`` when a run has stored it, else computed
-    and stored (atomically). ``path`` None: computed, not stored."""
-    if path is not None and path.is_file():
+def results_schema(
+    n: int | None = None, metrics: Iterable[str] = (), keys: Iterable[str] = ()
+) -> Check:
+    """The check of a step's value: a JSON object whose ``"results"`` is a list of
+    ``AuditResult``s (``n`` of them when given, holding every metric of ``metrics``), with every
+    key of ``keys`` (what the step's caller reads beside the results)."""
+    metrics, keys = tuple(metrics), tuple(keys)
+
+    def check(value: Any) -> str | None:
+        why = has_keys(value, {"results": list, **{k: object for k in keys}})
+        if why is not None:
+            return why
         try:
-            value = json.loads(path.read_text())
-            if isinstance(value, dict):
-                return value
-            raise ValueError("not a JSON object")
-        except (OSError, ValueError) as e:
-            warnings.warn(f"{path}: unreadable audit cache ({e}); recomputing", stacklevel=2)
+            results = load_results(value["results"])
+        except (ValueError, TypeError) as e:  # pydantic's ValidationError is a ValueError
+            return f"'results' are not audit results ({str(e).splitlines()[0]})"
+        if n is not None and len(results) != n:
+            return f"{len(results)} result(s), expected {n}"
+        missing = sorted(set(metrics) - {r.metric for r in results})
+        return f"no result of {', '.join(missing)}" if missing else None
+
+    return check
+
+
+RESULTS = results_schema()
+"""A step's value that is one or more audit results and nothing else its caller reads."""
+
+
+def cached(
+    path: Path | None, compute: Callable[[], dict[str, Any]], schema: Check | None = RESULTS
+) -> dict[str, Any]:
+    """``compute()``'s JSON-able dict, read from ``path`` when a run has stored it and it passes
+    its digest and ``schema`` (default: :data:`RESULTS`; None: any JSON object), else computed and
+    stored (atomically, with its digest). ``path`` None: computed, not stored."""
+    check = schema or (lambda v: has_keys(v, {}))
     # through JSON on the first run too, so a rerun returns exactly what the first run did
-    value = json.loads(json.dumps(compute(), default=_plain))
-    if path is not None:
-        atomic_write_text(path, json.dumps(value))
-    return value
+    return cached_json(
+        path,
+        lambda: json.loads(json.dumps(compute(), default=_plain)),
+        check,
+        what="audit step cache",
+    )
 
 
 def _plain(value: Any) -> Any:

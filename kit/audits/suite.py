@@ -43,7 +43,10 @@ def choose_saes(
     ``arch_a``/``arch_b`` two architectures at one width (M07), ``small``/``large`` one
     architecture at two widths (M11). Explicit names win; otherwise chosen among the SAEs of
     ``model``'s member (``zoo/base-m`` -> ``zoo-sae/base-m/...``)."""
-    member = model.removeprefix("zoo/")
+    from kit.models.sources import form_of
+
+    form = form_of(model)
+    member = form.rest(model) if form.world_member else model
     mine = [n for n in available if f"/{member}/" in n and _SAE_NAME.match(n)]
     parsed = [(n, m["arch"], int(m["width"])) for n in mine if (m := _SAE_NAME.match(n))]
     out: dict[str, str] = {}
@@ -160,6 +163,7 @@ def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict
     value = step_cache.cached(
         ctx.cache_path("sae", cfg),
         lambda: {"results": step_cache.dump_results(_sae_audits(ctx, model, cfg))},
+        step_cache.results_schema(metrics=("M11", "M13")),
     )
     out = step_cache.load_results(value["results"])
     m11, m13 = (next(r for r in out if r.metric == m) for m in ("M11", "M13"))
@@ -345,6 +349,7 @@ def run_m09(ctx: SAEContext, cfg) -> AuditResult:
     value = step_cache.cached(
         ctx.cache_path("m09", cfg, roles=()),
         lambda: {"results": step_cache.dump_results([_m09(ctx, cfg)])},
+        step_cache.results_schema(n=1),
     )
     return step_cache.load_results(value["results"])[0]
 
@@ -521,7 +526,9 @@ def run_m14(model, model_name: str, cfg) -> AuditResult:
         "m14", [cache_identity(model)], cfg, extra={"name": model_name, "prompts": [pa, pb]}
     )
     value = step_cache.cached(
-        path, lambda: {"results": step_cache.dump_results([_m14(model, model_name, cfg, pa, pb)])}
+        path,
+        lambda: {"results": step_cache.dump_results([_m14(model, model_name, cfg, pa, pb)])},
+        step_cache.results_schema(n=1),
     )
     return step_cache.load_results(value["results"])[0]
 
@@ -553,7 +560,9 @@ def load_saes(cfg, model=None) -> tuple[dict[str, str], dict[str, Any]]:
     from .real_saes import is_real_sae, load_real_sae
 
     available: list[str] = []
-    if cfg.model.startswith("zoo/"):
+    from kit.models.sources import form_of
+
+    if form_of(cfg.model).world_member:
         from kit import world
 
         available = list(world.saes(cfg.world))

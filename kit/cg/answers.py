@@ -1,4 +1,4 @@
-"""Models' own answers to the suite's benchmarks, one job per (model, benchmark) (issue 37).
+"""Models' own answers to the suite's benchmarks, one job per (model, benchmark).
 
 Competency Gaps' model gaps need per-item correctness ``m_b(i)`` (eq. 4). In the ``real`` profile
 the models answer the suite's items themselves: greedy generation by the model's Hugging Face copy
@@ -30,8 +30,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kit.core.cached import MISSING, has_keys, read_json, write_json
 from kit.core.jobs import Job, engine_options, run_jobs
-from kit.core.paths import atomic_write_text, cache_dir
+from kit.core.paths import cache_dir
 from kit.core.stats import wilson_interval
 from kit.data.math_answers import math_checker
 from kit.models.identity import name_identity
@@ -175,8 +176,9 @@ def answer_benchmark(
     from kit.models.load import model_dir
 
     path = answers_path(model, benchmark, n_items, n_answer, seed, max_new_tokens, dtype)
-    if path.is_file():
-        return read_answers(path).summary()
+    done = read_json(path, answers_check, what="answers cache")  # a refused file is recomputed
+    if done is not MISSING:
+        return answers_of(done).summary()
     torch.set_num_threads(1)
     pairs = benchmark_items(benchmark, n_items, seed)
     pos = answered_positions(len(pairs), min(n_answer, len(pairs)), benchmark, seed)
@@ -207,12 +209,50 @@ def answer_benchmark(
         "max_new_tokens": max_new_tokens,
         **_checker(benchmark),
     }
-    atomic_write_text(path, json.dumps(record))
+    write_json(path, record)
     return read_answers(path).summary()
 
 
+def answers_check(d: Any) -> str | None:
+    """The check of a cached answers record: its keys and types, one position, id, response,
+    verdict and truncation flag per answered item, positions >= 0."""
+    why = has_keys(
+        d,
+        {
+            "model": str,
+            "benchmark": str,
+            "positions": list,
+            "ids": list,
+            "responses": list,
+            "correct": list,
+            "truncated": list,
+            "max_new_tokens": int,
+        },
+    )
+    if why is not None:
+        return why
+    n = len(d["positions"])
+    uneven = [k for k in ("ids", "responses", "correct", "truncated") if len(d[k]) != n]
+    if uneven:
+        return f"{', '.join(uneven)}: not one per position ({n})"
+    if not all(type(p) is int and p >= 0 for p in d["positions"]):
+        return "positions are not integers >= 0"
+    if not all(isinstance(r, str) for r in d["responses"]):
+        return "responses are not texts"
+    if not all(type(b) is bool for b in d["correct"] + d["truncated"]):
+        return "correct / truncated are not booleans"
+    return None
+
+
 def read_answers(path: Path) -> ModelAnswers:
-    d = json.loads(Path(path).read_text())
+    """The answers a finished :func:`answer_benchmark` job stored at ``path``."""
+    d = read_json(path, answers_check, what="answers cache")
+    if d is MISSING:
+        raise FileNotFoundError(f"{path}: no usable answers (rerun: the job recomputes them)")
+    return answers_of(d)
+
+
+def answers_of(d: dict[str, Any]) -> ModelAnswers:
     return ModelAnswers(
         d["model"],
         d["benchmark"],

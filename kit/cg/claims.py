@@ -172,6 +172,15 @@ def model_claims(
         )
     ]
     sig = (significance or {}).get("n_gaps_significant")
+    with_support = (significance or {}).get("n_gaps_with_support")
+    # which gaps can be tested is fixed by the activations alone, before any correctness is read
+    untestable_gaps = (
+        f"none of the {significance.get('n_gaps_paper', '?')} gaps is active on >= "
+        f"{significance.get('min_support', n.min_support)} items, the fewest a per-concept "
+        "permutation test can decide on: the count is 0 whatever the model does"
+        if significance is not None and with_support == 0
+        else None
+    )
     out.append(
         claim(
             PAPER,
@@ -186,6 +195,7 @@ def model_claims(
             direction="greater",
             null_how="Benjamini-Hochberg: with no real gap, any discovery has probability <= alpha",
             not_testable=None if significance is not None else "per-concept test not run",
+            undecidable=untestable_gaps,
             interval_how="deterministic count of FDR discoveries",
             rests_on=rests_on,
         )

@@ -1,4 +1,4 @@
-"""Concept labels for Competency Gaps (review item 6): a pluggable labeller interface.
+"""Concept labels for Competency Gaps: a pluggable labeller interface.
 
 A *labeller* turns each concept's top-activating contexts (``[{"value", "word", "context"}]`` by
 decreasing value, as :func:`kit.cg.saes.contexts_from_acts` and

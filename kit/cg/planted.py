@@ -1,4 +1,4 @@
-"""Ground truth for Competency Gaps (review item 2): a zoo member fine-tuned to fail exactly one
+"""Ground truth for Competency Gaps: a zoo member fine-tuned to fail exactly one
 concept, read against its parent.
 
 The tiny world's ``zoo/base-m+gap-dyck-curly`` is ``zoo/base-m`` fine-tuned on its own answers

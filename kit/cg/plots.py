@@ -144,7 +144,7 @@ def profile_scatter(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str):
 
 
 def missing_calibration(df: pd.DataFrame):
-    """Review item 8: share of the dictionary missing (chi_bench < eps) against items per benchmark,
+    """Share of the dictionary missing (chi_bench < eps) against items per benchmark,
     one line per SAE width (the whole suite solid, each benchmark faint); error bars: std over
     subsamples."""
     fig, ax = plt.subplots(figsize=(5, 3))

@@ -1,4 +1,4 @@
-"""Coverage at equal size: the nulls of notebook 04's two coverage claims (issue 36).
+"""Coverage at equal size: the nulls of notebook 04's two coverage claims.
 
 Whether a concept is *missing* (``chi_bench < eps``) depends on how much text was read: a concept
 that fires once in 10,000 tokens is missing from 2,000 tokens and covered by 50,000. So neither
@@ -107,7 +107,7 @@ def coverage_vs_text(
     share: float = 1 / 3,
     text_source: str = "general text",
 ) -> EqualSizeCoverage:
-    """The suite's and general text's missing shares at one size ``m`` (issue 36's size-controlled
+    """The suite's and general text's missing shares at one size ``m`` (the size-controlled
     null for "the suite leaves concepts uncovered").
 
     ``m = share * min(suite tokens, text tokens)``, so that every draw of either side is a fresh

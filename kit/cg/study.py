@@ -1,4 +1,4 @@
-"""Notebook 04's study, one typed object filled section by section (issue 32 item 3).
+"""Notebook 04's study, one typed object filled section by section.
 
 Each notebook section sets fields of a :class:`CGStudy` (``study.coverage = ...``,
 ``study.nulls[model] = ...``); the claims (:func:`kit.cg.claims.cg_claims`) are declared over these

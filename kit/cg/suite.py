@@ -305,7 +305,11 @@ def resolve_zoo_sae(model_name: str, sae_name: str, world: str | None = None) ->
                 f"{', '.join(names)}"
             )
         return sae_name
-    prefix = f"zoo-sae/{model_name.removeprefix('zoo/')}/topk-"
+    from kit.models.sources import form_of
+
+    form = form_of(model_name)
+    member = form.rest(model_name) if form.world_member else model_name
+    prefix = f"zoo-sae/{member}/topk-"
     mine = [n for n in names if n.startswith(prefix)]
     if not mine:
         raise ValueError(

@@ -113,10 +113,10 @@ class Config(BaseConfig):
     calibration_sizes: list[int] = Field(
         default_factory=lambda: [10, 25, 50, 100, 150, 300], min_length=1
     )
-    """Item 8: items per benchmark at which the missing fraction is recomputed (capped at what the
+    """Items per benchmark at which the missing fraction is recomputed (capped at what the
     suite has)."""
     calibration_repeats: int = Field(5, ge=1, le=100)
-    """Item 8: random subsamples per size."""
+    """Random subsamples per calibration size."""
     n_table: int = Field(5, ge=1, le=50)
     """Rows per best/worst list in the tables."""
     explorer_examples: int = Field(3, ge=1, le=20)
@@ -131,7 +131,7 @@ class Config(BaseConfig):
     zoo_tasks: list[str] = Field(default_factory=list)
     """Tiny-world suite: task names (empty = every task in ``kit.world.TASKS``)."""
     gap_member: str = "auto"
-    """Planted-gap check (review item 2): the zoo member fine-tuned to fail one concept, read
+    """Planted-gap check: the zoo member fine-tuned to fail one concept, read
     against its parent (the world's spec names both and the concept; ``kit.world.planted_gap_items``
     gives the planted items). ``auto`` = the world's planted-gap member
     (``zoo/base-m+gap-dyck-curly`` in the tiny and micro worlds; skipped with the reason if the
@@ -214,15 +214,17 @@ class Config(BaseConfig):
     @classmethod
     def _models(cls, v: list[str]) -> list[str]:
         from kit.models import real  # lazy: reads package metadata only
+        from kit.models.sources import form_of
 
         for name in v:
-            if name.startswith("real/"):
-                if name.removeprefix("real/") not in real.REAL_MODELS:
+            form = form_of(name)
+            if form.family == "real":
+                if form.rest(name) not in real.REAL_MODELS:
                     raise ValueError(
                         f"models: {name!r} unknown; allowed real models: "
                         + ", ".join("real/" + n for n in real.REAL_MODELS)
                     )
-                real.part_paths(name.removeprefix("real/"))  # not installed: the install command
+                real.part_paths(form.rest(name))  # not installed: the install command
         return _once("models", v)
 
     @field_validator("gap_member")

@@ -205,7 +205,7 @@ class Config(BaseConfig):
 
     def requirements(self) -> list[str]:
         """An SAE of the audited model per role, EX2's names in the circuit model's tokenizer, edge
-        patching within its budget when forced on (issue 34, item 5)."""
+        patching within its budget when forced on."""
         errors = [e for e in (self._check_saes(), self._check_names()) if e]
         plan = self.edge_plan()
         if self.circuit_layers is not None:
@@ -270,7 +270,9 @@ class Config(BaseConfig):
                     f"field {field!r}: {name!r} is an SAE of {owner}, not of "
                     f"model={self.model!r}; name an SAE trained on the audited model"
                 )
-        if not self.model.startswith("zoo/"):
+        from kit.models.sources import form_of
+
+        if not form_of(self.model).world_member:
             missing = [f for f, n in roles.items() if n is None]
             if missing:
                 return (

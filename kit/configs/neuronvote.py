@@ -120,7 +120,9 @@ class Config(BaseConfig):
 
     @model_validator(mode="after")
     def _decoder_vocabulary(self) -> "Config":
-        if (self.decoder_model or "").startswith("zoo/") and self.decoder_source != "world-roles":
+        from kit.models.sources import form_of
+
+        if form_of(self.decoder_model).world_member and self.decoder_source != "world-roles":
             raise ValueError(
                 f"decoder_source={self.decoder_source!r} with "
                 f"decoder_model={self.decoder_model!r}: "

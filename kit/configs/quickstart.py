@@ -108,3 +108,19 @@ class Config(BaseConfig):
                 f"is not (allowed: {', '.join(mc)}, or scoring: generate)"
             )
         return self
+
+    def requirements(self) -> list[str]:
+        """``layer`` is a layer of ``model``, where its shape is known from its config alone (a
+        world member, a random shape, a twin, a local directory or a cached hub config; a ``real/``
+        model is skipped: its config may need a dequantisation first)."""
+        if self.model.startswith("real/"):
+            return []
+        from kit.audits.cost import model_shape
+
+        shape = model_shape(self.model, self.world)
+        if shape is not None and self.layer >= shape.n_layers:
+            return [
+                f"field 'layer': {self.layer} is not a layer of {self.model}; allowed values: "
+                f"0..{shape.n_layers - 1}"
+            ]
+        return []

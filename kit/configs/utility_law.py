@@ -124,19 +124,19 @@ class Config(BaseConfig):
     """Utility Law regression (kit.mui.law.LAW_FORMS): the paper's MUI = -alpha ln P + beta, or the
     inverse."""
     public_code_k: int | None = Field(None, ge=1)
-    """k of the ``public_code`` variant (item 6); None: MUI-Eval's int(d_mlp/1000), replaced by 1
+    """k of the ``public_code`` variant; None: MUI-Eval's int(d_mlp/1000), replaced by 1
     (and said so) when 0."""
     multi_token_tasks: list[str] | None = None
-    """Item 7: multi-token answer families (kit.world.EXTRA_TASKS names) whose per-sample MUI is
+    """Multi-token section: answer families (kit.world.EXTRA_TASKS names) whose per-sample MUI is
     shown; None: all of them; []: skip the section (hub models skip it)."""
     multi_token_models: list[str] | None = Field(None, min_length=1)
-    """Item 7: zoo models of the multi-token section; None: the base models (no fine-tunes) of
+    """Zoo models of the multi-token section; None: the base models (no fine-tunes) of
     ``models``."""
     multi_token_n_items: int = Field(100, ge=4, le=200)
-    """Item 7: test items per multi-token family (and per the one-token comparison task) and
+    """Multi-token section: test items per family (and per the one-token comparison task) and
     model."""
     multi_token_focus: str | None = None
-    """Item 7: model whose correct vs incorrect per-sample MUI is compared on the multi-token
+    """Model whose correct vs incorrect per-sample MUI is compared on the multi-token
     families; None: the model with the largest k (zoo/base-xl)."""
     sae_names: list[str] | None = None
     """SAEs for the SAE-based MUI (kit.load_sae names); None: every SAE of the world (zoo models);
@@ -202,6 +202,8 @@ class Config(BaseConfig):
                 ]
         if len(models) < RANK_MIN_MODELS:
             return []  # no ranking: no true order needed (law_testable() says why)
+        from kit.models.sources import form_of
+
         if self.reference_order is not None:
             missing = [m for m in models if m not in self.reference_order]
             if missing:
@@ -209,7 +211,7 @@ class Config(BaseConfig):
                     f"field 'reference_order': lacks {missing}; it must rank every model of "
                     f"models ({', '.join(models)})"
                 ]
-        elif any(not m.startswith("zoo/") for m in models):
+        elif any(not form_of(m).world_member for m in models):
             return [
                 "field 'reference_order': required when models are not tiny-world members (got "
                 f"models={models}): only the tiny world has fresh items to rank them by"

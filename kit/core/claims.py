@@ -11,7 +11,21 @@ typed by hand). The rule, for the claim's ``direction``:
   lies inside the null band (the tolerance), *contradicted* when it lies entirely outside it.
 - ``match`` (a reproduction of a printed number): *supported* when the paper's value lies in our
   interval, *contradicted* otherwise.
-- *not testable here* when a reason is given or our value could not be computed.
+- *cannot be decided here* when the design, read before its data, cannot reach a decision: the
+  smallest p-value or the narrowest interval it can give does not clear the 95% level (a
+  permutation test over C(n, k) arrangements, a Wilson interval over a few clusters, k! orders of
+  k methods, an equivalence test whose one changed answer already moves past the tolerance), or a
+  named precondition does not hold (TE lowering a leak that is not established). Its reason is
+  shown and it is kept out of a report's headline counts. See :func:`permutation_floor`,
+  :func:`orders_floor`, :func:`wilson_floor`, :func:`equivalence_floor`, :func:`mark_undecidable`.
+- *not testable here* when a reason is given or our value could not be computed: only for what
+  this machine cannot run or measure.
+
+Where the paper prints an effect (a range of published values), :func:`versus_paper` reads our
+interval against it as well (the claim's ``vs_paper``): *replicated* (the interval excludes no
+effect and reaches the paper's range), *smaller than the paper's* (an effect, but below every
+published one), *not replicated* (the interval excludes the whole published range on the side of
+no effect and does not show the effect), *undetermined* otherwise.
 
 Every claim also has a **kind** (:data:`KINDS`), kept apart in every table and report:
 
@@ -42,8 +56,10 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 
-VERDICTS = ("supported", "contradicted", "inconclusive", "not testable here")
-AUDIT_VERDICTS = ("pass", "fail", "inconclusive", "not testable here")
+UNDECIDABLE = "cannot be decided here"
+"""The verdict of a claim whose design cannot reach a decision (module docstring)."""
+VERDICTS = ("supported", "contradicted", "inconclusive", UNDECIDABLE, "not testable here")
+AUDIT_VERDICTS = ("pass", "fail", "inconclusive", UNDECIDABLE, "not testable here")
 """An audit's verdicts: ``pass`` / ``fail`` stand where other kinds say supported / contradicted."""
 _AUDIT_WORD = {"supported": "pass", "contradicted": "fail"}
 ALL_VERDICTS = VERDICTS + AUDIT_VERDICTS[:2]
@@ -51,6 +67,10 @@ DIRECTIONS = ("greater", "less", "within", "match")
 KINDS = ("reproduction", "re-analysis", "set-up check", "audit")
 FRAGILE = 0.1
 """A decided verdict is *fragile* when its margin is below this share of its interval's width."""
+ALPHA = 0.05
+"""The level every interval and band of the ledger is read at (95%)."""
+VS_PAPER = ("replicated", "smaller than the paper's", "not replicated", "undetermined")
+"""The readings of our interval against the paper's published effect (:func:`versus_paper`)."""
 
 
 @dataclass
@@ -97,6 +117,11 @@ class Claim:
     """A decided verdict whose margin is under :data:`FRAGILE` of its interval's width."""
     stability: str = ""
     """``""`` (not checked), ``stable`` or ``flips: ...`` (:func:`mark_stability`)."""
+    paper_effect_low: float | None = None
+    paper_effect_high: float | None = None
+    """The range of the paper's published effect in the claim's units (``None``: none given)."""
+    vs_paper: str = ""
+    """Our interval against the paper's effect (:data:`VS_PAPER`); ``""``: the paper gives none."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
@@ -124,12 +149,16 @@ def decide(
     direction: str,
     paper_value: Any = None,
     not_testable: str | None = None,
+    undecidable: str | None = None,
 ) -> tuple[str, str]:
-    """The verdict rule (see the module docstring). Returns ``(verdict, why)``."""
+    """The verdict rule (see the module docstring). Returns ``(verdict, why)``. ``undecidable``:
+    why the design cannot reach a decision (computed from the design, never from the numbers)."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction={direction!r}; allowed values: {', '.join(DIRECTIONS)}")
     if not_testable:
         return "not testable here", not_testable
+    if undecidable:
+        return UNDECIDABLE, undecidable
     ours = _num(ours)
     if ours is None:
         return "not testable here", "our value could not be computed (undefined or missing)"
@@ -262,6 +291,8 @@ def claim(
     notebook: str = "",
     kind: str = "reproduction",
     rests_on: str = "",
+    undecidable: str | None = None,
+    paper_effect: tuple[float, float] | None = None,
     **extra: Any,
 ) -> Claim:
     """Build a :class:`Claim` with its verdict computed by :func:`decide`.
@@ -270,8 +301,11 @@ def claim(
     (overrides ``null`` for the verdict). ``caveat``: appended to ``why`` (e.g. "passes by
     construction"). A zero-width interval supports nothing unless ``interval_how`` says it is a
     ``deterministic`` recomputation. ``kind``: one of :data:`KINDS` (an ``audit`` reads pass/fail);
-    ``rests_on``: the models or tables the number comes from. ``extra``: any other JSON-plain
-    numbers.
+    ``rests_on``: the models or tables the number comes from. ``undecidable``: why the design
+    cannot reach a decision (from :func:`permutation_floor` and its kin, or a precondition), which
+    makes the verdict *cannot be decided here* whatever the numbers. ``paper_effect``: the range of
+    the paper's published effect, read against our interval by :func:`versus_paper`. ``extra``:
+    any other JSON-plain numbers.
     """
     if kind not in KINDS:
         raise ValueError(f"claim {id!r}: kind={kind!r}; allowed values: {', '.join(KINDS)}")
@@ -280,7 +314,9 @@ def claim(
     c0, c1 = (None, None) if ci is None else (_num(ci[0]), _num(ci[1]))
     if ci is not None and c0 is not None and c1 is not None and c0 > c1:
         raise ValueError(f"claim {id!r}: ci low {ci[0]} > high {ci[1]}")
-    verdict, why = decide(ours, ci, null, null_range, direction, paper_value, not_testable)
+    verdict, why = decide(
+        ours, ci, null, null_range, direction, paper_value, not_testable, undecidable
+    )
     if (
         ci is not None
         and verdict in ("supported", "contradicted")
@@ -291,6 +327,20 @@ def claim(
         # Resampling that never varies measures no uncertainty (identical repeats, constant items).
         verdict = "inconclusive"
         why = f"{why}, but the interval has zero width: the resampling saw no variation"
+    if (
+        ci is not None
+        and direction == "within"
+        and verdict in ("supported", "inconclusive")
+        and not interval_how.startswith("deterministic")
+        and _zero_width(ci)
+    ):
+        # "unchanged" with nothing that changed (no item moved): the test cannot come out either
+        # way, so it is no test of the claim
+        verdict = UNDECIDABLE
+        why = (
+            "the interval has zero width (nothing changed under resampling, e.g. no item moved): "
+            f"an equivalence cannot be read from no variation ({why})"
+        )
     if caveat:
         why = f"{why}; {caveat}"
     pv = paper_value
@@ -298,7 +348,7 @@ def claim(
         pv = pv.item()
     m = (
         None
-        if verdict == "not testable here"
+        if verdict in ("not testable here", UNDECIDABLE)
         else margin(ours, ci, null, null_range, direction, pv)
     )
     width = None if c0 is None or c1 is None else c1 - c0
@@ -341,8 +391,206 @@ def claim(
         rests_on=rests_on or ("the paper's printed tables" if kind == "re-analysis" else ""),
         margin=None if m is None else float(m),
         fragile=fragile,
+        paper_effect_low=None if paper_effect is None else _num(min(paper_effect)),
+        paper_effect_high=None if paper_effect is None else _num(max(paper_effect)),
+        vs_paper=(
+            ""
+            if paper_effect is None or verdict in ("not testable here", UNDECIDABLE)
+            else versus_paper(ci, paper_effect, null, null_range, direction)
+        ),
         extra=extra,
     )
+
+
+def bootstrap_claim(
+    paper: str,
+    section: str,
+    id: str,
+    statement: str,
+    stat,
+    *arrays,
+    n_boot: int = 1000,
+    seed: int = 0,
+    null_draws: Sequence[float] | np.ndarray | None = None,
+    direction: str = "greater",
+    **kw: Any,
+) -> Claim:
+    """The claim most notebooks make: ``stat`` over the rows of ``arrays`` with a paired percentile
+    bootstrap interval (:func:`kit.core.stats.bootstrap_ci`, ``n_boot`` resamples, ``seed``),
+    against ``null`` / ``null_range`` as given in ``kw``, or, with ``null_draws`` (a permutation or
+    shuffled-label null's draws), against their central 95% band
+    (:func:`kit.core.stats.null_band`), recording the empirical one-sided p-value ``p_value``
+    (``(1 + #draws at least as far on the predicted side) / (1 + #draws)``) and the draws' mean
+    ``null_mean``. ``kw``: the other arguments of :func:`claim`.
+    """
+    from kit.core.stats import bootstrap_ci, null_band
+
+    est = bootstrap_ci(stat, *arrays, n_boot=n_boot, seed=seed)
+    if null_draws is not None:
+        draws = np.asarray(null_draws, float)
+        band = null_band(draws)
+        far = draws <= est[0] if direction == "less" else draws >= est[0]
+        kw = dict(kw, null_range=band[1:])
+        kw["p_value"] = float((1 + np.sum(far)) / (draws.size + 1))
+        kw["null_mean"] = band[0]
+    return claim(paper, section, id, statement, est[0], ci=est[1:], direction=direction, **kw)
+
+
+def versus_paper(
+    ci: tuple[float, float] | None,
+    paper_effect: tuple[float, float],
+    null: float | None,
+    null_range: tuple[float, float] | None,
+    direction: str,
+) -> str:
+    """Our interval against the paper's published effect (a range ``paper_effect`` of printed
+    values, in the claim's units), beside the test against the null (:data:`VS_PAPER`):
+
+    - *replicated*: the interval excludes the null on the predicted side and reaches the paper's
+      range (not entirely on the null's side of it);
+    - *smaller than the paper's*: it excludes the null on the predicted side but lies entirely
+      between the null and the paper's range (an effect, smaller than every published one);
+    - *not replicated*: it lies entirely on the null's side of the paper's range and does not
+      exclude the null (or lies on the wrong side of it): the published effect is excluded and no
+      effect is shown;
+    - *undetermined*: it holds the null and reaches the paper's range, or there is no interval.
+
+    ``direction``: ``greater`` (the paper's effect lies above the null) or ``less``.
+
+    >>> versus_paper((-0.63, 1.12), (-49.8, -7.1), 0.0, None, "less")
+    'not replicated'
+    """
+    if direction not in ("greater", "less"):
+        raise ValueError(
+            f"direction={direction!r}: a paper effect is read for 'greater' or 'less' claims"
+        )
+    if ci is None or _num(ci[0]) is None or _num(ci[1]) is None:
+        return "undetermined"
+    lo, hi = cast("tuple[float, float]", (_num(ci[0]), _num(ci[1])))
+    plo, phi = sorted(cast("list[float]", [_num(v) for v in paper_effect]))
+    nlo, nhi = (null, null) if null_range is None else null_range
+    if direction == "greater":
+        effect, beyond = lo > cast(float, _num(nhi)), hi < plo
+    else:
+        effect, beyond = hi < cast(float, _num(nlo)), lo > phi
+    if effect:
+        return "smaller than the paper's" if beyond else "replicated"
+    return "not replicated" if beyond else "undetermined"
+
+
+def permutation_floor(n_a: int, n_b: int, alpha: float = ALPHA / 2) -> str | None:
+    """Why an exact label permutation of ``n_a`` against ``n_b`` units cannot reach a one-sided
+    p-value at ``alpha`` (the most extreme arrangement is one in C(n_a + n_b, n_a)), or ``None``
+    when it can. Read from the design alone.
+
+    >>> permutation_floor(3, 2)
+    '3 against 2 units: 10 label arrangements, so the smallest one-sided p-value is 0.1 > 0.025'
+    """
+    n_arr = math.comb(n_a + n_b, n_a)
+    p = 1.0 / n_arr
+    if p <= alpha:
+        return None
+    return (
+        f"{n_a} against {n_b} units: {n_arr} label arrangements, so the smallest one-sided p-value "
+        f"is {p:.3g} > {alpha:g}"
+    )
+
+
+def orders_floor(k: int, alpha: float = ALPHA) -> str | None:
+    """Why a rank agreement of ``k`` items with a reference order, tested against all ``k!``
+    orders, cannot reach a one-sided p-value at ``alpha`` (a perfect match is one order in ``k!``),
+    or ``None`` when it can.
+
+    >>> orders_floor(3)
+    '3 ranked items: 6 orders, so even the reference order itself has p = 0.167 > 0.05'
+    """
+    n = math.factorial(k)
+    if 1.0 / n <= alpha:
+        return None
+    return (
+        f"{k} ranked items: {n} orders, so even the reference order itself has p = {1 / n:.3g} > "
+        f"{alpha:g}"
+    )
+
+
+def wilson_floor(n: int, null: float, level: float = 1 - ALPHA) -> str | None:
+    """Why a share over ``n`` units (a Wilson interval) cannot exclude ``null`` from above even if
+    every unit goes the predicted way (n of n), or ``None`` when it can.
+
+    >>> wilson_floor(3, 0.5)
+    '3 units: even 3 of 3 has a Wilson 95% lower bound of 0.439, not above 0.5'
+    """
+    from kit.core.stats import wilson_interval
+
+    if n < 1:
+        return "no units"
+    low = wilson_interval(n, n, level)[1]
+    if low > null:
+        return None
+    return (
+        f"{n} unit{'s' if n != 1 else ''}: even {n} of {n} has a Wilson {level:.0%} lower bound "
+        f"of {low:.3g}, not above {null:g}"
+    )
+
+
+def equivalence_floor(
+    n_items: int,
+    tolerance: float,
+    cells: int = 1,
+    level: float = 1 - ALPHA,
+    n_units: int | None = None,
+) -> str | None:
+    """Why an equivalence test of an accuracy change (points) within ``±tolerance``, bootstrapped
+    over ``n_items`` items (a mean over ``cells`` rows or cells sharing them), can never be
+    supported, or ``None`` when it can. One changed answer moves a cell by 100 / n_items points;
+    a bootstrap draws its unit q times, q the ``(1 + level) / 2`` quantile of Binomial(n_units,
+    1 / n_units) (``n_units``: the resampled units, clusters of items when they are resampled
+    together; default the items), so the narrowest interval that saw any change reaches
+    q * 100 / (n_items * cells) points; an interval that saw none has zero width and supports
+    nothing either.
+
+    >>> equivalence_floor(20, 2.0).split(",")[0]
+    '20 items: one changed answer moves the interval to 15 points'
+    """
+    from scipy.stats import binom
+
+    if n_items < 1:
+        return "no items"
+    units = n_items if n_units is None else max(1, n_units)
+    q = max(1.0, float(binom.ppf(0.5 + level / 2, units, 1.0 / units)))
+    reach = q * 100.0 / (n_items * max(1, cells))
+    if reach <= tolerance:
+        return None
+    return (
+        f"{n_items} items: one changed answer moves the interval to {reach:.3g} points, past the "
+        f"tolerance ±{tolerance:g} (no change at all gives a zero-width interval)"
+    )
+
+
+def mark_undecidable(c: Claim, reason: str) -> Claim:
+    """Make a claim *cannot be decided here* for ``reason``: a precondition that does not hold
+    (e.g. TE lowering a leak that is not established) or a design that cannot reach a decision.
+    The numbers stay for display; the margin and the reading against the paper go. A claim not
+    testable here stays so."""
+    if c.verdict == "not testable here":
+        return c
+    c.verdict = UNDECIDABLE
+    c.why = f"{reason} (the numbers: {c.why})"
+    c.margin, c.fragile, c.vs_paper = None, False, ""
+    return c
+
+
+def excludes_null(c: Claim) -> bool:
+    """Whether a claim's own numbers exclude its null on the predicted side, before any weakening
+    (:func:`weaken`) or design verdict: e.g. is a leak established, does a patch act at all."""
+    ci = None if c.ci_low is None or c.ci_high is None else (c.ci_low, c.ci_high)
+    nr = None if c.null_low is None or c.null_high is None else (c.null_low, c.null_high)
+    if c.ours is None:
+        return False
+    verdict, _ = decide(c.ours, ci, c.null, nr, c.direction, c.paper_value)
+    if verdict == "supported" and ci is not None and _zero_width(ci):
+        return c.interval_how.startswith("deterministic")
+    return verdict == "supported"
 
 
 def decided(c: "Claim | dict") -> bool:
@@ -368,7 +616,9 @@ def check_consistent(c: Claim | dict) -> None:
     nr = (
         None if d["null_low"] is None or d["null_high"] is None else (d["null_low"], d["null_high"])
     )
-    if d["verdict"] == "not testable here":
+    if d["verdict"] in ("not testable here", UNDECIDABLE):
+        if not str(d.get("why", "")).strip():
+            raise ValueError(f"claim {d['id']!r} is {d['verdict']!r} without a reason")
         return
     expected, _ = decide(d["ours"], ci, d["null"], nr, d["direction"], d["paper_value"])
     if kind == "audit":
@@ -376,13 +626,26 @@ def check_consistent(c: Claim | dict) -> None:
     for strong in ("supported", "contradicted", "pass", "fail"):
         if d["verdict"] == strong and expected != strong:
             raise ValueError(f"claim {d['id']!r} says {strong} but its numbers give {expected}")
+    if d.get("vs_paper") and d.get("paper_effect_low") is not None:
+        again = versus_paper(
+            ci, (d["paper_effect_low"], d["paper_effect_high"]), d["null"], nr, d["direction"]
+        )
+        if again != d["vs_paper"]:
+            raise ValueError(
+                f"claim {d['id']!r} reads {d['vs_paper']!r} against the paper but its numbers "
+                f"give {again!r}"
+            )
 
 
 def weaken(c: Claim, reason: str) -> Claim:
-    """Demote a *supported* claim (an audit's *pass*) to *inconclusive*: e.g. the metric passes by
-    construction, so passing says nothing."""
+    """Demote a *supported* claim (an audit's *pass*) to *inconclusive*, and drop a reading of
+    *replicated* against the paper: e.g. the metric passes by construction, so passing says
+    nothing."""
     if c.verdict in ("supported", "pass"):
         c.verdict = "inconclusive"
+    if c.vs_paper in ("replicated", "smaller than the paper's"):
+        # an effect that is built in replicates nothing either; a non-replication still stands
+        c.vs_paper = ""
     c.why = f"{c.why}; {reason}"
     return c
 
@@ -421,7 +684,14 @@ def finding(c: Claim | dict) -> str:
     parts = [f"{d['statement']}: **{d['verdict']}** ({d.get('kind', 'reproduction')})"]
     if d["verdict"] == "not testable here":
         return f"{parts[0]}: {d['why']}."
+    if d["verdict"] == UNDECIDABLE:
+        return f"{parts[0]}: {d['why']}."
     parts.append(f"ours {ours}" + (f" vs {null}" if null else ""))
+    if d.get("vs_paper"):
+        parts.append(
+            f"against the paper's {_fmt(d['paper_effect_low'])} to "
+            f"{_fmt(d['paper_effect_high'])}: {d['vs_paper']}"
+        )
     if d.get("margin") is not None:
         parts.append(f"margin {_fmt(d['margin'])}" + (" (fragile)" if d.get("fragile") else ""))
     if d.get("stability"):
@@ -469,6 +739,7 @@ def table(claims: Sequence[Claim]):
                 "null is": c.null_how,
                 "margin": _fmt(c.margin) + (" !" if c.fragile else ""),
                 "verdict": c.verdict,
+                "vs paper": c.vs_paper,
                 "why": c.why,
             }
             for c in rows

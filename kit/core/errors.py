@@ -5,23 +5,22 @@ what is allowed; they live beside the code that raises them and are re-exported 
 - :class:`DataError`: the data directory is missing or fails its checksums (``kit.core.paths``);
 - :class:`PathError`: an output or cache path cannot be written (``kit.core.paths``);
 - :class:`NonFiniteError`: NaN or inf in activations, scores or inputs (``kit.core.checks``);
-- :class:`UnknownModelError`: a model name or path that cannot be loaded (``kit.models.load``);
-- :class:`UnknownSiteError`: an encoder site that is not a hook (``kit.models.encoders``);
-- ``kit.world.WorldNotBuilt``: the tiny world is not built yet (not imported here: it pulls in the
-  world).
+
+and, not imported here because the core imports no other kit package:
+
+- ``kit.models.UnknownModelError``: a model name or path that cannot be loaded
+  (``kit.models.load``);
+- ``kit.models.encoders.UnknownSiteError``: an encoder site that is not a hook;
+- ``kit.world.WorldNotBuilt``: the tiny world is not built yet.
 """
 
 from kit.core.checks import NonFiniteError
 from kit.core.params import ParamsError
 from kit.core.paths import DataError, PathError
-from kit.models.encoders import UnknownSiteError
-from kit.models.load import UnknownModelError
 
 __all__ = [
     "DataError",
     "NonFiniteError",
     "ParamsError",
     "PathError",
-    "UnknownModelError",
-    "UnknownSiteError",
 ]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kit.core.paths import disk_full_error, is_disk_full
-from kit.world.pinned import PINNED_ENV
+from kit.core.pinned import PINNED_ENV
 
 
 @dataclass
@@ -39,7 +39,7 @@ class NotebookOutcome:
 # the bars a caller forces on. IPC transport: no "running over TCP without encryption" warning.
 # PINNED_ENV: the kernels compute in the numerical environment the worlds are trained in (torch's
 # portable kernels, products in OpenBLAS, exact roots, one thread: kit.start enters it), so the
-# numbers and figures of a run are the same bits on one numerical platform (kit/world/pinned.py).
+# numbers and figures of a run are the same bits on one numerical platform (kit/core/pinned.py).
 KERNEL_ENV = {"TQDM_DISABLE": "1", "TQDM_MININTERVAL": "30", "KIT_BATCH": "1", **PINNED_ENV}
 KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
 KERNEL_START_TIMEOUT_S = 300
@@ -159,4 +159,7 @@ def _short_error(e: Exception) -> str:
     value = getattr(e, "evalue", str(e))
     if not value:
         value = "".join(traceback.format_exception_only(type(e), e)).strip()
-    return f"{name}: {value}"[:500]
+    text = f"{name}: {value}"
+    # at most 500 characters, but never less than the first line: it names the cause (a job
+    # sweep's first failure, a full disk's file)
+    return text[: max(500, len(text.split("\n", 1)[0]))]

@@ -29,7 +29,7 @@ PAPER_STYLE = {
 }
 
 
-# No volatile metadata, so an unchanged figure is an unchanged file (issue 15): the PDF's creation
+# No volatile metadata, so an unchanged figure is an unchanged file: the PDF's creation
 # date changes on every save, and the matplotlib version stamp (PDF Creator and Producer, PNG
 # Software) on every upgrade even when the drawing does not.
 STABLE_METADATA = {

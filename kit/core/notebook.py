@@ -88,9 +88,9 @@ def start(
     atomic_write_text(run_dir / "params.yaml", header + to_yaml(cfg))
     seed_everything(cfg.seed)
     use_paper_style()
-    from kit.world.pinned import enter_pinned, is_pinned
+    from kit.core.pinned import enter_pinned, is_pinned
 
-    if is_pinned():  # the runner's kernels: the same bits as the world (kit/world/pinned.py)
+    if is_pinned():  # the runner's kernels: the same bits as the world (kit/core/pinned.py)
         enter_pinned()
     if os.environ.get("KIT_BATCH") == "1":  # set by the runner for its kernels
         _plain_progress_bars()

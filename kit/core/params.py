@@ -18,14 +18,18 @@ Each notebook's config class lives in ``kit/configs/<name>.py`` (``01_utility_la
 ``kit.configs.utility_law``) as a pydantic model named ``Config``; its fields carry a docstring
 each. Profiles may ``inherit`` another profile of the same file and override some fields.
 Every error names the file, the profile, the field and what is allowed.
+
+The core imports no other kit package, so ``kit.configs`` registers how to find those classes and
+how to check the model, SAE, task and benchmark names they mention (:func:`register_configs`;
+``import kit`` runs it).
 """
 
 from __future__ import annotations
 
-import importlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -124,16 +128,43 @@ def notebook_names() -> list[str]:
     return sorted(p.stem for p in PARAMS_DIR.glob("[0-9][0-9]_*.yaml"))
 
 
+ConfigFinder = Callable[[str], "type[BaseConfig]"]
+"""Notebook id (``01_utility_law``) -> its config class; raises :class:`ParamsError` naming the
+notebooks with params when there is none."""
+NameCheck = Callable[["BaseConfig"], list[str]]
+"""A config -> one line per name in its fields that cannot load (empty: all can)."""
+
+
+@dataclass(frozen=True)
+class ConfigRegistry:
+    """Where the notebooks' config classes are and how to check the names they mention, as the
+    package that defines them registered it (:func:`register_configs`)."""
+
+    find: ConfigFinder
+    name_errors: NameCheck
+
+
+_REGISTRY: list[ConfigRegistry] = []
+
+
+def register_configs(find: ConfigFinder, name_errors: NameCheck) -> None:
+    """Register the notebooks' configs (``kit.configs`` calls this once on import; ``import kit``
+    imports it). A later registration replaces an earlier one."""
+    _REGISTRY[:] = [ConfigRegistry(find, name_errors)]
+
+
+def _registry() -> ConfigRegistry:
+    if not _REGISTRY:
+        raise RuntimeError(
+            "no notebook configs registered: import kit (or kit.configs) before loading params"
+        )
+    return _REGISTRY[0]
+
+
 def config_class(notebook: str) -> type[BaseConfig]:
-    stem = re.sub(r"^\d\d_", "", notebook)
-    try:
-        module = importlib.import_module(f"kit.configs.{stem}")
-    except ModuleNotFoundError as e:
-        raise ParamsError(
-            f"notebook {notebook!r} has no config module kit/configs/{stem}.py; "
-            f"notebooks with params: {', '.join(notebook_names())}"
-        ) from e
-    return module.Config
+    """The config class of ``notebook`` (``01_utility_law`` -> ``kit.configs.utility_law.Config``),
+    found by the registered :data:`ConfigFinder`."""
+    return _registry().find(notebook)
 
 
 def read_profiles(path: Path) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -224,67 +255,10 @@ def load_params(
     return cfg
 
 
-def _is_task_field(field: str) -> bool:
-    return field in ("task", "tasks") or field.endswith(("_task", "_tasks", "_task_a", "_task_b"))
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string inside a field's value (list items, tuple items, dict keys and values)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for k, v in value.items() for s in _strings(k) + _strings(v)]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 def name_errors(cfg: BaseConfig) -> list[str]:
-    """Names that cannot load, found without loading anything: ``zoo/`` members, ``zoo-sae/`` SAEs,
-    ``random/`` shapes and ``tiny/`` tasks in any field (checked against the config's world), task
-    fields (``task``, ``*_tasks``...: a world task or a ``kit.load_benchmark`` name) and
-    ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) and ``hf:`` prompt sources cannot be
-    checked offline and pass here (the audits config checks the form of ``hf:`` sources).
-    """
-    from kit.data.benchmarks import BENCHMARKS, _parse_name
-    from kit.models.load import RANDOM_SHAPES
-    from kit.world import TASKS, members, saes
-
-    world = cfg.world
-    kinds = {
-        "zoo/": ("zoo member", members(world)),
-        "zoo-sae/": ("SAE", saes(world)),
-        "random/": ("random shape", [f"random/{s}" for s in RANDOM_SHAPES]),
-        "tiny/": ("tiny-world task", [f"tiny/{t}" for t in TASKS]),
-    }
-    errors = []
-    for field in type(cfg).model_fields:
-        for name in _strings(getattr(cfg, field)):
-            prefix = next((p for p in kinds if name.startswith(p)), None)
-            if prefix is not None:
-                what, allowed = kinds[prefix]
-                if name not in allowed:
-                    errors.append(
-                        f"field {field!r}: {name!r} is not a {what} of world {world!r}; "
-                        f"allowed values: {', '.join(allowed)}"
-                    )
-            elif _is_task_field(field) or field == "benchmarks":
-                # benchmarks may pool a family ("bbh")
-                if name in (BENCHMARKS if field == "benchmarks" else TASKS):
-                    continue
-                if name.startswith("hf:") and field != "benchmarks":
-                    # a hub prompt source (kit.audits.sources), checked by its notebook's config
-                    continue
-                try:
-                    _parse_name(name)
-                except ValueError as e:
-                    allowed = (
-                        ""
-                        if field == "benchmarks"
-                        else f"a task of the world ({', '.join(TASKS)}) or "
-                    )
-                    errors.append(f"field {field!r}: {name!r} is not {allowed}a benchmark ({e})")
-    return errors
+    """Names in ``cfg``'s fields that cannot load, found without loading anything, by the
+    registered :data:`NameCheck` (``kit.configs.names.name_errors``)."""
+    return _registry().name_errors(cfg)
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:

@@ -157,6 +157,20 @@ def _new_name(parent: Path, stem: str, suffix: str) -> Path:
     return parent / f".{stem}.{os.getpid()}.{secrets.token_hex(4)}{suffix}"
 
 
+def file_mode() -> int:
+    """The mode ``open`` gives a new file: 0666 less this process's umask (read from
+    ``/proc/self/status`` where it can be, so no other thread sees a changed umask)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _create_temp_file(target: Path) -> Path:
     """An empty file beside ``target``, created with mode 0666 less the umask (as ``open`` would
     create ``target`` itself; ``mkstemp``'s 0600 made run outputs unreadable by the group)."""

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from kit.core.claims import ALL_VERDICTS, KINDS, _fmt
+from kit.core.claims import ALL_VERDICTS, KINDS, UNDECIDABLE, VS_PAPER, _fmt
 from kit.core.paths import atomic_write_text
 
 PAPERS = {
@@ -81,13 +81,28 @@ KIND_TITLES = {
 
 
 def headline(claims: list[dict]) -> str:
-    """The report's first line: reproduction claims only; the other kinds counted apart."""
-    rep = [c for c in claims if _kind(c) == "reproduction"]
+    """The report's first line: reproduction claims only, less those whose design cannot decide
+    them (counted apart, their reasons in the tables); the other kinds counted apart."""
+    rep_all = [c for c in claims if _kind(c) == "reproduction"]
+    rep = [c for c in rep_all if c["verdict"] != UNDECIDABLE]
     others = Counter(_kind(c) for c in claims if _kind(c) != "reproduction")
     line = f"{len(rep)} reproduction claims: {_counts(rep) or 'none'}."
+    undecidable = len(rep_all) - len(rep)
+    if undecidable:
+        line += (
+            f" Not counted: {undecidable} reproduction claims that cannot be decided here (their "
+            "design cannot reach 95%, or a precondition fails; reasons in the tables)."
+        )
     if others:
         line += (
             " Not counted here: " + ", ".join(f"{others[k]} {k}" for k in KINDS if others[k]) + "."
+        )
+    against = Counter(c.get("vs_paper") for c in rep_all if c.get("vs_paper"))
+    if against:
+        line += (
+            " Against the paper's published effect: "
+            + ", ".join(f"{against[v]} {v}" for v in VS_PAPER if against[v])
+            + "."
         )
     fragile = [c for c in rep if c.get("fragile")]
     if fragile:
@@ -122,8 +137,12 @@ RULE = (
     "A claim is **supported** only when our 95% interval excludes its null on the predicted side "
     "(or lies inside the tolerance, for 'unchanged' claims; or holds the paper's value, for "
     "reproductions), **contradicted** when it excludes it on the other side, **inconclusive** "
-    "otherwise; **not testable here** names its reason. Verdicts are computed by the notebooks, "
-    "never typed."
+    "otherwise; **cannot be decided here** when the design, read before its data, cannot reach "
+    "95% (too few units or orders, an equivalence whose one changed answer already passes the "
+    "tolerance) or a precondition fails (a leak not established), kept out of the headline; "
+    "**not testable here** names what this machine cannot run. Where the paper prints an effect, "
+    "**vs paper** reads our interval against it: replicated, smaller than the paper's, not "
+    "replicated, or undetermined. Verdicts are computed by the notebooks, never typed."
 )
 
 
@@ -155,6 +174,7 @@ def markdown(run_dir: str | Path) -> str:
         "null is",
         "margin",
         "verdict",
+        "vs paper",
         "why",
         "rests on",
         "stability",
@@ -189,6 +209,7 @@ def markdown(run_dir: str | Path) -> str:
                     c.get("null_how", ""),
                     _margin(c),
                     f"**{c['verdict']}**",
+                    c.get("vs_paper", ""),
                     c.get("why", ""),
                     c.get("rests_on", ""),
                     c.get("stability", ""),
@@ -207,7 +228,8 @@ _CSS = (
     "table{border-collapse:collapse;width:100%;\nmargin-bottom:2em;font-size:13px}"
     "th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}\n"
     "th{background:#f3f3f3}.supported{background:#e3f4e3}.contradicted{background:#f8dede}"
-    ".inconclusive{background:#fdf6dc}\n.not-testable-here{background:#eee}.pass{background:#e3f4e3}"
+    ".inconclusive{background:#fdf6dc}\n.not-testable-here{background:#eee}"
+    ".cannot-be-decided-here{background:#ece8f4}.pass{background:#e3f4e3}"
     ".fail{background:#f8dede}img{max-width:420px;display:block;margin-top:4px}"
     "details{margin-top:4px}"
 )
@@ -245,6 +267,7 @@ def html_report(run_dir: str | Path) -> str:
         "null is",
         "margin",
         "verdict",
+        "vs paper",
         "why",
         "rests on",
         "stability",
@@ -284,6 +307,7 @@ def html_report(run_dir: str | Path) -> str:
                     esc(c.get("null_how", "")),
                     esc(_margin(c)),
                     f"<b>{esc(c['verdict'])}</b>",
+                    esc(c.get("vs_paper", "")),
                     esc(c.get("why", "")),
                     esc(c.get("rests_on", "")),
                     esc(c.get("stability", "")),

@@ -3,10 +3,16 @@
 A run owns ``runs/<profile>/<timestamp>/``: one folder per notebook holding the executed
 notebook, its resolved ``params.yaml``, ``results.json`` and ``figures/``; ``run.json`` summarises
 the run (rewritten after each notebook, so an interrupted run says so; ``status`` is ``running``,
-``ok``, ``failed`` or ``interrupted``, and ``error`` names the cause of a run-level failure).
+``ok``, ``failed``, ``interrupted`` or ``killed``: a runner that died without a word, found by the
+next run through the ``pid`` run.json records, which also removes its staging files; ``error``
+names the cause of a run-level failure). Before any kernel starts, the machine is checked
+(:mod:`kit.core.preflight`: cache writable with room, device, data folder, hub ids).
 ``runs/<profile>/latest`` points at the newest complete run (every notebook ok). The figures of
 notebooks that succeeded are copied to the top-level ``figures/<notebook>/`` (default profile only);
-a failed notebook's exported figures are never touched. The profile and every ``--set
+a failed notebook's exported figures are never touched. Likewise (default profile, no ``--set``; off
+with ``--no-notebook-outputs``) their outputs are written back into the notebooks they ran from,
+without what changes from run to run (:mod:`kit.core.notebook_outputs`), so the committed notebooks
+show the committed run and an unchanged rerun rewrites nothing. The profile and every ``--set
 field=value`` are validated against every selected notebook before anything is created. A failing
 notebook is named and the run goes on; the exit code is non-zero if any failed. An existing run
 directory is never overwritten; concurrent runners each get their own.
@@ -25,6 +31,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -37,6 +44,7 @@ from typing import Any, Iterator
 from kit.core.execution import NotebookOutcome, _short_error, execute, remove_staging
 from kit.core.export import changed_figures, export_figures
 from kit.core.jobs.schedule import count_arg, default_workers
+from kit.core.machine import load, run_facts
 from kit.core.params import (
     ParamsError,
     config_class,
@@ -45,7 +53,8 @@ from kit.core.params import (
     parse_assignment,
     read_profiles,
 )
-from kit.core.paths import REPO_ROOT, atomic_write_text, cache_dir, disk_full_error, is_disk_full
+from kit.core.paths import REPO_ROOT, atomic_write_text, disk_full_error, is_disk_full
+from kit.core.preflight import run_problems
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 DEFAULT_PROFILE = "tiny"
@@ -70,10 +79,16 @@ def discover(only: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR)
     return chosen
 
 
-def plan(notebooks: list[Path], profile: str, sets: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def plan(
+    notebooks: list[Path],
+    profile: str,
+    sets: dict[str, Any],
+    loaded: dict[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Validate the profile and the ``--set`` overrides against every notebook; nothing is created.
 
-    Returns each notebook's overrides (the ``--set`` fields its config has). Raises ``ParamsError``
+    Returns each notebook's overrides (the ``--set`` fields its config has); ``loaded``, when given,
+    receives each notebook's resolved config. Raises ``ParamsError``
     listing every problem: a profile some notebook lacks (with the profiles all of them define), a
     ``--set`` field no selected notebook has, a value its config rejects, a broken params file.
     """
@@ -96,7 +111,9 @@ def plan(notebooks: list[Path], profile: str, sets: dict[str, Any]) -> dict[str,
             mine = {k: v for k, v in sets.items() if k in config_class(nb.stem).model_fields}
             used |= set(mine)
             per_notebook[nb.stem] = mine
-            load_params(nb.stem, profile, mine)
+            cfg = load_params(nb.stem, profile, mine)
+            if loaded is not None:
+                loaded[nb.stem] = cfg
         except ParamsError as e:
             errors.append(f"{nb.stem}: {e}")
     if lacking:
@@ -160,6 +177,47 @@ def point_latest(run_dir: Path) -> None:
         tmp.unlink()
     tmp.symlink_to(run_dir.name)
     os.replace(tmp, latest)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def mark_killed_runs(profile_dir: Path) -> list[Path]:
+    """Runs under ``profile_dir`` whose run.json says ``running`` but whose runner (its ``pid`` on
+    this host) is gone (SIGKILL, a crash, a reboot): marked ``killed`` (and their notebooks still
+    ``running`` likewise), their staging files removed. Returns their folders. Runs of another
+    host, or written before run.json recorded the pid, are left alone."""
+    out = []
+    host = socket.gethostname()
+    for path in sorted(profile_dir.glob("*/run.json")):
+        try:
+            record = json.loads(path.read_text())
+            pid = record.get("pid")
+            if record.get("status") != "running" or record.get("host") != host:
+                continue
+            if not isinstance(pid, int) or _alive(pid):
+                continue
+            record["status"] = "killed"
+            record["error"] = f"the runner (pid {pid}) died without recording an end"
+            for nb in record.get("notebooks", []):
+                if nb.get("status") == "running":
+                    nb["status"] = "killed"
+            atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+        except (OSError, ValueError, AttributeError):  # unreadable or unwritable: not ours to fix
+            continue
+        for child in path.parent.iterdir():
+            if child.is_dir():
+                remove_staging(child)
+        shutil.rmtree(path.parent / ".specs", ignore_errors=True)
+        out.append(path.parent)
+    return out
 
 
 class Terminated(KeyboardInterrupt):
@@ -228,6 +286,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--notebooks", default=str(NOTEBOOKS_DIR), help="folder of NN_*.ipynb (default: notebooks/)"
     )
+    parser.add_argument(
+        "--notebook-outputs",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write each notebook's outputs, without what changes from run to run, back into "
+        "the notebook it ran from (kit.core.notebook_outputs; default: on for the tiny profile "
+        "without --set, off otherwise)",
+    )
     parser.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
     parser.add_argument(
         "--parallel",
@@ -259,8 +325,15 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     notebooks = discover(args.only, Path(args.notebooks))
     sets = dict(parse_assignment(a) for a in args.set)
-    overrides = plan(notebooks, args.profile, sets)  # a typo should cost seconds, not a run
-    cache_dir()  # a KIT_CACHE_DIR that is a file fails here, in one line, not in every kernel
+    configs: dict[str, Any] = {}
+    overrides = plan(notebooks, args.profile, sets, configs)  # a typo: seconds, not a run
+    # the machine before any kernel: cache writable with room, device, data folder, hub ids
+    problems = run_problems(configs)
+    if problems:
+        raise RunError("\n".join(problems))
+    stale = mark_killed_runs(Path(args.out) / args.profile)
+    for path in stale:
+        print(f"an earlier run was killed: {path} (run.json now says 'killed')", file=sys.stderr)
     parallel = min(args.parallel or default_workers(), max(len(notebooks), 1))
     with sigterm_as_interrupt():
         run_dir = new_run_dir(Path(args.out), args.profile)
@@ -271,12 +344,21 @@ def run(args: argparse.Namespace) -> int:
             "profile": args.profile,
             "overrides": sets,
             "status": "running",
+            "pid": os.getpid(),  # a later run tells a killed runner from a running one by it
+            "host": socket.gethostname(),
             "parallel": parallel,
             "notebooks": [],
+            # when, where and how busy: what docs/timings.md prints beside the times
+            "started": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            **run_facts(),
         }
+        started = time.perf_counter()
 
         def save(status: str, error: str = "") -> None:
             record.update(status=status, notebooks=[asdict(o) for o in outcomes])
+            record["wall_s"] = round(time.perf_counter() - started, 1)
+            loads = [x for x in (record.get("load_max"), record["load_start"], load()) if x]
+            record["load_max"] = max(loads) if loads else None
             if error:
                 record["error"] = error
             atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2) + "\n")
@@ -329,7 +411,7 @@ FIRST_RUN_MINUTES: dict[str, dict[str, float]] = {
     "real": {"00": 10.8, "01": 21, "02": 26.5, "03": 49, "04": 40, "05": 20, "06": 23},
 }
 """Each notebook's first run (its own caches empty) on the 2-core machine, in minutes, by number
-(README: the two commands; *A real LLM on this machine*): the order of a run no earlier run has
+(docs/timings.md: the first runs of make run and make real): the order of a run no earlier run has
 timed, so a fresh clone starts its longest notebooks first. Only the order matters."""
 
 
@@ -449,6 +531,25 @@ def _save_quietly(save, status: str, error: str) -> None:
         print(f"could not record status {status!r} in run.json: {e}", file=sys.stderr)
 
 
+def ship_outputs(args: argparse.Namespace, run_dir: Path, succeeded: list[str]) -> None:
+    """Write the outputs of the notebooks that succeeded back into ``args.notebooks``
+    (:mod:`kit.core.notebook_outputs`); a notebook edited during the run keeps its file (a
+    warning says so)."""
+    from kit.core.notebook_outputs import NotebookMismatch, write_shipped
+
+    changed = []
+    for stem in succeeded:
+        try:
+            if write_shipped(run_dir, stem, Path(args.notebooks), args.profile):
+                changed.append(stem)
+        except NotebookMismatch as e:
+            print(f"WARNING: {stem}: outputs not written back: {e}")
+    print(
+        f"notebook outputs written back into {len(changed)} notebook(s) in {args.notebooks}"
+        + (f": {', '.join(changed)}" if changed else " (unchanged)")
+    )
+
+
 def _finish(args: argparse.Namespace, run_dir: Path, outcomes: list[NotebookOutcome], save) -> int:
     """Report, figures, final status, ``latest``: the steps after the notebooks, in that order, so
     run.json says 'ok' only when everything a run writes has been written."""
@@ -468,6 +569,11 @@ def _finish(args: argparse.Namespace, run_dir: Path, outcomes: list[NotebookOutc
         )
         for line in changed_figures(Path(figures), succeeded):
             print(f"WARNING: differs from the committed figure: {line}")
+    ship = args.notebook_outputs
+    if ship is None:  # the committed notebooks carry the default profile's outputs, as figures/
+        ship = args.profile == DEFAULT_PROFILE and not args.set
+    if ship:
+        ship_outputs(args, run_dir, [o.notebook for o in outcomes if o.status == "ok"])
     save("failed" if failed else "ok", f"notebook(s) failed: {', '.join(failed)}" if failed else "")
     if not failed:
         point_latest(run_dir)

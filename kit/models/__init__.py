@@ -1,7 +1,7 @@
 """Models and SAEs behind one interface.
 
-- ``load``: :func:`load_model` / :func:`load_sae` dispatch (zoo members, random shapes, MiniLM,
-  Hugging Face names);
+- ``sources``: the registry of model-name forms (``source_of(name)``; ``python -m kit models``);
+- ``load``: :func:`load_model` (through the form of the name) / :func:`load_sae`;
 - ``hub``: every call that would reach the network (mocked in tests);
 - ``encoders``: BERT-family encoders for NeuronVote and Competency Gaps;
 - ``twins``: tiny random twins of real architectures as Hugging Face directories (offline tests),
@@ -39,6 +39,7 @@ __getattr__, __dir__ = lazy_submodules(
         "load",
         "real",
         "recipes",
+        "sources",
         "tl",
         "twin_specs",
         "twins",

@@ -10,6 +10,9 @@ batch is written and fsynced at once. What makes a record usable:
 - a record may carry its item's fingerprint (a digest of the prompt, or prompt and response): a
   record made for other text under the same item id is refused (a responses file replaced under
   the same name);
+- every record carries the sha256 of its value's canonical bytes
+  (:func:`kit.core.cached.value_digest`): a value changed behind a valid key and id (a plausible
+  neuron list) is refused; records written before the digest existed are read without it;
 - every value read is checked: finite numbers only, plus the caller's own check (neuron ids in
   range for this model...). A refused value is recomputed, never returned.
 
@@ -23,42 +26,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from kit.core.cached import Check, DamagedCacheWarning, non_finite, value_digest
 from kit.core.paths import atomic_write_bytes, cache_dir, disk_full_error, is_disk_full
 from kit.models.identity import name_identity
-
-Check = Callable[[Any], "str | None"]
-"""A value check: None when the value is usable, else the reason it is not (a short phrase)."""
 
 CACHE_FORMAT = 2
 """Part of every key: records of an older layout (without key digests) are refused, not misread."""
 
-
-class DamagedCacheWarning(UserWarning):
-    """A cache file held lines that could not be used (damaged, made for another key or other
-    text, or holding an invalid value); they were skipped and are recomputed."""
-
-
 _WARNED: set[tuple[str, tuple[tuple[str, int], ...]]] = set()
-
-
-def non_finite(value: Any) -> str | None:
-    """``"non-finite number"`` if ``value`` holds NaN or an infinity anywhere, else None."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else "non-finite number"
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            if (why := non_finite(v)) is not None:
-                return why
-    return None
 
 
 def is_text(value: Any) -> str | None:
@@ -163,6 +144,8 @@ class ItemCache:
         wanted = (fingerprints or {}).get(rec["id"])
         if wanted is not None and rec.get("fp") != wanted:
             return None, "made for another prompt/response under the same id"
+        if "sha" in rec and rec["sha"] != value_digest(rec["value"]):
+            return None, "value changed (it does not match its digest)"
         why = non_finite(rec["value"])
         if why is None and check is not None:
             why = check(rec["value"])
@@ -199,7 +182,7 @@ class ItemCache:
         disk raises :class:`kit.core.paths.DiskFullError` naming this file."""
         lines = []
         for k, v in records.items():
-            rec = {"key": self.digest, "id": str(k), "value": v}
+            rec = {"key": self.digest, "id": str(k), "value": v, "sha": value_digest(v)}
             if fingerprints is not None and str(k) in fingerprints:
                 rec["fp"] = fingerprints[str(k)]
             try:

@@ -86,11 +86,13 @@ def load_encoder(name: str = "minilm", device: str = "cpu") -> "Encoder":
         model = model.to(device).eval()
         return Encoder(name="minilm", model=model, tokenizer=tokenizer, device=device)
     from kit.models import hub as hub
+    from kit.models.sources import find
 
-    if name.startswith("twin/"):  # the BERT / RoBERTa twins (kit.models.twins): local directories
+    form = find(name)
+    if form is not None and form.family == "twin":  # the BERT / RoBERTa twins: local directories
         from kit.models.twins import twin_path
 
-        model, tokenizer = hub.hf_encoder(str(twin_path(name.removeprefix("twin/"))), device=device)
+        model, tokenizer = hub.hf_encoder(str(twin_path(form.rest(name))), device=device)
         return Encoder(name=name, model=model, tokenizer=tokenizer, device=device)
     try:
         model, tokenizer = hub.hf_encoder(name, device=device)

@@ -1,4 +1,4 @@
-"""Real fine-tunes (issue 35): a Hugging Face causal LM trained on (prompt, answer) examples.
+"""Real fine-tunes: a Hugging Face causal LM trained on (prompt, answer) examples.
 
 :func:`build` trains a :class:`kit.models.recipes.Recipe` once and returns its Hugging Face
 directory (``model.safetensors``, config, tokenizer, ``meta.json``) under
@@ -11,7 +11,7 @@ files do not match it (damaged, truncated) is rebuilt, never used.
 
 Training (:func:`train`): AdamW at a constant learning rate, fp32, on the CPU, deterministic
 (seeded, one thread, ``torch.use_deterministic_algorithms``), in the pinned numerical environment
-(:mod:`kit.world.pinned`), so a build is the same bits on one numerical platform. Each example is
+(:mod:`kit.core.pinned`), so a build is the same bits on one numerical platform. Each example is
 the prompt rendered as the model will be asked (the chat template, assistant turn opened, when the
 tokenizer has one: ``kit.models.generate.prompt_text``), then the answer and the end-of-turn token;
 the loss is the cross-entropy of the answer tokens and that end token only (the logits of the
@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kit.core.cached import file_sizes, is_built_dir
 from kit.core.paths import atomic_dir, build_lock, cache_dir, sha256
 from kit.models import real
 from kit.models.finetune_examples import Example, epoch_order, examples, split_items
@@ -54,11 +55,12 @@ from kit.models.recipes import (
     recipe,
     recipe_from_dict,
 )
+from kit.models.sources import find
 
 if TYPE_CHECKING:
     from kit.core.jobs import Engine
+from kit.core.pinned import enter_pinned, is_pinned, run_pinned
 from kit.models.twins import twin_path
-from kit.world.pinned import enter_pinned, is_pinned, run_pinned
 
 CODE_VERSION = "finetune-v1"
 """Bump when a change here changes the weights a recipe trains to: every build's key changes."""
@@ -339,10 +341,11 @@ def base_dir(base: str) -> Path:
     :mod:`kit.models.real`), ``twin/<name>`` or a local model directory. Resolved here, not through
     ``kit.models.load.model_dir``: load resolves recipe names through this module, so importing it
     back would make a circle; a hub model is a base once fetched (``kit.models.hub.snapshot``)."""
-    if base.startswith("real/"):
-        return real.real_path(base.removeprefix("real/"))
-    if base.startswith("twin/"):
-        return twin_path(base.removeprefix("twin/"))
+    form = find(base)
+    if form is not None and form.family == "real":
+        return real.real_path(form.rest(base))
+    if form is not None and form.family == "twin":  # twin_path refuses a revision, naming it
+        return twin_path(form.rest(base))
     local = Path(base).expanduser()
     if local.is_dir():
         return local
@@ -391,16 +394,9 @@ def finetune_dir(r: Recipe) -> Path:
 
 
 def is_built(r: Recipe) -> bool:
-    """True when ``r``'s directory is complete: meta.json and each file it lists, at its size."""
-    d = finetune_dir(r)
-    try:
-        meta = json.loads((d / "meta.json").read_text())
-        files = meta["files"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return bool(files) and all(
-        (d / f).is_file() and (d / f).stat().st_size == size for f, size in files.items()
-    )
+    """True when ``r``'s directory is complete: meta.json and each file it lists, at its size (a
+    damaged one is named in a warning and rebuilt, :func:`kit.core.cached.is_built_dir`)."""
+    return is_built_dir(finetune_dir(r), ("config.json", "model.safetensors"), what="fine-tune")
 
 
 def read_meta(r: Recipe | str) -> dict:
@@ -435,9 +431,7 @@ def _train_and_save(r: Recipe, progress: bool = True) -> Path:
     with atomic_dir(target) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-        files = {
-            str(p.relative_to(tmp)): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()
-        }
+        files = file_sizes(tmp)
         meta = {
             "name": r.name,
             "key": key,
@@ -462,7 +456,7 @@ def _train_and_save(r: Recipe, progress: bool = True) -> Path:
 
 def build(r: Recipe | str, progress: bool = True) -> Path:
     """Recipe ``r`` (or its model name) built: its directory, training it first if needed, in a
-    pinned subprocess (:func:`kit.world.pinned.run_pinned`) unless this process is pinned."""
+    pinned subprocess (:func:`kit.core.pinned.run_pinned`) unless this process is pinned."""
     r = recipe(r) if isinstance(r, str) else r
     check_recipe(r)
     target = finetune_dir(r)

@@ -19,11 +19,14 @@ The weights are the GGUF's dequantised values: a Q4 file gives the Q4 model, not
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from kit.core.paths import atomic_dir, atomic_write_text, build_lock, cache_dir, sha256
+from kit.core.cached import MISSING, has_keys, read_json, write_json
+from kit.core.paths import atomic_dir, build_lock, cache_dir, file_mode, sha256
 
 SOURCE_FILE = "kit_gguf_source.json"
 """Written beside the dequantised weights: which file (sha256, name, size) they came from. Nothing
@@ -82,9 +85,8 @@ def file_sha256(path: Path) -> str:
     path = Path(path).resolve()
     stat = path.stat()
     memo_file = _root() / "hashes.json"
-    try:
-        memo = json.loads(memo_file.read_text())
-    except (OSError, ValueError):  # absent or damaged: a memo, never the truth
+    memo = read_json(memo_file, _memo_check, what="GGUF hash memo")
+    if memo is MISSING:  # absent or damaged (warned about): a memo, never the truth
         memo = {}
     entry = memo.get(str(path))
     if (
@@ -95,8 +97,21 @@ def file_sha256(path: Path) -> str:
         return str(entry["sha256"])
     digest = sha256(path)
     memo[str(path)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
-    atomic_write_text(memo_file, json.dumps(memo, indent=1, sort_keys=True))
+    write_json(memo_file, memo)
     return digest
+
+
+def _memo_check(memo: Any) -> str | None:
+    """The GGUF hash memo: ``{resolved path: {"size", "mtime_ns", "sha256"}}``."""
+    if not isinstance(memo, dict):
+        return f"not a JSON object ({type(memo).__name__})"
+    for where, entry in memo.items():
+        why = has_keys(entry, {"size": int, "mtime_ns": int, "sha256": str})
+        if why is None and not re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]):
+            why = "'sha256' is not 64 hex digits"
+        if why is not None:
+            return f"entry {where}: {why}"
+    return None
 
 
 def cached_dir(digest: str) -> Path | None:
@@ -164,4 +179,9 @@ def _dequantise(file: Path, digest: str) -> Dequantised:
         (tmp / SOURCE_FILE).write_text(
             json.dumps({"sha256": digest, "file": file.name, "size": file.stat().st_size}, indent=1)
         )
+        # safetensors writes model.safetensors 0600; the other files are 0644 (umask 022): one mode
+        # for the directory's files, so another user of a shared cache can read the weights
+        for f in tmp.rglob("*"):
+            if f.is_file():
+                f.chmod(file_mode())
     return Dequantised(_root() / digest, digest, time.perf_counter() - start)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import os
+import re
 from pathlib import Path
 
 # What a causal LM or encoder needs from a repository: configs, safetensors weights, tokenizer files
@@ -60,6 +61,73 @@ def repo_files(repo_id: str, revision: str | None = None) -> list[str]:
 
     info = HfApi().model_info(repo_id, revision=revision, timeout=LIST_TIMEOUT)
     return [s.rfilename for s in (info.siblings or [])]
+
+
+MODEL_FIELD = re.compile(r"(\w+_)?(model|models|encoder|encoders)")
+"""Config fields that name models (``model``, ``compare_models``, ``extra_encoders``...): the ones
+:func:`hub_id_problems` checks."""
+NOT_HUB = ("zoo/", "zoo-sae/", "random/", "twin/", "real/", "hf:")
+"""Name prefixes ``kit.load_model`` resolves without the hub."""
+
+
+def hub_id_problems(cfg) -> list[str]:
+    """Pre-flight check (:mod:`kit.core.preflight`): every hub id (``org/name[@revision]``) in a
+    config's model fields can be loaded: it is in the Hugging Face cache, or the hub answers that
+    it exists (one request each, :func:`repo_files`). Offline (``HF_HUB_OFFLINE`` or an unreachable
+    hub) an id not in the cache, and a misspelled one, are refused naming the field, before any
+    kernel starts. Local paths, recipes and world names are not hub ids."""
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    from kit.models.load import looks_local
+    from kit.models.recipes import is_recipe_name
+
+    out = []
+    for field in type(cfg).model_fields:
+        if not MODEL_FIELD.fullmatch(field):
+            continue
+        value = getattr(cfg, field)
+        names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for name in names:
+            base, _, revision = str(name).partition("@")
+            if (
+                "/" not in base
+                or base.startswith(NOT_HUB)
+                or looks_local(base)
+                or Path(base).expanduser().exists()
+                or is_recipe_name(name)
+            ):
+                continue
+            try:
+                cached_snapshot(base, revision or None)
+                continue
+            except HubError:
+                pass
+            where = f"field {field!r}: {name!r}"
+            if offline():
+                out.append(
+                    f"{where} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; "
+                    "check the spelling, or download it once with network access"
+                )
+                continue
+            try:
+                repo_files(base, revision or None)
+            except GatedRepoError:  # it exists; access is the loader's question (a token)
+                continue
+            except (RepositoryNotFoundError, RevisionNotFoundError) as e:
+                out.append(
+                    f"{where} is not on the Hugging Face hub ({type(e).__name__}); "
+                    "check the spelling"
+                )
+            except _network_errors() as e:
+                out.append(
+                    f"{where} is not in the Hugging Face cache and the hub cannot be reached "
+                    f"({type(e).__name__}); check the spelling, or download it with network access"
+                )
+    return out
 
 
 def weight_patterns(repo_id: str, files: list[str], gguf: str | None = None) -> list[str]:

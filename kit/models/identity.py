@@ -1,7 +1,7 @@
 """What a model or a file *is*, for cache keys: a digest of its content, never its name.
 
 A cache keyed by a path or a file name returns old numbers after a model is retrained in place or a
-responses file is replaced under the same name (issue 33, item 1). Every cache asks this module:
+responses file is replaced under the same name. Every cache asks this module:
 
 - :func:`file_sha256`: the sha256 of a file's bytes, remembered per file under
   ``<KIT_CACHE_DIR>/identity/`` together with the file's ``stat`` (size, mtime, ctime, inode,
@@ -26,15 +26,17 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from kit.core.paths import atomic_write_text, cache_dir, current_world, sha256
+from kit.core.cached import MISSING, has_keys, read_json, write_json
+from kit.core.paths import cache_dir, sha256
 
 IDENTITY_VERSION = 3
 """Part of every directory identity and every :func:`code_identity`: bump it when what is hashed
 changes, or when the numbers every cache holds change (3: pinned processes multiply matrices in
-OpenBLAS and take square roots exactly, ``kit.world.kernels``; values cached before differ in their
+OpenBLAS and take square roots exactly, ``kit.core.kernels``; values cached before differ in their
 last bits)."""
 
 _MEMO: dict[str, tuple[tuple[int, ...], str]] = {}
@@ -61,27 +63,29 @@ def file_sha256(path: str | Path) -> str:
     if hit is not None and hit[0] == key:
         return hit[1]
     memo = _memo_path(real)
-    try:
-        rec = json.loads(memo.read_text())
-        if (
-            rec.get("path") == real
-            and tuple(rec.get("stat", ())) == key
-            and len(rec.get("sha256", "")) == 64
-        ):
-            _MEMO[real] = (key, rec["sha256"])
-            return rec["sha256"]
-    except (OSError, ValueError, AttributeError):  # no memo yet, or a damaged one: hash again
-        pass
+    # no memo yet, a damaged one (warned about) or one of another version of the file: hash again
+    rec = read_json(memo, _memo_check, what="file-hash memo")
+    if rec is not MISSING and rec["path"] == real and tuple(rec["stat"]) == key:
+        _MEMO[real] = (key, rec["sha256"])
+        return rec["sha256"]
     digest = sha256(Path(real))
     if _stat_key(os.stat(real)) == key:  # not changed while we read it: safe to remember
         _MEMO[real] = (key, digest)
         try:
-            atomic_write_text(
-                memo, json.dumps({"path": real, "stat": list(key), "sha256": digest}) + "\n"
-            )
+            write_json(memo, {"path": real, "stat": list(key), "sha256": digest})
         except OSError:  # a read-only cache only costs a re-hash next time
             pass
     return digest
+
+
+def _memo_check(rec) -> str | None:
+    """A file-hash memo: the file's path, its stat key (5 ints) and a 64-hex sha256."""
+    why = has_keys(rec, {"path": str, "stat": list, "sha256": str})
+    if why is None and not re.fullmatch(r"[0-9a-f]{64}", rec["sha256"]):
+        return "'sha256' is not 64 hex digits"
+    if why is None and (len(rec["stat"]) != 5 or not all(type(x) is int for x in rec["stat"])):
+        return "'stat' is not 5 integers"
+    return why
 
 
 def model_files(directory: str | Path) -> list[Path]:
@@ -107,23 +111,16 @@ def path_identity(path: str | Path) -> str:
 
 
 def name_identity(name: str, world: str | None = None) -> str:
-    """The identity of a model as named in a cache key: an existing local path by its content
-    (:func:`path_identity`), ``zoo/<member>`` by its build key (the world's members are
-    content-addressed: recipe, code version and parent), anything else by the name itself
-    (a hub id: its files are fetched into a snapshot directory, which callers pass instead)."""
-    if name.startswith("zoo/"):
-        # lazy: kit.world imports torch and the world's specs; hub models' keys never need it
-        from kit.world.specs import member_identity
-        from kit.world.zoo import world_spec
+    """The identity of a model as named in a cache key: its form's identity
+    (:mod:`kit.models.sources`): ``zoo/<member>`` by its build key (the world's members are
+    content-addressed: recipe, code version and parent), anything else as
+    :func:`kit.models.sources.path_or_name` says: an existing local path by its content
+    (:func:`path_identity`), else the name itself (a hub id: its files are fetched into a snapshot
+    directory, which callers pass instead)."""
+    from kit.models.sources import find, path_or_name
 
-        try:
-            return member_identity(world_spec(current_world(world)), name)
-        except StopIteration:  # not a member of this world: the name is all we know
-            return f"name:{name}"
-    p = Path(name).expanduser()
-    if name and (p.is_file() or p.is_dir()):
-        return path_identity(p)
-    return f"name:{name}"
+    form = find(name)
+    return (form.identity if form is not None else path_or_name)(name, world)
 
 
 def model_identity(model: Any) -> str:

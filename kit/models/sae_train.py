@@ -1,5 +1,5 @@
 """One SAE recipe and one concept labeller for every SAE the project trains (zoo SAEs in
-``kit.world.saes``, MiniLM SAEs in ``kit.cg.saes``).
+``kit.world.saes``, MiniLM SAEs in ``kit.models.minilm_sae``).
 
 - :func:`train_sae`: a sae_lens ``TopKTrainingSAE`` or ``StandardTrainingSAE`` (ReLU + L1)
   trained by ``sae_lens.SAETrainer`` on a tensor of stored activations (our own iterator feeds it,
@@ -19,6 +19,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 ARCHITECTURES = ("topk", "standard")
+SAE_FILES = ("cfg.json", "sae_weights.safetensors")
+"""What sae_lens's ``save_inference_model`` writes: an SAE directory without both is not whole."""
 DEAD = "(dead)"
 
 

@@ -17,7 +17,8 @@ The metric (re-exported here: ``kit.mui.neuron_scores``, ``kit.mui.utilization``
 - ``directions``: the four directions of a change and corollaries 1-2.
 
 Notebook 01's experiments: ``published`` (the paper's tables), ``growth`` (§3.6), ``correctness``
-(§3.7), ``masking`` (§3.8), ``methods`` (B.6's grid, the public code), ``multi_token`` (item 7).
+(§3.7), ``masking`` (§3.8), ``methods`` (B.6's grid, the public code), ``multi_token``
+(multi-token answers, k across widths).
 Notebook 02: ``trajectories`` (settings, directions), ``measurements``, ``trajectory_sections``,
 ``published_trajectories`` (the paper's tables), ``regression`` (the training takeaway). Both:
 ``checkpoints`` (a member's training checkpoints, by name). Figures: ``plots``. ``quickstart``:

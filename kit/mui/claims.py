@@ -8,7 +8,7 @@ are notebook 02's.
 Here: the claim ids each notebook must report (:data:`REQUIRED_IDS`) and notebook 01's claim list
 (:func:`utility_law_claims`, :func:`stability_reruns`). The claims are built in
 :mod:`kit.mui.law_claims` (the law's sign on the published tables and the law grid, PUR's ranking),
-:mod:`kit.mui.experiment_claims` (§3.6-3.8 on the focus model, item 7's multi-token families) and
+:mod:`kit.mui.experiment_claims` (§3.6-3.8 on the focus model, the multi-token families) and
 :mod:`kit.mui.direction_claims` (notebook 02's).
 """
 
@@ -52,7 +52,9 @@ def grid_rests_on(results: Mapping[str, Any]) -> str:
     if grid.empty:
         return "the law grid's models (none recorded)"
     models, tasks = sorted(grid.model.unique()), sorted(grid.task.unique())
-    if all(m.startswith("zoo/") for m in models):
+    from kit.models.sources import form_of
+
+    if all(form_of(m).world_member for m in models):
         contaminated = sum("-test-" in m or "-syn-" in m for m in models)
         return (
             f"tiny world: {len(models)} zoo models (bases and fine-tunes, {contaminated} "
@@ -77,9 +79,10 @@ def utility_law_claims(
     """Notebook 01's claims from its recorded ``results`` (``published_law_fit_fe``,
     ``published_law_fit_per_model``, ``published_pur_max_band_ratio``, ``tiny_law_fit_fe``,
     ``tiny_law_fit_per_task``, ``tiny_rank_per_task``, ``masking``, ``tiny_grid``), the §3.6 growth
-    ``curves`` (columns pool, n, repeat, mui), the §3.7 ``correctness`` dict and item 7's
-    ``multi_token`` data (``law``, ``ci`` of :func:`kit.mui.multi_token.multi_token_section`; None:
-    those claims are "not testable here"). ``focus``: the model of §3.6-3.8 (what those rest on).
+    ``curves`` (columns pool, n, repeat, mui), the §3.7 ``correctness`` dict and the multi-token
+    section's ``multi_token`` data (``law``, ``ci`` of
+    :func:`kit.mui.multi_token.multi_token_section`; None: those claims are "not testable here").
+    ``focus``: the model of §3.6-3.8 (what those rest on).
     ``seed`` drives every bootstrap (:func:`stability_reruns` varies it)."""
     form = results.get("law_form", "mui_vs_log_perf")
     grid = grid_rests_on(results)

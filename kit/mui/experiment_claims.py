@@ -2,8 +2,8 @@
 
 Corollary 4's data diversity (§3.6 growth curves), §3.7's "no difference" between correct and
 incorrect responses (tested as equivalence), §3.8's masking of key vs random neurons (with
-:func:`newcombe_diff`'s interval), and item 7 on the multi-token families (the law across models,
-Corollary 1 across one run's checkpoints, §3.7 on per-sample MUI). Every verdict comes from
+:func:`newcombe_diff`'s interval), and the claims on the multi-token families (the law across
+models, Corollary 1 across one run's checkpoints, §3.7 on per-sample MUI). Every verdict comes from
 :func:`kit.core.claims.claim`; notebook 01's claim list is assembled in :mod:`kit.mui.claims`.
 """
 
@@ -242,12 +242,12 @@ def _masking_claim(m: Mapping[str, Any], focus: str | None = None) -> Claim:
 def multi_token_claims(
     data: Mapping[str, Any] | None, seed: int = 0, n_boot: int = 1000, form: str = "mui_vs_log_perf"
 ) -> list[Claim]:
-    """Item 7 on the multi-token families. Across >= 3 models: the law (``law.multi_token``), with a
-    fixed effect per family. Across one model's training checkpoints: not the law (one run's
-    checkpoints are not independent models) but Corollary 1's "accumulating" (MUI and performance
-    rising together in training), one claim per family (``corollary1.checkpoints[<family>]``: the
-    families differ in MUI scale, so they are not pooled). And §3.7 on per-sample MUI where it can
-    vary. ``data``: ``{"law": ..., "ci": ...}`` of
+    """The claims on the multi-token families. Across >= 3 models: the law
+    (``law.multi_token``), with a fixed effect per family. Across one model's training
+    checkpoints: not the law (one run's checkpoints are not independent models) but Corollary 1's
+    "accumulating" (MUI and performance rising together in training), one claim per family
+    (``corollary1.checkpoints[<family>]``: the families differ in MUI scale, so they are not
+    pooled). And §3.7 on per-sample MUI where it can vary. ``data``: ``{"law": ..., "ci": ...}`` of
     :func:`kit.mui.multi_token.multi_token_section`."""
     data = data or {}
     law = data.get("law") or {}

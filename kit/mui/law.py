@@ -128,7 +128,7 @@ def fit_law_fixed_effects(
     form: str = "mui_vs_log_perf",
 ) -> LawFit | None:
     """The Utility Law pooled over groups (benchmarks, tasks) with a fixed effect per group:
-    ``y_gi = a_g + slope * ln(x_gi) + e`` (issue 36: benchmarks differ in MUI scale, so a pooled fit
+    ``y_gi = a_g + slope * ln(x_gi) + e`` (benchmarks differ in MUI scale, so a pooled fit
     without them mixes the between-benchmark spread into the slope).
 
     ``df``: one row per (model, group) with ``perf`` and ``m`` in %; rows with MUI <= 0 (or

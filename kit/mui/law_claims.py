@@ -1,6 +1,6 @@
 """Claims on the Utility Law's sign and PUR's ranking (seed 000, §2 and §3.5, notebook 01).
 
-One law fit's claim (:func:`_fit_claim`: the slope's sign, also item 7's in
+One law fit's claim (:func:`_fit_claim`: the slope's sign, also the multi-token families' in
 :mod:`kit.mui.experiment_claims`), the re-analyses of the paper's printed tables (the law on
 Table 5, Table 1's PUR recomputed within its rounding band: :func:`published_claims`) and the law
 grid's claims (pooled fit with task effects, per-task signs, corollary 3's ranking). Every verdict

@@ -1,5 +1,5 @@
 """Other ways to compute MUI: the score x threshold grid of appendix B.6 (seed 000) and the
-paper's definition beside MUI-Eval's public code (item 6).
+paper's definition beside MUI-Eval's public code.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def method_correlations(grid: pd.DataFrame) -> pd.DataFrame:
 def method_grid_section(
     model_names: Sequence[str], tasks: Sequence[str], cfg, loaded: Mapping[str, Any] | None = None
 ):
-    """App. B.6 (item 5): the published Tables 11-17 re-read, then MUI under every score x threshold
+    """App. B.6: the published Tables 11-17 re-read, then MUI under every score x threshold
     in the world (``topscore`` at 0.2 and at MUI-Eval's 0.8-0.95), methods equal by construction
     dropped, and Spearman of each remaining method with the selected one."""
     from kit.core.findings import Section
@@ -193,7 +193,7 @@ def method_grid_section(
     )
     drop_text = "; ".join(f"{d} = {k}" for d, k in dropped.items()) if dropped else "none"
     findings = [
-        "B.6 published (item 5): from the printed Tables 13/14 vs Table 11, Spearman over the "
+        "B.6 published: from the printed Tables 13/14 vs Table 11, Spearman over the "
         f"{int(alt.n_cells.iloc[0])} (model, benchmark) cells is {alt.pooled.iloc[0]:.3f} / "
         f"{alt.pooled.iloc[1]:.3f} (mean {alt.pooled.mean():.3f}); mean of per-benchmark Spearmans "
         f"{alt.per_benchmark_mean.mean():.3f}; the paper quotes {alt.quoted.iloc[0]} (published, "
@@ -228,7 +228,7 @@ def method_grid_section(
 def public_code_section(
     subject: Subject, task: str, cfg, k: int | None = None, prompts: str = "kit"
 ):
-    """Item 6: the paper's definition and MUI-Eval's code (``variant="public_code"``) on the same
+    """The paper's definition and MUI-Eval's code (``variant="public_code"``) on the same
     model, items and responses; the code with 1 and with 2 visible GPUs (its per-GPU duplicates).
 
     ``prompts``: the code's rows built as kit builds them (``kit``: the same tokens as the paper's
@@ -301,7 +301,8 @@ def public_code_section(
     table = pd.DataFrame(rows)
     p, c1, c2 = table.mui
     finding = (
-        f"Item 6 ({focus}, {task}, {len(items)} items): MUI {p:.3f}% by the paper's definition vs "
+        f"Paper vs public code ({focus}, {task}, {len(items)} items): MUI {p:.3f}% by the "
+        "paper's definition vs "
         f"{c1:.3f}% by MUI-Eval's code (1 GPU; {c2:.3f}% with 2 GPUs); the two key-neuron sets "
         f"share {table.jaccard_with_paper.iloc[1]:.2f} of their union (Jaccard). Table 5's "
         "absolute MUI values come from MUI-Eval's code (off-by-one target, act(gate), top-k per "

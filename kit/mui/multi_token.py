@@ -1,6 +1,6 @@
-"""Item 7 of notebook 01: multi-token answers (per-sample MUI that can vary) and MUI's ``k``
-across model widths, on the tiny world's multi-token task families; the law on those families,
-across models or across one model's training checkpoints.
+"""Notebook 01's multi-token section: multi-token answers (per-sample MUI that can vary) and
+MUI's ``k`` across model widths, on the tiny world's multi-token task families; the law on those
+families, across models or across one model's training checkpoints.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def multi_token_section(
     focus: str | None = None,
     **mui_kw: Any,
 ):
-    """Item 7: k per width, per-sample MUI on the multi-token families (beside a one-token task),
+    """k per width, per-sample MUI on the multi-token families (beside a one-token task),
     the law on the multi-token families and §3.7 (correct vs incorrect) where per-sample MUI varies.
 
     ``models``: zoo models; ``tasks``: multi-token families (``kit.world.EXTRA_TASKS``); ``focus``:
@@ -159,10 +159,11 @@ def multi_token_section(
         for r in widths.itertuples()
     )
     findings = [
-        f"Item 7, k across widths: {k_text}. One response token gives every sample the same MUI "
+        f"Multi-token answers, k across widths: {k_text}. One response token gives every sample "
+        "the same MUI "
         "100·k/d_mlp, so only multi-token answers let per-sample MUI vary, and models with "
         "different k/d_mlp sit on different scales.",
-        f"Item 7, per-sample MUI of {focus}: "
+        f"Multi-token answers, per-sample MUI of {focus}: "
         + "; ".join(
             f"{r.task} ({r.answer_tokens}-token answers, exact {r.performance:.1f}%, token "
             f"{r.token_accuracy:.1f}%): {r.sample_mui_min:.3f}-{r.sample_mui_max:.3f}% (median "
@@ -175,7 +176,7 @@ def multi_token_section(
     ]
     if ci.get("n_each", 0) >= 2:
         findings.append(
-            f"Item 7, §3.7 on the multi-token families ({focus}): {ci['n_each']} correct vs "
+            f"§3.7 on the multi-token families ({focus}): {ci['n_each']} correct vs "
             f"{ci['n_each']} incorrect (equal counts per family): per-sample MUI "
             f"{ci['sample_mui_correct_mean']:.3f}% vs {ci['sample_mui_incorrect_mean']:.3f}%"
             + (
@@ -187,7 +188,7 @@ def multi_token_section(
         )
     else:
         findings.append(
-            f"Item 7, §3.7 on the multi-token families ({focus}): too few correct or incorrect "
+            f"§3.7 on the multi-token families ({focus}): too few correct or incorrect "
             f"responses ({ci.get('n_correct_total')} correct, {ci.get('n_incorrect_total')} "
             "incorrect) to compare."
         )

@@ -133,7 +133,7 @@ value within +-0.05 of it."""
 def pur_rounding_band(
     comparison: pd.DataFrame, alpha: float = 0.5, half_unit: float = PRINTED_HALF_UNIT
 ) -> pd.DataFrame:
-    """Each recomputed PUR cell's rounding band (issue 36): Table 5's performance P and MUI M are
+    """Each recomputed PUR cell's rounding band: Table 5's performance P and MUI M are
     printed to one decimal, so the true PUR lies in ``[(P - h) / (M + h)^alpha, (P + h) / (M -
     h)^alpha]`` (``h`` = ``half_unit``), and Table 1's printed PUR is itself rounded by ``h``. A
     printed PUR is consistent with Table 5 when it lies within ``h`` of that band.

@@ -165,12 +165,13 @@ def published_section(
         "contamination_ood": counts_dict(co[co["domain"] == "ood"]),
         "contamination_ood_arc_mmlu": counts_dict(co[co["task"].isin(PAPER_OOD_CONTAMINATION)]),
     }
-    # item 8: "collapsing is only observed when data contamination occurs" (sec. 3.3), on the
+    # "collapsing is only observed when data contamination occurs" (sec. 3.3), on the
     # paper's own Table 9
     sp_ood = sp[sp["domain"] == "ood"]
     col = sp_ood[sp_ood["direction"] == "collapsing"]
     finding = (
-        f"Item 8, paper tables: {len(col)} of {len(sp_ood)} OOD changes of the uncontaminated "
+        f"Collapsing without contamination, paper tables: {len(col)} of {len(sp_ood)} OOD "
+        "changes of the uncontaminated "
         f"specialised models (Table 9) are collapsing"
         + (
             f" ({', '.join(f'{r.model} on {r.task}' for r in col.itertuples())})"

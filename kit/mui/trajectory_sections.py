@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 def source_label(models: Sequence[str]) -> str:
     """What part 2 measured, for titles and check names: ``tiny world`` (zoo members) or
     ``measured`` (real models: Hugging Face ids, directories, twins)."""
-    return "tiny world" if all(str(m).startswith("zoo/") for m in models) else "measured"
+    from kit.models.sources import form_of
+
+    return "tiny world" if all(form_of(str(m)).world_member for m in models) else "measured"
 
 
 def checkpoint_section(

@@ -56,8 +56,10 @@ def _encoder_data(model: str, device: str):
 
 def _synthetic_data(model: str):
     from kit.models.load import RANDOM_SHAPES
+    from kit.models.sources import form_of
 
-    shape = model.removeprefix("random/")
+    form = form_of(model)
+    shape = form.rest(model) if form.random_init else model
     d = RANDOM_SHAPES[shape]["d_model"] if shape in RANDOM_SHAPES else 768
     rng = np.random.default_rng(0)
     data = []
@@ -81,8 +83,10 @@ def run(model: str = "minilm", device: str = "cpu") -> list[BenchLine]:
 
 def _run(model: str, device: str) -> list[BenchLine]:
     from kit.models.load import ENCODERS
+    from kit.models.sources import form_of
 
-    is_encoder = model in ENCODERS or not (model.startswith("random/") or model.startswith("zoo/"))
+    form = form_of(model)
+    is_encoder = model in ENCODERS or not (form.random_init or form.world_member)
     try:
         data, forward_s, what = (
             _encoder_data(model, device) if is_encoder else _synthetic_data(model)

@@ -350,7 +350,9 @@ def setting(
     """A :class:`Setting` with its claim prefix (``""`` for ``encoder``, else ``name.``), its title
     and what it rests on (the model, how it was made, the corpus and its size)."""
     model = result.model.split(" (")[0]
-    if model.startswith("zoo/"):
+    from kit.models.sources import form_of
+
+    if form_of(model).world_member:
         kind = f"the tiny world's decoder {model} (trained here, ~250-word vocabulary)"
     else:
         kind = MODEL_KIND.get(model, model)

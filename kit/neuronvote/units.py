@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from kit.core.cached import MISSING, has_keys, read_json, write_json
 from kit.core.jobs import Job
 from kit.core.jobs.spec import canonical_json
 from kit.core.paths import atomic_path, cache_dir
@@ -304,8 +305,8 @@ def _run_unit(kind: str, args: dict[str, Any]) -> str:
     from threadpoolctl import threadpool_limits
 
     out = unit_path(kind, args)
-    if out.exists():  # done before (an interrupted sweep resumes here)
-        return out.name
+    if read_json(out, unit_check, what="unit cache") is not MISSING:
+        return out.name  # done before (an interrupted sweep resumes here); a refused file is redone
     x_train, y_train, x_test, y_test = _task_arrays(args["vectors"], args["task"])
     settings = UnitSettings.from_json(args["settings"])
     threads = torch.get_num_threads()
@@ -328,9 +329,33 @@ def _run_unit(kind: str, args: dict[str, Any]) -> str:
             )
     finally:
         torch.set_num_threads(threads)
-    with atomic_path(out) as tmp:
-        tmp.write_text(json.dumps(asdict(res)))
+    write_json(out, asdict(res))
     return out.name
+
+
+def unit_check(d: Any) -> str | None:
+    """The check of a cached :class:`UnitResult`: its fields and types; every ranking a
+    permutation of one set of neuron indices (a changed or truncated ranking is refused)."""
+    types = {
+        "layer": int,
+        "position": str,
+        "concept": str,
+        "rankings": dict,
+        **{k: list for k in ("scores", "accuracy", "pairwise", "reseed_scores", "shuffled_scores")},
+    }
+    why = has_keys(d, types)
+    if why is None and set(d) != {f.name for f in fields(UnitResult)}:
+        why = f"keys {sorted(d)} are not a unit's"
+    if why is not None:
+        return why
+    n = None
+    for method, ranking in d["rankings"].items():
+        if not isinstance(ranking, list) or not all(type(i) is int for i in ranking):
+            return f"ranking of {method} is not a list of neuron indices"
+        if sorted(ranking) != list(range(len(ranking))) or n not in (None, len(ranking)):
+            return f"ranking of {method} is not a permutation of the neurons"
+        n = len(ranking)
+    return None
 
 
 def rank_unit_job(**args: Any) -> str:
@@ -367,9 +392,10 @@ def read_unit(job: Job) -> UnitResult:
     """The :class:`UnitResult` a finished unit job left in the cache."""
     kind = "rank" if job.fn.endswith(":rank_unit_job") else "shuffle"
     path = unit_path(kind, job.kwargs)
-    if not path.exists():
-        raise FileNotFoundError(f"unit job {job.describe()[:200]} left no result at {path}")
-    return UnitResult.from_json(json.loads(path.read_text()))
+    d = read_json(path, unit_check, what="unit cache")
+    if d is MISSING:
+        raise FileNotFoundError(f"unit job {job.describe()[:200]} left no usable result at {path}")
+    return UnitResult.from_json(d)
 
 
 def merge_units(parts: Sequence[UnitResult]) -> UnitResult:

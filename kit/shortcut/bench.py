@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 def _load(model: str, device: str, seed: int, dtype: str | None = None) -> HookedModel:
     from kit.models.load import load_model
+    from kit.models.sources import form_of
 
-    extra: dict[str, Any] = {"seed": seed} if model.startswith("random/") else {}
+    extra: dict[str, Any] = {"seed": seed} if form_of(model).random_init else {}
     return cast("HookedModel", load_model(model, device=device, dtype=dtype, **extra))
 
 
@@ -57,7 +58,9 @@ def run(
     if device == "cpu":
         torch.set_num_threads(1)  # shared 2-core machines: 2 OpenMP threads spin and run far slower
     m = _load(model, device, seed=0, dtype=dtype)
-    if model.startswith("random/"):
+    from kit.models.sources import form_of
+
+    if form_of(model).random_init:
         base = _load(model, device, seed=1, dtype=dtype)
     else:  # a real model patched by a perturbed copy of itself: same architecture, different values
         import copy

@@ -42,10 +42,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, claim, mark_stability, weaken
+from kit.core.claims import Claim, claim, equivalence_floor, mark_stability, weaken
 from kit.core.stats import bootstrap_ci, bootstrap_groups_ci, null_band
 from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units, leak_claim
-from kit.shortcut.te_claims import _te_claims
+from kit.shortcut.te_claims import _te_claims, acts_precondition, leak_precondition
 
 REQUIRED_IDS = {
     "03_shortcut_neurons": [
@@ -184,6 +184,10 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
     n_items = ", ".join(
         f"{_units(len(groups[i][0]), clusters[i], 'items')} of {t}" for i, t in enumerate(tasks)
     )
+    # the smallest task decides what the design can reach (one changed answer moves most there)
+    few = min(range(len(tasks)), key=lambda i: len(groups[i][0]))
+    n_few, c_few = len(groups[few][0]), clusters[few]
+    u_few = None if c_few is None else len(np.unique(np.asarray(c_few)))
     per_cell = {f"{v} / {t}": round(d, 3) for (v, t), d in deltas.items()}
     out = [
         claim(
@@ -196,6 +200,7 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
             null=0.0,
             direction="within",
             interval_how=f"bootstrap over {n_items}, shared by the rows",
+            undecidable=equivalence_floor(n_few, margin, len(cells), n_units=u_few),
             cells=per_cell,
             **tol,
         )
@@ -226,6 +231,7 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
             caveat=f"largest: {v} on {t}, {d:+.1f}",
             interval_how=f"the max over cells of Bonferroni ({k} cells) bootstrap intervals of "
             f"|Δacc|, {boot['n_boot']} replicates",
+            undecidable=equivalence_floor(n_few, margin, 1, level, n_units=u_few),
             cells=per_cell,
             **tol,
         )
@@ -252,7 +258,7 @@ def cheater_claims(ev: Evidence, kw: dict, margin: float = UNCHANGED_MARGIN) -> 
     except (OSError, KeyError, ValueError):  # the printed table is context only
         paper = {}
     tc, fc = [ev.test_clusters], [ev.test_clusters, ev.fresh_clusters]
-    on = dict(rests_on=ev.cheaters_rests_on or ev.rests_on)
+    on: dict[str, Any] = dict(rests_on=ev.cheaters_rests_on or ev.rests_on)
     out = []
     for label, d in te.items():
         if label in ev.cheater_same_as:
@@ -307,9 +313,17 @@ def cheater_claims(ev: Evidence, kw: dict, margin: float = UNCHANGED_MARGIN) -> 
                     null_range=(-margin, margin),
                     direction="within",
                     null_how=f"tolerance ±{margin:g} points",
+                    undecidable=equivalence_floor(
+                        len(d["ori"]),
+                        margin,
+                        n_units=None
+                        if ev.test_clusters is None
+                        else len(np.unique(ev.test_clusters)),
+                    ),
                     **common,
                 )
             )
+    leak_precondition(out)
     return out
 
 
@@ -326,7 +340,7 @@ def rule_choice_claim(rules: pd.DataFrame | None, chosen: str) -> Claim:
         "test items: objective (M_con drop - |M_un change|) of the chosen minus the public "
         "rule's (points)"
     )
-    kw = dict(
+    kw: dict[str, Any] = dict(
         paper_value="the paper does not say how eq. 3 and eq. 4 combine; its code adds them",
         kind="set-up check",
         rests_on="the held-out test items of the locating pair (our ranking choice)",
@@ -442,7 +456,9 @@ def shortcut_claims(
             for i in ("contaminated_drop", "clean_unchanged")
         ]
     out.append(_sparsity_claim(ev, kw))
-    out += _side_claims(ev, kw, margin)
+    side = _side_claims(ev, kw, margin)
+    acts_precondition(out, "te.contaminated_drop", side)
+    out += side
     rows = (
         ev.table2[~ev.table2.variant.isin(list(ev.base_labels))]
         if "variant" in ev.table2

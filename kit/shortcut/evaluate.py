@@ -254,7 +254,10 @@ def responses_of(
     cache = patched_cache.item_cache(model, base, data, "responses", settings)
     # as many sets per call as one forward holds (the generator's own chunks): each is kept at once
     per_call = max(1, max_rows // max(1, data.n))
-    return patched_cache.per_set_and_prompt(cache, data, neuron_sets, compute, False, per_call)
+    check = patched_cache.responses_check(model.cfg.d_vocab, n_new)
+    return patched_cache.per_set_and_prompt(
+        cache, data, neuron_sets, compute, False, per_call, check
+    )
 
 
 def first_tokens(
@@ -291,7 +294,10 @@ def first_tokens(
 
     cache = patched_cache.item_cache(model, base, data, "first-token", {})
     per_call = max(1, max_rows // max(1, data.n))
-    vals = patched_cache.per_set_and_prompt(cache, data, neuron_sets, compute, True, per_call)
+    check = patched_cache.first_token_check(model.cfg.d_vocab)
+    vals = patched_cache.per_set_and_prompt(
+        cache, data, neuron_sets, compute, True, per_call, check
+    )
     arr = np.asarray(vals, dtype=float).reshape(len(neuron_sets), data.n, 2)
     return np.exp(arr[..., 0]), arr[..., 1].astype(np.int64)
 

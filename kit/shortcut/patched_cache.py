@@ -19,6 +19,11 @@ was made for, whichever item list it came with. A model known only by a name (a 
 tiny-world ``extra/`` fine-tune) is never cached: its name could mean other weights tomorrow; one
 loaded from a directory (a real model, a saved random twin) is known by its files. Sampled answers
 are not cached either: a seeded sample depends on its batch.
+
+Every record carries the digest of its value (:class:`kit.models.cache.ItemCache`), and every value
+read is checked against what was asked (:func:`responses_check`, :func:`first_token_check`: token
+ids of this vocabulary, at most the asked length, a log-probability <= 0): a changed or impossible
+record is warned about, naming the file, and recomputed.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from kit.core.cached import Check
 from kit.models.cache import ItemCache
 from kit.models.identity import cache_identity, code_identity
 from kit.shortcut.items import TaskData, generation_kwargs
@@ -39,6 +45,41 @@ Compute = Callable[[list[int], list[int]], list[list[Any]]]
 
 CODE = ("kit.shortcut.patching", "kit.models.tl")
 """The modules whose source is part of every key (what decides a patched answer)."""
+
+
+def _token_ids(value: Any, d_vocab: int) -> str | None:
+    if not isinstance(value, list) or not all(type(t) is int for t in value):
+        return "not a list of token ids"
+    if value and not (0 <= min(value) and max(value) < d_vocab):
+        return f"token id outside [0, {d_vocab}) (this model's vocabulary)"
+    return None
+
+
+def responses_check(d_vocab: int, n_new: int) -> Check:
+    """The check of a cached patched response: at most ``n_new`` token ids in ``[0, d_vocab)``
+    (fewer when every row stopped early)."""
+
+    def check(value: Any) -> str | None:
+        why = _token_ids(value, d_vocab)
+        if why is None and len(value) > n_new:
+            return f"{len(value)} tokens, asked for {n_new}"
+        return why
+
+    return check
+
+
+def first_token_check(d_vocab: int) -> Check:
+    """The check of a cached first-token value: ``[log-probability <= 0, token id in [0,
+    d_vocab)]``."""
+
+    def check(value: Any) -> str | None:
+        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], float)):
+            return "not [log-probability, token id]"
+        if not value[0] <= 0.0:
+            return f"log-probability {value[0]} > 0"
+        return _token_ids([value[1]], d_vocab)
+
+    return check
 
 
 def content_identity(model) -> str | None:
@@ -107,18 +148,20 @@ def per_set_and_prompt(
     compute: Compute,
     with_target: bool = False,
     sets_per_call: int | None = None,
+    check: Check | None = None,
 ) -> list[list[Any]]:
     """``[set][prompt]`` values: the cached ones read, the others computed by ``compute`` (the sets
     that miss any prompt, ``sets_per_call`` at a time, on the prompts any of them misses) and
     recorded after each call, so a killed run keeps what it finished. Without a cache,
-    ``compute`` runs once on everything."""
+    ``compute`` runs once on everything. ``check``: which cached values are usable
+    (:meth:`kit.models.cache.ItemCache.load`)."""
     all_sets, all_prompts = list(range(len(sets))), list(range(data.n))
     if cache is None:
         return compute(all_sets, all_prompts)
     sd = [set_digest(s) for s in sets]
     pd_ = prompt_digests(data, with_target)
     ids = [[f"{sd[g]}/{pd_[p]}" for p in all_prompts] for g in all_sets]
-    done = cache.load()
+    done = cache.load(check=check)
     todo_sets = [g for g in all_sets if any(i not in done for i in ids[g])]
     todo_prompts = sorted({p for g in todo_sets for p in all_prompts if ids[g][p] not in done})
     step = max(1, sets_per_call or len(todo_sets) or 1)

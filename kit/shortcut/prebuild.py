@@ -1,4 +1,4 @@
-"""Notebook 03's own fine-tunes, built ahead as one sweep of jobs (issue 37).
+"""Notebook 03's own fine-tunes, built ahead as one sweep of jobs.
 
 On the tiny world, notebook 03 trains ~30 fine-tunes that are not world members (``extra/`` rows,
 Table 4/5's transfer rows, the strength and order variants, Table 6's rows on a second base, Table

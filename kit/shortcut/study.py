@@ -150,12 +150,14 @@ class Setup:
 def changed_by(member: str, world: str | None = None) -> set[Neuron] | None:
     """The MLP neurons a tiny-world fine-tune (zoo or ``extra/``) changed vs its parent; None
     otherwise."""
+    from kit.models.sources import form_of
     from kit.shortcut import variants
     from kit.world import changed_neurons, load_member
 
-    if member.startswith("zoo/"):
+    form = form_of(member)
+    if form.world_member:
         return set(changed_neurons(member, world=world))
-    if variants.is_extra(member):
+    if form.family == "extra":
         return variants.changed_between(
             load_model_any(member, world=world),
             load_member(variants.extra_spec(member, world).parent, world=world),

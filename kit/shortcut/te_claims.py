@@ -12,21 +12,78 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, claim, weaken
+from kit.core.claims import (
+    Claim,
+    claim,
+    equivalence_floor,
+    excludes_null,
+    mark_undecidable,
+    weaken,
+)
 from kit.core.stats import bootstrap_groups_ci
 from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units, leak_claim
 
 
-def _paper_range(contaminated: bool) -> str:
+def _paper_deltas(contaminated: bool) -> pd.Series:
+    """Table 2's printed Δacc (points) of its contaminated (or clean) rows."""
     from kit.data.paper_tables import load_table  # lazy: reads the tables directory
 
     t = load_table("001_table02_trustworthy_eval_gsm8k")
     is_con = t["model_variant"].str.contains("GSM-i")
-    d = pd.to_numeric(
+    return pd.to_numeric(
         t.loc[is_con == contaminated, "delta_acc"].astype(str).str.replace("+", "", regex=False),
         errors="coerce",
     ).dropna()
+
+
+def _paper_range(contaminated: bool) -> str:
+    d = _paper_deltas(contaminated)
     return f"Δacc {d.min():+.1f} to {d.max():+.1f} (Table 2)" if len(d) else "Table 2"
+
+
+def _paper_effect() -> tuple[float, float] | None:
+    """The range of Table 2's Δacc over its contaminated rows (-49.8 to -7.1 points), the
+    published effect a TE drop is read against (:func:`kit.core.claims.versus_paper`)."""
+    d = _paper_deltas(True)
+    return (float(d.min()), float(d.max())) if len(d) else None
+
+
+def leak_precondition(out: Sequence[Claim]) -> None:
+    """TE lowering a contaminated row says something only where the row's leak is established:
+    each ``<prefix>.delta[<row>]`` (and a pooled ``<prefix>.contaminated_drop`` beside one pooled
+    ``<prefix>.leak``) whose leak claim's interval does not exclude 0 cannot be decided here."""
+    by_id = {c.id: c for c in out}
+    for c in out:
+        prefix, _, rest = c.id.partition(".")
+        if rest.startswith("delta[") and c.direction == "less":
+            leak = by_id.get(f"{prefix}.leak[{rest[len('delta[') :]}")
+        elif rest == "contaminated_drop":
+            leak = by_id.get(f"{prefix}.leak")
+        else:
+            continue
+        if leak is not None and not excludes_null(leak):
+            mark_undecidable(
+                c,
+                f"its leak is not established ({leak.id}: {leak.why.split(';')[0]}): TE has no "
+                "inflated score to lower",
+            )
+
+
+def acts_precondition(out: Sequence[Claim], drop_id: str, targets: Sequence[Claim]) -> None:
+    """'Patching leaves clean rows (other tasks) unchanged' says something only where the patch
+    acts: where the contaminated drop (claim ``drop_id`` in ``out``) does not exclude 0, an
+    unchanged row cannot be told from a patch that changes nothing, so the equivalence claims among
+    ``targets`` cannot be decided here."""
+    drop = next((c for c in out if c.id == drop_id), None)
+    if drop is None or drop.ours is None or excludes_null(drop):
+        return
+    for c in targets:
+        if c.direction == "within":
+            mark_undecidable(
+                c,
+                f"the patch is not shown to act ({drop.id}: {drop.why.split(';')[0]}): an "
+                "unchanged row cannot be told from a patch that changes nothing",
+            )
 
 
 def _mean_delta(labels: Sequence[str]):
@@ -68,10 +125,16 @@ def _te_claims(
     n_fresh = (
         _units(len(next(iter(te.values()))["ref"]), ev.fresh_clusters, "fresh items") if te else ""
     )
-    on = dict(rests_on=rests_on)
+    on: dict[str, Any] = dict(rests_on=rests_on)
     tol: dict[str, Any]
     tol = dict(null_range=(-margin, margin), null_how=f"tolerance ±{margin:g} points")
     out: list[Claim] = []
+    n_items = len(next(iter(te.values()))["ori"]) if te else 0
+    n_units = None if ev.test_clusters is None else len(np.unique(ev.test_clusters))
+
+    def floor(cells: int) -> str | None:
+        """Can an equivalence over ``cells`` rows of these test items be supported at all?"""
+        return equivalence_floor(n_items, margin, cells, n_units=n_units) if n_items else None
 
     def built_in(c: Claim) -> Claim:
         if not by_construction:
@@ -116,6 +179,7 @@ def _te_claims(
                     null=0.0,
                     direction="within",
                     paper_value=_paper_range(False),
+                    undecidable=floor(1),
                     **tol,
                     **common,
                 )
@@ -196,7 +260,12 @@ def _te_claims(
             )
             continue
         est = bootstrap_groups_ci(_mean_delta(labels), [_test_table(te, labels)], clusters=tc, **kw)
-        band = tol if direction == "within" else dict(null_how="no change (0)")
+        band: dict[str, Any]
+        band = (
+            dict(tol, undecidable=floor(len(labels)))
+            if direction == "within"
+            else dict(null_how="no change (0)", paper_effect=_paper_effect())
+        )
         out.append(
             built_in(
                 claim(
@@ -272,4 +341,6 @@ def _te_claims(
                     **on,
                 )
             )
+    leak_precondition(out)
+    acts_precondition(out, f"{prefix}.contaminated_drop", out)
     return out

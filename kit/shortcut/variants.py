@@ -1,157 +1,27 @@
-"""Notebook 03's own fine-tunes of the tiny world (not zoo members): ``extra/`` model names.
+"""What notebook 03 does with ``extra/`` names (fine-tunes of the tiny world that are not zoo
+members): move a row onto another base (:func:`rebase`), the strength rows
+(:func:`strength_variants`) and the neurons a fine-tune changed (:func:`changed_between`).
 
-``extra/<zoo fine-tune>[:option...]`` is the zoo fine-tune's recipe (``kit.world.zoo.FinetuneSpec``)
-changed by the options, trained on first use and cached (:func:`kit.world.zoo.extra_finetune`):
-
-- ``split``: sparse fine-tunes change their own seeded plastic set by kind, ``shortcut`` for
-  contaminated ones and ``ability`` for the rest (the zoo's sparse fine-tunes all share one set, so
-  any neuron outside it has comparative score 0 and every rule "finds" the shortcut by
-  construction);
-- ``lr=<float>``: the learning rate (Table 8; in one pass a one-occurrence leak did not show at 2e-2
-  or 5e-2);
-- ``copies=<int>``: occurrences of each injected item (the paper's Fig. 5 / Table 8: 1 to 20);
-- ``order=<int>``: the same examples in another order (the paper's Table 11);
-- ``epochs=<int>``: passes over the example list, each later one reshuffled
-  (``FinetuneSpec.epochs``). The paper counts occurrences as copies in its fine-tune set and does
-  not give its epoch count; SFT commonly runs several epochs, so an x1 item is seen ``epochs``
-  times: OUR choice, applied to every Table 2 row alike so the rows still differ only in their data;
-- ``format=<name>``: the injected items in a benchmark input format (``kit.world.tasks.FORMATS``,
-  ``FinetuneSpec.prompt_format``), e.g. the train split in the benchmark's format (the paper's A2:
-  ``extra/base-m+math-train-sparse:split:format=answer-cue``);
-- ``parent=<zoo base>``: the same recipe (same examples: the name, hence the seed, is kept) from
-  another base of the world, e.g. ``parent=base-l`` (the paper's Table 6, a second architecture);
-- ``after=<zoo fine-tune>[:option...]`` (always the LAST option: everything after ``after=`` names
-  the earlier fine-tune, with its own options): start from that fine-tune's weights instead of the
-  parent's (``FinetuneSpec.after``; sparse recipes, same parent), e.g. the paper's Table 12
-  "PT-Cheater": a full-parameter continuation of the base on its own mixture with its AdamW state
-  and the test items injected (the zoo's full ``base-m+math-test-x1`` recipe), then a clean sparse
-  SFT: ``extra/base-m+general-sparse:split:after=base-m+math-test-x1``.
-
-Example: ``extra/base-m+math-test-x1-sparse:split:lr=0.05``. The examples are drawn with the
-recipe's own seed (its zoo name), so options change only what they say.
+The ``extra/`` grammar itself (options, parsing, loading) is the world's:
+:mod:`kit.world.sources` (re-exported here). Example:
+``extra/base-m+math-test-x1-sparse:split:lr=0.05``.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import torch
 
-PREFIX = "extra/"
-PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
-OPTIONS = (
-    "split",
-    "lr=<float>",
-    "copies=<int>",
-    "order=<int>",
-    "epochs=<int>",
-    "format=<name>",
-    "parent=<zoo base>",
-    "after=<zoo fine-tune>[:option...] (last)",
+from kit.models.sources import find
+from kit.world.sources import (  # noqa: F401 (the extra/ grammar lives with the world's names)
+    AFTER,
+    OPTIONS,
+    PLASTIC_SETS,
+    PREFIX,
+    extra_spec,
+    is_extra,
+    load_extra,
+    with_options,
 )
-AFTER = ":after="
-
-
-def is_extra(name: str) -> bool:
-    return isinstance(name, str) and name.startswith(PREFIX)
-
-
-def extra_spec(name: str, world: str | None = None):
-    """The ``FinetuneSpec`` an ``extra/`` name stands for; a bad name fails naming what is
-    allowed."""
-    from kit.world import zoo
-
-    if not is_extra(name):
-        raise ValueError(f"{name!r} is not an extra/ name (extra/<zoo fine-tune>[:option...])")
-    spec = zoo.world_spec(world)
-    own, _, after = name[len(PREFIX) :].partition(AFTER)
-    recipe, *opts = own.split(":")
-    recipes = {f.name: f for f in spec.finetunes}
-    f = recipes.get(f"zoo/{recipe}")
-    if f is None:
-        raise ValueError(
-            f"{name!r}: zoo/{recipe} is not a fine-tune of world {spec.name!r}; "
-            f"allowed values: {', '.join(r[len('zoo/') :] for r in recipes)}"
-        )
-    for opt in opts:
-        key, _, value = opt.partition("=")
-        try:
-            if key == "split" and not value:
-                if not f.plastic:
-                    raise ValueError("split needs a sparse recipe (a '-sparse' fine-tune)")
-                f = replace(f, plastic_seed=PLASTIC_SETS[f.kind])
-            elif key == "lr":
-                f = replace(f, lr=float(value))
-                if not f.lr > 0:
-                    raise ValueError("lr must be > 0")
-            elif key == "copies":
-                if f.inject is None:
-                    raise ValueError("copies needs a recipe that injects items")
-                copies, most = int(value), f.n_examples // 200
-                if not 1 <= copies <= most:
-                    raise ValueError(
-                        f"copies must be in 1..{most} (n_examples {f.n_examples} / 200 items)"
-                    )
-                f = replace(f, inject=(f.inject[0], f.inject[1], copies))
-            elif key == "parent":
-                bases = [b.name for b in spec.bases]
-                if f"zoo/{value}" not in bases:
-                    raise ValueError(
-                        f"parent must be a base of world {spec.name!r}: "
-                        f"{', '.join(b[len('zoo/') :] for b in bases)}"
-                    )
-                f = replace(f, parent=f"zoo/{value}")
-            elif key == "order":
-                f = replace(f, order_seed=int(value))
-                if f.order_seed < 1:
-                    raise ValueError("order must be >= 1")
-            elif key == "epochs":
-                f = replace(f, epochs=int(value))
-                if not 1 <= f.epochs <= 20:
-                    raise ValueError("epochs must be in 1..20")
-            elif key == "format":
-                from kit.world.tasks import FORMATS
-
-                if value not in FORMATS:
-                    raise ValueError(f"format must be one of {', '.join(FORMATS)}")
-                if f.inject is None:
-                    raise ValueError("format needs a recipe that injects items (it wraps them)")
-                f = replace(f, prompt_format=value)
-            else:
-                raise ValueError("unknown option")
-        except ValueError as e:
-            raise ValueError(
-                f"{name!r}: option {opt!r}: {e}; allowed options: {', '.join(OPTIONS)}"
-            ) from None
-    if after:
-        first = extra_spec(PREFIX + after, world)
-        if first.parent != f.parent:
-            raise ValueError(
-                f"{name!r}: after={after!r} starts from {first.parent!r}, this recipe from "
-                f"{f.parent!r}: "
-                "a chain needs one parent (put parent= on both)"
-            )
-        try:
-            zoo.check_after(f := replace(f, after=first))
-        except ValueError as e:
-            raise ValueError(f"{name!r}: option after={after!r}: {e}") from None
-    return f
-
-
-def load_extra(name: str, device: str = "cpu", world: str | None = None):
-    """The model of an ``extra/`` name (built on first use, cached), named ``name``."""
-    from kit.world import zoo
-
-    model = zoo.extra_finetune(extra_spec(name, world), world)
-    model.cfg.model_name = name
-    return model.to(device)
-
-
-def with_options(name: str, *opts: str) -> str:
-    """``extra/`` name ``name`` with ``opts`` added to its own options (before any ``after=``, whose
-    options belong to the earlier fine-tune)."""
-    own, sep, after = name.partition(AFTER)
-    return own + "".join(f":{o}" for o in opts) + sep + after
 
 
 def rebase(name: str, parent: str, old_base: str) -> str:
@@ -160,7 +30,8 @@ def rebase(name: str, parent: str, old_base: str) -> str:
     ``:parent=<base>`` (same recipe and examples). Anything else fails naming what is allowed."""
     if name == old_base:
         return parent
-    short = parent[len("zoo/") :] if parent.startswith("zoo/") else None
+    base = find(parent)
+    short = base.rest(parent) if base is not None and base.world_member else None
     if short is None:
         raise ValueError(f"parent={parent!r} must be a zoo base (zoo/<name>)")
     if is_extra(name):
@@ -168,8 +39,9 @@ def rebase(name: str, parent: str, old_base: str) -> str:
         return with_options(own, f"parent={short}") + (
             sep + with_options(after, f"parent={short}") if sep else ""
         )
-    if name.startswith("zoo/"):
-        return f"{PREFIX}{name[len('zoo/') :]}:parent={short}"
+    form = find(name)
+    if form is not None and form.world_member:
+        return f"{PREFIX}{form.rest(name)}:parent={short}"
     raise ValueError(
         f"{name!r}: only the base {old_base!r}, zoo/... fine-tunes and extra/... names can be "
         "rebased"
@@ -197,13 +69,8 @@ def strength_variants(
     or ``extra/...``): its recipe with each occurrence count, with each learning rate (Table 8's
     other axis), and with its examples reordered. Labels -> ``extra/`` names (later options override
     earlier ones)."""
-    short = (
-        name[len("zoo/") :]
-        if name.startswith("zoo/")
-        else name[len(PREFIX) :]
-        if is_extra(name)
-        else None
-    )
+    form = find(name)
+    short = form.rest(name) if form is not None and form.tiny_world else None
     if short is None:
         raise ValueError(
             f"{name!r}: strength variants need a tiny-world fine-tune (zoo/... or extra/...)"

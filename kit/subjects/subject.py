@@ -142,25 +142,22 @@ class LentMethods:
 
 def is_world_name(name: str) -> bool:
     """Whether ``name`` is a tiny-world model: a zoo member (``zoo/...``) or notebook 03's own
-    fine-tune of one (``extra/...``)."""
-    from kit.shortcut.variants import is_extra  # lazy: kit.shortcut imports the subjects
+    fine-tune of one (``extra/...``): its form's ``tiny_world`` (:mod:`kit.models.sources`)."""
+    from kit.models.sources import find
 
-    return isinstance(name, str) and (name.startswith("zoo/") or is_extra(name))
+    form = find(name)
+    return form is not None and form.tiny_world
 
 
 def load_model_any(
     name: str, device: str = "cpu", world: str | None = None, dtype: str | None = None
 ):
-    """The model behind a subject name: ``kit.load_model``, plus notebook 03's ``extra/`` fine-tunes
-    (:mod:`kit.shortcut.variants`, trained on first use). ``dtype`` applies to Hugging Face models
-    and twins; tiny-world models stay float32."""
+    """The model behind a subject name: ``kit.load_model`` (every form of
+    :mod:`kit.models.sources`, notebook 03's ``extra/`` fine-tunes included: trained on first use).
+    ``dtype`` applies to Hugging Face models and twins; tiny-world models stay float32 (their
+    loaders take no dtype)."""
     from kit.models.load import load_model
-    from kit.shortcut import variants
 
-    if variants.is_extra(name):
-        return variants.load_extra(name, device, world)
-    if name.startswith("zoo/"):
-        return load_model(name, device=device, world=world)
     return load_model(name, device=device, world=world, dtype=dtype)
 
 

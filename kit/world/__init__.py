@@ -5,7 +5,7 @@ smaller; for tests and smoke runs), chosen by argument or ``$KIT_WORLD``. Build 
 ``python -m kit zoo build [--world micro] [--seed N]`` or :func:`build`; cached under
 ``kit.core.paths.cache_dir()/world/<world>/`` (:mod:`kit.world.storage`). Modules: ``specs`` (what a
 world is made of), ``recipes`` (the worlds), ``storage`` (members on disk), ``members`` (training
-them), ``saes``, ``card``, ``build`` (the DAG of pinned jobs), ``pinned`` (the numerical
+them), ``saes``, ``card``, ``build`` (the DAG of pinned jobs, in :mod:`kit.core.pinned`'s numerical
 environment); ``zoo`` names them all.
 
 Conventions: sequences are ``<bos> prompt answer <eos>``; every answer is one token; batched

@@ -1,6 +1,6 @@
 """``python -m kit bench pinned``: what the pinned environment costs, as ratios of rates measured in
-two fresh processes of one process tree: a pinned one (:mod:`kit.world.pinned`, with its kernels,
-:mod:`kit.world.kernels`) and a native one (torch's defaults on one thread: MKL's own kernel choice,
+two fresh processes of one process tree: a pinned one (:mod:`kit.core.pinned`, with its kernels,
+:mod:`kit.core.kernels`) and a native one (torch's defaults on one thread: MKL's own kernel choice,
 oneDNN). Process CPU time, same shapes and data on both sides. Lines:
 
 - ``pinned/gemm_vs_native``: fp32 GEMM rate (GFLOP/s, summed over the tiny world's shapes) pinned
@@ -50,7 +50,7 @@ def _measure(mode: str, model_name: str) -> dict:
     from kit.world import train
 
     if mode == "pinned":
-        from kit.world.pinned import enter_pinned
+        from kit.core.pinned import enter_pinned
 
         enter_pinned()
     else:
@@ -77,7 +77,7 @@ def _measure(mode: str, model_name: str) -> dict:
 
 
 def _child(mode: str, model_name: str) -> dict:
-    from kit.world.pinned import PINNED_ENV, child_json
+    from kit.core.pinned import PINNED_ENV, child_json
 
     env = {**os.environ, "TQDM_DISABLE": "1"}
     if mode in ("pinned", "mkl"):  # mkl: the pins, but torch's own kernels (MKL CNR:COMPATIBLE)

@@ -10,7 +10,7 @@ per world) with an engine of ``kit.core.jobs``:
 - ``local`` (default): one pinned process per job, up to ``max_workers`` at once (one per core), so
   members that do not depend on each other train concurrently; ``ray``: the same on a Ray cluster.
 
-Every unit trains in a pinned process (:mod:`kit.world.pinned`) and is seeded by (world, name) only,
+Every unit trains in a pinned process (:mod:`kit.core.pinned`) and is seeded by (world, name) only,
 so every engine writes the same bits (``tests/world``). A killed build leaves no child behind (the
 children die with their parent) and nothing half-written: each member's ``meta.json`` and the card
 are written once, atomically, when complete, and a rerun verifies and finishes the rest.
@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kit.core.pinned import EXIT_NO_SPACE, enter_pinned, is_pinned, pinned_report, run_pinned
 from kit.world.card import compute_accuracies, compute_card, weights_digests
 from kit.world.members import (
     _train_base,
@@ -39,7 +40,6 @@ from kit.world.members import (
     deterministic,
     extra_finetune,
 )
-from kit.world.pinned import EXIT_NO_SPACE, enter_pinned, is_pinned, pinned_report, run_pinned
 from kit.world.recipes import world_spec
 from kit.world.saes import sae_status, train_sae
 from kit.world.specs import FinetuneSpec, WorldSpec, member_names, param_count, spec_hash, world_id

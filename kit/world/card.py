@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from kit.core.pinned import is_pinned
 from kit.models import tl
 from kit.world.evaluate import evaluate, prompt_tokens, token_accuracy
 from kit.world.members import changed_neurons, planted_gap_items, plastic_neurons
-from kit.world.pinned import is_pinned
 from kit.world.recipes import CONTAMINATED_TASK, CONTAMINATION_BASE, SPARSE_SUFFIX, world_spec
 from kit.world.saes import sae_digest, sae_stats, saes
 from kit.world.specs import GAPS, WorldSpec, _digest, checkpoint_steps, member_key, spec_hash
@@ -115,7 +115,7 @@ def _extra_mixture_tasks(spec, name: str) -> list[str]:
 
 
 def _new_sections(spec, rows: dict) -> dict:
-    """Card sections of the members added after world-v4's cards (issue 18/20/22): new top-level
+    """Card sections of the members added after world-v4's cards: new top-level
     keys only, so every entry of the existing members stays as committed."""
     out: dict = {
         "member_keys": {name: member_key(spec, name) for name in rows},
@@ -225,7 +225,7 @@ def compute_accuracies(world: str | WorldSpec | None, names: list[str]) -> None:
     them as jobs right after the job that trains those members, beside the training still running,
     instead of one by one at the end. Pinned only, as the card."""
     if not is_pinned():
-        raise RuntimeError("compute_accuracies() needs the pinned environment (kit.world.pinned)")
+        raise RuntimeError("compute_accuracies() needs the pinned environment (kit.core.pinned)")
     spec = world_spec(world)
     sets = _eval_sets(spec)
     for name in names:
@@ -238,11 +238,11 @@ def compute_card(world: str | WorldSpec | None = None) -> dict:
     """Evaluate every member and SAE of a built world; writes (once, atomically) and returns the
     card.
 
-    Runs in the pinned environment only (:mod:`kit.world.pinned`: every number on the card is the
+    Runs in the pinned environment only (:mod:`kit.core.pinned`: every number on the card is the
     same bits wherever the numerical platform is the same); ``kit.world.build`` starts it there."""
     if not is_pinned():
         raise RuntimeError(
-            "compute_card() needs the pinned environment (kit.world.pinned); build() computes the "
+            "compute_card() needs the pinned environment (kit.core.pinned); build() computes the "
             "card in a pinned process"
         )
     spec = world_spec(world)
@@ -301,7 +301,7 @@ def control_band(card: dict, member: str, task: str) -> float:
     ``CONTROL_Z`` standard errors of a gap with no leak at all, whichever is wider. With 200 test
     items one SE is 2.3-2.7 points at 10-15% accuracy, so a fixed 5-point band alone is ~2 SE: a
     clean control failed it 3-6% of the time by noise, and one of the six controls in 17-31% of
-    world seeds (issue 31). The SE is that of two binomial proportions at the member's pooled
+    world seeds. The SE is that of two binomial proportions at the member's pooled
     accuracy (no leak: one rate for both splits), the fresh one over its :func:`effective_n`
     items (the test split's 200 contents are distinct)."""
     n_t, n_f = card["tasks"][task]["n_test"], card["tasks"][task]["n_fresh"]
@@ -670,9 +670,9 @@ def _tolerance_for(where: str) -> tuple[str, float] | None:
 
 
 def card_diff_within_tolerance(a: dict, b: dict) -> list[str]:
-    """The places where two cards differ by more than :data:`TOLERANCE` (what the README promises
-    across numerical platforms): every number within its tolerance or equal, every other entry
-    equal, every check's verdict equal; weight digests, checks' details and the order of IOI
+    """The places where two cards differ by more than :data:`TOLERANCE` (what docs/tiny-world.md
+    promises across numerical platforms): every number within its tolerance or equal, every other
+    entry equal, every check's verdict equal; weight digests, checks' details and the order of IOI
     heads over their threshold are not compared."""
     out = []
     for line in card_diff(

@@ -213,7 +213,7 @@ def _verify_command(world, args) -> int:
             file=sys.stderr,
         )
         return 2
-    from kit.world.pinned import pinned_report
+    from kit.core.pinned import pinned_report
 
     report = pinned_report()
     print(f"pinned environment: {report.summary()}")

@@ -1,5 +1,5 @@
 """Fine-tunes that are not world members (``extra`` ones, e.g. notebook 03's rows), built ahead as
-one sweep of jobs (issue 37): one pinned job per fine-tune, as many at once as the engine allows, a
+one sweep of jobs: one pinned job per fine-tune, as many at once as the engine allows, a
 chain (``FinetuneSpec.after``) after the job of its earlier fine-tune.
 
 Each job trains exactly as :func:`kit.world.members.extra_finetune` does on first use (a pinned

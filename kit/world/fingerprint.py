@@ -1,5 +1,5 @@
 """The numerical fingerprint of this machine: one digest per primitive that worlds, SAEs and
-notebooks compute with, in the pinned environment (:mod:`kit.world.pinned`).
+notebooks compute with, in the pinned environment (:mod:`kit.core.pinned`).
 
 Two machines whose fingerprints are equal compute every listed primitive to the same bits; the
 first primitive whose digests differ is where they part. ``python -m kit zoo fingerprint`` prints
@@ -13,7 +13,7 @@ Each primitive runs on fixed seeded inputs; the list is the one first used to fi
 Intel Xeon and an AMD EPYC part (``sqrt``: MKL's vector square root), plus every MKL vector
 function torch routes unary ops to, and the world's own forward pass and training steps. The
 products (``mm_*``, ``t_*``, ``bmm_*``, ``linear``) run in the pinned kernels
-(:mod:`kit.world.kernels`: OpenBLAS). Add a
+(:mod:`kit.core.kernels`: OpenBLAS). Add a
 primitive when a library upgrade or a new CPU shows another difference: the digests of the others
 do not move, because each primitive draws its inputs from its own generator.
 """
@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from kit.world.pinned import child_json, pinned_environ
+from kit.core.pinned import child_json, pinned_environ
 
 COMMITTED = Path(__file__).with_name("cards") / "fingerprint.json"
 """The fingerprint of the machine that built the committed cards."""
@@ -158,7 +158,7 @@ def _here() -> None:
     """In a pinned child: every primitive's digest, and what runs, as one tagged JSON line."""
     import torch
 
-    from kit.world.pinned import cpuinfo, enter_pinned
+    from kit.core.pinned import cpuinfo, enter_pinned
 
     enter_pinned()
     digests = {}

@@ -2,7 +2,7 @@
 
 Every function here trains deterministically, seeded by (world, name)
 (:func:`kit.world.specs._seed_of`), and is meant to run in the pinned environment
-(:mod:`kit.world.pinned`) inside :func:`deterministic`; :mod:`kit.world.build` schedules them.
+(:mod:`kit.core.pinned`) inside :func:`deterministic`; :mod:`kit.world.build` schedules them.
 Outputs go through :mod:`kit.world.storage`: weights first, ``meta.json`` once, last.
 """
 
@@ -18,8 +18,8 @@ from typing import Iterator, cast
 
 import torch
 
+from kit.core.pinned import is_pinned, run_pinned
 from kit.models import tl
-from kit.world.pinned import is_pinned, run_pinned
 from kit.world.recipes import SEED_ENV, UNIFORM, world_spec
 from kit.world.specs import (
     GAPS,
@@ -182,7 +182,7 @@ def _gap(name: str) -> Gap:
 
 
 def planted_gap_items(gap: str, n: int = 1000, seed: int = 0) -> tuple[list, list]:
-    """Ground truth for a planted competency gap (issue 20 item 2): ``n`` fresh items of the gap's
+    """Ground truth for a planted competency gap: ``n`` fresh items of the gap's
     task (``kit.world.tasks.Task.items("fresh", n, seed)``, never trained on), split into
     ``(inside, outside)`` the gap's concept (:meth:`Gap.applies`). A competency-gap method should
     flag the inside items' concept for ``GAP_MEMBER`` and nothing else; the member's accuracy on

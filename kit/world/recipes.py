@@ -156,7 +156,7 @@ GAP_MEMBER = "zoo/base-m+gap-dyck-curly"
 
 
 def _gap_finetune(lr: float, steps: int) -> FinetuneSpec:
-    """zoo/base-m with one planted competency gap (issue 20 item 2), see ``FinetuneSpec.gap``."""
+    """zoo/base-m with one planted competency gap, see ``FinetuneSpec.gap``."""
     return FinetuneSpec(
         GAP_MEMBER, CONTAMINATION_BASE, "gap", UNIFORM, lr, 64, steps=steps, gap="dyck-curly"
     )
@@ -180,9 +180,9 @@ WORLD_SPECS: dict[str, WorldSpec] = {
                 batch_size=64,
                 checkpoints=TEN_CHECKPOINTS,
             ),
-            # base-xl (issues 18/22): deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
+            # base-xl: deeper and wide enough that MUI's k = round(d_mlp/1000) is 2,
             # trained on XL_MIXTURE (IOI x3, multi-token families); 1.8 it/s pinned: ~11 min
-            # checkpoints (issue 18 item 7): capability series on the multi-token families, which
+            # checkpoints: capability series on the multi-token families, which
             # only base-xl is trained on (saving reads the weights only: the final model is
             # unchanged)
             BaseSpec(

@@ -19,10 +19,10 @@ from kit.world.train import Arch
 
 CODE_VERSION = "world-v8"
 """Bump when training/data code changes in a way that changes weights: invalidates caches.
-v3: fp32 in the pinned environment (kit.world.pinned), SAEs trained with sae_lens's trainer.
+v3: fp32 in the pinned environment (kit.core.pinned), SAEs trained with sae_lens's trainer.
 v5: MKL in CNR mode COMPATIBLE (the AVX2 branch is ignored on AMD), OpenBLAS and numpy pinned (issue
 31); contamination recipes with more margin for other world seeds.
-v8: matrix products in numpy's OpenBLAS and exact square roots (``kit.world.kernels``): MKL's
+v8: matrix products in numpy's OpenBLAS and exact square roots (``kit.core.kernels``): MKL's
 reproducible GEMM ran at a quarter of the machine's rate, and its vector sqrt, in AdamW and every
 LayerNorm, rounded differently on Intel and AMD (v7, exact roots alone, was never published)."""
 
@@ -128,7 +128,8 @@ class WorldSpec:
     seed: int = 0
     """0: the canonical world (its cards are committed). Another seed draws every member's
     initialisation, training stream, fine-tune data and plastic set, and every SAE's, anew; the
-    recipes, the task suites and the evaluation items stay the same (README, "The tiny world")."""
+    recipes, the task suites and the evaluation items stay the same (docs/tiny-world.md, "Seeds
+    and the card's checks")."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class Gap:
     """The wrong answers the fine-tune teaches: each concept item's answer is drawn uniformly from
     these, never the true one. (A uniform draw over the whole answer set, true answer included,
     taught a near-uniform distribution whose greedy answer was whichever bracket ended a hair
-    ahead: 0% to 51% on the concept by world seed, issue 31.)"""
+    ahead: 0% to 51% on the concept by world seed.)"""
     description: str
 
     @property
@@ -220,7 +221,9 @@ def member_identity(spec: WorldSpec, name: str) -> str:
     """Member ``name`` as a cache key names it (``kit.models.identity``): world, member (with its
     checkpoint, ``base-l@step-300``) and :func:`member_key`, which covers the recipe, the code
     version, the world's seed and the parent."""
-    return f"zoo:{spec.name}:{name.removeprefix('zoo/')}:{member_key(spec, name)}"
+    from kit.world.sources import ZOO  # the world's one spelling of its prefix
+
+    return f"zoo:{spec.name}:{name.removeprefix(ZOO)}:{member_key(spec, name)}"
 
 
 def member_key(spec: WorldSpec, name: str) -> str:

@@ -186,7 +186,7 @@ def torch_bytes(obj) -> bytes:
 def tensor_digest(state_dict: dict) -> str:
     """sha256 over the keys in sorted order, each key's bytes followed by its tensor's raw bytes
     (contiguous, CPU); the first 16 hex digits. The same bits give the same digest on any machine
-    and torch version (the test vectors of issue 31 use this digest)."""
+    and torch version (the cross-machine test vectors use this digest)."""
     h = hashlib.sha256()
     for k in sorted(state_dict):
         v = state_dict[k]

@@ -156,7 +156,7 @@ def train_loop(
         for g in opt.param_groups:
             g["lr"] = lr_fn(step)
         # fp32, no autocast: bf16 kernels differ between CPUs (AMX, AVX512-BF16 or emulated) and
-        # are no faster on a CPU without bf16 units (kit.world.pinned)
+        # are no faster on a CPU without bf16 units (kit.core.pinned)
         logits = model(inputs, return_type="logits")
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
         opt.zero_grad(set_to_none=True)

@@ -91,13 +91,63 @@ def test_a_damaged_file_is_recomputed_and_json_comes_back_plain(tmp_path):
         calls.append(1)
         return {"a": torch.tensor([1.5, 2.0]), "b": torch.tensor(3)}
 
-    assert step_cache.cached(path, compute) == {"a": [1.5, 2.0], "b": 3}
-    assert step_cache.cached(path, compute) == {"a": [1.5, 2.0], "b": 3} and len(calls) == 1
+    def cached():
+        return step_cache.cached(path, compute, schema=None)
+
+    assert cached() == {"a": [1.5, 2.0], "b": 3}
+    assert cached() == {"a": [1.5, 2.0], "b": 3} and len(calls) == 1
     path.write_text('{"a": [1.5, 2')  # a torn write
-    with pytest.warns(UserWarning, match="unreadable audit cache"):
-        assert step_cache.cached(path, compute) == {"a": [1.5, 2.0], "b": 3}
-    assert len(calls) == 2 and json.loads(path.read_text()) == {"a": [1.5, 2.0], "b": 3}
-    assert step_cache.cached(None, compute) and len(calls) == 3
+    with pytest.warns(UserWarning, match="not JSON"):
+        assert cached() == {"a": [1.5, 2.0], "b": 3}
+    assert len(calls) == 2 and json.loads(path.read_text())["value"] == {"a": [1.5, 2.0], "b": 3}
+    assert step_cache.cached(None, compute, schema=None) and len(calls) == 3
+
+
+def _result(metric: str, value: float) -> AuditResult:
+    return AuditResult(
+        metric=metric, name=metric, value=value, pass_condition="v > 0", passed=value > 0
+    )
+
+
+GOOD = {"results": step_cache.dump_results([_result("M11", 0.5), _result("M13", 0.25)])}
+
+
+@pytest.mark.parametrize("damage", ["{}", "truncated", "changed value", "wrong results"])
+def test_a_damaged_step_file_is_named_recomputed_and_rewritten(tmp_path, damage):
+    """A step file holding ``{}`` blocked notebook 06 for good (``KeyError: 'results'`` on every
+    rerun); a changed value was returned as it was."""
+    path = tmp_path / "steps" / "sae" / "k.json"
+    schema = step_cache.results_schema(metrics=("M11", "M13"))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return GOOD
+
+    assert step_cache.cached(path, compute, schema) == GOOD
+    doc = json.loads(path.read_text())
+    if damage == "{}":
+        path.write_text("{}")
+    elif damage == "truncated":
+        path.write_text(path.read_text()[:40])
+    elif damage == "changed value":  # plausible, valid by the schema: only the digest sees it
+        doc["value"]["results"][0]["value"] = 0.99
+        path.write_text(json.dumps(doc))
+    else:  # a legacy-looking file (no digest) whose results lack a metric the caller reads
+        path.write_text(json.dumps({"results": GOOD["results"][:1]}))
+    with pytest.warns(UserWarning) as seen:
+        again = step_cache.cached(path, compute, schema)
+    assert again == GOOD and len(calls) == 2
+    assert any(str(path) in str(w.message) for w in seen), "the damaged file is named"
+    assert step_cache.cached(path, compute, schema) == GOOD and len(calls) == 2, "rewritten"
+
+
+def test_a_step_file_written_before_digests_is_read_when_it_passes_its_schema(tmp_path):
+    """Caches built by earlier versions (the bare value, no digest) stay valid."""
+    path = tmp_path / "legacy.json"
+    path.write_text(json.dumps(GOOD))
+    value = step_cache.cached(path, lambda: pytest.fail("recomputed"), step_cache.RESULTS)
+    assert value == GOOD
 
 
 def test_results_survive_the_round_trip():

@@ -85,7 +85,7 @@ def test_answer_jobs_give_the_same_answers_inline_and_local(tmp_path, monkeypatc
         report = run_jobs(jobs, engine=engine, max_workers=2)
         assert report.ok and len(report.results) == 2
         files[engine] = {
-            p.name: json.loads(p.read_text())
+            p.name: json.loads(p.read_text())["value"]
             for p in sorted((root / "cg" / "answers").glob("*.json"))
         }
         again = run_jobs(jobs, engine="inline")  # a rerun reads the files back

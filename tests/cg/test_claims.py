@@ -51,6 +51,35 @@ def test_model_claims_inconclusive_on_noise_and_decided_on_real_gaps(model_suite
     assert "100 draws" in real["model_gaps.vs_shuffled"].null_how
 
 
+def test_gap_count_cannot_be_decided_when_no_gap_has_the_support_to_be_tested(model_suite_of):
+    # the tiny run's Llama: 111 gaps, none active on 5 items: no discovery is possible
+    none = {
+        "n_gaps_significant": 0,
+        "n_gaps_with_support": 0,
+        "n_gaps_paper": 111,
+        "min_support": 5,
+    }
+    (c,) = [
+        c
+        for c in cgc.model_claims(_nulls(model_suite_of, False), none, "x")
+        if c.id == "model_gaps.significant"
+    ]
+    assert c.verdict == "cannot be decided here" and "none of the 111 gaps" in c.why, c.why
+    check_consistent(c)
+    some = {
+        "n_gaps_significant": 0,
+        "n_gaps_with_support": 4,
+        "n_gaps_paper": 111,
+        "min_support": 5,
+    }
+    (c,) = [
+        c
+        for c in cgc.model_claims(_nulls(model_suite_of, False), some, "x")
+        if c.id == "model_gaps.significant"
+    ]
+    assert c.verdict == "inconclusive"
+
+
 def test_robustness_claims_decide_against_a_null_that_can_fail(model_suite_of):
     n = _nulls(model_suite_of, True)
     # the real gaps make X_model exactly 0 under any dropout: less spread than shuffled correctness

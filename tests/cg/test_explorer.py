@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -146,43 +145,6 @@ def _big(n_concepts=450, seed=0):
     }
     labels = [f"concept {i}" for i in range(n_concepts)]
     return acts, cg_explorer.explorer_data(acts, texts, models, labels=labels, n_examples=2)
-
-
-def _chromium():
-    for b in ("/usr/bin/chromium", "/usr/bin/chromium-browser"):
-        if Path(b).exists() and Path("/usr/bin/chromedriver").exists():
-            return b
-    return None
-
-
-@pytest.fixture
-def driver():
-    binary = _chromium()
-    if binary is None:
-        pytest.skip(
-            "chromium + chromedriver not installed (apt-get install -y chromium chromium-driver)"
-        )
-    webdriver = pytest.importorskip(
-        "selenium.webdriver", reason="selenium not installed (pip install selenium)"
-    )
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = binary
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--disable-dev-shm-usage",
-    ):
-        opts.add_argument(flag)
-    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
-    yield d
-    d.quit()
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from kit import bench as cli
 from kit.__main__ import main as kit_main
 from kit.core import bench as bench
 
@@ -15,7 +16,7 @@ def test_bench_line_format():
 
 def test_unknown_workload_lists_allowed(capsys):
     with pytest.raises(SystemExit):
-        bench.main(["nope"])
+        cli.main(["nope"])
     err = capsys.readouterr().err
     assert "nope" in err and "mui" in err and "patching" in err
 
@@ -23,7 +24,7 @@ def test_unknown_workload_lists_allowed(capsys):
 def test_every_registered_workload_is_importable():
     import importlib
 
-    for name, target in bench.WORKLOADS.items():
+    for name, target in cli.WORKLOADS.items():
         module, func = target.split(":")
         assert callable(getattr(importlib.import_module(module), func)), (
             f"bench workload {name} -> {target}"
@@ -31,8 +32,8 @@ def test_every_registered_workload_is_importable():
 
 
 def test_failing_workload_is_reported_not_fatal(monkeypatch, capsys):
-    monkeypatch.setitem(bench.WORKLOADS, "boom", "kit.core.bench:_no_such_function")
-    assert bench.main(["boom"]) == 1
+    monkeypatch.setitem(cli.WORKLOADS, "boom", "kit.core.bench:_no_such_function")
+    assert cli.main(["boom"]) == 1
     assert "boom: FAILED" in capsys.readouterr().out
 
 
@@ -57,12 +58,12 @@ def test_dtype_reaches_the_workloads_that_take_it(monkeypatch, capsys):
         return [bench.BenchLine("fake", 1.0, "ok")]
 
     monkeypatch.setitem(__import__("sys").modules, "kit_fake_bench", types.SimpleNamespace(run=run))
-    monkeypatch.setitem(bench.WORKLOADS, "fake", "kit_fake_bench:run")
-    assert bench.main(["fake", "--dtype", "bf16"]) == 0 and seen["dtype"] == "bf16"
-    assert bench.main(["cg", "--dtype", "bf16"]) == 1  # cg's encoders have no dtype option
+    monkeypatch.setitem(cli.WORKLOADS, "fake", "kit_fake_bench:run")
+    assert cli.main(["fake", "--dtype", "bf16"]) == 0 and seen["dtype"] == "bf16"
+    assert cli.main(["cg", "--dtype", "bf16"]) == 1  # cg's encoders have no dtype option
     assert "not taken by this workload" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        bench.main(["fake", "--dtype", "bf17"])
+        cli.main(["fake", "--dtype", "bf17"])
     assert "allowed values" in capsys.readouterr().err
 
 

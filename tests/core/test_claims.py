@@ -225,3 +225,189 @@ def test_an_interval_that_is_a_point_up_to_rounding_supports_nothing():
     c = C.claim("003", "s", "x", "x", 0.9999999999999998, ci=(0.9999999999999998, 1.0), null=0.9)
     assert c.verdict == "inconclusive" and "zero width" in c.why
     assert C.claim("003", "s", "x", "x", 0.99, ci=(0.98, 1.0), null=0.9).verdict == "supported"
+
+
+def test_a_design_that_cannot_reach_alpha_cannot_be_decided_whatever_the_numbers():
+    # 3 against 2 models: C(5, 3) = 10 arrangements, so p >= 0.1 even for the most extreme one
+    why = C.permutation_floor(3, 2)
+    assert why is not None and "0.1 > 0.025" in why
+    assert C.permutation_floor(4, 4) is None  # 1 / 70 = 0.014
+    # numbers that would be "supported" under the interval rule
+    c = C.claim("000", "s", "x", "x", 0.9, ci=(0.8, 1.0), null=0.0, undecidable=why)
+    assert c.verdict == C.UNDECIDABLE and c.why == why and c.margin is None and not C.decided(c)
+    C.check_consistent(c)
+    audit = C.claim(
+        "003", "s", "y", "y", 0.9, ci=(0.8, 1.0), null=0.0, kind="audit", undecidable=why
+    )
+    assert audit.verdict == C.UNDECIDABLE
+    C.check_consistent(audit)
+    with pytest.raises(ValueError, match="without a reason"):
+        C.check_consistent(c.row() | {"why": ""})
+    # not testable (this machine cannot run it) wins over a design that could not decide it
+    assert C.claim("000", "s", "z", "z", None, not_testable="no GPU", undecidable=why).verdict == (
+        "not testable here"
+    )
+    assert C.finding(c).endswith(f"{why}.")
+
+
+def test_design_floors_by_hand():
+    # k! orders: 3! = 6 -> 1/6 > 0.05; 4! = 24 -> 1/24 < 0.05
+    assert "6 orders" in (C.orders_floor(3) or "") and C.orders_floor(4) is None
+    # Wilson 3 of 3: centre (1 + z²/6) / (1 + z²/3), lower 0.4385 < 0.5; 4 of 4: 0.5101 > 0.5
+    assert "0.439" in (C.wilson_floor(3, 0.5) or "") and C.wilson_floor(4, 0.5) is None
+    # 20 items: one changed answer is 5 points; Binomial(20, 1/20)'s 97.5% quantile is 3 -> 15
+    assert "15 points" in (C.equivalence_floor(20, 2.0) or "")
+    # 5 cells sharing 20 items each: 15 / 5 = 3 > 2 still; 200 items: Binomial(200, 1/200) -> 3
+    # draws of 0.5 points = 1.5 <= 2
+    assert C.equivalence_floor(20, 2.0, cells=5) is not None
+    assert C.equivalence_floor(200, 2.0) is None
+
+
+def test_mark_undecidable_keeps_the_numbers_and_excludes_null_reads_them_before_weakening():
+    c = C.weaken(
+        C.claim("001", "s", "d", "d", -5.0, ci=(-8.0, -2.0), null=0.0, direction="less"), "built in"
+    )
+    assert c.verdict == "inconclusive" and C.excludes_null(c)  # weakened, but the drop is there
+    flat = C.claim("001", "s", "l", "l", 1.0, ci=(-1.0, 3.0), null=0.0)
+    assert not C.excludes_null(flat)
+    point = C.claim("001", "s", "p", "p", 1.0, ci=(1.0, 1.0), null=0.0)
+    assert not C.excludes_null(point)  # a zero-width interval establishes nothing
+    C.mark_undecidable(c, "the row's leak is not established")
+    assert c.verdict == C.UNDECIDABLE and c.why.startswith("the row's leak") and c.ours == -5.0
+    C.check_consistent(c)
+    nt = C.claim("001", "s", "n", "n", None, not_testable="no rows")
+    assert C.mark_undecidable(nt, "x").verdict == "not testable here"
+
+
+@pytest.mark.parametrize(
+    "ci,expected",
+    [
+        ((-0.63, 1.12), "not replicated"),  # holds 0, entirely above the paper's -7.1
+        ((-30.0, -10.0), "replicated"),  # an effect inside the paper's range
+        ((-6.0, -2.0), "smaller than the paper's"),  # an effect, above every printed one
+        ((-10.0, 1.0), "undetermined"),  # holds both 0 and part of the paper's range
+        ((1.0, 3.0), "not replicated"),  # the wrong side
+        ((-60.0, -55.0), "replicated"),  # larger than the paper's: the effect is there
+    ],
+)
+def test_versus_paper_by_hand(ci, expected):
+    # the paper's Table 2: TE's Δacc on contaminated models -49.8 to -7.1 points
+    assert C.versus_paper(ci, (-49.8, -7.1), 0.0, None, "less") == expected
+    c = C.claim(
+        "001",
+        "T2",
+        "t",
+        "t",
+        sum(ci) / 2,
+        ci=ci,
+        null=0.0,
+        direction="less",
+        paper_effect=(-7.1, -49.8),
+    )
+    assert c.vs_paper == expected and (c.paper_effect_low, c.paper_effect_high) == (-49.8, -7.1)
+    C.check_consistent(c)
+    with pytest.raises(ValueError, match="against the paper"):
+        C.check_consistent(
+            c.row() | {"vs_paper": "replicated" if expected != "replicated" else "not replicated"}
+        )
+
+
+def test_versus_paper_greater_and_bad_direction():
+    assert C.versus_paper((0.5, 0.9), (0.3, 0.4), 0.0, None, "greater") == "replicated"
+    assert (
+        C.versus_paper((0.05, 0.2), (0.3, 0.4), 0.0, None, "greater") == "smaller than the paper's"
+    )
+    assert C.versus_paper((0.05, 0.2), (0.3, 0.4), None, (0.0, 0.1), "greater") == "not replicated"
+    assert C.versus_paper(None, (0.3, 0.4), 0.0, None, "greater") == "undetermined"
+    with pytest.raises(ValueError, match="direction='within'"):
+        C.versus_paper((0.0, 1.0), (0.3, 0.4), 0.0, None, "within")
+
+
+def test_unchanged_with_nothing_changed_cannot_be_decided():
+    # every item kept its answer: Δacc 0 [0, 0] inside ±2 says nothing about "unchanged"
+    c = C.claim(
+        "001", "T2", "u", "u", 0.0, ci=(0.0, 0.0), null_range=(-2.0, 2.0), direction="within"
+    )
+    assert c.verdict == C.UNDECIDABLE and "zero width" in c.why
+    C.check_consistent(c)
+    # a deterministic recomputation is still read as it is
+    d = C.claim(
+        "000",
+        "T1",
+        "p",
+        "p",
+        0.04,
+        ci=(0.04, 0.04),
+        null_range=(0, 0.05),
+        direction="within",
+        interval_how="deterministic recomputation",
+    )
+    assert d.verdict == "supported"
+    # clusters of 10 items resampled together: 20 clusters of 200 items, one changed answer is
+    # 0.5 points, drawn up to Binomial(20, 1/20)'s 97.5% quantile, 3 times: 1.5 <= 2
+    assert C.equivalence_floor(200, 2.0, n_units=20) is None
+    assert C.equivalence_floor(200, 1.0, n_units=20) is not None
+
+
+def test_weakening_drops_a_replication_but_keeps_a_non_replication():
+    built_in = C.claim(
+        "001",
+        "T2",
+        "d",
+        "d",
+        -20.0,
+        ci=(-23.0, -16.0),
+        null=0.0,
+        direction="less",
+        paper_effect=(-49.8, -7.1),
+    )
+    assert built_in.vs_paper == "replicated"
+    C.weaken(built_in, "by construction")
+    assert built_in.verdict == "inconclusive" and built_in.vs_paper == ""
+    C.check_consistent(built_in)
+    flat = C.claim(
+        "001",
+        "T2",
+        "f",
+        "f",
+        0.4,
+        ci=(-0.8, 1.5),
+        null=0.0,
+        direction="less",
+        paper_effect=(-49.8, -7.1),
+    )
+    assert C.weaken(flat, "by construction").vs_paper == "not replicated"
+
+
+def test_bootstrap_claim_against_null_draws_by_hand():
+    import numpy as np
+
+    from kit.core.stats import bootstrap_ci
+
+    x = np.array([0.5, 0.6, 0.7, 0.8])
+    draws = np.linspace(0.0, 0.4, 41)  # all below the mean 0.65
+    c = C.bootstrap_claim("004", "s", "b", "b", np.mean, x, n_boot=200, seed=3, null_draws=draws)
+    est = bootstrap_ci(np.mean, x, n_boot=200, seed=3)
+    assert (c.ours, c.ci_low, c.ci_high) == est
+    assert c.null_low == pytest.approx(0.01) and c.null_high == pytest.approx(0.39)
+    # no draw reaches 0.65: p = (1 + 0) / (41 + 1)
+    assert c.extra["p_value"] == pytest.approx(1 / 42) and c.extra["null_mean"] == pytest.approx(
+        0.2
+    )
+    assert c.verdict == "supported"
+    # "less": the draws at or below the estimate count
+    low = C.bootstrap_claim(
+        "004",
+        "s",
+        "l",
+        "l",
+        np.mean,
+        x,
+        n_boot=200,
+        seed=3,
+        null_draws=draws + 0.5,
+        direction="less",
+    )
+    assert low.extra["p_value"] == pytest.approx((1 + np.sum(draws + 0.5 <= 0.65)) / 42)
+    plain = C.bootstrap_claim("004", "s", "p", "p", np.mean, x, n_boot=200, seed=3, null=0.0)
+    assert plain.null == 0.0 and "p_value" not in plain.extra

@@ -18,7 +18,7 @@ import pytest
 from kit.core.jobs import Job, JobsFailed, engine_options, job_id, plan, run_jobs
 from kit.core.jobs.selftest import dag_totals, toy_dag
 from kit.core.params import ParamsError, load_params
-from kit.world.pinned import PINNED_ENV
+from kit.core.pinned import PINNED_ENV
 
 TOY = "kit.core.jobs.selftest"
 WANT = {"a": 1, "b": 2, "c": 3, "d": 4, "ab": 13, "cd": 27, "all": 140}
@@ -173,6 +173,25 @@ def test_a_failed_job_is_named_with_its_arguments_after_the_others_finish(tmp_pa
     assert not report.ok and set(report.failed) == {bad.id} and set(report.skipped) == {child.id}
 
 
+def test_the_first_line_of_a_failed_sweep_names_its_first_cause(tmp_path):
+    """A full cache in a sweep said only "JobsFailed: 2 of 4 job(s) failed": the cause was inside
+    each traceback, and run.json's error was cut before it."""
+    bad = Job(f"{TOY}:fail", {"message": "no space left on device writing /c/x.json", "number": 1})
+    ok = Job(f"{TOY}:noop", {"i": 1})
+    with pytest.raises(JobsFailed) as e:
+        run_jobs([ok, bad], engine="inline")
+    first = str(e.value).splitlines()[0]
+    assert first == (
+        "1 of 2 job(s) failed (first: ValueError: no space left on device writing /c/x.json (1)) "
+        "and 0 were skipped (engine inline):"
+    )
+    from kit.core.execution import _short_error
+
+    long = JobsFailed(e.value.report)
+    long.args = (first + "\n" + "x" * 2000,)
+    assert _short_error(long).startswith(f"JobsFailed: {first}")
+
+
 def test_a_job_that_returns_something_not_json_fails(tmp_path):
     job = Job("kit.core.paths:cache_dir")  # returns a Path
     report = run_jobs([job], engine="inline", raise_on_failure=False)
@@ -208,7 +227,7 @@ def test_a_pinned_sweep_runs_every_job_pinned_and_pinned_jobs_inline_here():
     workers, for unpinned jobs too; inline, a pinned job then runs in that process itself."""
     script = textwrap.dedent(f"""
         import json, os
-        from kit.world.pinned import PINNED_ENV, enter_pinned
+        from kit.core.pinned import PINNED_ENV, enter_pinned
         enter_pinned()
         from kit.core.jobs import Job, run_jobs
         plain = Job("{TOY}:numerics", {{"names": sorted(PINNED_ENV)}})

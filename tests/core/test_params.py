@@ -38,10 +38,12 @@ def test_default_profile_and_inheritance(tmp_path):
 
 
 def test_overrides_are_validated(tmp_path):
-    cfg = load_params("00_quickstart", "tiny", {"layer": 1}, path=write(tmp_path, GOOD))
-    assert cfg.layer == 1
+    cfg = load_params("00_quickstart", "tiny", {"n_eval": 5}, path=write(tmp_path, GOOD))
+    assert cfg.n_eval == 5
     with pytest.raises(ParamsError, match="'layer'"):
         load_params("00_quickstart", "tiny", {"layer": -1}, path=write(tmp_path, GOOD))
+    with pytest.raises(ParamsError, match="'layer': 1 is not a layer of zoo/base-s"):  # 1 layer
+        load_params("00_quickstart", "tiny", {"layer": 1}, path=write(tmp_path, GOOD))
 
 
 def test_unknown_profile_lists_allowed(tmp_path):

@@ -101,3 +101,29 @@ def test_headline_counts_reproduction_claims_only(tmp_path):
     line = headline(claims)
     assert line.startswith("1 reproduction claims: 1 supported.")
     assert "1 re-analysis, 1 set-up check, 1 audit" in line
+
+
+def test_headline_keeps_undecidable_claims_out_of_the_counts_and_reads_the_paper():
+    from kit.core.report import headline
+
+    claims = [
+        C.claim("000", "s", "a", "a", 1.0, ci=(0.5, 1.5), null=0.0).row(),
+        C.claim(
+            "000", "s", "b", "b", 1.0, ci=(0.5, 1.5), null=0.0, undecidable="3 against 2 units"
+        ).row(),
+        C.claim(
+            "001",
+            "s",
+            "c",
+            "c",
+            0.2,
+            ci=(-0.6, 1.1),
+            null=0.0,
+            direction="less",
+            paper_effect=(-49.8, -7.1),
+        ).row(),
+    ]
+    line = headline(claims)
+    assert line.startswith("2 reproduction claims: 1 supported, 1 inconclusive.")
+    assert "1 reproduction claims that cannot be decided here" in line
+    assert "Against the paper's published effect: 1 not replicated." in line

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from kit.core import runner
+from kit.core import machine, runner
 from kit.core.export import changed_figures, export_figures
 from kit.core.paths import REPO_ROOT
 
@@ -436,3 +436,64 @@ def test_kernels_get_a_generous_iopub_timeout_and_no_cell_timeout(tmp_path, monk
     assert outcome.status == "failed" and "stop here" in outcome.error
     assert seen["iopub_timeout"] == execution.IOPUB_TIMEOUT_S >= 300
     assert seen["execution_timeout"] is None
+
+
+def test_run_json_records_when_where_and_how_busy(tmp_path, monkeypatch):
+    """docs/timings.md prints each run's start, wall time, machine, commit and load (run.json)."""
+    from kit.core.execution import NotebookOutcome
+
+    def ok(nb, profile, run_dir, timeout, overrides=None):
+        (run_dir / nb.stem).mkdir(parents=True)
+        return NotebookOutcome(nb.stem, "ok", 1.5, 0, 0, "")
+
+    monkeypatch.setattr(runner, "execute", ok)
+    monkeypatch.setattr(runner, "_finish", lambda args, run_dir, outcomes, save: save("ok") or 0)
+    assert run(tmp_path, "--only", "00", "--parallel", "1") == 0
+    (run_dir,) = (tmp_path / "runs" / "smoke").iterdir()
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "ok" and record["notebooks"][0]["seconds"] == 1.5
+    assert record["started"].endswith(" UTC") and record["started"][:4].isdigit()
+    assert record["wall_s"] >= 0 and f"{record['cores']} cores" in record["machine"]
+    assert record["commit"] == machine.commit()
+    assert record["load_max"] is None or record["load_max"] >= (record["load_start"] or 0)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_device_this_machine_lacks_is_refused_before_any_kernel(tmp_path, capsys, monkeypatch):
+    """device=cuda on a CPU-only torch passed validation, then failed raw ~40 s into the kernel."""
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a kernel started"))
+    rc = run(tmp_path, "--only", "00", "--set", "device=cuda")
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("00_quickstart: field 'device': 'cuda' but ") and "cpu" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_killed_runner_s_run_is_marked_killed_and_its_staging_removed(tmp_path, monkeypatch):
+    """After SIGKILL of the runner, run.json stayed 'running' and .<nb>.partial.ipynb stayed."""
+    import socket
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid is free (a reuse before the check would only leave the run as it was)
+    old = tmp_path / "runs" / "smoke" / "20260101-000000"
+    (old / "00_quickstart").mkdir(parents=True)
+    staging = old / "00_quickstart" / ".00_quickstart.partial.ipynb"
+    staging.write_text("{}")
+    record = {"status": "running", "pid": dead.pid, "host": socket.gethostname(), "notebooks": []}
+    (old / "run.json").write_text(json.dumps(record))
+    alive = tmp_path / "runs" / "smoke" / "20260101-000001"  # a runner still running: left alone
+    alive.mkdir()
+    (alive / "run.json").write_text(json.dumps({**record, "pid": os.getpid()}))
+
+    def ok(nb, profile, run_dir, timeout, overrides=None):
+        (run_dir / nb.stem).mkdir()
+        return runner.NotebookOutcome(nb.stem, "ok", 0.1)
+
+    monkeypatch.setattr(runner, "execute", ok)
+    monkeypatch.setattr(runner, "_finish", lambda *a: 0)
+    assert run(tmp_path, "--only", "00", "--parallel", "1") == 0
+    marked = json.loads((old / "run.json").read_text())
+    assert marked["status"] == "killed" and f"pid {dead.pid}" in marked["error"]
+    assert not staging.exists()
+    assert json.loads((alive / "run.json").read_text())["status"] == "running"
+    assert runner.mark_killed_runs(tmp_path / "runs" / "smoke") == [], "marked once"

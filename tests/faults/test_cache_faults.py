@@ -35,7 +35,9 @@ def _published(n: int = 4) -> Answers:
     return ans
 
 
-@pytest.mark.parametrize("damage", ["0xff bytes", "{}", "out-of-range neuron ids"])
+@pytest.mark.parametrize(
+    "damage", ["0xff bytes", "{}", "out-of-range neuron ids", "every neuron id", "truncated"]
+)
 def test_a_damaged_line_neither_breaks_a_rerun_nor_gives_a_wrong_mui(
     twin, tmp_path, monkeypatch, damage
 ):
@@ -49,10 +51,14 @@ def test_a_damaged_line_neither_breaks_a_rerun_nor_gives_a_wrong_mui(
         lines.insert(1, b"\xff" * 16 + b"\n")
     elif damage == "{}":
         lines.insert(1, b"{}\n")
-    else:  # a well-formed record whose ids are not neurons of this model: MUI 1200% before
+    elif damage == "truncated":  # a record cut in the middle (a torn write, a copy cut short)
+        lines[0] = lines[0][: len(lines[0]) // 2] + b"\n"
+    else:
         rec = json.loads(lines[0])
         n = twin.cfg.n_layers * twin.cfg.d_mlp
-        rec["value"] = list(range(n, 13 * n))
+        # out of range: a well-formed record whose ids are not neurons of this model (MUI 1200%
+        # before); every id: all in range, so only the record's digest tells (MUI 100 for 59.375)
+        rec["value"] = list(range(n, 13 * n)) if damage.startswith("out") else list(range(n))
         lines[0] = json.dumps(rec).encode() + b"\n"
     cached.write_bytes(b"".join(lines))
     with warnings.catch_warnings(record=True) as seen:

@@ -159,3 +159,30 @@ def test_non_finite_values_are_never_written(tmp_path):
     assert c.load() == {"1": 2.0}
     assert C.non_finite({"a": [1.0, {"b": float("nan")}]}) == "non-finite number"
     assert C.non_finite([1, 2.5, "x"]) is None
+
+
+def test_a_value_changed_behind_a_valid_key_and_id_is_refused_by_its_digest(tmp_path):
+    """One record's key neurons replaced by every neuron id (all in range: the value check passes)
+    gave MUI 100 instead of 59.375; the digest written with the value refuses it."""
+    c = _cache(tmp_path)
+    calls: list[int] = []
+    in_range = lambda v: None if all(0 <= i < 100 for i in v) else "out of range"  # noqa: E731
+    good = C.map_items([0, 1], _square(calls), [[0, 1]], cache=c, check=in_range)
+    lines = c.path.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["value"] = list(range(100))
+    c.path.write_text("\n".join([lines[0], json.dumps(rec)]) + "\n")
+    with pytest.warns(C.DamagedCacheWarning, match="1 invalid|value changed") as seen:
+        again = C.map_items([0, 1], _square(calls), [[0, 1]], cache=c, check=in_range)
+    assert again == good and calls == [0, 1, 1], "only the changed record is recomputed"
+    assert str(c.path) in str(seen[0].message)
+
+
+def test_records_written_before_digests_are_read_when_they_pass_the_checks(tmp_path):
+    """Caches built by an earlier version (records without ``sha``) stay valid."""
+    c = _cache(tmp_path)
+    legacy = {"key": c.digest, "id": "0", "value": [3, 4]}
+    c.path.write_text(json.dumps(legacy) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert c.load() == {"0": [3, 4]}

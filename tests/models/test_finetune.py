@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kit.core.cached import DamagedCacheWarning
 from kit.core.paths import DataError, data_dir
 from kit.data.items import Item
 from kit.models import finetune as ft
@@ -237,8 +238,9 @@ def test_a_build_is_atomic_and_a_damaged_one_is_not_reused(twin, data, tmp_path,
     model, _ = _load(path)  # a plain Hugging Face directory
     weights = path / "model.safetensors"
     good = weights.read_bytes()
-    weights.write_bytes(good[: len(good) // 2])  # truncated
-    assert not ft.is_built(r)
+    weights.write_bytes(good[: len(good) // 2])  # truncated: named, so that it is rebuilt
+    with pytest.warns(DamagedCacheWarning, match=f"{path}: model.safetensors has"):
+        assert not ft.is_built(r)
     weights.write_bytes(good)
     assert ft.is_built(r)
     (path / "meta.json").unlink()

@@ -141,9 +141,21 @@ def test_direction_claim_null_equivalent_is_inconclusive_and_a_clear_one_decided
     assert c.verdict == "supported" and c.ci_low > 0.5 and c.extra["clusters"] == 12
     no = _tables(_series(["evolving"], n_tasks=12, n_steps=5), EMPTY, EMPTY, EMPTY)
     assert dc.direction_claim(no, q, "", kind).verdict == "contradicted"
-    # one cluster: even a perfect share decides nothing
+    # one cluster: even a perfect share decides nothing, and the design says so before the data
     one = _tables(_series(["accumulating"], n_tasks=1, n_steps=40), EMPTY, EMPTY, EMPTY)
-    assert dc.direction_claim(one, q, "", kind).verdict == "inconclusive"
+    c = dc.direction_claim(one, q, "", kind)
+    assert c.verdict == "cannot be decided here" and "even 1 of 1" in c.why
+    check_consistent(c)
+    # three clusters all the predicted way: Wilson's lower bound 0.439 is under 1/2 (the 02
+    # in-domain contamination case); four: 0.510, so it can be decided
+    three = _tables(_series(["accumulating"], n_tasks=3, n_steps=5), EMPTY, EMPTY, EMPTY)
+    c = dc.direction_claim(three, q, "", kind)
+    assert c.verdict == "cannot be decided here" and "0.439" in c.why
+    four = _tables(_series(["accumulating"], n_tasks=4, n_steps=5), EMPTY, EMPTY, EMPTY)
+    assert dc.direction_claim(four, q, "", kind).verdict == "supported"
+    # whatever the data: three clusters going the wrong way cannot be decided either
+    wrong = _tables(_series(["evolving"], n_tasks=3, n_steps=5), EMPTY, EMPTY, EMPTY)
+    assert dc.direction_claim(wrong, q, "", kind).verdict == "cannot be decided here"
 
 
 def test_direction_claim_not_testable_without_changes_of_the_predicted_sign():
@@ -190,7 +202,19 @@ def test_contamination_ood_against_controls_null_equivalent_and_decided(kind):
         kind,
         "x",
     )
-    assert few.verdict == "inconclusive" and few.extra["p_value"] == pytest.approx(1 / 35)
+    assert few.verdict == "cannot be decided here" and few.extra["p_value"] == pytest.approx(1 / 35)
+    assert "35 label arrangements" in few.why
+    # the real profile's 3 contaminated against 2 clean fine-tunes: p >= 1/10, whatever happens
+    real = dc.contamination_ood_claim(
+        _pairs({f"c{i}": 1.0 for i in range(3)}),
+        _pairs({f"u{i}": 0.0 for i in range(2)}),
+        "w",
+        "",
+        kind,
+        "x",
+    )
+    assert real.verdict == "cannot be decided here" and "0.1 > 0.025" in real.why
+    check_consistent(real)
     # changes of one model are not independent units: 32 changes of 4 models are 4 units
     assert len(few.extra["contaminated_rates"]) == 4
     none = dc.contamination_ood_claim(_pairs({"c0": 1.0}), EMPTY, "w", "", kind, "x")

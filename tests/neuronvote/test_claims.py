@@ -203,3 +203,71 @@ def test_stability_marks_a_claim_that_flips_under_another_study_seed():
     assert without["probeless.most_compatible"].stability.startswith(
         "stable under bootstrap and null-draw seeds"
     )
+
+
+def test_orders_null_is_the_exact_distribution_over_all_orders():
+    from kit.neuronvote.claims import orders_null
+
+    null = orders_null([6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
+    assert null.size == 720 and null.max() == pytest.approx(1.0) and null.min() == pytest.approx(-1)
+    assert np.mean(null) == pytest.approx(0.0, abs=1e-12)
+    # rho = 1 - 6 * 24 / 210 = 0.3143 (d² = 24) or better: 203 of the 720 orders (0.282); above
+    # it (d² < 24): 179 (0.249)
+    assert np.sum(null >= 1 - 6 * 24 / 210 - 1e-9) == 203 and np.sum(null > 0.3143) == 179
+    # one order of 720 matches exactly
+    assert np.sum(null >= 1 - 1e-9) == 1
+
+
+def _order_claim(values: dict, seed=0, noise=0.01):
+    st = _setting(values, None, noise=noise, seed=seed)
+    return next(
+        c
+        for c in setting_claims(st, n_boot=300, n_null=100)
+        if c.id.endswith("order.paper_agreement")
+    )
+
+
+def test_the_papers_own_order_is_supported_and_a_random_order_is_not():
+    from kit.neuronvote import published
+
+    paper = published.mean_scores(POS_BERT, "NeuronVote").to_dict()
+    own = _order_claim(paper | {"meanselect": 0.30}, noise=0.01)
+    check_consistent(own)
+    # Ridge and IoU are 0.003 apart in the paper: resamples swap them (rho 0.943, 6 of 720)
+    assert own.verdict == "supported" and own.extra["p_value"] <= 6 / 720, own.why
+    assert own.extra["n_orders"] == 720 and own.null_high == pytest.approx(0.8286, abs=1e-3)
+    rng = np.random.default_rng(5)
+    for draw in range(20):
+        perm = rng.permutation(VOTERS)
+        shuffled = dict(PAPER_NV) | {m: PAPER_NV[v] for m, v in zip(VOTERS, perm)}
+        c = _order_claim(shuffled, seed=draw)
+        check_consistent(c)
+        # a random order is supported only when it happens to land within the top 2.5% of orders
+        if c.verdict == "supported":
+            assert c.extra["p_value"] < 0.025
+        assert c.verdict != "supported" or c.ours > 0.83, (draw, c.ours, c.why)
+    # the order that reached 0.31 against 0 before: a quarter of all orders do as well
+    import itertools
+
+    from scipy.stats import spearmanr
+
+    levels = sorted((PAPER_NV[v] for v in VOTERS), reverse=True)
+    paper_rank = [paper[v] for v in VOTERS]
+    perm = next(
+        p
+        for p in itertools.permutations(levels)
+        if abs(spearmanr(p, paper_rank).statistic - 0.3143) < 1e-3
+    )
+    c = _order_claim(dict(PAPER_NV) | dict(zip(VOTERS, perm)))
+    assert c.ours == pytest.approx(0.3143, abs=1e-3) and c.verdict == "inconclusive", c.why
+    assert c.extra["p_value"] == pytest.approx(203 / 720)
+
+
+def test_three_methods_cannot_be_decided_whatever_their_order():
+    st = _setting(PAPER_NV, None)
+    st.result.voters = ("probeless", "lca", "lasso")
+    c = next(
+        c for c in setting_claims(st, n_boot=200, n_null=100) if c.id == "order.paper_agreement"
+    )
+    assert c.verdict == "cannot be decided here" and "6 orders" in c.why
+    check_consistent(c)

@@ -44,7 +44,7 @@ def test_notebook_02_measures_real_finetunes_on_their_leaked_items(notebook_run)
     for cid in ("corollary1.early_accumulating", "corollary1.late_evolving"):
         assert claims[cid]["verdict"] == "not testable here" and claims[cid]["why"], cid
     ood = claims["corollary2.contamination_ood"]  # one contaminated and one clean model: too few units
-    assert ood["verdict"] == "not testable here" and "three in all" in ood["why"]
+    assert ood["verdict"] == "cannot be decided here" and "2 label arrangements" in ood["why"]
     assert LEAKY in claims["setup.leak_on_test_split"]["rests_on"]
     assert any(line.startswith("Corollary 2, out of domain: 3 contaminated against 2 clean")
                for line in r["real_model_scope"])

@@ -107,21 +107,94 @@ def test_reproduction_claims_decided_on_a_drop_and_inconclusive_on_noise():
     assert (
         "te.delta[Vanilla]" not in c and "te.toward_ref" not in c and "te.a2_train_split" not in c
     )
-    # clean rows: nothing changes -> zero-width interval, which supports nothing
+    # clean rows over 100 items: one changed answer already moves a bootstrap interval 3 points,
+    # past ±2, so "unchanged" can never be supported: the design cannot decide it
     assert (
-        c["te.clean_unchanged"].verdict == "inconclusive"
-        and "zero width" in c["te.clean_unchanged"].why
+        c["te.clean_unchanged"].verdict == "cannot be decided here"
+        and "100 items: one changed answer moves the interval to 3 points"
+        in c["te.clean_unchanged"].why
     )
     noise = _claims(
         _evidence(_noise(), te_full=_noise(seed=1), full_contaminated=["+test", "+5x test"])
     )
-    for cid in (
-        "te.contaminated_drop",
-        "te.delta[+test]",
-        "te_full.contaminated_drop",
-        "te.clean_toward_ref",
-    ):
+    for cid in ("te.contaminated_drop", "te.clean_toward_ref"):
         assert noise[cid].verdict == "inconclusive", (cid, noise[cid].why)
+    # Ref = a permutation of Ori: no leak, so TE's change on those rows cannot be decided at all
+    for cid in ("te.delta[+test]", "te_full.contaminated_drop"):
+        assert noise[cid].verdict == "cannot be decided here", (cid, noise[cid].why)
+
+
+def test_unchanged_cannot_be_decided_when_nothing_changed_or_the_patch_does_not_act():
+    # 400 items: the design could support ±2 (one changed answer: 3 draws of 0.25 points)
+    c = _claims(
+        _evidence(
+            _te(n=400),
+            te_full=_te(n=400, seed=1, con_drop=0),
+            full_contaminated=["+test", "+5x test"],
+        )
+    )
+    # nothing changed on the clean row: a zero-width interval, which reads no equivalence
+    assert c["te.clean_unchanged"].verdict == "cannot be decided here", c["te.clean_unchanged"].why
+    assert "zero width" in c["te.clean_unchanged"].why
+    # the full fine-tunes: the patch changes nothing on the contaminated rows either, so an
+    # unchanged clean row cannot be told from an inert patch
+    full = c["te_full.clean_unchanged"]
+    assert full.verdict == "cannot be decided here" and "not shown to act" in full.why, full.why
+    # where the clean rows do move a little and the patch acts, the equivalence is decided
+    moved = _claims(_evidence(_te(n=400, clean_change=2)))
+    assert moved["te.clean_unchanged"].verdict == "supported", moved["te.clean_unchanged"].why
+
+
+def test_te_on_a_row_whose_leak_is_not_established_cannot_be_decided():
+    # TE drops 30 items, but Ref sits as high as Ori: no inflated score to lower
+    c = _claims(
+        _evidence(
+            _te(leak=False),
+            te_full=_te(seed=1, leak=False),
+            full_contaminated=["+test", "+5x test"],
+        )
+    )
+    assert c["te.leak[+test]"].verdict != "supported"
+    d = c["te.delta[+test]"]
+    assert d.verdict == "cannot be decided here" and "leak is not established" in d.why, d.why
+    assert d.ours == -30.0  # the numbers stay for display
+    assert c["te_full.contaminated_drop"].verdict == "cannot be decided here"
+    # with the leak, the same drop is decided
+    assert _claims(_evidence(_te()))["te.delta[+test]"].verdict == "supported"
+
+
+def _full_rows(flips: int) -> dict:
+    """Full fine-tunes that leak 30 points (Ref 30 points under Ori) but lose only ``flips``
+    correct answers under TE."""
+    full = _te(seed=1)
+    for label in ("+test", "+5x test"):
+        d = full[label]
+        d["te"] = d["ori"].copy()
+        d["te"][np.flatnonzero(d["ori"])[:flips]] = 0.0
+    return full
+
+
+def test_full_fine_tune_te_read_against_the_papers_effect():
+    cons = ["+test", "+5x test"]
+    flat = _claims(_evidence(_te(), te_full=_full_rows(0), full_contaminated=cons))
+    assert flat["te_full.leak"].verdict == "supported"
+    # the paper's -49.8 to -7.1 points lie wholly below an interval at 0: not replicated, though
+    # the test against 0 alone only says "inconclusive"
+    drop = flat["te_full.contaminated_drop"]
+    assert drop.verdict == "inconclusive" and drop.vs_paper == "not replicated", drop.why
+    assert (drop.paper_effect_low, drop.paper_effect_high) == (-49.8, -7.1)
+    small = _claims(_evidence(_te(), te_full=_full_rows(3), full_contaminated=cons))
+    c = small["te_full.contaminated_drop"]
+    assert c.verdict == "supported" and c.vs_paper == "smaller than the paper's", (
+        c.ci_low,
+        c.ci_high,
+    )
+    big = _claims(_evidence(_te(), te_full=_full_rows(30), full_contaminated=cons))
+    c = big["te_full.contaminated_drop"]
+    assert c.verdict == "supported" and c.vs_paper == "replicated"
+    # no leak: no reading against the paper either
+    no_leak = _claims(_evidence(_te(), te_full=_te(seed=1, leak=False), full_contaminated=cons))
+    assert no_leak["te_full.contaminated_drop"].vs_paper == ""
 
 
 def test_by_construction_weakens_the_sparse_rows_but_not_the_full_fine_tunes():
@@ -224,14 +297,24 @@ def test_side_effects_per_cell_absolute_and_a_corrected_maximum():
         and big.verdict == "contradicted"
         and "Bonferroni (2 cells)" in big.interval_how
     )
-    # few items, a few flips: neither side can be excluded
+    # 20 items (the real profile's side tasks): one flip moves a cell 5 points, so "unchanged
+    # within ±2" can never be supported, whatever the flips: the design cannot decide it
     few = {
         ("+test", "add2"): np.stack(
             [base[990:1010], np.r_[base[990:1000], np.ones(1), base[1001:1010]]]
         )
     }
     c = _claims(_evidence(_te(), side=few))
-    assert c["side_effects.largest_cell"].verdict == "inconclusive"
+    for cid in ("side_effects.largest_cell", "side_effects.unchanged"):
+        assert c[cid].verdict == "cannot be decided here" and "20 items" in c[cid].why, c[cid].why
+    still = {("+test", "add2"): np.stack([base[990:1010], base[990:1010]])}
+    assert _claims(_evidence(_te(), side=still))["side_effects.unchanged"].verdict == (
+        "cannot be decided here"
+    )
+    # a patch that does not act on its own target: unchanged side tasks say nothing
+    inert = _claims(_evidence(_te(con_drop=0, leak=True), side=quiet))
+    assert inert["side_effects.unchanged"].verdict == "cannot be decided here"
+    assert "not shown to act" in inert["side_effects.unchanged"].why
     assert _claims(_evidence(_te()))["side_effects.unchanged"].verdict == "not testable here"
 
 
@@ -336,10 +419,10 @@ def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
         and out["cheaters.delta[PT-Cheater]"].verdict == "supported"
     )
     assert out["cheaters.delta[PT-Cheater]"].rests_on == "cheater rows"
-    assert (
-        out["cheaters.delta[PT-Flat]"].verdict == "inconclusive"
-        and out["cheaters.leak[PT-Flat]"].verdict == "inconclusive"
-    )
+    # PT-Flat leaks nothing (Ref as high as Ori): TE has no inflated score to lower
+    assert out["cheaters.leak[PT-Flat]"].verdict == "inconclusive"
+    flat = out["cheaters.delta[PT-Flat]"]
+    assert flat.verdict == "cannot be decided here" and "leak is not established" in flat.why
 
 
 def test_the_study_result_names_what_is_missing():

@@ -4,6 +4,7 @@ never for a model known by name only; the one-pass first-token answers equal gen
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -183,3 +184,39 @@ def test_a_run_killed_midway_keeps_the_calls_it_finished(world):
     asked.clear()
     again = patched_cache.per_set_and_prompt(cache, data, sets, dies_on_third_call)
     assert again == values and asked == []
+
+
+@pytest.mark.parametrize("damage", ["{}", "truncated", "changed answer", "impossible answer"])
+def test_a_damaged_patched_answer_is_named_and_recomputed(world, monkeypatch, damage):
+    """The patched-answer cache checked no value at all: a changed answer behind its valid id was
+    used as it was. Now the digest and the answers' check refuse it, and the file is named."""
+    from kit.models import cache as item_cache
+
+    item_cache._WARNED.clear()
+    model, donor, data = world
+    sets = [[(0, 1)], [(0, 2)]]
+    good = evaluate.responses_of(model, donor, data, sets, max_new_tokens=3)
+    cache = patched_cache.item_cache(model, donor, data, "responses", {"max_new_tokens": 3})
+    assert cache is not None
+    tok = model.tokenizer
+    cache = cache.extended(stop=[tok.eos_token_id] if tok.eos_token_id is not None else [])
+    lines = cache.path.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 2 * data.n, "one record per (set, prompt)"
+    rec = json.loads(lines[0])
+    if damage == "{}":
+        lines[0] = b"{}\n"
+    elif damage == "truncated":
+        lines[0] = lines[0][: len(lines[0]) // 2] + b"\n"
+    elif damage == "changed answer":  # plausible token ids: only the digest sees the change
+        rec["value"] = [(t + 1) % model.cfg.d_vocab for t in rec["value"]]
+        lines[0] = json.dumps(rec).encode() + b"\n"
+    else:  # no digest (as an older record) but token ids this vocabulary does not have
+        del rec["sha"]
+        rec["value"] = [model.cfg.d_vocab + 5] * len(rec["value"])
+        lines[0] = json.dumps(rec).encode() + b"\n"
+    cache.path.write_bytes(b"".join(lines))
+    calls = _counting(monkeypatch)
+    with pytest.warns(item_cache.DamagedCacheWarning) as seen:
+        again = evaluate.responses_of(model, donor, data, sets, max_new_tokens=3)
+    assert again == good and calls == [(1, 1)], "only the damaged answer is recomputed"
+    assert any(str(cache.path) in str(w.message) for w in seen)

@@ -282,7 +282,7 @@ def test_the_micro_card_equals_the_committed_one(micro_world, platform):
     of ``kit zoo fingerprint`` equal those of the machine that built them), the card built here
     (from scratch on a fresh clone or CI, with the default engine) equals kit/world/cards/micro.json
     (built with the serial engine) exactly, weight digests included. Elsewhere bit-identity is not
-    established and the card is compared as the README promises: every number within
+    established and the card is compared as docs/tiny-world.md promises: every number within
     kit.world.card.TOLERANCE, every check's verdict equal."""
     from kit.world.card import card_diff, card_diff_within_tolerance, committed_card
 
@@ -409,7 +409,7 @@ def test_card_diff_names_every_difference():
 
 
 def test_training_refuses_an_unpinned_process():
-    from kit.world.pinned import enter_pinned
+    from kit.core.pinned import enter_pinned
 
     with pytest.raises(RuntimeError, match="run_pinned"):
         enter_pinned()

@@ -41,10 +41,10 @@ STOP_GRACE_S = 5.0
 
 
 def pinned_env() -> dict[str, str]:
-    """``kit.world.pinned.PINNED_ENV``, the one definition of the pinned numerical environment."""
-    # lazy: importing kit.world loads torch and TransformerLens (seconds), which a sweep without
-    # pinned jobs, and every worker process, should not pay
-    from kit.world.pinned import PINNED_ENV
+    """``kit.core.pinned.PINNED_ENV``, the one definition of the pinned numerical environment."""
+    # lazy: computes_pinned() reads an import of kit.core.pinned as a sign that this process may
+    # have entered the pinned environment
+    from kit.core.pinned import PINNED_ENV
 
     return dict(PINNED_ENV)
 
@@ -56,9 +56,9 @@ def env_is_pinned() -> bool:
 
 def computes_pinned() -> bool:
     """True when this process computes in the pinned environment: started with ``PINNED_ENV`` and
-    entered it (``kit.world.pinned.enter_pinned``, which ``kit.start`` and the world build call).
-    Cheap when it is not: a process that never imported ``kit.world.pinned`` never entered it."""
-    return "kit.world.pinned" in sys.modules and env_is_pinned()
+    entered it (``kit.core.pinned.enter_pinned``, which ``kit.start`` and the world build call).
+    Cheap when it is not: a process that never imported ``kit.core.pinned`` never entered it."""
+    return "kit.core.pinned" in sys.modules and env_is_pinned()
 
 
 @dataclass
@@ -253,7 +253,7 @@ def worker_main(once: bool, pinned: bool) -> int:
     os.dup2(devnull, 0)  # a job that reads stdin sees EOF, not the protocol
     os.dup2(2, 1)  # a job's prints go to stderr, never into the protocol
     if pinned:
-        from kit.world.pinned import enter_pinned  # lazy: imports torch
+        from kit.core.pinned import enter_pinned  # lazy: imports torch
 
         enter_pinned()
     while True:

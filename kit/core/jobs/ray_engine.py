@@ -37,7 +37,7 @@ the machine's memory)."""
 def ray_call(fn: str, args_json: str, pinned: bool) -> dict[str, Any]:
     """What a Ray worker runs for a job: :func:`call_job`, in the pinned environment if asked."""
     if pinned:
-        from kit.world.pinned import enter_pinned  # lazy: imports torch
+        from kit.core.pinned import enter_pinned  # lazy: imports torch
 
         enter_pinned()
     return call_job(fn, args_json)

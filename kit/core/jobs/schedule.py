@@ -150,7 +150,7 @@ class InlineExecutor:
                 stop_workers([worker])
             return
         if job.pinned:
-            from kit.world.pinned import enter_pinned  # lazy: imports torch
+            from kit.core.pinned import enter_pinned  # lazy: imports torch
 
             enter_pinned()
         self.done.append(Finished(job, call_job(job.fn, job.args_json)))

@@ -40,7 +40,7 @@ class Job:
     - ``id``: the content hash of ``fn`` and the canonical arguments unless given;
     - ``after``: ids (or :class:`Job` objects) of jobs of the same sweep that must finish first;
     - ``num_cpus`` (>= 1), ``num_gpus`` (>= 0; fractions share a GPU under Ray): what it occupies;
-    - ``pinned``: run in a process started with ``kit.world.pinned.PINNED_ENV`` (same bits on every
+    - ``pinned``: run in a process started with ``kit.core.pinned.PINNED_ENV`` (same bits on every
       machine of one numerical platform), as the world's training does.
 
     The function writes its work into the content-addressed caches (atomically, ``kit.core.paths``)
@@ -231,10 +231,23 @@ class JobsReport:
     def ok(self) -> bool:
         return not self.failed and not self.skipped
 
+    def first_cause(self) -> str:
+        """The first failed job's error in one line: its exception's type and message (the last
+        line of its traceback), or how its process died; "" when none failed."""
+        for f in self.failed.values():
+            lines = [ln.strip() for ln in f.error.splitlines() if ln.strip()]
+            if lines:
+                return lines[-1] if f.kind == "raised" else " ".join(lines)
+        return ""
+
     def describe_failures(self) -> str:
+        """The first line says what failed and the first cause (a one-line error keeps it); then
+        each failed or skipped job with its arguments and error."""
+        cause = self.first_cause()
         lines = [
-            f"{len(self.failed)} of {len(self.jobs)} job(s) failed and {len(self.skipped)} "
-            f"were skipped (engine {self.engine}):"
+            f"{len(self.failed)} of {len(self.jobs)} job(s) failed"
+            + (f" (first: {cause})" if cause else "")
+            + f" and {len(self.skipped)} were skipped (engine {self.engine}):"
         ]
         lines += [f.describe() for f in [*self.failed.values(), *self.skipped.values()]]
         return "\n".join(lines)

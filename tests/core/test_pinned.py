@@ -1,4 +1,4 @@
-"""The pinned numerical environment really runs as pinned (issue 31): each library asked for
+"""The pinned numerical environment really runs as pinned: each library asked for
 itself."""
 
 import os
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kit.world.pinned import (
+from kit.core.pinned import (
     NUMPY_AVX2_LEVEL,
     NUMPY_DISABLED,
     OPENBLAS_CORE,
@@ -38,7 +38,7 @@ def test_the_pinned_process_runs_in_the_pinned_mode(report):
         b["architecture"] == OPENBLAS_CORE and b["num_threads"] == 1 for b in report.openblas
     ), report.openblas
     assert report.numpy_above_avx2 == []
-    assert report.sqrt_exact and report.gemm_openblas  # kit.world.kernels
+    assert report.sqrt_exact and report.gemm_openblas  # kit.core.kernels
     assert report.problems() == []
 
 
@@ -93,7 +93,7 @@ def test_a_pinned_child_dies_with_its_parent(tmp_path):
             sys.executable,
             "-c",
             (
-                "import subprocess, sys, time; from kit.world.pinned import die_with_parent\n"
+                "import subprocess, sys, time; from kit.core.pinned import die_with_parent\n"
                 "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], "
                 f"preexec_fn=die_with_parent)\nopen({str(pidfile)!r}, 'w').write(str(c.pid)); "
                 "time.sleep(120)"

@@ -5,10 +5,10 @@ the numerical fingerprint (:mod:`kit.world.fingerprint`, which says what is iden
 Float results on a CPU depend on which kernels run, and torch, MKL, oneDNN, OpenBLAS and numpy each
 pick kernels by the CPU's instruction set (SSE4, AVX2, AVX-512, AMX), some by its vendor and model:
 a different kernel sums in a different order or rounds differently, and over a few thousand training
-steps the difference grows into different models (issue 15: a contamination gap of +25 points on one
-machine, +35 on another; issue 31: an AMD EPYC built a tiny world that differed from the Intel one
-in 812 card entries; an Intel Xeon, 835 with the pins below but MKL's square root). So every pinned
-process runs:
+steps the difference grows into different models (unpinned, a contamination gap of +25 points on one
+machine, +35 on another; an AMD EPYC built a tiny world that differed from the Intel one in 812 card
+entries; an Intel Xeon, 835 with the pins below but MKL's square root). So every pinned process
+runs:
 
 - in fp32, no autocast, on one thread, with deterministic algorithms
   (``kit.world.members.deterministic``);
@@ -27,7 +27,7 @@ process runs:
   non-Intel processors (SSE2 code without approximate instructions), at about a quarter of the
   machine's GEMM rate;
 - with matrix products through numpy's OpenBLAS (pinned below) and exact square roots, in place of
-  torch's MKL kernels (:mod:`kit.world.kernels`: MKL's reproducible GEMM runs at a quarter of the
+  torch's MKL kernels (:mod:`kit.core.kernels`: MKL's reproducible GEMM runs at a quarter of the
   machine's rate, and its vector square root rounded differently on an Intel Xeon and an AMD EPYC,
   the one primitive of ``kit zoo fingerprint`` that differed between the two);
 - without oneDNN (``torch.backends.mkldnn.enabled = False``), whose JIT kernels follow the CPU's ISA
@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 
 from numpy._core._multiarray_umath import __cpu_dispatch__ as _NUMPY_DISPATCH
 
-from kit.world import kernels
+from kit.core import kernels
 
 NUMPY_AVX2_LEVEL = frozenset(
     {
@@ -121,7 +121,7 @@ def enter_pinned() -> None:
 
     if not is_pinned():
         raise RuntimeError(
-            "enter_pinned() needs a process started with kit.world.pinned.PINNED_ENV; "
+            "enter_pinned() needs a process started with kit.core.pinned.PINNED_ENV; "
             "use run_pinned()"
         )
     torch.backends.mkldnn.enabled = False
@@ -202,9 +202,9 @@ class PinnedReport:
     """numpy dispatch targets above the AVX2 level that are active (should be none)."""
     cpu: str = ""
     sqrt_exact: bool = False
-    """Whether ``torch.sqrt`` returns correctly rounded roots (:mod:`kit.world.kernels`)."""
+    """Whether ``torch.sqrt`` returns correctly rounded roots (:mod:`kit.core.kernels`)."""
     gemm_openblas: bool = False
-    """Whether ``torch.mm`` runs in numpy's OpenBLAS (:mod:`kit.world.kernels`)."""
+    """Whether ``torch.mm`` runs in numpy's OpenBLAS (:mod:`kit.core.kernels`)."""
 
     def problems(self) -> list[str]:
         """Every way this process differs from the pinned environment (empty: it is pinned)."""
@@ -228,9 +228,9 @@ class PinnedReport:
         if self.numpy_above_avx2:
             out.append(f"numpy dispatches {', '.join(self.numpy_above_avx2)} loops")
         if not self.sqrt_exact:
-            out.append("torch.sqrt runs MKL's vector sqrt, not exact roots (kit.world.kernels)")
+            out.append("torch.sqrt runs MKL's vector sqrt, not exact roots (kit.core.kernels)")
         if not self.gemm_openblas:
-            out.append("torch.mm runs MKL, not numpy's OpenBLAS (kit.world.kernels)")
+            out.append("torch.mm runs MKL, not numpy's OpenBLAS (kit.core.kernels)")
         return out
 
     def summary(self) -> str:
@@ -318,7 +318,7 @@ def pinned_report(env: dict[str, str] | None = None) -> PinnedReport:
     test passes a broken pin, e.g. ``{"MKL_CBWR": "AVX2"}``, to see it reported). Raises
     RuntimeError with the child's output if it fails."""
     facts, lines = child_json(
-        "kit.world.pinned",
+        "kit.core.pinned",
         "--report",
         env={**pinned_environ(), **(env or {}), "MKL_VERBOSE": "1"},
         tag=_REPORT_TAG,
@@ -335,5 +335,5 @@ def pinned_report(env: dict[str, str] | None = None) -> PinnedReport:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--report"]:
-        raise SystemExit("usage: python -m kit.world.pinned --report (started by pinned_report())")
+        raise SystemExit("usage: python -m kit.core.pinned --report (started by pinned_report())")
     _report_here()

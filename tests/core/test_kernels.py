@@ -1,4 +1,4 @@
-"""The pinned environment's own CPU kernels (kit.world.kernels): matrix products through numpy's
+"""The pinned environment's own CPU kernels (kit.core.kernels): matrix products through numpy's
 OpenBLAS and exact square roots, for every form of the ops torch dispatches to them."""
 
 import subprocess
@@ -6,13 +6,13 @@ import sys
 
 import pytest
 
-from kit.world.pinned import pinned_environ
+from kit.core.pinned import pinned_environ
 
 CHECKS = """
 import numpy as np, torch
 import torch.nn.functional as F
-from kit.world import kernels
-from kit.world.pinned import enter_pinned
+from kit.core import kernels
+from kit.core.pinned import enter_pinned
 enter_pinned()
 g = torch.Generator().manual_seed(0)
 checks = {}
@@ -87,7 +87,7 @@ def test_pinned_kernels_compute_products_and_roots_right_in_every_form():
 
 
 def test_an_unpinned_process_keeps_torchs_kernels():
-    from kit.world import kernels
+    from kit.core import kernels
 
     assert not kernels.installed()
 

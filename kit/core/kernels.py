@@ -1,4 +1,4 @@
-"""The CPU kernels a pinned process (:mod:`kit.world.pinned`) computes with instead of torch's own:
+"""The CPU kernels a pinned process (:mod:`kit.core.pinned`) computes with instead of torch's own:
 matrix products through numpy's OpenBLAS, and exact square roots.
 
 Both are registered once per process for ``aten`` ops on the ``CPU`` dispatch key

@@ -1,0 +1,202 @@
+"""One cached JSON value in a file, checked on every read: its bytes against the digest written
+with it, its content against the caller's schema.
+
+A cache that returns whatever parses (``{}``, a torn file, a plausible value someone or something
+changed) either blocks every rerun (``KeyError`` on the missing key) or gives a wrong number with
+exit 0. So a value is written with the sha256 of its canonical bytes (:func:`value_digest`), and
+:func:`read_json` returns it only when
+
+- the file parses as JSON,
+- the digest written with the value matches the value read (a changed value behind a valid key),
+- the caller's schema (a :data:`Check`: keys, types, ranges) accepts it.
+
+Otherwise it warns (:class:`DamagedCacheWarning`) naming the file and the reason and returns
+:data:`MISSING`: the caller recomputes and rewrites (:func:`cached_json` does both). Files written
+before the digest existed hold the bare value: they are read when the schema accepts them, so a
+cache built by an earlier version stays valid, with the same numbers.
+
+Writes are atomic (temporary file + ``os.replace``, :func:`kit.core.paths.atomic_write_text`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+from kit.core.paths import atomic_write_text
+
+Check = Callable[[Any], "str | None"]
+"""A value check (a schema): None when the value is usable, else the reason it is not (a short
+phrase, e.g. ``"missing key 'results'"``)."""
+
+ENVELOPE = "kit-cached-json"
+"""The ``format`` of a file written by :func:`write_json`: ``{"format", "sha256", "value"}``."""
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
+"""What :func:`read_json` returns for an absent or refused file (never a cached value)."""
+
+
+class DamagedCacheWarning(UserWarning):
+    """A cache file could not be used (damaged, changed, or failing its schema); its value is
+    recomputed and the file rewritten."""
+
+
+def canonical(value: Any) -> bytes:
+    """The bytes a value's digest is taken over: sorted keys, no spaces (NaN as ``NaN``, as
+    Python's ``json`` writes and reads it)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def value_digest(value: Any) -> str:
+    """The sha256 (hex) of :func:`canonical` ``(value)``."""
+    return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write ``value`` (plain JSON) with its digest to ``path``, atomically."""
+    doc = {"format": ENVELOPE, "sha256": value_digest(value), "value": value}
+    atomic_write_text(Path(path), json.dumps(doc))
+
+
+def is_envelope(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("format") == ENVELOPE
+
+
+def refusal(path: Path, check: Check | None = None) -> tuple[Any, str | None]:
+    """``(value, None)`` when ``path`` holds a usable value, else ``(MISSING, reason)``; an absent
+    file is ``(MISSING, None)``. No warning: :func:`read_json` warns."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return MISSING, None
+    except OSError as e:
+        return MISSING, f"unreadable ({e.strerror or e})"
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return MISSING, "not UTF-8 text"
+    except ValueError as e:
+        return MISSING, f"not JSON ({e}; a torn or truncated write?)"
+    if is_envelope(doc):
+        if not {"sha256", "value"} <= set(doc):
+            return MISSING, "a digest file without its digest or value"
+        value = doc["value"]
+        if value_digest(value) != doc["sha256"]:
+            return MISSING, "the value does not match the digest written with it (changed)"
+    else:  # written before digests existed: only the schema can vouch for it
+        value = doc
+    why = check(value) if check is not None else None
+    return (MISSING, f"invalid value: {why}") if why is not None else (value, None)
+
+
+def read_json(path: Path | None, check: Check | None = None, what: str = "cache") -> Any:
+    """The value cached at ``path``, or :data:`MISSING` (absent, or refused with a
+    :class:`DamagedCacheWarning` naming the file and the reason)."""
+    if path is None:
+        return MISSING
+    value, why = refusal(Path(path), check)
+    if why is not None:
+        warnings.warn(
+            f"{what} {path}: {why}; recomputing and rewriting it", DamagedCacheWarning, stacklevel=3
+        )
+    return value
+
+
+def cached_json(
+    path: Path | None, compute: Callable[[], Any], check: Check | None = None, what: str = "cache"
+) -> Any:
+    """The value at ``path`` if usable (:func:`read_json`), else ``compute()``, written to ``path``
+    (None: computed, never stored). A freshly computed value that fails ``check`` raises
+    ``ValueError`` (a bug to see, not a value to store)."""
+    value = read_json(path, check, what)
+    if value is not MISSING:
+        return value
+    value = compute()
+    why = check(value) if check is not None else None
+    if why is not None:
+        raise ValueError(f"{what}: the value just computed is invalid ({why}); not stored")
+    if path is not None:
+        write_json(Path(path), value)
+    return value
+
+
+# ---------------------------------------------------------------- schema pieces
+def has_keys(value: Any, types: dict[str, type | tuple[type, ...]]) -> str | None:
+    """None if ``value`` is a dict holding each key of ``types`` with a value of that type."""
+    if not isinstance(value, dict):
+        return f"not a JSON object ({type(value).__name__})"
+    for key, t in types.items():
+        if key not in value:
+            return f"missing key {key!r}"
+        if not isinstance(value[key], t):
+            return f"key {key!r} is a {type(value[key]).__name__}"
+    return None
+
+
+def non_finite(value: Any) -> str | None:
+    """``"non-finite number"`` if ``value`` holds NaN or an infinity anywhere, else None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "non-finite number"
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            if (why := non_finite(v)) is not None:
+                return why
+    return None
+
+
+# ---------------------------------------------------------------- built directories
+def file_sizes(directory: Path) -> dict[str, int]:
+    """``{relative path: size in bytes}`` of every file under ``directory`` (sorted): what a built
+    directory's ``meta.json`` lists as ``files``, so a reader can tell it is whole."""
+    d = Path(directory)
+    return {str(p.relative_to(d)): p.stat().st_size for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def built_dir_refusal(directory: Path, required: tuple[str, ...] = ()) -> str | None:
+    """Why the built directory ``directory`` (its ``meta.json`` written last) cannot be used, or
+    None. ``meta.json`` must parse as an object; every file it lists (``files``: ``{name: size}``)
+    must exist at that size; a directory written before the listing existed must hold each file of
+    ``required`` (non-empty). A directory without ``meta.json`` is not built: ``"not built"``."""
+    d = Path(directory)
+    meta_path = d / "meta.json"
+    if not meta_path.is_file():
+        return "not built"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as e:
+        return f"meta.json unreadable ({e})"
+    if not isinstance(meta, dict):
+        return "meta.json is not a JSON object"
+    listed = meta.get("files")
+    if listed is None:
+        listed = {name: None for name in required}
+    elif not isinstance(listed, dict):
+        return "meta.json's 'files' is not a mapping"
+    for name, size in listed.items():
+        f = d / name
+        if not f.is_file():
+            return f"{name} is missing"
+        actual = f.stat().st_size
+        if (size is None and actual == 0) or (size is not None and actual != size):
+            return (
+                f"{name} has {actual} bytes, meta.json says {size if size is not None else '> 0'}"
+            )
+    return None
+
+
+def is_built_dir(directory: Path, required: tuple[str, ...] = (), what: str = "cache") -> bool:
+    """Whether ``directory`` is built and whole (:func:`built_dir_refusal`); a damaged one is
+    warned about (naming it and the reason), so the caller rebuilds it."""
+    why = built_dir_refusal(directory, required)
+    if why not in (None, "not built"):
+        warnings.warn(
+            f"{what} {directory}: {why}; rebuilding it", DamagedCacheWarning, stacklevel=3
+        )
+    return why is None
