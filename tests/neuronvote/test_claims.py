@@ -271,3 +271,17 @@ def test_three_methods_cannot_be_decided_whatever_their_order():
     )
     assert c.verdict == "cannot be decided here" and "6 orders" in c.why
     check_consistent(c)
+
+
+def test_probeless_claim_numbers_unchanged_by_the_shared_bootstrap_helper():
+    # Expected values computed once by the code before it called kit.core.claims.bootstrap_claim
+    # (its own bootstrap_ci then claim): the helper must draw the same resamples.
+    from kit.neuronvote.claims import probeless_claim
+
+    c = probeless_claim(_setting(PAPER_NV, None, noise=0.05, seed=7), seed=5, n_boot=200, n_null=10)
+    assert (c.ours, c.ci_low, c.ci_high) == (
+        0.09225286788137649,
+        0.07744362811417008,
+        0.10734155259924878,
+    )
+    assert c.verdict == "supported" and c.extra["best_other"] == "lca"

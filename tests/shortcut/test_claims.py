@@ -439,3 +439,16 @@ def test_the_study_result_names_what_is_missing():
         result.measure_evidence(study)
     study.located, study.n_patched = SimpleNamespace(ranked=[(0, 3), (1, 2), (0, 1)]), 2
     assert study.shortcut == [(0, 3), (1, 2)]
+
+
+def test_agreement_claim_numbers_unchanged_by_the_shared_bootstrap_helper():
+    # Expected values computed once by the code before it called kit.core.claims.bootstrap_claim
+    # (its own bootstrap_ci then claim): the helper must draw the same resamples.
+    from kit.shortcut.claims import _agreement_claim
+
+    rng = np.random.default_rng(11)
+    ref = rng.normal(size=9)
+    te, ori = ref + rng.normal(scale=0.5, size=9), rng.normal(size=9)
+    c = _agreement_claim("agreement.te_vs_ori", "toy", te, ori, ref, dict(n_boot=200, seed=4), "f")
+    assert (c.ours, c.ci_low, c.ci_high) == (0.6, -0.3764358108108106, 1.5044927536231882)
+    assert c.verdict == "inconclusive" and c.null == 0.0 and c.extra == {}
