@@ -201,3 +201,22 @@ def test_rests_on_names_the_world_for_its_members():
         c.rests_on.startswith("the tiny world's members; model zoo/base-m")
         and "n = 40" in c.rests_on
     )
+
+
+def test_vs_null_numbers_unchanged_by_the_shared_null_band_helper():
+    # Expected values computed once by the code before it called kit.core.claims.band_claim
+    # (its own null_band then claim): the helper must read the same band.
+    from types import SimpleNamespace
+
+    from kit.audits.claims import _vs_null
+
+    draws = np.random.default_rng(21).normal(size=40).tolist()
+    r = SimpleNamespace(metric="M")
+    c = _vs_null(r, "toy", "s", 2.5, draws, "greater", "how", kind="audit")
+    assert (c.ours, c.null, c.null_low, c.null_high) == (
+        2.5,
+        0.1282900285018807,
+        -1.697096462907567,
+        1.6990285209859235,
+    )
+    assert c.verdict == "pass" and c.extra == {"p_value": 1 / 41, "n_null_draws": 40}

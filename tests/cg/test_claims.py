@@ -230,3 +230,17 @@ def test_adversarial_claims_name_a_zero_median_as_their_cause(model_suite_of):
         bad["robustness.dropout_vs_shuffled"].verdict
         == ok["robustness.dropout_vs_shuffled"].verdict
     )
+
+
+def test_band_claim_numbers_unchanged_by_the_shared_null_band_helper():
+    # Expected values computed once by the code before it called kit.core.claims.band_claim
+    # (its own null_band then claim): the helper must read the same band.
+    draws = np.random.default_rng(21).normal(size=40)
+    c = cgc._band_claim("toy", "§1", "s", 1.9, draws, "greater", "how", "r", 0.04, figure="f")
+    assert (c.ours, c.null, c.null_low, c.null_high) == (
+        1.9,
+        0.1282900285018807,
+        -1.697096462907567,
+        1.6990285209859235,
+    )
+    assert c.verdict == "supported" and c.extra == {"p_value": 0.04}
