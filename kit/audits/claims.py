@@ -34,8 +34,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kit.core.claims import Claim, claim, decided, mark_stability, weaken
-from kit.core.stats import null_band, welch_interval
+from kit.core.claims import Claim, band_claim, claim, decided, mark_stability, weaken
+from kit.core.stats import welch_interval
 
 from .stability import coherence_interval
 
@@ -142,16 +142,14 @@ def _vs_null(
     **common: Any,
 ) -> Claim:
     """The claim of ``ours`` against the null draws, with the draw-count and p-value rule."""
-    m, lo, hi = null_band(nulls)
     p = empirical_p(nulls, ours, direction)
-    c = claim(
+    c = band_claim(
         PAPER,
         r.metric,
         cid,
         statement,
         ours,
-        null=m,
-        null_range=(lo, hi),
+        nulls,
         direction=direction,
         null_how=null_how,
         p_value=p,
@@ -171,7 +169,7 @@ def _vs_null(
             else "greater"
             if direction == "less"
             else "greater"
-            if ours > hi
+            if c.null_high is not None and ours > c.null_high  # None: a band of no finite draw
             else "less"
         )
         p = empirical_p(nulls, ours, side)

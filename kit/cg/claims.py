@@ -32,8 +32,8 @@ from kit.cg.planted import PlantedGapResult, planted_gap_analysis
 from kit.cg.planted_settings import primary_setting
 from kit.cg.report import gap_significance
 from kit.cg.size_control import EqualSizeCoverage, SaeSwap, coverage_vs_text, sae_swap
-from kit.core.claims import Claim, claim
-from kit.core.stats import mean_diff_ci, null_band
+from kit.core.claims import Claim, band_claim, claim
+from kit.core.stats import mean_diff_ci
 
 PAPER = "002"
 MODEL_IDS = (
@@ -121,15 +121,13 @@ def _band_claim(
     p: float,
     **kw: Any,
 ) -> Claim:
-    m, lo, hi = null_band(null)
-    return claim(
+    return band_claim(
         PAPER,
         section,
         cid,
         statement,
         ours,
-        null=m,
-        null_range=(lo, hi),
+        null,
         direction=direction,
         null_how=null_how,
         rests_on=rests_on,

@@ -436,6 +436,26 @@ def bootstrap_claim(
     return claim(paper, section, id, statement, est[0], ci=est[1:], direction=direction, **kw)
 
 
+def band_claim(
+    paper: str,
+    section: str,
+    id: str,
+    statement: str,
+    ours: float,
+    null_draws: Sequence[float] | np.ndarray,
+    **kw: Any,
+) -> Claim:
+    """The other claim most notebooks make: a point ``ours`` (no interval of its own) against
+    the central 95% band of a null's draws (:func:`kit.core.stats.null_band`: their mean as
+    ``null``, the band as ``null_range``; non-finite draws dropped). ``kw``: the other arguments
+    of :func:`claim` (``direction``, ``null_how``, a ``p_value`` computed by the caller...).
+    """
+    from kit.core.stats import null_band
+
+    m, lo, hi = null_band(null_draws)
+    return claim(paper, section, id, statement, ours, null=m, null_range=(lo, hi), **kw)
+
+
 def versus_paper(
     ci: tuple[float, float] | None,
     paper_effect: tuple[float, float],

@@ -411,3 +411,17 @@ def test_bootstrap_claim_against_null_draws_by_hand():
     assert low.extra["p_value"] == pytest.approx((1 + np.sum(draws + 0.5 <= 0.65)) / 42)
     plain = C.bootstrap_claim("004", "s", "p", "p", np.mean, x, n_boot=200, seed=3, null=0.0)
     assert plain.null == 0.0 and "p_value" not in plain.extra
+
+
+def test_band_claim_reads_the_nulls_mean_and_central_band_by_hand():
+    import numpy as np
+
+    # 0, 0.01, ..., 0.40 and one nan (dropped): mean 0.2, 2.5% / 97.5% quantiles 0.01 / 0.39
+    draws = np.append(np.linspace(0.0, 0.4, 41), np.nan)
+    c = C.band_claim("004", "s", "b", "b", 0.65, draws, direction="greater", p_value=1 / 42)
+    assert c.ours == 0.65 and c.null == pytest.approx(0.2)
+    assert c.null_low == pytest.approx(0.01) and c.null_high == pytest.approx(0.39)
+    assert c.ci_low is None and c.extra == {"p_value": pytest.approx(1 / 42)}
+    assert c.verdict == "supported"
+    inside = C.band_claim("004", "s", "i", "i", 0.3, draws, direction="greater")
+    assert inside.verdict == "inconclusive"
