@@ -42,8 +42,15 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, claim, equivalence_floor, mark_stability, weaken
-from kit.core.stats import bootstrap_ci, bootstrap_groups_ci, null_band
+from kit.core.claims import (
+    Claim,
+    bootstrap_claim,
+    claim,
+    equivalence_floor,
+    mark_stability,
+    weaken,
+)
+from kit.core.stats import bootstrap_groups_ci, null_band
 from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units, leak_claim
 from kit.shortcut.te_claims import _te_claims, acts_precondition, leak_precondition
 
@@ -402,15 +409,17 @@ def _agreement_claim(
         return float(spearmanr(t, r).statistic - spearmanr(o, r).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
 
     te, ori, ref = (np.asarray(x, float) for x in (te, ori, ref))
-    est = bootstrap_ci(gain, te, ori, ref, **kw)
-    return claim(
+    return bootstrap_claim(
         PAPER,
         "Fig. 4",
         cid,
         f"TE agrees with the reference better than Ori on {where}: "
         "Spearman(TE, Ref) - Spearman(Ori, Ref)",
-        est[0],
-        ci=est[1:],
+        gain,
+        te,
+        ori,
+        ref,
+        **kw,
         null=0.0,
         direction="greater",
         null_how="no gain (0)",
