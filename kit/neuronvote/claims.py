@@ -287,16 +287,17 @@ def probeless_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
     def stat(rows: np.ndarray) -> float:
         return float(np.mean(rows[:, 0]) - np.max(np.mean(rows[:, 1:], axis=0)))
 
-    est = bootstrap_ci(stat, nv, n_boot=n_boot, seed=seed)
     means = nv.mean(axis=0)
     best = others[int(np.argmax(means[1:]))]
-    return claim(
+    return bootstrap_claim(
         PAPER,
         "Table 3, abstract",
         cid,
         statement,
-        est[0],
-        ci=est[1:],
+        stat,
+        nv,
+        n_boot=n_boot,
+        seed=seed,
         null=0.0,
         direction="greater",
         null_how="tied with the best other voter (0)",
