@@ -24,6 +24,13 @@ API_MODULES = [
     "kit.shortcut.evaluate",
     "kit.cg.metrics",
     "kit.audits",
+    "kit.audits.sae_validity",
+    "kit.audits.stability",
+    "kit.audits.superposition",
+    "kit.audits.saebench",
+    "kit.audits.psychophysics",
+    "kit.audits.safety",
+    "kit.audits.mib",
 ]
 """Modules whose docstring examples are the public API's documentation."""
 
