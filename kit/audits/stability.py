@@ -268,7 +268,8 @@ def reproducibility(
     >>> from kit.audits.stability import reproducibility
     >>> runs = [{"a": 1.0, "b": 2.0, "c": 3.0}, {"a": 1.1, "b": 2.0, "c": 2.9}]
     >>> r = reproducibility(runs)
-    >>> r.metric, round(r.values["max_deviation"], 3), round(r.values["coherence_score"], 3), r.passed
+    >>> v = r.values
+    >>> r.metric, round(v["max_deviation"], 3), round(v["coherence_score"], 3), r.passed
     ('EX25', 0.0, 1.0, True)
     """
     ids, mat = align_runs(runs)
