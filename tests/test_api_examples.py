@@ -23,6 +23,7 @@ API_MODULES = [
     "kit.shortcut.ranking",
     "kit.shortcut.evaluate",
     "kit.cg.metrics",
+    "kit.cg.coverage",
     "kit.audits",
     "kit.audits.sae_validity",
     "kit.audits.stability",
