@@ -66,6 +66,8 @@ def benchmark_concepts(
     >>> len(cov.x_bench), bool(np.isclose(cov.chi_bench.mean().to_numpy(), 1).all())
     (128, True)
     """
+    # model_space pulls in the notebook's suites and the model loaders: only a caller with a model
+    # pays for that import, not one who brings activations
     from kit.cg.model_space import hooked_item_concepts
 
     if not texts_by_benchmark:
