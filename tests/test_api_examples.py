@@ -23,7 +23,15 @@ API_MODULES = [
     "kit.shortcut.ranking",
     "kit.shortcut.evaluate",
     "kit.cg.metrics",
+    "kit.cg.coverage",
     "kit.audits",
+    "kit.audits.sae_validity",
+    "kit.audits.stability",
+    "kit.audits.superposition",
+    "kit.audits.saebench",
+    "kit.audits.psychophysics",
+    "kit.audits.safety",
+    "kit.audits.mib",
 ]
 """Modules whose docstring examples are the public API's documentation."""
 

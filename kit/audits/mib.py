@@ -150,7 +150,23 @@ def mib_audit(
     Saturation: ``saturation_threshold`` is the first edge fraction whose edges touch every head
     (from there f = 1 by construction); ``cpr_floor`` the CPR of f = 1 there and 0 elsewhere. If
     that floor passes, the verdict is decided by construction. Null: the same edges ranked at
-    random (``null_seeds``)."""
+    random (``null_seeds``).
+
+    >>> from transformer_lens import HookedTransformer, HookedTransformerConfig
+    >>> from kit.audits.circuits import edge_scores, head_means, ioi_batch
+    >>> from kit.audits.mib import mib_audit
+    >>> from kit.world.tasks import get_task
+    >>> from kit.world.tokenizer import build_tokenizer, vocab
+    >>> cfg = HookedTransformerConfig(n_layers=1, d_model=16, n_heads=2, d_head=8,
+    ...                               d_vocab=len(vocab()), n_ctx=64, attn_only=True, seed=0)
+    >>> model = HookedTransformer(cfg, tokenizer=build_tokenizer()).eval()
+    >>> batch = ioi_batch(model, get_task("ioi").items("test", 4))
+    >>> means = head_means(model, batch)
+    >>> edges = edge_scores(model, batch, means)
+    >>> r, curve = mib_audit(model, batch, means, edges, null_seeds=[1])
+    >>> r.metric, len(edges), round(r.value, 2), r.passed
+    ('MIB', 5, 1.41, True)
+    """
     thresholds = list(thresholds)
     curve = faithfulness_curve(model, batch, means, edges, thresholds)
     f = np.asarray(curve["f"], float)

@@ -75,7 +75,16 @@ def dprime_audit(
     min_auc: float = 0.7,
 ) -> AuditResult:
     """EX1 from per-prompt logit diffs of the full model (signal) and of the model with the
-    circuit mean-ablated (noise). Pass: ``d' > 1`` and ``AUC > 0.7``."""
+    circuit mean-ablated (noise). Pass: ``d' > 1`` and ``AUC > 0.7``.
+
+    >>> import numpy as np
+    >>> from kit.audits.psychophysics import dprime_audit
+    >>> full = np.array([2.0, 2.5, 3.0, 3.5, 1.0, 2.2, 0.8, 1.9])
+    >>> ablated = np.array([-1.0, -0.5, 0.2, -2.0, -0.3, -1.2, -0.1, -0.7])
+    >>> r = dprime_audit(full, ablated)
+    >>> r.metric, round(r.value, 2), r.values["auc"], r.passed
+    ('EX1', 2.68, 1.0, True)
+    """
     full_ld, ablated_ld = np.asarray(full_ld, float), np.asarray(ablated_ld, float)
     hr, fa = float((full_ld > 0).mean()), float((ablated_ld > 0).mean())
     d, beta = dprime(hr, fa, len(full_ld), len(ablated_ld))
@@ -137,7 +146,15 @@ def dif_audit(
     """EX2: Cohen's d of ``values`` (the circuit's logit diffs) for every pair of ``groups``.
     Pass: max |d| < 0.5. ``full_model_values`` adds the whole model's DIF for comparison.
     Null: max |d| with the group labels shuffled (``n_null`` permutations): what sampling noise
-    alone gives with these group sizes. Constant values give d = 0: passes by construction."""
+    alone gives with these group sizes. Constant values give d = 0: passes by construction.
+
+    >>> import numpy as np
+    >>> from kit.audits.psychophysics import dif_audit
+    >>> logit_diffs = np.array([1.0, 1.2, 0.9, 1.1, 1.0, 1.3])
+    >>> r = dif_audit(logit_diffs, ["frequent"] * 3 + ["rare"] * 3)  # |d| = 0.65 >= 0.5: DIF
+    >>> r.metric, round(r.value, 2), r.passed
+    ('EX2', 0.65, False)
+    """
     values = np.asarray(values, float)
     names = sorted(set(groups))
     if len(names) < 2:
@@ -246,7 +263,15 @@ def weber_audit(
     inputs: AuditInputs | None = None,
 ) -> AuditResult:
     """EX11 from ``weber_curves``. Pass: every circuit head has a detectable JND at full
-    baseline."""
+    baseline.
+
+    >>> from kit.audits.psychophysics import weber_audit
+    >>> scales = [0.0, 0.5, 1.0, 1.5, 2.0]
+    >>> curves = {"0.1": {"1.0": [0.0, 0.5, 1.0, 1.5, 2.0]}, "0.2": {"1.0": [1.0] * 5}}
+    >>> r = weber_audit(curves, scales)  # head 0.2 ignores its scale: no JND, so EX11 fails
+    >>> r.metric, r.values["jnd"], r.value, r.passed
+    ('EX11', {'0.1': {'1.0': 0.5}, '0.2': {'1.0': None}}, 0.5, False)
+    """
     scales = list(scales)
     if 1.0 not in scales:
         raise ValueError(f"scales must include 1.0 (the baseline itself), got {scales}")

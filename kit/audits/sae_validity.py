@@ -73,7 +73,19 @@ def architecture_duality(
     inputs: AuditInputs | None = None,
 ) -> AuditResult:
     """M07: ``agreement = mean(feature_overlap, direction_agreement)`` of two SAEs at one hook
-    (encoder directions ``W_enc.T``). Pass: agreement > 0.3."""
+    (encoder directions ``W_enc.T``). Pass: agreement > 0.3.
+
+    >>> import torch
+    >>> from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
+    >>> from kit.audits.sae_validity import architecture_duality
+    >>> _ = torch.manual_seed(0)
+    >>> relu = StandardSAE(StandardSAEConfig(d_in=16, d_sae=32))
+    >>> acts = torch.randn(200, 16)
+    >>> topk = TopKSAE(TopKSAEConfig(d_in=16, d_sae=32, k=4))
+    >>> r = architecture_duality(relu, topk, acts)
+    >>> r.metric, round(r.value, 2), r.passed
+    ('M07', 0.34, True)
+    """
     enc_a, enc_b = sae_a.W_enc.detach().T.float().cpu(), sae_b.W_enc.detach().T.float().cpu()
     if enc_a.shape[1] != enc_b.shape[1]:
         raise ValueError(
@@ -146,6 +158,18 @@ def weightlens(
 
     ``target_ids`` say which token an activation is credited to: the *next* token matches what
     ``W_dec @ W_U`` describes (a prediction); passing the current tokens audits the other reading.
+
+    >>> import torch
+    >>> from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
+    >>> from kit.audits.sae_validity import weightlens
+    >>> _ = torch.manual_seed(0)
+    >>> relu = StandardSAE(StandardSAEConfig(d_in=16, d_sae=32))
+    >>> acts = torch.randn(200, 16)
+    >>> W_U = torch.randn(16, 50)
+    >>> next_tokens = torch.randint(0, 50, (200,))
+    >>> r = weightlens(relu, acts, next_tokens, W_U, n_features=None)
+    >>> r.metric, round(r.value, 2), r.passed
+    ('M08', 0.11, False)
     """
     feats = sae_features(sae, acts)
     alive = torch.nonzero(_alive(feats)).flatten()
@@ -235,7 +259,19 @@ def prism(
     inputs: AuditInputs | None = None,
 ) -> AuditResult:
     """M10: fraction of sampled alive features whose top-``top_n`` contexts form > 1 cluster.
-    Report-only."""
+    Report-only.
+
+    >>> import torch
+    >>> from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
+    >>> from kit.audits.sae_validity import prism
+    >>> _ = torch.manual_seed(0)
+    >>> relu = StandardSAE(StandardSAEConfig(d_in=16, d_sae=32))
+    >>> acts = torch.randn(200, 16)
+    >>> prompt_index, position = torch.arange(200) // 10, torch.arange(200) % 10
+    >>> r = prism(relu, acts, prompt_index, position, n_features=8)
+    >>> r.metric, round(r.value, 2)
+    ('M10', 1.0)
+    """
     feats = sae_features(sae, acts)
     alive = torch.nonzero((feats > 0).sum(0) >= 2).flatten()
     g = torch.Generator().manual_seed(seed)
@@ -382,7 +418,20 @@ def matryoshka(
     """M11 on two SAEs of different widths at one hook, on the large SAE's device (features of
     both SAEs stay there; correlations ``chunk`` large features at a time, so a 131k-feature SAE
     needs its n x 131k features plus n x ``chunk``, not several n x 131k copies). Pass: consistency
-    > 0.7."""
+    > 0.7.
+
+    >>> import torch
+    >>> from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
+    >>> from kit.audits.sae_validity import matryoshka
+    >>> _ = torch.manual_seed(0)
+    >>> relu = StandardSAE(StandardSAEConfig(d_in=16, d_sae=32))
+    >>> acts = torch.randn(200, 16)
+    >>> small = TopKSAE(TopKSAEConfig(d_in=16, d_sae=32, k=4))
+    >>> large = TopKSAE(TopKSAEConfig(d_in=16, d_sae=64, k=4))
+    >>> r = matryoshka(small, large, acts)
+    >>> r.metric, round(r.value, 2), r.passed
+    ('M11', 0.82, True)
+    """
     if sae_small.cfg.d_sae > sae_large.cfg.d_sae:
         raise ValueError(
             f"sae_small has d_sae={sae_small.cfg.d_sae} > sae_large's {sae_large.cfg.d_sae}: "
@@ -451,7 +500,18 @@ def adaptive_sparsity(
 
     Decided by construction when every token has the same k (a TopK SAE): the fit is exact and
     nothing is flagged, so the audit passes exactly the SAEs whose non-adaptivity it is meant to
-    find."""
+    find.
+
+    >>> import torch
+    >>> from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
+    >>> from kit.audits.sae_validity import adaptive_sparsity
+    >>> _ = torch.manual_seed(0)
+    >>> relu = StandardSAE(StandardSAEConfig(d_in=16, d_sae=32))
+    >>> acts = torch.randn(200, 16)
+    >>> r = adaptive_sparsity(relu, acts)
+    >>> r.metric, round(r.value, 2), r.passed
+    ('M12', 0.0, True)
+    """
     k = (sae_features(sae, acts) > 0).sum(1).float()
     v = sparsity_mismatch(k, acts.float().norm(dim=1), threshold)
     r = AuditResult(
@@ -497,7 +557,18 @@ def nla_sae_convergence(
 ) -> AuditResult:
     """EX34: per sampled alive SAE feature, the PCA direction of its ``top_k`` activating
     residuals (minus the dataset mean) vs its decoder direction: cosine, and Jaccard of the
-    ``top_tokens`` each promotes through ``W_U``. Pass: overlap > 0.3 and cosine > 0.5."""
+    ``top_tokens`` each promotes through ``W_U``. Pass: overlap > 0.3 and cosine > 0.5.
+
+    >>> import torch
+    >>> from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
+    >>> from kit.audits.sae_validity import nla_sae_convergence
+    >>> _ = torch.manual_seed(0)
+    >>> relu = StandardSAE(StandardSAEConfig(d_in=16, d_sae=32))
+    >>> acts = torch.randn(200, 16)
+    >>> r = nla_sae_convergence(relu, acts, W_U=torch.randn(16, 50), n_features=8)
+    >>> r.metric, round(r.value, 2), r.passed
+    ('EX34', 0.41, True)
+    """
     feats = sae_features(sae, acts)
     alive = torch.nonzero((feats > 0).sum(0) >= 2).flatten()
     g = torch.Generator().manual_seed(seed)

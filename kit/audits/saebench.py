@@ -74,7 +74,13 @@ def saebench_audit(
 ) -> AuditResult:
     """EX24: reseed noise ``CV = std/|mean|`` of ``metric_runs`` and discriminability as Cohen's d
     between ``metric_runs`` and ``control_runs`` (a configuration known to be worse).
-    Pass: CV < 0.05 and d > 0.8."""
+    Pass: CV < 0.05 and d > 0.8.
+
+    >>> from kit.audits.saebench import saebench_audit
+    >>> r = saebench_audit([0.80, 0.81, 0.79], [0.50, 0.52, 0.48], metric_name="probe accuracy")
+    >>> r.metric, round(r.value, 4), r.passed
+    ('EX24', 0.0102, True)
+    """
     from .psychophysics import cohens_d
 
     cv = coefficient_of_variation(metric_runs)

@@ -63,7 +63,19 @@ def safety_sve(
 ) -> AuditResult:
     """M14 from last-token residuals per layer of positive and contrast prompts.
     Pass: SVE < 2.0 and stability > 0.8. Null: SVE with the positive/contrast labels shuffled,
-    ``n_null`` permutations (default ``n_stability_runs``)."""
+    ``n_null`` permutations (default ``n_stability_runs``).
+
+    >>> import torch
+    >>> from kit.audits.safety import safety_sve
+    >>> g = torch.Generator().manual_seed(0)
+    >>> u = torch.randn(16, generator=g)
+    >>> hooks = [f"blocks.{L}.hook_resid_post" for L in range(3)]
+    >>> pos = {h: torch.randn(40, 16, generator=g) * 0.1 + u for h in hooks}
+    >>> neg = {h: torch.randn(40, 16, generator=g) * 0.1 for h in hooks}
+    >>> r = safety_sve(pos, neg, n_stability_runs=4)
+    >>> r.metric, round(r.value, 2), r.values["effective_rank"], r.passed
+    ('M14', 0.0, 1, True)
+    """
     sve, rank = spectral_entropy(contrast_directions(pos, neg))
     rng = np.random.default_rng(seed)
     n_pos, n_neg = next(iter(pos.values())).shape[0], next(iter(neg.values())).shape[0]

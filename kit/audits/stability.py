@@ -116,6 +116,13 @@ def core_stability(
     core meaningless), and ``reinit_changed_frac`` (share of non-core decoder rows that really
     changed on re-initialisation: 1.0 unless the re-init is a no-op). Null: random cores of the
     same size (:func:`random_core_null`). Report-only.
+
+    >>> import torch
+    >>> from kit.audits.stability import core_stability
+    >>> acts = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+    >>> r = core_stability(acts, d_sae=16, n_cycles=2, steps=5, batch_size=32)
+    >>> r.metric, r.diagnostic, r.values["d_sae"], len(r.values["overlaps"])
+    ('M09', True, 16, 1)
     """
     if n_cycles < 2:
         raise ValueError(f"n_cycles={n_cycles} must be >= 2 to compare cores between cycles")
@@ -257,6 +264,13 @@ def reproducibility(
     ids against the page's threshold (:func:`coherence_interval`). Null (of ``coherence_score``,
     shown beside it): each run's values shuffled across ids, ``n_null`` permutations; any pipeline
     whose values depend on the id beats it, so it is context, not the test.
+
+    >>> from kit.audits.stability import reproducibility
+    >>> runs = [{"a": 1.0, "b": 2.0, "c": 3.0}, {"a": 1.1, "b": 2.0, "c": 2.9}]
+    >>> r = reproducibility(runs)
+    >>> v = r.values
+    >>> r.metric, round(v["max_deviation"], 3), round(v["coherence_score"], 3), r.passed
+    ('EX25', 0.0, 1.0, True)
     """
     ids, mat = align_runs(runs)
     summaries = np.array([np.mean(list(r.values())) for r in runs], float)

@@ -81,6 +81,15 @@ def superposition_regime(
 
     Needs at least ``min_samples_per_dim * d_model`` token-level samples (else ``rank_capped``
     is set and the note says so). Diagnostic.
+
+    >>> import torch
+    >>> from kit.audits.superposition import superposition_regime
+    >>> g = torch.Generator().manual_seed(0)
+    >>> acts = {f"blocks.{L}.hook_resid_post": torch.randn(400, 16, generator=g) for L in range(2)}
+    >>> token_ids = torch.randint(0, 10, (400,), generator=g)
+    >>> r = superposition_regime(acts, token_ids, n_directions=8)
+    >>> r.metric, round(r.value, 2)
+    ('M13', 0.96)
     """
     per_layer = {}
     capped = False

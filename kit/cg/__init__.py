@@ -1,6 +1,8 @@
 """Competency Gaps (seed 002; notebook 04).
 
 - ``metrics``: Eq. 1-5, coverage and gap classes (re-exported: ``kit.cg.chi_bench``...);
+- ``coverage``: the same at the level of a suite and a model: ``benchmark_coverage``,
+  ``model_gaps`` (typed results), ``benchmark_concepts`` (eq. 1 from a model, an SAE and texts);
 - ``robustness``: covered-concept overlap, dropout and adversarial robustness (re-exported);
 - ``significance``: our per-concept gap test with FDR (re-exported);
 - ``saes``: concept spaces (MiniLM SAEs trained with sae_lens, zoo SAEs) and per-item concept sums;
@@ -55,6 +57,7 @@ __getattr__, __dir__ = lazy_submodules(
         "answers",
         "bench",
         "claims",
+        "coverage",
         "explorer",
         "findings",
         "labels",
