@@ -113,7 +113,9 @@ class Config(BaseConfig):
         """``layer`` is a layer of ``model``, where its shape is known from its config alone (a
         world member, a random shape, a twin, a local directory or a cached hub config; a ``real/``
         model is skipped: its config may need a dequantisation first)."""
-        if self.model.startswith("real/"):
+        from kit.models.sources import form_of
+
+        if form_of(self.model).key in ("real", "recipe"):  # a real model or a fine-tune of one
             return []
         from kit.audits.cost import model_shape
 

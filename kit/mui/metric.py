@@ -46,7 +46,7 @@ from kit.mui.scores import (
     act_fn_site,
     iter_neuron_scores,
 )
-from kit.subjects.subject import lend
+from kit.subjects.lent import lend
 
 
 def mui_of_mask(mask: Bool[Tensor, "layer width"]) -> float:

@@ -25,7 +25,7 @@ import numpy as np
 from kit.data.prompts import PROMPT_STYLES, instructed_items, instruction_for, prompt_key
 from kit.subjects.answers import SCORINGS, Answers
 from kit.subjects.items import is_world_task, task_chance, task_group, task_items
-from kit.subjects.subject import LentMethods
+from kit.subjects.lent import LentMethods
 
 Neuron = tuple[int, int]
 

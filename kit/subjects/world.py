@@ -17,7 +17,7 @@ import torch
 from kit.models import tl
 from kit.subjects.answers import Answers
 from kit.subjects.items import is_world_task, task_chance, task_group, task_items
-from kit.subjects.subject import LentMethods
+from kit.subjects.lent import LentMethods
 
 Neuron = tuple[int, int]
 """(layer, index) of an MLP neuron at ``blocks.{layer}.mlp.hook_post``."""
