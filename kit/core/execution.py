@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 from kit.core.paths import disk_full_error, is_disk_full
 from kit.core.pinned import PINNED_ENV
+from kit.core.progress import LOG_ENV, LOG_NAME, CellLog
 
 
 @dataclass
@@ -34,9 +35,11 @@ class NotebookOutcome:
     error: str = ""
 
 
-# Kernels the runner starts: no progress bars (papermill saves tqdm widgets as bars frozen at 0%,
-# and text bars as redraw fragments); KIT_BATCH makes kit.start turn tqdm.auto into plain tqdm for
-# the bars a caller forces on. IPC transport: no "running over TCP without encryption" warning.
+# Kernels the runner starts: no progress bars in cell outputs (papermill saves tqdm widgets as bars
+# frozen at 0%, and text bars as redraw fragments, different on every run); KIT_BATCH sends kit's
+# own bars (kit.core.progress.progress_bar) to the notebook's progress log instead, named per
+# notebook in KIT_PROGRESS_LOG, and makes kit.start turn tqdm.auto into plain tqdm for the bars a
+# caller forces on. IPC transport: no "running over TCP without encryption" warning.
 # PINNED_ENV: the kernels compute in the numerical environment the worlds are trained in (torch's
 # portable kernels, products in OpenBLAS, exact roots, one thread: kit.start enters it), so the
 # numbers and figures of a run are the same bits on one numerical platform (kit/core/pinned.py).
@@ -87,8 +90,9 @@ def execute(
     # The kernel's IPC sockets in a folder of its own: by default they are named kernel-ipc-<n> in
     # the working directory, and two kernels starting at once could pick the same <n>.
     sockets = Path(tempfile.mkdtemp(prefix="kit-kernel-"))
+    log = out_dir / LOG_NAME
     try:
-        with kernel_env(KERNEL_ENV):
+        with kernel_env({**KERNEL_ENV, LOG_ENV: str(log)}):
             pm.execute_notebook(
                 str(nb),
                 str(staging),
@@ -111,6 +115,9 @@ def execute(
                 iopub_timeout=IOPUB_TIMEOUT_S,
                 # on Ctrl-C a graceful shutdown makes the kernel print zmq errors
                 shutdown_kernel="immediate",
+                # a "cell k/n § section" line in the progress log as each cell starts: the
+                # runner's live line and heartbeat read it (nbclient's hook)
+                on_cell_start=CellLog.for_notebook(log, nb),
             )
         status, error = "ok", ""
     except Exception as e:  # keep going: the summary names the notebook and the cause

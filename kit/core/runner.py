@@ -55,6 +55,7 @@ from kit.core.params import (
 )
 from kit.core.paths import REPO_ROOT, atomic_write_text, disk_full_error, is_disk_full
 from kit.core.preflight import run_problems
+from kit.core.progress import RunProgress, duration, last_seconds
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 DEFAULT_PROFILE = "tiny"
@@ -335,6 +336,8 @@ def run(args: argparse.Namespace) -> int:
     for path in stale:
         print(f"an earlier run was killed: {path} (run.json now says 'killed')", file=sys.stderr)
     parallel = min(args.parallel or default_workers(), max(len(notebooks), 1))
+    expected = last_seconds(Path(args.out), args.profile)  # before this run adds its own
+    order = notebooks if parallel == 1 else longest_first(notebooks, Path(args.out), args.profile)
     with sigterm_as_interrupt():
         run_dir = new_run_dir(Path(args.out), args.profile)
         print(f"run directory: {run_dir}", flush=True)
@@ -363,26 +366,36 @@ def run(args: argparse.Namespace) -> int:
                 record["error"] = error
             atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2) + "\n")
 
+        # one live line per running notebook (kit.core.progress), the lines below printed above it
+        progress = RunProgress(run_dir, [nb.stem for nb in order], expected, parallel)
+
+        def start(stem: str) -> None:
+            running[stem] = time.perf_counter()
+            progress.started(stem)
+            last = f"; last run {duration(expected[stem])}" if stem in expected else ""
+            progress.say(f"[{stem}] running (profile {args.profile}{last}) ...")
+
         def done(outcome: NotebookOutcome) -> None:
             running.pop(outcome.notebook, None)
-            print(
+            progress.finished(outcome.notebook)
+            progress.say(
                 f"[{outcome.notebook}] {outcome.status} in {outcome.seconds:.1f}s"
-                + (f": {outcome.error}" if outcome.error else ""),
-                flush=True,
+                + (f": {outcome.error}" if outcome.error else "")
             )
             outcomes.append(outcome)
             save("running")
 
         try:
             save("running")
-            if parallel == 1:
-                for nb in notebooks:
-                    running[nb.stem] = time.perf_counter()
-                    print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
-                    done(execute(nb, args.profile, run_dir, args.timeout, overrides[nb.stem]))
-            else:
-                order = longest_first(notebooks, Path(args.out), args.profile)
-                run_side_by_side(order, args, overrides, run_dir, parallel, running, done)
+            with progress:
+                if parallel == 1:
+                    for nb in notebooks:
+                        start(nb.stem)
+                        done(execute(nb, args.profile, run_dir, args.timeout, overrides[nb.stem]))
+                else:
+                    run_side_by_side(
+                        order, args, overrides, run_dir, parallel, running, done, start
+                    )
             outcomes.sort(key=lambda o: o.notebook)
             return _finish(args, run_dir, outcomes, save)
         except KeyboardInterrupt as e:
@@ -424,16 +437,7 @@ def longest_first(notebooks: list[Path], out: Path, profile: str) -> list[Path]:
     seconds: dict[str, float] = {
         nb.stem: 60.0 * typical[nb.stem[:2]] for nb in notebooks if nb.stem[:2] in typical
     }
-    runs = sorted(
-        (p for p in (out / profile).glob("*/run.json")), key=lambda p: _run_order(p.parent.name)
-    )
-    for path in runs:  # oldest first: a newer run's time overwrites an older one
-        try:
-            for o in json.loads(path.read_text()).get("notebooks", []):
-                if o.get("status") == "ok":
-                    seconds[o["notebook"]] = float(o["seconds"])
-        except (OSError, ValueError, KeyError, TypeError):  # a damaged record is only a hint lost
-            continue
+    seconds.update(last_seconds(out, profile))
     return sorted(
         notebooks, key=lambda nb: (nb.stem in seconds, -seconds.get(nb.stem, 0.0), nb.stem)
     )
@@ -447,6 +451,7 @@ def run_side_by_side(
     parallel: int,
     running: dict[str, float],
     done,
+    start=None,
 ) -> None:
     """Run ``order`` with up to ``parallel`` notebooks at once, each in its own process
     (``python -m kit.core.run_one``) with its own kernel; ``done(outcome)`` as each finishes.
@@ -455,6 +460,7 @@ def run_side_by_side(
     under content keys (a member is built by one process at a time, under the world's lock), so the
     results and figures are those of a serial run. On Ctrl-C or SIGTERM the children get SIGTERM
     (each removes its staging files) and ``running`` keeps the ones that had not finished.
+    ``start(stem)``, when given, is called as each notebook starts (it records it in ``running``).
     """
     specs = run_dir / ".specs"
     specs.mkdir()
@@ -478,8 +484,11 @@ def run_side_by_side(
                         }
                     )
                 )
-                running[nb.stem] = time.perf_counter()
-                print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
+                if start is None:
+                    running[nb.stem] = time.perf_counter()
+                    print(f"[{nb.stem}] running (profile {args.profile}) ...", flush=True)
+                else:
+                    start(nb.stem)
                 children[nb.stem] = (
                     subprocess.Popen([sys.executable, "-m", "kit.core.run_one", str(spec)]),
                     outcome,

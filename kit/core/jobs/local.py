@@ -34,8 +34,9 @@ from typing import Any, cast
 
 from kit.core.jobs.spec import Job, call_job
 
-WORKER_ENV = {"TQDM_DISABLE": "1"}
-"""Added to every worker's environment: one progress bar for the sweep, not one per job."""
+WORKER_ENV = {"TQDM_DISABLE": "1", "KIT_PROGRESS_LOG": ""}
+"""Added to every worker's environment: one progress bar for the sweep, not one per job (in
+JupyterLab and in the progress log of a ``kit run`` notebook alike: kit.core.progress)."""
 STOP_GRACE_S = 5.0
 """Seconds a worker gets between SIGTERM and SIGKILL when a sweep stops."""
 
