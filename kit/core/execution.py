@@ -126,6 +126,7 @@ def execute(
         if is_disk_full(e):
             error = str(disk_full_error(getattr(e, "filename", None) or staging))
     except BaseException:  # Ctrl-C or SIGTERM: no half-executed notebook is left behind
+        stop_kernels()
         remove_staging(out_dir)
         raise
     finally:
@@ -139,6 +140,27 @@ def execute(
         len(list((out_dir / "figures").glob("*.png"))) if (out_dir / "figures").exists() else 0
     )
     return NotebookOutcome(stem, status, time.perf_counter() - t0, n_results, n_figures, error)
+
+
+def stop_kernels() -> None:
+    """Kill the kernels this process started that are still alive, and wait for them.
+
+    Ctrl-C while papermill waits for a kernel to start leaves that kernel running: it then binds
+    its sockets in the folder :func:`execute` removes and prints a zmq traceback on the terminal
+    after the runner's one line. psutil comes with ipykernel."""
+    try:
+        import psutil
+    except ImportError:
+        return
+    kernels = []
+    for child in psutil.Process().children():
+        try:
+            if any("ipykernel" in part for part in child.cmdline()):
+                kernels.append(child)
+                child.kill()
+        except psutil.Error:  # gone already
+            continue
+    psutil.wait_procs(kernels, timeout=10)
 
 
 STAGING = (".*.partial.ipynb", ".*.tmp")

@@ -342,8 +342,12 @@ def test_engine_options_turn_a_config_into_run_jobs_arguments():
 
 def test_ray_gives_inline_results_and_survives_a_killed_worker(tmp_path, local_ray):
     want = run_jobs(toy_dag(tmp_path / "inline", kill=False), engine="inline")
-    report = run_jobs(toy_dag(tmp_path / "ray"), engine="ray")  # "cd" SIGKILLs its Ray worker once
+    jobs = toy_dag(tmp_path / "ray")  # "cd" SIGKILLs its Ray worker once
+    report = run_jobs(jobs, engine="ray")
     assert dag_totals(report.results) == dag_totals(want.results) == WANT
+    killed = [j.id for j in jobs if j.fn.endswith("die_first")]
+    assert report.attempts[killed[0]] == 2, "Ray's own retry of the killed worker's task is counted"
+    assert sum(report.attempts.values()) == 8, report.attempts
     assert files(tmp_path / "ray") == files(tmp_path / "inline")
     dead = int((tmp_path / "ray" / "cd.died").read_text())
     assert dead != os.getpid() and not alive(dead)

@@ -70,6 +70,9 @@ class Finished:
     job: Job
     outcome: dict[str, Any] | None
     died: str = ""
+    attempts: int | None = None
+    """Processes that ran the job, counted by an engine that retries by itself (Ray); None: the
+    scheduler's own count stands."""
 
 
 class Worker:

@@ -35,12 +35,23 @@ the machine's memory)."""
 
 
 def ray_call(fn: str, args_json: str, pinned: bool) -> dict[str, Any]:
-    """What a Ray worker runs for a job: :func:`call_job`, in the pinned environment if asked."""
+    """What a Ray worker runs for a job: :func:`call_job`, in the pinned environment if asked,
+    with ``attempt``: which of Ray's attempts of this task ran it (1 first, then its retries)."""
     if pinned:
         from kit.core.pinned import enter_pinned  # lazy: imports torch
 
         enter_pinned()
-    return call_job(fn, args_json)
+    return {**call_job(fn, args_json), "attempt": ray_attempt()}
+
+
+def ray_attempt() -> int | None:
+    """The running task's attempt, 1-based (Ray counts from 0, retries included); None where this
+    Ray does not say (the call is not public API: a missing count is only a count lost)."""
+    try:
+        worker = ray._private.worker.global_worker  # pyright: ignore[reportAttributeAccessIssue]
+        return int(worker.core_worker.get_current_task_attempt_number()) + 1
+    except Exception:  # any Ray without it, or outside a task
+        return None
 
 
 def init_local_ray(
@@ -142,9 +153,20 @@ class RayExecutor:
         for ref in ready:
             job = self.refs.pop(ref)
             try:
-                done.append(Finished(job, ray.get(ref)))
+                outcome = ray.get(ref)
+                done.append(Finished(job, outcome, attempts=outcome.pop("attempt", None)))
             except ray.exceptions.RayError as e:  # its worker died on every attempt, or it was lost
-                done.append(Finished(job, None, f"its Ray task failed: {last_lines(str(e), 6)}"))
+                died = isinstance(
+                    e, (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError)
+                )
+                done.append(
+                    Finished(
+                        job,
+                        None,
+                        f"its Ray task failed: {last_lines(str(e), 6)}",
+                        attempts=self.retries + 1 if died else None,
+                    )
+                )
         return done
 
     def close(self) -> None:

@@ -300,6 +300,8 @@ def _schedule(
             for event in executor.wait(timeout=1.0):  # a timeout keeps Ctrl-C responsive
                 job = event.job
                 report.seconds[job.id] = time.perf_counter() - started[job.id]
+                if event.attempts is not None:  # Ray retried a dead worker's task by itself
+                    report.attempts[job.id] = event.attempts
                 if event.outcome is None and report.attempts[job.id] <= retries:
                     bar.write(
                         f"job {job.id} = {job.describe()}: {event.died}; retrying (attempt "

@@ -223,7 +223,8 @@ class JobsReport:
     """Wall seconds of each finished or failed job, from submission to its result (queueing included
     under Ray), on the last attempt for the local engine."""
     attempts: dict[str, int] = field(default_factory=dict)
-    """Processes started per job (local and inline engines; Ray retries inside one submission)."""
+    """Processes started per job: by the scheduler (local and inline engines), or as Ray counts
+    its task's attempts (Ray retries a task whose worker died by itself, within one submission)."""
     wall_seconds: float = 0.0
     """The whole sweep, from the first submission to the last result."""
 
