@@ -42,8 +42,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nunknown command {argv[0]!r}; allowed: {', '.join(COMMANDS)}", file=sys.stderr)
             return 2
         return 0
-    module = importlib.import_module(COMMANDS[argv[0]][0])
-    return int(module.main(argv[1:]) or 0)
+    try:
+        module = importlib.import_module(COMMANDS[argv[0]][0])
+        return int(module.main(argv[1:]) or 0)
+    except KeyboardInterrupt:  # before a command has its own handler (importing, checking)
+        print("\ninterrupted (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -490,7 +490,11 @@ def run_side_by_side(
                 else:
                     start(nb.stem)
                 children[nb.stem] = (
-                    subprocess.Popen([sys.executable, "-m", "kit.core.run_one", str(spec)]),
+                    # a process group of its own: a terminal's Ctrl-C reaches the runner only,
+                    # also while the child is still importing (before it ignores SIGINT)
+                    subprocess.Popen(
+                        [sys.executable, "-m", "kit.core.run_one", str(spec)], process_group=0
+                    ),
                     outcome,
                 )
             time.sleep(0.2)
