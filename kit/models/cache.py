@@ -231,9 +231,9 @@ def map_items(
     todo = [[i for i in b if keys[i] not in done] for b in batches]
     todo = [b for b in todo if b]
     if progress:
-        from tqdm.auto import tqdm
+        from kit.core.progress import progress_bar
 
-        todo = tqdm(todo, desc="items", unit="batch")
+        todo = progress_bar(todo, desc="items", unit="batch")
     for b in todo:
         values = compute(b)
         new = {keys[i]: v for i, v in zip(b, values)}

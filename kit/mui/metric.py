@@ -183,9 +183,9 @@ def utilization(
         ig_mode=ig_mode,
     )
     if progress:
-        from tqdm.auto import tqdm
+        from kit.core.progress import progress_bar
 
-        pieces = tqdm(
+        pieces = progress_bar(
             pieces, total=n_layers * math.ceil(tokens.shape[0] / batch_size), desc=f"MUI {score}"
         )
     for piece in pieces:

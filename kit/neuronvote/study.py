@@ -18,9 +18,9 @@ from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from kit.core.jobs import Job, run_jobs
+from kit.core.progress import progress_bar
 from kit.neuronvote import methods as nv
 from kit.neuronvote import units as nv_units
 from kit.neuronvote.concepts import ConceptTask
@@ -120,9 +120,10 @@ class StudyPlan:
         # One BLAS thread: the problems are small, and threads spinning on a shared CPU made the
         # scikit-learn fits ~10x slower here.
         with threadpool_limits(limits=1):
-            for L, pos, task in tqdm(
-                self.units, desc=f"{self.model} rank+score", disable=not progress
-            ):
+            units = self.units
+            if progress:
+                units = progress_bar(units, desc=f"{self.model} rank+score", unit="concept")
+            for L, pos, task in units:
                 out.append(
                     nv_units.compute_unit(
                         *self.arrays(L, task), task.concept, L, pos, self.settings

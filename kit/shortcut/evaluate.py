@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 from numpy.typing import ArrayLike
 
+from kit.core.progress import progress_bar
 from kit.data.scorers import score
 from kit.shortcut.items import TaskData, generation_kwargs
 from kit.shortcut.patching import Neuron, group_patched_generate
@@ -119,7 +120,8 @@ def sparsity_curve(
     located = [list(ranked[:n]) for n in ns]
     rand = [random_neurons(n_layers, d_mlp, n, seed=seed + k) for k, n in enumerate(ns)]
     rows = []
-    for label, m in (("contaminated", model_con), ("uncontaminated", model_un)):
+    pair = (("contaminated", model_con), ("uncontaminated", model_un))
+    for label, m in progress_bar(pair, desc="sparsity curve", unit="model"):
         m = resolve(m)  # Lazy handles: one model at a time
         if data is not None:  # study path: also handles free-text benchmarks
             acc = accuracies(m, base, data, located + rand, max_rows, max_new_tokens)
@@ -336,7 +338,7 @@ def te_items(
     """Per variant the per-item correctness behind Table 2: ``ori`` and ``te`` on the test items
     (same items, so paired), ``ref`` on the fresh items."""
     out = {}
-    for label, m in models.items():
+    for label, m in progress_bar(models.items(), desc="TE items", total=len(models), unit="model"):
         ori, te = item_correct(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
         ref = item_correct(m, None, fresh, [[]], max_rows, max_new_tokens)[0]
         out[label] = {"ori": ori, "te": te, "ref": ref}
@@ -386,7 +388,7 @@ def trustworthy_table(
     claims reuse these generations instead of repeating them."""
     rows, per_item = [], {}
     keep = fresh is not None and (test.items is not None or bool(generation_kwargs(test)))
-    for label, m in models.items():
+    for label, m in progress_bar(models.items(), desc="Table 2", total=len(models), unit="model"):
         if keep:
             assert fresh is not None  # keep needs it
             ori_i, te_i = item_correct(m, base, test, [[], list(neurons)], max_rows, max_new_tokens)
@@ -431,24 +433,24 @@ def side_effect_table(
     keep = bool(tasks) and all(
         d.items is not None or bool(generation_kwargs(d)) for d in tasks.values()
     )
-    for label, m in models.items():
-        for task, data in tasks.items():
-            if keep:
-                per_item[label, task] = item_correct(
-                    m, base, data, [[], list(neurons)], max_rows, max_new_tokens
-                )
-                ori, te = per_item[label, task].mean(axis=1)
-            else:
-                ori, te = accuracies(m, base, data, [[], list(neurons)], max_rows, max_new_tokens)
-            rows.append(
-                {
-                    "variant": label,
-                    "task": task,
-                    "ori": 100 * ori,
-                    "te": 100 * te,
-                    "delta_acc": 100 * (te - ori),
-                }
+    pairs = [(label, m, task, data) for label, m in models.items() for task, data in tasks.items()]
+    for label, m, task, data in progress_bar(pairs, desc="Table 3", unit="model x task"):
+        if keep:
+            per_item[label, task] = item_correct(
+                m, base, data, [[], list(neurons)], max_rows, max_new_tokens
             )
+            ori, te = per_item[label, task].mean(axis=1)
+        else:
+            ori, te = accuracies(m, base, data, [[], list(neurons)], max_rows, max_new_tokens)
+        rows.append(
+            {
+                "variant": label,
+                "task": task,
+                "ori": 100 * ori,
+                "te": 100 * te,
+                "delta_acc": 100 * (te - ori),
+            }
+        )
     table = pd.DataFrame(rows)
     if keep:
         table.attrs["per_item"] = per_item

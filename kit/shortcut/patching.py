@@ -29,6 +29,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
+from kit.core.progress import progress_bar
 from kit.models import tl
 
 Neuron = tuple[int, int]
@@ -449,13 +450,22 @@ def group_patched_generate(
         pad_token_id=pad_token_id,
     )
     parts = []
-    for p0, p1 in prompt_chunks(P, max_rows):  # never more than max_rows rows in one forward
+    chunks = prompt_chunks(P, max_rows)
+    # one bar over the groups (eq. 4 patches every group of a model): a single group is no loop
+    bar = (
+        progress_bar(desc="patched groups", total=len(groups) * len(chunks), unit="group")
+        if len(groups) > 1
+        else None
+    )
+    for p0, p1 in chunks:  # never more than max_rows rows in one forward
         rows_tok, rows_mask = _trim_left(left_tokens[p0:p1], left_mask[p0:p1])
         Pc = p1 - p0
         per_chunk = max(1, max_rows // Pc)
         outs = []
         for start in range(0, len(groups), per_chunk):
             chunk = groups[start : start + per_chunk]
+            if bar is not None:
+                bar.update(len(chunk))
             masks = {} if plain else group_masks(model, chunk, Pc)
             if not masks:  # no group in this chunk patches anything: decode once, copy per group
                 gen = _generate_rows(
@@ -475,6 +485,8 @@ def group_patched_generate(
                 )
             outs.append(gen.view(len(chunk), Pc, max_new_tokens))
         parts.append(torch.cat(outs, 0))
+    if bar is not None:
+        bar.close()
     gen = torch.cat(parts, 1)  # [group, P, new]
     G = gen.shape[0]
     if side == "right":

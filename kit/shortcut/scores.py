@@ -27,6 +27,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
+from kit.core.progress import progress_bar
 from kit.models import tl
 from kit.shortcut.patching import Neuron, group_patched_generate, group_patched_logprobs, hook_name
 
@@ -166,7 +167,10 @@ def comparative_scores_of_models(
         raise ValueError(f"position={position!r}; allowed values: {', '.join(POSITIONS)}")
     con = resolve(model_con)
     seen = []
+    batches = list(batches)
+    bar = progress_bar(desc="comparative scores", total=2 * len(batches), unit="batch")
     for tokens, lengths in batches:
+        bar.update()
         comp = None
         if position == "completion":
             tokens = group_patched_generate(
@@ -180,7 +184,9 @@ def comparative_scores_of_models(
     un = resolve(model_un)
     acc = ComparativeAccumulator()
     for tokens, lengths, comp, acts_con in seen:
+        bar.update()
         acc.update(acts_con, neuron_acts(un, tokens, lengths, position, comp).cpu())
+    bar.close()
     return acc.scores()
 
 

@@ -93,13 +93,13 @@ def rows_per_model(
 
     names = list(dict.fromkeys(models))
     if jobs is None:
-        from tqdm.auto import tqdm
+        from kit.core.progress import progress_bar
 
         fn = compute if callable(compute) else resolve(function_path(compute))
         held = loaded or {}
         return [
             row
-            for name in tqdm(names, desc=desc)
+            for name in progress_bar(names, desc=desc, unit="model")
             for row in _measure_one(fn, name, load, kwargs, held.get(name))
         ]
     sweep = [

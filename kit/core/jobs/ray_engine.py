@@ -48,8 +48,10 @@ def ray_attempt() -> int | None:
     """The running task's attempt, 1-based (Ray counts from 0, retries included); None where this
     Ray does not say (the call is not public API: a missing count is only a count lost)."""
     try:
-        worker = ray._private.worker.global_worker  # pyright: ignore[reportAttributeAccessIssue]
-        return int(worker.core_worker.get_current_task_attempt_number()) + 1
+        from ray._private.worker import global_worker
+
+        core = getattr(global_worker, "core_worker")  # set in a worker; pyright cannot know
+        return int(core.get_current_task_attempt_number()) + 1
     except Exception:  # any Ray without it, or outside a task
         return None
 

@@ -14,8 +14,6 @@ import os
 import time
 from typing import Any, Callable, Iterable, Literal, Protocol
 
-from tqdm.auto import tqdm
-
 from kit.core.jobs.local import (
     WORKER_ENV,
     Finished,
@@ -26,6 +24,7 @@ from kit.core.jobs.local import (
     stop_workers,
 )
 from kit.core.jobs.spec import Job, JobFailure, JobsFailed, JobsReport, call_job, resolve
+from kit.core.progress import progress_bar
 
 ENGINES = ("inline", "local", "ray")
 Engine = Literal["inline", "local", "ray"]
@@ -256,7 +255,7 @@ def _schedule(
     unmet = {i: set(job.after) for i, job in graph.items()}
     started: dict[str, float] = {}
     t0 = time.perf_counter()
-    bar = tqdm(total=len(graph), desc=desc, unit="job", dynamic_ncols=True)
+    bar = progress_bar(total=len(graph), desc=desc, unit="job")
 
     def skip_dependents(job_id: str, why: str) -> None:
         todo = [(d, job_id) for d in dependents[job_id]]
