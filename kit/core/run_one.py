@@ -4,7 +4,8 @@
 ``profile``, ``run_dir``, ``timeout``, ``overrides``) with :func:`kit.core.execution.execute` and
 writes its :class:`~kit.core.execution.NotebookOutcome` as JSON to SPEC's ``outcome`` path
 (atomically). SIGTERM stops it as Ctrl-C stops the serial runner: no staging file is left, the
-outcome says ``interrupted``. SIGINT is ignored: a terminal's Ctrl-C reaches the runner, which stops
+outcome says ``interrupted``. The runner starts it in a process group of its own and it ignores
+SIGINT: a terminal's Ctrl-C reaches the runner, which stops
 the children with SIGTERM (one line on the terminal, not one traceback per child).
 """
 
