@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from kit.core.progress import progress_bar
 from kit.models import tl
 from kit.models.identity import cache_identity
 
@@ -271,7 +272,7 @@ def attach_untrained_nulls(results: list[AuditResult], ctx: SAEContext, model, c
     """Null of M07, M08, M10, M11, M12, EX34: the same metric on untrained copies of every SAE
     (:func:`kit.audits.saebench.random_like`), ``cfg.n_null_seeds`` seeds; in place."""
     runs: dict[str, list[list[AuditResult]]] = {}
-    for i in range(cfg.n_null_seeds):
+    for i in progress_bar(range(cfg.n_null_seeds), desc="untrained-SAE nulls", unit="seed"):
         seed = cfg.seed + 1 + i
         rand = {
             role: saebench.random_like(sae, seed=seed + 1000 * k)

@@ -14,10 +14,10 @@ import scipy.sparse as sp
 import torch
 from jaxtyping import Float
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from kit.cg.metrics import CSR, SparseRows, segment_pool
 from kit.core.paths import atomic_path, cache_dir
+from kit.core.progress import progress_bar
 from kit.models import tl
 from kit.models.minilm_sae import (  # noqa: F401 (re-exported: CG reads its concept space here)
     BUILD_VERSION,
@@ -108,7 +108,8 @@ def item_concepts(
     saes = {n: load_minilm_sae(n, device=device) for n in sae_names}
     rows = {n: SparseRows(saes[n].cfg.d_sae) for n in sae_names}
     n_tokens = []
-    for start in tqdm(range(0, len(texts), batch_size), desc=desc, leave=False):
+    starts = range(0, len(texts), batch_size)
+    for start in progress_bar(starts, desc=desc, unit="batch", leave=False):
         acts = encoder.token_activations(
             list(texts[start : start + batch_size]),
             site,
