@@ -45,13 +45,15 @@ class NotebookRun:
     def results_path(self) -> Path:
         return self.dir / "results.json"
 
-    def save_figure(self, fig, name: str) -> list[Path]:
+    # Both return None: a notebook cell ending in either call would otherwise echo the paths
+    # (or the whole results dict) under its figure. kit.save_figure returns the paths.
+    def save_figure(self, fig, name: str) -> None:
         """Save ``fig`` as PNG+PDF under ``<run dir>/figures/``."""
-        return save_figure(fig, name, self.dir / "figures")
+        save_figure(fig, name, self.dir / "figures")
 
-    def record(self, **numbers: Any) -> dict[str, Any]:
-        """Record key numbers into ``<run dir>/results.json``."""
-        return record_results(self.results_path, **numbers)
+    def record(self, **numbers: Any) -> None:
+        """Record key numbers into ``<run dir>/results.json`` (merged into what it holds)."""
+        record_results(self.results_path, **numbers)
 
 
 def start(
