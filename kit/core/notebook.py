@@ -55,6 +55,13 @@ class NotebookRun:
         """Record key numbers into ``<run dir>/results.json`` (merged into what it holds)."""
         record_results(self.results_path, **numbers)
 
+    def page(self, path: str | Path, height: int = 720):
+        """A local HTML page this run wrote (``path``), for display inline: an iframe in a trusted
+        notebook, a link and the path otherwise (:class:`kit.core.jupyter.LocalPage`)."""
+        from kit.core.jupyter import document_dir, local_page
+
+        return local_page(path, document_dir(self.dir), height)
+
 
 def start(
     notebook: str,
