@@ -93,10 +93,14 @@ def runner_kernel_path() -> Iterator[dict[str, str]]:
 
 
 def _notary(data_dir: str | Path | None = None):
+    from jupyter_core.paths import jupyter_data_dir
     from nbformat.sign import NotebookNotary
 
-    # the user's Jupyter data dir by default: where every Jupyter of this user looks
-    return NotebookNotary(data_dir=str(data_dir)) if data_dir else NotebookNotary()
+    # the user's Jupyter data dir by default: where every Jupyter of this user looks. The notary
+    # writes its secret there without creating the folder (a new account has none yet)
+    folder = Path(data_dir or jupyter_data_dir())
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return NotebookNotary(data_dir=str(folder))
 
 
 def sign(path: str | Path, data_dir: str | Path | None = None) -> None:
