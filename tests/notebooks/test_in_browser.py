@@ -1,6 +1,8 @@
 """What a reader sees, checked in a real browser (headless Chromium, the ``driver`` fixture): a
-committed notebook opened in JupyterLab shows its figures and its claims table without being run,
-and a run's ``report.html`` shows its claims and their figures."""
+committed notebook opened in JupyterLab shows its figures and its claims table without being run;
+a signed (trusted) notebook runs its script views and shows a run's concept explorer inline, and
+one naming the kit kernel opens unmodified; claims tables are whole, coloured and fit the page;
+a run's ``report.html`` shows its claims and their figures."""
 
 from __future__ import annotations
 
@@ -195,12 +197,26 @@ SCRIPT_VIEW = (
     '<script>document.getElementById("kit-view").textContent = "drawn by its script";</script>'
 )
 """An output that needs JavaScript, as circuitsvis's views do (blank until trusted)."""
-PAGE = (
-    "<!doctype html><html><body><p id='page'>not run</p>"
-    "<script>document.getElementById('page').textContent = 'page script ran';</script>"
-    "</body></html>"
-)
-"""A run's local page whose content its script writes, as the concept explorer's does."""
+EXPLORER_LABELS = ["fractions", "loops", "dates", "plants", "never fires"]
+
+
+def _explorer(path):
+    """A concept explorer (kit.cg.explorer) of five concepts over two benchmarks: a run's local
+    page whose table its script draws (an empty page where scripts do not run)."""
+    import numpy as np
+
+    from kit.cg import explorer as cg_explorer
+
+    rng = np.random.default_rng(0)
+    acts = {b: rng.exponential(size=(4, 5)) * (rng.random((4, 5)) < 0.7) for b in ("arc", "gsm8k")}
+    for a in acts.values():
+        a[:, 4] = 0
+    texts = {b: [f"{b} item {i}" for i in range(4)] for b in acts}
+    models = {
+        "m": {"acts": acts, "scores": {b: np.array([1, 0, 1, 1.0]) for b in acts}, "texts": texts}
+    }
+    data = cg_explorer.explorer_data(acts, texts, models, labels=EXPLORER_LABELS, n_examples=2)
+    return cg_explorer.write_explorer(path, data)
 
 
 def _lab_notebook(path, claims_table, metadata):
@@ -210,8 +226,7 @@ def _lab_notebook(path, claims_table, metadata):
 
     from kit.core.jupyter import local_page
 
-    (path.parent / "page.html").write_text(PAGE)
-    page = local_page(path.parent / "page.html", path.parent, height=200)
+    page = local_page(_explorer(path.parent / "concept_explorer.html"), path.parent, height=300)
 
     def shown(obj_html, text):
         return new_output("display_data", data={"text/html": obj_html, "text/plain": text})
@@ -314,7 +329,8 @@ def test_jupyterlab_runs_a_signed_notebooks_views_and_opens_it_unmodified(tmp_pa
         layout = driver.execute_script(CLAIMS_LAYOUT)
         frame = driver.find_element("css selector", ".jp-OutputArea-output iframe")
         driver.switch_to.frame(frame)
-        wait.until(lambda d: d.find_element("id", "page").text == "page script ran")
+        rows = "#concepts tbody tr"  # the explorer's script draws one row per concept
+        wait.until(lambda d: len(d.find_elements("css selector", rows)) == len(EXPLORER_LABELS))
         driver.switch_to.default_content()
 
         state = opened("unsigned.ipynb")
