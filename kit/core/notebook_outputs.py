@@ -267,6 +267,12 @@ def write_shipped(
     if target.read_text() == text:
         return False
     atomic_write_text(target, text)
+    from kit.core.jupyter import sign
+
+    try:  # made here, like the run's copy: trusted, its views render (kit/core/jupyter.py)
+        sign(target)
+    except Exception as e:  # a signature database that cannot be written costs the views only
+        print(f"{target.name}: not signed as trusted ({type(e).__name__}: {e})", file=sys.stderr)
     return True
 
 
