@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import os
 import shutil
 import sys
@@ -166,6 +167,23 @@ def document_dir(run_dir: str | Path) -> Path:
     return Path(run_dir) if os.environ.get("KIT_BATCH") == "1" else Path.cwd()
 
 
+OLD_KERNEL = ("python3", "Python 3 (kit)")
+"""The name and display name earlier set-ups installed this kernel under."""
+
+
+def _remove_old_kernel(prefix: Path) -> None:
+    """Remove an earlier set-up's kernel from ``prefix`` (two entries for one Python confuse the
+    kernel picker); a ``python3`` spec of anyone else is left alone."""
+    folder = prefix / "share" / "jupyter" / "kernels" / OLD_KERNEL[0]
+    try:
+        spec = json.loads((folder / "kernel.json").read_text())
+    except (OSError, ValueError):
+        return
+    if spec.get("display_name") == OLD_KERNEL[1]:
+        shutil.rmtree(folder, ignore_errors=True)
+        print(f"removed the earlier kernel {OLD_KERNEL[0]!r} ({OLD_KERNEL[1]}): {folder}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kit jupyter",
@@ -183,6 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("kernel: say where: --sys-prefix, --user or both")
         if args.sys_prefix:
             print(f"kernel {KERNEL_NAME!r} ({DISPLAY_NAME}): {install_kernel(prefix=sys.prefix)}")
+            _remove_old_kernel(Path(sys.prefix))
         if args.user:
             try:
                 print(f"kernel {KERNEL_NAME!r} ({DISPLAY_NAME}): {install_kernel(user=True)}")

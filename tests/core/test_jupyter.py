@@ -56,8 +56,16 @@ def test_the_command_line_installs_into_this_environment_and_refuses_no_target(
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "env"))
+    kernels = tmp_path / "env" / "share" / "jupyter" / "kernels"
+    (kernels / "python3").mkdir(parents=True)  # what earlier set-ups installed
+    (kernels / "python3" / "kernel.json").write_text(json.dumps({"display_name": "Python 3 (kit)"}))
     assert jupyter.main(["kernel", "--sys-prefix"]) == 0
-    assert (tmp_path / "env" / "share" / "jupyter" / "kernels" / "kit" / "kernel.json").exists()
+    assert (kernels / "kit" / "kernel.json").exists()
+    assert not (kernels / "python3").exists(), "one entry for one Python in the kernel picker"
+    (kernels / "python3").mkdir()  # someone else's python3 kernel stays
+    (kernels / "python3" / "kernel.json").write_text(json.dumps({"display_name": "Python 3"}))
+    assert jupyter.main(["kernel", "--sys-prefix"]) == 0
+    assert (kernels / "python3" / "kernel.json").exists()
     with pytest.raises(SystemExit):
         jupyter.main(["kernel"])
     assert "--sys-prefix, --user or both" in capsys.readouterr().err
