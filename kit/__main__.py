@@ -1,6 +1,6 @@
 """``python -m kit <command>``: run (notebooks), bench (speed ratios), zoo (the tiny world),
-docs (the generated pages), notebooks (their shipped outputs), twins, models (the forms of model
-names)."""
+docs (the generated pages), notebooks (their shipped outputs), twins, jupyter (the kernel, trust),
+models (the forms of model names)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ COMMANDS = {
     "twins": (
         "kit.models.twins",
         "write tiny random twins of real architectures as HF directories (twins build | list)",
+    ),
+    "jupyter": (
+        "kit.core.jupyter",
+        "the project's Jupyter kernel and notebook trust (jupyter kernel --sys-prefix --user | "
+        "jupyter trust PATHS)",
     ),
     "models": (
         "kit.models.sources",

@@ -769,7 +769,9 @@ def table(claims: Sequence[Claim]):
 
 def record(run, claims: Sequence[Claim]):
     """Check every claim, stamp the notebook, write them to ``results.json`` under ``claims`` and
-    return the display table. Ids must be unique within the notebook."""
+    return the display table (:class:`kit.core.claims_html.ClaimsTable`: full claim text, verdicts
+    coloured, wrapped to the page; its ``frame`` is :func:`table`'s DataFrame). Ids must be unique
+    within the notebook."""
     ids = [c.id for c in claims]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -778,4 +780,6 @@ def record(run, claims: Sequence[Claim]):
         c.notebook = run.notebook
         check_consistent(c)
     run.record(claims=[c.row() for c in claims])
-    return table(claims)
+    from kit.core.claims_html import ClaimsTable
+
+    return ClaimsTable(table(claims))

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from kit.core.paths import disk_full_error, is_disk_full
+from kit.core.jupyter import KERNEL_NAME, kernelspec_metadata, runner_kernel_path, sign
+from kit.core.paths import atomic_path, disk_full_error, is_disk_full
 from kit.core.pinned import PINNED_ENV
 from kit.core.progress import LOG_ENV, LOG_NAME, CellLog
 
@@ -92,13 +93,17 @@ def execute(
     sockets = Path(tempfile.mkdtemp(prefix="kit-kernel-"))
     log = out_dir / LOG_NAME
     try:
-        with kernel_env({**KERNEL_ENV, LOG_ENV: str(log)}):
+        # the project's kernel, as this Python (kit/core/jupyter.py), whatever is installed
+        with (
+            runner_kernel_path() as kernel_path,
+            kernel_env({**KERNEL_ENV, LOG_ENV: str(log), **kernel_path}),
+        ):
             pm.execute_notebook(
                 str(nb),
                 str(staging),
                 parameters={"profile": profile, "out_dir": str(out_dir), **(overrides or {})},
                 cwd=str(nb.parent),
-                kernel_name="python3",
+                kernel_name=KERNEL_NAME,
                 progress_bar=False,
                 execution_timeout=timeout,
                 config=Config(
@@ -133,6 +138,7 @@ def execute(
         shutil.rmtree(sockets, ignore_errors=True)
     if staging.exists() and not is_disk_full_text(error):
         os.replace(staging, final)  # the executed notebook, complete (with its error, if any)
+        trust(final)
     remove_staging(out_dir)
     results = out_dir / "results.json"
     n_results = len(json.loads(results.read_text())) if results.exists() else 0
@@ -176,6 +182,24 @@ def remove_staging(folder: Path) -> None:
                 shutil.rmtree(p, ignore_errors=True)
             else:
                 p.unlink(missing_ok=True)
+
+
+def trust(notebook: Path) -> None:
+    """Name the kernel that ran an executed notebook in its metadata (papermill keeps the input's
+    ``kernelspec``) and sign it as trusted for this user (kit/core/jupyter.py): its outputs were
+    made here, and JupyterLab runs their JavaScript (circuitsvis views, an embedded page) only in a
+    trusted notebook. A signature database that cannot be written costs the views only."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(notebook), as_version=4)
+        if nb.metadata.get("kernelspec") != kernelspec_metadata():
+            nb.metadata["kernelspec"] = kernelspec_metadata()
+            with atomic_path(notebook) as tmp:
+                nbformat.write(nb, str(tmp))
+        sign(notebook)
+    except Exception as e:  # sqlite or a read-only data dir: the notebook itself is complete
+        print(f"{notebook.name}: not signed as trusted ({type(e).__name__}: {e})", flush=True)
 
 
 def is_disk_full_text(error: str) -> bool:

@@ -45,13 +45,22 @@ class NotebookRun:
     def results_path(self) -> Path:
         return self.dir / "results.json"
 
-    def save_figure(self, fig, name: str) -> list[Path]:
+    # Both return None: a notebook cell ending in either call would otherwise echo the paths
+    # (or the whole results dict) under its figure. kit.save_figure returns the paths.
+    def save_figure(self, fig, name: str) -> None:
         """Save ``fig`` as PNG+PDF under ``<run dir>/figures/``."""
-        return save_figure(fig, name, self.dir / "figures")
+        save_figure(fig, name, self.dir / "figures")
 
-    def record(self, **numbers: Any) -> dict[str, Any]:
-        """Record key numbers into ``<run dir>/results.json``."""
-        return record_results(self.results_path, **numbers)
+    def record(self, **numbers: Any) -> None:
+        """Record key numbers into ``<run dir>/results.json`` (merged into what it holds)."""
+        record_results(self.results_path, **numbers)
+
+    def page(self, path: str | Path, height: int = 720):
+        """A local HTML page this run wrote (``path``), for display inline: an iframe in a trusted
+        notebook, a link and the path otherwise (:class:`kit.core.jupyter.LocalPage`)."""
+        from kit.core.jupyter import document_dir, local_page
+
+        return local_page(path, document_dir(self.dir), height)
 
 
 def start(

@@ -17,7 +17,8 @@ of two runs, what changes between runs and is removed:
 - progress-bar widgets (``application/vnd.jupyter.widget-*``) and the notebook's widget state;
 - HTML that needs JavaScript (circuitsvis views: ~1.3 MB of script and a random element id per view;
   a notebook opened from the repository is untrusted, so JupyterLab and code hosts never run it):
-  replaced by a one-line text note, the view appears when the notebook is run;
+  replaced by a one-line text note, the view appears when the notebook is run; a run's page shown
+  in an iframe keeps only its text (the page's path: the iframe's address is the run folder's);
 - absolute paths: the run directory becomes ``runs/<profile>/latest``, the repository root is
   dropped (paths become relative), the cache and data directories become ``$KIT_CACHE_DIR`` /
   ``$KIT_DATA_DIR``, the home directory ``~``;
@@ -192,6 +193,10 @@ def _shipped_data(data: dict, rewrite: Rewrites) -> dict:
         kept.pop("text/html")
         kept.pop("application/javascript", None)
         kept["text/plain"] = SCRIPT_NOTE
+    elif "<iframe" in _text(kept.get("text/html", "")) and "text/plain" in kept:
+        # a run's page shown inline (kit.core.jupyter.local_page): its address is relative to
+        # the run's folder, where no committed notebook lives; the text names the page
+        kept.pop("text/html")
     return {
         k: (
             _lines(rewrite(_text(v))) if k.startswith(TEXT_MIMES) and not isinstance(v, dict) else v
@@ -229,6 +234,9 @@ def shipped(committed: dict, executed: dict, rewrite: Rewrites, profile: str) ->
         cell["execution_count"] = count
         cell["outputs"] = shipped_outputs(done.get("outputs", []), rewrite, count)
     nb["metadata"].pop("widgets", None)
+    for key in ("kernelspec", "language_info"):  # what the run's kernel reported (JupyterLab
+        if key in executed.get("metadata", {}):  # marks a notebook modified when they differ)
+            nb["metadata"][key] = executed["metadata"][key]
     nb["metadata"]["kit"] = {"profile": profile, "source_sha256": source_sha256(nb)}
     return nb
 
@@ -259,6 +267,12 @@ def write_shipped(
     if target.read_text() == text:
         return False
     atomic_write_text(target, text)
+    from kit.core.jupyter import sign
+
+    try:  # made here, like the run's copy: trusted, its views render (kit/core/jupyter.py)
+        sign(target)
+    except Exception as e:  # a signature database that cannot be written costs the views only
+        print(f"{target.name}: not signed as trusted ({type(e).__name__}: {e})", file=sys.stderr)
     return True
 
 

@@ -12,9 +12,12 @@ import base64
 import html
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kit.core.claims import ALL_VERDICTS, KINDS, UNDECIDABLE, VS_PAPER, _fmt
+from kit.core.claims_html import VERDICT_COLOURS
 from kit.core.paths import atomic_write_text
 
 PAPERS = {
@@ -38,6 +41,91 @@ def collect(run_dir: str | Path) -> tuple[list[dict], list[str]]:
         for c in found:
             claims.append({**c, "notebook": c.get("notebook") or nb_dir.name})
     return claims, silent
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One model's accuracy and MUI on one benchmark, as a notebook records them without testing a
+    claim (notebook 00: its model, then each cell of its comparison)."""
+
+    notebook: str
+    model: str
+    benchmark: str
+    n: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+    chance: float | None
+    parse_failures: int
+    truncated: int
+    mui: float
+    """MUI, % of the model's MLP neurons."""
+
+    @classmethod
+    def from_record(cls, notebook: str, r: dict[str, Any]) -> Measurement | None:
+        """From ``results.json``'s keys (:meth:`kit.subjects.Answers.summary` plus ``mui``);
+        None when the record is not one."""
+        if not all(k in r for k in ("model", "task", "accuracy", "accuracy_ci95", "mui")):
+            return None
+        lo, hi = r["accuracy_ci95"]
+        return cls(
+            notebook,
+            str(r["model"]),
+            str(r["task"]),
+            int(r.get("n", 0)),
+            float(r["accuracy"]),
+            float(lo),
+            float(hi),
+            r.get("chance"),
+            int(r.get("parse_failures", 0)),
+            int(r.get("truncated", 0)),
+            float(r["mui"]),
+        )
+
+    def cells(self) -> list[str]:
+        return [
+            self.notebook,
+            self.model,
+            self.benchmark,
+            str(self.n),
+            f"{self.accuracy:.3f}",
+            f"[{self.ci_low:.3f}, {self.ci_high:.3f}]",
+            "" if self.chance is None else f"{self.chance:.3f}",
+            str(self.parse_failures),
+            str(self.truncated),
+            f"{self.mui:.2f}",
+        ]
+
+
+MEASUREMENT_HEAD = (
+    "notebook",
+    "model",
+    "benchmark",
+    "n",
+    "accuracy",
+    "95% interval",
+    "chance",
+    "parse failures",
+    "truncated",
+    "MUI %",
+)
+MEASUREMENTS_TITLE = "Measurements (accuracy and MUI; no claim tested)"
+
+
+def measurements(run_dir: str | Path) -> list[Measurement]:
+    """Every accuracy-and-MUI record of a run: a notebook's own (top level of its
+    ``results.json``), then its ``comparison`` rows."""
+    out = []
+    for nb_dir in sorted(p for p in Path(run_dir).iterdir() if p.is_dir() and p.name[:2].isdigit()):
+        res = nb_dir / "results.json"
+        if not res.exists():
+            continue
+        record = json.loads(res.read_text())
+        for r in [record, *record.get("comparison", [])]:
+            m = Measurement.from_record(nb_dir.name, r) if isinstance(r, dict) else None
+            if m is not None:
+                out.append(m)
+    return out
 
 
 def _interval(c: dict) -> str:
@@ -163,6 +251,16 @@ def markdown(run_dir: str | Path) -> str:
         lines += [f"**Failed notebooks** (their claims are missing): {', '.join(failed)}.", ""]
     if silent:
         lines += [f"Notebooks with no claims in this run: {', '.join(silent)}.", ""]
+    measured = measurements(run_dir)
+    if measured:
+        lines += [
+            f"## {MEASUREMENTS_TITLE}",
+            "",
+            "| " + " | ".join(MEASUREMENT_HEAD) + " |",
+            "|" + "---|" * len(MEASUREMENT_HEAD),
+            *("| " + " | ".join(m.cells()) + " |" for m in measured),
+            "",
+        ]
     head = [
         "notebook",
         "section",
@@ -227,11 +325,9 @@ _CSS = (
     "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
     "table{border-collapse:collapse;width:100%;\nmargin-bottom:2em;font-size:13px}"
     "th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}\n"
-    "th{background:#f3f3f3}.supported{background:#e3f4e3}.contradicted{background:#f8dede}"
-    ".inconclusive{background:#fdf6dc}\n.not-testable-here{background:#eee}"
-    ".cannot-be-decided-here{background:#ece8f4}.pass{background:#e3f4e3}"
-    ".fail{background:#f8dede}img{max-width:420px;display:block;margin-top:4px}"
-    "details{margin-top:4px}"
+    "th{background:#f3f3f3}"
+    + "".join(f".{v.replace(' ', '-')}{{background:{c}}}" for v, c in VERDICT_COLOURS.items())
+    + "\nimg{max-width:420px;display:block;margin-top:4px}details{margin-top:4px}"
 )
 
 
@@ -255,6 +351,18 @@ def html_report(run_dir: str | Path) -> str:
         )
     if silent:
         out.append(f"<p>Notebooks with no claims in this run: {esc(', '.join(silent))}.</p>")
+    measured = measurements(run_dir)
+    if measured:
+        out += [
+            f"<h2>{esc(MEASUREMENTS_TITLE)}</h2><table><tr>",
+            "".join(f"<th>{h}</th>" for h in MEASUREMENT_HEAD),
+            "</tr>",
+            *(
+                "<tr>" + "".join(f"<td>{esc(x)}</td>" for x in m.cells()) + "</tr>"
+                for m in measured
+            ),
+            "</table>",
+        ]
     embedded: dict[Path, str] = {}
     head = (
         "notebook",

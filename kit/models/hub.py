@@ -7,6 +7,7 @@ that is not fails at once with :class:`HubError`, saying what to do.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import importlib
 import os
@@ -93,9 +94,14 @@ def hub_id_problems(cfg) -> list[str]:
         names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
         for name in names:
             base, _, revision = str(name).partition("@")
+            if "/" not in base:
+                # hub ids are "org/name"; the few without an org are TransformerLens's names (gpt2):
+                # any other bare name of the hub form (a misspelling) fails in load_model, so here
+                problem = bare_name_problem(field, str(name), base)
+                out += [problem] if problem else []
+                continue
             if (
-                "/" not in base
-                or base.startswith(NOT_HUB)
+                base.startswith(NOT_HUB)
                 or looks_local(base)
                 or Path(base).expanduser().exists()
                 or is_recipe_name(name)
@@ -128,6 +134,27 @@ def hub_id_problems(cfg) -> list[str]:
                     f"({type(e).__name__}); check the spelling, or download it with network access"
                 )
     return out
+
+
+def bare_name_problem(field: str, name: str, base: str) -> str | None:
+    """Why ``name`` (``base`` without its ``@revision``), a model field's value without an org,
+    cannot load: a name :mod:`kit.models.sources` reads as a hub id but TransformerLens does not
+    know (``gtp2``); None for its own names and for the other forms (``minilm``, recipes)."""
+    from kit.models import sources
+    from kit.models.load import hub_model_names
+
+    form = sources.find(name)
+    if form is None or form.rank not in (sources.HUB, sources.HUB_REVISION):
+        return None
+    known = hub_model_names()
+    if base in known:
+        return None
+    close = difflib.get_close_matches(base, known, n=5, cutoff=0.6)
+    return (
+        f"field {field!r}: {name!r} is not a model name: hub ids are 'org/name', and a name "
+        "without an org must be one of TransformerLens's (python -m kit models)"
+        + (f"; close: {', '.join(close)}" if close else "")
+    )
 
 
 def weight_patterns(repo_id: str, files: list[str], gguf: str | None = None) -> list[str]:

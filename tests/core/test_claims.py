@@ -84,7 +84,7 @@ def test_claim_record_and_consistency(tmp_path):
     with pytest.raises(ValueError, match="ci low"):
         C.claim("001", "s", "x", "x", 1.0, ci=(2.0, 0.0), null=0.0)
     run = NotebookRun("03_shortcut_neurons", "smoke", None, tmp_path)
-    df = C.record(run, [c, weak])
+    df = C.record(run, [c, weak]).frame
     assert list(df.verdict) == ["supported", "inconclusive"]
     import json
 

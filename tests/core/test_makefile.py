@@ -58,3 +58,17 @@ def test_environment_yml_installs_what_the_makefile_installs():
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
     assert f"python={python.removeprefix('python')}" in deps
     assert pip.index(torch_spec) < pip.index("-e .[test]")
+
+
+def test_setup_installs_the_kit_kernel_and_signs_the_committed_notebooks():
+    """The kernel for the .venv's Jupyter and the user's own, the notebooks trusted for this user
+    (kit/core/jupyter.py), on every `make setup`, not only when pyproject.toml changes."""
+    dry = subprocess.run(
+        ["make", "-n", "-W", "pyproject.toml", "setup"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "-m kit jupyter kernel --sys-prefix --user" in dry
+    assert "-m kit jupyter trust notebooks" in dry
+    assert "--name python3" not in dry, "the old kernel name"

@@ -114,3 +114,21 @@ def test_papermill_with_a_misspelt_parameter_fails_before_the_notebook_runs(tmp_
         )
     assert e.value.ename == "ParamsError" and "unknown parameter(s) n_evl" in e.value.evalue
     assert e.value.exec_count <= 3, "it failed in kit.start, before the notebook's work"
+
+
+def test_saving_a_figure_or_recording_numbers_prints_nothing_under_the_cell(tmp_path):
+    """A cell ending in ``run.save_figure(...)`` echoed a list of PosixPaths under its figure
+    (and ``run.record(...)`` the whole results dict): both return None; the files are written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run = start("00_quickstart", "smoke", tmp_path)
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.plot([0, 1], [1, 0])
+    assert run.save_figure(fig, "line") is None
+    plt.close(fig)
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["line.pdf", "line.png"]
+    assert run.record(accuracy=0.25) is None
+    assert json.loads((tmp_path / "results.json").read_text()) == {"accuracy": 0.25}

@@ -214,10 +214,15 @@ def _run_dir(tmp_path: Path, profile: str, status: str = "ok", overrides=None) -
     return run_dir, nbs
 
 
-def test_adopt_fills_from_a_run_and_rewrites_nothing_the_second_time(tmp_path, capsys):
+def test_adopt_fills_from_a_run_and_rewrites_nothing_the_second_time(tmp_path, capsys, monkeypatch):
+    from kit.core.jupyter import is_trusted
+
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
     run_dir, nbs = _run_dir(tmp_path, "tiny")
+    assert not is_trusted(nbs / "01_x.ipynb")
     assert no.main(["adopt", str(run_dir), "--notebooks", str(nbs)]) == 0
     assert "into 1 notebook(s): 01_x" in capsys.readouterr().out
+    assert is_trusted(nbs / "01_x.ipynb"), "outputs made here are signed as trusted"
     assert no.problems(nbs / "01_x.ipynb") == []
     assert no.main(["check", "--notebooks", str(nbs)]) == 0
     first = (nbs / "01_x.ipynb").stat().st_mtime_ns

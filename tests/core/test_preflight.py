@@ -79,3 +79,31 @@ def test_a_hub_id_not_in_the_offline_cache_is_refused(tmp_path, monkeypatch):
 def test_a_layer_beyond_the_model_is_refused_by_its_config():
     with pytest.raises(kit.ParamsError, match=r"field 'layer': 99 is not a layer of zoo/base-s"):
         kit.load_params("00_quickstart", "smoke", {"layer": 99})
+
+
+def test_a_misspelled_model_name_without_an_org_is_refused_before_any_kernel(
+    tmp_path, monkeypatch, capsys
+):
+    """``gtp2`` reads as a hub id without an org (like ``gpt2``): it failed only inside the
+    notebook's kernel, after its imports and model set-up."""
+    import kit.configs  # noqa: F401  (registers the hub-id check)
+    from kit.core import runner
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    started = []
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: started.append(a))
+    cfg = kit.load_params("00_quickstart", "smoke", {"model": "gtp2"})
+    problems = preflight.config_problems(cfg)
+    assert len(problems) == 1 and problems[0].startswith("field 'model': 'gtp2' is not a model")
+    assert "close: gpt2" in problems[0], problems
+    out = tmp_path / "runs"
+    code = runner.main(
+        ["--profile", "smoke", "--only", "00", "--set", "model=gtp2", "--out", str(out)]
+    )
+    assert code == 2 and started == [] and not out.exists()
+    assert "field 'model': 'gtp2'" in capsys.readouterr().err
+    # the names TransformerLens knows without an org, and the other forms, are not refused
+    from kit.models.hub import bare_name_problem
+
+    assert bare_name_problem("model", "gpt2", "gpt2") is None
+    assert bare_name_problem("model", "minilm", "minilm") is None

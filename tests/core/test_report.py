@@ -127,3 +127,33 @@ def test_headline_keeps_undecidable_claims_out_of_the_counts_and_reads_the_paper
     assert line.startswith("2 reproduction claims: 1 supported, 1 inconclusive.")
     assert "1 reproduction claims that cannot be decided here" in line
     assert "Against the paper's published effect: 1 not replicated." in line
+
+
+def test_a_notebook_that_measures_without_claims_shows_its_numbers(tmp_path):
+    """Notebook 00's report said "0 claims" and nothing else: its accuracy, interval and MUI (and
+    each comparison cell's) are a table of their own."""
+    run = tmp_path / "20260101-000000"
+    (run / "00_quickstart").mkdir(parents=True)
+    answers = {"task": "add", "n": 200, "n_correct": 10, "accuracy": 0.05, "chance": 0.015625}
+    answers |= {"accuracy_ci95": [0.0274, 0.0896], "parse_failures": 0, "truncated": 3}
+    record = {"model": "zoo/base-s", **answers, "mui": 4.6875, "n_eval": 200}
+    record["comparison"] = [
+        {"model": "real/smollm2", **answers, "task": "arc_challenge", "chance": None, "mui": 12.5}
+    ]
+    (run / "00_quickstart" / "results.json").write_text(json.dumps(record))
+    (run / "run.json").write_text(json.dumps({"profile": "tiny", "notebooks": []}))
+    md, page = write_report(run)
+    text = md.read_text()
+    assert (
+        "| 00_quickstart | zoo/base-s | add | 200 | 0.050 | [0.027, 0.090] | 0.016 | 0 | 3 | 4.69 |"
+        in text
+    )
+    other = "| 00_quickstart | real/smollm2 | arc_challenge | 200 | 0.050 | [0.027, 0.090] |  |"
+    assert other + " 0 | 3 | 12.50 |" in text
+    body = page.read_text()
+    assert (
+        "<td>4.69</td>" in body and "<td>[0.027, 0.090]</td>" in body and "<td>12.50</td>" in body
+    )
+    assert "Measurements" not in write_report(_fake_run(tmp_path / "other"))[0].read_text(), (
+        "no table when no notebook measured"
+    )

@@ -1,6 +1,8 @@
 """What a reader sees, checked in a real browser (headless Chromium, the ``driver`` fixture): a
-committed notebook opened in JupyterLab shows its figures and its claims table without being run,
-and a run's ``report.html`` shows its claims and their figures."""
+committed notebook opened in JupyterLab shows its figures and its claims table without being run;
+a signed (trusted) notebook runs its script views and shows a run's concept explorer inline, and
+one naming the kit kernel opens unmodified; claims tables are whole, coloured and fit the page;
+a run's ``report.html`` shows its claims and their figures."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 
 import pytest
 
@@ -44,14 +47,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """JupyterLab on a free local port serving a copy of a committed notebook (the browser may
-    save what it opens), every cell attached to the page (``windowingMode: none``), its own
-    settings, workspace and runtime folders; ``(base url, token)``."""
-    root = tmp_path / "root"
-    root.mkdir()
-    shutil.copy(REPO_ROOT / "notebooks" / f"{NOTEBOOK}.ipynb", root)
+@contextmanager
+def serving_lab(tmp_path, root, env_extra=None):
+    """JupyterLab on a free local port serving ``root``, every cell attached to the page
+    (``windowingMode: none``), its own settings, workspace and runtime folders and ``env_extra``
+    in its environment; yields ``(base url, token)``."""
     settings = tmp_path / "settings"
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
@@ -63,6 +63,7 @@ def lab(tmp_path):
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        **(env_extra or {}),
     }
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -104,6 +105,16 @@ def lab(tmp_path):
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab serving a copy of a committed notebook (the browser may save what it opens)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(REPO_ROOT / "notebooks" / f"{NOTEBOOK}.ipynb", root)
+    with serving_lab(tmp_path, root) as served:
+        yield served
 
 
 @pytest.mark.slow
@@ -179,3 +190,159 @@ def test_a_run_report_shows_its_claims_and_figures_in_chromium(tmp_path, driver)
     img = driver.find_element(By.CSS_SELECTOR, "details img")
     assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img)
     assert img.size["width"] > 0 and img.size["height"] > 0, "the claim's figure is not displayed"
+
+
+SCRIPT_VIEW = (
+    '<div id="kit-view"></div>'
+    '<script>document.getElementById("kit-view").textContent = "drawn by its script";</script>'
+)
+"""An output that needs JavaScript, as circuitsvis's views do (blank until trusted)."""
+EXPLORER_LABELS = ["fractions", "loops", "dates", "plants", "never fires"]
+
+
+def _explorer(path):
+    """A concept explorer (kit.cg.explorer) of five concepts over two benchmarks: a run's local
+    page whose table its script draws (an empty page where scripts do not run)."""
+    import numpy as np
+
+    from kit.cg import explorer as cg_explorer
+
+    rng = np.random.default_rng(0)
+    acts = {b: rng.exponential(size=(4, 5)) * (rng.random((4, 5)) < 0.7) for b in ("arc", "gsm8k")}
+    for a in acts.values():
+        a[:, 4] = 0
+    texts = {b: [f"{b} item {i}" for i in range(4)] for b in acts}
+    models = {
+        "m": {"acts": acts, "scores": {b: np.array([1, 0, 1, 1.0]) for b in acts}, "texts": texts}
+    }
+    data = cg_explorer.explorer_data(acts, texts, models, labels=EXPLORER_LABELS, n_examples=2)
+    return cg_explorer.write_explorer(path, data)
+
+
+def _lab_notebook(path, claims_table, metadata):
+    """A notebook with a script view, a run's page inline and a claims table among its outputs."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from kit.core.jupyter import local_page
+
+    page = local_page(_explorer(path.parent / "concept_explorer.html"), path.parent, height=300)
+
+    def shown(obj_html, text):
+        return new_output("display_data", data={"text/html": obj_html, "text/plain": text})
+
+    cell = new_code_cell("show()", execution_count=1)
+    cell.outputs = [
+        shown(SCRIPT_VIEW, "(a view)"),
+        shown(page._repr_html_(), repr(page)),
+        shown(claims_table._repr_html_(), repr(claims_table)),
+    ]
+    nb = new_notebook(cells=[cell], metadata=metadata)
+    nbformat.write(nb, path)
+    return path
+
+
+VIEW_STATE = """
+const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+if (!panel) return {idle: false};
+return {
+  drawn: [...panel.querySelectorAll('div')].some(
+    d => d.children.length === 0 && d.textContent === 'drawn by its script'),
+  status: [...panel.querySelectorAll('.jp-Notebook-ExecutionIndicator')].map(
+    e => e.dataset.status).join(','),
+  iframes: panel.querySelectorAll('.jp-OutputArea-output iframe').length,
+  idle: !!panel.querySelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]'),
+  dirty: panel.classList.contains('jp-mod-dirty')
+    || !!document.querySelector('.lm-TabBar-tab.lm-mod-current.jp-mod-dirty'),
+};"""
+
+CLAIMS_LAYOUT = """
+const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+const table = panel.querySelector('table.kit-claims');
+const area = table.closest('.jp-OutputArea-output');
+const heads = [...table.querySelectorAll('th')].map(h => h.textContent.trim());
+const col = name => heads.indexOf(name);
+const rows = [...table.querySelectorAll('tbody tr')];
+return {
+  fits: table.getBoundingClientRect().right <= area.getBoundingClientRect().right + 1
+    && area.scrollWidth <= area.clientWidth + 1,
+  claims: rows.map(r => r.children[col('claim')].textContent),
+  verdicts: rows.map(r => [r.children[col('verdict')].textContent,
+                           getComputedStyle(r.children[col('verdict')]).backgroundColor]),
+};"""
+
+
+def _claims_table():
+    from kit.core.claims_html import ClaimsTable
+
+    long = "patching the located neurons lowers M_con's accuracy more than patching " * 3
+    rows = [
+        C.claim(
+            "001", "Fig. 3", "a", long.strip(), -3.0, ci=(-5.0, -1.0), null=0.0, direction="less"
+        ),
+        C.claim(
+            "001", "Fig. 3", "b", "the other way", 3.0, ci=(1.0, 5.0), null=0.0, direction="less"
+        ),
+    ]
+    return ClaimsTable(C.table(rows)), long.strip()
+
+
+@pytest.mark.slow
+def test_jupyterlab_runs_a_signed_notebooks_views_and_opens_it_unmodified(tmp_path, driver):
+    """What a reader of a run sees in JupyterLab: the runner signs the notebooks it executes, so a
+    script view (circuitsvis) draws and a run's page (the concept explorer) shows inline with its
+    script run; the same notebook unsigned shows neither. A notebook naming the kit kernel as it
+    reports itself is not marked modified once its kernel is up (one naming "Python 3" is). The
+    claims table keeps the whole claim, colours verdicts and fits the page, signed or not."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kit.core import jupyter
+
+    root, data = tmp_path / "root", tmp_path / "jupyter-data"
+    root.mkdir()
+    env_prefix = tmp_path / "env"
+    jupyter.install_kernel(prefix=str(env_prefix))  # what make setup does for the .venv
+    table, long = _claims_table()
+    signed = _lab_notebook(root / "signed.ipynb", table, jupyter.notebook_metadata())
+    jupyter.sign(signed, data)
+    unsigned = _lab_notebook(root / "unsigned.ipynb", table, jupyter.notebook_metadata())
+    old = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"},
+    }
+    _lab_notebook(root / "old.ipynb", table, old)
+    assert jupyter.is_trusted(signed, data) and not jupyter.is_trusted(unsigned, data)
+    env = {"JUPYTER_DATA_DIR": str(data), "JUPYTER_PATH": str(env_prefix / "share" / "jupyter")}
+    with serving_lab(tmp_path, root, env) as (base, token):
+        driver.set_window_size(1200, 900)
+        wait = WebDriverWait(driver, 240, poll_frequency=1)
+
+        def opened(name):
+            driver.get(f"{base}/lab/tree/{name}?token={token}&reset")
+            wait.until(lambda d: d.execute_script(VIEW_STATE)["idle"])  # its kernel is up
+            time.sleep(3)  # JupyterLab writes the kernel's kernelspec and language_info now
+            return wait.until(lambda d: (s := d.execute_script(VIEW_STATE))["idle"] and s)
+
+        state = opened("signed.ipynb")
+        assert state["drawn"], f"a signed notebook's script view: {state}"
+        assert state["iframes"] == 1 and not state["dirty"], state
+        layout = driver.execute_script(CLAIMS_LAYOUT)
+        frame = driver.find_element("css selector", ".jp-OutputArea-output iframe")
+        driver.switch_to.frame(frame)
+        rows = "#concepts tbody tr"  # the explorer's script draws one row per concept
+        wait.until(lambda d: len(d.find_elements("css selector", rows)) == len(EXPLORER_LABELS))
+        driver.switch_to.default_content()
+
+        state = opened("unsigned.ipynb")
+        assert not state["drawn"] and state["iframes"] == 0, f"unsigned: {state}"
+        unsigned_layout = driver.execute_script(CLAIMS_LAYOUT)
+
+        state = opened("old.ipynb")
+        assert state["dirty"], "the check must see a notebook JupyterLab rewrites on opening"
+
+    for shown in (layout, unsigned_layout):
+        assert shown["fits"], "the claims table runs past the output area"
+        assert shown["claims"][0] == long, "the claim text is cut"
+        (v1, c1), (v2, c2) = shown["verdicts"]
+        assert (v1, v2) == ("supported", "contradicted")
+        assert c1 != c2 and "rgba(0, 0, 0, 0)" not in (c1, c2), "verdicts are not coloured"
