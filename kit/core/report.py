@@ -100,9 +100,7 @@ def headline(claims: list[dict], profile: str = "") -> str:
         for c in claims
         if _kind(c) == "reproduction" and basis(c, profile) not in counted
     )
-    rep_all = [
-        c for c in claims if _kind(c) == "reproduction" and basis(c, profile) in counted
-    ]
+    rep_all = [c for c in claims if _kind(c) == "reproduction" and basis(c, profile) in counted]
     rep = [c for c in rep_all if c["verdict"] != UNDECIDABLE]
     others = Counter(_kind(c) for c in claims if _kind(c) != "reproduction")
     on = "" if counted == BASES else f" resting on a {' or '.join(counted)} run here"

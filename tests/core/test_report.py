@@ -155,7 +155,7 @@ def test_real_headline_counts_only_claims_on_a_real_llm_and_names_the_shared_one
     from kit.core.report import headline
 
     claims = [
-        _rep("law", "real/smollm2-135m-instruct, real/gemma-3-270m, real/qwen2.5-coder-0.5b-instruct"),
+        _rep("law", "real/smollm2-135m-instruct, real/gemma-3-270m, real/qwen2.5-coder-0.5b"),
         _rep("pair", "real/qwen2.5-coder-0.5b-instruct vs -1.5b", ci=(-1.5, -0.5)),
         _rep("nv", "all-MiniLM-L6-v2, layers 0, 2, 5"),
         _rep("nv2", "all-MiniLM-L6-v2, layers 0, 2, 5", ci=(-0.5, 1.5)),
