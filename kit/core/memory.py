@@ -52,17 +52,17 @@ dequantised files hold, the Qwen pair from their published widths (24 x 896 / 48
 8960, 2 key-value heads, 151,936 tokens)."""
 
 
-def _strings(value: Any) -> Iterable[str]:
+def strings_in(value: Any) -> Iterable[str]:
     """Every string in a config value, dict keys included."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from _strings(k)
-            yield from _strings(v)
+            yield from strings_in(k)
+            yield from strings_in(v)
     elif isinstance(value, (list, tuple, set)):
         for v in value:
-            yield from _strings(v)
+            yield from strings_in(v)
 
 
 def model_bytes(name: str, dtype: str = "float32") -> int:
@@ -79,7 +79,7 @@ def estimate_peak(config: Any) -> int:
     of that model if the config names one of its fine-tunes."""
     values = config.model_dump() if hasattr(config, "model_dump") else dict(config)
     dtype = str(values.get("dtype") or "float32")
-    names = [s for s in _strings(values) if s.split("+")[0] in N_PARAMS]
+    names = [s for s in strings_in(values) if s.split("+")[0] in N_PARAMS]
     if not names:
         return KERNEL_BYTES
     largest = max(names, key=lambda n: model_bytes(n, dtype))
