@@ -9,10 +9,11 @@ has runs alone. A notebook's peak is, in order of preference:
    sampled each second by :class:`TreePeak`);
 2. an **estimate** from the models its config names (:func:`estimate_peak`): a kernel's own
    :data:`KERNEL_BYTES`, plus :data:`HELD_COPIES` copies of its largest model's weights (parameter
-   count x the bytes of the config's ``dtype``), plus Adam's training state of that model when the
-   config names a fine-tune (``<base>+<recipe>``) that a first run builds. The counts of the real
-   models are :data:`N_PARAMS`; the tiny world's and the twins' models are a few MB and count as
-   nothing beside the kernel.
+   count x the bytes of the config's ``dtype``), plus, when the config names fine-tunes
+   (``<base>+<recipe>``) that a first run builds, what their training workers hold
+   (:data:`FINETUNE_BYTES_PER_PARAM`, one worker per fine-tune up to the config's ``max_workers``).
+   The counts of the real models are :data:`N_PARAMS`; the tiny world's and the twins' models are a
+   few MB and count as nothing beside the kernel.
 
 dtype: every model is held in the dtype its profile states, ``float32`` unless it says otherwise
 (kit.models.load's default; the ``real`` profiles state none, so the real LLMs run in float32 on a
@@ -33,23 +34,24 @@ KERNEL_BYTES = int(1.5 * GIB)
 """A kernel with torch, transformers and the kit imported, before any model (measured ~1.2-1.4 GiB
 resident on the 2-core machine), rounded up."""
 HELD_COPIES = 2
-"""Copies of the largest model's weights a notebook holds at its peak: the model and its working
-set (activations of a batch, the dequantised file being read), or two models at once (a patched
-model beside its patching model, a fine-tune beside its base). An assumption, replaced by the
-recorded peak after a first run."""
-ADAM_BYTES_PER_PARAM = 16
-"""Training a float32 model with Adam: weights, gradients and two moments (4 bytes each)."""
+"""Copies of the largest model's weights a notebook holds at its peak: loading a real model holds
+the ``transformers`` copy and the TransformerLens copy at once (measured: the Qwen pair in float32
+peaks at 5.3 and 14.0 GiB, i.e. ~2 copies, docs/real-models.md), and a patched model sits beside
+its patching model. Replaced by the recorded peak after a first run."""
+FINETUNE_BYTES_PER_PARAM = 52
+"""A training worker's resident bytes per parameter of the model it fine-tunes (fp32, AdamW, 8 x
+320 tokens a step): measured ~7 GB for SmolLM2-135M's 134.5M parameters (docs/real-models.md)."""
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 N_PARAMS: dict[str, int] = {
     "real/smollm2-135m-instruct": 134_515_008,
     "real/gemma-3-270m": 268_098_176,
-    "real/qwen2.5-coder-0.5b-instruct": 494_032_768,
-    "real/qwen2.5-coder-1.5b-instruct": 1_543_714_304,
+    "real/qwen2.5-coder-0.5b-instruct": 494_032_768 + 151_936 * 896,
+    "real/qwen2.5-coder-1.5b-instruct": 1_543_714_304 + 151_936 * 1536,
 }
-"""Parameter counts of the real models by kit name, from their configs (vocabulary x d_model once:
-the embeddings are tied; layers x attention, MLP and norms): SmolLM2 and Gemma-3 as their
-dequantised files hold, the Qwen pair from their published widths (24 x 896 / 4864, 28 x 1536 /
-8960, 2 key-value heads, 151,936 tokens)."""
+"""Parameters held in memory by each real model, by kit name: SmolLM2 and Gemma-3 as their
+dequantised files hold (tied embeddings, counted once); the Qwen pair from their widths (24 x 896 /
+4864, 28 x 1536 / 8960, 2 key-value heads, 151,936 tokens: 494.0M and 1543.7M with tied embeddings)
+plus the separate output matrix their GGUFs carry (vocabulary x d_model)."""
 
 
 def strings_in(value: Any) -> Iterable[str]:
@@ -75,8 +77,8 @@ def model_bytes(name: str, dtype: str = "float32") -> int:
 
 def estimate_peak(config: Any) -> int:
     """A notebook's peak resident bytes estimated from its config (module docstring): the kernel,
-    :data:`HELD_COPIES` copies of its largest model in the config's ``dtype``, and Adam's state
-    of that model if the config names one of its fine-tunes."""
+    :data:`HELD_COPIES` copies of its largest model in the config's ``dtype``, and its fine-tune
+    workers if it names fine-tunes."""
     values = config.model_dump() if hasattr(config, "model_dump") else dict(config)
     dtype = str(values.get("dtype") or "float32")
     names = [s for s in strings_in(values) if s.split("+")[0] in N_PARAMS]
@@ -84,10 +86,11 @@ def estimate_peak(config: Any) -> int:
         return KERNEL_BYTES
     largest = max(names, key=lambda n: model_bytes(n, dtype))
     peak = KERNEL_BYTES + HELD_COPIES * model_bytes(largest, dtype)
-    tuned = [n for n in names if "+" in n]
+    tuned = sorted({n for n in names if "+" in n})
     if tuned:
         base = max(tuned, key=lambda n: model_bytes(n, dtype)).split("+")[0]
-        peak += N_PARAMS[base] * ADAM_BYTES_PER_PARAM
+        workers = min(len(tuned), int(values.get("max_workers") or 1))
+        peak += workers * N_PARAMS[base] * FINETUNE_BYTES_PER_PARAM
     return peak
 
 
