@@ -88,3 +88,18 @@ def test_the_pair_is_not_testable_without_replicates_or_on_different_items():
         assert c.verdict == "not testable here" and "different items" in c.why
     for c in size_pair_claims(grid, SMALL, "real/absent"):
         assert c.verdict == "not testable here" and "no benchmark" in c.why
+
+
+def test_one_right_answer_in_six_does_not_decide_the_performance_difference():
+    """Seen on the real models (6 ARC items, one right against none): a third of the resamples miss
+    the one item and differ by exactly 0, so the interval's upper edge is 0 and nothing is
+    decided; centring those replicates on the observed mean would have moved it below 0."""
+    ids = [f"i{k}" for k in range(6)]
+    keys = [[k] for k in range(6)]
+    grid = [
+        _cell(SMALL, "arc_challenge", [False] * 6, keys, 100, ids),
+        _cell(LARGE, "arc_challenge", [True] + [False] * 5, keys, 100, ids),
+    ]
+    c = {x.id: x for x in size_pair_claims(grid, SMALL, LARGE)}["pair.larger_scores_higher"]
+    assert c.ours == pytest.approx(100 / 6) and c.ci_low == 0.0
+    assert c.verdict == "inconclusive"
