@@ -31,5 +31,13 @@ def _hub_ids(cfg) -> list[str]:
     return hub_id_problems(cfg)
 
 
+def _real_models(cfg) -> list[str]:
+    from kit.core.memory import strings_in
+    from kit.models.real import install_problems  # lazy: package metadata
+
+    return install_problems(list(strings_in(cfg.model_dump())))
+
+
 register_configs(config_class, name_errors)
 register(_hub_ids)
+register(_real_models)

@@ -50,6 +50,10 @@ class Config(BaseConfig):
     reference_order: list[str] | None = Field(None, min_length=3)
     """True ranking of ``models`` (every one of them), best first; None: by mean fresh-item
     accuracy (tiny world only: Hugging Face models have no fresh items, so they need it)."""
+    family_pair: list[str] | None = Field(None, min_length=2, max_length=2)
+    """Two sizes of one model family, smaller first (both in ``models``): the law within the
+    family, does the larger score higher with a lower MUI (:mod:`kit.mui.size_pair`)? None: no
+    such claims."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Hugging Face models: weight dtype (``bfloat16`` holds a 7B model in ~15 GB); zoo models are
     always float32."""
@@ -200,6 +204,11 @@ class Config(BaseConfig):
                     f"field 'models': None gives {len(models)} model(s) of world "
                     f"{self.world!r} ({', '.join(models)}); the ranking needs >= 3: name them"
                 ]
+        if self.family_pair is not None and not set(self.family_pair) <= set(models):
+            return [
+                f"field 'family_pair': {self.family_pair} must both be in models "
+                f"({', '.join(models)})"
+            ]
         if len(models) < RANK_MIN_MODELS:
             return []  # no ranking: no true order needed (law_testable() says why)
         from kit.models.sources import form_of

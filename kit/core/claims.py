@@ -30,7 +30,8 @@ no effect and does not show the effect), *undetermined* otherwise.
 Every claim also has a **kind** (:data:`KINDS`), kept apart in every table and report:
 
 - ``reproduction``: a paper claim tested on our own measurements (the tiny world's models or real
-  models run here). Only these count in a report's headline.
+  models run here). Only these count in a report's headline; a real profile's headline counts only
+  those that rest on a real LLM run here (:func:`basis`, :func:`headline_bases`).
 - ``re-analysis``: a claim recomputed from the paper's own printed tables (no model run here).
 - ``set-up check``: the world does what it was built to do (a planted leak exists, a control is
   clean); it tests our construction, not the paper.
@@ -783,3 +784,53 @@ def record(run, claims: Sequence[Claim]):
     from kit.core.claims_html import ClaimsTable
 
     return ClaimsTable(table(claims))
+
+
+REAL_LLM = "real LLM"
+BASES = (
+    REAL_LLM,
+    "published responses",
+    "MiniLM",
+    "tiny world",
+    "random twin",
+    "paper's tables",
+    "unstated",
+)
+"""What a claim's number rests on, coarsely (:func:`basis`): a real LLM run here, a real LLM's
+published responses (read, not run), MiniLM (the offline encoder and its SAEs), the tiny world's
+trained models, a random twin (numbers mean nothing), the paper's printed tables."""
+# the words of ``rests_on`` that name each basis, tried in this order: a claim about SmolLM2 with a
+# MiniLM concept space rests on SmolLM2 (its outputs are what is measured); published responses
+# come first because they name a real model that was not run here
+_BASIS_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("paper's tables", ("the paper's table", "the paper's printed", "the paper's tables")),
+    ("published responses", ("published",)),
+    (REAL_LLM, ("real/", "smollm2", "gemma-3", "qwen2.5", "real-sae/")),
+    ("MiniLM", ("minilm",)),
+    ("random twin", ("twin/", "twin-sae/")),
+    ("tiny world", ("tiny world", "zoo/", "zoo-sae/", "micro world")),
+)
+_PROFILE_BASIS = {"tiny": "tiny world", "smoke": "tiny world", "dryrun": "random twin"}
+"""The basis of a claim whose ``rests_on`` names none, by the profile that ran it: the tiny and
+smoke profiles run on the world's models, dryrun on twins; elsewhere it stays ``unstated``."""
+
+
+def basis(c: Claim | dict, profile: str = "") -> str:
+    """What a claim rests on, one of :data:`BASES`, read from its ``kind`` and ``rests_on`` (the
+    models it names), else from the ``profile`` that ran it (:data:`_PROFILE_BASIS`)."""
+    d = c.row() if isinstance(c, Claim) else c
+    if d.get("kind") == "re-analysis":
+        return "paper's tables"
+    text = str(d.get("rests_on") or "").lower()
+    for name, words in _BASIS_WORDS:
+        if any(w in text for w in words):
+            return name
+    return _PROFILE_BASIS.get(profile, "unstated")
+
+
+def headline_bases(profile: str) -> tuple[str, ...]:
+    """The bases a run of ``profile`` counts in its headline: a real profile (``real``,
+    ``realsmoke``) counts what rests on a real LLM run here; the claims it shares with the tiny
+    profile (MiniLM, the tiny world, published responses) are counted there, once. Every other
+    profile counts all of its reproductions."""
+    return (REAL_LLM,) if profile.startswith("real") else BASES

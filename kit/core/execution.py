@@ -34,6 +34,9 @@ class NotebookOutcome:
     n_results: int = 0
     n_figures: int = 0
     error: str = ""
+    peak_bytes: int | None = None
+    """Largest resident memory of the notebook's process tree (kit.core.memory.TreePeak), where
+    measured: the runner plans side-by-side runs with it."""
 
 
 # Kernels the runner starts: no progress bars in cell outputs (papermill saves tqdm widgets as bars

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit.core.claims import ALL_VERDICTS, KINDS, UNDECIDABLE, VS_PAPER, _fmt
+from kit.core.claims import (
+    ALL_VERDICTS,
+    BASES,
+    KINDS,
+    UNDECIDABLE,
+    VS_PAPER,
+    _fmt,
+    basis,
+    headline_bases,
+)
 from kit.core.claims_html import VERDICT_COLOURS
 from kit.core.paths import atomic_write_text
 
@@ -168,13 +177,28 @@ KIND_TITLES = {
 }
 
 
-def headline(claims: list[dict]) -> str:
+def headline(claims: list[dict], profile: str = "") -> str:
     """The report's first line: reproduction claims only, less those whose design cannot decide
-    them (counted apart, their reasons in the tables); the other kinds counted apart."""
-    rep_all = [c for c in claims if _kind(c) == "reproduction"]
+    them (counted apart, their reasons in the tables); the other kinds counted apart. A real
+    profile counts only what rests on a real LLM run here (:func:`kit.core.claims.headline_bases`):
+    the claims it shares with the tiny profile are counted there, and named here by basis."""
+    counted = headline_bases(profile)
+    shared = Counter(
+        basis(c, profile)
+        for c in claims
+        if _kind(c) == "reproduction" and basis(c, profile) not in counted
+    )
+    rep_all = [c for c in claims if _kind(c) == "reproduction" and basis(c, profile) in counted]
     rep = [c for c in rep_all if c["verdict"] != UNDECIDABLE]
     others = Counter(_kind(c) for c in claims if _kind(c) != "reproduction")
-    line = f"{len(rep)} reproduction claims: {_counts(rep) or 'none'}."
+    on = "" if counted == BASES else f" resting on a {' or '.join(counted)} run here"
+    line = f"{len(rep)} reproduction claims{on}: {_counts(rep) or 'none'}."
+    if shared:
+        line += (
+            " Counted in the profile they share (not here): "
+            + ", ".join(f"{shared[b]} resting on {b}" for b in BASES if shared[b])
+            + "."
+        )
     undecidable = len(rep_all) - len(rep)
     if undecidable:
         line += (
@@ -241,7 +265,7 @@ def markdown(run_dir: str | Path) -> str:
     lines = [
         f"# Reproduction report: `{run_dir.name}` (profile {profile})",
         "",
-        headline(claims) if claims else "0 claims.",
+        headline(claims, str(profile)) if claims else "0 claims.",
         "",
         RULE,
         "",
@@ -275,6 +299,7 @@ def markdown(run_dir: str | Path) -> str:
         "vs paper",
         "why",
         "rests on",
+        "basis",
         "stability",
     ]
     for paper, title in PAPERS.items():
@@ -310,6 +335,7 @@ def markdown(run_dir: str | Path) -> str:
                     c.get("vs_paper", ""),
                     c.get("why", ""),
                     c.get("rests_on", ""),
+                    basis(c, str(profile)),
                     c.get("stability", ""),
                 ]
                 lines.append(
@@ -341,7 +367,7 @@ def html_report(run_dir: str | Path) -> str:
         f"{esc(run_dir.name)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>Reproduction report: {esc(run_dir.name)} (profile {esc(str(profile))})</h1>",
-        f"<p>{esc(headline(claims) if claims else '0 claims.')}</p>",
+        f"<p>{esc(headline(claims, str(profile)) if claims else '0 claims.')}</p>",
         f"<p>{esc(RULE).replace('**', '')}</p>",
     ]
     failed = [o["notebook"] for o in outcomes if o.get("status") == "failed"]
@@ -378,6 +404,7 @@ def html_report(run_dir: str | Path) -> str:
         "vs paper",
         "why",
         "rests on",
+        "basis",
         "stability",
     )
     for paper, title in PAPERS.items():
@@ -418,6 +445,7 @@ def html_report(run_dir: str | Path) -> str:
                     esc(c.get("vs_paper", "")),
                     esc(c.get("why", "")),
                     esc(c.get("rests_on", "")),
+                    esc(basis(c, str(profile))),
                     esc(c.get("stability", "")),
                 ]
                 out.append(

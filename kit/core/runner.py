@@ -45,6 +45,7 @@ from kit.core.execution import NotebookOutcome, _short_error, execute, remove_st
 from kit.core.export import changed_figures, export_figures
 from kit.core.jobs.schedule import count_arg, default_workers
 from kit.core.machine import load, run_facts
+from kit.core.memory import MemoryPlan, next_that_fits, plan_memory
 from kit.core.params import (
     ParamsError,
     config_class,
@@ -393,8 +394,11 @@ def run(args: argparse.Namespace) -> int:
                         start(nb.stem)
                         done(execute(nb, args.profile, run_dir, args.timeout, overrides[nb.stem]))
                 else:
+                    memory = plan_memory(configs, Path(args.out), args.profile)
+                    progress.say(memory.describe())
+                    record["memory_plan"] = memory.describe()
                     run_side_by_side(
-                        order, args, overrides, run_dir, parallel, running, done, start
+                        order, args, overrides, run_dir, parallel, running, done, start, memory
                     )
             outcomes.sort(key=lambda o: o.notebook)
             return _finish(args, run_dir, outcomes, save)
@@ -452,6 +456,7 @@ def run_side_by_side(
     running: dict[str, float],
     done,
     start=None,
+    memory: MemoryPlan | None = None,
 ) -> None:
     """Run ``order`` with up to ``parallel`` notebooks at once, each in its own process
     (``python -m kit.core.run_one``) with its own kernel; ``done(outcome)`` as each finishes.
@@ -461,6 +466,8 @@ def run_side_by_side(
     results and figures are those of a serial run. On Ctrl-C or SIGTERM the children get SIGTERM
     (each removes its staging files) and ``running`` keeps the ones that had not finished.
     ``start(stem)``, when given, is called as each notebook starts (it records it in ``running``).
+    With a ``memory`` plan, a notebook starts only beside notebooks whose planned peaks leave it
+    room (:func:`kit.core.memory.next_that_fits`): fewer run at once rather than one killed.
     """
     specs = run_dir / ".specs"
     specs.mkdir()
@@ -469,7 +476,10 @@ def run_side_by_side(
     try:
         while waiting or children:
             while waiting and len(children) < parallel:
-                nb = waiting.pop(0)
+                i = _next_to_start(waiting, children, memory)
+                if i is None:
+                    break
+                nb = waiting.pop(i)
                 outcome = specs / f"{nb.stem}.outcome.json"
                 spec = specs / f"{nb.stem}.json"
                 spec.write_text(
@@ -520,6 +530,14 @@ def run_side_by_side(
         raise
     finally:
         shutil.rmtree(specs, ignore_errors=True)
+
+
+def _next_to_start(waiting: list[Path], children: dict, memory: MemoryPlan | None) -> int | None:
+    """Which waiting notebook starts next: the first (longest) one, or with a memory plan the
+    first whose planned peak fits beside the running ones (``None``: wait)."""
+    if memory is None:
+        return 0
+    return next_that_fits([nb.stem for nb in waiting], list(children), memory)
 
 
 def _child_outcome(stem: str, returncode: int, path: Path, seconds: float) -> NotebookOutcome:

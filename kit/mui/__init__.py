@@ -99,6 +99,7 @@ __getattr__, __dir__ = lazy_submodules(
         "regression",
         "sae",
         "scores",
+        "size_pair",
         "trajectories",
         "trajectory_sections",
     ],

@@ -180,6 +180,21 @@ def _few(floor: str | None, unit: str) -> str | None:
     return None if floor is None else f"too few {unit} to decide: {floor}"
 
 
+def _design_floor(tables: DirectionTables, q: Question, cluster: str, unit: str) -> str | None:
+    """Why ``q`` cannot be decided from its design alone: the units its setting measured (every
+    fine-tune or trajectory of the setting, before any change is read) are too few for a Wilson
+    interval to clear 1/2 even if all agreed; None when the setting measured nothing."""
+    if not tables.measured(q.setting):
+        return None
+    frame = {
+        "pre-training": tables.pretraining,
+        "specialisation": tables.specialised,
+        "contamination": tables.contaminated,
+    }[q.setting]
+    n = int(frame[cluster].nunique()) if cluster in frame else 0
+    return _few(wilson_floor(n, 0.5), unit) if n else None
+
+
 def direction_claim(tables: DirectionTables, q: Question, prefix: str, kind: str) -> Claim:
     """Question ``q`` on one source: the conditional share against a fair coin (module
     docstring)."""
@@ -194,6 +209,20 @@ def direction_claim(tables: DirectionTables, q: Question, prefix: str, kind: str
     rests_on = tables.rests_on.get(q.setting, "")
     stat = conditional_share(changes, q.expected, cluster) if len(changes) else None
     if stat is None or stat["m"] == 0:
+        # the design first: a setting with too few fine-tunes (or trajectories) cannot be decided
+        # whatever its changes say (e.g. one specialised fine-tune on real models)
+        design = _design_floor(tables, q, cluster, unit)
+        if design:
+            return claim(
+                PAPER,
+                f"§3.3-3.4 (corollary {q.corollary})",
+                prefix + q.id,
+                f"{where}: {q.expected} (MUI {mui_word} where performance {perf_word})",
+                None,
+                undecidable=design,
+                kind=kind,
+                rests_on=rests_on,
+            )
         return claim(
             PAPER,
             f"§3.3-3.4 (corollary {q.corollary})",

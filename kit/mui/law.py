@@ -415,7 +415,13 @@ def grid_rows(
     rows = []
     for task in tasks:
         ans = subject.answer(task, subject.items(task, "test", n_items, seed), max_new_tokens)
-        m = subject_mui(subject, ans, score, threshold, k, frac, batch_size, max_batch_tokens)
+        replicates: dict[str, Any] = {}
+        if subject.kind == "world":
+            m = subject_mui(subject, ans, score, threshold, k, frac, batch_size, max_batch_tokens)
+        else:  # the same MUI as subject_mui, from the per-item sets it unions, plus replicates
+            replicates, m = _hf_cell_replicates(
+                subject, ans, score, threshold, k, frac, batch_size, max_batch_tokens, seed
+            )
         fresh = subject.fresh_items(task, n_fresh, seed) if n_fresh > 0 else None
         fresh_acc = (
             np.nan if fresh is None else 100 * subject.answer(task, fresh, max_new_tokens).accuracy
@@ -430,9 +436,38 @@ def grid_rows(
                 "mui": m,
                 "n_items": ans.n,
                 **ans.table_fields(),
+                **replicates,
             }
         )
     return rows
+
+
+def _hf_cell_replicates(
+    subject, ans, score, threshold, k, frac, batch_size, max_batch_tokens, seed
+) -> tuple[dict[str, Any], float]:
+    """A Hugging Face model's cell: its MUI (the union of the cached per-item key neurons, as
+    :func:`kit.mui.metric.subject_mui`) and paired bootstrap replicates of performance and MUI
+    (:mod:`kit.mui.size_pair`: the same item draws for every model of the grid), with the item ids
+    that pair them."""
+    from kit.mui.metric import mui_from_items, per_item_key_neurons
+    from kit.mui.size_pair import cell_replicates, item_boot_indices
+
+    keys = per_item_key_neurons(
+        subject, ans, score, threshold, k, frac, batch_size, max_batch_tokens
+    )
+    m = mui_from_items(subject.model, keys)
+    cfg = subject.model.cfg
+    if ans.n < 2:
+        return {}, m
+    perf_boot, mui_boot = cell_replicates(
+        ans.correct, keys, cfg.n_layers * cfg.d_mlp, item_boot_indices(ans.n, seed=seed)
+    )
+    reps = {
+        "item_ids": [str(it.id) for it in ans.items],
+        "perf_boot": [round(x, 4) for x in perf_boot],
+        "mui_boot": [round(x, 5) for x in mui_boot],
+    }
+    return reps, m
 
 
 def pur_ranking(

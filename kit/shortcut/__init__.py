@@ -88,6 +88,7 @@ __getattr__, __dir__ = lazy_submodules(
         "scope",
         "scores",
         "sections",
+        "strength",
         "study",
         "te_claims",
         "variants",

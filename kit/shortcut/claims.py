@@ -52,6 +52,7 @@ from kit.core.claims import (
 )
 from kit.core.stats import bootstrap_groups_ci, null_band
 from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units, leak_claim
+from kit.shortcut.strength import real_strength_claim
 from kit.shortcut.te_claims import _te_claims, acts_precondition, leak_precondition
 
 REQUIRED_IDS = {
@@ -464,6 +465,8 @@ def shortcut_claims(
             )
             for i in ("contaminated_drop", "clean_unchanged")
         ]
+    if ev.strength_copies:  # Table 8 on real rows of one recipe at two or more strengths
+        out.append(real_strength_claim(ev.te, ev.strength_copies, out, ev.rests_on, **kw))
     out.append(_sparsity_claim(ev, kw))
     side = _side_claims(ev, kw, margin)
     acts_precondition(out, "te.contaminated_drop", side)

@@ -76,6 +76,10 @@ class Evidence:
     """Section 1b's ranking rules with their ``vs_chosen`` intervals."""
     rule: str = ""
     extra_claims: list[Claim] = field(default_factory=list)
+    strength_copies: dict[str, int] = field(default_factory=dict)
+    """Contaminated rows of ``te`` that differ only in how often the test items were seen (real
+    recipes, :func:`kit.shortcut.strength.strength_rows`): label -> copies. Two or more levels give
+    Table 8's strength claim on them (:func:`kit.shortcut.strength.real_strength_claim`)."""
     """Claims made elsewhere (section 11's A2 format claims), recorded with these."""
 
 

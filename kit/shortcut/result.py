@@ -20,6 +20,7 @@ from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers
 from kit.shortcut.ranking import Located
+from kit.shortcut.strength import strength_rows
 from kit.shortcut.study import Setup, a2_findings, construction, findings
 
 
@@ -119,6 +120,7 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
         sparsity_rests_on=f"{rests_on}; M_con is the locating model, on its locating items",
         full_absent=scope.full_rows_cause(cfg),
         extra_claims=list(study.format_claims) + scope.untested_sections(cfg),
+        strength_copies=strength_rows(cfg.variants),
     )
     if study.dense_items is not None and cfg.dense_variants:  # section 7: the paper's setting
         ev.te_full, ev.full_contaminated = study.dense_items, cfg.contaminated

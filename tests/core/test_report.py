@@ -157,3 +157,64 @@ def test_a_notebook_that_measures_without_claims_shows_its_numbers(tmp_path):
     assert "Measurements" not in write_report(_fake_run(tmp_path / "other"))[0].read_text(), (
         "no table when no notebook measured"
     )
+
+
+def _rep(cid: str, rests_on: str, ci=(0.5, 1.5), **kw) -> dict:
+    return C.claim("000", "s", cid, cid, 1.0, ci=ci, null=0.0, rests_on=rests_on, **kw).row()
+
+
+def test_basis_reads_what_a_claim_rests_on():
+    assert C.basis(_rep("a", "real/smollm2-135m-instruct and real/gemma-3-270m")) == C.REAL_LLM
+    # a real model's outputs over a MiniLM concept space rest on the real model
+    assert C.basis(_rep("b", "real/qwen2.5-coder-0.5b-instruct; minilm-sae/L4")) == C.REAL_LLM
+    assert C.basis(_rep("c", "all-MiniLM-L6-v2 (a pretrained encoder)")) == "MiniLM"
+    # a real model's published responses name it but were not run here
+    assert (
+        C.basis(_rep("d", "llama3.1-8b-instruct: published greedy responses"))
+        == "published responses"
+    )
+    assert C.basis(_rep("e", "tiny world: zoo/base-m+math")) == "tiny world"
+    assert C.basis(_rep("f", "the paper's Table 5", kind="re-analysis")) == "paper's tables"
+    # nothing named: the profile says what ran
+    assert C.basis(_rep("g", "its own responses"), "tiny") == "tiny world"
+    assert C.basis(_rep("g", "its own responses"), "dryrun") == "random twin"
+    assert C.basis(_rep("g", "its own responses"), "real") == "unstated"
+
+
+def test_real_headline_counts_only_claims_on_a_real_llm_and_names_the_shared_ones():
+    from kit.core.report import headline
+
+    claims = [
+        _rep("law", "real/smollm2-135m-instruct, real/gemma-3-270m, real/qwen2.5-coder-0.5b"),
+        _rep("pair", "real/qwen2.5-coder-0.5b-instruct vs -1.5b", ci=(-1.5, -0.5)),
+        _rep("nv", "all-MiniLM-L6-v2, layers 0, 2, 5"),
+        _rep("nv2", "all-MiniLM-L6-v2, layers 0, 2, 5", ci=(-0.5, 1.5)),
+        _rep("cg", "llama3.1-8b-instruct: published greedy responses"),
+        _rep("gap", "tiny world: zoo/base-m+gap-dyck-curly"),
+        _rep("meta", "the paper's Table 5", kind="re-analysis"),
+    ]
+    real = headline(claims, "real")
+    assert real.startswith(
+        "2 reproduction claims resting on a real LLM run here: 1 supported, 1 contradicted."
+    ), real
+    assert (
+        "Counted in the profile they share (not here): 1 resting on published responses, "
+        "2 resting on MiniLM, 1 resting on tiny world." in real
+    ), real
+    assert "1 re-analysis" in real
+    # the tiny profile counts every reproduction it ran, once
+    tiny = headline(claims[2:], "tiny")
+    assert tiny.startswith("4 reproduction claims: 3 supported, 1 inconclusive."), tiny
+    assert "Counted in the profile" not in tiny
+
+
+def test_real_report_shows_each_claims_basis(tmp_path):
+    run = tmp_path / "r"
+    (run / "01_utility_law").mkdir(parents=True)
+    rows = [_rep("law", "real/smollm2-135m-instruct"), _rep("nv", "all-MiniLM-L6-v2")]
+    (run / "01_utility_law" / "results.json").write_text(json.dumps({"claims": rows}))
+    (run / "run.json").write_text(json.dumps({"profile": "real", "notebooks": []}))
+    md, _ = write_report(run)
+    text = md.read_text()
+    assert "| basis |" in text and "| real LLM |" in text and "| MiniLM |" in text
+    assert "1 reproduction claims resting on a real LLM run here: 1 supported." in text

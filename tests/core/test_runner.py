@@ -295,6 +295,10 @@ def test_notebooks_run_side_by_side(tmp_path, capsys):
     assert all((run_dir / stem / f"{stem}.ipynb").exists() for stem in ("01_a", "02_b", "03_c"))
     assert sorted(p.name for p in nbs.iterdir()) == ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb"]
     assert not (run_dir / ".specs").exists(), "the runner's own files are removed"
+    # each notebook's process tree peak (its kernel at least) is recorded for the next run's plan
+    assert all(o["peak_bytes"] > 50 * 1024 * 1024 for o in record["notebooks"]), record
+    assert "memory plan, GiB per notebook" in out
+    assert record["memory_plan"].startswith("memory plan")
 
 
 def test_a_failed_notebook_beside_others_is_named(tmp_path, capsys):

@@ -480,3 +480,25 @@ def test_the_qwen_pair_is_pinned_part_by_part_and_installed_by_make_real_only():
     assert real_only == {*small.packages, *large.packages}
     everything = {p for spec in real.REAL_MODELS.values() for p in spec.packages}
     assert setup == everything - real_only
+
+
+def test_preflight_names_each_real_model_not_installed_once(monkeypatch):
+    """A profile names the Qwen pair whether or not ``make real`` ran; the run's pre-flight stops
+    it with the install command, once per base model (its fine-tunes count as the base)."""
+
+    def part_paths(name):
+        if name.startswith("qwen"):
+            raise real.RealModelMissing(f"real/{name} needs the PyPI package(s) ...")
+        return []
+
+    monkeypatch.setattr(real, "part_paths", part_paths)
+    names = [
+        "real/qwen2.5-coder-0.5b-instruct",
+        "real/qwen2.5-coder-0.5b-instruct+arc-test-x5",
+        SMOL,
+        "zoo/base-m",
+        "real/not-a-model",
+    ]
+    assert real.install_problems(names) == [
+        "real/qwen2.5-coder-0.5b-instruct needs the PyPI package(s) ..."
+    ]

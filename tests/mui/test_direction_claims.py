@@ -170,6 +170,34 @@ def test_direction_claim_not_testable_without_changes_of_the_predicted_sign():
     assert c.verdict == "not testable here" and "no training checkpoints" in c.why
 
 
+def test_one_specialised_fine_tune_cannot_be_decided_whatever_its_changes():
+    """The real profile's one specialised fine-tune (+arc-train): the design (one unit) decides
+    nothing, whether or not its changes go the way performance predicts."""
+    in_domain = dc.QUESTIONS[2]
+    assert in_domain.setting == "specialisation" and in_domain.subset == "in-domain"
+    for direction in ("accumulating", "collapsing"):  # perf rose / perf fell in domain
+        spec = pd.DataFrame(
+            [
+                {
+                    "model": "real/s+arc-train",
+                    "task": "arc_challenge",
+                    "domain": "in-domain",
+                    "direction": direction,
+                },
+                {
+                    "model": "real/s+arc-train",
+                    "task": "mmlu",
+                    "domain": "ood",
+                    "direction": "evolving",
+                },
+            ]
+        )
+        c = dc.direction_claim(_tables(EMPTY, spec, EMPTY, EMPTY), in_domain, "", "reproduction")
+        check_consistent(c)
+        assert c.verdict == "cannot be decided here", (direction, c.why)
+        assert "too few fine-tunes" in c.why and "1 of 1" in c.why
+
+
 @pytest.mark.parametrize("kind", ["reproduction", "re-analysis"])
 def test_contamination_ood_against_controls_null_equivalent_and_decided(kind):
     same = dc.contamination_ood_claim(

@@ -88,3 +88,22 @@ def test_sections_3x_key_neuron_ranking_is_the_same_in_token_budget_batches(twin
     rows = masking.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4)
     budget = masking.key_neuron_ranking(twin, ITEMS, RESPONSES, batch_size=4, max_batch_tokens=1)
     assert len(rows) > 0 and rows == budget
+
+
+def test_a_hf_grid_cell_has_the_same_mui_and_paired_replicates(twin, tmp_path, monkeypatch):
+    from kit.mui.law import _hf_cell_replicates
+    from kit.mui.metric import mui_from_items, per_item_key_neurons
+    from kit.mui.size_pair import item_boot_indices
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    subject, answers = subject_of(twin), _answers(RESPONSES)
+    reps, m = _hf_cell_replicates(subject, answers, "score", "topk", None, None, 4, None, 0)
+    assert m == pytest.approx(subject_mui(subject, answers, batch_size=4), abs=1e-12)
+    assert reps["item_ids"] == ["a", "b", "c", "d"]
+    assert len(reps["mui_boot"]) == len(reps["perf_boot"]) == 1000
+    # replicate 0 is the union of the items the shared index matrix drew first
+    keys = per_item_key_neurons(subject, answers)
+    row = item_boot_indices(4, seed=0)[0]
+    first = mui_from_items(twin, [keys[i] for i in row])
+    assert reps["mui_boot"][0] == pytest.approx(first, abs=1e-4)
+    assert set(reps["perf_boot"]) == {0.0}, "no item is correct in these answers"

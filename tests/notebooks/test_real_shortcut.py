@@ -21,6 +21,8 @@ def test_notebook_03_runs_on_real_finetunes(notebook_run):
     assert [row["variant"] for row in r["table2"]] == ["Vanilla", "+4x test", "+other data"]
     claims = {c["id"]: c for c in r["claims"]}
     assert "te.leak[+4x test]" in claims and claims["te.leak[+4x test]"]["kind"] == "set-up check"
-    for cid in ("second_base.table6", "cheaters.table12", "te_full.contaminated_drop"):
+    for cid in ("cheaters.table12", "te_full.contaminated_drop"):
         assert claims[cid]["verdict"] == "not testable here", cid
+    # a second real base fits this machine, not the budget
+    assert claims["second_base.table6"]["verdict"] == "cannot be decided here"
     assert "full fine-tunes" in claims["te_full.contaminated_drop"]["why"]

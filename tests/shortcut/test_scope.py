@@ -17,18 +17,20 @@ X5 = "real/smollm2-135m-instruct+arc-test-x5"
 def test_real_profile_names_every_table_it_cannot_build_with_a_computed_cause():
     cfg = load_params(NB, "real")
     got = {c.id: c for c in scope.untested_sections(cfg)}
+    # Table 8 runs on the real 1x and 5x rows (kit.shortcut.strength): not among the untested
     assert set(got) == {
         "transfer.table4",
         "transfer.table5",
         "second_base.table6",
-        "strength.table8",
         "cheaters.table12",
         "format.a2",
     }
+    # Table 6: Gemma-3-270M is offline, so the budget, not the machine, leaves it undecided
+    table6 = got.pop("second_base.table6")
+    assert table6.verdict == "cannot be decided here"
+    assert "real/smollm2-135m-instruct" in table6.why and "Gemma-3-270M" in table6.why
     assert all(c.verdict == "not testable here" for c in got.values())
     assert "arc_challenge" in got["transfer.table4"].why  # from the recipes, not typed
-    assert "real/smollm2-135m-instruct" in got["second_base.table6"].why
-    assert "[1, 5]" in got["strength.table8"].why and "0.0001" in got["strength.table8"].why
     assert "full fine-tunes" in scope.full_rows_cause(cfg)
 
 
