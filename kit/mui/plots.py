@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from kit.core.figures import heatmap, new_figure, panel_figure, plain_log_ticks
+from kit.core.figures import WIDTHS, heatmap, new_figure, panel_figure, plain_log_ticks, wrap_to
 from kit.mui.directions import DIRECTION_COLORS, DIRECTIONS
 
 
@@ -31,6 +31,7 @@ def plot_law(
     groups = sorted(df[by].unique())
     width = "column" if len(groups) == 1 or ncols == 1 else "full"
     fig, panels = panel_figure(len(groups), width, max_cols=ncols, panel_aspect=0.75)
+    panel_in = WIDTHS[width] / min(ncols, len(groups)) - 0.3
     hues = sorted(df[hue].unique())
     colors = dict(zip(hues, plt.cm.tab20(np.linspace(0, 1, max(len(hues), 2)))))
     fit_by = fits.set_index(by) if by in fits else pd.DataFrame()
@@ -44,18 +45,22 @@ def plot_law(
             if f.get("form", "perf_vs_log_mui") == "mui_vs_log_perf":
                 ps = np.linspace(max(g[perf].min(), 1e-6), g[perf].max(), 50)
                 ax.plot(f.intercept + f.slope * np.log(ps), ps, color="k", lw=1)
-                ax.set_title(f"{name}: α={-f.slope:.2f}, R²={f.r2:.2f}", fontsize=7)
+                ax.set_title(
+                    wrap_to(f"{name}: α={-f.slope:.2f}, R²={f.r2:.2f}", panel_in, 7), fontsize=7
+                )
             else:
                 xs = np.linspace(max(g[m].min(), 1e-6), g[m].max(), 50)
                 ax.plot(xs, f.intercept + f.slope * np.log(xs), color="k", lw=1)
-                ax.set_title(f"{name}: b={f.slope:.1f}, R²={f.r2:.2f}", fontsize=7)
+                ax.set_title(
+                    wrap_to(f"{name}: b={f.slope:.1f}, R²={f.r2:.2f}", panel_in, 7), fontsize=7
+                )
         else:
-            ax.set_title(str(name))
+            ax.set_title(wrap_to(str(name), panel_in))
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
     handles, labels = panels[0].get_legend_handles_labels()
     if title:
-        fig.suptitle(title)
+        fig.suptitle(wrap_to(title, WIDTHS[width], 9))
     fig.tight_layout()
     # the models' legend under the panels, as many a row as the width holds
     fig.legend(
@@ -225,13 +230,13 @@ def plot_trajectories(
                 xytext=(st["mui_from"], st["perf_from"]),
                 arrowprops=dict(arrowstyle="->", color=DIRECTION_COLORS[st["direction"]], lw=1.4),
             )
-        ax.set_title(str(name))
+        ax.set_title(wrap_to(str(name), WIDTHS["full"] / min(ncols, len(names)) - 0.3))
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
         ax.margins(0.15)
     handles = [Line2D([], [], color=DIRECTION_COLORS[d], lw=2, label=d) for d in DIRECTIONS]
     if title:
-        fig.suptitle(title)
+        fig.suptitle(wrap_to(title, WIDTHS["full"], 9))
     fig.tight_layout()
     fig.legend(
         handles=handles,
@@ -281,7 +286,8 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
                 xytext=(2, 2),
                 textcoords="offset points",
             )
-        ax.set_title(f"{g['base'].iloc[0]} → {m}", fontsize=7)
+        panel_in = WIDTHS["full"] / min(ncols, len(models)) - 0.3
+        ax.set_title(wrap_to(f"{g['base'].iloc[0]} → {m}", panel_in, 7), fontsize=7)
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
         ax.margins(0.15)
@@ -293,7 +299,7 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
     if (pairs["domain"] == "in-group").any():
         handles.append(Line2D([], [], color="black", ls=":", label="in-group"))
     if title:
-        fig.suptitle(title)
+        fig.suptitle(wrap_to(title, WIDTHS["full"], 9))
     fig.tight_layout()
     fig.legend(
         handles=handles,
