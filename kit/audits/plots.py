@@ -119,7 +119,7 @@ def weber_figure(ex11: AuditResult):
     """Mean logit diff against each circuit head's output scale, one panel per baseline."""
     curves, scales = ex11.values["curves"], ex11.values["scales"]
     baselines = sorted({b for c in curves.values() for b in c}, key=float, reverse=True)
-    fig, axes = panel_figure(max(1, len(baselines)), "full", max_cols=3, panel_aspect=0.75)
+    fig, axes = panel_figure(max(1, len(baselines)), max_cols=3, panel_aspect=0.75)
     for ax, b in zip(axes, baselines):
         for head, c in curves.items():
             ax.plot([float(b) * s for s in scales], c[b], marker=".", label=f"head {head}")

@@ -84,7 +84,7 @@ def _per_benchmark_hists(values: dict[str, np.ndarray], bins, color: str, ylabel
     label on each row's first panel), the median in red; x: the number of concepts."""
     ncols = min(6, len(values))
     fig, axes = panel_figure(
-        len(values), "full", max_cols=ncols, panel_aspect=1.1, extra_height=0.6, sharey=True
+        len(values), max_cols=ncols, panel_aspect=1.1, extra_height=0.6, sharey=True
     )
     for k, (ax, (b, v)) in enumerate(zip(axes, values.items())):
         ax.hist(v, bins=bins, orientation="horizontal", color=color)

@@ -129,20 +129,22 @@ def new_figure(width: str = "column", height: float = 2.6, **subplots_kw: Any):
 
 def panel_figure(
     n: int,
-    width: str = "full",
+    width: str | None = None,
     max_cols: int | None = None,
     panel_aspect: float = 0.8,
     extra_height: float = 0.3,
     **subplots_kw: Any,
 ):
-    """``n`` panels wrapped into rows at a stated ``width``: at most ``max_cols`` a row (default 2
-    in a column, 4 at full width), each panel ``panel_aspect`` times as high as it is wide, plus
-    ``extra_height`` inches for a title or a legend below. Returns ``(fig, axes)``: a list of the
-    ``n`` panels in reading order; the grid's unused cells are switched off."""
+    """``n`` panels wrapped into rows at a stated ``width`` (default: a column for one panel, the
+    full width for more): at most ``max_cols`` a row (default 2 in a column, 4 at full width), each
+    panel ``panel_aspect`` times as high as it is wide, plus ``extra_height`` inches for a title or
+    a legend below. Returns ``(fig, axes)``: a list of the ``n`` panels in reading order; the
+    grid's unused cells are switched off."""
     import matplotlib.pyplot as plt
 
     if n < 1:
         raise ValueError(f"panel_figure: n={n} panels; need at least 1")
+    width = width or ("column" if n == 1 else "full")
     w = width_class(width)
     ncols = min(n, max_cols or (2 if width == "column" else 4))
     nrows = math.ceil(n / ncols)

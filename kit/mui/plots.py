@@ -60,7 +60,7 @@ def plot_law(
         ax.set_ylabel("performance (%)")
     handles, labels = panels[0].get_legend_handles_labels()
     if title:
-        fig.suptitle(wrap_to(title, WIDTHS[width], 9))
+        fig.suptitle(wrap_to(title, fig.get_figwidth(), 9))
     fig.tight_layout()
     # the models' legend under the panels, as many a row as the width holds
     fig.legend(
@@ -79,7 +79,7 @@ def plot_pur_diff(comparison: pd.DataFrame):
     """Recomputed vs printed PUR (Table 1), one point per (model, benchmark)."""
 
     c = comparison.dropna(subset=["pur_ours"])
-    fig, axes = panel_figure(2, "full", panel_aspect=0.7)
+    fig, axes = panel_figure(2, panel_aspect=0.7)
     axes[0].scatter(c.pur_paper, c.pur_ours, s=12)
     lim = [0, float(max(c.pur_paper.max(), c.pur_ours.max())) * 1.05]
     axes[0].plot(lim, lim, "k--", lw=0.8)
@@ -137,7 +137,7 @@ def plot_masking(curve: pd.DataFrame, task_a: str):
     import matplotlib.ticker as mticker
 
     sets = list(dict.fromkeys(curve.set))
-    fig, axes = panel_figure(len(sets), "full", max_cols=3, panel_aspect=0.75)
+    fig, axes = panel_figure(len(sets), max_cols=3, panel_aspect=0.75)
     for ax, name in zip(axes, sets):
         for kind, g in curve[curve.set == name].groupby("kind"):
             g = g.sort_values("k")
@@ -177,7 +177,7 @@ def plot_per_sample_mui(samples: pd.DataFrame, focus: str):
 
     s = samples[samples.model == focus]
     tasks = list(dict.fromkeys(s.task))
-    fig, axes = panel_figure(len(tasks), "full", max_cols=3, panel_aspect=0.7)
+    fig, axes = panel_figure(len(tasks), max_cols=3, panel_aspect=0.7)
     for ax, t in zip(axes, tasks):
         g = s[s.task == t]
         for ok, lab in ((True, "correct"), (False, "incorrect")):
@@ -208,9 +208,7 @@ def plot_trajectories(
     names = list(pd.unique(points.sort_values(order)[series])) if len(points) else []
     if not names:
         return _empty_figure(title or "no checkpoint trajectory")
-    fig, axes = panel_figure(
-        len(names), "full", max_cols=ncols, panel_aspect=0.75, extra_height=0.5
-    )
+    fig, axes = panel_figure(len(names), max_cols=ncols, panel_aspect=0.75, extra_height=0.5)
     short = short or (lambda s: s)
     for ax, name in zip(axes, names):
         p = points[points[series] == name].sort_values(order)
@@ -230,13 +228,13 @@ def plot_trajectories(
                 xytext=(st["mui_from"], st["perf_from"]),
                 arrowprops=dict(arrowstyle="->", color=DIRECTION_COLORS[st["direction"]], lw=1.4),
             )
-        ax.set_title(wrap_to(str(name), WIDTHS["full"] / min(ncols, len(names)) - 0.3))
+        ax.set_title(wrap_to(str(name), fig.get_figwidth() / min(ncols, len(names)) - 0.3))
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
         ax.margins(0.15)
     handles = [Line2D([], [], color=DIRECTION_COLORS[d], lw=2, label=d) for d in DIRECTIONS]
     if title:
-        fig.suptitle(wrap_to(title, WIDTHS["full"], 9))
+        fig.suptitle(wrap_to(title, fig.get_figwidth(), 9))
     fig.tight_layout()
     fig.legend(
         handles=handles,
@@ -257,9 +255,7 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
     models = list(pd.unique(pairs["model"])) if len(pairs) else []
     if not models:
         return _empty_figure(title or "no fine-tune pairs")
-    fig, axes = panel_figure(
-        len(models), "full", max_cols=ncols, panel_aspect=0.8, extra_height=0.5
-    )
+    fig, axes = panel_figure(len(models), max_cols=ncols, panel_aspect=0.8, extra_height=0.5)
     for ax, m in zip(axes, models):
         g = pairs[pairs["model"] == m]
         for _, r in g.iterrows():
@@ -286,7 +282,7 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
                 xytext=(2, 2),
                 textcoords="offset points",
             )
-        panel_in = WIDTHS["full"] / min(ncols, len(models)) - 0.3
+        panel_in = fig.get_figwidth() / min(ncols, len(models)) - 0.3
         ax.set_title(wrap_to(f"{g['base'].iloc[0]} → {m}", panel_in, 7), fontsize=7)
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
@@ -299,7 +295,7 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
     if (pairs["domain"] == "in-group").any():
         handles.append(Line2D([], [], color="black", ls=":", label="in-group"))
     if title:
-        fig.suptitle(wrap_to(title, WIDTHS["full"], 9))
+        fig.suptitle(wrap_to(title, fig.get_figwidth(), 9))
     fig.tight_layout()
     fig.legend(
         handles=handles,

@@ -18,7 +18,7 @@ def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, tit
     (averaged over concepts and s = 10..50), at full width, three to a row (an annotated cell of
     about 0.2 in for eight methods). Returns the matplotlib figure."""
     positions = list(result.pairwise)
-    fig, axes = panel_figure(len(positions), "full", max_cols=3, panel_aspect=1.0)
+    fig, axes = panel_figure(len(positions), max_cols=3, panel_aspect=1.0)
     for ax, pos in zip(axes, positions):
         mat = result.pairwise[pos]
         keep = [m for m in (methods or list(mat.index)) if m in mat.index]

@@ -51,9 +51,7 @@ def plot_agreement(
     title: str = "",
 ):
     """Figure 4 analogue: each score against the reference, with rho and RMSE in the legend."""
-    fig, axes = panel_figure(
-        len(cols), "full", max_cols=3, panel_aspect=0.8, sharex=True, sharey=True
-    )
+    fig, axes = panel_figure(len(cols), max_cols=3, panel_aspect=0.8, sharex=True, sharey=True)
     x = table[ref_col].to_numpy(float)
     for ax, col in zip(axes, cols):
         y = table[col].to_numpy(float)

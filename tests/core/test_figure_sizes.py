@@ -104,6 +104,8 @@ def test_panel_figure_wraps_panels_into_rows_at_the_width():
     assert sum(not ax.axison for ax in fig.axes) == 2, "the two unused cells are switched off"
     fig, axes = panel_figure(3, "column")
     assert fig.get_figwidth() == WIDTHS["column"] and len(axes) == 3
+    assert panel_figure(1)[0].get_figwidth() == WIDTHS["column"], "one panel: a column"
+    assert panel_figure(2)[0].get_figwidth() == WIDTHS["full"], "more: the full width"
     with pytest.raises(ValueError, match="figure width 'page': use one of column, full"):
         panel_figure(2, "page")
     with pytest.raises(ValueError, match="n=0 panels"):
