@@ -15,11 +15,14 @@ from kit.neuronvote.study import StudyResult, score_intervals
 
 def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, title: str = ""):
     """Figure 1 analogue: one heatmap per layer position of the method x method overlap
-    (averaged over concepts and s = 10..50), at full width, three to a row (an annotated cell of
-    about 0.2 in for eight methods). Returns the matplotlib figure."""
+    (averaged over concepts and s = 10..50), three to a row at full width (one: a column). Method
+    names label the first column's rows and the bottom panel's columns only, and values print
+    without the leading zero (``.62``), so eight methods' cells of about 0.25 in hold their
+    6-pt numbers. Returns the matplotlib figure."""
     positions = list(result.pairwise)
-    fig, axes = panel_figure(len(positions), max_cols=3, panel_aspect=1.0)
-    for ax, pos in zip(axes, positions):
+    ncols = min(3, len(positions))
+    fig, axes = panel_figure(len(positions), max_cols=ncols, panel_aspect=1.0)
+    for k, (ax, pos) in enumerate(zip(axes, positions)):
         mat = result.pairwise[pos]
         keep = [m for m in (methods or list(mat.index)) if m in mat.index]
         mat = mat.loc[keep, keep].rename(index=nv.DISPLAY, columns=nv.DISPLAY)
@@ -29,11 +32,13 @@ def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, tit
             vmin=0,
             vmax=1,
             cmap="magma",
-            annot=True,
-            fmt=".2f",
+            annot=mat.map(_short_number).to_numpy(),
+            fmt="",
             annot_kws={"size": 6},
             cbar=False,
             square=True,
+            yticklabels=k % ncols == 0,
+            xticklabels=k + ncols >= len(positions),  # the lowest panel of its column
         )
         ax.set_title(f"{result.model}\n{pos} layer, {result.s_label}", fontsize=7)
         ax.tick_params(axis="both", labelsize=6)
@@ -42,6 +47,12 @@ def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, tit
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def _short_number(v: float) -> str:
+    """``0.62`` as ``.62`` (a narrower cell label); 1 and above keep their digit."""
+    text = f"{v:.2f}"
+    return text[1:] if text.startswith("0.") else text
 
 
 def plot_by_layer(
