@@ -33,6 +33,7 @@ def summary_table_figure(table: pd.DataFrame):
     colors = {"pass": "#d9f2d9", "FAIL": "#f8d0d0", "report": "#e8e8f4"}
     for i, row in enumerate(cells, start=1):
         t[i, 4].set_facecolor(colors.get(row[4], "white"))
+    fig.tight_layout()
     return fig
 
 
@@ -69,6 +70,7 @@ def mib_curve_figure(curve: dict, mib: AuditResult | None = None):
             title + (f" (random ranking {null:.2f})" if null is not None else ""), fontsize=7
         )
     axes[0].set_ylabel("faithfulness\n(m(C)-m(∅))/(m(N)-m(∅))")
+    fig.tight_layout()
     return fig
 
 
@@ -83,6 +85,7 @@ def roc_figure(ex1: AuditResult):
     ax.set_ylabel("hit rate (full model)")
     ax.set_title(f"EX1: d'={v['dprime']:.2f}, AUC={v['auc']:.2f}")
     ax.legend(loc="lower right")
+    fig.tight_layout()
     return fig
 
 
@@ -112,6 +115,7 @@ def dif_figure(values: np.ndarray, groups: list[str], full_values: np.ndarray | 
     ax.set_title("EX2: IOI logit diff by name group")
     if ax.get_legend() is not None:
         ax.legend(fontsize=6, title="name group", title_fontsize=6)
+    fig.tight_layout()
     return fig
 
 
@@ -128,6 +132,7 @@ def weber_figure(ex11: AuditResult):
         ax.set_title(f"EX11: baseline {b}")
     if curves and baselines:
         axes[len(baselines) - 1].legend(fontsize=6, ncol=2)
+    fig.tight_layout()
     return fig
 
 
@@ -149,6 +154,7 @@ def participation_figure(m13: AuditResult):
     ax.set_ylabel("effective rank")
     ax.set_title("M13: participation ratio per layer")
     ax.legend(fontsize=6)
+    fig.tight_layout()
     return fig
 
 
@@ -164,4 +170,5 @@ def correspondence_figure(m11: AuditResult):
         f"absorb {m11.values['absorption_rate']:.2f})",
         fontsize=7,
     )
+    fig.tight_layout()
     return fig

@@ -32,6 +32,7 @@ def coverage_distribution(x_by_name: Mapping[str, np.ndarray], eps: float = EPSI
     ax.set_ylabel("density")
     ax.set_title("Cross-benchmark coverage")
     ax.legend(fontsize=6)
+    fig.tight_layout()
     return fig
 
 
@@ -54,6 +55,7 @@ def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
     ax.set_ylabel("density")
     ax.set_title("Model performance per concept")
     ax.legend(fontsize=6)
+    fig.tight_layout()
     return fig
 
 
@@ -107,6 +109,7 @@ def missing_fraction_bars(frac: pd.Series):
     ax.set_xlabel("fraction of SAE concepts missing")
     ax.set_xlim(0, 1)
     ax.set_title("Missing concepts per benchmark")
+    fig.tight_layout()
     return fig
 
 
@@ -129,6 +132,7 @@ def overlap_heatmap(jaccard: pd.DataFrame):
         annot_kws={"fontsize": 6 if n > 10 else 7},
     )
     ax.set_title("Cross-benchmark concept overlap (Jaccard)")
+    fig.tight_layout()
     return fig
 
 
@@ -141,6 +145,7 @@ def profile_scatter(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str):
     ax.set_xlabel(f"chi_model {name_a}")
     ax.set_ylabel(f"chi_model {name_b}")
     ax.set_title("Concept profiles on the same benchmark")
+    fig.tight_layout()
     return fig
 
 
@@ -168,4 +173,5 @@ def missing_calibration(df: pd.DataFrame):
     plain_log_ticks(ax.xaxis)
     ax.set_title("Missing fraction vs items and dictionary width")
     ax.legend(fontsize=6)
+    fig.tight_layout()
     return fig

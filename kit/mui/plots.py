@@ -311,6 +311,7 @@ def _empty_figure(message: str):
     fig, ax = new_figure("column", 1.2)
     ax.axis("off")
     ax.text(0.5, 0.5, f"{message}: nothing to plot", ha="center", va="center")
+    fig.tight_layout()
     return fig
 
 

@@ -40,6 +40,7 @@ def plot_sparsity_curve(curve: pd.DataFrame, total_neurons: int, n_selected: int
     ax.set_xlabel("patched neurons (% of MLP neurons)")
     ax.set_ylabel("accuracy on the contaminated test (%)")
     ax.legend(frameon=False, fontsize=6)
+    fig.tight_layout()
     return fig
 
 
