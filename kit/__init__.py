@@ -33,7 +33,14 @@ warnings.filterwarnings(
 
 # the notebooks' configs register with kit.core.params (the core imports no other kit package)
 from kit import configs  # noqa: E402, F401
-from kit.core.figures import record_results, save_figure, use_paper_style
+from kit.core.figures import (
+    heatmap,
+    new_figure,
+    panel_figure,
+    record_results,
+    save_figure,
+    use_paper_style,
+)
 from kit.core.findings import Section, findings_text, publish
 from kit.core.lazy import lazy_submodules
 from kit.core.notebook import NotebookRun, start
@@ -91,6 +98,9 @@ __all__ = [
     "load_params",
     "start",
     "save_figure",
+    "new_figure",
+    "panel_figure",
+    "heatmap",
     "record_results",
     "use_paper_style",
     "data_dir",

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from kit.cg.metrics import EPSILON
+from kit.core.figures import heatmap, new_figure, panel_figure, plain_log_ticks
 
 
 def _log_values(x: np.ndarray, eps: float = EPSILON) -> np.ndarray:
@@ -23,7 +22,7 @@ def _log_values(x: np.ndarray, eps: float = EPSILON) -> np.ndarray:
 
 def coverage_distribution(x_by_name: Mapping[str, np.ndarray], eps: float = EPSILON):
     """Fig. 3: distribution of X_bench (log10, missing concepts excluded), one curve per SAE."""
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = new_figure("column", 2.6)
     for name, x in x_by_name.items():
         v = _log_values(x, eps)
         ax.hist(
@@ -32,14 +31,15 @@ def coverage_distribution(x_by_name: Mapping[str, np.ndarray], eps: float = EPSI
     ax.set_xlabel("log10 X_bench(c)  (1 = average concept)")
     ax.set_ylabel("density")
     ax.set_title("Cross-benchmark coverage")
-    ax.legend()
+    ax.legend(fontsize=6)
+    fig.tight_layout()
     return fig
 
 
 def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
     """Fig. 4: distribution of X_model / chi_model over the defined concepts, one curve per
     entry."""
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = new_figure("column", 2.6)
     bins = np.linspace(0, 1, 41)
     for name, x in x_by_name.items():
         x = np.asarray(x, float)
@@ -54,7 +54,8 @@ def performance_distribution(x_by_name: Mapping[str, np.ndarray]):
     ax.set_xlabel("X_model(c)  (activation-weighted accuracy)")
     ax.set_ylabel("density")
     ax.set_title("Model performance per concept")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
     return fig
 
 
@@ -64,7 +65,6 @@ def per_benchmark_coverage(chi_bench: pd.DataFrame, eps: float = EPSILON):
         {b: _log_values(chi_bench[b].to_numpy(), eps) for b in chi_bench.columns},
         40,
         "C0",
-        8,
         "log10 chi_bench(b, c)",
         "Coverage within individual benchmarks",
     )
@@ -76,70 +76,76 @@ def per_benchmark_performance(chi_model: pd.DataFrame):
         {b: chi_model[b].dropna().to_numpy() for b in chi_model.columns},
         np.linspace(0, 1, 31),
         "C1",
-        7,
         "chi_model(b, c)",
         "Model performance within individual benchmarks",
     )
 
 
-def _per_benchmark_hists(
-    values: dict[str, np.ndarray], bins, color: str, title_size: int, ylabel: str, title: str
-):
-    """One horizontal histogram per benchmark side by side, a shared y axis, the median in red."""
-    fig, axes = plt.subplots(
-        1, len(values), figsize=(1.7 * len(values), 2.6), sharey=True, squeeze=False
+def _per_benchmark_hists(values: dict[str, np.ndarray], bins, color: str, ylabel: str, title: str):
+    """One horizontal histogram per benchmark, six to a row at full width, a shared y axis (its
+    label on each row's first panel), the median in red; x: the number of concepts."""
+    ncols = min(6, len(values))
+    fig, axes = panel_figure(
+        len(values), max_cols=ncols, panel_aspect=1.1, extra_height=0.6, sharey=True
     )
-    for ax, (b, v) in zip(axes[0], values.items()):
+    for k, (ax, (b, v)) in enumerate(zip(axes, values.items())):
         ax.hist(v, bins=bins, orientation="horizontal", color=color)
         if len(v):
             ax.axhline(np.median(v), color="red", lw=1)
-        ax.set_title(b, fontsize=title_size)
-        ax.set_xticks([])
-    axes[0][0].set_ylabel(ylabel)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+        ax.set_title(b, fontsize=7)
+        ax.tick_params(axis="x", labelsize=6)
+        if k % ncols == 0:
+            ax.set_ylabel(ylabel)
+    fig.supxlabel("concepts", fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
     return fig
 
 
 def missing_fraction_bars(frac: pd.Series):
     """Fig. 13: fraction of the dictionary each benchmark does not test (chi_bench < eps)."""
-    fig, ax = plt.subplots(figsize=(5, 2.8))
+    fig, ax = new_figure("column", 0.6 + 0.16 * len(frac))
     frac.sort_values().plot.barh(ax=ax, color="C3")
     ax.set_xlabel("fraction of SAE concepts missing")
     ax.set_xlim(0, 1)
     ax.set_title("Missing concepts per benchmark")
+    fig.tight_layout()
     return fig
 
 
 def overlap_heatmap(jaccard: pd.DataFrame):
     """Fig. 14: Jaccard similarity of covered-concept sets between benchmarks."""
     n = len(jaccard)
-    fig, ax = plt.subplots(figsize=(0.55 * n + 2, 0.5 * n + 1.5))
-    sns.heatmap(
+    # annotated cells of at least about 0.4 in: up to 6 benchmarks in a column, more at full width
+    width = "column" if n <= 6 else "full"
+    side = 3.3 if width == "column" else min(6.0, 0.45 * n + 1.5)
+    fig, ax = new_figure(width, side)
+    heatmap(
         jaccard,
+        ax,
         annot=True,
         fmt=".2f",
         cmap="Blues",
         vmin=0,
         vmax=1,
-        ax=ax,
         cbar=False,
-        annot_kws={"fontsize": 7},
+        annot_kws={"fontsize": 6 if n > 10 else 7},
     )
-    ax.grid(False)  # the paper style's grid would cross the cells
     ax.set_title("Cross-benchmark concept overlap (Jaccard)")
+    fig.tight_layout()
     return fig
 
 
 def profile_scatter(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str):
     """chi_model of two models on the same benchmark, one point per concept."""
     ok = ~(np.isnan(a) | np.isnan(b))
-    fig, ax = plt.subplots(figsize=(3.6, 3.4))
+    fig, ax = new_figure("column", 3.2)
     ax.scatter(a[ok], b[ok], s=3, alpha=0.3)
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8)
     ax.set_xlabel(f"chi_model {name_a}")
     ax.set_ylabel(f"chi_model {name_b}")
     ax.set_title("Concept profiles on the same benchmark")
+    fig.tight_layout()
     return fig
 
 
@@ -147,7 +153,7 @@ def missing_calibration(df: pd.DataFrame):
     """Share of the dictionary missing (chi_bench < eps) against items per benchmark,
     one line per SAE width (the whole suite solid, each benchmark faint); error bars: std over
     subsamples."""
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = new_figure("column", 2.6)
     for k, (name, d) in enumerate(df.groupby("sae", sort=False)):
         width = int(d.width.iloc[0])
         for b, g in d.groupby("benchmark"):
@@ -164,6 +170,8 @@ def missing_calibration(df: pd.DataFrame):
     ax.set_xscale("log")
     ax.set_xlabel("items per benchmark")
     ax.set_ylabel("fraction of concepts missing")
+    plain_log_ticks(ax.xaxis)
     ax.set_title("Missing fraction vs items and dictionary width")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
     return fig

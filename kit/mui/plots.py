@@ -5,12 +5,12 @@ trajectories, pairs and direction counts in the MUI-performance plane.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
+from kit.core.figures import WIDTHS, heatmap, new_figure, panel_figure, plain_log_ticks, wrap_to
 from kit.mui.directions import DIRECTION_COLORS, DIRECTIONS
 
 
@@ -24,16 +24,18 @@ def plot_law(
     ncols: int = 4,
     title: str = "",
 ):
-    """One panel per group: points (MUI, performance) and the fitted ``a + b ln MUI`` curve."""
+    """One panel per group: points (MUI, performance) and the fitted ``a + b ln MUI`` curve; at
+    full width, wrapped into rows of ``ncols`` (one panel: a column)."""
     import matplotlib.pyplot as plt
 
     groups = sorted(df[by].unique())
-    nrows = int(np.ceil(len(groups) / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 2.6 * nrows), squeeze=False)
+    width = "column" if len(groups) == 1 or ncols == 1 else "full"
+    fig, panels = panel_figure(len(groups), width, max_cols=ncols, panel_aspect=0.75)
+    panel_in = WIDTHS[width] / min(ncols, len(groups)) - 0.3
     hues = sorted(df[hue].unique())
     colors = dict(zip(hues, plt.cm.tab20(np.linspace(0, 1, max(len(hues), 2)))))
     fit_by = fits.set_index(by) if by in fits else pd.DataFrame()
-    for ax, name in zip(axes.flat, groups):
+    for ax, name in zip(panels, groups):
         g = df[df[by] == name]
         for h, gg in g.groupby(hue):
             ax.scatter(gg[m], gg[perf], s=18, color=colors[h], label=h)
@@ -43,38 +45,41 @@ def plot_law(
             if f.get("form", "perf_vs_log_mui") == "mui_vs_log_perf":
                 ps = np.linspace(max(g[perf].min(), 1e-6), g[perf].max(), 50)
                 ax.plot(f.intercept + f.slope * np.log(ps), ps, color="k", lw=1)
-                ax.set_title(f"{name}: α={-f.slope:.2f}, R²={f.r2:.2f}", fontsize=8)
+                ax.set_title(
+                    wrap_to(f"{name}: α={-f.slope:.2f}, R²={f.r2:.2f}", panel_in, 7), fontsize=7
+                )
             else:
                 xs = np.linspace(max(g[m].min(), 1e-6), g[m].max(), 50)
                 ax.plot(xs, f.intercept + f.slope * np.log(xs), color="k", lw=1)
-                ax.set_title(f"{name}: b={f.slope:.1f}, R²={f.r2:.2f}", fontsize=8)
+                ax.set_title(
+                    wrap_to(f"{name}: b={f.slope:.1f}, R²={f.r2:.2f}", panel_in, 7), fontsize=7
+                )
         else:
-            ax.set_title(str(name))
+            ax.set_title(wrap_to(str(name), panel_in))
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
-    for ax in list(axes.flat)[len(groups) :]:
-        ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    handles, labels = panels[0].get_legend_handles_labels()
+    if title:
+        fig.suptitle(wrap_to(title, fig.get_figwidth(), 9))
+    fig.tight_layout()
+    # the models' legend under the panels, as many a row as the width holds
     fig.legend(
         handles,
         labels,
-        loc="lower center",
-        ncol=min(6, len(labels)),
-        fontsize=7,
-        bbox_to_anchor=(0.5, -0.02 - 0.03 * int(np.ceil(len(labels) / 6))),
+        loc="upper center",
+        ncol=max(1, min(len(labels), 2 if width == "column" else 4)),
+        fontsize=6,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
     )
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 
 def plot_pur_diff(comparison: pd.DataFrame):
     """Recomputed vs printed PUR (Table 1), one point per (model, benchmark)."""
-    import matplotlib.pyplot as plt
 
     c = comparison.dropna(subset=["pur_ours"])
-    fig, axes = plt.subplots(1, 2, figsize=(7, 3))
+    fig, axes = panel_figure(2, panel_aspect=0.7)
     axes[0].scatter(c.pur_paper, c.pur_ours, s=12)
     lim = [0, float(max(c.pur_paper.max(), c.pur_ours.max())) * 1.05]
     axes[0].plot(lim, lim, "k--", lw=0.8)
@@ -87,9 +92,8 @@ def plot_pur_diff(comparison: pd.DataFrame):
 
 
 def plot_growth(curves: pd.DataFrame):
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(4.5, 3))
+    fig, ax = new_figure("column", 2.6)
     for name, g in curves.groupby("pool"):
         s = g.groupby("n").mui.agg(["mean", "std"]).reset_index()
         ax.errorbar(
@@ -105,16 +109,16 @@ def plot_growth(curves: pd.DataFrame):
     ax.set_xlabel("number of samples")
     ax.set_ylabel("MUI (%)")
     ax.set_xscale("log")
-    ax.legend(fontsize=7)
+    plain_log_ticks(ax.xaxis)
+    ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 
 
 def plot_correctness(result: dict[str, Any]):
     """MUI of disjoint sample chunks, correct vs incorrect responses (box plots)."""
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(3.5, 3))
+    fig, ax = new_figure("column", 2.6)
     data = [result.get("chunk_mui_correct", []), result.get("chunk_mui_incorrect", [])]
     ax.boxplot(data)
     ax.set_xticks([1, 2], ["correct", "incorrect"])
@@ -123,19 +127,18 @@ def plot_correctness(result: dict[str, Any]):
     ax.set_title(
         f"n={result.get('n_each', 0)} each"
         + (f", Mann-Whitney p={p:.3g}" if p is not None else ""),
-        fontsize=8,
+        fontsize=7,
     )
     fig.tight_layout()
     return fig
 
 
 def plot_masking(curve: pd.DataFrame, task_a: str):
-    import matplotlib.pyplot as plt
     import matplotlib.ticker as mticker
 
     sets = list(dict.fromkeys(curve.set))
-    fig, axes = plt.subplots(1, len(sets), figsize=(3.5 * len(sets), 3), squeeze=False)
-    for ax, name in zip(axes.flat, sets):
+    fig, axes = panel_figure(len(sets), max_cols=3, panel_aspect=0.75)
+    for ax, name in zip(axes, sets):
         for kind, g in curve[curve.set == name].groupby("kind"):
             g = g.sort_values("k")
             ax.plot(g.k, g.accuracy, marker="o", ms=3, label=f"{kind} neurons")
@@ -144,20 +147,17 @@ def plot_masking(curve: pd.DataFrame, task_a: str):
         ax.set_xlabel("neurons masked (k)")
         ax.set_ylabel("accuracy (%)")
         ax.set_title(f"eval on {name}" + (" (= task A)" if name == task_a else ""))
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 
 
 def plot_method_correlations(corr: pd.DataFrame):
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    n = len(corr)
-    fig, ax = plt.subplots(figsize=(0.35 * n + 2.5, 0.35 * n + 2))
-    sns.heatmap(
+    # a square matrix of every method pair: the full width, cells of about 0.25 in for 20 methods
+    fig, ax = new_figure("full", 6.0)
+    heatmap(
         corr,
-        ax=ax,
+        ax,
         vmin=-1,
         vmax=1,
         cmap="RdBu_r",
@@ -167,7 +167,6 @@ def plot_method_correlations(corr: pd.DataFrame):
         yticklabels=True,
     )
     ax.tick_params(labelsize=6)
-    ax.grid(False)
     fig.tight_layout()
     return fig
 
@@ -175,20 +174,19 @@ def plot_method_correlations(corr: pd.DataFrame):
 def plot_per_sample_mui(samples: pd.DataFrame, focus: str):
     """Histograms of per-sample MUI of ``focus`` per task (multi-token families and the one-token
     task)."""
-    import matplotlib.pyplot as plt
 
     s = samples[samples.model == focus]
     tasks = list(dict.fromkeys(s.task))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(3.2 * len(tasks), 2.8), squeeze=False)
-    for ax, t in zip(axes.flat, tasks):
+    fig, axes = panel_figure(len(tasks), max_cols=3, panel_aspect=0.7)
+    for ax, t in zip(axes, tasks):
         g = s[s.task == t]
         for ok, lab in ((True, "correct"), (False, "incorrect")):
             v = g[g.correct == ok].mui
             if len(v):
                 ax.hist(v, bins=20, alpha=0.6, label=f"{lab} ({len(v)})")
-        ax.set_title(f"{focus}: {t}", fontsize=8)
+        ax.set_title(f"{focus}: {t}", fontsize=7)
         ax.set_xlabel("per-sample MUI (%)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 
@@ -205,17 +203,14 @@ def plot_trajectories(
 ):
     """Figure 7/15 analogue: per series, checkpoints in the (MUI, performance) plane joined by
     arrows coloured by their direction. Returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
     names = list(pd.unique(points.sort_values(order)[series])) if len(points) else []
     if not names:
         return _empty_figure(title or "no checkpoint trajectory")
-    ncols = max(1, min(ncols, len(names)))
-    nrows = math.ceil(len(names) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 2.7 * nrows), squeeze=False)
+    fig, axes = panel_figure(len(names), max_cols=ncols, panel_aspect=0.75, extra_height=0.5)
     short = short or (lambda s: s)
-    for ax, name in zip(axes.flat, names):
+    for ax, name in zip(axes, names):
         p = points[points[series] == name].sort_values(order)
         ax.scatter(p["mui"], p["perf"], s=14, color="black", zorder=3)
         for _, r in p.iloc[[0, -1]].iterrows():
@@ -233,23 +228,21 @@ def plot_trajectories(
                 xytext=(st["mui_from"], st["perf_from"]),
                 arrowprops=dict(arrowstyle="->", color=DIRECTION_COLORS[st["direction"]], lw=1.4),
             )
-        ax.set_title(str(name))
+        ax.set_title(wrap_to(str(name), fig.get_figwidth() / min(ncols, len(names)) - 0.3))
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
         ax.margins(0.15)
-    for ax in list(axes.flat)[len(names) :]:
-        ax.axis("off")
     handles = [Line2D([], [], color=DIRECTION_COLORS[d], lw=2, label=d) for d in DIRECTIONS]
+    if title:
+        fig.suptitle(wrap_to(title, fig.get_figwidth(), 9))
+    fig.tight_layout()
     fig.legend(
         handles=handles,
-        loc="lower center",
+        loc="upper center",
         ncol=len(DIRECTIONS),
         frameon=False,
-        bbox_to_anchor=(0.5, -0.02),
+        bbox_to_anchor=(0.5, 0.0),
     )
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
@@ -257,16 +250,13 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
     """Figure 5 / 8 analogue: per fine-tune, an arrow from its base to it on every task in the
     (MUI, performance) plane, coloured by direction; solid in domain, dashed out of domain.
     ``pairs`` is the output of ``pair_directions``. Returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
     models = list(pd.unique(pairs["model"])) if len(pairs) else []
     if not models:
         return _empty_figure(title or "no fine-tune pairs")
-    ncols = max(1, min(ncols, len(models)))
-    nrows = math.ceil(len(models) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 3.0 * nrows), squeeze=False)
-    for ax, m in zip(axes.flat, models):
+    fig, axes = panel_figure(len(models), max_cols=ncols, panel_aspect=0.8, extra_height=0.5)
+    for ax, m in zip(axes, models):
         g = pairs[pairs["model"] == m]
         for _, r in g.iterrows():
             style = (
@@ -292,12 +282,11 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
                 xytext=(2, 2),
                 textcoords="offset points",
             )
-        ax.set_title(f"{g['base'].iloc[0]} → {m}", fontsize=7)
+        panel_in = fig.get_figwidth() / min(ncols, len(models)) - 0.3
+        ax.set_title(wrap_to(f"{g['base'].iloc[0]} → {m}", panel_in, 7), fontsize=7)
         ax.set_xlabel("MUI (%)")
         ax.set_ylabel("performance (%)")
         ax.margins(0.15)
-    for ax in list(axes.flat)[len(models) :]:
-        ax.axis("off")
     handles = [Line2D([], [], color=DIRECTION_COLORS[d], lw=2, label=d) for d in DIRECTIONS]
     handles += [
         Line2D([], [], color="black", ls="-", label="in-domain"),
@@ -305,34 +294,31 @@ def plot_pairs(pairs: pd.DataFrame, ncols: int = 3, title: str | None = None):
     ]
     if (pairs["domain"] == "in-group").any():
         handles.append(Line2D([], [], color="black", ls=":", label="in-group"))
+    if title:
+        fig.suptitle(wrap_to(title, fig.get_figwidth(), 9))
+    fig.tight_layout()
     fig.legend(
         handles=handles,
-        loc="lower center",
-        ncol=len(handles),
+        loc="upper center",
+        ncol=min(len(handles), 4),
         frameon=False,
-        bbox_to_anchor=(0.5, -0.02),
+        bbox_to_anchor=(0.5, 0.0),
     )
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
 def _empty_figure(message: str):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(3, 1.2))
+    fig, ax = new_figure("column", 1.2)
     ax.axis("off")
     ax.text(0.5, 0.5, f"{message}: nothing to plot", ha="center", va="center")
+    fig.tight_layout()
     return fig
 
 
 def plot_direction_counts(counts: dict[str, dict[str, int]], title: str | None = None):
     """Stacked bars of direction shares per setting; ``counts`` maps setting -> ``counts_dict``."""
-    import matplotlib.pyplot as plt
-
     settings = list(counts)
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(settings) + 1.5), 3.0))
+    fig, ax = new_figure("full", 3.0)
     bottom = np.zeros(len(settings))
     for d in DIRECTIONS:
         share = np.array(
@@ -345,7 +331,7 @@ def plot_direction_counts(counts: dict[str, dict[str, int]], title: str | None =
     ax.tick_params(axis="x", rotation=35)
     for lab in ax.get_xticklabels():
         lab.set_horizontalalignment("right")
-    ax.legend(fontsize=7, bbox_to_anchor=(1.0, 1.0), loc="upper left", frameon=False)
+    ax.legend(fontsize=6, bbox_to_anchor=(1.0, 1.0), loc="upper left", frameon=False)
     if title:
         ax.set_title(title)
     fig.tight_layout()

@@ -8,44 +8,51 @@ from typing import Sequence
 
 import pandas as pd
 
+from kit.core.figures import heatmap, new_figure, panel_figure
 from kit.neuronvote import methods as nv
 from kit.neuronvote.study import StudyResult, score_intervals
 
 
 def plot_pairwise(result: StudyResult, methods: Sequence[str] | None = None, title: str = ""):
     """Figure 1 analogue: one heatmap per layer position of the method x method overlap
-    (averaged over concepts and s = 10..50). Returns the matplotlib figure."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
+    (averaged over concepts and s = 10..50), three to a row at full width (one: a column). Method
+    names label the first column's rows and the bottom panel's columns only, and values print
+    without the leading zero (``.62``), so eight methods' cells of about 0.25 in hold their
+    6-pt numbers. Returns the matplotlib figure."""
     positions = list(result.pairwise)
-    ncol = min(4, len(positions))  # all-layer studies (Figures 5-7) wrap into rows of four
-    nrow = -(-len(positions) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
-    for ax in axes.flat[len(positions) :]:
-        ax.axis("off")
-    for ax, pos in zip(axes.flat, positions):
+    ncols = min(3, len(positions))
+    fig, axes = panel_figure(len(positions), max_cols=ncols, panel_aspect=1.0)
+    for k, (ax, pos) in enumerate(zip(axes, positions)):
         mat = result.pairwise[pos]
         keep = [m for m in (methods or list(mat.index)) if m in mat.index]
         mat = mat.loc[keep, keep].rename(index=nv.DISPLAY, columns=nv.DISPLAY)
-        sns.heatmap(
+        heatmap(
             mat,
+            ax,
             vmin=0,
             vmax=1,
             cmap="magma",
-            annot=True,
-            fmt=".2f",
+            annot=mat.map(_short_number).to_numpy(),
+            fmt="",
             annot_kws={"size": 6},
-            cbar=ax is axes[0][-1],
+            cbar=False,
             square=True,
-            ax=ax,
+            yticklabels=k % ncols == 0,
+            xticklabels=k + ncols >= len(positions),  # the lowest panel of its column
         )
-        ax.set_title(f"{result.model}, {pos} layer, {result.s_label}")
+        ax.set_title(f"{result.model}\n{pos} layer, {result.s_label}", fontsize=7)
+        ax.tick_params(axis="both", labelsize=6)
         ax.tick_params(axis="x", rotation=60)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def _short_number(v: float) -> str:
+    """``0.62`` as ``.62`` (a narrower cell label); 1 and above keep their digit."""
+    text = f"{v:.2f}"
+    return text[1:] if text.startswith("0.") else text
 
 
 def plot_by_layer(
@@ -54,14 +61,12 @@ def plot_by_layer(
     """Figures 3-4 analogue: AvgOverlap (left) and NeuronVote (right) of every method per layer
     (mean over concepts and s), with the 95% bootstrap interval over concepts as a band.
     Returns the matplotlib figure."""
-    import matplotlib.pyplot as plt
-
     iv = score_intervals(result, n_boot=n_boot, seed=seed)
     iv = iv[iv.position != "all"]
     layer_of = result.scores.drop_duplicates("position").set_index("position").layer
     iv = iv.assign(layer=iv.position.map(layer_of)).sort_values("layer")
     keep = [nv.DISPLAY.get(m, m) for m in (methods or list(dict.fromkeys(result.scores.method)))]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    fig, axes = new_figure("full", 2.8, ncols=2, sharey=True)
     for ax, metric in zip(axes, ("AvgOverlap", "NeuronVote")):
         for m in keep:
             g = iv[(iv.method == m) & (iv.metric == metric)]
@@ -71,9 +76,8 @@ def plot_by_layer(
             ax.fill_between(g.layer, g.lo, g.hi, color=line.get_color(), alpha=0.15)
         ax.set_xlabel("layer")
         ax.set_title(f"{result.model}: {metric} by layer")
-        ax.grid(alpha=0.3)
     axes[0].set_ylabel("score (95% interval over concepts)")
-    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    axes[1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout()
     return fig
 
@@ -83,9 +87,6 @@ def plot_method_overlap(
 ):
     """Figure 2 analogue: overlap (top 10-50) of ``method`` with every other method, one
     heatmap row per model x layer position. Returns the figure."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
     rows, labels = [], []
     for r in results:
         for pos, mat in r.pairwise.items():
@@ -93,10 +94,8 @@ def plot_method_overlap(
             rows.append(mat.loc[method, cols].rename(nv.DISPLAY))
             labels.append(f"{r.model} {pos}")
     table = pd.DataFrame(rows, index=labels)
-    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * table.shape[1], 0.9 + 0.45 * table.shape[0]))
-    sns.heatmap(
-        table, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 7}, ax=ax
-    )
+    fig, ax = new_figure("full", 1.2 + 0.3 * table.shape[0])
+    heatmap(table, ax, vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", annot_kws={"size": 7})
     ax.set_title(
         f"{nv.DISPLAY.get(method, method)}: overlap with other methods ({results[0].s_label})"
     )

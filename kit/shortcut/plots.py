@@ -9,14 +9,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from kit.core.figures import new_figure, panel_figure
 from kit.shortcut.evaluate import agreement
 
 
 def plot_sparsity_curve(curve: pd.DataFrame, total_neurons: int, n_selected: int | None = None):
     """Figure 3 analogue: accuracy vs patched neurons (% of all MLP neurons)."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.6, 3.0))
+    fig, ax = new_figure("column", 2.6)
     styles: dict[Any, tuple[str, str]]
     styles = {
         ("contaminated", "located"): ("C3", "-"),
@@ -40,7 +39,8 @@ def plot_sparsity_curve(curve: pd.DataFrame, total_neurons: int, n_selected: int
         ax.axvline(100 * n_selected / total_neurons, color="gray", lw=0.8, ls="--")
     ax.set_xlabel("patched neurons (% of MLP neurons)")
     ax.set_ylabel("accuracy on the contaminated test (%)")
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, fontsize=6)
+    fig.tight_layout()
     return fig
 
 
@@ -52,10 +52,7 @@ def plot_agreement(
     title: str = "",
 ):
     """Figure 4 analogue: each score against the reference, with rho and RMSE in the legend."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(cols), figsize=(3.3 * len(cols), 3.0), sharex=True, sharey=True)
-    axes = np.atleast_1d(axes)
+    fig, axes = panel_figure(len(cols), max_cols=3, panel_aspect=0.8, sharex=True, sharey=True)
     x = table[ref_col].to_numpy(float)
     for ax, col in zip(axes, cols):
         y = table[col].to_numpy(float)
@@ -69,7 +66,9 @@ def plot_agreement(
         if label_col in table:
             for xi, yi, t in zip(x, y, table[label_col]):
                 ax.annotate(str(t), (xi, yi), fontsize=6, alpha=0.7)
-        ax.set_title(f"{col.upper()} vs {ref_col}: rho={a['spearman']:.3f}, e={a['rmse']:.2f}")
+        ax.set_title(
+            f"{col.upper()} vs {ref_col}: rho={a['spearman']:.3f}, e={a['rmse']:.2f}", fontsize=7
+        )
         ax.set_xlabel(f"{ref_col} (%)")
         ax.set_ylabel(f"{col.upper()} (%)")
     if title:

@@ -6,15 +6,20 @@ import math
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from kit.core.figures import bundled_fonts_first, clear_findfont_cache, record_results, save_figure
+from kit.core.figures import (
+    bundled_fonts_first,
+    clear_findfont_cache,
+    new_figure,
+    record_results,
+    save_figure,
+)
 
 
 def test_save_figure_writes_png_and_pdf(tmp_path):
-    fig, ax = plt.subplots()
+    fig, ax = new_figure()
     ax.plot([0, 1], [1, 0])
     paths = save_figure(fig, "line", tmp_path / "figs")
     assert [p.name for p in paths] == ["line.png", "line.pdf"]
@@ -26,7 +31,7 @@ def test_saving_a_figure_twice_gives_identical_bytes(tmp_path):
     """No creation date or version stamp: an unchanged run leaves committed figures unchanged."""
     import time
 
-    fig, ax = plt.subplots()
+    fig, ax = new_figure()
     ax.plot([0, 1], [1, 0])
     ax.set_title("same")
     first = [p.read_bytes() for p in save_figure(fig, "f", tmp_path / "a")]
@@ -98,7 +103,7 @@ def test_a_font_manager_without_the_cache_fails_loudly():
 
 
 def test_save_figure_rejects_path_like_names(tmp_path):
-    fig, _ = plt.subplots()
+    fig, _ = new_figure()
     with pytest.raises(ValueError, match="letters, digits"):
         save_figure(fig, "../escape", tmp_path)
 

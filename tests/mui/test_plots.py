@@ -39,3 +39,37 @@ def test_plots_draw_one_arrow_per_change_in_direction_colours():
         "one bar per setting and direction"
     )
     plt.close(fig)
+
+
+def test_the_published_figures_fit_their_stated_width(tmp_path):
+    """Notebooks 01 and 02's figures of the published numbers (long model names in legends and
+    titles) saved at their stated width without a size warning (too wide, text under 6 pt)."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from kit.core.figures import FigureSizeWarning, measure_pdf, save_figure, use_paper_style
+    from kit.mui import published
+
+    with matplotlib.rc_context(), warnings.catch_warnings():
+        use_paper_style()
+        warnings.simplefilter("error", FigureSizeWarning)
+        o = published_trajectories.published_olmo()
+        st = directions.step_directions(o, series="task", label="model")
+        figs = {
+            **published.published_law_section().figures,
+            "pur": plots.plot_pur_diff(published.published_pur_comparison(0.5)),
+            "olmo_all": plots.plot_trajectories(o, st, series="task", label="model", title="x"),
+            "specialised": plots.plot_pairs(
+                directions.pair_directions(published_trajectories.published_specialised()),
+                title="Specialised vs base, published (Figure 5 analogue)",
+            ),
+            "contamination": plots.plot_pairs(
+                directions.pair_directions(published_trajectories.published_contamination())
+            ),
+        }
+        for name, fig in figs.items():
+            save_figure(fig, name, tmp_path)
+            plt.close(fig)
+    assert measure_pdf(tmp_path / "fig3_published_per_model.pdf").width == "column"
+    assert measure_pdf(tmp_path / "olmo_all.pdf").width == "full"
