@@ -323,3 +323,24 @@ def test_an_earlier_versions_extra_fine_tune_is_kept_when_it_fits(extra_cache):
     with pytest.warns(DamagedCacheWarning, match=f"{path}: does not fit the model"):
         assert model().weight[1, 0] == 3.0
     assert len(trained) == 2
+
+
+# ------------------------------------------------------------------ NeuronVote staged arrays (.npy)
+def test_a_truncated_or_changed_staged_array_is_named_and_rewritten(tmp_path, monkeypatch):
+    from kit.neuronvote import units as nv_units
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    key = nv_units.stage_array(a)
+    path = tmp_path / "neuronvote" / "arrays" / f"{key}.npy"
+    assert silently(lambda: nv_units.stage_array(a)) == key  # staged once, then checked
+    truncate(path)
+    with pytest.warns(DamagedCacheWarning, match=f"{path}: cannot be read"):
+        assert nv_units.stage_array(a) == key
+    np.testing.assert_array_equal(nv_units.load_array(key), a)
+    buf = io.BytesIO()
+    np.save(buf, a + 1)  # a valid array of the same shape and dtype, other numbers
+    path.write_bytes(buf.getvalue())
+    with pytest.warns(DamagedCacheWarning, match=f"{path}.*changed"):
+        assert nv_units.stage_array(a) == key
+    np.testing.assert_array_equal(nv_units.load_array(key, mmap=False), a)
