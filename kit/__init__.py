@@ -46,8 +46,13 @@ from kit.core.lazy import lazy_submodules
 from kit.core.notebook import NotebookRun, start
 from kit.core.params import ParamsError, load_params
 from kit.core.paths import DataError, cache_dir, data_dir
+from kit.core.providers import provide
 from kit.data.items import Item
 from kit.models.load import load_model, load_sae
+
+# The tiny world registers its names (zoo/, extra/, zoo-sae/, tiny/<task>, its prompt tokens) with
+# the generic registries, which never import it: imported on their first lookup.
+provide("kit.world.sources")
 
 __version__ = "0.1.0"
 

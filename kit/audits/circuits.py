@@ -31,7 +31,8 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from kit.core.paths import atomic_write_bytes, cache_dir
+from kit.core.cached import MISSING, read_bytes_cached, write_bytes_cached
+from kit.core.paths import cache_dir
 from kit.models import tl
 
 from .activations import tokenize
@@ -233,24 +234,48 @@ def head_scores(
     path = _scores_path(model, batch, means, layers)
     if path is not None and path in _SCORES:
         return _SCORES[path].clone()
-    if path is not None and path.is_file():
-        out = torch.load(path)
-    else:
+    shape = (model.cfg.n_layers, model.cfg.n_heads)
+    out = (
+        read_bytes_cached(path, _load_tensor, _scores_check(shape), "head-score cache")
+        if path is not None
+        else MISSING
+    )
+    if out is MISSING:
         full = run_heads(model, batch, means).mean()
-        out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+        out = torch.zeros(*shape)
         heads = [(L, H) for L, H in all_heads(model) if L in layers]
         for L, H in tqdm(heads, desc="head patching", disable=not progress):
             out[L, H] = full - run_heads(model, batch, means, ablate=[(L, H)]).mean()
         if path is not None:
             buf = BytesIO()
             torch.save(out, buf)
-            atomic_write_bytes(path, buf.getvalue())
+            write_bytes_cached(path, buf.getvalue())
     if path is not None:
         _SCORES[path] = out.clone()
     return out
 
 
 _SCORES: dict[Path, Tensor] = {}
+
+
+def _load_tensor(raw: bytes) -> Tensor:
+    return torch.load(BytesIO(raw), weights_only=True)
+
+
+def _scores_check(shape: tuple[int, int]):
+    """The schema of a cached head-score table: a finite float tensor of ``shape``
+    (layers x heads)."""
+
+    def check(value: Any) -> str | None:
+        if not isinstance(value, Tensor) or not value.is_floating_point():
+            return f"not a float tensor ({type(value).__name__})"
+        if tuple(value.shape) != shape:
+            return f"shape {tuple(value.shape)}, expected {shape} (layers x heads)"
+        if not bool(torch.isfinite(value).all()):
+            return "non-finite score"
+        return None
+
+    return check
 
 
 def _scores_path(model, batch: IOIBatch, means: Tensor, layers: list[int]) -> Path | None:

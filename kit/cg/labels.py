@@ -98,7 +98,10 @@ class TopContextLabeller:
 def neuronpedia_id(sae_name: str) -> str | None:
     """sae_lens's Neuronpedia id (``<modelId>/<saeId>``) of ``<release>/<sae_id>``; None for local
     SAEs (``minilm-sae/``, ``zoo-sae/``, ``twin-sae/``, directories) and releases without one."""
-    if sae_name.startswith(("minilm-sae/", "zoo-sae/", "twin-sae/")) or "/" not in sae_name:
+    from kit.models.sources import find_sae
+
+    form = find_sae(sae_name) if "/" in sae_name else None
+    if form is None or not form.published:
         return None
     from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
 

@@ -6,6 +6,7 @@ and training text are re-exported here) and the tiny world's zoo SAEs.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from typing import Any, Mapping, Sequence
 
@@ -16,7 +17,8 @@ from jaxtyping import Float
 from torch import Tensor
 
 from kit.cg.metrics import CSR, SparseRows, segment_pool
-from kit.core.paths import atomic_path, cache_dir
+from kit.core.cached import MISSING, read_bytes_cached, write_bytes_cached
+from kit.core.paths import cache_dir
 from kit.core.progress import progress_bar
 from kit.models import tl
 from kit.models.minilm_sae import (  # noqa: F401 (re-exported: CG reads its concept space here)
@@ -103,8 +105,15 @@ def item_concepts(
     }
     paths = {n: cache_dir() / "cg" / "acts" / f"{keys[n]}.npz" for n in sae_names}
     len_path = cache_dir() / "cg" / "acts" / f"{_texts_key(texts, {'len': max_length})}.lengths.npy"
-    if use_cache and len_path.is_file() and all(p.is_file() for p in paths.values()):
-        return {n: sp.load_npz(p).tocsr() for n, p in paths.items()}, np.load(len_path)
+    if use_cache:
+        widths = {n: s.width for n, s in zip(sae_names, specs)}
+        cached = {
+            n: read_bytes_cached(p, _load_csr, _csr_check(len(texts), widths[n]), "concept cache")
+            for n, p in paths.items()
+        }
+        lengths = read_bytes_cached(len_path, _load_npy, _lengths_check(len(texts)), "length cache")
+        if lengths is not MISSING and all(v is not MISSING for v in cached.values()):
+            return cached, lengths
     saes = {n: load_minilm_sae(n, device=device) for n in sae_names}
     rows = {n: SparseRows(saes[n].cfg.d_sae) for n in sae_names}
     n_tokens = []
@@ -123,13 +132,47 @@ def item_concepts(
     lengths = np.asarray(n_tokens)
     if use_cache:
         for n, p in paths.items():
-            with atomic_path(p) as tmp:
-                with open(tmp, "wb") as f:
-                    sp.save_npz(f, out[n])
-        with atomic_path(len_path) as tmp:
-            with open(tmp, "wb") as f:
-                np.save(f, lengths)
+            buf = io.BytesIO()
+            sp.save_npz(buf, out[n])
+            write_bytes_cached(p, buf.getvalue())
+        buf = io.BytesIO()
+        np.save(buf, lengths)
+        write_bytes_cached(len_path, buf.getvalue())
     return out, lengths
+
+
+def _load_csr(raw: bytes) -> CSR:
+    return sp.load_npz(io.BytesIO(raw)).tocsr()
+
+
+def _load_npy(raw: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(raw))
+
+
+def _csr_check(n_items: int, width: int):
+    """The schema of cached concept activations: items x concepts, finite, non-negative."""
+
+    def check(m: Any) -> str | None:
+        if tuple(m.shape) != (n_items, width):
+            return f"shape {tuple(m.shape)}, expected {(n_items, width)} (items x concepts)"
+        if m.nnz and not (np.isfinite(m.data).all() and (m.data >= 0).all()):
+            return "a negative or non-finite activation"
+        return None
+
+    return check
+
+
+def _lengths_check(n_items: int):
+    """The schema of cached token counts: one non-negative integer per text."""
+
+    def check(a: Any) -> str | None:
+        if not isinstance(a, np.ndarray) or a.shape != (n_items,):
+            return f"shape {getattr(a, 'shape', None)}, expected ({n_items},)"
+        if not np.issubdtype(a.dtype, np.integer) or (a < 0).any():
+            return "not non-negative integers"
+        return None
+
+    return check
 
 
 # ----------------------------------------------------------------------------- tiny world suite

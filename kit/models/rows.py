@@ -11,12 +11,13 @@ here so that the generic layers never import a paper package.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from jaxtyping import Bool, Int
 from torch import Tensor
 
+from kit.core import providers
 from kit.models.generate import encode, prompt_text, use_chat
 
 
@@ -92,9 +93,31 @@ def token_budget_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[
     return batches
 
 
+WORLD_TOKENIZER = "kit-world-wordlevel"
+"""The ``name_or_path`` of the tiny world's word-level tokenizer."""
+
+_PROMPT_TOKENS: dict[str, Callable[[Any, Sequence[Any]], tuple[Tensor, Tensor]]] = {}
+
+
+def register_prompt_tokens(
+    tokenizer: str, fn: Callable[[Any, Sequence[Any]], tuple[Tensor, Tensor]]
+) -> None:
+    """How the prompts of models with word-level tokenizer ``tokenizer`` (its ``name_or_path``)
+    become ids: ``fn(model, items)`` -> (right-padded ``<bos> prompt`` ids, lengths). The tiny
+    world registers its own (``kit.world.prompt_tokens``): this layer never imports it."""
+    _PROMPT_TOKENS[tokenizer] = fn
+
+
+def _prompt_tokens(model) -> Callable[[Any, Sequence[Any]], tuple[Tensor, Tensor]]:
+    name = getattr(getattr(model, "tokenizer", None), "name_or_path", "")
+    if name not in _PROMPT_TOKENS:
+        providers.ensure()
+    return _PROMPT_TOKENS[name]
+
+
 def is_world_model(model) -> bool:
     """Whether ``model`` speaks the tiny world's word-level vocabulary (``kit.world`` tokenizer)."""
-    return getattr(getattr(model, "tokenizer", None), "name_or_path", "") == "kit-world-wordlevel"
+    return getattr(getattr(model, "tokenizer", None), "name_or_path", "") == WORLD_TOKENIZER
 
 
 def item_tokens(
@@ -118,9 +141,7 @@ def item_tokens(
         raise ValueError("items is empty: MUI needs at least one sample")
     rows, n_prompt = [], []
     if is_world_model(model):
-        from kit.world import prompt_tokens
-
-        toks, lengths = prompt_tokens(model, items)
+        toks, lengths = _prompt_tokens(model)(model, items)
         vocab = model.tokenizer.get_vocab()
         for i, r in enumerate(responses):
             p = toks[i, : int(lengths[i])].tolist()

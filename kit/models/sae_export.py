@@ -27,7 +27,6 @@ contexts.
 from __future__ import annotations
 
 import gzip
-import importlib
 import json
 import re
 from dataclasses import dataclass
@@ -60,29 +59,11 @@ class SAEExport:
 def sae_with_labels(name: str, world: str | None = None):
     """``(sae, labels, label_source)`` of a kit SAE: ``zoo-sae/...`` of ``world`` (default
     ``KIT_WORLD``) or ``minilm-sae/...`` (built on first use). ``labels``: one per feature."""
-    if name.startswith("zoo-sae/"):
-        # kit.world.saes is also a function name
-        world_saes = importlib.import_module("kit.world.saes")
-        sae = world_saes.load_world_sae(name, world=world)
-        by_index = world_saes.sae_labels(name, world=world)
-        labels = [by_index.get(i, DEAD) for i in range(sae.cfg.d_sae)]
-        return (
-            sae,
-            labels,
-            "kit.world.saes: dominant task and token of the 20 top-activating contexts",
-        )
-    if name.startswith("minilm-sae/"):
-        from kit.models import minilm_sae
+    from kit.models.sources import find_sae
 
-        sae = minilm_sae.load_minilm_sae(name)
-        meta = sae.cfg.metadata  # trained outside a model run: say which model and site it reads
-        meta.model_name = meta.model_name or "sentence-transformers/all-MiniLM-L6-v2"
-        meta.hook_name = meta.hook_name or minilm_sae.MinilmSAESpec.from_name(name).site
-        return (
-            sae,
-            minilm_sae.minilm_sae_labels(name),
-            "kit.models.minilm_sae: most frequent words of the top-activating contexts",
-        )
+    form = find_sae(name)
+    if form is not None and form.labelled is not None:
+        return form.labelled(name, world)
     raise ValueError(
         f"SAE {name!r}: export_sae takes kit's own SAEs, 'zoo-sae/<member>/<arch>-<width>' or "
         "'minilm-sae/L<layer>/topk-<width>...'"
@@ -95,8 +76,11 @@ def default_ids(name: str, sae) -> tuple[str, str]:
     meta = sae.cfg.metadata
     model = str(getattr(meta, "model_name", None) or "model")
     world = getattr(meta, "world", None)
-    if name.startswith("minilm-sae/"):
-        model = "all-minilm-l6-v2"
+    from kit.models.sources import find_sae
+
+    form = find_sae(name)
+    if form is not None and form.neuronpedia_model:
+        model = form.neuronpedia_model
     elif world:
         from kit.models.sources import form_of
 

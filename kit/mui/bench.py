@@ -42,7 +42,8 @@ def interleaved_medians(a, b, repeat: int, device: str = "cpu") -> tuple[float, 
     shared machine's changing load hits both sides alike."""
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     times: tuple[list[float], list[float]] = ([], [])
-    a(), b()
+    a()  # one warm-up each
+    b()
     for _ in range(repeat):
         for fn, out in ((a, times[0]), (b, times[1])):
             sync()

@@ -618,30 +618,25 @@ def mui_from_items(model, key_neurons: Sequence[Sequence[int]]) -> float:
 # --- of a subject: what notebooks and users call -----------------------------------------------
 
 
-def per_item_key_neurons(
+def _subject_key_neurons(
     subject,
     answers,
-    score: str = "score",
-    threshold: str = "topk",
-    k: int | None = None,
-    frac: float | None = None,
-    batch_size: int = 16,
-    max_batch_tokens: int | None = None,
-) -> list[list[int]]:
-    """Per item of ``answers`` (:class:`kit.subjects.Answers`), its key neurons (Eq. 4) as flat
-    indices ``layer * d_mlp + i`` of ``subject``'s model (a :class:`kit.subjects.Subject`).
-
-    Tiny-world subjects: teacher-forced over ``<bos> prompt response``
-    (:func:`kit.models.rows.item_tokens`) in ``batch_size`` rows, uncached (the models are small).
-    Hugging Face subjects: over prompt (shown as ``answers.chat`` says) + response in length-sorted
-    batches of at most ``max_batch_tokens`` padded tokens (None: 8192), cached per item under
-    (model, task, MUI settings, the digest of every (id, prompt, response)) so a killed run
-    resumes (:func:`mui_key_neurons`).
-    """
+    per_item: bool,
+    score: str,
+    threshold: str,
+    k: int | None,
+    frac: float | None,
+    batch_size: int,
+    max_batch_tokens: int | None,
+) -> MUIResult | list[list[int]]:
+    """What :func:`per_item_key_neurons` and :func:`subject_mui` both compute (their arguments are
+    one list): a tiny-world subject's :func:`utilization` of ``<bos> prompt response`` rows in
+    ``batch_size`` rows (per sample only when ``per_item``: the masks cost memory), a Hugging Face
+    subject's per-item key neurons, cached (:func:`mui_key_neurons`)."""
     items, responses = list(answers.items), list(answers.responses)
     if subject.kind == "world":
         tokens, mask = subject.tokens(items, responses)
-        res = utilization(
+        return utilization(
             subject.model,
             tokens,
             mask,
@@ -649,11 +644,9 @@ def per_item_key_neurons(
             threshold=threshold,
             k=k,
             frac=frac,
-            per_sample=True,
+            per_sample=per_item,
             batch_size=batch_size,
         )
-        assert res.sample_masks is not None  # per_sample=True
-        return [torch.nonzero(m.flatten()).flatten().tolist() for m in res.sample_masks]
     from kit.subjects.hf import responses_digest
 
     model = subject.model
@@ -687,6 +680,35 @@ def per_item_key_neurons(
     )
 
 
+def per_item_key_neurons(
+    subject,
+    answers,
+    score: str = "score",
+    threshold: str = "topk",
+    k: int | None = None,
+    frac: float | None = None,
+    batch_size: int = 16,
+    max_batch_tokens: int | None = None,
+) -> list[list[int]]:
+    """Per item of ``answers`` (:class:`kit.subjects.Answers`), its key neurons (Eq. 4) as flat
+    indices ``layer * d_mlp + i`` of ``subject``'s model (a :class:`kit.subjects.Subject`).
+
+    Tiny-world subjects: teacher-forced over ``<bos> prompt response``
+    (:func:`kit.models.rows.item_tokens`) in ``batch_size`` rows, uncached (the models are small).
+    Hugging Face subjects: over prompt (shown as ``answers.chat`` says) + response in length-sorted
+    batches of at most ``max_batch_tokens`` padded tokens (None: 8192), cached per item under
+    (model, task, MUI settings, the digest of every (id, prompt, response)) so a killed run
+    resumes (:func:`mui_key_neurons`).
+    """
+    found = _subject_key_neurons(
+        subject, answers, True, score, threshold, k, frac, batch_size, max_batch_tokens
+    )
+    if isinstance(found, MUIResult):
+        assert found.sample_masks is not None  # per_sample=True
+        return [torch.nonzero(m.flatten()).flatten().tolist() for m in found.sample_masks]
+    return found
+
+
 def subject_mui(
     subject,
     answers,
@@ -698,27 +720,14 @@ def subject_mui(
     max_batch_tokens: int | None = None,
 ) -> float:
     """MUI (Eq. 5, in %) of ``answers``' responses by ``subject``'s model: tiny-world subjects in
-    one streamed pass (:func:`utilization_for_items`, ``batch_size`` rows), Hugging Face subjects
-    as the union of the cached :func:`per_item_key_neurons` (``max_batch_tokens``, None: 8192)."""
-    if subject.kind == "world":
-        return float(
-            utilization_for_items(
-                subject.model,
-                list(answers.items),
-                list(answers.responses),
-                score=score,
-                threshold=threshold,
-                k=k,
-                frac=frac,
-                batch_size=batch_size,
-            ).mui
-        )
-    return mui_from_items(
-        subject.model,
-        per_item_key_neurons(
-            subject, answers, score, threshold, k, frac, batch_size, max_batch_tokens
-        ),
+    one streamed pass (``batch_size`` rows), Hugging Face subjects as the union of the cached
+    :func:`per_item_key_neurons` (``max_batch_tokens``, None: 8192)."""
+    found = _subject_key_neurons(
+        subject, answers, False, score, threshold, k, frac, batch_size, max_batch_tokens
     )
+    if isinstance(found, MUIResult):
+        return float(found.mui)
+    return mui_from_items(subject.model, found)
 
 
 def mui(

@@ -121,17 +121,15 @@ def sae_grid(
     """
     from kit.models.generate import release
     from kit.models.load import load_sae
+    from kit.models.sources import sae_source_of
     from kit.subjects import load_subject
 
     rows = []
     cache: dict[str, Any] = {}
     for sae_name in sae_names:
         sae = load_sae(sae_name, device=device, world=world)
-        model_name = (
-            "zoo/" + sae_name.split("/")[1]
-            if sae_name.startswith("zoo-sae/")
-            else sae.cfg.metadata.model_name
-        )
+        form = sae_source_of(sae_name)
+        model_name = form.model(sae_name) if form.model else sae.cfg.metadata.model_name
         if model_name not in cache:
             cache.clear()
             release()

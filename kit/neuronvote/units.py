@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from kit.core.cached import MISSING, has_keys, read_json, write_json
+from kit.core.cached import MISSING, DamagedCacheWarning, has_keys, read_json, write_json
 from kit.core.jobs import Job
 from kit.core.jobs.spec import canonical_json
 from kit.core.paths import atomic_path, cache_dir
@@ -210,19 +211,46 @@ def _root() -> Path:
     return cache_dir() / "neuronvote"
 
 
-def stage_array(a: np.ndarray) -> str:
-    """Write ``a`` into the cache under the sha256 of its dtype, shape and bytes (once); return that
-    key. Jobs name their inputs by such keys, so they run on any engine that shares the cache."""
+def array_key(a: np.ndarray) -> str:
+    """The sha256 of ``a``'s dtype, shape and bytes (32 hex digits): the name it is staged under."""
     a = np.ascontiguousarray(a)
     h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
     h.update(memoryview(a).cast("B"))  # pyright: ignore[reportArgumentType]  (ndarray is a buffer)
-    key = h.hexdigest()[:32]
+    return h.hexdigest()[:32]
+
+
+def stage_array(a: np.ndarray) -> str:
+    """Write ``a`` into the cache under the sha256 of its dtype, shape and bytes (once); return that
+    key. Jobs name their inputs by such keys, so they run on any engine that shares the cache.
+
+    A staged file is checked against the key it is named by before the jobs read it: a torn or
+    changed one is warned about, naming it, and rewritten."""
+    a = np.ascontiguousarray(a)
+    key = array_key(a)
     target = _root() / "arrays" / f"{key}.npy"
-    if not target.exists():
-        with atomic_path(target) as tmp:
-            with open(tmp, "wb") as f:
-                np.save(f, a)
+    if target.exists():
+        why = _staged_problem(target, key)
+        if why is None:
+            return key
+        warnings.warn(
+            f"neuronvote array {target}: {why}; recomputing and rewriting it",
+            DamagedCacheWarning,
+            stacklevel=2,
+        )
+    with atomic_path(target) as tmp:
+        with open(tmp, "wb") as f:
+            np.save(f, a)
     return key
+
+
+def _staged_problem(path: Path, key: str) -> str | None:
+    try:
+        staged = np.load(path)
+    except Exception as e:  # numpy raises its own types for a torn file
+        return f"cannot be read ({type(e).__name__}: {(str(e).splitlines() or [''])[0]})"
+    if not isinstance(staged, np.ndarray) or array_key(staged) != key:
+        return "its content is not the digest it is named by (changed)"
+    return None
 
 
 def load_array(key: str, mmap: bool = True) -> np.ndarray:

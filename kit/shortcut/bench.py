@@ -97,7 +97,8 @@ def run(
     def patch_fn():
         return patched_generate(m, base, tokens, neurons, max_new_tokens, lengths=lengths)
 
-    plain_fn(), patch_fn()  # warm-up
+    plain_fn()  # warm-up
+    patch_fn()
     pairs = [(timed(plain_fn), timed(patch_fn)) for _ in range(rounds)]
     t_plain = statistics.median(p for p, _ in pairs)
     t_patch = statistics.median(q for _, q in pairs)

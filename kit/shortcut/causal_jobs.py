@@ -21,6 +21,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from kit.core.cached import MISSING, read_bytes_cached, write_bytes_cached
+from kit.core.paths import cache_dir
 from kit.shortcut.items import TaskData, generation_kwargs
 from kit.shortcut.patching import Neuron
 
@@ -83,26 +85,43 @@ def patched_accuracies(
 
 
 def save_task_data(data: TaskData) -> str:
-    """Write ``data`` to the cache under the digest of its bytes (once); return the file's path."""
-    import torch
+    """Write ``data`` to the cache under the digest of its bytes (once); return the file's path.
 
-    from kit.core.paths import atomic_write_bytes, cache_dir
+    The file's name is the digest of its bytes: a file there whose bytes no longer match it
+    (changed or torn) is warned about and rewritten here, before any job reads it."""
+    import torch
 
     buf = io.BytesIO()
     torch.save(data, buf)
     raw = buf.getvalue()
     path = cache_dir() / "shortcut" / "task-data" / f"{hashlib.sha256(raw).hexdigest()[:24]}.pt"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, raw)
+    if read_bytes_cached(path, lambda b: b, _named_by_digest(path), "task-data cache") is MISSING:
+        write_bytes_cached(path, raw)
     return str(path)
 
 
+def _named_by_digest(path: Path):
+    def check(raw: bytes) -> str | None:
+        digest = hashlib.sha256(raw).hexdigest()[:24]
+        return None if digest == path.stem else f"its bytes' digest {digest} is not its name"
+
+    return check
+
+
 def read_task_data(path: str) -> TaskData:
+    """The item set :func:`save_task_data` wrote at ``path``; a file whose bytes do not match its
+    name (the digest they were written under) fails naming it."""
     import torch
 
+    p = Path(path)
+    raw = read_bytes_cached(p, lambda b: b, _named_by_digest(p), "task-data cache")
+    if raw is MISSING:
+        raise ValueError(
+            f"task-data file {p} is missing or damaged (its bytes are not the digest it is "
+            "named by): rerun the step that saves it (save_task_data rewrites it)"
+        )
     # our own file (benchmark items are kit dataclasses): not weights-only
-    return torch.load(Path(path), weights_only=False)
+    return torch.load(io.BytesIO(raw), weights_only=False)
 
 
 def patched_accuracies_job(

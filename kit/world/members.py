@@ -8,6 +8,8 @@ Outputs go through :mod:`kit.world.storage`: weights first, ``meta.json`` once, 
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import random
 import warnings
@@ -18,6 +20,7 @@ from typing import Iterator, cast
 
 import torch
 
+from kit.core.cached import MISSING, DamagedCacheWarning, digest_path, read_bytes_cached
 from kit.core.pinned import is_pinned, run_pinned
 from kit.models import tl
 from kit.world.recipes import SEED_ENV, UNIFORM, world_spec
@@ -34,7 +37,6 @@ from kit.world.specs import (
     finetune_key,
 )
 from kit.world.storage import (
-    MemberDamaged,
     _member_dir,
     _safe,
     damaged_error,
@@ -336,6 +338,24 @@ def extra_path(f: FinetuneSpec, world: str | WorldSpec | None = None) -> Path:
     return world_dir(spec) / "extra" / f"{_safe(f.name)}-{finetune_key(spec, f)}.pt"
 
 
+def _load_state(raw: bytes) -> dict:
+    return torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+
+
+def _state_check(state) -> str | None:
+    """The schema of a cached state dict: names to tensors, none NaN (infinities are allowed: the
+    attention mask buffers hold -inf; whether they fit the model is checked by loading them into
+    it)."""
+    if not isinstance(state, dict) or not state:
+        return f"not a state dict ({type(state).__name__})"
+    for k, v in state.items():
+        if not torch.is_tensor(v):
+            return f"{k}: not a tensor ({type(v).__name__})"
+        if v.is_floating_point() and bool(torch.isnan(v).any()):
+            return f"{k}: a NaN weight"
+    return None
+
+
 def extra_finetune(f: FinetuneSpec, world: str | WorldSpec | None = None):
     """A fine-tune that is not a zoo member (e.g. notebook 03's second contaminated task),
     trained with :func:`finetune` on first use (in the pinned environment, like the world) and
@@ -346,22 +366,38 @@ def extra_finetune(f: FinetuneSpec, world: str | WorldSpec | None = None):
     check_after(f)
     path = extra_path(f, spec)
     what = f"extra fine-tune {f.name!r}"
-    if path.is_file():
+    state = read_bytes_cached(path, _load_state, _state_check, what)
+    model = None
+    if state is not MISSING:
+        model = make_model(_arch_of(spec, f.parent), seed=0)
         try:
-            state = load_weights(path, spec, what)
-        except MemberDamaged as e:
-            warnings.warn(f"{e}: retraining it", stacklevel=2)
-            path.unlink(missing_ok=True)
-    if not path.is_file():
+            model.load_state_dict(state)
+        except RuntimeError as e:  # other parameters or shapes than the model's
+            why = str(e).splitlines()[0]
+            warnings.warn(
+                f"{what} {path}: does not fit the model ({why}); recomputing and rewriting it",
+                DamagedCacheWarning,
+                stacklevel=2,
+            )
+            state = MISSING
+    if state is MISSING:  # absent, or damaged (warned, naming the file): (re)train it
+        path.unlink(missing_ok=True)
         if not is_pinned():
             env = {SEED_ENV: str(spec.seed)}
             run_pinned("kit.world", "--world", spec.name, "--extra", json.dumps(asdict(f)), env=env)
         else:
             with deterministic():
                 trained, _, _ = finetune(spec, f)
-            write_bytes(path, torch_bytes(trained.state_dict()))
-        state = load_weights(path, spec, what)
-    model = make_model(_arch_of(spec, f.parent), seed=0)
-    model.load_state_dict(state)
+            raw = torch_bytes(trained.state_dict())
+            # the digest first (as kit.core.cached.write_bytes_cached), through the world's
+            # writer, which names a full disk
+            write_bytes(digest_path(path), (hashlib.sha256(raw).hexdigest() + "\n").encode())
+            write_bytes(path, raw)
+        state = read_bytes_cached(path, _load_state, _state_check, what)
+        if state is MISSING:
+            raise damaged_error(spec, what, f"{path} was just written and cannot be read")
+        model = make_model(_arch_of(spec, f.parent), seed=0)
+        model.load_state_dict(state)
+    assert model is not None  # loaded from the cache, or after training
     model.cfg.model_name = f.name
     return model.eval()

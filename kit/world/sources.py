@@ -1,6 +1,10 @@
 """The tiny world's model names, registered with :mod:`kit.models.sources`: ``zoo/<member>``,
 ``zoo/<base>@step-<N>`` (its checkpoints) and ``extra/...`` (fine-tunes of its recipes outside the
-zoo). The world's own name grammar lives here and nowhere else.
+zoo). The world's own name grammar lives here and nowhere else: its SAEs' names (``zoo-sae/...``,
+with :mod:`kit.models.sources`' SAE forms), its tasks as benchmarks (``tiny/<task>``, with
+:mod:`kit.data.benchmarks`) and how its word-level models tokenise prompts (with
+:mod:`kit.models.rows`) are registered here too. The package root names this module as a provider
+(:mod:`kit.core.providers`): the generic layers never import the world.
 
 ``extra/``: fine-tunes of the tiny world that are not zoo members (notebook 03's rows).
 
@@ -39,14 +43,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kit.data.benchmarks import TaskFamily, register_tasks
+from kit.models.rows import WORLD_TOKENIZER, register_prompt_tokens
 from kit.models.sources import (
     PREFIXED,
     QUALIFIED,
     LoadRequest,
     ModelSource,
-    path_or_name,
+    SaeSource,
     register,
+    register_sae,
 )
+from kit.world.specs import ZOO
 
 PREFIX = "extra/"
 PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
@@ -167,7 +175,6 @@ def with_options(name: str, *opts: str) -> str:
 
 
 # ----------------------------------------------------------------------------- registration
-ZOO = "zoo/"
 CHECKPOINT = "@step-"
 
 
@@ -250,8 +257,70 @@ register(
         load=_extra_load,
         rank=PREFIXED,
         prefix=PREFIX,
-        identity=path_or_name,
         tiny_world=True,
         owner=__name__,
     )
 )
+
+
+# ------------------------------------------------------------------ SAEs, tasks, prompt tokens
+ZOO_SAE = "zoo-sae/"
+
+
+def _zoo_sae_load(name: str, device: str, world: str | None):
+    from kit.world.saes import load_world_sae
+
+    return load_world_sae(name, device=device, world=world)
+
+
+def _zoo_sae_labelled(name: str, world: str | None):
+    from kit.models.sae_export import DEAD
+    from kit.world.saes import load_world_sae, sae_labels
+
+    sae = load_world_sae(name, world=world)
+    by_index = sae_labels(name, world=world)
+    labels = [by_index.get(i, DEAD) for i in range(sae.cfg.d_sae)]
+    return sae, labels, "kit.world.saes: dominant task and token of the 20 top-activating contexts"
+
+
+register_sae(
+    SaeSource(
+        key="zoo-sae",
+        form="zoo-sae/<member>/<arch>-<width>",
+        example="zoo-sae/base-m/topk-384",
+        description="an SAE of the tiny world, trained on a member's activations "
+        "(python -m kit zoo card)",
+        load=_zoo_sae_load,
+        prefix=ZOO_SAE,
+        model=lambda name: ZOO + name.split("/")[1],
+        labelled=_zoo_sae_labelled,
+        owner=__name__,
+    )
+)
+
+
+def _tiny_items(task: str, split: str, limit: int | None):
+    from kit.world.tasks import get_task
+
+    return get_task(task).items(split, n=limit)
+
+
+register_tasks(
+    TaskFamily(
+        family="tiny",
+        form="tiny/<task>",
+        load=_tiny_items,
+        hint="see kit.world.TASKS",
+        maker="the world",
+        owner=__name__,
+    )
+)
+
+
+def _prompt_tokens(model, items):
+    from kit.world.evaluate import prompt_tokens
+
+    return prompt_tokens(model, items)
+
+
+register_prompt_tokens(WORLD_TOKENIZER, _prompt_tokens)

@@ -17,6 +17,9 @@ from dataclasses import asdict, dataclass
 
 from kit.world.train import Arch
 
+ZOO = "zoo/"
+"""The prefix of the world's members' names (their form is registered by kit.world.sources)."""
+
 CODE_VERSION = "world-v8"
 """Bump when training/data code changes in a way that changes weights: invalidates caches.
 v3: fp32 in the pinned environment (kit.core.pinned), SAEs trained with sae_lens's trainer.
@@ -221,8 +224,6 @@ def member_identity(spec: WorldSpec, name: str) -> str:
     """Member ``name`` as a cache key names it (``kit.models.identity``): world, member (with its
     checkpoint, ``base-l@step-300``) and :func:`member_key`, which covers the recipe, the code
     version, the world's seed and the parent."""
-    from kit.world.sources import ZOO  # the world's one spelling of its prefix
-
     return f"zoo:{spec.name}:{name.removeprefix(ZOO)}:{member_key(spec, name)}"
 
 

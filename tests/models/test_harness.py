@@ -39,26 +39,9 @@ PROBLEMS = [
 ]
 """Made-up grade-school problems in GSM8K's format (no benchmark text is copied)."""
 
-GSM8K_FILTERS = [
-    {
-        "name": "strict-match",
-        "filter": [
-            {"function": "regex", "regex_pattern": "#### (\\-?[0-9\\.\\,]+)"},
-            {"function": "take_first"},
-        ],
-    },
-    {
-        "name": "flexible-extract",
-        "filter": [
-            {
-                "function": "regex",
-                "group_select": -1,
-                "regex_pattern": "(-?[$0-9.,]{2,})|(-?[0-9]+)",
-            },
-            {"function": "take_first"},
-        ],
-    },
-]
+GSM8K_FILTERS = yaml.safe_load(
+    (Path(__file__).parents[1] / "fixtures" / "lm_eval" / "gsm8k_filter_list.yaml").read_text()
+)
 """lm-evaluation-harness 0.4's gsm8k.yaml filter_list, verbatim in meaning."""
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kit.models.lm_eval_samples import (
     OUTPUT_TYPES,
@@ -49,34 +50,15 @@ QUESTIONS = [
 
 SENTENCES = ["the cat sat on the mat", "she opened the door and walked in"]
 
-GSM8K_FILTERS = [
-    {
-        "name": "strict-match",
-        "filter": [
-            {"function": "regex", "regex_pattern": "#### (\\-?[0-9\\.\\,]+)"},
-            {"function": "take_first"},
-        ],
-    },
-    {
-        "name": "flexible-extract",
-        "filter": [
-            {
-                "function": "regex",
-                "group_select": -1,
-                "regex_pattern": "(-?[$0-9.,]{2,})|(-?[0-9]+)",
-            },
-            {"function": "take_first"},
-        ],
-    },
-]
+GSM8K_FILTERS = yaml.safe_load(
+    (Path(__file__).parents[1] / "fixtures" / "lm_eval" / "gsm8k_filter_list.yaml").read_text()
+)
 """lm-evaluation-harness 0.4's gsm8k.yaml filter_list."""
 
 
 def write_tasks(folder: Path) -> dict[str, dict]:
     """Four harness task YAMLs over local jsonl files (``dataset_path: json``: no hub), one per
     output type, shaped like gsm8k, arc_easy, lambada_openai and wikitext."""
-    import yaml
-
     folder.mkdir(parents=True, exist_ok=True)
 
     def data(name: str, rows: list[dict]) -> dict:

@@ -23,7 +23,9 @@ def test_every_form_resolves_its_example(form):
 def test_the_tiny_world_registers_its_own_forms():
     owners = {s.key: s.owner for s in sources.sources()}
     assert owners["zoo"] == owners["zoo-checkpoint"] == owners["extra"] == "kit.world.sources"
-    assert owners["twin"] == owners["hub"] == "kit.models.sources"
+    assert owners["twin"] == owners["hub"] == "kit.models.load"  # beside their loaders
+    saes = {s.key: s.owner for s in sources.sae_sources()}
+    assert saes["zoo-sae"] == "kit.world.sources" and saes["twin-sae"] == "kit.models.load"
 
 
 @pytest.mark.parametrize(
@@ -83,7 +85,7 @@ def test_load_model_of_a_name_of_no_form_keeps_its_message():
 
 def test_a_key_belongs_to_one_module():
     twin = sources.source("twin")
-    with pytest.raises(ValueError, match="registered by kit.models.sources already"):
+    with pytest.raises(ValueError, match="registered by kit.models.load already"):
         sources.register(
             sources.ModelSource(**{**twin.__dict__, "owner": "somewhere.else"})  # type: ignore[arg-type]
         )
@@ -152,7 +154,7 @@ def test_the_table_names_every_form(capsys):
 
 # A prefix test on a model name outside the registry modules: ``startswith("zoo/")``,
 # ``startswith(("zoo/", ...))``, ``removeprefix("twin/")``, ``[len("zoo/"):]``.
-PREFIXES = "zoo|extra|twin|real|random"
+PREFIXES = "zoo|extra|twin|real|random|zoo-sae|minilm-sae|twin-sae"
 DISPATCH = re.compile(
     rf"""(startswith|removeprefix)\(\s*\(?\s*f?["']({PREFIXES})/["']|len\(["']({PREFIXES})/["']\)"""
 )
@@ -169,8 +171,8 @@ def test_no_module_outside_the_registry_dispatches_on_a_name_prefix():
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if DISPATCH.search(line):
                 found.append(f"{rel}:{i}: {line.strip()}")
-    assert not found, "ask kit.models.sources (form_of(name).<attribute>) instead:\n" + "\n".join(
-        found
+    assert not found, (
+        "ask kit.models.sources (form_of(name) / sae_source_of(name)) instead:\n" + "\n".join(found)
     )
 
 
@@ -182,7 +184,9 @@ def test_the_dispatch_pattern_catches_what_it_is_for():
         'short = name[len("extra/") :]',
     ]:
         assert DISPATCH.search(line), line
-    assert not DISPATCH.search('if name.startswith("zoo-sae/"):')
+    assert DISPATCH.search('if name.startswith("zoo-sae/"):')  # SAE names too
+    assert DISPATCH.search("if name.startswith(('minilm-sae/', 'zoo-sae/')):")
+    assert not DISPATCH.search('if name.startswith("zoo-saes"):')
     assert not DISPATCH.search('kinds = {"zoo/": 1}')  # not a prefix test
 
 
@@ -192,3 +196,34 @@ def test_the_docs_page_holds_the_registrys_table():
     assert held == sources.table(markdown=True).strip(), (
         "docs/models.md is stale: paste `python -m kit models --markdown` between its markers"
     )
+
+
+@pytest.mark.parametrize("form", sources.sae_sources(), ids=lambda s: s.key)
+def test_every_sae_form_resolves_its_example(form):
+    if form.key == "sae-dir":  # a directory's form needs the directory
+        pytest.skip("resolved in test_sae_names_resolve_to_their_form")
+    assert sources.sae_source_of(form.example) is form
+    assert form.form and form.description and form.owner
+
+
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("zoo-sae/base-m/topk-384", "zoo-sae"),
+        ("minilm-sae/L4/topk-256-k8-t8000", "minilm-sae"),
+        ("twin-sae/llama/blocks.1.hook_resid_post", "twin-sae"),
+        ("gemma-scope-2b-pt-res-canonical/layer_20/width_16k/canonical", "release"),
+    ],
+)
+def test_sae_names_resolve_to_their_form(name, key, tmp_path):
+    assert sources.sae_source_of(name).key == key
+    assert sources.sae_source_of(str(tmp_path)).key == "sae-dir"
+
+
+def test_sae_forms_answer_what_prefix_tests_did():
+    zoo = sources.sae_source_of("zoo-sae/base-m/topk-384")
+    assert zoo.model is not None and zoo.model("zoo-sae/base-m/topk-384") == "zoo/base-m"
+    assert not zoo.published and sources.sae_source_of("gpt2-small-res-jb/x").published
+    assert sources.sae_source_of("minilm-sae/L4/topk-6144").neuronpedia_model == "all-minilm-l6-v2"
+    with pytest.raises(ValueError, match="sae=''.*allowed forms:.*zoo-sae/"):
+        sources.sae_source_of("")

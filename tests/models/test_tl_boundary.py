@@ -130,38 +130,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-KNOWN_CYCLES = [
-    # The model-name registry (kit.models.sources) reaches its loaders in kit.models.load lazily,
-    # which import the registry back; the tiny world registers its forms there (kit.world.sources),
-    # while kit.models and kit.data still reach into the world lazily (load_sae's zoo-sae/,
-    # rows.prompt_tokens, the tiny/ tasks of kit.data.benchmarks). To undo: loaders registered
-    # beside their forms, and the world registering zoo-sae/ and tiny/ too. Until then this one
-    # circle is known; any other circle, or this one growing, fails.
-    [
-        "kit.data.benchmarks",
-        "kit.models.cache",
-        "kit.models.encoders",
-        "kit.models.finetune",
-        "kit.models.finetune_examples",
-        "kit.models.generate",
-        "kit.models.hub",
-        "kit.models.identity",
-        "kit.models.load",
-        "kit.models.minilm_sae",
-        "kit.models.recipes",
-        "kit.models.sources",
-        "kit.world",
-        "kit.world.build",
-        "kit.world.card",
-        "kit.world.members",
-        "kit.world.recipes",
-        "kit.world.saes",
-        "kit.world.sources",
-        "kit.world.specs",
-        "kit.world.storage",
-        "kit.world.zoo",
-    ],
-]
+KNOWN_CYCLES: list[list[str]] = []
+"""Circles still to be undone (none: the registries of names are filled from above, by
+:mod:`kit.core.providers`, so no generic layer imports the world)."""
 
 
 def test_no_import_circle_in_kit():
