@@ -179,13 +179,17 @@ def read_state(path: Path, tail_bytes: int = 16384) -> LogState:
     return state
 
 
+def run_order(name: str) -> tuple[str, int]:
+    """Sort key of run folder names: ``20260101-120000`` < ``...-1`` < ``...-2`` < ``...-10``."""
+    m = re.fullmatch(r"(\d{8}-\d{6})(?:-(\d+))?", name)
+    return (m[1], int(m[2] or 0)) if m else ("", -1)
+
+
 def last_seconds(out: Path, profile: str) -> dict[str, float]:
     """Each notebook's time in the newest earlier run of ``profile`` under ``out`` (``run.json``)
     where it was ok; a damaged record is skipped (an estimate lost, nothing else)."""
-    from kit.core.runner import _run_order
-
     seconds: dict[str, float] = {}
-    runs = sorted(out.joinpath(profile).glob("*/run.json"), key=lambda p: _run_order(p.parent.name))
+    runs = sorted(out.joinpath(profile).glob("*/run.json"), key=lambda p: run_order(p.parent.name))
     for path in runs:  # oldest first: a newer run's time overwrites an older one
         try:
             for o in json.loads(path.read_text()).get("notebooks", []):

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -56,7 +55,7 @@ from kit.core.params import (
 )
 from kit.core.paths import REPO_ROOT, atomic_write_text, disk_full_error, is_disk_full
 from kit.core.preflight import run_problems
-from kit.core.progress import RunProgress, duration, last_seconds
+from kit.core.progress import RunProgress, duration, last_seconds, run_order
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 DEFAULT_PROFILE = "tiny"
@@ -160,19 +159,13 @@ def new_run_dir(out: Path, profile: str) -> Path:
         ) from None
 
 
-def _run_order(name: str) -> tuple[str, int]:
-    """Sort key of run folder names: ``20260101-120000`` < ``...-1`` < ``...-2`` < ``...-10``."""
-    m = re.fullmatch(r"(\d{8}-\d{6})(?:-(\d+))?", name)
-    return (m[1], int(m[2] or 0)) if m else ("", -1)
-
-
 def point_latest(run_dir: Path) -> None:
     """Point ``<runs>/<profile>/latest`` at ``run_dir`` unless it already points at a newer run
     (runners that finish out of order must not move it back)."""
     latest = run_dir.parent / "latest"
     if latest.is_symlink():
         current = os.readlink(latest)
-        if (run_dir.parent / current).is_dir() and _run_order(current) > _run_order(run_dir.name):
+        if (run_dir.parent / current).is_dir() and run_order(current) > run_order(run_dir.name):
             return
     tmp = run_dir.parent / f".latest.{os.getpid()}"
     if tmp.is_symlink() or tmp.exists():

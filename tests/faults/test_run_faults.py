@@ -20,6 +20,7 @@ import pytest
 from kit.core import runner
 from kit.core.execution import NotebookOutcome
 from kit.core.paths import REPO_ROOT, atomic_dir, atomic_write_text
+from kit.core.progress import run_order
 
 
 def _run(tmp_path, nbs, *args, out=None):
@@ -247,7 +248,7 @@ def test_latest_points_at_the_newest_complete_run(tmp_path, monkeypatch, capsys)
     # an older run finishing after a newer one
     runner.point_latest(tmp_path / "runs" / "smoke" / good)
     assert os.readlink(latest) == newer.name
-    assert runner._run_order("20260101-000000-10") > runner._run_order("20260101-000000-9")
+    assert run_order("20260101-000000-10") > run_order("20260101-000000-9")
 
 
 def test_outputs_are_readable_by_the_group(tmp_path):
