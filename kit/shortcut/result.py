@@ -15,7 +15,13 @@ import pandas as pd
 from kit.core.claims import Claim
 from kit.shortcut import scope
 from kit.shortcut.evaluate import agreement, table2_summary, te_items
-from kit.shortcut.evidence import Evidence, PerItem, side_items, sparsity_items
+from kit.shortcut.evidence import (
+    Evidence,
+    PerItem,
+    locating_items,
+    side_items,
+    sparsity_items,
+)
 from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers
@@ -116,7 +122,9 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
             n_null=cfg.n_null,
             **kw,
         ),
-        sparsity_rests_on=f"{rests_on}; M_con is the locating model, on its locating items",
+        # scored on the same test items as Table 2; the claim keeps only the held-out ones
+        sparsity_rests_on=f"{rests_on}; M_con is the locating model",
+        test_locating=locating_items(s.test.n, s.locate.n, s.test.clusters),
         full_absent=scope.full_rows_cause(cfg),
         extra_claims=list(study.format_claims) + scope.untested_sections(cfg),
     )
