@@ -330,9 +330,9 @@ def claim(
     ``rests_on``: the models or tables the number comes from. ``undecidable``: why the design
     cannot reach a decision (from :func:`permutation_floor` and its kin, or a precondition), which
     makes the verdict *cannot be decided here* whatever the numbers. ``unit``: the independent unit
-    resampled (default: read from ``interval_how``, :func:`resampling_unit`). ``paper_effect``: the range of
-    the paper's published effect, read against our interval by :func:`versus_paper`. ``extra``:
-    any other JSON-plain numbers.
+    resampled (default: read from ``interval_how``, :func:`resampling_unit`). ``paper_effect``: the
+    range of the paper's published effect, read against our interval by :func:`versus_paper`.
+    ``extra``: any other JSON-plain numbers.
     """
     if kind not in KINDS:
         raise ValueError(f"claim {id!r}: kind={kind!r}; allowed values: {', '.join(KINDS)}")

@@ -25,8 +25,9 @@ concept is a cluster (its layers share words and labels), never resampled as ind
 Shuffled-label nulls: ``n_null`` draws of the setting's mean, each taking one of the K shuffled
 copies of every (concept, layer) unit (the copies are independent across units; each copy's
 distance from its unit's mean scaled by sqrt(K / (K - 1)), so a few copies do not narrow the band:
-:func:`shuffled_null`), and an empirical p-value. The paper value comes from the table for the setting's task and model
-(:mod:`kit.neuronvote.published`); a setting the paper did not run shows none. Stability: the
+:func:`shuffled_null`), and an empirical p-value. The paper value comes from the table for the
+setting's task and model (:mod:`kit.neuronvote.published`); a setting the paper did not run shows
+none. Stability: the
 claims recomputed under every further study seed (:func:`study_claims`).
 """
 
@@ -136,7 +137,9 @@ def _no_null(setting) -> str:
     k = 0 if sh is None or sh.empty else int(sh["shuffle"].nunique())
     if k == 0:
         return "no shuffled-label copies were run (shuffles: 0)"
-    return f"{k} shuffled-label copy per unit: its spread cannot be estimated (shuffles: at least 2)"
+    return (
+        f"{k} shuffled-label copy per unit: its spread cannot be estimated (shuffles: at least 2)"
+    )
 
 
 MAX_ORDERS = 8

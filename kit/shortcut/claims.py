@@ -26,7 +26,7 @@ generation as :func:`kit.shortcut.evaluate.accuracies`, which returns means only
   Bonferroni-corrected per-cell intervals (a maximum of K cells needs a K-fold correction).
 - Sparsity: the located neurons against >= 100 random neuron sets of the same count (their 95% band
   and an empirical p-value), not one random draw, on the test items that did not locate them
-  (``Evidence.test_locating``; none held out: *cannot be decided here*), weakened on a sparse
+  (``Evidence.sparsity_locating``; none held out: *cannot be decided here*), weakened on a sparse
   M_con whose neurons the world planted.
 - Duplicates go: a cheater row that is a Table 2 model (``Evidence.cheater_same_as``) is claimed
   once, in Table 2; Table 2's ``+train split`` row is the paper's +GSM8K Train (A2).
@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from kit.core.claims import (
+    ALPHA,
     Claim,
     bootstrap_claim,
     claim,
@@ -110,7 +111,7 @@ weakened."""
 
 def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
     """Located neurons against ``draws`` random sets of the same count, on the locating M_con,
-    scored on the test items that did not locate them (``Evidence.test_locating``): a claim
+    scored on the test items that did not locate them (``Evidence.sparsity_locating``): a claim
     scored on its own locating items is refused (*cannot be decided here*); weakened
     (:data:`PLANTED`) when the world planted the neurons (``Evidence.by_construction``)."""
     st = (
@@ -123,15 +124,15 @@ def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
             PAPER, "Fig. 3", "sparsity.located_vs_random", st, None, not_testable="no sparsity data"
         )
     n_items = ev.sparsity.shape[1]
-    if ev.test_locating is None:
+    if ev.sparsity_locating is None:
         held = np.ones(n_items, bool)
         refused = "which test items located the neurons is not recorded: it may be scored on them"
     else:
-        if len(ev.test_locating) != n_items:
+        if len(ev.sparsity_locating) != n_items:
             raise ValueError(
-                f"test_locating: {len(ev.test_locating)} flags for {n_items} sparsity items"
+                f"sparsity_locating: {len(ev.sparsity_locating)} flags for {n_items} sparsity items"
             )
-        held = ~np.asarray(ev.test_locating, bool)
+        held = ~np.asarray(ev.sparsity_locating, bool)
         n_loc = int((~held).sum())
         refused = (
             ""
@@ -141,7 +142,7 @@ def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
         )
     if not held.any():  # nothing held out: the numbers on the locating items, shown, never read
         held = np.ones(n_items, bool)
-    clusters = None if ev.test_clusters is None else np.asarray(ev.test_clusters)[held]
+    clusters = None if ev.sparsity_clusters is None else np.asarray(ev.sparsity_clusters)[held]
     loc, rand = ev.sparsity[0][held], ev.sparsity[1:, held]
     est = bootstrap_groups_ci(
         lambda g: float(100 * g[0][0].mean()), [(loc,)], clusters=[clusters], **kw
@@ -175,6 +176,12 @@ def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
     )
     if refused:
         return mark_undecidable(c, refused)
+    if (1 + len(accs)) * ALPHA / 2 < 1:  # the located set is one more draw among them
+        return mark_undecidable(
+            c,
+            f"{len(accs)} random sets: the smallest empirical p-value is 1/{len(accs) + 1} > "
+            f"{ALPHA / 2:g} (at least {math.ceil(2 / ALPHA) - 1} sets)",
+        )
     if ev.by_construction:
         c.rests_on = f"{c.rests_on} (weakened: {PLANTED})"
         weaken(c, PLANTED)

@@ -65,10 +65,12 @@ class Evidence:
     """(1 + draws, items): M_con with the located neurons patched (row 0), then with each of the
     random sets of the same count (:func:`sparsity_items`)."""
     sparsity_rests_on: str = ""
-    test_locating: np.ndarray | None = None
-    """Per test item: True when it located the neurons (one of the first ``n_locate``) or shares a
-    content with one that did (:func:`locating_items`). Claims about the located neurons are scored
-    on the others; None: not recorded, so such a claim is refused."""
+    sparsity_locating: np.ndarray | None = None
+    """Per item of ``sparsity``: True when it located the neurons (one of the first ``n_locate``
+    test items) or shares a content with one that did (:func:`locating_items`). The claim is scored
+    on the others; None: not recorded, so the claim is refused."""
+    sparsity_clusters: np.ndarray | None = None
+    """Content label per item of ``sparsity`` (None: every item its own content)."""
     cheaters: PerItem | None = None
     """Table 12's rows (section 10)."""
     cheaters_contaminated: Sequence[str] = ()

@@ -22,9 +22,10 @@ def test_subsets_at_one_size_are_disjoint():
     # fewer fit than asked: as many as the pool holds, still disjoint
     subs = growth.disjoint_subsets(100, 40, 5, rng)
     assert len(subs) == 2 and not set(subs[0]) & set(subs[1])
-    assert growth.disjoint_subsets(12, 12, 3, rng)[0] != [] and len(
-        growth.disjoint_subsets(12, 12, 3, rng)
-    ) == 1
+    assert (
+        growth.disjoint_subsets(12, 12, 3, rng)[0] != []
+        and len(growth.disjoint_subsets(12, 12, 3, rng)) == 1
+    )
     import pytest
 
     with pytest.raises(ValueError, match="repeats"):
