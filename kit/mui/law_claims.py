@@ -89,6 +89,10 @@ def _fit_claim(
             else "OLS 95% CI of the slope (statsmodels)"
         )
         unit = "points (not clustered by model)" if within else "points"
+    # the points' t interval, beside the clustered one the verdict reads
+    points: dict[str, Any] = (
+        {"points_ci": [fit.get("ci_low"), fit.get("ci_high")]} if clustered else {}
+    )
     return claim(
         PAPER,
         "§2, Fig. 3",
@@ -109,7 +113,7 @@ def _fit_claim(
         kind=kind,
         rests_on=rests_on,
         r2=r2,
-        **({"points_ci": [fit.get("ci_low"), fit.get("ci_high")]} if clustered else {}),
+        **points,
     )
 
 
