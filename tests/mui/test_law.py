@@ -257,7 +257,9 @@ def test_model_clustered_law_interval_is_wider_than_the_points_interval():
     grid = _clustered_grid()
     naive = law.fit_law_fixed_effects(grid, "task")
     assert naive is not None
-    lo, hi, n = law.law_cluster_ci(grid, "task", "model")
+    clustered = law.law_cluster_ci(grid, "task", "model")
+    assert clustered is not None
+    lo, hi, n = clustered
     assert n == 8
     # the bootstrap's numpy refit is fit_law_fixed_effects's estimator
     codes = pd.factorize(grid.task)[0]
@@ -269,7 +271,9 @@ def test_model_clustered_law_interval_is_wider_than_the_points_interval():
     # without a model effect the two agree roughly (neither is more than twice the other)
     rng = np.random.default_rng(3)
     free = grid.assign(mui=20 - 2 * np.log(grid.performance) + rng.normal(0, 1.0, len(grid)))
-    flo, fhi, _ = law.law_cluster_ci(free, "task", "model")
+    free_ci = law.law_cluster_ci(free, "task", "model")
+    assert free_ci is not None
+    flo, fhi, _ = free_ci
     f = law.fit_law_fixed_effects(free, "task")
     assert f is not None and 0.5 < (fhi - flo) / (f.ci_high - f.ci_low) < 2
     # resampling whole models: with every model's points moved as one, a draw holds each model's

@@ -216,6 +216,7 @@ def test_shuffled_null_band_is_as_wide_as_the_null_with_few_copies(k):
         )
         st = Setting("encoder", "", "toy", res, pd.DataFrame(), None, "")
         draws = shuffled_null(st, "AvgOverlap", ["lca"], n_null=2000, seed=rep)
+        assert draws is not None
         widths.append(np.var(draws))
     ratio = np.sqrt(np.mean(widths)) / (1 / np.sqrt(n_units))
     assert 0.93 < ratio < 1.07, ratio
