@@ -243,6 +243,7 @@ def _masking_claim(m: Mapping[str, Any], focus: str | None = None) -> Claim:
         null_how=f"as many random neurons (mean over {m.get('random_repeats', 'the')} draws)",
         paper_value="large drop, random ~0",
         interval_how=how,
+        unit="items",
         figure="sec38_masking",
         rests_on=rests_on,
     )

@@ -32,13 +32,15 @@ def _fit_claim(
     caveat: str = "",
     kind: str = "reproduction",
     rests_on: str = "",
+    points: str = "points",
 ) -> Claim:
     """The law's sign on one fit. Both forms predict a negative slope: the paper's ``MUI = -alpha ln
     P
     + beta`` (slope -alpha) and the inverse ``P = a + b ln MUI`` (slope b). ``fit``: slope, ci_low,
     ci_high, r2 (``r2_within`` for a fixed-effects fit), n; a missing slope is "not testable". A
     fit with ``cluster_ci_low`` (:func:`kit.mui.law.law_cluster_ci`) is read on that interval,
-    which resamples models, not points; the points' t interval stays in ``extra``."""
+    which resamples models, not points; the points' t interval stays in ``extra``. ``points``: what
+    one point of a plain fit is (the unit of its OLS interval)."""
     fit = fit or {}
     r2 = fit.get("r2")
     within = "fixed_effects" in fit
@@ -88,9 +90,9 @@ def _fit_claim(
             if within
             else "OLS 95% CI of the slope (statsmodels)"
         )
-        unit = "points (not clustered by model)" if within else "points"
+        unit = f"{points} (not clustered by model)" if within else points
     # the points' t interval, beside the clustered one the verdict reads
-    points: dict[str, Any] = (
+    beside: dict[str, Any] = (
         {"points_ci": [fit.get("ci_low"), fit.get("ci_high")]} if clustered else {}
     )
     return claim(
@@ -113,7 +115,7 @@ def _fit_claim(
         kind=kind,
         rests_on=rests_on,
         r2=r2,
-        **points,
+        **beside,
     )
 
 
@@ -136,6 +138,7 @@ def published_claims(results: Mapping[str, Any]) -> list[Claim]:
             "fig3_published_per_model",
             kind="re-analysis",
             rests_on=TABLE5 + ", 8 general models",
+            points="models (one point each)",
         ),
         _fit_claim(
             "law.published_pooled",
