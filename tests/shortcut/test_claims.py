@@ -303,7 +303,7 @@ def test_locating_items_include_later_items_sharing_a_content():
     from kit.shortcut.evidence import locating_items
 
     assert locating_items(5, 2).tolist() == [True, True, False, False, False]
-    # item 3 renders item 0's content: not held out; item 4 is a new content
+    # the fourth test item renders the first's content: not held out; the fifth is a new content
     shared = locating_items(5, 2, np.array(["a", "b", "c", "a", "d"]))
     assert shared.tolist() == [True, True, False, True, False]
     assert locating_items(3, 5).all(), "n_locate past the items: nothing held out"
