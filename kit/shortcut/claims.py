@@ -133,7 +133,6 @@ def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
                 f"sparsity_locating: {len(ev.sparsity_locating)} flags for {n_items} sparsity items"
             )
         held = ~np.asarray(ev.sparsity_locating, bool)
-        n_loc = int((~held).sum())
         refused = (
             ""
             if held.any()
@@ -153,7 +152,7 @@ def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
     p = (1 + int(np.sum(accs <= est[0]))) / (1 + len(accs))
     where = _units(len(loc), clusters, "held-out test items")
     if not refused:
-        where += f"; the neurons were located on {n_loc} others"
+        where += ", none of which located the neurons or shares a content with one that did"
     c = claim(
         PAPER,
         "Fig. 3",
@@ -291,6 +290,7 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
             caveat=f"largest: {v} on {t}, {d:+.1f}",
             interval_how=f"the max over cells of Bonferroni ({k} cells) bootstrap intervals of "
             f"|Δacc|, {boot['n_boot']} replicates",
+            unit="items of each side task",
             undecidable=equivalence_floor(n_few, margin, 1, level, n_units=u_few),
             cells=per_cell,
             **tol,
