@@ -105,6 +105,10 @@ class Claim:
     """Figure name (without extension) in the notebook's ``figures/`` that shows it."""
     interval_how: str = ""
     """Where the interval comes from (bootstrap over N items, t over seeds, OLS...)."""
+    unit: str = ""
+    """The independent unit the interval and the null resample (``items``, ``models``, ``contents``,
+    ``seeds``, ``shuffle copies``...), shown in every table row so a reader sees what was counted as
+    independent; ``""`` for a claim with no resampling (a recomputation, a count)."""
     kind: str = "reproduction"
     """One of :data:`KINDS`: what the claim tests (the paper on our models, the paper's tables, our
     own set-up, or a measurement-theory pass condition)."""
@@ -127,6 +131,27 @@ class Claim:
 
     def row(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def resampling_unit(interval_how: str) -> str:
+    """The unit an ``interval_how`` says it resamples: the words after its first ``over`` or
+    ``across`` up to a bracket or punctuation, counts dropped; ``""`` for a deterministic
+    recomputation or when none is named.
+
+    >>> resampling_unit("bootstrap over 12 contents (200 test items)")
+    'contents'
+    >>> resampling_unit("paired bootstrap over 200 test items and 400 fresh items")
+    'test items and fresh items'
+    """
+    import re
+
+    if interval_how.startswith("deterministic"):
+        return ""
+    m = re.search(r"\b(?:over|across)\s+(.*?)(?:\s*[(,;:]|$)", interval_how)
+    if not m:
+        return ""
+    words = [w for w in m.group(1).split() if not w.replace(".", "").isdigit() and w != "the"]
+    return " ".join(words)
 
 
 def _num(x) -> float | None:
@@ -287,6 +312,7 @@ def claim(
     paper_value: Any = None,
     not_testable: str | None = None,
     interval_how: str = "",
+    unit: str = "",
     figure: str | None = None,
     caveat: str = "",
     notebook: str = "",
@@ -304,9 +330,10 @@ def claim(
     ``deterministic`` recomputation. ``kind``: one of :data:`KINDS` (an ``audit`` reads pass/fail);
     ``rests_on``: the models or tables the number comes from. ``undecidable``: why the design
     cannot reach a decision (from :func:`permutation_floor` and its kin, or a precondition), which
-    makes the verdict *cannot be decided here* whatever the numbers. ``paper_effect``: the range of
-    the paper's published effect, read against our interval by :func:`versus_paper`. ``extra``:
-    any other JSON-plain numbers.
+    makes the verdict *cannot be decided here* whatever the numbers. ``unit``: the independent unit
+    resampled (default: read from ``interval_how``, :func:`resampling_unit`). ``paper_effect``: the
+    range of the paper's published effect, read against our interval by :func:`versus_paper`.
+    ``extra``: any other JSON-plain numbers.
     """
     if kind not in KINDS:
         raise ValueError(f"claim {id!r}: kind={kind!r}; allowed values: {', '.join(KINDS)}")
@@ -388,6 +415,7 @@ def claim(
         notebook=notebook,
         figure=figure,
         interval_how=interval_how,
+        unit=unit or resampling_unit(interval_how),
         kind=kind,
         rests_on=rests_on or ("the paper's printed tables" if kind == "re-analysis" else ""),
         margin=None if m is None else float(m),
@@ -756,6 +784,7 @@ def table(claims: Sequence[Claim]):
                 "paper value": "" if c.paper_value is None else c.paper_value,
                 "ours": _fmt(c.ours),
                 "95% interval": interval(c),
+                "resampled unit": c.unit,
                 "null": nul(c),
                 "null is": c.null_how,
                 "margin": _fmt(c.margin) + (" !" if c.fragile else ""),

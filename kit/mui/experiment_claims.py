@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, claim
+from kit.core.claims import Claim, claim, permutation_floor
 from kit.core.stats import mean_diff_ci, wilson_interval
 from kit.mui.law_claims import PAPER, _fit_claim
 
@@ -31,11 +31,16 @@ def _focus_rests_on(focus: str | None, what: str) -> str:
 def _largest_varying_n(curves: pd.DataFrame) -> int:
     """The largest subset size at which the mixed pool's and the single pools' MUI vary over the
     random subsets (at a pool's own size every subset is the whole pool: a zero-width interval that
-    can decide nothing); the largest size when none varies."""
-    for n in sorted(set(curves["n"]), reverse=True):
-        mixed, single = _mixed_and_single(curves, n)
-        if len(np.unique(mixed)) > 1 and len(np.unique(single)) > 1:
-            return int(n)
+    can decide nothing), preferring sizes with the most subsets a side (the subsets at one n are
+    disjoint, :func:`kit.mui.growth.disjoint_subsets`, so a larger n has fewer of them); the
+    largest size when none varies."""
+    sizes = sorted(set(curves["n"]), reverse=True)
+    counts = {n: min(len(a) for a in _mixed_and_single(curves, n)) for n in sizes}
+    for least in sorted(set(counts.values()), reverse=True):
+        for n in sizes:
+            mixed, single = _mixed_and_single(curves, n)
+            if counts[n] >= least and len(np.unique(mixed)) > 1 and len(np.unique(single)) > 1:
+                return int(n)
     return int(curves["n"].max())
 
 
@@ -73,8 +78,8 @@ def _growth_claim(
     if n_star != curves["n"].max():
         statement = statement.replace(
             "at the largest n,",
-            f"at n = {n_star} (the largest n whose random subsets differ: at the pool's size "
-            "every subset is the whole pool),",
+            f"at n = {n_star} (the largest n with the most disjoint subsets whose MUI differ: at "
+            "the pool's size the one subset is the whole pool),",
         )
     if min(len(mixed), len(single)) < 2:
         return claim(
@@ -100,7 +105,11 @@ def _growth_claim(
         direction="greater",
         null_how="no difference (0)",
         paper_value="mixed grows faster",
-        interval_how=f"bootstrap over {len(mixed)} random subsets a side",
+        interval_how=f"bootstrap over {len(mixed)} and {len(single)} disjoint random subsets "
+        f"of {n_star} items (mixed, single)",
+        unit="disjoint subsets",
+        # a handful of subsets a side: can any arrangement of them reach 95%?
+        undecidable=permutation_floor(len(mixed), len(single)),
         figure="sec36_growth",
         rests_on=rests_on,
     )
@@ -234,6 +243,7 @@ def _masking_claim(m: Mapping[str, Any], focus: str | None = None) -> Claim:
         null_how=f"as many random neurons (mean over {m.get('random_repeats', 'the')} draws)",
         paper_value="large drop, random ~0",
         interval_how=how,
+        unit="items",
         figure="sec38_masking",
         rests_on=rests_on,
     )

@@ -25,7 +25,10 @@ def growth_curves(
     """MUI of random subsets of size n of each item pool (union of per-sample key sets).
 
     ``pools``: name -> items (e.g. one single-capability pool per task, one ``mixed`` pool);
-    ``responses``: name -> the model's responses to them. Returns columns pool, n, repeat, mui.
+    ``responses``: name -> the model's responses to them. At each n the subsets of a pool are
+    disjoint (:func:`disjoint_subsets`: ``min(repeats, pool size // n)`` of them), so they are
+    independent units for the claim's resampling, not overlapping draws from one fixed pool.
+    Returns columns pool, n, repeat, mui.
     """
     rows = []
     rng = random.Random(seed)
@@ -38,8 +41,7 @@ def growth_curves(
         for n in sizes:
             if n > len(items):
                 continue
-            for r in range(repeats):
-                idx = rng.sample(range(len(items)), n)
+            for r, idx in enumerate(disjoint_subsets(len(items), n, repeats, rng)):
                 rows.append(
                     {
                         "pool": name,
@@ -49,6 +51,15 @@ def growth_curves(
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def disjoint_subsets(n_items: int, n: int, repeats: int, rng: random.Random) -> list[list[int]]:
+    """``min(repeats, n_items // n)`` subsets of ``n`` item indices, pairwise disjoint: consecutive
+    chunks of one random order of the pool (at n = the pool's size, one subset: the pool)."""
+    if n < 1 or repeats < 1:
+        raise ValueError(f"n={n}, repeats={repeats}: both must be >= 1")
+    order = rng.sample(range(n_items), n_items)
+    return [order[r * n : (r + 1) * n] for r in range(min(repeats, n_items // n))]
 
 
 def first_task_per_group(tasks: Sequence[str]) -> list[str]:

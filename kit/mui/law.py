@@ -178,12 +178,77 @@ def fit_law_fixed_effects(
     )
 
 
-def fe_record(fit: LawFit | None, group: str, n_groups: int) -> dict[str, Any]:
+def within_slope(y: np.ndarray, x: np.ndarray, codes: np.ndarray) -> float:
+    """The within-group OLS slope of ``y`` on ``x`` (both demeaned per group ``codes``, integers
+    from 0): :func:`fit_law_fixed_effects`'s estimator in numpy, for a thousand bootstrap refits.
+    NaN when ``x`` does not vary within any group."""
+    size = np.maximum(np.bincount(codes), 1)
+    xd = x - (np.bincount(codes, x) / size)[codes]
+    yd = y - (np.bincount(codes, y) / size)[codes]
+    sxx = float(xd @ xd)
+    return float(xd @ yd) / sxx if sxx > 0 else float("nan")
+
+
+def law_cluster_ci(
+    df: pd.DataFrame,
+    group: str,
+    cluster: str = "model",
+    perf: str = "performance",
+    m: str = "mui",
+    form: str = "mui_vs_log_perf",
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[float, float, int] | None:
+    """A 95% percentile interval of the within-``group`` slope (:func:`fit_law_fixed_effects`)
+    that resamples whole ``cluster`` s (models) with replacement, every point of a drawn model
+    together, and refits each draw: one model's points on several tasks share the model, so they
+    are not independent evidence, and the points' t interval is too narrow when models differ
+    (:func:`kit.core.stats.bootstrap_groups_ci` with the models as clusters). Returns ``(low,
+    high, number of clusters)``; None when the fit itself is undefined or fewer than 3 clusters
+    (a bootstrap over 2 models has 3 distinct draws)."""
+    from kit.core.stats import bootstrap_groups_ci
+
+    if cluster not in df:
+        raise ValueError(f"cluster={cluster!r} is not a column; columns: {', '.join(df.columns)}")
+    if fit_law_fixed_effects(df, group, perf, m, form) is None:
+        return None
+    # the rows fit_law_fixed_effects uses (a group with one row adds nothing to the within slope)
+    d = df[(df[m] > 0) & df[perf].notna() & ((df[perf] > 0) if form == "mui_vs_log_perf" else True)]
+    n_clusters = int(d[cluster].nunique())
+    if n_clusters < 3:
+        return None
+    y_col, x_col = (m, perf) if form == "mui_vs_log_perf" else (perf, m)
+    y, x = d[y_col].to_numpy(float), np.log(d[x_col].to_numpy(float))
+    codes = pd.factorize(d[group])[0]
+
+    def slope(g: list[tuple[np.ndarray, ...]]) -> float:
+        idx = g[0][0]
+        return within_slope(y[idx], x[idx], codes[idx])
+
+    _, lo, hi = bootstrap_groups_ci(
+        slope,
+        [(np.arange(len(d)),)],
+        n_boot=n_boot,
+        seed=seed,
+        clusters=[d[cluster].astype(str).to_numpy()],
+    )
+    return lo, hi, n_clusters
+
+
+def fe_record(
+    fit: LawFit | None,
+    group: str,
+    n_groups: int,
+    clustered: tuple[float, float, int] | None = None,
+    cluster: str = "model",
+) -> dict[str, Any]:
     """What ``results.json`` keeps of a fixed-effects fit (:func:`fit_law_fixed_effects`): slope,
-    interval, within R^2 (``r2_within``; also as ``r2``), n and the number of groups."""
+    interval, within R^2 (``r2_within``; also as ``r2``), n and the number of groups; with
+    ``clustered`` (:func:`law_cluster_ci`) also the interval that resamples ``cluster`` s
+    (``cluster_ci_low``, ``cluster_ci_high``, ``n_clusters``), the one the law's claim reads."""
     if fit is None:
         return {"slope": None, "n": 0, "fixed_effects": group, "n_groups": n_groups}
-    return {
+    out = {
         "slope": fit.slope,
         "ci_low": fit.ci_low,
         "ci_high": fit.ci_high,
@@ -194,6 +259,28 @@ def fe_record(fit: LawFit | None, group: str, n_groups: int) -> dict[str, Any]:
         "fixed_effects": group,
         "n_groups": n_groups,
     }
+    if clustered is not None:
+        out.update(
+            cluster=cluster,
+            cluster_ci_low=clustered[0],
+            cluster_ci_high=clustered[1],
+            n_clusters=clustered[2],
+        )
+    return out
+
+
+def fe_law_record(
+    df: pd.DataFrame, group: str, form: str = "mui_vs_log_perf", cluster: str = "model"
+) -> dict[str, Any]:
+    """:func:`fe_record` of the fit with a fixed effect per ``group`` and its interval clustered
+    by ``cluster`` (:func:`law_cluster_ci`, 1000 draws, seed 0)."""
+    return fe_record(
+        fit_law_fixed_effects(df, group, form=form),
+        group,
+        int(df[group].nunique()),
+        law_cluster_ci(df, group, cluster, form=form),
+        cluster,
+    )
 
 
 def pur(performance: Numbers, mui: Numbers, alpha: float = 0.5) -> float | np.ndarray:
@@ -570,9 +657,7 @@ def tiny_rank_section(
             r.task: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
             for _, r in fits_task.iterrows()
         },
-        tiny_law_fit_fe=fe_record(
-            fit_law_fixed_effects(grid, "task", form=form), "task", int(grid.task.nunique())
-        ),
+        tiny_law_fit_fe=fe_law_record(grid, "task", form=form),
         tiny_law_fit_per_group={
             r.group: {k: r.get(k) for k in ("slope", "ci_low", "ci_high", "r2", "n")}
             for _, r in fits_group.iterrows()

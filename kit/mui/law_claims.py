@@ -32,11 +32,15 @@ def _fit_claim(
     caveat: str = "",
     kind: str = "reproduction",
     rests_on: str = "",
+    points: str = "points",
 ) -> Claim:
     """The law's sign on one fit. Both forms predict a negative slope: the paper's ``MUI = -alpha ln
     P
     + beta`` (slope -alpha) and the inverse ``P = a + b ln MUI`` (slope b). ``fit``: slope, ci_low,
-    ci_high, r2 (``r2_within`` for a fixed-effects fit), n; a missing slope is "not testable"."""
+    ci_high, r2 (``r2_within`` for a fixed-effects fit), n; a missing slope is "not testable". A
+    fit with ``cluster_ci_low`` (:func:`kit.mui.law.law_cluster_ci`) is read on that interval,
+    which resamples models, not points; the points' t interval stays in ``extra``. ``points``: what
+    one point of a plain fit is (the unit of its OLS interval)."""
     fit = fit or {}
     r2 = fit.get("r2")
     within = "fixed_effects" in fit
@@ -68,30 +72,50 @@ def _fit_claim(
         if r2 is None or r2 >= 0.3
         else f"weak fit: {r2_name} {r2:.2f}, the law explains little of the spread"
     )
+    clustered = fit.get("cluster_ci_low") is not None
+    if clustered:  # points of one model are not independent: the interval resamples models
+        ci = (fit["cluster_ci_low"], fit["cluster_ci_high"])
+        how = (
+            f"percentile bootstrap over {fit.get('n_clusters')} {fit.get('cluster', 'model')}s "
+            f"(all points of a {fit.get('cluster', 'model')} drawn together), refitting the "
+            f"within-{fit['fixed_effects']} slope (fixed effect per {fit['fixed_effects']}, "
+            f"{fit.get('n_groups')} groups)"
+        )
+        unit = f"{fit.get('cluster', 'model')}s"
+    else:
+        ci = (fit.get("ci_low"), fit.get("ci_high")) if fit.get("ci_low") is not None else None
+        how = (
+            "t 95% CI of the within-group slope (fixed effect per "
+            f"{fit['fixed_effects']}, {fit.get('n_groups')} groups)"
+            if within
+            else "OLS 95% CI of the slope (statsmodels)"
+        )
+        unit = f"{points} (not clustered by model)" if within else points
+    # the points' t interval, beside the clustered one the verdict reads
+    beside: dict[str, Any] = (
+        {"points_ci": [fit.get("ci_low"), fit.get("ci_high")]} if clustered else {}
+    )
     return claim(
         PAPER,
         "§2, Fig. 3",
         id,
         statement,
         fit.get("slope"),
-        ci=(fit.get("ci_low"), fit.get("ci_high")) if fit.get("ci_low") is not None else None,
+        ci=ci,
         null=0.0,
         null_how="no relation (slope 0)",
         direction="less",
         paper_value="-4.632 (MUI-Eval's figure: MUI = -4.632 ln P + 28.305)"
         if form == "mui_vs_log_perf"
         else "negative (inverse log relation)",
-        interval_how=(
-            "t 95% CI of the within-group slope (fixed effect per "
-            f"{fit['fixed_effects']}, {fit.get('n_groups')} groups)"
-            if within
-            else "OLS 95% CI of the slope (statsmodels)"
-        ),
+        interval_how=how,
+        unit=unit,
         figure=figure,
         caveat="; ".join(x for x in (caveat, weak) if x),
         kind=kind,
         rests_on=rests_on,
         r2=r2,
+        **beside,
     )
 
 
@@ -114,6 +138,7 @@ def published_claims(results: Mapping[str, Any]) -> list[Claim]:
             "fig3_published_per_model",
             kind="re-analysis",
             rests_on=TABLE5 + ", 8 general models",
+            points="models (one point each)",
         ),
         _fit_claim(
             "law.published_pooled",

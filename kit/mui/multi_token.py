@@ -15,7 +15,7 @@ from kit.mui import metric as mui
 from kit.mui.checkpoints import checkpoint_series, has_checkpoints
 from kit.mui.correctness import correct_vs_incorrect
 from kit.mui.key_neurons import default_k
-from kit.mui.law import fe_record, fit_law_fixed_effects, fmt_fit, law_fits
+from kit.mui.law import fe_law_record, fmt_fit, law_fits
 from kit.mui.plots import plot_per_sample_mui
 from kit.subjects import Subject, is_world_name, load_subject, task_group
 
@@ -272,9 +272,7 @@ def multi_token_law(
     if n_models_fit >= 3:
         _, pooled, law = pooled_fit(mt)
         # the families differ in MUI scale: the claim reads the fit with a fixed effect per family
-        law["fe"] = fe_record(
-            fit_law_fixed_effects(mt, "task", form=form), "task", int(mt.task.nunique())
-        )
+        law["fe"] = fe_law_record(mt, "task", form=form)
         note = (
             f"law on the multi-token families: {fmt_fit(pooled)}; with a fixed effect per family "
             f"{fmt_fit(law['fe'])} (R² within)"

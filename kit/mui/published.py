@@ -19,9 +19,8 @@ from kit.mui.law import (
     PAPER_LAW,
     _by_dataset,
     _rank_row,
-    fe_record,
+    fe_law_record,
     fit_law,
-    fit_law_fixed_effects,
     fmt_fit,
     law_fits,
     pur,
@@ -286,9 +285,7 @@ def published_law_section():
     summary = pd.DataFrame(summary)
     g = summary[(summary.models == "general") & (summary.form == "mui_vs_log_perf")].iloc[0]
     a = summary[(summary.models == "all") & (summary.form == "mui_vs_log_perf")].iloc[0]
-    fe = fe_record(
-        fit_law_fixed_effects(general, "benchmark"), "benchmark", int(general.benchmark.nunique())
-    )
+    fe = fe_law_record(general, "benchmark")
     findings = [
         "Published law (items 1-2, Table 5, the paper's form MUI = -α ln P + β): on §3.2's "
         f"{len(PUBLISHED_GENERAL_MODELS)} general models {g.negative_slopes} of {g.benchmarks} "

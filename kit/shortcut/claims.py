@@ -25,7 +25,9 @@ generation as :func:`kit.shortcut.evaluate.accuracies`, which returns means only
 - Side effects: per (row, task) cell, the mean |Δacc| over cells and the largest |Δacc| with
   Bonferroni-corrected per-cell intervals (a maximum of K cells needs a K-fold correction).
 - Sparsity: the located neurons against >= 100 random neuron sets of the same count (their 95% band
-  and an empirical p-value), not one random draw.
+  and an empirical p-value), not one random draw, on the test items that did not locate them
+  (``Evidence.sparsity_locating``; none held out: *cannot be decided here*), weakened on a sparse
+  M_con whose neurons the world planted.
 - Duplicates go: a cheater row that is a Table 2 model (``Evidence.cheater_same_as``) is claimed
   once, in Table 2; Table 2's ``+train split`` row is the paper's +GSM8K Train (A2).
 
@@ -43,11 +45,13 @@ import numpy as np
 import pandas as pd
 
 from kit.core.claims import (
+    ALPHA,
     Claim,
     bootstrap_claim,
     claim,
     equivalence_floor,
     mark_stability,
+    mark_undecidable,
     weaken,
 )
 from kit.core.stats import bootstrap_groups_ci, null_band
@@ -97,26 +101,60 @@ def _check_table(te: PerItem, table: pd.DataFrame | None, name: str) -> None:
             )
 
 
+PLANTED = (
+    "the world planted these neurons: M_con's sparse fine-tune could change only its seeded "
+    "'shortcut' set (kit.shortcut.variants.PLASTIC_SETS), so located neurons mattering more than "
+    "random ones is largely built in"
+)
+"""The caveat of the sparsity claim on a sparse (seeded) M_con, as the sparse TE rows are
+weakened."""
+
+
 def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
-    """Located neurons against ``draws`` random sets of the same count, on the locating M_con."""
+    """Located neurons against ``draws`` random sets of the same count, on the locating M_con,
+    scored on the test items that did not locate them (``Evidence.sparsity_locating``): a claim
+    scored on its own locating items is refused (*cannot be decided here*); weakened
+    (:data:`PLANTED`) when the world planted the neurons (``Evidence.by_construction``)."""
     st = (
-        "Located neurons matter more than random ones: M_con's test accuracy with its "
-        f"{ev.n_patched} located neurons patched (%) lies below that with {ev.n_patched} random "
-        "ones"
+        "Located neurons matter more than random ones: M_con's accuracy on held-out test items "
+        f"with its {ev.n_patched} located neurons patched (%) lies below that with "
+        f"{ev.n_patched} random ones"
     )
     if ev.sparsity is None or len(ev.sparsity) < 2:
         return claim(
             PAPER, "Fig. 3", "sparsity.located_vs_random", st, None, not_testable="no sparsity data"
         )
-    loc, rand = ev.sparsity[0], ev.sparsity[1:]
+    n_items = ev.sparsity.shape[1]
+    if ev.sparsity_locating is None:
+        held = np.ones(n_items, bool)
+        refused = "which test items located the neurons is not recorded: it may be scored on them"
+    else:
+        if len(ev.sparsity_locating) != n_items:
+            raise ValueError(
+                f"sparsity_locating: {len(ev.sparsity_locating)} flags for {n_items} sparsity items"
+            )
+        held = ~np.asarray(ev.sparsity_locating, bool)
+        refused = (
+            ""
+            if held.any()
+            else f"scored on its locating items: all {n_items} test items located the neurons "
+            "(or share a content with one that did), none is held out (set n_eval > n_locate)"
+        )
+    if not held.any():  # nothing held out: the numbers on the locating items, shown, never read
+        held = np.ones(n_items, bool)
+    clusters = None if ev.sparsity_clusters is None else np.asarray(ev.sparsity_clusters)[held]
+    loc, rand = ev.sparsity[0][held], ev.sparsity[1:, held]
     est = bootstrap_groups_ci(
-        lambda g: float(100 * g[0][0].mean()), [(loc,)], clusters=[ev.test_clusters], **kw
+        lambda g: float(100 * g[0][0].mean()), [(loc,)], clusters=[clusters], **kw
     )
     accs = 100 * rand.mean(axis=1)
     band = null_band(accs)
     # empirical p: random sets as low as the located
     p = (1 + int(np.sum(accs <= est[0]))) / (1 + len(accs))
-    return claim(
+    where = _units(len(loc), clusters, "held-out test items")
+    if not refused:
+        where += ", none of which located the neurons or shares a content with one that did"
+    c = claim(
         PAPER,
         "Fig. 3",
         "sparsity.located_vs_random",
@@ -130,10 +168,24 @@ def _sparsity_claim(ev: Evidence, kw: dict) -> Claim:
         figure="fig3_sparsity_curve",
         paper_value="located ≪ random (Fig. 3)",
         rests_on=ev.sparsity_rests_on or ev.rests_on,
-        interval_how=f"bootstrap over {_units(len(loc), ev.test_clusters, 'test items')}",
+        interval_how=f"bootstrap over {where}",
+        unit="contents" if clusters is not None else "held-out test items",
         empirical_p=p,
         null_draws=len(accs),
+        n_held_out=0 if refused else len(loc),
     )
+    if refused:
+        return mark_undecidable(c, refused)
+    if (1 + len(accs)) * ALPHA / 2 < 1:  # the located set is one more draw among them
+        return mark_undecidable(
+            c,
+            f"{len(accs)} random sets: the smallest empirical p-value is 1/{len(accs) + 1} > "
+            f"{ALPHA / 2:g} (at least {math.ceil(2 / ALPHA) - 1} sets)",
+        )
+    if ev.by_construction:
+        c.rests_on = f"{c.rests_on} (weakened: {PLANTED})"
+        weaken(c, PLANTED)
+    return c
 
 
 def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
@@ -239,6 +291,7 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
             caveat=f"largest: {v} on {t}, {d:+.1f}",
             interval_how=f"the max over cells of Bonferroni ({k} cells) bootstrap intervals of "
             f"|Δacc|, {boot['n_boot']} replicates",
+            unit="items of each side task",
             undecidable=equivalence_floor(n_few, margin, 1, level, n_units=u_few),
             cells=per_cell,
             **tol,

@@ -65,6 +65,12 @@ class Evidence:
     """(1 + draws, items): M_con with the located neurons patched (row 0), then with each of the
     random sets of the same count (:func:`sparsity_items`)."""
     sparsity_rests_on: str = ""
+    sparsity_locating: np.ndarray | None = None
+    """Per item of ``sparsity``: True when it located the neurons (one of the first ``n_locate``
+    test items) or shares a content with one that did (:func:`locating_items`). The claim is scored
+    on the others; None: not recorded, so the claim is refused."""
+    sparsity_clusters: np.ndarray | None = None
+    """Content label per item of ``sparsity`` (None: every item its own content)."""
     cheaters: PerItem | None = None
     """Table 12's rows (section 10)."""
     cheaters_contaminated: Sequence[str] = ()
@@ -118,6 +124,26 @@ def sparsity_items(
     L, d = base.cfg.n_layers, base.cfg.d_mlp
     sets = [list(ranked[:n])] + [random_neurons(L, d, n, seed=seed + k) for k in range(n_null)]
     return item_correct(resolve(model), base, test, sets, max_rows, max_new_tokens)
+
+
+def locating_items(n_items: int, n_locate: int, clusters: np.ndarray | None = None) -> np.ndarray:
+    """Bool (n_items,): the test items that located the neurons (the first ``n_locate``,
+    :func:`kit.shortcut.study.setup`) and every later item sharing a content with one of them
+    (``clusters``: content per item, None when each item is its own), which is not held out
+    either.
+
+    >>> locating_items(4, 2, np.array(["a", "b", "a", "c"])).tolist()
+    [True, True, True, False]
+    """
+    if n_locate < 0 or n_items < 0:
+        raise ValueError(f"n_items={n_items}, n_locate={n_locate}: counts must be >= 0")
+    used = np.arange(n_items) < n_locate
+    if clusters is not None:
+        clusters = np.asarray(clusters)
+        if len(clusters) != n_items:
+            raise ValueError(f"clusters: {len(clusters)} labels for {n_items} items")
+        used |= np.isin(clusters, clusters[used])
+    return used
 
 
 def _delta(ori: np.ndarray, te: np.ndarray) -> float:

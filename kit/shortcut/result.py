@@ -15,7 +15,13 @@ import pandas as pd
 from kit.core.claims import Claim
 from kit.shortcut import scope
 from kit.shortcut.evaluate import agreement, table2_summary, te_items
-from kit.shortcut.evidence import Evidence, PerItem, side_items, sparsity_items
+from kit.shortcut.evidence import (
+    Evidence,
+    PerItem,
+    locating_items,
+    side_items,
+    sparsity_items,
+)
 from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
 from kit.shortcut.published import paper_relative_changes, paper_text_numbers
@@ -88,6 +94,11 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
             "measure_evidence needs sections 1, 2 and 6 (study.located, study.table2, study.table9)"
         )
     shortcut, kw = study.shortcut, dict(max_rows=cfg.max_rows, max_new_tokens=cfg.max_new_tokens)
+    # the sparsity null is run on the test items after the locating ones (s.heldout) when there are
+    # any (else on all, and its claim is refused); items sharing a content with a locating item
+    # are flagged and left out by the claim
+    flags = locating_items(s.test.n, s.locate.n, s.test.clusters)
+    on, first = (s.heldout, s.locate.n) if s.heldout is not None else (s.test, 0)
     rests_on, by_construction = construction(cfg.variants, cfg.world, cfg.locate_pair)
     ev = Evidence(
         # generated answers were kept per item by the tables (the same generations): not run twice
@@ -110,14 +121,16 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
         sparsity=sparsity_items(
             s.model_con,
             s.base,
-            s.test,
+            on,
             study.located.ranked,
             study.n_patched,
             cfg.seed,
             n_null=cfg.n_null,
             **kw,
         ),
-        sparsity_rests_on=f"{rests_on}; M_con is the locating model, on its locating items",
+        sparsity_rests_on=f"{rests_on}; M_con is the locating model",
+        sparsity_locating=flags[first:],
+        sparsity_clusters=None if s.test.clusters is None else s.test.clusters[first:],
         full_absent=scope.full_rows_cause(cfg),
         extra_claims=list(study.format_claims) + scope.untested_sections(cfg),
         strength_copies=strength_rows(cfg.variants),

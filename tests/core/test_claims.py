@@ -425,3 +425,23 @@ def test_band_claim_reads_the_nulls_mean_and_central_band_by_hand():
     assert c.verdict == "supported"
     inside = C.band_claim("004", "s", "i", "i", 0.3, draws, direction="greater")
     assert inside.verdict == "inconclusive"
+
+
+@pytest.mark.parametrize(
+    "how, unit",
+    [
+        ("bootstrap over 12 contents (200 test items)", "contents"),
+        ("paired bootstrap over the 40 planted items", "planted items"),
+        ("OLS 95% CI of the slope across checkpoints", "checkpoints"),
+        ("Welch t over 3 runs per arm", "runs per arm"),
+        ("deterministic count", ""),
+        ("", ""),
+    ],
+)
+def test_the_resampled_unit_is_read_from_how_the_interval_was_made(how, unit):
+    assert C.resampling_unit(how) == unit
+    c = C.claim("000", "§1", "x", "x", 1.0, ci=(0.5, 1.5), null=0.0, interval_how=how)
+    assert c.unit == unit and c.row()["unit"] == unit
+    named = C.claim("000", "§1", "y", "y", 1.0, ci=(0.5, 1.5), interval_how=how, unit="models")
+    assert named.unit == "models", "a unit given by the caller wins"
+    assert C.table([c, named])["resampled unit"].tolist() == [unit, "models"]

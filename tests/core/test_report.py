@@ -218,3 +218,33 @@ def test_real_report_shows_each_claims_basis(tmp_path):
     text = md.read_text()
     assert "| basis |" in text and "| real LLM |" in text and "| MiniLM |" in text
     assert "1 reproduction claims resting on a real LLM run here: 1 supported." in text
+
+
+def test_each_row_names_its_resampled_unit(tmp_path):
+    run = tmp_path / "r"
+    (run / "01_utility_law").mkdir(parents=True)
+    rows = [
+        C.claim(
+            "000",
+            "§3.2",
+            "law",
+            "MUI falls with performance",
+            -4.0,
+            ci=(-6.0, -2.0),
+            null=0.0,
+            direction="less",
+            interval_how="bootstrap over 7 models (all points of a model together)",
+            unit="models",
+        ).row(),
+        C.claim(
+            "000", "§3.2", "count", "a count", 3.0, null=0.0, interval_how="deterministic count"
+        ).row(),
+    ]
+    (run / "01_utility_law" / "results.json").write_text(json.dumps({"claims": rows}))
+    md, page = write_report(run)
+    lines = md.read_text().splitlines()
+    head = next(line for line in lines if line.startswith("| notebook"))
+    row = next(line for line in lines if "MUI falls with performance" in line)
+    col = [h.strip() for h in head.split("|")].index("resampled unit")
+    assert row.split("|")[col].strip() == "models"
+    assert "<th>resampled unit</th>" in page.read_text() and "<td>models</td>" in page.read_text()

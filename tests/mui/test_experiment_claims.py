@@ -148,10 +148,29 @@ def test_growth_claim_is_read_where_random_subsets_differ():
     up = _growth_claim(_curves([8.0, 8.5, 7.5, 8.0], [5.0, 5.5, 4.5, 5.0]), seed=0, n_boot=500)
     check_consistent(up)
     assert up.ours == 3.0 and up.verdict == "supported" and up.ci_low < up.ci_high
-    assert "at n = 3 (the largest n whose random subsets differ" in up.statement
+    assert "at n = 3 (the largest n with the most disjoint subsets whose MUI differ" in up.statement
+    assert up.unit == "disjoint subsets"
     same = _growth_claim(_curves([5.0, 5.5, 4.5, 5.0], [5.0, 5.5, 4.5, 5.0]), seed=0, n_boot=500)
     assert same.ours == 0.0 and same.verdict == "inconclusive"
     # nowhere varying: the largest n, zero width, inconclusive as before
     flat = _growth_claim(_curves([8.0] * 4, [5.0] * 4), seed=0, n_boot=500)
     assert flat.ours == 3.0 and flat.verdict == "inconclusive"
     assert "at the largest n" in flat.statement
+
+
+def test_growth_claim_prefers_more_disjoint_subsets_and_cannot_decide_on_two_a_side():
+    import pandas as pd
+
+    from kit.mui.experiment_claims import _growth_claim
+
+    # n = 6: two disjoint subsets a side (a pool of 12); n = 3: four; n = 12: one (the pool)
+    rows = [("mixed", 12, 0, 9.0), ("a", 12, 0, 6.0)]
+    rows += [("mixed", 6, r, 8.0 + r) for r in range(2)] + [("a", 6, r, 5.0 + r) for r in range(2)]
+    rows += [("mixed", 3, r, 7.0 + r / 10) for r in range(4)]
+    rows += [("a", 3, r, 4.0 + r / 10) for r in range(4)]
+    curves = pd.DataFrame(rows, columns=["pool", "n", "repeat", "mui"])
+    c = _growth_claim(curves, seed=0, n_boot=300)
+    assert "at n = 3" in c.statement and c.verdict == "supported", c.why
+    # only two subsets a side anywhere: 6 arrangements, p >= 1/6, the design cannot decide
+    two = _growth_claim(curves[curves.n != 3], seed=0, n_boot=300)
+    assert two.verdict == "cannot be decided here" and "2 against 2 units" in two.why

@@ -236,3 +236,65 @@ def test_fit_law_fixed_effects_by_hand_and_against_dummies():
     rec = law.fe_record(fit, "g", 2)
     assert rec["r2_within"] == rec["r2"] and rec["fixed_effects"] == "g" and rec["n_groups"] == 2
     assert law.fe_record(None, "g", 2)["slope"] is None
+
+
+def _clustered_grid(n_models=8, n_tasks=6, seed=0):
+    """Each model has one performance level and its own MUI offset on every task (a model effect
+    the law does not explain), plus small per-cell noise: the points are not independent, the
+    models are."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in range(n_models):
+        perf = 10.0 + 10 * k
+        offset = rng.normal(0, 3.0)
+        for t in range(n_tasks):
+            mui = 20 - 2 * np.log(perf) + offset + t + rng.normal(0, 0.2)
+            rows.append({"model": f"m{k}", "task": f"t{t}", "performance": perf, "mui": mui})
+    return pd.DataFrame(rows)
+
+
+def test_model_clustered_law_interval_is_wider_than_the_points_interval():
+    grid = _clustered_grid()
+    naive = law.fit_law_fixed_effects(grid, "task")
+    assert naive is not None
+    clustered = law.law_cluster_ci(grid, "task", "model")
+    assert clustered is not None
+    lo, hi, n = clustered
+    assert n == 8
+    # the bootstrap's numpy refit is fit_law_fixed_effects's estimator
+    codes = pd.factorize(grid.task)[0]
+    y, x = grid.mui.to_numpy(), np.log(grid.performance.to_numpy())
+    assert law.within_slope(y, x, codes) == pytest.approx(naive.slope)
+    assert lo <= naive.slope <= hi
+    # 48 points but 8 independent models: the points' t interval is far too narrow
+    assert hi - lo > 2 * (naive.ci_high - naive.ci_low)
+    # without a model effect the two agree roughly (neither is more than twice the other)
+    rng = np.random.default_rng(3)
+    free = grid.assign(mui=20 - 2 * np.log(grid.performance) + rng.normal(0, 1.0, len(grid)))
+    free_ci = law.law_cluster_ci(free, "task", "model")
+    assert free_ci is not None
+    flo, fhi, _ = free_ci
+    f = law.fit_law_fixed_effects(free, "task")
+    assert f is not None and 0.5 < (fhi - flo) / (f.ci_high - f.ci_low) < 2
+    # resampling whole models: with every model's points moved as one, a draw holds each model's
+    # rows together (same seed, same draws)
+    assert law.law_cluster_ci(grid, "task", "model") == (lo, hi, n)
+    assert law.law_cluster_ci(grid[grid.model.isin(["m0", "m1"])], "task") is None, (
+        "two models: too few clusters to resample"
+    )
+    with pytest.raises(ValueError, match="cluster='family'"):
+        law.law_cluster_ci(grid, "task", "family")
+
+
+def test_law_claim_reads_the_model_clustered_interval_and_names_the_unit():
+    from kit.mui.law_claims import _fit_claim
+
+    grid = _clustered_grid()
+    rec = law.fe_law_record(grid, "task")
+    assert rec["n_clusters"] == 8 and rec["cluster"] == "model"
+    c = _fit_claim("law.x", rec, "synthetic", None)
+    assert (c.ci_low, c.ci_high) == (rec["cluster_ci_low"], rec["cluster_ci_high"])
+    assert c.unit == "models" and "bootstrap over 8 models" in c.interval_how
+    assert c.extra["points_ci"] == [rec["ci_low"], rec["ci_high"]]
+    plain = law.fe_record(law.fit_law_fixed_effects(grid, "task"), "task", 6)
+    assert _fit_claim("law.y", plain, "synthetic", None).unit.startswith("points")

@@ -184,7 +184,53 @@ def test_shuffled_null_draws_one_copy_per_unit():
     )
     st = Setting("encoder", "", "toy", res, pd.DataFrame(), None, "")
     draws = shuffled_null(st, "AvgOverlap", ["lca"], n_null=400, seed=0)
-    assert draws.shape == (400,) and set(np.round(draws, 6)) == {5.0, 5.5, 10.0, 10.5}
+    # K = 2: each copy's distance from its unit's mean (0.5 and 5) scaled by sqrt(2)
+    a = 0.5 + np.sqrt(2) * np.array([-0.5, 0.5])
+    b = 15.0 + np.sqrt(2) * np.array([-5.0, 5.0])
+    expect = {round((x + y) / 2, 6) for x in a for y in b}
+    assert draws.shape == (400,) and set(np.round(draws, 6)) == expect
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_shuffled_null_band_is_as_wide_as_the_null_with_few_copies(k):
+    """Units whose shuffled value is N(mu_u, 1): the null of the mean over U units has sd
+    1 / sqrt(U). Picking one of K copies per unit without the scaling gives sd sqrt((K - 1) / K)
+    times that (0.71 for K = 2); with it, the full width."""
+    rng = np.random.default_rng(0)
+    n_units = 200
+    mu = rng.uniform(0, 1, n_units)
+    widths = []
+    for rep in range(20):  # average over independent sets of copies: the estimate is unbiased
+        vals = mu[:, None] + rng.normal(0, 1, (n_units, k))
+        rows = [
+            (0, "L0", f"c{u}", 10, "lca", "AvgOverlap", vals[u, j], j + 1)
+            for u in range(n_units)
+            for j in range(k)
+        ]
+        res = StudyResult(
+            "toy",
+            "site",
+            pd.DataFrame(columns=COLS),
+            pd.DataFrame(),
+            shuffled_scores=pd.DataFrame(rows, columns=COLS + ["shuffle"]),
+        )
+        st = Setting("encoder", "", "toy", res, pd.DataFrame(), None, "")
+        draws = shuffled_null(st, "AvgOverlap", ["lca"], n_null=2000, seed=rep)
+        assert draws is not None
+        widths.append(np.var(draws))
+    ratio = np.sqrt(np.mean(widths)) / (1 / np.sqrt(n_units))
+    assert 0.93 < ratio < 1.07, ratio
+    one = StudyResult(
+        "toy",
+        "site",
+        pd.DataFrame(columns=COLS),
+        pd.DataFrame(),
+        shuffled_scores=pd.DataFrame(
+            [(0, "L0", "a", 10, "lca", "AvgOverlap", 1.0, 1)], columns=COLS + ["shuffle"]
+        ),
+    )
+    st1 = Setting("encoder", "", "toy", one, pd.DataFrame(), None, "")
+    assert shuffled_null(st1, "AvgOverlap", ["lca"]) is None, "one copy: no spread to estimate"
 
 
 def test_stability_marks_a_claim_that_flips_under_another_study_seed():

@@ -87,7 +87,11 @@ def test_reproduction_claims_decided_on_a_drop_and_inconclusive_on_noise():
     sparsity = np.vstack([np.zeros(60), np.tile(np.r_[np.ones(40), np.zeros(20)], (100, 1))])
     c = _claims(
         _evidence(
-            te, te_full=_te(seed=1), full_contaminated=["+test", "+5x test"], sparsity=sparsity
+            te,
+            te_full=_te(seed=1),
+            full_contaminated=["+test", "+5x test"],
+            sparsity=sparsity,
+            sparsity_locating=np.arange(60) < 20,
         )
     )
     assert set(scc.REQUIRED_IDS["03_shortcut_neurons"]) <= set(c)
@@ -247,22 +251,91 @@ def test_re_analysis_of_table9_decided_and_inconclusive_when_te_is_ori():
     assert _claims(_evidence(_te(), table9=same))["agreement.table9"].verdict == "inconclusive"
 
 
-def test_sparsity_against_100_random_sets():
+def test_sparsity_against_100_random_sets_on_held_out_items():
     rng = np.random.default_rng(0)
     rand = (rng.random((100, 80)) < 0.6).astype(float)
-    # located: 5% vs random sets around 60%
-    low = np.vstack([np.r_[np.ones(4), np.zeros(76)], rand])
-    c = _claims(_evidence(_te(), sparsity=low))["sparsity.located_vs_random"]
+    # located: 5% of the held-out items vs random sets around 60%; the first 20 items (all right
+    # with the located neurons patched, so a claim read on them would see 25%) located the neurons
+    low = np.vstack([np.r_[np.ones(20), np.ones(3), np.zeros(57)], rand])
+    first20 = np.arange(80) < 20
+    c = _claims(_evidence(_te(), sparsity=low, sparsity_locating=first20))[
+        "sparsity.located_vs_random"
+    ]
     assert (
         c.verdict == "supported"
         and c.extra["null_draws"] == 100
+        and c.extra["n_held_out"] == 60
         and c.extra["empirical_p"] == pytest.approx(1 / 101)
     )
-    assert c.null_low == pytest.approx(np.quantile(100 * rand.mean(1), 0.025))
+    # the band and the estimate are read on the 60 held-out items only
+    assert c.null_low == pytest.approx(np.quantile(100 * rand[:, 20:].mean(1), 0.025))
+    assert (
+        c.ours == 5.0
+        and c.unit == "held-out test items"
+        and "none of which located" in c.interval_how
+    )
     like = np.vstack([(rng.random(80) < 0.6).astype(float), rand])  # located = one more random set
     assert (
-        _claims(_evidence(_te(), sparsity=like))["sparsity.located_vs_random"].verdict
+        _claims(_evidence(_te(), sparsity=like, sparsity_locating=first20))[
+            "sparsity.located_vs_random"
+        ].verdict
         == "inconclusive"
+    )
+
+
+def test_sparsity_scored_on_its_locating_items_is_refused():
+    rng = np.random.default_rng(0)
+    rand = (rng.random((100, 80)) < 0.6).astype(float)
+    low = np.vstack([np.zeros(80), rand])  # a clear win, were it read
+    every = np.ones(80, bool)  # n_eval <= n_locate: every test item located the neurons
+    for flags in (every, None):  # None: which items located is not recorded
+        c = _claims(_evidence(_te(), sparsity=low, sparsity_locating=flags))[
+            "sparsity.located_vs_random"
+        ]
+        assert c.verdict == "cannot be decided here", c.why
+        assert c.ours == 0.0 and c.margin is None, "the numbers stay for display only"
+    assert "locating items" in c.why or "not recorded" in c.why
+    with pytest.raises(ValueError, match="sparsity_locating"):
+        _claims(_evidence(_te(), sparsity=low, sparsity_locating=every[:10]))
+
+
+def test_locating_items_include_later_items_sharing_a_content():
+    from kit.shortcut.evidence import locating_items
+
+    assert locating_items(5, 2).tolist() == [True, True, False, False, False]
+    # the fourth test item renders the first's content: not held out; the fifth is a new content
+    shared = locating_items(5, 2, np.array(["a", "b", "c", "a", "d"]))
+    assert shared.tolist() == [True, True, False, True, False]
+    assert locating_items(3, 5).all(), "n_locate past the items: nothing held out"
+    with pytest.raises(ValueError, match="clusters"):
+        locating_items(3, 1, np.array(["a"]))
+    rng = np.random.default_rng(1)
+    rand = (rng.random((100, 5)) < 0.6).astype(float)
+    ev = _evidence(
+        _te(),
+        sparsity=np.vstack([np.zeros(5), rand]),
+        sparsity_locating=shared,
+        test_clusters=np.array(["a", "b", "c", "a", "d"]),
+    )
+    c = scc._sparsity_claim(ev, dict(n_boot=200, seed=0))  # Table 2's rows have other items
+    assert c.extra["n_held_out"] == 2
+
+
+def test_sparsity_win_on_planted_neurons_is_weakened():
+    rng = np.random.default_rng(0)
+    rand = (rng.random((100, 80)) < 0.6).astype(float)
+    low = np.vstack([np.r_[np.zeros(20), np.ones(3), np.zeros(57)], rand])
+    c = _claims(
+        _evidence(
+            _te(),
+            sparsity=low,
+            sparsity_locating=np.arange(80) < 20,
+            by_construction="the sparse rows train seeded sets",
+        )
+    )["sparsity.located_vs_random"]
+    assert c.verdict == "inconclusive" and "planted" in c.why and "weakened" in c.rests_on
+    assert c.ci_high is not None and c.null_low is not None and c.ci_high < c.null_low, (
+        "its numbers still exclude the band: only the caveat weakens it"
     )
 
 
@@ -452,3 +525,25 @@ def test_agreement_claim_numbers_unchanged_by_the_shared_bootstrap_helper():
     c = _agreement_claim("agreement.te_vs_ori", "toy", te, ori, ref, dict(n_boot=200, seed=4), "f")
     assert (c.ours, c.ci_low, c.ci_high) == (0.6, -0.3764358108108106, 1.5044927536231882)
     assert c.verdict == "inconclusive" and c.null == 0.0 and c.extra == {}
+
+
+def test_sparsity_null_too_small_to_reach_the_level_cannot_decide():
+    rng = np.random.default_rng(0)
+    flags = np.arange(80) < 20
+    low = np.r_[np.zeros(20), np.ones(3), np.zeros(57)]
+    for n_sets, verdict in ((20, "cannot be decided here"), (39, "supported")):
+        rand = (rng.random((n_sets, 80)) < 0.6).astype(float)
+        ev = _evidence(_te(), sparsity=np.vstack([low, rand]), sparsity_locating=flags)
+        c = scc._sparsity_claim(ev, dict(n_boot=300, seed=0))
+        assert c.verdict == verdict, (n_sets, c.why)
+    assert (
+        "1/21 > 0.025"
+        in scc._sparsity_claim(
+            _evidence(
+                _te(),
+                sparsity=np.vstack([low, (rng.random((20, 80)) < 0.6).astype(float)]),
+                sparsity_locating=flags,
+            ),
+            dict(n_boot=300, seed=0),
+        ).why
+    )
