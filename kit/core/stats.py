@@ -22,7 +22,7 @@ more than two shares.
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -216,7 +216,7 @@ def wilson_interval(k: float, n: int, level: float = LEVEL) -> tuple[float, floa
         return float("nan"), float("nan"), float("nan")
     if not 0 <= k <= n:
         raise ValueError(f"k={k} must lie in [0, n={n}]")
-    lo, hi = proportion_confint(k, n, alpha=1 - level, method="wilson")
+    lo, hi = cast(tuple[float, float], proportion_confint(k, n, alpha=1 - level, method="wilson"))
     # the bounds are in [0, 1] by construction; the clip only removes float round-off
     return k / n, max(0.0, float(lo)), min(1.0, float(hi))
 
@@ -334,7 +334,8 @@ def rank_permutation_null(
         spearman,
         permutation_type="pairings",
         vectorized=True,
-        n_resamples=np.inf if len(rb) <= MAX_EXACT_ORDERS else n_perm,
+        # scipy documents n_resamples=inf as "every order" (its annotation says int)
+        n_resamples=cast(int, np.inf) if len(rb) <= MAX_EXACT_ORDERS else n_perm,
         rng=np.random.default_rng(seed),
     )
     null = np.asarray(res.null_distribution, dtype=float)

@@ -59,7 +59,7 @@ def test_auc_and_roc_are_sklearns_and_the_mann_whitney_count():
     got_fpr, got_tpr = P.roc_curve(s, n)
     assert np.array_equal(got_fpr, fpr[1:]) and np.array_equal(got_tpr, tpr[1:])
     with pytest.raises(ValueError, match="signal and noise"):
-        P.auc(s, [])
+        P.auc(s, np.array([]))
 
 
 def test_cohens_d_hand_computed():

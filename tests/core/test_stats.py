@@ -190,8 +190,8 @@ def test_rank_permutation_null_is_every_order_by_spearmanr():
 
     a, b = [3.0, 1.0, 2.0, 2.0, 5.0], [0.5, 0.1, 0.9, 0.3, 0.3]  # ties on both sides
     rho, null = stats.rank_permutation_null(a, b)
-    by_hand = [spearmanr(a, list(o)).statistic for o in itertools.permutations(b)]
-    assert rho == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
+    by_hand = [spearmanr(a, list(o)).statistic for o in itertools.permutations(b)]  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+    assert rho == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
     assert np.sort(null) == pytest.approx(np.sort(by_hand), abs=1e-12)
 
 
