@@ -49,22 +49,31 @@ def dprime(hit_rate: float, fa_rate: float, n_signal: int, n_noise: int) -> tupl
     return float(zh - zf), float(-0.5 * (zh + zf))
 
 
+def _scores_labels(signal: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    signal, noise = np.asarray(signal, float).ravel(), np.asarray(noise, float).ravel()
+    if signal.size == 0 or noise.size == 0:
+        raise ValueError(f"signal and noise need scores, got {signal.size} and {noise.size}")
+    labels = np.concatenate([np.ones(signal.size), np.zeros(noise.size)])
+    return np.concatenate([signal, noise]), labels
+
+
 def roc_curve(signal: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(false-alarm rates, hit rates) sweeping a threshold ``score > c`` over all observed values,
-    from c = +inf (0, 0) to c = -inf (1, 1)."""
-    signal, noise = np.asarray(signal, float), np.asarray(noise, float)
-    cuts = np.concatenate([[np.inf], np.unique(np.concatenate([signal, noise]))[::-1], [-np.inf]])
-    tpr = np.array([(signal > c).mean() for c in cuts])
-    fpr = np.array([(noise > c).mean() for c in cuts])
-    # at c = -inf every score passes
-    tpr[-1] = fpr[-1] = 1.0
+    """(false-alarm rates, hit rates) sweeping a threshold over all observed values, from (0, 0)
+    (nothing passes) to (1, 1): scikit-learn's ``roc_curve`` with every threshold kept."""
+    from sklearn.metrics import roc_curve as sk_roc_curve
+
+    scores, labels = _scores_labels(signal, noise)
+    fpr, tpr, _ = sk_roc_curve(labels, scores, drop_intermediate=False)
     return fpr, tpr
 
 
 def auc(signal: np.ndarray, noise: np.ndarray) -> float:
-    """P(signal score > noise score) + 0.5 P(tie) (Mann-Whitney), the exact ROC area."""
-    s, n = np.asarray(signal, float)[:, None], np.asarray(noise, float)[None, :]
-    return float((s > n).mean() + 0.5 * (s == n).mean())
+    """P(signal score > noise score) + 0.5 P(tie) (Mann-Whitney), the exact ROC area:
+    scikit-learn's ``roc_auc_score`` (O((n + m) log(n + m)), not the n x m comparison)."""
+    from sklearn.metrics import roc_auc_score
+
+    scores, labels = _scores_labels(signal, noise)
+    return float(roc_auc_score(labels, scores))
 
 
 def dprime_audit(

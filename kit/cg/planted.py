@@ -33,6 +33,7 @@ from scipy import stats
 from kit.cg import metrics as cg
 from kit.cg import significance as cg_significance
 from kit.cg.suite import Suite
+from kit.core.stats import rank_permutation_null
 
 
 def planted_share(
@@ -181,10 +182,11 @@ def drop_vs_share(
 ) -> dict:
     """Does CG's profile point at the gap, significant or not? Over the tested concepts, the
     Spearman correlation between a concept's planted share and its X_model drop (parent minus
-    member), with a permutation null (shares shuffled across concepts; one-sided p, ``(1 + #{null >=
-    rho}) / (1 + n_perm)``), and the concept with the largest drop (its planted share). NaN where
-    the drop is constant. ``drop_share_null_low`` / ``_high``: the null's 2.5% and 97.5%
-    quantiles."""
+    member), with a permutation null (shares shuffled across concepts,
+    :func:`kit.core.stats.rank_permutation_null`: every order for up to 8 concepts, else ``n_perm``
+    draws; one-sided p, ``(1 + #{null >= rho}) / (1 + #null)``), and the concept with the largest
+    drop (its planted share). NaN where the drop is constant. ``drop_share_null_low`` / ``_high``:
+    the null's 2.5% and 97.5% quantiles."""
     ok = tested & np.isfinite(share) & np.isfinite(drop)
     out = {
         "drop_share_spearman": float("nan"),
@@ -209,12 +211,10 @@ def drop_vs_share(
     x, y = stats.rankdata(share[idx]), stats.rankdata(drop[idx])
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return out
-    rho = float(np.corrcoef(x, y)[0, 1])
-    rng = np.random.default_rng(seed)
-    null = np.array([np.corrcoef(rng.permutation(x), y)[0, 1] for _ in range(n_perm)])
+    rho, null = rank_permutation_null(share[idx], drop[idx], n_perm=n_perm, seed=seed)
     out.update(
         drop_share_spearman=rho,
-        drop_share_p=float((1 + (null >= rho - 1e-12).sum()) / (1 + n_perm)),
+        drop_share_p=float((1 + (null >= rho - 1e-12).sum()) / (1 + null.size)),
         drop_share_null_low=float(np.quantile(null, 0.025)),
         drop_share_null_high=float(np.quantile(null, 0.975)),
     )

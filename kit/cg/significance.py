@@ -27,20 +27,18 @@ def concept_support(acts_by_benchmark: Mapping[str, Acts]) -> np.ndarray:
 
 def bh_qvalues(p: np.ndarray) -> np.ndarray:
     """Benjamini-Hochberg q-values of ``p`` (NaN entries are not tests: they stay NaN and do not
-    count).
+    count): ``scipy.stats.false_discovery_control(method="bh")`` over the finite entries.
 
     ``q_(i) = min_{j >= i} p_(j) * m / j`` over the m finite p-values sorted increasingly, capped at
     1.
     """
+    from scipy.stats import false_discovery_control
+
     p = np.asarray(p, dtype=np.float64)
     q = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    if ok.size == 0:
-        return q
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = order.size
-    raw = p[order] * m / np.arange(1, m + 1)
-    q[order] = np.minimum(1.0, np.minimum.accumulate(raw[::-1])[::-1])
+    ok = np.isfinite(p)
+    if ok.any():
+        q[ok] = false_discovery_control(p[ok], method="bh")
     return q
 
 
@@ -131,6 +129,9 @@ def gap_test(
     xm = x_model(acts_by_benchmark, scores_by_benchmark)
     support = concept_support(acts_by_benchmark)
     tested = ~np.isnan(xm) & (support >= min_support)
+    # the permutations are ours, not scipy.stats.permutation_test's: they are shuffled within each
+    # benchmark (scipy has no strata) and one set of them serves every concept at once through a
+    # sparse product (scipy would redo the permutations concept by concept)
     rng = np.random.default_rng(seed)
     mats = {}
     for b, a in acts_by_benchmark.items():

@@ -10,13 +10,19 @@
 - :func:`jaccard`: the overlap of two sets, with the two-empty-sets case chosen by the caller.
 
 Every interval is ``(point, low, high)`` at ``level`` (default :data:`LEVEL`, 95%).
+
+The libraries that own these statistics compute them: resamples and percentile intervals by
+``scipy.stats.bootstrap``, permutation nulls by ``scipy.stats.permutation_test``, the Wilson
+interval by statsmodels' ``proportion_confint``. Written here only what no library offers: the
+cluster bootstrap's mapping of resampled clusters to items (scipy resamples the cluster labels),
+shuffles within groups (scipy has no strata) and Price and Bonett's interval of a contrast of
+more than two shares.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,13 +30,54 @@ from numpy.typing import ArrayLike
 LEVEL = 0.95
 
 
+def _percentile_interval(
+    stat: Callable[..., float], units: Sequence[np.ndarray], n_boot: int, seed: int, level: float
+) -> tuple[float, float]:
+    """``scipy.stats.bootstrap`` (percentile method, a ``numpy`` Generator seeded by ``seed``) of
+    ``stat(*indices)`` over resamples of each index array of ``units`` (drawn independently, with
+    replacement): the interval over the finite replicates. scipy's own interval is NaN as soon as
+    one replicate is (a resample where the statistic is undefined); the replicates it draws are
+    kept and the non-finite ones dropped, with numpy's linear quantiles, which is what scipy's
+    percentile interval computes when every replicate is finite."""
+    import warnings
+
+    from scipy.stats import bootstrap
+
+    def one(*idx: np.ndarray) -> float:
+        # apply_along_axis fixes the output dtype from the first call: always a float
+        return float(stat(*(np.asarray(i, dtype=np.intp) for i in idx)))
+
+    with warnings.catch_warnings():  # scipy warns when the interval of a NaN replicate is NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = bootstrap(
+            tuple(units),
+            one,
+            n_resamples=n_boot,
+            vectorized=False,
+            paired=False,
+            confidence_level=level,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+    reps = np.asarray(res.bootstrap_distribution, dtype=float)
+    reps = reps[np.isfinite(reps)]
+    if reps.size == 0:
+        return float("nan"), float("nan")
+    a = (1 - level) / 2
+    return float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
+
+
 def bootstrap_ci(
     stat: Callable[..., float], *arrays, n_boot: int = 1000, seed: int = 0, level: float = LEVEL
 ) -> tuple[float, float, float]:
     """Paired percentile bootstrap over items: every array is resampled with the SAME item
-    indices (they are columns of one item table). Returns ``(stat(arrays), low, high)``.
+    indices (they are columns of one item table, along their first axis). Returns
+    ``(stat(arrays), low, high)``.
 
-    Non-finite replicates (a resample where the statistic is undefined) are dropped.
+    ``scipy.stats.bootstrap`` draws the item indices (``n_boot`` x n from
+    ``numpy.random.default_rng(seed)``: the same resamples the hand loop this replaced drew, so the
+    numbers did not move). Non-finite replicates (a resample where the statistic is undefined) are
+    dropped.
     """
     arrays = [np.asarray(a) for a in arrays]
     n = {len(a) for a in arrays}
@@ -42,17 +89,11 @@ def bootstrap_ci(
     n = n.pop()
     if n < 2:
         raise ValueError(f"bootstrap needs at least 2 items, got {n}")
-    rng = np.random.default_rng(seed)
-    reps = np.array(
-        [stat(*(a[idx] for a in arrays)) for idx in rng.integers(0, n, size=(n_boot, n))],
-        dtype=float,
-    )
-    reps = reps[np.isfinite(reps)]
     point = float(stat(*arrays))
-    if reps.size == 0:
-        return point, float("nan"), float("nan")
-    a = (1 - level) / 2
-    return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
+    lo, hi = _percentile_interval(
+        lambda idx: stat(*(a[idx] for a in arrays)), [np.arange(n)], n_boot, seed, level
+    )
+    return point, lo, hi
 
 
 def bootstrap_groups_ci(
@@ -69,41 +110,45 @@ def bootstrap_groups_ci(
 
     ``clusters`` (one entry per group, each None or a label per item): the group's items are
     resampled by cluster, whole clusters with replacement (a clustered bootstrap: items that share
-    a content are not independent evidence), so a replicate may hold more or fewer items."""
+    a content are not independent evidence), so a replicate may hold more or fewer items.
+
+    ``scipy.stats.bootstrap`` (percentile, seeded Generator) resamples each group's units (its
+    items, or its cluster labels) independently; turning resampled clusters back into their items
+    is ours, since scipy resamples observations, not clusters. A group of one unit is held fixed
+    (every resample of it is itself; scipy refuses samples of one). The resamples differ from the
+    hand loop this replaced (it drew group by group within each replicate), so intervals of more
+    than one group moved (one group: the same draws)."""
     groups = [tuple(np.asarray(a) for a in g) for g in groups]
     for g in groups:
         if len({len(a) for a in g}) != 1 or len(g[0]) < 1:
             raise ValueError("each group must hold non-empty arrays of one length")
     if clusters is not None and len(clusters) != len(groups):
         raise ValueError(f"clusters needs one entry per group ({len(groups)}), got {len(clusters)}")
-    members = []  # per group: None (items resampled one by one) or the item indices of each cluster
+    members = []  # per group: the item indices of each unit (an item, or a cluster)
     for k, g in enumerate(groups):
         c = None if clusters is None else clusters[k]
         if c is None:
-            members.append(None)
+            members.append([np.array([i]) for i in range(len(g[0]))])
             continue
         c = np.asarray(c)
         if c.shape != (len(g[0]),):
             raise ValueError(f"clusters[{k}] has {c.shape} labels for {len(g[0])} items")
         members.append([np.flatnonzero(c == u) for u in np.unique(c)])
-    rng = np.random.default_rng(seed)
-    reps = []
-    for _ in range(n_boot):
-        sample = []
-        for g, m in zip(groups, members):
-            if m is None:
-                idx = rng.integers(0, len(g[0]), size=len(g[0]))
-            else:
-                idx = np.concatenate([m[j] for j in rng.integers(0, len(m), size=len(m))])
-            sample.append(tuple(a[idx] for a in g))
-        reps.append(stat(sample))
-    reps = np.asarray(reps, dtype=float)
-    reps = reps[np.isfinite(reps)]
     point = float(stat(groups))
-    a = (1 - level) / 2
-    if reps.size == 0:
-        return point, float("nan"), float("nan")
-    return point, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a))
+    drawn = [k for k, m in enumerate(members) if len(m) > 1]
+    if not drawn:  # nothing to resample: every replicate is the statistic itself
+        return (point, point, point) if np.isfinite(point) else (point, float("nan"), float("nan"))
+
+    def resampled(*units: np.ndarray) -> float:
+        sample = list(groups)
+        for k, u in zip(drawn, units):
+            idx = np.concatenate([members[k][j] for j in u])
+            sample[k] = tuple(a[idx] for a in groups[k])
+        return stat(sample)
+
+    units = [np.arange(len(members[k])) for k in drawn]
+    lo, hi = _percentile_interval(resampled, units, n_boot, seed, level)
+    return point, lo, hi
 
 
 def mean_diff_ci(
@@ -162,18 +207,18 @@ def welch_interval(a: ArrayLike, b: ArrayLike, level: float = LEVEL) -> tuple[fl
 
 
 def wilson_interval(k: float, n: int, level: float = LEVEL) -> tuple[float, float, float]:
-    """Share ``k/n`` with the Wilson score interval (sound for small n and shares near 0 or 1)."""
-    from scipy.stats import norm
+    """Share ``k/n`` with the Wilson score interval (sound for small n and shares near 0 or 1):
+    statsmodels' ``proportion_confint(method="wilson")``. ``k`` may be fractional (a share times a
+    number of clusters)."""
+    from statsmodels.stats.proportion import proportion_confint
 
     if n <= 0:
         return float("nan"), float("nan"), float("nan")
     if not 0 <= k <= n:
         raise ValueError(f"k={k} must lie in [0, n={n}]")
-    z = float(norm.ppf(0.5 + level / 2))
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return p, max(0.0, centre - half), min(1.0, centre + half)
+    lo, hi = cast(tuple[float, float], proportion_confint(k, n, alpha=1 - level, method="wilson"))
+    # the bounds are in [0, 1] by construction; the clip only removes float round-off
+    return k / n, max(0.0, float(lo)), min(1.0, float(hi))
 
 
 def proportions_contrast_interval(
@@ -185,7 +230,10 @@ def proportions_contrast_interval(
     "add one success and one failure" when ``m = 2``), so the interval keeps its coverage at small
     ``n`` and at shares of 0 or 1, where the plain Wald interval has zero width. ``terms``:
     ``(c_i, k_i, n_i)``. Returns the plain contrast and the interval (centred on the adjusted
-    contrast)."""
+    contrast).
+
+    Written here: statsmodels' ``confint_proportions_2indep(method="agresti-caffo")`` is this
+    interval for a difference of two shares only; the contrasts used here have four."""
     from scipy.stats import norm
 
     if not terms:
@@ -214,46 +262,84 @@ def permutation_null(
 ) -> np.ndarray:
     """``stat`` of ``n_perm`` shuffles of ``labels`` (within each group of ``groups`` when given:
     e.g. correctness shuffled within each benchmark). Returns the null distribution (finite
-    values)."""
+    values).
+
+    Without groups: ``scipy.stats.permutation_test``'s null distribution (one sample, pairings:
+    the order of the labels permuted; every order when there are at most ``n_perm``). Within
+    groups the shuffles are ours: scipy has no stratified permutation."""
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
-    idx_by_group = None
-    if groups is not None:
-        groups = np.asarray(groups)
-        if groups.shape[0] != labels.shape[0]:
-            raise ValueError(
-                f"groups has {groups.shape[0]} entries but labels has {labels.shape[0]}"
-            )
-        idx_by_group = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    if groups is None:
+        from scipy.stats import permutation_test
+
+        res = permutation_test(
+            (labels,),
+            lambda y: float(stat(y)),
+            permutation_type="pairings",
+            vectorized=False,
+            n_resamples=n_perm,
+            rng=rng,
+        )
+        out = np.asarray(res.null_distribution, dtype=float)
+        return out[np.isfinite(out)]
+    groups = np.asarray(groups)
+    if groups.shape[0] != labels.shape[0]:
+        raise ValueError(f"groups has {groups.shape[0]} entries but labels has {labels.shape[0]}")
+    idx_by_group = [np.flatnonzero(groups == g) for g in np.unique(groups)]
     out = []
     for _ in range(n_perm):
-        if idx_by_group is None:
-            perm = rng.permutation(labels)
-        else:
-            perm = labels.copy()
-            for idx in idx_by_group:
-                perm[idx] = labels[rng.permutation(idx)]
+        perm = labels.copy()
+        for idx in idx_by_group:
+            perm[idx] = labels[rng.permutation(idx)]
         out.append(stat(perm))
     out = np.asarray(out, dtype=float)
     return out[np.isfinite(out)]
 
 
+MAX_EXACT_ORDERS = 8
+"""Most entries whose orders a rank null enumerates exactly (8! = 40,320); beyond it, draws."""
+
+
 def rank_permutation_null(
     a: ArrayLike, b: ArrayLike, n_perm: int = 5000, seed: int = 0
 ) -> tuple[float, np.ndarray]:
-    """Spearman of ``a`` and ``b`` and its permutation distribution: every order of ``b`` for up to
-    8 entries (exact), else ``n_perm`` seeded random orders (12 benchmarks have 479M orders)."""
-    from scipy.stats import spearmanr
+    """Spearman of ``a`` and ``b`` and its permutation distribution:
+    ``scipy.stats.permutation_test`` over the orders of ``b`` (``pairings``), every order for up
+    to :data:`MAX_EXACT_ORDERS` entries (exact), else ``n_perm`` orders drawn from
+    ``numpy.random.default_rng(seed)`` (12 benchmarks have 479M orders; scipy's draws differ from
+    the hand loop this replaced, so sampled nulls moved). Ties take average ranks; NaN where a
+    side is constant."""
+    from scipy.stats import permutation_test, rankdata
 
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    rho = float(spearmanr(a, b).statistic)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
-    if len(a) <= 8:
-        orders = (np.asarray(p) for p in itertools.permutations(b))
-    else:
-        rng = np.random.default_rng(seed)
-        orders = (rng.permutation(b) for _ in range(n_perm))
-    null = [spearmanr(a, o).statistic for o in orders]  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
-    return rho, np.asarray([x for x in null if np.isfinite(x)], dtype=float)
+    ra = rankdata(np.asarray(a, float))
+    rb = rankdata(np.asarray(b, float))
+    if ra.shape != rb.shape:
+        raise ValueError(f"a and b need one length, got {ra.size} and {rb.size}")
+    ac = ra - ra.mean()
+    n = ra.size
+
+    def spearman(r: np.ndarray, axis: int = -1) -> np.ndarray:
+        # Pearson of the ranks (an order of b's values is the same order of its ranks), one
+        # formula for the observed value and every draw, so the observed order is one of the draws
+        # to the last bit (scipy.stats.spearmanr agrees within 1e-15)
+        rc = r - r.mean(axis=axis, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c = (rc @ ac) / (n - 1)
+            c = c / np.sqrt((rc * rc).sum(axis=axis) / (n - 1)) / np.sqrt(ac @ ac / (n - 1))
+        return np.clip(c, -1, 1)
+
+    rho = float(spearman(rb))
+    res = permutation_test(
+        (rb,),
+        spearman,
+        permutation_type="pairings",
+        vectorized=True,
+        # scipy documents n_resamples=inf as "every order" (its annotation says int)
+        n_resamples=cast(int, np.inf) if len(rb) <= MAX_EXACT_ORDERS else n_perm,
+        rng=np.random.default_rng(seed),
+    )
+    null = np.asarray(res.null_distribution, dtype=float)
+    return rho, null[np.isfinite(null)]
 
 
 def null_band(samples: Iterable[float], level: float = LEVEL) -> tuple[float, float, float]:

@@ -284,7 +284,10 @@ def label_permutation_null(
 ) -> tuple[float, np.ndarray, bool]:
     """Difference of means ``mean(treated) - mean(control)`` and its distribution under every
     arrangement of the labels over the units (exact when there are at most :data:`MAX_EXACT`
-    arrangements, else ``n_perm`` seeded draws). Returns ``(observed, null, exact)``."""
+    arrangements, else ``n_perm`` seeded draws). Returns ``(observed, null, exact)``.
+
+    Written here rather than with ``scipy.stats.permutation_test``: scipy refuses a side of one
+    unit, which the smallest designs have (one contaminated fine-tune against the rest)."""
     a, b = np.asarray(treated, float), np.asarray(control, float)
     pooled, n_a = np.concatenate([a, b]), len(a)
     observed = float(a.mean() - b.mean())

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from kit.core.claims import Claim, claim, permutation_floor
-from kit.core.stats import mean_diff_ci, wilson_interval
+from kit.core.stats import mean_diff_ci
 from kit.mui.law_claims import PAPER, _fit_claim
 
 EQUIVALENCE_FRACTION = 0.10
@@ -188,12 +188,16 @@ def _correctness_claim(
 
 def newcombe_diff(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, float]:
     """Difference of two proportions ``k1/n1 - k2/n2`` with Newcombe's hybrid score 95% interval
-    (Newcombe 1998, method 10: Wilson intervals of each side combined). Independent samples; on
-    positively correlated ones (the same items) it is conservative."""
-    p1, l1, u1 = wilson_interval(k1, n1)
-    p2, l2, u2 = wilson_interval(k2, n2)
-    d = p1 - p2
-    return d, d - float(np.hypot(p1 - l1, u2 - p2)), d + float(np.hypot(u1 - p1, p2 - l2))
+    (Newcombe 1998, method 10: Wilson intervals of each side combined): statsmodels'
+    ``confint_proportions_2indep(method="newcomb")``. Independent samples; on positively
+    correlated ones (the same items) it is conservative."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    for k, n in ((k1, n1), (k2, n2)):
+        if n <= 0 or not 0 <= k <= n:
+            raise ValueError(f"a share needs n > 0 and 0 <= k <= n; got k={k}, n={n}")
+    lo, hi = confint_proportions_2indep(k1, n1, k2, n2, method="newcomb", compare="diff")
+    return k1 / n1 - k2 / n2, float(lo), float(hi)
 
 
 def _masking_claim(m: Mapping[str, Any], focus: str | None = None) -> Claim:

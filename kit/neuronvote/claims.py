@@ -48,7 +48,7 @@ from kit.core.claims import (
     orders_floor,
     weaken,
 )
-from kit.core.stats import bootstrap_ci
+from kit.core.stats import MAX_EXACT_ORDERS, bootstrap_ci
 from kit.neuronvote import published
 from kit.neuronvote.methods import DISPLAY, PAPER_METHODS
 from kit.neuronvote.published import PROBING
@@ -142,30 +142,21 @@ def _no_null(setting) -> str:
     )
 
 
-MAX_ORDERS = 8
-"""Most methods whose orders are enumerated exactly (8! = 40,320); beyond it, seeded draws."""
+MAX_ORDERS = MAX_EXACT_ORDERS
+"""Most methods whose orders are enumerated exactly (8! = 40,320); beyond it, seeded draws
+(:data:`kit.core.stats.MAX_EXACT_ORDERS`)."""
 
 
 def orders_null(target: Sequence[float], n_draws: int = 20_000, seed: int = 0) -> np.ndarray:
     """Spearman's rho between ``target`` and every order of its k items (all k! when k <=
     :data:`MAX_ORDERS`, else ``n_draws`` seeded random orders): the exact null of a rank agreement
     with a reference order, under which every order of our methods is equally likely. Ties in
-    ``target`` take average ranks. Float[ndarray, "k!"]."""
-    import itertools
+    ``target`` take average ranks. Float[ndarray, "k!"]. Drawn by
+    :func:`kit.core.stats.rank_permutation_null` (``scipy.stats.permutation_test``)."""
+    from kit.core.stats import rank_permutation_null
 
-    from scipy.stats import rankdata
-
-    t = rankdata(np.asarray(target, float))
-    k = len(t)
-    if k <= MAX_ORDERS:
-        orders = np.array(list(itertools.permutations(range(k))), float)
-    else:
-        rng = np.random.default_rng(seed)
-        orders = np.array([rng.permutation(k) for _ in range(n_draws)], float)
-    # Spearman of a tie-free order against t = Pearson of the ranks
-    oc = orders - orders.mean(axis=1, keepdims=True)
-    tc = t - t.mean()
-    return (oc @ tc) / (np.linalg.norm(oc, axis=1) * np.linalg.norm(tc))
+    t = np.asarray(target, float)
+    return rank_permutation_null(np.arange(len(t), dtype=float), t, n_perm=n_draws, seed=seed)[1]
 
 
 def order_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:

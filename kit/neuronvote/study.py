@@ -371,7 +371,10 @@ def score_intervals(
 ) -> pd.DataFrame:
     """Bootstrap intervals over concepts of every AvgOverlap / NeuronVote number: per position
     (and ``all``), method and metric, the mean over concepts of each concept's mean over s (and
-    layers for ``all``), with the ``level`` percentile interval of ``n_boot`` concept resamples."""
+    layers for ``all``), with the ``level`` percentile interval of ``n_boot`` concept resamples
+    (``scipy.stats.bootstrap``, one seeded Generator drawing every number's resamples in turn)."""
+    from scipy.stats import bootstrap
+
     rng = np.random.default_rng(seed)
     df = result.scores
     rows = []
@@ -383,8 +386,21 @@ def score_intervals(
     for pos, series in per.items():
         for (m, metric), vals in cast(Any, series.groupby(level=[0, 1])):  # (method, metric) keys
             v = vals.to_numpy()
-            boot = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(1)
-            lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+            if len(v) > 1:
+                res = bootstrap(
+                    (v,),
+                    np.mean,
+                    n_resamples=n_boot,
+                    vectorized=True,
+                    confidence_level=level,
+                    method="percentile",
+                    rng=rng,
+                )
+                lo, hi = res.confidence_interval
+            else:  # one concept: no spread (scipy refuses a sample of one); the draw keeps rng's
+                # stream where the hand loop this replaced left it
+                rng.integers(0, 1, size=(n_boot, 1))
+                lo = hi = v[0]
             rows.append(
                 (pos, nv.DISPLAY.get(m, m), metric, float(v.mean()), float(lo), float(hi), len(v))
             )

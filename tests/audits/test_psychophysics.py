@@ -45,6 +45,23 @@ def test_roc_endpoints_and_auc_match():
     assert np.trapezoid(tpr, fpr) == pytest.approx(P.auc(s, n), abs=1e-9)
 
 
+def test_auc_and_roc_are_sklearns_and_the_mann_whitney_count():
+    """roc_auc_score against P(s > n) + P(tie)/2 over every pair; sklearn's curve against the
+    threshold sweep ``score > c`` over every observed value (which repeats its first point)."""
+    rng = np.random.default_rng(3)
+    s, n = np.round(rng.normal(0.5, 1, 40), 1), np.round(rng.normal(0, 1, 30), 1)  # ties
+    pairs_s, pairs_n = s[:, None], n[None, :]
+    by_hand = (pairs_s > pairs_n).mean() + 0.5 * (pairs_s == pairs_n).mean()
+    assert P.auc(s, n) == pytest.approx(by_hand, abs=1e-12)
+    cuts = np.concatenate([[np.inf], np.unique(np.concatenate([s, n]))[::-1], [-np.inf]])
+    tpr = np.array([(s > c).mean() for c in cuts])
+    fpr = np.array([(n > c).mean() for c in cuts])
+    got_fpr, got_tpr = P.roc_curve(s, n)
+    assert np.array_equal(got_fpr, fpr[1:]) and np.array_equal(got_tpr, tpr[1:])
+    with pytest.raises(ValueError, match="signal and noise"):
+        P.auc(s, np.array([]))
+
+
 def test_cohens_d_hand_computed():
     assert P.cohens_d([1, 2, 3], [2, 3, 4]) == pytest.approx(-1.0)
     assert P.cohens_d([1, 1], [1, 1]) == 0.0

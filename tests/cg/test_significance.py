@@ -66,3 +66,24 @@ def test_gap_test_reports_only_gaps_that_beat_their_null():
     ).p_low.tolist() == pytest.approx(t.p_low.tolist(), nan_ok=True), (
         "deterministic for a seed, dense or sparse"
     )
+
+
+def test_bh_qvalues_equal_the_step_up_formula_written_out():
+    """scipy.stats.false_discovery_control against BH by hand, NaN entries left out."""
+
+    def by_hand(p):
+        q = np.full(p.shape, np.nan)
+        ok = np.flatnonzero(np.isfinite(p))
+        order = ok[np.argsort(p[ok], kind="stable")]
+        m = order.size
+        raw = p[order] * m / np.arange(1, m + 1)
+        q[order] = np.minimum(1.0, np.minimum.accumulate(raw[::-1])[::-1])
+        return q
+
+    rng = np.random.default_rng(0)
+    for size in (1, 2, 7, 200):
+        p = rng.uniform(size=size) ** 3
+        p[rng.uniform(size=size) < 0.2] = np.nan
+        p[: size // 3] = np.round(p[: size // 3], 1)  # ties
+        assert np.allclose(significance.bh_qvalues(p), by_hand(p), atol=1e-12, equal_nan=True)
+    assert np.isnan(significance.bh_qvalues(np.array([np.nan, np.nan]))).all()

@@ -103,3 +103,106 @@ def test_proportions_contrast_interval_by_hand():
         stats.proportions_contrast_interval([])
     with pytest.raises(ValueError, match="k=5, n=4"):
         stats.proportions_contrast_interval([(1.0, 5, 4)])
+
+
+# --- the library statistics against the formulas they replaced ---------------------------------
+
+
+def _wilson_by_hand(k: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval written out (the formula kit computed before statsmodels)."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_wilson_interval_is_statsmodels_and_the_score_formula(level):
+    for n in (1, 2, 3, 7, 40, 1000):
+        for k in sorted({0, 1, n // 3, n // 2, n - 1, n, n / 2.5}):
+            if not 0 <= k <= n:
+                continue
+            p, lo, hi = stats.wilson_interval(k, n, level)
+            assert p == k / n
+            assert (lo, hi) == pytest.approx(_wilson_by_hand(k, n, level), abs=1e-12)
+    with pytest.raises(ValueError, match="k=6"):
+        stats.wilson_interval(6, 5)
+    assert all(math.isnan(x) for x in stats.wilson_interval(0, 0))
+
+
+def test_bootstrap_ci_draws_what_the_hand_loop_drew():
+    """scipy.stats.bootstrap with a seeded Generator draws n_boot x n item indices in one call:
+    the same resamples as ``rng.integers(0, n, (n_boot, n))``, so the interval is the hand
+    loop's percentile interval to the last bit (a NaN replicate dropped)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=23), rng.normal(size=23)
+
+    def stat(a, b):
+        return float(np.mean(a - b)) if a[0] < 1.5 else float("nan")  # some resamples undefined
+
+    idx = np.random.default_rng(11).integers(0, 23, size=(300, 23))
+    reps = np.array([stat(x[i], y[i]) for i in idx])
+    reps = reps[np.isfinite(reps)]
+    assert 0 < reps.size < 300, "the case must have some undefined replicates"
+    want = (stat(x, y), np.quantile(reps, 0.025), np.quantile(reps, 0.975))
+    assert stats.bootstrap_ci(stat, x, y, n_boot=300, seed=11) == pytest.approx(want, abs=1e-12)
+    # rows of a 2-D array are items too (the runs x ids matrix of a coherence claim)
+    m = rng.normal(size=(23, 4))
+    got = stats.bootstrap_ci(lambda r: float(r[:, 0].mean()), m, n_boot=300, seed=11)
+    assert got == pytest.approx(stats.bootstrap_ci(np.mean, m[:, 0], n_boot=300, seed=11))
+
+
+def test_bootstrap_groups_ci_resamples_like_scipy_by_group_and_by_cluster():
+    """Each group's units drawn in one (n_boot, n_units) call, group after group (scipy's order);
+    a cluster's items always travel together; a group of one unit stays fixed."""
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=9), rng.normal(size=6)
+    clusters_b = np.array([0, 0, 1, 1, 2, 2])
+    single = (np.array([4.0]),)
+
+    def stat(g):
+        return float(np.mean(g[0][0]) - np.mean(g[1][0]) + g[2][0][0])
+
+    draws = np.random.default_rng(7)
+    ia = draws.integers(0, 9, size=(200, 9))
+    ib = draws.integers(0, 3, size=(200, 3))
+    members = [np.flatnonzero(clusters_b == u) for u in range(3)]
+    reps = [
+        np.mean(a[i]) - np.mean(b[np.concatenate([members[u] for u in j])]) + 4.0
+        for i, j in zip(ia, ib)
+    ]
+    got = stats.bootstrap_groups_ci(
+        stat, [(a,), (b,), single], n_boot=200, seed=7, clusters=[None, clusters_b, None]
+    )
+    want = (stat([(a,), (b,), single]), np.quantile(reps, 0.025), np.quantile(reps, 0.975))
+    assert got == pytest.approx(want, abs=1e-12)
+    # nothing to resample: the statistic itself, no spread
+    assert stats.bootstrap_groups_ci(lambda g: float(g[0][0][0]), [single]) == (4.0, 4.0, 4.0)
+
+
+def test_rank_permutation_null_is_every_order_by_spearmanr():
+    import itertools
+
+    from scipy.stats import spearmanr
+
+    a, b = [3.0, 1.0, 2.0, 2.0, 5.0], [0.5, 0.1, 0.9, 0.3, 0.3]  # ties on both sides
+    rho, null = stats.rank_permutation_null(a, b)
+    by_hand = [spearmanr(a, list(o)).statistic for o in itertools.permutations(b)]  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+    assert rho == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
+    assert np.sort(null) == pytest.approx(np.sort(by_hand), abs=1e-12)
+
+
+def test_permutation_null_without_groups_is_scipys_every_order():
+    import itertools
+
+    labels = np.array([1.0, 0.0, 0.0, 2.0])
+    null = stats.permutation_null(lambda y: float(y[0] * 10 + y[1]), labels, n_perm=100)
+    by_hand = [o[0] * 10 + o[1] for o in itertools.permutations(labels)]
+    assert sorted(null) == sorted(by_hand), "4! = 24 orders <= n_perm: all of them, exactly"
+    drawn = stats.permutation_null(lambda y: float(y[0]), np.arange(10.0), n_perm=50, seed=1)
+    assert drawn.size == 50 and set(drawn) <= set(range(10))
+    again = stats.permutation_null(lambda y: float(y[0]), np.arange(10.0), n_perm=50, seed=1)
+    assert np.array_equal(drawn, again)

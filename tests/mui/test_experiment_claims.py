@@ -3,6 +3,9 @@ difference of accuracies, from hand-made numbers."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from kit.core.claims import check_consistent
 from kit.mui.experiment_claims import multi_token_claims, newcombe_diff
 
@@ -121,6 +124,19 @@ def test_newcombe_interval_of_a_difference_of_accuracies():
     # Newcombe (1998), Table II: 56/70 - 48/80 = 0.2000, method 10 (hybrid score) [0.0524, 0.3339]
     d, lo, hi = newcombe_diff(56, 70, 48, 80)
     assert abs(d - 0.2) < 1e-12 and abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
+
+
+def test_newcombe_interval_is_statsmodels_and_the_wilson_combination():
+    from kit.core.stats import wilson_interval
+
+    for k1, n1, k2, n2 in [(56, 70, 48, 80), (0, 10, 0, 10), (10, 10, 3, 12), (1, 3, 2, 2)]:
+        p1, l1, u1 = wilson_interval(k1, n1)
+        p2, l2, u2 = wilson_interval(k2, n2)
+        d = p1 - p2
+        want = (d, d - np.hypot(p1 - l1, u2 - p2), d + np.hypot(u1 - p1, p2 - l2))
+        assert newcombe_diff(k1, n1, k2, n2) == pytest.approx(want, abs=1e-12)
+    with pytest.raises(ValueError, match="k=4, n=3"):
+        newcombe_diff(4, 3, 1, 2)
 
 
 def _curves(top_mixed: list[float], top_single: list[float]):
