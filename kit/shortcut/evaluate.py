@@ -433,8 +433,13 @@ def side_effect_table(
     keep = bool(tasks) and all(
         d.items is not None or bool(generation_kwargs(d)) for d in tasks.values()
     )
-    pairs = [(label, m, task, data) for label, m in models.items() for task, data in tasks.items()]
-    for label, m, task, data in progress_bar(pairs, desc="Table 3", unit="model x task"):
+    # a generator, not a list: a pool's items() loads each model when reached (and releases the
+    # one before), so listing them first would leave every model but the last released
+    pairs = ((label, m, task, data) for label, m in models.items() for task, data in tasks.items())
+    total = len(models) * len(tasks)
+    for label, m, task, data in progress_bar(
+        pairs, desc="Table 3", total=total, unit="model x task"
+    ):
         if keep:
             per_item[label, task] = item_correct(
                 m, base, data, [[], list(neurons)], max_rows, max_new_tokens
