@@ -17,14 +17,16 @@ from dataclasses import asdict, dataclass
 
 from kit.world.train import Arch
 
-CODE_VERSION = "world-v8"
+CODE_VERSION = "world-v9"
 """Bump when training/data code changes in a way that changes weights: invalidates caches.
 v3: fp32 in the pinned environment (kit.core.pinned), SAEs trained with sae_lens's trainer.
 v5: MKL in CNR mode COMPATIBLE (the AVX2 branch is ignored on AMD), OpenBLAS and numpy pinned (issue
 31); contamination recipes with more margin for other world seeds.
 v8: matrix products in numpy's OpenBLAS and exact square roots (``kit.core.kernels``): MKL's
 reproducible GEMM ran at a quarter of the machine's rate, and its vector sqrt, in AdamW and every
-LayerNorm, rounded differently on Intel and AMD (v7, exact roots alone, was never published)."""
+LayerNorm, rounded differently on Intel and AMD (v7, exact roots alone, was never published).
+v9: each training batch runs as two length groups and unembeds only the positions the loss reads
+(``kit.world.train.batch_loss``): the same loss, summed in another order, in ~80% of the time."""
 
 
 @dataclass(frozen=True)
