@@ -4,7 +4,9 @@ Sequence layout (the same in training and evaluation): ``<bos> prompt answer <eo
 padded. The loss is cross-entropy on the answer token (predicted at the last prompt position)
 and on ``<eos>`` (predicted at the answer position) only; prompt tokens carry no loss, because
 the prompts' random content (numbers, names) is unpredictable and would spend the few optimizer
-steps a CPU affords on noise.
+steps a CPU affords on noise. A training batch runs as a few groups of similar length
+(:func:`length_groups`) and unembeds only the positions the loss reads (:func:`batch_loss`): the
+same loss as one padded batch, with ~20% less work.
 """
 
 from __future__ import annotations
