@@ -26,7 +26,8 @@ v8: matrix products in numpy's OpenBLAS and exact square roots (``kit.core.kerne
 reproducible GEMM ran at a quarter of the machine's rate, and its vector sqrt, in AdamW and every
 LayerNorm, rounded differently on Intel and AMD (v7, exact roots alone, was never published).
 v9: each training batch runs as two length groups and unembeds only the positions the loss reads
-(``kit.world.train.batch_loss``): the same loss, summed in another order, in ~80% of the time."""
+(``kit.world.train.batch_loss``): the same loss, summed in another order; a whole training step
+takes 79-92% of v8's CPU time on the tiny world's bases (base-xl 79%, base-l 82%, base-m 92%)."""
 
 
 @dataclass(frozen=True)
