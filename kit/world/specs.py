@@ -17,17 +17,14 @@ from dataclasses import asdict, dataclass
 
 from kit.world.train import Arch
 
-CODE_VERSION = "world-v9"
+CODE_VERSION = "world-v8"
 """Bump when training/data code changes in a way that changes weights: invalidates caches.
 v3: fp32 in the pinned environment (kit.core.pinned), SAEs trained with sae_lens's trainer.
 v5: MKL in CNR mode COMPATIBLE (the AVX2 branch is ignored on AMD), OpenBLAS and numpy pinned (issue
 31); contamination recipes with more margin for other world seeds.
 v8: matrix products in numpy's OpenBLAS and exact square roots (``kit.core.kernels``): MKL's
 reproducible GEMM ran at a quarter of the machine's rate, and its vector sqrt, in AdamW and every
-LayerNorm, rounded differently on Intel and AMD (v7, exact roots alone, was never published).
-v9: each training batch runs as two length groups and unembeds only the positions the loss reads
-(``kit.world.train.batch_loss``): the same loss, summed in another order; a whole training step
-takes 79-92% of v8's CPU time on the tiny world's bases (base-xl 79%, base-l 82%, base-m 92%)."""
+LayerNorm, rounded differently on Intel and AMD (v7, exact roots alone, was never published)."""
 
 
 @dataclass(frozen=True)
