@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from kit.core.claims import ALL_VERDICTS, KINDS, _fmt
 from kit.core.paths import REPO_ROOT, atomic_write_text
@@ -107,6 +107,39 @@ class Measurement:
     """``alone`` or ``shared`` (other work on the cores: the time is an upper bound)."""
     minutes: float
     detail: str = ""
+
+
+@dataclass
+class Floor:
+    """One step's floor in one numerical environment, transcribed from ``python -m kit bench
+    pinned`` (records/floors.json): its matrix-product work, the rate it ran at, and that rate's
+    share of the same environment's GEMM rate."""
+
+    step: str
+    """What one step computes, e.g. a tiny-world training step."""
+    environment: str
+    """``pinned`` or ``native``."""
+    date: str
+    machine: str
+    commit: str
+    load: str
+    """``alone`` or ``shared``."""
+    gflop: float
+    """Matrix-product work of one step (forward and backward), GFLOP."""
+    seconds: float
+    """CPU seconds of one step."""
+    gemm_gflops: float
+    """The environment's GEMM rate on the same machine, GFLOP/s (the floor's rate)."""
+
+    @property
+    def rate(self) -> float:
+        """GFLOP/s the step ran at."""
+        return self.gflop / self.seconds
+
+    @property
+    def efficiency(self) -> float:
+        """The step's rate over the GEMM rate: 1.0 would be a step spent only in GEMMs."""
+        return self.rate / self.gemm_gflops
 
 
 def _started(run_name: str) -> str:
@@ -204,6 +237,11 @@ def read_measurements(records_dir: Path) -> list[Measurement]:
 
 
 # ----------------------------------------------------------------------------- results.md
+
+
+def read_floors(records_dir: Path) -> list[Floor]:
+    p = records_dir / "floors.json"
+    return [Floor(**f) for f in json.loads(p.read_text())] if p.exists() else []
 
 
 def _cell(text: Any) -> str:
@@ -319,7 +357,43 @@ def _minutes(seconds: float | None) -> str:
     return "not recorded" if seconds is None else f"{seconds / 60:.1f}"
 
 
-def timings_page(records: dict[str, RunRecord], measurements: list[Measurement]) -> str:
+def floors_section(floors: Sequence[Floor]) -> list[str]:
+    """The floor table: each step's FLOPs, rate and efficiency, per environment."""
+    if not floors:
+        return []
+    out = [
+        "## Floors: FLOPs, rate and efficiency per step",
+        "",
+        "Transcribed from `python -m kit bench pinned` (docs/records/floors.json). GFLOP: the",
+        "step's matrix products, forward and backward (`torch.utils.flop_counter`); rate: GFLOP",
+        "per CPU second of the step; efficiency: that rate over the same environment's GEMM rate",
+        "(1.00 would be a step spent only in matrix products at full rate).",
+        "",
+        "| step | environment | GFLOP | CPU s | GFLOP/s | GEMM GFLOP/s | efficiency "
+        "| date | machine | commit | alone / shared |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in floors:
+        cells = [
+            f.step,
+            f.environment,
+            f"{f.gflop:.2f}",
+            f"{f.seconds:.3f}",
+            f"{f.rate:.1f}",
+            f"{f.gemm_gflops:.1f}",
+            f"{f.efficiency:.2f}",
+            f.date,
+            f.machine,
+            f"`{f.commit}`" if f.commit else "",
+            f.load,
+        ]
+        out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return out + [""]
+
+
+def timings_page(
+    records: dict[str, RunRecord], measurements: list[Measurement], floors: Sequence[Floor] = ()
+) -> str:
     out = [
         "# Timings",
         "",
@@ -366,6 +440,7 @@ def timings_page(records: dict[str, RunRecord], measurements: list[Measurement])
             "run had to do.",
             "",
         ]
+    out += floors_section(floors)
     out += ["## Earlier measurements", ""]
     if not measurements:
         out += ["None transcribed.", ""]
@@ -393,7 +468,7 @@ def timings_page(records: dict[str, RunRecord], measurements: list[Measurement])
 
 
 PAGES = {
-    "results.md": lambda recs, ms: results_page(recs),
+    "results.md": lambda recs, ms, floors: results_page(recs),
     "timings.md": timings_page,
 }
 
@@ -402,9 +477,10 @@ def build(docs_dir: Path = DOCS_DIR, check: bool = False) -> list[str]:
     """Write (or, with ``check``, compare) the generated pages; the names of pages that differ."""
     records_dir = docs_dir / "records"
     records, measurements = read_records(records_dir), read_measurements(records_dir)
+    floors = read_floors(records_dir)
     stale = []
     for name, make in PAGES.items():
-        text = make(records, measurements)
+        text = make(records, measurements, floors)
         path = docs_dir / name
         if path.exists() and path.read_text() == text:
             continue

