@@ -265,13 +265,16 @@ def file_digests(directory: Path) -> dict[str, str]:
     return {str(p.relative_to(d)): file_sha256(p) for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-def built_dir_refusal(directory: Path, required: tuple[str, ...] = ()) -> str | None:
+def built_dir_refusal(
+    directory: Path, required: tuple[str, ...] = (), keys: tuple[str, ...] = ("name",)
+) -> str | None:
     """Why the built directory ``directory`` (its ``meta.json`` written last) cannot be used, or
-    None. ``meta.json`` must parse as an object; every file it lists (``files``: ``{name: size}``)
-    must exist at that size (the cheap test, first), then match the sha256 it records
-    (``sha256``: ``{name: hex}``); a directory written before the listing existed must hold each
-    file of ``required`` (non-empty). A directory without ``meta.json`` is not built:
-    ``"not built"``.
+    None. ``meta.json`` must parse as an object holding ``keys`` (every build writes its
+    ``name``: ``{}`` is no build's meta, and its readers would fail on it); every file it lists
+    (``files``: ``{name: size}``) must exist at that size (the cheap test, first), then match the
+    sha256 it records (``sha256``: ``{name: hex}``); a directory written before the listing
+    existed must hold each file of ``required`` (non-empty). A directory without ``meta.json`` is
+    not built: ``"not built"``.
 
     A directory built before digests were recorded (no ``sha256``) is accepted on its sizes, and
     its digests are recorded in its ``meta.json`` then (atomically; a read-only cache still
@@ -286,6 +289,9 @@ def built_dir_refusal(directory: Path, required: tuple[str, ...] = ()) -> str | 
         return f"meta.json unreadable ({e})"
     if not isinstance(meta, dict):
         return "meta.json is not a JSON object"
+    for key in keys:
+        if key not in meta:
+            return f"meta.json has no {key!r}"
     listed = meta.get("files")
     if listed is None:
         listed = {name: None for name in required}
@@ -325,10 +331,15 @@ def built_dir_refusal(directory: Path, required: tuple[str, ...] = ()) -> str | 
     return None
 
 
-def is_built_dir(directory: Path, required: tuple[str, ...] = (), what: str = "cache") -> bool:
+def is_built_dir(
+    directory: Path,
+    required: tuple[str, ...] = (),
+    what: str = "cache",
+    keys: tuple[str, ...] = ("name",),
+) -> bool:
     """Whether ``directory`` is built and whole (:func:`built_dir_refusal`); a damaged one is
     warned about (naming it and the reason), so the caller rebuilds it."""
-    why = built_dir_refusal(directory, required)
+    why = built_dir_refusal(directory, required, keys)
     if why not in (None, "not built"):
         warnings.warn(
             f"{what} {directory}: {why}; rebuilding it", DamagedCacheWarning, stacklevel=3

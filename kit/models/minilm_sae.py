@@ -287,7 +287,8 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
     """
     spec = MinilmSAESpec.from_name(name)
     target = sae_dir(name)
-    if is_built_dir(target, SAE_FILES, what="MiniLM SAE"):
+    # n_label_texts: what minilm_sae_training_texts reads back from meta.json
+    if is_built_dir(target, SAE_FILES, what="MiniLM SAE", keys=("name", "n_label_texts")):
         return target
     from kit.models.encoders import load_encoder
 
