@@ -233,7 +233,9 @@ def non_finite(value: Any) -> str | None:
 _SHA256_SEEN: dict[tuple[int, int, int, int], str] = {}
 """``file_sha256`` memo: ``(device, inode, size, mtime_ns)`` -> sha256. A 500 MB fine-tune read
 many times in a process is hashed once; a file replaced or rewritten gets another key (the
-inode, or the size and mtime, change), so it is hashed again."""
+inode, or the size and mtime, change), so it is hashed again. Not seen: a same-size rewrite in
+place within the file system's timestamp resolution (milliseconds) of its hashing in this
+process; the next process hashes it afresh."""
 
 
 def file_sha256(path: Path) -> str:
