@@ -40,7 +40,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from kit.core.paths import atomic_write_bytes, atomic_write_text
+from kit.core.paths import atomic_write_bytes, atomic_write_text, sha256
 
 Check = Callable[[Any], "str | None"]
 """A value check (a schema): None when the value is usable, else the reason it is not (a short
@@ -230,25 +230,22 @@ def non_finite(value: Any) -> str | None:
 
 
 # ---------------------------------------------------------------- built directories
-_SHA256_SEEN: dict[tuple[int, int, int, int], str] = {}
-"""``file_sha256`` memo: ``(device, inode, size, mtime_ns)`` -> sha256. A 500 MB fine-tune read
-many times in a process is hashed once; a file replaced or rewritten gets another key (the
-inode, or the size and mtime, change), so it is hashed again. Not seen: a same-size rewrite in
+_SHA256_SEEN: dict[tuple[int, ...], str] = {}
+"""``file_sha256`` memo: the file's ``(device, inode, size, mtime_ns, ctime_ns)`` -> sha256. A
+500 MB fine-tune read many times in a process is hashed once; a file replaced or rewritten gets
+another key (a new inode, or new times), so it is hashed again. Not seen: a same-size rewrite in
 place within the file system's timestamp resolution (milliseconds) of its hashing in this
 process; the next process hashes it afresh."""
 
 
 def file_sha256(path: Path) -> str:
-    """The sha256 (hex) of ``path``'s bytes, read in 1 MiB chunks (a model's weights never whole
-    in memory), memoised in this process per file version (:data:`_SHA256_SEEN`)."""
+    """The sha256 (hex) of ``path``'s bytes, read in 1 MiB chunks (:func:`kit.core.paths.sha256`:
+    a model's weights never whole in memory), once per file version in this process
+    (:data:`_SHA256_SEEN`)."""
     st = os.stat(path)
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if key not in _SHA256_SEEN:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        _SHA256_SEEN[key] = h.hexdigest()
+        _SHA256_SEEN[key] = sha256(Path(path))
     return _SHA256_SEEN[key]
 
 
