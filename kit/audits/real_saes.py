@@ -31,7 +31,7 @@ from typing import TypeGuard
 
 import torch
 
-from kit.core.cached import file_sizes, is_built_dir
+from kit.core.cached import file_digests, file_sizes, is_built_dir
 from kit.core.paths import atomic_dir, cache_dir
 from kit.models.sae_train import SAE_FILES
 
@@ -201,6 +201,7 @@ def build_real_sae(name: str, model, device: str = "cpu") -> Path:
             "build_version": BUILD_VERSION,
             **sae_stats(sae, val.to(device)),
             "files": file_sizes(tmp),  # what a reader checks the directory against
+            "sha256": file_digests(tmp),  # and the bytes of each file
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     return target

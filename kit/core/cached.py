@@ -23,6 +23,11 @@ with it (before it: a write cut between the two leaves a mismatch, never a trust
 bytes checked against it, then parsed and checked by the caller's schema. A file written before
 the sidecar existed is accepted when it parses and passes the schema, and gets its sidecar then
 (so a cache that took an hour to build is not rebuilt, and is checked from then on).
+
+Built directories (fine-tunes, SAEs: several files and a ``meta.json`` written last) record each
+file's size and sha256 in ``meta.json`` (:func:`file_sizes`, :func:`file_digests`); a reader
+checks the sizes, then the bytes (:func:`built_dir_refusal`), and rebuilds a directory that fails
+either. One built before digests existed is accepted on its sizes and gets its digests then.
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from kit.core.paths import atomic_write_bytes, atomic_write_text
+from kit.core.paths import atomic_write_bytes, atomic_write_text, sha256
 
 Check = Callable[[Any], "str | None"]
 """A value check (a schema): None when the value is usable, else the reason it is not (a short
@@ -224,6 +230,25 @@ def non_finite(value: Any) -> str | None:
 
 
 # ---------------------------------------------------------------- built directories
+_SHA256_SEEN: dict[tuple[int, ...], str] = {}
+"""``file_sha256`` memo: the file's ``(device, inode, size, mtime_ns, ctime_ns)`` -> sha256. A
+500 MB fine-tune read many times in a process is hashed once; a file replaced or rewritten gets
+another key (a new inode, or new times), so it is hashed again. Not seen: a same-size rewrite in
+place within the file system's timestamp resolution (milliseconds) of its hashing in this
+process; the next process hashes it afresh."""
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 (hex) of ``path``'s bytes, read in 1 MiB chunks (:func:`kit.core.paths.sha256`:
+    a model's weights never whole in memory), once per file version in this process
+    (:data:`_SHA256_SEEN`)."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _SHA256_SEEN:
+        _SHA256_SEEN[key] = sha256(Path(path))
+    return _SHA256_SEEN[key]
+
+
 def file_sizes(directory: Path) -> dict[str, int]:
     """``{relative path: size in bytes}`` of every file under ``directory`` (sorted): what a built
     directory's ``meta.json`` lists as ``files``, so a reader can tell it is whole."""
@@ -231,11 +256,28 @@ def file_sizes(directory: Path) -> dict[str, int]:
     return {str(p.relative_to(d)): p.stat().st_size for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-def built_dir_refusal(directory: Path, required: tuple[str, ...] = ()) -> str | None:
+def file_digests(directory: Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of every file under ``directory`` (sorted): what a built
+    directory's ``meta.json`` records as ``sha256``, so a reader can tell its bytes are the ones
+    built (a same-size file with other bytes, e.g. another fine-tune's weights, is refused)."""
+    d = Path(directory)
+    return {str(p.relative_to(d)): file_sha256(p) for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def built_dir_refusal(
+    directory: Path, required: tuple[str, ...] = (), keys: tuple[str, ...] = ("name",)
+) -> str | None:
     """Why the built directory ``directory`` (its ``meta.json`` written last) cannot be used, or
-    None. ``meta.json`` must parse as an object; every file it lists (``files``: ``{name: size}``)
-    must exist at that size; a directory written before the listing existed must hold each file of
-    ``required`` (non-empty). A directory without ``meta.json`` is not built: ``"not built"``."""
+    None. ``meta.json`` must parse as an object holding ``keys`` (every build writes its
+    ``name``: ``{}`` is no build's meta, and its readers would fail on it); every file it lists
+    (``files``: ``{name: size}``) must exist at that size (the cheap test, first), then match the
+    sha256 it records (``sha256``: ``{name: hex}``); a directory written before the listing
+    existed must hold each file of ``required`` (non-empty). A directory without ``meta.json`` is
+    not built: ``"not built"``.
+
+    A directory built before digests were recorded (no ``sha256``) is accepted on its sizes, and
+    its digests are recorded in its ``meta.json`` then (atomically; a read-only cache still
+    serves), so an hour-long build is not redone and is checked by its bytes from then on."""
     d = Path(directory)
     meta_path = d / "meta.json"
     if not meta_path.is_file():
@@ -246,6 +288,9 @@ def built_dir_refusal(directory: Path, required: tuple[str, ...] = ()) -> str | 
         return f"meta.json unreadable ({e})"
     if not isinstance(meta, dict):
         return "meta.json is not a JSON object"
+    for key in keys:
+        if key not in meta:
+            return f"meta.json has no {key!r}"
     listed = meta.get("files")
     if listed is None:
         listed = {name: None for name in required}
@@ -260,13 +305,40 @@ def built_dir_refusal(directory: Path, required: tuple[str, ...] = ()) -> str | 
             return (
                 f"{name} has {actual} bytes, meta.json says {size if size is not None else '> 0'}"
             )
+    recorded = meta.get("sha256")
+    if recorded is None:  # built before digests were recorded: vouched for by its sizes
+        try:
+            digests = {name: file_sha256(d / name) for name in listed}
+        except OSError as e:
+            return f"unreadable ({e.strerror or e})"
+        try:
+            atomic_write_text(meta_path, json.dumps({**meta, "sha256": digests}, indent=1))
+        except OSError:
+            pass  # a read-only cache still serves; the digests are recorded by a later run
+        return None
+    if not isinstance(recorded, dict):
+        return "meta.json's 'sha256' is not a mapping"
+    for name in listed:
+        if name not in recorded:
+            return f"meta.json records no sha256 of {name}"
+        try:
+            digest = file_sha256(d / name)
+        except OSError as e:
+            return f"{name} is unreadable ({e.strerror or e})"
+        if digest != recorded[name]:
+            return f"{name}'s bytes do not match the sha256 meta.json records (changed)"
     return None
 
 
-def is_built_dir(directory: Path, required: tuple[str, ...] = (), what: str = "cache") -> bool:
+def is_built_dir(
+    directory: Path,
+    required: tuple[str, ...] = (),
+    what: str = "cache",
+    keys: tuple[str, ...] = ("name",),
+) -> bool:
     """Whether ``directory`` is built and whole (:func:`built_dir_refusal`); a damaged one is
     warned about (naming it and the reason), so the caller rebuilds it."""
-    why = built_dir_refusal(directory, required)
+    why = built_dir_refusal(directory, required, keys)
     if why not in (None, "not built"):
         warnings.warn(
             f"{what} {directory}: {why}; rebuilding it", DamagedCacheWarning, stacklevel=3

@@ -6,8 +6,9 @@ directory (``model.safetensors``, config, tokenizer, ``meta.json``) under
 recipe (every field but its names) and the content of the base model's files
 (:func:`base_identity`): a new recipe, base or training code never reuses an old build. The
 directory is written beside its final place and renamed onto it when complete
-(``kit.core.paths.atomic_dir``); ``meta.json`` records every file's size, and a directory whose
-files do not match it (damaged, truncated) is rebuilt, never used.
+(``kit.core.paths.atomic_dir``); ``meta.json`` records every file's size and sha256, and a
+directory whose files do not match it (damaged, truncated, another build's weights) is rebuilt,
+never used.
 
 Training (:func:`train`): AdamW at a constant learning rate, fp32, on the CPU, deterministic
 (seeded, one thread, ``torch.use_deterministic_algorithms``), in the pinned numerical environment
@@ -43,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kit.core.cached import file_sizes, is_built_dir
+from kit.core.cached import file_digests, file_sizes, is_built_dir
 from kit.core.paths import atomic_dir, build_lock, cache_dir, sha256
 from kit.models import real
 from kit.models.finetune_examples import Example, epoch_order, examples, split_items
@@ -394,8 +395,9 @@ def finetune_dir(r: Recipe) -> Path:
 
 
 def is_built(r: Recipe) -> bool:
-    """True when ``r``'s directory is complete: meta.json and each file it lists, at its size (a
-    damaged one is named in a warning and rebuilt, :func:`kit.core.cached.is_built_dir`)."""
+    """True when ``r``'s directory is complete: meta.json and each file it lists, at its size and
+    sha256 (a damaged one is named in a warning and rebuilt,
+    :func:`kit.core.cached.is_built_dir`)."""
     return is_built_dir(finetune_dir(r), ("config.json", "model.safetensors"), what="fine-tune")
 
 
@@ -449,6 +451,7 @@ def _train_and_save(r: Recipe, progress: bool = True) -> Path:
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "threads": torch.get_num_threads(),
             "files": files,
+            "sha256": file_digests(tmp),  # a same-size file with other bytes is refused
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     return target

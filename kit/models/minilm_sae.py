@@ -41,7 +41,7 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from kit.core.cached import file_sizes, is_built_dir
+from kit.core.cached import file_digests, file_sizes, is_built_dir
 from kit.core.paths import atomic_dir, cache_dir, data_dir
 from kit.models.sae_train import SAE_FILES, label_from_contexts, top_activations, train_sae
 
@@ -287,7 +287,8 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
     """
     spec = MinilmSAESpec.from_name(name)
     target = sae_dir(name)
-    if is_built_dir(target, SAE_FILES, what="MiniLM SAE"):
+    # n_label_texts: what minilm_sae_training_texts reads back from meta.json
+    if is_built_dir(target, SAE_FILES, what="MiniLM SAE", keys=("name", "n_label_texts")):
         return target
     from kit.models.encoders import load_encoder
 
@@ -333,6 +334,7 @@ def build_minilm_sae(name: str, device: str = "cpu", encoder=None) -> Path:
             "build_version": BUILD_VERSION,
             "dead_fraction": float(np.mean([not c for c in contexts])),
             "files": file_sizes(tmp),  # what a reader checks the directory against
+            "sha256": file_digests(tmp),  # and the bytes of each file
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     return target

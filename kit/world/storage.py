@@ -27,6 +27,7 @@ from typing import Iterator
 
 import torch
 
+from kit.core.cached import file_sha256  # streamed, memoised per file version
 from kit.core.paths import atomic_path, build_lock, cache_dir
 from kit.world.recipes import world_spec
 from kit.world.specs import (
@@ -228,14 +229,6 @@ def save_member(spec: WorldSpec, name: str, model, meta: dict, opt=None) -> None
 
 
 # ---------------------------------------------------------------- verifying
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def files_problem(folder: Path, files: dict) -> str:
     """ "" if every file of ``files`` (``{name: {"bytes", "sha256"}}``) in ``folder`` is as
     recorded, else what is wrong with the first that is not."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -242,6 +243,15 @@ def test_a_build_is_atomic_and_a_damaged_one_is_not_reused(twin, data, tmp_path,
     with pytest.warns(DamagedCacheWarning, match=f"{path}: model.safetensors has"):
         assert not ft.is_built(r)
     weights.write_bytes(good)
+    assert ft.is_built(r)
+    assert set(meta["sha256"]) == set(meta["files"]), "the bytes of each file are recorded"
+    other = path / "other.safetensors"  # another build's weights: same size, other bytes
+    other.write_bytes(bytes(reversed(good)))
+    os.replace(other, weights)
+    with pytest.warns(DamagedCacheWarning, match=f"{path}: model.safetensors's bytes do not match"):
+        assert not ft.is_built(r)
+    other.write_bytes(good)  # put back as a new file too (a rewrite in place within the clock's
+    os.replace(other, weights)  # resolution keeps the size and mtime the digest is memoised by)
     assert ft.is_built(r)
     (path / "meta.json").unlink()
     assert not ft.is_built(r)
