@@ -303,7 +303,7 @@ def multi_token_claims(
                 "law.multi_token",
                 law.get("fe") or law,
                 law.get("where", "multi-token families across models, a fixed effect per family"),
-                "item7_per_sample_mui",
+                "multi_token_per_sample_mui",
                 form=form,
                 caveat="" if law.get("fe") else "pooled without family effects",
                 rests_on=across,
@@ -343,7 +343,7 @@ def multi_token_claims(
                 n_boot,
                 "per-sample MUI sample",
                 rests_on,
-                "item7_per_sample_mui",
+                "multi_token_per_sample_mui",
                 caveat="a wrong answer can stop early (fewer response tokens, so fewer key "
                 "neurons): response length is not controlled",
             )
@@ -397,7 +397,7 @@ def _checkpoint_claims(law: Mapping[str, Any], form: str) -> list[Claim]:
                 null_how="no relation (slope 0)",
                 paper_value="accumulating early in pre-training (OLMo, Table 8), evolving late",
                 interval_how="OLS 95% CI of the slope across checkpoints",
-                figure="item7_per_sample_mui",
+                figure="multi_token_per_sample_mui",
                 rests_on=rests_on,
                 caveat="successive checkpoints of one run are not independent points (the OLS "
                 "interval is optimistic); whether this run is 'early' in the paper's sense is "

@@ -207,7 +207,7 @@ def multi_token_section(
         record=record,
         findings=findings,
         tables={"widths": widths, "cells": cells},
-        figures={"item7_per_sample_mui": plot_per_sample_mui(samples, focus)},
+        figures={"multi_token_per_sample_mui": plot_per_sample_mui(samples, focus)},
         data={"samples": samples, "ci": ci, "law": law},
     )
 

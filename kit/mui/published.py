@@ -287,7 +287,7 @@ def published_law_section():
     a = summary[(summary.models == "all") & (summary.form == "mui_vs_log_perf")].iloc[0]
     fe = fe_law_record(general, "benchmark")
     findings = [
-        "Published law (items 1-2, Table 5, the paper's form MUI = -α ln P + β): on §3.2's "
+        "Published law (Table 5, the paper's form MUI = -α ln P + β): on §3.2's "
         f"{len(PUBLISHED_GENERAL_MODELS)} general models {g.negative_slopes} of {g.benchmarks} "
         f"per-benchmark slopes are negative ({g.ci_below_0} with 95% CI below 0, median R² "
         f"{g.median_r2:.2f}); on all 18 models of Table 5 (specialised and larger ones included, "
