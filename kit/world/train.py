@@ -5,11 +5,6 @@ padded. The loss is cross-entropy on the answer token (predicted at the last pro
 and on ``<eos>`` (predicted at the answer position) only; prompt tokens carry no loss, because
 the prompts' random content (numbers, names) is unpredictable and would spend the few optimizer
 steps a CPU affords on noise.
-
-:func:`batch_loss` computes the same loss in 79-92% of the CPU time per step (two length groups,
-the unembedding only where the loss reads): not used by :func:`train_loop` yet, because it changes
-the weights' bits and a tiny world built with it (a trial world-v9) failed two of the card's 20
-checks that world-v8 passes (sparse contamination leak +9.7 against >= 10; +math specialisation).
 """
 
 from __future__ import annotations
@@ -115,74 +110,6 @@ def collate(seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torc
         targets[i, len(s) - 2 - n_ans : len(s) - 1] = torch.tensor(s[len(s) - 1 - n_ans :])
     n_tokens = sum(len(s) - 1 for s in seqs)
     return inputs, targets, torch.tensor(n_tokens)
-
-
-MAX_GROUPS = 2
-"""Most length groups one batch is split into (:func:`length_groups`). Measured on the tiny
-world's four base shapes (pinned, CPU time of forward and backward): 2 groups took 78-82% of the
-time of one batch padded to its longest sequence, 3 or 4 groups more than 2 (each group is another
-pass through every layer's small operations)."""
-
-
-def length_groups(seqs: Sequence[list[int]], max_groups: int = MAX_GROUPS) -> list[list[int]]:
-    """Indices of ``seqs`` split into at most ``max_groups`` groups of similar length, each run as
-    its own right-padded forward pass.
-
-    Right padding under a causal mask changes no real position, so a batch's loss is the same sum
-    over its answer tokens however it is split; a batch padded to its longest sequence spent ~38%
-    of the world's positions on padding, two groups ~20% fewer positions. The groups are
-    contiguous runs of the sequences sorted by length (stable: ties keep batch order), chosen to
-    minimise the padded positions (dynamic programming over the cut points); deterministic in the
-    lengths alone.
-    """
-    if max_groups < 1:
-        raise ValueError(f"max_groups={max_groups!r}: must be an int >= 1")
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    lens = [len(seqs[i]) - 1 for i in order]
-    n = len(lens)
-    k_max = min(max_groups, n)
-    inf = float("inf")
-    # cost[k][j]: fewest padded positions covering the first j sorted sequences with k groups
-    cost = [[inf] * (n + 1) for _ in range(k_max + 1)]
-    cut = [[0] * (n + 1) for _ in range(k_max + 1)]
-    cost[0][0] = 0
-    for k in range(1, k_max + 1):
-        for j in range(1, n + 1):
-            for i in range(k - 1, j):
-                c = cost[k - 1][i] + (j - i) * lens[j - 1]
-                if c < cost[k][j]:
-                    cost[k][j], cut[k][j] = c, i
-    k = min(range(1, k_max + 1), key=lambda k: (cost[k][n], k))  # fewest groups among the best
-    bounds = [n]
-    for kk in range(k, 0, -1):
-        bounds.append(cut[kk][bounds[-1]])
-    bounds.reverse()
-    return [order[a:b] for a, b in zip(bounds, bounds[1:])]
-
-
-def answer_loss_sum(model, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Summed cross-entropy over the positions with a target (not -100), unembedding those positions
-    only: the loss reads 2 of a sequence's ~15 positions, and the final LayerNorm and unembedding
-    act on each position alone, so the others need not be computed."""
-    resid = model(inputs, stop_at_layer=model.cfg.n_layers)  # every block, before ln_final
-    keep = targets != -100
-    resid = resid[keep][None]  # [1, n_targets, d_model]: the hooks' batch/pos layout
-    if model.cfg.normalization_type is not None:
-        resid = model.ln_final(resid)
-    logits = model.unembed(resid)[0]
-    return F.cross_entropy(logits, targets[keep], reduction="sum")
-
-
-def batch_loss(model, seqs: Sequence[list[int]]) -> torch.Tensor:
-    """The world's training loss of one batch: mean cross-entropy over every answer token and
-    ``<eos>`` (:func:`collate`), computed per :func:`length_groups` group."""
-    total = torch.zeros(())
-    n_targets = 0
-    for group in length_groups(seqs):
-        inputs, targets, _ = collate([seqs[i] for i in group])
-        n_targets += int((targets != -100).sum())
-        total = total + answer_loss_sum(model, inputs, targets)
-    return total / n_targets
 
 
 def batches_from_items(items: Iterable[Item], batch_size: int) -> Iterator[list[list[int]]]:

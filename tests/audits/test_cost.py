@@ -112,7 +112,9 @@ def test_notebook_01_knows_before_anything_loads_whether_it_can_rank():
     the config says so when it loads: fewer than 3 models run the per-model sections and the law
     and PUR ranking read "not testable" with the count (issue 35's realsmoke)."""
     one = kit.load_params(
-        "01_utility_law", "dryrun", {"models": ["twin/llama"], "reference_order": None}
+        "01_utility_law",
+        "dryrun",
+        {"models": ["twin/llama"], "reference_order": None, "family_pair": None},
     )
     assert one.law_testable() == (
         "not testable: 1 model (twin/llama); the law across models and PUR's ranking need >= 3"

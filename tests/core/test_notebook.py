@@ -125,7 +125,7 @@ def test_saving_a_figure_or_recording_numbers_prints_nothing_under_the_cell(tmp_
     import matplotlib.pyplot as plt
 
     run = start("00_quickstart", "smoke", tmp_path)
-    fig, ax = plt.subplots(figsize=(2, 1))
+    fig, ax = plt.subplots(figsize=(3.5, 1.5))
     ax.plot([0, 1], [1, 0])
     assert run.save_figure(fig, "line") is None
     plt.close(fig)

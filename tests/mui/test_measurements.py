@@ -4,6 +4,7 @@ on revision twins one model at a time, and the items a contaminated real fine-tu
 from __future__ import annotations
 
 import pytest
+import torch
 
 from kit.mui.measurements import leak_items, measure
 
@@ -24,9 +25,8 @@ def test_measure_tabulates_perf_and_mui(monkeypatch):
         def items(self, split, n, seed):
             return [Item(f"{split}/{i}", "p", answer="1") for i in range(n)]
 
-    class Res:
-        def __init__(self, mui):
-            self.mui = mui
+    def Res(mui):  # what kit.mui.metric.utilization returns
+        return kit.mui.metric.MUIResult(mui, torch.zeros(1, 1, dtype=torch.bool), 1)
 
     class Stub(WorldSubject):
         def respond(self, task, items, max_new_tokens=1, ablate=()):
@@ -34,12 +34,15 @@ def test_measure_tabulates_perf_and_mui(monkeypatch):
             k = 3 if self.name.endswith("a") else 1
             return ["1 x"] * k + ["10"] * (len(items) - k)
 
+        def tokens(self, items, responses):  # the rows MUI reads: faked with it below
+            return None, None
+
     monkeypatch.setattr(kit.subjects, "load_subject", lambda name, **kw: Stub(name, model=name))
     monkeypatch.setattr(kworld, "get_task", lambda t: FakeTask(), raising=False)
     monkeypatch.setattr(
         kit.mui.metric,
-        "utilization_for_items",
-        lambda m, its, resp, **kw: Res(2.5 if kw["score"] == "score" else -1.0),
+        "utilization",
+        lambda m, tokens, mask, **kw: Res(2.5 if kw["score"] == "score" else 0.0),
     )
     df = measure(["zoo/a", "zoo/b"], ["add"], splits=["test", "fresh"], n_items=4)
     assert list(df.columns)[:7] == ["model", "task", "group", "split", "n", "perf", "mui"]
