@@ -294,7 +294,8 @@ def test_two_builders_of_one_recipe_train_it_once(twin, tmp_path, monkeypatch):
         time.sleep(0.5)  # long enough for the other builder to find the recipe not built
         with ft.atomic_dir(ft.finetune_dir(recipe)) as tmp:
             (tmp / "w.bin").write_bytes(b"w")
-            (tmp / "meta.json").write_text(json.dumps({"files": {"w.bin": 1}}))
+            meta = {"name": recipe.name, "files": {"w.bin": 1}}  # what a build's meta.json holds
+            (tmp / "meta.json").write_text(json.dumps(meta))
         return ft.finetune_dir(recipe)
 
     monkeypatch.setattr(ft, "is_pinned", lambda: True)  # train in this process (here: the fake)
