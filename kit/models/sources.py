@@ -149,24 +149,35 @@ NO_FORM = ModelSource(
 _FORMS: dict[str, ModelSource] = {}
 
 
+def _add(table: dict, source, what: str):
+    """Put ``source`` in ``table`` under its key (a module re-imported registers its forms again:
+    the newer one wins); two modules claiming one key fail naming both."""
+    old = table.get(source.key)
+    if old is not None and old.owner != source.owner:
+        raise ValueError(
+            f"{what} {source.key!r} is registered by {old.owner} already; "
+            f"{source.owner} must use another key"
+        )
+    table[source.key] = source
+    return source
+
+
+def _in_order(table: dict) -> list:
+    """``table``'s forms in matching order: by rank, then in registration order."""
+    providers.ensure()
+    order = list(table)
+    return sorted(table.values(), key=lambda s: (s.rank, order.index(s.key)))
+
+
 def register(source: ModelSource) -> ModelSource:
     """Add ``source`` (a module re-imported registers its forms again: the newer one wins); two
     modules claiming one key fail naming both."""
-    old = _FORMS.get(source.key)
-    if old is not None and old.owner != source.owner:
-        raise ValueError(
-            f"model source {source.key!r} is registered by {old.owner} already; "
-            f"{source.owner} must use another key"
-        )
-    _FORMS[source.key] = source
-    return source
+    return _add(_FORMS, source, "model source")
 
 
 def sources() -> list[ModelSource]:
     """Every registered form, in matching order."""
-    providers.ensure()
-    order = list(_FORMS)
-    return sorted(_FORMS.values(), key=lambda s: (s.rank, order.index(s.key)))
+    return _in_order(_FORMS)
 
 
 def source(key: str) -> ModelSource:
@@ -285,21 +296,12 @@ _SAE_FORMS: dict[str, SaeSource] = {}
 
 def register_sae(source: SaeSource) -> SaeSource:
     """Add an SAE-name form (as :func:`register` does for model names)."""
-    old = _SAE_FORMS.get(source.key)
-    if old is not None and old.owner != source.owner:
-        raise ValueError(
-            f"SAE source {source.key!r} is registered by {old.owner} already; "
-            f"{source.owner} must use another key"
-        )
-    _SAE_FORMS[source.key] = source
-    return source
+    return _add(_SAE_FORMS, source, "SAE source")
 
 
 def sae_sources() -> list[SaeSource]:
     """Every registered SAE-name form, in matching order."""
-    providers.ensure()
-    order = list(_SAE_FORMS)
-    return sorted(_SAE_FORMS.values(), key=lambda s: (s.rank, order.index(s.key)))
+    return _in_order(_SAE_FORMS)
 
 
 def find_sae(name: Any) -> SaeSource | None:

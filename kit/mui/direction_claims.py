@@ -212,24 +212,16 @@ def direction_claim(tables: DirectionTables, q: Question, prefix: str, kind: str
         # the design first: a setting with too few fine-tunes (or trajectories) cannot be decided
         # whatever its changes say (e.g. one specialised fine-tune on real models)
         design = _design_floor(tables, q, cluster, unit)
-        if design:
-            return claim(
-                PAPER,
-                f"§3.3-3.4 (corollary {q.corollary})",
-                prefix + q.id,
-                f"{where}: {q.expected} (MUI {mui_word} where performance {perf_word})",
-                None,
-                undecidable=design,
-                kind=kind,
-                rests_on=rests_on,
-            )
         return claim(
             PAPER,
             f"§3.3-3.4 (corollary {q.corollary})",
             prefix + q.id,
             f"{where}: {q.expected} (MUI {mui_word} where performance {perf_word})",
             None,
-            not_testable=(
+            undecidable=design or None,
+            not_testable=None
+            if design
+            else (
                 f"no change in this subset where performance {perf_word} beyond the tolerance "
                 "and MUI moved"
                 if tables.measured(q.setting)
