@@ -162,8 +162,11 @@ def wrap_to(text: str, width_in: float, size_pt: float | None = None) -> str:
     import textwrap
 
     import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
 
-    size = float(size_pt or mpl.rcParams["axes.titlesize"])
+    # matplotlib's default title size is a name ("large"), the paper style's a number
+    title = FontProperties(size=mpl.rcParams["axes.titlesize"]).get_size_in_points()
+    size = float(size_pt or title)
     # DejaVu Sans averages about 0.6 em a character
     return textwrap.fill(text, max(8, int(width_in * 72 / (0.6 * size))))
 
