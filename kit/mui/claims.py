@@ -78,6 +78,7 @@ from kit.core.stats import (
     smallest_p,
     wilson_interval,
 )
+from kit.models.sources import form_of
 from kit.mui.directions import SIGNS, collapse_rates, conditional_share
 from kit.mui.growth import largest_varying_n, mixed_and_single
 
@@ -138,13 +139,12 @@ def fit_claim(
     rests_on: str = "",
     points: str = "points",
 ) -> Claim:
-    """The law's sign on one fit. Both forms predict a negative slope: the paper's ``MUI = -alpha ln
-    P
-    + beta`` (slope -alpha) and the inverse ``P = a + b ln MUI`` (slope b). ``fit``: slope, ci_low,
-    ci_high, r2 (``r2_within`` for a fixed-effects fit), n; a missing slope is "not testable". A
-    fit with ``cluster_ci_low`` (:func:`kit.mui.law.law_cluster_ci`) is read on that interval,
-    which resamples models, not points; the points' t interval stays in ``extra``. ``points``: what
-    one point of a plain fit is (the unit of its OLS interval)."""
+    """The law's sign on one fit. Both forms predict a negative slope: the paper's
+    ``MUI = -alpha ln P + beta`` (slope -alpha) and the inverse ``P = a + b ln MUI`` (slope b).
+    ``fit``: slope, ci_low, ci_high, r2 (``r2_within`` for a fixed-effects fit), n; a missing
+    slope is "not testable". A fit with ``cluster_ci_low`` (:func:`kit.mui.law.law_cluster_ci`) is
+    read on that interval, which resamples models, not points; the points' t interval stays in
+    ``extra``. ``points``: what one point of a plain fit is (the unit of its OLS interval)."""
     fit = fit or {}
     r2 = fit.get("r2")
     within = "fixed_effects" in fit
@@ -745,8 +745,6 @@ def grid_rests_on(results: Mapping[str, Any]) -> str:
     if grid.empty:
         return "the law grid's models (none recorded)"
     models, tasks = sorted(grid.model.unique()), sorted(grid.task.unique())
-    from kit.models.sources import form_of
-
     if all(form_of(m).world_member for m in models):
         contaminated = sum("-test-" in m or "-syn-" in m for m in models)
         return (
