@@ -485,6 +485,32 @@ def band_claim(
     return claim(paper, section, id, statement, ours, null=m, null_range=(lo, hi), **kw)
 
 
+def mean_diff_claim(
+    paper: str,
+    section: str,
+    id: str,
+    statement: str,
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    *,
+    paired: bool = True,
+    n_boot: int = 1000,
+    seed: int = 0,
+    direction: str = "greater",
+    **kw: Any,
+) -> Claim:
+    """A difference of means with its bootstrap interval (:func:`kit.core.stats.mean_diff_ci`,
+    ``n_boot`` resamples, ``seed``): ``mean(a - b)`` over paired items (same index = same item,
+    as :func:`bootstrap_claim` resamples them), or, ``paired=False``, ``mean(a) - mean(b)`` of two
+    independent samples, each resampled on its own. ``kw``: the other arguments of :func:`claim`
+    (``null`` or ``null_range``, ``null_how``...).
+    """
+    from kit.core.stats import mean_diff_ci
+
+    est = mean_diff_ci(a, b, paired=paired, n_boot=n_boot, seed=seed)
+    return claim(paper, section, id, statement, est[0], ci=est[1:], direction=direction, **kw)
+
+
 def versus_paper(
     ci: tuple[float, float] | None,
     paper_effect: tuple[float, float],

@@ -3,9 +3,13 @@
 - intervals: :func:`bootstrap_ci` (paired percentile bootstrap over items),
   :func:`bootstrap_groups_ci` (stratified, optionally by cluster), :func:`mean_diff_ci`,
   :func:`t_interval` (repeats over seeds), :func:`welch_interval` (two small independent samples),
-  :func:`wilson_interval` (shares);
+  :func:`wilson_interval` (shares; :func:`clustered_wilson` with clusters as the units),
+  :func:`newcombe_diff` (a difference of two shares);
 - nulls: :func:`permutation_null` (shuffled labels, optionally within groups),
-  :func:`rank_permutation_null` (Spearman against every or random orders), :func:`null_band`,
+  :func:`rank_permutation_null` (Spearman against every or random orders),
+  :func:`label_permutation_null` (a difference of means over every arrangement of two groups'
+  labels; :func:`smallest_p`, the smallest p-value it can give), :func:`null_band` and
+  :func:`order_band` (a null's central range, interpolated or from its order statistics),
   :func:`seed_repeats`;
 - :func:`jaccard`: the overlap of two sets, with the two-empty-sets case chosen by the caller.
 
@@ -15,8 +19,8 @@ The libraries that own these statistics compute them: resamples and percentile i
 ``scipy.stats.bootstrap``, permutation nulls by ``scipy.stats.permutation_test``, the Wilson
 interval by statsmodels' ``proportion_confint``. Written here only what no library offers: the
 cluster bootstrap's mapping of resampled clusters to items (scipy resamples the cluster labels),
-shuffles within groups (scipy has no strata) and Price and Bonett's interval of a contrast of
-more than two shares.
+shuffles within groups (scipy has no strata), label permutations with a side of one unit (scipy
+refuses them) and Price and Bonett's interval of a contrast of more than two shares.
 """
 
 from __future__ import annotations
@@ -221,6 +225,28 @@ def wilson_interval(k: float, n: int, level: float = LEVEL) -> tuple[float, floa
     return k / n, max(0.0, float(lo)), min(1.0, float(hi))
 
 
+def clustered_wilson(share: float, clusters: int) -> tuple[float, float]:
+    """Wilson 95% interval of ``share`` with the number of clusters as the sample size (each cluster
+    one unit: the design effect at its largest, so the interval holds however correlated the changes
+    of a cluster are)."""
+    _, lo, hi = wilson_interval(share * clusters, clusters)
+    return lo, hi
+
+
+def newcombe_diff(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, float]:
+    """Difference of two proportions ``k1/n1 - k2/n2`` with Newcombe's hybrid score 95% interval
+    (Newcombe 1998, method 10: Wilson intervals of each side combined): statsmodels'
+    ``confint_proportions_2indep(method="newcomb")``. Independent samples; on positively
+    correlated ones (the same items) it is conservative."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    for k, n in ((k1, n1), (k2, n2)):
+        if n <= 0 or not 0 <= k <= n:
+            raise ValueError(f"a share needs n > 0 and 0 <= k <= n; got k={k}, n={n}")
+    lo, hi = confint_proportions_2indep(k1, n1, k2, n2, method="newcomb", compare="diff")
+    return k1 / n1 - k2 / n2, float(lo), float(hi)
+
+
 def proportions_contrast_interval(
     terms: Sequence[tuple[float, float, int]], level: float = LEVEL
 ) -> tuple[float, float, float]:
@@ -340,6 +366,57 @@ def rank_permutation_null(
     )
     null = np.asarray(res.null_distribution, dtype=float)
     return rho, null[np.isfinite(null)]
+
+
+MAX_EXACT_ARRANGEMENTS = 20_000
+"""Most label arrangements :func:`label_permutation_null` enumerates exactly; beyond it, draws."""
+
+
+def label_permutation_null(
+    treated: Sequence[float], control: Sequence[float], n_perm: int = 10_000, seed: int = 0
+) -> tuple[float, np.ndarray, bool]:
+    """Difference of means ``mean(treated) - mean(control)`` and its distribution under every
+    arrangement of the labels over the units (exact when there are at most
+    :data:`MAX_EXACT_ARRANGEMENTS` arrangements, else ``n_perm`` seeded draws). Returns
+    ``(observed, null, exact)``.
+
+    Written here rather than with ``scipy.stats.permutation_test``: scipy refuses a side of one
+    unit, which the smallest designs have (one contaminated fine-tune against the rest)."""
+    import itertools
+
+    a, b = np.asarray(treated, float), np.asarray(control, float)
+    pooled, n_a = np.concatenate([a, b]), len(a)
+    observed = float(a.mean() - b.mean())
+    total = pooled.sum()
+    n_arr = math.comb(len(pooled), n_a)
+    if n_arr <= MAX_EXACT_ARRANGEMENTS:
+        picks = (list(c) for c in itertools.combinations(range(len(pooled)), n_a))
+        exact = True
+    else:
+        rng = np.random.default_rng(seed)
+        picks = (rng.choice(len(pooled), n_a, replace=False) for _ in range(n_perm))
+        exact = False
+    null = []
+    for idx in picks:
+        s = pooled[idx].sum()
+        null.append(s / n_a - (total - s) / (len(pooled) - n_a))
+    return observed, np.asarray(null, float), exact
+
+
+def smallest_p(n_treated: int, n_control: int) -> float:
+    """Smallest one-sided p-value an exact label permutation over ``n_treated + n_control``
+    units can give: one arrangement in C(n, n_treated)."""
+    return 1.0 / math.comb(n_treated + n_control, n_treated)
+
+
+def order_band(null: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """Central ``level`` band of a null distribution read from its order statistics (``lower`` and
+    ``higher`` quantiles, never interpolated): an observed value beyond it has an exact one-sided
+    p-value under (1 - level) / 2, and with too few arrangements no value can be beyond it."""
+    a = (1 - level) / 2
+    return float(np.quantile(null, a, method="lower")), float(
+        np.quantile(null, 1 - a, method="higher")
+    )
 
 
 def null_band(samples: Iterable[float], level: float = LEVEL) -> tuple[float, float, float]:

@@ -22,9 +22,8 @@ Notebook 01's experiments: ``published`` (the paper's tables), ``growth`` (§3.6
 Notebook 02: ``trajectories`` (settings, directions), ``measurements``, ``trajectory_sections``,
 ``published_trajectories`` (the paper's tables), ``regression`` (the training takeaway). Both:
 ``checkpoints`` (a member's training checkpoints, by name). Figures: ``plots``. ``quickstart``:
-notebook 00; ``claims``: the claims of 01 and 02 (01's built in ``law_claims`` and
-``experiment_claims``, 02's declared in ``direction_claims``); ``bench``: scoring vs the plain
-forward pass and the public algorithm.
+notebook 00; ``claims``: the claims of 01 and 02; ``bench``: scoring vs the plain forward pass
+and the public algorithm.
 """
 
 from kit.core.lazy import lazy_submodules
@@ -80,13 +79,10 @@ __getattr__, __dir__ = lazy_submodules(
         "checkpoints",
         "claims",
         "correctness",
-        "direction_claims",
         "directions",
-        "experiment_claims",
         "growth",
         "key_neurons",
         "law",
-        "law_claims",
         "masking",
         "measurements",
         "methods",

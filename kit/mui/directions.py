@@ -16,8 +16,10 @@ flat            |Δ| <= tolerance in either coordinate: no direction asserted
 :func:`direction` labels one change (the one definition for the whole project); this module
 applies it to consecutive checkpoints (``step_directions``) and to fine-tune-vs-base pairs
 (``pair_directions``), counts directions per setting, and checks the paper's corollaries 1 and 2
-against any such table (``corollary_checks``). Tables use the tidy schema of
-:mod:`kit.mui.trajectories`.
+against any such table (``corollary_checks``). The claims read a table through
+:func:`conditional_share` (the share of changes in a predicted direction among those whose
+performance moved the predicted way) and :func:`collapse_rates` (each fine-tune's share of
+collapsing out-of-domain changes). Tables use the tidy schema of :mod:`kit.mui.trajectories`.
 """
 
 from __future__ import annotations
@@ -51,6 +53,14 @@ def direction(
 DIRECTIONS: tuple[str, ...] = ("evolving", "accumulating", "coarsening", "collapsing", "flat")
 """Every label ``kit.mui.directions.direction`` may return, in the order tables and legends show
 them."""
+
+SIGNS: dict[str, tuple[int, int]] = {
+    "evolving": (1, -1),
+    "accumulating": (1, 1),
+    "coarsening": (-1, 1),
+    "collapsing": (-1, -1),
+}
+"""Each direction as (sign of Δperformance, sign of ΔMUI) (:func:`direction`)."""
 
 DIRECTION_COLORS: dict[str, str] = {
     "evolving": "#0173b2",
@@ -227,6 +237,38 @@ def counts_dict(labelled: pd.DataFrame) -> dict[str, int]:
     out = {d: int(c.get(d, 0)) for d in DIRECTIONS}
     out["total"] = int(len(labelled))
     return out
+
+
+def conditional_share(changes: pd.DataFrame, expected: str, cluster: str) -> dict[str, Any]:
+    """Among ``changes`` whose Δperformance has the sign ``expected`` predicts (and whose MUI moved
+    beyond the tolerance: neither coordinate ``flat``), the share whose ΔMUI has the predicted sign.
+
+    ``changes``: rows with ``direction`` and the ``cluster`` column. Returns ``k`` (changes in the
+    predicted direction), ``m`` (changes with the predicted performance sign), ``share`` (k/m, NaN
+    when m = 0), ``clusters`` (clusters with m > 0), ``n_changes`` (all rows).
+    """
+    s_perf, _ = SIGNS[expected]
+    same_perf = [d for d, (sp, _) in SIGNS.items() if sp == s_perf]
+    given = changes[changes["direction"].isin(same_perf)]
+    k = int((given["direction"] == expected).sum())
+    m = int(len(given))
+    return {
+        "k": k,
+        "m": m,
+        "share": k / m if m else float("nan"),
+        "clusters": int(given[cluster].nunique()) if m else 0,
+        "n_changes": int(len(changes)),
+    }
+
+
+def collapse_rates(pairs: pd.DataFrame) -> pd.Series:
+    """Per fine-tune, the share of its out-of-domain changes that are ``collapsing`` (flat
+    changes count as not collapsing). ``pairs``: ``pair_directions`` rows with ``model, domain,
+    direction``."""
+    if pairs is None or pairs.empty:
+        return pd.Series(dtype=float)
+    ood = pairs[pairs["domain"] == "ood"]
+    return ood.groupby("model")["direction"].apply(lambda d: float((d == "collapsing").mean()))
 
 
 def corollary_checks(

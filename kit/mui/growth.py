@@ -6,6 +6,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kit.mui import metric as mui
@@ -60,6 +61,31 @@ def disjoint_subsets(n_items: int, n: int, repeats: int, rng: random.Random) -> 
         raise ValueError(f"n={n}, repeats={repeats}: both must be >= 1")
     order = rng.sample(range(n_items), n_items)
     return [order[r * n : (r + 1) * n] for r in range(min(repeats, n_items // n))]
+
+
+def mixed_and_single(curves: pd.DataFrame, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """At subset size ``n`` of :func:`growth_curves`' table: the mixed pool's MUI per repeat, and
+    the single pools' mean per repeat."""
+    at = curves[curves["n"] == n]
+    mixed = at[at["pool"] == "mixed"]["mui"].to_numpy(float)
+    single = at[at["pool"] != "mixed"].groupby("repeat")["mui"].mean().to_numpy(float)
+    return mixed, single
+
+
+def largest_varying_n(curves: pd.DataFrame) -> int:
+    """The largest subset size at which the mixed pool's and the single pools' MUI vary over the
+    random subsets (at a pool's own size every subset is the whole pool: a zero-width interval that
+    can decide nothing), preferring sizes with the most subsets a side (the subsets at one n are
+    disjoint, :func:`disjoint_subsets`, so a larger n has fewer of them); the largest size when none
+    varies."""
+    sizes = sorted(set(curves["n"]), reverse=True)
+    counts = {n: min(len(a) for a in mixed_and_single(curves, n)) for n in sizes}
+    for least in sorted(set(counts.values()), reverse=True):
+        for n in sizes:
+            mixed, single = mixed_and_single(curves, n)
+            if counts[n] >= least and len(np.unique(mixed)) > 1 and len(np.unique(single)) > 1:
+                return int(n)
+    return int(curves["n"].max())
 
 
 def first_task_per_group(tasks: Sequence[str]) -> list[str]:

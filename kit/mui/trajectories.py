@@ -191,7 +191,7 @@ def rests_on(settings: Settings, source: str) -> dict[str, str]:
 @dataclass
 class TrajectoryStudy:
     """Notebook 02's results, filled section by section; the claims
-    (:func:`kit.mui.direction_claims.study_claims`) read these fields."""
+    (:func:`kit.mui.claims.study_claims`) read these fields."""
 
     olmo_steps: pd.DataFrame | None = None
     """The paper's Table 8 labelled step by step (``kit.mui.directions.step_directions``)."""

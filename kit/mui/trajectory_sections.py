@@ -201,7 +201,7 @@ def corollary_section(
         record=record,
         figures={"direction_counts": fig},
         # the corollary checks' "agrees" (modal direction) is a description, not a test: the
-        # findings that state verdicts come from the claims (kit.mui.direction_claims)
+        # findings that state verdicts come from the claims (kit.mui.claims)
         findings=[contamination_text(cont, ctrl)],
         data={"checks": checks},
     )

@@ -427,6 +427,42 @@ def test_band_claim_reads_the_nulls_mean_and_central_band_by_hand():
     assert inside.verdict == "inconclusive"
 
 
+def test_mean_diff_claim_is_the_mean_difference_with_its_bootstrap_interval_by_hand():
+    import numpy as np
+
+    from kit.core.stats import bootstrap_ci, mean_diff_ci
+
+    a, b = np.array([3.0, 4.0, 5.0, 6.0]), np.array([1.0, 1.5, 2.0, 2.5])
+    # paired: mean(a - b) = mean(2, 2.5, 3, 3.5) = 2.75, the draws of a paired bootstrap over items
+    c = C.mean_diff_claim("000", "s", "d", "d", a, b, n_boot=200, seed=3, null=0.0)
+    assert c.ours == pytest.approx(2.75)
+    assert (c.ours, c.ci_low, c.ci_high) == bootstrap_ci(
+        lambda x, y: float(np.mean(x - y)), a, b, n_boot=200, seed=3
+    )
+    assert c.verdict == "supported" and c.direction == "greater"
+    # independent samples: mean(a) - mean(b[:3]) = 4.5 - 1.5, each side resampled on its own
+    u = C.mean_diff_claim(
+        "000", "s", "u", "u", a, b[:3], paired=False, n_boot=200, seed=3, null=0.0, direction="less"
+    )
+    assert u.ours == pytest.approx(4.5 - 1.5)
+    assert (u.ours, u.ci_low, u.ci_high) == mean_diff_ci(a, b[:3], paired=False, n_boot=200, seed=3)
+    assert u.verdict == "contradicted" and u.direction == "less"
+    within = C.mean_diff_claim(
+        "000",
+        "s",
+        "w",
+        "w",
+        a,
+        a + 0.01,
+        paired=False,
+        n_boot=200,
+        seed=3,
+        null_range=(-5.0, 5.0),
+        direction="within",
+    )
+    assert within.verdict == "supported"
+
+
 @pytest.mark.parametrize(
     "how, unit",
     [

@@ -206,3 +206,50 @@ def test_permutation_null_without_groups_is_scipys_every_order():
     assert drawn.size == 50 and set(drawn) <= set(range(10))
     again = stats.permutation_null(lambda y: float(y[0]), np.arange(10.0), n_perm=50, seed=1)
     assert np.array_equal(drawn, again)
+
+
+def test_clustered_wilson_uses_the_number_of_clusters_as_the_sample_size():
+    lo, hi = stats.clustered_wilson(0.75, 8)
+    assert (lo, hi) == pytest.approx(stats.wilson_interval(6, 8)[1:])
+    # the same share over 2 clusters is much wider
+    lo2, hi2 = stats.clustered_wilson(0.75, 2)
+    assert lo2 < lo and hi2 >= hi
+
+
+def test_label_permutation_null_is_exact_by_hand():
+    # units 1, 0 (treated) vs 0 (control): arrangements of 2 treated among 3 values
+    obs, null, exact = stats.label_permutation_null([1.0, 0.0], [0.0])
+    assert exact and obs == pytest.approx(0.5)
+    # {1,0}|0 -> 0.5, {1,0}|0 (the other 0) -> 0.5, {0,0}|1 -> -1
+    assert sorted(null.tolist()) == pytest.approx([-1.0, 0.5, 0.5])
+    lo, hi = stats.order_band(np.array([-1.0, 0.5, 0.5]))
+    assert (lo, hi) == (-1.0, 0.5)
+
+
+def test_order_band_cannot_be_beaten_with_too_few_arrangements():
+    # 4 vs 3 models: 35 arrangements, the most extreme has p = 1/35 > 0.025
+    obs, null, exact = stats.label_permutation_null([1, 1, 1, 1], [0, 0, 0])
+    assert exact and null.size == math.comb(7, 4) and obs == null.max()
+    assert stats.order_band(null)[1] == obs, "the band's top is the maximum: nothing lies beyond it"
+
+
+def test_smallest_p_is_one_arrangement_in_all():
+    assert stats.smallest_p(3, 2) == pytest.approx(0.1)  # C(5, 3) = 10
+    assert stats.smallest_p(1, 1) == pytest.approx(0.5)
+
+
+def test_newcombe_interval_of_a_difference_of_accuracies():
+    # Newcombe (1998), Table II: 56/70 - 48/80 = 0.2000, method 10 (hybrid score) [0.0524, 0.3339]
+    d, lo, hi = stats.newcombe_diff(56, 70, 48, 80)
+    assert abs(d - 0.2) < 1e-12 and abs(lo - 0.0524) < 5e-4 and abs(hi - 0.3339) < 5e-4
+
+
+def test_newcombe_interval_is_statsmodels_and_the_wilson_combination():
+    for k1, n1, k2, n2 in [(56, 70, 48, 80), (0, 10, 0, 10), (10, 10, 3, 12), (1, 3, 2, 2)]:
+        p1, l1, u1 = stats.wilson_interval(k1, n1)
+        p2, l2, u2 = stats.wilson_interval(k2, n2)
+        d = p1 - p2
+        want = (d, d - np.hypot(p1 - l1, u2 - p2), d + np.hypot(u1 - p1, p2 - l2))
+        assert stats.newcombe_diff(k1, n1, k2, n2) == pytest.approx(want, abs=1e-12)
+    with pytest.raises(ValueError, match="k=4, n=3"):
+        stats.newcombe_diff(4, 3, 1, 2)

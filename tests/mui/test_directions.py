@@ -237,3 +237,26 @@ def test_strict_only_under_contamination_check_on_table9():
     )
     clean = spec.assign(direction="coarsening")
     assert directions.corollary_checks(uncontaminated=clean).iloc[0]["verdict"] == "agrees"
+
+
+def test_conditional_share_reads_only_changes_with_the_predicted_performance_sign():
+    changes = pd.DataFrame(
+        {
+            "direction": [
+                "accumulating",
+                "evolving",
+                "accumulating",
+                "coarsening",
+                "collapsing",
+                "flat",
+            ],
+            "task": ["a", "a", "b", "b", "c", "c"],
+        }
+    )
+    # accumulating predicts perf up: the perf-up changes are 2 accumulating + 1 evolving
+    s = directions.conditional_share(changes, "accumulating", "task")
+    assert (s["k"], s["m"], s["clusters"], s["n_changes"]) == (2, 3, 2, 6)
+    assert s["share"] == pytest.approx(2 / 3)
+    # coarsening predicts perf down: 1 coarsening + 1 collapsing
+    s = directions.conditional_share(changes, "coarsening", "task")
+    assert (s["k"], s["m"], s["clusters"]) == (1, 2, 2)

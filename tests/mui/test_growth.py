@@ -30,3 +30,17 @@ def test_subsets_at_one_size_are_disjoint():
 
     with pytest.raises(ValueError, match="repeats"):
         growth.disjoint_subsets(10, 2, 0, rng)
+
+
+def test_mixed_and_single_and_the_size_the_claim_reads():
+    import pandas as pd
+
+    # n = 4: every subset is the whole pool (no variation); n = 2: two subsets a side that differ
+    rows = [("mixed", 4, 0, 9.0), ("a", 4, 0, 6.0), ("b", 4, 0, 8.0)]
+    rows += [("mixed", 2, r, 7.0 + r) for r in range(2)]
+    rows += [("a", 2, r, 4.0 + r) for r in range(2)] + [("b", 2, r, 6.0 + 2 * r) for r in range(2)]
+    curves = pd.DataFrame(rows, columns=["pool", "n", "repeat", "mui"])
+    mixed, single = growth.mixed_and_single(curves, 2)
+    assert mixed.tolist() == [7.0, 8.0] and single.tolist() == [5.0, 6.5]  # mean of a and b
+    assert growth.largest_varying_n(curves) == 2
+    assert growth.largest_varying_n(curves[curves.n == 4]) == 4, "none varies: the largest n"

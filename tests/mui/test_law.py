@@ -238,23 +238,8 @@ def test_fit_law_fixed_effects_by_hand_and_against_dummies():
     assert law.fe_record(None, "g", 2)["slope"] is None
 
 
-def _clustered_grid(n_models=8, n_tasks=6, seed=0):
-    """Each model has one performance level and its own MUI offset on every task (a model effect
-    the law does not explain), plus small per-cell noise: the points are not independent, the
-    models are."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for k in range(n_models):
-        perf = 10.0 + 10 * k
-        offset = rng.normal(0, 3.0)
-        for t in range(n_tasks):
-            mui = 20 - 2 * np.log(perf) + offset + t + rng.normal(0, 0.2)
-            rows.append({"model": f"m{k}", "task": f"t{t}", "performance": perf, "mui": mui})
-    return pd.DataFrame(rows)
-
-
-def test_model_clustered_law_interval_is_wider_than_the_points_interval():
-    grid = _clustered_grid()
+def test_model_clustered_law_interval_is_wider_than_the_points_interval(clustered_grid):
+    grid = clustered_grid
     naive = law.fit_law_fixed_effects(grid, "task")
     assert naive is not None
     clustered = law.law_cluster_ci(grid, "task", "model")
@@ -284,17 +269,3 @@ def test_model_clustered_law_interval_is_wider_than_the_points_interval():
     )
     with pytest.raises(ValueError, match="cluster='family'"):
         law.law_cluster_ci(grid, "task", "family")
-
-
-def test_law_claim_reads_the_model_clustered_interval_and_names_the_unit():
-    from kit.mui.law_claims import _fit_claim
-
-    grid = _clustered_grid()
-    rec = law.fe_law_record(grid, "task")
-    assert rec["n_clusters"] == 8 and rec["cluster"] == "model"
-    c = _fit_claim("law.x", rec, "synthetic", None)
-    assert (c.ci_low, c.ci_high) == (rec["cluster_ci_low"], rec["cluster_ci_high"])
-    assert c.unit == "models" and "bootstrap over 8 models" in c.interval_how
-    assert c.extra["points_ci"] == [rec["ci_low"], rec["ci_high"]]
-    plain = law.fe_record(law.fit_law_fixed_effects(grid, "task"), "task", 6)
-    assert _fit_claim("law.y", plain, "synthetic", None).unit.startswith("points")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kit.core.claims import check_consistent
-from kit.mui.direction_claims import REQUIRED_IDS
+from kit.mui.claims import REQUIRED_IDS
 
 # the first test of a profile runs all its selected notebooks (fixture notebook_run): more than
 # the default per-test timeout on a loaded machine
@@ -38,7 +38,7 @@ def test_notebook_02_measures_real_finetunes_on_their_leaked_items(notebook_run)
     r = run.results()
     assert r["tiny_settings"]["contaminated"] == {LEAKY: BASE} and r["tiny_settings"]["controls"] == {CLEAN: BASE}
     claims = {c["id"]: c for c in r["claims"]}
-    assert set(REQUIRED_IDS) <= set(claims)
+    assert set(REQUIRED_IDS["02_training_trajectories"]) <= set(claims)
     for c in claims.values():
         check_consistent(c)
     for cid in ("corollary1.early_accumulating", "corollary1.late_evolving"):
