@@ -149,19 +149,41 @@ def _check_table(te: PerItem, table: pd.DataFrame | None, name: str) -> None:
 
 LOCATED_IDS = ("te.", "te_full.", "cheaters.", "sparsity.", "agreement.te_vs_ori", STRENGTH_ID)
 """Claims about the located neurons (ids starting so; the leaks beneath them excepted): scored on
-the held-out test items only (:func:`held_out`)."""
+the held-out test items only (:func:`held_out`); A2's ``a2.format_te`` too, by
+:func:`format_claims` itself."""
 
 
 def _about_located(c: Claim) -> bool:
     return c.id.startswith(LOCATED_IDS) and ".leak" not in c.id
 
 
+def held_mask(locating: np.ndarray | None) -> tuple[np.ndarray | None, str]:
+    """The split every claim about the located neurons reads: from the per-test-item flags of
+    :func:`kit.shortcut.evidence.locating_items`, the mask of the held-out items and ``""``, or
+    None and why such a claim must be refused (none held out, or which located not recorded).
+
+    >>> held_mask(np.array([True, False, False]))
+    (array([False,  True,  True]), '')
+    """
+    if locating is None:
+        return None, (
+            "which test items located the neurons is not recorded: it may be scored on them"
+        )
+    flags = np.asarray(locating, bool)
+    if not (~flags).any():
+        return None, (
+            f"scored on its locating items: all {len(flags)} test items located the neurons (or "
+            "share a content with one that did), none is held out (set n_eval > n_locate)"
+        )
+    return ~flags, ""
+
+
 def held_out(ev: Evidence) -> tuple[Evidence, str]:
-    """``ev`` on the held-out test items only: the per-item Ori and TE of Table 2's rows, the full
-    fine-tunes and the cheaters, and the sparsity rows, without the items that located the neurons
-    or share a content with one (``ev.test_locating``); Ref's fresh items stay. Returns it and
-    ``""``, or ``ev`` unchanged and why the claims about the located neurons must be refused (no
-    item held out, or which located not recorded).
+    """``ev`` on the held-out test items only (:func:`held_mask` of ``ev.test_locating``): the
+    per-item Ori and TE of Table 2's rows, the full fine-tunes and the cheaters, and the sparsity
+    rows, without the items that located the neurons or share a content with one; Ref's fresh items
+    stay. Returns it and ``""``, or ``ev`` unchanged and why the claims about the located neurons
+    must be refused.
 
     >>> d = {"ori": np.array([1.0, 1, 0, 1]), "te": np.array([0.0, 0, 0, 1]), "ref": np.zeros(3)}
     >>> ev = Evidence({"+test": d}, ["+test"], pd.DataFrame(), pd.DataFrame(), 1,
@@ -172,25 +194,20 @@ def held_out(ev: Evidence) -> tuple[Evidence, str]:
     """
     rows = [r for r in (ev.te, ev.te_full, ev.cheaters) if r]
     lengths = {len(d[k]) for r in rows for d in r.values() for k in ("ori", "te")}
-    if ev.test_locating is None:
-        return ev, "which test items located the neurons is not recorded: it may be scored on them"
-    flags = np.asarray(ev.test_locating, bool)
-    n = len(flags)
-    if lengths - {n}:
-        raise ValueError(
-            f"test_locating: {n} flags, but the rows' Ori/TE hold {sorted(lengths)} test items"
-        )
-    if ev.sparsity is not None and ev.sparsity.shape[1] != n - ev.sparsity_from:
-        raise ValueError(
-            f"sparsity: {ev.sparsity.shape[1]} items from test item {ev.sparsity_from} on, "
-            f"but test_locating has {n} flags"
-        )
-    keep = ~flags
-    if not keep.any():
-        return ev, (
-            f"scored on its locating items: all {n} test items located the neurons (or share a "
-            "content with one that did), none is held out (set n_eval > n_locate)"
-        )
+    if ev.test_locating is not None:
+        n = len(ev.test_locating)
+        if lengths - {n}:
+            raise ValueError(
+                f"test_locating: {n} flags, but the rows' Ori/TE hold {sorted(lengths)} test items"
+            )
+        if ev.sparsity is not None and ev.sparsity.shape[1] != n - ev.sparsity_from:
+            raise ValueError(
+                f"sparsity: {ev.sparsity.shape[1]} items from test item {ev.sparsity_from} on, "
+                f"but test_locating has {n} flags"
+            )
+    keep, refused = held_mask(ev.test_locating)
+    if keep is None:
+        return ev, refused
 
     def cut(rows: PerItem | None) -> PerItem | None:
         if rows is None:
@@ -206,7 +223,7 @@ def held_out(ev: Evidence) -> tuple[Evidence, str]:
             test_clusters=None if ev.test_clusters is None else np.asarray(ev.test_clusters)[keep],
             sparsity=None if ev.sparsity is None else ev.sparsity[:, keep[ev.sparsity_from :]],
             sparsity_from=0,
-            test_locating=flags[keep],
+            test_locating=np.zeros(int(keep.sum()), bool),
         ),
         "",
     )
@@ -695,8 +712,8 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
             ci=(float(np.mean(near)), float(np.mean(far))),
             null=0.0,
             direction="within",
-            interval_how=f"the mean over cells of {how} (a bootstrap of the mean |Δacc| itself "
-            "is biased upward, its interval above its estimate)",
+            interval_how=f"the mean over cells of {how} (not a bootstrap of the mean |Δacc|, "
+            "which is biased upward: its interval may lie above its estimate)",
             unit="items of each side task",
             undecidable=equivalence_floor(n_few, margin, k, level, n_units=u_few),
             cells=per_cell,
@@ -719,6 +736,84 @@ def _side_claims(ev: Evidence, kw: dict, margin: float) -> list[Claim]:
             **tol,
         ),
     ]
+
+
+# --- A2: the benchmark's input format as a shortcut ------------------------------------------
+
+
+def format_claims(
+    per_item: Mapping[str, Mapping[str, np.ndarray]],
+    label: str,
+    vanilla: str,
+    locating: np.ndarray | None,
+    clusters: np.ndarray | None = None,
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> list[Claim]:
+    """A2's claims on the benchmark input format (``per_item`` from
+    :func:`kit.shortcut.formats.format_section`): the format favours ``label``, the fine-tune on
+    the train split in that format, over ``vanilla`` (on the same fresh items, the format's effect
+    on ``label`` minus its effect on ``vanilla``, > 0: the precondition, a format shortcut to
+    remove), and TE lowers ``label``'s score in the format (Δacc < 0; the paper: -6.5 / -4.3 on
+    +GSM8K Train), on the wrapped test items that did not locate the neurons (``locating``: per
+    test item, :func:`kit.shortcut.evidence.locating_items`; refused by :func:`held_mask`
+    otherwise), those sharing a content (``clusters``) resampled together."""
+    if label not in per_item or vanilla not in per_item:
+        raise ValueError(
+            f"format_claims: {label!r} and {vanilla!r} must be rows of per_item "
+            f"({', '.join(per_item)})"
+        )
+    kw: dict[str, Any] = dict(n_boot=n_boot, seed=seed)
+    d, v = per_item[label], per_item[vanilla]
+    if locating is not None and len(locating) != len(d["ori"]):
+        raise ValueError(f"locating: {len(locating)} flags for {len(d['ori'])} test items")
+    keep, refused = held_mask(locating)
+    ori, te, cl = d["ori"], d["te"], clusters
+    if keep is not None:
+        ori, te = ori[keep], te[keep]
+        cl = None if clusters is None else np.asarray(clusters)[keep]
+    adv = bootstrap_claim(
+        PAPER,
+        "Table 2",
+        f"a2.format_advantage[{label}]",
+        f"The benchmark's input format favours {label} (its train "
+        f"split in that format) over {vanilla}: the format's effect on {label}'s accuracy "
+        f"minus its effect on {vanilla}'s, on the same fresh items (points; the precondition "
+        "of A2)",
+        lambda a, b, c, e: float(100 * np.mean((b - a) - (e - c))),
+        d["fresh_plain"],
+        d["fresh_format"],
+        v["fresh_plain"],
+        v["fresh_format"],
+        **kw,
+        null=0.0,
+        direction="greater",
+        null_how="no advantage (0)",
+        kind="set-up check",
+        rests_on=f"tiny world: {label} fine-tuned on train items wrapped in the benchmark's format",
+        paper_value="+GSM8K Train Ori - Ref +10.4 / +6.8 vs Vanilla +1.8 / +8.2 (Table 2)",
+        interval_how=f"paired bootstrap over {len(d['fresh_plain'])} fresh items, each with "
+        "and without the format",
+    )
+    what = "test items" if refused else "held-out test items"
+    delta = bootstrap_groups_claim(
+        PAPER,
+        "Table 2",
+        f"a2.format_te[{label}]",
+        f"A2: TE lowers {label}'s score in the benchmark's format (Δacc = TE - Ori, points)",
+        lambda g: _delta(*g[0]),
+        [(ori, te)],
+        clusters=[cl],
+        **kw,
+        null=0.0,
+        direction="less",
+        null_how="no change (0)",
+        paper_value="-6.5 / -4.3 (Table 2, +GSM8K Train)",
+        rests_on=f"tiny world: {label}, a clean sparse fine-tune (the 'ability' neuron set), "
+        "scored with the neurons located on contamination without the format",
+        interval_how=f"paired bootstrap over {_units(len(ori), cl, what)}",
+    )
+    return [adv, mark_undecidable(delta, refused) if refused else delta]
 
 
 # --- Table 12: the cheaters --------------------------------------------------------------------

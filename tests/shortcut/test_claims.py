@@ -3,6 +3,8 @@ intervals."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -65,7 +67,7 @@ def _evidence(te, **kw):
     """Evidence on ``te``; by default no test item located the neurons (they were located on
     others), so every claim reads them all."""
     n = len(next(iter(te.values()))["ori"])
-    args = dict(
+    args: dict[str, Any] = dict(
         test_locating=np.zeros(n, bool),
         te=te,
         contaminated=["+test", "+5x test"],
@@ -356,7 +358,8 @@ def test_te_claims_read_the_held_out_items_only():
     )
     # read on every item, the same rows would show the drop the locating items carry
     every = _claims(_evidence(te))
-    assert every["te.delta[+test]"].ours < -10 and every["te.delta[+test]"].verdict == "supported"
+    d = every["te.delta[+test]"]
+    assert d.ours is not None and d.ours < -10 and d.verdict == "supported"
 
 
 def test_locating_items_include_later_items_sharing_a_content():
@@ -380,7 +383,7 @@ def test_locating_items_include_later_items_sharing_a_content():
         fresh_clusters=None,
     )
     held, refused = scc.held_out(ev)
-    assert refused == "" and held.test_clusters.tolist() == ["c", "d"]
+    assert refused == "" and list(held.test_clusters or []) == ["c", "d"]
     c = scc._sparsity_claim(held, dict(n_boot=200, seed=0))
     assert "2 contents (2 held-out test items)" in c.interval_how
 
@@ -515,6 +518,79 @@ def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
     )
 
 
+def test_format_claims_hand_computed():
+    """A2: a format costing Vanilla 30 points on 100 fresh items and the format model 0 is a +30
+    advantage; TE lowering the format model's wrapped test score from 50% to 20% is a -30 Δacc."""
+
+    def ones(k, n):
+        return np.r_[np.ones(k), np.zeros(n - k)]
+
+    fmt = {
+        "fresh_plain": ones(40, 100),
+        "fresh_format": ones(40, 100),
+        "ori": ones(100, 200),
+        "te": ones(40, 200),
+        "ref": ones(40, 100),
+        "plain": ones(80, 200),
+    }
+    van = {
+        "fresh_plain": ones(40, 100),
+        "fresh_format": ones(10, 100),
+        "ori": ones(20, 200),
+        "te": ones(20, 200),
+        "ref": ones(40, 100),
+        "plain": ones(80, 200),
+    }
+    out = {
+        c.id: c
+        for c in scc.format_claims(
+            {"Vanilla": van, "+format train": fmt},
+            "+format train",
+            "Vanilla",
+            np.zeros(200, bool),
+            n_boot=300,
+        )
+    }
+    assert set(out) == {"a2.format_advantage[+format train]", "a2.format_te[+format train]"}
+    for c in out.values():
+        check_consistent(c)
+    adv, te = out["a2.format_advantage[+format train]"], out["a2.format_te[+format train]"]
+    assert adv.ours == pytest.approx(30.0) and te.ours == pytest.approx(-30.0)
+    assert adv.verdict == te.verdict == "supported" and "-6.5" in str(te.paper_value)
+    # no format effect on either row; TE RAISES the score 20 points
+    same = dict(van, fresh_format=van["fresh_plain"])
+    flat = scc.format_claims(
+        {
+            "Vanilla": same,
+            "+format train": dict(fmt, fresh_format=fmt["fresh_plain"], te=ones(140, 200)),
+        },
+        "+format train",
+        "Vanilla",
+        np.zeros(200, bool),
+    )
+    assert [(c.ours, c.verdict) for c in flat] == [
+        (0.0, "inconclusive"),
+        (pytest.approx(20.0), "contradicted"),
+    ]
+    with pytest.raises(ValueError, match="must be rows of per_item"):
+        scc.format_claims({"Vanilla": van}, "+format train", "Vanilla", None)
+    # TE read on its held-out wrapped items only: the first 100 (all right, all made wrong)
+    # located the neurons, and on the other 100 TE changes nothing
+    kept = scc.format_claims(
+        {"Vanilla": van, "+format train": fmt},
+        "+format train",
+        "Vanilla",
+        np.arange(200) < 100,
+        n_boot=300,
+    )[1]
+    assert kept.ours == 0.0 and "100 held-out test items" in kept.interval_how
+    for flags in (None, np.ones(200, bool)):  # not recorded, or every item located
+        c = scc.format_claims(
+            {"Vanilla": van, "+format train": fmt}, "+format train", "Vanilla", flags, n_boot=300
+        )[1]
+        assert c.verdict == "cannot be decided here" and c.ours == pytest.approx(-30.0), c.why
+
+
 def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
     """Table 12: a cheater leaking 30 points that TE removes is decided on both; a row that is a
     Table 2 model (Normal = +other data) is claimed there, not twice."""
@@ -632,7 +708,7 @@ def test_mean_side_effect_interval_holds_its_estimate_where_a_percentile_one_doe
     assert point == 0.0 and lo > point, "the percentile interval excludes its own estimate"
     c = scc._side_claims(_evidence(_te(), side=side), dict(n_boot=300, seed=0), 2.0)[0]
     assert c.id == "side_effects.unchanged" and c.ours == 0.0
-    assert c.ci_low is not None and c.ci_high is not None
+    assert c.ours is not None and c.ci_low is not None and c.ci_high is not None
     assert c.ci_low == 0.0 <= c.ours <= c.ci_high, (c.ci_low, c.ci_high)
 
     # its upper end: the mean over cells of the larger |end| of each cell's Bonferroni (2 cells)
