@@ -452,9 +452,52 @@ def bootstrap_claim(
     (``(1 + #draws at least as far on the predicted side) / (1 + #draws)``) and the draws' mean
     ``null_mean``. ``kw``: the other arguments of :func:`claim`.
     """
-    from kit.core.stats import bootstrap_ci, null_band
+    from kit.core.stats import bootstrap_ci
 
     est = bootstrap_ci(stat, *arrays, n_boot=n_boot, seed=seed)
+    return _estimate_claim(paper, section, id, statement, est, null_draws, direction, kw)
+
+
+def bootstrap_groups_claim(
+    paper: str,
+    section: str,
+    id: str,
+    statement: str,
+    stat,
+    groups: Sequence[Sequence],
+    *,
+    clusters: Sequence[Any] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    null_draws: Sequence[float] | np.ndarray | None = None,
+    direction: str = "greater",
+    **kw: Any,
+) -> Claim:
+    """:func:`bootstrap_claim` for a statistic over several item tables resampled independently,
+    items sharing a content together (:func:`kit.core.stats.bootstrap_groups_ci`: ``stat`` takes
+    the list of resampled ``groups``; ``clusters``: one entry per group, None or a label per item),
+    e.g. Ori and TE of rows scored on the same test items, beside Ref on fresh ones. ``null_draws``
+    and ``kw`` as there."""
+    from kit.core.stats import bootstrap_groups_ci
+
+    est = bootstrap_groups_ci(stat, groups, n_boot=n_boot, seed=seed, clusters=clusters)
+    return _estimate_claim(paper, section, id, statement, est, null_draws, direction, kw)
+
+
+def _estimate_claim(
+    paper: str,
+    section: str,
+    id: str,
+    statement: str,
+    est: tuple[float, float, float],
+    null_draws: Sequence[float] | np.ndarray | None,
+    direction: str,
+    kw: dict[str, Any],
+) -> Claim:
+    """The claim of a bootstrap estimate ``(point, low, high)``, against ``null_draws``' central
+    95% band with its empirical one-sided p-value when given (:func:`bootstrap_claim`)."""
+    from kit.core.stats import null_band
+
     if null_draws is not None:
         draws = np.asarray(null_draws, float)
         band = null_band(draws)

@@ -12,8 +12,8 @@
   paper's tables; ``plots``;
 - ``formats``: A2, the benchmark's input format as a shortcut (section 11 and its claims);
 - ``variants``: notebook 03's own ``extra/`` fine-tunes (separate plastic sets, strength, order);
-- ``pool``: models held one at a time; ``claims``: notebook 03's claims over their per-item
-  evidence (``evidence``), Table 2's TE claims in ``te_claims``;
+- ``pool``: models held one at a time; ``claims``: notebook 03's claims (Table 2's TE claims
+  among them) over their per-item evidence (``evidence``);
 - ``result``: notebook 03's typed study result (``ShortcutStudy``), filled section by section;
 - ``bench``: patched vs plain generation, batched vs serial groups.
 
@@ -90,7 +90,6 @@ __getattr__, __dir__ = lazy_submodules(
         "sections",
         "strength",
         "study",
-        "te_claims",
         "variants",
     ],
     globals(),

@@ -1,8 +1,9 @@
 """The per-item evidence notebook 03's claims (seed 001) rest on (:class:`Evidence`), filled
 section by section, and the per-item measurements :mod:`kit.shortcut.evaluate` does not make:
 Table 3's side effects per (row, task) cell (:func:`side_items`) and Figure 3's sparsity at one N
-against random neuron sets (:func:`sparsity_items`); with the per-item arithmetic the claims share
-(Δacc in points, the resampling units in words).
+against random neuron sets (:func:`sparsity_items`); which test items located the neurons
+(:func:`locating_items`), with the per-item arithmetic the claims share (Δacc in points, the
+resampling units in words).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, claim
-from kit.core.stats import bootstrap_groups_ci
+from kit.core.claims import Claim
 from kit.shortcut.evaluate import item_correct
 from kit.shortcut.items import TaskData
 from kit.shortcut.patching import Neuron
@@ -65,12 +65,15 @@ class Evidence:
     """(1 + draws, items): M_con with the located neurons patched (row 0), then with each of the
     random sets of the same count (:func:`sparsity_items`)."""
     sparsity_rests_on: str = ""
-    sparsity_locating: np.ndarray | None = None
-    """Per item of ``sparsity``: True when it located the neurons (one of the first ``n_locate``
-    test items) or shares a content with one that did (:func:`locating_items`). The claim is scored
-    on the others; None: not recorded, so the claim is refused."""
-    sparsity_clusters: np.ndarray | None = None
-    """Content label per item of ``sparsity`` (None: every item its own content)."""
+    sparsity_from: int = 0
+    """The first test item ``sparsity`` holds: it is run on the test items from this one on (the
+    ones after the locating items when there are any), so its items' locating flags and contents
+    are ``test_locating[sparsity_from:]`` and ``test_clusters[sparsity_from:]``."""
+    test_locating: np.ndarray | None = None
+    """Per test item: True when it located the neurons (one of the first ``n_locate``) or shares a
+    content with one that did (:func:`locating_items`). Every claim about the located neurons is
+    scored on the others (:func:`kit.shortcut.claims.held_out`); None: not recorded, so those claims
+    are refused."""
     cheaters: PerItem | None = None
     """Table 12's rows (section 10)."""
     cheaters_contaminated: Sequence[str] = ()
@@ -154,41 +157,3 @@ def _units(n: int, clusters: np.ndarray | None, what: str) -> str:
     if clusters is None:
         return f"{n} {what}"
     return f"{len(np.unique(clusters))} contents ({n} {what})"
-
-
-def leak_claim(
-    d: Mapping[str, np.ndarray],
-    clusters: list,
-    kw: dict,
-    *,
-    table: str,
-    claim_id: str,
-    statement: str,
-    paper_value: str,
-    interval_how: str,
-    rests_on: str,
-) -> Claim:
-    """The set-up check under a contaminated row's TE claims: its test score is inflated at all,
-    Ori - Ref in points (bootstrap over the test and the fresh items), against no leak (0). Notebook
-    03's Table 2 rows (``te.leak``) and Table 12's cheaters (``cheaters.leak``) both rest on it."""
-    leak = bootstrap_groups_ci(
-        lambda g: float(100 * (g[0][0].mean() - g[1][0].mean())),
-        [(d["ori"],), (d["ref"],)],
-        clusters=clusters,
-        **kw,
-    )
-    return claim(
-        PAPER,
-        table,
-        claim_id,
-        statement,
-        leak[0],
-        ci=leak[1:],
-        null=0.0,
-        direction="greater",
-        null_how="no leak (0)",
-        kind="set-up check",
-        paper_value=paper_value,
-        rests_on=rests_on,
-        interval_how=interval_how,
-    )

@@ -3,22 +3,20 @@
 The paper's +GSM8K Train learns GSM8K's format from its train split, and TE lowers its score in that
 format. Here a fine-tune on the task's train split wrapped in ``kit.world.tasks.FORMATS[name]``
 plays it: :func:`format_section` scores it and the base in and out of the format,
-:func:`format_claims` tests that the format favours the fine-tune (the precondition) and that TE
-lowers its score in the format.
+:func:`kit.shortcut.claims.format_claims` tests that the format favours the fine-tune (the
+precondition) and that TE lowers its score in the format (on the held-out test items).
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
-from kit.core.claims import Claim, claim
 from kit.core.findings import Section
-from kit.core.stats import bootstrap_ci
+from kit.shortcut.claims import format_claims
 from kit.shortcut.evaluate import item_correct
-from kit.shortcut.evidence import PAPER
+from kit.shortcut.evidence import locating_items
 from kit.shortcut.items import study_items, task_data
 from kit.shortcut.patching import Neuron
 from kit.shortcut.study import Setup
@@ -33,10 +31,10 @@ def format_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
     ``plain`` on the test items without the format, and ``fresh_plain`` / ``fresh_format`` on
     ``cfg.n_format`` other fresh items without and with it (the same items: the format's effect on
     each row, paired). ``data["per_item"]`` holds those arrays per row; ``data["claims"]`` their
-    claims (:func:`format_claims` against the row of ``cfg.base_model``), also in the findings. The
-    paper's +GSM8K Train learns GSM8K's format from its train split; its neurons were located on
-    contamination in that format, ours on section 1's contaminated fine-tunes, which saw the test
-    items without it."""
+    claims (:func:`kit.shortcut.claims.format_claims` against the row of ``cfg.base_model``, TE on
+    the held-out test items), also in the findings. The paper's +GSM8K Train learns GSM8K's format
+    from its train split; its neurons were located on contamination in that format, ours on
+    section 1's contaminated fine-tunes, which saw the test items without it."""
     items = formatted(
         study_items(cfg.task, "test", cfg.n_eval, seed=cfg.seed), cfg.benchmark_format
     )
@@ -75,7 +73,12 @@ def format_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
         ]
     )
     vanilla = next(label for label, name in cfg.format_variants.items() if name == cfg.base_model)
-    claims = format_claims(per_item, cfg.format_label, vanilla, seed=cfg.seed)
+    # the wrapped test items are the test items: the first n_locate located the neurons
+    ftest = data["ftest"]
+    locating = locating_items(ftest.n, min(cfg.n_locate, ftest.n), ftest.clusters)
+    claims = format_claims(
+        per_item, cfg.format_label, vanilla, locating, ftest.clusters, seed=cfg.seed
+    )
     t = table.set_index("variant")
     lines = [
         f"A2, input format {cfg.benchmark_format!r} (test items wrapped, neurons of section 1; %): "
@@ -104,71 +107,3 @@ def format_section(s: Setup, cfg, shortcut: Sequence[Neuron]):
         data={"per_item": per_item, "claims": claims},
         findings=lines,
     )
-
-
-def format_claims(
-    per_item: Mapping[str, Mapping[str, np.ndarray]],
-    label: str,
-    vanilla: str,
-    seed: int = 0,
-    n_boot: int = 1000,
-) -> list[Claim]:
-    """A2's claims on the benchmark input format (``per_item`` from
-    :func:`format_section`): the format favours ``label``, the fine-tune on the train
-    split in that format, over ``vanilla`` (on the same fresh items, the format's effect on
-    ``label`` minus its effect on ``vanilla``, > 0: the precondition, a format shortcut to remove),
-    and TE lowers ``label``'s score in the format (Δacc < 0; the paper: -6.5 / -4.3 on +GSM8K
-    Train)."""
-    if label not in per_item or vanilla not in per_item:
-        raise ValueError(
-            f"format_claims: {label!r} and {vanilla!r} must be rows of per_item "
-            f"({', '.join(per_item)})"
-        )
-    kw = dict(n_boot=n_boot, seed=seed)
-    d, v = per_item[label], per_item[vanilla]
-    adv = bootstrap_ci(
-        lambda a, b, c, e: float(100 * np.mean((b - a) - (e - c))),
-        d["fresh_plain"],
-        d["fresh_format"],
-        v["fresh_plain"],
-        v["fresh_format"],
-        **kw,
-    )
-    delta = bootstrap_ci(lambda o, t: float(100 * np.mean(t - o)), d["ori"], d["te"], **kw)
-    return [
-        claim(
-            PAPER,
-            "Table 2",
-            f"a2.format_advantage[{label}]",
-            f"The benchmark's input format favours {label} (its train "
-            f"split in that format) over {vanilla}: the format's effect on {label}'s accuracy "
-            f"minus its effect on {vanilla}'s, on the same fresh items (points; the precondition "
-            "of A2)",
-            adv[0],
-            ci=adv[1:],
-            null=0.0,
-            direction="greater",
-            null_how="no advantage (0)",
-            kind="set-up check",
-            rests_on=f"tiny world: {label} fine-tuned on train items wrapped in the benchmark's "
-            "format",
-            paper_value="+GSM8K Train Ori - Ref +10.4 / +6.8 vs Vanilla +1.8 / +8.2 (Table 2)",
-            interval_how=f"paired bootstrap over {len(d['fresh_plain'])} fresh items, each with "
-            "and without the format",
-        ),
-        claim(
-            PAPER,
-            "Table 2",
-            f"a2.format_te[{label}]",
-            f"A2: TE lowers {label}'s score in the benchmark's format (Δacc = TE - Ori, points)",
-            delta[0],
-            ci=delta[1:],
-            null=0.0,
-            direction="less",
-            null_how="no change (0)",
-            paper_value="-6.5 / -4.3 (Table 2, +GSM8K Train)",
-            rests_on=f"tiny world: {label}, a clean sparse fine-tune (the 'ability' neuron set), "
-            "scored with the neurons located on contamination without the format",
-            interval_how=f"paired bootstrap over {len(d['ori'])} test items",
-        ),
-    ]

@@ -95,9 +95,8 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
         )
     shortcut, kw = study.shortcut, dict(max_rows=cfg.max_rows, max_new_tokens=cfg.max_new_tokens)
     # the sparsity null is run on the test items after the locating ones (s.heldout) when there are
-    # any (else on all, and its claim is refused); items sharing a content with a locating item
-    # are flagged and left out by the claim
-    flags = locating_items(s.test.n, s.locate.n, s.test.clusters)
+    # any (else on all, and its claim is refused); the claims about the located neurons leave out
+    # the locating items and those sharing a content with one (test_locating)
     on, first = (s.heldout, s.locate.n) if s.heldout is not None else (s.test, 0)
     rests_on, by_construction = construction(cfg.variants, cfg.world, cfg.locate_pair)
     ev = Evidence(
@@ -129,8 +128,8 @@ def measure_evidence(study: ShortcutStudy) -> Evidence:
             **kw,
         ),
         sparsity_rests_on=f"{rests_on}; M_con is the locating model",
-        sparsity_locating=flags[first:],
-        sparsity_clusters=None if s.test.clusters is None else s.test.clusters[first:],
+        sparsity_from=first,
+        test_locating=locating_items(s.test.n, s.locate.n, s.test.clusters),
         full_absent=scope.full_rows_cause(cfg),
         extra_claims=list(study.format_claims) + scope.untested_sections(cfg),
         strength_copies=strength_rows(cfg.variants),

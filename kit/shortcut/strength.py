@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from kit.core.claims import Claim, claim, excludes_null, mark_undecidable
-from kit.core.stats import bootstrap_ci
+from kit.core.claims import Claim, bootstrap_claim, excludes_null, mark_undecidable
 from kit.shortcut.evidence import PAPER, PerItem, _delta
 
 CLAIM_ID = "strength.table8"
@@ -54,12 +53,13 @@ def real_strength_claim(
     copies: Mapping[str, int],
     out: Sequence[Claim],
     rests_on: str,
+    items: str = "test items",
     n_boot: int = 1000,
     seed: int = 0,
 ) -> Claim:
-    """Δacc(most copies) - Δacc(fewest copies) in points, paired over the test items, against 0
-    (direction ``less``); cannot be decided when either row's leak claim (in ``out``) does not
-    exclude 0."""
+    """Δacc(most copies) - Δacc(fewest copies) in points, paired over the test items (``items``:
+    what they are, e.g. the held-out ones), against 0 (direction ``less``); cannot be decided when
+    either row's leak claim (in ``out``) does not exclude 0."""
     low = min(copies, key=lambda k: (copies[k], k))
     high = max(copies, key=lambda k: (copies[k], k))
     a, b = te[low], te[high]
@@ -73,20 +73,21 @@ def real_strength_claim(
         return _delta(ori_h, te_h) - _delta(ori_l, te_l)
 
     arrays = [np.asarray(x, float) for x in (a["ori"], a["te"], b["ori"], b["te"])]
-    ours, lo, hi = bootstrap_ci(stat, *arrays, n_boot=n_boot, seed=seed)
-    c = claim(
+    c = bootstrap_claim(
         PAPER,
         "Fig. 5 / Table 8",
         CLAIM_ID,
         f"TE's drop grows with contamination strength: Δacc of {high} ({copies[high]}x) minus "
-        f"Δacc of {low} ({copies[low]}x), points (the same test items)",
-        ours,
-        ci=(lo, hi),
+        f"Δacc of {low} ({copies[low]}x), points (the same {items})",
+        stat,
+        *arrays,
+        n_boot=n_boot,
+        seed=seed,
         null=0.0,
         null_how="no change with strength (0)",
         direction="less",
         paper_value="larger drops at more occurrences (Fig. 5, Table 8)",
-        interval_how=f"paired bootstrap over {len(arrays[0])} test items",
+        interval_how=f"paired bootstrap over {len(arrays[0])} {items}",
         rests_on=f"{rests_on}; the {copies[low]}x and {copies[high]}x rows of one recipe",
     )
     leaks = {c_.id: c_ for c_ in out}

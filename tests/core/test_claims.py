@@ -413,6 +413,32 @@ def test_bootstrap_claim_against_null_draws_by_hand():
     assert plain.null == 0.0 and "p_value" not in plain.extra
 
 
+def test_bootstrap_groups_claim_resamples_groups_and_clusters_by_hand():
+    import numpy as np
+
+    from kit.core.stats import bootstrap_groups_ci
+
+    # two tables resampled on their own (test items, fresh items); the test items in 3 contents
+    test, fresh = np.array([1.0, 1, 0, 1, 0, 1]), np.array([0.0, 1, 0, 0])
+    contents = np.array(["a", "a", "b", "b", "c", "c"])
+
+    def leak(g):
+        return float(g[0][0].mean() - g[1][0].mean())
+
+    groups = [(test,), (fresh,)]
+    c = C.bootstrap_groups_claim(
+        "001", "s", "g", "g", leak, groups, clusters=[contents, None], n_boot=200, seed=2, null=0.0
+    )
+    est = bootstrap_groups_ci(leak, groups, n_boot=200, seed=2, clusters=[contents, None])
+    assert (c.ours, c.ci_low, c.ci_high) == est and c.ours == pytest.approx(4 / 6 - 1 / 4)
+    # against draws: their band and the one-sided p-value, as bootstrap_claim reads them
+    draws = np.linspace(0.0, 0.4, 41)  # 0.4 of them at or above 0.4167: none
+    d = C.bootstrap_groups_claim(
+        "001", "s", "d", "d", leak, groups, n_boot=200, seed=2, null_draws=draws
+    )
+    assert d.null_low == pytest.approx(0.01) and d.extra["p_value"] == pytest.approx(1 / 42)
+
+
 def test_band_claim_reads_the_nulls_mean_and_central_band_by_hand():
     import numpy as np
 

@@ -3,6 +3,8 @@ intervals."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,7 +64,11 @@ def _table2(te):
 
 
 def _evidence(te, **kw):
-    args = dict(
+    """Evidence on ``te``; by default no test item located the neurons (they were located on
+    others), so every claim reads them all."""
+    n = len(next(iter(te.values()))["ori"])
+    args: dict[str, Any] = dict(
+        test_locating=np.zeros(n, bool),
         te=te,
         contaminated=["+test", "+5x test"],
         table2=_table2(te),
@@ -91,7 +97,7 @@ def test_reproduction_claims_decided_on_a_drop_and_inconclusive_on_noise():
             te_full=_te(seed=1),
             full_contaminated=["+test", "+5x test"],
             sparsity=sparsity,
-            sparsity_locating=np.arange(60) < 20,
+            sparsity_from=40,
         )
     )
     assert set(scc.REQUIRED_IDS["03_shortcut_neurons"]) <= set(c)
@@ -258,14 +264,14 @@ def test_sparsity_against_100_random_sets_on_held_out_items():
     # with the located neurons patched, so a claim read on them would see 25%) located the neurons
     low = np.vstack([np.r_[np.ones(20), np.ones(3), np.zeros(57)], rand])
     first20 = np.arange(80) < 20
-    c = _claims(_evidence(_te(), sparsity=low, sparsity_locating=first20))[
+    c = _claims(_evidence(_te(n=80), sparsity=low, test_locating=first20))[
         "sparsity.located_vs_random"
     ]
     assert (
         c.verdict == "supported"
-        and c.extra["null_draws"] == 100
+        and c.extra["n_null_draws"] == 100
         and c.extra["n_held_out"] == 60
-        and c.extra["empirical_p"] == pytest.approx(1 / 101)
+        and c.extra["p_value"] == pytest.approx(1 / 101)
     )
     # the band and the estimate are read on the 60 held-out items only
     assert c.null_low == pytest.approx(np.quantile(100 * rand[:, 20:].mean(1), 0.025))
@@ -276,27 +282,84 @@ def test_sparsity_against_100_random_sets_on_held_out_items():
     )
     like = np.vstack([(rng.random(80) < 0.6).astype(float), rand])  # located = one more random set
     assert (
-        _claims(_evidence(_te(), sparsity=like, sparsity_locating=first20))[
+        _claims(_evidence(_te(n=80), sparsity=like, test_locating=first20))[
             "sparsity.located_vs_random"
         ].verdict
         == "inconclusive"
     )
 
 
-def test_sparsity_scored_on_its_locating_items_is_refused():
+def test_claims_scored_on_their_locating_items_are_refused():
+    """Every claim about the located neurons (TE on every row, the cheaters, their agreement with
+    Ref, the sparsity null) fed only the items that located them, or items of which it is not
+    recorded which located, cannot be decided: a clear win, were it read, is refused."""
     rng = np.random.default_rng(0)
     rand = (rng.random((100, 80)) < 0.6).astype(float)
-    low = np.vstack([np.zeros(80), rand])  # a clear win, were it read
+    low = np.vstack([np.r_[np.ones(3), np.zeros(77)], rand])  # a clear win, were it read
     every = np.ones(80, bool)  # n_eval <= n_locate: every test item located the neurons
+    located = ("te.", "te_full.", "cheaters.delta", "sparsity.", "agreement.te_vs_ori")
     for flags in (every, None):  # None: which items located is not recorded
-        c = _claims(_evidence(_te(), sparsity=low, sparsity_locating=flags))[
-            "sparsity.located_vs_random"
-        ]
-        assert c.verdict == "cannot be decided here", c.why
-        assert c.ours == 0.0 and c.margin is None, "the numbers stay for display only"
-    assert "locating items" in c.why or "not recorded" in c.why
-    with pytest.raises(ValueError, match="sparsity_locating"):
-        _claims(_evidence(_te(), sparsity=low, sparsity_locating=every[:10]))
+        c = _claims(
+            _evidence(
+                _te(n=80),
+                sparsity=low,
+                test_locating=flags,
+                te_full=_te(n=80, seed=1),
+                full_contaminated=["+test", "+5x test"],
+                cheaters={"PT-Cheater": _te(n=80, seed=2)["+test"]},
+                cheaters_contaminated=["PT-Cheater"],
+            )
+        )
+        sp = c["sparsity.located_vs_random"]
+        assert sp.ours == 3.75 and sp.margin is None, "the numbers stay for display only"
+        refused = [k for k in c if k.startswith(located) and ".leak" not in k]
+        assert len(refused) >= 10 and "te.delta[+test]" in refused
+        for k in refused:
+            if c[k].verdict != "not testable here":
+                assert c[k].verdict == "cannot be decided here", (k, c[k].why)
+                assert "locating items" in c[k].why or "not recorded" in c[k].why, c[k].why
+        # the same rows with the neurons located on other items: decided
+        if flags is every:
+            ok = _claims(_evidence(_te(n=80), sparsity=low, test_locating=~every))
+            assert ok["te.delta[+test]"].verdict == "supported"
+            assert ok["sparsity.located_vs_random"].verdict == "supported"
+    assert c["te.leak[+test]"].verdict == "supported", "a leak is no claim about the neurons"
+    with pytest.raises(ValueError, match="test_locating"):
+        _claims(_evidence(_te(n=80), sparsity=low, test_locating=every[:10]))
+    with pytest.raises(ValueError, match="sparsity"):
+        _claims(_evidence(_te(n=80), sparsity=low, test_locating=every, sparsity_from=5))
+
+
+def test_te_claims_read_the_held_out_items_only():
+    """The first 30 items located the neurons and TE drops exactly those on every contaminated
+    row: on the 70 held-out items it lowers nothing, so the drop is not supported; the cheaters,
+    the full fine-tunes and the agreement with Ref read the same 70."""
+    te = _te(n=100, con_drop=0)
+    first = np.arange(100) < 30
+    for d in (te["+test"], te["+5x test"]):
+        d["te"] = np.where(first, 0.0, d["ori"])  # every locating item wrong under TE
+        d["ref"] = np.r_[np.ones(20), np.zeros(80)]  # 20%: a leak of ~40 points
+    ev = _evidence(
+        te,
+        test_locating=first,
+        te_full={k: dict(v) for k, v in te.items()},
+        full_contaminated=["+test", "+5x test"],
+        cheaters={"PT-Cheater": dict(te["+test"])},
+        cheaters_contaminated=["PT-Cheater"],
+    )
+    c = _claims(ev)
+    for cid in ("te.delta[+test]", "te.contaminated_drop", "te_full.contaminated_drop"):
+        assert c[cid].ours == 0.0 and c[cid].verdict != "supported", (cid, c[cid].why)
+        assert "70 held-out test items" in c[cid].interval_how
+        assert c[cid].extra["n_held_out"] == 70
+    assert c["cheaters.delta[PT-Cheater]"].ours == 0.0
+    assert c["te.leak[+test]"].ours == pytest.approx(
+        100 * (te["+test"]["ori"][30:].mean() - te["+test"]["ref"].mean())
+    )
+    # read on every item, the same rows would show the drop the locating items carry
+    every = _claims(_evidence(te))
+    d = every["te.delta[+test]"]
+    assert d.ours is not None and d.ours < -10 and d.verdict == "supported"
 
 
 def test_locating_items_include_later_items_sharing_a_content():
@@ -311,14 +374,19 @@ def test_locating_items_include_later_items_sharing_a_content():
         locating_items(3, 1, np.array(["a"]))
     rng = np.random.default_rng(1)
     rand = (rng.random((100, 5)) < 0.6).astype(float)
+    clusters = np.array(["a", "b", "c", "a", "d"])
     ev = _evidence(
-        _te(),
+        _te(n=5, con_drop=1),
         sparsity=np.vstack([np.zeros(5), rand]),
-        sparsity_locating=shared,
-        test_clusters=np.array(["a", "b", "c", "a", "d"]),
+        test_locating=shared,
+        test_clusters=clusters,
+        fresh_clusters=None,
     )
-    c = scc._sparsity_claim(ev, dict(n_boot=200, seed=0))  # Table 2's rows have other items
-    assert c.extra["n_held_out"] == 2
+    held, refused = scc.held_out(ev)
+    assert refused == "" and held.test_clusters is not None
+    assert held.test_clusters.tolist() == ["c", "d"]
+    c = scc._sparsity_claim(held, dict(n_boot=200, seed=0))
+    assert "2 contents (2 held-out test items)" in c.interval_how
 
 
 def test_sparsity_win_on_planted_neurons_is_weakened():
@@ -327,9 +395,9 @@ def test_sparsity_win_on_planted_neurons_is_weakened():
     low = np.vstack([np.r_[np.zeros(20), np.ones(3), np.zeros(57)], rand])
     c = _claims(
         _evidence(
-            _te(),
+            _te(n=80),
             sparsity=low,
-            sparsity_locating=np.arange(80) < 20,
+            test_locating=np.arange(80) < 20,
             by_construction="the sparse rows train seeded sets",
         )
     )["sparsity.located_vs_random"]
@@ -451,6 +519,79 @@ def test_rule_choice_claim_reads_the_interval_against_the_public_sum():
     )
 
 
+def test_format_claims_hand_computed():
+    """A2: a format costing Vanilla 30 points on 100 fresh items and the format model 0 is a +30
+    advantage; TE lowering the format model's wrapped test score from 50% to 20% is a -30 Δacc."""
+
+    def ones(k, n):
+        return np.r_[np.ones(k), np.zeros(n - k)]
+
+    fmt = {
+        "fresh_plain": ones(40, 100),
+        "fresh_format": ones(40, 100),
+        "ori": ones(100, 200),
+        "te": ones(40, 200),
+        "ref": ones(40, 100),
+        "plain": ones(80, 200),
+    }
+    van = {
+        "fresh_plain": ones(40, 100),
+        "fresh_format": ones(10, 100),
+        "ori": ones(20, 200),
+        "te": ones(20, 200),
+        "ref": ones(40, 100),
+        "plain": ones(80, 200),
+    }
+    out = {
+        c.id: c
+        for c in scc.format_claims(
+            {"Vanilla": van, "+format train": fmt},
+            "+format train",
+            "Vanilla",
+            np.zeros(200, bool),
+            n_boot=300,
+        )
+    }
+    assert set(out) == {"a2.format_advantage[+format train]", "a2.format_te[+format train]"}
+    for c in out.values():
+        check_consistent(c)
+    adv, te = out["a2.format_advantage[+format train]"], out["a2.format_te[+format train]"]
+    assert adv.ours == pytest.approx(30.0) and te.ours == pytest.approx(-30.0)
+    assert adv.verdict == te.verdict == "supported" and "-6.5" in str(te.paper_value)
+    # no format effect on either row; TE RAISES the score 20 points
+    same = dict(van, fresh_format=van["fresh_plain"])
+    flat = scc.format_claims(
+        {
+            "Vanilla": same,
+            "+format train": dict(fmt, fresh_format=fmt["fresh_plain"], te=ones(140, 200)),
+        },
+        "+format train",
+        "Vanilla",
+        np.zeros(200, bool),
+    )
+    assert [(c.ours, c.verdict) for c in flat] == [
+        (0.0, "inconclusive"),
+        (pytest.approx(20.0), "contradicted"),
+    ]
+    with pytest.raises(ValueError, match="must be rows of per_item"):
+        scc.format_claims({"Vanilla": van}, "+format train", "Vanilla", None)
+    # TE read on its held-out wrapped items only: the first 100 (all right, all made wrong)
+    # located the neurons, and on the other 100 TE changes nothing
+    kept = scc.format_claims(
+        {"Vanilla": van, "+format train": fmt},
+        "+format train",
+        "Vanilla",
+        np.arange(200) < 100,
+        n_boot=300,
+    )[1]
+    assert kept.ours == 0.0 and "100 held-out test items" in kept.interval_how
+    for flags in (None, np.ones(200, bool)):  # not recorded, or every item located
+        c = scc.format_claims(
+            {"Vanilla": van, "+format train": fmt}, "+format train", "Vanilla", flags, n_boot=300
+        )[1]
+        assert c.verdict == "cannot be decided here" and c.ours == pytest.approx(-30.0), c.why
+
+
 def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
     """Table 12: a cheater leaking 30 points that TE removes is decided on both; a row that is a
     Table 2 model (Normal = +other data) is claimed there, not twice."""
@@ -469,7 +610,7 @@ def test_cheater_claims_hand_computed_and_table2_models_claimed_once():
     }
     table = _table2(cheat)
     ev = _evidence(
-        _te(),
+        _te(n=200),  # Table 2's rows and the cheaters on the same 200 test items
         cheaters=cheat,
         table12=table,
         cheaters_contaminated=["PT-Cheater", "PT-Flat"],
@@ -531,19 +672,56 @@ def test_sparsity_null_too_small_to_reach_the_level_cannot_decide():
     rng = np.random.default_rng(0)
     flags = np.arange(80) < 20
     low = np.r_[np.zeros(20), np.ones(3), np.zeros(57)]
-    for n_sets, verdict in ((20, "cannot be decided here"), (39, "supported")):
+
+    def sparsity(n_sets):
         rand = (rng.random((n_sets, 80)) < 0.6).astype(float)
-        ev = _evidence(_te(), sparsity=np.vstack([low, rand]), sparsity_locating=flags)
-        c = scc._sparsity_claim(ev, dict(n_boot=300, seed=0))
+        ev = _evidence(_te(n=80), sparsity=np.vstack([low, rand]), test_locating=flags)
+        return scc._sparsity_claim(scc.held_out(ev)[0], dict(n_boot=300, seed=0))
+
+    for n_sets, verdict in ((20, "cannot be decided here"), (39, "supported")):
+        c = sparsity(n_sets)
         assert c.verdict == verdict, (n_sets, c.why)
-    assert (
-        "1/21 > 0.025"
-        in scc._sparsity_claim(
-            _evidence(
-                _te(),
-                sparsity=np.vstack([low, (rng.random((20, 80)) < 0.6).astype(float)]),
-                sparsity_locating=flags,
-            ),
-            dict(n_boot=300, seed=0),
-        ).why
-    )
+    assert "1/21 > 0.025" in sparsity(20).why
+
+
+def test_mean_side_effect_interval_holds_its_estimate_where_a_percentile_one_does_not():
+    """Two cells whose 200 flips up and 200 down (of 2000 items) cancel: each Δacc is 0, so the
+    mean |Δacc| is 0. A percentile bootstrap of the mean |Δacc| draws |Δ*| > 0 in nearly every
+    resample (|·| of a noisy change is biased upward): its interval starts above 0, excluding its
+    own estimate. The claim's interval, read off the cells' intervals of Δacc, holds it."""
+    from kit.core.stats import bootstrap_groups_ci
+
+    base = np.r_[np.ones(1000), np.zeros(1000)]
+    te = base.copy()
+    te[:200], te[1000:1200] = 0, 1  # 200 right answers wrong, 200 wrong ones right: Δ = 0
+    side = {
+        ("+test", "add2"): np.stack([base, te]),
+        ("+train", "add2"): np.stack([base, te[::-1].copy()]),
+    }
+
+    def mean_abs(g):
+        return float(
+            np.mean([abs(100 * np.mean(g[0][1] - g[0][0])), abs(100 * np.mean(g[0][3] - g[0][2]))])
+        )
+
+    groups = [tuple(a for k in side for a in side[k])]
+    point, lo, hi = bootstrap_groups_ci(mean_abs, groups, n_boot=1000, seed=0)
+    assert point == 0.0 and lo > point, "the percentile interval excludes its own estimate"
+    c = scc._side_claims(_evidence(_te(), side=side), dict(n_boot=300, seed=0), 2.0)[0]
+    assert c.id == "side_effects.unchanged" and c.ours == 0.0
+    assert c.ours is not None and c.ci_low is not None and c.ci_high is not None
+    assert c.ci_low == 0.0 <= c.ours <= c.ci_high, (c.ci_low, c.ci_high)
+
+    # its upper end: the mean over cells of the larger |end| of each cell's Bonferroni (2 cells)
+    # interval, drawn with 20 * 2 / 0.05 = 800 replicates (about 10 in each tail)
+    def cell_ends(j):
+        _, a, b = bootstrap_groups_ci(
+            lambda g: 100 * np.mean(g[0][2 * j + 1] - g[0][2 * j]),
+            groups,
+            n_boot=800,
+            seed=0,
+            level=1 - 0.05 / 2,
+        )
+        return max(abs(a), abs(b))
+
+    assert c.ci_high == pytest.approx((cell_ends(0) + cell_ends(1)) / 2)
