@@ -94,7 +94,7 @@ class WorldSubject(LentMethods):
         ablate: Sequence[Neuron] = (),
     ) -> list[str]:
         """Greedy responses (``kit.world.respond``) with the MLP neurons ``ablate`` zeroed."""
-        from kit.world import respond
+        from kit.world.evaluate import respond
 
         with tl.hooks(self.model, ablation_hooks(ablate)):
             return list(respond(self.model, list(items), max_new_tokens=max_new_tokens))
