@@ -1,4 +1,4 @@
-"""Tests of kit.mui.experiment_claims: item 7's multi-token claims and §3.8's interval of a
+"""Tests of kit.mui.experiment_claims: the multi-token claims and §3.8's interval of a
 difference of accuracies, from hand-made numbers."""
 
 from __future__ import annotations
