@@ -289,6 +289,12 @@ def _zoo_sae_labelled(name: str, world: str | None):
     return sae, labels, "kit.world.saes: dominant task and token of the 20 top-activating contexts"
 
 
+def _zoo_sae_names(world: str | None = None) -> list[str]:
+    from kit.world.saes import saes
+
+    return saes(world)
+
+
 register_sae(
     SaeSource(
         key="zoo-sae",
@@ -300,6 +306,7 @@ register_sae(
         prefix=ZOO_SAE,
         model=lambda name: ZOO + name.split("/")[1],
         labelled=_zoo_sae_labelled,
+        names=_zoo_sae_names,
         owner=__name__,
     )
 )
