@@ -153,7 +153,8 @@ def test_the_table_names_every_form(capsys):
 
 
 # A prefix test on a model, SAE or generated-task name outside the registry modules:
-# ``startswith("zoo/")``, ``startswith(("zoo/", ...))``, ``removeprefix("twin/")``, ``[len("zoo/"):]``.
+# ``startswith("zoo/")``, ``startswith(("zoo/", ...))``, ``removeprefix("twin/")``,
+# ``[len("zoo/"):]``.
 PREFIXES = "zoo|extra|twin|real|random|zoo-sae|minilm-sae|twin-sae|tiny"
 DISPATCH = re.compile(
     rf"""(startswith|removeprefix)\(\s*\(?\s*f?["']({PREFIXES})/["']|len\(["']({PREFIXES})/["']\)"""
