@@ -6,9 +6,11 @@
   reverse, so the generic layers load and test without any paper's code.
 - ``kit.core`` imports no other kit package at all: what it needs from above (the notebooks'
   configs, the names they may mention) is registered with it (``kit.core.params.register_configs``).
-- ``kit.data`` and ``kit.models`` never import the tiny world (``kit.world``), which builds on them:
-  its names (``zoo/``, ``zoo-sae/``, ``tiny/<task>``) are registered with their registries by
-  ``kit.world.sources``, which the package root names as a provider (``kit.core.providers``).
+- ``kit.data``, ``kit.models`` and ``kit.subjects`` never import the tiny world (``kit.world``),
+  which builds on them: its names (``zoo/``, ``zoo-sae/``, ``tiny/<task>``), its tasks (items,
+  groups, chance levels, answer rule) and its models' subject (``kit.world.WorldSubject``) are
+  registered with their registries by ``kit.world.sources``, which the package root names as a
+  provider (``kit.core.providers``).
 
 Every import counts: at the top of a module, inside a function, under ``TYPE_CHECKING``, relative
 (``from ..mui import metric``), ``importlib.import_module`` / ``__import__`` of a literal or
@@ -35,9 +37,10 @@ PAPER = frozenset({"mui", "shortcut", "cg", "neuronvote", "audits", "configs"})
 CORE_RULE = "kit.core imports no other kit package"
 GENERIC_RULE = "a generic package (core, data, models, subjects, world) imports no paper package"
 WORLD_RULE = (
-    "kit.data and kit.models never import the tiny world (it registers its names with them)"
+    "kit.data, kit.models and kit.subjects never import the tiny world (it registers its names, "
+    "tasks and subject with them)"
 )
-BELOW_WORLD = frozenset({"data", "models"})
+BELOW_WORLD = frozenset({"data", "models", "subjects"})
 
 # Violations a branch still to be merged removes, as (file, imported module) pairs; none now (MUI
 # lives in kit.mui, which lends subjects their ``mui``/``key_neurons``; model names are resolved by
@@ -231,6 +234,14 @@ def test_the_walk_reads_every_kit_module():
             WORLD_RULE,
         ),
         (
+            "kit/subjects/x.py",
+            "def f():\n    from kit.world.tasks import ALL_TASKS\n",
+            2,
+            "kit.world.tasks",
+            WORLD_RULE,
+        ),
+        ("kit/subjects/x.py", "from kit import world\n", 1, "kit.world", WORLD_RULE),
+        (
             "kit/core/x.py",
             "W = {\n    'mui': 'kit.mui.bench:run',\n}\n",
             2,
@@ -269,6 +280,7 @@ def test_a_violation_is_named_with_file_line_and_rule(path, source, line, module
             "from kit.core.pinned import enter_pinned\nfrom kit.data.items import Item\n",
         ),
         ("kit/world/x.py", "from kit.models import tl\nfrom kit.data.items import Item\n"),
+        ("kit/world/x.py", "from kit.subjects.answers import Answers\n"),
         (
             "kit/cg/x.py",
             "from kit.models.minilm_sae import load_minilm_sae\nfrom kit.mui import metric\n",

@@ -33,29 +33,28 @@ def name_errors(cfg: BaseConfig) -> list[str]:
     ``benchmarks``. Hub ids (``gpt2``, ``meta-llama/...``) and ``hf:`` prompt sources cannot be
     checked offline and pass here (the audits config checks the form of ``hf:`` sources).
     """
-    from kit.data.benchmarks import BENCHMARKS, _parse_name
-    from kit.models.sources import prefixed
-    from kit.world import TASKS, saes
+    from kit.data.benchmarks import BENCHMARKS, _parse_name, task_families
+    from kit.models.sources import prefixed, sae_prefixed
+    from kit.world import TASKS
 
     world = cfg.world
-    kinds = {
-        "zoo-sae/": ("SAE", saes(world)),
-        "tiny/": ("tiny-world task", [f"tiny/{t}" for t in TASKS]),
-    }
+    families = task_families()
     errors = []
     for field in type(cfg).model_fields:
         for name in _strings(getattr(cfg, field)):
-            prefix = next((p for p in kinds if name.startswith(p)), None)
             form = prefixed(name)  # a model name of a checked form (kit.models.sources)
+            sae = sae_prefixed(name)  # an SAE name of a listed form (the world's zoo-sae/)
+            family, sep, _ = name.partition("/")  # a generated task as a benchmark (tiny/<task>)
+            tasks = families.get(family) if sep else None
             if form is not None and form.checked and form.names is not None:
-                allowed = form.names(world)
-                if name not in allowed:
-                    errors.append(
-                        f"field {field!r}: {name!r} is not a {form.noun} of world {world!r}; "
-                        f"allowed values: {', '.join(allowed)}"
-                    )
-            elif prefix is not None:
-                what, allowed = kinds[prefix]
+                what, allowed = form.noun, form.names(world)
+            elif sae is not None and sae.names is not None:
+                what, allowed = "SAE", sae.names(world)
+            elif tasks is not None:  # the world's single-token tasks, as its configs name them
+                what, allowed = "tiny-world task", [f"{family}/{t}" for t in TASKS]
+            else:
+                what, allowed = None, []
+            if what is not None:
                 if name not in allowed:
                     errors.append(
                         f"field {field!r}: {name!r} is not a {what} of world {world!r}; "

@@ -24,6 +24,10 @@ bytes checked against it, then parsed and checked by the caller's schema. A file
 the sidecar existed is accepted when it parses and passes the schema, and gets its sidecar then
 (so a cache that took an hour to build is not rebuilt, and is checked from then on).
 
+A file's sha256 (:func:`file_sha256`) is hashed once per version of the file (its size, mtime,
+ctime, inode and device), remembered in the process and, for the files that name a model in cache
+keys, on disk: the one memo of file hashes (:mod:`kit.models.identity` and GGUF files use it).
+
 Built directories (fine-tunes, SAEs: several files and a ``meta.json`` written last) record each
 file's size and sha256 in ``meta.json`` (:func:`file_sizes`, :func:`file_digests`); a reader
 checks the sizes, then the bytes (:func:`built_dir_refusal`), and rebuilds a directory that fails
@@ -36,11 +40,12 @@ import hashlib
 import json
 import math
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from kit.core.paths import atomic_write_bytes, atomic_write_text, sha256
+from kit.core.paths import atomic_write_bytes, atomic_write_text, cache_dir, sha256
 
 Check = Callable[[Any], "str | None"]
 """A value check (a schema): None when the value is usable, else the reason it is not (a short
@@ -229,26 +234,75 @@ def non_finite(value: Any) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------- file hashes
+_FILE_SHA256: dict[str, tuple[tuple[int, ...], str, bool]] = {}
+"""The :func:`file_sha256` memo of this process: a file's real path -> (its :func:`_stat_key`, its
+sha256, whether the memo on disk holds it too)."""
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    """What identifies a version of a file: size, mtime, ctime, inode and device. Any write,
+    replacement or ``touch`` changes ctime, which no user call can set back (``cp -p`` or a restore
+    sets mtime back, never ctime)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _memo_path(real: str) -> Path:
+    return cache_dir() / "identity" / f"{hashlib.sha256(real.encode()).hexdigest()[:24]}.json"
+
+
+def file_sha256(path: str | Path, persist: bool = False) -> str:
+    """The sha256 (hex) of the bytes of ``path`` (symlinks followed), read in 1 MiB chunks
+    (:func:`kit.core.paths.sha256`: a model's weights are never whole in memory), hashed once per
+    version of the file (:func:`_stat_key`) in this process.
+
+    ``persist``: remember it across processes too, in ``<KIT_CACHE_DIR>/identity/`` (a JSON file
+    per path, checked on read: :func:`read_json`), for the files whose digest names a model in
+    cache keys (a 16 GB checkpoint, a GGUF file: :mod:`kit.models.identity`). Built directories
+    check their bytes with ``persist=False``: each process reads them again, so a change that keeps
+    a file's stat (a same-size rewrite within the timestamp resolution of its hashing) is caught by
+    the next process rather than trusted for good.
+
+    A digest is remembered only when the file did not change while it was read."""
+    real = os.path.realpath(path)
+    key = _stat_key(os.stat(real))
+    hit = _FILE_SHA256.get(real)
+    if hit is not None and hit[0] == key and (hit[2] or not persist):
+        return hit[1]
+    memo = _memo_path(real) if persist else None
+    if hit is not None and hit[0] == key:  # hashed here already, not yet remembered on disk
+        digest = hit[1]
+    else:
+        # no memo yet, a damaged one (warned about) or one of another version of the file: hash
+        rec = read_json(memo, _memo_check, what="file-hash memo")
+        if rec is not MISSING and rec["path"] == real and tuple(rec["stat"]) == key:
+            _FILE_SHA256[real] = (key, rec["sha256"], True)
+            return rec["sha256"]
+        digest = sha256(Path(real))
+        if _stat_key(os.stat(real)) != key:  # changed while we read it: not safe to remember
+            return digest
+    stored = False
+    if memo is not None:
+        try:
+            write_json(memo, {"path": real, "stat": list(key), "sha256": digest})
+            stored = True
+        except OSError:  # a read-only cache only costs a re-hash next time
+            pass
+    _FILE_SHA256[real] = (key, digest, stored)
+    return digest
+
+
+def _memo_check(rec: Any) -> str | None:
+    """A file-hash memo: the file's path, its stat key (5 ints) and a 64-hex sha256."""
+    why = has_keys(rec, {"path": str, "stat": list, "sha256": str})
+    if why is None and not re.fullmatch(r"[0-9a-f]{64}", rec["sha256"]):
+        return "'sha256' is not 64 hex digits"
+    if why is None and (len(rec["stat"]) != 5 or not all(type(x) is int for x in rec["stat"])):
+        return "'stat' is not 5 integers"
+    return why
+
+
 # ---------------------------------------------------------------- built directories
-_SHA256_SEEN: dict[tuple[int, ...], str] = {}
-"""``file_sha256`` memo: the file's ``(device, inode, size, mtime_ns, ctime_ns)`` -> sha256. A
-500 MB fine-tune read many times in a process is hashed once; a file replaced or rewritten gets
-another key (a new inode, or new times), so it is hashed again. Not seen: a same-size rewrite in
-place within the file system's timestamp resolution (milliseconds) of its hashing in this
-process; the next process hashes it afresh."""
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 (hex) of ``path``'s bytes, read in 1 MiB chunks (:func:`kit.core.paths.sha256`:
-    a model's weights never whole in memory), once per file version in this process
-    (:data:`_SHA256_SEEN`)."""
-    st = os.stat(path)
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key not in _SHA256_SEEN:
-        _SHA256_SEEN[key] = sha256(Path(path))
-    return _SHA256_SEEN[key]
-
-
 def file_sizes(directory: Path) -> dict[str, int]:
     """``{relative path: size in bytes}`` of every file under ``directory`` (sorted): what a built
     directory's ``meta.json`` lists as ``files``, so a reader can tell it is whole."""

@@ -73,7 +73,7 @@ import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from kit.core import providers
 from kit.data.benchmark_items import CONVERT, LETTERS, VECTARA_PROMPT, arena_scores, format_choices
@@ -276,15 +276,29 @@ _SUBSETS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class TaskFamily:
-    """A family of generated tasks loaded as benchmarks (``tiny/<task>``), registered by what
-    generates them (the tiny world registers ``tiny``): this module never imports it."""
+    """A family of generated tasks, registered by what generates them (the tiny world registers
+    ``tiny``): this module, the scorers and the subjects never import it. Its tasks are benchmarks
+    named ``<family>/<task>`` (``tiny/add``, :func:`load_benchmark`), and a subject asks for them by
+    their bare name (``add``: :func:`kit.subjects.items.task_items`)."""
 
     family: str
     """The name's first part (``tiny``)."""
     form: str
     """The name as a reader writes it (``tiny/<task>``)."""
-    load: Callable[[str, str, int | None], list[Item]]
-    """``load(task, split, limit)``: the task's items (its splits are its own)."""
+    load: Callable[[str, str, int | None, int], list[Item]]
+    """``load(task, split, n, seed)``: the task's items (its splits are its own; ``seed`` draws
+    the items of a sampled split)."""
+    tasks: Callable[[], Sequence[str]]
+    """The task names (``add``, ``facts-mc``...); no benchmark family is named like one."""
+    group: Callable[[str], str]
+    """A task's capability group (``math``, ``code``, ``reasoning``, ``general``)."""
+    chance: Callable[[str], float]
+    """A task's accuracy of a random guess."""
+    score: Callable[[Item, str], bool]
+    """Whether a free-text response answers an item (:func:`kit.data.scorers.score`)."""
+    parse_failed: Callable[[Item, str], bool]
+    """Whether :attr:`score`'s rule reads no answer from a response
+    (:func:`kit.data.scorers.parse_failed`)."""
     hint: str
     """Where the tasks are listed, for an error message (``see kit.world.TASKS``)."""
     maker: str
@@ -437,7 +451,7 @@ def load_benchmark(
     family, sub = _parse_name(name)
     if family in _TASK_FAMILIES:
         assert sub is not None  # _parse_name requires "<family>/<task>"
-        return _TASK_FAMILIES[family].load(sub, split, limit)
+        return _TASK_FAMILIES[family].load(sub, split, limit, 0)
     _check_split(family, split)
     if source == "hf" and family not in HF_SOURCES:
         raise ValueError(

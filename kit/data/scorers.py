@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import cast
 
+from kit.data.benchmarks import task_families
 from kit.data.code_answers import CODE_BENCHMARKS, code_program, extract_code, run_program
 from kit.data.items import Item
 from kit.data.math_answers import (
@@ -199,7 +200,9 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
       (:func:`kit.data.benchmarks.arena_scores`);
     - ``vectara_hallucination`` has no rule: a summary is judged by a factual-consistency model
       (Vectara's HHEM); the error says so;
-    - ``tiny/<task>``: multiple-choice items by letter, others by exact match after stripping.
+    - a generated task (``tiny/<task>``): its family's own rule
+      (:attr:`kit.data.benchmarks.TaskFamily.score`; the tiny world's: multiple-choice items by
+      letter, others by exact match after stripping).
     """
     base = benchmark.split("/", 1)[0]
     response = response or ""
@@ -239,12 +242,9 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
         return any(
             got == normalize_short_answer(a) for a in item.metadata.get("answers", [item.answer])
         )
-    if base == "tiny":
-        if item.choices is not None:
-            return (
-                extract_choice_letter(response, n_choices=max(len(item.choices), 2)) == item.target
-            )
-        return response.strip() == item.target.strip()
+    tasks = task_families().get(base)
+    if tasks is not None:
+        return tasks.score(item, response)
     if base == "vectara_hallucination":
         raise ValueError(
             "benchmark='vectara_hallucination' has no rule-based scorer: a summary is judged by a "
@@ -256,7 +256,8 @@ def score(benchmark: str, item: Item, response: str, timeout: float = 10.0) -> b
         + CHOICE_BENCHMARKS
         + ("bbh/<task>", "math500")
         + CODE_BENCHMARKS
-        + ("agieval", "logicbench", "natural_questions", "tiny/<task>")
+        + ("agieval", "logicbench", "natural_questions")
+        + tuple(t.form for t in task_families().values())
     )
     raise ValueError(f"benchmark={benchmark!r} has no scorer; allowed values: {', '.join(allowed)}")
 
@@ -269,8 +270,9 @@ def parse_failed(benchmark: str, item: Item, response: str) -> bool:
     mawps, asdiv; a non-numeric ASDiv answer: no text), no choice letter (multiple choice), no
     ``\\boxed{}`` and no number (math500; agieval's cloze items: nor an answer line), no yes/no
     (logicbench BQA), no code (humaneval, mbpp: an empty program), an empty answer line (bbh,
-    natural_questions), and for ``tiny/<task>`` no letter / an empty response. A parsed but wrong
-    answer is not a parse failure."""
+    natural_questions), and for a generated task (``tiny/<task>``) its family's rule
+    (:attr:`kit.data.benchmarks.TaskFamily.parse_failed`; the tiny world's: no letter / an empty
+    response). A parsed but wrong answer is not a parse failure."""
     base = benchmark.split("/", 1)[0]
     response = response or ""
     if base in NUMERIC_BENCHMARKS:
@@ -280,7 +282,7 @@ def parse_failed(benchmark: str, item: Item, response: str) -> bool:
     if base in CHOICE_BENCHMARKS:
         n = len(item.choices) if item.choices else 4
         return extract_choice_letter(response, n_choices=max(n, 2)) is None
-    if base in ("agieval", "logicbench", "tiny") and item.choices is not None:
+    if base in ("agieval", "logicbench") and item.choices is not None:
         return extract_choice_letter(response, n_choices=max(len(item.choices), 2)) is None
     if base in ("bbh", "natural_questions"):
         return not extract_bbh_answer(response)
@@ -296,8 +298,9 @@ def parse_failed(benchmark: str, item: Item, response: str) -> bool:
         return re.search(r"\b(yes|no)\b", response.lower()) is None
     if base in CODE_BENCHMARKS:
         return not extract_code(response).strip()
-    if base == "tiny":
-        return not response.strip()
+    tasks = task_families().get(base)
+    if tasks is not None:
+        return tasks.parse_failed(item, response)
     score(benchmark, item, response)  # raises, naming the benchmarks that have a rule
     raise ValueError(f"benchmark={benchmark!r} has no parse rule")
 

@@ -7,8 +7,9 @@ In: a ``.gguf`` file (or a directory holding exactly one). Out: a Hugging Face d
 loaded like any local model (``kit.load_model``).
 
 The directory is keyed by the file's content, not its name or place: a file replaced in place
-gets a new directory. Hashing a multi-GB file takes seconds, so the hash is remembered by
-(path, size, mtime) in ``<KIT_CACHE_DIR>/gguf/hashes.json`` and recomputed only when those change.
+gets a new directory. Hashing a multi-GB file takes seconds, so the hash is remembered across
+processes as every model file's is (:func:`kit.models.identity.file_sha256`: by path, size, mtime,
+ctime, inode and device) and recomputed only when those change.
 
 Dequantising is slow on a CPU (transformers parses the file's metadata, the vocabulary included,
 once for the config, once for the weights and once for the tokenizer: about 2 min for SmolLM2-135M
@@ -19,14 +20,12 @@ The weights are the GGUF's dequantised values: a Q4 file gives the Q4 model, not
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from kit.core.cached import MISSING, has_keys, read_json, write_json
-from kit.core.paths import atomic_dir, build_lock, cache_dir, file_mode, sha256
+from kit.core.paths import atomic_dir, build_lock, cache_dir, file_mode
+from kit.models.identity import file_sha256  # the file's sha256, remembered across processes
 
 SOURCE_FILE = "kit_gguf_source.json"
 """Written beside the dequantised weights: which file (sha256, name, size) they came from. Nothing
@@ -78,40 +77,6 @@ def find_gguf(path: Path) -> Path:
 
 def _root() -> Path:
     return cache_dir() / "gguf"
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of ``path``, remembered by (resolved path, size, mtime_ns) across processes."""
-    path = Path(path).resolve()
-    stat = path.stat()
-    memo_file = _root() / "hashes.json"
-    memo = read_json(memo_file, _memo_check, what="GGUF hash memo")
-    if memo is MISSING:  # absent or damaged (warned about): a memo, never the truth
-        memo = {}
-    entry = memo.get(str(path))
-    if (
-        isinstance(entry, dict)
-        and entry.get("size") == stat.st_size
-        and entry.get("mtime_ns") == stat.st_mtime_ns
-    ):
-        return str(entry["sha256"])
-    digest = sha256(path)
-    memo[str(path)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
-    write_json(memo_file, memo)
-    return digest
-
-
-def _memo_check(memo: Any) -> str | None:
-    """The GGUF hash memo: ``{resolved path: {"size", "mtime_ns", "sha256"}}``."""
-    if not isinstance(memo, dict):
-        return f"not a JSON object ({type(memo).__name__})"
-    for where, entry in memo.items():
-        why = has_keys(entry, {"size": int, "mtime_ns": int, "sha256": str})
-        if why is None and not re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]):
-            why = "'sha256' is not 64 hex digits"
-        if why is not None:
-            return f"entry {where}: {why}"
-    return None
 
 
 def cached_dir(digest: str) -> Path | None:

@@ -6,7 +6,8 @@ responses file is replaced under the same name. Every cache asks this module:
 - :func:`file_sha256`: the sha256 of a file's bytes, remembered per file under
   ``<KIT_CACHE_DIR>/identity/`` together with the file's ``stat`` (size, mtime, ctime, inode,
   device), so a 16 GB checkpoint is hashed once, not on every run; any write, replacement or
-  ``touch`` changes ctime (which no user call can set back) and the file is hashed again;
+  ``touch`` changes ctime (which no user call can set back) and the file is hashed again
+  (:func:`kit.core.cached.file_sha256`, the one memo of file hashes);
 - :func:`path_identity`: a file's ``sha256:<hex>``, or for a model directory the digest of its
   top-level files' names and hashes (config, weights, tokenizer, chat template: what
   ``from_pretrained`` reads; hidden files and subfolders are not part of the model);
@@ -25,13 +26,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from kit.core.cached import MISSING, has_keys, read_json, write_json
-from kit.core.paths import cache_dir, sha256
+from kit.core import cached
 from kit.models.sources import find
 
 IDENTITY_VERSION = 3
@@ -40,53 +38,12 @@ changes, or when the numbers every cache holds change (3: pinned processes multi
 OpenBLAS and take square roots exactly, ``kit.core.kernels``; values cached before differ in their
 last bits)."""
 
-_MEMO: dict[str, tuple[tuple[int, ...], str]] = {}
-
-
-def _stat_key(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
-
-
-def _memo_path(real: str) -> Path:
-    return cache_dir() / "identity" / f"{hashlib.sha256(real.encode()).hexdigest()[:24]}.json"
-
 
 def file_sha256(path: str | Path) -> str:
-    """sha256 (hex) of the bytes of ``path`` (symlinks followed), hashed once per version of it.
-
-    The digest is remembered in memory and under ``<KIT_CACHE_DIR>/identity/`` with the file's
-    ``stat``; it is reused only while size, mtime, ctime, inode and device are all unchanged.
-    """
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    key = _stat_key(st)
-    hit = _MEMO.get(real)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    memo = _memo_path(real)
-    # no memo yet, a damaged one (warned about) or one of another version of the file: hash again
-    rec = read_json(memo, _memo_check, what="file-hash memo")
-    if rec is not MISSING and rec["path"] == real and tuple(rec["stat"]) == key:
-        _MEMO[real] = (key, rec["sha256"])
-        return rec["sha256"]
-    digest = sha256(Path(real))
-    if _stat_key(os.stat(real)) == key:  # not changed while we read it: safe to remember
-        _MEMO[real] = (key, digest)
-        try:
-            write_json(memo, {"path": real, "stat": list(key), "sha256": digest})
-        except OSError:  # a read-only cache only costs a re-hash next time
-            pass
-    return digest
-
-
-def _memo_check(rec) -> str | None:
-    """A file-hash memo: the file's path, its stat key (5 ints) and a 64-hex sha256."""
-    why = has_keys(rec, {"path": str, "stat": list, "sha256": str})
-    if why is None and not re.fullmatch(r"[0-9a-f]{64}", rec["sha256"]):
-        return "'sha256' is not 64 hex digits"
-    if why is None and (len(rec["stat"]) != 5 or not all(type(x) is int for x in rec["stat"])):
-        return "'stat' is not 5 integers"
-    return why
+    """sha256 (hex) of the bytes of ``path`` (symlinks followed), hashed once per version of it and
+    remembered across processes (:func:`kit.core.cached.file_sha256` with ``persist``: reused only
+    while size, mtime, ctime, inode and device are all unchanged)."""
+    return cached.file_sha256(path, persist=True)
 
 
 def model_files(directory: str | Path) -> list[Path]:

@@ -279,6 +279,9 @@ class SaeSource:
     """The Neuronpedia-style model id of every SAE of the form, when one model (``minilm-sae/``)."""
     published: bool = False
     """A sae_lens pretrained release (it may have a Neuronpedia id of its own)."""
+    names: Callable[[str | None], list[str]] | None = None
+    """``names(world)``: every SAE of the form, when they can be listed offline (the tiny world's):
+    a config's SAE names are checked against it before a run starts."""
     owner: str = ""
 
     def match(self, name: str) -> bool:
@@ -309,6 +312,14 @@ def find_sae(name: Any) -> SaeSource | None:
     if not isinstance(name, str) or not name:
         return None
     return next((s for s in sae_sources() if s.match(name)), None)
+
+
+def sae_prefixed(name: Any) -> SaeSource | None:
+    """The form of SAE name ``name`` among the prefixed forms only (as :func:`prefixed` for model
+    names: for scanning arbitrary strings)."""
+    if not isinstance(name, str) or not name:
+        return None
+    return next((s for s in sae_sources() if s.prefix is not None and s.match(name)), None)
 
 
 def sae_source_of(name: Any, field: str = "sae") -> SaeSource:

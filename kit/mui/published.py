@@ -241,7 +241,7 @@ def printed_rank_summary() -> pd.DataFrame:
 
 
 def published_law_section():
-    """Items 1-2: the Utility Law on Table 5 in the paper's form ``MUI = -alpha ln P + beta`` (and
+    """The Utility Law on Table 5 in the paper's form ``MUI = -alpha ln P + beta`` (and
     the inverse regression as an option), on §3.2's 8 general models and on all 18, per benchmark
     and per model (Figure 3's view), beside the constants MUI-Eval's figure prints (4.632 / 28.305 /
     6.97%)."""

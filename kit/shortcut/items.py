@@ -16,7 +16,7 @@ from jaxtyping import Int
 from torch import Tensor
 
 from kit.models.finetune_examples import asked
-from kit.subjects import WorldSubject, is_world_task, subject_of
+from kit.subjects import is_world_task, subject_of
 
 if TYPE_CHECKING:
     from kit.models.generate import GenerationSettings
@@ -54,9 +54,11 @@ def content_clusters(items) -> np.ndarray | None:
 
 def is_world(model) -> bool:
     """Whether ``model`` is asked the tiny world's way (one-token answers, argmax first token): its
-    subject (:func:`kit.subjects.subject_of`) is a :class:`kit.subjects.WorldSubject`, decided by
+    subject (:func:`kit.subjects.subject_of`) is a :class:`kit.world.WorldSubject`, decided by
     the vocabulary it speaks, not by its name. A model that is neither a world model nor loaded from
     a Hugging Face directory (a test's bare model) is asked as free text through its tokenizer."""
+    from kit.world import WorldSubject  # lazy: the world package loads its vocabulary
+
     try:
         return isinstance(subject_of(model), WorldSubject)
     except ValueError:

@@ -24,7 +24,7 @@ import numpy as np
 
 from kit.data.prompts import PROMPT_STYLES, instructed_items, instruction_for, prompt_key
 from kit.subjects.answers import SCORINGS, Answers
-from kit.subjects.items import is_world_task, task_chance, task_group, task_items
+from kit.subjects.items import task_chance, task_family, task_group, task_items
 from kit.subjects.lent import LentMethods
 
 Neuron = tuple[int, int]
@@ -98,12 +98,13 @@ class HFSubject(LentMethods):
         )
 
     def check_task(self, task: str) -> None:
-        if is_world_task(task):
+        family = task_family(task)
+        if family is not None:
             raise ValueError(
                 f"task={task!r} is a tiny-world task; {self.name} answers real benchmarks "
                 "(kit.load_benchmark names: gsm8k, arc_challenge, mmlu/<subject>...; "
                 "the world's task as "
-                f"a benchmark: tiny/{task})"
+                f"a benchmark: {family.family}/{task})"
             )
 
     def fresh_items(self, task: str, n: int, seed: int = 0) -> list | None:
@@ -229,8 +230,8 @@ def loglik_answers(
     after lm-eval's ``Question: ...\\nAnswer:`` items, without a chat template unless the
     subject's ``chat`` is True: lm-evaluation-harness's ``hf`` model's log-likelihoods by default,
     the chat-template variant with ``chat=True``). The answers record the chat setting used."""
+    from kit.subjects.ablation import ablation_hooks
     from kit.subjects.loglik import LETTERS, letter_contexts, option_logliks, text_items
-    from kit.subjects.world import ablation_hooks
 
     missing = [it.id for it in items if not getattr(it, "choices", None)]
     if missing:

@@ -4,14 +4,15 @@ name.
 A :class:`Subject` gives the items of a task or benchmark as the model should see them, greedy
 responses (optionally with MLP neurons zero-ablated), their scores (:class:`~kit.subjects.Answers`:
 accuracy with its interval, chance, parse failures, truncations), and the teacher-forced rows of its
-responses that methods read internals over (``tokens``). Two implementations, chosen by
-:func:`load_subject` from the name:
+responses that methods read internals over (``tokens``). The implementation is chosen by
+:func:`subject_of` from the loaded model:
 
-- :class:`~kit.subjects.world.WorldSubject`: tiny-world models (``zoo/...``, notebook 03's
-  ``extra/...``) on the world's tasks;
-- :class:`~kit.subjects.hf.HFSubject`: everything ``kit.load_model`` loads as a Hugging Face causal
-  LM (hub ids with ``@revision``, local directories, ``twin/<arch>``; GGUF files and ``real/...`` as
-  ``kit.load_model`` learns them) on real benchmarks.
+- a registered form (:func:`register_subject`) whose model it is: the tiny world registers
+  :class:`kit.world.subject.WorldSubject` for its word-level models (``zoo/...``, notebook 03's
+  ``extra/...``) on the world's tasks (this package never imports the world);
+- else :class:`~kit.subjects.hf.HFSubject`: everything ``kit.load_model`` loads as a Hugging Face
+  causal LM (hub ids with ``@revision``, local directories, ``twin/<arch>``; GGUF files and
+  ``real/...`` as ``kit.load_model`` learns them) on real benchmarks.
 
 A paper package asks a subject, never "is this a zoo model?"::
 
@@ -24,8 +25,10 @@ A paper package asks a subject, never "is this a zoo model?"::
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
+from kit.core import providers
 from kit.subjects.answers import Answers
 from kit.subjects.lent import LentMethods, lend  # noqa: F401 (re-exported)
 
@@ -106,6 +109,36 @@ class Subject(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SubjectForm:
+    """A kind of loaded model that is asked its own way, not as a Hugging Face causal LM: registered
+    by what makes such models (the tiny world registers its word-level models' subject)."""
+
+    kind: str
+    """The subjects' ``kind`` (``world``)."""
+    owns: Callable[[Any], bool]
+    """Whether a loaded model is of this kind (the world's: it speaks the world's vocabulary,
+    :func:`kit.models.rows.is_world_model`)."""
+    make: Callable[[str, Any, str | None], Subject]
+    """``make(name, model, world)``: the model's subject."""
+    owner: str = ""
+
+
+_FORMS: dict[str, SubjectForm] = {}
+
+
+def register_subject(form: SubjectForm) -> SubjectForm:
+    """Add a subject form (a module re-imported registers it again)."""
+    _FORMS[form.kind] = form
+    return form
+
+
+def subject_forms() -> dict[str, SubjectForm]:
+    """The registered subject forms, by kind (the providers named by the package root first)."""
+    providers.ensure()
+    return dict(_FORMS)
+
+
 def is_world_name(name: str) -> bool:
     """Whether ``name`` is a tiny-world model: a zoo member (``zoo/...``) or notebook 03's own
     fine-tune of one (``extra/...``): its form's ``tiny_world`` (:mod:`kit.models.sources`)."""
@@ -134,17 +167,17 @@ def subject_of(
     prompt_style: str = "instructed",
     chat: bool | None = None,
 ) -> Subject:
-    """The subject of a model already loaded (``kit.load_model``): a world subject when it speaks
-    the world's vocabulary, else a Hugging Face one (it must come from a Hugging Face directory)."""
-    from kit.models.rows import is_world_model
+    """The subject of a model already loaded (``kit.load_model``): that of the registered form it
+    belongs to (:func:`register_subject`: a world subject when it speaks the world's vocabulary),
+    else a Hugging Face one (it must come from a Hugging Face directory)."""
     from kit.subjects.hf import HFSubject
-    from kit.subjects.world import WorldSubject
 
     label = name or str(
         getattr(model, "kit_name", None) or getattr(model.cfg, "model_name", "model")
     )
-    if is_world_model(model):
-        return WorldSubject(label, model, world)
+    for form in subject_forms().values():
+        if form.owns(model):
+            return form.make(label, model, world)
     if getattr(model, "kit_path", None) is None:
         raise ValueError(
             f"{label}: neither a tiny-world model nor one loaded from a Hugging Face directory "

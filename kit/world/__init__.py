@@ -36,6 +36,7 @@ from kit.world.storage import (
     members,
     world_dir,
 )
+from kit.world.subject import WorldSubject, world_correct
 from kit.world.tasks import EXTRA_TASKS, GROUPS, SPLITS, TASKS, Task, get_task
 from kit.world.tokenizer import build_tokenizer
 
@@ -58,6 +59,7 @@ __all__ = [
     "TASKS",
     "Task",
     "WorldNotBuilt",
+    "WorldSubject",
     "accuracy",
     "build",
     "build_tokenizer",
@@ -81,6 +83,7 @@ __all__ = [
     "saes",
     "target_ids",
     "token_accuracy",
+    "world_correct",
     "world_dir",
     "world_status",
 ]

@@ -1,10 +1,12 @@
 """The tiny world's model names, registered with :mod:`kit.models.sources`: ``zoo/<member>``,
 ``zoo/<base>@step-<N>`` (its checkpoints) and ``extra/...`` (fine-tunes of its recipes outside the
 zoo). The world's own name grammar lives here and nowhere else: its SAEs' names (``zoo-sae/...``,
-with :mod:`kit.models.sources`' SAE forms), its tasks as benchmarks (``tiny/<task>``, with
-:mod:`kit.data.benchmarks`) and how its word-level models tokenise prompts (with
-:mod:`kit.models.rows`) are registered here too. The package root names this module as a provider
-(:mod:`kit.core.providers`): the generic layers never import the world.
+with :mod:`kit.models.sources`' SAE forms), its tasks (``tiny/<task>`` as benchmarks, ``add`` as a
+subject's task: their items, groups, chance levels and answer rule, with
+:mod:`kit.data.benchmarks`), how its word-level models tokenise prompts (with
+:mod:`kit.models.rows`) and their subject (:class:`kit.world.subject.WorldSubject`, with
+:mod:`kit.subjects.subject`) are registered here too. The package root names this module as a
+provider (:mod:`kit.core.providers`): the generic layers never import the world.
 
 ``extra/``: fine-tunes of the tiny world that are not zoo members (notebook 03's rows).
 
@@ -44,7 +46,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kit.data.benchmarks import TaskFamily, register_tasks
-from kit.models.rows import WORLD_TOKENIZER, register_prompt_tokens
+from kit.data.items import Item
+from kit.data.scorers import extract_choice_letter
+from kit.models.rows import WORLD_TOKENIZER, is_world_model, register_prompt_tokens
 from kit.models.sources import (
     PREFIXED,
     QUALIFIED,
@@ -54,7 +58,9 @@ from kit.models.sources import (
     register,
     register_sae,
 )
+from kit.subjects.subject import SubjectForm, register_subject
 from kit.world.specs import ZOO
+from kit.world.subject import WorldSubject
 
 PREFIX = "extra/"
 PLASTIC_SETS = {"contaminated": "shortcut", "control": "ability", "specialised": "ability"}
@@ -283,6 +289,12 @@ def _zoo_sae_labelled(name: str, world: str | None):
     return sae, labels, "kit.world.saes: dominant task and token of the 20 top-activating contexts"
 
 
+def _zoo_sae_names(world: str | None = None) -> list[str]:
+    from kit.world.saes import saes
+
+    return saes(world)
+
+
 register_sae(
     SaeSource(
         key="zoo-sae",
@@ -294,15 +306,48 @@ register_sae(
         prefix=ZOO_SAE,
         model=lambda name: ZOO + name.split("/")[1],
         labelled=_zoo_sae_labelled,
+        names=_zoo_sae_names,
         owner=__name__,
     )
 )
 
 
-def _tiny_items(task: str, split: str, limit: int | None):
-    from kit.world.tasks import get_task
+def _task(name: str):
+    """The world's task ``name``, looked up on the package (``kit.world.get_task``: where tests fake
+    the tasks)."""
+    from kit.world import get_task
 
-    return get_task(task).items(split, n=limit)
+    return get_task(name)
+
+
+def _tiny_items(task: str, split: str, n: int | None, seed: int):
+    return _task(task).items(split, n=n, seed=seed)
+
+
+def _task_names() -> tuple[str, ...]:
+    from kit.world.tasks import ALL_TASKS  # lazy: the tasks module builds the vocabulary
+
+    return tuple(ALL_TASKS)
+
+
+def _choice_letter(item: Item, response: str) -> str | None:
+    assert item.choices is not None
+    return extract_choice_letter(response, n_choices=max(len(item.choices), 2))
+
+
+def _tiny_correct(item: Item, response: str) -> bool:
+    """A world task's answer in free text: multiple-choice items by letter, others by exact match
+    after stripping."""
+    if item.choices is not None:
+        return _choice_letter(item, response) == item.target
+    return response.strip() == item.target.strip()
+
+
+def _tiny_parse_failed(item: Item, response: str) -> bool:
+    """No letter (multiple choice) or an empty response."""
+    if item.choices is not None:
+        return _choice_letter(item, response) is None
+    return not response.strip()
 
 
 register_tasks(
@@ -310,6 +355,11 @@ register_tasks(
         family="tiny",
         form="tiny/<task>",
         load=_tiny_items,
+        tasks=_task_names,
+        group=lambda task: _task(task).group,
+        chance=lambda task: float(_task(task).chance),
+        score=_tiny_correct,
+        parse_failed=_tiny_parse_failed,
         hint="see kit.world.TASKS",
         maker="the world",
         owner=__name__,
@@ -324,3 +374,6 @@ def _prompt_tokens(model, items):
 
 
 register_prompt_tokens(WORLD_TOKENIZER, _prompt_tokens)
+
+
+register_subject(SubjectForm(kind="world", owns=is_world_model, make=WorldSubject, owner=__name__))

@@ -73,7 +73,7 @@ def test_split_items_holds_out_each_name_group_and_is_seeded():
 
 
 def test_the_circuit_is_found_on_other_prompts_than_it_is_audited_on(model):
-    """Issue 36: heads chosen by their ablation score on the batch the audits read gave EX1 a hit
+    """Heads chosen by their ablation score on the batch the audits read gave EX1 a hit
     rate of 1 by selection. Discovery (head scores, means) reads one half, every audit the other."""
     from kit.audits import circuits
 

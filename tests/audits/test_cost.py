@@ -1,4 +1,4 @@
-"""Issue 34, item 5: what a section needs is checked when the config loads, naming the field; edge
+"""What a section needs is checked when the config loads, naming the field; edge
 patching has an estimated cost, a switch and a budget, and MIB says why when the edges were off."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def test_edge_count_by_hand_and_against_the_graph():
     # 2 layers x 2 heads: input -> 4 heads, input -> logits, 4 heads -> logits,
     # and 2 x 2 layer-0 -> layer-1 pairs
     assert K.n_edges(2, 2) == 4 + 1 + 4 + 4 == 13
-    assert K.n_edges(30, 9) == 35_776  # SmolLM2-135M, the figure of issue 34
+    assert K.n_edges(30, 9) == 35_776  # SmolLM2-135M's edges
     for L in range(1, 6):
         for H in range(1, 5):
             assert K.n_edges(L, H) == len(graph_edges(L, H))
@@ -108,9 +108,9 @@ def test_mib_without_edges_is_not_testable_and_says_why(make_model):
 
 
 def test_notebook_01_knows_before_anything_loads_whether_it_can_rank():
-    """Issue 34.5: one real model generated everything, then failed at kit/mui/metric.py:880. Now
+    """One real model generated everything, then failed at kit/mui/metric.py:880. Now
     the config says so when it loads: fewer than 3 models run the per-model sections and the law
-    and PUR ranking read "not testable" with the count (issue 35's realsmoke)."""
+    and PUR ranking read "not testable" with the count (the real smoke run)."""
     one = kit.load_params(
         "01_utility_law",
         "dryrun",
@@ -133,7 +133,7 @@ def test_notebook_01_knows_before_anything_loads_whether_it_can_rank():
 
 
 def test_notebook_06_names_need_to_be_single_tokens_of_the_tokenizer():
-    """Issue 34.5: EX2's rare-name group had one single-token name, found after the run started."""
+    """EX2's rare-name group had one single-token name, found after the run started."""
     groups = {"frequent": ["Mary", "John"], "rare": ["Thaddeus", "Philippa"]}
     with pytest.raises(
         ParamsError, match="field 'dif_name_groups': fewer than 2 single-token names of twin/gpt2"
@@ -190,7 +190,7 @@ def test_notebook_06_needs_an_sae_of_the_audited_model_per_role():
 
 
 def test_smollm2_the_issues_case_is_refused_or_switched_off_at_load():
-    """Issue 34.5 on SmolLM2-135M (30 x 9 heads): its 35,776 edges (~48 h here) turn off under
+    """On SmolLM2-135M (30 x 9 heads): its 35,776 edges (~48 h here) turn off under
     ``auto``, and the paper's rare-name group has one single-token name in its vocabulary."""
     import yaml
 

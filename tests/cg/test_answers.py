@@ -64,7 +64,7 @@ def test_math_answers_are_keyed_by_their_checker(monkeypatch):
 
 @pytest.mark.slow
 def test_answer_jobs_give_the_same_answers_inline_and_local(tmp_path, monkeypatch):
-    """Issue 37: one job per (model, benchmark) writes its scored answers into the cache; the inline
+    """One job per (model, benchmark) writes its scored answers into the cache; the inline
     and the local engine (worker processes) write the same files."""
     twins = cache_dir() / "twins"
     files = {}

@@ -1,4 +1,4 @@
-"""Concept labels (review item 6): the stop-word filter, the labeller interface, Neuronpedia's
+"""Concept labels: the stop-word filter, the labeller interface, Neuronpedia's
 explanations through the one network boundary (kit.models.hub, mocked here)."""
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ def test_concept_table_columns():
 
 
 def test_item_concept_activation_refuses_nan():
-    """Issue 16.3: a NaN SAE activation used to make the item's concept vector NaN silently."""
+    """A NaN SAE activation used to make the item's concept vector NaN silently."""
     from kit.core.checks import NonFiniteError
 
     acts = torch.ones(3, 4)

@@ -1,4 +1,4 @@
-"""The planted-gap analysis (review item 2) on hand-built suites with a known gap."""
+"""The planted-gap analysis on hand-built suites with a known gap."""
 
 from __future__ import annotations
 

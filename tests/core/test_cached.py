@@ -123,3 +123,29 @@ def test_a_built_directory_is_whole_only_with_every_listed_file_at_its_size(tmp_
     assert C.built_dir_refusal(d, ("cfg.json", "sae_weights.safetensors")) is None
     (d / "meta.json").write_text("{")
     assert "meta.json unreadable" in str(C.built_dir_refusal(d))
+
+
+def test_one_file_hash_memo_remembered_on_disk_only_when_asked(tmp_path, monkeypatch):
+    """``file_sha256``: once per file version in a process; on disk (``<cache>/identity/``) only
+    with ``persist`` (model identities), also for a file first hashed without it (a built
+    directory's check), and not re-hashed for that."""
+    import hashlib
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(C, "_FILE_SHA256", {})
+    hashed = []
+    real_sha256 = C.sha256
+    monkeypatch.setattr(C, "sha256", lambda p, *a: hashed.append(p.name) or real_sha256(p, *a))
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"weights")
+    want = hashlib.sha256(b"weights").hexdigest()
+    assert C.file_sha256(f) == want and C.file_sha256(f) == want and hashed == ["w.bin"]
+    memos = tmp_path / "cache" / "identity"
+    assert not memos.exists() or not list(memos.iterdir()), "persist=False writes nothing"
+    assert C.file_sha256(f, persist=True) == want and hashed == ["w.bin"], "not hashed again"
+    (memo,) = memos.glob("*.json")
+    assert C.read_json(memo)["sha256"] == want
+    C._FILE_SHA256.clear()  # a new process: the memo on disk answers without hashing
+    assert C.file_sha256(f, persist=True) == want and hashed == ["w.bin"]
+    C._FILE_SHA256.clear()  # without persist the bytes are read again (a built directory's check)
+    assert C.file_sha256(f) == want and hashed == ["w.bin", "w.bin"]

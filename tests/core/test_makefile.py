@@ -1,4 +1,4 @@
-"""The Makefile's quieting pieces do what they say (issue 16.8), run through make itself."""
+"""The Makefile's quieting pieces do what they say, run through make itself."""
 
 from __future__ import annotations
 

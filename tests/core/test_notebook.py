@@ -23,7 +23,7 @@ def namespace(**given):
 
 
 def test_a_start_forgets_the_last_runs_results_and_figures(tmp_path):
-    """Issue 16.4: an interrupted hand rerun must not look complete with the previous run's
+    """An interrupted hand rerun must not look complete with the previous run's
     numbers."""
     run = start("00_quickstart", "smoke", tmp_path)
     run.record(accuracy=0.5)
@@ -43,7 +43,7 @@ def test_a_start_forgets_the_last_runs_results_and_figures(tmp_path):
 
 
 def test_namespace_values_override_and_are_recorded(tmp_path):
-    """Issue 16.7: papermill -p n_eval 5 puts n_eval=5 in the namespace; it must reach the
+    """``papermill -p n_eval 5`` puts n_eval=5 in the namespace; it must reach the
     config."""
     ns = namespace(n_eval=5)
     run = start("00_quickstart", "smoke", tmp_path, namespace=ns)
@@ -73,7 +73,7 @@ def test_rerunning_start_without_the_parameters_cell_is_refused(tmp_path):
 
 
 def test_an_unknown_papermill_parameter_is_refused_naming_the_allowed_ones(tmp_path):
-    """Issue 33.6: `papermill -p n_evl 5` (a typo) ran with the default n_eval and exited 0."""
+    """`papermill -p n_evl 5` (a typo) ran with the default n_eval and exited 0."""
     ns = {f: None for f in config_class("00_quickstart").model_fields}
     ns["In"] = [
         "",

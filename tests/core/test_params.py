@@ -170,7 +170,7 @@ def test_parse_assignment_rejects_malformed(text):
     ],
 )
 def test_names_are_checked_in_the_loader(notebook, override, fragment):
-    """Issue 16.5: `task: addd` used to be caught 11 s into the run, after a run directory
+    """`task: addd` used to be caught 11 s into the run, after a run directory
     existed."""
     with pytest.raises(ParamsError) as e:
         load_params(notebook, "smoke", override)
@@ -189,7 +189,7 @@ def test_hub_names_and_world_names_pass():
 
 
 def test_quickstart_n_eval_cannot_exceed_the_test_split():
-    """Issue 16.5: n_eval 10000 was silently cut to the 200 test items while params.yaml said
+    """``n_eval`` 10000 was silently cut to the 200 test items while params.yaml said
     10000."""
     from kit.world.tasks import TEST_SIZE
 
@@ -197,7 +197,7 @@ def test_quickstart_n_eval_cannot_exceed_the_test_split():
         load_params("00_quickstart", "tiny", {"n_eval": 10_000})
 
 
-# Issue 33, item 6: settings that failed late or lied are refused when the config loads, naming the
+# Settings that failed late or lied are refused when the config loads, naming the
 # field, its value and what is allowed, in a line or two (never a dump of the whole config).
 @pytest.mark.parametrize(
     "notebook, override, fragments",
@@ -261,7 +261,7 @@ def test_bad_settings_fail_at_load_naming_field_value_and_allowed(notebook, over
 
 
 def test_a_check_across_fields_prints_its_message_not_the_config():
-    """Issue 33.6: validator errors printed '(config)' and a 2 KB dump of every field."""
+    """Validator errors printed '(config)' and a 2 KB dump of every field."""
     with pytest.raises(ParamsError) as e:
         load_params("03_shortcut_neurons", "smoke", {"locate_pair": ["+test", "+5x test"]})
     msg = str(e.value)

@@ -67,7 +67,7 @@ def run(tmp_path, *args):
 
 
 def test_a_failed_notebook_keeps_its_committed_figures(tmp_path, capsys):
-    """Issue 16.1: a notebook that fails after saving a figure must not replace or delete
+    """A notebook that fails after saving a figure must not replace or delete
     figures/."""
     nbs = fake_notebooks(
         tmp_path, {"01_broken": "raise RuntimeError('planted failure')", "02_fine": "x = 1"}
@@ -111,7 +111,7 @@ def test_export_of_unchanged_figures_warns_nothing(tmp_path):
 
 
 def test_unknown_profile_fails_before_anything_exists(tmp_path, capsys):
-    """Issue 16.2: --profile papr used to exit 0, create runs/papr/<ts>/ and repoint latest."""
+    """--profile papr used to exit 0, create runs/papr/<ts>/ and repoint latest."""
     rc = runner.main(["--profile", "papr", "--out", str(tmp_path / "runs")])
     err = capsys.readouterr().err
     assert rc == 2
@@ -132,7 +132,7 @@ def test_unknown_profile_fails_before_anything_exists(tmp_path, capsys):
     ],
 )
 def test_bad_set_fails_before_anything_exists(tmp_path, capsys, setting, fragment):
-    """Issue 16.5/16.7: --set values are validated like the YAML, before a run directory exists."""
+    """--set values are validated like the YAML, before a run directory exists."""
     rc = run(tmp_path, "--only", "00", "--set", setting)
     assert rc == 2 and fragment in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
@@ -147,7 +147,7 @@ def test_set_reaches_only_notebooks_that_have_the_field():
 
 
 def test_out_under_a_file_is_one_line(tmp_path, capsys):
-    """Issue 16.6: --out under a file used to end in a traceback."""
+    """--out under a file used to end in a traceback."""
     (tmp_path / "file").write_text("")
     rc = runner.main(
         ["--profile", "smoke", "--only", "00", "--out", str(tmp_path / "file" / "runs")]
@@ -158,7 +158,7 @@ def test_out_under_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_read_only_runs_is_one_line(tmp_path, capsys, monkeypatch):
-    """Issue 16.6: a read-only runs/ (simulated: the tests may run as root, who may write
+    """A read-only runs/ (simulated: the tests may run as root, who may write
     anywhere)."""
     mkdir = runner.Path.mkdir
 
@@ -174,7 +174,7 @@ def test_read_only_runs_is_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_cache_dir_that_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
-    """Issue 16.6: KIT_CACHE_DIR naming a file fails before the run, naming the variable."""
+    """KIT_CACHE_DIR naming a file fails before the run, naming the variable."""
     (tmp_path / "cache").write_text("")
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     rc = run(tmp_path, "--only", "00")
@@ -186,7 +186,7 @@ def test_cache_dir_that_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_interrupted_run_is_marked_and_exports_nothing(tmp_path, capsys, monkeypatch):
-    """Issue 16.6: Ctrl-C leaves run.json saying 'interrupted' and touches no exported figure."""
+    """Ctrl-C leaves run.json saying 'interrupted' and touches no exported figure."""
 
     def interrupt(nb, profile, run_dir, timeout, overrides=None):
         (run_dir / nb.stem / "figures").mkdir(parents=True)
@@ -273,7 +273,7 @@ def _rendezvous(tmp_path, me: str, other: str) -> str:
 
 
 def test_notebooks_run_side_by_side(tmp_path, capsys):
-    """Issue 37: independent notebooks run at once, each in its own process and kernel; the record
+    """Independent notebooks run at once, each in its own process and kernel; the record
     lists them in notebook order and no kernel socket is left in the notebooks' folder."""
     nbs = fake_notebooks(
         tmp_path,

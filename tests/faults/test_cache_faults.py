@@ -1,4 +1,4 @@
-"""Fault injection on the per-item caches (issue 33, items 1 and 2): damaged lines, impossible
+"""Fault injection on the per-item caches: damaged lines, impossible
 values, a model retrained in place and a responses file replaced under the same name never give
 a number the cache should not have given; each test compares with a fresh computation."""
 
@@ -72,7 +72,7 @@ def test_a_damaged_line_neither_breaks_a_rerun_nor_gives_a_wrong_mui(
 
 
 def test_a_model_retrained_in_place_gets_new_responses_and_a_new_mui(tmp_path, monkeypatch):
-    """Issue 33.1: MUI 55.86 reused from the old model (fresh 42.58), the rest from the new."""
+    """MUI 55.86 reused from the old model (fresh 42.58), the rest from the new."""
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     model_dir = tmp_path / "my-model"
     shutil.copytree(twin_path("llama"), model_dir)
@@ -125,7 +125,7 @@ def _lm_eval(path, responses):
 
 
 def test_a_responses_file_replaced_under_the_same_name_is_scored_anew(twin, tmp_path, monkeypatch):
-    """Issue 33.1: MUI 4.30 reused for another lm-eval file of the same name (fresh 44.53)."""
+    """MUI 4.30 reused for another lm-eval file of the same name (fresh 44.53)."""
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "samples_arc_2025-01-01.jsonl"
     first = qs.file_answers(_lm_eval(path, [" 1", " 2", " 3", " 4"]), n=4)

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kit.core import cached
 from kit.core.cached import MISSING, DamagedCacheWarning, read_json, write_json
 
 
@@ -50,14 +51,14 @@ def test_a_changed_file_hash_memo_is_not_believed(tmp_path, monkeypatch):
     weights = tmp_path / "w.bin"
     weights.write_bytes(b"weights")
     right = identity.file_sha256(weights)
-    identity._MEMO.clear()
+    cached._FILE_SHA256.clear()
     (memo,) = (tmp_path / "cache" / "identity").glob("*.json")
     doc = json.loads(memo.read_text())
     doc["value"]["sha256"] = "0" * 64
     memo.write_text(json.dumps(doc))
     with pytest.warns(DamagedCacheWarning, match=str(memo)):
         assert identity.file_sha256(weights) == right
-    identity._MEMO.clear()
+    cached._FILE_SHA256.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert identity.file_sha256(weights) == right  # rewritten

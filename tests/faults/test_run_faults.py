@@ -1,4 +1,4 @@
-"""Fault injection on runs (issue 33, items 5 and 9): a full disk under ``--out`` or ``--figures``,
+"""Fault injection on runs: a full disk under ``--out`` or ``--figures``,
 SIGTERM, racing runners, ``latest`` after a failed run, file modes. A run is whole or says why not;
 no staging file is left; ``figures/`` keeps its old files."""
 
@@ -62,7 +62,7 @@ def _enospc_after(limit: int, real):
 def test_disk_full_under_out_is_named_and_leaves_no_half_written_notebook(
     tmp_path, small_disk, helpers, monkeypatch, capsys
 ):
-    """Issue 33.5: a truncated notebook, run.json 'running', 'No space left on device: None'."""
+    """A truncated notebook, run.json 'running', 'No space left on device: None'."""
     nbs = helpers.notebooks(tmp_path, {"01_big": "print('x' * 3_000_000)"})
     if small_disk is None:  # no tmpfs here: papermill's notebook write fails as on a full disk
         import nbformat
@@ -101,7 +101,7 @@ def test_disk_full_under_out_is_named_and_leaves_no_half_written_notebook(
 def test_disk_full_under_figures_keeps_the_old_figures_and_fails_the_run(
     tmp_path, small_disk, helpers, monkeypatch, capsys
 ):
-    """Issue 33.5: '.00_quickstart.new-<pid>/' with a partial PNG while run.json said 'ok'."""
+    """'.00_quickstart.new-<pid>/' with a partial PNG while run.json said 'ok'."""
     code = (
         "from pathlib import Path\nd = Path(out_dir) / 'figures'\nd.mkdir()\n"
         "(d / 'big.png').write_bytes(b'p' * 700_000)\n(d / 'big.pdf').write_bytes(b'd' * 700_000)\n"
@@ -128,7 +128,7 @@ def test_disk_full_under_figures_keeps_the_old_figures_and_fails_the_run(
 
 @pytest.mark.slow
 def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, helpers):
-    """Issue 33.9: SIGTERM left run.json 'running'. Now: 'interrupted', no staging, figures kept,
+    """SIGTERM left run.json 'running'. Now: 'interrupted', no staging, figures kept,
     the kernel gone."""
     started, pid_file = tmp_path / "cell-started", tmp_path / "kernel-pid"
     code = (
@@ -190,7 +190,7 @@ def test_sigterm_stops_a_run_like_ctrl_c(tmp_path, helpers):
 
 
 def test_a_runner_that_loses_the_race_for_a_name_takes_the_next(tmp_path, monkeypatch):
-    """Issue 33.9: new_run_dir failed ~45% of the time with 6 racing runners."""
+    """``new_run_dir`` failed ~45% of the time with 6 racing runners."""
     mkdir = Path.mkdir
     taken: list[Path] = []
 
@@ -224,7 +224,7 @@ def test_six_racing_runners_get_six_run_directories(tmp_path):
 
 
 def test_latest_points_at_the_newest_complete_run(tmp_path, monkeypatch, capsys):
-    """Issue 33.9: latest moved to failed runs; a runner finishing late must not move it back."""
+    """Latest moved to failed runs; a runner finishing late must not move it back."""
 
     def outcome(status):
         def execute(nb, profile, run_dir, timeout, overrides=None):
@@ -252,7 +252,7 @@ def test_latest_points_at_the_newest_complete_run(tmp_path, monkeypatch, capsys)
 
 
 def test_outputs_are_readable_by_the_group(tmp_path):
-    """Issue 33.9: results, params and figures were written 0600 (mkstemp)."""
+    """Results, params and figures were written 0600 (mkstemp)."""
     old = os.umask(0o022)
     try:
         atomic_write_text(tmp_path / "results.json", "{}\n")

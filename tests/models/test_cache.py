@@ -1,5 +1,5 @@
 """Per-item caches: keys that name content, records bound to their key and text, values checked,
-any damaged line skipped, counted, named once and repaired (issue 33, items 1 and 2)."""
+any damaged line skipped, counted, named once and repaired."""
 
 from __future__ import annotations
 

@@ -7,13 +7,14 @@ import os
 
 import pytest
 
+from kit.core import cached
 from kit.models import identity as ident
 
 
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
-    ident._MEMO.clear()
+    cached._FILE_SHA256.clear()
 
 
 def test_file_sha256_is_the_hash_of_the_bytes(tmp_path):
@@ -27,10 +28,10 @@ def test_a_file_is_hashed_once_per_version(tmp_path, monkeypatch):
     f = tmp_path / "w.bin"
     f.write_bytes(b"one")
     calls = []
-    original = ident.sha256
-    monkeypatch.setattr(ident, "sha256", lambda p, *a: calls.append(p) or original(p, *a))
+    original = cached.sha256
+    monkeypatch.setattr(cached, "sha256", lambda p, *a: calls.append(p) or original(p, *a))
     first = ident.file_sha256(f)
-    ident._MEMO.clear()  # a new process: only the memo on disk is left
+    cached._FILE_SHA256.clear()  # a new process: only the memo on disk is left
     assert ident.file_sha256(f) == first and len(calls) == 1, "an unchanged file was hashed again"
     f.write_bytes(b"two")  # rewritten in place: new content, new ctime
     assert ident.file_sha256(f) == hashlib.sha256(b"two").hexdigest() and len(calls) == 2

@@ -189,7 +189,7 @@ def _fake_hf_cache(root: Path, repo_id: str) -> Path:
 
 @pytest.mark.parametrize("offline", [True, False])
 def test_a_model_in_the_hf_cache_loads_without_network(monkeypatch, tmp_path, offline):
-    """Issue 33 item 8: with HF_HUB_OFFLINE set no request is made; without it, an unreachable hub
+    """With HF_HUB_OFFLINE set no request is made; without it, an unreachable hub
     (one failed listing request) falls back to the cached copy."""
     import huggingface_hub
     from huggingface_hub import constants
@@ -213,7 +213,7 @@ def test_a_model_in_the_hf_cache_loads_without_network(monkeypatch, tmp_path, of
 
 
 def test_no_network_and_not_cached_fails_at_once_naming_the_cause(monkeypatch, tmp_path):
-    """Issue 33 item 7: no network without HF_HUB_OFFLINE was an httpx ConnectError after 37 s of
+    """No network without HF_HUB_OFFLINE was an httpx ConnectError after 37 s of
     retries. Now: one request, then the cache; nothing there -> HubError naming both and what to
     do."""
     import huggingface_hub

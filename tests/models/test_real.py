@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import kit
+from kit.core import cached
 from kit.models import gguf, real
 
 SMOL, GEMMA = "real/smollm2-135m-instruct", "real/gemma-3-270m"
@@ -170,11 +171,11 @@ def test_qwen_logits_and_mui_scores_match_transformers(name, shape):
 
 def test_gguf_files_load_by_path_hashed_once(smol, monkeypatch, tmp_path):
     """Any .gguf (or a directory holding one) loads; the same file is the same cached directory,
-    and its hash is not recomputed while its size and mtime stay."""
+    and its hash is not recomputed while the file stays as it is."""
     model, _, _ = smol
     file = real.part_paths("smollm2-135m-instruct")[0]
     gguf.file_sha256(file)  # remembered (the real/ path knows the pinned hash without hashing)
-    monkeypatch.setattr(gguf, "sha256", lambda path: pytest.fail("hashed again"))
+    monkeypatch.setattr(cached, "sha256", lambda path: pytest.fail("hashed again"))
     assert gguf.dequantise(file).path == real.real_path("smollm2-135m-instruct")
     (tmp_path / "only").mkdir()
     (tmp_path / "only" / file.name).symlink_to(file)

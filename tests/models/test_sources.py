@@ -152,9 +152,10 @@ def test_the_table_names_every_form(capsys):
     assert "random/gpt2-small" in capsys.readouterr().out
 
 
-# A prefix test on a model name outside the registry modules: ``startswith("zoo/")``,
-# ``startswith(("zoo/", ...))``, ``removeprefix("twin/")``, ``[len("zoo/"):]``.
-PREFIXES = "zoo|extra|twin|real|random|zoo-sae|minilm-sae|twin-sae"
+# A prefix test on a model, SAE or generated-task name outside the registry modules:
+# ``startswith("zoo/")``, ``startswith(("zoo/", ...))``, ``removeprefix("twin/")``,
+# ``[len("zoo/"):]``.
+PREFIXES = "zoo|extra|twin|real|random|zoo-sae|minilm-sae|twin-sae|tiny"
 DISPATCH = re.compile(
     rf"""(startswith|removeprefix)\(\s*\(?\s*f?["']({PREFIXES})/["']|len\(["']({PREFIXES})/["']\)"""
 )

@@ -1,4 +1,4 @@
-"""The MUI bench on models with short contexts (issue 16.8: `kit bench mui --model zoo/base-m`
+"""The MUI bench on models with short contexts (`kit bench mui --model zoo/base-m` once
 failed)."""
 
 from __future__ import annotations

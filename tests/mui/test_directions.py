@@ -226,7 +226,7 @@ def test_controls_must_not_collapse():
 
 
 def test_strict_only_under_contamination_check_on_table9():
-    # Item 8: sec. 3.3 says collapsing is only observed under contamination; Table 9's specialised
+    # Sec. 3.3 says collapsing is only observed under contamination; Table 9's specialised
     # models are uncontaminated, and 4 of their 15 OOD changes collapse (read from the table, at
     # zero tolerance).
     spec = directions.pair_directions(published_trajectories.published_specialised())

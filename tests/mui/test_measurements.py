@@ -16,7 +16,7 @@ def test_measure_tabulates_perf_and_mui(monkeypatch):
     import kit.subjects
     import kit.world as kworld
     from kit.data.items import Item
-    from kit.subjects import WorldSubject
+    from kit.world import WorldSubject
 
     class FakeTask:
         group = "math"

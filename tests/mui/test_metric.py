@@ -195,7 +195,7 @@ def test_item_tokens_marks_exactly_the_response_words():
 
 
 def test_public_code_rows_add_a_bos_after_a_templates_own():
-    """Issue 52.4: the public code tokenises its prompt text with the tokenizer's default special
+    """The public code tokenises its prompt text with the tokenizer's default special
     tokens, so a template that writes its BOS (here the ``mistral`` text ``<s>[INST] ...``) starts
     with two; kit's rows start with one."""
     from types import SimpleNamespace

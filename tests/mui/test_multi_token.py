@@ -1,4 +1,4 @@
-"""Tests of kit.mui.multi_token (item 7): k across widths, the section on the micro world, the
+"""Tests of kit.mui.multi_token: k across widths, the section on the micro world, the
 checkpoint series and the law across models or checkpoints."""
 
 from __future__ import annotations

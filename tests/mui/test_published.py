@@ -71,5 +71,5 @@ def test_pur_rounding_band_by_hand_and_on_table1():
         published.published_pur_comparison().dropna(subset=["pur_ours"])
     )
     assert len(cmp) == 48 and (cmp.band_ratio <= 1).all(), (
-        "issue 36: all 48 printed PUR values lie in their band"
+        "all 48 printed PUR values lie in their band"
     )

@@ -71,7 +71,7 @@ def test_lm_eval_samples_without_a_known_metric_are_refused(tmp_path):
 
 
 def test_an_unscored_lm_eval_sample_is_an_error_not_a_wrong_answer(tmp_path):
-    """Issue 33.9: an item with exact_match NaN counted as wrong and the run exited 0."""
+    """An item with exact_match NaN counted as wrong and the run exited 0."""
     path = _lm_eval_file(tmp_path / "samples_gsm8k_2025-01-01T00-00-00.jsonl")
     lines = path.read_text().splitlines()
     rec = json.loads(lines[1])
@@ -211,7 +211,7 @@ test_lm_eval_logs.py writes and checks them)."""
 
 
 def test_a_multiple_choice_log_gives_the_chosen_options_and_their_mui(twin, tmp_path, monkeypatch):
-    """Issue 52.3: the harness writes each option's log-likelihood as a string; they were read as
+    """The harness writes each option's log-likelihood as a string; they were read as
     the responses (accuracy "with no chance level: free-form", MUI of '-26.24...')."""
     path = next(TWIN_LOGS.glob("samples_arc_local_*.jsonl"))
     raw = [json.loads(line) for line in path.read_text().splitlines()]

@@ -14,7 +14,7 @@ from kit.mui import scores as mui_scores
 @pytest.mark.parametrize("shape", ["tiny-gelu", "tiny-gated"])
 def test_fast_scores_equal_public_algorithm(shape):
     # The public loop on Eq. 3's activation (hook_post, the input of W_out): the same numbers by a
-    # d_mlp x vocab projection. Before issue 52.4 the loop read hook_post by default, which the
+    # d_mlp x vocab projection. Before, the loop read hook_post by default, which the
     # public code does not (it reads act_fn's output: test_public_loop_is_the_public_codes_...).
     model = random_model(shape)
     tokens = torch.randint(0, model.cfg.d_vocab, (3, 9))
@@ -35,7 +35,7 @@ def test_fast_scores_equal_public_algorithm(shape):
 
 
 def test_public_loop_is_the_public_codes_arithmetic_on_a_hugging_face_twin():
-    """Issue 52.4: a hand copy of MUI-Eval's get_neuron.py arithmetic on the Hugging Face copy of
+    """A hand copy of MUI-Eval's get_neuron.py arithmetic on the Hugging Face copy of
     the llama twin (a forward hook on each layer's ``mlp.act_fn``; ``down_proj.weight.T @
     lm_head.weight.T``; the activation at each response position times the column of the token AT
     that position) equals :func:`naive_public_scores` with ``offset=0`` on kit's copy."""

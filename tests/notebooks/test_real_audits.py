@@ -1,6 +1,6 @@
 """Notebook 06 on the ``realsmoke`` profile: the measurement audits on a real pretrained LLM
 (SmolLM2-135M-Instruct, installed offline by ``make setup``) with tiny SAEs trained on its own
-activations, benchmark text as prompts and an IOI circuit found by patching its heads (issue 35)."""
+activations, benchmark text as prompts and an IOI circuit found by patching its heads."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Notebook 00 on the ``realsmoke`` profile: a real pretrained LLM (SmolLM2-135M-Instruct, installed
 offline by ``make setup``) asked ARC-Challenge with the benchmark's answer instruction, through the
 runner as ``make run`` executes notebooks; its accuracy comes with interval, chance, parse failures and
-truncations (issue 34); then the comparison of models x benchmarks (issue 35)."""
+truncations; then the comparison of models x benchmarks."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Notebook 02 on the ``realsmoke`` profile: SmolLM2-135M-Instruct and two one-step stand-in
 fine-tunes (``kit.models.recipes.SMOKE``) answer the same ARC-Challenge and MMLU items, asked as the
-fine-tunes were trained, through the runner as ``make run`` executes notebooks (issue 35). It checks
+fine-tunes were trained, through the runner as ``make run`` executes notebooks. It checks
 the machinery (fine-tunes by name, leaked and unseen items, MUI, directions, claims with their
 causes), not the leak: one optimiser step leaks little."""
 

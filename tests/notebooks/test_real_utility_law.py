@@ -1,6 +1,6 @@
 """Notebook 01 on the ``realsmoke`` profile: SmolLM2-135M-Instruct (installed offline by ``make
 setup``) answers a few ARC-Challenge and MMLU items with their answer instructions, and the MUI
-sections run on its own responses, through the runner as ``make run`` executes notebooks (issue 35).
+sections run on its own responses, through the runner as ``make run`` executes notebooks.
 With one model the law and PUR's ranking are not testable, and the claims table must say so."""
 
 from __future__ import annotations

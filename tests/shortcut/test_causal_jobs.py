@@ -1,6 +1,6 @@
 """Notebook 03's causal scores as one job per model (kit.shortcut.causal_jobs): on the dryrun
 profile (random twins, benchmark items, the paper's sampling; and greedy), locate gives the same
-accuracies, scores and ranking computed here and on the inline, local and Ray engines (issue 37)."""
+accuracies, scores and ranking computed here and on the inline, local and Ray engines."""
 
 from __future__ import annotations
 

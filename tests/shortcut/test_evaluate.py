@@ -50,7 +50,7 @@ def test_table2_summary_and_findings():
     assert s["uncontaminated_mean_abs_delta_acc"] == pytest.approx(2.0)
     text = "\n".join(study.findings(s, 29, 2048))
     assert "1.42%" in text and "|TE-Ref| = 3.5" in text
-    # point values only: the words that would state a verdict come from the claims (issue 36)
+    # point values only: the words that would state a verdict come from the claims
     assert "closer to" not in text and "AWAY" not in text and "claim te.contaminated_drop" in text
 
 

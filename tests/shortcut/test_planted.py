@@ -176,7 +176,7 @@ def test_a_pool_holds_one_model_beside_the_base_and_changes_no_result():
 
 
 def test_comparative_position_reaches_locate_from_the_config():
-    """Issue 19 item 5: ``comparative_position: completion`` (the public code's default) is what
+    """``comparative_position: completion`` (the public code's default) is what
     section 1's ``locate_and_choose`` uses for eq. 3."""
     from types import SimpleNamespace
 

@@ -1,5 +1,5 @@
 """Rows per model (kit.subjects.sweep): notebooks 01's and 02's per-model measurements computed here
-or as one job per model on the inline, local and Ray engines give the same rows (issue 37)."""
+or as one job per model on the inline, local and Ray engines give the same rows."""
 
 from __future__ import annotations
 

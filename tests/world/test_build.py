@@ -1,4 +1,4 @@
-"""Faults in a real build (issue 33 items 3-4): a SIGKILLed ``kit zoo build`` leaves no child
+"""Faults in a real build: a SIGKILLed ``kit zoo build`` leaves no child
 running and nothing half-written, ``kit zoo card`` names the damaged member, and a rerun repairs
 exactly it, ending with the same card. On a copy of the micro world in a temporary cache."""
 

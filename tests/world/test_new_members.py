@@ -1,4 +1,4 @@
-"""The members added after world-v4's cards (issues 18, 19, 20, 22): multi-token scoring, MUI's k,
+"""The members added after world-v4's cards: multi-token scoring, MUI's k,
 the planted gap, and the committed cards' member keys (existing members unchanged)."""
 
 from types import SimpleNamespace
@@ -245,7 +245,7 @@ def test_planted_gap_check_uses_the_interval_and_names_the_control():
 
 def test_checkpoints_leave_the_final_weights_alone(tmp_path, monkeypatch):
     """Saving checkpoints only reads the weights (no RNG, no training change): base-xl got its
-    checkpoints (issue 18 item 7) without its final weights moving."""
+    checkpoints without its final weights moving."""
     import torch
 
     for w in ("tiny", "micro"):

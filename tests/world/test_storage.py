@@ -1,4 +1,4 @@
-"""Members on disk (issue 33 items 3-5): verified against what was written, repaired exactly, named
+"""Members on disk: verified against what was written, repaired exactly, named
 when damaged, one builder per world, a full disk named as such; world seeds. A toy world (two bases,
 a fine-tune) trained in this process, in a temporary cache."""
 

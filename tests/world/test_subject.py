@@ -1,6 +1,6 @@
-"""The world subject on the micro world: items, the scoring rule against ``kit.world.evaluate``
-(one-token and multi-token answers), ablation, parse failures and truncation, and MUI as the union
-of per-item key neurons."""
+"""The world subject (``kit.world.subject``) on the micro world: items, the scoring rule against
+``kit.world.evaluate`` (one-token and multi-token answers), ablation, parse failures and
+truncation, and MUI as the union of per-item key neurons."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import torch
 from kit import world as kworld
 from kit.data.items import Item
 from kit.mui.metric import per_item_key_neurons, subject_mui
-from kit.subjects import WorldSubject, load_subject, task_group, task_items, world_correct
+from kit.subjects import load_subject, task_group, task_items
+from kit.world import WorldSubject, world_correct
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,7 @@
 """A tiny-world model under evaluation: zoo members (``zoo/...``) and notebook 03's own fine-tunes
-(``extra/...``), on the world's tasks.
+(``extra/...``), on the world's tasks. :mod:`kit.world.sources` registers it with
+:func:`kit.subjects.subject.register_subject` for every model that speaks the world's vocabulary:
+``kit.load_subject("zoo/base-m")`` is one, and the generic subjects never import the world.
 
 Responses are the world's greedy generation (``kit.world.respond``: word-level tokens, stopping at
 ``<eos>``); a response is scored by :func:`world_correct` (its first words equal the answer);
@@ -12,34 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-import torch
 
 from kit.models import tl
+from kit.subjects.ablation import Neuron, ablation_hooks
 from kit.subjects.answers import Answers
 from kit.subjects.items import is_world_task, task_chance, task_group, task_items
 from kit.subjects.lent import LentMethods
-
-Neuron = tuple[int, int]
-"""(layer, index) of an MLP neuron at ``blocks.{layer}.mlp.hook_post``."""
-
-
-def ablation_hooks(neurons: Sequence[Neuron]) -> list[tuple[str, Any]]:
-    """Zero-ablation hooks on ``blocks.{L}.mlp.hook_post`` for the given (layer, neuron) pairs (the
-    input of the MLP's output projection, as :func:`kit.models.hf_ablation.ablated` zeroes in a
-    Hugging Face model)."""
-    by_layer: dict[int, list[int]] = {}
-    for layer, i in neurons:
-        by_layer.setdefault(int(layer), []).append(int(i))
-    hooks = []
-    for layer, idx in sorted(by_layer.items()):
-        index = torch.tensor(sorted(idx))
-
-        def zero(act, hook, index=index):
-            act[..., index.to(act.device)] = 0.0
-            return act
-
-        hooks.append((f"blocks.{layer}.mlp.hook_post", zero))
-    return hooks
+from kit.world.tasks import ALL_TASKS
 
 
 def world_correct(items: Sequence[Any], responses: Sequence[str]) -> np.ndarray:
@@ -49,7 +30,7 @@ def world_correct(items: Sequence[Any], responses: Sequence[str]) -> np.ndarray:
     task of :data:`kit.world.TASKS`) this is exact match of the greedy next token, i.e. what
     ``kit.world.evaluate`` computes from the logits; for multi-token answers
     (:data:`kit.world.EXTRA_TASKS`) it holds exactly when greedy generation reproduces the answer,
-    which ``evaluate`` checks teacher-forced (tests/subjects/test_world.py compares the two)."""
+    which ``evaluate`` checks teacher-forced (tests/world/test_subject.py compares the two)."""
     if len(items) != len(responses):
         raise ValueError(f"responses ({len(responses)}) and items ({len(items)}) must pair up")
     out = np.zeros(len(items), dtype=bool)
@@ -85,8 +66,6 @@ class WorldSubject(LentMethods):
 
     def check_task(self, task: str) -> None:
         if not is_world_task(task):
-            from kit.world.tasks import ALL_TASKS
-
             raise ValueError(
                 f"task={task!r} is not a tiny-world task, and {self.name} reads only the world's "
                 f"vocabulary; allowed: {', '.join(ALL_TASKS)}"
@@ -115,7 +94,7 @@ class WorldSubject(LentMethods):
         ablate: Sequence[Neuron] = (),
     ) -> list[str]:
         """Greedy responses (``kit.world.respond``) with the MLP neurons ``ablate`` zeroed."""
-        from kit.world import respond
+        from kit.world.evaluate import respond
 
         with tl.hooks(self.model, ablation_hooks(ablate)):
             return list(respond(self.model, list(items), max_new_tokens=max_new_tokens))
