@@ -1,6 +1,7 @@
 """kit.models.rows: the tokens a teacher-forced pass (MUI, key neurons) scores for a generated
-response are the tokens generation read and wrote, on a twin and on real SmolLM2: one tokenisation,
-the model's own tokenizer's, with a BOS only where that tokenizer adds one.
+response are the tokens generation read and wrote, on a twin, on real SmolLM2 and on real
+Qwen2.5-Coder-0.5B (where ``make real`` installed it): one tokenisation, the model's own
+tokenizer's, with a BOS only where that tokenizer adds one.
 
 TransformerLens swaps in a copy of the tokenizer that always prepends BOS; SmolLM2's and GPT-2's
 tokenizers add none, so before the fix every teacher-forced row there began with a BOS that
@@ -13,6 +14,7 @@ import pytest
 import kit
 from kit.data.items import Item
 from kit.models import generate as gen
+from kit.models import real
 from kit.models.rows import teacher_forced_rows
 from kit.mui.metric import item_tokens
 
@@ -84,5 +86,19 @@ def test_twin_rows_are_the_generated_tokens(arch, monkeypatch):
 def test_smollm2_rows_are_the_generated_tokens(monkeypatch):
     model = kit.load_model("real/smollm2-135m-instruct")
     assert model.tokenizer("Question: hi")["input_ids"] == [17872, 42, 15876]
+    assert _check(model, monkeypatch, max_new_tokens=12) == 3 * len(PROMPTS)
+    gen.release()
+
+
+def test_qwen_rows_are_the_generated_tokens(monkeypatch):
+    # Qwen2.5's tokenizer adds no BOS either; its chat template writes a system turn of its own
+    try:
+        model = kit.load_model("real/qwen2.5-coder-0.5b-instruct")
+    except real.RealModelMissing:
+        pytest.skip("real/qwen2.5-coder-0.5b-instruct is installed by make real")
+    assert (
+        model.tokenizer("Question: hi")["input_ids"] == model.to_tokens("Question: hi")[0].tolist()
+    )
+    assert model.tokenizer.bos_token_id not in model.tokenizer("Question: hi")["input_ids"]
     assert _check(model, monkeypatch, max_new_tokens=12) == 3 * len(PROMPTS)
     gen.release()
