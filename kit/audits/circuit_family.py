@@ -215,7 +215,7 @@ def circuit_context(
     discovery, batch = circuits.ioi_batch(model, disc_items), circuits.ioi_batch(model, audit_items)
     means = circuits.head_means(model, discovery)
     with_edges = cfg.edge_plan().on  # circuit_edges against edge_budget_s (kit.audits.cost)
-    path = step_cache.step_path(  # edge patching: minutes on a real model; cached by content
+    path = step_cache.step_path(  # edge scores: minutes on a real model; cached by content
         "circuit",
         [cache_identity(model)],
         cfg,
@@ -236,6 +236,7 @@ def circuit_context(
                     with_edges=with_edges,
                     progress=progress,
                     layers=cfg.circuit_layers,
+                    edge_scoring=cfg.edge_scores,
                 )
             ),
             circuit_schema(model.cfg.n_layers, model.cfg.n_heads),
@@ -299,6 +300,7 @@ def _circuit_audits(model, cc: CircuitContext, cfg, model_name: str):
             cfg.mib_thresholds,
             inputs=inp,
             null_seeds=null_seeds,
+            scoring=cfg.edge_plan().what_runs(),
         )
     else:
         mib, curve = (

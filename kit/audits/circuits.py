@@ -8,7 +8,9 @@ Pipeline (Wang et al. 2023 for the task and mean ablation):
    per position. Mean ablation *by definition* replaces a head's output by this expectation.
 3. ``head_scores``: activation patching per head: ``m(N) - m(N with head h mean-ablated)``.
 4. ``edge_scores``: the same per edge ``u -> v`` of the head graph (input, heads, logits): only
-   the path from ``u`` into ``v``'s query/key/value input (or into the logits) sees ``u``'s mean.
+   the path from ``u`` into ``v``'s query/key/value input (or into the logits) sees ``u``'s mean;
+   ``edge_attribution_scores``: its first-order estimate (EAP) from one forward and one backward
+   pass, for models whose edges are too many to patch one by one.
 5. ``discover_circuit``: the heads scoring highest (``select_heads``) and the ranked edges;
    ``task_signal`` and ``circuit_scope`` say whether the model does the task at all.
 
@@ -377,8 +379,7 @@ def edge_scores(
                 for kind in ("q", "k", "v"):
 
                     def hook(x, hook, H=H, d=d):
-                        # grouped-query models share k/v inputs between heads
-                        h = H if x.shape[2] == cfg.n_heads else H * x.shape[2] // cfg.n_heads
+                        h = _input_index(H, x.shape[2], cfg.n_heads)
                         x[:, :, h] = x[:, :, h] - d
                         return x
 
@@ -386,6 +387,97 @@ def edge_scores(
             ld = logit_diff(tl.run_with_hooks(model, batch.tokens.to(dev), hooks), batch).mean()
             scores.append(Edge(sender, receiver, float(full - ld)))
     return sorted(scores, key=lambda e: -e.score)
+
+
+def _input_index(head: int, n_inputs: int, n_heads: int) -> int:
+    """Which of a layer's ``n_inputs`` q/k/v inputs feeds query head ``head``: grouped-query models
+    share each k/v input between ``n_heads / n_inputs`` heads."""
+    return head if n_inputs == n_heads else head * n_inputs // n_heads
+
+
+EDGE_SCORINGS = ("patching", "attribution")
+"""How :func:`discover_circuit` scores the edges: :func:`edge_scores` (one patched forward pass per
+edge) or :func:`edge_attribution_scores` (its first-order estimate from one forward and one
+backward pass)."""
+
+
+def edge_attribution_scores(
+    model,
+    batch: IOIBatch,
+    means: Tensor,
+    edges: list[tuple[str, str]] | None = None,
+) -> list[Edge]:
+    """Edge attribution patching (EAP; Syed et al. 2023, the edge scoring of MIB's baselines): the
+    first-order estimate of every edge's patching score (:func:`edge_scores`), from one forward and
+    one backward pass over ``batch`` instead of one forward pass per edge.
+
+    Patching ``u -> v`` subtracts ``delta_u = (z_u - mean z_u) W_O[u]`` from ``v``'s q, k and v
+    inputs (or from the final residual for ``v = logits``); to first order that moves the mean
+    logit diff ``m`` by ``-grad_v . delta_u``, so the score ``m(N) - m(patched)`` is
+
+        ``score(u -> v) = sum over prompts, positions, d_model of grad_v * delta_u``
+
+    with ``grad_v`` the gradient of ``m`` with respect to ``v``'s q, k and v inputs, summed over
+    the three (``input``: ``delta = resid_pre_0`` minus its mean over the batch, as in patching).
+    Exact where ``m`` is linear in ``v``'s input (no LayerNorm, softmax or MLP between them);
+    elsewhere the error is second order in ``delta_u``. Sorted by score, largest first.
+    """
+    n_layers = model.cfg.n_layers
+    z_names = [f"blocks.{L}.attn.hook_z" for L in range(n_layers)]
+    in_names = [f"blocks.{L}.hook_{k}_input" for L in range(n_layers) for k in "qkv"]
+    final = f"blocks.{n_layers - 1}.hook_resid_post"
+    names = ["blocks.0.hook_resid_pre", *z_names, *in_names, final]
+    with tl.split_qkv_input(model):
+        _, acts, grads = tl.run_with_grads(
+            model,
+            batch.tokens.to(_device(model)),
+            names,
+            lambda logits: logit_diff(logits, batch).mean(),
+        )
+    with torch.no_grad():
+        return _attribution_table(model, batch, means, acts, grads, edges)
+
+
+def _attribution_table(model, batch, means, acts, grads, edges) -> list[Edge]:
+    """:func:`edge_attribution_scores` from the activations and gradients of its one pass."""
+    dev = _device(model)
+    n_layers, n_heads = model.cfg.n_layers, model.cfg.n_heads
+    mask = _pos_mask(batch).to(dev)[:, :, None].float()
+    z_names = [f"blocks.{L}.attn.hook_z" for L in range(n_layers)]
+    final = f"blocks.{n_layers - 1}.hook_resid_post"
+    dtype = torch.promote_types(acts[final].dtype, torch.float32)
+    m = _fit_means(means, batch.tokens.shape[1]).to(dev)
+    resid0 = acts["blocks.0.hook_resid_pre"].to(dtype)
+    r_mean = (resid0 * mask).sum(0, keepdim=True) / mask.sum(0, keepdim=True).clamp_min(1)
+    # every sender's delta flattened, in graph order: input, then the heads layer by layer
+    senders = [INPUT] + [_node((L, H)) for L in range(n_layers) for H in range(n_heads)]
+    deltas = [(resid0 - r_mean).flatten()]
+    for L in range(n_layers):
+        dz = acts[z_names[L]].to(dtype) - m[L].to(dtype)  # batch pos head d_head
+        w_o = torch.stack([tl.attn_out(model, L, H) for H in range(n_heads)]).to(dtype)
+        deltas += list(torch.einsum("bphe,hed->hbpd", dz, w_o).flatten(1))
+    D = torch.stack(deltas)  # senders x (batch pos d_model)
+    table: dict[tuple[str, str], float] = {}
+    for L in range(n_layers):
+        q, k, v = (grads[f"blocks.{L}.hook_{x}_input"].to(dtype) for x in "qkv")
+        G = torch.stack(
+            [
+                q[:, :, H] + sum(g[:, :, _input_index(H, g.shape[2], n_heads)] for g in (k, v))
+                for H in range(n_heads)
+            ]
+        ).flatten(1)  # receivers of layer L x (batch pos d_model)
+        S = (G @ D[: 1 + L * n_heads].T).cpu()  # input and the heads of earlier layers only
+        for H in range(n_heads):
+            for i, u in enumerate(senders[: 1 + L * n_heads]):
+                table[(u, _node((L, H)))] = float(S[H, i])
+    to_logits = (D @ grads[final].to(dtype).flatten()).cpu()
+    for i, u in enumerate(senders):
+        table[(u, LOGITS)] = float(to_logits[i])
+    pairs = edges if edges is not None else graph_edges(n_layers, n_heads)
+    missing = [p for p in pairs if p not in table]
+    if missing:
+        raise ValueError(f"edges {missing[:3]} are not edges of the head graph (graph_edges)")
+    return sorted((Edge(u, v, table[(u, v)]) for u, v in pairs), key=lambda e: -e.score)
 
 
 def edges_to_heads(edges: list[Edge]) -> set[Head]:
@@ -443,11 +535,23 @@ def discover_circuit(
     with_edges: bool = True,
     progress: bool = False,
     layers: Iterable[int] | None = None,
+    edge_scoring: str = "patching",
 ) -> Circuit:
-    """Head patching -> circuit heads; edge patching -> ranked edges (for the MIB curve).
-    ``layers``: heads of these layers only (:func:`head_scores`)."""
+    """Head patching -> circuit heads; edge scores -> ranked edges (for the MIB curve), by
+    ``edge_scoring`` (:data:`EDGE_SCORINGS`: ``patching``, :func:`edge_scores`; ``attribution``,
+    :func:`edge_attribution_scores`). ``layers``: heads of these layers only
+    (:func:`head_scores`)."""
+    if edge_scoring not in EDGE_SCORINGS:
+        raise ValueError(
+            f"edge_scores={edge_scoring!r}; allowed values: {', '.join(EDGE_SCORINGS)}"
+        )
     scores = head_scores(model, batch, means, progress=progress, layers=layers)
-    edges = edge_scores(model, batch, means, progress=progress) if with_edges else []
+    if not with_edges:
+        edges = []
+    elif edge_scoring == "attribution":
+        edges = edge_attribution_scores(model, batch, means)
+    else:
+        edges = edge_scores(model, batch, means, progress=progress)
     return Circuit(select_heads(scores, frac, max_heads, fixed), scores, edges)
 
 

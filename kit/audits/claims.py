@@ -122,6 +122,12 @@ def _statement(r: Any, what: str, direction: str) -> str:
     return f"{r.metric} {r.name}: {what} {side} its null control; seed 003's condition {cond}"
 
 
+def _scoring(r: Any) -> str:
+    """MIB: how its edges were ranked, at what estimated cost and against which budget."""
+    how = r.values.get("edge_scoring") if r.metric == "MIB" else None
+    return f"; {how}" if how else ""
+
+
 def _null_draws(r: Any, values: Sequence[float], seed: int) -> list[float]:
     """The null draws, or (``seed`` > 0) a bootstrap resample of them: the stability reruns."""
     vals = [float(v) for v in values]
@@ -205,7 +211,7 @@ def audit_claim(r: Any, cid: str, seed: int = 0) -> Claim:
     what = r.null_of or "value"
     ours = r.value if not r.null_of else r.values.get(r.null_of)
     direction = DIRECTION.get(r.metric, "greater")
-    statement = _statement(r, what, direction)
+    statement = _statement(r, what, direction) + _scoring(r)
     common = dict(paper_value=r.pass_condition, kind="audit", rests_on=rests_on(r))
     if r.metric == "EX24":
         return _ex24_claim(r, cid, common)
@@ -322,7 +328,7 @@ def _mib_log_claim(r: Any, linear: Claim, seed: int = 0) -> Claim:
     cid = linear.id.replace("vs_null", "log_vs_null")
     statement = (
         "MIB faithfulness curve: log-scale CPR (MIB's log_scale option) above random edge rankings'"
-    )
+    ) + _scoring(r)
     common: dict[str, Any] = dict(
         paper_value="log-scale CPR (MIB's option)", kind="audit", rests_on=rests_on(r)
     )

@@ -1,4 +1,4 @@
-"""What circuit discovery's edge patching will cost, known before any weights load.
+"""What MIB's edge scores and faithfulness curve will cost, known before any weights load.
 
 Edge patching (:func:`kit.audits.circuits.edge_scores`) runs one forward pass over the IOI batch
 per edge of the head graph: input -> every head, every head -> every head of a later layer and
@@ -6,6 +6,10 @@ per edge of the head graph: input -> every head, every head -> every head of a l
 ``H`` heads (35,776 for SmolLM2-135M's 30 x 9). The estimate is edges x (FLOPs of one pass at an
 assumed throughput + a fixed per-pass overhead); the shape comes from the model's config alone
 (:func:`model_shape`: the world's spec, a directory's ``config.json``, a cached hub config).
+Edge attribution (:func:`kit.audits.circuits.edge_attribution_scores`) runs one forward and one
+backward pass whatever the number of edges, plus one dot product per edge
+(:func:`edge_attribution_cost`). The curve then runs one forward pass over the audited prompts per
+threshold, for the ranking and for each random ranking of its null (:func:`mib_curve_cost`).
 
 The throughputs are assumptions, printed with every estimate: :data:`CPU_FLOPS` is one idle AVX2
 core (the 2-core development machine did 8 GFLOP/s on ``random/gpt2-small``, 24 x 16 tokens, with
@@ -15,10 +19,13 @@ about two days, the order of the ~48 h measured once); :data:`GPU_FLOPS` was not
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 CPU_FLOPS = 3e10
 """Assumed float32 throughput of a CPU forward pass, FLOP/s: one idle AVX2 core (measured here: 8e9
@@ -29,6 +36,9 @@ PASS_OVERHEAD_S = 0.05
 """Seconds of hooks and Python per patched pass, whatever the size (micro base-xl: ~0.1 s here)."""
 IOI_PROMPT_TOKENS = 20
 """Tokens of one IOI prompt (the world's and GPT-2's IOI sentences are 15-20 tokens)."""
+BACKWARD_FLOPS = 2.0
+"""A backward pass in forward passes' FLOPs (the usual 2: gradients through every matrix product;
+only the activations' gradients are taken, so this is an upper bound)."""
 
 
 @dataclass(frozen=True)
@@ -46,16 +56,29 @@ class ModelShape:
 
 @dataclass(frozen=True)
 class EdgeCost:
-    """The estimate of edge patching: edges, seconds (None: shape unknown), how it was made."""
+    """The estimate of scoring the edges: edges, seconds (None: shape unknown), how it was made;
+    with ``curve_seconds``, MIB's curve and its null after them (:func:`mib_curve_cost`)."""
 
     n_edges: int | None
     seconds: float | None
     how: str
+    curve_seconds: float | None = None
+    curve_how: str = ""
+
+    @property
+    def total(self) -> float | None:
+        """Scoring plus the curve (None when either is unknown)."""
+        if self.seconds is None or (self.curve_how and self.curve_seconds is None):
+            return None
+        return self.seconds + (self.curve_seconds or 0.0)
 
     def text(self) -> str:
         if self.seconds is None:
             return f"cost unknown ({self.how})"
-        return f"{self.n_edges:,} edges, estimated {duration(self.seconds)} ({self.how})"
+        out = f"{self.n_edges:,} edges, estimated {duration(self.seconds)} ({self.how})"
+        if self.curve_seconds is not None:
+            out += f", then {self.curve_how}, estimated {duration(self.curve_seconds)}"
+        return out
 
 
 def duration(seconds: float) -> str:
@@ -96,6 +119,82 @@ def edge_patching_cost(shape: ModelShape | None, n_prompts: int, device: str) ->
         f"at an assumed {rate / 1e9:.0f} GFLOP/s on {device}"
     )
     return EdgeCost(edges, edges * per_pass, how)
+
+
+def edge_attribution_cost(shape: ModelShape | None, n_prompts: int, device: str) -> EdgeCost:
+    """One forward and one backward pass over ``n_prompts`` IOI prompts, then one dot product over
+    prompts x tokens x ``d_model`` per edge, on ``device``."""
+    if shape is None:
+        return EdgeCost(None, None, "the model's config is not readable offline")
+    rate = CPU_FLOPS if device == "cpu" else GPU_FLOPS
+    tokens = n_prompts * IOI_PROMPT_TOKENS
+    edges = n_edges(shape.n_layers, shape.n_heads)
+    flops = (1 + BACKWARD_FLOPS) * forward_flops(
+        shape, tokens
+    ) + 2.0 * edges * tokens * shape.d_model
+    how = (
+        f"attribution: one forward and one backward pass, {shape.n_layers} layers x "
+        f"{shape.n_heads} heads, {n_prompts} prompts x {IOI_PROMPT_TOKENS} tokens "
+        f"at an assumed {rate / 1e9:.0f} GFLOP/s on {device}"
+    )
+    return EdgeCost(edges, 2 * PASS_OVERHEAD_S + flops / rate, how)
+
+
+@functools.lru_cache(maxsize=16)  # the config asks at load, before the circuit and for the claim
+def curve_passes(
+    n_layers: int, n_heads: int, thresholds: tuple[float, ...], null_seeds: tuple[int, ...]
+) -> int:
+    """Forward passes of MIB's curve (:func:`kit.audits.mib.mib_audit`): ``m(N)`` and ``m(empty)``
+    once, then one per distinct set of heads that a threshold's top edges touch (neither every head
+    nor none: those are ``m(N)`` and ``m(empty)``), for the ranking (at most one per threshold)
+    and for each random ranking of the null (seeded as there; counted here on the graph's own edge
+    order, since the scored order is not known before the scores: the same count in
+    distribution)."""
+    from kit.audits.circuits import INPUT, LOGITS, graph_edges
+
+    edges = graph_edges(n_layers, n_heads)
+
+    def index(node: str) -> int:  # -1: input or logits (no head)
+        if node in (INPUT, LOGITS):
+            return -1
+        L, H = (int(x) for x in node.split("."))
+        return L * n_heads + H
+
+    ends = np.array([[index(u), index(v)] for u, v in edges])
+    n_all = n_layers * n_heads
+    sizes = [max(1, int(np.floor(t * len(edges)))) for t in thresholds]
+    passes = 2 + len(thresholds)
+    for seed in null_seeds:
+        order = np.argsort(np.random.default_rng(seed).permutation(len(edges)))
+        seen = set()
+        for n in sizes:
+            heads = np.unique(ends[order[:n]])
+            heads = frozenset(heads[heads >= 0].tolist())
+            if 0 < len(heads) < n_all:
+                seen.add(heads)
+        passes += len(seen)
+    return passes
+
+
+def mib_curve_cost(
+    shape: ModelShape | None,
+    n_prompts: int,
+    thresholds: tuple[float, ...],
+    null_seeds: tuple[int, ...],
+    device: str,
+) -> tuple[float | None, str]:
+    """Seconds and words of MIB's curve over ``n_prompts`` audited prompts, with its random
+    rankings (:func:`curve_passes`)."""
+    if shape is None:
+        return None, "the MIB curve"
+    passes = curve_passes(shape.n_layers, shape.n_heads, tuple(thresholds), tuple(null_seeds))
+    how = (
+        f"the MIB curve: {passes:,} forward passes ({len(thresholds)} thresholds, "
+        f"{len(null_seeds)} random rankings) over {n_prompts} prompts"
+    )
+    rate = CPU_FLOPS if device == "cpu" else GPU_FLOPS
+    per_pass = PASS_OVERHEAD_S + forward_flops(shape, n_prompts * IOI_PROMPT_TOKENS) / rate
+    return passes * per_pass, how
 
 
 def model_shape(name: str, world: str) -> ModelShape | None:

@@ -16,7 +16,14 @@ from typing import Iterable
 import numpy as np
 from torch import Tensor
 
-from .circuits import Edge, IOIBatch, circuit_performance, edges_to_heads, run_heads
+from .circuits import (
+    Edge,
+    IOIBatch,
+    all_heads,
+    circuit_performance,
+    edges_to_heads,
+    run_heads,
+)
 from .result import AuditInputs, AuditResult
 
 MIB_THRESHOLDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -61,15 +68,19 @@ def faithfulness_curve(
     means: Tensor,
     edges: list[Edge],
     thresholds: Iterable[float] = MIB_THRESHOLDS,
+    ends: tuple[float, float] | None = None,
 ) -> dict[str, list]:
     """f(t) at each edge fraction t: the top ``max(1, floor(t * E))`` edges by score.
 
     ``edges`` are re-sorted by score here, so a caller's order (e.g. by layer) cannot leak in.
+    ``ends``: ``(m(N), m(empty))`` already computed on this batch (:func:`curve_ends`), so that
+    curves of several rankings run them once. One forward pass per distinct set of heads other
+    than every head (``m(N)``, nothing ablated) and none (``m(empty)``).
     """
     ranked = sorted(edges, key=lambda e: -e.score)
-    m_full = float(run_heads(model, batch, means).mean())
-    m_empty = circuit_performance(model, batch, means, [])
-    cache: dict[frozenset, float] = {}
+    m_full, m_empty = ends if ends is not None else curve_ends(model, batch, means)
+    # every head kept ablates nothing and none kept ablates all: the passes of m(N) and m(empty)
+    cache: dict[frozenset, float] = {frozenset(all_heads(model)): m_full, frozenset(): m_empty}
     out: dict[str, list] = {"threshold": [], "n_edges": [], "n_heads": [], "f": []}
     for t in thresholds:
         n = max(1, int(np.floor(t * len(ranked))))
@@ -82,6 +93,14 @@ def faithfulness_curve(
         out["f"].append(faithfulness(cache[heads], m_full, m_empty))
     out["m_full"], out["m_empty"] = [m_full], [m_empty]
     return out
+
+
+def curve_ends(model, batch: IOIBatch, means: Tensor) -> tuple[float, float]:
+    """``(m(N), m(empty))``: the mean logit diff with no head ablated and with every head
+    mean-ablated (MIB's normalisation)."""
+    return float(run_heads(model, batch, means).mean()), circuit_performance(
+        model, batch, means, []
+    )
 
 
 def _mib_note(cpr: float, m_full: float, m_empty: float) -> str:
@@ -118,15 +137,17 @@ def random_ranking_cprs(
     edges: list[Edge],
     thresholds: Iterable[float],
     seeds: Iterable[int],
+    ends: tuple[float, float] | None = None,
 ) -> dict[str, list[float]]:
     """Linear and log CPR of the same edges ranked at random (a random circuit of each size), one
-    per seed."""
+    per seed. ``ends``: as in :func:`faithfulness_curve`."""
     out: dict[str, list[float]] = {"cpr": [], "cpr_log": []}
     thresholds = list(thresholds)
+    ends = ends if ends is not None else curve_ends(model, batch, means)
     for seed in seeds:
         r = np.random.default_rng(seed).permutation(len(edges))
         shuffled = [Edge(e.sender, e.receiver, float(-r[i])) for i, e in enumerate(edges)]
-        f = faithfulness_curve(model, batch, means, shuffled, thresholds)["f"]
+        f = faithfulness_curve(model, batch, means, shuffled, thresholds, ends)["f"]
         if np.isnan(f).any():
             continue
         out["cpr"].append(cpr_cmd(thresholds, f)[0])
@@ -143,9 +164,11 @@ def mib_audit(
     inputs: AuditInputs | None = None,
     min_cpr: float = 0.5,
     null_seeds: Iterable[int] = (1, 2, 3),
+    scoring: str = "",
 ) -> tuple[AuditResult, dict[str, list]]:
     """MIB faithfulness curve; pass condition ``CPR > 0.5`` on the page's linear curve, with
-    MIB's log-scale CPR beside it. Returns the result and the curve.
+    MIB's log-scale CPR beside it. Returns the result and the curve. ``scoring``: how the edges
+    were scored and what that cost, in words (``values['edge_scoring']``, which the claims quote).
 
     Saturation: ``saturation_threshold`` is the first edge fraction whose edges touch every head
     (from there f = 1 by construction); ``cpr_floor`` the CPR of f = 1 there and 0 elsewhere. If
@@ -214,6 +237,7 @@ def mib_audit(
             "cpr_log_floor": floor_log,
             "n_distinct_points": n_points,
             "n_heads_total": n_all,
+            **({"edge_scoring": scoring} if scoring else {}),
             **curve,
         },
         pass_condition=f"CPR > {min_cpr} (page: linear in t; f = "
@@ -233,7 +257,8 @@ def mib_audit(
                 else ""
             )
         )
-    null = random_ranking_cprs(model, batch, means, edges, thresholds, null_seeds)
+    ends = (curve["m_full"][0], curve["m_empty"][0])
+    null = random_ranking_cprs(model, batch, means, edges, thresholds, null_seeds, ends)
     res.values["null_cpr_log"] = null["cpr_log"]
     res.with_null(
         null["cpr"],

@@ -1,6 +1,6 @@
 """Config of notebooks/06_measurement_audits.ipynb (seed 003: measurement-theory audits)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -92,13 +92,18 @@ class Config(BaseConfig):
     """Discovery: patch only the heads of these layers (one forward pass per head: a cost cap, used
     by ``realsmoke``); ``None``: every layer (270 heads on SmolLM2)."""
     circuit_edges: Literal["auto", "on", "off"] = "auto"
-    """Score every edge of the head graph by patching (what MIB's faithfulness curve ranks; one
-    forward pass over the IOI batch per edge: 35,776 edges for 30 layers x 9 heads): ``on``, ``off``
-    (MIB is then not testable, saying why) or ``auto``: on when the estimated cost
-    (``kit.audits.cost``, printed) is within ``edge_budget_s`` or cannot be estimated offline."""
+    """Score every edge of the head graph (what MIB's faithfulness curve ranks; 35,776 edges for 30
+    layers x 9 heads) by ``edge_scores``: ``on``, ``off`` (MIB is then not testable, saying why) or
+    ``auto``: on when the estimated cost of the scores and the curve (``kit.audits.cost``, printed)
+    is within ``edge_budget_s`` or cannot be estimated offline."""
+    edge_scores: Literal["patching", "attribution"] = "patching"
+    """How the edges are scored: ``patching`` (one forward pass over the IOI batch per edge, exact)
+    or ``attribution`` (edge attribution patching, as MIB's EAP baseline: the same score to first
+    order, from one forward and one backward pass whatever the number of edges;
+    ``kit.audits.circuits.edge_attribution_scores``)."""
     edge_budget_s: float = Field(3600.0, gt=0)
-    """Seconds edge patching may take by the estimate: above it ``auto`` turns edges off and ``on``
-    is refused."""
+    """Seconds MIB may take by the estimate (the edge scores, then the curve with its random
+    rankings): above it ``auto`` turns edges off and ``on`` is refused."""
     mib_thresholds: list[Fraction] = Field(
         default_factory=lambda: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0],
         min_length=2,
@@ -220,8 +225,9 @@ class Config(BaseConfig):
                     f"{self.circuit_model_name()}; allowed values: {allowed}, or null (all)"
                 )
         if self.circuit_edges == "on" and not plan.on:
+            cheaper = " or edge_scores: attribution" if self.edge_scores == "patching" else ""
             errors.append(
-                f"field 'circuit_edges': 'on' but {plan.reason}; raise edge_budget_s to "
+                f"field 'circuit_edges': 'on' but {plan.reason}; raise edge_budget_s{cheaper} to "
                 "run them, or set circuit_edges: auto or off"
             )
         return errors
@@ -238,19 +244,34 @@ class Config(BaseConfig):
             )
         plan = self.edge_plan()
         if not plan.on:
-            out["MIB"] = f"edge patching was not run: {plan.reason}"
+            out["MIB"] = f"edge {self.edge_scores} was not run: {plan.reason}"
         return out
 
     def circuit_model_name(self) -> str:
         return self.circuit_model or self.model
 
     def edge_plan(self) -> "EdgePlan":
-        """Whether circuit discovery scores edges, and why (the estimate the notebook prints)."""
-        from kit.audits.cost import edge_patching_cost, model_shape
+        """Whether circuit discovery scores edges, and why (the estimate the notebook prints): the
+        edges scored by ``edge_scores`` on the IOI prompts (all ``n_ioi``: an upper bound on the
+        discovery part), then MIB's curve on the audited part with ``n_null_draws`` random
+        rankings."""
+        from kit.audits.cost import (
+            edge_attribution_cost,
+            edge_patching_cost,
+            mib_curve_cost,
+            model_shape,
+        )
 
         shape = model_shape(self.circuit_model_name(), self.world)
-        cost = edge_patching_cost(shape, self.n_ioi, self.device)
-        return decide_edges(self.circuit_edges, self.edge_budget_s, cost)
+        scoring = edge_attribution_cost if self.edge_scores == "attribution" else edge_patching_cost
+        cost = scoring(shape, self.n_ioi, self.device)
+        n_audit = max(2, round(self.n_ioi * self.circuit_holdout))
+        seeds = tuple(self.seed + 1 + i for i in range(self.n_null_draws))  # as the audit's
+        curve_s, curve_how = mib_curve_cost(
+            shape, n_audit, tuple(self.mib_thresholds), seeds, self.device
+        )
+        cost = replace(cost, curve_seconds=curve_s, curve_how=curve_how)
+        return decide_edges(self.circuit_edges, self.edge_budget_s, cost, self.edge_scores)
 
     def _check_saes(self) -> str:
         """An SAE for every role, of the audited model: named ones must belong to it, unnamed ones
@@ -347,17 +368,27 @@ def _check_real_sae(field: str, name: str | None, world: str) -> str:
 class EdgePlan:
     on: bool
     reason: str
+    method: str = "patching"
+    """``edge_scores``: how the edges are (or would be) scored."""
+
+    def what_runs(self) -> str:
+        """What MIB rests on, in words (for its claim): the scoring, its cost and the budget."""
+        return f"edges scored by {self.method}: {self.reason}"
 
 
-def decide_edges(mode: str, budget_s: float, cost) -> EdgePlan:
-    """``circuit_edges`` (``auto``/``on``/``off``) against ``edge_budget_s`` and the estimate."""
+def decide_edges(mode: str, budget_s: float, cost, method: str = "patching") -> EdgePlan:
+    """``circuit_edges`` (``auto``/``on``/``off``) against ``edge_budget_s`` and the estimate of
+    scoring the edges by ``method`` and running the curve (``cost.total``)."""
     from kit.audits.cost import duration
 
     if mode == "off":
-        return EdgePlan(False, "off (circuit_edges: off)")
-    if cost.seconds is not None and cost.seconds > budget_s:
+        return EdgePlan(False, "off (circuit_edges: off)", method)
+    total = cost.total
+    if total is not None and total > budget_s:
         return EdgePlan(
-            False, f"edge patching is {cost.text()}, over edge_budget_s = {duration(budget_s)}"
+            False,
+            f"edge {method} is {cost.text()}, over edge_budget_s = {duration(budget_s)}",
+            method,
         )
-    why = "within" if cost.seconds is not None else "unknown, so not limited by"
-    return EdgePlan(True, f"on ({cost.text()}; {why} edge_budget_s = {duration(budget_s)})")
+    why = "within" if total is not None else "unknown, so not limited by"
+    return EdgePlan(True, f"on ({cost.text()}; {why} edge_budget_s = {duration(budget_s)})", method)

@@ -6,14 +6,15 @@ hook names (``blocks.{L}.mlp.hook_post`` is the input of ``W_out`` / ``down_proj
 transformer-lens 4 (where ``HookedTransformer`` is gone) changes this file, not the methods.
 A lint test (``tests/models/test_tl_boundary.py``) keeps it that way.
 
-What is here: hook points (:func:`hook_names`, :func:`check_hooks`), running with hooks or a cache
-(:func:`hooks`, :func:`run_with_hooks`, :func:`run_with_cache`), the block loop
-(:func:`iter_mlp_post`), partial forwards and KV caches (:func:`forward`, :func:`new_kv_cache`,
-:func:`repeat_kv_cache`), the last position's logits (:func:`last_logits`), raw weights
-(:func:`mlp_in`, :func:`mlp_out`, :func:`unembed`, :func:`attn_out`, :func:`mlp_neuron_params`),
-split q/k/v inputs (:func:`split_qkv_input`) and model construction (:func:`build_model`,
-:func:`official_model_names`, :func:`hf_to_tl_config`, :func:`hooked_from_hf`: any Hugging Face
-directory of a supported architecture into a ``HookedTransformer`` with raw weights).
+What is here: hook points (:func:`hook_names`, :func:`check_hooks`), running with hooks, a cache
+or gradients (:func:`hooks`, :func:`run_with_hooks`, :func:`run_with_cache`,
+:func:`run_with_grads`), the block loop (:func:`iter_mlp_post`), partial forwards and KV caches
+(:func:`forward`, :func:`new_kv_cache`, :func:`repeat_kv_cache`), the last position's logits
+(:func:`last_logits`), raw weights (:func:`mlp_in`, :func:`mlp_out`, :func:`unembed`,
+:func:`attn_out`, :func:`mlp_neuron_params`), split q/k/v inputs (:func:`split_qkv_input`) and
+model construction (:func:`build_model`, :func:`official_model_names`, :func:`hf_to_tl_config`,
+:func:`hooked_from_hf`: any Hugging Face directory of a supported architecture into a
+``HookedTransformer`` with raw weights).
 
 Why ``HookedTransformer`` and not TransformerLens 3.9's ``TransformerBridge``: the bridge wraps the
 HF module and gives raw weights and the same hook names, but delegates the forward to HF, so it
@@ -118,6 +119,37 @@ def run_with_cache(
 
     out = run_with_hooks(model, tokens, [(n, keep) for n in wanted], **kwargs)
     return out, store
+
+
+def run_with_grads(
+    model,
+    tokens: Tensor,
+    names: Iterable[str],
+    metric: Callable[[Tensor], Tensor],
+) -> tuple[Tensor, dict[str, Tensor], dict[str, Tensor]]:
+    """``(metric value, {name: activation}, {name: d metric / d activation})`` from one forward
+    pass and one backward pass: ``metric`` maps the logits to a scalar; the gradient is taken with
+    respect to the activations at ``names`` only (no parameter's ``.grad`` is written, frozen
+    parameters are fine). An activation that does not depend on anything requiring a gradient
+    starts the graph there (detached and marked), so it gets its gradient too. Everything returned
+    is detached."""
+    wanted = _names(model, names)
+    store: dict[str, Tensor] = {}
+
+    def keep(act, hook):
+        if not act.requires_grad:  # nothing upstream is tracked: no path through it is lost
+            act = act.detach().requires_grad_(True)
+        store[hook.name] = act
+        return act
+
+    with torch.enable_grad():
+        logits = run_with_hooks(model, tokens, [(n, keep) for n in wanted])
+        value = metric(logits)
+        grads = torch.autograd.grad(value, [store[n] for n in wanted], allow_unused=True)
+    acts = {n: store[n].detach() for n in wanted}
+    # unused: the metric does not depend on it (e.g. a padded position's hook): a zero gradient
+    out = {n: torch.zeros_like(acts[n]) if g is None else g.detach() for n, g in zip(wanted, grads)}
+    return value.detach(), acts, out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -209,3 +209,76 @@ def test_smollm2_the_issues_case_is_refused_or_switched_off_at_load():
         ParamsError, match="real/smollm2-135m-instruct's tokenizer in \\{'rare': 1\\}"
     ):
         kit.load_params("06_measurement_audits", "smoke", {**smol, "dif_name_groups": paper})
+
+
+def test_attribution_cost_by_hand():
+    """One forward and one backward pass (3 forwards' FLOPs at most) and one dot product per edge,
+    whatever the number of edges: SmolLM2's 35,776 edges cost seconds, not days."""
+    shape = K.ModelShape(2, 2, 2, 3, 5)
+    c = K.edge_attribution_cost(shape, n_prompts=4, device="cpu")
+    tokens = 4 * K.IOI_PROMPT_TOKENS
+    flops = 3 * K.forward_flops(shape, tokens) + 2 * 13 * tokens * 2
+    assert c.n_edges == 13 and c.seconds == pytest.approx(
+        2 * K.PASS_OVERHEAD_S + flops / K.CPU_FLOPS
+    )
+    assert "one forward and one backward pass" in c.text()
+    smol = K.ModelShape(30, 9, 576, 1536, 49152, gated=True)
+    patching = K.edge_patching_cost(smol, 40, "cpu").seconds
+    attribution = K.edge_attribution_cost(smol, 40, "cpu").seconds
+    assert patching is not None and attribution is not None
+    assert attribution < 60 < 86400 < patching
+
+
+def test_curve_passes_are_the_forward_passes_the_null_runs(monkeypatch, make_model, ioi_items):
+    """The count known before the weights load is the count the random rankings run: one pass per
+    distinct set of heads, neither all (m(N)) nor none (m(empty))."""
+    from kit.audits import circuits as C
+    from kit.audits import mib as M
+
+    model = make_model(n_layers=2)
+    b = C.ioi_batch(model, ioi_items[:4])
+    means = C.head_means(model, b)
+    edges = [C.Edge(u, v, 0.0) for u, v in C.graph_edges(2, 4)]  # the graph's order, as counted
+    seeds = (1, 2, 3, 4, 5)
+    calls = []
+    real = C.run_heads
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    ends = M.curve_ends(model, b, means)
+    monkeypatch.setattr(C, "run_heads", counted)
+    monkeypatch.setattr(M, "run_heads", counted)
+    M.random_ranking_cprs(model, b, means, edges, M.MIB_THRESHOLDS, seeds, ends)
+    expected = K.curve_passes(2, 4, M.MIB_THRESHOLDS, seeds) - 2 - len(M.MIB_THRESHOLDS)
+    assert len(calls) == expected > 0
+    # every edge kept touches every head: a curve of one threshold at 1.0 runs nothing
+    assert K.curve_passes(2, 4, (1.0,), seeds) == 2 + 1
+
+
+def test_real_profile_scores_edges_by_attribution_within_its_budget():
+    """The real profile's MIB runs: attribution and the curve are estimated within edge_budget_s
+    (printed, and quoted by the claim); patching the same edges is refused with the way out."""
+    from kit.models import real
+
+    try:
+        real.part_paths("smollm2-135m-instruct")
+    except Exception as e:  # noqa: BLE001 (the real model's package is installed by make setup)
+        pytest.skip(f"real/smollm2-135m-instruct not installed: {e}")
+    cfg = kit.load_params("06_measurement_audits", "real")
+    plan = cfg.edge_plan()
+    assert cfg.edge_scores == "attribution" and plan.on and "MIB" not in cfg.not_testable()
+    assert "35,776 edges" in plan.reason and "one forward and one backward pass" in plan.reason
+    assert "the MIB curve" in plan.reason and "within edge_budget_s" in plan.reason
+    assert plan.what_runs().startswith("edges scored by attribution: on (")
+    with pytest.raises(ParamsError, match="raise edge_budget_s or edge_scores: attribution"):
+        kit.load_params(
+            "06_measurement_audits", "real", {"edge_scores": "patching", "circuit_edges": "on"}
+        )
+
+
+def test_unknown_edge_scores_fail_at_load_naming_the_field():
+    with pytest.raises(ParamsError, match="edge_scores") as e:
+        kit.load_params("06_measurement_audits", "smoke", {"edge_scores": "gradient"})
+    assert "patching" in str(e.value) and "attribution" in str(e.value)

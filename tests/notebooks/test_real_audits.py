@@ -1,6 +1,7 @@
 """Notebook 06 on the ``realsmoke`` profile: the measurement audits on a real pretrained LLM
 (SmolLM2-135M-Instruct, installed offline by ``make setup``) with tiny SAEs trained on its own
-activations, benchmark text as prompts and an IOI circuit found by patching its heads."""
+activations, benchmark text as prompts and an IOI circuit found by patching its heads, its edges
+scored by attribution for MIB."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ def test_notebook_06_audits_a_real_llm(notebook_run):
     r = json.loads((run / "results.json").read_text())
     assert r["circuit_model"] == "real/smollm2-135m-instruct"
     assert len(r["circuit_heads"]) == 1 and r["circuit_heads"][0].startswith("12."), "circuit_layers: [12]"
-    assert r["audits"]["M14"]["value"] is None and r["cpr"] is None, "M14 and MIB not run, and say why"
+    assert r["audits"]["M14"]["value"] is None, "M14 not run, and says why"
+    assert r["cpr"] is not None, "MIB runs: SmolLM2's 35,776 edges scored by attribution within edge_budget_s"
     audits = json.loads((run / "audits.json").read_text())
     saes = {s for a in audits for s in a["inputs"]["sae"]}
     assert saes and all(s.startswith("real-sae/smollm2-135m-instruct/") for s in saes)
     claims = {c["id"]: c for c in r["claims"]}
-    assert claims["M14.vs_null"]["verdict"] == claims["MIB.vs_null"]["verdict"] == "not testable here"
-    assert "harmful" in claims["M14.vs_null"]["why"] and "edges" in claims["MIB.vs_null"]["why"]
+    assert claims["M14.vs_null"]["verdict"] == "not testable here" and "harmful" in claims["M14.vs_null"]["why"]
+    mib = claims["MIB.vs_null"]
+    assert mib["verdict"] != "not testable here" and "edges scored by attribution" in mib["statement"]
