@@ -5,7 +5,10 @@
 - ``audits/edge_patch_vs_forward``: one edge patch (split q/k/v inputs) vs the plain forward;
 - ``audits/mib_curve_naive_vs_ours``: the MIB curve recomputing m(N), m(empty) and every threshold's
   circuit afresh (the public sketch's loop) vs ours (both computed once, repeated head sets
-  cached): > 1 means ours is faster.
+  cached): > 1 means ours is faster;
+- ``audits/random_circuit_nulls_naive_vs_ours``: EX1's random-circuit null with each draw's three
+  passes (full, ablated, circuit only: :func:`psychophysics.circuit_logit_diffs`) vs ours (the full
+  pass once, one ablated pass per draw), the d' values checked equal.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ import torch
 
 from kit.core.bench import BenchLine, median_time
 
-from . import circuits, mib
+from . import circuits, mib, psychophysics
 
 if TYPE_CHECKING:
     from kit.models.tl import HookedModel
 
 DEFAULT_MODEL = "random/gpt2-small"
+N_NULL_DRAWS = 5
 
 
 def _batch(model, n: int, seq: int, seed: int = 0) -> circuits.IOIBatch:
@@ -91,7 +95,14 @@ def run(
         device=device,
     )
     shape = f"{model}, {n_prompts}x{seq} tokens, {len(pairs)} edges"
+    t_nulls_naive, t_nulls_ours, same = _random_circuit_nulls(m, batch, means, device)
     return [
+        BenchLine(
+            "audits/random_circuit_nulls_naive_vs_ours",
+            t_nulls_naive / t_nulls_ours,
+            f"{N_NULL_DRAWS} random circuits' d': three passes each {t_nulls_naive:.2f} s vs the "
+            f"full pass shared {t_nulls_ours:.2f} s; same d': {same}; {shape}",
+        ),
         BenchLine(
             "audits/head_patch_vs_forward",
             t_head / t_fwd,
@@ -109,3 +120,30 @@ def run(
             f"{shape}",
         ),
     ]
+
+
+def _random_circuit_nulls(m, batch, means, device: str) -> tuple[float, float, bool]:
+    import numpy as np
+
+    circuit = [(0, 0)]
+    scales = [0.5, 1.0]
+
+    def naive() -> list[float]:
+        out = []
+        for heads in psychophysics.random_circuits(m, circuit, N_NULL_DRAWS, seed=0):
+            lds = psychophysics.circuit_logit_diffs(m, batch, means, heads)
+            d = psychophysics.dprime_audit(lds["full"].numpy(), lds["ablated"].numpy())
+            out.append(d.value)
+        return out
+
+    def ours() -> list[float]:
+        ex1 = psychophysics.dprime_audit(np.ones(4), -np.ones(4))
+        ex11 = psychophysics.weber_audit({"0.0": {"1.0": [1.0, 1.0]}}, scales)
+        psychophysics.attach_random_circuit_nulls(
+            m, batch, means, circuit, ex1, ex11, scales, [1.0], 0.05, n=0, n_dprime=N_NULL_DRAWS
+        )
+        return list(ex1.null_values)
+
+    t_naive = median_time(naive, repeat=1, warmup=0, device=device)
+    t_ours = median_time(ours, repeat=1, warmup=0, device=device)
+    return t_naive, max(t_ours, 1e-9), naive() == ours()

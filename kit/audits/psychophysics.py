@@ -255,13 +255,16 @@ def weber_curves(
     scales, baselines = list(scales), list(baselines)
     out: dict[str, dict[str, list[float]]] = {}
     for h in heads:
-        out[f"{h[0]}.{h[1]}"] = {
-            str(b): [
-                float(run_heads(model, batch, means, scale={cast(Head, tuple(h)): b * s}).mean())
-                for s in scales
-            ]
-            for b in baselines
-        }
+        seen: dict[float, float] = {}  # b * s -> its mean: (1.0, 0.5) and (0.5, 1.0) run once
+
+        def mean_at(factor: float, h=h) -> float:
+            if factor not in seen:
+                seen[factor] = float(
+                    run_heads(model, batch, means, scale={cast(Head, tuple(h)): factor}).mean()
+                )
+            return seen[factor]
+
+        out[f"{h[0]}.{h[1]}"] = {str(b): [mean_at(b * s) for s in scales] for b in baselines}
     return out
 
 
@@ -360,10 +363,11 @@ def attach_random_circuit_nulls(
         return
     n_dprime = n if n_dprime is None else n_dprime
     d, d_passes, frac, passes = [], [], [], []
+    # the full model's logit diffs are the same for every draw: one forward pass, not one per draw
+    full = run_heads(model, batch, means).numpy() if n_dprime else None
     for i, heads in enumerate(random_circuits(model, circuit, max(n, n_dprime), seed)):
-        if i < n_dprime:
-            lds = circuit_logit_diffs(model, batch, means, heads)
-            r1 = dprime_audit(lds["full"].numpy(), lds["ablated"].numpy())
+        if i < n_dprime and full is not None:
+            r1 = dprime_audit(full, _ablated_logit_diffs(model, batch, means, heads).numpy())
             d.append(r1.value)
             d_passes.append(r1.passed)
         if i < n:
@@ -391,11 +395,16 @@ def circuit_logit_diffs(
     keep = set(map(tuple, circuit))
     return {
         "full": run_heads(model, batch, means),
-        "ablated": run_heads(model, batch, means, ablate=cast("list[Head]", list(keep))),
+        "ablated": _ablated_logit_diffs(model, batch, means, circuit),
         "circuit_only": run_heads(
             model, batch, means, ablate=[h for h in all_heads(model) if h not in keep]
         ),
     }
+
+
+def _ablated_logit_diffs(model, batch: IOIBatch, means: Tensor, circuit: list[Head]) -> Tensor:
+    """Per-prompt logit diffs with the ``circuit`` heads mean-ablated."""
+    return run_heads(model, batch, means, ablate=cast("list[Head]", list(set(map(tuple, circuit)))))
 
 
 __all__ = [

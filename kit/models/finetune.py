@@ -327,13 +327,22 @@ class _deterministic:
     without importing the world (and TransformerLens) into every build process."""
 
     def __enter__(self):
-        self.prev = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
+        det = torch.utils.deterministic  # its flag is a module property, unknown to torch's stubs
+        self.prev = (
+            torch.get_num_threads(),
+            torch.are_deterministic_algorithms_enabled(),
+            getattr(det, "fill_uninitialized_memory"),
+        )
         torch.set_num_threads(1)
         torch.use_deterministic_algorithms(True)
+        # deterministic mode also fills every torch.empty with NaN (~2% of a training step); no
+        # value a fine-tune computes reads uninitialised memory: the weights are the same bits
+        setattr(det, "fill_uninitialized_memory", False)
 
     def __exit__(self, *exc):
         torch.set_num_threads(self.prev[0])
         torch.use_deterministic_algorithms(self.prev[1])
+        setattr(torch.utils.deterministic, "fill_uninitialized_memory", self.prev[2])
 
 
 # ------------------------------------------------------------------------------------ cache

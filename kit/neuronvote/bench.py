@@ -10,7 +10,13 @@ Lines printed (ratios measured in this process):
   ``torch.optim.Adam``, one step per 32-word mini-batch) over the same Adam steps written out
   in numpy, on the same data, weights checked equal;
 - ``neuronvote/all_methods_vs_forward``: all methods on all concepts / the encoder forward pass
-  that produced the word vectors.
+  that produced the word vectors;
+- ``neuronvote/reseed_scores_fresh_vs_reused``: the score-ranked methods (Probeless, IoU, ...)
+  under a study's reseeds with their scores computed again over kept and only re-ranked
+  (``rank_all(..., scores=)``, what a unit does), rankings checked equal;
+- ``neuronvote/random_draws_naive_vs_ours``: Random's further draws scored by AvgOverlap and
+  NeuronVote over every method per draw (the voters' sets and Borda consensus formed again each
+  time) over the consensus formed once, numbers checked equal.
 
 ``model``: ``minilm`` (default) or another encoder (real UD EWT POS concepts at its middle
 layer), or any other model name (``random/gpt2-small``, ``random/llama-1b``...), for which
@@ -152,6 +158,7 @@ def _run(model: str, device: str) -> list[BenchLine]:
             f"{float(np.abs(ref - fast).max()):.1e}",
         )
     )
+    lines += _reuse_lines(x, y, n, d)
     total = sum(times.values())
     if forward_s:
         lines.append(
@@ -163,3 +170,67 @@ def _run(model: str, device: str) -> list[BenchLine]:
             )
         )
     return lines
+
+
+def _reuse_lines(x, y, n: int, d: int) -> list[BenchLine]:
+    """What a unit no longer recomputes: the seed-free scores under each reseed, and the voters'
+    consensus under each of Random's draws (each checked to give the same numbers)."""
+    from kit.neuronvote import units as nv_units
+
+    scored = [m for m in nv.METHODS if "scores" in nv.RANKING_METHODS[m].extra]
+    seeds = range(1, 4)
+    fresh_s = median_time(
+        lambda: [nv.rank_all(x, y, scored, seed=s, definitions="neurox") for s in seeds], repeat=3
+    )
+    memo: dict = {}
+    nv.rank_all(x, y, scored, seed=0, definitions="neurox", scores=memo)  # the study seed's pass
+    reused_s = median_time(
+        lambda: [
+            nv.rank_all(x, y, scored, seed=s, definitions="neurox", scores=memo) for s in seeds
+        ],
+        repeat=3,
+    )
+    same = all(
+        np.array_equal(a, b)
+        for s in seeds
+        for a, b in zip(
+            nv.rank_all(x, y, scored, seed=s, definitions="neurox").values(),
+            nv.rank_all(x, y, scored, seed=s, definitions="neurox", scores=memo).values(),
+        )
+    )
+    voters = list(nv.PAPER_METHODS)
+    rng = np.random.default_rng(0)
+    rankings = {m: rng.permutation(d) for m in voters}
+    draws = [rng.permutation(d) for _ in range(19)]
+    s_top = min(30, d)
+
+    def naive():
+        return [
+            [fn({**rankings, "random": r}, s_top, voters=voters)["random"] for r in draws]
+            for fn in (nv.avg_overlap, nv.neuron_vote)
+        ]
+
+    def ours():
+        return [
+            nv_units._draw_scores(metric, rankings, voters, s_top, draws)
+            for metric in ("AvgOverlap", "NeuronVote")
+        ]
+
+    naive_s, ours_s = median_time(naive), median_time(ours)
+    return [
+        BenchLine(
+            "neuronvote/reseed_scores_fresh_vs_reused",
+            fresh_s / max(reused_s, 1e-9),
+            f"{', '.join(scored)} (neurox) ranked under {len(seeds)} reseeds, N={n}, d={d}: "
+            f"scores computed again {fresh_s:.3f}s vs kept and re-ranked {reused_s:.4f}s; "
+            f"same rankings: {same}",
+        ),
+        BenchLine(
+            "neuronvote/random_draws_naive_vs_ours",
+            naive_s / max(ours_s, 1e-9),
+            f"AvgOverlap and NeuronVote of {len(draws)} Random draws against {len(voters)} "
+            f"voters, top-{s_top} of d={d}: every method scored per draw {naive_s:.4f}s vs the "
+            f"voters' sets and Borda consensus formed once {ours_s:.4f}s; same numbers: "
+            f"{naive() == ours()}",
+        ),
+    ]

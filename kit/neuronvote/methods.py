@@ -131,8 +131,10 @@ __all__ = [
 
 RANKING_METHODS = Registry("a neuron-ranking method")
 """The neuron-ranking methods by name: ``fn(x, y, seed, options: RankingOptions)`` -> a full
-ranking (neuron indices, best first); ``extra``: ``display`` (the figures' name) and ``paper``
-(one of the paper's six voters). :func:`rank_neurons`, the studies and the config's ``methods`` /
+ranking (neuron indices, best first); ``extra``: ``display`` (the figures' name), ``paper``
+(one of the paper's six voters) and, for a method that ranks by a score with a seeded tie-break
+only, ``scores``: ``(x, y, options)`` -> that score (its ranking under any seed is
+``rank_by_score(scores, seed)``). :func:`rank_neurons`, the studies and the config's ``methods`` /
 ``voters`` accept exactly these names."""
 
 
@@ -154,36 +156,36 @@ class RankingOptions:
     """``paper_text`` or ``neurox`` (:data:`DEFINITIONS`; the module docstring's table)."""
 
 
-def _ranked(scores_of):
+def _add_ranked(name: str, scores_of, description: str, **extra: Any) -> None:
+    """Register a method that ranks by ``scores_of(x, y, options)`` with a seeded tie-break."""
+
     def fn(x, y, seed: int, o: RankingOptions) -> np.ndarray:
         return rank_by_score(scores_of(x, y, o), seed)
 
-    return fn
+    RANKING_METHODS.add(name, fn, description, scores=scores_of, **extra)
 
 
-RANKING_METHODS.add(
+_add_ranked(
     "probeless",
-    _ranked(lambda x, y, o: probeless_scores(x, y)),
+    lambda x, y, o: probeless_scores(x, y),
     "|mu(C) - mu(C-hat)| (eq. 1)",
     display="Probeless",
     paper=True,
 )
-RANKING_METHODS.add(
+_add_ranked(
     "iou",
-    _ranked(
-        lambda x, y, o: (
-            iou_ap_scores(x, y, NEUROX_IOU_THRESHOLD)
-            if o.definitions == "neurox"
-            else iou_scores(x, y, o.iou_percentile)
-        )
+    lambda x, y, o: (
+        iou_ap_scores(x, y, NEUROX_IOU_THRESHOLD)
+        if o.definitions == "neurox"
+        else iou_scores(x, y, o.iou_percentile)
     ),
     "IoU of the mask z > its percentile with the concept mask (eq. 2; neurox: NeuroX's AP)",
     display="IoU",
     paper=True,
 )
-RANKING_METHODS.add(
+_add_ranked(
     "iou_ap",
-    _ranked(lambda x, y, o: iou_ap_scores(x, y)),
+    lambda x, y, o: iou_ap_scores(x, y),
     "average precision of the activation as a concept score (what NeuroX calls IoU)",
     display="IoU-AP (NeuroX)",
     paper=False,
@@ -229,9 +231,9 @@ RANKING_METHODS.add(
     display="Gaussian",
     paper=True,
 )
-RANKING_METHODS.add(
+_add_ranked(
     "meanselect",
-    _ranked(lambda x, y, o: meanselect_scores(x, y)),
+    lambda x, y, o: meanselect_scores(x, y),
     "|mu(C) - mu(C-hat)| / (max_C z - min_C z) (eq. 10, the case study)",
     display="MeanSelect",
     paper=False,
@@ -281,18 +283,35 @@ def rank_neurons(
     >>> int(rank_neurons(x, y, "probeless")[0])
     1
     """
-    RANKING_METHODS.check(method, "method")
-    if definitions not in DEFINITIONS:
-        raise ValueError(f"definitions={definitions!r} unknown; allowed: {', '.join(DEFINITIONS)}")
-    x, y = check_xy(x, y)
-    options = RankingOptions(
-        iou_percentile, lambda1, lambda2, gaussian_max_neurons, probe_standardize, definitions
+    x, y, options = _checked(
+        x,
+        y,
+        method,
+        RankingOptions(
+            iou_percentile, lambda1, lambda2, gaussian_max_neurons, probe_standardize, definitions
+        ),
     )
     return RANKING_METHODS[method].fn(x, y, seed, options)
 
 
+def _checked(x, y, method: str, options: RankingOptions):
+    RANKING_METHODS.check(method, "method")
+    if options.definitions not in DEFINITIONS:
+        raise ValueError(
+            f"definitions={options.definitions!r} unknown; allowed: {', '.join(DEFINITIONS)}"
+        )
+    x, y = check_xy(x, y)
+    return x, y, options
+
+
 def rank_all(
-    x, y, methods: Sequence[str] | None = None, seed: int = 0, task: tuple = (), **kwargs
+    x,
+    y,
+    methods: Sequence[str] | None = None,
+    seed: int = 0,
+    task: tuple = (),
+    scores: dict[str, np.ndarray] | None = None,
+    **kwargs,
 ) -> dict[str, np.ndarray]:
     """``{method: rank_neurons(x, y, method, seed=method_seed(seed, method, *task), **kwargs)}``.
 
@@ -300,6 +319,25 @@ def rank_all(
     across methods and inflate their overlap); ``task`` (e.g. ``(concept, layer)``) makes the
     streams differ between tasks too. ``methods``: None = every method of
     :data:`RANKING_METHODS`.
+
+    ``scores``: a dict the caller keeps across calls on the same ``x``, ``y`` and ``kwargs`` (a
+    study's reseeds): the seed-free score of each method that ranks by a score and a seeded
+    tie-break (the registry's ``scores`` extra: Probeless, IoU, MeanSelect...) is computed once,
+    stored there, and only ranked again under each new seed: the same rankings, without computing
+    e.g. IoU-AP's sort of every neuron's activations again.
     """
     methods = list(RANKING_METHODS) if methods is None else methods
-    return {m: rank_neurons(x, y, m, seed=method_seed(seed, m, *task), **kwargs) for m in methods}
+    if scores is None:
+        return {
+            m: rank_neurons(x, y, m, seed=method_seed(seed, m, *task), **kwargs) for m in methods
+        }
+    out = {}
+    for m in methods:
+        scores_of = RANKING_METHODS[m].extra.get("scores") if m in RANKING_METHODS else None
+        if scores_of is None:
+            out[m] = rank_neurons(x, y, m, seed=method_seed(seed, m, *task), **kwargs)
+            continue
+        if m not in scores:
+            scores[m] = scores_of(*_checked(x, y, m, RankingOptions(**kwargs)))
+        out[m] = rank_by_score(scores[m], method_seed(seed, m, *task))
+    return out

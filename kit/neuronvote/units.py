@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -105,17 +105,33 @@ def _consensus_rows(rankings, voters, s_values, draws, L, pos, concept, extra=()
         for metric, fn in (("AvgOverlap", nv.avg_overlap), ("NeuronVote", nv.neuron_vote)):
             values = fn(rankings, s, voters=voters)
             if draws:  # Random = mean over independent draws (the voters' consensus is unchanged)
-                pool = {v: rankings[v] for v in voters}
                 values["random"] = float(
-                    np.mean(
-                        [values["random"]]
-                        + [fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]
-                    )
+                    np.mean([values["random"]] + _draw_scores(metric, rankings, voters, s, draws))
                 )
             rows += [
                 [L, pos, concept, int(s), m, metric, float(v), *extra] for m, v in values.items()
             ]
     return rows
+
+
+def _draw_scores(metric: str, rankings, voters, s: int, draws) -> list[float]:
+    """Random's AvgOverlap or NeuronVote for each further draw, against the voters' top-s sets.
+
+    The same numbers as scoring ``{voters, "random": draw}`` with :func:`nv.avg_overlap` /
+    :func:`nv.neuron_vote` and keeping Random's: when Random is no voter, the voters' top-s sets and
+    their Borda consensus do not depend on the draw, so they are formed once, not once per draw and
+    per method."""
+    pool = {v: rankings[v] for v in voters}
+    if "random" in voters:  # the draw is then one of the voters: the consensus changes with it
+        fn = nv.avg_overlap if metric == "AvgOverlap" else nv.neuron_vote
+        return [fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]
+    tops = [set(int(i) for i in np.asarray(pool[v]).ravel()[:s]) for v in voters]
+    if metric == "AvgOverlap":
+        return [
+            float(np.mean([nv.overlap(set(int(i) for i in r[:s]), t) for t in tops])) for r in draws
+        ]
+    best = nv.borda_top(pool, s, voters=list(voters))
+    return [nv.overlap(set(int(i) for i in r[:s]), best) for r in draws]
 
 
 def _random_draws(seed: int, concept: str, L: int, d: int, random_draws: int) -> list[np.ndarray]:
@@ -152,8 +168,9 @@ def compute_unit(
     d = np.shape(x_train)[1]
     task = (concept, int(layer))
     if rank:
+        scores: dict[str, np.ndarray] = {}  # seed-free scores, ranked again under each reseed
         rankings = nv.rank_all(
-            x_train, y_train, st.methods, seed=st.seed, task=task, **st.rank_kwargs
+            x_train, y_train, st.methods, seed=st.seed, task=task, scores=scores, **st.rank_kwargs
         )
         draws = (
             _random_draws(st.seed, concept, layer, d, st.random_draws)
@@ -171,6 +188,7 @@ def compute_unit(
                 [m for m in st.methods if m not in SEEDLESS],
                 seed=st.seed + r,
                 task=task,
+                scores=scores,
                 **st.rank_kwargs,
             )
             again = {m: again.get(m, rankings[m]) for m in st.methods}
@@ -409,9 +427,14 @@ def unit_jobs(
 ) -> list[Job]:
     """The jobs of one unit: its ranking and, when ``settings.shuffles`` > 0, its shuffled
     copies."""
-    args = _unit_args(vectors, task, concept, layer, position, settings, code)
-    jobs = [Job(rank_unit_job, args)]
+    # The ranking part reads no shuffle count: keyed without it, a study rerun with shuffles (the
+    # notebook's main study, once its definition set is chosen) finds its rankings in the cache.
+    rank_args = _unit_args(
+        vectors, task, concept, layer, position, replace(settings, shuffles=0), code
+    )
+    jobs = [Job(rank_unit_job, rank_args)]
     if settings.shuffles:
+        args = _unit_args(vectors, task, concept, layer, position, settings, code)
         jobs.append(Job(shuffle_unit_job, args))
     return jobs
 

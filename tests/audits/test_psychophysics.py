@@ -130,3 +130,42 @@ def test_circuit_logit_diffs_keys(model, ioi_items):
     assert torch.allclose(everything["full"], everything["circuit_only"]), (
         "circuit = all heads must equal the model"
     )
+
+
+def test_random_circuit_nulls_and_weber_curves_run_each_pass_once(model, ioi_items, monkeypatch):
+    # The full model's logit diffs are computed once for all of EX1's random circuits, and a Weber
+    # factor b * s met twice (1.0 x 0.5 and 0.5 x 1.0) is run once: the same numbers as running
+    # every draw's three passes and every (b, s) pair.
+    b = C.ioi_batch(model, ioi_items)
+    means = C.head_means(model, b)
+    scales, baselines = [0.5, 0.8, 1.0], [1.0, 0.5]
+    reference_d = []
+    for heads in P.random_circuits(model, [(0, 0)], 3, seed=1):
+        lds = P.circuit_logit_diffs(model, b, means, heads)
+        reference_d.append(P.dprime_audit(lds["full"].numpy(), lds["ablated"].numpy()).value)
+    reference_curves = {
+        "0.1": {
+            str(base): [
+                float(C.run_heads(model, b, means, scale={(0, 1): base * s}).mean()) for s in scales
+            ]
+            for base in baselines
+        }
+    }
+    calls = []
+    real = P.run_heads
+
+    def counting(*a, **k):
+        calls.append(k)
+        return real(*a, **k)
+
+    monkeypatch.setattr(P, "run_heads", counting)
+    assert P.weber_curves(model, b, means, [(0, 1)], scales, baselines) == reference_curves
+    assert len(calls) == 5, "six (b, s) pairs, five distinct factors"
+    calls.clear()
+    ex1 = P.dprime_audit(np.ones(4), -np.ones(4))
+    ex11 = P.weber_audit(reference_curves, scales)
+    P.attach_random_circuit_nulls(
+        model, b, means, [(0, 0)], ex1, ex11, scales, baselines, 0.05, n=0, seed=1, n_dprime=3
+    )
+    assert ex1.null_values == reference_d
+    assert len(calls) == 1 + 3, "one full pass, then one ablated pass per random circuit"

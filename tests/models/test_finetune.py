@@ -87,6 +87,26 @@ def test_training_is_deterministic_and_moves_the_weights(twin, data):
     assert done.answer_tokens == 8 * 2  # a letter (one twin token) and the end token per example
 
 
+def test_training_skips_filling_uninitialised_memory_with_the_same_bits(twin, data):
+    # The build switches deterministic mode's NaN fill of new tensors off (it costs time); the
+    # weights must be the bits of a training with the fill on, and the flag restored afterwards.
+    det = torch.utils.deterministic
+    r = _recipe(twin, n_items=4, copies=1, n_examples=4, epochs=5, lr=3e-3)
+    digests = {}
+    for fill in (True, False):
+        model, tok = _load(twin)
+        with ft._deterministic():
+            assert getattr(det, "fill_uninitialized_memory") is False
+            setattr(det, "fill_uninitialized_memory", fill)
+            ft.train(model, tok, r, progress=False)
+        digests[fill] = _digest(model)
+    assert digests[True] == digests[False], "the NaN fill changed the trained weights"
+    before = getattr(det, "fill_uninitialized_memory")
+    with ft._deterministic():
+        pass
+    assert getattr(det, "fill_uninitialized_memory") == before, "the flag is restored on exit"
+
+
 def test_loss_falls_on_a_tiny_memorisation_set(twin, data):
     r = _recipe(twin, n_items=4, copies=1, n_examples=4, epochs=30, lr=3e-3)
     model, tok = _load(twin)

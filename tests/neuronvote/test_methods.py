@@ -467,3 +467,37 @@ def test_neurox_probe_numpy_engine_equals_torch_autograd():
         np.testing.assert_allclose(fast, ref, rtol=1e-5, atol=1e-6, err_msg=f"l1={l1} l2={l2}")
     with pytest.raises(ValueError, match="engine"):
         nv.neurox_probe_weights(x, y, engine="jax")
+
+
+@pytest.mark.parametrize("definitions", nv.DEFINITIONS)
+def test_rank_all_reuses_seed_free_scores_with_the_same_rankings(definitions):
+    # A study's reseeds rank the same words again: the methods that rank by a score and a seeded
+    # tie-break keep their score (kept in ``scores``) and give the rankings of a fresh computation.
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(120, 16))
+    x[:, :4] = np.round(x[:, :4])  # tied activations, so the tie-break matters
+    y = np.array([0, 1] * 60)
+    x[:, 6] += 1.5 * y
+    methods = ["probeless", "iou", "iou_ap", "meanselect", "ridge", "random"]
+    memo: dict[str, np.ndarray] = {}
+    for seed in (0, 1, 2):
+        fresh = nv.rank_all(
+            x, y, methods, seed=seed, task=("C", 0), definitions=definitions, iou_percentile=70.0
+        )
+        reused = nv.rank_all(
+            x,
+            y,
+            methods,
+            seed=seed,
+            task=("C", 0),
+            scores=memo,
+            definitions=definitions,
+            iou_percentile=70.0,
+        )
+        assert list(fresh) == list(reused)
+        for m in methods:
+            np.testing.assert_array_equal(fresh[m], reused[m], err_msg=f"{m}, seed {seed}")
+    assert set(memo) == {"probeless", "iou", "iou_ap", "meanselect"}, "only seed-free scores kept"
+    np.testing.assert_array_equal(memo["probeless"], nv.probeless_scores(x, y))
+    with pytest.raises(ValueError, match="definitions"):
+        nv.rank_all(x, y, ["probeless"], scores={}, definitions="nope")

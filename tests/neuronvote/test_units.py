@@ -3,10 +3,13 @@ computed here, on the inline engine and on the local engine (the cache read back
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from kit.neuronvote import methods as nv
 from kit.neuronvote import study as nvs
 from kit.neuronvote import units as nv_units
 from kit.neuronvote.concepts import TaggedSentence, build_concept_tasks
@@ -165,3 +168,38 @@ def test_plan_rejects_bad_counts(small):
         nvs.plan_study(
             tasks, vectors, "syn", "x", shuffles=-1, s_values=(5,), accuracy_s=(5,), pairwise_s=(5,)
         )
+
+
+def test_rank_job_is_keyed_without_the_shuffle_count():
+    # The notebook runs its main study once without shuffles, then again with them: the second
+    # sweep must find the rankings of the first in the cache, not compute them again.
+    plain = nv_units.UnitSettings(("probeless", "lca"), ("probeless", "lca"), (5,), (5,), (5,))
+    shuffled = nv_units.UnitSettings(
+        ("probeless", "lca"), ("probeless", "lca"), (5,), (5,), (5,), shuffles=3
+    )
+    a = nv_units.unit_jobs("v", "t", "A", 0, "first", plain, code="one")
+    b = nv_units.unit_jobs("v", "t", "A", 0, "first", shuffled, code="one")
+    assert len(b) == 2 and b[1].fn.endswith(":shuffle_unit_job")
+    assert a[0].id == b[0].id, "the ranking part does not depend on the shuffle count"
+    assert b[1].kwargs["settings"]["shuffles"] == 3, "the shuffle part keeps its count"
+
+
+@pytest.mark.parametrize("voters", [("a", "b", "c"), ("a", "b", "random")])
+def test_draw_scores_equal_scoring_each_draw_among_the_voters(voters):
+    # Random's further draws are scored against the voters' sets formed once; the numbers must be
+    # those of scoring every draw with the full AvgOverlap / NeuronVote (Random a voter or not).
+    rng = np.random.default_rng(0)
+    rankings: dict[str, Any] = {m: rng.permutation(30) for m in ("a", "b", "c", "random")}
+    draws: list[Any] = [rng.permutation(30) for _ in range(4)]
+    pool: dict[str, Any] = {v: rankings[v] for v in voters}
+    for metric, fn in (("AvgOverlap", nv.avg_overlap), ("NeuronVote", nv.neuron_vote)):
+        for s in (1, 4, 10):
+            naive = [fn({**pool, "random": r}, s, voters=voters)["random"] for r in draws]
+            got = nv_units._draw_scores(metric, rankings, voters, s, draws)
+            assert got == naive, (metric, s)
+    # a hand-computed case: voters' top-2 {0, 1} and {1, 2}; the draw's top-2 {1, 5}
+    hand = {"a": np.array([0, 1, 2, 3, 4, 5]), "b": np.array([1, 2, 0, 3, 4, 5])}
+    draw = [np.array([1, 5, 0, 2, 3, 4])]
+    assert nv_units._draw_scores("AvgOverlap", hand, ("a", "b"), 2, draw) == [(1 / 3 + 1 / 3) / 2]
+    # Borda of a, b with s = 2: neuron 1 gets 1 + 2 = 3, 0 gets 2, 2 gets 1 -> top-2 {1, 0}
+    assert nv_units._draw_scores("NeuronVote", hand, ("a", "b"), 2, draw) == [1 / 3]
