@@ -20,7 +20,7 @@ COMMANDS = {
     ),
     "notebooks": (
         "kit.core.notebook_outputs",
-        "the outputs the committed notebooks ship (notebooks adopt RUN_DIR | notebooks check)",
+        "the outputs the committed notebooks ship (notebooks adopt RUN_DIR | check | sync)",
     ),
     "twins": (
         "kit.models.twins",

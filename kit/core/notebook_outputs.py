@@ -351,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("run_dir", help="a run directory, e.g. runs/tiny/latest")
     a.add_argument("--only", nargs="+", metavar="NN", help="notebooks to fill, e.g. --only 01 03")
     c = sub.add_parser("check", help="list notebooks without outputs or with stale ones")
+    sub.add_parser("sync", help="rewrite each notebook's parameters cell from kit/configs")
     for p in (a, c):
         p.add_argument(
             "--notebooks",
@@ -358,6 +359,12 @@ def main(argv: list[str] | None = None) -> int:
             help="folder of NN_*.ipynb (default: notebooks/)",
         )
     args = parser.parse_args(argv)
+    if args.command == "sync":
+        from kit.core.params import sync_parameters_cells
+
+        changed = sync_parameters_cells()
+        print(f"parameters cells rewritten: {', '.join(changed) or '-'}")
+        return 0
     notebooks_dir = Path(args.notebooks)
     if args.command == "adopt":
         changed, skipped = adopt(Path(args.run_dir), notebooks_dir, args.only)

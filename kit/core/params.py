@@ -34,7 +34,7 @@ from typing import Annotated, Any, Callable, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kit.core.paths import REPO_ROOT
+from kit.core.paths import REPO_ROOT, atomic_write_text
 
 PARAMS_DIR = REPO_ROOT / "params"
 
@@ -368,7 +368,7 @@ def to_yaml(cfg: BaseConfig) -> str:
 def parameters_cell(notebook: str) -> str:
     """The source of ``notebook``'s papermill ``parameters`` cell: ``profile``, ``out_dir`` and
     every config field set to ``None`` (keep the profile's value). ``tests/notebooks/test_lint.py``
-    checks each notebook's cell is exactly this; ``python -m kit.core.params --sync`` rewrites the
+    checks each notebook's cell is exactly this; ``python -m kit notebooks sync`` rewrites the
     cells."""
     profiles = ", ".join(read_profiles(PARAMS_DIR / f"{notebook}.yaml")[1])
     stem = config_class(notebook).__module__.rsplit(".", 1)[-1]
@@ -383,22 +383,19 @@ def parameters_cell(notebook: str) -> str:
     return "\n".join(lines)
 
 
-def _sync_parameters_cells() -> None:
+def sync_parameters_cells() -> list[str]:
+    """Rewrite every notebook's ``parameters`` cell as :func:`parameters_cell` (outputs kept);
+    the notebooks whose cell changed."""
     import json
 
+    changed = []
     for notebook in notebook_names():
         path = REPO_ROOT / "notebooks" / f"{notebook}.ipynb"
         nb = json.loads(path.read_text())
         cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
-        cell["source"] = parameters_cell(notebook).splitlines(keepends=True)
-        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-
-
-if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:] != ["--sync"]:
-        raise SystemExit(
-            "usage: python -m kit.core.params --sync  (rewrite every notebook's parameters cell)"
-        )
-    _sync_parameters_cells()
+        source = parameters_cell(notebook).splitlines(keepends=True)
+        if "".join(cell["source"]) != "".join(source):
+            cell["source"] = source
+            atomic_write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            changed.append(notebook)
+    return changed

@@ -67,7 +67,6 @@ from kit.core.claims import (
 from kit.core.stats import bootstrap_groups_ci
 from kit.shortcut.evidence import PAPER, Evidence, PerItem, _delta, _units
 from kit.shortcut.strength import CLAIM_ID as STRENGTH_ID
-from kit.shortcut.strength import real_strength_claim
 
 REQUIRED_IDS = {
     "03_shortcut_neurons": [
@@ -1095,3 +1094,57 @@ def claims_with_stability(
     out = shortcut_claims(ev, seed=seed, n_boot=n_boot)
     how = f"bootstrap seeds {', '.join(map(str, reseeds))}"
     return mark_stability(out, stability_reruns(ev, reseeds, n_boot), how)
+
+
+def real_strength_claim(
+    te: PerItem,
+    copies: Mapping[str, int],
+    out: Sequence[Claim],
+    rests_on: str,
+    items: str = "test items",
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Claim:
+    """Δacc(most copies) - Δacc(fewest copies) in points, paired over the test items (``items``:
+    what they are, e.g. the held-out ones), against 0 (direction ``less``); cannot be decided when
+    either row's leak claim (in ``out``) does not exclude 0."""
+    low = min(copies, key=lambda k: (copies[k], k))
+    high = max(copies, key=lambda k: (copies[k], k))
+    a, b = te[low], te[high]
+    if len(a["ori"]) != len(b["ori"]):
+        raise ValueError(
+            f"rows {low!r} and {high!r} were scored on different items ({len(a['ori'])} vs "
+            f"{len(b['ori'])}): the strength contrast pairs them item by item"
+        )
+
+    def stat(ori_l, te_l, ori_h, te_h):
+        return _delta(ori_h, te_h) - _delta(ori_l, te_l)
+
+    arrays = [np.asarray(x, float) for x in (a["ori"], a["te"], b["ori"], b["te"])]
+    c = bootstrap_claim(
+        PAPER,
+        "Fig. 5 / Table 8",
+        STRENGTH_ID,
+        f"TE's drop grows with contamination strength: Δacc of {high} ({copies[high]}x) minus "
+        f"Δacc of {low} ({copies[low]}x), points (the same {items})",
+        stat,
+        *arrays,
+        n_boot=n_boot,
+        seed=seed,
+        null=0.0,
+        null_how="no change with strength (0)",
+        direction="less",
+        paper_value="larger drops at more occurrences (Fig. 5, Table 8)",
+        interval_how=f"paired bootstrap over {len(arrays[0])} {items}",
+        rests_on=f"{rests_on}; the {copies[low]}x and {copies[high]}x rows of one recipe",
+    )
+    leaks = {c_.id: c_ for c_ in out}
+    for label in (low, high):
+        leak = leaks.get(f"te.leak[{label}]")
+        if leak is not None and not excludes_null(leak):
+            return mark_undecidable(
+                c,
+                f"the {label} row's leak is not established ({leak.id}: "
+                f"{leak.why.split(';')[0]}): TE has no inflated score to lower",
+            )
+    return c

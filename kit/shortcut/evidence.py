@@ -88,7 +88,7 @@ class Evidence:
     strength_copies: dict[str, int] = field(default_factory=dict)
     """Contaminated rows of ``te`` that differ only in how often the test items were seen (real
     recipes, :func:`kit.shortcut.strength.strength_rows`): label -> copies. Two or more levels give
-    Table 8's strength claim on them (:func:`kit.shortcut.strength.real_strength_claim`)."""
+    Table 8's strength claim on them (:func:`kit.shortcut.claims.real_strength_claim`)."""
     """Claims made elsewhere (section 11's A2 format claims), recorded with these."""
 
 

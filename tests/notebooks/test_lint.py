@@ -112,7 +112,7 @@ def test_parameters_cell_is_the_generated_one(path):
 
     cell = next(c for c in cells(path) if "parameters" in c.get("metadata", {}).get("tags", []))
     assert "".join(cell["source"]) == parameters_cell(path.stem), (
-        f"{path.name}: the parameters cell is out of date with kit/configs; run python -m kit.core.params --sync")
+        f"{path.name}: the parameters cell is out of date with kit/configs; run python -m kit notebooks sync")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

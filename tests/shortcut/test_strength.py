@@ -1,5 +1,6 @@
-"""Table 8 on the real rows (kit.shortcut.strength): which rows are one recipe at several
-strengths, and the claim on synthetic per-item data (hand-computed, the leak precondition)."""
+"""Table 8 on the real rows: which rows are one recipe at several strengths
+(kit.shortcut.strength), and the claim (kit.shortcut.claims) on synthetic per-item data
+(hand-computed, the leak precondition)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from kit.core.claims import check_consistent, claim
 from kit.core.params import load_params
-from kit.shortcut.strength import real_strength_claim, strength_rows
+from kit.shortcut.claims import real_strength_claim
+from kit.shortcut.strength import strength_rows
 
 
 def test_the_real_profile_s_1x_and_5x_rows_are_one_recipe_at_two_strengths():
