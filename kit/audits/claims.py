@@ -34,10 +34,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kit.core.claims import Claim, band_claim, claim, decided, mark_stability, weaken
+from kit.core.claims import (
+    Claim,
+    band_claim,
+    bootstrap_claim,
+    claim,
+    decided,
+    mark_stability,
+    weaken,
+)
 from kit.core.stats import welch_interval
 
-from .stability import coherence_interval
+from .stability import coherence_by_id
 
 PAPER = "003"
 ALPHA = 0.05
@@ -302,15 +310,16 @@ def _ex25_claim(r: Any, cid: str, seed: int, common: dict) -> Claim:
             not_testable="fewer than 3 ids shared by every run: coherence undefined",
             **common,
         )
-    est = coherence_interval(mat, n_boot=N_BOOT, seed=seed)
     shuffle = f"; the id-shuffle null gives {r.null:.3g}" if r.null is not None else ""
-    c = claim(
+    c = bootstrap_claim(  # coherence_interval's bootstrap over the shared ids, as one claim
         PAPER,
         "EX25",
         cid,
         statement,
-        est[0],
-        ci=est[1:],
+        coherence_by_id,
+        mat.T,
+        n_boot=N_BOOT,
+        seed=seed,
         null=thr,
         direction="greater",
         null_how=f"the page's threshold ({thr:g}){shuffle}, which any id-dependent pipeline beats",

@@ -237,12 +237,18 @@ def coherence(mat: Float[np.ndarray, "runs ids"]) -> float:
     return float(rho.mean())
 
 
+def coherence_by_id(table: Float[np.ndarray, "ids runs"]) -> float:
+    """:func:`coherence` of an ``ids x runs`` table: one row per id, the unit a bootstrap over ids
+    resamples (:func:`coherence_interval`, EX25's claim)."""
+    return coherence(np.asarray(table).T)
+
+
 def coherence_interval(
     mat: Float[np.ndarray, "runs ids"], n_boot: int = 1000, seed: int = 0
 ) -> tuple[float, float, float]:
     """``(coherence, low, high)``: percentile bootstrap over the shared ids (columns of ``mat``)."""
     mat = np.asarray(mat, float)
-    return bootstrap_ci(lambda cols: coherence(cols.T), mat.T, n_boot=n_boot, seed=seed)
+    return bootstrap_ci(coherence_by_id, mat.T, n_boot=n_boot, seed=seed)
 
 
 def reproducibility(

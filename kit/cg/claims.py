@@ -32,8 +32,7 @@ from kit.cg.planted import PlantedGapResult, planted_gap_analysis
 from kit.cg.planted_settings import primary_setting
 from kit.cg.report import gap_significance
 from kit.cg.size_control import EqualSizeCoverage, SaeSwap, coverage_vs_text, sae_swap
-from kit.core.claims import Claim, band_claim, claim
-from kit.core.stats import mean_diff_ci
+from kit.core.claims import Claim, band_claim, claim, mean_diff_claim
 
 PAPER = "002"
 MODEL_IDS = (
@@ -397,15 +396,16 @@ def setup_claim(cid: str, r: PlantedGapResult, seed: int = 0) -> Claim:
     member = np.concatenate(
         [np.asarray(suite.model_scores[s["member"]][b])[r.planted[b]] for b in hosts]
     )
-    d, lo, hi = mean_diff_ci(parent, member, paired=True, seed=seed)
-    return claim(
+    return mean_diff_claim(
         PAPER,
         "world",
         cid,
         f"The planted gap exists: {s['parent']} minus {s['member']} accuracy on the {parent.size} "
         "planted items",
-        d,
-        ci=(lo, hi),
+        parent,
+        member,
+        paired=True,
+        seed=seed,
         null=0.0,
         direction="greater",
         kind="set-up check",

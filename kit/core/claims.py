@@ -598,14 +598,18 @@ def versus_paper(
 
 def permutation_floor(n_a: int, n_b: int, alpha: float = ALPHA / 2) -> str | None:
     """Why an exact label permutation of ``n_a`` against ``n_b`` units cannot reach a one-sided
-    p-value at ``alpha`` (the most extreme arrangement is one in C(n_a + n_b, n_a)), or ``None``
-    when it can. Read from the design alone.
+    p-value at ``alpha`` (its smallest p-value, :func:`kit.core.stats.smallest_p`: the most
+    extreme arrangement is one in C(n_a + n_b, n_a)), or ``None`` when it can. Read from the
+    design alone: the ledger's reason for *cannot be decided here*, where ``smallest_p`` is the
+    number.
 
     >>> permutation_floor(3, 2)
     '3 against 2 units: 10 label arrangements, so the smallest one-sided p-value is 0.1 > 0.025'
     """
-    n_arr = math.comb(n_a + n_b, n_a)
-    p = 1.0 / n_arr
+    from kit.core.stats import smallest_p
+
+    n_arr = math.comb(n_a + n_b, n_a)  # for the reason's text
+    p = smallest_p(n_a, n_b)
     if p <= alpha:
         return None
     return (

@@ -48,7 +48,7 @@ from kit.core.claims import (
     orders_floor,
     weaken,
 )
-from kit.core.stats import MAX_EXACT_ORDERS, bootstrap_ci
+from kit.core.stats import MAX_EXACT_ORDERS
 from kit.neuronvote import published
 from kit.neuronvote.methods import DISPLAY, PAPER_METHODS
 from kit.neuronvote.published import PROBING
@@ -186,23 +186,29 @@ def order_claim(setting, seed: int, n_boot: int, n_null: int) -> Claim:
         ours = np.nanmean(rows, axis=0)
         return float(spearmanr(ours, target).statistic) if np.ptp(ours) > 0 else float("nan")  # pyright: ignore[reportAttributeAccessIssue]  (scipy)
 
-    est = bootstrap_ci(agree, nv[methods].to_numpy(float), n_boot=n_boot, seed=seed)
+    rows = nv[methods].to_numpy(float)
+    # the observed agreement's exact p goes into null_how, so it is read before the claim is built
+    # (bootstrap_claim takes the same value as its point: one Spearman, deterministic)
+    observed = agree(rows)
     order = ", ".join(DISPLAY[m] for m in paper[methods].sort_values(ascending=False).index)
     null = orders_null(target, seed=seed)
-    # the band's edges are attained orders (never interpolated): beyond the top edge is p < 2.5%
+    # the band's edges are attained orders (never interpolated): beyond the top edge is p < 2.5%;
+    # the exact null is not a draw of null_band's kind, so it goes in as null / null_range
     band = (
         float(np.quantile(null, ALPHA / 2, method="lower")),
         float(np.quantile(null, 1 - ALPHA / 2, method="higher")),
     )
-    p = float(np.mean(null >= est[0] - 1e-9)) if np.isfinite(est[0]) else float("nan")
+    p = float(np.mean(null >= observed - 1e-9)) if np.isfinite(observed) else float("nan")
     exact = len(methods) <= MAX_ORDERS
-    c = claim(
+    c = bootstrap_claim(
         PAPER,
         published.table_label(ref.compatibility or ref.neuronvote_by_layer),
         setting.prefix + "order.paper_agreement",
         statement,
-        est[0],
-        ci=est[1:],
+        agree,
+        rows,
+        n_boot=n_boot,
+        seed=seed,
         null=float(null.mean()),
         null_range=band,
         direction="greater",

@@ -220,3 +220,32 @@ def test_vs_null_numbers_unchanged_by_the_shared_null_band_helper():
         1.6990285209859235,
     )
     assert c.verdict == "pass" and c.extra == {"p_value": 1 / 41, "n_null_draws": 40}
+
+
+def test_ex25_numbers_unchanged_by_the_shared_bootstrap_helper():
+    # Expected values computed once by the code before EX25's claim called
+    # kit.core.claims.bootstrap_claim (coherence_interval then claim); the claim's interval is
+    # still coherence_interval's
+    from kit.audits.claims import N_BOOT
+    from kit.audits.stability import coherence_interval
+
+    g = np.random.default_rng(11)
+    base = g.normal(size=30)
+    mat = np.stack([base + g.normal(scale=0.3, size=30) for _ in range(3)])
+    r = AuditResult(
+        metric="EX25",
+        name="Reproducibility (x)",
+        value=0.0,
+        pass_condition="coherence > 0.9",
+        passed=True,
+        values={"per_id": mat, "min_coherence": 0.9},
+        inputs=AuditInputs(n=30),
+    )
+    c = _claims([r], seed=2)["EX25.vs_null"]
+    assert (c.ours, c.ci_low, c.ci_high) == (
+        0.892324805339266,
+        0.7758241632388598,
+        0.9494411277575541,
+    )
+    assert (c.ours, c.ci_low, c.ci_high) == coherence_interval(mat, n_boot=N_BOOT, seed=2)
+    assert c.verdict == "inconclusive"

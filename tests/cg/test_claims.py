@@ -244,3 +244,30 @@ def test_band_claim_numbers_unchanged_by_the_shared_null_band_helper():
         1.6990285209859235,
     )
     assert c.verdict == "supported" and c.extra == {"p_value": 0.04}
+
+
+def test_setup_claim_numbers_unchanged_by_the_shared_mean_diff_helper():
+    # Expected values computed once by the code before setup_claim called
+    # kit.core.claims.mean_diff_claim (its own mean_diff_ci then claim): the same paired resamples
+    # of the planted items (25 of "b"; "c" plants none)
+    from types import SimpleNamespace
+
+    g = np.random.default_rng(3)
+    parent = {"b": g.random(40) + 0.3, "c": g.random(10)}
+    member = {"b": g.random(40), "c": g.random(10)}
+    summary = dict(
+        parent="p", member="m", gap="g", sae="s", sae_hook="h", pooling="mean", chance=0.25
+    )
+    r = SimpleNamespace(
+        summary=summary,
+        suite=SimpleNamespace(model_scores={"p": parent, "m": member}),
+        planted={"b": np.arange(40) < 25, "c": np.zeros(10, bool)},
+    )
+    c = cgc.setup_claim("setup", r, seed=4)  # pyright: ignore[reportArgumentType]  (duck-typed)
+    assert c.ours == pytest.approx(np.mean(parent["b"][:25] - member["b"][:25]), abs=1e-15)
+    assert (c.ours, c.ci_low, c.ci_high) == (
+        0.22067375751424856,
+        0.07112353304903904,
+        0.389907201829677,
+    )
+    assert c.verdict == "supported" and c.kind == "set-up check" and c.extra == {"chance": 0.25}

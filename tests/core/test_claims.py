@@ -227,6 +227,20 @@ def test_an_interval_that_is_a_point_up_to_rounding_supports_nothing():
     assert C.claim("003", "s", "x", "x", 0.99, ci=(0.98, 1.0), null=0.9).verdict == "supported"
 
 
+def test_permutation_floor_is_the_smallest_p_against_alpha():
+    # one definition of the smallest p: the floor speaks exactly where smallest_p is above alpha
+    from kit.core.stats import smallest_p
+
+    for n_a in range(1, 8):
+        for n_b in range(1, 8):
+            for alpha in (0.01, 0.025, 0.05):
+                why = C.permutation_floor(n_a, n_b, alpha)
+                assert (why is None) == (smallest_p(n_a, n_b) <= alpha), (n_a, n_b, alpha)
+    # C(6, 3) = 20 arrangements: p = 0.05, above 0.025 and not above 0.05
+    assert "20 label arrangements" in str(C.permutation_floor(3, 3))
+    assert C.permutation_floor(3, 3, 0.05) is None
+
+
 def test_a_design_that_cannot_reach_alpha_cannot_be_decided_whatever_the_numbers():
     # 3 against 2 models: C(5, 3) = 10 arrangements, so p >= 0.1 even for the most extreme one
     why = C.permutation_floor(3, 2)

@@ -331,3 +331,18 @@ def test_probeless_claim_numbers_unchanged_by_the_shared_bootstrap_helper():
         0.10734155259924878,
     )
     assert c.verdict == "supported" and c.extra["best_other"] == "lca"
+
+
+def test_order_claim_numbers_unchanged_by_the_shared_bootstrap_helper():
+    # Expected values computed once by the code before order_claim called
+    # kit.core.claims.bootstrap_claim (its own bootstrap_ci then claim): the helper must draw the
+    # same resamples (noise 0.3: resamples reorder the methods, so the interval moves with the seed)
+    st = _setting(PAPER_NV, None, noise=0.3, seed=7)
+    c = next(
+        c
+        for c in setting_claims(st, seed=6, n_boot=200, n_null=10)
+        if c.id == "order.paper_agreement"
+    )
+    assert (c.ours, c.ci_low, c.ci_high) == (0.942857142857143, 0.48571428571428577, 1.0)
+    assert c.extra == {"p_value": 1 / 120, "n_orders": 720} and c.verdict == "inconclusive"
+    assert c.null_how.endswith("(exact; 95% band; one-sided p 0.00833)")
