@@ -111,9 +111,7 @@ def compare_verdicts(
             f"claims {missing} of {models[1]} have no counterpart among {models[0]}'s "
             f"({', '.join(first)})"
         )
-    return CrossModelVerdicts(
-        models, tuple(VerdictPair(i, first[i], v) for i, v in second.items())
-    )
+    return CrossModelVerdicts(models, tuple(VerdictPair(i, first[i], v) for i, v in second.items()))
 
 
 def verdicts(claims: Sequence[Claim]) -> dict[str, str]:

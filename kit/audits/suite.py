@@ -191,7 +191,9 @@ class SAEFamily:
         return [*self.results, self.m09]
 
 
-def sae_family(model, model_name: str, names: dict[str, str], saes: dict[str, Any], cfg) -> SAEFamily:
+def sae_family(
+    model, model_name: str, names: dict[str, str], saes: dict[str, Any], cfg
+) -> SAEFamily:
     """The SAE audits of ``model`` with ``saes`` (roles as :func:`load_saes` returns them): the
     prompts of ``cfg.sae_tasks``, their activations, :func:`run_sae_audits` and :func:`run_m09`.
     The one call per model: the audited model's and ``second_model``'s

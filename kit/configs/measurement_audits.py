@@ -239,9 +239,7 @@ class Config(BaseConfig):
     def requirements(self) -> list[str]:
         """An SAE of the audited model per role, EX2's names in the circuit model's tokenizer, edge
         patching within its budget when forced on."""
-        errors = [
-            e for e in (self._check_saes(), self._check_second(), self._check_names()) if e
-        ]
+        errors = [e for e in (self._check_saes(), self._check_second(), self._check_names()) if e]
         plan = self.edge_plan()
         if self.circuit_layers is not None:
             from kit.audits.cost import model_shape
