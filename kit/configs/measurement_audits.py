@@ -349,6 +349,8 @@ class Config(BaseConfig):
         return self._check_saes_of(s.model, roles, "second_model.model")
 
     def _check_saes_of(self, model: str, roles: dict[str, str | None], model_field: str) -> str:
+        """``roles`` (field -> SAE name) all SAEs of ``model`` (named by ``model_field``): the first
+        problem, naming its field, or ""."""
         for field, name in roles.items():
             if why := _check_real_sae(field, name, self.world):
                 return why
