@@ -171,6 +171,52 @@ def run_sae_audits(ctx: SAEContext, model, cfg) -> tuple[list[AuditResult], dict
     return out, {"m11": m11, "m13": m13}
 
 
+@dataclass
+class SAEFamily:
+    """The SAE audits of one model (:func:`sae_family`): M07, M08, M10, M11, M12 (both SAEs),
+    M13, EX24, EX34 (``results``, :func:`run_sae_audits`' order), M09, the activations they read
+    and the figures' inputs."""
+
+    model_name: str
+    names: dict[str, str]
+    """The SAE of each role."""
+    ctx: SAEContext
+    results: list[AuditResult]
+    art: dict[str, Any]
+    m09: AuditResult
+
+    @property
+    def all_results(self) -> list[AuditResult]:
+        """``results`` then M09 (the order of the notebook's summary)."""
+        return [*self.results, self.m09]
+
+
+def sae_family(
+    model, model_name: str, names: dict[str, str], saes: dict[str, Any], cfg
+) -> SAEFamily:
+    """The SAE audits of ``model`` with ``saes`` (roles as :func:`load_saes` returns them): the
+    prompts of ``cfg.sae_tasks``, their activations, :func:`run_sae_audits` and :func:`run_m09`.
+    The one call per model: the audited model's and ``second_model``'s
+    (:func:`second_model_family`)."""
+    prompts, labels = task_prompts(cfg.sae_tasks, cfg.n_prompts_per_task, cfg.hf_max_chars)
+    ctx = sae_context(model, model_name, saes, names, prompts, labels, hook=cfg.hook)
+    results, art = run_sae_audits(ctx, model, cfg)
+    return SAEFamily(model_name, names, ctx, results, art, run_m09(ctx, cfg))
+
+
+def second_model_family(cfg) -> SAEFamily | None:
+    """:func:`sae_family` on ``cfg.second_model`` (loaded, its SAEs trained on first use for
+    ``real-sae/`` names) with every other field of ``cfg``; ``None`` without a second model."""
+    second = cfg.second_config()
+    if second is None:
+        return None
+    from kit.models import load_model
+
+    model = load_model(second.model, device=second.device, world=second.world)
+    names, saes = load_saes(second, model)
+    return sae_family(model, second.model, names, saes, second)
+
+
 def _sae_audits(ctx: SAEContext, model, cfg) -> list[AuditResult]:
     r = _sae_metrics(ctx.saes, ctx, model, cfg)
     roles = {

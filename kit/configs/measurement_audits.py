@@ -3,9 +3,33 @@
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kit.core.params import BaseConfig, Fraction, Positive, distinct
+
+
+class SecondModel(BaseModel):
+    """A second model the SAE audits (M07, M08, M09, M10-M13, EX24, EX34) run on beside ``model``,
+    with its own SAEs in the same four roles; every other field (prompt sources, sizes, nulls) is
+    shared. The circuit family stays on ``circuit_model``/``model`` only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    model: str
+    """The second model (e.g. ``real/qwen2.5-coder-0.5b-instruct``); not ``model`` itself."""
+    sae_arch_a: str
+    """Its SAE in ``sae_arch_a``'s role (an SAE of this model)."""
+    sae_arch_b: str
+    """Its SAE in ``sae_arch_b``'s role (another architecture, same hook and width)."""
+    sae_small: str
+    """Its SAE in ``sae_small``'s role (M11's narrower one)."""
+    sae_large: str
+    """Its SAE in ``sae_large``'s role (M11's wider one)."""
+    hook: str | None = None
+    """Hook its SAEs read; ``None``: the SAE's own metadata."""
+    n_prompts_per_task: int | None = Field(None, ge=4, le=2000)
+    """Prompts per source on this model (fewer than ``n_prompts_per_task`` keeps a larger model's
+    time in budget); ``None``: ``n_prompts_per_task``."""
 
 
 class Config(BaseConfig):
@@ -159,6 +183,10 @@ class Config(BaseConfig):
     ``None``: M14 is not run and its claim says not testable (no safety contrast offline)."""
     sve_stability_runs: int = Field(5, ge=2, le=100)
     """M14: prompt-subset reruns for the stability score."""
+    second_model: SecondModel | None = None
+    """The SAE audits rerun on a second model with its own SAEs (``model``, ``sae_arch_a``,
+    ``sae_arch_b``, ``sae_small``, ``sae_large``, optional ``hook`` and ``n_prompts_per_task``),
+    their verdicts set beside ``model``'s; ``None``: one model."""
 
     @model_validator(mode="after")
     def _check(self):
@@ -211,7 +239,7 @@ class Config(BaseConfig):
     def requirements(self) -> list[str]:
         """An SAE of the audited model per role, EX2's names in the circuit model's tokenizer, edge
         patching within its budget when forced on."""
-        errors = [e for e in (self._check_saes(), self._check_names()) if e]
+        errors = [e for e in (self._check_saes(), self._check_second(), self._check_names()) if e]
         plan = self.edge_plan()
         if self.circuit_layers is not None:
             from kit.audits.cost import model_shape
@@ -250,6 +278,26 @@ class Config(BaseConfig):
     def circuit_model_name(self) -> str:
         return self.circuit_model or self.model
 
+    def second_config(self) -> "Config | None":
+        """This config with ``second_model`` in ``model``'s place (its SAEs, hook and prompts per
+        source; every other field shared), what the SAE audits of the second model read; ``None``
+        without a second model."""
+        s = self.second_model
+        if s is None:
+            return None
+        return self.model_copy(
+            update=dict(
+                model=s.model,
+                sae_arch_a=s.sae_arch_a,
+                sae_arch_b=s.sae_arch_b,
+                sae_small=s.sae_small,
+                sae_large=s.sae_large,
+                hook=s.hook,
+                n_prompts_per_task=s.n_prompts_per_task or self.n_prompts_per_task,
+                second_model=None,
+            )
+        )
+
     def edge_plan(self) -> "EdgePlan":
         """Whether circuit discovery scores edges, and why (the estimate the notebook prints): the
         edges scored by ``edge_scores`` on the IOI prompts (all ``n_ioi``: an upper bound on the
@@ -282,22 +330,43 @@ class Config(BaseConfig):
             "sae_small": self.sae_small,
             "sae_large": self.sae_large,
         }
+        return self._check_saes_of(self.model, roles, "model")
+
+    def _check_second(self) -> str:
+        """``second_model``: another model than ``model``, and SAEs of its own in every role."""
+        s = self.second_model
+        if s is None:
+            return ""
+        if s.model.split("@")[0] == self.model.split("@")[0]:
+            return (
+                f"field 'second_model.model': {s.model!r} is the audited model (model); name "
+                "another model, or set second_model: null"
+            )
+        roles = {
+            f"second_model.{f}": getattr(s, f)
+            for f in ("sae_arch_a", "sae_arch_b", "sae_small", "sae_large")
+        }
+        return self._check_saes_of(s.model, roles, "second_model.model")
+
+    def _check_saes_of(self, model: str, roles: dict[str, str | None], model_field: str) -> str:
+        """``roles`` (field -> SAE name) all SAEs of ``model`` (named by ``model_field``): the first
+        problem, naming its field, or ""."""
         for field, name in roles.items():
             if why := _check_real_sae(field, name, self.world):
                 return why
             owner = _sae_owner(name)
-            if owner is not None and owner != self.model.split("@")[0]:
+            if owner is not None and owner != model.split("@")[0]:
                 return (
                     f"field {field!r}: {name!r} is an SAE of {owner}, not of "
-                    f"model={self.model!r}; name an SAE trained on the audited model"
+                    f"{model_field}={model!r}; name an SAE trained on the audited model"
                 )
         from kit.models.sources import form_of
 
-        if not form_of(self.model).world_member:
+        if not form_of(model).world_member:
             missing = [f for f, n in roles.items() if n is None]
             if missing:
                 return (
-                    f"fields {', '.join(missing)}: required for model={self.model!r} (SAEs are "
+                    f"fields {', '.join(missing)}: required for {model_field}={model!r} (SAEs are "
                     "chosen automatically only among a tiny-world member's); name an SAE of this "
                     "model each"
                 )
@@ -306,9 +375,9 @@ class Config(BaseConfig):
         from kit.world import saes
 
         try:
-            choose_saes(list(saes(self.world)), self.model, *roles.values())
+            choose_saes(list(saes(self.world)), model, *roles.values())
         except ValueError as e:
-            return f"fields sae_arch_a, sae_arch_b, sae_small, sae_large: {e}"
+            return f"fields {', '.join(roles)}: {e}"
         return ""
 
     def _check_names(self) -> str:

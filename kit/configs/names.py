@@ -16,9 +16,14 @@ def _is_task_field(field: str) -> bool:
 
 
 def _strings(value: Any) -> list[str]:
-    """Every string inside a field's value (list items, tuple items, dict keys and values)."""
+    """Every string inside a field's value (list items, tuple items, dict keys and values, a
+    nested config's fields)."""
+    from pydantic import BaseModel
+
     if isinstance(value, str):
         return [value]
+    if isinstance(value, BaseModel):
+        return _strings(value.model_dump())
     if isinstance(value, dict):
         return [s for k, v in value.items() for s in _strings(k) + _strings(v)]
     if isinstance(value, (list, tuple)):
