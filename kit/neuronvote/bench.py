@@ -200,8 +200,8 @@ def _reuse_lines(x, y, n: int, d: int) -> list[BenchLine]:
     )
     voters = list(nv.PAPER_METHODS)
     rng = np.random.default_rng(0)
-    rankings = {m: rng.permutation(d) for m in voters}
-    draws = [rng.permutation(d) for _ in range(19)]
+    rankings = {m: rng.permutation(d).tolist() for m in voters}
+    draws = [rng.permutation(d).tolist() for _ in range(19)]
     s_top = min(30, d)
 
     def naive():
