@@ -1246,21 +1246,11 @@ def study_claims(
         published_late_steps,
     )
     out = source_claims(pub, "paper.", "re-analysis", seed)
-    mine = measured_claims(
-        study.directions,
-        study.measurements,
-        s.contaminated,
-        s.contaminated_tasks,
-        split,
-        study.source,
-        late_steps,
-        study.rests_on,
-        seed,
-    )
-    reruns = [
-        measured_claims(
-            d,
-            m,
+
+    def measured(directions, measurements) -> list[Claim]:
+        return measured_claims(
+            directions,
+            measurements,
             s.contaminated,
             s.contaminated_tasks,
             split,
@@ -1269,8 +1259,9 @@ def study_claims(
             study.rests_on,
             seed,
         )
-        for m, d in study.reseeds.values()
-    ]
+
+    mine = measured(study.directions, study.measurements)
+    reruns = [measured(d, m) for m, d in study.reseeds.values()]
     if reruns:
         mark_stability(mine, reruns, "item draws with seeds " + ", ".join(map(str, study.reseeds)))
     return out + mine
