@@ -11,7 +11,8 @@ has runs alone. A notebook's peak is, in order of preference:
    :data:`KERNEL_BYTES`, plus :data:`HELD_COPIES` copies of its largest model's weights (parameter
    count x the bytes of the config's ``dtype``), plus, when the config names fine-tunes
    (``<base>+<recipe>``) that a first run builds, what their training workers hold
-   (:data:`FINETUNE_BYTES_PER_PARAM`, one worker per fine-tune up to the config's ``max_workers``).
+   (:data:`FINETUNE_BYTES_PER_PARAM`, one worker per fine-tune up to the config's ``max_workers``,
+   whose None means every core, as the job engine reads it).
    The counts of the real models are :data:`N_PARAMS`; the tiny world's and the twins' models are a
    few MB and count as nothing beside the kernel.
 
@@ -75,10 +76,13 @@ def model_bytes(name: str, dtype: str = "float32") -> int:
     return N_PARAMS.get(name.split("+")[0], 0) * DTYPE_BYTES[dtype]
 
 
-def estimate_peak(config: Any) -> int:
+def estimate_peak(config: Any, cores: int | None = None) -> int:
     """A notebook's peak resident bytes estimated from its config (module docstring): the kernel,
     :data:`HELD_COPIES` copies of its largest model in the config's ``dtype``, and its fine-tune
-    workers if it names fine-tunes."""
+    workers if it names fine-tunes: one per fine-tune up to ``max_workers``, or up to ``cores``
+    (default: the cores this process may use) where ``max_workers`` is None, as the job engine
+    reads it (a first real run of notebook 03 measured 13.9 GiB with two workers, where one was
+    planned)."""
     values = config.model_dump() if hasattr(config, "model_dump") else dict(config)
     dtype = str(values.get("dtype") or "float32")
     names = [s for s in strings_in(values) if s.split("+")[0] in N_PARAMS]
@@ -89,7 +93,11 @@ def estimate_peak(config: Any) -> int:
     tuned = sorted({n for n in names if "+" in n})
     if tuned:
         base = max(tuned, key=lambda n: model_bytes(n, dtype)).split("+")[0]
-        workers = min(len(tuned), int(values.get("max_workers") or 1))
+        if cores is None:
+            from kit.core.jobs.schedule import default_workers
+
+            cores = default_workers()
+        workers = min(len(tuned), int(values.get("max_workers") or cores))
         peak += workers * N_PARAMS[base] * FINETUNE_BYTES_PER_PARAM
     return peak
 

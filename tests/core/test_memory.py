@@ -55,9 +55,15 @@ def test_estimate_is_kernel_plus_two_copies_of_the_largest_model_in_its_dtype():
     small = M.N_PARAMS["real/smollm2-135m-instruct"]
     base = "real/smollm2-135m-instruct"
     tuned = {"contaminated": {f"{base}+arc-test-x5": base}}
-    assert M.estimate_peak(tuned) == M.KERNEL_BYTES + 2 * 4 * small + 52 * small
+    assert M.estimate_peak(tuned, cores=2) == M.KERNEL_BYTES + 2 * 4 * small + 52 * small
     five = {"models": [f"{base}+r{i}" for i in range(5)], "max_workers": 2}
     assert M.estimate_peak(five) == M.KERNEL_BYTES + 2 * 4 * small + 2 * 52 * small
+    # max_workers None means every core (the job engine's reading): five fine-tunes on two cores
+    # train two at a time, on eight cores five
+    unset = {**five, "max_workers": None}
+    assert M.estimate_peak(unset, cores=2) == M.estimate_peak(five)
+    assert M.estimate_peak(unset, cores=8) == M.KERNEL_BYTES + 2 * 4 * small + 5 * 52 * small
+    assert M.estimate_peak({**five, "max_workers": 1}, cores=8) == M.estimate_peak(tuned)
     assert M.estimate_peak({"model": "zoo/base-m"}) == M.KERNEL_BYTES, "tiny models count nothing"
     with pytest.raises(ValueError, match="dtype='int8'; allowed values: float32"):
         M.estimate_peak({"model": "real/gemma-3-270m", "dtype": "int8"})
