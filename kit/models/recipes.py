@@ -281,6 +281,9 @@ RECIPES: dict[str, Recipe] = {**TABLE, **SMOKE}
 
 CONTAMINATED = tuple(n for n, r in TABLE.items() if r.inject == "test")
 CONTROLS = tuple(n for n in TABLE if n not in CONTAMINATED)
+SPECIALISED = tuple(n for n, r in TABLE.items() if r.inject == "train")
+"""The in-domain specialised fine-tunes (trained on the benchmark's train split, none of its test
+items): notebook 02's corollary 1 on real models; they are also among the :data:`CONTROLS`."""
 
 
 def is_recipe_name(name: str) -> bool:

@@ -54,7 +54,6 @@ Stability: the measured claims again on other item draws (:func:`study_claims`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
@@ -75,7 +74,6 @@ from kit.core.stats import (
     newcombe_diff,
     order_band,
     proportions_contrast_interval,
-    smallest_p,
     wilson_interval,
 )
 from kit.models.sources import form_of
@@ -1270,28 +1268,43 @@ def study_claims(
 def real_model_scope(
     contaminated: Sequence[str],
     controls: Sequence[str],
+    specialised: Sequence[str] = (),
     offline: Sequence[str] = ("real/smollm2-135m-instruct", "real/gemma-3-270m"),
 ) -> list[str]:
     """Which of this notebook's claims the offline real models could test, and why not, computed
-    from the real fine-tunes' counts (``contaminated``, ``controls``: model names, e.g.
-    ``kit.models.recipes.CONTAMINATED`` / ``CONTROLS``; each contaminated one leaks one
-    benchmark)."""
+    from the real fine-tunes' counts (``contaminated``, ``controls``, ``specialised``: model names,
+    e.g. ``kit.models.recipes.CONTAMINATED`` / ``CONTROLS`` / ``SPECIALISED``; each contaminated one
+    leaks one benchmark, each specialised one is trained in one benchmark's domain), in the words
+    of the claims' own design floors (:func:`wilson_floor`, :func:`permutation_floor`)."""
+
+    def decidable(floor: str | None, cannot: str) -> str:
+        return f"{floor}, so it {cannot}." if floor else "so it could be decided."
+
     n_c, n_u = len(contaminated), len(controls)
-    lo = wilson_interval(n_c, n_c)[1] if n_c else float("nan")
-    p = smallest_p(n_c, n_u) if n_c and n_u else float("nan")
-    n_arr = math.comb(n_c + n_u, n_c) if n_c and n_u else 0
+    if specialised:
+        specialisation = (
+            f"Corollary 1, specialisation: the specialised fine-tunes ({', '.join(specialised)}) "
+            f"as units: {decidable(wilson_floor(len(specialised), 0.5), 'cannot be decided here')}"
+        )
+    else:
+        specialisation = (
+            "Corollary 1, specialisation: not testable: no specialised fine-tune of an offline "
+            "real model (the paper's pairs are 7B hub models)."
+        )
     return [
         f"Corollary 1, pre-training: not testable: {' and '.join(offline)} ship their final "
         "weights only (no training checkpoints offline); the paper and paper-pythia profiles name "
         "hub checkpoints.",
-        "Corollary 1, specialisation: not testable: no specialised fine-tune of an offline real "
-        "model (the paper's pairs are 7B hub models).",
-        f"Corollary 2, in domain: {n_c} contaminated fine-tunes, one leaked benchmark each, are "
-        f"{n_c} units: even {n_c} of {n_c} accumulating has a Wilson lower bound of {lo:.3f}, "
-        + ("so it could be decided." if lo > 0.5 else "under 1/2, so it cannot be supported."),
+        specialisation,
+        "Corollary 2, in domain: the contaminated fine-tunes, one leaked benchmark each, as units: "
+        + decidable(wilson_floor(n_c, 0.5), "cannot be supported"),
         f"Corollary 2, out of domain: {n_c} contaminated against {n_u} clean fine-tunes, the model "
-        f"as the unit: {n_arr} label arrangements, smallest one-sided p {p:.3g}"
-        + (", so it cannot be decided at 2.5%." if not p <= 0.025 else "."),
+        "as the unit: "
+        + (
+            decidable(permutation_floor(n_c, n_u), "cannot be decided here")
+            if n_c and n_u
+            else "not testable: it needs both kinds."
+        ),
         "Set-up check (the leak): testable on them (test-minus-fresh accuracy on the leaked "
         "benchmark).",
     ]

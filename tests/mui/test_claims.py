@@ -700,7 +700,14 @@ def test_rests_on_names_the_models():
 
 def test_real_model_scope_counts_what_three_and_two_fine_tunes_can_decide():
     lines = mc.real_model_scope(["c1", "c2", "c3"], ["u1", "u2"])
-    assert "10 label arrangements, smallest one-sided p 0.1, so it cannot be decided" in lines[3]
-    assert "Wilson lower bound of 0.439" in lines[2] and "cannot be supported" in lines[2]
+    assert "10 label arrangements, so the smallest one-sided p-value is 0.1 > 0.025" in lines[3]
+    assert "cannot be decided here" in lines[3]
+    assert "Wilson 95% lower bound of 0.439" in lines[2] and "cannot be supported" in lines[2]
     many = mc.real_model_scope([f"c{i}" for i in range(8)], [f"u{i}" for i in range(8)])
     assert "cannot be decided" not in many[3] and "could be decided" in many[2]
+    assert "specialisation: not testable" in lines[1], "no specialised fine-tune: nothing to test"
+    # one specialised fine-tune is one unit: Wilson's lower bound for 1 of 1 is 0.207 (hand:
+    # z^2 = 3.8415, (1 + z^2/2 - z sqrt(z^2/4)) / (1 + z^2) = 1 / 4.8415 = 0.2065)
+    one = mc.real_model_scope(["c1", "c2", "c3"], ["u1", "u2"], ["u1"])
+    assert "(u1) as units: 1 unit: even 1 of 1" in one[1]
+    assert "0.207" in one[1] and "cannot be decided here" in one[1]
