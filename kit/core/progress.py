@@ -210,19 +210,24 @@ def duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
-def estimate_text(elapsed: float, expected: float | None) -> str:
-    """Elapsed time beside the last run's: ``3m05s of ~12m00s (last run)``."""
+def estimate_text(elapsed: float, expected: float | None, first_run: bool = False) -> str:
+    """Elapsed time beside the last run's, ``3m05s of ~12m00s (last run)``, or beside a first
+    run's typical time where no earlier run has one (``first_run``)."""
     if expected is None:
         return f"{duration(elapsed)} (no earlier run to compare)"
     if elapsed <= expected:
-        return f"{duration(elapsed)} of ~{duration(expected)} (last run)"
-    return f"{duration(elapsed)}, over the last run's {duration(expected)}"
+        basis = "a first run's estimate" if first_run else "last run"
+        return f"{duration(elapsed)} of ~{duration(expected)} ({basis})"
+    basis = "a first run's estimated" if first_run else "the last run's"
+    return f"{duration(elapsed)}, over {basis} {duration(expected)}"
 
 
-def notebook_line(stem: str, state: LogState, elapsed: float, expected: float | None) -> str:
+def notebook_line(
+    stem: str, state: LogState, elapsed: float, expected: float | None, first_run: bool = False
+) -> str:
     """One running notebook: ``[03_x] cell 4/20 § Patching | 3m05s of ~12m00s (last run) | bar``."""
     parts = [f"[{stem}] " + (f"cell {state.cell}" if state.cell else "starting its kernel")]
-    parts.append(estimate_text(elapsed, expected))
+    parts.append(estimate_text(elapsed, expected, first_run))
     if state.bar:
         parts.append(state.bar)
     return " | ".join(parts)
@@ -235,12 +240,15 @@ def run_line(
     waiting: list[str],
     expected: dict[str, float],
     parallel: int,
+    first_run: frozenset[str] = frozenset(),
 ) -> str:
-    """The whole run: notebooks done/total and, when every unfinished notebook has an earlier time,
-    the time left if the remaining work spreads over ``parallel`` slots (an estimate: the longest
-    notebook may take longer than that share)."""
+    """The whole run: notebooks done/total and, when every unfinished notebook has an expected
+    time (an earlier run's, or a first run's estimate for the ``first_run`` ones), the time left if
+    the remaining work spreads over ``parallel`` slots (an estimate: the longest notebook may take
+    longer than that share)."""
     text = f"[run] {n_done}/{n_total} notebooks done, {len(running)} running"
     todo = [*running, *waiting]
+    basis = "with first-run estimates" if first_run & set(todo) else "last run's times"
     if todo and all(s in expected for s in todo):
         left = sum(max(expected[s] - e, 0.0) for s, e in running.items())
         left += sum(expected[s] for s in waiting)
@@ -248,9 +256,9 @@ def run_line(
             [max(expected[s] - e, 0.0) for s, e in running.items()] + [expected[s] for s in waiting]
         )
         if longest > 0:
-            text += f", ~{duration(max(left / max(parallel, 1), longest))} left (last run's times)"
+            text += f", ~{duration(max(left / max(parallel, 1), longest))} left ({basis})"
         else:
-            text += ", past the last run's times"
+            text += f", past the expected times ({basis})"
     return text
 
 
@@ -267,10 +275,12 @@ class RunProgress:
         expected: dict[str, float],
         parallel: int,
         stream: TextIO | None = None,
+        first_run: frozenset[str] = frozenset(),
         tty: bool | None = None,
         heartbeat_s: float | None = None,
     ):
         self.run_dir, self.expected, self.parallel = run_dir, expected, parallel
+        self.first_run = first_run  # notebooks whose expected time is a first run's estimate
         self.waiting = list(order)
         self.n_total = len(order)
         self.n_done = 0
@@ -321,13 +331,19 @@ class RunProgress:
     def _notebook_line(self, stem: str) -> str:
         state = read_state(self.run_dir / stem / LOG_NAME)
         elapsed = time.perf_counter() - self.running[stem]
-        return notebook_line(stem, state, elapsed, self.expected.get(stem))
+        return notebook_line(stem, state, elapsed, self.expected.get(stem), stem in self.first_run)
 
     def _run_line(self) -> str:
         now = time.perf_counter()
         elapsed = {s: now - t0 for s, t0 in self.running.items()}
         return run_line(
-            self.n_done, self.n_total, elapsed, self.waiting, self.expected, self.parallel
+            self.n_done,
+            self.n_total,
+            elapsed,
+            self.waiting,
+            self.expected,
+            self.parallel,
+            self.first_run,
         )
 
     def beat(self) -> None:
@@ -341,7 +357,9 @@ class RunProgress:
             self.last_beat[stem] = now
             state = read_state(self.run_dir / stem / LOG_NAME)
             where = f", cell {state.cell}" if state.cell else ""
-            text = estimate_text(now - self.running[stem], self.expected.get(stem))
+            text = estimate_text(
+                now - self.running[stem], self.expected.get(stem), stem in self.first_run
+            )
             append_line(self.run_dir / stem / LOG_NAME, "beat", text + where)
         if not self.tty:  # the due notebooks' lines only: each at most every heartbeat_s
             for line in [*(self._notebook_line(s) for s in due), self._run_line()]:

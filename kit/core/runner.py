@@ -330,7 +330,8 @@ def run(args: argparse.Namespace) -> int:
     for path in stale:
         print(f"an earlier run was killed: {path} (run.json now says 'killed')", file=sys.stderr)
     parallel = min(args.parallel or default_workers(), max(len(notebooks), 1))
-    expected = last_seconds(Path(args.out), args.profile)  # before this run adds its own
+    # before this run adds its own
+    expected, first_run = expected_seconds(notebooks, Path(args.out), args.profile)
     order = notebooks if parallel == 1 else longest_first(notebooks, Path(args.out), args.profile)
     with sigterm_as_interrupt():
         run_dir = new_run_dir(Path(args.out), args.profile)
@@ -361,12 +362,17 @@ def run(args: argparse.Namespace) -> int:
             atomic_write_text(run_dir / "run.json", json.dumps(record, indent=2) + "\n")
 
         # one live line per running notebook (kit.core.progress), the lines below printed above it
-        progress = RunProgress(run_dir, [nb.stem for nb in order], expected, parallel)
+        progress = RunProgress(
+            run_dir, [nb.stem for nb in order], expected, parallel, first_run=first_run
+        )
 
         def start(stem: str) -> None:
             running[stem] = time.perf_counter()
             progress.started(stem)
-            last = f"; last run {duration(expected[stem])}" if stem in expected else ""
+            last = ""
+            if stem in expected:
+                basis = "a first run ~" if stem in first_run else "last run "
+                last = f"; {basis}{duration(expected[stem])}"
             progress.say(f"[{stem}] running (profile {args.profile}{last}) ...")
 
         def done(outcome: NotebookOutcome) -> None:
@@ -418,23 +424,35 @@ def run(args: argparse.Namespace) -> int:
 
 FIRST_RUN_MINUTES: dict[str, dict[str, float]] = {
     "tiny": {"00": 0.2, "01": 9.5, "02": 3.9, "03": 33, "04": 36, "05": 29, "06": 23},
-    "real": {"00": 10.8, "01": 21, "02": 26.5, "03": 49, "04": 40, "05": 20, "06": 23},
+    "real": {"00": 20, "01": 40, "02": 22.1, "03": 72.9, "04": 60, "05": 45, "06": 40.8},
 }
 """Each notebook's first run (its own caches empty) on the 2-core machine, in minutes, by number
-(docs/timings.md: the first runs of make run and make real): the order of a run no earlier run has
-timed, so a fresh clone starts its longest notebooks first. Only the order matters."""
+(docs/timings.md: the first runs of make run and make real; real 02, 03 and 06 measured with the
+four models on 2026-11-29, the others estimated there): the order of a run no earlier run has
+timed, so a fresh clone starts its longest notebooks first, and the progress lines' estimates
+until a run has its own times."""
+
+
+def expected_seconds(
+    notebooks: list[Path], out: Path, profile: str
+) -> tuple[dict[str, float], frozenset[str]]:
+    """Each notebook's expected time in seconds: its time in the newest earlier run of
+    ``profile`` under ``out`` that has it, else its :data:`FIRST_RUN_MINUTES` (those notebooks are
+    the second item: estimates, not measurements of this machine)."""
+    seconds = last_seconds(out, profile)
+    typical = FIRST_RUN_MINUTES.get(profile, {})
+    first = frozenset(
+        nb.stem for nb in notebooks if nb.stem not in seconds and nb.stem[:2] in typical
+    )
+    seconds.update({stem: 60.0 * typical[stem[:2]] for stem in first})
+    return seconds, first
 
 
 def longest_first(notebooks: list[Path], out: Path, profile: str) -> list[Path]:
     """``notebooks`` ordered for side-by-side runs: the longest first (so the last to start are
-    short), by each notebook's time in the newest earlier run of ``profile`` under ``out`` that has
-    it, else by its :data:`FIRST_RUN_MINUTES`; notebooks with neither keep their number order,
+    short), by :func:`expected_seconds`; notebooks with no expected time keep their number order,
     ahead of the others (they may be long)."""
-    typical = FIRST_RUN_MINUTES.get(profile, {})
-    seconds: dict[str, float] = {
-        nb.stem: 60.0 * typical[nb.stem[:2]] for nb in notebooks if nb.stem[:2] in typical
-    }
-    seconds.update(last_seconds(out, profile))
+    seconds, _ = expected_seconds(notebooks, out, profile)
     return sorted(
         notebooks, key=lambda nb: (nb.stem in seconds, -seconds.get(nb.stem, 0.0), nb.stem)
     )

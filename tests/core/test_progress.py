@@ -72,6 +72,11 @@ def test_a_notebook_line_names_cell_section_elapsed_estimate_and_bar():
         "[03_shortcut] starting its kernel | 5s (no earlier run to compare)"
     )
     assert estimate_text(800, 720) == "13m20s, over the last run's 12m00s"
+    # no earlier run of this profile: a first run's typical time, said to be an estimate
+    assert notebook_line("03_shortcut", LogState(), 185, 720, first_run=True) == (
+        "[03_shortcut] starting its kernel | 3m05s of ~12m00s (a first run's estimate)"
+    )
+    assert estimate_text(800, 720, True) == "13m20s, over a first run's estimated 12m00s"
 
 
 def test_the_run_line_spreads_what_is_left_over_the_slots():
@@ -89,7 +94,15 @@ def test_the_run_line_spreads_what_is_left_over_the_slots():
     assert run_line(0, 2, {"01_a": 0.0}, ["09_new"], expected, 2) == (
         "[run] 0/2 notebooks done, 1 running"
     ), "no estimate when a notebook has no earlier time"
-    assert run_line(0, 1, {"01_a": 900.0}, [], expected, 1).endswith("past the last run's times")
+    assert run_line(0, 1, {"01_a": 900.0}, [], expected, 1).endswith(
+        "past the expected times (last run's times)"
+    )
+    # a first run: the same sum over first-run estimates, said so while one is still to come
+    line = run_line(1, 4, {"01_a": 200.0}, ["02_b", "03_c"], expected, 2, frozenset({"03_c"}))
+    assert line.endswith("~6m50s left (with first-run estimates)")
+    assert run_line(2, 4, {"01_a": 200.0}, [], expected, 2, frozenset({"03_c"})).endswith(
+        "~6m40s left (last run's times)"
+    ), "the estimated notebook is done: only measured times are left"
 
 
 @pytest.mark.parametrize(

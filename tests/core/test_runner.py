@@ -358,6 +358,11 @@ def test_a_first_run_starts_the_notebooks_typically_longest_first(tmp_path):
     assert [p.stem for p in runner.longest_first(nbs, tmp_path, "no-such-profile")] == [
         p.stem for p in nbs
     ]
+    # the same times are the progress lines' expectations, first-run ones marked as estimates
+    seconds, first = runner.expected_seconds(nbs, tmp_path, "tiny")
+    assert seconds["00_q"] == 1e6 and "00_q" not in first, "an earlier run's time is measured"
+    assert seconds["03_s"] == 60.0 * typical["03"] and first == {"03_s", "04_c", "06_a"}
+    assert "09_new" not in seconds
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two"])
