@@ -160,13 +160,19 @@ class LogState:
 
 
 def read_state(path: Path, tail_bytes: int = 16384) -> LogState:
-    """The state at the end of a progress log (its last ``tail_bytes``); empty if there is none."""
+    """The state at the end of a progress log (its last ``tail_bytes``, or the whole log when
+    that tail holds no cell line: a long loop's bar lines can fill it); empty if there is none."""
     try:
         with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, os.SEEK_END) - tail_bytes))
-            lines = f.read().decode("utf-8", "replace").splitlines()
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - tail_bytes))
+            text = f.read().decode("utf-8", "replace")
+            if size > tail_bytes and not re.search(r"^\S+ cell ", text, re.MULTILINE):
+                f.seek(0)
+                text = f.read().decode("utf-8", "replace")
     except OSError:
         return LogState()
+    lines = text.splitlines()
     state = LogState()
     for line in lines:
         parts = line.split(" ", 2)

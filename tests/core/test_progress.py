@@ -158,6 +158,12 @@ def test_the_log_state_is_the_last_cell_and_its_newest_bar(tmp_path):
     with open(log, "a") as f:
         f.write("10:01:00 cell 3/4 § B\n")
     assert read_state(log) == LogState(cell="3/4 § B"), "a bar of an earlier cell is not shown"
+    # a long loop's bars fill the tail that is read: the cell is still known (a real 05 run's
+    # 108 units wrote 19 KB of bar lines after its cell line, and its line said "starting its
+    # kernel")
+    with open(log, "a") as f:
+        f.write("".join(f"10:02:{i % 60:02d} bar units: {i}/500 [..]\n" for i in range(500)))
+    assert read_state(log, tail_bytes=1024) == LogState(cell="3/4 § B", bar="units: 499/500 [..]")
 
 
 def test_bars_go_to_the_log_under_the_runner_and_stay_off_in_job_workers(tmp_path, monkeypatch):
