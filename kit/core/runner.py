@@ -424,10 +424,10 @@ def run(args: argparse.Namespace) -> int:
 
 FIRST_RUN_MINUTES: dict[str, dict[str, float]] = {
     "tiny": {"00": 0.2, "01": 9.5, "02": 3.9, "03": 33, "04": 36, "05": 29, "06": 23},
-    "real": {"00": 20, "01": 40, "02": 22.1, "03": 72.9, "04": 60, "05": 45, "06": 40.8},
+    "real": {"00": 20, "01": 40, "02": 22.1, "03": 72.9, "04": 60, "05": 29.0, "06": 40.8},
 }
 """Each notebook's first run (its own caches empty) on the 2-core machine, in minutes, by number
-(docs/timings.md: the first runs of make run and make real; real 02, 03 and 06 measured with the
+(docs/timings.md: the first runs of make run and make real; real 02, 03, 05 and 06 measured with the
 four models on 2026-11-29, the others estimated there): the order of a run no earlier run has
 timed, so a fresh clone starts its longest notebooks first, and the progress lines' estimates
 until a run has its own times."""
