@@ -332,7 +332,11 @@ def run(args: argparse.Namespace) -> int:
     parallel = min(args.parallel or default_workers(), max(len(notebooks), 1))
     # before this run adds its own
     expected, first_run = expected_seconds(notebooks, Path(args.out), args.profile)
-    order = notebooks if parallel == 1 else longest_first(notebooks, Path(args.out), args.profile)
+    order = (
+        notebooks
+        if parallel == 1
+        else longest_first(notebooks, Path(args.out), args.profile, expected)
+    )
     with sigterm_as_interrupt():
         run_dir = new_run_dir(Path(args.out), args.profile)
         print(f"run directory: {run_dir}", flush=True)
@@ -448,11 +452,15 @@ def expected_seconds(
     return seconds, first
 
 
-def longest_first(notebooks: list[Path], out: Path, profile: str) -> list[Path]:
+def longest_first(
+    notebooks: list[Path], out: Path, profile: str, seconds: dict[str, float] | None = None
+) -> list[Path]:
     """``notebooks`` ordered for side-by-side runs: the longest first (so the last to start are
-    short), by :func:`expected_seconds`; notebooks with no expected time keep their number order,
-    ahead of the others (they may be long)."""
-    seconds, _ = expected_seconds(notebooks, out, profile)
+    short), by ``seconds`` (default: :func:`expected_seconds`, which the runner has read already);
+    notebooks with no expected time keep their number order, ahead of the others (they may be
+    long)."""
+    if seconds is None:
+        seconds, _ = expected_seconds(notebooks, out, profile)
     return sorted(
         notebooks, key=lambda nb: (nb.stem in seconds, -seconds.get(nb.stem, 0.0), nb.stem)
     )
